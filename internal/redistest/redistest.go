@@ -1,0 +1,198 @@
+// Package redistest starts a real redis-server for tests and hands each test
+// its own key prefix, so tests of one package can run in parallel against one
+// server without FLUSHDB.
+//
+// The server is started lazily, once per test binary, on a free loopback port
+// with persistence off, and stopped by [Main] after the package's tests ran.
+// When redis-server is not on PATH the test fails with a message that says how
+// to install it: tests never skip because a server is missing.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is one redis-server process owned by the test binary.
+type Server struct {
+	Addr string
+	cmd  *exec.Cmd
+	dir  string
+}
+
+var (
+	shared     *Server
+	sharedErr  error
+	sharedOnce sync.Once
+	prefixSeq  atomic.Int64
+)
+
+// Main runs the package's tests and then stops the shared server, if one was
+// started. Call it from TestMain: os.Exit(redistest.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared != nil {
+		shared.Stop()
+	}
+	return code
+}
+
+// Shared returns the package's redis-server, starting it on first use.
+func Shared(tb testing.TB) *Server {
+	tb.Helper()
+	sharedOnce.Do(func() { shared, sharedErr = Start() })
+	if sharedErr != nil {
+		tb.Fatalf("redistest: %v", sharedErr)
+	}
+	return shared
+}
+
+// Start launches a new redis-server on a free loopback port. extraArgs are
+// passed through as config directives, e.g. "--cluster-enabled", "yes".
+// The caller owns the server and must Stop it.
+func Start(extraArgs ...string) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, errors.New("redis-server not found on PATH; install it with `apt-get install -y redis-server` (make test does this)")
+	}
+	var lastErr error
+	for range 5 {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		dir, err := os.MkdirTemp("", "drover-redis-")
+		if err != nil {
+			return nil, err
+		}
+		args := []string{
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir,
+			"--daemonize", "no", "--protected-mode", "no",
+		}
+		args = append(args, extraArgs...)
+		cmd := exec.Command(bin, args...)
+		logFile, err := os.Create(filepath.Join(dir, "redis.log"))
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdout = logFile
+		cmd.Stderr = logFile
+		if err := cmd.Start(); err != nil {
+			logFile.Close()
+			return nil, fmt.Errorf("start redis-server: %w", err)
+		}
+		logFile.Close()
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir}
+		if err := s.waitReady(10 * time.Second); err != nil {
+			s.Stop()
+			lastErr = err
+			continue
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("redis-server did not start: %w", lastErr)
+}
+
+func (s *Server) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		conn, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
+		if err == nil {
+			_, _ = conn.Write([]byte("PING\r\n"))
+			_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+			line, rerr := bufio.NewReader(conn).ReadString('\n')
+			conn.Close()
+			if rerr == nil && strings.HasPrefix(line, "+PONG") {
+				return nil
+			}
+		}
+		if s.cmd.ProcessState != nil {
+			return fmt.Errorf("redis-server exited: %s", s.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("redis-server at %s not ready after %s: %s", s.Addr, timeout, s.log())
+}
+
+func (s *Server) log() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// Stop kills the server and removes its directory.
+func (s *Server) Stop() {
+	if s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	}
+	_ = os.RemoveAll(s.dir)
+}
+
+// Client returns a new client of the server, closed when the test ends.
+func (s *Server) Client(tb testing.TB) *redis.Client {
+	tb.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 64})
+	tb.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// Client returns a client of the shared server and a key prefix unique to this
+// test, so parallel tests never see each other's keys. The prefix's keys are
+// deleted when the test ends.
+func Client(tb testing.TB) (*redis.Client, string) {
+	tb.Helper()
+	s := Shared(tb)
+	rdb := s.Client(tb)
+	prefix := UniquePrefix()
+	tb.Cleanup(func() { DeletePrefix(context.Background(), rdb, prefix) })
+	return rdb, prefix
+}
+
+// UniquePrefix returns a key prefix not used before by this process.
+func UniquePrefix() string {
+	return fmt.Sprintf("t%d-%d", os.Getpid()%100000, prefixSeq.Add(1))
+}
+
+// DeletePrefix removes every key that starts with prefix + ":".
+func DeletePrefix(ctx context.Context, rdb redis.UniversalClient, prefix string) {
+	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 500 {
+			rdb.Del(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		rdb.Del(ctx, batch...)
+	}
+}
+
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
