@@ -1,0 +1,448 @@
+// drover BullMQ oracle driver: a long-running process that performs BullMQ
+// operations on request.
+//
+// Usage: node driver.mjs --redis host:port [--skip-metas-update]
+//
+// Protocol: newline-delimited JSON. Each stdin line is a request
+// {"id":n,"cmd":"...", ...args} (a job id argument is named "jobId"); each
+// gets exactly one stdout line
+// {"id":n,"ok":true,"result":...} or {"id":n,"ok":false,"error":"...","errorName":"..."}.
+// Requests run concurrently; responses may come out of order. The process
+// closes everything and exits when stdin ends.
+
+import { Queue, QueueEvents, Job } from 'bullmq';
+import IORedis from 'ioredis';
+import { createInterface } from 'node:readline';
+import { consoleToStderr, parseRedisArg, hasFlag, newWorker, watchWorker, jobView } from './lib.mjs';
+
+consoleToStderr();
+
+const redis = parseRedisArg(process.argv);
+const skipMetasUpdate = hasFlag(process.argv, '--skip-metas-update');
+const connOpts = { host: redis.host, port: redis.port, maxRetriesPerRequest: null };
+
+// One ioredis connection per role. Workers and QueueEvents duplicate theirs
+// for blocking commands (BullMQ does that itself for Workers).
+const conns = {
+  queue: new IORedis(connOpts),
+  worker: new IORedis(connOpts),
+};
+for (const c of Object.values(conns)) {
+  c.on('error', (err) => console.error('oracle redis error:', err.message));
+}
+
+const queues = new Map(); // prefix\0queue -> Promise<Queue>
+const queueEvents = new Map(); // prefix\0queue -> {qe, events, waiters}
+const workers = new Map(); // workerId -> {worker, events, waiters}
+
+const qkey = (prefix, queue) => `${prefix}\u0000${queue}`;
+
+function need(args, ...names) {
+  for (const n of names) {
+    if (args[n] === undefined || args[n] === null) {
+      throw new Error(`oracle: missing argument ${n}`);
+    }
+  }
+}
+
+async function getQueue(args) {
+  need(args, 'prefix', 'queue');
+  const k = qkey(args.prefix, args.queue);
+  let p = queues.get(k);
+  if (!p) {
+    p = (async () => {
+      const q = new Queue(args.queue, { connection: conns.queue, prefix: args.prefix, skipMetasUpdate });
+      q.on('error', (err) => console.error(`oracle queue ${args.queue} error:`, err.message));
+      await q.waitUntilReady();
+      // The constructor writes meta (version, opts.maxLenEvents) in the
+      // background; wait for it so the Redis state is settled.
+      await q.queueMetaInitialized;
+      return q;
+    })();
+    queues.set(k, p);
+    p.catch(() => queues.delete(k));
+  }
+  return p;
+}
+
+async function getJobOrThrow(q, id) {
+  const job = await Job.fromId(q, String(id));
+  if (!job) {
+    throw new Error(`oracle: job ${id} not found in ${q.name}`);
+  }
+  return job;
+}
+
+// A list of recorded events plus waiters resolved when enough match.
+function recorder() {
+  const r = { events: [], waiters: [] };
+  r.push = (e) => {
+    r.events.push(e);
+    r.waiters = r.waiters.filter((w) => !w.check());
+  };
+  r.wait = (match, count, timeoutMs) =>
+    new Promise((resolve, reject) => {
+      const w = {};
+      w.check = () => {
+        const got = r.events.filter(match);
+        if (got.length >= count) {
+          clearTimeout(w.timer);
+          resolve(got);
+          return true;
+        }
+        return false;
+      };
+      if (w.check()) {
+        return;
+      }
+      w.timer = setTimeout(() => {
+        r.waiters = r.waiters.filter((x) => x !== w);
+        const got = r.events.filter(match);
+        reject(new Error(`oracle: timed out after ${timeoutMs}ms waiting for ${count} events, got ${got.length}: ${JSON.stringify(r.events.slice(-20))}`));
+      }, timeoutMs);
+      r.waiters.push(w);
+    });
+  return r;
+}
+
+async function lastStreamId(prefix, queue) {
+  const key = `${prefix}:${queue}:events`;
+  const last = await conns.queue.xrevrange(key, '+', '-', 'COUNT', 1);
+  return last.length > 0 ? last[0][0] : '0-0';
+}
+
+async function getQueueEvents(args) {
+  need(args, 'prefix', 'queue');
+  const k = qkey(args.prefix, args.queue);
+  let p = queueEvents.get(k);
+  if (!p) {
+    p = (async () => {
+      // Start reading right after the newest existing entry, so nothing
+      // written after this call is missed even before XREAD blocks.
+      const lastEventId = args.lastEventId ?? (await lastStreamId(args.prefix, args.queue));
+      const rec = recorder();
+      const qe = new QueueEvents(args.queue, {
+        connection: { ...connOpts },
+        prefix: args.prefix,
+        lastEventId,
+        blockingTimeout: 1000,
+      });
+      const origEmit = qe.emit.bind(qe);
+      let last;
+      qe.emit = (event, ...rest) => {
+        // QueueEvents emits "<event>" and then, for entries with a jobId,
+        // "<event>:<jobId>" with the same fields; only the first is recorded.
+        // 'drained' is emitted as (event, streamId), the rest as (event, fields, streamId).
+        let e;
+        if (event === 'error') {
+          e = { name: 'error', fields: { message: rest[0]?.message ?? String(rest[0]) } };
+        } else if (rest.length === 1 && typeof rest[0] === 'string') {
+          e = { name: event, id: rest[0], fields: {} };
+        } else if (rest.length === 2 && typeof rest[1] === 'string') {
+          const dup = last && last.id === rest[1] && event === `${last.name}:${rest[0]?.jobId}`;
+          if (!dup) {
+            e = { name: event, id: rest[1], fields: rest[0] ?? {} };
+          }
+        }
+        if (e) {
+          last = e;
+          rec.push(e);
+        }
+        return origEmit(event, ...rest);
+      };
+      qe.on('error', () => {});
+      await qe.waitUntilReady();
+      return { qe, rec };
+    })();
+    queueEvents.set(k, p);
+    p.catch(() => queueEvents.delete(k));
+  }
+  return p;
+}
+
+function getWorker(args) {
+  need(args, 'workerId');
+  const w = workers.get(args.workerId);
+  if (!w) {
+    throw new Error(`oracle: no worker ${args.workerId}`);
+  }
+  return w;
+}
+
+async function closeAll() {
+  const tasks = [];
+  for (const w of workers.values()) {
+    tasks.push(w.worker.close(true).catch(() => {}));
+  }
+  workers.clear();
+  for (const p of queueEvents.values()) {
+    tasks.push(p.then(({ qe }) => qe.close()).catch(() => {}));
+  }
+  queueEvents.clear();
+  await Promise.all(tasks);
+  const qs = [];
+  for (const p of queues.values()) {
+    qs.push(p.then((q) => q.close()).catch(() => {}));
+  }
+  queues.clear();
+  await Promise.all(qs);
+}
+
+const commands = {
+  ping: async () => 'pong',
+  version: async () => {
+    const { createRequire } = await import('node:module');
+    return createRequire(import.meta.url)('bullmq/package.json').version;
+  },
+
+  add: async (a) => {
+    const q = await getQueue(a);
+    const job = await q.add(a.name, a.data, a.opts ?? {});
+    return job.id;
+  },
+  addBulk: async (a) => {
+    const q = await getQueue(a);
+    const jobs = await q.addBulk((a.jobs ?? []).map((j) => ({ name: j.name, data: j.data, opts: j.opts ?? {} })));
+    return jobs.map((j) => j.id);
+  },
+  getJob: async (a) => {
+    need(a, 'jobId');
+    const q = await getQueue(a);
+    return jobView(await q.getJob(String(a.jobId)));
+  },
+  getState: async (a) => {
+    need(a, 'jobId');
+    const q = await getQueue(a);
+    return q.getJobState(String(a.jobId));
+  },
+  getJobCounts: async (a) => {
+    const q = await getQueue(a);
+    return q.getJobCounts(...(a.types ?? []));
+  },
+  getJobs: async (a) => {
+    const q = await getQueue(a);
+    const jobs = await q.getJobs(a.types ?? [], a.start ?? 0, a.end ?? -1, a.asc ?? false);
+    return jobs.map((j) => j.id);
+  },
+  getRanges: async (a) => {
+    const q = await getQueue(a);
+    return q.getRanges(a.types ?? [], a.start ?? 0, a.end ?? -1, a.asc ?? false);
+  },
+  getMeta: async (a) => (await getQueue(a)).getMeta(),
+  pause: async (a) => {
+    await (await getQueue(a)).pause();
+    return null;
+  },
+  resume: async (a) => {
+    await (await getQueue(a)).resume();
+    return null;
+  },
+  isPaused: async (a) => (await getQueue(a)).isPaused(),
+  drain: async (a) => {
+    await (await getQueue(a)).drain(!!a.delayed);
+    return null;
+  },
+  obliterate: async (a) => {
+    await (await getQueue(a)).obliterate({ force: !!a.force });
+    return null;
+  },
+  promote: async (a) => {
+    need(a, 'jobId');
+    const job = await getJobOrThrow(await getQueue(a), a.jobId);
+    await job.promote();
+    return null;
+  },
+  retryJob: async (a) => {
+    need(a, 'jobId');
+    const job = await getJobOrThrow(await getQueue(a), a.jobId);
+    await job.retry(a.state ?? 'failed', {
+      resetAttemptsMade: !!a.resetAttemptsMade,
+      resetAttemptsStarted: !!a.resetAttemptsStarted,
+    });
+    return null;
+  },
+  retryJobs: async (a) => {
+    const opts = {};
+    for (const k of ['state', 'count', 'timestamp']) {
+      if (a[k] !== undefined && a[k] !== null) {
+        opts[k] = a[k];
+      }
+    }
+    await (await getQueue(a)).retryJobs(opts);
+    return null;
+  },
+  promoteJobs: async (a) => {
+    const opts = {};
+    if (a.count) {
+      opts.count = a.count;
+    }
+    await (await getQueue(a)).promoteJobs(opts);
+    return null;
+  },
+  remove: async (a) => {
+    need(a, 'jobId');
+    return (await getQueue(a)).remove(String(a.jobId), { removeChildren: a.removeChildren ?? true });
+  },
+  changePriority: async (a) => {
+    need(a, 'jobId');
+    const job = await getJobOrThrow(await getQueue(a), a.jobId);
+    await job.changePriority({ priority: a.priority ?? 0, lifo: !!a.lifo });
+    return null;
+  },
+  changeDelay: async (a) => {
+    need(a, 'jobId', 'delay');
+    const job = await getJobOrThrow(await getQueue(a), a.jobId);
+    await job.changeDelay(a.delay);
+    return null;
+  },
+  clean: async (a) => (await getQueue(a)).clean(a.grace ?? 0, a.limit ?? 0, a.type ?? 'completed'),
+  updateProgress: async (a) => {
+    need(a, 'jobId');
+    await (await getQueue(a)).updateJobProgress(String(a.jobId), a.value);
+    return null;
+  },
+  log: async (a) => {
+    need(a, 'jobId');
+    // Job.log honours the job's keepLogs option, as a processor's job.log would.
+    const job = await getJobOrThrow(await getQueue(a), a.jobId);
+    return job.log(String(a.line ?? ''));
+  },
+  getJobLogs: async (a) => {
+    need(a, 'jobId');
+    return (await getQueue(a)).getJobLogs(String(a.jobId), a.start ?? 0, a.end ?? -1, a.asc ?? true);
+  },
+  waitUntilFinished: async (a) => {
+    need(a, 'jobId');
+    const q = await getQueue(a);
+    const { qe } = await getQueueEvents(a);
+    const job = await getJobOrThrow(q, a.jobId);
+    try {
+      const rv = await job.waitUntilFinished(qe, a.timeoutMs ?? 10000);
+      return { state: 'completed', returnvalue: rv === undefined ? null : rv };
+    } catch (err) {
+      if (/timed out before finishing/.test(err.message)) {
+        throw err;
+      }
+      return { state: 'failed', failedReason: err.message };
+    }
+  },
+  setGlobalConcurrency: async (a) => {
+    need(a, 'concurrency');
+    await (await getQueue(a)).setGlobalConcurrency(a.concurrency);
+    return null;
+  },
+  removeGlobalConcurrency: async (a) => {
+    await (await getQueue(a)).removeGlobalConcurrency();
+    return null;
+  },
+  setGlobalRateLimit: async (a) => {
+    need(a, 'max', 'duration');
+    await (await getQueue(a)).setGlobalRateLimit(a.max, a.duration);
+    return null;
+  },
+
+  startWorker: async (a) => {
+    need(a, 'prefix', 'queue', 'worker');
+    const spec = a.worker;
+    need(spec, 'workerId');
+    if (workers.has(spec.workerId)) {
+      throw new Error(`oracle: worker ${spec.workerId} already exists`);
+    }
+    const worker = newWorker(spec, a.prefix, a.queue, conns.worker);
+    const rec = recorder();
+    watchWorker(worker, rec.push);
+    workers.set(spec.workerId, { worker, rec });
+    await worker.waitUntilReady();
+    return null;
+  },
+  stopWorker: async (a) => {
+    const w = getWorker(a);
+    workers.delete(a.workerId);
+    await w.worker.close(!!a.force);
+    return null;
+  },
+  workerEvents: async (a) => getWorker(a).rec.events,
+  waitWorkerEvents: async (a) => {
+    const w = getWorker(a);
+    const kinds = a.events ?? [];
+    return w.rec.wait((e) => kinds.length === 0 || kinds.includes(e.event), a.count ?? 1, a.timeoutMs ?? 10000);
+  },
+
+  startQueueEvents: async (a) => {
+    await getQueueEvents(a);
+    return null;
+  },
+  queueEvents: async (a) => {
+    const k = qkey(a.prefix, a.queue);
+    if (!queueEvents.has(k)) {
+      throw new Error(`oracle: no QueueEvents for ${a.prefix}:${a.queue}; call startQueueEvents first`);
+    }
+    return (await queueEvents.get(k)).rec.events;
+  },
+  waitQueueEvents: async (a) => {
+    const k = qkey(a.prefix, a.queue);
+    if (!queueEvents.has(k)) {
+      throw new Error(`oracle: no QueueEvents for ${a.prefix}:${a.queue}; call startQueueEvents first`);
+    }
+    const { rec } = await queueEvents.get(k);
+    const names = a.names ?? [];
+    return rec.wait((e) => names.length === 0 || names.includes(e.name), a.count ?? 1, a.timeoutMs ?? 10000);
+  },
+
+  closeAll: async () => {
+    await closeAll();
+    return null;
+  },
+};
+commands['close-all'] = commands.closeAll;
+
+function reply(obj) {
+  process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+async function handle(line) {
+  let req;
+  try {
+    req = JSON.parse(line);
+  } catch (err) {
+    reply({ id: null, ok: false, error: `oracle: bad request line: ${err.message}` });
+    return;
+  }
+  const { id, cmd, ...args } = req;
+  const f = commands[cmd];
+  if (!f) {
+    reply({ id, ok: false, error: `oracle: unknown command ${JSON.stringify(cmd)}` });
+    return;
+  }
+  try {
+    const result = await f(args);
+    reply({ id, ok: true, result: result === undefined ? null : result });
+  } catch (err) {
+    reply({ id, ok: false, error: err?.message ?? String(err), errorName: err?.name });
+  }
+}
+
+process.on('unhandledRejection', (err) => console.error('oracle unhandled rejection:', err));
+process.on('uncaughtException', (err) => console.error('oracle uncaught exception:', err));
+
+const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+const inflight = new Set();
+rl.on('line', (line) => {
+  if (line.trim() === '') {
+    return;
+  }
+  const p = handle(line).finally(() => inflight.delete(p));
+  inflight.add(p);
+});
+rl.on('close', async () => {
+  const timer = setTimeout(() => process.exit(0), 5000);
+  try {
+    await Promise.race([Promise.allSettled([...inflight]), new Promise((r) => setTimeout(r, 1000))]);
+    await closeAll();
+    await Promise.all(Object.values(conns).map((c) => c.quit().catch(() => c.disconnect())));
+  } finally {
+    clearTimeout(timer);
+    process.exit(0);
+  }
+});
+reply({ id: 0, ok: true, result: 'ready' });
