@@ -1,0 +1,2 @@
+DROP TABLE drover_outbox;
+DROP FUNCTION drover_outbox_notify();

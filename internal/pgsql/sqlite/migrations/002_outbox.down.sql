@@ -1,0 +1,1 @@
+DROP TABLE drover_outbox;
