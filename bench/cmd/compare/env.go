@@ -1,0 +1,361 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// env is what the runs share: the servers and how to start each peer.
+type env struct {
+	impls  []string
+	redis  *redisServer
+	pg     *pgCluster
+	peer   string // Go peer binary
+	notes  []string
+	wallOf map[string]time.Duration
+}
+
+func (e *env) Close() {
+	if e.redis != nil {
+		e.redis.Stop()
+	}
+	if e.pg != nil {
+		e.pg.Stop()
+	}
+}
+
+// prepare installs what is missing, builds the Go peer and starts the servers.
+func prepare(ctx context.Context, o options, impls []string) (*env, error) {
+	e := &env{impls: impls}
+	t0 := time.Now()
+	if !o.SkipInstall {
+		if err := ensureTools(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if slices.Contains(impls, "bullmq") {
+		if err := ensureNodePeer(ctx, o.SkipInstall); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	e.peer, err = buildPeer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(impls, "drover") {
+		if ok, why := e.droverAvailable(ctx); !ok {
+			logf("drover: %s; running the other implementations", why)
+			e.notes = append(e.notes, "drover: "+why)
+			e.impls = slices.DeleteFunc(slices.Clone(impls), func(s string) bool { return s == "drover" })
+		}
+	}
+	logf("installed and built in %s", time.Since(t0).Round(100*time.Millisecond))
+	if e.redis, err = startRedis(ctx); err != nil {
+		return nil, err
+	}
+	logf("redis-server %s on %s", e.redis.Version(ctx), e.redis.Addr)
+	if slices.Contains(e.impls, "river") {
+		if e.pg, err = startPostgres(ctx, logf); err != nil {
+			e.Close()
+			return nil, err
+		}
+		logf("postgres %s at %s", e.pg.version, e.pg.URL)
+	}
+	return e, nil
+}
+
+// ensureTools installs redis-server (Debian package) when it is missing and
+// checks for node and the PostgreSQL binaries.
+func ensureTools(ctx context.Context) error {
+	var pkgs []string
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		pkgs = append(pkgs, "redis-server")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		pkgs = append(pkgs, "nodejs", "npm")
+	}
+	if _, err := findPGBin("initdb"); err != nil {
+		pkgs = append(pkgs, "postgresql")
+	}
+	if len(pkgs) == 0 {
+		return nil
+	}
+	logf("installing %s", strings.Join(pkgs, " "))
+	apt := []string{"apt-get"}
+	if os.Geteuid() != 0 {
+		apt = []string{"sudo", "apt-get"}
+	}
+	install := append(slices.Clone(apt), append([]string{"install", "-y", "--no-install-recommends"}, pkgs...)...)
+	if out, err := command(ctx, "", install...); err != nil {
+		if out2, err2 := command(ctx, "", append(slices.Clone(apt), "update")...); err2 != nil {
+			return fmt.Errorf("apt-get update: %w: %s", err2, out2)
+		}
+		if out, err = command(ctx, "", install...); err != nil {
+			return fmt.Errorf("apt-get install %s: %w: %s", strings.Join(pkgs, " "), err, out)
+		}
+		_ = out
+	}
+	return nil
+}
+
+// ensureNodePeer runs npm ci in node/ when BullMQ is missing or the lock
+// file is newer than the install.
+func ensureNodePeer(ctx context.Context, skip bool) error {
+	lock, err := os.Stat("node/package-lock.json")
+	if err != nil {
+		return err
+	}
+	inst, err := os.Stat("node/node_modules/.package-lock.json")
+	_, errB := os.Stat("node/node_modules/bullmq/package.json")
+	if err == nil && errB == nil && !lock.ModTime().After(inst.ModTime()) {
+		return nil
+	}
+	if skip {
+		return errors.New("node/node_modules is missing or stale and -skip-install is set")
+	}
+	logf("npm ci in bench/node")
+	if out, err := command(ctx, "node", "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"); err != nil {
+		return fmt.Errorf("npm ci: %w: %s", err, out)
+	}
+	return nil
+}
+
+// buildPeer builds the Go peer, with drover's implementation when the
+// engine builds (-tags drover) and the stand-in otherwise.
+func buildPeer(ctx context.Context) (string, error) {
+	bin, _ := filepath.Abs(filepath.Join("bin", "peer"))
+	if out, err := command(ctx, "", "go", "build", "-tags", "drover", "-o", bin, "./cmd/peer"); err == nil {
+		return bin, nil
+	} else {
+		logf("building the peer with drover failed (engine not landed?): %s", firstLine(out))
+	}
+	if out, err := command(ctx, "", "go", "build", "-o", bin, "./cmd/peer"); err != nil {
+		return "", fmt.Errorf("go build ./cmd/peer: %w: %s", err, out)
+	}
+	return bin, nil
+}
+
+func (e *env) droverAvailable(ctx context.Context) (bool, string) {
+	cmd := exec.CommandContext(ctx, e.peer, "--impl=drover", "--scenario=seed", "--n=0", "--redis=127.0.0.1:1")
+	out, _ := cmd.Output()
+	var r peerResult
+	if json.Unmarshal(bytes.TrimSpace(out), &r) == nil && r.Error == "not available" {
+		return false, "engine not available in this build (the root package has not landed)"
+	}
+	return true, ""
+}
+
+func command(ctx context.Context, dir string, argv ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	return cmd.CombinedOutput()
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// peerResult is the JSON line a peer prints (bench/cmd/peer, result).
+type peerResult struct {
+	Impl     string  `json:"impl"`
+	Scenario string  `json:"scenario"`
+	N        int     `json:"n"`
+	Seconds  float64 `json:"seconds"`
+	Rate     float64 `json:"rate"`
+	P50ms    float64 `json:"p50_ms"`
+	P99ms    float64 `json:"p99_ms"`
+	MaxMs    float64 `json:"max_ms"`
+	CPUus    float64 `json:"cpu_us"`
+	RSSkb    int64   `json:"rss_kb"`
+	Inflight int     `json:"inflight"`
+	Note     string  `json:"note"`
+	Error    string  `json:"error"`
+}
+
+// sample is one measured process.
+type sample struct {
+	Run      int        `json:"run"`
+	Step     string     `json:"step"`
+	Impl     string     `json:"impl"`
+	N        int        `json:"n"`
+	Peer     peerResult `json:"peer"`
+	WallSecs float64    `json:"wall_s"`     // the whole measured process, start-up included
+	MaxRSSKB int64      `json:"max_rss_kb"` // peak RSS of the measured process (rusage)
+	ProcCPUs float64    `json:"proc_cpu_s"` // user+sys of the whole measured process (rusage)
+	SeedSecs float64    `json:"seed_s"`     // the seeding process, if any
+	Redis    *srvDelta  `json:"redis,omitzero"`
+	PGCPUs   float64    `json:"pg_cpu_s,omitempty"`
+	Err      string     `json:"error,omitempty"`
+}
+
+type srvDelta struct {
+	Calls   int64   `json:"calls"`
+	Evals   int64   `json:"evals"`
+	CPUSecs float64 `json:"cpu_s"`
+}
+
+func (s sample) summary() string {
+	p := s.Peer
+	var b strings.Builder
+	if p.Rate > 0 && p.P50ms == 0 {
+		fmt.Fprintf(&b, "%.0f jobs/s", p.Rate)
+	}
+	if p.P50ms != 0 {
+		fmt.Fprintf(&b, "p50 %.2f ms p99 %.2f ms", p.P50ms, p.P99ms)
+	}
+	if s.Step == "mem" {
+		fmt.Fprintf(&b, "%d in flight, rss %.1f MB, peak %.1f MB", p.Inflight, float64(p.RSSkb)/1024, float64(s.MaxRSSKB)/1024)
+	}
+	if s.N > 0 && p.CPUus > 0 && s.Step != "mem" {
+		fmt.Fprintf(&b, ", client %.1f µs/job", p.CPUus/float64(s.N))
+	}
+	if s.Redis != nil && s.Redis.Calls > 0 {
+		fmt.Fprintf(&b, ", redis %.1f cmds/job %.1f µs/job", float64(s.Redis.Calls)/float64(s.N), s.Redis.CPUSecs*1e6/float64(s.N))
+	}
+	if s.PGCPUs > 0 {
+		fmt.Fprintf(&b, ", postgres %.1f µs/job", s.PGCPUs*1e6/float64(s.N))
+	}
+	if p.Note != "" {
+		fmt.Fprintf(&b, " (%s)", p.Note)
+	}
+	return b.String()
+}
+
+// measure resets the backend, seeds if the step needs it and runs the
+// measured peer process.
+func (e *env) measure(ctx context.Context, o options, run int, st step, impl string) sample {
+	s := sample{Run: run, Step: st.name, Impl: impl, N: st.n}
+	fail := func(err error) sample { s.Err = err.Error(); return s }
+	if err := e.redis.Reset(ctx); err != nil {
+		return fail(fmt.Errorf("reset redis: %w", err))
+	}
+	if impl == "river" {
+		if err := e.pg.Reset(ctx); err != nil {
+			return fail(fmt.Errorf("reset postgres: %w", err))
+		}
+	}
+	logName := filepath.Join(o.LogDir, fmt.Sprintf("run%d-%s-%s.log", run, st.name, impl))
+	if st.seed != nil {
+		pr, _, err := e.runPeer(ctx, o, impl, st.seed, logName+".seed")
+		if err != nil {
+			return fail(fmt.Errorf("seed: %w", err))
+		}
+		s.SeedSecs = pr.Seconds
+	}
+	var before redisStats
+	var pgBefore float64
+	if st.server {
+		var err error
+		if impl == "river" {
+			pgBefore, err = e.pg.CPUSecs()
+		} else {
+			before, err = e.redis.Stats(ctx)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("server stats: %w", err))
+		}
+	}
+	pr, ru, err := e.runPeer(ctx, o, impl, st.args, logName)
+	s.Peer = pr
+	if ru != nil {
+		s.WallSecs = ru.wall.Seconds()
+		s.MaxRSSKB = ru.maxRSSKB
+		s.ProcCPUs = ru.cpu.Seconds()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if st.server {
+		if impl == "river" {
+			// Let exited backends be reaped into the postmaster's cutime.
+			time.Sleep(50 * time.Millisecond)
+			after, err := e.pg.CPUSecs()
+			if err != nil {
+				return fail(fmt.Errorf("server stats: %w", err))
+			}
+			s.PGCPUs = after - pgBefore
+		} else {
+			after, err := e.redis.Stats(ctx)
+			if err != nil {
+				return fail(fmt.Errorf("server stats: %w", err))
+			}
+			// Stats itself runs two INFO commands, which are not counted.
+			s.Redis = &srvDelta{Calls: after.calls - before.calls, Evals: after.evals - before.evals, CPUSecs: after.cpuSecs - before.cpuSecs}
+		}
+	}
+	return s
+}
+
+type rusage struct {
+	wall     time.Duration
+	cpu      time.Duration
+	maxRSSKB int64
+}
+
+// runPeer starts one peer process, waits for it and returns its JSON line
+// and rusage. Its stderr goes to logName.
+func (e *env) runPeer(ctx context.Context, o options, impl string, args []string, logName string) (peerResult, *rusage, error) {
+	var pr peerResult
+	common := []string{
+		"--redis=" + e.redis.Addr,
+		fmt.Sprintf("--timeout-s=%.0f", (o.PeerTimeout - 10*time.Second).Seconds()),
+	}
+	var argv []string
+	if impl == "bullmq" {
+		argv = append([]string{"node", "node/peer.mjs"}, common...)
+	} else {
+		argv = append([]string{e.peer, "--impl=" + impl}, common...)
+		if impl == "river" {
+			argv = append(argv, "--pg="+e.pg.URL, "--river-poll="+o.RiverPoll.String())
+		}
+	}
+	argv = append(argv, args...)
+	ctx, cancel := context.WithTimeout(ctx, o.PeerTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	logFile, err := os.Create(logName)
+	if err != nil {
+		return pr, nil, err
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "$ %s\n", strings.Join(argv, " "))
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = logFile
+	t0 := time.Now()
+	runErr := cmd.Run()
+	ru := &rusage{wall: time.Since(t0)}
+	if st := cmd.ProcessState; st != nil {
+		if r, ok := st.SysUsage().(*syscall.Rusage); ok {
+			ru.maxRSSKB = r.Maxrss
+			ru.cpu = time.Duration(r.Utime.Nano() + r.Stime.Nano())
+		}
+	}
+	fmt.Fprintf(logFile, "stdout: %s", stdout.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &pr); err != nil {
+		return pr, ru, fmt.Errorf("%s peer: %v (no result line; see %s)", impl, runErr, logName)
+	}
+	if pr.Error != "" {
+		return pr, ru, fmt.Errorf("%s peer: %s", impl, pr.Error)
+	}
+	if runErr != nil {
+		return pr, ru, fmt.Errorf("%s peer: %w", impl, runErr)
+	}
+	return pr, ru, nil
+}

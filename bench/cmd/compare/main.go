@@ -1,0 +1,235 @@
+// Command compare runs drover's side-by-side benchmark (issue 7): drover,
+// Node BullMQ, asynq and River, the same scenarios, alternating, several runs
+// each, against one fresh redis-server and one throwaway PostgreSQL cluster.
+//
+// Every measured step runs the implementation in its own OS process (the Go
+// peer bench/bin/peer or the Node peer bench/node/peer.mjs), so that the
+// process' CPU time and peak resident memory are its own. Redis' cost is read
+// from INFO commandstats and INFO cpu deltas around the measured process.
+//
+// It writes a Markdown table of medians and ratios (bench/results/latest.md),
+// every sample (bench/results/latest.json), and prints one JSON line per
+// scenario on stdout. Progress goes to stderr. Run it from bench/ (run.sh
+// does), see bench/README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// impls in their canonical column order.
+var allImpls = []string{"drover", "bullmq", "asynq", "river"}
+
+type options struct {
+	N           int
+	NC1         int
+	NLatency    int
+	NDelayed    int
+	NRetry      int
+	NMem        int
+	CMem        int
+	Runs        int
+	Only        []string
+	Out         string
+	JSONOut     string
+	LogDir      string
+	SkipInstall bool
+	PeerTimeout time.Duration
+	RiverPoll   time.Duration
+	GapMS       float64
+}
+
+func main() {
+	var o options
+	var only string
+	flag.IntVar(&o.N, "n", 50000, "jobs for add, bulk add and process at concurrency >= 10")
+	flag.IntVar(&o.NC1, "n-c1", 0, "jobs for process at concurrency 1 (default n/10)")
+	flag.IntVar(&o.NLatency, "n-latency", 1000, "jobs for idle pickup latency")
+	flag.IntVar(&o.NDelayed, "n-delayed", 1000, "jobs for delayed-job lateness")
+	flag.IntVar(&o.NRetry, "n-retry", 0, "jobs for retry-heavy (each runs 3 times; default n/5)")
+	flag.IntVar(&o.NMem, "n-mem", 10000, "jobs in flight for the memory scenario (= its concurrency)")
+	flag.IntVar(&o.Runs, "runs", 3, "runs of every scenario for every implementation (medians are reported)")
+	flag.StringVar(&only, "only", "", "comma-separated filter: implementation names (drover,bullmq,asynq,river) and/or scenario name prefixes (add,process_c100,pickup,delayed,retry,mem)")
+	flag.StringVar(&o.Out, "out", "results/latest.md", "Markdown table")
+	flag.StringVar(&o.JSONOut, "json-out", "results/latest.json", "every sample, as JSON")
+	flag.StringVar(&o.LogDir, "log-dir", "results/logs", "peer stderr logs")
+	flag.BoolVar(&o.SkipInstall, "skip-install", false, "do not install missing peers (apt-get, npm ci)")
+	flag.DurationVar(&o.PeerTimeout, "peer-timeout", 5*time.Minute, "kill a peer process after this long")
+	flag.DurationVar(&o.RiverPoll, "river-poll", 10*time.Millisecond, "River FetchPollInterval")
+	flag.Float64Var(&o.GapMS, "gap-ms", 5, "mean gap between adds in the pickup-latency scenario")
+	flag.Parse()
+	o.NC1 = cmpOr(o.NC1, max(o.N/10, 1))
+	o.NRetry = cmpOr(o.NRetry, max(o.N/5, 1))
+	o.CMem = o.NMem
+	for _, f := range strings.Split(only, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			o.Only = append(o.Only, f)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(ctx context.Context, o options) error {
+	began := time.Now()
+	dir, err := benchDir()
+	if err != nil {
+		return err
+	}
+	if err := os.Chdir(dir); err != nil {
+		return err
+	}
+	impls, steps := plan(o)
+	if len(impls) == 0 || len(steps) == 0 {
+		return fmt.Errorf("-only %q selects nothing", strings.Join(o.Only, ","))
+	}
+	env, err := prepare(ctx, o, impls)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	impls = env.impls // drover drops out when its engine has not landed
+
+	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+		return err
+	}
+	var samples []sample
+	total := o.Runs * len(steps) * len(impls)
+	done := 0
+	for r := range o.Runs {
+		for si, st := range steps {
+			for k := range impls {
+				// Alternate: rotate the order every step and every run so no
+				// implementation always runs first (or after the same one).
+				im := impls[(k+r+si)%len(impls)]
+				if !st.applies(im) {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				s := env.measure(ctx, o, r+1, st, im)
+				done++
+				if s.Err != "" {
+					logf("[%d/%d] run %d %-13s %-7s ERROR %s", done, total, r+1, st.name, im, s.Err)
+				} else {
+					logf("[%d/%d] run %d %-13s %-7s %s", done, total, r+1, st.name, im, s.summary())
+				}
+				samples = append(samples, s)
+			}
+		}
+	}
+	rep := buildReport(o, env, impls, samples, time.Since(began))
+	if err := rep.write(o); err != nil {
+		return err
+	}
+	for _, line := range rep.jsonLines() {
+		fmt.Println(line)
+	}
+	logf("done in %s; table in %s", time.Since(began).Round(time.Second), filepath.Join("bench", o.Out))
+	return nil
+}
+
+// benchDir finds the bench module's directory from the working directory.
+func benchDir() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for _, d := range []string{wd, filepath.Join(wd, "bench")} {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/seed40057009/drover/bench\n") {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("run from the repository root or bench/ (no bench go.mod under %s)", wd)
+}
+
+// step is one scenario: an optional seeding invocation and the measured one.
+type step struct {
+	name    string
+	seed    []string // peer flags of the seeding process; nil: none
+	args    []string // peer flags of the measured process
+	n       int
+	server  bool     // take Redis/PostgreSQL deltas around the measured process
+	without []string // implementations it does not apply to
+}
+
+func (s step) applies(impl string) bool { return !slices.Contains(s.without, impl) }
+
+func plan(o options) (impls []string, steps []step) {
+	f := func(k string, v any) string { return fmt.Sprintf("--%s=%v", k, v) }
+	process := func(c, n int) step {
+		return step{
+			name: fmt.Sprintf("process_c%d", c), n: n, server: true,
+			seed: []string{f("scenario", "seed"), f("n", n)},
+			args: []string{f("scenario", "process"), f("n", n), f("c", c)},
+		}
+	}
+	all := []step{
+		{name: "add_single", n: o.N, args: []string{f("scenario", "add_single"), f("n", o.N), f("producers", 8)}},
+		// asynq has no bulk enqueue API: n/a (bench/README.md).
+		{name: "add_bulk50", n: o.N, without: []string{"asynq"}, args: []string{f("scenario", "add_bulk"), f("n", o.N), f("chunk", 50)}},
+		{name: "add_bulk1000", n: o.N, without: []string{"asynq"}, args: []string{f("scenario", "add_bulk"), f("n", o.N), f("chunk", 1000)}},
+		process(1, o.NC1),
+		process(10, o.N),
+		process(100, o.N),
+		process(500, o.N),
+		{name: "pickup", n: o.NLatency, args: []string{f("scenario", "latency"), f("n", o.NLatency), f("c", 10), f("gap-ms", o.GapMS)}},
+		{name: "delayed", n: o.NDelayed, args: []string{f("scenario", "delayed"), f("n", o.NDelayed), f("c", 10)}},
+		{
+			name: "retry", n: o.NRetry, server: true,
+			seed: []string{f("scenario", "seed"), f("n", o.NRetry), f("attempts", 3)},
+			args: []string{f("scenario", "retry"), f("n", o.NRetry), f("c", 100), f("attempts", 3)},
+		},
+		{
+			name: "mem", n: o.NMem,
+			seed: []string{f("scenario", "seed"), f("n", o.NMem)},
+			args: []string{f("scenario", "mem"), f("n", o.NMem), f("c", o.CMem)},
+		},
+	}
+	var implFilter, stepFilter []string
+	for _, x := range o.Only {
+		if slices.Contains(allImpls, x) {
+			implFilter = append(implFilter, x)
+		} else {
+			stepFilter = append(stepFilter, x)
+		}
+	}
+	for _, im := range allImpls {
+		if len(implFilter) == 0 || slices.Contains(implFilter, im) {
+			impls = append(impls, im)
+		}
+	}
+	for _, st := range all {
+		if len(stepFilter) == 0 || slices.ContainsFunc(stepFilter, func(p string) bool { return strings.HasPrefix(st.name, p) }) {
+			steps = append(steps, st)
+		}
+	}
+	return impls, steps
+}

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// metric is one row of the table and one JSON line: a number taken from
+// every sample of one step, reduced to its median per implementation.
+type metric struct {
+	name   string // JSON "scenario"
+	unit   string
+	step   string
+	higher bool // higher is better
+	desc   string
+	get    func(s sample) (float64, bool)
+}
+
+func perJob(s sample, v float64) float64 { return v / float64(s.N) }
+
+var metrics = []metric{
+	{"add_single", "jobs/s", "add_single", true, "add singly, 8 concurrent producers", rate},
+	{"add_bulk50", "jobs/s", "add_bulk50", true, "bulk add, chunks of 50", rate},
+	{"add_bulk1000", "jobs/s", "add_bulk1000", true, "bulk add, chunks of 1,000", rate},
+	{"process_c1", "jobs/s", "process_c1", true, "process no-op jobs, concurrency 1", rate},
+	{"process_c10", "jobs/s", "process_c10", true, "process no-op jobs, concurrency 10", rate},
+	{"process_c100", "jobs/s", "process_c100", true, "process no-op jobs, concurrency 100", rate},
+	{"process_c500", "jobs/s", "process_c500", true, "process no-op jobs, concurrency 500", rate},
+	{"pickup_p50", "ms", "pickup", false, "idle pickup latency add→start, p50", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
+	{"pickup_p99", "ms", "pickup", false, "idle pickup latency add→start, p99", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
+	{"delayed_p50", "ms", "delayed", false, "delayed-job lateness due→start, p50", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
+	{"delayed_p99", "ms", "delayed", false, "delayed-job lateness due→start, p99", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
+	{"retry", "jobs/s", "retry", true, "retry-heavy: fail twice (backoff 0), then succeed; c100", rate},
+	{"redis_cmds_per_job_c100", "cmds/job", "process_c100", false, "Redis commands per job (commandstats, scripts' inner commands included), c100",
+		func(s sample) (float64, bool) {
+			if s.Redis == nil {
+				return 0, false
+			}
+			return perJob(s, float64(s.Redis.Calls)), true
+		}},
+	{"redis_scripts_per_job_c100", "scripts/job", "process_c100", false, "EVALSHA/EVAL calls per job, c100",
+		func(s sample) (float64, bool) {
+			if s.Redis == nil {
+				return 0, false
+			}
+			return perJob(s, float64(s.Redis.Evals)), true
+		}},
+	{"redis_cpu_us_per_job_c100", "µs/job", "process_c100", false, "Redis CPU per job (INFO cpu user+sys), c100",
+		func(s sample) (float64, bool) {
+			if s.Redis == nil {
+				return 0, false
+			}
+			return perJob(s, s.Redis.CPUSecs*1e6), true
+		}},
+	{"server_cpu_us_per_job_c100", "µs/job", "process_c100", false, "server CPU per job: Redis, or PostgreSQL for River (/proc), c100",
+		func(s sample) (float64, bool) {
+			if s.Redis != nil {
+				return perJob(s, s.Redis.CPUSecs*1e6), true
+			}
+			if s.PGCPUs > 0 {
+				return perJob(s, s.PGCPUs*1e6), true
+			}
+			return 0, false
+		}},
+	{"client_cpu_us_per_job_c100", "µs/job", "process_c100", false, "worker process CPU per job (user+sys over the processing phase), c100",
+		func(s sample) (float64, bool) { return perJob(s, s.Peer.CPUus), s.Peer.CPUus > 0 }},
+	{"worker_rss_mb_c100", "MB", "process_c100", false, "worker process peak RSS, c100",
+		func(s sample) (float64, bool) { return float64(s.MaxRSSKB) / 1024, s.MaxRSSKB > 0 }},
+	{"mem_inflight_rss_mb", "MB", "mem", false, "worker RSS with 10,000 sleeping jobs in flight (c10,000)",
+		func(s sample) (float64, bool) { return float64(s.Peer.RSSkb) / 1024, s.Peer.RSSkb > 0 }},
+	{"mem_peak_rss_mb", "MB", "mem", false, "worker peak RSS over the memory scenario",
+		func(s sample) (float64, bool) { return float64(s.MaxRSSKB) / 1024, s.MaxRSSKB > 0 }},
+}
+
+func rate(s sample) (float64, bool) { return s.Peer.Rate, s.Peer.Rate > 0 }
+
+type cell struct {
+	median float64
+	n      int // samples
+	ok     bool
+}
+
+type row struct {
+	m     metric
+	cells map[string]cell
+}
+
+type report struct {
+	o        options
+	impls    []string
+	rows     []row
+	samples  []sample
+	machine  []string
+	notes    []string
+	elapsed  time.Duration
+	errCount map[string]int
+}
+
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func buildReport(o options, e *env, impls []string, samples []sample, elapsed time.Duration) *report {
+	r := &report{o: o, impls: impls, samples: samples, notes: e.notes, elapsed: elapsed, errCount: map[string]int{}}
+	ran := map[string]bool{}
+	for _, s := range samples {
+		ran[s.Step] = true
+		if s.Err != "" {
+			r.errCount[s.Step+"/"+s.Impl]++
+		}
+	}
+	for _, m := range metrics {
+		if !ran[m.step] {
+			continue
+		}
+		rw := row{m: m, cells: map[string]cell{}}
+		for _, im := range allImpls {
+			var vs []float64
+			for _, s := range samples {
+				if s.Step == m.step && s.Impl == im && s.Err == "" {
+					if v, ok := m.get(s); ok {
+						vs = append(vs, v)
+					}
+				}
+			}
+			if len(vs) > 0 {
+				rw.cells[im] = cell{median: median(vs), n: len(vs), ok: true}
+			}
+		}
+		r.rows = append(r.rows, rw)
+	}
+	r.machine = machine(e)
+	return r
+}
+
+// ratio of drover to peer, oriented so that > 1 means drover is better.
+func (rw row) ratio(peer string) (float64, bool) {
+	d, p := rw.cells["drover"], rw.cells[peer]
+	if !d.ok || !p.ok || d.median <= 0 || p.median <= 0 {
+		return 0, false
+	}
+	if rw.m.higher {
+		return d.median / p.median, true
+	}
+	return p.median / d.median, true
+}
+
+func round(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	digits := 3 - int(math.Floor(math.Log10(math.Abs(v)))) // ~4 significant digits
+	if digits < 0 {
+		digits = 0
+	}
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+func (r *report) jsonLines() []string {
+	var out []string
+	for _, rw := range r.rows {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"scenario":%q,"unit":%q`, rw.m.name, rw.m.unit)
+		for _, im := range allImpls {
+			if c := rw.cells[im]; c.ok {
+				fmt.Fprintf(&b, `,%q:%v`, im, round(c.median))
+			} else {
+				fmt.Fprintf(&b, `,%q:null`, im)
+			}
+		}
+		for _, peer := range []string{"bullmq", "asynq", "river"} {
+			if v, ok := rw.ratio(peer); ok {
+				fmt.Fprintf(&b, `,"drover_vs_%s":%v`, peer, round(v))
+			} else {
+				fmt.Fprintf(&b, `,"drover_vs_%s":null`, peer)
+			}
+		}
+		b.WriteString("}")
+		out = append(out, b.String())
+	}
+	return out
+}
+
+func fmtNum(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	name := map[string]string{"drover": "drover", "bullmq": "BullMQ", "asynq": "asynq", "river": "River"}
+	fmt.Fprintf(&b, "# drover side-by-side benchmark\n\n")
+	fmt.Fprintf(&b, "Written by `bench/cmd/compare` (`make -C bench compare`) on %s, in %s.\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), r.elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "Medians of %d runs per cell; implementations alternate. Ratios are oriented so that > 1 means drover is better.\n\n", r.o.Runs)
+	b.WriteString("## Machine\n\n")
+	for _, m := range r.machine {
+		fmt.Fprintf(&b, "- %s\n", m)
+	}
+	fmt.Fprintf(&b, "\nSizes: n=%d (add, bulk add, process c10–c500), %d at c1, %d pickup, %d delayed, %d retry-heavy, %d in flight for memory.\n\n",
+		r.o.N, r.o.NC1, r.o.NLatency, r.o.NDelayed, r.o.NRetry, r.o.NMem)
+	b.WriteString("## Results\n\n| scenario | unit | better |")
+	for _, im := range allImpls {
+		fmt.Fprintf(&b, " %s |", name[im])
+	}
+	b.WriteString(" drover/BullMQ | drover/asynq | drover/River |\n|---|---|---|")
+	b.WriteString(strings.Repeat("---:|", len(allImpls)+3))
+	b.WriteString("\n")
+	for _, rw := range r.rows {
+		better := "lower"
+		if rw.m.higher {
+			better = "higher"
+		}
+		fmt.Fprintf(&b, "| %s<br><sub>%s</sub> | %s | %s |", rw.m.name, rw.m.desc, rw.m.unit, better)
+		for _, im := range allImpls {
+			c := rw.cells[im]
+			switch {
+			case c.ok && c.n < r.o.Runs:
+				fmt.Fprintf(&b, " %s (%d/%d runs) |", fmtNum(c.median), c.n, r.o.Runs)
+			case c.ok:
+				fmt.Fprintf(&b, " %s |", fmtNum(c.median))
+			default:
+				fmt.Fprintf(&b, " %s |", r.na(rw.m, im))
+			}
+		}
+		for _, peer := range []string{"bullmq", "asynq", "river"} {
+			if v, ok := rw.ratio(peer); ok {
+				fmt.Fprintf(&b, " %.2f× |", v)
+			} else {
+				b.WriteString(" – |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	if len(r.errCount) > 0 {
+		b.WriteString("\n## Failed samples\n\n")
+		keys := make([]string, 0, len(r.errCount))
+		for k := range r.errCount {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "- %s: %d failed (see latest.json and the peer logs)\n", k, r.errCount[k])
+		}
+	}
+	b.WriteString("\n## Notes\n\n")
+	for _, n := range r.notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	b.WriteString(`- n/a: asynq has no bulk enqueue API; Redis rows do not apply to River (PostgreSQL), whose server CPU is in server_cpu_us_per_job_c100.
+- Configuration: BullMQ, asynq and drover at their defaults except concurrency (and attempts/backoff 0 for the retry scenario); asynq's idle poll (TaskCheckInterval) is 1 s and its scheduled/retry forwarder (DelayedTaskCheckInterval) 5 s, which set its pickup, lateness and retry numbers. River: FetchCooldown 1 ms (its minimum), FetchPollInterval ` + r.o.RiverPoll.String() + `, MaxWorkers = concurrency, pgxpool MaxConns 20, immediate retry policy; its job scheduler (scheduled → available) runs every 5 s and is not configurable.
+- Server settings: redis-server with persistence off; PostgreSQL with fsync, synchronous_commit and full_page_writes off (no durability either side).
+- Throughput runs from worker start until the backend shows every job finished; CPU per job is the worker process' user+sys over that phase; peak RSS is the process' rusage maxrss.
+- The machine is shared with other work; medians of alternating runs damp, but do not remove, that noise.
+`)
+	return b.String()
+}
+
+func (r *report) na(m metric, im string) string {
+	if im == "asynq" && strings.HasPrefix(m.step, "add_bulk") {
+		return "n/a"
+	}
+	if im == "river" && strings.HasPrefix(m.name, "redis_") {
+		return "n/a"
+	}
+	if !slices.Contains(r.impls, im) {
+		return "–"
+	}
+	return "failed"
+}
+
+func (r *report) write(o options) error {
+	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.Out, []byte(r.markdown()), 0o644); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(struct {
+		Machine []string `json:"machine"`
+		Samples []sample `json:"samples"`
+	}{r.machine, r.samples}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(o.JSONOut, raw, 0o644)
+}
+
+// machine describes where the numbers came from.
+func machine(e *env) []string {
+	var out []string
+	cpu := "?"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	out = append(out, fmt.Sprintf("CPU: %s, %d cores (runtime.NumCPU)", cpu, runtime.NumCPU()))
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if m := regexp.MustCompile(`MemTotal:\s+(\d+) kB`).FindSubmatch(b); m != nil {
+			var kb int64
+			fmt.Sscan(string(m[1]), &kb)
+			out = append(out, fmt.Sprintf("Memory: %.1f GiB", float64(kb)/1024/1024))
+		}
+	}
+	out = append(out, "redis-server "+e.redis.Version(context.Background()))
+	if e.pg != nil {
+		out = append(out, "PostgreSQL "+e.pg.version)
+	}
+	out = append(out, "Go "+strings.TrimPrefix(runtime.Version(), "go"))
+	if v, err := exec.Command("node", "--version").Output(); err == nil {
+		out = append(out, "Node "+strings.TrimSpace(strings.TrimPrefix(string(v), "v")))
+	}
+	var versions []string
+	if b, err := os.ReadFile("node/node_modules/bullmq/package.json"); err == nil {
+		var p struct{ Version string }
+		if json.Unmarshal(b, &p) == nil {
+			versions = append(versions, "bullmq "+p.Version)
+		}
+	}
+	if b, err := os.ReadFile("go.mod"); err == nil {
+		for _, mod := range [][2]string{
+			{"asynq", "github.com/hibiken/asynq"}, {"river", "github.com/riverqueue/river"},
+			{"go-redis", "github.com/redis/go-redis/v9"}, {"pgx", "github.com/jackc/pgx/v5"},
+		} {
+			if m := regexp.MustCompile(regexp.QuoteMeta(mod[1]) + ` (v\S+)`).FindSubmatch(b); m != nil {
+				versions = append(versions, mod[0]+" "+string(m[1]))
+			}
+		}
+	}
+	if out2, err := exec.Command("git", "-C", "..", "log", "-1", "--format=%h %s", "--", ".", ":!bench").Output(); err == nil {
+		versions = append(versions, "drover @ "+strings.TrimSpace(string(out2)))
+	}
+	out = append(out, "Versions: "+strings.Join(versions, ", "))
+	return out
+}

@@ -1,0 +1,199 @@
+// Command peer runs one benchmark scenario against one Go queue implementation
+// (asynq, River or drover) and prints one JSON result line on stdout.
+//
+// It is started by bench/cmd/compare, once per scenario, run and
+// implementation, so that the orchestrator can read the CPU time and peak
+// resident memory of this process alone from its rusage. The Node BullMQ peer
+// (bench/node/peer.mjs) takes the same flags and prints the same JSON.
+//
+// Scenarios:
+//
+//	seed        add -n jobs (bulk where the implementation has it), for a later run
+//	add_single  add -n jobs one at a time from -producers concurrent producers
+//	add_bulk    add -n jobs in bulk calls of -chunk jobs
+//	process     process -n already added no-op jobs at concurrency -c
+//	retry       like process, but each job fails until its -attempts-th attempt
+//	latency     add -n jobs one at a time (jittered -gap-ms apart) to an idle worker;
+//	            latency = processor start - just before the add call
+//	delayed     add -n jobs due -lead-ms..-lead-ms+-spread-ms from now;
+//	            lateness = processor start - due time
+//	mem         process -n already added jobs at concurrency -c, each blocking until all
+//	            -n are in flight; reports the resident memory at that moment
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+// config is what every implementation and scenario is told.
+type config struct {
+	Impl        string
+	Scenario    string
+	N           int
+	Concurrency int
+	Producers   int
+	Chunk       int
+	Attempts    int
+	RedisAddr   string
+	PGURL       string
+	PGMaxConns  int
+	RiverPoll   time.Duration
+	Gap         time.Duration
+	Lead        time.Duration
+	Spread      time.Duration
+	Warmup      time.Duration
+	Timeout     time.Duration
+}
+
+// queueName is the queue every implementation uses.
+const queueName = "bench"
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.Impl, "impl", "", "asynq, river or drover")
+	flag.StringVar(&cfg.Scenario, "scenario", "", "seed, add_single, add_bulk, process, retry, latency, delayed or mem")
+	flag.IntVar(&cfg.N, "n", 5000, "number of jobs")
+	flag.IntVar(&cfg.Concurrency, "c", 10, "worker concurrency")
+	flag.IntVar(&cfg.Producers, "producers", 8, "concurrent producers (add_single, seed without bulk)")
+	flag.IntVar(&cfg.Chunk, "chunk", 1000, "jobs per bulk call (add_bulk, seed)")
+	flag.IntVar(&cfg.Attempts, "attempts", 1, "attempts per job; > 1 adds jobs with immediate retries (seed, retry)")
+	flag.StringVar(&cfg.RedisAddr, "redis", "127.0.0.1:6379", "redis-server address")
+	flag.StringVar(&cfg.PGURL, "pg", "", "PostgreSQL URL (river)")
+	flag.IntVar(&cfg.PGMaxConns, "pg-max-conns", 20, "pgxpool MaxConns (river)")
+	flag.DurationVar(&cfg.RiverPoll, "river-poll", 10*time.Millisecond, "River FetchPollInterval (FetchCooldown is always its 1ms minimum)")
+	gapMS := flag.Float64("gap-ms", 5, "mean gap between adds (latency); each gap is uniform in [0.5, 1.5] x this")
+	leadMS := flag.Float64("lead-ms", 500, "delay of the first delayed job (delayed)")
+	spreadMS := flag.Float64("spread-ms", 2000, "delays are spread evenly over this window (delayed)")
+	warmupMS := flag.Float64("warmup-ms", 1000, "idle time between worker start and the first add (latency, delayed)")
+	timeoutS := flag.Float64("timeout-s", 240, "give up after this many seconds")
+	flag.Parse()
+	cfg.Gap = msDuration(*gapMS)
+	cfg.Lead = msDuration(*leadMS)
+	cfg.Spread = msDuration(*spreadMS)
+	cfg.Warmup = msDuration(*warmupMS)
+	cfg.Timeout = time.Duration(*timeoutS * float64(time.Second))
+
+	res := run(cfg)
+	res.Impl, res.Scenario, res.N = cfg.Impl, cfg.Scenario, cfg.N
+	out, _ := json.Marshal(res)
+	fmt.Println(string(out))
+	if res.Error != "" {
+		os.Exit(1)
+	}
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+func run(cfg config) (res result) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+	defer cancel()
+	im, err := newImpl(cfg)
+	if err != nil {
+		return result{Error: err.Error()}
+	}
+	defer im.Close()
+	switch cfg.Scenario {
+	case "seed":
+		res, err = scenarioSeed(ctx, cfg, im)
+	case "add_single":
+		res, err = scenarioAddSingle(ctx, cfg, im)
+	case "add_bulk":
+		res, err = scenarioAddBulk(ctx, cfg, im)
+	case "process", "retry":
+		res, err = scenarioProcess(ctx, cfg, im)
+	case "latency":
+		res, err = scenarioLatency(ctx, cfg, im)
+	case "delayed":
+		res, err = scenarioDelayed(ctx, cfg, im)
+	case "mem":
+		res, err = scenarioMem(ctx, cfg, im)
+	default:
+		err = fmt.Errorf("unknown -scenario %q", cfg.Scenario)
+	}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res
+}
+
+func newImpl(cfg config) (impl, error) {
+	switch cfg.Impl {
+	case "asynq":
+		return newAsynq(cfg)
+	case "river":
+		return newRiver(cfg)
+	case "drover":
+		return newDrover(cfg)
+	}
+	return nil, fmt.Errorf("unknown -impl %q (want asynq, river or drover)", cfg.Impl)
+}
+
+// impl is one queue implementation under test. A worker is constructed with
+// the -c concurrency given in config; Start starts it with handler h.
+type impl interface {
+	// Add adds one job.
+	Add(ctx context.Context, j jobSpec) error
+	// AddBulk adds jobs with the implementation's bulk API, or returns
+	// errNoBulk when it has none.
+	AddBulk(ctx context.Context, js []jobSpec) error
+	// Start starts one worker process' worth of processing at the configured
+	// concurrency; h is called for every job.
+	Start(ctx context.Context, h handler) error
+	// Stop stops the worker, waiting for running handlers.
+	Stop(ctx context.Context) error
+	// Drained reports whether all n jobs are finished in the backend (not only
+	// handled: the completion is written).
+	Drained(ctx context.Context, n int) (bool, error)
+	Close()
+}
+
+// jobSpec is one job to add. Every implementation stores {"i":I} (plus
+// "at" for delayed jobs) as the job's data.
+type jobSpec struct {
+	I        int
+	At       int64         // due time, Unix microseconds; 0 = now
+	Delay    time.Duration // delay from now (for APIs that take a relative delay)
+	Attempts int           // > 1: retry immediately (backoff 0) up to this many attempts
+}
+
+// payload is the job data every implementation carries.
+type payload struct {
+	I  int   `json:"i"`
+	At int64 `json:"at,omitempty"`
+}
+
+// handler processes one job; attempt is 1 for the first attempt.
+type handler func(ctx context.Context, p payload, attempt int) error
+
+var (
+	errNoBulk       = errors.New("no bulk add API")
+	errNotAvailable = errors.New("not available")
+	errPlannedFail  = errors.New("planned failure")
+)
+
+// result is the JSON line a peer prints.
+type result struct {
+	Impl     string  `json:"impl"`
+	Scenario string  `json:"scenario"`
+	N        int     `json:"n"`
+	Seconds  float64 `json:"seconds"`
+	Rate     float64 `json:"rate,omitempty"` // jobs per second
+	P50ms    float64 `json:"p50_ms,omitempty"`
+	P99ms    float64 `json:"p99_ms,omitempty"`
+	MaxMs    float64 `json:"max_ms,omitempty"`
+	// CPUus is this process' user+sys CPU time over the measured phase only
+	// (start-up and module loading excluded).
+	CPUus float64 `json:"cpu_us"`
+	// RSSkb is the resident set size sampled at the interesting moment (all
+	// jobs in flight for mem, the end of the measured phase otherwise).
+	RSSkb    int64  `json:"rss_kb"`
+	Inflight int    `json:"inflight,omitempty"`
+	Note     string `json:"note,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
