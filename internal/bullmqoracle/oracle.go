@@ -538,7 +538,8 @@ func (o *Oracle) StartWorker(ctx context.Context, prefix, queue string, opts Wor
 	return o.Call(ctx, "startWorker", qargs(prefix, queue, "worker", opts.spec()), nil)
 }
 
-// StopWorker calls Worker.close(force) and forgets the worker.
+// StopWorker calls Worker.close(force). The worker's events stay readable
+// and its ID may be started again.
 func (o *Oracle) StopWorker(ctx context.Context, workerID string, force bool) error {
 	return o.Call(ctx, "stopWorker", map[string]any{"workerId": workerID, "force": force}, nil)
 }

@@ -172,7 +172,10 @@ function getWorker(args) {
 async function closeAll() {
   const tasks = [];
   for (const w of workers.values()) {
-    tasks.push(w.worker.close(true).catch(() => {}));
+    if (w.running) {
+      w.running = false;
+      tasks.push(w.worker.close(true).catch(() => {}));
+    }
   }
   workers.clear();
   for (const p of queueEvents.values()) {
@@ -345,19 +348,21 @@ const commands = {
     need(a, 'prefix', 'queue', 'worker');
     const spec = a.worker;
     need(spec, 'workerId');
-    if (workers.has(spec.workerId)) {
-      throw new Error(`oracle: worker ${spec.workerId} already exists`);
+    if (workers.get(spec.workerId)?.running) {
+      throw new Error(`oracle: worker ${spec.workerId} is already running`);
     }
-    const worker = newWorker(spec, a.prefix, a.queue, conns.worker);
+    const worker = newWorker(spec, a.prefix, a.queue, conns.worker, { autorun: false });
     const rec = recorder();
     watchWorker(worker, rec.push);
-    workers.set(spec.workerId, { worker, rec });
+    workers.set(spec.workerId, { worker, rec, running: true });
     await worker.waitUntilReady();
+    worker.run().catch((err) => rec.push({ event: 'error', time: Date.now(), message: err?.message ?? String(err) }));
     return null;
   },
   stopWorker: async (a) => {
+    // The worker's events stay readable after it stopped.
     const w = getWorker(a);
-    workers.delete(a.workerId);
+    w.running = false;
     await w.worker.close(!!a.force);
     return null;
   },

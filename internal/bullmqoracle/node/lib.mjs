@@ -126,8 +126,9 @@ const passThroughWorkerOpts = [
 ];
 
 // newWorker builds a BullMQ Worker from a WorkerSpec (see oracle.go).
-export function newWorker(spec, prefix, queue, connection) {
-  const opts = { connection, prefix, autorun: true };
+// With autorun false the caller starts it with worker.run().
+export function newWorker(spec, prefix, queue, connection, { autorun = true } = {}) {
+  const opts = { connection, prefix, autorun };
   for (const k of passThroughWorkerOpts) {
     if (spec[k] !== undefined && spec[k] !== null) {
       opts[k] = spec[k];

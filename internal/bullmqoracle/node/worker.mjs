@@ -26,7 +26,7 @@ const redis = parseRedisArg(process.argv);
 const connection = new IORedis({ host: redis.host, port: redis.port, maxRetriesPerRequest: null });
 connection.on('error', (err) => console.error('worker redis error:', err.message));
 
-const worker = newWorker(spec.worker ?? {}, spec.prefix, spec.queue, connection);
+const worker = newWorker(spec.worker ?? {}, spec.prefix, spec.queue, connection, { autorun: false });
 watchWorker(worker, print);
 
 let stopping = false;
@@ -51,3 +51,4 @@ process.on('unhandledRejection', (err) => console.error('worker unhandled reject
 
 await worker.waitUntilReady();
 print({ event: 'ready', pid: process.pid });
+worker.run().catch((err) => print({ event: 'error', time: Date.now(), message: err?.message ?? String(err) }));
