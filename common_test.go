@@ -1,0 +1,123 @@
+package drover_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/redistest"
+)
+
+// testBundle is what most tests need: a client, a unique prefix, a queue.
+type testBundle struct {
+	rdb    *redis.Client
+	prefix string
+	name   string
+	queue  *drover.Queue
+}
+
+func setupQueue(t *testing.T) *testBundle {
+	t.Helper()
+	rdb, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	return &testBundle{rdb: rdb, prefix: prefix, name: "q", queue: q}
+}
+
+// startWorker starts a worker on the bundle's queue, closed at test end.
+func (b *testBundle) startWorker(t *testing.T, proc drover.ProcessorFunc, opts *drover.WorkerOptions) *drover.Worker {
+	t.Helper()
+	o := drover.WorkerOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Prefix = b.prefix
+	w, err := drover.NewWorker(b.rdb, b.name, proc, &o)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, w.Close(ctx))
+	})
+	return w
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+// waitState waits until job id is in state.
+func (b *testBundle) waitState(t *testing.T, id string, state drover.JobState) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "job "+id+" to be "+string(state), func() bool {
+		s, err := b.queue.GetJobState(context.Background(), id)
+		require.NoError(t, err)
+		return s == state
+	})
+}
+
+// events reads the whole events stream.
+func (b *testBundle) events(t *testing.T) []drover.Event {
+	t.Helper()
+	qe, err := drover.NewQueueEvents(b.rdb, b.name, &drover.QueueEventsOptions{Prefix: b.prefix, LastEventID: "0", BlockTimeout: 10 * time.Millisecond})
+	require.NoError(t, err)
+	var out []drover.Event
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		ev, err := qe.Next(ctx)
+		cancel()
+		if err != nil {
+			return out
+		}
+		out = append(out, ev)
+	}
+}
+
+// eventNames lists "name:jobId[:prev]" for compact comparisons.
+func eventNames(evs []drover.Event) []string {
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		s := string(e.Name)
+		if e.JobID != "" {
+			s += ":" + e.JobID
+		}
+		if e.Prev != "" {
+			s += ":" + e.Prev
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// recorder is a processor that records the jobs it ran.
+type recorder struct {
+	mu   sync.Mutex
+	runs []string
+}
+
+func (r *recorder) add(id string) {
+	r.mu.Lock()
+	r.runs = append(r.runs, id)
+	r.mu.Unlock()
+}
+
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.runs...)
+}

@@ -1,0 +1,99 @@
+package drover
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seed40057009/drover/internal/scripts"
+)
+
+// Errors to branch on with errors.Is.
+var (
+	// ErrJobNotFound: no job with that id exists in the queue.
+	ErrJobNotFound = scripts.ErrJobNotFound
+	// ErrLockMissing: the job's lock expired (or never existed), so this
+	// worker no longer owns the job.
+	ErrLockMissing = scripts.ErrLockMissing
+	// ErrLockTaken: another worker holds the job's lock.
+	ErrLockTaken = scripts.ErrLockTaken
+	// ErrNotInState: the job is not in the state the operation needs.
+	ErrNotInState = scripts.ErrNotInState
+	// ErrJobLocked: a worker is processing the job, so it cannot be changed.
+	ErrJobLocked = scripts.ErrJobLocked
+	// ErrSchedulerJob: the job is a job scheduler's pending iteration.
+	ErrSchedulerJob = scripts.ErrSchedulerJob
+	// ErrQueueNotPaused: Obliterate needs a paused queue.
+	ErrQueueNotPaused = scripts.ErrQueueNotPaused
+	// ErrActiveJobs: Obliterate without Force found jobs being processed.
+	ErrActiveJobs = scripts.ErrActiveJobs
+	// ErrClosed: the Queue or Worker was closed.
+	ErrClosed = errors.New("drover: closed")
+	// ErrInvalidOption: an option has a value drover refuses. The wrapping
+	// error names the option and the value.
+	ErrInvalidOption = errors.New("invalid option")
+	// ErrInvalidData: job data cannot be stored (not JSON-serialisable,
+	// over SizeLimit).
+	ErrInvalidData = errors.New("invalid job data")
+	// ErrInvalidJobID: a custom job id breaks BullMQ's id rules.
+	ErrInvalidJobID = errors.New("invalid job id")
+	// ErrWorkerClosing is the cancellation cause of a processor's context
+	// when the worker's Close deadline passed. The job goes back to wait
+	// without spending an attempt.
+	ErrWorkerClosing = errors.New("drover: worker closing")
+	// ErrLockLost is the cancellation cause of a processor's context when the
+	// worker lost the job's lock; its result will not be written.
+	ErrLockLost = errors.New("drover: job lock lost")
+)
+
+// JobError reports a failed operation on one job.
+type JobError struct {
+	Queue string
+	JobID string
+	Op    string
+	Err   error
+}
+
+func (e *JobError) Error() string {
+	return fmt.Sprintf("%s job %q in queue %q: %v", e.Op, e.JobID, e.Queue, e.Err)
+}
+
+func (e *JobError) Unwrap() error { return e.Err }
+
+func optionError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
+}
+
+// unrecoverableError marks a processor error that must not be retried.
+type unrecoverableError struct{ err error }
+
+func (e *unrecoverableError) Error() string { return e.err.Error() }
+func (e *unrecoverableError) Unwrap() error { return e.err }
+
+// Unrecoverable wraps err so the worker fails the job for good, whatever
+// attempts remain (BullMQ's UnrecoverableError).
+func Unrecoverable(err error) error {
+	if err == nil {
+		err = errors.New("unrecoverable")
+	}
+	return &unrecoverableError{err: err}
+}
+
+// IsUnrecoverable reports whether err was made by Unrecoverable.
+func IsUnrecoverable(err error) bool {
+	var u *unrecoverableError
+	return errors.As(err, &u)
+}
+
+// delayError asks the worker to move the job to delayed without spending an
+// attempt (BullMQ's DelayedError after job.moveToDelayed).
+type delayError struct{ delay int64 } // ms
+
+func (e *delayError) Error() string { return fmt.Sprintf("job delayed by processor for %dms", e.delay) }
+
+// Delay is returned by a processor to put its job back in the delayed set for
+// d, without counting an attempt and without recording a failure. Use it to
+// wait for something outside the queue (BullMQ's moveToDelayed + DelayedError).
+func Delay(d time.Duration) error {
+	return &delayError{delay: max(d.Milliseconds(), 0)}
+}

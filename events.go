@@ -1,0 +1,250 @@
+package drover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/keys"
+)
+
+// EventName is the name of a queue event, as BullMQ writes it.
+type EventName string
+
+// The events drover and BullMQ write to a queue's events stream.
+const (
+	EventAdded            EventName = "added"
+	EventWaiting          EventName = "waiting"
+	EventActive           EventName = "active"
+	EventProgress         EventName = "progress"
+	EventCompleted        EventName = "completed"
+	EventFailed           EventName = "failed"
+	EventDelayed          EventName = "delayed"
+	EventDuplicated       EventName = "duplicated"
+	EventDeduplicated     EventName = "deduplicated"
+	EventPaused           EventName = "paused"
+	EventResumed          EventName = "resumed"
+	EventDrained          EventName = "drained"
+	EventRemoved          EventName = "removed"
+	EventStalled          EventName = "stalled"
+	EventRetriesExhausted EventName = "retries-exhausted"
+	EventCleaned          EventName = "cleaned"
+	EventWaitingChildren  EventName = "waiting-children"
+)
+
+// Event is one entry of a queue's events stream. Only the fields that its
+// Name carries are set; Fields holds every raw field.
+type Event struct {
+	// ID is the stream entry id; pass it as LastEventID to resume after it.
+	ID    string
+	Name  EventName
+	JobID string
+	// Prev is the state the job left (waiting, active, delayed, ...).
+	Prev string
+	// JobName is set on added.
+	JobName string
+	// ReturnValue (JSON) is set on completed.
+	ReturnValue json.RawMessage
+	// FailedReason is set on failed.
+	FailedReason string
+	// Data (JSON) is set on progress.
+	Data json.RawMessage
+	// DelayUntil is when a delayed job is due (delayed).
+	DelayUntil time.Time
+	// AttemptsMade is set on retries-exhausted.
+	AttemptsMade int
+	// Count is set on cleaned.
+	Count int
+	// DeduplicationID and DeduplicatedJobID are set on deduplicated.
+	DeduplicationID   string
+	DeduplicatedJobID string
+	Fields            map[string]string
+}
+
+// Time is when Redis recorded the event (from the stream id).
+func (e Event) Time() time.Time {
+	ms, err := strconv.ParseInt(e.ID[:max(0, indexByte(e.ID, '-'))], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// parseEvent turns a stream entry into an Event.
+func parseEvent(m redis.XMessage) Event {
+	ev := Event{ID: m.ID, Fields: make(map[string]string, len(m.Values))}
+	for k, v := range m.Values {
+		s, _ := v.(string)
+		ev.Fields[k] = s
+	}
+	f := ev.Fields
+	ev.Name = EventName(f["event"])
+	ev.JobID = f["jobId"]
+	ev.Prev = f["prev"]
+	ev.JobName = f["name"]
+	ev.FailedReason = f["failedReason"]
+	ev.DeduplicationID = f["deduplicationId"]
+	ev.DeduplicatedJobID = f["deduplicatedJobId"]
+	if rv, ok := f["returnvalue"]; ok && json.Valid([]byte(rv)) {
+		ev.ReturnValue = json.RawMessage(rv)
+	}
+	if d, ok := f["data"]; ok && json.Valid([]byte(d)) {
+		ev.Data = json.RawMessage(d)
+	}
+	if d, ok := f["delay"]; ok {
+		if ms, err := strconv.ParseFloat(d, 64); err == nil {
+			ev.DelayUntil = time.UnixMilli(int64(ms))
+		}
+	}
+	if a, ok := f["attemptsMade"]; ok {
+		ev.AttemptsMade, _ = strconv.Atoi(a)
+	}
+	if c, ok := f["count"]; ok {
+		ev.Count, _ = strconv.Atoi(c)
+	}
+	return ev
+}
+
+// QueueEventsOptions configure a QueueEvents. Nil means defaults.
+type QueueEventsOptions struct {
+	// Prefix of every key. Defaults to PrefixDefault ("bull").
+	Prefix string
+	// LastEventID is the stream id to read after. Defaults to "$": only
+	// events written after the first read. "0" reads the whole stream.
+	LastEventID string
+	// BlockTimeout is how long one read blocks; it bounds how late Next
+	// notices a cancelled ctx. Defaults to 1s.
+	BlockTimeout time.Duration
+}
+
+// QueueEvents reads a queue's events stream (XREAD BLOCK), in order.
+// It is not safe for concurrent use: one reader per QueueEvents.
+type QueueEvents struct {
+	rdb    redis.UniversalClient
+	key    string
+	lastID string
+	block  time.Duration
+	buf    []Event
+}
+
+// NewQueueEvents returns a reader of queue name's events. It does no I/O.
+func NewQueueEvents(rdb redis.UniversalClient, name string, opts *QueueEventsOptions) (*QueueEvents, error) {
+	var o QueueEventsOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Prefix == "" {
+		o.Prefix = PrefixDefault
+	}
+	if o.LastEventID == "" {
+		o.LastEventID = "$"
+	}
+	if o.BlockTimeout == 0 {
+		o.BlockTimeout = time.Second
+	}
+	if o.BlockTimeout < time.Millisecond {
+		return nil, optionError("QueueEventsOptions.BlockTimeout must be at least 1ms, got %s", o.BlockTimeout)
+	}
+	if rdb == nil {
+		return nil, errors.New("drover: NewQueueEvents needs a Redis client, got nil")
+	}
+	if err := checkNames(rdb, o.Prefix, name); err != nil {
+		return nil, err
+	}
+	return &QueueEvents{rdb: rdb, key: keys.New(o.Prefix, name).Events(), lastID: o.LastEventID, block: o.BlockTimeout}, nil
+}
+
+// LastID is the id of the last event returned ("$" before the first).
+func (qe *QueueEvents) LastID() string { return qe.lastID }
+
+// Next returns the next event, blocking until one arrives or ctx is done.
+func (qe *QueueEvents) Next(ctx context.Context) (Event, error) {
+	for len(qe.buf) == 0 {
+		if err := ctx.Err(); err != nil {
+			return Event{}, err
+		}
+		if qe.lastID == "$" {
+			// Pin "$" to a concrete id so no event slips between reads.
+			last, err := qe.rdb.XRevRangeN(ctx, qe.key, "+", "-", 1).Result()
+			if err != nil {
+				return Event{}, fmt.Errorf("read events %s: %w", qe.key, err)
+			}
+			qe.lastID = "0-0"
+			if len(last) > 0 {
+				qe.lastID = last[0].ID
+			}
+		}
+		streams, err := qe.rdb.XRead(ctx, &redis.XReadArgs{
+			Streams: []string{qe.key, qe.lastID}, Count: 500, Block: qe.block,
+		}).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return Event{}, ctx.Err()
+			}
+			return Event{}, fmt.Errorf("read events %s: %w", qe.key, err)
+		}
+		for _, s := range streams {
+			for _, m := range s.Messages {
+				qe.buf = append(qe.buf, parseEvent(m))
+			}
+		}
+	}
+	ev := qe.buf[0]
+	qe.buf = qe.buf[1:]
+	qe.lastID = ev.ID
+	return ev, nil
+}
+
+// Run calls fn for every event until ctx is done or fn returns an error.
+// It returns nil when ctx ends.
+func (qe *QueueEvents) Run(ctx context.Context, fn func(Event) error) error {
+	for {
+		ev, err := qe.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+}
+
+// TrimEvents trims the queue's events stream to about maxLen entries and
+// makes maxLen the cap every script applies from now on.
+func (q *Queue) TrimEvents(ctx context.Context, maxLen int64) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	if maxLen < 0 {
+		return optionError("TrimEvents maxLen must not be negative, got %d", maxLen)
+	}
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, q.k.Meta(), "opts.maxLenEvents", maxLen)
+		p.XTrimMaxLenApprox(ctx, q.k.Events(), maxLen, 0)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("trim events of queue %q: %w", q.name, err)
+	}
+	return nil
+}

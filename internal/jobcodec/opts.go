@@ -1,0 +1,424 @@
+// Package jobcodec converts between BullMQ's job hash and Go values: the
+// flat field list of a job hash to a Record, and job options to the compact
+// `opts` JSON Node BullMQ stores (de, kl, fpof, ... renames included).
+//
+// Decoding is lenient where Node's encoder is quirky (spec §2.2): numbers may
+// be floats or in exponent form, "/" may be escaped, an empty array may come
+// back as {}. Decoding is strict where Node is: data and opts must be JSON.
+package jobcodec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// Backoff is a stored backoff option.
+type Backoff struct {
+	Type   string
+	Delay  int64 // ms
+	Jitter float64
+}
+
+// Keep is a stored removeOnComplete/removeOnFail option: true, false, a
+// count, or {age (seconds), count, limit}.
+type Keep struct {
+	Set    bool // the option was present
+	Bool   *bool
+	Count  *int64
+	AgeSec int64
+	Limit  int64
+	Object bool // stored as an object
+}
+
+// Spec is the retention spec finishJobs.lua reads: "" keep all, "0" drop at
+// once, else "count,ageMs,limit" with count -1 for "no count bound".
+func (k *Keep) Spec() string {
+	if k == nil || !k.Set {
+		return ""
+	}
+	if k.Bool != nil {
+		if *k.Bool {
+			return "0"
+		}
+		return ""
+	}
+	count := int64(-1)
+	if k.Count != nil {
+		count = *k.Count
+		if count == 0 {
+			return "0"
+		}
+		if count < 0 {
+			count = -1
+		}
+	}
+	if count == -1 && k.AgeSec <= 0 {
+		return ""
+	}
+	age := max(k.AgeSec, 0) * 1000
+	return strconv.FormatInt(count, 10) + "," + strconv.FormatInt(age, 10) + "," + strconv.FormatInt(max(k.Limit, 0), 10)
+}
+
+// Dedup is the stored deduplication option ("de").
+type Dedup struct {
+	ID      string
+	TTL     int64 // ms
+	Extend  bool
+	Replace bool
+	Extra   map[string]json.RawMessage // keepLastIfActive, reschedule, ...
+}
+
+// Opts are a job's stored options. Fields are BullMQ's; Extra keeps every
+// other key verbatim so a Node-written job round-trips.
+type Opts struct {
+	Attempts         int64
+	HasAttempts      bool
+	Delay            int64
+	Priority         int64
+	LIFO             bool
+	Backoff          *Backoff
+	RemoveOnComplete *Keep
+	RemoveOnFail     *Keep
+	StackTraceLimit  *int64
+	KeepLogs         int64
+	SizeLimit        int64
+	Timestamp        int64
+	JobID            string
+	Dedup            *Dedup
+	Extra            map[string]json.RawMessage
+}
+
+// AppendJSON appends the stored form of o to b. Key order is fixed; Node
+// readers do not care about it.
+func (o *Opts) AppendJSON(b []byte) []byte {
+	b = append(b, '{')
+	first := true
+	key := func(k string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendString(b, k)
+		b = append(b, ':')
+	}
+	if o.JobID != "" {
+		key("jobId")
+		b = appendString(b, o.JobID)
+	}
+	if o.Delay != 0 {
+		key("delay")
+		b = strconv.AppendInt(b, o.Delay, 10)
+	}
+	if o.Priority != 0 {
+		key("priority")
+		b = strconv.AppendInt(b, o.Priority, 10)
+	}
+	if o.LIFO {
+		key("lifo")
+		b = append(b, "true"...)
+	}
+	if o.Timestamp != 0 {
+		key("timestamp")
+		b = strconv.AppendInt(b, o.Timestamp, 10)
+	}
+	if o.Backoff != nil {
+		key("backoff")
+		b = append(b, `{"type":`...)
+		b = appendString(b, o.Backoff.Type)
+		b = append(b, `,"delay":`...)
+		b = strconv.AppendInt(b, o.Backoff.Delay, 10)
+		if o.Backoff.Jitter != 0 {
+			b = append(b, `,"jitter":`...)
+			b = strconv.AppendFloat(b, o.Backoff.Jitter, 'g', -1, 64)
+		}
+		b = append(b, '}')
+	}
+	if o.RemoveOnComplete != nil && o.RemoveOnComplete.Set {
+		key("removeOnComplete")
+		b = o.RemoveOnComplete.appendJSON(b)
+	}
+	if o.RemoveOnFail != nil && o.RemoveOnFail.Set {
+		key("removeOnFail")
+		b = o.RemoveOnFail.appendJSON(b)
+	}
+	if o.StackTraceLimit != nil {
+		key("stackTraceLimit")
+		b = strconv.AppendInt(b, *o.StackTraceLimit, 10)
+	}
+	if o.KeepLogs != 0 {
+		key("kl")
+		b = strconv.AppendInt(b, o.KeepLogs, 10)
+	}
+	if o.SizeLimit != 0 {
+		key("sizeLimit")
+		b = strconv.AppendInt(b, o.SizeLimit, 10)
+	}
+	if o.Dedup != nil {
+		key("de")
+		b = append(b, `{"id":`...)
+		b = appendString(b, o.Dedup.ID)
+		if o.Dedup.TTL != 0 {
+			b = append(b, `,"ttl":`...)
+			b = strconv.AppendInt(b, o.Dedup.TTL, 10)
+		}
+		if o.Dedup.Extend {
+			b = append(b, `,"extend":true`...)
+		}
+		if o.Dedup.Replace {
+			b = append(b, `,"replace":true`...)
+		}
+		for _, k := range sortedKeys(o.Dedup.Extra) {
+			b = append(b, ',')
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = append(b, o.Dedup.Extra[k]...)
+		}
+		b = append(b, '}')
+	}
+	for _, k := range sortedKeys(o.Extra) {
+		key(k)
+		b = append(b, o.Extra[k]...)
+	}
+	key("attempts")
+	b = strconv.AppendInt(b, o.Attempts, 10)
+	return append(b, '}')
+}
+
+func (k *Keep) appendJSON(b []byte) []byte {
+	if k.Bool != nil {
+		return strconv.AppendBool(b, *k.Bool)
+	}
+	if !k.Object && k.Count != nil {
+		return strconv.AppendInt(b, *k.Count, 10)
+	}
+	b = append(b, '{')
+	sep := false
+	if k.AgeSec != 0 {
+		b = append(b, `"age":`...)
+		b = strconv.AppendInt(b, k.AgeSec, 10)
+		sep = true
+	}
+	if k.Count != nil {
+		if sep {
+			b = append(b, ',')
+		}
+		b = append(b, `"count":`...)
+		b = strconv.AppendInt(b, *k.Count, 10)
+		sep = true
+	}
+	if k.Limit != 0 {
+		if sep {
+			b = append(b, ',')
+		}
+		b = append(b, `"limit":`...)
+		b = strconv.AppendInt(b, k.Limit, 10)
+	}
+	return append(b, '}')
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			enc, _ := json.Marshal(s)
+			return append(b, enc...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// DecodeOpts parses a stored opts JSON, tolerating Node's encodings.
+func DecodeOpts(raw string) (Opts, error) {
+	var o Opts
+	if raw == "" {
+		return o, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return o, fmt.Errorf("opts is not a JSON object: %w", err)
+	}
+	var err error
+	for k, v := range m {
+		switch k {
+		case "attempts":
+			o.Attempts, err = num(v)
+			o.HasAttempts = true
+		case "delay":
+			o.Delay, err = num(v)
+		case "priority":
+			o.Priority, err = num(v)
+		case "lifo":
+			o.LIFO = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
+		case "timestamp":
+			o.Timestamp, err = num(v)
+		case "jobId":
+			err = json.Unmarshal(v, &o.JobID)
+		case "backoff":
+			o.Backoff, err = decodeBackoff(v)
+		case "removeOnComplete":
+			o.RemoveOnComplete, err = decodeKeep(v)
+		case "removeOnFail":
+			o.RemoveOnFail, err = decodeKeep(v)
+		case "stackTraceLimit":
+			var n int64
+			n, err = num(v)
+			o.StackTraceLimit = &n
+		case "kl":
+			o.KeepLogs, err = num(v)
+		case "sizeLimit":
+			o.SizeLimit, err = num(v)
+		case "de":
+			o.Dedup, err = decodeDedup(v)
+		default:
+			if o.Extra == nil {
+				o.Extra = make(map[string]json.RawMessage)
+			}
+			o.Extra[k] = v
+		}
+		if err != nil {
+			return o, fmt.Errorf("opts.%s: %w", k, err)
+		}
+	}
+	return o, nil
+}
+
+// num reads a JSON number that may be a float or use an exponent; null is 0.
+func num(v json.RawMessage) (int64, error) {
+	s := string(bytes.TrimSpace(v))
+	if s == "null" || s == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a number: %s", s)
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("not a finite number: %s", s)
+	}
+	return int64(f), nil
+}
+
+func decodeBackoff(v json.RawMessage) (*Backoff, error) {
+	s := bytes.TrimSpace(v)
+	if len(s) > 0 && s[0] != '{' {
+		if string(s) == "null" {
+			return nil, nil
+		}
+		d, err := num(v)
+		if err != nil {
+			return nil, err
+		}
+		return &Backoff{Type: "fixed", Delay: d}, nil
+	}
+	var raw struct {
+		Type   string          `json:"type"`
+		Delay  json.RawMessage `json:"delay"`
+		Jitter float64         `json:"jitter"`
+	}
+	if err := json.Unmarshal(v, &raw); err != nil {
+		return nil, err
+	}
+	d, err := num(raw.Delay)
+	if err != nil {
+		return nil, err
+	}
+	return &Backoff{Type: raw.Type, Delay: d, Jitter: raw.Jitter}, nil
+}
+
+func decodeKeep(v json.RawMessage) (*Keep, error) {
+	s := bytes.TrimSpace(v)
+	k := &Keep{Set: true}
+	switch {
+	case string(s) == "true" || string(s) == "false":
+		b := string(s) == "true"
+		k.Bool = &b
+	case string(s) == "null":
+		return nil, nil
+	case len(s) > 0 && s[0] == '{':
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(s, &raw); err != nil {
+			return nil, err
+		}
+		k.Object = true
+		if a, ok := raw["age"]; ok {
+			n, err := num(a)
+			if err != nil {
+				return nil, err
+			}
+			k.AgeSec = n
+		}
+		if c, ok := raw["count"]; ok {
+			n, err := num(c)
+			if err != nil {
+				return nil, err
+			}
+			k.Count = &n
+		}
+		if l, ok := raw["limit"]; ok {
+			n, err := num(l)
+			if err != nil {
+				return nil, err
+			}
+			k.Limit = n
+		}
+	default:
+		n, err := num(s)
+		if err != nil {
+			return nil, err
+		}
+		k.Count = &n
+	}
+	return k, nil
+}
+
+func decodeDedup(v json.RawMessage) (*Dedup, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(v, &raw); err != nil {
+		return nil, err
+	}
+	d := &Dedup{}
+	for k, val := range raw {
+		var err error
+		switch k {
+		case "id":
+			err = json.Unmarshal(val, &d.ID)
+		case "ttl":
+			d.TTL, err = num(val)
+		case "extend":
+			d.Extend = string(bytes.TrimSpace(val)) == "true"
+		case "replace":
+			d.Replace = string(bytes.TrimSpace(val)) == "true"
+		default:
+			if d.Extra == nil {
+				d.Extra = make(map[string]json.RawMessage)
+			}
+			d.Extra[k] = val
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return d, nil
+}

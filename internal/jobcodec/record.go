@@ -1,0 +1,176 @@
+package jobcodec
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// TimelineField is the job hash field holding drover's attempt timeline.
+// Node BullMQ ignores fields it does not know, and deleting the job hash
+// deletes it with the job.
+const TimelineField = "drover.attempts"
+
+// Record is a job hash decoded. Times are ms since the epoch (0 = absent).
+type Record struct {
+	ID              string
+	Name            string
+	Data            json.RawMessage
+	RawOpts         string
+	Opts            Opts
+	Timestamp       int64
+	Delay           int64
+	Priority        int64
+	ProcessedOn     int64
+	FinishedOn      int64
+	AttemptsMade    int64
+	AttemptsStarted int64
+	StalledCounter  int64
+	ReturnValue     json.RawMessage
+	FailedReason    string
+	Stacktrace      []string
+	Progress        json.RawMessage
+	ProcessedBy     string
+	DeferredFailure string
+	DedupID         string
+	RepeatJobKey    string
+	ParentKey       string
+	Parent          json.RawMessage
+	Timeline        string
+}
+
+// Decode reads a job hash given as a flat field/value list (HGETALL, or a
+// script reply). An empty list means the job does not exist: ok is false.
+// data and opts must be valid JSON, as Node requires; a bad stacktrace or
+// returnvalue is tolerated (read as empty), as Node does.
+func Decode(id string, flat []any) (rec Record, ok bool, err error) {
+	if len(flat) == 0 {
+		return rec, false, nil
+	}
+	rec.ID = id
+	for i := 0; i+1 < len(flat); i += 2 {
+		f, _ := flat[i].(string)
+		v, _ := flat[i+1].(string)
+		if err := rec.set(f, v); err != nil {
+			return rec, true, fmt.Errorf("job %s: field %s: %w", id, f, err)
+		}
+	}
+	if rec.Data == nil {
+		rec.Data = json.RawMessage("{}")
+	}
+	return rec, true, nil
+}
+
+// DecodeMap is Decode for a field map (go-redis HGetAll).
+func DecodeMap(id string, m map[string]string) (rec Record, ok bool, err error) {
+	if len(m) == 0 {
+		return rec, false, nil
+	}
+	rec.ID = id
+	for f, v := range m {
+		if err := rec.set(f, v); err != nil {
+			return rec, true, fmt.Errorf("job %s: field %s: %w", id, f, err)
+		}
+	}
+	if rec.Data == nil {
+		rec.Data = json.RawMessage("{}")
+	}
+	return rec, true, nil
+}
+
+func (r *Record) set(f, v string) error {
+	var err error
+	switch f {
+	case "name":
+		r.Name = v
+	case "data":
+		if !json.Valid([]byte(v)) {
+			return fmt.Errorf("not JSON")
+		}
+		r.Data = json.RawMessage(v)
+	case "opts":
+		r.RawOpts = v
+		r.Opts, err = DecodeOpts(v)
+	case "timestamp":
+		r.Timestamp, err = intField(v)
+	case "delay":
+		r.Delay, err = intField(v)
+	case "priority":
+		r.Priority, err = intField(v)
+	case "processedOn":
+		r.ProcessedOn, err = intField(v)
+	case "finishedOn":
+		r.FinishedOn, err = intField(v)
+	case "atm":
+		r.AttemptsMade, err = intField(v)
+	case "attemptsMade": // pre-v5 name, read when atm is absent
+		if r.AttemptsMade == 0 {
+			r.AttemptsMade, err = intField(v)
+		}
+	case "ats":
+		r.AttemptsStarted, err = intField(v)
+	case "stc":
+		r.StalledCounter, err = intField(v)
+	case "returnvalue":
+		if json.Valid([]byte(v)) {
+			r.ReturnValue = json.RawMessage(v)
+		}
+	case "failedReason":
+		r.FailedReason = v
+	case "stacktrace":
+		r.Stacktrace = decodeStack(v)
+	case "progress":
+		if json.Valid([]byte(v)) {
+			r.Progress = json.RawMessage(v)
+		}
+	case "pb":
+		r.ProcessedBy = v
+	case "defa":
+		r.DeferredFailure = v
+	case "deid":
+		r.DedupID = v
+	case "rjk":
+		r.RepeatJobKey = v
+	case "parentKey":
+		r.ParentKey = v
+	case "parent":
+		r.Parent = json.RawMessage(v)
+	case TimelineField:
+		r.Timeline = v
+	}
+	return err
+}
+
+// intField parses a numeric hash field; Lua may have written it as a float
+// in exponent form ("1.2345678901234568e+17").
+func intField(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a number: %q", v)
+	}
+	return int64(f), nil
+}
+
+// decodeStack reads the stacktrace array; cjson writes an empty one as {}.
+func decodeStack(v string) []string {
+	var s []string
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return nil
+	}
+	return s
+}
+
+// EncodeStack is the stored form of a stacktrace list (never null).
+func EncodeStack(s []string) string {
+	if len(s) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}

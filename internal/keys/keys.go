@@ -1,0 +1,183 @@
+// Package keys builds every Redis key name drover uses. The names are
+// BullMQ's: "<prefix>:<queue>:<suffix>" for queue keys and
+// "<prefix>:<queue>:<jobId>[:<suffix>]" for job keys. No other package builds
+// key strings.
+//
+// In a Redis Cluster every key of a queue must live in one hash slot, so the
+// prefix or the queue name carries a {hash tag}; [HashTag] and [Slot] let
+// callers check that.
+package keys
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// DefaultPrefix is BullMQ's default key prefix.
+const DefaultPrefix = "bull"
+
+// Queue names the keys of one queue.
+type Queue struct {
+	prefix string
+	name   string
+	base   string // "<prefix>:<name>:"
+	script []string
+}
+
+// ValidateName reports whether a queue name is usable: non-empty and free of
+// ':' (BullMQ refuses it too, since ':' separates key parts).
+func ValidateName(name string) error {
+	if name == "" {
+		return errors.New("queue name must not be empty")
+	}
+	if strings.Contains(name, ":") {
+		return fmt.Errorf("queue name %q must not contain ':'", name)
+	}
+	return nil
+}
+
+// New returns the key set of queue name under prefix ("" = DefaultPrefix).
+func New(prefix, name string) Queue {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	q := Queue{prefix: prefix, name: name, base: prefix + ":" + name + ":"}
+	q.script = []string{
+		q.Wait(), q.Active(), q.Prioritized(), q.Delayed(), q.Completed(), q.Failed(),
+		q.Paused(), q.WaitingChildren(), q.Events(), q.Meta(), q.Marker(), q.PriorityCounter(),
+		q.ID(), q.Stalled(), q.StalledCheck(), q.Limiter(),
+	}
+	return q
+}
+
+func (q Queue) Prefix() string { return q.prefix }
+func (q Queue) Name() string   { return q.name }
+
+// Base is "<prefix>:<queue>:", the string job keys start with. Scripts build
+// job keys from it, so it must hash like the queue keys (it carries the tag).
+func (q Queue) Base() string { return q.base }
+
+func (q Queue) Wait() string            { return q.base + "wait" }
+func (q Queue) Active() string          { return q.base + "active" }
+func (q Queue) Prioritized() string     { return q.base + "prioritized" }
+func (q Queue) Delayed() string         { return q.base + "delayed" }
+func (q Queue) Completed() string       { return q.base + "completed" }
+func (q Queue) Failed() string          { return q.base + "failed" }
+func (q Queue) Paused() string          { return q.base + "paused" }
+func (q Queue) WaitingChildren() string { return q.base + "waiting-children" }
+func (q Queue) Events() string          { return q.base + "events" }
+func (q Queue) Meta() string            { return q.base + "meta" }
+func (q Queue) Marker() string          { return q.base + "marker" }
+func (q Queue) PriorityCounter() string { return q.base + "pc" }
+func (q Queue) ID() string              { return q.base + "id" }
+func (q Queue) Stalled() string         { return q.base + "stalled" }
+func (q Queue) StalledCheck() string    { return q.base + "stalled-check" }
+func (q Queue) Limiter() string         { return q.base + "limiter" }
+func (q Queue) Repeat() string          { return q.base + "repeat" }
+
+// Job is the hash of job id.
+func (q Queue) Job(id string) string { return q.base + id }
+
+// Lock is the lock of job id, holding the token of the worker running it.
+func (q Queue) Lock(id string) string { return q.base + id + ":lock" }
+
+// Logs is the log list of job id.
+func (q Queue) Logs(id string) string { return q.base + id + ":logs" }
+
+// Dedup is the key that holds the job owning deduplication id dedupID.
+func (q Queue) Dedup(dedupID string) string { return q.base + "de:" + dedupID }
+
+// WorkerWake is a short-lived key a worker blocks on beside the marker, so
+// Close can wake it without waiting for the block timeout. It is popped as
+// soon as it is written, so it never outlives the wake-up.
+func (q Queue) WorkerWake(workerID string) string { return q.base + "marker:" + workerID }
+
+// ScriptKeys is the fixed KEYS list every drover script receives, in the
+// order internal/scripts/lua/include/queue.lua names them. The caller must
+// not modify it.
+func (q Queue) ScriptKeys() []string { return q.script }
+
+// reservedIDs are queue key suffixes a custom job id must not equal, or the
+// job hash would overwrite a queue key.
+var reservedIDs = map[string]bool{
+	"wait": true, "active": true, "prioritized": true, "delayed": true, "completed": true,
+	"failed": true, "paused": true, "waiting-children": true, "events": true, "meta": true,
+	"marker": true, "pc": true, "id": true, "stalled": true, "stalled-check": true,
+	"limiter": true, "repeat": true, "metrics": true, "priority": true, "delay": true,
+}
+
+// ValidateJobID applies BullMQ's rules for custom job ids, plus a check
+// against ids that would collide with queue keys:
+//   - not empty, not "0", not starting with "0:" (reserved for legacy markers);
+//   - not integer-looking ("123", "-5"): those belong to the id counter;
+//   - no ':' unless it splits into exactly three parts (scheduler ids).
+func ValidateJobID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("job id must not be empty")
+	case id == "0" || strings.HasPrefix(id, "0:"):
+		return fmt.Errorf("job id %q is reserved: ids \"0\" and \"0:...\" mark legacy wake-ups", id)
+	case isIntegerLooking(id):
+		return fmt.Errorf("job id %q must not be an integer: integer ids are drawn from the queue's counter", id)
+	case strings.Contains(id, ":") && strings.Count(id, ":") != 2:
+		return fmt.Errorf("job id %q must not contain ':'", id)
+	case reservedIDs[id] || strings.HasPrefix(id, "de:") || strings.HasPrefix(id, "dn:") ||
+		strings.HasPrefix(id, "metrics:") || strings.HasPrefix(id, "marker:"):
+		return fmt.Errorf("job id %q collides with a queue key name", id)
+	}
+	return nil
+}
+
+// isIntegerLooking mirrors JavaScript's `String(parseInt(id)) === id`: an
+// optional '-' and digits with no leading zero (and "-0" is not integer-looking).
+func isIntegerLooking(id string) bool {
+	s := strings.TrimPrefix(id, "-")
+	if s == "" || (len(s) > 1 && s[0] == '0') || (s == "0" && id != "0") {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(s) <= 15 // beyond 2^53 parseInt loses digits, so String() differs
+}
+
+// HashTag returns the {tag} part Redis Cluster hashes for key, and whether
+// key has one (the first '{' followed by a non-empty '...}').
+func HashTag(key string) (string, bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return "", false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	if end <= 0 {
+		return "", false
+	}
+	return key[open+1 : open+1+end], true
+}
+
+// Slot is the Redis Cluster hash slot of key.
+func Slot(key string) int {
+	if tag, ok := HashTag(key); ok {
+		key = tag
+	}
+	return int(crc16(key) % 16384)
+}
+
+// crc16 is CRC-16/XMODEM, the checksum Redis Cluster uses for slots.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}

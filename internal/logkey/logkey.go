@@ -1,0 +1,18 @@
+// Package logkey holds the slog attribute keys every drover package uses, so
+// logs from the worker, the idempotency kit and the dashboard join up.
+package logkey
+
+const (
+	Queue     = "queue"
+	JobID     = "job_id"
+	JobName   = "job_name"
+	OpKey     = "op_key"
+	Attempt   = "attempt"
+	PID       = "pid"
+	Worker    = "worker"
+	Error     = "error"
+	Duration  = "duration"
+	Count     = "count"
+	Reason    = "reason"
+	Component = "component"
+)

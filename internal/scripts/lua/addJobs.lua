@@ -1,0 +1,154 @@
+-- addJobs: store and enqueue a batch of new jobs (a single add is a batch of one).
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 job count n, then n records of 11 fields:
+--   id ("" = take the next counter value), name, timestamp ms, data JSON,
+--   opts JSON, delay ms (> 0 = delayed), priority (0 = none), lifo ("1"/"0"),
+--   deduplication id ("" = none), deduplication ttl ms (0 = none),
+--   deduplication flags ("r" replace/debounce, "e" extend, both, or "").
+-- Returns one {outcome, id, state} per record, where outcome is
+--   "created", "duplicate" (custom id exists; state is its state) or
+--   "deduplicated" (dedup id owned by job `id`; state is its state).
+--@include common
+--@include queue
+--@include state
+
+local n = tonumber(ARGV[2])
+local maxLen = maxEvents(metaKey)
+local blocked = pausedOrMaxed(metaKey, activeKey)
+local replies = {}
+local delayMarker = false
+
+-- setDedup makes newId own dedupKey for ttl ms (no expiry when ttl is 0).
+local function setDedup(dedupKey, newId, ttl, nx)
+  if ttl > 0 then
+    if nx then
+      return rcall("SET", dedupKey, newId, "PX", ttl, "NX")
+    end
+    return rcall("SET", dedupKey, newId, "PX", ttl)
+  end
+  if nx then
+    return rcall("SET", dedupKey, newId, "NX")
+  end
+  return rcall("SET", dedupKey, newId)
+end
+
+-- staleOwner is true when the dedup key has no TTL and its owner job is gone
+-- (6.7's stale-key recovery): the key may then be taken over.
+local function staleOwner(dedupKey, cur)
+  return rcall("PTTL", dedupKey) == -1 and rcall("EXISTS", base .. cur) == 0
+end
+
+-- dedup decides whether this add is swallowed by deduplication. Returns the
+-- owning job id when it is, or nil when the add proceeds.
+local function dedup(deid, ttl, flags, newId)
+  local dedupKey = base .. "de:" .. deid
+  local replace = string.find(flags, "r", 1, true) ~= nil
+  local extend = string.find(flags, "e", 1, true) ~= nil
+  if replace then
+    local cur = rcall("GET", dedupKey)
+    if not cur then
+      setDedup(dedupKey, newId, ttl, false)
+      return nil
+    end
+    if rcall("ZREM", delayedKey, cur) == 1 then
+      removeJobKeys(base .. cur)
+      rcall("XADD", eventsKey, "*", "event", "removed", "jobId", cur, "prev", "delayed")
+      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
+        "jobId", newId, "deduplicationId", deid, "deduplicatedJobId", cur)
+      rcall("DEL", base .. "dn:" .. deid)
+      if ttl > 0 and not extend then
+        rcall("SET", dedupKey, newId, "KEEPTTL")
+      else
+        setDedup(dedupKey, newId, ttl, false)
+      end
+      return nil
+    end
+    if staleOwner(dedupKey, cur) then
+      rcall("DEL", base .. "dn:" .. deid)
+      setDedup(dedupKey, newId, ttl, false)
+      return nil
+    end
+    return cur
+  end
+  if extend and ttl > 0 then
+    local cur = rcall("GET", dedupKey)
+    if not cur then
+      setDedup(dedupKey, newId, ttl, false)
+      return nil
+    end
+    if staleOwner(dedupKey, cur) then
+      rcall("DEL", base .. "dn:" .. deid)
+      setDedup(dedupKey, newId, ttl, false)
+      return nil
+    end
+    setDedup(dedupKey, cur, ttl, false)
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
+      "jobId", cur, "deduplicationId", deid, "deduplicatedJobId", newId)
+    return cur
+  end
+  if setDedup(dedupKey, newId, ttl, true) then
+    return nil
+  end
+  local cur = rcall("GET", dedupKey)
+  if cur and staleOwner(dedupKey, cur) then
+    rcall("DEL", base .. "dn:" .. deid)
+    setDedup(dedupKey, newId, ttl, false)
+    return nil
+  end
+  rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
+    "jobId", cur, "deduplicationId", deid, "deduplicatedJobId", newId)
+  return cur
+end
+
+for i = 0, n - 1 do
+  local o = 2 + i * 11
+  local id = ARGV[o + 1]
+  local name = ARGV[o + 2]
+  local timestamp = ARGV[o + 3]
+  local delay = tonumber(ARGV[o + 6])
+  local priority = tonumber(ARGV[o + 7])
+  local deid = ARGV[o + 9]
+
+  local counter = rcall("INCR", idKey)
+  if id == "" then
+    id = tostring(counter)
+  end
+  local jobKey = base .. id
+  local owner = nil
+  if rcall("EXISTS", jobKey) == 1 then
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "duplicated", "jobId", id)
+    replies[#replies + 1] = {"duplicate", id, jobState(id)}
+  else
+    if deid ~= "" then
+      owner = dedup(deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id)
+    end
+    if owner then
+      replies[#replies + 1] = {"deduplicated", owner, jobState(owner)}
+    else
+      if deid ~= "" then
+        rcall("HSET", jobKey, "name", name, "data", ARGV[o + 4], "opts", ARGV[o + 5],
+          "timestamp", timestamp, "delay", delay, "priority", priority, "deid", deid)
+      else
+        rcall("HSET", jobKey, "name", name, "data", ARGV[o + 4], "opts", ARGV[o + 5],
+          "timestamp", timestamp, "delay", delay, "priority", priority)
+      end
+      rcall("XADD", eventsKey, "*", "event", "added", "jobId", id, "name", name)
+      if delay > 0 then
+        local due = tonumber(timestamp) + delay
+        rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
+        rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", id, "delay", due)
+        delayMarker = true
+      else
+        pushReady(waitKey, prioritizedKey, pcKey, id, priority, ARGV[o + 8] == "1")
+        addBaseMarker(markerKey, blocked)
+        rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id)
+      end
+      replies[#replies + 1] = {"created", id, ""}
+    end
+  end
+end
+
+if delayMarker then
+  addDelayMarker(markerKey, delayedKey)
+end
+return replies

@@ -1,0 +1,23 @@
+-- changeDelay: move a delayed job's due time to now + delay.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 job id, 3 now ms, 4 delay ms.
+-- Returns 0; -1 job missing; -3 job not delayed.
+--@include common
+--@include queue
+
+local id = ARGV[2]
+local jobKey = base .. id
+if rcall("EXISTS", jobKey) == 0 then
+  return -1
+end
+local delay = tonumber(ARGV[4])
+local due = tonumber(ARGV[3]) + delay
+local score = delayedScore(delayedKey, due)
+if rcall("ZREM", delayedKey, id) == 0 then
+  return -3
+end
+rcall("HSET", jobKey, "delay", delay)
+rcall("ZADD", delayedKey, score, id)
+rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents(metaKey), "*", "event", "delayed", "jobId", id, "delay", due)
+addDelayMarker(markerKey, delayedKey)
+return 0

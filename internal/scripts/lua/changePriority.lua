@@ -1,0 +1,29 @@
+-- changePriority: give a job a new priority; a waiting job is re-queued in the
+-- place the new priority gives it, other states keep it for their next move.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 job id, 3 priority, 4 lifo ("1"/"0").
+-- Returns 0; -1 job missing.
+--@include common
+--@include queue
+
+local id = ARGV[2]
+local jobKey = base .. id
+if rcall("EXISTS", jobKey) == 0 then
+  return -1
+end
+local priority = tonumber(ARGV[3])
+local lifo = ARGV[4] == "1"
+if rcall("ZREM", prioritizedKey, id) > 0 or rcall("LREM", waitKey, -1, id) > 0 then
+  local blocked = pausedOrMaxed(metaKey, activeKey)
+  if priority == 0 then
+    pushReady(waitKey, prioritizedKey, pcKey, id, 0, lifo)
+    addBaseMarker(markerKey, blocked)
+  elseif lifo then
+    rcall("ZADD", prioritizedKey, priority * 4294967296, id)
+  else
+    pushReady(waitKey, prioritizedKey, pcKey, id, priority, false)
+    addBaseMarker(markerKey, blocked)
+  end
+end
+rcall("HSET", jobKey, "priority", priority)
+return 0

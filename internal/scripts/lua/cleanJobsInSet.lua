@@ -1,0 +1,89 @@
+-- cleanJobsInSet: remove up to `limit` jobs of one state that are older than
+-- a cut-off, skipping locked active jobs and a scheduler's pending iteration.
+-- Age is finishedOn for completed/failed (their score), else the first of
+-- finishedOn, processedOn, timestamp found on the job.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 state (completed|failed|delayed|prioritized|wait|paused|
+--   active|waiting-children), 3 cut-off ms, 4 limit (0 = 10000).
+-- Returns the removed ids.
+--@include common
+--@include queue
+--@include remove
+
+local state = ARGV[2]
+local cutoff = tonumber(ARGV[3])
+local limit = tonumber(ARGV[4])
+if limit <= 0 then
+  limit = 10000
+end
+local removed = {}
+
+local function isSchedulerIteration(id, jobKey)
+  local rjk = rcall("HGET", jobKey, "rjk")
+  if not rjk then
+    return false
+  end
+  local score = rcall("ZSCORE", base .. "repeat", rjk)
+  return score ~= false and id == "repeat:" .. rjk .. ":" .. score
+end
+
+local function jobTime(jobKey)
+  local t = rcall("HMGET", jobKey, "finishedOn", "processedOn", "timestamp")
+  return tonumber(t[1] or t[2] or t[3])
+end
+
+local function drop(id, jobKey)
+  releaseOwnedDedup(id, jobKey)
+  removeJobKeys(jobKey)
+  removed[#removed + 1] = id
+end
+
+local sets = {completed = completedKey, failed = failedKey, delayed = delayedKey,
+  prioritized = prioritizedKey, ["waiting-children"] = waitingChildrenKey}
+local lists = {wait = waitKey, waiting = waitKey, paused = pausedKey, active = activeKey}
+
+if state == "completed" or state == "failed" then
+  local ids = rcall("ZRANGEBYSCORE", sets[state], 0, cutoff, "LIMIT", 0, limit)
+  for _, id in ipairs(ids) do
+    drop(id, base .. id)
+  end
+  for from = 1, #ids, 7000 do
+    rcall("ZREM", sets[state], unpack(ids, from, math.min(from + 6999, #ids)))
+  end
+elseif sets[state] then
+  local ids = rcall("ZRANGE", sets[state], 0, -1)
+  for _, id in ipairs(ids) do
+    if #removed >= limit then
+      break
+    end
+    local jobKey = base .. id
+    local t = jobTime(jobKey)
+    if not isSchedulerIteration(id, jobKey) and (not t or t <= cutoff) then
+      rcall("ZREM", sets[state], id)
+      drop(id, jobKey)
+    end
+  end
+elseif lists[state] then
+  local key = lists[state]
+  local ids = rcall("LRANGE", key, 0, -1)
+  local marked = 0
+  for i = #ids, 1, -1 do
+    if #removed >= limit then
+      break
+    end
+    local id = ids[i]
+    local jobKey = base .. id
+    local t = jobTime(jobKey)
+    local locked = state == "active" and rcall("EXISTS", jobKey .. ":lock") == 1
+    if not locked and not isSchedulerIteration(id, jobKey) and (not t or t <= cutoff) then
+      rcall("LSET", key, i - 1, "")
+      marked = marked + 1
+      drop(id, jobKey)
+    end
+  end
+  if marked > 0 then
+    rcall("LREM", key, 0, "")
+  end
+end
+rcall("XADD", eventsKey, "*", "event", "cleaned", "count", #removed)
+return removed

@@ -1,0 +1,60 @@
+-- drain: delete every job that waits to run (wait, legacy paused, prioritized
+-- and, when asked, delayed), except a job scheduler's pending iteration.
+-- Active, completed and failed jobs are untouched. No events, as BullMQ.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 include delayed ("1"/"0").
+-- Returns the number of jobs deleted.
+--@include common
+--@include queue
+--@include remove
+
+local function isSchedulerIteration(id)
+  local rjk = rcall("HGET", base .. id, "rjk")
+  if not rjk then
+    return false
+  end
+  local score = rcall("ZSCORE", base .. "repeat", rjk)
+  return score ~= false and id == "repeat:" .. rjk .. ":" .. score
+end
+
+local removed = 0
+local function drainList(key)
+  local ids = rcall("LRANGE", key, 0, -1)
+  local keep = {}
+  for _, id in ipairs(ids) do
+    if isSchedulerIteration(id) then
+      keep[#keep + 1] = id
+    else
+      releaseOwnedDedup(id, base .. id)
+      removeJobKeys(base .. id)
+      removed = removed + 1
+    end
+  end
+  rcall("DEL", key)
+  for from = 1, #keep, 7000 do
+    rcall("RPUSH", key, unpack(keep, from, math.min(from + 6999, #keep)))
+  end
+end
+
+local function drainSet(key)
+  local ids = rcall("ZRANGE", key, 0, -1)
+  for _, id in ipairs(ids) do
+    if not isSchedulerIteration(id) then
+      releaseOwnedDedup(id, base .. id)
+      removeJobKeys(base .. id)
+      rcall("ZREM", key, id)
+      removed = removed + 1
+    end
+  end
+end
+
+drainList(waitKey)
+drainList(pausedKey)
+drainSet(prioritizedKey)
+if rcall("ZCARD", prioritizedKey) == 0 then
+  rcall("DEL", pcKey)
+end
+if ARGV[2] == "1" then
+  drainSet(delayedKey)
+end
+return removed

@@ -1,0 +1,89 @@
+-- common.lua: helpers shared by every drover script (inlined by the loader).
+-- Time always arrives from Go in ARGV; these helpers never call TIME.
+
+local rcall = redis.call
+
+-- maxEvents returns the events stream cap from the meta hash, writing the
+-- BullMQ default (10000) when the queue has none yet.
+local function maxEvents(metaKey)
+  local n = rcall("HGET", metaKey, "opts.maxLenEvents")
+  if n then
+    return tonumber(n)
+  end
+  rcall("HSET", metaKey, "opts.maxLenEvents", 10000)
+  return 10000
+end
+
+-- pausedOrMaxed is true when the queue is paused or when its global
+-- concurrency (meta "concurrency") is used up by the active list.
+local function pausedOrMaxed(metaKey, activeKey)
+  local m = rcall("HMGET", metaKey, "paused", "concurrency")
+  if m[1] then
+    return true
+  end
+  if m[2] then
+    return rcall("LLEN", activeKey) >= tonumber(m[2])
+  end
+  return false
+end
+
+-- addBaseMarker wakes one blocked worker: "there may be a job ready now".
+local function addBaseMarker(markerKey, blocked)
+  if not blocked then
+    rcall("ZADD", markerKey, 0, "0")
+  end
+end
+
+-- addDelayMarker records when the earliest delayed job is due, so blocked
+-- workers sleep exactly until then. Returns the raw min score or nil.
+local function addDelayMarker(markerKey, delayedKey)
+  local first = rcall("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
+  if first[2] then
+    rcall("ZADD", markerKey, math.floor(tonumber(first[2]) / 4096), "1")
+    return first[2]
+  end
+  return nil
+end
+
+-- delayedScore encodes a due time (ms) as due*4096+seq, seq ordering jobs due
+-- in the same millisecond (FIFO for up to 4096 of them).
+local function delayedScore(delayedKey, due)
+  local lo = due * 4096
+  local hi = lo + 4095
+  local top = rcall("ZREVRANGEBYSCORE", delayedKey, hi, lo, "WITHSCORES", "LIMIT", 0, 1)
+  if top[2] then
+    local s = tonumber(top[2])
+    if s >= hi then
+      return hi
+    end
+    return s + 1
+  end
+  return lo
+end
+
+-- priorityScore orders prioritized jobs by priority, then FIFO via the counter.
+local function priorityScore(prioritizedKey, pcKey, priority)
+  local c = rcall("INCR", pcKey)
+  return priority * 4294967296 + (c % 4294967296)
+end
+
+-- removeJobKeys deletes a job and every per-job key BullMQ may have made
+-- (the lock is left to expire, as BullMQ does).
+local function removeJobKeys(jobKey)
+  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies",
+    jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
+
+-- pushReady puts a job where workers take it from: wait (priority 0) or
+-- prioritized. lifo pushes to the front of wait.
+local function pushReady(waitKey, prioritizedKey, pcKey, id, priority, lifo)
+  if priority == 0 then
+    if lifo then
+      rcall("RPUSH", waitKey, id)
+    else
+      rcall("LPUSH", waitKey, id)
+    end
+  else
+    rcall("ZADD", prioritizedKey, priorityScore(prioritizedKey, pcKey, priority), id)
+  end
+end

@@ -1,0 +1,47 @@
+-- moveJobsToWait: bulk re-run of failed or completed jobs (BullMQ retryJobs)
+-- and bulk promotion of delayed jobs (promoteJobs), one chunk per call.
+-- Priorities are ignored: every job goes to wait, as in BullMQ.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 state ("failed"|"completed"|"delayed"), 3 count, 4 cut-off
+--   ms (jobs finished at or before it; ignored for delayed), 5 reset
+--   attemptsMade ("1"/"0").
+-- Returns {more (1 when count was used up and more may remain), moved ids}.
+--@include common
+--@include queue
+
+local state = ARGV[2]
+local count = tonumber(ARGV[3])
+local setKey, maxScore = delayedKey, "+inf"
+if state == "failed" then
+  setKey, maxScore = failedKey, ARGV[4]
+elseif state == "completed" then
+  setKey, maxScore = completedKey, ARGV[4]
+end
+local ids = rcall("ZRANGEBYSCORE", setKey, "-inf", maxScore, "LIMIT", 0, count)
+if #ids == 0 then
+  return {0, {}}
+end
+local maxLen = maxEvents(metaKey)
+for _, id in ipairs(ids) do
+  local jobKey = base .. id
+  if state == "failed" then
+    rcall("HDEL", jobKey, "finishedOn", "processedOn", "failedReason")
+  elseif state == "completed" then
+    rcall("HDEL", jobKey, "finishedOn", "processedOn", "returnvalue")
+  end
+  if ARGV[5] == "1" then
+    rcall("HDEL", jobKey, "atm")
+  end
+  rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id, "prev", state)
+end
+for from = 1, #ids, 7000 do
+  local to = math.min(from + 6999, #ids)
+  rcall("ZREM", setKey, unpack(ids, from, to))
+  rcall("LPUSH", waitKey, unpack(ids, from, to))
+end
+addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
+local more = 0
+if #ids == count then
+  more = 1
+end
+return {more, ids}

@@ -1,0 +1,75 @@
+-- obliterate: delete a paused queue and all its jobs, `count` jobs per call.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 count, 3 force ("1" deletes active jobs too).
+-- Returns 0 done; 1 more jobs remain (call again); -1 queue not paused;
+-- -2 active jobs and not forced.
+--@include common
+--@include queue
+
+if rcall("HEXISTS", metaKey, "paused") == 0 then
+  return -1
+end
+if ARGV[3] ~= "1" and rcall("LLEN", activeKey) > 0 then
+  return -2
+end
+local budget = tonumber(ARGV[2])
+
+local function dropIds(ids, withLocks)
+  for _, id in ipairs(ids) do
+    local jobKey = base .. id
+    local deid = rcall("HGET", jobKey, "deid")
+    if deid and rcall("GET", base .. "de:" .. deid) == id then
+      rcall("DEL", base .. "de:" .. deid, base .. "dn:" .. deid)
+    end
+    removeJobKeys(jobKey)
+    if withLocks then
+      rcall("DEL", jobKey .. ":lock")
+    end
+  end
+  budget = budget - #ids
+end
+
+local function dropList(key, withLocks)
+  if budget <= 0 then
+    return
+  end
+  local ids = rcall("LRANGE", key, -budget, -1)
+  dropIds(ids, withLocks)
+  if #ids > 0 then
+    rcall("LTRIM", key, 0, -(#ids + 1))
+  end
+end
+
+local function dropSet(key)
+  if budget <= 0 then
+    return
+  end
+  local ids = rcall("ZRANGE", key, 0, budget - 1)
+  dropIds(ids, false)
+  for from = 1, #ids, 7000 do
+    rcall("ZREM", key, unpack(ids, from, math.min(from + 6999, #ids)))
+  end
+end
+
+dropList(activeKey, true)
+dropSet(delayedKey)
+if budget > 0 then
+  local schedulers = rcall("ZRANGE", base .. "repeat", 0, -1)
+  for _, sid in ipairs(schedulers) do
+    rcall("DEL", base .. "repeat:" .. sid)
+  end
+  rcall("DEL", base .. "repeat")
+end
+dropSet(completedKey)
+dropList(waitKey, false)
+dropList(pausedKey, false)
+dropSet(prioritizedKey)
+dropSet(failedKey)
+dropSet(waitingChildrenKey)
+if budget <= 0 then
+  return 1
+end
+rcall("DEL", eventsKey, base .. "delay", stalledCheckKey, stalledKey, idKey, pcKey,
+  markerKey, metaKey, limiterKey, base .. "metrics:completed", base .. "metrics:completed:data",
+  base .. "metrics:failed", base .. "metrics:failed:data")
+return 0

@@ -1,0 +1,36 @@
+-- pause / resume a queue. Paused (v6 style): jobs stay in wait, workers stop
+-- taking them, and no wake-up markers are written.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 "pause" or "resume".
+-- Returns 1 when the state changed, 0 when it already was so (events are
+-- written either way, as BullMQ does).
+--@include common
+--@include queue
+
+if ARGV[2] == "pause" then
+  local changed = rcall("HSET", metaKey, "paused", 1)
+  rcall("DEL", markerKey)
+  rcall("XADD", eventsKey, "*", "event", "paused")
+  return changed
+end
+
+local changed = rcall("HDEL", metaKey, "paused")
+-- A legacy (v5) paused list goes back to the front of wait.
+if rcall("EXISTS", pausedKey) == 1 then
+  if rcall("EXISTS", waitKey) == 0 then
+    rcall("RENAME", pausedKey, waitKey)
+  else
+    local ids = rcall("LRANGE", pausedKey, 0, -1)
+    for from = 1, #ids, 7000 do
+      rcall("RPUSH", waitKey, unpack(ids, from, math.min(from + 6999, #ids)))
+    end
+    rcall("DEL", pausedKey)
+  end
+end
+if rcall("LLEN", waitKey) + rcall("ZCARD", prioritizedKey) > 0 then
+  addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
+else
+  addDelayMarker(markerKey, delayedKey)
+end
+rcall("XADD", eventsKey, "*", "event", "resumed")
+return changed

@@ -1,0 +1,21 @@
+-- promote: run a delayed job now.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 job id.
+-- Returns 0; -1 job missing; -3 job not delayed.
+--@include common
+--@include queue
+
+local id = ARGV[2]
+local jobKey = base .. id
+if rcall("EXISTS", jobKey) == 0 then
+  return -1
+end
+if rcall("ZREM", delayedKey, id) == 0 then
+  return -3
+end
+local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+pushReady(waitKey, prioritizedKey, pcKey, id, priority, false)
+addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
+rcall("XADD", eventsKey, "*", "event", "waiting", "jobId", id, "prev", "delayed")
+rcall("HSET", jobKey, "delay", 0)
+return 0

@@ -1,0 +1,43 @@
+-- reprocessJob: run a finished (completed or failed) job again, optionally
+-- with fresh attempt counters. The stacktrace and attempt timeline are kept.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 job id, 3 state ("completed"|"failed"), 4 reset attemptsMade
+--   ("1"/"0"), 5 reset attemptsStarted ("1"/"0").
+-- Returns 1; -1 job missing; -2 a worker holds the job's lock; -3 job not in
+-- that state.
+--@include common
+--@include queue
+
+local id = ARGV[2]
+local jobKey = base .. id
+if rcall("EXISTS", jobKey) == 0 then
+  return -1
+end
+if rcall("EXISTS", jobKey .. ":lock") == 1 then
+  return -2
+end
+local state = ARGV[3]
+local setKey = state == "completed" and completedKey or failedKey
+if rcall("ZREM", setKey, id) == 0 then
+  return -3
+end
+local prop = state == "completed" and "returnvalue" or "failedReason"
+local drop = {"finishedOn", "processedOn", prop}
+if ARGV[4] == "1" then
+  drop[#drop + 1] = "atm"
+end
+if ARGV[5] == "1" then
+  drop[#drop + 1] = "ats"
+end
+rcall("HDEL", jobKey, unpack(drop))
+local job = rcall("HMGET", jobKey, "priority", "opts")
+local priority = tonumber(job[1]) or 0
+local lifo = false
+if job[2] then
+  local ok, opts = pcall(cjson.decode, job[2])
+  lifo = ok and type(opts) == "table" and opts["lifo"] == true
+end
+pushReady(waitKey, prioritizedKey, pcKey, id, priority, lifo)
+addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
+rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents(metaKey), "*", "event", "waiting", "jobId", id, "prev", state)
+return 1

@@ -1,0 +1,117 @@
+// Package scripts holds drover's Lua scripts, one per state transition, and a
+// typed Go wrapper for each. Every multi-key change of queue state happens in
+// exactly one script call, so it is atomic with respect to other drover and
+// Node BullMQ clients on the same Redis.
+//
+// Scripts live in lua/*.lua with a header that is their contract. A line
+// "--@include name" is replaced by lua/include/name.lua when the package is
+// initialised, so shared helpers are written once. Every script receives the
+// queue's 16 keys (keys.Queue.ScriptKeys) as KEYS and the job-key base as
+// ARGV[1]; keys of individual jobs are built from that base inside the script,
+// which is cluster-safe because the base carries the queue's hash tag.
+//
+// Scripts run with EVALSHA and fall back to EVAL on NOSCRIPT (go-redis
+// Script.Run). The wrappers turn negative Lua return codes into the errors
+// below; no raw code escapes this package.
+package scripts
+
+import (
+	"embed"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua lua/include/*.lua
+var luaFS embed.FS
+
+// Source returns the expanded source of script name (without ".lua").
+func Source(name string) string {
+	src, err := expand(name, map[string]bool{})
+	if err != nil {
+		panic(err) // the embedded files are fixed at build time; a test covers every script
+	}
+	return src
+}
+
+func expand(name string, seen map[string]bool) (string, error) {
+	file := path.Join("lua", name+".lua")
+	if strings.HasPrefix(name, "include/") {
+		file = path.Join("lua", name+".lua")
+	}
+	b, err := luaFS.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("read script %s: %w", name, err)
+	}
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if inc, ok := strings.CutPrefix(trimmed, "--@include "); ok {
+			inc = "include/" + strings.TrimSpace(inc)
+			if seen[inc] {
+				continue
+			}
+			seen[inc] = true
+			sub, err := expand(inc, seen)
+			if err != nil {
+				return "", err
+			}
+			out.WriteString(sub)
+			out.WriteString("\n")
+			continue
+		}
+		out.WriteString(line)
+	}
+	return out.String(), nil
+}
+
+// Names lists every script (not the includes).
+func Names() []string {
+	entries, err := luaFS.ReadDir("lua")
+	if err != nil {
+		panic(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			names = append(names, strings.TrimSuffix(e.Name(), ".lua"))
+		}
+	}
+	return names
+}
+
+func load(name string) *redis.Script { return redis.NewScript(Source(name)) }
+
+var (
+	addJobs               = load("addJobs")
+	moveToActive          = load("moveToActive")
+	finishJobs            = load("finishJobs")
+	extendLocks           = load("extendLocks")
+	moveStalledJobsToWait = load("moveStalledJobsToWait")
+	pause                 = load("pause")
+	getState              = load("getState")
+	getCounts             = load("getCounts")
+	getRanges             = load("getRanges")
+	updateProgress        = load("updateProgress")
+	addLog                = load("addLog")
+	removeJob             = load("removeJob")
+	promote               = load("promote")
+	changeDelay           = load("changeDelay")
+	changePriority        = load("changePriority")
+	reprocessJob          = load("reprocessJob")
+	moveJobsToWait        = load("moveJobsToWait")
+	drain                 = load("drain")
+	obliterate            = load("obliterate")
+	cleanJobsInSet        = load("cleanJobsInSet")
+)
+
+// All is every loaded script, for preloading (SCRIPT LOAD) before pipelines.
+func All() []*redis.Script {
+	return []*redis.Script{
+		addJobs, moveToActive, finishJobs, extendLocks, moveStalledJobsToWait, pause, getState,
+		getCounts, getRanges, updateProgress, addLog, removeJob, promote, changeDelay,
+		changePriority, reprocessJob, moveJobsToWait, drain, obliterate, cleanJobsInSet,
+	}
+}

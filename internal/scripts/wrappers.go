@@ -1,0 +1,447 @@
+package scripts
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/keys"
+)
+
+// AddRecord is one job for AddJobs. Data and Opts are JSON texts.
+type AddRecord struct {
+	ID         string // "" = next counter value
+	Name       string
+	Timestamp  int64 // ms
+	Data       string
+	Opts       string
+	Delay      int64 // ms; > 0 puts the job in delayed
+	Priority   int
+	LIFO       bool
+	DedupID    string
+	DedupTTL   int64  // ms, 0 = none
+	DedupFlags string // "r" replace, "e" extend
+}
+
+// AddOutcome is what happened to one AddRecord.
+type AddOutcome struct {
+	Result string // "created", "duplicate" or "deduplicated"
+	ID     string // the new job's id, or the existing job's
+	State  string // the existing job's state for duplicate/deduplicated
+}
+
+const addFields = 11
+
+// AppendAddArgs appends the ARGV of AddJobs for recs to args (which must
+// already hold the base). Exposed for benchmarks of the encoding.
+func AppendAddArgs(args []any, recs []AddRecord) []any {
+	args = append(args, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		lifo := "0"
+		if r.LIFO {
+			lifo = "1"
+		}
+		args = append(args, r.ID, r.Name, r.Timestamp, r.Data, r.Opts, r.Delay, r.Priority, lifo,
+			r.DedupID, r.DedupTTL, r.DedupFlags)
+	}
+	return args
+}
+
+// AddJobs stores and enqueues recs in one call.
+func AddJobs(ctx context.Context, rdb redis.Scripter, k keys.Queue, recs []AddRecord) ([]AddOutcome, error) {
+	args := make([]any, 0, 2+addFields*len(recs))
+	args = AppendAddArgs(append(args, k.Base()), recs)
+	res, err := addJobs.Run(ctx, rdb, k.ScriptKeys(), args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	return parseAddReply(res)
+}
+
+// AddJobsCmd queues AddJobs on a pipeline (EVALSHA only: preload with Load).
+func AddJobsCmd(ctx context.Context, pipe redis.Pipeliner, k keys.Queue, recs []AddRecord) *redis.Cmd {
+	args := make([]any, 0, 2+addFields*len(recs))
+	args = AppendAddArgs(append(args, k.Base()), recs)
+	return addJobs.EvalSha(ctx, pipe, k.ScriptKeys(), args...)
+}
+
+// ParseAddReply decodes the reply of an AddJobsCmd.
+func ParseAddReply(cmd *redis.Cmd) ([]AddOutcome, error) {
+	res, err := cmd.Slice()
+	if err != nil {
+		return nil, err
+	}
+	return parseAddReply(res)
+}
+
+func parseAddReply(res []any) ([]AddOutcome, error) {
+	out := make([]AddOutcome, len(res))
+	for i, r := range res {
+		t, ok := r.([]any)
+		if !ok || len(t) != 3 {
+			return nil, fmt.Errorf("addJobs: malformed reply %v", r)
+		}
+		out[i] = AddOutcome{Result: str(t[0]), ID: str(t[1]), State: str(t[2])}
+	}
+	return out, nil
+}
+
+// Load makes sure every script is in the server's script cache, so pipelines
+// can use EVALSHA alone.
+func Load(ctx context.Context, rdb redis.Scripter) error {
+	for _, s := range All() {
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Fetched is one job moved to active: its id and its hash as a flat
+// field/value list, read before activation (see moveToActive.lua).
+type Fetched struct {
+	ID   string
+	Hash []any
+}
+
+// Fetch is the result of moving jobs to active.
+type Fetch struct {
+	Jobs []Fetched
+	// NextDelayed is the raw score of the earliest delayed job when no job was
+	// fetched ("" when none): due ms = floor(score / 4096).
+	NextDelayed string
+}
+
+func parseFetch(next any, jobs any) (Fetch, error) {
+	f := Fetch{NextDelayed: str(next)}
+	list, _ := jobs.([]any)
+	if len(list)%2 != 0 {
+		return f, fmt.Errorf("fetch: odd job list length %d", len(list))
+	}
+	f.Jobs = make([]Fetched, 0, len(list)/2)
+	for i := 0; i < len(list); i += 2 {
+		h, _ := list[i+1].([]any)
+		f.Jobs = append(f.Jobs, Fetched{ID: str(list[i]), Hash: h})
+	}
+	return f, nil
+}
+
+// FetchArgs are the parameters of taking jobs.
+type FetchArgs struct {
+	Now          int64
+	Count        int
+	Token        string // base; each job's lock is Token + ":" + attemptsStarted
+	LockDuration int64  // ms
+	WorkerName   string
+}
+
+// MoveToActive takes up to a.Count ready jobs.
+func MoveToActive(ctx context.Context, rdb redis.Scripter, k keys.Queue, a FetchArgs) (Fetch, error) {
+	res, err := moveToActive.Run(ctx, rdb, k.ScriptKeys(), k.Base(), a.Now, a.Count, a.Token,
+		a.LockDuration, a.WorkerName).Slice()
+	if err != nil {
+		return Fetch{}, err
+	}
+	if len(res) != 2 {
+		return Fetch{}, fmt.Errorf("moveToActive: malformed reply %v", res)
+	}
+	return parseFetch(res[0], res[1])
+}
+
+// Finish kinds (see finishJobs.lua).
+const (
+	FinishCompleted    = "c"
+	FinishFailed       = "f"
+	FinishRetry        = "r"
+	FinishRetryDelayed = "d"
+	FinishRequeue      = "w"
+	FinishMoveDelayed  = "m"
+)
+
+// FinishRecord ends one job's attempt.
+type FinishRecord struct {
+	ID           string
+	Token        string
+	Kind         string
+	Value        string // returnvalue JSON or failedReason
+	Stacktrace   string // JSON array, "" = unchanged
+	AttemptsMade int    // value after this attempt
+	Keep         string // retention spec, see retention.lua
+	Delay        int64  // ms for FinishRetryDelayed / FinishMoveDelayed
+	LIFO         bool
+	Attempts     int
+	Timeline     string // JSON, "" = unchanged
+}
+
+const finishFields = 11
+
+// FinishJobs ends recs' attempts and fetches up to a.Count next jobs.
+// codes[i] is nil or the error for recs[i].
+func FinishJobs(ctx context.Context, rdb redis.Scripter, k keys.Queue, a FetchArgs, recs []FinishRecord) ([]error, Fetch, error) {
+	args := make([]any, 0, 7+finishFields*len(recs))
+	args = append(args, k.Base(), a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		lifo := "0"
+		if r.LIFO {
+			lifo = "1"
+		}
+		args = append(args, r.ID, r.Token, r.Kind, r.Value, r.Stacktrace, r.AttemptsMade, r.Keep,
+			r.Delay, lifo, r.Attempts, r.Timeline)
+	}
+	res, err := finishJobs.Run(ctx, rdb, k.ScriptKeys(), args...).Slice()
+	if err != nil {
+		return nil, Fetch{}, err
+	}
+	if len(res) != 3 {
+		return nil, Fetch{}, fmt.Errorf("finishJobs: malformed reply %v", res)
+	}
+	codes, _ := res[0].([]any)
+	if len(codes) != len(recs) {
+		return nil, Fetch{}, fmt.Errorf("finishJobs: %d codes for %d jobs", len(codes), len(recs))
+	}
+	errs := make([]error, len(codes))
+	for i, c := range codes {
+		errs[i] = CodeError(toInt(c))
+	}
+	f, err := parseFetch(res[1], res[2])
+	return errs, f, err
+}
+
+// LostLock is a lock extendLocks could not renew.
+type LostLock struct {
+	ID     string
+	Reason string // "missing" or "taken"
+}
+
+// ExtendLocks renews the locks ids[i] held with tokens[i].
+func ExtendLocks(ctx context.Context, rdb redis.Scripter, k keys.Queue, lockMs int64, ids, tokens []string) ([]LostLock, error) {
+	args := make([]any, 0, 2+2*len(ids))
+	args = append(args, k.Base(), lockMs)
+	for i := range ids {
+		args = append(args, ids[i], tokens[i])
+	}
+	res, err := extendLocks.Run(ctx, rdb, k.ScriptKeys(), args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	lost := make([]LostLock, 0, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		lost = append(lost, LostLock{ID: str(res[i]), Reason: str(res[i+1])})
+	}
+	return lost, nil
+}
+
+// Stalled is a job the stalled checker moved back to wait.
+type Stalled struct {
+	ID             string
+	StalledCounter int
+}
+
+// MoveStalledJobsToWait runs one stalled check. ran is false when another
+// worker ran it within the interval.
+func MoveStalledJobsToWait(ctx context.Context, rdb redis.Scripter, k keys.Queue, now, intervalMs int64, maxStalled int) (ran bool, moved []Stalled, err error) {
+	res, err := moveStalledJobsToWait.Run(ctx, rdb, k.ScriptKeys(), k.Base(), now, intervalMs, maxStalled).Slice()
+	if err != nil {
+		return false, nil, err
+	}
+	if len(res) != 2 {
+		return false, nil, fmt.Errorf("moveStalledJobsToWait: malformed reply %v", res)
+	}
+	list, _ := res[1].([]any)
+	for i := 0; i+1 < len(list); i += 2 {
+		moved = append(moved, Stalled{ID: str(list[i]), StalledCounter: int(toInt(list[i+1]))})
+	}
+	return toInt(res[0]) == 1, moved, nil
+}
+
+// Pause pauses (pause=true) or resumes the queue. Reports whether it changed.
+func Pause(ctx context.Context, rdb redis.Scripter, k keys.Queue, pauseIt bool) (bool, error) {
+	op := "resume"
+	if pauseIt {
+		op = "pause"
+	}
+	n, err := pause.Run(ctx, rdb, k.ScriptKeys(), k.Base(), op).Int64()
+	return n == 1, err
+}
+
+// GetStates returns the state of each id.
+func GetStates(ctx context.Context, rdb redis.Scripter, k keys.Queue, ids ...string) ([]string, error) {
+	args := make([]any, 0, 1+len(ids))
+	args = append(args, k.Base())
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return getState.Run(ctx, rdb, k.ScriptKeys(), args...).StringSlice()
+}
+
+// GetCounts returns one count per state name.
+func GetCounts(ctx context.Context, rdb redis.Scripter, k keys.Queue, states ...string) ([]int64, error) {
+	args := make([]any, 0, 1+len(states))
+	args = append(args, k.Base())
+	for _, s := range states {
+		args = append(args, s)
+	}
+	return getCounts.Run(ctx, rdb, k.ScriptKeys(), args...).Int64Slice()
+}
+
+// GetRanges returns one page of ids per state.
+func GetRanges(ctx context.Context, rdb redis.Scripter, k keys.Queue, start, end int64, asc bool, states ...string) ([][]string, error) {
+	ascArg := "0"
+	if asc {
+		ascArg = "1"
+	}
+	args := make([]any, 0, 4+len(states))
+	args = append(args, k.Base(), start, end, ascArg)
+	for _, s := range states {
+		args = append(args, s)
+	}
+	res, err := getRanges.Run(ctx, rdb, k.ScriptKeys(), args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]string, len(res))
+	for i, r := range res {
+		ids, _ := r.([]any)
+		out[i] = make([]string, len(ids))
+		for j, id := range ids {
+			out[i][j] = str(id)
+		}
+	}
+	return out, nil
+}
+
+// runCode runs a script that returns 0/1 or a negative code.
+func runCode(ctx context.Context, s *redis.Script, rdb redis.Scripter, k keys.Queue, args ...any) (int64, error) {
+	n, err := s.Run(ctx, rdb, k.ScriptKeys(), append([]any{k.Base()}, args...)...).Int64()
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return n, codeError(n)
+	}
+	return n, nil
+}
+
+// UpdateProgress stores progress (JSON) on job id.
+func UpdateProgress(ctx context.Context, rdb redis.Scripter, k keys.Queue, id, progress string) error {
+	_, err := runCode(ctx, updateProgress, rdb, k, id, progress)
+	return err
+}
+
+// AddLog appends line to job id's log, keeping the newest keep lines (0 = all).
+func AddLog(ctx context.Context, rdb redis.Scripter, k keys.Queue, id, line string, keep int) (int64, error) {
+	return runCode(ctx, addLog, rdb, k, id, line, keep)
+}
+
+// RemoveJob deletes job id unless a worker holds it.
+func RemoveJob(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string) error {
+	n, err := runCode(ctx, removeJob, rdb, k, id)
+	if err == nil && n == 0 {
+		return ErrJobLocked
+	}
+	return err
+}
+
+// Promote moves delayed job id to wait now.
+func Promote(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string) error {
+	_, err := runCode(ctx, promote, rdb, k, id)
+	return err
+}
+
+// ChangeDelay makes delayed job id due at now + delayMs.
+func ChangeDelay(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string, now, delayMs int64) error {
+	_, err := runCode(ctx, changeDelay, rdb, k, id, now, delayMs)
+	return err
+}
+
+// ChangePriority gives job id a new priority.
+func ChangePriority(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string, priority int, lifo bool) error {
+	_, err := runCode(ctx, changePriority, rdb, k, id, priority, boolArg(lifo))
+	return err
+}
+
+// Reprocess runs finished job id (in state "completed" or "failed") again.
+func Reprocess(ctx context.Context, rdb redis.Scripter, k keys.Queue, id, state string, resetMade, resetStarted bool) error {
+	n, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted))
+	if n == -2 {
+		return ErrJobLocked
+	}
+	return err
+}
+
+// MoveJobsToWait re-runs up to count jobs of state ("failed", "completed" or
+// "delayed") finished at or before cutoffMs. more reports whether to call again.
+func MoveJobsToWait(ctx context.Context, rdb redis.Scripter, k keys.Queue, state string, count int, cutoffMs int64, resetMade bool) (more bool, ids []string, err error) {
+	res, err := moveJobsToWait.Run(ctx, rdb, k.ScriptKeys(), k.Base(), state, count, cutoffMs, boolArg(resetMade)).Slice()
+	if err != nil {
+		return false, nil, err
+	}
+	if len(res) != 2 {
+		return false, nil, fmt.Errorf("moveJobsToWait: malformed reply %v", res)
+	}
+	list, _ := res[1].([]any)
+	for _, id := range list {
+		ids = append(ids, str(id))
+	}
+	return toInt(res[0]) == 1, ids, nil
+}
+
+// Drain deletes waiting (and, with delayed, delayed) jobs.
+func Drain(ctx context.Context, rdb redis.Scripter, k keys.Queue, delayed bool) (int64, error) {
+	return runCode(ctx, drain, rdb, k, boolArg(delayed))
+}
+
+// Obliterate deletes up to count jobs of a paused queue; more reports whether
+// to call again.
+func Obliterate(ctx context.Context, rdb redis.Scripter, k keys.Queue, count int, force bool) (more bool, err error) {
+	n, err := obliterate.Run(ctx, rdb, k.ScriptKeys(), k.Base(), count, boolArg(force)).Int64()
+	if err != nil {
+		return false, err
+	}
+	switch n {
+	case -1:
+		return false, ErrQueueNotPaused
+	case -2:
+		return false, ErrActiveJobs
+	}
+	return n == 1, nil
+}
+
+// Clean removes up to limit jobs of state older than cutoffMs.
+func Clean(ctx context.Context, rdb redis.Scripter, k keys.Queue, state string, cutoffMs int64, limit int) ([]string, error) {
+	return cleanJobsInSet.Run(ctx, rdb, k.ScriptKeys(), k.Base(), state, cutoffMs, limit).StringSlice()
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func str(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case int64:
+		return strconv.FormatInt(t, 10)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func toInt(v any) int64 {
+	switch t := v.(type) {
+	case int64:
+		return t
+	case string:
+		n, _ := strconv.ParseInt(t, 10, 64)
+		return n
+	}
+	return 0
+}

@@ -1,0 +1,189 @@
+package drover
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/seed40057009/drover/internal/jobcodec"
+	"github.com/seed40057009/drover/internal/scripts"
+)
+
+// Job is one job as stored in Redis: BullMQ's job hash, decoded.
+//
+// A Job returned by GetJob is a snapshot; its methods act on the stored job
+// and do not refresh the fields. A Job handed to a processor belongs to that
+// attempt: UpdateProgress and Log act on it while it runs.
+type Job struct {
+	ID   string
+	Name string
+	// Data is the payload as JSON. Use DecodeData to unmarshal it.
+	Data json.RawMessage
+	// Opts are the options the job was added with (BullMQ's stored opts).
+	Opts JobOptions
+	// RawOpts is the stored opts JSON, with keys drover does not model.
+	RawOpts   string
+	Timestamp time.Time
+	// Delay is the relative delay of the job's current or last delayed stay.
+	Delay    time.Duration
+	Priority int
+	// AttemptsMade counts finished attempts (BullMQ's atm): failures,
+	// retries and the final outcome. Stall recoveries do not count.
+	AttemptsMade int
+	// AttemptsStarted counts activations (BullMQ's ats), stalls included.
+	AttemptsStarted int
+	// StalledCount counts stall recoveries (BullMQ's stc).
+	StalledCount int
+	ProcessedOn  time.Time
+	FinishedOn   time.Time
+	// ReturnValue is the processor's result as JSON (completed jobs).
+	ReturnValue json.RawMessage
+	// FailedReason is the last failure's message.
+	FailedReason string
+	// Stacktrace lists the failure traces, oldest first, bounded by
+	// Opts.StackTraceLimit.
+	Stacktrace []string
+	// Progress is the last progress value as JSON (nil = never reported).
+	Progress json.RawMessage
+	// ProcessedBy is the name of the worker that last took the job.
+	ProcessedBy string
+	// DeferredFailure, when set, makes the next worker fail the job without
+	// running it (BullMQ's defa, set when the job stalled too often).
+	DeferredFailure string
+	// DeduplicationID is the deduplication id the job owns, if any.
+	DeduplicationID string
+	// Timeline is drover's attempt history (nil for jobs only Node touched).
+	Timeline []Attempt
+
+	queue *Queue
+	token string // lock token while a worker runs this attempt
+}
+
+// Attempt is one run of a job, recorded by drover workers in the job hash
+// (field "drover.attempts", ignored by Node BullMQ, deleted with the job).
+type Attempt struct {
+	// N is the attempt number (AttemptsStarted at activation).
+	N       int       `json:"n"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Outcome string    `json:"outcome"` // completed, failed, retry, delayed, requeued
+	Error   string    `json:"error,omitempty"`
+	Worker  string    `json:"worker,omitempty"`
+	// Backoff is the delay chosen before the next attempt (outcome delayed).
+	Backoff time.Duration `json:"backoff,omitempty"`
+	// NextRun is when the next attempt is due (outcome delayed).
+	NextRun time.Time `json:"next,omitzero"`
+}
+
+// DecodeData unmarshals the job's data into v.
+func (j *Job) DecodeData(v any) error {
+	if err := json.Unmarshal(j.Data, v); err != nil {
+		return fmt.Errorf("decode data of job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// Queue is the queue the job belongs to.
+func (j *Job) Queue() *Queue { return j.queue }
+
+func (j *Job) err(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &JobError{Queue: j.queue.name, JobID: j.ID, Op: op, Err: err}
+}
+
+// UpdateProgress stores v (JSON-encoded) as the job's progress and emits a
+// progress event.
+func (j *Job) UpdateProgress(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return j.err("update progress of", fmt.Errorf("%w: %w", ErrInvalidData, err))
+	}
+	if err := scripts.UpdateProgress(ctx, j.queue.rdb, j.queue.k, j.ID, string(b)); err != nil {
+		return j.err("update progress of", err)
+	}
+	j.Progress = b
+	return nil
+}
+
+// Log appends a line to the job's log, bounded by Opts.KeepLogs. It returns
+// the number of lines the log now holds.
+func (j *Job) Log(ctx context.Context, line string) (int, error) {
+	n, err := scripts.AddLog(ctx, j.queue.rdb, j.queue.k, j.ID, line, j.Opts.KeepLogs)
+	return int(n), j.err("log to", err)
+}
+
+// GetState reads the job's current state.
+func (j *Job) GetState(ctx context.Context) (JobState, error) {
+	return j.queue.GetJobState(ctx, j.ID)
+}
+
+// fromRecord builds a Job from a decoded hash.
+func (q *Queue) fromRecord(r *jobcodec.Record) *Job {
+	j := &Job{
+		ID:              r.ID,
+		Name:            r.Name,
+		Data:            r.Data,
+		RawOpts:         r.RawOpts,
+		Opts:            optsFromStored(&r.Opts),
+		Timestamp:       msTime(r.Timestamp),
+		Delay:           time.Duration(r.Delay) * time.Millisecond,
+		Priority:        int(r.Priority),
+		AttemptsMade:    int(r.AttemptsMade),
+		AttemptsStarted: int(r.AttemptsStarted),
+		StalledCount:    int(r.StalledCounter),
+		ProcessedOn:     msTime(r.ProcessedOn),
+		FinishedOn:      msTime(r.FinishedOn),
+		ReturnValue:     r.ReturnValue,
+		FailedReason:    r.FailedReason,
+		Stacktrace:      r.Stacktrace,
+		Progress:        r.Progress,
+		ProcessedBy:     r.ProcessedBy,
+		DeferredFailure: r.DeferredFailure,
+		DeduplicationID: r.DedupID,
+		queue:           q,
+	}
+	if r.Timeline != "" {
+		_ = json.Unmarshal([]byte(r.Timeline), &j.Timeline) // a damaged timeline is only lost history
+	}
+	return j
+}
+
+func optsFromStored(s *jobcodec.Opts) JobOptions {
+	o := JobOptions{
+		JobID:            s.JobID,
+		Delay:            time.Duration(s.Delay) * time.Millisecond,
+		Priority:         int(s.Priority),
+		LIFO:             s.LIFO,
+		Attempts:         int(s.Attempts),
+		RemoveOnComplete: retentionFromKeep(s.RemoveOnComplete),
+		RemoveOnFail:     retentionFromKeep(s.RemoveOnFail),
+		KeepLogs:         int(s.KeepLogs),
+		SizeLimit:        int(s.SizeLimit),
+	}
+	if s.Timestamp != 0 {
+		o.Timestamp = msTime(s.Timestamp)
+	}
+	if s.Backoff != nil {
+		o.Backoff = &Backoff{Type: s.Backoff.Type, Delay: time.Duration(s.Backoff.Delay) * time.Millisecond, Jitter: s.Backoff.Jitter}
+	}
+	if s.StackTraceLimit != nil {
+		o.StackTraceLimit = int(*s.StackTraceLimit)
+		if o.StackTraceLimit == 0 {
+			o.StackTraceLimit = -1
+		}
+	}
+	if s.Dedup != nil {
+		o.Deduplication = &Deduplication{ID: s.Dedup.ID, TTL: time.Duration(s.Dedup.TTL) * time.Millisecond, Extend: s.Dedup.Extend, Replace: s.Dedup.Replace}
+	}
+	return o
+}
+
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

@@ -1,0 +1,314 @@
+package drover
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/seed40057009/drover/internal/jobcodec"
+	"github.com/seed40057009/drover/internal/keys"
+)
+
+// Defaults. Each option's doc names the one it uses.
+const (
+	PrefixDefault          = keys.DefaultPrefix
+	LockDurationDefault    = 30 * time.Second
+	StalledIntervalDefault = 30 * time.Second
+	MaxStalledCountDefault = 1
+	ConcurrencyDefault     = 1
+	DrainDelayDefault      = 5 * time.Second
+	// StackTraceLimitDefault bounds the failure traces a job keeps when its
+	// StackTraceLimit is 0. BullMQ keeps them all; drover keeps the newest 10
+	// so a job that fails for days does not grow without bound.
+	StackTraceLimitDefault = 10
+	// MaxPriority is BullMQ's highest priority value (2^21 - 1).
+	MaxPriority = 1<<21 - 1
+	// AddBulkChunkDefault is how many jobs AddBulk sends per script call.
+	AddBulkChunkDefault = 500
+)
+
+// Backoff kinds BullMQ knows. Any other name refers to a custom strategy
+// registered in WorkerOptions.BackoffStrategies.
+const (
+	BackoffFixed       = "fixed"
+	BackoffExponential = "exponential"
+)
+
+// Backoff says how long to wait before retrying a failed job.
+type Backoff struct {
+	// Type is BackoffFixed, BackoffExponential, or the name of a custom
+	// strategy. Required.
+	Type string
+	// Delay is the base delay: the whole delay for fixed, the first retry's
+	// delay for exponential (doubling per attempt). Stored in ms.
+	Delay time.Duration
+	// Jitter in [0, 1] randomises the delay down by up to that fraction:
+	// the delay is drawn uniformly from [delay*(1-Jitter), delay). 0 = none.
+	Jitter float64
+}
+
+// Retention says which finished jobs to keep (BullMQ's removeOnComplete /
+// removeOnFail). A nil *Retention keeps every job.
+type Retention struct {
+	// Remove drops the job as soon as it finishes (BullMQ's `true`).
+	Remove bool
+	// Count keeps only the newest Count finished jobs of the state. 0 = no bound.
+	Count int
+	// Age drops finished jobs older than Age, whole seconds. 0 = no bound.
+	Age time.Duration
+	// Limit caps how many jobs one finish removes by age. 0 = BullMQ's 1000.
+	Limit int
+}
+
+// Deduplication makes adds with the same ID collapse into one job
+// (BullMQ's deduplication option; see docs for the three modes).
+type Deduplication struct {
+	// ID identifies the operation. Required.
+	ID string
+	// TTL bounds how long the ID stays taken (throttle mode). 0 = until the
+	// job finishes or is removed (simple mode).
+	TTL time.Duration
+	// Extend restarts the TTL on every duplicate add.
+	Extend bool
+	// Replace makes a later add replace a still-delayed earlier job
+	// (debounce mode).
+	Replace bool
+}
+
+// JobOptions are per-job options. Nil means defaults; zero fields mean
+// "not set" and fall back to QueueOptions.DefaultJobOptions.
+type JobOptions struct {
+	// JobID is a custom id. BullMQ's rules apply: not empty, not an integer,
+	// not "0" or "0:…", no ':' (see ValidateJobID). Adding an id that exists
+	// returns the existing job with Outcome AddDuplicate. "" = next counter.
+	JobID string
+	// Delay postpones the job. Must not be negative. Stored in ms.
+	Delay time.Duration
+	// Priority orders ready jobs: 1 is the highest, MaxPriority the lowest,
+	// 0 means none (such jobs run before any prioritized job).
+	Priority int
+	// LIFO puts the job at the front of the wait list.
+	LIFO bool
+	// Attempts is how many times the job may run before it fails for good.
+	// 0 or 1 = once.
+	Attempts int
+	// Backoff spaces the retries. nil = retry at once.
+	Backoff *Backoff
+	// RemoveOnComplete and RemoveOnFail bound the finished jobs kept.
+	// nil = keep all (or the worker's default).
+	RemoveOnComplete *Retention
+	RemoveOnFail     *Retention
+	// Timestamp overrides the creation time. Zero = now.
+	Timestamp time.Time
+	// StackTraceLimit bounds the failure traces kept. 0 =
+	// StackTraceLimitDefault; negative keeps none.
+	StackTraceLimit int
+	// KeepLogs bounds the job's log lines (newest kept). 0 = no bound.
+	KeepLogs int
+	// SizeLimit refuses data whose JSON is larger, in bytes. 0 = no limit.
+	SizeLimit int
+	// Deduplication collapses adds with the same ID. nil = none.
+	Deduplication *Deduplication
+}
+
+// merged returns o with unset fields taken from d. Neither is modified.
+func (o *JobOptions) merged(d *JobOptions) JobOptions {
+	var r JobOptions
+	if o != nil {
+		r = *o
+	}
+	if d == nil {
+		return r
+	}
+	if r.Delay == 0 {
+		r.Delay = d.Delay
+	}
+	if r.Priority == 0 {
+		r.Priority = d.Priority
+	}
+	r.LIFO = r.LIFO || d.LIFO
+	if r.Attempts == 0 {
+		r.Attempts = d.Attempts
+	}
+	if r.Backoff == nil {
+		r.Backoff = d.Backoff
+	}
+	if r.RemoveOnComplete == nil {
+		r.RemoveOnComplete = d.RemoveOnComplete
+	}
+	if r.RemoveOnFail == nil {
+		r.RemoveOnFail = d.RemoveOnFail
+	}
+	if r.StackTraceLimit == 0 {
+		r.StackTraceLimit = d.StackTraceLimit
+	}
+	if r.KeepLogs == 0 {
+		r.KeepLogs = d.KeepLogs
+	}
+	if r.SizeLimit == 0 {
+		r.SizeLimit = d.SizeLimit
+	}
+	return r
+}
+
+// validate checks every field and names the first bad one.
+func (o *JobOptions) validate() error {
+	if o.JobID != "" {
+		if err := keys.ValidateJobID(o.JobID); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidJobID, err)
+		}
+	}
+	switch {
+	case o.Delay < 0:
+		return optionError("JobOptions.Delay must not be negative, got %s", o.Delay)
+	case o.Priority < 0 || o.Priority > MaxPriority:
+		return optionError("JobOptions.Priority must be between 0 and %d, got %d", MaxPriority, o.Priority)
+	case o.Attempts < 0:
+		return optionError("JobOptions.Attempts must not be negative, got %d", o.Attempts)
+	case o.KeepLogs < 0:
+		return optionError("JobOptions.KeepLogs must not be negative, got %d", o.KeepLogs)
+	case o.SizeLimit < 0:
+		return optionError("JobOptions.SizeLimit must not be negative, got %d", o.SizeLimit)
+	}
+	if b := o.Backoff; b != nil {
+		switch {
+		case b.Type == "":
+			return optionError("JobOptions.Backoff.Type must be %q, %q or a custom strategy name, got \"\"", BackoffFixed, BackoffExponential)
+		case b.Delay < 0:
+			return optionError("JobOptions.Backoff.Delay must not be negative, got %s", b.Delay)
+		case b.Jitter < 0 || b.Jitter > 1 || math.IsNaN(b.Jitter):
+			return optionError("JobOptions.Backoff.Jitter must be between 0 and 1, got %v", b.Jitter)
+		}
+	}
+	for name, r := range map[string]*Retention{"RemoveOnComplete": o.RemoveOnComplete, "RemoveOnFail": o.RemoveOnFail} {
+		if r == nil {
+			continue
+		}
+		if r.Count < 0 || r.Age < 0 || r.Limit < 0 {
+			return optionError("JobOptions.%s fields must not be negative, got %+v", name, *r)
+		}
+	}
+	if d := o.Deduplication; d != nil {
+		if d.ID == "" {
+			return optionError("JobOptions.Deduplication.ID must not be empty")
+		}
+		if d.TTL < 0 {
+			return optionError("JobOptions.Deduplication.TTL must not be negative, got %s", d.TTL)
+		}
+	}
+	return nil
+}
+
+// stored converts validated options to the stored opts.
+func (o *JobOptions) stored() jobcodec.Opts {
+	s := jobcodec.Opts{
+		Attempts: int64(o.Attempts),
+		Delay:    o.Delay.Milliseconds(),
+		Priority: int64(o.Priority),
+		LIFO:     o.LIFO,
+		KeepLogs: int64(o.KeepLogs),
+		JobID:    o.JobID,
+	}
+	if o.SizeLimit > 0 {
+		s.SizeLimit = int64(o.SizeLimit)
+	}
+	if !o.Timestamp.IsZero() {
+		s.Timestamp = o.Timestamp.UnixMilli()
+	}
+	if b := o.Backoff; b != nil {
+		s.Backoff = &jobcodec.Backoff{Type: b.Type, Delay: b.Delay.Milliseconds(), Jitter: b.Jitter}
+	}
+	s.RemoveOnComplete = retentionKeep(o.RemoveOnComplete)
+	s.RemoveOnFail = retentionKeep(o.RemoveOnFail)
+	if o.StackTraceLimit != 0 {
+		n := int64(max(o.StackTraceLimit, 0))
+		s.StackTraceLimit = &n
+	}
+	if d := o.Deduplication; d != nil {
+		s.Dedup = &jobcodec.Dedup{ID: d.ID, TTL: d.TTL.Milliseconds(), Extend: d.Extend, Replace: d.Replace}
+	}
+	return s
+}
+
+func retentionKeep(r *Retention) *jobcodec.Keep {
+	if r == nil {
+		return nil
+	}
+	k := &jobcodec.Keep{Set: true}
+	switch {
+	case r.Remove:
+		t := true
+		k.Bool = &t
+	case r.Age > 0 || r.Limit > 0:
+		k.Object = true
+		k.AgeSec = int64(r.Age / time.Second)
+		k.Limit = int64(r.Limit)
+		if r.Count > 0 {
+			c := int64(r.Count)
+			k.Count = &c
+		}
+	case r.Count > 0:
+		c := int64(r.Count)
+		k.Count = &c
+	default:
+		f := false
+		k.Bool = &f
+	}
+	return k
+}
+
+// retentionFromKeep converts a stored option back (for Job.Opts).
+func retentionFromKeep(k *jobcodec.Keep) *Retention {
+	if k == nil || !k.Set {
+		return nil
+	}
+	if k.Bool != nil {
+		return &Retention{Remove: *k.Bool}
+	}
+	r := &Retention{Age: time.Duration(k.AgeSec) * time.Second, Limit: int(k.Limit)}
+	if k.Count != nil {
+		if *k.Count == 0 {
+			r.Remove = true
+		} else if *k.Count > 0 {
+			r.Count = int(*k.Count)
+		}
+	}
+	return r
+}
+
+// QueueOptions configure a Queue. Nil means defaults.
+type QueueOptions struct {
+	// Prefix of every key. Defaults to PrefixDefault ("bull"). On a Redis
+	// Cluster the prefix or the queue name must carry a {hash tag}.
+	Prefix string
+	// DefaultJobOptions fill the fields a job's own options leave unset.
+	DefaultJobOptions *JobOptions
+	// Logger receives warnings. Defaults to discarding.
+	Logger *slog.Logger
+	// AddBulkChunk is how many jobs AddBulk sends per script call.
+	// Defaults to AddBulkChunkDefault.
+	AddBulkChunk int
+	// BackoffTypes names the custom backoff strategies this queue's workers
+	// register (WorkerOptions.BackoffStrategies). Add refuses a Backoff.Type
+	// that is neither fixed, exponential nor listed here, so a typo fails at
+	// add time instead of when the job first fails.
+	BackoffTypes []string
+}
+
+func (o *QueueOptions) withDefaults() QueueOptions {
+	var r QueueOptions
+	if o != nil {
+		r = *o
+	}
+	if r.Prefix == "" {
+		r.Prefix = PrefixDefault
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.AddBulkChunk == 0 {
+		r.AddBulkChunk = AddBulkChunkDefault
+	}
+	return r
+}

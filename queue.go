@@ -1,0 +1,553 @@
+package drover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/clock"
+	"github.com/seed40057009/drover/internal/jobcodec"
+	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/scripts"
+)
+
+// Queue adds jobs to one BullMQ queue and inspects and administers it.
+// It is safe for concurrent use. It holds no connection of its own: it uses
+// the caller's client, which the caller closes.
+type Queue struct {
+	name   string
+	k      keys.Queue
+	rdb    redis.UniversalClient
+	opts   QueueOptions
+	clock  clock.Clock
+	logger *slog.Logger
+	closed atomic.Bool
+}
+
+// NewQueue returns the queue called name. It does no I/O.
+func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queue, error) {
+	o := opts.withDefaults()
+	if rdb == nil {
+		return nil, errors.New("drover: NewQueue needs a Redis client, got nil")
+	}
+	if err := checkNames(rdb, o.Prefix, name); err != nil {
+		return nil, err
+	}
+	if o.AddBulkChunk < 1 {
+		return nil, optionError("QueueOptions.AddBulkChunk must be at least 1, got %d", o.AddBulkChunk)
+	}
+	if o.DefaultJobOptions != nil {
+		if o.DefaultJobOptions.JobID != "" || o.DefaultJobOptions.Deduplication != nil {
+			return nil, optionError("QueueOptions.DefaultJobOptions must not set JobID or Deduplication")
+		}
+		if err := o.DefaultJobOptions.validate(); err != nil {
+			return nil, fmt.Errorf("QueueOptions.DefaultJobOptions: %w", err)
+		}
+	}
+	return &Queue{
+		name:   name,
+		k:      keys.New(o.Prefix, name),
+		rdb:    rdb,
+		opts:   o,
+		clock:  clock.Real{},
+		logger: o.Logger,
+	}, nil
+}
+
+// checkNames validates the queue name and, on a Redis Cluster client, that
+// every key of the queue will land in one hash slot.
+func checkNames(rdb redis.UniversalClient, prefix, name string) error {
+	if err := keys.ValidateName(name); err != nil {
+		return optionError("%v", err)
+	}
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		if _, tagged := keys.HashTag(prefix + ":" + name + ":"); !tagged {
+			return optionError("queue %q with prefix %q on a Redis Cluster: its keys would spread over many hash slots "+
+				"and its scripts would fail with CROSSSLOT; put a hash tag in the prefix (Prefix: \"{%s}\") or in the queue name (\"{%s}\")",
+				name, prefix, prefix, name)
+		}
+	}
+	return nil
+}
+
+// Name is the queue's name.
+func (q *Queue) Name() string { return q.name }
+
+// Prefix is the queue's key prefix.
+func (q *Queue) Prefix() string { return q.k.Prefix() }
+
+// Close marks the queue closed: later calls fail with ErrClosed. It does not
+// close the Redis client, which belongs to the caller.
+func (q *Queue) Close() error {
+	q.closed.Store(true)
+	return nil
+}
+
+func (q *Queue) check() error {
+	if q.closed.Load() {
+		return fmt.Errorf("queue %q: %w", q.name, ErrClosed)
+	}
+	return nil
+}
+
+// AddOutcome says what an add did.
+type AddOutcome int
+
+const (
+	// AddCreated: a new job was stored.
+	AddCreated AddOutcome = iota + 1
+	// AddDuplicate: a job with the custom JobID already existed; nothing was
+	// stored and Job is the existing job. A duplicated event was emitted.
+	AddDuplicate
+	// AddDeduplicated: the Deduplication ID is owned by another job; nothing
+	// was stored and Job is the owner.
+	AddDeduplicated
+)
+
+func (o AddOutcome) String() string {
+	switch o {
+	case AddCreated:
+		return "created"
+	case AddDuplicate:
+		return "duplicate"
+	case AddDeduplicated:
+		return "deduplicated"
+	}
+	return "unknown"
+}
+
+// AddResult reports one add.
+type AddResult struct {
+	Job     *Job
+	Outcome AddOutcome
+	// ExistingState is the state of the existing job for AddDuplicate and
+	// AddDeduplicated.
+	ExistingState JobState
+}
+
+// BulkJob is one job for AddBulk.
+type BulkJob struct {
+	Name string
+	Data any
+	Opts *JobOptions
+}
+
+// Add stores a job and makes it ready (or delayed). data is encoded with
+// encoding/json; nil is stored as {}.
+func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions) (*AddResult, error) {
+	res, err := q.AddBulk(ctx, []BulkJob{{Name: name, Data: data, Opts: opts}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// prepared is a validated job ready to send.
+type prepared struct {
+	rec  scripts.AddRecord
+	opts JobOptions
+}
+
+func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
+	o := bj.Opts.merged(q.opts.DefaultJobOptions)
+	where := fmt.Sprintf("job %q", bj.Name)
+	if o.JobID != "" {
+		where = fmt.Sprintf("job %q (id %q)", bj.Name, o.JobID)
+	}
+	if i >= 0 {
+		where = fmt.Sprintf("bulk job %d, %s", i, where)
+	}
+	if err := o.validate(); err != nil {
+		return prepared{}, fmt.Errorf("add %s to queue %q: %w", where, q.name, err)
+	}
+	if b := o.Backoff; b != nil && b.Type != BackoffFixed && b.Type != BackoffExponential && !slices.Contains(q.opts.BackoffTypes, b.Type) {
+		return prepared{}, fmt.Errorf("add %s to queue %q: %w: unknown JobOptions.Backoff.Type %q (want %q, %q or a name in QueueOptions.BackoffTypes)",
+			where, q.name, ErrInvalidOption, b.Type, BackoffFixed, BackoffExponential)
+	}
+	data, err := encodeData(bj.Data)
+	if err != nil {
+		return prepared{}, fmt.Errorf("add %s to queue %q: %w: %w", where, q.name, ErrInvalidData, err)
+	}
+	if o.SizeLimit > 0 && len(data) > o.SizeLimit {
+		return prepared{}, fmt.Errorf("add %s to queue %q: %w: data is %d bytes, over SizeLimit %d",
+			where, q.name, ErrInvalidData, len(data), o.SizeLimit)
+	}
+	ts := now
+	if !o.Timestamp.IsZero() {
+		ts = o.Timestamp
+	}
+	stored := o.stored()
+	rec := scripts.AddRecord{
+		ID:        o.JobID,
+		Name:      bj.Name,
+		Timestamp: ts.UnixMilli(),
+		Data:      string(data),
+		Opts:      string(stored.AppendJSON(make([]byte, 0, 64))),
+		Delay:     o.Delay.Milliseconds(),
+		Priority:  o.Priority,
+		LIFO:      o.LIFO,
+	}
+	if d := o.Deduplication; d != nil {
+		rec.DedupID = d.ID
+		rec.DedupTTL = d.TTL.Milliseconds()
+		if d.Replace {
+			rec.DedupFlags += "r"
+		}
+		if d.Extend {
+			rec.DedupFlags += "e"
+		}
+	}
+	return prepared{rec: rec, opts: o}, nil
+}
+
+func encodeData(v any) ([]byte, error) {
+	switch d := v.(type) {
+	case nil:
+		return []byte("{}"), nil
+	case json.RawMessage:
+		if !json.Valid(d) {
+			return nil, errors.New("json.RawMessage data is not valid JSON")
+		}
+		return d, nil
+	}
+	return json.Marshal(v)
+}
+
+// AddBulk adds many jobs, AddBulkChunk jobs per script call. Every job is
+// validated before anything is written: one bad job fails the whole call
+// and stores nothing. Each chunk is atomic; chunks are not atomic together.
+func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	now := q.clock.Now()
+	preps := make([]prepared, len(jobs))
+	for i := range jobs {
+		idx := i
+		if len(jobs) == 1 {
+			idx = -1
+		}
+		p, err := q.prepare(idx, &jobs[i], now)
+		if err != nil {
+			return nil, err
+		}
+		preps[i] = p
+	}
+	out := make([]*AddResult, 0, len(jobs))
+	recs := make([]scripts.AddRecord, len(preps))
+	for i := range preps {
+		recs[i] = preps[i].rec
+	}
+	for from := 0; from < len(recs); from += q.opts.AddBulkChunk {
+		to := min(from+q.opts.AddBulkChunk, len(recs))
+		outcomes, err := scripts.AddJobs(ctx, q.rdb, q.k, recs[from:to])
+		if err != nil {
+			return nil, fmt.Errorf("add %d jobs to queue %q: %w", to-from, q.name, err)
+		}
+		for i, oc := range outcomes {
+			res, err := q.addResult(ctx, &preps[from+i], oc)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
+func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcome) (*AddResult, error) {
+	switch oc.Result {
+	case "created":
+		rec := &p.rec
+		job := &Job{
+			ID:        oc.ID,
+			Name:      rec.Name,
+			Data:      json.RawMessage(rec.Data),
+			Opts:      p.opts,
+			RawOpts:   rec.Opts,
+			Timestamp: time.UnixMilli(rec.Timestamp),
+			Delay:     time.Duration(rec.Delay) * time.Millisecond,
+			Priority:  rec.Priority,
+			queue:     q,
+		}
+		if rec.DedupID != "" {
+			job.DeduplicationID = rec.DedupID
+		}
+		return &AddResult{Job: job, Outcome: AddCreated}, nil
+	case "duplicate", "deduplicated":
+		outcome := AddDuplicate
+		if oc.Result == "deduplicated" {
+			outcome = AddDeduplicated
+		}
+		job, err := q.GetJob(ctx, oc.ID)
+		if errors.Is(err, ErrJobNotFound) {
+			// Removed between the add and this read: report the id alone.
+			job, err = &Job{ID: oc.ID, queue: q}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &AddResult{Job: job, Outcome: outcome, ExistingState: JobState(oc.State)}, nil
+	}
+	return nil, fmt.Errorf("add job to queue %q: unexpected outcome %q", q.name, oc.Result)
+}
+
+// GetJob reads one job. It returns ErrJobNotFound when there is none.
+func (q *Queue) GetJob(ctx context.Context, id string) (*Job, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	m, err := q.rdb.HGetAll(ctx, q.k.Job(id)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("get job %q from queue %q: %w", id, q.name, err)
+	}
+	rec, ok, err := jobcodec.DecodeMap(id, m)
+	if err != nil {
+		return nil, fmt.Errorf("get job %q from queue %q: %w", id, q.name, err)
+	}
+	if !ok {
+		return nil, &JobError{Queue: q.name, JobID: id, Op: "get", Err: ErrJobNotFound}
+	}
+	return q.fromRecord(&rec), nil
+}
+
+// GetJobs lists jobs in the given states, a page at a time: start and end
+// are inclusive indexes per state (end -1 = to the last), asc orders oldest
+// first. Jobs removed between listing and reading are skipped.
+func (q *Queue) GetJobs(ctx context.Context, states []JobState, start, end int64, asc bool) ([]*Job, error) {
+	ids, err := q.GetJobIDs(ctx, states, start, end, asc)
+	if err != nil {
+		return nil, err
+	}
+	return q.getJobsByID(ctx, ids)
+}
+
+// GetJobIDs is GetJobs without reading the jobs.
+func (q *Queue) GetJobIDs(ctx context.Context, states []JobState, start, end int64, asc bool) ([]string, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	names, err := stateNames(states)
+	if err != nil {
+		return nil, err
+	}
+	ranges, err := scripts.GetRanges(ctx, q.rdb, q.k, start, end, asc, names...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs of queue %q: %w", q.name, err)
+	}
+	var ids []string
+	seen := make(map[string]bool)
+	for _, r := range ranges {
+		for _, id := range r {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids, nil
+}
+
+func (q *Queue) getJobsByID(ctx context.Context, ids []string) ([]*Job, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, q.k.Job(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read jobs of queue %q: %w", q.name, err)
+	}
+	jobs := make([]*Job, 0, len(ids))
+	for i, c := range cmds {
+		rec, ok, err := jobcodec.DecodeMap(ids[i], c.Val())
+		if err != nil {
+			return nil, fmt.Errorf("read jobs of queue %q: %w", q.name, err)
+		}
+		if ok {
+			jobs = append(jobs, q.fromRecord(&rec))
+		}
+	}
+	return jobs, nil
+}
+
+func stateNames(states []JobState) ([]string, error) {
+	if len(states) == 0 {
+		states = DefaultCountStates
+	}
+	names := make([]string, len(states))
+	for i, s := range states {
+		if !s.valid() {
+			return nil, optionError("unknown job state %q (want one of waiting, active, delayed, prioritized, completed, failed, waiting-children, paused)", s)
+		}
+		names[i] = string(s)
+	}
+	return names, nil
+}
+
+// GetJobCounts counts jobs per state, atomically. No states = the
+// DefaultCountStates.
+func (q *Queue) GetJobCounts(ctx context.Context, states ...JobState) (map[JobState]int64, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	names, err := stateNames(states)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := scripts.GetCounts(ctx, q.rdb, q.k, names...)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs of queue %q: %w", q.name, err)
+	}
+	out := make(map[JobState]int64, len(names))
+	for i, n := range names {
+		out[JobState(n)] = counts[i]
+	}
+	return out, nil
+}
+
+// GetJobState reads where job id is: StateUnknown if nowhere.
+func (q *Queue) GetJobState(ctx context.Context, id string) (JobState, error) {
+	if err := q.check(); err != nil {
+		return "", err
+	}
+	s, err := scripts.GetStates(ctx, q.rdb, q.k, id)
+	if err != nil {
+		return "", fmt.Errorf("get state of job %q in queue %q: %w", id, q.name, err)
+	}
+	return JobState(s[0]), nil
+}
+
+// Pause stops workers (drover's and Node's) from taking new jobs; running
+// jobs finish. Adds still succeed and wait.
+func (q *Queue) Pause(ctx context.Context) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	if _, err := scripts.Pause(ctx, q.rdb, q.k, true); err != nil {
+		return fmt.Errorf("pause queue %q: %w", q.name, err)
+	}
+	return nil
+}
+
+// Resume undoes Pause and wakes workers.
+func (q *Queue) Resume(ctx context.Context) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	if _, err := scripts.Pause(ctx, q.rdb, q.k, false); err != nil {
+		return fmt.Errorf("resume queue %q: %w", q.name, err)
+	}
+	return nil
+}
+
+// IsPaused reports whether the queue is paused.
+func (q *Queue) IsPaused(ctx context.Context) (bool, error) {
+	if err := q.check(); err != nil {
+		return false, err
+	}
+	ok, err := q.rdb.HExists(ctx, q.k.Meta(), "paused").Result()
+	if err != nil {
+		return false, fmt.Errorf("read pause state of queue %q: %w", q.name, err)
+	}
+	return ok, nil
+}
+
+// Drain deletes every job waiting to run (waiting and prioritized, and
+// delayed when delayed is true). Active and finished jobs stay. It returns
+// how many jobs it deleted.
+func (q *Queue) Drain(ctx context.Context, delayed bool) (int, error) {
+	if err := q.check(); err != nil {
+		return 0, err
+	}
+	n, err := scripts.Drain(ctx, q.rdb, q.k, delayed)
+	if err != nil {
+		return 0, fmt.Errorf("drain queue %q: %w", q.name, err)
+	}
+	return int(n), nil
+}
+
+// ObliterateOptions configure Obliterate. Nil means defaults.
+type ObliterateOptions struct {
+	// Force deletes jobs being processed too. Default false: refuse with
+	// ErrActiveJobs.
+	Force bool
+	// Count is how many jobs one script call deletes. Default 1000.
+	Count int
+}
+
+// Obliterate pauses the queue, then deletes it: every job and every key.
+func (q *Queue) Obliterate(ctx context.Context, opts *ObliterateOptions) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	var o ObliterateOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Count == 0 {
+		o.Count = 1000
+	}
+	if o.Count < 0 {
+		return optionError("ObliterateOptions.Count must be positive, got %d", o.Count)
+	}
+	if err := q.Pause(ctx); err != nil {
+		return err
+	}
+	for {
+		more, err := scripts.Obliterate(ctx, q.rdb, q.k, o.Count, o.Force)
+		if err != nil {
+			return fmt.Errorf("obliterate queue %q: %w", q.name, err)
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// GetJobLogs reads a job's log lines from start to end (inclusive, -1 = last)
+// and the total number of lines.
+func (q *Queue) GetJobLogs(ctx context.Context, id string, start, end int64) ([]string, int64, error) {
+	if err := q.check(); err != nil {
+		return nil, 0, err
+	}
+	var lines *redis.StringSliceCmd
+	var count *redis.IntCmd
+	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		lines = p.LRange(ctx, q.k.Logs(id), start, end)
+		count = p.LLen(ctx, q.k.Logs(id))
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("read logs of job %q in queue %q: %w", id, q.name, err)
+	}
+	return lines.Val(), count.Val(), nil
+}
+
+// nowMs is the queue clock's now in BullMQ's ms.
+func (q *Queue) nowMs() int64 { return q.clock.Now().UnixMilli() }
+
+// parseDelayedScore turns a delayed-set score into the due time.
+func parseDelayedScore(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, false
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(f) / 4096), true
+}
