@@ -1,0 +1,328 @@
+package pgmigrate_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	_ "modernc.org/sqlite"
+
+	"github.com/seed40057009/drover/internal/pgtest"
+	"github.com/seed40057009/drover/pgmigrate"
+)
+
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// testDB is one database under test, with a way to poke at it directly.
+type testDB struct {
+	db pgmigrate.DB
+	// exec runs SQL outside of pgmigrate.
+	exec func(t *testing.T, sql string)
+	// tableExists reports whether a table is there.
+	tableExists func(t *testing.T, name string) bool
+}
+
+var dialects = []struct {
+	name string
+	open func(t *testing.T) *testDB
+}{
+	{"Postgres", openPostgres},
+	{"SQLite", openSQLite},
+}
+
+func openPostgres(t *testing.T) *testDB {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	return &testDB{
+		db: pgmigrate.Postgres(pool),
+		exec: func(t *testing.T, sql string) {
+			t.Helper()
+			_, err := pool.Exec(context.Background(), sql)
+			require.NoError(t, err)
+		},
+		tableExists: func(t *testing.T, name string) bool {
+			t.Helper()
+			var ok bool
+			require.NoError(t, pool.QueryRow(context.Background(), "SELECT to_regclass($1) IS NOT NULL", name).Scan(&ok))
+			return ok
+		},
+	}
+}
+
+// openSQLiteDB opens a fresh SQLite file whose writers wait for each other.
+func openSQLiteDB(t *testing.T) *sql.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "drover.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return db
+}
+
+func openSQLite(t *testing.T) *testDB {
+	t.Helper()
+	db := openSQLiteDB(t)
+	return &testDB{
+		db: pgmigrate.SQLite(db),
+		exec: func(t *testing.T, sql string) {
+			t.Helper()
+			_, err := db.Exec(sql)
+			require.NoError(t, err)
+		},
+		tableExists: func(t *testing.T, name string) bool {
+			t.Helper()
+			var n int
+			require.NoError(t, db.QueryRow("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", name).Scan(&n))
+			return n == 1
+		},
+	}
+}
+
+var (
+	operations = pgmigrate.Migration{Version: 1, Name: "operations"}
+	outbox     = pgmigrate.Migration{Version: 2, Name: "outbox"}
+)
+
+func applied(statuses []pgmigrate.MigrationStatus) []int {
+	var out []int
+	for _, s := range statuses {
+		if s.Applied {
+			out = append(out, s.Version)
+		}
+	}
+	return out
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+
+	for _, dialect := range dialects {
+		t.Run(dialect.name, func(t *testing.T) {
+			t.Parallel()
+
+			setup := func(t *testing.T) *testDB {
+				t.Helper()
+				return dialect.open(t)
+			}
+
+			t.Run("UpAppliesEveryMigrationOnce", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				done, err := pgmigrate.Up(ctx, tdb.db, nil)
+				require.NoError(t, err)
+				require.Equal(t, []pgmigrate.Migration{operations, outbox}, done)
+				require.True(t, tdb.tableExists(t, "drover_operations"))
+				require.True(t, tdb.tableExists(t, "drover_outbox"))
+
+				done, err = pgmigrate.Up(ctx, tdb.db, nil)
+				require.NoError(t, err)
+				require.Empty(t, done)
+
+				statuses, err := pgmigrate.Status(ctx, tdb.db)
+				require.NoError(t, err)
+				require.Equal(t, []int{1, 2}, applied(statuses))
+				for _, s := range statuses {
+					require.True(t, s.Known)
+					require.False(t, s.AppliedAt.IsZero())
+				}
+			})
+
+			t.Run("UpStopsAtTheTargetVersion", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				done, err := pgmigrate.Up(ctx, tdb.db, &pgmigrate.UpOptions{TargetVersion: 1})
+				require.NoError(t, err)
+				require.Equal(t, []pgmigrate.Migration{operations}, done)
+				require.False(t, tdb.tableExists(t, "drover_outbox"))
+
+				done, err = pgmigrate.Up(ctx, tdb.db, nil)
+				require.NoError(t, err)
+				require.Equal(t, []pgmigrate.Migration{outbox}, done)
+			})
+
+			t.Run("TargetVersionOutOfRangeIsRejected", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				_, err := pgmigrate.Up(ctx, tdb.db, &pgmigrate.UpOptions{TargetVersion: 3})
+				require.EqualError(t, err, "pgmigrate: UpOptions.TargetVersion must be between 0 (latest) and 2, got 3")
+				_, err = pgmigrate.Down(ctx, tdb.db, -1, nil)
+				require.EqualError(t, err, "pgmigrate: Down target version must be 0 or more, got -1")
+			})
+
+			t.Run("DownRevertsNewestFirstToTheTarget", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				_, err := pgmigrate.Up(ctx, tdb.db, nil)
+				require.NoError(t, err)
+
+				done, err := pgmigrate.Down(ctx, tdb.db, 1, nil)
+				require.NoError(t, err)
+				require.Equal(t, []pgmigrate.Migration{outbox}, done)
+				require.False(t, tdb.tableExists(t, "drover_outbox"))
+				require.True(t, tdb.tableExists(t, "drover_operations"))
+
+				done, err = pgmigrate.Down(ctx, tdb.db, 0, nil)
+				require.NoError(t, err)
+				require.Equal(t, []pgmigrate.Migration{operations}, done)
+				require.False(t, tdb.tableExists(t, "drover_operations"))
+
+				statuses, err := pgmigrate.Status(ctx, tdb.db)
+				require.NoError(t, err)
+				require.Empty(t, applied(statuses))
+
+				// And back up: the down files really undo the up files.
+				done, err = pgmigrate.Up(ctx, tdb.db, nil)
+				require.NoError(t, err)
+				require.Len(t, done, 2)
+			})
+
+			t.Run("DownOnANeverMigratedDatabaseDoesNothing", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				done, err := pgmigrate.Down(ctx, tdb.db, 0, nil)
+				require.NoError(t, err)
+				require.Empty(t, done)
+			})
+
+			t.Run("StatusOfAFreshDatabaseChangesNothing", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				statuses, err := pgmigrate.Status(ctx, tdb.db)
+				require.NoError(t, err)
+				require.Equal(t, []pgmigrate.MigrationStatus{
+					{Migration: operations, Known: true},
+					{Migration: outbox, Known: true},
+				}, statuses)
+				require.False(t, tdb.tableExists(t, "drover_migrations"))
+			})
+
+			t.Run("VersionsFromANewerDroverAreReportedAndNotReverted", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				_, err := pgmigrate.Up(ctx, tdb.db, nil)
+				require.NoError(t, err)
+				tdb.exec(t, "INSERT INTO drover_migrations (version, name, applied_at) VALUES (3, 'future', "+
+					map[string]string{"Postgres": "now()", "SQLite": "0"}[dialect.name]+")")
+
+				statuses, err := pgmigrate.Status(ctx, tdb.db)
+				require.NoError(t, err)
+				require.Len(t, statuses, 3)
+				require.Equal(t, pgmigrate.Migration{Version: 3, Name: "future"}, statuses[2].Migration)
+				require.False(t, statuses[2].Known)
+				require.True(t, statuses[2].Applied)
+
+				done, err := pgmigrate.Up(ctx, tdb.db, nil)
+				require.NoError(t, err)
+				require.Empty(t, done)
+
+				_, err = pgmigrate.Down(ctx, tdb.db, 0, nil)
+				require.ErrorContains(t, err, "the database has migration 003_future, which this drover does not know")
+				require.True(t, tdb.tableExists(t, "drover_outbox"), "a refused Down must not revert anything")
+			})
+
+			t.Run("AFailingMigrationLeavesTheSchemaAsItWas", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				tdb.exec(t, "CREATE TABLE drover_outbox (squatter integer)")
+
+				_, err := pgmigrate.Up(ctx, tdb.db, nil)
+				require.ErrorContains(t, err, "apply migration 002_outbox")
+				require.False(t, tdb.tableExists(t, "drover_operations"))
+				require.False(t, tdb.tableExists(t, "drover_migrations"))
+			})
+
+			t.Run("ConcurrentRunsApplyEachMigrationOnce", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				var (
+					wg    sync.WaitGroup
+					mu    sync.Mutex
+					total []pgmigrate.Migration
+				)
+				errs := make(chan error, 4)
+				for range 4 {
+					wg.Go(func() {
+						done, err := pgmigrate.Up(ctx, tdb.db, nil)
+						errs <- err
+						mu.Lock()
+						total = append(total, done...)
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					require.NoError(t, err)
+				}
+				require.ElementsMatch(t, []pgmigrate.Migration{operations, outbox}, total)
+			})
+
+			t.Run("LogsEachMigration", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				var buf bytes.Buffer
+				logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+					ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+						if a.Key == slog.TimeKey {
+							return slog.Attr{}
+						}
+						return a
+					},
+				}))
+				_, err := pgmigrate.Up(ctx, tdb.db, &pgmigrate.UpOptions{Logger: logger})
+				require.NoError(t, err)
+				_, err = pgmigrate.Down(ctx, tdb.db, 1, &pgmigrate.DownOptions{Logger: logger})
+				require.NoError(t, err)
+				d := map[string]string{"Postgres": "postgres", "SQLite": "sqlite"}[dialect.name]
+				require.Equal(t, ""+
+					"level=INFO msg=\"migration applied\" dialect="+d+" version=1 migration=operations\n"+
+					"level=INFO msg=\"migration applied\" dialect="+d+" version=2 migration=outbox\n"+
+					"level=INFO msg=\"migration reverted\" dialect="+d+" version=2 migration=outbox\n",
+					buf.String())
+			})
+
+			t.Run("CanceledContextFailsCleanly", func(t *testing.T) {
+				t.Parallel()
+
+				tdb := setup(t)
+				canceled, cancel := context.WithCancel(ctx)
+				cancel()
+				_, err := pgmigrate.Up(canceled, tdb.db, nil)
+				require.ErrorIs(t, err, context.Canceled)
+
+				done, err := pgmigrate.Up(ctx, tdb.db, nil)
+				require.NoError(t, err)
+				require.Len(t, done, 2)
+			})
+		})
+	}
+}
