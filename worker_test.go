@@ -1,0 +1,336 @@
+package drover_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+)
+
+func TestWorkerOrdering(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("PrioritiesThenFIFOWithinPriority", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		adds := []struct {
+			id       string
+			priority int
+		}{{"p5a", 5}, {"p1a", 1}, {"p5b", 5}, {"none", 0}, {"p1b", 1}, {"p3", 3}}
+		for _, a := range adds {
+			_, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: a.id, Priority: a.priority})
+			require.NoError(t, err)
+		}
+		counts, err := b.queue.GetJobCounts(ctx, drover.StateWaiting, drover.StatePrioritized)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), counts[drover.StateWaiting])
+		require.Equal(t, int64(5), counts[drover.StatePrioritized])
+
+		rec := &recorder{}
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			rec.add(job.ID)
+			return nil, nil
+		}, nil)
+		waitFor(t, 5*time.Second, "all processed", func() bool { return len(rec.list()) == 6 })
+		require.Equal(t, []string{"none", "p1a", "p1b", "p3", "p5a", "p5b"}, rec.list())
+	})
+
+	t.Run("LIFOGoesFirst", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		for _, id := range []string{"a", "b", "c"} {
+			_, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: id})
+			require.NoError(t, err)
+		}
+		_, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: "urgent", LIFO: true})
+		require.NoError(t, err)
+		rec := &recorder{}
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			rec.add(job.ID)
+			return nil, nil
+		}, nil)
+		waitFor(t, 5*time.Second, "all processed", func() bool { return len(rec.list()) == 4 })
+		require.Equal(t, []string{"urgent", "a", "b", "c"}, rec.list())
+	})
+
+	t.Run("DelayedRunsWhenDue", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		started := make(chan time.Time, 1)
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			started <- time.Now()
+			return nil, nil
+		}, nil)
+		added := time.Now()
+		res, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{Delay: 300 * time.Millisecond})
+		require.NoError(t, err)
+		state, err := b.queue.GetJobState(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateDelayed, state)
+		score, err := b.rdb.ZScore(ctx, b.prefix+":q:delayed", res.Job.ID).Result()
+		require.NoError(t, err)
+		require.Equal(t, float64((res.Job.Timestamp.UnixMilli()+300)*4096), score)
+		at := <-started
+		require.GreaterOrEqual(t, at.Sub(added), 300*time.Millisecond)
+		b.waitState(t, res.Job.ID, drover.StateCompleted)
+		job, err := b.queue.GetJob(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Zero(t, job.Delay)
+	})
+
+	t.Run("PausedQueueHoldsJobs", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		require.NoError(t, b.queue.Pause(ctx))
+		paused, err := b.queue.IsPaused(ctx)
+		require.NoError(t, err)
+		require.True(t, paused)
+		var ran atomic.Int32
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			ran.Add(1)
+			return nil, nil
+		}, &drover.WorkerOptions{DrainDelay: 100 * time.Millisecond})
+		res, err := b.queue.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		time.Sleep(300 * time.Millisecond) // a paused queue must stay untouched: nothing to wait for
+		require.Zero(t, ran.Load())
+		state, err := b.queue.GetJobState(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateWaiting, state)
+		require.NoError(t, b.queue.Resume(ctx))
+		b.waitState(t, res.Job.ID, drover.StateCompleted)
+	})
+
+	t.Run("BulkAddThousand", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		jobs := make([]drover.BulkJob, 1000)
+		for i := range jobs {
+			jobs[i] = drover.BulkJob{Name: "bulk", Data: map[string]int{"i": i}}
+		}
+		res, err := b.queue.AddBulk(ctx, jobs)
+		require.NoError(t, err)
+		require.Len(t, res, 1000)
+		require.Equal(t, "1", res[0].Job.ID)
+		require.Equal(t, "1000", res[999].Job.ID)
+		var done atomic.Int32
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			done.Add(1)
+			return job.ID, nil
+		}, &drover.WorkerOptions{Concurrency: 50})
+		waitFor(t, 20*time.Second, "1000 completed", func() bool {
+			c, err := b.queue.GetJobCounts(ctx, drover.StateCompleted)
+			require.NoError(t, err)
+			return c[drover.StateCompleted] == 1000
+		})
+		require.Equal(t, int32(1000), done.Load())
+	})
+}
+
+func TestWorkerFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("PanicFailsTheJob", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			panic("kaboom")
+		}, nil)
+		res, err := b.queue.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		b.waitState(t, res.Job.ID, drover.StateFailed)
+		job, err := b.queue.GetJob(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, "panic: kaboom", job.FailedReason)
+		require.Len(t, job.Stacktrace, 1)
+		require.Contains(t, job.Stacktrace[0], "worker_test.go")
+	})
+
+	t.Run("UnserialisableResultFails", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			return make(chan int), nil
+		}, nil)
+		res, err := b.queue.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		b.waitState(t, res.Job.ID, drover.StateFailed)
+		job, err := b.queue.GetJob(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Contains(t, job.FailedReason, "not JSON-serialisable")
+	})
+
+	t.Run("RetriesThenFails", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		var runs atomic.Int32
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			return nil, fmt.Errorf("attempt %d failed", runs.Add(1))
+		}, nil)
+		res, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{Attempts: 3})
+		require.NoError(t, err)
+		b.waitState(t, res.Job.ID, drover.StateFailed)
+		job, err := b.queue.GetJob(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, 3, job.AttemptsMade)
+		require.Equal(t, 3, job.AttemptsStarted)
+		require.Equal(t, "attempt 3 failed", job.FailedReason)
+		require.Equal(t, []string{"attempt 1 failed", "attempt 2 failed", "attempt 3 failed"}, job.Stacktrace)
+		require.Len(t, job.Timeline, 3)
+		require.Equal(t, "retry", job.Timeline[0].Outcome)
+		require.Equal(t, "failed", job.Timeline[2].Outcome)
+		names := eventNames(b.events(t))
+		require.Contains(t, names, "retries-exhausted:"+res.Job.ID)
+	})
+
+	t.Run("UnrecoverableSkipsRetries", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			return nil, drover.Unrecoverable(errors.New("bad input"))
+		}, nil)
+		res, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{Attempts: 5})
+		require.NoError(t, err)
+		b.waitState(t, res.Job.ID, drover.StateFailed)
+		job, err := b.queue.GetJob(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, 1, job.AttemptsMade)
+		require.NotContains(t, eventNames(b.events(t)), "retries-exhausted:"+res.Job.ID)
+	})
+}
+
+func TestWorkerClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("WaitsForRunningJobs", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		started := make(chan struct{})
+		w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+			close(started)
+			time.Sleep(200 * time.Millisecond)
+			return "done", nil
+		}), &drover.WorkerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		res, err := b.queue.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		<-started
+		require.NoError(t, w.Close(ctx))
+		state, err := b.queue.GetJobState(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateCompleted, state)
+		exists, err := b.rdb.Exists(ctx, b.prefix+":q:marker:"+w.ID()).Result()
+		require.NoError(t, err)
+		require.Zero(t, exists, "the wake key must not outlive the worker")
+	})
+
+	t.Run("DeadlineRequeuesWithoutSpendingAnAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		started := make(chan struct{})
+		w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		}), &drover.WorkerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		res, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{Attempts: 2})
+		require.NoError(t, err)
+		<-started
+		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		require.NoError(t, w.Close(cctx))
+		job, err := b.queue.GetJob(ctx, res.Job.ID)
+		require.NoError(t, err)
+		state, err := job.GetState(ctx)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateWaiting, state)
+		require.Equal(t, 0, job.AttemptsMade)
+		require.Equal(t, 1, job.AttemptsStarted)
+		require.Equal(t, "requeued", job.Timeline[0].Outcome)
+	})
+
+	t.Run("CloseNeverStartedAndTwice", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) { return nil, nil }),
+			&drover.WorkerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		require.NoError(t, w.Close(ctx))
+		require.NoError(t, w.Close(ctx))
+		require.ErrorIs(t, w.Start(ctx), drover.ErrClosed)
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	tests := []struct {
+		name    string
+		data    any
+		opts    *drover.JobOptions
+		is      error
+		message string
+	}{
+		{"IntegerID", nil, &drover.JobOptions{JobID: "123"}, drover.ErrInvalidJobID, `job id "123" must not be an integer`},
+		{"ColonID", nil, &drover.JobOptions{JobID: "a:b"}, drover.ErrInvalidJobID, `job id "a:b" must not contain ':'`},
+		{"ZeroID", nil, &drover.JobOptions{JobID: "0"}, drover.ErrInvalidJobID, `reserved`},
+		{"QueueKeyID", nil, &drover.JobOptions{JobID: "meta"}, drover.ErrInvalidJobID, `collides with a queue key`},
+		{"NegativeDelay", nil, &drover.JobOptions{Delay: -time.Second}, drover.ErrInvalidOption, "JobOptions.Delay must not be negative, got -1s"},
+		{"NegativeAttempts", nil, &drover.JobOptions{Attempts: -1}, drover.ErrInvalidOption, "JobOptions.Attempts must not be negative"},
+		{"PriorityTooHigh", nil, &drover.JobOptions{Priority: drover.MaxPriority + 1}, drover.ErrInvalidOption, "JobOptions.Priority must be between 0 and 2097151"},
+		{"UnknownBackoff", nil, &drover.JobOptions{Backoff: &drover.Backoff{Type: "linear", Delay: time.Second}}, drover.ErrInvalidOption, `unknown JobOptions.Backoff.Type "linear"`},
+		{"JitterOutOfRange", nil, &drover.JobOptions{Backoff: &drover.Backoff{Type: "fixed", Jitter: 2}}, drover.ErrInvalidOption, "Jitter must be between 0 and 1"},
+		{"DedupWithoutID", nil, &drover.JobOptions{Deduplication: &drover.Deduplication{TTL: time.Second}}, drover.ErrInvalidOption, "Deduplication.ID must not be empty"},
+		{"ChannelData", make(chan int), nil, drover.ErrInvalidData, "unsupported type: chan int"},
+		{"FuncData", func() {}, nil, drover.ErrInvalidData, "unsupported type"},
+		{"OverSizeLimit", map[string]string{"k": "0123456789"}, &drover.JobOptions{SizeLimit: 5}, drover.ErrInvalidData, "over SizeLimit 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := b.queue.Add(ctx, "job", tt.data, tt.opts)
+			require.ErrorIs(t, err, tt.is)
+			require.Contains(t, err.Error(), tt.message)
+		})
+	}
+	t.Run("BulkWithOneBadJobWritesNothing", func(t *testing.T) {
+		_, err := b.queue.AddBulk(ctx, []drover.BulkJob{{Name: "ok"}, {Name: "bad", Opts: &drover.JobOptions{Delay: -1}}})
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+		require.Contains(t, err.Error(), "bulk job 1")
+	})
+	t.Run("ClosedQueue", func(t *testing.T) {
+		q, err := drover.NewQueue(b.rdb, "closed", &drover.QueueOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		require.NoError(t, q.Close())
+		_, err = q.Add(ctx, "x", nil, nil)
+		require.ErrorIs(t, err, drover.ErrClosed)
+	})
+	// Nothing above reached Redis.
+	keys, err := b.rdb.Keys(ctx, b.prefix+":*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys)
+
+	t.Run("BadQueueNames", func(t *testing.T) {
+		for _, name := range []string{"", "a:b"} {
+			_, err := drover.NewQueue(b.rdb, name, nil)
+			require.ErrorIs(t, err, drover.ErrInvalidOption, strconv.Quote(name))
+		}
+	})
+	t.Run("BadWorkerOptions", func(t *testing.T) {
+		_, err := drover.NewWorker(b.rdb, "q", drover.ProcessorFunc(nil), &drover.WorkerOptions{Concurrency: -1})
+		require.ErrorContains(t, err, "WorkerOptions.Concurrency must be at least 1, got -1")
+	})
+}
