@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Main is the drover command: it dispatches to one subcommand per file.
+type Main struct {
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// command is one subcommand.
+type command interface {
+	Run(ctx context.Context, args []string) error
+}
+
+type commandInfo struct {
+	summary string
+	make    func(m *Main) command
+}
+
+// commands is filled by each subcommand's file.
+var commands = map[string]commandInfo{}
+
+// usageError is a mistake in the command line (exit code 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// Run runs the subcommand named by args[0].
+func (m *Main) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		m.usage()
+		return nil
+	}
+	info, ok := commands[args[0]]
+	if !ok {
+		m.usage()
+		return usagef("unknown command %q", args[0])
+	}
+	return info.make(m).Run(ctx, args[1:])
+}
+
+func (m *Main) usage() {
+	fmt.Fprintln(m.Stdout, "drover: BullMQ-compatible job queue for Go: demo, lab, dashboard and queue admin.")
+	fmt.Fprintln(m.Stdout, "\nUsage: drover <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(m.Stdout, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(m.Stdout, "\nRun `drover <command> -h` for a command's flags.")
+}
+
+func pad(s string, n int) string {
+	if len(s) >= n {
+		return s
+	}
+	return s + strings.Repeat(" ", n-len(s))
+}

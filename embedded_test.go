@@ -1,0 +1,98 @@
+package drover_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/embedredis"
+)
+
+// TestEmbeddedEngineSmoke runs the core scenarios on the embedded engine that
+// `drover demo` uses, so the demo cannot drift from what real Redis does.
+func TestEmbeddedEngineSmoke(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := embedredis.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+
+	setup := func(t *testing.T, name string) *testBundle {
+		t.Helper()
+		q, err := drover.NewQueue(rdb, name, nil)
+		require.NoError(t, err)
+		return &testBundle{rdb: rdb, prefix: drover.PrefixDefault, name: name, queue: q}
+	}
+
+	t.Run("AddProcessComplete", func(t *testing.T) {
+		b := setup(t, "smoke-basic")
+		res, err := b.queue.Add(ctx, "x", map[string]int{"n": 1}, nil)
+		require.NoError(t, err)
+		dup, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: "custom"})
+		require.NoError(t, err)
+		require.Equal(t, drover.AddCreated, dup.Outcome)
+		dup, err = b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: "custom"})
+		require.NoError(t, err)
+		require.Equal(t, drover.AddDuplicate, dup.Outcome)
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) { return job.ID, nil }, nil)
+		b.waitState(t, res.Job.ID, drover.StateCompleted)
+		b.waitState(t, "custom", drover.StateCompleted)
+		job, err := b.queue.GetJob(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, `"1"`, string(job.ReturnValue))
+		require.Equal(t, 1, job.AttemptsMade)
+		require.Greater(t, job.FinishedOn.UnixMilli(), int64(1e12), "times must be stored as plain ms")
+	})
+
+	t.Run("DelayedPrioritizedRetry", func(t *testing.T) {
+		b := setup(t, "smoke-retry")
+		var runs atomic.Int32
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			if job.Name == "flaky" && runs.Add(1) < 3 {
+				return nil, errors.New("not yet")
+			}
+			return nil, nil
+		}, nil)
+		d, err := b.queue.Add(ctx, "later", nil, &drover.JobOptions{Delay: 200 * time.Millisecond})
+		require.NoError(t, err)
+		p, err := b.queue.Add(ctx, "prio", nil, &drover.JobOptions{Priority: 3})
+		require.NoError(t, err)
+		f, err := b.queue.Add(ctx, "flaky", nil, &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: drover.BackoffFixed, Delay: 50 * time.Millisecond}})
+		require.NoError(t, err)
+		b.waitState(t, d.Job.ID, drover.StateCompleted)
+		b.waitState(t, p.Job.ID, drover.StateCompleted)
+		b.waitState(t, f.Job.ID, drover.StateCompleted)
+		job, err := b.queue.GetJob(ctx, f.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, 3, job.AttemptsMade)
+		require.Len(t, job.Timeline, 3)
+	})
+
+	t.Run("PauseResumeCounts", func(t *testing.T) {
+		b := setup(t, "smoke-pause")
+		require.NoError(t, b.queue.Pause(ctx))
+		_, err := b.queue.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		counts, err := b.queue.GetJobCounts(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), counts[drover.StateWaiting])
+		require.NoError(t, b.queue.Resume(ctx))
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) { return nil, nil }, nil)
+		waitFor(t, 5*time.Second, "completed", func() bool {
+			c, err := b.queue.GetJobCounts(ctx, drover.StateCompleted)
+			require.NoError(t, err)
+			return c[drover.StateCompleted] == 1
+		})
+		evs := eventNames(b.events(t))
+		require.Contains(t, evs, "paused")
+		require.Contains(t, evs, "resumed")
+	})
+}
