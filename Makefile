@@ -3,6 +3,7 @@
 # starts its own servers: redis-server, PostgreSQL, Node BullMQ, Chromium.
 
 GO        ?= go
+# Core packages run with the race detector.
 PKGS_RACE ?= . ./internal/...
 TIMEOUT   ?= 20m
 
@@ -15,7 +16,7 @@ deps: ## install missing test dependencies (redis-server, npm packages)
 	./scripts/ensure-deps.sh
 
 .PHONY: test
-test: deps ## run every test: unit, race, interop, Postgres, browser, cluster
+test: deps ## run every test (race on the core packages) with real servers
 	$(GO) vet ./...
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS_RACE)
 	$(GO) test -timeout $(TIMEOUT) $$($(GO) list ./... | grep -v -E '^github.com/seed40057009/drover(/internal/.*)?$$')
@@ -24,9 +25,17 @@ test: deps ## run every test: unit, race, interop, Postgres, browser, cluster
 test/race: deps ## run the core packages with the race detector
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS_RACE)
 
+.PHONY: test-interop
+test-interop: deps ## run the Node BullMQ oracle and differential suites alone
+	$(GO) test -count=1 -timeout $(TIMEOUT) -v -run 'Interop|Differential' ./internal/interoptest/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)' 
+
 .PHONY: build
 build: ## build the drover binary into ./bin
 	$(GO) build -o bin/drover ./cmd/drover
+
+.PHONY: demo
+demo: ## run the demo on the embedded engine
+	$(GO) run ./cmd/drover demo
 
 .PHONY: fmt
 fmt: ## gofmt the tree

@@ -1,0 +1,195 @@
+package drover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seed40057009/drover/internal/scripts"
+)
+
+// RetryOptions configure Job.Retry. Nil means defaults.
+type RetryOptions struct {
+	// ResetAttemptsMade sets AttemptsMade back to 0: the job gets its whole
+	// attempt budget again ("retry with fresh attempts").
+	ResetAttemptsMade bool
+	// ResetAttemptsStarted sets AttemptsStarted back to 0.
+	ResetAttemptsStarted bool
+}
+
+// Retry runs a finished job again: state is StateFailed or StateCompleted,
+// the state the job must be in. It refuses with ErrNotInState when the job
+// is elsewhere, ErrJobLocked when a worker holds it, ErrJobNotFound when
+// it is gone.
+func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) error {
+	if state != StateFailed && state != StateCompleted {
+		return j.err("retry", optionError("Retry state must be %q or %q, got %q", StateFailed, StateCompleted, state))
+	}
+	var o RetryOptions
+	if opts != nil {
+		o = *opts
+	}
+	if err := j.queue.check(); err != nil {
+		return err
+	}
+	err := scripts.Reprocess(ctx, j.queue.rdb, j.queue.k, j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted)
+	return j.err("retry", err)
+}
+
+// Promote makes a delayed job ready now. ErrNotInState if it is not delayed.
+func (j *Job) Promote(ctx context.Context) error {
+	if err := j.queue.check(); err != nil {
+		return err
+	}
+	return j.err("promote", scripts.Promote(ctx, j.queue.rdb, j.queue.k, j.ID))
+}
+
+// ChangeDelay makes a delayed job due delay from now. ErrNotInState if it is
+// not delayed.
+func (j *Job) ChangeDelay(ctx context.Context, delay time.Duration) error {
+	if delay < 0 {
+		return j.err("change delay of", optionError("delay must not be negative, got %s", delay))
+	}
+	if err := j.queue.check(); err != nil {
+		return err
+	}
+	return j.err("change delay of", scripts.ChangeDelay(ctx, j.queue.rdb, j.queue.k, j.ID, j.queue.nowMs(), delay.Milliseconds()))
+}
+
+// ChangePriority gives the job a new priority (0 = none). A waiting job is
+// re-queued where the new priority puts it; lifo puts it first among its
+// priority.
+func (j *Job) ChangePriority(ctx context.Context, priority int, lifo bool) error {
+	if priority < 0 || priority > MaxPriority {
+		return j.err("change priority of", optionError("priority must be between 0 and %d, got %d", MaxPriority, priority))
+	}
+	if err := j.queue.check(); err != nil {
+		return err
+	}
+	return j.err("change priority of", scripts.ChangePriority(ctx, j.queue.rdb, j.queue.k, j.ID, priority, lifo))
+}
+
+// Remove deletes the job and its logs. ErrJobLocked if a worker holds it.
+func (j *Job) Remove(ctx context.Context) error {
+	if err := j.queue.check(); err != nil {
+		return err
+	}
+	return j.err("remove", scripts.RemoveJob(ctx, j.queue.rdb, j.queue.k, j.ID))
+}
+
+// Job returns a handle on job id for admin calls (Retry, Promote, Remove,
+// ...) without reading it.
+func (q *Queue) Job(id string) *Job { return &Job{ID: id, queue: q} }
+
+// RetryJobsOptions configure Queue.RetryJobs. Nil means defaults.
+type RetryJobsOptions struct {
+	// State is StateFailed (default) or StateCompleted.
+	State JobState
+	// Count is how many jobs one script call moves. Default 1000.
+	Count int
+	// OlderThan retries only jobs finished at or before this time.
+	// Zero = now.
+	OlderThan time.Time
+	// ResetAttemptsMade gives every retried job its full attempt budget.
+	ResetAttemptsMade bool
+	// Limit stops after this many jobs in all. 0 = all.
+	Limit int
+	// Pause waits between chunks, so a bulk retry cannot flood workers.
+	Pause time.Duration
+	// Progress, if set, is called after each chunk with the total so far.
+	Progress func(moved int)
+}
+
+// RetryJobs moves finished jobs back to wait in chunks (BullMQ's retryJobs).
+// Priorities are ignored, as in BullMQ. It returns how many it moved.
+func (q *Queue) RetryJobs(ctx context.Context, opts *RetryJobsOptions) (int, error) {
+	var o RetryJobsOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.State == "" {
+		o.State = StateFailed
+	}
+	if o.State != StateFailed && o.State != StateCompleted {
+		return 0, optionError("RetryJobsOptions.State must be %q or %q, got %q", StateFailed, StateCompleted, o.State)
+	}
+	return q.moveJobsToWait(ctx, string(o.State), o.Count, o.OlderThan, o.ResetAttemptsMade, o.Limit, o.Pause, o.Progress)
+}
+
+// PromoteJobs makes every delayed job ready now, count per script call
+// (0 = 1000). It returns how many it moved.
+func (q *Queue) PromoteJobs(ctx context.Context, count int) (int, error) {
+	return q.moveJobsToWait(ctx, "delayed", count, time.Time{}, false, 0, 0, nil)
+}
+
+func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, olderThan time.Time, reset bool, limit int, pause time.Duration, progress func(int)) (int, error) {
+	if err := q.check(); err != nil {
+		return 0, err
+	}
+	if count == 0 {
+		count = 1000
+	}
+	if count < 0 || limit < 0 || pause < 0 {
+		return 0, optionError("count, limit and pause must not be negative, got %d, %d, %s", count, limit, pause)
+	}
+	cutoff := q.clock.Now()
+	if !olderThan.IsZero() {
+		cutoff = olderThan
+	}
+	total := 0
+	for {
+		n := count
+		if limit > 0 {
+			n = min(n, limit-total)
+			if n == 0 {
+				return total, nil
+			}
+		}
+		more, ids, err := scripts.MoveJobsToWait(ctx, q.rdb, q.k, state, n, cutoff.UnixMilli(), reset)
+		total += len(ids)
+		if err != nil {
+			return total, fmt.Errorf("move %s jobs of queue %q to wait: %w", state, q.name, err)
+		}
+		if progress != nil && len(ids) > 0 {
+			progress(total)
+		}
+		if !more {
+			return total, nil
+		}
+		if pause > 0 && !sleepCtx(ctx, pause) {
+			return total, ctx.Err()
+		}
+	}
+}
+
+// Clean removes up to limit jobs of state that are older than grace
+// (finished for completed/failed, else created or last processed), skipping
+// jobs a worker holds. It returns the removed ids.
+func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state JobState) ([]string, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	if grace < 0 || limit < 0 {
+		return nil, optionError("Clean grace and limit must not be negative, got %s and %d", grace, limit)
+	}
+	name := string(state)
+	switch state {
+	case StateWaiting:
+		name = "wait"
+	case StateCompleted, StateFailed, StateDelayed, StatePrioritized, StateActive, StatePaused, StateWaitingChildren:
+	default:
+		return nil, optionError("Clean cannot clean state %q", state)
+	}
+	ids, err := scripts.Clean(ctx, q.rdb, q.k, name, q.clock.Now().Add(-grace).UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("clean %s jobs of queue %q: %w", state, q.name, err)
+	}
+	return ids, nil
+}
+
+// IsRefusal reports whether err is one of the typed refusals of the job
+// admin calls: missing job, job locked by a worker, job not in that state.
+func IsRefusal(err error) bool {
+	return errors.Is(err, ErrJobNotFound) || errors.Is(err, ErrJobLocked) || errors.Is(err, ErrNotInState)
+}
