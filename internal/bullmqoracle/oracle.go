@@ -439,7 +439,17 @@ type RetryJobsOptions struct {
 
 // RetryJobs calls Queue.retryJobs.
 func (o *Oracle) RetryJobs(ctx context.Context, prefix, queue string, opts RetryJobsOptions) error {
-	return o.Call(ctx, "retryJobs", qargs(prefix, queue, "state", opts.State, "count", opts.Count, "timestamp", opts.Timestamp), nil)
+	args := qargs(prefix, queue)
+	if opts.State != "" {
+		args["state"] = opts.State
+	}
+	if opts.Count > 0 {
+		args["count"] = opts.Count
+	}
+	if opts.Timestamp > 0 {
+		args["timestamp"] = opts.Timestamp
+	}
+	return o.Call(ctx, "retryJobs", args, nil)
 }
 
 // PromoteJobs calls Queue.promoteJobs({count}); count 0 means Node's default.

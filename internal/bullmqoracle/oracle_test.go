@@ -497,6 +497,90 @@ func TestOracleWorker(t *testing.T) {
 		})
 	}
 
+	t.Run("RetryFinishedJobs", func(t *testing.T) {
+		t.Parallel()
+
+		b := setup(t)
+		ctx := context.Background()
+		o, p, q := b.oracle, b.prefix, b.queue
+		fail := map[string]any{"behavior": bullmqoracle.Fail("bad")}
+		f1, err := o.Add(ctx, p, q, "f1", fail, nil)
+		require.NoError(t, err)
+		f2, err := o.Add(ctx, p, q, "f2", fail, nil)
+		require.NoError(t, err)
+		c1, err := o.Add(ctx, p, q, "c1", map[string]any{"behavior": bullmqoracle.Return("r")}, nil)
+		require.NoError(t, err)
+		w := bullmqoracle.WorkerOptions{ID: p + "-w", Behavior: bullmqoracle.FromData("behavior")}
+		require.NoError(t, o.StartWorker(ctx, p, q, w))
+		_, err = o.WaitWorkerEvents(ctx, w.ID, 3, waitLong, "completed", "failed")
+		require.NoError(t, err)
+		require.NoError(t, o.StopWorker(ctx, w.ID, false))
+
+		require.NoError(t, o.RetryJob(ctx, p, q, f1, "failed", true, false))
+		job, err := o.GetJob(ctx, p, q, f1)
+		require.NoError(t, err)
+		require.Zero(t, job.AttemptsMade, "resetAttemptsMade")
+		require.EqualValues(t, 1, job.AttemptsStarted)
+		require.Empty(t, job.FailedReason)
+		require.Nil(t, job.FinishedOn)
+		require.Len(t, job.Stacktrace, 1, "job.retry keeps the stacktrace")
+
+		require.NoError(t, o.RetryJob(ctx, p, q, c1, "completed", false, false))
+		job, err = o.GetJob(ctx, p, q, c1)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, job.AttemptsMade)
+		require.JSONEq(t, `null`, string(job.ReturnValue))
+
+		err = o.RetryJob(ctx, p, q, f1, "failed", false, false)
+		require.ErrorContains(t, err, "is not in the failed state")
+
+		require.NoError(t, o.RetryJobs(ctx, p, q, bullmqoracle.RetryJobsOptions{State: "failed"}))
+		job, err = o.GetJob(ctx, p, q, f2)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, job.AttemptsMade, "retryJobs keeps atm")
+
+		ids, err := o.GetRanges(ctx, p, q, []string{"wait"}, 0, -1, true)
+		require.NoError(t, err)
+		require.Equal(t, []string{f1, c1, f2}, ids, "oldest (next to run) first")
+		counts, err := o.GetJobCounts(ctx, p, q, "waiting", "failed", "completed")
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{"waiting": 3, "failed": 0, "completed": 0}, counts)
+	})
+
+	t.Run("RemoveOnCompleteAndFail", func(t *testing.T) {
+		t.Parallel()
+
+		b := setup(t)
+		ctx := context.Background()
+		o, p, q := b.oracle, b.prefix, b.queue
+		ok, err := o.Add(ctx, p, q, "ok", map[string]any{"behavior": bullmqoracle.Return(1)}, nil)
+		require.NoError(t, err)
+		var failed []string
+		for range 3 {
+			id, err := o.Add(ctx, p, q, "bad", map[string]any{"behavior": bullmqoracle.Fail("x")}, nil)
+			require.NoError(t, err)
+			failed = append(failed, id)
+		}
+		w := bullmqoracle.WorkerOptions{
+			ID: p + "-w", Behavior: bullmqoracle.FromData("behavior"),
+			RemoveOnComplete: map[string]any{"count": 0}, RemoveOnFail: map[string]any{"count": 1},
+		}
+		require.NoError(t, o.StartWorker(ctx, p, q, w))
+		_, err = o.WaitWorkerEvents(ctx, w.ID, 4, waitLong, "completed", "failed")
+		require.NoError(t, err)
+		require.NoError(t, o.StopWorker(ctx, w.ID, false))
+
+		job, err := o.GetJob(ctx, p, q, ok)
+		require.NoError(t, err)
+		require.Nil(t, job)
+		ids, err := o.GetRanges(ctx, p, q, []string{"failed"}, 0, -1, true)
+		require.NoError(t, err)
+		require.Equal(t, failed[2:], ids, "removeOnFail 1 keeps the newest")
+		exists, err := b.rdb.Exists(ctx, p+":q:"+failed[0]).Result()
+		require.NoError(t, err)
+		require.Zero(t, exists)
+	})
+
 	t.Run("StopUnknownWorker", func(t *testing.T) {
 		t.Parallel()
 

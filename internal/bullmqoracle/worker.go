@@ -107,8 +107,13 @@ type WorkerOptions struct {
 	// DrainDelay is how long the worker blocks on the marker when idle
 	// (BullMQ takes seconds; sub-second values are passed as fractions).
 	DrainDelay time.Duration
-	// RemoveOnComplete and RemoveOnFail are BullMQ KeepJobs values: bool,
-	// number or map with age/count/limit. nil: keep all.
+	// RemoveOnComplete and RemoveOnFail are passed to BullMQ as given; nil
+	// keeps every job. At worker level BullMQ 6.7 only works with a KeepJobs
+	// object such as map[string]any{"count": 0} (remove all) or
+	// {"age": seconds, "count": n}: a bool or a number reaches the finish
+	// script unconverted and makes it fail with a Lua error after it already
+	// deleted the lock, leaving the job in active (observed). Per-job
+	// removeOnComplete/removeOnFail opts do accept bool and number.
 	RemoveOnComplete any
 	RemoveOnFail     any
 	SkipStalledCheck bool

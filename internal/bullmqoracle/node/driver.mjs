@@ -265,9 +265,11 @@ const commands = {
     return null;
   },
   retryJobs: async (a) => {
+    // Absent, 0 and "" mean Node's defaults. (Queue.retryJobs({count: 0})
+    // would loop forever: the script reports the zero budget as exhausted.)
     const opts = {};
     for (const k of ['state', 'count', 'timestamp']) {
-      if (a[k] !== undefined && a[k] !== null) {
+      if (a[k]) {
         opts[k] = a[k];
       }
     }
