@@ -282,7 +282,8 @@ func (o *Oracle) Close(ctx context.Context) error {
 	return closeErr
 }
 
-// args builds the argument map shared by all queue commands.
+// qargs builds the argument map of a queue command: prefix, queue and the
+// given key/value pairs.
 func qargs(prefix, queue string, kv ...any) map[string]any {
 	m := map[string]any{"prefix": prefix, "queue": queue}
 	for i := 0; i+1 < len(kv); i += 2 {

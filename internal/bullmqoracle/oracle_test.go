@@ -790,6 +790,7 @@ func TestWorkerProcess(t *testing.T) {
 		rescuer := bullmqoracle.StartWorkerProcess(t, b.addr, p, "q", bullmqoracle.WorkerOptions{
 			Name:            "rescuer",
 			StalledInterval: 300 * time.Millisecond,
+			MaxStalledCount: bullmqoracle.Ptr(1),
 			Behavior:        bullmqoracle.Echo(),
 		})
 		done, err := rescuer.WaitFor(wctx, func(e bullmqoracle.WorkerEvent) bool { return e.Event == "completed" && e.JobID == id })
