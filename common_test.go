@@ -121,3 +121,5 @@ func (r *recorder) list() []string {
 	defer r.mu.Unlock()
 	return append([]string(nil), r.runs...)
 }
+
+func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }

@@ -1,0 +1,12 @@
+package drover
+
+import "github.com/seed40057009/drover/internal/clock"
+
+// SetQueueClock replaces a queue's clock (tests only).
+func SetQueueClock(q *Queue, c clock.Clock) { q.clock = c }
+
+// SetWorkerClock replaces a worker's clock (tests only).
+func SetWorkerClock(w *Worker, c clock.Clock) { w.q.clock = c }
+
+// SetWorkerRand replaces the worker's jitter source (tests only).
+func SetWorkerRand(w *Worker, r func() float64) { w.rand = r }
