@@ -1,0 +1,21 @@
+package idempotency
+
+import "errors"
+
+var (
+	// ErrInvalidKey is wrapped by errors about an operation key that is empty,
+	// longer than MaxKeyLen, not UTF-8 or holds a NUL byte. Retrying will not
+	// help.
+	ErrInvalidKey = errors.New("idempotency: invalid operation key")
+
+	// ErrInProgressElsewhere is returned by Do when another open transaction
+	// holds the operation key. The effect did not run; retry later (a queue
+	// job returning it is retried with backoff). If the other transaction
+	// commits, the retry reports AlreadyCompleted; if it rolls back, the retry
+	// claims the key.
+	ErrInProgressElsewhere = errors.New("idempotency: operation in progress in another transaction")
+
+	// ErrNotClaimed is returned by CompleteTx for a key that the transaction
+	// did not claim, or whose result is already recorded.
+	ErrNotClaimed = errors.New("idempotency: operation key not claimed by this transaction")
+)

@@ -1,0 +1,272 @@
+package idempotency
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/seed40057009/drover/internal/logkey"
+)
+
+// logKeyClaim is the attribute with the claim outcome: inserted, existed or
+// in_progress. It belongs in internal/logkey.
+const logKeyClaim = "claim"
+
+// Status is what a claim found.
+type Status int
+
+const (
+	// Claimed: the key was free and this transaction now owns it. Run the
+	// effect in the same transaction and record its result with CompleteTx;
+	// the claim commits or rolls back with the effect.
+	Claimed Status = iota + 1
+
+	// AlreadyCompleted: a transaction that claimed the key committed, so
+	// the effect happened. Do not run it again; Claim.Result holds the
+	// recorded result.
+	AlreadyCompleted
+
+	// InProgressElsewhere: another transaction claimed the key and is still
+	// open. Do not run the effect; try again later. PostgreSQL only: SQLite
+	// lets one writer at a time in, so there a concurrent claimer waits for
+	// the other transaction instead and then sees AlreadyCompleted or
+	// Claimed.
+	InProgressElsewhere
+)
+
+func (s Status) String() string {
+	switch s {
+	case Claimed:
+		return "claimed"
+	case AlreadyCompleted:
+		return "already_completed"
+	case InProgressElsewhere:
+		return "in_progress_elsewhere"
+	default:
+		return "Status(" + strconv.Itoa(int(s)) + ")"
+	}
+}
+
+// logValue is the claim attribute of the log line.
+func (s Status) logValue() string {
+	switch s {
+	case Claimed:
+		return "inserted"
+	case AlreadyCompleted:
+		return "existed"
+	case InProgressElsewhere:
+		return "in_progress"
+	default:
+		return s.String()
+	}
+}
+
+// Claim is the outcome of [Ledger.ClaimTx].
+type Claim struct {
+	Key    string
+	Status Status
+	// Result is the result recorded by CompleteTx when Status is
+	// AlreadyCompleted; nil otherwise, and nil too when the claiming
+	// transaction recorded a nil result or committed without CompleteTx.
+	Result []byte
+}
+
+// Result is the outcome of [Ledger.Do].
+type Result struct {
+	Key string
+	// Status is what the claim found. With a nil error, Claimed means the
+	// function ran and its transaction committed (an effect), and
+	// AlreadyCompleted means the function did not run (a duplicate
+	// suppressed). With an error and Claimed, the function ran (or the
+	// commit was attempted) but nothing committed.
+	Status Status
+	// Value is the function's result when Status is Claimed, or the
+	// recorded result when it is AlreadyCompleted.
+	Value []byte
+}
+
+// Options configure a [Ledger]. A nil *Options means all defaults.
+type Options struct {
+	// Logger receives an info line for every claim, with the attributes
+	// op_key and claim (inserted, existed or in_progress).
+	//
+	// Defaults to nil, which discards.
+	Logger *slog.Logger
+}
+
+// Ledger claims operation keys in one database. Make one with [NewPostgres]
+// or [NewSQLite]; Tx is that database's transaction type, so the functions
+// given to Do receive the transaction they would use anyway. A Ledger is safe
+// for concurrent use.
+type Ledger[Tx any] struct {
+	db     database[Tx]
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// database is what a Ledger needs from one kind of database. The claim
+// protocol differs by database (see ClaimTx); the rest is plumbing.
+type database[Tx any] interface {
+	// begin opens a transaction for Do, at READ COMMITTED where there is a
+	// choice.
+	begin(ctx context.Context) (Tx, error)
+	commit(ctx context.Context, tx Tx) error
+	rollback(ctx context.Context, tx Tx) error
+
+	// lookup finds a completed key outside any transaction, so Do can answer
+	// a duplicate without taking a write lock. It may always report false.
+	lookup(ctx context.Context, key string) (result []byte, found bool, err error)
+	claim(ctx context.Context, tx Tx, key string, now time.Time) (Claim, error)
+	complete(ctx context.Context, tx Tx, key string, result []byte, now time.Time) (ok bool, err error)
+	// pruneBatch deletes up to limit rows claimed before the cutoff.
+	pruneBatch(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+func newLedger[Tx any](db database[Tx], opts *Options) *Ledger[Tx] {
+	if opts == nil {
+		opts = &Options{}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Ledger[Tx]{db: db, logger: logger, now: time.Now}
+}
+
+// ClaimTx claims the operation key inside tx, the caller's transaction, and
+// reports what it found: Claimed (run the effect in tx, then CompleteTx),
+// AlreadyCompleted (skip it), or InProgressElsewhere (skip it and try again
+// later). It never blocks on another claimer on PostgreSQL; see the package
+// documentation for the isolation level assumed and for SQLite.
+//
+// Claim a key once per transaction: a second claim of the same key in the
+// transaction that claimed it reports AlreadyCompleted, which is the right
+// answer for a caller that would otherwise run the effect twice.
+//
+// An error means nothing is known: roll tx back.
+func (l *Ledger[Tx]) ClaimTx(ctx context.Context, tx Tx, key string) (Claim, error) {
+	if err := ValidateKey(key); err != nil {
+		return Claim{Key: key}, err
+	}
+	c, err := l.db.claim(ctx, tx, key, l.now())
+	if err != nil {
+		return Claim{Key: key}, fmt.Errorf("idempotency: claim operation %s: %w", quoteKey(key), err)
+	}
+	l.logClaim(ctx, c)
+	return c, nil
+}
+
+func (l *Ledger[Tx]) logClaim(ctx context.Context, c Claim) {
+	l.logger.LogAttrs(ctx, slog.LevelInfo, "operation claim",
+		slog.String(logkey.OpKey, c.Key), slog.String(logKeyClaim, c.Status.logValue()))
+}
+
+// CompleteTx records the effect's result on the key that tx claimed; it
+// commits with tx. result may be nil. It returns an error wrapping
+// ErrNotClaimed when tx did not claim the key or the result is already
+// recorded.
+func (l *Ledger[Tx]) CompleteTx(ctx context.Context, tx Tx, key string, result []byte) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	ok, err := l.db.complete(ctx, tx, key, result, l.now())
+	if err != nil {
+		return fmt.Errorf("idempotency: complete operation %s: %w", quoteKey(key), err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotClaimed, quoteKey(key))
+	}
+	return nil
+}
+
+// Do runs fn at most once per operation key, across retries, processes and
+// machines, as long as fn's effect is written through the transaction it is
+// handed. Do opens a transaction, claims the key, and:
+//
+//   - when the key was free, calls fn with the transaction and a ctx that
+//     carries the key (see KeyFrom), records fn's result with CompleteTx and
+//     commits. Result.Status is Claimed.
+//   - when a committed transaction already claimed it, returns the recorded
+//     result without calling fn. Result.Status is AlreadyCompleted and the
+//     error is nil: a duplicate suppressed is a success.
+//   - when another open transaction holds it (PostgreSQL), returns at once
+//     with Result.Status InProgressElsewhere and an error wrapping
+//     ErrInProgressElsewhere, so a queue job retries later.
+//
+// An error from fn rolls everything back, the claim included, and is
+// returned as is, so errors that steer a job's retries pass through. fn must
+// not commit or roll back the transaction itself.
+func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Context, tx Tx) ([]byte, error)) (Result, error) {
+	if err := ValidateKey(key); err != nil {
+		return Result{Key: key}, err
+	}
+	if stored, found, err := l.db.lookup(ctx, key); err != nil {
+		return Result{Key: key}, fmt.Errorf("idempotency: look up operation %s: %w", quoteKey(key), err)
+	} else if found {
+		l.logClaim(ctx, Claim{Key: key, Status: AlreadyCompleted})
+		return Result{Key: key, Status: AlreadyCompleted, Value: stored}, nil
+	}
+
+	tx, err := l.db.begin(ctx)
+	if err != nil {
+		return Result{Key: key}, fmt.Errorf("idempotency: begin transaction for operation %s: %w", quoteKey(key), err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			// Detached: the rollback must reach the database even when ctx
+			// ended, or the connection would carry the open transaction on.
+			_ = l.db.rollback(context.WithoutCancel(ctx), tx)
+		}
+	}()
+
+	claim, err := l.ClaimTx(ctx, tx, key)
+	if err != nil {
+		return Result{Key: key}, err
+	}
+	switch claim.Status {
+	case AlreadyCompleted:
+		return Result{Key: key, Status: AlreadyCompleted, Value: claim.Result}, nil
+	case InProgressElsewhere:
+		return Result{Key: key, Status: InProgressElsewhere},
+			fmt.Errorf("%w: %s", ErrInProgressElsewhere, quoteKey(key))
+	}
+
+	value, err := fn(WithKey(ctx, key), tx)
+	if err != nil {
+		return Result{Key: key, Status: Claimed}, err
+	}
+	if err := l.CompleteTx(ctx, tx, key, value); err != nil {
+		return Result{Key: key, Status: Claimed}, err
+	}
+	if err := l.db.commit(ctx, tx); err != nil {
+		return Result{Key: key, Status: Claimed}, fmt.Errorf("idempotency: commit operation %s: %w", quoteKey(key), err)
+	}
+	committed = true
+	return Result{Key: key, Status: Claimed, Value: value}, nil
+}
+
+// PruneBatchSize is how many ledger rows Prune deletes per statement.
+const PruneBatchSize = 1000
+
+// Prune deletes the ledger rows of operations claimed before the cutoff, in
+// batches of PruneBatchSize, and returns how many it deleted. A pruned key
+// can be claimed again, so keep rows for longer than any duplicate can
+// arrive: longer than a job's retries can last, and than producers can
+// re-submit the same business operation.
+func (l *Ledger[Tx]) Prune(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		n, err := l.db.pruneBatch(ctx, before, PruneBatchSize)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("idempotency: prune operations claimed before %s: %w", before.Format(time.RFC3339), err)
+		}
+		if n < PruneBatchSize {
+			return total, nil
+		}
+	}
+}
