@@ -53,4 +53,3 @@ func ExampleLedger_ClaimTx() {
 	// claimed
 	// already_completed (result charge-7)
 }
-

@@ -37,8 +37,8 @@ var (
 type sqlite struct{ db *sql.DB }
 
 func (s sqlite) begin(ctx context.Context) (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }
-func (sqlite) commit(_ context.Context, tx *sql.Tx) error     { return busyHint(tx.Commit()) }
-func (sqlite) rollback(_ context.Context, tx *sql.Tx) error   { return tx.Rollback() }
+func (sqlite) commit(_ context.Context, tx *sql.Tx) error   { return busyHint(tx.Commit()) }
+func (sqlite) rollback(_ context.Context, tx *sql.Tx) error { return tx.Rollback() }
 
 // lookup answers a duplicate with a plain read, which in WAL mode neither
 // waits for nor blocks the writer. Without it every duplicate would queue for
