@@ -21,7 +21,9 @@ type testBundle struct {
 	queue  *drover.Queue
 }
 
-func setupQueue(t *testing.T) *testBundle {
+func setupQueue(t *testing.T) *testBundle { return setupQueueTB(t) }
+
+func setupQueueTB(t testing.TB) *testBundle {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
@@ -49,7 +51,7 @@ func (b *testBundle) startWorker(t *testing.T, proc drover.ProcessorFunc, opts *
 }
 
 // waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
