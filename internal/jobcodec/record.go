@@ -90,7 +90,7 @@ func (r *Record) set(f, v string) error {
 		r.Data = json.RawMessage(v)
 	case "opts":
 		r.RawOpts = v
-		r.Opts, err = DecodeOpts(v)
+		r.Opts, err = decodeOptsCached(v)
 	case "timestamp":
 		r.Timestamp, err = intField(v)
 	case "delay":
