@@ -1,0 +1,40 @@
+// Package interoptest holds drover's interop and differential suites against
+// Node BullMQ (pinned by internal/bullmqoracle). It has no library code:
+// everything is in its _test.go files, run by `make test-interop`
+// (go test -run 'Interop|Differential' ./internal/interoptest/), one line
+// per scenario.
+//
+// # Interop
+//
+// TestInterop runs each queue scenario (plain, delayed, prioritized, LIFO,
+// custom job id and its duplicate, paused queue, bulk add of 1,000) in both
+// directions: Node BullMQ adds and a drover Worker processes, then drover
+// adds and a Node Worker processes. After every step, Node's
+// getJobCounts()/getState() and drover's GetJobCounts/GetJobState must agree
+// (assertAgree), and each finished job must read the same through Node's
+// Queue.getJob and drover's GetJob (assertJobAgree).
+//
+// TestInteropStalled kills a worker process of one implementation mid-job
+// and lets the other's stalled checker recover (or, past maxStalledCount,
+// fail) the job. TestInteropRetry fails a job with one implementation and
+// retries it with the other (Job.Retry / job.retry(), Queue.RetryJobs /
+// retryJobs). TestInteropEvents reads each side's events with the other's
+// QueueEvents.
+//
+// # Differential
+//
+// TestDifferentialLayout and TestDifferentialRetry run the same operations
+// once with Node BullMQ and once with drover, each under its own key prefix,
+// dump both Redis states with internal/statedump, normalise them and require
+// them to be equal. The few legitimate differences are removed by
+// comparableDump; each exclusion is listed there with its reason. Retry
+// scenarios also compare the event sequences (name, jobId, prev).
+//
+// # Processes
+//
+// Each top-level test starts one Node driver (bullmqoracle.Start) shared by
+// its subtests; every subtest has its own key prefix on the package's
+// redis-server (internal/redistest). Stall tests run worker processes: a Node
+// one (bullmqoracle.StartWorkerProcess) or a drover one, which is this test
+// binary re-executed as TestDroverWorkerChild.
+package interoptest
