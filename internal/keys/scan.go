@@ -1,0 +1,47 @@
+package keys
+
+import "strings"
+
+// queueSuffixes are the suffixes of the keys a BullMQ queue keeps for as long
+// as it has jobs or settings. Any one of them shows the queue exists.
+var queueSuffixes = map[string]bool{
+	"meta": true, "id": true, "wait": true, "active": true, "prioritized": true, "delayed": true,
+	"completed": true, "failed": true, "paused": true, "waiting-children": true, "events": true,
+	"stalled-check": true, "marker": true, "pc": true, "limiter": true, "repeat": true,
+}
+
+// ScanPattern is the SCAN MATCH pattern of every key under prefix ("" =
+// DefaultPrefix), with the prefix's glob characters escaped.
+func ScanPattern(prefix string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	var b strings.Builder
+	for _, c := range prefix {
+		switch c {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	b.WriteString(":*")
+	return b.String()
+}
+
+// QueueOf reports the queue a key found under prefix belongs to, when the key
+// is one of a queue's own keys ("<prefix>:<queue>:<suffix>", such as meta, id,
+// wait or events). Job hashes, logs and locks report false.
+func QueueOf(prefix, key string) (string, bool) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	rest, ok := strings.CutPrefix(key, prefix+":")
+	if !ok {
+		return "", false
+	}
+	name, suffix, ok := strings.Cut(rest, ":")
+	if !ok || name == "" || !queueSuffixes[suffix] {
+		return "", false
+	}
+	return name, true
+}
