@@ -54,11 +54,18 @@ func Main(m *testing.M) int {
 // Shared returns the package's redis-server, starting it on first use.
 func Shared(tb testing.TB) *Server {
 	tb.Helper()
-	sharedOnce.Do(func() { shared, sharedErr = Start() })
-	if sharedErr != nil {
-		tb.Fatalf("redistest: %v", sharedErr)
+	s, err := SharedServer()
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
 	}
-	return shared
+	return s
+}
+
+// SharedServer is Shared for code without a testing.TB, such as Example
+// functions.
+func SharedServer() (*Server, error) {
+	sharedOnce.Do(func() { shared, sharedErr = Start() })
+	return shared, sharedErr
 }
 
 // Start launches a new redis-server on a free loopback port. extraArgs are
