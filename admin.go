@@ -42,7 +42,7 @@ func (j *Job) Promote(ctx context.Context) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.err("promote", scripts.Promote(ctx, j.queue.rdb, j.queue.k, j.ID))
+	return j.err("promote", scripts.Promote(ctx, j.queue.rdb, j.queue.k, j.ID, false, false))
 }
 
 // ChangeDelay makes a delayed job due delay from now. ErrNotInState if it is

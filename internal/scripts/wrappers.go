@@ -346,9 +346,10 @@ func RemoveJob(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string)
 	return err
 }
 
-// Promote moves delayed job id to wait now.
-func Promote(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string) error {
-	_, err := runCode(ctx, promote, rdb, k, id)
+// Promote moves delayed job id to wait now, resetting its attempt counters
+// when asked.
+func Promote(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string, resetMade, resetStarted bool) error {
+	_, err := runCode(ctx, promote, rdb, k, id, boolArg(resetMade), boolArg(resetStarted))
 	return err
 }
 

@@ -1,6 +1,8 @@
--- promote: run a delayed job now.
+-- promote: run a delayed job now, optionally with fresh attempt counters
+-- (the "retry now" of a job waiting for its backoff).
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 job id.
+-- ARGV: 1 base, 2 job id, 3 reset attemptsMade ("1"/"0"), 4 reset
+--   attemptsStarted ("1"/"0").
 -- Returns 0; -1 job missing; -3 job not delayed.
 --@include common
 --@include queue
@@ -18,4 +20,10 @@ pushReady(waitKey, prioritizedKey, pcKey, id, priority, false)
 addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
 rcall("XADD", eventsKey, "*", "event", "waiting", "jobId", id, "prev", "delayed")
 rcall("HSET", jobKey, "delay", 0)
+if ARGV[3] == "1" then
+  rcall("HDEL", jobKey, "atm")
+end
+if ARGV[4] == "1" then
+  rcall("HDEL", jobKey, "ats")
+end
 return 0
