@@ -97,7 +97,7 @@ func (j *Job) err(op string, err error) error {
 // UpdateProgress stores v (JSON-encoded) as the job's progress and emits a
 // progress event.
 func (j *Job) UpdateProgress(ctx context.Context, v any) error {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
 	if err != nil {
 		return j.err("update progress of", fmt.Errorf("%w: %w", ErrInvalidData, err))
 	}

@@ -1,6 +1,7 @@
 package drover
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -219,7 +220,24 @@ func encodeData(v any) ([]byte, error) {
 		}
 		return d, nil
 	}
-	return json.Marshal(v)
+	return marshalJSON(v)
+}
+
+// marshalJSON is json.Marshal without HTML escaping: Node's JSON.stringify
+// writes '<', '>' and '&' as they are, so the stored text (and its size,
+// which SizeLimit checks) is the same whichever side wrote it.
+func marshalJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil || !bytes.Contains(b, []byte(`\u00`)) {
+		return b, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // AddBulk adds many jobs, AddBulkChunk jobs per script call. Every job is
