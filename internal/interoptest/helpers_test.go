@@ -1,8 +1,10 @@
 package interoptest_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -204,9 +206,11 @@ func (b *bundle) resume(t *testing.T, by impl) {
 // as its return value, one job at a time, with default timings.
 type workerSpec struct {
 	concurrency int
-	// node is the Node worker's behaviour (zero: Echo).
-	node bullmqoracle.Behavior
-	// drover is the drover worker's processor (nil: echo the data).
+	// behavior is what the processor does, on either side (zero: Echo):
+	// Node runs it in internal/bullmqoracle/node/lib.mjs, drover in
+	// droverBehavior.
+	behavior bullmqoracle.Behavior
+	// drover, when set, replaces the drover worker's processor.
 	drover drover.ProcessorFunc
 	// Timings, zero for each side's default.
 	lockDuration    time.Duration
@@ -215,9 +219,89 @@ type workerSpec struct {
 	maxStalledCount *int
 }
 
-// echo returns the job's data: the return value is then checkable per job
-// and goes through both sides' JSON encoders.
-func echo(_ context.Context, job *drover.Job) (any, error) { return job.Data, nil }
+// droverBehavior is a drover processor doing what runBehavior in
+// internal/bullmqoracle/node/lib.mjs does for a Node worker, so one scripted
+// behaviour runs on both sides. The zero Behavior echoes the job's data.
+func droverBehavior(bh bullmqoracle.Behavior) drover.ProcessorFunc {
+	return func(ctx context.Context, job *drover.Job) (any, error) {
+		if bh.Kind == "" {
+			return job.Data, nil
+		}
+		return runBehavior(ctx, bh, job)
+	}
+}
+
+func runBehavior(ctx context.Context, bh bullmqoracle.Behavior, job *drover.Job) (any, error) {
+	next := func() (any, error) {
+		if bh.Then != nil {
+			return runBehavior(ctx, *bh.Then, job)
+		}
+		return nil, nil
+	}
+	msg := func(def string) string {
+		if bh.Message != "" {
+			return bh.Message
+		}
+		return def
+	}
+	switch bh.Kind {
+	case "", "return":
+		return bh.Value, nil
+	case "echo":
+		return job.Data, nil
+	case "fail":
+		return nil, errors.New(msg("oracle failure"))
+	case "failTimes":
+		if job.AttemptsMade < bh.Times {
+			return nil, errors.New(msg("oracle failure"))
+		}
+		return bh.Value, nil
+	case "unrecoverable":
+		return nil, drover.Unrecoverable(errors.New(msg("oracle unrecoverable")))
+	case "sleep":
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(time.Duration(bh.MS) * time.Millisecond):
+		}
+		if bh.Then != nil {
+			return runBehavior(ctx, *bh.Then, job)
+		}
+		return bh.Value, nil
+	case "progress":
+		if err := job.UpdateProgress(ctx, bh.Value); err != nil {
+			return nil, err
+		}
+		return next()
+	case "log":
+		if _, err := job.Log(ctx, bh.Line); err != nil {
+			return nil, err
+		}
+		return next()
+	case "moveToDelayed":
+		if job.AttemptsStarted <= bh.Times {
+			return nil, drover.Delay(time.Duration(bh.MS) * time.Millisecond)
+		}
+		return next()
+	case "sequence":
+		if len(bh.Steps) == 0 {
+			return nil, nil
+		}
+		i := min(max(job.AttemptsStarted-1, 0), len(bh.Steps)-1)
+		return runBehavior(ctx, bh.Steps[i], job)
+	case "fromData":
+		field := cmp.Or(bh.Field, "behavior")
+		var data map[string]json.RawMessage
+		var inner bullmqoracle.Behavior
+		if json.Unmarshal(job.Data, &data) == nil && data[field] != nil {
+			if err := json.Unmarshal(data[field], &inner); err != nil {
+				return nil, fmt.Errorf("behavior in job data: %w", err)
+			}
+		}
+		return runBehavior(ctx, inner, job)
+	}
+	return nil, fmt.Errorf("unknown behavior kind %q", bh.Kind)
+}
 
 // startWorker starts a worker of the given implementation on b's queue and
 // returns a function that stops it gracefully (also run at cleanup).
@@ -226,7 +310,7 @@ func (b *bundle) startWorker(t *testing.T, by impl, spec workerSpec) (stop func(
 	ctx := context.Background()
 	var once sync.Once
 	if by == nodeImpl {
-		behavior := spec.node
+		behavior := spec.behavior
 		if behavior.Kind == "" {
 			behavior = bullmqoracle.Echo()
 		}
@@ -242,7 +326,7 @@ func (b *bundle) startWorker(t *testing.T, by impl, spec workerSpec) (stop func(
 	} else {
 		proc := spec.drover
 		if proc == nil {
-			proc = echo
+			proc = droverBehavior(spec.behavior)
 		}
 		o := &drover.WorkerOptions{
 			Prefix: b.prefix, Name: workerName, Concurrency: spec.concurrency,
