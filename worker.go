@@ -325,7 +325,10 @@ func (w *Worker) Close(ctx context.Context) error {
 		w.disarmWake()
 		w.q.rdb.Del(context.WithoutCancel(ctx), w.q.k.WorkerWake(w.id))
 
-		// 2. Let running jobs finish until ctx ends, then cancel them.
+		// 2. Let running jobs finish until ctx ends, then cancel them. A job
+		// counts in jobsWG until its result is written, and a result write
+		// that fetches next jobs adds them before it lets its own jobs go,
+		// so jobsWG reaches zero only when no job runs or waits for a write.
 		jobsDone := make(chan struct{})
 		go func() { w.jobsWG.Wait(); close(jobsDone) }()
 		select {
@@ -336,25 +339,20 @@ func (w *Worker) Close(ctx context.Context) error {
 			w.mu.Unlock()
 			w.log.WarnContext(ctx, "close deadline passed: cancelling running jobs", slog.Int(logkey.Count, n))
 			w.cancelJobs(ErrWorkerClosing)
-			<-jobsDone
-		}
-
-		// 3. Every processor returned: write the last results. Senders
-		// (job goroutines) are done, so the channel can close.
-		close(w.results)
-		select {
-		case <-w.finishDone:
-		case <-ctx.Done():
-			// Keep trying for a short grace period, then give up: jobs whose
-			// result was not written are recovered by the stalled checker.
 			select {
-			case <-w.finishDone:
+			case <-jobsDone:
 			case <-time.After(5 * time.Second):
+				// Results cannot be written (Redis unreachable?): give up on
+				// them; the stalled checker recovers those jobs.
 				close(w.forceFinish)
-				<-w.finishDone
+				<-jobsDone
 				w.closeErr = fmt.Errorf("close worker for queue %q: some results were not written; the stalled checker will recover those jobs", w.q.name)
 			}
 		}
+
+		// 3. Every result is written: stop the finisher.
+		close(w.results)
+		<-w.finishDone
 
 		// 4. Nothing runs any more: stop the lock keeper and stalled checker.
 		w.stopBG()
@@ -550,8 +548,8 @@ func (w *Worker) dispatch(jobs []scripts.Fetched) {
 }
 
 // run executes one attempt and hands its outcome to the finisher.
+// The job stays counted in jobsWG until the finisher has written its result.
 func (w *Worker) run(ctx context.Context, rj *runningJob, decodeErr error) {
-	defer w.jobsWG.Done()
 	defer rj.cancel(nil)
 	job := rj.job
 
@@ -580,6 +578,7 @@ func (w *Worker) run(ctx context.Context, rj *runningJob, decodeErr error) {
 			slog.String(logkey.Reason, why), slog.Duration(logkey.Duration, took))
 		w.untrack(job.ID)
 		w.release(1)
+		w.jobsWG.Done()
 		return
 	}
 	item := w.outcome(ctx, rj, result, err, took)
@@ -789,6 +788,7 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 			w.log.Error("giving up writing job results; the stalled checker will recover these jobs", slog.Int(logkey.Count, len(batch)))
 			for _, it := range batch {
 				w.untrack(it.rj.job.ID)
+				w.jobsWG.Done()
 			}
 			w.release(slots)
 			return
@@ -815,6 +815,11 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 	}
 	w.release(slots - len(f.Jobs))
 	w.dispatch(f.Jobs)
+	// Only now may Close see these jobs as done: the jobs fetched above are
+	// already counted.
+	for range batch {
+		w.jobsWG.Done()
+	}
 	if newDelayed && !w.closing.Load() {
 		w.wake() // the fetcher may sleep past the new delayed job's due time
 	}
