@@ -1,0 +1,241 @@
+package clustertest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// installHint says how to get the binaries this package runs.
+const installHint = "install them with `apt-get install -y redis-server redis-tools` (make deps does this); " +
+	"cluster and sentinel tests need redis-server >= 7.0 and redis-cli"
+
+// lookPath finds a Redis binary or says how to install it.
+func lookPath(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found on PATH; %s", name, installHint)
+	}
+	return p, nil
+}
+
+// Node is one redis-server process (a cluster node, a sentinel's data node or
+// a sentinel) owned by the test binary.
+type Node struct {
+	// Addr is "127.0.0.1:<port>".
+	Addr string
+	// Port is the client port. A cluster node's bus is Port+10000.
+	Port int
+
+	dir  string
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process was reaped
+}
+
+// Port range for nodes. Ports are drawn below the kernel's ephemeral range
+// (32768 and up on Linux) so that a cluster bus port (Port+10000) cannot
+// collide with an outgoing connection's port.
+const (
+	portMin  = 12000
+	portSpan = 10000
+	busShift = 10000
+)
+
+var (
+	portMu   sync.Mutex
+	usedPort = map[int]bool{}
+)
+
+// pickPort returns a loopback port that is free now and not handed out
+// before by this process; with bus, Port+10000 is free too.
+func pickPort(bus bool) (int, error) {
+	portMu.Lock()
+	defer portMu.Unlock()
+	for range 500 {
+		p := portMin + rand.IntN(portSpan)
+		if usedPort[p] || (bus && usedPort[p+busShift]) {
+			continue
+		}
+		if !portFree(p) || (bus && !portFree(p+busShift)) {
+			continue
+		}
+		usedPort[p] = true
+		if bus {
+			usedPort[p+busShift] = true
+		}
+		return p, nil
+	}
+	return 0, errors.New("no free loopback port pair (p, p+10000) found in 12000-31999")
+}
+
+func portFree(p int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
+}
+
+// startNode starts redis-server on a fresh port with args built by mkArgs
+// (given the port and the node's directory), retrying on another port when
+// the first one was taken in the meantime. conf, if not empty, is written to
+// <dir>/node.conf and passed as the config file (sentinels need one).
+func startNode(bin string, bus bool, conf func(port int, dir string) string, mkArgs func(port int, dir string) []string) (*Node, error) {
+	var lastErr error
+	for range 5 {
+		port, err := pickPort(bus)
+		if err != nil {
+			return nil, err
+		}
+		dir, err := os.MkdirTemp("", "drover-cluster-")
+		if err != nil {
+			return nil, err
+		}
+		var args []string
+		if conf != nil {
+			path := filepath.Join(dir, "node.conf")
+			if err := os.WriteFile(path, []byte(conf(port, dir)), 0o600); err != nil {
+				return nil, err
+			}
+			args = append(args, path)
+		}
+		args = append(args,
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--daemonize", "no", "--protected-mode", "no", "--logfile", "", "--shutdown-timeout", "0")
+		args = append(args, mkArgs(port, dir)...)
+		n := &Node{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, dir: dir, done: make(chan struct{})}
+		n.cmd = exec.Command(bin, args...)
+		n.cmd.SysProcAttr = sysProcAttr()
+		logFile, err := os.Create(filepath.Join(dir, "redis.log"))
+		if err != nil {
+			return nil, err
+		}
+		n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
+		err = n.cmd.Start()
+		_ = logFile.Close()
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("start %s: %w", bin, err)
+		}
+		go func() { _ = n.cmd.Wait(); close(n.done) }()
+		if err := n.waitReady(10 * time.Second); err != nil {
+			n.Stop()
+			lastErr = err
+			continue
+		}
+		return n, nil
+	}
+	return nil, fmt.Errorf("redis-server did not start: %w", lastErr)
+}
+
+// waitReady waits until the node answers PING.
+func (n *Node) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-n.done:
+			return fmt.Errorf("redis-server on %s exited: %s", n.Addr, n.Log())
+		default:
+		}
+		conn, err := net.DialTimeout("tcp", n.Addr, 200*time.Millisecond)
+		if err == nil {
+			_, _ = conn.Write([]byte("PING\r\n"))
+			_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+			line, rerr := bufio.NewReader(conn).ReadString('\n')
+			_ = conn.Close()
+			if rerr == nil && strings.HasPrefix(line, "+PONG") {
+				return nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("redis-server on %s not ready after %s: %s", n.Addr, timeout, n.Log())
+}
+
+// Log returns the tail of the node's log.
+func (n *Node) Log() string {
+	b, _ := os.ReadFile(filepath.Join(n.dir, "redis.log"))
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// Stop ends the node (SIGTERM, so it also ends a replication fork child;
+// SIGKILL after two seconds) and removes its directory. It is idempotent.
+func (n *Node) Stop() {
+	if n.cmd.Process != nil {
+		_ = n.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-n.done:
+		case <-time.After(2 * time.Second):
+			_ = n.cmd.Process.Kill()
+			<-n.done
+		}
+	}
+	_ = os.RemoveAll(n.dir)
+}
+
+// Client returns a new single-node client of this node; the caller closes it.
+func (n *Node) Client() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
+}
+
+// info returns the fields of INFO section.
+func info(ctx context.Context, rdb *redis.Client, section string) (map[string]string, error) {
+	s, err := rdb.Info(ctx, section).Result()
+	if err != nil {
+		return nil, err
+	}
+	return parseFields(s, ':'), nil
+}
+
+// parseFields parses "k<sep>v" lines (INFO, CLUSTER INFO).
+func parseFields(s string, sep byte) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if i := strings.IndexByte(line, sep); i > 0 && !strings.HasPrefix(line, "#") {
+			m[line[:i]] = line[i+1:]
+		}
+	}
+	return m
+}
+
+// poll calls cond every interval until it returns true or an error, or ctx
+// ends; the last "not yet" reason is reported on timeout.
+func poll(ctx context.Context, interval time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) error {
+	last := ""
+	for {
+		ok, why, err := cond(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		if why != last && os.Getenv("CLUSTERTEST_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "%s %s: %s\n", time.Now().Format("15:04:05.000"), what, why)
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last: %s)", what, context.Cause(ctx), last)
+		case <-time.After(interval):
+		}
+	}
+}
