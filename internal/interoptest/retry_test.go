@@ -1,0 +1,181 @@
+package interoptest_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/bullmqoracle"
+)
+
+// TestDifferentialRetry runs each failing/retrying scenario of issue 3 once
+// with Node BullMQ (Queue.add + Worker) and once with drover (Queue.Add +
+// Worker), and requires the same Redis state and the same event sequence.
+func TestDifferentialRetry(t *testing.T) {
+	t.Parallel()
+
+	setup := newSetup(t)
+
+	fixed := func(d time.Duration) *drover.Backoff { return &drover.Backoff{Type: drover.BackoffFixed, Delay: d} }
+	custom := func(name string) *drover.Backoff { return &drover.Backoff{Type: name} }
+
+	tests := []struct {
+		name     string
+		job      jobSpec
+		behavior bullmqoracle.Behavior
+		// state is the final state; atm the final attemptsMade.
+		state string
+		atm   int64
+		// events are the job's events after add, without ids.
+		events []string
+	}{
+		{
+			name:     "NoBackoff",
+			job:      jobSpec{attempts: 3},
+			behavior: bullmqoracle.Fail("boom"),
+			state:    "failed", atm: 3,
+			events: []string{
+				"active prev=waiting", "waiting prev=active",
+				"active prev=waiting", "waiting prev=active",
+				"active prev=waiting", "failed prev=active", "retries-exhausted", "drained",
+			},
+		},
+		{
+			name:     "FixedBackoff",
+			job:      jobSpec{attempts: 3, backoff: fixed(100 * time.Millisecond)},
+			behavior: bullmqoracle.Fail("boom"),
+			state:    "failed", atm: 3,
+			events: []string{
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "failed prev=active", "retries-exhausted", "drained",
+			},
+		},
+		{
+			name:     "ExponentialBackoff",
+			job:      jobSpec{attempts: 3, backoff: &drover.Backoff{Type: drover.BackoffExponential, Delay: 50 * time.Millisecond}},
+			behavior: bullmqoracle.Fail("boom"),
+			state:    "failed", atm: 3,
+			events: []string{
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "failed prev=active", "retries-exhausted", "drained",
+			},
+		},
+		{
+			name:     "Unrecoverable",
+			job:      jobSpec{attempts: 3, backoff: fixed(100 * time.Millisecond)},
+			behavior: bullmqoracle.Unrecoverable("fatal"),
+			state:    "failed", atm: 1,
+			events: []string{"active prev=waiting", "failed prev=active", "drained"},
+		},
+		{
+			name:     "CustomBackoffStop",
+			job:      jobSpec{attempts: 3, backoff: custom("stop")},
+			behavior: bullmqoracle.Fail("halt"),
+			state:    "failed", atm: 1,
+			events: []string{"active prev=waiting", "failed prev=active", "drained"},
+		},
+		{
+			name:     "CustomBackoffZeroRetriesAtOnce",
+			job:      jobSpec{attempts: 2, backoff: custom("zero")},
+			behavior: bullmqoracle.Fail("again"),
+			state:    "failed", atm: 2,
+			events: []string{
+				"active prev=waiting", "waiting prev=active",
+				"active prev=waiting", "failed prev=active", "retries-exhausted", "drained",
+			},
+		},
+		{
+			name:     "CustomBackoffThenSuccess",
+			job:      jobSpec{attempts: 3, backoff: custom("linear100")},
+			behavior: bullmqoracle.FailTimes(2, "flaky", map[string]any{"ok": true}),
+			state:    "completed", atm: 3,
+			events: []string{
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "completed prev=active", "drained",
+			},
+		},
+		{
+			name:     "RetryThenSuccess",
+			job:      jobSpec{attempts: 2},
+			behavior: bullmqoracle.FailTimes(1, "flaky", "ok"),
+			state:    "completed", atm: 2,
+			events: []string{
+				"active prev=waiting", "waiting prev=active",
+				"active prev=waiting", "completed prev=active", "drained",
+			},
+		},
+		{
+			name:     "DefaultAttemptsFailOnce",
+			job:      jobSpec{},
+			behavior: bullmqoracle.Fail("once"),
+			state:    "failed", atm: 1,
+			events: []string{"active prev=waiting", "failed prev=active", "retries-exhausted", "drained"},
+		},
+		{
+			// The processor moves its own job to delayed (BullMQ's
+			// moveToDelayed + DelayedError, drover.Delay): no attempt spent.
+			name:     "ProcessorDelaysItself",
+			job:      jobSpec{attempts: 2},
+			behavior: bullmqoracle.MoveToDelayed(100*time.Millisecond, 1, &bullmqoracle.Behavior{Kind: "return", Value: "later"}),
+			state:    "completed", atm: 1,
+			events: []string{
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "completed prev=active", "drained",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			nb := setup(t)
+			db := nb.sibling(t)
+			run := func(b *bundle, by impl) []string {
+				spec := tt.job
+				spec.name, spec.data = tt.name, map[string]any{"scenario": tt.name}
+				id := b.add(t, by, spec)
+				stop := b.startWorker(t, by, workerSpec{behavior: tt.behavior})
+				evs := b.waitFinal(t, id, 1)
+				stop()
+				a := assertAgree(t, b, id)
+				require.Equal(t, tt.state, a.states[id], "%s run", by)
+				nj := assertJobAgree(t, b, id)
+				require.Equal(t, tt.atm, nj.AttemptsMade, "%s run: attemptsMade", by)
+				return eventLines(evs)
+			}
+			nodeEvents := run(nb, nodeImpl)
+			droverEvents := run(db, droverImpl)
+
+			want := append([]string{"added 1", "waiting 1"}, withJob(tt.events, "1")...)
+			require.Equal(t, want, nodeEvents, "Node BullMQ events (the reference)")
+			require.Equal(t, nodeEvents, droverEvents, "drover events vs Node BullMQ's")
+			requireSameState(t,
+				comparableDump(t, nb.rdb, nb.prefix, dumpOptions{workersRan: true}),
+				comparableDump(t, db.rdb, db.prefix, dumpOptions{workersRan: true}))
+		})
+	}
+}
+
+// withJob inserts the job id after the event name of each line that names
+// a job ("drained" names none).
+func withJob(lines []string, id string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		name, rest, _ := strings.Cut(l, " ")
+		if name == "drained" {
+			out[i] = l
+			continue
+		}
+		out[i] = name + " " + id
+		if rest != "" {
+			out[i] += " " + rest
+		}
+	}
+	return out
+}
