@@ -14,7 +14,10 @@
 // run concurrently and are matched to responses by id; an error thrown in
 // Node comes back as a [*NodeError] carrying Node's message. The driver keeps
 // one ioredis connection per role (queues, workers) and caches Queue objects
-// by (prefix, queue).
+// by (prefix, queue). With [Options].Cluster those connections are ioredis
+// Cluster clients seeded with the given address, so Node BullMQ can be the
+// peer of drover on a Redis Cluster (queue names or prefixes then need a
+// {hash tag}); [WorkerOptions].Cluster does the same for a worker process.
 //
 // [StartWorkerProcess] runs one Worker in its own `node worker.mjs` process
 // so a test can SIGKILL it mid-job ([WorkerProcess.Kill]); it prints one JSON

@@ -22,6 +22,13 @@ type Options struct {
 	// Defaults to false: queues behave exactly as a Node user's would.
 	SkipMetasUpdate bool
 
+	// Cluster makes the driver treat redisAddr as a seed node of a Redis
+	// Cluster: every connection is an ioredis Cluster client. Queue names
+	// or prefixes must then carry a {hash tag}, as BullMQ requires.
+	//
+	// Defaults to false: a single-node ioredis connection.
+	Cluster bool
+
 	// StartTimeout bounds how long Start waits for the Node process to
 	// report ready.
 	//
@@ -119,6 +126,9 @@ func start(redisAddr string, opts *Options) (*Oracle, error) {
 	args := []string{"driver.mjs", "--redis", redisAddr}
 	if opts.SkipMetasUpdate {
 		args = append(args, "--skip-metas-update")
+	}
+	if opts.Cluster {
+		args = append(args, "--cluster")
 	}
 	cmd := exec.Command("node", args...)
 	cmd.Dir = dir

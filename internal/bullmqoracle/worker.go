@@ -129,6 +129,11 @@ type WorkerOptions struct {
 	BackoffStrategy string
 	// Extra is merged last into the Worker options, for options not above.
 	Extra map[string]any
+	// Cluster makes a worker process (StartWorkerProcess) treat redisAddr
+	// as a seed node of a Redis Cluster and connect with an ioredis Cluster
+	// client. Not sent to BullMQ; Oracle.StartWorker ignores it (the driver's
+	// connection follows Options.Cluster).
+	Cluster bool
 }
 
 func (w WorkerOptions) spec() map[string]any {

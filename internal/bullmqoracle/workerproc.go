@@ -29,7 +29,8 @@ type WorkerProcess struct {
 }
 
 // StartWorkerProcess starts a worker process on prefix/queue with opts
-// (opts.ID is optional here) and waits for its "ready" line. The process is
+// (opts.ID is optional here; opts.Cluster connects to a Redis Cluster) and
+// waits for its "ready" line. The process is
 // killed when the test ends if it is still running.
 func StartWorkerProcess(tb testing.TB, redisAddr, prefix, queue string, opts WorkerOptions) *WorkerProcess {
 	tb.Helper()
@@ -55,7 +56,11 @@ func startWorkerProcess(redisAddr, prefix, queue string, opts WorkerOptions) (*W
 	if err != nil {
 		return nil, fmt.Errorf("encode worker spec: %w", err)
 	}
-	cmd := exec.Command("node", "worker.mjs", "--redis", redisAddr, "--spec", string(spec))
+	args := []string{"worker.mjs", "--redis", redisAddr, "--spec", string(spec)}
+	if opts.Cluster {
+		args = append(args, "--cluster")
+	}
+	cmd := exec.Command("node", args...)
 	cmd.Dir = dir
 	w := &WorkerProcess{
 		cmd:     cmd,

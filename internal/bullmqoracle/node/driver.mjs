@@ -1,7 +1,10 @@
 // drover BullMQ oracle driver: a long-running process that performs BullMQ
 // operations on request.
 //
-// Usage: node driver.mjs --redis host:port [--skip-metas-update]
+// Usage: node driver.mjs --redis host:port [--cluster] [--skip-metas-update]
+//
+// With --cluster, host:port is a seed node of a Redis Cluster and every
+// connection is an ioredis Cluster client.
 //
 // Protocol: newline-delimited JSON. Each stdin line is a request
 // {"id":n,"cmd":"...", ...args} (a job id argument is named "jobId"); each
@@ -11,21 +14,19 @@
 // closes everything and exits when stdin ends.
 
 import { Queue, QueueEvents, Job } from 'bullmq';
-import IORedis from 'ioredis';
 import { createInterface } from 'node:readline';
-import { consoleToStderr, parseRedisArg, hasFlag, newWorker, watchWorker, jobView } from './lib.mjs';
+import { consoleToStderr, redisConnector, hasFlag, newWorker, watchWorker, jobView } from './lib.mjs';
 
 consoleToStderr();
 
-const redis = parseRedisArg(process.argv);
+const connector = redisConnector(process.argv);
 const skipMetasUpdate = hasFlag(process.argv, '--skip-metas-update');
-const connOpts = { host: redis.host, port: redis.port, maxRetriesPerRequest: null };
 
 // One ioredis connection per role. Workers and QueueEvents duplicate theirs
 // for blocking commands (BullMQ does that itself for Workers).
 const conns = {
-  queue: new IORedis(connOpts),
-  worker: new IORedis(connOpts),
+  queue: connector.make(),
+  worker: connector.make(),
 };
 for (const c of Object.values(conns)) {
   c.on('error', (err) => console.error('oracle redis error:', err.message));
@@ -122,7 +123,8 @@ async function getQueueEvents(args) {
       const lastEventId = args.lastEventId ?? (await lastStreamId(args.prefix, args.queue));
       const rec = recorder();
       const qe = new QueueEvents(args.queue, {
-        connection: { ...connOpts },
+        // BullMQ duplicates a client instance for this blocking reader.
+        connection: connector.cluster ? conns.queue : { ...connector.options },
         prefix: args.prefix,
         lastEventId,
         blockingTimeout: 1000,

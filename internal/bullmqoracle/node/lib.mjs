@@ -4,6 +4,7 @@
 // worker.mjs (standalone worker process that tests may SIGKILL).
 
 import { Worker, UnrecoverableError, DelayedError } from 'bullmq';
+import IORedis from 'ioredis';
 
 // Keep stdout for the protocol: anything BullMQ or ioredis prints goes to stderr.
 export function consoleToStderr() {
@@ -29,6 +30,24 @@ export function parseRedisArg(argv) {
 
 export function hasFlag(argv, flag) {
   return argv.includes(flag);
+}
+
+// redisConnector reads --redis host:port and --cluster from argv. make()
+// returns a new ioredis connection: a Cluster client seeded with host:port
+// when --cluster is given, else a single-node client. options are the
+// single-node connection options (null for a cluster), for callers that let
+// BullMQ create its own connection.
+export function redisConnector(argv) {
+  const { host, port } = parseRedisArg(argv);
+  if (hasFlag(argv, '--cluster')) {
+    return {
+      cluster: true,
+      options: null,
+      make: () => new IORedis.Cluster([{ host, port }], { redisOptions: { maxRetriesPerRequest: null } }),
+    };
+  }
+  const options = { host, port, maxRetriesPerRequest: null };
+  return { cluster: false, options, make: () => new IORedis(options) };
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

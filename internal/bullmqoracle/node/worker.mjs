@@ -1,7 +1,9 @@
 // drover BullMQ oracle worker: one BullMQ Worker in its own OS process, so a
 // test can SIGKILL it mid-job.
 //
-// Usage: node worker.mjs --redis host:port --spec '{"prefix":"p","queue":"q","worker":{...}}'
+// Usage: node worker.mjs --redis host:port [--cluster] --spec '{"prefix":"p","queue":"q","worker":{...}}'
+//
+// With --cluster, host:port is a seed node of a Redis Cluster.
 //
 // The worker spec is the same as the driver's startWorker argument. The
 // process prints one JSON line per event on stdout: first
@@ -9,8 +11,7 @@
 // "completed", "failed", "progress", "stalled", "error"), and "closed" after
 // a graceful stop (SIGTERM or SIGINT).
 
-import IORedis from 'ioredis';
-import { consoleToStderr, parseRedisArg, newWorker, watchWorker } from './lib.mjs';
+import { consoleToStderr, redisConnector, newWorker, watchWorker } from './lib.mjs';
 
 consoleToStderr();
 
@@ -22,8 +23,7 @@ if (i < 0 || !process.argv[i + 1]) {
   process.exit(2);
 }
 const spec = JSON.parse(process.argv[i + 1]);
-const redis = parseRedisArg(process.argv);
-const connection = new IORedis({ host: redis.host, port: redis.port, maxRetriesPerRequest: null });
+const connection = redisConnector(process.argv).make();
 connection.on('error', (err) => console.error('worker redis error:', err.message));
 
 const worker = newWorker(spec.worker ?? {}, spec.prefix, spec.queue, connection, { autorun: false });
