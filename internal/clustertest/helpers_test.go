@@ -1,0 +1,138 @@
+//go:build cluster
+
+package clustertest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/clustertest"
+)
+
+// clusterClient returns the shared cluster and a client of it, closed when
+// the test ends.
+func clusterClient(t testing.TB) (*clustertest.Cluster, *redis.ClusterClient) {
+	t.Helper()
+	c := clustertest.SharedCluster(t)
+	rdb := c.NewClient(&redis.ClusterOptions{PoolSize: 64})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return c, rdb
+}
+
+// testPrefix returns a fresh key prefix whose keys are deleted when the test
+// ends: "{c<pid>-<n>}" when tagged (every queue under it shares one slot),
+// else "c<pid>-<n>" (queue names must then carry the tag).
+func testPrefix(t testing.TB, rdb *redis.ClusterClient, tagged bool) string {
+	t.Helper()
+	prefix := clustertest.UniquePrefix()
+	if tagged {
+		prefix = "{" + prefix + "}"
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := clustertest.DeletePrefix(ctx, rdb, prefix); err != nil {
+			t.Logf("delete keys of prefix %s: %v", prefix, err)
+		}
+	})
+	return prefix
+}
+
+func newQueue(t testing.TB, rdb redis.UniversalClient, prefix, name string) *drover.Queue {
+	t.Helper()
+	q, err := drover.NewQueue(rdb, name, &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	return q
+}
+
+// startWorker starts a drover worker, closed when the test ends.
+func startWorker(t testing.TB, rdb redis.UniversalClient, prefix, name string, proc drover.ProcessorFunc, opts *drover.WorkerOptions) *drover.Worker {
+	t.Helper()
+	var o drover.WorkerOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Prefix = prefix
+	w, err := drover.NewWorker(rdb, name, proc, &o)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, w.Close(ctx))
+	})
+	return w
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+// waitCounts waits until the queue's counts of the given states equal want.
+func waitCounts(t testing.TB, q *drover.Queue, timeout time.Duration, want map[drover.JobState]int64) {
+	t.Helper()
+	states := make([]drover.JobState, 0, len(want))
+	for s := range want {
+		states = append(states, s)
+	}
+	var last map[drover.JobState]int64
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := q.GetJobCounts(context.Background(), states...)
+		require.NoError(t, err)
+		last = got
+		match := true
+		for s, n := range want {
+			if got[s] != n {
+				match = false
+			}
+		}
+		if match {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %s: counts %v, want %v after %s", q.Name(), last, want, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// readEvents reads the queue's whole events stream.
+func readEvents(t testing.TB, rdb redis.UniversalClient, prefix, name string) []drover.Event {
+	t.Helper()
+	qe, err := drover.NewQueueEvents(rdb, name, &drover.QueueEventsOptions{Prefix: prefix, LastEventID: "0", BlockTimeout: 10 * time.Millisecond})
+	require.NoError(t, err)
+	var out []drover.Event
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		ev, err := qe.Next(ctx)
+		cancel()
+		if err != nil {
+			return out
+		}
+		out = append(out, ev)
+	}
+}
+
+// countEvents counts events by name.
+func countEvents(evs []drover.Event) map[string]int {
+	m := map[string]int{}
+	for _, e := range evs {
+		m[string(e.Name)]++
+	}
+	return m
+}
