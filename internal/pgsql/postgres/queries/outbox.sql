@@ -1,0 +1,34 @@
+-- Queries of package outbox on PostgreSQL.
+
+-- name: OutboxInsert :exec
+-- Runs in the caller's business transaction.
+INSERT INTO drover_outbox (queue, name, data, opts, created_at)
+VALUES ($1, $2, $3, $4, $5);
+
+-- name: OutboxClaimBatch :many
+-- The relay's transaction locks the rows it relays until it has marked them
+-- sent; other relays skip them rather than wait, and take the next ones.
+SELECT id, queue, name, data, opts
+FROM drover_outbox
+WHERE sent_at IS NULL AND failed_at IS NULL
+ORDER BY id
+LIMIT $1
+FOR UPDATE SKIP LOCKED;
+
+-- name: OutboxMarkSent :exec
+-- $1 row ids and $2 their job ids, in the same order.
+UPDATE drover_outbox AS o
+SET sent_at = $3, job_id = v.job_id
+FROM unnest($1::bigint[], $2::text[]) AS v (id, job_id)
+WHERE o.id = v.id;
+
+-- name: OutboxMarkFailed :exec
+UPDATE drover_outbox SET failed_at = $2, last_error = $3 WHERE id = $1;
+
+-- name: OutboxListen :exec
+LISTEN drover_outbox;
+
+-- name: OutboxPrune :execrows
+-- In batches, so a large backlog does not hold one long transaction.
+DELETE FROM drover_outbox
+WHERE id IN (SELECT id FROM drover_outbox WHERE sent_at < $1 LIMIT $2);

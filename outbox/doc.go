@@ -1,0 +1,74 @@
+// Package outbox adds jobs to drover queues as part of a database
+// transaction: the transactional outbox pattern.
+//
+// A handler that writes an order and then adds a "send confirmation" job
+// has two systems to keep in step. Add the job first and the order may roll
+// back, leaving a job about nothing; add it after the commit and a crash in
+// between loses it. The outbox makes the job part of the transaction: [Outbox.AddTx]
+// writes it as a row of drover_outbox with the order, so both commit or
+// neither does, and a [Relay] moves committed rows into their queues.
+//
+//	ob := outbox.NewPostgres(pool)
+//
+//	tx, err := pool.Begin(ctx)
+//	...
+//	_, err = tx.Exec(ctx, "INSERT INTO orders ...")
+//	...
+//	err = ob.AddTx(ctx, tx, "emails", "order-confirmation", map[string]any{"order": id}, nil)
+//	...
+//	err = tx.Commit(ctx)
+//
+// and, once per process that should relay:
+//
+//	relay, err := outbox.NewRelay(ob, rdb, &outbox.RelayOptions{Logger: logger})
+//	...
+//	err = relay.Start(ctx)
+//	defer relay.Close(ctx)
+//
+// Create the table with pgmigrate.Up first. AddTx assumes nothing about the
+// transaction's isolation level: the row is an ordinary insert, invisible to
+// relays until the transaction commits.
+//
+// # One row, one job
+//
+// A relay claims a batch of pending rows, adds each to its queue, and marks
+// the rows sent. It can die between the add and the mark; the rows are then
+// still pending, and the next relay adds them again. That second add creates
+// nothing, because a row's job id is derived from the row's id
+// ("outbox-<id>", see [RelayOptions.JobIDPrefix]): drover reports the add as
+// a duplicate of the existing job, and the relay marks the row sent. Every
+// row becomes exactly one job, however often relays crash, as long as the
+// first job still exists in Redis when the row is re-added: a job removed on
+// completion (RemoveOnComplete) in the moments between a crash and the
+// re-add would be added again. Relays re-add within the poll interval or the
+// retry delay, so keep completed jobs for longer than that when it matters,
+// or make the job's processor idempotent with package idempotency.
+//
+// A row with its own JobID keeps it, so business ids stay business ids; a
+// row whose JobID names an existing job is relayed as its duplicate.
+//
+// # PostgreSQL and SQLite
+//
+// On PostgreSQL a batch is a transaction that locks its rows (FOR UPDATE
+// SKIP LOCKED) until they are marked: relays in many processes share the
+// work without waiting for each other, and a relay that dies releases its
+// rows with its connection. A trigger notifies channel drover_outbox on every
+// insert; relays LISTEN on it and relay new rows at once, and poll every
+// [RelayOptions.PollInterval] as a fallback.
+//
+// SQLite has neither row locks nor notifications. A relay reads pending rows
+// without locking them (holding SQLite's single write lock across a Redis
+// call would stall every writer), adds them, and marks them in a short write
+// transaction; two relays that read the same rows make duplicates of the same
+// jobs, so there is still one job per row. Relays poll.
+//
+// # Failures
+//
+// When Redis or the database cannot be reached, the batch fails, its rows
+// stay pending, and the relay retries with exponential backoff between
+// [RelayOptions.MinRetryDelay] and [RelayOptions.MaxRetryDelay], for as long
+// as it takes: rows are never dropped for being unreachable. A row the queue
+// refuses for good (options drover rejects, say a negative delay) is marked
+// failed with the reason and logged at error level; the other rows of its
+// batch go on.
+package outbox

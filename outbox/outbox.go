@@ -1,0 +1,122 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keys"
+)
+
+// Outbox writes job rows into drover_outbox inside the caller's
+// transactions. Make one with [NewPostgres] or [NewSQLite]; Tx is that
+// database's transaction type. An Outbox is safe for concurrent use.
+type Outbox[Tx any] struct {
+	store store[Tx]
+	now   func() time.Time
+}
+
+// row is one pending outbox row, as a relay reads it.
+type row struct {
+	id    int64
+	queue string
+	name  string
+	data  []byte
+	opts  []byte // nil: no options
+}
+
+// store is one database's side of the outbox.
+type store[Tx any] interface {
+	source
+	insert(ctx context.Context, tx Tx, queue, name string, data, opts []byte, now time.Time) error
+}
+
+// source is what a Relay needs of the database.
+type source interface {
+	ping(ctx context.Context) error
+	// claim starts a batch of up to limit pending rows, in id order.
+	claim(ctx context.Context, limit int) (batch, error)
+	// listen returns a listener for "rows were added" notifications, or
+	// nil when the database has none (SQLite): the relay then polls.
+	listen(ctx context.Context) (listener, error)
+	prune(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+// batch is a claimed set of rows and the writes that settle them. Nothing
+// is settled until commit; rollback (a no-op after commit) releases the rows
+// for the next claim.
+type batch interface {
+	rows() []row
+	markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) error
+	markFailed(ctx context.Context, id int64, reason string, now time.Time) error
+	commit(ctx context.Context) error
+	rollback(ctx context.Context) error
+}
+
+// listener waits for the database's notifications.
+type listener interface {
+	// wait returns nil when a notification arrives, an error when ctx ends
+	// or the connection breaks.
+	wait(ctx context.Context) error
+	close()
+}
+
+// AddTx writes a job into the outbox inside tx, the caller's business
+// transaction: the job exists if and only if tx commits, and a [Relay] adds
+// it to queue once it has. name, data and opts mean what they mean to
+// drover's Queue.Add: data is encoded with encoding/json (nil as {}), and the
+// options are stored with the row and applied when the job is added.
+//
+// Without opts.JobID the job's id is derived from the row id
+// (RelayOptions.JobIDPrefix, "outbox-" by default, then the id), so that a
+// relay that adds the job twice gets one job. With opts.JobID, that id is
+// used, and a row whose id already names a job in the queue is relayed as a
+// duplicate of it.
+//
+// AddTx checks what it can before writing: the queue name, the job id, the
+// data. Options the queue refuses at relay time (a negative delay, say) make
+// the row fail: it is marked failed, logged at error level, and not retried.
+func (o *Outbox[Tx]) AddTx(ctx context.Context, tx Tx, queue, name string, data any, opts *drover.JobOptions) error {
+	where := fmt.Sprintf("outbox: add job %q to queue %q", name, queue)
+	if err := keys.ValidateName(queue); err != nil {
+		return fmt.Errorf("%s: %w: %w", where, drover.ErrInvalidOption, err)
+	}
+	if opts != nil && opts.JobID != "" {
+		if err := keys.ValidateJobID(opts.JobID); err != nil {
+			return fmt.Errorf("%s: %w: %w", where, drover.ErrInvalidJobID, err)
+		}
+	}
+	encoded, err := encodeData(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", where, drover.ErrInvalidData, err)
+	}
+	storedOpts, err := encodeOpts(opts)
+	if err != nil {
+		return fmt.Errorf("%s: encode options: %w", where, err)
+	}
+	if err := o.store.insert(ctx, tx, queue, name, encoded, storedOpts, o.now()); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
+}
+
+// PruneBatchSize is how many rows Prune deletes per statement.
+const PruneBatchSize = 1000
+
+// Prune deletes rows that were sent before the cutoff and returns how many
+// it deleted. Pending and failed rows are kept. Row ids are never reused, so
+// pruning cannot make a new row's job id collide with an old job.
+func (o *Outbox[Tx]) Prune(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		n, err := o.store.prune(ctx, before, PruneBatchSize)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("outbox: prune rows sent before %s: %w", before.Format(time.RFC3339), err)
+		}
+		if n < PruneBatchSize {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed40057009/drover/internal/pgsql"
+)
+
+// NewPostgres returns the outbox in the PostgreSQL database behind pool,
+// whose schema pgmigrate.Up created. AddTx takes the caller's pgx.Tx; a relay
+// uses the pool for its batches and holds one of its connections for LISTEN.
+func NewPostgres(pool *pgxpool.Pool) *Outbox[pgx.Tx] {
+	return &Outbox[pgx.Tx]{store: postgres{pool}, now: time.Now}
+}
+
+var (
+	pgInsert     = pgsql.Query(pgsql.Postgres, "OutboxInsert")
+	pgClaim      = pgsql.Query(pgsql.Postgres, "OutboxClaimBatch")
+	pgMarkSent   = pgsql.Query(pgsql.Postgres, "OutboxMarkSent")
+	pgMarkFailed = pgsql.Query(pgsql.Postgres, "OutboxMarkFailed")
+	pgListen     = pgsql.Query(pgsql.Postgres, "OutboxListen")
+	pgPrune      = pgsql.Query(pgsql.Postgres, "OutboxPrune")
+)
+
+type postgres struct{ pool *pgxpool.Pool }
+
+func (p postgres) insert(ctx context.Context, tx pgx.Tx, queue, name string, data, opts []byte, now time.Time) error {
+	var optsText *string
+	if opts != nil {
+		s := string(opts)
+		optsText = &s
+	}
+	_, err := tx.Exec(ctx, pgInsert, queue, name, string(data), optsText, now)
+	return err
+}
+
+func (p postgres) ping(ctx context.Context) error { return p.pool.Ping(ctx) }
+
+// claim opens the batch's transaction and locks its rows (FOR UPDATE SKIP
+// LOCKED) until commit or rollback: while this relay adds them to Redis, other
+// relays take other rows, and if this relay dies the rows return to the
+// pending list with the connection.
+func (p postgres) claim(ctx context.Context, limit int) (batch, error) {
+	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return nil, err
+	}
+	pgRows, err := tx.Query(ctx, pgClaim, limit)
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	rows, err := pgx.CollectRows(pgRows, func(r pgx.CollectableRow) (row, error) {
+		var (
+			out  row
+			data string
+			opts *string
+		)
+		err := r.Scan(&out.id, &out.queue, &out.name, &data, &opts)
+		out.data = []byte(data)
+		if opts != nil {
+			out.opts = []byte(*opts)
+		}
+		return out, err
+	})
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &pgBatch{tx: tx, claimed: rows}, nil
+}
+
+type pgBatch struct {
+	tx      pgx.Tx
+	claimed []row
+}
+
+func (b *pgBatch) rows() []row { return b.claimed }
+
+func (b *pgBatch) markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) error {
+	_, err := b.tx.Exec(ctx, pgMarkSent, ids, jobIDs, now)
+	return err
+}
+
+func (b *pgBatch) markFailed(ctx context.Context, id int64, reason string, now time.Time) error {
+	_, err := b.tx.Exec(ctx, pgMarkFailed, id, now, reason)
+	return err
+}
+
+func (b *pgBatch) commit(ctx context.Context) error { return b.tx.Commit(ctx) }
+
+func (b *pgBatch) rollback(ctx context.Context) error {
+	if err := b.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return err
+	}
+	return nil
+}
+
+// listen takes a connection out of the pool for good (a LISTENing
+// connection must not serve other queries) and subscribes it to the
+// drover_outbox channel.
+func (p postgres) listen(ctx context.Context) (listener, error) {
+	pooled, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn := pooled.Hijack()
+	if _, err := conn.Exec(ctx, pgListen); err != nil {
+		closeConn(conn)
+		return nil, err
+	}
+	return pgListener{conn}, nil
+}
+
+type pgListener struct{ conn *pgx.Conn }
+
+func (l pgListener) wait(ctx context.Context) error {
+	_, err := l.conn.WaitForNotification(ctx)
+	return err
+}
+
+func (l pgListener) close() { closeConn(l.conn) }
+
+// closeConn closes a connection we own, within a bound even when the
+// network is gone.
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
+}
+
+func (p postgres) prune(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tag, err := p.pool.Exec(ctx, pgPrune, before, limit)
+	return tag.RowsAffected(), err
+}

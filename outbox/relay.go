@@ -1,0 +1,606 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/logkey"
+)
+
+// Attribute keys of the relay's log lines. They belong in internal/logkey.
+const (
+	logKeyOutboxID   = "outbox_id"
+	logKeyCreated    = "created"
+	logKeyDuplicates = "duplicates"
+	logKeyDelay      = "delay"
+)
+
+// Defaults of RelayOptions.
+const (
+	JobIDPrefixDefault   = "outbox-"
+	BatchSizeDefault     = 100
+	PollIntervalDefault  = time.Second
+	MinRetryDelayDefault = 100 * time.Millisecond
+	MaxRetryDelayDefault = 30 * time.Second
+)
+
+// RelayOptions configure a [Relay]. A nil *RelayOptions means all defaults.
+type RelayOptions struct {
+	// QueueOptions are used for every queue the relay adds to: Prefix,
+	// DefaultJobOptions, AddBulkChunk, BackoffTypes.
+	//
+	// Defaults to nil: drover's queue defaults (prefix "bull").
+	QueueOptions *drover.QueueOptions
+
+	// JobIDPrefix starts the id of every job whose row has no JobID of its
+	// own; the row id follows. Relays of databases that feed the same queues
+	// need different prefixes, or their row ids would name the same jobs.
+	// Never change it while rows are pending: a row added under the old
+	// prefix and re-added under the new one would become two jobs.
+	//
+	// Defaults to JobIDPrefixDefault ("outbox-").
+	JobIDPrefix string
+
+	// BatchSize is how many rows one batch claims and adds (with one
+	// AddBulk call per queue).
+	//
+	// Defaults to BatchSizeDefault (100).
+	BatchSize int
+
+	// PollInterval is how often the relay looks for rows without being
+	// told: on SQLite, always; on PostgreSQL, as a fallback to LISTEN/NOTIFY
+	// (a notification lost with a connection, rows inserted while the relay
+	// was reconnecting).
+	//
+	// Defaults to PollIntervalDefault (1s).
+	PollInterval time.Duration
+
+	// MinRetryDelay and MaxRetryDelay bound the wait after a failed batch
+	// (Redis or the database unreachable): the first retry waits
+	// MinRetryDelay, each further one twice as long, up to MaxRetryDelay,
+	// with a random 20% taken off. Rows are never dropped for being
+	// unreachable: they stay pending until a batch succeeds.
+	//
+	// Default to MinRetryDelayDefault (100ms) and MaxRetryDelayDefault (30s).
+	MinRetryDelay time.Duration
+	MaxRetryDelay time.Duration
+
+	// Logger receives a line per relayed batch (info), per failed batch
+	// (warn) and per row the queue refused (error).
+	//
+	// Defaults to nil, which discards.
+	Logger *slog.Logger
+}
+
+func (o *RelayOptions) withDefaults() RelayOptions {
+	var r RelayOptions
+	if o != nil {
+		r = *o
+	}
+	if r.JobIDPrefix == "" {
+		r.JobIDPrefix = JobIDPrefixDefault
+	}
+	if r.BatchSize == 0 {
+		r.BatchSize = BatchSizeDefault
+	}
+	if r.PollInterval == 0 {
+		r.PollInterval = PollIntervalDefault
+	}
+	if r.MinRetryDelay == 0 {
+		r.MinRetryDelay = MinRetryDelayDefault
+	}
+	if r.MaxRetryDelay == 0 {
+		r.MaxRetryDelay = MaxRetryDelayDefault
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	return r
+}
+
+func (o *RelayOptions) validate() error {
+	switch {
+	case o.BatchSize < 1:
+		return fmt.Errorf("RelayOptions.BatchSize must be at least 1, got %d", o.BatchSize)
+	case o.PollInterval < 0:
+		return fmt.Errorf("RelayOptions.PollInterval must not be negative, got %s", o.PollInterval)
+	case o.MinRetryDelay < 0:
+		return fmt.Errorf("RelayOptions.MinRetryDelay must not be negative, got %s", o.MinRetryDelay)
+	case o.MaxRetryDelay < o.MinRetryDelay:
+		return fmt.Errorf("RelayOptions.MaxRetryDelay must be at least MinRetryDelay (%s), got %s", o.MinRetryDelay, o.MaxRetryDelay)
+	}
+	if err := keys.ValidateJobID(o.JobIDPrefix + "1"); err != nil {
+		return fmt.Errorf("RelayOptions.JobIDPrefix %q does not make valid job ids: %w", o.JobIDPrefix, err)
+	}
+	return nil
+}
+
+// Stats counts what relaying did.
+type Stats struct {
+	// Created counts rows whose job was new.
+	Created int
+	// Duplicates counts rows whose job id already named a job: the re-add
+	// after a relay died between adding and marking, or a row with a JobID of
+	// its own that exists.
+	Duplicates int
+	// Deduplicated counts rows whose Deduplication ID another job owned.
+	Deduplicated int
+	// Failed counts rows the queue refused; they are marked failed.
+	Failed int
+}
+
+// Sent is the number of rows marked sent.
+func (s Stats) Sent() int { return s.Created + s.Duplicates + s.Deduplicated }
+
+func (s *Stats) add(o Stats) {
+	s.Created += o.Created
+	s.Duplicates += o.Duplicates
+	s.Deduplicated += o.Deduplicated
+	s.Failed += o.Failed
+}
+
+// Relay moves committed outbox rows into their queues: it claims a batch of
+// pending rows, adds each as a job whose id derives from the row id, and
+// marks the rows sent. Run it in the background with Start and Close, or
+// call Flush when it suits you (a cron job, a test). Several relays may serve
+// one outbox, in one process or many.
+type Relay struct {
+	src    source
+	rdb    redis.UniversalClient
+	opts   RelayOptions
+	logger *slog.Logger
+	hooks  testHooks
+
+	flushMu sync.Mutex // one flush at a time per relay
+
+	queuesMu sync.Mutex
+	queues   map[string]*drover.Queue
+
+	lifeMu     sync.Mutex // guards the lifecycle below; held by Start and Close
+	state      int
+	stopLoop   context.CancelFunc // ends the loops after their current step
+	cancelWork context.CancelFunc // cancels a batch in flight
+	wake       chan struct{}
+	wg         sync.WaitGroup
+}
+
+const (
+	stateNew = iota
+	stateRunning
+	stateClosed
+)
+
+// testHooks let tests stop a batch at each of its steps, as a crash would.
+// A hook returning an error aborts the batch there. The zero value does
+// nothing.
+type testHooks struct {
+	beforeAdd    func(ctx context.Context) error // rows claimed, nothing added
+	afterAdd     func(ctx context.Context) error // jobs added, rows not marked
+	beforeCommit func(ctx context.Context) error // rows marked, not committed
+}
+
+// NewRelay returns a relay from outbox to the queues of rdb. It does no
+// I/O; Start or Flush does. Whoever created rdb closes it, after Close.
+func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *RelayOptions) (*Relay, error) {
+	if outbox == nil || rdb == nil {
+		return nil, errors.New("outbox: NewRelay needs an outbox and a Redis client")
+	}
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("outbox: %w: %w", drover.ErrInvalidOption, err)
+	}
+	return &Relay{
+		src:    outbox.store,
+		rdb:    rdb,
+		opts:   o,
+		logger: o.Logger,
+		queues: make(map[string]*drover.Queue),
+		wake:   make(chan struct{}, 1),
+	}, nil
+}
+
+// Start checks that the database answers, subscribes to its notifications
+// (PostgreSQL) and starts relaying in the background until Close. It
+// returns once the relay runs; rows committed from then on are relayed
+// within moments, the rows already pending right away. Redis need not be up:
+// the relay retries until it is. Start on a running relay does nothing; on a
+// closed one, it fails with drover.ErrClosed.
+func (r *Relay) Start(ctx context.Context) error {
+	r.lifeMu.Lock()
+	defer r.lifeMu.Unlock()
+	switch r.state {
+	case stateRunning:
+		return nil
+	case stateClosed:
+		return fmt.Errorf("outbox: start relay: %w", drover.ErrClosed)
+	}
+	if err := r.src.ping(ctx); err != nil {
+		return fmt.Errorf("outbox: start relay: reach the database: %w", err)
+	}
+	lis, err := r.src.listen(ctx)
+	if err != nil {
+		return fmt.Errorf("outbox: start relay: listen for new rows: %w", err)
+	}
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	workCtx, cancelWork := context.WithCancel(context.Background())
+	r.stopLoop, r.cancelWork = stopLoop, cancelWork
+	r.wg.Add(1)
+	go r.run(loopCtx, workCtx)
+	if lis != nil {
+		r.wg.Add(1)
+		go r.listen(loopCtx, lis)
+	}
+	r.state = stateRunning
+	r.logger.InfoContext(ctx, "outbox relay started")
+	return nil
+}
+
+// Close stops the relay: no batch starts after it is called, and a batch in
+// flight may finish until ctx ends; then it is cancelled, which leaves its
+// rows pending for the next relay (their jobs, if already added, are found as
+// duplicates). Close returns once the relay's goroutines have exited. It is
+// idempotent and safe on a relay that never started, which then cannot start.
+func (r *Relay) Close(ctx context.Context) error {
+	r.lifeMu.Lock()
+	defer r.lifeMu.Unlock()
+	if r.state != stateRunning {
+		r.state = stateClosed
+		return nil
+	}
+	r.state = stateClosed
+	r.stopLoop()
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		r.cancelWork()
+		<-done
+	}
+	r.cancelWork()
+	r.logger.InfoContext(ctx, "outbox relay stopped")
+	return nil
+}
+
+// Flush relays every pending row now, batch after batch, and returns what it
+// did. It stops at the first failed batch and returns its error; rows
+// relayed before stay relayed.
+func (r *Relay) Flush(ctx context.Context) (Stats, error) {
+	return r.flush(ctx, ctx)
+}
+
+// flush runs batches until one comes back short. loopCtx ending stops it
+// between batches; workCtx ending cancels the batch in flight.
+func (r *Relay) flush(loopCtx, workCtx context.Context) (Stats, error) {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	var total Stats
+	for loopCtx.Err() == nil {
+		stats, claimed, err := r.relayBatch(workCtx)
+		total.add(stats)
+		if err != nil {
+			return total, err
+		}
+		if claimed < r.opts.BatchSize {
+			return total, nil
+		}
+	}
+	return total, loopCtx.Err()
+}
+
+// nudge wakes the run loop, if it is not already about to wake.
+func (r *Relay) nudge() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the relay's main loop: flush, then wait for a notification or the
+// poll interval, or, after a failure, for the retry delay (ignoring
+// notifications, which would only repeat the failure sooner).
+func (r *Relay) run(loopCtx, workCtx context.Context) {
+	defer r.wg.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	failures := 0
+	for {
+		_, err := r.flush(loopCtx, workCtx)
+		if loopCtx.Err() != nil {
+			return
+		}
+		wait, wake := r.opts.PollInterval, r.wake
+		if err != nil {
+			failures++
+			wait, wake = r.retryDelay(failures), nil
+			r.logger.WarnContext(loopCtx, "outbox batch failed; retrying",
+				slog.Int(logkey.Attempt, failures), slog.Duration(logKeyDelay, wait), slog.Any(logkey.Error, err))
+		} else {
+			failures = 0
+		}
+		timer.Reset(wait)
+		select {
+		case <-loopCtx.Done():
+			return
+		case <-timer.C:
+		case <-wake:
+		}
+	}
+}
+
+// listen turns database notifications into nudges, reconnecting with
+// backoff when the connection breaks (the poll interval covers the gap).
+func (r *Relay) listen(ctx context.Context, lis listener) {
+	defer r.wg.Done()
+	failures := 0
+	for {
+		if lis == nil {
+			var err error
+			if lis, err = r.src.listen(ctx); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				failures++
+				r.logger.WarnContext(ctx, "outbox listen failed; polling meanwhile",
+					slog.Int(logkey.Attempt, failures), slog.Any(logkey.Error, err))
+				if !sleep(ctx, r.retryDelay(failures)) {
+					return
+				}
+				continue
+			}
+			r.nudge() // rows may have been added while nobody listened
+		}
+		err := lis.wait(ctx)
+		if err == nil {
+			failures = 0
+			r.nudge()
+			continue
+		}
+		lis.close()
+		lis = nil
+		if ctx.Err() != nil {
+			return
+		}
+		failures++
+		r.logger.WarnContext(ctx, "outbox listen connection lost; reconnecting",
+			slog.Int(logkey.Attempt, failures), slog.Any(logkey.Error, err))
+		if !sleep(ctx, r.retryDelay(failures)) {
+			return
+		}
+	}
+}
+
+// sleep waits for d or for ctx to end, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// retryDelay is the wait before retry number n (1-based).
+func (r *Relay) retryDelay(n int) time.Duration {
+	d := r.opts.MinRetryDelay
+	for i := 1; i < n && d < r.opts.MaxRetryDelay; i++ {
+		d *= 2
+	}
+	d = min(d, r.opts.MaxRetryDelay)
+	return d - time.Duration(rand.Float64()*0.2*float64(d))
+}
+
+// queue returns the drover queue called name.
+func (r *Relay) queue(name string) (*drover.Queue, error) {
+	r.queuesMu.Lock()
+	defer r.queuesMu.Unlock()
+	if q, ok := r.queues[name]; ok {
+		return q, nil
+	}
+	q, err := drover.NewQueue(r.rdb, name, r.opts.QueueOptions)
+	if err != nil {
+		return nil, err
+	}
+	r.queues[name] = q
+	return q, nil
+}
+
+// jobID is the id the row's job gets.
+func (r *Relay) jobID(rw row, opts *drover.JobOptions) string {
+	if opts != nil && opts.JobID != "" {
+		return opts.JobID
+	}
+	return r.opts.JobIDPrefix + strconv.FormatInt(rw.id, 10)
+}
+
+// settled is what became of one row of a batch.
+type settled struct {
+	row     row
+	jobID   string
+	outcome drover.AddOutcome
+	failure error // the queue refused the row for good
+}
+
+// relayBatch claims, adds and marks one batch. It returns the number of rows
+// claimed, so the caller knows whether more may be pending.
+func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
+	b, err := r.src.claim(ctx, r.opts.BatchSize)
+	if err != nil {
+		return Stats{}, 0, fmt.Errorf("outbox: claim rows: %w", err)
+	}
+	// Detached: the rows must be released even when ctx is what failed.
+	defer func() { _ = b.rollback(context.WithoutCancel(ctx)) }()
+	rows := b.rows()
+	if len(rows) == 0 {
+		return Stats{}, 0, nil
+	}
+	if err := callHook(ctx, r.hooks.beforeAdd); err != nil {
+		return Stats{}, len(rows), err
+	}
+	results, err := r.addAll(ctx, rows)
+	if err != nil {
+		return Stats{}, len(rows), err
+	}
+	if err := callHook(ctx, r.hooks.afterAdd); err != nil {
+		return Stats{}, len(rows), err
+	}
+
+	now := time.Now()
+	var (
+		stats  Stats
+		ids    []int64
+		jobIDs []string
+	)
+	for _, s := range results {
+		if s.failure != nil {
+			stats.Failed++
+			if err := b.markFailed(ctx, s.row.id, s.failure.Error(), now); err != nil {
+				return Stats{}, len(rows), fmt.Errorf("outbox: mark row %d failed: %w", s.row.id, err)
+			}
+			continue
+		}
+		switch s.outcome {
+		case drover.AddCreated:
+			stats.Created++
+		case drover.AddDuplicate:
+			stats.Duplicates++
+		case drover.AddDeduplicated:
+			stats.Deduplicated++
+		}
+		ids = append(ids, s.row.id)
+		jobIDs = append(jobIDs, s.jobID)
+	}
+	if len(ids) > 0 {
+		if err := b.markSent(ctx, ids, jobIDs, now); err != nil {
+			return Stats{}, len(rows), fmt.Errorf("outbox: mark %d rows sent: %w", len(ids), err)
+		}
+	}
+	if err := callHook(ctx, r.hooks.beforeCommit); err != nil {
+		return Stats{}, len(rows), err
+	}
+	if err := b.commit(ctx); err != nil {
+		return Stats{}, len(rows), fmt.Errorf("outbox: commit batch: %w", err)
+	}
+
+	for _, s := range results {
+		if s.failure != nil {
+			r.logger.ErrorContext(ctx, "outbox row refused by its queue; marked failed",
+				slog.Int64(logKeyOutboxID, s.row.id), slog.String(logkey.Queue, s.row.queue),
+				slog.String(logkey.JobID, s.jobID), slog.Any(logkey.Error, s.failure))
+		}
+	}
+	r.logger.InfoContext(ctx, "outbox batch relayed",
+		slog.Int(logkey.Count, stats.Sent()), slog.Int(logKeyCreated, stats.Created),
+		slog.Int(logKeyDuplicates, stats.Duplicates))
+	return stats, len(rows), nil
+}
+
+func callHook(ctx context.Context, h func(context.Context) error) error {
+	if h == nil {
+		return nil
+	}
+	return h(ctx)
+}
+
+// addAll adds the rows to their queues, one AddBulk per queue, in row
+// order. A row the queue refuses for good (invalid options or data) is
+// settled as failed; any other error fails the whole batch, to be retried.
+func (r *Relay) addAll(ctx context.Context, rows []row) ([]settled, error) {
+	var order []string
+	byQueue := make(map[string][]int)
+	for i, rw := range rows {
+		if _, ok := byQueue[rw.queue]; !ok {
+			order = append(order, rw.queue)
+		}
+		byQueue[rw.queue] = append(byQueue[rw.queue], i)
+	}
+
+	results := make([]settled, len(rows))
+	for _, name := range order {
+		idx := byQueue[name]
+		q, qErr := r.queue(name)
+		var (
+			jobs []drover.BulkJob
+			of   []int // row index of each job
+		)
+		for _, i := range idx {
+			rw := rows[i]
+			results[i].row = rw
+			if qErr != nil {
+				results[i].failure = qErr
+				continue
+			}
+			opts, err := decodeOpts(rw.opts)
+			if err != nil {
+				results[i].failure = err
+				continue
+			}
+			id := r.jobID(rw, opts)
+			results[i].jobID = id
+			withID := drover.JobOptions{}
+			if opts != nil {
+				withID = *opts
+			}
+			withID.JobID = id
+			jobs = append(jobs, drover.BulkJob{Name: rw.name, Data: jsonData(rw.data), Opts: &withID})
+			of = append(of, i)
+		}
+		if len(jobs) == 0 {
+			continue
+		}
+		added, err := q.AddBulk(ctx, jobs)
+		if err != nil && refused(err) {
+			// One job spoils the bulk call before anything is written: add
+			// them one by one to find it.
+			added, err = r.addOneByOne(ctx, q, jobs, of, results)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("outbox: add %d jobs to queue %q: %w", len(jobs), name, err)
+		}
+		for k, res := range added {
+			if res != nil {
+				results[of[k]].outcome = res.Outcome
+			}
+		}
+	}
+	return results, nil
+}
+
+// addOneByOne adds jobs singly, settling refused ones as failed. The result
+// has a nil entry for each failed job.
+func (r *Relay) addOneByOne(ctx context.Context, q *drover.Queue, jobs []drover.BulkJob, of []int, results []settled) ([]*drover.AddResult, error) {
+	out := make([]*drover.AddResult, len(jobs))
+	for k, j := range jobs {
+		res, err := q.Add(ctx, j.Name, j.Data, j.Opts)
+		switch {
+		case err == nil:
+			out[k] = res
+		case refused(err):
+			results[of[k]].failure = err
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// refused reports whether the queue turned a job down for good.
+func refused(err error) bool {
+	return errors.Is(err, drover.ErrInvalidOption) || errors.Is(err, drover.ErrInvalidData) ||
+		errors.Is(err, drover.ErrInvalidJobID)
+}

@@ -1,0 +1,593 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/pgtest"
+	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/outbox"
+)
+
+func TestRelay(t *testing.T) {
+	t.Parallel()
+
+	for _, dialect := range dialects {
+		t.Run(dialect.name, func(t *testing.T) {
+			t.Parallel()
+			exerciseRelay(t, dialect.setup)
+		})
+	}
+}
+
+func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
+	ctx := context.Background()
+
+	t.Run("ACommittedRowBecomesAJobWithItsDataAndOptions", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		bundle.add(t, job{
+			queue: "emails", name: "welcome", data: map[string]any{"user": 7},
+			opts: &drover.JobOptions{Attempts: 3, Priority: 5, Backoff: &drover.Backoff{Type: drover.BackoffFixed, Delay: time.Second}},
+		})
+		relay := bundle.newRelay(t, nil)
+
+		stats, err := relay.Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{Created: 1}, stats)
+
+		rows := bundle.rows(t)
+		require.Len(t, rows, 1)
+		require.True(t, rows[0].Sent)
+		require.Equal(t, outboxJobID(rows[0].ID), rows[0].JobID)
+
+		j, err := bundle.queue(t, "emails").GetJob(ctx, rows[0].JobID)
+		require.NoError(t, err)
+		require.Equal(t, "welcome", j.Name)
+		require.JSONEq(t, `{"user":7}`, string(j.Data))
+		require.Equal(t, 3, j.Opts.Attempts)
+		require.Equal(t, 5, j.Priority)
+		require.Equal(t, &drover.Backoff{Type: drover.BackoffFixed, Delay: time.Second}, j.Opts.Backoff)
+
+		stats, err = relay.Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{}, stats, "a sent row is not relayed again")
+	})
+
+	t.Run("ARolledBackRowNeverBecomesAJob", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		bundle.addRolledBack(t, job{queue: "emails", name: "welcome"})
+		stats, err := bundle.newRelay(t, nil).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{}, stats)
+		require.Zero(t, bundle.jobCount(t, "emails"))
+	})
+
+	t.Run("AReAddAfterACrashBetweenAddAndMarkIsADuplicate", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		bundle.add(t, job{queue: "q", name: "a"}, job{queue: "q", name: "b"})
+		crashed := bundle.newRelay(t, nil)
+		crash := errors.New("relay died after the add")
+		outbox.SetTestHooks(crashed, nil, func(context.Context) error { return crash }, nil)
+		_, err := crashed.Flush(ctx)
+		require.ErrorIs(t, err, crash)
+		require.Len(t, pending(bundle.rows(t)), 2, "the rows stay pending")
+		require.EqualValues(t, 2, bundle.jobCount(t, "q"), "but their jobs were added")
+
+		stats, err := bundle.newRelay(t, nil).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{Duplicates: 2}, stats)
+		require.Empty(t, pending(bundle.rows(t)))
+		require.EqualValues(t, 2, bundle.jobCount(t, "q"))
+	})
+
+	t.Run("ACrashAfterMarkingBeforeCommitIsADuplicateToo", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		bundle.add(t, job{queue: "q", name: "a"})
+		crashed := bundle.newRelay(t, nil)
+		crash := errors.New("relay died before commit")
+		outbox.SetTestHooks(crashed, nil, nil, func(context.Context) error { return crash })
+		_, err := crashed.Flush(ctx)
+		require.ErrorIs(t, err, crash)
+		require.Len(t, pending(bundle.rows(t)), 1)
+
+		stats, err := bundle.newRelay(t, nil).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{Duplicates: 1}, stats)
+		require.EqualValues(t, 1, bundle.jobCount(t, "q"))
+	})
+
+	t.Run("ARowKeepsItsOwnJobID", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		bundle.add(t,
+			job{queue: "orders", name: "ship", opts: &drover.JobOptions{JobID: "order-42"}},
+			job{queue: "orders", name: "ship", opts: &drover.JobOptions{JobID: "order-42"}},
+		)
+		stats, err := bundle.newRelay(t, nil).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{Created: 1, Duplicates: 1}, stats)
+		for _, r := range bundle.rows(t) {
+			require.Equal(t, "order-42", r.JobID)
+		}
+		require.EqualValues(t, 1, bundle.jobCount(t, "orders"))
+	})
+
+	t.Run("AddTxRefusesBadInputBeforeWriting", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		tests := []struct {
+			name    string
+			j       job
+			wantIs  error
+			wantMsg string
+		}{
+			{"QueueNameWithColon", job{queue: "a:b", name: "n"}, drover.ErrInvalidOption, `queue name "a:b" must not contain ':'`},
+			{"EmptyQueueName", job{queue: "", name: "n"}, drover.ErrInvalidOption, "queue name must not be empty"},
+			{"IntegerJobID", job{queue: "q", name: "n", opts: &drover.JobOptions{JobID: "123"}}, drover.ErrInvalidJobID, `job id "123" must not be an integer`},
+			{"JobIDWithColon", job{queue: "q", name: "n", opts: &drover.JobOptions{JobID: "a:b"}}, drover.ErrInvalidJobID, `job id "a:b" must not contain ':'`},
+			{"UnencodableData", job{queue: "q", name: "n", data: func() {}}, drover.ErrInvalidData, "unsupported type"},
+		}
+		for _, tt := range tests {
+			err := bundle.addErr(t, tt.j)
+			require.ErrorIs(t, err, tt.wantIs, tt.name)
+			require.ErrorContains(t, err, tt.wantMsg, tt.name)
+			require.ErrorContains(t, err, "outbox: add job", tt.name)
+		}
+		require.Empty(t, bundle.rows(t))
+	})
+
+	t.Run("ARowTheQueueRefusesIsMarkedFailedAndTheOthersGoOn", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		bundle.add(t,
+			job{queue: "q", name: "fine-1"},
+			job{queue: "q", name: "bad", opts: &drover.JobOptions{Delay: -time.Second}},
+			job{queue: "q", name: "fine-2"},
+		)
+		logs := &logSink{}
+		stats, err := bundle.newRelay(t, &outbox.RelayOptions{Logger: logs.logger()}).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{Created: 2, Failed: 1}, stats)
+
+		rows := bundle.rows(t)
+		require.True(t, rows[0].Sent)
+		require.True(t, rows[1].Failed)
+		require.False(t, rows[1].Sent)
+		require.Contains(t, rows[1].LastError, "JobOptions.Delay must not be negative")
+		require.True(t, rows[2].Sent)
+		require.EqualValues(t, 2, bundle.jobCount(t, "q"))
+		require.Contains(t, logs.String(), `level=ERROR msg="outbox row refused by its queue; marked failed" outbox_id=2 queue=q job_id=outbox-2`)
+
+		stats, err = bundle.newRelay(t, nil).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{}, stats, "a failed row is not retried")
+	})
+
+	t.Run("FlushRelaysEveryBatchAcrossQueues", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		var jobs []job
+		for i := range 250 {
+			jobs = append(jobs, job{queue: []string{"a", "b", "c"}[i%3], name: "n", data: map[string]int{"i": i}})
+		}
+		bundle.add(t, jobs...)
+		stats, err := bundle.newRelay(t, &outbox.RelayOptions{BatchSize: 40}).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{Created: 250}, stats)
+		require.EqualValues(t, 84, bundle.jobCount(t, "a"))
+		require.EqualValues(t, 83, bundle.jobCount(t, "b"))
+		require.EqualValues(t, 83, bundle.jobCount(t, "c"))
+		require.Empty(t, pending(bundle.rows(t)))
+	})
+
+	t.Run("TwoRelaysMakeOneJobPerRow", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		var jobs []job
+		for range 300 {
+			jobs = append(jobs, job{queue: "q", name: "n"})
+		}
+		bundle.add(t, jobs...)
+		relays := []*outbox.Relay{
+			bundle.newRelay(t, &outbox.RelayOptions{BatchSize: 7}),
+			bundle.newRelay(t, &outbox.RelayOptions{BatchSize: 11}),
+		}
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			total outbox.Stats
+		)
+		for _, r := range relays {
+			wg.Go(func() {
+				stats, err := r.Flush(ctx)
+				require.NoError(t, err)
+				mu.Lock()
+				defer mu.Unlock()
+				total.Created += stats.Created
+				total.Duplicates += stats.Duplicates
+			})
+		}
+		wg.Wait()
+		require.Equal(t, 300, total.Created, "each row created once (duplicates: %d)", total.Duplicates)
+		require.EqualValues(t, 300, bundle.jobCount(t, "q"))
+		require.Empty(t, pending(bundle.rows(t)))
+	})
+
+	t.Run("PruneDeletesOnlyOldSentRows", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		bundle.add(t, job{queue: "q", name: "sent"}, job{queue: "q", name: "refused", opts: &drover.JobOptions{Delay: -time.Second}})
+		_, err := bundle.newRelay(t, nil).Flush(ctx)
+		require.NoError(t, err)
+		bundle.add(t, job{queue: "q", name: "pending"})
+
+		n, err := bundle.prune(ctx, time.Now().Add(-time.Hour))
+		require.NoError(t, err)
+		require.Zero(t, n)
+		n, err = bundle.prune(ctx, time.Now().Add(time.Minute))
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		rows := bundle.rows(t)
+		require.Len(t, rows, 2)
+		require.True(t, rows[0].Failed)
+		require.False(t, rows[1].Sent)
+	})
+
+	t.Run("StartRelaysRowsInTheBackground", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		bundle.add(t, job{queue: "q", name: "before-start"})
+		relay := bundle.newRelay(t, &outbox.RelayOptions{PollInterval: 20 * time.Millisecond})
+		require.NoError(t, relay.Start(ctx))
+		bundle.add(t, job{queue: "q", name: "after-start"})
+		waitFor(t, 10*time.Second, "both rows relayed", func() bool { return len(pending(bundle.rows(t))) == 0 })
+		require.EqualValues(t, 2, bundle.jobCount(t, "q"))
+	})
+
+	t.Run("RedisDownIsRetriedWithGrowingDelaysUntilItIsBack", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		proxy := startProxy(t, redistest.Shared(t).Addr)
+		proxy.setDown(true)
+		rdb := redis.NewClient(&redis.Options{Addr: proxy.addr(), MaxRetries: -1, DialTimeout: time.Second})
+		t.Cleanup(func() { _ = rdb.Close() })
+
+		logs := &logSink{}
+		relay := bundle.relay(t, rdb, &outbox.RelayOptions{
+			PollInterval:  20 * time.Millisecond,
+			MinRetryDelay: 20 * time.Millisecond,
+			MaxRetryDelay: 80 * time.Millisecond,
+			Logger:        logs.logger(),
+		})
+
+		bundle.add(t, job{queue: "q", name: "a"}, job{queue: "q", name: "b"})
+		require.NoError(t, relay.Start(ctx), "Start does not need Redis")
+		waitFor(t, 10*time.Second, "four failed batches", func() bool { return len(logs.delays()) >= 4 })
+		require.Len(t, pending(bundle.rows(t)), 2, "nothing is dropped while Redis is down")
+
+		delays := logs.delays()
+		require.Less(t, delays[0], delays[1], "the delay grows")
+		require.LessOrEqual(t, delays[3], 80*time.Millisecond, "up to MaxRetryDelay")
+
+		proxy.setDown(false)
+		waitFor(t, 10*time.Second, "rows relayed once Redis is back", func() bool { return len(pending(bundle.rows(t))) == 0 })
+		require.EqualValues(t, 2, bundle.jobCount(t, "q"))
+	})
+
+	t.Run("Lifecycle", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+
+		t.Run("CloseWithoutStart", func(t *testing.T) {
+			relay := bundle.newRelay(t, nil)
+			require.NoError(t, relay.Close(ctx))
+			require.NoError(t, relay.Close(ctx))
+			require.ErrorIs(t, relay.Start(ctx), drover.ErrClosed)
+		})
+
+		t.Run("StartTwiceAndCloseTwice", func(t *testing.T) {
+			relay := bundle.newRelay(t, nil)
+			require.NoError(t, relay.Start(ctx))
+			require.NoError(t, relay.Start(ctx))
+			require.NoError(t, relay.Close(ctx))
+			require.NoError(t, relay.Close(ctx))
+		})
+
+		t.Run("ConcurrentStartAndClose", func(t *testing.T) {
+			for range 20 {
+				relay := bundle.newRelay(t, &outbox.RelayOptions{PollInterval: time.Millisecond})
+				var wg sync.WaitGroup
+				for i := range 8 {
+					wg.Go(func() {
+						if i%2 == 0 {
+							if err := relay.Start(ctx); err != nil {
+								require.ErrorIs(t, err, drover.ErrClosed)
+							}
+						} else {
+							require.NoError(t, relay.Close(ctx))
+						}
+					})
+				}
+				wg.Wait()
+				require.NoError(t, relay.Close(ctx))
+			}
+		})
+
+		t.Run("CloseCancelsABatchStuckPastItsDeadline", func(t *testing.T) {
+			bundle := setup(t)
+			bundle.add(t, job{queue: "q", name: "a"})
+			relay := bundle.newRelay(t, nil)
+			entered := make(chan struct{})
+			// A batch that only ends when its context does, like a call to
+			// an unresponsive Redis.
+			outbox.SetTestHooks(relay, func(ctx context.Context) error {
+				close(entered)
+				<-ctx.Done()
+				return ctx.Err()
+			}, nil, nil)
+			require.NoError(t, relay.Start(ctx))
+			<-entered
+
+			deadline, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			require.NoError(t, relay.Close(deadline))
+			require.Len(t, pending(bundle.rows(t)), 1)
+		})
+	})
+}
+
+func TestRelayOptions(t *testing.T) {
+	t.Parallel()
+
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ob := outbox.NewSQLite(nil)
+
+	tests := []struct {
+		name    string
+		opts    *outbox.RelayOptions
+		wantErr string
+	}{
+		{"NilIsDefaults", nil, ""},
+		{"NegativeBatchSize", &outbox.RelayOptions{BatchSize: -1}, "RelayOptions.BatchSize must be at least 1, got -1"},
+		{"NegativePollInterval", &outbox.RelayOptions{PollInterval: -time.Second}, "RelayOptions.PollInterval must not be negative, got -1s"},
+		{"MaxBelowMin", &outbox.RelayOptions{MinRetryDelay: time.Second, MaxRetryDelay: time.Millisecond},
+			"RelayOptions.MaxRetryDelay must be at least MinRetryDelay (1s), got 1ms"},
+		{"PrefixMakingIntegerIDs", &outbox.RelayOptions{JobIDPrefix: "-"}, `RelayOptions.JobIDPrefix "-" does not make valid job ids`},
+		{"PrefixWithColon", &outbox.RelayOptions{JobIDPrefix: "a:"}, `RelayOptions.JobIDPrefix "a:" does not make valid job ids`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			_, err := outbox.NewRelay(ob, rdb, tt.opts)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, drover.ErrInvalidOption)
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+
+	t.Run("NeedsAnOutboxAndAClient", func(t *testing.T) {
+		t.Parallel()
+
+		_, err := outbox.NewRelay(ob, nil, nil)
+		require.EqualError(t, err, "outbox: NewRelay needs an outbox and a Redis client")
+	})
+}
+
+func TestRelayPostgres(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+
+	t.Run("ANotificationWakesTheRelayAtOnce", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setupPostgres(t)
+		relay := bundle.newRelay(t, &outbox.RelayOptions{PollInterval: time.Hour})
+		require.NoError(t, relay.Start(ctx))
+		bundle.add(t, job{queue: "q", name: "a"})
+		// The poll interval is an hour: only the notification can do this.
+		waitFor(t, 10*time.Second, "the row relayed", func() bool { return len(pending(bundle.rows(t))) == 0 })
+	})
+
+	t.Run("TheListenerReconnectsAfterLosingItsConnection", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setupPostgres(t)
+		logs := &logSink{}
+		relay := bundle.newRelay(t, &outbox.RelayOptions{PollInterval: time.Hour, MinRetryDelay: 10 * time.Millisecond, Logger: logs.logger()})
+		require.NoError(t, relay.Start(ctx))
+
+		admin := pgtest.Connect(t, bundle.dsn)
+		var killed int
+		require.NoError(t, admin.QueryRow(ctx, `
+			SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE 'LISTEN%'`).Scan(&killed))
+		require.Equal(t, 1, killed)
+		waitFor(t, 10*time.Second, "the loss to be noticed", func() bool {
+			return strings.Contains(logs.String(), "outbox listen connection lost; reconnecting")
+		})
+
+		bundle.add(t, job{queue: "q", name: "a"})
+		waitFor(t, 10*time.Second, "the row relayed", func() bool { return len(pending(bundle.rows(t))) == 0 })
+	})
+}
+
+// logSink collects a relay's log lines.
+type logSink struct {
+	mu    sync.Mutex
+	lines strings.Builder
+	waits []time.Duration
+}
+
+func (s *logSink) logger() *slog.Logger {
+	return slog.New(&sinkHandler{sink: s, text: slog.NewTextHandler(lockedWriter{s}, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})})
+}
+
+func (s *logSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lines.String()
+}
+
+// delays are the retry delays of the failed batches logged so far.
+func (s *logSink) delays() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.waits...)
+}
+
+type lockedWriter struct{ s *logSink }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.s.lines.Write(p)
+}
+
+// sinkHandler writes text and also records the delay of retry lines.
+type sinkHandler struct {
+	sink *logSink
+	text slog.Handler
+}
+
+func (h *sinkHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *sinkHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "outbox batch failed; retrying" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "delay" {
+				h.sink.mu.Lock()
+				h.sink.waits = append(h.sink.waits, a.Value.Duration())
+				h.sink.mu.Unlock()
+			}
+			return true
+		})
+	}
+	return h.text.Handle(ctx, r)
+}
+
+func (h *sinkHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &sinkHandler{sink: h.sink, text: h.text.WithAttrs(as)}
+}
+
+func (h *sinkHandler) WithGroup(name string) slog.Handler {
+	return &sinkHandler{sink: h.sink, text: h.text.WithGroup(name)}
+}
+
+// proxy forwards TCP connections to a Redis server and can play dead: while
+// down it cuts every connection and refuses new ones, as a Redis that went
+// away would.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.setDown(true)
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) setDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+	if down {
+		for c := range p.conns {
+			_ = c.Close()
+		}
+	}
+}
+
+func (p *proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		_ = c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *proxy) accept() {
+	defer p.wg.Done()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if !p.track(client) {
+			continue
+		}
+		server, err := net.Dial("tcp", p.target)
+		if err != nil || !p.track(server) {
+			_ = client.Close()
+			continue
+		}
+		for _, pair := range [][2]net.Conn{{client, server}, {server, client}} {
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				_, _ = io.Copy(pair[0], pair[1])
+				_ = pair[0].Close()
+				_ = pair[1].Close()
+			}()
+		}
+	}
+}
