@@ -1,0 +1,294 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seed40057009/drover"
+)
+
+// Bulk retry defaults.
+const (
+	// RetryChunkDefault is how many jobs a bulk retry moves per chunk.
+	RetryChunkDefault = 100
+	// RetryPauseDefault is the pause between two chunks of a bulk retry.
+	RetryPauseDefault = 100 * time.Millisecond
+	// RetryIDsMax bounds the ids a RetryResult lists.
+	RetryIDsMax = 1000
+)
+
+// RetryJob runs one job again and returns the state it was retried from.
+//
+//   - failed or completed: drover.Job.Retry; reset gives it its whole
+//     attempt budget back.
+//   - delayed (waiting for backoff, or scheduled): drover.Job.RetryNow, which
+//     runs it now; reset as above.
+//
+// Other states are refused with an error wrapping drover.ErrNotInState.
+func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) (drover.JobState, error) {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return "", err
+	}
+	state, err := q.GetJobState(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	job := q.Job(id)
+	opts := &drover.RetryOptions{ResetAttemptsMade: reset}
+	switch state {
+	case drover.StateFailed, drover.StateCompleted:
+		err = job.Retry(ctx, state, opts)
+	case drover.StateDelayed:
+		err = job.RetryNow(ctx, opts)
+	case drover.StateUnknown:
+		err = &drover.JobError{Queue: queue, JobID: id, Op: "retry", Err: drover.ErrJobNotFound}
+	default:
+		err = &drover.JobError{Queue: queue, JobID: id, Op: "retry",
+			Err: fmt.Errorf("%w: the job is %s; only failed, completed and delayed jobs can be retried", drover.ErrNotInState, state)}
+	}
+	return state, err
+}
+
+// RetryOptions configure RetryJobs. Nil means defaults.
+type RetryOptions struct {
+	// State is drover.StateFailed (default) or drover.StateCompleted.
+	State drover.JobState
+	// Filter selects the jobs. Zero = every job of State.
+	Filter Filter
+	// ResetAttempts gives every retried job its whole attempt budget back.
+	ResetAttempts bool
+	// Limit retries at most this many jobs, newest first. 0 = all.
+	Limit int
+	// ChunkSize is how many jobs move per chunk. Defaults to
+	// RetryChunkDefault.
+	ChunkSize int
+	// Pause waits between chunks so a bulk retry cannot flood the workers
+	// (and cause the retry storm it is meant to recover from). Defaults to
+	// RetryPauseDefault; negative = no pause.
+	Pause time.Duration
+	// DryRun only counts and lists the jobs that would be retried.
+	DryRun bool
+	// Progress, if set, is called after each chunk with the jobs done so far
+	// and the total to do.
+	Progress func(done, total int)
+}
+
+// RetryResult reports a bulk retry.
+type RetryResult struct {
+	Queue string          `json:"queue"`
+	State drover.JobState `json:"state"`
+	// Matched counts the jobs selected; Retried those moved; Skipped those
+	// that changed meanwhile (removed, retried by someone else).
+	Matched int  `json:"matched"`
+	Retried int  `json:"retried"`
+	Skipped int  `json:"skipped"`
+	DryRun  bool `json:"dryRun"`
+	// IDs lists up to RetryIDsMax of the matched ids, newest first.
+	IDs []string `json:"ids"`
+}
+
+// RetryJobs retries queue's failed (or completed) jobs in paced chunks.
+// Without a filter it moves jobs by age with drover.Queue.RetryJobs (one
+// script call per chunk); with one it selects the jobs first, then retries
+// them one by one with drover.Job.Retry, chunk by chunk.
+func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOptions) (*RetryResult, error) {
+	var o RetryOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.State == "" {
+		o.State = drover.StateFailed
+	}
+	if o.ChunkSize == 0 {
+		o.ChunkSize = RetryChunkDefault
+	}
+	if o.Pause == 0 {
+		o.Pause = RetryPauseDefault
+	}
+	o.Pause = max(o.Pause, 0)
+	switch {
+	case o.State != drover.StateFailed && o.State != drover.StateCompleted:
+		return nil, fmt.Errorf("%w: inspect.RetryOptions.State must be %q or %q, got %q", drover.ErrInvalidOption, drover.StateFailed, drover.StateCompleted, o.State)
+	case o.ChunkSize < 0 || o.Limit < 0:
+		return nil, fmt.Errorf("%w: inspect.RetryOptions.ChunkSize and Limit must not be negative, got %d and %d", drover.ErrInvalidOption, o.ChunkSize, o.Limit)
+	}
+	q, err := i.Queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	res := &RetryResult{Queue: queue, State: o.State, DryRun: o.DryRun, IDs: []string{}}
+	progress := func(done, total int) {
+		if o.Progress != nil {
+			o.Progress(done, total)
+		}
+	}
+
+	if o.Filter.IsZero() {
+		counts, err := q.GetJobCounts(ctx, o.State)
+		if err != nil {
+			return nil, err
+		}
+		res.Matched = int(counts[o.State])
+		if o.Limit > 0 {
+			res.Matched = min(res.Matched, o.Limit)
+		}
+		if res.Matched > 0 {
+			res.IDs, err = q.GetJobIDs(ctx, []drover.JobState{o.State}, 0, int64(min(res.Matched, RetryIDsMax)-1), false)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if o.DryRun || res.Matched == 0 {
+			return res, nil
+		}
+		res.Retried, err = q.RetryJobs(ctx, &drover.RetryJobsOptions{
+			State: o.State, Count: o.ChunkSize, ResetAttemptsMade: o.ResetAttempts, Limit: o.Limit,
+			Pause: o.Pause, Progress: func(moved int) { progress(moved, max(res.Matched, moved)) },
+		})
+		return res, err
+	}
+
+	ids, err := i.matching(ctx, q, o.State, o.Filter, o.Limit)
+	if err != nil {
+		return nil, err
+	}
+	res.Matched = len(ids)
+	res.IDs = ids[:min(len(ids), RetryIDsMax)]
+	if o.DryRun {
+		return res, nil
+	}
+	retry := &drover.RetryOptions{ResetAttemptsMade: o.ResetAttempts}
+	for from := 0; from < len(ids); from += o.ChunkSize {
+		if from > 0 && o.Pause > 0 {
+			if err := sleep(ctx, o.Pause); err != nil {
+				return res, err
+			}
+		}
+		for _, id := range ids[from:min(from+o.ChunkSize, len(ids))] {
+			err := q.Job(id).Retry(ctx, o.State, retry)
+			switch {
+			case err == nil:
+				res.Retried++
+			case drover.IsRefusal(err):
+				res.Skipped++
+			default:
+				return res, err
+			}
+		}
+		progress(res.Retried+res.Skipped, len(ids))
+	}
+	return res, nil
+}
+
+// matching lists the ids of state's jobs that pass filter, newest first,
+// reading the whole state in chunks.
+func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, limit int) ([]string, error) {
+	const chunk = 500
+	var out []string
+	for pos := 0; ; pos += chunk {
+		ids, err := q.GetJobIDs(ctx, []drover.JobState{state}, int64(pos), int64(pos+chunk-1), false)
+		if err != nil {
+			return nil, err
+		}
+		jobs, err := q.GetJobsByID(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range jobs {
+			if filter.Match(j) {
+				out = append(out, j.ID)
+				if limit > 0 && len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+		if len(ids) < chunk {
+			return out, nil
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// PromoteJob runs a delayed job now, keeping its attempts.
+func (i *Inspector) PromoteJob(ctx context.Context, queue, id string) error {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return err
+	}
+	return q.Job(id).Promote(ctx)
+}
+
+// PromoteAll runs every delayed job of queue now and returns how many.
+func (i *Inspector) PromoteAll(ctx context.Context, queue string) (int, error) {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return 0, err
+	}
+	return q.PromoteJobs(ctx, 0)
+}
+
+// RemoveJob deletes a job and its logs, unless a worker holds it.
+func (i *Inspector) RemoveJob(ctx context.Context, queue, id string) error {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return err
+	}
+	return q.Job(id).Remove(ctx)
+}
+
+// Pause stops workers from taking queue's jobs.
+func (i *Inspector) Pause(ctx context.Context, queue string) error {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return err
+	}
+	return q.Pause(ctx)
+}
+
+// Resume undoes Pause.
+func (i *Inspector) Resume(ctx context.Context, queue string) error {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return err
+	}
+	return q.Resume(ctx)
+}
+
+// Clean removes up to limit of queue's jobs in state that are older than
+// grace (finished for completed and failed), skipping jobs a worker holds,
+// and returns their ids. limit 0 means the engine's cap of 10000 per call.
+func (i *Inspector) Clean(ctx context.Context, queue string, state drover.JobState, grace time.Duration, limit int) ([]string, error) {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	return q.Clean(ctx, grace, limit, state)
+}
+
+// Obliterate deletes queue and all its jobs. Without force it refuses while
+// jobs are active (drover.ErrActiveJobs).
+func (i *Inspector) Obliterate(ctx context.Context, queue string, force bool) error {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return err
+	}
+	return q.Obliterate(ctx, &drover.ObliterateOptions{Force: force})
+}
+
+// Events returns a reader of queue's events stream after lastID ("" = only
+// new events, "0" = the whole stream).
+func (i *Inspector) Events(queue, lastID string) (*drover.QueueEvents, error) {
+	return drover.NewQueueEvents(i.rdb, queue, &drover.QueueEventsOptions{Prefix: i.opts.Prefix, LastEventID: lastID})
+}

@@ -1,0 +1,266 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keys"
+)
+
+// Defaults. Each option's doc names the one it uses.
+const (
+	// ScanLimitDefault bounds the jobs one filtered list, stalled view or
+	// budget view reads per state.
+	ScanLimitDefault = 10000
+	// PageSizeDefault is the page size of Jobs.
+	PageSizeDefault = 50
+	// BudgetThresholdDefault: a job has used most of its attempt budget when
+	// attempts made / attempts allowed is above this.
+	BudgetThresholdDefault = 0.8
+)
+
+// Options configure an Inspector. Nil means defaults.
+type Options struct {
+	// Prefix of every key. Defaults to drover.PrefixDefault ("bull").
+	Prefix string
+	// ScanLimit bounds how many jobs a filtered list, the stalled view and
+	// the budget view read per state. Defaults to ScanLimitDefault.
+	ScanLimit int
+	// BudgetThreshold is the share of its attempts a live job must have used
+	// to be listed by NearExhausted. Defaults to BudgetThresholdDefault (0.8);
+	// must be in (0, 1).
+	BudgetThreshold float64
+	// Storm tunes the retry-storm alert. Nil means defaults.
+	Storm *StormOptions
+	// Logger receives warnings. Defaults to discarding.
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Prefix == "" {
+		r.Prefix = drover.PrefixDefault
+	}
+	if r.ScanLimit == 0 {
+		r.ScanLimit = ScanLimitDefault
+	}
+	if r.BudgetThreshold == 0 {
+		r.BudgetThreshold = BudgetThresholdDefault
+	}
+	s := r.Storm.withDefaults()
+	r.Storm = &s
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	return r
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.ScanLimit < 1:
+		return fmt.Errorf("%w: inspect.Options.ScanLimit must be at least 1, got %d", drover.ErrInvalidOption, o.ScanLimit)
+	case o.BudgetThreshold <= 0 || o.BudgetThreshold >= 1:
+		return fmt.Errorf("%w: inspect.Options.BudgetThreshold must be in (0, 1), got %v", drover.ErrInvalidOption, o.BudgetThreshold)
+	}
+	return o.Storm.validate()
+}
+
+// Inspector reads and administers every queue under one prefix. It is safe
+// for concurrent use.
+type Inspector struct {
+	rdb  redis.UniversalClient
+	opts Options
+
+	mu      sync.Mutex
+	queues  map[string]*drover.Queue
+	samples map[string][]sample // delayed-set sizes per queue, for growth
+	now     func() time.Time
+}
+
+// New returns an Inspector over rdb. It does no I/O.
+func New(rdb redis.UniversalClient, opts *Options) (*Inspector, error) {
+	if rdb == nil {
+		return nil, errors.New("inspect: New needs a Redis client, got nil")
+	}
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return &Inspector{
+		rdb:     rdb,
+		opts:    o,
+		queues:  make(map[string]*drover.Queue),
+		samples: make(map[string][]sample),
+		now:     time.Now,
+	}, nil
+}
+
+// Prefix is the key prefix the Inspector works under.
+func (i *Inspector) Prefix() string { return i.opts.Prefix }
+
+// StormOptions are the storm thresholds in force, defaults filled in.
+func (i *Inspector) StormOptions() StormOptions { return *i.opts.Storm }
+
+// BudgetThreshold is the budget share in force (see Options.BudgetThreshold).
+func (i *Inspector) BudgetThreshold() float64 { return i.opts.BudgetThreshold }
+
+// Ping checks that Redis answers.
+func (i *Inspector) Ping(ctx context.Context) error {
+	if err := i.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ping redis: %w", err)
+	}
+	return nil
+}
+
+// Queue returns a drover.Queue handle for name, for calls this package does
+// not wrap. It does no I/O.
+func (i *Inspector) Queue(name string) (*drover.Queue, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if q, ok := i.queues[name]; ok {
+		return q, nil
+	}
+	q, err := drover.NewQueue(i.rdb, name, &drover.QueueOptions{Prefix: i.opts.Prefix, Logger: i.opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	i.queues[name] = q
+	return q, nil
+}
+
+func (i *Inspector) keys(queue string) keys.Queue { return keys.New(i.opts.Prefix, queue) }
+
+// Queues lists the queues under the prefix, sorted by name. A queue exists
+// while any of its own keys does (meta, id, wait, events, ...), whoever
+// wrote it. It scans the keyspace with SCAN (every master of a cluster).
+func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
+	pattern := keys.ScanPattern(i.opts.Prefix)
+	seen := make(map[string]bool)
+	var mu sync.Mutex
+	scan := func(ctx context.Context, c redis.UniversalClient) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			if name, ok := keys.QueueOf(i.opts.Prefix, iter.Val()); ok {
+				mu.Lock()
+				seen[name] = true
+				mu.Unlock()
+			}
+		}
+		return iter.Err()
+	}
+	var err error
+	if cc, ok := i.rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, i.rdb)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scan queues under prefix %q: %w", i.opts.Prefix, err)
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		if keys.ValidateName(n) == nil {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Counts are a queue's jobs per state.
+type Counts struct {
+	Waiting         int64 `json:"waiting"`
+	Active          int64 `json:"active"`
+	Delayed         int64 `json:"delayed"`
+	Prioritized     int64 `json:"prioritized"`
+	Completed       int64 `json:"completed"`
+	Failed          int64 `json:"failed"`
+	WaitingChildren int64 `json:"waitingChildren"`
+	Paused          int64 `json:"paused"`
+}
+
+// Get returns the count of state.
+func (c Counts) Get(state drover.JobState) int64 {
+	switch state {
+	case drover.StateWaiting:
+		return c.Waiting
+	case drover.StateActive:
+		return c.Active
+	case drover.StateDelayed:
+		return c.Delayed
+	case drover.StatePrioritized:
+		return c.Prioritized
+	case drover.StateCompleted:
+		return c.Completed
+	case drover.StateFailed:
+		return c.Failed
+	case drover.StateWaitingChildren:
+		return c.WaitingChildren
+	case drover.StatePaused:
+		return c.Paused
+	}
+	return 0
+}
+
+// States are the states Counts reports, in the order tools show them.
+var States = []drover.JobState{
+	drover.StateWaiting, drover.StatePrioritized, drover.StateActive, drover.StateDelayed,
+	drover.StateCompleted, drover.StateFailed, drover.StateWaitingChildren, drover.StatePaused,
+}
+
+// QueueInfo is one queue's summary.
+type QueueInfo struct {
+	Name   string `json:"name"`
+	Paused bool   `json:"paused"`
+	Counts Counts `json:"counts"`
+}
+
+// QueueInfo counts queue's jobs per state, atomically, and reads whether it
+// is paused.
+func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, error) {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	m, err := q.GetJobCounts(ctx, States...)
+	if err != nil {
+		return nil, err
+	}
+	paused, err := q.IsPaused(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &QueueInfo{Name: queue, Paused: paused, Counts: Counts{
+		Waiting: m[drover.StateWaiting], Active: m[drover.StateActive], Delayed: m[drover.StateDelayed],
+		Prioritized: m[drover.StatePrioritized], Completed: m[drover.StateCompleted], Failed: m[drover.StateFailed],
+		WaitingChildren: m[drover.StateWaitingChildren], Paused: m[drover.StatePaused],
+	}}, nil
+}
+
+// Overview is QueueInfo for every queue under the prefix, sorted by name.
+func (i *Inspector) Overview(ctx context.Context) ([]QueueInfo, error) {
+	names, err := i.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueInfo, 0, len(names))
+	for _, n := range names {
+		info, err := i.QueueInfo(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *info)
+	}
+	return out, nil
+}

@@ -1,0 +1,548 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover"
+)
+
+// RetryState is where a job stands in its retry life: the question
+// "will this job run again, and when?" answered from its state and counters.
+type RetryState string
+
+const (
+	// RetryStateWaiting: ready to run, never failed.
+	RetryStateWaiting RetryState = "waiting"
+	// RetryStateScheduled: delayed without a failure (a delayed add, or a
+	// processor that returned drover.Delay).
+	RetryStateScheduled RetryState = "scheduled"
+	// RetryStateActive: a worker runs it now.
+	RetryStateActive RetryState = "active"
+	// RetryStateRetrying: failed at least once and ready for its next
+	// attempt (no backoff, backoff over, or retried by hand).
+	RetryStateRetrying RetryState = "retrying"
+	// RetryStateBackoff: failed at least once and waits in the delayed set
+	// for its next attempt, due at NextRun.
+	RetryStateBackoff RetryState = "waiting-for-backoff"
+	// RetryStateStalledRecovered: its worker stopped renewing the lock; the
+	// stalled checker put it back in wait (StalledCount > 0).
+	RetryStateStalledRecovered RetryState = "stalled-recovered"
+	// RetryStateFailed: failed for good (budget spent, unrecoverable error,
+	// or stalled too often). Only a manual retry runs it again.
+	RetryStateFailed RetryState = "failed"
+	// RetryStateCompleted: done.
+	RetryStateCompleted RetryState = "completed"
+	// RetryStateWaitingChildren: a parent waiting for its children.
+	RetryStateWaitingChildren RetryState = "waiting-children"
+	// RetryStateUnknown: the job is in no state list (being moved, or gone).
+	RetryStateUnknown RetryState = "unknown"
+)
+
+// ClassifyRetry derives the retry state of job from its queue state.
+func ClassifyRetry(state drover.JobState, job *drover.Job) RetryState {
+	failedBefore := job.AttemptsMade > 0
+	switch state {
+	case drover.StateFailed:
+		return RetryStateFailed
+	case drover.StateCompleted:
+		return RetryStateCompleted
+	case drover.StateActive:
+		return RetryStateActive
+	case drover.StateDelayed:
+		if failedBefore && job.FailedReason != "" {
+			return RetryStateBackoff
+		}
+		return RetryStateScheduled
+	case drover.StateWaiting, drover.StatePrioritized, drover.StatePaused:
+		switch {
+		case failedBefore && job.FailedReason != "":
+			return RetryStateRetrying
+		case job.StalledCount > 0:
+			return RetryStateStalledRecovered
+		case failedBefore:
+			return RetryStateRetrying
+		}
+		return RetryStateWaiting
+	case drover.StateWaitingChildren:
+		return RetryStateWaitingChildren
+	}
+	return RetryStateUnknown
+}
+
+// Budget is a job's attempts against its attempt budget (opts.attempts).
+type Budget struct {
+	// Made counts finished attempts (BullMQ's atm).
+	Made int `json:"made"`
+	// Started counts activations, stalls included (BullMQ's ats).
+	Started int `json:"started"`
+	// Allowed is opts.attempts, at least 1.
+	Allowed int `json:"allowed"`
+	// Left is Allowed - Made, at least 0.
+	Left int `json:"left"`
+	// Used is Made / Allowed.
+	Used float64 `json:"used"`
+}
+
+// BudgetOf reads job's attempt budget.
+func BudgetOf(job *drover.Job) Budget {
+	b := Budget{Made: job.AttemptsMade, Started: job.AttemptsStarted, Allowed: max(job.Opts.Attempts, 1)}
+	b.Left = max(b.Allowed-b.Made, 0)
+	b.Used = float64(b.Made) / float64(b.Allowed)
+	return b
+}
+
+// JobSummary is one job in a list.
+type JobSummary struct {
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	State        drover.JobState `json:"state"`
+	RetryState   RetryState      `json:"retryState"`
+	Budget       Budget          `json:"budget"`
+	StalledCount int             `json:"stalledCount"`
+	FailedReason string          `json:"failedReason,omitempty"`
+	Created      time.Time       `json:"created,omitzero"`
+	ProcessedOn  time.Time       `json:"processedOn,omitzero"`
+	FinishedOn   time.Time       `json:"finishedOn,omitzero"`
+	// NextRun is when a delayed job is due (from its delayed-set score).
+	NextRun     time.Time `json:"nextRun,omitzero"`
+	ProcessedBy string    `json:"processedBy,omitempty"`
+}
+
+func summarize(state drover.JobState, job *drover.Job, nextRun time.Time) JobSummary {
+	return JobSummary{
+		ID: job.ID, Name: job.Name, State: state, RetryState: ClassifyRetry(state, job),
+		Budget: BudgetOf(job), StalledCount: job.StalledCount, FailedReason: job.FailedReason,
+		Created: job.Timestamp, ProcessedOn: job.ProcessedOn, FinishedOn: job.FinishedOn,
+		NextRun: nextRun, ProcessedBy: job.ProcessedBy,
+	}
+}
+
+// ListOptions select a page of Jobs.
+type ListOptions struct {
+	// State is the state to list. Required.
+	State drover.JobState
+	// Filter selects jobs within the state. Zero = all.
+	Filter Filter
+	// Offset is the position in the state's list to start at (the previous
+	// page's NextOffset). Default 0.
+	Offset int
+	// Limit is the page size. Defaults to PageSizeDefault.
+	Limit int
+	// Asc lists oldest first (for delayed: soonest due first). Default
+	// newest first.
+	Asc bool
+}
+
+// JobPage is one page of Jobs.
+type JobPage struct {
+	Queue string          `json:"queue"`
+	State drover.JobState `json:"state"`
+	// Total counts the state's jobs, filter or not.
+	Total int64        `json:"total"`
+	Jobs  []JobSummary `json:"jobs"`
+	// NextOffset is the Offset of the next page; meaningful when More.
+	NextOffset int  `json:"nextOffset"`
+	More       bool `json:"more"`
+	// Scanned counts the jobs read for this page. With a filter, a page stops
+	// after Options.ScanLimit jobs even when it is not full: Truncated.
+	Scanned   int  `json:"scanned"`
+	Truncated bool `json:"truncated"`
+}
+
+// Jobs lists a page of queue's jobs in one state.
+func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (*JobPage, error) {
+	var o ListOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Limit == 0 {
+		o.Limit = PageSizeDefault
+	}
+	if o.Limit < 0 || o.Offset < 0 {
+		return nil, fmt.Errorf("%w: ListOptions.Limit and Offset must not be negative, got %d and %d", drover.ErrInvalidOption, o.Limit, o.Offset)
+	}
+	if o.State == "" {
+		return nil, fmt.Errorf("%w: ListOptions.State is required", drover.ErrInvalidOption)
+	}
+	q, err := i.Queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := q.GetJobCounts(ctx, o.State)
+	if err != nil {
+		return nil, err
+	}
+	page := &JobPage{Queue: queue, State: o.State, Total: counts[o.State], Jobs: []JobSummary{}}
+	chunk := o.Limit
+	if !o.Filter.IsZero() {
+		chunk = 200
+	}
+	pos := o.Offset
+	exhausted := false
+	for len(page.Jobs) < o.Limit {
+		if !o.Filter.IsZero() && page.Scanned >= i.opts.ScanLimit {
+			page.Truncated = true
+			break
+		}
+		n := chunk
+		if !o.Filter.IsZero() {
+			n = min(chunk, i.opts.ScanLimit-page.Scanned)
+		}
+		ids, err := q.GetJobIDs(ctx, []drover.JobState{o.State}, int64(pos), int64(pos+n-1), o.Asc)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			exhausted = true
+			break
+		}
+		jobs, err := i.readJobs(ctx, q, o.State, ids)
+		if err != nil {
+			return nil, err
+		}
+		used := len(ids)
+		for k, id := range ids {
+			j := jobs[id]
+			if j == nil || !o.Filter.Match(j.job) {
+				continue
+			}
+			page.Jobs = append(page.Jobs, summarize(o.State, j.job, j.nextRun))
+			if len(page.Jobs) == o.Limit {
+				used = k + 1
+				break
+			}
+		}
+		pos += used
+		page.Scanned += used
+		if used == len(ids) && len(ids) < n {
+			exhausted = true
+			break
+		}
+	}
+	page.NextOffset = pos
+	page.More = !exhausted && int64(pos) < page.Total
+	return page, nil
+}
+
+type readJob struct {
+	job     *drover.Job
+	nextRun time.Time
+}
+
+// readJobs reads jobs by id, with due times for delayed jobs.
+func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.JobState, ids []string) (map[string]*readJob, error) {
+	jobs, err := q.GetJobsByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*readJob, len(jobs))
+	for _, j := range jobs {
+		out[j.ID] = &readJob{job: j}
+	}
+	if state == drover.StateDelayed && len(jobs) > 0 {
+		due, err := i.dueTimes(ctx, q.Name(), ids)
+		if err != nil {
+			return nil, err
+		}
+		for id, t := range due {
+			if r := out[id]; r != nil {
+				r.nextRun = t
+			}
+		}
+	}
+	return out, nil
+}
+
+// dueTimes reads the delayed-set due time of each id that is delayed.
+func (i *Inspector) dueTimes(ctx context.Context, queue string, ids []string) (map[string]time.Time, error) {
+	k := i.keys(queue)
+	cmds := make([]*redis.FloatCmd, len(ids))
+	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, id := range ids {
+			cmds[n] = p.ZScore(ctx, k.Delayed(), id)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read due times in queue %q: %w", queue, err)
+	}
+	out := make(map[string]time.Time, len(ids))
+	for n, c := range cmds {
+		if s, err := c.Result(); err == nil {
+			out[ids[n]] = dueOf(s)
+		}
+	}
+	return out, nil
+}
+
+// dueOf turns a delayed-set score (dueMs*4096 + sequence) into the due time.
+func dueOf(score float64) time.Time { return time.UnixMilli(int64(score) / 4096) }
+
+// scoreOf is the lowest delayed-set score of jobs due at t.
+func scoreOf(t time.Time) int64 { return t.UnixMilli() * 4096 }
+
+// Attempt is one attempt of a job in its timeline.
+type Attempt struct {
+	// N is the attempt number (BullMQ's ats at activation).
+	N int `json:"n"`
+	// Start and End bound the attempt; zero when not known (jobs processed
+	// by Node BullMQ keep only their last attempt's times).
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+	// Outcome is completed, failed (for good), retry (retried at once),
+	// delayed (retried after Backoff), requeued (worker closing), stalled
+	// (its worker stopped renewing the lock), active (running now) or
+	// unknown.
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+	Worker  string `json:"worker,omitempty"`
+	// Backoff is the wait chosen before the next attempt (outcome delayed),
+	// in nanoseconds in JSON.
+	Backoff time.Duration `json:"backoff,omitempty"`
+	// NextRun is when the next attempt was due (outcome delayed).
+	NextRun time.Time `json:"nextRun,omitzero"`
+}
+
+// Timeline sources.
+const (
+	// TimelineDrover: recorded attempt by attempt by drover workers.
+	TimelineDrover = "drover"
+	// TimelineDerived: rebuilt from the job's counters and last times, for
+	// jobs only Node BullMQ processed.
+	TimelineDerived = "derived"
+)
+
+// Lock is an active job's lock.
+type Lock struct {
+	Held bool `json:"held"`
+	// TTL is how long the lock lives unless renewed (nanoseconds in JSON).
+	TTL time.Duration `json:"ttl"`
+	// Token is the holder's lock token (drover: "<worker id>:<attempt>").
+	Token string `json:"token,omitempty"`
+}
+
+// JobDetail is everything the retry-state inspector shows about one job.
+type JobDetail struct {
+	JobSummary
+	Queue           string          `json:"queue"`
+	Data            json.RawMessage `json:"data"`
+	Opts            json.RawMessage `json:"opts,omitempty"`
+	Backoff         *drover.Backoff `json:"backoff,omitempty"`
+	Priority        int             `json:"priority"`
+	Delay           time.Duration   `json:"delay"`
+	ReturnValue     json.RawMessage `json:"returnValue,omitempty"`
+	Progress        json.RawMessage `json:"progress,omitempty"`
+	DeferredFailure string          `json:"deferredFailure,omitempty"`
+	// Stacktrace lists the kept failure traces, oldest first.
+	Stacktrace []string `json:"stacktrace"`
+	// Timeline lists the attempts, oldest first; TimelineSource says
+	// whether drover recorded it or it was derived.
+	Timeline       []Attempt `json:"timeline"`
+	TimelineSource string    `json:"timelineSource"`
+	// Logs are the newest LogLimit log lines, oldest first; LogCount counts
+	// all lines.
+	Logs     []string `json:"logs"`
+	LogCount int64    `json:"logCount"`
+	// Lock is set for active jobs.
+	Lock *Lock `json:"lock,omitempty"`
+}
+
+// LogLimit is how many log lines Job returns.
+const LogLimit = 200
+
+// Job reads one job for the retry-state inspector. It returns an error
+// wrapping drover.ErrJobNotFound when there is none.
+func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, error) {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	job, err := q.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	state, err := q.GetJobState(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var nextRun time.Time
+	if state == drover.StateDelayed {
+		due, err := i.dueTimes(ctx, queue, []string{id})
+		if err != nil {
+			return nil, err
+		}
+		nextRun = due[id]
+	}
+	logs, logCount, err := q.GetJobLogs(ctx, id, -LogLimit, -1)
+	if err != nil {
+		return nil, err
+	}
+	d := &JobDetail{
+		JobSummary:      summarize(state, job, nextRun),
+		Queue:           queue,
+		Data:            job.Data,
+		Backoff:         job.Opts.Backoff,
+		Priority:        job.Priority,
+		Delay:           job.Delay,
+		ReturnValue:     job.ReturnValue,
+		Progress:        job.Progress,
+		DeferredFailure: job.DeferredFailure,
+		Stacktrace:      job.Stacktrace,
+		Logs:            logs,
+		LogCount:        logCount,
+	}
+	if d.Stacktrace == nil {
+		d.Stacktrace = []string{}
+	}
+	if d.Logs == nil {
+		d.Logs = []string{}
+	}
+	if json.Valid([]byte(job.RawOpts)) {
+		d.Opts = json.RawMessage(job.RawOpts)
+	}
+	if state == drover.StateActive {
+		locks, err := i.locks(ctx, queue, []string{id})
+		if err != nil {
+			return nil, err
+		}
+		d.Lock = locks[id]
+	}
+	d.Timeline, d.TimelineSource = timeline(state, job, nextRun)
+	return d, nil
+}
+
+// locks reads the lock of each job id.
+func (i *Inspector) locks(ctx context.Context, queue string, ids []string) (map[string]*Lock, error) {
+	k := i.keys(queue)
+	ttls := make([]*redis.DurationCmd, len(ids))
+	tokens := make([]*redis.StringCmd, len(ids))
+	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, id := range ids {
+			ttls[n] = p.PTTL(ctx, k.Lock(id))
+			tokens[n] = p.Get(ctx, k.Lock(id))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read job locks in queue %q: %w", queue, err)
+	}
+	out := make(map[string]*Lock, len(ids))
+	for n, id := range ids {
+		l := &Lock{}
+		if tok, err := tokens[n].Result(); err == nil {
+			l.Held, l.Token = true, tok
+			if ttl := ttls[n].Val(); ttl > 0 {
+				l.TTL = ttl
+			}
+		}
+		out[id] = l
+	}
+	return out, nil
+}
+
+// timeline builds the attempt timeline: drover's record when there is one,
+// with the attempts it could not record filled in (stalls, the running
+// attempt), else one derived from the counters.
+func timeline(state drover.JobState, job *drover.Job, nextRun time.Time) ([]Attempt, string) {
+	if len(job.Timeline) > 0 {
+		return fromRecorded(state, job), TimelineDrover
+	}
+	return derived(state, job, nextRun), TimelineDerived
+}
+
+func fromRecorded(state drover.JobState, job *drover.Job) []Attempt {
+	var out []Attempt
+	stalls := job.StalledCount
+	// gap adds the activations numbered [from, to) that wrote no outcome:
+	// the worker stopped renewing the lock (a stall), or a Node worker ran
+	// them.
+	gap := func(from, to int) {
+		for n := from; n < to; n++ {
+			outcome := "unknown"
+			if stalls > 0 {
+				outcome = "stalled"
+				stalls--
+			}
+			out = append(out, Attempt{N: n, Outcome: outcome})
+		}
+	}
+	// drover keeps the newest attempts only: a gap before the first one is
+	// filled only when stalls explain it.
+	first := job.Timeline[0].N
+	if first > 1 && first-1 <= job.StalledCount {
+		gap(1, first)
+	}
+	last := first - 1
+	for _, a := range job.Timeline {
+		gap(last+1, a.N)
+		out = append(out, Attempt{
+			N: a.N, Start: a.Start, End: a.End, Outcome: a.Outcome, Error: a.Error,
+			Worker: a.Worker, Backoff: a.Backoff, NextRun: a.NextRun,
+		})
+		last = max(last, a.N)
+	}
+	current := job.AttemptsStarted
+	if state == drover.StateActive && current > last {
+		gap(last+1, current)
+		out = append(out, Attempt{N: current, Start: job.ProcessedOn, Outcome: "active", Worker: job.ProcessedBy})
+	} else {
+		gap(last+1, current+1)
+	}
+	return out
+}
+
+func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attempt {
+	made := job.AttemptsMade
+	var out []Attempt
+	// Failure messages, newest last: the stack traces start with them.
+	errs := make([]string, len(job.Stacktrace))
+	for n, s := range job.Stacktrace {
+		errs[n] = firstLine(s)
+	}
+	for n := 1; n <= made; n++ {
+		a := Attempt{N: n, Outcome: "failed"}
+		if k := len(errs) - (made - n) - 1; k >= 0 && k < len(errs) {
+			a.Error = errs[k]
+		}
+		if n < made {
+			a.Outcome = "retry"
+		} else {
+			switch state {
+			case drover.StateCompleted:
+				a.Outcome, a.Error = "completed", ""
+			case drover.StateFailed:
+				a.Outcome, a.Error = "failed", job.FailedReason
+			case drover.StateDelayed:
+				a.Outcome, a.Error, a.NextRun = "delayed", job.FailedReason, nextRun
+				a.Backoff = job.Delay
+			default:
+				a.Outcome, a.Error = "retry", job.FailedReason
+			}
+			if state != drover.StateActive {
+				a.Start = job.ProcessedOn
+				a.End = job.FinishedOn
+			}
+		}
+		out = append(out, a)
+	}
+	if state == drover.StateActive {
+		out = append(out, Attempt{N: max(job.AttemptsStarted, made+1), Start: job.ProcessedOn, Outcome: "active", Worker: job.ProcessedBy})
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return strings.TrimSpace(line)
+}
+
+// formatScore renders a delayed-set score bound for ZCOUNT.
+func formatScore(s int64) string { return strconv.FormatInt(s, 10) }

@@ -1,0 +1,261 @@
+package inspect_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
+)
+
+func TestJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("WaitingForBackoffAfterTwoFailures", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		var healthy atomic.Bool
+		b.startWorker(t, "pay", func(ctx context.Context, job *drover.Job) (any, error) {
+			_, _ = job.Log(ctx, fmt.Sprintf("attempt %d", job.AttemptsStarted))
+			if !healthy.Load() {
+				return nil, fmt.Errorf("upstream timeout %d", job.AttemptsStarted)
+			}
+			return "paid", nil
+		}, &drover.WorkerOptions{Name: "w1"})
+		id := b.add(t, "pay", "charge", testRetry)
+		waitFor(t, 10*time.Second, "two failures", func() bool {
+			d, err := b.ins.Job(ctx, "pay", id)
+			require.NoError(t, err)
+			return d.Budget.Made == 2
+		})
+
+		d, err := b.ins.Job(ctx, "pay", id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateDelayed, d.State)
+		require.Equal(t, inspect.RetryStateBackoff, d.RetryState)
+		require.Equal(t, inspect.Budget{Made: 2, Started: 2, Allowed: 3, Left: 1, Used: 2.0 / 3}, d.Budget)
+		require.WithinDuration(t, time.Now().Add(time.Hour), d.NextRun, time.Minute)
+		require.Equal(t, "upstream timeout 2", d.FailedReason)
+		require.Equal(t, inspect.TimelineDrover, d.TimelineSource)
+		require.Len(t, d.Timeline, 2)
+		require.Equal(t, "delayed", d.Timeline[0].Outcome)
+		require.Equal(t, "upstream timeout 1", d.Timeline[0].Error)
+		require.Equal(t, 10*time.Millisecond, d.Timeline[0].Backoff)
+		require.Equal(t, time.Hour, d.Timeline[1].Backoff)
+		require.Equal(t, d.NextRun.UnixMilli(), d.Timeline[1].NextRun.UnixMilli())
+		require.Equal(t, "w1", d.Timeline[1].Worker)
+		require.Len(t, d.Stacktrace, 2)
+		require.Equal(t, []string{"attempt 1", "attempt 2"}, d.Logs)
+		require.Equal(t, int64(2), d.LogCount)
+		require.JSONEq(t, `{"k":"v"}`, string(d.Data))
+		require.Equal(t, "test", d.Backoff.Type)
+
+		healthy.Store(true)
+		state, err := b.ins.RetryJob(ctx, "pay", id, true)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateDelayed, state)
+		b.waitState(t, "pay", id, drover.StateCompleted)
+		d, err = b.ins.Job(ctx, "pay", id)
+		require.NoError(t, err)
+		require.Equal(t, inspect.RetryStateCompleted, d.RetryState)
+		require.Equal(t, 1, d.Budget.Made, "fresh attempts: the budget restarted")
+		require.Len(t, d.Timeline, 3)
+		require.Equal(t, "completed", d.Timeline[2].Outcome)
+	})
+
+	t.Run("PermanentlyFailedAndRetriedByHand", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		b.startWorker(t, "q", func(ctx context.Context, job *drover.Job) (any, error) {
+			return nil, drover.Unrecoverable(errors.New("card declined"))
+		}, nil)
+		id := b.add(t, "q", "charge", &drover.JobOptions{Attempts: 5})
+		b.waitState(t, "q", id, drover.StateFailed)
+		d, err := b.ins.Job(ctx, "q", id)
+		require.NoError(t, err)
+		require.Equal(t, inspect.RetryStateFailed, d.RetryState)
+		require.Equal(t, "failed", d.Timeline[0].Outcome)
+		require.Equal(t, 4, d.Budget.Left)
+
+		require.NoError(t, b.ins.Pause(ctx, "q"))
+		state, err := b.ins.RetryJob(ctx, "q", id, false)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateFailed, state)
+		d, err = b.ins.Job(ctx, "q", id)
+		require.NoError(t, err)
+		require.Equal(t, inspect.RetryStateRetrying, d.RetryState)
+		require.Equal(t, 1, d.Budget.Made)
+
+		_, err = b.ins.RetryJob(ctx, "q", id, false)
+		require.ErrorIs(t, err, drover.ErrNotInState, "a waiting job cannot be retried")
+		_, err = b.ins.RetryJob(ctx, "q", "missing", false)
+		require.ErrorIs(t, err, drover.ErrJobNotFound)
+		_, err = b.ins.Job(ctx, "q", "missing")
+		require.ErrorIs(t, err, drover.ErrJobNotFound)
+	})
+
+	t.Run("ActiveJobShowsLockAndRunningAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		started := make(chan struct{})
+		release := make(chan struct{})
+		b.startWorker(t, "q", func(ctx context.Context, job *drover.Job) (any, error) {
+			close(started)
+			<-release
+			return nil, nil
+		}, &drover.WorkerOptions{LockDuration: 10 * time.Second})
+		id := b.add(t, "q", "x", nil)
+		<-started
+		defer close(release)
+		d, err := b.ins.Job(ctx, "q", id)
+		require.NoError(t, err)
+		require.Equal(t, inspect.RetryStateActive, d.RetryState)
+		require.NotNil(t, d.Lock)
+		require.True(t, d.Lock.Held)
+		require.Greater(t, d.Lock.TTL, 5*time.Second)
+		require.Equal(t, []inspect.Attempt{{N: 1, Start: d.ProcessedOn, Outcome: "active"}}, d.Timeline)
+	})
+
+	t.Run("DerivedTimelineForNodeProcessedJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		k := b.prefix + ":node:"
+		// What a Node BullMQ worker leaves after three failed attempts.
+		require.NoError(t, b.rdb.HSet(ctx, k+"7", "name", "n", "data", "{}", "opts", `{"attempts":3}`,
+			"timestamp", 1000, "atm", 3, "ats", 3, "processedOn", 5000, "finishedOn", 6000,
+			"failedReason", "third", "stacktrace", `["Error: first\n    at x","Error: second\n    at y","Error: third\n    at z"]`).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(6000, "7")).Err())
+		d, err := b.ins.Job(ctx, "node", "7")
+		require.NoError(t, err)
+		require.Equal(t, inspect.TimelineDerived, d.TimelineSource)
+		require.Equal(t, []inspect.Attempt{
+			{N: 1, Outcome: "retry", Error: "Error: first"},
+			{N: 2, Outcome: "retry", Error: "Error: second"},
+			{N: 3, Outcome: "failed", Error: "third", Start: time.UnixMilli(5000), End: time.UnixMilli(6000)},
+		}, d.Timeline)
+	})
+
+	t.Run("StallGapsAreFilledIn", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		k := b.prefix + ":q:"
+		// Attempt 1 stalled (no record), attempt 2 completed on a drover worker.
+		require.NoError(t, b.rdb.HSet(ctx, k+"j", "name", "n", "data", "{}", "opts", `{}`, "timestamp", 1000,
+			"atm", 1, "ats", 2, "stc", 1, "finishedOn", 9000,
+			"drover.attempts", `[{"n":2,"start":"2026-01-01T00:00:00Z","end":"2026-01-01T00:00:01Z","outcome":"completed"}]`).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"completed", redisZ(9000, "j")).Err())
+		d, err := b.ins.Job(ctx, "q", "j")
+		require.NoError(t, err)
+		require.Len(t, d.Timeline, 2)
+		require.Equal(t, inspect.Attempt{N: 1, Outcome: "stalled"}, d.Timeline[0])
+		require.Equal(t, "completed", d.Timeline[1].Outcome)
+	})
+}
+
+func TestJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// setupFailed leaves 30 failed jobs: names alternate a/b, reasons
+	// "timeout N" or "refused N", budgets 1, 2 or 3 attempts made of 3.
+	setupFailed := func(t *testing.T) *testBundle {
+		t.Helper()
+		b := setup(t, nil)
+		k := b.prefix + ":f:"
+		for n := range 30 {
+			id := "j" + strconv.Itoa(n)
+			name := []string{"a", "b"}[n%2]
+			reason := fmt.Sprintf("%s %d", []string{"timeout", "refused"}[n%3%2], n)
+			require.NoError(t, b.rdb.HSet(ctx, k+id, "name", name, "data", "{}", "opts", `{"attempts":3}`,
+				"timestamp", 1000+n, "atm", 1+n%3, "ats", 1+n%3, "failedReason", reason, "finishedOn", 2000+n).Err())
+			require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(float64(2000+n), id)).Err())
+		}
+		return b
+	}
+	ids := func(p *inspect.JobPage) []string {
+		var out []string
+		for _, j := range p.Jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+
+	t.Run("PagesNewestFirst", func(t *testing.T) {
+		t.Parallel()
+		b := setupFailed(t)
+		p, err := b.ins.Jobs(ctx, "f", &inspect.ListOptions{State: drover.StateFailed, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, int64(30), p.Total)
+		require.Equal(t, []string{"j29", "j28", "j27", "j26", "j25", "j24", "j23", "j22", "j21", "j20"}, ids(p))
+		require.True(t, p.More)
+		require.Equal(t, inspect.RetryStateFailed, p.Jobs[0].RetryState)
+		p, err = b.ins.Jobs(ctx, "f", &inspect.ListOptions{State: drover.StateFailed, Limit: 10, Offset: 25})
+		require.NoError(t, err)
+		require.Equal(t, []string{"j4", "j3", "j2", "j1", "j0"}, ids(p))
+		require.False(t, p.More)
+		p, err = b.ins.Jobs(ctx, "f", &inspect.ListOptions{State: drover.StateFailed, Limit: 3, Asc: true})
+		require.NoError(t, err)
+		require.Equal(t, []string{"j0", "j1", "j2"}, ids(p))
+	})
+
+	t.Run("Filters", func(t *testing.T) {
+		t.Parallel()
+		b := setupFailed(t)
+		list := func(f string, limit, offset int) *inspect.JobPage {
+			filter, err := inspect.ParseFilter(f)
+			require.NoError(t, err)
+			p, err := b.ins.Jobs(ctx, "f", &inspect.ListOptions{State: drover.StateFailed, Filter: filter, Limit: limit, Offset: offset})
+			require.NoError(t, err)
+			return p
+		}
+		// n%2==0 (a) and n%3==1 (refused) and made 2 (n%3==1): n = 4, 10, 16, 22, 28.
+		p := list("name=a reason=REFUSED left<=1", 50, 0)
+		require.Equal(t, []string{"j28", "j22", "j16", "j10", "j4"}, ids(p))
+		require.False(t, p.More)
+		require.Equal(t, 30, p.Scanned)
+		// Paging a filtered list resumes where the last page stopped.
+		p = list("name=a reason=refused", 2, 0)
+		require.Equal(t, []string{"j28", "j22"}, ids(p))
+		require.True(t, p.More)
+		p = list("name=a reason=refused", 2, p.NextOffset)
+		require.Equal(t, []string{"j16", "j10"}, ids(p))
+		p = list("left<=0", 50, 0)
+		require.Len(t, p.Jobs, 10)
+	})
+
+	t.Run("ScanLimitTruncates", func(t *testing.T) {
+		t.Parallel()
+		b := setupFailed(t)
+		ins, err := inspect.New(b.rdb, &inspect.Options{Prefix: b.prefix, ScanLimit: 5})
+		require.NoError(t, err)
+		p, err := ins.Jobs(ctx, "f", &inspect.ListOptions{State: drover.StateFailed, Filter: inspect.Filter{Name: "nobody"}})
+		require.NoError(t, err)
+		require.True(t, p.Truncated)
+		require.Empty(t, p.Jobs)
+	})
+
+	t.Run("DelayedJobsHaveNextRun", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		b.add(t, "d", "later", &drover.JobOptions{Delay: time.Hour})
+		b.add(t, "d", "sooner", &drover.JobOptions{Delay: time.Minute})
+		p, err := b.ins.Jobs(ctx, "d", &inspect.ListOptions{State: drover.StateDelayed, Asc: true})
+		require.NoError(t, err)
+		require.Len(t, p.Jobs, 2)
+		require.Equal(t, "sooner", p.Jobs[0].Name)
+		require.Equal(t, inspect.RetryStateScheduled, p.Jobs[0].RetryState)
+		require.WithinDuration(t, time.Now().Add(time.Minute), p.Jobs[0].NextRun, 5*time.Second)
+		require.WithinDuration(t, time.Now().Add(time.Hour), p.Jobs[1].NextRun, 5*time.Second)
+
+		_, err = b.ins.Jobs(ctx, "d", &inspect.ListOptions{})
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+	})
+}

@@ -1,0 +1,135 @@
+package inspect_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover/inspect"
+)
+
+func TestDelayedStats(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t0 := time.UnixMilli(1_800_000_000_000)
+
+	type bundle struct {
+		*testBundle
+		now time.Time
+	}
+	setupStorm := func(t *testing.T) *bundle {
+		t.Helper()
+		b := &bundle{testBundle: setup(t, nil), now: t0}
+		inspect.SetNow(b.ins, func() time.Time { return b.now })
+		return b
+	}
+	// addDue puts n jobs in the delayed set, due at due(k) for the k-th.
+	addDue := func(t *testing.T, b *bundle, from, n int, due func(k int) time.Time) {
+		t.Helper()
+		zs := make([]redis.Z, n)
+		for k := range n {
+			zs[k] = redis.Z{Score: float64(due(k).UnixMilli()*4096 + int64(k%4096)), Member: "j" + strconv.Itoa(from+k)}
+		}
+		require.NoError(t, b.rdb.ZAdd(ctx, b.prefix+":q:delayed", zs...).Err())
+	}
+
+	t.Run("ClusteredRaisesAlert", func(t *testing.T) {
+		t.Parallel()
+		b := setupStorm(t)
+		// 500 jobs due within 2s a minute from now, 100 spread over the horizon.
+		addDue(t, b, 0, 500, func(k int) time.Time { return t0.Add(time.Minute + time.Duration(k)*4*time.Millisecond) })
+		addDue(t, b, 500, 100, func(k int) time.Time { return t0.Add(time.Duration(k) * 5 * time.Second) })
+		addDue(t, b, 600, 7, func(k int) time.Time { return t0.Add(-time.Second) })
+		addDue(t, b, 607, 3, func(k int) time.Time { return t0.Add(time.Hour) })
+
+		st, err := b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.Equal(t, int64(610), st.Count)
+		require.Equal(t, int64(7), st.Overdue)
+		require.Equal(t, int64(3), st.Later)
+		require.Equal(t, int64(607), st.Considered)
+		require.Len(t, st.Buckets, 120)
+		require.Equal(t, t0, st.Buckets[0].Start)
+		var sum int64
+		for _, bk := range st.Buckets {
+			sum += bk.Count
+		}
+		require.Equal(t, int64(600), sum)
+		require.GreaterOrEqual(t, st.PeakCount, int64(500))
+		require.False(t, st.PeakOverdue)
+		require.WithinDuration(t, t0.Add(time.Minute), st.PeakStart, 5*time.Second)
+		require.InDelta(t, float64(st.PeakCount)/607, st.Clustering, 1e-9)
+		require.True(t, st.Storm())
+		require.Equal(t, inspect.AlertClustering, st.Alerts[0].Kind)
+		require.Contains(t, st.Alerts[0].Message, "retry storm")
+	})
+
+	t.Run("SpreadStaysBelowThreshold", func(t *testing.T) {
+		t.Parallel()
+		b := setupStorm(t)
+		// 600 jobs spread evenly over 30s (a 50% jitter on a 60s backoff).
+		addDue(t, b, 0, 600, func(k int) time.Time { return t0.Add(30*time.Second + time.Duration(k)*50*time.Millisecond) })
+		st, err := b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.InDelta(t, 5.0/30, st.Clustering, 0.02)
+		require.False(t, st.Storm())
+	})
+
+	t.Run("SmallClusterIsNoStorm", func(t *testing.T) {
+		t.Parallel()
+		b := setupStorm(t)
+		addDue(t, b, 0, 20, func(k int) time.Time { return t0.Add(time.Minute) })
+		st, err := b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.Equal(t, 1.0, st.Clustering)
+		require.False(t, st.Storm(), "fewer than ClusterMinJobs jobs")
+	})
+
+	t.Run("OverdueJobsAreOneWindow", func(t *testing.T) {
+		t.Parallel()
+		b := setupStorm(t)
+		addDue(t, b, 0, 300, func(k int) time.Time { return t0.Add(-time.Duration(k+1) * time.Second) })
+		st, err := b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.True(t, st.PeakOverdue)
+		require.Equal(t, 1.0, st.Clustering)
+		require.Contains(t, st.Alerts[0].Message, "overdue")
+	})
+
+	t.Run("GrowthFromSamples", func(t *testing.T) {
+		t.Parallel()
+		b := setupStorm(t)
+		far := func(k int) time.Time { return t0.Add(time.Hour) }
+		st, err := b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.False(t, st.GrowthKnown)
+		b.now = t0.Add(5 * time.Second)
+		addDue(t, b, 0, 100, far)
+		st, err = b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.False(t, st.GrowthKnown, "samples span less than GrowthMinSpan")
+		b.now = t0.Add(10 * time.Second)
+		addDue(t, b, 100, 200, far)
+		st, err = b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.True(t, st.GrowthKnown)
+		require.InDelta(t, 30.0, st.Growth, 1e-9)
+		require.Len(t, st.Alerts, 1)
+		require.Equal(t, inspect.AlertGrowth, st.Alerts[0].Kind)
+
+		// Two minutes later, nothing grew: the old samples are gone.
+		b.now = t0.Add(2 * time.Minute)
+		_, err = b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		b.now = t0.Add(2*time.Minute + 20*time.Second)
+		st, err = b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.True(t, st.GrowthKnown)
+		require.Zero(t, st.Growth)
+		require.False(t, st.Storm())
+	})
+}
