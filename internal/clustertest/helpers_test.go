@@ -4,6 +4,9 @@ package clustertest_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,4 +138,86 @@ func countEvents(evs []drover.Event) map[string]int {
 		m[string(e.Name)]++
 	}
 	return m
+}
+
+// logRecorder is a slog.Handler that keeps every Warn-and-up record, for
+// tests that count and inspect a worker's warnings.
+type logRecorder struct {
+	mu    *sync.Mutex
+	recs  *[]logRec
+	attrs []slog.Attr
+}
+
+type logRec struct {
+	msg  string // the constant message
+	text string // level, message and attributes
+}
+
+func newLogRecorder() *logRecorder {
+	return &logRecorder{mu: &sync.Mutex{}, recs: new([]logRec)}
+}
+
+func (h *logRecorder) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Level.String() + " " + r.Message)
+	for _, a := range h.attrs {
+		b.WriteString(" " + a.String())
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.String())
+		return true
+	})
+	h.mu.Lock()
+	*h.recs = append(*h.recs, logRec{msg: r.Message, text: b.String()})
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *logRecorder) WithAttrs(attrs []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr(nil), h.attrs...), attrs...)
+	return &c
+}
+
+func (h *logRecorder) WithGroup(string) slog.Handler { return h }
+
+// byMessage counts the records per message.
+func (h *logRecorder) byMessage() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := map[string]int{}
+	for _, r := range *h.recs {
+		m[r.msg]++
+	}
+	return m
+}
+
+// matching returns the records whose text contains s.
+func (h *logRecorder) matching(s string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range *h.recs {
+		if strings.Contains(r.text, s) {
+			out = append(out, r.text)
+		}
+	}
+	return out
+}
+
+// sample returns up to n record texts, one per distinct message.
+func (h *logRecorder) sample(n int) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range *h.recs {
+		if !seen[r.msg] && len(out) < n {
+			seen[r.msg] = true
+			out = append(out, r.text)
+		}
+	}
+	return out
 }
