@@ -262,14 +262,18 @@ async function main() {
 }
 
 const base = { impl: 'bullmq', scenario: cfg.scenario, n: cfg.n };
+const fail = (err) => {
+  console.error(err);
+  process.stdout.write(JSON.stringify({ ...base, seconds: 0, cpu_us: 0, rss_kb: 0, error: String(err.message || err) }) + '\n');
+  process.exit(1);
+};
+// A peer never outlives --timeout-s, even when Redis is unreachable (ioredis
+// reconnects forever) or a close hangs.
+setTimeout(() => fail(new Error('peer timed out')), cfg.timeoutMs + 5000).unref();
 main().then(
   (res) => {
     process.stdout.write(JSON.stringify({ ...base, ...res }) + '\n');
     process.exit(0);
   },
-  (err) => {
-    console.error(err);
-    process.stdout.write(JSON.stringify({ ...base, seconds: 0, cpu_us: 0, rss_kb: 0, error: String(err.message || err) }) + '\n');
-    process.exit(1);
-  },
+  fail,
 );

@@ -151,7 +151,11 @@ func run(ctx context.Context, o options) error {
 	for _, line := range rep.jsonLines() {
 		fmt.Println(line)
 	}
-	logf("done in %s; table in %s", time.Since(began).Round(time.Second), filepath.Join("bench", o.Out))
+	out := o.Out
+	if !filepath.IsAbs(out) {
+		out = filepath.Join("bench", out)
+	}
+	logf("done in %s; table in %s", time.Since(began).Round(time.Second), out)
 	return nil
 }
 
