@@ -152,6 +152,13 @@ func (o *JobOptions) merged(d *JobOptions) JobOptions {
 	return r
 }
 
+// Validate checks every field and returns an error naming the first bad one
+// and its value (errors.Is ErrInvalidOption or ErrInvalidJobID). Add runs it;
+// it is exported for code that stores options to add later, such as an
+// outbox. A Backoff.Type other than fixed/exponential is checked by Add
+// against QueueOptions.BackoffTypes, not here.
+func (o *JobOptions) Validate() error { return o.validate() }
+
 // validate checks every field and names the first bad one.
 func (o *JobOptions) validate() error {
 	if o.JobID != "" {

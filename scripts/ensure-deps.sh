@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
+# PostgreSQL 15 server binaries (initdb, postgres) for the kit's tests.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  need_apt+=(postgresql)
+fi
 if [ "${DROVER_NEED_CHROMIUM:-0}" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
