@@ -53,13 +53,6 @@ func prepare(ctx context.Context, o options, impls []string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if slices.Contains(impls, "drover") {
-		if ok, why := e.droverAvailable(ctx); !ok {
-			logf("drover: %s; running the other implementations", why)
-			e.notes = append(e.notes, "drover: "+why)
-			e.impls = slices.DeleteFunc(slices.Clone(impls), func(s string) bool { return s == "drover" })
-		}
-	}
 	logf("installed and built in %s", time.Since(t0).Round(100*time.Millisecond))
 	if e.redis, err = startRedis(ctx); err != nil {
 		return nil, err
@@ -131,29 +124,13 @@ func ensureNodePeer(ctx context.Context, skip bool) error {
 	return nil
 }
 
-// buildPeer builds the Go peer, with drover's implementation when the
-// engine builds (-tags drover) and the stand-in otherwise.
+// buildPeer builds the Go peer (asynq, River and drover, from ../).
 func buildPeer(ctx context.Context) (string, error) {
 	bin, _ := filepath.Abs(filepath.Join("bin", "peer"))
-	if out, err := command(ctx, "", "go", "build", "-tags", "drover", "-o", bin, "./cmd/peer"); err == nil {
-		return bin, nil
-	} else {
-		logf("building the peer with drover failed (engine not landed?): %s", firstLine(out))
-	}
 	if out, err := command(ctx, "", "go", "build", "-o", bin, "./cmd/peer"); err != nil {
 		return "", fmt.Errorf("go build ./cmd/peer: %w: %s", err, out)
 	}
 	return bin, nil
-}
-
-func (e *env) droverAvailable(ctx context.Context) (bool, string) {
-	cmd := exec.CommandContext(ctx, e.peer, "--impl=drover", "--scenario=seed", "--n=0", "--redis=127.0.0.1:1")
-	out, _ := cmd.Output()
-	var r peerResult
-	if json.Unmarshal(bytes.TrimSpace(out), &r) == nil && r.Error == "not available" {
-		return false, "engine not available in this build (the root package has not landed)"
-	}
-	return true, ""
 }
 
 func command(ctx context.Context, dir string, argv ...string) ([]byte, error) {

@@ -113,7 +113,6 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer env.Close()
-	impls = env.impls // drover drops out when its engine has not landed
 
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return err

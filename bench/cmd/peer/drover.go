@@ -1,5 +1,3 @@
-//go:build drover
-
 package main
 
 import (

@@ -172,9 +172,8 @@ type payload struct {
 type handler func(ctx context.Context, p payload, attempt int) error
 
 var (
-	errNoBulk       = errors.New("no bulk add API")
-	errNotAvailable = errors.New("not available")
-	errPlannedFail  = errors.New("planned failure")
+	errNoBulk      = errors.New("no bulk add API")
+	errPlannedFail = errors.New("planned failure")
 )
 
 // result is the JSON line a peer prints.
