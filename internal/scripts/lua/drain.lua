@@ -50,10 +50,9 @@ end
 
 drainList(waitKey)
 drainList(pausedKey)
+-- The priority counter (pc) stays, as in BullMQ: a fetch that finds
+-- prioritized empty deletes it.
 drainSet(prioritizedKey)
-if rcall("ZCARD", prioritizedKey) == 0 then
-  rcall("DEL", pcKey)
-end
 if ARGV[2] == "1" then
   drainSet(delayedKey)
 end
