@@ -109,6 +109,8 @@ type jobSpec struct {
 	lifo     bool
 	attempts int
 	backoff  *drover.Backoff
+	// timestamp overrides the creation time (zero: now).
+	timestamp time.Time
 }
 
 func (s jobSpec) nodeOpts() map[string]any {
@@ -128,6 +130,9 @@ func (s jobSpec) nodeOpts() map[string]any {
 	if s.attempts != 0 {
 		m["attempts"] = s.attempts
 	}
+	if !s.timestamp.IsZero() {
+		m["timestamp"] = s.timestamp.UnixMilli()
+	}
 	if bo := s.backoff; bo != nil {
 		// Always with its delay: drover stores backoff.delay even when it is
 		// 0, so the Node side passes it explicitly to store the same opts.
@@ -139,7 +144,7 @@ func (s jobSpec) nodeOpts() map[string]any {
 func (s jobSpec) droverOpts() *drover.JobOptions {
 	return &drover.JobOptions{
 		JobID: s.jobID, Delay: s.delay, Priority: s.priority, LIFO: s.lifo,
-		Attempts: s.attempts, Backoff: s.backoff,
+		Attempts: s.attempts, Backoff: s.backoff, Timestamp: s.timestamp,
 	}
 }
 
