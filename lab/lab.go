@@ -18,6 +18,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/idempotency"
+	"github.com/seed40057009/drover/internal/logkey"
 )
 
 // Scenario is one failure reproduction.
@@ -500,7 +501,6 @@ func (r *runner) runOne(ctx context.Context, sc Scenario, subj Subject) Result {
 		OpKey:    idempotency.OpKey("drover-lab", r.run, string(sc), subj.Name, order),
 		Expected: Expect(sc, subj.Safe),
 	}
-	defer func() { res.ElapsedMS = time.Since(start).Milliseconds() }()
 
 	q, err := drover.NewQueue(r.rdb, res.Queue, &drover.QueueOptions{Prefix: r.opts.Prefix})
 	if err != nil {
@@ -533,9 +533,10 @@ func (r *runner) runOne(ctx context.Context, sc Scenario, subj Subject) Result {
 	res.InProcess = counters.Values()
 	if !r.opts.KeepQueues {
 		if err := q.Obliterate(cctx, &drover.ObliterateOptions{Force: true}); err != nil {
-			r.opts.Logger.WarnContext(ctx, "lab: obliterate queue", slog.String("queue", res.Queue), slog.Any("error", err))
+			r.opts.Logger.WarnContext(ctx, "lab: obliterate queue", slog.String(logkey.Queue, res.Queue), slog.Any(logkey.Error, err))
 		}
 	}
+	res.ElapsedMS = time.Since(start).Milliseconds()
 	res.evaluate()
 	return res
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/logkey"
 )
 
 // WorkerSpec tells the worker process of the killed-after-effect scenario
@@ -108,6 +109,9 @@ func RunWorker(ctx context.Context, rdb redis.UniversalClient, db *DB, spec Work
 
 	out := &lockedWriter{w: stdout}
 	hang := func(ctx context.Context, op Operation) error {
+		o.Logger.InfoContext(ctx, "lab worker: effect written, waiting to be killed before acknowledging",
+			slog.String(logkey.JobID, op.Job.ID), slog.String(logkey.OpKey, op.Key), slog.String(logKeyClaim, claimOf(ctx)),
+			slog.Int(logkey.PID, os.Getpid()))
 		if err := out.println(lineEffect + op.Job.ID); err != nil {
 			return err
 		}
@@ -219,7 +223,7 @@ func (r *runner) killWorkerAfterEffect(ctx context.Context, spec WorkerSpec, id 
 			}
 			if line == lineEffect+id {
 				r.opts.Logger.InfoContext(ctx, "lab: killing worker process after the effect",
-					slog.Int("pid", res.WorkerPID), slog.String("job_id", id))
+					slog.Int(logkey.PID, res.WorkerPID), slog.String(logkey.JobID, id))
 				return nil // the deferred SIGKILL
 			}
 		case <-ctx.Done():
