@@ -111,6 +111,10 @@ type jobSpec struct {
 	backoff  *drover.Backoff
 	// timestamp overrides the creation time (zero: now).
 	timestamp time.Time
+	// removeOnFail drops the job when it fails for good.
+	removeOnFail bool
+	// stackTraceLimit bounds the kept traces (0: unset).
+	stackTraceLimit int
 }
 
 func (s jobSpec) nodeOpts() map[string]any {
@@ -133,6 +137,12 @@ func (s jobSpec) nodeOpts() map[string]any {
 	if !s.timestamp.IsZero() {
 		m["timestamp"] = s.timestamp.UnixMilli()
 	}
+	if s.removeOnFail {
+		m["removeOnFail"] = true
+	}
+	if s.stackTraceLimit != 0 {
+		m["stackTraceLimit"] = s.stackTraceLimit
+	}
 	if bo := s.backoff; bo != nil {
 		// Always with its delay: drover stores backoff.delay even when it is
 		// 0, so the Node side passes it explicitly to store the same opts.
@@ -142,10 +152,15 @@ func (s jobSpec) nodeOpts() map[string]any {
 }
 
 func (s jobSpec) droverOpts() *drover.JobOptions {
-	return &drover.JobOptions{
+	o := &drover.JobOptions{
 		JobID: s.jobID, Delay: s.delay, Priority: s.priority, LIFO: s.lifo,
 		Attempts: s.attempts, Backoff: s.backoff, Timestamp: s.timestamp,
+		StackTraceLimit: s.stackTraceLimit,
 	}
+	if s.removeOnFail {
+		o.RemoveOnFail = &drover.Retention{Remove: true}
+	}
+	return o
 }
 
 // add adds one job with the given implementation and returns its id.
@@ -210,6 +225,8 @@ func (b *bundle) resume(t *testing.T, by impl) {
 // workerSpec says what a worker does. The zero value echoes each job's data
 // as its return value, one job at a time, with default timings.
 type workerSpec struct {
+	// name is the worker's name (pb); "" is workerName.
+	name        string
 	concurrency int
 	// behavior is what the processor does, on either side (zero: Echo):
 	// Node runs it in internal/bullmqoracle/node/lib.mjs, drover in
@@ -321,7 +338,7 @@ func (b *bundle) startWorker(t *testing.T, by impl, spec workerSpec) (stop func(
 		}
 		id := fmt.Sprintf("%s-w%d", b.prefix, b.seq.Add(1))
 		require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, bullmqoracle.WorkerOptions{
-			ID: id, Name: workerName, Concurrency: spec.concurrency, Behavior: behavior,
+			ID: id, Name: cmp.Or(spec.name, workerName), Concurrency: spec.concurrency, Behavior: behavior,
 			LockDuration: spec.lockDuration, StalledInterval: spec.stalledInterval,
 			MaxStalledCount: spec.maxStalledCount, BackoffStrategy: "byType",
 		}))
@@ -334,7 +351,7 @@ func (b *bundle) startWorker(t *testing.T, by impl, spec workerSpec) (stop func(
 			proc = droverBehavior(spec.behavior)
 		}
 		o := &drover.WorkerOptions{
-			Prefix: b.prefix, Name: workerName, Concurrency: spec.concurrency,
+			Prefix: b.prefix, Name: cmp.Or(spec.name, workerName), Concurrency: spec.concurrency,
 			LockDuration: spec.lockDuration, StalledInterval: spec.stalledInterval,
 			BackoffStrategies: droverStrategies,
 		}
@@ -494,6 +511,12 @@ func (b *bundle) events(t *testing.T) []drover.Event {
 func (b *bundle) waitEvents(t *testing.T, count int, match func(drover.Event) bool) []drover.Event {
 	t.Helper()
 	return readEvents(t, b.rdb, b.prefix, count, match, waitLong)
+}
+
+// waitEventsWithin is waitEvents with its own timeout.
+func (b *bundle) waitEventsWithin(t *testing.T, timeout time.Duration, count int, match func(drover.Event) bool) []drover.Event {
+	t.Helper()
+	return readEvents(t, b.rdb, b.prefix, count, match, timeout)
 }
 
 // waitFinal waits until job id has a completed or failed event count times.

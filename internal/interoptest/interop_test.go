@@ -31,6 +31,7 @@ func TestInterop(t *testing.T) {
 		{"CustomJobID", interopCustomID},
 		{"PausedQueue", interopPaused},
 		{"Bulk1000", interopBulk},
+		{"IdleWorkerWakesOnAdd", interopWake},
 	}
 	for _, dir := range []struct {
 		name     string
@@ -51,6 +52,12 @@ func TestInterop(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("MixedWorkers", func(t *testing.T) {
+		t.Parallel()
+
+		interopMixedWorkers(t, setup(t))
+	})
 }
 
 // payload is a job's data: the echoing workers return it, so the return
@@ -325,5 +332,79 @@ func interopBulk(t *testing.T, b *bundle, producer, consumer impl) {
 	require.Len(t, seen, n, "every job completed")
 	for id, c := range seen {
 		require.Equal(t, 1, c, "job %s completed once", id)
+	}
+}
+
+func interopWake(t *testing.T, b *bundle, producer, consumer impl) {
+	// Both sides' idle workers block on the marker for up to 5 s (drainDelay);
+	// a job picked up well before that was woken by the producer's marker.
+	const wakeBound = 3 * time.Second
+	stop := b.startWorker(t, consumer, workerSpec{})
+	time.Sleep(300 * time.Millisecond) // let the worker find nothing and block
+	for i, s := range []jobSpec{
+		{name: "plain"}, {name: "prioritized", priority: 2}, {name: "lifo", lifo: true},
+	} {
+		s.data = payload(s.name, i)
+		id := b.add(t, producer, s)
+		b.waitEventsWithin(t, wakeBound, 1, func(e drover.Event) bool { return isCompleted(e) && e.JobID == id })
+		a := assertAgree(t, b, id)
+		require.Equal(t, "completed", a.states[id])
+		checkCompleted(t, b, id)
+		time.Sleep(200 * time.Millisecond) // idle again before the next add
+	}
+	stop()
+}
+
+// interopMixedWorkers runs a Node worker and a drover worker on one queue
+// with jobs from both producers: every job runs exactly once.
+func interopMixedWorkers(t *testing.T, b *bundle) {
+	const perSide = 150
+	stopNode := b.startWorker(t, nodeImpl, workerSpec{name: "w-node", concurrency: 4})
+	stopDrover := b.startWorker(t, droverImpl, workerSpec{name: "w-drover", concurrency: 4})
+	var ids []string
+	for _, by := range []impl{nodeImpl, droverImpl} {
+		specs := make([]jobSpec, perSide)
+		for i := range specs {
+			specs[i] = jobSpec{name: string(by), data: map[string]any{"by": string(by), "i": i}}
+			switch {
+			case i%50 == 0:
+				specs[i].delay = 200 * time.Millisecond
+			case i%5 == 0:
+				specs[i].priority = 1 + i%3
+			case i%7 == 0:
+				specs[i].lifo = true
+			}
+		}
+		ids = append(ids, b.addBulk(t, by, specs)...)
+	}
+	evs := b.waitEvents(t, len(ids), isCompleted)
+	stopNode()
+	stopDrover()
+
+	a := assertAgree(t, b)
+	require.Equal(t, allCounts("completed", len(ids)), a.counts)
+	completions := map[string]int{}
+	for _, e := range evs {
+		if e.Name == drover.EventCompleted {
+			completions[e.JobID]++
+		}
+	}
+	require.Len(t, completions, len(ids))
+	jobs, err := b.dq.GetJobs(context.Background(), []drover.JobState{drover.StateCompleted}, 0, -1, true)
+	require.NoError(t, err)
+	require.Len(t, jobs, len(ids))
+	by := map[string]int{}
+	for _, j := range jobs {
+		require.Equal(t, 1, completions[j.ID], "job %s completed once", j.ID)
+		require.Equal(t, 1, j.AttemptsStarted, "job %s started once", j.ID)
+		require.Equal(t, 1, j.AttemptsMade, "job %s", j.ID)
+		require.JSONEq(t, string(j.Data), string(j.ReturnValue), "job %s", j.ID)
+		by[j.ProcessedBy]++
+	}
+	t.Logf("jobs per worker: %v", by)
+	require.Positive(t, by["w-node"], "the Node worker took jobs")
+	require.Positive(t, by["w-drover"], "the drover worker took jobs")
+	for _, id := range []string{ids[0], ids[perSide], ids[len(ids)-1]} {
+		assertJobAgree(t, b, id)
 	}
 }

@@ -1,6 +1,7 @@
 package interoptest_test
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,28 @@ func TestDifferentialRetry(t *testing.T) {
 			events: []string{"active prev=waiting", "failed prev=active", "retries-exhausted", "drained"},
 		},
 		{
+			// Dropped when it fails for good: state unknown, no job hash.
+			name:     "RemoveOnFail",
+			job:      jobSpec{attempts: 2, removeOnFail: true},
+			behavior: bullmqoracle.Fail("boom"),
+			state:    "unknown",
+			events: []string{
+				"active prev=waiting", "waiting prev=active",
+				"active prev=waiting", "failed prev=active", "retries-exhausted", "drained",
+			},
+		},
+		{
+			name:     "StackTraceLimit",
+			job:      jobSpec{attempts: 3, stackTraceLimit: 2},
+			behavior: bullmqoracle.Fail("boom"),
+			state:    "failed", atm: 3,
+			events: []string{
+				"active prev=waiting", "waiting prev=active",
+				"active prev=waiting", "waiting prev=active",
+				"active prev=waiting", "failed prev=active", "retries-exhausted", "drained",
+			},
+		},
+		{
 			// The processor moves its own job to delayed (BullMQ's
 			// moveToDelayed + DelayedError, drover.Delay): no attempt spent.
 			name:     "ProcessorDelaysItself",
@@ -145,8 +168,15 @@ func TestDifferentialRetry(t *testing.T) {
 				stop()
 				a := assertAgree(t, b, id)
 				require.Equal(t, tt.state, a.states[id], "%s run", by)
-				nj := assertJobAgree(t, b, id)
-				require.Equal(t, tt.atm, nj.AttemptsMade, "%s run: attemptsMade", by)
+				if tt.state != "unknown" {
+					nj := assertJobAgree(t, b, id)
+					require.Equal(t, tt.atm, nj.AttemptsMade, "%s run: attemptsMade", by)
+					failures := int(tt.atm)
+					if tt.state == "completed" {
+						failures--
+					}
+					require.Len(t, nj.Stacktrace, min(failures, cmp.Or(tt.job.stackTraceLimit, 10)), "one trace per failed attempt")
+				}
 				return eventLines(evs)
 			}
 			nodeEvents := run(nb, nodeImpl)
