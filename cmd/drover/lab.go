@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -95,9 +96,12 @@ func (c *labCmd) Run(ctx context.Context, args []string) error {
 		}
 	}
 
+	// This process's logger and the worker processes' stderr copies write
+	// here at the same time.
+	errOut := &syncWriter{w: c.errOut}
 	logger := slog.New(slog.DiscardHandler)
 	if *verbose {
-		logger = slog.New(slog.NewTextHandler(c.errOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 
 	rdb, whereRedis, closeRedis, err := openRedis(*redisURL)
@@ -148,7 +152,7 @@ func (c *labCmd) Run(ctx context.Context, args []string) error {
 				args = append(args, "-v")
 			}
 			cmd := exec.CommandContext(ctx, exe, args...)
-			cmd.Stderr = c.errOut
+			cmd.Stderr = errOut
 			return cmd
 		},
 	}
@@ -181,6 +185,18 @@ func (c *labCmd) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("lab: %d of %d runs did not show what they should", len(failed), len(report.Results))
 	}
 	return nil
+}
+
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // labDB is the lab's database, and the same database for pgmigrate.
