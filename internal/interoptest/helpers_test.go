@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -619,6 +620,11 @@ type dumpOptions struct {
 //     dumps (a JS Error.stack vs a Go error's text). The number of entries
 //     is kept and compared.
 //   - the marker key after workers ran (see dumpOptions.workersRan).
+//   - the order of the completed and failed sets: their scores are
+//     finishedOn ms and become "<ts>"; jobs finished in the same
+//     millisecond are ordered by member name, so the order depends on how
+//     fast the worker was. The members are compared as sets; the finishing
+//     order is compared through the events stream.
 //
 // Then statedump.Normalize replaces timestamps, stream ids and lock tokens,
 // re-encodes JSON canonically (opts key order is free, spec §2.2) and
@@ -649,6 +655,13 @@ func comparableDump(t *testing.T, rdb *redis.Client, prefix string, o dumpOption
 	}
 	norm, err := statedump.Normalize(raw, &statedump.NormalizeOptions{DelayedScores: statedump.ScoreOrder})
 	require.NoError(t, err)
+	for _, set := range []string{"completed", "failed"} {
+		if k := norm.Keys[queueName+":"+set]; k != nil {
+			slices.SortFunc(k.ZSet, func(a, b statedump.ZMember) int {
+				return cmp.Or(strings.Compare(a.Score, b.Score), strings.Compare(a.Member, b.Member))
+			})
+		}
+	}
 	return norm
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +58,12 @@ func TestInterop(t *testing.T) {
 		t.Parallel()
 
 		interopMixedWorkers(t, setup(t))
+	})
+
+	t.Run("GlobalConcurrencySetByNode", func(t *testing.T) {
+		t.Parallel()
+
+		interopGlobalConcurrency(t, setup(t))
 	})
 }
 
@@ -407,4 +414,34 @@ func interopMixedWorkers(t *testing.T, b *bundle) {
 	for _, id := range []string{ids[0], ids[perSide], ids[len(ids)-1]} {
 		assertJobAgree(t, b, id)
 	}
+}
+
+// interopGlobalConcurrency: Node's Queue.setGlobalConcurrency (meta
+// "concurrency") bounds a drover worker whose own Concurrency is higher.
+func interopGlobalConcurrency(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	require.NoError(t, b.oracle.SetGlobalConcurrency(ctx, b.prefix, queueName, 2))
+	specs := make([]jobSpec, 8)
+	for i := range specs {
+		specs[i] = jobSpec{name: "gc", data: map[string]any{"i": i}}
+	}
+	ids := b.addBulk(t, nodeImpl, specs)
+	var running, most atomic.Int64
+	stop := b.startWorker(t, droverImpl, workerSpec{concurrency: 6, drover: func(ctx context.Context, job *drover.Job) (any, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		return job.Data, nil
+	}})
+	b.waitEvents(t, len(ids), isCompleted)
+	stop()
+	require.Equal(t, int64(2), most.Load(), "at most the global concurrency runs at once, and it is used")
+	a := assertAgree(t, b, ids...)
+	require.Equal(t, allCounts("completed", len(ids)), a.counts)
 }

@@ -207,6 +207,15 @@ func TestDifferentialLayoutAdmin(t *testing.T) {
 			ag = assertAgree(t, b)
 			require.Equal(t, allCounts(), ag.counts)
 			checkpoint("drain")
+
+			add("y", jobSpec{})
+			add("z", jobSpec{delay: time.Hour})
+			if by == nodeImpl {
+				require.NoError(t, b.oracle.Obliterate(context.Background(), b.prefix, queueName, false))
+			} else {
+				require.NoError(t, b.dq.Obliterate(context.Background(), nil))
+			}
+			checkpoint("obliterate")
 		})
 	})
 

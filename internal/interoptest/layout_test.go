@@ -147,23 +147,29 @@ func TestDifferentialLayout(t *testing.T) {
 
 		progress := bullmqoracle.Progress(map[string]any{"pct": 50},
 			&bullmqoracle.Behavior{Kind: "log", Line: "half way", Then: &bullmqoracle.Behavior{Kind: "return", Value: "logged"}})
-		jobs := []layoutJob{
-			{"plain", map[string]any{"n": 1, "path": "a/b"}, nil, nil},
-			{"prio", map[string]any{"n": 2}, map[string]any{"priority": 2}, &drover.JobOptions{Priority: 2}},
-			{"lifo", map[string]any{"n": 3}, map[string]any{"lifo": true}, &drover.JobOptions{LIFO: true}},
-			{"dropped", map[string]any{"n": 4}, map[string]any{"removeOnComplete": true},
-				&drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true}}},
-			// It sleeps so that it finishes in a later millisecond than the
-			// job before it: with equal finishedOn scores, which job a count
-			// trim keeps depends on member order, not on age.
-			{"kept1a", map[string]any{"behavior": bullmqoracle.Sleep(5*time.Millisecond, nil)}, map[string]any{"removeOnComplete": 1, "priority": 9},
-				&drover.JobOptions{RemoveOnComplete: &drover.Retention{Count: 1}, Priority: 9}},
-			{"progress", map[string]any{"behavior": progress}, map[string]any{"keepLogs": 3}, &drover.JobOptions{KeepLogs: 3}},
-			{"undefined", map[string]any{"behavior": bullmqoracle.Return(nil)}, nil, nil},
-			{"string", map[string]any{"behavior": bullmqoracle.Return("a/b")}, nil, nil},
-			{"delayed", map[string]any{"n": 6}, map[string]any{"delay": 400}, &drover.JobOptions{Delay: 400 * time.Millisecond}},
-		}
 		run := func(t *testing.T, b *bundle, by impl) {
+			ts := time.Now()
+			jobs := []layoutJob{
+				{"plain", map[string]any{"n": 1, "path": "a/b"}, nil, nil},
+				{"prio", map[string]any{"n": 2}, map[string]any{"priority": 2}, &drover.JobOptions{Priority: 2}},
+				{"lifo", map[string]any{"n": 3}, map[string]any{"lifo": true}, &drover.JobOptions{LIFO: true}},
+				{"dropped", map[string]any{"n": 4}, map[string]any{"removeOnComplete": true},
+					&drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true}}},
+				// It sleeps so that it finishes in a later millisecond than the
+				// job before it: with equal finishedOn scores, which job a count
+				// trim keeps depends on member order, not on age.
+				{"kept1a", map[string]any{"behavior": bullmqoracle.Sleep(5*time.Millisecond, nil)}, map[string]any{"removeOnComplete": 1, "priority": 9},
+					&drover.JobOptions{RemoveOnComplete: &drover.Retention{Count: 1}, Priority: 9}},
+				{"progress", map[string]any{"behavior": progress}, map[string]any{"keepLogs": 3}, &drover.JobOptions{KeepLogs: 3}},
+				{"undefined", map[string]any{"behavior": bullmqoracle.Return(nil)}, nil, nil},
+				{"string", map[string]any{"behavior": bullmqoracle.Return("a/b")}, nil, nil},
+				// Due in the same millisecond: one fetch promotes both, the
+				// prioritized one into prioritized.
+				{"delayed", map[string]any{"n": 6}, map[string]any{"delay": 400, "timestamp": ts.UnixMilli()},
+					&drover.JobOptions{Delay: 400 * time.Millisecond, Timestamp: ts}},
+				{"delayedPrio", map[string]any{"n": 7}, map[string]any{"delay": 400, "priority": 3, "timestamp": ts.UnixMilli()},
+					&drover.JobOptions{Delay: 400 * time.Millisecond, Priority: 3, Timestamp: ts}},
+			}
 			ids := addAll(t, b, by, jobs)
 			stop := b.startWorker(t, by, workerSpec{behavior: bullmqoracle.FromData("behavior")})
 			b.waitEvents(t, len(ids), isCompleted)
@@ -171,8 +177,8 @@ func TestDifferentialLayout(t *testing.T) {
 			a := assertAgree(t, b, ids...)
 			// dropped is removed when it finishes; kept1a (taken last of the
 			// ready jobs) keeps only itself when it finishes; the delayed
-			// job finishes after it.
-			require.Equal(t, allCounts("completed", 2), a.counts)
+			// jobs finish after it.
+			require.Equal(t, allCounts("completed", 3), a.counts)
 		}
 		nb := setup(t)
 		db := nb.sibling(t)
