@@ -112,6 +112,11 @@ const (
 	// AddDeduplicated: the Deduplication ID is owned by another job; nothing
 	// was stored and Job is the owner.
 	AddDeduplicated
+	// AddReAdded: a new job was stored for a Deduplication ID whose previous
+	// owner had been removed while still holding it (BullMQ 6.7's stale-key
+	// recovery). PreviousJobID names the removed job: the operation ran, or
+	// was meant to run, before.
+	AddReAdded
 )
 
 func (o AddOutcome) String() string {
@@ -122,6 +127,8 @@ func (o AddOutcome) String() string {
 		return "duplicate"
 	case AddDeduplicated:
 		return "deduplicated"
+	case AddReAdded:
+		return "re-added"
 	}
 	return "unknown"
 }
@@ -133,6 +140,8 @@ type AddResult struct {
 	// ExistingState is the state of the existing job for AddDuplicate and
 	// AddDeduplicated.
 	ExistingState JobState
+	// PreviousJobID is the removed former owner for AddReAdded.
+	PreviousJobID string
 }
 
 // BulkJob is one job for AddBulk.
@@ -284,7 +293,7 @@ func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 
 func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcome) (*AddResult, error) {
 	switch oc.Result {
-	case "created":
+	case "created", "readded":
 		rec := &p.rec
 		job := &Job{
 			ID:        oc.ID,
@@ -299,6 +308,9 @@ func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcom
 		}
 		if rec.DedupID != "" {
 			job.DeduplicationID = rec.DedupID
+		}
+		if oc.Result == "readded" {
+			return &AddResult{Job: job, Outcome: AddReAdded, PreviousJobID: oc.State}, nil
 		}
 		return &AddResult{Job: job, Outcome: AddCreated}, nil
 	case "duplicate", "deduplicated":

@@ -6,8 +6,10 @@
 --   deduplication id ("" = none), deduplication ttl ms (0 = none),
 --   deduplication flags ("r" replace/debounce, "e" extend, both, or "").
 -- Returns one {outcome, id, state} per record, where outcome is
---   "created", "duplicate" (custom id exists; state is its state) or
---   "deduplicated" (dedup id owned by job `id`; state is its state).
+--   "created", "duplicate" (custom id exists; state is its state),
+--   "deduplicated" (dedup id owned by job `id`; state is its state) or
+--   "readded" (created, taking over a dedup id whose owner job had been
+--   removed; state is the removed owner's id).
 --@include common
 --@include queue
 --@include state
@@ -39,7 +41,9 @@ local function staleOwner(dedupKey, cur)
 end
 
 -- dedup decides whether this add is swallowed by deduplication. Returns the
--- owning job id when it is, or nil when the add proceeds.
+-- owning job id when it is, or nil when the add proceeds (then `recovered`
+-- holds the id of a removed former owner whose stale key was taken over).
+local recovered = nil
 local function dedup(deid, ttl, flags, newId)
   local dedupKey = base .. "de:" .. deid
   local replace = string.find(flags, "r", 1, true) ~= nil
@@ -66,6 +70,7 @@ local function dedup(deid, ttl, flags, newId)
     if staleOwner(dedupKey, cur) then
       rcall("DEL", base .. "dn:" .. deid)
       setDedup(dedupKey, newId, ttl, false)
+      recovered = cur
       return nil
     end
     return cur
@@ -79,6 +84,7 @@ local function dedup(deid, ttl, flags, newId)
     if staleOwner(dedupKey, cur) then
       rcall("DEL", base .. "dn:" .. deid)
       setDedup(dedupKey, newId, ttl, false)
+      recovered = cur
       return nil
     end
     setDedup(dedupKey, cur, ttl, false)
@@ -93,6 +99,7 @@ local function dedup(deid, ttl, flags, newId)
   if cur and staleOwner(dedupKey, cur) then
     rcall("DEL", base .. "dn:" .. deid)
     setDedup(dedupKey, newId, ttl, false)
+    recovered = cur
     return nil
   end
   rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
@@ -119,6 +126,7 @@ for i = 0, n - 1 do
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "duplicated", "jobId", id)
     replies[#replies + 1] = {"duplicate", id, jobState(id)}
   else
+    recovered = nil
     if deid ~= "" then
       owner = dedup(deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id)
     end
@@ -143,7 +151,11 @@ for i = 0, n - 1 do
         addBaseMarker(markerKey, blocked)
         rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id)
       end
-      replies[#replies + 1] = {"created", id, ""}
+      if recovered then
+        replies[#replies + 1] = {"readded", id, recovered}
+      else
+        replies[#replies + 1] = {"created", id, ""}
+      end
     end
   end
 end
