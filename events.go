@@ -198,6 +198,9 @@ func (qe *QueueEvents) Next(ctx context.Context) (Event, error) {
 			if ctx.Err() != nil {
 				return Event{}, ctx.Err()
 			}
+			if isUnblocked(err) {
+				continue // a failover ended the block: read again from the new master
+			}
 			return Event{}, fmt.Errorf("read events %s: %w", qe.key, err)
 		}
 		for _, s := range streams {

@@ -11,6 +11,7 @@ import (
 	mathrand "math/rand/v2"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -479,6 +480,12 @@ func (w *Worker) waitForWork(ctx context.Context) {
 			w.expireDelayedHint()
 			return
 		}
+		if isUnblocked(err) {
+			// A failover made the node a replica and Redis ended the block:
+			// fetch again now; the client follows the new master.
+			w.log.InfoContext(ctx, "wait for jobs ended by a failover", slog.Any(logkey.Error, err))
+			return
+		}
 		w.log.WarnContext(ctx, "wait for jobs failed", slog.Any(logkey.Error, err))
 		sleepCtx(ctx, time.Second)
 		return
@@ -944,6 +951,15 @@ func (w *Worker) checkStalled(ctx context.Context) {
 			h(s.ID, s.StalledCounter)
 		}
 	}
+}
+
+// isUnblocked reports whether a blocking command was ended by the server:
+// Redis answers "UNBLOCKED ..." to clients blocked on a master that turns
+// into a replica (CLUSTER FAILOVER, a sentinel failover) and to CLIENT
+// UNBLOCK ... ERROR. Blocking again is the right answer; go-redis does not
+// retry it by itself.
+func isUnblocked(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "UNBLOCKED ")
 }
 
 func retryDelay(attempt int) time.Duration {
