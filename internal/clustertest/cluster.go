@@ -146,7 +146,8 @@ func (c *Cluster) NewClient(opts *redis.ClusterOptions) *redis.ClusterClient {
 	return redis.NewClusterClient(&o)
 }
 
-func (c *Cluster) node(addr string) *Node {
+// Node returns the node at addr, or nil.
+func (c *Cluster) Node(addr string) *Node {
 	for _, n := range c.Nodes {
 		if n.Addr == addr {
 			return n
@@ -361,7 +362,7 @@ func (c *Cluster) Failover(ctx context.Context, master string) (string, error) {
 	if shard == nil || len(shard.Replicas) == 0 {
 		return "", fmt.Errorf("failover: %s is not a master with a replica (shards: %+v)", master, shards)
 	}
-	replica := c.node(shard.Replicas[0])
+	replica := c.Node(shard.Replicas[0])
 	if replica == nil {
 		return "", fmt.Errorf("failover: replica %s is not a node of this cluster", shard.Replicas[0])
 	}

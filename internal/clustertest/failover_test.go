@@ -268,3 +268,82 @@ func TestSentinelFailover(t *testing.T) {
 	require.NoError(t, s.WaitSettled(ctx))
 	r.finish(perQueue, 90*time.Second)
 }
+
+// TestClusterFailoverIdleWorker fails over the master of a queue whose worker
+// is idle, blocked in BZPOPMIN on the queue's marker. Redis answers the
+// blocked call with -MOVED; the worker must follow it to the new master and
+// take a job added after the failover without a restart.
+func TestClusterFailoverIdleWorker(t *testing.T) {
+	ctx := context.Background()
+	c, rdb := clusterClient(t)
+	prefix := testPrefix(t, rdb, false)
+	names, masters := spreadQueues(t, c, rdb, prefix, 3)
+	// Queue 1's master: TestClusterFailover fails over queue 0's.
+	name, master := names[1], masters[1]
+	q := newQueue(t, rdb, prefix, name)
+	logs := newLogRecorder()
+	ran := make(chan string, 2)
+	startWorker(t, rdb, prefix, name, func(ctx context.Context, job *drover.Job) (any, error) {
+		ran <- job.ID
+		return nil, nil
+	}, &drover.WorkerOptions{DrainDelay: 30 * time.Second, Logger: slog.New(logs)})
+
+	// A QueueEvents reader blocks in XREAD on the same master.
+	qe, err := drover.NewQueueEvents(rdb, name, &drover.QueueEventsOptions{Prefix: prefix, BlockTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	events := make(chan drover.Event, 100)
+	runErr := make(chan error, 1)
+	qctx, stopEvents := context.WithCancel(ctx)
+	go func() {
+		runErr <- qe.Run(qctx, func(e drover.Event) error { events <- e; return nil })
+	}()
+	t.Cleanup(func() { stopEvents(); <-runErr })
+	completedEvent := func(id string) {
+		t.Helper()
+		for {
+			select {
+			case e := <-events:
+				if e.Name == drover.EventCompleted && e.JobID == id {
+					return
+				}
+			case err := <-runErr:
+				runErr <- err
+				t.Fatalf("QueueEvents.Run ended before job %s completed: %v", id, err)
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no completed event for job %s", id)
+			}
+		}
+	}
+
+	first, err := q.Add(ctx, "before", nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, first.Job.ID, <-ran)
+	completedEvent(first.Job.ID)
+	// The worker is now blocked on the marker for up to DrainDelay (30s).
+	node := c.Node(master)
+	require.NotNil(t, node)
+	mrdb := node.Client()
+	t.Cleanup(func() { _ = mrdb.Close() })
+	waitFor(t, 10*time.Second, "the worker to block in BZPOPMIN on "+master, func() bool {
+		list, err := mrdb.ClientList(ctx).Result()
+		require.NoError(t, err)
+		return strings.Contains(list, "cmd=bzpopmin") && strings.Contains(list, "cmd=xread")
+	})
+
+	newMaster, err := c.Failover(ctx, master)
+	require.NoError(t, err)
+	start := time.Now()
+	second, err := q.Add(ctx, "after", nil, nil)
+	require.NoError(t, err)
+	select {
+	case id := <-ran:
+		require.Equal(t, second.Job.ID, id)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the idle worker did not take a job added after the failover to %s; its warnings: %v", newMaster, logs.sample(5))
+	}
+	t.Logf("job added after the failover (%s -> %s) ran after %s; worker warnings: %v",
+		master, newMaster, time.Since(start).Round(time.Millisecond), logs.sample(5))
+	completedEvent(second.Job.ID)
+	require.Empty(t, logs.matching("wait for jobs failed"), "a block ended by a failover is not a failure")
+	waitCounts(t, q, 10*time.Second, map[drover.JobState]int64{drover.StateCompleted: 2, drover.StateActive: 0})
+}
