@@ -17,12 +17,11 @@ import (
 
 // env is what the runs share: the servers and how to start each peer.
 type env struct {
-	impls  []string
-	redis  *redisServer
-	pg     *pgCluster
-	peer   string // Go peer binary
-	notes  []string
-	wallOf map[string]time.Duration
+	impls []string
+	redis *redisServer
+	pg    *pgCluster
+	peer  string // Go peer binary
+	notes []string
 }
 
 func (e *env) Close() {

@@ -203,8 +203,8 @@ func plan(o options) (impls []string, steps []step) {
 		process(10, o.N),
 		process(100, o.N),
 		process(500, o.N),
-		{name: "pickup", n: o.NLatency, args: []string{f("scenario", "latency"), f("n", o.NLatency), f("c", 10), f("gap-ms", o.GapMS)}},
-		{name: "delayed", n: o.NDelayed, args: []string{f("scenario", "delayed"), f("n", o.NDelayed), f("c", 10)}},
+		{name: "pickup", n: o.NLatency, args: []string{f("scenario", "latency"), f("n", o.NLatency), f("c", 10), f("gap-ms", o.GapMS), f("warmup-ms", 500)}},
+		{name: "delayed", n: o.NDelayed, args: []string{f("scenario", "delayed"), f("n", o.NDelayed), f("c", 10), f("warmup-ms", 500), f("lead-ms", 500), f("spread-ms", 1500)}},
 		{
 			name: "retry", n: o.NRetry, server: true,
 			seed: []string{f("scenario", "seed"), f("n", o.NRetry), f("attempts", 3)},

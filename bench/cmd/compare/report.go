@@ -27,6 +27,12 @@ type metric struct {
 	get    func(s sample) (float64, bool)
 }
 
+// ratioFloor is a metric's resolution: ratios use max(value, floor), so a
+// value at or below it counts as on time instead of giving an unbounded
+// ratio. Delayed lateness can be slightly negative: BullMQ-layout due times
+// are whole milliseconds (add time and delay both truncated or rounded).
+var ratioFloor = map[string]float64{"delayed_p50": 1, "delayed_p99": 1}
+
 func perJob(s sample, v float64) float64 { return v / float64(s.N) }
 
 var metrics = []metric{
@@ -39,8 +45,8 @@ var metrics = []metric{
 	{"process_c500", "jobs/s", "process_c500", true, "process no-op jobs, concurrency 500", rate},
 	{"pickup_p50", "ms", "pickup", false, "idle pickup latency add→start, p50", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
 	{"pickup_p99", "ms", "pickup", false, "idle pickup latency add→start, p99", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
-	{"delayed_p50", "ms", "delayed", false, "delayed-job lateness due→start, p50", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
-	{"delayed_p99", "ms", "delayed", false, "delayed-job lateness due→start, p99", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
+	{"delayed_p50", "ms", "delayed", false, "delayed-job lateness due→start, p50 (ratio floor 1 ms)", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
+	{"delayed_p99", "ms", "delayed", false, "delayed-job lateness due→start, p99 (ratio floor 1 ms)", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
 	{"retry", "jobs/s", "retry", true, "retry-heavy: fail twice (backoff 0), then succeed; c100", rate},
 	{"redis_cmds_per_job_c100", "cmds/job", "process_c100", false, "Redis commands per job (commandstats, scripts' inner commands included), c100",
 		func(s sample) (float64, bool) {
@@ -152,13 +158,17 @@ func buildReport(o options, e *env, impls []string, samples []sample, elapsed ti
 // ratio of drover to peer, oriented so that > 1 means drover is better.
 func (rw row) ratio(peer string) (float64, bool) {
 	d, p := rw.cells["drover"], rw.cells[peer]
-	if !d.ok || !p.ok || d.median <= 0 || p.median <= 0 {
+	if !d.ok || !p.ok {
+		return 0, false
+	}
+	dv, pv := max(d.median, ratioFloor[rw.m.name]), max(p.median, ratioFloor[rw.m.name])
+	if dv <= 0 || pv <= 0 {
 		return 0, false
 	}
 	if rw.m.higher {
-		return d.median / p.median, true
+		return dv / pv, true
 	}
-	return p.median / d.median, true
+	return pv / dv, true
 }
 
 func round(v float64) float64 {
