@@ -1,0 +1,45 @@
+// Package clustertest starts real local Redis Cluster and Sentinel set-ups
+// for drover's scale-out tests, and holds those tests.
+//
+// # Servers
+//
+// [StartCluster] starts masters*(1+replicas) `redis-server --cluster-enabled
+// yes` processes on loopback ports p whose cluster bus port p+10000 is free
+// too (ports are drawn from 12000-21999, so bus ports stay below the kernel's
+// ephemeral range), joins them with `redis-cli --cluster create ...
+// --cluster-replicas N --cluster-yes`, and waits until every node reports
+// cluster_state:ok, all nodes agree on who serves every slot (CLUSTER
+// SHARDS) and every replica is in sync. [Cluster.TagsByMaster] finds hash
+// tags that land on each master, [Cluster.Failover] promotes a replica with
+// CLUSTER FAILOVER.
+//
+// [StartSentinel] starts a master, its replica and three sentinels
+// (`redis-server <conf> --sentinel`, quorum 2); [Sentinel.Failover] runs
+// SENTINEL FAILOVER and [Sentinel.WaitSettled] waits for the old master to be
+// demoted.
+//
+// [SharedCluster] (3 masters, 1 replica each) and [SharedSentinel] start one
+// set-up per test binary on first use; [Main], called from TestMain, stops
+// them. Every server gets its own temporary directory, a process group and a
+// parent-death signal, so a test binary killed by -timeout takes its servers
+// with it. A missing redis-server or redis-cli fails the test with install
+// instructions: tests never skip. CLUSTER SHARDS needs Redis 7.0 or newer.
+//
+// # Tests
+//
+// The tests are behind the build tag "cluster", so the race-enabled run of
+// ./internal/... does not pay for them:
+//
+//	go test -tags cluster -count=1 ./internal/clustertest/
+//
+// They cover, on the cluster: the interop and retry-lifecycle scenarios with
+// Node BullMQ as the peer (TestClusterInterop); 100,000 jobs on 8 queues
+// spread over the 3 masters, worked by 4 worker processes (this test binary
+// re-executed, see child_test.go) with no loss and no CROSSSLOT
+// (TestClusterHundredThousandJobs); CLUSTER FAILOVER during processing and
+// while idle (TestClusterFailover, TestClusterFailoverIdleWorker); SENTINEL
+// FAILOVER under a go-redis failover client (TestSentinelFailover); refusal
+// of queues without a hash tag on a cluster client
+// (TestClusterMisconfiguration). BenchmarkClusterThroughput compares the
+// same queues on 1 and on 3 masters.
+package clustertest
