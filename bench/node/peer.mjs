@@ -139,7 +139,9 @@ function newWorker(processor, count = cfg.n) {
 
 async function scenarioProcess() {
   const retry = cfg.scenario === 'retry';
+  let first = 0;
   const { worker, done, completedCount } = newWorker(async (job) => {
+    if (first === 0) first = performance.now();
     if (retry && job.attemptsMade + 1 < cfg.attempts) throw new Error(PLANNED);
   });
   await worker.waitUntilReady();
@@ -148,6 +150,7 @@ async function scenarioProcess() {
   worker.run();
   await withTimeout(done, () => `only ${completedCount()} of ${cfg.n} jobs completed`);
   const res = rateResult(cfg.n, performance.now() - t0, cpuMicros() - cpu0);
+  res.first_ms = first - t0;
   await worker.close();
   return res;
 }

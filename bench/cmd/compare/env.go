@@ -156,6 +156,7 @@ type peerResult struct {
 	P50ms    float64 `json:"p50_ms"`
 	P99ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`
+	FirstMs  float64 `json:"first_ms"`
 	CPUus    float64 `json:"cpu_us"`
 	RSSkb    int64   `json:"rss_kb"`
 	Inflight int     `json:"inflight"`

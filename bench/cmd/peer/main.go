@@ -186,6 +186,8 @@ type result struct {
 	P50ms    float64 `json:"p50_ms,omitempty"`
 	P99ms    float64 `json:"p99_ms,omitempty"`
 	MaxMs    float64 `json:"max_ms,omitempty"`
+	// FirstMs is worker start -> first job handled (process, retry).
+	FirstMs float64 `json:"first_ms,omitempty"`
 	// CPUus is this process' user+sys CPU time over the measured phase only
 	// (start-up and module loading excluded).
 	CPUus float64 `json:"cpu_us"`

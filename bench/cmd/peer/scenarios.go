@@ -86,10 +86,14 @@ func rateResult(n int, d time.Duration, cpu int64) result {
 // backend shows all n jobs finished.
 func scenarioProcess(ctx context.Context, cfg config, im impl) (result, error) {
 	retry := cfg.Scenario == "retry"
-	var done atomic.Int64
+	var done, first atomic.Int64
 	all := make(chan struct{})
 	n := int64(cfg.N)
+	t0 := time.Now()
 	h := func(ctx context.Context, p payload, attempt int) error {
+		if first.Load() == 0 {
+			first.CompareAndSwap(0, int64(time.Since(t0)))
+		}
 		if retry && attempt < cfg.Attempts {
 			return errPlannedFail
 		}
@@ -99,7 +103,7 @@ func scenarioProcess(ctx context.Context, cfg config, im impl) (result, error) {
 		return nil
 	}
 	cpu0 := cpuMicros()
-	t0 := time.Now()
+	t0 = time.Now()
 	if err := im.Start(ctx, h); err != nil {
 		return result{}, err
 	}
@@ -110,7 +114,9 @@ func scenarioProcess(ctx context.Context, cfg config, im impl) (result, error) {
 	if err := waitDrained(ctx, im, cfg.N); err != nil {
 		return result{}, err
 	}
-	return rateResult(cfg.N, time.Since(t0), cpuMicros()-cpu0), nil
+	res := rateResult(cfg.N, time.Since(t0), cpuMicros()-cpu0)
+	res.FirstMs = float64(first.Load()) / 1e6
+	return res, nil
 }
 
 func stop(im impl) {
