@@ -29,6 +29,13 @@ test/race: deps ## run the core packages with the race detector
 test-interop: deps ## run the Node BullMQ oracle and differential suites alone
 	$(GO) test -count=1 -timeout $(TIMEOUT) -v -run 'Interop|Differential' ./internal/interoptest/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)' 
 
+GOLANGCI ?= $(shell go env GOPATH)/bin/golangci-lint
+
+.PHONY: lint
+lint: ## golangci-lint with the project's rules (installs v2.15.0 if missing)
+	@test -x $(GOLANGCI) || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+	$(GOLANGCI) run ./...
+
 .PHONY: build
 build: ## build the drover binary into ./bin
 	$(GO) build -o bin/drover ./cmd/drover

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 )
 
 // Main is the drover command: it dispatches to one subcommand per file.
@@ -60,11 +59,4 @@ func (m *Main) usage() {
 		fmt.Fprintf(m.Stdout, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(m.Stdout, "\nRun `drover <command> -h` for a command's flags.")
-}
-
-func pad(s string, n int) string {
-	if len(s) >= n {
-		return s
-	}
-	return s + strings.Repeat(" ", n-len(s))
 }
