@@ -290,7 +290,8 @@ func (e *env) runPeer(ctx context.Context, o options, impl string, args []string
 	var pr peerResult
 	common := []string{
 		"--redis=" + e.redis.Addr,
-		fmt.Sprintf("--timeout-s=%.0f", (o.PeerTimeout - 10*time.Second).Seconds()),
+		// The peer gives up (and says why) a little before it is killed.
+		fmt.Sprintf("--timeout-s=%.1f", max(o.PeerTimeout-10*time.Second, o.PeerTimeout*9/10).Seconds()),
 	}
 	var argv []string
 	if impl == "bullmq" {

@@ -135,7 +135,7 @@ func run(ctx context.Context, o options) error {
 				s := env.measure(ctx, o, r+1, st, im)
 				done++
 				if s.Err != "" {
-					logf("[%d/%d] run %d %-13s %-7s ERROR %s", done, total, r+1, st.name, im, s.Err)
+					logf("[%d/%d] run %d %-13s %-7s ERROR %s", done, total, r+1, st.name, im, firstLine([]byte(s.Err)))
 				} else {
 					logf("[%d/%d] run %d %-13s %-7s %s", done, total, r+1, st.name, im, s.summary())
 				}

@@ -111,6 +111,7 @@ type report struct {
 	notes    []string
 	elapsed  time.Duration
 	errCount map[string]int
+	errFirst map[string]string
 }
 
 func median(vs []float64) float64 {
@@ -123,12 +124,16 @@ func median(vs []float64) float64 {
 }
 
 func buildReport(o options, e *env, impls []string, samples []sample, elapsed time.Duration) *report {
-	r := &report{o: o, impls: impls, samples: samples, notes: e.notes, elapsed: elapsed, errCount: map[string]int{}}
+	r := &report{o: o, impls: impls, samples: samples, notes: e.notes, elapsed: elapsed, errCount: map[string]int{}, errFirst: map[string]string{}}
 	ran := map[string]bool{}
 	for _, s := range samples {
 		ran[s.Step] = true
 		if s.Err != "" {
-			r.errCount[s.Step+"/"+s.Impl]++
+			k := s.Step + "/" + s.Impl
+			r.errCount[k]++
+			if r.errFirst[k] == "" {
+				r.errFirst[k] = firstLine([]byte(s.Err))
+			}
 		}
 	}
 	for _, m := range metrics {
@@ -274,7 +279,7 @@ func (r *report) markdown() string {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			fmt.Fprintf(&b, "- %s: %d failed (see latest.json and the peer logs)\n", k, r.errCount[k])
+			fmt.Fprintf(&b, "- %s: %d of %d runs failed, first: `%s` (every error is in the JSON samples, peer stderr in results/logs/)\n", k, r.errCount[k], r.o.Runs, r.errFirst[k])
 		}
 	}
 	b.WriteString("\n## Notes\n\n")
