@@ -26,8 +26,14 @@ test/race: deps ## run the core packages with the race detector
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS_RACE)
 
 .PHONY: test-interop
+# One result line per scenario; the full log only when something failed, and
+# go test's exit status (a plain pipe into grep would hide a failure).
 test-interop: deps ## run the Node BullMQ oracle and differential suites alone
-	$(GO) test -count=1 -timeout $(TIMEOUT) -v -run 'Interop|Differential' ./internal/interoptest/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)' 
+	@log=$$(mktemp); \
+	$(GO) test -count=1 -timeout $(TIMEOUT) -v -run 'Interop|Differential' ./internal/interoptest/ >$$log 2>&1; rc=$$?; \
+	grep -E '^ *--- |^(PASS|FAIL|ok)' $$log; \
+	if [ $$rc -ne 0 ]; then echo "--- full output:"; cat $$log; fi; \
+	rm -f $$log; exit $$rc
 
 GOLANGCI ?= $(shell go env GOPATH)/bin/golangci-lint
 
