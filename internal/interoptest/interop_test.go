@@ -117,8 +117,8 @@ func interopDelayed(t *testing.T, b *bundle, producer, consumer impl) {
 	// The worker is already blocked when the delayed jobs arrive: the
 	// producer's delay marker must wake it when the first one is due.
 	stop := b.startWorker(t, consumer, workerSpec{})
-	late := b.add(t, producer, jobSpec{name: "late", data: payload("late", 0), delay: 900 * time.Millisecond})
-	early := b.add(t, producer, jobSpec{name: "early", data: payload("early", 1), delay: 600 * time.Millisecond})
+	late := b.add(t, producer, jobSpec{name: "late", data: payload("late", 0), delay: 1500 * time.Millisecond})
+	early := b.add(t, producer, jobSpec{name: "early", data: payload("early", 1), delay: 1200 * time.Millisecond})
 	a := assertAgree(t, b, late, early)
 	require.Equal(t, allCounts("delayed", 2), a.counts)
 	require.Equal(t, statesOf("delayed", late, early), a.states)

@@ -163,12 +163,13 @@ func TestDifferentialLayout(t *testing.T) {
 				{"progress", map[string]any{"behavior": progress}, map[string]any{"keepLogs": 3}, &drover.JobOptions{KeepLogs: 3}},
 				{"undefined", map[string]any{"behavior": bullmqoracle.Return(nil)}, nil, nil},
 				{"string", map[string]any{"behavior": bullmqoracle.Return("a/b")}, nil, nil},
-				// Due in the same millisecond: one fetch promotes both, the
-				// prioritized one into prioritized.
-				{"delayed", map[string]any{"n": 6}, map[string]any{"delay": 400, "timestamp": ts.UnixMilli()},
-					&drover.JobOptions{Delay: 400 * time.Millisecond, Timestamp: ts}},
-				{"delayedPrio", map[string]any{"n": 7}, map[string]any{"delay": 400, "priority": 3, "timestamp": ts.UnixMilli()},
-					&drover.JobOptions{Delay: 400 * time.Millisecond, Priority: 3, Timestamp: ts}},
+				// Due in the same millisecond, once the ready jobs are done
+				// (with room for a slow machine): one fetch promotes both,
+				// the prioritized one into prioritized.
+				{"delayed", map[string]any{"n": 6}, map[string]any{"delay": 1500, "timestamp": ts.UnixMilli()},
+					&drover.JobOptions{Delay: 1500 * time.Millisecond, Timestamp: ts}},
+				{"delayedPrio", map[string]any{"n": 7}, map[string]any{"delay": 1500, "priority": 3, "timestamp": ts.UnixMilli()},
+					&drover.JobOptions{Delay: 1500 * time.Millisecond, Priority: 3, Timestamp: ts}},
 			}
 			ids := addAll(t, b, by, jobs)
 			stop := b.startWorker(t, by, workerSpec{behavior: bullmqoracle.FromData("behavior")})
