@@ -7,12 +7,14 @@
 // # Interop
 //
 // TestInterop runs each queue scenario (plain, delayed, prioritized, LIFO,
-// custom job id and its duplicate, paused queue, bulk add of 1,000) in both
-// directions: Node BullMQ adds and a drover Worker processes, then drover
-// adds and a Node Worker processes. After every step, Node's
-// getJobCounts()/getState() and drover's GetJobCounts/GetJobState must agree
-// (assertAgree), and each finished job must read the same through Node's
-// Queue.getJob and drover's GetJob (assertJobAgree).
+// custom job id and its duplicate, paused queue, bulk add of 1,000, an idle
+// worker woken by an add) in both directions: Node BullMQ adds and a drover
+// Worker processes, then drover adds and a Node Worker processes. After
+// every step, Node's getJobCounts()/getState() and drover's
+// GetJobCounts/GetJobState must agree (assertAgree), and each finished job
+// must read the same through Node's Queue.getJob and drover's GetJob
+// (assertJobAgree). It also runs a Node and a drover worker on one queue,
+// and a drover worker under a global concurrency Node set.
 //
 // TestInteropStalled kills a worker process of one implementation mid-job
 // and lets the other's stalled checker recover (or, past maxStalledCount,
@@ -23,12 +25,14 @@
 //
 // # Differential
 //
-// TestDifferentialLayout and TestDifferentialRetry run the same operations
-// once with Node BullMQ and once with drover, each under its own key prefix,
-// dump both Redis states with internal/statedump, normalise them and require
-// them to be equal. The few legitimate differences are removed by
-// comparableDump; each exclusion is listed there with its reason. Retry
-// scenarios also compare the event sequences (name, jobId, prev).
+// TestDifferentialLayout, TestDifferentialLayoutAdmin and
+// TestDifferentialRetry run the same operations once with Node BullMQ and
+// once with drover, each under its own key prefix, dump both Redis states
+// with internal/statedump, normalise them and require them to be equal. The
+// few legitimate differences are removed by comparableDump; each exclusion
+// is listed there with its reason. Retry scenarios also compare the event
+// sequences (name, jobId, prev). TestInteropRetry and TestInteropStalled
+// compare their mixed runs with the same scenario run by Node alone.
 //
 // # Processes
 //
