@@ -21,7 +21,10 @@ import (
 // with the same 6 queues, workers and jobs either all on one master's slots
 // (masters=1) or 2 per master (masters=3). Each queue has one in-process
 // worker with concurrency 50, a no-op processor and RemoveOnComplete.
-// b.N is the number of jobs; the jobs/s metric is the figure to compare:
+// b.N is the number of jobs; the jobs/s metric is the figure to compare.
+// Two more metrics say where the time went: master-µs/job is the CPU time
+// all masters spent per job, busiest-master-% the busiest master's CPU use
+// over the run (100 = one core):
 //
 //	go test -tags cluster -run '^$' -bench ClusterThroughput -benchtime 60000x ./internal/clustertest/
 func BenchmarkClusterThroughput(b *testing.B) {
@@ -67,6 +70,17 @@ func benchThroughput(b *testing.B, masters, queues int) {
 				}}})
 	}
 
+	cpu := func() []time.Duration {
+		out := make([]time.Duration, len(shards))
+		for i, sh := range shards {
+			if d, err := c.Node(sh.Master).CPUTime(); err == nil {
+				out[i] = d
+			}
+		}
+		return out
+	}
+	cpuBefore := cpu()
+
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -97,4 +111,14 @@ func benchThroughput(b *testing.B, masters, queues int) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+	var sum, busiest time.Duration
+	for i, d := range cpu() {
+		d -= cpuBefore[i]
+		sum += d
+		busiest = max(busiest, d)
+	}
+	if sum > 0 {
+		b.ReportMetric(float64(sum.Microseconds())/float64(b.N), "master-µs/job")
+		b.ReportMetric(100*busiest.Seconds()/elapsed.Seconds(), "busiest-master-%")
+	}
 }

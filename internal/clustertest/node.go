@@ -190,6 +190,28 @@ func (n *Node) Stop() {
 	_ = os.RemoveAll(n.dir)
 }
 
+// CPUTime returns the CPU time (user + system) the node's process has used so
+// far. It reads /proc/<pid>/stat, so it works on Linux only, and assumes the
+// usual 100 clock ticks per second.
+func (n *Node) CPUTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after "(comm)": state is field 3, utime 14, stime 15.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc stat for pid %d", n.cmd.Process.Pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
 // Client returns a new single-node client of this node; the caller closes it.
 func (n *Node) Client() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
