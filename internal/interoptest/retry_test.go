@@ -119,6 +119,28 @@ func TestDifferentialRetry(t *testing.T) {
 			events: []string{"active prev=waiting", "failed prev=active", "retries-exhausted", "drained"},
 		},
 		{
+			// Retried into prioritized with a new counter score.
+			name:     "PrioritizedRetry",
+			job:      jobSpec{attempts: 2, priority: 3},
+			behavior: bullmqoracle.FailTimes(1, "flaky", "ok"),
+			state:    "completed", atm: 2,
+			events: []string{
+				"active prev=waiting", "waiting prev=active",
+				"active prev=waiting", "completed prev=active", "drained",
+			},
+		},
+		{
+			// Promoted from delayed into prioritized.
+			name:     "PrioritizedBackoff",
+			job:      jobSpec{attempts: 2, priority: 3, backoff: fixed(100 * time.Millisecond)},
+			behavior: bullmqoracle.FailTimes(1, "flaky", "ok"),
+			state:    "completed", atm: 2,
+			events: []string{
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "completed prev=active", "drained",
+			},
+		},
+		{
 			// Dropped when it fails for good: state unknown, no job hash.
 			name:     "RemoveOnFail",
 			job:      jobSpec{attempts: 2, removeOnFail: true},
