@@ -21,7 +21,6 @@ local moved = {}
 local candidates = rcall("SMEMBERS", stalledKey)
 if #candidates > 0 then
   rcall("DEL", stalledKey)
-  local blocked = pausedOrMaxed(metaKey, activeKey)
   for _, id in ipairs(candidates) do
     if string.sub(id, 1, 2) == "0:" then
       rcall("LREM", activeKey, 1, id)
@@ -35,12 +34,16 @@ if #candidates > 0 then
         end
       end
       rcall("RPUSH", waitKey, id)
-      addBaseMarker(markerKey, blocked)
       rcall("XADD", eventsKey, "*", "event", "waiting", "jobId", id, "prev", "active")
       rcall("XADD", eventsKey, "*", "event", "stalled", "jobId", id)
       moved[#moved + 1] = id
       moved[#moved + 1] = stc
     end
+  end
+  -- Judge "maxed" after the moved jobs left active, as BullMQ does per job:
+  -- under a global concurrency the stalled jobs themselves filled it.
+  if #moved > 0 then
+    addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
   end
 end
 
