@@ -166,3 +166,38 @@ func indexOf(lines []string, s string) int {
 	}
 	return -1
 }
+
+// TestInteropStalledGlobalConcurrency: with a global concurrency of 1 (set
+// by Node), the stalled job itself fills the active list until the checker
+// takes it out, so the checker must judge "maxed" after moving it, as
+// BullMQ does, and write the wake-up marker: an idle worker then takes the
+// recovered job at once instead of after its drain delay (5 s on both
+// sides).
+func TestInteropStalledGlobalConcurrency(t *testing.T) {
+	t.Parallel()
+
+	setup := newSetup(t)
+	for _, tt := range []struct {
+		name    string
+		rescuer impl
+	}{{"DroverRescuer", droverImpl}, {"NodeRescuer", nodeImpl}} {
+		rescuer := tt.rescuer
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			b := setup(t)
+			ctx := context.Background()
+			require.NoError(t, b.oracle.SetGlobalConcurrency(ctx, b.prefix, queueName, 1))
+			id := b.add(t, nodeImpl, jobSpec{name: "stall", data: payload("stall", 0)})
+			killWorkerMidJob(t, b, rescuer.other(), id)
+
+			b.startWorker(t, rescuer, workerSpec{lockDuration: victimLock, stalledInterval: rescueInterval})
+			b.waitEvents(t, 1, func(e drover.Event) bool { return e.Name == drover.EventStalled && e.JobID == id })
+			b.waitEventsWithin(t, 3*time.Second, 1, func(e drover.Event) bool { return isCompleted(e) && e.JobID == id })
+			a := assertAgree(t, b, id)
+			require.Equal(t, "completed", a.states[id])
+			nj := assertJobAgree(t, b, id)
+			require.EqualValues(t, 1, nj.StalledCounter)
+		})
+	}
+}
