@@ -77,7 +77,7 @@ func runChild(role string) int {
 		return 1
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: spec.Seeds, PoolSize: 64})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := context.Background()
 

@@ -291,7 +291,7 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 			}
 			shards, err := shardsFrom(ctx, n)
 			if err != nil {
-				return false, n.Addr + ": " + err.Error(), nil
+				return notYet(n.Addr+": ", err)
 			}
 			if len(shards) != c.masters {
 				return false, fmt.Sprintf("%s sees %d masters serving slots, want %d", n.Addr, len(shards), c.masters), nil
@@ -376,7 +376,7 @@ func (c *Cluster) Failover(ctx context.Context, master string) (string, error) {
 	err = poll(wctx, 50*time.Millisecond, "wait for "+replica.Addr+" to become master", func(ctx context.Context) (bool, string, error) {
 		repl, err := info(ctx, rdb, "replication")
 		if err != nil {
-			return false, err.Error(), nil
+			return notYet("", err)
 		}
 		return repl["role"] == "master", "role=" + repl["role"], nil
 	})

@@ -297,7 +297,10 @@ func TestClusterFailoverIdleWorker(t *testing.T) {
 	go func() {
 		runErr <- qe.Run(qctx, func(e drover.Event) error { events <- e; return nil })
 	}()
-	t.Cleanup(func() { stopEvents(); <-runErr })
+	t.Cleanup(func() {
+		stopEvents()
+		require.NoError(t, <-runErr, "QueueEvents.Run returns nil when its ctx ends")
+	})
 	completedEvent := func(id string) {
 		t.Helper()
 		for {

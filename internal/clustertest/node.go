@@ -238,6 +238,12 @@ func parseFields(s string, sep byte) map[string]string {
 	return m
 }
 
+// notYet is a poll condition's answer to a transient error: not ready, with
+// the error as the reason. (Nodes refuse commands while they change role.)
+func notYet(where string, err error) (bool, string, error) {
+	return false, where + err.Error(), nil
+}
+
 // poll calls cond every interval until it returns true or an error, or ctx
 // ends; the last "not yet" reason is reported on timeout.
 func poll(ctx context.Context, interval time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) error {

@@ -128,7 +128,7 @@ func (s *Sentinel) node(addr string) *Node {
 // MasterAddr asks the first sentinel who the master is.
 func (s *Sentinel) MasterAddr(ctx context.Context) (string, error) {
 	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr})
-	defer sc.Close()
+	defer func() { _ = sc.Close() }()
 	hp, err := sc.GetMasterAddrByName(ctx, MasterName).Result()
 	if err != nil {
 		return "", err
@@ -144,9 +144,9 @@ func (s *Sentinel) waitSettled(ctx context.Context, master string) error {
 		for _, sn := range s.Sentinels {
 			sc := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr})
 			m, err := sc.Master(ctx, MasterName).Result()
-			sc.Close()
+			_ = sc.Close()
 			if err != nil {
-				return false, sn.Addr + ": " + err.Error(), nil
+				return notYet(sn.Addr+": ", err)
 			}
 			addr := m["ip"] + ":" + m["port"]
 			if addr != master || m["num-slaves"] != "1" || m["num-other-sentinels"] != "2" || strings.Contains(m["flags"], "down") {
@@ -160,9 +160,9 @@ func (s *Sentinel) waitSettled(ctx context.Context, master string) error {
 			}
 			rdb := n.Client()
 			repl, err := info(ctx, rdb, "replication")
-			rdb.Close()
+			_ = rdb.Close()
 			if err != nil {
-				return false, n.Addr + ": " + err.Error(), nil
+				return notYet(n.Addr+": ", err)
 			}
 			if repl["role"] != "slave" || repl["master_link_status"] != "up" || repl["master_port"] != strings.TrimPrefix(master, "127.0.0.1:") {
 				return false, fmt.Sprintf("%s: role=%s master_port=%s link=%s", n.Addr, repl["role"], repl["master_port"], repl["master_link_status"]), nil
@@ -183,7 +183,7 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 		return "", err
 	}
 	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr})
-	defer sc.Close()
+	defer func() { _ = sc.Close() }()
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	// NOGOODSLAVE until the sentinel has fresh INFO from the replica.
@@ -193,7 +193,7 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 			return true, "", nil
 		}
 		if strings.Contains(err.Error(), "NOGOODSLAVE") || strings.Contains(err.Error(), "INPROG") {
-			return false, err.Error(), nil
+			return notYet("", err)
 		}
 		return false, "", err
 	})
@@ -204,7 +204,7 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 	err = poll(wctx, 100*time.Millisecond, "wait for the new master", func(ctx context.Context) (bool, string, error) {
 		m, err := s.MasterAddr(ctx)
 		if err != nil {
-			return false, err.Error(), nil
+			return notYet("", err)
 		}
 		if m == old {
 			return false, "sentinel still names " + old, nil
@@ -223,7 +223,7 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 		defer rdb.Close()
 		repl, err := info(ctx, rdb, "replication")
 		if err != nil {
-			return false, err.Error(), nil
+			return notYet("", err)
 		}
 		return repl["role"] == "master", "role=" + repl["role"], nil
 	})
