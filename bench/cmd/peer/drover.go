@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -80,13 +79,18 @@ func (d *droverImpl) Stop(ctx context.Context) error {
 	return d.w.Close(ctx)
 }
 
-// Drained counts the completed set of the BullMQ layout drover shares.
+// Drained: once every job was handled, the queue is drained when none is
+// left waiting, active (its finish not yet written), delayed or prioritized.
 func (d *droverImpl) Drained(ctx context.Context, n int) (bool, error) {
-	c, err := d.rdb.ZCard(ctx, droverPrefix+":"+queueName+":completed").Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
+	counts, err := d.queue.GetJobCounts(ctx, drover.StateWaiting, drover.StateActive, drover.StateDelayed, drover.StatePrioritized, drover.StatePaused)
+	if err != nil {
+		return false, err
 	}
-	return c >= int64(n), err
+	var left int64
+	for _, c := range counts {
+		left += c
+	}
+	return left == 0, nil
 }
 
 func (d *droverImpl) Close() { _ = d.rdb.Close() }
