@@ -193,3 +193,43 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 func IsRefusal(err error) bool {
 	return errors.Is(err, ErrJobNotFound) || errors.Is(err, ErrJobLocked) || errors.Is(err, ErrNotInState)
 }
+
+// SetGlobalConcurrency caps how many jobs of the queue run at once across all
+// workers, drover's and Node's (BullMQ's meta "concurrency").
+func (q *Queue) SetGlobalConcurrency(ctx context.Context, n int) error {
+	if n < 1 {
+		return optionError("global concurrency must be at least 1, got %d", n)
+	}
+	if err := q.check(); err != nil {
+		return err
+	}
+	return q.rdb.HSet(ctx, q.k.Meta(), "concurrency", n).Err()
+}
+
+// RemoveGlobalConcurrency lifts SetGlobalConcurrency's cap.
+func (q *Queue) RemoveGlobalConcurrency(ctx context.Context) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	return q.rdb.HDel(ctx, q.k.Meta(), "concurrency").Err()
+}
+
+// SetGlobalRateLimit lets all workers together activate at most max jobs per
+// window (BullMQ's meta "max" and "duration").
+func (q *Queue) SetGlobalRateLimit(ctx context.Context, max int, window time.Duration) error {
+	if max < 1 || window < time.Millisecond {
+		return optionError("global rate limit needs max >= 1 and window >= 1ms, got %d per %s", max, window)
+	}
+	if err := q.check(); err != nil {
+		return err
+	}
+	return q.rdb.HSet(ctx, q.k.Meta(), "max", max, "duration", window.Milliseconds()).Err()
+}
+
+// RemoveGlobalRateLimit lifts SetGlobalRateLimit's limit.
+func (q *Queue) RemoveGlobalRateLimit(ctx context.Context) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	return q.rdb.HDel(ctx, q.k.Meta(), "max", "duration").Err()
+}

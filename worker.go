@@ -72,6 +72,10 @@ type WorkerOptions struct {
 	// DrainDelay is the longest an idle worker blocks waiting for a job
 	// before it looks again. Defaults to DrainDelayDefault (5s).
 	DrainDelay time.Duration
+	// Limiter caps how many jobs this worker's queue activates per window
+	// (BullMQ's worker limiter, counted in the shared limiter key). A global
+	// limit set with Queue.SetGlobalRateLimit wins for Max. nil = none.
+	Limiter *RateLimit
 	// BackoffStrategies are custom backoff strategies by Backoff.Type.
 	BackoffStrategies map[string]BackoffFunc
 	// RemoveOnComplete / RemoveOnFail apply to jobs that do not set their own.
@@ -131,7 +135,16 @@ func (o *WorkerOptions) withDefaults() WorkerOptions {
 	return r
 }
 
+// RateLimit is at most Max job activations per Duration.
+type RateLimit struct {
+	Max      int
+	Duration time.Duration
+}
+
 func (o *WorkerOptions) validate() error {
+	if l := o.Limiter; l != nil && (l.Max < 1 || l.Duration < time.Millisecond) {
+		return optionError("WorkerOptions.Limiter needs Max >= 1 and Duration >= 1ms, got %d per %s", l.Max, l.Duration)
+	}
 	switch {
 	case o.Concurrency < 1:
 		return optionError("WorkerOptions.Concurrency must be at least 1, got %d", o.Concurrency)
@@ -203,7 +216,8 @@ type Worker struct {
 	bgWG        sync.WaitGroup
 	forceFinish chan struct{} // closed when Close gives up writing results
 
-	nextDelayed atomic.Int64 // ms of the earliest delayed job this worker knows of
+	nextDelayed  atomic.Int64 // ms of the earliest delayed job this worker knows of
+	limitedUntil atomic.Int64 // ms until which the rate limiter refuses jobs
 	wakeTimer   *time.Timer
 	wakeMu      sync.Mutex
 	rand        func() float64
@@ -385,12 +399,23 @@ func (w *Worker) release(n int) {
 }
 
 func (w *Worker) fetchArgs(count int) scripts.FetchArgs {
-	return scripts.FetchArgs{
+	a := scripts.FetchArgs{
 		Now:          w.q.nowMs(),
 		Count:        count,
 		Token:        w.id,
 		LockDuration: w.opts.LockDuration.Milliseconds(),
 		WorkerName:   w.opts.Name,
+	}
+	if l := w.opts.Limiter; l != nil {
+		a.LimitMax, a.LimitWindow = l.Max, l.Duration.Milliseconds()
+	}
+	return a
+}
+
+// noteRateLimit remembers until when the rate limiter refuses activations.
+func (w *Worker) noteRateLimit(ttlMs int64) {
+	if ttlMs > 0 {
+		w.limitedUntil.Store(w.q.nowMs() + ttlMs)
 	}
 }
 
@@ -426,6 +451,7 @@ func (w *Worker) fetchLoop() {
 		failures = 0
 		w.release(n - len(f.Jobs))
 		w.dispatch(f.Jobs)
+		w.noteRateLimit(f.RateLimitTTL)
 		if len(f.Jobs) == n {
 			continue
 		}
@@ -459,6 +485,14 @@ func (w *Worker) setNextDelayed(ms int64) {
 // the due time precisely.
 func (w *Worker) waitForWork(ctx context.Context) {
 	wait := w.opts.DrainDelay
+	if until := w.limitedUntil.Load(); until != 0 {
+		// Rate limited: markers do not help before the window ends.
+		w.limitedUntil.Store(0)
+		if d := time.Duration(until-w.q.nowMs()) * time.Millisecond; d > 0 {
+			sleepCtx(ctx, d)
+		}
+		return
+	}
 	if due := w.nextDelayed.Load(); due != 0 {
 		d := time.Duration(due-w.q.nowMs()) * time.Millisecond
 		if d <= 0 {
@@ -822,6 +856,7 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 	}
 	w.release(slots - len(f.Jobs))
 	w.dispatch(f.Jobs)
+	w.noteRateLimit(f.RateLimitTTL)
 	// Only now may Close see these jobs as done: the jobs fetched above are
 	// already counted.
 	for range batch {

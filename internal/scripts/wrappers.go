@@ -113,10 +113,13 @@ type Fetch struct {
 	// NextDelayed is the raw score of the earliest delayed job when no job was
 	// fetched ("" when none): due ms = floor(score / 4096).
 	NextDelayed string
+	// RateLimitTTL (ms) > 0 says the queue's rate limiter refused to
+	// activate jobs for that long.
+	RateLimitTTL int64
 }
 
-func parseFetch(next any, jobs any) (Fetch, error) {
-	f := Fetch{NextDelayed: str(next)}
+func parseFetch(next any, jobs any, ttl any) (Fetch, error) {
+	f := Fetch{NextDelayed: str(next), RateLimitTTL: toInt(ttl)}
 	list, _ := jobs.([]any)
 	if len(list)%2 != 0 {
 		return f, fmt.Errorf("fetch: odd job list length %d", len(list))
@@ -136,19 +139,21 @@ type FetchArgs struct {
 	Token        string // base; each job's lock is Token + ":" + attemptsStarted
 	LockDuration int64  // ms
 	WorkerName   string
+	LimitMax     int   // worker rate limit: jobs per window (0 = none)
+	LimitWindow  int64 // ms
 }
 
 // MoveToActive takes up to a.Count ready jobs.
 func MoveToActive(ctx context.Context, rdb redis.Scripter, k keys.Queue, a FetchArgs) (Fetch, error) {
 	res, err := moveToActive.Run(ctx, rdb, k.ScriptKeys(), k.Base(), a.Now, a.Count, a.Token,
-		a.LockDuration, a.WorkerName).Slice()
+		a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow).Slice()
 	if err != nil {
 		return Fetch{}, err
 	}
-	if len(res) != 2 {
+	if len(res) != 3 {
 		return Fetch{}, fmt.Errorf("moveToActive: malformed reply %v", res)
 	}
-	return parseFetch(res[0], res[1])
+	return parseFetch(res[0], res[1], res[2])
 }
 
 // Finish kinds (see finishJobs.lua).
@@ -181,8 +186,8 @@ const finishFields = 11
 // FinishJobs ends recs' attempts and fetches up to a.Count next jobs.
 // codes[i] is nil or the error for recs[i].
 func FinishJobs(ctx context.Context, rdb redis.Scripter, k keys.Queue, a FetchArgs, recs []FinishRecord) ([]error, Fetch, error) {
-	args := make([]any, 0, 7+finishFields*len(recs))
-	args = append(args, k.Base(), a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, len(recs))
+	args := make([]any, 0, 9+finishFields*len(recs))
+	args = append(args, k.Base(), a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, len(recs))
 	for i := range recs {
 		r := &recs[i]
 		lifo := "0"
@@ -196,7 +201,7 @@ func FinishJobs(ctx context.Context, rdb redis.Scripter, k keys.Queue, a FetchAr
 	if err != nil {
 		return nil, Fetch{}, err
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return nil, Fetch{}, fmt.Errorf("finishJobs: malformed reply %v", res)
 	}
 	codes, _ := res[0].([]any)
@@ -207,7 +212,7 @@ func FinishJobs(ctx context.Context, rdb redis.Scripter, k keys.Queue, a FetchAr
 	for i, c := range codes {
 		errs[i] = CodeError(toInt(c))
 	}
-	f, err := parseFetch(res[1], res[2])
+	f, err := parseFetch(res[1], res[2], res[3])
 	return errs, f, err
 }
 

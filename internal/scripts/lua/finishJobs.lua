@@ -4,7 +4,8 @@
 -- token, or that is no longer active, is left untouched and reported.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 now ms, 3 fetch count, 4 lock token base, 5 lock duration
---   ms, 6 worker name, 7 job count n, then n records of 11 fields:
+--   ms, 6 worker name, 7 worker rate limit max, 8 worker rate limit window ms,
+--   9 job count n, then n records of 11 fields:
 --   id, token, kind, value, stacktrace JSON ("" = unchanged), attemptsMade
 --   after this attempt, keep spec (include/retention.lua), delay ms, lifo
 --   ("1"/"0"), attempts allowed, attempt timeline JSON ("" = unchanged).
@@ -13,7 +14,8 @@
 --   value = failedReason), "w" back to wait without spending an attempt
 --   (worker shutdown), "m" moved to delayed by the processor itself (no
 --   attempt spent, like BullMQ's DelayedError).
--- Returns {codes, nextDelayedScore|false, {id, hash, ...}} where codes[i] is
+-- Returns {codes, nextDelayedScore|false, {id, hash, ...}, rateLimitTTL ms}
+--   where codes[i] is
 --   0 done, -1 job missing, -2 lock missing, -3 not active, -6 lock taken.
 --@include common
 --@include queue
@@ -21,7 +23,7 @@
 --@include fetch
 
 local now = tonumber(ARGV[2])
-local n = tonumber(ARGV[7])
+local n = tonumber(ARGV[9])
 local maxLen = maxEvents(metaKey)
 rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
 local checkStalled = rcall("EXISTS", stalledKey) == 1
@@ -46,7 +48,7 @@ local function noteTrim(setKey, spec)
 end
 
 for i = 0, n - 1 do
-  local o = 7 + i * 11
+  local o = 9 + i * 11
   local id = ARGV[o + 1]
   local token = ARGV[o + 2]
   local kind = ARGV[o + 3]
@@ -154,14 +156,14 @@ for _, t in pairs(trims) do
   trimFinished(t[1], t[2], now)
 end
 
-local fetched = fetchJobs(now, tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6])
+local fetched = fetchJobs(now, tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]))
 if #fetched[2] == 0 then
   if delayed then
     addDelayMarker(markerKey, delayedKey)
   end
-  if not fetched[1] and not fetched[3] and rcall("LLEN", waitKey) == 0 and rcall("LLEN", activeKey) == 0
+  if not fetched[1] and not fetched[3] and fetched[4] == 0 and rcall("LLEN", waitKey) == 0 and rcall("LLEN", activeKey) == 0
       and rcall("ZCARD", prioritizedKey) == 0 then
     rcall("XADD", eventsKey, "*", "event", "drained")
   end
 end
-return {codes, fetched[1], fetched[2]}
+return {codes, fetched[1], fetched[2], fetched[4]}

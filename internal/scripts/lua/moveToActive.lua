@@ -2,13 +2,16 @@
 -- (wait first, then prioritized) to active, each locked and marked started.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 now ms, 3 count, 4 lock token base, 5 lock duration ms,
---   6 worker name ("" = none).
--- Returns {nextDelayedScore|false, {id1, hash1, id2, hash2, ...}}; each hash
+--   6 worker name ("" = none), 7 worker rate limit max (0 = none), 8 worker
+--   rate limit window ms (0 = none).
+-- Returns {nextDelayedScore|false, {id1, hash1, id2, hash2, ...},
+--   rateLimitTTL ms}; each hash
 -- is the job as it was BEFORE activation (the caller adds processedOn = now
 -- and attemptsStarted + 1, which the script wrote).
 --@include common
 --@include queue
 --@include fetch
 
-local fetched = fetchJobs(tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6])
-return {fetched[1], fetched[2]}
+local fetched = fetchJobs(tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6],
+  tonumber(ARGV[7]), tonumber(ARGV[8]))
+return {fetched[1], fetched[2], fetched[4]}

@@ -1,4 +1,4 @@
--- pause / resume a queue. Paused (v6 style): jobs stay in wait, workers stop
+-- pause: pause or resume a queue. Paused (v6 style): jobs stay in wait, workers stop
 -- taking them, and no wake-up markers are written.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 "pause" or "resume".

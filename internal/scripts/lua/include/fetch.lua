@@ -49,28 +49,63 @@ local function takeReady(count)
   return ids
 end
 
--- fetchJobs returns {nextDelayedScore|false, {id, hash, ...}, blocked} where
--- blocked is true when the queue is paused or at its global concurrency. Each job is
--- locked with token .. ":" .. attemptsStarted, so every activation of a job
--- has its own token.
-local function fetchJobs(now, count, token, lockDuration, workerName)
-  local blocked = pausedOrMaxed(metaKey, activeKey)
-  promoteDelayed(now, blocked)
-  if blocked or count <= 0 then
-    return {false, {}, blocked}
+-- rateLimitTTL returns how long (ms) the queue's rate limiter blocks new
+-- activations, or 0 with the number of activations still allowed in the
+-- current window (nil when no limit applies). The limit is meta "max" or the
+-- worker's; a window ending now (PTTL 0) is cleared.
+local function rateLimit(metaMax, workerMax)
+  local maxJobs = tonumber(metaMax) or (workerMax > 0 and workerMax or nil)
+  if not maxJobs then
+    return 0, nil, nil
   end
-  local conc = rcall("HGET", metaKey, "concurrency")
-  if conc then
-    local room = tonumber(conc) - rcall("LLEN", activeKey)
-    if room < count then
-      count = room
+  local used = tonumber(rcall("GET", limiterKey)) or 0
+  if used >= maxJobs then
+    local pttl = rcall("PTTL", limiterKey)
+    if pttl == 0 then
+      rcall("DEL", limiterKey)
+      used = 0
+    elseif pttl > 0 then
+      return pttl, 0, maxJobs
     end
   end
+  return 0, math.max(maxJobs - used, 0), maxJobs
+end
+
+-- fetchJobs returns {nextDelayedScore|false, {id, hash, ...}, blocked,
+-- rateLimitTTL}: blocked is true when the queue is paused or at its global
+-- concurrency; rateLimitTTL > 0 says the rate limiter refuses activations for
+-- that many ms. Each job is locked with token .. ":" .. attemptsStarted, so
+-- every activation of a job has its own token. limit is {max, durationMs}
+-- from the worker (0 = none); meta "max" wins for max, the worker's duration
+-- wins over meta "duration", as in BullMQ.
+local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration)
+  local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max", "duration")
+  local blocked = meta[1] ~= false
+  local room = nil
+  if not blocked and meta[2] then
+    room = tonumber(meta[2]) - rcall("LLEN", activeKey)
+    blocked = room <= 0
+  end
+  promoteDelayed(now, blocked)
+  if blocked or count <= 0 then
+    return {false, {}, blocked, 0}
+  end
+  local ttl, allowed, maxJobs = rateLimit(meta[3], limitMax)
+  if ttl > 0 then
+    return {false, {}, false, ttl}
+  end
+  if allowed and allowed < count then
+    count = allowed
+  end
+  if room and room < count then
+    count = room
+  end
+  local window = limitDuration > 0 and limitDuration or (tonumber(meta[4]) or 0)
   local ids = takeReady(count)
   local out = {}
   if #ids == 0 then
     local first = rcall("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
-    return {first[2] or false, out, false}
+    return {first[2] or false, out, false, 0}
   end
   rcall("LPUSH", activeKey, unpack(ids))
   for i = 1, #ids do
@@ -81,28 +116,34 @@ local function fetchJobs(now, count, token, lockDuration, workerName)
       -- A listed id without a job hash cannot be worked: drop it, never lock it.
       rcall("LREM", activeKey, 1, id)
     else
-    local ats = 0
-    for f = 1, #hash, 2 do
-      if hash[f] == "ats" then
-        ats = tonumber(hash[f + 1])
-        break
+      local ats = 0
+      local deferred = false
+      for f = 1, #hash, 2 do
+        if hash[f] == "ats" then
+          ats = tonumber(hash[f + 1])
+        elseif hash[f] == "defa" then
+          deferred = true
+        end
       end
-    end
-    ats = ats + 1
-    rcall("SET", jobKey .. ":lock", token .. ":" .. ats, "PX", lockDuration)
-    if workerName ~= "" then
-      rcall("HSET", jobKey, "processedOn", now, "ats", ats, "pb", workerName)
-    else
-      rcall("HSET", jobKey, "processedOn", now, "ats", ats)
-    end
-    rcall("XADD", eventsKey, "*", "event", "active", "jobId", id, "prev", "waiting")
-    out[#out + 1] = id
-    out[#out + 1] = hash
+      ats = ats + 1
+      -- A job that will be failed without running does not use the limit.
+      if maxJobs and not deferred and rcall("INCR", limiterKey) == 1 then
+        rcall("PEXPIRE", limiterKey, math.floor(math.abs(window)))
+      end
+      rcall("SET", jobKey .. ":lock", token .. ":" .. ats, "PX", lockDuration)
+      if workerName ~= "" then
+        rcall("HSET", jobKey, "processedOn", now, "ats", ats, "pb", workerName)
+      else
+        rcall("HSET", jobKey, "processedOn", now, "ats", ats)
+      end
+      rcall("XADD", eventsKey, "*", "event", "active", "jobId", id, "prev", "waiting")
+      out[#out + 1] = id
+      out[#out + 1] = hash
     end
   end
   -- Cascade the wake-up to other blocked workers only if work remains.
   if rcall("LLEN", waitKey) > 0 or rcall("ZCARD", prioritizedKey) > 0 then
     rcall("ZADD", markerKey, 0, "0")
   end
-  return {false, out, false}
+  return {false, out, false, 0}
 end
