@@ -218,9 +218,9 @@ type Worker struct {
 
 	nextDelayed  atomic.Int64 // ms of the earliest delayed job this worker knows of
 	limitedUntil atomic.Int64 // ms until which the rate limiter refuses jobs
-	wakeTimer   *time.Timer
-	wakeMu      sync.Mutex
-	rand        func() float64
+	wakeTimer    *time.Timer
+	wakeMu       sync.Mutex
+	rand         func() float64
 }
 
 type runningJob struct {
