@@ -3,7 +3,9 @@ package interoptest_test
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,6 +66,12 @@ func TestInterop(t *testing.T) {
 		t.Parallel()
 
 		interopGlobalConcurrency(t, setup(t))
+	})
+
+	t.Run("GlobalRateLimitSetByNode", func(t *testing.T) {
+		t.Parallel()
+
+		interopGlobalRateLimit(t, setup(t))
 	})
 }
 
@@ -442,6 +450,37 @@ func interopGlobalConcurrency(t *testing.T, b *bundle) {
 	b.waitEvents(t, len(ids), isCompleted)
 	stop()
 	require.Equal(t, int64(2), most.Load(), "at most the global concurrency runs at once, and it is used")
+	a := assertAgree(t, b, ids...)
+	require.Equal(t, allCounts("completed", len(ids)), a.counts)
+}
+
+// interopGlobalRateLimit: Node's setGlobalRateLimit(2 per 500 ms) holds a
+// drover worker, which counts its activations in the shared limiter key.
+func interopGlobalRateLimit(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	require.NoError(t, b.oracle.SetGlobalRateLimit(ctx, b.prefix, queueName, 2, 500*time.Millisecond))
+	specs := make([]jobSpec, 6)
+	for i := range specs {
+		specs[i] = jobSpec{name: "rl", data: map[string]any{"i": i}}
+	}
+	ids := b.addBulk(t, nodeImpl, specs)
+	var mu sync.Mutex
+	var starts []time.Time
+	stop := b.startWorker(t, droverImpl, workerSpec{concurrency: 6, drover: func(ctx context.Context, job *drover.Job) (any, error) {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		return job.Data, nil
+	}})
+	b.waitEvents(t, len(ids), isCompleted)
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	// Six jobs at two per window need three windows: jobs 3 and 5 wait for a
+	// new one.
+	require.GreaterOrEqual(t, starts[2].Sub(starts[0]), 450*time.Millisecond)
+	require.GreaterOrEqual(t, starts[4].Sub(starts[2]), 450*time.Millisecond)
 	a := assertAgree(t, b, ids...)
 	require.Equal(t, allCounts("completed", len(ids)), a.counts)
 }
