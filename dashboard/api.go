@@ -1,0 +1,480 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
+)
+
+// Session is GET /api/session: who the caller is and what the UI may offer.
+type Session struct {
+	User string `json:"user"`
+	Role Role   `json:"role"`
+	Via  string `json:"via"`
+	// CSRF is the token every mutating request sends in X-CSRF-Token.
+	CSRF     string `json:"csrf"`
+	ReadOnly bool   `json:"readOnly"`
+	// AuthEnabled says users sign in (else everyone is anonymous).
+	AuthEnabled bool `json:"authEnabled"`
+	CanOperate  bool `json:"canOperate"`
+	CanAdmin    bool `json:"canAdmin"`
+}
+
+func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r.Context())
+	writeJSON(w, http.StatusOK, Session{
+		User: p.Name, Role: p.Role, Via: p.Via, CSRF: h.csrfToken(p), ReadOnly: h.opts.ReadOnly,
+		AuthEnabled: h.opts.Auth != nil,
+		CanOperate:  !h.opts.ReadOnly && p.Role.Allows(RoleOperator),
+		CanAdmin:    !h.opts.ReadOnly && p.Role.Allows(RoleAdmin),
+	})
+}
+
+// login signs a user in with a token or a name and password and sets the
+// session cookie. It is audited like a mutation.
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
+	e := AuditEntry{Time: h.now(), Action: "login", Remote: r.RemoteAddr, Outcome: "denied"}
+	defer func() {
+		h.opts.Audit(r.Context(), e)
+		h.audit.add(e)
+	}()
+	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
+		e.Error = "cross-origin sign-in from " + origin
+		writeError(w, http.StatusForbidden, e.Error)
+		return
+	}
+	if h.opts.Auth == nil {
+		e.Error = "no sign-in: the dashboard has no users"
+		writeError(w, http.StatusBadRequest, e.Error)
+		return
+	}
+	var body struct {
+		Token    string `json:"token"`
+		User     string `json:"user"`
+		Password string `json:"password"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		e.Error = "bad request body"
+		writeError(w, http.StatusBadRequest, e.Error)
+		return
+	}
+	var u *User
+	if body.Token != "" {
+		u = h.userByToken(body.Token)
+	} else {
+		for i := range h.opts.Auth.Users {
+			c := &h.opts.Auth.Users[i]
+			if c.Password != "" && equal(c.Name, body.User) && equal(c.Password, body.Password) {
+				u = c
+			}
+		}
+		e.User = body.User
+	}
+	if u == nil {
+		e.Error = "wrong credentials"
+		writeError(w, http.StatusUnauthorized, e.Error)
+		return
+	}
+	e.User, e.Role, e.Via, e.Outcome = u.Name, u.Role, "session", "ok"
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: h.newSession(u, h.now()), Path: "/", MaxAge: int(sessionTTL / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.opts.SecureCookies || r.TLS != nil,
+	})
+	writeJSON(w, http.StatusOK, map[string]string{"user": u.Name, "role": string(u.Role)})
+}
+
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// QueueOverview is one queue on the overview page.
+type QueueOverview struct {
+	inspect.QueueInfo
+	Alerts []inspect.Alert `json:"alerts"`
+}
+
+// Overview is GET /api/overview.
+type Overview struct {
+	Prefix string          `json:"prefix"`
+	Queues []QueueOverview `json:"queues"`
+	// Alerts gathers every queue's storm alerts.
+	Alerts []inspect.Alert `json:"alerts"`
+}
+
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
+	infos, err := h.ins.Overview(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := Overview{Prefix: h.ins.Prefix(), Queues: []QueueOverview{}, Alerts: []inspect.Alert{}}
+	for _, info := range infos {
+		qo := QueueOverview{QueueInfo: info, Alerts: []inspect.Alert{}}
+		if info.Counts.Delayed > 0 {
+			st, err := h.ins.DelayedStats(r.Context(), info.Name)
+			if err != nil {
+				writeErr(w, err)
+				return
+			}
+			qo.Alerts = append(qo.Alerts, st.Alerts...)
+		}
+		out.Alerts = append(out.Alerts, qo.Alerts...)
+		out.Queues = append(out.Queues, qo)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// QueuePage is GET /api/queues/{queue}: the queue page in one call.
+type QueuePage struct {
+	inspect.QueueInfo
+	Delayed *inspect.DelayedStats `json:"delayed"`
+	Budget  *inspect.BudgetReport `json:"budget"`
+	// Alerts gathers the storm and budget alerts.
+	Alerts []inspect.Alert `json:"alerts"`
+	// Storm holds the thresholds in force, for the UI's legend.
+	Storm StormThresholds `json:"storm"`
+}
+
+// StormThresholds are inspect.StormOptions for the UI (durations in ms).
+type StormThresholds struct {
+	WindowMs        int64   `json:"windowMs"`
+	HorizonMs       int64   `json:"horizonMs"`
+	ClusterShare    float64 `json:"clusterShare"`
+	ClusterMinJobs  int     `json:"clusterMinJobs"`
+	GrowthPerSecond float64 `json:"growthPerSecond"`
+}
+
+func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("queue")
+	info, err := h.ins.QueueInfo(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	st, err := h.ins.DelayedStats(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	budget, err := h.ins.NearExhausted(r.Context(), name)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	so := h.ins.StormOptions()
+	page := QueuePage{QueueInfo: *info, Delayed: st, Budget: budget, Alerts: append([]inspect.Alert{}, st.Alerts...),
+		Storm: StormThresholds{
+			WindowMs: so.Window.Milliseconds(), HorizonMs: so.Horizon.Milliseconds(), ClusterShare: so.ClusterShare,
+			ClusterMinJobs: so.ClusterMinJobs, GrowthPerSecond: so.GrowthPerSecond,
+		}}
+	if budget.Alert != nil {
+		page.Alerts = append(page.Alerts, *budget.Alert)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// filterFromQuery reads a filter from ?filter= (ParseFilter syntax) and/or
+// ?name=, ?reason=, ?left=.
+func filterFromQuery(q map[string][]string) (inspect.Filter, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return strings.TrimSpace(v[0])
+		}
+		return ""
+	}
+	f, err := inspect.ParseFilter(get("filter"))
+	if err != nil {
+		return f, badRequest("%v", err)
+	}
+	if v := get("name"); v != "" {
+		f.Name = v
+	}
+	if v := get("reason"); v != "" {
+		f.Reason = v
+	}
+	if v := get("left"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return f, badRequest("left must be a whole number of attempts, got %q", v)
+		}
+		f.MaxAttemptsLeft = &n
+	}
+	return f, nil
+}
+
+func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	state := drover.JobState(q.Get("state"))
+	if state == "" {
+		state = drover.StateFailed
+	}
+	filter, err := filterFromQuery(q)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	atoi := func(k string, def int) (int, error) {
+		if v := q.Get(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return 0, badRequest("%s must be a non-negative number, got %q", k, v)
+			}
+			return n, nil
+		}
+		return def, nil
+	}
+	offset, err := atoi("offset", 0)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	limit, err := atoi("limit", inspect.PageSizeDefault)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	asc := q.Get("asc") == "1" || q.Get("asc") == "true"
+	page, err := h.ins.Jobs(r.Context(), r.PathValue("queue"), &inspect.ListOptions{
+		State: state, Filter: filter, Offset: offset, Limit: min(limit, 500), Asc: asc,
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
+	d, err := h.ins.Job(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (h *Handler) stalled(w http.ResponseWriter, r *http.Request) {
+	rep, err := h.ins.Stalled(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (h *Handler) delayed(w http.ResponseWriter, r *http.Request) {
+	st, err := h.ins.DelayedStats(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (h *Handler) budgets(w http.ResponseWriter, r *http.Request) {
+	rep, err := h.ins.NearExhausted(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"entries": h.audit.newest()})
+}
+
+// decode reads an optional JSON body into v.
+func decode(r *http.Request, v any) error {
+	err := json.NewDecoder(r.Body).Decode(v)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	if err != nil {
+		return badRequest("bad request body: %v", err)
+	}
+	return nil
+}
+
+// RetryJobRequest is the body of POST /api/queues/{queue}/jobs/{id}/retry.
+type RetryJobRequest struct {
+	// ResetAttempts gives the job its whole attempt budget back.
+	ResetAttempts bool `json:"resetAttempts"`
+}
+
+func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req RetryJobRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	e.Detail = fmt.Sprintf("resetAttempts=%t", req.ResetAttempts)
+	from, err := h.ins.RetryJob(r.Context(), e.Queue, e.JobID, req.ResetAttempts)
+	if err != nil {
+		return err
+	}
+	e.Detail += " from=" + string(from)
+	e.Jobs = 1
+	writeJSON(w, http.StatusOK, map[string]any{"retried": 1, "from": from})
+	return nil
+}
+
+func (h *Handler) promoteJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	if err := h.ins.PromoteJob(r.Context(), e.Queue, e.JobID); err != nil {
+		return err
+	}
+	e.Jobs = 1
+	writeJSON(w, http.StatusOK, map[string]int{"promoted": 1})
+	return nil
+}
+
+func (h *Handler) removeJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	if err := h.ins.RemoveJob(r.Context(), e.Queue, e.JobID); err != nil {
+		return err
+	}
+	e.Jobs = 1
+	writeJSON(w, http.StatusOK, map[string]int{"removed": 1})
+	return nil
+}
+
+// RetryJobsRequest is the body of POST /api/queues/{queue}/retry.
+type RetryJobsRequest struct {
+	// State is failed (default) or completed.
+	State drover.JobState `json:"state"`
+	// Filter in inspect.ParseFilter syntax; "" = every job of State.
+	Filter        string `json:"filter"`
+	ResetAttempts bool   `json:"resetAttempts"`
+	DryRun        bool   `json:"dryRun"`
+	// Limit retries at most this many jobs. 0 = all.
+	Limit int `json:"limit"`
+}
+
+func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req RetryJobsRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	filter, err := inspect.ParseFilter(req.Filter)
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	e.Detail = fmt.Sprintf("state=%s filter=%q resetAttempts=%t dryRun=%t limit=%d", cmpState(req.State), filter.String(), req.ResetAttempts, req.DryRun, req.Limit)
+	res, err := h.ins.RetryJobs(r.Context(), e.Queue, &inspect.RetryOptions{
+		State: req.State, Filter: filter, ResetAttempts: req.ResetAttempts, DryRun: req.DryRun, Limit: req.Limit,
+	})
+	if res != nil {
+		e.Jobs = res.Retried
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func cmpState(s drover.JobState) drover.JobState {
+	if s == "" {
+		return drover.StateFailed
+	}
+	return s
+}
+
+func (h *Handler) promoteAll(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	n, err := h.ins.PromoteAll(r.Context(), e.Queue)
+	e.Jobs = n
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"promoted": n})
+	return nil
+}
+
+func (h *Handler) pause(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	if err := h.ins.Pause(r.Context(), e.Queue); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"paused": true})
+	return nil
+}
+
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	if err := h.ins.Resume(r.Context(), e.Queue); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"paused": false})
+	return nil
+}
+
+// CleanRequest is the body of POST /api/queues/{queue}/clean.
+type CleanRequest struct {
+	// State to clean: completed (default), failed, delayed, waiting, ...
+	State drover.JobState `json:"state"`
+	// Grace keeps jobs younger than this, as a Go duration ("1h").
+	// Default "0s".
+	Grace string `json:"grace"`
+	// Limit removes at most this many jobs (0 = the engine's cap, 10000).
+	Limit int `json:"limit"`
+}
+
+func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req CleanRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.State == "" {
+		req.State = drover.StateCompleted
+	}
+	grace := time.Duration(0)
+	if req.Grace != "" {
+		var err error
+		if grace, err = time.ParseDuration(req.Grace); err != nil {
+			return badRequest("grace: %v", err)
+		}
+	}
+	e.Detail = fmt.Sprintf("state=%s grace=%s limit=%d", req.State, grace, req.Limit)
+	ids, err := h.ins.Clean(r.Context(), e.Queue, req.State, grace, req.Limit)
+	e.Jobs = len(ids)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"removed": len(ids)})
+	return nil
+}
+
+// ObliterateRequest is the body of POST /api/queues/{queue}/obliterate.
+type ObliterateRequest struct {
+	// Force deletes active jobs too.
+	Force bool `json:"force"`
+}
+
+func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req ObliterateRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	info, err := h.ins.QueueInfo(r.Context(), e.Queue)
+	if err != nil {
+		return err
+	}
+	c := info.Counts
+	e.Jobs = int(c.Waiting + c.Active + c.Delayed + c.Prioritized + c.Completed + c.Failed + c.WaitingChildren + c.Paused)
+	e.Detail = fmt.Sprintf("force=%t", req.Force)
+	if err := h.ins.Obliterate(r.Context(), e.Queue, req.Force); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"removed": e.Jobs})
+	return nil
+}

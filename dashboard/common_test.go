@@ -1,0 +1,230 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/redistest"
+)
+
+// Tokens of the test users (see testUsers).
+const (
+	viewerToken   = "viewer-token-0123456789"
+	operatorToken = "operator-token-0123456789"
+	adminToken    = "admin-token-0123456789"
+)
+
+func testUsers() *dashboard.Auth {
+	return &dashboard.Auth{Users: []dashboard.User{
+		{Name: "vera", Role: dashboard.RoleViewer, Token: viewerToken},
+		{Name: "otto", Role: dashboard.RoleOperator, Token: operatorToken, Password: "otto-pw"},
+		{Name: "ada", Role: dashboard.RoleAdmin, Token: adminToken},
+	}}
+}
+
+type testBundle struct {
+	rdb    *redis.Client
+	prefix string
+	ins    *inspect.Inspector
+	url    string // the dashboard's base URL, ending in "/"
+	audit  *auditLog
+}
+
+// auditLog collects audit entries.
+type auditLog struct {
+	mu      sync.Mutex
+	entries []dashboard.AuditEntry
+}
+
+func (a *auditLog) add(_ context.Context, e dashboard.AuditEntry) {
+	a.mu.Lock()
+	a.entries = append(a.entries, e)
+	a.mu.Unlock()
+}
+
+func (a *auditLog) all() []dashboard.AuditEntry {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]dashboard.AuditEntry(nil), a.entries...)
+}
+
+func (a *auditLog) last(t *testing.T) dashboard.AuditEntry {
+	t.Helper()
+	all := a.all()
+	require.NotEmpty(t, all, "an audit entry")
+	return all[len(all)-1]
+}
+
+// setup serves a dashboard over a fresh prefix with httptest. opts.Audit is
+// replaced by the bundle's log.
+func setup(t *testing.T, opts *dashboard.Options) *testBundle {
+	t.Helper()
+	rdb, prefix := redistest.Client(t)
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	b := &testBundle{rdb: rdb, prefix: prefix, ins: ins, audit: &auditLog{}}
+	o := dashboard.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Audit = b.audit.add
+	h, err := dashboard.New(ins, &o)
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	b.url = srv.URL + "/"
+	return b
+}
+
+func (b *testBundle) queue(t *testing.T, name string) *drover.Queue {
+	t.Helper()
+	q, err := drover.NewQueue(b.rdb, name, &drover.QueueOptions{Prefix: b.prefix, BackoffTypes: []string{"test"}})
+	require.NoError(t, err)
+	return q
+}
+
+func (b *testBundle) add(t *testing.T, queue, name string, data any, opts *drover.JobOptions) string {
+	t.Helper()
+	res, err := b.queue(t, queue).Add(context.Background(), name, data, opts)
+	require.NoError(t, err)
+	return res.Job.ID
+}
+
+// startWorker runs proc on queue until the test ends. The "test" backoff
+// waits 10ms after the first failure and an hour after later ones.
+func (b *testBundle) startWorker(t *testing.T, queue string, proc drover.ProcessorFunc, opts *drover.WorkerOptions) {
+	t.Helper()
+	o := drover.WorkerOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Prefix = b.prefix
+	o.DrainDelay = 50 * time.Millisecond
+	o.BackoffStrategies = map[string]drover.BackoffFunc{"test": func(attemptsMade int, _ string, _ error, _ *drover.Job) time.Duration {
+		if attemptsMade == 1 {
+			return 10 * time.Millisecond
+		}
+		return time.Hour
+	}}
+	w, err := drover.NewWorker(b.rdb, queue, proc, &o)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, w.Close(ctx))
+	})
+}
+
+// testRetry makes a job fail twice quickly, then wait an hour for its third
+// and last attempt (with the "test" backoff).
+var testRetry = &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: "test"}}
+
+func (b *testBundle) waitState(t *testing.T, queue, id string, state drover.JobState) {
+	t.Helper()
+	q := b.queue(t, queue)
+	waitFor(t, 20*time.Second, "job "+id+" to be "+string(state), func() bool {
+		s, err := q.GetJobState(context.Background(), id)
+		require.NoError(t, err)
+		return s == state
+	})
+}
+
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+// client calls the dashboard as one user.
+type client struct {
+	t       *testing.T
+	base    string
+	headers map[string]string
+	csrf    string
+	hc      *http.Client
+}
+
+// as returns a client that sends token (none when "") and has read its
+// CSRF token when it may.
+func (b *testBundle) as(t *testing.T, token string) *client {
+	t.Helper()
+	c := &client{t: t, base: b.url, headers: map[string]string{}, hc: &http.Client{Timeout: 30 * time.Second}}
+	if token != "" {
+		c.headers["Authorization"] = "Bearer " + token
+	}
+	var s dashboard.Session
+	if status := c.get("api/session", &s); status == http.StatusOK {
+		c.csrf = s.CSRF
+	}
+	return c
+}
+
+// do sends a request; body and out are JSON (out may be nil).
+func (c *client) do(method, path string, body any, out any, extra map[string]string) (int, http.Header) {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(c.t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	require.NoError(c.t, err)
+	for k, v := range c.headers {
+		req.Header.Set(k, v)
+	}
+	if method != http.MethodGet && c.csrf != "" {
+		req.Header.Set("X-CSRF-Token", c.csrf)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range extra {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := c.hc.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	if out != nil && len(raw) > 0 && resp.StatusCode < 300 {
+		require.NoError(c.t, json.Unmarshal(raw, out), "body: %s", raw)
+	}
+	return resp.StatusCode, resp.Header
+}
+
+func (c *client) get(path string, out any) int {
+	c.t.Helper()
+	status, _ := c.do(http.MethodGet, path, nil, out, nil)
+	return status
+}
+
+func (c *client) post(path string, body, out any) int {
+	c.t.Helper()
+	status, _ := c.do(http.MethodPost, path, body, out, nil)
+	return status
+}

@@ -1,0 +1,72 @@
+// Package dashboard is drover's control room: an http.Handler with a JSON
+// API over inspect, an embedded UI that consumes the same API, live updates
+// from the queues' events streams, /healthz, /readyz and /metrics.
+//
+// # Mounting
+//
+// [New] returns the Handler; mount it under any prefix with
+// http.StripPrefix. [Server] runs it standalone with Start and Close(ctx);
+// `drover dashboard` is that server.
+//
+//	ins, _ := inspect.New(rdb, nil)
+//	h, _ := dashboard.New(ins, &dashboard.Options{Auth: &dashboard.Auth{Users: users}})
+//	mux.Handle("/queues/", http.StripPrefix("/queues", h))
+//
+// # Pages
+//
+// The overview lists the queues with their counts and storm alerts. A queue
+// page lists jobs per state with filters (name, failed reason, attempts
+// left), a histogram of the delayed set's due times with the clustering
+// ratio, budgets near exhaustion and a live event feed. A job page is the
+// retry-state inspector: retry state, attempts against budget, next run
+// time, the attempt timeline drawn as a picture (each attempt, the backoff
+// or gap before the next, errors), stack traces and logs. The stalled page
+// shows jobs that stalled and the lock TTL of every active job. Actions ask
+// for confirmation.
+//
+// # API
+//
+//	GET  /healthz                          no Redis, no auth
+//	GET  /readyz                           pings Redis, no auth
+//	GET  /metrics                          Prometheus text format (viewer)
+//	GET  /api/session                      who am I, CSRF token (viewer)
+//	GET  /api/overview                     queues, counts, alerts
+//	GET  /api/queues/{queue}               counts, delayed stats, budgets, alerts
+//	GET  /api/queues/{queue}/jobs          ?state=&filter=&name=&reason=&left=&offset=&limit=&asc=
+//	GET  /api/queues/{queue}/jobs/{id}     job detail with timeline
+//	GET  /api/queues/{queue}/stalled       stalled view
+//	GET  /api/queues/{queue}/delayed       delayed-set analytics
+//	GET  /api/queues/{queue}/budgets       near-exhausted budgets
+//	GET  /api/queues/{queue}/events        server-sent events
+//	POST /api/queues/{queue}/jobs/{id}/retry    {"resetAttempts":true} (operator)
+//	POST /api/queues/{queue}/jobs/{id}/promote  (operator)
+//	POST /api/queues/{queue}/retry         {"state","filter","resetAttempts","dryRun","limit"} (operator)
+//	POST /api/queues/{queue}/promote       (operator)
+//	POST /api/queues/{queue}/jobs/{id}/remove   (admin)
+//	POST /api/queues/{queue}/pause|resume  (admin)
+//	POST /api/queues/{queue}/clean         {"state","grace","limit"} (admin)
+//	POST /api/queues/{queue}/obliterate    {"force"} (admin)
+//	GET  /api/audit                        the newest audit entries (admin)
+//	POST /api/login, /api/logout           UI sign-in with a token or name and password
+//
+// Times are RFC 3339; durations are nanoseconds (Go's time.Duration).
+//
+// # Security
+//
+//   - [Server] listens on 127.0.0.1 by default and refuses a non-loopback
+//     address unless users are configured ([ErrInsecureBind]). On loopback
+//     it accepts only loopback Host headers, against DNS rebinding.
+//   - Users sign in with a bearer token or HTTP basic auth, or through the
+//     UI's sign-in form, which sets an HttpOnly SameSite=Strict cookie. Roles:
+//     viewer reads; operator also retries and promotes; admin also removes,
+//     cleans, pauses, resumes, obliterates and reads the audit log. Without
+//     users every request has Options.AnonymousRole (viewer by default).
+//   - Every mutating request must carry the X-CSRF-Token header from
+//     /api/session, and is refused when the browser says it came from
+//     another site.
+//   - Every mutating request, allowed or refused, produces an [AuditEntry]:
+//     who, what, when, on how many jobs, and the outcome.
+//   - Options.ReadOnly refuses every mutation.
+//   - The UI renders job data (names, data, failed reasons, logs) as text
+//     only, under a Content-Security-Policy that allows no inline script.
+package dashboard

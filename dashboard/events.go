@@ -1,0 +1,66 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/seed40057009/drover"
+)
+
+// Event is one live update, as GET /api/queues/{queue}/events streams it
+// (server-sent events; each event's id resumes the stream via Last-Event-ID).
+type Event struct {
+	ID           string           `json:"id"`
+	Time         time.Time        `json:"time"`
+	Name         drover.EventName `json:"name"`
+	JobID        string           `json:"jobId,omitempty"`
+	Prev         string           `json:"prev,omitempty"`
+	JobName      string           `json:"jobName,omitempty"`
+	FailedReason string           `json:"failedReason,omitempty"`
+	DelayUntil   time.Time        `json:"delayUntil,omitzero"`
+	AttemptsMade int              `json:"attemptsMade,omitempty"`
+}
+
+// events streams a queue's events stream to the browser.
+func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
+	select {
+	case h.streams <- struct{}{}:
+		defer func() { <-h.streams }()
+	default:
+		writeError(w, http.StatusServiceUnavailable, "too many live-update streams open; the page will poll instead")
+		return
+	}
+	rc := http.NewResponseController(w)
+	last := r.Header.Get("Last-Event-ID")
+	qe, err := h.ins.Events(r.PathValue("queue"), last)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// Tell the browser to reconnect after 2s and that the stream is open.
+	fmt.Fprint(w, "retry: 2000\n: open\n\n")
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	ctx := r.Context()
+	_ = qe.Run(ctx, func(ev drover.Event) error {
+		b, err := json.Marshal(Event{
+			ID: ev.ID, Time: ev.Time(), Name: ev.Name, JobID: ev.JobID, Prev: ev.Prev, JobName: ev.JobName,
+			FailedReason: ev.FailedReason, DelayUntil: ev.DelayUntil, AttemptsMade: ev.AttemptsMade,
+		})
+		if err != nil {
+			return err
+		}
+		// JSON has no raw newlines, so one data line carries the event.
+		if _, err := fmt.Fprintf(w, "id: %s\nevent: job\ndata: %s\n\n", ev.ID, b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+}

@@ -1,0 +1,369 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/metrics"
+)
+
+//go:embed ui
+var uiFiles embed.FS
+
+// MaxStreamsDefault bounds the live-update streams open at once.
+const MaxStreamsDefault = 16
+
+// Options configure a Handler. Nil means defaults.
+type Options struct {
+	// Auth lists the users who may sign in. Nil = no authentication: every
+	// request acts as AnonymousRole. Server refuses to listen on a
+	// non-loopback address without Auth.
+	Auth *Auth
+	// AnonymousRole is the role of every request when Auth is nil. Defaults
+	// to RoleViewer; `drover dashboard` and `drover demo` use RoleAdmin on
+	// loopback.
+	AnonymousRole Role
+	// ReadOnly refuses every mutating request, whatever the role, and the
+	// UI shows no actions.
+	ReadOnly bool
+	// Metrics serves /metrics. Defaults to metrics.Handler over a registry
+	// with a queue collector over the Inspector (metrics.NewRegistry).
+	Metrics http.Handler
+	// Audit receives an entry for every mutating request, allowed or
+	// refused. Defaults to AuditLogger(Logger). The newest entries also show
+	// on the audit page.
+	Audit AuditFunc
+	// AllowedHosts, when set, refuses requests whose Host header (port
+	// ignored) is not listed: a guard against DNS rebinding for a dashboard
+	// without Auth. Server sets it to the loopback names when it listens on
+	// loopback. Default: any host.
+	AllowedHosts []string
+	// MaxStreams bounds the live-update (server-sent events) streams open at
+	// once; each holds a Redis connection in a blocking read. Defaults to
+	// MaxStreamsDefault.
+	MaxStreams int
+	// SecureCookies marks the sign-in cookie Secure (serve over TLS).
+	// Default false; requests that arrive over TLS get Secure cookies anyway.
+	SecureCookies bool
+	// Logger receives warnings (and audit entries, by default). Defaults to
+	// discarding.
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.AnonymousRole == "" {
+		r.AnonymousRole = RoleViewer
+	}
+	if r.MaxStreams == 0 {
+		r.MaxStreams = MaxStreamsDefault
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.Audit == nil {
+		r.Audit = AuditLogger(r.Logger)
+	}
+	return r
+}
+
+func (o *Options) validate() error {
+	if o.Auth != nil {
+		if err := o.Auth.validate(); err != nil {
+			return err
+		}
+	}
+	if o.AnonymousRole.rank() == 0 {
+		return fmt.Errorf("dashboard: Options.AnonymousRole must be viewer, operator or admin, got %q", o.AnonymousRole)
+	}
+	if o.MaxStreams < 1 {
+		return fmt.Errorf("dashboard: Options.MaxStreams must be at least 1, got %d", o.MaxStreams)
+	}
+	return nil
+}
+
+// Handler is the dashboard: a JSON API over an inspect.Inspector, the
+// embedded UI that consumes it, live updates, /healthz, /readyz and
+// /metrics. Mount it under any prefix with http.StripPrefix:
+//
+//	mux.Handle("/admin/queues/", http.StripPrefix("/admin/queues", h))
+type Handler struct {
+	ins     *inspect.Inspector
+	opts    Options
+	mux     *http.ServeMux
+	secret  []byte // signs sessions and CSRF tokens; new per Handler
+	audit   auditRing
+	streams chan struct{}
+	now     func() time.Time
+}
+
+// New returns the dashboard over ins.
+func New(ins *inspect.Inspector, opts *Options) (*Handler, error) {
+	if ins == nil {
+		return nil, errors.New("dashboard: New needs an Inspector, got nil")
+	}
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if o.Metrics == nil {
+		reg, err := metrics.NewRegistry(ins, &metrics.CollectorOptions{Logger: o.Logger})
+		if err != nil {
+			return nil, err
+		}
+		o.Metrics = metrics.Handler(reg)
+	}
+	h := &Handler{
+		ins:     ins,
+		opts:    o,
+		mux:     http.NewServeMux(),
+		secret:  make([]byte, 32),
+		streams: make(chan struct{}, o.MaxStreams),
+		now:     time.Now,
+	}
+	if _, err := rand.Read(h.secret); err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	h.routes()
+	return h, nil
+}
+
+func (h *Handler) routes() {
+	ui, _ := fs.Sub(uiFiles, "ui")
+	static := http.FileServerFS(ui)
+	m := h.mux
+	// Public: no Redis for /healthz, no data in the UI assets.
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { text(w, http.StatusOK, "ok\n") })
+	m.HandleFunc("GET /readyz", h.readyz)
+	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { serveIndex(w, r, ui) })
+	m.Handle("GET /ui/", http.StripPrefix("/ui", static))
+	m.HandleFunc("POST /api/login", h.login)
+	m.HandleFunc("POST /api/logout", h.logout)
+
+	// Viewers.
+	m.Handle("GET /metrics", h.viewer(h.opts.Metrics.ServeHTTP))
+	m.Handle("GET /api/session", h.viewer(h.session))
+	m.Handle("GET /api/overview", h.viewer(h.overview))
+	m.Handle("GET /api/queues/{queue}", h.viewer(h.queue))
+	m.Handle("GET /api/queues/{queue}/jobs", h.viewer(h.jobs))
+	m.Handle("GET /api/queues/{queue}/jobs/{id}", h.viewer(h.job))
+	m.Handle("GET /api/queues/{queue}/stalled", h.viewer(h.stalled))
+	m.Handle("GET /api/queues/{queue}/delayed", h.viewer(h.delayed))
+	m.Handle("GET /api/queues/{queue}/budgets", h.viewer(h.budgets))
+	m.Handle("GET /api/queues/{queue}/events", h.viewer(h.events))
+
+	// Operators.
+	m.Handle("POST /api/queues/{queue}/jobs/{id}/retry", h.act("retry-job", RoleOperator, h.retryJob))
+	m.Handle("POST /api/queues/{queue}/jobs/{id}/promote", h.act("promote-job", RoleOperator, h.promoteJob))
+	m.Handle("POST /api/queues/{queue}/retry", h.act("retry-jobs", RoleOperator, h.retryJobs))
+	m.Handle("POST /api/queues/{queue}/promote", h.act("promote-all", RoleOperator, h.promoteAll))
+
+	// Admins.
+	m.Handle("GET /api/audit", h.need(RoleAdmin, h.auditLog))
+	m.Handle("POST /api/queues/{queue}/jobs/{id}/remove", h.act("remove-job", RoleAdmin, h.removeJob))
+	m.Handle("POST /api/queues/{queue}/pause", h.act("pause", RoleAdmin, h.pause))
+	m.Handle("POST /api/queues/{queue}/resume", h.act("resume", RoleAdmin, h.resume))
+	m.Handle("POST /api/queues/{queue}/clean", h.act("clean", RoleAdmin, h.clean))
+	m.Handle("POST /api/queues/{queue}/obliterate", h.act("obliterate", RoleAdmin, h.obliterate))
+
+	// Anything else under /api is a JSON 404, not the UI.
+	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such API endpoint: "+r.Method+" "+r.URL.Path)
+	})
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+		"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("X-Frame-Options", "DENY")
+	hdr.Set("Referrer-Policy", "no-referrer")
+	hdr.Set("Cross-Origin-Opener-Policy", "same-origin")
+	hdr.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if len(h.opts.AllowedHosts) > 0 && !h.hostAllowed(r.Host) {
+		writeError(w, http.StatusMisdirectedRequest, "host not allowed")
+		return
+	}
+	if r.URL.Path == "" {
+		// Mounted with StripPrefix and visited without the trailing slash:
+		// relative links need it.
+		http.Redirect(w, r, strings.SplitN(r.RequestURI, "?", 2)[0]+"/", http.StatusMovedPermanently)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *Handler) hostAllowed(hostport string) bool {
+	host := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		host = hh
+	}
+	host = strings.Trim(host, "[]")
+	return slices.ContainsFunc(h.opts.AllowedHosts, func(a string) bool { return strings.EqualFold(a, host) })
+}
+
+func serveIndex(w http.ResponseWriter, r *http.Request, ui fs.FS) {
+	b, err := fs.ReadFile(ui, "index.html")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "index.html missing")
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
+}
+
+// viewer wraps a read: any signed-in user.
+func (h *Handler) viewer(fn http.HandlerFunc) http.Handler { return h.need(RoleViewer, fn) }
+
+// need wraps a read that needs role.
+func (h *Handler) need(role Role, fn http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := h.authenticate(r)
+		if !ok {
+			h.unauthorized(w, r)
+			return
+		}
+		if !p.Role.Allows(role) {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("%s may not do this: it needs the %s role", p.Role, role))
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		fn(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+func (h *Handler) unauthorized(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, "/api/") && h.opts.Auth != nil && h.opts.Auth.hasBasic() {
+		w.Header().Set("WWW-Authenticate", `Basic realm="drover", charset="UTF-8"`)
+	}
+	writeError(w, http.StatusUnauthorized, "sign in first")
+}
+
+// actionFunc does a mutating request. It fills e's Jobs and Detail, writes
+// the response on success and returns an error otherwise.
+type actionFunc func(w http.ResponseWriter, r *http.Request, e *AuditEntry) error
+
+// httpError is an error with the status to answer.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// act wraps a mutating request: sign-in, read-only mode, role, CSRF, then
+// the action, and an audit entry whatever happens.
+func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		e := AuditEntry{Time: h.now(), Action: action, Queue: r.PathValue("queue"), JobID: r.PathValue("id"), Remote: r.RemoteAddr}
+		deny := func(status int, why string) {
+			e.Outcome, e.Error = "denied", why
+			h.opts.Audit(r.Context(), e)
+			h.audit.add(e)
+			writeError(w, status, why)
+		}
+		p, ok := h.authenticate(r)
+		if !ok {
+			deny(http.StatusUnauthorized, "sign in first")
+			return
+		}
+		e.User, e.Role, e.Via = p.Name, p.Role, p.Via
+		switch {
+		case h.opts.ReadOnly:
+			deny(http.StatusForbidden, "the dashboard is read-only")
+			return
+		case !p.Role.Allows(role):
+			deny(http.StatusForbidden, fmt.Sprintf("%s may not %s: it needs the %s role", p.Role, action, role))
+			return
+		}
+		if err := h.checkCSRF(r, p); err != nil {
+			deny(http.StatusForbidden, "CSRF check failed: "+err.Error())
+			return
+		}
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		err := fn(w, r.WithContext(ctx), &e)
+		e.Outcome = "ok"
+		if err != nil {
+			e.Outcome, e.Error = "error", err.Error()
+		}
+		h.opts.Audit(ctx, e)
+		h.audit.add(e)
+		if err != nil {
+			writeErr(w, err)
+		}
+	})
+}
+
+func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := h.ins.Ping(ctx); err != nil {
+		text(w, http.StatusServiceUnavailable, "redis: "+err.Error()+"\n")
+		return
+	}
+	text(w, http.StatusOK, "ok\n")
+}
+
+func text(w http.ResponseWriter, status int, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(s))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// writeErr answers err with the status its kind calls for.
+func writeErr(w http.ResponseWriter, err error) {
+	var he *httpError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &he):
+		writeError(w, he.status, he.msg)
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+	case errors.Is(err, drover.ErrJobNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, drover.ErrNotInState), errors.Is(err, drover.ErrJobLocked), errors.Is(err, drover.ErrActiveJobs):
+		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, drover.ErrInvalidOption):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, context.Canceled):
+		writeError(w, 499, "request cancelled")
+	default:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}

@@ -1,0 +1,22 @@
+package dashboard_test
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/seed40057009/drover/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	code := redistest.Main(m)
+	stopBrowser()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

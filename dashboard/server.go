@@ -1,0 +1,172 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/seed40057009/drover/inspect"
+)
+
+// AddrDefault is where Server listens by default: loopback only.
+const AddrDefault = "127.0.0.1:7373"
+
+// ErrInsecureBind: Server refuses to listen beyond loopback without Auth.
+var ErrInsecureBind = errors.New("dashboard: refusing to listen on a non-loopback address without authentication; configure users (Options.Auth, or --token/--user) or bind to 127.0.0.1")
+
+// ServerOptions configure a Server. Nil means defaults.
+type ServerOptions struct {
+	// Addr is the listen address. Defaults to AddrDefault (127.0.0.1:7373);
+	// port 0 picks a free port. A non-loopback address (including ":7373"
+	// and "0.0.0.0:7373", every interface) needs Handler.Auth.
+	Addr string
+	// Handler configures the dashboard. When Addr is loopback and
+	// Handler.AllowedHosts is empty, the loopback host names are allowed
+	// only (a guard against DNS rebinding).
+	Handler *Options
+}
+
+// Server runs the dashboard on its own HTTP server.
+type Server struct {
+	ins  *inspect.Inspector
+	addr string
+	h    *Handler
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	srv      *http.Server
+	ln       net.Listener
+	started  bool
+	closed   bool
+	baseStop context.CancelFunc
+	done     chan struct{}
+}
+
+// NewServer checks the options and builds the dashboard. It does no I/O.
+func NewServer(ins *inspect.Inspector, opts *ServerOptions) (*Server, error) {
+	var o ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Addr == "" {
+		o.Addr = AddrDefault
+	}
+	var ho Options
+	if o.Handler != nil {
+		ho = *o.Handler
+	}
+	host, _, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: ServerOptions.Addr %q: %w", o.Addr, err)
+	}
+	loopback := IsLoopback(host)
+	if !loopback && ho.Auth == nil {
+		return nil, fmt.Errorf("%w (asked for %s)", ErrInsecureBind, o.Addr)
+	}
+	if loopback && len(ho.AllowedHosts) == 0 {
+		ho.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+		if host != "" {
+			ho.AllowedHosts = append(ho.AllowedHosts, host)
+		}
+	}
+	h, err := New(ins, &ho)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{ins: ins, addr: o.Addr, h: h, log: h.opts.Logger}, nil
+}
+
+// IsLoopback reports whether a listen host is loopback only: "localhost" or
+// a loopback IP. "" and unspecified addresses listen everywhere: not loopback.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Handler is the server's dashboard handler.
+func (s *Server) Handler() *Handler { return s.h }
+
+// Start checks that Redis answers, listens and serves in the background. It
+// returns once the server accepts connections.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("dashboard: server closed")
+	}
+	if s.started {
+		return nil
+	}
+	if err := s.ins.Ping(ctx); err != nil {
+		return fmt.Errorf("start dashboard: %w", err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("start dashboard: %w", err)
+	}
+	base, stop := context.WithCancel(context.Background())
+	s.srv = &http.Server{
+		Handler:           s.h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// Requests (live-update streams, bulk retries) end when Close begins.
+		BaseContext: func(net.Listener) context.Context { return base },
+	}
+	s.ln, s.baseStop, s.done, s.started = ln, stop, make(chan struct{}), true
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("dashboard server stopped", slog.Any("error", err))
+		}
+	}()
+	return nil
+}
+
+// Addr is the address the server listens on (after Start; the configured
+// address before).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		return s.ln.Addr().String()
+	}
+	return s.addr
+}
+
+// URL is the dashboard's address for a browser.
+func (s *Server) URL() string { return "http://" + s.Addr() + "/" }
+
+// Close stops the server: it ends live-update streams and running requests,
+// then waits for handlers to return until ctx is done. It is idempotent and
+// safe on a server that never started.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed || !s.started {
+		s.closed = true
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	srv, stop, done := s.srv, s.baseStop, s.done
+	s.mu.Unlock()
+
+	stop()
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	<-done
+	if err != nil {
+		return fmt.Errorf("close dashboard: %w", err)
+	}
+	return nil
+}

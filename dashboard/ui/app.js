@@ -1,0 +1,743 @@
+// drover control room. Plain JavaScript, no build step.
+//
+// Every piece of job data reaches the page through textContent or an SVG
+// <text>/<title> node's textContent, never through innerHTML, so names,
+// data, failed reasons and logs always render as text.
+'use strict';
+
+(() => {
+  const $main = document.getElementById('main');
+  const $alerts = document.getElementById('alerts');
+  const $nav = document.getElementById('nav');
+  const $who = document.getElementById('who');
+  const $toasts = document.getElementById('toasts');
+
+  const app = {
+    session: null,
+    events: null, // EventSource of the page's queue
+    timers: [], // intervals of the current page
+    render: 0, // bumps on every navigation so stale renders stop
+  };
+
+  // ---- DOM helpers -------------------------------------------------------
+
+  // el builds an element. attrs: class, text, on<event> (functions), and
+  // plain attributes; kids: nodes or strings (as text nodes).
+  function el(tag, attrs, ...kids) {
+    const n = document.createElement(tag);
+    setAttrs(n, attrs);
+    for (const k of kids.flat()) {
+      if (k === null || k === undefined || k === false) continue;
+      n.append(k instanceof Node ? k : document.createTextNode(String(k)));
+    }
+    return n;
+  }
+  const SVGNS = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, ...kids) {
+    const n = document.createElementNS(SVGNS, tag);
+    setAttrs(n, attrs);
+    for (const k of kids.flat()) {
+      if (k === null || k === undefined || k === false) continue;
+      n.append(k instanceof Node ? k : document.createTextNode(String(k)));
+    }
+    return n;
+  }
+  function setAttrs(n, attrs) {
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'text') n.textContent = String(v);
+      else if (k.startsWith('on') && typeof v === 'function') n.addEventListener(k.slice(2), v);
+      else n.setAttribute(k, v === true ? '' : String(v));
+    }
+  }
+  const enc = encodeURIComponent;
+
+  // ---- formatting --------------------------------------------------------
+
+  const pad = (n) => String(n).padStart(2, '0');
+  function fmtTime(iso) {
+    if (!iso) return '';
+    const d = new Date(iso);
+    const now = new Date();
+    const hms = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    if (d.toDateString() === now.toDateString()) return hms;
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${hms}`;
+  }
+  function fmtMs(ms) {
+    if (ms === null || ms === undefined || isNaN(ms)) return '';
+    const neg = ms < 0;
+    ms = Math.abs(ms);
+    let s;
+    if (ms < 1000) s = `${Math.round(ms)}ms`;
+    else if (ms < 60e3) s = `${(ms / 1000).toFixed(ms < 10e3 ? 1 : 0)}s`;
+    else {
+      const [big, bigUnit, small, smallUnit] = ms < 3600e3 ? [60e3, 'm', 1000, 's'] : ms < 86400e3 ? [3600e3, 'h', 60e3, 'm'] : [86400e3, 'd', 3600e3, 'h'];
+      const rest = Math.floor((ms % big) / small);
+      s = `${Math.floor(ms / big)}${bigUnit}${rest ? ` ${rest}${smallUnit}` : ''}`;
+    }
+    return neg ? `-${s}` : s;
+  }
+  const nsToMs = (ns) => (ns || 0) / 1e6;
+  function relative(iso) {
+    const ms = new Date(iso).getTime() - Date.now();
+    return ms >= 0 ? `in ${fmtMs(ms)}` : `${fmtMs(-ms)} ago`;
+  }
+  const pct = (x) => `${Math.round(x * 100)}%`;
+  function retryBadge(rs, big) {
+    return el('span', { class: `badge rs-${rs}${big ? ' big' : ''}`, 'data-retry-state': rs }, rs.replaceAll('-', ' '));
+  }
+  function pretty(raw) {
+    if (raw === undefined || raw === null) return '';
+    try { return JSON.stringify(raw, null, 2); } catch (e) { return String(raw); }
+  }
+
+  // ---- API ---------------------------------------------------------------
+
+  async function api(path, opts) {
+    opts = opts || {};
+    const init = { method: opts.method || 'GET', headers: { Accept: 'application/json' }, credentials: 'same-origin' };
+    if (init.method !== 'GET') {
+      init.headers['Content-Type'] = 'application/json';
+      init.headers['X-CSRF-Token'] = (app.session && app.session.csrf) || '';
+      init.body = JSON.stringify(opts.body || {});
+    }
+    const res = await fetch(`api/${path}`, init);
+    let data = {};
+    try { data = await res.json(); } catch (e) { /* not JSON */ }
+    if (!res.ok) {
+      const err = new Error(data.error || `${res.status} ${res.statusText}`);
+      err.status = res.status;
+      throw err;
+    }
+    return data;
+  }
+
+  function toast(msg, isError) {
+    const t = el('div', { class: `toast${isError ? ' error' : ''}`, role: 'status' }, msg);
+    $toasts.append(t);
+    setTimeout(() => t.remove(), isError ? 8000 : 4000);
+  }
+
+  // confirmDialog shows a modal and resolves to true when confirmed.
+  function confirmDialog(title, message, confirmLabel, danger) {
+    return new Promise((resolve) => {
+      const close = (v) => { back.remove(); resolve(v); };
+      const ok = el('button', { class: danger ? 'danger' : 'primary', 'data-confirm': 'yes', onclick: () => close(true) }, confirmLabel);
+      const back = el('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } },
+        el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-label': title },
+          el('h2', {}, title), el('p', {}, message),
+          el('div', { class: 'buttons' }, el('button', { onclick: () => close(false) }, 'Cancel'), ok)));
+      document.body.append(back);
+      ok.focus();
+    });
+  }
+
+  // act runs a mutating call after confirmation and reports the outcome.
+  async function act(title, message, label, call, danger) {
+    if (!(await confirmDialog(title, message, label, danger))) return null;
+    try {
+      const res = await call();
+      return res;
+    } catch (e) {
+      toast(`${title} failed: ${e.message}`, true);
+      return null;
+    }
+  }
+
+  // ---- page plumbing -----------------------------------------------------
+
+  function leavePage() {
+    app.render++;
+    for (const t of app.timers) clearInterval(t);
+    app.timers = [];
+    if (app.events) { app.events.close(); app.events = null; }
+  }
+  function every(ms, fn) { app.timers.push(setInterval(fn, ms)); }
+
+  // live subscribes to a queue's events; onEvent gets each one.
+  function live(queue, onEvent) {
+    if (!window.EventSource) return;
+    const es = new EventSource(`api/queues/${enc(queue)}/events`);
+    es.addEventListener('job', (m) => {
+      try { onEvent(JSON.parse(m.data)); } catch (e) { /* ignore */ }
+    });
+    app.events = es;
+  }
+
+  // debounce returns fn delayed until calls stop for ms.
+  function debounce(ms, fn) {
+    let t = null;
+    return () => { clearTimeout(t); t = setTimeout(fn, ms); };
+  }
+
+  function showAlerts(alerts) {
+    $alerts.replaceChildren(...(alerts || []).map((a) =>
+      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind }, `${a.queue}: ${a.message}`)));
+  }
+
+  function crumbs(...parts) {
+    const out = el('div', { class: 'crumbs' });
+    parts.forEach((p, i) => {
+      if (i > 0) out.append(' › ');
+      out.append(p.href ? el('a', { href: p.href }, p.text) : el('span', {}, p.text));
+    });
+    return out;
+  }
+
+  function feedItem(ev) {
+    let what = ev.name;
+    if (ev.jobId) what += ` job ${ev.jobId}`;
+    if (ev.prev) what += ` (from ${ev.prev})`;
+    if (ev.failedReason) what += `: ${ev.failedReason}`;
+    if (ev.delayUntil) what += ` until ${fmtTime(ev.delayUntil)}`;
+    return el('li', {}, el('span', { class: 't' }, fmtTime(ev.time)), what);
+  }
+
+  function renderWho() {
+    const s = app.session;
+    $nav.replaceChildren(...[el('a', { href: '#/' }, 'Queues'), s && s.role === 'admin' ? el('a', { href: '#/audit' }, 'Audit log') : null].filter(Boolean));
+    if (!s) { $who.replaceChildren(); return; }
+    $who.replaceChildren(...[
+      el('span', { id: 'whoami' }, `${s.user} (${s.role})`),
+      s.readOnly ? el('span', { class: 'badge' }, 'read-only') : null,
+      s.authEnabled ? el('button', { onclick: async () => { await fetch('api/logout', { method: 'POST', credentials: 'same-origin' }); location.reload(); } }, 'Sign out') : null,
+    ].filter(Boolean));
+  }
+
+  // ---- sign in -----------------------------------------------------------
+
+  function renderSignIn() {
+    $nav.replaceChildren();
+    const token = el('input', { type: 'password', name: 'token', placeholder: 'access token', autocomplete: 'off' });
+    const user = el('input', { type: 'text', name: 'user', placeholder: 'user', autocomplete: 'username' });
+    const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', autocomplete: 'current-password' });
+    const msg = el('p', { class: 'muted' });
+    const form = el('form', {
+      onsubmit: async (e) => {
+        e.preventDefault();
+        try {
+          await api('login', { method: 'POST', body: token.value ? { token: token.value } : { user: user.value, password: pass.value } });
+          start();
+        } catch (err) { msg.textContent = err.message; }
+      },
+    }, token, el('span', { class: 'muted' }, 'or'), user, pass, el('button', { class: 'primary', type: 'submit' }, 'Sign in'), msg);
+    $main.replaceChildren(el('div', { class: 'panel signin' }, el('h2', {}, 'Sign in to the drover dashboard'), form));
+  }
+
+  // ---- overview ----------------------------------------------------------
+
+  async function pageOverview() {
+    const gen = app.render;
+    const body = el('tbody');
+    const table = el('table', { id: 'queues' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Queue'), ...['waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'].map((s) => el('th', { class: 'num' }, s)), el('th', {}, 'Alerts'))),
+      body);
+    const info = el('p', { class: 'muted' });
+    $main.replaceChildren(el('h1', {}, 'Queues'), info, el('div', { class: 'panel' }, table));
+    async function load() {
+      let ov;
+      try { ov = await api('overview'); } catch (e) { info.textContent = `Could not load queues: ${e.message}`; return; }
+      if (gen !== app.render) return;
+      info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
+      showAlerts(ov.alerts);
+      body.replaceChildren(...ov.queues.map((q) => el('tr', { 'data-queue': q.name },
+        el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null),
+        ...['waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'].map((s) => el('td', { class: 'num' }, q.counts[s])),
+        el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: a.message }, a.kind))))));
+      if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 8, class: 'muted' }, 'No queues under this prefix yet.')));
+    }
+    await load();
+    every(5000, load);
+  }
+
+  // ---- queue page --------------------------------------------------------
+
+  const STATES = ['waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed', 'paused', 'waiting-children'];
+
+  async function pageQueue(queue, params) {
+    const gen = app.render;
+    const s = app.session;
+    const state = params.get('state') || 'failed';
+    const filter = { name: params.get('name') || '', reason: params.get('reason') || '', left: params.get('left') || '' };
+    const offset = Number(params.get('offset') || 0);
+
+    const head = el('h1', {}, queue);
+    const actions = el('div', { class: 'row' });
+    const tabs = el('div', { class: 'tabs' });
+    const summary = el('p', { class: 'muted' });
+    const tbody = el('tbody');
+    const pager = el('div', { class: 'row' });
+    const hist = el('div');
+    const budget = el('div');
+    const feed = el('ul', { class: 'feed' });
+
+    const nameIn = el('input', { name: 'name', placeholder: 'job name', value: filter.name });
+    const reasonIn = el('input', { name: 'reason', placeholder: 'failed reason contains', value: filter.reason });
+    const leftIn = el('input', { name: 'left', type: 'number', min: 0, placeholder: 'attempts left ≤', value: filter.left, class: 'narrow' });
+    const go = (over) => {
+      const p = new URLSearchParams({ state, ...over });
+      for (const [k, v] of [...p]) if (v === '' || v === '0' && k === 'offset') p.delete(k);
+      location.hash = `#/q/${enc(queue)}?${p}`;
+    };
+    const filterForm = el('form', { class: 'row', onsubmit: (e) => { e.preventDefault(); go({ name: nameIn.value, reason: reasonIn.value, left: leftIn.value }); } },
+      nameIn, reasonIn, leftIn, el('button', { type: 'submit' }, 'Filter'),
+      el('button', { type: 'button', onclick: () => go({}) }, 'Clear'));
+    const filterExpr = () => {
+      const parts = [];
+      if (filter.name) parts.push(`name=${JSON.stringify(filter.name)}`);
+      if (filter.reason) parts.push(`reason=${JSON.stringify(filter.reason)}`);
+      if (filter.left !== '') parts.push(`left<=${filter.left}`);
+      return parts.join(' ');
+    };
+
+    const bulk = el('div', { class: 'row' });
+    if (s.canOperate && (state === 'failed' || state === 'completed')) {
+      const reset = el('input', { type: 'checkbox', name: 'reset', checked: true });
+      bulk.append(el('label', {}, reset, 'with fresh attempts'), el('button', {
+        class: 'primary',
+        onclick: async () => {
+          const body = { state, filter: filterExpr(), resetAttempts: reset.checked };
+          let dry;
+          try { dry = await api(`queues/${enc(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
+          if (!dry.matched) { toast('No job matches.'); return; }
+          const res = await act('Retry jobs', `Retry ${dry.matched} ${state} job${dry.matched === 1 ? '' : 's'}${body.filter ? ` matching ${body.filter}` : ''}${reset.checked ? ' with fresh attempts' : ''}? They move back to wait in paced chunks.`, `Retry ${dry.matched}`,
+            () => api(`queues/${enc(queue)}/retry`, { method: 'POST', body }));
+          if (res) { toast(`Retried ${res.retried} job${res.retried === 1 ? '' : 's'}.`); load(); }
+        },
+      }, `Retry matching ${state} jobs…`));
+    }
+
+    $main.replaceChildren(
+      crumbs({ text: 'Queues', href: '#/' }, { text: queue }),
+      head, actions,
+      el('div', { class: 'panel' }, tabs, filterForm, el('div', { class: 'spaced' }, bulk), summary,
+        el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Retry state', 'Attempts', state === 'delayed' ? 'Next run' : 'When', 'Failed reason'].map((h) => el('th', {}, h)))), tbody),
+        pager),
+      el('div', { class: 'grid2' },
+        el('div', { class: 'panel' }, el('h2', {}, 'Delayed set: due times'), hist),
+        el('div', { class: 'panel' }, el('h2', {}, 'Budgets near exhaustion'), budget)),
+      el('div', { class: 'panel' }, el('h2', {}, 'Live events'), feed));
+
+    async function load() {
+      let qp, page;
+      const q = new URLSearchParams({ state, offset, limit: 25 });
+      if (filter.name) q.set('name', filter.name);
+      if (filter.reason) q.set('reason', filter.reason);
+      if (filter.left !== '') q.set('left', filter.left);
+      if (state === 'delayed') q.set('asc', '1');
+      try {
+        [qp, page] = await Promise.all([api(`queues/${enc(queue)}`), api(`queues/${enc(queue)}/jobs?${q}`)]);
+      } catch (e) { summary.textContent = `Could not load: ${e.message}`; return; }
+      if (gen !== app.render) return;
+      showAlerts(qp.alerts);
+      head.replaceChildren(queue, qp.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null);
+      renderQueueActions(queue, qp, actions, load);
+      tabs.replaceChildren(...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
+        el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '' }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
+      summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${filterExpr()}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
+      tbody.replaceChildren(...page.jobs.map((j) => el('tr', { 'data-job': j.id },
+        el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
+        el('td', {}, j.name),
+        el('td', {}, retryBadge(j.retryState), j.stalledCount ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCount}`) : null),
+        el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`),
+        el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})` : fmtTime(j.finishedOn || j.processedOn || j.created)),
+        el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || ''))));
+      if (!page.jobs.length) tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No jobs here.')));
+      pager.replaceChildren(
+        offset > 0 ? el('button', { onclick: () => go({ ...filter, offset: 0 }) }, 'First page') : null,
+        page.more ? el('button', { onclick: () => go({ ...filter, offset: page.nextOffset }) }, 'Next page') : null);
+      renderHistogram(hist, qp.delayed, qp.storm);
+      renderBudget(budget, queue, qp.budget);
+    }
+    await load();
+    const refresh = debounce(400, load);
+    live(queue, (ev) => {
+      feed.prepend(feedItem(ev));
+      while (feed.children.length > 40) feed.lastChild.remove();
+      refresh();
+    });
+    every(10000, load);
+  }
+
+  function camel(state) { return state === 'waiting-children' ? 'waitingChildren' : state; }
+
+  function renderQueueActions(queue, qp, box, reload) {
+    const s = app.session;
+    const items = [el('a', { href: `#/q/${enc(queue)}/stalled` }, 'Stalled view')];
+    if (s.canOperate && qp.counts.delayed > 0) {
+      items.push(el('button', {
+        onclick: async () => {
+          const res = await act('Promote delayed jobs', `Run all ${qp.counts.delayed} delayed jobs of ${queue} now? Jobs waiting for backoff keep their attempts.`, 'Promote all',
+            () => api(`queues/${enc(queue)}/promote`, { method: 'POST' }));
+          if (res) { toast(`Promoted ${res.promoted} jobs.`); reload(); }
+        },
+      }, 'Promote all delayed…'));
+    }
+    if (s.canAdmin) {
+      const paused = qp.paused;
+      items.push(el('button', {
+        onclick: async () => {
+          const res = await act(paused ? 'Resume queue' : 'Pause queue', paused ? `Let workers take ${queue}'s jobs again?` : `Stop workers from taking ${queue}'s jobs? Running jobs finish.`, paused ? 'Resume' : 'Pause',
+            () => api(`queues/${enc(queue)}/${paused ? 'resume' : 'pause'}`, { method: 'POST' }), !paused);
+          if (res) reload();
+        },
+      }, paused ? 'Resume…' : 'Pause…'));
+      items.push(el('button', {
+        onclick: async () => {
+          const res = await act('Clean completed jobs', `Remove ${queue}'s completed jobs finished more than an hour ago (up to 10000)?`, 'Clean',
+            () => api(`queues/${enc(queue)}/clean`, { method: 'POST', body: { state: 'completed', grace: '1h' } }), true);
+          if (res) { toast(`Removed ${res.removed} jobs.`); reload(); }
+        },
+      }, 'Clean completed…'));
+      items.push(el('button', {
+        class: 'danger',
+        onclick: async () => {
+          const res = await act('Obliterate queue', `Delete the queue ${queue} and every one of its jobs? This cannot be undone.`, 'Obliterate',
+            () => api(`queues/${enc(queue)}/obliterate`, { method: 'POST', body: { force: false } }), true);
+          if (res) { toast(`Obliterated ${queue}.`); location.hash = '#/'; }
+        },
+      }, 'Obliterate…'));
+    }
+    box.replaceChildren(...items);
+  }
+
+  // renderHistogram draws the delayed set's due times: one bar per window,
+  // the busiest window in red, overdue jobs as the first bar.
+  function renderHistogram(box, st, storm) {
+    const buckets = st.buckets || [];
+    const W = 640, H = 150, left = 46, bottom = 26, top = 10;
+    const bars = [{ count: st.overdue, overdue: true }, ...buckets];
+    const max = Math.max(1, ...bars.map((b) => b.count));
+    const bw = (W - left - 8) / bars.length;
+    const peakStart = new Date(st.peakStart).getTime();
+    const winMs = nsToMs(st.window);
+    const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': 'histogram of delayed jobs by due time', id: 'histogram' });
+    g.append(svg('line', { x1: left, y1: H - bottom, x2: W, y2: H - bottom, stroke: '#c7ccd6' }));
+    g.append(svg('text', { x: left - 6, y: top + 8, 'text-anchor': 'end', 'font-size': 10, fill: '#6a7283' }, String(max)));
+    g.append(svg('text', { x: left - 6, y: H - bottom, 'text-anchor': 'end', 'font-size': 10, fill: '#6a7283' }, '0'));
+    bars.forEach((b, i) => {
+      if (!b.count) return;
+      const h = Math.max(1, (b.count / max) * (H - bottom - top));
+      const start = b.start ? new Date(b.start).getTime() : 0;
+      const inPeak = st.peakOverdue ? b.overdue : (!b.overdue && start + winMs > peakStart && start < peakStart + winMs);
+      const r = svg('rect', { x: left + i * bw + 0.5, y: H - bottom - h, width: Math.max(1, bw - 1), height: h, fill: inPeak && st.alerts.length ? '#c62f2f' : (b.overdue ? '#c77700' : '#2f5bd3') });
+      r.append(svg('title', {}, b.overdue ? `${b.count} overdue` : `${b.count} due ${fmtTime(b.start)}–${fmtTime(new Date(start + winMs).toISOString())}`));
+      g.append(r);
+    });
+    const label = (i, text) => g.append(svg('text', { x: left + i * bw, y: H - 8, 'font-size': 10, fill: '#6a7283', 'text-anchor': 'middle' }, text));
+    label(0.5, 'overdue');
+    label(1, 'now');
+    label(1 + buckets.length / 2, `+${fmtMs(storm.horizonMs / 2)}`);
+    label(bars.length, `+${fmtMs(storm.horizonMs)}`);
+    const facts = el('p', { class: 'muted', id: 'storm-facts' },
+      `${st.count} delayed (${st.overdue} overdue, ${st.later} later than ${fmtMs(storm.horizonMs)}). `,
+      `Clustering ${pct(st.clustering)}: ${st.peakCount} of ${st.considered} due ${st.peakOverdue ? 'overdue' : `within ${fmtMs(winMs)} from ${fmtTime(st.peakStart)}`} (alert at ${pct(storm.clusterShare)} and ${storm.clusterMinJobs} jobs). `,
+      st.growthKnown ? `Growth ${st.growth.toFixed(1)} jobs/s (alert at ${storm.growthPerSecond}).` : 'Growth: measuring…');
+    box.replaceChildren(g, facts);
+  }
+
+  function renderBudget(box, queue, rep) {
+    if (!rep.jobs.length) {
+      box.replaceChildren(el('p', { class: 'muted' }, `No live job has used more than ${pct(rep.threshold)} of its attempts.`));
+      return;
+    }
+    box.replaceChildren(el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', {},
+      el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
+      el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
+      el('td', { class: 'num' }, `${j.budget.made} of ${j.budget.allowed} used`))))),
+    rep.jobs.length > 20 ? el('p', { class: 'muted' }, `and ${rep.jobs.length - 20} more`) : null);
+  }
+
+  // ---- job page ----------------------------------------------------------
+
+  async function pageJob(queue, id) {
+    const gen = app.render;
+    const box = el('div');
+    const feed = el('ul', { class: 'feed' });
+    $main.replaceChildren(
+      crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: `job ${id}` }),
+      box, el('div', { class: 'panel' }, el('h2', {}, 'Live events for this job'), feed));
+    let nextRunEl = null;
+    let job = null;
+    async function load() {
+      let d;
+      try { d = await api(`queues/${enc(queue)}/jobs/${enc(id)}`); } catch (e) {
+        if (gen === app.render) box.replaceChildren(el('p', { class: 'panel' }, e.status === 404 ? `Job ${id} is gone (removed, or never existed).` : `Could not load the job: ${e.message}`));
+        return;
+      }
+      if (gen !== app.render) return;
+      job = d;
+      box.replaceChildren(...renderJob(queue, d, load));
+      nextRunEl = box.querySelector('#next-run-rel');
+    }
+    await load();
+    every(1000, () => { if (nextRunEl && job && job.nextRun) nextRunEl.textContent = relative(job.nextRun); });
+    const refresh = debounce(250, load);
+    live(queue, (ev) => {
+      if (ev.jobId !== id) return;
+      feed.prepend(feedItem(ev));
+      refresh();
+    });
+    every(10000, load);
+  }
+
+  function renderJob(queue, d, reload) {
+    const s = app.session;
+    const b = d.budget;
+    const out = [];
+    out.push(el('h1', {}, el('span', {}, `Job ${d.id}`), el('span', { class: 'muted' }, d.name), retryBadge(d.retryState, true),
+      d.stalledCount ? el('span', { class: 'badge rs-stalled-recovered' }, `stalled ×${d.stalledCount}`) : null));
+
+    const facts = el('dl', { class: 'kv' });
+    const fact = (k, ...v) => facts.append(el('dt', {}, k), el('dd', {}, ...v));
+    fact('State', d.state);
+    fact('Attempts', el('span', { id: 'attempts' }, `${b.made} of ${b.allowed} used, ${b.left} left`), b.started !== b.made ? el('span', { class: 'muted' }, ` (${b.started} started)`) : null);
+    if (d.nextRun) {
+      fact('Next run', el('span', { class: 'nextrun', id: 'next-run' }, fmtTime(d.nextRun)), ' ', el('span', { id: 'next-run-rel', class: 'muted' }, relative(d.nextRun)));
+    }
+    if (d.backoff) {
+      const bo = d.backoff;
+      fact('Backoff', ['fixed', 'exponential'].includes(bo.Type)
+        ? `${bo.Type}, ${fmtMs(nsToMs(bo.Delay))}${bo.Jitter ? `, jitter ${Math.round(bo.Jitter * 100)}%` : ', no jitter'}`
+        : `custom strategy "${bo.Type}"`);
+    }
+    fact('Created', fmtTime(d.created));
+    if (d.processedOn) fact('Last started', fmtTime(d.processedOn), d.processedBy ? ` by ${d.processedBy}` : '');
+    if (d.finishedOn) fact('Finished', fmtTime(d.finishedOn));
+    if (d.lock) fact('Lock', d.lock.held ? `held, expires in ${fmtMs(nsToMs(d.lock.ttl))}` : 'missing: the job is stalling and the next stalled check recovers it');
+    if (d.deferredFailure) fact('Deferred failure', d.deferredFailure);
+
+    const actions = el('div', { class: 'row', id: 'job-actions' });
+    if (s.canOperate && ['delayed', 'failed', 'completed'].includes(d.state)) {
+      actions.append(el('button', {
+        class: 'primary',
+        onclick: async () => {
+          const res = await act('Retry with fresh attempts', `Run job ${d.id} now with its whole budget of ${b.allowed} attempt${b.allowed === 1 ? '' : 's'} back?`, 'Retry',
+            () => api(`queues/${enc(queue)}/jobs/${enc(d.id)}/retry`, { method: 'POST', body: { resetAttempts: true } }));
+          if (res) { toast(`Job ${d.id} retried with fresh attempts.`); reload(); }
+        },
+      }, 'Retry with fresh attempts'));
+      if (d.state === 'delayed') {
+        actions.append(el('button', {
+          onclick: async () => {
+            const res = await act('Run now', `Run job ${d.id} now, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?`, 'Run now',
+              () => api(`queues/${enc(queue)}/jobs/${enc(d.id)}/promote`, { method: 'POST' }));
+            if (res) { toast(`Job ${d.id} promoted.`); reload(); }
+          },
+        }, 'Run now (keep attempts)'));
+      } else {
+        actions.append(el('button', {
+          onclick: async () => {
+            const res = await act('Retry', `Run job ${d.id} again, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?`, 'Retry',
+              () => api(`queues/${enc(queue)}/jobs/${enc(d.id)}/retry`, { method: 'POST', body: { resetAttempts: false } }));
+            if (res) { toast(`Job ${d.id} retried.`); reload(); }
+          },
+        }, 'Retry (keep attempts)'));
+      }
+    }
+    if (s.canAdmin && d.state !== 'active') {
+      actions.append(el('button', {
+        class: 'danger',
+        onclick: async () => {
+          const res = await act('Remove job', `Delete job ${d.id} and its logs? This cannot be undone.`, 'Remove',
+            () => api(`queues/${enc(queue)}/jobs/${enc(d.id)}/remove`, { method: 'POST' }), true);
+          if (res) { toast(`Job ${d.id} removed.`); location.hash = `#/q/${enc(queue)}`; }
+        },
+      }, 'Remove…'));
+    }
+    out.push(el('div', { class: 'panel' }, facts, actions.children.length ? el('div', { class: 'spaced' }, actions) : null));
+
+    out.push(el('div', { class: 'panel' }, el('h2', {}, 'Attempt timeline'),
+      el('p', { class: 'muted' }, d.timelineSource === 'derived'
+        ? 'Rebuilt from the job\'s counters (a Node BullMQ worker ran it): only the last attempt\'s times are known.'
+        : 'Recorded by drover workers, attempt by attempt.'),
+      el('div', { class: 'timeline-wrap' }, drawTimeline(d))));
+
+    if (d.failedReason) {
+      out.push(el('div', { class: 'panel' }, el('h2', {}, d.state === 'failed' ? 'Failed reason' : 'Last failure'), el('pre', { id: 'failed-reason' }, d.failedReason)));
+    }
+    const grid = el('div', { class: 'grid2' });
+    grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Data'), el('pre', { id: 'job-data' }, pretty(d.data))));
+    grid.append(el('div', { class: 'panel' }, el('h2', {}, d.returnValue !== undefined ? 'Return value' : 'Options'),
+      el('pre', {}, d.returnValue !== undefined ? pretty(d.returnValue) : pretty(d.opts))));
+    out.push(grid);
+    if (d.stacktrace.length) {
+      out.push(el('div', { class: 'panel' }, el('h2', {}, `Stack traces (${d.stacktrace.length}, oldest first)`),
+        ...d.stacktrace.map((st, i) => el('details', { open: i === d.stacktrace.length - 1 }, el('summary', {}, st.split('\n')[0]), el('pre', {}, st)))));
+    }
+    out.push(el('div', { class: 'panel' }, el('h2', {}, `Logs (${d.logCount} line${d.logCount === 1 ? '' : 's'})`),
+      d.logs.length ? el('pre', { id: 'job-logs' }, d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
+    return out;
+  }
+
+  const OUTCOME = {
+    completed: { fill: '#1f8a4c', label: 'completed' },
+    failed: { fill: '#c62f2f', label: 'failed for good' },
+    retry: { fill: '#c77700', label: 'failed, retried' },
+    delayed: { fill: '#c77700', label: 'failed, backoff' },
+    requeued: { fill: '#6a7283', label: 'requeued' },
+    stalled: { fill: '#8a4fc7', label: 'stalled' },
+    active: { fill: '#2f5bd3', label: 'running' },
+    unknown: { fill: '#9aa1ae', label: 'unknown' },
+  };
+
+  // drawTimeline draws the attempts as boxes joined by the waits between
+  // them; a waiting-for-backoff job ends in its next-run marker.
+  function drawTimeline(d) {
+    const atts = d.timeline || [];
+    if (!atts.length) return el('p', { class: 'muted' }, 'No attempt yet.');
+    const boxW = 176, boxH = 58, y = 24, H = 140;
+    // The waits between attempts range from milliseconds to days: their
+    // length grows with the log of the wait.
+    const gapW = (ms) => (ms === null ? 150 : Math.min(260, 150 + 22 * Math.log10(1 + ms / 10)));
+    const items = [];
+    let x = 10;
+    atts.forEach((a, i) => {
+      const it = { a, x };
+      items.push(it);
+      x += boxW;
+      const next = atts[i + 1];
+      let why = '';
+      if (a.outcome === 'delayed') why = `backoff ${fmtMs(nsToMs(a.backoff))}`;
+      else if (a.outcome === 'retry') why = 'retried at once';
+      else if (a.outcome === 'stalled') why = 'recovered by the stalled check';
+      else if (a.outcome === 'requeued') why = 'requeued';
+      if (next) {
+        let waitMs = null;
+        if (a.end && next.start) waitMs = new Date(next.start) - new Date(a.end);
+        it.gap = { w: gapW(waitMs), above: why, below: waitMs === null ? '' : `next attempt ${fmtMs(waitMs)} later` };
+        x += it.gap.w;
+      } else if (d.nextRun && (a.outcome === 'delayed' || a.outcome === 'retry')) {
+        it.gap = { w: gapW(nsToMs(a.backoff)), above: why, below: 'waiting', next: true };
+        x += it.gap.w + 110;
+      }
+    });
+    const W = Math.max(x + 10, 560);
+    const g = svg('svg', { class: 'timeline', id: 'timeline', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'attempt timeline' });
+    g.append(svg('defs', {}, svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+      svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', fill: '#6a7283' }))));
+    for (const it of items) {
+      const a = it.a;
+      const o = OUTCOME[a.outcome] || OUTCOME.unknown;
+      const grp = svg('g', { 'data-attempt': a.n, 'data-outcome': a.outcome });
+      const dur = a.start && a.end ? fmtMs(new Date(a.end) - new Date(a.start)) : '';
+      grp.append(svg('title', {}, `attempt ${a.n}: ${o.label}${a.error ? ` — ${a.error}` : ''}${a.worker ? ` (worker ${a.worker})` : ''}`));
+      grp.append(svg('rect', { x: it.x, y, width: boxW, height: boxH, rx: 8, fill: o.fill, 'fill-opacity': 0.12, stroke: o.fill, 'stroke-width': 2 }));
+      grp.append(svg('text', { x: it.x + 10, y: y + 19, 'font-size': 13, 'font-weight': 700, fill: o.fill }, `#${a.n} ${o.label}`));
+      grp.append(svg('text', { x: it.x + 10, y: y + 36, 'font-size': 11, fill: '#1d2330' }, a.start ? `${fmtTime(a.start)}${dur ? ` · ran ${dur}` : ''}` : 'time not recorded'));
+      if (a.error) {
+        const short = a.error.length > 27 ? `${a.error.slice(0, 26)}…` : a.error;
+        grp.append(svg('text', { x: it.x + 10, y: y + 51, 'font-size': 11, fill: '#c62f2f', class: 'attempt-error' }, short));
+      }
+      g.append(grp);
+      if (it.gap) {
+        const x1 = it.x + boxW, x2 = x1 + it.gap.w, cy = y + boxH / 2, mid = (x1 + x2) / 2;
+        g.append(svg('line', { x1: x1 + 3, y1: cy, x2: x2 - 3, y2: cy, stroke: '#6a7283', 'stroke-width': 1.5, 'stroke-dasharray': it.gap.next ? '5 4' : null, 'marker-end': 'url(#arrow)' }));
+        g.append(svg('text', { x: mid, y: cy - 7, 'font-size': 11, 'text-anchor': 'middle', fill: '#1d2330' }, it.gap.above));
+        g.append(svg('text', { x: mid, y: cy + 15, 'font-size': 10.5, 'text-anchor': 'middle', fill: '#6a7283' }, it.gap.below));
+        if (it.gap.next) {
+          const nx = x2 + 6;
+          const marker = svg('g', { id: 'timeline-next-run' });
+          marker.append(svg('circle', { cx: nx + 7, cy, r: 7, fill: '#fff', stroke: '#c77700', 'stroke-width': 2.5 }));
+          marker.append(svg('text', { x: nx + 20, y: cy - 3, 'font-size': 12, 'font-weight': 700, fill: '#c77700' }, 'next run'));
+          marker.append(svg('text', { x: nx + 20, y: cy + 13, 'font-size': 11.5, fill: '#1d2330' }, fmtTime(d.nextRun)));
+          g.append(marker);
+        }
+      }
+    }
+    let lx = 10;
+    for (const k of ['completed', 'delayed', 'retry', 'failed', 'stalled', 'active']) {
+      const o = OUTCOME[k];
+      g.append(svg('rect', { x: lx, y: H - 20, width: 10, height: 10, rx: 2, fill: o.fill }));
+      g.append(svg('text', { x: lx + 14, y: H - 11, 'font-size': 10.5, fill: '#6a7283' }, o.label));
+      lx += 34 + o.label.length * 5.6;
+    }
+    return g;
+  }
+
+  // ---- stalled page ------------------------------------------------------
+
+  async function pageStalled(queue) {
+    const gen = app.render;
+    const stalled = el('tbody');
+    const active = el('tbody');
+    const note = el('p', { class: 'muted' });
+    $main.replaceChildren(
+      crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: 'stalled' }),
+      el('h1', {}, `Stalled view of ${queue}`), note,
+      el('div', { class: 'panel' }, el('h2', {}, 'Active jobs and their locks'),
+        el('table', { id: 'active-locks' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Attempt', 'Lock', 'Marked by last check'].map((h) => el('th', {}, h)))), active)),
+      el('div', { class: 'panel' }, el('h2', {}, 'Jobs that stalled'),
+        el('table', { id: 'stalled-jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'State', 'Stalls', 'Attempts'].map((h) => el('th', {}, h)))), stalled)));
+    async function load() {
+      let rep;
+      try { rep = await api(`queues/${enc(queue)}/stalled`); } catch (e) { note.textContent = e.message; return; }
+      if (gen !== app.render) return;
+      note.textContent = `Looked at ${rep.scanned} jobs${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
+      const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
+      active.replaceChildren(...rep.active.map((j) => el('tr', {},
+        el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', { class: 'num' }, j.budget.started),
+        el('td', {}, j.lock.held ? `TTL ${fmtMs(nsToMs(j.lock.ttl))}` : el('span', { class: 'badge rs-failed' }, 'no lock')),
+        el('td', {}, j.candidate ? 'yes' : 'no'))));
+      if (!rep.active.length) active.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No active jobs.')));
+      stalled.replaceChildren(...rep.stalled.map((j) => el('tr', {},
+        el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
+        el('td', { class: 'num' }, j.stalledCount), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
+      if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
+    }
+    await load();
+    every(3000, load);
+  }
+
+  // ---- audit page --------------------------------------------------------
+
+  async function pageAudit() {
+    const body = el('tbody');
+    $main.replaceChildren(el('h1', {}, 'Audit log'), el('p', { class: 'muted' }, 'Every mutating request since the dashboard started, newest first (allowed or refused).'),
+      el('div', { class: 'panel' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {}, ...['When', 'Who', 'Action', 'Queue', 'Job', 'Jobs', 'Outcome', 'Detail'].map((h) => el('th', {}, h)))), body)));
+    const res = await api('audit');
+    body.replaceChildren(...res.entries.map((e) => el('tr', {},
+      el('td', {}, fmtTime(e.time)), el('td', {}, `${e.user || '?'}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
+      el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
+      el('td', {}, el('span', { class: `badge ${e.outcome === 'ok' ? 'rs-completed' : 'rs-failed'}` }, e.outcome)),
+      el('td', {}, [e.detail, e.error].filter(Boolean).join(' — ')))));
+  }
+
+  // ---- router ------------------------------------------------------------
+
+  async function route() {
+    leavePage();
+    showAlerts([]);
+    const hash = location.hash.replace(/^#/, '') || '/';
+    const [path, query] = hash.split('?');
+    const params = new URLSearchParams(query || '');
+    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    try {
+      if (parts[0] === 'q' && parts.length === 2) await pageQueue(parts[1], params);
+      else if (parts[0] === 'q' && parts[2] === 'job' && parts.length === 4) await pageJob(parts[1], parts[3]);
+      else if (parts[0] === 'q' && parts[2] === 'stalled') await pageStalled(parts[1]);
+      else if (parts[0] === 'audit') await pageAudit();
+      else await pageOverview();
+    } catch (e) {
+      $main.replaceChildren(el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
+    }
+  }
+
+  async function start() {
+    try {
+      app.session = await api('session');
+    } catch (e) {
+      if (e.status === 401) { renderSignIn(); return; }
+      $main.replaceChildren(el('p', { class: 'panel' }, `Could not reach the dashboard API: ${e.message}`));
+      return;
+    }
+    renderWho();
+    if (!app.routing) {
+      window.addEventListener('hashchange', route);
+      app.routing = true;
+    }
+    route();
+  }
+
+  start();
+})();
