@@ -128,7 +128,9 @@ func TestUIEscapesJobData(t *testing.T) {
 	require.NoError(t, chromedp.Listen(tab, func(ev any) {
 		if ev, ok := ev.(*page.EventJavascriptDialogOpening); ok {
 			dialogs.Add(1)
-			go func() { _, _ = chromedp.Call(tab, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}) }()
+			go func() {
+				_, _ = chromedp.Call(tab, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+			}()
 			_ = ev
 		}
 	}))
