@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs and is missing on a fresh Debian machine:
-# redis-server (Debian package) and the pinned Node BullMQ oracle (npm ci).
+# redis-server and Chromium (Debian packages; Chromium drives the dashboard's
+# browser tests, DROVER_NEED_CHROMIUM=0 skips it) and the pinned Node BullMQ
+# oracle (npm ci).
 # PostgreSQL 15 binaries are expected on the machine; tests start their own
 # throwaway clusters with initdb/pg_ctl.
 set -euo pipefail
@@ -13,7 +15,7 @@ command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   need_apt+=(postgresql)
 fi
-if [ "${DROVER_NEED_CHROMIUM:-0}" = 1 ]; then
+if [ "${DROVER_NEED_CHROMIUM:-1}" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
