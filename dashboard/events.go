@@ -34,7 +34,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	rc := http.NewResponseController(w)
 	last := r.Header.Get("Last-Event-ID")
-	qe, err := h.ins.Events(r.PathValue("queue"), last)
+	qe, err := h.ins.Events(r.Context(), r.PathValue("queue"), last)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -287,8 +287,19 @@ func (i *Inspector) Obliterate(ctx context.Context, queue string, force bool) er
 	return q.Obliterate(ctx, &drover.ObliterateOptions{Force: force})
 }
 
-// Events returns a reader of queue's events stream after lastID ("" = only
-// new events, "0" = the whole stream).
-func (i *Inspector) Events(queue, lastID string) (*drover.QueueEvents, error) {
+// Events returns a reader of queue's events stream after lastID: "" = the
+// events written after this call (the position is fixed now, not at the
+// first read), "0" = the whole stream.
+func (i *Inspector) Events(ctx context.Context, queue, lastID string) (*drover.QueueEvents, error) {
+	if lastID == "" {
+		last, err := i.rdb.XRevRangeN(ctx, i.keys(queue).Events(), "+", "-", 1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read events of queue %q: %w", queue, err)
+		}
+		lastID = "0-0"
+		if len(last) > 0 {
+			lastID = last[0].ID
+		}
+	}
 	return drover.NewQueueEvents(i.rdb, queue, &drover.QueueEventsOptions{Prefix: i.opts.Prefix, LastEventID: lastID})
 }

@@ -1,0 +1,270 @@
+package dashboard_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/metrics"
+)
+
+func TestAPI(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("OverviewQueueJobsAndDetail", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		b.startWorker(t, "mail", func(ctx context.Context, job *drover.Job) (any, error) {
+			if job.Name == "bounce" {
+				return nil, errors.New("mailbox full")
+			}
+			return "sent", nil
+		}, nil)
+		ok := b.add(t, "mail", "send", nil, nil)
+		bad := b.add(t, "mail", "bounce", nil, &drover.JobOptions{Attempts: 2})
+		b.add(t, "reports", "build", nil, &drover.JobOptions{Delay: time.Hour})
+		b.waitState(t, "mail", ok, drover.StateCompleted)
+		b.waitState(t, "mail", bad, drover.StateFailed)
+		c := b.as(t, "")
+
+		var ov dashboard.Overview
+		require.Equal(t, http.StatusOK, c.get("api/overview", &ov))
+		require.Equal(t, b.prefix, ov.Prefix)
+		require.Len(t, ov.Queues, 2)
+		require.Equal(t, "mail", ov.Queues[0].Name)
+		require.Equal(t, int64(1), ov.Queues[0].Counts.Failed)
+		require.Empty(t, ov.Alerts)
+
+		var qp dashboard.QueuePage
+		require.Equal(t, http.StatusOK, c.get("api/queues/reports", &qp))
+		require.Equal(t, int64(1), qp.Delayed.Count)
+		require.Len(t, qp.Delayed.Buckets, 120)
+		require.Equal(t, 0.5, qp.Storm.ClusterShare)
+
+		var page inspect.JobPage
+		require.Equal(t, http.StatusOK, c.get("api/queues/mail/jobs?state=failed&reason=MAILBOX&left=0", &page))
+		require.Len(t, page.Jobs, 1)
+		require.Equal(t, bad, page.Jobs[0].ID)
+		require.Equal(t, http.StatusOK, c.get("api/queues/mail/jobs?state=failed&filter=name%3Dsend", &page))
+		require.Empty(t, page.Jobs)
+		require.Equal(t, http.StatusBadRequest, c.get("api/queues/mail/jobs?filter=bogus", nil))
+		require.Equal(t, http.StatusBadRequest, c.get("api/queues/mail/jobs?state=nope", nil))
+
+		var d inspect.JobDetail
+		require.Equal(t, http.StatusOK, c.get("api/queues/mail/jobs/"+bad, &d))
+		require.Equal(t, inspect.RetryStateFailed, d.RetryState)
+		require.Len(t, d.Timeline, 2)
+		require.Equal(t, http.StatusNotFound, c.get("api/queues/mail/jobs/404", nil))
+		require.Equal(t, http.StatusNotFound, c.get("api/nope", nil))
+
+		var st inspect.StalledReport
+		require.Equal(t, http.StatusOK, c.get("api/queues/mail/stalled", &st))
+		var br inspect.BudgetReport
+		require.Equal(t, http.StatusOK, c.get("api/queues/mail/budgets", &br))
+		var ds inspect.DelayedStats
+		require.Equal(t, http.StatusOK, c.get("api/queues/reports/delayed", &ds))
+		require.Equal(t, int64(1), ds.Count)
+	})
+
+	t.Run("BulkRetryDryRunThenRun", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleOperator})
+		b.startWorker(t, "q", func(ctx context.Context, job *drover.Job) (any, error) {
+			return nil, errors.New(job.Name + " failed")
+		}, nil)
+		var ids []string
+		for _, name := range []string{"a", "b", "a"} {
+			ids = append(ids, b.add(t, "q", name, nil, nil))
+		}
+		for _, id := range ids {
+			b.waitState(t, "q", id, drover.StateFailed)
+		}
+		require.NoError(t, b.queue(t, "q").Pause(ctx))
+		c := b.as(t, "")
+		var res inspect.RetryResult
+		require.Equal(t, http.StatusOK, c.post("api/queues/q/retry", dashboard.RetryJobsRequest{Filter: "name=a", DryRun: true}, &res))
+		require.Equal(t, 2, res.Matched)
+		require.Zero(t, res.Retried)
+		require.Equal(t, http.StatusOK, c.post("api/queues/q/retry", dashboard.RetryJobsRequest{Filter: "name=a", ResetAttempts: true}, &res))
+		require.Equal(t, 2, res.Retried)
+		require.Equal(t, http.StatusBadRequest, c.post("api/queues/q/retry", dashboard.RetryJobsRequest{Filter: "zzz"}, nil))
+	})
+
+	t.Run("HealthWithoutRedisReadyWith", func(t *testing.T) {
+		t.Parallel()
+		dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { _ = dead.Close() })
+		ins, err := inspect.New(dead, nil)
+		require.NoError(t, err)
+		h, err := dashboard.New(ins, nil)
+		require.NoError(t, err)
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		for path, want := range map[string]int{"/healthz": 200, "/readyz": 503} {
+			resp, err := http.Get(srv.URL + path)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, want, resp.StatusCode, path)
+		}
+	})
+
+	t.Run("MountsUnderAPrefix", func(t *testing.T) {
+		t.Parallel()
+		rdb, prefix := newClient(t)
+		ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+		require.NoError(t, err)
+		h, err := dashboard.New(ins, nil)
+		require.NoError(t, err)
+		mux := http.NewServeMux()
+		mux.Handle("/admin/queues/", http.StripPrefix("/admin/queues", h))
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		for _, path := range []string{"/admin/queues/", "/admin/queues/ui/app.js", "/admin/queues/api/overview", "/admin/queues/healthz"} {
+			resp, err := http.Get(srv.URL + path)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		}
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Get(srv.URL + "/admin/queues")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 3, resp.StatusCode/100)
+		require.Equal(t, "/admin/queues/", resp.Header.Get("Location"))
+		// Routers that pass the bare prefix on get the redirect from the handler.
+		bare := httptest.NewServer(http.StripPrefix("/admin/queues", h))
+		t.Cleanup(bare.Close)
+		resp, err = noFollow.Get(bare.URL + "/admin/queues")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusMovedPermanently, resp.StatusCode)
+		require.Equal(t, "/admin/queues/", resp.Header.Get("Location"))
+	})
+
+	t.Run("LiveEventsStream", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		req, err := http.NewRequest(http.MethodGet, b.url+"api/queues/q/events", nil)
+		require.NoError(t, err)
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(rctx))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+		sc := bufio.NewScanner(resp.Body)
+		require.True(t, sc.Scan())
+		require.Equal(t, "retry: 2000", sc.Text())
+		require.True(t, sc.Scan())
+		require.Equal(t, ": open", sc.Text(), "subscribed from here on")
+		id := b.add(t, "q", "x", nil, nil)
+		var lines []string
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.HasPrefix(sc.Text(), "data: ") {
+				break
+			}
+		}
+		require.Contains(t, lines, "event: job")
+		require.Contains(t, lines[len(lines)-1], `"name":"added"`)
+		require.Contains(t, lines[len(lines)-1], `"jobId":"`+id+`"`)
+	})
+}
+
+// TestMetricsEndpoint is acceptance 5: /metrics parses as the Prometheus text
+// format, and the counters move as jobs flow through a worker whose hooks
+// feed the dashboard's registry.
+func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := newClient(t)
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	reg, err := metrics.NewRegistry(ins, nil)
+	require.NoError(t, err)
+	h, err := dashboard.New(ins, &dashboard.Options{Metrics: metrics.Handler(reg)})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	scrape := func() map[string]float64 {
+		resp, err := http.Get(srv.URL + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(resp.Body)
+		require.NoError(t, err)
+		out := map[string]float64{}
+		for name, f := range fams {
+			for _, m := range f.GetMetric() {
+				key := name
+				for _, l := range m.GetLabel() {
+					if l.GetName() != "queue" {
+						key += "/" + l.GetValue()
+					}
+				}
+				switch {
+				case m.Counter != nil:
+					out[key] += m.GetCounter().GetValue()
+				case m.Gauge != nil:
+					out[key] += m.GetGauge().GetValue()
+				case m.Histogram != nil:
+					out[key] += float64(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+		return out
+	}
+
+	before := scrape()
+	require.Zero(t, before["drover_jobs_completed_total"])
+	q, err := drover.NewQueue(rdb, "flow", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	w, err := drover.NewWorker(rdb, "flow", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		if job.Name == "fail" {
+			return nil, errors.New("no")
+		}
+		return nil, nil
+	}), &drover.WorkerOptions{Prefix: prefix, Hooks: metrics.WorkerHooks(reg, "flow"), DrainDelay: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, w.Close(ctx)) })
+	for _, name := range []string{"ok", "ok", "fail"} {
+		_, err := q.Add(ctx, name, nil, &drover.JobOptions{Attempts: 2})
+		require.NoError(t, err)
+	}
+	var after map[string]float64
+	waitFor(t, 10*time.Second, "counters to move", func() bool {
+		after = scrape()
+		return after["drover_jobs_completed_total"] == 2 && after["drover_jobs_failed_total"] == 1
+	})
+	require.Equal(t, 1.0, after["drover_jobs_retried_total"])
+	require.Equal(t, 1.0, after["drover_jobs_retries_exhausted_total"])
+	require.Equal(t, 2.0, after["drover_job_duration_seconds/completed"])
+	require.Equal(t, 1.0, after["drover_job_duration_seconds/retry"])
+	require.Equal(t, 1.0, after["drover_job_duration_seconds/failed"])
+	require.Equal(t, 2.0, after["drover_queue_jobs/completed"])
+	require.Equal(t, 1.0, after["drover_queue_jobs/failed"])
+	require.Equal(t, 1.0, after["drover_inspect_up"])
+}
+
+func newClient(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	b := setup(t, nil)
+	return b.rdb, b.prefix
+}
