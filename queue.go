@@ -278,6 +278,7 @@ func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 		to := min(from+q.opts.AddBulkChunk, len(recs))
 		outcomes, err := scripts.AddJobs(ctx, q.rdb, q.k, recs[from:to])
 		if err != nil {
+			reloadTopology(q.rdb, err)
 			return nil, fmt.Errorf("add %d jobs to queue %q: %w", to-from, q.name, err)
 		}
 		for i, oc := range outcomes {

@@ -442,6 +442,7 @@ func (w *Worker) fetchLoop() {
 				return
 			}
 			failures++
+			reloadTopology(w.q.rdb, err)
 			w.log.WarnContext(ctx, "fetch jobs failed", slog.Any(logkey.Error, err))
 			if !sleepCtx(ctx, retryDelay(failures)) {
 				return
@@ -520,6 +521,7 @@ func (w *Worker) waitForWork(ctx context.Context) {
 			w.log.InfoContext(ctx, "wait for jobs ended by a failover", slog.Any(logkey.Error, err))
 			return
 		}
+		reloadTopology(w.q.rdb, err)
 		w.log.WarnContext(ctx, "wait for jobs failed", slog.Any(logkey.Error, err))
 		sleepCtx(ctx, time.Second)
 		return
@@ -823,6 +825,7 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 		if err == nil {
 			break
 		}
+		reloadTopology(w.q.rdb, err)
 		w.log.Warn("write job results failed", slog.Int(logkey.Count, len(batch)), slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
 		select {
 		case <-w.forceFinish:
@@ -913,6 +916,7 @@ func (w *Worker) renewLocks(ctx context.Context) {
 	lost, err := scripts.ExtendLocks(ctx, w.q.rdb, w.q.k, w.opts.LockDuration.Milliseconds(), ids, tokens)
 	if err != nil {
 		if ctx.Err() == nil {
+			reloadTopology(w.q.rdb, err)
 			w.log.WarnContext(ctx, "renew job locks failed", slog.Int(logkey.Count, len(ids)), slog.Any(logkey.Error, err))
 		}
 		return
@@ -973,6 +977,7 @@ func (w *Worker) checkStalled(ctx context.Context) {
 		w.opts.StalledInterval.Milliseconds(), w.opts.MaxStalledCount)
 	if err != nil {
 		if ctx.Err() == nil {
+			reloadTopology(w.q.rdb, err)
 			w.log.WarnContext(ctx, "stalled check failed", slog.Any(logkey.Error, err))
 		}
 		return
@@ -995,6 +1000,24 @@ func (w *Worker) checkStalled(ctx context.Context) {
 // retry it by itself.
 func isUnblocked(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "UNBLOCKED ")
+}
+
+// reloadTopology makes a Redis Cluster client reload its slot map after a
+// connection-level error (not a Redis reply). go-redis reloads the map on
+// MOVED, but a crashed master sends no MOVED: after its replica is elected,
+// the client keeps sending that shard's commands to the dead address until
+// its periodic reload (ClusterOptions.ClusterStateReloadInterval, 60s by
+// default). ReloadState is asynchronous and debounced by go-redis.
+func reloadTopology(rdb redis.UniversalClient, err error) {
+	c, ok := rdb.(*redis.ClusterClient)
+	if !ok || err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return
+	}
+	c.ReloadState(context.Background())
 }
 
 func retryDelay(attempt int) time.Duration {
