@@ -51,6 +51,10 @@
     }
   }
   const enc = encodeURIComponent;
+  // put replaces node's children, skipping null, undefined and false.
+  function put(node, ...kids) {
+    node.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+  }
 
   // ---- formatting --------------------------------------------------------
 
@@ -171,7 +175,7 @@
   }
 
   function showAlerts(alerts) {
-    $alerts.replaceChildren(...(alerts || []).map((a) =>
+    put($alerts, ...(alerts || []).map((a) =>
       el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind }, `${a.queue}: ${a.message}`)));
   }
 
@@ -195,9 +199,9 @@
 
   function renderWho() {
     const s = app.session;
-    $nav.replaceChildren(...[el('a', { href: '#/' }, 'Queues'), s && s.role === 'admin' ? el('a', { href: '#/audit' }, 'Audit log') : null].filter(Boolean));
-    if (!s) { $who.replaceChildren(); return; }
-    $who.replaceChildren(...[
+    put($nav, ...[el('a', { href: '#/' }, 'Queues'), s && s.role === 'admin' ? el('a', { href: '#/audit' }, 'Audit log') : null].filter(Boolean));
+    if (!s) { put($who, ); return; }
+    put($who, ...[
       el('span', { id: 'whoami' }, `${s.user} (${s.role})`),
       s.readOnly ? el('span', { class: 'badge' }, 'read-only') : null,
       s.authEnabled ? el('button', { onclick: async () => { await fetch('api/logout', { method: 'POST', credentials: 'same-origin' }); location.reload(); } }, 'Sign out') : null,
@@ -207,7 +211,7 @@
   // ---- sign in -----------------------------------------------------------
 
   function renderSignIn() {
-    $nav.replaceChildren();
+    put($nav, );
     const token = el('input', { type: 'password', name: 'token', placeholder: 'access token', autocomplete: 'off' });
     const user = el('input', { type: 'text', name: 'user', placeholder: 'user', autocomplete: 'username' });
     const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', autocomplete: 'current-password' });
@@ -221,7 +225,7 @@
         } catch (err) { msg.textContent = err.message; }
       },
     }, token, el('span', { class: 'muted' }, 'or'), user, pass, el('button', { class: 'primary', type: 'submit' }, 'Sign in'), msg);
-    $main.replaceChildren(el('div', { class: 'panel signin' }, el('h2', {}, 'Sign in to the drover dashboard'), form));
+    put($main, el('div', { class: 'panel signin' }, el('h2', {}, 'Sign in to the drover dashboard'), form));
   }
 
   // ---- overview ----------------------------------------------------------
@@ -233,14 +237,14 @@
       el('thead', {}, el('tr', {}, el('th', {}, 'Queue'), ...['waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'].map((s) => el('th', { class: 'num' }, s)), el('th', {}, 'Alerts'))),
       body);
     const info = el('p', { class: 'muted' });
-    $main.replaceChildren(el('h1', {}, 'Queues'), info, el('div', { class: 'panel' }, table));
+    put($main, el('h1', {}, 'Queues'), info, el('div', { class: 'panel' }, table));
     async function load() {
       let ov;
       try { ov = await api('overview'); } catch (e) { info.textContent = `Could not load queues: ${e.message}`; return; }
       if (gen !== app.render) return;
       info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
       showAlerts(ov.alerts);
-      body.replaceChildren(...ov.queues.map((q) => el('tr', { 'data-queue': q.name },
+      put(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name },
         el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null),
         ...['waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'].map((s) => el('td', { class: 'num' }, q.counts[s])),
         el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: a.message }, a.kind))))));
@@ -307,7 +311,7 @@
       }, `Retry matching ${state} jobs…`));
     }
 
-    $main.replaceChildren(
+    put($main, 
       crumbs({ text: 'Queues', href: '#/' }, { text: queue }),
       head, actions,
       el('div', { class: 'panel' }, tabs, filterForm, el('div', { class: 'spaced' }, bulk), summary,
@@ -330,12 +334,12 @@
       } catch (e) { summary.textContent = `Could not load: ${e.message}`; return; }
       if (gen !== app.render) return;
       showAlerts(qp.alerts);
-      head.replaceChildren(queue, qp.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null);
+      put(head, queue, qp.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null);
       renderQueueActions(queue, qp, actions, load);
-      tabs.replaceChildren(...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
+      put(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
         el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '' }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
       summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${filterExpr()}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
-      tbody.replaceChildren(...page.jobs.map((j) => el('tr', { 'data-job': j.id },
+      put(tbody, ...page.jobs.map((j) => el('tr', { 'data-job': j.id },
         el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', {}, j.name),
         el('td', {}, retryBadge(j.retryState), j.stalledCount ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCount}`) : null),
@@ -343,7 +347,7 @@
         el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})` : fmtTime(j.finishedOn || j.processedOn || j.created)),
         el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || ''))));
       if (!page.jobs.length) tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No jobs here.')));
-      pager.replaceChildren(
+      put(pager, 
         offset > 0 ? el('button', { onclick: () => go({ ...filter, offset: 0 }) }, 'First page') : null,
         page.more ? el('button', { onclick: () => go({ ...filter, offset: page.nextOffset }) }, 'Next page') : null);
       renderHistogram(hist, qp.delayed, qp.storm);
@@ -398,7 +402,7 @@
         },
       }, 'Obliterate…'));
     }
-    box.replaceChildren(...items);
+    put(box, ...items);
   }
 
   // renderHistogram draws the delayed set's due times: one bar per window,
@@ -424,24 +428,23 @@
       r.append(svg('title', {}, b.overdue ? `${b.count} overdue` : `${b.count} due ${fmtTime(b.start)}–${fmtTime(new Date(start + winMs).toISOString())}`));
       g.append(r);
     });
-    const label = (i, text) => g.append(svg('text', { x: left + i * bw, y: H - 8, 'font-size': 10, fill: '#6a7283', 'text-anchor': 'middle' }, text));
-    label(0.5, 'overdue');
-    label(1, 'now');
-    label(1 + buckets.length / 2, `+${fmtMs(storm.horizonMs / 2)}`);
-    label(bars.length, `+${fmtMs(storm.horizonMs)}`);
+    const label = (i, text, anchor) => g.append(svg('text', { x: left + i * bw, y: H - 8, 'font-size': 10, fill: '#6a7283', 'text-anchor': anchor }, text));
+    label(1, 'now', 'start');
+    label(1 + buckets.length / 2, `+${fmtMs(storm.horizonMs / 2)}`, 'middle');
+    label(bars.length, `+${fmtMs(storm.horizonMs)}`, 'end');
     const facts = el('p', { class: 'muted', id: 'storm-facts' },
-      `${st.count} delayed (${st.overdue} overdue, ${st.later} later than ${fmtMs(storm.horizonMs)}). `,
+      `${st.count} delayed (${st.overdue} overdue, drawn first in orange; ${st.later} due later than ${fmtMs(storm.horizonMs)}). `,
       `Clustering ${pct(st.clustering)}: ${st.peakCount} of ${st.considered} due ${st.peakOverdue ? 'overdue' : `within ${fmtMs(winMs)} from ${fmtTime(st.peakStart)}`} (alert at ${pct(storm.clusterShare)} and ${storm.clusterMinJobs} jobs). `,
       st.growthKnown ? `Growth ${st.growth.toFixed(1)} jobs/s (alert at ${storm.growthPerSecond}).` : 'Growth: measuring…');
-    box.replaceChildren(g, facts);
+    put(box, g, facts);
   }
 
   function renderBudget(box, queue, rep) {
     if (!rep.jobs.length) {
-      box.replaceChildren(el('p', { class: 'muted' }, `No live job has used more than ${pct(rep.threshold)} of its attempts.`));
+      put(box, el('p', { class: 'muted' }, `No live job has used more than ${pct(rep.threshold)} of its attempts.`));
       return;
     }
-    box.replaceChildren(el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', {},
+    put(box, el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', {},
       el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
       el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
       el('td', { class: 'num' }, `${j.budget.made} of ${j.budget.allowed} used`))))),
@@ -454,7 +457,7 @@
     const gen = app.render;
     const box = el('div');
     const feed = el('ul', { class: 'feed' });
-    $main.replaceChildren(
+    put($main, 
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: `job ${id}` }),
       box, el('div', { class: 'panel' }, el('h2', {}, 'Live events for this job'), feed));
     let nextRunEl = null;
@@ -462,12 +465,12 @@
     async function load() {
       let d;
       try { d = await api(`queues/${enc(queue)}/jobs/${enc(id)}`); } catch (e) {
-        if (gen === app.render) box.replaceChildren(el('p', { class: 'panel' }, e.status === 404 ? `Job ${id} is gone (removed, or never existed).` : `Could not load the job: ${e.message}`));
+        if (gen === app.render) put(box, el('p', { class: 'panel' }, e.status === 404 ? `Job ${id} is gone (removed, or never existed).` : `Could not load the job: ${e.message}`));
         return;
       }
       if (gen !== app.render) return;
       job = d;
-      box.replaceChildren(...renderJob(queue, d, load));
+      put(box, ...renderJob(queue, d, load));
       nextRunEl = box.querySelector('#next-run-rel');
     }
     await load();
@@ -662,7 +665,7 @@
     const stalled = el('tbody');
     const active = el('tbody');
     const note = el('p', { class: 'muted' });
-    $main.replaceChildren(
+    put($main, 
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: 'stalled' }),
       el('h1', {}, `Stalled view of ${queue}`), note,
       el('div', { class: 'panel' }, el('h2', {}, 'Active jobs and their locks'),
@@ -675,12 +678,12 @@
       if (gen !== app.render) return;
       note.textContent = `Looked at ${rep.scanned} jobs${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
-      active.replaceChildren(...rep.active.map((j) => el('tr', {},
+      put(active, ...rep.active.map((j) => el('tr', {},
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', { class: 'num' }, j.budget.started),
         el('td', {}, j.lock.held ? `TTL ${fmtMs(nsToMs(j.lock.ttl))}` : el('span', { class: 'badge rs-failed' }, 'no lock')),
         el('td', {}, j.candidate ? 'yes' : 'no'))));
       if (!rep.active.length) active.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No active jobs.')));
-      stalled.replaceChildren(...rep.stalled.map((j) => el('tr', {},
+      put(stalled, ...rep.stalled.map((j) => el('tr', {},
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
         el('td', { class: 'num' }, j.stalledCount), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
@@ -693,10 +696,10 @@
 
   async function pageAudit() {
     const body = el('tbody');
-    $main.replaceChildren(el('h1', {}, 'Audit log'), el('p', { class: 'muted' }, 'Every mutating request since the dashboard started, newest first (allowed or refused).'),
+    put($main, el('h1', {}, 'Audit log'), el('p', { class: 'muted' }, 'Every mutating request since the dashboard started, newest first (allowed or refused).'),
       el('div', { class: 'panel' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {}, ...['When', 'Who', 'Action', 'Queue', 'Job', 'Jobs', 'Outcome', 'Detail'].map((h) => el('th', {}, h)))), body)));
     const res = await api('audit');
-    body.replaceChildren(...res.entries.map((e) => el('tr', {},
+    put(body, ...res.entries.map((e) => el('tr', {},
       el('td', {}, fmtTime(e.time)), el('td', {}, `${e.user || '?'}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
       el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
       el('td', {}, el('span', { class: `badge ${e.outcome === 'ok' ? 'rs-completed' : 'rs-failed'}` }, e.outcome)),
@@ -719,7 +722,7 @@
       else if (parts[0] === 'audit') await pageAudit();
       else await pageOverview();
     } catch (e) {
-      $main.replaceChildren(el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
+      put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
     }
   }
 
@@ -728,7 +731,7 @@
       app.session = await api('session');
     } catch (e) {
       if (e.status === 401) { renderSignIn(); return; }
-      $main.replaceChildren(el('p', { class: 'panel' }, `Could not reach the dashboard API: ${e.message}`));
+      put($main, el('p', { class: 'panel' }, `Could not reach the dashboard API: ${e.message}`));
       return;
     }
     renderWho();
