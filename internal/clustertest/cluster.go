@@ -389,6 +389,100 @@ func (c *Cluster) Failover(ctx context.Context, master string) (string, error) {
 	return replica.Addr, nil
 }
 
+// WaitReplicated waits until every master's replicas have acknowledged all
+// the writes the master took before the call.
+func (c *Cluster) WaitReplicated(ctx context.Context) error {
+	shards, err := c.Shards(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, s := range shards {
+		if err := waitReplicated(ctx, c.Node(s.Master), c.replicas); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KillMaster SIGKILLs master, as a crash would, and waits until the other
+// nodes have elected its replica in its place (after NodeTimeout) and report
+// cluster_state:ok again. It returns the new master's address and the killed
+// node, which Restart brings back. Writes the master acknowledged but had not
+// replicated yet are lost, as with any Redis crash: call WaitReplicated first
+// for the writes that must survive.
+func (c *Cluster) KillMaster(ctx context.Context, master string) (string, *Node, error) {
+	victim := c.Node(master)
+	if victim == nil {
+		return "", nil, fmt.Errorf("kill: %s is not a node of this cluster", master)
+	}
+	shards, err := c.Shards(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	slot := -1
+	for _, s := range shards {
+		if s.Master == master {
+			slot = int(s.Slots[0].Start)
+		}
+	}
+	if slot < 0 {
+		return "", nil, fmt.Errorf("kill: %s is not a master", master)
+	}
+	victim.Kill()
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var newMaster string
+	err = poll(wctx, 50*time.Millisecond, "wait for a replica to replace killed master "+master, func(ctx context.Context) (bool, string, error) {
+		newMaster = ""
+		for _, n := range c.Nodes {
+			if n == victim {
+				continue
+			}
+			rdb := n.Client()
+			ci, err := rdb.ClusterInfo(ctx).Result()
+			_ = rdb.Close()
+			if err != nil {
+				return notYet(n.Addr+": ", err)
+			}
+			if st := parseFields(ci, ':')["cluster_state"]; st != "ok" {
+				return false, n.Addr + ": cluster_state=" + st, nil
+			}
+			shards, err := shardsFrom(ctx, n)
+			if err != nil {
+				return notYet(n.Addr+": ", err)
+			}
+			for _, s := range shards {
+				if !s.Serves(slot) {
+					continue
+				}
+				if s.Master == master {
+					return false, n.Addr + " still names " + master, nil
+				}
+				if newMaster != "" && newMaster != s.Master {
+					return false, "nodes disagree on the new master", nil
+				}
+				newMaster = s.Master
+			}
+		}
+		return newMaster != "", "no new master yet", nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return newMaster, victim, nil
+}
+
+// Restart starts a node killed by KillMaster again and waits until the
+// cluster is whole: it rejoins as a replica of the master that replaced it.
+func (c *Cluster) Restart(ctx context.Context, n *Node) error {
+	if err := n.Restart(); err != nil {
+		return err
+	}
+	return c.WaitHealthy(ctx)
+}
+
 // DeletePrefix removes, on every master, every key that starts with prefix.
 func DeletePrefix(ctx context.Context, rdb *redis.ClusterClient, prefix string) error {
 	return rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {

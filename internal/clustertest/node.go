@@ -40,6 +40,8 @@ type Node struct {
 	// Port is the client port. A cluster node's bus is Port+10000.
 	Port int
 
+	bin  string
+	args []string
 	dir  string
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process was reaped
@@ -117,21 +119,11 @@ func startNode(bin string, bus bool, conf func(port int, dir string) string, mkA
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 			"--daemonize", "no", "--protected-mode", "no", "--logfile", "", "--shutdown-timeout", "0")
 		args = append(args, mkArgs(port, dir)...)
-		n := &Node{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, dir: dir, done: make(chan struct{})}
-		n.cmd = exec.Command(bin, args...)
-		n.cmd.SysProcAttr = sysProcAttr()
-		logFile, err := os.Create(filepath.Join(dir, "redis.log"))
-		if err != nil {
+		n := &Node{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, bin: bin, args: args, dir: dir}
+		if err := n.launch(); err != nil {
+			_ = os.RemoveAll(dir)
 			return nil, err
 		}
-		n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
-		err = n.cmd.Start()
-		_ = logFile.Close()
-		if err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("start %s: %w", bin, err)
-		}
-		go func() { _ = n.cmd.Wait(); close(n.done) }()
 		if err := n.waitReady(10 * time.Second); err != nil {
 			n.Stop()
 			lastErr = err
@@ -140,6 +132,42 @@ func startNode(bin string, bus bool, conf func(port int, dir string) string, mkA
 		return n, nil
 	}
 	return nil, fmt.Errorf("redis-server did not start: %w", lastErr)
+}
+
+// launch starts the process, logging to <dir>/redis.log (appended).
+func (n *Node) launch() error {
+	n.done = make(chan struct{})
+	n.cmd = exec.Command(n.bin, n.args...)
+	n.cmd.SysProcAttr = sysProcAttr()
+	logFile, err := os.OpenFile(filepath.Join(n.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
+	err = n.cmd.Start()
+	_ = logFile.Close()
+	if err != nil {
+		return fmt.Errorf("start %s: %w", n.bin, err)
+	}
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(n.cmd, n.done)
+	return nil
+}
+
+// Kill ends the node with SIGKILL, as a crash would, and keeps its directory
+// (a cluster node's nodes.conf) so that Restart brings the same node back.
+func (n *Node) Kill() {
+	_ = n.cmd.Process.Kill()
+	<-n.done
+}
+
+// Restart starts a killed node again on the same port with the same
+// configuration and waits until it answers. A cluster node rejoins the
+// cluster; one whose slots were taken over comes back as a replica.
+func (n *Node) Restart() error {
+	if err := n.launch(); err != nil {
+		return err
+	}
+	return n.waitReady(10 * time.Second)
 }
 
 // waitReady waits until the node answers PING.
@@ -215,6 +243,37 @@ func (n *Node) CPUTime() (time.Duration, error) {
 // Client returns a new single-node client of this node; the caller closes it.
 func (n *Node) Client() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
+}
+
+// waitReplicated waits until replicas replicas are attached to master and
+// each has acknowledged master's replication offset as of the call, so every
+// write the master took before the call survives its failover.
+func waitReplicated(ctx context.Context, master *Node, replicas int) error {
+	rdb := master.Client()
+	defer func() { _ = rdb.Close() }()
+	repl, err := info(ctx, rdb, "replication")
+	if err != nil {
+		return err
+	}
+	target, err := strconv.ParseInt(repl["master_repl_offset"], 10, 64)
+	if err != nil {
+		return fmt.Errorf("master_repl_offset of %s: %w", master.Addr, err)
+	}
+	return poll(ctx, 20*time.Millisecond, "wait for the replicas of "+master.Addr+" to catch up", func(ctx context.Context) (bool, string, error) {
+		repl, err := info(ctx, rdb, "replication")
+		if err != nil {
+			return notYet("", err)
+		}
+		acked := 0
+		for i := range replicas {
+			// slave0:ip=127.0.0.1,port=6380,state=online,offset=1234,lag=0
+			f := parseFields(strings.ReplaceAll(repl[fmt.Sprintf("slave%d", i)], ",", "\n"), '=')
+			if off, err := strconv.ParseInt(f["offset"], 10, 64); err == nil && off >= target && f["state"] == "online" {
+				acked++
+			}
+		}
+		return acked == replicas, fmt.Sprintf("%d of %d replicas at offset %d", acked, replicas, target), nil
+	})
 }
 
 // info returns the fields of INFO section.

@@ -125,6 +125,18 @@ func (s *Sentinel) node(addr string) *Node {
 	return nil
 }
 
+// WaitReplicated waits until the replica has acknowledged all the writes the
+// master took before the call.
+func (s *Sentinel) WaitReplicated(ctx context.Context) error {
+	addr, err := s.MasterAddr(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return waitReplicated(ctx, s.node(addr), len(s.Data)-1)
+}
+
 // MasterAddr asks the first sentinel who the master is.
 func (s *Sentinel) MasterAddr(ctx context.Context) (string, error) {
 	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr})
