@@ -37,9 +37,15 @@
 // spread over the 3 masters, worked by 4 worker processes (this test binary
 // re-executed, see child_test.go) with no loss and no CROSSSLOT
 // (TestClusterHundredThousandJobs); CLUSTER FAILOVER during processing and
-// while idle (TestClusterFailover, TestClusterFailoverIdleWorker); SENTINEL
-// FAILOVER under a go-redis failover client (TestSentinelFailover); refusal
-// of queues without a hash tag on a cluster client
-// (TestClusterMisconfiguration). BenchmarkClusterThroughput compares the
-// same queues on 1 and on 3 masters.
+// while idle (TestClusterFailover, TestClusterFailoverIdleWorker); a master
+// crash, its replica elected (TestClusterMasterKilled); SENTINEL FAILOVER
+// under a go-redis failover client (TestSentinelFailover); refusal of queues
+// without a hash tag on a cluster client (TestClusterMisconfiguration).
+// BenchmarkClusterThroughput compares the same queues on 1 and on 3 masters.
+//
+// The load and failover tests do not call t.Parallel: they run one at a time,
+// so that on a small machine one does not starve another's workers into
+// losing locks, and the light tests run in parallel after them. The failover
+// tests change the shared cluster's topology (which node is master) but
+// leave it whole; tests look the topology up rather than assume it.
 package clustertest
