@@ -43,7 +43,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
 	e := AuditEntry{Time: h.now(), Action: "login", Remote: r.RemoteAddr, Outcome: "denied"}
-	defer func() {
+	defer func() { //nolint:contextcheck // the audit uses the request's context
 		h.opts.Audit(r.Context(), e)
 		h.audit.add(e)
 	}()

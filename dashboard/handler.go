@@ -280,7 +280,7 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 		e := AuditEntry{Time: h.now(), Action: action, Queue: r.PathValue("queue"), JobID: r.PathValue("id"), Remote: r.RemoteAddr}
-		deny := func(status int, why string) {
+		deny := func(status int, why string) { //nolint:contextcheck // the audit uses the request's context
 			e.Outcome, e.Error = "denied", why
 			h.opts.Audit(r.Context(), e)
 			h.audit.add(e)

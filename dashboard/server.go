@@ -96,7 +96,7 @@ func (s *Server) Handler() *Handler { return s.h }
 
 // Start checks that Redis answers, listens and serves in the background. It
 // returns once the server accepts connections.
-func (s *Server) Start(ctx context.Context) error {
+func (s *Server) Start(ctx context.Context) error { //nolint:contextcheck // requests outlive ctx: Close ends them
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -113,6 +113,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start dashboard: %w", err)
 	}
+	// Requests outlive Start's ctx: they end when Close cancels base.
 	base, stop := context.WithCancel(context.Background())
 	s.srv = &http.Server{
 		Handler:           s.h,

@@ -94,11 +94,10 @@ func nextTerm(s string) (term, rest string, err error) {
 	s = strings.TrimLeft(s, " \t,")
 	var b strings.Builder
 	for len(s) > 0 {
-		c := s[0]
-		switch {
-		case c == ' ' || c == '\t' || c == ',':
+		switch c := s[0]; c {
+		case ' ', '\t', ',':
 			return b.String(), s, nil
-		case c == '"':
+		case '"':
 			q, err := strconv.QuotedPrefix(s)
 			if err != nil {
 				return "", "", fmt.Errorf("unterminated quoted value at %q", s)

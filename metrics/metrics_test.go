@@ -139,7 +139,7 @@ func TestMetrics(t *testing.T) {
 			_, err := b.queue.Add(ctx, name, nil, &drover.JobOptions{Attempts: 2})
 			require.NoError(t, err)
 		}
-		fams = waitCounter(t, b, "drover_jobs_completed_total", 3)
+		waitCounter(t, b, "drover_jobs_completed_total", 3)
 		fams = waitCounter(t, b, "drover_jobs_failed_total", 2)
 		require.Equal(t, 2.0, value(fams, "drover_jobs_retried_total", q), "flaky and doomed each retried once")
 		require.Equal(t, 1.0, value(fams, "drover_jobs_retries_exhausted_total", q), "doomed spent its budget; fatal did not")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -44,7 +46,11 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		m.usage()
 		return usagef("unknown command %q", args[0])
 	}
-	return info.make(m).Run(ctx, args[1:])
+	err := info.make(m).Run(ctx, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the command printed its usage for -h
+	}
+	return err
 }
 
 func (m *Main) usage() {

@@ -8,18 +8,23 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/embedredis"
+	"github.com/seed40057009/drover/metrics"
 )
 
 func init() {
 	commands["demo"] = commandInfo{
-		summary: "run a demo queue with jobs that succeed, retry and fail (embedded Redis unless --redis)",
+		summary: "run demo queues with jobs that succeed, retry, stall and fail, and the dashboard (embedded Redis unless --redis)",
 		make:    func(m *Main) command { return &demoCmd{out: m.Stdout} },
 	}
 }
@@ -28,6 +33,10 @@ type demoCmd struct {
 	out io.Writer
 }
 
+// stallQueue is the demo's second queue, whose worker loses its network for
+// a while on each job's first attempt, so the job stalls and is recovered.
+const stallQueue = "imports"
+
 func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(c.out)
@@ -35,8 +44,12 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	queueName := fs.String("queue", "demo", "queue name")
 	prefix := fs.String("prefix", drover.PrefixDefault, "key prefix")
 	duration := fs.Duration("for", 0, "stop after this long (0 = until Ctrl-C)")
+	dashAddr := fs.String("dashboard", "127.0.0.1:7373", `dashboard address (loopback; port 0 picks one; "off" = no dashboard)`)
 	verbose := fs.Bool("v", false, "log every job")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return usagef("demo: %v", err)
 	}
 	if *duration > 0 {
@@ -52,7 +65,32 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	defer closeRedis()
 	fmt.Fprintf(c.out, "drover demo: %s\n", where)
 
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: *prefix})
+	if err != nil {
+		return err
+	}
+	reg, err := metrics.NewRegistry(ins, nil)
+	if err != nil {
+		return err
+	}
+	if *dashAddr != "off" {
+		srv, err := demoDashboard(ctx, ins, *dashAddr, metrics.Handler(reg))
+		if err != nil {
+			return err
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = srv.Close(cctx)
+		}()
+		fmt.Fprintf(c.out, "dashboard: %s (no sign-in on loopback: you are admin; metrics at %smetrics)\n", srv.URL(), srv.URL())
+	}
+
 	q, err := drover.NewQueue(rdb, *queueName, &drover.QueueOptions{Prefix: *prefix})
+	if err != nil {
+		return err
+	}
+	imports, err := drover.NewQueue(rdb, stallQueue, &drover.QueueOptions{Prefix: *prefix})
 	if err != nil {
 		return err
 	}
@@ -69,6 +107,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
+		_, _ = job.Log(ctx, fmt.Sprintf("attempt %d of %d on %s", job.AttemptsMade+1, max(job.Opts.Attempts, 1), job.Name))
 		switch job.Name {
 		case "flaky":
 			mu.Lock()
@@ -78,6 +117,10 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 			if n < 3 {
 				return nil, fmt.Errorf("upstream timeout (attempt %d)", n)
 			}
+		case "slow-retry":
+			if job.AttemptsMade < 2 {
+				return nil, fmt.Errorf("rate limited by the partner API (attempt %d)", job.AttemptsMade+1)
+			}
 		case "doomed":
 			return nil, errors.New("card declined")
 		}
@@ -85,6 +128,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	})
 	w, err := drover.NewWorker(rdb, *queueName, proc, &drover.WorkerOptions{
 		Prefix: *prefix, Concurrency: 4, Name: "demo-worker", Logger: logger,
+		Hooks: metrics.WorkerHooks(reg, *queueName),
 	})
 	if err != nil {
 		return err
@@ -92,37 +136,34 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = w.Close(cctx)
-	}()
+	defer closeWorker(ctx, w)
 
-	events, err := drover.NewQueueEvents(rdb, *queueName, &drover.QueueEventsOptions{Prefix: *prefix, LastEventID: "0"})
+	closeStalling, err := stallingWorker(ctx, rdb, *prefix, metrics.WorkerHooks(reg, stallQueue))
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = events.Run(ctx, func(ev drover.Event) error {
-			switch ev.Name {
-			case drover.EventCompleted:
-				fmt.Fprintf(c.out, "  completed job %-4s -> %s\n", ev.JobID, ev.ReturnValue)
-			case drover.EventFailed:
-				fmt.Fprintf(c.out, "  failed    job %-4s: %s (for good)\n", ev.JobID, ev.FailedReason)
-			case drover.EventDelayed:
-				fmt.Fprintf(c.out, "  delayed   job %-4s until %s\n", ev.JobID, ev.DelayUntil.Format("15:04:05.000"))
-			case drover.EventRetriesExhausted:
-				fmt.Fprintf(c.out, "  retries exhausted for job %s after %d attempts\n", ev.JobID, ev.AttemptsMade)
-			}
-			return nil
-		})
-	}()
+	defer closeStalling()
 
-	fmt.Fprintln(c.out, "adding jobs: 'ok' succeed, 'flaky' fail twice then succeed (exponential backoff), 'doomed' fail for good")
+	var wg sync.WaitGroup
+	for _, name := range []string{*queueName, stallQueue} {
+		events, err := drover.NewQueueEvents(rdb, name, &drover.QueueEventsOptions{Prefix: *prefix, LastEventID: "0"})
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = events.Run(ctx, func(ev drover.Event) error {
+				c.printEvent(name, ev)
+				return nil
+			})
+		}()
+	}
+
+	fmt.Fprintln(c.out, "adding jobs: 'ok' succeed, 'flaky' fail twice then succeed (exponential backoff), 'slow-retry' wait 10s and 20s between attempts,")
+	fmt.Fprintln(c.out, "'doomed' fail for good, and in queue 'imports' each job stalls once (its worker loses Redis) and is recovered")
 	retry := &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: drover.BackoffExponential, Delay: 200 * time.Millisecond}}
+	slow := &drover.JobOptions{Attempts: 4, Backoff: &drover.Backoff{Type: drover.BackoffExponential, Delay: 10 * time.Second, Jitter: 0.2}}
 	add := func(round int) error {
 		for i := range 3 {
 			if _, err := q.Add(ctx, "ok", map[string]int{"round": round, "n": i}, nil); err != nil {
@@ -131,6 +172,14 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 		}
 		if _, err := q.Add(ctx, "flaky", map[string]int{"round": round}, retry); err != nil {
 			return err
+		}
+		if round%2 == 1 {
+			if _, err := q.Add(ctx, "slow-retry", map[string]int{"round": round}, slow); err != nil {
+				return err
+			}
+			if _, err := imports.Add(ctx, "import", map[string]any{"round": round, "file": fmt.Sprintf("orders-%03d.csv", round)}, nil); err != nil {
+				return err
+			}
 		}
 		_, err := q.Add(ctx, "doomed", map[string]int{"round": round}, &drover.JobOptions{Attempts: 2})
 		return err
@@ -160,6 +209,113 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	wg.Wait()
 	fmt.Fprintln(c.out, "drover demo: stopped")
 	return nil
+}
+
+func (c *demoCmd) printEvent(queue string, ev drover.Event) {
+	switch ev.Name {
+	case drover.EventCompleted:
+		fmt.Fprintf(c.out, "  %-8s completed job %-4s -> %s\n", queue, ev.JobID, ev.ReturnValue)
+	case drover.EventFailed:
+		fmt.Fprintf(c.out, "  %-8s failed    job %-4s: %s (for good)\n", queue, ev.JobID, ev.FailedReason)
+	case drover.EventDelayed:
+		fmt.Fprintf(c.out, "  %-8s delayed   job %-4s until %s\n", queue, ev.JobID, ev.DelayUntil.Format("15:04:05.000"))
+	case drover.EventStalled:
+		fmt.Fprintf(c.out, "  %-8s stalled   job %-4s: its worker stopped renewing the lock; back to wait\n", queue, ev.JobID)
+	case drover.EventRetriesExhausted:
+		fmt.Fprintf(c.out, "  %-8s retries exhausted for job %s after %d attempts\n", queue, ev.JobID, ev.AttemptsMade)
+	}
+}
+
+// demoDashboard starts the dashboard on addr, or on a free port when addr's
+// port is taken. Anyone on this machine is admin: it listens on loopback only.
+func demoDashboard(ctx context.Context, ins *inspect.Inspector, addr string, metricsHandler http.Handler) (*dashboard.Server, error) {
+	opts := &dashboard.Options{AnonymousRole: dashboard.RoleAdmin, Metrics: metricsHandler}
+	srv, err := serveDashboard(ctx, ins, addr, opts)
+	if err != nil && addr != "127.0.0.1:0" {
+		return serveDashboard(ctx, ins, "127.0.0.1:0", opts)
+	}
+	return srv, err
+}
+
+func closeWorker(ctx context.Context, w *drover.Worker) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = w.Close(cctx)
+}
+
+// partition is a go-redis hook that fails every command while on: the
+// network between a worker and Redis is down.
+type partition struct{ on atomic.Bool }
+
+var errPartition = errors.New("demo: network partition")
+
+func (p *partition) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (p *partition) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if p.on.Load() {
+			cmd.SetErr(errPartition)
+			return errPartition
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (p *partition) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if p.on.Load() {
+			for _, cmd := range cmds {
+				cmd.SetErr(errPartition)
+			}
+			return errPartition
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// stallingWorker serves the imports queue over its own connection. On a
+// job's first attempt it loses Redis for longer than its lock lasts: the lock
+// expires, the result cannot be written, and the stalled checker moves the
+// job back to wait (stc 1). The second attempt completes.
+func stallingWorker(ctx context.Context, rdb redis.UniversalClient, prefix string, hooks *drover.WorkerHooks) (func(), error) {
+	base, ok := rdb.(*redis.Client)
+	if !ok {
+		return nil, errors.New("demo: the stalling worker needs a single-node client")
+	}
+	own := redis.NewClient(base.Options())
+	part := &partition{}
+	own.AddHook(part)
+	proc := drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		if job.StalledCount == 0 {
+			part.on.Store(true)
+			select {
+			case <-time.After(4 * time.Second):
+			case <-ctx.Done():
+			}
+			part.on.Store(false)
+			return "imported (but the worker lost its lock meanwhile)", nil
+		}
+		time.Sleep(50 * time.Millisecond)
+		return map[string]any{"imported": true, "after_stalls": job.StalledCount}, nil
+	})
+	w, err := drover.NewWorker(own, stallQueue, proc, &drover.WorkerOptions{
+		Prefix: prefix, Name: "flaky-network-worker", LockDuration: 1500 * time.Millisecond,
+		StalledInterval: time.Second, MaxStalledCount: 2, Logger: slog.New(slog.DiscardHandler),
+		Hooks: hooks,
+	})
+	if err != nil {
+		_ = own.Close()
+		return nil, err
+	}
+	if err := w.Start(ctx); err != nil {
+		_ = own.Close()
+		return nil, err
+	}
+	return func() {
+		part.on.Store(false)
+		closeWorker(ctx, w)
+		_ = own.Close()
+	}, nil
 }
 
 // openRedis connects to url, or starts the embedded engine when url is "".

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/seed40057009/drover/inspect"
+)
+
+func init() {
+	commands["job"] = commandInfo{
+		summary: "show one job's retry state: attempts, next run, attempt timeline, errors, logs",
+		make:    func(m *Main) command { return &jobCmd{out: m.Stdout} },
+	}
+}
+
+type jobCmd struct {
+	out io.Writer
+}
+
+func (c *jobCmd) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("job", flag.ContinueOnError)
+	fs.SetOutput(c.out)
+	var rf redisFlags
+	rf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(c.out, "Usage: drover job <queue> <id> [--json]\n\nThe retry-state inspector: where the job stands in its retry life and how it got there.")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("job needs <queue> <id>, got %q", pos)
+	}
+	ins, closeRedis, err := rf.inspector(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	d, err := ins.Job(ctx, pos[0], pos[1])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(c.out, d)
+	}
+	c.print(d)
+	return nil
+}
+
+func (c *jobCmd) print(d *inspect.JobDetail) {
+	w := c.out
+	b := d.Budget
+	fmt.Fprintf(w, "job %s %q in queue %s\n", d.ID, d.Name, d.Queue)
+	fmt.Fprintf(w, "  retry state  %s (state %s)\n", d.RetryState, d.State)
+	fmt.Fprintf(w, "  attempts     %d of %d used, %d left (%d started)\n", b.Made, b.Allowed, b.Left, b.Started)
+	if !d.NextRun.IsZero() {
+		fmt.Fprintf(w, "  next run     %s (%s)\n", when(d.NextRun), until(d.NextRun))
+	}
+	if bo := d.Backoff; bo != nil {
+		fmt.Fprintf(w, "  backoff      %s %s jitter %.0f%%\n", bo.Type, bo.Delay, bo.Jitter*100)
+	}
+	if d.StalledCount > 0 {
+		fmt.Fprintf(w, "  stalled      %d times\n", d.StalledCount)
+	}
+	if d.Lock != nil {
+		if d.Lock.Held {
+			fmt.Fprintf(w, "  lock         held, expires in %s\n", d.Lock.TTL.Round(time.Millisecond))
+		} else {
+			fmt.Fprintln(w, "  lock         missing: the job is stalling; the next stalled check recovers it")
+		}
+	}
+	fmt.Fprintf(w, "  created      %s\n", when(d.Created))
+	if d.FailedReason != "" {
+		fmt.Fprintf(w, "  last error   %s\n", d.FailedReason)
+	}
+	fmt.Fprintf(w, "\nattempt timeline (%s):\n", d.TimelineSource)
+	if len(d.Timeline) == 0 {
+		fmt.Fprintln(w, "  no attempt yet")
+	}
+	for i, a := range d.Timeline {
+		line := fmt.Sprintf("  #%-3d %-10s", a.N, a.Outcome)
+		if !a.Start.IsZero() {
+			line += " " + a.Start.Local().Format("15:04:05.000")
+			if !a.End.IsZero() {
+				line += fmt.Sprintf(" ran %s", a.End.Sub(a.Start).Round(time.Millisecond))
+			}
+		}
+		if a.Error != "" {
+			line += "  " + clip(firstLine(a.Error), 70)
+		}
+		fmt.Fprintln(w, line)
+		switch {
+		case a.Outcome == "delayed" && i < len(d.Timeline)-1:
+			fmt.Fprintf(w, "        └ backoff %s\n", a.Backoff)
+		case a.Outcome == "delayed":
+			fmt.Fprintf(w, "        └ backoff %s, next run %s (%s)\n", a.Backoff, when(d.NextRun), until(d.NextRun))
+		}
+	}
+	if n := len(d.Stacktrace); n > 0 {
+		fmt.Fprintf(w, "\nlast stack trace (%d kept):\n%s\n", n, indent(d.Stacktrace[n-1]))
+	}
+	if len(d.Logs) > 0 {
+		from := max(0, len(d.Logs)-10)
+		fmt.Fprintf(w, "\nlogs (last %d of %d):\n", len(d.Logs)-from, d.LogCount)
+		for _, l := range d.Logs[from:] {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+	fmt.Fprintf(w, "\ndata: %s\n", clip(string(d.Data), 500))
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}

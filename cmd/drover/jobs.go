@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
+)
+
+func init() {
+	commands["jobs"] = commandInfo{
+		summary: "list jobs of a state, filtered by name, failed reason or attempts left",
+		make:    func(m *Main) command { return &jobsCmd{out: m.Stdout} },
+	}
+}
+
+type jobsCmd struct {
+	out io.Writer
+}
+
+func (c *jobsCmd) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
+	fs.SetOutput(c.out)
+	var rf redisFlags
+	rf.register(fs)
+	state := fs.String("state", "failed", "state to list: waiting, prioritized, active, delayed, completed, failed, paused, waiting-children")
+	filterExpr := fs.String("filter", "", `filter: name=NAME reason=TEXT left<=N (e.g. "reason=timeout left<=1")`)
+	limit := fs.Int("limit", 50, "jobs per queue")
+	offset := fs.Int("offset", 0, "start at this position in the state's list")
+	asc := fs.Bool("asc", false, "oldest (soonest due) first")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(c.out, "Usage: drover jobs [<queue>...] [--state failed] [--filter EXPR] [--limit N] [--json]\n\nLists jobs of one state, of the named queues or of every queue under the prefix.")
+		fs.PrintDefaults()
+	}
+	queues, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	filter, err := inspect.ParseFilter(*filterExpr)
+	if err != nil {
+		return usagef("--filter: %v", err)
+	}
+	if *limit < 1 || *offset < 0 {
+		return usagef("--limit must be at least 1 and --offset not negative")
+	}
+	ins, closeRedis, err := rf.inspector(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	if len(queues) == 0 {
+		if queues, err = ins.Queues(ctx); err != nil {
+			return err
+		}
+	}
+	pages := make([]*inspect.JobPage, 0, len(queues))
+	for _, q := range queues {
+		p, err := ins.Jobs(ctx, q, &inspect.ListOptions{
+			State: drover.JobState(*state), Filter: filter, Limit: *limit, Offset: *offset, Asc: *asc,
+		})
+		if err != nil {
+			return err
+		}
+		pages = append(pages, p)
+	}
+	if *asJSON {
+		return writeJSON(c.out, pages)
+	}
+	t := newTable(c.out, "QUEUE", "ID", "NAME", "RETRY STATE", "ATTEMPTS", "STALLS", "WHEN", "FAILED REASON")
+	shown := 0
+	for _, p := range pages {
+		for _, j := range p.Jobs {
+			w := when(j.FinishedOn)
+			if !j.NextRun.IsZero() {
+				w = "next " + when(j.NextRun) + " (" + until(j.NextRun) + ")"
+			} else if j.FinishedOn.IsZero() {
+				w = when(j.Created)
+			}
+			t.row(p.Queue, j.ID, clip(j.Name, 30), j.RetryState, fmt.Sprintf("%d/%d", j.Budget.Made, j.Budget.Allowed),
+				j.StalledCount, w, clip(j.FailedReason, 60))
+			shown++
+		}
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	for _, p := range pages {
+		more := ""
+		if p.More {
+			more = fmt.Sprintf("; more with --offset %d", p.NextOffset)
+		}
+		if p.Truncated {
+			more += fmt.Sprintf("; stopped after scanning %d jobs", p.Scanned)
+		}
+		fmt.Fprintf(c.out, "%s: %d %s jobs, %d shown%s\n", p.Queue, p.Total, p.State, len(p.Jobs), more)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// writeJSON prints v as indented JSON, for scripts (--json).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table prints rows aligned in columns, for people.
+type table struct {
+	tw *tabwriter.Writer
+}
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row(toAny(header)...)
+	return t
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func (t *table) row(cells ...any) {
+	parts := make([]string, len(cells))
+	for i, c := range cells {
+		// Tabs and newlines in job data must not break the columns.
+		parts[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(fmt.Sprint(c))
+	}
+	fmt.Fprintln(t.tw, strings.Join(parts, "\t"))
+}
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// clip shortens s to n runes for a table cell.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// until renders t relative to now: "in 59m58s" or "3s ago".
+func until(t time.Time) string {
+	d := time.Until(t).Round(time.Second)
+	if d >= 0 {
+		return "in " + d.String()
+	}
+	return (-d).String() + " ago"
+}
+
+// isTerminal reports whether w is a terminal (progress bars go there only,
+// unless forced with --progress).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar draws "[#####.....] done/total" on one line, redrawn in place.
+type progressBar struct {
+	w     io.Writer
+	label string
+	drawn bool
+}
+
+func (p *progressBar) update(done, total int) {
+	const width = 30
+	if total <= 0 {
+		total = max(done, 1)
+	}
+	filled := min(width, done*width/total)
+	fmt.Fprintf(p.w, "\r%s [%s%s] %d/%d %3d%%", p.label, strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		done, total, done*100/total)
+	p.drawn = true
+}
+
+func (p *progressBar) finish() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}
+
+// writeJSONLine prints v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}

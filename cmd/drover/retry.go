@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
+)
+
+func init() {
+	commands["retry"] = commandInfo{
+		summary: "retry failed jobs in paced chunks, by filter, with or without fresh attempts",
+		make:    func(m *Main) command { return &retryCmd{out: m.Stdout} },
+	}
+}
+
+type retryCmd struct {
+	out io.Writer
+}
+
+// retryJobResult is one job of `drover retry <queue> <id>... --json`.
+type retryJobResult struct {
+	ID    string          `json:"id"`
+	From  drover.JobState `json:"from,omitempty"`
+	Error string          `json:"error,omitempty"`
+}
+
+func (c *retryCmd) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("retry", flag.ContinueOnError)
+	fs.SetOutput(c.out)
+	var rf redisFlags
+	rf.register(fs)
+	state := fs.String("state", "failed", "state to retry from: failed or completed")
+	filterExpr := fs.String("filter", "", `only jobs matching: name=NAME reason=TEXT left<=N`)
+	reset := fs.Bool("reset-attempts", false, "give each job its whole attempt budget back")
+	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be retried")
+	limit := fs.Int("limit", 0, "retry at most this many jobs, newest first (0 = all)")
+	chunk := fs.Int("chunk", inspect.RetryChunkDefault, "jobs per chunk")
+	pause := fs.Duration("pause", inspect.RetryPauseDefault, "pause between chunks, so the retry cannot cause a storm (0 = none)")
+	progress := fs.Bool("progress", false, "draw the progress bar even when the output is not a terminal")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(c.out, "Usage: drover retry <queue> [--state failed] [--filter EXPR] [--reset-attempts] [--dry-run] [--json]\n"+
+			"       drover retry <queue> <id>... [--reset-attempts]\n\n"+
+			"Moves failed (or completed) jobs back to wait in paced chunks. With ids, retries those jobs,\n"+
+			"including jobs that wait for their backoff (they run now).")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("retry needs a <queue>")
+	}
+	filter, err := inspect.ParseFilter(*filterExpr)
+	if err != nil {
+		return usagef("--filter: %v", err)
+	}
+	if *pause == 0 {
+		*pause = -1 // inspect: negative = no pause
+	}
+	ins, closeRedis, err := rf.inspector(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	queue, ids := pos[0], pos[1:]
+
+	if len(ids) > 0 {
+		if *dryRun || *filterExpr != "" {
+			return usagef("retry with job ids takes neither --dry-run nor --filter")
+		}
+		out := make([]retryJobResult, 0, len(ids))
+		failed := 0
+		for _, id := range ids {
+			from, err := ins.RetryJob(ctx, queue, id, *reset)
+			r := retryJobResult{ID: id, From: from}
+			if err != nil {
+				r.Error = err.Error()
+				failed++
+			}
+			out = append(out, r)
+		}
+		if *asJSON {
+			if err := writeJSON(c.out, out); err != nil {
+				return err
+			}
+		} else {
+			for _, r := range out {
+				if r.Error != "" {
+					fmt.Fprintf(c.out, "job %s: not retried: %s\n", r.ID, r.Error)
+				} else {
+					fmt.Fprintf(c.out, "job %s: retried from %s\n", r.ID, r.From)
+				}
+			}
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d of %d jobs not retried", failed, len(ids))
+		}
+		return nil
+	}
+
+	bar := &progressBar{w: c.out, label: "retrying"}
+	opts := &inspect.RetryOptions{
+		State: drover.JobState(*state), Filter: filter, ResetAttempts: *reset, Limit: *limit,
+		ChunkSize: *chunk, Pause: *pause, DryRun: *dryRun,
+	}
+	if !*asJSON && (*progress || isTerminal(c.out)) {
+		opts.Progress = bar.update
+	}
+	start := time.Now()
+	res, err := ins.RetryJobs(ctx, queue, opts)
+	bar.finish()
+	if err != nil {
+		if res != nil && res.Retried > 0 {
+			return fmt.Errorf("retried %d of %d jobs, then: %w", res.Retried, res.Matched, err)
+		}
+		return err
+	}
+	if *asJSON {
+		return writeJSON(c.out, res)
+	}
+	what := fmt.Sprintf("%s jobs", res.State)
+	if !filter.IsZero() {
+		what += " matching " + filter.String()
+	}
+	if res.DryRun {
+		fmt.Fprintf(c.out, "dry run: would retry %d %s in %s%s\n", res.Matched, what, queue, freshNote(*reset))
+		for i, id := range res.IDs {
+			if i == 20 {
+				fmt.Fprintf(c.out, "  ... and %d more\n", res.Matched-20)
+				break
+			}
+			fmt.Fprintf(c.out, "  %s\n", id)
+		}
+		return nil
+	}
+	fmt.Fprintf(c.out, "retried %d of %d %s in %s%s in %s", res.Retried, res.Matched, what, queue, freshNote(*reset), time.Since(start).Round(time.Millisecond))
+	if res.Skipped > 0 {
+		fmt.Fprintf(c.out, " (%d skipped: they changed meanwhile)", res.Skipped)
+	}
+	fmt.Fprintln(c.out)
+	return nil
+}
+
+func freshNote(reset bool) string {
+	if reset {
+		return " with fresh attempts"
+	}
+	return ""
+}

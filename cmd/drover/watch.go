@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/seed40057009/drover"
+)
+
+func init() {
+	commands["watch"] = commandInfo{
+		summary: "print a queue's events as they happen (human lines or --json)",
+		make:    func(m *Main) command { return &watchCmd{out: m.Stdout} },
+	}
+}
+
+type watchCmd struct {
+	out io.Writer
+}
+
+// watchEvent is one line of `drover watch --json`.
+type watchEvent struct {
+	ID           string           `json:"id"`
+	Time         time.Time        `json:"time"`
+	Queue        string           `json:"queue"`
+	Event        drover.EventName `json:"event"`
+	JobID        string           `json:"jobId,omitempty"`
+	Prev         string           `json:"prev,omitempty"`
+	JobName      string           `json:"jobName,omitempty"`
+	FailedReason string           `json:"failedReason,omitempty"`
+	DelayUntil   time.Time        `json:"delayUntil,omitzero"`
+	AttemptsMade int              `json:"attemptsMade,omitempty"`
+	ReturnValue  any              `json:"returnValue,omitempty"`
+}
+
+func (c *watchCmd) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	fs.SetOutput(c.out)
+	var rf redisFlags
+	rf.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	from := fs.String("from", "", `start after this event id ("0" = the whole stream; default: new events only)`)
+	fs.Usage = func() {
+		fmt.Fprintln(c.out, "Usage: drover watch <queue> [--json] [--from ID]\n\nPrints the queue's events until interrupted.")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("watch needs one <queue>, got %q", pos)
+	}
+	ins, closeRedis, err := rf.inspector(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	queue := pos[0]
+	qe, err := ins.Events(ctx, queue, *from)
+	if err != nil {
+		return err
+	}
+	if !*asJSON {
+		fmt.Fprintf(c.out, "watching %s (Ctrl-C to stop)\n", queue)
+	}
+	return qe.Run(ctx, func(ev drover.Event) error {
+		if *asJSON {
+			we := watchEvent{ID: ev.ID, Time: ev.Time(), Queue: queue, Event: ev.Name, JobID: ev.JobID, Prev: ev.Prev,
+				JobName: ev.JobName, FailedReason: ev.FailedReason, DelayUntil: ev.DelayUntil, AttemptsMade: ev.AttemptsMade}
+			if len(ev.ReturnValue) > 0 {
+				we.ReturnValue = ev.ReturnValue
+			}
+			return writeJSONLine(c.out, we)
+		}
+		_, err := fmt.Fprintln(c.out, describeEvent(ev))
+		return err
+	})
+}
+
+func describeEvent(ev drover.Event) string {
+	s := fmt.Sprintf("%s %-16s", ev.Time().Local().Format("15:04:05.000"), ev.Name)
+	if ev.JobID != "" {
+		s += " job " + ev.JobID
+	}
+	if ev.JobName != "" {
+		s += fmt.Sprintf(" %q", ev.JobName)
+	}
+	if ev.Prev != "" {
+		s += " (from " + ev.Prev + ")"
+	}
+	switch ev.Name {
+	case drover.EventFailed:
+		s += ": " + ev.FailedReason
+	case drover.EventDelayed:
+		s += " until " + ev.DelayUntil.Local().Format("15:04:05.000")
+	case drover.EventCompleted:
+		s += " -> " + clip(string(ev.ReturnValue), 80)
+	case drover.EventRetriesExhausted:
+		s += fmt.Sprintf(" after %d attempts", ev.AttemptsMade)
+	case drover.EventCleaned:
+		s += fmt.Sprintf(" %d jobs", ev.Count)
+	}
+	return s
+}
