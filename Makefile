@@ -18,8 +18,10 @@ deps: ## install missing test dependencies (redis-server, npm packages)
 .PHONY: test
 test: deps ## run every test (race on the core packages) with real servers
 	$(GO) vet ./...
+	$(GO) vet -tags cluster ./internal/clustertest/
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS_RACE)
 	$(GO) test -timeout $(TIMEOUT) $$($(GO) list ./... | grep -v -E '^github.com/seed40057009/drover(/internal/.*)?$$')
+	$(GO) test -tags cluster -timeout $(TIMEOUT) ./internal/clustertest/
 
 .PHONY: test/race
 test/race: deps ## run the core packages with the race detector
@@ -35,12 +37,22 @@ test-interop: deps ## run the Node BullMQ oracle and differential suites alone
 	if [ $$rc -ne 0 ]; then echo "--- full output:"; cat $$log; fi; \
 	rm -f $$log; exit $$rc
 
+.PHONY: test-cluster
+test-cluster: deps ## run the Redis Cluster + Sentinel suite alone (starts and stops its own servers)
+	$(GO) vet -tags cluster ./internal/clustertest/
+	$(GO) test -tags cluster -count=1 -timeout $(TIMEOUT) -v ./internal/clustertest/
+
+.PHONY: bench
+bench: deps ## go test benchmarks of the engine and the hot paths
+	$(GO) test -run '^$$' -bench . -benchmem ./ ./internal/jobcodec/
+	$(GO) test -tags cluster -run '^$$' -bench ClusterThroughput -benchtime 100000x ./internal/clustertest/
+
 GOLANGCI ?= $(shell go env GOPATH)/bin/golangci-lint
 
 .PHONY: lint
 lint: ## golangci-lint with the project's rules (installs v2.15.0 if missing)
 	@test -x $(GOLANGCI) || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
-	$(GOLANGCI) run ./...
+	$(GOLANGCI) run --build-tags cluster ./...
 
 .PHONY: build
 build: ## build the drover binary into ./bin
