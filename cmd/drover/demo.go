@@ -289,7 +289,7 @@ func stallingWorker(ctx context.Context, rdb redis.UniversalClient, prefix strin
 		if job.StalledCount == 0 {
 			part.on.Store(true)
 			select {
-			case <-time.After(4 * time.Second):
+			case <-time.After(3 * time.Second):
 			case <-ctx.Done():
 			}
 			part.on.Store(false)

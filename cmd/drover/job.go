@@ -65,7 +65,12 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 		fmt.Fprintf(w, "  next run     %s (%s)\n", when(d.NextRun), until(d.NextRun))
 	}
 	if bo := d.Backoff; bo != nil {
-		fmt.Fprintf(w, "  backoff      %s %s jitter %.0f%%\n", bo.Type, bo.Delay, bo.Jitter*100)
+		switch bo.Type {
+		case "fixed", "exponential":
+			fmt.Fprintf(w, "  backoff      %s %s, jitter %.0f%%\n", bo.Type, bo.Delay, bo.Jitter*100)
+		default:
+			fmt.Fprintf(w, "  backoff      custom strategy %q\n", bo.Type)
+		}
 	}
 	if d.StalledCount > 0 {
 		fmt.Fprintf(w, "  stalled      %d times\n", d.StalledCount)

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/redistest"
+)
+
+// syncBuffer is a bytes.Buffer safe for a command writing while the test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestQueueCommands is acceptance 6: the queue commands against a real
+// Redis, as tables and as --json, with --dry-run.
+func TestQueueCommands(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	type testBundle struct {
+		rdb    *redis.Client
+		prefix string
+		queue  *drover.Queue
+		failed []string // failed jobs: "timeout" reason for 0 and 2, "refused" for 1
+		backof string   // a job that failed twice and waits an hour
+	}
+	setup := func(t *testing.T) *testBundle {
+		t.Helper()
+		rdb, prefix := redistest.Client(t)
+		q, err := drover.NewQueue(rdb, "mail", &drover.QueueOptions{Prefix: prefix, BackoffTypes: []string{"test"}})
+		require.NoError(t, err)
+		w, err := drover.NewWorker(rdb, "mail", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+			switch job.Name {
+			case "send":
+				return "sent", nil
+			case "flaky":
+				return nil, fmt.Errorf("smtp timeout (attempt %d)", job.AttemptsStarted)
+			}
+			return nil, errors.New(job.Name)
+		}), &drover.WorkerOptions{Prefix: prefix, DrainDelay: 50 * time.Millisecond, Name: "w1",
+			BackoffStrategies: map[string]drover.BackoffFunc{"test": func(n int, _ string, _ error, _ *drover.Job) time.Duration {
+				if n == 1 {
+					return 10 * time.Millisecond
+				}
+				return time.Hour
+			}}})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		t.Cleanup(func() { require.NoError(t, w.Close(ctx)) })
+		b := &testBundle{rdb: rdb, prefix: prefix, queue: q}
+		add := func(name string, opts *drover.JobOptions) string {
+			res, err := q.Add(ctx, name, map[string]string{"to": "a@example.com"}, opts)
+			require.NoError(t, err)
+			return res.Job.ID
+		}
+		done := add("send", nil)
+		for _, reason := range []string{"timeout", "refused", "timeout"} {
+			b.failed = append(b.failed, add(reason, &drover.JobOptions{Attempts: 1}))
+		}
+		b.backof = add("flaky", &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: "test"}})
+		waitUntil(t, func() bool {
+			n, err := q.GetJobCounts(ctx)
+			require.NoError(t, err)
+			j, err := q.GetJob(ctx, b.backof)
+			require.NoError(t, err)
+			return n[drover.StateFailed] == 3 && n[drover.StateCompleted] == 1 && j.AttemptsMade == 2
+		})
+		_ = done
+		require.NoError(t, q.Pause(ctx)) // retried jobs stay in wait
+		return b
+	}
+	run := func(t *testing.T, b *testBundle, args ...string) (string, error) {
+		t.Helper()
+		var out bytes.Buffer
+		m := Main{Stdout: &out, Stderr: &out}
+		args = append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", b.prefix)
+		err := m.Run(ctx, args)
+		return out.String(), err
+	}
+	ok := func(t *testing.T, b *testBundle, args ...string) string {
+		t.Helper()
+		out, err := run(t, b, args...)
+		require.NoError(t, err, out)
+		return out
+	}
+
+	t.Run("Queues", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		out := ok(t, b, "queues")
+		require.Regexp(t, `QUEUE\s+STATE\s+WAITING\s+PRIORITIZED\s+ACTIVE\s+DELAYED\s+COMPLETED\s+FAILED\s+ALERTS`, out)
+		require.Regexp(t, `mail\s+paused\s+0\s+0\s+0\s+1\s+1\s+3\s+-`, out)
+		var rows []queueRow
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "queues", "--json")), &rows))
+		require.Len(t, rows, 1)
+		require.Equal(t, inspect.Counts{Delayed: 1, Completed: 1, Failed: 3}, rows[0].Counts)
+		require.True(t, rows[0].Paused)
+	})
+
+	t.Run("Jobs", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		out := ok(t, b, "jobs", "mail", "--state", "failed", "--filter", "reason=timeout")
+		require.Regexp(t, `QUEUE\s+ID\s+NAME\s+RETRY STATE\s+ATTEMPTS`, out)
+		require.Regexp(t, `mail\s+`+b.failed[2]+`\s+timeout\s+failed\s+1/1`, out)
+		require.Regexp(t, `mail\s+`+b.failed[0]+`\s+timeout\s+failed\s+1/1`, out)
+		require.NotContains(t, out, "refused")
+		require.Contains(t, out, "mail: 3 failed jobs, 2 shown")
+		// No queue named: every queue; flags after the positional work too.
+		out = ok(t, b, "jobs", "--state", "delayed")
+		require.Regexp(t, `mail\s+`+b.backof+`\s+flaky\s+waiting-for-backoff\s+2/3\s+0\s+next .* \(in (59m|1h0m)`, out)
+		var pages []inspect.JobPage
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "jobs", "mail", "--json", "--filter", "left<=0", "--limit", "1")), &pages))
+		require.Len(t, pages[0].Jobs, 1)
+		require.True(t, pages[0].More)
+		_, err := run(t, b, "jobs", "--filter", "bogus")
+		var usage *usageError
+		require.ErrorAs(t, err, &usage)
+	})
+
+	t.Run("JobRetryStateInspector", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		out := ok(t, b, "job", "mail", b.backof)
+		for _, want := range []string{
+			`job ` + b.backof + ` "flaky" in queue mail`,
+			"retry state  waiting-for-backoff (state delayed)",
+			"attempts     2 of 3 used, 1 left (2 started)",
+			"next run     ",
+			"attempt timeline (drover):",
+			"last error   smtp timeout (attempt 2)",
+		} {
+			require.Contains(t, out, want)
+		}
+		require.Regexp(t, `#1\s+delayed\s+\d\d:\d\d:\d\d\.\d{3} ran \S+\s+smtp timeout \(attempt 1\)\n\s+└ backoff 10ms\n`, out)
+		require.Regexp(t, `#2\s+delayed .*\n\s+└ backoff 1h0m0s, next run .* \(in (59m|1h0m)`, out)
+		var d inspect.JobDetail
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "job", "mail", b.backof, "--json")), &d))
+		require.Equal(t, inspect.RetryStateBackoff, d.RetryState)
+		require.Len(t, d.Timeline, 2)
+		_, err := run(t, b, "job", "mail", "404")
+		require.ErrorIs(t, err, drover.ErrJobNotFound)
+		_, err = run(t, b, "job", "mail")
+		var usage *usageError
+		require.ErrorAs(t, err, &usage)
+	})
+
+	t.Run("RetryDryRunMovesNothing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		out := ok(t, b, "retry", "mail", "--state", "failed", "--filter", "reason=timeout", "--dry-run")
+		require.Contains(t, out, "dry run: would retry 2 failed jobs matching reason=timeout in mail\n")
+		require.Contains(t, out, "  "+b.failed[2]+"\n  "+b.failed[0]+"\n")
+		var res inspect.RetryResult
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "retry", "mail", "--dry-run", "--json")), &res))
+		require.True(t, res.DryRun)
+		require.Equal(t, 3, res.Matched)
+		require.Zero(t, res.Retried)
+		n, err := b.queue.GetJobCounts(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(3), n[drover.StateFailed], "a dry run moves nothing")
+	})
+
+	t.Run("RetryWithProgressAndReset", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		out := ok(t, b, "retry", "mail", "--filter", "reason=timeout", "--reset-attempts", "--chunk", "1", "--pause", "1ms", "--progress")
+		require.Contains(t, out, "\rretrying [###############...............] 1/2  50%")
+		require.Contains(t, out, "\rretrying [##############################] 2/2 100%\n")
+		require.Regexp(t, `retried 2 of 2 failed jobs matching reason=timeout in mail with fresh attempts in \S+\n`, out)
+		for _, id := range []string{b.failed[0], b.failed[2]} {
+			j, err := b.queue.GetJob(ctx, id)
+			require.NoError(t, err)
+			require.Zero(t, j.AttemptsMade)
+		}
+		var res inspect.RetryResult
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "retry", "mail", "--json", "--pause", "0")), &res))
+		require.Equal(t, 1, res.Retried, "the refused one, without a filter")
+	})
+
+	t.Run("RetryJobWaitingForBackoff", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		out := ok(t, b, "retry", "mail", b.backof, "--reset-attempts")
+		require.Equal(t, "job "+b.backof+": retried from delayed\n", out)
+		j, err := b.queue.GetJob(ctx, b.backof)
+		require.NoError(t, err)
+		require.Zero(t, j.AttemptsMade)
+		out, err = run(t, b, "retry", "mail", b.backof, "404")
+		require.Error(t, err)
+		require.Contains(t, out, "job "+b.backof+": not retried:")
+		require.Contains(t, out, "job 404: not retried:")
+	})
+
+	t.Run("PromoteAndClean", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		require.Equal(t, "promoted 1 delayed jobs in mail\n", ok(t, b, "promote", "mail"))
+		var res map[string]any
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "promote", "mail", "--json")), &res))
+		require.Equal(t, 0.0, res["promoted"])
+		require.Equal(t, "removed 1 completed jobs older than 0s from mail\n", ok(t, b, "clean", "mail"))
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "clean", "mail", "--state", "failed", "--json")), &res))
+		require.Equal(t, 3.0, res["removed"])
+	})
+
+	t.Run("Watch", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for _, asJSON := range []bool{false, true} {
+			var out syncBuffer
+			wctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			args := []string{"watch", "mail", "--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", b.prefix}
+			if asJSON {
+				args = append(args, "--json")
+			}
+			go func() { done <- (&Main{Stdout: &out, Stderr: &out}).Run(wctx, args) }()
+			// The stream position is fixed before the command reads: wait
+			// for it to start, then add.
+			time.Sleep(200 * time.Millisecond)
+			res, err := b.queue.Add(ctx, "watched", nil, nil)
+			require.NoError(t, err)
+			waitUntil(t, func() bool { return strings.Contains(out.String(), "waiting") })
+			cancel()
+			require.NoError(t, <-done)
+			if asJSON {
+				lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+				var ev watchEvent
+				require.NoError(t, json.Unmarshal([]byte(lines[0]), &ev))
+				require.Equal(t, watchEvent{ID: ev.ID, Time: ev.Time, Queue: "mail", Event: drover.EventAdded, JobID: res.Job.ID, JobName: "watched"}, ev)
+			} else {
+				require.Regexp(t, regexp.MustCompile(`watching mail \(Ctrl-C to stop\)\n\d\d:\d\d:\d\d\.\d{3} added\s+job `+res.Job.ID+` "watched"\n`), out.String())
+			}
+		}
+	})
+
+	t.Run("UnreachableRedis", func(t *testing.T) {
+		t.Parallel()
+		var out bytes.Buffer
+		err := (&Main{Stdout: &out}).Run(ctx, []string{"queues", "--redis", "redis://127.0.0.1:1/0"})
+		require.ErrorContains(t, err, "cannot reach Redis at 127.0.0.1:1")
+		err = (&Main{Stdout: &out}).Run(ctx, []string{"queues", "--redis", "http://nope"})
+		var usage *usageError
+		require.ErrorAs(t, err, &usage)
+		require.NoError(t, (&Main{Stdout: &out}).Run(ctx, []string{"retry", "-h"}))
+		require.Contains(t, out.String(), "Usage: drover retry <queue>")
+	})
+}
+
+// TestDemoServesDashboard: `drover demo` on the embedded engine prints the
+// dashboard's URL, serves it while it runs, and stops cleanly.
+func TestDemoServesDashboard(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- (&Main{Stdout: &out, Stderr: &out}).Run(context.Background(), []string{"demo", "--for", "8s", "--dashboard", "127.0.0.1:0"})
+	}()
+	re := regexp.MustCompile(`dashboard: (http://127\.0\.0\.1:\d+/) `)
+	var url string
+	waitUntil(t, func() bool {
+		m := re.FindStringSubmatch(out.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	})
+	for _, path := range []string{"healthz", "readyz", "api/overview", "metrics"} {
+		resp, err := http.Get(url + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+	require.NoError(t, <-done)
+	s := out.String()
+	require.Contains(t, s, "completed job")
+	require.Contains(t, s, "failed    job")
+	require.Contains(t, s, "stalled   job")
+	require.Contains(t, s, "drover demo: stopped")
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
