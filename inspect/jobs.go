@@ -365,13 +365,25 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 	if err != nil {
 		return nil, err
 	}
-	job, err := q.GetJob(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	state, err := q.GetJobState(ctx, id)
-	if err != nil {
-		return nil, err
+	// The hash and the state are two reads: read the state on both sides
+	// of the hash, so a job that moves meanwhile is read again, not shown
+	// half old and half new (completed with its attempt not counted yet).
+	var job *drover.Job
+	var state drover.JobState
+	for range 5 {
+		before, err := q.GetJobState(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if job, err = q.GetJob(ctx, id); err != nil {
+			return nil, err
+		}
+		if state, err = q.GetJobState(ctx, id); err != nil {
+			return nil, err
+		}
+		if state == before {
+			break
+		}
 	}
 	var nextRun time.Time
 	if state == drover.StateDelayed {
