@@ -44,7 +44,9 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	// Tell the browser to reconnect after 2s and that the stream is open.
-	fmt.Fprint(w, "retry: 2000\n: open\n\n")
+	if _, err := fmt.Fprint(w, "retry: 2000\n: open\n\n"); err != nil {
+		return
+	}
 	if err := rc.Flush(); err != nil {
 		return
 	}
