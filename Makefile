@@ -47,6 +47,10 @@ bench: deps ## go test benchmarks of the engine and the hot paths
 	$(GO) test -run '^$$' -bench . -benchmem ./ ./internal/jobcodec/
 	$(GO) test -tags cluster -run '^$$' -bench ClusterThroughput -benchtime 100000x ./internal/clustertest/
 
+.PHONY: bench-compare
+bench-compare: ## side-by-side benchmark against Node BullMQ, asynq and River (bench/README.md); ARGS="-n 5000 -runs 1" for a quick one
+	$(MAKE) -C bench compare ARGS="$(ARGS)"
+
 GOLANGCI ?= $(shell go env GOPATH)/bin/golangci-lint
 
 .PHONY: lint
