@@ -169,27 +169,30 @@ type prepared struct {
 
 func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 	o := bj.Opts.merged(q.opts.DefaultJobOptions)
-	where := fmt.Sprintf("job %q", bj.Name)
-	if o.JobID != "" {
-		where = fmt.Sprintf("job %q (id %q)", bj.Name, o.JobID)
-	}
-	if i >= 0 {
-		where = fmt.Sprintf("bulk job %d, %s", i, where)
+	// fail names the job in the error; built only when there is one.
+	fail := func(format string, args ...any) (prepared, error) {
+		where := fmt.Sprintf("job %q", bj.Name)
+		if o.JobID != "" {
+			where = fmt.Sprintf("job %q (id %q)", bj.Name, o.JobID)
+		}
+		if i >= 0 {
+			where = fmt.Sprintf("bulk job %d, %s", i, where)
+		}
+		return prepared{}, fmt.Errorf("add %s to queue %q: "+format, append([]any{where, q.name}, args...)...)
 	}
 	if err := o.validate(); err != nil {
-		return prepared{}, fmt.Errorf("add %s to queue %q: %w", where, q.name, err)
+		return fail("%w", err)
 	}
 	if b := o.Backoff; b != nil && b.Type != BackoffFixed && b.Type != BackoffExponential && !slices.Contains(q.opts.BackoffTypes, b.Type) {
-		return prepared{}, fmt.Errorf("add %s to queue %q: %w: unknown JobOptions.Backoff.Type %q (want %q, %q or a name in QueueOptions.BackoffTypes)",
-			where, q.name, ErrInvalidOption, b.Type, BackoffFixed, BackoffExponential)
+		return fail("%w: unknown JobOptions.Backoff.Type %q (want %q, %q or a name in QueueOptions.BackoffTypes)",
+			ErrInvalidOption, b.Type, BackoffFixed, BackoffExponential)
 	}
 	data, err := encodeData(bj.Data)
 	if err != nil {
-		return prepared{}, fmt.Errorf("add %s to queue %q: %w: %w", where, q.name, ErrInvalidData, err)
+		return fail("%w: %w", ErrInvalidData, err)
 	}
 	if o.SizeLimit > 0 && len(data) > o.SizeLimit {
-		return prepared{}, fmt.Errorf("add %s to queue %q: %w: data is %d bytes, over SizeLimit %d",
-			where, q.name, ErrInvalidData, len(data), o.SizeLimit)
+		return fail("%w: data is %d bytes, over SizeLimit %d", ErrInvalidData, len(data), o.SizeLimit)
 	}
 	ts := now
 	if !o.Timestamp.IsZero() {

@@ -11,6 +11,7 @@ import (
 	mathrand "math/rand/v2"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -170,6 +171,8 @@ const (
 	maxFetch = 200
 	// maxFinish bounds how many results one script call writes.
 	maxFinish = 200
+	// maxWriters bounds the result-writing script calls in flight.
+	maxWriters = 2
 	// timelineLimit bounds the attempt history kept per job.
 	timelineLimit = 25
 )
@@ -216,8 +219,9 @@ type Worker struct {
 	bgWG        sync.WaitGroup
 	forceFinish chan struct{} // closed when Close gives up writing results
 
-	nextDelayed  atomic.Int64 // ms of the earliest delayed job this worker knows of
-	limitedUntil atomic.Int64 // ms until which the rate limiter refuses jobs
+	nextDelayed  atomic.Int64  // ms of the earliest delayed job this worker knows of
+	limitedUntil atomic.Int64  // ms until which the rate limiter refuses jobs
+	callSeq      atomic.Uint64 // makes each fetch call's lock tokens unique
 	wakeTimer    *time.Timer
 	wakeMu       sync.Mutex
 	rand         func() float64
@@ -402,7 +406,7 @@ func (w *Worker) fetchArgs(count int) scripts.FetchArgs {
 	a := scripts.FetchArgs{
 		Now:          w.q.nowMs(),
 		Count:        count,
-		Token:        w.id,
+		Token:        w.id + ":" + strconv.FormatUint(w.callSeq.Add(1), 36),
 		LockDuration: w.opts.LockDuration.Milliseconds(),
 		WorkerName:   w.opts.Name,
 	}
@@ -435,7 +439,8 @@ func (w *Worker) fetchLoop() {
 			return
 		}
 		n := 1 + w.acquire(w.fetchBatch()-1)
-		f, err := scripts.MoveToActive(ctx, w.q.rdb, w.q.k, w.fetchArgs(n))
+		args := w.fetchArgs(n)
+		f, err := scripts.MoveToActive(ctx, w.q.rdb, w.q.k, args)
 		if err != nil {
 			w.release(n)
 			if ctx.Err() != nil {
@@ -451,7 +456,7 @@ func (w *Worker) fetchLoop() {
 		}
 		failures = 0
 		w.release(n - len(f.Jobs))
-		w.dispatch(f.Jobs)
+		w.dispatch(f.Jobs, args.Token)
 		w.noteRateLimit(f.RateLimitTTL)
 		if len(f.Jobs) == n {
 			continue
@@ -566,7 +571,8 @@ func (w *Worker) wake() {
 }
 
 // dispatch starts a goroutine per fetched job. Each holds one slot.
-func (w *Worker) dispatch(jobs []scripts.Fetched) {
+// token is the fetch call's lock token base.
+func (w *Worker) dispatch(jobs []scripts.Fetched, token string) {
 	now := w.q.clock.Now()
 	for _, f := range jobs {
 		rec, _, err := jobcodec.Decode(f.ID, f.Hash)
@@ -577,7 +583,7 @@ func (w *Worker) dispatch(jobs []scripts.Fetched) {
 			job.ProcessedBy = w.opts.Name
 		}
 		rj := &runningJob{job: job, rec: &rec, started: now}
-		rj.token = fmt.Sprintf("%s:%d", w.id, rec.AttemptsStarted)
+		rj.token = token + ":" + job.ID
 		job.token = rj.token
 		rj.lastRenew.Store(now.UnixMilli())
 		ctx, cancel := context.WithCancelCause(w.jobsCtx)
@@ -664,6 +670,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	fr := &item.rec
 	fr.ID, fr.Token = job.ID, rj.token
 	fr.Attempts = int(rec.Opts.Attempts)
+	fr.DedupID = rec.DedupID
 	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: w.workerLabel()}
 
 	if err == nil {
@@ -782,6 +789,13 @@ func (w *Worker) untrack(id string) {
 // to the same script call, which fetches the next jobs for those slots.
 func (w *Worker) finishLoop() {
 	defer close(w.finishDone)
+	// Up to maxWriters result writes are in flight at once, so the worker
+	// decodes and dispatches one batch while Redis runs the script of the
+	// next: with one writer, Redis and the worker take turns and each idles
+	// half the time.
+	writers := make(chan struct{}, maxWriters)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
 		first, ok := <-w.results
 		if !ok {
@@ -800,7 +814,13 @@ func (w *Worker) finishLoop() {
 				break more
 			}
 		}
-		w.writeBatch(batch)
+		writers <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-writers }()
+			w.writeBatch(batch)
+		}()
 	}
 }
 
@@ -819,9 +839,10 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 	var codes []error
 	var f scripts.Fetch
 	ctx := context.Background() // results must land even while closing
+	args := w.fetchArgs(fetch)
 	for attempt := 1; ; attempt++ {
 		var err error
-		codes, f, err = scripts.FinishJobs(ctx, w.q.rdb, w.q.k, w.fetchArgs(fetch), recs)
+		codes, f, err = scripts.FinishJobs(ctx, w.q.rdb, w.q.k, args, recs)
 		if err == nil {
 			break
 		}
@@ -858,7 +879,7 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 		}
 	}
 	w.release(slots - len(f.Jobs))
-	w.dispatch(f.Jobs)
+	w.dispatch(f.Jobs, args.Token)
 	w.noteRateLimit(f.RateLimitTTL)
 	// Only now may Close see these jobs as done: the jobs fetched above are
 	// already counted.

@@ -23,6 +23,7 @@ type Queue struct {
 	name   string
 	base   string // "<prefix>:<name>:"
 	script []string
+	args   []any // numkeys, the script keys and the base, boxed once
 }
 
 // ValidateName reports whether a queue name is usable: non-empty and free of
@@ -48,6 +49,12 @@ func New(prefix, name string) Queue {
 		q.Paused(), q.WaitingChildren(), q.Events(), q.Meta(), q.Marker(), q.PriorityCounter(),
 		q.ID(), q.Stalled(), q.StalledCheck(), q.Limiter(),
 	}
+	q.args = make([]any, 0, len(q.script)+2)
+	q.args = append(q.args, len(q.script))
+	for _, k := range q.script {
+		q.args = append(q.args, k)
+	}
+	q.args = append(q.args, q.base)
 	return q
 }
 
@@ -92,6 +99,11 @@ func (q Queue) Dedup(dedupID string) string { return q.base + "de:" + dedupID }
 // Close can wake it without waiting for the block timeout. It is popped as
 // soon as it is written, so it never outlives the wake-up.
 func (q Queue) WorkerWake(workerID string) string { return q.base + "marker:" + workerID }
+
+// ScriptArgs is "numkeys, KEYS..., base" of an EVALSHA call, boxed once per
+// queue so each script call does not allocate them again. The caller must
+// not modify it.
+func (q Queue) ScriptArgs() []any { return q.args }
 
 // ScriptKeys is the fixed KEYS list every drover script receives, in the
 // order internal/scripts/lua/include/queue.lua names them. The caller must

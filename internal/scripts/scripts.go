@@ -16,12 +16,15 @@
 package scripts
 
 import (
+	"context"
 	"embed"
 	"fmt"
 	"path"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/keys"
 )
 
 //go:embed lua/*.lua lua/include/*.lua
@@ -82,7 +85,39 @@ func Names() []string {
 	return names
 }
 
-func load(name string) *redis.Script { return redis.NewScript(Source(name)) }
+// script is one loaded Lua script.
+type script struct {
+	*redis.Script
+	src string
+}
+
+func load(name string) *script {
+	src := Source(name)
+	return &script{Script: redis.NewScript(src), src: src}
+}
+
+// Doer runs a command: a client or a pipeline.
+type Doer interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}
+
+// run calls the script for queue k with ARGV = base, args...: EVALSHA, then
+// EVAL when the server does not have the script cached. The queue's keys and
+// base come pre-boxed (keys.Queue.ScriptArgs), which saves an allocation per
+// key on every call.
+func (s *script) run(ctx context.Context, rdb Doer, k keys.Queue, args ...any) *redis.Cmd {
+	prefix := k.ScriptArgs()
+	cmdArgs := make([]any, 0, 2+len(prefix)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", s.Hash())
+	cmdArgs = append(cmdArgs, prefix...)
+	cmdArgs = append(cmdArgs, args...)
+	cmd := rdb.Do(ctx, cmdArgs...)
+	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		cmdArgs[0], cmdArgs[1] = "eval", s.src
+		cmd = rdb.Do(ctx, cmdArgs...)
+	}
+	return cmd
+}
 
 var (
 	addJobs               = load("addJobs")
@@ -108,8 +143,8 @@ var (
 )
 
 // All is every loaded script, for preloading (SCRIPT LOAD) before pipelines.
-func All() []*redis.Script {
-	return []*redis.Script{
+func All() []*script {
+	return []*script{
 		addJobs, moveToActive, finishJobs, extendLocks, moveStalledJobsToWait, pause, getState,
 		getCounts, getRanges, updateProgress, addLog, removeJob, promote, changeDelay,
 		changePriority, reprocessJob, moveJobsToWait, drain, obliterate, cleanJobsInSet,

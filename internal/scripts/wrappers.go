@@ -51,10 +51,10 @@ func AppendAddArgs(args []any, recs []AddRecord) []any {
 }
 
 // AddJobs stores and enqueues recs in one call.
-func AddJobs(ctx context.Context, rdb redis.Scripter, k keys.Queue, recs []AddRecord) ([]AddOutcome, error) {
-	args := make([]any, 0, 2+addFields*len(recs))
-	args = AppendAddArgs(append(args, k.Base()), recs)
-	res, err := addJobs.Run(ctx, rdb, k.ScriptKeys(), args...).Slice()
+func AddJobs(ctx context.Context, rdb Doer, k keys.Queue, recs []AddRecord) ([]AddOutcome, error) {
+	args := make([]any, 0, 1+addFields*len(recs))
+	args = AppendAddArgs(args, recs)
+	res, err := addJobs.run(ctx, rdb, k, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -63,9 +63,13 @@ func AddJobs(ctx context.Context, rdb redis.Scripter, k keys.Queue, recs []AddRe
 
 // AddJobsCmd queues AddJobs on a pipeline (EVALSHA only: preload with Load).
 func AddJobsCmd(ctx context.Context, pipe redis.Pipeliner, k keys.Queue, recs []AddRecord) *redis.Cmd {
-	args := make([]any, 0, 2+addFields*len(recs))
-	args = AppendAddArgs(append(args, k.Base()), recs)
-	return addJobs.EvalSha(ctx, pipe, k.ScriptKeys(), args...)
+	args := make([]any, 0, 1+addFields*len(recs))
+	args = AppendAddArgs(args, recs)
+	prefix := k.ScriptArgs()
+	cmdArgs := make([]any, 0, 2+len(prefix)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", addJobs.Hash())
+	cmdArgs = append(append(cmdArgs, prefix...), args...)
+	return pipe.Do(ctx, cmdArgs...)
 }
 
 // ParseAddReply decodes the reply of an AddJobsCmd.
@@ -136,7 +140,7 @@ func parseFetch(next any, jobs any, ttl any) (Fetch, error) {
 type FetchArgs struct {
 	Now          int64
 	Count        int
-	Token        string // base; each job's lock is Token + ":" + attemptsStarted
+	Token        string // unique per call; each job's lock is Token + ":" + job id
 	LockDuration int64  // ms
 	WorkerName   string
 	LimitMax     int   // worker rate limit: jobs per window (0 = none)
@@ -144,8 +148,8 @@ type FetchArgs struct {
 }
 
 // MoveToActive takes up to a.Count ready jobs.
-func MoveToActive(ctx context.Context, rdb redis.Scripter, k keys.Queue, a FetchArgs) (Fetch, error) {
-	res, err := moveToActive.Run(ctx, rdb, k.ScriptKeys(), k.Base(), a.Now, a.Count, a.Token,
+func MoveToActive(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs) (Fetch, error) {
+	res, err := moveToActive.run(ctx, rdb, k, a.Now, a.Count, a.Token,
 		a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow).Slice()
 	if err != nil {
 		return Fetch{}, err
@@ -179,15 +183,16 @@ type FinishRecord struct {
 	LIFO         bool
 	Attempts     int
 	Timeline     string // JSON, "" = unchanged
+	DedupID      string // the deduplication id the job owns, "" = none
 }
 
-const finishFields = 11
+const finishFields = 12
 
 // FinishJobs ends recs' attempts and fetches up to a.Count next jobs.
 // codes[i] is nil or the error for recs[i].
-func FinishJobs(ctx context.Context, rdb redis.Scripter, k keys.Queue, a FetchArgs, recs []FinishRecord) ([]error, Fetch, error) {
+func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, recs []FinishRecord) ([]error, Fetch, error) {
 	args := make([]any, 0, 9+finishFields*len(recs))
-	args = append(args, k.Base(), a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, len(recs))
+	args = append(args, a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, len(recs))
 	for i := range recs {
 		r := &recs[i]
 		lifo := "0"
@@ -195,9 +200,9 @@ func FinishJobs(ctx context.Context, rdb redis.Scripter, k keys.Queue, a FetchAr
 			lifo = "1"
 		}
 		args = append(args, r.ID, r.Token, r.Kind, r.Value, r.Stacktrace, r.AttemptsMade, r.Keep,
-			r.Delay, lifo, r.Attempts, r.Timeline)
+			r.Delay, lifo, r.Attempts, r.Timeline, r.DedupID)
 	}
-	res, err := finishJobs.Run(ctx, rdb, k.ScriptKeys(), args...).Slice()
+	res, err := finishJobs.run(ctx, rdb, k, args...).Slice()
 	if err != nil {
 		return nil, Fetch{}, err
 	}
@@ -223,13 +228,13 @@ type LostLock struct {
 }
 
 // ExtendLocks renews the locks ids[i] held with tokens[i].
-func ExtendLocks(ctx context.Context, rdb redis.Scripter, k keys.Queue, lockMs int64, ids, tokens []string) ([]LostLock, error) {
+func ExtendLocks(ctx context.Context, rdb Doer, k keys.Queue, lockMs int64, ids, tokens []string) ([]LostLock, error) {
 	args := make([]any, 0, 2+2*len(ids))
-	args = append(args, k.Base(), lockMs)
+	args = append(args, lockMs)
 	for i := range ids {
 		args = append(args, ids[i], tokens[i])
 	}
-	res, err := extendLocks.Run(ctx, rdb, k.ScriptKeys(), args...).Slice()
+	res, err := extendLocks.run(ctx, rdb, k, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -248,8 +253,8 @@ type Stalled struct {
 
 // MoveStalledJobsToWait runs one stalled check. ran is false when another
 // worker ran it within the interval.
-func MoveStalledJobsToWait(ctx context.Context, rdb redis.Scripter, k keys.Queue, now, intervalMs int64, maxStalled int) (ran bool, moved []Stalled, err error) {
-	res, err := moveStalledJobsToWait.Run(ctx, rdb, k.ScriptKeys(), k.Base(), now, intervalMs, maxStalled).Slice()
+func MoveStalledJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, now, intervalMs int64, maxStalled int) (ran bool, moved []Stalled, err error) {
+	res, err := moveStalledJobsToWait.run(ctx, rdb, k, now, intervalMs, maxStalled).Slice()
 	if err != nil {
 		return false, nil, err
 	}
@@ -264,47 +269,45 @@ func MoveStalledJobsToWait(ctx context.Context, rdb redis.Scripter, k keys.Queue
 }
 
 // Pause pauses (pause=true) or resumes the queue. Reports whether it changed.
-func Pause(ctx context.Context, rdb redis.Scripter, k keys.Queue, pauseIt bool) (bool, error) {
+func Pause(ctx context.Context, rdb Doer, k keys.Queue, pauseIt bool) (bool, error) {
 	op := "resume"
 	if pauseIt {
 		op = "pause"
 	}
-	n, err := pause.Run(ctx, rdb, k.ScriptKeys(), k.Base(), op).Int64()
+	n, err := pause.run(ctx, rdb, k, op).Int64()
 	return n == 1, err
 }
 
 // GetStates returns the state of each id.
-func GetStates(ctx context.Context, rdb redis.Scripter, k keys.Queue, ids ...string) ([]string, error) {
+func GetStates(ctx context.Context, rdb Doer, k keys.Queue, ids ...string) ([]string, error) {
 	args := make([]any, 0, 1+len(ids))
-	args = append(args, k.Base())
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	return getState.Run(ctx, rdb, k.ScriptKeys(), args...).StringSlice()
+	return getState.run(ctx, rdb, k, args...).StringSlice()
 }
 
 // GetCounts returns one count per state name.
-func GetCounts(ctx context.Context, rdb redis.Scripter, k keys.Queue, states ...string) ([]int64, error) {
+func GetCounts(ctx context.Context, rdb Doer, k keys.Queue, states ...string) ([]int64, error) {
 	args := make([]any, 0, 1+len(states))
-	args = append(args, k.Base())
 	for _, s := range states {
 		args = append(args, s)
 	}
-	return getCounts.Run(ctx, rdb, k.ScriptKeys(), args...).Int64Slice()
+	return getCounts.run(ctx, rdb, k, args...).Int64Slice()
 }
 
 // GetRanges returns one page of ids per state.
-func GetRanges(ctx context.Context, rdb redis.Scripter, k keys.Queue, start, end int64, asc bool, states ...string) ([][]string, error) {
+func GetRanges(ctx context.Context, rdb Doer, k keys.Queue, start, end int64, asc bool, states ...string) ([][]string, error) {
 	ascArg := "0"
 	if asc {
 		ascArg = "1"
 	}
 	args := make([]any, 0, 4+len(states))
-	args = append(args, k.Base(), start, end, ascArg)
+	args = append(args, start, end, ascArg)
 	for _, s := range states {
 		args = append(args, s)
 	}
-	res, err := getRanges.Run(ctx, rdb, k.ScriptKeys(), args...).Slice()
+	res, err := getRanges.run(ctx, rdb, k, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -320,8 +323,8 @@ func GetRanges(ctx context.Context, rdb redis.Scripter, k keys.Queue, start, end
 }
 
 // runCode runs a script that returns 0/1 or a negative code.
-func runCode(ctx context.Context, s *redis.Script, rdb redis.Scripter, k keys.Queue, args ...any) (int64, error) {
-	n, err := s.Run(ctx, rdb, k.ScriptKeys(), append([]any{k.Base()}, args...)...).Int64()
+func runCode(ctx context.Context, s *script, rdb Doer, k keys.Queue, args ...any) (int64, error) {
+	n, err := s.run(ctx, rdb, k, args...).Int64()
 	if err != nil {
 		return 0, err
 	}
@@ -332,18 +335,18 @@ func runCode(ctx context.Context, s *redis.Script, rdb redis.Scripter, k keys.Qu
 }
 
 // UpdateProgress stores progress (JSON) on job id.
-func UpdateProgress(ctx context.Context, rdb redis.Scripter, k keys.Queue, id, progress string) error {
+func UpdateProgress(ctx context.Context, rdb Doer, k keys.Queue, id, progress string) error {
 	_, err := runCode(ctx, updateProgress, rdb, k, id, progress)
 	return err
 }
 
 // AddLog appends line to job id's log, keeping the newest keep lines (0 = all).
-func AddLog(ctx context.Context, rdb redis.Scripter, k keys.Queue, id, line string, keep int) (int64, error) {
+func AddLog(ctx context.Context, rdb Doer, k keys.Queue, id, line string, keep int) (int64, error) {
 	return runCode(ctx, addLog, rdb, k, id, line, keep)
 }
 
 // RemoveJob deletes job id unless a worker holds it.
-func RemoveJob(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string) error {
+func RemoveJob(ctx context.Context, rdb Doer, k keys.Queue, id string) error {
 	n, err := runCode(ctx, removeJob, rdb, k, id)
 	if err == nil && n == 0 {
 		return ErrJobLocked
@@ -353,25 +356,25 @@ func RemoveJob(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string)
 
 // Promote moves delayed job id to wait now, resetting its attempt counters
 // when asked.
-func Promote(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string, resetMade, resetStarted bool) error {
+func Promote(ctx context.Context, rdb Doer, k keys.Queue, id string, resetMade, resetStarted bool) error {
 	_, err := runCode(ctx, promote, rdb, k, id, boolArg(resetMade), boolArg(resetStarted))
 	return err
 }
 
 // ChangeDelay makes delayed job id due at now + delayMs.
-func ChangeDelay(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string, now, delayMs int64) error {
+func ChangeDelay(ctx context.Context, rdb Doer, k keys.Queue, id string, now, delayMs int64) error {
 	_, err := runCode(ctx, changeDelay, rdb, k, id, now, delayMs)
 	return err
 }
 
 // ChangePriority gives job id a new priority.
-func ChangePriority(ctx context.Context, rdb redis.Scripter, k keys.Queue, id string, priority int, lifo bool) error {
+func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, id string, priority int, lifo bool) error {
 	_, err := runCode(ctx, changePriority, rdb, k, id, priority, boolArg(lifo))
 	return err
 }
 
 // Reprocess runs finished job id (in state "completed" or "failed") again.
-func Reprocess(ctx context.Context, rdb redis.Scripter, k keys.Queue, id, state string, resetMade, resetStarted bool) error {
+func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, id, state string, resetMade, resetStarted bool) error {
 	n, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted))
 	if n == -2 {
 		return ErrJobLocked
@@ -381,8 +384,8 @@ func Reprocess(ctx context.Context, rdb redis.Scripter, k keys.Queue, id, state 
 
 // MoveJobsToWait re-runs up to count jobs of state ("failed", "completed" or
 // "delayed") finished at or before cutoffMs. more reports whether to call again.
-func MoveJobsToWait(ctx context.Context, rdb redis.Scripter, k keys.Queue, state string, count int, cutoffMs int64, resetMade bool) (more bool, ids []string, err error) {
-	res, err := moveJobsToWait.Run(ctx, rdb, k.ScriptKeys(), k.Base(), state, count, cutoffMs, boolArg(resetMade)).Slice()
+func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, state string, count int, cutoffMs int64, resetMade bool) (more bool, ids []string, err error) {
+	res, err := moveJobsToWait.run(ctx, rdb, k, state, count, cutoffMs, boolArg(resetMade)).Slice()
 	if err != nil {
 		return false, nil, err
 	}
@@ -397,14 +400,14 @@ func MoveJobsToWait(ctx context.Context, rdb redis.Scripter, k keys.Queue, state
 }
 
 // Drain deletes waiting (and, with delayed, delayed) jobs.
-func Drain(ctx context.Context, rdb redis.Scripter, k keys.Queue, delayed bool) (int64, error) {
+func Drain(ctx context.Context, rdb Doer, k keys.Queue, delayed bool) (int64, error) {
 	return runCode(ctx, drain, rdb, k, boolArg(delayed))
 }
 
 // Obliterate deletes up to count jobs of a paused queue; more reports whether
 // to call again.
-func Obliterate(ctx context.Context, rdb redis.Scripter, k keys.Queue, count int, force bool) (more bool, err error) {
-	n, err := obliterate.Run(ctx, rdb, k.ScriptKeys(), k.Base(), count, boolArg(force)).Int64()
+func Obliterate(ctx context.Context, rdb Doer, k keys.Queue, count int, force bool) (more bool, err error) {
+	n, err := obliterate.run(ctx, rdb, k, count, boolArg(force)).Int64()
 	if err != nil {
 		return false, err
 	}
@@ -418,8 +421,8 @@ func Obliterate(ctx context.Context, rdb redis.Scripter, k keys.Queue, count int
 }
 
 // Clean removes up to limit jobs of state older than cutoffMs.
-func Clean(ctx context.Context, rdb redis.Scripter, k keys.Queue, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.Run(ctx, rdb, k.ScriptKeys(), k.Base(), state, cutoffMs, limit).StringSlice()
+func Clean(ctx context.Context, rdb Doer, k keys.Queue, state string, cutoffMs int64, limit int) ([]string, error) {
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit).StringSlice()
 }
 
 func boolArg(b bool) string {

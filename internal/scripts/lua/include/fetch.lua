@@ -74,11 +74,14 @@ end
 -- fetchJobs returns {nextDelayedScore|false, {id, hash, ...}, blocked,
 -- rateLimitTTL}: blocked is true when the queue is paused or at its global
 -- concurrency; rateLimitTTL > 0 says the rate limiter refuses activations for
--- that many ms. Each job is locked with token .. ":" .. attemptsStarted, so
--- every activation of a job has its own token. limit is {max, durationMs}
+-- that many ms. Each job is locked with token .. ":" .. id; the caller
+-- passes a token unique to this call, so every activation of a job has its
+-- own lock token (and no number is formatted here). limit is {max, durationMs}
 -- from the worker (0 = none); meta "max" wins for max, the worker's duration
 -- wins over meta "duration", as in BullMQ.
 local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration)
+  -- Redis formats a Lua number argument with printf; pass the caller's text.
+  local nowText = ARGV[2]
   local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max", "duration")
   local blocked = meta[1] ~= false
   local room = nil
@@ -130,11 +133,11 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
       if maxJobs and not deferred and rcall("INCR", limiterKey) == 1 then
         rcall("PEXPIRE", limiterKey, math.floor(math.abs(window)))
       end
-      rcall("SET", jobKey .. ":lock", token .. ":" .. ats, "PX", lockDuration)
+      rcall("SET", jobKey .. ":lock", token .. ":" .. id, "PX", lockDuration)
       if workerName ~= "" then
-        rcall("HSET", jobKey, "processedOn", now, "ats", ats, "pb", workerName)
+        rcall("HSET", jobKey, "processedOn", nowText, "ats", ats, "pb", workerName)
       else
-        rcall("HSET", jobKey, "processedOn", now, "ats", ats)
+        rcall("HSET", jobKey, "processedOn", nowText, "ats", ats)
       end
       rcall("XADD", eventsKey, "*", "event", "active", "jobId", id, "prev", "waiting")
       out[#out + 1] = id
