@@ -74,3 +74,20 @@ func TestComputeBackoff(t *testing.T) {
 		}
 	})
 }
+
+func BenchmarkComputeBackoff(b *testing.B) {
+	rand := func() float64 { return 0.5 }
+	for _, bo := range []*drover.Backoff{
+		{Type: drover.BackoffFixed, Delay: time.Second},
+		{Type: drover.BackoffExponential, Delay: time.Second, Jitter: 0.3},
+	} {
+		b.Run(bo.Type, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := drover.ComputeBackoff(bo, 4, nil, nil, nil, rand); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

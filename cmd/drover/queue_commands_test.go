@@ -113,6 +113,29 @@ func TestQueueCommands(t *testing.T) {
 		return out
 	}
 
+	t.Run("AddWithOptionsAndDuplicate", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		out := ok(t, b, "add", "mail", "digest", "--data", `{"to":"ada@example.com"}`,
+			"--opts", `{"jobId":"digest-ada","attempts":3,"backoff":{"type":"exponential","delay":1000}}`)
+		require.Equal(t, "added job digest-ada to mail\n", out)
+		job, err := b.queue.GetJob(ctx, "digest-ada")
+		require.NoError(t, err)
+		require.Equal(t, 3, job.Opts.Attempts)
+		require.JSONEq(t, `{"to":"ada@example.com"}`, string(job.Data))
+		var res map[string]any
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "add", "mail", "digest", "--opts", `{"jobId":"digest-ada"}`, "--json")), &res))
+		require.Equal(t, "duplicate", res["outcome"])
+		require.Equal(t, "waiting", res["existingState"])
+
+		_, err = run(t, b, "add", "mail", "x", "--opts", `{"retries":3}`)
+		require.ErrorContains(t, err, `unknown job option "retries"`)
+		_, err = run(t, b, "add", "mail", "x", "--data", `{oops`)
+		require.ErrorContains(t, err, "--data is not valid JSON")
+		_, err = run(t, b, "add", "mail", "x", "--opts", `{"jobId":"123"}`)
+		require.ErrorContains(t, err, `job id "123" must not be an integer`)
+	})
+
 	t.Run("Queues", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

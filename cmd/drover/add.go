@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/seed40057009/drover"
+)
+
+func init() {
+	commands["add"] = commandInfo{
+		summary: "add a job to a queue (data and options as JSON, BullMQ option names)",
+		make:    func(m *Main) command { return &addCmd{out: m.Stdout} },
+	}
+}
+
+type addCmd struct {
+	out io.Writer
+}
+
+func (c *addCmd) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("add", flag.ContinueOnError)
+	fs.SetOutput(c.out)
+	var rf redisFlags
+	rf.register(fs)
+	data := fs.String("data", "{}", "job data as JSON")
+	opts := fs.String("opts", "{}", `job options as JSON, e.g. '{"attempts":3,"backoff":{"type":"exponential","delay":1000}}'`)
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(c.out, "Usage: drover add <queue> <name> [--data JSON] [--opts JSON] [--json]\n\nAdds one job. Options use BullMQ's names; times are milliseconds.")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("add needs <queue> <name>")
+	}
+	if !json.Valid([]byte(*data)) {
+		return usagef("--data is not valid JSON: %s", clip(*data, 60))
+	}
+	jobOpts, err := drover.ParseJobOptions([]byte(*opts))
+	if err != nil {
+		return usagef("--opts: %v", err)
+	}
+	ins, closeRedis, err := rf.inspector(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	q, err := ins.Queue(pos[0])
+	if err != nil {
+		return err
+	}
+	res, err := q.Add(ctx, pos[1], json.RawMessage(*data), jobOpts)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(c.out, map[string]any{"queue": pos[0], "id": res.Job.ID, "outcome": res.Outcome.String(),
+			"existingState": res.ExistingState})
+	}
+	switch res.Outcome {
+	case drover.AddCreated, drover.AddReAdded:
+		fmt.Fprintf(c.out, "added job %s to %s\n", res.Job.ID, pos[0])
+	default:
+		fmt.Fprintf(c.out, "not added: %s of job %s (%s)\n", res.Outcome, res.Job.ID, res.ExistingState)
+	}
+	return nil
+}
