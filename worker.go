@@ -671,6 +671,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	fr.ID, fr.Token = job.ID, rj.token
 	fr.Attempts = int(rec.Opts.Attempts)
 	fr.DedupID = rec.DedupID
+	fr.HasParent = rec.ParentKey != ""
 	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: w.workerLabel()}
 
 	if err == nil {

@@ -658,3 +658,27 @@ func (t *tailBuffer) String() string {
 	defer t.mu.Unlock()
 	return string(t.b)
 }
+
+// FlowJob is one node of a flow for AddFlow (Node's FlowJob).
+type FlowJob struct {
+	Name      string         `json:"name"`
+	QueueName string         `json:"queueName"`
+	Data      any            `json:"data,omitempty"`
+	Opts      map[string]any `json:"opts,omitempty"`
+	Children  []FlowJob      `json:"children,omitempty"`
+}
+
+// FlowIDs are the ids a flow got, in the shape of the flow.
+type FlowIDs struct {
+	ID       string    `json:"id"`
+	Children []FlowIDs `json:"children"`
+}
+
+// AddFlow adds a parent job with its children (FlowProducer.add).
+func (o *Oracle) AddFlow(ctx context.Context, prefix string, flow FlowJob) (*FlowIDs, error) {
+	var ids FlowIDs
+	if err := o.Call(ctx, "addFlow", map[string]any{"prefix": prefix, "flow": flow}, &ids); err != nil {
+		return nil, err
+	}
+	return &ids, nil
+}

@@ -184,9 +184,10 @@ type FinishRecord struct {
 	Attempts     int
 	Timeline     string // JSON, "" = unchanged
 	DedupID      string // the deduplication id the job owns, "" = none
+	HasParent    bool   // the job is a flow child: update its parent
 }
 
-const finishFields = 12
+const finishFields = 13
 
 // FinishJobs ends recs' attempts and fetches up to a.Count next jobs.
 // codes[i] is nil or the error for recs[i].
@@ -200,7 +201,7 @@ func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, recs [
 			lifo = "1"
 		}
 		args = append(args, r.ID, r.Token, r.Kind, r.Value, r.Stacktrace, r.AttemptsMade, r.Keep,
-			r.Delay, lifo, r.Attempts, r.Timeline, r.DedupID)
+			r.Delay, lifo, r.Attempts, r.Timeline, r.DedupID, boolArg(r.HasParent))
 	}
 	res, err := finishJobs.run(ctx, rdb, k, args...).Slice()
 	if err != nil {

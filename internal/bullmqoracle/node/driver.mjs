@@ -13,7 +13,7 @@
 // Requests run concurrently; responses may come out of order. The process
 // closes everything and exits when stdin ends.
 
-import { Queue, QueueEvents, Job } from 'bullmq';
+import { Queue, QueueEvents, Job, FlowProducer } from 'bullmq';
 import { createInterface } from 'node:readline';
 import { consoleToStderr, redisConnector, hasFlag, newWorker, watchWorker, jobView } from './lib.mjs';
 
@@ -209,6 +209,20 @@ const commands = {
     const q = await getQueue(a);
     const jobs = await q.addBulk((a.jobs ?? []).map((j) => ({ name: j.name, data: j.data, opts: j.opts ?? {} })));
     return jobs.map((j) => j.id);
+  },
+  // addFlow adds a parent with children (FlowProducer.add); a.flow is
+  // {name, queueName, data, opts, children: [...]}. Returns the ids as a tree
+  // {id, children: [...]}.
+  addFlow: async (a) => {
+    need(a, 'prefix', 'flow');
+    const fp = new FlowProducer({ connection: conns.queue, prefix: a.prefix });
+    try {
+      const node = await fp.add(a.flow);
+      const ids = (n) => ({ id: n.job.id, children: (n.children ?? []).map(ids) });
+      return ids(node);
+    } finally {
+      await fp.close();
+    }
   },
   getJob: async (a) => {
     need(a, 'jobId');

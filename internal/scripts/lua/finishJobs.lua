@@ -9,7 +9,8 @@
 --   id, token, kind, value, stacktrace JSON ("" = unchanged), attemptsMade
 --   after this attempt, keep spec (include/retention.lua), delay ms, lifo
 --   ("1"/"0"), attempts allowed, attempt timeline JSON ("" = unchanged),
---   deduplication id the job owns ("" = none).
+--   deduplication id the job owns ("" = none), "1" when the job is a child
+--   of a flow (its parent is updated when it finishes, see parent.lua).
 --   kind: "c" completed (value = returnvalue JSON), "f" failed for good
 --   (value = failedReason), "r" retry now, "d" retry after `delay` (both
 --   value = failedReason), "w" back to wait without spending an attempt
@@ -21,6 +22,7 @@
 --@include common
 --@include queue
 --@include retention
+--@include parent
 --@include fetch
 
 local now = tonumber(ARGV[2])
@@ -51,7 +53,7 @@ end
 -- Pass 1: which jobs does this worker still own? One MGET reads every
 -- lock. A lock held with the job's token proves the job exists: every path
 -- that deletes a job refuses locked jobs or deletes the lock with it.
-local recordAt = function(i) return 9 + i * 12 end
+local recordAt = function(i) return 9 + i * 13 end
 local lockKeys = {}
 for i = 0, n - 1 do
   lockKeys[i + 1] = base .. ARGV[recordAt(i) + 1] .. ":lock"
@@ -157,6 +159,13 @@ for _, i in ipairs(owned) do
     local deid = ARGV[o + 12]
     if deid ~= "" then
       releaseDedup(id, deid)
+    end
+    if ARGV[o + 13] == "1" then
+      if kind == "c" then
+        childCompleted(jobKey, value, now)
+      else
+        childFailed(jobKey, value, now)
+      end
     end
     local spec = ARGV[o + 7]
     local setKey = kind == "c" and completedKey or failedKey
