@@ -32,6 +32,7 @@ type Queue struct {
 	clock  clock.Clock
 	logger *slog.Logger
 	closed atomic.Bool
+	adds   addBatcher
 }
 
 // NewQueue returns the queue called name. It does no I/O.
@@ -153,12 +154,23 @@ type BulkJob struct {
 
 // Add stores a job and makes it ready (or delayed). data is encoded with
 // encoding/json; nil is stored as {}.
+//
+// Adds made at the same time from several goroutines share one script call
+// (see addBatcher), so many concurrent producers cost Redis little more than
+// one bulk add.
 func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions) (*AddResult, error) {
-	res, err := q.AddBulk(ctx, []BulkJob{{Name: name, Data: data, Opts: opts}})
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	p, err := q.prepare(-1, &BulkJob{Name: name, Data: data, Opts: opts}, q.clock.Now())
 	if err != nil {
 		return nil, err
 	}
-	return res[0], nil
+	oc, err := q.adds.add(ctx, q, p.rec)
+	if err != nil {
+		return nil, fmt.Errorf("add job %q to queue %q: %w", name, q.name, err)
+	}
+	return q.addResult(ctx, &p, oc)
 }
 
 // prepared is a validated job ready to send.

@@ -107,6 +107,15 @@ local function dedup(deid, ttl, flags, newId)
   return cur
 end
 
+-- Every add draws a number from the id counter, custom ids too (BullMQ
+-- does): one INCRBY reserves them for the batch, in order.
+local counter = rcall("INCRBY", idKey, n) - n
+-- Pushes to wait and prioritized are collected and made with one command
+-- each at the end: LPUSH only touches the left end and RPUSH the right, so
+-- the order is what one push per job gives. pending remembers where each
+-- new job is going, for a duplicate of it later in the same batch.
+local fifo, lifo, prio, pending = {}, {}, {}, {}
+
 for i = 0, n - 1 do
   local o = 2 + i * 11
   local id = ARGV[o + 1]
@@ -116,29 +125,32 @@ for i = 0, n - 1 do
   local priority = tonumber(ARGV[o + 7])
   local deid = ARGV[o + 9]
 
-  local counter = rcall("INCR", idKey)
+  counter = counter + 1
+  local duplicate = false
   if id == "" then
     id = tostring(counter)
+  else
+    duplicate = rcall("EXISTS", base .. id) == 1
   end
   local jobKey = base .. id
   local owner = nil
-  if rcall("EXISTS", jobKey) == 1 then
+  if duplicate then
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "duplicated", "jobId", id)
-    replies[#replies + 1] = {"duplicate", id, jobState(id)}
+    replies[#replies + 1] = {"duplicate", id, pending[id] or jobState(id)}
   else
     recovered = nil
     if deid ~= "" then
       owner = dedup(deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id)
     end
     if owner then
-      replies[#replies + 1] = {"deduplicated", owner, jobState(owner)}
+      replies[#replies + 1] = {"deduplicated", owner, pending[owner] or jobState(owner)}
     else
       if deid ~= "" then
         rcall("HSET", jobKey, "name", name, "data", ARGV[o + 4], "opts", ARGV[o + 5],
-          "timestamp", timestamp, "delay", delay, "priority", priority, "deid", deid)
+          "timestamp", timestamp, "delay", ARGV[o + 6], "priority", ARGV[o + 7], "deid", deid)
       else
         rcall("HSET", jobKey, "name", name, "data", ARGV[o + 4], "opts", ARGV[o + 5],
-          "timestamp", timestamp, "delay", delay, "priority", priority)
+          "timestamp", timestamp, "delay", ARGV[o + 6], "priority", ARGV[o + 7])
       end
       rcall("XADD", eventsKey, "*", "event", "added", "jobId", id, "name", name)
       if delay > 0 then
@@ -147,8 +159,16 @@ for i = 0, n - 1 do
         rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", id, "delay", due)
         delayMarker = true
       else
-        pushReady(waitKey, prioritizedKey, pcKey, id, priority, ARGV[o + 8] == "1")
-        addBaseMarker(markerKey, blocked)
+        if priority ~= 0 then
+          prio[#prio + 1] = {priority, id}
+          pending[id] = "prioritized"
+        elseif ARGV[o + 8] == "1" then
+          lifo[#lifo + 1] = id
+          pending[id] = "waiting"
+        else
+          fifo[#fifo + 1] = id
+          pending[id] = "waiting"
+        end
         rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id)
       end
       if recovered then
@@ -160,6 +180,27 @@ for i = 0, n - 1 do
   end
 end
 
+for from = 1, #fifo, 5000 do
+  rcall("LPUSH", waitKey, unpack(fifo, from, math.min(from + 4999, #fifo)))
+end
+for from = 1, #lifo, 5000 do
+  rcall("RPUSH", waitKey, unpack(lifo, from, math.min(from + 4999, #lifo)))
+end
+if #prio > 0 then
+  -- One counter value per job, as one INCR each would give.
+  local c = rcall("INCRBY", pcKey, #prio) - #prio
+  local args = {}
+  for k, p in ipairs(prio) do
+    args[#args + 1] = p[1] * 4294967296 + ((c + k) % 4294967296)
+    args[#args + 1] = p[2]
+  end
+  for from = 1, #args, 5000 do
+    rcall("ZADD", prioritizedKey, unpack(args, from, math.min(from + 4999, #args)))
+  end
+end
+if #fifo + #lifo + #prio > 0 then
+  addBaseMarker(markerKey, blocked)
+end
 if delayMarker then
   addDelayMarker(markerKey, delayedKey)
 end

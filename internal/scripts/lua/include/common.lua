@@ -4,14 +4,15 @@
 local rcall = redis.call
 
 -- maxEvents returns the events stream cap from the meta hash, writing the
--- BullMQ default (10000) when the queue has none yet.
+-- BullMQ default (10000) when the queue has none yet. It returns the text,
+-- which goes straight to XADD/XTRIM (a Lua number would be printf-formatted).
 local function maxEvents(metaKey)
   local n = rcall("HGET", metaKey, "opts.maxLenEvents")
   if n then
-    return tonumber(n)
+    return n
   end
-  rcall("HSET", metaKey, "opts.maxLenEvents", 10000)
-  return 10000
+  rcall("HSET", metaKey, "opts.maxLenEvents", "10000")
+  return "10000"
 end
 
 -- pausedOrMaxed is true when the queue is paused or when its global
