@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	mathrand "math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -802,6 +803,10 @@ func (w *Worker) finishLoop() {
 		if !ok {
 			return
 		}
+		// Jobs fetched together tend to finish together: yield once so the
+		// ones about to send their result join this batch, instead of each
+		// paying a script call of its own.
+		runtime.Gosched()
 		batch := []*finishItem{first}
 	more:
 		for len(batch) < maxFinish {
