@@ -61,13 +61,13 @@ func prepareNodeDir() (string, error) {
 		return dir, nil
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
-		return "", fmt.Errorf("BullMQ oracle dependencies missing in %s (%v) and npm is not on PATH; install npm and run `make deps`", dir, reason)
+		return "", fmt.Errorf("BullMQ oracle dependencies missing in %s (%w) and npm is not on PATH; install npm and run `make deps`", dir, reason)
 	}
 	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("npm ci in %s failed (needed because %v): %w\n%s", dir, reason, err, out)
+		return "", fmt.Errorf("npm ci in %s failed (needed because %w): %w\n%s", dir, reason, err, out)
 	}
 	if reason := depsInstalled(dir); reason != nil {
 		return "", fmt.Errorf("npm ci in %s succeeded but dependencies are still not usable: %w", dir, reason)

@@ -158,7 +158,7 @@ func start(redisAddr string, opts *Options) (*Oracle, error) {
 	case <-o.ready:
 		return o, nil
 	case <-o.exited:
-		return nil, fmt.Errorf("node driver.mjs exited before ready: %v", o.exitErr())
+		return nil, fmt.Errorf("node driver.mjs exited before ready: %w", o.exitErr())
 	case <-timer.C:
 		_ = cmd.Process.Kill()
 		<-o.exited
@@ -191,7 +191,7 @@ func (o *Oracle) readLoop(stdout io.Reader) {
 	}
 	waitErr := o.cmd.Wait()
 	o.mu.Lock()
-	o.readErr = fmt.Errorf("node driver exited (%v, scan: %v, protocol: %v); stderr:\n%s",
+	o.readErr = fmt.Errorf("node driver exited (%w, scan: %w, protocol: %w); stderr:\n%s",
 		waitErr, sc.Err(), protoErr, o.stderr.String())
 	o.pending = map[int64]chan response{}
 	o.mu.Unlock()

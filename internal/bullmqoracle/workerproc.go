@@ -149,7 +149,7 @@ func (w *WorkerProcess) WaitForCount(ctx context.Context, n int, match func(Work
 			return got, nil
 		}
 		if exited {
-			return got, fmt.Errorf("worker process exited (%v) after %d of %d matching events; stderr:\n%s",
+			return got, fmt.Errorf("worker process exited (%w) after %d of %d matching events; stderr:\n%s",
 				w.ExitErr(), len(got), n, w.stderr.String())
 		}
 		select {

@@ -2,6 +2,7 @@ package statedump
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -130,7 +131,7 @@ func dumpKey(ctx context.Context, rdb redis.UniversalClient, name string) (*Key,
 	default:
 		return nil, fmt.Errorf("unsupported key type %q", typ)
 	}
-	if err == redis.Nil {
+	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
