@@ -22,6 +22,7 @@ test: deps ## run every test (race on the core packages) with real servers
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS_RACE)
 	$(GO) test -timeout $(TIMEOUT) $$($(GO) list ./... | grep -v -E '^github.com/seed40057009/drover(/internal/.*)?$$')
 	$(GO) test -tags cluster -timeout $(TIMEOUT) ./internal/clustertest/
+	$(MAKE) lint
 
 .PHONY: test/race
 test/race: deps ## run the core packages with the race detector
