@@ -1,0 +1,212 @@
+package drover
+
+// The fetch side of the worker: taking jobs while slots are free, and
+// waiting on the marker (no polling) when there are none.
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/jobcodec"
+	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/scripts"
+)
+
+func (w *Worker) fetchArgs(count int) scripts.FetchArgs {
+	a := scripts.FetchArgs{
+		Now:          w.q.nowMs(),
+		Count:        count,
+		Token:        w.id + ":" + strconv.FormatUint(w.callSeq.Add(1), 36),
+		LockDuration: w.opts.LockDuration.Milliseconds(),
+		WorkerName:   w.opts.Name,
+	}
+	if l := w.opts.Limiter; l != nil {
+		a.LimitMax, a.LimitWindow = l.Max, l.Duration.Milliseconds()
+	}
+	return a
+}
+
+// noteRateLimit remembers until when the rate limiter refuses activations.
+func (w *Worker) noteRateLimit(ttlMs int64) {
+	if ttlMs > 0 {
+		w.limitedUntil.Store(w.q.nowMs() + ttlMs)
+	}
+}
+
+func (w *Worker) fetchBatch() int { return min(w.opts.Concurrency, maxFetch) }
+
+// fetchLoop takes jobs while slots are free; when the queue has nothing
+// ready it blocks on the marker until a producer, a resume, a stalled
+// recovery or the earliest delayed job wakes it.
+func (w *Worker) fetchLoop() {
+	defer close(w.fetchDone)
+	ctx := w.fetchCtx
+	failures := 0
+	for {
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1 + w.acquire(w.fetchBatch()-1)
+		args := w.fetchArgs(n)
+		f, err := scripts.MoveToActive(ctx, w.q.rdb, w.q.k, args)
+		if err != nil {
+			w.release(n)
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			reloadTopology(w.q.rdb, err)
+			w.log.WarnContext(ctx, "fetch jobs failed", slog.Any(logkey.Error, err))
+			if !sleepCtx(ctx, retryDelay(failures)) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		w.release(n - len(f.Jobs))
+		w.dispatch(f.Jobs, args.Token)
+		w.noteRateLimit(f.RateLimitTTL)
+		if len(f.Jobs) == n {
+			continue
+		}
+		w.noteDelayed(f.NextDelayed)
+		w.waitForWork(ctx)
+	}
+}
+
+// noteDelayed remembers the earliest delayed job's due time from a score.
+func (w *Worker) noteDelayed(score string) {
+	if due, ok := parseDelayedScore(score); ok {
+		w.setNextDelayed(due.UnixMilli())
+	}
+}
+
+func (w *Worker) setNextDelayed(ms int64) {
+	for {
+		cur := w.nextDelayed.Load()
+		if cur != 0 && cur <= ms {
+			return
+		}
+		if w.nextDelayed.CompareAndSwap(cur, ms) {
+			return
+		}
+	}
+}
+
+// waitForWork blocks on the marker (and the worker's wake key) for at most
+// DrainDelay, or until the earliest known delayed job is due. Redis checks
+// blocking timeouts only every 100 ms, so a local timer wakes the call at
+// the due time precisely.
+func (w *Worker) waitForWork(ctx context.Context) {
+	wait := w.opts.DrainDelay
+	if until := w.limitedUntil.Load(); until != 0 {
+		// Rate limited: markers do not help before the window ends.
+		w.limitedUntil.Store(0)
+		if d := time.Duration(until-w.q.nowMs()) * time.Millisecond; d > 0 {
+			sleepCtx(ctx, d)
+		}
+		return
+	}
+	if due := w.nextDelayed.Load(); due != 0 {
+		d := time.Duration(due-w.q.nowMs()) * time.Millisecond
+		if d <= 0 {
+			w.nextDelayed.Store(0)
+			return
+		}
+		if d < wait {
+			wait = d
+			w.armWake(d)
+		}
+	}
+	// BZPOPMIN through go-redis takes whole seconds; sub-second waits are
+	// ended by the wake timer armed above.
+	block := max(time.Second, (wait+time.Second-1)/time.Second*time.Second)
+	res, err := w.q.rdb.BZPopMin(ctx, block, w.q.k.Marker(), w.q.k.WorkerWake(w.id)).Result()
+	w.disarmWake()
+	if err != nil {
+		if errors.Is(err, redis.Nil) || ctx.Err() != nil {
+			w.expireDelayedHint()
+			return
+		}
+		if isUnblocked(err) {
+			// A failover made the node a replica and Redis ended the block:
+			// fetch again now; the client follows the new master.
+			w.log.InfoContext(ctx, "wait for jobs ended by a failover", slog.Any(logkey.Error, err))
+			return
+		}
+		reloadTopology(w.q.rdb, err)
+		w.log.WarnContext(ctx, "wait for jobs failed", slog.Any(logkey.Error, err))
+		sleepCtx(ctx, time.Second)
+		return
+	}
+	if res.Member == "1" && res.Key == w.q.k.Marker() {
+		w.setNextDelayed(int64(res.Score))
+	}
+	w.expireDelayedHint()
+}
+
+// expireDelayedHint forgets the delayed due time once it has passed: the
+// next fetch promotes that job and reports the next one.
+func (w *Worker) expireDelayedHint() {
+	if due := w.nextDelayed.Load(); due != 0 && due <= w.q.nowMs() {
+		w.nextDelayed.CompareAndSwap(due, 0)
+	}
+}
+
+func (w *Worker) armWake(d time.Duration) {
+	w.wakeMu.Lock()
+	defer w.wakeMu.Unlock()
+	if w.wakeTimer != nil {
+		w.wakeTimer.Stop()
+	}
+	w.wakeTimer = time.AfterFunc(d, w.wake)
+}
+
+func (w *Worker) disarmWake() {
+	w.wakeMu.Lock()
+	defer w.wakeMu.Unlock()
+	if w.wakeTimer != nil {
+		w.wakeTimer.Stop()
+		w.wakeTimer = nil
+	}
+}
+
+// wake makes the fetcher's blocking call return now.
+func (w *Worker) wake() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = w.q.rdb.ZAdd(ctx, w.q.k.WorkerWake(w.id), redis.Z{Score: 0, Member: "w"}).Err()
+}
+
+// dispatch starts a goroutine per fetched job. Each holds one slot.
+// token is the fetch call's lock token base.
+func (w *Worker) dispatch(jobs []scripts.Fetched, token string) {
+	now := w.q.clock.Now()
+	for _, f := range jobs {
+		rec, _, err := jobcodec.Decode(f.ID, f.Hash)
+		rec.ProcessedOn = now.UnixMilli()
+		rec.AttemptsStarted++
+		job := w.q.fromRecord(&rec)
+		if job.ProcessedBy == "" {
+			job.ProcessedBy = w.opts.Name
+		}
+		rj := &runningJob{job: job, rec: &rec, started: now}
+		rj.token = token + ":" + job.ID
+		job.token = rj.token
+		rj.lastRenew.Store(now.UnixMilli())
+		ctx, cancel := context.WithCancelCause(w.jobsCtx)
+		rj.cancel = cancel
+		w.mu.Lock()
+		w.running[job.ID] = rj
+		w.mu.Unlock()
+		w.jobsWG.Add(1)
+		go w.run(ctx, rj, err)
+	}
+}

@@ -1,0 +1,140 @@
+package drover
+
+// The finish side of the worker: writing results in batches, each in the
+// script call that also fetches the next jobs for the freed slots.
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/scripts"
+)
+
+// finishLoop writes results in batches. Each finished job's slot is handed
+// to the same script call, which fetches the next jobs for those slots.
+func (w *Worker) finishLoop() {
+	defer close(w.finishDone)
+	// Up to maxWriters result writes are in flight at once, so the worker
+	// decodes and dispatches one batch while Redis runs the script of the
+	// next: with one writer, Redis and the worker take turns and each idles
+	// half the time.
+	writers := make(chan struct{}, maxWriters)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		first, ok := <-w.results
+		if !ok {
+			return
+		}
+		// Jobs fetched together tend to finish together: yield once so the
+		// ones about to send their result join this batch, instead of each
+		// paying a script call of its own.
+		runtime.Gosched()
+		batch := []*finishItem{first}
+	more:
+		for len(batch) < maxFinish {
+			select {
+			case it, ok := <-w.results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, it)
+			default:
+				break more
+			}
+		}
+		writers <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-writers }()
+			w.writeBatch(batch)
+		}()
+	}
+}
+
+func (w *Worker) writeBatch(batch []*finishItem) {
+	slots := len(batch) // the finished jobs' slots
+	fetch := 0
+	if !w.closing.Load() {
+		extra := w.acquire(max(w.fetchBatch()-slots, 0))
+		slots += extra
+		fetch = min(slots, w.fetchBatch())
+	}
+	recs := make([]scripts.FinishRecord, len(batch))
+	for i, it := range batch {
+		recs[i] = it.rec
+	}
+	var codes []error
+	var f scripts.Fetch
+	ctx := context.Background() // results must land even while closing
+	args := w.fetchArgs(fetch)
+	for attempt := 1; ; attempt++ {
+		var err error
+		codes, f, err = scripts.FinishJobs(ctx, w.q.rdb, w.q.k, args, recs)
+		if err == nil {
+			break
+		}
+		reloadTopology(w.q.rdb, err)
+		w.log.Warn("write job results failed", slog.Int(logkey.Count, len(batch)), slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
+		select {
+		case <-w.forceFinish:
+			w.log.Error("giving up writing job results; the stalled checker will recover these jobs", slog.Int(logkey.Count, len(batch)))
+			for _, it := range batch {
+				w.untrack(it.rj.job.ID)
+				w.jobsWG.Done()
+			}
+			w.release(slots)
+			return
+		case <-time.After(retryDelay(attempt)):
+		}
+	}
+	newDelayed := false
+	for i, it := range batch {
+		job := it.rj.job
+		w.untrack(job.ID)
+		if codes[i] != nil {
+			w.log.Warn("job result not written: the worker no longer owns the job", slog.String(logkey.JobID, job.ID),
+				slog.String("outcome", it.outcome), slog.Any(logkey.Error, codes[i]))
+			continue
+		}
+		w.logFinished(it)
+		if h := w.opts.Hooks.JobFinished; h != nil {
+			h(job, it.outcome, it.took, it.err)
+		}
+		if it.rec.Kind == scripts.FinishRetryDelayed || it.rec.Kind == scripts.FinishMoveDelayed {
+			w.setNextDelayed(w.q.nowMs() + it.rec.Delay)
+			newDelayed = true
+		}
+	}
+	w.release(slots - len(f.Jobs))
+	w.dispatch(f.Jobs, args.Token)
+	w.noteRateLimit(f.RateLimitTTL)
+	// Only now may Close see these jobs as done: the jobs fetched above are
+	// already counted.
+	for range batch {
+		w.jobsWG.Done()
+	}
+	if newDelayed && !w.closing.Load() {
+		w.wake() // the fetcher may sleep past the new delayed job's due time
+	}
+}
+
+func (w *Worker) logFinished(it *finishItem) {
+	job := it.rj.job
+	attrs := []any{slog.String(logkey.JobID, job.ID), slog.String(logkey.JobName, job.Name),
+		slog.Int(logkey.Attempt, job.AttemptsStarted), slog.String("outcome", it.outcome),
+		slog.Duration(logkey.Duration, it.took)}
+	if it.err != nil {
+		attrs = append(attrs, slog.String(logkey.Error, it.err.Error()))
+	}
+	level := slog.LevelDebug
+	if it.outcome == "failed" {
+		level = slog.LevelWarn
+	}
+	w.log.Log(context.Background(), level, "job finished", attrs...)
+}

@@ -1,0 +1,202 @@
+package drover
+
+// Running one attempt and deciding, as BullMQ does, what happens to the job
+// after it: completed, retried now, retried after a backoff, or failed.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/seed40057009/drover/internal/jobcodec"
+	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/scripts"
+)
+
+// run executes one attempt and hands its outcome to the finisher.
+// The job stays counted in jobsWG until the finisher has written its result.
+func (w *Worker) run(ctx context.Context, rj *runningJob, decodeErr error) {
+	defer rj.cancel(nil)
+	job := rj.job
+
+	var result any
+	var err error
+	switch {
+	case decodeErr != nil:
+		err = Unrecoverable(fmt.Errorf("cannot decode job: %w", decodeErr))
+	case job.DeferredFailure != "":
+		err = Unrecoverable(errors.New(job.DeferredFailure))
+	case w.opts.MaxStartedAttempts > 0 && job.AttemptsStarted > w.opts.MaxStartedAttempts:
+		err = Unrecoverable(errors.New("job started more than allowable limit"))
+	default:
+		if h := w.opts.Hooks.JobStarted; h != nil {
+			h(job)
+		}
+		w.log.DebugContext(ctx, "job started", slog.String(logkey.JobID, job.ID),
+			slog.String(logkey.JobName, job.Name), slog.Int(logkey.Attempt, job.AttemptsStarted))
+		result, err = w.call(ctx, job)
+	}
+	took := time.Since(rj.started)
+
+	if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
+		why, _ := rj.lostWhy.Load().(string)
+		w.log.WarnContext(ctx, "job lock lost: result not written", slog.String(logkey.JobID, job.ID),
+			slog.String(logkey.Reason, why), slog.Duration(logkey.Duration, took))
+		w.untrack(job.ID)
+		w.release(1)
+		w.jobsWG.Done()
+		return
+	}
+	item := w.outcome(ctx, rj, result, err, took)
+	w.results <- item
+}
+
+// call runs the processor, turning a panic into an error with its stack.
+func (w *Worker) call(ctx context.Context, job *Job) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &panicError{value: p, stack: string(debug.Stack())}
+		}
+	}()
+	return w.proc.Process(ctx, job)
+}
+
+type panicError struct {
+	value any
+	stack string
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
+
+// stackOf is the trace stored for a failure: the panic stack, or the error's
+// %+v rendering (which includes stacks for errors that carry one).
+func stackOf(err error) string {
+	var p *panicError
+	if errors.As(err, &p) {
+		return p.Error() + "\n\n" + p.stack
+	}
+	return fmt.Sprintf("%+v", err)
+}
+
+// outcome decides what happens to the job after its attempt, following
+// BullMQ's rules (spec §8.1), and builds the record the finisher writes.
+func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err error, took time.Duration) *finishItem {
+	job, rec := rj.job, rj.rec
+	now := w.q.clock.Now()
+	item := &finishItem{rj: rj, err: err, took: took}
+	fr := &item.rec
+	fr.ID, fr.Token = job.ID, rj.token
+	fr.Attempts = int(rec.Opts.Attempts)
+	fr.DedupID = rec.DedupID
+	fr.HasParent = rec.ParentKey != ""
+	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: w.workerLabel()}
+
+	if err == nil {
+		b, merr := encodeData(result)
+		if merr != nil {
+			err = fmt.Errorf("return value of job %s is not JSON-serialisable: %w", job.ID, merr)
+			item.err = err
+		} else {
+			if result == nil {
+				b = []byte("null")
+			}
+			fr.Kind, fr.Value = scripts.FinishCompleted, string(b)
+			fr.AttemptsMade = int(rec.AttemptsMade) + 1
+			fr.Keep = w.keepSpec(rec.Opts.RemoveOnComplete, w.opts.RemoveOnComplete)
+			item.outcome = "completed"
+			entry.Outcome = "completed"
+			if len(job.Timeline) > 0 {
+				fr.Timeline = w.timeline(job, entry)
+			}
+			return item
+		}
+	}
+
+	var de *delayError
+	if errors.As(err, &de) {
+		fr.Kind, fr.Delay = scripts.FinishMoveDelayed, de.delay
+		item.outcome = "delayed"
+		entry.Outcome, entry.Backoff = "delayed", time.Duration(de.delay)*time.Millisecond
+		entry.NextRun = now.Add(entry.Backoff)
+		fr.Timeline = w.timeline(job, entry)
+		return item
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrWorkerClosing) {
+		fr.Kind = scripts.FinishRequeue
+		item.outcome = "requeued"
+		entry.Outcome, entry.Error = "requeued", "worker closing"
+		fr.Timeline = w.timeline(job, entry)
+		return item
+	}
+
+	fr.Value = err.Error()
+	entry.Error = fr.Value
+	fr.Stacktrace = w.stacktrace(job, rec, err)
+	fr.AttemptsMade = int(rec.AttemptsMade) + 1
+	retry := fr.AttemptsMade < int(rec.Opts.Attempts) && !IsUnrecoverable(err) &&
+		!(w.opts.MaxStartedAttempts > 0 && job.AttemptsStarted >= w.opts.MaxStartedAttempts)
+	var delay time.Duration
+	if retry {
+		var berr error
+		delay, berr = ComputeBackoff(job.Opts.Backoff, fr.AttemptsMade, err, job, w.opts.BackoffStrategies, w.rand)
+		if berr != nil {
+			w.log.ErrorContext(ctx, "backoff failed: job fails for good", slog.String(logkey.JobID, job.ID), slog.Any(logkey.Error, berr))
+			fr.Value = berr.Error()
+			entry.Error = fr.Value
+			retry = false
+		} else if delay < 0 {
+			retry = false
+		}
+	}
+	switch {
+	case !retry:
+		fr.Kind = scripts.FinishFailed
+		fr.Keep = w.keepSpec(rec.Opts.RemoveOnFail, w.opts.RemoveOnFail)
+		item.outcome, entry.Outcome = "failed", "failed"
+	case delay == 0:
+		fr.Kind, fr.LIFO = scripts.FinishRetry, rec.Opts.LIFO
+		item.outcome, entry.Outcome = "retry", "retry"
+	default:
+		fr.Kind, fr.Delay = scripts.FinishRetryDelayed, delay.Milliseconds()
+		item.outcome, entry.Outcome = "retry", "delayed"
+		entry.Backoff, entry.NextRun = delay, now.Add(delay)
+	}
+	fr.Timeline = w.timeline(job, entry)
+	return item
+}
+
+func (w *Worker) keepSpec(job *jobcodec.Keep, worker *Retention) string {
+	if job != nil && job.Set {
+		return job.Spec()
+	}
+	return retentionKeep(worker).Spec()
+}
+
+// stacktrace appends this failure's trace to the job's, bounded by its
+// stackTraceLimit (StackTraceLimitDefault when unset).
+func (w *Worker) stacktrace(job *Job, rec *jobcodec.Record, err error) string {
+	limit := StackTraceLimitDefault
+	if rec.Opts.StackTraceLimit != nil {
+		limit = int(*rec.Opts.StackTraceLimit)
+	}
+	st := append(append([]string(nil), job.Stacktrace...), stackOf(err))
+	if limit <= 0 {
+		st = nil
+	} else if len(st) > limit {
+		st = st[len(st)-limit:]
+	}
+	return jobcodec.EncodeStack(st)
+}
+
+func (w *Worker) timeline(job *Job, entry Attempt) string {
+	tl := append(append([]Attempt(nil), job.Timeline...), entry)
+	if len(tl) > timelineLimit {
+		tl = tl[len(tl)-timelineLimit:]
+	}
+	b, _ := json.Marshal(tl)
+	return string(b)
+}
