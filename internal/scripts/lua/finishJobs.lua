@@ -27,9 +27,14 @@
 
 local now = tonumber(ARGV[2])
 local n = tonumber(ARGV[9])
-local maxLen = maxEvents(metaKey)
-rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
-local checkStalled = rcall("EXISTS", stalledKey) == 1
+-- One read of the meta hash serves the event cap here and the fetch below.
+local meta = rcall("HMGET", metaKey, "opts.maxLenEvents", "paused", "concurrency", "max", "duration")
+local maxLen = meta[1]
+if not maxLen then
+  maxLen = maxEvents(metaKey)
+end
+-- Every event below is written with MAXLEN ~, which keeps the stream near
+-- its cap as BullMQ's XTRIM before a finish does, without a command of its own.
 local codes = {}
 local trims = {}
 local delayed = false
@@ -120,9 +125,7 @@ if #owned > 0 then
     ids[k] = ARGV[recordAt(i) + 1]
   end
   rcall("DEL", unpack(dels))
-  if checkStalled then
-    rcall("SREM", stalledKey, unpack(ids))
-  end
+  rcall("SREM", stalledKey, unpack(ids))
 end
 
 -- Pass 2: move each owned job to its next state. Finished jobs are added to
@@ -186,9 +189,9 @@ for _, i in ipairs(owned) do
       noteTrim(setKey, spec)
     end
     if kind == "c" then
-      rcall("XADD", eventsKey, "*", "event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
+      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
     else
-      rcall("XADD", eventsKey, "*", "event", "failed", "jobId", id, "failedReason", value, "prev", "active")
+      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "failed", "jobId", id, "failedReason", value, "prev", "active")
       if tonumber(atm) >= tonumber(ARGV[o + 10]) then
         rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
       end
@@ -232,7 +235,8 @@ for _, t in pairs(trims) do
   trimFinished(t[1], t[2], now)
 end
 
-local fetched = fetchJobs(now, tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]))
+local fetched = fetchJobs(now, tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]),
+  {meta[2], meta[3], meta[4], meta[5]})
 if #fetched[2] == 0 then
   if delayed then
     addDelayMarker(markerKey, delayedKey)

@@ -79,10 +79,12 @@ end
 -- own lock token (and no number is formatted here). limit is {max, durationMs}
 -- from the worker (0 = none); meta "max" wins for max, the worker's duration
 -- wins over meta "duration", as in BullMQ.
-local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration)
+-- meta is {paused, concurrency, max, duration} from the meta hash when the
+-- caller read it already, else nil.
+local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta)
   -- Redis formats a Lua number argument with printf; pass the caller's text.
   local nowText = ARGV[2]
-  local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max", "duration")
+  meta = meta or rcall("HMGET", metaKey, "paused", "concurrency", "max", "duration")
   local blocked = meta[1] ~= false
   local room = nil
   if not blocked and meta[2] then
@@ -144,8 +146,9 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
       out[#out + 1] = hash
     end
   end
-  -- Cascade the wake-up to other blocked workers only if work remains.
-  if rcall("LLEN", waitKey) > 0 or rcall("ZCARD", prioritizedKey) > 0 then
+  -- Cascade the wake-up to other blocked workers only if work remains (none
+  -- can when fewer jobs were ready than asked for).
+  if #ids == count and (rcall("LLEN", waitKey) > 0 or rcall("ZCARD", prioritizedKey) > 0) then
     rcall("ZADD", markerKey, 0, "0")
   end
   return {false, out, false, 0}
