@@ -253,12 +253,7 @@ func (b pgBackend) queryRows(ctx context.Context, query string, args []any, row 
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(rows, row)
 }
 
 func (b pgBackend) inClaim(ctx context.Context, key string, query string, args ...any) error {
@@ -294,6 +289,16 @@ func (b liteBackend) queryRows(ctx context.Context, query string, args []any, ro
 		return err
 	}
 	defer rows.Close()
+	return eachRow(rows, row)
+}
+
+// eachRow hands every row's Scan to row; pgx and database/sql rows share
+// these three methods.
+func eachRow(rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}, row func(func(...any) error) error) error {
 	for rows.Next() {
 		if err := row(rows.Scan); err != nil {
 			return err
