@@ -18,15 +18,6 @@ if limit <= 0 then
 end
 local removed = {}
 
-local function isSchedulerIteration(id, jobKey)
-  local rjk = rcall("HGET", jobKey, "rjk")
-  if not rjk then
-    return false
-  end
-  local score = rcall("ZSCORE", base .. "repeat", rjk)
-  return score ~= false and id == "repeat:" .. rjk .. ":" .. score
-end
-
 local function jobTime(jobKey)
   local t = rcall("HMGET", jobKey, "finishedOn", "processedOn", "timestamp")
   return tonumber(t[1] or t[2] or t[3])

@@ -8,21 +8,12 @@
 --@include queue
 --@include remove
 
-local function isSchedulerIteration(id)
-  local rjk = rcall("HGET", base .. id, "rjk")
-  if not rjk then
-    return false
-  end
-  local score = rcall("ZSCORE", base .. "repeat", rjk)
-  return score ~= false and id == "repeat:" .. rjk .. ":" .. score
-end
-
 local removed = 0
 local function drainList(key)
   local ids = rcall("LRANGE", key, 0, -1)
   local keep = {}
   for _, id in ipairs(ids) do
-    if isSchedulerIteration(id) then
+    if isSchedulerIteration(id, base .. id) then
       keep[#keep + 1] = id
     else
       releaseOwnedDedup(id, base .. id)
@@ -39,7 +30,7 @@ end
 local function drainSet(key)
   local ids = rcall("ZRANGE", key, 0, -1)
   for _, id in ipairs(ids) do
-    if not isSchedulerIteration(id) then
+    if not isSchedulerIteration(id, base .. id) then
       releaseOwnedDedup(id, base .. id)
       removeJobKeys(base .. id)
       rcall("ZREM", key, id)

@@ -9,12 +9,8 @@
 
 local id = ARGV[2]
 local jobKey = base .. id
-local rjk = rcall("HGET", jobKey, "rjk")
-if rjk then
-  local score = rcall("ZSCORE", base .. "repeat", rjk)
-  if score and id == "repeat:" .. rjk .. ":" .. score then
-    return -8
-  end
+if isSchedulerIteration(id, jobKey) then
+  return -8
 end
 if rcall("EXISTS", jobKey .. ":lock") == 1 then
   return 0

@@ -1,6 +1,18 @@
 -- remove.lua: take a job out of whatever state holds it, with its keys.
 -- Expects common.lua, queue.lua and state key locals in scope.
 
+-- isSchedulerIteration is true when the job is a job scheduler's pending
+-- iteration (id "repeat:<scheduler>:<next ms>"), which only removing the
+-- scheduler may delete.
+local function isSchedulerIteration(id, jobKey)
+  local rjk = rcall("HGET", jobKey, "rjk")
+  if not rjk then
+    return false
+  end
+  local score = rcall("ZSCORE", base .. "repeat", rjk)
+  return score ~= false and id == "repeat:" .. rjk .. ":" .. score
+end
+
 -- releaseOwnedDedup frees the job's deduplication id if the job owns it.
 local function releaseOwnedDedup(id, jobKey)
   local deid = rcall("HGET", jobKey, "deid")
