@@ -107,7 +107,7 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 			h(job, it.outcome, it.took, it.err)
 		}
 		if it.rec.Kind == scripts.FinishRetryDelayed || it.rec.Kind == scripts.FinishMoveDelayed {
-			w.setNextDelayed(w.q.nowMs() + it.rec.Delay)
+			w.setNextDelayed(it.rec.Due)
 			newDelayed = true
 		}
 	}

@@ -122,6 +122,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		item.outcome = "delayed"
 		entry.Outcome, entry.Backoff = "delayed", time.Duration(de.delay)*time.Millisecond
 		entry.NextRun = now.Add(entry.Backoff)
+		fr.Due = entry.NextRun.UnixMilli()
 		fr.Timeline = w.timeline(job, entry)
 		return item
 	}
@@ -164,6 +165,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		fr.Kind, fr.Delay = scripts.FinishRetryDelayed, delay.Milliseconds()
 		item.outcome, entry.Outcome = "retry", "delayed"
 		entry.Backoff, entry.NextRun = delay, now.Add(delay)
+		fr.Due = entry.NextRun.UnixMilli()
 	}
 	fr.Timeline = w.timeline(job, entry)
 	return item

@@ -61,26 +61,6 @@ func AddJobs(ctx context.Context, rdb Doer, k keys.Queue, recs []AddRecord) ([]A
 	return parseAddReply(res)
 }
 
-// AddJobsCmd queues AddJobs on a pipeline (EVALSHA only: preload with Load).
-func AddJobsCmd(ctx context.Context, pipe redis.Pipeliner, k keys.Queue, recs []AddRecord) *redis.Cmd {
-	args := make([]any, 0, 1+addFields*len(recs))
-	args = AppendAddArgs(args, recs)
-	prefix := k.ScriptArgs()
-	cmdArgs := make([]any, 0, 2+len(prefix)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", addJobs.Hash())
-	cmdArgs = append(append(cmdArgs, prefix...), args...)
-	return pipe.Do(ctx, cmdArgs...)
-}
-
-// ParseAddReply decodes the reply of an AddJobsCmd.
-func ParseAddReply(cmd *redis.Cmd) ([]AddOutcome, error) {
-	res, err := cmd.Slice()
-	if err != nil {
-		return nil, err
-	}
-	return parseAddReply(res)
-}
-
 func parseAddReply(res []any) ([]AddOutcome, error) {
 	out := make([]AddOutcome, len(res))
 	for i, r := range res {
@@ -185,9 +165,10 @@ type FinishRecord struct {
 	Timeline     string // JSON, "" = unchanged
 	DedupID      string // the deduplication id the job owns, "" = none
 	HasParent    bool   // the job is a flow child: update its parent
+	Due          int64  // ms, when a FinishRetryDelayed/FinishMoveDelayed job is due
 }
 
-const finishFields = 13
+const finishFields = 14
 
 // FinishJobs ends recs' attempts and fetches up to a.Count next jobs.
 // codes[i] is nil or the error for recs[i].
@@ -201,7 +182,7 @@ func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, recs [
 			lifo = "1"
 		}
 		args = append(args, r.ID, r.Token, r.Kind, r.Value, r.Stacktrace, r.AttemptsMade, r.Keep,
-			r.Delay, lifo, r.Attempts, r.Timeline, r.DedupID, boolArg(r.HasParent))
+			r.Delay, lifo, r.Attempts, r.Timeline, r.DedupID, boolArg(r.HasParent), r.Due)
 	}
 	res, err := finishJobs.run(ctx, rdb, k, args...).Slice()
 	if err != nil {

@@ -5,12 +5,14 @@
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 now ms, 3 fetch count, 4 lock token base, 5 lock duration
 --   ms, 6 worker name, 7 worker rate limit max, 8 worker rate limit window ms,
---   9 job count n, then n records of 12 fields:
+--   9 job count n, then n records of 14 fields:
 --   id, token, kind, value, stacktrace JSON ("" = unchanged), attemptsMade
 --   after this attempt, keep spec (include/retention.lua), delay ms, lifo
 --   ("1"/"0"), attempts allowed, attempt timeline JSON ("" = unchanged),
 --   deduplication id the job owns ("" = none), "1" when the job is a child
---   of a flow (its parent is updated when it finishes, see parent.lua).
+--   of a flow (its parent is updated when it finishes, see parent.lua), due
+--   time ms for "d"/"m" (the caller's attempt end + delay, so the score and
+--   the attempt timeline name the same instant).
 --   kind: "c" completed (value = returnvalue JSON), "f" failed for good
 --   (value = failedReason), "r" retry now, "d" retry after `delay` (both
 --   value = failedReason), "w" back to wait without spending an attempt
@@ -58,7 +60,7 @@ end
 -- Pass 1: which jobs does this worker still own? One MGET reads every
 -- lock. A lock held with the job's token proves the job exists: every path
 -- that deletes a job refuses locked jobs or deletes the lock with it.
-local recordAt = function(i) return 9 + i * 13 end
+local recordAt = function(i) return 9 + i * 14 end
 local lockKeys = {}
 for i = 0, n - 1 do
   lockKeys[i + 1] = base .. ARGV[recordAt(i) + 1] .. ":lock"
@@ -215,10 +217,9 @@ for _, i in ipairs(owned) do
     end
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id, "prev", "active")
   else -- "d" or "m"
-    local delay = tonumber(ARGV[o + 8])
-    local due = now + delay
+    local due = ARGV[o + 14]
     fields[#fields + 1] = "delay"
-    fields[#fields + 1] = delay
+    fields[#fields + 1] = ARGV[o + 8]
     rcall("HSET", jobKey, unpack(fields))
     rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", id, "delay", due)
