@@ -18,10 +18,10 @@ deps: ## install missing test dependencies (redis-server, npm packages)
 .PHONY: test
 test: deps ## run every test (race on the core packages) with real servers
 	$(GO) vet ./...
-	$(GO) vet -tags cluster ./internal/clustertest/
+	$(GO) vet -tags cluster ./internal/testkit/clustertest/
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS_RACE)
 	$(GO) test -timeout $(TIMEOUT) $$($(GO) list ./... | grep -v -E '^github.com/seed40057009/drover(/internal/.*)?$$')
-	$(GO) test -tags cluster -timeout $(TIMEOUT) ./internal/clustertest/
+	$(GO) test -tags cluster -timeout $(TIMEOUT) ./internal/testkit/clustertest/
 	$(MAKE) lint
 
 .PHONY: test/race
@@ -40,13 +40,13 @@ test-interop: deps ## run the Node BullMQ oracle and differential suites alone
 
 .PHONY: test-cluster
 test-cluster: deps ## run the Redis Cluster + Sentinel suite alone (starts and stops its own servers)
-	$(GO) vet -tags cluster ./internal/clustertest/
-	$(GO) test -tags cluster -count=1 -timeout $(TIMEOUT) -v ./internal/clustertest/
+	$(GO) vet -tags cluster ./internal/testkit/clustertest/
+	$(GO) test -tags cluster -count=1 -timeout $(TIMEOUT) -v ./internal/testkit/clustertest/
 
 .PHONY: bench
 bench: deps ## go test benchmarks of the engine and the hot paths
 	$(GO) test -run '^$$' -bench . -benchmem ./ ./internal/jobcodec/
-	$(GO) test -tags cluster -run '^$$' -bench ClusterThroughput -benchtime 100000x ./internal/clustertest/
+	$(GO) test -tags cluster -run '^$$' -bench ClusterThroughput -benchtime 100000x ./internal/testkit/clustertest/
 
 .PHONY: bench-compare
 bench-compare: ## side-by-side benchmark against Node BullMQ, asynq and River (bench/README.md); ARGS="-n 5000 -runs 1" for a quick one

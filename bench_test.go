@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // BenchmarkAddAndProcess adds b.N jobs in bulk and times a worker at
@@ -38,7 +39,7 @@ func BenchmarkAddAndProcess(b *testing.B) {
 			require.NoError(b, err)
 			require.NoError(b, w.Start(ctx))
 			<-finished
-			waitFor(b, time.Minute, "all completed", func() bool {
+			testkit.WaitFor(b, time.Minute, "all completed", func() bool {
 				c, err := bundle.queue.GetJobCounts(ctx, drover.StateCompleted)
 				require.NoError(b, err)
 				return c[drover.StateCompleted] == n

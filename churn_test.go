@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestWorkerChurnLosesNothing starts and closes workers while jobs flow, with
@@ -60,7 +61,7 @@ func TestWorkerChurnLosesNothing(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, 60*time.Second, "all jobs completed", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "all jobs completed", func() bool {
 		c, err := b.queue.GetJobCounts(ctx, drover.StateCompleted)
 		require.NoError(t, err)
 		return c[drover.StateCompleted] == n

@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // testBundle is what most tests need: a client, a unique prefix, a queue.
@@ -50,23 +51,10 @@ func (b *testBundle) startWorker(t *testing.T, proc drover.ProcessorFunc, opts *
 	return w
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", timeout, what)
-}
-
 // waitState waits until job id is in state.
 func (b *testBundle) waitState(t *testing.T, id string, state drover.JobState) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "job "+id+" to be "+string(state), func() bool {
+	testkit.WaitFor(t, 10*time.Second, "job "+id+" to be "+string(state), func() bool {
 		s, err := b.queue.GetJobState(context.Background(), id)
 		require.NoError(t, err)
 		return s == state

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 func TestDeduplication(t *testing.T) {
@@ -40,7 +41,7 @@ func TestDeduplication(t *testing.T) {
 
 		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) { return nil, nil }, nil)
 		b.waitState(t, first.Job.ID, drover.StateCompleted)
-		waitFor(t, 5*time.Second, "dedup key released", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "dedup key released", func() bool {
 			n, err := b.rdb.Exists(ctx, b.prefix+":q:de:sync-user-7").Result()
 			require.NoError(t, err)
 			return n == 0
@@ -58,7 +59,7 @@ func TestDeduplication(t *testing.T) {
 		ttl, err := b.rdb.PTTL(ctx, b.prefix+":q:de:t").Result()
 		require.NoError(t, err)
 		require.Greater(t, ttl, time.Duration(0))
-		waitFor(t, 5*time.Second, "ttl expiry", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "ttl expiry", func() bool {
 			return add(t, b, "c", d, 0).Outcome == drover.AddCreated
 		})
 		_ = first

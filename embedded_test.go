@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/embedredis"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestEmbeddedEngineSmoke runs the core scenarios on the embedded engine that
@@ -86,7 +87,7 @@ func TestEmbeddedEngineSmoke(t *testing.T) {
 		require.Equal(t, int64(1), counts[drover.StateWaiting])
 		require.NoError(t, b.queue.Resume(ctx))
 		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) { return nil, nil }, nil)
-		waitFor(t, 5*time.Second, "completed", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "completed", func() bool {
 			c, err := b.queue.GetJobCounts(ctx, drover.StateCompleted)
 			require.NoError(t, err)
 			return c[drover.StateCompleted] == 1

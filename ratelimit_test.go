@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 func TestRateLimit(t *testing.T) {
@@ -31,7 +32,7 @@ func TestRateLimit(t *testing.T) {
 			_, err := b.queue.Add(ctx, "x", nil, nil)
 			require.NoError(t, err)
 		}
-		waitFor(t, 10*time.Second, "all completed", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "all completed", func() bool {
 			c, err := b.queue.GetJobCounts(ctx, drover.StateCompleted)
 			require.NoError(t, err)
 			return c[drover.StateCompleted] == int64(n)
@@ -83,7 +84,7 @@ func TestRateLimit(t *testing.T) {
 			_, err := b.queue.Add(ctx, "x", nil, nil)
 			require.NoError(t, err)
 		}
-		waitFor(t, 10*time.Second, "all completed", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "all completed", func() bool {
 			c, err := b.queue.GetJobCounts(ctx, drover.StateCompleted)
 			require.NoError(t, err)
 			return c[drover.StateCompleted] == 5

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/clock"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestAutomaticRetry covers retry path A end to end with a manual clock, so
@@ -83,7 +84,7 @@ func TestAutomaticRetry(t *testing.T) {
 		time.Sleep(60 * time.Millisecond) // several fetches: none may promote early
 		require.Equal(t, int32(1), runs.Load())
 		b.clock.Advance(time.Millisecond)
-		waitFor(t, 5*time.Second, "second run", func() bool { return runs.Load() == 2 })
+		testkit.WaitFor(t, 5*time.Second, "second run", func() bool { return runs.Load() == 2 })
 		b.waitState(t, id, drover.StateDelayed)
 		require.Equal(t, float64((t0.UnixMilli()+1000+2000)*4096), delayedScore(t, b, id))
 
@@ -211,7 +212,7 @@ func TestAutomaticRetry(t *testing.T) {
 		}, nil)
 		_, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: "first", LIFO: true, Attempts: 2})
 		require.NoError(t, err)
-		waitFor(t, 5*time.Second, "3 runs", func() bool { return len(rec.list()) == 3 })
+		testkit.WaitFor(t, 5*time.Second, "3 runs", func() bool { return len(rec.list()) == 3 })
 		require.Equal(t, []string{"first", "first", "second"}, rec.list())
 	})
 }
@@ -233,7 +234,7 @@ func TestRetention(t *testing.T) {
 			require.NoError(t, err)
 			ids = append(ids, res.Job.ID)
 		}
-		waitFor(t, 5*time.Second, "all finished", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "all finished", func() bool {
 			c, err := b.queue.GetJobCounts(ctx, drover.StateWaiting, drover.StateActive)
 			require.NoError(t, err)
 			return c[drover.StateWaiting]+c[drover.StateActive] == 0
@@ -296,7 +297,7 @@ func TestRetention(t *testing.T) {
 			&drover.WorkerOptions{RemoveOnComplete: &drover.Retention{Remove: true}})
 		res, err := b.queue.Add(ctx, "x", nil, nil)
 		require.NoError(t, err)
-		waitFor(t, 5*time.Second, "job removed", func() bool { return !exists(t, b, res.Job.ID) })
+		testkit.WaitFor(t, 5*time.Second, "job removed", func() bool { return !exists(t, b, res.Job.ID) })
 	})
 }
 

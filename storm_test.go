@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/clock"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestRetryStorm fails 10,000 jobs together with exponential backoff and
@@ -52,7 +53,7 @@ func TestRetryStorm(t *testing.T) {
 	// delayedOffsets reads the delayed set: each job's due time minus now, in ms.
 	delayedOffsets := func(t *testing.T, want int) []float64 {
 		t.Helper()
-		waitFor(t, 60*time.Second, "the storm in the delayed set", func() bool {
+		testkit.WaitFor(t, 60*time.Second, "the storm in the delayed set", func() bool {
 			n, err := b.rdb.ZCard(ctx, b.prefix+":q:delayed").Result()
 			require.NoError(t, err)
 			return n == int64(want)
@@ -97,7 +98,7 @@ func TestRetryStorm(t *testing.T) {
 	// The second backoff doubles: [400, 800) ms after the second failure.
 	c.Advance(delay)
 	// Wait until every job failed its second attempt (atm 2) before sampling.
-	waitFor(t, 60*time.Second, "second failures", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "second failures", func() bool {
 		jobs, err := b.queue.GetJobs(ctx, []drover.JobState{drover.StateDelayed}, 0, -1, true)
 		require.NoError(t, err)
 		for _, j := range jobs {
@@ -111,7 +112,7 @@ func TestRetryStorm(t *testing.T) {
 	checkSpread(t, second, float64(2*delay.Milliseconds()))
 
 	c.Advance(2 * delay)
-	waitFor(t, 60*time.Second, "all failed for good", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "all failed for good", func() bool {
 		c, err := b.queue.GetJobCounts(ctx, drover.StateFailed)
 		require.NoError(t, err)
 		return c[drover.StateFailed] == n

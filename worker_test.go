@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 func TestWorkerOrdering(t *testing.T) {
@@ -39,7 +40,7 @@ func TestWorkerOrdering(t *testing.T) {
 			rec.add(job.ID)
 			return nil, nil
 		}, nil)
-		waitFor(t, 5*time.Second, "all processed", func() bool { return len(rec.list()) == 6 })
+		testkit.WaitFor(t, 5*time.Second, "all processed", func() bool { return len(rec.list()) == 6 })
 		require.Equal(t, []string{"none", "p1a", "p1b", "p3", "p5a", "p5b"}, rec.list())
 	})
 
@@ -57,7 +58,7 @@ func TestWorkerOrdering(t *testing.T) {
 			rec.add(job.ID)
 			return nil, nil
 		}, nil)
-		waitFor(t, 5*time.Second, "all processed", func() bool { return len(rec.list()) == 4 })
+		testkit.WaitFor(t, 5*time.Second, "all processed", func() bool { return len(rec.list()) == 4 })
 		require.Equal(t, []string{"urgent", "a", "b", "c"}, rec.list())
 	})
 
@@ -126,7 +127,7 @@ func TestWorkerOrdering(t *testing.T) {
 			done.Add(1)
 			return job.ID, nil
 		}, &drover.WorkerOptions{Concurrency: 50})
-		waitFor(t, 20*time.Second, "1000 completed", func() bool {
+		testkit.WaitFor(t, 20*time.Second, "1000 completed", func() bool {
 			c, err := b.queue.GetJobCounts(ctx, drover.StateCompleted)
 			require.NoError(t, err)
 			return c[drover.StateCompleted] == 1000

@@ -18,6 +18,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/metrics"
 )
 
@@ -249,7 +250,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var after map[string]float64
-	waitFor(t, 10*time.Second, "counters to move", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "counters to move", func() bool {
 		after = scrape()
 		return after["drover_jobs_completed_total"] == 2 && after["drover_jobs_failed_total"] == 1
 	})

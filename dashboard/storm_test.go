@@ -14,6 +14,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestStorm is acceptance 4: 5,000 jobs that fail together and back off by
@@ -40,7 +41,7 @@ func TestStorm(t *testing.T) {
 		}
 		_, err := b.queue(t, queue).AddBulk(ctx, jobs)
 		require.NoError(t, err)
-		waitFor(t, 60*time.Second, fmt.Sprintf("%d delayed jobs in %s", n, queue), func() bool {
+		testkit.WaitFor(t, 60*time.Second, fmt.Sprintf("%d delayed jobs in %s", n, queue), func() bool {
 			c, err := b.queue(t, queue).GetJobCounts(ctx, drover.StateDelayed)
 			require.NoError(t, err)
 			return c[drover.StateDelayed] == n

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestUIRetryWithFreshAttempts is acceptance 1: sign in, find the job that
@@ -40,7 +41,7 @@ func TestUIRetryWithFreshAttempts(t *testing.T) {
 	b.add(t, "payments", "refund", map[string]int{"order": 41}, nil)
 	b.add(t, "payments", "bad-card", map[string]int{"order": 42}, &drover.JobOptions{Attempts: 3})
 	id := b.add(t, "payments", "charge", map[string]any{"order": 43, "amount": 1999}, testRetry)
-	waitFor(t, 20*time.Second, "two failures", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "two failures", func() bool {
 		j, err := b.queue(t, "payments").GetJob(ctx, id)
 		require.NoError(t, err)
 		return j.AttemptsMade == 2

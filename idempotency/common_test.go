@@ -18,7 +18,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/seed40057009/drover/idempotency"
-	"github.com/seed40057009/drover/internal/pgtest"
+	"github.com/seed40057009/drover/internal/testkit/pgtest"
 	"github.com/seed40057009/drover/pgmigrate"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/idempotency"
-	"github.com/seed40057009/drover/internal/pgtest"
+	"github.com/seed40057009/drover/internal/testkit/pgtest"
 )
 
 // The concurrency test of the idempotency kit (issue 4, acceptance 3): 50

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/idempotency"
-	"github.com/seed40057009/drover/internal/pgtest"
+	"github.com/seed40057009/drover/internal/testkit/pgtest"
 )
 
 func TestLedger(t *testing.T) {

@@ -10,7 +10,8 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 type testBundle struct {
@@ -84,23 +85,11 @@ var testRetry = &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: "
 func (b *testBundle) waitState(t *testing.T, queue, id string, state drover.JobState) {
 	t.Helper()
 	q := b.queue(t, queue)
-	waitFor(t, 10*time.Second, "job "+id+" to be "+string(state), func() bool {
+	testkit.WaitFor(t, 10*time.Second, "job "+id+" to be "+string(state), func() bool {
 		s, err := q.GetJobState(context.Background(), id)
 		require.NoError(t, err)
 		return s == state
 	})
-}
-
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", timeout, what)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 func TestJob(t *testing.T) {
@@ -31,7 +32,7 @@ func TestJob(t *testing.T) {
 			return "paid", nil
 		}, &drover.WorkerOptions{Name: "w1"})
 		id := b.add(t, "pay", "charge", testRetry)
-		waitFor(t, 10*time.Second, "two failures", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "two failures", func() bool {
 			d, err := b.ins.Job(ctx, "pay", id)
 			require.NoError(t, err)
 			return d.Budget.Made == 2

@@ -12,7 +12,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/idempotency"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/lab"
 	"github.com/seed40057009/drover/pgmigrate"
 )

@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed40057009/drover/internal/pgtest"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit/pgtest"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/lab"
 	"github.com/seed40057009/drover/pgmigrate"
 )

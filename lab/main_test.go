@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 	_ "modernc.org/sqlite"
 
-	"github.com/seed40057009/drover/internal/pgtest"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit/pgtest"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/lab"
 )
 

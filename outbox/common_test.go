@@ -17,8 +17,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/pgtest"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit/pgtest"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/outbox"
 	"github.com/seed40057009/drover/pgmigrate"
 )
@@ -295,16 +295,3 @@ func pending(rows []rowState) []int64 {
 }
 
 func outboxJobID(id int64) string { return "outbox-" + strconv.FormatInt(id, 10) }
-
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", timeout, what)
-}

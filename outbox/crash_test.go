@@ -18,7 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/outbox"
 )
 
@@ -273,7 +274,7 @@ func crashRelays(t *testing.T, bundle *testBundle, crash crashFunc, timed bool) 
 	// flush until nothing is pending.
 	final := bundle.newRelay(t, nil)
 	var finalStats outbox.Stats
-	waitFor(t, 30*time.Second, "every row sent", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "every row sent", func() bool {
 		stats, err := final.Flush(ctx)
 		require.NoError(t, err)
 		finalStats.Created += stats.Created

@@ -15,8 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/pgtest"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/pgtest"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/outbox"
 )
 
@@ -266,7 +267,7 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		relay := bundle.newRelay(t, &outbox.RelayOptions{PollInterval: 20 * time.Millisecond})
 		require.NoError(t, relay.Start(ctx))
 		bundle.add(t, job{queue: "q", name: "after-start"})
-		waitFor(t, 10*time.Second, "both rows relayed", func() bool { return len(pending(bundle.rows(t))) == 0 })
+		testkit.WaitFor(t, 10*time.Second, "both rows relayed", func() bool { return len(pending(bundle.rows(t))) == 0 })
 		require.EqualValues(t, 2, bundle.jobCount(t, "q"))
 	})
 
@@ -289,7 +290,7 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 
 		bundle.add(t, job{queue: "q", name: "a"}, job{queue: "q", name: "b"})
 		require.NoError(t, relay.Start(ctx), "Start does not need Redis")
-		waitFor(t, 10*time.Second, "four failed batches", func() bool { return len(logs.delays()) >= 4 })
+		testkit.WaitFor(t, 10*time.Second, "four failed batches", func() bool { return len(logs.delays()) >= 4 })
 		require.Len(t, pending(bundle.rows(t)), 2, "nothing is dropped while Redis is down")
 
 		delays := logs.delays()
@@ -297,7 +298,7 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		require.LessOrEqual(t, delays[3], 80*time.Millisecond, "up to MaxRetryDelay")
 
 		proxy.setDown(false)
-		waitFor(t, 10*time.Second, "rows relayed once Redis is back", func() bool { return len(pending(bundle.rows(t))) == 0 })
+		testkit.WaitFor(t, 10*time.Second, "rows relayed once Redis is back", func() bool { return len(pending(bundle.rows(t))) == 0 })
 		require.EqualValues(t, 2, bundle.jobCount(t, "q"))
 	})
 
@@ -419,7 +420,7 @@ func TestRelayPostgres(t *testing.T) {
 		require.NoError(t, relay.Start(ctx))
 		bundle.add(t, job{queue: "q", name: "a"})
 		// The poll interval is an hour: only the notification can do this.
-		waitFor(t, 10*time.Second, "the row relayed", func() bool { return len(pending(bundle.rows(t))) == 0 })
+		testkit.WaitFor(t, 10*time.Second, "the row relayed", func() bool { return len(pending(bundle.rows(t))) == 0 })
 	})
 
 	t.Run("TheListenerReconnectsAfterLosingItsConnection", func(t *testing.T) {
@@ -436,12 +437,12 @@ func TestRelayPostgres(t *testing.T) {
 			SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 			WHERE datname = current_database() AND query LIKE 'LISTEN%'`).Scan(&killed))
 		require.Equal(t, 1, killed)
-		waitFor(t, 10*time.Second, "the loss to be noticed", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "the loss to be noticed", func() bool {
 			return strings.Contains(logs.String(), "outbox listen connection lost; reconnecting")
 		})
 
 		bundle.add(t, job{queue: "q", name: "a"})
-		waitFor(t, 10*time.Second, "the row relayed", func() bool { return len(pending(bundle.rows(t))) == 0 })
+		testkit.WaitFor(t, 10*time.Second, "the row relayed", func() bool { return len(pending(bundle.rows(t))) == 0 })
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 	_ "modernc.org/sqlite"
 
-	"github.com/seed40057009/drover/internal/pgtest"
+	"github.com/seed40057009/drover/internal/testkit/pgtest"
 	"github.com/seed40057009/drover/pgmigrate"
 )
 

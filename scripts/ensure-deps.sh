@@ -28,7 +28,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   }
 fi
 
-oracle=internal/bullmqoracle/node
+oracle=internal/testkit/bullmqoracle/node
 if [ -f "$oracle/package-lock.json" ]; then
   if [ ! -d "$oracle/node_modules/bullmq" ] || [ "$oracle/package-lock.json" -nt "$oracle/node_modules/.package-lock.json" ]; then
     echo "ensure-deps: npm ci in $oracle"

@@ -18,7 +18,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a command writing while the test

@@ -1,5 +1,5 @@
 // Package interoptest holds drover's interop and differential suites against
-// Node BullMQ (pinned by internal/bullmqoracle). It has no library code:
+// Node BullMQ (pinned by internal/testkit/bullmqoracle). It has no library code:
 // everything is in its _test.go files, run by `make test-interop`
 // (go test -run 'Interop|Differential' ./internal/interoptest/), one line
 // per scenario.
@@ -28,7 +28,7 @@
 // TestDifferentialLayout, TestDifferentialLayoutAdmin and
 // TestDifferentialRetry run the same operations once with Node BullMQ and
 // once with drover, each under its own key prefix, dump both Redis states
-// with internal/statedump, normalise them and require them to be equal. The
+// with internal/testkit/statedump, normalise them and require them to be equal. The
 // few legitimate differences are removed by comparableDump; each exclusion
 // is listed there with its reason. Retry scenarios also compare the event
 // sequences (name, jobId, prev). TestInteropRetry and TestInteropStalled
@@ -38,7 +38,7 @@
 //
 // Each top-level test starts one Node driver (bullmqoracle.Start) shared by
 // its subtests; every subtest has its own key prefix on the package's
-// redis-server (internal/redistest). Stall tests run worker processes: a Node
+// redis-server (internal/testkit/redistest). Stall tests run worker processes: a Node
 // one (bullmqoracle.StartWorkerProcess) or a drover one, which is this test
 // binary re-executed as TestDroverWorkerChild.
 package interoptest

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
 
 // TestInteropEvents reads each implementation's events with the other's

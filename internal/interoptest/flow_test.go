@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
 
 // TestInteropFlows: Node's FlowProducer adds a parent waiting for children in

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/bullmqoracle"
-	"github.com/seed40057009/drover/internal/redistest"
-	"github.com/seed40057009/drover/internal/statedump"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
 // waitLong bounds every wait for jobs to be processed or events to arrive.
@@ -88,7 +88,7 @@ func (b *bundle) sibling(t *testing.T) *bundle {
 }
 
 // customBackoffs are the custom backoff strategies both sides know: Node's
-// from internal/bullmqoracle/node/lib.mjs (through its "byType" strategy),
+// from internal/testkit/bullmqoracle/node/lib.mjs (through its "byType" strategy),
 // drover's from droverStrategies.
 var customBackoffs = []string{"linear100", "stop", "zero"}
 
@@ -230,7 +230,7 @@ type workerSpec struct {
 	name        string
 	concurrency int
 	// behavior is what the processor does, on either side (zero: Echo):
-	// Node runs it in internal/bullmqoracle/node/lib.mjs, drover in
+	// Node runs it in internal/testkit/bullmqoracle/node/lib.mjs, drover in
 	// droverBehavior.
 	behavior bullmqoracle.Behavior
 	// drover, when set, replaces the drover worker's processor.
@@ -243,7 +243,7 @@ type workerSpec struct {
 }
 
 // droverBehavior is a drover processor doing what runBehavior in
-// internal/bullmqoracle/node/lib.mjs does for a Node worker, so one scripted
+// internal/testkit/bullmqoracle/node/lib.mjs does for a Node worker, so one scripted
 // behaviour runs on both sides. The zero Behavior echoes the job's data.
 func droverBehavior(bh bullmqoracle.Behavior) drover.ProcessorFunc {
 	return func(ctx context.Context, job *drover.Job) (any, error) {

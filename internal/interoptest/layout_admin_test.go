@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/statedump"
+	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
 // admin performs one admin operation with Node BullMQ's Queue/Job or

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
 
 // layoutJob is one add written once for each side, explicitly, so the test

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
 
 // TestInteropRetry finishes jobs with one implementation's worker, re-runs

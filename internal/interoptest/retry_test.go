@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
 
 // TestDifferentialRetry runs each failing/retrying scenario of issue 3 once

@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/seed40057009/drover/internal/clustertest"
+	"github.com/seed40057009/drover/internal/testkit/clustertest"
 )
 
 func TestMain(m *testing.M) {

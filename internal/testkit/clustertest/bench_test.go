@@ -26,7 +26,7 @@ import (
 // all masters spent per job, busiest-master-% the busiest master's CPU use
 // over the run (100 = one core):
 //
-//	go test -tags cluster -run '^$' -bench ClusterThroughput -benchtime 60000x ./internal/clustertest/
+//	go test -tags cluster -run '^$' -bench ClusterThroughput -benchtime 60000x ./internal/testkit/clustertest/
 func BenchmarkClusterThroughput(b *testing.B) {
 	const queues = 6
 	for _, masters := range []int{1, 3} {

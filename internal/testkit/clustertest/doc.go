@@ -30,7 +30,7 @@
 // The tests are behind the build tag "cluster", so the race-enabled run of
 // ./internal/... does not pay for them:
 //
-//	go test -tags cluster -count=1 ./internal/clustertest/
+//	go test -tags cluster -count=1 ./internal/testkit/clustertest/
 //
 // They cover, on the cluster: the interop and retry-lifecycle scenarios with
 // Node BullMQ as the peer (TestClusterInterop); 100,000 jobs on 8 queues

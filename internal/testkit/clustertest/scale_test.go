@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/clustertest"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/testkit/clustertest"
 )
 
 // spreadQueues names n queues "q{tag}" under prefix whose tags hash to slots

@@ -4,7 +4,7 @@
 //
 // # Processes
 //
-// [Start] spawns `node driver.mjs` (in internal/bullmqoracle/node), a
+// [Start] spawns `node driver.mjs` (in internal/testkit/bullmqoracle/node), a
 // long-running process that answers newline-delimited JSON requests on
 // stdin/stdout. Each [Oracle] method is one request: queue operations
 // ([Oracle.Add], [Oracle.GetJob], [Oracle.GetState], [Oracle.GetJobCounts],

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/bullmqoracle"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
 
 // TestClusterInterop runs the interop and retry-lifecycle scenarios on the

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/seed40057009/drover/internal/bullmqoracle"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/clustertest"
+	"github.com/seed40057009/drover/internal/testkit/clustertest"
 )
 
 // TestClusterMisconfiguration: on a cluster client, a queue whose keys carry

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/seed40057009/drover/internal/redistest"
-	"github.com/seed40057009/drover/internal/statedump"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
 func TestMain(m *testing.M) {

@@ -16,9 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/clustertest"
 	"github.com/seed40057009/drover/internal/keys"
-	"github.com/seed40057009/drover/internal/redistest"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/clustertest"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // failoverRun is the part the cluster and the sentinel failover tests share:
@@ -201,7 +202,7 @@ func TestClusterFailover(t *testing.T) {
 
 	// The victim is the master of queue 0; fail it over once processing is
 	// well under way there.
-	waitFor(t, 60*time.Second, "processing to be under way", func() bool { return r.completed(0) >= perQueue/5 })
+	testkit.WaitFor(t, 60*time.Second, "processing to be under way", func() bool { return r.completed(0) >= perQueue/5 })
 	lateDone := make(chan struct{})
 	go func() { defer close(lateDone); r.addLate(ctx, late) }()
 	before := r.completed(0)
@@ -236,7 +237,7 @@ func TestClusterMasterKilled(t *testing.T) {
 	r := startFailoverRun(t, rdb, prefix, names, perQueue, 20, 20*time.Millisecond)
 	require.NoError(t, c.WaitReplicated(ctx))
 
-	waitFor(t, 60*time.Second, "processing to be under way", func() bool { return r.completed(0) >= perQueue/5 })
+	testkit.WaitFor(t, 60*time.Second, "processing to be under way", func() bool { return r.completed(0) >= perQueue/5 })
 	before := r.completed(0)
 	start := time.Now()
 	newMaster, killed, err := c.KillMaster(ctx, masters[0])
@@ -254,7 +255,7 @@ func TestClusterMasterKilled(t *testing.T) {
 	// The workers' client still maps queue 0's slot to the dead node; it
 	// must find the new master by itself, well before go-redis's periodic
 	// reload (ClusterStateReloadInterval, 60s by default).
-	waitFor(t, 20*time.Second, "the workers to complete queue 0's jobs on the new master", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the workers to complete queue 0's jobs on the new master", func() bool {
 		counts, err := obsQueue.GetJobCounts(ctx, drover.StateCompleted)
 		return err == nil && counts[drover.StateCompleted] > atElection+100
 	})
@@ -291,7 +292,7 @@ func TestSentinelFailover(t *testing.T) {
 	// replica has them (replication is asynchronous).
 	require.NoError(t, s.WaitReplicated(ctx))
 
-	waitFor(t, 60*time.Second, "processing to be under way", func() bool { return r.completed(0) >= perQueue/5 })
+	testkit.WaitFor(t, 60*time.Second, "processing to be under way", func() bool { return r.completed(0) >= perQueue/5 })
 	old, err := s.MasterAddr(ctx)
 	require.NoError(t, err)
 	before := r.completed(0)
@@ -301,7 +302,7 @@ func TestSentinelFailover(t *testing.T) {
 	promoted := time.Since(start)
 	// The client switches when a sentinel publishes +switch-master.
 	_, port, _ := strings.Cut(newMaster, ":")
-	waitFor(t, 30*time.Second, "the failover client to use the new master", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the failover client to use the new master", func() bool {
 		inf, err := rdb.Info(ctx, "server").Result()
 		return err == nil && strings.Contains(inf, "tcp_port:"+port+"\r\n")
 	})
@@ -372,7 +373,7 @@ func TestClusterFailoverIdleWorker(t *testing.T) {
 	require.NotNil(t, node)
 	mrdb := node.Client()
 	t.Cleanup(func() { _ = mrdb.Close() })
-	waitFor(t, 10*time.Second, "the worker to block in BZPOPMIN on "+master, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the worker to block in BZPOPMIN on "+master, func() bool {
 		list, err := mrdb.ClientList(ctx).Result()
 		require.NoError(t, err)
 		return strings.Contains(list, "cmd=bzpopmin") && strings.Contains(list, "cmd=xread")

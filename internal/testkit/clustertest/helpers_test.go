@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/clustertest"
+	"github.com/seed40057009/drover/internal/testkit/clustertest"
 )
 
 // clusterClient returns the shared cluster and a client of it, closed when
@@ -70,19 +70,6 @@ func startWorker(t testing.TB, rdb redis.UniversalClient, prefix, name string, p
 		require.NoError(t, w.Close(ctx))
 	})
 	return w
-}
-
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", timeout, what)
 }
 
 // waitCounts waits until the queue's counts of the given states equal want.

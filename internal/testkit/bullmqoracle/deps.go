@@ -24,7 +24,7 @@ var (
 	depsErr  error
 )
 
-// nodeDir returns internal/bullmqoracle/node with its npm dependencies
+// nodeDir returns internal/testkit/bullmqoracle/node with its npm dependencies
 // installed, running `npm ci` when they are missing or stale. The result is
 // computed once per process; parallel test binaries serialise the install
 // with an flock on node/.npm-ci.lock.
@@ -112,11 +112,11 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-// locateNodeDir finds internal/bullmqoracle/node below the module root: it
+// locateNodeDir finds internal/testkit/bullmqoracle/node below the module root: it
 // walks up from the working directory to go.mod, and falls back to the
 // directory of this source file.
 func locateNodeDir() (string, error) {
-	const rel = "internal/bullmqoracle/node"
+	const rel = "internal/testkit/bullmqoracle/node"
 	if wd, err := os.Getwd(); err == nil {
 		for d := wd; ; d = filepath.Dir(d) {
 			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {

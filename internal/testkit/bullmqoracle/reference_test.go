@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed40057009/drover/internal/bullmqoracle"
-	"github.com/seed40057009/drover/internal/statedump"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
 // TestReferenceDump records, in the test log, the Redis state Node BullMQ
 // leaves after adding a plain, a delayed, a prioritized and a LIFO job, and
 // after a worker processed them: the reference the drover engine must
-// reproduce. Run `go test -run TestReferenceDump -v ./internal/bullmqoracle`
+// reproduce. Run `go test -run TestReferenceDump -v ./internal/testkit/bullmqoracle`
 // to read it.
 func TestReferenceDump(t *testing.T) {
 	t.Parallel()
