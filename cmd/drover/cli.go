@@ -46,7 +46,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		m.usage()
 		return usagef("unknown command %q", args[0])
 	}
-	err := info.make(m).Run(ctx, args[1:])
+	// Every byte a command prints passes escapeControls: queue and job
+	// names, reasons, traces and logs come from whoever writes to Redis.
+	safe := Main{Stdout: newEscapingWriter(m.Stdout), Stderr: newEscapingWriter(m.Stderr)}
+	err := info.make(&safe).Run(ctx, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the command printed its usage for -h
 	}

@@ -30,10 +30,10 @@ func main() {
 	switch {
 	case err == nil:
 	case errors.As(err, &usage):
-		fmt.Fprintln(os.Stderr, "drover:", err)
+		fmt.Fprintln(os.Stderr, "drover:", escapeControls(err.Error()))
 		os.Exit(2)
 	default:
-		fmt.Fprintln(os.Stderr, "drover:", err)
+		fmt.Fprintln(os.Stderr, "drover:", escapeControls(err.Error()))
 		os.Exit(1)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,7 +39,7 @@ func (t *table) row(cells ...any) {
 	parts := make([]string, len(cells))
 	for i, c := range cells {
 		// Tabs and newlines in job data must not break the columns.
-		parts[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(fmt.Sprint(c))
+		parts[i] = escapeControls(strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(fmt.Sprint(c)))
 	}
 	fmt.Fprintln(t.tw, strings.Join(parts, "\t"))
 }
@@ -70,17 +69,6 @@ func until(t time.Time) string {
 		return "in " + d.String()
 	}
 	return (-d).String() + " ago"
-}
-
-// isTerminal reports whether w is a terminal (progress bars go there only,
-// unless forced with --progress).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // progressBar draws "[#####.....] done/total" on one line, redrawn in place.

@@ -105,7 +105,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		return nil
 	}
 
-	bar := &progressBar{w: c.out, label: "retrying"}
+	bar := &progressBar{w: rawWriter(c.out), label: "retrying"}
 	opts := &inspect.RetryOptions{
 		State: drover.JobState(*state), Filter: filter, ResetAttempts: *reset, Limit: *limit,
 		ChunkSize: *chunk, Pause: *pause, DryRun: *dryRun,
