@@ -80,7 +80,7 @@ type Deduplication struct {
 // "not set" and fall back to QueueOptions.DefaultJobOptions.
 type JobOptions struct {
 	// JobID is a custom id. BullMQ's rules apply: not empty, not an integer,
-	// not "0" or "0:…", no ':' (see ValidateJobID). Adding an id that exists
+	// not "0" or "0:…", no ':', not "." or ".." (see ValidateJobID). Adding an id that exists
 	// returns the existing job with Outcome AddDuplicate. "" = next counter.
 	JobID string
 	// Delay postpones the job. Must not be negative. Stored in ms.

@@ -11,6 +11,8 @@ package keys
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -119,11 +121,17 @@ var reservedIDs = map[string]bool{
 	"limiter": true, "repeat": true, "metrics": true, "priority": true, "delay": true,
 }
 
-// ValidateJobID applies BullMQ's rules for custom job ids, plus a check
-// against ids that would collide with queue keys:
+// ValidateJobID applies BullMQ's rules for custom job ids, plus checks
+// against ids that would collide with queue keys or that no URL path can
+// carry:
 //   - not empty, not "0", not starting with "0:" (reserved for legacy markers);
-//   - not integer-looking ("123", "-5"): those belong to the id counter;
-//   - no ':' unless it splits into exactly three parts (scheduler ids).
+//   - not integer-looking: refused exactly when JavaScript's
+//     String(parseInt(id, 10)) === id, as BullMQ's Job.validateOptions does
+//     ("123", "-5", "1234567890123456", "100000000000000000000"; not "007",
+//     "-0", "+5" or "12345678901234567", which parseInt rounds);
+//   - no ':' unless it splits into exactly three parts (scheduler ids);
+//   - not "." or "..": BullMQ accepts them, but a URL path segment of "." or
+//     ".." is removed by every HTTP client, so no dashboard could show them.
 func ValidateJobID(id string) error {
 	switch {
 	case id == "":
@@ -134,6 +142,8 @@ func ValidateJobID(id string) error {
 		return fmt.Errorf("job id %q must not be an integer: integer ids are drawn from the queue's counter", id)
 	case strings.Contains(id, ":") && strings.Count(id, ":") != 2:
 		return fmt.Errorf("job id %q must not contain ':'", id)
+	case id == "." || id == "..":
+		return fmt.Errorf("job id %q is not allowed: a URL path cannot carry it", id)
 	case reservedIDs[id] || strings.HasPrefix(id, "de:") || strings.HasPrefix(id, "dn:") ||
 		strings.HasPrefix(id, "metrics:") || strings.HasPrefix(id, "marker:"):
 		return fmt.Errorf("job id %q collides with a queue key name", id)
@@ -141,19 +151,27 @@ func ValidateJobID(id string) error {
 	return nil
 }
 
-// isIntegerLooking mirrors JavaScript's `String(parseInt(id)) === id`: an
-// optional '-' and digits with no leading zero (and "-0" is not integer-looking).
+// isIntegerLooking reports JavaScript's `String(parseInt(id, 10)) === id`.
+// Only "-"? followed by digits can equal a number's decimal rendering, so
+// the id is read as parseInt reads it (a float64, correctly rounded) and
+// rendered as Number.prototype.toString does: the shortest digits that read
+// back to the same float, in plain notation below 1e21 and exponent form
+// from 1e21 on (which never equals a digit string). -0 renders as "0".
 func isIntegerLooking(id string) bool {
-	s := strings.TrimPrefix(id, "-")
-	if s == "" || (len(s) > 1 && s[0] == '0') || (s == "0" && id != "0") {
-		return false
+	digits := strings.TrimPrefix(id, "-")
+	if digits == "" || len(digits) > 21 {
+		return false // 22+ digits are >= 1e21: rendered with an exponent
 	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
 			return false
 		}
 	}
-	return len(s) <= 15 // beyond 2^53 parseInt loses digits, so String() differs
+	f, err := strconv.ParseFloat(id, 64)
+	if err != nil || f == 0 && id != "0" || math.Abs(f) >= 1e21 {
+		return false
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64) == id
 }
 
 // HashTag returns the {tag} part Redis Cluster hashes for key, and whether
