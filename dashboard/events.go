@@ -23,6 +23,9 @@ type Event struct {
 	AttemptsMade int              `json:"attemptsMade,omitempty"`
 }
 
+// streamWriteTimeout bounds writing one live-update event.
+const streamWriteTimeout = 30 * time.Second
+
 // events streams a queue's events stream to the browser.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	select {
@@ -33,6 +36,9 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
+	// A stream outlives the server's write timeout; each event gets its own
+	// (a reader that stops reading loses the stream and its slot).
+	_ = rc.SetWriteDeadline(time.Time{})
 	last := r.Header.Get("Last-Event-ID")
 	qe, err := h.ins.Events(r.Context(), r.PathValue("queue"), last)
 	if err != nil {
@@ -59,6 +65,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		// JSON has no raw newlines, so one data line carries the event.
 		if _, err := fmt.Fprintf(w, "id: %s\nevent: job\ndata: %s\n\n", ev.ID, b); err != nil {
 			return err

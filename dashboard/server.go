@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/seed40057009/drover/inspect"
 )
@@ -29,6 +28,12 @@ type ServerOptions struct {
 	// Handler.AllowedHosts is empty, the loopback host names are allowed
 	// only (a guard against DNS rebinding).
 	Handler *Options
+	// MaxConns caps the open connections. At the cap a new connection
+	// closes the oldest one not running a request (slow senders and idle
+	// keep-alives go first), so slow clients cannot lock others out.
+	// Defaults to MaxConnsDefault (1000) or half the process's open-file
+	// limit, whichever is lower.
+	MaxConns int
 }
 
 // Server runs the dashboard on its own HTTP server.
@@ -37,6 +42,8 @@ type Server struct {
 	addr string
 	h    *Handler
 	log  *slog.Logger
+
+	maxConns int
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -78,7 +85,16 @@ func NewServer(ins *inspect.Inspector, opts *ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{ins: ins, addr: o.Addr, h: h, log: h.opts.Logger}, nil
+	if o.MaxConns == 0 {
+		o.MaxConns = MaxConnsDefault
+		if n := openFileLimit(); n > 0 {
+			o.MaxConns = max(min(o.MaxConns, n/2), 1)
+		}
+	}
+	if o.MaxConns < 1 {
+		return nil, fmt.Errorf("dashboard: ServerOptions.MaxConns must be at least 1, got %d", o.MaxConns)
+	}
+	return &Server{ins: ins, addr: o.Addr, h: h, log: h.opts.Logger, maxConns: o.MaxConns}, nil
 }
 
 // IsLoopback reports whether a listen host is loopback only: "localhost" or
@@ -115,12 +131,19 @@ func (s *Server) Start(ctx context.Context) error { //nolint:contextcheck // req
 	}
 	// Requests outlive Start's ctx: they end when Close cancels base.
 	base, stop := context.WithCancel(context.Background())
+	// Slow clients: headers within ReadHeaderTimeoutDefault, bodies within
+	// BodyTimeoutDefault (guardRequests), responses within
+	// WriteTimeoutDefault, and at most maxConns connections (connGuard).
+	ln = newConnGuard(ln, s.maxConns)
 	s.srv = &http.Server{
-		Handler:           s.h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:           guardRequests(s.h),
+		ReadHeaderTimeout: ReadHeaderTimeoutDefault,
+		IdleTimeout:       IdleTimeoutDefault,
+		MaxHeaderBytes:    MaxHeaderBytesDefault,
+		ConnContext:       connContext,
 		// Requests (live-update streams, bulk retries) end when Close begins.
 		BaseContext: func(net.Listener) context.Context { return base },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.ln, s.baseStop, s.done, s.started = ln, stop, make(chan struct{}), true
 	go func() {
