@@ -95,7 +95,7 @@ func (b *addBatcher) run(ctx context.Context, q *Queue, batch []*addRequest) {
 	for i, r := range batch {
 		recs[i] = r.rec
 	}
-	outcomes, err := scripts.AddJobs(context.WithoutCancel(ctx), q.rdb, q.k, recs)
+	outcomes, err := scripts.AddJobs(context.WithoutCancel(ctx), q.rdb, q.k, scripts.NewCall(q.opts.AddRetryWindow), recs)
 	if err != nil {
 		reloadTopology(q.rdb, err)
 	}

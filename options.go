@@ -26,6 +26,9 @@ const (
 	MaxPriority = 1<<21 - 1
 	// AddBulkChunkDefault is how many jobs AddBulk sends per script call.
 	AddBulkChunkDefault = 500
+	// AddRetryWindowDefault is how long Redis remembers an add call's reply
+	// so that a client retry of the call is answered, not run again.
+	AddRetryWindowDefault = time.Minute
 )
 
 // Backoff kinds BullMQ knows. Any other name refers to a custom strategy
@@ -296,6 +299,17 @@ type QueueOptions struct {
 	// AddBulkChunk is how many jobs AddBulk sends per script call.
 	// Defaults to AddBulkChunkDefault.
 	AddBulkChunk int
+	// AddRetryWindow is how long Redis keeps each add call's reply (a key
+	// "<prefix>:<queue>:add:<token>" of a few dozen bytes per call). go-redis
+	// resends a command whose reply it lost (connection reset, read
+	// timeout); a resend that arrives within the window gets the first
+	// run's answer and stores nothing, so every Add and AddBulk chunk is
+	// stored exactly once per call. It must exceed the longest the client
+	// keeps retrying one command: MaxRetries x (DialTimeout + WriteTimeout +
+	// ReadTimeout + MaxRetryBackoff), about 35 s with go-redis's defaults.
+	//
+	// Defaults to AddRetryWindowDefault (1 minute). Must not be negative.
+	AddRetryWindow time.Duration
 	// BackoffTypes names the custom backoff strategies this queue's workers
 	// register (WorkerOptions.BackoffStrategies). Add refuses a Backoff.Type
 	// that is neither fixed, exponential nor listed here, so a typo fails at
@@ -316,6 +330,9 @@ func (o *QueueOptions) withDefaults() QueueOptions {
 	}
 	if r.AddBulkChunk == 0 {
 		r.AddBulkChunk = AddBulkChunkDefault
+	}
+	if r.AddRetryWindow == 0 {
+		r.AddRetryWindow = AddRetryWindowDefault
 	}
 	return r
 }

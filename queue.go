@@ -47,6 +47,9 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 	if o.AddBulkChunk < 1 {
 		return nil, optionError("QueueOptions.AddBulkChunk must be at least 1, got %d", o.AddBulkChunk)
 	}
+	if o.AddRetryWindow < time.Millisecond {
+		return nil, optionError("QueueOptions.AddRetryWindow must be at least 1ms, got %s", o.AddRetryWindow)
+	}
 	if o.DefaultJobOptions != nil {
 		if o.DefaultJobOptions.JobID != "" || o.DefaultJobOptions.Deduplication != nil {
 			return nil, optionError("QueueOptions.DefaultJobOptions must not set JobID or Deduplication")
@@ -291,7 +294,7 @@ func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 	}
 	for from := 0; from < len(recs); from += q.opts.AddBulkChunk {
 		to := min(from+q.opts.AddBulkChunk, len(recs))
-		outcomes, err := scripts.AddJobs(ctx, q.rdb, q.k, recs[from:to])
+		outcomes, err := scripts.AddJobs(ctx, q.rdb, q.k, scripts.NewCall(q.opts.AddRetryWindow), recs[from:to])
 		if err != nil {
 			reloadTopology(q.rdb, err)
 			return nil, fmt.Errorf("add %d jobs to queue %q: %w", to-from, q.name, err)

@@ -2,8 +2,12 @@ package scripts
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -34,10 +38,38 @@ type AddOutcome struct {
 
 const addFields = 11
 
+// Call identifies one AddJobs call across the client's retries of it: the
+// script records its reply under Token for TTL, and a re-run of the same call
+// (go-redis resends a command whose reply was lost) returns that reply and
+// writes nothing.
+type Call struct {
+	Token string        // unique per call; "" = no replay protection
+	TTL   time.Duration // how long a re-run is recognised
+}
+
+// callTokenPrefix makes tokens unique across processes; callSeq within one.
+var (
+	callTokenPrefix = newTokenPrefix()
+	callSeq         atomic.Uint64
+)
+
+func newTokenPrefix() string {
+	var b [9]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]) + "."
+}
+
+// NewCall returns a Call with a fresh token, valid for ttl.
+func NewCall(ttl time.Duration) Call {
+	return Call{Token: callTokenPrefix + strconv.FormatUint(callSeq.Add(1), 36), TTL: ttl}
+}
+
 // AppendAddArgs appends the ARGV of AddJobs for recs to args (which must
 // already hold the base). Exposed for benchmarks of the encoding.
-func AppendAddArgs(args []any, recs []AddRecord) []any {
-	args = append(args, len(recs))
+func AppendAddArgs(args []any, call Call, recs []AddRecord) []any {
+	args = append(args, call.Token, max(call.TTL.Milliseconds(), 1), len(recs))
 	for i := range recs {
 		r := &recs[i]
 		lifo := "0"
@@ -50,10 +82,12 @@ func AppendAddArgs(args []any, recs []AddRecord) []any {
 	return args
 }
 
-// AddJobs stores and enqueues recs in one call.
-func AddJobs(ctx context.Context, rdb Doer, k keys.Queue, recs []AddRecord) ([]AddOutcome, error) {
-	args := make([]any, 0, 1+addFields*len(recs))
-	args = AppendAddArgs(args, recs)
+// AddJobs stores and enqueues recs in one call. Retries of the command by
+// the client (after a lost reply) are answered with the first run's reply,
+// so the jobs are stored once per call (see Call).
+func AddJobs(ctx context.Context, rdb Doer, k keys.Queue, call Call, recs []AddRecord) ([]AddOutcome, error) {
+	args := make([]any, 0, 3+addFields*len(recs))
+	args = AppendAddArgs(args, call, recs)
 	res, err := addJobs.run(ctx, rdb, k, args...).Slice()
 	if err != nil {
 		return nil, err

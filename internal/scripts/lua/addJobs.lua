@@ -1,6 +1,7 @@
 -- addJobs: store and enqueue a batch of new jobs (a single add is a batch of one).
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 job count n, then n records of 11 fields:
+-- ARGV: 1 base, 2 call token ("" = none), 3 call token ttl ms, 4 job count n,
+--   then n records of 11 fields:
 --   id ("" = take the next counter value), name, timestamp ms, data JSON,
 --   opts JSON, delay ms (> 0 = delayed), priority (0 = none), lifo ("1"/"0"),
 --   deduplication id ("" = none), deduplication ttl ms (0 = none),
@@ -10,11 +11,24 @@
 --   "deduplicated" (dedup id owned by job `id`; state is its state) or
 --   "readded" (created, taking over a dedup id whose owner job had been
 --   removed; state is the removed owner's id).
+-- Exactly once per call: a client that lost the reply retries the command, so
+-- the script may run again for the same call. The first run stores its reply
+-- under <base>add:<token> for the ttl; a run that finds it returns it and
+-- writes nothing. (':' cannot occur in a job id, so the key is no job's.)
 --@include common
 --@include queue
 --@include state
 
-local n = tonumber(ARGV[2])
+local callKey = nil
+if ARGV[2] ~= "" then
+  callKey = base .. "add:" .. ARGV[2]
+  local first = rcall("GET", callKey)
+  if first then
+    return cjson.decode(first)
+  end
+end
+
+local n = tonumber(ARGV[4])
 local maxLen = maxEvents(metaKey)
 local blocked = pausedOrMaxed(metaKey, activeKey)
 local replies = {}
@@ -117,7 +131,7 @@ local counter = rcall("INCRBY", idKey, n) - n
 local fifo, lifo, prio, pending = {}, {}, {}, {}
 
 for i = 0, n - 1 do
-  local o = 2 + i * 11
+  local o = 4 + i * 11
   local id = ARGV[o + 1]
   local name = ARGV[o + 2]
   local timestamp = ARGV[o + 3]
@@ -203,5 +217,8 @@ if #fifo + #lifo + #prio > 0 then
 end
 if delayMarker then
   addDelayMarker(markerKey, delayedKey)
+end
+if callKey then
+  rcall("SET", callKey, cjson.encode(replies), "PX", ARGV[3])
 end
 return replies

@@ -1,0 +1,108 @@
+package drover_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestAddExactlyOnceUnderClientRetry: a proxy between the producer and a
+// real redis-server lets the add script run, then loses its reply and resets
+// the connection. go-redis retries the command on a new connection, so the
+// script runs a second time; each call must still store its jobs once and
+// report what the first run did.
+func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
+	t.Parallel()
+
+	type testBundle struct {
+		proxy  *faultproxy.Proxy
+		direct *redis.Client // straight to Redis, for checks
+		queue  *drover.Queue
+		prefix string
+	}
+
+	setup := func(t *testing.T) *testBundle {
+		t.Helper()
+		srv := redistest.Shared(t)
+		proxy, err := faultproxy.Start(srv.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 3})
+		t.Cleanup(func() { _ = rdb.Close() })
+		direct, prefix := redistest.Client(t)
+		q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix, AddBulkChunk: 10})
+		require.NoError(t, err)
+		// Cache the scripts first, so the dropped reply is the add's own.
+		_, err = q.Add(context.Background(), "warm-up", nil, nil)
+		require.NoError(t, err)
+		require.NoError(t, direct.Del(context.Background(), prefix+":q:1", prefix+":q:wait", prefix+":q:events").Err())
+		return &testBundle{proxy: proxy, direct: direct, queue: q, prefix: prefix}
+	}
+
+	jobKeys := func(t *testing.T, b *testBundle) []string {
+		t.Helper()
+		keys, err := b.direct.Keys(context.Background(), b.prefix+":q:*").Result()
+		require.NoError(t, err)
+		var jobs []string
+		for _, k := range keys {
+			if ty, _ := b.direct.Type(context.Background(), k).Result(); ty == "hash" && !strings.HasSuffix(k, ":meta") {
+				jobs = append(jobs, k)
+			}
+		}
+		return jobs
+	}
+
+	t.Run("AutoID", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.proxy.DropReplyTo("evalsha")
+		res, err := b.queue.Add(context.Background(), "once", map[string]int{"n": 1}, nil)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), b.proxy.Dropped(), "the reply was lost once")
+		require.Equal(t, drover.AddCreated, res.Outcome)
+		require.Len(t, jobKeys(t, b), 1, "one add, one job")
+		require.Equal(t, int64(1), b.direct.LLen(context.Background(), b.prefix+":q:wait").Val())
+	})
+
+	t.Run("CustomIDAnswersCreated", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.proxy.DropReplyTo("evalsha")
+		res, err := b.queue.Add(context.Background(), "once", nil, &drover.JobOptions{JobID: "order-7"})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), b.proxy.Dropped())
+		require.Equal(t, drover.AddCreated, res.Outcome, "the job this call stored is not a duplicate")
+		require.Equal(t, "order-7", res.Job.ID)
+		// A later, separate add of the same id is a duplicate as before.
+		res, err = b.queue.Add(context.Background(), "again", nil, &drover.JobOptions{JobID: "order-7"})
+		require.NoError(t, err)
+		require.Equal(t, drover.AddDuplicate, res.Outcome)
+	})
+
+	t.Run("Bulk", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		jobs := make([]drover.BulkJob, 25) // 3 chunks of AddBulkChunk 10
+		for i := range jobs {
+			jobs[i] = drover.BulkJob{Name: fmt.Sprint("j", i)}
+		}
+		b.proxy.DropReplyTo("evalsha")
+		b.proxy.DropReplyTo("evalsha")
+		res, err := b.queue.AddBulk(context.Background(), jobs)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), b.proxy.Dropped())
+		require.Len(t, res, 25)
+		for _, r := range res {
+			require.Equal(t, drover.AddCreated, r.Outcome)
+		}
+		require.Len(t, jobKeys(t, b), 25)
+	})
+}

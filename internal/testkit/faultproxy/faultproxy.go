@@ -1,0 +1,230 @@
+// Package faultproxy is a TCP proxy for tests that injects network faults
+// between a client and a real server on loopback: it drops a reply and
+// resets the connection (the client saw its request go out but never got the
+// answer, so it retries), resets every connection, adds latency, or stops
+// forwarding altogether (a black hole, as when the server is paused).
+//
+// It listens on 127.0.0.1 only and forwards to the target it is given.
+package faultproxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Proxy forwards TCP connections from Addr to a target.
+type Proxy struct {
+	// Addr is the loopback address clients dial instead of the target.
+	Addr string
+
+	target string
+	ln     net.Listener
+
+	mu      sync.Mutex
+	conns   map[*pair]struct{}
+	drops   []dropRule
+	closed  bool
+	latency atomic.Int64 // ns added before each chunk is forwarded
+	hole    atomic.Bool  // forward nothing while set
+
+	dropped atomic.Int64
+	resets  atomic.Int64
+	wg      sync.WaitGroup
+}
+
+// dropRule drops the reply to the next request containing match.
+type dropRule struct {
+	match []byte
+}
+
+type pair struct {
+	client, server net.Conn
+	dropReply      atomic.Bool // the server's next chunk is dropped, then both sides reset
+}
+
+// Start listens on a free loopback port and forwards to target.
+func Start(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: listen: %w", err)
+	}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: make(map[*pair]struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// SetTarget changes where new connections go (a restarted server on another
+// port). Existing connections keep their server.
+func (p *Proxy) SetTarget(target string) {
+	p.mu.Lock()
+	p.target = target
+	p.mu.Unlock()
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		s, err := net.DialTimeout("tcp", target, 2*time.Second)
+		if err != nil {
+			reset(c)
+			continue
+		}
+		pr := &pair{client: c, server: s}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			reset(c)
+			reset(s)
+			return
+		}
+		p.conns[pr] = struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pump(pr, c, s, true)
+		go p.pump(pr, s, c, false)
+	}
+}
+
+// pump copies one direction. toServer is true for client -> server.
+func (p *Proxy) pump(pr *pair, from, to net.Conn, toServer bool) {
+	defer p.wg.Done()
+	defer p.drop(pr)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := from.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			for p.hole.Load() {
+				time.Sleep(5 * time.Millisecond)
+				if p.isClosed() {
+					return
+				}
+			}
+			if d := time.Duration(p.latency.Load()); d > 0 {
+				time.Sleep(d)
+			}
+			if toServer {
+				p.armDrop(pr, chunk)
+			} else if pr.dropReply.Load() {
+				// The request reached the server and ran; its answer is
+				// lost and the connection dies, as on a network fault.
+				p.dropped.Add(1)
+				return
+			}
+			if _, werr := to.Write(chunk); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *Proxy) armDrop(pr *pair, chunk []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, r := range p.drops {
+		if bytes.Contains(bytes.ToLower(chunk), r.match) {
+			p.drops = append(p.drops[:i], p.drops[i+1:]...)
+			pr.dropReply.Store(true)
+			return
+		}
+	}
+}
+
+func (p *Proxy) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// drop resets both sides of pr and forgets it.
+func (p *Proxy) drop(pr *pair) {
+	p.mu.Lock()
+	_, ok := p.conns[pr]
+	delete(p.conns, pr)
+	p.mu.Unlock()
+	if ok {
+		reset(pr.client)
+		reset(pr.server)
+	}
+}
+
+// reset closes c with an RST rather than a FIN, as a crashed peer or a
+// middlebox would.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}
+
+// DropReplyTo arms the proxy to lose the reply to the next request whose
+// bytes contain match (case-insensitive, e.g. "evalsha"): the request is
+// forwarded and runs, its reply is discarded and the connection is reset.
+func (p *Proxy) DropReplyTo(match string) {
+	p.mu.Lock()
+	p.drops = append(p.drops, dropRule{match: bytes.ToLower([]byte(match))})
+	p.mu.Unlock()
+}
+
+// Dropped is how many replies were lost so far.
+func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
+
+// Resets is how many times ResetAll was called.
+func (p *Proxy) Resets() int64 { return p.resets.Load() }
+
+// ResetAll resets every open connection (clients see "connection reset").
+func (p *Proxy) ResetAll() {
+	p.resets.Add(1)
+	p.mu.Lock()
+	prs := make([]*pair, 0, len(p.conns))
+	for pr := range p.conns {
+		prs = append(prs, pr)
+	}
+	p.mu.Unlock()
+	for _, pr := range prs {
+		p.drop(pr)
+	}
+}
+
+// SetLatency delays every forwarded chunk by d (0 = none).
+func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
+
+// SetBlackhole stops (true) or resumes (false) forwarding in both
+// directions; connections stay open, as with a paused server.
+func (p *Proxy) SetBlackhole(on bool) { p.hole.Store(on) }
+
+// Close stops listening, resets every connection and waits for the
+// proxy's goroutines.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	err := p.ln.Close()
+	p.ResetAll()
+	p.wg.Wait()
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return err
+}
