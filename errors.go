@@ -97,3 +97,32 @@ func (e *delayError) Error() string { return fmt.Sprintf("job delayed by process
 func Delay(d time.Duration) error {
 	return &delayError{delay: max(d.Milliseconds(), 0)}
 }
+
+// AddBulkError reports an AddBulk that failed part way. AddBulk sends its
+// jobs in chunks of QueueOptions.AddBulkChunk, each chunk one atomic script
+// call; the call as a whole is not atomic. The jobs before the failed chunk
+// are stored and Results has one result for each of them, in order
+// (jobs[:len(Results)]). When Unknown is 0 Redis refused the failed chunk
+// (it answered with an error such as OOM) and nothing from jobs[len(Results):]
+// is stored: resend exactly those. When Unknown is n > 0 the chunk's reply was
+// lost after go-redis's retries: the next n jobs may or may not be stored
+// (a resend of jobs without custom ids could store them twice; with custom
+// ids a resend reports AddDuplicate for those that were).
+type AddBulkError struct {
+	Queue   string
+	Total   int          // jobs in the call
+	Results []*AddResult // one per stored job, in order
+	Unknown int          // jobs after Results whose fate is unknown
+	Err     error        // what failed the chunk
+}
+
+func (e *AddBulkError) Error() string {
+	if e.Unknown > 0 {
+		return fmt.Sprintf("add jobs to queue %q: %d of %d stored, %d unknown (reply lost): %v",
+			e.Queue, len(e.Results), e.Total, e.Unknown, e.Err)
+	}
+	return fmt.Sprintf("add jobs to queue %q: %d of %d stored, the rest not: %v",
+		e.Queue, len(e.Results), e.Total, e.Err)
+}
+
+func (e *AddBulkError) Unwrap() error { return e.Err }

@@ -173,7 +173,7 @@ func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions
 	if err != nil {
 		return nil, fmt.Errorf("add job %q to queue %q: %w", name, q.name, err)
 	}
-	return q.addResult(ctx, &p, oc)
+	return q.addResult(ctx, &p, oc), nil
 }
 
 // prepared is a validated job ready to send.
@@ -269,7 +269,11 @@ func marshalJSON(v any) ([]byte, error) {
 
 // AddBulk adds many jobs, AddBulkChunk jobs per script call. Every job is
 // validated before anything is written: one bad job fails the whole call
-// and stores nothing. Each chunk is atomic; chunks are not atomic together.
+// and stores nothing. Each chunk is atomic; chunks are not atomic together:
+// when a chunk fails after earlier ones were stored, the error is an
+// *AddBulkError that carries the results of the stored jobs and says
+// whether the failed chunk is known not to be stored. Like Add, each chunk
+// is stored once however often the client resends it.
 func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -297,20 +301,33 @@ func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 		outcomes, err := scripts.AddJobs(ctx, q.rdb, q.k, scripts.NewCall(q.opts.AddRetryWindow), recs[from:to])
 		if err != nil {
 			reloadTopology(q.rdb, err)
-			return nil, fmt.Errorf("add %d jobs to queue %q: %w", to-from, q.name, err)
+			e := &AddBulkError{Queue: q.name, Total: len(jobs), Results: out, Err: err}
+			// A Redis error reply means the script was refused before it
+			// wrote (OOM is checked at its first write); anything else
+			// (a lost connection, a timeout) leaves the chunk in doubt.
+			if !isRedisReply(err) {
+				e.Unknown = to - from
+			}
+			return nil, e
 		}
 		for i, oc := range outcomes {
-			res, err := q.addResult(ctx, &preps[from+i], oc)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, res)
+			out = append(out, q.addResult(ctx, &preps[from+i], oc))
 		}
 	}
 	return out, nil
 }
 
-func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcome) (*AddResult, error) {
+// isRedisReply reports whether err is an error the Redis server answered
+// with, as opposed to a network or context error.
+func isRedisReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// addResult turns a script outcome into an AddResult. The add has happened
+// by then, so it does not fail: an existing job that cannot be read (removed
+// meanwhile, or Redis unreachable) is reported by its id alone.
+func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcome) *AddResult {
 	switch oc.Result {
 	case "created", "readded":
 		rec := &p.rec
@@ -329,25 +346,24 @@ func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcom
 			job.DeduplicationID = rec.DedupID
 		}
 		if oc.Result == "readded" {
-			return &AddResult{Job: job, Outcome: AddReAdded, PreviousJobID: oc.State}, nil
+			return &AddResult{Job: job, Outcome: AddReAdded, PreviousJobID: oc.State}
 		}
-		return &AddResult{Job: job, Outcome: AddCreated}, nil
+		return &AddResult{Job: job, Outcome: AddCreated}
 	case "duplicate", "deduplicated":
 		outcome := AddDuplicate
 		if oc.Result == "deduplicated" {
 			outcome = AddDeduplicated
 		}
 		job, err := q.GetJob(ctx, oc.ID)
-		if errors.Is(err, ErrJobNotFound) {
-			// Removed between the add and this read: report the id alone.
-			job, err = &Job{ID: oc.ID, queue: q}, nil
-		}
 		if err != nil {
-			return nil, err
+			// Removed between the add and this read, or unreadable now:
+			// report the id alone rather than fail an add that is done.
+			job = &Job{ID: oc.ID, queue: q}
 		}
-		return &AddResult{Job: job, Outcome: outcome, ExistingState: JobState(oc.State)}, nil
+		return &AddResult{Job: job, Outcome: outcome, ExistingState: JobState(oc.State)}
 	}
-	return nil, fmt.Errorf("add job to queue %q: unexpected outcome %q", q.name, oc.Result)
+	// The script has no other outcome (TestScriptContracts): report the id.
+	return &AddResult{Job: &Job{ID: oc.ID, queue: q}, Outcome: AddOutcome(0)}
 }
 
 // GetJob reads one job. It returns ErrJobNotFound when there is none.
