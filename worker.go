@@ -182,56 +182,70 @@ const (
 //     queue's marker (no polling);
 //   - one goroutine per running job (bounded by Concurrency);
 //   - the finisher writes results in batches, fetching the next jobs for the
-//     freed slots in the same script call;
+//     freed slots in the same script call (up to maxWriters writers);
 //   - the lock keeper renews the locks of running jobs;
 //   - the stalled checker recovers jobs whose worker died.
 type Worker struct {
-	q    *Queue
-	proc Processor
-	opts WorkerOptions
-	id   string
-	log  *slog.Logger
+	// Set by NewWorker; read-only afterwards.
+	q       *Queue
+	proc    Processor
+	opts    WorkerOptions
+	id      string
+	log     *slog.Logger
+	rand    func() float64 // backoff jitter; tests replace it before Start
+	keeper  *lockKeeper
+	checker *stalledChecker
 
-	slots   chan struct{}
+	// In-flight jobs: changed by the fetcher, the job goroutines and the
+	// finisher's writers, read by the lock keeper and Close; synchronised
+	// inside inflight.
+	jobs *inflight
+	// results goes from the job goroutines to the finisher; Close closes it
+	// once jobs has drained.
 	results chan *finishItem
 
-	mu      sync.Mutex
-	running map[string]*runningJob
-
-	startOnce sync.Once
-	closeOnce sync.Once
-	started   atomic.Bool
-	closing   atomic.Bool
-	closeErr  error
-
+	// Lifecycle, written by Start and Close only (under startOnce and
+	// closeOnce); the goroutines read the contexts and channels.
+	startOnce   sync.Once
+	closeOnce   sync.Once
+	started     atomic.Bool
+	closing     atomic.Bool // read by the writers: stop fetching next jobs
+	closeErr    error
 	fetchCtx    context.Context
 	stopFetch   context.CancelFunc
 	jobsCtx     context.Context
 	cancelJobs  context.CancelCauseFunc
 	bgCtx       context.Context
 	stopBG      context.CancelFunc
-	fetchDone   chan struct{}
-	finishDone  chan struct{}
-	jobsWG      sync.WaitGroup
+	fetchDone   chan struct{} // closed by the fetcher when it returns
+	finishDone  chan struct{} // closed by the finisher when it returns
 	bgWG        sync.WaitGroup
-	forceFinish chan struct{} // closed when Close gives up writing results
+	forceFinish chan struct{} // closed by Close when it gives up writing results
 
+	// Fetch hints: written by the fetcher and the writers (atomics).
 	nextDelayed  atomic.Int64  // ms of the earliest delayed job this worker knows of
 	limitedUntil atomic.Int64  // ms until which the rate limiter refuses jobs
 	callSeq      atomic.Uint64 // makes each fetch call's lock tokens unique
-	wakeTimer    *time.Timer
-	wakeMu       sync.Mutex
-	rand         func() float64
+
+	// The fetcher's wake timer: armed by the fetcher, stopped by it and by
+	// Close, under wakeMu.
+	wakeMu    sync.Mutex
+	wakeTimer *time.Timer
 }
 
+// runningJob is one job in flight, from its fetch until its result is
+// written (or dropped).
 type runningJob struct {
 	job       *Job
 	rec       *jobcodec.Record
 	token     string
 	started   time.Time
-	lastRenew atomic.Int64 // ms
+	ctx       context.Context // the processor's; cancelled with a cause
 	cancel    context.CancelCauseFunc
-	lostWhy   atomic.Value // string
+	decodeErr error        // the job hash did not decode: the attempt fails for good
+	lastRenew atomic.Int64 // ms; written by the lock keeper
+	lostWhy   atomic.Value // string; written by the lock keeper before it cancels
+	written   atomic.Bool  // the result is in Redis: the lock keeper leaves it alone
 }
 
 type finishItem struct {
@@ -261,13 +275,15 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		proc:    proc,
 		opts:    o,
 		id:      id,
-		slots:   make(chan struct{}, o.Concurrency),
+		jobs:    newInflight(o.Concurrency),
 		results: make(chan *finishItem, o.Concurrency),
-		running: make(map[string]*runningJob),
 		rand:    mathrand.Float64,
 	}
 	w.log = o.Logger.With(slog.String(logkey.Queue, name), slog.String(logkey.Worker, w.workerLabel()),
 		slog.Int(logkey.PID, os.Getpid()))
+	w.keeper = &lockKeeper{q: q, jobs: w.jobs, duration: o.LockDuration, log: w.log, lost: o.Hooks.LockLost}
+	w.checker = &stalledChecker{q: q, interval: o.StalledInterval, maxStalled: o.MaxStalledCount,
+		log: w.log, stalled: o.Hooks.Stalled}
 	return w, nil
 }
 
@@ -312,21 +328,38 @@ func (w *Worker) Start(ctx context.Context) error {
 		go w.fetchLoop()
 		go w.finishLoop()
 		w.bgWG.Add(1)
-		go w.lockLoop()
+		go func() { defer w.bgWG.Done(); w.keeper.run(w.bgCtx) }()
 		if !w.opts.SkipStalledCheck {
 			w.bgWG.Add(1)
-			go w.stalledLoop()
+			go func() { defer w.bgWG.Done(); w.checker.run(w.bgCtx) }()
 		}
 		w.log.InfoContext(ctx, "worker started", slog.Int("concurrency", w.opts.Concurrency))
 	})
 	return err
 }
 
-// Close stops the worker: it stops taking jobs, lets running jobs finish
-// until ctx is done, then cancels their contexts (cause ErrWorkerClosing)
-// and still waits for them; such jobs go back to wait without spending an
-// attempt. Results are written before Close returns. Close is idempotent
-// and safe on a worker that never started.
+// closeWriteGrace is how long Close, once its context has ended and the
+// running jobs are cancelled, keeps trying to write their results before it
+// gives up on them.
+const closeWriteGrace = 5 * time.Second
+
+// Close stops the worker, in this order:
+//
+//  1. It stops fetching (waking the fetcher if it blocks on the marker).
+//  2. It lets running jobs finish until ctx is done, then cancels their
+//     contexts with cause ErrWorkerClosing; such jobs go back to wait without
+//     spending an attempt. It still waits for every job goroutine to return.
+//  3. It writes every result. Give-up path: if results are still unwritten
+//     closeWriteGrace (5s) after ctx ended (Redis unreachable), it stops
+//     retrying them; those jobs stay active until their locks expire, the
+//     stalled checker of any worker then moves them back to wait, and Close
+//     returns an error saying so.
+//  4. It stops the finisher, the lock keeper and the stalled checker.
+//
+// When Close returns, none of the worker's goroutines runs. Unless Close
+// returned the give-up error, every result was written, or refused by Redis
+// because the worker no longer owned the job (its lock was lost). Close is
+// idempotent and safe on a worker that never started.
 func (w *Worker) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
 		w.closing.Store(true)
@@ -335,38 +368,31 @@ func (w *Worker) Close(ctx context.Context) error {
 			return
 		}
 		// 1. Stop fetching, and wake the fetcher if it blocks on the marker.
+		// From here on only the writers start jobs, and only in the slots of
+		// jobs they finish (see inflight).
 		w.stopFetch()
 		w.wake()
 		<-w.fetchDone
 		w.disarmWake()
 		w.q.rdb.Del(context.WithoutCancel(ctx), w.q.k.WorkerWake(w.id))
 
-		// 2. Let running jobs finish until ctx ends, then cancel them. A job
-		// counts in jobsWG until its result is written, and a result write
-		// that fetches next jobs adds them before it lets its own jobs go,
-		// so jobsWG reaches zero only when no job runs or waits for a write.
-		jobsDone := make(chan struct{})
-		go func() { w.jobsWG.Wait(); close(jobsDone) }()
-		select {
-		case <-jobsDone:
-		case <-ctx.Done():
-			w.mu.Lock()
-			n := len(w.running)
-			w.mu.Unlock()
-			w.log.WarnContext(ctx, "close deadline passed: cancelling running jobs", slog.Int(logkey.Count, n))
+		// 2. Let running jobs finish until ctx ends, then cancel them.
+		if !w.jobs.drain(ctx) {
+			w.log.WarnContext(ctx, "close deadline passed: cancelling running jobs", slog.Int(logkey.Count, w.jobs.count()))
 			w.cancelJobs(ErrWorkerClosing)
-			select {
-			case <-jobsDone:
-			case <-time.After(5 * time.Second):
-				// Results cannot be written (Redis unreachable?): give up on
-				// them; the stalled checker recovers those jobs.
+			grace, cancel := context.WithTimeout(context.Background(), closeWriteGrace)
+			drained := w.jobs.drain(grace)
+			cancel()
+			if !drained {
+				// Give-up path: stop retrying the results that cannot be
+				// written; the stalled checker recovers those jobs.
 				close(w.forceFinish)
-				<-jobsDone
+				w.jobs.drain(context.Background())
 				w.closeErr = fmt.Errorf("close worker for queue %q: some results were not written; the stalled checker will recover those jobs", w.q.name)
 			}
 		}
 
-		// 3. Every result is written: stop the finisher.
+		// 3. Every result is written (or given up): stop the finisher.
 		close(w.results)
 		<-w.finishDone
 
@@ -377,32 +403,6 @@ func (w *Worker) Close(ctx context.Context) error {
 		w.log.Info("worker closed")
 	})
 	return w.closeErr
-}
-
-// acquire takes up to n free slots without blocking and returns how many.
-func (w *Worker) acquire(n int) int {
-	got := 0
-	for got < n {
-		select {
-		case w.slots <- struct{}{}:
-			got++
-		default:
-			return got
-		}
-	}
-	return got
-}
-
-func (w *Worker) release(n int) {
-	for range n {
-		<-w.slots
-	}
-}
-
-func (w *Worker) untrack(id string) {
-	w.mu.Lock()
-	delete(w.running, id)
-	w.mu.Unlock()
 }
 
 // isUnblocked reports whether a blocking command was ended by the server:

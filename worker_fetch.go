@@ -48,16 +48,14 @@ func (w *Worker) fetchLoop() {
 	ctx := w.fetchCtx
 	failures := 0
 	for {
-		select {
-		case w.slots <- struct{}{}:
-		case <-ctx.Done():
+		n := w.jobs.takeWait(ctx, w.fetchBatch())
+		if n == 0 {
 			return
 		}
-		n := 1 + w.acquire(w.fetchBatch()-1)
 		args := w.fetchArgs(n)
 		f, err := scripts.MoveToActive(ctx, w.q.rdb, w.q.k, args)
 		if err != nil {
-			w.release(n)
+			w.jobs.giveBack(n)
 			if ctx.Err() != nil {
 				return
 			}
@@ -70,8 +68,9 @@ func (w *Worker) fetchLoop() {
 			continue
 		}
 		failures = 0
-		w.release(n - len(f.Jobs))
-		w.dispatch(f.Jobs, args.Token)
+		next := w.prepare(f.Jobs, args.Token)
+		w.jobs.start(n, next)
+		w.launch(next)
 		w.noteRateLimit(f.RateLimitTTL)
 		if len(f.Jobs) == n {
 			continue
@@ -178,17 +177,24 @@ func (w *Worker) disarmWake() {
 	}
 }
 
+// wakeTimeout bounds the write that wakes the fetcher.
+const wakeTimeout = 2 * time.Second
+
 // wake makes the fetcher's blocking call return now.
 func (w *Worker) wake() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
 	defer cancel()
 	_ = w.q.rdb.ZAdd(ctx, w.q.k.WorkerWake(w.id), redis.Z{Score: 0, Member: "w"}).Err()
 }
 
-// dispatch starts a goroutine per fetched job. Each holds one slot.
-// token is the fetch call's lock token base.
-func (w *Worker) dispatch(jobs []scripts.Fetched, token string) {
+// prepare turns the jobs a script call fetched into running jobs, not yet
+// started. token is the fetch call's lock token base.
+func (w *Worker) prepare(jobs []scripts.Fetched, token string) []*runningJob {
+	if len(jobs) == 0 {
+		return nil
+	}
 	now := w.q.clock.Now()
+	out := make([]*runningJob, 0, len(jobs))
 	for _, f := range jobs {
 		rec, _, err := jobcodec.Decode(f.ID, f.Hash)
 		rec.ProcessedOn = now.UnixMilli()
@@ -197,16 +203,19 @@ func (w *Worker) dispatch(jobs []scripts.Fetched, token string) {
 		if job.ProcessedBy == "" {
 			job.ProcessedBy = w.opts.Name
 		}
-		rj := &runningJob{job: job, rec: &rec, started: now}
+		rj := &runningJob{job: job, rec: &rec, started: now, decodeErr: err}
 		rj.token = token + ":" + job.ID
 		job.token = rj.token
 		rj.lastRenew.Store(now.UnixMilli())
-		ctx, cancel := context.WithCancelCause(w.jobsCtx)
-		rj.cancel = cancel
-		w.mu.Lock()
-		w.running[job.ID] = rj
-		w.mu.Unlock()
-		w.jobsWG.Add(1)
-		go w.run(ctx, rj, err)
+		rj.ctx, rj.cancel = context.WithCancelCause(w.jobsCtx)
+		out = append(out, rj)
+	}
+	return out
+}
+
+// launch runs a goroutine per job, once inflight has started them.
+func (w *Worker) launch(jobs []*runningJob) {
+	for _, rj := range jobs {
+		go w.run(rj)
 	}
 }

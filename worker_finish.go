@@ -58,16 +58,17 @@ func (w *Worker) finishLoop() {
 }
 
 func (w *Worker) writeBatch(batch []*finishItem) {
-	slots := len(batch) // the finished jobs' slots
-	fetch := 0
+	// The finished jobs' slots, and free ones taken here, go to the jobs
+	// this call fetches.
+	reserved, fetch := 0, 0
 	if !w.closing.Load() {
-		extra := w.acquire(max(w.fetchBatch()-slots, 0))
-		slots += extra
-		fetch = min(slots, w.fetchBatch())
+		reserved = w.jobs.take(max(w.fetchBatch()-len(batch), 0))
+		fetch = min(len(batch)+reserved, w.fetchBatch())
 	}
 	recs := make([]scripts.FinishRecord, len(batch))
+	done := make([]*runningJob, len(batch))
 	for i, it := range batch {
-		recs[i] = it.rec
+		recs[i], done[i] = it.rec, it.rj
 	}
 	var codes []error
 	var f scripts.Fetch
@@ -84,19 +85,17 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 		select {
 		case <-w.forceFinish:
 			w.log.Error("giving up writing job results; the stalled checker will recover these jobs", slog.Int(logkey.Count, len(batch)))
-			for _, it := range batch {
-				w.untrack(it.rj.job.ID)
-				w.jobsWG.Done()
-			}
-			w.release(slots)
+			w.jobs.finish(done, reserved, nil)
 			return
 		case <-time.After(retryDelay(attempt)):
 		}
 	}
+	for _, rj := range done {
+		rj.written.Store(true)
+	}
 	newDelayed := false
 	for i, it := range batch {
 		job := it.rj.job
-		w.untrack(job.ID)
 		if codes[i] != nil {
 			w.log.Warn("job result not written: the worker no longer owns the job", slog.String(logkey.JobID, job.ID),
 				slog.String("outcome", it.outcome), slog.Any(logkey.Error, codes[i]))
@@ -111,14 +110,10 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 			newDelayed = true
 		}
 	}
-	w.release(slots - len(f.Jobs))
-	w.dispatch(f.Jobs, args.Token)
+	next := w.prepare(f.Jobs, args.Token)
+	w.jobs.finish(done, reserved, next)
+	w.launch(next)
 	w.noteRateLimit(f.RateLimitTTL)
-	// Only now may Close see these jobs as done: the jobs fetched above are
-	// already counted.
-	for range batch {
-		w.jobsWG.Done()
-	}
 	if newDelayed && !w.closing.Load() {
 		w.wake() // the fetcher may sleep past the new delayed job's due time
 	}

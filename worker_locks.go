@@ -13,100 +13,122 @@ import (
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
-// lockLoop renews the locks of running jobs every LockDuration/4, in one
-// script call, and cancels the jobs whose lock is gone.
-func (w *Worker) lockLoop() {
-	defer w.bgWG.Done()
-	ticker := time.NewTicker(w.opts.LockDuration / 4)
+// lockKeeper renews the locks of a worker's in-flight jobs every
+// duration/4, all in one script call, and cancels the jobs whose lock is
+// gone with cause ErrLockLost (BullMQ's LockManager). It runs in one
+// goroutine, started and stopped by the Worker.
+type lockKeeper struct {
+	q        *Queue
+	jobs     *inflight
+	duration time.Duration
+	log      *slog.Logger
+	lost     func(job *Job, why string) // WorkerHooks.LockLost; may be nil
+}
+
+func (k *lockKeeper) run(ctx context.Context) {
+	ticker := time.NewTicker(k.duration / 4)
 	defer ticker.Stop()
 	for {
 		select {
-		case <-w.bgCtx.Done():
+		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
-		w.renewLocks(w.bgCtx)
+		k.renew(ctx)
 	}
 }
 
-func (w *Worker) renewLocks(ctx context.Context) {
-	w.mu.Lock()
-	ids := make([]string, 0, len(w.running))
-	tokens := make([]string, 0, len(w.running))
-	for id, rj := range w.running {
-		ids = append(ids, id)
-		tokens = append(tokens, rj.token)
-	}
-	w.mu.Unlock()
-	if len(ids) == 0 {
+// renew extends every in-flight job's lock once.
+func (k *lockKeeper) renew(ctx context.Context) {
+	rjs := k.jobs.snapshot()
+	if len(rjs) == 0 {
 		return
 	}
-	lost, err := scripts.ExtendLocks(ctx, w.q.rdb, w.q.k, w.opts.LockDuration.Milliseconds(), ids, tokens)
+	ids := make([]string, len(rjs))
+	tokens := make([]string, len(rjs))
+	for i, rj := range rjs {
+		ids[i], tokens[i] = rj.job.ID, rj.token
+	}
+	lost, err := scripts.ExtendLocks(ctx, k.q.rdb, k.q.k, k.duration.Milliseconds(), ids, tokens)
 	if err != nil {
 		if ctx.Err() == nil {
-			reloadTopology(w.q.rdb, err)
-			w.log.WarnContext(ctx, "renew job locks failed", slog.Int(logkey.Count, len(ids)), slog.Any(logkey.Error, err))
+			reloadTopology(k.q.rdb, err)
+			k.log.WarnContext(ctx, "renew job locks failed", slog.Int(logkey.Count, len(ids)), slog.Any(logkey.Error, err))
 		}
 		return
 	}
-	now := w.q.nowMs()
-	lostSet := make(map[string]string, len(lost))
-	for _, l := range lost {
-		lostSet[l.ID] = l.Reason
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, id := range ids {
-		rj := w.running[id]
-		if rj == nil {
-			continue
+	// The script reports lost locks in the order it was given them, so a
+	// job id that is in flight twice (an old attempt that lost its lock
+	// and a new one) is matched to the right attempt.
+	reasons := make(map[*runningJob]string, len(lost))
+	for i, j := 0, 0; i < len(rjs) && j < len(lost); i++ {
+		if lost[j].ID == ids[i] {
+			reasons[rjs[i]] = lost[j].Reason
+			j++
 		}
-		reason, isLost := lostSet[id]
+	}
+	now := k.q.nowMs()
+	k.jobs.whileInFlight(rjs, func(rj *runningJob) {
+		if rj.written.Load() {
+			return // its result is written: the lock went with it
+		}
+		reason, isLost := reasons[rj]
 		if !isLost {
 			rj.lastRenew.Store(now)
-			continue
+			return
 		}
-		var why string
-		if reason == "taken" {
-			why = "another worker holds the job's lock: it was recovered as stalled and taken again, or moved by someone else"
-		} else {
-			last := rj.lastRenew.Load()
-			expired := now - (last + w.opts.LockDuration.Milliseconds())
-			why = fmt.Sprintf("lock expired before renewal: last renewed %dms ago, expired %dms ago (is the process starved or was Redis unreachable?)",
-				now-last, max(expired, 0))
-		}
+		why := k.explain(rj, reason, now)
 		rj.lostWhy.Store(why)
-		if h := w.opts.Hooks.LockLost; h != nil {
-			h(rj.job, why)
+		if k.lost != nil {
+			k.lost(rj.job, why)
 		}
-		if rj.cancel != nil {
-			rj.cancel(ErrLockLost)
-		}
-	}
+		rj.cancel(ErrLockLost)
+	})
 }
 
-// stalledLoop runs the stalled checker at start and every StalledInterval.
-func (w *Worker) stalledLoop() {
-	defer w.bgWG.Done()
-	ticker := time.NewTicker(w.opts.StalledInterval)
+// explain says why a job's lock could not be renewed.
+func (k *lockKeeper) explain(rj *runningJob, reason string, now int64) string {
+	if reason == "taken" {
+		return "another worker holds the job's lock: it was recovered as stalled and taken again, or moved by someone else"
+	}
+	last := rj.lastRenew.Load()
+	expired := now - (last + k.duration.Milliseconds())
+	return fmt.Sprintf("lock expired before renewal: last renewed %dms ago, expired %dms ago (is the process starved or was Redis unreachable?)",
+		now-last, max(expired, 0))
+}
+
+// stalledChecker runs the stalled-job check at start and every interval:
+// jobs whose lock expired go back to wait, or fail past maxStalled. Across
+// all workers of a queue the check runs once per interval. It runs in one
+// goroutine, started and stopped by the Worker.
+type stalledChecker struct {
+	q          *Queue
+	interval   time.Duration
+	maxStalled int
+	log        *slog.Logger
+	stalled    func(jobID string, stalledCount int) // WorkerHooks.Stalled; may be nil
+}
+
+func (c *stalledChecker) run(ctx context.Context) {
+	ticker := time.NewTicker(c.interval)
 	defer ticker.Stop()
 	for {
-		w.checkStalled(w.bgCtx)
+		c.checkOnce(ctx)
 		select {
-		case <-w.bgCtx.Done():
+		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
 	}
 }
 
-func (w *Worker) checkStalled(ctx context.Context) {
-	ran, moved, err := scripts.MoveStalledJobsToWait(ctx, w.q.rdb, w.q.k, w.q.nowMs(),
-		w.opts.StalledInterval.Milliseconds(), w.opts.MaxStalledCount)
+func (c *stalledChecker) checkOnce(ctx context.Context) {
+	ran, moved, err := scripts.MoveStalledJobsToWait(ctx, c.q.rdb, c.q.k, c.q.nowMs(),
+		c.interval.Milliseconds(), c.maxStalled)
 	if err != nil {
 		if ctx.Err() == nil {
-			reloadTopology(w.q.rdb, err)
-			w.log.WarnContext(ctx, "stalled check failed", slog.Any(logkey.Error, err))
+			reloadTopology(c.q.rdb, err)
+			c.log.WarnContext(ctx, "stalled check failed", slog.Any(logkey.Error, err))
 		}
 		return
 	}
@@ -114,9 +136,9 @@ func (w *Worker) checkStalled(ctx context.Context) {
 		return
 	}
 	for _, s := range moved {
-		w.log.WarnContext(ctx, "job stalled: moved back to wait", slog.String(logkey.JobID, s.ID), slog.Int("stalled_count", s.StalledCounter))
-		if h := w.opts.Hooks.Stalled; h != nil {
-			h(s.ID, s.StalledCounter)
+		c.log.WarnContext(ctx, "job stalled: moved back to wait", slog.String(logkey.JobID, s.ID), slog.Int("stalled_count", s.StalledCounter))
+		if c.stalled != nil {
+			c.stalled(s.ID, s.StalledCounter)
 		}
 	}
 }

@@ -18,10 +18,11 @@ import (
 )
 
 // run executes one attempt and hands its outcome to the finisher.
-// The job stays counted in jobsWG until the finisher has written its result.
-func (w *Worker) run(ctx context.Context, rj *runningJob, decodeErr error) {
+// The job stays in flight until the finisher has written its result.
+func (w *Worker) run(rj *runningJob) {
+	ctx := rj.ctx
 	defer rj.cancel(nil)
-	job := rj.job
+	job, decodeErr := rj.job, rj.decodeErr
 
 	var result any
 	var err error
@@ -46,9 +47,7 @@ func (w *Worker) run(ctx context.Context, rj *runningJob, decodeErr error) {
 		why, _ := rj.lostWhy.Load().(string)
 		w.log.WarnContext(ctx, "job lock lost: result not written", slog.String(logkey.JobID, job.ID),
 			slog.String(logkey.Reason, why), slog.Duration(logkey.Duration, took))
-		w.untrack(job.ID)
-		w.release(1)
-		w.jobsWG.Done()
+		w.jobs.finish([]*runningJob{rj}, 0, nil)
 		return
 	}
 	item := w.outcome(ctx, rj, result, err, took)
