@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -39,22 +40,23 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 }
 
 // login signs a user in with a token or a name and password and sets the
-// session cookie. It is audited like a mutation.
+// session cookie: a new session, stored in Redis, replacing the one the
+// browser had. Failed and throttled attempts go to the security log.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
-	e := AuditEntry{Time: h.now(), Action: "login", Remote: r.RemoteAddr, Outcome: "denied"}
-	defer func() { //nolint:contextcheck // the audit uses the request's context
-		h.opts.Audit(r.Context(), e)
-		h.audit.add(e)
-	}()
+	ctx := r.Context()
+	e := AuditEntry{Log: AuditSecurity, Time: h.now(), Action: "login", Remote: r.RemoteAddr, Outcome: "denied"}
+	fail := func(status int, msg string) { //nolint:contextcheck // the audit uses the request's context
+		e.Error = msg
+		h.record(ctx, e)
+		writeError(w, status, msg)
+	}
 	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
-		e.Error = "cross-origin sign-in from " + origin
-		writeError(w, http.StatusForbidden, e.Error)
+		fail(http.StatusForbidden, "cross-origin sign-in from "+origin)
 		return
 	}
 	if h.opts.Auth == nil {
-		e.Error = "no sign-in: the dashboard has no users"
-		writeError(w, http.StatusBadRequest, e.Error)
+		fail(http.StatusBadRequest, "no sign-in: the dashboard has no users")
 		return
 	}
 	var body struct {
@@ -63,38 +65,89 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		Password string `json:"password"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		e.Error = "bad request body"
-		writeError(w, http.StatusBadRequest, e.Error)
+		fail(http.StatusBadRequest, "bad request body")
 		return
 	}
 	var u *User
+	parties := []throttleKey{clientOf(r.RemoteAddr)}
 	if body.Token != "" {
 		u = h.userByToken(body.Token)
 	} else {
-		for i := range h.opts.Auth.Users {
-			c := &h.opts.Auth.Users[i]
-			if c.Password != "" && equal(c.Name, body.User) && equal(c.Password, body.Password) {
-				u = c
-			}
+		u = h.userByPassword(body.User, body.Password)
+		if h.knownUser(body.User) {
+			parties = append(parties, throttleKey{"user", body.User})
 		}
-		e.User = body.User
 	}
-	if u == nil {
-		e.Error = "wrong credentials"
-		writeError(w, http.StatusUnauthorized, e.Error)
+	if f := h.signIn(r, "login", body.User, u != nil, parties); f != nil {
+		f.write(w) // signIn recorded it
+		return
+	}
+	if err := h.store.succeeded(ctx, u.Name); err != nil {
+		h.opts.Logger.WarnContext(ctx, "reset sign-in throttle", slog.Any("error", err))
+	}
+	// Rotation: the browser's previous session ends.
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		if err := h.store.deleteSession(ctx, c.Value); err != nil {
+			fail(http.StatusServiceUnavailable, err.Error())
+			return
+		}
+	}
+	id, _, err := h.store.createSession(ctx, u)
+	if err != nil {
+		fail(http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	e.User, e.Role, e.Via, e.Outcome = u.Name, u.Role, "session", "ok"
+	h.record(ctx, e)
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: h.newSession(u, h.now()), Path: "/", MaxAge: int(sessionTTL / time.Second),
+		Name: sessionCookie, Value: id, Path: "/", MaxAge: int(sessionTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.opts.SecureCookies || r.TLS != nil,
 	})
 	writeJSON(w, http.StatusOK, map[string]string{"user": u.Name, "role": string(u.Role)})
 }
 
+// logout ends the browser's session in Redis, so a copy of the cookie
+// signs nobody in, and clears the cookie.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" && h.opts.Auth != nil {
+		if sess, ok, err := h.store.readSession(r.Context(), c.Value); err == nil && ok {
+			h.record(r.Context(), AuditEntry{Log: AuditSecurity, Time: h.now(), Action: "logout", User: sess.User,
+				Role: sess.Role, Via: "session", Outcome: "ok", Remote: r.RemoteAddr})
+		}
+		if err := h.store.deleteSession(r.Context(), c.Value); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: h.opts.SecureCookies || r.TLS != nil})
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// RevokeSessionsRequest is the body of POST /api/sessions/revoke.
+type RevokeSessionsRequest struct {
+	// User whose sessions end; "" = every user's, the caller's included.
+	User string `json:"user"`
+}
+
+func (h *Handler) revokeSessions(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req RevokeSessionsRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.User != "" && !h.knownUser(req.User) {
+		return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("no user %q", req.User)}
+	}
+	who := req.User
+	if who == "" {
+		who = "*"
+	}
+	e.Detail = "user=" + who
+	if err := h.store.revokeSessions(r.Context(), req.User); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"revoked": who})
+	return nil
 }
 
 // QueueOverview is one queue on the overview page.
@@ -290,8 +343,55 @@ func (h *Handler) budgets(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
+// AuditPage is GET /api/audit?log=actions|security&before=ID&limit=N.
+type AuditPage struct {
+	Log string `json:"log"`
+	// Entries are newest first.
+	Entries []AuditEntry `json:"entries"`
+	// Next is the before= of the next (older) page; "" on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// auditLog pages through a durable audit log: actions (default) or
+// security events.
 func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"entries": h.audit.newest()})
+	q := r.URL.Query()
+	log := q.Get("log")
+	switch log {
+	case "":
+		log = AuditActions
+	case AuditActions, AuditSecurity:
+	default:
+		writeError(w, http.StatusBadRequest, "log must be actions or security, got "+strconv.Quote(log))
+		return
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(w, http.StatusBadRequest, "limit must be a positive number, got "+strconv.Quote(v))
+			return
+		}
+		limit = min(n, 1000)
+	}
+	before := q.Get("before")
+	if before != "" && !validStreamID(before) {
+		writeError(w, http.StatusBadRequest, "before must be an entry id, got "+strconv.Quote(before))
+		return
+	}
+	entries, next, err := h.store.readAudit(r.Context(), log, before, limit)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, AuditPage{Log: log, Entries: entries, Next: next})
+}
+
+func validStreamID(s string) bool {
+	ms, seq, ok := strings.Cut(s, "-")
+	_, err1 := strconv.ParseUint(ms, 10, 64)
+	_, err2 := strconv.ParseUint(seq, 10, 64)
+	return ok && err1 == nil && err2 == nil
 }
 
 // decode reads an optional JSON body into v.

@@ -3,13 +3,18 @@ package dashboard
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 )
 
 // AuditEntry records one mutating request: who asked for what, when, on how
 // many jobs, and what came of it. Refused requests are recorded too.
 type AuditEntry struct {
+	// ID is the entry's id in its log (GET /api/audit pages by it).
+	ID string `json:"id,omitempty"`
+	// Log is AuditActions (what signed-in users did or tried) or
+	// AuditSecurity (sign-ins, requests without valid credentials,
+	// throttling).
+	Log  string    `json:"log"`
 	Time time.Time `json:"time"`
 	// User and Role are who asked; Via is how they signed in (anonymous,
 	// token, basic, session, or "" when they could not sign in).
@@ -17,7 +22,9 @@ type AuditEntry struct {
 	Role Role   `json:"role,omitempty"`
 	Via  string `json:"via,omitempty"`
 	// Action names the request: retry-job, retry-jobs, promote-job,
-	// promote-all, remove-job, pause, resume, clean, obliterate, login.
+	// promote-all, remove-job, pause, resume, clean, obliterate,
+	// revoke-sessions; in the security log also login, logout and sign-in
+	// (credentials sent with a request).
 	Action string `json:"action"`
 	Queue  string `json:"queue,omitempty"`
 	JobID  string `json:"jobId,omitempty"`
@@ -25,7 +32,8 @@ type AuditEntry struct {
 	Detail string `json:"detail,omitempty"`
 	// Jobs counts the jobs the action changed.
 	Jobs int `json:"jobs"`
-	// Outcome is ok, denied (auth, role, CSRF, read-only) or error.
+	// Outcome is ok, denied (auth, role, CSRF, read-only), throttled or
+	// error.
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 	Remote  string `json:"remote,omitempty"`
@@ -47,31 +55,17 @@ func AuditLogger(l *slog.Logger) AuditFunc {
 	}
 }
 
-// auditRingSize is how many entries GET /api/audit shows.
-const auditRingSize = 500
-
-// auditRing keeps the newest entries for the audit page.
-type auditRing struct {
-	mu      sync.Mutex
-	entries []AuditEntry
-}
-
-func (a *auditRing) add(e AuditEntry) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.entries = append(a.entries, e)
-	if len(a.entries) > auditRingSize {
-		a.entries = a.entries[len(a.entries)-auditRingSize:]
+// record sends e to Options.Audit and appends it to its durable log in
+// Redis. The append outlives the request (a client hanging up cannot drop
+// its entry).
+func (h *Handler) record(ctx context.Context, e AuditEntry) {
+	if e.Log == "" {
+		e.Log = AuditActions
 	}
-}
-
-// newest returns the entries, newest first.
-func (a *auditRing) newest() []AuditEntry {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]AuditEntry, len(a.entries))
-	for i, e := range a.entries {
-		out[len(a.entries)-1-i] = e
+	h.opts.Audit(ctx, e)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := h.store.appendAudit(ctx, e); err != nil {
+		h.opts.Logger.WarnContext(ctx, "audit entry not stored", slog.String("action", e.Action), slog.Any("error", err))
 	}
-	return out
 }

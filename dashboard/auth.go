@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -59,11 +60,16 @@ type User struct {
 	Name string
 	// Role is what the user may do. Required.
 	Role Role
-	// Token is a bearer token. "" = none.
+	// Token is a bearer token, at least MinSecretLength characters. "" =
+	// none.
 	Token string
-	// Password is the basic-auth password. "" = none.
+	// Password is the basic-auth and sign-in form password, at least
+	// MinSecretLength characters. "" = none.
 	Password string
 }
+
+// MinSecretLength is the shortest token or password a User may have.
+const MinSecretLength = 16
 
 // Auth lists the dashboard's users.
 type Auth struct {
@@ -85,8 +91,10 @@ func (a *Auth) validate() error {
 			return fmt.Errorf("dashboard: Options.Auth.Users[%d].Role must be viewer, operator or admin, got %q", i, u.Role)
 		case u.Token == "" && u.Password == "":
 			return fmt.Errorf("dashboard: Options.Auth.Users[%d] (%s) needs a Token or a Password", i, u.Name)
-		case u.Token != "" && len(u.Token) < 16:
-			return fmt.Errorf("dashboard: Options.Auth.Users[%d] (%s): Token must be at least 16 characters", i, u.Name)
+		case u.Token != "" && len(u.Token) < MinSecretLength:
+			return fmt.Errorf("dashboard: Options.Auth.Users[%d] (%s): Token must be at least %d characters", i, u.Name, MinSecretLength)
+		case u.Password != "" && len(u.Password) < MinSecretLength:
+			return fmt.Errorf("dashboard: Options.Auth.Users[%d] (%s): Password must be at least %d characters", i, u.Name, MinSecretLength)
 		}
 		seen[u.Name] = true
 	}
@@ -131,6 +139,8 @@ type principal struct {
 	Role Role
 	// Via is how they signed in: anonymous, token, basic or session.
 	Via string
+	// csrf is the session's CSRF token (Via session).
+	csrf string
 }
 
 type principalKey struct{}
@@ -145,34 +155,110 @@ const sessionCookie = "drover_session"
 // sessionTTL is how long a UI sign-in lasts.
 const sessionTTL = 12 * time.Hour
 
-// authenticate finds who makes r. ok is false when the request carries no
-// valid credentials and anonymous access is off.
-func (h *Handler) authenticate(r *http.Request) (principal, bool) {
-	if h.opts.Auth == nil {
-		return principal{Name: "anonymous", Role: h.opts.AnonymousRole, Via: "anonymous"}, true
+// authFailure is why a request has no principal: the status to answer (401,
+// 429 or 503) and, for 429, how long to wait.
+type authFailure struct {
+	status     int
+	msg        string
+	retryAfter time.Duration
+}
+
+func (f *authFailure) write(w http.ResponseWriter) {
+	if f.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(f.retryAfter.Round(time.Second)/time.Second)+1))
 	}
+	writeError(w, f.status, f.msg)
+}
+
+var errSignIn = &authFailure{status: http.StatusUnauthorized, msg: "sign in first"}
+
+// authenticate finds who makes r. Credentials in the Authorization header
+// are throttled like the sign-in form: after a few failures from one
+// client or for one user, every attempt waits (429), right or wrong.
+func (h *Handler) authenticate(r *http.Request) (principal, *authFailure) {
+	if h.opts.Auth == nil {
+		return principal{Name: "anonymous", Role: h.opts.AnonymousRole, Via: "anonymous"}, nil
+	}
+	ctx := r.Context()
 	if authz := r.Header.Get("Authorization"); authz != "" {
+		var u *User
+		var p principal
+		parties := []throttleKey{clientOf(r.RemoteAddr)}
+		user := ""
 		if tok, ok := strings.CutPrefix(authz, "Bearer "); ok {
-			if u := h.userByToken(tok); u != nil {
-				return principal{Name: u.Name, Role: u.Role, Via: "token"}, true
+			if u = h.userByToken(tok); u != nil {
+				p = principal{Name: u.Name, Role: u.Role, Via: "token"}
 			}
-			return principal{}, false
+		} else if name, pass, ok := r.BasicAuth(); ok {
+			user = name
+			if u = h.userByPassword(name, pass); u != nil {
+				p = principal{Name: u.Name, Role: u.Role, Via: "basic"}
+			}
 		}
-		if name, pass, ok := r.BasicAuth(); ok {
+		if h.knownUser(user) {
+			parties = append(parties, throttleKey{"user", user})
+		}
+		if f := h.signIn(r, "sign-in", user, u != nil, parties); f != nil {
+			return principal{}, f
+		}
+		return p, nil
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		sess, ok, err := h.store.readSession(ctx, c.Value)
+		if err != nil {
+			h.opts.Logger.WarnContext(ctx, "read session", slog.Any("error", err))
+			return principal{}, &authFailure{status: http.StatusServiceUnavailable, msg: "sessions unavailable: " + err.Error()}
+		}
+		// A user removed or given another role since signing in is signed out.
+		if ok {
 			for _, u := range h.opts.Auth.Users {
-				if u.Password != "" && equal(u.Name, name) && equal(u.Password, pass) {
-					return principal{Name: u.Name, Role: u.Role, Via: "basic"}, true
+				if u.Name == sess.User && u.Role == sess.Role {
+					return principal{Name: u.Name, Role: u.Role, Via: "session", csrf: sess.CSRF}, nil
 				}
 			}
 		}
-		return principal{}, false
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil {
-		if p, ok := h.readSession(c.Value); ok {
-			return p, true
+	return principal{}, errSignIn
+}
+
+// signIn throttles a sign-in attempt by parties and records it in the
+// security log when it fails or is throttled. ok says the credentials were
+// right. It returns nil when the attempt may go ahead.
+func (h *Handler) signIn(r *http.Request, action, user string, ok bool, parties []throttleKey) *authFailure {
+	ctx := r.Context()
+	now := h.now()
+	e := AuditEntry{Log: AuditSecurity, Time: now, Action: action, User: user, Remote: r.RemoteAddr}
+	wait, err := h.store.throttled(ctx, now, parties...)
+	if err != nil {
+		h.opts.Logger.WarnContext(ctx, "sign-in throttle", slog.Any("error", err))
+		return &authFailure{status: http.StatusServiceUnavailable, msg: "sign-in unavailable: " + err.Error()}
+	}
+	if wait > 0 {
+		e.Outcome, e.Error = "throttled", fmt.Sprintf("too many failed sign-ins; retry in %s", wait.Round(time.Second))
+		h.record(ctx, e)
+		return &authFailure{status: http.StatusTooManyRequests, msg: e.Error, retryAfter: wait}
+	}
+	if !ok {
+		if err := h.store.failed(ctx, now, parties...); err != nil {
+			h.opts.Logger.WarnContext(ctx, "sign-in throttle", slog.Any("error", err))
+		}
+		e.Outcome, e.Error = "denied", "wrong credentials"
+		h.record(ctx, e)
+		return &authFailure{status: http.StatusUnauthorized, msg: "wrong credentials"}
+	}
+	return nil
+}
+
+func (h *Handler) knownUser(name string) bool {
+	if name == "" || h.opts.Auth == nil {
+		return false
+	}
+	for _, u := range h.opts.Auth.Users {
+		if u.Name == name {
+			return true
 		}
 	}
-	return principal{}, false
+	return false
 }
 
 func (h *Handler) userByToken(tok string) *User {
@@ -187,6 +273,17 @@ func (h *Handler) userByToken(tok string) *User {
 	return found
 }
 
+func (h *Handler) userByPassword(name, pass string) *User {
+	var found *User
+	for i := range h.opts.Auth.Users {
+		u := &h.opts.Auth.Users[i]
+		if u.Password != "" && equal(u.Name, name) && equal(u.Password, pass) {
+			found = u
+		}
+	}
+	return found
+}
+
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 func (h *Handler) mac(parts ...string) string {
@@ -195,41 +292,18 @@ func (h *Handler) mac(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// newSession signs a session cookie value for user u.
-func (h *Handler) newSession(u *User, now time.Time) string {
-	exp := strconv.FormatInt(now.Add(sessionTTL).Unix(), 10)
-	name := base64.RawURLEncoding.EncodeToString([]byte(u.Name))
-	return name + "." + exp + "." + h.mac("session", u.Name, string(u.Role), exp)
-}
-
-// readSession checks a session cookie. A user removed or given another role
-// since signing in is signed out.
-func (h *Handler) readSession(v string) (principal, bool) {
-	parts := strings.Split(v, ".")
-	if len(parts) != 3 {
-		return principal{}, false
-	}
-	nameb, err := base64.RawURLEncoding.DecodeString(parts[0])
-	if err != nil {
-		return principal{}, false
-	}
-	exp, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil || time.Now().Unix() > exp {
-		return principal{}, false
-	}
-	for _, u := range h.opts.Auth.Users {
-		if u.Name == string(nameb) && hmac.Equal([]byte(parts[2]), []byte(h.mac("session", u.Name, string(u.Role), parts[1]))) {
-			return principal{Name: u.Name, Role: u.Role, Via: "session"}, true
-		}
-	}
-	return principal{}, false
-}
-
 // csrfToken is the token p must send in the X-CSRF-Token header of every
 // mutating request. A page on another origin cannot read it (GET
 // /api/session answers no cross-origin reads), so it cannot forge requests
-// the browser would send with p's cookie or basic-auth credentials.
-func (h *Handler) csrfToken(p principal) string { return h.mac("csrf", p.Name, string(p.Role), p.Via) }
+// the browser would send with p's cookie or basic-auth credentials. A
+// session's token is its own, random, and dies with it; requests with
+// basic-auth or bearer credentials get one derived from the user.
+func (h *Handler) csrfToken(p principal) string {
+	if p.Via == "session" {
+		return p.csrf
+	}
+	return h.mac("csrf", p.Name, string(p.Role), p.Via)
+}
 
 const csrfHeader = "X-CSRF-Token"
 
@@ -246,7 +320,7 @@ func (h *Handler) checkCSRF(r *http.Request, p principal) error {
 	if tok == "" {
 		return errors.New("missing " + csrfHeader + " header")
 	}
-	if !hmac.Equal([]byte(tok), []byte(h.csrfToken(p))) {
+	if want := h.csrfToken(p); want == "" || !hmac.Equal([]byte(tok), []byte(want)) {
 		return errors.New("bad " + csrfHeader + " header")
 	}
 	return nil

@@ -26,12 +26,13 @@ const (
 	viewerToken   = "viewer-token-0123456789"
 	operatorToken = "operator-token-0123456789"
 	adminToken    = "admin-token-0123456789"
+	ottoPassword  = "otto-password-0123456789"
 )
 
 func testUsers() *dashboard.Auth {
 	return &dashboard.Auth{Users: []dashboard.User{
 		{Name: "vera", Role: dashboard.RoleViewer, Token: viewerToken},
-		{Name: "otto", Role: dashboard.RoleOperator, Token: operatorToken, Password: "otto-pw"},
+		{Name: "otto", Role: dashboard.RoleOperator, Token: operatorToken, Password: ottoPassword},
 		{Name: "ada", Role: dashboard.RoleAdmin, Token: adminToken},
 	}}
 }

@@ -46,7 +46,8 @@
 //	POST /api/queues/{queue}/pause|resume  (admin)
 //	POST /api/queues/{queue}/clean         {"state","grace","limit"} (admin)
 //	POST /api/queues/{queue}/obliterate    {"force"} (admin)
-//	GET  /api/audit                        the newest audit entries (admin)
+//	GET  /api/audit                        ?log=actions|security&before=&limit= audit log, paged (admin)
+//	POST /api/sessions/revoke              {"user"} end a user's sessions, or everyone's (admin)
 //	POST /api/login, /api/logout           UI sign-in with a token or name and password
 //
 // Times are RFC 3339; durations are nanoseconds (Go's time.Duration).
@@ -57,15 +58,26 @@
 //     address unless users are configured ([ErrInsecureBind]). On loopback
 //     it accepts only loopback Host headers, against DNS rebinding.
 //   - Users sign in with a bearer token or HTTP basic auth, or through the
-//     UI's sign-in form, which sets an HttpOnly SameSite=Strict cookie. Roles:
+//     UI's sign-in form, which sets an HttpOnly SameSite=Strict cookie
+//     naming a session kept in Redis (under "<prefix>::dashboard:"): signing
+//     out ends it for every copy of the cookie, signing in replaces the
+//     browser's previous one, and admins end a user's or everyone's
+//     sessions. Tokens and passwords have at least [MinSecretLength]
+//     characters. After 5 failed sign-ins (form, basic auth or bearer
+//     token) within 15 minutes, a client address, and a user name, wait 1s,
+//     2s, 4s, ... up to 5 minutes per attempt: 429 with Retry-After. Roles:
 //     viewer reads; operator also retries and promotes; admin also removes,
 //     cleans, pauses, resumes, obliterates and reads the audit log. Without
 //     users every request has Options.AnonymousRole (viewer by default).
 //   - Every mutating request must carry the X-CSRF-Token header from
-//     /api/session, and is refused when the browser says it came from
-//     another site.
+//     /api/session (each session has its own), and is refused when the
+//     browser says it came from another site.
 //   - Every mutating request, allowed or refused, produces an [AuditEntry]:
-//     who, what, when, on how many jobs, and the outcome.
+//     who, what, when, on how many jobs, and the outcome. Entries go to
+//     Options.Audit and to two capped Redis streams kept apart: actions by
+//     signed-in users ([AuditActions]) and security events ([AuditSecurity]:
+//     sign-ins, requests without valid credentials, throttling), so
+//     anonymous traffic cannot push actions out of the audit view.
 //   - Options.ReadOnly refuses every mutation.
 //   - The UI renders job data (names, data, failed reasons, logs) as text
 //     only, under a Content-Security-Policy that allows no inline script.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/metrics"
 )
 
@@ -107,8 +108,8 @@ type Handler struct {
 	ins     *inspect.Inspector
 	opts    Options
 	mux     *http.ServeMux
-	secret  []byte // signs sessions and CSRF tokens; new per Handler
-	audit   auditRing
+	secret  []byte // signs the CSRF tokens of basic and bearer sign-ins; new per Handler
+	store   *store
 	streams chan struct{}
 	now     func() time.Time
 }
@@ -134,6 +135,7 @@ func New(ins *inspect.Inspector, opts *Options) (*Handler, error) {
 		opts:    o,
 		mux:     http.NewServeMux(),
 		secret:  make([]byte, 32),
+		store:   &store{rdb: ins.Client(), k: keys.DashboardOf(ins.Prefix())},
 		streams: make(chan struct{}, o.MaxStreams),
 		now:     time.Now,
 	}
@@ -176,6 +178,7 @@ func (h *Handler) routes() {
 
 	// Admins.
 	m.Handle("GET /api/audit", h.need(RoleAdmin, h.auditLog))
+	m.Handle("POST /api/sessions/revoke", h.act("revoke-sessions", RoleAdmin, h.revokeSessions))
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/remove", h.act("remove-job", RoleAdmin, h.removeJob))
 	m.Handle("POST /api/queues/{queue}/pause", h.act("pause", RoleAdmin, h.pause))
 	m.Handle("POST /api/queues/{queue}/resume", h.act("resume", RoleAdmin, h.resume))
@@ -237,9 +240,9 @@ func (h *Handler) viewer(fn http.HandlerFunc) http.Handler { return h.need(RoleV
 // need wraps a read that needs role.
 func (h *Handler) need(role Role, fn http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := h.authenticate(r)
-		if !ok {
-			h.unauthorized(w, r)
+		p, fail := h.authenticate(r)
+		if fail != nil {
+			h.unauthorized(w, r, fail)
 			return
 		}
 		if !p.Role.Allows(role) {
@@ -251,11 +254,11 @@ func (h *Handler) need(role Role, fn http.HandlerFunc) http.Handler {
 	})
 }
 
-func (h *Handler) unauthorized(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasPrefix(r.URL.Path, "/api/") && h.opts.Auth != nil && h.opts.Auth.hasBasic() {
+func (h *Handler) unauthorized(w http.ResponseWriter, r *http.Request, fail *authFailure) {
+	if fail.status == http.StatusUnauthorized && !strings.HasPrefix(r.URL.Path, "/api/") && h.opts.Auth != nil && h.opts.Auth.hasBasic() {
 		w.Header().Set("WWW-Authenticate", `Basic realm="drover", charset="UTF-8"`)
 	}
-	writeError(w, http.StatusUnauthorized, "sign in first")
+	fail.write(w)
 }
 
 // actionFunc does a mutating request. It fills e's Jobs and Detail, writes
@@ -282,13 +285,17 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 		e := AuditEntry{Time: h.now(), Action: action, Queue: r.PathValue("queue"), JobID: r.PathValue("id"), Remote: r.RemoteAddr}
 		deny := func(status int, why string) { //nolint:contextcheck // the audit uses the request's context
 			e.Outcome, e.Error = "denied", why
-			h.opts.Audit(r.Context(), e)
-			h.audit.add(e)
+			h.record(r.Context(), e)
 			writeError(w, status, why)
 		}
-		p, ok := h.authenticate(r)
-		if !ok {
-			deny(http.StatusUnauthorized, "sign in first")
+		p, fail := h.authenticate(r)
+		if fail != nil {
+			// Without valid credentials: a security event, not an action.
+			if fail.status == http.StatusUnauthorized {
+				e.Log, e.Outcome, e.Error = AuditSecurity, "denied", fail.msg
+				h.record(r.Context(), e)
+			}
+			h.unauthorized(w, r, fail)
 			return
 		}
 		e.User, e.Role, e.Via = p.Name, p.Role, p.Via
@@ -310,8 +317,7 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 		if err != nil {
 			e.Outcome, e.Error = "error", err.Error()
 		}
-		h.opts.Audit(ctx, e)
-		h.audit.add(e)
+		h.record(ctx, e)
 		if err != nil {
 			writeErr(w, err)
 		}

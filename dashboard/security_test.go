@@ -98,7 +98,7 @@ func TestSecurity(t *testing.T) {
 		t.Parallel()
 		b := setup(t, &dashboard.Options{Auth: testUsers()})
 		c := b.as(t, "")
-		c.headers["Authorization"] = "Basic b3R0bzpvdHRvLXB3" // otto:otto-pw
+		c.headers["Authorization"] = "Basic b3R0bzpvdHRvLXBhc3N3b3JkLTAxMjM0NTY3ODk=" // otto:ottoPassword
 		var s dashboard.Session
 		require.Equal(t, http.StatusOK, c.get("api/session", &s))
 		require.Equal(t, dashboard.Session{User: "otto", Role: dashboard.RoleOperator, Via: "basic", CSRF: s.CSRF, AuthEnabled: true, CanOperate: true}, s)
@@ -140,7 +140,7 @@ func TestSecurity(t *testing.T) {
 		require.Equal(t, http.StatusOK, viewer.get("api/queues/q/jobs/"+id, nil))
 		require.Equal(t, http.StatusForbidden, viewer.post("api/queues/q/jobs/"+id+"/retry", map[string]bool{"resetAttempts": true}, nil))
 		e := b.audit.last(t)
-		require.Equal(t, dashboard.AuditEntry{Time: e.Time, User: "vera", Role: dashboard.RoleViewer, Via: "token", Action: "retry-job",
+		require.Equal(t, dashboard.AuditEntry{Log: dashboard.AuditActions, Time: e.Time, User: "vera", Role: dashboard.RoleViewer, Via: "token", Action: "retry-job",
 			Queue: "q", JobID: id, Outcome: "denied", Error: e.Error, Remote: e.Remote}, e)
 		require.Contains(t, e.Error, "needs the operator role")
 		require.Equal(t, http.StatusForbidden, viewer.post("api/queues/q/retry", map[string]any{}, nil))

@@ -106,6 +106,11 @@ func New(rdb redis.UniversalClient, opts *Options) (*Inspector, error) {
 	}, nil
 }
 
+// Client is the Redis client the Inspector reads, for tools built over it
+// that keep state of their own next to the queues (the dashboard's
+// sessions and audit log).
+func (i *Inspector) Client() redis.UniversalClient { return i.rdb }
+
 // Prefix is the key prefix the Inspector works under.
 func (i *Inspector) Prefix() string { return i.opts.Prefix }
 

@@ -694,16 +694,32 @@
 
   // ---- audit page --------------------------------------------------------
 
-  async function pageAudit() {
+  async function pageAudit(params) {
+    const log = params.get('log') === 'security' ? 'security' : 'actions';
+    const before = params.get('before') || '';
     const body = el('tbody');
-    put($main, el('h1', {}, 'Audit log'), el('p', { class: 'muted' }, 'Every mutating request since the dashboard started, newest first (allowed or refused).'),
-      el('div', { class: 'panel' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {}, ...['When', 'Who', 'Action', 'Queue', 'Job', 'Jobs', 'Outcome', 'Detail'].map((h) => el('th', {}, h)))), body)));
-    const res = await api('audit');
+    const tab = (name, label) => el('a', { href: `#/audit?log=${name}`, class: name === log ? 'badge rs-active' : 'badge' }, label);
+    const intro = log === 'security'
+      ? 'Sign-ins (failed or not), requests without valid credentials and throttled clients, newest first.'
+      : 'Every mutating request by a signed-in user, newest first (allowed or refused). Kept in Redis.';
+    const revoke = app.session && app.session.canAdmin && app.session.authEnabled
+      ? el('button', { class: 'danger', onclick: async () => {
+        if (!await confirmDialog('Sign out everyone', 'End every session, yours included? Users sign in again.', 'Sign out everyone', true)) return;
+        try { await api('sessions/revoke', { method: 'POST', body: {} }); location.reload(); } catch (e) { toast(e.message, true); }
+      } }, 'Sign out everyone')
+      : null;
+    const older = el('p');
+    put($main, el('h1', {}, 'Audit log'), el('p', {}, tab('actions', 'Actions'), ' ', tab('security', 'Security events'), ' ', revoke),
+      el('p', { class: 'muted' }, intro),
+      el('div', { class: 'panel' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {}, ...['When', 'Who', 'Action', 'Queue', 'Job', 'Jobs', 'Outcome', 'Detail', 'From'].map((h) => el('th', {}, h)))), body)),
+      older);
+    const res = await api(`audit?log=${log}&limit=100${before ? `&before=${encodeURIComponent(before)}` : ''}`);
     put(body, ...res.entries.map((e) => el('tr', {},
       el('td', {}, fmtTime(e.time)), el('td', {}, `${e.user || '?'}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
       el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
       el('td', {}, el('span', { class: `badge ${e.outcome === 'ok' ? 'rs-completed' : 'rs-failed'}` }, e.outcome)),
-      el('td', {}, [e.detail, e.error].filter(Boolean).join(' — ')))));
+      el('td', {}, [e.detail, e.error].filter(Boolean).join(' — ')), el('td', { class: 'mono' }, e.remote || ''))));
+    if (res.next) put(older, el('a', { href: `#/audit?log=${log}&before=${encodeURIComponent(res.next)}` }, 'Older entries →'));
   }
 
   // ---- router ------------------------------------------------------------
@@ -719,7 +735,7 @@
       if (parts[0] === 'q' && parts.length === 2) await pageQueue(parts[1], params);
       else if (parts[0] === 'q' && parts[2] === 'job' && parts.length === 4) await pageJob(parts[1], parts[3]);
       else if (parts[0] === 'q' && parts[2] === 'stalled') await pageStalled(parts[1]);
-      else if (parts[0] === 'audit') await pageAudit();
+      else if (parts[0] === 'audit') await pageAudit(params);
       else await pageOverview();
     } catch (e) {
       put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
