@@ -111,6 +111,7 @@ func TestAPI(t *testing.T) {
 		t.Cleanup(func() { _ = dead.Close() })
 		ins, err := inspect.New(dead, nil)
 		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 		h, err := dashboard.New(ins, nil)
 		require.NoError(t, err)
 		srv := httptest.NewServer(h)
@@ -128,6 +129,7 @@ func TestAPI(t *testing.T) {
 		rdb, prefix := newClient(t)
 		ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
 		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 		h, err := dashboard.New(ins, nil)
 		require.NoError(t, err)
 		mux := http.NewServeMux()
@@ -159,6 +161,7 @@ func TestAPI(t *testing.T) {
 	t.Run("LiveEventsStream", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
+		b.add(t, "q", "first", nil, nil)
 		req, err := http.NewRequest(http.MethodGet, b.url+"api/queues/q/events", nil)
 		require.NoError(t, err)
 		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -195,6 +198,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	rdb, prefix := newClient(t)
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 	reg, err := metrics.NewRegistry(ins, nil)
 	require.NoError(t, err)
 	h, err := dashboard.New(ins, &dashboard.Options{Metrics: metrics.Handler(reg)})
@@ -250,9 +254,10 @@ func TestMetricsEndpoint(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var after map[string]float64
-	testkit.WaitFor(t, 10*time.Second, "counters to move", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "counters and gauges to move", func() bool {
 		after = scrape()
-		return after["drover_jobs_completed_total"] == 2 && after["drover_jobs_failed_total"] == 1
+		return after["drover_jobs_completed_total"] == 2 && after["drover_jobs_failed_total"] == 1 &&
+			after["drover_queue_jobs/completed"] == 2
 	})
 	require.Equal(t, 1.0, after["drover_jobs_retried_total"])
 	require.Equal(t, 1.0, after["drover_jobs_retries_exhausted_total"])

@@ -75,8 +75,10 @@ func (a *auditLog) last(t *testing.T) dashboard.AuditEntry {
 func setup(t *testing.T, opts *dashboard.Options) *testBundle {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
-	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	// A short discovery interval: queues the tests create show at once.
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix, DiscoveryInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 	b := &testBundle{rdb: rdb, prefix: prefix, ins: ins, audit: &auditLog{}}
 	o := dashboard.Options{}
 	if opts != nil {

@@ -361,7 +361,7 @@ func writeErr(w http.ResponseWriter, err error) {
 		writeError(w, he.status, he.msg)
 	case errors.As(err, &mbe):
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
-	case errors.Is(err, drover.ErrJobNotFound):
+	case errors.Is(err, drover.ErrJobNotFound), errors.Is(err, inspect.ErrQueueNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, drover.ErrNotInState), errors.Is(err, drover.ErrJobLocked), errors.Is(err, drover.ErrActiveJobs):
 		writeError(w, http.StatusConflict, err.Error())

@@ -39,6 +39,7 @@ func TestSecurity(t *testing.T) {
 		t.Cleanup(func() { _ = rdb.Close() })
 		ins, err := inspect.New(rdb, nil)
 		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 		for _, addr := range []string{"0.0.0.0:7373", ":7373", "[::]:0", "192.0.2.10:80", "example.com:80"} {
 			_, err := dashboard.NewServer(ins, &dashboard.ServerOptions{Addr: addr})
 			require.ErrorIs(t, err, dashboard.ErrInsecureBind, addr)
@@ -115,6 +116,7 @@ func TestSecurity(t *testing.T) {
 		require.Equal(t, http.StatusOK, sess.get("api/session", &s))
 		require.Equal(t, "ada", s.User)
 		sess.csrf = s.CSRF
+		b.add(t, "q", "x", nil, nil)
 		require.Equal(t, http.StatusOK, sess.post("api/queues/q/pause", nil, nil))
 		// A forged cookie is nobody.
 		forged := b.as(t, "")

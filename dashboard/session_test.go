@@ -100,6 +100,7 @@ func TestSessions(t *testing.T) {
 	t.Run("CSRFTokenPerSession", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, &dashboard.Options{Auth: testUsers()})
+		b.add(t, "q", "x", nil, nil)
 		c1, csrf1 := signIn(t, b, map[string]string{"token": adminToken}, nil)
 		c2, csrf2 := signIn(t, b, map[string]string{"token": adminToken}, nil)
 		require.NotEqual(t, csrf1, csrf2, "two sessions of one user")
@@ -197,6 +198,7 @@ func TestSignInThrottle(t *testing.T) {
 func TestAuditLogs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	b.add(t, "q", "x", nil, nil)
 	admin := b.as(t, adminToken)
 	require.Equal(t, http.StatusOK, admin.post("api/queues/q/pause", nil, nil))
 	// 600 anonymous mutation attempts and failed sign-ins from 600 clients.

@@ -35,6 +35,7 @@ func TestSlowlorisServer(t *testing.T) {
 	rdb, prefix := redistest.Client(t)
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 	srv, err := dashboard.NewServer(ins, &dashboard.ServerOptions{Addr: "127.0.0.1:0"})
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(context.Background()))

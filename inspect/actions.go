@@ -27,7 +27,7 @@ const (
 //
 // Other states are refused with an error wrapping drover.ErrNotInState.
 func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) (drover.JobState, error) {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return "", err
 	}
@@ -114,7 +114,7 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	case o.ChunkSize < 0 || o.Limit < 0:
 		return nil, fmt.Errorf("%w: inspect.RetryOptions.ChunkSize and Limit must not be negative, got %d and %d", drover.ErrInvalidOption, o.ChunkSize, o.Limit)
 	}
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // PromoteJob runs a delayed job now, keeping its attempts.
 func (i *Inspector) PromoteJob(ctx context.Context, queue, id string) error {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (i *Inspector) PromoteJob(ctx context.Context, queue, id string) error {
 
 // PromoteAll runs every delayed job of queue now and returns how many.
 func (i *Inspector) PromoteAll(ctx context.Context, queue string) (int, error) {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return 0, err
 	}
@@ -241,7 +241,7 @@ func (i *Inspector) PromoteAll(ctx context.Context, queue string) (int, error) {
 
 // RemoveJob deletes a job and its logs, unless a worker holds it.
 func (i *Inspector) RemoveJob(ctx context.Context, queue, id string) error {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func (i *Inspector) RemoveJob(ctx context.Context, queue, id string) error {
 
 // Pause stops workers from taking queue's jobs.
 func (i *Inspector) Pause(ctx context.Context, queue string) error {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (i *Inspector) Pause(ctx context.Context, queue string) error {
 
 // Resume undoes Pause.
 func (i *Inspector) Resume(ctx context.Context, queue string) error {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func (i *Inspector) Resume(ctx context.Context, queue string) error {
 // grace (finished for completed and failed), skipping jobs a worker holds,
 // and returns their ids. limit 0 means the engine's cap of 10000 per call.
 func (i *Inspector) Clean(ctx context.Context, queue string, state drover.JobState, grace time.Duration, limit int) ([]string, error) {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +280,7 @@ func (i *Inspector) Clean(ctx context.Context, queue string, state drover.JobSta
 // Obliterate deletes queue and all its jobs. Without force it refuses while
 // jobs are active (drover.ErrActiveJobs).
 func (i *Inspector) Obliterate(ctx context.Context, queue string, force bool) error {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -291,6 +291,9 @@ func (i *Inspector) Obliterate(ctx context.Context, queue string, force bool) er
 // events written after this call (the position is fixed now, not at the
 // first read), "0" = the whole stream.
 func (i *Inspector) Events(ctx context.Context, queue, lastID string) (*drover.QueueEvents, error) {
+	if _, err := i.existing(ctx, queue); err != nil {
+		return nil, err
+	}
 	if lastID == "" {
 		last, err := i.rdb.XRevRangeN(ctx, i.keys(queue).Events(), "+", "-", 1).Result()
 		if err != nil {

@@ -228,9 +228,7 @@ func TestNearExhausted(t *testing.T) {
 		require.Equal(t, inspect.AlertBudget, rep.Alert.Kind)
 		require.Contains(t, rep.Alert.Message, "2 jobs have used more than 80% of their attempts")
 
-		rep, err = b.ins.NearExhausted(ctx, "empty")
-		require.NoError(t, err)
-		require.Empty(t, rep.Jobs)
-		require.Nil(t, rep.Alert)
+		_, err = b.ins.NearExhausted(ctx, "nosuch")
+		require.ErrorIs(t, err, inspect.ErrQueueNotFound)
 	})
 }

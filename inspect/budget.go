@@ -31,7 +31,7 @@ var liveStates = []drover.JobState{
 // than Options.BudgetThreshold of their attempts: the next failures fail
 // them for good.
 func (i *Inspector) NearExhausted(ctx context.Context, queue string) (*BudgetReport, error) {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
 	}

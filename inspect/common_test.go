@@ -30,6 +30,7 @@ func setup(t *testing.T, opts *inspect.Options) *testBundle {
 	o.Prefix = prefix
 	ins, err := inspect.New(rdb, &o)
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 	return &testBundle{rdb: rdb, prefix: prefix, ins: ins}
 }
 

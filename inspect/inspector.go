@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -40,6 +39,11 @@ type Options struct {
 	BudgetThreshold float64
 	// Storm tunes the retry-storm alert. Nil means defaults.
 	Storm *StormOptions
+	// DiscoveryInterval is how often a background loop rescans the keyspace
+	// for queues once Queues was called (see Queues); Close stops it.
+	// Defaults to DiscoveryIntervalDefault (3s). Negative: no loop and no
+	// published list; every Queues call scans.
+	DiscoveryInterval time.Duration
 	// Logger receives warnings. Defaults to discarding.
 	Logger *slog.Logger
 }
@@ -60,6 +64,9 @@ func (o *Options) withDefaults() Options {
 	}
 	s := r.Storm.withDefaults()
 	r.Storm = &s
+	if r.DiscoveryInterval == 0 {
+		r.DiscoveryInterval = DiscoveryIntervalDefault
+	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -83,9 +90,11 @@ type Inspector struct {
 	opts Options
 
 	mu      sync.Mutex
-	queues  map[string]*drover.Queue
-	samples map[string][]sample // delayed-set sizes per queue, for growth
+	queues  map[string]*drover.Queue // at most queueHandlesMax
+	samples map[string][]sample      // delayed-set sizes per queue, for growth
 	now     func() time.Time
+
+	disc discovery
 }
 
 // New returns an Inspector over rdb. It does no I/O.
@@ -129,7 +138,8 @@ func (i *Inspector) Ping(ctx context.Context) error {
 }
 
 // Queue returns a drover.Queue handle for name, for calls this package does
-// not wrap. It does no I/O.
+// not wrap. It does no I/O and does not check that the queue exists
+// (Exists does). Handles are cached, at most queueHandlesMax of them.
 func (i *Inspector) Queue(name string) (*drover.Queue, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -140,48 +150,18 @@ func (i *Inspector) Queue(name string) (*drover.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(i.queues) >= queueHandlesMax {
+		for n := range i.queues { // evict one, any
+			delete(i.queues, n)
+			delete(i.samples, n)
+			break
+		}
+	}
 	i.queues[name] = q
 	return q, nil
 }
 
 func (i *Inspector) keys(queue string) keys.Queue { return keys.New(i.opts.Prefix, queue) }
-
-// Queues lists the queues under the prefix, sorted by name. A queue exists
-// while any of its own keys does (meta, id, wait, events, ...), whoever
-// wrote it. It scans the keyspace with SCAN (every master of a cluster).
-func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
-	pattern := keys.ScanPattern(i.opts.Prefix)
-	seen := make(map[string]bool)
-	var mu sync.Mutex
-	scan := func(ctx context.Context, c redis.UniversalClient) error {
-		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		for iter.Next(ctx) {
-			if name, ok := keys.QueueOf(i.opts.Prefix, iter.Val()); ok {
-				mu.Lock()
-				seen[name] = true
-				mu.Unlock()
-			}
-		}
-		return iter.Err()
-	}
-	var err error
-	if cc, ok := i.rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	} else {
-		err = scan(ctx, i.rdb)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan queues under prefix %q: %w", i.opts.Prefix, err)
-	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		if keys.ValidateName(n) == nil {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	return names, nil
-}
 
 // Counts are a queue's jobs per state.
 type Counts struct {
@@ -233,11 +213,18 @@ type QueueInfo struct {
 
 // QueueInfo counts queue's jobs per state, atomically, and reads whether it
 // is paused.
+// It returns an error wrapping ErrQueueNotFound for a queue that does not
+// exist.
 func (i *Inspector) QueueInfo(ctx context.Context, queue string) (*QueueInfo, error) {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
+	return i.queueInfo(ctx, q)
+}
+
+func (i *Inspector) queueInfo(ctx context.Context, q *drover.Queue) (*QueueInfo, error) {
+	queue := q.Name()
 	m, err := q.GetJobCounts(ctx, States...)
 	if err != nil {
 		return nil, err
@@ -261,7 +248,11 @@ func (i *Inspector) Overview(ctx context.Context) ([]QueueInfo, error) {
 	}
 	out := make([]QueueInfo, 0, len(names))
 	for _, n := range names {
-		info, err := i.QueueInfo(ctx, n)
+		q, err := i.Queue(n)
+		if err != nil {
+			return nil, err
+		}
+		info, err := i.queueInfo(ctx, q)
 		if err != nil {
 			return nil, err
 		}

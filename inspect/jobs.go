@@ -172,7 +172,7 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 	if o.State == "" {
 		return nil, fmt.Errorf("%w: ListOptions.State is required", drover.ErrInvalidOption)
 	}
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +361,7 @@ const LogLimit = 200
 // Job reads one job for the retry-state inspector. It returns an error
 // wrapping drover.ErrJobNotFound when there is none.
 func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, error) {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
 	}

@@ -237,6 +237,7 @@ func TestJobs(t *testing.T) {
 		b := setupFailed(t)
 		ins, err := inspect.New(b.rdb, &inspect.Options{Prefix: b.prefix, ScanLimit: 5})
 		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, ins.Close(ctx)) })
 		p, err := ins.Jobs(ctx, "f", &inspect.ListOptions{State: drover.StateFailed, Filter: inspect.Filter{Name: "nobody"}})
 		require.NoError(t, err)
 		require.True(t, p.Truncated)

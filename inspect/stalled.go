@@ -44,7 +44,7 @@ var stalledStates = []drover.JobState{
 // Stalled reads the stalled view of queue: jobs with a stall count and the
 // locks of active jobs.
 func (i *Inspector) Stalled(ctx context.Context, queue string) (*StalledReport, error) {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
 	}

@@ -184,7 +184,7 @@ func (s *DelayedStats) Storm() bool { return len(s.Alerts) > 0 }
 // costs one pipeline of 2·Horizon/Window + 3 commands and records a size
 // sample for growth.
 func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedStats, error) {
-	if _, err := i.Queue(queue); err != nil {
+	if _, err := i.existing(ctx, queue); err != nil {
 		return nil, err
 	}
 	o := i.opts.Storm

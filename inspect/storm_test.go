@@ -104,6 +104,7 @@ func TestDelayedStats(t *testing.T) {
 		t.Parallel()
 		b := setupStorm(t)
 		far := func(k int) time.Time { return t0.Add(time.Hour) }
+		b.add(t, "q", "waiting", nil) // the queue exists, with no delayed job
 		st, err := b.ins.DelayedStats(ctx, "q")
 		require.NoError(t, err)
 		require.False(t, st.GrowthKnown)

@@ -80,8 +80,9 @@ func TestMetrics(t *testing.T) {
 	setup := func(t *testing.T) *testBundle {
 		t.Helper()
 		rdb, prefix := redistest.Client(t)
-		ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+		ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix, DiscoveryInterval: 50 * time.Millisecond})
 		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 		reg, err := metrics.NewRegistry(ins, nil)
 		require.NoError(t, err)
 		srv := httptest.NewServer(metrics.Handler(reg))
@@ -140,7 +141,15 @@ func TestMetrics(t *testing.T) {
 			require.NoError(t, err)
 		}
 		waitCounter(t, b, "drover_jobs_completed_total", 3)
-		fams = waitCounter(t, b, "drover_jobs_failed_total", 2)
+		waitCounter(t, b, "drover_jobs_failed_total", 2)
+		// The queue gauges follow once discovery has seen the new queue.
+		completed := map[string]string{"queue": "q", "state": "completed"}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			fams = scrape(t, b.url+"/metrics")
+			if value(fams, "drover_queue_jobs", completed) == 3 || time.Now().After(deadline) {
+				break
+			}
+		}
 		require.Equal(t, 2.0, value(fams, "drover_jobs_retried_total", q), "flaky and doomed each retried once")
 		require.Equal(t, 1.0, value(fams, "drover_jobs_retries_exhausted_total", q), "doomed spent its budget; fatal did not")
 		require.Equal(t, 7.0, value(fams, "drover_jobs_started_total", q))

@@ -52,7 +52,10 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 		_ = rdb.Close()
 		return nil, nil, fmt.Errorf("cannot reach Redis at %s: %w", opt.Addr, err)
 	}
-	return ins, func() { _ = rdb.Close() }, nil
+	return ins, func() {
+		_ = ins.Close(context.WithoutCancel(ctx))
+		_ = rdb.Close()
+	}, nil
 }
 
 // parseArgs parses flags anywhere among the arguments (`drover jobs mail

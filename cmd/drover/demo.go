@@ -69,6 +69,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer func() { _ = ins.Close(context.WithoutCancel(ctx)) }()
 	reg, err := metrics.NewRegistry(ins, nil)
 	if err != nil {
 		return err

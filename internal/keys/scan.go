@@ -10,6 +10,30 @@ var queueSuffixes = map[string]bool{
 	"stalled-check": true, "marker": true, "pc": true, "limiter": true, "repeat": true,
 }
 
+// QueueKeys are the queue's own keys (see QueueOf): while any exists, the
+// queue does.
+func (q Queue) QueueKeys() []string {
+	out := make([]string, 0, len(queueSuffixList))
+	for _, s := range queueSuffixList {
+		out = append(out, q.base+s)
+	}
+	return out
+}
+
+var queueSuffixList = []string{
+	"meta", "id", "wait", "active", "prioritized", "delayed", "completed", "failed", "paused",
+	"waiting-children", "events", "stalled-check", "marker", "pc", "limiter", "repeat",
+}
+
+// Discovery is the key where an Inspector publishes the queues it found
+// under prefix ("" = DefaultPrefix); an empty queue name, so no queue.
+func Discovery(prefix string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return prefix + "::queues"
+}
+
 // ScanPattern is the SCAN MATCH pattern of every key under prefix ("" =
 // DefaultPrefix), with the prefix's glob characters escaped.
 func ScanPattern(prefix string) string {

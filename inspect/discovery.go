@@ -1,0 +1,269 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keys"
+)
+
+// ErrQueueNotFound: no key of the queue exists under the prefix. Reads and
+// actions on such a queue return it and write nothing.
+var ErrQueueNotFound = errors.New("queue not found")
+
+// DiscoveryIntervalDefault is how often the background discovery rescans
+// the keyspace for queues.
+const DiscoveryIntervalDefault = 3 * time.Second
+
+// queueHandlesMax bounds the cached queue handles.
+const queueHandlesMax = 1024
+
+// discovery caches the queue names found by scanning the keyspace. The
+// first Queues call scans (or reads the list another Inspector published)
+// and starts a loop that rescans every DiscoveryInterval in the
+// background until Close, so requests never pay for a scan. Each scan's
+// result is published in Redis for Inspectors in short-lived processes
+// (the CLI).
+type discovery struct {
+	scanMu sync.Mutex // one scan at a time
+
+	mu      sync.Mutex
+	names   []string
+	set     map[string]bool
+	at      time.Time
+	running bool
+	closed  bool
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// publishedQueues is the discovery list an Inspector publishes in Redis.
+type publishedQueues struct {
+	At     int64    `json:"at"`
+	Queues []string `json:"queues"`
+}
+
+// Queues lists the queues under the prefix, sorted by name. A queue exists
+// while any of its own keys does (meta, id, wait, events, ...), whoever
+// wrote it. The list comes from a cache a background loop refreshes every
+// Options.DiscoveryInterval by scanning the keyspace (every master of a
+// cluster): a queue created elsewhere shows within that interval. The
+// first call scans, unless another Inspector published a fresh list.
+func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
+	d := &i.disc
+	d.mu.Lock()
+	if !d.at.IsZero() {
+		names := slices.Clone(d.names)
+		d.mu.Unlock()
+		return names, nil
+	}
+	d.mu.Unlock()
+
+	d.scanMu.Lock()
+	defer d.scanMu.Unlock()
+	d.mu.Lock()
+	if !d.at.IsZero() { // another caller filled it meanwhile
+		names := slices.Clone(d.names)
+		d.mu.Unlock()
+		return names, nil
+	}
+	d.mu.Unlock()
+	names, ok := i.readPublished(ctx)
+	if !ok {
+		var err error
+		if names, err = i.scanQueues(ctx); err != nil {
+			return nil, err
+		}
+		i.publish(ctx, names)
+	}
+	i.setDiscovered(names)
+	i.startDiscovery()
+	return slices.Clone(names), nil
+}
+
+func (i *Inspector) setDiscovered(names []string) {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	d := &i.disc
+	d.mu.Lock()
+	d.names, d.set, d.at = names, set, i.now()
+	d.mu.Unlock()
+}
+
+// readPublished reads the list another Inspector published, if it is fresh.
+func (i *Inspector) readPublished(ctx context.Context) ([]string, bool) {
+	if i.opts.DiscoveryInterval < 0 {
+		return nil, false
+	}
+	raw, err := i.rdb.Get(ctx, keys.Discovery(i.opts.Prefix)).Bytes()
+	if err != nil {
+		return nil, false
+	}
+	var p publishedQueues
+	if json.Unmarshal(raw, &p) != nil || i.now().Sub(time.UnixMilli(p.At)) > 2*i.opts.DiscoveryInterval {
+		return nil, false
+	}
+	return p.Queues, true
+}
+
+func (i *Inspector) publish(ctx context.Context, names []string) {
+	if i.opts.DiscoveryInterval <= 0 {
+		return
+	}
+	b, _ := json.Marshal(publishedQueues{At: i.now().UnixMilli(), Queues: names})
+	if err := i.rdb.Set(ctx, keys.Discovery(i.opts.Prefix), b, 3*i.opts.DiscoveryInterval).Err(); err != nil && ctx.Err() == nil {
+		i.opts.Logger.WarnContext(ctx, "publish discovered queues", slog.Any("error", err))
+	}
+}
+
+// startDiscovery starts the background loop once, unless the Inspector is
+// closed or DiscoveryInterval is negative.
+func (i *Inspector) startDiscovery() {
+	d := &i.disc
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running || d.closed || i.opts.DiscoveryInterval < 0 {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	d.running, d.stop, d.done = true, stop, make(chan struct{})
+	go i.discover(ctx, d.done)
+}
+
+func (i *Inspector) discover(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	ticker := time.NewTicker(i.opts.DiscoveryInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		i.disc.scanMu.Lock()
+		names, err := i.scanQueues(ctx)
+		if err == nil {
+			i.setDiscovered(names)
+			i.publish(ctx, names)
+		}
+		i.disc.scanMu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			i.opts.Logger.WarnContext(ctx, "discover queues", slog.Any("error", err))
+		}
+	}
+}
+
+// Close stops the background discovery and waits for it until ctx is done.
+// It is idempotent; the Inspector keeps working (Queues then scans on each
+// call).
+func (i *Inspector) Close(ctx context.Context) error {
+	d := &i.disc
+	d.mu.Lock()
+	d.closed = true
+	stop, done, running := d.stop, d.done, d.running
+	d.running = false
+	d.at = time.Time{}
+	d.mu.Unlock()
+	if !running {
+		return nil
+	}
+	stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close inspector: %w", context.Cause(ctx))
+	}
+}
+
+// scanQueues scans the keyspace for queue keys.
+func (i *Inspector) scanQueues(ctx context.Context) ([]string, error) {
+	pattern := keys.ScanPattern(i.opts.Prefix)
+	seen := make(map[string]bool)
+	var mu sync.Mutex
+	scan := func(ctx context.Context, c redis.UniversalClient) error {
+		iter := c.Scan(ctx, 0, pattern, 5000).Iterator()
+		for iter.Next(ctx) {
+			if name, ok := keys.QueueOf(i.opts.Prefix, iter.Val()); ok {
+				mu.Lock()
+				seen[name] = true
+				mu.Unlock()
+			}
+		}
+		return iter.Err()
+	}
+	var err error
+	if cc, ok := i.rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, i.rdb)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scan queues under prefix %q: %w", i.opts.Prefix, err)
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		if keys.ValidateName(n) == nil {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Exists reports whether queue has any of its own keys. Queues in the
+// discovery cache answer without I/O; others cost one round trip.
+func (i *Inspector) Exists(ctx context.Context, queue string) (bool, error) {
+	if err := keys.ValidateName(queue); err != nil {
+		return false, nil //nolint:nilerr // an invalid name names no queue
+	}
+	d := &i.disc
+	d.mu.Lock()
+	known := d.set[queue]
+	d.mu.Unlock()
+	if known {
+		return true, nil
+	}
+	names := i.keys(queue).QueueKeys()
+	cmds := make([]*redis.IntCmd, len(names))
+	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, k := range names {
+			cmds[n] = p.Exists(ctx, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("look up queue %q: %w", queue, err)
+	}
+	for _, c := range cmds {
+		if c.Val() > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// existing returns the handle of queue, or an error wrapping
+// ErrQueueNotFound when it does not exist. Nothing is cached for a queue
+// that does not exist.
+func (i *Inspector) existing(ctx context.Context, queue string) (*drover.Queue, error) {
+	ok, err := i.Exists(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: no queue %q under prefix %q", ErrQueueNotFound, queue, i.opts.Prefix)
+	}
+	return i.Queue(queue)
+}

@@ -1,0 +1,153 @@
+package inspect_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// scanCalls reads how many SCAN commands the server has run.
+func scanCalls(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_scan:calls="); ok {
+			n, err := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
+}
+
+// TestDiscovery is issue 15 item 12: overviews and scrapes read a cached
+// queue list a background loop refreshes; they do not scan the keyspace.
+func TestDiscovery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start() // its own server: SCAN counts are ours
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	const prefix = "disc"
+	// 100k keys: 2 queues' jobs and unrelated keys.
+	for chunk := range 20 {
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for n := range 5000 {
+				p.Set(ctx, fmt.Sprintf("other:%d:%d", chunk, n), "x", 0)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	for _, name := range []string{"a", "b"} {
+		q, err := drover.NewQueue(rdb, name, &drover.QueueOptions{Prefix: prefix})
+		require.NoError(t, err)
+		_, err = q.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+	}
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(ctx)) })
+
+	before := scanCalls(t, rdb)
+	infos, err := ins.Overview(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 2)
+	oneScan := scanCalls(t, rdb) - before
+	require.Positive(t, oneScan)
+	before = scanCalls(t, rdb)
+	for range 50 {
+		infos, err := ins.Overview(ctx)
+		require.NoError(t, err)
+		require.Len(t, infos, 2)
+	}
+	// 50 overviews take well under a second: at most one background
+	// refresh ran meanwhile.
+	require.LessOrEqual(t, scanCalls(t, rdb)-before, oneScan, "50 overviews scanned the keyspace")
+
+	// A queue created elsewhere (another process, Node) shows within a few
+	// seconds.
+	other := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = other.Close() })
+	require.NoError(t, other.XAdd(ctx, &redis.XAddArgs{Stream: prefix + ":fromnode:events", Values: []any{"event", "waiting"}}).Err())
+	start := time.Now()
+	testkit.WaitFor(t, 10*time.Second, "the new queue to show", func() bool {
+		names, err := ins.Queues(ctx)
+		require.NoError(t, err)
+		return len(names) == 3
+	})
+	t.Logf("one scan: %d SCAN calls; the new queue showed after %s", oneScan, time.Since(start).Round(time.Millisecond))
+
+	// Another Inspector (the CLI) reads the published list: no scan.
+	cli, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	before = scanCalls(t, rdb)
+	names, err := cli.Queues(ctx)
+	require.NoError(t, err)
+	require.NoError(t, cli.Close(ctx))
+	require.Equal(t, []string{"a", "b", "fromnode"}, names)
+	require.Less(t, scanCalls(t, rdb)-before, oneScan, "a fresh published list is read, not rescanned")
+}
+
+// TestUnknownQueues is issue 15 items 5 and 15: a name that is no queue
+// answers ErrQueueNotFound, caches nothing and writes nothing.
+func TestUnknownQueues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	b.add(t, "real", "x", nil)
+	for n := range 5000 {
+		_, err := b.ins.QueueInfo(ctx, fmt.Sprintf("random-%d", n))
+		require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+	}
+	require.Zero(t, inspect.CachedQueues(b.ins), "no handle cached for unknown queues")
+	for n := range 5000 {
+		_, err := b.ins.Queue(fmt.Sprintf("handle-%d", n))
+		require.NoError(t, err)
+	}
+	require.LessOrEqual(t, inspect.CachedQueues(b.ins), 1024, "the handle cache is bounded")
+
+	info, err := b.ins.QueueInfo(ctx, "real")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, info.Counts.Waiting)
+
+	// Every read and action refuses, and no key of the queue appears.
+	_, err = b.ins.Clean(ctx, "nosuch", drover.StateCompleted, 0, 0)
+	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+	require.ErrorIs(t, b.ins.Pause(ctx, "nosuch"), inspect.ErrQueueNotFound)
+	require.ErrorIs(t, b.ins.Resume(ctx, "nosuch"), inspect.ErrQueueNotFound)
+	require.ErrorIs(t, b.ins.Obliterate(ctx, "nosuch", true), inspect.ErrQueueNotFound)
+	_, err = b.ins.PromoteAll(ctx, "nosuch")
+	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+	_, err = b.ins.RetryJobs(ctx, "nosuch", nil)
+	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+	_, err = b.ins.RetryJob(ctx, "nosuch", "1", false)
+	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+	require.ErrorIs(t, b.ins.RemoveJob(ctx, "nosuch", "1"), inspect.ErrQueueNotFound)
+	require.ErrorIs(t, b.ins.PromoteJob(ctx, "nosuch", "1"), inspect.ErrQueueNotFound)
+	_, err = b.ins.Events(ctx, "nosuch", "")
+	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+	_, err = b.ins.Jobs(ctx, "nosuch", &inspect.ListOptions{State: drover.StateFailed})
+	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+	_, err = b.ins.Job(ctx, "nosuch", "1")
+	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+	written, err := b.rdb.Keys(ctx, b.prefix+":nosuch:*").Result()
+	require.NoError(t, err)
+	require.Empty(t, written)
+	names, err := b.ins.Queues(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"real"}, names, "no phantom queue")
+}
