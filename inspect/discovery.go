@@ -86,7 +86,7 @@ func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 		i.publish(ctx, names)
 	}
 	i.setDiscovered(names)
-	i.startDiscovery()
+	i.startDiscovery() //nolint:contextcheck // the loop outlives the call: Close stops it
 	return slices.Clone(names), nil
 }
 
