@@ -18,9 +18,10 @@ deps: ## install missing test dependencies (redis-server, npm packages)
 .PHONY: test
 test: deps ## run every test (race on the core packages) with real servers
 	$(GO) vet ./...
+	$(GO) vet -tags lab ./cmd/drover/
 	$(GO) vet -tags cluster ./internal/testkit/clustertest/
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS_RACE)
-	$(GO) test -timeout $(TIMEOUT) $$($(GO) list ./... | grep -v -E '^github.com/seed40057009/drover(/internal/.*)?$$')
+	$(GO) test -tags lab -timeout $(TIMEOUT) $$($(GO) list ./... | grep -v -E '^github.com/seed40057009/drover(/internal/.*)?$$')
 	$(GO) test -tags cluster -timeout $(TIMEOUT) ./internal/testkit/clustertest/
 	$(MAKE) lint
 
@@ -57,7 +58,7 @@ GOLANGCI ?= $(shell go env GOPATH)/bin/golangci-lint
 .PHONY: lint
 lint: ## golangci-lint with the project's rules (installs v2.15.0 if missing)
 	@test -x $(GOLANGCI) || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
-	$(GOLANGCI) run --build-tags cluster ./...
+	$(GOLANGCI) run --build-tags cluster,lab ./...
 
 .PHONY: build
 build: ## build the drover binary into ./bin

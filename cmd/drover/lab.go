@@ -1,3 +1,5 @@
+//go:build lab
+
 package main
 
 import (
@@ -11,13 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	_ "modernc.org/sqlite" // the embedded database of `drover lab`
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/lab"
@@ -199,17 +201,6 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// errNoSQLite explains how to get the lab's default database: the pure-Go
-// SQLite engine takes most of drover's compile time and only the lab uses
-// it, so the default build leaves it out (see lab_sqlite.go).
-var errNoSQLite = usagef("lab: this drover was built without SQLite, the lab's default database; " +
-	"run `go run -tags sqlite ./cmd/drover lab` (or `go install -tags sqlite github.com/seed40057009/drover/cmd/drover@latest`), " +
-	"or pass --database postgres://...")
-
-// sqliteBuilt reports whether a database/sql driver named "sqlite" is
-// linked in: by lab_sqlite.go (build tag sqlite), or by a test.
-func sqliteBuilt() bool { return slices.Contains(sql.Drivers(), "sqlite") }
-
 // labDB is the lab's database, and the same database for pgmigrate.
 type labDB struct {
 	lab     *lab.DB
@@ -239,9 +230,6 @@ func openLabDB(ctx context.Context, dsn string) (*labDB, string, func(), error) 
 	path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
 	if path == "" {
 		return nil, "", nil, usagef("lab: --database %q: no SQLite file path", dsn)
-	}
-	if !sqliteBuilt() {
-		return nil, "", nil, errNoSQLite
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
 	if err != nil {
