@@ -74,6 +74,9 @@ type Attempt struct {
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// NextRun is when the next attempt is due (outcome delayed).
 	NextRun time.Time `json:"next,omitzero"`
+	// Unrecoverable marks a failed attempt that ended the job for good
+	// through Unrecoverable, whatever attempts were left.
+	Unrecoverable bool `json:"unrecoverable,omitempty"`
 }
 
 // DecodeData unmarshals the job's data into v.

@@ -157,6 +157,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		fr.Kind = scripts.FinishFailed
 		fr.Keep = w.keepSpec(rec.Opts.RemoveOnFail, w.opts.RemoveOnFail)
 		item.outcome, entry.Outcome = "failed", "failed"
+		entry.Unrecoverable = IsUnrecoverable(err)
 	case delay == 0:
 		fr.Kind, fr.LIFO = scripts.FinishRetry, rec.Opts.LIFO
 		item.outcome, entry.Outcome = "retry", "retry"

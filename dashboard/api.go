@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -457,7 +458,13 @@ type RetryJobsRequest struct {
 	// Filter in inspect.ParseFilter syntax; "" = every job of State.
 	Filter        string `json:"filter"`
 	ResetAttempts bool   `json:"resetAttempts"`
-	DryRun        bool   `json:"dryRun"`
+	// IncludeUnrecoverable retries jobs that failed as unrecoverable too
+	// (default: they are left alone).
+	IncludeUnrecoverable bool `json:"includeUnrecoverable"`
+	// DryRun answers with the count and a sample of the jobs that would be
+	// retried, at once. Else the retry starts as a background operation
+	// and the answer (202 Accepted) is the Operation to follow.
+	DryRun bool `json:"dryRun"`
 	// Limit retries at most this many jobs. 0 = all.
 	Limit int `json:"limit"`
 }
@@ -471,18 +478,55 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	if err != nil {
 		return badRequest("%v", err)
 	}
-	e.Detail = fmt.Sprintf("state=%s filter=%q resetAttempts=%t dryRun=%t limit=%d", cmpState(req.State), filter.String(), req.ResetAttempts, req.DryRun, req.Limit)
-	res, err := h.ins.RetryJobs(r.Context(), e.Queue, &inspect.RetryOptions{
-		State: req.State, Filter: filter, ResetAttempts: req.ResetAttempts, DryRun: req.DryRun, Limit: req.Limit,
-	})
-	if res != nil {
-		e.Jobs = res.Retried
+	e.Detail = fmt.Sprintf("state=%s filter=%q resetAttempts=%t includeUnrecoverable=%t dryRun=%t limit=%d",
+		cmpState(req.State), filter.String(), req.ResetAttempts, req.IncludeUnrecoverable, req.DryRun, req.Limit)
+	opts := &inspect.RetryOptions{
+		State: req.State, Filter: filter, ResetAttempts: req.ResetAttempts, IncludeUnrecoverable: req.IncludeUnrecoverable,
+		DryRun: req.DryRun, Limit: req.Limit,
 	}
-	if err != nil {
+	if req.DryRun {
+		res, err := h.ins.RetryJobs(r.Context(), e.Queue, opts)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, res)
+		return nil
+	}
+	// Check the queue name before starting anything.
+	if _, err := h.ins.Queue(e.Queue); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, res)
+	entry := *e
+	op, err := h.ops.start(Operation{Kind: "retry-jobs", Queue: e.Queue, User: e.User, Detail: e.Detail, Started: h.now()}, entry,
+		func(op Operation) { h.finished(entry, op) },
+		func(ctx context.Context, progress func(done, total int)) (*inspect.RetryResult, error) {
+			o := *opts
+			o.Progress = progress
+			return h.ins.RetryJobs(ctx, e.Queue, &o)
+		})
+	if err != nil {
+		return &httpError{status: http.StatusServiceUnavailable, msg: err.Error()}
+	}
+	e.Detail += " operation=" + op.ID + " started"
+	writeJSON(w, http.StatusAccepted, op)
 	return nil
+}
+
+// finished audits the end of a background operation, in the name of whoever
+// started it.
+func (h *Handler) finished(start AuditEntry, op Operation) {
+	e := start
+	e.Time, e.Action = h.now(), start.Action+"-finished"
+	e.Jobs = op.Retried
+	e.Detail = fmt.Sprintf("operation=%s %s: retried %d, skipped %d of %d", op.ID, op.Status, op.Retried, op.Skipped, op.Total)
+	e.Outcome = "ok"
+	switch op.Status {
+	case OperationCancelled:
+		e.Outcome = "cancelled"
+	case OperationFailed:
+		e.Outcome, e.Error = "error", op.Error
+	}
+	h.record(context.Background(), e)
 }
 
 func cmpState(s drover.JobState) drover.JobState {
@@ -522,8 +566,8 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, e *AuditEntry) 
 type CleanRequest struct {
 	// State to clean: completed (default), failed, delayed, waiting, ...
 	State drover.JobState `json:"state"`
-	// Grace keeps jobs younger than this, as a Go duration ("1h").
-	// Default "0s".
+	// Grace keeps jobs younger than this, as a Go duration ("1h", "0s").
+	// Default inspect.CleanGraceDefault (1h), as `drover clean`.
 	Grace string `json:"grace"`
 	// Limit removes at most this many jobs (0 = the engine's cap, 10000).
 	Limit int `json:"limit"`
@@ -537,7 +581,7 @@ func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 	if req.State == "" {
 		req.State = drover.StateCompleted
 	}
-	grace := time.Duration(0)
+	grace := inspect.CleanGraceDefault
 	if req.Grace != "" {
 		var err error
 		if grace, err = time.ParseDuration(req.Grace); err != nil {

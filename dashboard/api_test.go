@@ -100,8 +100,9 @@ func TestAPI(t *testing.T) {
 		require.Equal(t, http.StatusOK, c.post("api/queues/q/retry", dashboard.RetryJobsRequest{Filter: "name=a", DryRun: true}, &res))
 		require.Equal(t, 2, res.Matched)
 		require.Zero(t, res.Retried)
-		require.Equal(t, http.StatusOK, c.post("api/queues/q/retry", dashboard.RetryJobsRequest{Filter: "name=a", ResetAttempts: true}, &res))
-		require.Equal(t, 2, res.Retried)
+		op := c.bulkRetry("q", dashboard.RetryJobsRequest{Filter: "name=a", ResetAttempts: true})
+		require.Equal(t, dashboard.OperationDone, op.Status)
+		require.Equal(t, 2, op.Retried)
 		require.Equal(t, http.StatusBadRequest, c.post("api/queues/q/retry", dashboard.RetryJobsRequest{Filter: "zzz"}, nil))
 	})
 

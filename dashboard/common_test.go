@@ -220,3 +220,17 @@ func (c *client) post(path string, body, out any) int {
 	status, _ := c.do(http.MethodPost, path, body, out, nil)
 	return status
 }
+
+// bulkRetry starts a bulk retry and waits for its background operation to
+// end; it returns the finished operation.
+func (c *client) bulkRetry(queue string, req dashboard.RetryJobsRequest) dashboard.Operation {
+	c.t.Helper()
+	var op dashboard.Operation
+	require.Equal(c.t, http.StatusAccepted, c.post("api/queues/"+queue+"/retry", req, &op))
+	require.NotEmpty(c.t, op.ID)
+	testkit.WaitFor(c.t, 20*time.Second, "operation "+op.ID+" to end", func() bool {
+		require.Equal(c.t, http.StatusOK, c.get("api/operations/"+op.ID, &op))
+		return op.Status != dashboard.OperationRunning
+	})
+	return op
+}

@@ -7,21 +7,13 @@ import (
 	"time"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
 )
 
 // Event is one live update, as GET /api/queues/{queue}/events streams it
-// (server-sent events; each event's id resumes the stream via Last-Event-ID).
-type Event struct {
-	ID           string           `json:"id"`
-	Time         time.Time        `json:"time"`
-	Name         drover.EventName `json:"name"`
-	JobID        string           `json:"jobId,omitempty"`
-	Prev         string           `json:"prev,omitempty"`
-	JobName      string           `json:"jobName,omitempty"`
-	FailedReason string           `json:"failedReason,omitempty"`
-	DelayUntil   time.Time        `json:"delayUntil,omitzero"`
-	AttemptsMade int              `json:"attemptsMade,omitempty"`
-}
+// (server-sent events; each event's id resumes the stream via Last-Event-ID):
+// inspect's event, with the names `drover watch --json` prints too.
+type Event = inspect.Event
 
 // streamWriteTimeout bounds writing one live-update event.
 const streamWriteTimeout = 30 * time.Second
@@ -58,10 +50,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	_ = qe.Run(ctx, func(ev drover.Event) error {
-		b, err := json.Marshal(Event{
-			ID: ev.ID, Time: ev.Time(), Name: ev.Name, JobID: ev.JobID, Prev: ev.Prev, JobName: ev.JobName,
-			FailedReason: ev.FailedReason, DelayUntil: ev.DelayUntil, AttemptsMade: ev.AttemptsMade,
-		})
+		b, err := json.Marshal(inspect.EventOf(r.PathValue("queue"), ev))
 		if err != nil {
 			return err
 		}

@@ -112,6 +112,7 @@ type Handler struct {
 	store   *store
 	streams chan struct{}
 	now     func() time.Time
+	ops     *operations
 }
 
 // New returns the dashboard over ins.
@@ -138,6 +139,7 @@ func New(ins *inspect.Inspector, opts *Options) (*Handler, error) {
 		store:   &store{rdb: ins.Client(), k: keys.DashboardOf(ins.Prefix())},
 		streams: make(chan struct{}, o.MaxStreams),
 		now:     time.Now,
+		ops:     newOperations(),
 	}
 	if _, err := rand.Read(h.secret); err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
@@ -175,6 +177,9 @@ func (h *Handler) routes() {
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/promote", h.act("promote-job", RoleOperator, h.promoteJob))
 	m.Handle("POST /api/queues/{queue}/retry", h.act("retry-jobs", RoleOperator, h.retryJobs))
 	m.Handle("POST /api/queues/{queue}/promote", h.act("promote-all", RoleOperator, h.promoteAll))
+	m.Handle("GET /api/operations", h.viewer(h.listOperations))
+	m.Handle("GET /api/operations/{id}", h.viewer(h.getOperation))
+	m.Handle("POST /api/operations/{id}/cancel", h.act("cancel-operation", RoleOperator, h.cancelOperation))
 
 	// Admins.
 	m.Handle("GET /api/audit", h.need(RoleAdmin, h.auditLog))

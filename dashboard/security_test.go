@@ -14,6 +14,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestSecurity is acceptance 3: binding, roles, CSRF and the audit log.
@@ -219,9 +220,9 @@ func TestSecurity(t *testing.T) {
 		}
 		for _, tc := range []call{
 			{"api/queues/q/retry", map[string]any{"dryRun": true}, "retry-jobs", 0},
-			{"api/queues/q/retry", map[string]any{"filter": "reason=boom", "resetAttempts": true}, "retry-jobs", 1},
+			{"api/queues/q/retry", map[string]any{"filter": "reason=boom", "resetAttempts": true}, "retry-jobs", 0},
 			{"api/queues/q/promote", nil, "promote-all", 3},
-			{"api/queues/q/clean", map[string]any{"state": "waiting"}, "clean", 4},
+			{"api/queues/q/clean", map[string]any{"state": "waiting", "grace": "0s"}, "clean", 4},
 			{"api/queues/q/pause", nil, "pause", 0},
 			{"api/queues/q/resume", nil, "resume", 0},
 			{"api/queues/q/jobs/" + id + "/remove", nil, "remove-job", 0},
@@ -235,15 +236,27 @@ func TestSecurity(t *testing.T) {
 			require.Equal(t, "q", e.Queue)
 			require.Equal(t, tc.jobs, e.Jobs, tc.action)
 			require.False(t, e.Time.Before(before.Add(-time.Second)))
-			if status == http.StatusOK {
+			if status == http.StatusOK || status == http.StatusAccepted {
 				require.Equal(t, "ok", e.Outcome, tc.action)
 			} else {
 				require.Equal(t, "error", e.Outcome, tc.action)
 			}
+			if status == http.StatusAccepted {
+				// A bulk retry runs in the background: its end is audited too,
+				// with the jobs it moved.
+				testkit.WaitFor(t, 20*time.Second, "the retry's end in the audit log", func() bool {
+					return b.audit.last(t).Action == "retry-jobs-finished"
+				})
+				e := b.audit.last(t)
+				require.Equal(t, "anonymous", e.User)
+				require.Equal(t, "ok", e.Outcome)
+				require.Equal(t, 1, e.Jobs)
+			}
 		}
 		e := b.audit.all()
 		require.Contains(t, e[1].Detail, `filter="reason=boom" resetAttempts=true`)
-		require.Equal(t, "error", e[6].Outcome, "the job was cleaned before: remove fails, and says so")
+		require.Contains(t, e[1].Detail, `operation=1 started`)
+		require.Equal(t, "error", e[7].Outcome, "the job was cleaned before: remove fails, and says so")
 	})
 
 	t.Run("ReadOnlyRefusesMutations", func(t *testing.T) {

@@ -184,6 +184,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.mu.Unlock()
 
 	stop()
+	opsErr := s.h.Close(ctx)
 	err := srv.Shutdown(ctx)
 	if err != nil {
 		_ = srv.Close()
@@ -192,5 +193,5 @@ func (s *Server) Close(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("close dashboard: %w", err)
 	}
-	return nil
+	return opsErr
 }

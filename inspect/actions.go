@@ -59,6 +59,11 @@ type RetryOptions struct {
 	Filter Filter
 	// ResetAttempts gives every retried job its whole attempt budget back.
 	ResetAttempts bool
+	// IncludeUnrecoverable retries failed jobs that failed for good through
+	// an unrecoverable error too (FailedUnrecoverable). Default false: they
+	// are left alone and counted in RetryResult.Excluded, since running them
+	// again fails them again.
+	IncludeUnrecoverable bool
 	// Limit retries at most this many jobs, newest first. 0 = all.
 	Limit int
 	// ChunkSize is how many jobs move per chunk. Defaults to
@@ -85,14 +90,26 @@ type RetryResult struct {
 	Retried int  `json:"retried"`
 	Skipped int  `json:"skipped"`
 	DryRun  bool `json:"dryRun"`
+	// Excluded counts the failed jobs that passed the filter but were left
+	// alone because they failed as unrecoverable (see
+	// RetryOptions.IncludeUnrecoverable).
+	Excluded int `json:"excluded"`
 	// IDs lists up to RetryIDsMax of the matched ids, newest first.
 	IDs []string `json:"ids"`
+	// Sample shows the first RetrySampleMax matched jobs, for a
+	// confirmation that says what will be retried.
+	Sample []JobSummary `json:"sample"`
 }
 
+// RetrySampleMax bounds RetryResult.Sample.
+const RetrySampleMax = 5
+
 // RetryJobs retries queue's failed (or completed) jobs in paced chunks.
-// Without a filter it moves jobs by age with drover.Queue.RetryJobs (one
-// script call per chunk); with one it selects the jobs first, then retries
-// them one by one with drover.Job.Retry, chunk by chunk.
+// Without a filter (and with IncludeUnrecoverable, or for completed jobs) it
+// moves jobs by age with drover.Queue.RetryJobs (one script call per chunk);
+// else it selects the jobs first, then retries them one by one with
+// drover.Job.Retry, chunk by chunk. Cancelling ctx stops it between jobs;
+// the result says how far it got.
 func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOptions) (*RetryResult, error) {
 	var o RetryOptions
 	if opts != nil {
@@ -118,14 +135,17 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	if err != nil {
 		return nil, err
 	}
-	res := &RetryResult{Queue: queue, State: o.State, DryRun: o.DryRun, IDs: []string{}}
+	res := &RetryResult{Queue: queue, State: o.State, DryRun: o.DryRun, IDs: []string{}, Sample: []JobSummary{}}
 	progress := func(done, total int) {
 		if o.Progress != nil {
 			o.Progress(done, total)
 		}
 	}
 
-	if o.Filter.IsZero() {
+	// Unrecoverable failures are told apart job by job: leaving them out
+	// needs the selecting path.
+	excludeUnrecoverable := o.State == drover.StateFailed && !o.IncludeUnrecoverable
+	if o.Filter.IsZero() && !excludeUnrecoverable {
 		counts, err := q.GetJobCounts(ctx, o.State)
 		if err != nil {
 			return nil, err
@@ -139,6 +159,9 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 			if err != nil {
 				return nil, err
 			}
+			if err := i.sample(ctx, q, o.State, res); err != nil {
+				return nil, err
+			}
 		}
 		if o.DryRun || res.Matched == 0 {
 			return res, nil
@@ -150,12 +173,15 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 		return res, err
 	}
 
-	ids, err := i.matching(ctx, q, o.State, o.Filter, o.Limit)
+	ids, excluded, err := i.matching(ctx, q, o.State, o.Filter, o.Limit, excludeUnrecoverable)
 	if err != nil {
 		return nil, err
 	}
-	res.Matched = len(ids)
+	res.Matched, res.Excluded = len(ids), excluded
 	res.IDs = ids[:min(len(ids), RetryIDsMax)]
+	if err := i.sample(ctx, q, o.State, res); err != nil {
+		return nil, err
+	}
 	if o.DryRun {
 		return res, nil
 	}
@@ -182,30 +208,53 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	return res, nil
 }
 
+// sample fills res.Sample from the first of res.IDs.
+func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.JobState, res *RetryResult) error {
+	ids := res.IDs[:min(len(res.IDs), RetrySampleMax)]
+	if len(ids) == 0 {
+		return nil
+	}
+	jobs, err := q.GetJobsByID(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		res.Sample = append(res.Sample, summarize(state, j, time.Time{}))
+	}
+	return nil
+}
+
 // matching lists the ids of state's jobs that pass filter, newest first,
-// reading the whole state in chunks.
-func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, limit int) ([]string, error) {
+// reading the whole state in chunks. With excludeUnrecoverable it leaves out
+// jobs that failed as unrecoverable and counts them.
+func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, limit int, excludeUnrecoverable bool) ([]string, int, error) {
 	const chunk = 500
 	var out []string
+	excluded := 0
 	for pos := 0; ; pos += chunk {
 		ids, err := q.GetJobIDs(ctx, []drover.JobState{state}, int64(pos), int64(pos+chunk-1), false)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		jobs, err := q.GetJobsByID(ctx, ids)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, j := range jobs {
-			if filter.Match(j) {
-				out = append(out, j.ID)
-				if limit > 0 && len(out) == limit {
-					return out, nil
-				}
+			if !filter.Match(j) {
+				continue
+			}
+			if excludeUnrecoverable && failedForOf(j) == FailedUnrecoverable {
+				excluded++
+				continue
+			}
+			out = append(out, j.ID)
+			if limit > 0 && len(out) == limit {
+				return out, excluded, nil
 			}
 		}
 		if len(ids) < chunk {
-			return out, nil
+			return out, excluded, nil
 		}
 	}
 }
@@ -264,6 +313,55 @@ func (i *Inspector) Resume(ctx context.Context, queue string) error {
 		return err
 	}
 	return q.Resume(ctx)
+}
+
+// CleanGraceDefault is the grace period `drover clean` and the dashboard's
+// clean action use unless told otherwise: jobs of the last hour stay.
+const CleanGraceDefault = time.Hour
+
+// cleanCap is the most jobs one Clean call removes when limit is 0.
+const cleanCap = 10000
+
+// CleanCandidates lists, newest first, the jobs Clean(ctx, queue, state,
+// grace, limit) would remove now: jobs of state older than grace (finished
+// for completed and failed, created for the others), at most limit (0 =
+// 10000). Jobs a worker holds when Clean runs are skipped by Clean.
+func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state drover.JobState, grace time.Duration, limit int) ([]string, error) {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = cleanCap
+	}
+	cutoff := time.Now().Add(-grace)
+	const chunk = 500
+	out := []string{}
+	for pos := 0; ; pos += chunk {
+		ids, err := q.GetJobIDs(ctx, []drover.JobState{state}, int64(pos), int64(pos+chunk-1), false)
+		if err != nil {
+			return nil, err
+		}
+		jobs, err := q.GetJobsByID(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range jobs {
+			t := j.Timestamp
+			if state == drover.StateCompleted || state == drover.StateFailed {
+				t = j.FinishedOn
+			}
+			if t.Before(cutoff) {
+				out = append(out, j.ID)
+				if len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+		if len(ids) < chunk {
+			return out, nil
+		}
+	}
 }
 
 // Clean removes up to limit of queue's jobs in state that are older than

@@ -114,15 +114,79 @@ type JobSummary struct {
 	// NextRun is when a delayed job is due (from its delayed-set score).
 	NextRun     time.Time `json:"nextRun,omitzero"`
 	ProcessedBy string    `json:"processedBy,omitempty"`
+	// FailedFor says why a failed job failed for good (FailedUnrecoverable,
+	// ...); "" for jobs in other states.
+	FailedFor FailedFor `json:"failedFor,omitempty"`
+	// Progress is the job's progress as its processor reported it (a number
+	// 0..100 or any JSON value), if any.
+	Progress json.RawMessage `json:"progress,omitempty"`
+}
+
+// FailedFor is why a job failed for good.
+type FailedFor string
+
+const (
+	// FailedUnrecoverable: the processor said no attempt can succeed
+	// (drover.Unrecoverable, BullMQ's UnrecoverableError), whatever
+	// attempts were left. A bulk retry leaves these jobs alone unless told
+	// otherwise.
+	FailedUnrecoverable FailedFor = "unrecoverable"
+	// FailedExhausted: every attempt of its budget failed.
+	FailedExhausted FailedFor = "attempts-exhausted"
+	// FailedStalled: its workers stopped renewing the lock more often than
+	// the queue's maxStalledCount allows.
+	FailedStalled FailedFor = "stalled-too-often"
+	// FailedEarly: it failed for good with attempts left for another reason
+	// (a backoff strategy that said stop, a started-attempts cap).
+	FailedEarly FailedFor = "stopped-early"
+)
+
+// Label is FailedFor for people: "failed for good: unrecoverable".
+func (f FailedFor) Label() string {
+	switch f {
+	case FailedUnrecoverable:
+		return "failed for good: unrecoverable"
+	case FailedExhausted:
+		return "failed for good: attempts used up"
+	case FailedStalled:
+		return "failed for good: stalled too often"
+	case FailedEarly:
+		return "failed for good before its budget was spent"
+	}
+	return "failed for good"
+}
+
+// failedForOf tells why a failed job failed for good: from drover's record
+// of its last attempt, from the trace a Node worker kept (BullMQ's
+// UnrecoverableError names itself on the trace's first line), else from its
+// counters.
+func failedForOf(job *drover.Job) FailedFor {
+	if n := len(job.Timeline); n > 0 && job.Timeline[n-1].Unrecoverable && job.Timeline[n-1].N >= job.AttemptsStarted {
+		return FailedUnrecoverable
+	}
+	if n := len(job.Stacktrace); n > 0 && strings.HasPrefix(job.Stacktrace[n-1], "UnrecoverableError") {
+		return FailedUnrecoverable
+	}
+	if strings.Contains(job.FailedReason, "stalled more than allowable limit") {
+		return FailedStalled
+	}
+	if b := BudgetOf(job); b.Made >= b.Allowed {
+		return FailedExhausted
+	}
+	return FailedEarly
 }
 
 func summarize(state drover.JobState, job *drover.Job, nextRun time.Time) JobSummary {
-	return JobSummary{
+	s := JobSummary{
 		ID: job.ID, Name: job.Name, State: state, RetryState: ClassifyRetry(state, job),
 		Budget: BudgetOf(job), StalledCount: job.StalledCount, FailedReason: job.FailedReason,
 		Created: job.Timestamp, ProcessedOn: job.ProcessedOn, FinishedOn: job.FinishedOn,
-		NextRun: nextRun, ProcessedBy: job.ProcessedBy,
+		NextRun: nextRun, ProcessedBy: job.ProcessedBy, Progress: job.Progress,
 	}
+	if state == drover.StateFailed {
+		s.FailedFor = failedForOf(job)
+	}
+	return s
 }
 
 // ListOptions select a page of Jobs.
@@ -305,10 +369,18 @@ type Attempt struct {
 	Error   string `json:"error,omitempty"`
 	Worker  string `json:"worker,omitempty"`
 	// Backoff is the wait chosen before the next attempt (outcome delayed),
-	// in nanoseconds in JSON.
+	// in ms in JSON.
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// NextRun is when the next attempt was due (outcome delayed).
 	NextRun time.Time `json:"nextRun,omitzero"`
+	// Unrecoverable marks the failed attempt that ended the job through
+	// drover.Unrecoverable or BullMQ's UnrecoverableError.
+	Unrecoverable bool `json:"unrecoverable,omitempty"`
+	// Recorded says a drover worker wrote this attempt down as it ended.
+	// Attempts it did not record (a Node worker ran them, a worker stalled,
+	// or a drover worker's first try completed, which it does not record)
+	// are rebuilt from the job's counters: their times are unknown.
+	Recorded bool `json:"recorded"`
 }
 
 // Timeline sources.
@@ -323,7 +395,7 @@ const (
 // Lock is an active job's lock.
 type Lock struct {
 	Held bool `json:"held"`
-	// TTL is how long the lock lives unless renewed (nanoseconds in JSON).
+	// TTL is how long the lock lives unless renewed (ms in JSON).
 	TTL time.Duration `json:"ttl"`
 	// Token is the holder's lock token (drover: "<worker id>:<attempt>").
 	Token string `json:"token,omitempty"`
@@ -332,14 +404,14 @@ type Lock struct {
 // JobDetail is everything the retry-state inspector shows about one job.
 type JobDetail struct {
 	JobSummary
-	Queue           string          `json:"queue"`
-	Data            json.RawMessage `json:"data"`
-	Opts            json.RawMessage `json:"opts,omitempty"`
-	Backoff         *drover.Backoff `json:"backoff,omitempty"`
-	Priority        int             `json:"priority"`
+	Queue    string          `json:"queue"`
+	Data     json.RawMessage `json:"data"`
+	Opts     json.RawMessage `json:"opts,omitempty"`
+	Backoff  *Backoff        `json:"backoff,omitempty"`
+	Priority int             `json:"priority"`
+	// Delay is the job's delay option (ms in JSON).
 	Delay           time.Duration   `json:"delay"`
 	ReturnValue     json.RawMessage `json:"returnValue,omitempty"`
-	Progress        json.RawMessage `json:"progress,omitempty"`
 	DeferredFailure string          `json:"deferredFailure,omitempty"`
 	// Stacktrace lists the kept failure traces, oldest first.
 	Stacktrace []string `json:"stacktrace"`
@@ -347,6 +419,9 @@ type JobDetail struct {
 	// whether drover recorded it or it was derived.
 	Timeline       []Attempt `json:"timeline"`
 	TimelineSource string    `json:"timelineSource"`
+	// TimelineOmitted counts the oldest attempts drover no longer keeps
+	// (it keeps the newest 25); they come before Timeline[0].
+	TimelineOmitted int `json:"timelineOmitted"`
 	// Logs are the newest LogLimit log lines, oldest first; LogCount counts
 	// all lines.
 	Logs     []string `json:"logs"`
@@ -401,11 +476,10 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 		JobSummary:      summarize(state, job, nextRun),
 		Queue:           queue,
 		Data:            job.Data,
-		Backoff:         job.Opts.Backoff,
+		Backoff:         backoffOf(job.Opts.Backoff),
 		Priority:        job.Priority,
 		Delay:           job.Delay,
 		ReturnValue:     job.ReturnValue,
-		Progress:        job.Progress,
 		DeferredFailure: job.DeferredFailure,
 		Stacktrace:      job.Stacktrace,
 		Logs:            logs,
@@ -427,7 +501,7 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 		}
 		d.Lock = locks[id]
 	}
-	d.Timeline, d.TimelineSource = timeline(state, job, nextRun)
+	d.Timeline, d.TimelineSource, d.TimelineOmitted = timeline(state, job, nextRun)
 	return d, nil
 }
 
@@ -462,15 +536,17 @@ func (i *Inspector) locks(ctx context.Context, queue string, ids []string) (map[
 
 // timeline builds the attempt timeline: drover's record when there is one,
 // with the attempts it could not record filled in (stalls, the running
-// attempt), else one derived from the counters.
-func timeline(state drover.JobState, job *drover.Job, nextRun time.Time) ([]Attempt, string) {
+// attempt), else one derived from the counters. It also returns how many of
+// the oldest attempts drover no longer keeps.
+func timeline(state drover.JobState, job *drover.Job, nextRun time.Time) ([]Attempt, string, int) {
 	if len(job.Timeline) > 0 {
-		return fromRecorded(state, job), TimelineDrover
+		out, omitted := fromRecorded(state, job)
+		return out, TimelineDrover, omitted
 	}
-	return derived(state, job, nextRun), TimelineDerived
+	return derived(state, job, nextRun), TimelineDerived, 0
 }
 
-func fromRecorded(state drover.JobState, job *drover.Job) []Attempt {
+func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 	var out []Attempt
 	stalls := job.StalledCount
 	// gap adds the activations numbered [from, to) that wrote no outcome:
@@ -489,28 +565,43 @@ func fromRecorded(state drover.JobState, job *drover.Job) []Attempt {
 	// drover keeps the newest attempts only: a gap before the first one is
 	// filled only when stalls explain it.
 	first := job.Timeline[0].N
+	omitted := 0
 	if first > 1 && first-1 <= job.StalledCount {
 		gap(1, first)
+	} else if first > 1 {
+		omitted = first - 1
 	}
 	last := first - 1
 	for _, a := range job.Timeline {
 		gap(last+1, a.N)
 		out = append(out, Attempt{
 			N: a.N, Start: a.Start, End: a.End, Outcome: a.Outcome, Error: a.Error,
-			Worker: a.Worker, Backoff: a.Backoff, NextRun: a.NextRun,
+			Worker: a.Worker, Backoff: a.Backoff, NextRun: a.NextRun, Unrecoverable: a.Unrecoverable, Recorded: true,
 		})
 		last = max(last, a.N)
 	}
 	current := job.AttemptsStarted
-	if state == drover.StateActive && current > last {
+	switch {
+	case state == drover.StateActive && current > last:
 		gap(last+1, current)
 		out = append(out, Attempt{N: current, Start: job.ProcessedOn, Outcome: "active", Worker: job.ProcessedBy})
-	} else {
+	case state == drover.StateCompleted && current > last:
+		// A completion after the record's last attempt that wrote no
+		// record of its own (stalls before it are filled in by gap).
+		gap(last+1, current)
+		out = append(out, Attempt{N: current, Start: job.ProcessedOn, End: job.FinishedOn, Outcome: "completed", Worker: job.ProcessedBy})
+	default:
 		gap(last+1, current+1)
 	}
-	return out
+	return out, omitted
 }
 
+// derived rebuilds the timeline of a job drover has no record of: a Node
+// worker ran it, or a drover worker completed it on its first activation
+// (drover records attempts from the first failure or stall on). Activations
+// are AttemptsStarted: AttemptsMade of them ended with an outcome, and
+// StalledCount stalled. Only the last attempt's times are known; stalls are
+// drawn before the last attempt, failures before them.
 func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attempt {
 	made := job.AttemptsMade
 	var out []Attempt
@@ -519,34 +610,44 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	for n, s := range job.Stacktrace {
 		errs[n] = firstLine(s)
 	}
-	for n := 1; n <= made; n++ {
-		a := Attempt{N: n, Outcome: "failed"}
+	seq := 0
+	for n := 1; n < made; n++ {
+		seq++
+		a := Attempt{N: seq, Outcome: "retry"}
 		if k := len(errs) - (made - n) - 1; k >= 0 && k < len(errs) {
 			a.Error = errs[k]
 		}
-		if n < made {
-			a.Outcome = "retry"
-		} else {
-			switch state {
-			case drover.StateCompleted:
-				a.Outcome, a.Error = "completed", ""
-			case drover.StateFailed:
-				a.Outcome, a.Error = "failed", job.FailedReason
-			case drover.StateDelayed:
-				a.Outcome, a.Error, a.NextRun = "delayed", job.FailedReason, nextRun
-				a.Backoff = job.Delay
-			default:
-				a.Outcome, a.Error = "retry", job.FailedReason
-			}
-			if state != drover.StateActive {
-				a.Start = job.ProcessedOn
-				a.End = job.FinishedOn
-			}
+		out = append(out, a)
+	}
+	for range job.StalledCount {
+		seq++
+		out = append(out, Attempt{N: seq, Outcome: "stalled"})
+	}
+	if made > 0 {
+		seq++
+		a := Attempt{N: seq}
+		if len(errs) > 0 {
+			a.Error = errs[len(errs)-1]
+		}
+		switch state {
+		case drover.StateCompleted:
+			a.Outcome, a.Error = "completed", ""
+		case drover.StateFailed:
+			a.Outcome, a.Error = "failed", job.FailedReason
+			a.Unrecoverable = failedForOf(job) == FailedUnrecoverable
+		case drover.StateDelayed:
+			a.Outcome, a.Error, a.NextRun = "delayed", job.FailedReason, nextRun
+			a.Backoff = job.Delay
+		default:
+			a.Outcome, a.Error = "retry", job.FailedReason
+		}
+		if state != drover.StateActive {
+			a.Start, a.End, a.Worker = job.ProcessedOn, job.FinishedOn, job.ProcessedBy
 		}
 		out = append(out, a)
 	}
 	if state == drover.StateActive {
-		out = append(out, Attempt{N: max(job.AttemptsStarted, made+1), Start: job.ProcessedOn, Outcome: "active", Worker: job.ProcessedBy})
+		out = append(out, Attempt{N: max(job.AttemptsStarted, seq+1), Start: job.ProcessedOn, Outcome: "active", Worker: job.ProcessedBy})
 	}
 	return out
 }

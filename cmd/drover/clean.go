@@ -1,23 +1,29 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
 )
 
 func init() {
 	commands["clean"] = commandInfo{
-		summary: "remove old jobs of one state (completed by default)",
-		make:    func(m *Main) command { return &cleanCmd{out: m.Stdout} },
+		summary: "remove old jobs of one state (completed by default, keeping the last hour)",
+		make:    func(m *Main) command { return &cleanCmd{out: m.Stdout, in: m.Stdin, interactive: m.interactive()} },
 	}
 }
 
 type cleanCmd struct {
 	out io.Writer
+	// in answers the confirmation prompt when interactive.
+	in          io.Reader
+	interactive bool
 }
 
 func (c *cleanCmd) Run(ctx context.Context, args []string) error {
@@ -26,11 +32,16 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 	var rf redisFlags
 	rf.register(fs)
 	state := fs.String("state", "completed", "state to clean: completed, failed, delayed, waiting, prioritized, paused")
-	grace := fs.Duration("grace", 0, "keep jobs younger than this (finished for completed and failed)")
+	grace := fs.Duration("grace", inspect.CleanGraceDefault, "keep jobs younger than this (finished for completed and failed); 0 = remove them all")
 	limit := fs.Int("limit", 0, "remove at most this many (0 = up to 10000 per call)")
+	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be removed")
+	yes := fs.Bool("yes", false, "remove without asking (for scripts; without it, clean asks on a terminal and refuses elsewhere)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover clean <queue> [--state completed] [--grace 24h] [--limit N] [--json]\n\nRemoves jobs of one state older than the grace period; jobs a worker holds are skipped.")
+		fmt.Fprintf(c.out, "Usage: drover clean <queue> [--state completed] [--grace %s] [--limit N] [--dry-run] [--yes] [--json]\n\n"+
+			"Removes jobs of one state older than the grace period (by default completed jobs finished more\n"+
+			"than an hour ago, as the dashboard's clean action); jobs a worker holds are skipped. It says how\n"+
+			"many jobs it will remove and asks first; --yes skips the question.\n", inspect.CleanGraceDefault)
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
@@ -40,12 +51,44 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("clean needs one <queue>, got %q", pos)
 	}
+	if *grace < 0 {
+		return usagef("--grace must not be negative, got %s", *grace)
+	}
 	ins, closeRedis, err := rf.inspector(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
-	ids, err := ins.Clean(ctx, pos[0], drover.JobState(*state), *grace, *limit)
+	queue, st := pos[0], drover.JobState(*state)
+	what := fmt.Sprintf("%s jobs older than %s from %s", st, *grace, queue)
+	if *dryRun || !*yes {
+		ids, err := ins.CleanCandidates(ctx, queue, st, *grace, *limit)
+		if err != nil {
+			return err
+		}
+		switch {
+		case *dryRun && *asJSON:
+			return writeJSON(c.out, map[string]any{"queue": queue, "state": st, "dryRun": true, "wouldRemove": len(ids), "ids": ids})
+		case *dryRun:
+			fmt.Fprintf(c.out, "dry run: would remove %d %s\n", len(ids), what)
+			listIDs(c.out, ids)
+			return nil
+		case len(ids) == 0:
+			if *asJSON {
+				return writeJSON(c.out, map[string]any{"queue": queue, "state": st, "removed": 0, "ids": []string{}})
+			}
+			fmt.Fprintf(c.out, "nothing to remove: no %s\n", what)
+			return nil
+		case !c.interactive:
+			return usagef("clean would remove %d %s: pass --yes to confirm (no terminal to ask on), or --dry-run to list them", len(ids), what)
+		}
+		fmt.Fprintf(c.out, "remove %d %s? This cannot be undone. [y/N] ", len(ids), what)
+		if !confirmed(c.in) {
+			fmt.Fprintln(c.out, "not removed")
+			return nil
+		}
+	}
+	ids, err := ins.Clean(ctx, queue, st, *grace, *limit)
 	if err != nil {
 		return err
 	}
@@ -53,8 +96,32 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 		if ids == nil {
 			ids = []string{}
 		}
-		return writeJSON(c.out, map[string]any{"queue": pos[0], "state": *state, "removed": len(ids), "ids": ids})
+		return writeJSON(c.out, map[string]any{"queue": queue, "state": st, "removed": len(ids), "ids": ids})
 	}
-	fmt.Fprintf(c.out, "removed %d %s jobs older than %s from %s\n", len(ids), *state, *grace, pos[0])
+	fmt.Fprintf(c.out, "removed %d %s\n", len(ids), what)
 	return nil
+}
+
+// confirmed reads one line from in and reports whether it says yes.
+func confirmed(in io.Reader) bool {
+	if in == nil {
+		return false
+	}
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// listIDs prints up to 20 ids, one a line.
+func listIDs(w io.Writer, ids []string) {
+	for i, id := range ids {
+		if i == 20 {
+			fmt.Fprintf(w, "  ... and %d more\n", len(ids)-20)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", id)
+	}
 }

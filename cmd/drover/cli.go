@@ -13,6 +13,15 @@ import (
 type Main struct {
 	Stdout io.Writer
 	Stderr io.Writer
+	// Stdin answers confirmation prompts; they are asked only when Stdin
+	// and Stdout are terminals, or when Interactive is set.
+	Stdin       io.Reader
+	Interactive bool
+}
+
+// interactive reports whether destructive commands may ask before acting.
+func (m *Main) interactive() bool {
+	return m.Interactive || (isTerminal(m.Stdout) && isTerminalReader(m.Stdin))
 }
 
 // command is one subcommand.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
 )
 
@@ -59,8 +60,13 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 	w := c.out
 	b := d.Budget
 	fmt.Fprintf(w, "job %s %q in queue %s\n", d.ID, d.Name, d.Queue)
-	fmt.Fprintf(w, "  retry state  %s (state %s)\n", d.RetryState, d.State)
-	fmt.Fprintf(w, "  attempts     %d of %d used, %d left (%d started)\n", b.Made, b.Allowed, b.Left, b.Started)
+	fmt.Fprintf(w, "  retry state  %s (state %s)\n", retryLabel(d.JobSummary), d.State)
+	if d.State == drover.StateFailed {
+		// A job failed for good has no attempts "left".
+		fmt.Fprintf(w, "  attempts     %d of %d used (%d started)\n", b.Made, b.Allowed, b.Started)
+	} else {
+		fmt.Fprintf(w, "  attempts     %d of %d used, %d left (%d started)\n", b.Made, b.Allowed, b.Left, b.Started)
+	}
 	if !d.NextRun.IsZero() {
 		fmt.Fprintf(w, "  next run     %s (%s)\n", when(d.NextRun), until(d.NextRun))
 	}
@@ -87,11 +93,24 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 		fmt.Fprintf(w, "  last error   %s\n", d.FailedReason)
 	}
 	fmt.Fprintf(w, "\nattempt timeline (%s):\n", d.TimelineSource)
+	if d.TimelineSource == inspect.TimelineDerived && len(d.Timeline) > 0 {
+		fmt.Fprintln(w, "  (no drover worker recorded these attempts: rebuilt from the job's counters, last attempt's times only)")
+	}
 	if len(d.Timeline) == 0 {
 		fmt.Fprintln(w, "  no attempt yet")
 	}
+	if d.TimelineOmitted > 0 {
+		fmt.Fprintf(w, "  #1-#%d not kept (drover keeps the newest 25 attempts)\n", d.TimelineOmitted)
+	}
 	for i, a := range d.Timeline {
-		line := fmt.Sprintf("  #%-3d %-10s", a.N, a.Outcome)
+		outcome := a.Outcome
+		if a.Unrecoverable {
+			outcome = "failed: unrecoverable"
+		}
+		line := fmt.Sprintf("  #%-3d %-10s", a.N, outcome)
+		if !a.Recorded && d.TimelineSource == inspect.TimelineDrover {
+			line += " (no drover record)"
+		}
 		if !a.Start.IsZero() {
 			line += " " + a.Start.Local().Format("15:04:05.000")
 			if !a.End.IsZero() {
@@ -120,6 +139,15 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 		}
 	}
 	fmt.Fprintf(w, "\ndata: %s\n", clip(string(d.Data), 500))
+}
+
+// retryLabel is a job's retry state for people; a failed job's says why it
+// failed for good ("failed for good: unrecoverable").
+func retryLabel(j inspect.JobSummary) string {
+	if j.State == drover.StateFailed && j.FailedFor != "" {
+		return j.FailedFor.Label()
+	}
+	return string(j.RetryState)
 }
 
 func firstLine(s string) string {

@@ -80,7 +80,7 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 			} else if j.FinishedOn.IsZero() {
 				w = when(j.Created)
 			}
-			t.row(p.Queue, j.ID, clip(j.Name, 30), j.RetryState, fmt.Sprintf("%d/%d", j.Budget.Made, j.Budget.Allowed),
+			t.row(p.Queue, j.ID, clip(j.Name, 30), retryLabel(j), fmt.Sprintf("%d/%d", j.Budget.Made, j.Budget.Allowed),
 				j.StalledCount, w, clip(j.FailedReason, 60))
 			shown++
 		}

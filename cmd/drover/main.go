@@ -23,7 +23,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "drover: second signal, exiting now")
 		os.Exit(130)
 	}()
-	m := Main{Stdout: os.Stdout, Stderr: os.Stderr}
+	m := Main{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin}
 	err := m.Run(ctx, os.Args[1:])
 	stop()
 	var usage *usageError

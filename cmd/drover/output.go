@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -69,6 +70,17 @@ func until(t time.Time) string {
 		return "in " + d.String()
 	}
 	return (-d).String() + " ago"
+}
+
+// isTerminalReader reports whether r is a terminal (a prompt can be
+// answered there).
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // progressBar draws "[#####.....] done/total" on one line, redrawn in place.

@@ -154,8 +154,8 @@ func TestQueueCommands(t *testing.T) {
 		b := setup(t)
 		out := ok(t, b, "jobs", "mail", "--state", "failed", "--filter", "reason=timeout")
 		require.Regexp(t, `QUEUE\s+ID\s+NAME\s+RETRY STATE\s+ATTEMPTS`, out)
-		require.Regexp(t, `mail\s+`+b.failed[2]+`\s+timeout\s+failed\s+1/1`, out)
-		require.Regexp(t, `mail\s+`+b.failed[0]+`\s+timeout\s+failed\s+1/1`, out)
+		require.Regexp(t, `mail\s+`+b.failed[2]+`\s+timeout\s+failed for good: attempts used up\s+1/1`, out)
+		require.Regexp(t, `mail\s+`+b.failed[0]+`\s+timeout\s+failed for good: attempts used up\s+1/1`, out)
 		require.NotContains(t, out, "refused")
 		require.Contains(t, out, "mail: 3 failed jobs, 2 shown")
 		// No queue named: every queue; flags after the positional work too.
@@ -168,6 +168,50 @@ func TestQueueCommands(t *testing.T) {
 		_, err := run(t, b, "jobs", "--filter", "bogus")
 		var usage *usageError
 		require.ErrorAs(t, err, &usage)
+	})
+
+	// Issue 10 item 10 and issue 13 item 7: --json prints BullMQ's names
+	// and milliseconds, the names the dashboard's API uses.
+	t.Run("JSONUsesBullMQNamesAndMilliseconds", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		res, err := b.queue.Add(ctx, "slow", nil, &drover.JobOptions{Attempts: 3, Delay: 90 * time.Second,
+			Backoff: &drover.Backoff{Type: drover.BackoffExponential, Delay: 1500 * time.Millisecond, Jitter: 0.5}})
+		require.NoError(t, err)
+		var job map[string]any
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "job", "mail", res.Job.ID, "--json")), &job))
+		require.Equal(t, map[string]any{"type": "exponential", "delay": 1500.0, "jitter": 0.5}, job["backoff"])
+		require.Equal(t, 90000.0, job["delay"])
+		require.Equal(t, "slow", job["name"])
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "job", "mail", b.backof, "--json")), &job))
+		tl := job["timeline"].([]any)
+		require.Equal(t, 10.0, tl[0].(map[string]any)["backoff"], "the first backoff, 10ms")
+		require.Equal(t, 3600000.0, tl[1].(map[string]any)["backoff"], "the second, an hour")
+		var pages []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "jobs", "mail", "--state", "delayed", "--json")), &pages))
+		first := pages[0]["jobs"].([]any)[0].(map[string]any)
+		for _, k := range []string{"id", "name", "retryState", "budget", "nextRun"} {
+			require.Contains(t, first, k)
+		}
+	})
+
+	// Issue 12 defect 5: a job failed as unrecoverable (here by a Node
+	// worker: BullMQ's UnrecoverableError names itself in the trace) says so.
+	t.Run("UnrecoverableShownDistinctly", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		k := b.prefix + ":mail:"
+		require.NoError(t, b.rdb.HSet(ctx, k+"fraud", "name", "charge", "data", "{}", "opts", `{"attempts":5}`, "timestamp", 1000,
+			"atm", 1, "ats", 1, "failedReason", "fraud suspected", "finishedOn", 2000, "processedOn", 1500,
+			"stacktrace", `["UnrecoverableError: fraud suspected\n    at Worker.processor (/app/worker.js:10:11)"]`).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redis.Z{Score: 2000, Member: "fraud"}).Err())
+		out := ok(t, b, "job", "mail", "fraud")
+		require.Contains(t, out, "retry state  failed for good: unrecoverable (state failed)")
+		require.Contains(t, out, "attempts     1 of 5 used (1 started)")
+		require.NotContains(t, out, "4 left")
+		require.Contains(t, out, "#1   failed: unrecoverable")
+		out = ok(t, b, "jobs", "mail", "--state", "failed")
+		require.Regexp(t, `mail\s+fraud\s+charge\s+failed for good: unrecoverable\s+1/5`, out)
 	})
 
 	t.Run("JobRetryStateInspector", func(t *testing.T) {
@@ -251,9 +295,41 @@ func TestQueueCommands(t *testing.T) {
 		var res map[string]any
 		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "promote", "mail", "--json")), &res))
 		require.Equal(t, 0.0, res["promoted"])
-		require.Equal(t, "removed 1 completed jobs older than 0s from mail\n", ok(t, b, "clean", "mail"))
-		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "clean", "mail", "--state", "failed", "--json")), &res))
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "clean", "mail", "--state", "failed", "--grace", "0", "--yes", "--json")), &res))
 		require.Equal(t, 3.0, res["removed"])
+	})
+
+	// Issue 12 defect 3: clean keeps the last hour by default (as its usage
+	// and the dashboard say), lists what it would remove with --dry-run, asks
+	// on a terminal and refuses without --yes elsewhere.
+	t.Run("CleanDefaultsDryRunAndConfirmation", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		completed := func() int64 {
+			n, err := b.queue.GetJobCounts(ctx, drover.StateCompleted)
+			require.NoError(t, err)
+			return n[drover.StateCompleted]
+		}
+		require.Equal(t, "nothing to remove: no completed jobs older than 1h0m0s from mail\n", ok(t, b, "clean", "mail"))
+		require.EqualValues(t, 1, completed())
+		out, err := run(t, b, "clean", "mail", "--grace", "0")
+		var usage *usageError
+		require.ErrorAs(t, err, &usage, out)
+		require.ErrorContains(t, err, "clean would remove 1 completed jobs older than 0s from mail: pass --yes to confirm")
+		require.EqualValues(t, 1, completed())
+		out = ok(t, b, "clean", "mail", "--grace", "0", "--dry-run")
+		require.Regexp(t, `^dry run: would remove 1 completed jobs older than 0s from mail\n  \d+\n$`, out)
+		require.EqualValues(t, 1, completed())
+		ask := func(answer string) string {
+			var out bytes.Buffer
+			m := Main{Stdout: &out, Stderr: &out, Stdin: strings.NewReader(answer), Interactive: true}
+			require.NoError(t, m.Run(ctx, []string{"clean", "mail", "--grace", "0", "--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", b.prefix}))
+			return out.String()
+		}
+		require.Equal(t, "remove 1 completed jobs older than 0s from mail? This cannot be undone. [y/N] not removed\n", ask("\n"))
+		require.EqualValues(t, 1, completed())
+		require.Equal(t, "remove 1 completed jobs older than 0s from mail? This cannot be undone. [y/N] removed 1 completed jobs older than 0s from mail\n", ask("y\n"))
+		require.EqualValues(t, 0, completed())
 	})
 
 	t.Run("Watch", func(t *testing.T) {
@@ -278,9 +354,9 @@ func TestQueueCommands(t *testing.T) {
 			require.NoError(t, <-done)
 			if asJSON {
 				lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-				var ev watchEvent
+				var ev inspect.Event
 				require.NoError(t, json.Unmarshal([]byte(lines[0]), &ev))
-				require.Equal(t, watchEvent{ID: ev.ID, Time: ev.Time, Queue: "mail", Event: drover.EventAdded, JobID: res.Job.ID, JobName: "watched"}, ev)
+				require.Equal(t, inspect.Event{ID: ev.ID, Time: ev.Time, Queue: "mail", Name: drover.EventAdded, JobID: res.Job.ID, JobName: "watched"}, ev)
 			} else {
 				require.Regexp(t, regexp.MustCompile(`watching mail \(Ctrl-C to stop\)\n\d\d:\d\d:\d\d\.\d{3} added\s+job `+res.Job.ID+` "watched"\n`), out.String())
 			}

@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
 )
 
 func init() {
@@ -19,21 +19,6 @@ func init() {
 
 type watchCmd struct {
 	out io.Writer
-}
-
-// watchEvent is one line of `drover watch --json`.
-type watchEvent struct {
-	ID           string           `json:"id"`
-	Time         time.Time        `json:"time"`
-	Queue        string           `json:"queue"`
-	Event        drover.EventName `json:"event"`
-	JobID        string           `json:"jobId,omitempty"`
-	Prev         string           `json:"prev,omitempty"`
-	JobName      string           `json:"jobName,omitempty"`
-	FailedReason string           `json:"failedReason,omitempty"`
-	DelayUntil   time.Time        `json:"delayUntil,omitzero"`
-	AttemptsMade int              `json:"attemptsMade,omitempty"`
-	ReturnValue  any              `json:"returnValue,omitempty"`
 }
 
 func (c *watchCmd) Run(ctx context.Context, args []string) error {
@@ -69,12 +54,7 @@ func (c *watchCmd) Run(ctx context.Context, args []string) error {
 	}
 	return qe.Run(ctx, func(ev drover.Event) error {
 		if *asJSON {
-			we := watchEvent{ID: ev.ID, Time: ev.Time(), Queue: queue, Event: ev.Name, JobID: ev.JobID, Prev: ev.Prev,
-				JobName: ev.JobName, FailedReason: ev.FailedReason, DelayUntil: ev.DelayUntil, AttemptsMade: ev.AttemptsMade}
-			if len(ev.ReturnValue) > 0 {
-				we.ReturnValue = ev.ReturnValue
-			}
-			return writeJSONLine(c.out, we)
+			return writeJSONLine(c.out, inspect.EventOf(queue, ev))
 		}
 		_, err := fmt.Fprintln(c.out, describeEvent(ev))
 		return err

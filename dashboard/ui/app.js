@@ -81,14 +81,30 @@
     }
     return neg ? `-${s}` : s;
   }
-  const nsToMs = (ns) => (ns || 0) / 1e6;
   function relative(iso) {
     const ms = new Date(iso).getTime() - Date.now();
     return ms >= 0 ? `in ${fmtMs(ms)}` : `${fmtMs(-ms)} ago`;
   }
   const pct = (x) => `${Math.round(x * 100)}%`;
-  function retryBadge(rs, big) {
-    return el('span', { class: `badge rs-${rs}${big ? ' big' : ''}`, 'data-retry-state': rs }, rs.replaceAll('-', ' '));
+  // FAILED_FOR says why a failed job failed for good (inspect.FailedFor).
+  const FAILED_FOR = {
+    unrecoverable: 'failed for good: unrecoverable',
+    'attempts-exhausted': 'failed for good: attempts used up',
+    'stalled-too-often': 'failed for good: stalled too often',
+    'stopped-early': 'failed for good before its budget was spent',
+  };
+  // retryBadge shows a job's retry state; a failed job's says why it failed
+  // for good, an unrecoverable failure in its own colour.
+  function retryBadge(rs, big, failedFor) {
+    const label = rs === 'failed' && FAILED_FOR[failedFor] ? FAILED_FOR[failedFor] : rs.replaceAll('-', ' ');
+    const cls = `badge rs-${rs}${failedFor === 'unrecoverable' ? ' rs-unrecoverable' : ''}${big ? ' big' : ''}`;
+    return el('span', { class: cls, 'data-retry-state': rs, 'data-failed-for': rs === 'failed' ? failedFor : null }, label);
+  }
+  // progressOf reads a job's progress as a share 0..1, or null when it is
+  // not a number (BullMQ lets processors report any JSON).
+  function progressOf(p) {
+    if (typeof p === 'number' && isFinite(p)) return Math.max(0, Math.min(1, p / 100));
+    return null;
   }
   function pretty(raw) {
     if (raw === undefined || raw === null) return '';
@@ -129,7 +145,7 @@
       const ok = el('button', { class: danger ? 'danger' : 'primary', 'data-confirm': 'yes', onclick: () => close(true) }, confirmLabel);
       const back = el('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } },
         el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-label': title },
-          el('h2', {}, title), el('p', {}, message),
+          el('h2', {}, title), message instanceof Node ? message : el('p', {}, message),
           el('div', { class: 'buttons' }, el('button', { onclick: () => close(false) }, 'Cancel'), ok)));
       document.body.append(back);
       ok.focus();
@@ -294,27 +310,80 @@
       return parts.join(' ');
     };
 
+    // The bulk retry acts on exactly the filter the boxes show, applied
+    // or not: what the operator reads is what gets retried.
+    const shownFilter = () => {
+      const parts = [];
+      const name = nameIn.value.trim(), reason = reasonIn.value.trim(), left = leftIn.value.trim();
+      if (name) parts.push(`name=${JSON.stringify(name)}`);
+      if (reason) parts.push(`reason=${JSON.stringify(reason)}`);
+      if (left !== '') parts.push(`left<=${left}`);
+      return parts.join(' ');
+    };
     const bulk = el('div', { class: 'row' });
+    const opBox = el('div', { id: 'operations' });
     if (s.canOperate && (state === 'failed' || state === 'completed')) {
-      const reset = el('input', { type: 'checkbox', name: 'reset', checked: true });
-      bulk.append(el('label', {}, reset, 'with fresh attempts'), el('button', {
-        class: 'primary',
+      const reset = el('input', { type: 'checkbox', name: 'reset' });
+      const unrec = el('input', { type: 'checkbox', name: 'include-unrecoverable' });
+      bulk.append(el('label', {}, reset, 'with fresh attempts'));
+      if (state === 'failed') bulk.append(el('label', {}, unrec, 'include jobs that failed as unrecoverable'));
+      bulk.append(el('button', {
+        class: 'primary', id: 'bulk-retry',
         onclick: async () => {
-          const body = { state, filter: filterExpr(), resetAttempts: reset.checked };
+          const body = { state, filter: shownFilter(), resetAttempts: reset.checked, includeUnrecoverable: state === 'failed' && unrec.checked };
           let dry;
           try { dry = await api(`queues/${enc(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
-          if (!dry.matched) { toast('No job matches.'); return; }
-          const res = await act('Retry jobs', `Retry ${dry.matched} ${state} job${dry.matched === 1 ? '' : 's'}${body.filter ? ` matching ${body.filter}` : ''}${reset.checked ? ' with fresh attempts' : ''}? They move back to wait in paced chunks.`, `Retry ${dry.matched}`,
+          const excluded = dry.excluded ? ` ${dry.excluded} job${dry.excluded === 1 ? '' : 's'} that failed as unrecoverable ${dry.excluded === 1 ? 'is' : 'are'} left out.` : '';
+          if (!dry.matched) { toast(`No job matches.${excluded}`); return; }
+          const what = `${dry.matched} ${state} job${dry.matched === 1 ? '' : 's'}`;
+          const message = el('div', { id: 'retry-preview' },
+            el('p', {}, `Retry ${what}${body.filter ? ` matching ${body.filter}` : ' (no filter: every one)'}, `,
+              body.resetAttempts ? 'with fresh attempts (their budgets start over)' : 'keeping their spent attempts', '?', excluded,
+              ' They move back to wait in paced chunks; you can cancel while it runs.'),
+            el('table', { class: 'sample' }, el('tbody', {}, ...dry.sample.map((j) => el('tr', { 'data-sample': j.id },
+              el('td', { class: 'mono' }, j.id), el('td', {}, j.name), el('td', { class: 'reason' }, j.failedReason || ''))))),
+            dry.matched > dry.sample.length ? el('p', { class: 'muted' }, `and ${dry.matched - dry.sample.length} more`) : null);
+          const op = await act('Retry jobs', message, `Retry ${dry.matched}`,
             () => api(`queues/${enc(queue)}/retry`, { method: 'POST', body }));
-          if (res) { toast(`Retried ${res.retried} job${res.retried === 1 ? '' : 's'}.`); load(); }
+          if (op) follow(op);
         },
       }, `Retry matching ${state} jobs…`));
+    }
+    // follow shows a background operation's progress until it ends.
+    function follow(op) {
+      const bar = el('progress', { max: Math.max(op.total, 1), value: op.done });
+      const line = el('span', {});
+      const cancel = el('button', { onclick: async () => {
+        try { await api(`operations/${enc(op.id)}/cancel`, { method: 'POST' }); } catch (e) { toast(e.message, true); }
+      } }, 'Cancel');
+      const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel);
+      opBox.append(box);
+      const show = (o) => {
+        box.dataset.status = o.status;
+        bar.max = Math.max(o.total, 1);
+        bar.value = o.done;
+        line.textContent = o.status === 'running'
+          ? `${o.done} of ${o.total || '?'} handled (${o.retried} retried)`
+          : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (they changed meanwhile)` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${o.error}` : ''}`;
+        if (o.status !== 'running') cancel.remove();
+      };
+      show(op);
+      const gen = app.render;
+      const poll = async () => {
+        if (gen !== app.render) return;
+        let o;
+        try { o = await api(`operations/${enc(op.id)}`); } catch (e) { line.textContent = e.message; return; }
+        show(o);
+        if (o.status === 'running') setTimeout(poll, 400);
+        else { toast(`Bulk retry ${o.status}: ${o.retried} job${o.retried === 1 ? '' : 's'} retried.`); load(); }
+      };
+      setTimeout(poll, 300);
     }
 
     put($main, 
       crumbs({ text: 'Queues', href: '#/' }, { text: queue }),
       head, actions,
-      el('div', { class: 'panel' }, tabs, filterForm, el('div', { class: 'spaced' }, bulk), summary,
+      el('div', { class: 'panel' }, tabs, filterForm, el('div', { class: 'spaced' }, bulk), opBox, summary,
         el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Retry state', 'Attempts', state === 'delayed' ? 'Next run' : 'When', 'Failed reason'].map((h) => el('th', {}, h)))), tbody),
         pager),
       el('div', { class: 'grid2' },
@@ -342,7 +411,7 @@
       put(tbody, ...page.jobs.map((j) => el('tr', { 'data-job': j.id },
         el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', {}, j.name),
-        el('td', {}, retryBadge(j.retryState), j.stalledCount ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCount}`) : null),
+        el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(progressOf(j.progress) * 100)}%` }) : null, j.stalledCount ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCount}`) : null),
         el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`),
         el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})` : fmtTime(j.finishedOn || j.processedOn || j.created)),
         el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || ''))));
@@ -354,6 +423,10 @@
       renderBudget(budget, queue, qp.budget);
     }
     await load();
+    try {
+      const ops = await api('operations');
+      for (const op of ops.operations) if (op.queue === queue && op.status === 'running') follow(op);
+    } catch (e) { /* older server or no access: no progress shown */ }
     const refresh = debounce(400, load);
     live(queue, (ev) => {
       feed.prepend(feedItem(ev));
@@ -414,7 +487,7 @@
     const max = Math.max(1, ...bars.map((b) => b.count));
     const bw = (W - left - 8) / bars.length;
     const peakStart = new Date(st.peakStart).getTime();
-    const winMs = nsToMs(st.window);
+    const winMs = st.window;
     const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': 'histogram of delayed jobs by due time', id: 'histogram' });
     g.append(svg('line', { x1: left, y1: H - bottom, x2: W, y2: H - bottom, stroke: '#c7ccd6' }));
     g.append(svg('text', { x: left - 6, y: top + 8, 'text-anchor': 'end', 'font-size': 10, fill: '#6a7283' }, String(max)));
@@ -488,26 +561,36 @@
     const s = app.session;
     const b = d.budget;
     const out = [];
-    out.push(el('h1', {}, el('span', {}, `Job ${d.id}`), el('span', { class: 'muted' }, d.name), retryBadge(d.retryState, true),
+    out.push(el('h1', {}, el('span', {}, `Job ${d.id}`), el('span', { class: 'muted' }, d.name), retryBadge(d.retryState, true, d.failedFor),
       d.stalledCount ? el('span', { class: 'badge rs-stalled-recovered' }, `stalled ×${d.stalledCount}`) : null));
 
     const facts = el('dl', { class: 'kv' });
     const fact = (k, ...v) => facts.append(el('dt', {}, k), el('dd', {}, ...v));
     fact('State', d.state);
-    fact('Attempts', el('span', { id: 'attempts' }, `${b.made} of ${b.allowed} used, ${b.left} left`), b.started !== b.made ? el('span', { class: 'muted' }, ` (${b.started} started)`) : null);
+    // A job failed for good has no attempts "left": say why it stopped.
+    const used = d.state === 'failed'
+      ? `${b.made} of ${b.allowed} used; ${FAILED_FOR[d.failedFor] || 'failed for good'}${d.failedFor === 'unrecoverable' ? ' (a retry is likely to fail the same way)' : ''}`
+      : `${b.made} of ${b.allowed} used, ${b.left} left`;
+    fact('Attempts', el('span', { id: 'attempts' }, used), b.started !== b.made ? el('span', { class: 'muted' }, ` (${b.started} started)`) : null);
+    const share = progressOf(d.progress);
+    if (share !== null) fact('Progress', el('progress', { id: 'job-progress', max: 1, value: share }), ` ${Math.round(share * 100)}%`);
+    else if (d.progress !== undefined) fact('Progress', el('code', {}, JSON.stringify(d.progress)));
+    if (d.state === 'active' && d.processedOn) {
+      fact('Running', el('span', { id: 'running-for' }, `for ${fmtMs(Date.now() - new Date(d.processedOn).getTime())}`), d.processedBy ? ` on worker ${d.processedBy}` : '');
+    }
     if (d.nextRun) {
       fact('Next run', el('span', { class: 'nextrun', id: 'next-run' }, fmtTime(d.nextRun)), ' ', el('span', { id: 'next-run-rel', class: 'muted' }, relative(d.nextRun)));
     }
     if (d.backoff) {
       const bo = d.backoff;
-      fact('Backoff', ['fixed', 'exponential'].includes(bo.Type)
-        ? `${bo.Type}, ${fmtMs(nsToMs(bo.Delay))}${bo.Jitter ? `, jitter ${Math.round(bo.Jitter * 100)}%` : ', no jitter'}`
-        : `custom strategy "${bo.Type}"`);
+      fact('Backoff', ['fixed', 'exponential'].includes(bo.type)
+        ? `${bo.type}, ${fmtMs(bo.delay)}${bo.jitter ? `, jitter ${Math.round(bo.jitter * 100)}%` : ', no jitter'}`
+        : `custom strategy "${bo.type}"`);
     }
     fact('Created', fmtTime(d.created));
     if (d.processedOn) fact('Last started', fmtTime(d.processedOn), d.processedBy ? ` by ${d.processedBy}` : '');
     if (d.finishedOn) fact('Finished', fmtTime(d.finishedOn));
-    if (d.lock) fact('Lock', d.lock.held ? `held, expires in ${fmtMs(nsToMs(d.lock.ttl))}` : 'missing: the job is stalling and the next stalled check recovers it');
+    if (d.lock) fact('Lock', d.lock.held ? `held, expires in ${fmtMs(d.lock.ttl)}` : 'missing: the job is stalling and the next stalled check recovers it');
     if (d.deferredFailure) fact('Deferred failure', d.deferredFailure);
 
     const actions = el('div', { class: 'row', id: 'job-actions' });
@@ -551,10 +634,10 @@
     out.push(el('div', { class: 'panel' }, facts, actions.children.length ? el('div', { class: 'spaced' }, actions) : null));
 
     out.push(el('div', { class: 'panel' }, el('h2', {}, 'Attempt timeline'),
-      el('p', { class: 'muted' }, d.timelineSource === 'derived'
-        ? 'Rebuilt from the job\'s counters (a Node BullMQ worker ran it): only the last attempt\'s times are known.'
-        : 'Recorded by drover workers, attempt by attempt.'),
-      el('div', { class: 'timeline-wrap' }, drawTimeline(d))));
+      el('p', { class: 'muted', id: 'timeline-source' }, d.timelineSource === 'derived'
+        ? 'No drover worker recorded these attempts (drover workers record a job\'s attempts from its first failure or stall on; a first try that completes, or a Node BullMQ worker, leaves no record): they are rebuilt from the job\'s counters, and only the last attempt\'s times are known.'
+        : 'Recorded by drover workers, attempt by attempt; attempts marked "no drover record" were not.'),
+      timelineBox(d)));
 
     if (d.failedReason) {
       out.push(el('div', { class: 'panel' }, el('h2', {}, d.state === 'failed' ? 'Failed reason' : 'Last failure'), el('pre', { id: 'failed-reason' }, d.failedReason)));
@@ -576,42 +659,78 @@
   const OUTCOME = {
     completed: { fill: '#1f8a4c', label: 'completed' },
     failed: { fill: '#c62f2f', label: 'failed for good' },
+    unrecoverable: { fill: '#8d1f1f', label: 'failed: unrecoverable' },
     retry: { fill: '#c77700', label: 'failed, retried' },
     delayed: { fill: '#c77700', label: 'failed, backoff' },
     requeued: { fill: '#6a7283', label: 'requeued' },
     stalled: { fill: '#8a4fc7', label: 'stalled' },
     active: { fill: '#2f5bd3', label: 'running' },
-    unknown: { fill: '#9aa1ae', label: 'unknown' },
+    unknown: { fill: '#9aa1ae', label: 'no drover record' },
   };
+  const outcomeOf = (a) => (a.outcome === 'failed' && a.unrecoverable ? 'unrecoverable' : a.outcome);
+
+  // TIMELINE_HEAD and TIMELINE_TAIL: a long history keeps its first and
+  // newest attempts and folds the ones between into one box.
+  const TIMELINE_HEAD = 2, TIMELINE_TAIL = 6;
+
+  // timelineBox is the attempt timeline with its legend (HTML, so it is never
+  // clipped), scrolled to the newest attempt.
+  function timelineBox(d) {
+    const pic = drawTimeline(d);
+    const wrap = el('div', { class: 'timeline-wrap', id: 'timeline-wrap' }, pic);
+    const seen = new Set((d.timeline || []).map(outcomeOf));
+    const legend = el('ul', { class: 'legend', id: 'timeline-legend' },
+      ...Object.entries(OUTCOME).filter(([k]) => seen.has(k) || ['completed', 'delayed', 'failed', 'stalled'].includes(k)).map(([k, o]) =>
+        el('li', { 'data-legend': k }, el('span', { class: `swatch sw-${k}` }), o.label)));
+    // Once on the page, show the newest attempt.
+    requestAnimationFrame(() => { wrap.scrollLeft = wrap.scrollWidth; });
+    return el('div', {}, wrap, legend);
+  }
 
   // drawTimeline draws the attempts as boxes joined by the waits between
-  // them; a waiting-for-backoff job ends in its next-run marker.
+  // them; a waiting-for-backoff job ends in its next-run marker. Attempts
+  // drover no longer keeps start the picture as one box, and a long history
+  // folds its middle.
   function drawTimeline(d) {
-    const atts = d.timeline || [];
-    if (!atts.length) return el('p', { class: 'muted' }, 'No attempt yet.');
-    const boxW = 176, boxH = 58, y = 24, H = 140;
+    const all = d.timeline || [];
+    if (!all.length) return el('p', { class: 'muted' }, 'No attempt yet.');
+    const boxW = 176, boxH = 58, y = 24, H = 110;
     // The waits between attempts range from milliseconds to days: their
     // length grows with the log of the wait.
     const gapW = (ms) => (ms === null ? 150 : Math.min(260, 150 + 22 * Math.log10(1 + ms / 10)));
+    // What to draw: the kept attempts, folding the middle of long ones.
+    let atts = all.map((a) => ({ a }));
+    if (all.length > TIMELINE_HEAD + TIMELINE_TAIL + 1) {
+      const folded = all.slice(TIMELINE_HEAD, all.length - TIMELINE_TAIL);
+      atts = [...all.slice(0, TIMELINE_HEAD).map((a) => ({ a })),
+        { fold: folded },
+        ...all.slice(all.length - TIMELINE_TAIL).map((a) => ({ a }))];
+    }
+    if (d.timelineOmitted) atts.unshift({ omitted: d.timelineOmitted });
     const items = [];
     let x = 10;
-    atts.forEach((a, i) => {
-      const it = { a, x };
+    atts.forEach((item, i) => {
+      const it = { ...item, x };
       items.push(it);
       x += boxW;
+      const a = item.a;
       const next = atts[i + 1];
+      if (!a) { // a fold or the omitted attempts: a short link to the next box
+        if (next) { it.gap = { w: 40, above: '', below: '' }; x += 40; }
+        return;
+      }
       let why = '';
-      if (a.outcome === 'delayed') why = `backoff ${fmtMs(nsToMs(a.backoff))}`;
+      if (a.outcome === 'delayed') why = `backoff ${fmtMs(a.backoff)}`;
       else if (a.outcome === 'retry') why = 'retried at once';
       else if (a.outcome === 'stalled') why = 'recovered by the stalled check';
       else if (a.outcome === 'requeued') why = 'requeued';
       if (next) {
         let waitMs = null;
-        if (a.end && next.start) waitMs = new Date(next.start) - new Date(a.end);
+        if (next.a && a.end && next.a.start) waitMs = new Date(next.a.start) - new Date(a.end);
         it.gap = { w: gapW(waitMs), above: why, below: waitMs === null ? '' : `next attempt ${fmtMs(waitMs)} later` };
         x += it.gap.w;
       } else if (d.nextRun && (a.outcome === 'delayed' || a.outcome === 'retry')) {
-        it.gap = { w: gapW(nsToMs(a.backoff)), above: why, below: 'waiting', next: true };
+        it.gap = { w: gapW(a.backoff || 0), above: why, below: 'waiting', next: true };
         x += it.gap.w + 110;
       }
     });
@@ -621,23 +740,45 @@
       svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', fill: '#6a7283' }))));
     for (const it of items) {
       const a = it.a;
-      const o = OUTCOME[a.outcome] || OUTCOME.unknown;
-      const grp = svg('g', { 'data-attempt': a.n, 'data-outcome': a.outcome });
-      const dur = a.start && a.end ? fmtMs(new Date(a.end) - new Date(a.start)) : '';
-      grp.append(svg('title', {}, `attempt ${a.n}: ${o.label}${a.error ? ` — ${a.error}` : ''}${a.worker ? ` (worker ${a.worker})` : ''}`));
-      grp.append(svg('rect', { x: it.x, y, width: boxW, height: boxH, rx: 8, fill: o.fill, 'fill-opacity': 0.12, stroke: o.fill, 'stroke-width': 2 }));
-      grp.append(svg('text', { x: it.x + 10, y: y + 19, 'font-size': 13, 'font-weight': 700, fill: o.fill }, `#${a.n} ${o.label}`));
-      grp.append(svg('text', { x: it.x + 10, y: y + 36, 'font-size': 11, fill: '#1d2330' }, a.start ? `${fmtTime(a.start)}${dur ? ` · ran ${dur}` : ''}` : 'time not recorded'));
-      if (a.error) {
-        const short = a.error.length > 27 ? `${a.error.slice(0, 26)}…` : a.error;
-        grp.append(svg('text', { x: it.x + 10, y: y + 51, 'font-size': 11, fill: '#c62f2f', class: 'attempt-error' }, short));
+      if (!a) {
+        const n = it.fold ? it.fold.length : it.omitted;
+        const grp = svg('g', it.fold ? { 'data-fold': n, id: 'timeline-fold' } : { 'data-omitted': n, id: 'timeline-omitted' });
+        grp.append(svg('rect', { x: it.x, y, width: boxW, height: boxH, rx: 8, fill: '#f1f3f7', stroke: '#9aa1ae', 'stroke-width': 1.5, 'stroke-dasharray': '4 3' }));
+        if (it.fold) {
+          const counts = {};
+          for (const f of it.fold) counts[OUTCOME[outcomeOf(f)] ? OUTCOME[outcomeOf(f)].label : f.outcome] = (counts[OUTCOME[outcomeOf(f)] ? OUTCOME[outcomeOf(f)].label : f.outcome] || 0) + 1;
+          grp.append(svg('title', {}, `attempts #${it.fold[0].n}–#${it.fold[it.fold.length - 1].n}: ${Object.entries(counts).map(([k, v]) => `${v}× ${k}`).join(', ')}`));
+          grp.append(svg('text', { x: it.x + 10, y: y + 22, 'font-size': 13, 'font-weight': 700, fill: '#1d2330' }, `#${it.fold[0].n}–#${it.fold[it.fold.length - 1].n}: ${n} attempts`));
+          grp.append(svg('text', { x: it.x + 10, y: y + 40, 'font-size': 11, fill: '#6a7283' }, Object.entries(counts).map(([k, v]) => `${v}× ${k}`).join(', ').slice(0, 30)));
+        } else {
+          grp.append(svg('title', {}, `attempts #1–#${n}: not kept (drover keeps a job's newest 25 attempts)`));
+          grp.append(svg('text', { x: it.x + 10, y: y + 22, 'font-size': 13, 'font-weight': 700, fill: '#1d2330' }, n === 1 ? '#1: not kept' : `#1–#${n}: not kept`));
+          grp.append(svg('text', { x: it.x + 10, y: y + 40, 'font-size': 11, fill: '#6a7283' }, 'drover keeps the newest 25'));
+        }
+        g.append(grp);
+      } else {
+        const oc = outcomeOf(a);
+        const o = OUTCOME[oc] || OUTCOME.unknown;
+        const grp = svg('g', { 'data-attempt': a.n, 'data-outcome': a.outcome, 'data-recorded': a.recorded ? 'yes' : 'no' });
+        if (a.unrecoverable) grp.setAttribute('data-unrecoverable', 'yes');
+        const dur = a.start && a.end ? fmtMs(new Date(a.end) - new Date(a.start)) : '';
+        grp.append(svg('title', {}, `attempt ${a.n}: ${o.label}${a.error ? ` — ${a.error}` : ''}${a.worker ? ` (worker ${a.worker})` : ''}${a.recorded ? '' : ' — no drover worker recorded this attempt'}`));
+        grp.append(svg('rect', { x: it.x, y, width: boxW, height: boxH, rx: 8, fill: o.fill, 'fill-opacity': 0.12, stroke: o.fill, 'stroke-width': 2, 'stroke-dasharray': a.recorded ? null : '5 3' }));
+        grp.append(svg('text', { x: it.x + 10, y: y + 19, 'font-size': 13, 'font-weight': 700, fill: o.fill }, `#${a.n} ${o.label}`));
+        let sub = a.start ? `${fmtTime(a.start)}${dur ? ` · ran ${dur}` : ''}` : 'time not known';
+        if (!a.recorded) sub = `${a.start ? fmtTime(a.start) : 'time not known'} · no drover record`;
+        grp.append(svg('text', { x: it.x + 10, y: y + 36, 'font-size': 11, fill: '#1d2330' }, sub));
+        if (a.error) {
+          const short = a.error.length > 27 ? `${a.error.slice(0, 26)}…` : a.error;
+          grp.append(svg('text', { x: it.x + 10, y: y + 51, 'font-size': 11, fill: '#c62f2f', class: 'attempt-error' }, short));
+        }
+        g.append(grp);
       }
-      g.append(grp);
       if (it.gap) {
         const x1 = it.x + boxW, x2 = x1 + it.gap.w, cy = y + boxH / 2, mid = (x1 + x2) / 2;
         g.append(svg('line', { x1: x1 + 3, y1: cy, x2: x2 - 3, y2: cy, stroke: '#6a7283', 'stroke-width': 1.5, 'stroke-dasharray': it.gap.next ? '5 4' : null, 'marker-end': 'url(#arrow)' }));
-        g.append(svg('text', { x: mid, y: cy - 7, 'font-size': 11, 'text-anchor': 'middle', fill: '#1d2330' }, it.gap.above));
-        g.append(svg('text', { x: mid, y: cy + 15, 'font-size': 10.5, 'text-anchor': 'middle', fill: '#6a7283' }, it.gap.below));
+        if (it.gap.above) g.append(svg('text', { x: mid, y: cy - 7, 'font-size': 11, 'text-anchor': 'middle', fill: '#1d2330' }, it.gap.above));
+        if (it.gap.below) g.append(svg('text', { x: mid, y: cy + 15, 'font-size': 10.5, 'text-anchor': 'middle', fill: '#6a7283' }, it.gap.below));
         if (it.gap.next) {
           const nx = x2 + 6;
           const marker = svg('g', { id: 'timeline-next-run' });
@@ -647,13 +788,6 @@
           g.append(marker);
         }
       }
-    }
-    let lx = 10;
-    for (const k of ['completed', 'delayed', 'retry', 'failed', 'stalled', 'active']) {
-      const o = OUTCOME[k];
-      g.append(svg('rect', { x: lx, y: H - 20, width: 10, height: 10, rx: 2, fill: o.fill }));
-      g.append(svg('text', { x: lx + 14, y: H - 11, 'font-size': 10.5, fill: '#6a7283' }, o.label));
-      lx += 34 + o.label.length * 5.6;
     }
     return g;
   }
@@ -680,7 +814,7 @@
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
       put(active, ...rep.active.map((j) => el('tr', {},
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', { class: 'num' }, j.budget.started),
-        el('td', {}, j.lock.held ? `TTL ${fmtMs(nsToMs(j.lock.ttl))}` : el('span', { class: 'badge rs-failed' }, 'no lock')),
+        el('td', {}, j.lock.held ? `TTL ${fmtMs(j.lock.ttl)}` : el('span', { class: 'badge rs-failed' }, 'no lock')),
         el('td', {}, j.candidate ? 'yes' : 'no'))));
       if (!rep.active.length) active.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No active jobs.')));
       put(stalled, ...rep.stalled.map((j) => el('tr', {},

@@ -1,0 +1,244 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
+)
+
+// evalJS runs js in the tab and decodes its result into a T.
+func evalJS[T any](t *testing.T, tab context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(step(t, tab), chromedp.Evaluate[T](js))
+	require.NoError(t, err, js)
+	return v
+}
+
+// TestUIBulkRetry covers issue 12's defects 1, 2 and 6: the bulk retry uses
+// exactly the filter the boxes show (typed, Filter not pressed), its
+// confirmation gives the count and a sample, it keeps attempts by default,
+// leaves unrecoverable failures alone unless asked, and runs as a background
+// operation whose progress the page shows and whose start and end are
+// audited.
+func TestUIBulkRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleOperator})
+	b.startWorker(t, "pay", func(ctx context.Context, job *drover.Job) (any, error) {
+		switch job.Name {
+		case "declined":
+			return nil, errors.New("card declined")
+		case "fraud":
+			return nil, drover.Unrecoverable(errors.New("card declined: fraud suspected"))
+		}
+		return nil, errors.New("gateway timeout")
+	}, nil)
+	var declined, others []string
+	for range 3 {
+		declined = append(declined, b.add(t, "pay", "declined", nil, &drover.JobOptions{Attempts: 1}))
+	}
+	for range 2 {
+		others = append(others, b.add(t, "pay", "timeout", nil, &drover.JobOptions{Attempts: 1}))
+	}
+	fraud := b.add(t, "pay", "fraud", nil, &drover.JobOptions{Attempts: 5})
+	for _, id := range append(append(append([]string{}, declined...), others...), fraud) {
+		b.waitState(t, "pay", id, drover.StateFailed)
+	}
+	q := b.queue(t, "pay")
+	require.NoError(t, q.Pause(ctx)) // retried jobs stay in wait
+
+	tab := browser(t)
+	do(t, tab,
+		chromedp.Navigate(b.url+"#/q/pay?state=failed"),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#jobs tr[data-job="%s"]`, fraud))),
+		// Typed, not applied: the list still shows every failed job.
+		chromedp.SendKeys(chromedp.CSS(`input[name="reason"]`), "declined"),
+	)
+	require.False(t, evalJS[bool](t, tab, `document.querySelector('input[name="reset"]').checked`), "fresh attempts are opt-in")
+	require.False(t, evalJS[bool](t, tab, `document.querySelector('input[name="include-unrecoverable"]').checked`), "unrecoverable jobs are opt-in")
+	require.Equal(t, 6, evalJS[int](t, tab, `document.querySelectorAll('#jobs tr[data-job]').length`))
+	do(t, tab,
+		chromedp.Click(chromedp.CSS(`#bulk-retry`)),
+		chromedp.WaitVisible(chromedp.CSS(`.modal #retry-preview`)),
+	)
+	preview := text(t, tab, `.modal #retry-preview`)
+	require.Contains(t, preview, `Retry 3 failed jobs matching reason="declined", keeping their spent attempts?`)
+	require.Contains(t, preview, "1 job that failed as unrecoverable is left out.")
+	sample := evalJS[[]string](t, tab, `[...document.querySelectorAll('.modal [data-sample]')].map(r => r.dataset.sample)`)
+	require.ElementsMatch(t, declined, sample)
+	require.Equal(t, "Retry 3", text(t, tab, `.modal [data-confirm="yes"]`))
+	do(t, tab,
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#operations [data-operation][data-status="done"]`)),
+	)
+	require.Contains(t, text(t, tab, `#operations [data-operation]`), "done: retried 3 of 3")
+	for _, id := range declined {
+		st, err := q.GetJobState(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateWaiting, st, id)
+		j, err := q.GetJob(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, 1, j.AttemptsMade, "attempts kept")
+	}
+	for _, id := range append(others, fraud) {
+		st, err := q.GetJobState(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateFailed, st, id)
+	}
+	var actions []string
+	for _, e := range b.audit.all() {
+		actions = append(actions, e.Action+":"+e.Outcome)
+		if e.Action == "retry-jobs-finished" {
+			require.Equal(t, 3, e.Jobs)
+		}
+	}
+	require.Equal(t, []string{"retry-jobs:ok", "retry-jobs:ok", "retry-jobs-finished:ok"}, actions, "dry run, start, end")
+	screenshot(t, tab, "bulk-retry-done.png")
+}
+
+// TestBulkRetryCancel: a running bulk retry stops when cancelled, says so,
+// and the cancel and the end are audited.
+func TestBulkRetryCancel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleOperator})
+	b.startWorker(t, "bulk", func(ctx context.Context, job *drover.Job) (any, error) {
+		return nil, errors.New("down")
+	}, &drover.WorkerOptions{Concurrency: 50})
+	const n = 1000
+	q := b.queue(t, "bulk")
+	for range n {
+		b.add(t, "bulk", "x", nil, nil)
+	}
+	testkit.WaitFor(t, 60*time.Second, "every job to fail", func() bool {
+		c, err := q.GetJobCounts(ctx, drover.StateFailed)
+		require.NoError(t, err)
+		return c[drover.StateFailed] == n
+	})
+	require.NoError(t, q.Pause(ctx))
+	c := b.as(t, "")
+	var op dashboard.Operation
+	require.Equal(t, 202, c.post("api/queues/bulk/retry", dashboard.RetryJobsRequest{}, &op))
+	// Chunks of 100 with a pause between: cancel after the first.
+	testkit.WaitFor(t, 20*time.Second, "the first chunk", func() bool {
+		require.Equal(t, 200, c.get("api/operations/"+op.ID, &op))
+		return op.Done > 0 || op.Status != dashboard.OperationRunning
+	})
+	require.Equal(t, 200, c.post("api/operations/"+op.ID+"/cancel", nil, nil))
+	testkit.WaitFor(t, 20*time.Second, "the operation to end", func() bool {
+		require.Equal(t, 200, c.get("api/operations/"+op.ID, &op))
+		return op.Status != dashboard.OperationRunning
+	})
+	require.Equal(t, dashboard.OperationCancelled, op.Status)
+	require.Less(t, op.Retried, n)
+	require.Equal(t, n, op.Total)
+	counts, err := q.GetJobCounts(ctx, drover.StateFailed)
+	require.NoError(t, err)
+	require.EqualValues(t, n-op.Retried, counts[drover.StateFailed])
+	var actions []string
+	for _, e := range b.audit.all() {
+		actions = append(actions, e.Action+":"+e.Outcome)
+	}
+	require.Equal(t, []string{"retry-jobs:ok", "cancel-operation:ok", "retry-jobs-finished:cancelled"}, actions)
+}
+
+// TestUITimelineTruthful covers defects 4 and 5: the drawn timeline of a
+// first-try completion does not claim a Node worker ran it, a stall before
+// a recovery is drawn, a long history keeps its newest attempt in view with
+// the older ones folded and the dropped ones named, its legend is whole, and
+// an unrecoverable failure says so in the list, the badge, the attempts and
+// the picture.
+func TestUITimelineTruthful(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	b.startWorker(t, "tl", func(ctx context.Context, job *drover.Job) (any, error) {
+		switch job.Name {
+		case "ok":
+			return "done", nil
+		case "fraud":
+			return nil, drover.Unrecoverable(errors.New("fraud suspected"))
+		}
+		return nil, fmt.Errorf("flaky upstream (attempt %d)", job.AttemptsStarted)
+	}, &drover.WorkerOptions{Name: "drover-worker-1"})
+	okID := b.add(t, "tl", "ok", nil, nil)
+	fraud := b.add(t, "tl", "fraud", nil, &drover.JobOptions{Attempts: 5})
+	long := b.add(t, "tl", "long", nil, &drover.JobOptions{Attempts: 30})
+	for _, id := range []string{fraud, long} {
+		b.waitState(t, "tl", id, drover.StateFailed)
+	}
+	b.waitState(t, "tl", okID, drover.StateCompleted)
+	// A job whose first worker stalled and whose second completed it: the
+	// state BullMQ and drover leave (ats 2, atm 1, stc 1, no record).
+	k := b.prefix + ":tl:"
+	require.NoError(t, b.rdb.HSet(ctx, k+"stalled-once", "name", "import", "data", "{}", "opts", `{"attempts":1}`, "timestamp", time.Now().UnixMilli()-5000,
+		"atm", 1, "ats", 2, "stc", 1, "processedOn", time.Now().UnixMilli()-2000, "finishedOn", time.Now().UnixMilli()-1000, "returnvalue", `"ok"`).Err())
+	require.NoError(t, b.rdb.ZAdd(ctx, k+"completed", redisZ(float64(time.Now().UnixMilli()-1000), "stalled-once")).Err())
+
+	tab := browser(t)
+	outcomes := func() []string {
+		return evalJS[[]string](t, tab, `[...document.querySelectorAll('#timeline [data-attempt]')].map(g => g.dataset.attempt + ':' + g.dataset.outcome + ':' + g.dataset.recorded)`)
+	}
+	open := func(id string) {
+		do(t, tab, chromedp.Navigate(b.url+"#/q/tl/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#timeline`)))
+	}
+
+	// First-try completion by a drover worker.
+	open(okID)
+	require.Equal(t, []string{"1:completed:no"}, outcomes())
+	require.NotContains(t, text(t, tab, `#timeline-source`), "Node BullMQ worker ran it")
+	require.Contains(t, text(t, tab, `#timeline-source`), "a first try that completes")
+	require.Contains(t, text(t, tab, `#timeline`), "no drover record")
+
+	// Stalled, then recovered and completed.
+	open("stalled-once")
+	require.Equal(t, []string{"1:stalled:no", "2:completed:no"}, outcomes())
+	require.Contains(t, text(t, tab, `#timeline`), "recovered by the stalled check")
+
+	// Unrecoverable.
+	open(fraud)
+	require.Equal(t, "failed for good: unrecoverable", text(t, tab, `h1 [data-retry-state]`))
+	require.Equal(t, "1 of 5 used; failed for good: unrecoverable (a retry is likely to fail the same way)", text(t, tab, `#attempts`))
+	require.NotContains(t, text(t, tab, `#attempts`), "left")
+	require.Equal(t, "yes", evalJS[string](t, tab, `document.querySelector('#timeline [data-attempt="1"]').dataset.unrecoverable || ''`))
+	require.Contains(t, text(t, tab, `#timeline`), "failed: unrecoverable")
+	do(t, tab, chromedp.Navigate(b.url+"#/q/tl?state=failed"), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#jobs tr[data-job="%s"]`, fraud))))
+	require.Equal(t, "failed for good: unrecoverable", text(t, tab, fmt.Sprintf(`#jobs tr[data-job="%s"] [data-retry-state]`, fraud)))
+	require.Equal(t, "failed for good: attempts used up", text(t, tab, fmt.Sprintf(`#jobs tr[data-job="%s"] [data-retry-state]`, long)))
+
+	// Thirty attempts: drover kept the newest 25; the picture names the 5
+	// it dropped, folds the middle and shows the newest in view.
+	open(long)
+	require.Equal(t, "5", evalJS[string](t, tab, `document.querySelector('#timeline-omitted').dataset.omitted`))
+	require.Equal(t, "17", evalJS[string](t, tab, `document.querySelector('#timeline-fold').dataset.fold`))
+	drawn := outcomes()
+	require.Len(t, drawn, 8)
+	require.Equal(t, "6:retry:yes", drawn[0])
+	require.Equal(t, "30:failed:yes", drawn[7])
+	do(t, tab, chromedp.Sleep(200*time.Millisecond)) // the scroll to the newest runs on the next frame
+	inView := evalJS[bool](t, tab, `(() => {
+		const w = document.querySelector('#timeline-wrap').getBoundingClientRect();
+		const a = document.querySelector('#timeline [data-attempt="30"] rect').getBoundingClientRect();
+		return a.left >= w.left - 1 && a.right <= w.right + 1;
+	})()`)
+	require.True(t, inView, "the newest attempt is in view")
+	legend := evalJS[[]string](t, tab, `[...document.querySelectorAll('#timeline-legend li')].filter(li => {
+		const r = li.getBoundingClientRect(), p = li.parentElement.getBoundingClientRect();
+		return r.width > 0 && r.left >= p.left - 1 && r.right <= p.right + 1;
+	}).map(li => li.dataset.legend)`)
+	require.Subset(t, legend, []string{"completed", "delayed", "failed", "stalled", "retry"}, "every legend entry is drawn whole")
+	require.Equal(t, evalJS[int](t, tab, `document.querySelectorAll('#timeline-legend li').length`), len(legend))
+	screenshot(t, tab, "job-page-long-history.png")
+}
+
+func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
