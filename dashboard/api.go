@@ -497,8 +497,9 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 		return err
 	}
 	entry := *e
+	//nolint:contextcheck // the operation outlives the request on purpose: Handler.Close ends it
 	op, err := h.ops.start(Operation{Kind: "retry-jobs", Queue: e.Queue, User: e.User, Detail: e.Detail, Started: h.now()}, entry,
-		func(op Operation) { h.finished(entry, op) },
+		func(op Operation) { h.finished(entry, op) }, //nolint:contextcheck // audited after the request has ended
 		func(ctx context.Context, progress func(done, total int)) (*inspect.RetryResult, error) {
 			o := *opts
 			o.Progress = progress

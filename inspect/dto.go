@@ -170,7 +170,7 @@ func EventOf(queue string, ev drover.Event) Event {
 		FailedReason: ev.FailedReason, DelayUntil: ev.DelayUntil, AttemptsMade: ev.AttemptsMade,
 	}
 	if len(ev.ReturnValue) > 0 && json.Valid(ev.ReturnValue) {
-		e.ReturnValue = json.RawMessage(ev.ReturnValue)
+		e.ReturnValue = ev.ReturnValue
 	}
 	return e
 }

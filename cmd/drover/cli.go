@@ -57,7 +57,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	}
 	// Every byte a command prints passes escapeControls: queue and job
 	// names, reasons, traces and logs come from whoever writes to Redis.
-	safe := Main{Stdout: newEscapingWriter(m.Stdout), Stderr: newEscapingWriter(m.Stderr)}
+	safe := Main{Stdout: newEscapingWriter(m.Stdout), Stderr: newEscapingWriter(m.Stderr), Stdin: m.Stdin, Interactive: m.Interactive}
 	err := info.make(&safe).Run(ctx, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the command printed its usage for -h
