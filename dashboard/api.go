@@ -492,8 +492,8 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 		writeJSON(w, http.StatusOK, res)
 		return nil
 	}
-	// Check the queue name before starting anything.
-	if _, err := h.ins.Queue(e.Queue); err != nil {
+	// An unknown queue is refused before anything starts.
+	if _, err := h.ins.QueueInfo(r.Context(), e.Queue); err != nil {
 		return err
 	}
 	entry := *e

@@ -327,7 +327,7 @@ const cleanCap = 10000
 // for completed and failed, created for the others), at most limit (0 =
 // 10000). Jobs a worker holds when Clean runs are skipped by Clean.
 func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state drover.JobState, grace time.Duration, limit int) ([]string, error) {
-	q, err := i.Queue(queue)
+	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
