@@ -78,6 +78,12 @@
 //     signed-in users ([AuditActions]) and security events ([AuditSecurity]:
 //     sign-ins, requests without valid credentials, throttling), so
 //     anonymous traffic cannot push actions out of the audit view.
+//   - [Server] serves HTTPS itself with ServerOptions.TLSCertFile and
+//     TLSKeyFile (`drover dashboard --tls-cert --tls-key`); behind a TLS
+//     proxy, Options.SecureCookies (`--secure-cookies`) marks the cookie
+//     Secure. It bounds slow clients: headers in 5s (16 KiB), bodies in 10s
+//     (1 MiB), responses in 1 min, and caps connections (ServerOptions.MaxConns),
+//     closing the oldest idle or still-sending one at the cap.
 //   - Options.ReadOnly refuses every mutation.
 //   - The UI renders job data (names, data, failed reasons, logs) as text
 //     only, under a Content-Security-Policy that allows no inline script.

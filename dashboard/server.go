@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,6 +35,11 @@ type ServerOptions struct {
 	// Defaults to MaxConnsDefault (1000) or half the process's open-file
 	// limit, whichever is lower.
 	MaxConns int
+	// TLSCertFile and TLSKeyFile, both set, make the server speak HTTPS
+	// only (PEM files, as for http.ListenAndServeTLS); session cookies are
+	// then Secure. Default: plain HTTP (put a TLS proxy in front and set
+	// Handler.SecureCookies).
+	TLSCertFile, TLSKeyFile string
 }
 
 // Server runs the dashboard on its own HTTP server.
@@ -44,6 +50,7 @@ type Server struct {
 	log  *slog.Logger
 
 	maxConns int
+	tls      *tls.Config // nil: plain HTTP
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -94,7 +101,18 @@ func NewServer(ins *inspect.Inspector, opts *ServerOptions) (*Server, error) {
 	if o.MaxConns < 1 {
 		return nil, fmt.Errorf("dashboard: ServerOptions.MaxConns must be at least 1, got %d", o.MaxConns)
 	}
-	return &Server{ins: ins, addr: o.Addr, h: h, log: h.opts.Logger, maxConns: o.MaxConns}, nil
+	srv := &Server{ins: ins, addr: o.Addr, h: h, log: h.opts.Logger, maxConns: o.MaxConns}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return nil, errors.New("dashboard: ServerOptions.TLSCertFile and TLSKeyFile go together; got one")
+	}
+	if o.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(o.TLSCertFile, o.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: ServerOptions.TLSCertFile/TLSKeyFile: %w", err)
+		}
+		srv.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+	}
+	return srv, nil
 }
 
 // IsLoopback reports whether a listen host is loopback only: "localhost" or
@@ -135,6 +153,9 @@ func (s *Server) Start(ctx context.Context) error { //nolint:contextcheck // req
 	// BodyTimeoutDefault (guardRequests), responses within
 	// WriteTimeoutDefault, and at most maxConns connections (connGuard).
 	ln = newConnGuard(ln, s.maxConns)
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	s.srv = &http.Server{
 		Handler:           guardRequests(s.h),
 		ReadHeaderTimeout: ReadHeaderTimeoutDefault,
@@ -167,7 +188,12 @@ func (s *Server) Addr() string {
 }
 
 // URL is the dashboard's address for a browser.
-func (s *Server) URL() string { return "http://" + s.Addr() + "/" }
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return "https://" + s.Addr() + "/"
+	}
+	return "http://" + s.Addr() + "/"
+}
 
 // Close stops the server: it ends live-update streams and running requests,
 // then waits for handlers to return until ctx is done. It is idempotent and

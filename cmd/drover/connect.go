@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -42,6 +44,11 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 	if err != nil {
 		return nil, nil, usagef("--redis %q: %v", r.url, err)
 	}
+	if opt.TLSConfig != nil {
+		if err := notPlainRedis(ctx, opt.Addr); err != nil {
+			return nil, nil, err
+		}
+	}
 	rdb := redis.NewClient(opt)
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: r.prefix})
 	if err != nil {
@@ -56,6 +63,33 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 		_ = ins.Close(context.WithoutCancel(ctx))
 		_ = rdb.Close()
 	}, nil
+}
+
+// notPlainRedis checks, before a rediss:// URL is used, that the server at
+// addr does not speak plain Redis: a plain server never answers a TLS
+// handshake (it waits for a line), so the client would retry until its
+// timeouts run out (25s) and report "context deadline exceeded". A plain
+// PING on a separate connection tells at once: plain Redis answers with a
+// RESP reply, a TLS server with an alert or by hanging up.
+func notPlainRedis(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil //nolint:nilerr // the client reports unreachable servers itself
+	}
+	defer c.Close()
+	deadline, _ := ctx.Deadline()
+	_ = c.SetDeadline(deadline)
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return nil //nolint:nilerr // not plain Redis, or gone: the client finds out
+	}
+	b := make([]byte, 1)
+	if n, _ := c.Read(b); n == 1 && (b[0] == '+' || b[0] == '-') {
+		return fmt.Errorf("the URL says rediss:// (TLS) but the server at %s speaks plain Redis without TLS; use redis://", addr)
+	}
+	return nil
 }
 
 // parseArgs parses flags anywhere among the arguments (`drover jobs mail

@@ -46,8 +46,12 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 	readOnly := fs.Bool("read-only", false, "refuse every action; only look")
 	anonRole := fs.String("anonymous-role", "", "role of everyone when no user is configured (default admin on loopback)")
 	auditPath := fs.String("audit-log", "", "append audit entries to this file as JSON lines (default: print them)")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (with --tls-key)")
+	tlsKey := fs.String("tls-key", "", "the PEM private key of --tls-cert")
+	secureCookies := fs.Bool("secure-cookies", false, "mark the sign-in cookie Secure: behind a TLS proxy (implied by --tls-cert)")
 	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover dashboard [--addr 127.0.0.1:7373] [--redis URL] [--prefix P] [--token NAME:TOKEN:ROLE]... [--user NAME:PASSWORD:ROLE]...\n\n"+
+		fmt.Fprintln(c.out, "Usage: drover dashboard [--addr 127.0.0.1:7373] [--redis URL] [--prefix P] [--token NAME:TOKEN:ROLE]... [--user NAME:PASSWORD:ROLE]...\n"+
+			"                        [--tls-cert FILE --tls-key FILE | --secure-cookies]\n\n"+
 			"Serves the dashboard. Roles: viewer (read), operator (also retry, promote), admin (also remove, clean, pause, obliterate).")
 		fs.PrintDefaults()
 	}
@@ -66,7 +70,10 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--addr %q: %v", *addr, err)
 	}
-	opts := &dashboard.Options{Auth: auth, ReadOnly: *readOnly}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together")
+	}
+	opts := &dashboard.Options{Auth: auth, ReadOnly: *readOnly, SecureCookies: *secureCookies || *tlsCert != ""}
 	switch {
 	case *anonRole != "":
 		r, err := dashboard.ParseRole(*anonRole)
@@ -93,8 +100,11 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeRedis()
-	srv, err := serveDashboard(ctx, ins, *addr, opts)
+	srv, err := dashboard.NewServer(ins, &dashboard.ServerOptions{Addr: *addr, Handler: opts, TLSCertFile: *tlsCert, TLSKeyFile: *tlsKey})
 	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
 		return err
 	}
 	who := "sign-in required"
