@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,9 +41,9 @@ const stallQueue = "imports"
 func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(c.out)
-	redisURL := fs.String("redis", "", "Redis URL (redis://host:port/db); empty = embedded engine")
+	redisURL := fs.String("redis", os.Getenv("DROVER_REDIS_URL"), "Redis URL (redis://host:port/db); empty = embedded engine (env DROVER_REDIS_URL)")
 	queueName := fs.String("queue", "demo", "queue name")
-	prefix := fs.String("prefix", drover.PrefixDefault, "key prefix")
+	prefix := fs.String("prefix", "", "key prefix; default: bull on the embedded engine, a new drover-demo-<random> on a real Redis")
 	duration := fs.Duration("for", 0, "stop after this long (0 = until Ctrl-C)")
 	dashAddr := fs.String("dashboard", "127.0.0.1:7373", `dashboard address (loopback; port 0 picks one; "off" = no dashboard)`)
 	verbose := fs.Bool("v", false, "log every job")
@@ -64,12 +65,33 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	}
 	defer closeRedis()
 	fmt.Fprintf(c.out, "drover demo: %s\n", where)
+	if *prefix == "" {
+		// On a real Redis the demo's queues get a prefix of their own: its
+		// stalling worker must never take someone's real jobs.
+		*prefix = drover.PrefixDefault
+		if *redisURL != "" {
+			*prefix = fmt.Sprintf("drover-demo-%06x", rand.Uint32()&0xffffff)
+		}
+	}
+	fmt.Fprintf(c.out, "queues %q and %q under prefix %q\n", *queueName, stallQueue, *prefix)
 
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: *prefix})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = ins.Close(context.WithoutCancel(ctx)) }()
+	if *redisURL != "" {
+		for _, name := range []string{*queueName, stallQueue} {
+			ok, err := ins.Exists(ctx, name)
+			if err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+			if ok {
+				return usagef("demo: queue %q already exists under prefix %q at %s: the demo adds jobs to its queues and runs a worker that stalls on purpose, "+
+					"so it does not touch existing queues; leave out --prefix (the demo then picks a new one) or pick another", name, *prefix, *redisURL)
+			}
+		}
+	}
 	reg, err := metrics.NewRegistry(ins, nil)
 	if err != nil {
 		return err
@@ -147,7 +169,8 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 
 	var wg sync.WaitGroup
 	for _, name := range []string{*queueName, stallQueue} {
-		events, err := drover.NewQueueEvents(rdb, name, &drover.QueueEventsOptions{Prefix: *prefix, LastEventID: "0"})
+		// From now on: events already in the stream are history, not news.
+		events, err := ins.Events(ctx, name, "")
 		if err != nil {
 			return err
 		}

@@ -418,3 +418,43 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestDemoOnRealRedis is issue 12 defect 7: on a real Redis the demo picks a
+// prefix of its own and refuses queues that exist, so its stalling worker
+// never takes real jobs; it prints only events written while it runs.
+func TestDemoOnRealRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	url := "redis://" + redistest.Shared(t).Addr
+	imports, err := drover.NewQueue(rdb, "imports", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	old, err := imports.Add(ctx, "real-import", map[string]string{"file": "payroll.csv"}, nil)
+	require.NoError(t, err)
+	before, err := rdb.Keys(ctx, prefix+":*").Result()
+	require.NoError(t, err)
+
+	var out bytes.Buffer
+	err = (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"demo", "--redis", url, "--prefix", prefix, "--for", "5s", "--dashboard", "off"})
+	var usage *usageError
+	require.ErrorAs(t, err, &usage, out.String())
+	require.ErrorContains(t, err, `queue "imports" already exists under prefix "`+prefix+`"`)
+	after, err := rdb.Keys(ctx, prefix+":*").Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, before, after, "the demo wrote nothing under the existing prefix")
+	st, err := imports.GetJobState(ctx, old.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateWaiting, st, "the real job was not taken")
+
+	out.Reset()
+	require.NoError(t, (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"demo", "--redis", url, "--for", "3s", "--dashboard", "off"}))
+	m := regexp.MustCompile(`queues "demo" and "imports" under prefix "(drover-demo-[0-9a-f]{6})"`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	require.NotContains(t, out.String(), "payroll")
+	n, err := rdb.Exists(ctx, m[1]+":demo:meta", m[1]+":demo:id").Result()
+	require.NoError(t, err)
+	require.Positive(t, n, "the demo's jobs went under its own prefix")
+	after, err = rdb.Keys(ctx, prefix+":*").Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, before, after)
+}
