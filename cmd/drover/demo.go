@@ -169,8 +169,10 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 
 	var wg sync.WaitGroup
 	for _, name := range []string{*queueName, stallQueue} {
-		// From now on: events already in the stream are history, not news.
-		events, err := ins.Events(ctx, name, "")
+		// The whole stream: the demo's queues are new (the embedded engine
+		// starts empty; on a real Redis existing queues are refused above),
+		// so nothing in it is older than this run.
+		events, err := drover.NewQueueEvents(rdb, name, &drover.QueueEventsOptions{Prefix: *prefix, LastEventID: "0"})
 		if err != nil {
 			return err
 		}
