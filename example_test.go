@@ -105,8 +105,8 @@ func ExampleBackoff() {
 		fmt.Printf("attempt %d: %s %s\n", a.N, a.Outcome, a.Backoff)
 	}
 	// Output:
-	// attempt 1: delayed 20ms
-	// attempt 2: delayed 40ms
+	// attempt 1: retry-delayed 20ms
+	// attempt 2: retry-delayed 40ms
 	// attempt 3: completed 0s
 }
 

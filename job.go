@@ -62,21 +62,21 @@ type Job struct {
 
 // Attempt is one run of a job, recorded by drover workers in the job hash
 // (field "drover.attempts", ignored by Node BullMQ, deleted with the job).
+// Its stored form is timelineRecord (timeline.go), not this type.
 type Attempt struct {
 	// N is the attempt number (AttemptsStarted at activation).
-	N       int       `json:"n"`
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
-	Outcome string    `json:"outcome"` // completed, failed, retry, delayed, requeued
-	Error   string    `json:"error,omitempty"`
-	Worker  string    `json:"worker,omitempty"`
-	// Backoff is the delay chosen before the next attempt (outcome delayed).
-	Backoff time.Duration `json:"backoff,omitempty"`
-	// NextRun is when the next attempt is due (outcome delayed).
-	NextRun time.Time `json:"next,omitzero"`
-	// Unrecoverable marks a failed attempt that ended the job for good
-	// through Unrecoverable, whatever attempts were left.
-	Unrecoverable bool `json:"unrecoverable,omitempty"`
+	N       int
+	Start   time.Time
+	End     time.Time
+	Outcome Outcome
+	Error   string
+	Worker  string
+	// Backoff is the delay before the next attempt (OutcomeRetryDelayed,
+	// OutcomeDelayed).
+	Backoff time.Duration
+	// NextRun is when the next attempt is due (OutcomeRetryDelayed,
+	// OutcomeDelayed).
+	NextRun time.Time
 }
 
 // DecodeData unmarshals the job's data into v.
@@ -149,7 +149,7 @@ func (q *Queue) fromRecord(r *jobcodec.Record) *Job {
 		queue:           q,
 	}
 	if r.Timeline != "" {
-		_ = json.Unmarshal([]byte(r.Timeline), &j.Timeline) // a damaged timeline is only lost history
+		j.Timeline = decodeTimeline(r.Timeline)
 	}
 	return j
 }

@@ -77,7 +77,7 @@ func TestAutomaticRetry(t *testing.T) {
 		require.Equal(t, 1, j.AttemptsStarted)
 		require.Equal(t, "try 1", j.FailedReason)
 		require.Equal(t, time.Second, j.Delay)
-		require.Equal(t, "delayed", j.Timeline[0].Outcome)
+		require.Equal(t, drover.OutcomeRetryDelayed, j.Timeline[0].Outcome)
 		require.Equal(t, t0.Add(time.Second).UnixMilli(), j.Timeline[0].NextRun.UnixMilli())
 
 		b.clock.Advance(999 * time.Millisecond)
@@ -130,7 +130,7 @@ func TestAutomaticRetry(t *testing.T) {
 			"completed:" + id + ":active", "drained",
 		}, eventNames(b.events(t)))
 		require.Len(t, j.Timeline, 3)
-		require.Equal(t, []string{"retry", "retry", "completed"}, []string{j.Timeline[0].Outcome, j.Timeline[1].Outcome, j.Timeline[2].Outcome})
+		require.Equal(t, []drover.Outcome{drover.OutcomeRetried, drover.OutcomeRetried, drover.OutcomeCompleted}, []drover.Outcome{j.Timeline[0].Outcome, j.Timeline[1].Outcome, j.Timeline[2].Outcome})
 	})
 
 	t.Run("JitterSpreadsFixedBackoff", func(t *testing.T) {

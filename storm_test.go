@@ -129,6 +129,6 @@ func TestRetryStorm(t *testing.T) {
 	for _, j := range sample {
 		require.Equal(t, 3, j.AttemptsMade)
 		require.Len(t, j.Timeline, 3)
-		require.Equal(t, []string{"delayed", "delayed", "failed"}, []string{j.Timeline[0].Outcome, j.Timeline[1].Outcome, j.Timeline[2].Outcome})
+		require.Equal(t, []drover.Outcome{drover.OutcomeRetryDelayed, drover.OutcomeRetryDelayed, drover.OutcomeRetriesExhausted}, []drover.Outcome{j.Timeline[0].Outcome, j.Timeline[1].Outcome, j.Timeline[2].Outcome})
 	}
 }

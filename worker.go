@@ -91,8 +91,9 @@ type WorkerHooks struct {
 	// JobStarted is called before the processor runs.
 	JobStarted func(job *Job)
 	// JobFinished is called once the attempt's outcome is written to Redis.
-	// outcome is "completed", "failed", "retry", "delayed" or "requeued".
-	JobFinished func(job *Job, outcome string, took time.Duration, err error)
+	// job.AttemptsMade is the count before this attempt; err is the
+	// processor's error (nil when it completed).
+	JobFinished func(job *Job, outcome Outcome, took time.Duration, err error)
 	// LockLost is called when the worker loses a running job's lock.
 	LockLost func(job *Job, reason string)
 	// Stalled is called for each job this worker's checker moved back.
@@ -170,8 +171,6 @@ const (
 	maxFinish = 200
 	// maxWriters bounds the result-writing script calls in flight.
 	maxWriters = 2
-	// timelineLimit bounds the attempt history kept per job.
-	timelineLimit = 25
 )
 
 // Worker takes jobs from one queue and runs a Processor on them, Concurrency
@@ -251,7 +250,7 @@ type runningJob struct {
 type finishItem struct {
 	rj      *runningJob
 	rec     scripts.FinishRecord
-	outcome string
+	outcome Outcome
 	err     error
 	took    time.Duration
 }

@@ -98,14 +98,14 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 		job := it.rj.job
 		if codes[i] != nil {
 			w.log.Warn("job result not written: the worker no longer owns the job", slog.String(logkey.JobID, job.ID),
-				slog.String("outcome", it.outcome), slog.Any(logkey.Error, codes[i]))
+				slog.String(logkey.Outcome, it.outcome.String()), slog.Any(logkey.Error, codes[i]))
 			continue
 		}
 		w.logFinished(it)
 		if h := w.opts.Hooks.JobFinished; h != nil {
 			h(job, it.outcome, it.took, it.err)
 		}
-		if it.rec.Kind == scripts.FinishRetryDelayed || it.rec.Kind == scripts.FinishMoveDelayed {
+		if it.outcome == OutcomeRetryDelayed || it.outcome == OutcomeDelayed {
 			w.setNextDelayed(it.rec.Due)
 			newDelayed = true
 		}
@@ -122,13 +122,13 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 func (w *Worker) logFinished(it *finishItem) {
 	job := it.rj.job
 	attrs := []any{slog.String(logkey.JobID, job.ID), slog.String(logkey.JobName, job.Name),
-		slog.Int(logkey.Attempt, job.AttemptsStarted), slog.String("outcome", it.outcome),
+		slog.Int(logkey.Attempt, job.AttemptsStarted), slog.String(logkey.Outcome, it.outcome.String()),
 		slog.Duration(logkey.Duration, it.took)}
 	if it.err != nil {
 		attrs = append(attrs, slog.String(logkey.Error, it.err.Error()))
 	}
 	level := slog.LevelDebug
-	if it.outcome == "failed" {
+	if it.outcome.Failed() {
 		level = slog.LevelWarn
 	}
 	w.log.Log(context.Background(), level, "job finished", attrs...)

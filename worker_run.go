@@ -5,7 +5,6 @@ package drover
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/logkey"
-	"github.com/seed40057009/drover/internal/scripts"
 )
 
 // run executes one attempt and hands its outcome to the finisher.
@@ -93,6 +91,14 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	fr.DedupID = rec.DedupID
 	fr.HasParent = rec.ParentKey != ""
 	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: w.workerLabel()}
+	// settle records the outcome and the finishJobs kind that writes it.
+	settle := func(o Outcome) *finishItem {
+		item.outcome, entry.Outcome, fr.Kind = o, o, o.info().kind
+		if o != OutcomeCompleted || len(job.Timeline) > 0 {
+			fr.Timeline = w.timeline(job, entry)
+		}
+		return item
+	}
 
 	if err == nil {
 		b, merr := encodeData(result)
@@ -103,34 +109,24 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 			if result == nil {
 				b = []byte("null")
 			}
-			fr.Kind, fr.Value = scripts.FinishCompleted, string(b)
+			fr.Value = string(b)
 			fr.AttemptsMade = int(rec.AttemptsMade) + 1
 			fr.Keep = w.keepSpec(rec.Opts.RemoveOnComplete, w.opts.RemoveOnComplete)
-			item.outcome = "completed"
-			entry.Outcome = "completed"
-			if len(job.Timeline) > 0 {
-				fr.Timeline = w.timeline(job, entry)
-			}
-			return item
+			return settle(OutcomeCompleted)
 		}
 	}
 
 	var de *delayError
 	if errors.As(err, &de) {
-		fr.Kind, fr.Delay = scripts.FinishMoveDelayed, de.delay
-		item.outcome = "delayed"
-		entry.Outcome, entry.Backoff = "delayed", time.Duration(de.delay)*time.Millisecond
+		fr.Delay = de.delay
+		entry.Backoff = time.Duration(de.delay) * time.Millisecond
 		entry.NextRun = now.Add(entry.Backoff)
 		fr.Due = entry.NextRun.UnixMilli()
-		fr.Timeline = w.timeline(job, entry)
-		return item
+		return settle(OutcomeDelayed)
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrWorkerClosing) {
-		fr.Kind = scripts.FinishRequeue
-		item.outcome = "requeued"
-		entry.Outcome, entry.Error = "requeued", "worker closing"
-		fr.Timeline = w.timeline(job, entry)
-		return item
+		entry.Error = "worker closing"
+		return settle(OutcomeRequeued)
 	}
 
 	fr.Value = err.Error()
@@ -153,22 +149,23 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		}
 	}
 	switch {
-	case !retry:
-		fr.Kind = scripts.FinishFailed
-		fr.Keep = w.keepSpec(rec.Opts.RemoveOnFail, w.opts.RemoveOnFail)
-		item.outcome, entry.Outcome = "failed", "failed"
-		entry.Unrecoverable = IsUnrecoverable(err)
-	case delay == 0:
-		fr.Kind, fr.LIFO = scripts.FinishRetry, rec.Opts.LIFO
-		item.outcome, entry.Outcome = "retry", "retry"
-	default:
-		fr.Kind, fr.Delay = scripts.FinishRetryDelayed, delay.Milliseconds()
-		item.outcome, entry.Outcome = "retry", "delayed"
+	case retry && delay == 0:
+		fr.LIFO = rec.Opts.LIFO
+		return settle(OutcomeRetried)
+	case retry:
+		fr.Delay = delay.Milliseconds()
 		entry.Backoff, entry.NextRun = delay, now.Add(delay)
 		fr.Due = entry.NextRun.UnixMilli()
+		return settle(OutcomeRetryDelayed)
 	}
-	fr.Timeline = w.timeline(job, entry)
-	return item
+	fr.Keep = w.keepSpec(rec.Opts.RemoveOnFail, w.opts.RemoveOnFail)
+	switch {
+	case IsUnrecoverable(err):
+		return settle(OutcomeFailedUnrecoverable)
+	case fr.AttemptsMade >= fr.Attempts: // as finishJobs.lua decides on retries-exhausted
+		return settle(OutcomeRetriesExhausted)
+	}
+	return settle(OutcomeFailed)
 }
 
 func (w *Worker) keepSpec(job *jobcodec.Keep, worker *Retention) string {
@@ -199,6 +196,5 @@ func (w *Worker) timeline(job *Job, entry Attempt) string {
 	if len(tl) > timelineLimit {
 		tl = tl[len(tl)-timelineLimit:]
 	}
-	b, _ := json.Marshal(tl)
-	return string(b)
+	return encodeTimeline(tl)
 }

@@ -187,8 +187,8 @@ func TestWorkerFailures(t *testing.T) {
 		require.Equal(t, "attempt 3 failed", job.FailedReason)
 		require.Equal(t, []string{"attempt 1 failed", "attempt 2 failed", "attempt 3 failed"}, job.Stacktrace)
 		require.Len(t, job.Timeline, 3)
-		require.Equal(t, "retry", job.Timeline[0].Outcome)
-		require.Equal(t, "failed", job.Timeline[2].Outcome)
+		require.Equal(t, drover.OutcomeRetried, job.Timeline[0].Outcome)
+		require.Equal(t, drover.OutcomeRetriesExhausted, job.Timeline[2].Outcome)
 		names := eventNames(b.events(t))
 		require.Contains(t, names, "retries-exhausted:"+res.Job.ID)
 	})
@@ -260,7 +260,7 @@ func TestWorkerClose(t *testing.T) {
 		require.Equal(t, drover.StateWaiting, state)
 		require.Equal(t, 0, job.AttemptsMade)
 		require.Equal(t, 1, job.AttemptsStarted)
-		require.Equal(t, "requeued", job.Timeline[0].Outcome)
+		require.Equal(t, drover.OutcomeRequeued, job.Timeline[0].Outcome)
 	})
 
 	t.Run("CloseNeverStartedAndTwice", func(t *testing.T) {

@@ -79,7 +79,7 @@ func TestUIRetryWithFreshAttempts(t *testing.T) {
 	outcomes, err := chromedp.Run(step(t, tab), chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('#timeline [data-attempt]')].map(g => g.dataset.attempt + ':' + g.dataset.outcome)`))
 	require.NoError(t, err)
-	require.Equal(t, []string{"1:delayed", "2:delayed"}, outcomes)
+	require.Equal(t, []string{"1:retry-delayed", "2:retry-delayed"}, outcomes)
 	svgText := text(t, tab, `#timeline`)
 	require.Contains(t, svgText, "backoff 10ms")
 	require.Contains(t, svgText, "card processor timeout")
@@ -100,7 +100,7 @@ func TestUIRetryWithFreshAttempts(t *testing.T) {
 	outcomes, err = chromedp.Run(step(t, tab), chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('#timeline [data-attempt]')].map(g => g.dataset.attempt + ':' + g.dataset.outcome)`))
 	require.NoError(t, err)
-	require.Equal(t, []string{"1:delayed", "2:delayed", "3:completed"}, outcomes)
+	require.Equal(t, []string{"1:retry-delayed", "2:retry-delayed", "3:completed"}, outcomes)
 	screenshot(t, tab, "job-page-completed.png")
 
 	e := b.audit.last(t)

@@ -161,7 +161,7 @@ func (f FailedFor) Label() string {
 // UnrecoverableError names itself on the trace's first line), else from its
 // counters.
 func failedForOf(job *drover.Job) FailedFor {
-	if n := len(job.Timeline); n > 0 && job.Timeline[n-1].Unrecoverable && job.Timeline[n-1].N >= job.AttemptsStarted {
+	if n := len(job.Timeline); n > 0 && job.Timeline[n-1].Outcome == drover.OutcomeFailedUnrecoverable && job.Timeline[n-1].N >= job.AttemptsStarted {
 		return FailedUnrecoverable
 	}
 	if n := len(job.Stacktrace); n > 0 && strings.HasPrefix(job.Stacktrace[n-1], "UnrecoverableError") {
@@ -361,20 +361,20 @@ type Attempt struct {
 	// by Node BullMQ keep only their last attempt's times).
 	Start time.Time `json:"start,omitzero"`
 	End   time.Time `json:"end,omitzero"`
-	// Outcome is completed, failed (for good), retry (retried at once),
-	// delayed (retried after Backoff), requeued (worker closing), stalled
-	// (its worker stopped renewing the lock), active (running now) or
-	// unknown.
+	// Outcome is the name of a drover.Outcome (drover.Outcome.String), or
+	// OutcomeActive for the attempt running now.
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 	Worker  string `json:"worker,omitempty"`
-	// Backoff is the wait chosen before the next attempt (outcome delayed),
-	// in ms in JSON.
+	// Backoff is the wait chosen before the next attempt (outcomes
+	// retry-delayed and delayed), in ms in JSON.
 	Backoff time.Duration `json:"backoff,omitempty"`
-	// NextRun is when the next attempt was due (outcome delayed).
+	// NextRun is when the next attempt was due (outcomes retry-delayed and
+	// delayed).
 	NextRun time.Time `json:"nextRun,omitzero"`
 	// Unrecoverable marks the failed attempt that ended the job through
-	// drover.Unrecoverable or BullMQ's UnrecoverableError.
+	// drover.Unrecoverable or BullMQ's UnrecoverableError (outcome
+	// failed-unrecoverable).
 	Unrecoverable bool `json:"unrecoverable,omitempty"`
 	// Recorded says a drover worker wrote this attempt down as it ended.
 	// Attempts it did not record (a Node worker ran them, a worker stalled,
@@ -382,6 +382,9 @@ type Attempt struct {
 	// are rebuilt from the job's counters: their times are unknown.
 	Recorded bool `json:"recorded"`
 }
+
+// OutcomeActive is the Attempt.Outcome of the attempt running now.
+const OutcomeActive = "active"
 
 // Timeline sources.
 const (
@@ -554,9 +557,9 @@ func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 	// them.
 	gap := func(from, to int) {
 		for n := from; n < to; n++ {
-			outcome := "unknown"
+			outcome := drover.OutcomeUnknown.String()
 			if stalls > 0 {
-				outcome = "stalled"
+				outcome = drover.OutcomeStalled.String()
 				stalls--
 			}
 			out = append(out, Attempt{N: n, Outcome: outcome})
@@ -575,8 +578,9 @@ func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 	for _, a := range job.Timeline {
 		gap(last+1, a.N)
 		out = append(out, Attempt{
-			N: a.N, Start: a.Start, End: a.End, Outcome: a.Outcome, Error: a.Error,
-			Worker: a.Worker, Backoff: a.Backoff, NextRun: a.NextRun, Unrecoverable: a.Unrecoverable, Recorded: true,
+			N: a.N, Start: a.Start, End: a.End, Outcome: a.Outcome.String(), Error: a.Error,
+			Worker: a.Worker, Backoff: a.Backoff, NextRun: a.NextRun,
+			Unrecoverable: a.Outcome == drover.OutcomeFailedUnrecoverable, Recorded: true,
 		})
 		last = max(last, a.N)
 	}
@@ -584,12 +588,12 @@ func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 	switch {
 	case state == drover.StateActive && current > last:
 		gap(last+1, current)
-		out = append(out, Attempt{N: current, Start: job.ProcessedOn, Outcome: "active", Worker: job.ProcessedBy})
+		out = append(out, Attempt{N: current, Start: job.ProcessedOn, Outcome: OutcomeActive, Worker: job.ProcessedBy})
 	case state == drover.StateCompleted && current > last:
 		// A completion after the record's last attempt that wrote no
 		// record of its own (stalls before it are filled in by gap).
 		gap(last+1, current)
-		out = append(out, Attempt{N: current, Start: job.ProcessedOn, End: job.FinishedOn, Outcome: "completed", Worker: job.ProcessedBy})
+		out = append(out, Attempt{N: current, Start: job.ProcessedOn, End: job.FinishedOn, Outcome: drover.OutcomeCompleted.String(), Worker: job.ProcessedBy})
 	default:
 		gap(last+1, current+1)
 	}
@@ -613,7 +617,7 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	seq := 0
 	for n := 1; n < made; n++ {
 		seq++
-		a := Attempt{N: seq, Outcome: "retry"}
+		a := Attempt{N: seq, Outcome: drover.OutcomeRetried.String()}
 		if k := len(errs) - (made - n) - 1; k >= 0 && k < len(errs) {
 			a.Error = errs[k]
 		}
@@ -621,7 +625,7 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	}
 	for range job.StalledCount {
 		seq++
-		out = append(out, Attempt{N: seq, Outcome: "stalled"})
+		out = append(out, Attempt{N: seq, Outcome: drover.OutcomeStalled.String()})
 	}
 	if made > 0 {
 		seq++
@@ -631,15 +635,20 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		}
 		switch state {
 		case drover.StateCompleted:
-			a.Outcome, a.Error = "completed", ""
+			a.Outcome, a.Error = drover.OutcomeCompleted.String(), ""
 		case drover.StateFailed:
-			a.Outcome, a.Error = "failed", job.FailedReason
-			a.Unrecoverable = failedForOf(job) == FailedUnrecoverable
+			a.Outcome, a.Error = drover.OutcomeFailed.String(), job.FailedReason
+			switch {
+			case failedForOf(job) == FailedUnrecoverable:
+				a.Outcome, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), true
+			case made >= job.Opts.Attempts: // as finishJobs.lua decides on retries-exhausted
+				a.Outcome = drover.OutcomeRetriesExhausted.String()
+			}
 		case drover.StateDelayed:
-			a.Outcome, a.Error, a.NextRun = "delayed", job.FailedReason, nextRun
+			a.Outcome, a.Error, a.NextRun = drover.OutcomeRetryDelayed.String(), job.FailedReason, nextRun
 			a.Backoff = job.Delay
 		default:
-			a.Outcome, a.Error = "retry", job.FailedReason
+			a.Outcome, a.Error = drover.OutcomeRetried.String(), job.FailedReason
 		}
 		if state != drover.StateActive {
 			a.Start, a.End, a.Worker = job.ProcessedOn, job.FinishedOn, job.ProcessedBy
@@ -647,7 +656,7 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		out = append(out, a)
 	}
 	if state == drover.StateActive {
-		out = append(out, Attempt{N: max(job.AttemptsStarted, seq+1), Start: job.ProcessedOn, Outcome: "active", Worker: job.ProcessedBy})
+		out = append(out, Attempt{N: max(job.AttemptsStarted, seq+1), Start: job.ProcessedOn, Outcome: OutcomeActive, Worker: job.ProcessedBy})
 	}
 	return out
 }

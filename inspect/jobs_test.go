@@ -47,7 +47,7 @@ func TestJob(t *testing.T) {
 		require.Equal(t, "upstream timeout 2", d.FailedReason)
 		require.Equal(t, inspect.TimelineDrover, d.TimelineSource)
 		require.Len(t, d.Timeline, 2)
-		require.Equal(t, "delayed", d.Timeline[0].Outcome)
+		require.Equal(t, "retry-delayed", d.Timeline[0].Outcome)
 		require.Equal(t, "upstream timeout 1", d.Timeline[0].Error)
 		require.Equal(t, 10*time.Millisecond, d.Timeline[0].Backoff)
 		require.Equal(t, time.Hour, d.Timeline[1].Backoff)
@@ -83,7 +83,7 @@ func TestJob(t *testing.T) {
 		d, err := b.ins.Job(ctx, "q", id)
 		require.NoError(t, err)
 		require.Equal(t, inspect.RetryStateFailed, d.RetryState)
-		require.Equal(t, "failed", d.Timeline[0].Outcome)
+		require.Equal(t, "failed-unrecoverable", d.Timeline[0].Outcome)
 		require.Equal(t, 4, d.Budget.Left)
 
 		require.NoError(t, b.ins.Pause(ctx, "q"))
@@ -138,9 +138,9 @@ func TestJob(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, inspect.TimelineDerived, d.TimelineSource)
 		require.Equal(t, []inspect.Attempt{
-			{N: 1, Outcome: "retry", Error: "Error: first"},
-			{N: 2, Outcome: "retry", Error: "Error: second"},
-			{N: 3, Outcome: "failed", Error: "third", Start: time.UnixMilli(5000), End: time.UnixMilli(6000)},
+			{N: 1, Outcome: "retried", Error: "Error: first"},
+			{N: 2, Outcome: "retried", Error: "Error: second"},
+			{N: 3, Outcome: "retries-exhausted", Error: "third", Start: time.UnixMilli(5000), End: time.UnixMilli(6000)},
 		}, d.Timeline)
 	})
 

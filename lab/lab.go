@@ -621,8 +621,8 @@ func (r *runner) work(ctx context.Context, q *drover.Queue, proc drover.Processo
 		// stall, only the process it kills.
 		Prefix: r.opts.Prefix, Name: "drover-lab", Concurrency: 2, StalledInterval: r.opts.StalledInterval,
 		Logger: r.opts.Logger,
-		Hooks: &drover.WorkerHooks{JobFinished: func(job *drover.Job, outcome string, _ time.Duration, _ error) {
-			if outcome == "completed" || outcome == "failed" {
+		Hooks: &drover.WorkerHooks{JobFinished: func(job *drover.Job, outcome drover.Outcome, _ time.Duration, _ error) {
+			if outcome == drover.OutcomeCompleted || outcome.Failed() {
 				select {
 				case finished <- job.ID:
 				default:

@@ -76,7 +76,7 @@ func NewWorkerMetrics(reg prometheus.Registerer, opts *WorkerMetricsOptions) (*W
 		lockLost:  counter("lock_renewals_failed_total", "Running jobs whose lock a worker failed to renew (the job was lost to the stalled checker or another worker)."),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "job_duration_seconds",
-			Help:    "How long attempts ran, by outcome (completed, failed, retry, delayed, requeued).",
+			Help:    "How long attempts ran, by outcome (drover.Outcome's names: completed, retried, retry-delayed, delayed, requeued, failed, failed-unrecoverable, retries-exhausted).",
 			Buckets: o.Buckets,
 		}, []string{"queue", "outcome"}),
 	}
@@ -108,26 +108,30 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 // Hooks returns worker hooks that count into m under the queue label.
 func (m *WorkerMetrics) Hooks(queue string) *drover.WorkerHooks {
 	started := m.started.WithLabelValues(queue)
-	byOutcome := map[string]prometheus.Counter{
-		"completed": m.completed.WithLabelValues(queue),
-		"failed":    m.failed.WithLabelValues(queue),
-		"retry":     m.retried.WithLabelValues(queue),
-		"delayed":   m.delayed.WithLabelValues(queue),
-	}
+	completed := m.completed.WithLabelValues(queue)
+	failed := m.failed.WithLabelValues(queue)
+	retried := m.retried.WithLabelValues(queue)
+	delayed := m.delayed.WithLabelValues(queue)
 	exhausted := m.exhausted.WithLabelValues(queue)
 	stalled := m.stalled.WithLabelValues(queue)
 	lockLost := m.lockLost.WithLabelValues(queue)
 	return &drover.WorkerHooks{
 		JobStarted: func(*drover.Job) { started.Inc() },
-		JobFinished: func(job *drover.Job, outcome string, took time.Duration, _ error) {
-			if c := byOutcome[outcome]; c != nil {
-				c.Inc()
+		JobFinished: func(_ *drover.Job, outcome drover.Outcome, took time.Duration, _ error) {
+			switch {
+			case outcome == drover.OutcomeCompleted:
+				completed.Inc()
+			case outcome == drover.OutcomeDelayed:
+				delayed.Inc()
+			case outcome.Retried():
+				retried.Inc()
+			case outcome.Failed():
+				failed.Inc()
 			}
-			// job.AttemptsMade counts the attempts before this one.
-			if outcome == "failed" && job.AttemptsMade+1 >= max(job.Opts.Attempts, 1) {
+			if outcome == drover.OutcomeRetriesExhausted {
 				exhausted.Inc()
 			}
-			m.duration.WithLabelValues(queue, outcome).Observe(took.Seconds())
+			m.duration.WithLabelValues(queue, outcome.String()).Observe(took.Seconds())
 		},
 		LockLost: func(*drover.Job, string) { lockLost.Inc() },
 		Stalled:  func(string, int) { stalled.Inc() },

@@ -107,7 +107,7 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 		if a.Unrecoverable {
 			outcome = "failed: unrecoverable"
 		}
-		line := fmt.Sprintf("  #%-3d %-10s", a.N, outcome)
+		line := fmt.Sprintf("  #%-3d %-13s", a.N, outcome)
 		if !a.Recorded && d.TimelineSource == inspect.TimelineDrover {
 			line += " (no drover record)"
 		}
@@ -122,10 +122,11 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 		}
 		fmt.Fprintln(w, line)
 		switch {
-		case a.Outcome == "delayed" && i < len(d.Timeline)-1:
-			fmt.Fprintf(w, "        └ backoff %s\n", a.Backoff)
-		case a.Outcome == "delayed":
-			fmt.Fprintf(w, "        └ backoff %s, next run %s (%s)\n", a.Backoff, when(d.NextRun), until(d.NextRun))
+		case a.Backoff == 0:
+		case i < len(d.Timeline)-1:
+			fmt.Fprintf(w, "        └ %s %s\n", waitName(a.Outcome), a.Backoff)
+		default:
+			fmt.Fprintf(w, "        └ %s %s, next run %s (%s)\n", waitName(a.Outcome), a.Backoff, when(d.NextRun), until(d.NextRun))
 		}
 	}
 	if n := len(d.Stacktrace); n > 0 {
@@ -157,4 +158,14 @@ func firstLine(s string) string {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+// waitName names the wait after an attempt with a Backoff: the backoff of a
+// failed attempt (drover.OutcomeRetryDelayed) or the job's own Delay
+// (drover.OutcomeDelayed).
+func waitName(outcome string) string {
+	if outcome == drover.OutcomeDelayed.String() {
+		return "delay"
+	}
+	return "backoff"
 }

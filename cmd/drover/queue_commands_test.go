@@ -228,8 +228,8 @@ func TestQueueCommands(t *testing.T) {
 		} {
 			require.Contains(t, out, want)
 		}
-		require.Regexp(t, `#1\s+delayed\s+\d\d:\d\d:\d\d\.\d{3} ran \S+\s+smtp timeout \(attempt 1\)\n\s+└ backoff 10ms\n`, out)
-		require.Regexp(t, `#2\s+delayed .*\n\s+└ backoff 1h0m0s, next run .* \(in (59m|1h0m)`, out)
+		require.Regexp(t, `#1\s+retry-delayed\s+\d\d:\d\d:\d\d\.\d{3} ran \S+\s+smtp timeout \(attempt 1\)\n\s+└ backoff 10ms\n`, out)
+		require.Regexp(t, `#2\s+retry-delayed .*\n\s+└ backoff 1h0m0s, next run .* \(in (59m|1h0m)`, out)
 		var d inspect.JobDetail
 		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "job", "mail", b.backof, "--json")), &d))
 		require.Equal(t, inspect.RetryStateBackoff, d.RetryState)

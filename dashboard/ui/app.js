@@ -656,18 +656,21 @@
     return out;
   }
 
+  // Keys are drover.Outcome names (outcome.go), plus 'active'.
   const OUTCOME = {
     completed: { fill: '#1f8a4c', label: 'completed' },
     failed: { fill: '#c62f2f', label: 'failed for good' },
-    unrecoverable: { fill: '#8d1f1f', label: 'failed: unrecoverable' },
-    retry: { fill: '#c77700', label: 'failed, retried' },
-    delayed: { fill: '#c77700', label: 'failed, backoff' },
+    'retries-exhausted': { fill: '#c62f2f', label: 'failed, retries exhausted' },
+    'failed-unrecoverable': { fill: '#8d1f1f', label: 'failed: unrecoverable' },
+    retried: { fill: '#c77700', label: 'failed, retried' },
+    'retry-delayed': { fill: '#c77700', label: 'failed, backoff' },
+    delayed: { fill: '#6a7283', label: 'delayed by the job' },
     requeued: { fill: '#6a7283', label: 'requeued' },
     stalled: { fill: '#8a4fc7', label: 'stalled' },
     active: { fill: '#2f5bd3', label: 'running' },
     unknown: { fill: '#9aa1ae', label: 'no drover record' },
   };
-  const outcomeOf = (a) => (a.outcome === 'failed' && a.unrecoverable ? 'unrecoverable' : a.outcome);
+  const outcomeOf = (a) => a.outcome;
 
   // TIMELINE_HEAD and TIMELINE_TAIL: a long history keeps its first and
   // newest attempts and folds the ones between into one box.
@@ -680,7 +683,7 @@
     const wrap = el('div', { class: 'timeline-wrap', id: 'timeline-wrap' }, pic);
     const seen = new Set((d.timeline || []).map(outcomeOf));
     const legend = el('ul', { class: 'legend', id: 'timeline-legend' },
-      ...Object.entries(OUTCOME).filter(([k]) => seen.has(k) || ['completed', 'delayed', 'failed', 'stalled'].includes(k)).map(([k, o]) =>
+      ...Object.entries(OUTCOME).filter(([k]) => seen.has(k) || ['completed', 'retry-delayed', 'retries-exhausted', 'stalled'].includes(k)).map(([k, o]) =>
         el('li', { 'data-legend': k }, el('span', { class: `swatch sw-${k}` }), o.label)));
     // Once on the page, show the newest attempt.
     requestAnimationFrame(() => { wrap.scrollLeft = wrap.scrollWidth; });
@@ -720,8 +723,9 @@
         return;
       }
       let why = '';
-      if (a.outcome === 'delayed') why = `backoff ${fmtMs(a.backoff)}`;
-      else if (a.outcome === 'retry') why = 'retried at once';
+      if (a.outcome === 'retry-delayed') why = `backoff ${fmtMs(a.backoff)}`;
+      else if (a.outcome === 'delayed') why = `delayed ${fmtMs(a.backoff)}`;
+      else if (a.outcome === 'retried') why = 'retried at once';
       else if (a.outcome === 'stalled') why = 'recovered by the stalled check';
       else if (a.outcome === 'requeued') why = 'requeued';
       if (next) {
@@ -729,7 +733,7 @@
         if (next.a && a.end && next.a.start) waitMs = new Date(next.a.start) - new Date(a.end);
         it.gap = { w: gapW(waitMs), above: why, below: waitMs === null ? '' : `next attempt ${fmtMs(waitMs)} later` };
         x += it.gap.w;
-      } else if (d.nextRun && (a.outcome === 'delayed' || a.outcome === 'retry')) {
+      } else if (d.nextRun && (a.outcome === 'retry-delayed' || a.outcome === 'delayed' || a.outcome === 'retried')) {
         it.gap = { w: gapW(a.backoff || 0), above: why, below: 'waiting', next: true };
         x += it.gap.w + 110;
       }

@@ -15,4 +15,5 @@ const (
 	Count     = "count"
 	Reason    = "reason"
 	Component = "component"
+	Outcome   = "outcome"
 )

@@ -63,8 +63,8 @@ func benchThroughput(b *testing.B, masters, queues int) {
 		qs[i] = newQueue(b, rdb, prefix, name)
 		startWorker(b, rdb, prefix, name, func(context.Context, *drover.Job) (any, error) { return nil, nil },
 			&drover.WorkerOptions{Concurrency: 50, RemoveOnComplete: &drover.Retention{Remove: true},
-				Hooks: &drover.WorkerHooks{JobFinished: func(_ *drover.Job, outcome string, _ time.Duration, _ error) {
-					if outcome == "completed" && done.Add(1) == target {
+				Hooks: &drover.WorkerHooks{JobFinished: func(_ *drover.Job, outcome drover.Outcome, _ time.Duration, _ error) {
+					if outcome == drover.OutcomeCompleted && done.Add(1) == target {
 						once.Do(func() { close(finished) })
 					}
 				}}})

@@ -106,8 +106,8 @@ func runChild(role string) int {
 			Prefix: spec.Prefix, Name: fmt.Sprintf("pid%d", os.Getpid()), Concurrency: spec.Concurrency,
 			LockDuration: spec.LockDuration, StalledInterval: spec.StalledInterval, Logger: logger,
 			Hooks: &drover.WorkerHooks{
-				JobFinished: func(job *drover.Job, outcome string, took time.Duration, err error) {
-					if outcome == "completed" {
+				JobFinished: func(job *drover.Job, outcome drover.Outcome, took time.Duration, err error) {
+					if outcome == drover.OutcomeCompleted {
 						completed[i].Add(1)
 					}
 				},

@@ -71,8 +71,8 @@ func startFailoverRun(t *testing.T, rdb redis.UniversalClient, prefix string, na
 			Concurrency: concurrency, LockDuration: failoverLock, StalledInterval: failoverStalled,
 			Logger: slog.New(r.logs),
 			Hooks: &drover.WorkerHooks{
-				JobFinished: func(job *drover.Job, outcome string, _ time.Duration, _ error) {
-					if outcome == "completed" {
+				JobFinished: func(job *drover.Job, outcome drover.Outcome, _ time.Duration, _ error) {
+					if outcome == drover.OutcomeCompleted {
 						r.finished[i].Add(1)
 					}
 				},

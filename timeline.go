@@ -1,0 +1,101 @@
+package drover
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The attempt timeline is stored in the job hash field "drover.attempts"
+// (jobcodec.TimelineField) as a JSON array of timelineRecord. The record is
+// the storage format; Attempt is the public view. Renaming or retyping a
+// field of Attempt must not change timelineRecord: stored timelines outlive
+// the code that wrote them.
+//
+// Versions:
+//   - 1 (no "v"): drover before the Outcome type; outcome is "completed",
+//     "failed" (with "unrecoverable":true for an Unrecoverable error),
+//     "retry", "delayed" (a backoff when error is set, else the processor's
+//     Delay) or "requeued".
+//   - 2: "v":2; outcome is the stored code of the outcome table (outcome.go).
+//
+// Both keep v1's field names and units (backoff in nanoseconds), so a v1
+// reader still reads a v2 record's times.
+const timelineVersion = 2
+
+// timelineLimit bounds the attempt history kept per job.
+const timelineLimit = 25
+
+type timelineRecord struct {
+	V       int           `json:"v,omitempty"`
+	N       int           `json:"n"`
+	Start   time.Time     `json:"start"`
+	End     time.Time     `json:"end"`
+	Outcome string        `json:"outcome"`
+	Error   string        `json:"error,omitempty"`
+	Worker  string        `json:"worker,omitempty"`
+	Backoff time.Duration `json:"backoff,omitempty"`
+	NextRun time.Time     `json:"next,omitzero"`
+	// Unrecoverable (version 1 only) marked a "failed" attempt that ended
+	// through Unrecoverable.
+	Unrecoverable bool `json:"unrecoverable,omitempty"`
+}
+
+// encodeTimeline renders attempts as stored (version 2).
+func encodeTimeline(attempts []Attempt) string {
+	recs := make([]timelineRecord, len(attempts))
+	for i, a := range attempts {
+		recs[i] = timelineRecord{
+			V: timelineVersion, N: a.N, Start: a.Start, End: a.End, Outcome: a.Outcome.info().stored,
+			Error: a.Error, Worker: a.Worker, Backoff: a.Backoff, NextRun: a.NextRun,
+		}
+	}
+	b, _ := json.Marshal(recs) // plain fields: cannot fail
+	return string(b)
+}
+
+// decodeTimeline reads a stored timeline of any version. A damaged one is
+// only lost history: it decodes to nil.
+func decodeTimeline(s string) []Attempt {
+	var recs []timelineRecord
+	if json.Unmarshal([]byte(s), &recs) != nil {
+		return nil
+	}
+	out := make([]Attempt, len(recs))
+	for i, r := range recs {
+		out[i] = Attempt{
+			N: r.N, Start: r.Start, End: r.End, Outcome: r.outcome(),
+			Error: r.Error, Worker: r.Worker, Backoff: r.Backoff, NextRun: r.NextRun,
+		}
+	}
+	return out
+}
+
+func (r *timelineRecord) outcome() Outcome {
+	if r.V >= 2 {
+		for o, info := range outcomes {
+			if info.stored == r.Outcome {
+				return Outcome(o)
+			}
+		}
+		return OutcomeUnknown
+	}
+	switch r.Outcome { // version 1
+	case "completed":
+		return OutcomeCompleted
+	case "failed":
+		if r.Unrecoverable {
+			return OutcomeFailedUnrecoverable
+		}
+		return OutcomeFailed
+	case "retry":
+		return OutcomeRetried
+	case "delayed":
+		if r.Error != "" {
+			return OutcomeRetryDelayed
+		}
+		return OutcomeDelayed
+	case "requeued":
+		return OutcomeRequeued
+	}
+	return OutcomeUnknown
+}
