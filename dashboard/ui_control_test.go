@@ -223,8 +223,8 @@ func TestUITimelineTruthful(t *testing.T) {
 	require.Equal(t, "17", evalJS[string](t, tab, `document.querySelector('#timeline-fold').dataset.fold`))
 	drawn := outcomes()
 	require.Len(t, drawn, 8)
-	require.Equal(t, "6:retry:yes", drawn[0])
-	require.Equal(t, "30:failed:yes", drawn[7])
+	require.Equal(t, "6:retried:yes", drawn[0])
+	require.Equal(t, "30:retries-exhausted:yes", drawn[7])
 	do(t, tab, chromedp.Sleep(200*time.Millisecond)) // the scroll to the newest runs on the next frame
 	inView := evalJS[bool](t, tab, `(() => {
 		const w = document.querySelector('#timeline-wrap').getBoundingClientRect();
@@ -236,7 +236,7 @@ func TestUITimelineTruthful(t *testing.T) {
 		const r = li.getBoundingClientRect(), p = li.parentElement.getBoundingClientRect();
 		return r.width > 0 && r.left >= p.left - 1 && r.right <= p.right + 1;
 	}).map(li => li.dataset.legend)`)
-	require.Subset(t, legend, []string{"completed", "delayed", "failed", "stalled", "retry"}, "every legend entry is drawn whole")
+	require.Subset(t, legend, []string{"completed", "retry-delayed", "retries-exhausted", "stalled", "retried"}, "every legend entry is drawn whole")
 	require.Equal(t, evalJS[int](t, tab, `document.querySelectorAll('#timeline-legend li').length`), len(legend))
 	screenshot(t, tab, "job-page-long-history.png")
 }
