@@ -208,6 +208,17 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	return res, nil
 }
 
+// CountMatching counts queue's jobs in state that pass filter, reading the
+// whole state (a filtered Jobs page stops after Options.ScanLimit jobs).
+func (i *Inspector) CountMatching(ctx context.Context, queue string, state drover.JobState, filter Filter) (int, error) {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	ids, _, err := i.matching(ctx, q, state, filter, 0, false)
+	return len(ids), err
+}
+
 // sample fills res.Sample from the first of res.IDs.
 func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.JobState, res *RetryResult) error {
 	ids := res.IDs[:min(len(res.IDs), RetrySampleMax)]

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"strings"
 	"context"
 	"encoding/json"
 	"errors"
@@ -263,7 +264,25 @@ func (i *Inspector) existing(ctx context.Context, queue string) (*drover.Queue, 
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: no queue %q under prefix %q", ErrQueueNotFound, queue, i.opts.Prefix)
+		return nil, fmt.Errorf("%w: no queue %q under prefix %q%s", ErrQueueNotFound, queue, i.opts.Prefix, i.knownQueues(ctx))
 	}
 	return i.Queue(queue)
+}
+
+// knownQueuesShown bounds the names an unknown-queue error lists.
+const knownQueuesShown = 20
+
+// knownQueues renders "; known queues: a, b" for an unknown-queue error, so
+// a typo is found at once ("" when discovery fails or finds none).
+func (i *Inspector) knownQueues(ctx context.Context) string {
+	names, err := i.Queues(ctx)
+	if err != nil || len(names) == 0 {
+		return "; there is no queue under this prefix"
+	}
+	more := ""
+	if len(names) > knownQueuesShown {
+		more = fmt.Sprintf(" and %d more", len(names)-knownQueuesShown)
+		names = names[:knownQueuesShown]
+	}
+	return "; known queues: " + strings.Join(names, ", ") + more
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime/debug"
 	"context"
 	"errors"
 	"flag"
@@ -46,6 +47,10 @@ func usagef(format string, args ...any) error { return &usageError{msg: fmt.Spri
 
 // Run runs the subcommand named by args[0].
 func (m *Main) Run(ctx context.Context, args []string) error {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "version") {
+		fmt.Fprintln(m.Stdout, "drover", version())
+		return nil
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		m.usage()
 		return nil
@@ -77,4 +82,33 @@ func (m *Main) usage() {
 		fmt.Fprintf(m.Stdout, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(m.Stdout, "\nRun `drover <command> -h` for a command's flags.")
+}
+
+// version is the module version drover was built from (go install
+// .../cmd/drover@v1.2.3), or "(devel)" plus the commit for a build from a
+// checkout.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (commit %.12s%s)", rev, modified)
+	}
+	return v + ", " + bi.GoVersion
 }

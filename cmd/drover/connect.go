@@ -57,7 +57,7 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 	}
 	if err := ins.Ping(ctx); err != nil {
 		_ = rdb.Close()
-		return nil, nil, fmt.Errorf("cannot reach Redis at %s: %w", opt.Addr, err)
+		return nil, nil, fmt.Errorf("cannot reach Redis at %s (db %d; set it with --redis or DROVER_REDIS_URL): %w", opt.Addr, opt.DB, err)
 	}
 	return ins, func() {
 		_ = ins.Close(context.WithoutCancel(ctx))

@@ -58,7 +58,15 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 		}
 	}
 	pages := make([]*inspect.JobPage, 0, len(queues))
+	matched := make([]int, 0, len(queues))
 	for _, q := range queues {
+		if !filter.IsZero() {
+			n, err := ins.CountMatching(ctx, q, drover.JobState(*state), filter)
+			if err != nil {
+				return err
+			}
+			matched = append(matched, n)
+		}
 		p, err := ins.Jobs(ctx, q, &inspect.ListOptions{
 			State: drover.JobState(*state), Filter: filter, Limit: *limit, Offset: *offset, Asc: *asc,
 		})
@@ -88,7 +96,7 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	for _, p := range pages {
+	for k, p := range pages {
 		more := ""
 		if p.More {
 			more = fmt.Sprintf("; more with --offset %d", p.NextOffset)
@@ -96,7 +104,11 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 		if p.Truncated {
 			more += fmt.Sprintf("; stopped after scanning %d jobs", p.Scanned)
 		}
-		fmt.Fprintf(c.out, "%s: %d %s jobs, %d shown%s\n", p.Queue, p.Total, p.State, len(p.Jobs), more)
+		match := ""
+		if !filter.IsZero() {
+			match = fmt.Sprintf(", %d match %s", matched[k], filter.String())
+		}
+		fmt.Fprintf(c.out, "%s: %d %s jobs%s, %d shown%s\n", p.Queue, p.Total, p.State, match, len(p.Jobs), more)
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func (c *labCmd) Run(ctx context.Context, args []string) error {
 		fmt.Fprint(c.out, labUsage)
 		fs.PrintDefaults()
 	}
-	redisURL := fs.String("redis", "", "Redis URL (redis://host:port/db); empty = embedded engine")
+	redisURL := fs.String("redis", os.Getenv("DROVER_REDIS_URL"), "Redis URL (redis://host:port/db); empty = embedded engine (env DROVER_REDIS_URL)")
 	database := fs.String("database", "", "postgres://... URL, or file:PATH for a SQLite file; empty = SQLite in a temporary directory")
 	prefix := fs.String("prefix", drover.PrefixDefault, "key prefix of the lab's queues")
 	scenarios := fs.String("scenario", "", "comma-separated scenarios to run; empty = all")

@@ -9,7 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
+
+// quietLogger drops go-redis's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -23,6 +30,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "drover: second signal, exiting now")
 		os.Exit(130)
 	}()
+	// go-redis logs every failed dial; drover reports the error once.
+	redis.SetLogger(quietLogger{})
 	m := Main{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin}
 	err := m.Run(ctx, os.Args[1:])
 	stop()

@@ -157,7 +157,7 @@ func TestQueueCommands(t *testing.T) {
 		require.Regexp(t, `mail\s+`+b.failed[2]+`\s+timeout\s+failed for good: attempts used up\s+1/1`, out)
 		require.Regexp(t, `mail\s+`+b.failed[0]+`\s+timeout\s+failed for good: attempts used up\s+1/1`, out)
 		require.NotContains(t, out, "refused")
-		require.Contains(t, out, "mail: 3 failed jobs, 2 shown")
+		require.Contains(t, out, "mail: 3 failed jobs, 2 match reason=timeout, 2 shown")
 		// No queue named: every queue; flags after the positional work too.
 		out = ok(t, b, "jobs", "--state", "delayed")
 		require.Regexp(t, `mail\s+`+b.backof+`\s+flaky\s+waiting-for-backoff\s+2/3\s+0\s+next .* \(in (59m|1h0m)`, out)
@@ -363,11 +363,32 @@ func TestQueueCommands(t *testing.T) {
 		}
 	})
 
+	// Issue 12, "what operators look for first" (CLI part).
+	t.Run("PauseResumeVersionUnknownQueue", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		require.NoError(t, b.queue.Resume(ctx))
+		require.Equal(t, "mail: paused\n", ok(t, b, "pause", "mail"))
+		paused, err := b.queue.IsPaused(ctx)
+		require.NoError(t, err)
+		require.True(t, paused)
+		require.Equal(t, "mail: resumed\n", ok(t, b, "resume", "mail"))
+		paused, err = b.queue.IsPaused(ctx)
+		require.NoError(t, err)
+		require.False(t, paused)
+		_, err = run(t, b, "pause", "mial")
+		require.ErrorContains(t, err, `no queue "mial" under prefix "`+b.prefix+`"; known queues: mail`)
+		var out bytes.Buffer
+		require.NoError(t, (&Main{Stdout: &out}).Run(ctx, []string{"--version"}))
+		require.Regexp(t, `^drover \S+.*go1\.\d+`, out.String())
+	})
+
 	t.Run("UnreachableRedis", func(t *testing.T) {
 		t.Parallel()
 		var out bytes.Buffer
 		err := (&Main{Stdout: &out}).Run(ctx, []string{"queues", "--redis", "redis://127.0.0.1:1/0"})
-		require.ErrorContains(t, err, "cannot reach Redis at 127.0.0.1:1")
+		require.ErrorContains(t, err, "cannot reach Redis at 127.0.0.1:1 (db 0; set it with --redis or DROVER_REDIS_URL)")
+		require.NotContains(t, err.Error(), "\n", "one line")
 		err = (&Main{Stdout: &out}).Run(ctx, []string{"queues", "--redis", "http://nope"})
 		var usage *usageError
 		require.ErrorAs(t, err, &usage)
