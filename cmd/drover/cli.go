@@ -1,12 +1,12 @@
 package main
 
 import (
-	"runtime/debug"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sort"
 )
 
