@@ -23,6 +23,7 @@ test: deps ## run every test (race on the core packages) with real servers
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS_RACE)
 	$(GO) test -tags lab -timeout $(TIMEOUT) $$($(GO) list ./... | grep -v -E '^github.com/seed40057009/drover(/internal/.*)?$$')
 	$(GO) test -tags cluster -timeout $(TIMEOUT) ./internal/testkit/clustertest/
+	$(MAKE) soak DURATION=60s
 	$(MAKE) lint
 
 .PHONY: test/race
@@ -43,6 +44,13 @@ test-interop: deps ## run the Node BullMQ oracle and differential suites alone
 test-cluster: deps ## run the Redis Cluster + Sentinel suite alone (starts and stops its own servers)
 	$(GO) vet -tags cluster ./internal/testkit/clustertest/
 	$(GO) test -tags cluster -count=1 -timeout $(TIMEOUT) -v ./internal/testkit/clustertest/
+
+DURATION     ?= 60s
+SOAK_TIMEOUT ?= 3h
+
+.PHONY: soak
+soak: deps ## chaos soak on loopback: producers, 4 worker processes and the outbox relay under random faults, then invariant checks (DURATION=10m for a long run)
+	DROVER_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -v -timeout $(SOAK_TIMEOUT) -run '^TestSoak$$' ./internal/testkit/soak/
 
 .PHONY: bench
 bench: deps ## go test benchmarks of the engine and the hot paths

@@ -148,6 +148,54 @@ func Connect(tb testing.TB, dsn string) *pgxpool.Pool {
 	return pool
 }
 
+// Server is a PostgreSQL cluster of the caller's own, not the shared one,
+// for tests that crash and restart the server (the chaos soak). Close it.
+type Server struct {
+	c *cluster
+}
+
+// StartServer initialises and starts a throwaway cluster on a free loopback
+// port. $DROVER_PG_DATABASE_URL is not used: an external server cannot be
+// restarted.
+func StartServer() (*Server, error) {
+	c, err := startLocal()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{c: c}, nil
+}
+
+// CreateDB creates database name and returns its postgres:// URL.
+func (s *Server) CreateDB(ctx context.Context, name string) (string, error) {
+	if _, err := s.c.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+s.c.createSuffix); err != nil {
+		return "", fmt.Errorf("pgtest: create database %s: %w", name, err)
+	}
+	return s.c.dsnFor(name), nil
+}
+
+// Crash stops the server at once (SIGQUIT: no checkpoint; on start it
+// recovers from its WAL) and returns when it has exited.
+func (s *Server) Crash() {
+	s.c.admin.Close()
+	s.c.admin = nil
+	s.c.killServer()
+}
+
+// Start starts a crashed server again on the same port and data directory
+// and returns once it accepts connections.
+func (s *Server) Start() error {
+	if err := s.c.startServer(s.c.binDir, s.c.dataDir, s.c.port, s.c.runAs); err != nil {
+		return err
+	}
+	if err := s.c.connectAdmin(60 * time.Second); err != nil {
+		return fmt.Errorf("%w\n%s", err, s.c.log())
+	}
+	return nil
+}
+
+// Close stops the server and removes its directory.
+func (s *Server) Close() { s.c.stop() }
+
 func sharedCluster(tb testing.TB) *cluster {
 	tb.Helper()
 	sharedMu.Lock()
@@ -181,9 +229,13 @@ type cluster struct {
 	createSuffix string // CREATE DATABASE options the server supports
 
 	// Set only for a server we started.
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	dir     string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	binDir  string
+	dataDir string
+	port    int
+	runAs   *osUser
 }
 
 func (c *cluster) dsnFor(db string) string {
@@ -268,6 +320,7 @@ func startLocal() (*cluster, error) {
 			lastErr = err
 			continue
 		}
+		c.binDir, c.dataDir, c.port, c.runAs = binDir, dataDir, port, runAs
 		c.base = &url.URL{
 			Scheme:   "postgres",
 			User:     url.User("postgres"),
