@@ -157,8 +157,11 @@ type Server struct {
 // StartServer initialises and starts a throwaway cluster on a free loopback
 // port. $DROVER_PG_DATABASE_URL is not used: an external server cannot be
 // restarted.
+//
+// Unlike the shared cluster it commits durably (synchronous_commit on): a
+// crashed server keeps every transaction it reported committed.
 func StartServer() (*Server, error) {
-	c, err := startLocal()
+	c, err := startLocal(true)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +239,10 @@ type cluster struct {
 	dataDir string
 	port    int
 	runAs   *osUser
+	// durable makes a commit wait for its WAL write (synchronous_commit
+	// on), so a crash of the server loses no committed transaction; fsync
+	// stays off, as the machine itself does not crash.
+	durable bool
 }
 
 func (c *cluster) dsnFor(db string) string {
@@ -248,7 +255,7 @@ func start() (*cluster, error) {
 	if raw := os.Getenv(EnvDatabaseURL); raw != "" {
 		return connectExternal(raw)
 	}
-	return startLocal()
+	return startLocal(false)
 }
 
 func connectExternal(raw string) (*cluster, error) {
@@ -263,7 +270,7 @@ func connectExternal(raw string) (*cluster, error) {
 	return c, nil
 }
 
-func startLocal() (*cluster, error) {
+func startLocal(durable bool) (*cluster, error) {
 	binDir, err := findBinDir()
 	if err != nil {
 		return nil, err
@@ -282,7 +289,7 @@ func startLocal() (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create cluster directory: %w", err)
 	}
-	c := &cluster{dir: dir}
+	c := &cluster{dir: dir, durable: durable}
 	ok := false
 	defer func() {
 		if !ok {
@@ -348,13 +355,17 @@ func (c *cluster) startServer(binDir, dataDir string, port int, runAs *osUser) e
 	// The server runs in the foreground as our child rather than through
 	// pg_ctl, which daemonizes it: as a child it can be tied to our lifetime
 	// (see sysProcAttr) and waited for.
+	syncCommit := "off"
+	if c.durable {
+		syncCommit = "on"
+	}
 	cmd := exec.Command(filepath.Join(binDir, "postgres"),
 		"-D", dataDir,
 		"-p", strconv.Itoa(port),
 		"-k", c.dir,
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "fsync=off",
-		"-c", "synchronous_commit=off",
+		"-c", "synchronous_commit="+syncCommit,
 		"-c", "full_page_writes=off",
 		"-c", "max_connections=300",
 		"-c", "shared_buffers=64MB",
