@@ -98,6 +98,11 @@ type WorkerHooks struct {
 	LockLost func(job *Job, reason string)
 	// Stalled is called for each job this worker's checker moved back.
 	Stalled func(jobID string, stalledCount int)
+	// FetchHeld is called when the worker stops taking new jobs because it
+	// cannot renew the locks of the ones it runs (err says why: Redis out
+	// of memory, unreachable), and with held false and err nil when Redis
+	// takes writes again and it resumes.
+	FetchHeld func(held bool, err error)
 }
 
 func (o *WorkerOptions) withDefaults() WorkerOptions {
@@ -230,6 +235,10 @@ type Worker struct {
 	// Close, under wakeMu.
 	wakeMu    sync.Mutex
 	wakeTimer *time.Timer
+
+	// gate is closed by the lock keeper while lock renewals fail; the
+	// fetcher and the writers take no new job then.
+	gate *fetchGate
 }
 
 // runningJob is one job in flight, from its fetch until its result is
@@ -280,7 +289,9 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	}
 	w.log = o.Logger.With(slog.String(logkey.Queue, name), slog.String(logkey.Worker, w.workerLabel()),
 		slog.Int(logkey.PID, os.Getpid()))
-	w.keeper = &lockKeeper{q: q, jobs: w.jobs, duration: o.LockDuration, log: w.log, lost: o.Hooks.LockLost}
+	w.gate = &fetchGate{log: w.log, hook: o.Hooks.FetchHeld}
+	w.keeper = &lockKeeper{q: q, jobs: w.jobs, duration: o.LockDuration, log: w.log, lost: o.Hooks.LockLost,
+		gate: w.gate, wakeKey: q.k.WorkerWake(id)}
 	w.checker = &stalledChecker{q: q, interval: o.StalledInterval, maxStalled: o.MaxStalledCount,
 		log: w.log, stalled: o.Hooks.Stalled}
 	return w, nil

@@ -48,6 +48,13 @@ func (w *Worker) fetchLoop() {
 	ctx := w.fetchCtx
 	failures := 0
 	for {
+		if held := w.gate.held(); held != nil {
+			select {
+			case <-held:
+			case <-ctx.Done():
+				return
+			}
+		}
 		n := w.jobs.takeWait(ctx, w.fetchBatch())
 		if n == 0 {
 			return

@@ -7,7 +7,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
@@ -23,6 +26,8 @@ type lockKeeper struct {
 	duration time.Duration
 	log      *slog.Logger
 	lost     func(job *Job, why string) // WorkerHooks.LockLost; may be nil
+	gate     *fetchGate                 // held while renewals fail
+	wakeKey  string                     // the worker's wake key, written by probe
 }
 
 func (k *lockKeeper) run(ctx context.Context) {
@@ -42,6 +47,7 @@ func (k *lockKeeper) run(ctx context.Context) {
 func (k *lockKeeper) renew(ctx context.Context) {
 	rjs := k.jobs.snapshot()
 	if len(rjs) == 0 {
+		k.probe(ctx)
 		return
 	}
 	ids := make([]string, len(rjs))
@@ -54,8 +60,14 @@ func (k *lockKeeper) renew(ctx context.Context) {
 		if ctx.Err() == nil {
 			reloadTopology(k.q.rdb, err)
 			k.log.WarnContext(ctx, "renew job locks failed", slog.Int(logkey.Count, len(ids)), slog.Any(logkey.Error, err))
+			k.gate.hold(ctx, err)
 		}
 		return
+	}
+	if len(lost) < len(ids) {
+		k.gate.resume(ctx) // a lock was written: Redis takes writes again
+	} else {
+		k.probe(ctx) // every lock had expired: the call wrote nothing and proves nothing
 	}
 	// The script reports lost locks in the order it was given them, so a
 	// job id that is in flight twice (an old attempt that lost its lock
@@ -84,6 +96,69 @@ func (k *lockKeeper) renew(ctx context.Context) {
 		}
 		rj.cancel(ErrLockLost)
 	})
+}
+
+// probe, while fetching is held and there is no lock to renew, tries a
+// write that Redis refuses exactly when it refuses lock renewals (ZADD to
+// the worker's wake key, which also wakes the fetcher) and resumes fetching
+// when it is accepted.
+func (k *lockKeeper) probe(ctx context.Context) {
+	if k.gate.held() == nil {
+		return
+	}
+	if err := k.q.rdb.ZAdd(ctx, k.wakeKey, redis.Z{Score: 0, Member: "w"}).Err(); err == nil {
+		k.gate.resume(ctx)
+	}
+}
+
+// fetchGate stops a worker from taking new jobs while its lock renewals
+// fail. Under OOM (noeviction) Redis refuses extendLocks, whose first write
+// is a SET, but still runs moveToActive, whose first write is allowed (a
+// script that has written may go on): a job taken then would sit in active
+// without a lock until the stalled checker found it.
+type fetchGate struct {
+	log  *slog.Logger
+	hook func(held bool, err error) // WorkerHooks.FetchHeld; may be nil
+
+	mu      sync.Mutex
+	holding chan struct{} // non-nil while held; closed on resume
+}
+
+// hold stops fetching, if it is not stopped already.
+func (g *fetchGate) hold(ctx context.Context, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.holding != nil {
+		return
+	}
+	g.holding = make(chan struct{})
+	g.log.WarnContext(ctx, "not taking new jobs until job locks can be renewed", slog.Any(logkey.Error, err))
+	if g.hook != nil {
+		g.hook(true, err)
+	}
+}
+
+// resume lets fetching go on after hold.
+func (g *fetchGate) resume(ctx context.Context) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.holding == nil {
+		return
+	}
+	close(g.holding)
+	g.holding = nil
+	g.log.InfoContext(ctx, "job locks renewed again: taking new jobs")
+	if g.hook != nil {
+		g.hook(false, nil)
+	}
+}
+
+// held returns a channel closed when fetching may resume, or nil when it
+// is not held.
+func (g *fetchGate) held() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.holding
 }
 
 // explain says why a job's lock could not be renewed.

@@ -423,13 +423,13 @@ func isRefused(err error) bool {
 // report is what the soak found.
 type report struct {
 	confirmed, ambiguous, ambiguousLanded, refused int
-	jobs, completed, failedDesigned, failedOther  int
-	effects, effectDups, runs, reruns             int
-	pendingRows, unfinished                       int64
-	dropped, resets                               int64
-	drain                                         time.Duration
-	faults                                        []fault
-	violations                                    []string
+	jobs, completed, failedDesigned, failedOther   int
+	effects, effectDups, runs, reruns              int
+	pendingRows, unfinished                        int64
+	dropped, resets                                int64
+	drain                                          time.Duration
+	faults                                         []fault
+	violations                                     []string
 }
 
 // check reads every job and every effect and compares them with what the
