@@ -256,6 +256,9 @@ func filterFromQuery(q map[string][]string) (inspect.Filter, error) {
 	if v := get("reason"); v != "" {
 		f.Reason = v
 	}
+	if v := get("error"); v != "" {
+		f.Error = v
+	}
 	if v := get("left"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -622,4 +625,34 @@ func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEnt
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"removed": e.Jobs})
 	return nil
+}
+
+// findJob is GET /api/jobs/{id}: the queues that hold a job with this id.
+func (h *Handler) findJob(w http.ResponseWriter, r *http.Request) {
+	matches, err := h.ins.FindJob(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": r.PathValue("id"), "matches": matches})
+}
+
+// failures is GET /api/queues/{queue}/failures: failed jobs by error.
+func (h *Handler) failures(w http.ResponseWriter, r *http.Request) {
+	rep, err := h.ins.FailureGroups(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// conflicts is GET /api/queues/{queue}/conflicts: retries refused because
+// a worker held the job's lock, newest first.
+func (h *Handler) conflicts(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.ins.QueueInfo(r.Context(), r.PathValue("queue")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"conflicts": h.ins.Conflicts(r.PathValue("queue"))})
 }

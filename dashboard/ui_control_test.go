@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,3 +243,110 @@ func TestUITimelineTruthful(t *testing.T) {
 }
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// TestUIOperatorViews covers what operators look for first: the queue page
+// opens on the tab that has jobs; failed jobs grouped by error, one click to
+// show a group and one to retry it; a job found by id from any page; an
+// active job's progress bar, running time and worker; the delayed-set growth
+// chart; conflicted retries on the stalled page.
+func TestUIOperatorViews(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleOperator})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	b.startWorker(t, "ops", func(ctx context.Context, job *drover.Job) (any, error) {
+		var n int
+		_ = job.DecodeData(&n)
+		switch job.Name {
+		case "timeout":
+			return nil, fmt.Errorf("gateway timeout after %dms", 30000+n)
+		case "declined":
+			return nil, fmt.Errorf("card %d declined", 4000+n)
+		case "long":
+			_ = job.UpdateProgress(ctx, 40)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return "done", nil
+		}
+		return "ok", nil
+	}, &drover.WorkerOptions{Name: "ops-worker", Concurrency: 4})
+	var timeouts, declined []string
+	for n := range 3 {
+		timeouts = append(timeouts, b.add(t, "ops", "timeout", n, &drover.JobOptions{Attempts: 1}))
+	}
+	for n := range 2 {
+		declined = append(declined, b.add(t, "ops", "declined", n, &drover.JobOptions{Attempts: 1}))
+	}
+	long := b.add(t, "ops", "long", 0, nil)
+	for _, id := range append(append([]string{}, timeouts...), declined...) {
+		b.waitState(t, "ops", id, drover.StateFailed)
+	}
+	b.waitState(t, "ops", long, drover.StateActive)
+	calm := b.add(t, "calm", "x", nil, nil)
+	b.startWorker(t, "calm", func(ctx context.Context, job *drover.Job) (any, error) { return "ok", nil }, nil)
+	b.waitState(t, "calm", calm, drover.StateCompleted)
+
+	tab := browser(t)
+	// The queue page opens on the tab with jobs: completed for calm, failed
+	// (before active) for ops.
+	do(t, tab, chromedp.Navigate(b.url+"#/q/calm"), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#jobs tr[data-job="%s"]`, calm))))
+	require.True(t, strings.HasPrefix(text(t, tab, `.tabs a.on`), "completed"), text(t, tab, `.tabs a.on`))
+	do(t, tab, chromedp.Navigate(b.url+"#/q/ops"), chromedp.WaitVisible(chromedp.CSS(`#failure-groups tr[data-group]`)))
+	require.True(t, strings.HasPrefix(text(t, tab, `.tabs a.on`), "failed"))
+	groups := evalJS[[]string](t, tab, `[...document.querySelectorAll('#failure-groups tr[data-group]')].map(r => r.dataset.group + ' ' + r.cells[0].textContent)`)
+	require.Equal(t, []string{"gateway timeout after <n>ms 3", "card <n> declined 2"}, groups)
+	require.True(t, evalJS[bool](t, tab, `!!document.querySelector('#histogram') && !!document.querySelector('#growth-chart')`), "the delayed set's due times and its growth chart")
+
+	// Show one group: the list holds its jobs only.
+	do(t, tab,
+		chromedp.Click(chromedp.CSS(`#failure-groups tr[data-group="gateway timeout after <n>ms"] [data-show]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#error-filter`)),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#jobs tr[data-job="%s"]`, timeouts[0]))),
+	)
+	shown := evalJS[[]string](t, tab, `[...document.querySelectorAll('#jobs tr[data-job]')].map(r => r.dataset.job)`)
+	require.ElementsMatch(t, timeouts, shown)
+
+	// Retry another group from its row.
+	require.NoError(t, b.queue(t, "ops").Pause(ctx))
+	do(t, tab,
+		chromedp.Click(chromedp.CSS(`#failure-groups tr[data-group="card <n> declined"] [data-retry-group]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.modal #retry-preview`)),
+	)
+	require.Contains(t, text(t, tab, `.modal #retry-preview`), `Retry 2 failed jobs matching error="card <n> declined"`)
+	do(t, tab,
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#operations [data-operation][data-status="done"]`)),
+	)
+	for _, id := range declined {
+		st, err := b.queue(t, "ops").GetJobState(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateWaiting, st)
+	}
+
+	// Find a job by id from the header: it opens the job page, which shows
+	// the running job's progress, time and worker.
+	do(t, tab,
+		chromedp.SendKeys(chromedp.CSS(`#job-search input`), long+"\n"),
+		chromedp.WaitVisible(chromedp.CSS(`#job-progress`)),
+	)
+	require.Contains(t, text(t, tab, `h1`), "Job "+long)
+	require.InDelta(t, 0.4, evalJS[float64](t, tab, `document.querySelector('#job-progress').value`), 0.001)
+	require.Contains(t, text(t, tab, `#running-for`), "for ")
+	require.Contains(t, text(t, tab, `main`), "on worker ops-worker")
+	screenshot(t, tab, "job-page-active.png")
+
+	// A retry refused because a worker holds the lock is listed.
+	require.NoError(t, b.rdb.Set(ctx, b.prefix+":ops:"+timeouts[0]+":lock", "sticky-worker:1", 30*time.Second).Err())
+	c := b.as(t, "")
+	require.Equal(t, 409, c.post("api/queues/ops/jobs/"+timeouts[0]+"/retry", map[string]bool{"resetAttempts": false}, nil))
+	do(t, tab,
+		chromedp.Navigate(b.url+"#/q/ops/stalled"),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#conflicts tr[data-conflict="%s"]`, timeouts[0]))),
+	)
+	row := text(t, tab, fmt.Sprintf(`#conflicts tr[data-conflict="%s"]`, timeouts[0]))
+	require.Contains(t, row, "sticky-worker")
+	require.Contains(t, row, "retry")
+}

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -48,6 +49,7 @@ func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) 
 		err = &drover.JobError{Queue: queue, JobID: id, Op: "retry",
 			Err: fmt.Errorf("%w: the job is %s; only failed, completed and delayed jobs can be retried", drover.ErrNotInState, state)}
 	}
+	i.noteConflict(ctx, q, id, "retry", err)
 	return state, err
 }
 
@@ -90,6 +92,9 @@ type RetryResult struct {
 	Retried int  `json:"retried"`
 	Skipped int  `json:"skipped"`
 	DryRun  bool `json:"dryRun"`
+	// Conflicts counts the skipped jobs a worker still held the lock of
+	// (see Inspector.Conflicts).
+	Conflicts int `json:"conflicts"`
 	// Excluded counts the failed jobs that passed the filter but were left
 	// alone because they failed as unrecoverable (see
 	// RetryOptions.IncludeUnrecoverable).
@@ -199,6 +204,10 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 				res.Retried++
 			case drover.IsRefusal(err):
 				res.Skipped++
+				if errors.Is(err, drover.ErrJobLocked) {
+					res.Conflicts++
+					i.noteConflict(ctx, q, id, "bulk-retry", err)
+				}
 			default:
 				return res, err
 			}

@@ -174,3 +174,28 @@ func EventOf(queue string, ev drover.Event) Event {
 	}
 	return e
 }
+
+// MarshalJSON writes LockTTL and HeldFor in ms.
+func (c Conflict) MarshalJSON() ([]byte, error) {
+	type plain Conflict
+	return json.Marshal(struct {
+		plain
+		LockTTL int64 `json:"lockTtl"`
+		HeldFor int64 `json:"heldFor"`
+	}{plain(c), ms(c.LockTTL), ms(c.HeldFor)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *Conflict) UnmarshalJSON(data []byte) error {
+	type plain Conflict
+	v := struct {
+		*plain
+		LockTTL int64 `json:"lockTtl"`
+		HeldFor int64 `json:"heldFor"`
+	}{plain: (*plain)(c)}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	c.LockTTL, c.HeldFor = fromMs(v.LockTTL), fromMs(v.HeldFor)
+	return nil
+}

@@ -19,10 +19,15 @@ type Filter struct {
 	// MaxAttemptsLeft matches jobs with at most this many attempts left of
 	// their budget (see Budget). nil = any.
 	MaxAttemptsLeft *int `json:"maxAttemptsLeft,omitempty"`
+	// Error matches jobs whose failed reason normalises to this error group
+	// (see NormalizeError and FailureGroups). "" = any.
+	Error string `json:"error,omitempty"`
 }
 
 // IsZero reports whether f matches every job.
-func (f Filter) IsZero() bool { return f.Name == "" && f.Reason == "" && f.MaxAttemptsLeft == nil }
+func (f Filter) IsZero() bool {
+	return f.Name == "" && f.Reason == "" && f.MaxAttemptsLeft == nil && f.Error == ""
+}
 
 // Match reports whether job passes the filter.
 func (f Filter) Match(job *drover.Job) bool {
@@ -33,6 +38,9 @@ func (f Filter) Match(job *drover.Job) bool {
 		return false
 	}
 	if f.MaxAttemptsLeft != nil && BudgetOf(job).Left > *f.MaxAttemptsLeft {
+		return false
+	}
+	if f.Error != "" && NormalizeError(job.FailedReason) != f.Error {
 		return false
 	}
 	return true
@@ -49,6 +57,9 @@ func (f Filter) String() string {
 	}
 	if f.MaxAttemptsLeft != nil {
 		terms = append(terms, "left<="+strconv.Itoa(*f.MaxAttemptsLeft))
+	}
+	if f.Error != "" {
+		terms = append(terms, "error="+quoteTerm(f.Error))
 	}
 	return strings.Join(terms, " ")
 }
@@ -124,19 +135,21 @@ func (f *Filter) set(term string) error {
 			f.MaxAttemptsLeft = &n
 			return nil
 		}
-		return fmt.Errorf("unknown term %q (want name=, reason= or left<=)", term)
+		return fmt.Errorf("unknown term %q (want name=, reason=, error= or left<=)", term)
 	}
 	k, v, ok := strings.Cut(term, "=")
 	if !ok {
-		return fmt.Errorf("term %q is not key=value (want name=, reason= or left<=)", term)
+		return fmt.Errorf("term %q is not key=value (want name=, reason=, error= or left<=)", term)
 	}
 	switch k {
 	case "name":
 		f.Name = v
 	case "reason":
 		f.Reason = v
+	case "error":
+		f.Error = v
 	default:
-		return fmt.Errorf("unknown term %q (want name=, reason= or left<=)", term)
+		return fmt.Errorf("unknown term %q (want name=, reason=, error= or left<=)", term)
 	}
 	return nil
 }

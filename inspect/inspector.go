@@ -92,7 +92,10 @@ type Inspector struct {
 	mu      sync.Mutex
 	queues  map[string]*drover.Queue // at most queueHandlesMax
 	samples map[string][]sample      // delayed-set sizes per queue, for growth
-	now     func() time.Time
+	// conflicts are the newest retries refused because a worker held the
+	// job's lock, oldest first (at most conflictsKept).
+	conflicts []Conflict
+	now       func() time.Time
 
 	disc discovery
 }

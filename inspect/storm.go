@@ -123,6 +123,12 @@ type sample struct {
 	count int64
 }
 
+// SizeSample is the delayed set's size at a time.
+type SizeSample struct {
+	At    time.Time `json:"at"`
+	Count int64     `json:"count"`
+}
+
 // Bucket is one bar of the due-time histogram: jobs due in
 // [Start, Start+Window).
 type Bucket struct {
@@ -172,6 +178,9 @@ type DelayedStats struct {
 	// false until samples span GrowthMinSpan.
 	Growth      float64 `json:"growth"`
 	GrowthKnown bool    `json:"growthKnown"`
+	// Sizes are the delayed set's sizes this Inspector recorded within
+	// GrowthWindow, oldest first: the growth chart.
+	Sizes []SizeSample `json:"sizes"`
 	// Alerts are the storm alerts that fire (clustering, growth).
 	Alerts []Alert `json:"alerts"`
 }
@@ -243,7 +252,7 @@ func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedSta
 	if st.Considered > 0 {
 		st.Clustering = float64(st.PeakCount) / float64(st.Considered)
 	}
-	st.Growth, st.GrowthKnown = i.recordSample(queue, now, st.Count)
+	st.Growth, st.GrowthKnown, st.Sizes = i.recordSample(queue, now, st.Count)
 
 	if st.Clustering >= o.ClusterShare && st.PeakCount >= int64(o.ClusterMinJobs) {
 		when := "due within " + o.Window.String() + " from " + st.PeakStart.Format(time.RFC3339)
@@ -265,8 +274,8 @@ func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedSta
 }
 
 // recordSample stores a delayed-set size and returns the growth over the
-// samples kept.
-func (i *Inspector) recordSample(queue string, at time.Time, count int64) (float64, bool) {
+// samples kept, and the samples.
+func (i *Inspector) recordSample(queue string, at time.Time, count int64) (float64, bool, []SizeSample) {
 	o := i.opts.Storm
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -281,10 +290,14 @@ func (i *Inspector) recordSample(queue string, at time.Time, count int64) (float
 	}
 	ss = ss[cut:]
 	i.samples[queue] = ss
+	sizes := make([]SizeSample, len(ss))
+	for k, s := range ss {
+		sizes[k] = SizeSample{At: s.at, Count: s.count}
+	}
 	first, last := ss[0], ss[len(ss)-1]
 	span := last.at.Sub(first.at)
 	if span < o.GrowthMinSpan {
-		return 0, false
+		return 0, false, sizes
 	}
-	return float64(last.count-first.count) / span.Seconds(), true
+	return float64(last.count-first.count) / span.Seconds(), true, sizes
 }

@@ -215,7 +215,9 @@
 
   function renderWho() {
     const s = app.session;
-    put($nav, ...[el('a', { href: '#/' }, 'Queues'), s && s.role === 'admin' ? el('a', { href: '#/audit' }, 'Audit log') : null].filter(Boolean));
+    const find = el('input', { name: 'job-id', placeholder: 'find a job by id', 'aria-label': 'find a job by id', autocomplete: 'off' });
+    const search = el('form', { id: 'job-search', onsubmit: (e) => { e.preventDefault(); if (find.value.trim()) location.hash = `#/find/${enc(find.value.trim())}`; } }, find);
+    put($nav, ...[el('a', { href: '#/' }, 'Queues'), s && s.role === 'admin' ? el('a', { href: '#/audit' }, 'Audit log') : null, s ? search : null].filter(Boolean));
     if (!s) { put($who, ); return; }
     put($who, ...[
       el('span', { id: 'whoami' }, `${s.user} (${s.role})`),
@@ -277,8 +279,19 @@
   async function pageQueue(queue, params) {
     const gen = app.render;
     const s = app.session;
-    const state = params.get('state') || 'failed';
-    const filter = { name: params.get('name') || '', reason: params.get('reason') || '', left: params.get('left') || '' };
+    // Without a state asked for, open the tab that has jobs: failures
+    // first, then what is running or waiting, completed last.
+    let state = params.get('state');
+    if (!state) {
+      state = 'failed';
+      try {
+        const info = await api(`queues/${enc(queue)}`);
+        if (gen !== app.render) return;
+        state = ['failed', 'active', 'waiting', 'delayed', 'prioritized', 'paused', 'waiting-children', 'completed']
+          .find((st) => info.counts[camel(st)] > 0) || 'failed';
+      } catch (e) { /* the page reports the error below */ }
+    }
+    const filter = { name: params.get('name') || '', reason: params.get('reason') || '', left: params.get('left') || '', error: params.get('error') || '' };
     const offset = Number(params.get('offset') || 0);
 
     const head = el('h1', {}, queue);
@@ -299,14 +312,17 @@
       for (const [k, v] of [...p]) if (v === '' || v === '0' && k === 'offset') p.delete(k);
       location.hash = `#/q/${enc(queue)}?${p}`;
     };
-    const filterForm = el('form', { class: 'row', onsubmit: (e) => { e.preventDefault(); go({ name: nameIn.value, reason: reasonIn.value, left: leftIn.value }); } },
-      nameIn, reasonIn, leftIn, el('button', { type: 'submit' }, 'Filter'),
+    const filterForm = el('form', { class: 'row', onsubmit: (e) => { e.preventDefault(); go({ name: nameIn.value, reason: reasonIn.value, left: leftIn.value, error: filter.error }); } },
+      nameIn, reasonIn, leftIn,
+      filter.error ? el('span', { class: 'badge chip', id: 'error-filter' }, `error: ${filter.error}`, el('a', { href: '#', onclick: (e) => { e.preventDefault(); go({ name: filter.name, reason: filter.reason, left: filter.left }); } }, ' ×')) : null,
+      el('button', { type: 'submit' }, 'Filter'),
       el('button', { type: 'button', onclick: () => go({}) }, 'Clear'));
     const filterExpr = () => {
       const parts = [];
       if (filter.name) parts.push(`name=${JSON.stringify(filter.name)}`);
       if (filter.reason) parts.push(`reason=${JSON.stringify(filter.reason)}`);
       if (filter.left !== '') parts.push(`left<=${filter.left}`);
+      if (filter.error) parts.push(`error=${JSON.stringify(filter.error)}`);
       return parts.join(' ');
     };
 
@@ -318,10 +334,13 @@
       if (name) parts.push(`name=${JSON.stringify(name)}`);
       if (reason) parts.push(`reason=${JSON.stringify(reason)}`);
       if (left !== '') parts.push(`left<=${left}`);
+      if (filter.error) parts.push(`error=${JSON.stringify(filter.error)}`);
       return parts.join(' ');
     };
     const bulk = el('div', { class: 'row' });
     const opBox = el('div', { id: 'operations' });
+    let bulkRetry = null; // set when the user may retry in bulk
+    const groups = el('div');
     if (s.canOperate && (state === 'failed' || state === 'completed')) {
       const reset = el('input', { type: 'checkbox', name: 'reset' });
       const unrec = el('input', { type: 'checkbox', name: 'include-unrecoverable' });
@@ -329,8 +348,13 @@
       if (state === 'failed') bulk.append(el('label', {}, unrec, 'include jobs that failed as unrecoverable'));
       bulk.append(el('button', {
         class: 'primary', id: 'bulk-retry',
-        onclick: async () => {
-          const body = { state, filter: shownFilter(), resetAttempts: reset.checked, includeUnrecoverable: state === 'failed' && unrec.checked };
+        onclick: () => bulkRetry(shownFilter()),
+      }, `Retry matching ${state} jobs…`));
+      // bulkRetry asks with the count and a sample, then starts the retry of
+      // the jobs that match filterText and follows its progress.
+      bulkRetry = async (filterText) => {
+        {
+          const body = { state, filter: filterText, resetAttempts: reset.checked, includeUnrecoverable: state === 'failed' && unrec.checked };
           let dry;
           try { dry = await api(`queues/${enc(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
           const excluded = dry.excluded ? ` ${dry.excluded} job${dry.excluded === 1 ? '' : 's'} that failed as unrecoverable ${dry.excluded === 1 ? 'is' : 'are'} left out.` : '';
@@ -346,8 +370,8 @@
           const op = await act('Retry jobs', message, `Retry ${dry.matched}`,
             () => api(`queues/${enc(queue)}/retry`, { method: 'POST', body }));
           if (op) follow(op);
-        },
-      }, `Retry matching ${state} jobs…`));
+        }
+      };
     }
     // follow shows a background operation's progress until it ends.
     function follow(op) {
@@ -386,6 +410,7 @@
       el('div', { class: 'panel' }, tabs, filterForm, el('div', { class: 'spaced' }, bulk), opBox, summary,
         el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Retry state', 'Attempts', state === 'delayed' ? 'Next run' : 'When', 'Failed reason'].map((h) => el('th', {}, h)))), tbody),
         pager),
+      state === 'failed' ? el('div', { class: 'panel' }, el('h2', {}, 'Failures by error'), groups) : null,
       el('div', { class: 'grid2' },
         el('div', { class: 'panel' }, el('h2', {}, 'Delayed set: due times'), hist),
         el('div', { class: 'panel' }, el('h2', {}, 'Budgets near exhaustion'), budget)),
@@ -397,6 +422,7 @@
       if (filter.name) q.set('name', filter.name);
       if (filter.reason) q.set('reason', filter.reason);
       if (filter.left !== '') q.set('left', filter.left);
+      if (filter.error) q.set('error', filter.error);
       if (state === 'delayed') q.set('asc', '1');
       try {
         [qp, page] = await Promise.all([api(`queues/${enc(queue)}`), api(`queues/${enc(queue)}/jobs?${q}`)]);
@@ -413,7 +439,9 @@
         el('td', {}, j.name),
         el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(progressOf(j.progress) * 100)}%` }) : null, j.stalledCount ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCount}`) : null),
         el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`),
-        el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})` : fmtTime(j.finishedOn || j.processedOn || j.created)),
+        el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
+          : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${j.processedBy}` : ''}`
+            : fmtTime(j.finishedOn || j.processedOn || j.created)),
         el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || ''))));
       if (!page.jobs.length) tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No jobs here.')));
       put(pager, 
@@ -421,6 +449,12 @@
         page.more ? el('button', { onclick: () => go({ ...filter, offset: page.nextOffset }) }, 'Next page') : null);
       renderHistogram(hist, qp.delayed, qp.storm);
       renderBudget(budget, queue, qp.budget);
+      if (state === 'failed') {
+        let fr;
+        try { fr = await api(`queues/${enc(queue)}/failures`); } catch (e) { put(groups, el('p', { class: 'muted' }, e.message)); return; }
+        if (gen !== app.render) return;
+        renderFailureGroups(groups, fr, filter, go, bulkRetry);
+      }
     }
     await load();
     try {
@@ -509,7 +543,47 @@
       `${st.count} delayed (${st.overdue} overdue, drawn first in orange; ${st.later} due later than ${fmtMs(storm.horizonMs)}). `,
       `Clustering ${pct(st.clustering)}: ${st.peakCount} of ${st.considered} due ${st.peakOverdue ? 'overdue' : `within ${fmtMs(winMs)} from ${fmtTime(st.peakStart)}`} (alert at ${pct(storm.clusterShare)} and ${storm.clusterMinJobs} jobs). `,
       st.growthKnown ? `Growth ${st.growth.toFixed(1)} jobs/s (alert at ${storm.growthPerSecond}).` : 'Growth: measuring…');
-    put(box, g, facts);
+    put(box, g, facts, el('h3', {}, 'Delayed-set size (growth alert)'), renderGrowth(st, storm));
+  }
+
+  // renderFailureGroups lists the failed jobs by normalised error, with one
+  // click to show a group's jobs and one to retry them.
+  function renderFailureGroups(box, fr, filter, go, bulkRetry) {
+    if (!fr.groups.length) { put(box, el('p', { class: 'muted' }, 'No failed jobs.')); return; }
+    const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, class: g.error === filter.error ? 'on' : '' },
+      el('td', { class: 'num' }, g.count),
+      el('td', {}, el('span', { class: 'mono' }, g.error), g.unrecoverable ? el('span', { class: 'badge rs-unrecoverable', title: 'failed as unrecoverable' }, `${g.unrecoverable} unrecoverable`) : null,
+        el('div', { class: 'muted', title: 'the newest message of the group' }, g.example)),
+      el('td', {}, fmtTime(g.firstSeen)), el('td', {}, fmtTime(g.lastSeen)),
+      el('td', { class: 'buttons' },
+        el('button', { 'data-show': '', onclick: () => go({ error: g.error }) }, 'Show'),
+        bulkRetry ? el('button', { 'data-retry-group': '', onclick: () => bulkRetry(g.filter) }, 'Retry…') : null))));
+    put(box, el('table', { id: 'failure-groups' },
+      el('thead', {}, el('tr', {}, ...['Jobs', 'Error (numbers, ids and quoted values generalised)', 'First seen', 'Last seen', ''].map((h) => el('th', {}, h)))), body),
+    fr.truncated ? el('p', { class: 'muted' }, `Grouped the newest ${fr.scanned} failed jobs.`) : null);
+  }
+
+  // renderGrowth draws the delayed set's size over the last minute as the
+  // dashboard saw it: the line the growth alert is computed from.
+  function renderGrowth(st, storm) {
+    const sizes = st.sizes || [];
+    const W = 640, H = 90, left = 46, bottom = 18, top = 8;
+    const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': 'delayed-set size over time', id: 'growth-chart' });
+    if (sizes.length < 2) {
+      g.append(svg('text', { x: left, y: H / 2, 'font-size': 11, fill: '#6a7283' }, 'Collecting sizes: the chart fills in as this page refreshes.'));
+      return g;
+    }
+    const t0 = new Date(sizes[0].at).getTime(), t1 = new Date(sizes[sizes.length - 1].at).getTime();
+    const max = Math.max(1, ...sizes.map((p) => p.count));
+    const px = (p) => left + ((new Date(p.at).getTime() - t0) / Math.max(1, t1 - t0)) * (W - left - 8);
+    const py = (p) => H - bottom - (p.count / max) * (H - bottom - top);
+    g.append(svg('line', { x1: left, y1: H - bottom, x2: W, y2: H - bottom, stroke: '#c7ccd6' }));
+    g.append(svg('text', { x: left - 6, y: top + 8, 'text-anchor': 'end', 'font-size': 10, fill: '#6a7283' }, String(max)));
+    g.append(svg('text', { x: left - 6, y: H - bottom, 'text-anchor': 'end', 'font-size': 10, fill: '#6a7283' }, '0'));
+    g.append(svg('polyline', { points: sizes.map((p) => `${px(p).toFixed(1)},${py(p).toFixed(1)}`).join(' '), fill: 'none', stroke: st.growthKnown && st.growth >= storm.growthPerSecond ? '#c62f2f' : '#2f5bd3', 'stroke-width': 2 }));
+    g.append(svg('text', { x: left, y: H - 4, 'font-size': 10, fill: '#6a7283' }, fmtTime(sizes[0].at)));
+    g.append(svg('text', { x: W - 8, y: H - 4, 'font-size': 10, fill: '#6a7283', 'text-anchor': 'end' }, fmtTime(sizes[sizes.length - 1].at)));
+    return g;
   }
 
   function renderBudget(box, queue, rep) {
@@ -802,6 +876,7 @@
     const gen = app.render;
     const stalled = el('tbody');
     const active = el('tbody');
+    const conflicts = el('tbody');
     const note = el('p', { class: 'muted' });
     put($main, 
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: 'stalled' }),
@@ -809,7 +884,10 @@
       el('div', { class: 'panel' }, el('h2', {}, 'Active jobs and their locks'),
         el('table', { id: 'active-locks' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Attempt', 'Lock', 'Marked by last check'].map((h) => el('th', {}, h)))), active)),
       el('div', { class: 'panel' }, el('h2', {}, 'Jobs that stalled'),
-        el('table', { id: 'stalled-jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'State', 'Stalls', 'Attempts'].map((h) => el('th', {}, h)))), stalled)));
+        el('table', { id: 'stalled-jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'State', 'Stalls', 'Attempts'].map((h) => el('th', {}, h)))), stalled)),
+      el('div', { class: 'panel' }, el('h2', {}, 'Conflicted retries'),
+        el('p', { class: 'muted' }, 'Retries refused because a worker still held the job\'s lock, newest first (seen by this dashboard since it started). A worker that shows up often holds locks longer than it should.'),
+        el('table', { id: 'conflicts' }, el('thead', {}, el('tr', {}, ...['When', 'Job', 'Retry', 'Worker holding the lock', 'Running for', 'Lock TTL left'].map((h) => el('th', {}, h)))), conflicts)));
     async function load() {
       let rep;
       try { rep = await api(`queues/${enc(queue)}/stalled`); } catch (e) { note.textContent = e.message; return; }
@@ -825,9 +903,32 @@
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
         el('td', { class: 'num' }, j.stalledCount), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
+      let cs;
+      try { cs = await api(`queues/${enc(queue)}/conflicts`); } catch (e) { return; }
+      if (gen !== app.render) return;
+      put(conflicts, ...cs.conflicts.map((c) => el('tr', { 'data-conflict': c.jobId },
+        el('td', {}, fmtTime(c.time)), el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(c.jobId)}` }, c.jobId)), el('td', {}, c.op),
+        el('td', { class: 'mono' }, c.worker || 'unknown'), el('td', {}, c.heldFor ? fmtMs(c.heldFor) : ''), el('td', {}, fmtMs(c.lockTtl)))));
+      if (!cs.conflicts.length) conflicts.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'None.')));
     }
     await load();
     every(3000, load);
+  }
+
+  // ---- find a job by id --------------------------------------------------
+
+  async function pageFind(id) {
+    const res = await api(`jobs/${enc(id)}`);
+    if (res.matches.length === 1) {
+      const m = res.matches[0];
+      location.replace(`#/q/${enc(m.queue)}/job/${enc(m.id)}`);
+      return;
+    }
+    put($main, el('h1', {}, `Job id ${id}`),
+      el('div', { class: 'panel', id: 'find-results' }, res.matches.length
+        ? el('table', {}, el('tbody', {}, ...res.matches.map((m) => el('tr', { 'data-match': m.queue },
+          el('td', {}, el('a', { href: `#/q/${enc(m.queue)}/job/${enc(m.id)}` }, m.queue)), el('td', {}, m.name), el('td', {}, m.state)))))
+        : el('p', { class: 'muted' }, `No queue under this prefix has a job with id ${id}.`)));
   }
 
   // ---- audit page --------------------------------------------------------
@@ -874,6 +975,7 @@
       else if (parts[0] === 'q' && parts[2] === 'job' && parts.length === 4) await pageJob(parts[1], parts[3]);
       else if (parts[0] === 'q' && parts[2] === 'stalled') await pageStalled(parts[1]);
       else if (parts[0] === 'audit') await pageAudit(params);
+      else if (parts[0] === 'find' && parts.length === 2) await pageFind(parts[1]);
       else await pageOverview();
     } catch (e) {
       put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));

@@ -1,0 +1,167 @@
+package inspect
+
+import (
+	"context"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/seed40057009/drover"
+)
+
+// Failed jobs by error: the same failure repeats with different ids,
+// amounts and times in its message ("order 4711: timeout after 30012ms").
+// NormalizeError turns such messages into one group key by replacing what
+// varies with placeholders, so an operator sees "order <n>: timeout after
+// <n>ms" once with its count, and can filter and retry exactly that group
+// (Filter.Error, syntax error="...").
+
+var (
+	reUUID   = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	reHex    = regexp.MustCompile(`(?i)\b(0x)?[0-9a-f]{8,}\b`)
+	reQuoted = regexp.MustCompile(`"[^"]*"|'[^']*'`)
+	reNumber = regexp.MustCompile(`\d+(\.\d+)?`)
+	reSpace  = regexp.MustCompile(`\s+`)
+)
+
+// NormalizeError is the error group of a failed reason: its first line with
+// uuids, hex ids, quoted values and numbers replaced by <id>, <hex>, <s>
+// and <n>, spaces collapsed.
+func NormalizeError(reason string) string {
+	s := firstLine(reason)
+	s = reUUID.ReplaceAllString(s, "<id>")
+	s = reQuoted.ReplaceAllString(s, "<s>")
+	s = reHex.ReplaceAllStringFunc(s, func(m string) string {
+		if !strings.ContainsAny(m, "0123456789") { // a word, not an id
+			return m
+		}
+		if strings.Trim(m, "0123456789") == "" { // a number: <n> below
+			return m
+		}
+		return "<hex>"
+	})
+	s = reNumber.ReplaceAllString(s, "<n>")
+	return strings.TrimSpace(reSpace.ReplaceAllString(s, " "))
+}
+
+// FailureGroup is one error group of a queue's failed jobs.
+type FailureGroup struct {
+	// Error is the group key (NormalizeError); Example one reason as it
+	// was, from the newest job of the group.
+	Error   string `json:"error"`
+	Example string `json:"example"`
+	Count   int    `json:"count"`
+	// Unrecoverable counts the group's jobs that failed as unrecoverable.
+	Unrecoverable int       `json:"unrecoverable"`
+	FirstSeen     time.Time `json:"firstSeen"`
+	LastSeen      time.Time `json:"lastSeen"`
+	// Filter selects the group in Jobs and RetryJobs (ParseFilter syntax).
+	Filter string `json:"filter"`
+}
+
+// FailureReport is GET /api/queues/{queue}/failures.
+type FailureReport struct {
+	Queue string `json:"queue"`
+	// Scanned counts the failed jobs read; Truncated says there were more
+	// than Options.ScanLimit (the newest were read).
+	Scanned   int            `json:"scanned"`
+	Truncated bool           `json:"truncated"`
+	Groups    []FailureGroup `json:"groups"`
+}
+
+// FailureGroups groups queue's failed jobs by error, biggest group first.
+// It reads up to Options.ScanLimit of the newest failed jobs.
+func (i *Inspector) FailureGroups(ctx context.Context, queue string) (*FailureReport, error) {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	rep := &FailureReport{Queue: queue, Groups: []FailureGroup{}}
+	byKey := map[string]*FailureGroup{}
+	const chunk = 500
+	for pos := 0; rep.Scanned < i.opts.ScanLimit; pos += chunk {
+		n := min(chunk, i.opts.ScanLimit-rep.Scanned)
+		ids, err := q.GetJobIDs(ctx, []drover.JobState{drover.StateFailed}, int64(pos), int64(pos+n-1), false)
+		if err != nil {
+			return nil, err
+		}
+		jobs, err := q.GetJobsByID(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range jobs {
+			key := NormalizeError(j.FailedReason)
+			g := byKey[key]
+			if g == nil {
+				g = &FailureGroup{Error: key, Example: firstLine(j.FailedReason), FirstSeen: j.FinishedOn, LastSeen: j.FinishedOn,
+					Filter: Filter{Error: key}.String()}
+				byKey[key] = g
+			}
+			g.Count++
+			if failedForOf(j) == FailedUnrecoverable {
+				g.Unrecoverable++
+			}
+			if j.FinishedOn.Before(g.FirstSeen) {
+				g.FirstSeen = j.FinishedOn
+			}
+			if j.FinishedOn.After(g.LastSeen) {
+				g.LastSeen, g.Example = j.FinishedOn, firstLine(j.FailedReason)
+			}
+		}
+		rep.Scanned += len(ids)
+		if len(ids) < n {
+			break
+		}
+		if rep.Scanned >= i.opts.ScanLimit {
+			rep.Truncated = true
+		}
+	}
+	for _, g := range byKey {
+		rep.Groups = append(rep.Groups, *g)
+	}
+	sort.Slice(rep.Groups, func(a, b int) bool {
+		ga, gb := rep.Groups[a], rep.Groups[b]
+		if ga.Count != gb.Count {
+			return ga.Count > gb.Count
+		}
+		return ga.LastSeen.After(gb.LastSeen)
+	})
+	return rep, nil
+}
+
+// JobMatch is one queue holding a job id (FindJob).
+type JobMatch struct {
+	Queue string          `json:"queue"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	State drover.JobState `json:"state"`
+}
+
+// FindJob looks for job id in every queue under the prefix.
+func (i *Inspector) FindJob(ctx context.Context, id string) ([]JobMatch, error) {
+	names, err := i.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []JobMatch{}
+	for _, name := range names {
+		q, err := i.Queue(name)
+		if err != nil {
+			return nil, err
+		}
+		jobs, err := q.GetJobsByID(ctx, []string{id})
+		if err != nil {
+			return nil, err
+		}
+		if len(jobs) == 0 {
+			continue
+		}
+		st, err := q.GetJobState(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, JobMatch{Queue: name, ID: id, Name: jobs[0].Name, State: st})
+	}
+	return out, nil
+}
