@@ -10,3 +10,13 @@ func SetWorkerClock(w *Worker, c clock.Clock) { w.q.clock = c }
 
 // SetWorkerRand replaces the worker's jitter source (tests only).
 func SetWorkerRand(w *Worker, r func() float64) { w.rand = r }
+
+// SetWorkerBaseClock replaces the clock a worker corrects by its measured
+// offset to Redis TIME (tests only; call before Start).
+func SetWorkerBaseClock(w *Worker, c clock.Clock) {
+	corrected := clock.NewCorrected(c)
+	w.q.clock = corrected
+	if w.clocker != nil {
+		w.clocker.clock = corrected
+	}
+}

@@ -18,6 +18,12 @@ const (
 	MaxStalledCountDefault = 1
 	ConcurrencyDefault     = 1
 	DrainDelayDefault      = 5 * time.Second
+	// ClockCheckIntervalDefault is how often a worker measures its clock's
+	// offset to Redis TIME.
+	ClockCheckIntervalDefault = time.Minute
+	// ClockSkewWarningDefault is the offset to Redis TIME past which a
+	// worker logs a warning.
+	ClockSkewWarningDefault = time.Second
 	// StackTraceLimitDefault bounds the failure traces a job keeps when its
 	// StackTraceLimit is 0. BullMQ keeps them all; drover keeps the newest 10
 	// so a job that fails for days does not grow without bound.

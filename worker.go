@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
@@ -79,6 +80,22 @@ type WorkerOptions struct {
 	// RemoveOnComplete / RemoveOnFail apply to jobs that do not set their own.
 	RemoveOnComplete *Retention
 	RemoveOnFail     *Retention
+	// ClockCheckInterval is how often the worker measures how far its
+	// machine's clock is from the Redis server's (TIME, the best of 3 round
+	// trips; first at Start). Every time the worker hands a script (when a
+	// delayed job is due, a backoff's due time, a retention age, the stalled
+	// check) is then corrected by that offset, so workers whose clocks
+	// disagree still agree with Redis, and with each other, on when a job is
+	// due. Negative turns the correction off: the machine's clock is used
+	// as is (BullMQ's behaviour).
+	//
+	// Defaults to ClockCheckIntervalDefault (1 minute).
+	ClockCheckInterval time.Duration
+	// ClockSkewWarning is the offset to Redis TIME past which each
+	// measurement logs a warning (the correction applies either way).
+	//
+	// Defaults to ClockSkewWarningDefault (1s).
+	ClockSkewWarning time.Duration
 	// Logger receives the worker's logs. Defaults to discarding.
 	Logger *slog.Logger
 	// Hooks observe the worker, e.g. for metrics. Optional.
@@ -130,6 +147,12 @@ func (o *WorkerOptions) withDefaults() WorkerOptions {
 	if r.DrainDelay == 0 {
 		r.DrainDelay = DrainDelayDefault
 	}
+	if r.ClockCheckInterval == 0 {
+		r.ClockCheckInterval = ClockCheckIntervalDefault
+	}
+	if r.ClockSkewWarning == 0 {
+		r.ClockSkewWarning = ClockSkewWarningDefault
+	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -160,6 +183,8 @@ func (o *WorkerOptions) validate() error {
 		return optionError("WorkerOptions.DrainDelay must be at least 1ms, got %s", o.DrainDelay)
 	case o.MaxStartedAttempts < 0:
 		return optionError("WorkerOptions.MaxStartedAttempts must not be negative, got %d", o.MaxStartedAttempts)
+	case o.ClockSkewWarning < 0:
+		return optionError("WorkerOptions.ClockSkewWarning must not be negative, got %s", o.ClockSkewWarning)
 	}
 	for name, fn := range o.BackoffStrategies {
 		if name == "" || name == BackoffFixed || name == BackoffExponential || fn == nil {
@@ -236,6 +261,10 @@ type Worker struct {
 	wakeMu    sync.Mutex
 	wakeTimer *time.Timer
 
+	// clocker corrects q.clock by the offset to Redis TIME; nil when
+	// ClockCheckInterval is negative.
+	clocker *clockKeeper
+
 	// gate is closed by the lock keeper while lock renewals fail; the
 	// fetcher and the writers take no new job then.
 	gate *fetchGate
@@ -289,6 +318,12 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	}
 	w.log = o.Logger.With(slog.String(logkey.Queue, name), slog.String(logkey.Worker, w.workerLabel()),
 		slog.Int(logkey.PID, os.Getpid()))
+	if o.ClockCheckInterval > 0 {
+		corrected := clock.NewCorrected(clock.Real{})
+		q.clock = corrected
+		w.clocker = &clockKeeper{rdb: rdb, clock: corrected, interval: o.ClockCheckInterval,
+			warnAt: o.ClockSkewWarning, log: w.log}
+	}
 	w.gate = &fetchGate{log: w.log, hook: o.Hooks.FetchHeld}
 	w.keeper = &lockKeeper{q: q, jobs: w.jobs, duration: o.LockDuration, log: w.log, lost: o.Hooks.LockLost,
 		gate: w.gate, wakeKey: q.k.WorkerWake(id)}
@@ -328,6 +363,9 @@ func (w *Worker) Start(ctx context.Context) error {
 			err = fmt.Errorf("start worker for queue %q: %w", w.q.name, err)
 			return
 		}
+		if w.clocker != nil {
+			w.clocker.measure(ctx) // before the first fetch uses the clock
+		}
 		w.fetchCtx, w.stopFetch = context.WithCancel(context.Background())
 		w.jobsCtx, w.cancelJobs = context.WithCancelCause(context.Background())
 		w.bgCtx, w.stopBG = context.WithCancel(context.Background())
@@ -339,6 +377,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		go w.finishLoop()
 		w.bgWG.Add(1)
 		go func() { defer w.bgWG.Done(); w.keeper.run(w.bgCtx) }()
+		if w.clocker != nil {
+			w.bgWG.Add(1)
+			go func() { defer w.bgWG.Done(); w.clocker.run(w.bgCtx) }()
+		}
 		if !w.opts.SkipStalledCheck {
 			w.bgWG.Add(1)
 			go func() { defer w.bgWG.Done(); w.checker.run(w.bgCtx) }()

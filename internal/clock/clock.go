@@ -1,10 +1,13 @@
 // Package clock gives drover an injectable notion of "now". Go owns time:
 // scripts receive it in ARGV and never call Redis TIME, so tests can move a
-// manual clock instead of sleeping.
+// manual clock instead of sleeping. A worker measures its offset to the
+// Redis server's TIME now and then and runs on a Corrected clock, so that
+// machines whose clocks disagree still agree on when a job is due.
 package clock
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,3 +52,35 @@ func (m *Manual) Set(t time.Time) {
 
 // Millis is t as BullMQ stores times: milliseconds since the Unix epoch.
 func Millis(t time.Time) int64 { return t.UnixMilli() }
+
+// Corrected is Base moved by a measured offset: a worker's reading of the
+// Redis server's clock. The offset starts at 0; SetOffset changes it at any
+// time. Safe for concurrent use.
+type Corrected struct {
+	base   Clock
+	offset atomic.Int64 // ns
+}
+
+// NewCorrected returns base with no offset yet.
+func NewCorrected(base Clock) *Corrected { return &Corrected{base: base} }
+
+// Now is the base clock's now plus the offset.
+func (c *Corrected) Now() time.Time { return c.base.Now().Add(c.Offset()) }
+
+// Base is the uncorrected clock.
+func (c *Corrected) Base() Clock { return c.base }
+
+// Offset is what Now adds to the base clock.
+func (c *Corrected) Offset() time.Duration { return time.Duration(c.offset.Load()) }
+
+// SetOffset sets what Now adds to the base clock.
+func (c *Corrected) SetOffset(d time.Duration) { c.offset.Store(int64(d)) }
+
+// Offset estimates how far the server's clock is ahead of local (negative:
+// behind) from one round trip: local before, the server's time, local
+// after. The server read its clock somewhere in between, so the estimate
+// takes the midpoint and is off by at most rtt/2.
+func Offset(before, server, after time.Time) (offset, rtt time.Duration) {
+	rtt = after.Sub(before)
+	return server.Sub(before.Add(rtt / 2)), rtt
+}

@@ -1,0 +1,111 @@
+package drover_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
+)
+
+// aheadClock is the wall clock moved by a fixed skew, as on a machine whose
+// clock is wrong.
+type aheadClock struct{ skew time.Duration }
+
+func (c aheadClock) Now() time.Time { return time.Now().Add(c.skew) }
+
+// syncBuffer is a bytes.Buffer safe for the worker's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestWorkerClockSkew: a worker whose machine clock is 30 s ahead of
+// Redis's. A job delayed by 10 s must not run early: the worker measures its
+// offset to Redis TIME, warns, and schedules by the corrected clock. With
+// the correction off it runs the job at once (BullMQ's behaviour).
+func TestWorkerClockSkew(t *testing.T) {
+	t.Parallel()
+
+	type bundle struct {
+		*testBundle
+		started chan string
+		logs    *syncBuffer
+	}
+	setup := func(t *testing.T, opts drover.WorkerOptions) *bundle {
+		t.Helper()
+		b := &bundle{testBundle: setupQueue(t), started: make(chan string, 10), logs: &syncBuffer{}}
+		opts.Prefix = b.prefix
+		opts.Logger = slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		opts.Concurrency = 4
+		w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+			b.started <- job.Name
+			return nil, nil
+		}), &opts)
+		require.NoError(t, err)
+		drover.SetWorkerBaseClock(w, aheadClock{skew: 30 * time.Second})
+		ctx := context.Background()
+		_, err = b.queue.Add(ctx, "in-10s", nil, &drover.JobOptions{Delay: 10 * time.Second})
+		require.NoError(t, err)
+		_, err = b.queue.Add(ctx, "in-500ms", nil, &drover.JobOptions{Delay: 500 * time.Millisecond})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		t.Cleanup(func() {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			require.NoError(t, w.Close(cctx))
+		})
+		return b
+	}
+
+	t.Run("CorrectedByRedisTime", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, drover.WorkerOptions{})
+		require.Contains(t, b.logs.String(), "clock differs from Redis TIME", "the skew is logged at Start")
+		require.Contains(t, b.logs.String(), "offset=-30")
+		select {
+		case name := <-b.started:
+			require.Equal(t, "in-500ms", name, "the job due first runs first, when due")
+		case <-time.After(10 * time.Second):
+			t.Fatal("the job delayed by 500ms did not run")
+		}
+		// A few fetch rounds later the 10 s job still waits for its time.
+		time.Sleep(time.Second)
+		require.Empty(t, b.started, "the job delayed by 10s must not run early")
+		st, err := b.queue.GetJobCounts(context.Background(), drover.StateDelayed)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), st[drover.StateDelayed])
+	})
+
+	t.Run("UncorrectedRunsEarly", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, drover.WorkerOptions{ClockCheckInterval: -1})
+		got := map[string]bool{}
+		testkit.WaitFor(t, 5*time.Second, "both jobs to run", func() bool {
+			select {
+			case n := <-b.started:
+				got[n] = true
+			default:
+			}
+			return len(got) == 2
+		})
+	})
+}
