@@ -5,7 +5,7 @@ package clustertest_test
 import (
 	"context"
 	"errors"
-		"os/exec"
+	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
