@@ -154,6 +154,8 @@ type client struct {
 	headers map[string]string
 	csrf    string
 	hc      *http.Client
+	// lastBody is the body of the last response.
+	lastBody []byte
 }
 
 // as returns a client that sends token (none when "") and has read its
@@ -203,6 +205,7 @@ func (c *client) do(method, path string, body any, out any, extra map[string]str
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(c.t, err)
+	c.lastBody = raw
 	if out != nil && len(raw) > 0 && resp.StatusCode < 300 {
 		require.NoError(c.t, json.Unmarshal(raw, out), "body: %s", raw)
 	}

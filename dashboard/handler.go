@@ -177,6 +177,7 @@ func (h *Handler) routes() {
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/promote", h.act("promote-job", RoleOperator, h.promoteJob))
 	m.Handle("POST /api/queues/{queue}/retry", h.act("retry-jobs", RoleOperator, h.retryJobs))
 	m.Handle("POST /api/queues/{queue}/promote", h.act("promote-all", RoleOperator, h.promoteAll))
+	m.Handle("GET /api/openapi.json", h.viewer(serveOpenAPI))
 	m.Handle("GET /api/jobs/{id}", h.viewer(h.findJob))
 	m.Handle("GET /api/queues/{queue}/failures", h.viewer(h.failures))
 	m.Handle("GET /api/queues/{queue}/conflicts", h.viewer(h.conflicts))
