@@ -16,20 +16,20 @@
 //
 //	ledger := idempotency.NewPostgres(pool, nil)
 //
-//	func(ctx context.Context, job *drover.Job) error {
+//	proc := drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 //		key := idempotency.OpKey("welcome-email", userID)
 //		res, err := ledger.Do(ctx, key, func(ctx context.Context, tx pgx.Tx) ([]byte, error) {
 //			_, err := tx.Exec(ctx, "INSERT INTO outgoing_mail (user_id, template) VALUES ($1, 'welcome')", userID)
 //			return nil, err
 //		})
 //		if err != nil {
-//			return err // ErrInProgressElsewhere too: the job retries later
+//			return nil, err // ErrInProgressElsewhere too: the job retries later
 //		}
 //		if res.Status == idempotency.AlreadyCompleted {
 //			// a duplicate run: nothing was written twice
 //		}
-//		return nil
-//	}
+//		return nil, nil
+//	})
 //
 // [Ledger.Do] opens the transaction, claims the key, runs the function,
 // records its result and commits. When the transaction is already open (the

@@ -3,8 +3,8 @@
 // outbox, on PostgreSQL (pgx v5) or SQLite (database/sql).
 //
 // Migrations are numbered, embedded in the binary, and applied only when you
-// ask: call [Up] from your deploy step or run `drover pg migrate up`; nothing
-// in drover migrates at startup.
+// ask: call [Up] from your deploy step (a small main, or your application's
+// migrate command); nothing in drover migrates at startup.
 //
 //	if _, err := pgmigrate.Up(ctx, pgmigrate.Postgres(pool), nil); err != nil {
 //		return err

@@ -734,7 +734,7 @@
   const OUTCOME = {
     completed: { fill: '#1f8a4c', label: 'completed' },
     failed: { fill: '#c62f2f', label: 'failed for good' },
-    'retries-exhausted': { fill: '#c62f2f', label: 'failed, retries exhausted' },
+    'retries-exhausted': { fill: '#c62f2f', label: 'retries exhausted' },
     'failed-unrecoverable': { fill: '#8d1f1f', label: 'failed: unrecoverable' },
     retried: { fill: '#c77700', label: 'failed, retried' },
     'retry-delayed': { fill: '#c77700', label: 'failed, backoff' },
@@ -771,7 +771,7 @@
   function drawTimeline(d) {
     const all = d.timeline || [];
     if (!all.length) return el('p', { class: 'muted' }, 'No attempt yet.');
-    const boxW = 176, boxH = 58, y = 24, H = 110;
+    const boxW = 200, boxH = 58, y = 24, H = 110;
     // The waits between attempts range from milliseconds to days: their
     // length grows with the log of the wait.
     const gapW = (ms) => (ms === null ? 150 : Math.min(260, 150 + 22 * Math.log10(1 + ms / 10)));
