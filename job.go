@@ -100,7 +100,10 @@ func (j *Job) err(op string, err error) error {
 // UpdateProgress stores v (JSON-encoded) as the job's progress and emits a
 // progress event.
 func (j *Job) UpdateProgress(ctx context.Context, v any) error {
-	b, err := marshalJSON(v)
+	b, err := jobcodec.EncodeData(v)
+	if v == nil {
+		b = []byte("null")
+	}
 	if err != nil {
 		return j.err("update progress of", fmt.Errorf("%w: %w", ErrInvalidData, err))
 	}

@@ -1,7 +1,6 @@
 package drover
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -202,7 +201,7 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 		return fail("%w: unknown JobOptions.Backoff.Type %q (want %q, %q or a name in QueueOptions.BackoffTypes)",
 			ErrInvalidOption, b.Type, BackoffFixed, BackoffExponential)
 	}
-	data, err := encodeData(bj.Data)
+	data, err := jobcodec.EncodeData(bj.Data)
 	if err != nil {
 		return fail("%w: %w", ErrInvalidData, err)
 	}
@@ -235,36 +234,6 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 		}
 	}
 	return prepared{rec: rec, opts: o}, nil
-}
-
-func encodeData(v any) ([]byte, error) {
-	switch d := v.(type) {
-	case nil:
-		return []byte("{}"), nil
-	case json.RawMessage:
-		if !json.Valid(d) {
-			return nil, errors.New("json.RawMessage data is not valid JSON")
-		}
-		return d, nil
-	}
-	return marshalJSON(v)
-}
-
-// marshalJSON is json.Marshal without HTML escaping: Node's JSON.stringify
-// writes '<', '>' and '&' as they are, so the stored text (and its size,
-// which SizeLimit checks) is the same whichever side wrote it.
-func marshalJSON(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil || !bytes.Contains(b, []byte(`\u00`)) {
-		return b, err
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // AddBulk adds many jobs, AddBulkChunk jobs per script call. Every job is

@@ -101,7 +101,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	}
 
 	if err == nil {
-		b, merr := encodeData(result)
+		b, merr := jobcodec.EncodeData(result)
 		if merr != nil {
 			err = fmt.Errorf("return value of job %s is not JSON-serialisable: %w", job.ID, merr)
 			item.err = err

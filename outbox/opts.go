@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/jobcodec"
 )
 
 // storedOpts is how a row keeps its *drover.JobOptions in the opts column:
@@ -128,21 +129,10 @@ func decodeRetention(r *storedRetention) *drover.Retention {
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
-// encodeData encodes job data as drover's Queue.Add does: nil is {}, a
-// json.RawMessage is checked and kept, anything else goes through
-// encoding/json.
-func encodeData(v any) ([]byte, error) {
-	switch d := v.(type) {
-	case nil:
-		return []byte("{}"), nil
-	case json.RawMessage:
-		if !json.Valid(d) {
-			return nil, errors.New("json.RawMessage data is not valid JSON")
-		}
-		return d, nil
-	}
-	return json.Marshal(v)
-}
+// encodeData is the data column: the bytes Queue.Add stores for data, from
+// the same encoder (jobcodec.EncodeData), so a job relayed from the outbox
+// stores what a direct add stores.
+func encodeData(v any) ([]byte, error) { return jobcodec.EncodeData(v) }
 
 // jsonData hands a row's stored JSON to Queue.AddBulk as it is.
 func jsonData(b []byte) json.RawMessage { return json.RawMessage(b) }

@@ -119,7 +119,9 @@ func TestEncodeData(t *testing.T) {
 	}{
 		{"NilIsAnEmptyObject", nil, `{}`, ""},
 		{"StructViaEncodingJSON", struct{ N int }{3}, `{"N":3}`, ""},
-		{"RawMessageIsKept", json.RawMessage(`{"b":1,"a":2}`), `{"b":1,"a":2}`, ""},
+		{"RawMessageKeepsKeyOrder", json.RawMessage(`{"b":1,"a":2}`), `{"b":1,"a":2}`, ""},
+		{"AsNodeWritesIt", json.RawMessage(`{ "h": "<a&b>\u2028", "n": 1.0 }`), "{\"h\":\"<a&b>\u2028\",\"n\":1}", ""},
+		{"StructLikeQueueAdd", struct{ H string }{"<&>\u2029"}, "{\"H\":\"<&>\u2029\"}", ""},
 		{"InvalidRawMessage", json.RawMessage(`{`), "", "json.RawMessage data is not valid JSON"},
 		{"Unencodable", make(chan int), "", "json: unsupported type: chan int"},
 	}
@@ -129,7 +131,7 @@ func TestEncodeData(t *testing.T) {
 
 			got, err := encodeData(tt.data)
 			if tt.wantErr != "" {
-				require.EqualError(t, err, tt.wantErr)
+				require.ErrorContains(t, err, tt.wantErr)
 				return
 			}
 			require.NoError(t, err)

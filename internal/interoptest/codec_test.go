@@ -2,7 +2,9 @@ package interoptest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -123,4 +125,161 @@ func TestCodecJobIDsMatchNode(t *testing.T) {
 		}
 	}
 	t.Logf("%d ids: %d accepted, %d refused by both", len(ids), accepted, refused)
+}
+
+// jsonGen writes random JSON texts that exercise every rule of
+// JSON.stringify(JSON.parse(text)): whitespace, every escape form (short,
+// \u in either case, \/, surrogate pairs, lone surrogates), U+2028/U+2029,
+// '<', '>', '&', control characters, non-ASCII, numbers in every notation
+// and range, array-index keys out of order and repeated keys.
+type jsonGen struct {
+	r *rand.Rand
+	b strings.Builder
+}
+
+func (g *jsonGen) ws() {
+	for g.r.IntN(4) == 0 {
+		g.b.WriteByte(" \t\n\r"[g.r.IntN(4)])
+	}
+}
+
+var genNumbers = []string{"0", "-0", "1", "-1", "1.0", "1.50", "1E2", "1e+2", "1e-7", "1.5e-7", "0.000001", "0.0000001",
+	"1e21", "1e20", "123456789012345678901", "9007199254740993", "1234567890123456", "0.1", "-0.0", "1e400", "-1e400",
+	"1e-400", "5e-324", "2.5e-324", "1.7976931348623157e308", "123456789.123456789", "100", "4294967295", "3.14159"}
+
+func (g *jsonGen) str() {
+	g.b.WriteByte('"')
+	for range g.r.IntN(12) {
+		switch g.r.IntN(16) {
+		case 0:
+			g.b.WriteString([]string{`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`}[g.r.IntN(8)])
+		case 1:
+			u := []int{0x01, 0x1f, 0x7f, 0x3c, 0x26, 0x2028, 0x2029, 0xe9, 0xfffd, 0xfeff, 0xd800, 0xdbff, 0xdc00, 0xdfff}[g.r.IntN(14)]
+			f := "\\u%04x"
+			if g.r.IntN(2) == 0 {
+				f = "\\u%04X"
+			}
+			g.b.WriteString(fmt.Sprintf(f, u))
+		case 2:
+			g.b.WriteString(`\ud83d\ude00`) // escaped surrogate pair
+		case 3:
+			g.b.WriteString([]string{"\u2028", "\u2029", "<", ">", "&", "é", "😀", "\u007f", "\ufeff", "</script>"}[g.r.IntN(10)])
+		default:
+			g.b.WriteByte("abcxyz 019:/-_.'"[g.r.IntN(16)])
+		}
+	}
+	g.b.WriteByte('"')
+}
+
+func (g *jsonGen) value(depth int) {
+	g.ws()
+	k := g.r.IntN(10)
+	if depth > 3 {
+		k = 4 + g.r.IntN(6)
+	}
+	switch {
+	case k < 2:
+		g.b.WriteByte('{')
+		n := g.r.IntN(6)
+		for i := range n {
+			if i > 0 {
+				g.b.WriteByte(',')
+			}
+			g.ws()
+			if g.r.IntN(3) == 0 {
+				key := []string{"0", "1", "2", "10", "9", "01", "-1", "4294967294", "4294967295", "a", "b", "__proto__", "1.5"}[g.r.IntN(13)]
+				g.b.WriteString(`"` + key + `"`)
+			} else {
+				g.str()
+			}
+			g.ws()
+			g.b.WriteByte(':')
+			g.value(depth + 1)
+		}
+		g.ws()
+		g.b.WriteByte('}')
+	case k < 4:
+		g.b.WriteByte('[')
+		for i := range g.r.IntN(5) {
+			if i > 0 {
+				g.b.WriteByte(',')
+			}
+			g.value(depth + 1)
+		}
+		g.ws()
+		g.b.WriteByte(']')
+	case k < 7:
+		g.str()
+	case k < 9:
+		g.b.WriteString(genNumbers[g.r.IntN(len(genNumbers))])
+	default:
+		g.b.WriteString([]string{"true", "false", "null"}[g.r.IntN(3)])
+	}
+	g.ws()
+}
+
+func (g *jsonGen) next() string {
+	g.b.Reset()
+	g.value(0)
+	return g.b.String()
+}
+
+// TestCodecDataBytesMatchNode adds generated payloads with Node BullMQ and
+// with drover, as JSON text (json.RawMessage) and as the Go value it
+// decodes to: the stored data must be byte-identical to Node's, and
+// SizeLimit must accept the payload at exactly its stored size and refuse
+// it one byte below, on both sides.
+func TestCodecDataBytesMatchNode(t *testing.T) {
+	t.Parallel()
+	b := newSetup(t)(t)
+	d := b.sibling(t)
+	ctx := context.Background()
+	g := &jsonGen{r: rand.New(rand.NewPCG(codecSeed, 2))}
+	hget := func(prefix, id string) string {
+		v, err := b.rdb.HGet(ctx, prefix+":"+queueName+":"+id, "data").Result()
+		require.NoError(t, err)
+		return v
+	}
+	const n = 300
+	var escapes int
+	for i := range n {
+		text := g.next()
+		nodeID, err := b.oracle.Add(ctx, b.prefix, queueName, "n", json.RawMessage(text), nil)
+		require.NoError(t, err, "text %s", text)
+		want := hget(b.prefix, nodeID)
+		if strings.ContainsAny(want, "\u2028\u2029<>&") {
+			escapes++
+		}
+
+		res, err := d.dq.Add(ctx, "d", json.RawMessage(text), nil)
+		require.NoError(t, err, "text %s", text)
+		require.Equal(t, want, hget(d.prefix, res.Job.ID), "json.RawMessage %s", text)
+
+		var v any
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&v))
+		if v == nil {
+			continue // a nil Go value is BullMQ's undefined, stored as {}
+		}
+		nodeID, err = b.oracle.Add(ctx, b.prefix, queueName, "n", v, nil)
+		require.NoError(t, err)
+		res, err = d.dq.Add(ctx, "d", v, nil)
+		require.NoError(t, err)
+		require.Equal(t, hget(b.prefix, nodeID), hget(d.prefix, res.Job.ID), "Go value of %s", text)
+
+		if i%3 == 0 {
+			size := len(want)
+			for _, limit := range []int{size, size - 1} {
+				if limit < 1 {
+					continue
+				}
+				_, nodeErr := b.oracle.Add(ctx, b.prefix, queueName, "n", json.RawMessage(text), map[string]any{"sizeLimit": limit})
+				_, droverErr := d.dq.Add(ctx, "d", json.RawMessage(text), &drover.JobOptions{SizeLimit: limit})
+				require.Equal(t, nodeErr == nil, droverErr == nil, "sizeLimit %d for %s: node %v, drover %v", limit, want, nodeErr, droverErr)
+				require.Equal(t, limit == size, droverErr == nil)
+			}
+		}
+	}
+	t.Logf("%d payloads (%d with U+2028/U+2029/<>&) byte-identical to Node's, as text and as Go values", n, escapes)
 }
