@@ -159,7 +159,7 @@ func (g *jsonGen) str() {
 			if g.r.IntN(2) == 0 {
 				f = "\\u%04X"
 			}
-			g.b.WriteString(fmt.Sprintf(f, u))
+			fmt.Fprintf(&g.b, f, u)
 		case 2:
 			g.b.WriteString(`\ud83d\ude00`) // escaped surrogate pair
 		case 3:
