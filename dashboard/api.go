@@ -656,3 +656,14 @@ func (h *Handler) conflicts(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"conflicts": h.ins.Conflicts(r.PathValue("queue"))})
 }
+
+// throughput is GET /api/queues/{queue}/throughput: completed and failed
+// jobs per minute over the last hour.
+func (h *Handler) throughput(w http.ResponseWriter, r *http.Request) {
+	rep, err := h.ins.Throughput(r.Context(), r.PathValue("queue"), inspect.ThroughputSpanDefault, inspect.ThroughputStepDefault)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}

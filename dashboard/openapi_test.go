@@ -234,6 +234,7 @@ func TestOpenAPI(t *testing.T) {
 		{"api/queues/q/budgets", "/api/queues/{queue}/budgets"},
 		{"api/queues/q/failures", "/api/queues/{queue}/failures"},
 		{"api/queues/q/conflicts", "/api/queues/{queue}/conflicts"},
+		{"api/queues/q/throughput", "/api/queues/{queue}/throughput"},
 		{"api/jobs/" + done, "/api/jobs/{id}"},
 		{"api/audit", "/api/audit"},
 	} {

@@ -78,6 +78,8 @@ func TestUIScreenshots(t *testing.T) {
 	shot("overview.png")
 	do(t, tab, chromedp.Navigate(b.url+"#/q/emails?state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)))
 	shot("queue.png")
+	do(t, tab, chromedp.Navigate(b.url+"#/q/emails?state=completed"), chromedp.WaitVisible(chromedp.CSS(`#throughput-chart rect`)))
+	shot("throughput.png")
 	do(t, tab, chromedp.Navigate(b.url+"#/q/payments?state=failed"), chromedp.WaitVisible(chromedp.CSS(`#failure-groups tr[data-group]`)))
 	shot("failures-by-error.png")
 	do(t, tab, chromedp.Navigate(b.url+"#/q/payments/job/"+long), chromedp.WaitVisible(chromedp.CSS(`#timeline-fold`)))

@@ -298,6 +298,10 @@ func TestUIOperatorViews(t *testing.T) {
 	require.True(t, strings.HasPrefix(text(t, tab, `.tabs a.on`), "failed"))
 	groups := evalJS[[]string](t, tab, `[...document.querySelectorAll('#failure-groups tr[data-group]')].map(r => r.dataset.group + ' ' + r.cells[0].textContent)`)
 	require.Equal(t, []string{"gateway timeout after <n>ms 3", "card <n> declined 2"}, groups)
+	// Throughput: the five failures of the last minutes, drawn below the axis.
+	do(t, tab, chromedp.WaitVisible(chromedp.CSS(`#throughput-chart`)))
+	require.Contains(t, text(t, tab, `#throughput-facts`), "0 completed and 5 failed in the last hour")
+	require.Equal(t, 5, evalJS[int](t, tab, `[...document.querySelectorAll('#throughput-chart rect[data-failed]')].reduce((n, r) => n + Number(r.dataset.failed), 0)`))
 	require.True(t, evalJS[bool](t, tab, `!!document.querySelector('#histogram') && !!document.querySelector('#growth-chart')`), "the delayed set's due times and its growth chart")
 
 	// Show one group: the list holds its jobs only.

@@ -199,3 +199,12 @@ func (c *Conflict) UnmarshalJSON(data []byte) error {
 	c.LockTTL, c.HeldFor = fromMs(v.LockTTL), fromMs(v.HeldFor)
 	return nil
 }
+
+// MarshalJSON writes Step in ms.
+func (r ThroughputReport) MarshalJSON() ([]byte, error) {
+	type plain ThroughputReport
+	return json.Marshal(struct {
+		plain
+		Step int64 `json:"step"`
+	}{plain(r), ms(r.Step)})
+}

@@ -115,3 +115,45 @@ func TestConflicts(t *testing.T) {
 	}
 	require.Empty(t, b.ins.Conflicts("other"))
 }
+
+// TestThroughput counts finished jobs per minute from the finish times.
+func TestThroughput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	b.startWorker(t, "q", func(ctx context.Context, job *drover.Job) (any, error) {
+		if job.Name == "bad" {
+			return nil, errors.New("no")
+		}
+		return nil, nil
+	}, nil)
+	var ids []string
+	for range 5 {
+		ids = append(ids, b.add(t, "q", "good", nil))
+	}
+	for range 3 {
+		ids = append(ids, b.add(t, "q", "bad", &drover.JobOptions{Attempts: 1}))
+	}
+	for k, id := range ids {
+		b.waitState(t, "q", id, map[bool]drover.JobState{true: drover.StateCompleted, false: drover.StateFailed}[k < 5])
+	}
+	// Two old finishes, an hour and a half and 30 minutes ago.
+	k := b.prefix + ":q:"
+	require.NoError(t, b.rdb.ZAdd(ctx, k+"completed", redisZ(float64(time.Now().Add(-90*time.Minute).UnixMilli()), "old")).Err())
+	require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(float64(time.Now().Add(-30*time.Minute).UnixMilli()), "older")).Err())
+	rep, err := b.ins.Throughput(ctx, "q", time.Hour, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rep.Buckets, 60)
+	var done, failed int64
+	for _, bk := range rep.Buckets {
+		done += bk.Completed
+		failed += bk.Failed
+	}
+	require.EqualValues(t, 5, done, "the one finished 90 minutes ago is outside the hour")
+	require.EqualValues(t, 4, failed)
+	last := rep.Buckets[59]
+	require.EqualValues(t, 5, last.Completed+rep.Buckets[58].Completed)
+	require.True(t, last.Start.Before(time.Now()) && time.Since(last.Start) <= time.Minute)
+	_, err = b.ins.Throughput(ctx, "nosuch", 0, 0)
+	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+}

@@ -302,6 +302,7 @@
     const pager = el('div', { class: 'row' });
     const hist = el('div');
     const budget = el('div');
+    const thru = el('div');
     const feed = el('ul', { class: 'feed' });
 
     const nameIn = el('input', { name: 'name', placeholder: 'job name', value: filter.name });
@@ -411,6 +412,7 @@
         el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Retry state', 'Attempts', state === 'delayed' ? 'Next run' : 'When', 'Failed reason'].map((h) => el('th', {}, h)))), tbody),
         pager),
       state === 'failed' ? el('div', { class: 'panel' }, el('h2', {}, 'Failures by error'), groups) : null,
+      el('div', { class: 'panel' }, el('h2', {}, 'Throughput: jobs finished per minute, last hour'), thru),
       el('div', { class: 'grid2' },
         el('div', { class: 'panel' }, el('h2', {}, 'Delayed set: due times'), hist),
         el('div', { class: 'panel' }, el('h2', {}, 'Budgets near exhaustion'), budget)),
@@ -449,6 +451,7 @@
         page.more ? el('button', { onclick: () => go({ ...filter, offset: page.nextOffset }) }, 'Next page') : null);
       renderHistogram(hist, qp.delayed, qp.storm);
       renderBudget(budget, queue, qp.budget);
+      api(`queues/${enc(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); }, () => {});
       if (state === 'failed') {
         let fr;
         try { fr = await api(`queues/${enc(queue)}/failures`); } catch (e) { put(groups, el('p', { class: 'muted' }, e.message)); return; }
@@ -561,6 +564,41 @@
     put(box, el('table', { id: 'failure-groups' },
       el('thead', {}, el('tr', {}, ...['Jobs', 'Error (numbers, ids and quoted values generalised)', 'First seen', 'Last seen', ''].map((h) => el('th', {}, h)))), body),
     fr.truncated ? el('p', { class: 'muted' }, `Grouped the newest ${fr.scanned} failed jobs.`) : null);
+  }
+
+  // renderThroughput draws completed (green, up) and failed (red, down)
+  // jobs per minute as bars around one axis.
+  function renderThroughput(box, tr) {
+    const bs = tr.buckets || [];
+    const W = 900, H = 140, left = 40, mid = 78, top = 8;
+    const max = Math.max(1, ...bs.map((b) => Math.max(b.completed, b.failed)));
+    const bw = (W - left - 8) / Math.max(1, bs.length);
+    const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': 'jobs finished per minute', id: 'throughput-chart' });
+    g.append(svg('line', { x1: left, y1: mid, x2: W, y2: mid, stroke: '#c7ccd6' }));
+    g.append(svg('text', { x: left - 6, y: top + 8, 'text-anchor': 'end', 'font-size': 10, fill: '#6a7283' }, String(max)));
+    const scale = (n) => (n / max) * (mid - top);
+    let done = 0, failed = 0;
+    bs.forEach((b, i) => {
+      done += b.completed; failed += b.failed;
+      const x = left + i * bw + 0.5;
+      const title = `${fmtTime(b.start)}: ${b.completed} completed, ${b.failed} failed`;
+      if (b.completed) {
+        const r = svg('rect', { x, y: mid - scale(b.completed), width: Math.max(1, bw - 1), height: scale(b.completed), fill: '#1f8a4c', 'data-completed': b.completed });
+        r.append(svg('title', {}, title));
+        g.append(r);
+      }
+      if (b.failed) {
+        const r = svg('rect', { x, y: mid, width: Math.max(1, bw - 1), height: scale(b.failed), fill: '#c62f2f', 'data-failed': b.failed });
+        r.append(svg('title', {}, title));
+        g.append(r);
+      }
+    });
+    if (bs.length) {
+      g.append(svg('text', { x: left, y: H - 4, 'font-size': 10, fill: '#6a7283' }, fmtTime(bs[0].start)));
+      g.append(svg('text', { x: W - 8, y: H - 4, 'font-size': 10, fill: '#6a7283', 'text-anchor': 'end' }, 'now'));
+    }
+    put(box, g, el('p', { class: 'muted', id: 'throughput-facts' },
+      `${done} completed and ${failed} failed in the last hour (completed up, failed down). Counted from the finish times of the jobs the queue still keeps: jobs removed on completion or failure are not counted.`));
   }
 
   // renderGrowth draws the delayed set's size over the last minute as the
