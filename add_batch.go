@@ -87,18 +87,16 @@ func (b *addBatcher) add(ctx context.Context, q *Queue, rec scripts.AddRecord) (
 	return req.out, req.err
 }
 
-// run sends one batch. Other callers' jobs ride along, so the call must not
+// run sends one batch. Other callers' jobs ride along, so a send must not
 // fail because this caller's ctx ends: it is detached from cancellation
-// (the client's own timeouts still bound it).
+// (the client's own timeouts still bound it). The leader's ctx only stops
+// further resends after a lost answer (see Queue.addJobs).
 func (b *addBatcher) run(ctx context.Context, q *Queue, batch []*addRequest) {
 	recs := make([]scripts.AddRecord, len(batch))
 	for i, r := range batch {
 		recs[i] = r.rec
 	}
-	outcomes, err := scripts.AddJobs(context.WithoutCancel(ctx), q.rdb, q.k, scripts.NewCall(q.opts.AddRetryWindow), recs)
-	if err != nil {
-		reloadTopology(q.rdb, err)
-	}
+	outcomes, err := q.addJobs(context.WithoutCancel(ctx), ctx, recs)
 	for i, r := range batch {
 		if err != nil {
 			r.err = err

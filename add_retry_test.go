@@ -29,13 +29,13 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 		prefix string
 	}
 
-	setup := func(t *testing.T) *testBundle {
+	setupRetries := func(t *testing.T, maxRetries int) *testBundle {
 		t.Helper()
 		srv := redistest.Shared(t)
 		proxy, err := faultproxy.Start(srv.Addr)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = proxy.Close() })
-		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 3})
+		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: maxRetries})
 		t.Cleanup(func() { _ = rdb.Close() })
 		direct, prefix := redistest.Client(t)
 		q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix, AddBulkChunk: 10})
@@ -46,6 +46,7 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 		require.NoError(t, direct.Del(context.Background(), prefix+":q:1", prefix+":q:wait", prefix+":q:events").Err())
 		return &testBundle{proxy: proxy, direct: direct, queue: q, prefix: prefix}
 	}
+	setup := func(t *testing.T) *testBundle { t.Helper(); return setupRetries(t, 3) }
 
 	jobKeys := func(t *testing.T, b *testBundle) []string {
 		t.Helper()
@@ -85,6 +86,24 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 		res, err = b.queue.Add(context.Background(), "again", nil, &drover.JobOptions{JobID: "order-7"})
 		require.NoError(t, err)
 		require.Equal(t, drover.AddDuplicate, res.Outcome)
+	})
+
+	// go-redis does not resend (MaxRetries -1), or has given up: drover
+	// resends the call itself with the same token, so the caller learns the
+	// outcome instead of getting an error for a job that was stored.
+	t.Run("ResentWhenTheClientGivesUp", func(t *testing.T) {
+		t.Parallel()
+		b := setupRetries(t, -1)
+		b.proxy.DropReplyTo("evalsha")
+		b.proxy.DropReplyTo("evalsha")
+		res, err := b.queue.Add(context.Background(), "once", nil, &drover.JobOptions{JobID: "order-8"})
+		require.NoError(t, err)
+		require.Equal(t, int64(2), b.proxy.Dropped())
+		require.Equal(t, drover.AddCreated, res.Outcome)
+		bulk, err := b.queue.AddBulk(context.Background(), make([]drover.BulkJob, 5))
+		require.NoError(t, err)
+		require.Len(t, bulk, 5)
+		require.Len(t, jobKeys(t, b), 6)
 	})
 
 	t.Run("Bulk", func(t *testing.T) {

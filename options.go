@@ -310,7 +310,11 @@ type QueueOptions struct {
 	// resends a command whose reply it lost (connection reset, read
 	// timeout); a resend that arrives within the window gets the first
 	// run's answer and stores nothing, so every Add and AddBulk chunk is
-	// stored exactly once per call. It must exceed the longest the client
+	// stored exactly once per call. When go-redis gives up, drover sends
+	// the call again itself (same token, 3 times over about 0.7 s, or until
+	// the caller's ctx ends), so an Add during a brief fault returns its
+	// real outcome rather than an error for a job that may have been
+	// stored. The window must exceed the longest the client
 	// keeps retrying one command: MaxRetries x (DialTimeout + WriteTimeout +
 	// ReadTimeout + MaxRetryBackoff), about 35 s with go-redis's defaults.
 	//

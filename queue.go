@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
@@ -267,9 +269,8 @@ func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 	}
 	for from := 0; from < len(recs); from += q.opts.AddBulkChunk {
 		to := min(from+q.opts.AddBulkChunk, len(recs))
-		outcomes, err := scripts.AddJobs(ctx, q.rdb, q.k, scripts.NewCall(q.opts.AddRetryWindow), recs[from:to])
+		outcomes, err := q.addJobs(ctx, ctx, recs[from:to])
 		if err != nil {
-			reloadTopology(q.rdb, err)
 			e := &AddBulkError{Queue: q.name, Total: len(jobs), Results: out, Err: err}
 			// A Redis error reply means the script was refused before it
 			// wrote (OOM is checked at its first write); anything else
@@ -284,6 +285,73 @@ func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 		}
 	}
 	return out, nil
+}
+
+// addJobs makes one add call. The call is stored once however often it is
+// sent (scripts.Call), so when its answer is lost (a reset connection, a
+// timeout, Redis paused) or Redis answers "not now" (TRYAGAIN while a slot
+// migrates, LOADING after a restart, CLUSTERDOWN, READONLY during a
+// failover), addJobs sends it again with the same token, backing off, up to
+// addResends times (about 0.7 s) and within half of AddRetryWindow: a resend
+// within the window gets the first run's answer, so after a brief fault the
+// caller learns what happened instead of being left in doubt. A longer
+// outage still ends in an error. cmdCtx bounds each send; resends stop when
+// stop ends.
+func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) ([]scripts.AddOutcome, error) {
+	call := scripts.NewCall(q.opts.AddRetryWindow)
+	start := time.Now()
+	deadline := start.Add(q.opts.AddRetryWindow / 2)
+	// No send, go-redis's own retries included, may reach Redis after the
+	// first run's reply has expired: that would store the jobs again.
+	cmdCtx, cancel := context.WithDeadline(cmdCtx, start.Add(q.opts.AddRetryWindow*3/4))
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		out, err := scripts.AddJobs(cmdCtx, q.rdb, q.k, call, recs)
+		if err == nil {
+			return out, nil
+		}
+		reloadTopology(q.rdb, err)
+		d := retryDelay(attempt)
+		if attempt == 1 && isDialError(err) {
+			return nil, err // never sent: the caller gets a plain "not stored"
+		}
+		if attempt > addResends || !resendable(err) || stop.Err() != nil || cmdCtx.Err() != nil || time.Now().Add(d).After(deadline) {
+			return nil, err
+		}
+		q.logger.WarnContext(stop, "add call failed; sending it again (it is stored once)",
+			slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
+		if !sleepCtx(stop, d) {
+			return nil, err
+		}
+	}
+}
+
+// addResends bounds the resends of one add call after go-redis gave up.
+const addResends = 3
+
+// resendable reports whether an add call that failed with err may be sent
+// again to learn its outcome: its answer was lost, or Redis refused it for
+// a passing reason. Other Redis answers (OOM, a script error) are final.
+func resendable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrClosed) {
+		return false
+	}
+	if !isRedisReply(err) {
+		return true
+	}
+	msg := err.Error()
+	for _, p := range []string{"TRYAGAIN", "LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "BUSY ", "MOVED", "ASK"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isDialError reports whether err is a failure to connect.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // isRedisReply reports whether err is an error the Redis server answered
