@@ -1,6 +1,7 @@
 -- obliterate: delete a paused queue and all its jobs, `count` jobs per call.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 count, 3 force ("1" deletes active jobs too).
+-- The last call also SCANs for the queue's add-call keys (<base>add:*).
 -- Returns 0 done; 1 more jobs remain (call again); -1 queue not paused;
 -- -2 active jobs and not forced.
 --@include common
@@ -72,4 +73,16 @@ end
 rcall("DEL", eventsKey, base .. "delay", stalledCheckKey, stalledKey, idKey, pcKey,
   markerKey, metaKey, limiterKey, base .. "metrics:completed", base .. "metrics:completed:data",
   base .. "metrics:failed", base .. "metrics:failed:data")
+-- The add calls' replies (addJobs, <base>add:<token>) expire by themselves
+-- within a minute; delete them now so nothing of the queue is left. They
+-- have no index, so SCAN for them (this node only: they share the slot).
+local pattern = string.gsub(base, "([%*%?%[%]\\])", "\\%1") .. "add:*"
+local cursor = "0"
+repeat
+  local page = rcall("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
+  cursor = page[1]
+  for from = 1, #page[2], 5000 do
+    rcall("DEL", unpack(page[2], from, math.min(from + 4999, #page[2])))
+  end
+until cursor == "0"
 return 0
