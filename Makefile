@@ -40,6 +40,15 @@ test-interop: deps ## run the Node BullMQ oracle and differential suites alone
 	if [ $$rc -ne 0 ]; then echo "--- full output:"; cat $$log; fi; \
 	rm -f $$log; exit $$rc
 
+.PHONY: test-differential
+# The randomized differential tester (internal/testkit/difftest). Without
+# variables it runs the fixed seeds `make test` runs; SEEDS=N (N new seeds),
+# SEEDS=A-B or SEEDS=A,B,C and/or DURATION=30m run a campaign; KNOWN=1 also
+# generates the inputs of the known divergences; STEPS=n sets the length.
+test-differential: deps ## run the randomized differential tester (SEEDS=, DURATION=, KNOWN=1, STEPS=)
+	DIFFTEST_SEEDS="$(SEEDS)" DIFFTEST_DURATION="$(DURATION)" DIFFTEST_KNOWN="$(KNOWN)" DIFFTEST_STEPS="$(STEPS)" \
+	$(GO) test -count=1 -timeout $(if $(DURATION),0,$(TIMEOUT)) -v -run '^TestDifferentialRandom$$' ./internal/interoptest/
+
 .PHONY: test-cluster
 test-cluster: deps ## run the Redis Cluster + Sentinel suite alone (starts and stops its own servers)
 	$(GO) vet -tags cluster ./internal/testkit/clustertest/

@@ -34,6 +34,11 @@
 // sequences (name, jobId, prev). TestInteropRetry and TestInteropStalled
 // compare their mixed runs with the same scenario run by Node alone.
 //
+// TestDifferentialRandom runs the seeded random programs of
+// internal/testkit/difftest step by step, once all Node and once mixed, and
+// shrinks any divergence to a regression test (`make test-differential`,
+// SEEDS=/DURATION= for campaigns).
+//
 // # Processes
 //
 // Each top-level test starts one Node driver (bullmqoracle.Start) shared by

@@ -13,9 +13,9 @@
 // Requests run concurrently; responses may come out of order. The process
 // closes everything and exits when stdin ends.
 
-import { Queue, QueueEvents, Job, FlowProducer } from 'bullmq';
+import { Queue, QueueEvents, Job, FlowProducer, Worker } from 'bullmq';
 import { createInterface } from 'node:readline';
-import { consoleToStderr, redisConnector, hasFlag, newWorker, watchWorker, jobView } from './lib.mjs';
+import { consoleToStderr, redisConnector, hasFlag, newWorker, watchWorker, jobView, runBehavior, backoffStrategies } from './lib.mjs';
 
 consoleToStderr();
 
@@ -35,6 +35,7 @@ for (const c of Object.values(conns)) {
 const queues = new Map(); // prefix\0queue -> Promise<Queue>
 const queueEvents = new Map(); // prefix\0queue -> {qe, events, waiters}
 const workers = new Map(); // workerId -> {worker, events, waiters}
+const stepWorkers = new Map(); // prefix\0queue -> Promise<{worker, behavior, n}>
 
 const qkey = (prefix, queue) => `${prefix}\u0000${queue}`;
 
@@ -162,6 +163,36 @@ async function getQueueEvents(args) {
   return p;
 }
 
+// getStepWorker returns the queue's step worker: a BullMQ Worker that never
+// runs on its own (autorun false) and that the step commands drive one job
+// at a time. Its processor runs the behavior of the current step.
+async function getStepWorker(args) {
+  need(args, 'prefix', 'queue');
+  const k = qkey(args.prefix, args.queue);
+  let p = stepWorkers.get(k);
+  if (!p) {
+    p = (async () => {
+      const sw = { behavior: { kind: 'return' }, n: 0 };
+      sw.worker = new Worker(args.queue, (job, token) => runBehavior(sw.behavior, job, token), {
+        connection: conns.worker,
+        prefix: args.prefix,
+        autorun: false,
+        name: args.workerName ?? 'w',
+        lockDuration: args.lockDuration ?? 30000,
+        stalledInterval: args.stalledInterval ?? 30000,
+        maxStalledCount: args.maxStalledCount ?? 1,
+        settings: { backoffStrategy: backoffStrategies.byType },
+      });
+      sw.worker.on('error', (err) => console.error(`oracle step worker ${args.queue} error:`, err.message));
+      await sw.worker.waitUntilReady();
+      return sw;
+    })();
+    stepWorkers.set(k, p);
+    p.catch(() => stepWorkers.delete(k));
+  }
+  return p;
+}
+
 function getWorker(args) {
   need(args, 'workerId');
   const w = workers.get(args.workerId);
@@ -184,6 +215,10 @@ async function closeAll() {
     tasks.push(p.then(({ qe }) => qe.close()).catch(() => {}));
   }
   queueEvents.clear();
+  for (const p of stepWorkers.values()) {
+    tasks.push(p.then(({ worker }) => worker.close(true)).catch(() => {}));
+  }
+  stepWorkers.clear();
   await Promise.all(tasks);
   const qs = [];
   for (const p of queues.values()) {
@@ -389,6 +424,65 @@ const commands = {
     const w = getWorker(a);
     const kinds = a.events ?? [];
     return w.rec.wait((e) => kinds.length === 0 || kinds.includes(e.event), a.count ?? 1, a.timeoutMs ?? 10000);
+  },
+
+  // stepWork takes the next ready job with the queue's step worker and
+  // processes it with a.behavior, as Worker.processJob does, without
+  // fetching a next job. Returns the job id, or null when none was ready.
+  stepWork: async (a) => {
+    const sw = await getStepWorker(a);
+    const token = `${sw.worker.id}:${++sw.n}`;
+    const job = await sw.worker.getNextJob(token, { block: false });
+    if (!job) {
+      return null;
+    }
+    sw.behavior = a.behavior ?? { kind: 'return' };
+    await sw.worker.processJob(job, token, () => false);
+    return job.id;
+  },
+  // stepTake takes the next ready job and leaves it active, as a worker
+  // that dies right after taking it. Returns the job id, or null.
+  stepTake: async (a) => {
+    const sw = await getStepWorker(a);
+    const token = `${sw.worker.id}:${++sw.n}`;
+    const job = await sw.worker.getNextJob(token, { block: false });
+    return job ? job.id : null;
+  },
+  // stepCheckStalled runs one stalled-jobs check of the step worker and
+  // returns the ids it moved back (or failed).
+  stepCheckStalled: async (a) => {
+    const sw = await getStepWorker(a);
+    const ids = [];
+    const onStalled = (id) => ids.push(id);
+    sw.worker.on('stalled', onStalled);
+    try {
+      await sw.worker.moveStalledJobsToWait();
+    } finally {
+      sw.worker.off('stalled', onStalled);
+    }
+    return ids;
+  },
+
+  // forget closes and drops what the driver holds for one queue: its Queue,
+  // QueueEvents and step worker (not Workers started with startWorker), so
+  // a test that uses many short-lived prefixes does not pile them up.
+  forget: async (a) => {
+    need(a, 'prefix', 'queue');
+    const k = qkey(a.prefix, a.queue);
+    const tasks = [];
+    for (const [m, close] of [
+      [stepWorkers, (x) => x.worker.close(true)],
+      [queueEvents, (x) => x.qe.close()],
+      [queues, (x) => x.close()],
+    ]) {
+      const p = m.get(k);
+      if (p) {
+        m.delete(k);
+        tasks.push(p.then(close).catch(() => {}));
+      }
+    }
+    await Promise.all(tasks);
+    return null;
   },
 
   startQueueEvents: async (a) => {

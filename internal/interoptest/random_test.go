@@ -1,0 +1,610 @@
+package interoptest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/scripts"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/difftest"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+	"github.com/seed40057009/drover/internal/testkit/statedump"
+)
+
+// Environment of TestDifferentialRandom (the Makefile's test-differential
+// target sets them from SEEDS, DURATION, KNOWN and STEPS).
+const (
+	// seedsEnv is "N" (N seeds from a random base), "A-B" or "A,B,C".
+	seedsEnv = "DIFFTEST_SEEDS"
+	// durationEnv keeps generating seeds until it has passed, e.g. "30m".
+	durationEnv = "DIFFTEST_DURATION"
+	// knownEnv=1 generates the inputs of the known divergences too.
+	knownEnv = "DIFFTEST_KNOWN"
+	// stepsEnv is the program length.
+	stepsEnv = "DIFFTEST_STEPS"
+)
+
+// fixedSeeds is how many seeds (1, 2, ...) run in `make test` (no
+// environment): a bounded number of programs, so the test's length does not
+// depend on the machine's speed.
+const fixedSeeds = 60
+
+// shrinkBudget bounds the program runs one shrink may take.
+const shrinkBudget = 300
+
+// TestDifferentialRandom runs seeded random programs (internal/testkit/difftest)
+// twice: once with Node BullMQ doing every step, once with drover doing the
+// steps the program gives it and Node the rest. After every step the
+// normalised Redis states, events stream included, and the step results
+// must be equal. A divergence is shrunk to a minimal program and printed as
+// a ready-to-paste regression test.
+func TestDifferentialRandom(t *testing.T) {
+	t.Parallel()
+
+	setup := newSetup(t)
+	b := setup(t)
+	cfg := difftest.Config{Known: os.Getenv(knownEnv) == "1"}
+	if s := os.Getenv(stepsEnv); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, stepsEnv)
+		cfg.Steps = n
+	}
+	seeds, until := campaignSeeds(t)
+	if seeds == nil && until.IsZero() {
+		for seed := int64(1); seed <= fixedSeeds; seed++ {
+			t.Run(fmt.Sprintf("Seed%d", seed), func(t *testing.T) {
+				checkProgram(t, b, difftest.Generate(seed, cfg), cfg.Known)
+			})
+		}
+		return
+	}
+	campaign(t, b, cfg, seeds, until)
+}
+
+// checkProgram runs p and, on a divergence, shrinks it and fails with the
+// regression test.
+func checkProgram(t *testing.T, b *bundle, p *difftest.Program, known bool) {
+	t.Helper()
+	d := runDifferential(t, b, p, known)
+	if d == nil {
+		return
+	}
+	t.Logf("divergence in %s\n%s", p, d)
+	minimal, md := shrink(t, b, p, known)
+	if md == nil {
+		t.Fatalf("the divergence does not reproduce (flaky run?)")
+	}
+	if k := difftest.KnownFor(minimal); k != nil {
+		t.Logf("known divergence %s (%s, %s); minimal program:\n%s", k.Issue, k.Name, k.Status, minimal)
+		return
+	}
+	t.Errorf("divergence, shrunk to %d steps:\n%s\n%s\nregression test:\n\n%s", len(minimal.Steps), minimal, md, regressionTest(minimal))
+}
+
+func shrink(t *testing.T, b *bundle, p *difftest.Program, known bool) (*difftest.Program, *divergence) {
+	t.Helper()
+	minimal := difftest.Shrink(p, shrinkBudget, func(c *difftest.Program) bool { return runDifferential(t, b, c, known) != nil })
+	return minimal, runDifferential(t, b, minimal, known)
+}
+
+func regressionTest(p *difftest.Program) string {
+	return fmt.Sprintf(`func TestDifferentialRegressionSeed%d(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &%s)
+}`, p.Seed, p.GoString())
+}
+
+// requireNoDivergence runs p (a regression test printed by the shrinker).
+func requireNoDivergence(t *testing.T, b *bundle, p *difftest.Program) {
+	t.Helper()
+	if d := runDifferential(t, b, p, false); d != nil {
+		t.Fatalf("divergence in %s\n%s", p, d)
+	}
+}
+
+// campaignSeeds reads the campaign environment: nil and zero without one.
+func campaignSeeds(t *testing.T) ([]int64, time.Time) {
+	t.Helper()
+	var until time.Time
+	if s := os.Getenv(durationEnv); s != "" {
+		d, err := time.ParseDuration(s)
+		require.NoError(t, err, durationEnv)
+		until = time.Now().Add(d)
+	}
+	s := os.Getenv(seedsEnv)
+	switch {
+	case s == "":
+		return nil, until
+	case strings.Contains(s, ","):
+		var seeds []int64
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			require.NoError(t, err, seedsEnv)
+			seeds = append(seeds, n)
+		}
+		return seeds, until
+	case strings.Contains(s[1:], "-"):
+		i := strings.Index(s[1:], "-") + 1
+		a, err := strconv.ParseInt(s[:i], 10, 64)
+		require.NoError(t, err, seedsEnv)
+		z, err := strconv.ParseInt(s[i+1:], 10, 64)
+		require.NoError(t, err, seedsEnv)
+		var seeds []int64
+		for n := a; n <= z; n++ {
+			seeds = append(seeds, n)
+		}
+		return seeds, until
+	}
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err, seedsEnv)
+	base := time.Now().UnixNano() % 1_000_000_000
+	seeds := make([]int64, n)
+	for i := range seeds {
+		seeds[i] = base + int64(i)
+	}
+	return seeds, until
+}
+
+// campaign runs the given seeds (or, with only a deadline, seeds from a
+// random base) until they are done or the deadline passed, and reports
+// every divergence at the end.
+func campaign(t *testing.T, b *bundle, cfg difftest.Config, seeds []int64, until time.Time) {
+	t.Helper()
+	start := time.Now()
+	next := time.Now().UnixNano() % 1_000_000_000
+	var programs, steps int
+	type found struct {
+		seed    int64
+		minimal *difftest.Program
+		d       *divergence
+		known   *difftest.KnownDivergence
+	}
+	var all []found
+	for i := 0; ; i++ {
+		if !until.IsZero() && time.Now().After(until) {
+			break
+		}
+		var seed int64
+		if seeds != nil {
+			if i >= len(seeds) {
+				break
+			}
+			seed = seeds[i]
+		} else {
+			seed = next + int64(i)
+		}
+		p := difftest.Generate(seed, cfg)
+		programs++
+		steps += len(p.Steps)
+		d := runDifferential(t, b, p, cfg.Known)
+		if d == nil {
+			if programs%50 == 0 {
+				t.Logf("campaign: %d programs, %d steps, %d divergences, %s", programs, steps, len(all), time.Since(start).Round(time.Second))
+			}
+			continue
+		}
+		minimal, md := shrink(t, b, p, cfg.Known)
+		if md == nil {
+			t.Logf("seed %d: divergence that does not reproduce (flaky run?):\n%s\n%s", seed, p, d)
+			minimal, md = p, d
+		}
+		f := found{seed: seed, minimal: minimal, d: md, known: difftest.KnownFor(minimal)}
+		all = append(all, f)
+		if f.known != nil {
+			t.Logf("seed %d: known divergence %s (%s), minimal:\n%s", seed, f.known.Issue, f.known.Name, minimal)
+		} else {
+			t.Logf("seed %d: NEW divergence, minimal:\n%s\n%s\nregression test:\n\n%s", seed, minimal, md, regressionTest(minimal))
+		}
+	}
+	t.Logf("campaign done: %d programs, %d steps, %d divergences (%d known) in %s",
+		programs, steps, len(all), countKnown(len(all), func(i int) bool { return all[i].known != nil }), time.Since(start).Round(time.Second))
+	for _, f := range all {
+		if f.known == nil {
+			t.Errorf("seed %d: divergence, minimal program:\n%s\n%s", f.seed, f.minimal, f.d)
+		}
+	}
+}
+
+func countKnown(n int, known func(int) bool) int {
+	c := 0
+	for i := range n {
+		if known(i) {
+			c++
+		}
+	}
+	return c
+}
+
+// divergence is the first step after which the two runs differ.
+type divergence struct {
+	step     int
+	ref, mix string   // the step's results
+	diff     []string // state differences (a = all Node, b = mixed)
+	refState *statedump.Snapshot
+	mixState *statedump.Snapshot
+}
+
+func (d *divergence) String() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "after step %d: results %q (Node only) vs %q (mixed)\n", d.step, d.ref, d.mix)
+	for _, l := range d.diff {
+		fmt.Fprintf(&s, "  %s\n", l)
+	}
+	if len(d.diff) > 0 {
+		fmt.Fprintf(&s, "Node-only state (a):\n%s\nmixed state (b):\n%s", d.refState, d.mixState)
+	}
+	return s.String()
+}
+
+// runDifferential runs p once with Node doing every step and once mixed,
+// each on a fresh prefix, and returns the first divergence or nil.
+func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *divergence {
+	t.Helper()
+	ref := newProgramRun(t, b, known)
+	defer ref.close()
+	mix := newProgramRun(t, b, known)
+	defer mix.close()
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		rr := ref.step(s, nodeImpl)
+		mr := mix.step(s, impl(s.By))
+		rs, ms := ref.state(), mix.state()
+		diff := statedump.Diff(rs, ms)
+		if rr != mr || len(diff) > 0 {
+			return &divergence{step: i, ref: rr, mix: mr, diff: diff, refState: rs, mixState: ms}
+		}
+	}
+	return nil
+}
+
+// programRun is one run of a program on its own prefix.
+type programRun struct {
+	t       *testing.T
+	o       *bullmqoracle.Oracle
+	rdb     *redis.Client
+	prefix  string
+	k       keys.Queue
+	dq      *drover.Queue
+	ids     map[string]string // add name -> job id
+	start   int64
+	workRan bool
+	jitter  bool
+	known   bool
+}
+
+func newProgramRun(t *testing.T, b *bundle, known bool) *programRun {
+	t.Helper()
+	prefix := redistest.UniquePrefix()
+	dq, err := drover.NewQueue(b.rdb, queueName, &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs})
+	require.NoError(t, err)
+	r := &programRun{
+		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq,
+		ids: map[string]string{}, start: time.Now().UnixMilli(), known: known,
+	}
+	// A Node app has the queue open from the start: its Queue writes meta.
+	_, err = r.o.GetJobCounts(context.Background(), prefix, queueName)
+	require.NoError(t, err)
+	return r
+}
+
+func (r *programRun) close() {
+	ctx := context.Background()
+	require.NoError(r.t, r.o.Forget(ctx, r.prefix, queueName))
+	redistest.DeletePrefix(ctx, r.rdb, r.prefix)
+}
+
+func (r *programRun) state() *statedump.Snapshot {
+	r.t.Helper()
+	raw, err := statedump.Dump(context.Background(), r.rdb, r.prefix)
+	require.NoError(r.t, err)
+	s, err := difftest.Comparable(raw, difftest.NormContext{Queue: queueName, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known})
+	require.NoError(r.t, err)
+	return s
+}
+
+func (r *programRun) id(name string) string {
+	if id, ok := r.ids[name]; ok {
+		return id
+	}
+	return "nosuch"
+}
+
+// result renders a step's outcome for comparison: what it returned, or
+// "refused" when it failed with an error of the implementation (the texts
+// differ by design). Other errors (the oracle's process, Redis) fail the
+// test.
+func (r *programRun) result(v string, err error) string {
+	r.t.Helper()
+	if err == nil {
+		return "ok " + v
+	}
+	var ne *bullmqoracle.NodeError
+	if errors.As(err, &ne) {
+		return "refused"
+	}
+	var de *drover.JobError
+	if errors.As(err, &de) || errors.Is(err, drover.ErrJobNotFound) || drover.IsRefusal(err) || isDroverOptionError(err) {
+		return "refused"
+	}
+	r.t.Fatalf("step failed outside the implementations: %v", err)
+	return ""
+}
+
+func isDroverOptionError(err error) bool {
+	return strings.HasPrefix(err.Error(), "drover") || strings.Contains(err.Error(), "JobOptions")
+}
+
+func behaviorOf(o *difftest.Outcome) bullmqoracle.Behavior {
+	switch o.Kind {
+	case "fail":
+		return bullmqoracle.Fail(o.Message)
+	case "unrecoverable":
+		return bullmqoracle.Unrecoverable(o.Message)
+	case "delay":
+		return bullmqoracle.MoveToDelayed(time.Duration(o.Delay)*time.Millisecond, 1<<30, nil)
+	}
+	return bullmqoracle.Return(o.Value)
+}
+
+// ready reports whether a worker would take a job now: the queue is not
+// paused and wait or prioritized holds one (nothing delayed is ever due).
+func (r *programRun) ready(ctx context.Context) bool {
+	r.t.Helper()
+	paused, err := r.rdb.HExists(ctx, r.k.Meta(), "paused").Result()
+	require.NoError(r.t, err)
+	n, err := r.rdb.LLen(ctx, r.k.Wait()).Result()
+	require.NoError(r.t, err)
+	m, err := r.rdb.ZCard(ctx, r.k.Prioritized()).Result()
+	require.NoError(r.t, err)
+	return !paused && n+m > 0
+}
+
+// step performs s with the given implementation and returns its result.
+func (r *programRun) step(s *difftest.Step, by impl) string {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	node := by == nodeImpl
+	o, p, q := r.o, r.prefix, queueName
+	id := r.id(s.Job)
+	switch s.Op {
+	case difftest.OpAdd:
+		a := s.Add
+		if a.Backoff != nil && a.Backoff.Jitter > 0 {
+			r.jitter = true
+		}
+		var got string
+		var err error
+		if node {
+			got, err = o.Add(ctx, p, q, a.Name, a.Data, a.NodeOpts())
+		} else {
+			var res *drover.AddResult
+			res, err = r.dq.Add(ctx, a.Name, a.Data, a.DroverOpts())
+			if err == nil {
+				got = res.Job.ID
+			}
+		}
+		if err == nil {
+			r.ids[a.Name] = got
+		}
+		return r.result(got, err)
+	case difftest.OpWork:
+		r.workRan = true
+		if !r.ready(ctx) {
+			return "none"
+		}
+		if node {
+			got, err := o.StepWork(ctx, p, q, behaviorOf(s.Outcome))
+			return r.result(got, err)
+		}
+		return r.result(r.droverWork(ctx, behaviorOf(s.Outcome)), nil)
+	case difftest.OpStall:
+		r.workRan = true
+		if !r.ready(ctx) {
+			return "none"
+		}
+		var got string
+		if node {
+			var err error
+			got, err = o.StepTake(ctx, p, q)
+			require.NoError(r.t, err)
+		} else {
+			f, err := scripts.MoveToActive(ctx, r.rdb, r.k, scripts.FetchArgs{
+				Now: time.Now().UnixMilli(), Count: 1, Token: "dead:1", LockDuration: 30000, WorkerName: workerName,
+			})
+			require.NoError(r.t, err)
+			require.Len(r.t, f.Jobs, 1)
+			got = f.Jobs[0].ID
+		}
+		// The worker died: its lock expires.
+		require.NoError(r.t, r.rdb.Del(ctx, r.k.Lock(got)).Err())
+		return "ok " + got
+	case difftest.OpCheckStalled:
+		r.workRan = true
+		// Each check is a new interval.
+		require.NoError(r.t, r.rdb.Del(ctx, r.k.StalledCheck()).Err())
+		var ids []string
+		if node {
+			var err error
+			ids, err = o.StepCheckStalled(ctx, p, q)
+			require.NoError(r.t, err)
+		} else {
+			_, moved, err := scripts.MoveStalledJobsToWait(ctx, r.rdb, r.k, time.Now().UnixMilli(), 30000, 1)
+			require.NoError(r.t, err)
+			for _, m := range moved {
+				ids = append(ids, m.ID)
+			}
+		}
+		slices.Sort(ids)
+		return fmt.Sprintf("ok %v", ids)
+	case difftest.OpRetry:
+		if node {
+			return r.result("", o.RetryJob(ctx, p, q, id, s.State, s.ResetMade, s.ResetStarted))
+		}
+		return r.result("", r.dq.Job(id).Retry(ctx, drover.JobState(s.State),
+			&drover.RetryOptions{ResetAttemptsMade: s.ResetMade, ResetAttemptsStarted: s.ResetStarted}))
+	case difftest.OpRetryJobs:
+		if node {
+			return r.result("", o.RetryJobs(ctx, p, q, bullmqoracle.RetryJobsOptions{State: s.State}))
+		}
+		_, err := r.dq.RetryJobs(ctx, &drover.RetryJobsOptions{State: drover.JobState(s.State)})
+		return r.result("", err)
+	case difftest.OpPromote:
+		if node {
+			return r.result("", o.Promote(ctx, p, q, id))
+		}
+		return r.result("", r.dq.Job(id).Promote(ctx))
+	case difftest.OpPromoteJobs:
+		if node {
+			return r.result("", o.PromoteJobs(ctx, p, q, 0))
+		}
+		_, err := r.dq.PromoteJobs(ctx, 0)
+		return r.result("", err)
+	case difftest.OpChangeDelay:
+		if node {
+			return r.result("", o.ChangeDelay(ctx, p, q, id, s.Delay))
+		}
+		return r.result("", r.dq.Job(id).ChangeDelay(ctx, time.Duration(s.Delay)*time.Millisecond))
+	case difftest.OpChangePriority:
+		if node {
+			return r.result("", o.ChangePriority(ctx, p, q, id, s.Priority, s.LIFO))
+		}
+		return r.result("", r.dq.Job(id).ChangePriority(ctx, s.Priority, s.LIFO))
+	case difftest.OpRemove:
+		if node {
+			code, err := o.Remove(ctx, p, q, id)
+			if err == nil && code == 0 {
+				return "refused"
+			}
+			return r.result("", err)
+		}
+		err := r.dq.Job(id).Remove(ctx)
+		if errors.Is(err, drover.ErrJobNotFound) {
+			err = nil // Node's Queue.remove returns 1 for a missing job (see difftest.Deliberate)
+		}
+		return r.result("", err)
+	case difftest.OpDrain:
+		if node {
+			return r.result("", o.Drain(ctx, p, q, s.Delayed))
+		}
+		_, err := r.dq.Drain(ctx, s.Delayed)
+		return r.result("", err)
+	case difftest.OpClean:
+		var ids []string
+		var err error
+		if node {
+			ids, err = o.Clean(ctx, p, q, s.Delay, s.Limit, s.State)
+		} else {
+			st := drover.JobState(s.State)
+			if s.State == "wait" {
+				st = drover.StateWaiting
+			}
+			ids, err = r.dq.Clean(ctx, time.Duration(s.Delay)*time.Millisecond, s.Limit, st)
+		}
+		slices.Sort(ids)
+		return r.result(fmt.Sprint(ids), err)
+	case difftest.OpObliterate:
+		if node {
+			return r.result("", o.Obliterate(ctx, p, q, true))
+		}
+		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: true}))
+	case difftest.OpPause:
+		if node {
+			return r.result("", o.Pause(ctx, p, q))
+		}
+		return r.result("", r.dq.Pause(ctx))
+	case difftest.OpResume:
+		if node {
+			return r.result("", o.Resume(ctx, p, q))
+		}
+		return r.result("", r.dq.Resume(ctx))
+	case difftest.OpProgress:
+		if node {
+			return r.result("", o.UpdateProgress(ctx, p, q, id, s.Value))
+		}
+		return r.result("", r.dq.Job(id).UpdateProgress(ctx, s.Value))
+	case difftest.OpLog:
+		if node {
+			n, err := o.Log(ctx, p, q, id, s.Line)
+			return r.result(strconv.FormatInt(n, 10), err)
+		}
+		j, err := r.dq.GetJob(ctx, id)
+		if err != nil {
+			return r.result("", err)
+		}
+		n, err := j.Log(ctx, s.Line)
+		return r.result(strconv.Itoa(n), err)
+	}
+	r.t.Fatalf("unknown op %q", s.Op)
+	return ""
+}
+
+// droverWork runs one job on a drover Worker: the processor holds the job
+// until the worker is closing, so writing its result fetches no next job
+// (a Worker that is closing takes none), then does what bh says.
+func (r *programRun) droverWork(ctx context.Context, bh bullmqoracle.Behavior) string {
+	r.t.Helper()
+	got := make(chan string, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	var calls atomic.Int32
+	proc := droverBehavior(bh)
+	w, err := drover.NewWorker(r.rdb, queueName, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		calls.Add(1)
+		once.Do(func() { got <- job.ID })
+		<-release
+		return proc(ctx, job)
+	}), &drover.WorkerOptions{
+		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies,
+	})
+	require.NoError(r.t, err)
+	require.NoError(r.t, w.Start(ctx))
+	var id string
+	select {
+	case id = <-got:
+	case <-ctx.Done():
+		_ = w.Close(context.Background())
+		r.t.Fatalf("drover worker took no job: %v", context.Cause(ctx))
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- w.Close(ctx) }()
+	// Start refuses once Close has begun: from then on the worker fetches
+	// nothing more.
+	for w.Start(ctx) == nil {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	require.NoError(r.t, <-closed)
+	require.EqualValues(r.t, 1, calls.Load(), "the drover worker ran one job")
+	return id
+}
+
+// TestDifferentialRegressionRetryResetsAttempts is the tester's own proof:
+// with Job.Retry's ResetAttemptsMade broken on purpose it found this
+// program (seed 8), shrunk from 24 steps, and printed this test.
+func TestDifferentialRegressionRetryResetsAttempts(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 8, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j6", Data: map[string]any{"n": 6}}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete"}},
+		{Op: difftest.OpRetry, By: difftest.Drover, Job: "j6", State: "completed", ResetMade: true},
+	}})
+}

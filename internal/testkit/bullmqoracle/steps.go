@@ -1,0 +1,48 @@
+package bullmqoracle
+
+import "context"
+
+// Step operations drive one BullMQ Worker per (prefix, queue) one job at a
+// time, for tests that must decide each job's fate in order: the worker
+// never runs on its own (autorun false), so nothing happens between steps.
+// It is named "w" (BullMQ's processedBy), with lockDuration and
+// stalledInterval 30 s, maxStalledCount 1 and the custom backoff strategies
+// of node/lib.mjs.
+
+// StepWork takes the next ready job (Worker.getNextJob without blocking)
+// and processes it with behavior (Worker.processJob, not fetching a next
+// job). It returns the job's id, or "" when no job was ready.
+func (o *Oracle) StepWork(ctx context.Context, prefix, queue string, behavior Behavior) (string, error) {
+	var id *string
+	err := o.Call(ctx, "stepWork", qargs(prefix, queue, "behavior", behavior), &id)
+	if id == nil {
+		return "", err
+	}
+	return *id, err
+}
+
+// StepTake takes the next ready job and leaves it active with its lock, as
+// a worker that died right after taking it. It returns the job's id, or ""
+// when no job was ready.
+func (o *Oracle) StepTake(ctx context.Context, prefix, queue string) (string, error) {
+	var id *string
+	err := o.Call(ctx, "stepTake", qargs(prefix, queue), &id)
+	if id == nil {
+		return "", err
+	}
+	return *id, err
+}
+
+// StepCheckStalled runs one stalled-jobs check (Worker.moveStalledJobsToWait)
+// and returns the ids it reported stalled.
+func (o *Oracle) StepCheckStalled(ctx context.Context, prefix, queue string) ([]string, error) {
+	var ids []string
+	err := o.Call(ctx, "stepCheckStalled", qargs(prefix, queue), &ids)
+	return ids, err
+}
+
+// Forget closes and drops the driver's Queue, QueueEvents and step worker
+// of one queue, for tests that use many short-lived prefixes.
+func (o *Oracle) Forget(ctx context.Context, prefix, queue string) error {
+	return o.Call(ctx, "forget", qargs(prefix, queue), nil)
+}

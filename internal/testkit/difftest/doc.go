@@ -1,0 +1,48 @@
+// Package difftest is drover's randomized differential tester against Node
+// BullMQ: a seeded generator of programs, the one list of accepted
+// differences, the state normalisation and a shrinker. The runner that
+// executes programs is TestDifferentialRandom in internal/interoptest
+// (`make test-differential`; `make test` runs a fixed set of seeds).
+//
+// # Programs
+//
+// A [Program] is a sequence of [Step]s over the surface drover shares with
+// BullMQ: adds with random option combinations ([Add]: delay, priority,
+// LIFO, custom ids with duplicates, attempts with fixed, exponential
+// (jitter) or custom backoff, retention in its shapes, deduplication in
+// its modes, keepLogs, stackTraceLimit), worker steps that take the next
+// job and complete it with a value, fail it, fail it unrecoverably or
+// delay it ([Outcome]), stalls (the worker dies holding a job) and stalled
+// checks, and admin calls (retry with and without resets, retryJobs,
+// promote, promoteJobs, changeDelay, changePriority, remove, drain, clean,
+// obliterate, pause, resume, progress, log). [Generate] makes the program
+// of a seed; the same seed always gives the same program.
+//
+// # Runs
+//
+// Each program runs twice, each run on a fresh key prefix of a real
+// redis-server: once with Node BullMQ doing every step, once with drover
+// doing the steps whose [Step].By is [Drover] and Node the rest. Worker
+// steps are one job at a time: Node's Worker.getNextJob + processJob with
+// no next fetch, drover's Worker closed before it writes the result. After
+// every step the two normalised states ([Comparable], the events stream
+// included) and the step results must be equal. Time is not controlled
+// (Node's scripts read Date.now()), so every generated delay, backoff and
+// grace is a whole number of hours: nothing becomes due during a run, and
+// due times compare to the minute.
+//
+// # Accepted differences
+//
+// [Deliberate] lists every difference the comparison removes, with its
+// reason. [Known] lists the divergences being fixed: the generator leaves
+// their inputs out, or Comparable masks them, unless [Config].Known is
+// set, so `make test` stays green while a campaign with KNOWN=1 still
+// finds them.
+//
+// # Shrinking
+//
+// On a divergence, [Shrink] drops chunks of steps and then simplifies the
+// rest (options removed, drover steps handed to Node) while the program
+// still diverges, and the runner prints the minimal program as a Go
+// regression test ([Program.GoString]).
+package difftest

@@ -1,0 +1,271 @@
+package difftest
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// Hour is the unit of every generated delay, backoff and grace: long
+// enough that nothing becomes due while a program runs (both runs use the
+// real clock), so time never decides a step.
+const Hour int64 = 3_600_000
+
+// Config selects what the generator uses.
+type Config struct {
+	// Steps is the number of steps of a program.
+	//
+	// Defaults to StepsDefault.
+	Steps int
+	// Known enables the inputs of the known divergences listed in Known
+	// (each one's fix is in progress), which the fixed seeds of `make test`
+	// leave out so that it stays green. Campaigns turn them on to check
+	// the fixes.
+	Known bool
+}
+
+// StepsDefault is the default Config.Steps.
+const StepsDefault = 24
+
+// Generate returns the program of seed: the same seed and config always
+// give the same program.
+func Generate(seed int64, cfg Config) *Program {
+	if cfg.Steps <= 0 {
+		cfg.Steps = StepsDefault
+	}
+	g := &gen{r: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), cfg: cfg}
+	p := &Program{Seed: seed}
+	for len(p.Steps) < cfg.Steps {
+		s := g.step()
+		if g.r.IntN(2) == 0 {
+			s.By = Drover
+		} else {
+			s.By = Node
+		}
+		if s.NodeOnly() {
+			s.By = Node
+		}
+		p.Steps = append(p.Steps, s)
+	}
+	return p
+}
+
+type gen struct {
+	r     *rand.Rand
+	cfg   Config
+	names []string
+	n     int
+}
+
+func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
+
+func (g *gen) chance(pct int) bool { return g.r.IntN(100) < pct }
+
+// job picks a target: mostly an added job, sometimes one never added.
+func (g *gen) job() string {
+	if len(g.names) == 0 || g.chance(5) {
+		return "nosuch"
+	}
+	// Recent jobs are likelier targets.
+	i := len(g.names) - 1 - min(g.r.IntN(len(g.names)), g.r.IntN(len(g.names)))
+	return g.names[i]
+}
+
+type weighted struct {
+	w int
+	f func() Step
+}
+
+func (g *gen) step() Step {
+	opts := []weighted{
+		{30, g.add},
+		{26, g.work},
+		{2, func() Step { return Step{Op: OpStall} }},
+		{4, func() Step { return Step{Op: OpCheckStalled} }},
+		{5, func() Step {
+			return Step{Op: OpRetry, Job: g.job(), State: g.pick("failed", "completed"), ResetMade: g.chance(40), ResetStarted: g.chance(30)}
+		}},
+		{2, func() Step { return Step{Op: OpRetryJobs, State: g.pick("failed", "completed")} }},
+		{4, func() Step { return Step{Op: OpPromote, Job: g.job()} }},
+		{1, func() Step { return Step{Op: OpPromoteJobs} }},
+		{3, func() Step { return Step{Op: OpChangeDelay, Job: g.job(), Delay: int64(1+g.r.IntN(3)) * Hour} }},
+		{4, func() Step {
+			return Step{Op: OpChangePriority, Job: g.job(), Priority: g.pick3(0, 1+g.r.IntN(5)), LIFO: g.chance(30)}
+		}},
+		{4, func() Step { return Step{Op: OpRemove, Job: g.job()} }},
+		{1, func() Step { return Step{Op: OpDrain, Delayed: g.chance(50)} }},
+		{2, func() Step {
+			grace := int64(0)
+			if g.chance(20) {
+				grace = Hour
+			}
+			lim := 0
+			if g.chance(30) {
+				lim = 1 + g.r.IntN(2)
+			}
+			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "delayed", "prioritized", "paused"), Delay: grace, Limit: lim}
+		}},
+		{1, func() Step { return Step{Op: OpObliterate} }},
+		{2, func() Step { return Step{Op: OpPause} }},
+		{3, func() Step { return Step{Op: OpResume} }},
+		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
+		{3, func() Step { return Step{Op: OpLog, Job: g.job(), Line: fmt.Sprintf("line %d", g.r.IntN(100))} }},
+	}
+	total := 0
+	for _, o := range opts {
+		total += o.w
+	}
+	n := g.r.IntN(total)
+	for _, o := range opts {
+		if n < o.w {
+			return o.f()
+		}
+		n -= o.w
+	}
+	panic("unreachable")
+}
+
+func (g *gen) pick3(a, b int) int {
+	if g.chance(30) {
+		return a
+	}
+	return b
+}
+
+func (g *gen) value() any {
+	switch g.r.IntN(5) {
+	case 0:
+		return nil
+	case 1:
+		return g.r.IntN(100)
+	case 2:
+		return fmt.Sprintf("v%d", g.r.IntN(100))
+	case 3:
+		return map[string]any{"pct": g.r.IntN(100), "path": "a/b"}
+	default:
+		return []any{1, "two", true}
+	}
+}
+
+func (g *gen) add() Step {
+	g.n++
+	a := &Add{Name: fmt.Sprintf("j%d", g.n), Data: map[string]any{"n": g.n}}
+	if g.chance(15) {
+		a.Data["s"] = g.pick("a/b", "żółw ✓", "tab\tnl\n", `quote"back\`)
+		if g.cfg.Known && g.chance(50) {
+			a.Data["s"] = g.pick("<b>&amp;</b>", "line\u2028sep\u2029", "é<>&")
+		}
+	}
+	if g.chance(20) {
+		// A small pool, so that duplicates happen.
+		a.JobID = fmt.Sprintf("c%d", 1+g.r.IntN(4))
+		if g.cfg.Known && g.chance(30) {
+			a.JobID = g.pick("1234567890123456", "100000000000000000000")
+		}
+	}
+	if g.chance(20) {
+		a.Delay = int64(1+g.r.IntN(3)) * Hour
+	}
+	if g.chance(25) {
+		a.Priority = 1 + g.r.IntN(5)
+	}
+	if g.chance(15) {
+		a.LIFO = true
+	}
+	if g.chance(40) {
+		a.Attempts = 1 + g.r.IntN(4)
+		if g.chance(60) {
+			a.Backoff = g.backoff()
+		}
+	}
+	if g.chance(30) {
+		a.RemoveOnComplete = g.retention()
+	}
+	if g.chance(30) {
+		a.RemoveOnFail = g.retention()
+	}
+	if g.chance(15) {
+		d := &Dedup{ID: fmt.Sprintf("d%d", 1+g.r.IntN(2))}
+		switch g.r.IntN(4) {
+		case 1:
+			d.TTL = Hour
+		case 2:
+			d.TTL, d.Extend = Hour, true
+		case 3:
+			d.TTL, d.Replace = Hour, true
+		}
+		if g.cfg.Known && g.chance(30) {
+			d.KeepLastIfActive = true
+		}
+		a.Dedup = d
+	}
+	if g.chance(15) {
+		a.KeepLogs = 1 + g.r.IntN(3)
+	}
+	if g.chance(10) {
+		a.StackTraceLimit = 1 + g.r.IntN(2)
+	}
+	g.names = append(g.names, a.Name)
+	return Step{Op: OpAdd, Add: a}
+}
+
+func (g *gen) backoff() *Backoff {
+	switch g.r.IntN(6) {
+	case 0:
+		return &Backoff{Type: "fixed", Delay: Hour, Number: true}
+	case 1, 2:
+		return &Backoff{Type: "fixed", Delay: int64(1+g.r.IntN(2)) * Hour}
+	case 3:
+		// Jitter small enough that the due time stays within a minute of
+		// the delay (see the delayed-set normalisation).
+		return &Backoff{Type: "exponential", Delay: Hour, Jitter: 0.001 * float64(1+g.r.IntN(5))}
+	case 4:
+		return &Backoff{Type: "exponential", Delay: Hour}
+	default:
+		return &Backoff{Type: g.pick("zero", "stop")}
+	}
+}
+
+func (g *gen) retention() *Retention {
+	t, f := true, false
+	switch g.r.IntN(6) {
+	case 0:
+		return &Retention{Bool: &t}
+	case 1:
+		return &Retention{Bool: &f}
+	case 2:
+		c := 1 + g.r.IntN(3)
+		return &Retention{Count: &c}
+	case 3:
+		c := 1 + g.r.IntN(3)
+		if !g.cfg.Known {
+			return &Retention{Count: &c}
+		}
+		if g.chance(30) {
+			c = 0
+		}
+		return &Retention{Object: true, Count: &c}
+	case 4:
+		c := 1 + g.r.IntN(3)
+		if g.cfg.Known && g.chance(30) {
+			c = 0
+		}
+		return &Retention{Object: true, Age: 3600, Count: &c}
+	default:
+		return &Retention{Object: true, Age: 3600 * int64(1+g.r.IntN(2)), Limit: g.r.IntN(3)}
+	}
+}
+
+func (g *gen) work() Step {
+	var o Outcome
+	switch n := g.r.IntN(10); {
+	case n < 5:
+		o = Outcome{Kind: "complete", Value: g.value()}
+	case n < 8:
+		o = Outcome{Kind: "fail", Message: g.pick("boom", "bad input")}
+	case n < 9:
+		o = Outcome{Kind: "unrecoverable", Message: "fatal"}
+	default:
+		o = Outcome{Kind: "delay", Delay: int64(1+g.r.IntN(2)) * Hour}
+	}
+	return Step{Op: OpWork, Outcome: &o}
+}

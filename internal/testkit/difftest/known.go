@@ -1,0 +1,219 @@
+package difftest
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/seed40057009/drover/internal/testkit/statedump"
+)
+
+// Difference is one difference between a Node BullMQ run and a drover run
+// that the tester accepts. This file is the one place that lists them.
+type Difference struct {
+	Name   string
+	Reason string
+}
+
+// Deliberate are the differences the comparison removes (Comparable
+// applies exactly these), each with why it is not a format difference.
+var Deliberate = []Difference{
+	{"meta.version", "Node's Queue writes \"bullmq:<version>\" into meta; drover writes none. Informational only (spec §7), nothing parses it."},
+	{"drover.attempts", "drover's attempt timeline, a job hash field Node ignores and deletes with the hash (spec §2.1 allows extra fields)."},
+	{"stacktrace text", "each language's stack dump (a JS Error.stack vs a Go error's text); the number of entries is compared."},
+	{"marker after a work step", "markers are wake-up hints consumed by blocked workers; drover's fetch writes its cascade marker only when more jobs are ready (fewer wake-ups). Compared until the first work, stall or stalled-check step."},
+	{"finished-set order within a millisecond", "completed/failed scores are finishedOn ms; jobs finished in the same ms are ordered by member, so the order depends on speed. Members are compared as sets, finishing order through the events stream."},
+	{"delayed scores as minutes from the run's start", "both runs use the real clock (Node BullMQ takes Date.now() in its scripts), so a delayed score is compared as the whole minutes between the run's start and the due time; every generated delay is a whole number of hours, so this is exact. Same-minute members keep their order unless the program has jitter."},
+	{"delay field to the second", "BullMQ's moveToDelayed stores the due time minus its script's clock, read a few ms after the processor computed the due time (7199992 for a 2 h delay); the job hash's delay field is compared rounded to the second."},
+	{"backoff delay of a jittered job", "the job hash's delay field of a job with backoff jitter is a random draw on each side; its due time is compared to the minute."},
+	{"timestamps, stream ids, lock tokens", "statedump.Normalize: every 13-digit ms value, stream entry id and lock token differs between runs by construction."},
+	{"error text", "a refused step is compared as refused on both sides; Node's and drover's messages differ by design (drover wraps with the operation and job)."},
+	{"remove of a missing job", "Node's Queue.remove returns 1 for a job that does not exist, drover's Job.Remove returns ErrJobNotFound (a Go sentinel to branch on): both are compared as done; the states must still agree."},
+	{"Node remove of a locked job", "Node's Queue.remove returns 0 for a locked job, drover's Job.Remove returns ErrJobLocked: both are compared as refused."},
+}
+
+// KnownDivergence is a divergence from BullMQ that is being fixed: the
+// generator leaves its inputs out unless Config.Known is set, and a
+// campaign that finds it reports it as known.
+type KnownDivergence struct {
+	Issue  string // e.g. "10.1"
+	Name   string
+	Status string
+	// Uses reports whether a program uses the input that shows it.
+	Uses func(p *Program) bool
+	// Mask, for a divergence any program may show, removes it from a
+	// dump; Comparable applies it unless NormContext.Known is set.
+	Mask func(s *statedump.Snapshot, queue string)
+}
+
+// Known are the divergences of issue 10 whose fixes are in progress.
+var Known = []KnownDivergence{
+	{"10.1", "dedup keepLastIfActive: drover never queues the stored last add", "fix in progress", anyAdd(func(a *Add) bool { return a.Dedup != nil && a.Dedup.KeepLastIfActive }), nil},
+	{"10.2", "removing a flow child does not detach it from its parent", "fix in progress", nil, nil},
+	{"10.3", "a parent completes with pending children", "fix in progress", nil, nil},
+	{"10.4", "retry of a completed child", "fix in progress", nil, nil},
+	{"10.5", "retention count:0 stored as keep", "fix in progress", anyAdd(func(a *Add) bool { return zeroCount(a.RemoveOnComplete) || zeroCount(a.RemoveOnFail) }), nil},
+	{"10.5", "retention {count:n} stored as n (drover's Retention cannot say which shape; Node reads both alike)", "fix in progress (codec)", anyDroverAdd(func(a *Add) bool {
+		return countOnlyObject(a.RemoveOnComplete) || countOnlyObject(a.RemoveOnFail)
+	}), nil},
+	{"10.7", "age retention removes the oldest expired first", "fix in progress", nil, nil},
+	{"10.8", "data bytes differ from Node's (U+2028/U+2029, <>&)", "fix in progress", anyAdd(func(a *Add) bool {
+		s, _ := a.Data["s"].(string)
+		return strings.ContainsAny(s, "<>&\u2028\u2029")
+	}), nil},
+	{"10.9", "integer-looking custom ids accepted", "fix in progress", anyAdd(func(a *Add) bool { return len(a.JobID) > 15 && strings.Trim(a.JobID, "0123456789") == "" }), nil},
+	{"new", "drover writes a \"drained\" event when a processor's Delay empties the queue; BullMQ's moveToDelayed writes none (only moveToFinished does)", "reported (found by this tester)", nil, dropEvents("drained")},
+}
+
+// dropEvents removes the named events from the events stream.
+func dropEvents(names ...string) func(s *statedump.Snapshot, queue string) {
+	return func(s *statedump.Snapshot, queue string) {
+		k := s.Keys[queue+":events"]
+		if k == nil {
+			return
+		}
+		k.Stream = slices.DeleteFunc(k.Stream, func(e statedump.StreamEntry) bool {
+			return len(e.Fields) >= 2 && e.Fields[0] == "event" && slices.Contains(names, e.Fields[1])
+		})
+	}
+}
+
+func anyAdd(f func(a *Add) bool) func(p *Program) bool {
+	return func(p *Program) bool {
+		for _, s := range p.Steps {
+			if s.Add != nil && f(s.Add) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func anyDroverAdd(f func(a *Add) bool) func(p *Program) bool {
+	return func(p *Program) bool {
+		for _, s := range p.Steps {
+			if s.Add != nil && s.By == Drover && f(s.Add) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func countOnlyObject(r *Retention) bool { return r != nil && r.Object && r.Age == 0 && r.Limit == 0 }
+
+func zeroCount(r *Retention) bool { return r != nil && r.Object && r.Count != nil && *r.Count == 0 }
+
+// KnownFor returns the known divergence a (shrunk) program uses, or nil.
+func KnownFor(p *Program) *KnownDivergence {
+	for i := range Known {
+		if Known[i].Uses != nil && Known[i].Uses(p) {
+			return &Known[i]
+		}
+	}
+	return nil
+}
+
+// NormContext is what Comparable needs to know about the run.
+type NormContext struct {
+	// Queue is the queue name (keys are "<queue>:...").
+	Queue string
+	// StartMs is the run's start (ms): delayed scores become minutes from it.
+	StartMs int64
+	// WorkRan drops the marker key (see Deliberate).
+	WorkRan bool
+	// Jitter sorts same-minute delayed members by name.
+	Jitter bool
+	// Known keeps the differences of the Known divergences that have a
+	// Mask (campaigns looking for them set it).
+	Known bool
+}
+
+// Comparable removes the Deliberate differences from a raw dump and
+// normalises it (statedump.Normalize). raw is modified.
+func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, error) {
+	for name, k := range raw.Keys {
+		if k.Type != statedump.TypeHash {
+			continue
+		}
+		if strings.HasSuffix(name, ":meta") {
+			delete(k.Hash, "version")
+		}
+		delete(k.Hash, "drover.attempts")
+		if st, ok := k.Hash["stacktrace"]; ok {
+			var traces []string
+			if st != "{}" && st != "[]" { // cjson writes an empty array as {}
+				if err := json.Unmarshal([]byte(st), &traces); err != nil {
+					return nil, fmt.Errorf("stacktrace of %s: %w", name, err)
+				}
+			}
+			k.Hash["stacktrace"] = fmt.Sprintf("<%d traces>", len(traces))
+		}
+		if opts, ok := k.Hash["opts"]; ok && strings.Contains(opts, `"jitter"`) {
+			var o struct {
+				Backoff struct {
+					Jitter float64 `json:"jitter"`
+				} `json:"backoff"`
+			}
+			if json.Unmarshal([]byte(opts), &o) == nil && o.Backoff.Jitter > 0 {
+				if _, ok := k.Hash["delay"]; ok {
+					k.Hash["delay"] = "<jittered>"
+				}
+			}
+		}
+		if d, err := strconv.ParseInt(k.Hash["delay"], 10, 64); err == nil {
+			k.Hash["delay"] = strconv.FormatInt((d+500)/1000*1000, 10)
+		}
+	}
+	if nc.WorkRan {
+		delete(raw.Keys, nc.Queue+":marker")
+	}
+	if !nc.Known {
+		for _, k := range Known {
+			if k.Mask != nil {
+				k.Mask(raw, nc.Queue)
+			}
+		}
+	}
+	if k := raw.Keys[nc.Queue+":delayed"]; k != nil {
+		type scored struct {
+			member string
+			min    int64
+			order  int
+		}
+		ss := make([]scored, len(k.ZSet))
+		for i, z := range k.ZSet {
+			f, err := strconv.ParseFloat(z.Score, 64)
+			if err != nil {
+				return nil, fmt.Errorf("delayed score %q: %w", z.Score, err)
+			}
+			due := math.Floor(f / 4096)
+			ss[i] = scored{z.Member, int64(math.Round((due - float64(nc.StartMs)) / 60000)), i}
+		}
+		slices.SortStableFunc(ss, func(a, b scored) int {
+			if c := cmp.Compare(a.min, b.min); c != 0 || !nc.Jitter {
+				return cmp.Or(c, cmp.Compare(a.order, b.order))
+			}
+			return strings.Compare(a.member, b.member)
+		})
+		for i, s := range ss {
+			k.ZSet[i] = statedump.ZMember{Member: s.member, Score: fmt.Sprintf("<+%dmin>", s.min)}
+		}
+	}
+	norm, err := statedump.Normalize(raw, &statedump.NormalizeOptions{DelayedScores: statedump.ScoreKeep})
+	if err != nil {
+		return nil, err
+	}
+	for _, set := range []string{"completed", "failed"} {
+		if k := norm.Keys[nc.Queue+":"+set]; k != nil {
+			slices.SortFunc(k.ZSet, func(a, b statedump.ZMember) int {
+				return cmp.Or(strings.Compare(a.Score, b.Score), strings.Compare(a.Member, b.Member))
+			})
+		}
+	}
+	return norm, nil
+}

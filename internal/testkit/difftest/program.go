@@ -1,0 +1,522 @@
+package difftest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/seed40057009/drover"
+)
+
+// Impl names who performs a step in the mixed run.
+type Impl string
+
+// The two implementations.
+const (
+	Node   Impl = "node"
+	Drover Impl = "drover"
+)
+
+// Op is what a step does.
+type Op string
+
+// The operations a program is made of. Each one exists on both sides
+// unless its doc says it is Node-only (then Step.By is always Node).
+const (
+	// OpAdd adds Step.Add (Queue.add / Queue.Add).
+	OpAdd Op = "add"
+	// OpWork takes the next ready job, one job, and ends it with
+	// Step.Outcome (a Node Worker's processJob without fetching a next job;
+	// a drover Worker closed before the job's result is written).
+	OpWork Op = "work"
+	// OpStall takes the next ready job and abandons it: the worker process
+	// dies, and the harness deletes the lock as its expiry would.
+	OpStall Op = "stall"
+	// OpCheckStalled runs one stalled-jobs check (moveStalledJobsToWait).
+	OpCheckStalled Op = "checkStalled"
+	// OpRetry retries Step.Job in Step.State (job.retry / Job.Retry).
+	OpRetry Op = "retry"
+	// OpRetryJobs moves every job in Step.State back to wait (retryJobs).
+	OpRetryJobs Op = "retryJobs"
+	// OpPromote promotes Step.Job (job.promote / Job.Promote).
+	OpPromote Op = "promote"
+	// OpPromoteJobs promotes every delayed job.
+	OpPromoteJobs Op = "promoteJobs"
+	// OpChangeDelay sets Step.Job's delay to Step.Delay ms.
+	OpChangeDelay Op = "changeDelay"
+	// OpChangePriority sets Step.Job's priority to Step.Priority (Step.LIFO).
+	OpChangePriority Op = "changePriority"
+	// OpRemove removes Step.Job.
+	OpRemove Op = "remove"
+	// OpDrain drains the queue (Step.Delayed: delayed jobs too).
+	OpDrain Op = "drain"
+	// OpClean cleans Step.State with grace Step.Delay ms and limit Step.Limit.
+	OpClean Op = "clean"
+	// OpObliterate obliterates the queue (force).
+	OpObliterate Op = "obliterate"
+	// OpPause and OpResume pause and resume the queue.
+	OpPause  Op = "pause"
+	OpResume Op = "resume"
+	// OpProgress sets Step.Job's progress to Step.Value.
+	OpProgress Op = "progress"
+	// OpLog appends Step.Line to Step.Job's logs.
+	OpLog Op = "log"
+)
+
+// Step is one operation of a program.
+type Step struct {
+	Op Op
+	// By performs the step in the mixed run; the reference run is all Node.
+	By Impl
+	// Job names the target job by the Name of the add that created it; a
+	// step whose add is gone (shrunk away) is skipped.
+	Job string
+	// Add is the job OpAdd adds.
+	Add *Add
+	// Outcome is how OpWork ends its job.
+	Outcome *Outcome
+	// State is the state of OpRetry, OpRetryJobs and OpClean.
+	State string
+	// ResetMade and ResetStarted are OpRetry's reset options.
+	ResetMade, ResetStarted bool
+	// Delay (ms) of OpChangeDelay; the grace of OpClean.
+	Delay int64
+	// Priority and LIFO of OpChangePriority.
+	Priority int
+	LIFO     bool
+	// Limit of OpClean (0: none).
+	Limit int
+	// Delayed makes OpDrain drain delayed jobs too.
+	Delayed bool
+	// Value of OpProgress.
+	Value any
+	// Line of OpLog.
+	Line string
+}
+
+// Add is one job to add, with the options both implementations share.
+type Add struct {
+	// Name is the job's name and the label later steps use to find it.
+	Name     string
+	Data     map[string]any
+	JobID    string
+	Delay    int64 // ms
+	Priority int
+	LIFO     bool
+	Attempts int
+	Backoff  *Backoff
+	// RemoveOnComplete and RemoveOnFail are retention options.
+	RemoveOnComplete, RemoveOnFail *Retention
+	Dedup                          *Dedup
+	KeepLogs                       int
+	StackTraceLimit                int
+}
+
+// Backoff is a job's backoff option. Number makes Node's shorthand (the
+// delay as a plain number, meaning fixed).
+type Backoff struct {
+	Type   string
+	Delay  int64 // ms
+	Jitter float64
+	Number bool
+}
+
+// Retention is one of BullMQ's KeepJobs shapes: Bool (true/false), a plain
+// Count, or an object with Age (seconds), Count and Limit.
+type Retention struct {
+	Bool   *bool
+	Count  *int
+	Object bool
+	Age    int64
+	Limit  int
+}
+
+// Dedup is a deduplication option.
+type Dedup struct {
+	ID               string
+	TTL              int64 // ms
+	Extend           bool
+	Replace          bool
+	KeepLastIfActive bool
+}
+
+// Outcome is what a work step's processor does.
+type Outcome struct {
+	// Kind is "complete", "fail", "unrecoverable" or "delay".
+	Kind    string
+	Value   any
+	Message string
+	Delay   int64 // ms, for "delay"
+}
+
+// Program is a seeded sequence of steps.
+type Program struct {
+	Seed  int64
+	Steps []Step
+}
+
+// NodeOnly reports whether only Node can perform the step: drover has no
+// API for it yet.
+func (s *Step) NodeOnly() bool {
+	return s.Op == OpAdd && s.Add != nil && s.Add.Dedup != nil && s.Add.Dedup.KeepLastIfActive
+}
+
+// NodeOpts are the add's options as Queue.add takes them.
+func (a *Add) NodeOpts() map[string]any {
+	m := map[string]any{}
+	if a.JobID != "" {
+		m["jobId"] = a.JobID
+	}
+	if a.Delay > 0 {
+		m["delay"] = a.Delay
+	}
+	if a.Priority != 0 {
+		m["priority"] = a.Priority
+	}
+	if a.LIFO {
+		m["lifo"] = true
+	}
+	if a.Attempts != 0 {
+		m["attempts"] = a.Attempts
+	}
+	if b := a.Backoff; b != nil {
+		if b.Number {
+			m["backoff"] = b.Delay
+		} else {
+			bo := map[string]any{"type": b.Type, "delay": b.Delay}
+			if b.Jitter > 0 {
+				bo["jitter"] = b.Jitter
+			}
+			m["backoff"] = bo
+		}
+	}
+	if r := a.RemoveOnComplete; r != nil {
+		m["removeOnComplete"] = r.node()
+	}
+	if r := a.RemoveOnFail; r != nil {
+		m["removeOnFail"] = r.node()
+	}
+	if d := a.Dedup; d != nil {
+		de := map[string]any{"id": d.ID}
+		if d.TTL > 0 {
+			de["ttl"] = d.TTL
+		}
+		if d.Extend {
+			de["extend"] = true
+		}
+		if d.Replace {
+			de["replace"] = true
+		}
+		if d.KeepLastIfActive {
+			de["keepLastIfActive"] = true
+		}
+		m["deduplication"] = de
+	}
+	if a.KeepLogs != 0 {
+		m["keepLogs"] = a.KeepLogs
+	}
+	if a.StackTraceLimit != 0 {
+		m["stackTraceLimit"] = a.StackTraceLimit
+	}
+	return m
+}
+
+func (r *Retention) node() any {
+	switch {
+	case r.Bool != nil:
+		return *r.Bool
+	case !r.Object && r.Count != nil:
+		return *r.Count
+	}
+	o := map[string]any{}
+	if r.Age > 0 {
+		o["age"] = r.Age
+	}
+	if r.Count != nil {
+		o["count"] = *r.Count
+	}
+	if r.Limit > 0 {
+		o["limit"] = r.Limit
+	}
+	return o
+}
+
+func (r *Retention) drover() *drover.Retention {
+	switch {
+	case r.Bool != nil:
+		return &drover.Retention{Remove: *r.Bool}
+	case !r.Object && r.Count != nil:
+		return &drover.Retention{Count: *r.Count}
+	}
+	d := &drover.Retention{Age: time.Duration(r.Age) * time.Second, Limit: r.Limit}
+	if r.Count != nil {
+		d.Count = *r.Count
+	}
+	return d
+}
+
+// DroverOpts are the add's options as drover's Queue.Add takes them.
+func (a *Add) DroverOpts() *drover.JobOptions {
+	o := &drover.JobOptions{
+		JobID: a.JobID, Delay: time.Duration(a.Delay) * time.Millisecond, Priority: a.Priority, LIFO: a.LIFO,
+		Attempts: a.Attempts, KeepLogs: a.KeepLogs, StackTraceLimit: a.StackTraceLimit,
+	}
+	if b := a.Backoff; b != nil {
+		typ := b.Type
+		if b.Number {
+			typ = drover.BackoffFixed
+		}
+		o.Backoff = &drover.Backoff{Type: typ, Delay: time.Duration(b.Delay) * time.Millisecond, Jitter: b.Jitter}
+	}
+	if r := a.RemoveOnComplete; r != nil {
+		o.RemoveOnComplete = r.drover()
+	}
+	if r := a.RemoveOnFail; r != nil {
+		o.RemoveOnFail = r.drover()
+	}
+	if d := a.Dedup; d != nil {
+		o.Deduplication = &drover.Deduplication{ID: d.ID, TTL: time.Duration(d.TTL) * time.Millisecond, Extend: d.Extend, Replace: d.Replace}
+	}
+	return o
+}
+
+// String renders the program one step a line, for logs.
+func (p *Program) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "program seed %d, %d steps:\n", p.Seed, len(p.Steps))
+	for i := range p.Steps {
+		fmt.Fprintf(&b, "  %2d %s\n", i, p.Steps[i].String())
+	}
+	return b.String()
+}
+
+// String renders one step compactly.
+func (s *Step) String() string {
+	var parts []string
+	parts = append(parts, fmt.Sprintf("[%s] %s", s.By, s.Op))
+	if s.Job != "" {
+		parts = append(parts, "job="+s.Job)
+	}
+	if s.Add != nil {
+		parts = append(parts, fmt.Sprintf("%s %v", s.Add.Name, s.Add.NodeOpts()))
+	}
+	if s.Outcome != nil {
+		parts = append(parts, fmt.Sprintf("%+v", *s.Outcome))
+	}
+	if s.State != "" {
+		parts = append(parts, "state="+s.State)
+	}
+	if s.ResetMade || s.ResetStarted {
+		parts = append(parts, fmt.Sprintf("reset=%v/%v", s.ResetMade, s.ResetStarted))
+	}
+	if s.Op == OpChangeDelay || s.Op == OpClean {
+		parts = append(parts, fmt.Sprintf("delay=%d", s.Delay))
+	}
+	if s.Op == OpChangePriority {
+		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
+	}
+	if s.Limit != 0 {
+		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
+	}
+	if s.Delayed {
+		parts = append(parts, "delayed")
+	}
+	if s.Value != nil {
+		parts = append(parts, fmt.Sprintf("value=%v", s.Value))
+	}
+	if s.Line != "" {
+		parts = append(parts, fmt.Sprintf("line=%q", s.Line))
+	}
+	return strings.Join(parts, " ")
+}
+
+// GoString renders the program as a Go composite literal of this package,
+// ready to paste into a regression test.
+func (p *Program) GoString() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "difftest.Program{Seed: %d, Steps: []difftest.Step{\n", p.Seed)
+	for i := range p.Steps {
+		fmt.Fprintf(&b, "\t%s,\n", p.Steps[i].GoString())
+	}
+	b.WriteString("}}")
+	return b.String()
+}
+
+var implNames = map[Impl]string{Node: "difftest.Node", Drover: "difftest.Drover"}
+
+var opNames = map[Op]string{
+	OpAdd: "OpAdd", OpWork: "OpWork", OpStall: "OpStall", OpCheckStalled: "OpCheckStalled", OpRetry: "OpRetry",
+	OpRetryJobs: "OpRetryJobs", OpPromote: "OpPromote", OpPromoteJobs: "OpPromoteJobs", OpChangeDelay: "OpChangeDelay",
+	OpChangePriority: "OpChangePriority", OpRemove: "OpRemove", OpDrain: "OpDrain", OpClean: "OpClean",
+	OpObliterate: "OpObliterate", OpPause: "OpPause", OpResume: "OpResume", OpProgress: "OpProgress", OpLog: "OpLog",
+}
+
+// GoString renders the step as a Go composite literal.
+func (s *Step) GoString() string {
+	f := []string{"Op: difftest." + opNames[s.Op], "By: " + implNames[s.By]}
+	if s.Job != "" {
+		f = append(f, fmt.Sprintf("Job: %q", s.Job))
+	}
+	if s.Add != nil {
+		f = append(f, "Add: "+s.Add.goString())
+	}
+	if o := s.Outcome; o != nil {
+		of := []string{fmt.Sprintf("Kind: %q", o.Kind)}
+		if o.Value != nil {
+			of = append(of, "Value: "+goValue(o.Value))
+		}
+		if o.Message != "" {
+			of = append(of, fmt.Sprintf("Message: %q", o.Message))
+		}
+		if o.Delay != 0 {
+			of = append(of, fmt.Sprintf("Delay: %d", o.Delay))
+		}
+		f = append(f, "Outcome: &difftest.Outcome{"+strings.Join(of, ", ")+"}")
+	}
+	if s.State != "" {
+		f = append(f, fmt.Sprintf("State: %q", s.State))
+	}
+	if s.ResetMade {
+		f = append(f, "ResetMade: true")
+	}
+	if s.ResetStarted {
+		f = append(f, "ResetStarted: true")
+	}
+	if s.Delay != 0 {
+		f = append(f, fmt.Sprintf("Delay: %d", s.Delay))
+	}
+	if s.Priority != 0 {
+		f = append(f, fmt.Sprintf("Priority: %d", s.Priority))
+	}
+	if s.LIFO {
+		f = append(f, "LIFO: true")
+	}
+	if s.Limit != 0 {
+		f = append(f, fmt.Sprintf("Limit: %d", s.Limit))
+	}
+	if s.Delayed {
+		f = append(f, "Delayed: true")
+	}
+	if s.Value != nil {
+		f = append(f, "Value: "+goValue(s.Value))
+	}
+	if s.Line != "" {
+		f = append(f, fmt.Sprintf("Line: %q", s.Line))
+	}
+	return "{" + strings.Join(f, ", ") + "}"
+}
+
+func (a *Add) goString() string {
+	f := []string{fmt.Sprintf("Name: %q", a.Name)}
+	if a.Data != nil {
+		f = append(f, "Data: "+goValue(a.Data))
+	}
+	if a.JobID != "" {
+		f = append(f, fmt.Sprintf("JobID: %q", a.JobID))
+	}
+	if a.Delay != 0 {
+		f = append(f, fmt.Sprintf("Delay: %d", a.Delay))
+	}
+	if a.Priority != 0 {
+		f = append(f, fmt.Sprintf("Priority: %d", a.Priority))
+	}
+	if a.LIFO {
+		f = append(f, "LIFO: true")
+	}
+	if a.Attempts != 0 {
+		f = append(f, fmt.Sprintf("Attempts: %d", a.Attempts))
+	}
+	if b := a.Backoff; b != nil {
+		bf := []string{fmt.Sprintf("Type: %q", b.Type), fmt.Sprintf("Delay: %d", b.Delay)}
+		if b.Jitter != 0 {
+			bf = append(bf, fmt.Sprintf("Jitter: %v", b.Jitter))
+		}
+		if b.Number {
+			bf = append(bf, "Number: true")
+		}
+		f = append(f, "Backoff: &difftest.Backoff{"+strings.Join(bf, ", ")+"}")
+	}
+	if r := a.RemoveOnComplete; r != nil {
+		f = append(f, "RemoveOnComplete: "+r.goString())
+	}
+	if r := a.RemoveOnFail; r != nil {
+		f = append(f, "RemoveOnFail: "+r.goString())
+	}
+	if d := a.Dedup; d != nil {
+		df := []string{fmt.Sprintf("ID: %q", d.ID)}
+		if d.TTL != 0 {
+			df = append(df, fmt.Sprintf("TTL: %d", d.TTL))
+		}
+		if d.Extend {
+			df = append(df, "Extend: true")
+		}
+		if d.Replace {
+			df = append(df, "Replace: true")
+		}
+		if d.KeepLastIfActive {
+			df = append(df, "KeepLastIfActive: true")
+		}
+		f = append(f, "Dedup: &difftest.Dedup{"+strings.Join(df, ", ")+"}")
+	}
+	if a.KeepLogs != 0 {
+		f = append(f, fmt.Sprintf("KeepLogs: %d", a.KeepLogs))
+	}
+	if a.StackTraceLimit != 0 {
+		f = append(f, fmt.Sprintf("StackTraceLimit: %d", a.StackTraceLimit))
+	}
+	return "&difftest.Add{" + strings.Join(f, ", ") + "}"
+}
+
+func (r *Retention) goString() string {
+	var f []string
+	if r.Bool != nil {
+		f = append(f, fmt.Sprintf("Bool: difftest.Ptr(%v)", *r.Bool))
+	}
+	if r.Count != nil {
+		f = append(f, fmt.Sprintf("Count: difftest.Ptr(%d)", *r.Count))
+	}
+	if r.Object {
+		f = append(f, "Object: true")
+	}
+	if r.Age != 0 {
+		f = append(f, fmt.Sprintf("Age: %d", r.Age))
+	}
+	if r.Limit != 0 {
+		f = append(f, fmt.Sprintf("Limit: %d", r.Limit))
+	}
+	return "&difftest.Retention{" + strings.Join(f, ", ") + "}"
+}
+
+// Ptr returns a pointer to v (for Retention literals).
+func Ptr[T any](v T) *T { return &v }
+
+// goValue renders a JSON-like value (maps, slices, strings, numbers, bools)
+// as a Go literal.
+func goValue(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "nil"
+	case string:
+		return fmt.Sprintf("%q", t)
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%q: %s", k, goValue(t[k]))
+		}
+		return "map[string]any{" + strings.Join(parts, ", ") + "}"
+	case []any:
+		parts := make([]string, len(t))
+		for i, x := range t {
+			parts[i] = goValue(x)
+		}
+		return "[]any{" + strings.Join(parts, ", ") + "}"
+	default:
+		return fmt.Sprintf("%#v", t)
+	}
+}
