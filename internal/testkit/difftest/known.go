@@ -23,6 +23,7 @@ type Difference struct {
 // applies exactly these), each with why it is not a format difference.
 var Deliberate = []Difference{
 	{"meta.version", "Node's Queue writes \"bullmq:<version>\" into meta; drover writes none. Informational only (spec §7), nothing parses it."},
+	{"add call records", "drover's <queue>:add:<token> string, which makes a retried addJobs call store its jobs once (docs/design.md), expires after QueueOptions.AddRetryWindow; Node never reads it."},
 	{"drover.attempts", "drover's attempt timeline, a job hash field Node ignores and deletes with the hash (spec §2.1 allows extra fields)."},
 	{"stacktrace text", "each language's stack dump (a JS Error.stack vs a Go error's text); the number of entries is compared."},
 	{"marker after a work step", "markers are wake-up hints consumed by blocked workers; drover's fetch writes its cascade marker only when more jobs are ready (fewer wake-ups). Compared until the first work, stall or stalled-check step."},
@@ -137,6 +138,10 @@ type NormContext struct {
 // normalises it (statedump.Normalize). raw is modified.
 func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, error) {
 	for name, k := range raw.Keys {
+		if k.Type == statedump.TypeString && k.TTL && strings.HasPrefix(name, nc.Queue+":add:") {
+			delete(raw.Keys, name)
+			continue
+		}
 		if k.Type != statedump.TypeHash {
 			continue
 		}

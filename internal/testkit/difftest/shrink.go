@@ -46,11 +46,17 @@ func Shrink(p *Program, budget int, fails func(*Program) bool) *Program {
 	for changed := true; changed && calls < budget; {
 		changed = false
 		for i := range cur.Steps {
-			for _, simpler := range simplifications(&cur.Steps[i]) {
+			// After a success the step changed: list its edits again.
+			for j := 0; ; j++ {
+				edits := simplifications(&cur.Steps[i])
+				if j >= len(edits) {
+					break
+				}
 				c := clone(cur)
-				simpler(&c.Steps[i])
+				edits[j](&c.Steps[i])
 				if try(c) {
 					changed = true
+					j = -1
 				}
 			}
 		}
