@@ -18,6 +18,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/difftest"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
@@ -620,6 +621,8 @@ type dumpOptions struct {
 //     dumps (a JS Error.stack vs a Go error's text). The number of entries
 //     is kept and compared.
 //   - the marker key after workers ran (see dumpOptions.workersRan).
+//   - drover's add call records, "<queue>:add:<token>" strings that expire
+//     after QueueOptions.AddRetryWindow (difftest.DropAddRecords).
 //   - the order of the completed and failed sets: their scores are
 //     finishedOn ms and become "<ts>"; jobs finished in the same
 //     millisecond are ordered by member name, so the order depends on how
@@ -634,6 +637,7 @@ func comparableDump(t *testing.T, rdb *redis.Client, prefix string, o dumpOption
 	t.Helper()
 	raw, err := statedump.Dump(context.Background(), rdb, prefix)
 	require.NoError(t, err)
+	difftest.DropAddRecords(raw, queueName)
 	for name, k := range raw.Keys {
 		if k.Type != statedump.TypeHash {
 			continue

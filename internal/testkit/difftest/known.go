@@ -119,6 +119,16 @@ func KnownFor(p *Program) *KnownDivergence {
 	return nil
 }
 
+// DropAddRecords removes drover's add call records ("<queue>:add:<token>"
+// strings with an expiry) from a dump: see Deliberate.
+func DropAddRecords(s *statedump.Snapshot, queue string) {
+	for name, k := range s.Keys {
+		if k.Type == statedump.TypeString && k.TTL && strings.HasPrefix(name, queue+":add:") {
+			delete(s.Keys, name)
+		}
+	}
+}
+
 // NormContext is what Comparable needs to know about the run.
 type NormContext struct {
 	// Queue is the queue name (keys are "<queue>:...").
@@ -137,11 +147,8 @@ type NormContext struct {
 // Comparable removes the Deliberate differences from a raw dump and
 // normalises it (statedump.Normalize). raw is modified.
 func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, error) {
+	DropAddRecords(raw, nc.Queue)
 	for name, k := range raw.Keys {
-		if k.Type == statedump.TypeString && k.TTL && strings.HasPrefix(name, nc.Queue+":add:") {
-			delete(raw.Keys, name)
-			continue
-		}
 		if k.Type != statedump.TypeHash {
 			continue
 		}
