@@ -76,13 +76,16 @@ func (s *Snapshot) Names() []string {
 // Dump reads every key whose name starts with prefix + ":". It is not
 // atomic: take it when the queues under the prefix are quiescent (no worker
 // running, or workers stopped). A key that disappears during the dump is
-// left out.
+// left out, and so are drover's add-call reply keys (see isAddCallKey).
 func Dump(ctx context.Context, rdb redis.UniversalClient, prefix string) (*Snapshot, error) {
 	snap := &Snapshot{Prefix: prefix, Keys: map[string]*Key{}}
 	full := prefix + ":"
 	var names []string
 	iter := rdb.Scan(ctx, 0, globEscape(full)+"*", 1000).Iterator()
 	for iter.Next(ctx) {
+		if isAddCallKey(strings.TrimPrefix(iter.Val(), full)) {
+			continue
+		}
 		names = append(names, iter.Val())
 	}
 	if err := iter.Err(); err != nil {
@@ -100,6 +103,20 @@ func Dump(ctx context.Context, rdb redis.UniversalClient, prefix string) (*Snaps
 		}
 	}
 	return snap, nil
+}
+
+// isAddCallKey reports whether rel (a key name relative to the prefix) is
+// one of drover's add-call reply keys, "<queue>:add:<token>": short-lived
+// bookkeeping that makes an add exactly-once under client retries, with no
+// BullMQ counterpart, so Dump leaves it out. No queue name and no token
+// contains ':'.
+func isAddCallKey(rel string) bool {
+	q, rest, ok := strings.Cut(rel, ":")
+	if !ok || q == "" {
+		return false
+	}
+	token, ok := strings.CutPrefix(rest, "add:")
+	return ok && token != "" && !strings.Contains(token, ":")
 }
 
 func dumpKey(ctx context.Context, rdb redis.UniversalClient, name string) (*Key, error) {
