@@ -9,11 +9,23 @@
 // # Adding and processing
 //
 //	q, err := drover.NewQueue(rdb, "emails", nil)
+//	if err != nil {
+//		return err
+//	}
 //	res, err := q.Add(ctx, "welcome", payload, &drover.JobOptions{Attempts: 5})
+//	if err != nil {
+//		return err
+//	}
+//	fmt.Println(res.Outcome) // created
 //
 //	w, err := drover.NewWorker(rdb, "emails", drover.ProcessorFunc(send), &drover.WorkerOptions{Concurrency: 50})
-//	err = w.Start(ctx)
-//	defer w.Close(ctx)
+//	if err != nil {
+//		return err
+//	}
+//	if err := w.Start(ctx); err != nil {
+//		return err
+//	}
+//	defer w.Close(shutdownCtx) // waits for running jobs until shutdownCtx ends: give it a deadline
 //
 // Add reports what it did: [AddCreated], or [AddDuplicate] when a job with
 // the same custom [JobOptions.JobID] exists (the existing job is returned and

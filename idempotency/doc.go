@@ -27,6 +27,7 @@
 //		}
 //		if res.Status == idempotency.AlreadyCompleted {
 //			// a duplicate run: nothing was written twice
+//			return "already sent", nil
 //		}
 //		return nil, nil
 //	})

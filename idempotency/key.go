@@ -46,7 +46,7 @@ func quoteKey(key string) string {
 // OpKey builds an operation key from the stable parts of a business
 // operation: what is done and to what, e.g.
 //
-//	idempotency.OpKey("charge", orderID, "attempt-group", groupID)
+//	key := idempotency.OpKey("charge", orderID, "attempt-group", groupID)
 //
 // The parts are joined with ':' after escaping '\' as `\\` and ':' as `\:`
 // within each part, so different part lists never build the same key:
