@@ -32,7 +32,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	// (a reader that stops reading loses the stream and its slot).
 	_ = rc.SetWriteDeadline(time.Time{})
 	last := r.Header.Get("Last-Event-ID")
-	qe, err := h.ins.Events(r.Context(), r.PathValue("queue"), last)
+	qe, err := h.streamIns.Events(r.Context(), r.PathValue("queue"), last)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/keys"
@@ -56,6 +58,12 @@ type Options struct {
 	// once; each holds a Redis connection in a blocking read. Defaults to
 	// MaxStreamsDefault.
 	MaxStreams int
+	// StreamClient is the Redis client live-update streams read with, so
+	// their blocking reads never take the connections API requests need.
+	// Defaults to a client New opens with the Inspector client's options and
+	// a pool of MaxStreams connections (for *redis.Client and
+	// *redis.ClusterClient; other clients are shared), closed by Close.
+	StreamClient redis.UniversalClient
 	// SecureCookies marks the sign-in cookie Secure (serve over TLS).
 	// Default false; requests that arrive over TLS get Secure cookies anyway.
 	SecureCookies bool
@@ -106,6 +114,10 @@ func (o *Options) validate() error {
 //	mux.Handle("/admin/queues/", http.StripPrefix("/admin/queues", h))
 type Handler struct {
 	ins     *inspect.Inspector
+	// streamIns reads live-update streams over their own connections;
+	// ownStream is the client New opened for it (closed by Close).
+	streamIns *inspect.Inspector
+	ownStream redis.UniversalClient
 	opts    Options
 	mux     *http.ServeMux
 	secret  []byte // signs the CSRF tokens of basic and bearer sign-ins; new per Handler
@@ -144,8 +156,48 @@ func New(ins *inspect.Inspector, opts *Options) (*Handler, error) {
 	if _, err := rand.Read(h.secret); err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
+	sc := o.StreamClient
+	if sc == nil {
+		sc = streamClientFor(ins.Client(), o.MaxStreams)
+		h.ownStream = sc
+	}
+	h.streamIns = ins
+	if sc != nil {
+		si, err := inspect.New(sc, &inspect.Options{Prefix: ins.Prefix(), DiscoveryInterval: -1, Logger: o.Logger})
+		if err != nil {
+			return nil, err
+		}
+		h.streamIns = si
+	}
 	h.routes()
 	return h, nil
+}
+
+// streamClientFor opens a client like rdb with a pool of n connections, or
+// returns nil for clients it cannot copy.
+func streamClientFor(rdb redis.UniversalClient, n int) redis.UniversalClient {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		opt := *c.Options()
+		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = n, 0, n, n
+		return redis.NewClient(&opt)
+	case *redis.ClusterClient:
+		opt := *c.Options()
+		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = n, 0, n, n
+		return redis.NewClusterClient(&opt)
+	}
+	return nil
+}
+
+// closeStreams releases the connections New opened for live-update streams.
+// The Inspector and its client stay open (whoever created them closes them).
+func (h *Handler) closeStreams() error {
+	if h.ownStream != nil {
+		if err := h.ownStream.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+			return fmt.Errorf("dashboard: close stream client: %w", err)
+		}
+	}
+	return nil
 }
 
 func (h *Handler) routes() {

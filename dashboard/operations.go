@@ -173,9 +173,16 @@ func (o *operations) close(ctx context.Context) error {
 }
 
 // Close cancels the handler's background operations (bulk retries) and
-// waits for them to stop until ctx ends. Server.Close calls it; call it when
-// you mount the Handler yourself.
-func (h *Handler) Close(ctx context.Context) error { return h.ops.close(ctx) }
+// waits for them to stop until ctx ends, and closes the Redis client New
+// opened for live-update streams (Options.StreamClient). Server.Close calls
+// it; call it when you mount the Handler yourself.
+func (h *Handler) Close(ctx context.Context) error {
+	err := h.ops.close(ctx)
+	if serr := h.closeStreams(); err == nil {
+		err = serr
+	}
+	return err
+}
 
 func (h *Handler) listOperations(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"operations": h.ops.all()})
