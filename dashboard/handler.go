@@ -113,18 +113,18 @@ func (o *Options) validate() error {
 //
 //	mux.Handle("/admin/queues/", http.StripPrefix("/admin/queues", h))
 type Handler struct {
-	ins     *inspect.Inspector
+	ins *inspect.Inspector
 	// streamIns reads live-update streams over their own connections;
 	// ownStream is the client New opened for it (closed by Close).
 	streamIns *inspect.Inspector
 	ownStream redis.UniversalClient
-	opts    Options
-	mux     *http.ServeMux
-	secret  []byte // signs the CSRF tokens of basic and bearer sign-ins; new per Handler
-	store   *store
-	streams chan struct{}
-	now     func() time.Time
-	ops     *operations
+	opts      Options
+	mux       *http.ServeMux
+	secret    []byte // signs the CSRF tokens of basic and bearer sign-ins; new per Handler
+	store     *store
+	streams   chan struct{}
+	now       func() time.Time
+	ops       *operations
 }
 
 // New returns the dashboard over ins.
