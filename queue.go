@@ -20,6 +20,7 @@ import (
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
+	"github.com/seed40057009/drover/internal/topology"
 )
 
 // Queue adds jobs to one BullMQ queue and inspects and administers it.
@@ -36,7 +37,10 @@ type Queue struct {
 	adds   addBatcher
 }
 
-// NewQueue returns the queue called name. It does no I/O.
+// NewQueue returns the queue called name. It does no I/O. On a Redis
+// Cluster client it adds a go-redis hook (once per client) that reloads the
+// slot map after a connection-level error, so every command of every queue
+// follows a failover (see internal/topology).
 func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queue, error) {
 	o := opts.withDefaults()
 	if rdb == nil {
@@ -59,6 +63,7 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 			return nil, fmt.Errorf("QueueOptions.DefaultJobOptions: %w", err)
 		}
 	}
+	topology.Watch(rdb)
 	return &Queue{
 		name:   name,
 		k:      keys.New(o.Prefix, name),
@@ -310,7 +315,6 @@ func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) 
 		if err == nil {
 			return out, nil
 		}
-		reloadTopology(q.rdb, err)
 		d := retryDelay(attempt)
 		if attempt == 1 && isDialError(err) {
 			return nil, err // never sent: the caller gets a plain "not stored"

@@ -466,24 +466,6 @@ func isUnblocked(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "UNBLOCKED ")
 }
 
-// reloadTopology makes a Redis Cluster client reload its slot map after a
-// connection-level error (not a Redis reply). go-redis reloads the map on
-// MOVED, but a crashed master sends no MOVED: after its replica is elected,
-// the client keeps sending that shard's commands to the dead address until
-// its periodic reload (ClusterOptions.ClusterStateReloadInterval, 60s by
-// default). ReloadState is asynchronous and debounced by go-redis.
-func reloadTopology(rdb redis.UniversalClient, err error) {
-	c, ok := rdb.(*redis.ClusterClient)
-	if !ok || err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return
-	}
-	var reply redis.Error
-	if errors.As(err, &reply) {
-		return
-	}
-	c.ReloadState(context.Background())
-}
-
 // retryDelay is the pause before the attempt-th retry of a failed Redis
 // call: 100 ms doubling to 3 s.
 func retryDelay(attempt int) time.Duration {

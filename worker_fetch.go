@@ -67,7 +67,6 @@ func (w *Worker) fetchLoop() {
 				return
 			}
 			failures++
-			reloadTopology(w.q.rdb, err)
 			w.log.WarnContext(ctx, "fetch jobs failed", slog.Any(logkey.Error, err))
 			if !sleepCtx(ctx, retryDelay(failures)) {
 				return
@@ -147,7 +146,6 @@ func (w *Worker) waitForWork(ctx context.Context) {
 			w.log.InfoContext(ctx, "wait for jobs ended by a failover", slog.Any(logkey.Error, err))
 			return
 		}
-		reloadTopology(w.q.rdb, err)
 		w.log.WarnContext(ctx, "wait for jobs failed", slog.Any(logkey.Error, err))
 		sleepCtx(ctx, time.Second)
 		return

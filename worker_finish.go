@@ -80,7 +80,6 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 		if err == nil {
 			break
 		}
-		reloadTopology(w.q.rdb, err)
 		w.log.Warn("write job results failed", slog.Int(logkey.Count, len(batch)), slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
 		select {
 		case <-w.forceFinish:

@@ -58,7 +58,6 @@ func (k *lockKeeper) renew(ctx context.Context) {
 	lost, err := scripts.ExtendLocks(ctx, k.q.rdb, k.q.k, k.duration.Milliseconds(), ids, tokens)
 	if err != nil {
 		if ctx.Err() == nil {
-			reloadTopology(k.q.rdb, err)
 			k.log.WarnContext(ctx, "renew job locks failed", slog.Int(logkey.Count, len(ids)), slog.Any(logkey.Error, err))
 			k.gate.hold(ctx, err)
 		}
@@ -202,7 +201,6 @@ func (c *stalledChecker) checkOnce(ctx context.Context) {
 		c.interval.Milliseconds(), c.maxStalled)
 	if err != nil {
 		if ctx.Err() == nil {
-			reloadTopology(c.q.rdb, err)
 			c.log.WarnContext(ctx, "stalled check failed", slog.Any(logkey.Error, err))
 		}
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/topology"
 )
 
 // Defaults. Each option's doc names the one it uses.
@@ -100,7 +101,8 @@ type Inspector struct {
 	disc discovery
 }
 
-// New returns an Inspector over rdb. It does no I/O.
+// New returns an Inspector over rdb. It does no I/O. On a Redis Cluster
+// client it adds drover's failover hook, as drover.NewQueue does.
 func New(rdb redis.UniversalClient, opts *Options) (*Inspector, error) {
 	if rdb == nil {
 		return nil, errors.New("inspect: New needs a Redis client, got nil")
@@ -109,6 +111,7 @@ func New(rdb redis.UniversalClient, opts *Options) (*Inspector, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	topology.Watch(rdb)
 	return &Inspector{
 		rdb:     rdb,
 		opts:    o,
