@@ -56,8 +56,12 @@
 //	if err != nil {
 //		return err
 //	}
-//	report.WriteTable(os.Stdout)
-//	if !report.OK { ... }
+//	if err := report.WriteTable(os.Stdout); err != nil {
+//		return err
+//	}
+//	if !report.OK {
+//		return fmt.Errorf("the lab did not show what it should: %v", report.Failed())
+//	}
 //
 // Every run gets a queue of its own and an operation key of its own, all
 // runs go at once, and a full run takes about LockDuration (1s) plus process

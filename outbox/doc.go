@@ -11,19 +11,28 @@
 //	ob := outbox.NewPostgres(pool)
 //
 //	tx, err := pool.Begin(ctx)
-//	...
-//	_, err = tx.Exec(ctx, "INSERT INTO orders ...")
-//	...
-//	err = ob.AddTx(ctx, tx, "emails", "order-confirmation", map[string]any{"order": id}, nil)
-//	...
-//	err = tx.Commit(ctx)
+//	if err != nil {
+//		return err
+//	}
+//	defer tx.Rollback(ctx)
+//	if _, err := tx.Exec(ctx, "INSERT INTO orders (id, total_cents) VALUES ($1, $2)", id, total); err != nil {
+//		return err
+//	}
+//	if err := ob.AddTx(ctx, tx, "emails", "order-confirmation", map[string]any{"order": id}, nil); err != nil {
+//		return err
+//	}
+//	return tx.Commit(ctx)
 //
 // and, once per process that should relay:
 //
 //	relay, err := outbox.NewRelay(ob, rdb, &outbox.RelayOptions{Logger: logger})
-//	...
-//	err = relay.Start(ctx)
-//	defer relay.Close(ctx)
+//	if err != nil {
+//		return err
+//	}
+//	if err := relay.Start(ctx); err != nil {
+//		return err
+//	}
+//	defer relay.Close(shutdownCtx) // shutdownCtx: a context with a deadline
 //
 // Create the table with pgmigrate.Up first. AddTx assumes nothing about the
 // transaction's isolation level: the row is an ordinary insert, invisible to
