@@ -58,6 +58,8 @@ type gen struct {
 
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
 
+func (g *gen) pickF(xs ...float64) float64 { return xs[g.r.IntN(len(xs))] }
+
 func (g *gen) chance(pct int) bool { return g.r.IntN(100) < pct }
 
 // job picks a target: mostly an added job, sometimes one never added.
@@ -150,16 +152,14 @@ func (g *gen) add() Step {
 	g.n++
 	a := &Add{Name: fmt.Sprintf("j%d", g.n), Data: map[string]any{"n": g.n}}
 	if g.chance(15) {
-		a.Data["s"] = g.pick("a/b", "żółw ✓", "tab\tnl\n", `quote"back\`)
-		if g.cfg.Known && g.chance(50) {
-			a.Data["s"] = g.pick("<b>&amp;</b>", "line\u2028sep\u2029", "é<>&")
-		}
+		a.Data["s"] = g.pick("a/b", "żółw ✓", "tab\tnl\n", `quote"back\`, "<b>&amp;</b>", "line\u2028sep\u2029", "é<>&")
 	}
 	if g.chance(20) {
 		// A small pool, so that duplicates happen.
 		a.JobID = fmt.Sprintf("c%d", 1+g.r.IntN(4))
-		if g.cfg.Known && g.chance(30) {
-			a.JobID = g.pick("1234567890123456", "100000000000000000000")
+		if g.chance(15) {
+			// Refused by both: they look like integers (issue 10.9).
+			a.JobID = g.pick("1234567890123456", "100000000000000000000", "007")
 		}
 	}
 	if g.chance(20) {
@@ -215,9 +215,10 @@ func (g *gen) backoff() *Backoff {
 	case 1, 2:
 		return &Backoff{Type: "fixed", Delay: int64(1+g.r.IntN(2)) * Hour}
 	case 3:
-		// Jitter small enough that the due time stays within a minute of
-		// the delay (see the delayed-set normalisation).
-		return &Backoff{Type: "exponential", Delay: Hour, Jitter: 0.001 * float64(1+g.r.IntN(5))}
+		// Jitter small enough that the due time stays within half a minute
+		// of the delay (delayed scores compare to the minute): at most
+		// 0.001 of the longest backoff, 4 h (attempts <= 4), is 14.4 s.
+		return &Backoff{Type: "exponential", Delay: Hour, Jitter: g.pickF(0.0005, 0.001)}
 	case 4:
 		return &Backoff{Type: "exponential", Delay: Hour}
 	default:
