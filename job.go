@@ -157,36 +157,6 @@ func (q *Queue) fromRecord(r *jobcodec.Record) *Job {
 	return j
 }
 
-func optsFromStored(s *jobcodec.Opts) JobOptions {
-	o := JobOptions{
-		JobID:            s.JobID,
-		Delay:            time.Duration(s.Delay) * time.Millisecond,
-		Priority:         int(s.Priority),
-		LIFO:             s.LIFO,
-		Attempts:         int(s.Attempts),
-		RemoveOnComplete: retentionFromKeep(s.RemoveOnComplete),
-		RemoveOnFail:     retentionFromKeep(s.RemoveOnFail),
-		KeepLogs:         int(s.KeepLogs),
-		SizeLimit:        int(s.SizeLimit),
-	}
-	if s.Timestamp != 0 {
-		o.Timestamp = msTime(s.Timestamp)
-	}
-	if s.Backoff != nil {
-		o.Backoff = &Backoff{Type: s.Backoff.Type, Delay: time.Duration(s.Backoff.Delay) * time.Millisecond, Jitter: s.Backoff.Jitter}
-	}
-	if s.StackTraceLimit != nil {
-		o.StackTraceLimit = int(*s.StackTraceLimit)
-		if o.StackTraceLimit == 0 {
-			o.StackTraceLimit = -1
-		}
-	}
-	if s.Dedup != nil {
-		o.Deduplication = &Deduplication{ID: s.Dedup.ID, TTL: time.Duration(s.Dedup.TTL) * time.Millisecond, Extend: s.Dedup.Extend, Replace: s.Dedup.Replace}
-	}
-	return o
-}
-
 func msTime(ms int64) time.Time {
 	if ms == 0 {
 		return time.Time{}

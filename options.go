@@ -187,6 +187,16 @@ func (o *JobOptions) validate() error {
 	case o.SizeLimit < 0:
 		return optionError("JobOptions.SizeLimit must not be negative, got %d", o.SizeLimit)
 	}
+	// Upper bounds: what BullMQ stores exactly (see jobcodec.MaxCount and
+	// MaxMillis), so no value is rounded or wraps on its way to Redis.
+	for name, n := range map[string]int{"Attempts": o.Attempts, "KeepLogs": o.KeepLogs, "SizeLimit": o.SizeLimit, "StackTraceLimit": o.StackTraceLimit} {
+		if int64(n) > jobcodec.MaxCount {
+			return optionError("JobOptions.%s must be at most %d, got %d", name, jobcodec.MaxCount, n)
+		}
+	}
+	if ts := o.Timestamp; !ts.IsZero() && (ts.UnixMilli() < 0 || ts.UnixMilli() > jobcodec.MaxMillis) {
+		return optionError("JobOptions.Timestamp must be between the Unix epoch and %d ms after it, got %s", jobcodec.MaxMillis, ts)
+	}
 	if b := o.Backoff; b != nil {
 		switch {
 		case b.Type == "":
@@ -204,6 +214,9 @@ func (o *JobOptions) validate() error {
 		if r.Count < 0 || r.Age < 0 || r.Limit < 0 {
 			return optionError("JobOptions.%s fields must not be negative, got %+v", name, *r)
 		}
+		if int64(r.Count) > jobcodec.MaxCount || int64(r.Limit) > jobcodec.MaxCount {
+			return optionError("JobOptions.%s.Count and Limit must be at most %d, got %+v", name, jobcodec.MaxCount, *r)
+		}
 	}
 	if d := o.Deduplication; d != nil {
 		if d.ID == "" {
@@ -214,83 +227,6 @@ func (o *JobOptions) validate() error {
 		}
 	}
 	return nil
-}
-
-// stored converts validated options to the stored opts.
-func (o *JobOptions) stored() jobcodec.Opts {
-	s := jobcodec.Opts{
-		Attempts: int64(o.Attempts),
-		Delay:    o.Delay.Milliseconds(),
-		Priority: int64(o.Priority),
-		LIFO:     o.LIFO,
-		KeepLogs: int64(o.KeepLogs),
-		JobID:    o.JobID,
-	}
-	if o.SizeLimit > 0 {
-		s.SizeLimit = int64(o.SizeLimit)
-	}
-	if !o.Timestamp.IsZero() {
-		s.Timestamp = o.Timestamp.UnixMilli()
-	}
-	if b := o.Backoff; b != nil {
-		s.Backoff = &jobcodec.Backoff{Type: b.Type, Delay: b.Delay.Milliseconds(), Jitter: b.Jitter}
-	}
-	s.RemoveOnComplete = retentionKeep(o.RemoveOnComplete)
-	s.RemoveOnFail = retentionKeep(o.RemoveOnFail)
-	if o.StackTraceLimit != 0 {
-		n := int64(max(o.StackTraceLimit, 0))
-		s.StackTraceLimit = &n
-	}
-	if d := o.Deduplication; d != nil {
-		s.Dedup = &jobcodec.Dedup{ID: d.ID, TTL: d.TTL.Milliseconds(), Extend: d.Extend, Replace: d.Replace}
-	}
-	return s
-}
-
-func retentionKeep(r *Retention) *jobcodec.Keep {
-	if r == nil {
-		return nil
-	}
-	k := &jobcodec.Keep{Set: true}
-	switch {
-	case r.Remove:
-		t := true
-		k.Bool = &t
-	case r.Age > 0 || r.Limit > 0:
-		k.Object = true
-		k.AgeSec = int64(r.Age / time.Second)
-		k.Limit = int64(r.Limit)
-		if r.Count > 0 {
-			c := int64(r.Count)
-			k.Count = &c
-		}
-	case r.Count > 0:
-		c := int64(r.Count)
-		k.Count = &c
-	default:
-		f := false
-		k.Bool = &f
-	}
-	return k
-}
-
-// retentionFromKeep converts a stored option back (for Job.Opts).
-func retentionFromKeep(k *jobcodec.Keep) *Retention {
-	if k == nil || !k.Set {
-		return nil
-	}
-	if k.Bool != nil {
-		return &Retention{Remove: *k.Bool}
-	}
-	r := &Retention{Age: time.Duration(k.AgeSec) * time.Second, Limit: int(k.Limit)}
-	if k.Count != nil {
-		if *k.Count == 0 {
-			r.Remove = true
-		} else if *k.Count > 0 {
-			r.Count = int(*k.Count)
-		}
-	}
-	return r
 }
 
 // QueueOptions configure a Queue. Nil means defaults.

@@ -1,12 +1,15 @@
 package drover_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 func TestParseJobOptions(t *testing.T) {
@@ -32,10 +35,25 @@ func TestParseJobOptions(t *testing.T) {
 				RemoveOnComplete: &drover.Retention{Count: 100}}, ""},
 		{"UnknownOption", `{"attempts":2,"retries":3}`, nil, `unknown job option "retries"`},
 		{"UnknownNested", `{"backoff":{"type":"fixed","delay":1,"factor":2}}`, nil, `job option "backoff": json: unknown field "factor"`},
+		{"UnknownRetentionField", `{"removeOnFail":{"ages":1}}`, nil, `job option "removeOnFail": ages: unknown field`},
 		{"WrongType", `{"attempts":"three"}`, nil, `job option "attempts"`},
-		{"NegativeDelay", `{"delay":-5}`, nil, "JobOptions.Delay must not be negative"},
+		{"NegativeDelay", `{"delay":-5}`, nil, `job option "delay": must be between 0 and 9223372036854, got -5`},
+		{"CountZeroRemoves", `{"removeOnComplete":{"count":0},"removeOnFail":0}`,
+			&drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true}, RemoveOnFail: &drover.Retention{Remove: true}}, ""},
+		{"AgeWithCountZeroRemoves", `{"removeOnComplete":{"age":3600,"count":0}}`,
+			&drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true, Age: time.Hour}}, ""},
+		{"NegativeCountKeepsAll", `{"removeOnFail":-1,"removeOnComplete":{"count":-1,"age":60}}`,
+			&drover.JobOptions{RemoveOnFail: &drover.Retention{}, RemoveOnComplete: &drover.Retention{Age: time.Minute}}, ""},
+		{"StackTraceLimitZeroKeepsNone", `{"stackTraceLimit":0}`, &drover.JobOptions{StackTraceLimit: -1}, ""},
+		{"DelayThatWouldWrap", `{"delay":18446744073710}`, nil, `job option "delay": must be between 0 and 9223372036854, got 18446744073710`},
+		{"BackoffDelayThatWouldWrap", `{"backoff":{"type":"fixed","delay":1e16}}`, nil, `job option "backoff": delay: must be between 0 and`},
+		{"TTLThatWouldWrap", `{"deduplication":{"id":"d","ttl":99999999999999999}}`, nil, `job option "deduplication": ttl: must be between 0 and`},
+		{"AgeThatWouldWrap", `{"removeOnComplete":{"age":9300000000}}`, nil, `job option "removeOnComplete": age: must be between 0 and`},
+		{"AttemptsRounded", `{"attempts":100000000000000}`, nil, `job option "attempts": must be between 0 and 99999999999999`},
+		{"FractionalAttempts", `{"attempts":1.5}`, nil, `job option "attempts": want a whole number, got 1.5`},
+		{"PriorityTooHigh", `{"priority":2097152}`, nil, `job option "priority": must be between 0 and 2097151`},
 		{"BadID", `{"jobId":"a:b"}`, nil, `job id "a:b" must not contain ':'`},
-		{"DedupWithoutID", `{"deduplication":{"ttl":5}}`, nil, "Deduplication.ID must not be empty"},
+		{"DedupWithoutID", `{"deduplication":{"ttl":5}}`, nil, `job option "deduplication": id is required`},
 		{"NotAnObject", `[1,2]`, nil, "not a JSON object"},
 	}
 	for _, tt := range tests {
@@ -50,4 +68,62 @@ func TestParseJobOptions(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// TestParsedRetentionRemoves runs BullMQ's "remove" shapes through a drover
+// worker: a completed job with removeOnComplete {count:0} or
+// {age:3600,count:0}, and a failed one with removeOnFail 0, leave no hash.
+func TestParsedRetentionRemoves(t *testing.T) {
+	t.Parallel()
+
+	bundle := setupQueue(t)
+	ctx := context.Background()
+	var ids []string
+	for _, text := range []string{
+		`{"removeOnComplete":{"count":0}}`,
+		`{"removeOnComplete":{"age":3600,"count":0}}`,
+		`{"removeOnFail":0,"attempts":1}`,
+		`{"removeOnFail":{"count":0,"limit":5}}`,
+	} {
+		o, err := drover.ParseJobOptions([]byte(text))
+		require.NoError(t, err)
+		res, err := bundle.queue.Add(ctx, "j", nil, o)
+		require.NoError(t, err)
+		ids = append(ids, res.Job.ID)
+	}
+	bundle.startWorker(t, func(_ context.Context, job *drover.Job) (any, error) {
+		if job.Opts.RemoveOnFail != nil {
+			return nil, errors.New("boom")
+		}
+		return 1, nil
+	}, nil)
+	for _, id := range ids {
+		testkit.WaitFor(t, 10*time.Second, "job "+id+" removed", func() bool {
+			n, err := bundle.rdb.Exists(ctx, bundle.prefix+":q:"+id).Result()
+			require.NoError(t, err)
+			return n == 0
+		})
+	}
+}
+
+// TestOutOfRangeOptionsWriteNothing: a number BullMQ cannot store exactly
+// is refused naming the option, before anything reaches Redis.
+func TestOutOfRangeOptionsWriteNothing(t *testing.T) {
+	t.Parallel()
+
+	bundle := setupQueue(t)
+	ctx := context.Background()
+	for _, o := range []*drover.JobOptions{
+		{Attempts: 1e14},
+		{KeepLogs: 1e15},
+		{RemoveOnComplete: &drover.Retention{Count: 1e14}},
+		{Timestamp: time.UnixMilli(-1)},
+	} {
+		_, err := bundle.queue.Add(ctx, "x", nil, o)
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+		require.Regexp(t, `JobOptions\.\w+`, err.Error())
+	}
+	keys, err := bundle.rdb.Keys(ctx, bundle.prefix+":*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys)
 }

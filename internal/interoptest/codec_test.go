@@ -283,3 +283,232 @@ func TestCodecDataBytesMatchNode(t *testing.T) {
 	}
 	t.Logf("%d payloads (%d with U+2028/U+2029/<>&) byte-identical to Node's, as text and as Go values", n, escapes)
 }
+
+// genOptions writes random BullMQ job options in every shape BullMQ
+// accepts for the options drover knows: retention as a boolean, a count
+// (0 and negative included) or an object with any of age/count/limit
+// (count 0 included); backoff as a number or an object; zero values given
+// explicitly; values at the top of each range.
+func genOptions(r *rand.Rand) map[string]any {
+	pick := func(vs ...any) any { return vs[r.IntN(len(vs))] }
+	keep := func() any {
+		switch r.IntN(4) {
+		case 0:
+			return r.IntN(2) == 0
+		case 1:
+			return pick(0, -1, -5, 1, 10, 1000)
+		}
+		m := map[string]any{}
+		if r.IntN(2) == 0 {
+			m["count"] = pick(0, 0, -1, 3, 100)
+		}
+		if r.IntN(2) == 0 {
+			m["age"] = pick(0, 1, 3600, 86400*365)
+		}
+		if r.IntN(3) == 0 {
+			m["limit"] = pick(0, 1, 500)
+		}
+		return m
+	}
+	gens := map[string]func() any{
+		"delay":            func() any { return pick(0, 1, 1500, 86_400_000) },
+		"priority":         func() any { return pick(0, 1, 7, 2097151) },
+		"lifo":             func() any { return r.IntN(2) == 0 },
+		"attempts":         func() any { return pick(0, 1, 3, 25, 99999999999999) },
+		"removeOnComplete": keep,
+		"removeOnFail":     keep,
+		"stackTraceLimit":  func() any { return pick(0, 1, 5) },
+		"keepLogs":         func() any { return pick(0, 1, 100) },
+		"sizeLimit":        func() any { return pick(0, 100000, 99999999999999) },
+		"timestamp":        func() any { return pick(1, 1700000000000, 1800000000000) },
+		"backoff": func() any {
+			if r.IntN(3) == 0 {
+				return pick(0, 10, 5000)
+			}
+			m := map[string]any{"type": pick("fixed", "exponential"), "delay": pick(0, 100, 60000)}
+			if r.IntN(2) == 0 {
+				m["jitter"] = pick(0, 0.25, 0.5, 1)
+			}
+			return m
+		},
+		"deduplication": func() any {
+			m := map[string]any{"id": fmt.Sprintf("dd%d", r.Uint64())}
+			if r.IntN(2) == 0 {
+				m["ttl"] = pick(0, 1000, 3_600_000)
+			}
+			if r.IntN(2) == 0 {
+				m["extend"] = r.IntN(2) == 0
+			}
+			if r.IntN(2) == 0 {
+				m["replace"] = r.IntN(2) == 0
+			}
+			return m
+		},
+		"jobId": func() any { return fmt.Sprintf("job-%d", r.Uint64()) },
+	}
+	opts := map[string]any{}
+	for name, gen := range gens {
+		if r.IntN(3) == 0 {
+			opts[name] = gen()
+		}
+	}
+	return opts
+}
+
+// retentionPolicy is what BullMQ does with a stored removeOnComplete or
+// removeOnFail value (its worker's getKeepJobs, then moveToFinished.lua):
+// "remove", "keep" or the count/age/limit bounds that trim kept jobs.
+func retentionPolicy(v any) string {
+	var count, age, limit any
+	switch x := v.(type) {
+	case nil:
+		return "keep"
+	case bool:
+		if x {
+			return "remove"
+		}
+		return "keep"
+	case json.Number:
+		count = x
+	case map[string]any:
+		count, age, limit = x["count"], x["age"], x["limit"]
+	}
+	f := func(v any) float64 {
+		n, _ := v.(json.Number).Float64()
+		return n
+	}
+	if count != nil && f(count) == 0 {
+		return "remove"
+	}
+	if limit != nil && f(limit) == 0 {
+		age = nil // at most 0 jobs trimmed by age: no age bound
+	}
+	if age != nil && f(age) == 0 {
+		return "remove" // every finished job, this one included, is past age 0
+	}
+	c := "none"
+	if count != nil && f(count) > 0 {
+		c = fmt.Sprint(f(count))
+	}
+	a := "none"
+	if age != nil {
+		a = fmt.Sprint(f(age))
+	}
+	if c == "none" && a == "none" {
+		return "keep"
+	}
+	l := "1000"
+	if limit != nil && a != "none" {
+		l = fmt.Sprint(f(limit))
+	}
+	if a == "none" {
+		l = "-"
+	}
+	return "count=" + c + " age=" + a + " limit=" + l
+}
+
+// normalizeStoredOpts reads a stored opts JSON as BullMQ acts on it:
+// retention as its policy, numbers as numbers (cjson's 1e+14 and 100000000000000
+// alike), and options given as 0 or false dropped (BullMQ reads them as
+// absent; drover does not store them).
+func normalizeStoredOpts(t *testing.T, raw string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&m), "opts %s", raw)
+	var norm func(v any) any
+	norm = func(v any) any {
+		switch x := v.(type) {
+		case json.Number:
+			f, err := x.Float64()
+			require.NoError(t, err)
+			return f
+		case map[string]any:
+			out := map[string]any{}
+			for k, e := range x {
+				e = norm(e)
+				if e == 0.0 && k != "attempts" && k != "stackTraceLimit" && k != "delay" || e == false {
+					continue
+				}
+				out[k] = e
+			}
+			return out
+		}
+		return v
+	}
+	out := norm(m).(map[string]any)
+	for _, k := range []string{"removeOnComplete", "removeOnFail"} {
+		if v, ok := m[k]; ok {
+			out[k] = retentionPolicy(v)
+		}
+	}
+	if v, ok := out["delay"]; ok && v == 0.0 {
+		delete(out, "delay") // top-level delay 0 is absent; backoff's delay 0 is kept
+	}
+	return out
+}
+
+// TestCodecOptionsMatchNode adds jobs with generated BullMQ options through
+// Node's Queue.add and through drover's ParseJobOptions + Queue.Add: both
+// must accept them, store opts BullMQ reads the same way (retention by its
+// policy, see normalizeStoredOpts) and the same delay, priority and
+// timestamp fields.
+func TestCodecOptionsMatchNode(t *testing.T) {
+	t.Parallel()
+	b := newSetup(t)(t)
+	d := b.sibling(t)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(codecSeed, 3))
+	const n = 300
+	shapes := map[string]int{}
+	named := []map[string]any{ // issue 10 item 5 and issue 15 item 16, then generated
+		{"removeOnComplete": map[string]any{"count": 0}},
+		{"removeOnComplete": map[string]any{"age": 3600, "count": 0}},
+		{"removeOnFail": -1},
+		{"removeOnFail": map[string]any{"age": 60, "limit": 0}},
+		{"delay": 9223372036854},
+	}
+	for i := range n {
+		opts := genOptions(r)
+		if i < len(named) {
+			opts = named[i]
+		}
+		text, err := json.Marshal(opts)
+		require.NoError(t, err)
+		for _, k := range []string{"removeOnComplete", "removeOnFail"} {
+			if v, ok := opts[k]; ok {
+				shapes[fmt.Sprintf("%s=%s", k, mustJSON(t, v))]++
+			}
+		}
+		nodeID, err := b.oracle.Add(ctx, b.prefix, queueName, "n", map[string]any{}, opts)
+		require.NoError(t, err, "node opts %s", text)
+		parsed, err := drover.ParseJobOptions(text)
+		require.NoError(t, err, "drover opts %s", text)
+		res, err := d.dq.Add(ctx, "n", map[string]any{}, parsed)
+		require.NoError(t, err, "drover opts %s", text)
+		if res.Outcome != drover.AddCreated {
+			continue // a repeated deduplication or job id: nothing new stored
+		}
+		nodeHash, err := b.rdb.HGetAll(ctx, b.prefix+":"+queueName+":"+nodeID).Result()
+		require.NoError(t, err)
+		droverHash, err := b.rdb.HGetAll(ctx, d.prefix+":"+queueName+":"+res.Job.ID).Result()
+		require.NoError(t, err)
+		require.Equal(t, normalizeStoredOpts(t, nodeHash["opts"]), normalizeStoredOpts(t, droverHash["opts"]),
+			"options %s\nnode   opts %s\ndrover opts %s", text, nodeHash["opts"], droverHash["opts"])
+		for _, f := range []string{"delay", "priority", "deid"} {
+			require.Equal(t, nodeHash[f], droverHash[f], "field %s for options %s", f, text)
+		}
+		if _, ok := opts["timestamp"]; ok {
+			require.Equal(t, nodeHash["timestamp"], droverHash["timestamp"], "options %s", text)
+		}
+	}
+	t.Logf("%d option sets agree; retention shapes tried: %d", n, len(shapes))
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

@@ -1,0 +1,373 @@
+package jobcodec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Limits of the numbers a job option may hold. BullMQ stores options with
+// Lua's cjson, which writes numbers with 14 significant digits, so a larger
+// integer would come back rounded; drover keeps durations as time.Duration,
+// so a time in ms must also fit one (about 292 years).
+const (
+	// MaxCount bounds counts (attempts, keepLogs, sizeLimit, stackTraceLimit,
+	// a retention's count and limit): the largest integer cjson writes exactly.
+	MaxCount int64 = 1e14 - 1
+	// MaxMillis bounds times in ms (delay, backoff delay, deduplication TTL,
+	// timestamp): the largest whole ms a time.Duration holds.
+	MaxMillis int64 = math.MaxInt64 / 1_000_000
+)
+
+// option is one job option: its name in BullMQ's public options
+// (JobsOptions: what `drover add --opts`, ParseJobOptions and the outbox
+// read), its name in the stored opts JSON of a job hash, and how a value is
+// read into Opts. strict is set for public input: a value of the wrong type
+// or out of range is an error; stored values, written by Node or by drover,
+// are read as leniently as Node reads them (spec §2.2).
+//
+// To add an option: a field in Opts, a row here, its case in AppendJSON, and
+// its conversion in the root package's options_codec.go.
+type option struct {
+	public, stored string
+	read           func(o *Opts, v json.RawMessage, strict bool) error
+}
+
+var optionTable = []option{
+	{"jobId", "jobId", func(o *Opts, v json.RawMessage, _ bool) error {
+		return json.Unmarshal(v, &o.JobID)
+	}},
+	{"delay", "delay", intReader(func(o *Opts) *int64 { return &o.Delay }, MaxMillis)},
+	{"priority", "priority", intReader(func(o *Opts) *int64 { return &o.Priority }, 1<<21-1)},
+	{"lifo", "lifo", func(o *Opts, v json.RawMessage, strict bool) error {
+		if strict {
+			return json.Unmarshal(v, &o.LIFO)
+		}
+		o.LIFO = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
+		return nil
+	}},
+	{"attempts", "attempts", func(o *Opts, v json.RawMessage, strict bool) error {
+		o.HasAttempts = true
+		return intReader(func(o *Opts) *int64 { return &o.Attempts }, MaxCount)(o, v, strict)
+	}},
+	{"backoff", "backoff", func(o *Opts, v json.RawMessage, strict bool) (err error) {
+		o.Backoff, err = decodeBackoff(v, strict)
+		return err
+	}},
+	{"removeOnComplete", "removeOnComplete", func(o *Opts, v json.RawMessage, strict bool) (err error) {
+		o.RemoveOnComplete, err = decodeKeep(v, strict)
+		return err
+	}},
+	{"removeOnFail", "removeOnFail", func(o *Opts, v json.RawMessage, strict bool) (err error) {
+		o.RemoveOnFail, err = decodeKeep(v, strict)
+		return err
+	}},
+	{"timestamp", "timestamp", intReader(func(o *Opts) *int64 { return &o.Timestamp }, MaxMillis)},
+	{"stackTraceLimit", "stackTraceLimit", func(o *Opts, v json.RawMessage, strict bool) error {
+		var n int64
+		if err := readInt(&n, v, strict, MaxCount); err != nil {
+			return err
+		}
+		o.StackTraceLimit = &n
+		return nil
+	}},
+	{"keepLogs", "kl", intReader(func(o *Opts) *int64 { return &o.KeepLogs }, MaxCount)},
+	{"sizeLimit", "sizeLimit", intReader(func(o *Opts) *int64 { return &o.SizeLimit }, MaxCount)},
+	{"deduplication", "de", func(o *Opts, v json.RawMessage, strict bool) (err error) {
+		o.Dedup, err = decodeDedup(v, strict)
+		return err
+	}},
+}
+
+// PublicOptionNames lists the public option names DecodePublicOpts knows.
+func PublicOptionNames() []string {
+	names := make([]string, len(optionTable))
+	for i, opt := range optionTable {
+		names[i] = opt.public
+	}
+	return names
+}
+
+// DecodeOpts parses a stored opts JSON, tolerating Node's encodings. Keys
+// it does not know are kept in Extra.
+func DecodeOpts(raw string) (Opts, error) {
+	var o Opts
+	if raw == "" {
+		return o, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return o, fmt.Errorf("opts is not a JSON object: %w", err)
+	}
+	for k, v := range m {
+		i := slices.IndexFunc(optionTable, func(opt option) bool { return opt.stored == k })
+		if i < 0 {
+			if o.Extra == nil {
+				o.Extra = make(map[string]json.RawMessage)
+			}
+			o.Extra[k] = v
+			continue
+		}
+		if err := optionTable[i].read(&o, v, false); err != nil {
+			return o, fmt.Errorf("opts.%s: %w", k, err)
+		}
+	}
+	return o, nil
+}
+
+// DecodePublicOpts parses job options written with BullMQ's public names
+// and units (times in ms, a retention's age in seconds), e.g.
+// {"attempts":3,"backoff":{"type":"exponential","delay":1000}}. It is
+// strict where BullMQ stores whatever it is given: an unknown key, a value
+// of the wrong type, a fraction or a number out of range (MaxCount,
+// MaxMillis, priority 2^21-1) is an error naming the option, so a bad value
+// is refused before anything is written instead of wrapping or rounding.
+func DecodePublicOpts(data []byte) (Opts, error) {
+	var o Opts
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return o, fmt.Errorf("job options are not a JSON object: %w", err)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		i := slices.IndexFunc(optionTable, func(opt option) bool { return opt.public == k })
+		if i < 0 {
+			return o, fmt.Errorf("unknown job option %q (known: %s)", k, strings.Join(PublicOptionNames(), ", "))
+		}
+		if err := optionTable[i].read(&o, m[k], true); err != nil {
+			return o, fmt.Errorf("job option %q: %w", k, err)
+		}
+	}
+	return o, nil
+}
+
+func intReader(field func(*Opts) *int64, limit int64) func(*Opts, json.RawMessage, bool) error {
+	return func(o *Opts, v json.RawMessage, strict bool) error {
+		return readInt(field(o), v, strict, limit)
+	}
+}
+
+// readInt reads a number into dst. Strict: a JSON number that is a whole
+// value within [0, limit]. Lenient: num's rules.
+func readInt(dst *int64, v json.RawMessage, strict bool, limit int64) error {
+	if !strict {
+		n, err := num(v)
+		*dst = n
+		return err
+	}
+	n, err := wholeNumber(v)
+	if err != nil {
+		return err
+	}
+	if n < 0 || n > float64(limit) {
+		return fmt.Errorf("must be between 0 and %d, got %s", limit, bytes.TrimSpace(v))
+	}
+	*dst = int64(n)
+	return nil
+}
+
+// wholeNumber reads a JSON number that must have no fraction.
+func wholeNumber(v json.RawMessage) (float64, error) {
+	var f float64
+	if err := json.Unmarshal(v, &f); err != nil {
+		return 0, fmt.Errorf("want a number, got %s", bytes.TrimSpace(v))
+	}
+	if f != math.Trunc(f) {
+		return 0, fmt.Errorf("want a whole number, got %s", bytes.TrimSpace(v))
+	}
+	return f, nil
+}
+
+// strictObject decodes a JSON object refusing unknown keys.
+func strictObject(v json.RawMessage, into any) error {
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.DisallowUnknownFields()
+	return dec.Decode(into)
+}
+
+func decodeBackoff(v json.RawMessage, strict bool) (*Backoff, error) {
+	s := bytes.TrimSpace(v)
+	if len(s) > 0 && s[0] != '{' {
+		if string(s) == "null" && !strict {
+			return nil, nil
+		}
+		// BullMQ's number form, stored normalized: a fixed delay.
+		b := &Backoff{Type: "fixed"}
+		return b, readInt(&b.Delay, v, strict, MaxMillis)
+	}
+	var raw struct {
+		Type   *string         `json:"type"`
+		Delay  json.RawMessage `json:"delay"`
+		Jitter *float64        `json:"jitter"`
+	}
+	if strict {
+		if err := strictObject(v, &raw); err != nil {
+			return nil, err
+		}
+	} else if err := json.Unmarshal(v, &raw); err != nil {
+		return nil, err
+	}
+	b := &Backoff{}
+	if raw.Type != nil {
+		b.Type = *raw.Type
+	}
+	if raw.Jitter != nil {
+		b.Jitter = *raw.Jitter
+	}
+	if raw.Delay != nil {
+		if err := readInt(&b.Delay, raw.Delay, strict, MaxMillis); err != nil {
+			return nil, fmt.Errorf("delay: %w", err)
+		}
+	}
+	if strict {
+		switch {
+		case b.Type == "":
+			return nil, errors.New(`type is required ("fixed", "exponential" or a custom strategy)`)
+		case b.Jitter < 0 || b.Jitter > 1:
+			return nil, fmt.Errorf("jitter must be between 0 and 1, got %v", b.Jitter)
+		}
+	}
+	return b, nil
+}
+
+// decodeKeep reads removeOnComplete/removeOnFail: true, false, a count or
+// {age (seconds), count, limit}. Public input keeps BullMQ's meaning (its
+// worker's getKeepJobs and moveToFinished.lua): a count of 0, in either
+// form, removes the job; a negative count keeps every job; an age of 0
+// makes every finished job, this one included, old enough to remove.
+func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
+	s := bytes.TrimSpace(v)
+	k := &Keep{Set: true}
+	switch {
+	case string(s) == "true" || string(s) == "false":
+		b := string(s) == "true"
+		k.Bool = &b
+	case string(s) == "null" && !strict:
+		return nil, nil
+	case len(s) > 0 && s[0] == '{':
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(s, &raw); err != nil {
+			return nil, err
+		}
+		k.Object = true
+		for key, val := range raw {
+			var n int64
+			var err error
+			switch {
+			case key == "count" && strict:
+				var f float64
+				if f, err = wholeNumber(val); err == nil && f > float64(MaxCount) {
+					err = fmt.Errorf("must be at most %d, got %s", MaxCount, val)
+				}
+				n = int64(max(f, -1))
+			case key == "age" || key == "limit" || key == "count":
+				err = readInt(&n, val, strict, map[string]int64{"age": MaxMillis / 1000, "limit": MaxCount, "count": MaxCount}[key])
+			default:
+				if strict {
+					err = errors.New("unknown field (want age, count, limit)")
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			switch key {
+			case "age":
+				k.AgeSec = n
+			case "count":
+				k.Count = &n
+			case "limit":
+				k.Limit = n
+			}
+		}
+		if strict {
+			_, hasAge := raw["age"]
+			_, hasLimit := raw["limit"]
+			switch {
+			case hasLimit && k.Limit == 0:
+				// moveToFinished.lua trims at most limit jobs by age: 0
+				// turns the age bound off.
+				k.AgeSec, k.Limit = 0, 0
+			case hasAge && k.AgeSec == 0 && (k.Count == nil || *k.Count != 0):
+				// Age 0: every finished job, this one included, is old
+				// enough to go, as with a count of 0.
+				zero := int64(0)
+				k.Count = &zero
+			}
+		}
+	default:
+		var n int64
+		if strict {
+			f, err := wholeNumber(s)
+			if err != nil {
+				return nil, errors.New("want true, false, a count or {age, count, limit}")
+			}
+			if f > float64(MaxCount) {
+				return nil, fmt.Errorf("must be at most %d, got %s", MaxCount, s)
+			}
+			n = int64(max(f, -1))
+		} else {
+			var err error
+			if n, err = num(s); err != nil {
+				return nil, err
+			}
+		}
+		k.Count = &n
+	}
+	return k, nil
+}
+
+func decodeDedup(v json.RawMessage, strict bool) (*Dedup, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(v, &raw); err != nil {
+		return nil, err
+	}
+	d := &Dedup{}
+	for k, val := range raw {
+		var err error
+		switch k {
+		case "id":
+			err = json.Unmarshal(val, &d.ID)
+		case "ttl":
+			err = readInt(&d.TTL, val, strict, MaxMillis)
+		case "extend", "replace":
+			var b bool
+			if strict {
+				err = json.Unmarshal(val, &b)
+			} else {
+				b = string(bytes.TrimSpace(val)) == "true"
+			}
+			if k == "extend" {
+				d.Extend = b
+			} else {
+				d.Replace = b
+			}
+		default:
+			if strict {
+				err = errors.New("unknown field (want id, ttl, extend, replace)")
+				break
+			}
+			if d.Extra == nil {
+				d.Extra = make(map[string]json.RawMessage)
+			}
+			d.Extra[k] = val
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	if strict && d.ID == "" {
+		return nil, errors.New("id is required")
+	}
+	return d, nil
+}

@@ -1,0 +1,154 @@
+package drover
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/seed40057009/drover/internal/jobcodec"
+)
+
+// This file is the one place JobOptions meets BullMQ's option JSON:
+// jobcodec reads and writes the JSON (both the public names ParseJobOptions
+// takes and the stored names of a job hash, from one table); the functions
+// here convert between that and the Go struct.
+
+// ParseJobOptions reads job options written as JSON with BullMQ's option
+// names, e.g. {"attempts":3,"backoff":{"type":"exponential","delay":1000}},
+// for tools that take options as text (the CLI, configuration files). Times
+// are milliseconds, except removeOnX's age, in seconds. Every shape BullMQ
+// accepts for the options drover knows means what it means in BullMQ:
+// removeOnComplete/removeOnFail true, false, a count (0 removes, negative
+// keeps all) or {age, count, limit} (count 0 removes); backoff as a number
+// (a fixed delay) or {type, delay, jitter}; stackTraceLimit 0 keeps no
+// trace. An unknown key, a value of the wrong type, a fraction, or a number
+// BullMQ cannot store exactly (over 14 digits; a time over about 292 years)
+// is an error that names the option (errors.Is ErrInvalidOption).
+func ParseJobOptions(data []byte) (*JobOptions, error) {
+	s, err := jobcodec.DecodePublicOpts(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	o := optsFromStored(&s)
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// stackTraceLimitToStored and stackTraceLimitFromStored are the one
+// translation of the StackTraceLimit rule: drover's 0 means
+// StackTraceLimitDefault and a negative value keeps no trace; BullMQ's
+// stackTraceLimit 0 keeps no trace and absent keeps all (drover applies
+// its default then).
+func stackTraceLimitToStored(n int) int64 { return int64(max(n, 0)) }
+
+func stackTraceLimitFromStored(n int64) int {
+	if n <= 0 {
+		return -1
+	}
+	return int(n)
+}
+
+// stored converts validated options to the stored opts.
+func (o *JobOptions) stored() jobcodec.Opts {
+	s := jobcodec.Opts{
+		Attempts: int64(o.Attempts),
+		Delay:    o.Delay.Milliseconds(),
+		Priority: int64(o.Priority),
+		LIFO:     o.LIFO,
+		KeepLogs: int64(o.KeepLogs),
+		JobID:    o.JobID,
+	}
+	if o.SizeLimit > 0 {
+		s.SizeLimit = int64(o.SizeLimit)
+	}
+	if !o.Timestamp.IsZero() {
+		s.Timestamp = o.Timestamp.UnixMilli()
+	}
+	if b := o.Backoff; b != nil {
+		s.Backoff = &jobcodec.Backoff{Type: b.Type, Delay: b.Delay.Milliseconds(), Jitter: b.Jitter}
+	}
+	s.RemoveOnComplete = retentionKeep(o.RemoveOnComplete)
+	s.RemoveOnFail = retentionKeep(o.RemoveOnFail)
+	if o.StackTraceLimit != 0 {
+		n := stackTraceLimitToStored(o.StackTraceLimit)
+		s.StackTraceLimit = &n
+	}
+	if d := o.Deduplication; d != nil {
+		s.Dedup = &jobcodec.Dedup{ID: d.ID, TTL: d.TTL.Milliseconds(), Extend: d.Extend, Replace: d.Replace}
+	}
+	return s
+}
+
+func retentionKeep(r *Retention) *jobcodec.Keep {
+	if r == nil {
+		return nil
+	}
+	k := &jobcodec.Keep{Set: true}
+	switch {
+	case r.Remove:
+		t := true
+		k.Bool = &t
+	case r.Age > 0 || r.Limit > 0:
+		k.Object = true
+		k.AgeSec = int64(r.Age / time.Second)
+		k.Limit = int64(r.Limit)
+		if r.Count > 0 {
+			c := int64(r.Count)
+			k.Count = &c
+		}
+	case r.Count > 0:
+		c := int64(r.Count)
+		k.Count = &c
+	default:
+		f := false
+		k.Bool = &f
+	}
+	return k
+}
+
+// retentionFromKeep converts a stored option back (for Job.Opts).
+func retentionFromKeep(k *jobcodec.Keep) *Retention {
+	if k == nil || !k.Set {
+		return nil
+	}
+	if k.Bool != nil {
+		return &Retention{Remove: *k.Bool}
+	}
+	r := &Retention{Age: time.Duration(k.AgeSec) * time.Second, Limit: int(k.Limit)}
+	if k.Count != nil {
+		if *k.Count == 0 {
+			r.Remove = true
+		} else if *k.Count > 0 {
+			r.Count = int(*k.Count)
+		}
+	}
+	return r
+}
+
+func optsFromStored(s *jobcodec.Opts) JobOptions {
+	o := JobOptions{
+		JobID:            s.JobID,
+		Delay:            time.Duration(s.Delay) * time.Millisecond,
+		Priority:         int(s.Priority),
+		LIFO:             s.LIFO,
+		Attempts:         int(s.Attempts),
+		RemoveOnComplete: retentionFromKeep(s.RemoveOnComplete),
+		RemoveOnFail:     retentionFromKeep(s.RemoveOnFail),
+		KeepLogs:         int(s.KeepLogs),
+		SizeLimit:        int(s.SizeLimit),
+	}
+	if s.Timestamp != 0 {
+		o.Timestamp = msTime(s.Timestamp)
+	}
+	if s.Backoff != nil {
+		o.Backoff = &Backoff{Type: s.Backoff.Type, Delay: time.Duration(s.Backoff.Delay) * time.Millisecond, Jitter: s.Backoff.Jitter}
+	}
+	if s.StackTraceLimit != nil {
+		o.StackTraceLimit = stackTraceLimitFromStored(*s.StackTraceLimit)
+	}
+	if s.Dedup != nil {
+		o.Deduplication = &Deduplication{ID: s.Dedup.ID, TTL: time.Duration(s.Dedup.TTL) * time.Millisecond, Extend: s.Dedup.Extend, Replace: s.Dedup.Replace}
+	}
+	return o
+}
