@@ -53,6 +53,9 @@ type Job struct {
 	DeferredFailure string
 	// DeduplicationID is the deduplication id the job owns, if any.
 	DeduplicationID string
+	// JobSchedulerID names the job scheduler this job is a run of
+	// (BullMQ's repeatJobKey), "" for other jobs.
+	JobSchedulerID string
 	// Timeline is drover's attempt history (nil for jobs only Node touched).
 	Timeline []Attempt
 
@@ -149,6 +152,7 @@ func (q *Queue) fromRecord(r *jobcodec.Record) *Job {
 		ProcessedBy:     r.ProcessedBy,
 		DeferredFailure: r.DeferredFailure,
 		DeduplicationID: r.DedupID,
+		JobSchedulerID:  r.RepeatJobKey,
 		queue:           q,
 	}
 	if r.Timeline != "" {

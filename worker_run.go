@@ -22,6 +22,11 @@ func (w *Worker) run(rj *runningJob) {
 	defer rj.cancel(nil)
 	job, decodeErr := rj.job, rj.decodeErr
 
+	if rj.rec.RepeatJobKey != "" && decodeErr == nil {
+		// Before anything else, as Node does: the scheduler goes on even
+		// when this run fails or its worker dies.
+		w.advanceSchedulerRetrying(ctx, rj.rec)
+	}
 	var result any
 	var err error
 	switch {

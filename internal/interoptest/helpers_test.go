@@ -605,6 +605,9 @@ type dumpOptions struct {
 	// (include/fetch.lua, deliberate: fewer wake-ups), where BullMQ writes
 	// one on every activation. After adds alone the marker is compared.
 	workersRan bool
+	// rewrite, when set, edits the raw dump before the exclusions below
+	// (e.g. to name job scheduler runs by rank instead of by due time).
+	rewrite func(raw *statedump.Snapshot)
 }
 
 // comparableDump dumps the keys under prefix and removes what legitimately
@@ -638,6 +641,9 @@ func comparableDump(t *testing.T, rdb *redis.Client, prefix string, o dumpOption
 	raw, err := statedump.Dump(context.Background(), rdb, prefix)
 	require.NoError(t, err)
 	difftest.DropAddRecords(raw, queueName)
+	if o.rewrite != nil {
+		o.rewrite(raw)
+	}
 	for name, k := range raw.Keys {
 		if k.Type != statedump.TypeHash {
 			continue

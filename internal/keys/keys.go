@@ -85,6 +85,9 @@ func (q Queue) StalledCheck() string    { return q.base + "stalled-check" }
 func (q Queue) Limiter() string         { return q.base + "limiter" }
 func (q Queue) Repeat() string          { return q.base + "repeat" }
 
+// JobScheduler is the hash of job scheduler id ("<base>repeat:<id>").
+func (q Queue) JobScheduler(id string) string { return q.base + "repeat:" + id }
+
 // Job is the hash of job id.
 func (q Queue) Job(id string) string { return q.base + id }
 

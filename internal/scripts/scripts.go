@@ -144,9 +144,10 @@ var (
 
 // All is every loaded script, for preloading (SCRIPT LOAD) before pipelines.
 func All() []*script {
-	return []*script{
+	all := []*script{
 		addJobs, moveToActive, finishJobs, extendLocks, moveStalledJobsToWait, pause, getState,
 		getCounts, getRanges, updateProgress, addLog, removeJob, promote, changeDelay,
 		changePriority, reprocessJob, moveJobsToWait, drain, obliterate, cleanJobsInSet,
 	}
+	return append(all, featureScripts()...)
 }

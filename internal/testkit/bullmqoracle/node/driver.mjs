@@ -16,6 +16,7 @@
 import { Queue, QueueEvents, Job, FlowProducer, Worker } from 'bullmq';
 import { createInterface } from 'node:readline';
 import { consoleToStderr, redisConnector, hasFlag, newWorker, watchWorker, jobView, runBehavior, backoffStrategies } from './lib.mjs';
+import { featureCommands } from './features.mjs';
 
 consoleToStderr();
 
@@ -512,6 +513,7 @@ const commands = {
   },
 };
 commands['close-all'] = commands.closeAll;
+Object.assign(commands, featureCommands({ getQueue, need }));
 
 function reply(obj) {
   process.stdout.write(JSON.stringify(obj) + '\n');

@@ -1,0 +1,95 @@
+package bullmqoracle
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// NodeJobScheduler is Node's JobSchedulerJson (Queue.getJobScheduler).
+type NodeJobScheduler struct {
+	Key            string        `json:"key"`
+	Name           string        `json:"name"`
+	Next           int64         `json:"next"`
+	IterationCount int64         `json:"iterationCount"`
+	Limit          int64         `json:"limit"`
+	StartDate      int64         `json:"startDate"`
+	EndDate        int64         `json:"endDate"`
+	TZ             string        `json:"tz"`
+	Pattern        string        `json:"pattern"`
+	Every          int64         `json:"every"`
+	Offset         int64         `json:"offset"`
+	Template       *NodeTemplate `json:"template"`
+}
+
+// NodeTemplate is a scheduler's job template as Node reads it.
+type NodeTemplate struct {
+	Data json.RawMessage `json:"data,omitempty"`
+	Opts map[string]any  `json:"opts,omitempty"`
+}
+
+// UpsertJobScheduler calls Queue.upsertJobScheduler(id, repeat, template)
+// and returns the id of the run it added ("" when none). repeat and
+// template are BullMQ's RepeatOptions and {name, data, opts}.
+func (o *Oracle) UpsertJobScheduler(ctx context.Context, prefix, queue, id string, repeat, template map[string]any) (string, error) {
+	var runID *string
+	err := o.Call(ctx, "upsertJobScheduler", qargs(prefix, queue, "schedulerId", id, "repeat", repeat, "template", template), &runID)
+	if err != nil || runID == nil {
+		return "", err
+	}
+	return *runID, nil
+}
+
+// RemoveJobScheduler calls Queue.removeJobScheduler(id).
+func (o *Oracle) RemoveJobScheduler(ctx context.Context, prefix, queue, id string) (bool, error) {
+	var ok bool
+	err := o.Call(ctx, "removeJobScheduler", qargs(prefix, queue, "schedulerId", id), &ok)
+	return ok, err
+}
+
+// GetJobScheduler calls Queue.getJobScheduler(id); nil when Node finds none.
+func (o *Oracle) GetJobScheduler(ctx context.Context, prefix, queue, id string) (*NodeJobScheduler, error) {
+	var s *NodeJobScheduler
+	err := o.Call(ctx, "getJobScheduler", qargs(prefix, queue, "schedulerId", id), &s)
+	return s, err
+}
+
+// GetJobSchedulers calls Queue.getJobSchedulers(start, end, asc).
+func (o *Oracle) GetJobSchedulers(ctx context.Context, prefix, queue string, start, end int, asc bool) ([]NodeJobScheduler, error) {
+	var s []NodeJobScheduler
+	err := o.Call(ctx, "getJobSchedulers", qargs(prefix, queue, "start", start, "end", end, "asc", asc), &s)
+	return s, err
+}
+
+// GetJobSchedulersCount calls Queue.getJobSchedulersCount().
+func (o *Oracle) GetJobSchedulersCount(ctx context.Context, prefix, queue string) (int64, error) {
+	var n int64
+	err := o.Call(ctx, "getJobSchedulersCount", qargs(prefix, queue), &n)
+	return n, err
+}
+
+// CronNext returns the next n runs (ms) of pattern in tz after from (ms),
+// computed by the cron-parser BullMQ uses.
+func (o *Oracle) CronNext(ctx context.Context, pattern, tz string, from int64, n int) ([]int64, error) {
+	var out []int64
+	err := o.Call(ctx, "cronNext", map[string]any{"pattern": pattern, "tz": tz, "from": from, "n": n}, &out)
+	return out, err
+}
+
+// NodeMetrics is Queue.getMetrics's result.
+type NodeMetrics struct {
+	Meta struct {
+		Count     int64 `json:"count"`
+		PrevTS    int64 `json:"prevTS"`
+		PrevCount int64 `json:"prevCount"`
+	} `json:"meta"`
+	Data  []int64 `json:"data"`
+	Count int64   `json:"count"`
+}
+
+// GetMetrics calls Queue.getMetrics(typ, start, end) (typ "completed" or
+// "failed").
+func (o *Oracle) GetMetrics(ctx context.Context, prefix, queue, typ string, start, end int) (*NodeMetrics, error) {
+	var m NodeMetrics
+	err := o.Call(ctx, "getMetrics", qargs(prefix, queue, "type", typ, "start", start, "end", end), &m)
+	return &m, err
+}

@@ -1,0 +1,63 @@
+// Commands for job schedulers, metrics and cron, kept apart from driver.mjs
+// so each feature's additions stay in one place. featureCommands returns
+// command handlers in the shape driver.mjs's table uses.
+
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+// cron-parser is BullMQ's dependency; resolve it from BullMQ's location.
+const { CronExpressionParser } = require(require.resolve('cron-parser', { paths: [require.resolve('bullmq')] }));
+
+// schedulerView turns BullMQ's JobSchedulerJson into plain JSON.
+function schedulerView(s) {
+  if (!s) {
+    return null;
+  }
+  return { ...s, template: s.template ?? null };
+}
+
+export function featureCommands({ getQueue, need }) {
+  return {
+    // upsertJobScheduler(a.schedulerId, a.repeat, a.template) returns the
+    // first run's id (null when none was made).
+    upsertJobScheduler: async (a) => {
+      need(a, 'schedulerId', 'repeat');
+      const q = await getQueue(a);
+      const job = await q.upsertJobScheduler(a.schedulerId, a.repeat, a.template ?? undefined);
+      return job ? job.id : null;
+    },
+    removeJobScheduler: async (a) => {
+      need(a, 'schedulerId');
+      return (await getQueue(a)).removeJobScheduler(a.schedulerId);
+    },
+    getJobScheduler: async (a) => {
+      need(a, 'schedulerId');
+      return schedulerView(await (await getQueue(a)).getJobScheduler(a.schedulerId));
+    },
+    getJobSchedulers: async (a) => {
+      const list = await (await getQueue(a)).getJobSchedulers(a.start ?? 0, a.end ?? -1, a.asc ?? false);
+      return list.map(schedulerView);
+    },
+    getJobSchedulersCount: async (a) => (await getQueue(a)).getJobSchedulersCount(),
+    // cronNext returns the next a.n runs (ms) of a.pattern in a.tz after
+    // a.from (ms), as cron-parser computes them for BullMQ.
+    cronNext: async (a) => {
+      need(a, 'pattern', 'from');
+      const opts = { currentDate: new Date(a.from) };
+      if (a.tz) {
+        opts.tz = a.tz;
+      }
+      const it = CronExpressionParser.parse(a.pattern, opts);
+      const out = [];
+      for (let i = 0; i < (a.n ?? 1); i++) {
+        out.push(it.next().getTime());
+      }
+      return out;
+    },
+    // getMetrics(a.type, a.start, a.end) is Queue.getMetrics.
+    getMetrics: async (a) => {
+      need(a, 'type');
+      return (await getQueue(a)).getMetrics(a.type, a.start ?? 0, a.end ?? -1);
+    },
+  };
+}

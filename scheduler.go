@@ -1,0 +1,517 @@
+package drover
+
+// Job schedulers (BullMQ's upsertJobScheduler): a scheduler is a template
+// and a timetable; each run is an ordinary job "repeat:<id>:<ms>". The
+// worker that takes a run creates the next one, as Node BullMQ's workers
+// do, so drover and Node workers can share one scheduler.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/jobcodec"
+	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/schedule"
+	"github.com/seed40057009/drover/internal/scripts"
+)
+
+// Scheduler errors.
+var (
+	// ErrJobSchedulerNotFound: no job scheduler with that id exists.
+	ErrJobSchedulerNotFound = errors.New("job scheduler not found")
+	// ErrSchedulerIDCollision: a cron scheduler's next run id is taken by a
+	// job that is not the scheduler's waiting run.
+	ErrSchedulerIDCollision = scripts.ErrSchedulerIDCollision
+	// ErrSchedulerSlotsBusy: the next 32 run ids of an every-scheduler are
+	// all taken.
+	ErrSchedulerSlotsBusy = scripts.ErrSchedulerSlotsBusy
+)
+
+// RepeatOptions say when a job scheduler runs (BullMQ's RepeatOptions).
+// Exactly one of Every and Pattern is set.
+type RepeatOptions struct {
+	// Every runs the scheduler at a fixed interval, stored in whole ms.
+	Every time.Duration
+	// Pattern is a cron pattern (5 fields, or 6 with seconds first),
+	// evaluated in TZ; see internal/schedule for the syntax and the
+	// daylight-saving rules, which are cron-parser's (BullMQ's).
+	Pattern string
+	// TZ is the pattern's IANA time zone. "" = UTC.
+	TZ string
+	// StartDate delays the first run to this time. Zero = none.
+	StartDate time.Time
+	// EndDate stops the scheduler after this time. Zero = none.
+	EndDate time.Time
+	// Limit bounds the number of runs. 0 = no limit.
+	Limit int
+	// Immediately makes a cron scheduler's first run happen now instead of
+	// at the pattern's next time. (An every-scheduler always starts now.)
+	Immediately bool
+	// Offset shifts an every-scheduler's runs within the interval: runs are
+	// due at multiples of Every plus Offset. 0 = aligned to the first run.
+	Offset time.Duration
+}
+
+// JobTemplate is what each run of a scheduler is made of.
+type JobTemplate struct {
+	// Name of each run. "" = the scheduler id.
+	Name string
+	// Data of each run, encoded with encoding/json. nil = {}.
+	Data any
+	// Opts of each run. JobID, Delay, Timestamp and Deduplication must not
+	// be set: the scheduler decides them.
+	Opts *JobOptions
+}
+
+// JobScheduler is a stored job scheduler (BullMQ's JobSchedulerJson).
+type JobScheduler struct {
+	// ID is the scheduler's id (BullMQ's key).
+	ID   string
+	Name string
+	// Next is when the scheduler's next run is due.
+	Next time.Time
+	// Iterations counts the runs made so far (BullMQ's iterationCount).
+	Iterations int
+	Every      time.Duration
+	Pattern    string
+	TZ         string
+	Limit      int
+	StartDate  time.Time
+	EndDate    time.Time
+	Offset     time.Duration
+	// Data is the template's data as JSON ({} when none).
+	Data json.RawMessage
+	// Opts is the template's stored job options as JSON ("" when none).
+	Opts string
+}
+
+// UpsertJobScheduler creates the job scheduler id, or replaces it, and
+// adds its next run, which it returns. Replacing a scheduler whose next run
+// is still waiting replaces that run (an every-scheduler whose interval did
+// not change keeps its due time). Returns (nil, nil) when the scheduler has
+// nothing left to run (EndDate or Limit reached), as BullMQ does.
+func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat RepeatOptions, tmpl *JobTemplate) (*Job, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Job, error) {
+		return nil, fmt.Errorf("upsert job scheduler %q in queue %q: %w", id, q.name, err)
+	}
+	if tmpl == nil {
+		tmpl = &JobTemplate{}
+	}
+	now := q.clock.Now()
+	sched, err := validateRepeat(id, &repeat, now)
+	if err != nil {
+		return fail(err)
+	}
+	o := tmpl.Opts.merged(q.opts.DefaultJobOptions)
+	if o.JobID != "" || o.Delay != 0 || !o.Timestamp.IsZero() || o.Deduplication != nil {
+		return fail(optionError("JobTemplate.Opts must not set JobID, Delay, Timestamp or Deduplication"))
+	}
+	if err := o.validate(); err != nil {
+		return fail(err)
+	}
+	name := tmpl.Name
+	if name == "" {
+		name = id
+	}
+	data, err := encodeData(tmpl.Data)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %w", ErrInvalidData, err))
+	}
+	stored := o.stored()
+	templateOpts := map[string]json.RawMessage{}
+	if err := json.Unmarshal(stored.AppendJSON(nil), &templateOpts); err != nil {
+		return fail(err)
+	}
+	if o.Attempts == 0 {
+		delete(templateOpts, "attempts") // Node stores a template's opts as given
+	}
+	nowMs := now.UnixMilli()
+	var next int64
+	if sched != nil {
+		from := nowMs
+		if !repeat.StartDate.IsZero() && repeat.StartDate.UnixMilli() > from {
+			from = repeat.StartDate.UnixMilli()
+		}
+		if repeat.Immediately {
+			next = nowMs
+		} else {
+			t, err := sched.Next(time.UnixMilli(from))
+			if err != nil || (!repeat.EndDate.IsZero() && t.After(repeat.EndDate)) {
+				return nil, nil // no run left before EndDate
+			}
+			next = max(t.UnixMilli(), nowMs)
+		}
+	}
+	runRepeat := map[string]json.RawMessage{"count": json.RawMessage("1")}
+	if repeat.Every > 0 {
+		runRepeat["every"] = jsonInt(repeat.Every.Milliseconds())
+		if repeat.Offset > 0 {
+			runRepeat["offset"] = jsonInt(repeat.Offset.Milliseconds())
+		}
+	} else {
+		runRepeat["pattern"] = jsonString(repeat.Pattern)
+	}
+	if repeat.TZ != "" {
+		runRepeat["tz"] = jsonString(repeat.TZ)
+	}
+	if repeat.Limit > 0 {
+		runRepeat["limit"] = jsonInt(int64(repeat.Limit))
+	}
+	if !repeat.StartDate.IsZero() {
+		runRepeat["startDate"] = jsonInt(repeat.StartDate.UnixMilli())
+	}
+	if !repeat.EndDate.IsZero() {
+		runRepeat["endDate"] = jsonInt(repeat.EndDate.UnixMilli())
+	}
+	runOpts := make(map[string]json.RawMessage, len(templateOpts)+4)
+	for k, v := range templateOpts {
+		runOpts[k] = v
+	}
+	runOpts["repeat"] = mustJSON(runRepeat)
+	runOpts["repeatJobKey"] = jsonString(id)
+	runOpts["timestamp"] = jsonInt(nowMs)
+	if sched != nil {
+		runOpts["prevMillis"] = jsonInt(next)
+	}
+	a := scripts.UpsertArgs{
+		SchedulerID: id, NextMs: next, Now: nowMs, Name: name,
+		Every: repeat.Every.Milliseconds(), Pattern: repeat.Pattern, TZ: repeat.TZ,
+		Limit: int64(repeat.Limit), Data: string(data),
+		TemplateOpts: string(mustJSON(templateOpts)), RunOpts: string(mustJSON(runOpts)),
+		Priority: int64(o.Priority), LIFO: o.LIFO,
+	}
+	if !repeat.StartDate.IsZero() {
+		a.StartDate = repeat.StartDate.UnixMilli()
+	}
+	if !repeat.EndDate.IsZero() {
+		a.EndDate = repeat.EndDate.UnixMilli()
+	}
+	if repeat.Every > 0 {
+		a.Offset = repeat.Offset.Milliseconds()
+	}
+	runID, delay, err := scripts.UpsertJobScheduler(ctx, q.rdb, q.k, a)
+	if err != nil {
+		return fail(err)
+	}
+	job, err := q.GetJob(ctx, runID)
+	if err != nil {
+		// A worker may have run it already and dropped it (removeOnComplete).
+		job = &Job{ID: runID, Name: name, Data: data, Delay: time.Duration(delay) * time.Millisecond,
+			JobSchedulerID: id, queue: q}
+	}
+	return job, nil
+}
+
+// validateRepeat checks repeat and parses its pattern (nil for Every).
+func validateRepeat(id string, r *RepeatOptions, now time.Time) (*schedule.Schedule, error) {
+	switch {
+	case id == "":
+		return nil, optionError("job scheduler id must not be empty")
+	case r.Every != 0 && r.Pattern != "":
+		return nil, optionError("RepeatOptions: Every and Pattern are both set; set one")
+	case r.Every == 0 && r.Pattern == "":
+		return nil, optionError("RepeatOptions: set Every or Pattern")
+	case r.Every < 0 || (r.Every > 0 && r.Every < time.Millisecond):
+		return nil, optionError("RepeatOptions.Every must be at least 1ms, got %s", r.Every)
+	case r.Immediately && !r.StartDate.IsZero():
+		return nil, optionError("RepeatOptions: Immediately and StartDate are both set; set one")
+	case r.Limit < 0:
+		return nil, optionError("RepeatOptions.Limit must not be negative, got %d", r.Limit)
+	case r.Offset < 0:
+		return nil, optionError("RepeatOptions.Offset must not be negative, got %s", r.Offset)
+	case !r.EndDate.IsZero() && r.EndDate.Before(now):
+		return nil, optionError("RepeatOptions.EndDate %s is in the past", r.EndDate.UTC().Format(time.RFC3339))
+	}
+	if r.Pattern == "" {
+		return nil, nil
+	}
+	s, err := schedule.Parse(r.Pattern, r.TZ)
+	if err != nil {
+		return nil, optionError("RepeatOptions: %v", err)
+	}
+	return s, nil
+}
+
+// RemoveJobScheduler deletes the job scheduler id and its delayed next run
+// (a run already waiting or running is left to finish). It reports whether
+// the scheduler existed.
+func (q *Queue) RemoveJobScheduler(ctx context.Context, id string) (bool, error) {
+	if err := q.check(); err != nil {
+		return false, err
+	}
+	ok, err := scripts.RemoveJobScheduler(ctx, q.rdb, q.k, id)
+	if err != nil {
+		return false, fmt.Errorf("remove job scheduler %q from queue %q: %w", id, q.name, err)
+	}
+	return ok, nil
+}
+
+// GetJobScheduler reads one job scheduler; ErrJobSchedulerNotFound when
+// there is none.
+func (q *Queue) GetJobScheduler(ctx context.Context, id string) (*JobScheduler, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	var score *redis.FloatCmd
+	var hash *redis.MapStringStringCmd
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		score = p.ZScore(ctx, q.k.Repeat(), id)
+		hash = p.HGetAll(ctx, q.k.JobScheduler(id))
+		return nil
+	})
+	if errors.Is(err, redis.Nil) || (err == nil && len(hash.Val()) == 0) {
+		return nil, fmt.Errorf("get job scheduler %q from queue %q: %w", id, q.name, ErrJobSchedulerNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job scheduler %q from queue %q: %w", id, q.name, err)
+	}
+	return schedulerFromHash(id, int64(score.Val()), hash.Val()), nil
+}
+
+// GetJobSchedulers lists job schedulers by next run, a page at a time:
+// start and end are inclusive indexes (end -1 = to the last); asc lists the
+// soonest first (BullMQ's default is the latest first).
+func (q *Queue) GetJobSchedulers(ctx context.Context, start, end int64, asc bool) ([]*JobScheduler, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	var zs []redis.Z
+	var err error
+	if asc {
+		zs, err = q.rdb.ZRangeWithScores(ctx, q.k.Repeat(), start, end).Result()
+	} else {
+		zs, err = q.rdb.ZRevRangeWithScores(ctx, q.k.Repeat(), start, end).Result()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list job schedulers of queue %q: %w", q.name, err)
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(zs))
+	if _, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, z := range zs {
+			cmds[i] = p.HGetAll(ctx, q.k.JobScheduler(z.Member.(string)))
+		}
+		return nil
+	}); err != nil && len(zs) > 0 {
+		return nil, fmt.Errorf("list job schedulers of queue %q: %w", q.name, err)
+	}
+	out := make([]*JobScheduler, 0, len(zs))
+	for i, z := range zs {
+		if h := cmds[i].Val(); len(h) > 0 { // removed meanwhile, or a legacy entry
+			out = append(out, schedulerFromHash(z.Member.(string), int64(z.Score), h))
+		}
+	}
+	return out, nil
+}
+
+// GetJobSchedulersCount is the number of job schedulers.
+func (q *Queue) GetJobSchedulersCount(ctx context.Context) (int64, error) {
+	if err := q.check(); err != nil {
+		return 0, err
+	}
+	n, err := q.rdb.ZCard(ctx, q.k.Repeat()).Result()
+	if err != nil {
+		return 0, fmt.Errorf("count job schedulers of queue %q: %w", q.name, err)
+	}
+	return n, nil
+}
+
+func schedulerFromHash(id string, next int64, h map[string]string) *JobScheduler {
+	num := func(f string) int64 {
+		n, _ := strconv.ParseFloat(h[f], 64)
+		return int64(n)
+	}
+	ms := func(f string) time.Time {
+		if n := num(f); n != 0 {
+			return time.UnixMilli(n)
+		}
+		return time.Time{}
+	}
+	s := &JobScheduler{
+		ID: id, Name: h["name"], Next: time.UnixMilli(next), Iterations: int(num("ic")),
+		Every: time.Duration(num("every")) * time.Millisecond, Pattern: h["pattern"], TZ: h["tz"],
+		Limit: int(num("limit")), StartDate: ms("startDate"), EndDate: ms("endDate"),
+		Offset: time.Duration(num("offset")) * time.Millisecond, Data: json.RawMessage("{}"), Opts: h["opts"],
+	}
+	if d := h["data"]; d != "" && json.Valid([]byte(d)) {
+		s.Data = json.RawMessage(d)
+	}
+	return s
+}
+
+// advanceScheduler creates the next run of the scheduler whose run rec the
+// worker just took, as Node BullMQ's worker does on pickup (before running
+// the processor): the next time comes from the run's own repeat options
+// (cron) or from the scheduler (every, computed in the script); Limit and
+// EndDate end the scheduler.
+func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) error {
+	var opts map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(rec.RawOpts), &opts); err != nil {
+		return fmt.Errorf("run %s of job scheduler %q: opts: %w", rec.ID, rec.RepeatJobKey, err)
+	}
+	var repeat map[string]json.RawMessage
+	if raw := opts["repeat"]; len(raw) > 0 {
+		if err := json.Unmarshal(raw, &repeat); err != nil {
+			return fmt.Errorf("run %s of job scheduler %q: repeat opts: %w", rec.ID, rec.RepeatJobKey, err)
+		}
+	}
+	if repeat == nil {
+		repeat = map[string]json.RawMessage{}
+	}
+	iteration := jsonNum(repeat["count"]) + 1
+	if limit, ok := repeat["limit"]; ok && string(limit) != "null" && iteration > jsonNum(limit) {
+		return nil
+	}
+	now := w.q.nowMs()
+	endDate := jsonNum(repeat["endDate"])
+	if endDate != 0 && now > endDate {
+		return nil
+	}
+	from := max(now, jsonNum(opts["prevMillis"]))
+	every := jsonNum(repeat["every"])
+	var pattern, tz string
+	_ = json.Unmarshal(repeat["pattern"], &pattern)
+	_ = json.Unmarshal(repeat["tz"], &tz)
+	var next int64
+	switch {
+	case pattern != "" && every != 0:
+		return fmt.Errorf("run %s of job scheduler %q has both every and pattern", rec.ID, rec.RepeatJobKey)
+	case pattern != "":
+		sched, err := schedule.Parse(pattern, tz)
+		if err != nil {
+			return fmt.Errorf("run %s of job scheduler %q: %w", rec.ID, rec.RepeatJobKey, err)
+		}
+		if start := jsonNum(repeat["startDate"]); start > from {
+			from = start
+		}
+		t, err := sched.Next(time.UnixMilli(from))
+		if err != nil || (endDate != 0 && t.UnixMilli() > endDate) {
+			return nil // no run left before endDate
+		}
+		next = max(t.UnixMilli(), from)
+	case every == 0:
+		return fmt.Errorf("run %s of job scheduler %q has neither every nor pattern", rec.ID, rec.RepeatJobKey)
+	}
+	offset := repeat["offset"]
+	delete(repeat, "immediately")
+	if every != 0 && jsonNum(offset) != 0 {
+		repeat["offset"] = offset
+	} else {
+		delete(repeat, "offset")
+	}
+	repeat["count"] = jsonInt(iteration)
+	opts["repeat"] = mustJSON(repeat)
+	opts["timestamp"] = jsonInt(now)
+	opts["repeatJobKey"] = jsonString(rec.RepeatJobKey)
+	delete(opts, "jobId")
+	delete(opts, "delay")
+	if pattern != "" {
+		opts["prevMillis"] = jsonInt(next)
+	} else {
+		delete(opts, "prevMillis")
+	}
+	a := scripts.AdvanceArgs{
+		SchedulerID: rec.RepeatJobKey, ProducerID: rec.ID, NextMs: next, Now: now,
+		Opts: string(mustJSON(opts)), Priority: rec.Opts.Priority, LIFO: rec.Opts.LIFO,
+	}
+	if every != 0 {
+		a.Every = strconv.FormatInt(every, 10)
+	}
+	if n := jsonNum(offset); n != 0 {
+		a.Offset = strconv.FormatInt(n, 10)
+	}
+	nextID, err := scripts.AdvanceScheduler(ctx, w.q.rdb, w.q.k, a)
+	if err != nil {
+		return fmt.Errorf("create the run after %s of job scheduler %q: %w", rec.ID, rec.RepeatJobKey, err)
+	}
+	if nextID != "" {
+		w.log.DebugContext(ctx, "job scheduler advanced", slog.String(logkey.JobID, rec.ID), slog.String("next", nextID))
+	}
+	return nil
+}
+
+// advanceSchedulerRetrying runs advanceScheduler until it succeeds or ctx
+// ends (Node retries it the same way): a scheduler whose next run is not
+// created stops for good.
+func (w *Worker) advanceSchedulerRetrying(ctx context.Context, rec *jobcodec.Record) {
+	for attempt := 1; ; attempt++ {
+		err := w.advanceScheduler(ctx, rec)
+		if err == nil {
+			return
+		}
+		var redisErr redis.Error
+		if errors.As(err, &redisErr) || ctx.Err() != nil || attempt >= 8 || !isTransient(err) {
+			w.log.ErrorContext(ctx, "job scheduler not advanced: its next run was not created",
+				slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
+			return
+		}
+		w.log.WarnContext(ctx, "advance job scheduler failed; retrying", slog.String(logkey.JobID, rec.ID),
+			slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
+		if !sleepCtx(ctx, retryDelay(attempt)) {
+			return
+		}
+	}
+}
+
+// isTransient is true for errors worth retrying: not a decoding problem of
+// the run itself.
+func isTransient(err error) bool {
+	var syn *json.SyntaxError
+	return !errors.As(err, &syn) && !errors.Is(err, ErrInvalidOption)
+}
+
+func jsonNum(raw json.RawMessage) int64 {
+	if len(raw) == 0 {
+		return 0
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) != nil {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				return t.UnixMilli()
+			}
+			f, _ = strconv.ParseFloat(s, 64)
+		}
+	}
+	return int64(f)
+}
+
+func jsonInt(n int64) json.RawMessage { return json.RawMessage(strconv.FormatInt(n, 10)) }
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// mustJSON encodes v without HTML escaping, as Node's JSON.stringify does.
+func mustJSON(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err) // maps of raw JSON always encode
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// NextRun is the first run of cron pattern in time zone tz ("" = UTC)
+// strictly after t, as BullMQ's job schedulers compute it (cron-parser's
+// rules, including its daylight-saving behaviour; see RepeatOptions).
+func NextRun(pattern, tz string, t time.Time) (time.Time, error) {
+	s, err := schedule.Parse(pattern, tz)
+	if err != nil {
+		return time.Time{}, optionError("%v", err)
+	}
+	return s.Next(t)
+}
