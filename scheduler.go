@@ -147,8 +147,11 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 			next = nowMs
 		} else {
 			t, err := sched.Next(time.UnixMilli(from))
-			if err != nil || (!repeat.EndDate.IsZero() && t.After(repeat.EndDate)) {
+			if errors.Is(err, schedule.ErrNoRun) || (err == nil && !repeat.EndDate.IsZero() && t.After(repeat.EndDate)) {
 				return nil, nil // no run left before EndDate
+			}
+			if err != nil {
+				return fail(err)
 			}
 			next = max(t.UnixMilli(), nowMs)
 		}
@@ -395,8 +398,11 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 			from = start
 		}
 		t, err := sched.Next(time.UnixMilli(from))
-		if err != nil || (endDate != 0 && t.UnixMilli() > endDate) {
+		if errors.Is(err, schedule.ErrNoRun) || (err == nil && endDate != 0 && t.UnixMilli() > endDate) {
 			return nil // no run left before endDate
+		}
+		if err != nil {
+			return fmt.Errorf("run %s of job scheduler %q: %w", rec.ID, rec.RepeatJobKey, err)
 		}
 		next = max(t.UnixMilli(), from)
 	case every == 0:

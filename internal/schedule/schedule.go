@@ -76,8 +76,9 @@ const (
 	allHours = 1<<24 - 1
 )
 
-// errNoRun is returned when no run exists within the search horizon.
-var errNoRun = errors.New("no run within five years")
+// ErrNoRun is returned when the pattern has no run within the search
+// horizon (robfig/cron looks five years ahead), e.g. "0 0 30 2 *".
+var ErrNoRun = errors.New("cron pattern has no run within five years")
 
 // Next is the first run strictly after t (see the package doc for the
 // daylight-saving rules).
@@ -88,7 +89,7 @@ func (s *Schedule) Next(t time.Time) (time.Time, error) {
 	for range 1000 {
 		cand := s.spec.Next(from)
 		if cand.IsZero() {
-			return time.Time{}, errNoRun
+			return time.Time{}, ErrNoRun
 		}
 		if everyHour {
 			return cand, nil
@@ -103,7 +104,7 @@ func (s *Schedule) Next(t time.Time) (time.Time, error) {
 			return cand, nil
 		}
 	}
-	return time.Time{}, errNoRun
+	return time.Time{}, ErrNoRun
 }
 
 // transitions looks at the time zone's changes between from and cand. A

@@ -144,10 +144,9 @@ var (
 
 // All is every loaded script, for preloading (SCRIPT LOAD) before pipelines.
 func All() []*script {
-	all := []*script{
+	return append([]*script{
 		addJobs, moveToActive, finishJobs, extendLocks, moveStalledJobsToWait, pause, getState,
 		getCounts, getRanges, updateProgress, addLog, removeJob, promote, changeDelay,
 		changePriority, reprocessJob, moveJobsToWait, drain, obliterate, cleanJobsInSet,
-	}
-	return append(all, featureScripts()...)
+	}, featureScripts()...)
 }
