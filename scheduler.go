@@ -124,7 +124,7 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 	if name == "" {
 		name = id
 	}
-	data, err := encodeData(tmpl.Data)
+	data, err := jobcodec.EncodeData(tmpl.Data)
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", ErrInvalidData, err))
 	}
