@@ -212,6 +212,13 @@ func TestQueueCommands(t *testing.T) {
 		require.Contains(t, out, "#1   failed: unrecoverable")
 		out = ok(t, b, "jobs", "mail", "--state", "failed")
 		require.Regexp(t, `mail\s+fraud\s+charge\s+failed for good: unrecoverable\s+1/5`, out)
+		// Bulk retries leave it alone unless asked (issue 12 defect 2).
+		out = ok(t, b, "retry", "mail", "--dry-run")
+		require.Contains(t, out, "dry run: would retry 3 failed jobs in mail; 1 failed as unrecoverable left alone (--include-unrecoverable retries them)\n")
+		require.NotContains(t, out, "  fraud\n")
+		out = ok(t, b, "retry", "mail", "--dry-run", "--include-unrecoverable")
+		require.Contains(t, out, "dry run: would retry 4 failed jobs in mail\n")
+		require.Contains(t, out, "  fraud\n")
 	})
 
 	t.Run("JobRetryStateInspector", func(t *testing.T) {

@@ -37,6 +37,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	state := fs.String("state", "failed", "state to retry from: failed or completed")
 	filterExpr := fs.String("filter", "", `only jobs matching: name=NAME reason=TEXT left<=N`)
 	reset := fs.Bool("reset-attempts", false, "give each job its whole attempt budget back")
+	unrecoverable := fs.Bool("include-unrecoverable", false, "also retry failed jobs that failed as unrecoverable (left alone by default: they would fail again)")
 	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be retried")
 	limit := fs.Int("limit", 0, "retry at most this many jobs, newest first (0 = all)")
 	chunk := fs.Int("chunk", inspect.RetryChunkDefault, "jobs per chunk")
@@ -107,7 +108,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 
 	bar := &progressBar{w: rawWriter(c.out), label: "retrying"}
 	opts := &inspect.RetryOptions{
-		State: drover.JobState(*state), Filter: filter, ResetAttempts: *reset, Limit: *limit,
+		State: drover.JobState(*state), Filter: filter, ResetAttempts: *reset, IncludeUnrecoverable: *unrecoverable, Limit: *limit,
 		ChunkSize: *chunk, Pause: *pause, DryRun: *dryRun,
 	}
 	if !*asJSON && (*progress || isTerminal(c.out)) {
@@ -129,8 +130,12 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	if !filter.IsZero() {
 		what += " matching " + filter.String()
 	}
+	excluded := ""
+	if res.Excluded > 0 {
+		excluded = fmt.Sprintf("; %d failed as unrecoverable left alone (--include-unrecoverable retries them)", res.Excluded)
+	}
 	if res.DryRun {
-		fmt.Fprintf(c.out, "dry run: would retry %d %s in %s%s\n", res.Matched, what, queue, freshNote(*reset))
+		fmt.Fprintf(c.out, "dry run: would retry %d %s in %s%s%s\n", res.Matched, what, queue, freshNote(*reset), excluded)
 		for i, id := range res.IDs {
 			if i == 20 {
 				fmt.Fprintf(c.out, "  ... and %d more\n", res.Matched-20)
@@ -144,6 +149,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	if res.Skipped > 0 {
 		fmt.Fprintf(c.out, " (%d skipped: they changed meanwhile)", res.Skipped)
 	}
+	fmt.Fprint(c.out, excluded)
 	fmt.Fprintln(c.out)
 	return nil
 }
