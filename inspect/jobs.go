@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/jobcodec"
 )
 
 // RetryState is where a job stands in its retry life: the question
@@ -301,28 +302,84 @@ type readJob struct {
 	nextRun time.Time
 }
 
-// readJobs reads jobs by id, with due times for delayed jobs.
+// summaryFields are the job hash fields a JobSummary (and Filter, and
+// BudgetOf) needs: lists never read data, return values, stack traces or
+// logs, however big they are.
+var summaryFields = []string{"name", "opts", "timestamp", "processedOn", "finishedOn", "atm", "attemptsMade", "ats", "stc", "failedReason", "pb", "progress"}
+
+// readJobs reads the summary fields of jobs by id, and the due times of
+// delayed jobs, in one round trip. Failed jobs are read whole: why they
+// failed for good (FailedFor) needs their timeline and stack trace.
 func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.JobState, ids []string) (map[string]*readJob, error) {
-	jobs, err := q.GetJobsByID(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]*readJob, len(jobs))
-	for _, j := range jobs {
-		out[j.ID] = &readJob{job: j}
-	}
-	if state == drover.StateDelayed && len(jobs) > 0 {
-		due, err := i.dueTimes(ctx, q.Name(), ids)
+	if state == drover.StateFailed {
+		jobs, err := q.GetJobsByID(ctx, ids)
 		if err != nil {
 			return nil, err
 		}
-		for id, t := range due {
-			if r := out[id]; r != nil {
-				r.nextRun = t
+		out := make(map[string]*readJob, len(jobs))
+		for _, j := range jobs {
+			out[j.ID] = &readJob{job: j}
+		}
+		return out, nil
+	}
+	k := i.keys(q.Name())
+	fields := make([]*redis.SliceCmd, len(ids))
+	var scores []*redis.FloatCmd
+	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, id := range ids {
+			fields[n] = p.HMGet(ctx, k.Job(id), summaryFields...)
+		}
+		if state == drover.StateDelayed {
+			scores = make([]*redis.FloatCmd, len(ids))
+			for n, id := range ids {
+				scores[n] = p.ZScore(ctx, k.Delayed(), id)
 			}
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
+	}
+	out := make(map[string]*readJob, len(ids))
+	for n, id := range ids {
+		vals, err := fields[n].Result()
+		if err != nil {
+			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
+		}
+		m := make(map[string]string, len(summaryFields))
+		for f, v := range vals {
+			if s, ok := v.(string); ok {
+				m[summaryFields[f]] = s
+			}
+		}
+		rec, ok, err := jobcodec.DecodeMap(id, m)
+		if err != nil {
+			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
+		}
+		if !ok {
+			continue // removed since it was listed
+		}
+		r := &readJob{job: &drover.Job{
+			ID: id, Name: rec.Name, RawOpts: rec.RawOpts, Opts: drover.JobOptions{Attempts: int(rec.Opts.Attempts)},
+			Timestamp: msTime(rec.Timestamp), ProcessedOn: msTime(rec.ProcessedOn), FinishedOn: msTime(rec.FinishedOn),
+			AttemptsMade: int(rec.AttemptsMade), AttemptsStarted: int(rec.AttemptsStarted), StalledCount: int(rec.StalledCounter),
+			FailedReason: rec.FailedReason, ProcessedBy: rec.ProcessedBy, Progress: rec.Progress,
+		}}
+		if scores != nil {
+			if sc, err := scores[n].Result(); err == nil {
+				r.nextRun = dueOf(sc)
+			}
+		}
+		out[id] = r
 	}
 	return out, nil
+}
+
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // dueTimes reads the delayed-set due time of each id that is delayed.
@@ -449,14 +506,14 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 	var job *drover.Job
 	var state drover.JobState
 	for range 5 {
-		before, err := q.GetJobState(ctx, id)
+		before, err := i.jobState(ctx, queue, id)
 		if err != nil {
 			return nil, err
 		}
 		if job, err = q.GetJob(ctx, id); err != nil {
 			return nil, err
 		}
-		if state, err = q.GetJobState(ctx, id); err != nil {
+		if state, err = i.jobState(ctx, queue, id); err != nil {
 			return nil, err
 		}
 		if state == before {
@@ -506,6 +563,50 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 	}
 	d.Timeline, d.TimelineSource, d.TimelineOmitted = timeline(state, job, nextRun)
 	return d, nil
+}
+
+// jobState finds the state of job id in one round trip without scanning
+// the wait and paused lists (LPOS is O(n): 25ms each at 1M jobs): the
+// sorted sets answer by ZSCORE, the active list is short (one entry per
+// running job), and a job that exists and is in none of them can only be
+// waiting (in wait, or paused, which BullMQ also reports as waiting). The
+// order is BullMQ's getState order.
+func (i *Inspector) jobState(ctx context.Context, queue, id string) (drover.JobState, error) {
+	k := i.keys(queue)
+	var completed, failed, delayed, prioritized, children *redis.FloatCmd
+	var active *redis.IntCmd
+	var exists *redis.IntCmd
+	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		completed = p.ZScore(ctx, k.Completed(), id)
+		failed = p.ZScore(ctx, k.Failed(), id)
+		delayed = p.ZScore(ctx, k.Delayed(), id)
+		prioritized = p.ZScore(ctx, k.Prioritized(), id)
+		active = p.LPos(ctx, k.Active(), id, redis.LPosArgs{})
+		children = p.ZScore(ctx, k.WaitingChildren(), id)
+		exists = p.Exists(ctx, k.Job(id))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("get state of job %q in queue %q: %w", id, queue, err)
+	}
+	in := func(c interface{ Err() error }) bool { return c.Err() == nil }
+	switch {
+	case in(completed):
+		return drover.StateCompleted, nil
+	case in(failed):
+		return drover.StateFailed, nil
+	case in(delayed):
+		return drover.StateDelayed, nil
+	case in(prioritized):
+		return drover.StatePrioritized, nil
+	case in(active):
+		return drover.StateActive, nil
+	case in(children):
+		return drover.StateWaitingChildren, nil
+	case exists.Val() > 0:
+		return drover.StateWaiting, nil
+	}
+	return drover.StateUnknown, nil
 }
 
 // locks reads the lock of each job id.
