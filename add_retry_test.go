@@ -106,6 +106,29 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 		require.Len(t, jobKeys(t, b), 6)
 	})
 
+	// Every answer lost, resends included: the error says the outcome is
+	// unknown (the job was in fact stored, once); a bulk chunk counts as
+	// Unknown, not as refused.
+	t.Run("InDoubtWhenEveryAnswerIsLost", func(t *testing.T) {
+		t.Parallel()
+		b := setupRetries(t, -1)
+		for range 4 {
+			b.proxy.DropReplyTo("evalsha")
+		}
+		_, err := b.queue.Add(context.Background(), "once", nil, nil)
+		require.ErrorIs(t, err, drover.ErrAddInDoubt)
+		require.Len(t, jobKeys(t, b), 1, "stored once")
+		for range 4 {
+			b.proxy.DropReplyTo("evalsha")
+		}
+		_, err = b.queue.AddBulk(context.Background(), make([]drover.BulkJob, 3))
+		var be *drover.AddBulkError
+		require.ErrorAs(t, err, &be)
+		require.ErrorIs(t, err, drover.ErrAddInDoubt)
+		require.Equal(t, 3, be.Unknown)
+		require.Len(t, jobKeys(t, b), 4)
+	})
+
 	t.Run("Bulk", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

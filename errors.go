@@ -44,6 +44,12 @@ var (
 	// ErrLockLost is the cancellation cause of a processor's context when the
 	// worker lost the job's lock; its result will not be written.
 	ErrLockLost = errors.New("drover: job lock lost")
+
+	// ErrAddInDoubt marks an Add or AddBulk error after which the jobs may
+	// or may not be stored: the answer to a send was lost and no resend got
+	// through to learn it. Without it in the chain, the error means nothing
+	// was stored. With a custom JobID, adding again is safe either way.
+	ErrAddInDoubt = errors.New("drover: add outcome unknown (its answer was lost)")
 )
 
 // JobError reports a failed operation on one job.

@@ -277,10 +277,9 @@ func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 		outcomes, err := q.addJobs(ctx, ctx, recs[from:to])
 		if err != nil {
 			e := &AddBulkError{Queue: q.name, Total: len(jobs), Results: out, Err: err}
-			// A Redis error reply means the script was refused before it
-			// wrote (OOM is checked at its first write); anything else
-			// (a lost connection, a timeout) leaves the chunk in doubt.
-			if !isRedisReply(err) {
+			// Unless a send's answer was lost, Redis refused the chunk
+			// before it wrote (OOM is checked at a script's first write).
+			if errors.Is(err, ErrAddInDoubt) {
 				e.Unknown = to - from
 			}
 			return nil, e
@@ -310,22 +309,32 @@ func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) 
 	// first run's reply has expired: that would store the jobs again.
 	cmdCtx, cancel := context.WithDeadline(cmdCtx, start.Add(q.opts.AddRetryWindow*3/4))
 	defer cancel()
+	mayHaveRun := false // a send's answer was lost
+	fail := func(err error) ([]scripts.AddOutcome, error) {
+		if mayHaveRun {
+			return nil, fmt.Errorf("%w: %w", ErrAddInDoubt, err)
+		}
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
 		out, err := scripts.AddJobs(cmdCtx, q.rdb, q.k, call, recs)
 		if err == nil {
 			return out, nil
+		}
+		if !isRedisReply(err) && !isDialError(err) && !errors.Is(err, redis.ErrClosed) {
+			mayHaveRun = true
 		}
 		d := retryDelay(attempt)
 		if attempt == 1 && isDialError(err) {
 			return nil, err // never sent: the caller gets a plain "not stored"
 		}
 		if attempt > addResends || !resendable(err) || stop.Err() != nil || cmdCtx.Err() != nil || time.Now().Add(d).After(deadline) {
-			return nil, err
+			return fail(err)
 		}
 		q.logger.WarnContext(stop, "add call failed; sending it again (it is stored once)",
 			slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
 		if !sleepCtx(stop, d) {
-			return nil, err
+			return fail(err)
 		}
 	}
 }

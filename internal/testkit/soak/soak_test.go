@@ -62,7 +62,7 @@ type ledger struct {
 	mu        sync.Mutex
 	confirmed map[string]bool // the add (or outbox commit) succeeded
 	ambiguous map[string]bool // it failed in a way that leaves it in doubt
-	refused   int             // adds known not to have been stored
+	refused   map[string]int  // adds known not to have been stored, by producer
 }
 
 func (l *ledger) confirm(ops ...string) {
@@ -81,9 +81,9 @@ func (l *ledger) doubt(ops ...string) {
 	}
 }
 
-func (l *ledger) refuse(n int) {
+func (l *ledger) refuse(producer string, n int) {
 	l.mu.Lock()
-	l.refused += n
+	l.refused[producer] += n
 	l.mu.Unlock()
 }
 
@@ -185,7 +185,7 @@ func TestSoak(t *testing.T) {
 		}
 	})
 
-	book := &ledger{confirmed: map[string]bool{}, ambiguous: map[string]bool{}}
+	book := &ledger{confirmed: map[string]bool{}, ambiguous: map[string]bool{}, refused: map[string]int{}}
 	var seq atomic.Int64
 	newJob := func(kind string) (string, jobData) {
 		op := fmt.Sprintf("%s-%d", kind, seq.Add(1))
@@ -219,8 +219,8 @@ func TestSoak(t *testing.T) {
 			switch {
 			case err == nil:
 				book.confirm(op)
-			case isRefused(err):
-				book.refuse(1)
+			case !errors.Is(err, drover.ErrAddInDoubt):
+				book.refuse("add", 1) // drover says nothing was stored
 			default:
 				book.doubt(op)
 			}
@@ -246,9 +246,9 @@ func TestSoak(t *testing.T) {
 			n := len(be.Results)
 			book.confirm(ops[:n]...)
 			book.doubt(ops[n : n+be.Unknown]...)
-			book.refuse(len(ops) - n - be.Unknown)
-		case isRefused(err):
-			book.refuse(len(ops))
+			book.refuse("bulk", len(ops)-n-be.Unknown)
+		case !errors.Is(err, drover.ErrAddInDoubt):
+			book.refuse("bulk", len(ops))
 		default:
 			book.doubt(ops...)
 		}
@@ -274,7 +274,7 @@ func TestSoak(t *testing.T) {
 		case strings.Contains(err.Error(), "commit"):
 			book.doubt(ops...) // the commit's answer was lost
 		default:
-			book.refuse(len(ops))
+			book.refuse("outbox", len(ops)) // rolled back (PostgreSQL down)
 		}
 	})
 
@@ -416,20 +416,17 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-func isRefused(err error) bool {
-	return errors.Is(err, drover.ErrInvalidOption) || errors.Is(err, drover.ErrInvalidData) || errors.Is(err, drover.ErrInvalidJobID)
-}
-
 // report is what the soak found.
 type report struct {
-	confirmed, ambiguous, ambiguousLanded, refused int
-	jobs, completed, failedDesigned, failedOther   int
-	effects, effectDups, runs, reruns              int
-	pendingRows, unfinished                        int64
-	dropped, resets                                int64
-	drain                                          time.Duration
-	faults                                         []fault
-	violations                                     []string
+	confirmed, ambiguous, ambiguousLanded        int
+	refused                                      map[string]int
+	jobs, completed, failedDesigned, failedOther int
+	effects, effectDups, runs, reruns            int
+	pendingRows, unfinished                      int64
+	dropped, resets                              int64
+	drain                                        time.Duration
+	faults                                       []fault
+	violations                                   []string
 }
 
 // check reads every job and every effect and compares them with what the
@@ -567,8 +564,8 @@ func check(t *testing.T, ctx context.Context, rdb *redis.Client, pool *pgxpool.P
 func (r *report) String(duration time.Duration, seed uint64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n=== drover chaos soak: %s of faults, seed %d ===\n", duration, seed)
-	fmt.Fprintf(&b, "adds: %d confirmed, %d in doubt (%d of them stored), %d refused (known not stored)\n",
-		r.confirmed, r.ambiguous, r.ambiguousLanded, r.refused)
+	fmt.Fprintf(&b, "adds: %d confirmed, %d in doubt (%d of them stored); known not stored (an error the caller can act on): %d add, %d bulk, %d outbox rows rolled back\n",
+		r.confirmed, r.ambiguous, r.ambiguousLanded, r.refused["add"], r.refused["bulk"], r.refused["outbox"])
 	fmt.Fprintf(&b, "jobs: %d = %d confirmed + %d in-doubt stored; %d completed, %d failed as designed, %d failed otherwise\n",
 		r.jobs, r.confirmed, r.ambiguousLanded, r.completed, r.failedDesigned, r.failedOther)
 	fmt.Fprintf(&b, "effects: %d operations, %d duplicated; runs %d, re-runs %d (absorbed by the ledger)\n",
