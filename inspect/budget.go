@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/jobcodec"
 )
 
 // BudgetReport lists live jobs that used most of their attempt budget.
@@ -15,7 +18,7 @@ type BudgetReport struct {
 	Threshold float64      `json:"threshold"`
 	Jobs      []JobSummary `json:"jobs"`
 	// Scanned counts the jobs looked at; Truncated says a state held more
-	// than Options.ScanLimit jobs and only the newest were looked at.
+	// than Options.BudgetScanLimit jobs and only the newest were looked at.
 	Scanned   int  `json:"scanned"`
 	Truncated bool `json:"truncated"`
 	// Alert is set when Jobs is not empty.
@@ -37,9 +40,10 @@ func (i *Inspector) NearExhausted(ctx context.Context, queue string) (*BudgetRep
 	}
 	rep := &BudgetReport{Queue: queue, Threshold: i.opts.BudgetThreshold, Jobs: []JobSummary{}}
 	const chunk = 500
+	limit := i.opts.BudgetScanLimit
 	for _, state := range liveStates {
-		for pos := 0; pos < i.opts.ScanLimit; pos += chunk {
-			n := min(chunk, i.opts.ScanLimit-pos)
+		for pos := 0; pos < limit; pos += chunk {
+			n := min(chunk, limit-pos)
 			ids, err := q.GetJobIDs(ctx, []drover.JobState{state}, int64(pos), int64(pos+n-1), false)
 			if err != nil {
 				return nil, err
@@ -48,23 +52,31 @@ func (i *Inspector) NearExhausted(ctx context.Context, queue string) (*BudgetRep
 			if len(ids) == 0 {
 				break
 			}
-			jobs, err := i.readJobs(ctx, q, state, ids)
+			// Two reads: the attempt counters and budget of every job (a
+			// few bytes each), then the summaries of those that match.
+			near, err := i.nearExhausted(ctx, q.Name(), ids, rep.Threshold)
 			if err != nil {
 				return nil, err
 			}
-			for _, id := range ids {
-				j := jobs[id]
-				if j == nil {
-					continue
+			if len(near) > 0 {
+				jobs, err := i.readJobs(ctx, q, state, near)
+				if err != nil {
+					return nil, err
 				}
-				if b := BudgetOf(j.job); b.Used > rep.Threshold && b.Left > 0 {
-					rep.Jobs = append(rep.Jobs, summarize(state, j.job, j.nextRun))
+				for _, id := range near {
+					j := jobs[id]
+					if j == nil {
+						continue
+					}
+					if b := BudgetOf(j.job); b.Used > rep.Threshold && b.Left > 0 {
+						rep.Jobs = append(rep.Jobs, summarize(state, j.job, j.nextRun))
+					}
 				}
 			}
 			if len(ids) < n {
 				break
 			}
-			if pos+n >= i.opts.ScanLimit {
+			if pos+n >= limit {
 				rep.Truncated = true
 			}
 		}
@@ -76,4 +88,41 @@ func (i *Inspector) NearExhausted(ctx context.Context, queue string) (*BudgetRep
 		}
 	}
 	return rep, nil
+}
+
+// nearExhausted returns the ids whose attempts made and budget (only these
+// fields are read) put them above threshold with attempts left.
+func (i *Inspector) nearExhausted(ctx context.Context, queue string, ids []string, threshold float64) ([]string, error) {
+	k := i.keys(queue)
+	cmds := make([]*redis.SliceCmd, len(ids))
+	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, id := range ids {
+			cmds[n] = p.HMGet(ctx, k.Job(id), "atm", "attemptsMade", "opts")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read attempt budgets in queue %q: %w", queue, err)
+	}
+	var out []string
+	for n, c := range cmds {
+		vals := c.Val()
+		m := make(map[string]string, 3)
+		for f, name := range []string{"atm", "attemptsMade", "opts"} {
+			if f < len(vals) {
+				if s, ok := vals[f].(string); ok {
+					m[name] = s
+				}
+			}
+		}
+		rec, ok, err := jobcodec.DecodeMap(ids[n], m)
+		if err != nil || !ok {
+			continue // gone, or unreadable: the summary read reports it
+		}
+		job := drover.Job{AttemptsMade: int(rec.AttemptsMade), Opts: drover.JobOptions{Attempts: int(rec.Opts.Attempts)}}
+		if b := BudgetOf(&job); b.Used > threshold && b.Left > 0 {
+			out = append(out, ids[n])
+		}
+	}
+	return out, nil
 }

@@ -22,6 +22,9 @@ const (
 	ScanLimitDefault = 10000
 	// PageSizeDefault is the page size of Jobs.
 	PageSizeDefault = 50
+	// BudgetScanLimitDefault bounds the jobs the budget view reads per
+	// state.
+	BudgetScanLimitDefault = 2000
 	// BudgetThresholdDefault: a job has used most of its attempt budget when
 	// attempts made / attempts allowed is above this.
 	BudgetThresholdDefault = 0.8
@@ -34,6 +37,11 @@ type Options struct {
 	// ScanLimit bounds how many jobs a filtered list, the stalled view and
 	// the budget view read per state. Defaults to ScanLimitDefault.
 	ScanLimit int
+	// BudgetScanLimit bounds how many jobs per live state the budget view
+	// (NearExhausted, on the dashboard's queue page) reads: the newest, for
+	// bounded work per request on big queues; the report says Truncated
+	// when a state held more. Defaults to BudgetScanLimitDefault (2000).
+	BudgetScanLimit int
 	// BudgetThreshold is the share of its attempts a live job must have used
 	// to be listed by NearExhausted. Defaults to BudgetThresholdDefault (0.8);
 	// must be in (0, 1).
@@ -60,6 +68,9 @@ func (o *Options) withDefaults() Options {
 	if r.ScanLimit == 0 {
 		r.ScanLimit = ScanLimitDefault
 	}
+	if r.BudgetScanLimit == 0 {
+		r.BudgetScanLimit = BudgetScanLimitDefault
+	}
 	if r.BudgetThreshold == 0 {
 		r.BudgetThreshold = BudgetThresholdDefault
 	}
@@ -78,6 +89,8 @@ func (o *Options) validate() error {
 	switch {
 	case o.ScanLimit < 1:
 		return fmt.Errorf("%w: inspect.Options.ScanLimit must be at least 1, got %d", drover.ErrInvalidOption, o.ScanLimit)
+	case o.BudgetScanLimit < 1:
+		return fmt.Errorf("%w: inspect.Options.BudgetScanLimit must be at least 1, got %d", drover.ErrInvalidOption, o.BudgetScanLimit)
 	case o.BudgetThreshold <= 0 || o.BudgetThreshold >= 1:
 		return fmt.Errorf("%w: inspect.Options.BudgetThreshold must be in (0, 1), got %v", drover.ErrInvalidOption, o.BudgetThreshold)
 	}
