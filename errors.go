@@ -21,6 +21,13 @@ var (
 	ErrNotInState = scripts.ErrNotInState
 	// ErrJobLocked: a worker is processing the job, so it cannot be changed.
 	ErrJobLocked = scripts.ErrJobLocked
+	// ErrPendingDependencies: a job's processor returned, but the job cannot
+	// complete while children added with it as parent are unfinished; the
+	// attempt fails instead (retried per its attempts), as in BullMQ.
+	ErrPendingDependencies = scripts.ErrPendingDependencies
+	// ErrFailedChildren: a job cannot complete after one of its children
+	// failed with failParentOnFailure; the job fails for good, as in BullMQ.
+	ErrFailedChildren = scripts.ErrFailedChildren
 	// ErrSchedulerJob: the job is a job scheduler's pending iteration.
 	ErrSchedulerJob = scripts.ErrSchedulerJob
 	// ErrQueueNotPaused: Obliterate needs a paused queue.

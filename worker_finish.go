@@ -5,6 +5,7 @@ package drover
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -89,6 +90,7 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 		case <-time.After(retryDelay(attempt)):
 		}
 	}
+	w.failRefusedCompletions(batch, codes)
 	for _, rj := range done {
 		rj.written.Store(true)
 	}
@@ -115,6 +117,70 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 	w.noteRateLimit(f.RateLimitTTL)
 	if newDelayed && !w.closing.Load() {
 		w.wake() // the fetcher may sleep past the new delayed job's due time
+	}
+}
+
+// refusedCompletion is the error an attempt fails with when the finish
+// script refused its completion: the job became a flow parent while it ran
+// and a child is pending or failed. Its text is BullMQ's, so a job's
+// failedReason reads the same whichever worker ran it.
+type refusedCompletion struct {
+	jobID string
+	cause error // ErrPendingDependencies or ErrFailedChildren
+}
+
+func (e *refusedCompletion) Error() string {
+	if errors.Is(e.cause, ErrFailedChildren) {
+		return "Cannot complete job " + e.jobID + " because it has at least one failed child. moveToFinished"
+	}
+	return "Job " + e.jobID + " has pending dependencies. moveToFinished"
+}
+
+func (e *refusedCompletion) Unwrap() error { return e.cause }
+
+// failRefusedCompletions writes, as failures, the completions the finish
+// script refused (codes -4/-9; the jobs are still active and locked), the
+// way BullMQ's worker fails an attempt whose moveToFinished was refused:
+// pending children make an ordinary error (retried per the job's attempts),
+// a failed child an unrecoverable one. batch and codes are updated in place
+// with the new outcomes. Jobs whose failure cannot be written stay active
+// for the stalled checker.
+func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error) {
+	var idx []int
+	for i, err := range codes {
+		if errors.Is(err, ErrPendingDependencies) || errors.Is(err, ErrFailedChildren) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	recs := make([]scripts.FinishRecord, len(idx))
+	for k, i := range idx {
+		it := batch[i]
+		var err error = &refusedCompletion{jobID: it.rj.job.ID, cause: codes[i]}
+		if errors.Is(err, ErrFailedChildren) {
+			err = Unrecoverable(err)
+		}
+		batch[i] = w.outcome(context.Background(), it.rj, nil, err, it.took)
+		recs[k] = batch[i].rec
+	}
+	ctx := context.Background() // results must land even while closing
+	for attempt := 1; ; attempt++ {
+		again, _, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, w.fetchArgs(0), recs)
+		if err == nil {
+			for k, i := range idx {
+				codes[i] = again[k]
+			}
+			return
+		}
+		w.log.Warn("write refused completions as failures failed", slog.Int(logkey.Count, len(recs)),
+			slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
+		select {
+		case <-w.forceFinish:
+			return
+		case <-time.After(retryDelay(attempt)):
+		}
 	}
 }
 

@@ -245,20 +245,21 @@ type workerSpec struct {
 
 // droverBehavior is a drover processor doing what runBehavior in
 // internal/testkit/bullmqoracle/node/lib.mjs does for a Node worker, so one scripted
-// behaviour runs on both sides. The zero Behavior echoes the job's data.
-func droverBehavior(bh bullmqoracle.Behavior) drover.ProcessorFunc {
+// behaviour runs on both sides. The zero Behavior echoes the job's data. rdb
+// serves the kinds that read Redis (waitKey).
+func droverBehavior(bh bullmqoracle.Behavior, rdb redis.UniversalClient) drover.ProcessorFunc {
 	return func(ctx context.Context, job *drover.Job) (any, error) {
 		if bh.Kind == "" {
 			return job.Data, nil
 		}
-		return runBehavior(ctx, bh, job)
+		return runBehavior(ctx, bh, job, rdb)
 	}
 }
 
-func runBehavior(ctx context.Context, bh bullmqoracle.Behavior, job *drover.Job) (any, error) {
+func runBehavior(ctx context.Context, bh bullmqoracle.Behavior, job *drover.Job, rdb redis.UniversalClient) (any, error) {
 	next := func() (any, error) {
 		if bh.Then != nil {
-			return runBehavior(ctx, *bh.Then, job)
+			return runBehavior(ctx, *bh.Then, job, rdb)
 		}
 		return nil, nil
 	}
@@ -289,7 +290,28 @@ func runBehavior(ctx context.Context, bh bullmqoracle.Behavior, job *drover.Job)
 		case <-time.After(time.Duration(bh.MS) * time.Millisecond):
 		}
 		if bh.Then != nil {
-			return runBehavior(ctx, *bh.Then, job)
+			return runBehavior(ctx, *bh.Then, job, rdb)
+		}
+		return bh.Value, nil
+	case "waitKey":
+		ms := cmp.Or(bh.MS, 20000)
+		deadline := time.Now().Add(time.Duration(ms) * time.Millisecond)
+		for time.Now().Before(deadline) {
+			n, err := rdb.Exists(ctx, bh.Key).Result()
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if bh.Then != nil {
+			return runBehavior(ctx, *bh.Then, job, rdb)
 		}
 		return bh.Value, nil
 	case "progress":
@@ -312,7 +334,7 @@ func runBehavior(ctx context.Context, bh bullmqoracle.Behavior, job *drover.Job)
 			return nil, nil
 		}
 		i := min(max(job.AttemptsStarted-1, 0), len(bh.Steps)-1)
-		return runBehavior(ctx, bh.Steps[i], job)
+		return runBehavior(ctx, bh.Steps[i], job, rdb)
 	case "fromData":
 		field := cmp.Or(bh.Field, "behavior")
 		var data map[string]json.RawMessage
@@ -322,7 +344,7 @@ func runBehavior(ctx context.Context, bh bullmqoracle.Behavior, job *drover.Job)
 				return nil, fmt.Errorf("behavior in job data: %w", err)
 			}
 		}
-		return runBehavior(ctx, inner, job)
+		return runBehavior(ctx, inner, job, rdb)
 	}
 	return nil, fmt.Errorf("unknown behavior kind %q", bh.Kind)
 }
@@ -330,6 +352,12 @@ func runBehavior(ctx context.Context, bh bullmqoracle.Behavior, job *drover.Job)
 // startWorker starts a worker of the given implementation on b's queue and
 // returns a function that stops it gracefully (also run at cleanup).
 func (b *bundle) startWorker(t *testing.T, by impl, spec workerSpec) (stop func()) {
+	t.Helper()
+	return b.startWorkerOn(t, by, queueName, spec)
+}
+
+// startWorkerOn is startWorker on another queue under b's prefix.
+func (b *bundle) startWorkerOn(t *testing.T, by impl, queue string, spec workerSpec) (stop func()) {
 	t.Helper()
 	ctx := context.Background()
 	var once sync.Once
@@ -339,7 +367,7 @@ func (b *bundle) startWorker(t *testing.T, by impl, spec workerSpec) (stop func(
 			behavior = bullmqoracle.Echo()
 		}
 		id := fmt.Sprintf("%s-w%d", b.prefix, b.seq.Add(1))
-		require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, bullmqoracle.WorkerOptions{
+		require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queue, bullmqoracle.WorkerOptions{
 			ID: id, Name: cmp.Or(spec.name, workerName), Concurrency: spec.concurrency, Behavior: behavior,
 			LockDuration: spec.lockDuration, StalledInterval: spec.stalledInterval,
 			MaxStalledCount: spec.maxStalledCount, BackoffStrategy: "byType",
@@ -350,7 +378,7 @@ func (b *bundle) startWorker(t *testing.T, by impl, spec workerSpec) (stop func(
 	} else {
 		proc := spec.drover
 		if proc == nil {
-			proc = droverBehavior(spec.behavior)
+			proc = droverBehavior(spec.behavior, b.rdb)
 		}
 		o := &drover.WorkerOptions{
 			Prefix: b.prefix, Name: cmp.Or(spec.name, workerName), Concurrency: spec.concurrency,
@@ -363,7 +391,7 @@ func (b *bundle) startWorker(t *testing.T, by impl, spec workerSpec) (stop func(
 				o.MaxStalledCount = -1 // drover's spelling of BullMQ's 0
 			}
 		}
-		w, err := drover.NewWorker(b.rdb, queueName, proc, o)
+		w, err := drover.NewWorker(b.rdb, queue, proc, o)
 		require.NoError(t, err)
 		require.NoError(t, w.Start(ctx))
 		stop = func() {
@@ -531,7 +559,13 @@ func (b *bundle) waitFinal(t *testing.T, id string, count int) []drover.Event {
 
 func readEvents(t *testing.T, rdb *redis.Client, prefix string, count int, match func(drover.Event) bool, timeout time.Duration) []drover.Event {
 	t.Helper()
-	qe, err := drover.NewQueueEvents(rdb, queueName, &drover.QueueEventsOptions{
+	return readQueueEvents(t, rdb, prefix, queueName, count, match, timeout)
+}
+
+// readQueueEvents is readEvents for any queue under prefix.
+func readQueueEvents(t *testing.T, rdb *redis.Client, prefix, queue string, count int, match func(drover.Event) bool, timeout time.Duration) []drover.Event {
+	t.Helper()
+	qe, err := drover.NewQueueEvents(rdb, queue, &drover.QueueEventsOptions{
 		Prefix: prefix, LastEventID: "0", BlockTimeout: 50 * time.Millisecond,
 	})
 	require.NoError(t, err)
@@ -626,7 +660,7 @@ type dumpOptions struct {
 //   - the marker key after workers ran (see dumpOptions.workersRan).
 //   - drover's add call records, "<queue>:add:<token>" strings that expire
 //     after QueueOptions.AddRetryWindow (difftest.DropAddRecords).
-//   - the order of the completed and failed sets: their scores are
+//   - the order of the completed and failed sets (of every queue): their scores are
 //     finishedOn ms and become "<ts>"; jobs finished in the same
 //     millisecond are ordered by member name, so the order depends on how
 //     fast the worker was. The members are compared as sets; the finishing
@@ -665,8 +699,8 @@ func comparableDump(t *testing.T, rdb *redis.Client, prefix string, o dumpOption
 	}
 	norm, err := statedump.Normalize(raw, &statedump.NormalizeOptions{DelayedScores: statedump.ScoreOrder})
 	require.NoError(t, err)
-	for _, set := range []string{"completed", "failed"} {
-		if k := norm.Keys[queueName+":"+set]; k != nil {
+	for name, k := range norm.Keys {
+		if k.Type == statedump.TypeZSet && (strings.HasSuffix(name, ":completed") || strings.HasSuffix(name, ":failed")) {
 			slices.SortFunc(k.ZSet, func(a, b statedump.ZMember) int {
 				return cmp.Or(strings.Compare(a.Score, b.Score), strings.Compare(a.Member, b.Member))
 			})

@@ -578,7 +578,7 @@ func (r *programRun) droverWork(ctx context.Context, bh bullmqoracle.Behavior) s
 	release := make(chan struct{})
 	var once sync.Once
 	var calls atomic.Int32
-	proc := droverBehavior(bh)
+	proc := droverBehavior(bh, r.rdb)
 	w, err := drover.NewWorker(r.rdb, queueName, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
 		once.Do(func() { got <- job.ID })

@@ -15,6 +15,12 @@ var (
 	ErrNotInState = errors.New("job not in the expected state")
 	// ErrLockTaken: another worker's token holds the job's lock (code -6).
 	ErrLockTaken = errors.New("job lock held by another worker")
+	// ErrPendingDependencies: a job cannot complete while children it waits
+	// for are unfinished (code -4).
+	ErrPendingDependencies = errors.New("job has pending dependencies")
+	// ErrFailedChildren: a job cannot complete after a child failed with
+	// failParentOnFailure (code -9).
+	ErrFailedChildren = errors.New("job has a failed child")
 	// ErrSchedulerJob: the job is a job scheduler's pending iteration (code -8).
 	ErrSchedulerJob = errors.New("job is the pending iteration of a job scheduler")
 	// ErrJobLocked: a worker is processing the job, so it cannot be changed.
@@ -34,10 +40,14 @@ func codeError(code int64) error {
 		return ErrLockMissing
 	case -3:
 		return ErrNotInState
+	case -4:
+		return ErrPendingDependencies
 	case -6:
 		return ErrLockTaken
 	case -8:
 		return ErrSchedulerJob
+	case -9:
+		return ErrFailedChildren
 	}
 	return fmt.Errorf("unexpected script result %d", code)
 }

@@ -23,9 +23,8 @@ local function jobTime(jobKey)
   return tonumber(t[1] or t[2] or t[3])
 end
 
-local function drop(id, jobKey)
-  releaseOwnedDedup(id, jobKey)
-  removeJobKeys(jobKey)
+local function drop(id)
+  dropJob(id)
   removed[#removed + 1] = id
 end
 
@@ -36,7 +35,7 @@ local lists = {wait = waitKey, waiting = waitKey, paused = pausedKey, active = a
 if state == "completed" or state == "failed" then
   local ids = rcall("ZRANGEBYSCORE", sets[state], 0, cutoff, "LIMIT", 0, limit)
   for _, id in ipairs(ids) do
-    drop(id, base .. id)
+    drop(id)
   end
   for from = 1, #ids, 7000 do
     rcall("ZREM", sets[state], unpack(ids, from, math.min(from + 6999, #ids)))
@@ -51,7 +50,7 @@ elseif sets[state] then
     local t = jobTime(jobKey)
     if not isSchedulerIteration(id, jobKey) and (not t or t <= cutoff) then
       rcall("ZREM", sets[state], id)
-      drop(id, jobKey)
+      drop(id)
     end
   end
 elseif lists[state] then
@@ -69,7 +68,7 @@ elseif lists[state] then
     if not locked and not isSchedulerIteration(id, jobKey) and (not t or t <= cutoff) then
       rcall("LSET", key, i - 1, "")
       marked = marked + 1
-      drop(id, jobKey)
+      drop(id)
     end
   end
   if marked > 0 then

@@ -1,6 +1,8 @@
 -- drain: delete every job that waits to run (wait, legacy paused, prioritized
 -- and, when asked, delayed), except a job scheduler's pending iteration.
 -- Active, completed and failed jobs are untouched. No events, as BullMQ.
+-- A drained flow child leaves its parent's dependencies (include/parent.lua,
+-- detachFromParent, hard).
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 include delayed ("1"/"0").
 -- Returns the number of jobs deleted.
@@ -16,8 +18,7 @@ local function drainList(key)
     if isSchedulerIteration(id, base .. id) then
       keep[#keep + 1] = id
     else
-      releaseOwnedDedup(id, base .. id)
-      removeJobKeys(base .. id)
+      dropJob(id)
       removed = removed + 1
     end
   end
@@ -31,20 +32,20 @@ local function drainSet(key)
   local ids = rcall("ZRANGE", key, 0, -1)
   for _, id in ipairs(ids) do
     if not isSchedulerIteration(id, base .. id) then
-      releaseOwnedDedup(id, base .. id)
-      removeJobKeys(base .. id)
+      dropJob(id)
       rcall("ZREM", key, id)
       removed = removed + 1
     end
   end
 end
 
+-- BullMQ's order, which decides which drained child releases a parent.
 drainList(waitKey)
 drainList(pausedKey)
--- The priority counter (pc) stays, as in BullMQ: a fetch that finds
--- prioritized empty deletes it.
-drainSet(prioritizedKey)
 if ARGV[2] == "1" then
   drainSet(delayedKey)
 end
+-- The priority counter (pc) stays, as in BullMQ: a fetch that finds
+-- prioritized empty deletes it.
+drainSet(prioritizedKey)
 return removed

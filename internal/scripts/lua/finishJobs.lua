@@ -20,11 +20,16 @@
 --   attempt spent, like BullMQ's DelayedError).
 -- Returns {codes, nextDelayedScore|false, {id, hash, ...}, rateLimitTTL ms}
 --   where codes[i] is
---   0 done, -1 job missing, -2 lock missing, -3 not active, -6 lock taken.
+--   0 done, -1 job missing, -2 lock missing, -3 not active, -6 lock taken,
+--   -4 (completion only) the job still has pending children, -9 (completion
+--   only) a child failed with failParentOnFailure: the job is left active
+--   and locked, and the caller fails the attempt instead, as BullMQ does.
+-- A finished job that owns a deduplication id with a next job stored for it
+-- (keepLastIfActive) queues that job; see requeueNext.
 --@include common
 --@include queue
---@include retention
 --@include parent
+--@include retention
 --@include fetch
 
 local now = tonumber(ARGV[2])
@@ -49,6 +54,76 @@ local function releaseDedup(id, deid)
   if pttl == 0 or (pttl == -1 and rcall("GET", dedupKey) == id) then
     rcall("DEL", dedupKey)
   end
+end
+
+-- requeueNext creates the job BullMQ's keepLastIfActive deduplication kept
+-- in dn:<id> while the owner ran, now that the owner finished: it takes an
+-- id counter value (its stored id wins), owns the deduplication id, and is
+-- stored and queued as an add at `now` would be. Only jobs that carried a
+-- deduplication id get here.
+local function requeueNext(deid)
+  local nextKey = base .. "dn:" .. deid
+  if rcall("EXISTS", nextKey) == 0 then
+    return
+  end
+  local f = rcall("HMGET", nextKey, "name", "data", "opts", "pk", "pd", "pdk", "rjk", "jid")
+  local counter = rcall("INCR", idKey)
+  local id = f[8] or tostring(counter)
+  local jobKey = base .. id
+  local opts = cjson.decode(f[3])
+  local de = opts["de"]
+  local dedupKey = base .. "de:" .. deid
+  local ttl = type(de) == "table" and tonumber(de["ttl"]) or nil
+  if type(de) == "table" and de["keepLastIfActive"] then
+    rcall("SET", dedupKey, id)
+  elseif ttl and ttl > 0 then
+    rcall("SET", dedupKey, id, "PX", ttl)
+  else
+    rcall("SET", dedupKey, id)
+  end
+  local delay = opts["delay"] or 0
+  local priority = opts["priority"] or 0
+  local fields = {"name", f[1], "data", f[2], "opts", cjson.encode(opts), "timestamp", ARGV[2],
+    "delay", delay, "priority", priority}
+  if f[4] then
+    fields[#fields + 1] = "parentKey"
+    fields[#fields + 1] = f[4]
+    if f[5] then
+      fields[#fields + 1] = "parent"
+      fields[#fields + 1] = f[5]
+    end
+  end
+  if f[7] then
+    fields[#fields + 1] = "rjk"
+    fields[#fields + 1] = f[7]
+  end
+  if type(de) == "table" and de["id"] then
+    fields[#fields + 1] = "deid"
+    fields[#fields + 1] = de["id"]
+  end
+  rcall("HSET", jobKey, unpack(fields))
+  rcall("XADD", eventsKey, "*", "event", "added", "jobId", id, "name", f[1])
+  if delay ~= 0 then
+    local due = delay > 0 and now + delay or now
+    rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", id, "delay", due)
+    addDelayMarker(markerKey, delayedKey)
+  else
+    local blocked = pausedOrMaxed(metaKey, activeKey)
+    if priority > 0 then
+      rcall("ZADD", prioritizedKey, priorityScore(prioritizedKey, pcKey, priority), id)
+    elseif opts["lifo"] then
+      rcall("RPUSH", waitKey, id)
+    else
+      rcall("LPUSH", waitKey, id)
+    end
+    addBaseMarker(markerKey, blocked)
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id)
+  end
+  if f[6] then
+    rcall("SADD", f[6], jobKey)
+  end
+  rcall("DEL", nextKey)
 end
 
 local function noteTrim(setKey, spec)
@@ -84,6 +159,35 @@ for i = 0, n - 1 do
     codes[i + 1] = -3 -- until found in active
     mine[#mine + 1] = i
   end
+end
+
+-- A job may become a flow parent while it runs (a child added with the
+-- parent option). It cannot complete while a child is pending (-4) or one
+-- failed with failParentOnFailure (-9); BullMQ refuses the same way. One
+-- EXISTS over the batch keeps this off the common path.
+local probe = {}
+for _, i in ipairs(mine) do
+  if ARGV[recordAt(i) + 3] == "c" then
+    local jobKey = base .. ARGV[recordAt(i) + 1]
+    probe[#probe + 1] = jobKey .. ":dependencies"
+    probe[#probe + 1] = jobKey .. ":unsuccessful"
+  end
+end
+if #probe > 0 and rcall("EXISTS", unpack(probe)) > 0 then
+  local free = {}
+  for _, i in ipairs(mine) do
+    local jobKey = base .. ARGV[recordAt(i) + 1]
+    if ARGV[recordAt(i) + 3] ~= "c" then
+      free[#free + 1] = i
+    elseif rcall("SCARD", jobKey .. ":dependencies") > 0 then
+      codes[i + 1] = -4
+    elseif rcall("ZCARD", jobKey .. ":unsuccessful") > 0 then
+      codes[i + 1] = -9
+    else
+      free[#free + 1] = i
+    end
+  end
+  mine = free
 end
 
 -- Take the owned jobs out of active. One LREM per job scans the list each
@@ -164,18 +268,27 @@ for _, i in ipairs(owned) do
     local deid = ARGV[o + 12]
     if deid ~= "" then
       releaseDedup(id, deid)
+      requeueNext(deid)
     end
+    local parent = nil
     if ARGV[o + 13] == "1" then
-      if kind == "c" then
-        childCompleted(jobKey, value, now)
-      else
-        childFailed(jobKey, value, now)
+      parent = parentOf(jobKey)
+      if parent then
+        if kind == "c" then
+          childCompleted(parent, jobKey, value, now)
+        else
+          childFailed(parent, jobKey, value, now)
+        end
       end
     end
     local spec = ARGV[o + 7]
     local setKey = kind == "c" and completedKey or failedKey
     if spec == "0" then
       removeJobKeys(jobKey)
+      if parent then
+        -- A child failed without a failure policy still counts as pending.
+        detachFromParent(jobKey, parent.key, false)
+      end
     else
       fields[#fields + 1] = kind == "c" and "returnvalue" or "failedReason"
       fields[#fields + 1] = value

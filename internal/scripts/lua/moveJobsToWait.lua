@@ -1,6 +1,7 @@
 -- moveJobsToWait: bulk re-run of failed or completed jobs (BullMQ retryJobs)
 -- and bulk promotion of delayed jobs (promoteJobs), one chunk per call.
--- Priorities are ignored: every job goes to wait, as in BullMQ.
+-- Priorities are ignored: every job goes to wait, as in BullMQ. Re-run flow
+-- children go back into their parents' pending dependencies.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 state ("failed"|"completed"|"delayed"), 3 count, 4 cut-off
 --   ms (jobs finished at or before it; ignored for delayed), 5 reset
@@ -8,6 +9,7 @@
 -- Returns {more (1 when count was used up and more may remain), moved ids}.
 --@include common
 --@include queue
+--@include parent
 
 local state = ARGV[2]
 local count = tonumber(ARGV[3])
@@ -26,8 +28,10 @@ for _, id in ipairs(ids) do
   local jobKey = base .. id
   if state == "failed" then
     rcall("HDEL", jobKey, "finishedOn", "processedOn", "failedReason")
+    moveChildBack(jobKey, state)
   elseif state == "completed" then
     rcall("HDEL", jobKey, "finishedOn", "processedOn", "returnvalue")
+    moveChildBack(jobKey, state)
   end
   if ARGV[5] == "1" then
     rcall("HDEL", jobKey, "atm")

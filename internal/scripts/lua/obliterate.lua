@@ -1,4 +1,7 @@
 -- obliterate: delete a paused queue and all its jobs, `count` jobs per call.
+-- As in BullMQ, flow children leave their parents' dependencies (hard, see
+-- include/parent.lua), and waiting-children is not walked: a parent there
+-- goes when its last child of this queue goes.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 count, 3 force ("1" deletes active jobs too).
 -- The last call also SCANs for the queue's add-call keys (<base>add:*).
@@ -6,6 +9,7 @@
 -- -2 active jobs and not forced.
 --@include common
 --@include queue
+--@include remove
 
 if rcall("HEXISTS", metaKey, "paused") == 0 then
   return -1
@@ -17,15 +21,10 @@ local budget = tonumber(ARGV[2])
 
 local function dropIds(ids, withLocks)
   for _, id in ipairs(ids) do
-    local jobKey = base .. id
-    local deid = rcall("HGET", jobKey, "deid")
-    if deid and rcall("GET", base .. "de:" .. deid) == id then
-      rcall("DEL", base .. "de:" .. deid, base .. "dn:" .. deid)
-    end
-    removeJobKeys(jobKey)
     if withLocks then
-      rcall("DEL", jobKey .. ":lock")
+      rcall("DEL", base .. id .. ":lock")
     end
+    dropJob(id)
   end
   budget = budget - #ids
 end
@@ -66,7 +65,6 @@ dropList(waitKey, false)
 dropList(pausedKey, false)
 dropSet(prioritizedKey)
 dropSet(failedKey)
-dropSet(waitingChildrenKey)
 if budget <= 0 then
   return 1
 end

@@ -1,8 +1,11 @@
--- removeJob: delete a job that no worker holds.
+-- removeJob: delete a job that no worker holds, with its children (each in
+-- its own queue), detaching it from its parent (BullMQ's Job.remove with
+-- removeChildren, its default).
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 job id.
--- Returns 1 removed; 0 locked by a worker; -1 job missing; -8 the job is the
--- pending iteration of a job scheduler.
+-- Returns 1 removed; 0 the job or a child it waits for is locked by a
+-- worker; -1 job missing; -8 the job is the pending iteration of a job
+-- scheduler.
 --@include common
 --@include queue
 --@include remove
@@ -12,12 +15,15 @@ local jobKey = base .. id
 if isSchedulerIteration(id, jobKey) then
   return -8
 end
-if rcall("EXISTS", jobKey .. ":lock") == 1 then
+if treeLocked(jobKey) then
   return 0
 end
-local prev = removeJob(id)
-if not prev then
-  return -1
+if rcall("EXISTS", jobKey) == 0 then
+  -- Nothing to delete but a stray id in some state.
+  if removeFromAnyState(base, id) == "unknown" then
+    return -1
+  end
+  return 1
 end
-rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents(metaKey), "*", "event", "removed", "jobId", id, "prev", prev)
+removeWithChildren(base, id, nil)
 return 1

@@ -1,5 +1,6 @@
 -- reprocessJob: run a finished (completed or failed) job again, optionally
 -- with fresh attempt counters. The stacktrace and attempt timeline are kept.
+-- A flow child goes back into its parent's pending dependencies.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 job id, 3 state ("completed"|"failed"), 4 reset attemptsMade
 --   ("1"/"0"), 5 reset attemptsStarted ("1"/"0").
@@ -7,6 +8,7 @@
 -- that state.
 --@include common
 --@include queue
+--@include parent
 
 local id = ARGV[2]
 local jobKey = base .. id
@@ -39,5 +41,6 @@ if job[2] then
 end
 pushReady(waitKey, prioritizedKey, pcKey, id, priority, lifo)
 addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
+moveChildBack(jobKey, state)
 rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents(metaKey), "*", "event", "waiting", "jobId", id, "prev", state)
 return 1

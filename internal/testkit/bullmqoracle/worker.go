@@ -9,7 +9,7 @@ import (
 // one with the constructors below; they mirror runBehavior in node/lib.mjs.
 type Behavior struct {
 	// Kind is one of return, echo, fail, failTimes, unrecoverable, sleep,
-	// progress, log, moveToDelayed, sequence, fromData.
+	// progress, log, moveToDelayed, sequence, fromData, waitKey.
 	Kind string `json:"kind"`
 	// Value is the job's result (return, failTimes once it succeeds, sleep)
 	// or the progress value (progress).
@@ -20,8 +20,11 @@ type Behavior struct {
 	Times int `json:"times"`
 	// Message is the thrown error's message (fail, failTimes, unrecoverable).
 	Message string `json:"message,omitempty"`
-	// MS is the sleep (sleep) or the delay (moveToDelayed), in milliseconds.
+	// MS is the sleep (sleep), the delay (moveToDelayed) or the longest
+	// wait (waitKey, 0: 20 s), in milliseconds.
 	MS int64 `json:"ms,omitempty"`
+	// Key is the full Redis key whose existence ends the wait (waitKey).
+	Key string `json:"key,omitempty"`
 	// Line is the log line (log).
 	Line string `json:"line,omitempty"`
 	// Field names the job data field holding the behavior (fromData).
@@ -80,6 +83,12 @@ func Log(line string, then *Behavior) Behavior {
 // the job's first times starts, then runs then (nil: completes).
 func MoveToDelayed(d time.Duration, times int, then *Behavior) Behavior {
 	return Behavior{Kind: "moveToDelayed", MS: d.Milliseconds(), Times: times, Then: then}
+}
+
+// WaitKey holds each job until the Redis key key exists (a gate the test
+// opens with SET), then runs then. The job stays active meanwhile.
+func WaitKey(key string, then Behavior) Behavior {
+	return Behavior{Kind: "waitKey", Key: key, Then: &then}
 }
 
 // Sequence runs steps[i] on the job's (i+1)-th start; the last step repeats.

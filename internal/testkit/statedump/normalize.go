@@ -89,8 +89,8 @@ type NormalizeOptions struct {
 	KeepJSON bool
 
 	// KeepPrefix leaves occurrences of "<snapshot prefix>:" inside values
-	// alone (default: "<prefix>:"), e.g. in parentKey or a parent's
-	// :dependencies members.
+	// alone (default: "<prefix>:"), e.g. in parentKey, a parent's
+	// :dependencies members and its :processed field names.
 	KeepPrefix bool
 
 	// KeepUUIDs leaves UUIDs alone (default: "<uuid>" in values and key
@@ -200,16 +200,21 @@ func (n *normalizer) key(name string, k *Key) {
 	case TypeZSet:
 		n.zset(r, k.ZSet)
 	case TypeHash:
+		// Field names get the prefix and UUID replacements too: a flow
+		// parent's :processed and :failed hashes are keyed by child job keys.
+		out := make(map[string]string, len(k.Hash))
 		for f, v := range k.Hash {
 			switch {
 			case n.mask[f]:
-				k.Hash[f] = PlaceholderMasked
+				v = PlaceholderMasked
 			case r == "meta" && f == "version" && !n.o.KeepMetaVersion:
-				k.Hash[f] = PlaceholderVersion
+				v = PlaceholderVersion
 			default:
-				k.Hash[f] = n.value(v)
+				v = n.value(v)
 			}
+			out[n.text(f)] = v
 		}
+		k.Hash = out
 	case TypeStream:
 		for i := range k.Stream {
 			e := &k.Stream[i]

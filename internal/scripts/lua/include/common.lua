@@ -69,9 +69,9 @@ local function priorityScore(prioritizedKey, pcKey, priority)
 end
 
 -- removeJobKeys deletes a job and every per-job key BullMQ may have made
--- (the lock is left to expire, as BullMQ does).
+-- (the lock is left to expire, as BullMQ does). Returns how many existed.
 local function removeJobKeys(jobKey)
-  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies",
+  return rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies",
     jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful")
 end
 

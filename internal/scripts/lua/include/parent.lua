@@ -53,10 +53,9 @@ local function parentOf(jobKey)
 end
 
 -- childCompleted records a completed child's return value in its parent and
--- releases the parent when it was the last pending child.
-local function childCompleted(jobKey, returnvalue, now)
-  local p = parentOf(jobKey)
-  if not p or rcall("EXISTS", p.key) == 0 then
+-- releases the parent when it was the last pending child. p is parentOf's.
+local function childCompleted(p, jobKey, returnvalue, now)
+  if rcall("EXISTS", p.key) == 0 then
     return
   end
   local deps = p.key .. ":dependencies"
@@ -71,9 +70,8 @@ end
 -- childFailed applies the child's failure policy to its parent (BullMQ's
 -- failParentOnFailure, continueParentOnFailure, ignoreDependencyOnFailure,
 -- removeDependencyOnFailure). Without one, the parent keeps waiting.
-local function childFailed(jobKey, reason, now)
-  local p = parentOf(jobKey)
-  if not p or rcall("EXISTS", p.key) == 0 then
+local function childFailed(p, jobKey, reason, now)
+  if rcall("EXISTS", p.key) == 0 then
     return
   end
   local deps = p.key .. ":dependencies"
@@ -104,5 +102,92 @@ local function childFailed(jobKey, reason, now)
         releaseIfWaiting(p.queueKey, p.key, p.id, now)
       end
     end
+  end
+end
+
+-- splitJobKey splits a full job key into its id (what follows the last
+-- ':') and the "<prefix>:<queue>:" base of its queue, as BullMQ reads the
+-- keys it stores in parentKey and in a parent's child sets.
+local function splitJobKey(jobKey)
+  local id = string.match(jobKey, ".*:(.*)")
+  return id, string.sub(jobKey, 1, #jobKey - #id)
+end
+
+-- pushParentToWait is the release a removal gives a parent: the front of its
+-- queue's wait list whatever its priority or delay (BullMQ's removal path
+-- differs from a child's completion here), with the waiting event unless
+-- the removal is a silent, hard one.
+local function pushParentToWait(parentBase, parentId, withEvent)
+  local blocked = pausedOrMaxed(parentBase .. "meta", parentBase .. "active")
+  rcall("RPUSH", parentBase .. "wait", parentId)
+  addBaseMarker(parentBase .. "marker", blocked)
+  if withEvent then
+    rcall("XADD", parentBase .. "events", "*", "event", "waiting", "jobId", parentId, "prev", "waiting-children")
+  end
+end
+
+-- detachFromParent takes a job that is being deleted out of its parent's
+-- pending dependencies, so the parent does not wait for it forever. When it
+-- was the last one and the parent is in waiting-children: a soft removal
+-- (Job.Remove, retention) moves the parent to wait with an event; a hard
+-- one (drain, clean, obliterate) deletes a parent of the same queue too,
+-- and moves a parent of another queue to wait without an event. These are
+-- BullMQ's rules. parentKey is the caller's when it knows it (no existence
+-- check then); nil reads it from the job, which then needs a live parent.
+-- Returns true when the job was a pending dependency.
+local detachFromParent
+detachFromParent = function(jobKey, parentKey, hard)
+  local deid = nil
+  if not parentKey then
+    local f = rcall("HMGET", jobKey, "parentKey", "deid")
+    parentKey, deid = f[1], f[2]
+    if not parentKey or parentKey == "" or rcall("EXISTS", parentKey) == 0 then
+      return false
+    end
+  end
+  local deps = parentKey .. ":dependencies"
+  if rcall("SREM", deps, jobKey) == 0 then
+    return false
+  end
+  if rcall("SCARD", deps) == 0 then
+    local parentId, parentBase = splitJobKey(parentKey)
+    if rcall("ZREM", parentBase .. "waiting-children", parentId) == 1 then
+      if not hard then
+        pushParentToWait(parentBase, parentId, true)
+      elseif parentBase == base then
+        detachFromParent(parentKey, nil, true)
+        removeJobKeys(parentKey)
+        -- BullMQ drops the de: key named by the child's deduplication id
+        -- here; kept for identical state.
+        if deid then
+          rcall("DEL", parentBase .. "de:" .. deid)
+        end
+      else
+        pushParentToWait(parentBase, parentId, false)
+      end
+    end
+  end
+  return true
+end
+
+-- moveChildBack puts a finished child that runs again back into its
+-- parent's pending dependencies, out of the set that recorded how it
+-- ended (processed value, failure). A parent that already left
+-- waiting-children stays where it is, as in BullMQ; it cannot complete
+-- until the child finishes again.
+local function moveChildBack(jobKey, prevState)
+  local parentKey = rcall("HGET", jobKey, "parentKey")
+  if not parentKey or rcall("EXISTS", parentKey) == 0 then
+    return
+  end
+  local back
+  if prevState == "failed" then
+    back = rcall("ZREM", parentKey .. ":unsuccessful", jobKey) == 1 or
+      rcall("HDEL", parentKey .. ":failed", jobKey) == 1
+  else
+    back = rcall("HDEL", parentKey .. ":processed", jobKey) == 1
+  end
+  if back then
+    rcall("SADD", parentKey .. ":dependencies", jobKey)
   end
 end

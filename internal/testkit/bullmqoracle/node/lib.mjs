@@ -71,10 +71,11 @@ export const backoffStrategies = {
 // runBehavior executes one scripted processor step (see Behavior in
 // oracle.go). Kinds with an effect (sleep, progress, log, moveToDelayed) run
 // `then` afterwards; without `then` the job completes with undefined, which
-// BullMQ stores as null (sleep completes with its `value`).
-export async function runBehavior(b, job, token) {
+// BullMQ stores as null (sleep completes with its `value`). redis is a
+// connection for the kinds that read Redis (waitKey).
+export async function runBehavior(b, job, token, redis) {
   b = b ?? { kind: 'return' };
-  const next = () => (b.then ? runBehavior(b.then, job, token) : undefined);
+  const next = () => (b.then ? runBehavior(b.then, job, token, redis) : undefined);
   switch (b.kind) {
     case 'return':
       return b.value;
@@ -92,7 +93,16 @@ export async function runBehavior(b, job, token) {
       throw new UnrecoverableError(b.message ?? 'oracle unrecoverable');
     case 'sleep':
       await sleep(b.ms ?? 0);
-      return b.then ? runBehavior(b.then, job, token) : b.value;
+      return b.then ? runBehavior(b.then, job, token, redis) : b.value;
+    case 'waitKey': {
+      // Holds the job until the Redis key b.key exists (a test's gate),
+      // polling, for at most b.ms (default 20 s), then runs then/returns value.
+      const until = Date.now() + (b.ms || 20000);
+      while (!(await redis.exists(b.key)) && Date.now() < until) {
+        await sleep(20);
+      }
+      return b.then ? runBehavior(b.then, job, token, redis) : b.value;
+    }
     case 'progress':
       await job.updateProgress(b.value);
       return next();
@@ -115,12 +125,12 @@ export async function runBehavior(b, job, token) {
         return undefined;
       }
       const i = Math.min(Math.max(job.attemptsStarted - 1, 0), steps.length - 1);
-      return runBehavior(steps[i], job, token);
+      return runBehavior(steps[i], job, token, redis);
     }
     case 'fromData': {
       // The behavior comes from the job's own data, field `field` (default "behavior").
       const inner = job.data && typeof job.data === 'object' ? job.data[b.field ?? 'behavior'] : undefined;
-      return runBehavior(inner ?? { kind: 'return' }, job, token);
+      return runBehavior(inner ?? { kind: 'return' }, job, token, redis);
     }
     default:
       throw new Error(`oracle: unknown behavior kind ${JSON.stringify(b.kind)}`);
@@ -162,7 +172,7 @@ export function newWorker(spec, prefix, queue, connection, { autorun = true } = 
   }
   Object.assign(opts, spec.extra ?? {});
   const behavior = spec.behavior ?? { kind: 'return' };
-  return new Worker(queue, (job, token) => runBehavior(behavior, job, token), opts);
+  return new Worker(queue, (job, token) => runBehavior(behavior, job, token, connection), opts);
 }
 
 // watchWorker forwards the worker's local events, as plain objects, to push.
