@@ -41,11 +41,18 @@ type discovery struct {
 	names   []string
 	set     map[string]bool
 	at      time.Time
+	used    time.Time // the last Queues call
 	running bool
 	closed  bool
 	stop    context.CancelFunc
 	done    chan struct{}
+	kick    chan struct{} // asks the loop to rescan now
 }
+
+// discoveryIdleRounds: the loop skips its rescans once Queues has not been
+// called for this many intervals (an idle dashboard costs Redis nothing);
+// the next call answers from the cache and wakes it.
+const discoveryIdleRounds = 10
 
 // publishedQueues is the discovery list an Inspector publishes in Redis.
 type publishedQueues struct {
@@ -62,8 +69,16 @@ type publishedQueues struct {
 func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	d := &i.disc
 	d.mu.Lock()
+	now := time.Now()
+	d.used = now
 	if !d.at.IsZero() {
 		names := slices.Clone(d.names)
+		if now.Sub(d.at) > 2*i.opts.DiscoveryInterval && d.kick != nil {
+			select { // stale after idling: rescan now, in the background
+			case d.kick <- struct{}{}:
+			default:
+			}
+		}
 		d.mu.Unlock()
 		return names, nil
 	}
@@ -98,7 +113,7 @@ func (i *Inspector) setDiscovered(names []string) {
 	}
 	d := &i.disc
 	d.mu.Lock()
-	d.names, d.set, d.at = names, set, i.now()
+	d.names, d.set, d.at = names, set, time.Now()
 	d.mu.Unlock()
 }
 
@@ -112,7 +127,7 @@ func (i *Inspector) readPublished(ctx context.Context) ([]string, bool) {
 		return nil, false
 	}
 	var p publishedQueues
-	if json.Unmarshal(raw, &p) != nil || i.now().Sub(time.UnixMilli(p.At)) > 2*i.opts.DiscoveryInterval {
+	if json.Unmarshal(raw, &p) != nil || time.Now().Sub(time.UnixMilli(p.At)) > 2*i.opts.DiscoveryInterval {
 		return nil, false
 	}
 	return p.Queues, true
@@ -122,7 +137,7 @@ func (i *Inspector) publish(ctx context.Context, names []string) {
 	if i.opts.DiscoveryInterval <= 0 {
 		return
 	}
-	b, _ := json.Marshal(publishedQueues{At: i.now().UnixMilli(), Queues: names})
+	b, _ := json.Marshal(publishedQueues{At: time.Now().UnixMilli(), Queues: names})
 	if err := i.rdb.Set(ctx, keys.Discovery(i.opts.Prefix), b, 3*i.opts.DiscoveryInterval).Err(); err != nil && ctx.Err() == nil {
 		i.opts.Logger.WarnContext(ctx, "publish discovered queues", slog.Any("error", err))
 	}
@@ -138,11 +153,11 @@ func (i *Inspector) startDiscovery() {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	d.running, d.stop, d.done = true, stop, make(chan struct{})
-	go i.discover(ctx, d.done)
+	d.running, d.stop, d.done, d.kick = true, stop, make(chan struct{}), make(chan struct{}, 1)
+	go i.discover(ctx, d.done, d.kick)
 }
 
-func (i *Inspector) discover(ctx context.Context, done chan struct{}) {
+func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 	defer close(done)
 	ticker := time.NewTicker(i.opts.DiscoveryInterval)
 	defer ticker.Stop()
@@ -151,6 +166,13 @@ func (i *Inspector) discover(ctx context.Context, done chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+			i.disc.mu.Lock()
+			idle := time.Now().Sub(i.disc.used) > discoveryIdleRounds*i.opts.DiscoveryInterval
+			i.disc.mu.Unlock()
+			if idle {
+				continue
+			}
+		case <-kick:
 		}
 		i.disc.scanMu.Lock()
 		names, err := i.scanQueues(ctx)

@@ -100,6 +100,24 @@ func TestDiscovery(t *testing.T) {
 	require.NoError(t, cli.Close(ctx))
 	require.Equal(t, []string{"a", "b", "fromnode"}, names)
 	require.Less(t, scanCalls(t, rdb)-before, oneScan, "a fresh published list is read, not rescanned")
+
+	// An idle Inspector stops scanning; the next call wakes its loop.
+	require.NoError(t, ins.Close(ctx))
+	fast, err := inspect.New(rdb, &inspect.Options{Prefix: prefix, DiscoveryInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, fast.Close(ctx)) })
+	_, err = fast.Queues(ctx)
+	require.NoError(t, err)
+	time.Sleep(400 * time.Millisecond) // 20 intervals: idle after 10
+	before = scanCalls(t, rdb)
+	time.Sleep(300 * time.Millisecond)
+	require.Zero(t, scanCalls(t, rdb)-before, "an idle loop does not scan")
+	require.NoError(t, other.XAdd(ctx, &redis.XAddArgs{Stream: prefix + ":late:events", Values: []any{"event", "waiting"}}).Err())
+	testkit.WaitFor(t, 10*time.Second, "the woken loop to find the new queue", func() bool {
+		names, err := fast.Queues(ctx)
+		require.NoError(t, err)
+		return len(names) == 4
+	})
 }
 
 // TestUnknownQueues is issue 15 items 5 and 15: a name that is no queue

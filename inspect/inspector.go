@@ -49,9 +49,11 @@ type Options struct {
 	// Storm tunes the retry-storm alert. Nil means defaults.
 	Storm *StormOptions
 	// DiscoveryInterval is how often a background loop rescans the keyspace
-	// for queues once Queues was called (see Queues); Close stops it.
-	// Defaults to DiscoveryIntervalDefault (3s). Negative: no loop and no
-	// published list; every Queues call scans.
+	// for queues once Queues was called (see Queues); Close stops it. The
+	// loop rests while Queues goes uncalled for 10 intervals; the next call
+	// answers from the cache and wakes it. Defaults to
+	// DiscoveryIntervalDefault (3s). Negative: no loop and no published
+	// list; every Queues call scans.
 	DiscoveryInterval time.Duration
 	// Logger receives warnings. Defaults to discarding.
 	Logger *slog.Logger
