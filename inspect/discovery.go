@@ -127,7 +127,7 @@ func (i *Inspector) readPublished(ctx context.Context) ([]string, bool) {
 		return nil, false
 	}
 	var p publishedQueues
-	if json.Unmarshal(raw, &p) != nil || time.Now().Sub(time.UnixMilli(p.At)) > 2*i.opts.DiscoveryInterval {
+	if json.Unmarshal(raw, &p) != nil || time.Since(time.UnixMilli(p.At)) > 2*i.opts.DiscoveryInterval {
 		return nil, false
 	}
 	return p.Queues, true
@@ -167,7 +167,7 @@ func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 			return
 		case <-ticker.C:
 			i.disc.mu.Lock()
-			idle := time.Now().Sub(i.disc.used) > discoveryIdleRounds*i.opts.DiscoveryInterval
+			idle := time.Since(i.disc.used) > discoveryIdleRounds*i.opts.DiscoveryInterval
 			i.disc.mu.Unlock()
 			if idle {
 				continue
