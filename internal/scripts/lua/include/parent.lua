@@ -137,10 +137,10 @@ end
 -- Returns true when the job was a pending dependency.
 local detachFromParent
 detachFromParent = function(jobKey, parentKey, hard)
-  local deid = nil
-  if not parentKey then
-    local f = rcall("HMGET", jobKey, "parentKey", "deid")
-    parentKey, deid = f[1], f[2]
+  local readParent = not parentKey
+  if readParent then
+    -- One HGET: retention trims call this for every trimmed job.
+    parentKey = rcall("HGET", jobKey, "parentKey")
     if not parentKey or parentKey == "" or rcall("EXISTS", parentKey) == 0 then
       return false
     end
@@ -159,6 +159,7 @@ detachFromParent = function(jobKey, parentKey, hard)
         removeJobKeys(parentKey)
         -- BullMQ drops the de: key named by the child's deduplication id
         -- here; kept for identical state.
+        local deid = readParent and rcall("HGET", jobKey, "deid")
         if deid then
           rcall("DEL", parentBase .. "de:" .. deid)
         end
