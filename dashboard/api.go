@@ -46,7 +46,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
 	ctx := r.Context()
-	e := AuditEntry{Log: AuditSecurity, Time: h.now(), Action: "login", Remote: r.RemoteAddr, Outcome: "denied"}
+	e := AuditEntry{Log: AuditSecurity, Time: h.now(), Action: "login", Remote: h.remote(r), Outcome: "denied"}
 	fail := func(status int, msg string) { //nolint:contextcheck // the audit uses the request's context
 		e.Error = msg
 		h.record(ctx, e)
@@ -70,7 +70,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var u *User
-	parties := []throttleKey{clientOf(r.RemoteAddr)}
+	parties := []throttleKey{clientOf(h.remote(r))}
 	if body.Token != "" {
 		u = h.userByToken(body.Token)
 	} else {
@@ -113,7 +113,7 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" && h.opts.Auth != nil {
 		if sess, ok, err := h.store.readSession(r.Context(), c.Value); err == nil && ok {
 			h.record(r.Context(), AuditEntry{Log: AuditSecurity, Time: h.now(), Action: "logout", User: sess.User,
-				Role: sess.Role, Via: "session", Outcome: "ok", Remote: r.RemoteAddr})
+				Role: sess.Role, Via: "session", Outcome: "ok", Remote: h.remote(r)})
 		}
 		if err := h.store.deleteSession(r.Context(), c.Value); err != nil {
 			writeErr(w, err)

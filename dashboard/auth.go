@@ -183,7 +183,7 @@ func (h *Handler) authenticate(r *http.Request) (principal, *authFailure) {
 	if authz := r.Header.Get("Authorization"); authz != "" {
 		var u *User
 		var p principal
-		parties := []throttleKey{clientOf(r.RemoteAddr)}
+		parties := []throttleKey{clientOf(h.remote(r))}
 		user := ""
 		if tok, ok := strings.CutPrefix(authz, "Bearer "); ok {
 			if u = h.userByToken(tok); u != nil {
@@ -227,7 +227,7 @@ func (h *Handler) authenticate(r *http.Request) (principal, *authFailure) {
 func (h *Handler) signIn(r *http.Request, action, user string, ok bool, parties []throttleKey) *authFailure {
 	ctx := r.Context()
 	now := h.now()
-	e := AuditEntry{Log: AuditSecurity, Time: now, Action: action, User: user, Remote: r.RemoteAddr}
+	e := AuditEntry{Log: AuditSecurity, Time: now, Action: action, User: user, Remote: h.remote(r)}
 	wait, err := h.store.throttled(ctx, now, parties...)
 	if err != nil {
 		h.opts.Logger.WarnContext(ctx, "sign-in throttle", slog.Any("error", err))

@@ -64,6 +64,13 @@ type Options struct {
 	// a pool of MaxStreams connections (for *redis.Client and
 	// *redis.ClusterClient; other clients are shared), closed by Close.
 	StreamClient redis.UniversalClient
+	// TrustForwardedFor takes a request's client address from the last
+	// X-Forwarded-For entry (the one the reverse proxy in front added) for
+	// sign-in throttling and the audit log. Set it only behind a proxy that
+	// sets the header; otherwise clients pick their own address. Default
+	// false: the connection's address (behind a proxy, every client shares
+	// the proxy's, and so its sign-in throttle).
+	TrustForwardedFor bool
 	// SecureCookies marks the sign-in cookie Secure (serve over TLS).
 	// Default false; requests that arrive over TLS get Secure cookies anyway.
 	SecureCookies bool
@@ -276,6 +283,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
+// remote is the client's address: the connection's, or with
+// Options.TrustForwardedFor the last X-Forwarded-For entry.
+func (h *Handler) remote(r *http.Request) string {
+	if h.opts.TrustForwardedFor {
+		if v := r.Header.Values("X-Forwarded-For"); len(v) > 0 {
+			last := v[len(v)-1]
+			if i := strings.LastIndexByte(last, ','); i >= 0 {
+				last = last[i+1:]
+			}
+			if ip := net.ParseIP(strings.TrimSpace(last)); ip != nil {
+				return ip.String()
+			}
+		}
+	}
+	return r.RemoteAddr
+}
+
 func (h *Handler) hostAllowed(hostport string) bool {
 	host := hostport
 	if hh, _, err := net.SplitHostPort(hostport); err == nil {
@@ -344,7 +368,7 @@ func badRequest(format string, args ...any) error {
 func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-		e := AuditEntry{Time: h.now(), Action: action, Queue: r.PathValue("queue"), JobID: r.PathValue("id"), Remote: r.RemoteAddr}
+		e := AuditEntry{Time: h.now(), Action: action, Queue: r.PathValue("queue"), JobID: r.PathValue("id"), Remote: h.remote(r)}
 		deny := func(status int, why string) { //nolint:contextcheck // the audit uses the request's context
 			e.Outcome, e.Error = "denied", why
 			h.record(r.Context(), e)

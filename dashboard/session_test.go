@@ -185,6 +185,26 @@ func TestSignInThrottle(t *testing.T) {
 		require.Equal(t, http.StatusOK, b.as(t, adminToken).get("api/overview", nil), "other users do not")
 	})
 
+	t.Run("BehindAProxyPerForwardedClient", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, &dashboard.Options{Auth: testUsers(), TrustForwardedFor: true})
+		via := func(client, user, pass string) int {
+			c := b.as(t, "")
+			status, _ := c.do(http.MethodPost, "api/login", map[string]string{"user": user, "password": pass}, nil,
+				map[string]string{"X-Forwarded-For": "198.51.100.1, " + client})
+			return status
+		}
+		var last int
+		for range 30 {
+			last = via("203.0.113.7", "nobody", "guess-guess-guess-guess")
+		}
+		require.Equal(t, http.StatusTooManyRequests, last)
+		require.Equal(t, http.StatusOK, via("203.0.113.8", "otto", ottoPassword), "another client behind the same proxy")
+		var sec dashboard.AuditPage
+		require.Equal(t, http.StatusOK, b.as(t, adminToken).get("api/audit?log=security&limit=1", &sec))
+		require.Equal(t, "203.0.113.8", sec.Entries[0].Remote)
+	})
+
 	t.Run("ShortPasswordRefused", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)

@@ -49,6 +49,7 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (with --tls-key)")
 	tlsKey := fs.String("tls-key", "", "the PEM private key of --tls-cert")
 	secureCookies := fs.Bool("secure-cookies", false, "mark the sign-in cookie Secure: behind a TLS proxy (implied by --tls-cert)")
+	trustXFF := fs.Bool("trust-forwarded-for", false, "behind a reverse proxy: throttle and audit by the client address in its X-Forwarded-For")
 	fs.Usage = func() {
 		fmt.Fprintln(c.out, "Usage: drover dashboard [--addr 127.0.0.1:7373] [--redis URL] [--prefix P] [--token NAME:TOKEN:ROLE]... [--user NAME:PASSWORD:ROLE]...\n"+
 			"                        [--tls-cert FILE --tls-key FILE | --secure-cookies]\n\n"+
@@ -73,7 +74,7 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
 	}
-	opts := &dashboard.Options{Auth: auth, ReadOnly: *readOnly, SecureCookies: *secureCookies || *tlsCert != ""}
+	opts := &dashboard.Options{Auth: auth, ReadOnly: *readOnly, SecureCookies: *secureCookies || *tlsCert != "", TrustForwardedFor: *trustXFF}
 	switch {
 	case *anonRole != "":
 		r, err := dashboard.ParseRole(*anonRole)
