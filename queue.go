@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -654,15 +653,3 @@ func (q *Queue) GetJobLogs(ctx context.Context, id string, start, end int64) ([]
 
 // nowMs is the queue clock's now in BullMQ's ms.
 func (q *Queue) nowMs() int64 { return q.clock.Now().UnixMilli() }
-
-// parseDelayedScore turns a delayed-set score into the due time.
-func parseDelayedScore(s string) (time.Time, bool) {
-	if s == "" {
-		return time.Time{}, false
-	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.UnixMilli(int64(f) / 4096), true
-}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed40057009/drover/internal/keys"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -25,7 +27,7 @@ func TestRetryNow(t *testing.T) {
 		b.rdb.HSet(ctx, b.prefix+":q:"+id, "name", "x", "data", "{}", "opts", `{"attempts":3}`, "timestamp", 1,
 			"delay", 3600000, "priority", 0, "atm", 2, "ats", 2, "failedReason", "boom", "processedOn", 4, "stacktrace", `["boom","boom"]`)
 		due := time.Now().Add(time.Hour).UnixMilli()
-		b.rdb.ZAdd(ctx, b.prefix+":q:delayed", redisZ(float64(due*4096+1), id))
+		b.rdb.ZAdd(ctx, b.prefix+":q:delayed", redisZ(float64(keys.DelayedScore(due, 1)), id))
 		return b, id
 	}
 

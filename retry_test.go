@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed40057009/drover/internal/keys"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -71,7 +73,7 @@ func TestAutomaticRetry(t *testing.T) {
 		id := res.Job.ID
 
 		b.waitState(t, id, drover.StateDelayed)
-		require.Equal(t, float64((t0.UnixMilli()+1000)*4096), delayedScore(t, b, id))
+		require.Equal(t, float64(keys.DelayedScore(t0.UnixMilli()+1000, 0)), delayedScore(t, b, id))
 		j := job(t, b, id)
 		require.Equal(t, 1, j.AttemptsMade)
 		require.Equal(t, 1, j.AttemptsStarted)
@@ -86,7 +88,7 @@ func TestAutomaticRetry(t *testing.T) {
 		b.clock.Advance(time.Millisecond)
 		testkit.WaitFor(t, 5*time.Second, "second run", func() bool { return runs.Load() == 2 })
 		b.waitState(t, id, drover.StateDelayed)
-		require.Equal(t, float64((t0.UnixMilli()+1000+2000)*4096), delayedScore(t, b, id))
+		require.Equal(t, float64(keys.DelayedScore(t0.UnixMilli()+1000+2000, 0)), delayedScore(t, b, id))
 
 		b.clock.Advance(2 * time.Second)
 		b.waitState(t, id, drover.StateFailed)
@@ -143,7 +145,7 @@ func TestAutomaticRetry(t *testing.T) {
 		require.NoError(t, err)
 		b.waitState(t, res.Job.ID, drover.StateDelayed)
 		// rand 0.5: 0.5*1000*0.5 + 1000*0.5 = 750 ms.
-		require.Equal(t, float64((t0.UnixMilli()+750)*4096), delayedScore(t, b, res.Job.ID))
+		require.Equal(t, float64(keys.DelayedScore(t0.UnixMilli()+750, 0)), delayedScore(t, b, res.Job.ID))
 	})
 
 	t.Run("CustomStrategyAndStop", func(t *testing.T) {
@@ -164,7 +166,7 @@ func TestAutomaticRetry(t *testing.T) {
 		res, err := q.Add(ctx, "x", nil, &drover.JobOptions{Attempts: 10, Backoff: &drover.Backoff{Type: "linear"}})
 		require.NoError(t, err)
 		b.waitState(t, res.Job.ID, drover.StateDelayed)
-		require.Equal(t, float64((t0.UnixMilli()+300)*4096), delayedScore(t, b, res.Job.ID))
+		require.Equal(t, float64(keys.DelayedScore(t0.UnixMilli()+300, 0)), delayedScore(t, b, res.Job.ID))
 		b.clock.Advance(300 * time.Millisecond)
 		b.waitState(t, res.Job.ID, drover.StateFailed)
 		j := job(t, b, res.Job.ID)
@@ -184,7 +186,7 @@ func TestAutomaticRetry(t *testing.T) {
 		res, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{Attempts: 1})
 		require.NoError(t, err)
 		b.waitState(t, res.Job.ID, drover.StateDelayed)
-		require.Equal(t, float64((t0.UnixMilli()+5000)*4096), delayedScore(t, b, res.Job.ID))
+		require.Equal(t, float64(keys.DelayedScore(t0.UnixMilli()+5000, 0)), delayedScore(t, b, res.Job.ID))
 		j := job(t, b, res.Job.ID)
 		require.Equal(t, 0, j.AttemptsMade)
 		require.Empty(t, j.FailedReason)

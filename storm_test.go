@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed40057009/drover/internal/keys"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -62,7 +64,7 @@ func TestRetryStorm(t *testing.T) {
 		require.NoError(t, err)
 		out := make([]float64, len(scores))
 		for i, z := range scores {
-			out[i] = float64(int64(z.Score)/4096 - c.Now().UnixMilli())
+			out[i] = float64(keys.DueOfScore(z.Score) - c.Now().UnixMilli())
 		}
 		sort.Float64s(out)
 		return out

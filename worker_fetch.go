@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover/internal/jobcodec"
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
 )
@@ -88,8 +89,8 @@ func (w *Worker) fetchLoop() {
 
 // noteDelayed remembers the earliest delayed job's due time from a score.
 func (w *Worker) noteDelayed(score string) {
-	if due, ok := parseDelayedScore(score); ok {
-		w.setNextDelayed(due.UnixMilli())
+	if due, ok := keys.ParseDueOfScore(score); ok {
+		w.setNextDelayed(due)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed40057009/drover/internal/keys"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -78,7 +80,7 @@ func TestWorkerOrdering(t *testing.T) {
 		require.Equal(t, drover.StateDelayed, state)
 		score, err := b.rdb.ZScore(ctx, b.prefix+":q:delayed", res.Job.ID).Result()
 		require.NoError(t, err)
-		require.Equal(t, float64((res.Job.Timestamp.UnixMilli()+300)*4096), score)
+		require.Equal(t, float64(keys.DelayedScore(res.Job.Timestamp.UnixMilli()+300, 0)), score)
 		at := <-started
 		require.GreaterOrEqual(t, at.Sub(added), 300*time.Millisecond)
 		b.waitState(t, res.Job.ID, drover.StateCompleted)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/keys"
 )
 
 func TestRetryJobs(t *testing.T) {
@@ -211,7 +212,7 @@ func TestNearExhausted(t *testing.T) {
 		for id, spec := range map[string][2]int{"used9of10": {9, 10}, "used8of10": {8, 10}, "used5of6": {5, 6}, "used10of10": {10, 10}} {
 			require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "x", "data", "{}", "opts", fmt.Sprintf(`{"attempts":%d}`, spec[1]),
 				"timestamp", 1, "atm", spec[0], "failedReason", "boom").Err())
-			require.NoError(t, b.rdb.ZAdd(ctx, k+"delayed", redisZ(float64(time.Now().Add(time.Hour).UnixMilli()*4096), id)).Err())
+			require.NoError(t, b.rdb.ZAdd(ctx, k+"delayed", redisZ(float64(keys.DelayedScore(time.Now().Add(time.Hour).UnixMilli(), 0)), id)).Err())
 		}
 		// A failed job is exhausted, not near it.
 		require.NoError(t, b.rdb.HSet(ctx, k+"gone", "name", "x", "data", "{}", "opts", `{"attempts":10}`, "timestamp", 1, "atm", 9).Err())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/jobcodec"
+	"github.com/seed40057009/drover/internal/keys"
 )
 
 // RetryState is where a job stands in its retry life: the question
@@ -404,11 +405,11 @@ func (i *Inspector) dueTimes(ctx context.Context, queue string, ids []string) (m
 	return out, nil
 }
 
-// dueOf turns a delayed-set score (dueMs*4096 + sequence) into the due time.
-func dueOf(score float64) time.Time { return time.UnixMilli(int64(score) / 4096) }
+// dueOf turns a delayed-set score into the due time.
+func dueOf(score float64) time.Time { return time.UnixMilli(keys.DueOfScore(score)) }
 
 // scoreOf is the lowest delayed-set score of jobs due at t.
-func scoreOf(t time.Time) int64 { return t.UnixMilli() * 4096 }
+func scoreOf(t time.Time) int64 { return keys.DelayedScore(t.UnixMilli(), 0) }
 
 // Attempt is one attempt of a job in its timeline.
 type Attempt struct {

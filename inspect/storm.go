@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keys"
 )
 
 // Storm defaults. Each StormOptions field's doc names the one it uses.
@@ -202,7 +203,7 @@ func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedSta
 	half := o.Window / 2
 	n := int((o.Horizon + half - 1) / half)
 	nowScore := scoreOf(now)
-	halfMs := half.Milliseconds()
+	halfScore := keys.DelayedScore(half.Milliseconds(), 0) // a half window's width in score
 
 	var card *redis.IntCmd
 	var overdue, later *redis.IntCmd
@@ -211,10 +212,10 @@ func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedSta
 		card = p.ZCard(ctx, k.Delayed())
 		overdue = p.ZCount(ctx, k.Delayed(), "-inf", "("+formatScore(nowScore))
 		for s := range n {
-			from := nowScore + int64(s)*halfMs*4096
-			subs[s] = p.ZCount(ctx, k.Delayed(), formatScore(from), "("+formatScore(from+halfMs*4096))
+			from := nowScore + int64(s)*halfScore
+			subs[s] = p.ZCount(ctx, k.Delayed(), formatScore(from), "("+formatScore(from+halfScore))
 		}
-		later = p.ZCount(ctx, k.Delayed(), formatScore(nowScore+int64(n)*halfMs*4096), "+inf")
+		later = p.ZCount(ctx, k.Delayed(), formatScore(nowScore+int64(n)*halfScore), "+inf")
 		return nil
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/keys"
 )
 
 func TestDelayedStats(t *testing.T) {
@@ -32,7 +33,7 @@ func TestDelayedStats(t *testing.T) {
 		t.Helper()
 		zs := make([]redis.Z, n)
 		for k := range n {
-			zs[k] = redis.Z{Score: float64(due(k).UnixMilli()*4096 + int64(k%4096)), Member: "j" + strconv.Itoa(from+k)}
+			zs[k] = redis.Z{Score: float64(keys.DelayedScore(due(k).UnixMilli(), int64(k%keys.DelayedSeqSpan))), Member: "j" + strconv.Itoa(from+k)}
 		}
 		require.NoError(t, b.rdb.ZAdd(ctx, b.prefix+":q:delayed", zs...).Err())
 	}

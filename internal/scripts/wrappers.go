@@ -129,7 +129,7 @@ type Fetched struct {
 type Fetch struct {
 	Jobs []Fetched
 	// NextDelayed is the raw score of the earliest delayed job when no job was
-	// fetched ("" when none): due ms = floor(score / 4096).
+	// fetched ("" when none): due ms = keys.DueOfScore(score).
 	NextDelayed string
 	// RateLimitTTL (ms) > 0 says the queue's rate limiter refused to
 	// activate jobs for that long.

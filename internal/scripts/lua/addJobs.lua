@@ -205,7 +205,7 @@ if #prio > 0 then
   local c = rcall("INCRBY", pcKey, #prio) - #prio
   local args = {}
   for k, p in ipairs(prio) do
-    args[#args + 1] = p[1] * 4294967296 + ((c + k) % 4294967296)
+    args[#args + 1] = priorityScoreOf(p[1], c + k)
     args[#args + 1] = p[2]
   end
   for from = 1, #args, 5000 do

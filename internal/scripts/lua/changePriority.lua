@@ -19,7 +19,7 @@ if rcall("ZREM", prioritizedKey, id) > 0 or rcall("LREM", waitKey, -1, id) > 0 t
     pushReady(waitKey, prioritizedKey, pcKey, id, 0, lifo)
     addBaseMarker(markerKey, blocked)
   elseif lifo then
-    rcall("ZADD", prioritizedKey, priority * 4294967296, id)
+    rcall("ZADD", prioritizedKey, priorityScoreOf(priority, 0), id)
   else
     pushReady(waitKey, prioritizedKey, pcKey, id, priority, false)
     addBaseMarker(markerKey, blocked)

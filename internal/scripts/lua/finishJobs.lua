@@ -323,7 +323,7 @@ for _, i in ipairs(owned) do
       addBaseMarker(markerKey, blocked)
     elseif priority > 0 then
       -- Back to the front of its priority band, as BullMQ's move-back does.
-      rcall("ZADD", prioritizedKey, priority * 4294967296, id)
+      rcall("ZADD", prioritizedKey, priorityScoreOf(priority, 0), id)
     else
       rcall("RPUSH", waitKey, id)
       addBaseMarker(markerKey, blocked)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/seed40057009/drover/internal/keys"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
@@ -68,7 +70,7 @@ func TestReferenceDump(t *testing.T) {
 		require.Equal(t, "4", raw.Keys["q:id"].String)
 		ts, err := strconv.ParseInt(raw.Keys["q:2"].Hash["timestamp"], 10, 64)
 		require.NoError(t, err)
-		require.Equal(t, []statedump.ZMember{{Member: "2", Score: statedump.FormatScore(float64((ts + 300) * 4096))}}, raw.Keys["q:delayed"].ZSet)
+		require.Equal(t, []statedump.ZMember{{Member: "2", Score: statedump.FormatScore(float64(keys.DelayedScore(ts+300, 0)))}}, raw.Keys["q:delayed"].ZSet)
 		require.Equal(t, map[string]string{"version": "bullmq:" + bullmqoracle.Version(), "opts.maxLenEvents": "10000"}, raw.Keys["q:meta"].Hash)
 		require.Equal(t, `{"attempts":2,"backoff":{"delay":1000,"type":"fixed"},"lifo":true}`, normalizeJSON(t, raw.Keys["q:4"].Hash["opts"]))
 

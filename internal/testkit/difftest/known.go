@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
@@ -209,7 +210,7 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 			if err != nil {
 				return nil, fmt.Errorf("delayed score %q: %w", z.Score, err)
 			}
-			due := math.Floor(f / 4096)
+			due := float64(keys.DueOfScore(f))
 			ss[i] = scored{z.Member, int64(math.Round((due - float64(nc.StartMs)) / 60000)), i}
 		}
 		slices.SortStableFunc(ss, func(a, b scored) int {

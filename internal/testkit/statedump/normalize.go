@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/seed40057009/drover/internal/keys"
 )
 
 // Placeholders Normalize writes in place of values that differ between runs.
@@ -248,7 +250,7 @@ func (n *normalizer) zset(r string, zs []ZMember) {
 				if err != nil {
 					continue
 				}
-				due := math.Floor(f / 4096)
+				due := float64(keys.DueOfScore(f))
 				if due != last {
 					rank++
 					last = due

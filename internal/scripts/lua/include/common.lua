@@ -2,6 +2,7 @@
 -- Time always arrives from Go in ARGV; these helpers never call TIME.
 
 local rcall = redis.call
+--@include score
 
 -- maxEvents returns the events stream cap from the meta hash, writing the
 -- BullMQ default (10000) when the queue has none yet. It returns the text,
@@ -40,17 +41,17 @@ end
 local function addDelayMarker(markerKey, delayedKey)
   local first = rcall("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
   if first[2] then
-    rcall("ZADD", markerKey, math.floor(tonumber(first[2]) / 4096), "1")
+    rcall("ZADD", markerKey, dueOfScore(first[2]), "1")
     return first[2]
   end
   return nil
 end
 
--- delayedScore encodes a due time (ms) as due*4096+seq, seq ordering jobs due
--- in the same millisecond (FIFO for up to 4096 of them).
+-- delayedScore is the score for the next job due at due ms: after the ones
+-- already due then (FIFO for up to DELAYED_SEQ_SPAN of them; see score.lua).
 local function delayedScore(delayedKey, due)
-  local lo = due * 4096
-  local hi = lo + 4095
+  local lo = delayedScoreOf(due, 0)
+  local hi = delayedScoreOf(due, DELAYED_SEQ_SPAN - 1)
   local top = rcall("ZREVRANGEBYSCORE", delayedKey, hi, lo, "WITHSCORES", "LIMIT", 0, 1)
   if top[2] then
     local s = tonumber(top[2])
@@ -65,7 +66,7 @@ end
 -- priorityScore orders prioritized jobs by priority, then FIFO via the counter.
 local function priorityScore(prioritizedKey, pcKey, priority)
   local c = rcall("INCR", pcKey)
-  return priority * 4294967296 + (c % 4294967296)
+  return priorityScoreOf(priority, c)
 end
 
 -- removeJobKeys deletes a job and every per-job key BullMQ may have made

@@ -6,7 +6,7 @@
 -- promoteDelayed moves every delayed job due at `now` (up to 1000) to wait or
 -- prioritized, resetting its relative delay. Returns how many moved.
 local function promoteDelayed(now, blocked)
-  local due = rcall("ZRANGEBYSCORE", delayedKey, 0, (now + 1) * 4096 - 1, "LIMIT", 0, 1000)
+  local due = rcall("ZRANGEBYSCORE", delayedKey, 0, delayedScoreOf(now + 1, 0) - 1, "LIMIT", 0, 1000)
   local n = #due
   if n == 0 then
     return 0

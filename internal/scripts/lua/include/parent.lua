@@ -15,7 +15,7 @@ local function releaseParent(parentQueueKey, parentKey, parentId, now)
   if delay > 0 then
     local due = now + delay
     local delayed = parentQueueKey .. ":delayed"
-    rcall("ZADD", delayed, due * 4096, parentId)
+    rcall("ZADD", delayed, delayedScoreOf(due, 0), parentId)
     rcall("XADD", events, "*", "event", "delayed", "jobId", parentId, "delay", due)
     addDelayMarker(marker, delayed)
     return
