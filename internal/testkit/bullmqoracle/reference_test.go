@@ -5,10 +5,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/seed40057009/drover/internal/keys"
-
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
