@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed40057009/drover/internal/keys"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/clock"
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/testkit"
 )
 
