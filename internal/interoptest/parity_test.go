@@ -391,16 +391,23 @@ func TestDifferentialParentCompletion(t *testing.T) {
 	setup := newSetup(t)
 
 	for _, tc := range []struct {
-		name      string
-		childOpts map[string]any
+		name       string
+		parentOpts map[string]any
+		childOpts  map[string]any
 	}{
-		{"PendingChild", nil},
-		{"FailedChild", map[string]any{"failParentOnFailure": true}},
+		{"PendingChild", nil, nil},
+		// The refusal is an ordinary error: an attempt left means a retry.
+		{"PendingChildRetried", map[string]any{"attempts": 2}, nil},
+		{"FailedChild", map[string]any{"attempts": 2}, map[string]any{"failParentOnFailure": true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			differential(t, setup, func(s side, checkpoint func(string)) {
-				s.nodeAdd(queueName, "p", map[string]any{"n": 1}, map[string]any{"jobId": "p"})
+				popts := map[string]any{"jobId": "p"}
+				for k, v := range tc.parentOpts {
+					popts[k] = v
+				}
+				s.nodeAdd(queueName, "p", map[string]any{"n": 1}, popts)
 				stop := s.b.startWorkerOn(s.t, s.by, queueName, workerSpec{
 					behavior: bullmqoracle.WaitKey(s.gate(), bullmqoracle.Return("done")),
 				})
