@@ -378,7 +378,7 @@ func isRedisReply(err error) bool {
 // meanwhile, or Redis unreachable) is reported by its id alone.
 func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcome) *AddResult {
 	switch oc.Result {
-	case "created", "readded":
+	case scripts.AddCreated, scripts.AddReAdded:
 		rec := &p.rec
 		job := &Job{
 			ID:        oc.ID,
@@ -394,13 +394,13 @@ func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcom
 		if rec.DedupID != "" {
 			job.DeduplicationID = rec.DedupID
 		}
-		if oc.Result == "readded" {
+		if oc.Result == scripts.AddReAdded {
 			return &AddResult{Job: job, Outcome: AddReAdded, PreviousJobID: oc.State}
 		}
 		return &AddResult{Job: job, Outcome: AddCreated}
-	case "duplicate", "deduplicated":
+	case scripts.AddDuplicate, scripts.AddDeduplicated:
 		outcome := AddDuplicate
-		if oc.Result == "deduplicated" {
+		if oc.Result == scripts.AddDeduplicated {
 			outcome = AddDeduplicated
 		}
 		job, err := q.GetJob(ctx, oc.ID)
@@ -411,7 +411,7 @@ func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcom
 		}
 		return &AddResult{Job: job, Outcome: outcome, ExistingState: JobState(oc.State)}
 	}
-	// The script has no other outcome (TestScriptContracts): report the id.
+	// parseAddReply refuses any other result.
 	return &AddResult{Job: &Job{ID: oc.ID, queue: q}, Outcome: AddOutcome(0)}
 }
 

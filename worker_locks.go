@@ -71,10 +71,10 @@ func (k *lockKeeper) renew(ctx context.Context) {
 	// The script reports lost locks in the order it was given them, so a
 	// job id that is in flight twice (an old attempt that lost its lock
 	// and a new one) is matched to the right attempt.
-	reasons := make(map[*runningJob]string, len(lost))
+	lostOf := make(map[*runningJob]scripts.LostLock, len(lost))
 	for i, j := 0, 0; i < len(rjs) && j < len(lost); i++ {
 		if lost[j].ID == ids[i] {
-			reasons[rjs[i]] = lost[j].Reason
+			lostOf[rjs[i]] = lost[j]
 			j++
 		}
 	}
@@ -83,12 +83,12 @@ func (k *lockKeeper) renew(ctx context.Context) {
 		if rj.written.Load() {
 			return // its result is written: the lock went with it
 		}
-		reason, isLost := reasons[rj]
+		l, isLost := lostOf[rj]
 		if !isLost {
 			rj.lastRenew.Store(now)
 			return
 		}
-		why := k.explain(rj, reason, now)
+		why := k.explain(rj, l, now)
 		rj.lostWhy.Store(why)
 		if k.lost != nil {
 			k.lost(rj.job, why)
@@ -161,8 +161,8 @@ func (g *fetchGate) held() <-chan struct{} {
 }
 
 // explain says why a job's lock could not be renewed.
-func (k *lockKeeper) explain(rj *runningJob, reason string, now int64) string {
-	if reason == "taken" {
+func (k *lockKeeper) explain(rj *runningJob, lost scripts.LostLock, now int64) string {
+	if lost.Taken {
 		return "another worker holds the job's lock: it was recovered as stalled and taken again, or moved by someone else"
 	}
 	last := rj.lastRenew.Load()

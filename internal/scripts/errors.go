@@ -23,31 +23,52 @@ var (
 	ErrFailedChildren = errors.New("job has a failed child")
 	// ErrSchedulerJob: the job is a job scheduler's pending iteration (code -8).
 	ErrSchedulerJob = errors.New("job is the pending iteration of a job scheduler")
-	// ErrJobLocked: a worker is processing the job, so it cannot be changed.
+	// ErrJobLocked: a worker is processing the job, so it cannot be changed
+	// (code -12).
 	ErrJobLocked = errors.New("job is locked by a worker")
-	// ErrQueueNotPaused: obliterate needs a paused queue.
+	// ErrQueueNotPaused: obliterate needs a paused queue (code -13).
 	ErrQueueNotPaused = errors.New("queue is not paused")
-	// ErrActiveJobs: obliterate without force found active jobs.
+	// ErrActiveJobs: obliterate without force found active jobs (code -14).
 	ErrActiveJobs = errors.New("queue has active jobs")
 )
 
+// codes is the one table of script result codes. A negative code means the
+// same in every script; scriptCodes says which script may return which, and
+// TestScriptCodes checks both against every `return -N` in the Lua files.
+var codes = map[int64]error{
+	-1:  ErrJobNotFound,
+	-2:  ErrLockMissing,
+	-3:  ErrNotInState,
+	-4:  ErrPendingDependencies,
+	-6:  ErrLockTaken,
+	-8:  ErrSchedulerJob,
+	-9:  ErrFailedChildren,
+	-10: ErrSchedulerIDCollision,
+	-11: ErrSchedulerSlotsBusy,
+	-12: ErrJobLocked,
+	-13: ErrQueueNotPaused,
+	-14: ErrActiveJobs,
+}
+
+// scriptCodes lists the codes each script returns (finishJobs: per job).
+// A script not listed returns none.
+var scriptCodes = map[string][]int64{
+	"addLog":             {-1},
+	"changeDelay":        {-1, -3},
+	"changePriority":     {-1},
+	"finishJobs":         {-1, -2, -3, -4, -6, -9},
+	"promote":            {-1, -3},
+	"removeJob":          {-1, -8, -12},
+	"reprocessJob":       {-1, -3, -12},
+	"updateProgress":     {-1},
+	"obliterate":         {-13, -14},
+	"upsertJobScheduler": {-10, -11},
+}
+
 // codeError maps a negative script result to its error.
 func codeError(code int64) error {
-	switch code {
-	case -1:
-		return ErrJobNotFound
-	case -2:
-		return ErrLockMissing
-	case -3:
-		return ErrNotInState
-	case -4:
-		return ErrPendingDependencies
-	case -6:
-		return ErrLockTaken
-	case -8:
-		return ErrSchedulerJob
-	case -9:
-		return ErrFailedChildren
+	if err, ok := codes[code]; ok {
+		return err
 	}
 	return fmt.Errorf("unexpected script result %d", code)
 }

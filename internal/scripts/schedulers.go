@@ -82,12 +82,6 @@ func UpsertJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, a UpsertArg
 	}
 	switch t := res.(type) {
 	case int64:
-		switch t {
-		case -10:
-			return "", 0, ErrSchedulerIDCollision
-		case -11:
-			return "", 0, ErrSchedulerSlotsBusy
-		}
 		return "", 0, codeError(t)
 	case []any:
 		if len(t) == 2 {

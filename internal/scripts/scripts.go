@@ -5,7 +5,8 @@
 //
 // Scripts live in lua/*.lua with a header that is their contract. A line
 // "--@include name" is replaced by lua/include/name.lua when the package is
-// initialised, so shared helpers are written once. Every script receives the
+// initialised, so shared helpers are written once; a line "--@record name"
+// by the offsets of a record schema (records). Every script receives the
 // queue's 16 keys (keys.Queue.ScriptKeys) as KEYS and the job-key base as
 // ARGV[1]; keys of individual jobs are built from that base inside the script,
 // which is cluster-safe because the base carries the queue's hash tag.
@@ -51,6 +52,14 @@ func expand(name string, seen map[string]bool) (string, error) {
 	var out strings.Builder
 	for _, line := range strings.SplitAfter(string(b), "\n") {
 		trimmed := strings.TrimSpace(line)
+		if rec, ok := strings.CutPrefix(trimmed, "--@record "); ok {
+			lua, err := recordLua(strings.TrimSpace(rec))
+			if err != nil {
+				return "", fmt.Errorf("script %s: %w", name, err)
+			}
+			out.WriteString(lua)
+			continue
+		}
 		if inc, ok := strings.CutPrefix(trimmed, "--@include "); ok {
 			inc = "include/" + strings.TrimSpace(inc)
 			if seen[inc] {
@@ -68,6 +77,31 @@ func expand(name string, seen map[string]bool) (string, error) {
 		out.WriteString(line)
 	}
 	return out.String(), nil
+}
+
+// records are the schemas of the per-item records scripts read from ARGV,
+// by the name a "--@record name" line uses. The line becomes the Lua table
+// REC of each field's offset in a record (1-based) and REC_FIELDS, so the
+// Go list is the only place the order is written.
+var records = map[string][]string{
+	"finish": finishRecordNames(),
+}
+
+func recordLua(name string) (string, error) {
+	fields, ok := records[name]
+	if !ok {
+		return "", fmt.Errorf("unknown record %q", name)
+	}
+	var b strings.Builder
+	b.WriteString("local REC = {")
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s = %d", f, i+1)
+	}
+	fmt.Fprintf(&b, "}\nlocal REC_FIELDS = %d\n", len(fields))
+	return b.String(), nil
 }
 
 // Names lists every script (not the includes).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,4 +59,54 @@ func TestQueueKeysShareASlot(t *testing.T) {
 			require.Equal(t, slot, keys.Slot(key), key)
 		}
 	}
+}
+
+// TestScriptCodes holds the Lua scripts to the one table of result codes:
+// every negative code a script returns is in codes and in its scriptCodes
+// row, and every row's code is returned by its script.
+func TestScriptCodes(t *testing.T) {
+	t.Parallel()
+	returned := regexp.MustCompile(`(?:return|codes\[i \+ 1\] =) (-\d+)\b`)
+	for _, name := range Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			found := map[int64]bool{}
+			for _, m := range returned.FindAllStringSubmatch(Source(name), -1) {
+				code, err := strconv.ParseInt(m[1], 10, 64)
+				require.NoError(t, err)
+				found[code] = true
+			}
+			var got []int64
+			for code := range found {
+				require.Contains(t, codes, code, "code %d has no error in codes", code)
+				got = append(got, code)
+			}
+			require.ElementsMatch(t, scriptCodes[name], got, "scriptCodes[%q] lists what the script returns", name)
+		})
+	}
+	for name := range scriptCodes {
+		require.Contains(t, Names(), name)
+	}
+}
+
+// TestFinishRecordSchema holds finishJobs.lua to finishRecord: the script
+// reads only fields the schema names, reads every one of them, and gets the
+// offsets from the schema (no hard-coded position).
+func TestFinishRecordSchema(t *testing.T) {
+	t.Parallel()
+	src := Source("finishJobs")
+	require.Contains(t, src, "local REC = {id = 1, token = 2,")
+	used := map[string]bool{}
+	for _, m := range regexp.MustCompile(`REC\.(\w+)`).FindAllStringSubmatch(src, -1) {
+		used[m[1]] = true
+	}
+	names := finishRecordNames()
+	for name := range used {
+		require.Contains(t, names, name, "finishJobs.lua reads REC.%s, which finishRecord does not have", name)
+	}
+	for _, name := range names {
+		require.True(t, used[name], "finishRecord sends %s, which finishJobs.lua never reads", name)
+	}
+	require.NotRegexp(t, `ARGV\[(o|recordAt\(i\)) \+ \d`, src, "record fields are read by name")
+	require.Contains(t, src, "9 + i * REC_FIELDS")
 }

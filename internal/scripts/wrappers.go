@@ -29,11 +29,28 @@ type AddRecord struct {
 	DedupFlags string // "r" replace, "e" extend
 }
 
+// AddResult is what addJobs did with one record.
+type AddResult uint8
+
+// The addJobs results, by the name the script returns (addResults).
+const (
+	AddCreated      AddResult = iota + 1 // "created"
+	AddDuplicate                         // "duplicate": the custom id exists
+	AddDeduplicated                      // "deduplicated": the dedup id is owned
+	AddReAdded                           // "readded": created, taking over a removed owner's dedup id
+)
+
+var addResults = map[string]AddResult{
+	"created": AddCreated, "duplicate": AddDuplicate, "deduplicated": AddDeduplicated, "readded": AddReAdded,
+}
+
 // AddOutcome is what happened to one AddRecord.
 type AddOutcome struct {
-	Result string // "created", "duplicate" or "deduplicated"
+	Result AddResult
 	ID     string // the new job's id, or the existing job's
-	State  string // the existing job's state for duplicate/deduplicated
+	// State is the existing job's state (AddDuplicate, AddDeduplicated) or
+	// the removed owner's id (AddReAdded).
+	State string
 }
 
 const addFields = 11
@@ -102,7 +119,11 @@ func parseAddReply(res []any) ([]AddOutcome, error) {
 		if !ok || len(t) != 3 {
 			return nil, fmt.Errorf("addJobs: malformed reply %v", r)
 		}
-		out[i] = AddOutcome{Result: str(t[0]), ID: str(t[1]), State: str(t[2])}
+		res, ok := addResults[str(t[0])]
+		if !ok {
+			return nil, fmt.Errorf("addJobs: unknown result %q", str(t[0]))
+		}
+		out[i] = AddOutcome{Result: res, ID: str(t[1]), State: str(t[2])}
 	}
 	return out, nil
 }
@@ -202,21 +223,46 @@ type FinishRecord struct {
 	Due          int64  // ms, when a FinishRetryDelayed/FinishMoveDelayed job is due
 }
 
-const finishFields = 14
+// finishRecord is the schema of finishJobs' per-job record: its fields in
+// ARGV order, each with the value Go sends. finishJobs.lua reads them
+// through the REC table generated from these names (records, --@record).
+var finishRecord = []struct {
+	name string
+	arg  func(r *FinishRecord) any
+}{
+	{"id", func(r *FinishRecord) any { return r.ID }},
+	{"token", func(r *FinishRecord) any { return r.Token }},
+	{"kind", func(r *FinishRecord) any { return r.Kind }},
+	{"value", func(r *FinishRecord) any { return r.Value }},
+	{"stacktrace", func(r *FinishRecord) any { return r.Stacktrace }},
+	{"attemptsMade", func(r *FinishRecord) any { return r.AttemptsMade }},
+	{"keep", func(r *FinishRecord) any { return r.Keep }},
+	{"delay", func(r *FinishRecord) any { return r.Delay }},
+	{"lifo", func(r *FinishRecord) any { return boolArg(r.LIFO) }},
+	{"attempts", func(r *FinishRecord) any { return r.Attempts }},
+	{"timeline", func(r *FinishRecord) any { return r.Timeline }},
+	{"dedupId", func(r *FinishRecord) any { return r.DedupID }},
+	{"hasParent", func(r *FinishRecord) any { return boolArg(r.HasParent) }},
+	{"due", func(r *FinishRecord) any { return r.Due }},
+}
+
+func finishRecordNames() []string {
+	names := make([]string, len(finishRecord))
+	for i, f := range finishRecord {
+		names[i] = f.name
+	}
+	return names
+}
 
 // FinishJobs ends recs' attempts and fetches up to a.Count next jobs.
 // codes[i] is nil or the error for recs[i].
 func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, recs []FinishRecord) ([]error, Fetch, error) {
-	args := make([]any, 0, 9+finishFields*len(recs))
+	args := make([]any, 0, 9+len(finishRecord)*len(recs))
 	args = append(args, a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, len(recs))
 	for i := range recs {
-		r := &recs[i]
-		lifo := "0"
-		if r.LIFO {
-			lifo = "1"
+		for _, f := range finishRecord {
+			args = append(args, f.arg(&recs[i]))
 		}
-		args = append(args, r.ID, r.Token, r.Kind, r.Value, r.Stacktrace, r.AttemptsMade, r.Keep,
-			r.Delay, lifo, r.Attempts, r.Timeline, r.DedupID, boolArg(r.HasParent), r.Due)
 	}
 	res, err := finishJobs.run(ctx, rdb, k, args...).Slice()
 	if err != nil {
@@ -239,8 +285,10 @@ func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, recs [
 
 // LostLock is a lock extendLocks could not renew.
 type LostLock struct {
-	ID     string
-	Reason string // "missing" or "taken"
+	ID string
+	// Taken: another token holds the lock (the job was taken again or moved
+	// by someone else); otherwise the lock is missing (it expired).
+	Taken bool
 }
 
 // ExtendLocks renews the locks ids[i] held with tokens[i].
@@ -256,7 +304,7 @@ func ExtendLocks(ctx context.Context, rdb Doer, k keys.Queue, lockMs int64, ids,
 	}
 	lost := make([]LostLock, 0, len(res)/2)
 	for i := 0; i+1 < len(res); i += 2 {
-		lost = append(lost, LostLock{ID: str(res[i]), Reason: str(res[i+1])})
+		lost = append(lost, LostLock{ID: str(res[i]), Taken: str(res[i+1]) == "taken"})
 	}
 	return lost, nil
 }
@@ -363,10 +411,7 @@ func AddLog(ctx context.Context, rdb Doer, k keys.Queue, id, line string, keep i
 
 // RemoveJob deletes job id unless a worker holds it.
 func RemoveJob(ctx context.Context, rdb Doer, k keys.Queue, id string) error {
-	n, err := runCode(ctx, removeJob, rdb, k, id)
-	if err == nil && n == 0 {
-		return ErrJobLocked
-	}
+	_, err := runCode(ctx, removeJob, rdb, k, id)
 	return err
 }
 
@@ -391,10 +436,7 @@ func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, id string, prio
 
 // Reprocess runs finished job id (in state "completed" or "failed") again.
 func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, id, state string, resetMade, resetStarted bool) error {
-	n, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted))
-	if n == -2 {
-		return ErrJobLocked
-	}
+	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted))
 	return err
 }
 
@@ -423,17 +465,8 @@ func Drain(ctx context.Context, rdb Doer, k keys.Queue, delayed bool) (int64, er
 // Obliterate deletes up to count jobs of a paused queue; more reports whether
 // to call again.
 func Obliterate(ctx context.Context, rdb Doer, k keys.Queue, count int, force bool) (more bool, err error) {
-	n, err := obliterate.run(ctx, rdb, k, count, boolArg(force)).Int64()
-	if err != nil {
-		return false, err
-	}
-	switch n {
-	case -1:
-		return false, ErrQueueNotPaused
-	case -2:
-		return false, ErrActiveJobs
-	}
-	return n == 1, nil
+	n, err := runCode(ctx, obliterate, rdb, k, count, boolArg(force))
+	return n == 1, err
 }
 
 // Clean removes up to limit jobs of state older than cutoffMs.

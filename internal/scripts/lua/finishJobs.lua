@@ -5,7 +5,9 @@
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 now ms, 3 fetch count, 4 lock token base, 5 lock duration
 --   ms, 6 worker name, 7 worker rate limit max, 8 worker rate limit window ms,
---   9 job count n, then n records of 14 fields:
+--   9 job count n, then n records of REC_FIELDS fields, in the order of
+--   finishRecord (internal/scripts/wrappers.go), which also writes the REC
+--   table of offsets below when the script is loaded:
 --   id, token, kind, value, stacktrace JSON ("" = unchanged), attemptsMade
 --   after this attempt, keep spec (include/retention.lua), delay ms, lifo
 --   ("1"/"0"), attempts allowed, attempt timeline JSON ("" = unchanged),
@@ -31,6 +33,7 @@
 --@include parent
 --@include retention
 --@include fetch
+--@record finish
 
 local now = tonumber(ARGV[2])
 local n = tonumber(ARGV[9])
@@ -135,19 +138,19 @@ end
 -- Pass 1: which jobs does this worker still own? One MGET reads every
 -- lock. A lock held with the job's token proves the job exists: every path
 -- that deletes a job refuses locked jobs or deletes the lock with it.
-local recordAt = function(i) return 9 + i * 14 end
+local recordAt = function(i) return 9 + i * REC_FIELDS end
 local lockKeys = {}
 for i = 0, n - 1 do
-  lockKeys[i + 1] = base .. ARGV[recordAt(i) + 1] .. ":lock"
+  lockKeys[i + 1] = base .. ARGV[recordAt(i) + REC.id] .. ":lock"
 end
 local locks = n > 0 and rcall("MGET", unpack(lockKeys)) or {}
 local owned = {}
 local mine = {}
 for i = 0, n - 1 do
   local o = recordAt(i)
-  local id = ARGV[o + 1]
+  local id = ARGV[o + REC.id]
   local lock = locks[i + 1]
-  if lock ~= ARGV[o + 2] then
+  if lock ~= ARGV[o + REC.token] then
     if lock then
       codes[i + 1] = -6
     elseif rcall("EXISTS", base .. id) == 0 then
@@ -167,8 +170,8 @@ end
 -- EXISTS over the batch keeps this off the common path.
 local probe = {}
 for _, i in ipairs(mine) do
-  if ARGV[recordAt(i) + 3] == "c" then
-    local jobKey = base .. ARGV[recordAt(i) + 1]
+  if ARGV[recordAt(i) + REC.kind] == "c" then
+    local jobKey = base .. ARGV[recordAt(i) + REC.id]
     probe[#probe + 1] = jobKey .. ":dependencies"
     probe[#probe + 1] = jobKey .. ":unsuccessful"
   end
@@ -176,8 +179,8 @@ end
 if #probe > 0 and rcall("EXISTS", unpack(probe)) > 0 then
   local free = {}
   for _, i in ipairs(mine) do
-    local jobKey = base .. ARGV[recordAt(i) + 1]
-    if ARGV[recordAt(i) + 3] ~= "c" then
+    local jobKey = base .. ARGV[recordAt(i) + REC.id]
+    if ARGV[recordAt(i) + REC.kind] ~= "c" then
       free[#free + 1] = i
     elseif rcall("SCARD", jobKey .. ":dependencies") > 0 then
       codes[i + 1] = -4
@@ -197,7 +200,7 @@ local activeLen = #mine >= 8 and rcall("LLEN", activeKey) or 0
 if #mine >= 8 and activeLen <= 16 * #mine then
   local leaving = {}
   for _, i in ipairs(mine) do
-    leaving[ARGV[recordAt(i) + 1]] = i
+    leaving[ARGV[recordAt(i) + REC.id]] = i
   end
   local stay = {}
   for _, id in ipairs(rcall("LRANGE", activeKey, 0, -1)) do
@@ -214,7 +217,7 @@ if #mine >= 8 and activeLen <= 16 * #mine then
   end
 else
   for _, i in ipairs(mine) do
-    if rcall("LREM", activeKey, "-1", ARGV[recordAt(i) + 1]) > 0 then
+    if rcall("LREM", activeKey, "-1", ARGV[recordAt(i) + REC.id]) > 0 then
       codes[i + 1] = 0
     end
   end
@@ -228,7 +231,7 @@ if #owned > 0 then
   local dels, ids = {}, {}
   for k, i in ipairs(owned) do
     dels[k] = lockKeys[i + 1]
-    ids[k] = ARGV[recordAt(i) + 1]
+    ids[k] = ARGV[recordAt(i) + REC.id]
   end
   rcall("DEL", unpack(dels))
   rcall("SREM", stalledKey, unpack(ids))
@@ -239,13 +242,13 @@ end
 local finished = {[completedKey] = {}, [failedKey] = {}}
 for _, i in ipairs(owned) do
   local o = recordAt(i)
-  local id = ARGV[o + 1]
-  local kind = ARGV[o + 3]
-  local value = ARGV[o + 4]
+  local id = ARGV[o + REC.id]
+  local kind = ARGV[o + REC.kind]
+  local value = ARGV[o + REC.value]
   local jobKey = base .. id
-  local stack = ARGV[o + 5]
-  local atm = ARGV[o + 6]
-  local timeline = ARGV[o + 11]
+  local stack = ARGV[o + REC.stacktrace]
+  local atm = ARGV[o + REC.attemptsMade]
+  local timeline = ARGV[o + REC.timeline]
   local fields = {}
   if kind ~= "c" and kind ~= "w" and kind ~= "m" then
     fields[#fields + 1] = "failedReason"
@@ -265,13 +268,13 @@ for _, i in ipairs(owned) do
   end
 
   if kind == "c" or kind == "f" then
-    local deid = ARGV[o + 12]
+    local deid = ARGV[o + REC.dedupId]
     if deid ~= "" then
       releaseDedup(id, deid)
       requeueNext(deid)
     end
     local parent = nil
-    if ARGV[o + 13] == "1" then
+    if ARGV[o + REC.hasParent] == "1" then
       parent = parentOf(jobKey)
       if parent then
         if kind == "c" then
@@ -281,7 +284,7 @@ for _, i in ipairs(owned) do
         end
       end
     end
-    local spec = ARGV[o + 7]
+    local spec = ARGV[o + REC.keep]
     local setKey = kind == "c" and completedKey or failedKey
     if spec == "0" then
       removeJobKeys(jobKey)
@@ -307,7 +310,7 @@ for _, i in ipairs(owned) do
       rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
     else
       rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "failed", "jobId", id, "failedReason", value, "prev", "active")
-      if tonumber(atm) >= tonumber(ARGV[o + 10]) then
+      if tonumber(atm) >= tonumber(ARGV[o + REC.attempts]) then
         rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
       end
     end
@@ -319,7 +322,7 @@ for _, i in ipairs(owned) do
     local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
     local blocked = pausedOrMaxed(metaKey, activeKey)
     if kind == "r" then
-      pushReady(waitKey, prioritizedKey, pcKey, id, priority, ARGV[o + 9] == "1")
+      pushReady(waitKey, prioritizedKey, pcKey, id, priority, ARGV[o + REC.lifo] == "1")
       addBaseMarker(markerKey, blocked)
     elseif priority > 0 then
       -- Back to the front of its priority band, as BullMQ's move-back does.
@@ -330,9 +333,9 @@ for _, i in ipairs(owned) do
     end
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id, "prev", "active")
   else -- "d" or "m"
-    local due = ARGV[o + 14]
+    local due = ARGV[o + REC.due]
     fields[#fields + 1] = "delay"
-    fields[#fields + 1] = ARGV[o + 8]
+    fields[#fields + 1] = ARGV[o + REC.delay]
     rcall("HSET", jobKey, unpack(fields))
     rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", id, "delay", due)

@@ -5,17 +5,17 @@
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 count, 3 force ("1" deletes active jobs too).
 -- The last call also SCANs for the queue's add-call keys (<base>add:*).
--- Returns 0 done; 1 more jobs remain (call again); -1 queue not paused;
--- -2 active jobs and not forced.
+-- Returns 0 done; 1 more jobs remain (call again); -13 queue not paused;
+-- -14 active jobs and not forced (codes: internal/scripts/errors.go).
 --@include common
 --@include queue
 --@include remove
 
 if rcall("HEXISTS", metaKey, "paused") == 0 then
-  return -1
+  return -13
 end
 if ARGV[3] ~= "1" and rcall("LLEN", activeKey) > 0 then
-  return -2
+  return -14
 end
 local budget = tonumber(ARGV[2])
 

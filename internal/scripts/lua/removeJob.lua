@@ -3,9 +3,9 @@
 -- removeChildren, its default).
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 job id.
--- Returns 1 removed; 0 the job or a child it waits for is locked by a
+-- Returns 1 removed; -12 the job or a child it waits for is locked by a
 -- worker; -1 job missing; -8 the job is the pending iteration of a job
--- scheduler.
+-- scheduler (codes: internal/scripts/errors.go).
 --@include common
 --@include queue
 --@include remove
@@ -16,7 +16,7 @@ if isSchedulerIteration(id, jobKey) then
   return -8
 end
 if treeLocked(jobKey) then
-  return 0
+  return -12
 end
 if rcall("EXISTS", jobKey) == 0 then
   -- Nothing to delete but a stray id in some state.

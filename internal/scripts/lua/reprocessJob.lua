@@ -4,8 +4,8 @@
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 job id, 3 state ("completed"|"failed"), 4 reset attemptsMade
 --   ("1"/"0"), 5 reset attemptsStarted ("1"/"0").
--- Returns 1; -1 job missing; -2 a worker holds the job's lock; -3 job not in
--- that state.
+-- Returns 1; -1 job missing; -12 a worker holds the job's lock; -3 job not
+-- in that state (codes: internal/scripts/errors.go).
 --@include common
 --@include queue
 --@include parent
@@ -16,7 +16,7 @@ if rcall("EXISTS", jobKey) == 0 then
   return -1
 end
 if rcall("EXISTS", jobKey .. ":lock") == 1 then
-  return -2
+  return -12
 end
 local state = ARGV[3]
 local setKey = state == "completed" and completedKey or failedKey
