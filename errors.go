@@ -12,11 +12,6 @@ import (
 var (
 	// ErrJobNotFound: no job with that id exists in the queue.
 	ErrJobNotFound = scripts.ErrJobNotFound
-	// ErrLockMissing: the job's lock expired (or never existed), so this
-	// worker no longer owns the job.
-	ErrLockMissing = scripts.ErrLockMissing
-	// ErrLockTaken: another worker holds the job's lock.
-	ErrLockTaken = scripts.ErrLockTaken
 	// ErrNotInState: the job is not in the state the operation needs.
 	ErrNotInState = scripts.ErrNotInState
 	// ErrJobLocked: a worker is processing the job, so it cannot be changed.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,20 +69,12 @@ type Event struct {
 
 // Time is when Redis recorded the event (from the stream id).
 func (e Event) Time() time.Time {
-	ms, err := strconv.ParseInt(e.ID[:max(0, indexByte(e.ID, '-'))], 10, 64)
+	msPart, _, _ := strings.Cut(e.ID, "-")
+	ms, err := strconv.ParseInt(msPart, 10, 64)
 	if err != nil {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return len(s)
 }
 
 // parseEvent turns a stream entry into an Event.

@@ -50,9 +50,6 @@ func (m *Manual) Set(t time.Time) {
 	m.mu.Unlock()
 }
 
-// Millis is t as BullMQ stores times: milliseconds since the Unix epoch.
-func Millis(t time.Time) int64 { return t.UnixMilli() }
-
 // Corrected is Base moved by a measured offset: a worker's reading of the
 // Redis server's clock. The offset starts at 0; SetOffset changes it at any
 // time. Safe for concurrent use.

@@ -5,7 +5,8 @@ import (
 	"fmt"
 )
 
-// Errors a script can report. The root package re-exports them.
+// Errors a script can report. The root package re-exports those a caller
+// can receive (ErrLockMissing and ErrLockTaken reach only the worker's logs).
 var (
 	// ErrJobNotFound: the job hash does not exist (code -1).
 	ErrJobNotFound = errors.New("job not found")

@@ -83,9 +83,8 @@ func NewCall(ttl time.Duration) Call {
 	return Call{Token: callTokenPrefix + strconv.FormatUint(callSeq.Add(1), 36), TTL: ttl}
 }
 
-// AppendAddArgs appends the ARGV of AddJobs for recs to args (which must
-// already hold the base). Exposed for benchmarks of the encoding.
-func AppendAddArgs(args []any, call Call, recs []AddRecord) []any {
+// appendAddArgs appends the ARGV of AddJobs (after the base) for recs to args.
+func appendAddArgs(args []any, call Call, recs []AddRecord) []any {
 	args = append(args, call.Token, max(call.TTL.Milliseconds(), 1), len(recs))
 	for i := range recs {
 		r := &recs[i]
@@ -104,7 +103,7 @@ func AppendAddArgs(args []any, call Call, recs []AddRecord) []any {
 // so the jobs are stored once per call (see Call).
 func AddJobs(ctx context.Context, rdb Doer, k keys.Queue, call Call, recs []AddRecord) ([]AddOutcome, error) {
 	args := make([]any, 0, 3+addFields*len(recs))
-	args = AppendAddArgs(args, call, recs)
+	args = appendAddArgs(args, call, recs)
 	res, err := addJobs.run(ctx, rdb, k, args...).Slice()
 	if err != nil {
 		return nil, err
