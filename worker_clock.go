@@ -27,18 +27,7 @@ type clockKeeper struct {
 	log      *slog.Logger
 }
 
-func (c *clockKeeper) run(ctx context.Context) {
-	ticker := time.NewTicker(c.interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		c.measure(ctx)
-	}
-}
+func (c *clockKeeper) run(ctx context.Context) { every(ctx, c.interval, false, c.measure) }
 
 // clockSamples is how many TIME round trips one measurement takes; the
 // one with the shortest round trip (the tightest bound) wins.

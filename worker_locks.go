@@ -30,18 +30,7 @@ type lockKeeper struct {
 	wakeKey  string                     // the worker's wake key, written by probe
 }
 
-func (k *lockKeeper) run(ctx context.Context) {
-	ticker := time.NewTicker(k.duration / 4)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		k.renew(ctx)
-	}
-}
+func (k *lockKeeper) run(ctx context.Context) { every(ctx, k.duration/4, false, k.renew) }
 
 // renew extends every in-flight job's lock once.
 func (k *lockKeeper) renew(ctx context.Context) {
@@ -183,16 +172,23 @@ type stalledChecker struct {
 	stalled    func(jobID string, stalledCount int) // WorkerHooks.Stalled; may be nil
 }
 
-func (c *stalledChecker) run(ctx context.Context) {
-	ticker := time.NewTicker(c.interval)
+func (c *stalledChecker) run(ctx context.Context) { every(ctx, c.interval, true, c.checkOnce) }
+
+// every calls fn every interval until ctx ends, and once at the start when
+// now is set. It is the loop of the worker's background keepers.
+func every(ctx context.Context, interval time.Duration, now bool, fn func(context.Context)) {
+	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
+	if now {
+		fn(ctx)
+	}
 	for {
-		c.checkOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
+		fn(ctx)
 	}
 }
 
