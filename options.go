@@ -1,6 +1,7 @@
 package drover
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -268,17 +269,9 @@ func (o *QueueOptions) withDefaults() QueueOptions {
 	if o != nil {
 		r = *o
 	}
-	if r.Prefix == "" {
-		r.Prefix = PrefixDefault
-	}
-	if r.Logger == nil {
-		r.Logger = slog.New(slog.DiscardHandler)
-	}
-	if r.AddBulkChunk == 0 {
-		r.AddBulkChunk = AddBulkChunkDefault
-	}
-	if r.AddRetryWindow == 0 {
-		r.AddRetryWindow = AddRetryWindowDefault
-	}
+	r.Prefix = cmp.Or(r.Prefix, PrefixDefault)
+	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
+	r.AddBulkChunk = cmp.Or(r.AddBulkChunk, AddBulkChunkDefault)
+	r.AddRetryWindow = cmp.Or(r.AddRetryWindow, AddRetryWindowDefault)
 	return r
 }

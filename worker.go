@@ -1,6 +1,7 @@
 package drover
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -127,38 +128,16 @@ func (o *WorkerOptions) withDefaults() WorkerOptions {
 	if o != nil {
 		r = *o
 	}
-	if r.Prefix == "" {
-		r.Prefix = PrefixDefault
-	}
-	if r.Concurrency == 0 {
-		r.Concurrency = ConcurrencyDefault
-	}
-	if r.LockDuration == 0 {
-		r.LockDuration = LockDurationDefault
-	}
-	if r.StalledInterval == 0 {
-		r.StalledInterval = StalledIntervalDefault
-	}
-	if r.MaxStalledCount == 0 {
-		r.MaxStalledCount = MaxStalledCountDefault
-	} else if r.MaxStalledCount < 0 {
-		r.MaxStalledCount = 0
-	}
-	if r.DrainDelay == 0 {
-		r.DrainDelay = DrainDelayDefault
-	}
-	if r.ClockCheckInterval == 0 {
-		r.ClockCheckInterval = ClockCheckIntervalDefault
-	}
-	if r.ClockSkewWarning == 0 {
-		r.ClockSkewWarning = ClockSkewWarningDefault
-	}
-	if r.Logger == nil {
-		r.Logger = slog.New(slog.DiscardHandler)
-	}
-	if r.Hooks == nil {
-		r.Hooks = &WorkerHooks{}
-	}
+	r.Prefix = cmp.Or(r.Prefix, PrefixDefault)
+	r.Concurrency = cmp.Or(r.Concurrency, ConcurrencyDefault)
+	r.LockDuration = cmp.Or(r.LockDuration, LockDurationDefault)
+	r.StalledInterval = cmp.Or(r.StalledInterval, StalledIntervalDefault)
+	r.MaxStalledCount = max(cmp.Or(r.MaxStalledCount, MaxStalledCountDefault), 0) // negative means 0
+	r.DrainDelay = cmp.Or(r.DrainDelay, DrainDelayDefault)
+	r.ClockCheckInterval = cmp.Or(r.ClockCheckInterval, ClockCheckIntervalDefault)
+	r.ClockSkewWarning = cmp.Or(r.ClockSkewWarning, ClockSkewWarningDefault)
+	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
+	r.Hooks = cmp.Or(r.Hooks, &WorkerHooks{})
 	return r
 }
 
