@@ -667,3 +667,14 @@ func (h *Handler) throughput(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, rep)
 }
+
+// workers is GET /api/workers: the worker connections of every queue under
+// the prefix (?queue= for one), as BullMQ's getWorkers finds them.
+func (h *Handler) workers(w http.ResponseWriter, r *http.Request) {
+	ws, err := h.ins.Workers(r.Context(), r.URL.Query().Get("queue"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workers": ws})
+}

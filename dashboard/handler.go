@@ -241,6 +241,7 @@ func (h *Handler) routes() {
 	m.Handle("GET /api/queues/{queue}/failures", h.viewer(h.failures))
 	m.Handle("GET /api/queues/{queue}/conflicts", h.viewer(h.conflicts))
 	m.Handle("GET /api/queues/{queue}/throughput", h.viewer(h.throughput))
+	m.Handle("GET /api/workers", h.viewer(h.workers))
 	m.Handle("GET /api/operations", h.viewer(h.listOperations))
 	m.Handle("GET /api/operations/{id}", h.viewer(h.getOperation))
 	m.Handle("POST /api/operations/{id}/cancel", h.act("cancel-operation", RoleOperator, h.cancelOperation))

@@ -235,6 +235,7 @@ func TestOpenAPI(t *testing.T) {
 		{"api/queues/q/failures", "/api/queues/{queue}/failures"},
 		{"api/queues/q/conflicts", "/api/queues/{queue}/conflicts"},
 		{"api/queues/q/throughput", "/api/queues/{queue}/throughput"},
+		{"api/workers", "/api/workers"},
 		{"api/jobs/" + done, "/api/jobs/{id}"},
 		{"api/audit", "/api/audit"},
 	} {

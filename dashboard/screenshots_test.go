@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -84,4 +86,21 @@ func TestUIScreenshots(t *testing.T) {
 	shot("failures-by-error.png")
 	do(t, tab, chromedp.Navigate(b.url+"#/q/payments/job/"+long), chromedp.WaitVisible(chromedp.CSS(`#timeline-fold`)))
 	shot("job-long-history.png")
+	// Workers: connections named as Node BullMQ's workers name theirs
+	// (drover's join the list once they name theirs the same way).
+	for k, name := range []string{"node-payments-1", "node-payments-2", "node-mailer"} {
+		queue := "payments"
+		if k == 2 {
+			queue = "emails"
+		}
+		c := redis.NewClient(&redis.Options{Addr: b.rdb.Options().Addr, PoolSize: 1,
+			ClientName: b.prefix + ":" + base64.StdEncoding.EncodeToString([]byte(queue)) + ":w:" + name})
+		t.Cleanup(func() { _ = c.Close() })
+		require.NoError(t, c.Ping(context.Background()).Err())
+		if k != 0 {
+			go func() { _ = c.BZPopMin(context.Background(), 10*time.Second, b.prefix+":screenshot-marker").Err() }()
+		}
+	}
+	do(t, tab, chromedp.Navigate(b.url+"#/workers"), chromedp.WaitVisible(chromedp.CSS(`#workers [data-state="idle"]`)))
+	shot("workers.png")
 }

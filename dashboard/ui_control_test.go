@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -353,4 +354,33 @@ func TestUIOperatorViews(t *testing.T) {
 	row := text(t, tab, fmt.Sprintf(`#conflicts tr[data-conflict="%s"]`, timeouts[0]))
 	require.Contains(t, row, "sticky-worker")
 	require.Contains(t, row, "retry")
+}
+
+// TestUIWorkers: the workers page lists every worker connection under the
+// prefix, named as BullMQ's workers name theirs, idle or busy.
+func TestUIWorkers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	b.add(t, "mail", "x", nil, nil)
+	enc := func(q string) string { return base64.StdEncoding.EncodeToString([]byte(q)) }
+	connect := func(name string) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: b.rdb.Options().Addr, ClientName: name, PoolSize: 1})
+		t.Cleanup(func() { _ = c.Close() })
+		require.NoError(t, c.Ping(ctx).Err())
+		return c
+	}
+	connect(b.prefix + ":" + enc("mail") + ":w:node-mailer-1")
+	idle := connect(b.prefix + ":" + enc("mail") + ":w:node-mailer-2")
+	go func() { _ = idle.BZPopMin(ctx, 20*time.Second, b.prefix+":mail:marker-test").Err() }()
+	tab := browser(t)
+	do(t, tab,
+		chromedp.Navigate(b.url+"#/workers"),
+		chromedp.WaitVisible(chromedp.CSS(`#workers tr[data-worker="node-mailer-1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#workers tr[data-worker="node-mailer-2"] [data-state="idle"]`)),
+	)
+	require.Equal(t, "busy", evalJS[string](t, tab, `document.querySelector('#workers tr[data-worker="node-mailer-1"] [data-state]').dataset.state`))
+	require.Contains(t, text(t, tab, `#workers tr[data-worker="node-mailer-2"]`), "mail")
+	require.Equal(t, 2, evalJS[int](t, tab, `document.querySelectorAll('#workers tr[data-worker]').length`))
+	screenshot(t, tab, "workers.png")
 }

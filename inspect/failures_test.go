@@ -2,11 +2,13 @@ package inspect_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -156,4 +158,43 @@ func TestThroughput(t *testing.T) {
 	require.True(t, last.Start.Before(time.Now()) && time.Since(last.Start) <= time.Minute)
 	_, err = b.ins.Throughput(ctx, "nosuch", 0, 0)
 	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+}
+
+// TestWorkers lists worker connections named as BullMQ's workers name them
+// (what a Node worker does; drover's workers once they name theirs).
+func TestWorkers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	connect := func(name string) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: b.rdb.Options().Addr, ClientName: name, PoolSize: 1})
+		t.Cleanup(func() { _ = c.Close() })
+		require.NoError(t, c.Ping(ctx).Err())
+		return c
+	}
+	enc := func(q string) string { return base64.StdEncoding.EncodeToString([]byte(q)) }
+	connect(b.prefix + ":" + enc("mail") + ":w:node-worker-1")
+	waiting := connect(b.prefix + ":" + enc("mail"))
+	connect(b.prefix + ":" + enc("mail") + ":qe")               // QueueEvents: not a worker
+	connect("other:" + enc("mail") + ":w:elsewhere")            // another prefix
+	connect(b.prefix + ":" + enc("pdf:render") + ":w:renderer") // a name with a colon
+	go func() { _ = waiting.BZPopMin(ctx, 3*time.Second, "nothing").Err() }()
+	var ws []inspect.WorkerInfo
+	require.Eventually(t, func() bool {
+		var err error
+		ws, err = b.ins.Workers(ctx, "")
+		require.NoError(t, err)
+		return len(ws) == 3 && ws[0].Waiting
+	}, 5*time.Second, 20*time.Millisecond)
+	require.Equal(t, "mail", ws[0].Queue)
+	require.Empty(t, ws[0].Name)
+	require.Equal(t, "bzpopmin", ws[0].LastCommand)
+	require.Equal(t, "node-worker-1", ws[1].Name)
+	require.False(t, ws[1].Waiting)
+	require.NotEmpty(t, ws[1].Addr)
+	require.Equal(t, "pdf:render", ws[2].Queue)
+	only, err := b.ins.Workers(ctx, "pdf:render")
+	require.NoError(t, err)
+	require.Len(t, only, 1)
+	require.Equal(t, "renderer", only[0].Name)
 }

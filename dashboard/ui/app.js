@@ -217,7 +217,7 @@
     const s = app.session;
     const find = el('input', { name: 'job-id', placeholder: 'find a job by id', 'aria-label': 'find a job by id', autocomplete: 'off' });
     const search = el('form', { id: 'job-search', onsubmit: (e) => { e.preventDefault(); if (find.value.trim()) location.hash = `#/find/${enc(find.value.trim())}`; } }, find);
-    put($nav, ...[el('a', { href: '#/' }, 'Queues'), s && s.role === 'admin' ? el('a', { href: '#/audit' }, 'Audit log') : null, s ? search : null].filter(Boolean));
+    put($nav, ...[el('a', { href: '#/' }, 'Queues'), s ? el('a', { href: '#/workers' }, 'Workers') : null, s && s.role === 'admin' ? el('a', { href: '#/audit' }, 'Audit log') : null, s ? search : null].filter(Boolean));
     if (!s) { put($who, ); return; }
     put($who, ...[
       el('span', { id: 'whoami' }, `${s.user} (${s.role})`),
@@ -953,6 +953,30 @@
     every(3000, load);
   }
 
+  // ---- workers -----------------------------------------------------------
+
+  async function pageWorkers() {
+    const gen = app.render;
+    const body = el('tbody');
+    const note = el('p', { class: 'muted' }, 'Every worker connection under this prefix, found as BullMQ\'s getWorkers finds them (the connection name carries the queue and the worker\'s name). Refreshes every 5 seconds.');
+    put($main, el('h1', {}, 'Workers'), note,
+      el('div', { class: 'panel' }, el('table', { id: 'workers' },
+        el('thead', {}, el('tr', {}, ...['Queue', 'Worker', 'Address', 'State', 'Connected for', 'Last command'].map((h) => el('th', {}, h)))), body)));
+    async function load() {
+      let res;
+      try { res = await api('workers'); } catch (e) { note.textContent = `Could not list workers: ${e.message}`; return; }
+      if (gen !== app.render) return;
+      put(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue },
+        el('td', {}, el('a', { href: `#/q/${enc(w.queue)}` }, w.queue)), el('td', {}, w.name || el('span', { class: 'muted' }, 'unnamed')),
+        el('td', { class: 'mono' }, w.addr),
+        el('td', {}, el('span', { class: `badge ${w.waiting ? 'rs-waiting' : 'rs-active'}`, 'data-state': w.waiting ? 'idle' : 'busy' }, w.waiting ? 'idle: waiting for jobs' : 'busy')),
+        el('td', {}, fmtMs(w.age)), el('td', {}, `${w.lastCommand} (${fmtMs(w.idle)} ago)`))));
+      if (!res.workers.length) body.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No worker connection under this prefix. (drover workers are listed once they name their connections as BullMQ does.)')));
+    }
+    await load();
+    every(5000, load);
+  }
+
   // ---- find a job by id --------------------------------------------------
 
   async function pageFind(id) {
@@ -1014,6 +1038,7 @@
       else if (parts[0] === 'q' && parts[2] === 'stalled') await pageStalled(parts[1]);
       else if (parts[0] === 'audit') await pageAudit(params);
       else if (parts[0] === 'find' && parts.length === 2) await pageFind(parts[1]);
+      else if (parts[0] === 'workers') await pageWorkers();
       else await pageOverview();
     } catch (e) {
       put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
