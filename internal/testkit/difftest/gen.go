@@ -79,7 +79,8 @@ type weighted struct {
 
 func (g *gen) step() Step {
 	opts := []weighted{
-		{30, g.add},
+		{27, g.add},
+		{3, g.bulk},
 		{26, g.work},
 		{2, func() Step { return Step{Op: OpStall} }},
 		{4, func() Step { return Step{Op: OpCheckStalled} }},
@@ -111,6 +112,7 @@ func (g *gen) step() Step {
 		{3, func() Step { return Step{Op: OpResume} }},
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
 		{3, func() Step { return Step{Op: OpLog, Job: g.job(), Line: fmt.Sprintf("line %d", g.r.IntN(100))} }},
+		{4, g.flow},
 	}
 	total := 0
 	for _, o := range opts {
@@ -148,7 +150,33 @@ func (g *gen) value() any {
 	}
 }
 
-func (g *gen) add() Step {
+func (g *gen) add() Step { return Step{Op: OpAdd, Add: g.addSpec()} }
+
+// bulk adds 2 or 3 jobs in one call.
+func (g *gen) bulk() Step {
+	s := Step{Op: OpAddBulk}
+	for range 2 + g.r.IntN(2) {
+		s.Children = append(s.Children, g.addSpec())
+	}
+	return s
+}
+
+// flow adds a parent with 1 to 3 children (Node-only).
+func (g *gen) flow() Step {
+	s := Step{Op: OpAddFlow, Add: g.addSpec()}
+	s.Add.Parent = ""
+	for range 1 + g.r.IntN(3) {
+		c := g.addSpec()
+		c.Parent = ""
+		if g.chance(40) {
+			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
+		}
+		s.Children = append(s.Children, c)
+	}
+	return s
+}
+
+func (g *gen) addSpec() *Add {
 	g.n++
 	a := &Add{Name: fmt.Sprintf("j%d", g.n), Data: map[string]any{"n": g.n}}
 	if g.chance(15) {
@@ -193,7 +221,7 @@ func (g *gen) add() Step {
 		case 3:
 			d.TTL, d.Replace = Hour, true
 		}
-		if g.cfg.Known && g.chance(30) {
+		if g.chance(30) {
 			d.KeepLastIfActive = true
 		}
 		a.Dedup = d
@@ -204,8 +232,14 @@ func (g *gen) add() Step {
 	if g.chance(10) {
 		a.StackTraceLimit = 1 + g.r.IntN(2)
 	}
+	if len(g.names) > 0 && g.chance(20) {
+		a.Parent = g.job()
+		if g.chance(40) {
+			a.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
+		}
+	}
 	g.names = append(g.names, a.Name)
-	return Step{Op: OpAdd, Add: a}
+	return a
 }
 
 func (g *gen) backoff() *Backoff {

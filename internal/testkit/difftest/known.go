@@ -81,8 +81,10 @@ func dropEvents(names ...string) func(s *statedump.Snapshot, queue string) {
 func anyAdd(f func(a *Add) bool) func(p *Program) bool {
 	return func(p *Program) bool {
 		for _, s := range p.Steps {
-			if s.Add != nil && f(s.Add) {
-				return true
+			for _, a := range s.adds() {
+				if f(a) {
+					return true
+				}
 			}
 		}
 		return false
@@ -92,8 +94,10 @@ func anyAdd(f func(a *Add) bool) func(p *Program) bool {
 func anyDroverAdd(f func(a *Add) bool) func(p *Program) bool {
 	return func(p *Program) bool {
 		for _, s := range p.Steps {
-			if s.Add != nil && s.By == Drover && f(s.Add) {
-				return true
+			for _, a := range s.adds() {
+				if s.By == Drover && f(a) {
+					return true
+				}
 			}
 		}
 		return false
@@ -109,11 +113,9 @@ func zeroCount(r *Retention) bool { return r != nil && r.Object && r.Count != ni
 // whose Mask makes the two diverging states a and b (normalised, of the
 // all-Node and the mixed run) equal. a and b are not modified.
 func KnownFor(p *Program, a, b *statedump.Snapshot, queue string) *KnownDivergence {
+	// Masks first: they name the difference itself, Uses only the input.
 	for i := range Known {
 		k := &Known[i]
-		if k.Uses != nil && k.Uses(p) {
-			return k
-		}
 		if k.Mask != nil && a != nil && b != nil {
 			ca, cb := a.Clone(), b.Clone()
 			k.Mask(ca, queue)
@@ -121,6 +123,11 @@ func KnownFor(p *Program, a, b *statedump.Snapshot, queue string) *KnownDivergen
 			if len(statedump.Diff(ca, cb)) == 0 {
 				return k
 			}
+		}
+	}
+	for i := range Known {
+		if k := &Known[i]; k.Uses != nil && k.Uses(p) {
+			return k
 		}
 	}
 	return nil

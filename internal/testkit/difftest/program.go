@@ -62,6 +62,13 @@ const (
 	OpProgress Op = "progress"
 	// OpLog appends Step.Line to Step.Job's logs.
 	OpLog Op = "log"
+	// OpAddFlow adds Step.Add as a parent waiting for Step.Children, all in
+	// the program's queue (FlowProducer.add). Node-only: drover adds no
+	// flows yet.
+	OpAddFlow Op = "addFlow"
+	// OpAddBulk adds Step.Children in one call (Queue.addBulk /
+	// Queue.AddBulk).
+	OpAddBulk Op = "addBulk"
 )
 
 // Step is one operation of a program.
@@ -72,8 +79,10 @@ type Step struct {
 	// Job names the target job by the Name of the add that created it; a
 	// step whose add is gone (shrunk away) is skipped.
 	Job string
-	// Add is the job OpAdd adds.
+	// Add is the job OpAdd adds, or OpAddFlow's parent.
 	Add *Add
+	// Children are OpAddFlow's children and OpAddBulk's jobs.
+	Children []*Add
 	// Outcome is how OpWork ends its job.
 	Outcome *Outcome
 	// State is the state of OpRetry, OpRetryJobs and OpClean.
@@ -111,6 +120,13 @@ type Add struct {
 	Dedup                          *Dedup
 	KeepLogs                       int
 	StackTraceLimit                int
+	// Parent names an added job this one is a child of (the parent
+	// option). Node-only: drover's JobOptions have no parent yet.
+	Parent string
+	// OnParentFailure is the child's failure policy for its parent:
+	// "failParentOnFailure", "ignoreDependencyOnFailure",
+	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
+	OnParentFailure string
 }
 
 // Backoff is a job's backoff option. Number makes Node's shorthand (the
@@ -159,7 +175,24 @@ type Program struct {
 // NodeOnly reports whether only Node can perform the step: drover has no
 // API for it yet.
 func (s *Step) NodeOnly() bool {
-	return s.Op == OpAdd && s.Add != nil && s.Add.Dedup != nil && s.Add.Dedup.KeepLastIfActive
+	if s.Op == OpAddFlow {
+		return true
+	}
+	for _, a := range s.adds() {
+		if a.Parent != "" || (a.Dedup != nil && a.Dedup.KeepLastIfActive) {
+			return true
+		}
+	}
+	return false
+}
+
+// adds are the jobs the step adds.
+func (s *Step) adds() []*Add {
+	var out []*Add
+	if s.Add != nil {
+		out = append(out, s.Add)
+	}
+	return append(out, s.Children...)
 }
 
 // NodeOpts are the add's options as Queue.add takes them.
@@ -218,6 +251,9 @@ func (a *Add) NodeOpts() map[string]any {
 	}
 	if a.StackTraceLimit != 0 {
 		m["stackTraceLimit"] = a.StackTraceLimit
+	}
+	if a.OnParentFailure != "" {
+		m[a.OnParentFailure] = true
 	}
 	return m
 }
@@ -299,7 +335,10 @@ func (s *Step) String() string {
 		parts = append(parts, "job="+s.Job)
 	}
 	if s.Add != nil {
-		parts = append(parts, fmt.Sprintf("%s %v", s.Add.Name, s.Add.NodeOpts()))
+		parts = append(parts, s.Add.String())
+	}
+	for _, c := range s.Children {
+		parts = append(parts, "child "+c.String())
 	}
 	if s.Outcome != nil {
 		parts = append(parts, fmt.Sprintf("%+v", *s.Outcome))
@@ -350,6 +389,7 @@ var opNames = map[Op]string{
 	OpRetryJobs: "OpRetryJobs", OpPromote: "OpPromote", OpPromoteJobs: "OpPromoteJobs", OpChangeDelay: "OpChangeDelay",
 	OpChangePriority: "OpChangePriority", OpRemove: "OpRemove", OpDrain: "OpDrain", OpClean: "OpClean",
 	OpObliterate: "OpObliterate", OpPause: "OpPause", OpResume: "OpResume", OpProgress: "OpProgress", OpLog: "OpLog",
+	OpAddFlow: "OpAddFlow", OpAddBulk: "OpAddBulk",
 }
 
 // GoString renders the step as a Go composite literal.
@@ -360,6 +400,13 @@ func (s *Step) GoString() string {
 	}
 	if s.Add != nil {
 		f = append(f, "Add: "+s.Add.goString())
+	}
+	if len(s.Children) > 0 {
+		cs := make([]string, len(s.Children))
+		for i, c := range s.Children {
+			cs[i] = c.goString()
+		}
+		f = append(f, "Children: []*difftest.Add{"+strings.Join(cs, ", ")+"}")
 	}
 	if o := s.Outcome; o != nil {
 		of := []string{fmt.Sprintf("Kind: %q", o.Kind)}
@@ -405,6 +452,18 @@ func (s *Step) GoString() string {
 		f = append(f, fmt.Sprintf("Line: %q", s.Line))
 	}
 	return "{" + strings.Join(f, ", ") + "}"
+}
+
+// String renders the add compactly.
+func (a *Add) String() string {
+	s := fmt.Sprintf("%s %v", a.Name, a.NodeOpts())
+	if a.Parent != "" {
+		s += " parent=" + a.Parent
+	}
+	if len(a.Data) > 1 {
+		s += fmt.Sprintf(" data=%v", a.Data)
+	}
+	return s
 }
 
 func (a *Add) goString() string {
@@ -464,6 +523,12 @@ func (a *Add) goString() string {
 	}
 	if a.StackTraceLimit != 0 {
 		f = append(f, fmt.Sprintf("StackTraceLimit: %d", a.StackTraceLimit))
+	}
+	if a.Parent != "" {
+		f = append(f, fmt.Sprintf("Parent: %q", a.Parent))
+	}
+	if a.OnParentFailure != "" {
+		f = append(f, fmt.Sprintf("OnParentFailure: %q", a.OnParentFailure))
 	}
 	return "&difftest.Add{" + strings.Join(f, ", ") + "}"
 }

@@ -70,7 +70,18 @@ func simplifications(s *Step) []func(*Step) {
 	if s.By == Drover {
 		out = append(out, func(s *Step) { s.By = Node })
 	}
+	for i := range s.Children {
+		if len(s.Children) > 1 {
+			out = append(out, func(s *Step) { s.Children = slices.Delete(s.Children, i, i+1) })
+		}
+	}
 	if a := s.Add; a != nil {
+		if a.Parent != "" {
+			out = append(out, func(s *Step) { s.Add.Parent, s.Add.OnParentFailure = "", "" })
+		}
+		if a.OnParentFailure != "" {
+			out = append(out, func(s *Step) { s.Add.OnParentFailure = "" })
+		}
 		if len(a.Data) > 1 {
 			out = append(out, func(s *Step) { s.Add.Data = map[string]any{"n": s.Add.Data["n"]} })
 		}
@@ -136,21 +147,13 @@ func simplifications(s *Step) []func(*Step) {
 func clone(p *Program) *Program {
 	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps))}
 	for i, s := range p.Steps {
-		if s.Add != nil {
-			a := *s.Add
-			a.Data = make(map[string]any, len(s.Add.Data))
-			for k, v := range s.Add.Data {
-				a.Data[k] = v
+		s.Add = cloneAdd(s.Add)
+		if s.Children != nil {
+			cs := make([]*Add, len(s.Children))
+			for j, a := range s.Children {
+				cs[j] = cloneAdd(a)
 			}
-			if s.Add.Backoff != nil {
-				b := *s.Add.Backoff
-				a.Backoff = &b
-			}
-			if s.Add.Dedup != nil {
-				d := *s.Add.Dedup
-				a.Dedup = &d
-			}
-			s.Add = &a
+			s.Children = cs
 		}
 		if s.Outcome != nil {
 			o := *s.Outcome
@@ -159,6 +162,26 @@ func clone(p *Program) *Program {
 		c.Steps[i] = s
 	}
 	return c
+}
+
+func cloneAdd(a *Add) *Add {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Data = make(map[string]any, len(a.Data))
+	for k, v := range a.Data {
+		c.Data[k] = v
+	}
+	if a.Backoff != nil {
+		b := *a.Backoff
+		c.Backoff = &b
+	}
+	if a.Dedup != nil {
+		d := *a.Dedup
+		c.Dedup = &d
+	}
+	return &c
 }
 
 // Clone returns a deep copy of p.

@@ -27,7 +27,8 @@
 //     meta's version field → "<version>";
 //   - JSON objects and arrays → canonical JSON (sorted keys, "\/" and "/"
 //     alike, numbers kept as written);
-//   - the prefix inside values → "<prefix>"; UUIDs → "<uuid>";
+//   - the prefix inside values and hash field names → "<prefix>"; UUIDs
+//     → "<uuid>";
 //   - optionally masked hash fields (e.g. stacktrace) and dropped keys.
 //
 // # Diff

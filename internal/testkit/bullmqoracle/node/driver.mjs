@@ -244,7 +244,9 @@ const commands = {
   addBulk: async (a) => {
     const q = await getQueue(a);
     const jobs = await q.addBulk((a.jobs ?? []).map((j) => ({ name: j.name, data: j.data, opts: j.opts ?? {} })));
-    return jobs.map((j) => j.id);
+    // A job id is a string; BullMQ hands back a script error code (a
+    // number, e.g. -5 for a missing parent) as the id of a job it did not add.
+    return jobs.map((j) => String(j.id));
   },
   // addFlow adds a parent with children (FlowProducer.add); a.flow is
   // {name, queueName, data, opts, children: [...]}. Returns the ids as a tree
@@ -277,7 +279,9 @@ const commands = {
   getJobs: async (a) => {
     const q = await getQueue(a);
     const jobs = await q.getJobs(a.types ?? [], a.start ?? 0, a.end ?? -1, a.asc ?? false);
-    return jobs.map((j) => j.id);
+    // A job id is a string; BullMQ hands back a script error code (a
+    // number, e.g. -5 for a missing parent) as the id of a job it did not add.
+    return jobs.map((j) => String(j.id));
   },
   getRanges: async (a) => {
     const q = await getQueue(a);
