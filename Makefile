@@ -49,6 +49,10 @@ test-differential: deps ## run the randomized differential tester (SEEDS=, DURAT
 	DIFFTEST_SEEDS="$(SEEDS)" DIFFTEST_DURATION="$(DURATION)" DIFFTEST_KNOWN="$(KNOWN)" DIFFTEST_STEPS="$(STEPS)" \
 	$(GO) test -count=1 -timeout $(if $(DURATION),0,$(TIMEOUT)) -v -run '^TestDifferentialRandom$$' ./internal/interoptest/
 
+.PHONY: soak-schedulers
+soak-schedulers: deps ## 5-minute soak: an every-200ms and a cron scheduler, a Node and two drover workers killed at random (SOAK=5m)
+	DROVER_SOAK=$${SOAK:-5m} $(GO) test -count=1 -timeout 20m -v -run TestSoakJobSchedulers ./internal/interoptest/
+
 .PHONY: test-cluster
 test-cluster: deps ## run the Redis Cluster + Sentinel suite alone (starts and stops its own servers)
 	$(GO) vet -tags cluster ./internal/testkit/clustertest/

@@ -449,7 +449,12 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 // advanceSchedulerRetrying runs advanceScheduler until it succeeds or ctx
 // ends (Node retries it the same way): a scheduler whose next run is not
 // created stops for good.
-func (w *Worker) advanceSchedulerRetrying(ctx context.Context, rec *jobcodec.Record) {
+func (w *Worker) advanceSchedulerRetrying(jobCtx context.Context, rec *jobcodec.Record) {
+	// Detached from the job: a Close deadline that cancels the job must not
+	// cancel the next run's creation (the run would be requeued and, taken
+	// again later, realign the schedule past the slots it missed).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(jobCtx), 10*time.Second)
+	defer cancel()
 	for attempt := 1; ; attempt++ {
 		err := w.advanceScheduler(ctx, rec)
 		if err == nil {

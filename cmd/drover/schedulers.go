@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/seed40057009/drover"
+)
+
+func init() {
+	commands["schedulers"] = commandInfo{
+		summary: "list a queue's job schedulers with their next runs",
+		make:    func(m *Main) command { return &schedulersCmd{out: m.Stdout} },
+	}
+	commands["scheduler"] = commandInfo{
+		summary: "create, replace or remove a job scheduler (upsert|remove)",
+		make:    func(m *Main) command { return &schedulerCmd{out: m.Stdout} },
+	}
+}
+
+// schedulersCmd is `drover schedulers <queue>`.
+type schedulersCmd struct{ out io.Writer }
+
+func (c *schedulersCmd) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("schedulers", flag.ContinueOnError)
+	fs.SetOutput(c.out)
+	var rf redisFlags
+	rf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(c.out, "Usage: drover schedulers <queue> [--json]")
+		fmt.Fprintln(c.out, "\nLists the queue's job schedulers (Node's and drover's), soonest next run first.")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("schedulers needs one <queue>")
+	}
+	ins, closeRedis, err := rf.inspector(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	q, err := ins.Queue(pos[0])
+	if err != nil {
+		return err
+	}
+	list, err := q.GetJobSchedulers(ctx, 0, -1, true)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out := make([]map[string]any, 0, len(list))
+		for _, s := range list {
+			m := map[string]any{"id": s.ID, "name": s.Name, "next": s.Next.UTC().Format(time.RFC3339Nano),
+				"nextMs": s.Next.UnixMilli(), "iterations": s.Iterations, "data": s.Data}
+			if s.Every > 0 {
+				m["every"] = s.Every.Milliseconds()
+			}
+			if s.Pattern != "" {
+				m["pattern"], m["tz"] = s.Pattern, s.TZ
+			}
+			if s.Limit > 0 {
+				m["limit"] = s.Limit
+			}
+			if !s.EndDate.IsZero() {
+				m["endDate"] = s.EndDate.UnixMilli()
+			}
+			if s.Opts != "" {
+				m["opts"] = json.RawMessage(s.Opts)
+			}
+			out = append(out, m)
+		}
+		return writeJSON(c.out, map[string]any{"queue": pos[0], "schedulers": out})
+	}
+	t := newTable(c.out, "ID", "NAME", "SCHEDULE", "NEXT RUN", "RUNS")
+	for _, s := range list {
+		sched := "every " + s.Every.String()
+		if s.Pattern != "" {
+			sched = s.Pattern
+			if s.TZ != "" {
+				sched += " (" + s.TZ + ")"
+			}
+		}
+		runs := fmt.Sprint(s.Iterations)
+		if s.Limit > 0 {
+			runs += fmt.Sprintf("/%d", s.Limit)
+		}
+		t.row(s.ID, s.Name, sched, s.Next.UTC().Format(time.RFC3339), runs)
+	}
+	return t.flush()
+}
+
+// schedulerCmd is `drover scheduler upsert|remove`.
+type schedulerCmd struct{ out io.Writer }
+
+func (c *schedulerCmd) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 || (args[0] != "upsert" && args[0] != "remove") {
+		return usagef("scheduler needs upsert or remove: drover scheduler upsert <queue> <id> (--every d | --pattern p [--tz z]) ...; drover scheduler remove <queue> <id>")
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("scheduler "+sub, flag.ContinueOnError)
+	fs.SetOutput(c.out)
+	var rf redisFlags
+	rf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	every := fs.Duration("every", 0, "run at this interval (e.g. 30s)")
+	pattern := fs.String("pattern", "", "cron pattern (5 fields, or 6 with seconds first)")
+	tz := fs.String("tz", "", "IANA time zone of the pattern (default UTC)")
+	limit := fs.Int("limit", 0, "stop after this many runs (0 = no limit)")
+	name := fs.String("name", "", "name of each run (default: the scheduler id)")
+	data := fs.String("data", "{}", "JSON data of each run")
+	attempts := fs.Int("attempts", 0, "attempts of each run")
+	immediately := fs.Bool("immediately", false, "first cron run now")
+	fs.Usage = func() {
+		fmt.Fprintf(c.out, "Usage: drover scheduler %s <queue> <id> [flags]\n\n", sub)
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("scheduler %s needs <queue> <id>", sub)
+	}
+	ins, closeRedis, err := rf.inspector(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	q, err := ins.Queue(pos[0])
+	if err != nil {
+		return err
+	}
+	if sub == "remove" {
+		ok, err := q.RemoveJobScheduler(ctx, pos[1])
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(c.out, map[string]any{"queue": pos[0], "id": pos[1], "removed": ok})
+		}
+		if !ok {
+			return fmt.Errorf("queue %q has no job scheduler %q", pos[0], pos[1])
+		}
+		fmt.Fprintf(c.out, "%s: job scheduler %s removed\n", pos[0], pos[1])
+		return nil
+	}
+	if !json.Valid([]byte(*data)) {
+		return usagef("--data must be JSON, got %q", *data)
+	}
+	tmpl := &drover.JobTemplate{Name: *name, Data: json.RawMessage(*data)}
+	if *attempts > 0 {
+		tmpl.Opts = &drover.JobOptions{Attempts: *attempts}
+	}
+	job, err := q.UpsertJobScheduler(ctx, pos[1], drover.RepeatOptions{
+		Every: *every, Pattern: *pattern, TZ: *tz, Limit: *limit, Immediately: *immediately,
+	}, tmpl)
+	if err != nil {
+		return err
+	}
+	s, err := q.GetJobScheduler(ctx, pos[1])
+	if err != nil {
+		return err
+	}
+	runID := ""
+	if job != nil {
+		runID = job.ID
+	}
+	if *asJSON {
+		return writeJSON(c.out, map[string]any{"queue": pos[0], "id": pos[1], "next": s.Next.UTC().Format(time.RFC3339Nano), "run": runID})
+	}
+	fmt.Fprintf(c.out, "%s: job scheduler %s, next run %s (%s)\n", pos[0], pos[1], s.Next.UTC().Format(time.RFC3339), runID)
+	return nil
+}

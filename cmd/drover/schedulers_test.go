@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+func TestSchedulerCommands(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		m := Main{Stdout: &out, Stderr: &out}
+		err := m.Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix))
+		return out.String(), err
+	}
+
+	out, err := run("scheduler", "upsert", "mail", "digest", "--pattern", "0 7 * * *", "--tz", "Europe/Paris", "--data", `{"k":1}`, "--limit", "3")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "job scheduler digest, next run")
+	out, err = run("scheduler", "upsert", "mail", "poll", "--every", "1h")
+	require.NoError(t, err, out)
+
+	out, err = run("schedulers", "mail")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "0 7 * * * (Europe/Paris)")
+	require.Contains(t, out, "every 1h0m0s")
+	require.Contains(t, out, "1/3")
+
+	out, err = run("schedulers", "mail", "--json")
+	require.NoError(t, err, out)
+	var got struct {
+		Schedulers []struct {
+			ID     string `json:"id"`
+			NextMs int64  `json:"nextMs"`
+		} `json:"schedulers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Len(t, got.Schedulers, 2)
+	require.Equal(t, "poll", got.Schedulers[0].ID, "soonest next run first")
+	q, err := drover.NewQueue(rdb, "mail", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	s, err := q.GetJobScheduler(ctx, "digest")
+	require.NoError(t, err)
+	require.Equal(t, s.Next.UnixMilli(), got.Schedulers[1].NextMs)
+
+	out, err = run("scheduler", "remove", "mail", "digest")
+	require.NoError(t, err, out)
+	_, err = q.GetJobScheduler(ctx, "digest")
+	require.ErrorIs(t, err, drover.ErrJobSchedulerNotFound)
+	_, err = run("scheduler", "remove", "mail", "digest")
+	require.Error(t, err)
+	_, err = run("scheduler", "upsert", "mail", "bad", "--pattern", "61 * * * *")
+	require.Error(t, err)
+}
