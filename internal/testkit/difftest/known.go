@@ -30,6 +30,7 @@ var Deliberate = []Difference{
 	{"marker after a work step", "markers are wake-up hints consumed by blocked workers; drover's fetch writes its cascade marker only when more jobs are ready (fewer wake-ups). Compared until the first work, stall or stalled-check step."},
 	{"finished-set order within a millisecond", "completed/failed scores are finishedOn ms; jobs finished in the same ms are ordered by member, so the order depends on speed. Members are compared as sets, finishing order through the events stream."},
 	{"delayed scores as minutes from the run's start", "both runs use the real clock (Node BullMQ takes Date.now() in its scripts), so a delayed score is compared as the whole minutes between the run's start and the due time; every generated delay is a whole number of hours, so this is exact. Same-minute members keep their order unless the program has jitter."},
+	{"event order of a removal cascade", "removing a flow's jobs (remove, drain, clean, obliterate) walks a parent's dependencies set, whose SMEMBERS order depends on the member strings, which carry the run's prefix: two all-Node runs write the same events in different orders. The events such a step writes are compared sorted (SortEvents)."},
 	{"delay field to the second", "BullMQ's moveToDelayed stores the due time minus its script's clock, read a few ms after the processor computed the due time (7199992 for a 2 h delay); the job hash's delay field is compared rounded to the second."},
 	{"backoff delay of a jittered job", "the job hash's delay field of a job with backoff jitter is a random draw on each side; its due time is compared to the minute."},
 	{"timestamps, stream ids, lock tokens", "statedump.Normalize: every 13-digit ms value, stream entry id and lock token differs between runs by construction."},
@@ -63,6 +64,17 @@ var Known = []KnownDivergence{
 	// 10.1 (keepLastIfActive adds now generated), 10.2, 10.3, 10.4 and 10.7
 	// (regression tests in internal/interoptest/parity_test.go).
 	{"new", "drover writes a \"drained\" event when a job leaves the queue empty by going to delayed (a retry with backoff, or the processor's Delay); BullMQ writes it only when a job completes or fails (moveToFinished), not from moveToDelayed", "reported (found by this tester)", nil, dropEvents("drained")},
+}
+
+// SortEvents sorts the stream entries [from, to) by their fields, so that
+// the events of one step compare as a multiset.
+func SortEvents(st []statedump.StreamEntry, from, to int) {
+	if from < 0 || to > len(st) || from >= to {
+		return
+	}
+	slices.SortStableFunc(st[from:to], func(a, b statedump.StreamEntry) int {
+		return strings.Compare(strings.Join(a.Fields, "\x00"), strings.Join(b.Fields, "\x00"))
+	})
 }
 
 // dropEvents removes the named events from the events stream.
@@ -153,6 +165,9 @@ type NormContext struct {
 	WorkRan bool
 	// Jitter sorts same-minute delayed members by name.
 	Jitter bool
+	// SortedEvents are [from, to) ranges of the events stream compared as
+	// multisets (see Deliberate, "event order of a removal cascade").
+	SortedEvents [][2]int
 	// Known keeps the differences of the Known divergences that have a
 	// Mask (campaigns looking for them set it).
 	Known bool
@@ -162,6 +177,11 @@ type NormContext struct {
 // normalises it (statedump.Normalize). raw is modified.
 func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, error) {
 	DropAddRecords(raw, nc.Queue)
+	if k := raw.Keys[nc.Queue+":events"]; k != nil {
+		for _, r := range nc.SortedEvents {
+			SortEvents(k.Stream, r[0], r[1])
+		}
+	}
 	for name, k := range raw.Keys {
 		if k.Type != statedump.TypeHash {
 			continue
