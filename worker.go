@@ -247,6 +247,10 @@ type Worker struct {
 	// gate is closed by the lock keeper while lock renewals fail; the
 	// fetcher and the writers take no new job then.
 	gate *fetchGate
+
+	// presence keeps the connection named as BullMQ names a worker's, so
+	// Node's getWorkers() and Queue.GetWorkers list this worker (workers.go).
+	presence *presence
 }
 
 // runningJob is one job in flight, from its fetch until its result is
@@ -304,6 +308,8 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 			warnAt: o.ClockSkewWarning, log: w.log}
 	}
 	w.gate = &fetchGate{log: w.log, hook: o.Hooks.FetchHeld}
+	w.presence = &presence{rdb: rdb, name: workerClientName(q.k.Prefix(), name, o.Name), slotKey: q.k.Meta(),
+		interval: presenceInterval, log: w.log}
 	w.keeper = &lockKeeper{q: q, jobs: w.jobs, duration: o.LockDuration, log: w.log, lost: o.Hooks.LockLost,
 		gate: w.gate, wakeKey: q.k.WorkerWake(id)}
 	w.checker = &stalledChecker{q: q, interval: o.StalledInterval, maxStalled: o.MaxStalledCount,
@@ -354,8 +360,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.started.Store(true)
 		go w.fetchLoop()
 		go w.finishLoop()
+		w.presence.register(ctx) // listed by getWorkers once Start returns
 		w.bgWG.Add(1)
 		go func() { defer w.bgWG.Done(); w.keeper.run(w.bgCtx) }()
+		w.bgWG.Add(1)
+		go func() { defer w.bgWG.Done(); w.presence.run(w.bgCtx) }()
 		if w.clocker != nil {
 			w.bgWG.Add(1)
 			go func() { defer w.bgWG.Done(); w.clocker.run(w.bgCtx) }()

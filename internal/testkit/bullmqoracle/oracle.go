@@ -401,6 +401,22 @@ func (o *Oracle) GetMeta(ctx context.Context, prefix, queue string) (map[string]
 	return meta, err
 }
 
+// GetWorkers returns Queue.getWorkers(): one CLIENT LIST entry per worker
+// connection, its fields as strings ("rawname" is the connection's name,
+// "name" the queue's).
+func (o *Oracle) GetWorkers(ctx context.Context, prefix, queue string) ([]map[string]string, error) {
+	var ws []map[string]string
+	err := o.Call(ctx, "getWorkers", qargs(prefix, queue), &ws)
+	return ws, err
+}
+
+// GetWorkersCount returns Queue.getWorkersCount().
+func (o *Oracle) GetWorkersCount(ctx context.Context, prefix, queue string) (int, error) {
+	var n int
+	err := o.Call(ctx, "getWorkersCount", qargs(prefix, queue), &n)
+	return n, err
+}
+
 // Pause calls Queue.pause.
 func (o *Oracle) Pause(ctx context.Context, prefix, queue string) error {
 	return o.Call(ctx, "pause", qargs(prefix, queue), nil)

@@ -288,6 +288,10 @@ const commands = {
     return q.getRanges(a.types ?? [], a.start ?? 0, a.end ?? -1, a.asc ?? false);
   },
   getMeta: async (a) => (await getQueue(a)).getMeta(),
+  // getWorkers returns Queue.getWorkers(): CLIENT LIST entries as objects
+  // (name is the queue's name, rawname the connection's).
+  getWorkers: async (a) => (await getQueue(a)).getWorkers(),
+  getWorkersCount: async (a) => (await getQueue(a)).getWorkersCount(),
   pause: async (a) => {
     await (await getQueue(a)).pause();
     return null;

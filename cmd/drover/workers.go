@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+)
+
+func init() {
+	commands["workers"] = commandInfo{
+		summary: "list the workers (Node's and drover's) connected to a queue",
+		make:    func(m *Main) command { return &workersCmd{out: m.Stdout} },
+	}
+}
+
+// workersCmd is `drover workers`.
+type workersCmd struct {
+	out io.Writer
+}
+
+func (c *workersCmd) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("workers", flag.ContinueOnError)
+	fs.SetOutput(c.out)
+	var rf redisFlags
+	rf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(c.out, "Usage: drover workers <queue> [--json]")
+		fmt.Fprintln(c.out)
+		fmt.Fprintln(c.out, "Lists the workers connected to the queue, Node BullMQ's and drover's, as BullMQ's getWorkers() does (CLIENT LIST).")
+		fs.PrintDefaults()
+	}
+	queues, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(queues) != 1 {
+		return usagef("workers needs one <queue>")
+	}
+	ins, closeRedis, err := rf.inspector(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	if _, err := ins.QueueInfo(ctx, queues[0]); err != nil {
+		return err
+	}
+	ws, err := ins.Workers(ctx, queues[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(c.out, ws)
+	}
+	t := newTable(c.out, "NAME", "ADDR", "AGE", "IDLE", "STATE")
+	for _, w := range ws {
+		name := w.Name
+		if name == "" {
+			name = "-"
+		}
+		state := "busy"
+		if w.Waiting {
+			state = "waiting for jobs"
+		}
+		t.row(name, w.Addr, w.Age, w.Idle, state)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "%d workers\n", len(ws))
+	return nil
+}

@@ -1,0 +1,218 @@
+package drover
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/logkey"
+)
+
+// Worker discovery, as BullMQ does it: every worker names one connection
+// with CLIENT SETNAME "<prefix>:<base64(queue)>", or
+// "<prefix>:<base64(queue)>:w:<worker name>" when the worker has a name
+// (bullmq's createBlockingConnection), and Queue.getWorkers() lists the
+// CLIENT LIST entries with such names. A drover worker keeps one such
+// connection open (presence), so Node's getWorkers()/getWorkersCount() and
+// drover's Queue.GetWorkers see Node and drover workers alike.
+
+// workerClientName is the connection name BullMQ gives a worker of queue.
+func workerClientName(prefix, queue, workerName string) string {
+	n := prefix + ":" + base64.StdEncoding.EncodeToString([]byte(queue))
+	if workerName != "" {
+		n += ":w:" + workerName
+	}
+	return n
+}
+
+// presenceInterval is how often a worker pings its presence connection:
+// that reconnects it (and so names it again) after a Redis restart, and
+// keeps its idle time (CLIENT LIST's idle) low while the worker runs.
+const presenceInterval = 5 * time.Second
+
+// presence owns the worker's named connection: a client of its own with one
+// connection, made from the caller's client's options with BullMQ's name as
+// ClientName (go-redis names every connection it opens), as BullMQ
+// duplicates the connection for its worker. It does not take a connection
+// from the caller's pool. register opens it (Start calls it once, so a
+// worker is listed as soon as Start returns); run pings it every
+// presenceInterval until ctx ends, then closes it.
+type presence struct {
+	rdb      redis.UniversalClient
+	name     string
+	slotKey  string // a key of the queue: on a cluster, the node to stay on
+	interval time.Duration
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	conn   *redis.Client
+	warned bool
+}
+
+// register pings the connection, opening it first if needed. Errors are
+// logged (once until a success): discovery is best effort, as in BullMQ.
+func (p *presence) register(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	err := p.ping(ctx)
+	if err != nil {
+		if p.conn != nil {
+			p.conn.Close()
+			p.conn = nil
+		}
+		if !p.warned {
+			p.warned = true
+			p.log.WarnContext(ctx, "cannot name the worker's connection: Node's getWorkers will not list this worker",
+				slog.String("client_name", p.name), slog.Any(logkey.Error, err))
+		}
+		return
+	}
+	p.warned = false
+}
+
+func (p *presence) ping(ctx context.Context) error {
+	if p.conn == nil {
+		var c *redis.Client
+		switch rdb := p.rdb.(type) {
+		case *redis.Client:
+			c = rdb
+		case *redis.ClusterClient:
+			var err error
+			if c, err = rdb.MasterForKey(ctx, p.slotKey); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("a %T has no single node to name a connection on", p.rdb)
+		}
+		opt := *c.Options()
+		opt.ClientName = p.name
+		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = 1, 0, 1, 1
+		p.conn = redis.NewClient(&opt)
+	}
+	return p.conn.Ping(ctx).Err()
+}
+
+func (p *presence) run(ctx context.Context) {
+	defer func() {
+		p.mu.Lock()
+		if p.conn != nil {
+			p.conn.Close()
+			p.conn = nil
+		}
+		p.mu.Unlock()
+	}()
+	ticker := time.NewTicker(p.interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		p.register(ctx)
+	}
+}
+
+// WorkerInfo is one worker of a queue, Node BullMQ's or drover's, as Redis
+// lists its named connection (CLIENT LIST): what BullMQ's
+// Queue.getWorkers() returns, typed.
+type WorkerInfo struct {
+	// Name is the worker's name (WorkerOptions.Name, BullMQ's Worker
+	// opts.name); "" for a worker without one.
+	Name string
+	// ClientName is the connection's raw name:
+	// "<prefix>:<base64(queue)>" or "<prefix>:<base64(queue)>:w:<name>".
+	ClientName string
+	// ClientID is Redis's id of the connection.
+	ClientID int64
+	// Addr is the worker's address as Redis sees it (host:port).
+	Addr string
+	// Age is how long the connection has been open.
+	Age time.Duration
+	// Idle is how long ago the connection last sent a command. A drover
+	// worker pings it every 5 s; a Node worker's connection is idle while it
+	// waits for jobs.
+	Idle time.Duration
+}
+
+// GetWorkers lists the workers of the queue, Node's and drover's, from
+// CLIENT LIST (BullMQ's Queue.getWorkers). On a Redis Cluster it lists the
+// node with the most of them, as BullMQ does. A server that refuses CLIENT
+// LIST (some managed Redis) makes it fail.
+func (q *Queue) GetWorkers(ctx context.Context) ([]WorkerInfo, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	var lists []string
+	if cc, ok := q.rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		err := cc.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+			l, err := c.ClientList(ctx).Result()
+			mu.Lock()
+			lists = append(lists, l)
+			mu.Unlock()
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list workers of queue %q: %w", q.name, err)
+		}
+	} else {
+		l, err := q.rdb.ClientList(ctx).Result()
+		if err != nil {
+			return nil, fmt.Errorf("list workers of queue %q: %w", q.name, err)
+		}
+		lists = []string{l}
+	}
+	var best []WorkerInfo
+	for _, l := range lists {
+		if ws := parseWorkers(l, workerClientName(q.k.Prefix(), q.name, "")); len(ws) > len(best) {
+			best = ws
+		}
+	}
+	return best, nil
+}
+
+// GetWorkersCount is len(GetWorkers): BullMQ's Queue.getWorkersCount.
+func (q *Queue) GetWorkersCount(ctx context.Context) (int, error) {
+	ws, err := q.GetWorkers(ctx)
+	return len(ws), err
+}
+
+// parseWorkers reads CLIENT LIST output ("k=v k=v ..." per line) and keeps
+// the connections BullMQ's getWorkers matches: named base exactly, or
+// base + ":w:" + a worker name.
+func parseWorkers(list, base string) []WorkerInfo {
+	var out []WorkerInfo
+	for _, line := range strings.Split(list, "\n") {
+		line = strings.TrimRight(line, "\r")
+		fields := map[string]string{}
+		for _, kv := range strings.Split(line, " ") {
+			k, v, _ := strings.Cut(kv, "=")
+			fields[k] = v
+		}
+		name := fields["name"]
+		var wname string
+		switch {
+		case name == base:
+		case strings.HasPrefix(name, base+":w:"):
+			wname = strings.TrimPrefix(name, base+":w:")
+		default:
+			continue
+		}
+		id, _ := strconv.ParseInt(fields["id"], 10, 64)
+		age, _ := strconv.ParseInt(fields["age"], 10, 64)
+		idle, _ := strconv.ParseInt(fields["idle"], 10, 64)
+		out = append(out, WorkerInfo{
+			Name: wname, ClientName: name, ClientID: id, Addr: fields["addr"],
+			Age: time.Duration(age) * time.Second, Idle: time.Duration(idle) * time.Second,
+		})
+	}
+	return out
+}
