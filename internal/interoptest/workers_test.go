@@ -24,7 +24,7 @@ func TestWorkersListedOnBothSides(t *testing.T) {
 
 	b.startWorker(t, nodeImpl, workerSpec{name: "node-w"})
 	stopNamed := b.startWorker(t, droverImpl, workerSpec{name: "drover-w"})
-	unnamed, err := drover.NewWorker(b.rdb, queueName, droverBehavior(bullmqoracle.Behavior{}), &drover.WorkerOptions{Prefix: b.prefix})
+	unnamed, err := drover.NewWorker(b.rdb, queueName, droverBehavior(bullmqoracle.Behavior{}, b.rdb), &drover.WorkerOptions{Prefix: b.prefix})
 	require.NoError(t, err)
 	require.NoError(t, unnamed.Start(ctx))
 	t.Cleanup(func() {
