@@ -351,6 +351,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		if w.clocker != nil {
 			w.clocker.measure(ctx) // before the first fetch uses the clock
 		}
+		// Listed by getWorkers once Start returns; before the fetcher starts,
+		// so the lock keeper starts right after it.
+		w.presence.register(ctx)
 		w.fetchCtx, w.stopFetch = context.WithCancel(context.Background())
 		w.jobsCtx, w.cancelJobs = context.WithCancelCause(context.Background())
 		w.bgCtx, w.stopBG = context.WithCancel(context.Background())
@@ -360,7 +363,6 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.started.Store(true)
 		go w.fetchLoop()
 		go w.finishLoop()
-		w.presence.register(ctx) // listed by getWorkers once Start returns
 		w.bgWG.Add(1)
 		go func() { defer w.bgWG.Done(); w.keeper.run(w.bgCtx) }()
 		w.bgWG.Add(1)
