@@ -189,7 +189,7 @@ func (q *Queue) GetWorkersCount(ctx context.Context) (int, error) {
 // the connections BullMQ's getWorkers matches: named base exactly, or
 // base + ":w:" + a worker name.
 func parseWorkers(list, base string) []WorkerInfo {
-	var out []WorkerInfo
+	out := []WorkerInfo{}
 	for _, line := range strings.Split(list, "\n") {
 		line = strings.TrimRight(line, "\r")
 		fields := map[string]string{}
