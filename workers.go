@@ -189,8 +189,9 @@ func (q *Queue) GetWorkersCount(ctx context.Context) (int, error) {
 // the connections BullMQ's getWorkers matches: named base exactly, or
 // base + ":w:" + a worker name.
 func parseWorkers(list, base string) []WorkerInfo {
-	out := []WorkerInfo{}
-	for _, line := range strings.Split(list, "\n") {
+	lines := strings.Split(list, "\n")
+	out := make([]WorkerInfo, 0, len(lines))
+	for _, line := range lines {
 		line = strings.TrimRight(line, "\r")
 		fields := map[string]string{}
 		for _, kv := range strings.Split(line, " ") {
