@@ -101,7 +101,26 @@ type WorkerOptions struct {
 	Logger *slog.Logger
 	// Hooks observe the worker, e.g. for metrics. Optional.
 	Hooks *WorkerHooks
+	// Metrics makes the worker count the jobs it finishes for good in
+	// BullMQ's per-minute metrics (<queue>:metrics:completed|failed), which
+	// Node's Queue.getMetrics and drover's Queue.GetMetrics read. nil = off
+	// (no extra Redis call).
+	Metrics *MetricsOptions
 }
+
+// MetricsOptions are BullMQ's worker metrics option.
+type MetricsOptions struct {
+	// MaxDataPoints is how many per-minute points are kept, e.g.
+	// MetricsOneWeek. Must be at least 1.
+	MaxDataPoints int
+}
+
+// BullMQ's MetricsTime values for MetricsOptions.MaxDataPoints.
+const (
+	MetricsOneHour = 60
+	MetricsOneDay  = 60 * 24
+	MetricsOneWeek = 60 * 24 * 7
+)
 
 // WorkerHooks are called from the worker's goroutines; they must be fast and
 // safe for concurrent use. Any of them may be nil.
@@ -160,6 +179,8 @@ func (o *WorkerOptions) validate() error {
 		return optionError("WorkerOptions.StalledInterval must be at least 1ms, got %s", o.StalledInterval)
 	case o.DrainDelay < time.Millisecond:
 		return optionError("WorkerOptions.DrainDelay must be at least 1ms, got %s", o.DrainDelay)
+	case o.Metrics != nil && o.Metrics.MaxDataPoints < 1:
+		return optionError("WorkerOptions.Metrics.MaxDataPoints must be at least 1, got %d", o.Metrics.MaxDataPoints)
 	case o.MaxStartedAttempts < 0:
 		return optionError("WorkerOptions.MaxStartedAttempts must not be negative, got %d", o.MaxStartedAttempts)
 	case o.ClockSkewWarning < 0:

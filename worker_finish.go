@@ -94,6 +94,9 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 	for _, rj := range done {
 		rj.written.Store(true)
 	}
+	if w.opts.Metrics != nil {
+		w.collectMetrics(args.Now, batch, codes)
+	}
 	newDelayed := false
 	for i, it := range batch {
 		job := it.rj.job
@@ -197,4 +200,29 @@ func (w *Worker) logFinished(it *finishItem) {
 		level = slog.LevelWarn
 	}
 	w.log.Log(context.Background(), level, "job finished", attrs...)
+}
+
+// collectMetrics counts the batch's final outcomes in BullMQ's metrics. A
+// failure only loses counts: it is logged, never retried.
+func (w *Worker) collectMetrics(now int64, batch []*finishItem, codes []error) {
+	completed, failed := 0, 0
+	for i, it := range batch {
+		if codes[i] != nil {
+			continue
+		}
+		switch it.rec.Kind {
+		case scripts.FinishCompleted:
+			completed++
+		case scripts.FinishFailed:
+			failed++
+		}
+	}
+	if completed+failed == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := scripts.CollectMetrics(ctx, w.q.rdb, w.q.k, now, w.opts.Metrics.MaxDataPoints, completed, failed); err != nil {
+		w.log.Warn("collect metrics failed", slog.Int(logkey.Count, completed+failed), slog.Any(logkey.Error, err))
+	}
 }

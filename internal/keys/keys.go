@@ -85,6 +85,10 @@ func (q Queue) StalledCheck() string    { return q.base + "stalled-check" }
 func (q Queue) Limiter() string         { return q.base + "limiter" }
 func (q Queue) Repeat() string          { return q.base + "repeat" }
 
+// Metrics is the metrics hash of kind "completed" or "failed"; its data
+// points list is Metrics(kind) + ":data".
+func (q Queue) Metrics(kind string) string { return q.base + "metrics:" + kind }
+
 // JobScheduler is the hash of job scheduler id ("<base>repeat:<id>").
 func (q Queue) JobScheduler(id string) string { return q.base + "repeat:" + id }
 
