@@ -741,6 +741,14 @@ func (r *programRun) droverWork(ctx context.Context, bh bullmqoracle.Behavior) s
 		return proc(ctx, job)
 	}), &drover.WorkerOptions{
 		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies,
+		Hooks: &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
+			// A job with a deferred failure (a failed child's
+			// failParentOnFailure) fails without running the processor,
+			// as in BullMQ. Its result is written before the worker closes,
+			// so a next ready job would be fetched too: the state then
+			// shows it and the step counts as diverging.
+			once.Do(func() { got <- job.ID })
+		}},
 	})
 	require.NoError(r.t, err)
 	require.NoError(r.t, w.Start(ctx))
@@ -762,7 +770,9 @@ func (r *programRun) droverWork(ctx context.Context, bh bullmqoracle.Behavior) s
 	}
 	close(release)
 	require.NoError(r.t, <-closed)
-	require.EqualValues(r.t, 1, calls.Load(), "the drover worker ran one job")
+	if n := calls.Load(); n > 1 {
+		return fmt.Sprintf("ran %d jobs", n)
+	}
 	return id
 }
 
