@@ -47,15 +47,11 @@ func (c *addCmd) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--opts: %v", err)
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	q, closeRedis, err := rf.queue(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
-	q, err := ins.Queue(pos[0])
-	if err != nil {
-		return err
-	}
 	res, err := q.Add(ctx, pos[1], json.RawMessage(*data), jobOpts)
 	if err != nil {
 		return err

@@ -65,6 +65,22 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 	}, nil
 }
 
+// queue connects like inspector and returns the handle of an existing queue
+// named name (an unknown name is an error naming the known queues) and a
+// func that closes the connection.
+func (r *redisFlags) queue(ctx context.Context, name string) (*drover.Queue, func(), error) {
+	ins, closeRedis, err := r.inspector(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := ins.Queue(name)
+	if err != nil {
+		closeRedis()
+		return nil, nil, err
+	}
+	return q, closeRedis, nil
+}
+
 // notPlainRedis checks, before a rediss:// URL is used, that the server at
 // addr does not speak plain Redis: a plain server never answers a TLS
 // handshake (it waits for a line), so the client would retry until its

@@ -43,15 +43,11 @@ func (c *schedulersCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("schedulers needs one <queue>")
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	q, closeRedis, err := rf.queue(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
-	q, err := ins.Queue(pos[0])
-	if err != nil {
-		return err
-	}
 	list, err := q.GetJobSchedulers(ctx, 0, -1, true)
 	if err != nil {
 		return err
@@ -130,15 +126,11 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) != 2 {
 		return usagef("scheduler %s needs <queue> <id>", sub)
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	q, closeRedis, err := rf.queue(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
-	q, err := ins.Queue(pos[0])
-	if err != nil {
-		return err
-	}
 	if sub == "remove" {
 		ok, err := q.RemoveJobScheduler(ctx, pos[1])
 		if err != nil {
