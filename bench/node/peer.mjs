@@ -21,7 +21,13 @@ const { values: flags } = parseArgs({
     'spread-ms': { type: 'string', default: '2000' },
     'warmup-ms': { type: 'string', default: '1000' },
     'timeout-s': { type: 'string', default: '240' },
-    // accepted for flag compatibility with the Go peer, unused here
+    'payload-kb': { type: 'string', default: '0' },
+    backoff: { type: 'string', default: 'fixed' },
+    dup: { type: 'string', default: '1' },
+    // accepted for flag compatibility with the Go peer, unused here (the
+    // process scenario always ends at the n-th completion)
+    'stop-at-handled': { type: 'string' },
+    'drover-bin': { type: 'string' },
     pg: { type: 'string' },
     'pg-max-conns': { type: 'string' },
     'river-poll': { type: 'string' },
@@ -41,7 +47,11 @@ const cfg = {
   spreadMs: Number(flags['spread-ms']),
   warmupMs: Number(flags['warmup-ms']),
   timeoutMs: Number(flags['timeout-s']) * 1000,
+  payloadKB: Number(flags['payload-kb']),
+  backoff: flags.backoff,
+  dup: Number(flags.dup),
 };
+const PAD = cfg.payloadKB > 0 ? 'x'.repeat(cfg.payloadKB * 1024) : undefined;
 const [host, port] = flags.redis.split(':');
 const connection = { host, port: Number(port), maxRetriesPerRequest: null };
 const QUEUE = 'bench';
@@ -65,13 +75,23 @@ function jobOpts(j) {
   if (cfg.attempts > 1) {
     o.attempts = cfg.attempts;
     o.backoff = { type: 'fixed', delay: 0 };
+    // "exp": 5 ms doubling, 50 % jitter, as the Go peer's expDelay
+    if (cfg.backoff === 'exp') o.backoff = { type: 'exponential', delay: 5, jitter: 0.5 };
   }
   if (j.delay !== undefined) o.delay = j.delay;
+  if (cfg.dup > 1) o.deduplication = { id: `d${j.i}` };
   return o;
 }
 
+// job i of a scenario: with --dup every id repeats dup times
+function spec(i) {
+  return { i: cfg.dup > 1 ? Math.floor(i / cfg.dup) : i };
+}
+
 function data(j) {
-  return j.at !== undefined ? { i: j.i, at: j.at } : { i: j.i };
+  const d = j.at !== undefined ? { i: j.i, at: j.at } : { i: j.i };
+  if (PAD !== undefined) d.p = PAD;
+  return d;
 }
 
 async function addSingle(queue, n, producers) {
@@ -80,7 +100,8 @@ async function addSingle(queue, n, producers) {
     for (;;) {
       const i = next++;
       if (i >= n) return;
-      await queue.add(QUEUE, data({ i }), jobOpts({ i }));
+      const j = spec(i);
+      await queue.add(QUEUE, data(j), jobOpts(j));
     }
   };
   await Promise.all(Array.from({ length: producers }, producer));
@@ -90,7 +111,8 @@ async function addBulk(queue, n, chunk) {
   for (let i = 0; i < n; i += chunk) {
     const jobs = [];
     for (let k = i; k < Math.min(i + chunk, n); k++) {
-      jobs.push({ name: QUEUE, data: data({ i: k }), opts: jobOpts({ i: k }) });
+      const j = spec(k);
+      jobs.push({ name: QUEUE, data: data(j), opts: jobOpts(j) });
     }
     await queue.addBulk(jobs);
   }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,16 +18,23 @@ import (
 
 // env is what the runs share: the servers and how to start each peer.
 type env struct {
-	impls []string
-	redis *redisServer
-	pg    *pgCluster
-	peer  string // Go peer binary
-	notes []string
+	impls  []string
+	redis  *redisServer
+	cg     *redisServer // redis-server under callgrind (callgrind_c100); nil: not used
+	pg     *pgCluster
+	peer   string // Go peer binary
+	drover string // drover CLI binary (bigqueue)
+	notes  []string
+	// load averages (/proc/loadavg) when the runs began and ended
+	loadStart, loadEnd string
 }
 
 func (e *env) Close() {
 	if e.redis != nil {
 		e.redis.Stop()
+	}
+	if e.cg != nil {
+		e.cg.Stop()
 	}
 	if e.pg != nil {
 		e.pg.Stop()
@@ -34,7 +42,7 @@ func (e *env) Close() {
 }
 
 // prepare installs what is missing, builds the Go peer and starts the servers.
-func prepare(ctx context.Context, o options, impls []string) (*env, error) {
+func prepare(ctx context.Context, o options, impls []string, steps []step) (*env, error) {
 	e := &env{impls: impls}
 	t0 := time.Now()
 	if !o.SkipInstall {
@@ -52,6 +60,10 @@ func prepare(ctx context.Context, o options, impls []string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.drover, _ = filepath.Abs(filepath.Join("bin", "drover"))
+	if out, err := command(ctx, "..", "go", "build", "-o", e.drover, "./cmd/drover"); err != nil {
+		return nil, fmt.Errorf("go build ./cmd/drover: %w: %s", err, out)
+	}
 	logf("installed and built in %s", time.Since(t0).Round(100*time.Millisecond))
 	if e.redis, err = startRedis(ctx); err != nil {
 		return nil, err
@@ -63,6 +75,14 @@ func prepare(ctx context.Context, o options, impls []string) (*env, error) {
 			return nil, err
 		}
 		logf("postgres %s at %s", e.pg.version, e.pg.URL)
+	}
+	if slices.ContainsFunc(steps, func(st step) bool { return st.callgrind }) {
+		if e.cg, err = startRedisCallgrind(ctx); err != nil {
+			e.notes = append(e.notes, "callgrind_c100 not run: "+err.Error())
+			logf("callgrind: %v", err)
+		} else {
+			logf("redis-server under callgrind on %s", e.cg.Addr)
+		}
 	}
 	return e, nil
 }
@@ -148,20 +168,21 @@ func firstLine(b []byte) string {
 
 // peerResult is the JSON line a peer prints (bench/cmd/peer, result).
 type peerResult struct {
-	Impl     string  `json:"impl"`
-	Scenario string  `json:"scenario"`
-	N        int     `json:"n"`
-	Seconds  float64 `json:"seconds"`
-	Rate     float64 `json:"rate"`
-	P50ms    float64 `json:"p50_ms"`
-	P99ms    float64 `json:"p99_ms"`
-	MaxMs    float64 `json:"max_ms"`
-	FirstMs  float64 `json:"first_ms"`
-	CPUus    float64 `json:"cpu_us"`
-	RSSkb    int64   `json:"rss_kb"`
-	Inflight int     `json:"inflight"`
-	Note     string  `json:"note"`
-	Error    string  `json:"error"`
+	Impl     string             `json:"impl"`
+	Scenario string             `json:"scenario"`
+	N        int                `json:"n"`
+	Seconds  float64            `json:"seconds"`
+	Rate     float64            `json:"rate"`
+	P50ms    float64            `json:"p50_ms"`
+	P99ms    float64            `json:"p99_ms"`
+	MaxMs    float64            `json:"max_ms"`
+	FirstMs  float64            `json:"first_ms"`
+	Extra    map[string]float64 `json:"extra,omitempty"`
+	CPUus    float64            `json:"cpu_us"`
+	RSSkb    int64              `json:"rss_kb"`
+	Inflight int                `json:"inflight"`
+	Note     string             `json:"note"`
+	Error    string             `json:"error"`
 }
 
 // sample is one measured process.
@@ -176,6 +197,7 @@ type sample struct {
 	ProcCPUs float64    `json:"proc_cpu_s"` // user+sys of the whole measured process (rusage)
 	SeedSecs float64    `json:"seed_s"`     // the seeding process, if any
 	Redis    *srvDelta  `json:"redis,omitzero"`
+	Load     [3]float64 `json:"load"` // /proc/loadavg (1, 5, 15 min) just before the measured process
 	PGCPUs   float64    `json:"pg_cpu_s,omitempty"`
 	Err      string     `json:"error,omitempty"`
 }
@@ -183,7 +205,9 @@ type sample struct {
 type srvDelta struct {
 	Calls   int64   `json:"calls"`
 	Evals   int64   `json:"evals"`
+	Reads   int64   `json:"reads"` // read events (total_reads_processed): round trips
 	CPUSecs float64 `json:"cpu_s"`
+	Instr   int64   `json:"instr,omitempty"` // callgrind Ir (callgrind_c100)
 }
 
 func (s sample) summary() string {
@@ -218,7 +242,14 @@ func (s sample) summary() string {
 func (e *env) measure(ctx context.Context, o options, run int, st step, impl string) sample {
 	s := sample{Run: run, Step: st.name, Impl: impl, N: st.n}
 	fail := func(err error) sample { s.Err = err.Error(); return s }
-	if err := e.redis.Reset(ctx); err != nil {
+	srv := e.redis
+	if st.callgrind {
+		if e.cg == nil {
+			return fail(errors.New("no redis-server under callgrind"))
+		}
+		srv = e.cg
+	}
+	if err := srv.Reset(ctx); err != nil {
 		return fail(fmt.Errorf("reset redis: %w", err))
 	}
 	if impl == "river" {
@@ -227,12 +258,19 @@ func (e *env) measure(ctx context.Context, o options, run int, st step, impl str
 		}
 	}
 	logName := filepath.Join(o.LogDir, fmt.Sprintf("run%d-%s-%s.log", run, st.name, impl))
+	if st.pre != nil {
+		pr, _, err := e.runPeer(ctx, o, srv, "drover", st.pre, logName+".pre")
+		if err != nil {
+			return fail(fmt.Errorf("pre-seed: %w", err))
+		}
+		s.SeedSecs += pr.Seconds
+	}
 	if st.seed != nil {
-		pr, _, err := e.runPeer(ctx, o, impl, st.seed, logName+".seed")
+		pr, _, err := e.runPeer(ctx, o, srv, impl, st.seed, logName+".seed")
 		if err != nil {
 			return fail(fmt.Errorf("seed: %w", err))
 		}
-		s.SeedSecs = pr.Seconds
+		s.SeedSecs += pr.Seconds
 	}
 	var before redisStats
 	var pgBefore float64
@@ -241,13 +279,22 @@ func (e *env) measure(ctx context.Context, o options, run int, st step, impl str
 		if impl == "river" {
 			pgBefore, err = e.pg.CPUSecs()
 		} else {
-			before, err = e.redis.Stats(ctx)
+			before, err = srv.Stats(ctx)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("server stats: %w", err))
 		}
 	}
-	pr, ru, err := e.runPeer(ctx, o, impl, st.args, logName)
+	if st.callgrind {
+		if err := srv.callgrind(ctx, "-z"); err != nil {
+			return fail(err)
+		}
+		if err := srv.callgrind(ctx, "-i", "on"); err != nil {
+			return fail(err)
+		}
+	}
+	s.Load = loadAvg()
+	pr, ru, err := e.runPeer(ctx, o, srv, impl, st.args, logName)
 	s.Peer = pr
 	if ru != nil {
 		s.WallSecs = ru.wall.Seconds()
@@ -267,12 +314,20 @@ func (e *env) measure(ctx context.Context, o options, run int, st step, impl str
 			}
 			s.PGCPUs = after - pgBefore
 		} else {
-			after, err := e.redis.Stats(ctx)
+			var instr int64
+			if st.callgrind {
+				if instr, err = srv.callgrindDump(ctx); err != nil {
+					return fail(err)
+				}
+			}
+			after, err := srv.Stats(ctx)
 			if err != nil {
 				return fail(fmt.Errorf("server stats: %w", err))
 			}
-			// Stats itself runs two INFO commands, which are not counted.
-			s.Redis = &srvDelta{Calls: after.calls - before.calls, Evals: after.evals - before.evals, CPUSecs: after.cpuSecs - before.cpuSecs}
+			// Stats itself runs three INFO commands, which are not counted
+			// in calls (a few reads are).
+			s.Redis = &srvDelta{Calls: after.calls - before.calls, Evals: after.evals - before.evals,
+				Reads: after.reads - before.reads, CPUSecs: after.cpuSecs - before.cpuSecs, Instr: instr}
 		}
 	}
 	return s
@@ -286,10 +341,10 @@ type rusage struct {
 
 // runPeer starts one peer process, waits for it and returns its JSON line
 // and rusage. Its stderr goes to logName.
-func (e *env) runPeer(ctx context.Context, o options, impl string, args []string, logName string) (peerResult, *rusage, error) {
+func (e *env) runPeer(ctx context.Context, o options, srv *redisServer, impl string, args []string, logName string) (peerResult, *rusage, error) {
 	var pr peerResult
 	common := []string{
-		"--redis=" + e.redis.Addr,
+		"--redis=" + srv.Addr,
 		// The peer gives up (and says why) a little before it is killed.
 		fmt.Sprintf("--timeout-s=%.1f", max(o.PeerTimeout-10*time.Second, o.PeerTimeout*9/10).Seconds()),
 	}
@@ -300,6 +355,9 @@ func (e *env) runPeer(ctx context.Context, o options, impl string, args []string
 		argv = append([]string{e.peer, "--impl=" + impl}, common...)
 		if impl == "river" {
 			argv = append(argv, "--pg="+e.pg.URL, "--river-poll="+o.RiverPoll.String())
+		}
+		if impl == "drover" {
+			argv = append(argv, "--drover-bin="+e.drover)
 		}
 	}
 	argv = append(argv, args...)
@@ -336,4 +394,23 @@ func (e *env) runPeer(ctx context.Context, o options, impl string, args []string
 		return pr, ru, fmt.Errorf("%s peer: %w", impl, runErr)
 	}
 	return pr, ru, nil
+}
+
+// loadAvg is /proc/loadavg's 1, 5 and 15 minute load averages.
+func loadAvg() [3]float64 {
+	var l [3]float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return l
+	}
+	f := strings.Fields(string(b))
+	for i := 0; i < 3 && i < len(f); i++ {
+		l[i], _ = strconv.ParseFloat(f[i], 64)
+	}
+	return l
+}
+
+func loadString() string {
+	l := loadAvg()
+	return fmt.Sprintf("%.2f, %.2f, %.2f", l[0], l[1], l[2])
 }

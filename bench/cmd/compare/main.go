@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,15 @@ type options struct {
 	PeerTimeout time.Duration
 	RiverPoll   time.Duration
 	GapMS       float64
+	// Issue 16's rows.
+	NBig       int   // jobs of the 100 KB payload scenarios
+	NGrow      int   // jobs processed out of each backlog
+	Grow       []int // backlog sizes (waiting jobs)
+	NCompleted int   // jobs kept in completed for grow_completed
+	NBigQueue  int   // jobs of the bigqueue (API/CLI) scenario
+	Callgrind  bool  // also run callgrind_c100 (redis-server under valgrind)
+	HeavyRuns  int   // runs of the heavy steps
+	NCallgrind int   // jobs of callgrind_c100
 }
 
 func main() {
@@ -66,7 +76,25 @@ func main() {
 	flag.DurationVar(&o.PeerTimeout, "peer-timeout", 5*time.Minute, "kill a peer process after this long")
 	flag.DurationVar(&o.RiverPoll, "river-poll", 10*time.Millisecond, "River FetchPollInterval")
 	flag.Float64Var(&o.GapMS, "gap-ms", 5, "mean gap between adds in the pickup-latency scenario")
+	flag.IntVar(&o.NBig, "n-big", 2000, "jobs of the 100 KB payload scenarios")
+	flag.IntVar(&o.NGrow, "n-grow", 10000, "jobs processed out of each backlog (grow_*)")
+	grow := flag.String("grow", "10000,100000,1000000", "backlog sizes of the grow_* scenarios, comma-separated")
+	flag.IntVar(&o.NCompleted, "n-completed", 1000000, "completed jobs kept for grow_completed")
+	flag.IntVar(&o.NBigQueue, "n-bigqueue", 1000000, "jobs of the bigqueue (dashboard API and CLI on a big queue) scenario")
+	flag.BoolVar(&o.Callgrind, "callgrind", true, "run callgrind_c100: Redis instructions per job under valgrind (needs valgrind)")
+	flag.IntVar(&o.NCallgrind, "n-callgrind", 5000, "jobs of callgrind_c100")
+	flag.IntVar(&o.HeavyRuns, "heavy-runs", 1, "runs of the heavy steps (backlogs of 1M and more, 1M kept completed, bigqueue, callgrind)")
 	flag.Parse()
+	for _, g := range strings.Split(*grow, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			v, err := strconv.Atoi(g)
+			if err != nil || v < 0 {
+				fmt.Fprintf(os.Stderr, "compare: -grow: bad size %q\n", g)
+				os.Exit(2)
+			}
+			o.Grow = append(o.Grow, v)
+		}
+	}
 	o.NC1 = cmpOr(o.NC1, max(o.N/10, 1))
 	o.NRetry = cmpOr(o.NRetry, max(o.N/5, 1))
 	o.CMem = o.NMem
@@ -108,7 +136,7 @@ func run(ctx context.Context, o options) error {
 	if len(impls) == 0 || len(steps) == 0 {
 		return fmt.Errorf("-only %q selects nothing", strings.Join(o.Only, ","))
 	}
-	env, err := prepare(ctx, o, impls)
+	env, err := prepare(ctx, o, impls, steps)
 	if err != nil {
 		return err
 	}
@@ -117,6 +145,7 @@ func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return err
 	}
+	env.loadStart = loadString()
 	var samples []sample
 	total := o.Runs * len(steps) * len(impls)
 	done := 0
@@ -126,7 +155,7 @@ func run(ctx context.Context, o options) error {
 				// Alternate: rotate the order every step and every run so no
 				// implementation always runs first (or after the same one).
 				im := impls[(k+r+si)%len(impls)]
-				if !st.applies(im) {
+				if !st.applies(im) || st.heavy && r >= o.HeavyRuns {
 					continue
 				}
 				if err := ctx.Err(); err != nil {
@@ -143,7 +172,8 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
-	rep := buildReport(o, env, impls, samples, time.Since(began))
+	env.loadEnd = loadString()
+	rep := buildReport(o, env, impls, steps, samples, time.Since(began))
 	if err := rep.write(o); err != nil {
 		return err
 	}
@@ -173,14 +203,19 @@ func benchDir() (string, error) {
 	return "", fmt.Errorf("run from the repository root or bench/ (no bench go.mod under %s)", wd)
 }
 
-// step is one scenario: an optional seeding invocation and the measured one.
+// step is one scenario: optional seeding invocations and the measured one.
 type step struct {
 	name    string
+	pre     []string // peer flags of a seeding process run as drover (BullMQ-layout loaders); nil: none
 	seed    []string // peer flags of the seeding process; nil: none
 	args    []string // peer flags of the measured process
 	n       int
 	server  bool     // take Redis/PostgreSQL deltas around the measured process
 	without []string // implementations it does not apply to
+	// callgrind: measured on the redis-server that runs under valgrind.
+	callgrind bool
+	// heavy: runs only -heavy-runs times (million-job seeds, valgrind).
+	heavy bool
 }
 
 func (s step) applies(impl string) bool { return !slices.Contains(s.without, impl) }
@@ -195,7 +230,7 @@ func plan(o options) (impls []string, steps []step) {
 		}
 	}
 	all := []step{
-		{name: "add_single", n: o.N, args: []string{f("scenario", "add_single"), f("n", o.N), f("producers", 8)}},
+		{name: "add_single", n: o.N, server: true, args: []string{f("scenario", "add_single"), f("n", o.N), f("producers", 8)}},
 		// asynq has no bulk enqueue API: n/a (bench/README.md).
 		{name: "add_bulk50", n: o.N, without: []string{"asynq"}, args: []string{f("scenario", "add_bulk"), f("n", o.N), f("chunk", 50)}},
 		{name: "add_bulk1000", n: o.N, without: []string{"asynq"}, args: []string{f("scenario", "add_bulk"), f("n", o.N), f("chunk", 1000)}},
@@ -211,10 +246,50 @@ func plan(o options) (impls []string, steps []step) {
 			args: []string{f("scenario", "retry"), f("n", o.NRetry), f("c", 100), f("attempts", 3)},
 		},
 		{
+			name: "retry_exp", n: o.NRetry, server: true,
+			seed: []string{f("scenario", "seed"), f("n", o.NRetry), f("attempts", 3), f("backoff", "exp")},
+			args: []string{f("scenario", "retry"), f("n", o.NRetry), f("c", 100), f("attempts", 3), f("backoff", "exp")},
+		},
+		{name: "add_dedup50", n: o.N, server: true, args: []string{f("scenario", "add_single"), f("n", o.N), f("producers", 8), f("dup", 2)}},
+		{name: "add_single_100kb", n: o.NBig, server: true, args: []string{f("scenario", "add_single"), f("n", o.NBig), f("producers", 8), f("payload-kb", 100)}},
+		{
+			name: "process_100kb_c100", n: o.NBig, server: true,
+			seed: []string{f("scenario", "seed"), f("n", o.NBig), f("payload-kb", 100), f("chunk", 50)},
+			args: []string{f("scenario", "process"), f("n", o.NBig), f("c", 100), f("payload-kb", 100)},
+		},
+		{
 			name: "mem", n: o.NMem,
 			seed: []string{f("scenario", "seed"), f("n", o.NMem)},
 			args: []string{f("scenario", "mem"), f("n", o.NMem), f("c", o.CMem)},
 		},
+	}
+	for _, b := range o.Grow {
+		all = append(all, step{
+			name: "grow_" + sizeName(b), n: o.NGrow, server: true, heavy: b >= 1_000_000,
+			seed: []string{f("scenario", "seed"), f("n", b+o.NGrow)},
+			args: []string{f("scenario", "process"), f("n", o.NGrow), f("c", 100), f("stop-at-handled", true)},
+		})
+	}
+	all = append(all,
+		step{
+			// asynq deletes finished tasks and River's completed rows cannot
+			// be seeded without running them: BullMQ's layout only.
+			name: "grow_completed_" + sizeName(o.NCompleted), n: o.NGrow, server: true, without: []string{"asynq", "river"}, heavy: true,
+			pre:  []string{f("scenario", "seed_completed"), f("n", o.NCompleted)},
+			seed: []string{f("scenario", "seed"), f("n", o.NGrow)},
+			args: []string{f("scenario", "process"), f("n", o.NGrow), f("c", 100)},
+		},
+		step{
+			name: "bigqueue", n: o.NBigQueue, without: []string{"bullmq", "asynq", "river"}, heavy: true,
+			args: []string{f("scenario", "bigqueue"), f("n", o.NBigQueue)},
+		},
+	)
+	if o.Callgrind {
+		all = append(all, step{
+			name: "callgrind_c100", n: o.NCallgrind, server: true, callgrind: true, without: []string{"river"}, heavy: true,
+			seed: []string{f("scenario", "seed"), f("n", o.NCallgrind)},
+			args: []string{f("scenario", "process"), f("n", o.NCallgrind), f("c", 100)},
+		})
 	}
 	var implFilter, stepFilter []string
 	for _, x := range o.Only {
@@ -235,4 +310,15 @@ func plan(o options) (impls []string, steps []step) {
 		}
 	}
 	return impls, steps
+}
+
+// sizeName writes 10000 as 10k and 1000000 as 1m.
+func sizeName(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return strconv.Itoa(n/1_000_000) + "m"
+	case n >= 1000 && n%1000 == 0:
+		return strconv.Itoa(n/1000) + "k"
+	}
+	return strconv.Itoa(n)
 }

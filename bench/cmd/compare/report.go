@@ -35,58 +35,128 @@ var ratioFloor = map[string]float64{"delayed_p50": 1, "delayed_p99": 1}
 
 func perJob(s sample, v float64) float64 { return v / float64(s.N) }
 
-var metrics = []metric{
-	{"add_single", "jobs/s", "add_single", true, "add singly, 8 concurrent producers", rate},
-	{"add_bulk50", "jobs/s", "add_bulk50", true, "bulk add, chunks of 50", rate},
-	{"add_bulk1000", "jobs/s", "add_bulk1000", true, "bulk add, chunks of 1,000", rate},
-	{"process_c1", "jobs/s", "process_c1", true, "process no-op jobs, concurrency 1", rate},
-	{"process_c10", "jobs/s", "process_c10", true, "process no-op jobs, concurrency 10", rate},
-	{"process_c100", "jobs/s", "process_c100", true, "process no-op jobs, concurrency 100", rate},
-	{"process_c500", "jobs/s", "process_c500", true, "process no-op jobs, concurrency 500", rate},
-	{"pickup_p50", "ms", "pickup", false, "idle pickup latency add→start, p50", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
-	{"pickup_p99", "ms", "pickup", false, "idle pickup latency add→start, p99", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
-	{"delayed_p50", "ms", "delayed", false, "delayed-job lateness due→start, p50 (ratio floor 1 ms)", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
-	{"delayed_p99", "ms", "delayed", false, "delayed-job lateness due→start, p99 (ratio floor 1 ms)", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
-	{"retry", "jobs/s", "retry", true, "retry-heavy: fail twice (backoff 0), then succeed; c100", rate},
-	{"redis_cmds_per_job_c100", "cmds/job", "process_c100", false, "Redis commands per job (commandstats, scripts' inner commands included), c100",
-		func(s sample) (float64, bool) {
-			if s.Redis == nil {
-				return 0, false
-			}
-			return perJob(s, float64(s.Redis.Calls)), true
-		}},
-	{"redis_scripts_per_job_c100", "scripts/job", "process_c100", false, "EVALSHA/EVAL calls per job, c100",
-		func(s sample) (float64, bool) {
-			if s.Redis == nil {
-				return 0, false
-			}
-			return perJob(s, float64(s.Redis.Evals)), true
-		}},
-	{"redis_cpu_us_per_job_c100", "µs/job", "process_c100", false, "Redis CPU per job (INFO cpu user+sys), c100",
-		func(s sample) (float64, bool) {
-			if s.Redis == nil {
-				return 0, false
-			}
-			return perJob(s, s.Redis.CPUSecs*1e6), true
-		}},
-	{"server_cpu_us_per_job_c100", "µs/job", "process_c100", false, "server CPU per job: Redis, or PostgreSQL for River (/proc), c100",
-		func(s sample) (float64, bool) {
-			if s.Redis != nil {
-				return perJob(s, s.Redis.CPUSecs*1e6), true
-			}
-			if s.PGCPUs > 0 {
-				return perJob(s, s.PGCPUs*1e6), true
-			}
+// redisPerJob is a per-job Redis figure of s, when s has Redis deltas.
+func redisPerJob(f func(d *srvDelta) float64) func(s sample) (float64, bool) {
+	return func(s sample) (float64, bool) {
+		if s.Redis == nil {
 			return 0, false
-		}},
-	{"client_cpu_us_per_job_c100", "µs/job", "process_c100", false, "worker process CPU per job (user+sys over the processing phase), c100",
-		func(s sample) (float64, bool) { return perJob(s, s.Peer.CPUus), s.Peer.CPUus > 0 }},
-	{"worker_rss_mb_c100", "MB", "process_c100", false, "worker process peak RSS, c100",
-		func(s sample) (float64, bool) { return float64(s.MaxRSSKB) / 1024, s.MaxRSSKB > 0 }},
-	{"mem_inflight_rss_mb", "MB", "mem", false, "worker RSS with 10,000 sleeping jobs in flight (c10,000)",
-		func(s sample) (float64, bool) { return float64(s.Peer.RSSkb) / 1024, s.Peer.RSSkb > 0 }},
-	{"mem_peak_rss_mb", "MB", "mem", false, "worker peak RSS over the memory scenario",
-		func(s sample) (float64, bool) { return float64(s.MaxRSSKB) / 1024, s.MaxRSSKB > 0 }},
+		}
+		return perJob(s, f(s.Redis)), true
+	}
+}
+
+func serverCPUPerJob(s sample) (float64, bool) {
+	if s.Redis != nil {
+		return perJob(s, s.Redis.CPUSecs*1e6), true
+	}
+	if s.PGCPUs > 0 {
+		return perJob(s, s.PGCPUs*1e6), true
+	}
+	return 0, false
+}
+
+func extra(k string) func(s sample) (float64, bool) {
+	return func(s sample) (float64, bool) { v, ok := s.Peer.Extra[k]; return v, ok }
+}
+
+func metricsFor(o options) []metric {
+	cmds := func(d *srvDelta) float64 { return float64(d.Calls) }
+	rtts := func(d *srvDelta) float64 { return float64(d.Reads) }
+	cpu := func(d *srvDelta) float64 { return d.CPUSecs * 1e6 }
+	ms := []metric{
+		{"add_single", "jobs/s", "add_single", true, "add singly, 8 concurrent producers", rate},
+		{"add_bulk50", "jobs/s", "add_bulk50", true, "bulk add, chunks of 50", rate},
+		{"add_bulk1000", "jobs/s", "add_bulk1000", true, "bulk add, chunks of 1,000", rate},
+		{"process_c1", "jobs/s", "process_c1", true, "process no-op jobs, concurrency 1", rate},
+		{"process_c10", "jobs/s", "process_c10", true, "process no-op jobs, concurrency 10", rate},
+		{"process_c100", "jobs/s", "process_c100", true, "process no-op jobs, concurrency 100", rate},
+		{"process_c500", "jobs/s", "process_c500", true, "process no-op jobs, concurrency 500", rate},
+		{"pickup_p50", "ms", "pickup", false, "idle pickup latency add→start, p50", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
+		{"pickup_p99", "ms", "pickup", false, "idle pickup latency add→start, p99", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
+		{"delayed_p50", "ms", "delayed", false, "delayed-job lateness due→start, p50 (ratio floor 1 ms)", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
+		{"delayed_p99", "ms", "delayed", false, "delayed-job lateness due→start, p99 (ratio floor 1 ms)", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
+		{"retry", "jobs/s", "retry", true, "retry-heavy: fail twice (backoff 0), then succeed; c100", rate},
+		{"redis_cmds_per_job_c100", "cmds/job", "process_c100", false, "Redis commands per job (commandstats, scripts' inner commands included), c100",
+			func(s sample) (float64, bool) {
+				if s.Redis == nil {
+					return 0, false
+				}
+				return perJob(s, float64(s.Redis.Calls)), true
+			}},
+		{"redis_scripts_per_job_c100", "scripts/job", "process_c100", false, "EVALSHA/EVAL calls per job, c100",
+			func(s sample) (float64, bool) {
+				if s.Redis == nil {
+					return 0, false
+				}
+				return perJob(s, float64(s.Redis.Evals)), true
+			}},
+		{"redis_cpu_us_per_job_c100", "µs/job", "process_c100", false, "Redis CPU per job (INFO cpu user+sys), c100",
+			func(s sample) (float64, bool) {
+				if s.Redis == nil {
+					return 0, false
+				}
+				return perJob(s, s.Redis.CPUSecs*1e6), true
+			}},
+		{"server_cpu_us_per_job_c100", "µs/job", "process_c100", false, "server CPU per job: Redis, or PostgreSQL for River (/proc), c100",
+			func(s sample) (float64, bool) {
+				if s.Redis != nil {
+					return perJob(s, s.Redis.CPUSecs*1e6), true
+				}
+				if s.PGCPUs > 0 {
+					return perJob(s, s.PGCPUs*1e6), true
+				}
+				return 0, false
+			}},
+		{"client_cpu_us_per_job_c100", "µs/job", "process_c100", false, "worker process CPU per job (user+sys over the processing phase), c100",
+			func(s sample) (float64, bool) { return perJob(s, s.Peer.CPUus), s.Peer.CPUus > 0 }},
+		{"worker_rss_mb_c100", "MB", "process_c100", false, "worker process peak RSS, c100",
+			func(s sample) (float64, bool) { return float64(s.MaxRSSKB) / 1024, s.MaxRSSKB > 0 }},
+		{"mem_inflight_rss_mb", "MB", "mem", false, "worker RSS with 10,000 sleeping jobs in flight (c10,000)",
+			func(s sample) (float64, bool) { return float64(s.Peer.RSSkb) / 1024, s.Peer.RSSkb > 0 }},
+		{"mem_peak_rss_mb", "MB", "mem", false, "worker peak RSS over the memory scenario",
+			func(s sample) (float64, bool) { return float64(s.MaxRSSKB) / 1024, s.MaxRSSKB > 0 }},
+	}
+	for _, c := range []int{1, 10} {
+		st := fmt.Sprintf("process_c%d", c)
+		ms = append(ms,
+			metric{fmt.Sprintf("redis_cmds_per_job_c%d", c), "cmds/job", st, false, fmt.Sprintf("Redis commands per job (commandstats, scripts' inner commands included), c%d", c), redisPerJob(cmds)},
+			metric{fmt.Sprintf("redis_rtt_per_job_c%d", c), "reads/job", st, false, fmt.Sprintf("round trips per job: Redis read events (INFO stats total_reads_processed), c%d", c), redisPerJob(rtts)},
+			metric{fmt.Sprintf("redis_cpu_us_per_job_c%d", c), "µs/job", st, false, fmt.Sprintf("Redis CPU per job (INFO cpu user+sys), c%d", c), redisPerJob(cpu)},
+		)
+	}
+	ms = append(ms,
+		metric{"redis_rtt_per_job_c100", "reads/job", "process_c100", false, "round trips per job: Redis read events (INFO stats total_reads_processed), c100", redisPerJob(rtts)},
+		metric{"redis_instr_per_job_c100", "Ir/job", "callgrind_c100", false, fmt.Sprintf("Redis instructions per processed job under callgrind (deterministic), c100, %d jobs", o.NCallgrind), redisPerJob(func(d *srvDelta) float64 { return float64(d.Instr) })},
+		metric{"redis_cpu_us_per_add_single", "µs/job", "add_single", false, "Redis CPU per added job, add_single", redisPerJob(cpu)},
+		metric{"redis_rtt_per_add_single", "reads/job", "add_single", false, "round trips per added job, add_single", redisPerJob(rtts)},
+		metric{"add_dedup50", "adds/s", "add_dedup50", true, "add singly, 8 producers, every id twice (50 % duplicates: BullMQ/drover deduplication id, asynq TaskID, River unique by args)", rate},
+		metric{"add_single_100kb", "jobs/s", "add_single_100kb", true, fmt.Sprintf("add singly, 8 producers, 100 KB payloads (%d jobs)", o.NBig), rate},
+		metric{"process_100kb_c100", "jobs/s", "process_100kb_c100", true, fmt.Sprintf("process 100 KB-payload jobs, c100 (%d jobs)", o.NBig), rate},
+		metric{"server_cpu_us_per_job_100kb", "µs/job", "process_100kb_c100", false, "server CPU per 100 KB job processed, c100", serverCPUPerJob},
+		metric{"retry_exp", "jobs/s", "retry_exp", true, "retry-heavy: fail twice with exponential backoff (5 ms doubling) and 50 % jitter, then succeed; c100", rate},
+	)
+	for _, b := range o.Grow {
+		st := "grow_" + sizeName(b)
+		ms = append(ms,
+			metric{st, "jobs/s", st, true, fmt.Sprintf("process %d jobs at c100 out of a backlog of %d waiting", o.NGrow, b), rate},
+			metric{st + "_server_cpu", "µs/job", st, false, fmt.Sprintf("server CPU per job, backlog %d", b), serverCPUPerJob},
+		)
+	}
+	st := "grow_completed_" + sizeName(o.NCompleted)
+	ms = append(ms,
+		metric{st, "jobs/s", st, true, fmt.Sprintf("process %d jobs at c100 with %d jobs kept in completed (retention off)", o.NGrow, o.NCompleted), rate},
+		metric{st + "_server_cpu", "µs/job", st, false, fmt.Sprintf("server CPU per job, %d kept completed", o.NCompleted), serverCPUPerJob},
+	)
+	for _, e := range []struct{ k, d string }{
+		{"api_overview", "dashboard GET /api/overview"},
+		{"api_storm", "dashboard GET /api/queues/{q}/delayed (storm analytics)"},
+		{"api_failed_page", "dashboard GET /api/queues/{q}/jobs?state=failed (first page)"},
+		{"cli_queues", "`drover queues` (process start included)"},
+		{"cli_jobs_failed", "`drover jobs --state failed <q>` first page (process start included)"},
+	} {
+		ms = append(ms, metric{"bigqueue_" + e.k, "ms", "bigqueue", false, fmt.Sprintf("%s on a %d-job queue, median of %d", e.d, o.NBigQueue, 9), extra(e.k + "_ms")})
+	}
+	return ms
 }
 
 func rate(s sample) (float64, bool) { return s.Peer.Rate, s.Peer.Rate > 0 }
@@ -100,18 +170,21 @@ type cell struct {
 type row struct {
 	m     metric
 	cells map[string]cell
+	load  [2]float64 // lowest and highest 1-minute load average over the row's samples
 }
 
 type report struct {
-	o        options
-	impls    []string
-	rows     []row
-	samples  []sample
-	machine  []string
-	notes    []string
-	elapsed  time.Duration
-	errCount map[string]int
-	errFirst map[string]string
+	loadStart, loadEnd string
+	steps              []step
+	o                  options
+	impls              []string
+	rows               []row
+	samples            []sample
+	machine            []string
+	notes              []string
+	elapsed            time.Duration
+	errCount           map[string]int
+	errFirst           map[string]string
 }
 
 func median(vs []float64) float64 {
@@ -123,8 +196,8 @@ func median(vs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func buildReport(o options, e *env, impls []string, samples []sample, elapsed time.Duration) *report {
-	r := &report{o: o, impls: impls, samples: samples, notes: e.notes, elapsed: elapsed, errCount: map[string]int{}, errFirst: map[string]string{}}
+func buildReport(o options, e *env, impls []string, steps []step, samples []sample, elapsed time.Duration) *report {
+	r := &report{steps: steps, o: o, impls: impls, samples: samples, notes: e.notes, loadStart: e.loadStart, loadEnd: e.loadEnd, elapsed: elapsed, errCount: map[string]int{}, errFirst: map[string]string{}}
 	ran := map[string]bool{}
 	for _, s := range samples {
 		ran[s.Step] = true
@@ -136,11 +209,16 @@ func buildReport(o options, e *env, impls []string, samples []sample, elapsed ti
 			}
 		}
 	}
-	for _, m := range metrics {
+	for _, m := range metricsFor(o) {
 		if !ran[m.step] {
 			continue
 		}
-		rw := row{m: m, cells: map[string]cell{}}
+		rw := row{m: m, cells: map[string]cell{}, load: [2]float64{math.Inf(1), 0}}
+		for _, s := range samples {
+			if s.Step == m.step {
+				rw.load[0], rw.load[1] = min(rw.load[0], s.Load[0]), max(rw.load[1], s.Load[0])
+			}
+		}
 		for _, im := range allImpls {
 			var vs []float64
 			for _, s := range samples {
@@ -236,14 +314,15 @@ func (r *report) markdown() string {
 	for _, m := range r.machine {
 		fmt.Fprintf(&b, "- %s\n", m)
 	}
+	fmt.Fprintf(&b, "- Load average (1, 5, 15 min; /proc/loadavg) when the runs began: %s; when they ended: %s. The `load` column is the lowest–highest 1-minute load average seen just before the row's measured processes.\n", r.loadStart, r.loadEnd)
 	fmt.Fprintf(&b, "\nSizes: n=%d (add, bulk add, process c10–c500), %d at c1, %d pickup, %d delayed, %d retry-heavy, %d in flight for memory.\n\n",
 		r.o.N, r.o.NC1, r.o.NLatency, r.o.NDelayed, r.o.NRetry, r.o.NMem)
 	b.WriteString("## Results\n\n| scenario | unit | better |")
 	for _, im := range allImpls {
 		fmt.Fprintf(&b, " %s |", name[im])
 	}
-	b.WriteString(" drover/BullMQ | drover/asynq | drover/River |\n|---|---|---|")
-	b.WriteString(strings.Repeat("---:|", len(allImpls)+3))
+	b.WriteString(" drover/BullMQ | drover/asynq | drover/River | load |\n|---|---|---|")
+	b.WriteString(strings.Repeat("---:|", len(allImpls)+4))
 	b.WriteString("\n")
 	for _, rw := range r.rows {
 		better := "lower"
@@ -254,8 +333,8 @@ func (r *report) markdown() string {
 		for _, im := range allImpls {
 			c := rw.cells[im]
 			switch {
-			case c.ok && c.n < r.o.Runs:
-				fmt.Fprintf(&b, " %s (%d/%d runs) |", fmtNum(c.median), c.n, r.o.Runs)
+			case c.ok && c.n < r.runsOf(rw.m.step):
+				fmt.Fprintf(&b, " %s (%d/%d runs) |", fmtNum(c.median), c.n, r.runsOf(rw.m.step))
 			case c.ok:
 				fmt.Fprintf(&b, " %s |", fmtNum(c.median))
 			default:
@@ -269,7 +348,7 @@ func (r *report) markdown() string {
 				b.WriteString(" – |")
 			}
 		}
-		b.WriteString("\n")
+		fmt.Fprintf(&b, " %.1f–%.1f |\n", rw.load[0], rw.load[1])
 	}
 	if len(r.errCount) > 0 {
 		b.WriteString("\n## Failed samples\n\n")
@@ -292,11 +371,29 @@ func (r *report) markdown() string {
 - Server settings: redis-server with persistence off; PostgreSQL with fsync, synchronous_commit and full_page_writes off (no durability either side).
 - Throughput runs from worker start until the backend shows every job finished; CPU per job is the worker process' user+sys over that phase; peak RSS is the process' rusage maxrss.
 - The machine is shared with other work; medians of alternating runs damp, but do not remove, that noise.
+- Round trips (redis_rtt_*) are Redis read events (INFO stats total_reads_processed) over the measured process: a pipeline read in one go counts once; a blocked client's wake-up is not a read. The harness' own INFO calls add 3 reads per sample.
+- grow_*: the worker stops once -n-grow jobs were handled (the rest of the backlog stays); the backlog is seeded with each implementation's bulk add (asynq: 8 producers). grow_completed_*: the completed jobs are written by a Lua loader in BullMQ's layout (so BullMQ and drover only). bigqueue (drover only): the queue is written by a Lua loader (90 % waiting, 5 % delayed, 3 % completed, 2 % failed); the dashboard runs in the peer on a loopback HTTP server, the CLI is the built binary.
+- callgrind_c100: a second redis-server runs under valgrind's callgrind with instrumentation switched on only around the measured worker process; Ir per job does not depend on load.
 `)
 	return b.String()
 }
 
+// runsOf is how many runs the step was planned for.
+func (r *report) runsOf(step string) int {
+	for _, st := range r.steps {
+		if st.name == step && st.heavy {
+			return min(r.o.HeavyRuns, r.o.Runs)
+		}
+	}
+	return r.o.Runs
+}
+
 func (r *report) na(m metric, im string) string {
+	for _, st := range r.steps {
+		if st.name == m.step && !st.applies(im) {
+			return "n/a"
+		}
+	}
 	if im == "asynq" && strings.HasPrefix(m.step, "add_bulk") {
 		return "n/a"
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +32,23 @@ type redisServer struct {
 }
 
 func startRedis(ctx context.Context) (*redisServer, error) {
+	return startRedisWith(ctx, nil, 10*time.Second)
+}
+
+// startRedisCallgrind starts a second redis-server under valgrind's
+// callgrind with instrumentation off; callgrind_c100 turns it on around the
+// measured process only, so seeding is not counted. Instruction counts do
+// not depend on the machine's load.
+func startRedisCallgrind(ctx context.Context) (*redisServer, error) {
+	for _, t := range []string{"valgrind", "callgrind_control"} {
+		if _, err := exec.LookPath(t); err != nil {
+			return nil, fmt.Errorf("%s not found (apt-get install valgrind)", t)
+		}
+	}
+	return startRedisWith(ctx, []string{"valgrind", "--tool=callgrind", "--instr-atstart=no"}, time.Minute)
+}
+
+func startRedisWith(ctx context.Context, wrapper []string, ready time.Duration) (*redisServer, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, errors.New("redis-server not found on PATH")
@@ -44,16 +62,18 @@ func startRedis(ctx context.Context) (*redisServer, error) {
 		return nil, err
 	}
 	s := &redisServer{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
-	s.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	argv := append(append([]string{}, wrapper...), bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
 		"--protected-mode", "no", "--logfile", filepath.Join(dir, "redis.log"))
+	s.cmd = exec.Command(argv[0], argv[1:]...)
+	s.cmd.Dir = dir // callgrind writes callgrind.out.<pid> here
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
 	s.rdb = redis.NewClient(&redis.Options{Addr: s.Addr})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(ready)
 	for {
 		if err = s.rdb.Ping(ctx).Err(); err == nil {
 			return s, nil
@@ -96,6 +116,7 @@ func (s *redisServer) Version(ctx context.Context) string {
 type redisStats struct {
 	calls   int64   // all command calls (commands run inside scripts included), INFO excluded
 	evals   int64   // EVAL/EVALSHA/FCALL calls: round trips that ran a script
+	reads   int64   // total_reads_processed: read events, i.e. client round trips
 	cpuSecs float64 // used_cpu_user + used_cpu_sys
 }
 
@@ -121,6 +142,11 @@ func (s *redisServer) Stats(ctx context.Context) (redisStats, error) {
 			}
 		}
 	}
+	stats, err := s.rdb.Info(ctx, "stats").Result()
+	if err != nil {
+		return st, err
+	}
+	st.reads, _ = strconv.ParseInt(infoFields(stats)["total_reads_processed"], 10, 64)
 	cpu, err := s.rdb.Info(ctx, "cpu").Result()
 	if err != nil {
 		return st, err
@@ -130,6 +156,54 @@ func (s *redisServer) Stats(ctx context.Context) (redisStats, error) {
 	y, _ := strconv.ParseFloat(f["used_cpu_sys"], 64)
 	st.cpuSecs = u + y
 	return st, nil
+}
+
+// callgrind runs callgrind_control with args against this server.
+func (s *redisServer) callgrind(ctx context.Context, args ...string) error {
+	argv := append(append([]string{}, args...), strconv.Itoa(s.cmd.Process.Pid))
+	out, err := exec.CommandContext(ctx, "callgrind_control", argv...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("callgrind_control %v: %w: %s", args, err, out)
+	}
+	return nil
+}
+
+// callgrindDump turns instrumentation off, dumps the counters (which zeroes
+// them) and returns the dump's total instructions (Ir).
+func (s *redisServer) callgrindDump(ctx context.Context) (int64, error) {
+	if err := s.callgrind(ctx, "-i", "off"); err != nil {
+		return 0, err
+	}
+	before, _ := filepath.Glob(filepath.Join(s.dir, "callgrind.out.*"))
+	if err := s.callgrind(ctx, "-d"); err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		after, _ := filepath.Glob(filepath.Join(s.dir, "callgrind.out.*"))
+		for _, f := range after {
+			if slices.Contains(before, f) {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				for _, k := range []string{"totals:"} {
+					if v, ok := strings.CutPrefix(line, k); ok {
+						n, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+						if err == nil {
+							_ = os.Remove(f)
+							return n, nil
+						}
+					}
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return 0, errors.New("callgrind dump: no totals line")
 }
 
 func infoFields(info string) map[string]string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -28,7 +29,7 @@ func newAsynq(cfg config) (impl, error) {
 const asynqTaskType = "bench"
 
 func (a *asynqImpl) Add(ctx context.Context, j jobSpec) error {
-	data, err := json.Marshal(payload{I: j.I, At: j.At})
+	data, err := json.Marshal(payload{I: j.I, At: j.At, P: j.Pad})
 	if err != nil {
 		return err
 	}
@@ -39,7 +40,14 @@ func (a *asynqImpl) Add(ctx context.Context, j jobSpec) error {
 	if j.At != 0 {
 		opts = append(opts, asynq.ProcessAt(time.UnixMicro(j.At)))
 	}
+	if j.DedupID != "" {
+		// asynq's deduplication: a task id is refused while the task exists.
+		opts = append(opts, asynq.TaskID(j.DedupID))
+	}
 	_, err = a.client.EnqueueContext(ctx, asynq.NewTask(asynqTaskType, data), opts...)
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		err = nil
+	}
 	return err
 }
 
@@ -48,10 +56,15 @@ func (a *asynqImpl) AddBulk(context.Context, []jobSpec) error { return errNoBulk
 
 func (a *asynqImpl) Start(ctx context.Context, h handler) error {
 	a.srv = asynq.NewServer(asynq.RedisClientOpt{Addr: a.cfg.RedisAddr}, asynq.Config{
-		Concurrency:    a.cfg.Concurrency,
-		Queues:         map[string]int{queueName: 1},
-		RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 0 },
-		LogLevel:       asynq.FatalLevel,
+		Concurrency: a.cfg.Concurrency,
+		Queues:      map[string]int{queueName: 1},
+		RetryDelayFunc: func(n int, _ error, _ *asynq.Task) time.Duration {
+			if a.cfg.Backoff == "exp" {
+				return expDelay(n)
+			}
+			return 0
+		},
+		LogLevel: asynq.FatalLevel,
 	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(asynqTaskType, func(ctx context.Context, t *asynq.Task) error {

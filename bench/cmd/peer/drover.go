@@ -35,7 +35,13 @@ func droverOpts(j jobSpec) *drover.JobOptions {
 	var o drover.JobOptions
 	if j.Attempts > 1 {
 		o.Attempts = j.Attempts
-		o.Backoff = &drover.Backoff{Type: "fixed", Delay: 0}
+		o.Backoff = &drover.Backoff{Type: drover.BackoffFixed, Delay: 0}
+		if j.Backoff == "exp" {
+			o.Backoff = &drover.Backoff{Type: drover.BackoffExponential, Delay: expBase, Jitter: expJitter}
+		}
+	}
+	if j.DedupID != "" {
+		o.Deduplication = &drover.Deduplication{ID: j.DedupID}
 	}
 	if j.At != 0 {
 		o.Delay = time.Until(time.UnixMicro(j.At))
@@ -44,14 +50,14 @@ func droverOpts(j jobSpec) *drover.JobOptions {
 }
 
 func (d *droverImpl) Add(ctx context.Context, j jobSpec) error {
-	_, err := d.queue.Add(ctx, queueName, payload{I: j.I, At: j.At}, droverOpts(j))
+	_, err := d.queue.Add(ctx, queueName, payload{I: j.I, At: j.At, P: j.Pad}, droverOpts(j))
 	return err
 }
 
 func (d *droverImpl) AddBulk(ctx context.Context, js []jobSpec) error {
 	bulk := make([]drover.BulkJob, len(js))
 	for i, j := range js {
-		bulk[i] = drover.BulkJob{Name: queueName, Data: payload{I: j.I, At: j.At}, Opts: droverOpts(j)}
+		bulk[i] = drover.BulkJob{Name: queueName, Data: payload{I: j.I, At: j.At, P: j.Pad}, Opts: droverOpts(j)}
 	}
 	_, err := d.queue.AddBulk(ctx, bulk)
 	return err

@@ -27,7 +27,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -49,6 +52,17 @@ type config struct {
 	Spread      time.Duration
 	Warmup      time.Duration
 	Timeout     time.Duration
+	// Workload variants (issue 16): PayloadKB pads every job's data with
+	// that many KiB; Backoff "exp" retries with exponential backoff (5 ms
+	// base, doubling) and 50 % jitter instead of immediately; Dup > 1 adds
+	// every job Dup times under one deduplication id; StopAtHandled ends a
+	// process run once -n jobs were handled, leaving the rest of a backlog.
+	PayloadKB     int
+	Backoff       string
+	Dup           int
+	StopAtHandled bool
+	// DroverBin is the drover CLI binary (bigqueue).
+	DroverBin string
 }
 
 // queueName is the queue every implementation uses.
@@ -72,6 +86,11 @@ func main() {
 	spreadMS := flag.Float64("spread-ms", 2000, "delays are spread evenly over this window (delayed)")
 	warmupMS := flag.Float64("warmup-ms", 1000, "idle time between worker start and the first add (latency, delayed)")
 	timeoutS := flag.Float64("timeout-s", 240, "give up after this many seconds")
+	flag.IntVar(&cfg.PayloadKB, "payload-kb", 0, "pad every job's data with this many KiB")
+	flag.StringVar(&cfg.Backoff, "backoff", "fixed", "retry backoff with -attempts > 1: fixed (0 ms) or exp (5 ms doubling, jitter 0.5)")
+	flag.IntVar(&cfg.Dup, "dup", 1, "add every job this many times under one deduplication id")
+	flag.BoolVar(&cfg.StopAtHandled, "stop-at-handled", false, "process: stop once -n jobs were handled (a backlog stays)")
+	flag.StringVar(&cfg.DroverBin, "drover-bin", "", "drover CLI binary (bigqueue)")
 	flag.Parse()
 	cfg.Gap = msDuration(*gapMS)
 	cfg.Lead = msDuration(*leadMS)
@@ -113,6 +132,10 @@ func run(cfg config) (res result) {
 		res, err = scenarioDelayed(ctx, cfg, im)
 	case "mem":
 		res, err = scenarioMem(ctx, cfg, im)
+	case "seed_completed":
+		res, err = scenarioSeedCompleted(ctx, cfg, im)
+	case "bigqueue":
+		res, err = scenarioBigQueue(ctx, cfg, im)
 	default:
 		err = fmt.Errorf("unknown -scenario %q", cfg.Scenario)
 	}
@@ -159,13 +182,53 @@ type jobSpec struct {
 	I        int
 	At       int64         // due time, Unix microseconds; 0 = now
 	Delay    time.Duration // delay from now (for APIs that take a relative delay)
-	Attempts int           // > 1: retry immediately (backoff 0) up to this many attempts
+	Attempts int           // > 1: retry up to this many attempts
+	Backoff  string        // with Attempts > 1: "fixed" (0 ms) or "exp" (5 ms doubling, jitter 0.5)
+	DedupID  string        // non-empty: deduplicate adds by this id
+	Pad      string        // extra data (the payload's "p")
+}
+
+// spec is job i of a scenario under cfg's workload flags.
+func (cfg config) spec(i int) jobSpec {
+	j := jobSpec{I: i, Attempts: cfg.Attempts, Backoff: cfg.Backoff}
+	if cfg.Dup > 1 {
+		j.I = i / cfg.Dup
+		j.DedupID = "d" + strconv.Itoa(j.I)
+	}
+	if cfg.PayloadKB > 0 {
+		j.Pad = padding(cfg.PayloadKB)
+	}
+	return j
+}
+
+var padCache = map[int]string{}
+
+func padding(kb int) string {
+	if s, ok := padCache[kb]; ok {
+		return s
+	}
+	s := strings.Repeat("x", kb*1024)
+	padCache[kb] = s
+	return s
 }
 
 // payload is the job data every implementation carries.
 type payload struct {
-	I  int   `json:"i"`
-	At int64 `json:"at,omitempty"`
+	I  int    `json:"i"`
+	At int64  `json:"at,omitempty"`
+	P  string `json:"p,omitempty"`
+}
+
+// Exponential backoff of the "exp" workload: attempt k (1-based) failed ->
+// wait expBase·2^(k-1), drawn from [d·(1-expJitter), d).
+const (
+	expBase   = 5 * time.Millisecond
+	expJitter = 0.5
+)
+
+func expDelay(failed int) time.Duration {
+	d := expBase << max(failed-1, 0)
+	return d - time.Duration(rand.Float64()*expJitter*float64(d))
 }
 
 // handler processes one job; attempt is 1 for the first attempt.
@@ -188,6 +251,9 @@ type result struct {
 	MaxMs    float64 `json:"max_ms,omitempty"`
 	// FirstMs is worker start -> first job handled (process, retry).
 	FirstMs float64 `json:"first_ms,omitempty"`
+	// Extra holds named figures of scenarios that measure several things
+	// (bigqueue: one latency per endpoint).
+	Extra map[string]float64 `json:"extra,omitempty"`
 	// CPUus is this process' user+sys CPU time over the measured phase only
 	// (start-up and module loading excluded).
 	CPUus float64 `json:"cpu_us"`

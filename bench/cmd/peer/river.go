@@ -26,8 +26,9 @@ type riverImpl struct {
 }
 
 type riverArgs struct {
-	I  int   `json:"i"`
-	At int64 `json:"at,omitempty"`
+	I  int    `json:"i"`
+	At int64  `json:"at,omitempty"`
+	P  string `json:"p,omitempty"`
 }
 
 func (riverArgs) Kind() string { return "bench" }
@@ -38,13 +39,18 @@ type riverWorker struct {
 }
 
 func (w *riverWorker) Work(ctx context.Context, job *river.Job[riverArgs]) error {
-	return w.impl.h(ctx, payload{I: job.Args.I, At: job.Args.At}, job.Attempt)
+	return w.impl.h(ctx, payload{I: job.Args.I, At: job.Args.At, P: job.Args.P}, job.Attempt)
 }
 
 // immediateRetry retries a failed job at once (backoff 0).
 type immediateRetry struct{}
 
 func (immediateRetry) NextRetry(*rivertype.JobRow) time.Time { return time.Now() }
+
+// expRetry is the "exp" workload's exponential backoff with jitter.
+type expRetry struct{}
+
+func (expRetry) NextRetry(j *rivertype.JobRow) time.Time { return time.Now().Add(expDelay(j.Attempt)) }
 
 func newRiver(cfg config) (impl, error) {
 	if cfg.PGURL == "" {
@@ -69,6 +75,9 @@ func newRiver(cfg config) (impl, error) {
 		RetryPolicy:       immediateRetry{},
 		Workers:           workers,
 	}
+	if cfg.Backoff == "exp" {
+		rc.RetryPolicy = expRetry{}
+	}
 	switch cfg.Scenario {
 	case "process", "retry", "latency", "delayed", "mem":
 		rc.Queues = map[string]river.QueueConfig{queueName: {MaxWorkers: cfg.Concurrency}}
@@ -89,7 +98,11 @@ func (r *riverImpl) insertParams(j jobSpec) river.InsertManyParams {
 	if j.At != 0 {
 		opts.ScheduledAt = time.UnixMicro(j.At)
 	}
-	return river.InsertManyParams{Args: riverArgs{I: j.I, At: j.At}, InsertOpts: opts}
+	if j.DedupID != "" {
+		// River's deduplication: unique by args (duplicates carry the same i).
+		opts.UniqueOpts = river.UniqueOpts{ByArgs: true}
+	}
+	return river.InsertManyParams{Args: riverArgs{I: j.I, At: j.At, P: j.Pad}, InsertOpts: opts}
 }
 
 func (r *riverImpl) Add(ctx context.Context, j jobSpec) error {

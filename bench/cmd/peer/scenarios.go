@@ -20,9 +20,9 @@ import (
 // -chunk jobs, or -producers concurrent single adds where there is no bulk API.
 func scenarioSeed(ctx context.Context, cfg config, im impl) (result, error) {
 	t0 := time.Now()
-	err := addBulk(ctx, im, cfg.N, cfg.Chunk, cfg.Attempts)
+	err := addBulk(ctx, im, cfg)
 	if errors.Is(err, errNoBulk) {
-		err = addSingle(ctx, im, cfg.N, cfg.Producers, cfg.Attempts)
+		err = addSingle(ctx, im, cfg)
 	}
 	return rateResult(cfg.N, time.Since(t0), 0), err
 }
@@ -30,18 +30,19 @@ func scenarioSeed(ctx context.Context, cfg config, im impl) (result, error) {
 func scenarioAddSingle(ctx context.Context, cfg config, im impl) (result, error) {
 	cpu0 := cpuMicros()
 	t0 := time.Now()
-	err := addSingle(ctx, im, cfg.N, cfg.Producers, cfg.Attempts)
+	err := addSingle(ctx, im, cfg)
 	return rateResult(cfg.N, time.Since(t0), cpuMicros()-cpu0), err
 }
 
 func scenarioAddBulk(ctx context.Context, cfg config, im impl) (result, error) {
 	cpu0 := cpuMicros()
 	t0 := time.Now()
-	err := addBulk(ctx, im, cfg.N, cfg.Chunk, cfg.Attempts)
+	err := addBulk(ctx, im, cfg)
 	return rateResult(cfg.N, time.Since(t0), cpuMicros()-cpu0), err
 }
 
-func addSingle(ctx context.Context, im impl, n, producers, attempts int) error {
+func addSingle(ctx context.Context, im impl, cfg config) error {
+	n, producers := cfg.N, cfg.Producers
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, producers)
@@ -52,7 +53,7 @@ func addSingle(ctx context.Context, im impl, n, producers, attempts int) error {
 				if i >= n {
 					return
 				}
-				if err := im.Add(ctx, jobSpec{I: i, Attempts: attempts}); err != nil {
+				if err := im.Add(ctx, cfg.spec(i)); err != nil {
 					errs[p] = fmt.Errorf("add job %d: %w", i, err)
 					return
 				}
@@ -63,12 +64,13 @@ func addSingle(ctx context.Context, im impl, n, producers, attempts int) error {
 	return errors.Join(errs...)
 }
 
-func addBulk(ctx context.Context, im impl, n, chunk, attempts int) error {
+func addBulk(ctx context.Context, im impl, cfg config) error {
+	n, chunk := cfg.N, cfg.Chunk
 	js := make([]jobSpec, 0, chunk)
 	for i := 0; i < n; i += chunk {
 		js = js[:0]
 		for k := i; k < min(i+chunk, n); k++ {
-			js = append(js, jobSpec{I: k, Attempts: attempts})
+			js = append(js, cfg.spec(k))
 		}
 		if err := im.AddBulk(ctx, js); err != nil {
 			return err
@@ -111,8 +113,10 @@ func scenarioProcess(ctx context.Context, cfg config, im impl) (result, error) {
 	if err := waitAll(ctx, all, &done, cfg.N); err != nil {
 		return result{}, err
 	}
-	if err := waitDrained(ctx, im, cfg.N); err != nil {
-		return result{}, err
+	if !cfg.StopAtHandled {
+		if err := waitDrained(ctx, im, cfg.N); err != nil {
+			return result{}, err
+		}
 	}
 	res := rateResult(cfg.N, time.Since(t0), cpuMicros()-cpu0)
 	res.FirstMs = float64(first.Load()) / 1e6

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
+)
+
+// loadCompletedLua writes jobs ARGV[2]..ARGV[3] as completed BullMQ jobs
+// (hash + completed zset entry) under the base ARGV[1] and moves the id
+// counter past them, so jobs added later get fresh ids.
+const loadCompletedLua = `
+local base, from, to, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+for i = from, to do
+  local id = tostring(i)
+  redis.call("HSET", base .. id, "name", "bench", "data", '{"i":' .. id .. '}', "opts", '{"attempts":1}',
+    "timestamp", now, "delay", 0, "priority", 0, "atm", 1, "ats", 1,
+    "processedOn", now, "finishedOn", now, "returnvalue", "null")
+  redis.call("ZADD", base .. "completed", now, id)
+end
+redis.call("SET", base .. "id", to)
+return to
+`
+
+// loadMixedLua writes jobs ARGV[2]..ARGV[3] under the base ARGV[1]: 90 % in
+// wait, 5 % delayed (spread over the next hours), 3 % completed, 2 % failed.
+const loadMixedLua = `
+local base, from, to, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+for i = from, to do
+  local id = tostring(i)
+  local r = i % 100
+  local atm = 0
+  if r >= 95 then atm = 3 end
+  redis.call("HSET", base .. id, "name", "bench", "data", '{"i":' .. id .. '}', "opts", '{"attempts":3}',
+    "timestamp", now, "delay", 0, "priority", 0, "atm", atm, "ats", atm)
+  if r < 90 then
+    redis.call("RPUSH", base .. "wait", id)
+  elseif r < 95 then
+    redis.call("ZADD", base .. "delayed", (now + i) * 4096 + (i % 4096), id)
+  elseif r < 98 then
+    redis.call("HSET", base .. id, "finishedOn", now, "processedOn", now, "returnvalue", "null")
+    redis.call("ZADD", base .. "completed", now, id)
+  else
+    redis.call("HSET", base .. id, "finishedOn", now, "processedOn", now, "failedReason", "boom", "stacktrace", '["Error: boom"]')
+    redis.call("ZADD", base .. "failed", now, id)
+  end
+end
+redis.call("SET", base .. "id", to)
+redis.call("XADD", base .. "events", "*", "event", "added")
+return to
+`
+
+// loadBullLayout runs a loader script over 1..n in calls of 50,000 jobs.
+// Only drover and BullMQ share this layout (prefix "bull", queue "bench").
+func loadBullLayout(ctx context.Context, cfg config, lua string) error {
+	if cfg.Impl != "drover" {
+		return fmt.Errorf("%s: n/a (the loader writes BullMQ's layout)", cfg.Impl)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ReadTimeout: time.Minute})
+	defer rdb.Close()
+	s := redis.NewScript(lua)
+	base := droverPrefix + ":" + queueName + ":"
+	for from := 1; from <= cfg.N; from += 50_000 {
+		to := min(from+50_000-1, cfg.N)
+		if err := s.Run(ctx, rdb, []string{base + "wait"}, base, from, to, time.Now().UnixMilli()).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scenarioSeedCompleted stores -n completed jobs (the "1M kept completed"
+// backlog). Node's peer runs the same script for BullMQ.
+func scenarioSeedCompleted(ctx context.Context, cfg config, _ impl) (result, error) {
+	t0 := time.Now()
+	err := loadBullLayout(ctx, cfg, loadCompletedLua)
+	return rateResult(cfg.N, time.Since(t0), 0), err
+}
+
+// scenarioBigQueue loads a queue of -n jobs (loadMixedLua) and times, over
+// real HTTP and the real CLI binary, what an operator runs against it: the
+// dashboard's overview API, the storm analytics (delayed stats) API, the
+// failed jobs' first page (API and `drover jobs --state failed`) and
+// `drover queues`. Each is run bigqueueReps times; Extra holds the medians
+// in ms. The CLI figures include starting the process.
+func scenarioBigQueue(ctx context.Context, cfg config, _ impl) (result, error) {
+	if err := loadBullLayout(ctx, cfg, loadMixedLua); err != nil {
+		return result{}, err
+	}
+	if cfg.DroverBin == "" {
+		return result{}, errors.New("bigqueue needs -drover-bin")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr})
+	defer rdb.Close()
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: droverPrefix})
+	if err != nil {
+		return result{}, err
+	}
+	defer func() { _ = ins.Close(context.WithoutCancel(ctx)) }()
+	h, err := dashboard.New(ins, nil)
+	if err != nil {
+		return result{}, err
+	}
+	defer func() { _ = h.Close(context.WithoutCancel(ctx)) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return result{}, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	url := "http://" + ln.Addr().String()
+	hc := &http.Client{Timeout: time.Minute}
+	get := func(path string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+path, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", path, resp.Status)
+		}
+		return nil
+	}
+	cli := func(args ...string) func() error {
+		return func() error {
+			argv := append(append([]string{}, args...), "--redis", "redis://"+cfg.RedisAddr, "--prefix", droverPrefix)
+			out, err := exec.CommandContext(ctx, cfg.DroverBin, argv...).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("drover %v: %w: %s", args, err, out)
+			}
+			return nil
+		}
+	}
+	if err := get("/api/overview"); err != nil { // discovery's first scan, off the clock
+		return result{}, err
+	}
+	cpu0 := cpuMicros()
+	t0 := time.Now()
+	res := result{Extra: map[string]float64{}}
+	for _, c := range []struct {
+		name string
+		do   func() error
+	}{
+		{"api_overview", func() error { return get("/api/overview") }},
+		{"api_storm", func() error { return get("/api/queues/" + queueName + "/delayed") }},
+		{"api_failed_page", func() error { return get("/api/queues/" + queueName + "/jobs?state=failed") }},
+		{"cli_queues", cli("queues")},
+		{"cli_jobs_failed", cli("jobs", "--state", "failed", queueName)},
+	} {
+		var ms []float64
+		for range bigqueueReps {
+			t := time.Now()
+			if err := c.do(); err != nil {
+				return result{}, err
+			}
+			ms = append(ms, float64(time.Since(t).Microseconds())/1e3)
+		}
+		slices.Sort(ms)
+		res.Extra[c.name+"_ms"] = ms[len(ms)/2]
+	}
+	res.Seconds = time.Since(t0).Seconds()
+	res.CPUus = float64(cpuMicros() - cpu0)
+	res.RSSkb = rssKB()
+	res.Note = "jobs: " + strconv.Itoa(cfg.N)
+	return res, nil
+}
+
+const bigqueueReps = 9
