@@ -60,7 +60,8 @@ type Job struct {
 	Timeline []Attempt
 
 	queue *Queue
-	token string // lock token while a worker runs this attempt
+	token string      // lock token while a worker runs this attempt
+	run   *runningJob // the attempt, while a worker runs it
 }
 
 // Attempt is one run of a job, recorded by drover workers in the job hash

@@ -262,6 +262,9 @@ type QueueOptions struct {
 	// that is neither fixed, exponential nor listed here, so a typo fails at
 	// add time instead of when the job first fails.
 	BackoffTypes []string
+	// AddMiddleware runs around every Add and AddBulk, first = outermost
+	// (see AddMiddleware). None by default.
+	AddMiddleware []AddMiddleware
 }
 
 func (o *QueueOptions) withDefaults() QueueOptions {

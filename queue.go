@@ -34,6 +34,9 @@ type Queue struct {
 	logger *slog.Logger
 	closed atomic.Bool
 	adds   addBatcher
+	// The add chains through QueueOptions.AddMiddleware (middleware.go);
+	// nil without middleware.
+	addOneChain, addBulkChain AddFunc
 }
 
 // NewQueue returns the queue called name. It does no I/O. On a Redis
@@ -62,15 +65,24 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 			return nil, fmt.Errorf("QueueOptions.DefaultJobOptions: %w", err)
 		}
 	}
+	for i, mw := range o.AddMiddleware {
+		if mw == nil {
+			return nil, optionError("QueueOptions.AddMiddleware[%d] is nil", i)
+		}
+	}
 	topology.Watch(rdb)
-	return &Queue{
+	q := &Queue{
 		name:   name,
 		k:      keys.New(o.Prefix, name),
 		rdb:    rdb,
 		opts:   o,
 		clock:  clock.Real{},
 		logger: o.Logger,
-	}, nil
+	}
+	if len(o.AddMiddleware) > 0 {
+		q.addChains()
+	}
+	return q, nil
 }
 
 // checkNames validates the queue name and, on a Redis Cluster client, that
@@ -166,17 +178,27 @@ type BulkJob struct {
 // Adds made at the same time from several goroutines share one script call
 // (see addBatcher), so many concurrent producers cost Redis little more than
 // one bulk add.
+//
+// QueueOptions.AddMiddleware runs around it with a one-job slice.
 func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions) (*AddResult, error) {
 	if err := q.check(); err != nil {
 		return nil, err
 	}
-	p, err := q.prepare(-1, &BulkJob{Name: name, Data: data, Opts: opts}, q.clock.Now())
+	if q.addOneChain != nil {
+		return q.addThrough(ctx, BulkJob{Name: name, Data: data, Opts: opts})
+	}
+	return q.addOne(ctx, &BulkJob{Name: name, Data: data, Opts: opts})
+}
+
+// addOne is Add after the middleware.
+func (q *Queue) addOne(ctx context.Context, bj *BulkJob) (*AddResult, error) {
+	p, err := q.prepare(-1, bj, q.clock.Now())
 	if err != nil {
 		return nil, err
 	}
 	oc, err := q.adds.add(ctx, q, p.rec)
 	if err != nil {
-		return nil, fmt.Errorf("add job %q to queue %q: %w", name, q.name, err)
+		return nil, fmt.Errorf("add job %q to queue %q: %w", bj.Name, q.name, err)
 	}
 	return q.addResult(ctx, &p, oc), nil
 }
@@ -249,10 +271,20 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 // *AddBulkError that carries the results of the stored jobs and says
 // whether the failed chunk is known not to be stored. Like Add, each chunk
 // is stored once however often the client resends it.
+//
+// QueueOptions.AddMiddleware runs around it once, with a copy of jobs.
 func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
 	if err := q.check(); err != nil {
 		return nil, err
 	}
+	if q.addBulkChain != nil {
+		return q.addBulkChain(ctx, append([]BulkJob(nil), jobs...))
+	}
+	return q.addBulk(ctx, jobs)
+}
+
+// addBulk is AddBulk after the middleware.
+func (q *Queue) addBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
 	now := q.clock.Now()
 	preps := make([]prepared, len(jobs))
 	for i := range jobs {

@@ -99,8 +99,12 @@ type WorkerOptions struct {
 	ClockSkewWarning time.Duration
 	// Logger receives the worker's logs. Defaults to discarding.
 	Logger *slog.Logger
-	// Hooks observe the worker, e.g. for metrics. Optional.
+	// Hooks observe the worker, e.g. for metrics. Optional. JobStarted and
+	// JobFinished run as a middleware outside Middleware.
 	Hooks *WorkerHooks
+	// Middleware runs around every attempt, first = outermost (see
+	// WorkerMiddleware). None by default.
+	Middleware []WorkerMiddleware
 	// Metrics makes the worker count the jobs it finishes for good in
 	// BullMQ's per-minute metrics (<queue>:metrics:completed|failed), which
 	// Node's Queue.getMetrics and drover's Queue.GetMetrics read. nil = off
@@ -123,7 +127,9 @@ const (
 )
 
 // WorkerHooks are called from the worker's goroutines; they must be fast and
-// safe for concurrent use. Any of them may be nil.
+// safe for concurrent use. Any of them may be nil. JobStarted and
+// JobFinished are a WorkerMiddleware (the outermost one); the others report
+// on the worker rather than on an attempt.
 type WorkerHooks struct {
 	// JobStarted is called before the processor runs.
 	JobStarted func(job *Job)
@@ -218,6 +224,8 @@ type Worker struct {
 	// Set by NewWorker; read-only afterwards.
 	q       *Queue
 	proc    Processor
+	chain   ProcessorFunc      // proc inside the middleware (middleware.go)
+	mws     []WorkerMiddleware // hooks first, then WorkerOptions.Middleware
 	opts    WorkerOptions
 	id      string
 	log     *slog.Logger
@@ -287,6 +295,12 @@ type runningJob struct {
 	lastRenew atomic.Int64 // ms; written by the lock keeper
 	lostWhy   atomic.Value // string; written by the lock keeper before it cancels
 	written   atomic.Bool  // the result is in Redis: the lock keeper leaves it alone
+	// ran: the processor chain was called. mwCtx[i] is the context
+	// middleware i received (mwCtx[len] the processor's); nil without
+	// middleware. Written by the job goroutine before it hands the result
+	// on, read by whoever calls Finished after that.
+	ran   bool
+	mwCtx []context.Context
 }
 
 type finishItem struct {
@@ -311,9 +325,12 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		return nil, err
 	}
 	id := newID()
+	mws := o.middleware()
 	w := &Worker{
 		q:       q,
 		proc:    proc,
+		chain:   chain(proc, mws),
+		mws:     mws,
 		opts:    o,
 		id:      id,
 		jobs:    newInflight(o.Concurrency),

@@ -85,6 +85,9 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 		select {
 		case <-w.forceFinish:
 			w.log.Error("giving up writing job results; the stalled checker will recover these jobs", slog.Int(logkey.Count, len(batch)))
+			for _, it := range batch {
+				w.finished(it.rj, Finish{Err: it.err, Took: it.took})
+			}
 			w.jobs.finish(done, reserved, nil)
 			return
 		case <-time.After(retryDelay(attempt)):
@@ -103,12 +106,11 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 		if codes[i] != nil {
 			w.log.Warn("job result not written: the worker no longer owns the job", slog.String(logkey.JobID, job.ID),
 				slog.String(logkey.Outcome, it.outcome.String()), slog.Any(logkey.Error, codes[i]))
+			w.finished(it.rj, Finish{Err: it.err, Took: it.took})
 			continue
 		}
 		w.logFinished(it)
-		if h := w.opts.Hooks.JobFinished; h != nil {
-			h(job, it.outcome, it.took, it.err)
-		}
+		w.finished(it.rj, Finish{Outcome: it.outcome, Err: it.err, Took: it.took})
 		if it.outcome == OutcomeRetryDelayed || it.outcome == OutcomeDelayed {
 			w.setNextDelayed(it.rec.Due)
 			newDelayed = true

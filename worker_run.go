@@ -37,9 +37,7 @@ func (w *Worker) run(rj *runningJob) {
 	case w.opts.MaxStartedAttempts > 0 && job.AttemptsStarted > w.opts.MaxStartedAttempts:
 		err = Unrecoverable(errors.New("job started more than allowable limit"))
 	default:
-		if h := w.opts.Hooks.JobStarted; h != nil {
-			h(job)
-		}
+		rj.ran = true
 		w.log.DebugContext(ctx, "job started", slog.String(logkey.JobID, job.ID),
 			slog.String(logkey.JobName, job.Name), slog.Int(logkey.Attempt, job.AttemptsStarted))
 		result, err = w.call(ctx, job)
@@ -50,6 +48,7 @@ func (w *Worker) run(rj *runningJob) {
 		why, _ := rj.lostWhy.Load().(string)
 		w.log.WarnContext(ctx, "job lock lost: result not written", slog.String(logkey.JobID, job.ID),
 			slog.String(logkey.Reason, why), slog.Duration(logkey.Duration, took))
+		w.finished(rj, Finish{Err: fmt.Errorf("%w: %s", ErrLockLost, why), Took: took})
 		w.jobs.finish([]*runningJob{rj}, 0, nil)
 		return
 	}
@@ -57,14 +56,15 @@ func (w *Worker) run(rj *runningJob) {
 	w.results <- item
 }
 
-// call runs the processor, turning a panic into an error with its stack.
+// call runs the processor inside its middleware, turning a panic into an
+// error with its stack.
 func (w *Worker) call(ctx context.Context, job *Job) (result any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &panicError{value: p, stack: string(debug.Stack())}
 		}
 	}()
-	return w.proc.Process(ctx, job)
+	return w.chain(ctx, job)
 }
 
 type panicError struct {

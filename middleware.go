@@ -1,0 +1,196 @@
+package drover
+
+// Middleware: code that runs around every add (producer side) and around
+// every attempt (worker side). Tracing, metrics, context values, panic
+// policies and the WorkerHooks are all built on these two types.
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// AddFunc stores jobs in a queue: what a Queue's AddMiddleware wraps. One
+// result per job, in order, when the error is nil.
+type AddFunc func(ctx context.Context, jobs []BulkJob) ([]*AddResult, error)
+
+// AddMiddleware runs around every Queue.Add (one job) and Queue.AddBulk
+// (all its jobs in one call), before the jobs are validated and encoded.
+// It may change the jobs (their Data, their Opts, even add or drop jobs),
+// the context, or the results and the error next returns; it may also
+// return without calling next. It must not write through the Opts pointers
+// it was given, which belong to the caller: to change options, set Opts to
+// a changed copy. jobs is the middleware's own slice.
+//
+// Set them in QueueOptions.AddMiddleware. The first one is the outermost:
+// it runs first and sees the results last.
+type AddMiddleware func(ctx context.Context, jobs []BulkJob, next AddFunc) ([]*AddResult, error)
+
+// WorkerMiddleware runs around each attempt a Worker makes. Either field may
+// be nil.
+//
+// Set them in WorkerOptions.Middleware. The first one is the outermost: its
+// Process runs first and its Finished runs last. WorkerOptions.Hooks, when
+// set, run as one more middleware, outside all of these.
+type WorkerMiddleware struct {
+	// Process wraps the processor: call next to run the rest of the chain
+	// (the inner middleware, then the processor). It may pass next a
+	// context of its own (values, a deadline), time the call, turn a panic
+	// into an error (a panic that reaches the worker fails the attempt with
+	// its stack), or change the value or error next returned, which the
+	// worker then uses to decide the outcome. It must call next at most
+	// once, on its own goroutine, before it returns.
+	//
+	// Process runs only when the processor would: not for a job that
+	// fails without running (undecodable, a deferred failure, started
+	// more than WorkerOptions.MaxStartedAttempts times).
+	Process func(ctx context.Context, job *Job, next ProcessorFunc) (any, error)
+
+	// Finished is called once the worker has written the attempt's
+	// outcome to Redis (or knows it never will: then f.Outcome is
+	// OutcomeUnknown), for every attempt whose Process ran, and for every
+	// attempt that failed without running the processor. ctx is the
+	// context this middleware's Process passed to next (the one it
+	// received when it did not call next, or when Process is nil), so a
+	// span or value it stored there is found again; ctx is cancelled by
+	// then and only good for its values. It runs on the worker's result
+	// writer: keep it fast and safe for concurrent use.
+	Finished func(ctx context.Context, job *Job, f Finish)
+}
+
+// Finish is how an attempt ended, as WorkerMiddleware.Finished sees it.
+type Finish struct {
+	// Outcome is what the worker wrote. OutcomeUnknown means nothing was
+	// written: the worker lost the job's lock (the job belongs to another
+	// worker or to the stalled checker now), or gave up writing when Close
+	// could not reach Redis.
+	Outcome Outcome
+	// Err is the error the attempt failed with: the processor's (after
+	// middleware), or the reason the job failed without running, or why
+	// nothing was written (wrapping ErrLockLost). nil when it completed.
+	Err error
+	// Took is how long the attempt ran, from its fetch until the processor
+	// (and the middleware around it) returned.
+	Took time.Duration
+}
+
+// chain builds the worker's processing chain once: hooks outermost, then
+// the middleware in order, then the processor. Layer i records the context
+// it received in the attempt's mwCtx[i] (and the processor's in
+// mwCtx[len]), so Finished can be handed the context its Process passed on.
+func chain(proc Processor, mws []WorkerMiddleware) ProcessorFunc {
+	n := len(mws)
+	h := ProcessorFunc(func(ctx context.Context, job *Job) (any, error) {
+		if rj := job.run; rj != nil && rj.mwCtx != nil {
+			rj.mwCtx[n] = ctx
+		}
+		return proc.Process(ctx, job)
+	})
+	if n == 0 {
+		return proc.Process
+	}
+	for i := n - 1; i >= 0; i-- {
+		next, process := h, mws[i].Process
+		h = func(ctx context.Context, job *Job) (any, error) {
+			if rj := job.run; rj != nil && rj.mwCtx != nil {
+				rj.mwCtx[i] = ctx
+			}
+			if process == nil {
+				return next(ctx, job)
+			}
+			return process(ctx, job, next)
+		}
+	}
+	return h
+}
+
+// middleware is the worker's list: the hooks' middleware, then the options'.
+func (o *WorkerOptions) middleware() []WorkerMiddleware {
+	var mws []WorkerMiddleware
+	if h := o.Hooks; h != nil && (h.JobStarted != nil || h.JobFinished != nil) {
+		mws = append(mws, h.middleware())
+	}
+	return append(mws, o.Middleware...)
+}
+
+// middleware is the JobStarted and JobFinished hooks as a middleware, with
+// their old meaning: JobStarted just before the processor runs, JobFinished
+// once an outcome is written (never for an attempt whose result was not).
+func (h *WorkerHooks) middleware() WorkerMiddleware {
+	var m WorkerMiddleware
+	if started := h.JobStarted; started != nil {
+		m.Process = func(ctx context.Context, job *Job, next ProcessorFunc) (any, error) {
+			started(job)
+			return next(ctx, job)
+		}
+	}
+	if finished := h.JobFinished; finished != nil {
+		m.Finished = func(_ context.Context, job *Job, f Finish) {
+			if f.Outcome != OutcomeUnknown {
+				finished(job, f.Outcome, f.Took, f.Err)
+			}
+		}
+	}
+	return m
+}
+
+// finished calls every middleware's Finished for one attempt, innermost
+// first.
+func (w *Worker) finished(rj *runningJob, f Finish) {
+	if len(w.mws) == 0 {
+		return
+	}
+	ctx := context.WithoutCancel(rj.ctx)
+	for i := len(w.mws) - 1; i >= 0; i-- {
+		fn := w.mws[i].Finished
+		if fn == nil {
+			continue
+		}
+		c := ctx
+		if rj.mwCtx != nil {
+			switch {
+			case rj.mwCtx[i+1] != nil:
+				c = context.WithoutCancel(rj.mwCtx[i+1])
+			case rj.mwCtx[i] != nil:
+				c = context.WithoutCancel(rj.mwCtx[i])
+			case rj.ran:
+				continue // an outer middleware did not call next: this one never ran
+			}
+		}
+		fn(c, rj.job, f)
+	}
+}
+
+// addChains builds the queue's add chains once: one that ends in a single
+// add (Add), one that ends in a bulk add (AddBulk).
+func (q *Queue) addChains() {
+	one := AddFunc(func(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
+		if len(jobs) != 1 {
+			return q.addBulk(ctx, jobs)
+		}
+		r, err := q.addOne(ctx, &jobs[0])
+		if err != nil {
+			return nil, err
+		}
+		return []*AddResult{r}, nil
+	})
+	bulk := AddFunc(q.addBulk)
+	for i := len(q.opts.AddMiddleware) - 1; i >= 0; i-- {
+		mw, nextOne, nextBulk := q.opts.AddMiddleware[i], one, bulk
+		one = func(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) { return mw(ctx, jobs, nextOne) }
+		bulk = func(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) { return mw(ctx, jobs, nextBulk) }
+	}
+	q.addOneChain, q.addBulkChain = one, bulk
+}
+
+// addThrough runs Add's chain for one job.
+func (q *Queue) addThrough(ctx context.Context, bj BulkJob) (*AddResult, error) {
+	res, err := q.addOneChain(ctx, []BulkJob{bj})
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != 1 || res[0] == nil {
+		return nil, fmt.Errorf("add job %q to queue %q: AddMiddleware returned %d results for one job", bj.Name, q.name, len(res))
+	}
+	return res[0], nil
+}

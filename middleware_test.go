@@ -1,0 +1,324 @@
+package drover_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// trail is a concurrency-safe list of what middleware did, in order.
+type trail struct {
+	mu    sync.Mutex
+	steps []string
+}
+
+func (tr *trail) add(format string, args ...any) {
+	tr.mu.Lock()
+	tr.steps = append(tr.steps, fmt.Sprintf(format, args...))
+	tr.mu.Unlock()
+}
+
+func (tr *trail) list() []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return append([]string(nil), tr.steps...)
+}
+
+func TestAddMiddleware(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+
+	t.Run("OrderChangesAndResults", func(t *testing.T) {
+		t.Parallel()
+		tr := &trail{}
+		named := func(name string) drover.AddMiddleware {
+			return func(ctx context.Context, jobs []drover.BulkJob, next drover.AddFunc) ([]*drover.AddResult, error) {
+				tr.add("%s before %d", name, len(jobs))
+				res, err := next(ctx, jobs)
+				tr.add("%s after %d %v", name, len(res), err)
+				return res, err
+			}
+		}
+		// The inner one stamps every job: a priority (a changed copy of the
+		// options) and a field in the data.
+		stamp := func(ctx context.Context, jobs []drover.BulkJob, next drover.AddFunc) ([]*drover.AddResult, error) {
+			for i := range jobs {
+				o := drover.JobOptions{}
+				if jobs[i].Opts != nil {
+					o = *jobs[i].Opts
+				}
+				o.Priority = 7
+				jobs[i].Opts = &o
+				jobs[i].Data = map[string]any{"wrapped": jobs[i].Data}
+			}
+			return next(ctx, jobs)
+		}
+		q, err := drover.NewQueue(rdb, "order", &drover.QueueOptions{Prefix: prefix,
+			AddMiddleware: []drover.AddMiddleware{named("outer"), named("inner"), stamp}})
+		require.NoError(t, err)
+
+		mine := &drover.JobOptions{JobID: "one"}
+		res, err := q.Add(ctx, "a", map[string]int{"n": 1}, mine)
+		require.NoError(t, err)
+		require.Equal(t, "one", res.Job.ID)
+		require.Equal(t, 7, res.Job.Priority)
+		require.Equal(t, 0, mine.Priority, "the caller's options are not written to")
+		got, err := q.GetJob(ctx, "one")
+		require.NoError(t, err)
+		require.JSONEq(t, `{"wrapped":{"n":1}}`, string(got.Data))
+		require.Equal(t, 7, got.Priority)
+
+		bulk := []drover.BulkJob{{Name: "b", Data: 1}, {Name: "c", Data: 2}}
+		out, err := q.AddBulk(ctx, bulk)
+		require.NoError(t, err)
+		require.Len(t, out, 2)
+		require.Equal(t, 1, bulk[0].Data, "the caller's slice is not written to")
+		require.Equal(t, []string{
+			"outer before 1", "inner before 1", "inner after 1 <nil>", "outer after 1 <nil>",
+			"outer before 2", "inner before 2", "inner after 2 <nil>", "outer after 2 <nil>",
+		}, tr.list())
+	})
+
+	t.Run("SeesErrorsAndMayRefuse", func(t *testing.T) {
+		t.Parallel()
+		var seen error
+		observe := func(ctx context.Context, jobs []drover.BulkJob, next drover.AddFunc) ([]*drover.AddResult, error) {
+			res, err := next(ctx, jobs)
+			seen = err
+			return res, err
+		}
+		refuse := func(ctx context.Context, jobs []drover.BulkJob, next drover.AddFunc) ([]*drover.AddResult, error) {
+			if jobs[0].Name == "forbidden" {
+				return nil, errors.New("not today")
+			}
+			return next(ctx, jobs)
+		}
+		q, err := drover.NewQueue(rdb, "refuse", &drover.QueueOptions{Prefix: prefix,
+			AddMiddleware: []drover.AddMiddleware{observe, refuse}})
+		require.NoError(t, err)
+		_, err = q.Add(ctx, "bad", nil, &drover.JobOptions{Delay: -time.Second})
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+		require.ErrorIs(t, seen, drover.ErrInvalidOption, "validation runs inside the middleware")
+		_, err = q.Add(ctx, "forbidden", nil, nil)
+		require.EqualError(t, err, "not today")
+		n, err := q.GetJobCounts(ctx, drover.StateWaiting)
+		require.NoError(t, err)
+		require.Zero(t, n[drover.StateWaiting])
+	})
+
+	t.Run("WrongResultCountIsAnError", func(t *testing.T) {
+		t.Parallel()
+		drop := func(context.Context, []drover.BulkJob, drover.AddFunc) ([]*drover.AddResult, error) {
+			return nil, nil
+		}
+		q, err := drover.NewQueue(rdb, "drop", &drover.QueueOptions{Prefix: prefix, AddMiddleware: []drover.AddMiddleware{drop}})
+		require.NoError(t, err)
+		_, err = q.Add(ctx, "x", nil, nil)
+		require.ErrorContains(t, err, "AddMiddleware returned 0 results for one job")
+	})
+
+	t.Run("NilRefused", func(t *testing.T) {
+		t.Parallel()
+		_, err := drover.NewQueue(rdb, "nil", &drover.QueueOptions{Prefix: prefix, AddMiddleware: []drover.AddMiddleware{nil}})
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+		require.ErrorContains(t, err, "QueueOptions.AddMiddleware[0] is nil")
+	})
+}
+
+type ctxKey string
+
+func TestWorkerMiddleware(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// layer returns a middleware that puts its name in the context, records
+	// its steps, and checks that Finished gets back the context its Process
+	// passed on.
+	layer := func(tr *trail, name string) drover.WorkerMiddleware {
+		return drover.WorkerMiddleware{
+			Process: func(ctx context.Context, job *drover.Job, next drover.ProcessorFunc) (any, error) {
+				tr.add("%s process %s", name, job.ID)
+				v, err := next(context.WithValue(ctx, ctxKey(name), name+"-"+job.ID), job)
+				tr.add("%s returned %s %v", name, job.ID, err)
+				return v, err
+			},
+			Finished: func(ctx context.Context, job *drover.Job, f drover.Finish) {
+				tr.add("%s finished %s %s ctx=%v", name, job.ID, f.Outcome, ctx.Value(ctxKey(name)))
+			},
+		}
+	}
+
+	t.Run("OrderContextAndOutcome", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		tr := &trail{}
+		hooks := &drover.WorkerHooks{
+			JobStarted: func(job *drover.Job) { tr.add("hook started %s", job.ID) },
+			JobFinished: func(job *drover.Job, o drover.Outcome, _ time.Duration, _ error) {
+				tr.add("hook finished %s %s", job.ID, o)
+			},
+		}
+		_, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: "ok"})
+		require.NoError(t, err)
+		done := make(chan struct{})
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			tr.add("processor sees %v %v", ctx.Value(ctxKey("outer")), ctx.Value(ctxKey("inner")))
+			return "v", nil
+		}, &drover.WorkerOptions{Hooks: hooks, Middleware: []drover.WorkerMiddleware{
+			layer(tr, "outer"), layer(tr, "inner"),
+			{Finished: func(context.Context, *drover.Job, drover.Finish) { close(done) }},
+		}})
+		<-done
+		testkit.WaitFor(t, 5*time.Second, "hook finished", func() bool { return len(tr.list()) == 9 })
+		require.Equal(t, []string{
+			"hook started ok",
+			"outer process ok",
+			"inner process ok",
+			"processor sees outer-ok inner-ok",
+			"inner returned ok <nil>",
+			"outer returned ok <nil>",
+			"inner finished ok completed ctx=inner-ok",
+			"outer finished ok completed ctx=outer-ok",
+			"hook finished ok completed",
+		}, tr.list())
+	})
+
+	t.Run("ChangesTheErrorAndSeesTheOutcome", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		// A middleware that turns a panic into an unrecoverable failure: the
+		// job has attempts left, but fails for good.
+		strict := drover.WorkerMiddleware{Process: func(ctx context.Context, job *drover.Job, next drover.ProcessorFunc) (v any, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = drover.Unrecoverable(fmt.Errorf("panic: %v", p))
+				}
+			}()
+			return next(ctx, job)
+		}}
+		var mu sync.Mutex
+		var finishes []drover.Finish
+		watch := drover.WorkerMiddleware{Finished: func(_ context.Context, _ *drover.Job, f drover.Finish) {
+			mu.Lock()
+			finishes = append(finishes, f)
+			mu.Unlock()
+		}}
+		_, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: "boom", Attempts: 5})
+		require.NoError(t, err)
+		b.startWorker(t, func(context.Context, *drover.Job) (any, error) { panic("kaput") },
+			&drover.WorkerOptions{Middleware: []drover.WorkerMiddleware{watch, strict}})
+		b.waitState(t, "boom", drover.StateFailed)
+		testkit.WaitFor(t, 5*time.Second, "finished", func() bool { mu.Lock(); defer mu.Unlock(); return len(finishes) == 1 })
+		require.Equal(t, drover.OutcomeFailedUnrecoverable, finishes[0].Outcome)
+		require.ErrorContains(t, finishes[0].Err, "panic: kaput")
+		job, err := b.queue.GetJob(ctx, "boom")
+		require.NoError(t, err)
+		require.Equal(t, 1, job.AttemptsMade)
+		require.Contains(t, job.FailedReason, "kaput")
+	})
+
+	t.Run("ShortCircuitSkipsInnerFinished", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		tr := &trail{}
+		gate := drover.WorkerMiddleware{Process: func(context.Context, *drover.Job, drover.ProcessorFunc) (any, error) {
+			return "skipped", nil
+		}}
+		_, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: "s"})
+		require.NoError(t, err)
+		ran := false
+		b.startWorker(t, func(context.Context, *drover.Job) (any, error) { ran = true; return nil, nil },
+			&drover.WorkerOptions{Middleware: []drover.WorkerMiddleware{layer(tr, "outer"), gate, layer(tr, "inner")}})
+		b.waitState(t, "s", drover.StateCompleted)
+		testkit.WaitFor(t, 5*time.Second, "finished", func() bool { return len(tr.list()) == 3 })
+		require.Equal(t, []string{"outer process s", "outer returned s <nil>", "outer finished s completed ctx=outer-s"}, tr.list())
+		require.False(t, ran)
+		job, err := b.queue.GetJob(ctx, "s")
+		require.NoError(t, err)
+		require.JSONEq(t, `"skipped"`, string(job.ReturnValue))
+	})
+
+	t.Run("JobThatCannotRunIsFinishedNotProcessed", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		tr := &trail{}
+		_, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: "bad"})
+		require.NoError(t, err)
+		require.NoError(t, b.rdb.HSet(ctx, keys.New(b.prefix, b.name).Job("bad"), "data", "{not json").Err())
+		b.startWorker(t, func(context.Context, *drover.Job) (any, error) { return nil, nil },
+			&drover.WorkerOptions{Middleware: []drover.WorkerMiddleware{layer(tr, "m")}})
+		b.waitState(t, "bad", drover.StateFailed)
+		testkit.WaitFor(t, 5*time.Second, "finished", func() bool { return len(tr.list()) == 1 })
+		require.Equal(t, []string{"m finished bad failed-unrecoverable ctx=<nil>"}, tr.list())
+	})
+}
+
+// BenchmarkMiddlewareOverhead measures what a worker middleware chain adds
+// to the processing hot path: the same jobs processed with no middleware
+// and with three (one Process, one Finished, one both). Compare ns/op of
+// the sub-benchmarks.
+func BenchmarkMiddlewareOverhead(b *testing.B) {
+	mw := []drover.WorkerMiddleware{
+		{Process: func(ctx context.Context, job *drover.Job, next drover.ProcessorFunc) (any, error) {
+			return next(context.WithValue(ctx, ctxKey("k"), 1), job)
+		}},
+		{Finished: func(context.Context, *drover.Job, drover.Finish) {}},
+		{
+			Process: func(ctx context.Context, job *drover.Job, next drover.ProcessorFunc) (any, error) {
+				start := time.Now()
+				v, err := next(ctx, job)
+				_ = time.Since(start)
+				return v, err
+			},
+			Finished: func(context.Context, *drover.Job, drover.Finish) {},
+		},
+	}
+	for _, c := range []struct {
+		name string
+		mw   []drover.WorkerMiddleware
+	}{{"none", nil}, {"three", mw}} {
+		b.Run(c.name, func(b *testing.B) {
+			benchProcess(b, c.mw)
+		})
+	}
+}
+
+// benchProcess adds b.N jobs and times a worker (concurrency 100) that
+// processes them with the given middleware.
+func benchProcess(b *testing.B, mw []drover.WorkerMiddleware) {
+	tb := setupQueueTB(b)
+	ctx := context.Background()
+	jobs := make([]drover.BulkJob, b.N)
+	for i := range jobs {
+		jobs[i] = drover.BulkJob{Name: "bench", Data: json.RawMessage(`{"to":"a@example.com","n":1}`)}
+	}
+	_, err := tb.queue.AddBulk(ctx, jobs)
+	require.NoError(b, err)
+	var done sync.WaitGroup
+	done.Add(b.N)
+	// The processor counts, so that the baseline has no middleware at all.
+	proc := drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { done.Done(); return nil, nil })
+	b.ResetTimer()
+	w, err := drover.NewWorker(tb.rdb, tb.name, proc, &drover.WorkerOptions{Prefix: tb.prefix, Concurrency: 100, Middleware: mw})
+	require.NoError(b, err)
+	require.NoError(b, w.Start(ctx))
+	done.Wait()
+	testkit.WaitFor(b, time.Minute, "all completed", func() bool {
+		n, err := tb.queue.GetJobCounts(ctx, drover.StateCompleted)
+		return err == nil && n[drover.StateCompleted] == int64(b.N)
+	})
+	b.StopTimer()
+	require.NoError(b, w.Close(ctx))
+}
