@@ -31,6 +31,9 @@ var (
 	ErrActiveJobs = scripts.ErrActiveJobs
 	// ErrClosed: the Queue or Worker was closed.
 	ErrClosed = errors.New("drover: closed")
+	// ErrNoQueue: an admin call (Retry, Remove, ...) on a Job that belongs
+	// to no queue: the zero Job, or one built by hand.
+	ErrNoQueue = errors.New("drover: the job belongs to no queue (built by hand, not read from a queue)")
 	// ErrInvalidOption: an option has a value drover refuses. The wrapping
 	// error names the option and the value.
 	ErrInvalidOption = errors.New("invalid option")

@@ -15,6 +15,11 @@ import (
 // A Job returned by GetJob is a snapshot; its methods act on the stored job
 // and do not refresh the fields. A Job handed to a processor belongs to that
 // attempt: UpdateProgress and Log act on it while it runs.
+//
+// The zero Job, or one built by hand (in a unit test, say), belongs to no
+// queue and is safe to use: UpdateProgress only sets Progress, Log only
+// counts the line, GetState answers StateUnknown. To see what a processor
+// logs and reports, run it with the drovertest package.
 type Job struct {
 	ID   string
 	Name string
@@ -62,6 +67,7 @@ type Job struct {
 	queue *Queue
 	token string      // lock token while a worker runs this attempt
 	run   *runningJob // the attempt, while a worker runs it
+	lines int         // lines logged to a job of no queue
 }
 
 // Attempt is one run of a job, recorded by drover workers in the job hash
@@ -91,14 +97,18 @@ func (j *Job) DecodeData(v any) error {
 	return nil
 }
 
-// Queue is the queue the job belongs to.
+// Queue is the queue the job belongs to; nil for the zero Job.
 func (j *Job) Queue() *Queue { return j.queue }
 
 func (j *Job) err(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &JobError{Queue: j.queue.name, JobID: j.ID, Op: op, Err: err}
+	e := &JobError{JobID: j.ID, Op: op, Err: err}
+	if j.queue != nil {
+		e.Queue = j.queue.name
+	}
+	return e
 }
 
 // UpdateProgress stores v (JSON-encoded) as the job's progress and emits a
@@ -111,6 +121,10 @@ func (j *Job) UpdateProgress(ctx context.Context, v any) error {
 	if err != nil {
 		return j.err("update progress of", fmt.Errorf("%w: %w", ErrInvalidData, err))
 	}
+	if j.queue == nil {
+		j.Progress = b
+		return nil
+	}
 	if err := scripts.UpdateProgress(ctx, j.queue.rdb, j.queue.k, j.ID, string(b)); err != nil {
 		return j.err("update progress of", err)
 	}
@@ -121,12 +135,19 @@ func (j *Job) UpdateProgress(ctx context.Context, v any) error {
 // Log appends a line to the job's log, bounded by Opts.KeepLogs. It returns
 // the number of lines the log now holds.
 func (j *Job) Log(ctx context.Context, line string) (int, error) {
+	if j.queue == nil {
+		j.lines++
+		return j.lines, nil
+	}
 	n, err := scripts.AddLog(ctx, j.queue.rdb, j.queue.k, j.ID, line, j.Opts.KeepLogs)
 	return int(n), j.err("log to", err)
 }
 
 // GetState reads the job's current state.
 func (j *Job) GetState(ctx context.Context) (JobState, error) {
+	if j.queue == nil {
+		return StateUnknown, nil
+	}
 	return j.queue.GetJobState(ctx, j.ID)
 }
 

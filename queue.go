@@ -115,6 +115,9 @@ func (q *Queue) Close() error {
 }
 
 func (q *Queue) check() error {
+	if q == nil {
+		return ErrNoQueue // the zero Job's
+	}
 	if q.closed.Load() {
 		return fmt.Errorf("queue %q: %w", q.name, ErrClosed)
 	}
