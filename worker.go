@@ -316,6 +316,11 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	if proc == nil {
 		return nil, errors.New("drover: NewWorker needs a Processor, got nil")
 	}
+	if v, ok := proc.(interface{ validate() error }); ok {
+		if err := v.validate(); err != nil {
+			return nil, err // a Kinds registration mistake
+		}
+	}
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err

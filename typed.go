@@ -1,0 +1,143 @@
+package drover
+
+// Typed jobs: a Go type per kind of job, encoded as the job's data by the
+// one data encoder, and a Processor that routes each job by its name to the
+// function registered for that kind.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// JobArgs is the data of a typed job. Kind names the kind of job; it is
+// stored as the job's name, which is how Node BullMQ code and the CLI see
+// it, and how Kinds finds the function that processes it. Kind must return
+// the same constant for every value of the type, the zero value included
+// (declare it on the value receiver).
+type JobArgs interface {
+	Kind() string
+}
+
+// AddArgs adds a typed job: its name is args.Kind() and its data is args,
+// encoded as Add encodes any data (the JSON Node's JSON.stringify would
+// write). It is Add otherwise, AddMiddleware included.
+func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*AddResult, error) {
+	if args == nil {
+		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got nil", q.name, ErrInvalidData)
+	}
+	return q.Add(ctx, args.Kind(), args, opts)
+}
+
+// WorkFunc processes one typed job: args is the job's data decoded into T.
+type WorkFunc[T JobArgs] func(ctx context.Context, job *Job, args T) (any, error)
+
+// Kinds is a Processor that runs each job with the function registered for
+// its name by Work, so one Worker serves many kinds of jobs. A job whose
+// name no function is registered for runs Default; without one, the attempt
+// fails (and is retried as the job's options say: a newer worker that
+// knows the kind may take it). The zero Kinds is ready to use; register
+// every kind before the worker starts.
+type Kinds struct {
+	// Default processes the jobs of no registered kind: untyped jobs keep
+	// working next to typed ones. nil = such jobs fail.
+	Default Processor
+
+	procs map[string]ProcessorFunc
+	err   error // the first registration mistake, reported by NewWorker
+}
+
+// Work registers fn for the jobs whose name is T's Kind. Before fn runs, the
+// job's data is decoded into a T; data that does not decode (a field of the
+// wrong type, not JSON) fails the attempt as unrecoverable, with an error
+// that names the job, the type and the field and wraps ErrInvalidData,
+// since no retry can fix it. Registering a kind twice, or an empty kind, is
+// a mistake NewWorker reports.
+func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) {
+	var zero T
+	kind := zero.Kind()
+	switch {
+	case fn == nil:
+		k.fail(fmt.Errorf("drover.Work: nil function for kind %q", kind))
+		return
+	case kind == "":
+		k.fail(fmt.Errorf("drover.Work: %s.Kind() is empty", typeName[T]()))
+		return
+	}
+	if _, dup := k.procs[kind]; dup {
+		k.fail(fmt.Errorf("drover.Work: kind %q registered twice (the second time for %s)", kind, typeName[T]()))
+		return
+	}
+	if k.procs == nil {
+		k.procs = make(map[string]ProcessorFunc)
+	}
+	k.procs[kind] = func(ctx context.Context, job *Job) (any, error) {
+		var args T
+		if err := json.Unmarshal(job.Data, &args); err != nil {
+			return nil, Unrecoverable(dataError[T](job, err))
+		}
+		return fn(ctx, job, args)
+	}
+}
+
+func (k *Kinds) fail(err error) {
+	if k.err == nil {
+		k.err = err
+	}
+}
+
+// Process runs the function registered for job.Name, or Default.
+func (k *Kinds) Process(ctx context.Context, job *Job) (any, error) {
+	if p, ok := k.procs[job.Name]; ok {
+		return p(ctx, job)
+	}
+	if k.Default != nil {
+		return k.Default.Process(ctx, job)
+	}
+	return nil, fmt.Errorf("no processor for job %s named %q in this worker (it knows %s)", job.ID, job.Name, k.known())
+}
+
+// known lists the registered kinds for an error message.
+func (k *Kinds) known() string {
+	if len(k.procs) == 0 {
+		return "no kinds"
+	}
+	names := make([]string, 0, len(k.procs))
+	for n := range k.procs {
+		names = append(names, fmt.Sprintf("%q", n))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// validate reports the first registration mistake (NewWorker calls it).
+func (k *Kinds) validate() error { return k.err }
+
+// dataError explains why a job's data does not decode into T, naming the
+// job, the type and, when known, the field, never the data itself (it may
+// hold personal data and ends up in failedReason and logs).
+func dataError[T any](job *Job, err error) error {
+	where := fmt.Sprintf("job %s (%q): data does not decode as %s", job.ID, job.Name, typeName[T]())
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Errorf("%w: %s: field %q is a JSON %s, want %s", ErrInvalidData, where, te.Field, te.Value, te.Type)
+	case errors.As(err, &te):
+		return fmt.Errorf("%w: %s: the data is a JSON %s, want %s", ErrInvalidData, where, te.Value, te.Type)
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: %s: not valid JSON at byte %d", ErrInvalidData, where, se.Offset)
+	case len(job.Data) == 0:
+		return fmt.Errorf("%w: %s: the job has no data", ErrInvalidData, where)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrInvalidData, where, err)
+}
+
+// typeName is T's name with its package, e.g. "main.Email".
+func typeName[T any]() string {
+	return reflect.TypeFor[T]().String()
+}

@@ -1,0 +1,184 @@
+package drover_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+type Email struct {
+	To      string  `json:"to"`
+	Subject string  `json:"subject"`
+	Retries int     `json:"retries"`
+	Weight  float64 `json:"weight"`
+}
+
+func (Email) Kind() string { return "email" }
+
+type Invoice struct {
+	Number int `json:"number"`
+	Lines  []struct {
+		Cents int `json:"cents"`
+	} `json:"lines"`
+}
+
+func (Invoice) Kind() string { return "invoice" }
+
+type unnamed struct{}
+
+func (unnamed) Kind() string { return "" }
+
+func TestTypedJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("RoutesByNameAndEncodesOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		var k drover.Kinds
+		drover.Work(&k, func(_ context.Context, job *drover.Job, e Email) (any, error) {
+			return "sent " + e.Subject + " to " + e.To, nil
+		})
+		drover.Work(&k, func(_ context.Context, job *drover.Job, inv Invoice) (any, error) {
+			total := 0
+			for _, l := range inv.Lines {
+				total += l.Cents
+			}
+			return total, nil
+		})
+		k.Default = drover.ProcessorFunc(func(_ context.Context, job *drover.Job) (any, error) {
+			return "untyped " + job.Name, nil
+		})
+
+		res, err := b.queue.AddArgs(ctx, Email{To: "ada@example.com", Subject: "<b>hi</b>", Weight: 1.0}, &drover.JobOptions{JobID: "e"})
+		require.NoError(t, err)
+		require.Equal(t, "email", res.Job.Name)
+		// The one data encoder: JSON.stringify's bytes (no HTML escaping, 1.0 as 1).
+		require.Equal(t, `{"to":"ada@example.com","subject":"<b>hi</b>","retries":0,"weight":1}`, string(res.Job.Data))
+		_, err = b.queue.AddArgs(ctx, Invoice{Number: 7, Lines: []struct {
+			Cents int `json:"cents"`
+		}{{100}, {250}}}, &drover.JobOptions{JobID: "i"})
+		require.NoError(t, err)
+		_, err = b.queue.Add(ctx, "legacy", map[string]int{"x": 1}, &drover.JobOptions{JobID: "l"})
+		require.NoError(t, err)
+
+		b.startWorker(t, k.Process, nil)
+		for id, want := range map[string]string{"e": `"sent <b>hi</b> to ada@example.com"`, "i": `350`, "l": `"untyped legacy"`} {
+			b.waitState(t, id, drover.StateCompleted)
+			job, err := b.queue.GetJob(ctx, id)
+			require.NoError(t, err)
+			require.JSONEq(t, want, string(job.ReturnValue), id)
+		}
+	})
+
+	t.Run("WrongPayloadFailsForGoodNamingJobTypeAndField", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		var k drover.Kinds
+		ran := make(chan struct{}, 4)
+		drover.Work(&k, func(context.Context, *drover.Job, Email) (any, error) { ran <- struct{}{}; return nil, nil })
+		drover.Work(&k, func(context.Context, *drover.Job, Invoice) (any, error) { ran <- struct{}{}; return nil, nil })
+		for id, data := range map[string]string{
+			"field":  `{"to":42,"subject":"secret-subject"}`,
+			"nested": `{"number":1,"lines":[{"cents":"12"}]}`,
+			"whole":  `["not","an","object"]`,
+		} {
+			name := "email"
+			if id == "nested" {
+				name = "invoice"
+			}
+			_, err := b.queue.Add(ctx, name, json.RawMessage(data), &drover.JobOptions{JobID: id, Attempts: 5})
+			require.NoError(t, err)
+		}
+		b.startWorker(t, k.Process, nil)
+		for id, want := range map[string]string{
+			"field":  `invalid job data: job field ("email"): data does not decode as drover_test.Email: field "to" is a JSON number, want string`,
+			"nested": `invalid job data: job nested ("invoice"): data does not decode as drover_test.Invoice: field "lines.cents" is a JSON string, want int`,
+			"whole":  `invalid job data: job whole ("email"): data does not decode as drover_test.Email: the data is a JSON array, want drover_test.Email`,
+		} {
+			b.waitState(t, id, drover.StateFailed)
+			job, err := b.queue.GetJob(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, want, job.FailedReason, id)
+			require.Equal(t, 1, job.AttemptsMade, "unrecoverable: no retry although 5 attempts")
+			require.Equal(t, drover.OutcomeFailedUnrecoverable, job.Timeline[0].Outcome)
+			require.NotContains(t, job.FailedReason, "secret-subject", "data is never echoed")
+		}
+		require.Empty(t, ran)
+	})
+
+	t.Run("UnknownNameFailsTheAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		var k drover.Kinds
+		drover.Work(&k, func(context.Context, *drover.Job, Email) (any, error) { return nil, nil })
+		_, err := b.queue.Add(ctx, "sms", nil, &drover.JobOptions{JobID: "u", Attempts: 2})
+		require.NoError(t, err)
+		b.startWorker(t, k.Process, nil)
+		b.waitState(t, "u", drover.StateFailed)
+		job, err := b.queue.GetJob(ctx, "u")
+		require.NoError(t, err)
+		require.Equal(t, `no processor for job u named "sms" in this worker (it knows "email")`, job.FailedReason)
+		require.Equal(t, 2, job.AttemptsMade, "retried: a worker that knows the kind may come")
+	})
+
+	t.Run("RegistrationMistakesRefusedByNewWorker", func(t *testing.T) {
+		t.Parallel()
+		rdb, prefix := redistest.Client(t)
+		var dup drover.Kinds
+		drover.Work(&dup, func(context.Context, *drover.Job, Email) (any, error) { return nil, nil })
+		drover.Work(&dup, func(context.Context, *drover.Job, Email) (any, error) { return nil, nil })
+		_, err := drover.NewWorker(rdb, "q", &dup, &drover.WorkerOptions{Prefix: prefix})
+		require.EqualError(t, err, `drover.Work: kind "email" registered twice (the second time for drover_test.Email)`)
+
+		var empty drover.Kinds
+		drover.Work(&empty, func(context.Context, *drover.Job, unnamed) (any, error) { return nil, nil })
+		_, err = drover.NewWorker(rdb, "q", &empty, &drover.WorkerOptions{Prefix: prefix})
+		require.EqualError(t, err, `drover.Work: drover_test.unnamed.Kind() is empty`)
+
+		_, err = drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+		require.NoError(t, err)
+		q, _ := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+		_, err = q.AddArgs(ctx, nil, nil)
+		require.ErrorIs(t, err, drover.ErrInvalidData)
+	})
+}
+
+// BenchmarkDecode compares what a processor pays to get its data: an
+// untyped processor calling job.DecodeData itself, and a typed one behind
+// Kinds (route by name + decode into T). The difference is the cost of the
+// typed API on the processing hot path.
+func BenchmarkDecode(b *testing.B) {
+	data := json.RawMessage(`{"to":"ada@example.com","subject":"Your invoice 2026-117","retries":2,"weight":0.5}`)
+	job := &drover.Job{ID: "1", Name: "email", Data: data}
+	ctx := context.Background()
+	var k drover.Kinds
+	drover.Work(&k, func(_ context.Context, _ *drover.Job, e Email) (any, error) { return e.Retries, nil })
+	drover.Work(&k, func(context.Context, *drover.Job, Invoice) (any, error) { return nil, nil })
+	untyped := drover.ProcessorFunc(func(_ context.Context, job *drover.Job) (any, error) {
+		var e Email
+		if err := job.DecodeData(&e); err != nil {
+			return nil, drover.Unrecoverable(err)
+		}
+		return e.Retries, nil
+	})
+	for _, c := range []struct {
+		name string
+		proc drover.Processor
+	}{{"untyped", untyped}, {"typed", &k}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.proc.Process(ctx, job); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
