@@ -181,4 +181,3 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
-
