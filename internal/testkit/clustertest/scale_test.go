@@ -7,6 +7,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,12 +86,12 @@ func TestClusterHundredThousandJobs(t *testing.T) {
 	addErrs := make([]error, queues)
 	for qi, q := range qs {
 		wg.Go(func() {
-			jobs := make([]drover.BulkJob, chunk)
 			for from := 0; from < perQueue && addErrs[qi] == nil; from += chunk {
+				jobs := make([]drover.BulkJob, chunk)
 				for i := range jobs {
 					jobs[i] = drover.BulkJob{Name: "n", Data: map[string]int{"i": from + i}}
 				}
-				_, addErrs[qi] = q.AddBulk(ctx, jobs)
+				addErrs[qi] = addBulkThroughFailovers(ctx, t, c, q, jobs)
 			}
 		})
 	}
@@ -157,4 +158,27 @@ func TestClusterHundredThousandJobs(t *testing.T) {
 		require.Equal(t, perQueue, last, "queue %s id counter: every created job is among the completed", q.Name())
 	}
 	require.ElementsMatch(t, names, slices.Collect(maps.Keys(byQueue)))
+}
+
+// addBulkThroughFailovers adds jobs as a careful producer would while the
+// cluster may fail over: on a 2-core machine shared with other work a node can
+// be starved past NodeTimeout, its replica takes over and the cluster answers
+// CLUSTERDOWN for a moment. The jobs an AddBulkError reports stored are not
+// sent again, and the rest is resent once the cluster is healthy; a job whose
+// fate is unknown (reply lost) ends the test, since resending it could store
+// it twice and this test counts every job exactly once.
+func addBulkThroughFailovers(ctx context.Context, t *testing.T, c *clustertest.Cluster, q *drover.Queue, jobs []drover.BulkJob) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, err := q.AddBulk(ctx, jobs)
+		var be *drover.AddBulkError
+		if err == nil || !errors.As(err, &be) || be.Unknown > 0 || !strings.HasPrefix(be.Err.Error(), "CLUSTERDOWN") || time.Now().After(deadline) {
+			return err
+		}
+		t.Logf("cluster failed over during the adds (%v); resending the %d jobs not stored", err, len(jobs)-len(be.Results))
+		jobs = jobs[len(be.Results):]
+		if err := c.WaitHealthy(ctx); err != nil {
+			return err
+		}
+	}
 }

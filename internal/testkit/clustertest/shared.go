@@ -37,7 +37,7 @@ func Main(m *testing.M) int {
 }
 
 // SharedCluster returns the test binary's cluster of 3 masters with one
-// replica each, starting it on first use. A failure to start fails the test
+// replica each, starting it on first use and waiting until it is healthy. A failure to start fails the test
 // (with install instructions when a binary is missing): tests never skip.
 func SharedCluster(tb testing.TB) *Cluster {
 	tb.Helper()
@@ -48,6 +48,13 @@ func SharedCluster(tb testing.TB) *Cluster {
 	})
 	if clusterErr != nil {
 		tb.Fatalf("clustertest: start cluster: %v", clusterErr)
+	}
+	// Every test starts on a healthy cluster, even when the one before broke
+	// nodes or a starved node was failed over while it ran.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := cluster.WaitHealthy(ctx); err != nil {
+		tb.Fatalf("clustertest: shared cluster: %v", err)
 	}
 	return cluster
 }
