@@ -109,9 +109,12 @@ func TestStalledRecovery(t *testing.T) {
 		t.Parallel()
 		b := setupQueue(t)
 		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
-			time.Sleep(1500 * time.Millisecond) // 5 lock durations: renewals must keep it
+			// 3 lock durations: only renewals can keep the lock that long. The
+			// lock is 1 s, not less, so that a test process starved for a few
+			// hundred ms on a loaded machine still renews in time.
+			time.Sleep(3 * time.Second)
 			return nil, nil
-		}, &drover.WorkerOptions{StalledInterval: 100 * time.Millisecond, LockDuration: 300 * time.Millisecond})
+		}, &drover.WorkerOptions{StalledInterval: 100 * time.Millisecond, LockDuration: time.Second})
 		res, err := b.queue.Add(ctx, "x", nil, nil)
 		require.NoError(t, err)
 		b.waitState(t, res.Job.ID, drover.StateCompleted)

@@ -156,7 +156,11 @@ func (s *Server) Stop() {
 // Client returns a new client of the server, closed when the test ends.
 func (s *Server) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 64})
+	// Timeouts longer than go-redis's 3 s: tests share one server and two
+	// cores with other packages' tests, and a big script (10,000 jobs in one
+	// call) may wait behind others' scripts; a test that wants a timeout sets
+	// its own on its own client.
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 64, ReadTimeout: 15 * time.Second, WriteTimeout: 15 * time.Second})
 	tb.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
