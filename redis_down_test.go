@@ -2,6 +2,9 @@ package drover_test
 
 import (
 	"context"
+	"log/slog"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -9,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -50,4 +55,56 @@ func TestCloseWhileRedisIsDown(t *testing.T) {
 	require.ErrorContains(t, err, "results were not written")
 	require.Less(t, time.Since(t0), 30*time.Second, "Close is bounded")
 	require.Equal(t, err, w.Close(ctx), "a second Close reports the first one's outcome")
+}
+
+// TestStartWhileRedisIsDown: a worker started while its Redis does not
+// answer starts anyway (Start returns nil and says so in a warning), keeps
+// retrying with backoff, processes the job added once Redis is up, and Close
+// stops it. Before, Start returned the ping error and spent its once: a
+// retried Start returned nil and started nothing.
+func TestStartWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	port, err := redistest.FreePort()
+	require.NoError(t, err)
+	proxy, err := faultproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) // nothing listens there yet
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+
+	var logs syncBuffer
+	done := make(chan string, 1)
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		done <- job.ID
+		return "ok", nil
+	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx), "Start while Redis is down")
+	require.Contains(t, logs.String(), "Redis does not answer")
+	require.NoError(t, w.Start(ctx), "a second Start is a no-op")
+
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	direct := srv.Client(t)
+	q, err := drover.NewQueue(direct, "q", nil)
+	require.NoError(t, err)
+	id, err := q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	proxy.SetTarget(srv.Addr) // Redis is back
+
+	select {
+	case got := <-done:
+		require.Equal(t, id.Job.ID, got)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the job was not processed after Redis came up; worker log:\n%s", logs.String())
+	}
+	testkit.WaitFor(t, 30*time.Second, "the job completed", func() bool {
+		st, err := q.GetJobState(ctx, id.Job.ID)
+		return err == nil && st == drover.StateCompleted
+	})
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, w.Close(cctx))
 }

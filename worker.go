@@ -379,24 +379,41 @@ func (w *Worker) ID() string { return w.id }
 // Queue is a Queue handle for the worker's queue.
 func (w *Worker) Queue() *Queue { return w.q }
 
-// Start checks that Redis answers and starts the worker's goroutines. It
-// returns once the worker is running; ctx bounds only the start-up.
+// startProbeTimeout bounds Start's first contact with Redis (a ping, the
+// clock measurement and the worker's named connection).
+const startProbeTimeout = 3 * time.Second
+
+// Start starts the worker's goroutines and returns once the worker runs.
+//
+// Redis need not be up: Start first pings it (bounded by ctx and
+// startProbeTimeout) so that, when it answers, the clock is measured and the
+// worker is listed by getWorkers before Start returns. When it does not
+// answer, Start logs a warning and starts anyway; the fetcher retries with
+// backoff (logging each failure) and takes jobs as soon as Redis answers,
+// and Close stops it either way, as River's and asynq's workers ride out a
+// database that is briefly away. Start returns an error only if ctx has
+// already ended or the worker was closed; a second Start is a no-op.
 func (w *Worker) Start(ctx context.Context) error {
 	if w.closing.Load() {
 		return fmt.Errorf("worker for queue %q: %w", w.q.name, ErrClosed)
 	}
-	var err error
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start worker for queue %q: %w", w.q.name, err)
+	}
 	w.startOnce.Do(func() {
-		if err = w.q.rdb.Ping(ctx).Err(); err != nil {
-			err = fmt.Errorf("start worker for queue %q: %w", w.q.name, err)
-			return
+		probe, cancel := context.WithTimeout(ctx, startProbeTimeout)
+		defer cancel()
+		if err := w.q.rdb.Ping(probe).Err(); err != nil {
+			w.log.WarnContext(ctx, "Redis does not answer; the worker starts anyway and fetches once it does",
+				slog.Any(logkey.Error, err))
+		} else {
+			if w.clocker != nil {
+				w.clocker.measure(probe) // before the first fetch uses the clock
+			}
+			// Listed by getWorkers once Start returns; before the fetcher
+			// starts, so the lock keeper starts right after it.
+			w.presence.register(probe)
 		}
-		if w.clocker != nil {
-			w.clocker.measure(ctx) // before the first fetch uses the clock
-		}
-		// Listed by getWorkers once Start returns; before the fetcher starts,
-		// so the lock keeper starts right after it.
-		w.presence.register(ctx)
 		w.fetchCtx, w.stopFetch = context.WithCancel(context.Background())
 		w.jobsCtx, w.cancelJobs = context.WithCancelCause(context.Background())
 		w.bgCtx, w.stopBG = context.WithCancel(context.Background())
@@ -420,7 +437,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		w.log.InfoContext(ctx, "worker started", slog.Int("concurrency", w.opts.Concurrency))
 	})
-	return err
+	return nil
 }
 
 // closeWriteGrace is how long Close, once its context has ended and the

@@ -9,6 +9,7 @@ package drover
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,17 +26,24 @@ type clockKeeper struct {
 	interval time.Duration
 	warnAt   time.Duration
 	log      *slog.Logger
+
+	// measured is set by the first successful measurement; until then the
+	// fetcher measures before it fetches (a worker started while Redis was
+	// down must not schedule by an uncorrected clock).
+	measured atomic.Bool
 }
 
-func (c *clockKeeper) run(ctx context.Context) { every(ctx, c.interval, false, c.measure) }
+func (c *clockKeeper) run(ctx context.Context) {
+	every(ctx, c.interval, false, func(ctx context.Context) { c.measure(ctx) })
+}
 
 // clockSamples is how many TIME round trips one measurement takes; the
 // one with the shortest round trip (the tightest bound) wins.
 const clockSamples = 3
 
 // measure reads Redis TIME and sets the offset. A failed read keeps the
-// last offset.
-func (c *clockKeeper) measure(ctx context.Context) {
+// last offset and reports false.
+func (c *clockKeeper) measure(ctx context.Context) bool {
 	var best, bestRTT time.Duration = 0, -1
 	var lastErr error
 	for range clockSamples {
@@ -55,11 +63,13 @@ func (c *clockKeeper) measure(ctx context.Context) {
 		if ctx.Err() == nil {
 			c.log.WarnContext(ctx, "measure clock offset to Redis failed; keeping the last one", slog.Any(logkey.Error, lastErr))
 		}
-		return
+		return false
 	}
 	c.clock.SetOffset(best)
+	c.measured.Store(true)
 	if best > c.warnAt || -best > c.warnAt {
 		c.log.WarnContext(ctx, "this machine's clock differs from Redis TIME; the worker schedules by Redis's",
 			slog.Duration("offset", best), slog.Duration("round_trip", bestRTT), slog.Duration("threshold", c.warnAt))
 	}
+	return true
 }

@@ -56,6 +56,17 @@ func (w *Worker) fetchLoop() {
 				return
 			}
 		}
+		if w.clocker != nil && !w.clocker.measured.Load() && !w.clocker.measure(ctx) {
+			// Started while Redis was down: no fetch by an unmeasured clock.
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			if !sleepCtx(ctx, retryDelay(failures)) {
+				return
+			}
+			continue
+		}
 		n := w.jobs.takeWait(ctx, w.fetchBatch())
 		if n == 0 {
 			return
