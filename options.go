@@ -120,6 +120,25 @@ type JobOptions struct {
 	SizeLimit int
 	// Deduplication collapses adds with the same ID. nil = none.
 	Deduplication *Deduplication
+	// Telemetry carries a trace context from the producer to the worker, in
+	// the job, where BullMQ's telemetry keeps it. nil = none. drover stores
+	// and returns it but never reads it: the droverotel package fills it
+	// at add time and continues the trace when a worker takes the job.
+	Telemetry *Telemetry
+}
+
+// Telemetry is BullMQ's telemetry job option: the producer's trace context,
+// serialized, so the worker's span continues the producer's trace, whichever
+// of Node BullMQ and drover added or runs the job.
+type Telemetry struct {
+	// Metadata is the serialized context (stored opts "tm"). BullMQ's
+	// OpenTelemetry adapter, bullmq-otel, and droverotel write a JSON object
+	// of text-map propagation headers, e.g.
+	// {"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}.
+	Metadata string
+	// OmitContext tells a telemetry-enabled producer not to attach its
+	// context to this job (stored opts "omc").
+	OmitContext bool
 }
 
 // merged returns o with unset fields taken from d. Neither is modified.
@@ -158,6 +177,9 @@ func (o *JobOptions) merged(d *JobOptions) JobOptions {
 	}
 	if r.SizeLimit == 0 {
 		r.SizeLimit = d.SizeLimit
+	}
+	if r.Telemetry == nil {
+		r.Telemetry = d.Telemetry
 	}
 	return r
 }

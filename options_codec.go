@@ -77,6 +77,9 @@ func (o *JobOptions) stored() jobcodec.Opts {
 	if d := o.Deduplication; d != nil {
 		s.Dedup = &jobcodec.Dedup{ID: d.ID, TTL: d.TTL.Milliseconds(), Extend: d.Extend, Replace: d.Replace}
 	}
+	if t := o.Telemetry; t != nil {
+		s.Telemetry, s.OmitContext = t.Metadata, t.OmitContext
+	}
 	return s
 }
 
@@ -149,6 +152,9 @@ func optsFromStored(s *jobcodec.Opts) JobOptions {
 	}
 	if s.Dedup != nil {
 		o.Deduplication = &Deduplication{ID: s.Dedup.ID, TTL: time.Duration(s.Dedup.TTL) * time.Millisecond, Extend: s.Dedup.Extend, Replace: s.Dedup.Replace}
+	}
+	if s.Telemetry != "" || s.OmitContext {
+		o.Telemetry = &Telemetry{Metadata: s.Telemetry, OmitContext: s.OmitContext}
 	}
 	return o
 }

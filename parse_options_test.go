@@ -55,6 +55,9 @@ func TestParseJobOptions(t *testing.T) {
 		{"BadID", `{"jobId":"a:b"}`, nil, `job id "a:b" must not contain ':'`},
 		{"DedupWithoutID", `{"deduplication":{"ttl":5}}`, nil, `job option "deduplication": id is required`},
 		{"NotAnObject", `[1,2]`, nil, "not a JSON object"},
+		{"Telemetry", `{"telemetry":{"metadata":"{\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"}","omitContext":true}}`,
+			&drover.JobOptions{Telemetry: &drover.Telemetry{Metadata: `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`, OmitContext: true}}, ""},
+		{"TelemetryUnknownField", `{"telemetry":{"meta":"x"}}`, nil, `job option "telemetry": want {metadata: string, omitContext: bool}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

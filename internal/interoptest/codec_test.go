@@ -468,6 +468,8 @@ func TestCodecOptionsMatchNode(t *testing.T) {
 		{"removeOnFail": -1},
 		{"removeOnFail": map[string]any{"age": 60, "limit": 0}},
 		{"delay": 9223372036854},
+		{"telemetry": map[string]any{"metadata": `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`, "omitContext": true}},
+		{"telemetry": map[string]any{"metadata": `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00","tracestate":"k=v"}`}},
 	}
 	for i := range n {
 		opts := genOptions(r)

@@ -2,6 +2,7 @@ package jobcodec
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -105,6 +106,9 @@ func TestOptsRoundTrip(t *testing.T) {
 			StackTraceLimit:  &zero, KeepLogs: 4, SizeLimit: 1000,
 			Dedup: &Dedup{ID: "d1", TTL: 500, Extend: true}},
 			`{"jobId":"a/\"b","delay":5,"priority":2,"lifo":true,"timestamp":7,"backoff":{"type":"fixed","delay":100,"jitter":0.25},"removeOnComplete":10,"removeOnFail":{"age":60,"count":10,"limit":5},"stackTraceLimit":0,"kl":4,"sizeLimit":1000,"de":{"id":"d1","ttl":500,"extend":true},"attempts":3}`},
+		// BullMQ's telemetry option: one public object, two stored keys.
+		{"Telemetry", Opts{Telemetry: `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`, OmitContext: true},
+			`{"tm":"{\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"}","omc":true,"attempts":0}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,6 +121,34 @@ func TestOptsRoundTrip(t *testing.T) {
 			require.Equal(t, got, string(back.AppendJSON(nil)), "decode(encode(o)) re-encodes identically")
 		})
 	}
+}
+
+// TestTelemetryOption reads BullMQ's telemetry option in both of its
+// forms: public {"telemetry":{metadata, omitContext}} and stored tm/omc.
+func TestTelemetryOption(t *testing.T) {
+	t.Parallel()
+	const md = `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`
+	pub, err := DecodePublicOpts([]byte(`{"telemetry":{"metadata":` + strconv.Quote(md) + `,"omitContext":false}}`))
+	require.NoError(t, err)
+	require.Equal(t, md, pub.Telemetry)
+	require.False(t, pub.OmitContext)
+	stored, err := DecodeOpts(`{"tm":` + strconv.Quote(md) + `,"omc":true,"attempts":0}`)
+	require.NoError(t, err)
+	require.Equal(t, md, stored.Telemetry)
+	require.True(t, stored.OmitContext)
+	require.Empty(t, stored.Extra, "tm and omc are modelled, not carried as unknown keys")
+	// tm and omc are stored names only; a public object with other keys is refused.
+	_, err = DecodePublicOpts([]byte(`{"tm":"x"}`))
+	require.ErrorContains(t, err, `unknown job option "tm"`)
+	_, err = DecodePublicOpts([]byte(`{"telemetry":{"metadata":"x","trace":1}}`))
+	require.ErrorContains(t, err, `job option "telemetry": want {metadata: string, omitContext: bool}`)
+	// A stored tm that is not a string is no context drover can use: it
+	// stays verbatim so the job round-trips.
+	odd, err := DecodeOpts(`{"tm":{"a":1}}`)
+	require.NoError(t, err)
+	require.Empty(t, odd.Telemetry)
+	require.JSONEq(t, `{"a":1}`, string(odd.Extra["tm"]))
+	require.NotContains(t, PublicOptionNames(), "")
 }
 
 func TestKeepSpec(t *testing.T) {

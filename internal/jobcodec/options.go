@@ -31,7 +31,9 @@ const (
 // are read as leniently as Node reads them (spec §2.2).
 //
 // To add an option: a field in Opts, a row here, its case in AppendJSON, and
-// its conversion in the root package's options_codec.go.
+// its conversion in the root package's options_codec.go. An empty public
+// (or stored) name means the row is read only from stored (or public) JSON:
+// BullMQ's one public telemetry object is stored as two keys, tm and omc.
 type option struct {
 	public, stored string
 	read           func(o *Opts, v json.RawMessage, strict bool) error
@@ -81,13 +83,55 @@ var optionTable = []option{
 		o.Dedup, err = decodeDedup(v, strict)
 		return err
 	}},
+	{"telemetry", "", decodeTelemetry},
+	{"", "tm", func(o *Opts, v json.RawMessage, _ bool) error {
+		// Node stores whatever string its adapter made; anything else is
+		// not a context drover can read, so it stays verbatim in Extra.
+		if json.Unmarshal(v, &o.Telemetry) != nil {
+			o.keep("tm", v)
+		}
+		return nil
+	}},
+	{"", "omc", func(o *Opts, v json.RawMessage, _ bool) error {
+		o.OmitContext = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
+		return nil
+	}},
+}
+
+// keep stores an undecoded key verbatim in Extra.
+func (o *Opts) keep(k string, v json.RawMessage) {
+	if o.Extra == nil {
+		o.Extra = make(map[string]json.RawMessage)
+	}
+	o.Extra[k] = v
+}
+
+// decodeTelemetry reads BullMQ's public telemetry option,
+// {"metadata": string, "omitContext": bool} (public input only).
+func decodeTelemetry(o *Opts, v json.RawMessage, _ bool) error {
+	var raw struct {
+		Metadata    *string `json:"metadata"`
+		OmitContext *bool   `json:"omitContext"`
+	}
+	if err := strictObject(v, &raw); err != nil {
+		return fmt.Errorf("want {metadata: string, omitContext: bool}: %w", err)
+	}
+	if raw.Metadata != nil {
+		o.Telemetry = *raw.Metadata
+	}
+	if raw.OmitContext != nil {
+		o.OmitContext = *raw.OmitContext
+	}
+	return nil
 }
 
 // PublicOptionNames lists the public option names DecodePublicOpts knows.
 func PublicOptionNames() []string {
-	names := make([]string, len(optionTable))
-	for i, opt := range optionTable {
-		names[i] = opt.public
+	names := make([]string, 0, len(optionTable))
+	for _, opt := range optionTable {
+		if opt.public != "" {
+			names = append(names, opt.public)
+		}
 	}
 	return names
 }
@@ -104,12 +148,9 @@ func DecodeOpts(raw string) (Opts, error) {
 		return o, fmt.Errorf("opts is not a JSON object: %w", err)
 	}
 	for k, v := range m {
-		i := slices.IndexFunc(optionTable, func(opt option) bool { return opt.stored == k })
+		i := slices.IndexFunc(optionTable, func(opt option) bool { return opt.stored != "" && opt.stored == k })
 		if i < 0 {
-			if o.Extra == nil {
-				o.Extra = make(map[string]json.RawMessage)
-			}
-			o.Extra[k] = v
+			o.keep(k, v)
 			continue
 		}
 		if err := optionTable[i].read(&o, v, false); err != nil {
@@ -141,7 +182,7 @@ func DecodePublicOpts(data []byte) (Opts, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		i := slices.IndexFunc(optionTable, func(opt option) bool { return opt.public == k })
+		i := slices.IndexFunc(optionTable, func(opt option) bool { return opt.public != "" && opt.public == k })
 		if i < 0 {
 			return o, fmt.Errorf("unknown job option %q (known: %s)", k, strings.Join(PublicOptionNames(), ", "))
 		}

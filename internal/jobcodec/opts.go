@@ -89,7 +89,13 @@ type Opts struct {
 	Timestamp        int64
 	JobID            string
 	Dedup            *Dedup
-	Extra            map[string]json.RawMessage
+	// Telemetry is BullMQ's telemetry.metadata, stored as "tm": a trace
+	// context serialized by the producer's telemetry adapter (bullmq-otel
+	// writes a JSON object of propagation headers). Opaque here.
+	Telemetry string
+	// OmitContext is BullMQ's telemetry.omitContext, stored as "omc".
+	OmitContext bool
+	Extra       map[string]json.RawMessage
 }
 
 // AppendJSON appends the stored form of o to b. Key order is fixed; Node
@@ -178,6 +184,14 @@ func (o *Opts) AppendJSON(b []byte) []byte {
 			b = append(b, o.Dedup.Extra[k]...)
 		}
 		b = append(b, '}')
+	}
+	if o.Telemetry != "" {
+		key("tm")
+		b = appendString(b, o.Telemetry)
+	}
+	if o.OmitContext {
+		key("omc")
+		b = append(b, "true"...)
 	}
 	for _, k := range sortedKeys(o.Extra) {
 		key(k)
