@@ -9,7 +9,7 @@ import (
 // one with the constructors below; they mirror runBehavior in node/lib.mjs.
 type Behavior struct {
 	// Kind is one of return, echo, fail, failTimes, unrecoverable, sleep,
-	// progress, log, moveToDelayed, sequence, fromData, waitKey.
+	// progress, log, moveToDelayed, sequence, fromData, waitKey, activeSpan.
 	Kind string `json:"kind"`
 	// Value is the job's result (return, failTimes once it succeeds, sleep)
 	// or the progress value (progress).
@@ -136,6 +136,9 @@ type WorkerOptions struct {
 	// immediate retry) or "byType" (picks one of those by the job's backoff
 	// type).
 	BackoffStrategy string
+	// Telemetry turns on BullMQ's telemetry through bullmq-otel, recording
+	// spans in the driver's in-memory exporter (Oracle.TelemetrySpans).
+	Telemetry bool
 	// Extra is merged last into the Worker options, for options not above.
 	Extra map[string]any
 	// Cluster makes a worker process (StartWorkerProcess) treat redisAddr
@@ -165,6 +168,7 @@ func (w WorkerOptions) spec() map[string]any {
 	set("skipStalledCheck", true, w.SkipStalledCheck)
 	set("skipLockRenewal", true, w.SkipLockRenewal)
 	set("backoffStrategy", w.BackoffStrategy, w.BackoffStrategy != "")
+	set("telemetry", true, w.Telemetry)
 	set("extra", w.Extra, w.Extra != nil)
 	return m
 }

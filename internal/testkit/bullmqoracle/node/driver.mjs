@@ -17,6 +17,7 @@ import { Queue, QueueEvents, Job, FlowProducer, Worker } from 'bullmq';
 import { createInterface } from 'node:readline';
 import { consoleToStderr, redisConnector, hasFlag, newWorker, watchWorker, jobView, runBehavior, backoffStrategies } from './lib.mjs';
 import { featureCommands } from './features.mjs';
+import { telemetryCommands, closeTelemetry } from './telemetry.mjs';
 
 consoleToStderr();
 
@@ -216,6 +217,7 @@ async function closeAll() {
     tasks.push(p.then(({ qe }) => qe.close()).catch(() => {}));
   }
   queueEvents.clear();
+  tasks.push(closeTelemetry());
   for (const p of stepWorkers.values()) {
     tasks.push(p.then(({ worker }) => worker.close(true)).catch(() => {}));
   }
@@ -522,6 +524,7 @@ const commands = {
 };
 commands['close-all'] = commands.closeAll;
 Object.assign(commands, featureCommands({ getQueue, need }));
+Object.assign(commands, telemetryCommands({ need, connection: conns.queue }));
 
 function reply(obj) {
   process.stdout.write(JSON.stringify(obj) + '\n');

@@ -5,6 +5,7 @@
 
 import { Worker, UnrecoverableError, DelayedError } from 'bullmq';
 import IORedis from 'ioredis';
+import { otel, activeSpan } from './telemetry.mjs';
 
 // Keep stdout for the protocol: anything BullMQ or ioredis prints goes to stderr.
 export function consoleToStderr() {
@@ -127,6 +128,10 @@ export async function runBehavior(b, job, token, redis) {
       const i = Math.min(Math.max(job.attemptsStarted - 1, 0), steps.length - 1);
       return runBehavior(steps[i], job, token, redis);
     }
+    case 'activeSpan':
+      // Returns the ids of the span active in the processor (BullMQ's
+      // process span when the worker has telemetry), or null.
+      return activeSpan();
     case 'fromData': {
       // The behavior comes from the job's own data, field `field` (default "behavior").
       const inner = job.data && typeof job.data === 'object' ? job.data[b.field ?? 'behavior'] : undefined;
@@ -169,6 +174,10 @@ export function newWorker(spec, prefix, queue, connection, { autorun = true } = 
       throw new Error(`oracle: unknown backoffStrategy ${spec.backoffStrategy}`);
     }
     opts.settings = { backoffStrategy: f };
+  }
+  if (spec.telemetry) {
+    // BullMQ's telemetry through bullmq-otel (see telemetry.mjs).
+    opts.telemetry = otel().telemetry;
   }
   Object.assign(opts, spec.extra ?? {});
   const behavior = spec.behavior ?? { kind: 'return' };
