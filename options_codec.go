@@ -12,6 +12,24 @@ import (
 // takes and the stored names of a job hash, from one table); the functions
 // here convert between that and the Go struct.
 
+func init() {
+	jobcodec.OptionsToOpts = func(v any) (jobcodec.Opts, error) {
+		o := v.(*JobOptions)
+		// retentionKeep cannot store a negative field: refuse it rather
+		// than store keep-all (Add refuses it too, through validate).
+		for name, r := range map[string]*Retention{"RemoveOnComplete": o.RemoveOnComplete, "RemoveOnFail": o.RemoveOnFail} {
+			if r != nil && (r.Count < 0 || r.Age < 0 || r.Limit < 0) {
+				return jobcodec.Opts{}, optionError("JobOptions.%s fields must not be negative, got %+v", name, *r)
+			}
+		}
+		return o.stored(), nil
+	}
+	jobcodec.OptsToOptions = func(s *jobcodec.Opts) any {
+		o := optsFromStored(s)
+		return &o
+	}
+}
+
 // ParseJobOptions reads job options written as JSON with BullMQ's option
 // names, e.g. {"attempts":3,"backoff":{"type":"exponential","delay":1000}},
 // for tools that take options as text (the CLI, configuration files). Times

@@ -40,12 +40,12 @@ func TestStoredOpts(t *testing.T) {
 		require.Equal(t, full, got)
 	})
 
-	t.Run("ZeroOptionsRoundTripAsEmptyObject", func(t *testing.T) {
+	t.Run("ZeroOptionsRoundTrip", func(t *testing.T) {
 		t.Parallel()
 
 		b, err := encodeOpts(&drover.JobOptions{})
 		require.NoError(t, err)
-		require.JSONEq(t, `{}`, string(b))
+		require.JSONEq(t, `{"attempts":0}`, string(b))
 		got, err := decodeOpts(b)
 		require.NoError(t, err)
 		require.Equal(t, &drover.JobOptions{}, got)
@@ -62,33 +62,82 @@ func TestStoredOpts(t *testing.T) {
 		require.Nil(t, got)
 	})
 
-	t.Run("TheStoredNamesAreFixed", func(t *testing.T) {
+	t.Run("TheColumnHoldsTheStoredOptsJSON", func(t *testing.T) {
 		t.Parallel()
 
-		// Rows outlive deploys: renaming a stored key would drop the option
-		// of every pending row. Change this test only with a migration.
+		// The bytes a job hash's opts field holds (BullMQ's stored names:
+		// kl, de; retention age in seconds; stackTraceLimit 0 keeps none).
 		b, err := encodeOpts(full)
 		require.NoError(t, err)
 		require.JSONEq(t, `{
+			"jobId": "order-42", "delay": 1500, "priority": 7, "lifo": true, "attempts": 5,
+			"backoff": {"type": "exponential", "delay": 2000, "jitter": 0.5},
+			"removeOnComplete": {"count": 100, "age": 3600, "limit": 10},
+			"removeOnFail": true,
+			"timestamp": 1700000000123, "stackTraceLimit": 0, "kl": 20, "sizeLimit": 4096,
+			"de": {"id": "d", "ttl": 60000, "extend": true, "replace": true}
+		}`, string(b))
+	})
+
+	t.Run("RowsInTheFirstFormatStillDecode", func(t *testing.T) {
+		t.Parallel()
+
+		// What encodeOpts wrote for full before the column took the stored
+		// opts JSON: rows like it wait in users' tables across the upgrade.
+		got, err := decodeOpts([]byte(`{
 			"jobId": "order-42", "delayMs": 1500, "priority": 7, "lifo": true, "attempts": 5,
 			"backoff": {"type": "exponential", "delayMs": 2000, "jitter": 0.5},
 			"removeOnComplete": {"count": 100, "ageMs": 3600000, "limit": 10},
 			"removeOnFail": {"remove": true},
 			"timestampMs": 1700000000123, "stackTraceLimit": -1, "keepLogs": 20, "sizeLimit": 4096,
 			"deduplication": {"id": "d", "ttlMs": 60000, "extend": true, "replace": true}
-		}`, string(b))
+		}`))
+		require.NoError(t, err)
+		require.Equal(t, full, got)
+
+		// A first-format row with only keys both formats share means the
+		// same read either way.
+		for _, shared := range []string{
+			`{}`,
+			`{"jobId":"x","priority":3,"lifo":true,"attempts":2,"sizeLimit":9,"stackTraceLimit":7}`,
+			`{"backoff":{"type":"fixed","jitter":0.5},"removeOnComplete":{"count":5,"limit":2},"removeOnFail":{}}`,
+		} {
+			legacy, err := isLegacyOpts([]byte(shared))
+			require.NoError(t, err)
+			require.False(t, legacy, shared)
+			first, err := decodeLegacyOpts([]byte(shared))
+			require.NoError(t, err)
+			now, err := decodeOpts([]byte(shared))
+			require.NoError(t, err)
+			require.Equal(t, first, now, shared)
+		}
+	})
+
+	t.Run("UnknownOptionsAreAnError", func(t *testing.T) {
+		t.Parallel()
+
+		_, err := decodeOpts([]byte(`{"attempts":2,"repeat":{"every":5}}`))
+		require.EqualError(t, err, "opts column has options drover does not know: repeat")
+	})
+
+	t.Run("NegativeRetentionIsRefusedNotStoredAsKeepAll", func(t *testing.T) {
+		t.Parallel()
+
+		_, err := encodeOpts(&drover.JobOptions{RemoveOnFail: &drover.Retention{Count: -1}})
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
 	})
 
 	t.Run("GarbageIsAnError", func(t *testing.T) {
 		t.Parallel()
 
 		_, err := decodeOpts([]byte("{"))
-		require.ErrorContains(t, err, "opts column is not valid JSON")
+		require.ErrorContains(t, err, "opts column is not a JSON object")
 	})
 }
 
 // TestStoredOptsCoversJobOptions fails when drover.JobOptions (or a struct
-// it holds) gains a field that the outbox would silently drop.
+// it holds) gains a field, so that full in TestStoredOpts sets it and
+// EveryFieldRoundTrips proves the column keeps it.
 func TestStoredOptsCoversJobOptions(t *testing.T) {
 	t.Parallel()
 
@@ -102,7 +151,7 @@ func TestStoredOptsCoversJobOptions(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"JobID", "Delay", "Priority", "LIFO", "Attempts", "Backoff", "RemoveOnComplete", "RemoveOnFail",
 		"Timestamp", "StackTraceLimit", "KeepLogs", "SizeLimit", "Deduplication",
-	}, fields(drover.JobOptions{}), "update storedOpts, encodeOpts and decodeOpts, then this list")
+	}, fields(drover.JobOptions{}), "set the new field in TestStoredOpts's full, then update this list")
 	require.ElementsMatch(t, []string{"Type", "Delay", "Jitter"}, fields(drover.Backoff{}))
 	require.ElementsMatch(t, []string{"Remove", "Count", "Age", "Limit"}, fields(drover.Retention{}))
 	require.ElementsMatch(t, []string{"ID", "TTL", "Extend", "Replace"}, fields(drover.Deduplication{}))

@@ -423,6 +423,40 @@ func TestRelayPostgres(t *testing.T) {
 		testkit.WaitFor(t, 10*time.Second, "the row relayed", func() bool { return len(pending(bundle.rows(t))) == 0 })
 	})
 
+	t.Run("ARowInTheFirstOptsFormatIsRelayedWithItsOptions", func(t *testing.T) {
+		t.Parallel()
+
+		// A row written before the opts column took the stored opts JSON,
+		// as it sits in a user's table across the upgrade, and the same
+		// options added now: both jobs get the same opts in Redis.
+		bundle := setupPostgres(t)
+		bundle.exec(t, `INSERT INTO drover_outbox (queue, name, data, opts, created_at) VALUES ('q', 'old', '{}',
+			'{"delayMs":1500,"priority":7,"lifo":true,"attempts":5,"backoff":{"type":"exponential","delayMs":2000,"jitter":0.5},`+
+			`"removeOnComplete":{"count":100,"ageMs":3600000,"limit":10},"removeOnFail":{"remove":true},`+
+			`"timestampMs":1700000000123,"stackTraceLimit":-1,"keepLogs":20,"sizeLimit":4096}', now())`)
+		bundle.add(t, job{queue: "q", name: "new", opts: &drover.JobOptions{
+			Delay: 1500 * time.Millisecond, Priority: 7, LIFO: true, Attempts: 5,
+			Backoff:          &drover.Backoff{Type: drover.BackoffExponential, Delay: 2 * time.Second, Jitter: 0.5},
+			RemoveOnComplete: &drover.Retention{Count: 100, Age: time.Hour, Limit: 10},
+			RemoveOnFail:     &drover.Retention{Remove: true},
+			Timestamp:        time.UnixMilli(1_700_000_000_123), StackTraceLimit: -1, KeepLogs: 20, SizeLimit: 4096,
+		}})
+		stats, err := bundle.newRelay(t, nil).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{Created: 2}, stats)
+		rows := bundle.rows(t)
+		require.Len(t, rows, 2)
+		var opts []string
+		for _, r := range rows {
+			require.True(t, r.Sent, "row %d: %s", r.ID, r.LastError)
+			o, err := bundle.rdb.HGet(ctx, bundle.prefix+":q:"+r.JobID, "opts").Result()
+			require.NoError(t, err)
+			opts = append(opts, o)
+		}
+		require.JSONEq(t, strings.Replace(opts[1], `"outbox-2"`, `"outbox-1"`, 1), opts[0], "only the job id differs")
+		require.Contains(t, opts[0], `"kl":20`)
+	})
+
 	t.Run("TheListenerReconnectsAfterLosingItsConnection", func(t *testing.T) {
 		t.Parallel()
 
