@@ -29,8 +29,11 @@ if ARGV[2] ~= "" then
 end
 
 local n = tonumber(ARGV[4])
-local maxLen = maxEvents(metaKey)
-local blocked = pausedOrMaxed(metaKey, activeKey)
+-- One read of the meta hash serves the event cap and the pause/concurrency
+-- check (what maxEvents and pausedOrMaxed read; nothing below changes meta).
+local meta = rcall("HMGET", metaKey, "opts.maxLenEvents", "paused", "concurrency")
+local maxLen = meta[1] or maxEvents(metaKey)
+local blocked = meta[2] ~= false or (meta[3] ~= false and rcall("LLEN", activeKey) >= tonumber(meta[3]))
 local replies = {}
 local delayMarker = false
 
