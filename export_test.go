@@ -1,6 +1,10 @@
 package drover
 
-import "github.com/seed40057009/drover/internal/clock"
+import (
+	"io"
+
+	"github.com/seed40057009/drover/internal/clock"
+)
 
 // SetQueueClock replaces a queue's clock (tests only).
 func SetQueueClock(q *Queue, c clock.Clock) { q.clock = c }
@@ -19,4 +23,13 @@ func SetWorkerBaseClock(w *Worker, c clock.Clock) {
 	if w.clocker != nil {
 		w.clocker.clock = corrected
 	}
+}
+
+// SetDefaultLogOutput makes Queues and Workers created without a Logger
+// write to w until the returned func restores stderr (tests only; not
+// safe while other tests create workers).
+func SetDefaultLogOutput(w io.Writer) (restore func()) {
+	old := defaultLogOutput
+	defaultLogOutput = w
+	return func() { defaultLogOutput = old }
 }

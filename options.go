@@ -259,7 +259,8 @@ type QueueOptions struct {
 	Prefix string
 	// DefaultJobOptions fill the fields a job's own options leave unset.
 	DefaultJobOptions *JobOptions
-	// Logger receives warnings. Defaults to discarding.
+	// Logger receives warnings. Defaults to warnings and errors, as text,
+	// on stderr; slog.New(slog.DiscardHandler) silences it.
 	Logger *slog.Logger
 	// AddBulkChunk is how many jobs AddBulk sends per script call.
 	// Defaults to AddBulkChunkDefault.
@@ -295,7 +296,9 @@ func (o *QueueOptions) withDefaults() QueueOptions {
 		r = *o
 	}
 	r.Prefix = cmp.Or(r.Prefix, PrefixDefault)
-	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
+	if r.Logger == nil {
+		r.Logger = defaultLogger()
+	}
 	r.AddBulkChunk = cmp.Or(r.AddBulkChunk, AddBulkChunkDefault)
 	r.AddRetryWindow = cmp.Or(r.AddRetryWindow, AddRetryWindowDefault)
 	return r

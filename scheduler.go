@@ -441,7 +441,7 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 		return fmt.Errorf("create the run after %s of job scheduler %q: %w", rec.ID, rec.RepeatJobKey, err)
 	}
 	if nextID != "" {
-		w.log.DebugContext(ctx, "job scheduler advanced", slog.String(logkey.JobID, rec.ID), slog.String("next", nextID))
+		w.log.DebugContext(ctx, "job scheduler advanced", slog.String(logkey.JobID, rec.ID), slog.String(logkey.Next, nextID))
 	}
 	return nil
 }

@@ -97,8 +97,18 @@ type WorkerOptions struct {
 	//
 	// Defaults to ClockSkewWarningDefault (1s).
 	ClockSkewWarning time.Duration
-	// Logger receives the worker's logs. Defaults to discarding.
+	// Logger receives the worker's logs, with constant keys (queue,
+	// job_name, job_id, op_key, attempt, pid, outcome, error_class, ...):
+	// a line when an attempt starts (debug) and when its outcome is written
+	// (debug; info when it will be retried; warning when the job failed for
+	// good). Job data is never logged. Defaults to warnings and errors, as
+	// text, on stderr; slog.New(slog.DiscardHandler) silences it.
 	Logger *slog.Logger
+	// OpKey returns the operation key logged with each attempt (op_key),
+	// e.g. the idempotency key the processor claims, so that its lines
+	// join up with the processor's own across processes. It must not
+	// block. nil = the job's DeduplicationID, when it has one.
+	OpKey func(job *Job) string
 	// Hooks observe the worker, e.g. for metrics. Optional. JobStarted and
 	// JobFinished run as a middleware outside Middleware.
 	Hooks *WorkerHooks
@@ -161,7 +171,9 @@ func (o *WorkerOptions) withDefaults() WorkerOptions {
 	r.DrainDelay = cmp.Or(r.DrainDelay, DrainDelayDefault)
 	r.ClockCheckInterval = cmp.Or(r.ClockCheckInterval, ClockCheckIntervalDefault)
 	r.ClockSkewWarning = cmp.Or(r.ClockSkewWarning, ClockSkewWarningDefault)
-	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
+	if r.Logger == nil {
+		r.Logger = defaultLogger()
+	}
 	r.Hooks = cmp.Or(r.Hooks, &WorkerHooks{})
 	return r
 }
@@ -435,7 +447,7 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.bgWG.Add(1)
 			go func() { defer w.bgWG.Done(); w.checker.run(w.bgCtx) }()
 		}
-		w.log.InfoContext(ctx, "worker started", slog.Int("concurrency", w.opts.Concurrency))
+		w.log.InfoContext(ctx, "worker started", slog.Int(logkey.Concurrency, w.opts.Concurrency))
 	})
 	return nil
 }

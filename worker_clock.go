@@ -69,7 +69,7 @@ func (c *clockKeeper) measure(ctx context.Context) bool {
 	c.measured.Store(true)
 	if best > c.warnAt || -best > c.warnAt {
 		c.log.WarnContext(ctx, "this machine's clock differs from Redis TIME; the worker schedules by Redis's",
-			slog.Duration("offset", best), slog.Duration("round_trip", bestRTT), slog.Duration("threshold", c.warnAt))
+			slog.Duration(logkey.Offset, best), slog.Duration(logkey.RoundTrip, bestRTT), slog.Duration(logkey.Threshold, c.warnAt))
 	}
 	return true
 }

@@ -104,8 +104,8 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 	for i, it := range batch {
 		job := it.rj.job
 		if codes[i] != nil {
-			w.log.Warn("job result not written: the worker no longer owns the job", slog.String(logkey.JobID, job.ID),
-				slog.String(logkey.Outcome, it.outcome.String()), slog.Any(logkey.Error, codes[i]))
+			w.log.LogAttrs(context.Background(), slog.LevelWarn, "job result not written: the worker no longer owns the job",
+				append(w.jobAttrs(job), slog.String(logkey.Outcome, it.outcome.String()), slog.Any(logkey.Error, codes[i]))...)
 			w.finished(it.rj, Finish{Err: it.err, Took: it.took})
 			continue
 		}
@@ -187,21 +187,6 @@ func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error) {
 		case <-time.After(retryDelay(attempt)):
 		}
 	}
-}
-
-func (w *Worker) logFinished(it *finishItem) {
-	job := it.rj.job
-	attrs := []any{slog.String(logkey.JobID, job.ID), slog.String(logkey.JobName, job.Name),
-		slog.Int(logkey.Attempt, job.AttemptsStarted), slog.String(logkey.Outcome, it.outcome.String()),
-		slog.Duration(logkey.Duration, it.took)}
-	if it.err != nil {
-		attrs = append(attrs, slog.String(logkey.Error, it.err.Error()))
-	}
-	level := slog.LevelDebug
-	if it.outcome.Failed() {
-		level = slog.LevelWarn
-	}
-	w.log.Log(context.Background(), level, "job finished", attrs...)
 }
 
 // collectMetrics counts the batch's final outcomes in BullMQ's metrics. A

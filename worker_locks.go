@@ -205,7 +205,7 @@ func (c *stalledChecker) checkOnce(ctx context.Context) {
 		return
 	}
 	for _, s := range moved {
-		c.log.WarnContext(ctx, "job stalled: moved back to wait", slog.String(logkey.JobID, s.ID), slog.Int("stalled_count", s.StalledCounter))
+		c.log.WarnContext(ctx, "job stalled: moved back to wait", slog.String(logkey.JobID, s.ID), slog.Int(logkey.StalledCount, s.StalledCounter))
 		if c.stalled != nil {
 			c.stalled(s.ID, s.StalledCounter)
 		}

@@ -38,16 +38,15 @@ func (w *Worker) run(rj *runningJob) {
 		err = Unrecoverable(errors.New("job started more than allowable limit"))
 	default:
 		rj.ran = true
-		w.log.DebugContext(ctx, "job started", slog.String(logkey.JobID, job.ID),
-			slog.String(logkey.JobName, job.Name), slog.Int(logkey.Attempt, job.AttemptsStarted))
+		w.logStarted(ctx, job)
 		result, err = w.call(ctx, job)
 	}
 	took := time.Since(rj.started)
 
 	if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
 		why, _ := rj.lostWhy.Load().(string)
-		w.log.WarnContext(ctx, "job lock lost: result not written", slog.String(logkey.JobID, job.ID),
-			slog.String(logkey.Reason, why), slog.Duration(logkey.Duration, took))
+		w.log.LogAttrs(ctx, slog.LevelWarn, "job lock lost: result not written", append(w.jobAttrs(job),
+			slog.String(logkey.Reason, why), slog.String(logkey.ErrorClass, "lock_lost"), slog.Duration(logkey.Duration, took))...)
 		w.finished(rj, Finish{Err: fmt.Errorf("%w: %s", ErrLockLost, why), Took: took})
 		w.jobs.finish([]*runningJob{rj}, 0, nil)
 		return
@@ -145,7 +144,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		var berr error
 		delay, berr = ComputeBackoff(job.Opts.Backoff, fr.AttemptsMade, err, job, w.opts.BackoffStrategies, w.rand)
 		if berr != nil {
-			w.log.ErrorContext(ctx, "backoff failed: job fails for good", slog.String(logkey.JobID, job.ID), slog.Any(logkey.Error, berr))
+			w.log.LogAttrs(ctx, slog.LevelError, "backoff failed: job fails for good", append(w.jobAttrs(job), slog.Any(logkey.Error, berr))...)
 			fr.Value = berr.Error()
 			entry.Error = fr.Value
 			retry = false

@@ -70,7 +70,7 @@ func (p *presence) register(ctx context.Context) {
 		if !p.warned {
 			p.warned = true
 			p.log.WarnContext(ctx, "cannot name the worker's connection: Node's getWorkers will not list this worker",
-				slog.String("client_name", p.name), slog.Any(logkey.Error, err))
+				slog.String(logkey.ClientName, p.name), slog.Any(logkey.Error, err))
 		}
 		return
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/logkey"
 )
 
 // Session is GET /api/session: who the caller is and what the UI may offer.
@@ -84,7 +85,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.store.succeeded(ctx, u.Name); err != nil {
-		h.opts.Logger.WarnContext(ctx, "reset sign-in throttle", slog.Any("error", err))
+		h.opts.Logger.WarnContext(ctx, "reset sign-in throttle", slog.Any(logkey.Error, err))
 	}
 	// Rotation: the browser's previous session ends.
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {

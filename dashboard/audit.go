@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/seed40057009/drover/internal/logkey"
 )
 
 // AuditEntry records one mutating request: who asked for what, when, on how
@@ -48,10 +50,10 @@ type AuditFunc func(ctx context.Context, e AuditEntry)
 func AuditLogger(l *slog.Logger) AuditFunc {
 	return func(ctx context.Context, e AuditEntry) {
 		l.InfoContext(ctx, "audit",
-			slog.String("user", e.User), slog.String("role", string(e.Role)), slog.String("action", e.Action),
-			slog.String("queue", e.Queue), slog.String("job_id", e.JobID), slog.String("detail", e.Detail),
-			slog.Int("jobs", e.Jobs), slog.String("outcome", e.Outcome), slog.String("error", e.Error),
-			slog.String("remote", e.Remote))
+			slog.String(logkey.User, e.User), slog.String(logkey.Role, string(e.Role)), slog.String(logkey.Action, e.Action),
+			slog.String(logkey.Queue, e.Queue), slog.String(logkey.JobID, e.JobID), slog.String(logkey.Detail, e.Detail),
+			slog.Int(logkey.Jobs, e.Jobs), slog.String(logkey.Outcome, e.Outcome), slog.String(logkey.Error, e.Error),
+			slog.String(logkey.Remote, e.Remote))
 	}
 }
 
@@ -66,6 +68,6 @@ func (h *Handler) record(ctx context.Context, e AuditEntry) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := h.store.appendAudit(ctx, e); err != nil {
-		h.opts.Logger.WarnContext(ctx, "audit entry not stored", slog.String("action", e.Action), slog.Any("error", err))
+		h.opts.Logger.WarnContext(ctx, "audit entry not stored", slog.String(logkey.Action, e.Action), slog.Any(logkey.Error, err))
 	}
 }

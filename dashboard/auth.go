@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seed40057009/drover/internal/logkey"
 )
 
 // Role is what a user may do. Each role may do what the roles before it may.
@@ -206,7 +208,7 @@ func (h *Handler) authenticate(r *http.Request) (principal, *authFailure) {
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
 		sess, ok, err := h.store.readSession(ctx, c.Value)
 		if err != nil {
-			h.opts.Logger.WarnContext(ctx, "read session", slog.Any("error", err))
+			h.opts.Logger.WarnContext(ctx, "read session", slog.Any(logkey.Error, err))
 			return principal{}, &authFailure{status: http.StatusServiceUnavailable, msg: "sessions unavailable: " + err.Error()}
 		}
 		// A user removed or given another role since signing in is signed out.
@@ -230,7 +232,7 @@ func (h *Handler) signIn(r *http.Request, action, user string, ok bool, parties 
 	e := AuditEntry{Log: AuditSecurity, Time: now, Action: action, User: user, Remote: h.remote(r)}
 	wait, err := h.store.throttled(ctx, now, parties...)
 	if err != nil {
-		h.opts.Logger.WarnContext(ctx, "sign-in throttle", slog.Any("error", err))
+		h.opts.Logger.WarnContext(ctx, "sign-in throttle", slog.Any(logkey.Error, err))
 		return &authFailure{status: http.StatusServiceUnavailable, msg: "sign-in unavailable: " + err.Error()}
 	}
 	if wait > 0 {
@@ -240,7 +242,7 @@ func (h *Handler) signIn(r *http.Request, action, user string, ok bool, parties 
 	}
 	if !ok {
 		if err := h.store.failed(ctx, now, parties...); err != nil {
-			h.opts.Logger.WarnContext(ctx, "sign-in throttle", slog.Any("error", err))
+			h.opts.Logger.WarnContext(ctx, "sign-in throttle", slog.Any(logkey.Error, err))
 		}
 		e.Outcome, e.Error = "denied", "wrong credentials"
 		h.record(ctx, e)

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/logkey"
 )
 
 // AddrDefault is where Server listens by default: loopback only.
@@ -170,7 +171,7 @@ func (s *Server) Start(ctx context.Context) error { //nolint:contextcheck // req
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("dashboard server stopped", slog.Any("error", err))
+			s.log.Error("dashboard server stopped", slog.Any(logkey.Error, err))
 		}
 	}()
 	return nil

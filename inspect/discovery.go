@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/logkey"
 )
 
 // ErrQueueNotFound: no key of the queue exists under the prefix. Reads and
@@ -139,7 +140,7 @@ func (i *Inspector) publish(ctx context.Context, names []string) {
 	}
 	b, _ := json.Marshal(publishedQueues{At: time.Now().UnixMilli(), Queues: names})
 	if err := i.rdb.Set(ctx, keys.Discovery(i.opts.Prefix), b, 3*i.opts.DiscoveryInterval).Err(); err != nil && ctx.Err() == nil {
-		i.opts.Logger.WarnContext(ctx, "publish discovered queues", slog.Any("error", err))
+		i.opts.Logger.WarnContext(ctx, "publish discovered queues", slog.Any(logkey.Error, err))
 	}
 }
 
@@ -182,7 +183,7 @@ func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 		}
 		i.disc.scanMu.Unlock()
 		if err != nil && ctx.Err() == nil {
-			i.opts.Logger.WarnContext(ctx, "discover queues", slog.Any("error", err))
+			i.opts.Logger.WarnContext(ctx, "discover queues", slog.Any(logkey.Error, err))
 		}
 	}
 }

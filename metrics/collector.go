@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/logkey"
 )
 
 // CollectorTimeoutDefault bounds one scrape's reads.
@@ -86,7 +87,7 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 	up := 1.0
 	fail := func(queue string, err error) {
 		up = 0
-		c.opts.Logger.WarnContext(ctx, "metrics scrape failed", slog.String("queue", queue), slog.Any("error", err))
+		c.opts.Logger.WarnContext(ctx, "metrics scrape failed", slog.String(logkey.Queue, queue), slog.Any(logkey.Error, err))
 	}
 	queues := c.opts.Queues
 	if queues == nil {

@@ -16,4 +16,20 @@ const (
 	Reason    = "reason"
 	Component = "component"
 	Outcome   = "outcome"
+	// ErrorClass sorts an attempt's error: panic, unrecoverable,
+	// invalid_data, lock_lost, deadline, ... (drover.errorClass).
+	ErrorClass   = "error_class"
+	ClientName   = "client_name"
+	Concurrency  = "concurrency"
+	StalledCount = "stalled_count"
+	Offset       = "offset"
+	RoundTrip    = "round_trip"
+	Threshold    = "threshold"
+	Next         = "next"
+	User         = "user"
+	Role         = "role"
+	Action       = "action"
+	Detail       = "detail"
+	Jobs         = "jobs"
+	Remote       = "remote"
 )
