@@ -61,7 +61,8 @@ type Backoff struct {
 // Retention says which finished jobs to keep (BullMQ's removeOnComplete /
 // removeOnFail). A nil *Retention keeps every job.
 type Retention struct {
-	// Remove drops the job as soon as it finishes (BullMQ's `true`).
+	// Remove drops the job as soon as it finishes (BullMQ's `true`, or a
+	// count of 0).
 	Remove bool
 	// Count keeps only the newest Count finished jobs of the state. 0 = no bound.
 	Count int
@@ -69,6 +70,18 @@ type Retention struct {
 	Age time.Duration
 	// Limit caps how many jobs one finish removes by age. 0 = BullMQ's 1000.
 	Limit int
+	// Object stores the option in BullMQ's object form ({"count":3}, and
+	// {"count":0} for Remove) rather than the short one (3, true). Both
+	// mean the same to BullMQ and drover; set it to store what a Node
+	// producer passing an object stores. Age or Limit imply it.
+	// ParseJobOptions and Job.Opts set it for an object.
+	Object bool
+
+	// form is the stored shape the value was read from (ParseJobOptions,
+	// Job.Opts) when the fields above would write it differently, e.g. a
+	// count of 0 or -1 given as a number, or an age or limit of 0: it is
+	// stored back as read for as long as the fields still say the same.
+	form *jobcodec.Keep
 }
 
 // Deduplication makes adds with the same ID collapse into one job

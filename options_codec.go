@@ -1,6 +1,7 @@
 package drover
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -101,23 +102,33 @@ func (o *JobOptions) stored() jobcodec.Opts {
 	return s
 }
 
+// retentionKeep converts a Retention to the stored option: the shape it was
+// read from while its fields still say the same, else the shortest shape
+// that says it (or the object form, see Retention.Object).
 func retentionKeep(r *Retention) *jobcodec.Keep {
 	if r == nil {
 		return nil
 	}
+	if r.form != nil && sameRetention(retentionFields(r.form), r) {
+		return r.form
+	}
 	k := &jobcodec.Keep{Set: true}
 	switch {
-	case r.Remove:
-		t := true
-		k.Bool = &t
-	case r.Age > 0 || r.Limit > 0:
+	case r.Object || r.Age > 0 || r.Limit > 0:
 		k.Object = true
 		k.AgeSec = int64(r.Age / time.Second)
 		k.Limit = int64(r.Limit)
-		if r.Count > 0 {
+		switch {
+		case r.Remove:
+			var zero int64
+			k.Count = &zero
+		case r.Count > 0:
 			c := int64(r.Count)
 			k.Count = &c
 		}
+	case r.Remove:
+		t := true
+		k.Bool = &t
 	case r.Count > 0:
 		c := int64(r.Count)
 		k.Count = &c
@@ -128,15 +139,27 @@ func retentionKeep(r *Retention) *jobcodec.Keep {
 	return k
 }
 
-// retentionFromKeep converts a stored option back (for Job.Opts).
+// retentionFromKeep converts a stored option back (ParseJobOptions,
+// Job.Opts), remembering its shape when the fields alone would store it
+// differently.
 func retentionFromKeep(k *jobcodec.Keep) *Retention {
 	if k == nil || !k.Set {
 		return nil
 	}
+	r := retentionFields(k)
+	if !bytes.Equal(retentionKeep(r).AppendJSON(nil), k.AppendJSON(nil)) {
+		r.form = k
+	}
+	return r
+}
+
+// retentionFields is what a stored option means (jobcodec.Keep.Spec) as
+// Retention fields.
+func retentionFields(k *jobcodec.Keep) *Retention {
 	if k.Bool != nil {
 		return &Retention{Remove: *k.Bool}
 	}
-	r := &Retention{Age: time.Duration(k.AgeSec) * time.Second, Limit: int(k.Limit)}
+	r := &Retention{Object: k.Object, Limit: int(max(k.Limit, 0))}
 	if k.Count != nil {
 		if *k.Count == 0 {
 			r.Remove = true
@@ -144,7 +167,18 @@ func retentionFromKeep(k *jobcodec.Keep) *Retention {
 			r.Count = int(*k.Count)
 		}
 	}
+	if k.AgeBound() {
+		if k.AgeSec <= 0 {
+			r.Remove = true
+		} else {
+			r.Age = time.Duration(k.AgeSec) * time.Second
+		}
+	}
 	return r
+}
+
+func sameRetention(a, b *Retention) bool {
+	return a.Remove == b.Remove && a.Count == b.Count && a.Age == b.Age && a.Limit == b.Limit && a.Object == b.Object
 }
 
 func optsFromStored(s *jobcodec.Opts) JobOptions {

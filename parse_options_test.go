@@ -28,7 +28,7 @@ func TestParseJobOptions(t *testing.T) {
 			&drover.JobOptions{JobID: "order-7", Delay: 1500 * time.Millisecond, Priority: 3, LIFO: true, Attempts: 5,
 				Backoff:          &drover.Backoff{Type: "exponential", Delay: time.Second, Jitter: 0.2},
 				RemoveOnComplete: &drover.Retention{Remove: true},
-				RemoveOnFail:     &drover.Retention{Age: time.Hour, Count: 10}, KeepLogs: 20, SizeLimit: 4096,
+				RemoveOnFail:     &drover.Retention{Age: time.Hour, Count: 10, Object: true}, KeepLogs: 20, SizeLimit: 4096,
 				Deduplication: &drover.Deduplication{ID: "d", TTL: 5 * time.Second, Extend: true}}, ""},
 		{"NumericBackoffAndCount", `{"backoff":250,"removeOnComplete":100}`,
 			&drover.JobOptions{Backoff: &drover.Backoff{Type: "fixed", Delay: 250 * time.Millisecond},
@@ -38,12 +38,12 @@ func TestParseJobOptions(t *testing.T) {
 		{"UnknownRetentionField", `{"removeOnFail":{"ages":1}}`, nil, `job option "removeOnFail": ages: unknown field`},
 		{"WrongType", `{"attempts":"three"}`, nil, `job option "attempts"`},
 		{"NegativeDelay", `{"delay":-5}`, nil, `job option "delay": must be between 0 and 9223372036854, got -5`},
-		{"CountZeroRemoves", `{"removeOnComplete":{"count":0},"removeOnFail":0}`,
-			&drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true}, RemoveOnFail: &drover.Retention{Remove: true}}, ""},
+		{"CountZeroRemoves", `{"removeOnComplete":{"count":0}}`,
+			&drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true, Object: true}}, ""},
 		{"AgeWithCountZeroRemoves", `{"removeOnComplete":{"age":3600,"count":0}}`,
-			&drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true, Age: time.Hour}}, ""},
-		{"NegativeCountKeepsAll", `{"removeOnFail":-1,"removeOnComplete":{"count":-1,"age":60}}`,
-			&drover.JobOptions{RemoveOnFail: &drover.Retention{}, RemoveOnComplete: &drover.Retention{Age: time.Minute}}, ""},
+			&drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true, Age: time.Hour, Object: true}}, ""},
+		{"CountObject", `{"removeOnFail":{"count":2}}`,
+			&drover.JobOptions{RemoveOnFail: &drover.Retention{Count: 2, Object: true}}, ""},
 		{"StackTraceLimitZeroKeepsNone", `{"stackTraceLimit":0}`, &drover.JobOptions{StackTraceLimit: -1}, ""},
 		{"DelayThatWouldWrap", `{"delay":18446744073710}`, nil, `job option "delay": must be between 0 and 9223372036854, got 18446744073710`},
 		{"BackoffDelayThatWouldWrap", `{"backoff":{"type":"fixed","delay":1e16}}`, nil, `job option "backoff": delay: must be between 0 and`},
@@ -106,6 +106,61 @@ func TestParsedRetentionRemoves(t *testing.T) {
 			require.NoError(t, err)
 			return n == 0
 		})
+	}
+}
+
+// TestParsedRetentionStoredAsGiven: every removeOnComplete/removeOnFail
+// shape BullMQ accepts is stored as Node stores it (Node keeps the option
+// as given), also when the options are read back with Job.Opts and added
+// again, and means what it means in BullMQ (Job.Opts' fields).
+func TestParsedRetentionStoredAsGiven(t *testing.T) {
+	t.Parallel()
+
+	bundle := setupQueue(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		shape string
+		means drover.Retention
+	}{
+		{`true`, drover.Retention{Remove: true}},
+		{`false`, drover.Retention{}},
+		{`3`, drover.Retention{Count: 3}},
+		{`0`, drover.Retention{Remove: true}},
+		{`-1`, drover.Retention{}},
+		{`{}`, drover.Retention{Object: true}},
+		{`{"count":0}`, drover.Retention{Remove: true, Object: true}},
+		{`{"count":2}`, drover.Retention{Count: 2, Object: true}},
+		{`{"count":-1}`, drover.Retention{Object: true}},
+		{`{"age":3600,"count":0}`, drover.Retention{Remove: true, Age: time.Hour, Object: true}},
+		{`{"age":60,"count":-1}`, drover.Retention{Age: time.Minute, Object: true}},
+		{`{"age":0}`, drover.Retention{Remove: true, Object: true}},
+		{`{"age":60,"limit":0}`, drover.Retention{Object: true}},
+		{`{"age":60,"limit":5}`, drover.Retention{Age: time.Minute, Limit: 5, Object: true}},
+		{`{"count":0,"limit":5}`, drover.Retention{Remove: true, Limit: 5, Object: true}},
+	} {
+		o, err := drover.ParseJobOptions([]byte(`{"removeOnComplete":` + tt.shape + `}`))
+		require.NoError(t, err, tt.shape)
+		for round := range 2 {
+			res, err := bundle.queue.Add(ctx, "j", nil, o)
+			require.NoError(t, err, tt.shape)
+			opts, err := bundle.rdb.HGet(ctx, bundle.prefix+":q:"+res.Job.ID, "opts").Result()
+			require.NoError(t, err)
+			require.Equal(t, `{"removeOnComplete":`+tt.shape+`,"attempts":0}`, opts, "round %d", round)
+			j, err := bundle.queue.GetJob(ctx, res.Job.ID)
+			require.NoError(t, err)
+			got := *j.Opts.RemoveOnComplete
+			require.True(t, got.Remove == tt.means.Remove && got.Count == tt.means.Count && got.Age == tt.means.Age &&
+				got.Limit == tt.means.Limit && got.Object == tt.means.Object, "%s read back as %+v", tt.shape, got)
+			o = &j.Opts
+		}
+		// Changed fields win over the remembered shape.
+		o.RemoveOnComplete.Count = 7
+		o.RemoveOnComplete.Remove = false
+		res, err := bundle.queue.Add(ctx, "j", nil, o)
+		require.NoError(t, err, tt.shape)
+		j, err := bundle.queue.GetJob(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, 7, j.Opts.RemoveOnComplete.Count, tt.shape)
 	}
 }
 

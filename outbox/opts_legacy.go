@@ -85,7 +85,8 @@ func decodeLegacyRetention(r *legacyRetention) *drover.Retention {
 	if r == nil {
 		return nil
 	}
-	return &drover.Retention{Remove: r.Remove, Count: r.Count, Age: ms(r.AgeMs), Limit: r.Limit}
+	// An age or a limit was always written in BullMQ's object form.
+	return &drover.Retention{Remove: r.Remove, Count: r.Count, Age: ms(r.AgeMs), Limit: r.Limit, Object: r.AgeMs > 0 || r.Limit > 0}
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

@@ -21,7 +21,7 @@ func TestStoredOpts(t *testing.T) {
 		LIFO:             true,
 		Attempts:         5,
 		Backoff:          &drover.Backoff{Type: drover.BackoffExponential, Delay: 2 * time.Second, Jitter: 0.5},
-		RemoveOnComplete: &drover.Retention{Count: 100, Age: time.Hour, Limit: 10},
+		RemoveOnComplete: &drover.Retention{Count: 100, Age: time.Hour, Limit: 10, Object: true},
 		RemoveOnFail:     &drover.Retention{Remove: true},
 		Timestamp:        time.UnixMilli(1_700_000_000_123),
 		StackTraceLimit:  -1,
@@ -153,7 +153,9 @@ func TestStoredOptsCoversJobOptions(t *testing.T) {
 		"Timestamp", "StackTraceLimit", "KeepLogs", "SizeLimit", "Deduplication",
 	}, fields(drover.JobOptions{}), "set the new field in TestStoredOpts's full, then update this list")
 	require.ElementsMatch(t, []string{"Type", "Delay", "Jitter"}, fields(drover.Backoff{}))
-	require.ElementsMatch(t, []string{"Remove", "Count", "Age", "Limit"}, fields(drover.Retention{}))
+	// form is the shape ParseJobOptions read: the column holds the stored
+	// opts JSON, so it round-trips with it.
+	require.ElementsMatch(t, []string{"Remove", "Count", "Age", "Limit", "Object", "form"}, fields(drover.Retention{}))
 	require.ElementsMatch(t, []string{"ID", "TTL", "Extend", "Replace"}, fields(drover.Deduplication{}))
 }
 

@@ -498,6 +498,18 @@ func TestCodecOptionsMatchNode(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, normalizeStoredOpts(t, nodeHash["opts"]), normalizeStoredOpts(t, droverHash["opts"]),
 			"options %s\nnode   opts %s\ndrover opts %s", text, nodeHash["opts"], droverHash["opts"])
+		// Retention is stored in the shape given, as Node stores it (key
+		// order aside: Node's own differs from the order given).
+		var nodeOpts, droverOpts map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(nodeHash["opts"]), &nodeOpts))
+		require.NoError(t, json.Unmarshal([]byte(droverHash["opts"]), &droverOpts))
+		for _, k := range []string{"removeOnComplete", "removeOnFail"} {
+			if nodeOpts[k] == nil || droverOpts[k] == nil {
+				require.Equal(t, nodeOpts[k] == nil, droverOpts[k] == nil, "%s for options %s", k, text)
+				continue
+			}
+			require.JSONEq(t, string(nodeOpts[k]), string(droverOpts[k]), "%s for options %s", k, text)
+		}
 		for _, f := range []string{"delay", "priority", "deid"} {
 			require.Equal(t, nodeHash[f], droverHash[f], "field %s for options %s", f, text)
 		}

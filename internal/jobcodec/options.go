@@ -283,10 +283,8 @@ func decodeBackoff(v json.RawMessage, strict bool) (*Backoff, error) {
 }
 
 // decodeKeep reads removeOnComplete/removeOnFail: true, false, a count or
-// {age (seconds), count, limit}. Public input keeps BullMQ's meaning (its
-// worker's getKeepJobs and moveToFinished.lua): a count of 0, in either
-// form, removes the job; a negative count keeps every job; an age of 0
-// makes every finished job, this one included, old enough to remove.
+// {age (seconds), count, limit}, keeping the shape as given (Keep.Spec says
+// what it means). Public input must be whole numbers BullMQ stores exactly.
 func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
 	s := bytes.TrimSpace(v)
 	k := &Keep{Set: true}
@@ -307,11 +305,7 @@ func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
 			var err error
 			switch {
 			case key == "count" && strict:
-				var f float64
-				if f, err = wholeNumber(val); err == nil && f > float64(MaxCount) {
-					err = fmt.Errorf("must be at most %d, got %s", MaxCount, val)
-				}
-				n = int64(max(f, -1))
+				n, err = countOf(val)
 			case key == "age" || key == "limit" || key == "count":
 				err = readInt(&n, val, strict, map[string]int64{"age": MaxMillis / 1000, "limit": MaxCount, "count": MaxCount}[key])
 			default:
@@ -324,48 +318,42 @@ func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
 			}
 			switch key {
 			case "age":
-				k.AgeSec = n
+				k.AgeSec, k.HasAge = n, true
 			case "count":
 				k.Count = &n
 			case "limit":
-				k.Limit = n
-			}
-		}
-		if strict {
-			_, hasAge := raw["age"]
-			_, hasLimit := raw["limit"]
-			switch {
-			case hasLimit && k.Limit == 0:
-				// moveToFinished.lua trims at most limit jobs by age: 0
-				// turns the age bound off.
-				k.AgeSec, k.Limit = 0, 0
-			case hasAge && k.AgeSec == 0 && (k.Count == nil || *k.Count != 0):
-				// Age 0: every finished job, this one included, is old
-				// enough to go, as with a count of 0.
-				zero := int64(0)
-				k.Count = &zero
+				k.Limit, k.HasLimit = n, true
 			}
 		}
 	default:
 		var n int64
+		var err error
 		if strict {
-			f, err := wholeNumber(s)
-			if err != nil {
-				return nil, errors.New("want true, false, a count or {age, count, limit}")
-			}
-			if f > float64(MaxCount) {
-				return nil, fmt.Errorf("must be at most %d, got %s", MaxCount, s)
-			}
-			n = int64(max(f, -1))
-		} else {
-			var err error
-			if n, err = num(s); err != nil {
+			if n, err = countOf(s); err != nil {
+				if strings.HasPrefix(err.Error(), "want") {
+					err = errors.New("want true, false, a count or {age, count, limit}")
+				}
 				return nil, err
 			}
+		} else if n, err = num(s); err != nil {
+			return nil, err
 		}
 		k.Count = &n
 	}
 	return k, nil
+}
+
+// countOf reads a public retention count: a whole number of at most
+// MaxCount; a negative one (BullMQ: keep every job) down to -MaxCount.
+func countOf(v json.RawMessage) (int64, error) {
+	f, err := wholeNumber(v)
+	if err != nil {
+		return 0, err
+	}
+	if f > float64(MaxCount) || f < -float64(MaxCount) {
+		return 0, fmt.Errorf("must be between %d and %d, got %s", -MaxCount, MaxCount, bytes.TrimSpace(v))
+	}
+	return int64(f), nil
 }
 
 func decodeDedup(v json.RawMessage, strict bool) (*Dedup, error) {

@@ -23,19 +23,35 @@ type Backoff struct {
 	Jitter float64
 }
 
-// Keep is a stored removeOnComplete/removeOnFail option: true, false, a
-// count, or {age (seconds), count, limit}.
+// Keep is a stored removeOnComplete/removeOnFail option in the shape it
+// was given: true, false, a count, or an object with any of age (seconds),
+// count and limit. The shape is kept as written (a count of 0 or -1, an
+// age or limit of 0 included) so that it is stored back as Node stores it;
+// Spec says what it means.
 type Keep struct {
-	Set    bool // the option was present
-	Bool   *bool
-	Count  *int64
-	AgeSec int64
-	Limit  int64
-	Object bool // stored as an object
+	Set      bool // the option was present
+	Bool     *bool
+	Count    *int64
+	AgeSec   int64
+	Limit    int64
+	Object   bool // stored as an object
+	HasAge   bool // the object has an age, even 0
+	HasLimit bool // the object has a limit, even 0
+}
+
+// AgeBound reports whether the option trims by age: it has an age and no
+// limit of 0 (BullMQ's moveToFinished.lua removes at most limit expired
+// jobs, so 0 turns the age bound off).
+func (k *Keep) AgeBound() bool {
+	return (k.HasAge || k.AgeSec != 0) && !(k.HasLimit && k.Limit == 0)
 }
 
 // Spec is the retention spec finishJobs.lua reads: "" keep all, "0" drop at
-// once, else "count,ageMs,limit" with count -1 for "no count bound".
+// once, else "count,ageMs,limit" with count -1 for "no count bound". It
+// means what BullMQ's worker (getKeepJobs) and moveToFinished.lua make of
+// the shape: true or a count of 0, in either form, removes the job; false
+// or a negative count keeps it; an age of 0 or less makes every finished
+// job, this one included, old enough to remove.
 func (k *Keep) Spec() string {
 	if k == nil || !k.Set {
 		return ""
@@ -48,19 +64,57 @@ func (k *Keep) Spec() string {
 	}
 	count := int64(-1)
 	if k.Count != nil {
-		count = *k.Count
-		if count == 0 {
+		switch c := *k.Count; {
+		case c == 0:
+			return "0"
+		case c > 0:
+			count = c
+		}
+	}
+	age := int64(0)
+	if k.AgeBound() {
+		if k.AgeSec <= 0 {
 			return "0"
 		}
-		if count < 0 {
-			count = -1
-		}
+		age = k.AgeSec * 1000
 	}
-	if count == -1 && k.AgeSec <= 0 {
+	if count == -1 && age == 0 {
 		return ""
 	}
-	age := max(k.AgeSec, 0) * 1000
 	return strconv.FormatInt(count, 10) + "," + strconv.FormatInt(age, 10) + "," + strconv.FormatInt(max(k.Limit, 0), 10)
+}
+
+// AppendJSON appends the option as stored in opts.
+func (k *Keep) AppendJSON(b []byte) []byte {
+	if k.Bool != nil {
+		return strconv.AppendBool(b, *k.Bool)
+	}
+	if !k.Object && k.Count != nil {
+		return strconv.AppendInt(b, *k.Count, 10)
+	}
+	b = append(b, '{')
+	sep := false
+	if k.AgeSec != 0 || k.HasAge {
+		b = append(b, `"age":`...)
+		b = strconv.AppendInt(b, k.AgeSec, 10)
+		sep = true
+	}
+	if k.Count != nil {
+		if sep {
+			b = append(b, ',')
+		}
+		b = append(b, `"count":`...)
+		b = strconv.AppendInt(b, *k.Count, 10)
+		sep = true
+	}
+	if k.Limit != 0 || k.HasLimit {
+		if sep {
+			b = append(b, ',')
+		}
+		b = append(b, `"limit":`...)
+		b = strconv.AppendInt(b, k.Limit, 10)
+	}
+	return append(b, '}')
 }
 
 // Dedup is the stored deduplication option ("de").
@@ -145,11 +199,11 @@ func (o *Opts) AppendJSON(b []byte) []byte {
 	}
 	if o.RemoveOnComplete != nil && o.RemoveOnComplete.Set {
 		key("removeOnComplete")
-		b = o.RemoveOnComplete.appendJSON(b)
+		b = o.RemoveOnComplete.AppendJSON(b)
 	}
 	if o.RemoveOnFail != nil && o.RemoveOnFail.Set {
 		key("removeOnFail")
-		b = o.RemoveOnFail.appendJSON(b)
+		b = o.RemoveOnFail.AppendJSON(b)
 	}
 	if o.StackTraceLimit != nil {
 		key("stackTraceLimit")
@@ -199,38 +253,6 @@ func (o *Opts) AppendJSON(b []byte) []byte {
 	}
 	key("attempts")
 	b = strconv.AppendInt(b, o.Attempts, 10)
-	return append(b, '}')
-}
-
-func (k *Keep) appendJSON(b []byte) []byte {
-	if k.Bool != nil {
-		return strconv.AppendBool(b, *k.Bool)
-	}
-	if !k.Object && k.Count != nil {
-		return strconv.AppendInt(b, *k.Count, 10)
-	}
-	b = append(b, '{')
-	sep := false
-	if k.AgeSec != 0 {
-		b = append(b, `"age":`...)
-		b = strconv.AppendInt(b, k.AgeSec, 10)
-		sep = true
-	}
-	if k.Count != nil {
-		if sep {
-			b = append(b, ',')
-		}
-		b = append(b, `"count":`...)
-		b = strconv.AppendInt(b, *k.Count, 10)
-		sep = true
-	}
-	if k.Limit != 0 {
-		if sep {
-			b = append(b, ',')
-		}
-		b = append(b, `"limit":`...)
-		b = strconv.AppendInt(b, k.Limit, 10)
-	}
 	return append(b, '}')
 }
 

@@ -48,6 +48,10 @@ end
 local codes = {}
 local trims = {}
 local delayed = false
+-- lastFinal: the batch's last job completed or failed for good. BullMQ
+-- writes "drained" only from moveToFinished, so a batch that ends with a
+-- retry, a move back or a delay leaves the queue empty without one.
+local lastFinal = false
 
 -- releaseDedup frees the job's deduplication id once it finishes, unless the
 -- key carries a TTL (then it expires on its own) or another job owns it.
@@ -250,6 +254,7 @@ for _, i in ipairs(owned) do
   local atm = ARGV[o + REC.attemptsMade]
   local timeline = ARGV[o + REC.timeline]
   local fields = {}
+  lastFinal = kind == "c" or kind == "f"
   if kind ~= "c" and kind ~= "w" and kind ~= "m" then
     fields[#fields + 1] = "failedReason"
     fields[#fields + 1] = value
@@ -358,7 +363,7 @@ if #fetched[2] == 0 then
   if delayed then
     addDelayMarker(markerKey, delayedKey)
   end
-  if not fetched[1] and not fetched[3] and fetched[4] == 0 and rcall("LLEN", waitKey) == 0 and rcall("LLEN", activeKey) == 0
+  if lastFinal and not fetched[1] and not fetched[3] and fetched[4] == 0 and rcall("LLEN", waitKey) == 0 and rcall("LLEN", activeKey) == 0
       and rcall("ZCARD", prioritizedKey) == 0 then
     rcall("XADD", eventsKey, "*", "event", "drained")
   end

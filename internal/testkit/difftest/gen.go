@@ -272,16 +272,13 @@ func (g *gen) retention() *Retention {
 		return &Retention{Count: &c}
 	case 3:
 		c := 1 + g.r.IntN(3)
-		if !g.cfg.Known {
-			return &Retention{Count: &c}
-		}
 		if g.chance(30) {
 			c = 0
 		}
 		return &Retention{Object: true, Count: &c}
 	case 4:
 		c := 1 + g.r.IntN(3)
-		if g.cfg.Known && g.chance(30) {
+		if g.chance(30) {
 			c = 0
 		}
 		return &Retention{Object: true, Age: 3600, Count: &c}

@@ -55,15 +55,13 @@ type KnownDivergence struct {
 
 // Known are the divergences of issue 10 whose fixes are in progress.
 var Known = []KnownDivergence{
-	{"10.5", "retention count:0 stored as keep", "fix in progress", anyAdd(func(a *Add) bool { return zeroCount(a.RemoveOnComplete) || zeroCount(a.RemoveOnFail) }), nil},
-	{"10.5", "retention {count:n} stored as n (drover's Retention cannot say which shape; Node reads both alike)", "fix in progress (codec)", anyDroverAdd(func(a *Add) bool {
-		return countOnlyObject(a.RemoveOnComplete) || countOnlyObject(a.RemoveOnFail)
-	}), nil},
 	// 10.8 (data bytes: U+2028/U+2029, <>&) and 10.9 (integer-looking
 	// custom ids) are fixed: the generator makes their inputs always. So are
 	// 10.1 (keepLastIfActive adds now generated), 10.2, 10.3, 10.4 and 10.7
-	// (regression tests in internal/interoptest/parity_test.go).
-	{"new", "drover writes a \"drained\" event when a job leaves the queue empty by going to delayed (a retry with backoff, or the processor's Delay); BullMQ writes it only when a job completes or fails (moveToFinished), not from moveToDelayed", "reported (found by this tester)", nil, dropEvents("drained")},
+	// (regression tests in internal/interoptest/parity_test.go), 10.5
+	// (every retention shape, {count:0} and {count:n} included) and the
+	// campaign's "drained" after a move to delayed (regression tests in
+	// internal/interoptest/random_regress_test.go).
 }
 
 // SortEvents sorts the stream entries [from, to) by their fields, so that
@@ -76,49 +74,6 @@ func SortEvents(st []statedump.StreamEntry, from, to int) {
 		return strings.Compare(strings.Join(a.Fields, "\x00"), strings.Join(b.Fields, "\x00"))
 	})
 }
-
-// dropEvents removes the named events from the events stream.
-func dropEvents(names ...string) func(s *statedump.Snapshot, queue string) {
-	return func(s *statedump.Snapshot, queue string) {
-		k := s.Keys[queue+":events"]
-		if k == nil {
-			return
-		}
-		k.Stream = slices.DeleteFunc(k.Stream, func(e statedump.StreamEntry) bool {
-			return len(e.Fields) >= 2 && e.Fields[0] == "event" && slices.Contains(names, e.Fields[1])
-		})
-	}
-}
-
-func anyAdd(f func(a *Add) bool) func(p *Program) bool {
-	return func(p *Program) bool {
-		for _, s := range p.Steps {
-			for _, a := range s.adds() {
-				if f(a) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-}
-
-func anyDroverAdd(f func(a *Add) bool) func(p *Program) bool {
-	return func(p *Program) bool {
-		for _, s := range p.Steps {
-			for _, a := range s.adds() {
-				if s.By == Drover && f(a) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-}
-
-func countOnlyObject(r *Retention) bool { return r != nil && r.Object && r.Age == 0 && r.Limit == 0 }
-
-func zeroCount(r *Retention) bool { return r != nil && r.Object && r.Count != nil && *r.Count == 0 }
 
 // KnownFor returns the known divergence that explains a (shrunk)
 // program's divergence, or nil: one whose inputs the program uses, or one

@@ -278,16 +278,19 @@ func (r *Retention) node() any {
 	return o
 }
 
+// drover is the same shape as drover's Retention: the short forms as its
+// fields alone, the object form with Object (a count of 0 is Remove).
 func (r *Retention) drover() *drover.Retention {
 	switch {
 	case r.Bool != nil:
 		return &drover.Retention{Remove: *r.Bool}
 	case !r.Object && r.Count != nil:
-		return &drover.Retention{Count: *r.Count}
+		return &drover.Retention{Count: *r.Count, Remove: *r.Count == 0}
 	}
-	d := &drover.Retention{Age: time.Duration(r.Age) * time.Second, Limit: r.Limit}
+	d := &drover.Retention{Object: true, Age: time.Duration(r.Age) * time.Second, Limit: r.Limit}
 	if r.Count != nil {
 		d.Count = *r.Count
+		d.Remove = *r.Count == 0
 	}
 	return d
 }

@@ -83,9 +83,14 @@ local function childFailed(p, jobKey, reason, now)
         rcall("HSET", p.key, "delay", 0)
       end
       local waiting = rcall("ZREM", p.queueKey .. ":waiting-children", p.id) == 1
-      rcall("HSET", p.key, "defa", "child " .. jobKey .. " failed")
       if fromDelayed or waiting then
+        rcall("HSET", p.key, "defa", "child " .. jobKey .. " failed")
         releaseParent(p.queueKey, p.key, p.id, now)
+      elseif not rcall("ZSCORE", p.queueKey .. ":failed", p.id) then
+        -- A parent that already failed for good gets no deferred failure:
+        -- it would fail its next retry at once without running (BullMQ
+        -- leaves it alone too).
+        rcall("HSET", p.key, "defa", "child " .. jobKey .. " failed")
       end
     end
   elseif p["cpof"] then

@@ -1,0 +1,68 @@
+package interoptest_test
+
+import (
+	"testing"
+
+	"github.com/seed40057009/drover/internal/testkit/difftest"
+)
+
+// Regression tests printed by the randomized differential tester
+// (TestDifferentialRandom) for divergences it found, each shrunk to a
+// minimal program. Each failed before its fix.
+
+// TestDifferentialRegressionDrainedOnDelay: a drover worker failing the only
+// job with attempts and a backoff moves it to delayed; BullMQ writes
+// "drained" only from moveToFinished (completed or failed for good), so the
+// events stream must not get one here (campaign: 265 programs).
+func TestDifferentialRegressionDrainedOnDelay(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 1, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}, Attempts: 2,
+			Backoff: &difftest.Backoff{Type: "fixed", Delay: 3600000}}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "delay", Delay: 3600000}},
+	}})
+}
+
+// TestDifferentialRegressionRetentionShapes: drover adds jobs with
+// removeOnComplete/removeOnFail in BullMQ's object form; drover must store
+// the shape Node stores ({"count":0} was stored as false, i.e. keep, and
+// {"count":2} as 2) and act on it alike (campaign: 1,252 programs).
+func TestDifferentialRegressionRetentionShapes(t *testing.T) {
+	t.Parallel()
+
+	zero, two := 0, 2
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 2, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1},
+			RemoveOnComplete: &difftest.Retention{Object: true, Count: &zero}}},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2},
+			RemoveOnFail: &difftest.Retention{Object: true, Count: &two}}},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3},
+			RemoveOnComplete: &difftest.Retention{Object: true, Age: 3600, Count: &zero}}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 3}},
+	}})
+}
+
+// TestDifferentialRegressionDeferredFailureOfFailedParent (seed 666642830,
+// shrunk): a failParentOnFailure child failing after its parent already
+// failed for good must not leave a deferred failure (defa) on the parent,
+// or a later retry of the parent fails at once without running.
+func TestDifferentialRegressionDeferredFailureOfFailedParent(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 666642830, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Parent: "j1", OnParentFailure: "failParentOnFailure"}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}},
+		{Op: difftest.OpRetry, By: difftest.Node, Job: "j1", State: "failed"},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+	}})
+}
