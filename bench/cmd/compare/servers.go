@@ -72,7 +72,9 @@ func startRedisWith(ctx context.Context, wrapper []string, ready time.Duration) 
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
-	s.rdb = redis.NewClient(&redis.Options{Addr: s.Addr})
+	// FLUSHALL of a million-job backlog takes seconds: the harness' own
+	// client waits for it (the peers keep their defaults).
+	s.rdb = redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 2 * time.Minute})
 	deadline := time.Now().Add(ready)
 	for {
 		if err = s.rdb.Ping(ctx).Err(); err == nil {
