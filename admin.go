@@ -133,7 +133,7 @@ func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, old
 	if count < 0 || limit < 0 || pause < 0 {
 		return 0, optionError("count, limit and pause must not be negative, got %d, %d, %s", count, limit, pause)
 	}
-	cutoff := q.clock.Now()
+	cutoff := q.now(ctx)
 	if !olderThan.IsZero() {
 		cutoff = olderThan
 	}
@@ -181,7 +181,7 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 	default:
 		return nil, optionError("Clean cannot clean state %q", state)
 	}
-	ids, err := scripts.Clean(ctx, q.rdb, q.k, name, q.clock.Now().Add(-grace).UnixMilli(), limit)
+	ids, err := scripts.Clean(ctx, q.rdb, q.k, name, q.now(ctx).Add(-grace).UnixMilli(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("clean %s jobs of queue %q: %w", state, q.name, err)
 	}

@@ -15,6 +15,16 @@ func SetWorkerClock(w *Worker, c clock.Clock) { w.q.clock = c }
 // SetWorkerRand replaces the worker's jitter source (tests only).
 func SetWorkerRand(w *Worker, r func() float64) { w.rand = r }
 
+// SetQueueBaseClock replaces the clock a queue corrects by its measured
+// offset to Redis TIME (tests only; call before the first call).
+func SetQueueBaseClock(q *Queue, c clock.Clock) {
+	corrected := clock.NewCorrected(c)
+	q.clock = corrected
+	if q.clocker != nil {
+		q.clocker.clock = corrected
+	}
+}
+
 // SetWorkerBaseClock replaces the clock a worker corrects by its measured
 // offset to Redis TIME (tests only; call before Start).
 func SetWorkerBaseClock(w *Worker, c clock.Clock) {

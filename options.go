@@ -301,6 +301,20 @@ type QueueOptions struct {
 	// AddMiddleware runs around every Add and AddBulk, first = outermost
 	// (see AddMiddleware). None by default.
 	AddMiddleware []AddMiddleware
+	// ClockCheckInterval is how often the queue measures how far this
+	// machine's clock is from the Redis server's (TIME, the best of 3 round
+	// trips), as WorkerOptions.ClockCheckInterval does for a worker. The
+	// queue has no goroutine: the first call that needs the time once the
+	// last measurement is older than this measures it. Add and AddBulk then
+	// stamp a job's timestamp (and so a delayed job's due time) by Redis's
+	// clock, as the workers that run it read it. Negative turns the
+	// correction off (BullMQ's behaviour: the producer's clock as is).
+	//
+	// Defaults to ClockCheckIntervalDefault (1 minute).
+	ClockCheckInterval time.Duration
+	// ClockSkewWarning is the offset to Redis TIME past which each
+	// measurement logs a warning. Defaults to ClockSkewWarningDefault (1s).
+	ClockSkewWarning time.Duration
 }
 
 func (o *QueueOptions) withDefaults() QueueOptions {
@@ -314,5 +328,7 @@ func (o *QueueOptions) withDefaults() QueueOptions {
 	}
 	r.AddBulkChunk = cmp.Or(r.AddBulkChunk, AddBulkChunkDefault)
 	r.AddRetryWindow = cmp.Or(r.AddRetryWindow, AddRetryWindowDefault)
+	r.ClockCheckInterval = cmp.Or(r.ClockCheckInterval, ClockCheckIntervalDefault)
+	r.ClockSkewWarning = cmp.Or(r.ClockSkewWarning, ClockSkewWarningDefault)
 	return r
 }

@@ -26,14 +26,17 @@ import (
 // It is safe for concurrent use. It holds no connection of its own: it uses
 // the caller's client, which the caller closes.
 type Queue struct {
-	name   string
-	k      keys.Queue
-	rdb    redis.UniversalClient
-	opts   QueueOptions
-	clock  clock.Clock
-	logger *slog.Logger
-	closed atomic.Bool
-	adds   addBatcher
+	name  string
+	k     keys.Queue
+	rdb   redis.UniversalClient
+	opts  QueueOptions
+	clock clock.Clock
+	// clocker corrects clock by the offset to Redis TIME (worker_clock.go);
+	// nil when QueueOptions.ClockCheckInterval is negative.
+	clocker *clockKeeper
+	logger  *slog.Logger
+	closed  atomic.Bool
+	adds    addBatcher
 	// The add chains through QueueOptions.AddMiddleware (middleware.go);
 	// nil without middleware.
 	addOneChain, addBulkChain AddFunc
@@ -78,6 +81,12 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 		opts:   o,
 		clock:  clock.Real{},
 		logger: o.Logger,
+	}
+	if o.ClockCheckInterval > 0 {
+		corrected := clock.NewCorrected(clock.Real{})
+		q.clock = corrected
+		q.clocker = &clockKeeper{rdb: rdb, clock: corrected, interval: o.ClockCheckInterval,
+			warnAt: o.ClockSkewWarning, log: o.Logger.With(slog.String(logkey.Queue, name))}
 	}
 	if len(o.AddMiddleware) > 0 {
 		q.addChains()
@@ -195,7 +204,7 @@ func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions
 
 // addOne is Add after the middleware.
 func (q *Queue) addOne(ctx context.Context, bj *BulkJob) (*AddResult, error) {
-	p, err := q.prepare(-1, bj, q.clock.Now())
+	p, err := q.prepare(-1, bj, q.now(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +297,7 @@ func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 
 // addBulk is AddBulk after the middleware.
 func (q *Queue) addBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
-	now := q.clock.Now()
+	now := q.now(ctx)
 	preps := make([]prepared, len(jobs))
 	for i := range jobs {
 		idx := i
@@ -684,6 +693,15 @@ func (q *Queue) GetJobLogs(ctx context.Context, id string, start, end int64) ([]
 		return nil, 0, fmt.Errorf("read logs of job %q in queue %q: %w", id, q.name, err)
 	}
 	return lines.Val(), count.Val(), nil
+}
+
+// now is the corrected time for a call that stamps or schedules by it,
+// measuring the offset first when it is due (see clockKeeper.refresh).
+func (q *Queue) now(ctx context.Context) time.Time {
+	if q.clocker != nil {
+		q.clocker.refresh(ctx)
+	}
+	return q.clock.Now()
 }
 
 // nowMs is the queue clock's now in BullMQ's ms.

@@ -108,7 +108,7 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 	if tmpl == nil {
 		tmpl = &JobTemplate{}
 	}
-	now := q.clock.Now()
+	now := q.now(ctx)
 	sched, err := validateRepeat(id, &repeat, now)
 	if err != nil {
 		return fail(err)

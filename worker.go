@@ -17,7 +17,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
@@ -281,8 +280,9 @@ type Worker struct {
 	wakeMu    sync.Mutex
 	wakeTimer *time.Timer
 
-	// clocker corrects q.clock by the offset to Redis TIME; nil when
-	// ClockCheckInterval is negative.
+	// clocker is q's (it corrects q.clock by the offset to Redis TIME),
+	// measured by the worker's own goroutine; nil when ClockCheckInterval is
+	// negative.
 	clocker *clockKeeper
 
 	// gate is closed by the lock keeper while lock renewals fail; the
@@ -337,7 +337,8 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	q, err := NewQueue(rdb, name, &QueueOptions{Prefix: o.Prefix, Logger: o.Logger})
+	q, err := NewQueue(rdb, name, &QueueOptions{Prefix: o.Prefix, Logger: o.Logger,
+		ClockCheckInterval: o.ClockCheckInterval, ClockSkewWarning: o.ClockSkewWarning})
 	if err != nil {
 		return nil, err
 	}
@@ -356,11 +357,9 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	}
 	w.log = o.Logger.With(slog.String(logkey.Queue, name), slog.String(logkey.Worker, w.workerLabel()),
 		slog.Int(logkey.PID, os.Getpid()))
-	if o.ClockCheckInterval > 0 {
-		corrected := clock.NewCorrected(clock.Real{})
-		q.clock = corrected
-		w.clocker = &clockKeeper{rdb: rdb, clock: corrected, interval: o.ClockCheckInterval,
-			warnAt: o.ClockSkewWarning, log: w.log}
+	if q.clocker != nil {
+		w.clocker = q.clocker // the queue's; the worker measures it periodically
+		w.clocker.log = w.log
 	}
 	w.gate = &fetchGate{log: w.log, hook: o.Hooks.FetchHeld}
 	w.presence = &presence{rdb: rdb, name: workerClientName(q.k.Prefix(), name, o.Name), slotKey: q.k.Meta(),

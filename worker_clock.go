@@ -1,10 +1,15 @@
 package drover
 
-// The worker's clock: its offset to the Redis server's TIME, measured at
-// start and every ClockCheckInterval, corrects every "now" the worker
-// passes to scripts (due delayed jobs, backoff due times, retention ages,
-// the stalled check), so a worker whose clock is ahead or behind does not
-// run delayed jobs early or trim finished jobs too soon.
+// The clock of a Queue and of a Worker: its offset to the Redis server's
+// TIME corrects every "now" drover passes to scripts (add timestamps and
+// delayed due times, backoff due times, retention ages, the stalled check),
+// so a machine whose clock is ahead or behind does not stamp jobs wrongly,
+// run delayed jobs early or trim finished jobs too soon. One clockKeeper per
+// Queue owns the offset. A Worker measures at Start and then every
+// ClockCheckInterval from a goroutine of its own; a Queue used only to add
+// has no goroutine: the first call that needs the time after the offset got
+// older than ClockCheckInterval measures it (refresh), so adds cost no
+// extra round trip except one measurement per interval.
 
 import (
 	"context"
@@ -18,8 +23,9 @@ import (
 	"github.com/seed40057009/drover/internal/logkey"
 )
 
-// clockKeeper measures the offset. It runs in one goroutine, started and
-// stopped by the Worker; its first measurement is made by Start.
+// clockKeeper measures the offset: periodically in run (a Worker's
+// goroutine, started and stopped by the Worker; its first measurement is
+// made by Start), or on demand in refresh (a Queue's calls).
 type clockKeeper struct {
 	rdb      redis.UniversalClient
 	clock    *clock.Corrected
@@ -31,6 +37,24 @@ type clockKeeper struct {
 	// fetcher measures before it fetches (a worker started while Redis was
 	// down must not schedule by an uncorrected clock).
 	measured atomic.Bool
+	// next is the base clock's ms at which refresh measures again; busy is
+	// held by the one call measuring.
+	next atomic.Int64
+	busy atomic.Bool
+}
+
+// clockRetryAfterFailure is how soon refresh measures again after a failed
+// measurement.
+const clockRetryAfterFailure = time.Second
+
+// refresh measures the offset if it is due and no other call is measuring
+// it; the other calls meanwhile use the last offset.
+func (c *clockKeeper) refresh(ctx context.Context) {
+	if c.clock.Base().Now().UnixMilli() < c.next.Load() || !c.busy.CompareAndSwap(false, true) {
+		return
+	}
+	defer c.busy.Store(false)
+	c.measure(ctx)
 }
 
 func (c *clockKeeper) run(ctx context.Context) {
@@ -60,6 +84,7 @@ func (c *clockKeeper) measure(ctx context.Context) bool {
 		}
 	}
 	if bestRTT < 0 {
+		c.next.Store(c.clock.Base().Now().Add(clockRetryAfterFailure).UnixMilli())
 		if ctx.Err() == nil {
 			c.log.WarnContext(ctx, "measure clock offset to Redis failed; keeping the last one", slog.Any(logkey.Error, lastErr))
 		}
@@ -67,8 +92,9 @@ func (c *clockKeeper) measure(ctx context.Context) bool {
 	}
 	c.clock.SetOffset(best)
 	c.measured.Store(true)
+	c.next.Store(c.clock.Base().Now().Add(c.interval).UnixMilli())
 	if best > c.warnAt || -best > c.warnAt {
-		c.log.WarnContext(ctx, "this machine's clock differs from Redis TIME; the worker schedules by Redis's",
+		c.log.WarnContext(ctx, "this machine's clock differs from Redis TIME; drover schedules by Redis's",
 			slog.Duration(logkey.Offset, best), slog.Duration(logkey.RoundTrip, bestRTT), slog.Duration(logkey.Threshold, c.warnAt))
 	}
 	return true

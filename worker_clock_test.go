@@ -5,13 +5,16 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // aheadClock is the wall clock moved by a fixed skew, as on a machine whose
@@ -107,5 +110,86 @@ func TestWorkerClockSkew(t *testing.T) {
 			}
 			return len(got) == 2
 		})
+	})
+}
+
+// timeCounter counts the TIME commands a client sends.
+type timeCounter struct{ n atomic.Int64 }
+
+func (c *timeCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *timeCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (c *timeCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "time" {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestQueueClockSkew: a producer whose machine clock is 30 s ahead of
+// Redis's. Before, Add stamped the job's timestamp (and so a delayed job's
+// due time) with that clock: the job looked 30 s younger and a delayed job
+// ran 30 s late. The queue measures its offset to Redis TIME on its first
+// call and once per ClockCheckInterval after, not per add.
+func TestQueueClockSkew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const skew = 30 * time.Second
+
+	setup := func(t *testing.T, opts drover.QueueOptions) (*drover.Queue, *timeCounter, *syncBuffer, func() time.Time) {
+		t.Helper()
+		rdb, prefix := redistest.Client(t)
+		counter := &timeCounter{}
+		rdb.AddHook(counter)
+		logs := &syncBuffer{}
+		opts.Prefix = prefix
+		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		q, err := drover.NewQueue(rdb, "q", &opts)
+		require.NoError(t, err)
+		drover.SetQueueBaseClock(q, aheadClock{skew: skew})
+		redisNow := func() time.Time {
+			now, err := rdb.Time(ctx).Result()
+			require.NoError(t, err)
+			return now
+		}
+		return q, counter, logs, redisNow
+	}
+	// stamped adds jobs and returns how far their timestamps are from Redis
+	// TIME read after each add.
+	stamped := func(t *testing.T, q *drover.Queue, redisNow func() time.Time, n int) []time.Duration {
+		var off []time.Duration
+		for range n {
+			res, err := q.Add(ctx, "j", nil, nil)
+			require.NoError(t, err)
+			off = append(off, res.Job.Timestamp.Sub(redisNow()))
+		}
+		bulk, err := q.AddBulk(ctx, []drover.BulkJob{{Name: "b"}, {Name: "b"}})
+		require.NoError(t, err)
+		for _, r := range bulk {
+			off = append(off, r.Job.Timestamp.Sub(redisNow()))
+		}
+		return off
+	}
+
+	t.Run("CorrectedByRedisTime", func(t *testing.T) {
+		t.Parallel()
+		q, counter, logs, redisNow := setup(t, drover.QueueOptions{})
+		for i, off := range stamped(t, q, redisNow, 50) {
+			require.Less(t, off.Abs(), skew/3, "job %d's timestamp is %s from Redis TIME", i, off)
+		}
+		require.EqualValues(t, 3, counter.n.Load()-52, "one measurement (3 TIME) for 52 adds, besides the test's own 52 reads")
+		require.Contains(t, logs.String(), "clock differs from Redis TIME")
+	})
+
+	t.Run("UncorrectedStampsByTheMachineClock", func(t *testing.T) {
+		t.Parallel()
+		q, _, _, redisNow := setup(t, drover.QueueOptions{ClockCheckInterval: -1})
+		for i, off := range stamped(t, q, redisNow, 3) {
+			require.Greater(t, off, skew*2/3, "job %d's timestamp is %s from Redis TIME", i, off)
+		}
 	})
 }
