@@ -66,3 +66,23 @@ func TestDifferentialRegressionDeferredFailureOfFailedParent(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
 	}})
 }
+
+// TestDifferentialRegressionTrimEventOrder (seed 666643568, shrunk): a
+// failure whose retention trims a failed flow child releases the child's
+// parent; BullMQ trims before it writes the failed event, so the parent's
+// "waiting" event comes first.
+func TestDifferentialRegressionTrimEventOrder(t *testing.T) {
+	t.Parallel()
+
+	one := 1
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 666643568, Steps: []difftest.Step{
+		{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}},
+			Children: []*difftest.Add{{Name: "j2", Data: map[string]any{"n": 2, "s": "żółw ✓"}, Attempts: 2,
+				Backoff: &difftest.Backoff{Type: "fixed", Delay: 3600000}, KeepLogs: 2}}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "unrecoverable", Message: "fatal"}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j7", Data: map[string]any{"n": 7},
+			RemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Count: &one}}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}},
+	}})
+}

@@ -244,6 +244,7 @@ end
 -- Pass 2: move each owned job to its next state. Finished jobs are added to
 -- their set with one ZADD per set at the end.
 local finished = {[completedKey] = {}, [failedKey] = {}}
+local finishedEvents = {}
 for _, i in ipairs(owned) do
   local o = recordAt(i)
   local id = ARGV[o + REC.id]
@@ -311,14 +312,10 @@ for _, i in ipairs(owned) do
       add[#add + 1] = id
       noteTrim(setKey, spec)
     end
-    if kind == "c" then
-      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
-    else
-      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "failed", "jobId", id, "failedReason", value, "prev", "active")
-      if tonumber(atm) >= tonumber(ARGV[o + REC.attempts]) then
-        rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
-      end
-    end
+    -- Written after the retention trims below, as BullMQ trims before it
+    -- writes the job's event (a trimmed flow child's parent release comes
+    -- first).
+    finishedEvents[#finishedEvents + 1] = {kind, id, value, atm, ARGV[o + REC.attempts]}
   elseif kind == "r" or kind == "w" then
     if #fields > 0 then
       rcall("HSET", jobKey, unpack(fields))
@@ -355,6 +352,17 @@ end
 
 for _, t in pairs(trims) do
   trimFinished(t[1], t[2], now)
+end
+for _, e in ipairs(finishedEvents) do
+  local id, value, atm = e[2], e[3], e[4]
+  if e[1] == "c" then
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
+  else
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "failed", "jobId", id, "failedReason", value, "prev", "active")
+    if tonumber(atm) >= tonumber(e[5]) then
+      rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
+    end
+  end
 end
 
 local fetched = fetchJobs(now, tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]),
