@@ -1,0 +1,282 @@
+// Package droverotel traces and measures drover with OpenTelemetry, through
+// drover's producer and worker middleware.
+//
+// Traces follow BullMQ 6.7's telemetry, so one trace runs across Node BullMQ
+// (with its bullmq-otel adapter) and drover in either direction:
+//
+//   - An add makes a PRODUCER span, "add <queue>.<job name>" ("addBulk
+//     <queue>" for several jobs at once), a child of the span in the add's
+//     context, and stores that span's context in the job
+//     (JobOptions.Telemetry.Metadata, BullMQ's opts.tm) as bullmq-otel does:
+//     a JSON object of text-map propagation headers, e.g.
+//     {"traceparent":"00-…-…-01"}.
+//   - A worker's attempt makes a CONSUMER span, "process <queue>", whose
+//     parent is the context read from the job, so it is the add span's child
+//     in the same trace (a parent/child relation, not a link, as in BullMQ).
+//     The processor runs with that span in its context: jobs it adds, and
+//     spans it starts, join the trace.
+//
+// Span attributes use BullMQ's names (bullmq.queue.name, bullmq.job.id, …).
+//
+// Metrics are the ones package metrics exports to Prometheus, under the same
+// names, labels and units (drover_jobs_started_total,
+// drover_job_duration_seconds, …), so an OpenTelemetry pipeline can replace
+// the Prometheus collectors without changing dashboards.
+//
+// Only this package imports OpenTelemetry: a program that imports drover
+// alone does not compile or link it.
+package droverotel
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/seed40057009/drover"
+)
+
+// ScopeName is the instrumentation scope of the tracer and the meter.
+const ScopeName = "github.com/seed40057009/drover/droverotel"
+
+// Options configure New. Nil means defaults.
+type Options struct {
+	// TracerProvider makes the spans. Defaults to otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the instruments. Defaults to
+	// otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+	// Propagator writes the trace context into jobs and reads it back.
+	// Defaults to W3C trace context plus baggage, what Node's OpenTelemetry
+	// SDK registers by default, so a trace continues across Node and drover
+	// even when the program never set a global propagator.
+	Propagator propagation.TextMapPropagator
+	// DurationBuckets are the upper bounds, in seconds, of the
+	// drover_job_duration_seconds histogram. Defaults to Prometheus's
+	// default buckets (5ms to 10s), as package metrics uses.
+	DurationBuckets []float64
+}
+
+// Middleware is drover's OpenTelemetry instrumentation. One Middleware may
+// serve any number of queues and workers.
+type Middleware struct {
+	tracer     trace.Tracer
+	propagator propagation.TextMapPropagator
+	m          *instruments
+}
+
+// New returns the instrumentation. It fails only when the meter provider
+// refuses an instrument.
+func New(opts *Options) (*Middleware, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = otel.GetTracerProvider()
+	}
+	if o.MeterProvider == nil {
+		o.MeterProvider = otel.GetMeterProvider()
+	}
+	if o.Propagator == nil {
+		o.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	if o.DurationBuckets == nil {
+		o.DurationBuckets = defaultBuckets
+	}
+	m, err := newInstruments(o.MeterProvider.Meter(ScopeName), o.DurationBuckets)
+	if err != nil {
+		return nil, err
+	}
+	return &Middleware{tracer: o.TracerProvider.Tracer(ScopeName), propagator: o.Propagator, m: m}, nil
+}
+
+// BullMQ's attribute names (its TelemetryAttributes), and drover's own.
+const (
+	attrQueueName    = attribute.Key("bullmq.queue.name")
+	attrOperation    = attribute.Key("bullmq.queue.operation")
+	attrJobName      = attribute.Key("bullmq.job.name")
+	attrJobID        = attribute.Key("bullmq.job.id")
+	attrJobIDs       = attribute.Key("bullmq.job.ids")
+	attrBulkCount    = attribute.Key("bullmq.job.bulk.count")
+	attrBulkNames    = attribute.Key("bullmq.job.bulk.names")
+	attrWorkerName   = attribute.Key("bullmq.worker.name")
+	attrAttemptsMade = attribute.Key("bullmq.job.attempts.made")
+	attrFailed       = attribute.Key("bullmq.job.failed.reason")
+	attrOutcome      = attribute.Key("drover.outcome")
+)
+
+// AddMiddleware returns the producer side for queue (the name the queue was
+// opened with): set it in drover.QueueOptions.AddMiddleware.
+//
+// A job that already carries a trace context (JobOptions.Telemetry with
+// Metadata), such as one relayed from an outbox, keeps it; a job with
+// Telemetry.OmitContext gets none. (BullMQ's Queue.add replaces a caller's
+// metadata; its addBulk keeps it, as drover does for both.)
+func (mw *Middleware) AddMiddleware(queue string) drover.AddMiddleware {
+	return func(ctx context.Context, jobs []drover.BulkJob, next drover.AddFunc) ([]*drover.AddResult, error) {
+		name, attrs := "addBulk "+queue, []attribute.KeyValue{attrQueueName.String(queue), attrOperation.String("addBulk")}
+		if len(jobs) == 1 {
+			name = "add " + queue + "." + jobs[0].Name
+			attrs = []attribute.KeyValue{attrQueueName.String(queue), attrOperation.String("add"), attrJobName.String(jobs[0].Name)}
+		} else {
+			names := make([]string, len(jobs))
+			for i := range jobs {
+				names[i] = jobs[i].Name
+			}
+			attrs = append(attrs, attrBulkCount.Int(len(jobs)), attrBulkNames.StringSlice(names))
+		}
+		ctx, span := mw.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		defer span.End()
+		if md := mw.metadata(ctx); md != "" {
+			for i := range jobs {
+				jobs[i].Opts = withMetadata(jobs[i].Opts, md)
+			}
+		}
+		res, err := next(ctx, jobs)
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			return res, err
+		}
+		if len(res) == 1 && res[0] != nil && res[0].Job != nil {
+			span.SetAttributes(attrJobID.String(res[0].Job.ID))
+		} else if len(res) > 1 {
+			ids := make([]string, 0, len(res))
+			for _, r := range res {
+				if r != nil && r.Job != nil {
+					ids = append(ids, r.Job.ID)
+				}
+			}
+			span.SetAttributes(attrJobIDs.StringSlice(ids))
+		}
+		return res, nil
+	}
+}
+
+// withMetadata returns opts with the trace context md, as a copy: the
+// caller's options are never written. Options that already carry a context
+// or ask for none are returned as they are.
+func withMetadata(opts *drover.JobOptions, md string) *drover.JobOptions {
+	if opts != nil && opts.Telemetry != nil && (opts.Telemetry.Metadata != "" || opts.Telemetry.OmitContext) {
+		return opts
+	}
+	var c drover.JobOptions
+	if opts != nil {
+		c = *opts
+	}
+	c.Telemetry = &drover.Telemetry{Metadata: md}
+	return &c
+}
+
+// metadata is ctx's trace context as BullMQ's telemetry metadata: the
+// propagator's headers as one JSON object ("" when there is nothing to
+// carry).
+func (mw *Middleware) metadata(ctx context.Context) string {
+	carrier := propagation.MapCarrier{}
+	mw.propagator.Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(map[string]string(carrier))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// Extract returns ctx with the trace context job carries (BullMQ's
+// opts.tm, written by droverotel or by Node's bullmq-otel), for code that
+// handles jobs outside a worker. A job with none, or with metadata that is
+// not a JSON object of strings, leaves ctx as it is.
+func (mw *Middleware) Extract(ctx context.Context, job *drover.Job) context.Context {
+	t := job.Opts.Telemetry
+	if t == nil || t.Metadata == "" {
+		return ctx
+	}
+	var carrier map[string]string
+	if json.Unmarshal([]byte(t.Metadata), &carrier) != nil {
+		return ctx
+	}
+	return mw.propagator.Extract(ctx, propagation.MapCarrier(carrier))
+}
+
+// WorkerMiddleware returns the worker side: set it in
+// drover.WorkerOptions.Middleware. Each attempt is a "process <queue>" span,
+// a child of the context the job carries; its end records the outcome
+// (attribute drover.outcome, an event "job completed" or "job failed", an
+// error status when the attempt failed) and the metrics.
+func (mw *Middleware) WorkerMiddleware() drover.WorkerMiddleware {
+	return drover.WorkerMiddleware{
+		Process: func(ctx context.Context, job *drover.Job, next drover.ProcessorFunc) (any, error) {
+			ctx = mw.startProcess(ctx, job)
+			mw.m.started(ctx, queueOf(job))
+			return next(ctx, job)
+		},
+		Finished: func(ctx context.Context, job *drover.Job, f drover.Finish) {
+			span := trace.SpanFromContext(ctx)
+			if !span.SpanContext().IsValid() || !isOurs(ctx) {
+				// The job failed without running the processor (or an
+				// outer middleware did not run this one): its attempt is
+				// still one span.
+				ctx = mw.startProcess(ctx, job)
+				span = trace.SpanFromContext(ctx)
+			}
+			mw.finish(span, job, f)
+			mw.m.finished(ctx, queueOf(job), f)
+		},
+	}
+}
+
+type processKey struct{}
+
+// isOurs tells whether the span in ctx is the process span this middleware
+// started (and not, say, a span of the caller's that Finished would end).
+func isOurs(ctx context.Context) bool { return ctx.Value(processKey{}) != nil }
+
+func (mw *Middleware) startProcess(ctx context.Context, job *drover.Job) context.Context {
+	queue := queueOf(job)
+	attrs := []attribute.KeyValue{
+		attrQueueName.String(queue), attrOperation.String("process"),
+		attrJobID.String(job.ID), attrJobName.String(job.Name),
+	}
+	if job.ProcessedBy != "" {
+		attrs = append(attrs, attrWorkerName.String(job.ProcessedBy))
+	}
+	ctx, _ = mw.tracer.Start(mw.Extract(ctx, job), "process "+queue,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+	return context.WithValue(ctx, processKey{}, true)
+}
+
+func (mw *Middleware) finish(span trace.Span, job *drover.Job, f drover.Finish) {
+	defer span.End()
+	made := job.AttemptsMade // the count before this attempt
+	if f.Outcome == drover.OutcomeCompleted || f.Outcome.Failed() || f.Outcome.Retried() {
+		made++ // these outcomes spend an attempt (BullMQ's atm)
+	}
+	span.SetAttributes(attrOutcome.String(f.Outcome.String()), attrAttemptsMade.Int(made))
+	switch {
+	case f.Outcome == drover.OutcomeCompleted:
+		// BullMQ also puts the result in this event; drover keeps payloads
+		// out of telemetry.
+		span.AddEvent("job completed")
+	case f.Err != nil:
+		span.AddEvent("job failed", trace.WithAttributes(attrFailed.String(f.Err.Error())))
+		if f.Outcome.Failed() || f.Outcome.Retried() || f.Outcome == drover.OutcomeUnknown {
+			span.RecordError(f.Err)
+			span.SetStatus(codes.Error, f.Err.Error())
+		}
+	}
+}
+
+func queueOf(job *drover.Job) string {
+	if q := job.Queue(); q != nil {
+		return q.Name()
+	}
+	return ""
+}

@@ -1,0 +1,141 @@
+package interoptest_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/droverotel"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+)
+
+// TestInteropTelemetry: one trace across Node BullMQ (telemetry through
+// bullmq-otel, spans in the OpenTelemetry JS SDK's in-memory exporter) and
+// drover (droverotel, spans in the Go SDK's in-memory exporter), both ways.
+// In each direction the consumer's process span must be the child of the
+// producer's add span, in the producer's trace, as BullMQ links its own.
+func TestInteropTelemetry(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	ctx := context.Background()
+
+	otelRig := func(t *testing.T) (*droverotel.Middleware, *tracetest.InMemoryExporter, *sdktrace.TracerProvider) {
+		t.Helper()
+		spans := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		mw, err := droverotel.New(&droverotel.Options{TracerProvider: tp})
+		require.NoError(t, err)
+		return mw, spans, tp
+	}
+	nodeSpan := func(t *testing.T, spans []bullmqoracle.NodeSpan, name string) bullmqoracle.NodeSpan {
+		t.Helper()
+		var found []bullmqoracle.NodeSpan
+		for _, s := range spans {
+			if s.Name == name {
+				found = append(found, s)
+			}
+		}
+		require.Len(t, found, 1, "Node spans named %q in %+v", name, spans)
+		return found[0]
+	}
+
+	t.Run("NodeProducerDroverWorker", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		mw, spans, _ := otelRig(t)
+		var mu sync.Mutex
+		var inProc trace.SpanContext
+		w, err := drover.NewWorker(b.rdb, queueName, drover.ProcessorFunc(func(ctx context.Context, _ *drover.Job) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			inProc = trace.SpanContextFromContext(ctx)
+			return "sent", nil
+		}), &drover.WorkerOptions{Prefix: b.prefix, Name: workerName, Middleware: []drover.WorkerMiddleware{mw.WorkerMiddleware()}})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		t.Cleanup(func() { _ = w.Close(ctx) })
+
+		added, err := b.oracle.TelemetryAdd(ctx, b.prefix, queueName, "welcome", map[string]any{"to": "ada"}, nil, "node-signup")
+		require.NoError(t, err)
+		testkit.WaitFor(t, waitLong, "the drover process span", func() bool { return len(spans.GetSpans()) == 1 })
+
+		nodeSpans, err := b.oracle.TelemetrySpans(ctx, added.TraceID)
+		require.NoError(t, err)
+		root := nodeSpan(t, nodeSpans, "node-signup")
+		add := nodeSpan(t, nodeSpans, "add "+queueName+".welcome")
+		require.Equal(t, bullmqoracle.SpanKindProducer, add.Kind)
+		require.Equal(t, root.SpanID, add.ParentSpanID, "Node: add is the caller's child")
+
+		process := spans.GetSpans()[0]
+		require.Equal(t, "process "+queueName, process.Name)
+		require.Equal(t, trace.SpanKindConsumer, process.SpanKind)
+		require.Equal(t, added.TraceID, process.SpanContext.TraceID().String(), "one trace id across Node and drover")
+		require.Equal(t, add.SpanID, process.Parent.SpanID().String(), "drover's process span is the child of Node's add span")
+		require.True(t, process.Parent.IsRemote())
+		mu.Lock()
+		require.Equal(t, process.SpanContext.SpanID(), inProc.SpanID(), "the processor runs in the process span")
+		mu.Unlock()
+		t.Logf("trace %s: Node %s → Node add %s → drover process %s", added.TraceID, root.SpanID, add.SpanID, process.SpanContext.SpanID())
+	})
+
+	t.Run("DroverProducerNodeWorker", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		mw, spans, tp := otelRig(t)
+		q, err := drover.NewQueue(b.rdb, queueName, &drover.QueueOptions{Prefix: b.prefix,
+			AddMiddleware: []drover.AddMiddleware{mw.AddMiddleware(queueName)}})
+		require.NoError(t, err)
+		id := b.prefix + "-otel"
+		require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, bullmqoracle.WorkerOptions{
+			ID: id, Name: workerName, Telemetry: true, Behavior: bullmqoracle.ActiveSpan(),
+		}))
+		t.Cleanup(func() { _ = b.oracle.StopWorker(ctx, id, false) })
+
+		rctx, root := tp.Tracer("test").Start(ctx, "go-signup")
+		res, err := q.Add(rctx, "welcome", map[string]any{"to": "ada"}, nil)
+		require.NoError(t, err)
+		root.End()
+		fin, err := b.oracle.WaitUntilFinished(ctx, b.prefix, queueName, res.Job.ID, waitLong)
+		require.NoError(t, err)
+		require.Equal(t, "completed", fin.State, fin.FailedReason)
+
+		var add tracetest.SpanStub
+		for _, s := range spans.GetSpans() {
+			if s.Name == "add "+queueName+".welcome" {
+				add = s
+			}
+		}
+		require.Equal(t, trace.SpanKindProducer, add.SpanKind)
+		require.Equal(t, root.SpanContext().SpanID(), add.Parent.SpanID(), "drover: add is the caller's child")
+		traceID := root.SpanContext().TraceID().String()
+
+		var process bullmqoracle.NodeSpan
+		testkit.WaitFor(t, waitLong, "Node's process span", func() bool {
+			nodeSpans, err := b.oracle.TelemetrySpans(ctx, traceID)
+			require.NoError(t, err)
+			for _, s := range nodeSpans {
+				if s.Name == "process "+queueName {
+					process = s
+					return true
+				}
+			}
+			return false
+		})
+		require.Equal(t, bullmqoracle.SpanKindConsumer, process.Kind)
+		require.Equal(t, traceID, process.TraceID, "one trace id across drover and Node")
+		require.Equal(t, add.SpanContext.SpanID().String(), process.ParentSpanID, "Node's process span is the child of drover's add span")
+		var inProc bullmqoracle.SpanIDs
+		require.NoError(t, json.Unmarshal(fin.ReturnValue, &inProc))
+		require.Equal(t, process.SpanID, inProc.SpanID, "Node's processor runs in its process span")
+		t.Logf("trace %s: drover %s → drover add %s → Node process %s", traceID, root.SpanContext().SpanID(), add.SpanContext.SpanID(), process.SpanID)
+	})
+}
