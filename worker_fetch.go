@@ -145,7 +145,17 @@ func (w *Worker) waitForWork(ctx context.Context) {
 	// BZPOPMIN through go-redis takes whole seconds; sub-second waits are
 	// ended by the wake timer armed above.
 	block := max(time.Second, (wait+time.Second-1)/time.Second*time.Second)
-	res, err := w.q.rdb.BZPopMin(ctx, block, w.q.k.Marker(), w.q.k.WorkerWake(w.id)).Result()
+	// On the named connection when it is open, so the worker is seen
+	// blocked (idle) exactly while it waits, as a Node worker is.
+	var res *redis.ZWithKey
+	used, err := w.presence.block(ctx, func(c *redis.Client) error {
+		var err error
+		res, err = c.BZPopMin(ctx, block, w.q.k.Marker(), w.q.k.WorkerWake(w.id)).Result()
+		return err
+	})
+	if !used {
+		res, err = w.q.rdb.BZPopMin(ctx, block, w.q.k.Marker(), w.q.k.WorkerWake(w.id)).Result()
+	}
 	w.disarmWake()
 	if err != nil {
 		if errors.Is(err, redis.Nil) || ctx.Err() != nil {

@@ -3,6 +3,7 @@ package drover
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -99,6 +100,27 @@ func (p *presence) ping(ctx context.Context) error {
 	return p.conn.Ping(ctx).Err()
 }
 
+// block runs fn, the fetcher's blocking wait for jobs, on the named
+// connection, as a Node worker blocks on its named connection: CLIENT LIST
+// then shows the worker blocked (flag b) exactly while it waits, which is
+// how the dashboard and the CLI tell an idle worker from a busy one. used is
+// false when the connection is not open (the caller then waits on its own
+// pool). An error other than a timeout or a cancel closes the connection, so
+// the next ping opens it again (on a cluster, on the slot's current master).
+func (p *presence) block(ctx context.Context, fn func(c *redis.Client) error) (used bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conn == nil {
+		return false, nil
+	}
+	err = fn(p.conn)
+	if err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
+		p.conn.Close()
+		p.conn = nil
+	}
+	return true, err
+}
+
 func (p *presence) run(ctx context.Context) {
 	defer func() {
 		p.mu.Lock()
@@ -116,7 +138,12 @@ func (p *presence) run(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		p.register(ctx)
+		// The fetcher blocked on the connection keeps it in use (and tells
+		// a broken one by its error): no ping needed then.
+		if p.mu.TryLock() {
+			p.mu.Unlock()
+			p.register(ctx)
+		}
 	}
 }
 
@@ -137,8 +164,8 @@ type WorkerInfo struct {
 	// Age is how long the connection has been open.
 	Age time.Duration
 	// Idle is how long ago the connection last sent a command. A drover
-	// worker pings it every 5 s; a Node worker's connection is idle while it
-	// waits for jobs.
+	// worker waits for jobs on it and pings it every 5 s otherwise; a Node
+	// worker's connection is idle while it waits for jobs.
 	Idle time.Duration
 }
 

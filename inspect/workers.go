@@ -29,9 +29,12 @@ type WorkerInfo struct {
 	// last command (ms in JSON).
 	Age  time.Duration `json:"-"`
 	Idle time.Duration `json:"-"`
-	// Waiting says the connection is blocked waiting for a job (BZPOPMIN
-	// on the queue's marker): the worker is idle. Otherwise it is working
-	// or between fetches.
+	// Waiting says the connection is blocked right now (CLIENT LIST flag
+	// b) waiting for a job on the queue's marker: the worker is idle. Node's
+	// and drover's workers both wait on their named connection. Otherwise
+	// the worker is running jobs (or between two fetches). The last command
+	// alone says nothing: a worker that took a job and is running it still
+	// shows bzpopmin as its named connection's last command.
 	Waiting bool `json:"waiting"`
 	// LastCommand is the connection's last command.
 	LastCommand string `json:"lastCommand"`
@@ -58,7 +61,7 @@ func (i *Inspector) Workers(ctx context.Context, queue string) ([]WorkerInfo, er
 		if n, err := strconv.ParseInt(f["idle"], 10, 64); err == nil {
 			w.Idle = time.Duration(n) * time.Second
 		}
-		w.Waiting = strings.Contains(f["flags"], "b") || strings.EqualFold(f["cmd"], "bzpopmin")
+		w.Waiting = strings.Contains(f["flags"], "b")
 		out = append(out, w)
 	}
 	sort.Slice(out, func(a, b int) bool {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
@@ -78,4 +79,52 @@ func TestWorkersListedOnBothSides(t *testing.T) {
 	n, err = b.dq.GetWorkersCount(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
+}
+
+// TestWorkersIdleOrBusy: the workers view (inspect.Workers, behind the
+// dashboard's workers page and `drover workers`) says idle while a worker
+// waits for jobs and busy while it runs one, for a Node and a drover worker
+// alike (both wait on their named connection; a drover worker used to wait
+// on another one and was shown busy all the time, and a Node worker running
+// a job was shown idle because its last command was bzpopmin).
+func TestWorkersIdleOrBusy(t *testing.T) {
+	t.Parallel()
+	b := newSetup(t)(t)
+	ctx := context.Background()
+	gate := b.prefix + ":gate"
+	hold := bullmqoracle.WaitKey(gate, bullmqoracle.Return("done"))
+	b.startWorker(t, nodeImpl, workerSpec{name: "node-w", behavior: hold})
+	b.startWorker(t, droverImpl, workerSpec{name: "drover-w", behavior: hold})
+	ins, err := inspect.New(b.rdb, &inspect.Options{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(ctx) })
+	waiting := func() map[string]bool {
+		ws, err := ins.Workers(ctx, queueName)
+		require.NoError(t, err)
+		m := map[string]bool{}
+		for _, w := range ws {
+			m[w.Name] = w.Waiting
+		}
+		return m
+	}
+	testkit.WaitFor(t, waitLong, "both workers idle", func() bool {
+		m := waiting()
+		return len(m) == 2 && m["node-w"] && m["drover-w"]
+	})
+	b.add(t, nodeImpl, jobSpec{name: "a"})
+	b.add(t, nodeImpl, jobSpec{name: "b"})
+	testkit.WaitFor(t, waitLong, "both workers busy", func() bool {
+		m := waiting()
+		return len(m) == 2 && !m["node-w"] && !m["drover-w"]
+	})
+	// Both stay busy while they hold their job.
+	for range 5 {
+		m := waiting()
+		require.False(t, m["node-w"] || m["drover-w"], "a worker running a job shown idle: %v", m)
+	}
+	require.NoError(t, b.rdb.Set(ctx, gate, "1", 0).Err())
+	testkit.WaitFor(t, waitLong, "both workers idle again", func() bool {
+		m := waiting()
+		return len(m) == 2 && m["node-w"] && m["drover-w"]
+	})
 }
