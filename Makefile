@@ -50,7 +50,7 @@ test-differential: deps ## run the randomized differential tester (SEEDS=, DURAT
 	$(GO) test -count=1 -timeout $(if $(DURATION),0,$(TIMEOUT)) -v -run '^TestDifferentialRandom$$' ./internal/interoptest/
 
 .PHONY: soak-schedulers
-soak-schedulers: deps ## 5-minute soak: an every-200ms and a cron scheduler, a Node and two drover workers killed at random (SOAK=5m)
+soak-schedulers: deps ## 5-minute soak: an every-200ms and a cron scheduler, a Node and two drover worker processes SIGKILLed at random; counts skipped slots by cause (SOAK=5m; DROVER_SOAK_WORKERS=node: three Node workers, the baseline; DROVER_SOAK_SEED=n)
 	DROVER_SOAK=$${SOAK:-5m} $(GO) test -count=1 -timeout 20m -v -run TestSoakJobSchedulers ./internal/interoptest/
 
 .PHONY: test-cluster

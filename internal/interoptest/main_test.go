@@ -11,6 +11,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(soakWorkerEnv); spec != "" {
+		os.Exit(runSoakWorker(spec))
+	}
 	code := redistest.Main(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
