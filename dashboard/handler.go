@@ -241,6 +241,8 @@ func (h *Handler) routes() {
 	m.Handle("GET /api/queues/{queue}/failures", h.viewer(h.failures))
 	m.Handle("GET /api/queues/{queue}/conflicts", h.viewer(h.conflicts))
 	m.Handle("GET /api/queues/{queue}/throughput", h.viewer(h.throughput))
+	m.Handle("GET /api/queues/{queue}/schedulers", h.viewer(h.schedulers))
+	m.Handle("POST /api/queues/{queue}/schedulers/{scheduler}/remove", h.act("remove-scheduler", RoleOperator, h.removeScheduler))
 	m.Handle("GET /api/workers", h.viewer(h.workers))
 	m.Handle("GET /api/operations", h.viewer(h.listOperations))
 	m.Handle("GET /api/operations/{id}", h.viewer(h.getOperation))
@@ -448,7 +450,7 @@ func writeErr(w http.ResponseWriter, err error) {
 		writeError(w, he.status, he.msg)
 	case errors.As(err, &mbe):
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
-	case errors.Is(err, drover.ErrJobNotFound), errors.Is(err, inspect.ErrQueueNotFound):
+	case errors.Is(err, drover.ErrJobNotFound), errors.Is(err, inspect.ErrQueueNotFound), errors.Is(err, inspect.ErrSchedulerNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, drover.ErrNotInState), errors.Is(err, drover.ErrJobLocked), errors.Is(err, drover.ErrActiveJobs):
 		writeError(w, http.StatusConflict, err.Error())

@@ -255,6 +255,12 @@ func TestOpenAPI(t *testing.T) {
 	validate(http.MethodPost, "api/queues/q/clean", map[string]any{"grace": "0s"}, http.StatusOK, "/api/queues/{queue}/clean")
 	validate(http.MethodPost, "api/queues/q/jobs/"+done+"/remove", nil, http.StatusNotFound, "/api/queues/{queue}/jobs/{id}/remove")
 	validate(http.MethodGet, "api/queues/nosuch", nil, http.StatusNotFound, "/api/queues/{queue}")
+	_, err = b.queue(t, "q").UpsertJobScheduler(ctx, "yearly", drover.RepeatOptions{Pattern: "0 0 1 1 *", TZ: "Europe/Paris", Limit: 5},
+		&drover.JobTemplate{Name: "report"})
+	require.NoError(t, err)
+	validate(http.MethodGet, "api/queues/q/schedulers", nil, http.StatusOK, "/api/queues/{queue}/schedulers")
+	validate(http.MethodPost, "api/queues/q/schedulers/yearly/remove", nil, http.StatusOK, "/api/queues/{queue}/schedulers/{scheduler}/remove")
+	validate(http.MethodPost, "api/queues/q/schedulers/yearly/remove", nil, http.StatusNotFound, "/api/queues/{queue}/schedulers/{scheduler}/remove")
 
 	// The live events are described too: read one from the stream.
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"api/queues/q/events", nil)

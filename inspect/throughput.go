@@ -30,15 +30,21 @@ type ThroughputReport struct {
 	// Step is the bucket width (ms in JSON).
 	Step    time.Duration      `json:"-"`
 	Buckets []ThroughputBucket `json:"buckets"`
-	// Source says where the counts come from: "finished-sets", the
-	// completed and failed sets scored by finish time. Jobs removed on
-	// completion or failure (removeOnComplete/removeOnFail) are not counted.
+	// Source says where the counts come from: ThroughputFromMetrics
+	// ("metrics", BullMQ's per-minute metrics lists, written by workers
+	// with the metrics option: jobs finished by workers without it are not
+	// counted) when a worker writes them, else ThroughputFromFinishedSets
+	// ("finished-sets", the completed and failed sets scored by finish
+	// time: jobs removed on completion or failure are not counted).
 	Source string `json:"source"`
 }
 
 // Throughput counts queue's jobs that completed and failed per step over
-// the last span, oldest bucket first, from the finish times of the jobs the
-// completed and failed sets still hold. One pipeline of 2·span/step ZCOUNTs.
+// the last span, oldest bucket first. With a step of one minute and BullMQ's
+// metrics lists present (`<queue>:metrics:completed|failed`, see
+// drover.WorkerOptions.Metrics) it reads them; otherwise it counts the
+// finish times of the jobs the completed and failed sets still hold, one
+// pipeline of 2·span/step ZCOUNTs.
 func (i *Inspector) Throughput(ctx context.Context, queue string, span, step time.Duration) (*ThroughputReport, error) {
 	if span <= 0 {
 		span = ThroughputSpanDefault
@@ -52,10 +58,15 @@ func (i *Inspector) Throughput(ctx context.Context, queue string, span, step tim
 	if _, err := i.existing(ctx, queue); err != nil {
 		return nil, err
 	}
-	k := i.keys(queue)
 	end := i.now().Truncate(step).Add(step)
 	n := int(span / step)
-	rep := &ThroughputReport{Queue: queue, Step: step, Buckets: make([]ThroughputBucket, n), Source: "finished-sets"}
+	if step == time.Minute {
+		if rep, ok, err := i.throughputFromMetrics(ctx, queue, end, n); err != nil || ok {
+			return rep, err
+		}
+	}
+	k := i.keys(queue)
+	rep := &ThroughputReport{Queue: queue, Step: step, Buckets: make([]ThroughputBucket, n), Source: ThroughputFromFinishedSets}
 	done := make([]*redis.IntCmd, n)
 	failed := make([]*redis.IntCmd, n)
 	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

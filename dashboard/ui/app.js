@@ -477,7 +477,7 @@
 
   function renderQueueActions(queue, qp, box, reload) {
     const s = app.session;
-    const items = [el('a', { href: `#/q/${enc(queue)}/stalled` }, 'Stalled view')];
+    const items = [el('a', { href: `#/q/${enc(queue)}/stalled` }, 'Stalled view'), el('a', { href: `#/q/${enc(queue)}/schedulers`, id: 'schedulers-link' }, 'Job schedulers')];
     if (s.canOperate && qp.counts.delayed > 0) {
       items.push(el('button', {
         onclick: async () => {
@@ -597,8 +597,12 @@
       g.append(svg('text', { x: left, y: H - 4, 'font-size': 10, fill: '#6a7283' }, fmtTime(bs[0].start)));
       g.append(svg('text', { x: W - 8, y: H - 4, 'font-size': 10, fill: '#6a7283', 'text-anchor': 'end' }, 'now'));
     }
-    put(box, g, el('p', { class: 'muted', id: 'throughput-facts' },
-      `${done} completed and ${failed} failed in the last hour (completed up, failed down). Counted from the finish times of the jobs the queue still keeps: jobs removed on completion or failure are not counted.`));
+    const how = tr.source === 'metrics'
+      ? 'From BullMQ\'s per-minute metrics lists, written by workers with the metrics option (jobs finished by workers without it are not counted).'
+      : 'No worker writes BullMQ\'s metrics for this queue, so these are counted from the finish times of the jobs the queue still keeps: jobs removed on completion or failure are not counted.';
+    g.dataset.source = tr.source;
+    put(box, g, el('p', { class: 'muted', id: 'throughput-facts', 'data-source': tr.source },
+      `${done} completed and ${failed} failed in the last hour (completed up, failed down). ${how}`));
   }
 
   // renderGrowth draws the delayed set's size over the last minute as the
@@ -953,6 +957,41 @@
     every(3000, load);
   }
 
+  // ---- job schedulers ----------------------------------------------------
+
+  async function pageSchedulers(queue) {
+    const gen = app.render;
+    const s = app.session;
+    const body = el('tbody');
+    const note = el('p', { class: 'muted' });
+    put($main,
+      crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: 'job schedulers' }),
+      el('h1', {}, `Job schedulers of ${queue}`), note,
+      el('div', { class: 'panel' }, el('table', { id: 'schedulers' },
+        el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', 'Next run', 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body)));
+    async function load() {
+      let res;
+      try { res = await api(`queues/${enc(queue)}/schedulers`); } catch (e) { note.textContent = `Could not list job schedulers: ${e.message}`; return; }
+      if (gen !== app.render) return;
+      note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
+      put(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id },
+        el('td', { class: 'mono' }, sc.id),
+        el('td', {}, sc.pattern ? `cron ${sc.pattern}` : `every ${fmtMs(sc.every)}`),
+        el('td', {}, sc.pattern ? (sc.tz || 'UTC') : ''),
+        el('td', { 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`),
+        el('td', { class: 'num' }, sc.limit ? `${sc.iterations} of ${sc.limit}` : String(sc.iterations)),
+        el('td', {}, sc.name),
+        el('td', {}, s.canOperate ? el('button', { class: 'danger', 'data-remove': sc.id, onclick: async () => {
+          const res = await act('Remove job scheduler', `Remove job scheduler ${sc.id} of ${queue}? It makes no more runs; a run already waiting or running finishes.`, 'Remove',
+            () => api(`queues/${enc(queue)}/schedulers/${enc(sc.id)}/remove`, { method: 'POST', body: {} }), true);
+          if (res) { toast(`Job scheduler ${sc.id} removed.`); load(); }
+        } }, 'Remove') : null))));
+      if (!res.schedulers.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'This queue has no job scheduler.')));
+    }
+    await load();
+    every(5000, load);
+  }
+
   // ---- workers -----------------------------------------------------------
 
   async function pageWorkers() {
@@ -1036,6 +1075,7 @@
       if (parts[0] === 'q' && parts.length === 2) await pageQueue(parts[1], params);
       else if (parts[0] === 'q' && parts[2] === 'job' && parts.length === 4) await pageJob(parts[1], parts[3]);
       else if (parts[0] === 'q' && parts[2] === 'stalled') await pageStalled(parts[1]);
+      else if (parts[0] === 'q' && parts[2] === 'schedulers') await pageSchedulers(parts[1]);
       else if (parts[0] === 'audit') await pageAudit(params);
       else if (parts[0] === 'find' && parts.length === 2) await pageFind(parts[1]);
       else if (parts[0] === 'workers') await pageWorkers();

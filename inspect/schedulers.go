@@ -1,0 +1,86 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrSchedulerNotFound: the queue has no job scheduler with that id.
+var ErrSchedulerNotFound = errors.New("job scheduler not found")
+
+// SchedulerInfo is one job scheduler of a queue (BullMQ's upsertJobScheduler
+// or drover's Queue.UpsertJobScheduler), as the dashboard and the CLI show
+// it.
+type SchedulerInfo struct {
+	ID string `json:"id"`
+	// Name is the name of the jobs it makes (the template's).
+	Name string `json:"name"`
+	// Every is the interval of an every-scheduler (ms in JSON, 0 for cron).
+	Every time.Duration `json:"-"`
+	// Pattern is a cron scheduler's pattern, in time zone TZ ("" = UTC).
+	Pattern string `json:"pattern,omitempty"`
+	TZ      string `json:"tz,omitempty"`
+	// Next is when its next iteration is due.
+	Next time.Time `json:"next"`
+	// Iterations counts the iterations made so far.
+	Iterations int `json:"iterations"`
+	// Limit is the most iterations it makes (0 = no limit).
+	Limit int `json:"limit,omitempty"`
+	// EndDate ends it (zero = never).
+	EndDate time.Time `json:"-"`
+}
+
+// MarshalJSON writes Every in ms and EndDate only when set.
+func (s SchedulerInfo) MarshalJSON() ([]byte, error) {
+	type plain SchedulerInfo
+	var end *time.Time
+	if !s.EndDate.IsZero() {
+		end = &s.EndDate
+	}
+	return json.Marshal(struct {
+		plain
+		Every   int64      `json:"every"`
+		EndDate *time.Time `json:"endDate,omitempty"`
+	}{plain(s), ms(s.Every), end})
+}
+
+// Schedulers lists queue's job schedulers, soonest next iteration first.
+func (i *Inspector) Schedulers(ctx context.Context, queue string) ([]SchedulerInfo, error) {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := q.GetJobSchedulers(ctx, 0, -1, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SchedulerInfo, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, SchedulerInfo{
+			ID: s.ID, Name: s.Name, Every: s.Every, Pattern: s.Pattern, TZ: s.TZ, Next: s.Next,
+			Iterations: s.Iterations, Limit: s.Limit, EndDate: s.EndDate,
+		})
+	}
+	return out, nil
+}
+
+// RemoveScheduler removes queue's job scheduler id and its delayed next
+// iteration (one already waiting or running is left to finish and makes no
+// next one), as BullMQ's removeJobScheduler does.
+func (i *Inspector) RemoveScheduler(ctx context.Context, queue, id string) error {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return err
+	}
+	ok, err := q.RemoveJobScheduler(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: no job scheduler %q in queue %q", ErrSchedulerNotFound, id, queue)
+	}
+	return nil
+}
