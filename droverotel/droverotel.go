@@ -19,9 +19,10 @@
 // Span attributes use BullMQ's names (bullmq.queue.name, bullmq.job.id, …).
 //
 // Metrics are the ones package metrics exports to Prometheus, under the same
-// names, labels and units (drover_jobs_started_total,
-// drover_job_duration_seconds, …), so an OpenTelemetry pipeline can replace
-// the Prometheus collectors without changing dashboards.
+// names, labels and units: the worker metrics (drover_jobs_started_total,
+// drover_job_duration_seconds, …) from the middleware and WorkerHooks, the
+// queue gauges from RegisterQueueGauges. An OpenTelemetry pipeline can
+// replace the Prometheus collectors without changing dashboards.
 //
 // Only this package imports OpenTelemetry: a program that imports drover
 // alone does not compile or link it.
@@ -65,6 +66,7 @@ type Options struct {
 // Middleware is drover's OpenTelemetry instrumentation. One Middleware may
 // serve any number of queues and workers.
 type Middleware struct {
+	meter      metric.Meter
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
 	m          *instruments
@@ -89,11 +91,12 @@ func New(opts *Options) (*Middleware, error) {
 	if o.DurationBuckets == nil {
 		o.DurationBuckets = defaultBuckets
 	}
-	m, err := newInstruments(o.MeterProvider.Meter(ScopeName), o.DurationBuckets)
+	meter := o.MeterProvider.Meter(ScopeName)
+	m, err := newInstruments(meter, o.DurationBuckets)
 	if err != nil {
 		return nil, err
 	}
-	return &Middleware{tracer: o.TracerProvider.Tracer(ScopeName), propagator: o.Propagator, m: m}, nil
+	return &Middleware{meter: meter, tracer: o.TracerProvider.Tracer(ScopeName), propagator: o.Propagator, m: m}, nil
 }
 
 // BullMQ's attribute names (its TelemetryAttributes), and drover's own.

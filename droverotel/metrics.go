@@ -24,6 +24,7 @@ const (
 	unitSeconds = "s"
 	labelQueue  = attribute.Key("queue")
 	labelOut    = attribute.Key("outcome")
+	labelState  = attribute.Key("state")
 )
 
 type instruments struct {

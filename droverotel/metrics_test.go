@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -105,6 +106,9 @@ func promSeries(t *testing.T, reg *prometheus.Registry) map[string]string {
 				labels = append(labels, l.GetName()+"="+l.GetValue())
 			}
 			key := mf.GetName() + "{" + strings.Join(labels, ",") + "}"
+			if g := m.GetGauge(); g != nil {
+				out[key] = fmt.Sprint(g.GetValue())
+			}
 			if c := m.GetCounter(); c != nil {
 				out[key] = fmt.Sprint(c.GetValue())
 			}
@@ -164,5 +168,13 @@ func otelSeries(t *testing.T, rm metricdata.ResourceMetrics) map[string]string {
 		}
 	}
 	require.True(t, slices.ContainsFunc(rm.ScopeMetrics, func(sm metricdata.ScopeMetrics) bool { return sm.Scope.Name == droverotel.ScopeName }))
+	return out
+}
+
+func attrStrings(kvs []attribute.KeyValue) []string {
+	out := make([]string, len(kvs))
+	for i, kv := range kvs {
+		out[i] = string(kv.Key) + "=" + kv.Value.String()
+	}
 	return out
 }
