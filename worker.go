@@ -300,7 +300,8 @@ type runningJob struct {
 	job       *Job
 	rec       *jobcodec.Record
 	token     string
-	started   time.Time
+	started   time.Time       // on the queue's clock (Redis's), for the timeline
+	began     time.Time       // on the wall clock, to measure how long it ran
 	ctx       context.Context // the processor's; cancelled with a cause
 	cancel    context.CancelCauseFunc
 	decodeErr error        // the job hash did not decode: the attempt fails for good

@@ -41,7 +41,7 @@ func (w *Worker) run(rj *runningJob) {
 		w.logStarted(ctx, job)
 		result, err = w.call(ctx, job)
 	}
-	took := time.Since(rj.started)
+	took := time.Since(rj.began)
 
 	if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
 		why, _ := rj.lostWhy.Load().(string)

@@ -1,0 +1,21 @@
+// Package seam lets the drovertest package reach into a Queue and a Worker
+// without making their machinery public: the root package fills these
+// variables in at init. Only drovertest uses them. (internal packages never
+// import the root package, so the values are typed any.)
+package seam
+
+import (
+	"context"
+
+	"github.com/seed40057009/drover/internal/clock"
+)
+
+var (
+	// SetClock sets the clock of a *drover.Queue or a *drover.Worker.
+	SetClock func(queueOrWorker any, c clock.Clock)
+	// Wake makes a *drover.Worker's fetcher look for jobs now.
+	Wake func(worker any)
+	// CheckStalled runs a *drover.Worker's stalled-job check now, whenever
+	// the last one ran.
+	CheckStalled func(ctx context.Context, worker any)
+)

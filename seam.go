@@ -1,0 +1,26 @@
+package drover
+
+import (
+	"context"
+
+	"github.com/seed40057009/drover/internal/clock"
+	"github.com/seed40057009/drover/internal/seam"
+)
+
+// The seams drovertest drives a worker through (internal/seam).
+func init() {
+	seam.SetClock = func(v any, c clock.Clock) {
+		switch x := v.(type) {
+		case *Queue:
+			x.clock = c
+		case *Worker:
+			x.q.clock = c
+		}
+	}
+	seam.Wake = func(v any) { v.(*Worker).wake() }
+	seam.CheckStalled = func(ctx context.Context, v any) {
+		w := v.(*Worker)
+		w.q.rdb.Del(ctx, w.q.k.StalledCheck()) // the once-per-interval guard
+		w.checker.checkOnce(ctx)
+	}
+}
