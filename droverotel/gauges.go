@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/logkey"
 )
 
 // QueueGaugeOptions configure RegisterQueueGauges. Nil means defaults; the
@@ -86,7 +87,7 @@ func (mw *Middleware) RegisterQueueGauges(ins *inspect.Inspector, opts *QueueGau
 		ok := int64(1)
 		fail := func(queue string, err error) {
 			ok = 0
-			o.Logger.WarnContext(ctx, "queue gauges read failed", slog.String("queue", queue), slog.Any("error", err))
+			o.Logger.WarnContext(ctx, "queue gauges read failed", slog.String(logkey.Queue, queue), slog.Any(logkey.Error, err))
 		}
 		queues := o.Queues
 		if queues == nil {
