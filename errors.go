@@ -25,6 +25,11 @@ var (
 	ErrFailedChildren = scripts.ErrFailedChildren
 	// ErrSchedulerJob: the job is a job scheduler's pending iteration.
 	ErrSchedulerJob = scripts.ErrSchedulerJob
+	// ErrParentNotFound: a flow's Parent names a job that does not exist.
+	ErrParentNotFound = scripts.ErrParentNotFound
+	// ErrParentConflict: a flow job's id exists as the child of another
+	// parent that still exists (BullMQ: "cannot be replaced").
+	ErrParentConflict = scripts.ErrParentConflict
 	// ErrQueueNotPaused: Obliterate needs a paused queue.
 	ErrQueueNotPaused = scripts.ErrQueueNotPaused
 	// ErrActiveJobs: Obliterate without Force found jobs being processed.

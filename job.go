@@ -63,6 +63,9 @@ type Job struct {
 	JobSchedulerID string
 	// Timeline is drover's attempt history (nil for jobs only Node touched).
 	Timeline []Attempt
+	// Parent is the job this one is a flow child of (BullMQ's parentKey),
+	// nil for other jobs.
+	Parent *JobRef
 
 	queue *Queue
 	token string      // lock token while a worker runs this attempt
@@ -179,6 +182,11 @@ func (q *Queue) fromRecord(r *jobcodec.Record) *Job {
 	}
 	if r.Timeline != "" {
 		j.Timeline = decodeTimeline(r.Timeline)
+	}
+	if r.ParentKey != "" {
+		if ref, err := ParseJobKey(r.ParentKey); err == nil {
+			j.Parent = &ref
+		}
 	}
 	return j
 }

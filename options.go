@@ -133,6 +133,11 @@ type JobOptions struct {
 	SizeLimit int
 	// Deduplication collapses adds with the same ID. nil = none.
 	Deduplication *Deduplication
+	// ParentPolicy says what this job's final failure does to its flow
+	// parent (BullMQ's failParentOnFailure, continueParentOnFailure,
+	// ignoreDependencyOnFailure, removeDependencyOnFailure). Only a job
+	// added as a flow child has a parent. Default ParentWaits.
+	ParentPolicy ParentPolicy
 	// Telemetry carries a trace context from the producer to the worker, in
 	// the job, where BullMQ's telemetry keeps it. nil = none. drover stores
 	// and returns it but never reads it: the droverotel package fills it
@@ -194,6 +199,9 @@ func (o *JobOptions) merged(d *JobOptions) JobOptions {
 	if r.Telemetry == nil {
 		r.Telemetry = d.Telemetry
 	}
+	if r.ParentPolicy == ParentWaits {
+		r.ParentPolicy = d.ParentPolicy
+	}
 	return r
 }
 
@@ -222,6 +230,8 @@ func (o *JobOptions) validate() error {
 		return optionError("JobOptions.KeepLogs must not be negative, got %d", o.KeepLogs)
 	case o.SizeLimit < 0:
 		return optionError("JobOptions.SizeLimit must not be negative, got %d", o.SizeLimit)
+	case o.ParentPolicy > RemoveDependency:
+		return optionError("JobOptions.ParentPolicy must be one of the ParentPolicy constants, got %d", uint8(o.ParentPolicy))
 	}
 	// Upper bounds: what BullMQ stores exactly (see jobcodec.MaxCount and
 	// MaxMillis), so no value is rounded or wraps on its way to Redis.

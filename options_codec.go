@@ -99,7 +99,34 @@ func (o *JobOptions) stored() jobcodec.Opts {
 	if t := o.Telemetry; t != nil {
 		s.Telemetry, s.OmitContext = t.Metadata, t.OmitContext
 	}
+	switch o.ParentPolicy {
+	case FailParent:
+		s.FailParent = true
+	case ContinueParent:
+		s.ContinueParent = true
+	case IgnoreDependency:
+		s.IgnoreDependency = true
+	case RemoveDependency:
+		s.RemoveDependency = true
+	}
 	return s
+}
+
+// parentPolicyFromStored reads the policy flags; a Node job can carry only
+// one (BullMQ refuses more), and the order here is the one parent.lua
+// applies them in should one carry several.
+func parentPolicyFromStored(s *jobcodec.Opts) ParentPolicy {
+	switch {
+	case s.FailParent:
+		return FailParent
+	case s.ContinueParent:
+		return ContinueParent
+	case s.IgnoreDependency:
+		return IgnoreDependency
+	case s.RemoveDependency:
+		return RemoveDependency
+	}
+	return ParentWaits
 }
 
 // retentionKeep converts a Retention to the stored option: the shape it was
@@ -192,6 +219,7 @@ func optsFromStored(s *jobcodec.Opts) JobOptions {
 		RemoveOnFail:     retentionFromKeep(s.RemoveOnFail),
 		KeepLogs:         int(s.KeepLogs),
 		SizeLimit:        int(s.SizeLimit),
+		ParentPolicy:     parentPolicyFromStored(s),
 	}
 	if s.Timestamp != 0 {
 		o.Timestamp = msTime(s.Timestamp)

@@ -345,12 +345,22 @@ func (q *Queue) addBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 // outage still ends in an error. cmdCtx bounds each send; resends stop when
 // stop ends.
 func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) ([]scripts.AddOutcome, error) {
-	call := scripts.NewCall(q.opts.AddRetryWindow)
+	return sendAdd(cmdCtx, stop, q.opts.AddRetryWindow, q.logger, func(ctx context.Context, call scripts.Call) ([]scripts.AddOutcome, error) {
+		return scripts.AddJobs(ctx, q.rdb, q.k, call, recs)
+	})
+}
+
+// sendAdd runs send, an add script call made exactly once per call token
+// (addJobs, addFlow), with addJobs' resend rules; window is the call's
+// AddRetryWindow.
+func sendAdd(cmdCtx, stop context.Context, window time.Duration, logger *slog.Logger,
+	send func(context.Context, scripts.Call) ([]scripts.AddOutcome, error)) ([]scripts.AddOutcome, error) {
+	call := scripts.NewCall(window)
 	start := time.Now()
-	deadline := start.Add(q.opts.AddRetryWindow / 2)
+	deadline := start.Add(window / 2)
 	// No send, go-redis's own retries included, may reach Redis after the
 	// first run's reply has expired: that would store the jobs again.
-	cmdCtx, cancel := context.WithDeadline(cmdCtx, start.Add(q.opts.AddRetryWindow*3/4))
+	cmdCtx, cancel := context.WithDeadline(cmdCtx, start.Add(window*3/4))
 	defer cancel()
 	mayHaveRun := false // a send's answer was lost
 	fail := func(err error) ([]scripts.AddOutcome, error) {
@@ -360,7 +370,7 @@ func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) 
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		out, err := scripts.AddJobs(cmdCtx, q.rdb, q.k, call, recs)
+		out, err := send(cmdCtx, call)
 		if err == nil {
 			return out, nil
 		}
@@ -374,7 +384,7 @@ func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) 
 		if attempt > addResends || !resendable(err) || stop.Err() != nil || cmdCtx.Err() != nil || time.Now().Add(d).After(deadline) {
 			return fail(err)
 		}
-		q.logger.WarnContext(stop, "add call failed; sending it again (it is stored once)",
+		logger.WarnContext(stop, "add call failed; sending it again (it is stored once)",
 			slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
 		if !sleepCtx(stop, d) {
 			return fail(err)

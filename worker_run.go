@@ -43,6 +43,10 @@ func (w *Worker) run(rj *runningJob) {
 	}
 	took := time.Since(rj.began)
 
+	if rj.written.Load() { // Job.MoveToWaitingChildren parked the job: nothing to write
+		w.parkedAttempt(rj, err)
+		return
+	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
 		why, _ := rj.lostWhy.Load().(string)
 		w.log.LogAttrs(ctx, slog.LevelWarn, "job lock lost: result not written", append(w.jobAttrs(job),

@@ -96,6 +96,25 @@ var optionTable = []option{
 		o.OmitContext = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
 		return nil
 	}},
+	// A flow child's failure policy toward its parent: four flags, of which
+	// BullMQ's Job.validateOptions allows at most one (ParentFlags checks).
+	{"failParentOnFailure", "fpof", flagReader(func(o *Opts) *bool { return &o.FailParent })},
+	{"continueParentOnFailure", "cpof", flagReader(func(o *Opts) *bool { return &o.ContinueParent })},
+	{"ignoreDependencyOnFailure", "idof", flagReader(func(o *Opts) *bool { return &o.IgnoreDependency })},
+	{"removeDependencyOnFailure", "rdof", flagReader(func(o *Opts) *bool { return &o.RemoveDependency })},
+	{"parent", "parent", func(o *Opts, v json.RawMessage, strict bool) error {
+		if strict {
+			// A parent is named by the tree a FlowProducer adds, never by
+			// options text: Queue.Add does not attach jobs to parents.
+			return errors.New("not accepted here: add the job with a FlowProducer (FlowJob.Parent)")
+		}
+		var p Parent
+		if err := json.Unmarshal(v, &p); err != nil {
+			return err
+		}
+		o.Parent = &p
+		return nil
+	}},
 }
 
 // keep stores an undecoded key verbatim in Extra.
@@ -123,6 +142,33 @@ func decodeTelemetry(o *Opts, v json.RawMessage, _ bool) error {
 		o.OmitContext = *raw.OmitContext
 	}
 	return nil
+}
+
+// flagReader reads a boolean option. Strict: a JSON boolean. Lenient: true
+// only for the literal true, as Lua's truthiness of a decoded value would.
+func flagReader(field func(*Opts) *bool) func(*Opts, json.RawMessage, bool) error {
+	return func(o *Opts, v json.RawMessage, strict bool) error {
+		if strict {
+			return json.Unmarshal(v, field(o))
+		}
+		*field(o) = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
+		return nil
+	}
+}
+
+// ParentFlags lists the stored names of the failure-policy flags o sets, in
+// the table's order. BullMQ refuses a job with more than one.
+func (o *Opts) ParentFlags() []string {
+	var names []string
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{o.FailParent, "fpof"}, {o.ContinueParent, "cpof"}, {o.IgnoreDependency, "idof"}, {o.RemoveDependency, "rdof"}} {
+		if f.set {
+			names = append(names, f.name)
+		}
+	}
+	return names
 }
 
 // PublicOptionNames lists the public option names DecodePublicOpts knows.
@@ -189,6 +235,13 @@ func DecodePublicOpts(data []byte) (Opts, error) {
 		if err := optionTable[i].read(&o, m[k], true); err != nil {
 			return o, fmt.Errorf("job option %q: %w", k, err)
 		}
+	}
+	if flags := o.ParentFlags(); len(flags) > 1 {
+		public := make([]string, len(flags))
+		for i, f := range flags {
+			public[i] = optionTable[slices.IndexFunc(optionTable, func(opt option) bool { return opt.stored == f })].public
+		}
+		return o, fmt.Errorf("job options %s cannot be used together", strings.Join(public, ", "))
 	}
 	return o, nil
 }

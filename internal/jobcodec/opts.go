@@ -126,6 +126,13 @@ type Dedup struct {
 	Extra   map[string]json.RawMessage // keepLastIfActive, reschedule, ...
 }
 
+// Parent is the stored parent option of a flow child ({"id", "queue"}),
+// queue being the parent queue's "<prefix>:<name>".
+type Parent struct {
+	ID    string `json:"id"`
+	Queue string `json:"queue"`
+}
+
 // Opts are a job's stored options. Fields are BullMQ's; Extra keeps every
 // other key verbatim so a Node-written job round-trips.
 type Opts struct {
@@ -149,7 +156,16 @@ type Opts struct {
 	Telemetry string
 	// OmitContext is BullMQ's telemetry.omitContext, stored as "omc".
 	OmitContext bool
-	Extra       map[string]json.RawMessage
+	// Parent is set on a flow child; the job hash's parentKey and parent
+	// fields are what the scripts read, this is the option as Node keeps it.
+	Parent *Parent
+	// The failure policy of a flow child toward its parent (fpof, cpof,
+	// idof, rdof); at most one is set.
+	FailParent       bool
+	ContinueParent   bool
+	IgnoreDependency bool
+	RemoveDependency bool
+	Extra            map[string]json.RawMessage
 }
 
 // AppendJSON appends the stored form of o to b. Key order is fixed; Node
@@ -245,6 +261,18 @@ func (o *Opts) AppendJSON(b []byte) []byte {
 	}
 	if o.OmitContext {
 		key("omc")
+		b = append(b, "true"...)
+	}
+	if o.Parent != nil {
+		key("parent")
+		b = append(b, `{"id":`...)
+		b = appendString(b, o.Parent.ID)
+		b = append(b, `,"queue":`...)
+		b = appendString(b, o.Parent.Queue)
+		b = append(b, '}')
+	}
+	for _, f := range o.ParentFlags() {
+		key(f)
 		b = append(b, "true"...)
 	}
 	for _, k := range sortedKeys(o.Extra) {

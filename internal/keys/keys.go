@@ -101,6 +101,17 @@ func (q Queue) Lock(id string) string { return q.base + id + ":lock" }
 // Logs is the log list of job id.
 func (q Queue) Logs(id string) string { return q.base + id + ":logs" }
 
+// Dependencies is the set of the job keys of job id's pending flow
+// children; Processed maps finished children's keys to their return values;
+// IgnoredFailures maps the keys of children that failed with
+// ignoreDependencyOnFailure or continueParentOnFailure to their failed
+// reasons (BullMQ's ":failed"); Unsuccessful scores the keys of children
+// that failed with failParentOnFailure by when.
+func (q Queue) Dependencies(id string) string    { return q.base + id + ":dependencies" }
+func (q Queue) Processed(id string) string       { return q.base + id + ":processed" }
+func (q Queue) IgnoredFailures(id string) string { return q.base + id + ":failed" }
+func (q Queue) Unsuccessful(id string) string    { return q.base + id + ":unsuccessful" }
+
 // Dedup is the key that holds the job owning deduplication id dedupID.
 func (q Queue) Dedup(dedupID string) string { return q.base + "de:" + dedupID }
 

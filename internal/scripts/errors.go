@@ -27,6 +27,11 @@ var (
 	// ErrJobLocked: a worker is processing the job, so it cannot be changed
 	// (code -12).
 	ErrJobLocked = errors.New("job is locked by a worker")
+	// ErrParentNotFound: a flow's parent job does not exist (code -5).
+	ErrParentNotFound = errors.New("parent job not found")
+	// ErrParentConflict: a job of a flow exists as the child of another
+	// parent that still exists (code -7).
+	ErrParentConflict = errors.New("job is already the child of another parent")
 	// ErrQueueNotPaused: obliterate needs a paused queue (code -13).
 	ErrQueueNotPaused = errors.New("queue is not paused")
 	// ErrActiveJobs: obliterate without force found active jobs (code -14).
@@ -41,7 +46,9 @@ var codes = map[int64]error{
 	-2:  ErrLockMissing,
 	-3:  ErrNotInState,
 	-4:  ErrPendingDependencies,
+	-5:  ErrParentNotFound,
 	-6:  ErrLockTaken,
+	-7:  ErrParentConflict,
 	-8:  ErrSchedulerJob,
 	-9:  ErrFailedChildren,
 	-10: ErrSchedulerIDCollision,
@@ -54,16 +61,18 @@ var codes = map[int64]error{
 // scriptCodes lists the codes each script returns (finishJobs: per job).
 // A script not listed returns none.
 var scriptCodes = map[string][]int64{
-	"addLog":             {-1},
-	"changeDelay":        {-1, -3},
-	"changePriority":     {-1},
-	"finishJobs":         {-1, -2, -3, -4, -6, -9},
-	"promote":            {-1, -3},
-	"removeJob":          {-1, -8, -12},
-	"reprocessJob":       {-1, -3, -12},
-	"updateProgress":     {-1},
-	"obliterate":         {-13, -14},
-	"upsertJobScheduler": {-10, -11},
+	"addFlow":               {-5, -7},
+	"addLog":                {-1},
+	"moveToWaitingChildren": {-1, -2, -3, -6, -9},
+	"changeDelay":           {-1, -3},
+	"changePriority":        {-1},
+	"finishJobs":            {-1, -2, -3, -4, -6, -9},
+	"promote":               {-1, -3},
+	"removeJob":             {-1, -8, -12},
+	"reprocessJob":          {-1, -3, -12},
+	"updateProgress":        {-1},
+	"obliterate":            {-13, -14},
+	"upsertJobScheduler":    {-10, -11},
 }
 
 // codeError maps a negative script result to its error.

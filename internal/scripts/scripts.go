@@ -85,6 +85,7 @@ func expand(name string, seen map[string]bool) (string, error) {
 // Go list is the only place the order is written.
 var records = map[string][]string{
 	"finish": finishRecordNames(),
+	"flow":   flowRecordNames(),
 }
 
 func recordLua(name string) (string, error) {

@@ -66,7 +66,7 @@ func TestQueueKeysShareASlot(t *testing.T) {
 // row, and every row's code is returned by its script.
 func TestScriptCodes(t *testing.T) {
 	t.Parallel()
-	returned := regexp.MustCompile(`(?:return|codes\[i \+ 1\] =) (-\d+)\b`)
+	returned := regexp.MustCompile(`(?:return |codes\[i \+ 1\] = |refuse\()(-\d+)\b`)
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -18,6 +18,7 @@
 --@include common
 --@include queue
 --@include state
+--@include dedup
 
 local callKey = nil
 if ARGV[2] ~= "" then
@@ -36,93 +37,6 @@ local maxLen = meta[1] or maxEvents(metaKey)
 local blocked = meta[2] ~= false or (meta[3] ~= false and rcall("LLEN", activeKey) >= tonumber(meta[3]))
 local replies = {}
 local delayMarker = false
-
--- setDedup makes newId own dedupKey for ttl ms (no expiry when ttl is 0).
-local function setDedup(dedupKey, newId, ttl, nx)
-  if ttl > 0 then
-    if nx then
-      return rcall("SET", dedupKey, newId, "PX", ttl, "NX")
-    end
-    return rcall("SET", dedupKey, newId, "PX", ttl)
-  end
-  if nx then
-    return rcall("SET", dedupKey, newId, "NX")
-  end
-  return rcall("SET", dedupKey, newId)
-end
-
--- staleOwner is true when the dedup key has no TTL and its owner job is gone
--- (6.7's stale-key recovery): the key may then be taken over.
-local function staleOwner(dedupKey, cur)
-  return rcall("PTTL", dedupKey) == -1 and rcall("EXISTS", base .. cur) == 0
-end
-
--- dedup decides whether this add is swallowed by deduplication. Returns the
--- owning job id when it is, or nil when the add proceeds (then `recovered`
--- holds the id of a removed former owner whose stale key was taken over).
-local recovered = nil
-local function dedup(deid, ttl, flags, newId)
-  local dedupKey = base .. "de:" .. deid
-  local replace = string.find(flags, "r", 1, true) ~= nil
-  local extend = string.find(flags, "e", 1, true) ~= nil
-  if replace then
-    local cur = rcall("GET", dedupKey)
-    if not cur then
-      setDedup(dedupKey, newId, ttl, false)
-      return nil
-    end
-    if rcall("ZREM", delayedKey, cur) == 1 then
-      removeJobKeys(base .. cur)
-      rcall("XADD", eventsKey, "*", "event", "removed", "jobId", cur, "prev", "delayed")
-      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
-        "jobId", newId, "deduplicationId", deid, "deduplicatedJobId", cur)
-      rcall("DEL", base .. "dn:" .. deid)
-      if ttl > 0 and not extend then
-        rcall("SET", dedupKey, newId, "KEEPTTL")
-      else
-        setDedup(dedupKey, newId, ttl, false)
-      end
-      return nil
-    end
-    if staleOwner(dedupKey, cur) then
-      rcall("DEL", base .. "dn:" .. deid)
-      setDedup(dedupKey, newId, ttl, false)
-      recovered = cur
-      return nil
-    end
-    return cur
-  end
-  if extend and ttl > 0 then
-    local cur = rcall("GET", dedupKey)
-    if not cur then
-      setDedup(dedupKey, newId, ttl, false)
-      return nil
-    end
-    if staleOwner(dedupKey, cur) then
-      rcall("DEL", base .. "dn:" .. deid)
-      setDedup(dedupKey, newId, ttl, false)
-      recovered = cur
-      return nil
-    end
-    setDedup(dedupKey, cur, ttl, false)
-    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
-      "jobId", cur, "deduplicationId", deid, "deduplicatedJobId", newId)
-    return cur
-  end
-  if setDedup(dedupKey, newId, ttl, true) then
-    return nil
-  end
-  local cur = rcall("GET", dedupKey)
-  if cur and staleOwner(dedupKey, cur) then
-    rcall("DEL", base .. "dn:" .. deid)
-    setDedup(dedupKey, newId, ttl, false)
-    recovered = cur
-    return nil
-  end
-  rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
-    "jobId", cur, "deduplicationId", deid, "deduplicatedJobId", newId)
-  return cur
-end
 
 -- Every add draws a number from the id counter, custom ids too (BullMQ
 -- does): one INCRBY reserves them for the batch, in order.
@@ -155,9 +69,9 @@ for i = 0, n - 1 do
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "duplicated", "jobId", id)
     replies[#replies + 1] = {"duplicate", id, pending[id] or jobState(id)}
   else
-    recovered = nil
+    local recovered = nil
     if deid ~= "" then
-      owner = dedup(deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id)
+      owner, recovered = dedupAdd(base, maxLen, deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id)
     end
     if owner then
       replies[#replies + 1] = {"deduplicated", owner, pending[owner] or jobState(owner)}

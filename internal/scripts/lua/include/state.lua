@@ -2,6 +2,26 @@
 -- Expects these locals in scope: completedKey, failedKey, delayedKey,
 -- prioritizedKey, activeKey, waitKey, pausedKey, waitingChildrenKey.
 
+-- jobStateAt is jobState for a job of the queue whose base is qbase
+-- (a flow spans queues).
+local function jobStateAt(qbase, id)
+  for _, s in ipairs({"completed", "failed", "delayed", "prioritized"}) do
+    if rcall("ZSCORE", qbase .. s, id) then
+      return s
+    end
+  end
+  if rcall("LPOS", qbase .. "active", id) then
+    return "active"
+  end
+  if rcall("LPOS", qbase .. "wait", id) or rcall("LPOS", qbase .. "paused", id) then
+    return "waiting"
+  end
+  if rcall("ZSCORE", qbase .. "waiting-children", id) then
+    return "waiting-children"
+  end
+  return "unknown"
+end
+
 local function jobState(id)
   if rcall("ZSCORE", completedKey, id) then
     return "completed"
