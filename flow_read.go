@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -381,12 +382,13 @@ var ErrWaitingChildren = errors.New("drover: job is waiting for its children")
 // locked), the slot is freed. err is what the processor returned; a
 // result or an error other than ErrWaitingChildren is dropped with a
 // warning.
-func (w *Worker) parkedAttempt(rj *runningJob, err error) {
+func (w *Worker) parkedAttempt(rj *runningJob, err error, took time.Duration) {
 	if err == nil || !errors.Is(err, ErrWaitingChildren) {
 		w.log.Warn("processor moved its job to waiting-children but did not return ErrWaitingChildren: its result is dropped",
 			slog.String(logkey.JobID, rj.job.ID), slog.Any(logkey.Error, err))
 	} else {
 		w.log.Debug("job waits for its children", slog.String(logkey.JobID, rj.job.ID))
 	}
+	w.finished(rj, Finish{Err: ErrWaitingChildren, Took: took})
 	w.jobs.finish([]*runningJob{rj}, 0, nil)
 }

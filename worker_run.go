@@ -44,7 +44,7 @@ func (w *Worker) run(rj *runningJob) {
 	took := time.Since(rj.began)
 
 	if rj.written.Load() { // Job.MoveToWaitingChildren parked the job: nothing to write
-		w.parkedAttempt(rj, err)
+		w.parkedAttempt(rj, err, took)
 		return
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
