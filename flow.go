@@ -134,9 +134,10 @@ type FlowJob struct {
 	// Data is the payload, encoded with encoding/json; nil is stored as {}.
 	Data any
 	// Opts are the job's options, merged over
-	// FlowProducerOptions.DefaultJobOptions of its queue. A node with
-	// children must not set Deduplication (BullMQ refuses it too). No
-	// JobID = a random UUID, as BullMQ gives flow jobs.
+	// FlowProducerOptions.DefaultJobOptions of its queue. Only a lone root
+	// (no children, no Parent) may set Deduplication: BullMQ refuses it
+	// with a parent or children. No JobID = a random UUID, as BullMQ gives
+	// flow jobs.
 	Opts *JobOptions
 	// Children run before this job, which waits for them in
 	// waiting-children. nil = a leaf.
@@ -155,9 +156,8 @@ type JobNode struct {
 	// Outcome says what Add did with this node (zero in GetFlow's trees):
 	// AddCreated; AddDuplicate when a job with its JobID existed (that job
 	// is attached to the node's parent instead: its return value counts
-	// if it completed, else the parent waits for it, as in BullMQ);
-	// AddDeduplicated when its Deduplication ID is owned (the parent does
-	// not wait for the owner); AddReAdded.
+	// if it completed, else the parent waits for it, as in BullMQ); for a
+	// lone root with Deduplication, AddDeduplicated or AddReAdded as Add's.
 	Outcome  AddOutcome
 	Children []*JobNode
 }
@@ -432,8 +432,8 @@ func (f *FlowProducer) prepareNode(fj *FlowJob, parent int, nodes []flowNode, no
 		return flowNode{}, optionError("unknown JobOptions.Backoff.Type %q (want %q, %q or a name in FlowProducerOptions.BackoffTypes)",
 			b.Type, BackoffFixed, BackoffExponential)
 	}
-	if o.Deduplication != nil && len(fj.Children) > 0 {
-		return flowNode{}, optionError("JobOptions.Deduplication cannot be used on a flow job with children (BullMQ refuses it too)")
+	if o.Deduplication != nil && (len(fj.Children) > 0 || parent >= 0 || fj.Parent != nil) {
+		return flowNode{}, optionError("JobOptions.Deduplication cannot be used on a flow job with children or a parent (BullMQ refuses it too)")
 	}
 	data, err := jobcodec.EncodeData(fj.Data)
 	if err != nil {

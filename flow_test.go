@@ -157,7 +157,8 @@ func TestFlowProducer(t *testing.T) {
 			{"SameIDTwice", drover.FlowJob{Name: "p", QueueName: "q", Opts: &drover.JobOptions{JobID: "x"}, Children: []drover.FlowJob{leaf("c", &drover.JobOptions{JobID: "x"})}}, drover.ErrInvalidJobID, `id "x" is also the id of root`},
 			{"BadOption", drover.FlowJob{Name: "p", QueueName: "q", Children: []drover.FlowJob{leaf("c", &drover.JobOptions{Priority: -1})}}, drover.ErrInvalidOption, "JobOptions.Priority must be between"},
 			{"BadPolicy", drover.FlowJob{Name: "p", QueueName: "q", Children: []drover.FlowJob{leaf("c", &drover.JobOptions{ParentPolicy: 9})}}, drover.ErrInvalidOption, "ParentPolicy"},
-			{"DedupOnAParent", drover.FlowJob{Name: "p", QueueName: "q", Opts: &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "d"}}, Children: []drover.FlowJob{leaf("c", nil)}}, drover.ErrInvalidOption, "Deduplication cannot be used on a flow job with children"},
+			{"DedupOnAParent", drover.FlowJob{Name: "p", QueueName: "q", Opts: &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "d"}}, Children: []drover.FlowJob{leaf("c", nil)}}, drover.ErrInvalidOption, "Deduplication cannot be used on a flow job with children or a parent"},
+			{"DedupOnAChild", drover.FlowJob{Name: "p", QueueName: "q", Children: []drover.FlowJob{leaf("c", &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "d"}})}}, drover.ErrInvalidOption, "Deduplication cannot be used on a flow job with children or a parent"},
 			{"ParentOnAChild", drover.FlowJob{Name: "p", QueueName: "q", Children: []drover.FlowJob{{Name: "c", QueueName: "q", Parent: &drover.JobRef{Queue: "q", ID: "x"}}}}, drover.ErrInvalidOption, "FlowJob.Parent is for a tree's root only"},
 			{"UnknownBackoff", drover.FlowJob{Name: "p", QueueName: "q", Opts: &drover.JobOptions{Backoff: &drover.Backoff{Type: "nope"}}}, drover.ErrInvalidOption, `unknown JobOptions.Backoff.Type "nope"`},
 			{"BadData", drover.FlowJob{Name: "p", QueueName: "q", Data: func() {}}, drover.ErrInvalidData, ""},
@@ -202,17 +203,15 @@ func TestFlowProducer(t *testing.T) {
 		require.Equal(t, map[string]json.RawMessage{b.prefix + ":q:done": json.RawMessage(`"result of done"`)}, vals)
 	})
 
-	t.Run("DeduplicatedLeafIsNoDependency", func(t *testing.T) {
+	t.Run("LoneRootDeduplicates", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		owner, err := b.queue.Add(ctx, "o", nil, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "d"}})
 		require.NoError(t, err)
-		tree, err := b.fp.Add(ctx, drover.FlowJob{Name: "p", QueueName: "q", Children: []drover.FlowJob{
-			{Name: "c", QueueName: "q", Opts: &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "d"}}}}})
+		tree, err := b.fp.Add(ctx, drover.FlowJob{Name: "c", QueueName: "q", Opts: &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "d"}}})
 		require.NoError(t, err)
-		require.Equal(t, drover.AddDeduplicated, tree.Children[0].Outcome)
-		require.Equal(t, owner.Job.ID, tree.Children[0].Job.ID)
-		require.Equal(t, drover.StateWaiting, stateOf(t, b, "q", tree.Job.ID))
+		require.Equal(t, drover.AddDeduplicated, tree.Outcome)
+		require.Equal(t, owner.Job.ID, tree.Job.ID)
 	})
 
 	t.Run("AddBulkIsOneStep", func(t *testing.T) {
