@@ -36,7 +36,9 @@ type Queue struct {
 	clocker *clockKeeper
 	logger  *slog.Logger
 	closed  atomic.Bool
-	adds    addBatcher
+	// registered is set once the queue's name is in keys.Registry.
+	registered atomic.Bool
+	adds       addBatcher
 	// The add chains through QueueOptions.AddMiddleware (middleware.go);
 	// nil without middleware.
 	addOneChain, addBulkChain AddFunc
@@ -212,6 +214,7 @@ func (q *Queue) addOne(ctx context.Context, bj *BulkJob) (*AddResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("add job %q to queue %q: %w", bj.Name, q.name, err)
 	}
+	q.register(ctx)
 	return q.addResult(ctx, &p, oc), nil
 }
 
@@ -330,6 +333,9 @@ func (q *Queue) addBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 		for i, oc := range outcomes {
 			out = append(out, q.addResult(ctx, &preps[from+i], oc))
 		}
+	}
+	if len(out) > 0 {
+		q.register(ctx)
 	}
 	return out, nil
 }
@@ -681,6 +687,12 @@ func (q *Queue) Obliterate(ctx context.Context, opts *ObliterateOptions) error {
 			return fmt.Errorf("obliterate queue %q: %w", q.name, err)
 		}
 		if !more {
+			// The name leaves the queue registry (see register); a later
+			// add registers it again.
+			if err := q.rdb.SRem(ctx, keys.Registry(q.k.Prefix()), q.name).Err(); err != nil {
+				return fmt.Errorf("obliterate queue %q: remove it from the queue registry: %w", q.name, err)
+			}
+			q.registered.Store(false)
 			return nil
 		}
 	}
@@ -703,6 +715,19 @@ func (q *Queue) GetJobLogs(ctx context.Context, id string, start, end int64) ([]
 		return nil, 0, fmt.Errorf("read logs of job %q in queue %q: %w", id, q.name, err)
 	}
 	return lines.Val(), count.Val(), nil
+}
+
+// register adds the queue's name to the registry of queue names (one SADD
+// per Queue handle, after its first successful add or a worker's start), so
+// inspect lists queues without scanning the keyspace. Best effort: a
+// failure is retried by the next add.
+func (q *Queue) register(ctx context.Context) {
+	if q.registered.Load() {
+		return
+	}
+	if q.rdb.SAdd(ctx, keys.Registry(q.k.Prefix()), q.name).Err() == nil {
+		q.registered.Store(true)
+	}
 }
 
 // now is the corrected time for a call that stamps or schedules by it,

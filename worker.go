@@ -425,6 +425,7 @@ func (w *Worker) Start(ctx context.Context) error {
 			// Listed by getWorkers once Start returns; before the fetcher
 			// starts, so the lock keeper starts right after it.
 			w.presence.register(probe)
+			w.q.register(probe)
 		}
 		w.fetchCtx, w.stopFetch = context.WithCancel(context.Background())
 		w.jobsCtx, w.cancelJobs = context.WithCancelCause(context.Background())

@@ -96,11 +96,15 @@ func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	d.mu.Unlock()
 	names, ok := i.readPublished(ctx)
 	if !ok {
+		names, ok = i.readRegistry(ctx)
+	}
+	if !ok {
 		var err error
 		if names, err = i.scanQueues(ctx); err != nil {
 			return nil, err
 		}
 		i.publish(ctx, names)
+		i.seedRegistry(ctx, names)
 	}
 	i.setDiscovered(names)
 	i.startDiscovery() //nolint:contextcheck // the loop outlives the call: Close stops it
@@ -132,6 +136,83 @@ func (i *Inspector) readPublished(ctx context.Context) ([]string, bool) {
 		return nil, false
 	}
 	return p.Queues, true
+}
+
+// registrySeedTTL is how long a scan's seeding of the registry is trusted
+// (keys.RegistrySeeded). drover's producers and workers add their queue to
+// the registry themselves; a queue that only Node BullMQ writes enters it
+// by a scan, so a cold listing (no Inspector alive, e.g. `drover queues`)
+// shows such a queue at most this long after it was created, and scans the
+// keyspace at most once per this time.
+const registrySeedTTL = 10 * time.Minute
+
+// readRegistry lists the queues from the registry, if a scan seeded it
+// within registrySeedTTL: one round trip for the set, one to check which
+// of its queues still exist (a removed queue is dropped from the set).
+func (i *Inspector) readRegistry(ctx context.Context) ([]string, bool) {
+	if i.opts.DiscoveryInterval < 0 {
+		return nil, false
+	}
+	var seeded *redis.IntCmd
+	var members *redis.StringSliceCmd
+	if _, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		seeded = p.Exists(ctx, keys.RegistrySeeded(i.opts.Prefix))
+		members = p.SMembers(ctx, keys.Registry(i.opts.Prefix))
+		return nil
+	}); err != nil || seeded.Val() == 0 {
+		return nil, false
+	}
+	names := make([]string, 0, len(members.Val()))
+	for _, n := range members.Val() {
+		if keys.ValidateName(n) == nil {
+			names = append(names, n)
+		}
+	}
+	exists := make([]*redis.IntCmd, len(names))
+	if _, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, name := range names {
+			exists[n] = p.Exists(ctx, i.keys(name).QueueKeys()...) // one slot per queue
+		}
+		return nil
+	}); err != nil {
+		return nil, false
+	}
+	live := names[:0]
+	var gone []any
+	for n, name := range names {
+		if exists[n].Val() > 0 {
+			live = append(live, name)
+		} else {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		i.rdb.SRem(ctx, keys.Registry(i.opts.Prefix), gone...)
+	}
+	slices.Sort(live)
+	return live, true
+}
+
+// seedRegistry adds the queues a scan found to the registry and marks it
+// seeded for registrySeedTTL.
+func (i *Inspector) seedRegistry(ctx context.Context, names []string) {
+	if i.opts.DiscoveryInterval < 0 {
+		return
+	}
+	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if len(names) > 0 {
+			members := make([]any, len(names))
+			for n, name := range names {
+				members[n] = name
+			}
+			p.SAdd(ctx, keys.Registry(i.opts.Prefix), members...)
+		}
+		p.Set(ctx, keys.RegistrySeeded(i.opts.Prefix), "1", registrySeedTTL)
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		i.opts.Logger.WarnContext(ctx, "seed the queue registry", slog.Any(logkey.Error, err))
+	}
 }
 
 func (i *Inspector) publish(ctx context.Context, names []string) {
@@ -180,6 +261,7 @@ func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 		if err == nil {
 			i.setDiscovered(names)
 			i.publish(ctx, names)
+			i.seedRegistry(ctx, names)
 		}
 		i.disc.scanMu.Unlock()
 		if err != nil && ctx.Err() == nil {

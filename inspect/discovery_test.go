@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
@@ -168,4 +169,64 @@ func TestUnknownQueues(t *testing.T) {
 	names, err := b.ins.Queues(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"real"}, names, "no phantom queue")
+}
+
+// TestColdListingReadsTheRegistry is issue 15's remaining gap: a cold
+// listing (no Inspector alive to publish a fresh list, as `drover queues`
+// run alone) scanned the keyspace every time. drover's producers and
+// workers add their queue to a registry set, and a scan seeds it with every
+// queue found (Node's too): the next cold listings read the registry and do
+// not scan, and still see queues added since by drover.
+func TestColdListingReadsTheRegistry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start() // its own server: SCAN counts are ours
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	const prefix = "reg"
+	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n := range 20000 {
+			p.Set(ctx, fmt.Sprintf("other:%d", n), "x", 0)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	add := func(name string) {
+		q, err := drover.NewQueue(rdb, name, &drover.QueueOptions{Prefix: prefix})
+		require.NoError(t, err)
+		_, err = q.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+	}
+	add("a")
+	add("b")
+	// A queue only Node wrote: not in the registry until a scan finds it.
+	require.NoError(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: prefix + ":fromnode:events", Values: []any{"event", "waiting"}}).Err())
+
+	cold := func() ([]string, int64) {
+		// No fresh published list: as when no dashboard or metrics process
+		// has listed queues in the last seconds.
+		require.NoError(t, rdb.Del(ctx, keys.Discovery(prefix)).Err())
+		ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+		require.NoError(t, err)
+		before := scanCalls(t, rdb)
+		names, err := ins.Queues(ctx)
+		require.NoError(t, err)
+		require.NoError(t, ins.Close(ctx))
+		return names, scanCalls(t, rdb) - before
+	}
+	names, scans := cold()
+	require.Equal(t, []string{"a", "b", "fromnode"}, names)
+	require.Positive(t, scans, "the first listing scans and seeds the registry")
+
+	add("c") // a drover producer registers its queue
+	names, scans = cold()
+	require.Equal(t, []string{"a", "b", "c", "fromnode"}, names)
+	require.Zero(t, scans, "a cold listing reads the seeded registry")
+
+	// A queue removed since drops out without a scan.
+	require.NoError(t, rdb.Del(ctx, prefix+":fromnode:events").Err())
+	names, scans = cold()
+	require.Equal(t, []string{"a", "b", "c"}, names)
+	require.Zero(t, scans)
 }

@@ -34,6 +34,22 @@ func Discovery(prefix string) string {
 	return prefix + "::queues"
 }
 
+// Registry is the set of queue names under prefix ("" = DefaultPrefix)
+// that drover producers and workers add their queue's name to (once per
+// Queue handle), so a cold listing need not scan the keyspace. Node BullMQ
+// does not write it; see RegistrySeeded.
+func Registry(prefix string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return prefix + "::registry"
+}
+
+// RegistrySeeded exists (with a TTL) while Registry also holds every queue a
+// keyspace scan found, Node's included: a listing trusts Registry alone only
+// then.
+func RegistrySeeded(prefix string) string { return Registry(prefix) + ":seeded" }
+
 // ScanPattern is the SCAN MATCH pattern of every key under prefix ("" =
 // DefaultPrefix), with the prefix's glob characters escaped.
 func ScanPattern(prefix string) string {

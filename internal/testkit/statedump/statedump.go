@@ -83,7 +83,10 @@ func Dump(ctx context.Context, rdb redis.UniversalClient, prefix string) (*Snaps
 	var names []string
 	iter := rdb.Scan(ctx, 0, globEscape(full)+"*", 1000).Iterator()
 	for iter.Next(ctx) {
-		if isAddCallKey(strings.TrimPrefix(iter.Val(), full)) {
+		if rel := strings.TrimPrefix(iter.Val(), full); isAddCallKey(rel) || strings.HasPrefix(rel, ":") {
+			// "<prefix>::...": drover's keys of no queue (the queue
+			// registry, the published discovery list), no BullMQ
+			// counterpart.
 			continue
 		}
 		names = append(names, iter.Val())
