@@ -51,6 +51,17 @@ var (
 	// when the worker's Close deadline passed. The job goes back to wait
 	// without spending an attempt.
 	ErrWorkerClosing = errors.New("drover: worker closing")
+	// ErrJobCancelled is wrapped by the cancellation cause of a processor's
+	// context when Queue.CancelJob cancelled the attempt, and by the
+	// attempt's error (its text is "cancelled: <reason>").
+	ErrJobCancelled = errors.New("drover: job cancelled")
+	// ErrJobTimedOut is wrapped by the cancellation cause of a processor's
+	// context when the attempt's timeout passed, and by the attempt's error.
+	ErrJobTimedOut = errors.New("drover: job timed out")
+	// ErrCancelNotDelivered: Queue.CancelJob found the job running, but no
+	// drover worker that runs it heard the request (a Node BullMQ worker
+	// runs it, or the drover worker's subscription is down). Nothing changed.
+	ErrCancelNotDelivered = errors.New("drover: cancel request not delivered")
 	// ErrLockLost is the cancellation cause of a processor's context when the
 	// worker lost the job's lock; its result will not be written.
 	ErrLockLost = errors.New("drover: job lock lost")

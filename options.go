@@ -138,6 +138,12 @@ type JobOptions struct {
 	// ignoreDependencyOnFailure, removeDependencyOnFailure). Only a job
 	// added as a flow child has a parent. Default ParentWaits.
 	ParentPolicy ParentPolicy
+	// Timeout bounds each attempt: a drover worker cancels the processor's
+	// context at the deadline (cause ErrJobTimedOut) and the attempt fails,
+	// retried per Attempts and Backoff. Stored in ms under the opts key
+	// "timeout", which Node BullMQ keeps but does not apply (a Node worker
+	// runs the job without a limit). 0 = WorkerOptions.JobTimeout.
+	Timeout time.Duration
 	// Telemetry carries a trace context from the producer to the worker, in
 	// the job, where BullMQ's telemetry keeps it. nil = none. drover stores
 	// and returns it but never reads it: the droverotel package fills it
@@ -202,6 +208,9 @@ func (o *JobOptions) merged(d *JobOptions) JobOptions {
 	if r.ParentPolicy == ParentWaits {
 		r.ParentPolicy = d.ParentPolicy
 	}
+	if r.Timeout == 0 {
+		r.Timeout = d.Timeout
+	}
 	return r
 }
 
@@ -232,6 +241,10 @@ func (o *JobOptions) validate() error {
 		return optionError("JobOptions.SizeLimit must not be negative, got %d", o.SizeLimit)
 	case o.ParentPolicy > RemoveDependency:
 		return optionError("JobOptions.ParentPolicy must be one of the ParentPolicy constants, got %d", uint8(o.ParentPolicy))
+	case o.Timeout < 0:
+		return optionError("JobOptions.Timeout must not be negative, got %s", o.Timeout)
+	case o.Timeout > 0 && o.Timeout < time.Millisecond:
+		return optionError("JobOptions.Timeout must be at least 1ms (it is stored in ms), got %s", o.Timeout)
 	}
 	// Upper bounds: what BullMQ stores exactly (see jobcodec.MaxCount and
 	// MaxMillis), so no value is rounded or wraps on its way to Redis.

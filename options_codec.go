@@ -81,6 +81,7 @@ func (o *JobOptions) stored() jobcodec.Opts {
 	if o.SizeLimit > 0 {
 		s.SizeLimit = int64(o.SizeLimit)
 	}
+	s.Timeout = o.Timeout.Milliseconds()
 	if !o.Timestamp.IsZero() {
 		s.Timestamp = o.Timestamp.UnixMilli()
 	}
@@ -220,6 +221,7 @@ func optsFromStored(s *jobcodec.Opts) JobOptions {
 		KeepLogs:         int(s.KeepLogs),
 		SizeLimit:        int(s.SizeLimit),
 		ParentPolicy:     parentPolicyFromStored(s),
+		Timeout:          time.Duration(s.Timeout) * time.Millisecond,
 	}
 	if s.Timestamp != 0 {
 		o.Timestamp = msTime(s.Timestamp)

@@ -51,6 +51,16 @@ const (
 	// stalled checker moved the job back (recorded by no worker: inspect
 	// infers it from the stalled counter).
 	OutcomeStalled
+	// OutcomeCancelled: Queue.CancelJob cancelled the running attempt and
+	// the job failed for good (the default), or it asked for a retry and
+	// this was the last attempt. A cancelled attempt that is retried is
+	// OutcomeRetried or OutcomeRetryDelayed; its error wraps ErrJobCancelled.
+	OutcomeCancelled
+	// OutcomeTimedOut: the attempt ran past its timeout (JobOptions.Timeout
+	// or WorkerOptions.JobTimeout) and was the job's last one; the job failed
+	// for good. A timed-out attempt with attempts left is OutcomeRetried or
+	// OutcomeRetryDelayed; its error wraps ErrJobTimedOut.
+	OutcomeTimedOut
 
 	numOutcomes
 )
@@ -83,6 +93,8 @@ var outcomes = [numOutcomes]outcomeInfo{
 	OutcomeFailedUnrecoverable: {name: "failed-unrecoverable", stored: "u", kind: scripts.FinishFailed, failed: true},
 	OutcomeRetriesExhausted:    {name: "retries-exhausted", stored: "x", kind: scripts.FinishFailed, failed: true},
 	OutcomeStalled:             {name: "stalled", stored: "s"},
+	OutcomeCancelled:           {name: "cancelled", stored: "k", kind: scripts.FinishFailed, failed: true},
+	OutcomeTimedOut:            {name: "timed-out", stored: "t", kind: scripts.FinishFailed, failed: true},
 }
 
 func (o Outcome) info() outcomeInfo {

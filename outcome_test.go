@@ -29,6 +29,26 @@ func TestOutcome(t *testing.T) {
 		}
 	})
 
+	t.Run("StoredCodesNeverChange", func(t *testing.T) {
+		t.Parallel()
+
+		// Timelines in Redis hold these codes: a code, once written, keeps
+		// its meaning. Add new outcomes with new codes; never edit this map.
+		want := map[Outcome]string{
+			OutcomeUnknown: "?", OutcomeCompleted: "c", OutcomeRetried: "r", OutcomeRetryDelayed: "d",
+			OutcomeDelayed: "m", OutcomeRequeued: "w", OutcomeFailed: "f", OutcomeFailedUnrecoverable: "u",
+			OutcomeRetriesExhausted: "x", OutcomeStalled: "s", OutcomeCancelled: "k", OutcomeTimedOut: "t",
+		}
+		require.Len(t, want, int(numOutcomes))
+		for o, code := range want {
+			require.Equal(t, code, o.info().stored, o.String())
+		}
+		for _, name := range []string{"cancelled", "timed-out"} {
+			_, ok := ParseOutcome(name)
+			require.True(t, ok, name)
+		}
+	})
+
 	t.Run("TextRoundTrip", func(t *testing.T) {
 		t.Parallel()
 
@@ -60,6 +80,8 @@ func TestOutcome(t *testing.T) {
 			{OutcomeFailedUnrecoverable, true, false},
 			{OutcomeRetriesExhausted, true, false},
 			{OutcomeStalled, false, false},
+			{OutcomeCancelled, true, false},
+			{OutcomeTimedOut, true, false},
 		}
 		for _, tt := range tests {
 			require.Equal(t, tt.failed, tt.o.Failed(), tt.o.String())

@@ -29,8 +29,11 @@ import (
 //
 // ctx is cancelled with cause ErrLockLost when the worker loses the job's
 // lock (the job may already run elsewhere: stop, nothing will be written),
-// and with ErrWorkerClosing when Close's deadline passes (the job goes back to
-// wait without spending an attempt).
+// with ErrWorkerClosing when Close's deadline passes (the job goes back to
+// wait without spending an attempt), with a cause wrapping ErrJobTimedOut at
+// the attempt's timeout, and with one wrapping ErrJobCancelled when
+// Queue.CancelJob cancels it. After a timeout or a cancel the attempt fails
+// with that cause as its error, whatever the processor returns.
 type Processor interface {
 	Process(ctx context.Context, job *Job) (any, error)
 }
@@ -114,6 +117,11 @@ type WorkerOptions struct {
 	// Middleware runs around every attempt, first = outermost (see
 	// WorkerMiddleware). None by default.
 	Middleware []WorkerMiddleware
+	// JobTimeout bounds each attempt of a job that sets no
+	// JobOptions.Timeout: the processor's context is cancelled at the
+	// deadline (cause ErrJobTimedOut) and the attempt fails, retried per the
+	// job's attempts and backoff. 0 = no limit.
+	JobTimeout time.Duration
 	// Metrics makes the worker count the jobs it finishes for good in
 	// BullMQ's per-minute metrics (<queue>:metrics:completed|failed), which
 	// Node's Queue.getMetrics and drover's Queue.GetMetrics read. nil = off
@@ -200,6 +208,8 @@ func (o *WorkerOptions) validate() error {
 		return optionError("WorkerOptions.Metrics.MaxDataPoints must be at least 1, got %d", o.Metrics.MaxDataPoints)
 	case o.MaxStartedAttempts < 0:
 		return optionError("WorkerOptions.MaxStartedAttempts must not be negative, got %d", o.MaxStartedAttempts)
+	case o.JobTimeout < 0:
+		return optionError("WorkerOptions.JobTimeout must not be negative, got %s", o.JobTimeout)
 	case o.ClockSkewWarning < 0:
 		return optionError("WorkerOptions.ClockSkewWarning must not be negative, got %s", o.ClockSkewWarning)
 	}
@@ -289,6 +299,9 @@ type Worker struct {
 	// fetcher and the writers take no new job then.
 	gate *fetchGate
 
+	// canceller hears Queue.CancelJob's requests (worker_cancel.go).
+	canceller *canceller
+
 	// presence keeps the connection named as BullMQ names a worker's, so
 	// Node's getWorkers() and Queue.GetWorkers list this worker (workers.go).
 	presence *presence
@@ -314,6 +327,10 @@ type runningJob struct {
 	// on, read by whoever calls Finished after that.
 	ran   bool
 	mwCtx []context.Context
+	// stopped is set once: by a cancel request or the timeout (which then
+	// cancel ctx), or to attemptReturned by run when the processor returns
+	// first. Whichever comes first decides the attempt (worker_cancel.go).
+	stopped atomic.Pointer[stopError]
 }
 
 type finishItem struct {
@@ -367,6 +384,7 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		interval: presenceInterval, log: w.log}
 	w.keeper = &lockKeeper{q: q, jobs: w.jobs, duration: o.LockDuration, log: w.log, lost: o.Hooks.LockLost,
 		gate: w.gate, wakeKey: q.k.WorkerWake(id)}
+	w.canceller = &canceller{rdb: rdb, channel: q.k.CancelChannel(id), jobs: w.jobs, log: w.log}
 	w.checker = &stalledChecker{q: q, interval: o.StalledInterval, maxStalled: o.MaxStalledCount,
 		log: w.log, stalled: o.Hooks.Stalled}
 	return w, nil
@@ -427,6 +445,8 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.presence.register(probe)
 			w.q.register(probe)
 		}
+		// Heard once Start returns (when Redis answers; else from when it does).
+		w.canceller.subscribe(probe)
 		w.fetchCtx, w.stopFetch = context.WithCancel(context.Background())
 		w.jobsCtx, w.cancelJobs = context.WithCancelCause(context.Background())
 		w.bgCtx, w.stopBG = context.WithCancel(context.Background())
@@ -440,6 +460,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		go func() { defer w.bgWG.Done(); w.keeper.run(w.bgCtx) }()
 		w.bgWG.Add(1)
 		go func() { defer w.bgWG.Done(); w.presence.run(w.bgCtx) }()
+		w.bgWG.Add(1)
+		go func() { defer w.bgWG.Done(); w.canceller.run(w.bgCtx) }()
 		if w.clocker != nil {
 			w.bgWG.Add(1)
 			go func() { defer w.bgWG.Done(); w.clocker.run(w.bgCtx) }()

@@ -39,7 +39,18 @@ func (w *Worker) run(rj *runningJob) {
 	default:
 		rj.ran = true
 		w.logStarted(ctx, job)
-		result, err = w.call(ctx, job)
+		if limit, from := w.timeout(rj); limit > 0 {
+			t := time.AfterFunc(limit, func() { rj.stop(timedOutError(limit, from)) })
+			result, err = w.call(ctx, job)
+			t.Stop()
+		} else {
+			result, err = w.call(ctx, job)
+		}
+		if stop := rj.returned(); stop != nil {
+			// Cancelled or timed out before the processor returned: the
+			// attempt ends with that, whatever it returned.
+			result, err = nil, stop
+		}
 	}
 	took := time.Since(rj.began)
 
@@ -125,7 +136,9 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	}
 
 	var de *delayError
-	if errors.As(err, &de) {
+	var stop *stopError
+	isStop := errors.As(err, &stop)
+	if !isStop && errors.As(err, &de) {
 		fr.Delay = de.delay
 		entry.Backoff = time.Duration(de.delay) * time.Millisecond
 		entry.NextRun = now.Add(entry.Backoff)
@@ -141,7 +154,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	entry.Error = fr.Value
 	fr.Stacktrace = w.stacktrace(job, rec, err)
 	fr.AttemptsMade = int(rec.AttemptsMade) + 1
-	retry := fr.AttemptsMade < int(rec.Opts.Attempts) && !IsUnrecoverable(err) &&
+	retry := fr.AttemptsMade < int(rec.Opts.Attempts) && !IsUnrecoverable(err) && (!isStop || stop.retry) &&
 		!(w.opts.MaxStartedAttempts > 0 && job.AttemptsStarted >= w.opts.MaxStartedAttempts)
 	var delay time.Duration
 	if retry {
@@ -168,6 +181,10 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	}
 	fr.Keep = w.keepSpec(rec.Opts.RemoveOnFail, w.opts.RemoveOnFail)
 	switch {
+	case isStop && stop.kind == ErrJobCancelled:
+		return settle(OutcomeCancelled)
+	case isStop:
+		return settle(OutcomeTimedOut)
 	case IsUnrecoverable(err):
 		return settle(OutcomeFailedUnrecoverable)
 	case fr.AttemptsMade >= fr.Attempts: // as finishJobs.lua decides on retries-exhausted

@@ -783,6 +783,8 @@
     delayed: { fill: '#6a7283', label: 'delayed by the job' },
     requeued: { fill: '#6a7283', label: 'requeued' },
     stalled: { fill: '#8a4fc7', label: 'stalled' },
+    cancelled: { fill: '#5b3a1a', label: 'cancelled' },
+    'timed-out': { fill: '#b0461c', label: 'timed out' },
     active: { fill: '#2f5bd3', label: 'running' },
     unknown: { fill: '#9aa1ae', label: 'no drover record' },
   };

@@ -79,6 +79,11 @@ var optionTable = []option{
 	}},
 	{"keepLogs", "kl", intReader(func(o *Opts) *int64 { return &o.KeepLogs }, MaxCount)},
 	{"sizeLimit", "sizeLimit", intReader(func(o *Opts) *int64 { return &o.SizeLimit }, MaxCount)},
+	// timeout (ms) is drover's: BullMQ 6.7 has no such option, keeps the key
+	// as it keeps any key it does not know (Job.optsFromJSON copies it
+	// through, the scripts never read it), and so does a Node producer given
+	// {timeout: ms}. Only drover workers apply it.
+	{"timeout", "timeout", intReader(func(o *Opts) *int64 { return &o.Timeout }, MaxMillis)},
 	{"deduplication", "de", func(o *Opts, v json.RawMessage, strict bool) (err error) {
 		o.Dedup, err = decodeDedup(v, strict)
 		return err

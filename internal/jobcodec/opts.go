@@ -147,6 +147,7 @@ type Opts struct {
 	StackTraceLimit  *int64
 	KeepLogs         int64
 	SizeLimit        int64
+	Timeout          int64 // ms; drover only (see the option table)
 	Timestamp        int64
 	JobID            string
 	Dedup            *Dedup
@@ -232,6 +233,10 @@ func (o *Opts) AppendJSON(b []byte) []byte {
 	if o.SizeLimit != 0 {
 		key("sizeLimit")
 		b = strconv.AppendInt(b, o.SizeLimit, 10)
+	}
+	if o.Timeout != 0 {
+		key("timeout")
+		b = strconv.AppendInt(b, o.Timeout, 10)
 	}
 	if o.Dedup != nil {
 		key("de")

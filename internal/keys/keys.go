@@ -120,6 +120,12 @@ func (q Queue) Dedup(dedupID string) string { return q.base + "de:" + dedupID }
 // soon as it is written, so it never outlives the wake-up.
 func (q Queue) WorkerWake(workerID string) string { return q.base + "marker:" + workerID }
 
+// CancelChannel is the pub/sub channel on which the drover worker workerID
+// hears cancel requests for the jobs it runs. It carries the queue's hash
+// tag, so on a cluster the publishing script and the subscriber meet on the
+// node of the queue's slot.
+func (q Queue) CancelChannel(workerID string) string { return q.base + "drover:cancel:" + workerID }
+
 // ScriptArgs is "numkeys, KEYS..., base" of an EVALSHA call, boxed once per
 // queue so each script call does not allocate them again. The caller must
 // not modify it.

@@ -32,4 +32,6 @@ const (
 	Detail       = "detail"
 	Jobs         = "jobs"
 	Remote       = "remote"
+	Channel      = "channel"
+	Token        = "token"
 )

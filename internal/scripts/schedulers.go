@@ -101,5 +101,5 @@ func RemoveJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, id string) 
 // featureScripts are the scripts of job schedulers, metrics and job control,
 // kept apart from All's list so each feature adds its own.
 func featureScripts() []*script {
-	return []*script{advanceScheduler, upsertJobScheduler, removeJobScheduler, collectMetrics, addFlow, moveToWaitingChildren}
+	return []*script{advanceScheduler, upsertJobScheduler, removeJobScheduler, collectMetrics, addFlow, moveToWaitingChildren, cancelJob}
 }

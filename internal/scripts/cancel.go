@@ -1,0 +1,55 @@
+package scripts
+
+import (
+	"context"
+	"strings"
+
+	"github.com/seed40057009/drover/internal/keys"
+)
+
+var cancelJob = load("cancelJob")
+
+// CancelResult is what CancelJob found at the job's lock.
+type CancelResult int
+
+// The results of CancelJob.
+const (
+	// CancelUnheard: a drover worker holds the lock but does not listen on
+	// its cancel channel (its subscription is down).
+	CancelUnheard CancelResult = 0
+	// CancelDelivered: the worker holding the lock received the message.
+	CancelDelivered CancelResult = 1
+	// CancelForeign: the lock's token is not a drover worker's (Node BullMQ).
+	CancelForeign CancelResult = 2
+)
+
+// CancelJob publishes a cancel request for job id to the drover worker
+// holding its lock: ErrJobNotFound when there is no job, ErrNotInState when
+// it is not locked. The message is "<token>\n<flags>\n<reason>"
+// (ParseCancelMessage).
+func CancelJob(ctx context.Context, rdb Doer, k keys.Queue, id string, retry bool, reason string) (CancelResult, error) {
+	flags := ""
+	if retry {
+		flags = "r"
+	}
+	n, err := runCode(ctx, cancelJob, rdb, k, id, flags, reason, k.CancelChannel(""))
+	return CancelResult(n), err
+}
+
+// CancelMessage is a cancel request as a worker receives it.
+type CancelMessage struct {
+	Token  string // the lock token of the attempt to cancel
+	Retry  bool   // the job is retried per its attempts instead of failing
+	Reason string
+}
+
+// ParseCancelMessage reads a message cancelJob.lua published; ok is false
+// for anything else.
+func ParseCancelMessage(payload string) (m CancelMessage, ok bool) {
+	token, rest, ok1 := strings.Cut(payload, "\n")
+	flags, reason, ok2 := strings.Cut(rest, "\n")
+	if !ok1 || !ok2 || token == "" {
+		return m, false
+	}
+	return CancelMessage{Token: token, Retry: strings.Contains(flags, "r"), Reason: reason}, true
+}

@@ -1,0 +1,132 @@
+package drover
+
+// The worker's side of Queue.CancelJob and of timeouts: hearing cancel
+// requests, and ending an attempt early exactly once.
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/scripts"
+)
+
+// attemptReturned marks a runningJob whose processor returned before anyone
+// stopped it; a later stop is ignored.
+var attemptReturned = &stopError{}
+
+// stop ends the attempt early with e: it cancels the processor's context
+// with cause e, unless the processor has returned or the attempt was
+// already stopped. It reports whether e ended the attempt.
+func (rj *runningJob) stop(e *stopError) bool {
+	if !rj.stopped.CompareAndSwap(nil, e) {
+		return false
+	}
+	rj.cancel(e)
+	return true
+}
+
+// returned records that the processor returned, and reports the stop that
+// came first, if any (then the attempt ends with it, whatever the
+// processor returned).
+func (rj *runningJob) returned() *stopError {
+	if rj.stopped.CompareAndSwap(nil, attemptReturned) {
+		return nil
+	}
+	return rj.stopped.Load()
+}
+
+// timeout is the attempt's time limit and where it comes from; 0 = none.
+func (w *Worker) timeout(rj *runningJob) (time.Duration, string) {
+	if ms := rj.rec.Opts.Timeout; ms > 0 {
+		return time.Duration(ms) * time.Millisecond, "job timeout"
+	}
+	if d := w.opts.JobTimeout; d > 0 {
+		return d, "WorkerOptions.JobTimeout"
+	}
+	return 0, ""
+}
+
+// canceller hears the cancel requests for this worker's jobs on its own
+// channel (keys.Queue.CancelChannel; cancelJob.lua publishes there) and
+// stops the attempt whose lock token a request names. Subscribed by Start,
+// run by one goroutine the Worker owns until Close stops the background
+// goroutines. go-redis resubscribes after a reconnect; a request published
+// while the connection is down is lost, and CancelJob says so
+// (ErrCancelNotDelivered).
+type canceller struct {
+	rdb     redis.UniversalClient
+	channel string
+	jobs    *inflight
+	log     *slog.Logger
+	ps      *redis.PubSub // nil when the subscription failed at Start
+}
+
+// subscribe subscribes and waits for Redis to confirm, so a CancelJob made
+// once Start has returned is heard. When Redis does not answer, the
+// subscription is kept: go-redis makes it as soon as Redis answers. When
+// Redis refuses it (an ACL without this channel), that is logged and the
+// worker runs without cancel requests.
+func (c *canceller) subscribe(ctx context.Context) {
+	ps := c.rdb.Subscribe(ctx, c.channel)
+	if _, err := ps.Receive(ctx); err != nil {
+		var refused redis.Error
+		if errors.As(err, &refused) {
+			c.log.WarnContext(ctx, "Redis refused the subscription to cancel requests: CancelJob will not reach this worker",
+				slog.String(logkey.Channel, c.channel), slog.Any(logkey.Error, err))
+			_ = ps.Close()
+			return
+		}
+		c.log.WarnContext(ctx, "cannot subscribe to cancel requests yet; retrying in the background",
+			slog.String(logkey.Channel, c.channel), slog.Any(logkey.Error, err))
+	}
+	c.ps = ps
+}
+
+// run handles requests until ctx ends, then unsubscribes.
+func (c *canceller) run(ctx context.Context) {
+	if c.ps == nil {
+		return
+	}
+	defer c.ps.Close()
+	msgs := c.ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-msgs:
+			if !ok {
+				return
+			}
+			c.handle(ctx, msg.Payload)
+		}
+	}
+}
+
+func (c *canceller) handle(ctx context.Context, payload string) {
+	m, ok := scripts.ParseCancelMessage(payload)
+	if !ok {
+		c.log.WarnContext(ctx, "malformed cancel request ignored", slog.String(logkey.Channel, c.channel))
+		return
+	}
+	var job *Job
+	stopped := false
+	c.jobs.whileInFlight(c.jobs.snapshot(), func(rj *runningJob) {
+		if rj.token == m.Token {
+			job = rj.job
+			stopped = rj.stop(cancelledError(m))
+		}
+	})
+	switch {
+	case stopped:
+		c.log.InfoContext(ctx, "job cancelled", slog.String(logkey.JobID, job.ID), slog.String(logkey.Reason, m.Reason))
+	case job != nil:
+		c.log.DebugContext(ctx, "cancel request came after the attempt ended", slog.String(logkey.JobID, job.ID))
+	default:
+		c.log.DebugContext(ctx, "cancel request for no running attempt", slog.String(logkey.Token, m.Token))
+	}
+}
