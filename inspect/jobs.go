@@ -141,6 +141,11 @@ const (
 	// FailedEarly: it failed for good with attempts left for another reason
 	// (a backoff strategy that said stop, a started-attempts cap).
 	FailedEarly FailedFor = "stopped-early"
+	// FailedCancelled: drover.Queue.CancelJob cancelled its last attempt.
+	FailedCancelled FailedFor = "cancelled"
+	// FailedTimedOut: its last attempt ran past its timeout
+	// (drover.JobOptions.Timeout, drover.WorkerOptions.JobTimeout).
+	FailedTimedOut FailedFor = "timed-out"
 )
 
 // Label is FailedFor for people: "failed for good: unrecoverable".
@@ -154,6 +159,10 @@ func (f FailedFor) Label() string {
 		return "failed for good: stalled too often"
 	case FailedEarly:
 		return "failed for good before its budget was spent"
+	case FailedCancelled:
+		return "failed for good: cancelled"
+	case FailedTimedOut:
+		return "failed for good: timed out"
 	}
 	return "failed for good"
 }
@@ -163,8 +172,15 @@ func (f FailedFor) Label() string {
 // UnrecoverableError names itself on the trace's first line), else from its
 // counters.
 func failedForOf(job *drover.Job) FailedFor {
-	if n := len(job.Timeline); n > 0 && job.Timeline[n-1].Outcome == drover.OutcomeFailedUnrecoverable && job.Timeline[n-1].N >= job.AttemptsStarted {
-		return FailedUnrecoverable
+	if n := len(job.Timeline); n > 0 && job.Timeline[n-1].N >= job.AttemptsStarted {
+		switch job.Timeline[n-1].Outcome {
+		case drover.OutcomeFailedUnrecoverable:
+			return FailedUnrecoverable
+		case drover.OutcomeCancelled:
+			return FailedCancelled
+		case drover.OutcomeTimedOut:
+			return FailedTimedOut
+		}
 	}
 	if n := len(job.Stacktrace); n > 0 && strings.HasPrefix(job.Stacktrace[n-1], "UnrecoverableError") {
 		return FailedUnrecoverable

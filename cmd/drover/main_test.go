@@ -15,8 +15,8 @@ func TestMain(m *testing.M) {
 	// `drover lab` starts its own executable again as the worker process
 	// (`lab worker ...`); in these tests that executable is this test
 	// binary, which then is drover. The tests run it as `lab ...` too, to
-	// see the exit code.
-	if len(os.Args) > 1 && (os.Args[1] == "lab" || os.Args[1] == "demo") {
+	// see the exit code, and as `cancel ...` to cancel from another process.
+	if len(os.Args) > 1 && (os.Args[1] == "lab" || os.Args[1] == "demo" || os.Args[1] == "cancel") {
 		main()
 		os.Exit(0)
 	}

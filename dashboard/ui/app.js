@@ -92,6 +92,8 @@
     'attempts-exhausted': 'failed for good: attempts used up',
     'stalled-too-often': 'failed for good: stalled too often',
     'stopped-early': 'failed for good before its budget was spent',
+    cancelled: 'failed for good: cancelled',
+    'timed-out': 'failed for good: timed out',
   };
   // retryBadge shows a job's retry state; a failed job's says why it failed
   // for good, an unrecoverable failure in its own colour.

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+)
+
+func init() {
+	commands["cancel"] = commandInfo{
+		summary: "cancel a running job (the drover worker running it, in any process, stops it)",
+		make:    func(m *Main) command { return &cancelCmd{out: m.Stdout} },
+	}
+}
+
+type cancelCmd struct {
+	out io.Writer
+}
+
+func (c *cancelCmd) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+	fs.SetOutput(c.out)
+	var rf redisFlags
+	rf.register(fs)
+	reason := fs.String("reason", "", "why; stored as the job's failedReason \"cancelled: <reason>\"")
+	retry := fs.Bool("retry", false, "retry the job per its attempts instead of failing it for good")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(c.out, "Usage: drover cancel <queue> <id> [--reason text] [--retry] [--json]\n\n"+
+			"Cancels the running attempt of an active job: the drover worker running it, in any process,\n"+
+			"cancels the processor's context and fails the job (for good, unless --retry). A job run by a\n"+
+			"Node BullMQ worker, or not running, is left alone and the command fails saying so.")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("cancel needs <queue> <id>")
+	}
+	ins, closeRedis, err := rf.inspector(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	queue, id := pos[0], pos[1]
+	if err := ins.CancelJob(ctx, queue, id, *reason, *retry); err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(c.out, map[string]any{"queue": queue, "id": id, "cancelled": true, "retry": *retry})
+	}
+	fmt.Fprintf(c.out, "cancel request delivered to the worker running job %s in %s\n", id, queue)
+	return nil
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestCancelCommand runs `drover cancel` as its own process (this test
+// binary acts as drover, see TestMain) against a job a worker of this
+// process runs: the cancel crosses processes through Redis only.
+func TestCancelCommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	redisURL := "redis://" + redistest.Shared(t).Addr
+	q, err := drover.NewQueue(rdb, "mail", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	started := make(chan string, 10)
+	causes := make(chan error, 10)
+	w, err := drover.NewWorker(rdb, "mail", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		started <- job.ID
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return nil, ctx.Err()
+	}), &drover.WorkerOptions{Prefix: prefix, DrainDelay: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, w.Close(ctx)) })
+
+	runDrover := func(args ...string) (string, string, error) {
+		cmd := exec.Command(os.Args[0], append(args, "--redis", redisURL, "--prefix", prefix)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+
+	res, err := q.Add(ctx, "send", nil, &drover.JobOptions{Attempts: 3})
+	require.NoError(t, err)
+	id := res.Job.ID
+	<-started
+	out, errOut, err := runDrover("cancel", "mail", id, "--reason", "customer asked")
+	require.NoError(t, err, "%s%s", out, errOut)
+	require.Equal(t, "cancel request delivered to the worker running job "+id+" in mail\n", out)
+	require.ErrorIs(t, <-causes, drover.ErrJobCancelled)
+	testkit.WaitFor(t, 10*time.Second, "job to fail", func() bool {
+		s, err := q.GetJobState(ctx, id)
+		require.NoError(t, err)
+		return s == drover.StateFailed
+	})
+	job, err := q.GetJob(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "cancelled: customer asked", job.FailedReason)
+
+	// `drover job` shows the outcome and why the job failed for good.
+	var buf bytes.Buffer
+	m := Main{Stdout: &buf, Stderr: &buf}
+	require.NoError(t, m.Run(ctx, []string{"job", "mail", id, "--redis", redisURL, "--prefix", prefix}))
+	require.Contains(t, buf.String(), "failed for good: cancelled")
+	require.Regexp(t, `#1 +cancelled .*cancelled: customer asked`, buf.String())
+
+	// A job that is not running: refused, nothing changes.
+	out, errOut, err = runDrover("cancel", "mail", id)
+	require.Error(t, err, out)
+	require.Contains(t, errOut, "it is failed, not running")
+	out, errOut, err = runDrover("cancel", "mail")
+	require.Error(t, err, out)
+	require.Contains(t, errOut+out, "cancel needs <queue> <id>")
+}
