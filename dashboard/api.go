@@ -446,6 +446,28 @@ func (h *Handler) promoteJob(w http.ResponseWriter, r *http.Request, e *AuditEnt
 	return nil
 }
 
+// CancelJobRequest is the body of POST /api/queues/{queue}/jobs/{id}/cancel.
+type CancelJobRequest struct {
+	// Reason is stored as the job's failedReason "cancelled: <reason>".
+	Reason string `json:"reason"`
+	// Retry retries the job per its attempts instead of failing it for good.
+	Retry bool `json:"retry"`
+}
+
+func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req CancelJobRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	e.Detail = fmt.Sprintf("reason=%q retry=%t", req.Reason, req.Retry)
+	if err := h.ins.CancelJob(r.Context(), e.Queue, e.JobID, req.Reason, req.Retry); err != nil {
+		return err
+	}
+	e.Jobs = 1
+	writeJSON(w, http.StatusOK, map[string]int{"cancelled": 1})
+	return nil
+}
+
 func (h *Handler) removeJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
 	if err := h.ins.RemoveJob(r.Context(), e.Queue, e.JobID); err != nil {
 		return err

@@ -234,6 +234,7 @@ func (h *Handler) routes() {
 	// Operators.
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/retry", h.act("retry-job", RoleOperator, h.retryJob))
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/promote", h.act("promote-job", RoleOperator, h.promoteJob))
+	m.Handle("POST /api/queues/{queue}/jobs/{id}/cancel", h.act("cancel-job", RoleOperator, h.cancelJob))
 	m.Handle("POST /api/queues/{queue}/retry", h.act("retry-jobs", RoleOperator, h.retryJobs))
 	m.Handle("POST /api/queues/{queue}/promote", h.act("promote-all", RoleOperator, h.promoteAll))
 	m.Handle("GET /api/openapi.json", h.viewer(serveOpenAPI))
@@ -452,7 +453,8 @@ func writeErr(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, drover.ErrJobNotFound), errors.Is(err, inspect.ErrQueueNotFound), errors.Is(err, inspect.ErrSchedulerNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, drover.ErrNotInState), errors.Is(err, drover.ErrJobLocked), errors.Is(err, drover.ErrActiveJobs):
+	case errors.Is(err, drover.ErrNotInState), errors.Is(err, drover.ErrJobLocked), errors.Is(err, drover.ErrActiveJobs),
+		errors.Is(err, drover.ErrCancelNotDelivered):
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, drover.ErrInvalidOption):
 		writeError(w, http.StatusBadRequest, err.Error())

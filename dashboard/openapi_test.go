@@ -248,6 +248,7 @@ func TestOpenAPI(t *testing.T) {
 	validate(http.MethodGet, "api/operations/1", nil, http.StatusOK, "/api/operations/{id}")
 	validate(http.MethodPost, "api/operations/1/cancel", nil, http.StatusOK, "/api/operations/{id}/cancel")
 	validate(http.MethodPost, "api/queues/q/jobs/"+backoff+"/promote", nil, http.StatusOK, "/api/queues/{queue}/jobs/{id}/promote")
+	validate(http.MethodPost, "api/queues/q/jobs/"+done+"/cancel", map[string]any{"reason": "not yet"}, http.StatusConflict, "/api/queues/{queue}/jobs/{id}/cancel")
 	validate(http.MethodPost, "api/queues/q/jobs/"+fatal+"/retry", map[string]bool{"resetAttempts": true}, http.StatusOK, "/api/queues/{queue}/jobs/{id}/retry")
 	validate(http.MethodPost, "api/queues/q/promote", nil, http.StatusOK, "/api/queues/{queue}/promote")
 	validate(http.MethodPost, "api/queues/q/resume", nil, http.StatusOK, "/api/queues/{queue}/resume")

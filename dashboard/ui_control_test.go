@@ -384,3 +384,55 @@ func TestUIWorkers(t *testing.T) {
 	require.Equal(t, 2, evalJS[int](t, tab, `document.querySelectorAll('#workers tr[data-worker]').length`))
 	screenshot(t, tab, "workers.png")
 }
+
+// TestUICancelJob clicks the job page's cancel button of a running job: the
+// worker's processor sees its context cancelled, the job fails for good with
+// the typed reason, the page shows the cancelled attempt, and the action is
+// audited with its reason.
+func TestUICancelJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleOperator})
+	causes := make(chan error, 1)
+	b.startWorker(t, "cx", func(ctx context.Context, _ *drover.Job) (any, error) {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return nil, ctx.Err()
+	}, nil)
+	id := b.add(t, "cx", "long", nil, &drover.JobOptions{Attempts: 3})
+	b.waitState(t, "cx", id, drover.StateActive)
+
+	tab := browser(t)
+	do(t, tab,
+		chromedp.Navigate(b.url+"#/q/cx/job/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`#cancel-job`)),
+		chromedp.Click(chromedp.CSS(`#cancel-job`)),
+		chromedp.WaitVisible(chromedp.CSS(`.modal #cancel-reason`)),
+		chromedp.SendKeys(chromedp.CSS(`.modal #cancel-reason`), "stuck on a dead host"),
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)),
+	)
+	require.ErrorIs(t, <-causes, drover.ErrJobCancelled)
+	b.waitState(t, "cx", id, drover.StateFailed)
+	j, err := b.queue(t, "cx").GetJob(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "cancelled: stuck on a dead host", j.FailedReason)
+	require.Equal(t, drover.OutcomeCancelled, j.Timeline[len(j.Timeline)-1].Outcome)
+
+	do(t, tab,
+		chromedp.Navigate(b.url+"#/q/cx/job/"+id+"?r=1"),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline [data-outcome="cancelled"]`)),
+	)
+	require.False(t, evalJS[bool](t, tab, `!!document.querySelector('#cancel-job')`), "no cancel button once the job is not running")
+
+	var found bool
+	for _, e := range b.audit.all() {
+		if e.Action == "cancel-job" {
+			found = true
+			require.Equal(t, "ok", e.Outcome)
+			require.Equal(t, id, e.JobID)
+			require.Equal(t, `reason="stuck on a dead host" retry=false`, e.Detail)
+			require.Equal(t, 1, e.Jobs)
+		}
+	}
+	require.True(t, found, "cancel-job audited: %v", b.audit.all())
+}

@@ -739,6 +739,24 @@
         }, 'Retry (keep attempts)'));
       }
     }
+    if (s.canOperate && d.state === 'active') {
+      // Cancel reaches the drover worker running the job, in any process;
+      // the API refuses (409) when a Node BullMQ worker runs it.
+      actions.append(el('button', {
+        class: 'danger', id: 'cancel-job',
+        onclick: async () => {
+          const reason = el('input', { type: 'text', id: 'cancel-reason', maxlength: '1024', placeholder: 'reason (stored as the failure)' });
+          const retry = el('input', { type: 'checkbox', id: 'cancel-retry' });
+          const msg = el('div', {},
+            el('p', {}, `Cancel the running attempt of job ${d.id}? The worker running it stops it, and the job fails for good unless you ask for a retry.`),
+            el('p', {}, reason),
+            el('label', {}, retry, ' retry it per its attempts instead'));
+          const res = await act('Cancel running job', msg, 'Cancel the attempt',
+            () => api(`queues/${enc(queue)}/jobs/${enc(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked } }), true);
+          if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
+        },
+      }, 'Cancel…'));
+    }
     if (s.canAdmin && d.state !== 'active') {
       actions.append(el('button', {
         class: 'danger',
