@@ -86,13 +86,13 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 // stopError ends an attempt early: the cause of the processor's context and
 // the attempt's error. It wraps ErrJobCancelled or ErrJobTimedOut.
 type stopError struct {
-	kind   error // ErrJobCancelled or ErrJobTimedOut
-	detail string
-	retry  bool // the job is retried per its policy (timeouts always are)
+	timedOut bool // else cancelled
+	detail   string
+	retry    bool // the job is retried per its policy (timeouts always are)
 }
 
 func (e *stopError) Error() string {
-	if e.kind == ErrJobTimedOut {
+	if e.timedOut {
 		return "timed out after " + e.detail
 	}
 	if e.detail == "" {
@@ -101,12 +101,17 @@ func (e *stopError) Error() string {
 	return "cancelled: " + e.detail
 }
 
-func (e *stopError) Unwrap() error { return e.kind }
+func (e *stopError) Unwrap() error {
+	if e.timedOut {
+		return ErrJobTimedOut
+	}
+	return ErrJobCancelled
+}
 
 func cancelledError(m scripts.CancelMessage) *stopError {
-	return &stopError{kind: ErrJobCancelled, detail: strings.TrimSpace(m.Reason), retry: m.Retry}
+	return &stopError{detail: strings.TrimSpace(m.Reason), retry: m.Retry}
 }
 
 func timedOutError(limit time.Duration, from string) *stopError {
-	return &stopError{kind: ErrJobTimedOut, detail: limit.String() + " (" + from + ")", retry: true}
+	return &stopError{timedOut: true, detail: limit.String() + " (" + from + ")", retry: true}
 }

@@ -92,7 +92,7 @@ func (c *canceller) run(ctx context.Context) {
 	if c.ps == nil {
 		return
 	}
-	defer c.ps.Close()
+	defer func() { _ = c.ps.Close() }()
 	msgs := c.ps.Channel()
 	for {
 		select {

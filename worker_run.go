@@ -181,10 +181,10 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	}
 	fr.Keep = w.keepSpec(rec.Opts.RemoveOnFail, w.opts.RemoveOnFail)
 	switch {
-	case isStop && stop.kind == ErrJobCancelled:
-		return settle(OutcomeCancelled)
-	case isStop:
+	case isStop && stop.timedOut:
 		return settle(OutcomeTimedOut)
+	case isStop:
+		return settle(OutcomeCancelled)
 	case IsUnrecoverable(err):
 		return settle(OutcomeFailedUnrecoverable)
 	case fr.AttemptsMade >= fr.Attempts: // as finishJobs.lua decides on retries-exhausted
