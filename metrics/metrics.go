@@ -5,7 +5,7 @@
 //
 //   - [WorkerHooks] (or [NewWorkerMetrics]) counts what a worker does, as it
 //     happens: jobs started, completed, retried, failed, retries exhausted,
-//     stalls recovered, lock renewals failed, and how long attempts took.
+//     attempts cancelled and timed out, stalls recovered, lock renewals failed, and how long attempts took.
 //     Attach the hooks with drover.WorkerOptions.Hooks.
 //   - [NewQueueCollector] reads queues through an inspect.Inspector at
 //     scrape time: jobs per state, paused, the delayed set's size, overdue
@@ -41,6 +41,7 @@ const Namespace = "drover"
 type WorkerMetrics struct {
 	started, completed, failed, retried, delayed *prometheus.CounterVec
 	exhausted, stalled, lockLost                 *prometheus.CounterVec
+	cancelled, timedOut                          *prometheus.CounterVec
 	duration                                     *prometheus.HistogramVec
 }
 
@@ -73,15 +74,17 @@ func NewWorkerMetrics(reg prometheus.Registerer, opts *WorkerMetricsOptions) (*W
 		delayed:   counter("jobs_delayed_total", "Attempts that put their job back in the delayed set without spending an attempt (drover.Delay)."),
 		exhausted: counter("jobs_retries_exhausted_total", "Jobs failed for good after using every attempt of their budget."),
 		stalled:   counter("jobs_stalled_total", "Stalled jobs recovered by the workers' stalled checkers."),
+		cancelled: counter("attempts_cancelled_total", "Attempts ended by Queue.CancelJob, whether the job then failed for good or was retried."),
+		timedOut:  counter("attempts_timed_out_total", "Attempts that ran past their timeout, whether the job then failed for good or was retried."),
 		lockLost:  counter("lock_renewals_failed_total", "Running jobs whose lock a worker failed to renew (the job was lost to the stalled checker or another worker)."),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "job_duration_seconds",
-			Help:    "How long attempts ran, by outcome (drover.Outcome's names: completed, retried, retry-delayed, delayed, requeued, failed, failed-unrecoverable, retries-exhausted).",
+			Help:    "How long attempts ran, by outcome (drover.Outcome's names: completed, retried, retry-delayed, delayed, requeued, failed, failed-unrecoverable, retries-exhausted, cancelled, timed-out).",
 			Buckets: o.Buckets,
 		}, []string{"queue", "outcome"}),
 	}
 	var err error
-	for _, c := range []**prometheus.CounterVec{&m.started, &m.completed, &m.failed, &m.retried, &m.delayed, &m.exhausted, &m.stalled, &m.lockLost} {
+	for _, c := range []**prometheus.CounterVec{&m.started, &m.completed, &m.failed, &m.retried, &m.delayed, &m.exhausted, &m.stalled, &m.lockLost, &m.cancelled, &m.timedOut} {
 		if *c, err = register(reg, *c); err != nil {
 			return nil, err
 		}
@@ -115,9 +118,11 @@ func (m *WorkerMetrics) Hooks(queue string) *drover.WorkerHooks {
 	exhausted := m.exhausted.WithLabelValues(queue)
 	stalled := m.stalled.WithLabelValues(queue)
 	lockLost := m.lockLost.WithLabelValues(queue)
+	cancelled := m.cancelled.WithLabelValues(queue)
+	timedOut := m.timedOut.WithLabelValues(queue)
 	return &drover.WorkerHooks{
 		JobStarted: func(*drover.Job) { started.Inc() },
-		JobFinished: func(_ *drover.Job, outcome drover.Outcome, took time.Duration, _ error) {
+		JobFinished: func(_ *drover.Job, outcome drover.Outcome, took time.Duration, err error) {
 			switch {
 			case outcome == drover.OutcomeCompleted:
 				completed.Inc()
@@ -130,6 +135,12 @@ func (m *WorkerMetrics) Hooks(queue string) *drover.WorkerHooks {
 			}
 			if outcome == drover.OutcomeRetriesExhausted {
 				exhausted.Inc()
+			}
+			switch {
+			case errors.Is(err, drover.ErrJobCancelled):
+				cancelled.Inc()
+			case errors.Is(err, drover.ErrJobTimedOut):
+				timedOut.Inc()
 			}
 			m.duration.WithLabelValues(queue, outcome.String()).Observe(took.Seconds())
 		},

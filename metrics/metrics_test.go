@@ -118,6 +118,30 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 
+	t.Run("CancelledAndTimedOutAttempts", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		started := make(chan string, 10)
+		startWorker(t, b, func(ctx context.Context, job *drover.Job) (any, error) {
+			started <- job.Name
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, drover.WorkerOptions{Concurrency: 4})
+		_, err := b.queue.Add(ctx, "slow", nil, &drover.JobOptions{Attempts: 2, Timeout: 20 * time.Millisecond})
+		require.NoError(t, err)
+		res, err := b.queue.Add(ctx, "stuck", nil, nil)
+		require.NoError(t, err)
+		for name := ""; name != "stuck"; name = <-started {
+		}
+		require.NoError(t, b.queue.CancelJob(ctx, res.Job.ID, "stop", nil))
+		fams := waitCounter(t, b, "drover_attempts_timed_out_total", 2)
+		fams = waitCounter(t, b, "drover_attempts_cancelled_total", 1)
+		require.Equal(t, 1.0, value(fams, "drover_job_duration_seconds", map[string]string{"queue": "q", "outcome": "cancelled"}))
+		fams = waitCounter(t, b, "drover_jobs_failed_total", 2)
+		require.Equal(t, 1.0, value(fams, "drover_job_duration_seconds", map[string]string{"queue": "q", "outcome": "timed-out"}))
+		require.Equal(t, 1.0, value(fams, "drover_jobs_retried_total", q), "the first timed-out attempt was retried")
+	})
+
 	t.Run("CountersMoveAsJobsFlow", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
