@@ -134,8 +134,8 @@ func TestMetrics(t *testing.T) {
 		for name := ""; name != "stuck"; name = <-started {
 		}
 		require.NoError(t, b.queue.CancelJob(ctx, res.Job.ID, "stop", nil))
-		fams := waitCounter(t, b, "drover_attempts_timed_out_total", 2)
-		fams = waitCounter(t, b, "drover_attempts_cancelled_total", 1)
+		waitCounter(t, b, "drover_attempts_timed_out_total", 2)
+		fams := waitCounter(t, b, "drover_attempts_cancelled_total", 1)
 		require.Equal(t, 1.0, value(fams, "drover_job_duration_seconds", map[string]string{"queue": "q", "outcome": "cancelled"}))
 		fams = waitCounter(t, b, "drover_jobs_failed_total", 2)
 		require.Equal(t, 1.0, value(fams, "drover_job_duration_seconds", map[string]string{"queue": "q", "outcome": "timed-out"}))
