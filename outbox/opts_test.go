@@ -28,6 +28,7 @@ func TestStoredOpts(t *testing.T) {
 		KeepLogs:         20,
 		SizeLimit:        4096,
 		Deduplication:    &drover.Deduplication{ID: "d", TTL: time.Minute, Extend: true, Replace: true},
+		Telemetry:        &drover.Telemetry{Metadata: `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`, OmitContext: true},
 	}
 
 	t.Run("EveryFieldRoundTrips", func(t *testing.T) {
@@ -75,7 +76,8 @@ func TestStoredOpts(t *testing.T) {
 			"removeOnComplete": {"count": 100, "age": 3600, "limit": 10},
 			"removeOnFail": true,
 			"timestamp": 1700000000123, "stackTraceLimit": 0, "kl": 20, "sizeLimit": 4096,
-			"de": {"id": "d", "ttl": 60000, "extend": true, "replace": true}
+			"de": {"id": "d", "ttl": 60000, "extend": true, "replace": true},
+			"tm": "{\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"}", "omc": true
 		}`, string(b))
 	})
 
@@ -93,7 +95,10 @@ func TestStoredOpts(t *testing.T) {
 			"deduplication": {"id": "d", "ttlMs": 60000, "extend": true, "replace": true}
 		}`))
 		require.NoError(t, err)
-		require.Equal(t, full, got)
+		// The first format predates the telemetry option.
+		want := *full
+		want.Telemetry = nil
+		require.Equal(t, &want, got)
 
 		// A first-format row with only keys both formats share means the
 		// same read either way.
@@ -157,7 +162,7 @@ func TestStoredOptsCoversJobOptions(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{
 		"JobID", "Delay", "Priority", "LIFO", "Attempts", "Backoff", "RemoveOnComplete", "RemoveOnFail",
-		"Timestamp", "StackTraceLimit", "KeepLogs", "SizeLimit", "Deduplication",
+		"Timestamp", "StackTraceLimit", "KeepLogs", "SizeLimit", "Deduplication", "Telemetry",
 	}, fields(drover.JobOptions{}), "set the new field in TestStoredOpts's full, then update this list")
 	require.ElementsMatch(t, []string{"Type", "Delay", "Jitter"}, fields(drover.Backoff{}))
 	// form is the shape ParseJobOptions read: the column holds the stored
