@@ -135,6 +135,27 @@ func (j *Job) UpdateProgress(ctx context.Context, v any) error {
 	return nil
 }
 
+// UpdateData replaces the job's data with v (JSON-encoded by the encoder
+// Queue.Add uses), as BullMQ's job.updateData does: in any state, with no
+// event and no SizeLimit check. A job that no longer exists is an error
+// (errors.Is ErrJobNotFound).
+func (j *Job) UpdateData(ctx context.Context, v any) error {
+	b, err := jobcodec.EncodeData(v)
+	if v == nil {
+		b, err = []byte("null"), nil
+	}
+	if err != nil {
+		return j.err("update data of", fmt.Errorf("%w: %w", ErrInvalidData, err))
+	}
+	if j.queue != nil {
+		if err := scripts.UpdateData(ctx, j.queue.rdb, j.queue.k, j.ID, string(b)); err != nil {
+			return j.err("update data of", err)
+		}
+	}
+	j.Data = b
+	return nil
+}
+
 // Log appends a line to the job's log, bounded by Opts.KeepLogs. It returns
 // the number of lines the log now holds.
 func (j *Job) Log(ctx context.Context, line string) (int, error) {

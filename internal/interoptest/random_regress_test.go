@@ -86,3 +86,21 @@ func TestDifferentialRegressionTrimEventOrder(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}},
 	}})
 }
+
+// TestDifferentialUpdateData: Job.UpdateData stores the data bytes Node's
+// job.updateData stores (no event), and both refuse a job that is gone.
+func TestDifferentialUpdateData(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 3, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpUpdateData, By: difftest.Drover, Job: "j1", Value: map[string]any{"pct": 5, "path": "a/b", "s": "é<>&\u2028"}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpUpdateData, By: difftest.Drover, Job: "j1", Value: []any{1, "two", true}},
+		{Op: difftest.OpUpdateData, By: difftest.Drover, Job: "j1", Value: nil},
+		{Op: difftest.OpRemove, By: difftest.Node, Job: "j1"},
+		{Op: difftest.OpUpdateData, By: difftest.Drover, Job: "j1", Value: 7},
+		{Op: difftest.OpUpdateData, By: difftest.Drover, Job: "nosuch", Value: "v"},
+	}})
+}

@@ -670,6 +670,11 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			return r.result("", o.UpdateProgress(ctx, p, q, id, s.Value))
 		}
 		return r.result("", r.dq.Job(id).UpdateProgress(ctx, s.Value))
+	case difftest.OpUpdateData:
+		if node {
+			return r.result("", o.UpdateData(ctx, p, q, id, s.Value))
+		}
+		return r.result("", r.dq.Job(id).UpdateData(ctx, s.Value))
 	case difftest.OpLog:
 		if node {
 			n, err := o.Log(ctx, p, q, id, s.Line)

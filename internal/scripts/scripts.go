@@ -165,6 +165,7 @@ var (
 	getCounts             = load("getCounts")
 	getRanges             = load("getRanges")
 	updateProgress        = load("updateProgress")
+	updateData            = load("updateData")
 	addLog                = load("addLog")
 	removeJob             = load("removeJob")
 	promote               = load("promote")
@@ -181,7 +182,7 @@ var (
 func All() []*script {
 	return append([]*script{
 		addJobs, moveToActive, finishJobs, extendLocks, moveStalledJobsToWait, pause, getState,
-		getCounts, getRanges, updateProgress, addLog, removeJob, promote, changeDelay,
+		getCounts, getRanges, updateProgress, updateData, addLog, removeJob, promote, changeDelay,
 		changePriority, reprocessJob, moveJobsToWait, drain, obliterate, cleanJobsInSet,
 	}, featureScripts()...)
 }

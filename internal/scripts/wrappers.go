@@ -403,6 +403,12 @@ func UpdateProgress(ctx context.Context, rdb Doer, k keys.Queue, id, progress st
 	return err
 }
 
+// UpdateData replaces job id's data (JSON).
+func UpdateData(ctx context.Context, rdb Doer, k keys.Queue, id, data string) error {
+	_, err := runCode(ctx, updateData, rdb, k, id, data)
+	return err
+}
+
 // AddLog appends line to job id's log, keeping the newest keep lines (0 = all).
 func AddLog(ctx context.Context, rdb Doer, k keys.Queue, id, line string, keep int) (int64, error) {
 	return runCode(ctx, addLog, rdb, k, id, line, keep)

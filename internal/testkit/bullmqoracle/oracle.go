@@ -516,6 +516,11 @@ func (o *Oracle) UpdateProgress(ctx context.Context, prefix, queue, id string, v
 	return o.Call(ctx, "updateProgress", qargs(prefix, queue, "jobId", id, "value", value), nil)
 }
 
+// UpdateData calls Job.updateData(value) on the job read with Job.fromId.
+func (o *Oracle) UpdateData(ctx context.Context, prefix, queue, id string, value any) error {
+	return o.Call(ctx, "updateData", qargs(prefix, queue, "jobId", id, "value", value), nil)
+}
+
 // Log calls Job.log(line) (which honours the job's keepLogs) and returns
 // the resulting number of log lines.
 func (o *Oracle) Log(ctx context.Context, prefix, queue, id, line string) (int64, error) {

@@ -113,6 +113,7 @@ func (g *gen) step() Step {
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
 		{3, func() Step { return Step{Op: OpLog, Job: g.job(), Line: fmt.Sprintf("line %d", g.r.IntN(100))} }},
 		{4, g.flow},
+		{2, func() Step { return Step{Op: OpUpdateData, Job: g.job(), Value: g.value()} }},
 	}
 	total := 0
 	for _, o := range opts {

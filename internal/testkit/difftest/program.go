@@ -62,6 +62,8 @@ const (
 	OpProgress Op = "progress"
 	// OpLog appends Step.Line to Step.Job's logs.
 	OpLog Op = "log"
+	// OpUpdateData replaces Step.Job's data with Step.Value.
+	OpUpdateData Op = "updateData"
 	// OpAddFlow adds Step.Add as a parent waiting for Step.Children, all in
 	// the program's queue (FlowProducer.add). Node-only: drover adds no
 	// flows yet.
@@ -98,7 +100,7 @@ type Step struct {
 	Limit int
 	// Delayed makes OpDrain drain delayed jobs too.
 	Delayed bool
-	// Value of OpProgress.
+	// Value of OpProgress and OpUpdateData.
 	Value any
 	// Line of OpLog.
 	Line string
@@ -392,7 +394,7 @@ var opNames = map[Op]string{
 	OpRetryJobs: "OpRetryJobs", OpPromote: "OpPromote", OpPromoteJobs: "OpPromoteJobs", OpChangeDelay: "OpChangeDelay",
 	OpChangePriority: "OpChangePriority", OpRemove: "OpRemove", OpDrain: "OpDrain", OpClean: "OpClean",
 	OpObliterate: "OpObliterate", OpPause: "OpPause", OpResume: "OpResume", OpProgress: "OpProgress", OpLog: "OpLog",
-	OpAddFlow: "OpAddFlow", OpAddBulk: "OpAddBulk",
+	OpAddFlow: "OpAddFlow", OpAddBulk: "OpAddBulk", OpUpdateData: "OpUpdateData",
 }
 
 // GoString renders the step as a Go composite literal.

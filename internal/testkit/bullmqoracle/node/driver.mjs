@@ -368,6 +368,12 @@ const commands = {
     await (await getQueue(a)).updateJobProgress(String(a.jobId), a.value);
     return null;
   },
+  updateData: async (a) => {
+    need(a, 'jobId');
+    const job = await getJobOrThrow(await getQueue(a), a.jobId);
+    await job.updateData(a.value);
+    return null;
+  },
   log: async (a) => {
     need(a, 'jobId');
     // Job.log honours the job's keepLogs option, as a processor's job.log would.
