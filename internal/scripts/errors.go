@@ -65,6 +65,7 @@ var scriptCodes = map[string][]int64{
 	"addLog":                {-1},
 	"moveToWaitingChildren": {-1, -2, -3, -6, -9},
 	"cancelJob":             {-1, -3},
+	"updateData":            {-1},
 	"changeDelay":           {-1, -3},
 	"changePriority":        {-1},
 	"finishJobs":            {-1, -2, -3, -4, -6, -9},
