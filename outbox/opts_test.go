@@ -28,6 +28,8 @@ func TestStoredOpts(t *testing.T) {
 		KeepLogs:         20,
 		SizeLimit:        4096,
 		Deduplication:    &drover.Deduplication{ID: "d", TTL: time.Minute, Extend: true, Replace: true},
+		ParentPolicy:     drover.FailParent,
+		Timeout:          30 * time.Second,
 		Telemetry:        &drover.Telemetry{Metadata: `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`, OmitContext: true},
 	}
 
@@ -77,6 +79,7 @@ func TestStoredOpts(t *testing.T) {
 			"removeOnFail": true,
 			"timestamp": 1700000000123, "stackTraceLimit": 0, "kl": 20, "sizeLimit": 4096,
 			"de": {"id": "d", "ttl": 60000, "extend": true, "replace": true},
+			"fpof": true, "timeout": 30000,
 			"tm": "{\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"}", "omc": true
 		}`, string(b))
 	})
@@ -95,9 +98,12 @@ func TestStoredOpts(t *testing.T) {
 			"deduplication": {"id": "d", "ttlMs": 60000, "extend": true, "replace": true}
 		}`))
 		require.NoError(t, err)
-		// The first format predates the telemetry option.
+		// The first format predates the telemetry, parent policy and
+		// timeout options.
 		want := *full
 		want.Telemetry = nil
+		want.ParentPolicy = drover.ParentWaits
+		want.Timeout = 0
 		require.Equal(t, &want, got)
 
 		// A first-format row with only keys both formats share means the
@@ -162,7 +168,8 @@ func TestStoredOptsCoversJobOptions(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{
 		"JobID", "Delay", "Priority", "LIFO", "Attempts", "Backoff", "RemoveOnComplete", "RemoveOnFail",
-		"Timestamp", "StackTraceLimit", "KeepLogs", "SizeLimit", "Deduplication", "Telemetry",
+		"Timestamp", "StackTraceLimit", "KeepLogs", "SizeLimit", "Deduplication", "ParentPolicy",
+		"Timeout", "Telemetry",
 	}, fields(drover.JobOptions{}), "set the new field in TestStoredOpts's full, then update this list")
 	require.ElementsMatch(t, []string{"Type", "Delay", "Jitter"}, fields(drover.Backoff{}))
 	// form is the shape ParseJobOptions read: the column holds the stored
