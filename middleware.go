@@ -52,9 +52,11 @@ type WorkerMiddleware struct {
 	// attempt that failed without running the processor. ctx is the
 	// context this middleware's Process passed to next (the one it
 	// received when it did not call next, or when Process is nil), so a
-	// span or value it stored there is found again; ctx is cancelled by
-	// then and only good for its values. It runs on the worker's result
-	// writer: keep it fast and safe for concurrent use.
+	// span or value it stored there is found again. ctx is the attempt's
+	// and ends with it (it may be cancelled already): use it for its
+	// values, and detach it (context.WithoutCancel) for any I/O. It runs
+	// on the worker's result writer: keep it fast and safe for concurrent
+	// use.
 	Finished func(ctx context.Context, job *Job, f Finish)
 }
 
@@ -137,29 +139,47 @@ func (h *WorkerHooks) middleware() WorkerMiddleware {
 }
 
 // finished calls every middleware's Finished for one attempt, innermost
-// first.
+// first. The contexts are handed on as they are, cancelled or about to be
+// (run cancels the attempt's when the processor returns): detaching each
+// here would cost an allocation per Finished per attempt that most Finished
+// (spans, counters) never need; one that does I/O detaches its own.
 func (w *Worker) finished(rj *runningJob, f Finish) {
 	if len(w.mws) == 0 {
 		return
 	}
-	ctx := context.WithoutCancel(rj.ctx)
 	for i := len(w.mws) - 1; i >= 0; i-- {
 		fn := w.mws[i].Finished
 		if fn == nil {
 			continue
 		}
-		c := ctx
+		c := rj.ctx
 		if rj.mwCtx != nil {
 			switch {
 			case rj.mwCtx[i+1] != nil:
-				c = context.WithoutCancel(rj.mwCtx[i+1])
+				c = rj.mwCtx[i+1]
 			case rj.mwCtx[i] != nil:
-				c = context.WithoutCancel(rj.mwCtx[i])
+				c = rj.mwCtx[i]
 			case rj.ran:
 				continue // an outer middleware did not call next: this one never ran
 			}
 		}
 		fn(c, rj.job, f)
+	}
+	// The slots share one array with the batch's other attempts (giveSlots):
+	// let go of this attempt's contexts now, not when the last of them ends.
+	clear(rj.mwCtx)
+}
+
+// giveSlots gives each attempt of a fetched batch its middleware context
+// slots (runningJob.mwCtx), all from one allocation.
+func (w *Worker) giveSlots(batch []*runningJob) {
+	n := len(w.mws) + 1
+	if n == 1 {
+		return
+	}
+	all := make([]context.Context, n*len(batch))
+	for i, rj := range batch {
+		rj.mwCtx = all[i*n : (i+1)*n : (i+1)*n]
 	}
 }
 

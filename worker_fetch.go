@@ -233,13 +233,11 @@ func (w *Worker) prepare(jobs []scripts.Fetched, token string) []*runningJob {
 		rj := &runningJob{job: job, rec: &rec, started: now, began: time.Now(), decodeErr: err}
 		rj.token = token + ":" + job.ID
 		job.token, job.run = rj.token, rj
-		if len(w.mws) > 0 {
-			rj.mwCtx = make([]context.Context, len(w.mws)+1)
-		}
 		rj.lastRenew.Store(now.UnixMilli())
 		rj.ctx, rj.cancel = context.WithCancelCause(w.jobsCtx)
 		out = append(out, rj)
 	}
+	w.giveSlots(out)
 	return out
 }
 
