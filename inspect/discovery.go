@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -138,35 +139,71 @@ func (i *Inspector) readPublished(ctx context.Context) ([]string, bool) {
 	return p.Queues, true
 }
 
-// registrySeedTTL is how long a scan's seeding of the registry is trusted
-// (keys.RegistrySeeded). drover's producers and workers add their queue to
-// the registry themselves; a queue that only Node BullMQ writes enters it
-// by a scan, so a cold listing (no Inspector alive, e.g. `drover queues`)
-// shows such a queue at most this long after it was created, and scans the
-// keyspace at most once per this time.
-const registrySeedTTL = 10 * time.Minute
+// A cold listing (no Inspector alive to publish a fresh list, as `drover
+// queues` run alone) reads the registry set (keys.Registry) instead of
+// scanning the keyspace. drover's producers and workers add their queue to
+// it themselves; a queue that only Node BullMQ writes enters it by a scan.
+// The first listing under a prefix scans the whole keyspace once and marks
+// the registry seeded (keys.RegistrySeeded, no TTL). After that no request
+// pays for a full scan: each cold listing also takes the queues of the
+// BullMQ-named worker connections (CLIENT LIST, so a queue Node workers run
+// shows at once) and advances a scan of coldScanCount keys from a cursor
+// kept in Redis (keys.RegistryCursors), so a queue only Node producers
+// write shows after keyspace/coldScanCount cold listings, or within
+// DiscoveryInterval while an Inspector with its background loop runs (a
+// dashboard), or at once with Rescan (`drover queues --scan`).
 
-// readRegistry lists the queues from the registry, if a scan seeded it
-// within registrySeedTTL: one round trip for the set, one to check which
-// of its queues still exist (a removed queue is dropped from the set).
+// coldScanCount is the SCAN COUNT of a cold listing's one scan step: about
+// 10 ms of Redis time at 1M keys on a small machine.
+const coldScanCount = 10000
+
+// readRegistry lists the queues from the registry, if a scan seeded it:
+// one round trip for the marker, the set, the worker connections and a
+// scan step, one to check which queues exist (a removed queue is dropped
+// from the set) and, when the step or the connections found a queue the
+// set lacks, one SADD.
 func (i *Inspector) readRegistry(ctx context.Context) ([]string, bool) {
 	if i.opts.DiscoveryInterval < 0 {
 		return nil, false
 	}
+	reg := keys.Registry(i.opts.Prefix)
 	var seeded *redis.IntCmd
 	var members *redis.StringSliceCmd
-	if _, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	var clients *redis.StringCmd
+	var cursors *redis.MapStringStringCmd
+	// Each reply's error is checked on its own: CLIENT LIST may be refused
+	// (ACL, managed Redis) and the set alone still answers.
+	_, _ = i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		seeded = p.Exists(ctx, keys.RegistrySeeded(i.opts.Prefix))
-		members = p.SMembers(ctx, keys.Registry(i.opts.Prefix))
+		members = p.SMembers(ctx, reg)
+		clients = p.ClientList(ctx)
+		cursors = p.HGetAll(ctx, keys.RegistryCursors(i.opts.Prefix))
 		return nil
-	}); err != nil || seeded.Val() == 0 {
+	})
+	if seeded.Err() != nil || seeded.Val() == 0 || members.Err() != nil {
 		return nil, false
 	}
-	names := make([]string, 0, len(members.Val()))
-	for _, n := range members.Val() {
-		if keys.ValidateName(n) == nil {
+	known := make(map[string]bool, len(members.Val()))
+	var names []string
+	add := func(n string) {
+		if !known[n] && keys.ValidateName(n) == nil {
+			known[n] = true
 			names = append(names, n)
 		}
+	}
+	for _, n := range members.Val() {
+		add(n)
+	}
+	inSet := len(names)
+	if clients.Err() == nil {
+		for _, line := range strings.Split(clients.Val(), "\n") {
+			if q, _, ok := i.workerName(clientFields(line)["name"]); ok {
+				add(q)
+			}
+		}
+	}
+	for _, n := range i.scanStep(ctx, cursors.Val()) {
+		add(n)
 	}
 	exists := make([]*redis.IntCmd, len(names))
 	if _, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -177,24 +214,77 @@ func (i *Inspector) readRegistry(ctx context.Context) ([]string, bool) {
 	}); err != nil {
 		return nil, false
 	}
-	live := names[:0]
-	var gone []any
+	live := make([]string, 0, len(names))
+	var gone, found []any
 	for n, name := range names {
-		if exists[n].Val() > 0 {
+		switch {
+		case exists[n].Val() > 0:
 			live = append(live, name)
-		} else {
+			if n >= inSet {
+				found = append(found, name)
+			}
+		case n < inSet:
 			gone = append(gone, name)
 		}
 	}
 	if len(gone) > 0 {
-		i.rdb.SRem(ctx, keys.Registry(i.opts.Prefix), gone...)
+		i.rdb.SRem(ctx, reg, gone...)
+	}
+	if len(found) > 0 {
+		i.rdb.SAdd(ctx, reg, found...)
 	}
 	slices.Sort(live)
 	return live, true
 }
 
-// seedRegistry adds the queues a scan found to the registry and marks it
-// seeded for registrySeedTTL.
+// scanStep runs one SCAN of coldScanCount keys on each master from the
+// cursor stored for it (cursors, by master address) and stores the next
+// one, wrapping to 0 after a full pass. It returns the queue names the
+// keys it saw belong to. Errors only end the step early: the registry
+// still answers. Concurrent cold listings may scan the same step twice;
+// that costs time, never a queue (SCAN's cursor is stateless).
+func (i *Inspector) scanStep(ctx context.Context, cursors map[string]string) []string {
+	pattern := keys.ScanPattern(i.opts.Prefix)
+	var mu sync.Mutex
+	var out []string
+	next := map[string]any{}
+	step := func(ctx context.Context, c *redis.Client) error {
+		addr := c.Options().Addr
+		cursor, _ := strconv.ParseUint(cursors[addr], 10, 64)
+		ks, cur, err := c.Scan(ctx, cursor, pattern, coldScanCount).Result()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range ks {
+			if name, ok := keys.QueueOf(i.opts.Prefix, k); ok {
+				out = append(out, name)
+			}
+		}
+		next[addr] = strconv.FormatUint(cur, 10)
+		return nil
+	}
+	var err error
+	switch c := i.rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, step)
+	case *redis.Client:
+		err = step(ctx, c)
+	default:
+		return nil
+	}
+	if len(next) > 0 {
+		i.rdb.HSet(ctx, keys.RegistryCursors(i.opts.Prefix), next)
+	}
+	if err != nil && ctx.Err() == nil {
+		i.opts.Logger.WarnContext(ctx, "scan step of a cold queue listing", slog.Any(logkey.Error, err))
+	}
+	return out
+}
+
+// seedRegistry adds the queues a full scan found to the registry and
+// marks it seeded (at the scan's time, kept until the prefix's keys go).
 func (i *Inspector) seedRegistry(ctx context.Context, names []string) {
 	if i.opts.DiscoveryInterval < 0 {
 		return
@@ -207,12 +297,31 @@ func (i *Inspector) seedRegistry(ctx context.Context, names []string) {
 			}
 			p.SAdd(ctx, keys.Registry(i.opts.Prefix), members...)
 		}
-		p.Set(ctx, keys.RegistrySeeded(i.opts.Prefix), "1", registrySeedTTL)
+		p.Set(ctx, keys.RegistrySeeded(i.opts.Prefix), time.Now().UnixMilli(), 0)
 		return nil
 	})
 	if err != nil && ctx.Err() == nil {
 		i.opts.Logger.WarnContext(ctx, "seed the queue registry", slog.Any(logkey.Error, err))
 	}
+}
+
+// Rescan scans the keyspace for queues now (every master of a cluster),
+// refreshes the cache, the published list and the registry with the
+// result and returns it: a queue only Node producers write, created since
+// the last scan, shows at once. It costs a full scan (about 1 s of Redis
+// time at 1M keys); Queues never does after the first listing.
+func (i *Inspector) Rescan(ctx context.Context) ([]string, error) {
+	d := &i.disc
+	d.scanMu.Lock()
+	defer d.scanMu.Unlock()
+	names, err := i.scanQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	i.setDiscovered(names)
+	i.publish(ctx, names)
+	i.seedRegistry(ctx, names)
+	return slices.Clone(names), nil
 }
 
 func (i *Inspector) publish(ctx context.Context, names []string) {

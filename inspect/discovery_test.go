@@ -2,7 +2,9 @@ package inspect_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,9 +176,13 @@ func TestUnknownQueues(t *testing.T) {
 // TestColdListingReadsTheRegistry is issue 15's remaining gap: a cold
 // listing (no Inspector alive to publish a fresh list, as `drover queues`
 // run alone) scanned the keyspace every time. drover's producers and
-// workers add their queue to a registry set, and a scan seeds it with every
-// queue found (Node's too): the next cold listings read the registry and do
-// not scan, and still see queues added since by drover.
+// workers add their queue to a registry set, and the first scan seeds it
+// with every queue found (Node's too): the next cold listings read the
+// registry and do not scan the keyspace, and still see queues added since
+// by drover, by Node workers (their named connections) and by Node
+// producers alone (a bounded scan step per listing). Before, a queue Node
+// created after the seeding stayed out of cold listings until the seed
+// expired (10 min), and then one listing paid a full scan again.
 func TestColdListingReadsTheRegistry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -185,8 +191,9 @@ func TestColdListingReadsTheRegistry(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	rdb := srv.Client(t)
 	const prefix = "reg"
+	const otherKeys = 40000
 	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for n := range 20000 {
+		for n := range otherKeys {
 			p.Set(ctx, fmt.Sprintf("other:%d", n), "x", 0)
 		}
 		return nil
@@ -215,18 +222,55 @@ func TestColdListingReadsTheRegistry(t *testing.T) {
 		require.NoError(t, ins.Close(ctx))
 		return names, scanCalls(t, rdb) - before
 	}
-	names, scans := cold()
+	names, fullScan := cold()
 	require.Equal(t, []string{"a", "b", "fromnode"}, names)
-	require.Positive(t, scans, "the first listing scans and seeds the registry")
+	require.Greater(t, fullScan, int64(1), "the first listing scans the keyspace and seeds the registry")
 
 	add("c") // a drover producer registers its queue
-	names, scans = cold()
+	names, scans := cold()
 	require.Equal(t, []string{"a", "b", "c", "fromnode"}, names)
-	require.Zero(t, scans, "a cold listing reads the seeded registry")
+	require.LessOrEqual(t, scans, int64(1), "a cold listing reads the seeded registry and scans one step at most")
 
-	// A queue removed since drops out without a scan.
+	// A queue removed since drops out.
 	require.NoError(t, rdb.Del(ctx, prefix+":fromnode:events").Err())
-	names, scans = cold()
+	names, _ = cold()
 	require.Equal(t, []string{"a", "b", "c"}, names)
-	require.Zero(t, scans)
+
+	// A queue a Node worker runs shows at once: its worker names its
+	// connection "<prefix>:<base64 of the queue>" as BullMQ's does.
+	require.NoError(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: prefix + ":nodeworked:events", Values: []any{"event", "waiting"}}).Err())
+	worker := redis.NewClient(&redis.Options{Addr: srv.Addr, ClientName: prefix + ":" + base64.StdEncoding.EncodeToString([]byte("nodeworked"))})
+	t.Cleanup(func() { _ = worker.Close() })
+	require.NoError(t, worker.Ping(ctx).Err())
+	names, scans = cold()
+	require.Equal(t, []string{"a", "b", "c", "nodeworked"}, names)
+	require.LessOrEqual(t, scans, int64(1))
+	require.NoError(t, worker.Close())
+	names, _ = cold()
+	require.Contains(t, names, "nodeworked", "a queue found once stays in the registry while it exists")
+
+	// A queue only Node producers write shows after a bounded number of
+	// cold listings, each scanning one step, never the whole keyspace.
+	require.NoError(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: prefix + ":nodeonly:events", Values: []any{"event", "waiting"}}).Err())
+	listings := 0
+	for ; listings < otherKeys/10000+3; listings++ {
+		names, scans = cold()
+		require.LessOrEqual(t, scans, int64(1), "listing %d", listings)
+		if slices.Contains(names, "nodeonly") {
+			break
+		}
+	}
+	require.Contains(t, names, "nodeonly", "the scan steps of %d cold listings cover the keyspace", listings)
+	t.Logf("first listing: %d SCAN calls; the Node-only queue showed after %d cold listings of at most 1 SCAN call each", fullScan, listings+1)
+
+	// Rescan finds such a queue at once.
+	require.NoError(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: prefix + ":rescanned:events", Values: []any{"event", "waiting"}}).Err())
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	names, err = ins.Rescan(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ins.Close(ctx))
+	require.Contains(t, names, "rescanned")
+	names, _ = cold()
+	require.Contains(t, names, "rescanned", "a rescan seeds the registry")
 }

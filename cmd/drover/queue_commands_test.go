@@ -147,6 +147,11 @@ func TestQueueCommands(t *testing.T) {
 		require.Len(t, rows, 1)
 		require.Equal(t, inspect.Counts{Delayed: 1, Completed: 1, Failed: 3}, rows[0].Counts)
 		require.True(t, rows[0].Paused)
+
+		// A queue only a Node producer wrote since the last listing: --scan
+		// finds it at once.
+		require.NoError(t, b.rdb.XAdd(ctx, &redis.XAddArgs{Stream: b.prefix + ":fromnode:events", Values: []any{"event", "waiting"}}).Err())
+		require.Regexp(t, `fromnode\s+running`, ok(t, b, "queues", "--scan"))
 	})
 
 	t.Run("Jobs", func(t *testing.T) {

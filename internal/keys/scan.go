@@ -45,10 +45,14 @@ func Registry(prefix string) string {
 	return prefix + "::registry"
 }
 
-// RegistrySeeded exists (with a TTL) while Registry also holds every queue a
-// keyspace scan found, Node's included: a listing trusts Registry alone only
-// then.
+// RegistrySeeded exists (no TTL; its value is the scan's time in ms) once a
+// full keyspace scan added every queue it found to Registry, Node's
+// included: a cold listing trusts Registry only then.
 func RegistrySeeded(prefix string) string { return Registry(prefix) + ":seeded" }
+
+// RegistryCursors is the hash of SCAN cursors (by master address) of the
+// step each cold listing scans to find queues only Node writes.
+func RegistryCursors(prefix string) string { return Registry(prefix) + ":cursors" }
 
 // ScanPattern is the SCAN MATCH pattern of every key under prefix ("" =
 // DefaultPrefix), with the prefix's glob characters escaped.
