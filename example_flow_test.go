@@ -63,7 +63,8 @@ func ExampleFlowProducer() {
 
 // A processor that fans out at run time: it adds children to its own job,
 // parks the job in waiting-children until they are done, and runs again to
-// collect their results (BullMQ's moveToWaitingChildren).
+// collect their results (BullMQ's moveToWaitingChildren); when they were
+// done before it could park, it collects them at once.
 func ExampleJob_MoveToWaitingChildren() {
 	ctx := context.Background()
 	rdb, prefix := exampleClient()
@@ -96,8 +97,13 @@ func ExampleJob_MoveToWaitingChildren() {
 			if moved {
 				return nil, drover.ErrWaitingChildren
 			}
+			// Not moved: the children were done before the job could
+			// park (the other slot ran them), so collect them now.
+			if values, err = job.GetChildrenValues(ctx); err != nil {
+				return nil, err
+			}
 		}
-		result <- fmt.Sprintf("%s ran %d times and collected %d pages", job.ID, job.AttemptsStarted, len(values))
+		result <- fmt.Sprintf("%s collected %d pages", job.ID, len(values))
 		return len(values), nil
 	})
 	w, _ := drover.NewWorker(rdb, "crawl", crawl, &drover.WorkerOptions{Prefix: prefix, Concurrency: 2})
@@ -106,5 +112,5 @@ func ExampleJob_MoveToWaitingChildren() {
 	fmt.Println(<-result)
 	_ = w.Close(ctx)
 	// Output:
-	// site-1 ran 2 times and collected 2 pages
+	// site-1 collected 2 pages
 }
