@@ -454,6 +454,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.finishDone = make(chan struct{})
 		w.forceFinish = make(chan struct{})
 		w.started.Store(true)
+		// Logged before the first fetch, so that no line about a job comes
+		// before it.
+		w.log.InfoContext(ctx, "worker started", slog.Int(logkey.Concurrency, w.opts.Concurrency))
 		go w.fetchLoop()
 		go w.finishLoop()
 		w.bgWG.Add(1)
@@ -470,7 +473,6 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.bgWG.Add(1)
 			go func() { defer w.bgWG.Done(); w.checker.run(w.bgCtx) }()
 		}
-		w.log.InfoContext(ctx, "worker started", slog.Int(logkey.Concurrency, w.opts.Concurrency))
 	})
 	return nil
 }
