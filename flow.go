@@ -482,14 +482,7 @@ func (f *FlowProducer) prepareNode(fj *FlowJob, parent int, nodes []flowNode, no
 	}
 	rec.Opts = string(stored.AppendJSON(make([]byte, 0, 64)))
 	if d := o.Deduplication; d != nil {
-		rec.DedupID = d.ID
-		rec.DedupTTL = d.TTL.Milliseconds()
-		if d.Replace {
-			rec.DedupFlags += "r"
-		}
-		if d.Extend {
-			rec.DedupFlags += "e"
-		}
+		rec.DedupID, rec.DedupTTL, rec.DedupFlags = d.ID, d.TTL.Milliseconds(), d.flags()
 	}
 	return flowNode{q: q, rec: rec, opts: o, parent: parent}, nil
 }

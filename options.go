@@ -97,6 +97,28 @@ type Deduplication struct {
 	// Replace makes a later add replace a still-delayed earlier job
 	// (debounce mode).
 	Replace bool
+	// KeepLastIfActive keeps an add made while the owning job runs: the
+	// newest such add is stored (BullMQ's dn:<id> hash) and queued as a new
+	// job when the owner completes or fails, so at most one job per ID runs
+	// and one waits. TTL then does not expire the ID; it is freed when its
+	// job finishes. BullMQ 6.7's keepLastIfActive.
+	KeepLastIfActive bool
+}
+
+// flags are the deduplication flags addJobs and addFlow take (see
+// include/dedup.lua): "r" replace, "e" extend, "k" keepLastIfActive.
+func (d *Deduplication) flags() string {
+	f := ""
+	if d.Replace {
+		f += "r"
+	}
+	if d.Extend {
+		f += "e"
+	}
+	if d.KeepLastIfActive {
+		f += "k"
+	}
+	return f
 }
 
 // JobOptions are per-job options. Nil means defaults; zero fields mean

@@ -95,7 +95,7 @@ func (o *JobOptions) stored() jobcodec.Opts {
 		s.StackTraceLimit = &n
 	}
 	if d := o.Deduplication; d != nil {
-		s.Dedup = &jobcodec.Dedup{ID: d.ID, TTL: d.TTL.Milliseconds(), Extend: d.Extend, Replace: d.Replace}
+		s.Dedup = &jobcodec.Dedup{ID: d.ID, TTL: d.TTL.Milliseconds(), Extend: d.Extend, Replace: d.Replace, KeepLastIfActive: d.KeepLastIfActive}
 	}
 	if t := o.Telemetry; t != nil {
 		s.Telemetry, s.OmitContext = t.Metadata, t.OmitContext
@@ -233,7 +233,8 @@ func optsFromStored(s *jobcodec.Opts) JobOptions {
 		o.StackTraceLimit = stackTraceLimitFromStored(*s.StackTraceLimit)
 	}
 	if s.Dedup != nil {
-		o.Deduplication = &Deduplication{ID: s.Dedup.ID, TTL: time.Duration(s.Dedup.TTL) * time.Millisecond, Extend: s.Dedup.Extend, Replace: s.Dedup.Replace}
+		o.Deduplication = &Deduplication{ID: s.Dedup.ID, TTL: time.Duration(s.Dedup.TTL) * time.Millisecond, Extend: s.Dedup.Extend, Replace: s.Dedup.Replace,
+			KeepLastIfActive: s.Dedup.KeepLastIfActive}
 	}
 	if s.Telemetry != "" || s.OmitContext {
 		o.Telemetry = &Telemetry{Metadata: s.Telemetry, OmitContext: s.OmitContext}

@@ -267,14 +267,7 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 		LIFO:      o.LIFO,
 	}
 	if d := o.Deduplication; d != nil {
-		rec.DedupID = d.ID
-		rec.DedupTTL = d.TTL.Milliseconds()
-		if d.Replace {
-			rec.DedupFlags += "r"
-		}
-		if d.Extend {
-			rec.DedupFlags += "e"
-		}
+		rec.DedupID, rec.DedupTTL, rec.DedupFlags = d.ID, d.TTL.Milliseconds(), d.flags()
 	}
 	return prepared{rec: rec, opts: o}, nil
 }

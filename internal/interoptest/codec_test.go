@@ -342,6 +342,9 @@ func genOptions(r *rand.Rand) map[string]any {
 			if r.IntN(2) == 0 {
 				m["replace"] = r.IntN(2) == 0
 			}
+			if r.IntN(3) == 0 {
+				m["keepLastIfActive"] = r.IntN(2) == 0
+			}
 			return m
 		},
 		"jobId": func() any { return fmt.Sprintf("job-%d", r.Uint64()) },

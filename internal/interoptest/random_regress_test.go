@@ -104,3 +104,51 @@ func TestDifferentialUpdateData(t *testing.T) {
 		{Op: difftest.OpUpdateData, By: difftest.Drover, Job: "nosuch", Value: "v"},
 	}})
 }
+
+// TestDifferentialRegressionKeepLastIfActiveAdd (issue 10, item 1, from
+// drover's producer): adds with Deduplication.KeepLastIfActive made while
+// the owner is active (here: taken by a worker that died) keep the newest
+// one in dn:<id> with a "deduplicated" event and the key's expiry removed,
+// in each mode (simple, ttl + extend, ttl + replace); when the owner
+// finishes the kept add is queued and runs, and a later add is
+// deduplicated against it. Before, drover's producer could not set
+// keepLastIfActive: its adds were stored as plain deduplication and kept
+// nothing.
+func TestDifferentialRegressionKeepLastIfActiveAdd(t *testing.T) {
+	t.Parallel()
+
+	setup := newSetup(t)
+	add := func(name string, by difftest.Impl, d difftest.Dedup, extra func(*difftest.Add)) difftest.Step {
+		a := &difftest.Add{Name: name, Data: map[string]any{"n": name}, Dedup: &d}
+		if extra != nil {
+			extra(a)
+		}
+		return difftest.Step{Op: difftest.OpAdd, By: by, Add: a}
+	}
+	for _, tc := range []struct {
+		name string
+		d    difftest.Dedup
+	}{
+		{"Simple", difftest.Dedup{ID: "d1", KeepLastIfActive: true}},
+		{"TTL", difftest.Dedup{ID: "d1", TTL: difftest.Hour, KeepLastIfActive: true}},
+		{"Extend", difftest.Dedup{ID: "d1", TTL: difftest.Hour, Extend: true, KeepLastIfActive: true}},
+		{"Replace", difftest.Dedup{ID: "d1", TTL: difftest.Hour, Replace: true, KeepLastIfActive: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			requireNoDivergence(t, setup(t), &difftest.Program{Seed: 5, Steps: []difftest.Step{
+				add("j1", difftest.Drover, tc.d, nil),
+				add("j2", difftest.Drover, tc.d, nil), // owner waiting: deduplicated, nothing kept
+				{Op: difftest.OpStall, By: difftest.Node},
+				add("j3", difftest.Drover, tc.d, nil),                                      // owner active: kept
+				add("j4", difftest.Drover, tc.d, func(a *difftest.Add) { a.Priority = 2 }), // the newest kept
+				{Op: difftest.OpCheckStalled, By: difftest.Node},
+				{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+				add("j5", difftest.Drover, tc.d, nil), // deduplicated against the queued j4
+				{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+				add("j6", difftest.Drover, tc.d, func(a *difftest.Add) { a.Delay = difftest.Hour }),
+				add("j7", difftest.Drover, tc.d, nil),
+			}})
+		})
+	}
+}

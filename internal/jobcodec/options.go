@@ -427,21 +427,24 @@ func decodeDedup(v json.RawMessage, strict bool) (*Dedup, error) {
 			err = json.Unmarshal(val, &d.ID)
 		case "ttl":
 			err = readInt(&d.TTL, val, strict, MaxMillis)
-		case "extend", "replace":
+		case "extend", "replace", "keepLastIfActive":
 			var b bool
 			if strict {
 				err = json.Unmarshal(val, &b)
 			} else {
 				b = string(bytes.TrimSpace(val)) == "true"
 			}
-			if k == "extend" {
+			switch k {
+			case "extend":
 				d.Extend = b
-			} else {
+			case "replace":
 				d.Replace = b
+			default:
+				d.KeepLastIfActive = b
 			}
 		default:
 			if strict {
-				err = errors.New("unknown field (want id, ttl, extend, replace)")
+				err = errors.New("unknown field (want id, ttl, extend, replace, keepLastIfActive)")
 				break
 			}
 			if d.Extra == nil {

@@ -123,7 +123,10 @@ type Dedup struct {
 	TTL     int64 // ms
 	Extend  bool
 	Replace bool
-	Extra   map[string]json.RawMessage // keepLastIfActive, reschedule, ...
+	// KeepLastIfActive: an add that finds the owner active is kept, the
+	// newest one only, and queued when the owner finishes (BullMQ 6.7).
+	KeepLastIfActive bool
+	Extra            map[string]json.RawMessage // reschedule, ...
 }
 
 // Parent is the stored parent option of a flow child ({"id", "queue"}),
@@ -251,6 +254,9 @@ func (o *Opts) AppendJSON(b []byte) []byte {
 		}
 		if o.Dedup.Replace {
 			b = append(b, `,"replace":true`...)
+		}
+		if o.Dedup.KeepLastIfActive {
+			b = append(b, `,"keepLastIfActive":true`...)
 		}
 		for _, k := range sortedKeys(o.Dedup.Extra) {
 			b = append(b, ',')

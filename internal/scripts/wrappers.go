@@ -26,7 +26,7 @@ type AddRecord struct {
 	LIFO       bool
 	DedupID    string
 	DedupTTL   int64  // ms, 0 = none
-	DedupFlags string // "r" replace, "e" extend
+	DedupFlags string // "r" replace, "e" extend, "k" keepLastIfActive
 }
 
 // AddResult is what addJobs did with one record.

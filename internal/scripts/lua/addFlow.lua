@@ -13,7 +13,7 @@
 --   ("" = none; that job must exist), parent JSON (the
 --   job hash's "parent" field; "" = no parent), "1" when the job has
 --   children (it waits for them in waiting-children), deduplication id
---   ("" = none), its ttl ms, its flags ("r" replace, "e" extend).
+--   ("" = none), its ttl ms, its flags ("r" replace, "e" extend, "k" keepLastIfActive).
 --   Records come parents first, in BullMQ's insertion order (breadth
 --   first), so ids, events and list orders are the ones Node writes.
 -- Returns one {outcome, id, state} per record as addJobs does ("created",
@@ -132,7 +132,8 @@ for i = 1, n do
   else
     local owner, recovered = nil, nil
     if deid ~= "" then
-      owner, recovered = dedupAdd(qbase, maxLen, deid, tonumber(field(i, "dedupTTL")) or 0, field(i, "dedupFlags"), id)
+      owner, recovered = dedupAdd(qbase, maxLen, deid, tonumber(field(i, "dedupTTL")) or 0, field(i, "dedupFlags"), id,
+        {name, field(i, "data"), field(i, "opts")})
     end
     if owner then
       -- Swallowed: its parent does not wait for the owner, as in BullMQ.

@@ -5,7 +5,8 @@
 --   id ("" = take the next counter value), name, timestamp ms, data JSON,
 --   opts JSON, delay ms (> 0 = delayed), priority (0 = none), lifo ("1"/"0"),
 --   deduplication id ("" = none), deduplication ttl ms (0 = none),
---   deduplication flags ("r" replace/debounce, "e" extend, both, or "").
+--   deduplication flags ("r" replace/debounce, "e" extend, "k"
+--   keepLastIfActive, any combination, or "").
 -- Returns one {outcome, id, state} per record, where outcome is
 --   "created", "duplicate" (custom id exists; state is its state),
 --   "deduplicated" (dedup id owned by job `id`; state is its state) or
@@ -71,7 +72,8 @@ for i = 0, n - 1 do
   else
     local recovered = nil
     if deid ~= "" then
-      owner, recovered = dedupAdd(base, maxLen, deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id)
+      owner, recovered = dedupAdd(base, maxLen, deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id,
+        {name, ARGV[o + 4], ARGV[o + 5]})
     end
     if owner then
       replies[#replies + 1] = {"deduplicated", owner, pending[owner] or jobState(owner)}

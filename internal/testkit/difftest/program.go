@@ -181,7 +181,7 @@ func (s *Step) NodeOnly() bool {
 		return true
 	}
 	for _, a := range s.adds() {
-		if a.Parent != "" || (a.Dedup != nil && a.Dedup.KeepLastIfActive) {
+		if a.Parent != "" {
 			return true
 		}
 	}
@@ -317,7 +317,8 @@ func (a *Add) DroverOpts() *drover.JobOptions {
 		o.RemoveOnFail = r.drover()
 	}
 	if d := a.Dedup; d != nil {
-		o.Deduplication = &drover.Deduplication{ID: d.ID, TTL: time.Duration(d.TTL) * time.Millisecond, Extend: d.Extend, Replace: d.Replace}
+		o.Deduplication = &drover.Deduplication{ID: d.ID, TTL: time.Duration(d.TTL) * time.Millisecond, Extend: d.Extend, Replace: d.Replace,
+			KeepLastIfActive: d.KeepLastIfActive}
 	}
 	return o
 }

@@ -23,19 +23,44 @@ local function staleOwner(qbase, dedupKey, cur)
   return rcall("PTTL", dedupKey) == -1 and rcall("EXISTS", qbase .. cur) == 0
 end
 
+-- storeNext is keepLastIfActive's hit path (BullMQ's storeDeduplicatedNextJob):
+-- while the owner cur runs (it is in active), the add of newId ({name, data
+-- JSON, opts JSON} in add) is kept in dn:<deid>, replacing an earlier kept
+-- one, and the key loses its expiry so the id stays taken while the owner
+-- runs. finishJobs queues the kept add when the owner finishes
+-- (requeueNext). Returns whether it kept the add.
+local function storeNext(qbase, maxLen, deid, cur, newId, add)
+  if not rcall("LPOS", qbase .. "active", cur) then
+    return false
+  end
+  local nextKey = qbase .. "dn:" .. deid
+  rcall("DEL", nextKey)
+  rcall("HSET", nextKey, "name", add[1], "data", add[2], "opts", add[3], "jid", newId)
+  rcall("PERSIST", qbase .. "de:" .. deid)
+  rcall("XADD", qbase .. "events", "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
+    "jobId", cur, "deduplicationId", deid, "deduplicatedJobId", newId)
+  return true
+end
+
 -- dedupAdd decides whether an add of job newId with deduplication id deid
--- (ttl ms, flags "r" replace and/or "e" extend) is swallowed. Returns the
--- owning job's id when it is, else nil and, when a stale key was taken
--- over, the id of the removed former owner. maxLen caps the queue's events.
-local function dedupAdd(qbase, maxLen, deid, ttl, flags, newId)
+-- (ttl ms, flags "r" replace, "e" extend, "k" keepLastIfActive, in any
+-- combination) is swallowed. add is the job's {name, data JSON, opts JSON},
+-- kept for later under "k" (storeNext). Returns the owning job's id when it
+-- is swallowed, else nil and, when a stale key was taken over, the id of the
+-- removed former owner. maxLen caps the queue's events. Under "k" the key
+-- never expires (BullMQ ignores the ttl then), but which branch runs still
+-- follows the ttl, as in BullMQ.
+local function dedupAdd(qbase, maxLen, deid, ttl, flags, newId, add)
   local dedupKey = qbase .. "de:" .. deid
   local events = qbase .. "events"
   local replace = string.find(flags, "r", 1, true) ~= nil
   local extend = string.find(flags, "e", 1, true) ~= nil
+  local keep = string.find(flags, "k", 1, true) ~= nil
+  local keyTTL = keep and 0 or ttl
   if replace then
     local cur = rcall("GET", dedupKey)
     if not cur then
-      setDedup(dedupKey, newId, ttl, false)
+      setDedup(dedupKey, newId, keyTTL, false)
       return nil
     end
     if rcall("ZREM", qbase .. "delayed", cur) == 1 then
@@ -44,44 +69,53 @@ local function dedupAdd(qbase, maxLen, deid, ttl, flags, newId)
       rcall("XADD", events, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
         "jobId", newId, "deduplicationId", deid, "deduplicatedJobId", cur)
       rcall("DEL", qbase .. "dn:" .. deid)
-      if ttl > 0 and not extend then
+      if ttl > 0 and not extend and not keep then
         rcall("SET", dedupKey, newId, "KEEPTTL")
       else
-        setDedup(dedupKey, newId, ttl, false)
+        setDedup(dedupKey, newId, keyTTL, false)
       end
       return nil
     end
     if staleOwner(qbase, dedupKey, cur) then
       rcall("DEL", qbase .. "dn:" .. deid)
-      setDedup(dedupKey, newId, ttl, false)
+      setDedup(dedupKey, newId, keyTTL, false)
       return nil, cur
+    end
+    if keep then
+      storeNext(qbase, maxLen, deid, cur, newId, add)
     end
     return cur
   end
   if extend and ttl > 0 then
     local cur = rcall("GET", dedupKey)
     if not cur then
-      setDedup(dedupKey, newId, ttl, false)
+      setDedup(dedupKey, newId, keyTTL, false)
       return nil
     end
     if staleOwner(qbase, dedupKey, cur) then
       rcall("DEL", qbase .. "dn:" .. deid)
-      setDedup(dedupKey, newId, ttl, false)
+      setDedup(dedupKey, newId, keyTTL, false)
       return nil, cur
     end
-    setDedup(dedupKey, cur, ttl, false)
+    if keep and storeNext(qbase, maxLen, deid, cur, newId, add) then
+      return cur
+    end
+    setDedup(dedupKey, cur, keyTTL, false)
     rcall("XADD", events, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
       "jobId", cur, "deduplicationId", deid, "deduplicatedJobId", newId)
     return cur
   end
-  if setDedup(dedupKey, newId, ttl, true) then
+  if setDedup(dedupKey, newId, keyTTL, true) then
     return nil
   end
   local cur = rcall("GET", dedupKey)
   if cur and staleOwner(qbase, dedupKey, cur) then
     rcall("DEL", qbase .. "dn:" .. deid)
-    setDedup(dedupKey, newId, ttl, false)
+    setDedup(dedupKey, newId, keyTTL, false)
     return nil, cur
+  end
+  if keep and storeNext(qbase, maxLen, deid, cur, newId, add) then
+    return cur
   end
   rcall("XADD", events, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
     "jobId", cur, "deduplicationId", deid, "deduplicatedJobId", newId)
