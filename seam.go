@@ -7,7 +7,8 @@ import (
 	"github.com/seed40057009/drover/internal/seam"
 )
 
-// The seams drovertest drives a worker through (internal/seam).
+// The seams drovertest and the differential tester drive a worker through
+// (internal/seam).
 func init() {
 	seam.SetClock = func(v any, c clock.Clock) {
 		switch x := v.(type) {
@@ -18,6 +19,7 @@ func init() {
 		}
 	}
 	seam.Wake = func(v any) { v.(*Worker).wake() }
+	seam.NoFetchOnFinish = func(v any) { v.(*Worker).noFetchOnFinish = true }
 	seam.CheckStalled = func(ctx context.Context, v any) {
 		w := v.(*Worker)
 		w.q.rdb.Del(ctx, w.q.k.StalledCheck()) // the once-per-interval guard

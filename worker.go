@@ -305,6 +305,12 @@ type Worker struct {
 	// presence keeps the connection named as BullMQ names a worker's, so
 	// Node's getWorkers() and Queue.GetWorkers list this worker (workers.go).
 	presence *presence
+
+	// noFetchOnFinish makes result writes fetch no next job, as a BullMQ
+	// worker's moveToFinished with fetchNext false. Set only through
+	// seam.NoFetchOnFinish, before Start (the differential tester's
+	// one-job steps).
+	noFetchOnFinish bool
 }
 
 // runningJob is one job in flight, from its fetch until its result is

@@ -62,7 +62,7 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 	// The finished jobs' slots, and free ones taken here, go to the jobs
 	// this call fetches.
 	reserved, fetch := 0, 0
-	if !w.closing.Load() && w.gate.held() == nil {
+	if !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil {
 		reserved = w.jobs.take(max(w.fetchBatch()-len(batch), 0))
 		fetch = min(len(batch)+reserved, w.fetchBatch())
 	}

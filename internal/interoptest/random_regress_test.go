@@ -105,6 +105,67 @@ func TestDifferentialUpdateData(t *testing.T) {
 	}})
 }
 
+// TestDifferentialRegressionDeferredFailureStep: a drover work step that
+// takes a job with a deferred failure (its failParentOnFailure child failed)
+// fails it without the processor; its result must be written without
+// fetching the next job, as Node's one-job step (getNextJob + processJob,
+// fetchNext false) does. Before, the drover step's finish call fetched the
+// next ready job too (the harness limitation of the last campaigns, 16 of
+// its 20 divergent programs), or, with only a delayed job left, wrote no
+// "drained" where BullMQ's moveToFinished without fetchNext writes one
+// (campaign seeds 433915263, 433916659, 433914141 at 2af0cd6, shrunk).
+func TestDifferentialRegressionDeferredFailureStep(t *testing.T) {
+	t.Parallel()
+
+	setup := newSetup(t)
+	for _, tc := range []struct {
+		name string
+		p    difftest.Program
+	}{
+		{"NextJobReady", difftest.Program{Seed: 4, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}, Children: []*difftest.Add{
+				{Name: "j2", Data: map[string]any{"n": 2}, OnParentFailure: "failParentOnFailure"},
+				{Name: "j3", Data: map[string]any{"n": 3}}}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}}},
+		{"Seed433915263", difftest.Program{Seed: 433915263, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}, Children: []*difftest.Add{
+				{Name: "j4", Data: map[string]any{"n": 4}, JobID: "c4", RemoveOnFail: &difftest.Retention{Count: difftest.Ptr(3), Object: true, Age: 3600}, OnParentFailure: "failParentOnFailure"},
+				{Name: "j5", Data: map[string]any{"n": 5}, Delay: 7200000, Attempts: 1, RemoveOnFail: &difftest.Retention{Count: difftest.Ptr(3)}}}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}}},
+		{"Seed433916659", difftest.Program{Seed: 433916659, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j6", Data: map[string]any{"n": 6}}, Children: []*difftest.Add{
+				{Name: "j8", Data: map[string]any{"n": 8}, Delay: 10800000, Attempts: 3, RemoveOnFail: &difftest.Retention{Count: difftest.Ptr(3), Object: true, Age: 3600}},
+				{Name: "j9", Data: map[string]any{"n": 9}, LIFO: true, RemoveOnComplete: &difftest.Retention{Count: difftest.Ptr(0), Object: true, Age: 3600},
+					RemoveOnFail: &difftest.Retention{Object: true, Age: 7200, Limit: 2}, KeepLogs: 1, StackTraceLimit: 1, OnParentFailure: "failParentOnFailure"}}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "unrecoverable", Message: "fatal"}},
+			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "delay", Delay: 7200000}},
+		}}},
+		{"Seed433914141", difftest.Program{Seed: 433914141, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Delay: 3600000, Parent: "j1", OnParentFailure: "failParentOnFailure"}},
+			{Op: difftest.OpPromote, By: difftest.Node, Job: "j1"},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j9", Data: map[string]any{"n": 9}}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "delay", Delay: 7200000}},
+			{Op: difftest.OpPromoteJobs, By: difftest.Node},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "delay", Delay: 7200000}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}},
+			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			requireNoDivergence(t, setup(t), &tc.p)
+		})
+	}
+}
+
 // TestDifferentialRegressionKeepLastIfActiveAdd (issue 10, item 1, from
 // drover's producer): adds with Deduplication.KeepLastIfActive made while
 // the owner is active (here: taken by a worker that died) keep the newest

@@ -19,6 +19,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/scripts"
+	"github.com/seed40057009/drover/internal/seam"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 	"github.com/seed40057009/drover/internal/testkit/difftest"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
@@ -729,9 +730,11 @@ func (r *programRun) crossRead() []string {
 	return out
 }
 
-// droverWork runs one job on a drover Worker: the processor holds the job
-// until the worker is closing, so writing its result fetches no next job
-// (a Worker that is closing takes none), then does what bh says.
+// droverWork runs one job on a drover Worker, as Node's step does with
+// getNextJob + processJob (no next fetch): the worker writes results without
+// fetching a next job (seam.NoFetchOnFinish), and the processor holds the
+// job until the worker is closing, so the worker takes no second job once
+// the first one's slot is free; then it does what bh says.
 func (r *programRun) droverWork(ctx context.Context, bh bullmqoracle.Behavior) string {
 	r.t.Helper()
 	got := make(chan string, 1)
@@ -749,13 +752,15 @@ func (r *programRun) droverWork(ctx context.Context, bh bullmqoracle.Behavior) s
 		Hooks: &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
 			// A job with a deferred failure (a failed child's
 			// failParentOnFailure) fails without running the processor,
-			// as in BullMQ. Its result is written before the worker closes,
-			// so a next ready job would be fetched too: the state then
-			// shows it and the step counts as diverging.
+			// as in BullMQ, and its result is written (fetching nothing)
+			// before the worker closes: hold its slot until the worker is
+			// closing, as the processor does, so no next job is taken.
 			once.Do(func() { got <- job.ID })
+			<-release
 		}},
 	})
 	require.NoError(r.t, err)
+	seam.NoFetchOnFinish(w)
 	require.NoError(r.t, w.Start(ctx))
 	var id string
 	select {
@@ -763,6 +768,7 @@ func (r *programRun) droverWork(ctx context.Context, bh bullmqoracle.Behavior) s
 	case <-time.After(droverTakeTimeout):
 		// A job was ready (Node's worker would take it) and drover's took
 		// none: a divergence, compared and shrunk like any other.
+		close(release)
 		require.NoError(r.t, w.Close(ctx))
 		return "took none"
 	}

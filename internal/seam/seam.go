@@ -1,7 +1,8 @@
-// Package seam lets the drovertest package reach into a Queue and a Worker
-// without making their machinery public: the root package fills these
-// variables in at init. Only drovertest uses them. (internal packages never
-// import the root package, so the values are typed any.)
+// Package seam lets the drovertest package and the differential tester
+// (internal/interoptest) reach into a Queue and a Worker without making
+// their machinery public: the root package fills these variables in at
+// init. Nothing else uses them. (internal packages never import the root
+// package, so the values are typed any.)
 package seam
 
 import (
@@ -15,6 +16,12 @@ var (
 	SetClock func(queueOrWorker any, c clock.Clock)
 	// Wake makes a *drover.Worker's fetcher look for jobs now.
 	Wake func(worker any)
+	// NoFetchOnFinish makes a *drover.Worker, before its Start, write each
+	// result without fetching a next job in the same call (BullMQ's
+	// moveToFinished with fetchNext false): the tester's one-job worker
+	// step, compared with Node's getNextJob + processJob, which fetches
+	// none either.
+	NoFetchOnFinish func(worker any)
 	// CheckStalled runs a *drover.Worker's stalled-job check now, whenever
 	// the last one ran.
 	CheckStalled func(ctx context.Context, worker any)

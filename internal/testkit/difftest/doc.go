@@ -24,7 +24,8 @@
 // redis-server: once with Node BullMQ doing every step, once with drover
 // doing the steps whose [Step].By is [Drover] and Node the rest. Worker
 // steps are one job at a time: Node's Worker.getNextJob + processJob with
-// no next fetch, drover's Worker closed before it writes the result. After
+// no next fetch, drover's Worker writing its result without a next fetch
+// (internal/seam.NoFetchOnFinish) and closed before it takes another. After
 // every step the two normalised states ([Comparable], the events stream
 // included) and the step results must be equal. Time is not controlled
 // (Node's scripts read Date.now()), so every generated delay, backoff and

@@ -61,29 +61,10 @@ var Known = []KnownDivergence{
 	// (regression tests in internal/interoptest/parity_test.go), 10.5
 	// (every retention shape, {count:0} and {count:n} included) and the
 	// campaign's "drained" after a move to delayed (regression tests in
-	// internal/interoptest/random_regress_test.go).
-	{"harness", "a drover work step that takes a job with a deferred failure (a failParentOnFailure child failed, or the job stalled past the limit) fails it without the processor, and that finish call fetches the next ready job as a Node Worker's moveToFinished with fetchNext does (and, finding prioritized empty, deletes pc); the oracle's one-job step fetches none. Not a drover/BullMQ difference: the harness cannot close a drover Worker between such a job's fetch and its finish yet", "harness limitation (open)", deferredFailureByDrover, nil},
-}
-
-// deferredFailureByDrover reports whether a drover work step may take a
-// job with a deferred failure: the program makes failParentOnFailure
-// children or stalls jobs, and drover works.
-func deferredFailureByDrover(p *Program) bool {
-	defa, drover := false, false
-	for _, s := range p.Steps {
-		if s.Op == OpStall {
-			defa = true
-		}
-		for _, a := range s.adds() {
-			if a.OnParentFailure == "failParentOnFailure" {
-				defa = true
-			}
-		}
-		if s.Op == OpWork && s.By == Drover {
-			drover = true
-		}
-	}
-	return defa && drover
+	// internal/interoptest/random_regress_test.go). The harness' drover
+	// work step now fetches no next job when it fails a job with a
+	// deferred failure, as the oracle's step (TestDifferentialRegression-
+	// DeferredFailureStep).
 }
 
 // SortEvents sorts the stream entries [from, to) by their fields, so that

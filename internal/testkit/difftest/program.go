@@ -28,7 +28,8 @@ const (
 	OpAdd Op = "add"
 	// OpWork takes the next ready job, one job, and ends it with
 	// Step.Outcome (a Node Worker's processJob without fetching a next job;
-	// a drover Worker closed before the job's result is written).
+	// a drover Worker whose result write fetches none, closed before it
+	// takes another).
 	OpWork Op = "work"
 	// OpStall takes the next ready job and abandons it: the worker process
 	// dies, and the harness deletes the lock as its expiry would.
