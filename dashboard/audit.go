@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 )
 
@@ -19,14 +22,17 @@ type AuditEntry struct {
 	Log  string    `json:"log"`
 	Time time.Time `json:"time"`
 	// User and Role are who asked; Via is how they signed in (anonymous,
-	// token, basic, session, or "" when they could not sign in).
+	// token, basic, session, or "" when they could not sign in), or cli for
+	// the drover command (User is then the account that ran it, Role is
+	// empty: the command acts with whatever Redis lets it).
 	User string `json:"user"`
 	Role Role   `json:"role,omitempty"`
 	Via  string `json:"via,omitempty"`
 	// Action names the request: retry-job, retry-jobs, promote-job,
-	// promote-all, remove-job, pause, resume, clean, obliterate,
-	// revoke-sessions; in the security log also login, logout and sign-in
-	// (credentials sent with a request).
+	// promote-all, remove-job, cancel-job, pause, resume, clean,
+	// obliterate, remove-scheduler, upsert-scheduler (the drover command
+	// only), revoke-sessions; in the security log also login, logout and
+	// sign-in (credentials sent with a request).
 	Action string `json:"action"`
 	Queue  string `json:"queue,omitempty"`
 	JobID  string `json:"jobId,omitempty"`
@@ -38,7 +44,9 @@ type AuditEntry struct {
 	// error.
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
-	Remote  string `json:"remote,omitempty"`
+	// Remote is the client's address; for the drover command, the host it
+	// ran on.
+	Remote string `json:"remote,omitempty"`
 }
 
 // AuditFunc receives audit entries. It is called synchronously from request
@@ -55,6 +63,23 @@ func AuditLogger(l *slog.Logger) AuditFunc {
 			slog.Int(logkey.Jobs, e.Jobs), slog.String(logkey.Outcome, e.Outcome), slog.String(logkey.Error, e.Error),
 			slog.String(logkey.Remote, e.Remote))
 	}
+}
+
+// AppendAudit appends e to the durable audit log of the dashboards over
+// rdb under prefix ("" = drover.PrefixDefault), the log GET /api/audit
+// reads: for tools that change queues without a dashboard, so that an
+// operator's action is in the one log wherever it was made. The drover
+// command records its mutating commands through it. e.Log defaults to
+// AuditActions and e.Time to now.
+func AppendAudit(ctx context.Context, rdb redis.UniversalClient, prefix string, e AuditEntry) error {
+	if e.Log == "" {
+		e.Log = AuditActions
+	}
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	s := &store{rdb: rdb, k: keys.DashboardOf(prefix)}
+	return s.appendAudit(ctx, e)
 }
 
 // record sends e to Options.Audit and appends it to its durable log in

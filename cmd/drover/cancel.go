@@ -5,20 +5,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/seed40057009/drover/dashboard"
 )
 
 func init() {
 	commands["cancel"] = commandInfo{
 		summary: "cancel a running job (the drover worker running it, in any process, stops it)",
-		make:    func(m *Main) command { return &cancelCmd{out: m.Stdout} },
+		make:    func(m *Main) command { return &cancelCmd{out: m.Stdout, errOut: m.Stderr} },
 	}
 }
 
+// cancelCmd is `drover cancel`, audited as cancel-job.
 type cancelCmd struct {
-	out io.Writer
+	out, errOut io.Writer
 }
 
-func (c *cancelCmd) Run(ctx context.Context, args []string) error {
+func (c *cancelCmd) Run(ctx context.Context, args []string) (err error) {
 	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
 	fs.SetOutput(c.out)
 	var rf redisFlags
@@ -46,9 +49,12 @@ func (c *cancelCmd) Run(ctx context.Context, args []string) error {
 	}
 	defer closeRedis()
 	queue, id := pos[0], pos[1]
+	e := dashboard.AuditEntry{Action: "cancel-job", Queue: queue, JobID: id, Detail: fmt.Sprintf("reason=%q retry=%t", *reason, *retry)}
+	defer func() { rf.record(ctx, c.errOut, e, err) }()
 	if err := ins.CancelJob(ctx, queue, id, *reason, *retry); err != nil {
 		return err
 	}
+	e.Jobs = 1
 	if *asJSON {
 		return writeJSON(c.out, map[string]any{"queue": queue, "id": id, "cancelled": true, "retry": *retry})
 	}

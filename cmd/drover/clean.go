@@ -9,18 +9,23 @@ import (
 	"strings"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
 )
 
 func init() {
 	commands["clean"] = commandInfo{
 		summary: "remove old jobs of one state (completed by default, keeping the last hour)",
-		make:    func(m *Main) command { return &cleanCmd{out: m.Stdout, in: m.Stdin, interactive: m.interactive()} },
+		make: func(m *Main) command {
+			return &cleanCmd{out: m.Stdout, errOut: m.Stderr, in: m.Stdin, interactive: m.interactive()}
+		},
 	}
 }
 
+// cleanCmd is `drover clean`, audited as clean (dry runs and refusals
+// change nothing and are not).
 type cleanCmd struct {
-	out io.Writer
+	out, errOut io.Writer
 	// in answers the confirmation prompt when interactive.
 	in          io.Reader
 	interactive bool
@@ -89,6 +94,8 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 		}
 	}
 	ids, err := ins.Clean(ctx, queue, st, *grace, *limit)
+	rf.record(ctx, c.errOut, dashboard.AuditEntry{Action: "clean", Queue: queue,
+		Detail: fmt.Sprintf("state=%s grace=%s limit=%d", st, *grace, *limit), Jobs: len(ids)}, err)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,8 @@ import (
 type redisFlags struct {
 	url    string
 	prefix string
+	// ins is the connection inspector (or queue) opened, for record.
+	ins *inspect.Inspector
 }
 
 // RedisURLDefault is where the queue commands look for Redis when neither
@@ -59,6 +61,7 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 		_ = rdb.Close()
 		return nil, nil, fmt.Errorf("cannot reach Redis at %s (db %d; set it with --redis or DROVER_REDIS_URL): %w", opt.Addr, opt.DB, err)
 	}
+	r.ins = ins
 	return ins, func() {
 		_ = ins.Close(context.WithoutCancel(ctx))
 		_ = rdb.Close()

@@ -5,23 +5,26 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/seed40057009/drover/dashboard"
 )
 
 func init() {
 	commands["pause"] = commandInfo{
 		summary: "stop workers from taking a queue's jobs (running jobs finish)",
-		make:    func(m *Main) command { return &pauseCmd{out: m.Stdout, pause: true} },
+		make:    func(m *Main) command { return &pauseCmd{out: m.Stdout, errOut: m.Stderr, pause: true} },
 	}
 	commands["resume"] = commandInfo{
 		summary: "let workers take a paused queue's jobs again",
-		make:    func(m *Main) command { return &pauseCmd{out: m.Stdout} },
+		make:    func(m *Main) command { return &pauseCmd{out: m.Stdout, errOut: m.Stderr} },
 	}
 }
 
-// pauseCmd is `drover pause` and `drover resume`.
+// pauseCmd is `drover pause` and `drover resume`, audited as pause and
+// resume, one entry per queue.
 type pauseCmd struct {
-	out   io.Writer
-	pause bool
+	out, errOut io.Writer
+	pause       bool
 }
 
 func (c *pauseCmd) Run(ctx context.Context, args []string) error {
@@ -67,6 +70,7 @@ func (c *pauseCmd) Run(ctx context.Context, args []string) error {
 		} else {
 			err = ins.Resume(ctx, q)
 		}
+		rf.record(ctx, c.errOut, dashboard.AuditEntry{Action: name, Queue: q}, err)
 		if err != nil {
 			return err
 		}

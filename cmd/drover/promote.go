@@ -5,17 +5,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/seed40057009/drover/dashboard"
 )
 
 func init() {
 	commands["promote"] = commandInfo{
 		summary: "run delayed jobs now (all of a queue, or the given ids)",
-		make:    func(m *Main) command { return &promoteCmd{out: m.Stdout} },
+		make:    func(m *Main) command { return &promoteCmd{out: m.Stdout, errOut: m.Stderr} },
 	}
 }
 
+// promoteCmd is `drover promote`, audited as promote-all, or promote-job
+// per id.
 type promoteCmd struct {
-	out io.Writer
+	out, errOut io.Writer
 }
 
 func (c *promoteCmd) Run(ctx context.Context, args []string) error {
@@ -43,12 +47,16 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 	queue, ids := pos[0], pos[1:]
 	n := 0
 	if len(ids) == 0 {
-		if n, err = ins.PromoteAll(ctx, queue); err != nil {
+		n, err = ins.PromoteAll(ctx, queue)
+		rf.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-all", Queue: queue, Jobs: n}, err)
+		if err != nil {
 			return err
 		}
 	}
 	for _, id := range ids {
-		if err := ins.PromoteJob(ctx, queue, id); err != nil {
+		err := ins.PromoteJob(ctx, queue, id)
+		rf.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-job", Queue: queue, JobID: id, Jobs: jobsIf(err)}, err)
+		if err != nil {
 			return err
 		}
 		n++

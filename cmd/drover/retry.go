@@ -8,18 +8,21 @@ import (
 	"time"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
 )
 
 func init() {
 	commands["retry"] = commandInfo{
 		summary: "retry failed jobs in paced chunks, by filter, with or without fresh attempts",
-		make:    func(m *Main) command { return &retryCmd{out: m.Stdout} },
+		make:    func(m *Main) command { return &retryCmd{out: m.Stdout, errOut: m.Stderr} },
 	}
 }
 
+// retryCmd is `drover retry`, audited as retry-jobs, or retry-job per id
+// (dry runs change nothing and are not).
 type retryCmd struct {
-	out io.Writer
+	out, errOut io.Writer
 }
 
 // retryJobResult is one job of `drover retry <queue> <id>... --json`.
@@ -80,6 +83,8 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		failed := 0
 		for _, id := range ids {
 			from, err := ins.RetryJob(ctx, queue, id, *reset)
+			rf.record(ctx, c.errOut, dashboard.AuditEntry{Action: "retry-job", Queue: queue, JobID: id,
+				Detail: fmt.Sprintf("resetAttempts=%t from=%s", *reset, from), Jobs: jobsIf(err)}, err)
 			r := retryJobResult{ID: id, From: from}
 			if err != nil {
 				r.Error = err.Error()
@@ -117,6 +122,15 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	start := time.Now()
 	res, err := ins.RetryJobs(ctx, queue, opts)
 	bar.finish()
+	if !*dryRun {
+		e := dashboard.AuditEntry{Action: "retry-jobs", Queue: queue, Detail: fmt.Sprintf("state=%s filter=%q resetAttempts=%t includeUnrecoverable=%t limit=%d",
+			*state, *filterExpr, *reset, *unrecoverable, *limit)}
+		if res != nil {
+			e.Jobs = res.Retried
+			e.Detail += fmt.Sprintf(": retried %d, skipped %d of %d", res.Retried, res.Skipped, res.Matched)
+		}
+		rf.record(ctx, c.errOut, e, err)
+	}
 	if err != nil {
 		if res != nil && res.Retried > 0 {
 			return fmt.Errorf("retried %d of %d jobs, then: %w", res.Retried, res.Matched, err)

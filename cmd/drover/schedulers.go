@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
 )
 
 func init() {
@@ -18,7 +19,7 @@ func init() {
 	}
 	commands["scheduler"] = commandInfo{
 		summary: "create, replace or remove a job scheduler (upsert|remove)",
-		make:    func(m *Main) command { return &schedulerCmd{out: m.Stdout} },
+		make:    func(m *Main) command { return &schedulerCmd{out: m.Stdout, errOut: m.Stderr} },
 	}
 }
 
@@ -94,10 +95,11 @@ func (c *schedulersCmd) Run(ctx context.Context, args []string) error {
 	return t.flush()
 }
 
-// schedulerCmd is `drover scheduler upsert|remove`.
-type schedulerCmd struct{ out io.Writer }
+// schedulerCmd is `drover scheduler upsert|remove`, audited as
+// upsert-scheduler and remove-scheduler.
+type schedulerCmd struct{ out, errOut io.Writer }
 
-func (c *schedulerCmd) Run(ctx context.Context, args []string) error {
+func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 	if len(args) == 0 || (args[0] != "upsert" && args[0] != "remove") {
 		return usagef("scheduler needs upsert or remove: drover scheduler upsert <queue> <id> (--every d | --pattern p [--tz z]) ...; drover scheduler remove <queue> <id>")
 	}
@@ -131,10 +133,15 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeRedis()
+	e := dashboard.AuditEntry{Action: sub + "-scheduler", Queue: pos[0], Detail: "scheduler=" + pos[1]}
+	defer func() { rf.record(ctx, c.errOut, e, err) }()
 	if sub == "remove" {
 		ok, err := q.RemoveJobScheduler(ctx, pos[1])
 		if err != nil {
 			return err
+		}
+		if !ok {
+			e.Detail += " (none)"
 		}
 		if *asJSON {
 			return writeJSON(c.out, map[string]any{"queue": pos[0], "id": pos[1], "removed": ok})
@@ -152,6 +159,7 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) error {
 	if *attempts > 0 {
 		tmpl.Opts = &drover.JobOptions{Attempts: *attempts}
 	}
+	e.Detail += fmt.Sprintf(" every=%s pattern=%q tz=%q limit=%d", *every, *pattern, *tz, *limit)
 	job, err := q.UpsertJobScheduler(ctx, pos[1], drover.RepeatOptions{
 		Every: *every, Pattern: *pattern, TZ: *tz, Limit: *limit, Immediately: *immediately,
 	}, tmpl)

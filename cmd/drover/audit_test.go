@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestCLIActionsAreAudited runs the drover command's operator actions and
+// reads them back through a dashboard's GET /api/audit: the same durable
+// log and action names as the dashboard's own, who ran them (via cli), the
+// outcome, and no entry for a dry run or a read.
+func TestCLIActionsAreAudited(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	run := func(args ...string) error {
+		var out bytes.Buffer
+		m := Main{Stdout: &out, Stderr: &out}
+		err := m.Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix))
+		require.NotContains(t, out.String(), "not recorded in the audit log")
+		return err
+	}
+	q, err := drover.NewQueue(rdb, "mail", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	_, err = q.Add(ctx, "later", nil, &drover.JobOptions{JobID: "d1", Delay: time.Hour})
+	require.NoError(t, err)
+
+	require.NoError(t, run("scheduler", "upsert", "mail", "digest", "--every", "1h"))
+	require.NoError(t, run("schedulers", "mail"))
+	require.NoError(t, run("scheduler", "remove", "mail", "digest"))
+	require.Error(t, run("scheduler", "remove", "mail", "digest"))
+	require.Error(t, run("cancel", "mail", "d1", "--reason", "typo"))
+	require.NoError(t, run("promote", "mail", "d1"))
+	require.NoError(t, run("pause", "mail"))
+	require.NoError(t, run("resume", "mail"))
+	require.NoError(t, run("retry", "mail", "--dry-run"))
+	require.NoError(t, run("clean", "mail", "--state", "waiting", "--grace", "0", "--yes"))
+
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	const token = "an-admin-token-of-sufficient-length"
+	h, err := dashboard.New(ins, &dashboard.Options{Auth: &dashboard.Auth{Users: []dashboard.User{{Name: "ada", Role: dashboard.RoleAdmin, Token: token}}},
+		Audit: func(context.Context, dashboard.AuditEntry) {}})
+	require.NoError(t, err)
+	req := httptest.NewRequest(http.MethodGet, "/api/audit", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var page dashboard.AuditPage
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &page))
+
+	type row struct{ Action, Queue, JobID, Outcome string }
+	var got []row
+	for i := len(page.Entries) - 1; i >= 0; i-- { // oldest first
+		e := page.Entries[i]
+		require.Equal(t, "cli", e.Via, "%+v", e)
+		require.NotEmpty(t, e.User, "%+v", e)
+		require.Equal(t, dashboard.AuditActions, e.Log)
+		require.WithinDuration(t, time.Now(), e.Time, time.Minute)
+		got = append(got, row{e.Action, e.Queue, e.JobID, e.Outcome})
+	}
+	require.Equal(t, []row{
+		{"upsert-scheduler", "mail", "", "ok"},
+		{"remove-scheduler", "mail", "", "ok"},
+		{"remove-scheduler", "mail", "", "error"},
+		{"cancel-job", "mail", "d1", "error"},
+		{"promote-job", "mail", "d1", "ok"},
+		{"pause", "mail", "", "ok"},
+		{"resume", "mail", "", "ok"},
+		{"clean", "mail", "", "ok"},
+	}, got)
+	clean := page.Entries[0]
+	require.Equal(t, 2, clean.Jobs, "cleaned from wait: the promoted job and the scheduler's first run")
+	require.Contains(t, page.Entries[len(page.Entries)-1].Detail, "scheduler=digest every=1h0m0s")
+	require.Contains(t, page.Entries[4].Error, "not running")
+}
