@@ -248,6 +248,7 @@ func (e *env) measure(ctx context.Context, o options, run int, st step, impl str
 			return fail(errors.New("no redis-server under callgrind"))
 		}
 		srv = e.cg
+		o.PeerTimeout *= 4 // valgrind runs Redis several times slower
 	}
 	if err := srv.Reset(ctx); err != nil {
 		return fail(fmt.Errorf("reset redis: %w", err))

@@ -56,6 +56,9 @@ type options struct {
 	Callgrind  bool  // also run callgrind_c100 (redis-server under valgrind)
 	HeavyRuns  int   // runs of the heavy steps
 	NCallgrind int   // jobs of callgrind_c100
+	// CallgrindGrow also runs the grow_* backlogs (drover) under callgrind:
+	// Redis instructions per job at each queue size.
+	CallgrindGrow bool
 }
 
 func main() {
@@ -83,6 +86,7 @@ func main() {
 	flag.IntVar(&o.NBigQueue, "n-bigqueue", 1000000, "jobs of the bigqueue (dashboard API and CLI on a big queue) scenario")
 	flag.BoolVar(&o.Callgrind, "callgrind", true, "run callgrind_c100: Redis instructions per job under valgrind (needs valgrind)")
 	flag.IntVar(&o.NCallgrind, "n-callgrind", 5000, "jobs of callgrind_c100")
+	flag.BoolVar(&o.CallgrindGrow, "callgrind-grow", true, "with -callgrind, also run the grow_* backlogs and grow_completed for drover under callgrind (Redis instructions per job at each size; about 5 min for the 1M seeds)")
 	flag.IntVar(&o.HeavyRuns, "heavy-runs", 1, "runs of the heavy steps (backlogs of 1M and more, 1M kept completed, bigqueue, callgrind)")
 	flag.Parse()
 	for _, g := range strings.Split(*grow, ",") {
@@ -289,6 +293,25 @@ func plan(o options) (impls []string, steps []step) {
 			name: "callgrind_c100", n: o.NCallgrind, server: true, callgrind: true, without: []string{"river"}, heavy: true,
 			seed: []string{f("scenario", "seed"), f("n", o.NCallgrind)},
 			args: []string{f("scenario", "process"), f("n", o.NCallgrind), f("c", 100)},
+		})
+	}
+	if o.Callgrind && o.CallgrindGrow {
+		// The grow_* steps again on the server under callgrind: how Redis'
+		// work per job changes with the queue's size, free of load noise.
+		// drover only: seeding 1M jobs under valgrind takes minutes.
+		others := []string{"bullmq", "asynq", "river"}
+		for _, b := range o.Grow {
+			all = append(all, step{
+				name: "callgrind_grow_" + sizeName(b), n: o.NGrow, server: true, callgrind: true, without: others, heavy: true,
+				seed: []string{f("scenario", "seed"), f("n", b+o.NGrow)},
+				args: []string{f("scenario", "process"), f("n", o.NGrow), f("c", 100), f("stop-at-handled", true)},
+			})
+		}
+		all = append(all, step{
+			name: "callgrind_grow_completed_" + sizeName(o.NCompleted), n: o.NGrow, server: true, callgrind: true, without: others, heavy: true,
+			pre:  []string{f("scenario", "seed_completed"), f("n", o.NCompleted)},
+			seed: []string{f("scenario", "seed"), f("n", o.NGrow)},
+			args: []string{f("scenario", "process"), f("n", o.NGrow), f("c", 100)},
 		})
 	}
 	var implFilter, stepFilter []string

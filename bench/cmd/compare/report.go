@@ -147,6 +147,18 @@ func metricsFor(o options) []metric {
 		metric{st, "jobs/s", st, true, fmt.Sprintf("process %d jobs at c100 with %d jobs kept in completed (retention off)", o.NGrow, o.NCompleted), rate},
 		metric{st + "_server_cpu", "µs/job", st, false, fmt.Sprintf("server CPU per job, %d kept completed", o.NCompleted), serverCPUPerJob},
 	)
+	instr := redisPerJob(func(d *srvDelta) float64 { return float64(d.Instr) })
+	for _, b := range o.Grow {
+		st := "grow_" + sizeName(b)
+		ms = append(ms,
+			metric{st + "_cmds", "cmds/job", st, false, fmt.Sprintf("Redis commands per job, backlog %d", b), redisPerJob(cmds)},
+			metric{st + "_instr", "Ir/job", "callgrind_" + st, false, fmt.Sprintf("Redis instructions per job under callgrind, backlog %d", b), instr},
+		)
+	}
+	ms = append(ms,
+		metric{st + "_cmds", "cmds/job", st, false, fmt.Sprintf("Redis commands per job, %d kept completed", o.NCompleted), redisPerJob(cmds)},
+		metric{st + "_instr", "Ir/job", "callgrind_" + st, false, fmt.Sprintf("Redis instructions per job under callgrind, %d kept completed", o.NCompleted), instr},
+	)
 	for _, e := range []struct{ k, d string }{
 		{"api_overview", "dashboard GET /api/overview"},
 		{"api_storm", "dashboard GET /api/queues/{q}/delayed (storm analytics)"},
@@ -373,7 +385,7 @@ func (r *report) markdown() string {
 - The machine is shared with other work; medians of alternating runs damp, but do not remove, that noise.
 - Round trips (redis_rtt_*) are Redis read events (INFO stats total_reads_processed) over the measured process: a pipeline read in one go counts once; a blocked client's wake-up is not a read. The harness' own INFO calls add 3 reads per sample.
 - grow_*: the worker stops once -n-grow jobs were handled (the rest of the backlog stays); the backlog is seeded with each implementation's bulk add (asynq: 8 producers). grow_completed_*: the completed jobs are written by a Lua loader in BullMQ's layout (so BullMQ and drover only). bigqueue (drover only): the queue is written by a Lua loader (90 % waiting, 5 % delayed, 3 % completed, 2 % failed); the dashboard runs in the peer on a loopback HTTP server, the CLI is the built binary, run cold (the dashboard closed and its published queue list deleted before each call, so drover queues reads the queue registry).
-- callgrind_c100: a second redis-server runs under valgrind's callgrind with instrumentation switched on only around the measured worker process; Ir per job does not depend on load.
+- callgrind_c100: a second redis-server runs under valgrind's callgrind with instrumentation switched on only around the measured worker process; Ir per job does not depend on load. The grow_*_instr rows run the grow steps (drover only) on that server the same way (-callgrind-grow).
 `)
 	return b.String()
 }
