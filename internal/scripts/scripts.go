@@ -31,13 +31,32 @@ import (
 //go:embed lua/*.lua lua/include/*.lua
 var luaFS embed.FS
 
-// Source returns the expanded source of script name (without ".lua").
+// Source returns the expanded source of script name (without ".lua"), as it
+// is sent to Redis: comment lines, blank lines and indentation left out.
 func Source(name string) string {
 	src, err := expand(name, map[string]bool{})
 	if err != nil {
 		panic(err) // the embedded files are fixed at build time; a test covers every script
 	}
-	return src
+	return compact(src)
+}
+
+// compact drops what only a reader needs. Redis hashes (SHA1) and compiles
+// the whole text on each first EVAL of a script on a server, and the text
+// crosses the network each time; the comments are a third of it. Lines are
+// kept whole otherwise (a "--" after code stays), and no script has a
+// multi-line string or comment for this to cut into.
+func compact(src string) string {
+	var out strings.Builder
+	out.Grow(len(src))
+	for _, line := range strings.SplitAfter(src, "\n") {
+		t := strings.TrimLeft(line, " \t")
+		if strings.TrimSpace(t) == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		out.WriteString(t)
+	}
+	return out.String()
 }
 
 func expand(name string, seen map[string]bool) (string, error) {

@@ -108,5 +108,5 @@ func TestFinishRecordSchema(t *testing.T) {
 		require.True(t, used[name], "finishRecord sends %s, which finishJobs.lua never reads", name)
 	}
 	require.NotRegexp(t, `ARGV\[(o|recordAt\(i\)) \+ \d`, src, "record fields are read by name")
-	require.Contains(t, src, "9 + i * REC_FIELDS")
+	require.Contains(t, src, "10 + i * REC_FIELDS")
 }

@@ -181,10 +181,15 @@ type FetchArgs struct {
 	LimitWindow  int64 // ms
 }
 
+// promoteMax is the highest delayed-set score due at a.Now: the fetch
+// promotes every delayed job up to it (computed here, since a Lua number
+// handed to redis.call costs a printf).
+func (a FetchArgs) promoteMax() int64 { return keys.DelayedScore(a.Now+1, 0) - 1 }
+
 // MoveToActive takes up to a.Count ready jobs.
 func MoveToActive(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs) (Fetch, error) {
 	res, err := moveToActive.run(ctx, rdb, k, a.Now, a.Count, a.Token,
-		a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow).Slice()
+		a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax()).Slice()
 	if err != nil {
 		return Fetch{}, err
 	}
@@ -256,8 +261,8 @@ func finishRecordNames() []string {
 // FinishJobs ends recs' attempts and fetches up to a.Count next jobs.
 // codes[i] is nil or the error for recs[i].
 func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, recs []FinishRecord) ([]error, Fetch, error) {
-	args := make([]any, 0, 9+len(finishRecord)*len(recs))
-	args = append(args, a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, len(recs))
+	args := make([]any, 0, 10+len(finishRecord)*len(recs))
+	args = append(args, a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax(), len(recs))
 	for i := range recs {
 		for _, f := range finishRecord {
 			args = append(args, f.arg(&recs[i]))

@@ -5,7 +5,8 @@
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 now ms, 3 fetch count, 4 lock token base, 5 lock duration
 --   ms, 6 worker name, 7 worker rate limit max, 8 worker rate limit window ms,
---   9 job count n, then n records of REC_FIELDS fields, in the order of
+--   9 highest delayed score due now (include/fetch.lua), 10 job count n, then
+--   n records of REC_FIELDS fields, in the order of
 --   finishRecord (internal/scripts/wrappers.go), which also writes the REC
 --   table of offsets below when the script is loaded:
 --   id, token, kind, value, stacktrace JSON ("" = unchanged), attemptsMade
@@ -36,7 +37,7 @@
 --@record finish
 
 local now = tonumber(ARGV[2])
-local n = tonumber(ARGV[9])
+local n = tonumber(ARGV[10])
 -- One read of the meta hash serves the event cap here and the fetch below.
 local meta = rcall("HMGET", metaKey, "opts.maxLenEvents", "paused", "concurrency", "max", "duration")
 local maxLen = meta[1]
@@ -142,7 +143,7 @@ end
 -- Pass 1: which jobs does this worker still own? One MGET reads every
 -- lock. A lock held with the job's token proves the job exists: every path
 -- that deletes a job refuses locked jobs or deletes the lock with it.
-local recordAt = function(i) return 9 + i * REC_FIELDS end
+local recordAt = function(i) return 10 + i * REC_FIELDS end
 local lockKeys = {}
 for i = 0, n - 1 do
   lockKeys[i + 1] = base .. ARGV[recordAt(i) + REC.id] .. ":lock"
@@ -207,7 +208,7 @@ if #mine >= 8 and activeLen <= 16 * #mine then
     leaving[ARGV[recordAt(i) + REC.id]] = i
   end
   local stay = {}
-  for _, id in ipairs(rcall("LRANGE", activeKey, 0, -1)) do
+  for _, id in ipairs(rcall("LRANGE", activeKey, "0", "-1")) do
     local i = leaving[id]
     if i and codes[i + 1] == -3 then
       codes[i + 1] = 0

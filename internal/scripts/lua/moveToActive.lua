@@ -3,7 +3,8 @@
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 now ms, 3 count, 4 lock token base, 5 lock duration ms,
 --   6 worker name ("" = none), 7 worker rate limit max (0 = none), 8 worker
---   rate limit window ms (0 = none).
+--   rate limit window ms (0 = none), 9 highest delayed score due now
+--   (include/fetch.lua).
 -- Returns {nextDelayedScore|false, {id1, hash1, id2, hash2, ...},
 --   rateLimitTTL ms}; each hash
 -- is the job as it was BEFORE activation (the caller adds processedOn = now

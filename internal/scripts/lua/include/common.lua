@@ -32,7 +32,7 @@ end
 -- addBaseMarker wakes one blocked worker: "there may be a job ready now".
 local function addBaseMarker(markerKey, blocked)
   if not blocked then
-    rcall("ZADD", markerKey, 0, "0")
+    rcall("ZADD", markerKey, "0", "0")
   end
 end
 

@@ -1,12 +1,15 @@
 -- fetch.lua: promote due delayed jobs and move up to `count` ready jobs to
 -- active, locking each. Used by moveToActive and by the fetch-next step of
 -- finishJobs. Expects common.lua and these locals in scope: waitKey, activeKey,
--- prioritizedKey, delayedKey, eventsKey, metaKey, markerKey, pcKey, base.
+-- prioritizedKey, delayedKey, eventsKey, metaKey, markerKey, pcKey, base; and
+-- in ARGV: 2 now ms, 9 the highest delayed-set score due at now (Go computes
+-- it: a Lua number passed to redis.call is printf-formatted, which costs
+-- more than the command it bounds).
 
 -- promoteDelayed moves every delayed job due at `now` (up to 1000) to wait or
 -- prioritized, resetting its relative delay. Returns how many moved.
-local function promoteDelayed(now, blocked)
-  local due = rcall("ZRANGEBYSCORE", delayedKey, 0, delayedScoreOf(now + 1, 0) - 1, "LIMIT", 0, 1000)
+local function promoteDelayed(blocked)
+  local due = rcall("ZRANGEBYSCORE", delayedKey, "0", ARGV[9], "LIMIT", "0", "1000")
   local n = #due
   if n == 0 then
     return 0
@@ -18,7 +21,7 @@ local function promoteDelayed(now, blocked)
     local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
     pushReady(waitKey, prioritizedKey, pcKey, id, priority, false)
     rcall("XADD", eventsKey, "*", "event", "waiting", "jobId", id, "prev", "delayed")
-    rcall("HSET", jobKey, "delay", 0)
+    rcall("HSET", jobKey, "delay", "0")
   end
   addBaseMarker(markerKey, blocked)
   return n
@@ -91,7 +94,7 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
     room = tonumber(meta[2]) - rcall("LLEN", activeKey)
     blocked = room <= 0
   end
-  promoteDelayed(now, blocked)
+  promoteDelayed(blocked)
   if blocked or count <= 0 then
     return {false, {}, blocked, 0}
   end
@@ -130,7 +133,8 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
           deferred = true
         end
       end
-      ats = ats + 1
+      -- tostring: cheaper than the %.17g redis.call applies to a number.
+      ats = tostring(ats + 1)
       -- A job that will be failed without running does not use the limit.
       if maxJobs and not deferred and rcall("INCR", limiterKey) == 1 then
         rcall("PEXPIRE", limiterKey, math.floor(math.abs(window)))
@@ -149,7 +153,7 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
   -- Cascade the wake-up to other blocked workers only if work remains (none
   -- can when fewer jobs were ready than asked for).
   if #ids == count and (rcall("LLEN", waitKey) > 0 or rcall("ZCARD", prioritizedKey) > 0) then
-    rcall("ZADD", markerKey, 0, "0")
+    rcall("ZADD", markerKey, "0", "0")
   end
   return {false, out, false, 0}
 end
