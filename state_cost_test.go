@@ -1,0 +1,101 @@
+package drover_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestStateLookupDoesNotSearchWait is issue 16 item 6 (no cost that grows
+// with the queue): the state a duplicate add reports, and GetJobState,
+// searched the wait and paused lists with LPOS, O(n) in the backlog (about
+// 25 ms of Redis time per lookup at 1M waiting jobs, for every duplicate
+// of a deterministic id). Now they read the sorted sets and the short
+// active list only (one LPOS, on active), and still answer waiting for a
+// job in wait or paused. On its own server: the LPOS counts are ours.
+func TestStateLookupDoesNotSearchWait(t *testing.T) {
+	t.Parallel()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+
+	// The oldest job sits at the far end of a 2,000-job wait list, where
+	// LPOS from the head looks last.
+	_, err = q.Add(ctx, "old", nil, &drover.JobOptions{JobID: "oldest", Deduplication: &drover.Deduplication{ID: "op-1"}})
+	require.NoError(t, err)
+	jobs := make([]drover.BulkJob, 2000)
+	_, err = q.AddBulk(ctx, jobs)
+	require.NoError(t, err)
+
+	lookups := []struct {
+		name string
+		do   func() drover.JobState
+	}{
+		{"Add duplicate", func() drover.JobState {
+			res, err := q.Add(ctx, "again", nil, &drover.JobOptions{JobID: "oldest"})
+			require.NoError(t, err)
+			require.Equal(t, drover.AddDuplicate, res.Outcome)
+			return res.ExistingState
+		}},
+		{"AddBulk duplicate", func() drover.JobState {
+			res, err := q.AddBulk(ctx, []drover.BulkJob{{Name: "again", Opts: &drover.JobOptions{JobID: "oldest"}}})
+			require.NoError(t, err)
+			require.Equal(t, drover.AddDuplicate, res[0].Outcome)
+			return res[0].ExistingState
+		}},
+		{"Add deduplicated", func() drover.JobState {
+			res, err := q.Add(ctx, "again", nil, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "op-1"}})
+			require.NoError(t, err)
+			require.Equal(t, drover.AddDeduplicated, res.Outcome)
+			return res.ExistingState
+		}},
+		{"GetJobState", func() drover.JobState {
+			s, err := q.GetJobState(ctx, "oldest")
+			require.NoError(t, err)
+			return s
+		}},
+	}
+	check := func(t *testing.T) {
+		t.Helper()
+		for _, l := range lookups {
+			require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+			require.Equal(t, drover.StateWaiting, l.do(), l.name)
+			require.LessOrEqual(t, lposCalls(t, rdb), 1, "%s: LPOS calls (the active list's only)", l.name)
+		}
+	}
+	check(t)
+	require.NoError(t, q.Pause(ctx)) // a paused queue's jobs wait too
+	check(t)
+
+	// A job that is nowhere is still unknown.
+	s, err := q.GetJobState(ctx, "nosuch")
+	require.NoError(t, err)
+	require.Equal(t, drover.StateUnknown, s)
+}
+
+// lposCalls reads how many LPOS commands the server ran (inside scripts
+// too) since the last CONFIG RESETSTAT.
+func lposCalls(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_lpos:calls="); ok {
+			n, err := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
+}
