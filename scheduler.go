@@ -418,6 +418,11 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 	repeat["count"] = jsonInt(iteration)
 	opts["repeat"] = mustJSON(repeat)
 	opts["timestamp"] = jsonInt(now)
+	if _, ok := opts["attempts"]; !ok {
+		// Node's worker passes the run's Job.opts, which its Job
+		// constructor gave attempts 0: the next run's opts carry it.
+		opts["attempts"] = jsonInt(0)
+	}
 	opts["repeatJobKey"] = jsonString(rec.RepeatJobKey)
 	delete(opts, "jobId")
 	delete(opts, "delay")

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/seed40057009/drover/internal/clock"
+	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/seam"
 )
 
@@ -20,6 +21,13 @@ func init() {
 	}
 	seam.Wake = func(v any) { v.(*Worker).wake() }
 	seam.NoFetchOnFinish = func(v any) { v.(*Worker).noFetchOnFinish = true }
+	seam.AdvanceScheduler = func(ctx context.Context, v any, id string, hash []any) error {
+		rec, _, err := jobcodec.Decode(id, hash)
+		if err != nil || rec.RepeatJobKey == "" {
+			return err
+		}
+		return v.(*Worker).advanceScheduler(ctx, &rec)
+	}
 	seam.CheckStalled = func(ctx context.Context, v any) {
 		w := v.(*Worker)
 		w.q.rdb.Del(ctx, w.q.k.StalledCheck()) // the once-per-interval guard

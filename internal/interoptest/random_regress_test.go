@@ -1,7 +1,10 @@
 package interoptest_test
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/internal/testkit/difftest"
 )
@@ -210,6 +213,92 @@ func TestDifferentialRegressionKeepLastIfActiveAdd(t *testing.T) {
 				add("j6", difftest.Drover, tc.d, func(a *difftest.Add) { a.Delay = difftest.Hour }),
 				add("j7", difftest.Drover, tc.d, nil),
 			}})
+		})
+	}
+}
+
+// TestDifferentialRegressionSchedulerNextRunOpts (campaign seed 585926990,
+// shrunk): the run a drover worker makes when it takes a job scheduler's
+// run carries attempts 0 in its opts, as the run a Node worker makes
+// (Node passes the run's Job.opts, which its Job constructor gave attempts
+// 0). Before, drover's next run had no attempts key.
+func TestDifferentialRegressionSchedulerNextRunOpts(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 585926990, Steps: []difftest.Step{
+		{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}},
+			Scheduler: &difftest.Scheduler{ID: "s2", Every: 3600000, Start: 10800000}},
+		{Op: difftest.OpPromoteJobs, By: difftest.Node},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+	}})
+}
+
+// TestDifferentialRegressionSchedulerRunStalled (campaign seed 585926763,
+// shrunk): a drover worker that takes a scheduler's run and dies has made
+// the next run first, as Node's getNextJob does. Before, the tester's
+// drover stall step (a bare moveToActive) made none.
+func TestDifferentialRegressionSchedulerRunStalled(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 585926763, Steps: []difftest.Step{
+		{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}},
+			Scheduler: &difftest.Scheduler{ID: "s1", Every: 3600000, Start: 10800000, Limit: 2}},
+		{Op: difftest.OpPromote, By: difftest.Node, Job: "j1"},
+		{Op: difftest.OpStall, By: difftest.Drover},
+		{Op: difftest.OpCheckStalled, By: difftest.Drover},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+	}})
+}
+
+// TestDifferentialDeliberateDifferences: the programs the campaign shrank
+// each deliberate difference of difftest.Known to still diverge, and are
+// classified as that difference (README's compatibility table gives the
+// reasons). If one stops diverging, its entry and README row must go.
+func TestDifferentialDeliberateDifferences(t *testing.T) {
+	t.Parallel()
+
+	setup := newSetup(t)
+	for _, tc := range []struct {
+		name string
+		want string // the start of the Known entry's name
+		p    difftest.Program
+	}{
+		{"FlowChildUnderAnotherParent", "flow with a job id that is already", difftest.Program{Seed: 585926776, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j5", Data: map[string]any{"n": 5}},
+				Children: []*difftest.Add{{Name: "j7", Data: map[string]any{"n": 7}, JobID: "c4"}}},
+			{Op: difftest.OpAddFlow, By: difftest.Drover, Add: &difftest.Add{Name: "j9", Data: map[string]any{"n": 9}},
+				Children: []*difftest.Add{{Name: "j11", Data: map[string]any{"n": 11}, JobID: "c4", Delay: 10800000}}},
+		}}},
+		{"FlowChildWithTheParentsID", "flow with a job id used twice", difftest.Program{Seed: 585926930, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: difftest.Drover, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}, JobID: "c3"},
+				Children: []*difftest.Add{{Name: "j3", Data: map[string]any{"n": 3}, JobID: "c3"}}},
+		}}},
+		{"DrainWithASchedulerRunInWait", "drain with a job scheduler's run", difftest.Program{Seed: 585926995, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j5", Data: map[string]any{"n": 5}, Attempts: 4}},
+			{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j10", Data: map[string]any{"n": 10}},
+				Scheduler: &difftest.Scheduler{ID: "s1", Every: 7200000, Start: 7200000, Limit: 1}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+			{Op: difftest.OpPromoteJobs, By: difftest.Node},
+			{Op: difftest.OpDrain, By: difftest.Drover, Delayed: true},
+		}}},
+		{"WorkerAfterNodesDrain", "drain with a job scheduler's run", difftest.Program{Seed: 585927096, Steps: []difftest.Step{
+			{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}},
+				Scheduler: &difftest.Scheduler{ID: "s1", Every: 3600000, Start: 3600000, Limit: 2}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+			{Op: difftest.OpPromoteJobs, By: difftest.Node},
+			{Op: difftest.OpDrain, By: difftest.Node, Delayed: true},
+			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := runDifferential(t, setup(t), &tc.p, false)
+			require.NotNil(t, d, "the program no longer diverges")
+			k := knownFor(&tc.p, d)
+			require.NotNil(t, k, "divergence not classified: %s", d)
+			require.True(t, strings.HasPrefix(k.Name, tc.want), "classified as %q: %s", k.Name, d)
 		})
 	}
 }

@@ -261,10 +261,17 @@ type divergence struct {
 	mixState *statedump.Snapshot
 	// cross: the states were equal, the readers disagreed (crossRead).
 	cross bool
+	// refused is the error drover refused the step with ("refused"), if any.
+	refused error
 }
 
 // knownFor returns the known divergence that explains d in p, or nil.
 func knownFor(p *difftest.Program, d *divergence) *difftest.KnownDivergence {
+	if d.refused != nil && d.ref != "refused" {
+		if k := difftest.KnownForRefusal(d.refused); k != nil {
+			return k
+		}
+	}
 	if d.ref != d.mix || d.cross {
 		// A state mask cannot explain a difference in results or reads.
 		return difftest.KnownFor(p, nil, nil, queueName)
@@ -288,9 +295,12 @@ func (d *divergence) String() string {
 // each on a fresh prefix, and returns the first divergence or nil.
 func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *divergence {
 	t.Helper()
-	ref := newProgramRun(t, b, known)
+	// Schedulers start hours after the anchor: the same instant in both
+	// runs, so their runs' ids (which carry it) and due times agree.
+	anchor := time.Now().UnixMilli() + 3*difftest.Hour
+	ref := newProgramRun(t, b, known, anchor)
 	defer ref.close()
-	mix := newProgramRun(t, b, known)
+	mix := newProgramRun(t, b, known, anchor)
 	defer mix.close()
 	for i := range p.Steps {
 		s := &p.Steps[i]
@@ -305,7 +315,7 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 			cross = len(diff) > 0
 		}
 		if rr != mr || len(diff) > 0 {
-			return &divergence{step: i, ref: rr, mix: mr, diff: diff, refState: rs, mixState: ms, cross: cross}
+			return &divergence{step: i, ref: rr, mix: mr, diff: diff, refState: rs, mixState: ms, cross: cross, refused: mix.refused}
 		}
 	}
 	return nil
@@ -319,24 +329,30 @@ type programRun struct {
 	prefix  string
 	k       keys.Queue
 	dq      *drover.Queue
+	fp      *drover.FlowProducer
 	ids     map[string]string // add name -> job id
 	start   int64
+	anchor  int64 // ms; schedulers start from it (runDifferential)
 	workRan bool
 	jitter  bool
 	known   bool
 	// cascades are the [from, to) ranges of the events stream written by
 	// steps that remove a flow's jobs (see difftest.Deliberate).
 	cascades [][2]int
+	// refused is drover's error when the last step was refused, else nil.
+	refused error
 }
 
-func newProgramRun(t *testing.T, b *bundle, known bool) *programRun {
+func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64) *programRun {
 	t.Helper()
 	prefix := redistest.UniquePrefix()
 	dq, err := drover.NewQueue(b.rdb, queueName, &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs})
 	require.NoError(t, err)
+	fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: prefix, BackoffTypes: customBackoffs})
+	require.NoError(t, err)
 	r := &programRun{
-		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq,
-		ids: map[string]string{}, start: time.Now().UnixMilli(), known: known,
+		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, fp: fp,
+		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known,
 	}
 	// A Node app has the queue open from the start: its Queue writes meta.
 	_, err = r.o.GetJobCounts(context.Background(), prefix, queueName)
@@ -392,7 +408,9 @@ func (r *programRun) result(v string, err error) string {
 	var de *drover.JobError
 	if errors.As(err, &de) || drover.IsRefusal(err) || errors.Is(err, drover.ErrInvalidOption) ||
 		errors.Is(err, drover.ErrInvalidData) || errors.Is(err, drover.ErrInvalidJobID) ||
-		errors.Is(err, drover.ErrSchedulerJob) || errors.Is(err, drover.ErrActiveJobs) || errors.Is(err, drover.ErrQueueNotPaused) {
+		errors.Is(err, drover.ErrSchedulerJob) || errors.Is(err, drover.ErrActiveJobs) || errors.Is(err, drover.ErrQueueNotPaused) ||
+		errors.Is(err, drover.ErrParentNotFound) || errors.Is(err, drover.ErrParentConflict) {
+		r.refused = err
 		return "refused"
 	}
 	r.t.Fatalf("step failed outside the implementations: %v", err)
@@ -442,6 +460,7 @@ func (r *programRun) ready(ctx context.Context) bool {
 // step performs s with the given implementation and returns its result.
 func (r *programRun) step(s *difftest.Step, by impl) string {
 	r.t.Helper()
+	r.refused = nil
 	switch s.Op {
 	case difftest.OpRemove, difftest.OpDrain, difftest.OpClean, difftest.OpObliterate:
 		from := r.streamLen()
@@ -465,6 +484,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		var err error
 		if node {
 			got, err = o.Add(ctx, p, q, a.Name, a.Data, r.nodeOpts(a))
+		} else if a.Parent != "" {
+			// A parent link from Go: a lone flow root with a Parent.
+			var n *drover.JobNode
+			n, err = r.fp.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: a.DroverOpts(),
+				Parent: &drover.JobRef{Prefix: p, Queue: q, ID: r.id(a.Parent)}})
+			if err == nil {
+				got = n.Job.ID
+			}
 		} else {
 			var res *drover.AddResult
 			res, err = r.dq.Add(ctx, a.Name, a.Data, a.DroverOpts())
@@ -507,9 +534,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpAddFlow:
-		require.Equal(r.t, nodeImpl, by, "flows are Node-only")
-		// FlowProducer gives a job without a custom id a random UUID, which
-		// would make the two runs differ: each gets "f<name>" instead.
+		// A FlowProducer gives a job without a custom id a random UUID,
+		// which would make the two runs differ: each gets "f<name>" instead.
 		flowOpts := func(a *difftest.Add) map[string]any {
 			r.noteJitter(a)
 			m := r.nodeOpts(a)
@@ -522,17 +548,76 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		for _, c := range s.Children {
 			flow.Children = append(flow.Children, bullmqoracle.FlowJob{Name: c.Name, QueueName: q, Data: c.Data, Opts: flowOpts(c)})
 		}
-		ids, err := o.AddFlow(ctx, p, flow)
-		if err != nil {
-			return r.result("", err)
+		var got []string
+		if node {
+			ids, err := o.AddFlow(ctx, p, flow)
+			if err != nil {
+				return r.result("", err)
+			}
+			got = append(got, ids.ID)
+			for i := range s.Children {
+				got = append(got, ids.Children[i].ID)
+			}
+		} else {
+			node := func(a *difftest.Add) drover.FlowJob {
+				o := a.DroverOpts()
+				if o.JobID == "" {
+					o.JobID = "f" + a.Name
+				}
+				return drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: o}
+			}
+			root := node(s.Add)
+			for _, c := range s.Children {
+				root.Children = append(root.Children, node(c))
+			}
+			n, err := r.fp.Add(ctx, root)
+			if err != nil {
+				return r.result("", err)
+			}
+			got = append(got, n.Job.ID)
+			for _, c := range n.Children {
+				got = append(got, c.Job.ID)
+			}
 		}
-		r.ids[s.Add.Name] = ids.ID
-		got := []string{ids.ID}
+		r.ids[s.Add.Name] = got[0]
 		for i, c := range s.Children {
-			r.ids[c.Name] = ids.Children[i].ID
-			got = append(got, ids.Children[i].ID)
+			r.ids[c.Name] = got[1+i]
 		}
 		return r.result(fmt.Sprint(got), nil)
+	case difftest.OpUpsertScheduler:
+		a, c := s.Add, s.Scheduler
+		r.noteJitter(a)
+		start := r.anchor + c.Start
+		var got string
+		var err error
+		if node {
+			repeat := map[string]any{"every": c.Every, "startDate": start}
+			if c.Limit > 0 {
+				repeat["limit"] = c.Limit
+			}
+			got, err = o.UpsertJobScheduler(ctx, p, q, c.ID, repeat, map[string]any{"name": a.Name, "data": a.Data, "opts": r.nodeOpts(a)})
+		} else {
+			var job *drover.Job
+			job, err = r.dq.UpsertJobScheduler(ctx, c.ID, drover.RepeatOptions{
+				Every: time.Duration(c.Every) * time.Millisecond, StartDate: time.UnixMilli(start), Limit: c.Limit,
+			}, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
+			if job != nil {
+				got = job.ID
+			}
+		}
+		if err == nil && got != "" {
+			r.ids[a.Name] = got
+		}
+		return r.result(got, err)
+	case difftest.OpRemoveScheduler:
+		var ok bool
+		var err error
+		if node {
+			ok, err = o.RemoveJobScheduler(ctx, p, q, s.Scheduler.ID)
+		} else {
+			ok, err = r.dq.RemoveJobScheduler(ctx, s.Scheduler.ID)
+		}
+		return r.result(strconv.FormatBool(ok), err)
 	case difftest.OpWork:
 		r.workRan = true
 		if !r.ready(ctx) {
@@ -563,6 +648,12 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			require.NoError(r.t, err)
 			require.Len(r.t, f.Jobs, 1)
 			got = f.Jobs[0].ID
+			// A drover worker makes a scheduler's next run before
+			// anything else, as Node's getNextJob does: then it dies.
+			w, err := drover.NewWorker(r.rdb, queueName, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
+				&drover.WorkerOptions{Prefix: p, Name: workerName})
+			require.NoError(r.t, err)
+			require.NoError(r.t, seam.AdvanceScheduler(ctx, w, got, f.Jobs[0].Hash))
 		}
 		// The worker died: its lock expires.
 		require.NoError(r.t, r.rdb.Del(ctx, r.k.Lock(got)).Err())

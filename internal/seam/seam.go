@@ -22,6 +22,11 @@ var (
 	// step, compared with Node's getNextJob + processJob, which fetches
 	// none either.
 	NoFetchOnFinish func(worker any)
+	// AdvanceScheduler does for the fetched job id (its hash as
+	// moveToActive returned it) what a *drover.Worker does first with a
+	// job scheduler's run: create the scheduler's next run. The tester's
+	// drover stall step calls it, a worker that took the run and died.
+	AdvanceScheduler func(ctx context.Context, worker any, id string, hash []any) error
 	// CheckStalled runs a *drover.Worker's stalled-job check now, whenever
 	// the last one ran.
 	CheckStalled func(ctx context.Context, worker any)

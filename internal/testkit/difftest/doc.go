@@ -13,10 +13,18 @@
 // its modes, keepLogs, stackTraceLimit), worker steps that take the next
 // job and complete it with a value, fail it, fail it unrecoverably or
 // delay it ([Outcome]), stalls (the worker dies holding a job) and stalled
-// checks, and admin calls (retry with and without resets, retryJobs,
+// checks, admin calls (retry with and without resets, retryJobs,
 // promote, promoteJobs, changeDelay, changePriority, remove, drain, clean,
-// obliterate, pause, resume, progress, log). [Generate] makes the program
-// of a seed; the same seed always gives the same program.
+// obliterate, pause, resume, progress, log, updateData), flows (a parent
+// with children, each failure policy; a lone job with a parent link) and
+// job schedulers (upsert and remove; runs promoted and taken by either
+// side's worker, which makes the next run). Drover does its share of each
+// through its public API: Queue.Add/AddBulk, FlowProducer.Add (FlowJob.
+// Parent for a parent link), Queue.UpsertJobScheduler/RemoveJobScheduler,
+// Worker, the admin methods. [Generate] makes the program of a seed; the
+// same seed and generator always give the same program (a change of the
+// generator changes the programs of old seeds: a campaign's seed is
+// reproduced at the commit it ran at, its shrunk program anywhere).
 //
 // # Runs
 //

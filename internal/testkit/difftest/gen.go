@@ -44,6 +44,11 @@ func Generate(seed int64, cfg Config) *Program {
 		if s.NodeOnly() {
 			s.By = Node
 		}
+		if s.By == Drover && s.Op == OpAdd && s.Add.Parent != "" && s.Add.JobID == "" {
+			// drover adds it with its FlowProducer, which would give it a
+			// UUID: a custom id, the same in both runs.
+			s.Add.JobID = "p" + s.Add.Name
+		}
 		p.Steps = append(p.Steps, s)
 	}
 	return p
@@ -114,6 +119,8 @@ func (g *gen) step() Step {
 		{3, func() Step { return Step{Op: OpLog, Job: g.job(), Line: fmt.Sprintf("line %d", g.r.IntN(100))} }},
 		{4, g.flow},
 		{2, func() Step { return Step{Op: OpUpdateData, Job: g.job(), Value: g.value()} }},
+		{3, g.upsertScheduler},
+		{1, func() Step { return Step{Op: OpRemoveScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
 	}
 	total := 0
 	for _, o := range opts {
@@ -127,6 +134,23 @@ func (g *gen) step() Step {
 		n -= o.w
 	}
 	panic("unreachable")
+}
+
+// schedulerID picks from a pool of two, so upserts replace schedulers.
+func (g *gen) schedulerID() string { return g.pick("s1", "s2") }
+
+// upsertScheduler makes a scheduler every 1 or 2 hours from 1 to 3 hours
+// after the anchor, sometimes with a limit, and a template with the
+// options a scheduler's runs may have (no id, delay, deduplication or
+// parent: the scheduler decides or refuses them).
+func (g *gen) upsertScheduler() Step {
+	a := g.addSpec()
+	a.JobID, a.Delay, a.Dedup, a.Parent, a.OnParentFailure = "", 0, nil, "", ""
+	c := &Scheduler{ID: g.schedulerID(), Every: int64(1+g.r.IntN(2)) * Hour, Start: int64(1+g.r.IntN(3)) * Hour}
+	if g.chance(30) {
+		c.Limit = 1 + g.r.IntN(2)
+	}
+	return Step{Op: OpUpsertScheduler, Add: a, Scheduler: c}
 }
 
 func (g *gen) pick3(a, b int) int {
@@ -162,7 +186,7 @@ func (g *gen) bulk() Step {
 	return s
 }
 
-// flow adds a parent with 1 to 3 children (Node-only).
+// flow adds a parent with 1 to 3 children.
 func (g *gen) flow() Step {
 	s := Step{Op: OpAddFlow, Add: g.addSpec()}
 	s.Add.Parent = ""

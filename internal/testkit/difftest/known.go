@@ -3,12 +3,14 @@ package difftest
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
@@ -32,6 +34,7 @@ var Deliberate = []Difference{
 	{"delayed scores as minutes from the run's start", "both runs use the real clock (Node BullMQ takes Date.now() in its scripts), so a delayed score is compared as the whole minutes between the run's start and the due time; every generated delay is a whole number of hours, so this is exact. Same-minute members keep their order unless the program has jitter."},
 	{"event order of a removal cascade", "removing a flow's jobs (remove, drain, clean, obliterate) walks a parent's dependencies set, whose SMEMBERS order depends on the member strings, which carry the run's prefix: two all-Node runs write the same events in different orders. The events such a step writes are compared sorted (SortEvents)."},
 	{"delay field to the second", "BullMQ's moveToDelayed stores the due time minus its script's clock, read a few ms after the processor computed the due time (7199992 for a 2 h delay); the job hash's delay field is compared rounded to the second."},
+	{"delay of a scheduler run to the second", "a job scheduler's run stores in opts.delay its due time minus the adding script's clock, which differs between the runs by a few ms; opts.delay of a run (opts with repeat) is compared rounded to the second, the due time to the minute."},
 	{"backoff delay of a jittered job", "the job hash's delay field of a job with backoff jitter is a random draw on each side; its due time is compared to the minute."},
 	{"timestamps, stream ids, lock tokens", "statedump.Normalize: every 13-digit ms value, stream entry id and lock token differs between runs by construction."},
 	{"error text", "a refused step is compared as refused on both sides; Node's and drover's messages differ by design (drover wraps with the operation and job)."},
@@ -51,6 +54,11 @@ type KnownDivergence struct {
 	// Mask, for a divergence any program may show, removes it from a
 	// dump; Comparable applies it unless NormContext.Known is set.
 	Mask func(s *statedump.Snapshot, queue string)
+	// Refusal, for a deliberate refusal, is the error drover refuses the
+	// diverging step with where Node carries it out; RefusalText, if set,
+	// must be in its message too.
+	Refusal     error
+	RefusalText string
 }
 
 // Known are the divergences of issue 10 whose fixes are in progress.
@@ -65,6 +73,32 @@ var Known = []KnownDivergence{
 	// work step now fetches no next job when it fails a job with a
 	// deferred failure, as the oracle's step (TestDifferentialRegression-
 	// DeferredFailureStep).
+	//
+	// The entries below are deliberate: drover differs on purpose, and the
+	// README's compatibility table says so with the same reason.
+	{"deliberate", "flow with a job id that is already another parent's child: drover refuses the whole tree (ErrParentConflict, Redis untouched); BullMQ 6.7 adds the rest of the tree and leaves the existing job under its first parent",
+		"deliberate (README)", nil, nil, drover.ErrParentConflict, ""},
+	{"deliberate", "flow with a job id used twice in the tree (e.g. a child with its parent's id): drover refuses the tree (ErrInvalidJobID, Redis untouched); BullMQ 6.7 stores the job once and makes it its own child, so it waits for itself for ever",
+		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, "is also the id of"},
+	{"deliberate", "drain with a job scheduler's run in wait: BullMQ 6.7's drain keeps the run (it must not remove a scheduler's current run) but then trims as many ids as it removed from the head of the list, so a run ahead of removed jobs loses its id (the scheduler never runs again) and a removed job's id stays without its hash; a Node worker then takes that id and runs a job with no hash, a drover worker drops it. drover's drain removes exactly the drained jobs",
+		"deliberate (README; BullMQ bug)", schedulerThenDrain, nil, nil, ""},
+}
+
+// schedulerThenDrain reports whether a program drains after it made a job
+// scheduler: where BullMQ 6.7's drain may trim the wrong ids.
+func schedulerThenDrain(p *Program) bool {
+	sched := false
+	for _, s := range p.Steps {
+		switch s.Op {
+		case OpUpsertScheduler:
+			sched = true
+		case OpDrain:
+			if sched {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SortEvents sorts the stream entries [from, to) by their fields, so that
@@ -76,6 +110,18 @@ func SortEvents(st []statedump.StreamEntry, from, to int) {
 	slices.SortStableFunc(st[from:to], func(a, b statedump.StreamEntry) int {
 		return strings.Compare(strings.Join(a.Fields, "\x00"), strings.Join(b.Fields, "\x00"))
 	})
+}
+
+// KnownForRefusal returns the deliberate refusal that explains a
+// divergence at a step drover refused with err while Node carried it out,
+// or nil.
+func KnownForRefusal(err error) *KnownDivergence {
+	for i := range Known {
+		if k := &Known[i]; k.Refusal != nil && errors.Is(err, k.Refusal) && strings.Contains(err.Error(), k.RefusalText) {
+			return k
+		}
+	}
+	return nil
 }
 
 // KnownFor returns the known divergence that explains a (shrunk)
@@ -169,6 +215,11 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 				}
 			}
 		}
+		if opts, ok := k.Hash["opts"]; ok && strings.Contains(opts, `"repeat"`) {
+			if r, ok := roundRunDelay(opts); ok {
+				k.Hash["opts"] = r
+			}
+		}
 		if d, err := strconv.ParseInt(k.Hash["delay"], 10, 64); err == nil {
 			k.Hash["delay"] = strconv.FormatInt((d+500)/1000*1000, 10)
 		}
@@ -220,4 +271,23 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 		}
 	}
 	return norm, nil
+}
+
+// roundRunDelay rounds opts.delay of a scheduler run's opts JSON to the
+// second (see Deliberate); ok is false when opts has no such delay.
+func roundRunDelay(opts string) (string, bool) {
+	var o map[string]json.RawMessage
+	if json.Unmarshal([]byte(opts), &o) != nil || o["repeat"] == nil {
+		return "", false
+	}
+	d, err := strconv.ParseInt(string(o["delay"]), 10, 64)
+	if err != nil {
+		return "", false
+	}
+	o["delay"] = json.RawMessage(strconv.FormatInt((d+500)/1000*1000, 10))
+	b, err := json.Marshal(o)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }

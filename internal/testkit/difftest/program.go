@@ -66,9 +66,18 @@ const (
 	// OpUpdateData replaces Step.Job's data with Step.Value.
 	OpUpdateData Op = "updateData"
 	// OpAddFlow adds Step.Add as a parent waiting for Step.Children, all in
-	// the program's queue (FlowProducer.add). Node-only: drover adds no
-	// flows yet.
+	// the program's queue (FlowProducer.add / FlowProducer.Add). A job
+	// without a custom id gets "f<name>" on both sides (both FlowProducers
+	// would give it a random UUID).
 	OpAddFlow Op = "addFlow"
+	// OpUpsertScheduler creates or replaces the job scheduler Step.Scheduler
+	// with Step.Add as its job template (upsertJobScheduler /
+	// UpsertJobScheduler). Its runs are due from a start date hours after
+	// the program's anchor, the same instant in both runs, so their ids
+	// ("repeat:<id>:<ms>") agree; Step.Add's name labels the first run.
+	OpUpsertScheduler Op = "upsertScheduler"
+	// OpRemoveScheduler removes the job scheduler Step.Scheduler.ID.
+	OpRemoveScheduler Op = "removeScheduler"
 	// OpAddBulk adds Step.Children in one call (Queue.addBulk /
 	// Queue.AddBulk).
 	OpAddBulk Op = "addBulk"
@@ -105,6 +114,18 @@ type Step struct {
 	Value any
 	// Line of OpLog.
 	Line string
+	// Scheduler of OpUpsertScheduler and OpRemoveScheduler.
+	Scheduler *Scheduler
+}
+
+// Scheduler is a job scheduler repeating every Every ms from Start ms after
+// the program's anchor (a time hours ahead of the run, shared by both runs),
+// at most Limit runs (0: no limit).
+type Scheduler struct {
+	ID    string
+	Every int64
+	Start int64
+	Limit int
 }
 
 // Add is one job to add, with the options both implementations share.
@@ -124,7 +145,9 @@ type Add struct {
 	KeepLogs                       int
 	StackTraceLimit                int
 	// Parent names an added job this one is a child of (the parent
-	// option). Node-only: drover's JobOptions have no parent yet.
+	// option; drover adds such a job as a lone flow root with
+	// FlowJob.Parent, so the generator gives it a custom id when drover
+	// adds it: drover's FlowProducer would give it a UUID).
 	Parent string
 	// OnParentFailure is the child's failure policy for its parent:
 	// "failParentOnFailure", "ignoreDependencyOnFailure",
@@ -176,10 +199,17 @@ type Program struct {
 }
 
 // NodeOnly reports whether only Node can perform the step: drover has no
-// API for it yet.
+// API for it. A bulk add with a parent link is (drover's AddBulk takes no
+// parent; its FlowProducer.AddBulk would give each job a UUID), and so is
+// a scheduler whose template gives the backoff as a plain number: Node
+// stores a template's opts as given, and JobOptions.Backoff has no
+// shorthand form (it stores {type, delay}, which both workers read alike).
 func (s *Step) NodeOnly() bool {
-	if s.Op == OpAddFlow {
-		return true
+	if s.Op == OpUpsertScheduler {
+		return s.Add.Backoff != nil && s.Add.Backoff.Number
+	}
+	if s.Op != OpAddBulk {
+		return false
 	}
 	for _, a := range s.adds() {
 		if a.Parent != "" {
@@ -321,7 +351,13 @@ func (a *Add) DroverOpts() *drover.JobOptions {
 		o.Deduplication = &drover.Deduplication{ID: d.ID, TTL: time.Duration(d.TTL) * time.Millisecond, Extend: d.Extend, Replace: d.Replace,
 			KeepLastIfActive: d.KeepLastIfActive}
 	}
+	o.ParentPolicy = parentPolicies[a.OnParentFailure]
 	return o
+}
+
+var parentPolicies = map[string]drover.ParentPolicy{
+	"failParentOnFailure": drover.FailParent, "continueParentOnFailure": drover.ContinueParent,
+	"ignoreDependencyOnFailure": drover.IgnoreDependency, "removeDependencyOnFailure": drover.RemoveDependency,
 }
 
 // String renders the program one step a line, for logs.
@@ -374,6 +410,9 @@ func (s *Step) String() string {
 	if s.Line != "" {
 		parts = append(parts, fmt.Sprintf("line=%q", s.Line))
 	}
+	if c := s.Scheduler; c != nil {
+		parts = append(parts, fmt.Sprintf("scheduler=%+v", *c))
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -397,6 +436,7 @@ var opNames = map[Op]string{
 	OpChangePriority: "OpChangePriority", OpRemove: "OpRemove", OpDrain: "OpDrain", OpClean: "OpClean",
 	OpObliterate: "OpObliterate", OpPause: "OpPause", OpResume: "OpResume", OpProgress: "OpProgress", OpLog: "OpLog",
 	OpAddFlow: "OpAddFlow", OpAddBulk: "OpAddBulk", OpUpdateData: "OpUpdateData",
+	OpUpsertScheduler: "OpUpsertScheduler", OpRemoveScheduler: "OpRemoveScheduler",
 }
 
 // GoString renders the step as a Go composite literal.
@@ -457,6 +497,9 @@ func (s *Step) GoString() string {
 	}
 	if s.Line != "" {
 		f = append(f, fmt.Sprintf("Line: %q", s.Line))
+	}
+	if c := s.Scheduler; c != nil {
+		f = append(f, fmt.Sprintf("Scheduler: &difftest.Scheduler{ID: %q, Every: %d, Start: %d, Limit: %d}", c.ID, c.Every, c.Start, c.Limit))
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }
