@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 
@@ -22,18 +21,11 @@ type addCmd struct {
 }
 
 func (c *addCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("add", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
+	fs := newQueueFlags("add", c.out, "Usage: drover add <queue> <name> [--data JSON] [--opts JSON] [--json]\n\nAdds one job. Options use BullMQ's names; times are milliseconds.")
 	data := fs.String("data", "{}", "job data as JSON")
 	opts := fs.String("opts", "{}", `job options as JSON, e.g. '{"attempts":3,"backoff":{"type":"exponential","delay":1000}}'`)
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover add <queue> <name> [--data JSON] [--opts JSON] [--json]\n\nAdds one job. Options use BullMQ's names; times are milliseconds.")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	asJSON := fs.jsonFlag()
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
@@ -47,7 +39,7 @@ func (c *addCmd) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--opts: %v", err)
 	}
-	q, closeRedis, err := rf.queue(ctx, pos[0])
+	q, closeRedis, err := fs.redis.queue(ctx, pos[0])
 	if err != nil {
 		return err
 	}

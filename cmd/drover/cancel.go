@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -22,35 +21,28 @@ type cancelCmd struct {
 }
 
 func (c *cancelCmd) Run(ctx context.Context, args []string) (err error) {
-	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
+	fs := newQueueFlags("cancel", c.out, "Usage: drover cancel <queue> <id> [--reason text] [--retry] [--json]\n\n"+
+		"Cancels the running attempt of an active job: the drover worker running it, in any process,\n"+
+		"cancels the processor's context and fails the job (for good, unless --retry). A job run by a\n"+
+		"Node BullMQ worker, or not running, is left alone and the command fails saying so.")
 	reason := fs.String("reason", "", "why; stored as the job's failedReason \"cancelled: <reason>\"")
 	retry := fs.Bool("retry", false, "retry the job per its attempts instead of failing it for good")
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover cancel <queue> <id> [--reason text] [--retry] [--json]\n\n"+
-			"Cancels the running attempt of an active job: the drover worker running it, in any process,\n"+
-			"cancels the processor's context and fails the job (for good, unless --retry). A job run by a\n"+
-			"Node BullMQ worker, or not running, is left alone and the command fails saying so.")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	asJSON := fs.jsonFlag()
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 2 {
 		return usagef("cancel needs <queue> <id>")
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
 	queue, id := pos[0], pos[1]
 	e := dashboard.AuditEntry{Action: "cancel-job", Queue: queue, JobID: id, Detail: fmt.Sprintf("reason=%q retry=%t", *reason, *retry)}
-	defer func() { rf.record(ctx, c.errOut, e, err) }()
+	defer func() { fs.redis.record(ctx, c.errOut, e, err) }()
 	if err := ins.CancelJob(ctx, queue, id, *reason, *retry); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -32,24 +31,17 @@ type cleanCmd struct {
 }
 
 func (c *cleanCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("clean", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
+	fs := newQueueFlags("clean", c.out, fmt.Sprintf("Usage: drover clean <queue> [--state completed] [--grace %s] [--limit N] [--dry-run] [--yes] [--json]\n\n"+
+		"Removes jobs of one state older than the grace period (by default completed jobs finished more\n"+
+		"than an hour ago, as the dashboard's clean action); jobs a worker holds are skipped. It says how\n"+
+		"many jobs it will remove and asks first; --yes skips the question.", inspect.CleanGraceDefault))
 	state := fs.String("state", "completed", "state to clean: completed, failed, delayed, waiting, prioritized, paused")
 	grace := fs.Duration("grace", inspect.CleanGraceDefault, "keep jobs younger than this (finished for completed and failed); 0 = remove them all")
 	limit := fs.Int("limit", 0, "remove at most this many (0 = up to 10000 per call)")
 	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be removed")
 	yes := fs.Bool("yes", false, "remove without asking (for scripts; without it, clean asks on a terminal and refuses elsewhere)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintf(c.out, "Usage: drover clean <queue> [--state completed] [--grace %s] [--limit N] [--dry-run] [--yes] [--json]\n\n"+
-			"Removes jobs of one state older than the grace period (by default completed jobs finished more\n"+
-			"than an hour ago, as the dashboard's clean action); jobs a worker holds are skipped. It says how\n"+
-			"many jobs it will remove and asks first; --yes skips the question.\n", inspect.CleanGraceDefault)
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	asJSON := fs.jsonFlag()
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
@@ -59,7 +51,7 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 	if *grace < 0 {
 		return usagef("--grace must not be negative, got %s", *grace)
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}
@@ -94,7 +86,7 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 		}
 	}
 	ids, err := ins.Clean(ctx, queue, st, *grace, *limit)
-	rf.record(ctx, c.errOut, dashboard.AuditEntry{Action: "clean", Queue: queue,
+	fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "clean", Queue: queue,
 		Detail: fmt.Sprintf("state=%s grace=%s limit=%d", st, *grace, *limit), Jobs: len(ids)}, err)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -110,6 +111,31 @@ func notPlainRedis(ctx context.Context, addr string) error {
 	}
 	return nil
 }
+
+// queueFlags is how every queue command starts: a flag set named after the
+// command that prints to out, the Redis flags, and -h printing usage (a
+// paragraph or two, ending without a newline) before the flags.
+type queueFlags struct {
+	*flag.FlagSet
+	redis redisFlags
+}
+
+func newQueueFlags(name string, out io.Writer, usage string) *queueFlags {
+	f := &queueFlags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
+	f.SetOutput(out)
+	f.redis.register(f.FlagSet)
+	f.Usage = func() {
+		fmt.Fprintln(out, usage)
+		f.PrintDefaults()
+	}
+	return f
+}
+
+// jsonFlag is the --json flag of commands that print JSON on request.
+func (f *queueFlags) jsonFlag() *bool { return f.Bool("json", false, "print JSON") }
+
+// parse parses args as parseArgs does and returns the positional ones.
+func (f *queueFlags) parse(args []string) ([]string, error) { return parseArgs(f.FlagSet, args) }
 
 // parseArgs parses flags anywhere among the arguments (`drover jobs mail
 // --state failed` as well as `drover jobs --state failed mail`) and returns

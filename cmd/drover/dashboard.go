@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,10 +34,9 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dashboard", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
+	fs := newQueueFlags("dashboard", c.out, "Usage: drover dashboard [--addr 127.0.0.1:7373] [--redis URL] [--prefix P] [--token NAME:TOKEN:ROLE]... [--user NAME:PASSWORD:ROLE]...\n"+
+		"                        [--tls-cert FILE --tls-key FILE | --secure-cookies]\n\n"+
+		"Serves the dashboard. Roles: viewer (read), operator (also retry, promote), admin (also remove, clean, pause, obliterate).")
 	addr := fs.String("addr", envOr("DROVER_DASHBOARD_ADDR", dashboard.AddrDefault), "listen address; beyond loopback it needs --token or --user (env DROVER_DASHBOARD_ADDR)")
 	var tokens, users listFlag
 	fs.Var(&tokens, "token", "a user signing in with a bearer token, NAME:TOKEN:ROLE (repeatable; env DROVER_DASHBOARD_TOKENS, comma-separated)")
@@ -50,13 +48,7 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 	tlsKey := fs.String("tls-key", "", "the PEM private key of --tls-cert")
 	secureCookies := fs.Bool("secure-cookies", false, "mark the sign-in cookie Secure: behind a TLS proxy (implied by --tls-cert)")
 	trustXFF := fs.Bool("trust-forwarded-for", false, "behind a reverse proxy: throttle and audit by the client address in its X-Forwarded-For")
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover dashboard [--addr 127.0.0.1:7373] [--redis URL] [--prefix P] [--token NAME:TOKEN:ROLE]... [--user NAME:PASSWORD:ROLE]...\n"+
-			"                        [--tls-cert FILE --tls-key FILE | --secure-cookies]\n\n"+
-			"Serves the dashboard. Roles: viewer (read), operator (also retry, promote), admin (also remove, clean, pause, obliterate).")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
@@ -96,7 +88,7 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 		opts.Audit = dashboard.AuditLogger(slog.New(slog.NewTextHandler(c.out, nil)))
 	}
 
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}
@@ -112,7 +104,7 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 	if auth == nil {
 		who = fmt.Sprintf("no sign-in: anyone who can reach it is %s", opts.AnonymousRole)
 	}
-	fmt.Fprintf(c.out, "drover dashboard: %s (prefix %q, %s; Ctrl-C to stop)\n", srv.URL(), rf.prefix, who)
+	fmt.Fprintf(c.out, "drover dashboard: %s (prefix %q, %s; Ctrl-C to stop)\n", srv.URL(), fs.redis.prefix, who)
 	<-ctx.Done()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

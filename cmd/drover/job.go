@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -24,23 +23,16 @@ type jobCmd struct {
 }
 
 func (c *jobCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("job", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover job <queue> <id> [--json]\n\nThe retry-state inspector: where the job stands in its retry life and how it got there.")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	fs := newQueueFlags("job", c.out, "Usage: drover job <queue> <id> [--json]\n\nThe retry-state inspector: where the job stands in its retry life and how it got there.")
+	asJSON := fs.jsonFlag()
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 2 {
 		return usagef("job needs <queue> <id>, got %q", pos)
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -22,21 +21,14 @@ type jobsCmd struct {
 }
 
 func (c *jobsCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
+	fs := newQueueFlags("jobs", c.out, "Usage: drover jobs [<queue>...] [--state failed] [--filter EXPR] [--limit N] [--json]\n\nLists jobs of one state, of the named queues or of every queue under the prefix.")
 	state := fs.String("state", "failed", "state to list: waiting, prioritized, active, delayed, completed, failed, paused, waiting-children")
 	filterExpr := fs.String("filter", "", `filter: name=NAME reason=TEXT left<=N (e.g. "reason=timeout left<=1")`)
 	limit := fs.Int("limit", 50, "jobs per queue")
 	offset := fs.Int("offset", 0, "start at this position in the state's list")
 	asc := fs.Bool("asc", false, "oldest (soonest due) first")
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover jobs [<queue>...] [--state failed] [--filter EXPR] [--limit N] [--json]\n\nLists jobs of one state, of the named queues or of every queue under the prefix.")
-		fs.PrintDefaults()
-	}
-	queues, err := parseArgs(fs, args)
+	asJSON := fs.jsonFlag()
+	queues, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
@@ -47,7 +39,7 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 	if *limit < 1 || *offset < 0 {
 		return usagef("--limit must be at least 1 and --offset not negative")
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -28,32 +27,20 @@ type pauseCmd struct {
 }
 
 func (c *pauseCmd) Run(ctx context.Context, args []string) error {
-	name := "resume"
+	name, does := "resume", "Lets workers take the queues' jobs again."
 	if c.pause {
-		name = "pause"
+		name, does = "pause", "Stops workers (Node's and drover's) from taking the queues' jobs; running jobs finish; adds still work."
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintf(c.out, "Usage: drover %s <queue>... [--json]\n\n", name)
-		if c.pause {
-			fmt.Fprintln(c.out, "Stops workers (Node's and drover's) from taking the queues' jobs; running jobs finish; adds still work.")
-		} else {
-			fmt.Fprintln(c.out, "Lets workers take the queues' jobs again.")
-		}
-		fs.PrintDefaults()
-	}
-	queues, err := parseArgs(fs, args)
+	fs := newQueueFlags(name, c.out, fmt.Sprintf("Usage: drover %s <queue>... [--json]\n\n%s", name, does))
+	asJSON := fs.jsonFlag()
+	queues, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(queues) == 0 {
 		return usagef("%s needs a <queue>", name)
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}
@@ -70,7 +57,7 @@ func (c *pauseCmd) Run(ctx context.Context, args []string) error {
 		} else {
 			err = ins.Resume(ctx, q)
 		}
-		rf.record(ctx, c.errOut, dashboard.AuditEntry{Action: name, Queue: q}, err)
+		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: name, Queue: q}, err)
 		if err != nil {
 			return err
 		}

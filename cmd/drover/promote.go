@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -23,23 +22,16 @@ type promoteCmd struct {
 }
 
 func (c *promoteCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("promote", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover promote <queue> [<id>...] [--json]\n\nMoves delayed jobs (scheduled, or waiting for backoff) to wait now; they keep their attempts.")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	fs := newQueueFlags("promote", c.out, "Usage: drover promote <queue> [<id>...] [--json]\n\nMoves delayed jobs (scheduled, or waiting for backoff) to wait now; they keep their attempts.")
+	asJSON := fs.jsonFlag()
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
 		return usagef("promote needs a <queue>")
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}
@@ -48,14 +40,14 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 	n := 0
 	if len(ids) == 0 {
 		n, err = ins.PromoteAll(ctx, queue)
-		rf.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-all", Queue: queue, Jobs: n}, err)
+		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-all", Queue: queue, Jobs: n}, err)
 		if err != nil {
 			return err
 		}
 	}
 	for _, id := range ids {
 		err := ins.PromoteJob(ctx, queue, id)
-		rf.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-job", Queue: queue, JobID: id, Jobs: jobsIf(err)}, err)
+		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-job", Queue: queue, JobID: id, Jobs: jobsIf(err)}, err)
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -27,24 +26,17 @@ type queueRow struct {
 }
 
 func (c *queuesCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("queues", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
+	fs := newQueueFlags("queues", c.out, "Usage: drover queues [--redis URL] [--prefix P] [--json] [--scan]\n\nLists the queues under the prefix with their job counts and storm alerts. The list comes from\nthe queue registry drover's producers and workers write, the queues of the connected workers\nand a short scan step; the first listing under a prefix scans the keyspace once (docs/design.md).")
+	asJSON := fs.jsonFlag()
 	rescan := fs.Bool("scan", false, "scan the whole keyspace for queues first (finds a queue only Node producers wrote since the last scan at once; about 1 s of Redis time per 1M keys)")
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover queues [--redis URL] [--prefix P] [--json] [--scan]\n\nLists the queues under the prefix with their job counts and storm alerts. The list comes from\nthe queue registry drover's producers and workers write, the queues of the connected workers\nand a short scan step; the first listing under a prefix scans the keyspace once (docs/design.md).")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("queues takes no arguments, got %q", pos)
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}

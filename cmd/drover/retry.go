@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -33,10 +32,10 @@ type retryJobResult struct {
 }
 
 func (c *retryCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("retry", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
+	fs := newQueueFlags("retry", c.out, "Usage: drover retry <queue> [--state failed] [--filter EXPR] [--reset-attempts] [--dry-run] [--json]\n"+
+		"       drover retry <queue> <id>... [--reset-attempts]\n\n"+
+		"Moves failed (or completed) jobs back to wait in paced chunks. With ids, retries those jobs,\n"+
+		"including jobs that wait for their backoff (they run now).")
 	state := fs.String("state", "failed", "state to retry from: failed or completed")
 	filterExpr := fs.String("filter", "", `only jobs matching: name=NAME reason=TEXT left<=N`)
 	reset := fs.Bool("reset-attempts", false, "give each job its whole attempt budget back")
@@ -46,15 +45,8 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	chunk := fs.Int("chunk", inspect.RetryChunkDefault, "jobs per chunk")
 	pause := fs.Duration("pause", inspect.RetryPauseDefault, "pause between chunks, so the retry cannot cause a storm (0 = none)")
 	progress := fs.Bool("progress", false, "draw the progress bar even when the output is not a terminal")
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover retry <queue> [--state failed] [--filter EXPR] [--reset-attempts] [--dry-run] [--json]\n"+
-			"       drover retry <queue> <id>... [--reset-attempts]\n\n"+
-			"Moves failed (or completed) jobs back to wait in paced chunks. With ids, retries those jobs,\n"+
-			"including jobs that wait for their backoff (they run now).")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	asJSON := fs.jsonFlag()
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
@@ -68,7 +60,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	if *pause == 0 {
 		*pause = -1 // inspect: negative = no pause
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}
@@ -83,7 +75,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		failed := 0
 		for _, id := range ids {
 			from, err := ins.RetryJob(ctx, queue, id, *reset)
-			rf.record(ctx, c.errOut, dashboard.AuditEntry{Action: "retry-job", Queue: queue, JobID: id,
+			fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "retry-job", Queue: queue, JobID: id,
 				Detail: fmt.Sprintf("resetAttempts=%t from=%s", *reset, from), Jobs: jobsIf(err)}, err)
 			r := retryJobResult{ID: id, From: from}
 			if err != nil {
@@ -129,7 +121,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 			e.Jobs = res.Retried
 			e.Detail += fmt.Sprintf(": retried %d, skipped %d of %d", res.Retried, res.Skipped, res.Matched)
 		}
-		rf.record(ctx, c.errOut, e, err)
+		fs.redis.record(ctx, c.errOut, e, err)
 	}
 	if err != nil {
 		if res != nil && res.Retried > 0 {

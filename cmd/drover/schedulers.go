@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -27,24 +26,17 @@ func init() {
 type schedulersCmd struct{ out io.Writer }
 
 func (c *schedulersCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("schedulers", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover schedulers <queue> [--json]")
-		fmt.Fprintln(c.out, "\nLists the queue's job schedulers (Node's and drover's), soonest next run first.")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	fs := newQueueFlags("schedulers", c.out, "Usage: drover schedulers <queue> [--json]\n\n"+
+		"Lists the queue's job schedulers (Node's and drover's), soonest next run first.")
+	asJSON := fs.jsonFlag()
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usagef("schedulers needs one <queue>")
 	}
-	q, closeRedis, err := rf.queue(ctx, pos[0])
+	q, closeRedis, err := fs.redis.queue(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -104,11 +96,8 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 		return usagef("scheduler needs upsert or remove: drover scheduler upsert <queue> <id> (--every d | --pattern p [--tz z]) ...; drover scheduler remove <queue> <id>")
 	}
 	sub := args[0]
-	fs := flag.NewFlagSet("scheduler "+sub, flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
+	fs := newQueueFlags("scheduler "+sub, c.out, fmt.Sprintf("Usage: drover scheduler %s <queue> <id> [flags]\n", sub))
+	asJSON := fs.jsonFlag()
 	every := fs.Duration("every", 0, "run at this interval (e.g. 30s)")
 	pattern := fs.String("pattern", "", "cron pattern (5 fields, or 6 with seconds first)")
 	tz := fs.String("tz", "", "IANA time zone of the pattern (default UTC)")
@@ -117,24 +106,20 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 	data := fs.String("data", "{}", "JSON data of each run")
 	attempts := fs.Int("attempts", 0, "attempts of each run")
 	immediately := fs.Bool("immediately", false, "first cron run now")
-	fs.Usage = func() {
-		fmt.Fprintf(c.out, "Usage: drover scheduler %s <queue> <id> [flags]\n\n", sub)
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args[1:])
+	pos, err := fs.parse(args[1:])
 	if err != nil {
 		return err
 	}
 	if len(pos) != 2 {
 		return usagef("scheduler %s needs <queue> <id>", sub)
 	}
-	q, closeRedis, err := rf.queue(ctx, pos[0])
+	q, closeRedis, err := fs.redis.queue(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
 	e := dashboard.AuditEntry{Action: sub + "-scheduler", Queue: pos[0], Detail: "scheduler=" + pos[1]}
-	defer func() { rf.record(ctx, c.errOut, e, err) }()
+	defer func() { fs.redis.record(ctx, c.errOut, e, err) }()
 	if sub == "remove" {
 		ok, err := q.RemoveJobScheduler(ctx, pos[1])
 		if err != nil {

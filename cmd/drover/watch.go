@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -22,24 +21,17 @@ type watchCmd struct {
 }
 
 func (c *watchCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
+	fs := newQueueFlags("watch", c.out, "Usage: drover watch <queue> [--json] [--from ID]\n\nPrints the queue's events until interrupted.")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	from := fs.String("from", "", `start after this event id ("0" = the whole stream; default: new events only)`)
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover watch <queue> [--json] [--from ID]\n\nPrints the queue's events until interrupted.")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usagef("watch needs one <queue>, got %q", pos)
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}

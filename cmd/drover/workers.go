@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 )
@@ -20,25 +19,17 @@ type workersCmd struct {
 }
 
 func (c *workersCmd) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("workers", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	var rf redisFlags
-	rf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(c.out, "Usage: drover workers <queue> [--json]")
-		fmt.Fprintln(c.out)
-		fmt.Fprintln(c.out, "Lists the workers connected to the queue, Node BullMQ's and drover's, as BullMQ's getWorkers() does (CLIENT LIST).")
-		fs.PrintDefaults()
-	}
-	queues, err := parseArgs(fs, args)
+	fs := newQueueFlags("workers", c.out, "Usage: drover workers <queue> [--json]\n\n"+
+		"Lists the workers connected to the queue, Node BullMQ's and drover's, as BullMQ's getWorkers() does (CLIENT LIST).")
+	asJSON := fs.jsonFlag()
+	queues, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(queues) != 1 {
 		return usagef("workers needs one <queue>")
 	}
-	ins, closeRedis, err := rf.inspector(ctx)
+	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}
