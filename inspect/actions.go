@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,15 +121,9 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	if opts != nil {
 		o = *opts
 	}
-	if o.State == "" {
-		o.State = drover.StateFailed
-	}
-	if o.ChunkSize == 0 {
-		o.ChunkSize = RetryChunkDefault
-	}
-	if o.Pause == 0 {
-		o.Pause = RetryPauseDefault
-	}
+	o.State = cmp.Or(o.State, drover.StateFailed)
+	o.ChunkSize = cmp.Or(o.ChunkSize, RetryChunkDefault)
+	o.Pause = cmp.Or(o.Pause, RetryPauseDefault)
 	o.Pause = max(o.Pause, 0)
 	switch {
 	case o.State != drover.StateFailed && o.State != drover.StateCompleted:

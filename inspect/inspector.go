@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,26 +65,14 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		r = *o
 	}
-	if r.Prefix == "" {
-		r.Prefix = drover.PrefixDefault
-	}
-	if r.ScanLimit == 0 {
-		r.ScanLimit = ScanLimitDefault
-	}
-	if r.BudgetScanLimit == 0 {
-		r.BudgetScanLimit = BudgetScanLimitDefault
-	}
-	if r.BudgetThreshold == 0 {
-		r.BudgetThreshold = BudgetThresholdDefault
-	}
+	r.Prefix = cmp.Or(r.Prefix, drover.PrefixDefault)
+	r.ScanLimit = cmp.Or(r.ScanLimit, ScanLimitDefault)
+	r.BudgetScanLimit = cmp.Or(r.BudgetScanLimit, BudgetScanLimitDefault)
+	r.BudgetThreshold = cmp.Or(r.BudgetThreshold, BudgetThresholdDefault)
 	s := r.Storm.withDefaults()
 	r.Storm = &s
-	if r.DiscoveryInterval == 0 {
-		r.DiscoveryInterval = DiscoveryIntervalDefault
-	}
-	if r.Logger == nil {
-		r.Logger = slog.New(slog.DiscardHandler)
-	}
+	r.DiscoveryInterval = cmp.Or(r.DiscoveryInterval, DiscoveryIntervalDefault)
+	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
 	return r
 }
 
@@ -196,27 +185,36 @@ type Counts struct {
 	Paused          int64 `json:"paused"`
 }
 
-// Get returns the count of state.
+// Get returns the count of state (0 for a state Counts does not report).
 func (c Counts) Get(state drover.JobState) int64 {
-	switch state {
-	case drover.StateWaiting:
-		return c.Waiting
-	case drover.StateActive:
-		return c.Active
-	case drover.StateDelayed:
-		return c.Delayed
-	case drover.StatePrioritized:
-		return c.Prioritized
-	case drover.StateCompleted:
-		return c.Completed
-	case drover.StateFailed:
-		return c.Failed
-	case drover.StateWaitingChildren:
-		return c.WaitingChildren
-	case drover.StatePaused:
-		return c.Paused
+	if p := c.field(state); p != nil {
+		return *p
 	}
 	return 0
+}
+
+// field is where Counts keeps state's count, or nil: the one mapping from
+// states to fields.
+func (c *Counts) field(state drover.JobState) *int64 {
+	switch state {
+	case drover.StateWaiting:
+		return &c.Waiting
+	case drover.StateActive:
+		return &c.Active
+	case drover.StateDelayed:
+		return &c.Delayed
+	case drover.StatePrioritized:
+		return &c.Prioritized
+	case drover.StateCompleted:
+		return &c.Completed
+	case drover.StateFailed:
+		return &c.Failed
+	case drover.StateWaitingChildren:
+		return &c.WaitingChildren
+	case drover.StatePaused:
+		return &c.Paused
+	}
+	return nil
 }
 
 // States are the states Counts reports, in the order tools show them.
@@ -254,11 +252,11 @@ func (i *Inspector) queueInfo(ctx context.Context, q *drover.Queue) (*QueueInfo,
 	if err != nil {
 		return nil, err
 	}
-	return &QueueInfo{Name: queue, Paused: paused, Counts: Counts{
-		Waiting: m[drover.StateWaiting], Active: m[drover.StateActive], Delayed: m[drover.StateDelayed],
-		Prioritized: m[drover.StatePrioritized], Completed: m[drover.StateCompleted], Failed: m[drover.StateFailed],
-		WaitingChildren: m[drover.StateWaitingChildren], Paused: m[drover.StatePaused],
-	}}, nil
+	info := &QueueInfo{Name: queue, Paused: paused}
+	for _, st := range States {
+		*info.Counts.field(st) = m[st]
+	}
+	return info, nil
 }
 
 // Overview is QueueInfo for every queue under the prefix, sorted by name.

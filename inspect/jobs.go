@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,9 +246,7 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 	if opts != nil {
 		o = *opts
 	}
-	if o.Limit == 0 {
-		o.Limit = PageSizeDefault
-	}
+	o.Limit = cmp.Or(o.Limit, PageSizeDefault)
 	if o.Limit < 0 || o.Offset < 0 {
 		return nil, fmt.Errorf("%w: ListOptions.Limit and Offset must not be negative, got %d and %d", drover.ErrInvalidOption, o.Limit, o.Offset)
 	}

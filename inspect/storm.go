@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -72,27 +73,13 @@ func (o *StormOptions) withDefaults() StormOptions {
 	if o != nil {
 		r = *o
 	}
-	if r.Window == 0 {
-		r.Window = StormWindowDefault
-	}
-	if r.Horizon == 0 {
-		r.Horizon = StormHorizonDefault
-	}
-	if r.ClusterShare == 0 {
-		r.ClusterShare = StormClusterShareDefault
-	}
-	if r.ClusterMinJobs == 0 {
-		r.ClusterMinJobs = StormClusterMinJobsDefault
-	}
-	if r.GrowthPerSecond == 0 {
-		r.GrowthPerSecond = StormGrowthPerSecDefault
-	}
-	if r.GrowthWindow == 0 {
-		r.GrowthWindow = StormGrowthWindowDefault
-	}
-	if r.GrowthMinSpan == 0 {
-		r.GrowthMinSpan = StormGrowthMinSpanDefault
-	}
+	r.Window = cmp.Or(r.Window, StormWindowDefault)
+	r.Horizon = cmp.Or(r.Horizon, StormHorizonDefault)
+	r.ClusterShare = cmp.Or(r.ClusterShare, StormClusterShareDefault)
+	r.ClusterMinJobs = cmp.Or(r.ClusterMinJobs, StormClusterMinJobsDefault)
+	r.GrowthPerSecond = cmp.Or(r.GrowthPerSecond, StormGrowthPerSecDefault)
+	r.GrowthWindow = cmp.Or(r.GrowthWindow, StormGrowthWindowDefault)
+	r.GrowthMinSpan = cmp.Or(r.GrowthMinSpan, StormGrowthMinSpanDefault)
 	return r
 }
 
