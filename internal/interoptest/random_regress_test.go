@@ -291,6 +291,14 @@ func TestDifferentialDeliberateDifferences(t *testing.T) {
 			{Op: difftest.OpDrain, By: difftest.Node, Delayed: true},
 			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
 		}}},
+		{"SchedulerReplacedWhilePaused", "replacing a job scheduler while", difftest.Program{Seed: 216989508, Steps: []difftest.Step{
+			{Op: difftest.OpPause, By: difftest.Node},
+			{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j7", Data: map[string]any{"n": 7}},
+				Scheduler: &difftest.Scheduler{ID: "s1", Every: 7200000, Start: 10800000, Limit: 1}},
+			{Op: difftest.OpPromoteJobs, By: difftest.Node},
+			{Op: difftest.OpUpsertScheduler, By: difftest.Drover, Add: &difftest.Add{Name: "j12", Data: map[string]any{"n": 12}},
+				Scheduler: &difftest.Scheduler{ID: "s1", Every: 3600000, Start: 3600000}},
+		}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -41,13 +41,13 @@ func Generate(seed int64, cfg Config) *Program {
 		} else {
 			s.By = Node
 		}
-		if s.NodeOnly() {
-			s.By = Node
-		}
 		if s.By == Drover && s.Op == OpAdd && s.Add.Parent != "" && s.Add.JobID == "" {
 			// drover adds it with its FlowProducer, which would give it a
 			// UUID: a custom id, the same in both runs.
 			s.Add.JobID = "p" + s.Add.Name
+		}
+		if s.NodeOnly() {
+			s.By = Node
 		}
 		p.Steps = append(p.Steps, s)
 	}

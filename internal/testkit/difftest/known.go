@@ -82,6 +82,27 @@ var Known = []KnownDivergence{
 		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, "is also the id of"},
 	{"deliberate", "drain with a job scheduler's run in wait: BullMQ 6.7's drain keeps the run (it must not remove a scheduler's current run) but then trims as many ids as it removed from the head of the list, so a run ahead of removed jobs loses its id (the scheduler never runs again) and a removed job's id stays without its hash; a Node worker then takes that id and runs a job with no hash, a drover worker drops it. drover's drain removes exactly the drained jobs",
 		"deliberate (README; BullMQ bug)", schedulerThenDrain, nil, nil, ""},
+	{"deliberate", "replacing a job scheduler while the queue is paused: BullMQ 6.7's upsert looks for the current run in the legacy paused list, but a paused queue's jobs are in wait, so the old run stays there and runs after resume beside the new schedule's runs (its hash and id left over); drover removes it from wait as it does when the queue is not paused",
+		"deliberate (README; BullMQ bug)", upsertAgainWhilePaused, nil, nil, ""},
+}
+
+// upsertAgainWhilePaused reports whether a program upserts a scheduler id
+// it made before, after a pause.
+func upsertAgainWhilePaused(p *Program) bool {
+	paused := false
+	made := map[string]bool{}
+	for _, s := range p.Steps {
+		switch s.Op {
+		case OpPause:
+			paused = true
+		case OpUpsertScheduler:
+			if paused && made[s.Scheduler.ID] {
+				return true
+			}
+			made[s.Scheduler.ID] = true
+		}
+	}
+	return false
 }
 
 // schedulerThenDrain reports whether a program drains after it made a job

@@ -205,6 +205,11 @@ type Program struct {
 // stores a template's opts as given, and JobOptions.Backoff has no
 // shorthand form (it stores {type, delay}, which both workers read alike).
 func (s *Step) NodeOnly() bool {
+	if s.Op == OpAdd && s.Add.Parent != "" && s.Add.JobID == "" {
+		// drover adds it with its FlowProducer, which would give it a UUID
+		// (the generator gives drover's such adds a custom id).
+		return true
+	}
 	if s.Op == OpUpsertScheduler {
 		return s.Add.Backoff != nil && s.Add.Backoff.Number
 	}
