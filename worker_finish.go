@@ -31,6 +31,10 @@ func (w *Worker) finishLoop() {
 		if !ok {
 			return
 		}
+		// Wait for a free writer before the batch is cut, not after: the
+		// results that arrive meanwhile could not be written any sooner, and
+		// joining this batch they share its script call (group commit).
+		writers <- struct{}{}
 		// Jobs fetched together tend to finish together: yield once so the
 		// ones about to send their result join this batch, instead of each
 		// paying a script call of its own.
@@ -48,7 +52,6 @@ func (w *Worker) finishLoop() {
 				break more
 			}
 		}
-		writers <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
