@@ -1,7 +1,7 @@
 // Node BullMQ peer of drover's side-by-side benchmark. Same flags, scenarios
 // and JSON result line as the Go peer (bench/cmd/peer/main.go documents them);
 // started once per scenario, run and implementation by bench/cmd/compare.
-import { Queue, Worker } from 'bullmq';
+import { FlowProducer, Queue, Worker } from 'bullmq';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { readFileSync } from 'node:fs';
@@ -24,6 +24,8 @@ const { values: flags } = parseArgs({
     'payload-kb': { type: 'string', default: '0' },
     backoff: { type: 'string', default: 'fixed' },
     dup: { type: 'string', default: '1' },
+    children: { type: 'string', default: '100' },
+    'every-ms': { type: 'string', default: '100' },
     // accepted for flag compatibility with the Go peer, unused here (the
     // process scenario always ends at the n-th completion)
     'stop-at-handled': { type: 'string' },
@@ -50,6 +52,8 @@ const cfg = {
   payloadKB: Number(flags['payload-kb']),
   backoff: flags.backoff,
   dup: Number(flags.dup),
+  children: Number(flags.children),
+  everyMs: Number(flags['every-ms']),
 };
 const PAD = cfg.payloadKB > 0 ? 'x'.repeat(cfg.payloadKB * 1024) : undefined;
 const [host, port] = flags.redis.split(':');
@@ -247,6 +251,58 @@ async function scenarioMem() {
   return res;
 }
 
+// flow: a worker at --c, then --n flows (a parent with --children children,
+// added one FlowProducer.add each from one producer); done once every job
+// completed. Rate is flows per second, adding included.
+async function scenarioFlow() {
+  const flows = new FlowProducer({ connection, prefix: PREFIX });
+  const { worker, done, completedCount } = newWorker(async () => {}, cfg.n * (cfg.children + 1));
+  await worker.waitUntilReady();
+  const cpu0 = cpuMicros();
+  const t0 = performance.now();
+  worker.run();
+  for (let k = 0; k < cfg.n; k++) {
+    const children = [];
+    for (let c = 0; c < cfg.children; c++) children.push({ name: QUEUE, queueName: QUEUE, data: { i: k * cfg.children + c } });
+    await flows.add({ name: 'parent', queueName: QUEUE, data: { i: -(k + 1) }, children });
+  }
+  await withTimeout(done, () => `only ${completedCount()} of ${cfg.n * (cfg.children + 1)} jobs completed`);
+  const res = rateResult(cfg.n, performance.now() - t0, cpuMicros() - cpu0);
+  await worker.close();
+  await flows.close();
+  return res;
+}
+
+// scheduler: one job scheduler every --every-ms until --n runs started, then
+// removed; lateness = processor start - the run's due time, which is the
+// last part of its job id (repeat:<scheduler id>:<due ms>).
+async function scenarioScheduler(queue) {
+  const late = [];
+  let resolve;
+  const all = new Promise((r) => (resolve = r));
+  const worker = new Worker(
+    QUEUE,
+    async (job) => {
+      const now = wallMs();
+      if (late.length < cfg.n) {
+        late.push(now - Number(job.id.slice(job.id.lastIndexOf(':') + 1)));
+        if (late.length === cfg.n) resolve();
+      }
+    },
+    { connection, prefix: PREFIX, concurrency: 1 },
+  );
+  worker.on('error', (err) => console.error('worker error:', err));
+  await worker.waitUntilReady();
+  const cpu0 = cpuMicros();
+  const t0 = performance.now();
+  await queue.upsertJobScheduler('bench-scheduler', { every: cfg.everyMs }, { name: QUEUE, data: {} });
+  await withTimeout(all, () => `only ${late.length} of ${cfg.n} scheduler runs`);
+  await queue.removeJobScheduler('bench-scheduler');
+  const res = { ...rateResult(cfg.n, performance.now() - t0, cpuMicros() - cpu0), ...percentiles(late) };
+  await worker.close();
+  return res;
+}
+
 async function main() {
   const queue = new Queue(QUEUE, { connection, prefix: PREFIX });
   await queue.waitUntilReady();
@@ -278,6 +334,10 @@ async function main() {
         return await scenarioDelayed(queue);
       case 'mem':
         return await scenarioMem();
+      case 'flow':
+        return await scenarioFlow();
+      case 'scheduler':
+        return await scenarioScheduler(queue);
       default:
         throw new Error(`unknown --scenario ${cfg.scenario}`);
     }

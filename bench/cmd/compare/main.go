@@ -49,6 +49,8 @@ type options struct {
 	GapMS       float64
 	// Issue 16's rows.
 	NBig       int   // jobs of the 100 KB payload scenarios
+	NFlows     int   // flows (a parent with FlowChildren children) of flow_100
+	NSchedRuns int   // runs of the job scheduler of scheduler
 	NGrow      int   // jobs processed out of each backlog
 	Grow       []int // backlog sizes (waiting jobs)
 	NCompleted int   // jobs kept in completed for grow_completed
@@ -80,6 +82,8 @@ func main() {
 	flag.DurationVar(&o.RiverPoll, "river-poll", 10*time.Millisecond, "River FetchPollInterval")
 	flag.Float64Var(&o.GapMS, "gap-ms", 5, "mean gap between adds in the pickup-latency scenario")
 	flag.IntVar(&o.NBig, "n-big", 2000, "jobs of the 100 KB payload scenarios")
+	flag.IntVar(&o.NFlows, "n-flows", 50, "flows of flow_100 (each a parent with 100 children)")
+	flag.IntVar(&o.NSchedRuns, "n-sched", 50, "runs of the 100 ms job scheduler of the scheduler step")
 	flag.IntVar(&o.NGrow, "n-grow", 10000, "jobs processed out of each backlog (grow_*)")
 	grow := flag.String("grow", "10000,100000,1000000", "backlog sizes of the grow_* scenarios, comma-separated")
 	flag.IntVar(&o.NCompleted, "n-completed", 1000000, "completed jobs kept for grow_completed")
@@ -260,6 +264,18 @@ func plan(o options) (impls []string, steps []step) {
 			name: "process_100kb_c100", n: o.NBig, server: true,
 			seed: []string{f("scenario", "seed"), f("n", o.NBig), f("payload-kb", 100), f("chunk", 50)},
 			args: []string{f("scenario", "process"), f("n", o.NBig), f("c", 100), f("payload-kb", 100)},
+		},
+		// asynq and River have no parent/child flows (River's workflows are
+		// in River Pro): n/a. scheduler: asynq's cron schedules are whole
+		// seconds, so a 100 ms scheduler is n/a; River's periodic jobs are
+		// not wired into the peer (not measured).
+		{
+			name: "flow_100", n: o.NFlows, server: true, without: []string{"asynq", "river"},
+			args: []string{f("scenario", "flow"), f("n", o.NFlows), f("children", 100), f("c", 100)},
+		},
+		{
+			name: "scheduler", n: o.NSchedRuns, server: true, without: []string{"asynq", "river"},
+			args: []string{f("scenario", "scheduler"), f("n", o.NSchedRuns), f("every-ms", 100)},
 		},
 		{
 			name: "mem", n: o.NMem,

@@ -31,7 +31,7 @@ type metric struct {
 // value at or below it counts as on time instead of giving an unbounded
 // ratio. Delayed lateness can be slightly negative: BullMQ-layout due times
 // are whole milliseconds (add time and delay both truncated or rounded).
-var ratioFloor = map[string]float64{"delayed_p50": 1, "delayed_p99": 1}
+var ratioFloor = map[string]float64{"delayed_p50": 1, "delayed_p99": 1, "scheduler_p50": 1, "scheduler_p99": 1}
 
 func perJob(s sample, v float64) float64 { return v / float64(s.N) }
 
@@ -134,6 +134,11 @@ func metricsFor(o options) []metric {
 		metric{"process_100kb_c100", "jobs/s", "process_100kb_c100", true, fmt.Sprintf("process 100 KB-payload jobs, c100 (%d jobs)", o.NBig), rate},
 		metric{"server_cpu_us_per_job_100kb", "µs/job", "process_100kb_c100", false, "server CPU per 100 KB job processed, c100", serverCPUPerJob},
 		metric{"retry_exp", "jobs/s", "retry_exp", true, "retry-heavy: fail twice with exponential backoff (5 ms doubling) and 50 % jitter, then succeed; c100", rate},
+		metric{"flow_100", "flows/s", "flow_100", true, fmt.Sprintf("%d flows, each a parent with 100 children, added one by one to a c100 worker, until every job completed", o.NFlows), rate},
+		metric{"flow_100_server_cpu", "µs/flow", "flow_100", false, "server CPU per flow of 101 jobs (add and processing)", serverCPUPerJob},
+		metric{"scheduler_p50", "ms", "scheduler", false, fmt.Sprintf("job scheduler every 100 ms, %d runs: lateness start − due, p50 (ratio floor 1 ms)", o.NSchedRuns), func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
+		metric{"scheduler_p99", "ms", "scheduler", false, "job scheduler every 100 ms: lateness start − due, p99 (ratio floor 1 ms)", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
+		metric{"scheduler_server_cpu", "µs/run", "scheduler", false, "server CPU per scheduler run (the server idles between runs: mostly blocking-call wake-ups)", serverCPUPerJob},
 	)
 	for _, b := range o.Grow {
 		st := "grow_" + sizeName(b)
@@ -377,7 +382,7 @@ func (r *report) markdown() string {
 	for _, n := range r.notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
-	b.WriteString(`- n/a: asynq has no bulk enqueue API; Redis rows do not apply to River (PostgreSQL), whose server CPU is in server_cpu_us_per_job_c100.
+	b.WriteString(`- n/a: asynq has no bulk enqueue API; flow_100 and scheduler are BullMQ and drover only (asynq and River have no parent/child flows; asynq's cron schedules are whole seconds; River's periodic jobs are not wired into the peer, so not measured); Redis rows do not apply to River (PostgreSQL), whose server CPU is in server_cpu_us_per_job_c100.
 - Configuration: BullMQ, asynq and drover at their defaults except concurrency (and attempts/backoff 0 for the retry scenario); asynq's idle poll (TaskCheckInterval) is 1 s and its scheduled/retry forwarder (DelayedTaskCheckInterval) 5 s, which set its pickup, lateness and retry numbers. River: FetchCooldown 1 ms (its minimum), FetchPollInterval ` + r.o.RiverPoll.String() + `, MaxWorkers = concurrency, pgxpool MaxConns 20, immediate retry policy; its job scheduler (scheduled → available, 5 s look-ahead) runs every 5 s and is not configurable, so its delayed lateness depends on where that tick falls.
 - Delayed lateness is signed: BullMQ-layout due times are whole milliseconds, so a drover or BullMQ value slightly below 0 means on time; ratios treat values under 1 ms as 1 ms.
 - Server settings: redis-server with persistence off; PostgreSQL with fsync, synchronous_commit and full_page_writes off (no durability either side).

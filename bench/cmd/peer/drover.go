@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,6 +20,7 @@ type droverImpl struct {
 	rdb   *redis.Client
 	queue *drover.Queue
 	w     *drover.Worker
+	flows *drover.FlowProducer
 }
 
 const droverPrefix = "bull"
@@ -100,3 +104,65 @@ func (d *droverImpl) Drained(ctx context.Context, n int) (bool, error) {
 }
 
 func (d *droverImpl) Close() { _ = d.rdb.Close() }
+
+// AddFlow adds flow k with drover's FlowProducer: one script call per tree.
+func (d *droverImpl) AddFlow(ctx context.Context, k, children int) error {
+	if d.flows == nil {
+		fp, err := drover.NewFlowProducer(d.rdb, &drover.FlowProducerOptions{Prefix: droverPrefix})
+		if err != nil {
+			return err
+		}
+		d.flows = fp
+	}
+	kids := make([]drover.FlowJob, children)
+	for c := range kids {
+		kids[c] = drover.FlowJob{Name: queueName, QueueName: queueName, Data: payload{I: k*children + c}}
+	}
+	_, err := d.flows.Add(ctx, drover.FlowJob{Name: "parent", QueueName: queueName, Data: payload{I: -(k + 1)}, Children: kids})
+	return err
+}
+
+// RunScheduler runs a drover job scheduler (BullMQ's layout) with a worker
+// at concurrency 1 until n runs started, then removes it.
+func (d *droverImpl) RunScheduler(ctx context.Context, every time.Duration, n int) ([]float64, error) {
+	late := make([]float64, 0, n)
+	var mu sync.Mutex
+	all := make(chan struct{})
+	w, err := drover.NewWorker(d.rdb, queueName, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(late) < n {
+			due, err := schedulerRunDue(job.ID)
+			if err != nil {
+				return nil, err
+			}
+			late = append(late, float64(now.Sub(due).Microseconds())/1000)
+			if len(late) == n {
+				close(all)
+			}
+		}
+		return nil, nil
+	}), &drover.WorkerOptions{Concurrency: 1, Prefix: droverPrefix})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	}
+	defer func() { _ = w.Close(context.WithoutCancel(ctx)) }()
+	if _, err := d.queue.UpsertJobScheduler(ctx, "bench-scheduler", drover.RepeatOptions{Every: every}, &drover.JobTemplate{Name: queueName, Data: payload{}}); err != nil {
+		return nil, err
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("only %d of %d scheduler runs before the timeout", len(late), n)
+	}
+	if _, err := d.queue.RemoveJobScheduler(ctx, "bench-scheduler"); err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(late), nil
+}

@@ -19,6 +19,9 @@
 //	            lateness = processor start - due time
 //	mem         process -n already added jobs at concurrency -c, each blocking until all
 //	            -n are in flight; reports the resident memory at that moment
+//	flow        add -n flows (a parent with -children children) to a worker at -c;
+//	            flows per second until every parent ran
+//	scheduler   one job scheduler every -every-ms until -n runs; their lateness
 package main
 
 import (
@@ -63,6 +66,10 @@ type config struct {
 	StopAtHandled bool
 	// DroverBin is the drover CLI binary (bigqueue).
 	DroverBin string
+	// Children is each flow's number of children (flow); Every is the
+	// scheduler's interval (scheduler).
+	Children int
+	Every    time.Duration
 }
 
 // queueName is the queue every implementation uses.
@@ -91,12 +98,15 @@ func main() {
 	flag.IntVar(&cfg.Dup, "dup", 1, "add every job this many times under one deduplication id")
 	flag.BoolVar(&cfg.StopAtHandled, "stop-at-handled", false, "process: stop once -n jobs were handled (a backlog stays)")
 	flag.StringVar(&cfg.DroverBin, "drover-bin", "", "drover CLI binary (bigqueue)")
+	flag.IntVar(&cfg.Children, "children", 100, "children of each flow's parent (flow)")
+	everyMS := flag.Float64("every-ms", 100, "the job scheduler's interval (scheduler)")
 	flag.Parse()
 	cfg.Gap = msDuration(*gapMS)
 	cfg.Lead = msDuration(*leadMS)
 	cfg.Spread = msDuration(*spreadMS)
 	cfg.Warmup = msDuration(*warmupMS)
 	cfg.Timeout = time.Duration(*timeoutS * float64(time.Second))
+	cfg.Every = msDuration(*everyMS)
 
 	res := run(cfg)
 	res.Impl, res.Scenario, res.N = cfg.Impl, cfg.Scenario, cfg.N
@@ -136,6 +146,10 @@ func run(cfg config) (res result) {
 		res, err = scenarioSeedCompleted(ctx, cfg, im)
 	case "bigqueue":
 		res, err = scenarioBigQueue(ctx, cfg, im)
+	case "flow":
+		res, err = scenarioFlow(ctx, cfg, im)
+	case "scheduler":
+		res, err = scenarioScheduler(ctx, cfg, im)
 	default:
 		err = fmt.Errorf("unknown -scenario %q", cfg.Scenario)
 	}
