@@ -97,6 +97,10 @@ func errorClass(err error) string {
 		return "invalid_data" // typed data that does not decode, a result that does not encode
 	case errors.Is(err, ErrPendingDependencies), errors.Is(err, ErrFailedChildren):
 		return "children"
+	case errors.Is(err, ErrJobTimedOut):
+		return "timed_out" // JobOptions.Timeout or WorkerOptions.JobTimeout
+	case errors.Is(err, ErrJobCancelled):
+		return "cancelled" // Queue.CancelJob
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline"
 	case errors.Is(err, context.Canceled):
