@@ -178,7 +178,8 @@ type FlowProducerOptions struct {
 	// resend of the call is answered, not run again; see
 	// QueueOptions.AddRetryWindow. Defaults to AddRetryWindowDefault.
 	AddRetryWindow time.Duration
-	// Logger receives warnings. Defaults to discarding.
+	// Logger receives warnings (a resent add, its queues' clock skew).
+	// Defaults to warnings on stderr, as a Queue's.
 	Logger *slog.Logger
 }
 
@@ -204,7 +205,9 @@ func NewFlowProducer(rdb redis.UniversalClient, opts *FlowProducerOptions) (*Flo
 		o = *opts
 	}
 	o.Prefix = cmp.Or(o.Prefix, PrefixDefault)
-	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
+	if o.Logger == nil {
+		o.Logger = defaultLogger()
+	}
 	o.AddRetryWindow = cmp.Or(o.AddRetryWindow, AddRetryWindowDefault)
 	if o.AddRetryWindow < time.Millisecond {
 		return nil, optionError("FlowProducerOptions.AddRetryWindow must be at least 1ms, got %s", o.AddRetryWindow)
