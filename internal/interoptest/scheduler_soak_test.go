@@ -261,9 +261,9 @@ func TestSoakJobSchedulers(t *testing.T) {
 	}
 
 	type run struct {
-		ms, created, ats, stc int64
-		pb                    string
-		completed             bool
+		ms, created, taken, ats, stc int64
+		pb                           string
+		completed                    bool
 	}
 	runKeys, err := rdb.Keys(ctx, base+"repeat:*:*").Result()
 	require.NoError(t, err)
@@ -279,7 +279,7 @@ func TestSoakJobSchedulers(t *testing.T) {
 		require.NoError(t, err)
 		num := func(f string) int64 { n, _ := strconv.ParseInt(h[f], 10, 64); return n }
 		runs[parts[1]] = append(runs[parts[1]], run{
-			ms: ms, created: num("timestamp"), ats: num("ats"), stc: num("stc"), pb: h["pb"],
+			ms: ms, created: num("timestamp"), taken: num("processedOn"), ats: num("ats"), stc: num("stc"), pb: h["pb"],
 			completed: h["finishedOn"] != "" && h["failedReason"] == "",
 		})
 	}
@@ -303,7 +303,8 @@ func TestSoakJobSchedulers(t *testing.T) {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].ms < rs[j].ms })
 		require.NotEmpty(t, rs, "scheduler %s made no iteration", id)
 		var skippedStall, skippedKill, skippedLate, notDone, dup int
-		var lateness []int64 // how long after a run was due its pickup made the next run
+		var lateness []int64  // how long after a run was due its pickup made the next run
+		var makeDelay []int64 // of that, from the pickup (processedOn) to the next run's creation
 		for i, r := range rs {
 			n := completions["repeat:"+id+":"+strconv.FormatInt(r.ms, 10)]
 			if n == 0 || !r.completed {
@@ -319,6 +320,7 @@ func TestSoakJobSchedulers(t *testing.T) {
 			prev := rs[i-1]
 			late := r.created - prev.ms
 			lateness = append(lateness, late)
+			makeDelay = append(makeDelay, r.created-prev.taken)
 			gap := r.ms - prev.ms
 			if gap == step[id] {
 				continue
@@ -331,17 +333,19 @@ func TestSoakJobSchedulers(t *testing.T) {
 				skippedKill += skipped
 			default:
 				skippedLate += skipped
-				t.Logf("scheduler %s: %d slots skipped after %d (%s into the soak): taken once (by %q), %d ms after it was due, no kill since it was made; last kill %s before",
-					id, skipped, prev.ms, time.Duration(prev.ms-began)*time.Millisecond, prev.pb, late, lastKill(prev.created))
+				t.Logf("scheduler %s: %d slots skipped after %d (%s into the soak): taken once (by %q) %d ms after it was due, next run made %d ms after it was taken, no kill since it was made; last kill %s before",
+					id, skipped, prev.ms, time.Duration(prev.ms-began)*time.Millisecond, prev.pb, prev.taken-prev.ms, r.created-prev.taken, lastKill(prev.created))
 			}
 		}
 		slices.Sort(lateness)
+		slices.Sort(makeDelay)
 		q := func(p float64) int64 { return lateness[int(p*float64(len(lateness)-1))] }
+		qm := func(p float64) int64 { return makeDelay[int(p*float64(len(makeDelay)-1))] }
 		t.Logf("scheduler %s (%s workers): %d iterations made over %s, %d completed, %d not completed, %d completed more than once; "+
 			"slots skipped: %d after a stalled iteration (taker killed before it created the next), %d after a late pickup with a kill since the iteration was made, %d after a late pickup with no kill; "+
-			"pickup-to-next-iteration delay p50 %d ms, p99 %d ms, max %d ms; kills %v",
+			"due-to-next-iteration delay p50 %d ms, p99 %d ms, max %d ms (of which taken-to-next p50 %d ms, p99 %d ms, max %d ms); kills %v",
 			id, mode, len(rs), d, len(rs)-notDone, notDone, dup, skippedStall, skippedKill, skippedLate,
-			q(0.5), q(0.99), q(1), kills)
+			q(0.5), q(0.99), q(1), qm(0.5), qm(0.99), qm(1), kills)
 		dupTotal += dup
 		require.Zero(t, notDone, "scheduler %s has iterations that never completed", id)
 		require.Greater(t, rs[len(rs)-1].ms, deadline.UnixMilli()-3000, "scheduler %s stopped before the end", id)
