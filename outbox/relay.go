@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,24 +88,12 @@ func (o *RelayOptions) withDefaults() RelayOptions {
 	if o != nil {
 		r = *o
 	}
-	if r.JobIDPrefix == "" {
-		r.JobIDPrefix = JobIDPrefixDefault
-	}
-	if r.BatchSize == 0 {
-		r.BatchSize = BatchSizeDefault
-	}
-	if r.PollInterval == 0 {
-		r.PollInterval = PollIntervalDefault
-	}
-	if r.MinRetryDelay == 0 {
-		r.MinRetryDelay = MinRetryDelayDefault
-	}
-	if r.MaxRetryDelay == 0 {
-		r.MaxRetryDelay = MaxRetryDelayDefault
-	}
-	if r.Logger == nil {
-		r.Logger = slog.New(slog.DiscardHandler)
-	}
+	r.JobIDPrefix = cmp.Or(r.JobIDPrefix, JobIDPrefixDefault)
+	r.BatchSize = cmp.Or(r.BatchSize, BatchSizeDefault)
+	r.PollInterval = cmp.Or(r.PollInterval, PollIntervalDefault)
+	r.MinRetryDelay = cmp.Or(r.MinRetryDelay, MinRetryDelayDefault)
+	r.MaxRetryDelay = cmp.Or(r.MaxRetryDelay, MaxRetryDelayDefault)
+	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
 	return r
 }
 
