@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"embed"
@@ -84,15 +85,9 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		r = *o
 	}
-	if r.AnonymousRole == "" {
-		r.AnonymousRole = RoleViewer
-	}
-	if r.MaxStreams == 0 {
-		r.MaxStreams = MaxStreamsDefault
-	}
-	if r.Logger == nil {
-		r.Logger = slog.New(slog.DiscardHandler)
-	}
+	r.AnonymousRole = cmp.Or(r.AnonymousRole, RoleViewer)
+	r.MaxStreams = cmp.Or(r.MaxStreams, MaxStreamsDefault)
+	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
 	if r.Audit == nil {
 		r.Audit = AuditLogger(r.Logger)
 	}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -68,9 +69,7 @@ func NewServer(ins *inspect.Inspector, opts *ServerOptions) (*Server, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Addr == "" {
-		o.Addr = AddrDefault
-	}
+	o.Addr = cmp.Or(o.Addr, AddrDefault)
 	var ho Options
 	if o.Handler != nil {
 		ho = *o.Handler
