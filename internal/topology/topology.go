@@ -6,9 +6,21 @@
 // but a crashed master answers nothing: after its replica is elected, the
 // client keeps sending that shard's commands to the dead address until its
 // periodic reload (ClusterOptions.ClusterStateReloadInterval, 60s by
-// default). Watch adds a go-redis hook that asks for a reload after any
-// connection-level error (not a Redis reply, not a cancelled context).
-// ReloadState is asynchronous and debounced by go-redis.
+// default). Watch adds go-redis hooks that ask for a reload:
+//
+//   - on every node client go-redis creates afterwards, as soon as a dial
+//     fails. go-redis retries a refused dial 5 times 100 ms apart and a
+//     command up to 4 times, so a command to a dead master takes about 2 s
+//     to fail; a caller whose deadline is shorter never saw the connection
+//     error, and before this hook its client kept the dead address until
+//     the periodic reload;
+//   - on the cluster client, after a command or pipeline fails with anything
+//     but a Redis reply or a cancelled context (a node client created
+//     before Watch has no dial hook; a stopped master accepts connections
+//     and times out instead of refusing them).
+//
+// ReloadState is asynchronous and debounced by go-redis (one CLUSTER SLOTS
+// at a time, 200 ms apart), so a burst of errors costs one reload.
 package topology
 
 import (
@@ -36,12 +48,14 @@ func Watch(rdb redis.UniversalClient) {
 		return
 	}
 	c.AddHook(hook{c: c})
+	c.OnNewNode(func(node *redis.Client) { node.AddHook(dialHook{c: c}) })
 }
 
-// ShouldReload reports whether err says the node could not be reached (as
-// opposed to an answer from Redis or the caller giving up).
+// ShouldReload reports whether err may say the node could not be reached:
+// any error but an answer from Redis or a cancelled context. A deadline
+// counts: the retries of a command to a dead node can outlast it.
 func ShouldReload(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
 	var reply redis.Error
@@ -78,4 +92,24 @@ func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 		h.reload(ctx, err)
 		return err
 	}
+}
+
+// dialHook asks the cluster client for a new slot map when one of its node
+// clients fails to connect.
+type dialHook struct{ c *redis.ClusterClient }
+
+func (h dialHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			h.c.ReloadState(context.WithoutCancel(ctx))
+		}
+		return conn, err
+	}
+}
+
+func (dialHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (dialHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -22,7 +22,7 @@ func TestShouldReload(t *testing.T) {
 		{name: "Nil", err: nil, want: false},
 		{name: "RedisNil", err: redis.Nil, want: false},
 		{name: "Cancelled", err: fmt.Errorf("fetch: %w", context.Canceled), want: false},
-		{name: "DeadlineExceeded", err: context.DeadlineExceeded, want: false},
+		{name: "DeadlineExceeded", err: context.DeadlineExceeded, want: true},
 		{name: "ConnectionLost", err: io.EOF, want: true},
 		{name: "DialRefused", err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), want: true},
 	}
