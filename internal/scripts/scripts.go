@@ -121,6 +121,9 @@ func recordLua(name string) (string, error) {
 		fmt.Fprintf(&b, "%s = %d", f, i+1)
 	}
 	fmt.Fprintf(&b, "}\nlocal REC_FIELDS = %d\n", len(fields))
+	if name == "finish" {
+		fmt.Fprintf(&b, "local REC_HEAD = %d\n", finishHead)
+	}
 	return b.String(), nil
 }
 

@@ -6,11 +6,12 @@
 -- ARGV: 1 base, 2 now ms, 3 fetch count, 4 lock token base, 5 lock duration
 --   ms, 6 worker name, 7 worker rate limit max, 8 worker rate limit window ms,
 --   9 highest delayed score due now (include/fetch.lua), 10 job count n, then
---   n records of REC_FIELDS fields, in the order of
---   finishRecord (internal/scripts/wrappers.go), which also writes the REC
---   table of offsets below when the script is loaded:
---   id, token, kind, value, stacktrace JSON ("" = unchanged), attemptsMade
---   after this attempt, keep spec (include/retention.lua), delay ms, lifo
+--   n records in the order of finishRecord (internal/scripts/wrappers.go),
+--   which also writes the REC table of offsets below when the script is
+--   loaded. A record's head (REC_HEAD fields): id, token, kind, value,
+--   attemptsMade after this attempt, keep spec (include/retention.lua),
+--   more ("1": the tail follows; a plain completion sends none). Its tail
+--   (up to REC_FIELDS): stacktrace JSON ("" = unchanged), delay ms, lifo
 --   ("1"/"0"), attempts allowed, attempt timeline JSON ("" = unchanged),
 --   deduplication id the job owns ("" = none), "1" when the job is a child
 --   of a flow (its parent is updated when it finishes, see parent.lua), due
@@ -143,7 +144,17 @@ end
 -- Pass 1: which jobs does this worker still own? One MGET reads every
 -- lock. A lock held with the job's token proves the job exists: every path
 -- that deletes a job refuses locked jobs or deletes the lock with it.
-local recordAt = function(i) return 10 + i * REC_FIELDS end
+-- Where each record starts: a record is REC_HEAD fields, or REC_FIELDS
+-- when its "more" field says its tail follows (see finishRecord).
+local at = {}
+do
+  local o = 10
+  for i = 0, n - 1 do
+    at[i] = o
+    o = o + (ARGV[o + REC.more] == "1" and REC_FIELDS or REC_HEAD)
+  end
+end
+local recordAt = function(i) return at[i] end
 local lockKeys = {}
 for i = 0, n - 1 do
   lockKeys[i + 1] = base .. ARGV[recordAt(i) + REC.id] .. ":lock"
@@ -252,9 +263,11 @@ for _, i in ipairs(owned) do
   local kind = ARGV[o + REC.kind]
   local value = ARGV[o + REC.value]
   local jobKey = base .. id
-  local stack = ARGV[o + REC.stacktrace]
+  -- Without a tail (a plain completion) its fields read as "".
+  local more = ARGV[o + REC.more] == "1"
+  local stack = more and ARGV[o + REC.stacktrace] or ""
   local atm = ARGV[o + REC.attemptsMade]
-  local timeline = ARGV[o + REC.timeline]
+  local timeline = more and ARGV[o + REC.timeline] or ""
   local fields = {}
   lastFinal = kind == "c" or kind == "f"
   if kind ~= "c" and kind ~= "w" and kind ~= "m" then
@@ -275,13 +288,13 @@ for _, i in ipairs(owned) do
   end
 
   if kind == "c" or kind == "f" then
-    local deid = ARGV[o + REC.dedupId]
+    local deid = more and ARGV[o + REC.dedupId] or ""
     if deid ~= "" then
       releaseDedup(id, deid)
       requeueNext(deid)
     end
     local parent = nil
-    if ARGV[o + REC.hasParent] == "1" then
+    if more and ARGV[o + REC.hasParent] == "1" then
       parent = parentOf(jobKey)
       if parent then
         if kind == "c" then
@@ -316,7 +329,7 @@ for _, i in ipairs(owned) do
     -- Written after the retention trims below, as BullMQ trims before it
     -- writes the job's event (a trimmed flow child's parent release comes
     -- first).
-    finishedEvents[#finishedEvents + 1] = {kind, id, value, atm, ARGV[o + REC.attempts]}
+    finishedEvents[#finishedEvents + 1] = {kind, id, value, atm, more and ARGV[o + REC.attempts] or ""}
   elseif kind == "r" or kind == "w" then
     if #fields > 0 then
       rcall("HSET", jobKey, unpack(fields))
