@@ -22,21 +22,19 @@
 --   or {code, record} when the tree is refused and nothing was written:
 --   -5 record's parent key names no job, -7 record's id exists as the
 --   child of another live parent (BullMQ: "cannot be replaced").
--- Exactly once per call, as addJobs (<root base>add:<token>).
+-- Exactly once per call (include/once.lua: <root base>add:<token>).
 --@include common
 --@include queue
 --@include state
 --@include dedup
+--@include once
 --@include parent
 --@record flow
 
-local callKey = nil
-if ARGV[2] ~= "" then
-  callKey = base .. "add:" .. ARGV[2]
-  local first = rcall("GET", callKey)
-  if first then
-    return cjson.decode(first)
-  end
+local callKey = onceKey(base, ARGV[2])
+local first = onceReply(callKey)
+if first then
+  return first
 end
 
 local now = tonumber(ARGV[4])
@@ -197,7 +195,5 @@ for _, parentKey in ipairs(parents) do
   end
 end
 
-if callKey then
-  rcall("SET", callKey, cjson.encode(replies), "PX", ARGV[3])
-end
+onceRemember(callKey, replies, ARGV[3])
 return replies

@@ -12,22 +12,17 @@
 --   "deduplicated" (dedup id owned by job `id`; state is its state) or
 --   "readded" (created, taking over a dedup id whose owner job had been
 --   removed; state is the removed owner's id).
--- Exactly once per call: a client that lost the reply retries the command, so
--- the script may run again for the same call. The first run stores its reply
--- under <base>add:<token> for the ttl; a run that finds it returns it and
--- writes nothing. (':' cannot occur in a job id, so the key is no job's.)
+-- Exactly once per call (include/once.lua: <base>add:<token>).
 --@include common
 --@include queue
 --@include state
 --@include dedup
+--@include once
 
-local callKey = nil
-if ARGV[2] ~= "" then
-  callKey = base .. "add:" .. ARGV[2]
-  local first = rcall("GET", callKey)
-  if first then
-    return cjson.decode(first)
-  end
+local callKey = onceKey(base, ARGV[2])
+local first = onceReply(callKey)
+if first then
+  return first
 end
 
 local n = tonumber(ARGV[4])
@@ -137,7 +132,5 @@ end
 if delayMarker then
   addDelayMarker(markerKey, delayedKey)
 end
-if callKey then
-  rcall("SET", callKey, cjson.encode(replies), "PX", ARGV[3])
-end
+onceRemember(callKey, replies, ARGV[3])
 return replies

@@ -1,0 +1,33 @@
+-- once.lua: adds happen exactly once per call (addJobs, addFlow). A client
+-- that lost the reply retries the command, so the script may run again for
+-- the same call: the first run stores its reply under <base>add:<token> for
+-- the token's ttl; a run that finds it returns that reply and writes
+-- nothing. (':' cannot occur in a job id, so the key is no job's.)
+-- Expects common.lua in scope.
+
+-- onceKey is the key of call token's reply under qbase; nil without a token.
+local function onceKey(qbase, token)
+  if token == "" then
+    return nil
+  end
+  return qbase .. "add:" .. token
+end
+
+-- onceReply is the reply an earlier run of this call stored, or nil.
+local function onceReply(key)
+  if not key then
+    return nil
+  end
+  local first = rcall("GET", key)
+  if first then
+    return cjson.decode(first)
+  end
+  return nil
+end
+
+-- onceRemember keeps this run's replies under key for ttl ms.
+local function onceRemember(key, replies, ttl)
+  if key then
+    rcall("SET", key, cjson.encode(replies), "PX", ttl)
+  end
+end
