@@ -418,10 +418,14 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 	repeat["count"] = jsonInt(iteration)
 	opts["repeat"] = mustJSON(repeat)
 	opts["timestamp"] = jsonInt(now)
+	// Node's worker passes the run's Job.opts, which its Job constructor
+	// gave attempts 0 and a backoff given as a number in object form
+	// (Backoffs.normalize): the next run's opts carry both.
 	if _, ok := opts["attempts"]; !ok {
-		// Node's worker passes the run's Job.opts, which its Job
-		// constructor gave attempts 0: the next run's opts carry it.
 		opts["attempts"] = jsonInt(0)
+	}
+	if b := opts["backoff"]; len(b) > 0 && (b[0] == '-' || (b[0] >= '0' && b[0] <= '9')) {
+		opts["backoff"] = mustJSON(map[string]any{"type": BackoffFixed, "delay": b})
 	}
 	opts["repeatJobKey"] = jsonString(rec.RepeatJobKey)
 	delete(opts, "jobId")

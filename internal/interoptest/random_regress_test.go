@@ -291,6 +291,18 @@ func TestDifferentialDeliberateDifferences(t *testing.T) {
 			{Op: difftest.OpDrain, By: difftest.Node, Delayed: true},
 			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
 		}}},
+		{"RefusedAddDrawsNoID", "an add both refuse", difftest.Program{Seed: 136200054, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j10", Data: map[string]any{"n": 10}},
+				Children: []*difftest.Add{{Name: "j13", Data: map[string]any{"n": 13}, JobID: "c4", Delay: 3600000}}},
+			{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j17", Data: map[string]any{"n": 17}, JobID: "c4", Parent: "j13"}},
+		}}},
+		{"ReadersOfADrainedSchedulerRun", "drain with a job scheduler's run", difftest.Program{Seed: 136200263, Steps: []difftest.Step{
+			{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}},
+				Scheduler: &difftest.Scheduler{ID: "s2", Every: 3600000, Start: 3600000}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j8", Data: map[string]any{"n": 8}}},
+			{Op: difftest.OpPromoteJobs, By: difftest.Node},
+			{Op: difftest.OpDrain, By: difftest.Node},
+		}}},
 		{"SchedulerReplacedWhilePaused", "replacing a job scheduler while", difftest.Program{Seed: 216989508, Steps: []difftest.Step{
 			{Op: difftest.OpPause, By: difftest.Node},
 			{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j7", Data: map[string]any{"n": 7}},
@@ -309,4 +321,22 @@ func TestDifferentialDeliberateDifferences(t *testing.T) {
 			require.True(t, strings.HasPrefix(k.Name, tc.want), "classified as %q: %s", k.Name, d)
 		})
 	}
+}
+
+// TestDifferentialRegressionSchedulerNextRunBackoff (campaign seed
+// 136200209, shrunk): a Node scheduler whose template gives the backoff as
+// a number; the run a drover worker makes next has it in object form
+// ({type: fixed, delay}), as the run a Node worker makes (its Job
+// constructor normalises the run's opts). Before, drover copied the number.
+func TestDifferentialRegressionSchedulerNextRunBackoff(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 136200209, Steps: []difftest.Step{
+		{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}, Attempts: 2,
+			Backoff: &difftest.Backoff{Type: "fixed", Delay: 3600000, Number: true}},
+			Scheduler: &difftest.Scheduler{ID: "s1", Every: 3600000, Start: 10800000}},
+		{Op: difftest.OpPromote, By: difftest.Node, Job: "j1"},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+	}})
 }

@@ -93,7 +93,7 @@ func checkProgram(t *testing.T, b *bundle, p *difftest.Program, known bool) {
 	if md == nil {
 		t.Fatalf("the divergence does not reproduce (flaky run?)")
 	}
-	if allNode(minimal) {
+	if allNode(minimal) && !md.cross {
 		t.Fatalf("the all-Node program diverges from itself: the harness is not deterministic here:\n%s\n%s", minimal, md)
 	}
 	if k := knownFor(minimal, md); k != nil {
@@ -225,7 +225,7 @@ func campaign(t *testing.T, b *bundle, cfg difftest.Config, seeds []int64, until
 		}
 		f := found{seed: seed, minimal: minimal, d: md, known: knownFor(minimal, md)}
 		all = append(all, f)
-		if allNode(minimal) {
+		if allNode(minimal) && !md.cross {
 			t.Logf("seed %d: NONDETERMINISTIC (all-Node program diverges from itself), minimal:\n%s\n%s", seed, minimal, md)
 		} else if f.known != nil {
 			t.Logf("seed %d: known divergence %s (%s), minimal:\n%s", seed, f.known.Issue, f.known.Name, minimal)
@@ -267,8 +267,8 @@ type divergence struct {
 
 // knownFor returns the known divergence that explains d in p, or nil.
 func knownFor(p *difftest.Program, d *divergence) *difftest.KnownDivergence {
-	if d.refused != nil && d.ref != "refused" {
-		if k := difftest.KnownForRefusal(d.refused); k != nil {
+	if d.refused != nil && !d.cross {
+		if k := difftest.KnownForRefusal(d.refused, d.ref == "refused", d.refState, d.mixState, queueName); k != nil {
 			return k
 		}
 	}

@@ -35,7 +35,7 @@ var Deliberate = []Difference{
 	{"event order of a removal cascade", "removing a flow's jobs (remove, drain, clean, obliterate) walks a parent's dependencies set, whose SMEMBERS order depends on the member strings, which carry the run's prefix: two all-Node runs write the same events in different orders. The events such a step writes are compared sorted (SortEvents)."},
 	{"delay field to the second", "BullMQ's moveToDelayed stores the due time minus its script's clock, read a few ms after the processor computed the due time (7199992 for a 2 h delay); the job hash's delay field is compared rounded to the second."},
 	{"delay of a scheduler run to the second", "a job scheduler's run stores in opts.delay its due time minus the adding script's clock, which differs between the runs by a few ms; opts.delay of a run (opts with repeat) is compared rounded to the second, the due time to the minute."},
-	{"backoff delay of a jittered job", "the job hash's delay field of a job with backoff jitter is a random draw on each side; its due time is compared to the minute."},
+	{"backoff delay of a jittered job", "the job hash's delay field of a job with backoff jitter is a random draw on each side, and so is its due time (up to 14.4 s apart, which may round to different minutes): a delayed job whose delay field is a jittered draw is compared by membership, its score masked."},
 	{"timestamps, stream ids, lock tokens", "statedump.Normalize: every 13-digit ms value, stream entry id and lock token differs between runs by construction."},
 	{"error text", "a refused step is compared as refused on both sides; Node's and drover's messages differ by design (drover wraps with the operation and job)."},
 	{"remove of a missing job", "Node's Queue.remove returns 1 for a job that does not exist, drover's Job.Remove returns ErrJobNotFound (a Go sentinel to branch on): both are compared as done; the states must still agree."},
@@ -59,6 +59,10 @@ type KnownDivergence struct {
 	// must be in its message too.
 	Refusal     error
 	RefusalText string
+	// BothRefused, for a step both refuse, says the entry explains a state
+	// difference its Mask removes (then Refusal nil means any refusal).
+	// Such a Mask is applied only to classify, never by Comparable.
+	BothRefused bool
 }
 
 // Known are the divergences of issue 10 whose fixes are in progress.
@@ -77,14 +81,19 @@ var Known = []KnownDivergence{
 	// The entries below are deliberate: drover differs on purpose, and the
 	// README's compatibility table says so with the same reason.
 	{"deliberate", "flow with a job id that is already another parent's child: drover refuses the whole tree (ErrParentConflict, Redis untouched); BullMQ 6.7 adds the rest of the tree and leaves the existing job under its first parent",
-		"deliberate (README)", nil, nil, drover.ErrParentConflict, ""},
+		"deliberate (README)", nil, nil, drover.ErrParentConflict, "", false},
 	{"deliberate", "flow with a job id used twice in the tree (e.g. a child with its parent's id): drover refuses the tree (ErrInvalidJobID, Redis untouched); BullMQ 6.7 stores the job once and makes it its own child, so it waits for itself for ever",
-		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, "is also the id of"},
+		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, "is also the id of", false},
 	{"deliberate", "drain with a job scheduler's run in wait: BullMQ 6.7's drain keeps the run (it must not remove a scheduler's current run) but then trims as many ids as it removed from the head of the list, so a run ahead of removed jobs loses its id (the scheduler never runs again) and a removed job's id stays without its hash; a Node worker then takes that id and runs a job with no hash, a drover worker drops it. drover's drain removes exactly the drained jobs",
-		"deliberate (README; BullMQ bug)", schedulerThenDrain, nil, nil, ""},
+		"deliberate (README; BullMQ bug)", schedulerThenDrain, nil, nil, "", false},
 	{"deliberate", "replacing a job scheduler while the queue is paused: BullMQ 6.7's upsert looks for the current run in the legacy paused list, but a paused queue's jobs are in wait, so the old run stays there and runs after resume beside the new schedule's runs (its hash and id left over); drover removes it from wait as it does when the queue is not paused",
-		"deliberate (README; BullMQ bug)", upsertAgainWhilePaused, nil, nil, ""},
+		"deliberate (README; BullMQ bug)", upsertAgainWhilePaused, nil, nil, "", false},
+	{"deliberate", "an add both refuse: BullMQ 6.7 may draw an id counter value before it refuses (e.g. a parent-linked add whose id is already another parent's child), drover's refusal leaves Redis untouched (the project's rule for bad input)",
+		"deliberate (README)", nil, dropIDCounter, nil, "", true},
 }
+
+// dropIDCounter removes the queue's id counter from a dump.
+func dropIDCounter(s *statedump.Snapshot, queue string) { delete(s.Keys, queue+":id") }
 
 // upsertAgainWhilePaused reports whether a program upserts a scheduler id
 // it made before, after a pause.
@@ -133,13 +142,29 @@ func SortEvents(st []statedump.StreamEntry, from, to int) {
 	})
 }
 
-// KnownForRefusal returns the deliberate refusal that explains a
-// divergence at a step drover refused with err while Node carried it out,
-// or nil.
-func KnownForRefusal(err error) *KnownDivergence {
+// KnownForRefusal returns the deliberate difference that explains a
+// divergence at a step drover refused with err, or nil: where Node carried
+// the step out (bothRefused false), or where Node refused it too and the
+// entry's Mask makes the diverging states a and b equal.
+func KnownForRefusal(err error, bothRefused bool, a, b *statedump.Snapshot, queue string) *KnownDivergence {
 	for i := range Known {
-		if k := &Known[i]; k.Refusal != nil && errors.Is(err, k.Refusal) && strings.Contains(err.Error(), k.RefusalText) {
+		k := &Known[i]
+		if k.BothRefused != bothRefused || (k.Refusal == nil && !k.BothRefused) {
+			continue
+		}
+		if k.Refusal != nil && (!errors.Is(err, k.Refusal) || !strings.Contains(err.Error(), k.RefusalText)) {
+			continue
+		}
+		if !bothRefused {
 			return k
+		}
+		if a != nil && b != nil && k.Mask != nil {
+			ca, cb := a.Clone(), b.Clone()
+			k.Mask(ca, queue)
+			k.Mask(cb, queue)
+			if len(statedump.Diff(ca, cb)) == 0 {
+				return k
+			}
 		}
 	}
 	return nil
@@ -153,7 +178,7 @@ func KnownFor(p *Program, a, b *statedump.Snapshot, queue string) *KnownDivergen
 	// Masks first: they name the difference itself, Uses only the input.
 	for i := range Known {
 		k := &Known[i]
-		if k.Mask != nil && a != nil && b != nil {
+		if k.Mask != nil && !k.BothRefused && a != nil && b != nil {
 			ca, cb := a.Clone(), b.Clone()
 			k.Mask(ca, queue)
 			k.Mask(cb, queue)
@@ -250,7 +275,7 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 	}
 	if !nc.Known {
 		for _, k := range Known {
-			if k.Mask != nil {
+			if k.Mask != nil && !k.BothRefused {
 				k.Mask(raw, nc.Queue)
 			}
 		}
@@ -268,7 +293,11 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 				return nil, fmt.Errorf("delayed score %q: %w", z.Score, err)
 			}
 			due := float64(keys.DueOfScore(f))
-			ss[i] = scored{z.Member, int64(math.Round((due - float64(nc.StartMs)) / 60000)), i}
+			mins := int64(math.Round((due - float64(nc.StartMs)) / 60000))
+			if j := raw.Keys[nc.Queue+":"+z.Member]; j != nil && j.Hash["delay"] == "<jittered>" {
+				mins = -1 << 40 // a random due time (see Deliberate): ordered by name, first
+			}
+			ss[i] = scored{z.Member, mins, i}
 		}
 		slices.SortStableFunc(ss, func(a, b scored) int {
 			if c := cmp.Compare(a.min, b.min); c != 0 || !nc.Jitter {
@@ -277,7 +306,11 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 			return strings.Compare(a.member, b.member)
 		})
 		for i, s := range ss {
-			k.ZSet[i] = statedump.ZMember{Member: s.member, Score: fmt.Sprintf("<+%dmin>", s.min)}
+			score := fmt.Sprintf("<+%dmin>", s.min)
+			if s.min == -1<<40 {
+				score = "<jittered>"
+			}
+			k.ZSet[i] = statedump.ZMember{Member: s.member, Score: score}
 		}
 	}
 	norm, err := statedump.Normalize(raw, &statedump.NormalizeOptions{DelayedScores: statedump.ScoreKeep})
