@@ -147,4 +147,34 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 		}
 		require.Len(t, jobKeys(t, b), 25)
 	})
+
+	// A flow is one addFlow call: its lost reply is resent, and the resend
+	// answers what the first run stored (without the call token: every
+	// node "duplicate", as the custom ids then exist).
+	t.Run("Flow", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rdb := redis.NewClient(&redis.Options{Addr: b.proxy.Addr, MaxRetries: 3})
+		t.Cleanup(func() { _ = rdb.Close() })
+		fp, err := drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		_, err = fp.Add(context.Background(), drover.FlowJob{Name: "warm-up", QueueName: "warm"}) // caches addFlow
+		require.NoError(t, err)
+		tree := drover.FlowJob{Name: "root", QueueName: "q", Opts: &drover.JobOptions{JobID: "root"}}
+		for i := range 3 {
+			tree.Children = append(tree.Children, drover.FlowJob{Name: "leaf", QueueName: "q", Opts: &drover.JobOptions{JobID: fmt.Sprint("leaf-", i)}})
+		}
+		b.proxy.DropReplyTo("evalsha")
+		node, err := fp.Add(context.Background(), tree)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), b.proxy.Dropped())
+		require.Equal(t, drover.AddCreated, node.Outcome)
+		for _, c := range node.Children {
+			require.Equal(t, drover.AddCreated, c.Outcome, c.Job.ID)
+		}
+		require.Len(t, jobKeys(t, b), 4)
+		deps, err := b.direct.SCard(context.Background(), b.prefix+":q:root:dependencies").Result()
+		require.NoError(t, err)
+		require.EqualValues(t, 3, deps)
+	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/pgtest"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/outbox"
@@ -76,6 +77,34 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		require.NoError(t, err)
 		require.Equal(t, outbox.Stats{}, stats)
 		require.Zero(t, bundle.jobCount(t, "emails"))
+	})
+
+	// Issue 15 item 1: the relay's add loses its reply and go-redis sends
+	// it again; the resend answers what the first run stored (created),
+	// and each row is one job. Without the add's call token the resend
+	// found the jobs and the relay counted them as duplicates.
+	t.Run("ALostReplyIsResentAndStoredOnce", func(t *testing.T) {
+		t.Parallel()
+
+		bundle := setup(t)
+		proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 3})
+		t.Cleanup(func() { _ = rdb.Close() })
+		warm, err := drover.NewQueue(rdb, "warm", &drover.QueueOptions{Prefix: bundle.prefix})
+		require.NoError(t, err)
+		_, err = warm.Add(ctx, "warm-up", nil, nil) // caches the add script
+		require.NoError(t, err)
+
+		bundle.add(t, job{queue: "q", name: "a"}, job{queue: "q", name: "b"}, job{queue: "q", name: "c"})
+		proxy.DropReplyTo("evalsha")
+		stats, err := bundle.relay(t, rdb, nil).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), proxy.Dropped())
+		require.Equal(t, outbox.Stats{Created: 3}, stats)
+		require.Empty(t, pending(bundle.rows(t)))
+		require.EqualValues(t, 3, bundle.jobCount(t, "q"))
 	})
 
 	t.Run("AReAddAfterACrashBetweenAddAndMarkIsADuplicate", func(t *testing.T) {
