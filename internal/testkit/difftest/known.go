@@ -34,7 +34,7 @@ var Deliberate = []Difference{
 	{"delayed scores as minutes from the run's start", "both runs use the real clock (Node BullMQ takes Date.now() in its scripts), so a delayed score is compared as the whole minutes between the run's start and the due time; every generated delay is a whole number of hours, so this is exact. Same-minute members keep their order unless the program has jitter."},
 	{"event order of a removal cascade", "removing a flow's jobs (remove, drain, clean, obliterate) walks a parent's dependencies set, whose SMEMBERS order depends on the member strings, which carry the run's prefix: two all-Node runs write the same events in different orders. The events such a step writes are compared sorted (SortEvents)."},
 	{"delay field to the second", "BullMQ's moveToDelayed stores the due time minus its script's clock, read a few ms after the processor computed the due time (7199992 for a 2 h delay); the job hash's delay field is compared rounded to the second."},
-	{"delay of a scheduler run to the second", "a job scheduler's run stores in opts.delay its due time minus the adding script's clock, which differs between the runs by a few ms; opts.delay of a run (opts with repeat) is compared rounded to the second, the due time to the minute."},
+	{"delay of a scheduler run", "a job scheduler's run stores in its delay field and opts.delay its due time minus the adding script's clock, which differs between the runs by a few ms at any fraction of a second; a run's (opts with repeat) delay is masked: its due time is in its id and its delayed score (compared to the minute)."},
 	{"backoff delay of a jittered job", "the job hash's delay field of a job with backoff jitter is a random draw on each side, and so is its due time (up to 14.4 s apart, which may round to different minutes): a delayed job whose delay field is a jittered draw is compared by membership, its score masked."},
 	{"timestamps, stream ids, lock tokens", "statedump.Normalize: every 13-digit ms value, stream entry id and lock token differs between runs by construction."},
 	{"error text", "a refused step is compared as refused on both sides; Node's and drover's messages differ by design (drover wraps with the operation and job)."},
@@ -262,8 +262,11 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 			}
 		}
 		if opts, ok := k.Hash["opts"]; ok && strings.Contains(opts, `"repeat"`) {
-			if r, ok := roundRunDelay(opts); ok {
+			if r, ok := maskRunDelay(opts); ok {
 				k.Hash["opts"] = r
+				if _, ok := k.Hash["delay"]; ok {
+					k.Hash["delay"] = "<run delay>"
+				}
 			}
 		}
 		if d, err := strconv.ParseInt(k.Hash["delay"], 10, 64); err == nil {
@@ -327,18 +330,16 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 	return norm, nil
 }
 
-// roundRunDelay rounds opts.delay of a scheduler run's opts JSON to the
-// second (see Deliberate); ok is false when opts has no such delay.
-func roundRunDelay(opts string) (string, bool) {
+// maskRunDelay masks opts.delay of a scheduler run's opts JSON (see
+// Deliberate); ok is false when opts is no run's.
+func maskRunDelay(opts string) (string, bool) {
 	var o map[string]json.RawMessage
 	if json.Unmarshal([]byte(opts), &o) != nil || o["repeat"] == nil {
 		return "", false
 	}
-	d, err := strconv.ParseInt(string(o["delay"]), 10, 64)
-	if err != nil {
-		return "", false
+	if _, ok := o["delay"]; ok {
+		o["delay"] = json.RawMessage(`"<run delay>"`)
 	}
-	o["delay"] = json.RawMessage(strconv.FormatInt((d+500)/1000*1000, 10))
 	b, err := json.Marshal(o)
 	if err != nil {
 		return "", false
