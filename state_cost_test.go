@@ -78,10 +78,12 @@ func TestStateLookupDoesNotSearchWait(t *testing.T) {
 	require.NoError(t, q.Pause(ctx)) // a paused queue's jobs wait too
 	check(t)
 
-	// A job that is nowhere is still unknown.
-	s, err := q.GetJobState(ctx, "nosuch")
-	require.NoError(t, err)
-	require.Equal(t, drover.StateUnknown, s)
+	// A job that is nowhere is still unknown, and so is a queue key's name.
+	for _, id := range []string{"nosuch", "meta", "id", "events", "wait"} {
+		s, err := q.GetJobState(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateUnknown, s, id)
+	}
 }
 
 // lposCalls reads how many LPOS commands the server ran (inside scripts

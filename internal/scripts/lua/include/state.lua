@@ -11,6 +11,12 @@
 -- BullMQ's or drover's do) would read as waiting here and unknown in
 -- BullMQ's getState.
 
+-- isJobHash: key holds a job (every job hash has a timestamp), not a queue
+-- key of the same name ("meta", "id", "events": ids no add accepts).
+local function isJobHash(key)
+  return rcall("TYPE", key)["ok"] == "hash" and rcall("HEXISTS", key, "timestamp") == 1
+end
+
 -- jobStateAt is jobState for a job of the queue whose base is qbase
 -- (a flow spans queues).
 local function jobStateAt(qbase, id)
@@ -25,7 +31,7 @@ local function jobStateAt(qbase, id)
   if rcall("ZSCORE", qbase .. "waiting-children", id) then
     return "waiting-children"
   end
-  if rcall("EXISTS", qbase .. id) == 1 then
+  if isJobHash(qbase .. id) then
     return "waiting"
   end
   return "unknown"
@@ -50,7 +56,7 @@ local function jobState(id)
   if rcall("ZSCORE", waitingChildrenKey, id) then
     return "waiting-children"
   end
-  if rcall("EXISTS", base .. id) == 1 then
+  if isJobHash(base .. id) then
     return "waiting"
   end
   return "unknown"
