@@ -90,6 +90,14 @@ func (c *clockKeeper) measure(ctx context.Context) bool {
 		}
 		return false
 	}
+	if best <= bestRTT/2 && -best <= bestRTT/2 {
+		// No evidence of skew: the server read its clock somewhere in the
+		// round trip, so an offset within half of it is what a correct
+		// clock measures too. Correcting by it would only move timestamps
+		// off this machine's clock (a job stamped 1 ms after a Node worker
+		// on the same machine took it).
+		best = 0
+	}
 	c.clock.SetOffset(best)
 	c.measured.Store(true)
 	c.next.Store(c.clock.Base().Now().Add(c.interval).UnixMilli())
