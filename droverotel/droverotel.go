@@ -40,6 +40,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/metricset"
 )
 
 // ScopeName is the instrumentation scope of the tracer and the meter.
@@ -89,7 +90,7 @@ func New(opts *Options) (*Middleware, error) {
 		o.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
 	if o.DurationBuckets == nil {
-		o.DurationBuckets = defaultBuckets
+		o.DurationBuckets = metricset.DefaultBuckets()
 	}
 	meter := o.MeterProvider.Meter(ScopeName)
 	m, err := newInstruments(meter, o.DurationBuckets)
@@ -218,7 +219,7 @@ func (mw *Middleware) WorkerMiddleware() drover.WorkerMiddleware {
 	return drover.WorkerMiddleware{
 		Process: func(ctx context.Context, job *drover.Job, next drover.ProcessorFunc) (any, error) {
 			ctx = mw.startProcess(ctx, job)
-			mw.m.started(ctx, queueOf(job))
+			mw.m.add(ctx, metricset.Started, queueOf(job))
 			return next(ctx, job)
 		},
 		Finished: func(ctx context.Context, job *drover.Job, f drover.Finish) {

@@ -12,8 +12,11 @@
 //     jobs, clustering, growth and the retry-storm flag.
 //
 // [NewRegistry] puts the queue collector (and the Go and process collectors)
-// in a registry and [Handler] serves a registry; the dashboard mounts it at
-// /metrics.
+// in a registry and [Handler] serves a registry. The metrics themselves
+// (names, help, labels, what counts) are defined once in internal/metricset,
+// which droverotel uses too; the dashboard serves the same series at
+// /metrics through metricset's own exposition unless given this Handler, so
+// the drover command never compiles client_golang.
 //
 //	reg, _ := metrics.NewRegistry(ins, nil)
 //	w, _ := drover.NewWorker(rdb, "mail", proc, &drover.WorkerOptions{Hooks: metrics.WorkerHooks(reg, "mail")})
@@ -23,7 +26,6 @@ package metrics
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -31,18 +33,18 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/metricset"
 )
 
 // Namespace prefixes every metric name.
-const Namespace = "drover"
+const Namespace = metricset.Namespace
 
 // WorkerMetrics are the counters and the duration histogram of workers,
-// labelled by queue. One WorkerMetrics serves any number of workers.
+// labelled by queue (internal/metricset defines them). One WorkerMetrics
+// serves any number of workers.
 type WorkerMetrics struct {
-	started, completed, failed, retried, delayed *prometheus.CounterVec
-	exhausted, stalled, lockLost                 *prometheus.CounterVec
-	cancelled, timedOut                          *prometheus.CounterVec
-	duration                                     *prometheus.HistogramVec
+	counters [metricset.NumCounters]*prometheus.CounterVec
+	duration *prometheus.HistogramVec
 }
 
 // WorkerMetricsOptions configure NewWorkerMetrics. Nil means defaults.
@@ -63,33 +65,18 @@ func NewWorkerMetrics(reg prometheus.Registerer, opts *WorkerMetricsOptions) (*W
 	if o.Buckets == nil {
 		o.Buckets = prometheus.DefBuckets
 	}
-	counter := func(name, help string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, []string{"queue"})
-	}
-	m := &WorkerMetrics{
-		started:   counter("jobs_started_total", "Attempts started by drover workers."),
-		completed: counter("jobs_completed_total", "Jobs completed by drover workers."),
-		failed:    counter("jobs_failed_total", "Jobs failed for good (moved to failed) by drover workers."),
-		retried:   counter("jobs_retried_total", "Failed attempts that will be retried (at once or after a backoff)."),
-		delayed:   counter("jobs_delayed_total", "Attempts that put their job back in the delayed set without spending an attempt (drover.Delay)."),
-		exhausted: counter("jobs_retries_exhausted_total", "Jobs failed for good after using every attempt of their budget."),
-		stalled:   counter("jobs_stalled_total", "Stalled jobs recovered by the workers' stalled checkers."),
-		cancelled: counter("attempts_cancelled_total", "Attempts ended by Queue.CancelJob, whether the job then failed for good or was retried."),
-		timedOut:  counter("attempts_timed_out_total", "Attempts that ran past their timeout, whether the job then failed for good or was retried."),
-		lockLost:  counter("lock_renewals_failed_total", "Running jobs whose lock a worker failed to renew (the job was lost to the stalled checker or another worker)."),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: Namespace, Name: "job_duration_seconds",
-			Help:    "How long attempts ran, by outcome (drover.Outcome's names: completed, retried, retry-delayed, delayed, requeued, failed, failed-unrecoverable, retries-exhausted, cancelled, timed-out).",
-			Buckets: o.Buckets,
-		}, []string{"queue", "outcome"}),
-	}
+	m := &WorkerMetrics{}
 	var err error
-	for _, c := range []**prometheus.CounterVec{&m.started, &m.completed, &m.failed, &m.retried, &m.delayed, &m.exhausted, &m.stalled, &m.lockLost, &m.cancelled, &m.timedOut} {
-		if *c, err = register(reg, *c); err != nil {
+	for _, c := range metricset.Counters() {
+		d := c.Def()
+		vec := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: d.Name, Help: d.Help}, d.Labels)
+		if m.counters[c], err = register(reg, vec); err != nil {
 			return nil, err
 		}
 	}
-	if m.duration, err = register(reg, m.duration); err != nil {
+	d := metricset.Duration
+	vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: d.Name, Help: d.Help, Buckets: o.Buckets}, d.Labels)
+	if m.duration, err = register(reg, vec); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -110,43 +97,13 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 
 // Hooks returns worker hooks that count into m under the queue label.
 func (m *WorkerMetrics) Hooks(queue string) *drover.WorkerHooks {
-	started := m.started.WithLabelValues(queue)
-	completed := m.completed.WithLabelValues(queue)
-	failed := m.failed.WithLabelValues(queue)
-	retried := m.retried.WithLabelValues(queue)
-	delayed := m.delayed.WithLabelValues(queue)
-	exhausted := m.exhausted.WithLabelValues(queue)
-	stalled := m.stalled.WithLabelValues(queue)
-	lockLost := m.lockLost.WithLabelValues(queue)
-	cancelled := m.cancelled.WithLabelValues(queue)
-	timedOut := m.timedOut.WithLabelValues(queue)
-	return &drover.WorkerHooks{
-		JobStarted: func(*drover.Job) { started.Inc() },
-		JobFinished: func(_ *drover.Job, outcome drover.Outcome, took time.Duration, err error) {
-			switch {
-			case outcome == drover.OutcomeCompleted:
-				completed.Inc()
-			case outcome == drover.OutcomeDelayed:
-				delayed.Inc()
-			case outcome.Retried():
-				retried.Inc()
-			case outcome.Failed():
-				failed.Inc()
-			}
-			if outcome == drover.OutcomeRetriesExhausted {
-				exhausted.Inc()
-			}
-			switch {
-			case errors.Is(err, drover.ErrJobCancelled):
-				cancelled.Inc()
-			case errors.Is(err, drover.ErrJobTimedOut):
-				timedOut.Inc()
-			}
-			m.duration.WithLabelValues(queue, outcome.String()).Observe(took.Seconds())
-		},
-		LockLost: func(*drover.Job, string) { lockLost.Inc() },
-		Stalled:  func(string, int) { stalled.Inc() },
+	var counters [metricset.NumCounters]prometheus.Counter
+	for c, vec := range m.counters {
+		counters[c] = vec.WithLabelValues(queue)
 	}
+	return metricset.Hooks(func(c metricset.Counter) { counters[c].Inc() }, func(outcome string, seconds float64) {
+		m.duration.WithLabelValues(queue, outcome).Observe(seconds)
+	})
 }
 
 // WorkerHooks registers the worker metrics in reg (once per registry) and
