@@ -21,7 +21,8 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/keys"
-	"github.com/seed40057009/drover/metrics"
+	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/metricset"
 )
 
 //go:embed ui
@@ -43,8 +44,11 @@ type Options struct {
 	// ReadOnly refuses every mutating request, whatever the role, and the
 	// UI shows no actions.
 	ReadOnly bool
-	// Metrics serves /metrics. Defaults to metrics.Handler over a registry
-	// with a queue collector over the Inspector (metrics.NewRegistry).
+	// Metrics serves /metrics. Defaults to the series metrics.NewRegistry
+	// registers (the queue gauges read through the Inspector, the Go and
+	// process metrics) served without client_golang, so the drover command
+	// does not compile it (internal/metricset); pass metrics.Handler over a
+	// registry of your own to serve that instead.
 	Metrics http.Handler
 	// Audit receives an entry for every mutating request, allowed or
 	// refused. Defaults to AuditLogger(Logger). The newest entries also show
@@ -139,11 +143,12 @@ func New(ins *inspect.Inspector, opts *Options) (*Handler, error) {
 		return nil, err
 	}
 	if o.Metrics == nil {
-		reg, err := metrics.NewRegistry(ins, &metrics.CollectorOptions{Logger: o.Logger})
-		if err != nil {
-			return nil, err
-		}
-		o.Metrics = metrics.Handler(reg)
+		logger := o.Logger
+		o.Metrics = metricset.Handler(metricset.QueueSource(ins, metricset.ReadOptions{
+			Failed: func(ctx context.Context, queue string, err error) {
+				logger.WarnContext(ctx, "metrics scrape failed", slog.String(logkey.Queue, queue), slog.Any(logkey.Error, err))
+			},
+		}, 0), metricset.Runtime)
 	}
 	h := &Handler{
 		ins:     ins,

@@ -20,7 +20,7 @@ import (
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/embedredis"
-	"github.com/seed40057009/drover/metrics"
+	"github.com/seed40057009/drover/internal/metricset"
 )
 
 func init() {
@@ -92,12 +92,12 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 			}
 		}
 	}
-	reg, err := metrics.NewRegistry(ins, nil)
-	if err != nil {
-		return err
-	}
+	// The series of metrics.NewRegistry plus the worker metrics, served
+	// without client_golang (internal/metricset).
+	workerMetrics := metricset.NewWorkers(nil)
+	metricsHandler := metricset.Handler(metricset.QueueSource(ins, metricset.ReadOptions{}, 0), metricset.Runtime, workerMetrics.Families)
 	if *dashAddr != "off" {
-		srv, err := demoDashboard(ctx, ins, *dashAddr, metrics.Handler(reg))
+		srv, err := demoDashboard(ctx, ins, *dashAddr, metricsHandler)
 		if err != nil {
 			return err
 		}
@@ -151,7 +151,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	})
 	w, err := drover.NewWorker(rdb, *queueName, proc, &drover.WorkerOptions{
 		Prefix: *prefix, Concurrency: 4, Name: "demo-worker", Logger: logger,
-		Hooks: metrics.WorkerHooks(reg, *queueName),
+		Hooks: workerMetrics.Hooks(*queueName),
 	})
 	if err != nil {
 		return err
@@ -161,7 +161,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	}
 	defer closeWorker(ctx, w)
 
-	closeStalling, err := stallingWorker(ctx, rdb, *prefix, metrics.WorkerHooks(reg, stallQueue))
+	closeStalling, err := stallingWorker(ctx, rdb, *prefix, workerMetrics.Hooks(stallQueue))
 	if err != nil {
 		return err
 	}
