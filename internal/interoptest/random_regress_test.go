@@ -340,3 +340,43 @@ func TestDifferentialRegressionSchedulerNextRunBackoff(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
 	}})
 }
+
+// TestDifferentialRegressionCleanLimitWindow (campaign seed 136201207,
+// shrunk, and a delayed-set twin): Clean with a limit looks only at that
+// many jobs, as BullMQ's clean does: the entries at the tail of a list, the
+// oldest members of a sorted set; a scheduler's run among them is skipped,
+// not replaced by the next job. Before, drover went on past the window and
+// removed a job Node keeps.
+func TestDifferentialRegressionCleanLimitWindow(t *testing.T) {
+	t.Parallel()
+
+	setup := newSetup(t)
+	for _, tc := range []struct {
+		name string
+		p    difftest.Program
+	}{
+		{"Wait", difftest.Program{Seed: 136201207, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j5", Data: map[string]any{"n": 5}}},
+			{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j6", Data: map[string]any{"n": 6}},
+				Scheduler: &difftest.Scheduler{ID: "s2", Every: 3600000, Start: 3600000, Limit: 2}},
+			{Op: difftest.OpPromote, By: difftest.Node, Job: "j6"},
+			{Op: difftest.OpStall, By: difftest.Node},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}},
+			{Op: difftest.OpRetryJobs, By: difftest.Node, State: "failed"},
+			{Op: difftest.OpClean, By: difftest.Drover, State: "wait", Limit: 1},
+		}}},
+		{"Delayed", difftest.Program{Seed: 6, Steps: []difftest.Step{
+			{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}},
+				Scheduler: &difftest.Scheduler{ID: "s1", Every: 3600000, Start: 3600000}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Delay: 5 * difftest.Hour}},
+			{Op: difftest.OpClean, By: difftest.Drover, State: "delayed", Limit: 1},
+			{Op: difftest.OpClean, By: difftest.Drover, State: "delayed", Limit: 2},
+		}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			requireNoDivergence(t, setup(t), &tc.p)
+		})
+	}
+}

@@ -1,7 +1,8 @@
 -- cleanJobsInSet: remove up to `limit` jobs of one state that are older than
 -- a cut-off, skipping locked active jobs and a scheduler's pending iteration.
--- Age is finishedOn for completed/failed (their score), else the first of
--- finishedOn, processedOn, timestamp found on the job.
+-- Age is finishedOn for completed/failed (their score), else the first set
+-- of processedOn, timestamp (delayed), timestamp (prioritized), or
+-- finishedOn, processedOn, timestamp (lists, waiting-children).
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 state (completed|failed|delayed|prioritized|wait|paused|
 --   active|waiting-children), 3 cut-off ms, 4 limit (0 = 10000).
@@ -13,13 +14,22 @@
 local state = ARGV[2]
 local cutoff = tonumber(ARGV[3])
 local limit = tonumber(ARGV[4])
+-- A limit given by the caller also bounds what is looked at, as in BullMQ:
+-- the `given` oldest members of a sorted set, the `given` entries at the
+-- tail of a list (a scheduler's run or a locked job among them is skipped,
+-- not replaced by a later one).
+local given = limit
 if limit <= 0 then
   limit = 10000
 end
 local removed = {}
 
+-- The fields whose first one set is a job's age, per state (BullMQ's).
+local ageFields = {delayed = {"processedOn", "timestamp"}, prioritized = {"timestamp"}}
+local defaultAge = {"finishedOn", "processedOn", "timestamp"}
+
 local function jobTime(jobKey)
-  local t = rcall("HMGET", jobKey, "finishedOn", "processedOn", "timestamp")
+  local t = rcall("HMGET", jobKey, unpack(ageFields[state] or defaultAge))
   return tonumber(t[1] or t[2] or t[3])
 end
 
@@ -41,7 +51,12 @@ if state == "completed" or state == "failed" then
     rcall("ZREM", sets[state], unpack(ids, from, math.min(from + 6999, #ids)))
   end
 elseif sets[state] then
-  local ids = rcall("ZRANGE", sets[state], 0, -1)
+  local ids
+  if given > 0 then
+    ids = rcall("ZRANGEBYSCORE", sets[state], "-inf", "+inf", "LIMIT", 0, given)
+  else
+    ids = rcall("ZRANGE", sets[state], 0, -1)
+  end
   for _, id in ipairs(ids) do
     if #removed >= limit then
       break
@@ -55,7 +70,7 @@ elseif sets[state] then
   end
 elseif lists[state] then
   local key = lists[state]
-  local ids = rcall("LRANGE", key, 0, -1)
+  local ids = rcall("LRANGE", key, given > 0 and -given or 0, -1)
   local marked = 0
   for i = #ids, 1, -1 do
     if #removed >= limit then
@@ -66,7 +81,7 @@ elseif lists[state] then
     local t = jobTime(jobKey)
     local locked = state == "active" and rcall("EXISTS", jobKey .. ":lock") == 1
     if not locked and not isSchedulerIteration(id, jobKey) and (not t or t <= cutoff) then
-      rcall("LSET", key, i - 1, "")
+      rcall("LSET", key, i - 1 - #ids, "")
       marked = marked + 1
       drop(id)
     end
