@@ -13,7 +13,7 @@ import (
 // callers at a time are leaders: each sends everything pending as one batch.
 // Adds that arrive while every leader is busy wait; when a leader's own add
 // is done it hands the lead to the oldest waiting add, whose caller sends the
-// next batch. Several leaders keep Redis busy while a batch travels. No
+// next batch. No
 // goroutine is started, and no caller works for others for longer than its
 // own batch.
 // Each job is still added exactly as on its own (one script, in arrival
@@ -24,13 +24,16 @@ type addBatcher struct {
 	leaders int
 }
 
-// addLeaders bounds the add batches in flight at once. Two keep Redis busy
-// while a batch travels; more split the same callers into smaller batches,
-// and each batch pays the script's fixed cost (the call token, the meta
-// read, the marker): under callgrind, 8 producers cost Redis 142k
-// instructions per job with 4 leaders, 114k with 2 (bench-compare,
-// issue 16).
-const addLeaders = 2
+// addLeaders bounds the add batches in flight at once. Each batch pays the
+// script's fixed cost (16 keys, the call token, the meta read, the marker),
+// and more leaders split the same callers into smaller batches. On
+// loopback a batch spends far longer in Redis than in transit, so one
+// leader loses little overlap and gains the most sharing: 8 producers
+// (bench peer add_single) cost Redis 142k instructions per job under
+// callgrind with 4 leaders, 116k with 2 (2.9 jobs per call) and 99k with
+// 1 (4.5 per call); with 1 the rate was 27-31k adds/s against 21-27k with
+// 2, alternating, load 11 (issue 16).
+const addLeaders = 1
 
 type addRequest struct {
 	rec  scripts.AddRecord
