@@ -243,35 +243,57 @@ func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.Jo
 // reading the whole state in chunks. With excludeUnrecoverable it leaves out
 // jobs that failed as unrecoverable and counts them.
 func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, limit int, excludeUnrecoverable bool) ([]string, int, error) {
-	const chunk = 500
 	var out []string
 	excluded := 0
-	for pos := 0; ; pos += chunk {
-		ids, err := q.GetJobIDs(ctx, []drover.JobState{state}, int64(pos), int64(pos+chunk-1), false)
+	_, _, err := scanJobs(ctx, q, state, 0, func(j *drover.Job) bool {
+		if !filter.Match(j) {
+			return true
+		}
+		if excludeUnrecoverable && failedForOf(j) == FailedUnrecoverable {
+			excluded++
+			return true
+		}
+		out = append(out, j.ID)
+		return limit <= 0 || len(out) < limit
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, excluded, nil
+}
+
+// jobChunk is how many jobs a scan of a whole state reads per round trip.
+const jobChunk = 500
+
+// scanJobs reads state's jobs newest first, jobChunk at a time, and calls fn
+// with each until fn returns false; with max > 0 it reads at most max ids.
+// It returns how many ids it read and whether it stopped at max with more
+// jobs possibly left (its last chunk was full).
+func scanJobs(ctx context.Context, q *drover.Queue, state drover.JobState, max int, fn func(*drover.Job) bool) (scanned int, truncated bool, err error) {
+	for pos := 0; max <= 0 || scanned < max; pos += jobChunk {
+		n := jobChunk
+		if max > 0 {
+			n = min(n, max-scanned)
+		}
+		ids, err := q.GetJobIDs(ctx, []drover.JobState{state}, int64(pos), int64(pos+n-1), false)
 		if err != nil {
-			return nil, 0, err
+			return scanned, false, err
 		}
 		jobs, err := q.GetJobsByID(ctx, ids)
 		if err != nil {
-			return nil, 0, err
+			return scanned, false, err
 		}
+		scanned += len(ids)
 		for _, j := range jobs {
-			if !filter.Match(j) {
-				continue
-			}
-			if excludeUnrecoverable && failedForOf(j) == FailedUnrecoverable {
-				excluded++
-				continue
-			}
-			out = append(out, j.ID)
-			if limit > 0 && len(out) == limit {
-				return out, excluded, nil
+			if !fn(j) {
+				return scanned, false, nil
 			}
 		}
-		if len(ids) < chunk {
-			return out, excluded, nil
+		if len(ids) < n {
+			return scanned, false, nil
 		}
 	}
+	return scanned, true, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -350,33 +372,21 @@ func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state dro
 		limit = cleanCap
 	}
 	cutoff := time.Now().Add(-grace)
-	const chunk = 500
 	out := []string{}
-	for pos := 0; ; pos += chunk {
-		ids, err := q.GetJobIDs(ctx, []drover.JobState{state}, int64(pos), int64(pos+chunk-1), false)
-		if err != nil {
-			return nil, err
+	_, _, err = scanJobs(ctx, q, state, 0, func(j *drover.Job) bool {
+		t := j.Timestamp
+		if state == drover.StateCompleted || state == drover.StateFailed {
+			t = j.FinishedOn
 		}
-		jobs, err := q.GetJobsByID(ctx, ids)
-		if err != nil {
-			return nil, err
+		if t.Before(cutoff) {
+			out = append(out, j.ID)
 		}
-		for _, j := range jobs {
-			t := j.Timestamp
-			if state == drover.StateCompleted || state == drover.StateFailed {
-				t = j.FinishedOn
-			}
-			if t.Before(cutoff) {
-				out = append(out, j.ID)
-				if len(out) == limit {
-					return out, nil
-				}
-			}
-		}
-		if len(ids) < chunk {
-			return out, nil
-		}
+		return len(out) < limit
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // Clean removes up to limit of queue's jobs in state that are older than

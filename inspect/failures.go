@@ -79,43 +79,28 @@ func (i *Inspector) FailureGroups(ctx context.Context, queue string) (*FailureRe
 	}
 	rep := &FailureReport{Queue: queue, Groups: []FailureGroup{}}
 	byKey := map[string]*FailureGroup{}
-	const chunk = 500
-	for pos := 0; rep.Scanned < i.opts.ScanLimit; pos += chunk {
-		n := min(chunk, i.opts.ScanLimit-rep.Scanned)
-		ids, err := q.GetJobIDs(ctx, []drover.JobState{drover.StateFailed}, int64(pos), int64(pos+n-1), false)
-		if err != nil {
-			return nil, err
+	rep.Scanned, rep.Truncated, err = scanJobs(ctx, q, drover.StateFailed, i.opts.ScanLimit, func(j *drover.Job) bool {
+		key := NormalizeError(j.FailedReason)
+		g := byKey[key]
+		if g == nil {
+			g = &FailureGroup{Error: key, Example: firstLine(j.FailedReason), FirstSeen: j.FinishedOn, LastSeen: j.FinishedOn,
+				Filter: Filter{Error: key}.String()}
+			byKey[key] = g
 		}
-		jobs, err := q.GetJobsByID(ctx, ids)
-		if err != nil {
-			return nil, err
+		g.Count++
+		if failedForOf(j) == FailedUnrecoverable {
+			g.Unrecoverable++
 		}
-		for _, j := range jobs {
-			key := NormalizeError(j.FailedReason)
-			g := byKey[key]
-			if g == nil {
-				g = &FailureGroup{Error: key, Example: firstLine(j.FailedReason), FirstSeen: j.FinishedOn, LastSeen: j.FinishedOn,
-					Filter: Filter{Error: key}.String()}
-				byKey[key] = g
-			}
-			g.Count++
-			if failedForOf(j) == FailedUnrecoverable {
-				g.Unrecoverable++
-			}
-			if j.FinishedOn.Before(g.FirstSeen) {
-				g.FirstSeen = j.FinishedOn
-			}
-			if j.FinishedOn.After(g.LastSeen) {
-				g.LastSeen, g.Example = j.FinishedOn, firstLine(j.FailedReason)
-			}
+		if j.FinishedOn.Before(g.FirstSeen) {
+			g.FirstSeen = j.FinishedOn
 		}
-		rep.Scanned += len(ids)
-		if len(ids) < n {
-			break
+		if j.FinishedOn.After(g.LastSeen) {
+			g.LastSeen, g.Example = j.FinishedOn, firstLine(j.FailedReason)
 		}
-		if rep.Scanned >= i.opts.ScanLimit {
-			rep.Truncated = true
-		}
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, g := range byKey {
 		rep.Groups = append(rep.Groups, *g)
