@@ -29,6 +29,10 @@ func (c *addCmd) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(pos) > 2 {
+		// A third word is most often the data, given without --data.
+		return usagef("add takes <queue> <name> and flags; unexpected %q (data goes in --data, options in --opts)", clip(pos[2], 60))
+	}
 	if len(pos) != 2 {
 		return usagef("add needs <queue> <name>")
 	}

@@ -69,9 +69,9 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 	}, nil
 }
 
-// queue connects like inspector and returns the handle of an existing queue
-// named name (an unknown name is an error naming the known queues) and a
-// func that closes the connection.
+// queue connects like inspector and returns the handle of the queue named
+// name, there or not (add and scheduler upsert create it), and a func that
+// closes the connection.
 func (r *redisFlags) queue(ctx context.Context, name string) (*drover.Queue, func(), error) {
 	ins, closeRedis, err := r.inspector(ctx)
 	if err != nil {
@@ -79,6 +79,20 @@ func (r *redisFlags) queue(ctx context.Context, name string) (*drover.Queue, fun
 	}
 	q, err := ins.Queue(name)
 	if err != nil {
+		closeRedis()
+		return nil, nil, err
+	}
+	return q, closeRedis, nil
+}
+
+// existingQueue is queue for commands that read or change a queue that is
+// there: an unknown name is an error naming the known queues.
+func (r *redisFlags) existingQueue(ctx context.Context, name string) (*drover.Queue, func(), error) {
+	q, closeRedis, err := r.queue(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := r.ins.QueueInfo(ctx, name); err != nil {
 		closeRedis()
 		return nil, nil, err
 	}

@@ -134,6 +134,10 @@ func TestQueueCommands(t *testing.T) {
 		require.ErrorContains(t, err, "--data is not valid JSON")
 		_, err = run(t, b, "add", "mail", "x", "--opts", `{"jobId":"123"}`)
 		require.ErrorContains(t, err, `job id "123" must not be an integer`)
+		// Data given as a third word, without --data: said so, not "needs
+		// <queue> <name>" (both were given), and nothing added.
+		_, err = run(t, b, "add", "mail", "x", `{"to":"bo@example.com"}`)
+		require.ErrorContains(t, err, `unexpected "{\"to\":\"bo@example.com\"}" (data goes in --data`)
 	})
 
 	t.Run("Queues", func(t *testing.T) {

@@ -36,7 +36,7 @@ func (c *schedulersCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("schedulers needs one <queue>")
 	}
-	q, closeRedis, err := fs.redis.queue(ctx, pos[0])
+	q, closeRedis, err := fs.redis.existingQueue(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,11 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 	if len(pos) != 2 {
 		return usagef("scheduler %s needs <queue> <id>", sub)
 	}
-	q, closeRedis, err := fs.redis.queue(ctx, pos[0])
+	open := fs.redis.queue // upsert creates the queue
+	if sub == "remove" {
+		open = fs.redis.existingQueue
+	}
+	q, closeRedis, err := open(ctx, pos[0])
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func TestUnknownQueue(t *testing.T) {
 	for _, args := range [][]string{
 		{"clean", "nosuch"}, {"promote", "nosuch"}, {"retry", "nosuch"}, {"retry", "nosuch", "1"},
 		{"jobs", "nosuch"}, {"job", "nosuch", "1"}, {"watch", "nosuch"},
+		{"schedulers", "nosuch"}, {"scheduler", "remove", "nosuch", "x"}, {"pause", "nosuch"}, {"resume", "nosuch"}, {"cancel", "nosuch", "1"},
 	} {
 		out, err := run(args...)
 		require.Error(t, err, "%v: %s", args, out)
