@@ -177,11 +177,7 @@ for i = 1, n do
       if parentKey then
         rcall("SADD", parentKey .. ":dependencies", jobKey)
       end
-      if recovered then
-        replies[#replies + 1] = {"readded", id, recovered}
-      else
-        replies[#replies + 1] = {"created", id, ""}
-      end
+      replies[#replies + 1] = addedReply(id, recovered)
     end
   end
 end

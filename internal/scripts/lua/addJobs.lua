@@ -99,11 +99,7 @@ for i = 0, n - 1 do
         end
         rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id)
       end
-      if recovered then
-        replies[#replies + 1] = {"readded", id, recovered}
-      else
-        replies[#replies + 1] = {"created", id, ""}
-      end
+      replies[#replies + 1] = addedReply(id, recovered)
     end
   end
 end

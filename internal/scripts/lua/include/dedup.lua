@@ -23,6 +23,33 @@ local function staleOwner(qbase, dedupKey, cur)
   return rcall("PTTL", dedupKey) == -1 and rcall("EXISTS", qbase .. cur) == 0
 end
 
+-- takeOverStale makes newId own dedupKey (for ttl ms) when its owner cur is
+-- stale, dropping an add kept for cur, and reports whether it did.
+local function takeOverStale(qbase, dedupKey, deid, cur, newId, ttl)
+  if not staleOwner(qbase, dedupKey, cur) then
+    return false
+  end
+  rcall("DEL", qbase .. "dn:" .. deid)
+  setDedup(dedupKey, newId, ttl, false)
+  return true
+end
+
+-- dedupEvent is the deduplicated event: add dupId was swallowed by ownerId.
+local function dedupEvent(qbase, maxLen, deid, ownerId, dupId)
+  rcall("XADD", qbase .. "events", "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
+    "jobId", ownerId, "deduplicationId", deid, "deduplicatedJobId", dupId)
+end
+
+-- addedReply is addJobs' and addFlow's reply for a job the add created:
+-- "readded" with the removed owner's id when it took over a stale dedup key
+-- (recovered), else "created".
+local function addedReply(id, recovered)
+  if recovered then
+    return {"readded", id, recovered}
+  end
+  return {"created", id, ""}
+end
+
 -- storeNext is keepLastIfActive's hit path (BullMQ's storeDeduplicatedNextJob):
 -- while the owner cur runs (it is in active), the add of newId ({name, data
 -- JSON, opts JSON} in add) is kept in dn:<deid>, replacing an earlier kept
@@ -37,8 +64,7 @@ local function storeNext(qbase, maxLen, deid, cur, newId, add)
   rcall("DEL", nextKey)
   rcall("HSET", nextKey, "name", add[1], "data", add[2], "opts", add[3], "jid", newId)
   rcall("PERSIST", qbase .. "de:" .. deid)
-  rcall("XADD", qbase .. "events", "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
-    "jobId", cur, "deduplicationId", deid, "deduplicatedJobId", newId)
+  dedupEvent(qbase, maxLen, deid, cur, newId)
   return true
 end
 
@@ -66,8 +92,7 @@ local function dedupAdd(qbase, maxLen, deid, ttl, flags, newId, add)
     if rcall("ZREM", qbase .. "delayed", cur) == 1 then
       removeJobKeys(qbase .. cur)
       rcall("XADD", events, "*", "event", "removed", "jobId", cur, "prev", "delayed")
-      rcall("XADD", events, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
-        "jobId", newId, "deduplicationId", deid, "deduplicatedJobId", cur)
+      dedupEvent(qbase, maxLen, deid, newId, cur)
       rcall("DEL", qbase .. "dn:" .. deid)
       if ttl > 0 and not extend and not keep then
         rcall("SET", dedupKey, newId, "KEEPTTL")
@@ -76,9 +101,7 @@ local function dedupAdd(qbase, maxLen, deid, ttl, flags, newId, add)
       end
       return nil
     end
-    if staleOwner(qbase, dedupKey, cur) then
-      rcall("DEL", qbase .. "dn:" .. deid)
-      setDedup(dedupKey, newId, keyTTL, false)
+    if takeOverStale(qbase, dedupKey, deid, cur, newId, keyTTL) then
       return nil, cur
     end
     if keep then
@@ -92,32 +115,26 @@ local function dedupAdd(qbase, maxLen, deid, ttl, flags, newId, add)
       setDedup(dedupKey, newId, keyTTL, false)
       return nil
     end
-    if staleOwner(qbase, dedupKey, cur) then
-      rcall("DEL", qbase .. "dn:" .. deid)
-      setDedup(dedupKey, newId, keyTTL, false)
+    if takeOverStale(qbase, dedupKey, deid, cur, newId, keyTTL) then
       return nil, cur
     end
     if keep and storeNext(qbase, maxLen, deid, cur, newId, add) then
       return cur
     end
     setDedup(dedupKey, cur, keyTTL, false)
-    rcall("XADD", events, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
-      "jobId", cur, "deduplicationId", deid, "deduplicatedJobId", newId)
+    dedupEvent(qbase, maxLen, deid, cur, newId)
     return cur
   end
   if setDedup(dedupKey, newId, keyTTL, true) then
     return nil
   end
   local cur = rcall("GET", dedupKey)
-  if cur and staleOwner(qbase, dedupKey, cur) then
-    rcall("DEL", qbase .. "dn:" .. deid)
-    setDedup(dedupKey, newId, keyTTL, false)
+  if cur and takeOverStale(qbase, dedupKey, deid, cur, newId, keyTTL) then
     return nil, cur
   end
   if keep and storeNext(qbase, maxLen, deid, cur, newId, add) then
     return cur
   end
-  rcall("XADD", events, "MAXLEN", "~", maxLen, "*", "event", "deduplicated",
-    "jobId", cur, "deduplicationId", deid, "deduplicatedJobId", newId)
+  dedupEvent(qbase, maxLen, deid, cur, newId)
   return cur
 end
