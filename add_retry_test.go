@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -104,6 +105,54 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, bulk, 5)
 		require.Len(t, jobKeys(t, b), 6)
+	})
+
+	// The server runs the add and crashes before it answers: the reply is
+	// lost and every reconnect is refused. The job is stored, so the error
+	// must say the outcome is unknown. Before, go-redis resent the call
+	// itself, got "connection refused" and drover took that for "never
+	// sent": a caller told nothing was stored would add the job again (the
+	// chaos soak found 15 such jobs in 10 minutes of Redis restarts).
+	t.Run("InDoubtWhenTheServerDiesAfterRunningIt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t) // go-redis' default retries
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		b.proxy.DropReplyAndRefuse("evalsha")
+		_, err := b.queue.Add(ctx, "once", nil, nil)
+		require.ErrorIs(t, err, drover.ErrAddInDoubt)
+		require.NoError(t, b.proxy.Listen())
+		require.Len(t, jobKeys(t, b), 1, "stored once")
+
+		b.proxy.DropReplyAndRefuse("evalsha")
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err = b.queue.AddBulk(ctx, make([]drover.BulkJob, 3))
+		var be *drover.AddBulkError
+		require.ErrorAs(t, err, &be)
+		require.ErrorIs(t, err, drover.ErrAddInDoubt)
+		require.Equal(t, 3, be.Unknown)
+		require.NoError(t, b.proxy.Listen())
+		require.Len(t, jobKeys(t, b), 4)
+	})
+
+	// The same crash, and the server is back before the resends run out:
+	// a resend gets the first run's answer.
+	t.Run("CreatedWhenTheServerComesBack", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.proxy.DropReplyAndRefuse("evalsha")
+		go func() {
+			for b.proxy.Dropped() == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(150 * time.Millisecond)
+			_ = b.proxy.Listen()
+		}()
+		res, err := b.queue.Add(context.Background(), "once", nil, &drover.JobOptions{JobID: "order-9"})
+		require.NoError(t, err)
+		require.Equal(t, drover.AddCreated, res.Outcome)
+		require.Len(t, jobKeys(t, b), 1)
 	})
 
 	// Every answer lost, resends included: the error says the outcome is

@@ -335,9 +335,9 @@ func (q *Queue) addBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 
 // addJobs makes one add call. The call is stored once however often it is
 // sent (scripts.Call), so when its answer is lost (a reset connection, a
-// timeout, Redis paused) or Redis answers "not now" (TRYAGAIN while a slot
-// migrates, LOADING after a restart, CLUSTERDOWN, READONLY during a
-// failover), addJobs sends it again with the same token, backing off, up to
+// timeout, Redis paused), it could not connect, or Redis answers "not now"
+// (TRYAGAIN while a slot migrates, LOADING after a restart, CLUSTERDOWN,
+// READONLY during a failover), addJobs sends it again with the same token, backing off, up to
 // addResends times (about 0.7 s) and within half of AddRetryWindow: a resend
 // within the window gets the first run's answer, so after a brief fault the
 // caller learns what happened instead of being left in doubt. A longer
@@ -361,7 +361,11 @@ func sendAdd(cmdCtx, stop context.Context, window time.Duration, logger *slog.Lo
 	// first run's reply has expired: that would store the jobs again.
 	cmdCtx, cancel := context.WithDeadline(cmdCtx, start.Add(window*3/4))
 	defer cancel()
-	mayHaveRun := false // a send's answer was lost
+	// mayHaveRun: a send's answer was lost. Each send is one write at most
+	// (the add scripts run with go-redis' retries off, scripts.sentOnce),
+	// so an error names what happened to that send: a dial error or a
+	// refusal by Redis (LOADING, TRYAGAIN, ...) means it did not run.
+	mayHaveRun := false
 	fail := func(err error) ([]scripts.AddOutcome, error) {
 		if mayHaveRun {
 			return nil, fmt.Errorf("%w: %w", ErrAddInDoubt, err)
@@ -377,9 +381,6 @@ func sendAdd(cmdCtx, stop context.Context, window time.Duration, logger *slog.Lo
 			mayHaveRun = true
 		}
 		d := retryDelay(attempt)
-		if attempt == 1 && isDialError(err) {
-			return nil, err // never sent: the caller gets a plain "not stored"
-		}
 		if attempt > addResends || !resendable(err) || stop.Err() != nil || cmdCtx.Err() != nil || time.Now().Add(d).After(deadline) {
 			return fail(err)
 		}

@@ -90,7 +90,7 @@ func AddFlow(ctx context.Context, rdb Doer, k keys.Queue, call Call, now int64, 
 			args = append(args, f.arg(&recs[i]))
 		}
 	}
-	res, err := addFlow.run(ctx, rdb, k, args...).Slice()
+	res, err := addFlow.runOnce(ctx, rdb, k, args...).Slice()
 	if err != nil {
 		return nil, err
 	}

@@ -176,6 +176,46 @@ func (s *script) run(ctx context.Context, rdb Doer, k keys.Queue, args ...any) *
 	return cmd
 }
 
+// Processor runs a command object: a client or a pipeline.
+type Processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// sentOnce is a command go-redis sends at most once: its own retries after
+// a lost reply are off, so each error the caller sees is that of the one
+// send. The add scripts use it: go-redis resending a call whose reply was
+// lost, then failing to reconnect (the server crashed right after running
+// it), returned the dial error, and drover took that for "never sent" while
+// the jobs were stored. Their caller resends with the same call token
+// itself and so knows of every send (see drover's sendAdd).
+type sentOnce struct{ *redis.Cmd }
+
+// NoRetry tells go-redis not to send the command again.
+func (sentOnce) NoRetry() bool { return true }
+
+// runOnce is run with the command sent at most once per call (sentOnce);
+// the EVAL after a NOSCRIPT answer is a second call (NOSCRIPT means the
+// first did not run). A Doer that runs no command objects gets run.
+func (s *script) runOnce(ctx context.Context, rdb Doer, k keys.Queue, args ...any) *redis.Cmd {
+	p, ok := rdb.(Processor)
+	if !ok {
+		return s.run(ctx, rdb, k, args...)
+	}
+	prefix := k.ScriptArgs()
+	cmdArgs := make([]any, 0, 2+len(prefix)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", s.Hash())
+	cmdArgs = append(cmdArgs, prefix...)
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	_ = p.Process(ctx, sentOnce{cmd})
+	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		cmdArgs[0], cmdArgs[1] = "eval", s.src
+		cmd = redis.NewCmd(ctx, cmdArgs...)
+		_ = p.Process(ctx, sentOnce{cmd})
+	}
+	return cmd
+}
+
 var (
 	addJobs               = load("addJobs")
 	moveToActive          = load("moveToActive")

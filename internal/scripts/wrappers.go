@@ -104,7 +104,7 @@ func appendAddArgs(args []any, call Call, recs []AddRecord) []any {
 func AddJobs(ctx context.Context, rdb Doer, k keys.Queue, call Call, recs []AddRecord) ([]AddOutcome, error) {
 	args := make([]any, 0, 3+addFields*len(recs))
 	args = appendAddArgs(args, call, recs)
-	res, err := addJobs.run(ctx, rdb, k, args...).Slice()
+	res, err := addJobs.runOnce(ctx, rdb, k, args...).Slice()
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ type Proxy struct {
 	Addr string
 
 	target string
-	ln     net.Listener
+	ln     net.Listener // nil while refusing (Refuse)
 
 	mu      sync.Mutex
 	conns   map[*pair]struct{}
@@ -38,14 +38,17 @@ type Proxy struct {
 	wg      sync.WaitGroup
 }
 
-// dropRule drops the reply to the next request containing match.
+// dropRule drops the reply to the next request containing match, and
+// with refuse closes the listening port as it does.
 type dropRule struct {
-	match []byte
+	match  []byte
+	refuse bool
 }
 
 type pair struct {
 	client, server net.Conn
 	dropReply      atomic.Bool // the server's next chunk is dropped, then both sides reset
+	refuseOnDrop   atomic.Bool // and the proxy then refuses new connections
 }
 
 // Start listens on a free loopback port and forwards to target.
@@ -56,7 +59,7 @@ func Start(target string) (*Proxy, error) {
 	}
 	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: make(map[*pair]struct{})}
 	p.wg.Add(1)
-	go p.accept()
+	go p.accept(ln)
 	return p, nil
 }
 
@@ -68,10 +71,10 @@ func (p *Proxy) SetTarget(target string) {
 	p.mu.Unlock()
 }
 
-func (p *Proxy) accept() {
+func (p *Proxy) accept(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -121,8 +124,13 @@ func (p *Proxy) pump(pr *pair, from, to net.Conn, toServer bool) {
 				p.armDrop(pr, chunk)
 			} else if pr.dropReply.Load() {
 				// The request reached the server and ran; its answer is
-				// lost and the connection dies, as on a network fault.
+				// lost and the connection dies, as on a network fault
+				// (or, with refuseOnDrop, as when the server crashes
+				// right after running it).
 				p.dropped.Add(1)
+				if pr.refuseOnDrop.Load() {
+					p.Refuse()
+				}
 				return
 			}
 			if _, werr := to.Write(chunk); werr != nil {
@@ -142,6 +150,7 @@ func (p *Proxy) armDrop(pr *pair, chunk []byte) {
 		if bytes.Contains(bytes.ToLower(chunk), r.match) {
 			p.drops = append(p.drops[:i], p.drops[i+1:]...)
 			pr.dropReply.Store(true)
+			pr.refuseOnDrop.Store(r.refuse)
 			return
 		}
 	}
@@ -183,6 +192,45 @@ func (p *Proxy) DropReplyTo(match string) {
 	p.mu.Unlock()
 }
 
+// DropReplyAndRefuse is DropReplyTo, and when the reply is lost the proxy
+// also closes its listening port, as when the server crashes right after
+// running the request: the client's reconnects are refused ("connection
+// refused") until Listen.
+func (p *Proxy) DropReplyAndRefuse(match string) {
+	p.mu.Lock()
+	p.drops = append(p.drops, dropRule{match: bytes.ToLower([]byte(match)), refuse: true})
+	p.mu.Unlock()
+}
+
+// Refuse closes the listening port: new connections are refused until
+// Listen; open ones stay.
+func (p *Proxy) Refuse() {
+	p.mu.Lock()
+	ln := p.ln
+	p.ln = nil
+	p.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
+}
+
+// Listen opens the port again after Refuse (same address).
+func (p *Proxy) Listen() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", p.Addr)
+	if err != nil {
+		return fmt.Errorf("faultproxy: listen again on %s: %w", p.Addr, err)
+	}
+	p.ln = ln
+	p.wg.Add(1)
+	go p.accept(ln)
+	return nil
+}
+
 // Dropped is how many replies were lost so far.
 func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
 
@@ -219,8 +267,13 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
+	ln := p.ln
+	p.ln = nil
 	p.mu.Unlock()
-	err := p.ln.Close()
+	var err error
+	if ln != nil {
+		err = ln.Close()
+	}
 	p.ResetAll()
 	p.wg.Wait()
 	if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) {
