@@ -2,6 +2,8 @@ package inspect
 
 import (
 	"encoding/json"
+	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/seed40057009/drover"
@@ -55,96 +57,105 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 func fromMs(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
+// msField is a duration that JSON carries in whole milliseconds under name.
+type msField struct {
+	name      string
+	d         *time.Duration
+	omitEmpty bool
+}
+
+// marshalMs writes plain, a type's twin without its JSON methods whose
+// durations are hidden from encoding/json (json:"-"), followed by fields in
+// ms: the bytes json.Marshal writes for struct{ plain; F int64 `json:"name"` }.
+func marshalMs(plain any, fields ...msField) ([]byte, error) {
+	b, err := json.Marshal(plain)
+	if err != nil {
+		return nil, err
+	}
+	b = b[:len(b)-1] // the object's closing brace
+	for _, f := range fields {
+		n := ms(*f.d)
+		if f.omitEmpty && n == 0 {
+			continue
+		}
+		if b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, f.name...)
+		b = append(b, '"', ':')
+		b = strconv.AppendInt(b, n, 10)
+	}
+	return append(b, '}'), nil
+}
+
+// unmarshalMs reads what marshalMs writes: data into plain (a pointer to
+// the twin), then each field's milliseconds into its duration (0 when
+// absent), decoded by encoding/json as a struct field named so would be.
+func unmarshalMs(data []byte, plain any, fields ...msField) error {
+	if err := json.Unmarshal(data, plain); err != nil {
+		return err
+	}
+	sf := make([]reflect.StructField, len(fields))
+	for i, f := range fields {
+		sf[i] = reflect.StructField{Name: "F" + strconv.Itoa(i), Type: reflect.TypeFor[int64](), Tag: reflect.StructTag(`json:"` + f.name + `"`)}
+	}
+	v := reflect.New(reflect.StructOf(sf))
+	if err := json.Unmarshal(data, v.Interface()); err != nil {
+		return err
+	}
+	for i, f := range fields {
+		*f.d = fromMs(v.Elem().Field(i).Int())
+	}
+	return nil
+}
+
 // MarshalJSON writes Backoff in ms.
 func (a Attempt) MarshalJSON() ([]byte, error) {
 	type plain Attempt
-	return json.Marshal(struct {
-		plain
-		Backoff int64 `json:"backoff,omitempty"`
-	}{plain(a), ms(a.Backoff)})
+	return marshalMs(plain(a), msField{name: "backoff", d: &a.Backoff, omitEmpty: true})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (a *Attempt) UnmarshalJSON(data []byte) error {
 	type plain Attempt
-	v := struct {
-		*plain
-		Backoff int64 `json:"backoff"`
-	}{plain: (*plain)(a)}
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	a.Backoff = fromMs(v.Backoff)
-	return nil
+	return unmarshalMs(data, (*plain)(a), msField{name: "backoff", d: &a.Backoff})
 }
 
 // MarshalJSON writes TTL in ms.
 func (l Lock) MarshalJSON() ([]byte, error) {
 	type plain Lock
-	return json.Marshal(struct {
-		plain
-		TTL int64 `json:"ttl"`
-	}{plain(l), ms(l.TTL)})
+	return marshalMs(plain(l), msField{name: "ttl", d: &l.TTL})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (l *Lock) UnmarshalJSON(data []byte) error {
 	type plain Lock
-	v := struct {
-		*plain
-		TTL int64 `json:"ttl"`
-	}{plain: (*plain)(l)}
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	l.TTL = fromMs(v.TTL)
-	return nil
+	return unmarshalMs(data, (*plain)(l), msField{name: "ttl", d: &l.TTL})
 }
 
 // MarshalJSON writes Delay in ms.
 func (d JobDetail) MarshalJSON() ([]byte, error) {
 	type plain JobDetail
-	return json.Marshal(struct {
-		plain
-		Delay int64 `json:"delay"`
-	}{plain(d), ms(d.Delay)})
+	return marshalMs(plain(d), msField{name: "delay", d: &d.Delay})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (d *JobDetail) UnmarshalJSON(data []byte) error {
 	type plain JobDetail
-	v := struct {
-		*plain
-		Delay int64 `json:"delay"`
-	}{plain: (*plain)(d)}
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	d.Delay = fromMs(v.Delay)
-	return nil
+	return unmarshalMs(data, (*plain)(d), msField{name: "delay", d: &d.Delay})
 }
 
 // MarshalJSON writes Window in ms.
 func (s DelayedStats) MarshalJSON() ([]byte, error) {
 	type plain DelayedStats
-	return json.Marshal(struct {
-		plain
-		Window int64 `json:"window"`
-	}{plain(s), ms(s.Window)})
+	return marshalMs(plain(s), msField{name: "window", d: &s.Window})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (s *DelayedStats) UnmarshalJSON(data []byte) error {
 	type plain DelayedStats
-	v := struct {
-		*plain
-		Window int64 `json:"window"`
-	}{plain: (*plain)(s)}
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	s.Window = fromMs(v.Window)
-	return nil
+	return unmarshalMs(data, (*plain)(s), msField{name: "window", d: &s.Window})
 }
 
 // Event is one event of a queue's events stream, as the dashboard's live
@@ -178,33 +189,17 @@ func EventOf(queue string, ev drover.Event) Event {
 // MarshalJSON writes LockTTL and HeldFor in ms.
 func (c Conflict) MarshalJSON() ([]byte, error) {
 	type plain Conflict
-	return json.Marshal(struct {
-		plain
-		LockTTL int64 `json:"lockTtl"`
-		HeldFor int64 `json:"heldFor"`
-	}{plain(c), ms(c.LockTTL), ms(c.HeldFor)})
+	return marshalMs(plain(c), msField{name: "lockTtl", d: &c.LockTTL}, msField{name: "heldFor", d: &c.HeldFor})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (c *Conflict) UnmarshalJSON(data []byte) error {
 	type plain Conflict
-	v := struct {
-		*plain
-		LockTTL int64 `json:"lockTtl"`
-		HeldFor int64 `json:"heldFor"`
-	}{plain: (*plain)(c)}
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	c.LockTTL, c.HeldFor = fromMs(v.LockTTL), fromMs(v.HeldFor)
-	return nil
+	return unmarshalMs(data, (*plain)(c), msField{name: "lockTtl", d: &c.LockTTL}, msField{name: "heldFor", d: &c.HeldFor})
 }
 
 // MarshalJSON writes Step in ms.
 func (r ThroughputReport) MarshalJSON() ([]byte, error) {
 	type plain ThroughputReport
-	return json.Marshal(struct {
-		plain
-		Step int64 `json:"step"`
-	}{plain(r), ms(r.Step)})
+	return marshalMs(plain(r), msField{name: "step", d: &r.Step})
 }

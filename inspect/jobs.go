@@ -441,7 +441,7 @@ type Attempt struct {
 	Worker  string `json:"worker,omitempty"`
 	// Backoff is the wait chosen before the next attempt (outcomes
 	// retry-delayed and delayed), in ms in JSON.
-	Backoff time.Duration `json:"backoff,omitempty"`
+	Backoff time.Duration `json:"-"`
 	// NextRun is when the next attempt was due (outcomes retry-delayed and
 	// delayed).
 	NextRun time.Time `json:"nextRun,omitzero"`
@@ -472,7 +472,7 @@ const (
 type Lock struct {
 	Held bool `json:"held"`
 	// TTL is how long the lock lives unless renewed (ms in JSON).
-	TTL time.Duration `json:"ttl"`
+	TTL time.Duration `json:"-"`
 	// Token is the holder's lock token (drover: "<worker id>:<attempt>").
 	Token string `json:"token,omitempty"`
 }
@@ -486,7 +486,7 @@ type JobDetail struct {
 	Backoff  *Backoff        `json:"backoff,omitempty"`
 	Priority int             `json:"priority"`
 	// Delay is the job's delay option (ms in JSON).
-	Delay           time.Duration   `json:"delay"`
+	Delay           time.Duration   `json:"-"`
 	ReturnValue     json.RawMessage `json:"returnValue,omitempty"`
 	DeferredFailure string          `json:"deferredFailure,omitempty"`
 	// Stacktrace lists the kept failure traces, oldest first.

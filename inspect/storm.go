@@ -149,9 +149,9 @@ type DelayedStats struct {
 	// Overdue counts jobs due before At; Later jobs due after the horizon.
 	Overdue int64 `json:"overdue"`
 	Later   int64 `json:"later"`
-	// Window is the bucket width (nanoseconds in JSON); Buckets cover
+	// Window is the bucket width (ms in JSON); Buckets cover
 	// [At, At+Horizon).
-	Window  time.Duration `json:"window"`
+	Window  time.Duration `json:"-"`
 	Buckets []Bucket      `json:"buckets"`
 	// Considered counts the jobs due before At+Horizon, overdue included.
 	Considered int64 `json:"considered"`

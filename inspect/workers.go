@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -109,9 +108,5 @@ func clientFields(line string) map[string]string {
 // MarshalJSON writes Age and Idle in ms.
 func (w WorkerInfo) MarshalJSON() ([]byte, error) {
 	type plain WorkerInfo
-	return json.Marshal(struct {
-		plain
-		Age  int64 `json:"age"`
-		Idle int64 `json:"idle"`
-	}{plain(w), ms(w.Age), ms(w.Idle)})
+	return marshalMs(plain(w), msField{name: "age", d: &w.Age}, msField{name: "idle", d: &w.Idle})
 }
