@@ -314,38 +314,22 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
 	d, err := h.ins.Job(r.Context(), r.PathValue("queue"), r.PathValue("id"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+	reply(w, d, err)
 }
 
 func (h *Handler) stalled(w http.ResponseWriter, r *http.Request) {
 	rep, err := h.ins.Stalled(r.Context(), r.PathValue("queue"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
+	reply(w, rep, err)
 }
 
 func (h *Handler) delayed(w http.ResponseWriter, r *http.Request) {
 	st, err := h.ins.DelayedStats(r.Context(), r.PathValue("queue"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
+	reply(w, st, err)
 }
 
 func (h *Handler) budgets(w http.ResponseWriter, r *http.Request) {
 	rep, err := h.ins.NearExhausted(r.Context(), r.PathValue("queue"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
+	reply(w, rep, err)
 }
 
 // AuditPage is GET /api/audit?log=actions|security&before=ID&limit=N.
@@ -397,6 +381,15 @@ func validStreamID(s string) bool {
 	_, err1 := strconv.ParseUint(ms, 10, 64)
 	_, err2 := strconv.ParseUint(seq, 10, 64)
 	return ok && err1 == nil && err2 == nil
+}
+
+// reply writes v as JSON with status 200, or err as the API's error.
+func reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // decode reads an optional JSON body into v.
@@ -653,21 +646,13 @@ func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEnt
 // findJob is GET /api/jobs/{id}: the queues that hold a job with this id.
 func (h *Handler) findJob(w http.ResponseWriter, r *http.Request) {
 	matches, err := h.ins.FindJob(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": r.PathValue("id"), "matches": matches})
+	reply(w, map[string]any{"id": r.PathValue("id"), "matches": matches}, err)
 }
 
 // failures is GET /api/queues/{queue}/failures: failed jobs by error.
 func (h *Handler) failures(w http.ResponseWriter, r *http.Request) {
 	rep, err := h.ins.FailureGroups(r.Context(), r.PathValue("queue"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
+	reply(w, rep, err)
 }
 
 // conflicts is GET /api/queues/{queue}/conflicts: retries refused because
@@ -684,20 +669,12 @@ func (h *Handler) conflicts(w http.ResponseWriter, r *http.Request) {
 // jobs per minute over the last hour.
 func (h *Handler) throughput(w http.ResponseWriter, r *http.Request) {
 	rep, err := h.ins.Throughput(r.Context(), r.PathValue("queue"), inspect.ThroughputSpanDefault, inspect.ThroughputStepDefault)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
+	reply(w, rep, err)
 }
 
 // workers is GET /api/workers: the worker connections of every queue under
 // the prefix (?queue= for one), as BullMQ's getWorkers finds them.
 func (h *Handler) workers(w http.ResponseWriter, r *http.Request) {
 	ws, err := h.ins.Workers(r.Context(), r.URL.Query().Get("queue"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"workers": ws})
+	reply(w, map[string]any{"workers": ws}, err)
 }

@@ -14,11 +14,7 @@ type SchedulerList struct {
 // schedulers lists a queue's job schedulers, soonest next iteration first.
 func (h *Handler) schedulers(w http.ResponseWriter, r *http.Request) {
 	ss, err := h.ins.Schedulers(r.Context(), r.PathValue("queue"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, SchedulerList{Schedulers: ss})
+	reply(w, SchedulerList{Schedulers: ss}, err)
 }
 
 // removeScheduler is POST /api/queues/{queue}/schedulers/{scheduler}/remove:
