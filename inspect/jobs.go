@@ -735,6 +735,11 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	for n := 1; n < made; n++ {
 		seq++
 		a := Attempt{N: seq, Outcome: drover.OutcomeRetried.String()}
+		// A failure the job's backoff delays went to the delayed set, not
+		// straight back to wait: say so, with the delay its option gives.
+		if wait := nominalBackoff(job.Opts.Backoff, n); wait > 0 {
+			a.Outcome, a.Backoff = drover.OutcomeRetryDelayed.String(), wait
+		}
 		if k := len(errs) - (made - n) - 1; k >= 0 && k < len(errs) {
 			a.Error = errs[k]
 		}
@@ -776,6 +781,23 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		out = append(out, Attempt{N: max(job.AttemptsStarted, seq+1), Start: job.ProcessedOn, Outcome: OutcomeActive, Worker: job.ProcessedBy})
 	}
 	return out
+}
+
+// nominalBackoff is the delay a built-in backoff option gives after the
+// attemptsMade-th failure, without jitter (a jittered delay was drawn from
+// the last share of it): 0 for no backoff, and for a custom strategy, whose
+// delays only the worker that ran it knew.
+func nominalBackoff(b *drover.Backoff, attemptsMade int) time.Duration {
+	if b == nil || (b.Type != drover.BackoffFixed && b.Type != drover.BackoffExponential) {
+		return 0
+	}
+	nominal := *b
+	nominal.Jitter = 0
+	d, err := drover.ComputeBackoff(&nominal, attemptsMade, nil, nil, nil, nil)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
 }
 
 func firstLine(s string) string {

@@ -14,6 +14,8 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 func TestJob(t *testing.T) {
@@ -142,6 +144,40 @@ func TestJob(t *testing.T) {
 			{N: 2, Outcome: "retried", Error: "Error: second"},
 			{N: 3, Outcome: "retries-exhausted", Error: "third", Start: time.UnixMilli(5000), End: time.UnixMilli(6000)},
 		}, d.Timeline)
+	})
+
+	// A Node worker leaves no record of the attempts: the derived timeline
+	// says which failures waited for their backoff, and for how long the
+	// job's option says, instead of "retried" (back to wait at once) for
+	// all of them.
+	t.Run("DerivedTimelineSaysWhichFailuresWaitedForBackoff", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+		fixed, err := o.Add(ctx, b.prefix, "node", "fixed", nil, map[string]any{"attempts": 3, "backoff": map[string]any{"type": "fixed", "delay": 20}})
+		require.NoError(t, err)
+		expo, err := o.Add(ctx, b.prefix, "node", "expo", nil, map[string]any{"attempts": 3, "backoff": map[string]any{"type": "exponential", "delay": 10, "jitter": 0.5}})
+		require.NoError(t, err)
+		none, err := o.Add(ctx, b.prefix, "node", "none", nil, map[string]any{"attempts": 3})
+		require.NoError(t, err)
+		require.NoError(t, o.StartWorker(ctx, b.prefix, "node", bullmqoracle.WorkerOptions{ID: "w", Name: "node-w", Behavior: bullmqoracle.Fail("boom")}))
+		t.Cleanup(func() { _ = o.StopWorker(context.Background(), "w", true) })
+		outcomes := func(id string) []string {
+			res, err := o.WaitUntilFinished(ctx, b.prefix, "node", id, 20*time.Second)
+			require.NoError(t, err)
+			require.Equal(t, "failed", res.State)
+			d, err := b.ins.Job(ctx, "node", id)
+			require.NoError(t, err)
+			require.Equal(t, inspect.TimelineDerived, d.TimelineSource)
+			var out []string
+			for _, a := range d.Timeline {
+				out = append(out, fmt.Sprintf("%d:%s:%s", a.N, a.Outcome, a.Backoff))
+			}
+			return out
+		}
+		require.Equal(t, []string{"1:retry-delayed:20ms", "2:retry-delayed:20ms", "3:retries-exhausted:0s"}, outcomes(fixed))
+		require.Equal(t, []string{"1:retry-delayed:10ms", "2:retry-delayed:20ms", "3:retries-exhausted:0s"}, outcomes(expo), "the nominal delays, without jitter")
+		require.Equal(t, []string{"1:retried:0s", "2:retried:0s", "3:retries-exhausted:0s"}, outcomes(none))
 	})
 
 	t.Run("StallGapsAreFilledIn", func(t *testing.T) {
