@@ -78,6 +78,11 @@ func TestStalledRecovery(t *testing.T) {
 		require.Equal(t, 2, j.AttemptsStarted)
 		require.Equal(t, 1, j.AttemptsMade, "a stall does not spend an attempt")
 		require.Equal(t, `"recovered"`, string(j.ReturnValue))
+		// The recovering worker records its completion (the stall before it
+		// has no record: the inspector fills it in from StalledCount).
+		require.Len(t, j.Timeline, 1, "the completion after a stall is recorded")
+		require.Equal(t, 2, j.Timeline[0].N)
+		require.Equal(t, drover.OutcomeCompleted, j.Timeline[0].Outcome)
 		require.Equal(t, []string{res.Job.ID}, stalled.list())
 		names := eventNames(b.events(t))
 		id := res.Job.ID

@@ -140,7 +140,11 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	// settle records the outcome and the finishJobs kind that writes it.
 	settle := func(o Outcome) *finishItem {
 		item.outcome, entry.Outcome, fr.Kind = o, o, o.info().kind
-		if o != OutcomeCompleted || len(job.Timeline) > 0 {
+		// A first try that completes costs no record; any other attempt
+		// is recorded, a completion after a stall too (AttemptsStarted
+		// counts the earlier activations), so the record says which
+		// worker finished a recovered job.
+		if o != OutcomeCompleted || len(job.Timeline) > 0 || job.AttemptsStarted > 1 {
 			fr.Timeline = w.timeline(job, entry)
 		}
 		return item
