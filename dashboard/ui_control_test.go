@@ -206,6 +206,18 @@ func TestUITimelineTruthful(t *testing.T) {
 	open("stalled-once")
 	require.Equal(t, []string{"1:stalled:no", "2:completed:no"}, outcomes())
 	require.Contains(t, text(t, tab, `#timeline`), "recovered by the stalled check")
+	// Each wait's label sits in the gap between two boxes, not over them.
+	require.Empty(t, evalJS[[]string](t, tab, `(() => {
+		const boxes = [...document.querySelectorAll('#timeline g > rect')].map((r) => r.getBBox());
+		return [...document.querySelectorAll('#timeline > text')].filter((t) => {
+			const b = t.getBBox();
+			return boxes.some((r) => b.x < r.x + r.width && b.x + b.width > r.x && b.y < r.y + r.height && b.y + b.height > r.y);
+		}).map((t) => t.textContent);
+	})()`), "gap labels that run into an attempt box")
+	require.Empty(t, evalJS[[]string](t, tab, `[...document.querySelectorAll('#timeline g[data-attempt]')].flatMap((g) => {
+		const r = g.querySelector('rect').getBBox();
+		return [...g.querySelectorAll('text')].filter((t) => t.getBBox().x + t.getBBox().width > r.x + r.width - 4).map((t) => t.textContent);
+	})`), "texts that run into their attempt box's right edge (4px of padding)")
 
 	// Unrecoverable.
 	open(fraud)

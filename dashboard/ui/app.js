@@ -770,8 +770,8 @@
     out.push(el('div', { class: 'panel' }, facts, actions.children.length ? el('div', { class: 'spaced' }, actions) : null));
 
     out.push(el('div', { class: 'panel' }, el('h2', {}, 'Attempt timeline'),
-      el('p', { class: 'muted', id: 'timeline-source' }, d.timelineSource === 'derived'
-        ? 'No drover worker recorded these attempts (drover workers record a job\'s attempts from its first failure or stall on; a first try that completes, or a Node BullMQ worker, leaves no record): they are rebuilt from the job\'s counters, and only the last attempt\'s times are known.'
+      !(d.timeline || []).length ? null : el('p', { class: 'muted', id: 'timeline-source' }, d.timelineSource === 'derived'
+        ? 'No drover worker recorded these attempts (drover workers record a job\'s attempts from its first failure or stall on; a first try that completes, or a Node BullMQ worker, leaves no record): they are rebuilt from the job\'s counters and options, and only the last attempt\'s times are known.'
         : 'Recorded by drover workers, attempt by attempt; attempts marked "no drover record" were not.'),
       timelineBox(d)));
 
@@ -790,6 +790,13 @@
     out.push(el('div', { class: 'panel' }, el('h2', {}, `Logs (${d.logCount} line${d.logCount === 1 ? '' : 's'})`),
       d.logs.length ? el('pre', { id: 'job-logs' }, d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
     return out;
+  }
+
+  // textWidth measures s as the page draws it at px pixels.
+  const measure = document.createElement('canvas').getContext('2d');
+  function textWidth(s, px) {
+    measure.font = `${px}px ${getComputedStyle(document.body).fontFamily}`;
+    return measure.measureText(s).width;
   }
 
   // Keys are drover.Outcome names (outcome.go), plus 'active'.
@@ -839,6 +846,9 @@
     // The waits between attempts range from milliseconds to days: their
     // length grows with the log of the wait.
     const gapW = (ms) => (ms === null ? 150 : Math.min(260, 150 + 22 * Math.log10(1 + ms / 10)));
+    // A gap is at least as wide as its labels, so they never run into the
+    // boxes either side.
+    const fits = (w, ...labels) => Math.max(w, ...labels.map((l) => (l ? textWidth(l, 11) + 16 : 0)));
     // What to draw: the kept attempts, folding the middle of long ones.
     let atts = all.map((a) => ({ a }));
     if (all.length > TIMELINE_HEAD + TIMELINE_TAIL + 1) {
@@ -869,10 +879,11 @@
       if (next) {
         let waitMs = null;
         if (next.a && a.end && next.a.start) waitMs = new Date(next.a.start) - new Date(a.end);
-        it.gap = { w: gapW(waitMs), above: why, below: waitMs === null ? '' : `next attempt ${fmtMs(waitMs)} later` };
+        const below = waitMs === null ? '' : `next attempt ${fmtMs(waitMs)} later`;
+        it.gap = { w: fits(gapW(waitMs), why, below), above: why, below };
         x += it.gap.w;
       } else if (d.nextRun && (a.outcome === 'retry-delayed' || a.outcome === 'delayed' || a.outcome === 'retried')) {
-        it.gap = { w: gapW(a.backoff || 0), above: why, below: 'waiting', next: true };
+        it.gap = { w: fits(gapW(a.backoff || 0), why), above: why, below: 'waiting', next: true };
         x += it.gap.w + 110;
       }
     });
@@ -908,7 +919,7 @@
         grp.append(svg('rect', { x: it.x, y, width: boxW, height: boxH, rx: 8, fill: o.fill, 'fill-opacity': 0.12, stroke: o.fill, 'stroke-width': 2, 'stroke-dasharray': a.recorded ? null : '5 3' }));
         grp.append(svg('text', { x: it.x + 10, y: y + 19, 'font-size': 13, 'font-weight': 700, fill: o.fill }, `#${a.n} ${o.label}`));
         let sub = a.start ? `${fmtTime(a.start)}${dur ? ` · ran ${dur}` : ''}` : 'time not known';
-        if (!a.recorded) sub = `${a.start ? fmtTime(a.start) : 'time not known'} · no drover record`;
+        if (!a.recorded) sub = a.start ? `${fmtTime(a.start)} · no drover record` : 'no drover record';
         grp.append(svg('text', { x: it.x + 10, y: y + 36, 'font-size': 11, fill: '#1d2330' }, sub));
         if (a.error) {
           const short = a.error.length > 27 ? `${a.error.slice(0, 26)}…` : a.error;
