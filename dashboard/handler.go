@@ -330,6 +330,7 @@ func (h *Handler) viewer(fn http.HandlerFunc) http.Handler { return h.need(RoleV
 // need wraps a read that needs role.
 func (h *Handler) need(role Role, fn http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		unescapePath(r)
 		p, fail := h.authenticate(r)
 		if fail != nil {
 			h.unauthorized(w, r, fail)
@@ -372,6 +373,7 @@ func badRequest(format string, args ...any) error {
 func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		unescapePath(r)
 		e := AuditEntry{Time: h.now(), Action: action, Queue: r.PathValue("queue"), JobID: r.PathValue("id"), Remote: h.remote(r)}
 		deny := func(status int, why string) { //nolint:contextcheck // the audit uses the request's context
 			e.Outcome, e.Error = "denied", why

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // evalJS runs js in the tab and decodes its result into a T.
@@ -447,4 +450,35 @@ func TestUICancelJob(t *testing.T) {
 		}
 	}
 	require.True(t, found, "cancel-job audited: %v", b.audit.all())
+}
+
+// TestUIDotNames: Node BullMQ accepts "." and ".." as queue names and job
+// ids (drover refuses them at add), and no URL path can carry such a
+// segment: the page escapes them ("~..") and the API reads the escape back,
+// so the job shows and its actions reach it. A name that is itself the
+// escape ("~.") goes through unchanged.
+func TestUIDotNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+	for _, id := range []string{"..", ".", "~."} {
+		_, err := o.Add(ctx, b.prefix, "..", "n", map[string]string{"id": id}, map[string]any{"jobId": id, "delay": 3600000})
+		require.NoError(t, err)
+	}
+	tab := browser(t)
+	for _, id := range []string{"..", ".", "~."} {
+		do(t, tab, chromedp.Navigate(b.url+"#/q/../job/"+url.PathEscape(id)), chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+		require.Equal(t, "Job "+id, text(t, tab, `h1 span`), id)
+		require.JSONEq(t, fmt.Sprintf(`{"id":%q}`, id), text(t, tab, `#job-data`), id)
+	}
+	// An action reaches the job: run ".." now.
+	do(t, tab, chromedp.Navigate(b.url+"#/q/../job/.."), chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	do(t, tab, chromedp.Click(chromedp.Search(`//button[text()="Run now (keep attempts)"]`)), chromedp.Click(chromedp.CSS(`[data-confirm="yes"]`)))
+	b.waitState(t, "..", "..", drover.StateWaiting)
+	require.Equal(t, "..", b.audit.last(t).JobID)
+	require.Equal(t, "..", b.audit.last(t).Queue)
+	// The queue page lists them and links to them.
+	do(t, tab, chromedp.Navigate(b.url+"#/q/..?state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="~."]`)))
+	require.Equal(t, []string{".", "~."}, evalJS[[]string](t, tab, `[...document.querySelectorAll('#jobs tr[data-job]')].map((r) => r.dataset.job).sort()`))
 }

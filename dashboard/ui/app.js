@@ -51,6 +51,12 @@
     }
   }
   const enc = encodeURIComponent;
+  // seg spells a queue name or job id as an API path segment. "." and ".."
+  // never reach the server (every URL parser removes such segments, %2e
+  // spellings too), yet BullMQ accepts them as names: the API reads a
+  // leading "~" before tildes and one or two dots as an escape ("~.." is
+  // "..", "~~." is "~."); any other name goes as it is.
+  const seg = (s) => enc(/^~*\.\.?$/.test(s) ? `~${s}` : s);
   // put replaces node's children, skipping null, undefined and false.
   function put(node, ...kids) {
     node.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
@@ -179,7 +185,7 @@
   // live subscribes to a queue's events; onEvent gets each one.
   function live(queue, onEvent) {
     if (!window.EventSource) return;
-    const es = new EventSource(`api/queues/${enc(queue)}/events`);
+    const es = new EventSource(`api/queues/${seg(queue)}/events`);
     es.addEventListener('job', (m) => {
       try { onEvent(JSON.parse(m.data)); } catch (e) { /* ignore */ }
     });
@@ -287,7 +293,7 @@
     if (!state) {
       state = 'failed';
       try {
-        const info = await api(`queues/${enc(queue)}`);
+        const info = await api(`queues/${seg(queue)}`);
         if (gen !== app.render) return;
         state = ['failed', 'active', 'waiting', 'delayed', 'prioritized', 'paused', 'waiting-children', 'completed']
           .find((st) => info.counts[camel(st)] > 0) || 'failed';
@@ -359,7 +365,7 @@
         {
           const body = { state, filter: filterText, resetAttempts: reset.checked, includeUnrecoverable: state === 'failed' && unrec.checked };
           let dry;
-          try { dry = await api(`queues/${enc(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
+          try { dry = await api(`queues/${seg(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
           const excluded = dry.excluded ? ` ${dry.excluded} job${dry.excluded === 1 ? '' : 's'} that failed as unrecoverable ${dry.excluded === 1 ? 'is' : 'are'} left out.` : '';
           if (!dry.matched) { toast(`No job matches.${excluded}`); return; }
           const what = `${dry.matched} ${state} job${dry.matched === 1 ? '' : 's'}`;
@@ -371,7 +377,7 @@
               el('td', { class: 'mono' }, j.id), el('td', {}, j.name), el('td', { class: 'reason' }, j.failedReason || ''))))),
             dry.matched > dry.sample.length ? el('p', { class: 'muted' }, `and ${dry.matched - dry.sample.length} more`) : null);
           const op = await act('Retry jobs', message, `Retry ${dry.matched}`,
-            () => api(`queues/${enc(queue)}/retry`, { method: 'POST', body }));
+            () => api(`queues/${seg(queue)}/retry`, { method: 'POST', body }));
           if (op) follow(op);
         }
       };
@@ -381,7 +387,7 @@
       const bar = el('progress', { max: Math.max(op.total, 1), value: op.done });
       const line = el('span', {});
       const cancel = el('button', { onclick: async () => {
-        try { await api(`operations/${enc(op.id)}/cancel`, { method: 'POST' }); } catch (e) { toast(e.message, true); }
+        try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST' }); } catch (e) { toast(e.message, true); }
       } }, 'Cancel');
       const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel);
       opBox.append(box);
@@ -399,7 +405,7 @@
       const poll = async () => {
         if (gen !== app.render) return;
         let o;
-        try { o = await api(`operations/${enc(op.id)}`); } catch (e) { line.textContent = e.message; return; }
+        try { o = await api(`operations/${seg(op.id)}`); } catch (e) { line.textContent = e.message; return; }
         show(o);
         if (o.status === 'running') setTimeout(poll, 400);
         else { toast(`Bulk retry ${o.status}: ${o.retried} job${o.retried === 1 ? '' : 's'} retried.`); load(); }
@@ -429,7 +435,7 @@
       if (filter.error) q.set('error', filter.error);
       if (state === 'delayed') q.set('asc', '1');
       try {
-        [qp, page] = await Promise.all([api(`queues/${enc(queue)}`), api(`queues/${enc(queue)}/jobs?${q}`)]);
+        [qp, page] = await Promise.all([api(`queues/${seg(queue)}`), api(`queues/${seg(queue)}/jobs?${q}`)]);
       } catch (e) { summary.textContent = `Could not load: ${e.message}`; return; }
       if (gen !== app.render) return;
       showAlerts(qp.alerts);
@@ -453,10 +459,10 @@
         page.more ? el('button', { onclick: () => go({ ...filter, offset: page.nextOffset }) }, 'Next page') : null);
       renderHistogram(hist, qp.delayed, qp.storm);
       renderBudget(budget, queue, qp.budget);
-      api(`queues/${enc(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); }, () => {});
+      api(`queues/${seg(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); }, () => {});
       if (state === 'failed') {
         let fr;
-        try { fr = await api(`queues/${enc(queue)}/failures`); } catch (e) { put(groups, el('p', { class: 'muted' }, e.message)); return; }
+        try { fr = await api(`queues/${seg(queue)}/failures`); } catch (e) { put(groups, el('p', { class: 'muted' }, e.message)); return; }
         if (gen !== app.render) return;
         renderFailureGroups(groups, fr, filter, go, bulkRetry);
       }
@@ -484,7 +490,7 @@
       items.push(el('button', {
         onclick: async () => {
           const res = await act('Promote delayed jobs', `Run all ${qp.counts.delayed} delayed jobs of ${queue} now? Jobs waiting for backoff keep their attempts.`, 'Promote all',
-            () => api(`queues/${enc(queue)}/promote`, { method: 'POST' }));
+            () => api(`queues/${seg(queue)}/promote`, { method: 'POST' }));
           if (res) { toast(`Promoted ${res.promoted} jobs.`); reload(); }
         },
       }, 'Promote all delayed…'));
@@ -494,14 +500,14 @@
       items.push(el('button', {
         onclick: async () => {
           const res = await act(paused ? 'Resume queue' : 'Pause queue', paused ? `Let workers take ${queue}'s jobs again?` : `Stop workers from taking ${queue}'s jobs? Running jobs finish.`, paused ? 'Resume' : 'Pause',
-            () => api(`queues/${enc(queue)}/${paused ? 'resume' : 'pause'}`, { method: 'POST' }), !paused);
+            () => api(`queues/${seg(queue)}/${paused ? 'resume' : 'pause'}`, { method: 'POST' }), !paused);
           if (res) reload();
         },
       }, paused ? 'Resume…' : 'Pause…'));
       items.push(el('button', {
         onclick: async () => {
           const res = await act('Clean completed jobs', `Remove ${queue}'s completed jobs finished more than an hour ago (up to 10000)?`, 'Clean',
-            () => api(`queues/${enc(queue)}/clean`, { method: 'POST', body: { state: 'completed', grace: '1h' } }), true);
+            () => api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { state: 'completed', grace: '1h' } }), true);
           if (res) { toast(`Removed ${res.removed} jobs.`); reload(); }
         },
       }, 'Clean completed…'));
@@ -509,7 +515,7 @@
         class: 'danger',
         onclick: async () => {
           const res = await act('Obliterate queue', `Delete the queue ${queue} and every one of its jobs? This cannot be undone.`, 'Obliterate',
-            () => api(`queues/${enc(queue)}/obliterate`, { method: 'POST', body: { force: false } }), true);
+            () => api(`queues/${seg(queue)}/obliterate`, { method: 'POST', body: { force: false } }), true);
           if (res) { toast(`Obliterated ${queue}.`); location.hash = '#/'; }
         },
       }, 'Obliterate…'));
@@ -655,7 +661,7 @@
     let job = null;
     async function load() {
       let d;
-      try { d = await api(`queues/${enc(queue)}/jobs/${enc(id)}`); } catch (e) {
+      try { d = await api(`queues/${seg(queue)}/jobs/${seg(id)}`); } catch (e) {
         if (gen === app.render) put(box, el('p', { class: 'panel' }, e.status === 404 ? `Job ${id} is gone (removed, or never existed).` : `Could not load the job: ${e.message}`));
         return;
       }
@@ -717,7 +723,7 @@
         class: 'primary',
         onclick: async () => {
           const res = await act('Retry with fresh attempts', `Run job ${d.id} now with its whole budget of ${b.allowed} attempt${b.allowed === 1 ? '' : 's'} back?`, 'Retry',
-            () => api(`queues/${enc(queue)}/jobs/${enc(d.id)}/retry`, { method: 'POST', body: { resetAttempts: true } }));
+            () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: true } }));
           if (res) { toast(`Job ${d.id} retried with fresh attempts.`); reload(); }
         },
       }, 'Retry with fresh attempts'));
@@ -725,7 +731,7 @@
         actions.append(el('button', {
           onclick: async () => {
             const res = await act('Run now', `Run job ${d.id} now, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?`, 'Run now',
-              () => api(`queues/${enc(queue)}/jobs/${enc(d.id)}/promote`, { method: 'POST' }));
+              () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/promote`, { method: 'POST' }));
             if (res) { toast(`Job ${d.id} promoted.`); reload(); }
           },
         }, 'Run now (keep attempts)'));
@@ -733,7 +739,7 @@
         actions.append(el('button', {
           onclick: async () => {
             const res = await act('Retry', `Run job ${d.id} again, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?`, 'Retry',
-              () => api(`queues/${enc(queue)}/jobs/${enc(d.id)}/retry`, { method: 'POST', body: { resetAttempts: false } }));
+              () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: false } }));
             if (res) { toast(`Job ${d.id} retried.`); reload(); }
           },
         }, 'Retry (keep attempts)'));
@@ -752,7 +758,7 @@
             el('p', {}, reason),
             el('label', {}, retry, ' retry it per its attempts instead'));
           const res = await act('Cancel running job', msg, 'Cancel the attempt',
-            () => api(`queues/${enc(queue)}/jobs/${enc(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked } }), true);
+            () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked } }), true);
           if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
         },
       }, 'Cancel…'));
@@ -762,7 +768,7 @@
         class: 'danger',
         onclick: async () => {
           const res = await act('Remove job', `Delete job ${d.id} and its logs? This cannot be undone.`, 'Remove',
-            () => api(`queues/${enc(queue)}/jobs/${enc(d.id)}/remove`, { method: 'POST' }), true);
+            () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/remove`, { method: 'POST' }), true);
           if (res) { toast(`Job ${d.id} removed.`); location.hash = `#/q/${enc(queue)}`; }
         },
       }, 'Remove…'));
@@ -965,7 +971,7 @@
         el('table', { id: 'conflicts' }, el('thead', {}, el('tr', {}, ...['When', 'Job', 'Retry', 'Worker holding the lock', 'Running for', 'Lock TTL left'].map((h) => el('th', {}, h)))), conflicts)));
     async function load() {
       let rep;
-      try { rep = await api(`queues/${enc(queue)}/stalled`); } catch (e) { note.textContent = e.message; return; }
+      try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { note.textContent = e.message; return; }
       if (gen !== app.render) return;
       note.textContent = `Looked at ${rep.scanned} jobs${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
@@ -979,7 +985,7 @@
         el('td', { class: 'num' }, j.stalledCount), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
       let cs;
-      try { cs = await api(`queues/${enc(queue)}/conflicts`); } catch (e) { return; }
+      try { cs = await api(`queues/${seg(queue)}/conflicts`); } catch (e) { return; }
       if (gen !== app.render) return;
       put(conflicts, ...cs.conflicts.map((c) => el('tr', { 'data-conflict': c.jobId },
         el('td', {}, fmtTime(c.time)), el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(c.jobId)}` }, c.jobId)), el('td', {}, c.op),
@@ -1004,7 +1010,7 @@
         el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', 'Next run', 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body)));
     async function load() {
       let res;
-      try { res = await api(`queues/${enc(queue)}/schedulers`); } catch (e) { note.textContent = `Could not list job schedulers: ${e.message}`; return; }
+      try { res = await api(`queues/${seg(queue)}/schedulers`); } catch (e) { note.textContent = `Could not list job schedulers: ${e.message}`; return; }
       if (gen !== app.render) return;
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
       put(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id },
@@ -1016,7 +1022,7 @@
         el('td', {}, sc.name),
         el('td', {}, s.canOperate ? el('button', { class: 'danger', 'data-remove': sc.id, onclick: async () => {
           const res = await act('Remove job scheduler', `Remove job scheduler ${sc.id} of ${queue}? It makes no more runs; a run already waiting or running finishes.`, 'Remove',
-            () => api(`queues/${enc(queue)}/schedulers/${enc(sc.id)}/remove`, { method: 'POST', body: {} }), true);
+            () => api(`queues/${seg(queue)}/schedulers/${seg(sc.id)}/remove`, { method: 'POST', body: {} }), true);
           if (res) { toast(`Job scheduler ${sc.id} removed.`); load(); }
         } }, 'Remove') : null))));
       if (!res.schedulers.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'This queue has no job scheduler.')));
@@ -1052,7 +1058,7 @@
   // ---- find a job by id --------------------------------------------------
 
   async function pageFind(id) {
-    const res = await api(`jobs/${enc(id)}`);
+    const res = await api(`jobs/${seg(id)}`);
     if (res.matches.length === 1) {
       const m = res.matches[0];
       location.replace(`#/q/${enc(m.queue)}/job/${enc(m.id)}`);
