@@ -31,8 +31,7 @@
 --@include parent
 --@record flow
 
-local callKey = onceKey(base, ARGV[2])
-local first = onceReply(callKey)
+local callKey, first = onceReply(base, ARGV[2])
 if first then
   return first
 end

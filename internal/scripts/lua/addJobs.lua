@@ -19,8 +19,7 @@
 --@include dedup
 --@include once
 
-local callKey = onceKey(base, ARGV[2])
-local first = onceReply(callKey)
+local callKey, first = onceReply(base, ARGV[2])
 if first then
   return first
 end
@@ -104,12 +103,8 @@ for i = 0, n - 1 do
   end
 end
 
-for from = 1, #fifo, 5000 do
-  rcall("LPUSH", waitKey, unpack(fifo, from, math.min(from + 4999, #fifo)))
-end
-for from = 1, #lifo, 5000 do
-  rcall("RPUSH", waitKey, unpack(lifo, from, math.min(from + 4999, #lifo)))
-end
+inChunks("LPUSH", waitKey, fifo, 5000)
+inChunks("RPUSH", waitKey, lifo, 5000)
 if #prio > 0 then
   -- One counter value per job, as one INCR each would give.
   local c = rcall("INCRBY", pcKey, #prio) - #prio
@@ -118,9 +113,7 @@ if #prio > 0 then
     args[#args + 1] = priorityScoreOf(p[1], c + k)
     args[#args + 1] = p[2]
   end
-  for from = 1, #args, 5000 do
-    rcall("ZADD", prioritizedKey, unpack(args, from, math.min(from + 4999, #args)))
-  end
+  inChunks("ZADD", prioritizedKey, args, 5000)
 end
 if #fifo + #lifo + #prio > 0 then
   addBaseMarker(markerKey, blocked)

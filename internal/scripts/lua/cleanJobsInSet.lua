@@ -9,6 +9,7 @@
 -- Returns the removed ids.
 --@include common
 --@include queue
+--@include states
 --@include remove
 
 local state = ARGV[2]
@@ -38,18 +39,15 @@ local function drop(id)
   removed[#removed + 1] = id
 end
 
-local sets = {completed = completedKey, failed = failedKey, delayed = delayedKey,
-  prioritized = prioritizedKey, ["waiting-children"] = waitingChildrenKey}
-local lists = {wait = waitKey, waiting = waitKey, paused = pausedKey, active = activeKey}
+local lists, sets = stateLists, stateSets
+lists.wait = waitKey -- clean takes BullMQ's name for waiting too
 
 if state == "completed" or state == "failed" then
   local ids = rcall("ZRANGEBYSCORE", sets[state], 0, cutoff, "LIMIT", 0, limit)
   for _, id in ipairs(ids) do
     drop(id)
   end
-  for from = 1, #ids, 7000 do
-    rcall("ZREM", sets[state], unpack(ids, from, math.min(from + 6999, #ids)))
-  end
+  inChunks("ZREM", sets[state], ids, 7000)
 elseif sets[state] then
   local ids
   if given > 0 then

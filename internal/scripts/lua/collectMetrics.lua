@@ -32,9 +32,7 @@ local function collect(kind, n)
     for i = 2, points do
       list[i] = 0
     end
-    for from = 1, #list, 7000 do
-      rcall("LPUSH", dataKey, unpack(list, from, math.min(from + 6999, #list)))
-    end
+    inChunks("LPUSH", dataKey, list, 7000)
     rcall("LTRIM", dataKey, 0, maxPoints - 1)
     rcall("HSET", metaKey, "prevCount", count, "prevTS", nowText)
   end

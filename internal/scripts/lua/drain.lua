@@ -23,9 +23,7 @@ local function drainList(key)
     end
   end
   rcall("DEL", key)
-  for from = 1, #keep, 7000 do
-    rcall("RPUSH", key, unpack(keep, from, math.min(from + 6999, #keep)))
-  end
+  inChunks("RPUSH", key, keep, 7000)
 end
 
 local function drainSet(key)

@@ -5,10 +5,9 @@
 -- Returns one count per state name (0 for an unknown name).
 --@include common
 --@include queue
+--@include states
 
-local lists = {waiting = waitKey, paused = pausedKey, active = activeKey}
-local sets = {delayed = delayedKey, prioritized = prioritizedKey, completed = completedKey,
-  failed = failedKey, ["waiting-children"] = waitingChildrenKey}
+local lists, sets = stateLists, stateSets
 local out = {}
 for i = 2, #ARGV do
   local s = ARGV[i]

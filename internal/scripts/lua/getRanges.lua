@@ -6,13 +6,12 @@
 -- Returns one list of ids per state.
 --@include common
 --@include queue
+--@include states
 
 local start = tonumber(ARGV[2])
 local stop = tonumber(ARGV[3])
 local asc = ARGV[4] == "1"
-local lists = {waiting = waitKey, paused = pausedKey, active = activeKey}
-local sets = {delayed = delayedKey, prioritized = prioritizedKey, completed = completedKey,
-  failed = failedKey, ["waiting-children"] = waitingChildrenKey}
+local lists, sets = stateLists, stateSets
 local out = {}
 for i = 5, #ARGV do
   local s = ARGV[i]

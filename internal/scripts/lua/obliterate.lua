@@ -46,9 +46,7 @@ local function dropSet(key)
   end
   local ids = rcall("ZRANGE", key, 0, budget - 1)
   dropIds(ids, false)
-  for from = 1, #ids, 7000 do
-    rcall("ZREM", key, unpack(ids, from, math.min(from + 6999, #ids)))
-  end
+  inChunks("ZREM", key, ids, 7000)
 end
 
 dropList(activeKey, true)

@@ -21,9 +21,7 @@ if rcall("EXISTS", pausedKey) == 1 then
     rcall("RENAME", pausedKey, waitKey)
   else
     local ids = rcall("LRANGE", pausedKey, 0, -1)
-    for from = 1, #ids, 7000 do
-      rcall("RPUSH", waitKey, unpack(ids, from, math.min(from + 6999, #ids)))
-    end
+    inChunks("RPUSH", waitKey, ids, 7000)
     rcall("DEL", pausedKey)
   end
 end

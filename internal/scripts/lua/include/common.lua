@@ -4,6 +4,14 @@
 local rcall = redis.call
 --@include score
 
+-- inChunks runs cmd on key with items, size of them a command: one command
+-- for thousands of ids, within the number of values Lua's unpack returns.
+local function inChunks(cmd, key, items, size)
+  for from = 1, #items, size do
+    rcall(cmd, key, unpack(items, from, math.min(from + size - 1, #items)))
+  end
+end
+
 -- maxEvents returns the events stream cap from the meta hash, writing the
 -- BullMQ default (10000) when the queue has none yet. It returns the text,
 -- which goes straight to XADD/XTRIM (a Lua number would be printf-formatted).

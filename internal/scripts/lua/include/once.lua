@@ -5,24 +5,18 @@
 -- nothing. (':' cannot occur in a job id, so the key is no job's.)
 -- Expects common.lua in scope.
 
--- onceKey is the key of call token's reply under qbase; nil without a token.
-local function onceKey(qbase, token)
+-- onceReply is the key of call token's reply under qbase (nil without a
+-- token) and the reply an earlier run of this call stored there, or nil.
+local function onceReply(qbase, token)
   if token == "" then
-    return nil
+    return nil, nil
   end
-  return qbase .. "add:" .. token
-end
-
--- onceReply is the reply an earlier run of this call stored, or nil.
-local function onceReply(key)
-  if not key then
-    return nil
-  end
+  local key = qbase .. "add:" .. token
   local first = rcall("GET", key)
   if first then
-    return cjson.decode(first)
+    return key, cjson.decode(first)
   end
-  return nil
+  return key, nil
 end
 
 -- onceRemember keeps this run's replies under key for ttl ms.

@@ -39,9 +39,7 @@ local function trimFinished(setKey, spec, now)
     if #old > 0 and #old < max then
       rcall("ZREMRANGEBYSCORE", setKey, "-inf", cutoff)
     else
-      for from = 1, #old, 7000 do
-        rcall("ZREM", setKey, unpack(old, from, math.min(from + 6999, #old)))
-      end
+      inChunks("ZREM", setKey, old, 7000)
     end
   end
   if count > 0 then
