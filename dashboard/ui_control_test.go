@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -481,4 +482,27 @@ func TestUIDotNames(t *testing.T) {
 	// The queue page lists them and links to them.
 	do(t, tab, chromedp.Navigate(b.url+"#/q/..?state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="~."]`)))
 	require.Equal(t, []string{".", "~."}, evalJS[[]string](t, tab, `[...document.querySelectorAll('#jobs tr[data-job]')].map((r) => r.dataset.job).sort()`))
+}
+
+// TestUIConfirmKeys: a destructive action's dialog starts on Cancel, so an
+// Enter pressed out of habit deletes nothing, and Escape closes any dialog.
+func TestUIConfirmKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	id := b.add(t, "keep", "x", nil, &drover.JobOptions{Delay: time.Hour})
+	tab := browser(t)
+	obliterate := chromedp.Click(chromedp.Search(`//button[text()="Obliterate…"]`))
+	dialogOpen := func() bool { return evalJS[bool](t, tab, `!!document.querySelector('.modal')`) }
+	do(t, tab, chromedp.Navigate(b.url+"#/q/keep?state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)), obliterate, chromedp.WaitVisible(chromedp.CSS(`.modal`)))
+	require.Equal(t, "no", evalJS[string](t, tab, `document.activeElement.dataset.confirm || document.activeElement.textContent`), "focus starts on Cancel")
+	do(t, tab, chromedp.KeyEvent(kb.Enter), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+	do(t, tab, obliterate, chromedp.WaitVisible(chromedp.CSS(`.modal`)), chromedp.KeyEvent(kb.Escape), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+	require.False(t, dialogOpen())
+	state, err := b.queue(t, "keep").GetJobState(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateDelayed, state, "the queue and its job are still there")
+	for _, e := range b.audit.all() {
+		require.NotEqual(t, "obliterate", e.Action, "no obliterate was sent")
+	}
 }

@@ -147,16 +147,21 @@
   }
 
   // confirmDialog shows a modal and resolves to true when confirmed.
+  // A destructive action's dialog starts on Cancel, so an Enter pressed out
+  // of habit does not delete anything; Escape cancels any dialog.
   function confirmDialog(title, message, confirmLabel, danger) {
     return new Promise((resolve) => {
-      const close = (v) => { back.remove(); resolve(v); };
+      const onKey = (e) => { if (e.key === 'Escape') close(false); };
+      const close = (v) => { document.removeEventListener('keydown', onKey); back.remove(); resolve(v); };
       const ok = el('button', { class: danger ? 'danger' : 'primary', 'data-confirm': 'yes', onclick: () => close(true) }, confirmLabel);
+      const cancel = el('button', { 'data-confirm': 'no', onclick: () => close(false) }, 'Cancel');
       const back = el('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } },
         el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-label': title },
           el('h2', {}, title), message instanceof Node ? message : el('p', {}, message),
-          el('div', { class: 'buttons' }, el('button', { onclick: () => close(false) }, 'Cancel'), ok)));
+          el('div', { class: 'buttons' }, cancel, ok)));
       document.body.append(back);
-      ok.focus();
+      document.addEventListener('keydown', onKey);
+      (danger ? cancel : ok).focus();
     });
   }
 
