@@ -23,8 +23,8 @@ import (
 // actions on such a queue return it and write nothing.
 var ErrQueueNotFound = errors.New("queue not found")
 
-// DiscoveryIntervalDefault is how often the background discovery rescans
-// the keyspace for queues.
+// DiscoveryIntervalDefault is how often the background discovery refreshes
+// the queue list.
 const DiscoveryIntervalDefault = 3 * time.Second
 
 // queueHandlesMax bounds the cached queue handles.
@@ -65,9 +65,13 @@ type publishedQueues struct {
 // Queues lists the queues under the prefix, sorted by name. A queue exists
 // while any of its own keys does (meta, id, wait, events, ...), whoever
 // wrote it. The list comes from a cache a background loop refreshes every
-// Options.DiscoveryInterval by scanning the keyspace (every master of a
-// cluster): a queue created elsewhere shows within that interval. The
-// first call scans, unless another Inspector published a fresh list.
+// Options.DiscoveryInterval: a queue drover writes, or a Node worker runs,
+// shows within that interval; one only Node producers write shows at the
+// next full scan of the keyspace (every master of a cluster), which the
+// loop runs every interval on a small keyspace and less often on a large
+// one (fullScanSpacing: about every 10 s at 1M keys). The first call
+// scans, unless another Inspector published a fresh list or the registry
+// answers.
 func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	d := &i.disc
 	d.mu.Lock()
@@ -97,7 +101,7 @@ func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	d.mu.Unlock()
 	names, ok := i.readPublished(ctx)
 	if !ok {
-		names, ok = i.readRegistry(ctx)
+		names, ok = i.readRegistry(ctx, true)
 	}
 	if !ok {
 		var err error
@@ -158,11 +162,12 @@ func (i *Inspector) readPublished(ctx context.Context) ([]string, bool) {
 const coldScanCount = 10000
 
 // readRegistry lists the queues from the registry, if a scan seeded it:
-// one round trip for the marker, the set, the worker connections and a
-// scan step, one to check which queues exist (a removed queue is dropped
-// from the set) and, when the step or the connections found a queue the
-// set lacks, one SADD.
-func (i *Inspector) readRegistry(ctx context.Context) ([]string, bool) {
+// one round trip for the marker, the set, the worker connections and (with
+// step, for a cold listing) a scan step, one to check which queues exist
+// (a removed queue is dropped from the set) and, when the step or the
+// connections found a queue the set lacks, one SADD. The background loop
+// reads it without the step: its own full scans find Node's queues.
+func (i *Inspector) readRegistry(ctx context.Context, step bool) ([]string, bool) {
 	if i.opts.DiscoveryInterval < 0 {
 		return nil, false
 	}
@@ -202,8 +207,10 @@ func (i *Inspector) readRegistry(ctx context.Context) ([]string, bool) {
 			}
 		}
 	}
-	for _, n := range i.scanStep(ctx, cursors.Val()) {
-		add(n)
+	if step {
+		for _, n := range i.scanStep(ctx, cursors.Val()) {
+			add(n)
+		}
 	}
 	exists := make([]*redis.IntCmd, len(names))
 	if _, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -348,10 +355,22 @@ func (i *Inspector) startDiscovery() {
 	go i.discover(ctx, d.done, d.kick)
 }
 
+// fullScanSpacing bounds the share of Redis time the background loop's
+// full scans take: after a scan that took d, the next full scan waits at
+// least fullScanSpacing×d (and one DiscoveryInterval). At 1M keys a scan
+// takes about a second, so a dashboard in use scans every ~10 s instead
+// of every interval (a third of a Redis core at a 3 s interval); in
+// between, each round reads the registry and the worker connections
+// (readRegistry without its scan step), which finds drover's queues and
+// those Node workers run within one interval. A small keyspace scans every
+// interval.
+const fullScanSpacing = 10
+
 func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 	defer close(done)
 	ticker := time.NewTicker(i.opts.DiscoveryInterval)
 	defer ticker.Stop()
+	var nextFull time.Time // the first round scans
 	for {
 		select {
 		case <-ctx.Done():
@@ -366,11 +385,21 @@ func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 		case <-kick:
 		}
 		i.disc.scanMu.Lock()
-		names, err := i.scanQueues(ctx)
-		if err == nil {
+		var err error
+		if start := time.Now(); !start.Before(nextFull) {
+			var names []string
+			if names, err = i.scanQueues(ctx); err == nil {
+				i.setDiscovered(names)
+				i.publish(ctx, names)
+				i.seedRegistry(ctx, names)
+			}
+			took := time.Since(start)
+			nextFull = start.Add(max(i.opts.DiscoveryInterval, fullScanSpacing*took))
+		} else if names, ok := i.readRegistry(ctx, false); ok {
 			i.setDiscovered(names)
 			i.publish(ctx, names)
-			i.seedRegistry(ctx, names)
+		} else {
+			nextFull = time.Time{} // the registry is gone (FLUSHDB?): scan next round
 		}
 		i.disc.scanMu.Unlock()
 		if err != nil && ctx.Err() == nil {

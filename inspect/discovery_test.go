@@ -90,7 +90,7 @@ func TestDiscovery(t *testing.T) {
 	t.Cleanup(func() { _ = other.Close() })
 	require.NoError(t, other.XAdd(ctx, &redis.XAddArgs{Stream: prefix + ":fromnode:events", Values: []any{"event", "waiting"}}).Err())
 	start := time.Now()
-	testkit.WaitFor(t, 10*time.Second, "the new queue to show", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the new queue to show", func() bool {
 		names, err := ins.Queues(ctx)
 		require.NoError(t, err)
 		return len(names) == 3
@@ -130,6 +130,91 @@ func TestDiscovery(t *testing.T) {
 		names, err := fast.Queues(ctx)
 		require.NoError(t, err)
 		return len(names) == 4
+	})
+}
+
+// scanUsec reads the Redis time the server has spent in SCAN commands.
+func scanUsec(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		if _, rest, ok := strings.Cut(line, "cmdstat_scan:"); ok {
+			for _, f := range strings.Split(strings.TrimSpace(rest), ",") {
+				if v, ok := strings.CutPrefix(f, "usec="); ok {
+					n, err := strconv.ParseInt(v, 10, 64)
+					require.NoError(t, err)
+					return n
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestDiscoveryBoundsItsScanCost: a dashboard in use on a large keyspace
+// must not spend most of Redis' time scanning. Before, the background loop
+// ran a full scan every DiscoveryInterval, back to back when a scan took
+// longer than the interval (at 1M keys and 3 s: a third of a Redis core);
+// full scans are now spaced by fullScanSpacing times their own duration,
+// the rounds between read the registry, and a queue a drover producer
+// creates still shows within a few rounds.
+func TestDiscoveryBoundsItsScanCost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start() // its own server: SCAN times are ours
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	const prefix = "cost"
+	for chunk := range 40 {
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for n := range 5000 {
+				p.Set(ctx, fmt.Sprintf("other:%d:%d", chunk, n), "x", 0)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	q, err := drover.NewQueue(rdb, "a", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	_, err = q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+
+	// An interval far shorter than a scan of 200k keys.
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix, DiscoveryInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(ctx)) })
+	before, wall := scanUsec(t, rdb), time.Now()
+	names, err := ins.Queues(ctx) // the first listing scans once
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, names)
+	oneScan := scanUsec(t, rdb) - before
+	require.Positive(t, oneScan)
+
+	// Keep the loop busy (a dashboard polling) for 2 s.
+	before, wall = scanUsec(t, rdb), time.Now()
+	for time.Since(wall) < 2*time.Second {
+		_, err := ins.Queues(ctx)
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	spent := time.Duration(scanUsec(t, rdb)-before) * time.Microsecond
+	elapsed := time.Since(wall)
+	t.Logf("one full scan: %s of Redis time; SCAN took %s of %s while polled", time.Duration(oneScan)*time.Microsecond, spent, elapsed.Round(time.Millisecond))
+	// At most about a tenth of the time in full scans, plus the one under
+	// way and the registry rounds' scan steps.
+	require.LessOrEqual(t, spent, elapsed/5+2*time.Duration(oneScan)*time.Microsecond, "the discovery loop scanned back to back")
+
+	// A queue a drover producer creates shows in a registry round.
+	q2, err := drover.NewQueue(rdb, "b", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	_, err = q2.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	testkit.WaitFor(t, 30*time.Second, "the new queue to show", func() bool {
+		names, err := ins.Queues(ctx)
+		require.NoError(t, err)
+		return len(names) == 2
 	})
 }
 

@@ -49,8 +49,9 @@ type Options struct {
 	BudgetThreshold float64
 	// Storm tunes the retry-storm alert. Nil means defaults.
 	Storm *StormOptions
-	// DiscoveryInterval is how often a background loop rescans the keyspace
-	// for queues once Queues was called (see Queues); Close stops it. The
+	// DiscoveryInterval is how often a background loop refreshes the queue
+	// list once Queues was called (see Queues; full scans of the keyspace
+	// are spaced by their own cost); Close stops it. The
 	// loop rests while Queues goes uncalled for 10 intervals; the next call
 	// answers from the cache and wakes it. Defaults to
 	// DiscoveryIntervalDefault (3s). Negative: no loop and no published
