@@ -185,7 +185,7 @@ func TestDiscoveryBoundsItsScanCost(t *testing.T) {
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix, DiscoveryInterval: 5 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, ins.Close(ctx)) })
-	before, wall := scanUsec(t, rdb), time.Now()
+	before := scanUsec(t, rdb)
 	names, err := ins.Queues(ctx) // the first listing scans once
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, names)
@@ -193,7 +193,7 @@ func TestDiscoveryBoundsItsScanCost(t *testing.T) {
 	require.Positive(t, oneScan)
 
 	// Keep the loop busy (a dashboard polling) for 2 s.
-	before, wall = scanUsec(t, rdb), time.Now()
+	before, wall := scanUsec(t, rdb), time.Now()
 	for time.Since(wall) < 2*time.Second {
 		_, err := ins.Queues(ctx)
 		require.NoError(t, err)
