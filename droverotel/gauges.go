@@ -1,6 +1,7 @@
 package droverotel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,8 +22,8 @@ type QueueGaugeOptions struct {
 	// Queues are the queues to report. Defaults to every queue the
 	// Inspector finds under its prefix at each collection.
 	Queues []string
-	// Timeout bounds one collection's reads. Defaults to 5 s
-	// (metrics.CollectorTimeoutDefault).
+	// Timeout bounds one collection's reads. Defaults to 5 s, as
+	// metrics.CollectorTimeoutDefault.
 	Timeout time.Duration
 	// SkipDelayedStats leaves out the delayed-set analytics.
 	SkipDelayedStats bool
@@ -48,9 +49,7 @@ func (mw *Middleware) RegisterQueueGauges(ins *inspect.Inspector, opts *QueueGau
 	if o.Timeout < 0 {
 		return nil, fmt.Errorf("droverotel: QueueGaugeOptions.Timeout must be positive, got %s", o.Timeout)
 	}
-	if o.Timeout == 0 {
-		o.Timeout = 5 * time.Second
-	}
+	o.Timeout = cmp.Or(o.Timeout, metricset.ScrapeTimeoutDefault)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -3,19 +3,18 @@
 package logkey
 
 const (
-	Queue     = "queue"
-	JobID     = "job_id"
-	JobName   = "job_name"
-	OpKey     = "op_key"
-	Attempt   = "attempt"
-	PID       = "pid"
-	Worker    = "worker"
-	Error     = "error"
-	Duration  = "duration"
-	Count     = "count"
-	Reason    = "reason"
-	Component = "component"
-	Outcome   = "outcome"
+	Queue    = "queue"
+	JobID    = "job_id"
+	JobName  = "job_name"
+	OpKey    = "op_key"
+	Attempt  = "attempt"
+	PID      = "pid"
+	Worker   = "worker"
+	Error    = "error"
+	Duration = "duration"
+	Count    = "count"
+	Reason   = "reason"
+	Outcome  = "outcome"
 	// ErrorClass sorts an attempt's error: panic, unrecoverable,
 	// invalid_data, lock_lost, deadline, ... (drover.errorClass).
 	ErrorClass   = "error_class"
