@@ -196,43 +196,19 @@ func (o *JobOptions) merged(d *JobOptions) JobOptions {
 	if d == nil {
 		return r
 	}
-	if r.Delay == 0 {
-		r.Delay = d.Delay
-	}
-	if r.Priority == 0 {
-		r.Priority = d.Priority
-	}
+	r.Delay = cmp.Or(r.Delay, d.Delay)
+	r.Priority = cmp.Or(r.Priority, d.Priority)
 	r.LIFO = r.LIFO || d.LIFO
-	if r.Attempts == 0 {
-		r.Attempts = d.Attempts
-	}
-	if r.Backoff == nil {
-		r.Backoff = d.Backoff
-	}
-	if r.RemoveOnComplete == nil {
-		r.RemoveOnComplete = d.RemoveOnComplete
-	}
-	if r.RemoveOnFail == nil {
-		r.RemoveOnFail = d.RemoveOnFail
-	}
-	if r.StackTraceLimit == 0 {
-		r.StackTraceLimit = d.StackTraceLimit
-	}
-	if r.KeepLogs == 0 {
-		r.KeepLogs = d.KeepLogs
-	}
-	if r.SizeLimit == 0 {
-		r.SizeLimit = d.SizeLimit
-	}
-	if r.Telemetry == nil {
-		r.Telemetry = d.Telemetry
-	}
-	if r.ParentPolicy == ParentWaits {
-		r.ParentPolicy = d.ParentPolicy
-	}
-	if r.Timeout == 0 {
-		r.Timeout = d.Timeout
-	}
+	r.Attempts = cmp.Or(r.Attempts, d.Attempts)
+	r.Backoff = cmp.Or(r.Backoff, d.Backoff)
+	r.RemoveOnComplete = cmp.Or(r.RemoveOnComplete, d.RemoveOnComplete)
+	r.RemoveOnFail = cmp.Or(r.RemoveOnFail, d.RemoveOnFail)
+	r.StackTraceLimit = cmp.Or(r.StackTraceLimit, d.StackTraceLimit)
+	r.KeepLogs = cmp.Or(r.KeepLogs, d.KeepLogs)
+	r.SizeLimit = cmp.Or(r.SizeLimit, d.SizeLimit)
+	r.Telemetry = cmp.Or(r.Telemetry, d.Telemetry)
+	r.ParentPolicy = cmp.Or(r.ParentPolicy, d.ParentPolicy)
+	r.Timeout = cmp.Or(r.Timeout, d.Timeout)
 	return r
 }
 
