@@ -197,6 +197,14 @@ func TestOpenAPI(t *testing.T) {
 	require.Equal(t, http.StatusConflict, c.post("api/queues/q/jobs/"+failed+"/retry", nil, nil))
 	require.NoError(t, b.rdb.Del(ctx, b.prefix+":q:"+failed+":lock").Err())
 
+	// A flow: a parent in q waiting for a child no worker takes.
+	flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = flows.Close() })
+	tree, err := flows.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "q", Children: []drover.FlowJob{{Name: "kid", QueueName: "kids"}}})
+	require.NoError(t, err)
+	parent, kid := tree.Job.ID, tree.Children[0].Job.ID
+
 	validate := func(method, path string, body any, status int, route string) {
 		t.Helper()
 		op, ok := paths[route].(map[string]any)[strings.ToLower(method)].(map[string]any)
@@ -229,6 +237,8 @@ func TestOpenAPI(t *testing.T) {
 		{"api/queues/q/jobs/" + fatal, "/api/queues/{queue}/jobs/{id}"},
 		{"api/queues/q/jobs/" + backoff, "/api/queues/{queue}/jobs/{id}"},
 		{"api/queues/q/jobs/" + hold, "/api/queues/{queue}/jobs/{id}"},
+		{"api/queues/q/jobs/" + parent, "/api/queues/{queue}/jobs/{id}"},
+		{"api/queues/kids/jobs/" + kid, "/api/queues/{queue}/jobs/{id}"},
 		{"api/queues/q/stalled", "/api/queues/{queue}/stalled"},
 		{"api/queues/q/delayed", "/api/queues/{queue}/delayed"},
 		{"api/queues/q/budgets", "/api/queues/{queue}/budgets"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -505,4 +506,35 @@ func TestUIConfirmKeys(t *testing.T) {
 	for _, e := range b.audit.all() {
 		require.NotEqual(t, "obliterate", e.Action, "no obliterate was sent")
 	}
+}
+
+// TestUIFlow: a parent in waiting-children says what it waits for, with
+// links to its pending children, and a child links to its parent.
+func TestUIFlow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = flows.Close() })
+	later := &drover.JobOptions{Delay: time.Hour}
+	tree, err := flows.Add(ctx, drover.FlowJob{Name: "assemble", QueueName: "orders", Children: []drover.FlowJob{
+		{Name: "fast", QueueName: "parts"}, {Name: "wheel", QueueName: "parts", Opts: later}, {Name: "frame", QueueName: "parts", Opts: later},
+	}})
+	require.NoError(t, err)
+	b.startWorker(t, "parts", func(ctx context.Context, job *drover.Job) (any, error) { return "made", nil }, nil)
+	b.waitState(t, "parts", tree.Children[0].Job.ID, drover.StateCompleted)
+	parent := tree.Job.ID
+	slow := []string{"parts/" + tree.Children[1].Job.ID, "parts/" + tree.Children[2].Job.ID}
+	slices.Sort(slow)
+
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/orders/job/"+parent), chromedp.WaitVisible(chromedp.CSS(`#flow`)))
+	require.Equal(t, "Children: 2 pending, 1 completed, 0 failed the parent, 0 failed and ignored.", text(t, tab, `#flow-children`))
+	require.Equal(t, "Waiting for", text(t, tab, `#flow-waiting h3`))
+	require.Equal(t, slow, evalJS[[]string](t, tab, `[...document.querySelectorAll('#flow-waiting a')].map((a) => a.dataset.ref)`))
+	do(t, tab, chromedp.Click(chromedp.CSS(`#flow-waiting a`)), chromedp.WaitVisible(chromedp.CSS(`#flow-parent`)))
+	require.Equal(t, "Child of orders/"+parent+".", text(t, tab, `#flow-parent`))
+	do(t, tab, chromedp.Click(chromedp.CSS(`#flow-parent a`)), chromedp.WaitVisible(chromedp.CSS(`#flow-children`)))
+	require.Contains(t, text(t, tab, `h1`), "Job "+parent)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -504,6 +505,11 @@ type JobDetail struct {
 	LogCount int64    `json:"logCount"`
 	// Lock is set for active jobs.
 	Lock *Lock `json:"lock,omitempty"`
+	// Parent is the flow parent of a child job.
+	Parent *JobRef `json:"parent,omitempty"`
+	// Children are a flow parent's children by how they stand; nil for a
+	// job that has none.
+	Children *Children `json:"children,omitempty"`
 }
 
 // LogLimit is how many log lines Job returns.
@@ -577,7 +583,16 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 		}
 		d.Lock = locks[id]
 	}
+	if job.Parent != nil {
+		d.Parent = i.refOf(*job.Parent)
+	}
+	if d.Children, err = i.children(ctx, queue, id); err != nil {
+		return nil, err
+	}
 	d.Timeline, d.TimelineSource, d.TimelineOmitted = timeline(state, job, nextRun)
+	if d.Timeline == nil {
+		d.Timeline = []Attempt{} // a job that has not run: an empty list, not null
+	}
 	return d, nil
 }
 
@@ -623,6 +638,77 @@ func (i *Inspector) jobState(ctx context.Context, queue, id string) (drover.JobS
 		return drover.StateWaiting, nil
 	}
 	return drover.StateUnknown, nil
+}
+
+// JobRef names a job of a flow.
+type JobRef struct {
+	Queue string `json:"queue"`
+	ID    string `json:"id"`
+	// Prefix is set when it is not the inspector's: the job is out of the
+	// dashboard's reach.
+	Prefix string `json:"prefix,omitempty"`
+}
+
+func (i *Inspector) refOf(r drover.JobRef) *JobRef {
+	out := &JobRef{Queue: r.Queue, ID: r.ID}
+	if r.Prefix != i.opts.Prefix {
+		out.Prefix = r.Prefix
+	}
+	return out
+}
+
+// ChildrenShown bounds the pending and failed children a JobDetail names.
+const ChildrenShown = 20
+
+// Children are a flow parent's children by how they stand (BullMQ's
+// dependency counts), naming up to ChildrenShown of the pending and of the
+// failed ones.
+type Children struct {
+	Pending   int64 `json:"pending"`
+	Completed int64 `json:"completed"`
+	// Failed children failed the parent (failParentOnFailure); Ignored
+	// ones failed without (ignoreDependencyOnFailure, continueParentOnFailure).
+	Failed  int64    `json:"failed"`
+	Ignored int64    `json:"ignored"`
+	Waiting []JobRef `json:"waitingFor"`
+	Failing []JobRef `json:"failedChildren"`
+}
+
+// children reads job id's flow children in one round trip: nil when it has
+// none.
+func (i *Inspector) children(ctx context.Context, queue, id string) (*Children, error) {
+	k := i.keys(queue)
+	var pending, failed, completed, ignored *redis.IntCmd
+	var someWaiting, someFailed *redis.StringSliceCmd
+	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		pending = p.SCard(ctx, k.Dependencies(id))
+		completed = p.HLen(ctx, k.Processed(id))
+		ignored = p.HLen(ctx, k.IgnoredFailures(id))
+		failed = p.ZCard(ctx, k.Unsuccessful(id))
+		someWaiting = p.SRandMemberN(ctx, k.Dependencies(id), ChildrenShown)
+		someFailed = p.ZRange(ctx, k.Unsuccessful(id), 0, ChildrenShown-1)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the flow children of job %q in queue %q: %w", id, queue, err)
+	}
+	c := &Children{Pending: pending.Val(), Completed: completed.Val(), Ignored: ignored.Val(), Failed: failed.Val()}
+	if c.Pending+c.Completed+c.Ignored+c.Failed == 0 {
+		return nil, nil
+	}
+	refs := func(keys []string) []JobRef {
+		out := []JobRef{}
+		for _, key := range keys {
+			if r, err := drover.ParseJobKey(key); err == nil {
+				out = append(out, *i.refOf(r))
+			}
+		}
+		return out
+	}
+	waiting := someWaiting.Val() // a random draw: shown sorted
+	slices.Sort(waiting)
+	c.Waiting, c.Failing = refs(waiting), refs(someFailed.Val())
+	return c, nil
 }
 
 // locks reads the lock of each job id.

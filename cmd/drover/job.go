@@ -80,6 +80,18 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 			fmt.Fprintln(w, "  lock         missing: the job is stalling; the next stalled check recovers it")
 		}
 	}
+	if p := d.Parent; p != nil {
+		fmt.Fprintf(w, "  flow parent  %s\n", refName(*p))
+	}
+	if ch := d.Children; ch != nil {
+		fmt.Fprintf(w, "  children     %d pending, %d completed, %d failed the parent, %d failed and ignored\n", ch.Pending, ch.Completed, ch.Failed, ch.Ignored)
+		for _, r := range ch.Waiting {
+			fmt.Fprintf(w, "    pending    %s\n", refName(r))
+		}
+		if more := ch.Pending - int64(len(ch.Waiting)); more > 0 {
+			fmt.Fprintf(w, "    and %d more pending\n", more)
+		}
+	}
 	fmt.Fprintf(w, "  created      %s\n", when(d.Created))
 	if d.FailedReason != "" {
 		fmt.Fprintf(w, "  last error   %s\n", d.FailedReason)
@@ -160,4 +172,13 @@ func waitName(outcome string) string {
 		return "delay"
 	}
 	return "backoff"
+}
+
+// refName names a flow job as queue/id (prefix:queue/id under another
+// prefix).
+func refName(r inspect.JobRef) string {
+	if r.Prefix != "" {
+		return r.Prefix + ":" + r.Queue + "/" + r.ID
+	}
+	return r.Queue + "/" + r.ID
 }

@@ -140,6 +140,22 @@ func TestQueueCommands(t *testing.T) {
 		require.ErrorContains(t, err, `unexpected "{\"to\":\"bo@example.com\"}" (data goes in --data`)
 	})
 
+	// A flow: the parent names what it waits for, the child its parent.
+	t.Run("JobShowsFlowParentAndChildren", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = flows.Close() })
+		tree, err := flows.Add(ctx, drover.FlowJob{Name: "digest", QueueName: "mail", Opts: &drover.JobOptions{JobID: "parent-1"},
+			Children: []drover.FlowJob{{Name: "render", QueueName: "mail", Opts: &drover.JobOptions{JobID: "child-1", Delay: time.Hour}}}})
+		require.NoError(t, err)
+		require.Equal(t, "parent-1", tree.Job.ID)
+		out := ok(t, b, "job", "mail", "parent-1")
+		require.Contains(t, out, "  children     1 pending, 0 completed, 0 failed the parent, 0 failed and ignored\n    pending    mail/child-1\n")
+		require.Contains(t, ok(t, b, "job", "mail", "child-1"), "  flow parent  mail/parent-1\n")
+	})
+
 	t.Run("Queues", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -779,6 +779,7 @@
       }, 'Remove…'));
     }
     out.push(el('div', { class: 'panel' }, facts, actions.children.length ? el('div', { class: 'spaced' }, actions) : null));
+    if (d.parent || d.children) out.push(flowPanel(d));
 
     out.push(el('div', { class: 'panel' }, el('h2', {}, 'Attempt timeline'),
       !(d.timeline || []).length ? null : el('p', { class: 'muted', id: 'timeline-source' }, d.timelineSource === 'derived'
@@ -808,6 +809,26 @@
   function textWidth(s, px) {
     measure.font = `${px}px ${getComputedStyle(document.body).fontFamily}`;
     return measure.measureText(s).width;
+  }
+
+  // flowPanel shows a flow job's parent and children: what a parent in
+  // waiting-children still waits for.
+  function flowPanel(d) {
+    const link = (r) => (r.prefix
+      ? el('span', { class: 'mono', title: `under prefix ${r.prefix}, out of this dashboard's reach` }, `${r.prefix}:${r.queue}/${r.id}`)
+      : el('a', { class: 'mono', href: `#/q/${enc(r.queue)}/job/${enc(r.id)}`, 'data-ref': `${r.queue}/${r.id}` }, `${r.queue}/${r.id}`));
+    const box = el('div', { class: 'panel', id: 'flow' }, el('h2', {}, 'Flow'));
+    if (d.parent) box.append(el('p', { id: 'flow-parent' }, 'Child of ', link(d.parent), '.'));
+    const c = d.children;
+    if (c) {
+      box.append(el('p', { id: 'flow-children' }, `Children: ${c.pending} pending, ${c.completed} completed, ${c.failed} failed the parent, ${c.ignored} failed and ignored.`));
+      const list = (title, refs, total, id) => (refs.length ? el('div', { id }, el('h3', {}, title),
+        el('ul', { class: 'refs' }, ...refs.map((r) => el('li', {}, link(r)))),
+        total > refs.length ? el('p', { class: 'muted' }, `and ${total - refs.length} more`) : null) : null);
+      box.append(...[list(d.state === 'waiting-children' ? 'Waiting for' : 'Pending', c.waitingFor, c.pending, 'flow-waiting'),
+        list('Failed the parent', c.failedChildren, c.failed, 'flow-failed')].filter(Boolean));
+    }
+    return box;
   }
 
   // Keys are drover.Outcome names (outcome.go), plus 'active'.
