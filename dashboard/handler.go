@@ -374,7 +374,10 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 		unescapePath(r)
-		e := AuditEntry{Time: h.now(), Action: action, Queue: r.PathValue("queue"), JobID: r.PathValue("id"), Remote: h.remote(r)}
+		e := AuditEntry{Time: h.now(), Action: action, Queue: r.PathValue("queue"), Remote: h.remote(r)}
+		if e.Queue != "" { // under /api/operations/{id}, id names an operation, not a job
+			e.JobID = r.PathValue("id")
+		}
 		deny := func(status int, why string) { //nolint:contextcheck // the audit uses the request's context
 			e.Outcome, e.Error = "denied", why
 			h.record(r.Context(), e)

@@ -154,9 +154,10 @@ func TestBulkRetryCancel(t *testing.T) {
 	require.EqualValues(t, n-op.Retried, counts[drover.StateFailed])
 	var actions []string
 	for _, e := range b.audit.all() {
-		actions = append(actions, e.Action+":"+e.Outcome)
+		actions = append(actions, e.Action+":"+e.Outcome+":"+e.Queue+":"+e.JobID)
 	}
-	require.Equal(t, []string{"retry-jobs:ok", "cancel-operation:ok", "retry-jobs-finished:cancelled"}, actions)
+	// The operation's id is no job id: the entries name the queue, no job.
+	require.Equal(t, []string{"retry-jobs:ok:bulk:", "cancel-operation:ok:bulk:", "retry-jobs-finished:cancelled:bulk:"}, actions)
 }
 
 // TestUITimelineTruthful covers defects 4 and 5: the drawn timeline of a
