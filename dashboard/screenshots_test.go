@@ -60,8 +60,17 @@ func TestUIScreenshots(t *testing.T) {
 	for n := range 30 {
 		b.add(t, "emails", "digest", n, &drover.JobOptions{Delay: time.Duration(5+n%7) * time.Minute})
 	}
+	// A flow: a settlement waiting for two of its three receipts.
+	flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = flows.Close() })
+	later := &drover.JobOptions{Delay: 10 * time.Minute}
+	settle, err := flows.Add(context.Background(), drover.FlowJob{Name: "settle-batch", QueueName: "payments", Opts: &drover.JobOptions{JobID: "settle-2026-12-02"},
+		Children: []drover.FlowJob{{Name: "receipt", QueueName: "emails", Data: 1}, {Name: "receipt", QueueName: "emails", Data: 2, Opts: later}, {Name: "receipt", QueueName: "emails", Data: 3, Opts: later}}})
+	require.NoError(t, err)
 	b.waitState(t, "payments", long, drover.StateFailed)
 	b.waitState(t, "payments", last, drover.StateCompleted)
+	b.waitState(t, "emails", settle.Children[0].Job.ID, drover.StateCompleted)
 
 	dir := os.Getenv("DROVER_SCREENSHOTS")
 	if dir == "" {
@@ -86,6 +95,19 @@ func TestUIScreenshots(t *testing.T) {
 	shot("failures-by-error.png")
 	do(t, tab, chromedp.Navigate(b.url+"#/q/payments/job/"+long), chromedp.WaitVisible(chromedp.CSS(`#timeline-fold`)))
 	shot("job-long-history.png")
+	// The bulk retry's confirmation: the filter typed (applied or not),
+	// the count and a sample.
+	do(t, tab, chromedp.Navigate(b.url+"#/q/payments?state=failed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=reason]`), "gateway timeout"), chromedp.Click(chromedp.CSS(`#bulk-retry`)),
+		chromedp.WaitVisible(chromedp.CSS(`#retry-preview`)))
+	// The viewport: a full-page shot would draw the fixed backdrop over
+	// its first screen only.
+	png, err := chromedp.Run(step(t, tab), chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bulk-retry.png"), png, 0o644))
+	do(t, tab, chromedp.Click(chromedp.CSS(`[data-confirm="no"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+	do(t, tab, chromedp.Navigate(b.url+"#/q/payments/job/"+settle.Job.ID), chromedp.WaitVisible(chromedp.CSS(`#flow-waiting`)))
+	shot("flow.png")
 	// Workers: connections named as Node BullMQ's workers name theirs
 	// (drover's join the list once they name theirs the same way).
 	for k, name := range []string{"node-payments-1", "node-payments-2", "node-mailer"} {

@@ -856,6 +856,7 @@
   // timelineBox is the attempt timeline with its legend (HTML, so it is never
   // clipped), scrolled to the newest attempt.
   function timelineBox(d) {
+    if (!(d.timeline || []).length) return el('p', { class: 'muted' }, 'No attempt yet.');
     const pic = drawTimeline(d);
     const wrap = el('div', { class: 'timeline-wrap', id: 'timeline-wrap' }, pic);
     const seen = new Set((d.timeline || []).map(outcomeOf));
