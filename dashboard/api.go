@@ -383,6 +383,17 @@ func validStreamID(s string) bool {
 	return ok && err1 == nil && err2 == nil
 }
 
+// oneJob answers a one-job action that err says succeeded: {verb: 1},
+// audited as one job.
+func oneJob(w http.ResponseWriter, e *AuditEntry, verb string, err error) error {
+	if err != nil {
+		return err
+	}
+	e.Jobs = 1
+	writeJSON(w, http.StatusOK, map[string]int{verb: 1})
+	return nil
+}
+
 // reply writes v as JSON with status 200, or err as the API's error.
 func reply(w http.ResponseWriter, v any, err error) {
 	if err != nil {
@@ -431,12 +442,7 @@ func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, e *AuditEntry
 }
 
 func (h *Handler) promoteJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
-	if err := h.ins.PromoteJob(r.Context(), e.Queue, e.JobID); err != nil {
-		return err
-	}
-	e.Jobs = 1
-	writeJSON(w, http.StatusOK, map[string]int{"promoted": 1})
-	return nil
+	return oneJob(w, e, "promoted", h.ins.PromoteJob(r.Context(), e.Queue, e.JobID))
 }
 
 // CancelJobRequest is the body of POST /api/queues/{queue}/jobs/{id}/cancel.
@@ -453,21 +459,11 @@ func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request, e *AuditEntr
 		return err
 	}
 	e.Detail = fmt.Sprintf("reason=%q retry=%t", req.Reason, req.Retry)
-	if err := h.ins.CancelJob(r.Context(), e.Queue, e.JobID, req.Reason, req.Retry); err != nil {
-		return err
-	}
-	e.Jobs = 1
-	writeJSON(w, http.StatusOK, map[string]int{"cancelled": 1})
-	return nil
+	return oneJob(w, e, "cancelled", h.ins.CancelJob(r.Context(), e.Queue, e.JobID, req.Reason, req.Retry))
 }
 
 func (h *Handler) removeJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
-	if err := h.ins.RemoveJob(r.Context(), e.Queue, e.JobID); err != nil {
-		return err
-	}
-	e.Jobs = 1
-	writeJSON(w, http.StatusOK, map[string]int{"removed": 1})
-	return nil
+	return oneJob(w, e, "removed", h.ins.RemoveJob(r.Context(), e.Queue, e.JobID))
 }
 
 // RetryJobsRequest is the body of POST /api/queues/{queue}/retry.
