@@ -539,3 +539,28 @@ func TestUIFlow(t *testing.T) {
 	do(t, tab, chromedp.Click(chromedp.CSS(`#flow-parent a`)), chromedp.WaitVisible(chromedp.CSS(`#flow-children`)))
 	require.Contains(t, text(t, tab, `h1`), "Job "+parent)
 }
+
+// TestUIUnreadableJob: a failed job whose hash does not decode is named
+// apart, with a link to its page (which says what does not decode); the
+// queue's other failed jobs and their groups still show.
+func TestUIUnreadableJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleOperator})
+	b.startWorker(t, "mixed", func(ctx context.Context, job *drover.Job) (any, error) {
+		return nil, errors.New("gateway timeout")
+	}, nil)
+	good := b.add(t, "mixed", "charge", nil, &drover.JobOptions{Attempts: 1})
+	b.waitState(t, "mixed", good, drover.StateFailed)
+	k := b.prefix + ":mixed:"
+	require.NoError(t, b.rdb.HSet(ctx, k+"damaged", "name", "charge", "data", "{}", "opts", `{"attempts":1}`, "timestamp", 1000,
+		"atm", "one", "failedReason", "gateway timeout", "finishedOn", 2000).Err())
+	require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(2000, "damaged")).Err())
+
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mixed?state=failed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+good+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#failure-groups tr[data-group]`)), chromedp.WaitVisible(chromedp.CSS(`#unreadable a[data-unreadable="damaged"]`)))
+	require.Contains(t, text(t, tab, `#unreadable`), "1 job of this page could not be read")
+	do(t, tab, chromedp.Click(chromedp.CSS(`#unreadable a`)), chromedp.WaitVisible(chromedp.Search(`//p[contains(., "Could not load the job")]`)))
+	require.Contains(t, text(t, tab, `main`), `field atm: not a number: "one"`)
+}

@@ -279,7 +279,7 @@ func scanJobs(ctx context.Context, q *drover.Queue, state drover.JobState, max i
 		if err != nil {
 			return scanned, false, err
 		}
-		jobs, err := q.GetJobsByID(ctx, ids)
+		jobs, _, err := jobsByID(ctx, q, ids) // a job that does not decode matches nothing
 		if err != nil {
 			return scanned, false, err
 		}

@@ -65,7 +65,7 @@ func (i *Inspector) NearExhausted(ctx context.Context, queue string) (*BudgetRep
 				}
 				for _, id := range near {
 					j := jobs[id]
-					if j == nil {
+					if j == nil || j.job == nil {
 						continue
 					}
 					if b := BudgetOf(j.job); b.Used > rep.Threshold && b.Left > 0 {

@@ -239,6 +239,9 @@ type JobPage struct {
 	// after Options.ScanLimit jobs even when it is not full: Truncated.
 	Scanned   int  `json:"scanned"`
 	Truncated bool `json:"truncated"`
+	// Unreadable are the jobs of the scanned range whose hashes do not
+	// decode; Jobs has the others.
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
 }
 
 // Jobs lists a page of queue's jobs in one state.
@@ -293,6 +296,10 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 		used := len(ids)
 		for k, id := range ids {
 			j := jobs[id]
+			if j != nil && j.bad != "" {
+				page.Unreadable = append(page.Unreadable, Unreadable{ID: id, Error: j.bad})
+				continue
+			}
 			if j == nil || !o.Filter.Match(j.job) {
 				continue
 			}
@@ -317,6 +324,8 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 type readJob struct {
 	job     *drover.Job
 	nextRun time.Time
+	// bad is set, and job nil, when the hash does not decode.
+	bad string
 }
 
 // summaryFields are the job hash fields a JobSummary (and Filter, and
@@ -329,13 +338,16 @@ var summaryFields = []string{"name", "opts", "timestamp", "processedOn", "finish
 // failed for good (FailedFor) needs their timeline and stack trace.
 func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.JobState, ids []string) (map[string]*readJob, error) {
 	if state == drover.StateFailed {
-		jobs, err := q.GetJobsByID(ctx, ids)
+		jobs, bad, err := jobsByID(ctx, q, ids)
 		if err != nil {
 			return nil, err
 		}
-		out := make(map[string]*readJob, len(jobs))
+		out := make(map[string]*readJob, len(jobs)+len(bad))
 		for _, j := range jobs {
 			out[j.ID] = &readJob{job: j}
+		}
+		for _, b := range bad {
+			out[b.ID] = &readJob{bad: b.Error}
 		}
 		return out, nil
 	}
@@ -370,6 +382,11 @@ func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.
 			}
 		}
 		rec, ok, err := jobcodec.DecodeMap(id, m)
+		var fe *jobcodec.FieldError
+		if errors.As(err, &fe) {
+			out[id] = &readJob{bad: fe.Error()}
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
 		}

@@ -297,3 +297,50 @@ func TestJobs(t *testing.T) {
 		require.ErrorIs(t, err, drover.ErrInvalidOption)
 	})
 }
+
+// TestUnreadableJobs: a job hash that does not decode (another tool wrote
+// it, or it is damaged) is named apart; the queue's other jobs are still
+// listed, grouped, retried and cleaned. Before, the one hash failed every
+// one of these reads whole.
+func TestUnreadableJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	k := b.prefix + ":q:"
+	for n, id := range []string{"a", "b", "bad"} {
+		atm := "1"
+		if id == "bad" {
+			atm = "many"
+		}
+		require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "n", "data", "{}", "opts", `{"attempts":1}`, "timestamp", 1000+n,
+			"atm", atm, "ats", 1, "failedReason", "gateway timeout", "finishedOn", 2000+n).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(float64(2000+n), id)).Err())
+	}
+	require.NoError(t, b.rdb.HSet(ctx, k+"done", "name", "n", "data", "{}", "opts", `{"attempts":1}`, "timestamp", 1000, "atm", 1, "finishedOn", 3000).Err())
+	require.NoError(t, b.rdb.HSet(ctx, k+"odd", "name", "n", "data", "{}", "opts", `[]`, "timestamp", 1000, "atm", 1, "finishedOn", 3001).Err())
+	require.NoError(t, b.rdb.ZAdd(ctx, k+"completed", redisZ(3000, "done"), redisZ(3001, "odd")).Err())
+
+	for _, st := range []drover.JobState{drover.StateFailed, drover.StateCompleted} {
+		p, err := b.ins.Jobs(ctx, "q", &inspect.ListOptions{State: st})
+		require.NoError(t, err, st)
+		require.Len(t, p.Unreadable, 1, st)
+		require.Len(t, p.Jobs, 1+map[drover.JobState]int{drover.StateFailed: 1}[st], st)
+	}
+	p, err := b.ins.Jobs(ctx, "q", &inspect.ListOptions{State: drover.StateFailed})
+	require.NoError(t, err)
+	require.Equal(t, "bad", p.Unreadable[0].ID)
+	require.Contains(t, p.Unreadable[0].Error, `field atm: not a number: "many"`)
+
+	rep, err := b.ins.FailureGroups(ctx, "q")
+	require.NoError(t, err)
+	require.Len(t, rep.Groups, 1)
+	require.Equal(t, 2, rep.Groups[0].Count)
+	res, err := b.ins.RetryJobs(ctx, "q", &inspect.RetryOptions{DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Matched, "the readable failed jobs")
+	gone, err := b.ins.CleanCandidates(ctx, "q", drover.StateCompleted, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"done"}, gone)
+	_, err = b.ins.Stalled(ctx, "q")
+	require.NoError(t, err)
+}

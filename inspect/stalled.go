@@ -84,7 +84,7 @@ func (i *Inspector) Stalled(ctx context.Context, queue string) (*StalledReport, 
 				return nil, err
 			}
 			for _, id := range stalled {
-				if j := jobs[id]; j != nil {
+				if j := jobs[id]; j != nil && j.job != nil {
 					rep.Stalled = append(rep.Stalled, summarize(state, j.job, j.nextRun))
 				}
 			}
@@ -99,7 +99,7 @@ func (i *Inspector) Stalled(ctx context.Context, queue string) (*StalledReport, 
 }
 
 func (i *Inspector) activeLocks(ctx context.Context, q *drover.Queue, ids []string, rep *StalledReport) error {
-	jobs, err := q.GetJobsByID(ctx, ids)
+	jobs, _, err := jobsByID(ctx, q, ids)
 	if err != nil {
 		return err
 	}

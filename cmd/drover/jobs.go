@@ -101,6 +101,9 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 			match = fmt.Sprintf(", %d match %s", matched[k], filter.String())
 		}
 		fmt.Fprintf(c.out, "%s: %d %s jobs%s, %d shown%s\n", p.Queue, p.Total, p.State, match, len(p.Jobs), more)
+		for _, u := range p.Unreadable {
+			fmt.Fprintf(c.out, "%s: cannot read job %s (another tool wrote it, or it is damaged): %s\n", p.Queue, u.ID, u.Error)
+		}
 	}
 	return nil
 }

@@ -311,6 +311,7 @@
     const actions = el('div', { class: 'row' });
     const tabs = el('div', { class: 'tabs' });
     const summary = el('p', { class: 'muted' });
+    const unreadable = el('div');
     const tbody = el('tbody');
     const pager = el('div', { class: 'row' });
     const hist = el('div');
@@ -421,7 +422,7 @@
     put($main, 
       crumbs({ text: 'Queues', href: '#/' }, { text: queue }),
       head, actions,
-      el('div', { class: 'panel' }, tabs, filterForm, el('div', { class: 'spaced' }, bulk), opBox, summary,
+      el('div', { class: 'panel' }, tabs, filterForm, el('div', { class: 'spaced' }, bulk), opBox, summary, unreadable,
         el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Retry state', 'Attempts', state === 'delayed' ? 'Next run' : 'When', 'Failed reason'].map((h) => el('th', {}, h)))), tbody),
         pager),
       state === 'failed' ? el('div', { class: 'panel' }, el('h2', {}, 'Failures by error'), groups) : null,
@@ -449,6 +450,10 @@
       put(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
         el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '' }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
       summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${filterExpr()}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
+      const bad = page.unreadable || [];
+      put(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
+        `${bad.length} job${bad.length === 1 ? '' : 's'} of this page could not be read (the hash does not decode: another tool wrote it, or it is damaged): `,
+        ...bad.flatMap((b, n) => [n ? ', ' : '', el('a', { class: 'mono', href: `#/q/${enc(queue)}/job/${enc(b.id)}`, title: b.error, 'data-unreadable': b.id }, b.id)])) : null);
       put(tbody, ...page.jobs.map((j) => el('tr', { 'data-job': j.id },
         el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', {}, j.name),

@@ -39,6 +39,18 @@ type Record struct {
 	Timeline        string
 }
 
+// FieldError is a job hash field that does not decode: the hash was
+// written by another tool, or damaged. Readers of many jobs tell it from a
+// failed read (errors.As) and go on with the others.
+type FieldError struct {
+	ID, Field string
+	Err       error
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("job %s: field %s: %v", e.ID, e.Field, e.Err) }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
 // Decode reads a job hash given as a flat field/value list (HGETALL, or a
 // script reply). An empty list means the job does not exist: ok is false.
 // data and opts must be valid JSON, as Node requires; a bad stacktrace or
@@ -52,7 +64,7 @@ func Decode(id string, flat []any) (rec Record, ok bool, err error) {
 		f, _ := flat[i].(string)
 		v, _ := flat[i+1].(string)
 		if err := rec.set(f, v); err != nil {
-			return rec, true, fmt.Errorf("job %s: field %s: %w", id, f, err)
+			return rec, true, &FieldError{ID: id, Field: f, Err: err}
 		}
 	}
 	if rec.Data == nil {
@@ -69,7 +81,7 @@ func DecodeMap(id string, m map[string]string) (rec Record, ok bool, err error) 
 	rec.ID = id
 	for f, v := range m {
 		if err := rec.set(f, v); err != nil {
-			return rec, true, fmt.Errorf("job %s: field %s: %w", id, f, err)
+			return rec, true, &FieldError{ID: id, Field: f, Err: err}
 		}
 	}
 	if rec.Data == nil {
