@@ -47,6 +47,12 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	duration := fs.Duration("for", 0, "stop after this long (0 = until Ctrl-C)")
 	dashAddr := fs.String("dashboard", "127.0.0.1:7373", `dashboard address (loopback; port 0 picks one; "off" = no dashboard)`)
 	verbose := fs.Bool("v", false, "log every job")
+	fs.Usage = func() {
+		fmt.Fprintln(c.out, "Usage: drover demo [--redis URL] [--prefix P] [--queue NAME] [--for D] [--dashboard ADDR|off] [-v]\n\n"+
+			"Runs demo queues with jobs that succeed, retry, stall and fail, and the dashboard. Without --redis it runs on an\n"+
+			"embedded engine; on a real Redis its queues get a prefix of their own and it refuses to touch existing queues.")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -233,6 +239,12 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 		break
 	}
 	wg.Wait()
+	if *redisURL != "" {
+		// Nothing of it is removed: say where it is, so it can be looked
+		// at, or deleted.
+		fmt.Fprintf(c.out, "drover demo: stopped; its jobs stay in Redis under prefix %q (drover dashboard --prefix %s, with the same --redis, shows them)\n", *prefix, *prefix)
+		return nil
+	}
 	fmt.Fprintln(c.out, "drover demo: stopped")
 	return nil
 }

@@ -517,6 +517,7 @@ func TestDemoOnRealRedis(t *testing.T) {
 	m := regexp.MustCompile(`queues "demo" and "imports" under prefix "(drover-demo-[0-9a-f]{6})"`).FindStringSubmatch(out.String())
 	require.NotNil(t, m, out.String())
 	require.NotContains(t, out.String(), "payroll")
+	require.Contains(t, out.String(), `drover demo: stopped; its jobs stay in Redis under prefix "`+m[1]+`"`, "it says what it left")
 	n, err := rdb.Exists(ctx, m[1]+":demo:meta", m[1]+":demo:id").Result()
 	require.NoError(t, err)
 	require.Positive(t, n, "the demo's jobs went under its own prefix")
