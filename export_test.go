@@ -43,3 +43,7 @@ func SetDefaultLogOutput(w io.Writer) (restore func()) {
 	defaultLogOutput = w
 	return func() { defaultLogOutput = old }
 }
+
+// SetCloseBegunHook makes Close call f once the worker is marked closing,
+// before it stops the fetcher (tests only; set before Start).
+func SetCloseBegunHook(w *Worker, f func()) { w.closeBegun = f }

@@ -311,6 +311,11 @@ type Worker struct {
 	// seam.NoFetchOnFinish, before Start (the differential tester's
 	// one-job steps).
 	noFetchOnFinish bool
+
+	// closeBegun, when set (tests only), runs in Close after the worker is
+	// marked closing and before the fetcher is stopped: the window in which
+	// a fetcher that found a free slot must still take no job.
+	closeBegun func()
 }
 
 // runningJob is one job in flight, from its fetch until its result is
@@ -511,6 +516,9 @@ func (w *Worker) Close(ctx context.Context) error {
 		if !w.started.Load() {
 			w.startOnce.Do(func() {}) // a later Start must not run
 			return
+		}
+		if w.closeBegun != nil {
+			w.closeBegun()
 		}
 		// 1. Stop fetching, and wake the fetcher if it blocks on the marker.
 		// From here on only the writers start jobs, and only in the slots of

@@ -71,6 +71,13 @@ func (w *Worker) fetchLoop() {
 		if n == 0 {
 			return
 		}
+		if w.closing.Load() {
+			// Close has begun but not stopped the fetcher yet: a slot a
+			// finished job freed since must stay empty (Close's promise:
+			// no job is taken once it began).
+			w.jobs.giveBack(n)
+			return
+		}
 		args := w.fetchArgs(n)
 		f, err := scripts.MoveToActive(ctx, w.q.rdb, w.q.k, args)
 		if err != nil {

@@ -237,6 +237,45 @@ func TestWorkerClose(t *testing.T) {
 		require.Zero(t, exists, "the wake key must not outlive the worker")
 	})
 
+	// Close marks the worker closing before it stops the fetcher. A job
+	// that finishes in between frees its slot, and the fetcher, waiting
+	// for one, took the next job (seen as a flaky differential step that
+	// ran two jobs, CI at 301c990, seed 42).
+	t.Run("TakesNoJobOnceClosing", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		first, err := b.queue.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		second, err := b.queue.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		release := make(chan struct{})
+		var calls atomic.Int32
+		w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+			if calls.Add(1) == 1 {
+				<-release
+			}
+			return nil, nil
+		}), &drover.WorkerOptions{Prefix: b.prefix, Concurrency: 1})
+		require.NoError(t, err)
+		drover.SetCloseBegunHook(w, func() {
+			// The first job finishes while Close is between the two:
+			// give a fetcher that wrongly takes its slot every chance.
+			close(release)
+			b.waitState(t, first.Job.ID, drover.StateCompleted)
+			deadline := time.Now().Add(time.Second)
+			for calls.Load() < 2 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+		require.NoError(t, w.Start(ctx))
+		testkit.WaitFor(t, 10*time.Second, "the first job to start", func() bool { return calls.Load() == 1 })
+		require.NoError(t, w.Close(ctx))
+		require.EqualValues(t, 1, calls.Load(), "a job was taken after Close began")
+		state, err := b.queue.GetJobState(ctx, second.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateWaiting, state)
+	})
+
 	t.Run("DeadlineRequeuesWithoutSpendingAnAttempt", func(t *testing.T) {
 		t.Parallel()
 		b := setupQueue(t)
