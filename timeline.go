@@ -22,8 +22,10 @@ import (
 // reader still reads a v2 record's times.
 const timelineVersion = 2
 
-// timelineLimit bounds the attempt history kept per job.
-const timelineLimit = 25
+// TimelineLimit is how many attempts Job.Timeline keeps per job: the
+// newest. A record that holds fewer and starts after attempt 1 lost none:
+// the attempts before it were not run by a drover worker.
+const TimelineLimit = 25
 
 type timelineRecord struct {
 	V       int           `json:"v,omitempty"`

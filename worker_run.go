@@ -249,8 +249,8 @@ func (w *Worker) stacktrace(job *Job, rec *jobcodec.Record, err error) string {
 
 func (w *Worker) timeline(job *Job, entry Attempt) string {
 	tl := append(append([]Attempt(nil), job.Timeline...), entry)
-	if len(tl) > timelineLimit {
-		tl = tl[len(tl)-timelineLimit:]
+	if len(tl) > TimelineLimit {
+		tl = tl[len(tl)-TimelineLimit:]
 	}
 	return encodeTimeline(tl)
 }

@@ -514,7 +514,8 @@ type JobDetail struct {
 	Timeline       []Attempt `json:"timeline"`
 	TimelineSource string    `json:"timelineSource"`
 	// TimelineOmitted counts the oldest attempts drover no longer keeps
-	// (it keeps the newest 25); they come before Timeline[0].
+	// (it keeps the newest drover.TimelineLimit); they come before
+	// Timeline[0].
 	TimelineOmitted int `json:"timelineOmitted"`
 	// Logs are the newest LogLimit log lines, oldest first; LogCount counts
 	// all lines.
@@ -785,11 +786,12 @@ func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 			out = append(out, Attempt{N: n, Outcome: outcome})
 		}
 	}
-	// drover keeps the newest attempts only: a gap before the first one is
-	// filled only when stalls explain it.
+	// drover keeps the newest attempts only: the attempts before a full
+	// record were dropped, unless stalls explain them; before a shorter
+	// one, no drover worker ran them (a Node worker did, or they stalled).
 	first := job.Timeline[0].N
 	omitted := 0
-	if first > 1 && first-1 <= job.StalledCount {
+	if first > 1 && (len(job.Timeline) < drover.TimelineLimit || first-1 <= job.StalledCount) {
 		gap(1, first)
 	} else if first > 1 {
 		omitted = first - 1

@@ -180,6 +180,35 @@ func TestJob(t *testing.T) {
 		require.Equal(t, []string{"1:retried:0s", "2:retried:0s", "3:retries-exhausted:0s"}, outcomes(none))
 	})
 
+	// A job a Node worker failed twice, then a drover worker completed
+	// after a manual retry: drover's record starts at attempt 3, and the
+	// two before it were never recorded (not dropped past drover's 25).
+	t.Run("AttemptsNodeRanBeforeTheRecordAreNotCalledDropped", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+		id, err := o.Add(ctx, b.prefix, "mix", "m", nil, map[string]any{"attempts": 2})
+		require.NoError(t, err)
+		require.NoError(t, o.StartWorker(ctx, b.prefix, "mix", bullmqoracle.WorkerOptions{ID: "w", Name: "node-w", Behavior: bullmqoracle.Fail("node says no")}))
+		res, err := o.WaitUntilFinished(ctx, b.prefix, "mix", id, 20*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, "failed", res.State)
+		require.NoError(t, o.StopWorker(ctx, "w", false))
+		_, err = b.ins.RetryJob(ctx, "mix", id, false)
+		require.NoError(t, err)
+		b.startWorker(t, "mix", func(ctx context.Context, job *drover.Job) (any, error) { return "ok", nil }, &drover.WorkerOptions{Name: "drover-w"})
+		b.waitState(t, "mix", id, drover.StateCompleted)
+		d, err := b.ins.Job(ctx, "mix", id)
+		require.NoError(t, err)
+		require.Equal(t, inspect.TimelineDrover, d.TimelineSource)
+		require.Zero(t, d.TimelineOmitted, "nothing was dropped")
+		var got []string
+		for _, a := range d.Timeline {
+			got = append(got, fmt.Sprintf("%d:%s:%v:%s", a.N, a.Outcome, a.Recorded, a.Worker))
+		}
+		require.Equal(t, []string{"1:unknown:false:", "2:unknown:false:", "3:completed:true:drover-w"}, got)
+	})
+
 	t.Run("StallGapsAreFilledIn", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)
