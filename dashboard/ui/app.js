@@ -957,7 +957,7 @@
         grp.append(svg('rect', { x: it.x, y, width: boxW, height: boxH, rx: 8, fill: o.fill, 'fill-opacity': 0.12, stroke: o.fill, 'stroke-width': 2, 'stroke-dasharray': a.recorded ? null : '5 3' }));
         grp.append(svg('text', { x: it.x + 10, y: y + 19, 'font-size': 13, 'font-weight': 700, fill: o.fill }, `#${a.n} ${o.label}`));
         let sub = a.start ? `${fmtTime(a.start)}${dur ? ` · ran ${dur}` : ''}` : 'time not known';
-        if (!a.recorded) sub = a.start ? `${fmtTime(a.start)} · no drover record` : 'no drover record';
+        if (!a.recorded) sub = a.start ? `${fmtTime(a.start)} · no drover record` : oc === 'unknown' ? 'time not known' : 'no drover record';
         grp.append(svg('text', { x: it.x + 10, y: y + 36, 'font-size': 11, fill: '#1d2330' }, sub));
         if (a.error) {
           const short = a.error.length > 27 ? `${a.error.slice(0, 26)}…` : a.error;
