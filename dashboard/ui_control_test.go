@@ -564,3 +564,24 @@ func TestUIUnreadableJob(t *testing.T) {
 	do(t, tab, chromedp.Click(chromedp.CSS(`#unreadable a`)), chromedp.WaitVisible(chromedp.Search(`//p[contains(., "Could not load the job")]`)))
 	require.Contains(t, text(t, tab, `main`), `field atm: not a number: "one"`)
 }
+
+// TestUILongNames: a 300-character job id and a 3,000-character job name
+// (Node BullMQ takes both) stay inside the page: the table clips them and
+// the job page wraps them, instead of widening the page past the window so
+// the other columns and buttons are out of sight.
+func TestUILongNames(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	id := "long-" + strings.Repeat("x", 300)
+	b.add(t, "wide", strings.Repeat("N", 3000), nil, &drover.JobOptions{JobID: id, Delay: time.Hour})
+	tab := browser(t)
+	fits := func(where string) {
+		t.Helper()
+		require.LessOrEqual(t, evalJS[int](t, tab, `document.documentElement.scrollWidth`), evalJS[int](t, tab, `window.innerWidth`), where)
+	}
+	do(t, tab, chromedp.Navigate(b.url+"#/q/wide?state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)))
+	fits("queue page")
+	require.Equal(t, id, evalJS[string](t, tab, `document.querySelector('#jobs tr[data-job] td').title`), "the whole id on hover")
+	do(t, tab, chromedp.Navigate(b.url+"#/q/wide/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	fits("job page")
+}
