@@ -60,7 +60,7 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 	}
 	if err := ins.Ping(ctx); err != nil {
 		_ = rdb.Close()
-		return nil, nil, fmt.Errorf("cannot reach Redis at %s (db %d; set it with --redis or DROVER_REDIS_URL): %w", opt.Addr, opt.DB, err)
+		return nil, nil, unreachable(opt, err)
 	}
 	r.ins = ins
 	return ins, func() {
@@ -173,4 +173,10 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// unreachable is the one-line error of every command whose Redis does not
+// answer: where it looked, and how to point it elsewhere.
+func unreachable(opt *redis.Options, err error) error {
+	return fmt.Errorf("cannot reach Redis at %s (db %d; set it with --redis or DROVER_REDIS_URL): %w", opt.Addr, opt.DB, err)
 }

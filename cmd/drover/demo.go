@@ -65,7 +65,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 		defer cancel()
 	}
 
-	rdb, where, closeRedis, err := openRedis(*redisURL)
+	rdb, where, closeRedis, err := openRedis(ctx, *redisURL)
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,7 @@ func stallingWorker(ctx context.Context, rdb redis.UniversalClient, prefix strin
 }
 
 // openRedis connects to url, or starts the embedded engine when url is "".
-func openRedis(url string) (redis.UniversalClient, string, func(), error) {
+func openRedis(ctx context.Context, url string) (redis.UniversalClient, string, func(), error) {
 	if url == "" {
 		srv, err := embedredis.Start()
 		if err != nil {
@@ -372,5 +372,11 @@ func openRedis(url string) (redis.UniversalClient, string, func(), error) {
 		return nil, "", nil, usagef("--redis %q: %v", url, err)
 	}
 	rdb := redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, "", nil, unreachable(opt, err)
+	}
 	return rdb, "using Redis at " + opt.Addr, func() { _ = rdb.Close() }, nil
 }

@@ -106,7 +106,7 @@ func (c *labCmd) Run(ctx context.Context, args []string) error {
 		logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 
-	rdb, whereRedis, closeRedis, err := openRedis(*redisURL)
+	rdb, whereRedis, closeRedis, err := openRedis(ctx, *redisURL)
 	if err != nil {
 		return err
 	}

@@ -434,6 +434,11 @@ func TestQueueCommands(t *testing.T) {
 		err := (&Main{Stdout: &out}).Run(ctx, []string{"queues", "--redis", "redis://127.0.0.1:1/0"})
 		require.ErrorContains(t, err, "cannot reach Redis at 127.0.0.1:1 (db 0; set it with --redis or DROVER_REDIS_URL)")
 		require.NotContains(t, err.Error(), "\n", "one line")
+		// The demo too, and before it prints anything about its queues.
+		out.Reset()
+		err = (&Main{Stdout: &out}).Run(ctx, []string{"demo", "--redis", "redis://127.0.0.1:1/0", "--dashboard", "off"})
+		require.ErrorContains(t, err, "cannot reach Redis at 127.0.0.1:1 (db 0; set it with --redis or DROVER_REDIS_URL)")
+		require.NotContains(t, out.String(), "queues \"demo\"")
 		err = (&Main{Stdout: &out}).Run(ctx, []string{"queues", "--redis", "http://nope"})
 		var usage *usageError
 		require.ErrorAs(t, err, &usage)
