@@ -371,6 +371,7 @@ func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 	ticker := time.NewTicker(i.opts.DiscoveryInterval)
 	defer ticker.Stop()
 	var nextFull time.Time // the first round scans
+	resting := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -380,10 +381,17 @@ func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 			idle := time.Since(i.disc.used) > discoveryIdleRounds*i.opts.DiscoveryInterval
 			i.disc.mu.Unlock()
 			if idle {
+				resting = true
 				continue
 			}
 		case <-kick:
+			if resting {
+				// Used again after resting: what changed meanwhile may be
+				// a queue only a full scan finds. At most one per rest.
+				nextFull = time.Time{}
+			}
 		}
+		resting = false
 		i.disc.scanMu.Lock()
 		var err error
 		if start := time.Now(); !start.Before(nextFull) {

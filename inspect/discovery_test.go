@@ -126,7 +126,7 @@ func TestDiscovery(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	require.Zero(t, scanCalls(t, rdb)-before, "an idle loop does not scan")
 	require.NoError(t, other.XAdd(ctx, &redis.XAddArgs{Stream: prefix + ":late:events", Values: []any{"event", "waiting"}}).Err())
-	testkit.WaitFor(t, 10*time.Second, "the woken loop to find the new queue", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the woken loop to find the new queue", func() bool {
 		names, err := fast.Queues(ctx)
 		require.NoError(t, err)
 		return len(names) == 4
