@@ -243,13 +243,16 @@ func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedSta
 	st.Growth, st.GrowthKnown, st.Sizes = i.recordSample(queue, now, st.Count)
 
 	if st.Clustering >= o.ClusterShare && st.PeakCount >= int64(o.ClusterMinJobs) {
-		when := "due within " + o.Window.String() + " from " + st.PeakStart.Format(time.RFC3339)
+		msg := fmt.Sprintf("retry storm: %d delayed jobs (%.0f%% of %d) are due within %s from %s",
+			st.PeakCount, st.Clustering*100, st.Considered, o.Window, st.PeakStart.Format(time.RFC3339))
 		if st.PeakOverdue {
-			when = "overdue and will run at once"
+			// Past due is not a storm of retries: a worker moves due jobs
+			// to wait when it fetches, so none fetched for a while.
+			msg = fmt.Sprintf("%d delayed jobs (%.0f%% of %d) are overdue: no worker has moved them to wait (none is running, or all are busy); "+
+				"they all run as soon as one does", st.PeakCount, st.Clustering*100, st.Considered)
 		}
 		st.Alerts = append(st.Alerts, Alert{
-			Kind: AlertClustering, Queue: queue, Value: st.Clustering, Threshold: o.ClusterShare,
-			Message: fmt.Sprintf("retry storm: %d delayed jobs (%.0f%% of %d) are %s", st.PeakCount, st.Clustering*100, st.Considered, when),
+			Kind: AlertClustering, Queue: queue, Value: st.Clustering, Threshold: o.ClusterShare, Message: msg,
 		})
 	}
 	if st.GrowthKnown && st.Growth >= o.GrowthPerSecond {

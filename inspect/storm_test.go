@@ -99,6 +99,10 @@ func TestDelayedStats(t *testing.T) {
 		require.True(t, st.PeakOverdue)
 		require.Equal(t, 1.0, st.Clustering)
 		require.Contains(t, st.Alerts[0].Message, "overdue")
+		// Jobs past due were not promoted: no worker fetched, which is not
+		// a storm of retries (these never ran).
+		require.NotContains(t, st.Alerts[0].Message, "retry storm")
+		require.Contains(t, st.Alerts[0].Message, "no worker has moved them to wait (none is running, or all are busy)")
 	})
 
 	t.Run("GrowthFromSamples", func(t *testing.T) {
