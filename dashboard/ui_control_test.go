@@ -585,3 +585,19 @@ func TestUILongNames(t *testing.T) {
 	do(t, tab, chromedp.Navigate(b.url+"#/q/wide/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
 	fits("job page")
 }
+
+// TestUIRetryKeepingAttemptsSaysWhatIsLeft: retrying a job that used up its
+// attempts while keeping them gives it one run, no more: the question says
+// so.
+func TestUIRetryKeepingAttemptsSaysWhatIsLeft(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleOperator})
+	b.startWorker(t, "once", func(ctx context.Context, job *drover.Job) (any, error) { return nil, errors.New("upstream 502") }, nil)
+	id := b.add(t, "once", "x", nil, &drover.JobOptions{Attempts: 2})
+	b.waitState(t, "once", id, drover.StateFailed)
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/once/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#job-data`)),
+		chromedp.Click(chromedp.Search(`//button[text()="Retry (keep attempts)"]`)), chromedp.WaitVisible(chromedp.CSS(`.modal`)))
+	require.Contains(t, text(t, tab, `.modal`), "It has no attempt left of its 2: if this run fails, it fails for good.")
+	do(t, tab, chromedp.Click(chromedp.CSS(`[data-confirm="no"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+}

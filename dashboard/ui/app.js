@@ -748,7 +748,8 @@
       } else {
         actions.append(el('button', {
           onclick: async () => {
-            const res = await act('Retry', `Run job ${d.id} again, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?`, 'Retry',
+            const last = b.left > 0 ? '' : ` It has no attempt left of its ${b.allowed}: if this run fails, it fails for good.`;
+            const res = await act('Retry', `Run job ${d.id} again, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?${last}`, 'Retry',
               () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: false } }));
             if (res) { toast(`Job ${d.id} retried.`); reload(); }
           },
