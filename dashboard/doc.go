@@ -50,7 +50,10 @@
 //	POST /api/sessions/revoke              {"user"} end a user's sessions, or everyone's (admin)
 //	POST /api/login, /api/logout           UI sign-in with a token or name and password
 //
-// Times are RFC 3339; durations are nanoseconds (Go's time.Duration).
+// The API's JSON is package inspect's: instants are epoch milliseconds,
+// durations milliseconds, and a job's fields it shares with BullMQ's job
+// JSON have BullMQ's names (timestamp, returnvalue, stalledCounter, ...).
+// The audit log's and background operations' times are RFC 3339.
 //
 // # Security
 //

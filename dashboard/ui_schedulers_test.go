@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -61,8 +62,9 @@ func TestUISchedulers(t *testing.T) {
 	next, err := drover.NextRun("0 3 * * *", "Europe/Paris", time.Now())
 	require.NoError(t, err)
 	shown := evalJS[string](t, tab, `document.querySelector('#schedulers tr[data-scheduler="nightly-sales"] [data-next]').dataset.next`)
-	at, err := time.Parse(time.RFC3339Nano, shown)
+	ms, err := strconv.ParseInt(shown, 10, 64) // epoch ms, as the API's
 	require.NoError(t, err)
+	at := time.UnixMilli(ms)
 	require.True(t, at.Equal(next), "next run %s, want %s", at, next)
 	row = text(t, tab, `#schedulers tr[data-scheduler="quarter-hour-sync"]`)
 	for _, want := range []string{"every 15m", "1 of 96", "sync-ledger"} {

@@ -72,7 +72,7 @@ func TestUIRetryWithFreshAttempts(t *testing.T) {
 	detail, err := b.ins.Job(ctx, "payments", id)
 	require.NoError(t, err)
 	require.Equal(t, detail.NextRun.Local().Format("15:04:05"), nextRun)
-	require.WithinDuration(t, time.Now().Add(time.Hour), detail.NextRun, time.Minute)
+	require.WithinDuration(t, time.Now().Add(time.Hour), detail.NextRun.Time, time.Minute)
 	rel := text(t, tab, `#next-run-rel`)
 	require.True(t, strings.HasPrefix(rel, "in 59m") || strings.HasPrefix(rel, "in 1h"), rel)
 	// The timeline: two failed attempts with their backoffs, then the next run.

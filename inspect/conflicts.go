@@ -17,9 +17,9 @@ const conflictsKept = 200
 // (drover.ErrJobLocked). A worker that holds locks of finished jobs, or holds
 // them for long, shows up here again and again.
 type Conflict struct {
-	Time  time.Time `json:"time"`
-	Queue string    `json:"queue"`
-	JobID string    `json:"jobId"`
+	Time  Instant `json:"time"`
+	Queue string  `json:"queue"`
+	JobID string  `json:"jobId"`
 	// Op is retry (one job) or bulk-retry.
 	Op string `json:"op"`
 	// Worker is the lock holder: drover's lock tokens start with the
@@ -37,7 +37,7 @@ func (i *Inspector) noteConflict(ctx context.Context, q *drover.Queue, id, op st
 	if !errors.Is(err, drover.ErrJobLocked) {
 		return
 	}
-	c := Conflict{Time: i.now(), Queue: q.Name(), JobID: id, Op: op}
+	c := Conflict{Time: Instant{i.now()}, Queue: q.Name(), JobID: id, Op: op}
 	if locks, lerr := i.locks(ctx, q.Name(), []string{id}); lerr == nil && locks[id] != nil {
 		c.LockTTL = locks[id].TTL
 		c.Worker = locks[id].Token

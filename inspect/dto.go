@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strconv"
 	"time"
@@ -10,10 +11,50 @@ import (
 )
 
 // JSON: every type of this package marshals with one set of names,
-// camelCase, and durations in milliseconds, as BullMQ's own JSON does (a
-// job's backoff is {type, delay, jitter} with delay in ms). The dashboard's
-// API and the CLI's --json print these types as they are; the Go fields stay
-// time.Duration.
+// camelCase, and one rule for time: every instant is a number of
+// milliseconds since the Unix epoch ([Instant]), every duration a number of
+// milliseconds, as BullMQ's own JSON has them (a job's timestamp,
+// processedOn and finishedOn; a backoff's {type, delay, jitter}). A job's
+// JSON ([JobSummary], [JobDetail], [ActiveJob]) gives the fields it shares
+// with BullMQ's job JSON (JSON.stringify of a BullMQ 6 Job) BullMQ's names:
+// timestamp, processedOn, finishedOn, attemptsMade, attemptsStarted,
+// stalledCounter, returnvalue, failedReason, progress, delay, priority,
+// stacktrace, processedBy, deduplicationId, repeatJobKey, parentKey, and
+// opts as stored; drover's own fields (retryState, budget, failedFor,
+// nextRun, timeline, ...) keep drover's camelCase names. The dashboard's API
+// and the CLI's --json print these types as they are; the Go fields stay
+// time.Duration, and Instant embeds a time.Time.
+
+// Instant is a point in time that JSON carries as a number of milliseconds
+// since the Unix epoch, as BullMQ's timestamp, processedOn and finishedOn.
+// The zero Instant is JSON null; fields of this package that may be zero are
+// omitted then (omitzero). Reading JSON gives the instant in UTC.
+type Instant struct{ time.Time }
+
+// InstantOf is t as an Instant.
+func InstantOf(t time.Time) Instant { return Instant{t} }
+
+// MarshalJSON writes the epoch milliseconds, or null for the zero Instant.
+func (t Instant) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return strconv.AppendInt(nil, t.UnixMilli(), 10), nil
+}
+
+// UnmarshalJSON reads epoch milliseconds; null is the zero Instant.
+func (t *Instant) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*t = Instant{}
+		return nil
+	}
+	n, err := strconv.ParseInt(string(data), 10, 64)
+	if err != nil {
+		return fmt.Errorf("an instant is a number of milliseconds since the Unix epoch, got %s", data)
+	}
+	*t = Instant{time.UnixMilli(n).UTC()}
+	return nil
+}
 
 // Backoff is a job's backoff option.
 type Backoff struct {
@@ -159,26 +200,27 @@ func (s *DelayedStats) UnmarshalJSON(data []byte) error {
 }
 
 // Event is one event of a queue's events stream, as the dashboard's live
-// updates and `drover watch --json` print it.
+// updates and `drover watch --json` print it. Time and DelayUntil are epoch
+// ms; ReturnValue has the name of BullMQ's completed event field.
 type Event struct {
 	ID           string           `json:"id"`
-	Time         time.Time        `json:"time"`
+	Time         Instant          `json:"time"`
 	Queue        string           `json:"queue"`
 	Name         drover.EventName `json:"name"`
 	JobID        string           `json:"jobId,omitempty"`
 	Prev         string           `json:"prev,omitempty"`
 	JobName      string           `json:"jobName,omitempty"`
 	FailedReason string           `json:"failedReason,omitempty"`
-	DelayUntil   time.Time        `json:"delayUntil,omitzero"`
+	DelayUntil   Instant          `json:"delayUntil,omitzero"`
 	AttemptsMade int              `json:"attemptsMade,omitempty"`
-	ReturnValue  json.RawMessage  `json:"returnValue,omitempty"`
+	ReturnValue  json.RawMessage  `json:"returnvalue,omitempty"`
 }
 
 // EventOf converts an event of queue's stream.
 func EventOf(queue string, ev drover.Event) Event {
 	e := Event{
-		ID: ev.ID, Time: ev.Time(), Queue: queue, Name: ev.Name, JobID: ev.JobID, Prev: ev.Prev, JobName: ev.JobName,
-		FailedReason: ev.FailedReason, DelayUntil: ev.DelayUntil, AttemptsMade: ev.AttemptsMade,
+		ID: ev.ID, Time: Instant{ev.Time()}, Queue: queue, Name: ev.Name, JobID: ev.JobID, Prev: ev.Prev, JobName: ev.JobName,
+		FailedReason: ev.FailedReason, DelayUntil: Instant{ev.DelayUntil}, AttemptsMade: ev.AttemptsMade,
 	}
 	if len(ev.ReturnValue) > 0 && json.Valid(ev.ReturnValue) {
 		e.ReturnValue = ev.ReturnValue

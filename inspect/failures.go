@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/seed40057009/drover"
 )
@@ -53,9 +52,10 @@ type FailureGroup struct {
 	Example string `json:"example"`
 	Count   int    `json:"count"`
 	// Unrecoverable counts the group's jobs that failed as unrecoverable.
-	Unrecoverable int       `json:"unrecoverable"`
-	FirstSeen     time.Time `json:"firstSeen"`
-	LastSeen      time.Time `json:"lastSeen"`
+	Unrecoverable int `json:"unrecoverable"`
+	// FirstSeen and LastSeen are the group's oldest and newest finishedOn.
+	FirstSeen Instant `json:"firstSeen,omitzero"`
+	LastSeen  Instant `json:"lastSeen,omitzero"`
 	// Filter selects the group in Jobs and RetryJobs (ParseFilter syntax).
 	Filter string `json:"filter"`
 }
@@ -83,7 +83,7 @@ func (i *Inspector) FailureGroups(ctx context.Context, queue string) (*FailureRe
 		key := NormalizeError(j.FailedReason)
 		g := byKey[key]
 		if g == nil {
-			g = &FailureGroup{Error: key, Example: firstLine(j.FailedReason), FirstSeen: j.FinishedOn, LastSeen: j.FinishedOn,
+			g = &FailureGroup{Error: key, Example: firstLine(j.FailedReason), FirstSeen: Instant{j.FinishedOn}, LastSeen: Instant{j.FinishedOn},
 				Filter: Filter{Error: key}.String()}
 			byKey[key] = g
 		}
@@ -91,11 +91,11 @@ func (i *Inspector) FailureGroups(ctx context.Context, queue string) (*FailureRe
 		if failedForOf(j) == FailedUnrecoverable {
 			g.Unrecoverable++
 		}
-		if j.FinishedOn.Before(g.FirstSeen) {
-			g.FirstSeen = j.FinishedOn
+		if j.FinishedOn.Before(g.FirstSeen.Time) {
+			g.FirstSeen = Instant{j.FinishedOn}
 		}
-		if j.FinishedOn.After(g.LastSeen) {
-			g.LastSeen, g.Example = j.FinishedOn, firstLine(j.FailedReason)
+		if j.FinishedOn.After(g.LastSeen.Time) {
+			g.LastSeen, g.Example = Instant{j.FinishedOn}, firstLine(j.FailedReason)
 		}
 		return true
 	})
@@ -110,7 +110,7 @@ func (i *Inspector) FailureGroups(ctx context.Context, queue string) (*FailureRe
 		if ga.Count != gb.Count {
 			return ga.Count > gb.Count
 		}
-		return ga.LastSeen.After(gb.LastSeen)
+		return ga.LastSeen.After(gb.LastSeen.Time)
 	})
 	return rep, nil
 }

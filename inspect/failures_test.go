@@ -65,7 +65,7 @@ func TestFailureGroups(t *testing.T) {
 	for _, g := range rep.Groups {
 		got[g.Error] = g
 		require.Equal(t, 3, g.Count)
-		require.False(t, g.FirstSeen.After(g.LastSeen))
+		require.False(t, g.FirstSeen.After(g.LastSeen.Time))
 	}
 	require.Equal(t, 3, got["card <n> declined"].Unrecoverable)
 	require.Equal(t, `error="gateway timeout after <n>ms"`, got["gateway timeout after <n>ms"].Filter)
@@ -155,7 +155,7 @@ func TestThroughput(t *testing.T) {
 	require.EqualValues(t, 4, failed)
 	last := rep.Buckets[59]
 	require.EqualValues(t, 5, last.Completed+rep.Buckets[58].Completed)
-	require.True(t, last.Start.Before(time.Now()) && time.Since(last.Start) <= time.Minute)
+	require.True(t, last.Start.Before(time.Now()) && time.Since(last.Start.Time) <= time.Minute)
 	_, err = b.ins.Throughput(ctx, "nosuch", 0, 0)
 	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
 }

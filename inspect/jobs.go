@@ -103,21 +103,28 @@ func BudgetOf(job *drover.Job) Budget {
 	return b
 }
 
-// JobSummary is one job in a list.
+// JobSummary is one job in a list. The fields it shares with BullMQ's job
+// JSON have BullMQ's names and units (see the package doc on JSON).
 type JobSummary struct {
-	ID           string          `json:"id"`
-	Name         string          `json:"name"`
-	State        drover.JobState `json:"state"`
-	RetryState   RetryState      `json:"retryState"`
-	Budget       Budget          `json:"budget"`
-	StalledCount int             `json:"stalledCount"`
-	FailedReason string          `json:"failedReason,omitempty"`
-	Created      time.Time       `json:"created,omitzero"`
-	ProcessedOn  time.Time       `json:"processedOn,omitzero"`
-	FinishedOn   time.Time       `json:"finishedOn,omitzero"`
+	ID         string          `json:"id"`
+	Name       string          `json:"name"`
+	State      drover.JobState `json:"state"`
+	RetryState RetryState      `json:"retryState"`
+	Budget     Budget          `json:"budget"`
+	// AttemptsMade and AttemptsStarted are BullMQ's counters (atm, ats), as
+	// Budget.Made and Budget.Started.
+	AttemptsMade    int `json:"attemptsMade"`
+	AttemptsStarted int `json:"attemptsStarted"`
+	// StalledCount is BullMQ's stalledCounter (stc).
+	StalledCount int    `json:"stalledCounter"`
+	FailedReason string `json:"failedReason,omitempty"`
+	// Timestamp is when the job was added (BullMQ's timestamp).
+	Timestamp   Instant `json:"timestamp,omitzero"`
+	ProcessedOn Instant `json:"processedOn,omitzero"`
+	FinishedOn  Instant `json:"finishedOn,omitzero"`
 	// NextRun is when a delayed job is due (from its delayed-set score).
-	NextRun     time.Time `json:"nextRun,omitzero"`
-	ProcessedBy string    `json:"processedBy,omitempty"`
+	NextRun     Instant `json:"nextRun,omitzero"`
+	ProcessedBy string  `json:"processedBy,omitempty"`
 	// FailedFor says why a failed job failed for good (FailedUnrecoverable,
 	// ...); "" for jobs in other states.
 	FailedFor FailedFor `json:"failedFor,omitempty"`
@@ -199,9 +206,10 @@ func failedForOf(job *drover.Job) FailedFor {
 func summarize(state drover.JobState, job *drover.Job, nextRun time.Time) JobSummary {
 	s := JobSummary{
 		ID: job.ID, Name: job.Name, State: state, RetryState: ClassifyRetry(state, job),
-		Budget: BudgetOf(job), StalledCount: job.StalledCount, FailedReason: job.FailedReason,
-		Created: job.Timestamp, ProcessedOn: job.ProcessedOn, FinishedOn: job.FinishedOn,
-		NextRun: nextRun, ProcessedBy: job.ProcessedBy, Progress: job.Progress,
+		Budget: BudgetOf(job), AttemptsMade: job.AttemptsMade, AttemptsStarted: job.AttemptsStarted,
+		StalledCount: job.StalledCount, FailedReason: job.FailedReason,
+		Timestamp: Instant{job.Timestamp}, ProcessedOn: Instant{job.ProcessedOn}, FinishedOn: Instant{job.FinishedOn},
+		NextRun: Instant{nextRun}, ProcessedBy: job.ProcessedBy, Progress: job.Progress,
 	}
 	if state == drover.StateFailed {
 		s.FailedFor = failedForOf(job)
@@ -450,8 +458,8 @@ type Attempt struct {
 	N int `json:"n"`
 	// Start and End bound the attempt; zero when not known (jobs processed
 	// by Node BullMQ keep only their last attempt's times).
-	Start time.Time `json:"start,omitzero"`
-	End   time.Time `json:"end,omitzero"`
+	Start Instant `json:"start,omitzero"`
+	End   Instant `json:"end,omitzero"`
 	// Outcome is the name of a drover.Outcome (drover.Outcome.String), or
 	// OutcomeActive for the attempt running now.
 	Outcome string `json:"outcome"`
@@ -462,7 +470,7 @@ type Attempt struct {
 	Backoff time.Duration `json:"-"`
 	// NextRun is when the next attempt was due (outcomes retry-delayed and
 	// delayed).
-	NextRun time.Time `json:"nextRun,omitzero"`
+	NextRun Instant `json:"nextRun,omitzero"`
 	// Unrecoverable marks the failed attempt that ended the job through
 	// drover.Unrecoverable or BullMQ's UnrecoverableError (outcome
 	// failed-unrecoverable).
@@ -496,17 +504,28 @@ type Lock struct {
 }
 
 // JobDetail is everything the retry-state inspector shows about one job.
+// The fields it shares with BullMQ's job JSON have BullMQ's names and units
+// (see the package doc on JSON).
 type JobDetail struct {
 	JobSummary
-	Queue    string          `json:"queue"`
-	Data     json.RawMessage `json:"data"`
-	Opts     json.RawMessage `json:"opts,omitempty"`
-	Backoff  *Backoff        `json:"backoff,omitempty"`
-	Priority int             `json:"priority"`
+	Queue string          `json:"queue"`
+	Data  json.RawMessage `json:"data"`
+	// Opts are the options as stored (BullMQ's names, its short ones such
+	// as "kl" and "de" included).
+	Opts json.RawMessage `json:"opts,omitempty"`
+	// Backoff is opts.backoff read (drover's field).
+	Backoff  *Backoff `json:"backoff,omitempty"`
+	Priority int      `json:"priority"`
 	// Delay is the job's delay option (ms in JSON).
-	Delay           time.Duration   `json:"-"`
-	ReturnValue     json.RawMessage `json:"returnValue,omitempty"`
+	Delay time.Duration `json:"-"`
+	// ReturnValue is what the processor returned (BullMQ's returnvalue).
+	ReturnValue     json.RawMessage `json:"returnvalue,omitempty"`
 	DeferredFailure string          `json:"deferredFailure,omitempty"`
+	DeduplicationID string          `json:"deduplicationId,omitempty"`
+	// RepeatJobKey is the id of the job scheduler that made the job.
+	RepeatJobKey string `json:"repeatJobKey,omitempty"`
+	// ParentKey is the flow parent's hash key, "<prefix>:<queue>:<id>".
+	ParentKey string `json:"parentKey,omitempty"`
 	// Stacktrace lists the kept failure traces, oldest first.
 	Stacktrace []string `json:"stacktrace"`
 	// Timeline lists the attempts, oldest first; TimelineSource says
@@ -581,6 +600,8 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 		Delay:           job.Delay,
 		ReturnValue:     job.ReturnValue,
 		DeferredFailure: job.DeferredFailure,
+		DeduplicationID: job.DeduplicationID,
+		RepeatJobKey:    job.JobSchedulerID,
 		Stacktrace:      job.Stacktrace,
 		Logs:            logs,
 		LogCount:        logCount,
@@ -603,6 +624,7 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 	}
 	if job.Parent != nil {
 		d.Parent = i.refOf(*job.Parent)
+		d.ParentKey = job.Parent.Key()
 	}
 	if d.Children, err = i.children(ctx, queue, id); err != nil {
 		return nil, err
@@ -665,10 +687,12 @@ type JobRef struct {
 	// Prefix is set when it is not the inspector's: the job is out of the
 	// dashboard's reach.
 	Prefix string `json:"prefix,omitempty"`
+	// QueueKey is "<prefix>:<queue>", as in BullMQ's parent {id, queueKey}.
+	QueueKey string `json:"queueKey"`
 }
 
 func (i *Inspector) refOf(r drover.JobRef) *JobRef {
-	out := &JobRef{Queue: r.Queue, ID: r.ID}
+	out := &JobRef{Queue: r.Queue, ID: r.ID, QueueKey: strings.TrimSuffix(r.Key(), ":"+r.ID)}
 	if r.Prefix != i.opts.Prefix {
 		out.Prefix = r.Prefix
 	}
@@ -800,8 +824,8 @@ func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 	for _, a := range job.Timeline {
 		gap(last+1, a.N)
 		out = append(out, Attempt{
-			N: a.N, Start: a.Start, End: a.End, Outcome: a.Outcome.String(), Error: a.Error,
-			Worker: a.Worker, Backoff: a.Backoff, NextRun: a.NextRun,
+			N: a.N, Start: Instant{a.Start}, End: Instant{a.End}, Outcome: a.Outcome.String(), Error: a.Error,
+			Worker: a.Worker, Backoff: a.Backoff, NextRun: Instant{a.NextRun},
 			Unrecoverable: a.Outcome == drover.OutcomeFailedUnrecoverable, Recorded: true,
 		})
 		last = max(last, a.N)
@@ -810,12 +834,12 @@ func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 	switch {
 	case state == drover.StateActive && current > last:
 		gap(last+1, current)
-		out = append(out, Attempt{N: current, Start: job.ProcessedOn, Outcome: OutcomeActive, Worker: job.ProcessedBy})
+		out = append(out, Attempt{N: current, Start: Instant{job.ProcessedOn}, Outcome: OutcomeActive, Worker: job.ProcessedBy})
 	case state == drover.StateCompleted && current > last:
 		// A completion after the record's last attempt that wrote no
 		// record of its own (stalls before it are filled in by gap).
 		gap(last+1, current)
-		out = append(out, Attempt{N: current, Start: job.ProcessedOn, End: job.FinishedOn, Outcome: drover.OutcomeCompleted.String(), Worker: job.ProcessedBy})
+		out = append(out, Attempt{N: current, Start: Instant{job.ProcessedOn}, End: Instant{job.FinishedOn}, Outcome: drover.OutcomeCompleted.String(), Worker: job.ProcessedBy})
 	default:
 		gap(last+1, current+1)
 	}
@@ -872,18 +896,18 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 				a.Outcome = drover.OutcomeRetriesExhausted.String()
 			}
 		case drover.StateDelayed:
-			a.Outcome, a.Error, a.NextRun = drover.OutcomeRetryDelayed.String(), job.FailedReason, nextRun
+			a.Outcome, a.Error, a.NextRun = drover.OutcomeRetryDelayed.String(), job.FailedReason, Instant{nextRun}
 			a.Backoff = job.Delay
 		default:
 			a.Outcome, a.Error = drover.OutcomeRetried.String(), job.FailedReason
 		}
 		if state != drover.StateActive {
-			a.Start, a.End, a.Worker = job.ProcessedOn, job.FinishedOn, job.ProcessedBy
+			a.Start, a.End, a.Worker = Instant{job.ProcessedOn}, Instant{job.FinishedOn}, job.ProcessedBy
 		}
 		out = append(out, a)
 	}
 	if state == drover.StateActive {
-		out = append(out, Attempt{N: max(job.AttemptsStarted, seq+1), Start: job.ProcessedOn, Outcome: OutcomeActive, Worker: job.ProcessedBy})
+		out = append(out, Attempt{N: max(job.AttemptsStarted, seq+1), Start: Instant{job.ProcessedOn}, Outcome: OutcomeActive, Worker: job.ProcessedBy})
 	}
 	return out
 }

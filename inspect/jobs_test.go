@@ -45,7 +45,7 @@ func TestJob(t *testing.T) {
 		require.Equal(t, drover.StateDelayed, d.State)
 		require.Equal(t, inspect.RetryStateBackoff, d.RetryState)
 		require.Equal(t, inspect.Budget{Made: 2, Started: 2, Allowed: 3, Left: 1, Used: 2.0 / 3}, d.Budget)
-		require.WithinDuration(t, time.Now().Add(time.Hour), d.NextRun, time.Minute)
+		require.WithinDuration(t, time.Now().Add(time.Hour), d.NextRun.Time, time.Minute)
 		require.Equal(t, "upstream timeout 2", d.FailedReason)
 		require.Equal(t, inspect.TimelineDrover, d.TimelineSource)
 		require.Len(t, d.Timeline, 2)
@@ -142,7 +142,7 @@ func TestJob(t *testing.T) {
 		require.Equal(t, []inspect.Attempt{
 			{N: 1, Outcome: "retried", Error: "Error: first"},
 			{N: 2, Outcome: "retried", Error: "Error: second"},
-			{N: 3, Outcome: "retries-exhausted", Error: "third", Start: time.UnixMilli(5000), End: time.UnixMilli(6000)},
+			{N: 3, Outcome: "retries-exhausted", Error: "third", Start: inspect.InstantOf(time.UnixMilli(5000)), End: inspect.InstantOf(time.UnixMilli(6000))},
 		}, d.Timeline)
 	})
 
@@ -319,8 +319,8 @@ func TestJobs(t *testing.T) {
 		require.Len(t, p.Jobs, 2)
 		require.Equal(t, "sooner", p.Jobs[0].Name)
 		require.Equal(t, inspect.RetryStateScheduled, p.Jobs[0].RetryState)
-		require.WithinDuration(t, time.Now().Add(time.Minute), p.Jobs[0].NextRun, 5*time.Second)
-		require.WithinDuration(t, time.Now().Add(time.Hour), p.Jobs[1].NextRun, 5*time.Second)
+		require.WithinDuration(t, time.Now().Add(time.Minute), p.Jobs[0].NextRun.Time, 5*time.Second)
+		require.WithinDuration(t, time.Now().Add(time.Hour), p.Jobs[1].NextRun.Time, 5*time.Second)
 
 		_, err = b.ins.Jobs(ctx, "d", &inspect.ListOptions{})
 		require.ErrorIs(t, err, drover.ErrInvalidOption)

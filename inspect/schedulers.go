@@ -24,27 +24,23 @@ type SchedulerInfo struct {
 	Pattern string `json:"pattern,omitempty"`
 	TZ      string `json:"tz,omitempty"`
 	// Next is when its next iteration is due.
-	Next time.Time `json:"next"`
+	Next Instant `json:"next,omitzero"`
 	// Iterations counts the iterations made so far.
 	Iterations int `json:"iterations"`
 	// Limit is the most iterations it makes (0 = no limit).
 	Limit int `json:"limit,omitempty"`
 	// EndDate ends it (zero = never).
-	EndDate time.Time `json:"-"`
+	EndDate Instant `json:"-"`
 }
 
 // MarshalJSON writes Every in ms and EndDate only when set.
 func (s SchedulerInfo) MarshalJSON() ([]byte, error) {
 	type plain SchedulerInfo
-	var end *time.Time
-	if !s.EndDate.IsZero() {
-		end = &s.EndDate
-	}
 	return json.Marshal(struct {
 		plain
-		Every   int64      `json:"every"`
-		EndDate *time.Time `json:"endDate,omitempty"`
-	}{plain(s), ms(s.Every), end})
+		Every   int64   `json:"every"`
+		EndDate Instant `json:"endDate,omitzero"`
+	}{plain(s), ms(s.Every), s.EndDate})
 }
 
 // Schedulers lists queue's job schedulers, soonest next iteration first.
@@ -60,8 +56,8 @@ func (i *Inspector) Schedulers(ctx context.Context, queue string) ([]SchedulerIn
 	out := make([]SchedulerInfo, 0, len(ss))
 	for _, s := range ss {
 		out = append(out, SchedulerInfo{
-			ID: s.ID, Name: s.Name, Every: s.Every, Pattern: s.Pattern, TZ: s.TZ, Next: s.Next,
-			Iterations: s.Iterations, Limit: s.Limit, EndDate: s.EndDate,
+			ID: s.ID, Name: s.Name, Every: s.Every, Pattern: s.Pattern, TZ: s.TZ, Next: Instant{s.Next},
+			Iterations: s.Iterations, Limit: s.Limit, EndDate: Instant{s.EndDate},
 		})
 	}
 	return out, nil

@@ -113,15 +113,15 @@ type sample struct {
 
 // SizeSample is the delayed set's size at a time.
 type SizeSample struct {
-	At    time.Time `json:"at"`
-	Count int64     `json:"count"`
+	At    Instant `json:"at"`
+	Count int64   `json:"count"`
 }
 
 // Bucket is one bar of the due-time histogram: jobs due in
 // [Start, Start+Window).
 type Bucket struct {
-	Start time.Time `json:"start"`
-	Count int64     `json:"count"`
+	Start Instant `json:"start"`
+	Count int64   `json:"count"`
 }
 
 // Alert kinds.
@@ -142,8 +142,8 @@ type Alert struct {
 
 // DelayedStats is one reading of a queue's delayed set.
 type DelayedStats struct {
-	Queue string    `json:"queue"`
-	At    time.Time `json:"at"`
+	Queue string  `json:"queue"`
+	At    Instant `json:"at"`
 	// Count is the delayed set's size.
 	Count int64 `json:"count"`
 	// Overdue counts jobs due before At; Later jobs due after the horizon.
@@ -157,9 +157,9 @@ type DelayedStats struct {
 	Considered int64 `json:"considered"`
 	// PeakStart and PeakCount describe the busiest window (see
 	// StormOptions); PeakOverdue says the overdue jobs were the peak.
-	PeakStart   time.Time `json:"peakStart"`
-	PeakCount   int64     `json:"peakCount"`
-	PeakOverdue bool      `json:"peakOverdue"`
+	PeakStart   Instant `json:"peakStart"`
+	PeakCount   int64   `json:"peakCount"`
+	PeakOverdue bool    `json:"peakOverdue"`
 	// Clustering is PeakCount / Considered (0 when nothing is considered).
 	Clustering float64 `json:"clustering"`
 	// Growth is the delayed set's growth in jobs per second; GrowthKnown is
@@ -209,7 +209,7 @@ func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedSta
 		return nil, fmt.Errorf("read delayed set of queue %q: %w", queue, err)
 	}
 	st := &DelayedStats{
-		Queue: queue, At: now, Count: card.Val(), Overdue: overdue.Val(), Later: later.Val(),
+		Queue: queue, At: Instant{now}, Count: card.Val(), Overdue: overdue.Val(), Later: later.Val(),
 		Window: o.Window, Alerts: []Alert{},
 	}
 	counts := make([]int64, n)
@@ -225,16 +225,16 @@ func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedSta
 		if b+1 < n {
 			c += counts[b+1]
 		}
-		st.Buckets = append(st.Buckets, Bucket{Start: now.Add(time.Duration(b) * half), Count: c})
+		st.Buckets = append(st.Buckets, Bucket{Start: Instant{now.Add(time.Duration(b) * half)}, Count: c})
 	}
-	st.PeakCount, st.PeakOverdue, st.PeakStart = st.Overdue, st.Overdue > 0, now
+	st.PeakCount, st.PeakOverdue, st.PeakStart = st.Overdue, st.Overdue > 0, Instant{now}
 	for s := range n {
 		c := counts[s]
 		if s+1 < n {
 			c += counts[s+1]
 		}
 		if c > st.PeakCount {
-			st.PeakCount, st.PeakOverdue, st.PeakStart = c, false, now.Add(time.Duration(s)*half)
+			st.PeakCount, st.PeakOverdue, st.PeakStart = c, false, Instant{now.Add(time.Duration(s) * half)}
 		}
 	}
 	if st.Considered > 0 {
@@ -283,7 +283,7 @@ func (i *Inspector) recordSample(queue string, at time.Time, count int64) (float
 	i.samples[queue] = ss
 	sizes := make([]SizeSample, len(ss))
 	for k, s := range ss {
-		sizes[k] = SizeSample{At: s.at, Count: s.count}
+		sizes[k] = SizeSample{At: Instant{s.at}, Count: s.count}
 	}
 	first, last := ss[0], ss[len(ss)-1]
 	span := last.at.Sub(first.at)

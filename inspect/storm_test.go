@@ -54,7 +54,7 @@ func TestDelayedStats(t *testing.T) {
 		require.Equal(t, int64(3), st.Later)
 		require.Equal(t, int64(607), st.Considered)
 		require.Len(t, st.Buckets, 120)
-		require.Equal(t, t0, st.Buckets[0].Start)
+		require.Equal(t, t0, st.Buckets[0].Start.Time)
 		var sum int64
 		for _, bk := range st.Buckets {
 			sum += bk.Count
@@ -62,7 +62,7 @@ func TestDelayedStats(t *testing.T) {
 		require.Equal(t, int64(600), sum)
 		require.GreaterOrEqual(t, st.PeakCount, int64(500))
 		require.False(t, st.PeakOverdue)
-		require.WithinDuration(t, t0.Add(time.Minute), st.PeakStart, 5*time.Second)
+		require.WithinDuration(t, t0.Add(time.Minute), st.PeakStart.Time, 5*time.Second)
 		require.InDelta(t, float64(st.PeakCount)/607, st.Clustering, 1e-9)
 		require.True(t, st.Storm())
 		require.Equal(t, inspect.AlertClustering, st.Alerts[0].Kind)

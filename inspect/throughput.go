@@ -19,9 +19,9 @@ const (
 
 // ThroughputBucket counts the jobs that finished in [Start, Start+Step).
 type ThroughputBucket struct {
-	Start     time.Time `json:"start"`
-	Completed int64     `json:"completed"`
-	Failed    int64     `json:"failed"`
+	Start     Instant `json:"start"`
+	Completed int64   `json:"completed"`
+	Failed    int64   `json:"failed"`
 }
 
 // ThroughputReport is a queue's completed and failed jobs per minute.
@@ -72,7 +72,7 @@ func (i *Inspector) Throughput(ctx context.Context, queue string, span, step tim
 	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for b := range n {
 			start := end.Add(-time.Duration(n-b) * step)
-			rep.Buckets[b].Start = start
+			rep.Buckets[b].Start = Instant{start}
 			lo := strconv.FormatInt(start.UnixMilli(), 10)
 			hi := "(" + strconv.FormatInt(start.Add(step).UnixMilli(), 10)
 			done[b] = p.ZCount(ctx, k.Completed(), lo, hi)

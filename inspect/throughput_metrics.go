@@ -28,7 +28,7 @@ func (i *Inspector) throughputFromMetrics(ctx context.Context, queue string, end
 	}
 	rep = &ThroughputReport{Queue: queue, Step: time.Minute, Buckets: make([]ThroughputBucket, n), Source: ThroughputFromMetrics}
 	for b := range n {
-		rep.Buckets[b].Start = end.Add(-time.Duration(n-b) * time.Minute)
+		rep.Buckets[b].Start = Instant{end.Add(-time.Duration(n-b) * time.Minute)}
 	}
 	found := false
 	for _, kind := range []string{"completed", "failed"} {
@@ -42,7 +42,7 @@ func (i *Inspector) throughputFromMetrics(ctx context.Context, queue string, end
 		found = true
 		last := m.PrevTS.Truncate(time.Minute)
 		for b := range rep.Buckets {
-			start := rep.Buckets[b].Start
+			start := rep.Buckets[b].Start.Time
 			var v int64
 			switch {
 			case start.Equal(last):

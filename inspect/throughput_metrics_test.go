@@ -62,7 +62,7 @@ func TestThroughputFromMetrics(t *testing.T) {
 	require.Equal(t, inspect.ThroughputFromMetrics, rep.Source)
 	byMinute := map[time.Time]int64{}
 	for _, bk := range rep.Buckets {
-		byMinute[bk.Start] = bk.Completed
+		byMinute[bk.Start.Time] = bk.Completed
 		require.Zero(t, bk.Failed)
 	}
 	require.EqualValues(t, 3, byMinute[prev])

@@ -92,7 +92,7 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 			fmt.Fprintf(w, "    and %d more pending\n", more)
 		}
 	}
-	fmt.Fprintf(w, "  created      %s\n", when(d.Created))
+	fmt.Fprintf(w, "  created      %s\n", when(d.Timestamp))
 	if d.FailedReason != "" {
 		fmt.Fprintf(w, "  last error   %s\n", d.FailedReason)
 	}
@@ -118,7 +118,7 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 		if !a.Start.IsZero() {
 			line += " " + a.Start.Local().Format("15:04:05.000")
 			if !a.End.IsZero() {
-				line += fmt.Sprintf(" ran %s", a.End.Sub(a.Start).Round(time.Millisecond))
+				line += fmt.Sprintf(" ran %s", a.End.Sub(a.Start.Time).Round(time.Millisecond))
 			}
 		}
 		if a.Error != "" {

@@ -78,7 +78,7 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 			if !j.NextRun.IsZero() {
 				w = "next " + when(j.NextRun) + " (" + until(j.NextRun) + ")"
 			} else if j.FinishedOn.IsZero() {
-				w = when(j.Created)
+				w = when(j.Timestamp)
 			}
 			t.row(p.Queue, j.ID, clip(j.Name, 30), retryLabel(j), fmt.Sprintf("%d/%d", j.Budget.Made, j.Budget.Allowed),
 				j.StalledCount, w, clip(j.FailedReason, 60))

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/seed40057009/drover/inspect"
 )
 
 // writeJSON prints v as indented JSON, for scripts (--json).
@@ -56,7 +58,7 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func when(t time.Time) string {
+func when(t inspect.Instant) string {
 	if t.IsZero() {
 		return "-"
 	}
@@ -64,8 +66,8 @@ func when(t time.Time) string {
 }
 
 // until renders t relative to now: "in 59m58s" or "3s ago".
-func until(t time.Time) string {
-	d := time.Until(t).Round(time.Second)
+func until(t inspect.Instant) string {
+	d := time.Until(t.Time).Round(time.Second)
 	if d >= 0 {
 		return "in " + d.String()
 	}

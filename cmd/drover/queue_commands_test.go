@@ -228,8 +228,20 @@ func TestQueueCommands(t *testing.T) {
 		var pages []map[string]any
 		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "jobs", "mail", "--state", "delayed", "--json")), &pages))
 		first := pages[0]["jobs"].([]any)[0].(map[string]any)
-		for _, k := range []string{"id", "name", "retryState", "budget", "nextRun"} {
+		for _, k := range []string{"id", "name", "retryState", "budget", "nextRun", "timestamp", "attemptsMade", "attemptsStarted", "stalledCounter"} {
 			require.Contains(t, first, k)
+		}
+		// Instants are epoch ms, as BullMQ's timestamp; no drover-only
+		// names for BullMQ's fields.
+		require.IsType(t, 0.0, first["nextRun"])
+		require.Greater(t, first["nextRun"], float64(time.Now().UnixMilli()))
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "job", "mail", res.Job.ID, "--json")), &job))
+		require.Equal(t, float64(res.Job.Timestamp.UnixMilli()), job["timestamp"])
+		require.Equal(t, 0.0, job["attemptsMade"])
+		require.Equal(t, 0.0, job["stalledCounter"])
+		for _, old := range []string{"created", "stalledCount", "returnValue"} {
+			require.NotContains(t, job, old)
+			require.NotContains(t, first, old)
 		}
 	})
 

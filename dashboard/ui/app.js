@@ -65,9 +65,11 @@
   // ---- formatting --------------------------------------------------------
 
   const pad = (n) => String(n).padStart(2, '0');
-  function fmtTime(iso) {
-    if (!iso) return '';
-    const d = new Date(iso);
+  // fmtTime shows an instant: the API's are epoch milliseconds (inspect's
+  // JSON rule), the audit log's RFC 3339 strings; new Date reads both.
+  function fmtTime(t) {
+    if (!t) return '';
+    const d = new Date(t);
     const now = new Date();
     const hms = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
     if (d.toDateString() === now.toDateString()) return hms;
@@ -87,8 +89,8 @@
     }
     return neg ? `-${s}` : s;
   }
-  function relative(iso) {
-    const ms = new Date(iso).getTime() - Date.now();
+  function relative(t) {
+    const ms = new Date(t).getTime() - Date.now();
     return ms >= 0 ? `in ${fmtMs(ms)}` : `${fmtMs(-ms)} ago`;
   }
   const pct = (x) => `${Math.round(x * 100)}%`;
@@ -457,11 +459,11 @@
       put(tbody, ...page.jobs.map((j) => el('tr', { 'data-job': j.id },
         el('td', { class: 'mono clip', title: j.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', { class: 'clip', title: j.name }, j.name),
-        el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(progressOf(j.progress) * 100)}%` }) : null, j.stalledCount ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCount}`) : null),
+        el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(progressOf(j.progress) * 100)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
         el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`),
         el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
           : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${j.processedBy}` : ''}`
-            : fmtTime(j.finishedOn || j.processedOn || j.created)),
+            : fmtTime(j.finishedOn || j.processedOn || j.timestamp)),
         el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || ''))));
       if (!page.jobs.length) tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No jobs here.')));
       put(pager, 
@@ -696,7 +698,7 @@
     const b = d.budget;
     const out = [];
     out.push(el('h1', {}, el('span', {}, `Job ${d.id}`), el('span', { class: 'muted' }, d.name), retryBadge(d.retryState, true, d.failedFor),
-      d.stalledCount ? el('span', { class: 'badge rs-stalled-recovered' }, `stalled ×${d.stalledCount}`) : null));
+      d.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered' }, `stalled ×${d.stalledCounter}`) : null));
 
     const facts = el('dl', { class: 'kv' });
     const fact = (k, ...v) => facts.append(el('dt', {}, k), el('dd', {}, ...v));
@@ -721,7 +723,7 @@
         ? `${bo.type}, ${fmtMs(bo.delay)}${bo.jitter ? `, jitter ${Math.round(bo.jitter * 100)}%` : ', no jitter'}`
         : `custom strategy "${bo.type}"`);
     }
-    fact('Created', fmtTime(d.created));
+    fact('Created', fmtTime(d.timestamp));
     if (d.processedOn) fact('Last started', fmtTime(d.processedOn), d.processedBy ? ` by ${d.processedBy}` : '');
     if (d.finishedOn) fact('Finished', fmtTime(d.finishedOn));
     if (d.lock) fact('Lock', d.lock.held ? `held, expires in ${fmtMs(d.lock.ttl)}` : 'missing: the job is stalling and the next stalled check recovers it');
@@ -798,8 +800,8 @@
     }
     const grid = el('div', { class: 'grid2' });
     grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Data'), el('pre', { id: 'job-data' }, pretty(d.data))));
-    grid.append(el('div', { class: 'panel' }, el('h2', {}, d.returnValue !== undefined ? 'Return value' : 'Options'),
-      el('pre', {}, d.returnValue !== undefined ? pretty(d.returnValue) : pretty(d.opts))));
+    grid.append(el('div', { class: 'panel' }, el('h2', {}, d.returnvalue !== undefined ? 'Return value' : 'Options'),
+      el('pre', {}, d.returnvalue !== undefined ? pretty(d.returnvalue) : pretty(d.opts))));
     out.push(grid);
     if (d.stacktrace.length) {
       out.push(el('div', { class: 'panel' }, el('h2', {}, `Stack traces (${d.stacktrace.length}, oldest first)`),
@@ -1015,7 +1017,7 @@
       if (!rep.active.length) active.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No active jobs.')));
       put(stalled, ...rep.stalled.map((j) => el('tr', {},
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
-        el('td', { class: 'num' }, j.stalledCount), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
+        el('td', { class: 'num' }, j.stalledCounter), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
       let cs;
       try { cs = await api(`queues/${seg(queue)}/conflicts`); } catch (e) { return; }

@@ -362,6 +362,15 @@ func (o *Oracle) GetJob(ctx context.Context, prefix, queue, id string) (*NodeJob
 	return job, err
 }
 
+// GetJobJSON returns a job as BullMQ's own JSON has it, JSON.stringify of
+// the Job that Queue.getJob returns, by top-level key; nil when there is
+// no job.
+func (o *Oracle) GetJobJSON(ctx context.Context, prefix, queue, id string) (map[string]json.RawMessage, error) {
+	var job map[string]json.RawMessage
+	err := o.Call(ctx, "getJobJSON", qargs(prefix, queue, "jobId", id), &job)
+	return job, err
+}
+
 // GetState returns Queue.getJobState: "completed", "failed", "delayed",
 // "prioritized", "active", "waiting", "waiting-children" or "unknown".
 func (o *Oracle) GetState(ctx context.Context, prefix, queue, id string) (string, error) {

@@ -269,6 +269,14 @@ const commands = {
     const q = await getQueue(a);
     return jobView(await q.getJob(String(a.jobId)));
   },
+  // getJobJSON returns a job as BullMQ's own JSON has it: JSON.stringify
+  // of the Job that Queue.getJob returns (its toJSON), or null.
+  getJobJSON: async (a) => {
+    need(a, 'jobId');
+    const q = await getQueue(a);
+    const job = await q.getJob(String(a.jobId));
+    return job ? JSON.parse(JSON.stringify(job)) : null;
+  },
   getState: async (a) => {
     need(a, 'jobId');
     const q = await getQueue(a);
