@@ -74,6 +74,10 @@ bench: deps ## go test benchmarks of the engine and the hot paths
 bench-compare: ## side-by-side benchmark against Node BullMQ, asynq and River (bench/README.md); ARGS="-n 5000 -runs 1" for a quick one
 	$(MAKE) -C bench compare ARGS="$(ARGS)"
 
+.PHONY: bench-ab
+bench-ab: deps ## processing cost of two revisions on one harness, alternating (A=rev B=rev [ROUNDS=5] [JOBS=300000]); scripts/bench-ab.sh
+	./scripts/bench-ab.sh $(A) $(B) $(or $(ROUNDS),5) $(or $(JOBS),300000)
+
 GOLANGCI ?= $(shell go env GOPATH)/bin/golangci-lint
 
 .PHONY: lint
