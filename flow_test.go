@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"testing"
 	"time"
@@ -22,13 +23,16 @@ func TestFlowProducer(t *testing.T) {
 	type flowBundle struct {
 		*testBundle
 		fp *drover.FlowProducer
+		// log is what fp logged.
+		log *syncBuffer
 	}
 	setup := func(t *testing.T) *flowBundle {
 		t.Helper()
 		b := setupQueue(t)
-		fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+		log := &syncBuffer{}
+		fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix, Logger: slog.New(slog.NewTextHandler(log, nil))})
 		require.NoError(t, err)
-		return &flowBundle{testBundle: b, fp: fp}
+		return &flowBundle{testBundle: b, fp: fp, log: log}
 	}
 	// work runs a worker on queue until stop.
 	work := func(t *testing.T, b *flowBundle, queue string, proc drover.ProcessorFunc) {
@@ -170,6 +174,9 @@ func TestFlowProducer(t *testing.T) {
 			require.Contains(t, err.Error(), tc.msg, tc.name)
 			require.Equal(t, before, keysUnder(t, b), "%s: Redis untouched", tc.name)
 		}
+		// A refusal is Redis' answer: final at once, never sent again as
+		// if the answer had been lost.
+		require.NotContains(t, b.log.String(), "sending it again")
 	})
 
 	t.Run("ParentConflictRefusesTheWholeTree", func(t *testing.T) {
@@ -182,6 +189,7 @@ func TestFlowProducer(t *testing.T) {
 		_, err = b.fp.Add(ctx, drover.FlowJob{Name: "p2", QueueName: "q", Opts: &drover.JobOptions{JobID: "p2"},
 			Children: []drover.FlowJob{{Name: "other", QueueName: "q"}, {Name: "c", QueueName: "q", Opts: &drover.JobOptions{JobID: "shared"}}}})
 		require.ErrorIs(t, err, drover.ErrParentConflict)
+		require.NotContains(t, b.log.String(), "sending it again")
 		require.Contains(t, err.Error(), `job "c" (id "shared") of queue "q"`)
 		require.Equal(t, before, keysUnder(t, b))
 	})

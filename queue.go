@@ -377,6 +377,14 @@ func sendAdd(cmdCtx, stop context.Context, window time.Duration, logger *slog.Lo
 		if err == nil {
 			return out, nil
 		}
+		// A refusal (addFlow's parent checks) is the script's answer and
+		// final: it wrote nothing, and an earlier send whose answer was
+		// lost did not store the jobs either (this send would have got
+		// that send's answer instead), so nothing is in doubt.
+		var refused *scripts.FlowRefusedError
+		if errors.As(err, &refused) {
+			return nil, err
+		}
 		if !isRedisReply(err) && !isDialError(err) && !errors.Is(err, redis.ErrClosed) {
 			mayHaveRun = true
 		}
