@@ -80,7 +80,7 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 	args := w.fetchArgs(fetch)
 	for attempt := 1; ; attempt++ {
 		var err error
-		codes, f, err = scripts.FinishJobs(ctx, w.q.rdb, w.q.k, args, recs)
+		codes, f, err = scripts.FinishJobs(ctx, w.q.rdb, w.q.k, args, w.metricsPoints(), recs)
 		if err == nil {
 			break
 		}
@@ -99,9 +99,6 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 	w.failRefusedCompletions(batch, codes)
 	for _, rj := range done {
 		rj.written.Store(true)
-	}
-	if w.opts.Metrics != nil {
-		w.collectMetrics(args.Now, batch, codes)
 	}
 	newDelayed := false
 	for i, it := range batch {
@@ -175,7 +172,7 @@ func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error) {
 	}
 	ctx := context.Background() // results must land even while closing
 	for attempt := 1; ; attempt++ {
-		again, _, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, w.fetchArgs(0), recs)
+		again, _, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, w.fetchArgs(0), w.metricsPoints(), recs)
 		if err == nil {
 			for k, i := range idx {
 				codes[i] = again[k]
@@ -192,27 +189,11 @@ func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error) {
 	}
 }
 
-// collectMetrics counts the batch's final outcomes in BullMQ's metrics. A
-// failure only loses counts: it is logged, never retried.
-func (w *Worker) collectMetrics(now int64, batch []*finishItem, codes []error) {
-	completed, failed := 0, 0
-	for i, it := range batch {
-		if codes[i] != nil {
-			continue
-		}
-		switch it.rec.Kind {
-		case scripts.FinishCompleted:
-			completed++
-		case scripts.FinishFailed:
-			failed++
-		}
+// metricsPoints is the data points finishJobs keeps in BullMQ's metrics
+// (WorkerOptions.Metrics), 0 when the worker keeps none.
+func (w *Worker) metricsPoints() int {
+	if w.opts.Metrics == nil {
+		return 0
 	}
-	if completed+failed == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := scripts.CollectMetrics(ctx, w.q.rdb, w.q.k, now, w.opts.Metrics.MaxDataPoints, completed, failed); err != nil {
-		w.log.Warn("collect metrics failed", slog.Int(logkey.Count, completed+failed), slog.Any(logkey.Error, err))
-	}
+	return w.opts.Metrics.MaxDataPoints
 }

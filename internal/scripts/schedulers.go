@@ -98,8 +98,8 @@ func RemoveJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, id string) 
 	return n == 1, err
 }
 
-// featureScripts are the scripts of job schedulers, metrics and job control,
+// featureScripts are the scripts of job schedulers, flows and job control,
 // kept apart from All's list so each feature adds its own.
 func featureScripts() []*script {
-	return []*script{advanceScheduler, upsertJobScheduler, removeJobScheduler, collectMetrics, addFlow, moveToWaitingChildren, cancelJob}
+	return []*script{advanceScheduler, upsertJobScheduler, removeJobScheduler, addFlow, moveToWaitingChildren, cancelJob}
 }

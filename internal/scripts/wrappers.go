@@ -276,10 +276,12 @@ func finishRecordNames() []string {
 }
 
 // FinishJobs ends recs' attempts and fetches up to a.Count next jobs.
-// codes[i] is nil or the error for recs[i].
-func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, recs []FinishRecord) ([]error, Fetch, error) {
-	args := make([]any, 0, 10+len(finishRecord)*len(recs))
-	args = append(args, a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax(), len(recs))
+// codes[i] is nil or the error for recs[i]. With metricsPoints > 0 the jobs
+// it finishes for good are counted in BullMQ's per-minute metrics, keeping
+// that many data points (WorkerOptions.Metrics), in the same atomic step.
+func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, metricsPoints int, recs []FinishRecord) ([]error, Fetch, error) {
+	args := make([]any, 0, 11+len(finishRecord)*len(recs))
+	args = append(args, a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax(), len(recs), metricsPoints)
 	for i := range recs {
 		fields := finishRecord
 		if !recs[i].hasTail() {

@@ -5,8 +5,9 @@
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 now ms, 3 fetch count, 4 lock token base, 5 lock duration
 --   ms, 6 worker name, 7 worker rate limit max, 8 worker rate limit window ms,
---   9 highest delayed score due now (include/fetch.lua), 10 job count n, then
---   n records in the order of finishRecord (internal/scripts/wrappers.go),
+--   9 highest delayed score due now (include/fetch.lua), 10 job count n,
+--   11 metrics data points (0: the worker keeps no metrics; else jobs
+--   finished for good are counted, include/metrics.lua), then n records in the order of finishRecord (internal/scripts/wrappers.go),
 --   which also writes the REC table of offsets below when the script is
 --   loaded. A record's head (REC_HEAD fields): id, token, kind, value,
 --   attemptsMade after this attempt, keep spec (include/retention.lua),
@@ -35,6 +36,7 @@
 --@include parent
 --@include retention
 --@include fetch
+--@include metrics
 --@record finish
 
 local now = tonumber(ARGV[2])
@@ -148,7 +150,7 @@ end
 -- when its "more" field says its tail follows (see finishRecord).
 local at = {}
 do
-  local o = 10
+  local o = 11
   for i = 0, n - 1 do
     at[i] = o
     o = o + (ARGV[o + REC.more] == "1" and REC_FIELDS or REC_HEAD)
@@ -377,6 +379,20 @@ for _, e in ipairs(finishedEvents) do
       rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
     end
   end
+end
+
+-- BullMQ's worker metrics count a job finished for good in the step that
+-- finishes it, so a count is never lost to a worker that dies after the finish.
+local metricsPoints = tonumber(ARGV[11])
+if metricsPoints > 0 and #finishedEvents > 0 then
+  local completed = 0
+  for _, e in ipairs(finishedEvents) do
+    if e[1] == "c" then
+      completed = completed + 1
+    end
+  end
+  countMetrics("completed", completed, ARGV[2], metricsPoints)
+  countMetrics("failed", #finishedEvents - completed, ARGV[2], metricsPoints)
 end
 
 local fetched = fetchJobs(now, tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]),

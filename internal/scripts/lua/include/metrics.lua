@@ -1,19 +1,14 @@
--- collectMetrics: count jobs a worker finished for good in BullMQ's
--- per-minute metrics ("<queue>:metrics:completed|failed" hash with count,
--- prevTS and prevCount; ":data" list of per-minute counts, newest first),
--- as Node workers with the metrics option do in moveToFinished. A batch of
--- n jobs finished at the same time counts as n single finishes would: only
--- the first can close a minute.
--- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 now ms, 3 max data points, 4 completed count, 5 failed count.
--- Returns 0.
---@include common
---@include queue
+-- metrics.lua: BullMQ's per-minute job metrics, which a Node worker with the
+-- metrics option writes in moveToFinished and finishJobs writes in the same
+-- step as the finish. Layout: "<queue>:metrics:completed|failed" is a hash
+-- of count (every job counted so far), prevTS (ms of the last minute
+-- closed) and prevCount (count at that time); its ":data" list holds one
+-- count per minute, newest first, at most maxPoints of them.
 
-local nowText = ARGV[2]
-local maxPoints = tonumber(ARGV[3])
-
-local function collect(kind, n)
+-- countMetrics counts n jobs of kind ("completed" or "failed") finished at
+-- nowText (ms, as text). n jobs finished at one instant count as n single
+-- finishes would: only the first can close a minute.
+local function countMetrics(kind, n, nowText, maxPoints)
   if n <= 0 then
     return
   end
@@ -37,7 +32,3 @@ local function collect(kind, n)
     rcall("HSET", metaKey, "prevCount", count, "prevTS", nowText)
   end
 end
-
-collect("completed", tonumber(ARGV[4]))
-collect("failed", tonumber(ARGV[5]))
-return 0
