@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,8 +30,21 @@ type redisFlags struct {
 const RedisURLDefault = "redis://127.0.0.1:6379/0"
 
 func (r *redisFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db (env DROVER_REDIS_URL)")
+	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db or rediss://..., or host:port (env DROVER_REDIS_URL)")
 	fs.StringVar(&r.prefix, "prefix", envOr("DROVER_PREFIX", drover.PrefixDefault), "key prefix of the queues (env DROVER_PREFIX)")
+}
+
+// parseRedisURL reads --redis: a redis:// or rediss:// URL, or a bare
+// host:port (what redis-cli -h/-p and most clients take), which means
+// redis://host:port/0.
+func parseRedisURL(s string) (*redis.Options, error) {
+	if !strings.Contains(s, "://") {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, errors.New("want a redis:// or rediss:// URL, or host:port")
+		}
+		s = "redis://" + s
+	}
+	return redis.ParseURL(s)
 }
 
 func envOr(key, def string) string {
@@ -43,7 +57,7 @@ func envOr(key, def string) string {
 // inspector connects to Redis and returns an Inspector and a func that
 // closes the connection.
 func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(), error) {
-	opt, err := redis.ParseURL(r.url)
+	opt, err := parseRedisURL(r.url)
 	if err != nil {
 		return nil, nil, usagef("--redis %q: %v", r.url, err)
 	}

@@ -367,7 +367,7 @@ func openRedis(ctx context.Context, url string) (redis.UniversalClient, string, 
 		return rdb, fmt.Sprintf("no --redis given: running on an embedded Redis-compatible engine (miniredis, in this process) at %s", srv.Addr()),
 			func() { _ = rdb.Close(); srv.Close() }, nil
 	}
-	opt, err := redis.ParseURL(url)
+	opt, err := parseRedisURL(url)
 	if err != nil {
 		return nil, "", nil, usagef("--redis %q: %v", url, err)
 	}

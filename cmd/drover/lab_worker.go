@@ -40,7 +40,7 @@ func (c *labWorkerCmd) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("lab worker: %v", err)
 	}
-	opt, err := redis.ParseURL(*redisURL)
+	opt, err := parseRedisURL(*redisURL)
 	if err != nil {
 		return usagef("lab worker: --redis: %v", err)
 	}
