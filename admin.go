@@ -34,7 +34,7 @@ func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) err
 		return err
 	}
 	err := scripts.Reprocess(ctx, j.queue.rdb, j.queue.k, j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted)
-	return j.err("retry", err)
+	return j.stateErr(ctx, "retry", string(state), err)
 }
 
 // Promote makes a delayed job ready now. ErrNotInState if it is not delayed.
@@ -42,7 +42,7 @@ func (j *Job) Promote(ctx context.Context) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.err("promote", scripts.Promote(ctx, j.queue.rdb, j.queue.k, j.ID, false, false))
+	return j.stateErr(ctx, "promote", string(StateDelayed), scripts.Promote(ctx, j.queue.rdb, j.queue.k, j.ID, false, false))
 }
 
 // ChangeDelay makes a delayed job due delay from now. ErrNotInState if it is
@@ -54,7 +54,7 @@ func (j *Job) ChangeDelay(ctx context.Context, delay time.Duration) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.err("change delay of", scripts.ChangeDelay(ctx, j.queue.rdb, j.queue.k, j.ID, j.queue.nowMs(), delay.Milliseconds()))
+	return j.stateErr(ctx, "change delay of", string(StateDelayed), scripts.ChangeDelay(ctx, j.queue.rdb, j.queue.k, j.ID, j.queue.nowMs(), delay.Milliseconds()))
 }
 
 // ChangePriority gives the job a new priority (0 = none). A waiting job is

@@ -3,6 +3,7 @@ package drover
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -102,6 +103,21 @@ func (j *Job) DecodeData(v any) error {
 
 // Queue is the queue the job belongs to; nil for the zero Job.
 func (j *Job) Queue() *Queue { return j.queue }
+
+// stateErr is err as j.err makes it, and when the job was not in the
+// state the operation needs, says which state it is in and which one the
+// operation wanted ("job not in the expected state: it is waiting, not
+// delayed"), read after the refusal.
+func (j *Job) stateErr(ctx context.Context, op string, want string, err error) error {
+	if errors.Is(err, ErrNotInState) && j.queue != nil {
+		state, serr := j.queue.GetJobState(ctx, j.ID)
+		if serr != nil {
+			state = "unknown"
+		}
+		err = fmt.Errorf("%w: it is %s, not %s", err, state, want)
+	}
+	return j.err(op, err)
+}
 
 func (j *Job) err(op string, err error) error {
 	if err == nil {

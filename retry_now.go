@@ -24,5 +24,5 @@ func (j *Job) RetryNow(ctx context.Context, opts *RetryOptions) error {
 		o = *opts
 	}
 	err := scripts.Promote(ctx, j.queue.rdb, j.queue.k, j.ID, o.ResetAttemptsMade, o.ResetAttemptsStarted)
-	return j.err("retry now", err)
+	return j.stateErr(ctx, "retry now", string(StateDelayed), err)
 }
