@@ -36,7 +36,7 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 		"than an hour ago, as the dashboard's clean action); jobs a worker holds are skipped. It says how\n"+
 		"many jobs it will remove and asks first; --yes skips the question.", inspect.CleanGraceDefault))
 	state := fs.String("state", "completed", "state to clean: completed, failed, delayed, waiting, prioritized, paused")
-	grace := fs.Duration("grace", inspect.CleanGraceDefault, "keep jobs younger than this (finished for completed and failed); 0 = remove them all")
+	grace := fs.duration("grace", inspect.CleanGraceDefault, "keep jobs younger than this (finished for completed and failed); 0 = remove them all")
 	limit := fs.Int("limit", 0, "remove at most this many (0 = up to 10000 per call)")
 	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be removed")
 	yes := fs.Bool("yes", false, "remove without asking (for scripts; without it, clean asks on a terminal and refuses elsewhere)")

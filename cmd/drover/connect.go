@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,6 +159,35 @@ func newQueueFlags(name string, out io.Writer, usage string) *queueFlags {
 		f.PrintDefaults()
 	}
 	return f
+}
+
+// duration is a flag like FlagSet.Duration that also takes a bare number
+// of milliseconds, the unit of BullMQ's options (--every 1000 = 1s).
+func (f *queueFlags) duration(name string, value time.Duration, usage string) *time.Duration {
+	d := &msDuration{d: value}
+	f.Var(d, name, usage+" (a Go `duration` such as 30s, or milliseconds)")
+	return &d.d
+}
+
+// msDuration is the flag.Value of queueFlags.duration.
+type msDuration struct{ d time.Duration }
+
+func (m *msDuration) String() string { return m.d.String() }
+
+func (m *msDuration) Set(s string) error {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+			return fmt.Errorf("%d ms is out of range", ms)
+		}
+		m.d = time.Duration(ms) * time.Millisecond
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration such as 30s or 1m30s, or a number of milliseconds")
+	}
+	m.d = d
+	return nil
 }
 
 // jsonFlag is the --json flag of commands that print JSON on request.

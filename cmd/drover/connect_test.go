@@ -35,3 +35,31 @@ func TestRedisFlag(t *testing.T) {
 		require.ErrorContains(t, err, tc.err, tc.redis)
 	}
 }
+
+// TestDurationFlags: the operator duration flags (scheduler --every, clean
+// --grace, retry --pause) take a Go duration or, as BullMQ's options do,
+// a number of milliseconds; --every 1000 was refused ("parse error").
+func TestDurationFlags(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		m := Main{Stdout: &out, Stderr: &out}
+		err := m.Run(ctx, append(args, "--redis", redistest.Shared(t).Addr, "--prefix", prefix))
+		return out.String(), err
+	}
+	_, err := run("scheduler", "upsert", "q", "ms", "--every", "1500")
+	require.NoError(t, err)
+	_, err = run("scheduler", "upsert", "q", "go", "--every", "2s")
+	require.NoError(t, err)
+	for id, want := range map[string]string{"ms": "1500", "go": "2000"} {
+		every, err := rdb.HGet(ctx, prefix+":q:repeat:"+id, "every").Result()
+		require.NoError(t, err, id)
+		require.Equal(t, want, every, id)
+	}
+	_, err = run("scheduler", "upsert", "q", "bad", "--every", "1x")
+	require.ErrorContains(t, err, "want a duration such as 30s or 1m30s, or a number of milliseconds")
+	out, err := run("clean", "q", "--grace", "60000", "--dry-run")
+	require.NoError(t, err, out)
+}

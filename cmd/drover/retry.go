@@ -43,7 +43,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be retried")
 	limit := fs.Int("limit", 0, "retry at most this many jobs, newest first (0 = all)")
 	chunk := fs.Int("chunk", inspect.RetryChunkDefault, "jobs per chunk")
-	pause := fs.Duration("pause", inspect.RetryPauseDefault, "pause between chunks, so the retry cannot cause a storm (0 = none)")
+	pause := fs.duration("pause", inspect.RetryPauseDefault, "pause between chunks, so the retry cannot cause a storm (0 = none)")
 	progress := fs.Bool("progress", false, "draw the progress bar even when the output is not a terminal")
 	asJSON := fs.jsonFlag()
 	pos, err := fs.parse(args)

@@ -98,7 +98,7 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 	sub := args[0]
 	fs := newQueueFlags("scheduler "+sub, c.out, fmt.Sprintf("Usage: drover scheduler %s <queue> <id> [flags]\n", sub))
 	asJSON := fs.jsonFlag()
-	every := fs.Duration("every", 0, "run at this interval (e.g. 30s)")
+	every := fs.duration("every", 0, "run at this interval")
 	pattern := fs.String("pattern", "", "cron pattern (5 fields, or 6 with seconds first)")
 	tz := fs.String("tz", "", "IANA time zone of the pattern (default UTC)")
 	limit := fs.Int("limit", 0, "stop after this many runs (0 = no limit)")
