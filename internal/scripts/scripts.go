@@ -32,11 +32,16 @@ import (
 var luaFS embed.FS
 
 // Source returns the expanded source of script name (without ".lua"), as it
-// is sent to Redis: comment lines, blank lines and indentation left out.
+// is sent to Redis: the top-level functions it never calls (prune), comment
+// lines, blank lines and indentation left out. An include ("include/name")
+// comes whole, for tests that run its helpers.
 func Source(name string) string {
 	src, err := expand(name, map[string]bool{})
 	if err != nil {
 		panic(err) // the embedded files are fixed at build time; a test covers every script
+	}
+	if !strings.HasPrefix(name, "include/") {
+		src = prune(src)
 	}
 	return compact(src)
 }
