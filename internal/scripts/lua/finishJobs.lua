@@ -147,31 +147,32 @@ end
 -- lock. A lock held with the job's token proves the job exists: every path
 -- that deletes a job refuses locked jobs or deletes the lock with it.
 -- Where each record starts: a record is REC_HEAD fields, or REC_FIELDS
--- when its "more" field says its tail follows (see finishRecord).
+-- when its "more" field says its tail follows (see finishRecord). Job keys
+-- are built once here (a concatenation makes a new string each time).
+-- Loops below are numeric: ipairs costs a function call per item.
 local at = {}
+local jobKeys = {}
+local lockKeys = {}
 do
   local o = 11
   for i = 0, n - 1 do
     at[i] = o
+    local jobKey = base .. ARGV[o + REC.id]
+    jobKeys[i + 1] = jobKey
+    lockKeys[i + 1] = jobKey .. ":lock"
     o = o + (ARGV[o + REC.more] == "1" and REC_FIELDS or REC_HEAD)
   end
-end
-local recordAt = function(i) return at[i] end
-local lockKeys = {}
-for i = 0, n - 1 do
-  lockKeys[i + 1] = base .. ARGV[recordAt(i) + REC.id] .. ":lock"
 end
 local locks = n > 0 and rcall("MGET", unpack(lockKeys)) or {}
 local owned = {}
 local mine = {}
 for i = 0, n - 1 do
-  local o = recordAt(i)
-  local id = ARGV[o + REC.id]
+  local o = at[i]
   local lock = locks[i + 1]
   if lock ~= ARGV[o + REC.token] then
     if lock then
       codes[i + 1] = -6
-    elseif rcall("EXISTS", base .. id) == 0 then
+    elseif rcall("EXISTS", jobKeys[i + 1]) == 0 then
       codes[i + 1] = -1
     else
       codes[i + 1] = -2
@@ -187,18 +188,20 @@ end
 -- failed with failParentOnFailure (-9); BullMQ refuses the same way. One
 -- EXISTS over the batch keeps this off the common path.
 local probe = {}
-for _, i in ipairs(mine) do
-  if ARGV[recordAt(i) + REC.kind] == "c" then
-    local jobKey = base .. ARGV[recordAt(i) + REC.id]
+for k = 1, #mine do
+  local i = mine[k]
+  if ARGV[at[i] + REC.kind] == "c" then
+    local jobKey = jobKeys[i + 1]
     probe[#probe + 1] = jobKey .. ":dependencies"
     probe[#probe + 1] = jobKey .. ":unsuccessful"
   end
 end
 if #probe > 0 and rcall("EXISTS", unpack(probe)) > 0 then
   local free = {}
-  for _, i in ipairs(mine) do
-    local jobKey = base .. ARGV[recordAt(i) + REC.id]
-    if ARGV[recordAt(i) + REC.kind] ~= "c" then
+  for k = 1, #mine do
+    local i = mine[k]
+    local jobKey = jobKeys[i + 1]
+    if ARGV[at[i] + REC.kind] ~= "c" then
       free[#free + 1] = i
     elseif rcall("SCARD", jobKey .. ":dependencies") > 0 then
       codes[i + 1] = -4
@@ -217,11 +220,14 @@ end
 local activeLen = #mine >= 8 and rcall("LLEN", activeKey) or 0
 if #mine >= 8 and activeLen <= 16 * #mine then
   local leaving = {}
-  for _, i in ipairs(mine) do
-    leaving[ARGV[recordAt(i) + REC.id]] = i
+  for k = 1, #mine do
+    local i = mine[k]
+    leaving[ARGV[at[i] + REC.id]] = i
   end
   local stay = {}
-  for _, id in ipairs(rcall("LRANGE", activeKey, "0", "-1")) do
+  local list = rcall("LRANGE", activeKey, "0", "-1")
+  for k = 1, #list do
+    local id = list[k]
     local i = leaving[id]
     if i and codes[i + 1] == -3 then
       codes[i + 1] = 0
@@ -234,130 +240,151 @@ if #mine >= 8 and activeLen <= 16 * #mine then
     rcall("RPUSH", activeKey, unpack(stay, from, math.min(from + 4999, #stay)))
   end
 else
-  for _, i in ipairs(mine) do
-    if rcall("LREM", activeKey, "-1", ARGV[recordAt(i) + REC.id]) > 0 then
+  for k = 1, #mine do
+    local i = mine[k]
+    if rcall("LREM", activeKey, "-1", ARGV[at[i] + REC.id]) > 0 then
       codes[i + 1] = 0
     end
   end
 end
-for _, i in ipairs(mine) do
+for k = 1, #mine do
+  local i = mine[k]
   if codes[i + 1] == 0 then
     owned[#owned + 1] = i
   end
 end
 if #owned > 0 then
   local dels, ids = {}, {}
-  for k, i in ipairs(owned) do
+  for k = 1, #owned do
+    local i = owned[k]
     dels[k] = lockKeys[i + 1]
-    ids[k] = ARGV[recordAt(i) + REC.id]
+    ids[k] = ARGV[at[i] + REC.id]
   end
   rcall("DEL", unpack(dels))
   rcall("SREM", stalledKey, unpack(ids))
 end
 
 -- Pass 2: move each owned job to its next state. Finished jobs are added to
--- their set with one ZADD per set at the end.
+-- their set with one ZADD per set at the end; their events are written
+-- after the retention trims (finals lists them).
 local finished = {[completedKey] = {}, [failedKey] = {}}
-local finishedEvents = {}
-for _, i in ipairs(owned) do
-  local o = recordAt(i)
+local finals = {}
+for k = 1, #owned do
+  local i = owned[k]
+  local o = at[i]
   local id = ARGV[o + REC.id]
   local kind = ARGV[o + REC.kind]
   local value = ARGV[o + REC.value]
-  local jobKey = base .. id
+  local jobKey = jobKeys[i + 1]
   -- Without a tail (a plain completion) its fields read as "".
   local more = ARGV[o + REC.more] == "1"
-  local stack = more and ARGV[o + REC.stacktrace] or ""
   local atm = ARGV[o + REC.attemptsMade]
-  local timeline = more and ARGV[o + REC.timeline] or ""
-  local fields = {}
   lastFinal = kind == "c" or kind == "f"
-  if kind ~= "c" and kind ~= "w" and kind ~= "m" then
-    fields[#fields + 1] = "failedReason"
-    fields[#fields + 1] = value
-    if stack ~= "" then
-      fields[#fields + 1] = "stacktrace"
-      fields[#fields + 1] = stack
-    end
-  end
-  if kind ~= "w" and kind ~= "m" then
-    fields[#fields + 1] = "atm"
-    fields[#fields + 1] = atm
-  end
-  if timeline ~= "" then
-    fields[#fields + 1] = "drover.attempts"
-    fields[#fields + 1] = timeline
-  end
-
-  if kind == "c" or kind == "f" then
-    local deid = more and ARGV[o + REC.dedupId] or ""
-    if deid ~= "" then
-      releaseDedup(id, deid)
-      requeueNext(deid)
-    end
-    local parent = nil
-    if more and ARGV[o + REC.hasParent] == "1" then
-      parent = parentOf(jobKey)
-      if parent then
-        if kind == "c" then
-          childCompleted(parent, jobKey, value, now)
-        else
-          childFailed(parent, jobKey, value, now)
-        end
-      end
-    end
+  if not more and kind == "c" then
+    -- A plain completion: no timeline, deduplication id or parent, so the
+    -- fields go straight to HSET (the general path below builds a table).
     local spec = ARGV[o + REC.keep]
-    local setKey = kind == "c" and completedKey or failedKey
     if spec == "0" then
       removeJobKeys(jobKey)
-      if parent then
-        -- A child failed without a failure policy still counts as pending.
-        detachFromParent(jobKey, parent.key, false)
-      end
     else
-      fields[#fields + 1] = kind == "c" and "returnvalue" or "failedReason"
-      fields[#fields + 1] = value
-      fields[#fields + 1] = "finishedOn"
-      fields[#fields + 1] = ARGV[2]
-      rcall("HSET", jobKey, unpack(fields))
-      if kind == "f" then
-        rcall("HDEL", jobKey, "defa")
-      end
-      local add = finished[setKey]
+      rcall("HSET", jobKey, "atm", atm, "returnvalue", value, "finishedOn", ARGV[2])
+      local add = finished[completedKey]
       add[#add + 1] = ARGV[2]
       add[#add + 1] = id
-      noteTrim(setKey, spec)
+      noteTrim(completedKey, spec)
     end
-    -- Written after the retention trims below, as BullMQ trims before it
-    -- writes the job's event (a trimmed flow child's parent release comes
-    -- first).
-    finishedEvents[#finishedEvents + 1] = {kind, id, value, atm, more and ARGV[o + REC.attempts] or ""}
-  elseif kind == "r" or kind == "w" then
-    if #fields > 0 then
+    finals[#finals + 1] = i
+  else
+    local stack = more and ARGV[o + REC.stacktrace] or ""
+    local timeline = more and ARGV[o + REC.timeline] or ""
+    local fields = {}
+    if kind ~= "c" and kind ~= "w" and kind ~= "m" then
+      fields[#fields + 1] = "failedReason"
+      fields[#fields + 1] = value
+      if stack ~= "" then
+        fields[#fields + 1] = "stacktrace"
+        fields[#fields + 1] = stack
+      end
+    end
+    if kind ~= "w" and kind ~= "m" then
+      fields[#fields + 1] = "atm"
+      fields[#fields + 1] = atm
+    end
+    if timeline ~= "" then
+      fields[#fields + 1] = "drover.attempts"
+      fields[#fields + 1] = timeline
+    end
+
+    if kind == "c" or kind == "f" then
+      local deid = more and ARGV[o + REC.dedupId] or ""
+      if deid ~= "" then
+        releaseDedup(id, deid)
+        requeueNext(deid)
+      end
+      local parent = nil
+      if more and ARGV[o + REC.hasParent] == "1" then
+        parent = parentOf(jobKey)
+        if parent then
+          if kind == "c" then
+            childCompleted(parent, jobKey, value, now)
+          else
+            childFailed(parent, jobKey, value, now)
+          end
+        end
+      end
+      local spec = ARGV[o + REC.keep]
+      local setKey = kind == "c" and completedKey or failedKey
+      if spec == "0" then
+        removeJobKeys(jobKey)
+        if parent then
+          -- A child failed without a failure policy still counts as pending.
+          detachFromParent(jobKey, parent.key, false)
+        end
+      else
+        fields[#fields + 1] = kind == "c" and "returnvalue" or "failedReason"
+        fields[#fields + 1] = value
+        fields[#fields + 1] = "finishedOn"
+        fields[#fields + 1] = ARGV[2]
+        rcall("HSET", jobKey, unpack(fields))
+        if kind == "f" then
+          rcall("HDEL", jobKey, "defa")
+        end
+        local add = finished[setKey]
+        add[#add + 1] = ARGV[2]
+        add[#add + 1] = id
+        noteTrim(setKey, spec)
+      end
+      -- Written after the retention trims below, as BullMQ trims before it
+      -- writes the job's event (a trimmed flow child's parent release comes
+      -- first).
+      finals[#finals + 1] = i
+    elseif kind == "r" or kind == "w" then
+      if #fields > 0 then
+        rcall("HSET", jobKey, unpack(fields))
+      end
+      -- Read the priority now: changePriority may have changed it meanwhile.
+      local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+      local blocked = pausedOrMaxed(metaKey, activeKey)
+      if kind == "r" then
+        pushReady(waitKey, prioritizedKey, pcKey, id, priority, ARGV[o + REC.lifo] == "1")
+        addBaseMarker(markerKey, blocked)
+      elseif priority > 0 then
+        -- Back to the front of its priority band, as BullMQ's move-back does.
+        rcall("ZADD", prioritizedKey, priorityScoreOf(priority, 0), id)
+      else
+        rcall("RPUSH", waitKey, id)
+        addBaseMarker(markerKey, blocked)
+      end
+      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id, "prev", "active")
+    else -- "d" or "m"
+      local due = ARGV[o + REC.due]
+      fields[#fields + 1] = "delay"
+      fields[#fields + 1] = ARGV[o + REC.delay]
       rcall("HSET", jobKey, unpack(fields))
+      rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
+      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", id, "delay", due)
+      delayed = true
     end
-    -- Read the priority now: changePriority may have changed it meanwhile.
-    local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
-    local blocked = pausedOrMaxed(metaKey, activeKey)
-    if kind == "r" then
-      pushReady(waitKey, prioritizedKey, pcKey, id, priority, ARGV[o + REC.lifo] == "1")
-      addBaseMarker(markerKey, blocked)
-    elseif priority > 0 then
-      -- Back to the front of its priority band, as BullMQ's move-back does.
-      rcall("ZADD", prioritizedKey, priorityScoreOf(priority, 0), id)
-    else
-      rcall("RPUSH", waitKey, id)
-      addBaseMarker(markerKey, blocked)
-    end
-    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id, "prev", "active")
-  else -- "d" or "m"
-    local due = ARGV[o + REC.due]
-    fields[#fields + 1] = "delay"
-    fields[#fields + 1] = ARGV[o + REC.delay]
-    rcall("HSET", jobKey, unpack(fields))
-    rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
-    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", id, "delay", due)
-    delayed = true
   end
 end
 for setKey, add in pairs(finished) do
@@ -369,13 +396,15 @@ end
 for _, t in pairs(trims) do
   trimFinished(t[1], t[2], now)
 end
-for _, e in ipairs(finishedEvents) do
-  local id, value, atm = e[2], e[3], e[4]
-  if e[1] == "c" then
+for k = 1, #finals do
+  local o = at[finals[k]]
+  local id, value = ARGV[o + REC.id], ARGV[o + REC.value]
+  if ARGV[o + REC.kind] == "c" then
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
   else
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "failed", "jobId", id, "failedReason", value, "prev", "active")
-    if tonumber(atm) >= tonumber(e[5]) then
+    local atm = ARGV[o + REC.attemptsMade]
+    if tonumber(atm) >= tonumber(ARGV[o + REC.attempts]) then
       rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
     end
   end
@@ -384,15 +413,15 @@ end
 -- BullMQ's worker metrics count a job finished for good in the step that
 -- finishes it, so a count is never lost to a worker that dies after the finish.
 local metricsPoints = tonumber(ARGV[11])
-if metricsPoints > 0 and #finishedEvents > 0 then
+if metricsPoints > 0 and #finals > 0 then
   local completed = 0
-  for _, e in ipairs(finishedEvents) do
-    if e[1] == "c" then
+  for k = 1, #finals do
+    if ARGV[at[finals[k]] + REC.kind] == "c" then
       completed = completed + 1
     end
   end
   countMetrics("completed", completed, ARGV[2], metricsPoints)
-  countMetrics("failed", #finishedEvents - completed, ARGV[2], metricsPoints)
+  countMetrics("failed", #finals - completed, ARGV[2], metricsPoints)
 end
 
 local fetched = fetchJobs(now, tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]),
