@@ -124,17 +124,17 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
       -- A listed id without a job hash cannot be worked: drop it, never lock it.
       rcall("LREM", activeKey, 1, id)
     else
-      local ats = 0
+      local ats = "1"
       local deferred = false
       for f = 1, #hash, 2 do
         if hash[f] == "ats" then
-          ats = tonumber(hash[f + 1])
+          -- tostring: cheaper than the %.17g redis.call applies to a
+          -- number, but still a printf; a first attempt needs none.
+          ats = tostring(tonumber(hash[f + 1]) + 1)
         elseif hash[f] == "defa" then
           deferred = true
         end
       end
-      -- tostring: cheaper than the %.17g redis.call applies to a number.
-      ats = tostring(ats + 1)
       -- A job that will be failed without running does not use the limit.
       if maxJobs and not deferred and rcall("INCR", limiterKey) == 1 then
         rcall("PEXPIRE", limiterKey, math.floor(math.abs(window)))
