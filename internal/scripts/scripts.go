@@ -5,7 +5,8 @@
 //
 // Scripts live in lua/*.lua with a header that is their contract. A line
 // "--@include name" is replaced by lua/include/name.lua when the package is
-// initialised, so shared helpers are written once; a line "--@record name"
+// initialised (indented like the line, so an include can go inside a
+// function), so shared helpers are written once; a line "--@record name"
 // by the offsets of a record schema (records). Every script receives the
 // queue's 16 keys (keys.Queue.ScriptKeys) as KEYS and the job-key base as
 // ARGV[1]; keys of individual jobs are built from that base inside the script,
@@ -94,6 +95,12 @@ func expand(name string, seen map[string]bool) (string, error) {
 			if err != nil {
 				return "", err
 			}
+			// An include inside a function (an indented line) is indented
+			// like it, so its functions are that function's locals, not
+			// top-level ones (see prune).
+			if indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]; indent != "" {
+				sub = indentLines(sub, indent)
+			}
 			out.WriteString(sub)
 			out.WriteString("\n")
 			continue
@@ -101,6 +108,17 @@ func expand(name string, seen map[string]bool) (string, error) {
 		out.WriteString(line)
 	}
 	return out.String(), nil
+}
+
+func indentLines(src, indent string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(src, "\n") {
+		if strings.TrimSpace(line) != "" {
+			b.WriteString(indent)
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // records are the schemas of the per-item records scripts read from ARGV,

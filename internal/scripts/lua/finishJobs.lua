@@ -33,8 +33,6 @@
 -- (keepLastIfActive) queues that job; see requeueNext.
 --@include common
 --@include queue
---@include parent
---@include retention
 --@include fetch
 --@include metrics
 --@record finish
@@ -57,84 +55,102 @@ local delayed = false
 -- retry, a move back or a delay leaves the queue empty without one.
 local lastFinal = false
 
--- releaseDedup frees the job's deduplication id once it finishes, unless the
--- key carries a TTL (then it expires on its own) or another job owns it.
-local function releaseDedup(id, deid)
-  local dedupKey = base .. "de:" .. deid
-  local pttl = rcall("PTTL", dedupKey)
-  if pttl == 0 or (pttl == -1 and rcall("GET", dedupKey) == id) then
-    rcall("DEL", dedupKey)
+-- cold() builds the helpers of flows (a child's parent), deduplication
+-- and retention trims on a call's first need of them. A batch of plain
+-- completions needs none, and Redis makes every top-level function of a
+-- script anew on each call: a closure, its upvalues looked up one by one.
+local coldHelpers
+local function cold()
+  if coldHelpers then
+    return coldHelpers
   end
-end
+  --@include parent
+  --@include retention
 
--- requeueNext creates the job BullMQ's keepLastIfActive deduplication kept
--- in dn:<id> while the owner ran, now that the owner finished: it takes an
--- id counter value (its stored id wins), owns the deduplication id, and is
--- stored and queued as an add at `now` would be. Only jobs that carried a
--- deduplication id get here.
-local function requeueNext(deid)
-  local nextKey = base .. "dn:" .. deid
-  if rcall("EXISTS", nextKey) == 0 then
-    return
-  end
-  local f = rcall("HMGET", nextKey, "name", "data", "opts", "pk", "pd", "pdk", "rjk", "jid")
-  local counter = rcall("INCR", idKey)
-  local id = f[8] or tostring(counter)
-  local jobKey = base .. id
-  local opts = cjson.decode(f[3])
-  local de = opts["de"]
-  local dedupKey = base .. "de:" .. deid
-  local ttl = type(de) == "table" and tonumber(de["ttl"]) or nil
-  if type(de) == "table" and de["keepLastIfActive"] then
-    rcall("SET", dedupKey, id)
-  elseif ttl and ttl > 0 then
-    rcall("SET", dedupKey, id, "PX", ttl)
-  else
-    rcall("SET", dedupKey, id)
-  end
-  local delay = opts["delay"] or 0
-  local priority = opts["priority"] or 0
-  local fields = {"name", f[1], "data", f[2], "opts", cjson.encode(opts), "timestamp", ARGV[2],
-    "delay", delay, "priority", priority}
-  if f[4] then
-    fields[#fields + 1] = "parentKey"
-    fields[#fields + 1] = f[4]
-    if f[5] then
-      fields[#fields + 1] = "parent"
-      fields[#fields + 1] = f[5]
+  -- releaseDedup frees the job's deduplication id once it finishes, unless the
+  -- key carries a TTL (then it expires on its own) or another job owns it.
+  local function releaseDedup(id, deid)
+    local dedupKey = base .. "de:" .. deid
+    local pttl = rcall("PTTL", dedupKey)
+    if pttl == 0 or (pttl == -1 and rcall("GET", dedupKey) == id) then
+      rcall("DEL", dedupKey)
     end
   end
-  if f[7] then
-    fields[#fields + 1] = "rjk"
-    fields[#fields + 1] = f[7]
-  end
-  if type(de) == "table" and de["id"] then
-    fields[#fields + 1] = "deid"
-    fields[#fields + 1] = de["id"]
-  end
-  rcall("HSET", jobKey, unpack(fields))
-  rcall("XADD", eventsKey, "*", "event", "added", "jobId", id, "name", f[1])
-  if delay ~= 0 then
-    local due = delay > 0 and now + delay or now
-    rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
-    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", id, "delay", due)
-    addDelayMarker(markerKey, delayedKey)
-  else
-    local blocked = pausedOrMaxed(metaKey, activeKey)
-    if priority > 0 then
-      rcall("ZADD", prioritizedKey, priorityScore(prioritizedKey, pcKey, priority), id)
-    elseif opts["lifo"] then
-      rcall("RPUSH", waitKey, id)
+
+  -- requeueNext creates the job BullMQ's keepLastIfActive deduplication kept
+  -- in dn:<id> while the owner ran, now that the owner finished: it takes an
+  -- id counter value (its stored id wins), owns the deduplication id, and is
+  -- stored and queued as an add at `now` would be. Only jobs that carried a
+  -- deduplication id get here.
+  local function requeueNext(deid)
+    local nextKey = base .. "dn:" .. deid
+    if rcall("EXISTS", nextKey) == 0 then
+      return
+    end
+    local f = rcall("HMGET", nextKey, "name", "data", "opts", "pk", "pd", "pdk", "rjk", "jid")
+    local counter = rcall("INCR", idKey)
+    local id = f[8] or tostring(counter)
+    local jobKey = base .. id
+    local opts = cjson.decode(f[3])
+    local de = opts["de"]
+    local dedupKey = base .. "de:" .. deid
+    local ttl = type(de) == "table" and tonumber(de["ttl"]) or nil
+    if type(de) == "table" and de["keepLastIfActive"] then
+      rcall("SET", dedupKey, id)
+    elseif ttl and ttl > 0 then
+      rcall("SET", dedupKey, id, "PX", ttl)
     else
-      rcall("LPUSH", waitKey, id)
+      rcall("SET", dedupKey, id)
     end
-    addBaseMarker(markerKey, blocked)
-    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id)
+    local delay = opts["delay"] or 0
+    local priority = opts["priority"] or 0
+    local fields = {"name", f[1], "data", f[2], "opts", cjson.encode(opts), "timestamp", ARGV[2],
+      "delay", delay, "priority", priority}
+    if f[4] then
+      fields[#fields + 1] = "parentKey"
+      fields[#fields + 1] = f[4]
+      if f[5] then
+        fields[#fields + 1] = "parent"
+        fields[#fields + 1] = f[5]
+      end
+    end
+    if f[7] then
+      fields[#fields + 1] = "rjk"
+      fields[#fields + 1] = f[7]
+    end
+    if type(de) == "table" and de["id"] then
+      fields[#fields + 1] = "deid"
+      fields[#fields + 1] = de["id"]
+    end
+    rcall("HSET", jobKey, unpack(fields))
+    rcall("XADD", eventsKey, "*", "event", "added", "jobId", id, "name", f[1])
+    if delay ~= 0 then
+      local due = delay > 0 and now + delay or now
+      rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
+      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", id, "delay", due)
+      addDelayMarker(markerKey, delayedKey)
+    else
+      local blocked = pausedOrMaxed(metaKey, activeKey)
+      if priority > 0 then
+        rcall("ZADD", prioritizedKey, priorityScore(prioritizedKey, pcKey, priority), id)
+      elseif opts["lifo"] then
+        rcall("RPUSH", waitKey, id)
+      else
+        rcall("LPUSH", waitKey, id)
+      end
+      addBaseMarker(markerKey, blocked)
+      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id)
+    end
+    if f[6] then
+      rcall("SADD", f[6], jobKey)
+    end
+    rcall("DEL", nextKey)
   end
-  if f[6] then
-    rcall("SADD", f[6], jobKey)
-  end
-  rcall("DEL", nextKey)
+
+  coldHelpers = {parentOf = parentOf, childCompleted = childCompleted, childFailed = childFailed,
+    detachFromParent = detachFromParent, trimFinished = trimFinished,
+    releaseDedup = releaseDedup, requeueNext = requeueNext}
+  return coldHelpers
 end
 
 local function noteTrim(setKey, spec)
@@ -318,17 +334,18 @@ for k = 1, #owned do
     if kind == "c" or kind == "f" then
       local deid = more and ARGV[o + REC.dedupId] or ""
       if deid ~= "" then
-        releaseDedup(id, deid)
-        requeueNext(deid)
+        cold().releaseDedup(id, deid)
+        cold().requeueNext(deid)
       end
       local parent = nil
       if more and ARGV[o + REC.hasParent] == "1" then
-        parent = parentOf(jobKey)
+        local flow = cold()
+        parent = flow.parentOf(jobKey)
         if parent then
           if kind == "c" then
-            childCompleted(parent, jobKey, value, now)
+            flow.childCompleted(parent, jobKey, value, now)
           else
-            childFailed(parent, jobKey, value, now)
+            flow.childFailed(parent, jobKey, value, now)
           end
         end
       end
@@ -338,7 +355,7 @@ for k = 1, #owned do
         removeJobKeys(jobKey)
         if parent then
           -- A child failed without a failure policy still counts as pending.
-          detachFromParent(jobKey, parent.key, false)
+          cold().detachFromParent(jobKey, parent.key, false)
         end
       else
         fields[#fields + 1] = kind == "c" and "returnvalue" or "failedReason"
@@ -394,7 +411,7 @@ for setKey, add in pairs(finished) do
 end
 
 for _, t in pairs(trims) do
-  trimFinished(t[1], t[2], now)
+  cold().trimFinished(t[1], t[2], now)
 end
 for k = 1, #finals do
   local o = at[finals[k]]
