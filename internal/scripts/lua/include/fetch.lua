@@ -139,7 +139,9 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
       if maxJobs and not deferred and rcall("INCR", limiterKey) == 1 then
         rcall("PEXPIRE", limiterKey, math.floor(math.abs(window)))
       end
-      rcall("SET", jobKey .. ":lock", token .. ":" .. id, "PX", lockDuration)
+      -- GET: the reply is the old value, nearly always none (a nil, which
+      -- Lua gets as false); a plain SET's "OK" reaches Lua as a new table.
+      rcall("SET", jobKey .. ":lock", token .. ":" .. id, "PX", lockDuration, "GET")
       if workerName ~= "" then
         rcall("HSET", jobKey, "processedOn", nowText, "ats", ats, "pb", workerName)
       else
