@@ -45,8 +45,6 @@ local maxLen = meta[1]
 if not maxLen then
   maxLen = maxEvents(metaKey)
 end
--- Every event below is written with MAXLEN ~, which keeps the stream near
--- its cap as BullMQ's XTRIM before a finish does, without a command of its own.
 local codes = {}
 local trims = {}
 local delayed = false
@@ -151,6 +149,18 @@ local function cold()
     detachFromParent = detachFromParent, trimFinished = trimFinished,
     releaseDedup = releaseDedup, requeueNext = requeueNext}
   return coldHelpers
+end
+
+-- BullMQ trims the events stream (XTRIM MAXLEN ~) before a finish writes
+-- its events. A batch of one job writes its events with MAXLEN ~ instead,
+-- a command fewer; a bigger batch trims once (trimmed), which costs less
+-- than the three arguments and the trim check on every event.
+local trimmed = false
+local function addEvent(...)
+  if trimmed then
+    return rcall("XADD", eventsKey, "*", ...)
+  end
+  return rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", ...)
 end
 
 local function noteTrim(setKey, spec)
@@ -279,6 +289,10 @@ if #owned > 0 then
   rcall("DEL", unpack(dels))
   rcall("SREM", stalledKey, unpack(ids))
 end
+if #owned > 1 then
+  rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
+  trimmed = true
+end
 
 -- Pass 2: move each owned job to its next state. Finished jobs are added to
 -- their set with one ZADD per set at the end; their events are written
@@ -392,14 +406,14 @@ for k = 1, #owned do
         rcall("RPUSH", waitKey, id)
         addBaseMarker(markerKey, blocked)
       end
-      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id, "prev", "active")
+      addEvent("event", "waiting", "jobId", id, "prev", "active")
     else -- "d" or "m"
       local due = ARGV[o + REC.due]
       fields[#fields + 1] = "delay"
       fields[#fields + 1] = ARGV[o + REC.delay]
       rcall("HSET", jobKey, unpack(fields))
       rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
-      rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", id, "delay", due)
+      addEvent("event", "delayed", "jobId", id, "delay", due)
       delayed = true
     end
   end
@@ -417,9 +431,9 @@ for k = 1, #finals do
   local o = at[finals[k]]
   local id, value = ARGV[o + REC.id], ARGV[o + REC.value]
   if ARGV[o + REC.kind] == "c" then
-    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
+    addEvent("event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
   else
-    rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "failed", "jobId", id, "failedReason", value, "prev", "active")
+    addEvent("event", "failed", "jobId", id, "failedReason", value, "prev", "active")
     local atm = ARGV[o + REC.attemptsMade]
     if tonumber(atm) >= tonumber(ARGV[o + REC.attempts]) then
       rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
