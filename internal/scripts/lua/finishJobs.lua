@@ -177,13 +177,16 @@ end
 -- are built once here (a concatenation makes a new string each time).
 -- Loops below are numeric: ipairs costs a function call per item.
 local at = {}
+local jobIds = {}
 local jobKeys = {}
 local lockKeys = {}
 do
   local o = 11
   for i = 0, n - 1 do
     at[i] = o
-    local jobKey = base .. ARGV[o + REC.id]
+    local id = ARGV[o + REC.id]
+    jobIds[i + 1] = id
+    local jobKey = base .. id
     jobKeys[i + 1] = jobKey
     lockKeys[i + 1] = jobKey .. ":lock"
     o = o + (ARGV[o + REC.more] == "1" and REC_FIELDS or REC_HEAD)
@@ -248,7 +251,7 @@ if #mine >= 8 and activeLen <= 16 * #mine then
   local leaving = {}
   for k = 1, #mine do
     local i = mine[k]
-    leaving[ARGV[at[i] + REC.id]] = i
+    leaving[jobIds[i + 1]] = i
   end
   local stay = {}
   local list = rcall("LRANGE", activeKey, "0", "-1")
@@ -268,7 +271,7 @@ if #mine >= 8 and activeLen <= 16 * #mine then
 else
   for k = 1, #mine do
     local i = mine[k]
-    if rcall("LREM", activeKey, "-1", ARGV[at[i] + REC.id]) > 0 then
+    if rcall("LREM", activeKey, "-1", jobIds[i + 1]) > 0 then
       codes[i + 1] = 0
     end
   end
@@ -279,12 +282,16 @@ for k = 1, #mine do
     owned[#owned + 1] = i
   end
 end
-if #owned > 0 then
+if n > 0 and #owned == n then
+  -- The usual case: every job of the batch was this worker's.
+  rcall("DEL", unpack(lockKeys))
+  rcall("SREM", stalledKey, unpack(jobIds))
+elseif #owned > 0 then
   local dels, ids = {}, {}
   for k = 1, #owned do
     local i = owned[k]
     dels[k] = lockKeys[i + 1]
-    ids[k] = ARGV[at[i] + REC.id]
+    ids[k] = jobIds[i + 1]
   end
   rcall("DEL", unpack(dels))
   rcall("SREM", stalledKey, unpack(ids))
@@ -302,7 +309,7 @@ local finals = {}
 for k = 1, #owned do
   local i = owned[k]
   local o = at[i]
-  local id = ARGV[o + REC.id]
+  local id = jobIds[i + 1]
   local kind = ARGV[o + REC.kind]
   local value = ARGV[o + REC.value]
   local jobKey = jobKeys[i + 1]
@@ -429,7 +436,7 @@ for _, t in pairs(trims) do
 end
 for k = 1, #finals do
   local o = at[finals[k]]
-  local id, value = ARGV[o + REC.id], ARGV[o + REC.value]
+  local id, value = jobIds[finals[k] + 1], ARGV[o + REC.value]
   if ARGV[o + REC.kind] == "c" then
     addEvent("event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
   else
