@@ -29,14 +29,11 @@ end
 
 -- takeReady pops up to `count` ids, wait first (right end), then prioritized.
 local function takeReady(count)
-  local ids = {}
-  local popped = rcall("RPOP", waitKey, count)
-  if popped then
-    for i = 1, #popped do
-      -- "0:<n>" entries are pre-v5 markers, never jobs: drop them.
-      if string.sub(popped[i], 1, 2) ~= "0:" then
-        ids[#ids + 1] = popped[i]
-      end
+  local ids = rcall("RPOP", waitKey, count) or {}
+  for i = #ids, 1, -1 do
+    -- "0:<n>" entries are pre-v5 markers, never jobs: drop them.
+    if string.sub(ids[i], 1, 2) == "0:" then
+      table.remove(ids, i)
     end
   end
   if #ids < count then
