@@ -298,13 +298,20 @@ func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, metric
 	if len(res) != 4 {
 		return nil, Fetch{}, fmt.Errorf("finishJobs: malformed reply %v", res)
 	}
-	codes, _ := res[0].([]any)
-	if len(codes) != len(recs) {
-		return nil, Fetch{}, fmt.Errorf("finishJobs: %d codes for %d jobs", len(codes), len(recs))
-	}
-	errs := make([]error, len(codes))
-	for i, c := range codes {
-		errs[i] = CodeError(toInt(c))
+	errs := make([]error, len(recs))
+	if done, ok := res[0].(int64); ok {
+		// Every job done: the script sends their count instead of n zeros.
+		if done != int64(len(recs)) {
+			return nil, Fetch{}, fmt.Errorf("finishJobs: %d done of %d jobs", done, len(recs))
+		}
+	} else {
+		codes, _ := res[0].([]any)
+		if len(codes) != len(recs) {
+			return nil, Fetch{}, fmt.Errorf("finishJobs: %d codes for %d jobs", len(codes), len(recs))
+		}
+		for i, c := range codes {
+			errs[i] = CodeError(toInt(c))
+		}
 	}
 	f, err := parseFetch(res[1], res[2], res[3])
 	return errs, f, err

@@ -24,7 +24,7 @@
 --   (worker shutdown), "m" moved to delayed by the processor itself (no
 --   attempt spent, like BullMQ's DelayedError).
 -- Returns {codes, nextDelayedScore|false, {id, hash, ...}, rateLimitTTL ms}
---   where codes[i] is
+--   where codes is n when every job is done (0), else a list whose codes[i] is
 --   0 done, -1 job missing, -2 lock missing, -3 not active, -6 lock taken,
 --   -4 (completion only) the job still has pending children, -9 (completion
 --   only) a child failed with failParentOnFailure: the job is left active
@@ -473,4 +473,11 @@ if #fetched[2] == 0 then
     rcall("XADD", eventsKey, "*", "event", "drained")
   end
 end
-return {codes, fetched[1], fetched[2], fetched[4]}
+-- Every job done (the usual case): the count stands for n zeros, which
+-- Redis would otherwise turn into a reply item each.
+for i = 1, n do
+  if codes[i] ~= 0 then
+    return {codes, fetched[1], fetched[2], fetched[4]}
+  end
+end
+return {n, fetched[1], fetched[2], fetched[4]}
