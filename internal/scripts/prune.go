@@ -34,7 +34,8 @@ func prune(src string) string {
 	in := make([]int, len(lines)) // 1 + index into defs of the function a line belongs to; 0: none
 	for i := 0; i < len(lines); i++ {
 		line := strings.TrimRight(lines[i], "\r\n")
-		name, decl := "", -1
+		var name string
+		decl := -1
 		if m := localFunc.FindStringSubmatch(line); m != nil {
 			name = m[1]
 		} else if m := forwardDecl.FindStringSubmatch(line); m != nil {
