@@ -322,7 +322,7 @@ type Worker struct {
 // written (or dropped).
 type runningJob struct {
 	job       *Job
-	rec       *jobcodec.Record
+	stored    storedForFinish
 	token     string
 	started   time.Time       // on the queue's clock (Redis's), for the timeline
 	began     time.Time       // on the wall clock, to measure how long it ran
@@ -342,6 +342,38 @@ type runningJob struct {
 	// cancel ctx), or to attemptReturned by run when the processor returns
 	// first. Whichever comes first decides the attempt (worker_cancel.go).
 	stopped atomic.Pointer[stopError]
+}
+
+// storedForFinish is what the end of an attempt reads from the job as
+// stored, beyond the public Job: kept instead of the whole decoded record,
+// which would double the memory of every job in flight (10,000 in flight:
+// about 6 MB of records held only for these fields).
+type storedForFinish struct {
+	attempts                       int64 // opts.attempts as stored
+	attemptsMade                   int64
+	dedupID                        string
+	hasParent                      bool
+	lifo                           bool
+	timeoutMs                      int64
+	stackTraceLimit                *int64
+	removeOnComplete, removeOnFail *jobcodec.Keep
+	// schedulerRun is the decoded record of a job scheduler's run, which
+	// creating the scheduler's next run needs whole; nil for other jobs.
+	schedulerRun *jobcodec.Record
+}
+
+func storedOf(rec *jobcodec.Record) storedForFinish {
+	s := storedForFinish{
+		attempts: rec.Opts.Attempts, attemptsMade: rec.AttemptsMade, dedupID: rec.DedupID,
+		hasParent: rec.ParentKey != "", lifo: rec.Opts.LIFO, timeoutMs: rec.Opts.Timeout,
+		stackTraceLimit:  rec.Opts.StackTraceLimit,
+		removeOnComplete: rec.Opts.RemoveOnComplete, removeOnFail: rec.Opts.RemoveOnFail,
+	}
+	if rec.RepeatJobKey != "" {
+		run := *rec // a copy: the caller's record need not outlive the fetch
+		s.schedulerRun = &run
+	}
+	return s
 }
 
 type finishItem struct {

@@ -42,7 +42,7 @@ func (rj *runningJob) returned() *stopError {
 
 // timeout is the attempt's time limit and where it comes from; 0 = none.
 func (w *Worker) timeout(rj *runningJob) (time.Duration, string) {
-	if ms := rj.rec.Opts.Timeout; ms > 0 {
+	if ms := rj.stored.timeoutMs; ms > 0 {
 		return time.Duration(ms) * time.Millisecond, "job timeout"
 	}
 	if d := w.opts.JobTimeout; d > 0 {

@@ -31,10 +31,10 @@ func (w *Worker) run(rj *runningJob) {
 // attempt runs the processor (or fails the attempt without running it) and
 // returns what it returned.
 func (w *Worker) attempt(rj *runningJob) (result any, err error) {
-	if rj.rec.RepeatJobKey != "" && rj.decodeErr == nil {
+	if rj.stored.schedulerRun != nil && rj.decodeErr == nil {
 		// Before anything else, as Node does: the scheduler goes on even
 		// when this run fails or its worker dies.
-		w.advanceSchedulerRetrying(rj.ctx, rj.rec)
+		w.advanceSchedulerRetrying(rj.ctx, rj.stored.schedulerRun)
 	}
 	if err := w.refusal(rj); err != nil {
 		return nil, err
@@ -128,14 +128,14 @@ func stackOf(err error) string {
 // outcome decides what happens to the job after its attempt, following
 // BullMQ's rules (spec §8.1), and builds the record the finisher writes.
 func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err error, took time.Duration) *finishItem {
-	job, rec := rj.job, rj.rec
+	job, rec := rj.job, &rj.stored
 	now := w.q.clock.Now()
 	item := &finishItem{rj: rj, err: err, took: took}
 	fr := &item.rec
 	fr.ID, fr.Token = job.ID, rj.token
-	fr.Attempts = int(rec.Opts.Attempts)
-	fr.DedupID = rec.DedupID
-	fr.HasParent = rec.ParentKey != ""
+	fr.Attempts = int(rec.attempts)
+	fr.DedupID = rec.dedupID
+	fr.HasParent = rec.hasParent
 	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: w.workerLabel()}
 	// settle records the outcome and the finishJobs kind that writes it.
 	settle := func(o Outcome) *finishItem {
@@ -160,8 +160,8 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 				b = []byte("null")
 			}
 			fr.Value = string(b)
-			fr.AttemptsMade = int(rec.AttemptsMade) + 1
-			fr.Keep = w.keepSpec(rec.Opts.RemoveOnComplete, w.opts.RemoveOnComplete)
+			fr.AttemptsMade = int(rec.attemptsMade) + 1
+			fr.Keep = w.keepSpec(rec.removeOnComplete, w.opts.RemoveOnComplete)
 			return settle(OutcomeCompleted)
 		}
 	}
@@ -183,9 +183,9 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 
 	fr.Value = err.Error()
 	entry.Error = fr.Value
-	fr.Stacktrace = w.stacktrace(job, rec, err)
-	fr.AttemptsMade = int(rec.AttemptsMade) + 1
-	retry := fr.AttemptsMade < int(rec.Opts.Attempts) && !IsUnrecoverable(err) && (!isStop || stop.retry) &&
+	fr.Stacktrace = w.stacktrace(job, rec.stackTraceLimit, err)
+	fr.AttemptsMade = int(rec.attemptsMade) + 1
+	retry := fr.AttemptsMade < int(rec.attempts) && !IsUnrecoverable(err) && (!isStop || stop.retry) &&
 		!(w.opts.MaxStartedAttempts > 0 && job.AttemptsStarted >= w.opts.MaxStartedAttempts)
 	var delay time.Duration
 	if retry {
@@ -202,7 +202,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	}
 	switch {
 	case retry && delay == 0:
-		fr.LIFO = rec.Opts.LIFO
+		fr.LIFO = rec.lifo
 		return settle(OutcomeRetried)
 	case retry:
 		fr.Delay = delay.Milliseconds()
@@ -210,7 +210,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		fr.Due = entry.NextRun.UnixMilli()
 		return settle(OutcomeRetryDelayed)
 	}
-	fr.Keep = w.keepSpec(rec.Opts.RemoveOnFail, w.opts.RemoveOnFail)
+	fr.Keep = w.keepSpec(rec.removeOnFail, w.opts.RemoveOnFail)
 	switch {
 	case isStop && stop.timedOut:
 		return settle(OutcomeTimedOut)
@@ -233,10 +233,10 @@ func (w *Worker) keepSpec(job *jobcodec.Keep, worker *Retention) string {
 
 // stacktrace appends this failure's trace to the job's, bounded by its
 // stackTraceLimit (StackTraceLimitDefault when unset).
-func (w *Worker) stacktrace(job *Job, rec *jobcodec.Record, err error) string {
+func (w *Worker) stacktrace(job *Job, storedLimit *int64, err error) string {
 	limit := StackTraceLimitDefault
-	if rec.Opts.StackTraceLimit != nil {
-		limit = int(*rec.Opts.StackTraceLimit)
+	if storedLimit != nil {
+		limit = int(*storedLimit)
 	}
 	st := append(append([]string(nil), job.Stacktrace...), stackOf(err))
 	if limit <= 0 {
