@@ -43,12 +43,7 @@ func TestDurationFlags(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb, prefix := redistest.Client(t)
-	run := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		m := Main{Stdout: &out, Stderr: &out}
-		err := m.Run(ctx, append(args, "--redis", redistest.Shared(t).Addr, "--prefix", prefix))
-		return out.String(), err
-	}
+	run := func(args ...string) (string, error) { return runCLI(ctx, t, prefix, args...) }
 	_, err := run("scheduler", "upsert", "q", "ms", "--every", "1500")
 	require.NoError(t, err)
 	_, err = run("scheduler", "upsert", "q", "go", "--every", "2s")
@@ -62,4 +57,14 @@ func TestDurationFlags(t *testing.T) {
 	require.ErrorContains(t, err, "want a duration such as 30s or 1m30s, or a number of milliseconds")
 	out, err := run("clean", "q", "--grace", "60000", "--dry-run")
 	require.NoError(t, err, out)
+}
+
+// runCLI runs the drover command args against the shared test Redis under
+// prefix and returns what it printed.
+func runCLI(ctx context.Context, t *testing.T, prefix string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	m := Main{Stdout: &out, Stderr: &out}
+	err := m.Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix))
+	return out.String(), err
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -16,12 +15,7 @@ func TestSchedulerCommands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb, prefix := redistest.Client(t)
-	run := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		m := Main{Stdout: &out, Stderr: &out}
-		err := m.Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix))
-		return out.String(), err
-	}
+	run := func(args ...string) (string, error) { return runCLI(ctx, t, prefix, args...) }
 
 	out, err := run("scheduler", "upsert", "mail", "digest", "--pattern", "0 7 * * *", "--tz", "Europe/Paris", "--data", `{"k":1}`, "--limit", "3")
 	require.NoError(t, err, out)
