@@ -48,8 +48,10 @@ func (c *schedulersCmd) Run(ctx context.Context, args []string) error {
 	if *asJSON {
 		out := make([]map[string]any, 0, len(list))
 		for _, s := range list {
-			m := map[string]any{"id": s.ID, "name": s.Name, "next": s.Next.UTC().Format(time.RFC3339Nano),
-				"nextMs": s.Next.UnixMilli(), "iterations": s.Iterations, "data": s.Data}
+			// Names and units as inspect.SchedulerInfo's (the dashboard's):
+			// every instant epoch ms, every duration ms.
+			m := map[string]any{"id": s.ID, "name": s.Name, "next": s.Next.UnixMilli(),
+				"iterations": s.Iterations, "data": s.Data}
 			if s.Every > 0 {
 				m["every"] = s.Every.Milliseconds()
 			}

@@ -34,7 +34,7 @@ func TestSchedulerCommands(t *testing.T) {
 	var got struct {
 		Schedulers []struct {
 			ID     string `json:"id"`
-			NextMs int64  `json:"nextMs"`
+			Next   int64  `json:"next"` // epoch ms, as every instant of --json
 		} `json:"schedulers"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
@@ -44,7 +44,7 @@ func TestSchedulerCommands(t *testing.T) {
 	require.NoError(t, err)
 	s, err := q.GetJobScheduler(ctx, "digest")
 	require.NoError(t, err)
-	require.Equal(t, s.Next.UnixMilli(), got.Schedulers[1].NextMs)
+	require.Equal(t, s.Next.UnixMilli(), got.Schedulers[1].Next)
 
 	out, err = run("scheduler", "remove", "mail", "digest")
 	require.NoError(t, err, out)
