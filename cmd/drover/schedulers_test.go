@@ -33,8 +33,8 @@ func TestSchedulerCommands(t *testing.T) {
 	require.NoError(t, err, out)
 	var got struct {
 		Schedulers []struct {
-			ID     string `json:"id"`
-			Next   int64  `json:"next"` // epoch ms, as every instant of --json
+			ID   string `json:"id"`
+			Next int64  `json:"next"` // epoch ms, as every instant of --json
 		} `json:"schedulers"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
