@@ -60,16 +60,8 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 	}
 	retry := opts != nil && opts.Retry
 	res, err := scripts.CancelJob(ctx, q.rdb, q.k, id, retry, reason)
-	switch {
-	case errors.Is(err, ErrNotInState):
-		state, serr := q.GetJobState(ctx, id)
-		if serr != nil {
-			state = "unknown"
-		}
-		return &JobError{Queue: q.name, JobID: id, Op: "cancel",
-			Err: fmt.Errorf("%w: it is %s, not running (active with a live lock)", err, state)}
-	case err != nil:
-		return &JobError{Queue: q.name, JobID: id, Op: "cancel", Err: err}
+	if err != nil {
+		return q.Job(id).stateErr(ctx, "cancel", "running (active with a live lock)", err)
 	}
 	switch res {
 	case scripts.CancelDelivered:

@@ -347,7 +347,7 @@ type runningJob struct {
 // storedForFinish is what the end of an attempt reads from the job as
 // stored, beyond the public Job: kept instead of the whole decoded record,
 // which would double the memory of every job in flight (10,000 in flight:
-// about 6 MB of records held only for these fields).
+// about 5 MB of live heap held only for these fields).
 type storedForFinish struct {
 	attempts                       int64 // opts.attempts as stored
 	attemptsMade                   int64

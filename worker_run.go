@@ -128,14 +128,14 @@ func stackOf(err error) string {
 // outcome decides what happens to the job after its attempt, following
 // BullMQ's rules (spec §8.1), and builds the record the finisher writes.
 func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err error, took time.Duration) *finishItem {
-	job, rec := rj.job, &rj.stored
+	job, stored := rj.job, &rj.stored
 	now := w.q.clock.Now()
 	item := &finishItem{rj: rj, err: err, took: took}
 	fr := &item.rec
 	fr.ID, fr.Token = job.ID, rj.token
-	fr.Attempts = int(rec.attempts)
-	fr.DedupID = rec.dedupID
-	fr.HasParent = rec.hasParent
+	fr.Attempts = int(stored.attempts)
+	fr.DedupID = stored.dedupID
+	fr.HasParent = stored.hasParent
 	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: w.workerLabel()}
 	// settle records the outcome and the finishJobs kind that writes it.
 	settle := func(o Outcome) *finishItem {
@@ -160,8 +160,8 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 				b = []byte("null")
 			}
 			fr.Value = string(b)
-			fr.AttemptsMade = int(rec.attemptsMade) + 1
-			fr.Keep = w.keepSpec(rec.removeOnComplete, w.opts.RemoveOnComplete)
+			fr.AttemptsMade = int(stored.attemptsMade) + 1
+			fr.Keep = w.keepSpec(stored.removeOnComplete, w.opts.RemoveOnComplete)
 			return settle(OutcomeCompleted)
 		}
 	}
@@ -183,9 +183,9 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 
 	fr.Value = err.Error()
 	entry.Error = fr.Value
-	fr.Stacktrace = w.stacktrace(job, rec.stackTraceLimit, err)
-	fr.AttemptsMade = int(rec.attemptsMade) + 1
-	retry := fr.AttemptsMade < int(rec.attempts) && !IsUnrecoverable(err) && (!isStop || stop.retry) &&
+	fr.Stacktrace = w.stacktrace(job, stored.stackTraceLimit, err)
+	fr.AttemptsMade = int(stored.attemptsMade) + 1
+	retry := fr.AttemptsMade < int(stored.attempts) && !IsUnrecoverable(err) && (!isStop || stop.retry) &&
 		!(w.opts.MaxStartedAttempts > 0 && job.AttemptsStarted >= w.opts.MaxStartedAttempts)
 	var delay time.Duration
 	if retry {
@@ -202,7 +202,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	}
 	switch {
 	case retry && delay == 0:
-		fr.LIFO = rec.lifo
+		fr.LIFO = stored.lifo
 		return settle(OutcomeRetried)
 	case retry:
 		fr.Delay = delay.Milliseconds()
@@ -210,7 +210,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		fr.Due = entry.NextRun.UnixMilli()
 		return settle(OutcomeRetryDelayed)
 	}
-	fr.Keep = w.keepSpec(rec.removeOnFail, w.opts.RemoveOnFail)
+	fr.Keep = w.keepSpec(stored.removeOnFail, w.opts.RemoveOnFail)
 	switch {
 	case isStop && stop.timedOut:
 		return settle(OutcomeTimedOut)
