@@ -483,10 +483,11 @@ func (c *Cluster) Restart(ctx context.Context, n *Node) error {
 	return c.WaitHealthy(ctx)
 }
 
-// DeletePrefix removes, on every master, every key that starts with prefix.
+// DeletePrefix removes, on every master, every key that starts with prefix + ":"
+// (see CountKeys for why the colon).
 func DeletePrefix(ctx context.Context, rdb *redis.ClusterClient, prefix string) error {
 	return rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-		iter := node.Scan(ctx, 0, prefix+"*", 2000).Iterator()
+		iter := node.Scan(ctx, 0, prefix+":*", 2000).Iterator()
 		pipe := node.Pipeline()
 		for iter.Next(ctx) {
 			// One key per UNLINK: keys of different slots cannot share a command.
@@ -508,13 +509,15 @@ func DeletePrefix(ctx context.Context, rdb *redis.ClusterClient, prefix string) 
 	})
 }
 
-// CountKeys counts, over every master, the keys that start with prefix.
+// CountKeys counts, over every master, the keys that start with prefix + ":".
+// The colon matters: UniquePrefix hands out c1-1 and c1-10, and the keys
+// of one parallel test must not count (or be deleted) as another's.
 func CountKeys(ctx context.Context, rdb *redis.ClusterClient, prefix string) (int, error) {
 	var mu sync.Mutex
 	total := 0
 	err := rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 		n := 0
-		iter := node.Scan(ctx, 0, prefix+"*", 2000).Iterator()
+		iter := node.Scan(ctx, 0, prefix+":*", 2000).Iterator()
 		for iter.Next(ctx) {
 			n++
 		}

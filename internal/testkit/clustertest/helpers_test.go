@@ -208,3 +208,28 @@ func (h *logRecorder) sample(n int) []string {
 	}
 	return out
 }
+
+// TestPrefixesDoNotOverlap: the key helpers of one test never see another
+// test's keys, though UniquePrefix's c<pid>-1 is the start of c<pid>-10
+// (CI saw TestClusterFlowProducer count a key that a parallel test with the
+// longer prefix deleted in between).
+func TestPrefixesDoNotOverlap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, rdb := clusterClient(t)
+	short := testPrefix(t, rdb, false)
+	long := short + "0"
+	t.Cleanup(func() { _ = clustertest.DeletePrefix(context.Background(), rdb, long) })
+	for _, k := range []string{short + ":q:id", long + ":q:id", long + ":q:meta"} {
+		require.NoError(t, rdb.Set(ctx, k, "1", time.Minute).Err())
+	}
+
+	n, err := clustertest.CountKeys(ctx, rdb, short)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "CountKeys(%q) counts only its own keys", short)
+
+	require.NoError(t, clustertest.DeletePrefix(ctx, rdb, short))
+	n, err = clustertest.CountKeys(ctx, rdb, long)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "DeletePrefix(%q) leaves %q's keys", short, long)
+}
