@@ -2,6 +2,7 @@ package drover_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,8 +14,8 @@ import (
 )
 
 // BenchmarkProcessPhase times only the processing of b.N jobs added in bulk
-// before the timer starts (no-op processor, concurrency 100, Redis on
-// loopback), and reports what a throughput figure alone hides: the CPU the
+// before the timer starts (no-op processor, concurrency 100 or
+// $DROVER_BENCH_CONCURRENCY, Redis on loopback), and reports what a throughput figure alone hides: the CPU the
 // worker's process spent per job (getrusage, so the test binary's own
 // goroutines count too, but none run during the phase) and the CPU Redis
 // spent per job (INFO cpu, server side). It uses only API that existed
@@ -22,8 +23,17 @@ import (
 // into an older checkout and compare two revisions on the same harness:
 //
 //	go test -run '^$' -bench ProcessPhase -benchtime 300000x .
+//	DROVER_BENCH_CONCURRENCY=1 go test -run '^$' -bench ProcessPhase -benchtime 20000x .
 func BenchmarkProcessPhase(b *testing.B) {
 	ctx := context.Background()
+	concurrency := 100
+	if s := os.Getenv("DROVER_BENCH_CONCURRENCY"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("DROVER_BENCH_CONCURRENCY=%q: want a whole number of at least 1", s)
+		}
+		concurrency = n
+	}
 	bundle := benchQueue(b)
 	for from := 0; from < b.N; from += 1000 {
 		jobs := make([]drover.BulkJob, min(1000, b.N-from))
@@ -48,7 +58,7 @@ func BenchmarkProcessPhase(b *testing.B) {
 			close(finished)
 		}
 		return nil, nil
-	}), &drover.WorkerOptions{Prefix: bundle.prefix, Concurrency: 100})
+	}), &drover.WorkerOptions{Prefix: bundle.prefix, Concurrency: concurrency})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -236,9 +236,10 @@ const (
 // Its goroutines, all owned and waited for by Close:
 //   - the fetcher takes jobs when slots are free and otherwise blocks on the
 //     queue's marker (no polling);
-//   - one goroutine per running job (bounded by Concurrency);
-//   - the finisher writes results in batches, fetching the next jobs for the
-//     freed slots in the same script call (up to maxWriters writers);
+//   - one goroutine per running job (bounded by Concurrency); up to
+//     maxWriters of them at a time also write results in batches, fetching
+//     the next jobs for the freed slots in the same script call, and then
+//     run one of those jobs (worker_finish.go);
 //   - the lock keeper renews the locks of running jobs;
 //   - the stalled checker recovers jobs whose worker died.
 type Worker struct {
@@ -254,13 +255,13 @@ type Worker struct {
 	keeper  *lockKeeper
 	checker *stalledChecker
 
-	// In-flight jobs: changed by the fetcher, the job goroutines and the
-	// finisher's writers, read by the lock keeper and Close; synchronised
+	// In-flight jobs: changed by the fetcher and the job goroutines (also
+	// when they write results), read by the lock keeper and Close; synchronised
 	// inside inflight.
 	jobs *inflight
-	// results goes from the job goroutines to the finisher; Close closes it
-	// once jobs has drained.
-	results chan *finishItem
+	// carry holds the results waiting to be written and counts the job
+	// goroutines writing them (worker_finish.go).
+	carry carriers
 
 	// Lifecycle, written by Start and Close only (under startOnce and
 	// closeOnce); the goroutines read the contexts and channels.
@@ -276,7 +277,6 @@ type Worker struct {
 	bgCtx       context.Context
 	stopBG      context.CancelFunc
 	fetchDone   chan struct{} // closed by the fetcher when it returns
-	finishDone  chan struct{} // closed by the finisher when it returns
 	bgWG        sync.WaitGroup
 	forceFinish chan struct{} // closed by Close when it gives up writing results
 
@@ -406,15 +406,14 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	id := newID()
 	mws := o.middleware()
 	w := &Worker{
-		q:       q,
-		proc:    proc,
-		chain:   chain(proc, mws),
-		mws:     mws,
-		opts:    o,
-		id:      id,
-		jobs:    newInflight(o.Concurrency),
-		results: make(chan *finishItem, o.Concurrency),
-		rand:    mathrand.Float64,
+		q:     q,
+		proc:  proc,
+		chain: chain(proc, mws),
+		mws:   mws,
+		opts:  o,
+		id:    id,
+		jobs:  newInflight(o.Concurrency),
+		rand:  mathrand.Float64,
 	}
 	w.log = o.Logger.With(slog.String(logkey.Queue, name), slog.String(logkey.Worker, w.workerLabel()),
 		slog.Int(logkey.PID, os.Getpid()))
@@ -494,14 +493,12 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.jobsCtx, w.cancelJobs = context.WithCancelCause(context.Background())
 		w.bgCtx, w.stopBG = context.WithCancel(context.Background())
 		w.fetchDone = make(chan struct{})
-		w.finishDone = make(chan struct{})
 		w.forceFinish = make(chan struct{})
 		w.started.Store(true)
 		// Logged before the first fetch, so that no line about a job comes
 		// before it.
 		w.log.InfoContext(ctx, "worker started", slog.Int(logkey.Concurrency, w.opts.Concurrency))
 		go w.fetchLoop()
-		go w.finishLoop()
 		w.bgWG.Add(1)
 		go func() { defer w.bgWG.Done(); w.keeper.run(w.bgCtx) }()
 		w.bgWG.Add(1)
@@ -536,7 +533,8 @@ const closeWriteGrace = 5 * time.Second
 //     retrying them; those jobs stay active until their locks expire, the
 //     stalled checker of any worker then moves them back to wait, and Close
 //     returns an error saying so.
-//  4. It stops the finisher, the lock keeper and the stalled checker.
+//  4. It waits for the goroutines that wrote the last results, then stops
+//     the lock keeper and the stalled checker.
 //
 // When Close returns, none of the worker's goroutines runs. Unless Close
 // returned the give-up error, every result was written, or refused by Redis
@@ -577,9 +575,9 @@ func (w *Worker) Close(ctx context.Context) error {
 			}
 		}
 
-		// 3. Every result is written (or given up): stop the finisher.
-		close(w.results)
-		<-w.finishDone
+		// 3. Every result is written (or given up): wait for the goroutines
+		// that wrote the last ones to step back.
+		w.waitCarriers()
 
 		// 4. Nothing runs any more: stop the lock keeper and stalled checker.
 		w.stopBG()

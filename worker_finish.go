@@ -1,13 +1,15 @@
 package drover
 
 // The finish side of the worker: writing results in batches, each in the
-// script call that also fetches the next jobs for the freed slots.
+// script call that also fetches the next jobs for the freed slots, on the
+// job goroutines themselves (carriers).
 
 import (
 	"context"
 	"errors"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,53 +17,83 @@ import (
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
-// finishLoop writes results in batches. Each finished job's slot is handed
-// to the same script call, which fetches the next jobs for those slots.
-func (w *Worker) finishLoop() {
-	defer close(w.finishDone)
-	// Up to maxWriters result writes are in flight at once, so the worker
-	// decodes and dispatches one batch while Redis runs the script of the
-	// next: with one writer, Redis and the worker take turns and each idles
-	// half the time.
-	writers := make(chan struct{}, maxWriters)
-	var wg sync.WaitGroup
-	defer wg.Wait()
+// carriers is the finish side's state: results waiting to be written and
+// the job goroutines writing them. There is no finisher goroutine: the job
+// goroutine that hands in a result carries it to Redis itself when fewer
+// than maxWriters others are writing, taking every result waiting at that
+// moment along (group commit), and then goes on to run a job that call
+// fetched. At low concurrency a job thus flows from one attempt to the next
+// on one goroutine, with no hand-over that wakes another thread (measured
+// at concurrency 1: a finisher goroutine and a goroutine per fetched job
+// spent a sixth of the worker's CPU in futex wake-ups and stack growth).
+type carriers struct {
+	mu      sync.Mutex
+	pending []*finishItem // handed in, not yet in a batch
+	writing int           // goroutines carrying batches now, ≤ maxWriters
+	wg      sync.WaitGroup
+}
+
+// deliver hands in a job's result. When a writer is free the caller becomes
+// it: it writes batches until none is waiting and returns a job to run
+// next (nil if the calls fetched none for it). Otherwise it returns nil at
+// once; a writer at work takes the result along.
+func (w *Worker) deliver(it *finishItem) *runningJob {
+	c := &w.carry
+	c.mu.Lock()
+	c.pending = append(c.pending, it)
+	if c.writing >= maxWriters {
+		c.mu.Unlock()
+		return nil
+	}
+	c.writing++
+	c.wg.Add(1) // before the job's result is written, so before Close's drain returns
+	c.mu.Unlock()
+	defer c.wg.Done()
 	for {
-		first, ok := <-w.results
-		if !ok {
-			return
-		}
-		// Wait for a free writer before the batch is cut, not after: the
-		// results that arrive meanwhile could not be written any sooner, and
-		// joining this batch they share its script call (group commit).
-		writers <- struct{}{}
 		// Jobs fetched together tend to finish together: yield once so the
-		// ones about to send their result join this batch, instead of each
-		// paying a script call of its own.
-		runtime.Gosched()
-		batch := []*finishItem{first}
-	more:
-		for len(batch) < maxFinish {
-			select {
-			case it, ok := <-w.results:
-				if !ok {
-					break more
-				}
-				batch = append(batch, it)
-			default:
-				break more
-			}
+		// ones about to hand in their result join this batch, instead of
+		// each paying a script call of its own. Not when every job in
+		// flight has handed its result in (always so at concurrency 1):
+		// there is no one to wait for, and the yield alone cost a quarter of
+		// the worker's CPU there.
+		c.mu.Lock()
+		waiting := len(c.pending)
+		c.mu.Unlock()
+		if w.jobs.count() > waiting {
+			runtime.Gosched()
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-writers }()
-			w.writeBatch(batch)
-		}()
+		c.mu.Lock()
+		n := min(len(c.pending), maxFinish)
+		batch := slices.Clone(c.pending[:n])
+		c.pending = slices.Delete(c.pending, 0, n)
+		c.mu.Unlock()
+		next := w.writeBatch(batch)
+		c.mu.Lock()
+		if len(c.pending) > 0 {
+			// More results came in while this call ran: write them too,
+			// and start every fetched job on a goroutine of its own.
+			c.mu.Unlock()
+			w.launch(next)
+			continue
+		}
+		c.writing--
+		c.mu.Unlock()
+		if len(next) == 0 {
+			return nil
+		}
+		w.launch(next[1:])
+		return next[0]
 	}
 }
 
-func (w *Worker) writeBatch(batch []*finishItem) {
+// waitCarriers waits until no goroutine writes results. Close calls it once
+// no job is in flight, when no new writer can start.
+func (w *Worker) waitCarriers() { w.carry.wg.Wait() }
+
+// writeBatch writes a batch of results, fetching the next jobs for the
+// freed slots in the same script call, and returns those jobs, counted in
+// flight but not started (the caller starts them).
+func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	// The finished jobs' slots, and free ones taken here, go to the jobs
 	// this call fetches.
 	reserved, fetch := 0, 0
@@ -92,7 +124,7 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 				w.finished(it.rj, Finish{Err: it.err, Took: it.took})
 			}
 			w.jobs.finish(done, reserved, nil)
-			return
+			return nil
 		case <-time.After(retryDelay(attempt)):
 		}
 	}
@@ -118,11 +150,11 @@ func (w *Worker) writeBatch(batch []*finishItem) {
 	}
 	next := w.prepare(f.Jobs, args.Token)
 	w.jobs.finish(done, reserved, next)
-	w.launch(next)
 	w.noteRateLimit(f.RateLimitTTL)
 	if newDelayed && !w.closing.Load() {
 		w.wake() // the fetcher may sleep past the new delayed job's due time
 	}
+	return next
 }
 
 // refusedCompletion is the error an attempt fails with when the finish

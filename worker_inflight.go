@@ -7,8 +7,8 @@ import (
 
 // inflight owns a worker's in-flight jobs: its Concurrency slots, the set of
 // jobs that run or wait for their result to be written, and the count Close
-// drains. The fetcher, the job goroutines, the finisher's writers and the
-// lock keeper all reach these only through its methods.
+// drains. The fetcher, the job goroutines (also while they write results)
+// and the lock keeper all reach these only through its methods.
 //
 // A slot is taken before the script call that may activate a job for it, so
 // Redis never hands the worker more jobs than it has room for. A job counts

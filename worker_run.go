@@ -15,17 +15,22 @@ import (
 	"github.com/seed40057009/drover/internal/logkey"
 )
 
-// run executes one attempt and hands its outcome to the finisher.
-// The job stays in flight until the finisher has written its result.
+// run executes one attempt and hands its outcome in (deliver), then runs
+// the job deliver gives it back, if any: a goroutine that carried results
+// to Redis goes on with a job that call fetched. A job stays in flight
+// until its result is written.
 func (w *Worker) run(rj *runningJob) {
-	// Three calls, so the frames below the processor stay small: the stack
+	// Few calls, so the frames below the processor stay small: the stack
 	// a processor starts on is what it parks on while it works, and a job
 	// goroutine whose frames outgrow it has its stack doubled (10,000 jobs
 	// in flight: 40 MB more). No defer for the same reason: attempt turns
 	// a processor's panic into its error.
-	result, err := w.attempt(rj)
-	w.settle(rj, result, err, time.Since(rj.began))
-	rj.cancel(nil)
+	for rj != nil {
+		result, err := w.attempt(rj)
+		next := w.settle(rj, result, err, time.Since(rj.began))
+		rj.cancel(nil)
+		rj = next
+	}
 }
 
 // attempt runs the processor (or fails the attempt without running it) and
@@ -77,13 +82,14 @@ func (w *Worker) armTimeout(rj *runningJob, limit time.Duration, from string) *t
 	return time.AfterFunc(limit, func() { rj.stop(timedOutError(limit, from)) })
 }
 
-// settle hands the attempt's outcome to the finisher, or ends an attempt
-// whose result must not be written.
-func (w *Worker) settle(rj *runningJob, result any, err error, took time.Duration) {
+// settle hands the attempt's outcome in, or ends an attempt whose result
+// must not be written. It returns the job this goroutine runs next (see
+// deliver), or nil.
+func (w *Worker) settle(rj *runningJob, result any, err error, took time.Duration) *runningJob {
 	ctx, job := rj.ctx, rj.job
 	if rj.written.Load() { // Job.MoveToWaitingChildren parked the job: nothing to write
 		w.parkedAttempt(rj, err, took)
-		return
+		return nil
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
 		why, _ := rj.lostWhy.Load().(string)
@@ -91,10 +97,9 @@ func (w *Worker) settle(rj *runningJob, result any, err error, took time.Duratio
 			slog.String(logkey.Reason, why), slog.String(logkey.ErrorClass, "lock_lost"), slog.Duration(logkey.Duration, took))...)
 		w.finished(rj, Finish{Err: fmt.Errorf("%w: %s", ErrLockLost, why), Took: took})
 		w.jobs.finish([]*runningJob{rj}, 0, nil)
-		return
+		return nil
 	}
-	item := w.outcome(ctx, rj, result, err, took)
-	w.results <- item
+	return w.deliver(w.outcome(ctx, rj, result, err, took))
 }
 
 // call runs the processor inside its middleware, turning a panic into an
@@ -126,7 +131,7 @@ func stackOf(err error) string {
 }
 
 // outcome decides what happens to the job after its attempt, following
-// BullMQ's rules (spec §8.1), and builds the record the finisher writes.
+// BullMQ's rules (spec §8.1), and builds the record the result write carries.
 func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err error, took time.Duration) *finishItem {
 	job, stored := rj.job, &rj.stored
 	now := w.q.clock.Now()
