@@ -34,6 +34,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -215,15 +216,16 @@ func (cfg config) spec(i int) jobSpec {
 	return j
 }
 
-var padCache = map[int]string{}
+// padCache holds the padding of each size; the producers of add_single
+// ask for it concurrently.
+var padCache sync.Map // kb -> string
 
 func padding(kb int) string {
-	if s, ok := padCache[kb]; ok {
-		return s
+	if s, ok := padCache.Load(kb); ok {
+		return s.(string)
 	}
-	s := strings.Repeat("x", kb*1024)
-	padCache[kb] = s
-	return s
+	s, _ := padCache.LoadOrStore(kb, strings.Repeat("x", kb*1024))
+	return s.(string)
 }
 
 // payload is the job data every implementation carries.
