@@ -26,14 +26,15 @@ type addBatcher struct {
 
 // addLeaders bounds the add batches in flight at once. Each batch pays the
 // script's fixed cost (16 keys, the call token, the meta read, the marker),
-// and more leaders split the same callers into smaller batches. On
-// loopback a batch spends far longer in Redis than in transit, so one
-// leader loses little overlap and gains the most sharing: 8 producers
-// (bench peer add_single) cost Redis 142k instructions per job under
-// callgrind with 4 leaders, 116k with 2 (2.9 jobs per call) and 99k with
-// 1 (4.5 per call); with 1 the rate was 27-31k adds/s against 21-27k with
-// 2, alternating, load 11 (issue 16).
-const addLeaders = 1
+// and more leaders split the same callers into smaller batches; fewer leave
+// Redis idle while the client turns a reply around. In bench-compare's
+// add_single (8 producers, one client, 50,000 adds, 2-core VM, same
+// minutes, 6 runs each): 1 leader 30.5k adds/s at 17.5 us of Redis CPU
+// per add (medians), 2 leaders 34.0k at 19.5 us, 4 leaders 36.5k at 20.6
+// us. Two keep most of the overlap for a tenth more Redis CPU; under
+// saturation batches grow on their own, so the fixed cost still spreads.
+// (An earlier run at load 11 had favoured 1: 27-31k against 21-27k.)
+const addLeaders = 2
 
 type addRequest struct {
 	rec  scripts.AddRecord

@@ -80,6 +80,51 @@ func BenchmarkProcessPhase(b *testing.B) {
 	b.ReportMetric((redis1-redis0)*1e6/float64(b.N), "redis-µs/job")
 }
 
+// BenchmarkAddPhase times b.N single adds from 8 concurrent producers
+// sharing one client (the add_single row of make bench-compare), and
+// reports the worker-side and Redis-side CPU per add as BenchmarkProcessPhase
+// does. Old API only, so bench-ab.sh's copy runs in older checkouts too:
+//
+//	go test -run '^$' -bench AddPhase -benchtime 50000x .
+func BenchmarkAddPhase(b *testing.B) {
+	ctx := context.Background()
+	bundle := benchQueue(b)
+	const producers = 8
+	var next atomic.Int64
+	redis0, err := redisCPUSeconds(ctx, bundle)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client0 := processCPU()
+	b.ResetTimer()
+	errs := make(chan error, producers)
+	for range producers {
+		go func() {
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				if _, err := bundle.queue.Add(ctx, "noop", map[string]int64{"i": i}, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range producers {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	client1 := processCPU()
+	redis1, err := redisCPUSeconds(ctx, bundle)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "adds/s")
+	b.ReportMetric(float64((client1-client0).Microseconds())/float64(b.N), "client-µs/add")
+	b.ReportMetric((redis1-redis0)*1e6/float64(b.N), "redis-µs/add")
+}
+
 // processCPU is the user+system CPU this process has used.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
