@@ -72,6 +72,29 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 		require.Equal(t, drover.AddCreated, res.Outcome)
 		require.Len(t, jobKeys(t, b), 1, "one add, one job")
 		require.Equal(t, int64(1), b.direct.LLen(context.Background(), b.prefix+":q:wait").Val())
+		require.Equal(t, "2", res.Job.ID, "the warm-up took id 1")
+		require.Equal(t, "once", b.direct.HGet(context.Background(), b.prefix+":q:2", "name").Val())
+	})
+
+	// A batch whose jobs were all created is answered with the id
+	// counter's value before it (the replayed answer too): each id derived
+	// from it must be the job stored under it, custom ids in between
+	// (they draw a counter value as well).
+	t.Run("MixedIDsFromTheReplayedAnswer", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.proxy.DropReplyTo("evalsha")
+		res, err := b.queue.AddBulk(context.Background(), []drover.BulkJob{
+			{Name: "a"}, {Name: "b", Opts: &drover.JobOptions{JobID: "order-9"}}, {Name: "c"},
+		})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), b.proxy.Dropped())
+		require.Len(t, res, 3)
+		for i, want := range []struct{ id, name string }{{"2", "a"}, {"order-9", "b"}, {"4", "c"}} {
+			require.Equal(t, drover.AddCreated, res[i].Outcome)
+			require.Equal(t, want.id, res[i].Job.ID)
+			require.Equal(t, want.name, b.direct.HGet(context.Background(), b.prefix+":q:"+want.id, "name").Val())
+		}
 	})
 
 	t.Run("CustomIDAnswersCreated", func(t *testing.T) {

@@ -104,11 +104,32 @@ func appendAddArgs(args []any, call Call, recs []AddRecord) []any {
 func AddJobs(ctx context.Context, rdb Doer, k keys.Queue, call Call, recs []AddRecord) ([]AddOutcome, error) {
 	args := make([]any, 0, 3+addFields*len(recs))
 	args = appendAddArgs(args, call, recs)
-	res, err := addJobs.runOnce(ctx, rdb, k, args...).Slice()
+	res, err := addJobs.runOnce(ctx, rdb, k, args...).Result()
 	if err != nil {
 		return nil, err
 	}
-	return parseAddReply(res)
+	switch res := res.(type) {
+	case int64:
+		return createdOutcomes(res, recs), nil
+	case []any:
+		return parseAddReply(res)
+	}
+	return nil, fmt.Errorf("addJobs: malformed reply %v", res)
+}
+
+// createdOutcomes is the outcome of every record when addJobs created them
+// all and answered with idBase, the id counter's value before the batch:
+// the i-th record (from 0) without an id of its own got idBase+i+1.
+func createdOutcomes(idBase int64, recs []AddRecord) []AddOutcome {
+	out := make([]AddOutcome, len(recs))
+	for i, r := range recs {
+		id := r.ID
+		if id == "" {
+			id = strconv.FormatInt(idBase+int64(i)+1, 10)
+		}
+		out[i] = AddOutcome{Result: AddCreated, ID: id}
+	}
+	return out
 }
 
 func parseAddReply(res []any) ([]AddOutcome, error) {

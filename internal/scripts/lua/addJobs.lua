@@ -7,7 +7,9 @@
 --   deduplication id ("" = none), deduplication ttl ms (0 = none),
 --   deduplication flags ("r" replace/debounce, "e" extend, "k"
 --   keepLastIfActive, any combination, or "").
--- Returns one {outcome, id, state} per record, where outcome is
+-- Returns the id counter's value before the batch (an integer) when every
+--   record created a job: record i (from 1) got id idBase + i unless it had
+--   its own. Otherwise one {outcome, id, state} per record, where outcome is
 --   "created", "duplicate" (custom id exists; state is its state),
 --   "deduplicated" (dedup id owned by job `id`; state is its state) or
 --   "readded" (created, taking over a dedup id whose owner job had been
@@ -36,6 +38,10 @@ local delayMarker = false
 -- Every add draws a number from the id counter, custom ids too (BullMQ
 -- does): one INCRBY reserves them for the batch, in order.
 local counter = rcall("INCRBY", idKey, n) - n
+local idBase = counter
+-- allCreated: every record made a new job (no duplicate, no dedup hit, no
+-- take-over of a stale dedup id), the usual case (see the reply below).
+local allCreated = true
 -- Pushes to wait and prioritized are collected and made with one command
 -- each at the end: LPUSH only touches the left end and RPUSH the right, so
 -- the order is what one push per job gives. pending remembers where each
@@ -62,6 +68,7 @@ for i = 0, n - 1 do
   local owner = nil
   if duplicate then
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "duplicated", "jobId", id)
+    allCreated = false
     replies[#replies + 1] = {"duplicate", id, pending[id] or jobState(id)}
   else
     local recovered = nil
@@ -70,6 +77,7 @@ for i = 0, n - 1 do
         {name, ARGV[o + 4], ARGV[o + 5]})
     end
     if owner then
+      allCreated = false
       replies[#replies + 1] = {"deduplicated", owner, pending[owner] or jobState(owner)}
     else
       if deid ~= "" then
@@ -98,6 +106,9 @@ for i = 0, n - 1 do
         end
         rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id)
       end
+      if recovered then
+        allCreated = false
+      end
       replies[#replies + 1] = addedReply(id, recovered)
     end
   end
@@ -120,6 +131,14 @@ if #fifo + #lifo + #prio > 0 then
 end
 if delayMarker then
   addDelayMarker(markerKey, delayedKey)
+end
+-- Every record created: the reply is the id counter's value before the
+-- batch, from which the caller derives each generated id (record i got
+-- idBase + i), instead of n {"created", id, ""} triples built, encoded for
+-- the call key and sent (that part alone, for a batch of 5: 12.7 us per
+-- call against 4.7).
+if allCreated then
+  replies = idBase
 end
 onceRemember(callKey, replies, ARGV[3])
 return replies

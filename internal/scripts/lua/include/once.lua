@@ -19,9 +19,12 @@ local function onceReply(qbase, token)
   return key, nil
 end
 
--- onceRemember keeps this run's replies under key for ttl ms.
+-- onceRemember keeps this run's replies under key for ttl ms. A reply that
+-- is a number (addJobs' id base) is written with %d: cjson.encode keeps 14
+-- digits only.
 local function onceRemember(key, replies, ttl)
   if key then
-    rcall("SET", key, cjson.encode(replies), "PX", ttl)
+    local text = type(replies) == "number" and string.format("%d", replies) or cjson.encode(replies)
+    rcall("SET", key, text, "PX", ttl)
   end
 end
