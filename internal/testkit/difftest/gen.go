@@ -10,6 +10,10 @@ import (
 // real clock), so time never decides a step.
 const Hour int64 = 3_600_000
 
+// JitterBase is the delay of the one jittered exponential backoff a
+// program may have (see gen.backoff).
+const JitterBase int64 = 25 * 60_000
+
 // Config selects what the generator uses.
 type Config struct {
 	// Steps is the number of steps of a program.
@@ -59,6 +63,8 @@ type gen struct {
 	cfg   Config
 	names []string
 	n     int
+	// jittered: the program has its one job with a jittered backoff.
+	jittered bool
 }
 
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
@@ -274,10 +280,19 @@ func (g *gen) backoff() *Backoff {
 	case 1, 2:
 		return &Backoff{Type: "fixed", Delay: int64(1+g.r.IntN(2)) * Hour}
 	case 3:
-		// Jitter small enough that the due time stays within half a minute
-		// of the delay (delayed scores compare to the minute): at most
-		// 0.001 of the longest backoff, 4 h (attempts <= 4), is 14.4 s.
-		return &Backoff{Type: "exponential", Delay: Hour, Jitter: g.pickF(0.0005, 0.001)}
+		if g.jittered {
+			return &Backoff{Type: "exponential", Delay: Hour}
+		}
+		// Each run draws its own jitter, so a jittered due time must not
+		// decide an order the two runs are compared on: one such job per
+		// program, on JitterBase (25, 50, 100, 200 min: at least 10 min
+		// from every other due time, whole hours), and jitter small enough
+		// that the due time stays within half a minute of the delay
+		// (delayed scores compare to the minute): 0.001 of 200 min is 12 s.
+		// Two jittered jobs, or one on whole hours, were promoted in an
+		// order that differed from run to run (seed 526733769).
+		g.jittered = true
+		return &Backoff{Type: "exponential", Delay: JitterBase, Jitter: g.pickF(0.0005, 0.001)}
 	case 4:
 		return &Backoff{Type: "exponential", Delay: Hour}
 	default:
