@@ -73,6 +73,12 @@ for i = 0, n - 1 do
   else
     local recovered = nil
     if deid ~= "" then
+      if delayMarker then
+        -- BullMQ marks each delayed job's due time as it adds it, and a
+        -- replace below may remove that job: mark what is delayed now.
+        addDelayMarker(markerKey, delayedKey)
+        delayMarker = false
+      end
       owner, recovered = dedupAdd(base, maxLen, deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id,
         {name, ARGV[o + 4], ARGV[o + 5]})
     end
