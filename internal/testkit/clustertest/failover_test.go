@@ -334,8 +334,11 @@ func TestClusterFailoverIdleWorker(t *testing.T) {
 		return nil, nil
 	}, &drover.WorkerOptions{DrainDelay: 30 * time.Second, Logger: slog.New(logs)})
 
-	// A QueueEvents reader blocks in XREAD on the same master.
-	qe, err := drover.NewQueueEvents(rdb, name, &drover.QueueEventsOptions{Prefix: prefix, BlockTimeout: 2 * time.Second})
+	// A QueueEvents reader blocks in XREAD on the same master. It reads the
+	// stream from its start: with the default "$" it would miss the first
+	// job's completed event whenever the worker finished that job before
+	// the reader's first XREAD (a CI run on a loaded machine did).
+	qe, err := drover.NewQueueEvents(rdb, name, &drover.QueueEventsOptions{Prefix: prefix, BlockTimeout: 2 * time.Second, LastEventID: "0"})
 	require.NoError(t, err)
 	events := make(chan drover.Event, 100)
 	runErr := make(chan error, 1)
