@@ -27,8 +27,10 @@ import (
 	"time"
 )
 
-// impls in their canonical column order.
-var allImpls = []string{"drover", "bullmq", "asynq", "river"}
+// impls in their canonical column order. "floor" is not a queue: the least
+// Redis work per job that BullMQ's format allows (bench/cmd/peer/floor.go),
+// measured on the process rows only.
+var allImpls = []string{"drover", "bullmq", "asynq", "river", "floor"}
 
 type options struct {
 	N           int
@@ -73,7 +75,7 @@ func main() {
 	flag.IntVar(&o.NRetry, "n-retry", 0, "jobs for retry-heavy (each runs 3 times; default n/5)")
 	flag.IntVar(&o.NMem, "n-mem", 10000, "jobs in flight for the memory scenario (= its concurrency)")
 	flag.IntVar(&o.Runs, "runs", 3, "runs of every scenario for every implementation (medians are reported)")
-	flag.StringVar(&only, "only", "", "comma-separated filter: implementation names (drover,bullmq,asynq,river) and/or scenario name prefixes (add,process_c100,pickup,delayed,retry,mem)")
+	flag.StringVar(&only, "only", "", "comma-separated filter: implementation names (drover,bullmq,asynq,river,floor) and/or scenario name prefixes (add,process_c100,pickup,delayed,retry,mem)")
 	flag.StringVar(&o.Out, "out", "results/latest.md", "Markdown table")
 	flag.StringVar(&o.JSONOut, "json-out", "results/latest.json", "every sample, as JSON")
 	flag.StringVar(&o.LogDir, "log-dir", "results/logs", "peer stderr logs")
@@ -224,15 +226,23 @@ type step struct {
 	callgrind bool
 	// heavy: runs only -heavy-runs times (million-job seeds, valgrind).
 	heavy bool
+	// floor: the "floor" pseudo-implementation runs this step (the plain
+	// process rows); it runs nothing else.
+	floor bool
 }
 
-func (s step) applies(impl string) bool { return !slices.Contains(s.without, impl) }
+func (s step) applies(impl string) bool {
+	if impl == "floor" {
+		return s.floor
+	}
+	return !slices.Contains(s.without, impl)
+}
 
 func plan(o options) (impls []string, steps []step) {
 	f := func(k string, v any) string { return fmt.Sprintf("--%s=%v", k, v) }
 	process := func(c, n int) step {
 		return step{
-			name: fmt.Sprintf("process_c%d", c), n: n, server: true,
+			name: fmt.Sprintf("process_c%d", c), n: n, server: true, floor: true,
 			seed: []string{f("scenario", "seed"), f("n", n)},
 			args: []string{f("scenario", "process"), f("n", n), f("c", c)},
 		}

@@ -255,6 +255,11 @@ func buildReport(o options, e *env, impls []string, steps []step, samples []samp
 	return r
 }
 
+// ratioPeers are the columns drover is compared with, in the table's order.
+// Against the floor a ratio is at most 1: 1 would be no Redis work beyond
+// what BullMQ's format makes every worker do.
+var ratioPeers = []string{"bullmq", "asynq", "river", "floor"}
+
 // ratio of drover to peer, oriented so that > 1 means drover is better.
 func (rw row) ratio(peer string) (float64, bool) {
 	d, p := rw.cells["drover"], rw.cells[peer]
@@ -295,7 +300,7 @@ func (r *report) jsonLines() []string {
 				fmt.Fprintf(&b, `,%q:null`, im)
 			}
 		}
-		for _, peer := range []string{"bullmq", "asynq", "river"} {
+		for _, peer := range ratioPeers {
 			if v, ok := rw.ratio(peer); ok {
 				fmt.Fprintf(&b, `,"drover_vs_%s":%v`, peer, round(v))
 			} else {
@@ -323,7 +328,7 @@ func fmtNum(v float64) string {
 
 func (r *report) markdown() string {
 	var b strings.Builder
-	name := map[string]string{"drover": "drover", "bullmq": "BullMQ", "asynq": "asynq", "river": "River"}
+	name := map[string]string{"drover": "drover", "bullmq": "BullMQ", "asynq": "asynq", "river": "River", "floor": "floor"}
 	fmt.Fprintf(&b, "# drover side-by-side benchmark\n\n")
 	fmt.Fprintf(&b, "Written by `bench/cmd/compare` (`make -C bench compare`) on %s, in %s.\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), r.elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "Medians of %d runs per cell; implementations alternate. Ratios are oriented so that > 1 means drover is better.\n\n", r.o.Runs)
@@ -338,8 +343,8 @@ func (r *report) markdown() string {
 	for _, im := range allImpls {
 		fmt.Fprintf(&b, " %s |", name[im])
 	}
-	b.WriteString(" drover/BullMQ | drover/asynq | drover/River | load |\n|---|---|---|")
-	b.WriteString(strings.Repeat("---:|", len(allImpls)+4))
+	b.WriteString(" drover/BullMQ | drover/asynq | drover/River | drover/floor | load |\n|---|---|---|")
+	b.WriteString(strings.Repeat("---:|", len(allImpls)+len(ratioPeers)+1))
 	b.WriteString("\n")
 	for _, rw := range r.rows {
 		better := "lower"
@@ -358,7 +363,7 @@ func (r *report) markdown() string {
 				fmt.Fprintf(&b, " %s |", r.na(rw.m, im))
 			}
 		}
-		for _, peer := range []string{"bullmq", "asynq", "river"} {
+		for _, peer := range ratioPeers {
 			if v, ok := rw.ratio(peer); ok {
 				fmt.Fprintf(&b, " %.2f× |", v)
 			} else {
@@ -390,6 +395,7 @@ func (r *report) markdown() string {
 - The machine is shared with other work; medians of alternating runs damp, but do not remove, that noise.
 - Round trips (redis_rtt_*) are Redis read events (INFO stats total_reads_processed) over the measured process: a pipeline read in one go counts once; a blocked client's wake-up is not a read. The harness' own INFO calls add 3 reads per sample.
 - grow_*: the worker stops once -n-grow jobs were handled (the rest of the backlog stays); the backlog is seeded with each implementation's bulk add (asynq: 8 producers). grow_completed_*: the completed jobs are written by a Lua loader in BullMQ's layout (so BullMQ and drover only). bigqueue (drover only): the queue is written by a Lua loader (90 % waiting, 5 % delayed, 3 % completed, 2 % failed); the dashboard runs in the peer on a loopback HTTP server, the CLI is the built binary, run cold (the dashboard closed and its published queue list deleted before each call, so drover queues reads the queue registry).
+- floor (process rows only) is not a queue: one loop making one Lua call per batch of c jobs that finishes the previous batch and takes the next with only the Redis writes and reads BullMQ's format requires of every worker (lock check, active list, lock, result fields, completed set, the completed and active events, the job hash read; bench/cmd/peer/floor.go), on jobs added by drover. A real worker does more (pause, concurrency and rate-limit checks, delayed promotion, markers, stalled bookkeeping, retention, lock renewal), so its Redis CPU per job cannot go below the floor's: drover/floor says how close drover comes (1 would be at the floor).
 - callgrind_c100: a second redis-server runs under valgrind's callgrind with instrumentation switched on only around the measured worker process; Ir per job does not depend on load. The grow_*_instr rows run the grow steps (drover only) on that server the same way (-callgrind-grow).
 `)
 	return b.String()

@@ -78,7 +78,7 @@ const queueName = "bench"
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.Impl, "impl", "", "asynq, river or drover")
+	flag.StringVar(&cfg.Impl, "impl", "", "asynq, river, drover or floor (process only: the least Redis work per job, see floor.go)")
 	flag.StringVar(&cfg.Scenario, "scenario", "", "seed, add_single, add_bulk, process, retry, latency, delayed or mem")
 	flag.IntVar(&cfg.N, "n", 5000, "number of jobs")
 	flag.IntVar(&cfg.Concurrency, "c", 10, "worker concurrency")
@@ -168,8 +168,10 @@ func newImpl(cfg config) (impl, error) {
 		return newRiver(cfg)
 	case "drover":
 		return newDrover(cfg)
+	case "floor":
+		return newFloor(cfg)
 	}
-	return nil, fmt.Errorf("unknown -impl %q (want asynq, river or drover)", cfg.Impl)
+	return nil, fmt.Errorf("unknown -impl %q (want asynq, river, drover or floor)", cfg.Impl)
 }
 
 // impl is one queue implementation under test. A worker is constructed with

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// floorImpl is not a queue: it is the least Redis work per processed job
+// that any worker keeping BullMQ's state must do, to bound the per-job
+// targets of the process rows (bench/README.md, "floor"). Jobs are added by
+// drover (the same hashes and keys as the drover column); the worker is one
+// loop that, like a worker at concurrency c writing its results together
+// with its next fetch, makes one script call per batch of c jobs. The call
+// finishes the previous batch (lock check, active list, lock, result fields,
+// one ZADD to completed, the "completed" event) and takes the next one
+// (wait, active list, job hash read, lock, processedOn and ats, the "active"
+// event), returning the hashes. Everything else a real worker does (pause,
+// global concurrency and rate limit checks, delayed promotion, markers,
+// stalled bookkeeping, retention, metrics, retries, flows, lock renewal) is
+// left out, so an implementation can only spend more per job than this.
+type floorImpl struct {
+	*droverImpl
+	stop chan struct{}
+	done chan error
+}
+
+func newFloor(cfg config) (impl, error) {
+	d, err := newDrover(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &floorImpl{droverImpl: d.(*droverImpl)}, nil
+}
+
+// floorFinishFetch: KEYS wait, active, completed, events. ARGV 1 job key
+// base, 2 now ms, 3 lock token, 4 fetch count, then the finished jobs' ids.
+var floorFinishFetch = redis.NewScript(`
+local wait, active, completed, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local base, now, token = ARGV[1], ARGV[2], ARGV[3]
+local members = {}
+for i = 5, #ARGV do
+  local id = ARGV[i]
+  local jobKey = base .. id
+  if redis.call("GET", jobKey .. ":lock") == token then
+    redis.call("LREM", active, -1, id)
+    redis.call("DEL", jobKey .. ":lock")
+    redis.call("HSET", jobKey, "returnvalue", "null", "finishedOn", now, "atm", "1")
+    redis.call("XADD", events, "*", "event", "completed", "jobId", id, "returnvalue", "null")
+    members[#members + 1] = now
+    members[#members + 1] = id
+  end
+end
+if #members > 0 then
+  redis.call("ZADD", completed, unpack(members))
+end
+local ids = redis.call("RPOP", wait, ARGV[4])
+if not ids then
+  return {}
+end
+redis.call("LPUSH", active, unpack(ids))
+local out = {}
+for i = 1, #ids do
+  local jobKey = base .. ids[i]
+  out[#out + 1] = ids[i]
+  out[#out + 1] = redis.call("HGETALL", jobKey)
+  redis.call("SET", jobKey .. ":lock", token, "PX", "30000")
+  redis.call("HSET", jobKey, "processedOn", now, "ats", "1")
+  redis.call("XADD", events, "*", "event", "active", "jobId", ids[i], "prev", "waiting")
+end
+return out
+`)
+
+func (f *floorImpl) Start(ctx context.Context, h handler) error {
+	base := droverPrefix + ":" + queueName + ":"
+	keys := []string{base + "wait", base + "active", base + "completed", base + "events"}
+	if err := floorFinishFetch.Load(ctx, f.rdb).Err(); err != nil {
+		return err
+	}
+	f.stop, f.done = make(chan struct{}), make(chan error, 1)
+	go func() {
+		f.done <- f.loop(context.WithoutCancel(ctx), h, base, keys)
+	}()
+	return nil
+}
+
+// loop runs batches until wait is empty and the last batch is finished, or
+// until Stop.
+func (f *floorImpl) loop(ctx context.Context, h handler, base string, keys []string) error {
+	var finished []string
+	for {
+		select {
+		case <-f.stop:
+			return nil
+		default:
+		}
+		args := make([]any, 0, 4+len(finished))
+		args = append(args, base, strconv.FormatInt(time.Now().UnixMilli(), 10), "floor", f.cfg.Concurrency)
+		for _, id := range finished {
+			args = append(args, id)
+		}
+		out, err := floorFinishFetch.EvalSha(ctx, f.rdb, keys, args...).Slice()
+		if err != nil {
+			return err
+		}
+		finished = finished[:0]
+		for i := 0; i+1 < len(out); i += 2 {
+			id, _ := out[i].(string)
+			hash, _ := out[i+1].([]any)
+			var p payload
+			for k := 0; k+1 < len(hash); k += 2 {
+				if hash[k] == "data" {
+					if err := json.Unmarshal([]byte(hash[k+1].(string)), &p); err != nil {
+						return fmt.Errorf("job %s: data: %w", id, err)
+					}
+				}
+			}
+			if err := h(ctx, p, 1); err != nil {
+				return fmt.Errorf("job %s: the floor has no retries: %w", id, err)
+			}
+			finished = append(finished, id)
+		}
+		if len(out) == 0 {
+			// Nothing waiting: poll, as the floor has no marker to block on.
+			select {
+			case <-f.stop:
+				return nil
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+}
+
+func (f *floorImpl) Stop(ctx context.Context) error {
+	if f.stop == nil {
+		return nil
+	}
+	close(f.stop)
+	select {
+	case err := <-f.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
