@@ -226,8 +226,8 @@ type step struct {
 	callgrind bool
 	// heavy: runs only -heavy-runs times (million-job seeds, valgrind).
 	heavy bool
-	// floor: the "floor" pseudo-implementation runs this step (the plain
-	// process rows); it runs nothing else.
+	// floor: the "floor" pseudo-implementation runs this step (add_single
+	// and the plain process rows); it runs nothing else.
 	floor bool
 }
 
@@ -248,7 +248,7 @@ func plan(o options) (impls []string, steps []step) {
 		}
 	}
 	all := []step{
-		{name: "add_single", n: o.N, server: true, args: []string{f("scenario", "add_single"), f("n", o.N), f("producers", 8)}},
+		{name: "add_single", n: o.N, server: true, floor: true, args: []string{f("scenario", "add_single"), f("n", o.N), f("producers", 8)}},
 		// asynq has no bulk enqueue API: n/a (bench/README.md).
 		{name: "add_bulk50", n: o.N, without: []string{"asynq"}, args: []string{f("scenario", "add_bulk"), f("n", o.N), f("chunk", 50)}},
 		{name: "add_bulk1000", n: o.N, without: []string{"asynq"}, args: []string{f("scenario", "add_bulk"), f("n", o.N), f("chunk", 1000)}},

@@ -10,10 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// floorImpl is not a queue: it is the least Redis work per processed job
-// that any worker keeping BullMQ's state must do, to bound the per-job
-// targets of the process rows (bench/README.md, "floor"). Jobs are added by
-// drover (the same hashes and keys as the drover column); the worker is one
+// floorImpl is not a queue: it is the least Redis work per added and per
+// processed job that anything keeping BullMQ's state must do, to bound the
+// per-job targets of the add_single and process rows (bench/README.md,
+// "floor"). Add is one minimal script call per job (floorAdd). For the
+// process rows jobs are seeded by drover's bulk add (the same hashes and
+// keys as the drover column); the worker is one
 // loop that, like a worker at concurrency c writing its results together
 // with its next fetch, makes one script call per batch of c jobs. The call
 // finishes the previous batch (lock check, active list, lock, result fields,
@@ -35,6 +37,33 @@ func newFloor(cfg config) (impl, error) {
 		return nil, err
 	}
 	return &floorImpl{droverImpl: d.(*droverImpl)}, nil
+}
+
+// floorAdd is the least an add does in BullMQ's format: the id counter, the
+// job hash, the wait list, the "added" and "waiting" events and the marker
+// that wakes a blocked worker. KEYS id, wait, marker, events; ARGV 1 job key
+// base, 2 name, 3 data, 4 now ms. It returns the new job's id.
+var floorAdd = redis.NewScript(`
+local id = tostring(redis.call("INCR", KEYS[1]))
+redis.call("HSET", ARGV[1] .. id, "name", ARGV[2], "data", ARGV[3], "opts", "{}",
+  "timestamp", ARGV[4], "delay", "0", "priority", "0")
+redis.call("LPUSH", KEYS[2], id)
+redis.call("XADD", KEYS[4], "*", "event", "added", "jobId", id, "name", ARGV[2])
+redis.call("XADD", KEYS[4], "*", "event", "waiting", "jobId", id)
+redis.call("ZADD", KEYS[3], "0", "0")
+return id
+`)
+
+// Add adds one job with floorAdd: one call per add, as a client without
+// group commit makes (asynq's enqueue is one script call too).
+func (f *floorImpl) Add(ctx context.Context, j jobSpec) error {
+	data, err := json.Marshal(payload{I: j.I, At: j.At, P: j.Pad})
+	if err != nil {
+		return err
+	}
+	base := droverPrefix + ":" + queueName + ":"
+	keys := []string{base + "id", base + "wait", base + "marker", base + "events"}
+	return floorAdd.Run(ctx, f.rdb, keys, base, queueName, data, time.Now().UnixMilli()).Err()
 }
 
 // floorFinishFetch: KEYS wait, active, completed, events. ARGV 1 job key
