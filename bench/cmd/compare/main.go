@@ -226,8 +226,8 @@ type step struct {
 	callgrind bool
 	// heavy: runs only -heavy-runs times (million-job seeds, valgrind).
 	heavy bool
-	// floor: the "floor" pseudo-implementation runs this step (add_single
-	// and the plain process rows); it runs nothing else.
+	// floor: the "floor" pseudo-implementation runs this step (add_single,
+	// the plain process rows and the grow_* backlogs); it runs nothing else.
 	floor bool
 }
 
@@ -295,7 +295,7 @@ func plan(o options) (impls []string, steps []step) {
 	}
 	for _, b := range o.Grow {
 		all = append(all, step{
-			name: "grow_" + sizeName(b), n: o.NGrow, server: true, heavy: b >= 1_000_000,
+			name: "grow_" + sizeName(b), n: o.NGrow, server: true, heavy: b >= 1_000_000, floor: true,
 			seed: []string{f("scenario", "seed"), f("n", b+o.NGrow)},
 			args: []string{f("scenario", "process"), f("n", o.NGrow), f("c", 100), f("stop-at-handled", true)},
 		})
