@@ -75,3 +75,66 @@ func scriptCommands(t *testing.T, rdb *redis.Client) int {
 	}
 	return total
 }
+
+// TestAddDuplicatesReadInOneRoundTrip: an add that hits an existing job (a
+// custom id that exists, or a deduplication id owned by another job)
+// returns that job, read back after the script. Every hit of one AddBulk
+// chunk is read in one round trip: a bulk re-add of n jobs is two round
+// trips, not n + 1. The results still carry each existing job's own data.
+func TestAddDuplicatesReadInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+
+	const n = 100
+	first := make([]drover.BulkJob, n)
+	again := make([]drover.BulkJob, n)
+	for i := range n {
+		id := "order-" + strconv.Itoa(i)
+		first[i] = drover.BulkJob{Name: "j", Data: map[string]int{"v": i}, Opts: &drover.JobOptions{JobID: id}}
+		again[i] = drover.BulkJob{Name: "j", Data: map[string]int{"v": -1}, Opts: &drover.JobOptions{JobID: id}}
+	}
+	_, err = q.AddBulk(ctx, first)
+	require.NoError(t, err)
+
+	reads := func() int64 {
+		info, err := rdb.Info(ctx, "stats").Result()
+		require.NoError(t, err)
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
+				r, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err)
+				return r
+			}
+		}
+		t.Fatal("INFO stats has no total_reads_processed")
+		return 0
+	}
+	before := reads()
+	res, err := q.AddBulk(ctx, again)
+	require.NoError(t, err)
+	// The two INFO calls are reads too: one is counted in the delta.
+	used := reads() - before - 1
+	require.Len(t, res, n)
+	for i, r := range res {
+		require.Equal(t, drover.AddDuplicate, r.Outcome, "job %d", i)
+		require.Equal(t, "order-"+strconv.Itoa(i), r.Job.ID)
+		require.JSONEq(t, `{"v":`+strconv.Itoa(i)+`}`, string(r.Job.Data), "job %d carries the stored data, not the re-add's", i)
+	}
+	require.LessOrEqual(t, used, int64(2), "round trips of a bulk re-add of %d jobs (the add, then one read of the existing jobs)", n)
+
+	// Deduplicated single adds: the result names the owner with its data.
+	owner, err := q.Add(ctx, "d", map[string]string{"who": "owner"}, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "once"}})
+	require.NoError(t, err)
+	hit, err := q.Add(ctx, "d", map[string]string{"who": "late"}, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "once"}})
+	require.NoError(t, err)
+	require.Equal(t, drover.AddDeduplicated, hit.Outcome)
+	require.Equal(t, owner.Job.ID, hit.Job.ID)
+	require.JSONEq(t, `{"who":"owner"}`, string(hit.Job.Data))
+	require.Equal(t, drover.StateWaiting, hit.ExistingState)
+}

@@ -335,7 +335,7 @@ func (f *FlowProducer) AddBulk(ctx context.Context, flows []FlowJob) ([]*JobNode
 			ID: r.ID, Name: r.Name, Timestamp: r.Timestamp, Data: r.Data, Opts: r.Opts,
 			Delay: r.Delay, Priority: r.Priority, LIFO: r.LIFO, DedupID: r.DedupID,
 		}}
-		res := n.q.addResult(ctx, &p, outcomes[i])
+		res := n.q.addResult(&p, outcomes[i], n.q.existingJobs(ctx, outcomes[i:i+1]))
 		jn := &JobNode{Job: res.Job, Outcome: res.Outcome}
 		if res.Outcome == AddCreated || res.Outcome == AddReAdded {
 			if r.ParentKey != "" {

@@ -215,7 +215,9 @@ func (q *Queue) addOne(ctx context.Context, bj *BulkJob) (*AddResult, error) {
 		return nil, fmt.Errorf("add job %q to queue %q: %w", bj.Name, q.name, err)
 	}
 	q.register(ctx)
-	return q.addResult(ctx, &p, oc), nil
+	// Each caller reads its own hit, after the batch: the read is off the
+	// batcher's path, so it does not hold up the adds queued behind it.
+	return q.addResult(&p, oc, q.existingJobs(ctx, []scripts.AddOutcome{oc})), nil
 }
 
 // prepared is a validated job ready to send.
@@ -323,8 +325,9 @@ func (q *Queue) addBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 			}
 			return nil, e
 		}
+		existing := q.existingJobs(ctx, outcomes)
 		for i, oc := range outcomes {
-			out = append(out, q.addResult(ctx, &preps[from+i], oc))
+			out = append(out, q.addResult(&preps[from+i], oc, existing))
 		}
 	}
 	if len(out) > 0 {
@@ -438,7 +441,37 @@ func isRedisReply(err error) bool {
 // addResult turns a script outcome into an AddResult. The add has happened
 // by then, so it does not fail: an existing job that cannot be read (removed
 // meanwhile, or Redis unreachable) is reported by its id alone.
-func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcome) *AddResult {
+// existingJobs reads, in one round trip, the jobs that the duplicate and
+// deduplicated outcomes among outcomes name, so that a batch with many hits
+// costs one read rather than one per hit. A job it cannot read (removed
+// since, or the read failed) is missing from the map, and addResult then
+// reports its id alone: the add itself is done either way.
+func (q *Queue) existingJobs(ctx context.Context, outcomes []scripts.AddOutcome) map[string]*Job {
+	var ids []string
+	seen := map[string]bool{}
+	for _, oc := range outcomes {
+		if (oc.Result == scripts.AddDuplicate || oc.Result == scripts.AddDeduplicated) && !seen[oc.ID] {
+			seen[oc.ID] = true
+			ids = append(ids, oc.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	jobs, err := q.getJobsByID(ctx, ids)
+	if err != nil {
+		return nil
+	}
+	byID := make(map[string]*Job, len(jobs))
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	return byID
+}
+
+// addResult is the AddResult of the add p with outcome oc; existing holds
+// the jobs a duplicate or deduplicated outcome may name (existingJobs).
+func (q *Queue) addResult(p *prepared, oc scripts.AddOutcome, existing map[string]*Job) *AddResult {
 	switch oc.Result {
 	case scripts.AddCreated, scripts.AddReAdded:
 		rec := &p.rec
@@ -465,10 +498,8 @@ func (q *Queue) addResult(ctx context.Context, p *prepared, oc scripts.AddOutcom
 		if oc.Result == scripts.AddDeduplicated {
 			outcome = AddDeduplicated
 		}
-		job, err := q.GetJob(ctx, oc.ID)
-		if err != nil {
-			// Removed between the add and this read, or unreadable now:
-			// report the id alone rather than fail an add that is done.
+		job := existing[oc.ID]
+		if job == nil {
 			job = &Job{ID: oc.ID, queue: q}
 		}
 		return &AddResult{Job: job, Outcome: outcome, ExistingState: JobState(oc.State)}
