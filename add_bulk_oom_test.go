@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestAddBulkPartialWriteIsReported: a real redis-server runs out of memory
@@ -20,13 +19,8 @@ import (
 // so a caller can resend the rest without duplicating anything.
 func TestAddBulkPartialWriteIsReported(t *testing.T) {
 	t.Parallel()
-	srv, err := redistest.Start("--maxmemory-policy", "noeviction")
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	rdb := srv.Client(t)
+	rdb, q := ownServer(t, &drover.QueueOptions{AddBulkChunk: 250}, "--maxmemory-policy", "noeviction")
 	ctx := context.Background()
-	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{AddBulkChunk: 250})
-	require.NoError(t, err)
 
 	info, err := rdb.Info(ctx, "memory").Result()
 	require.NoError(t, err)

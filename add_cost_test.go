@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestAddRedisCommands counts the Redis commands the add script runs per
@@ -20,14 +19,9 @@ import (
 // HMGET reads the meta hash for the event cap and the pause check.
 func TestAddRedisCommands(t *testing.T) {
 	t.Parallel()
-	srv, err := redistest.Start()
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	rdb := srv.Client(t)
+	rdb, q := ownServer(t, nil)
 	ctx := context.Background()
-	q, err := drover.NewQueue(rdb, "q", nil)
-	require.NoError(t, err)
-	_, err = q.Add(ctx, "warm-up", nil, nil) // loads the script
+	_, err := q.Add(ctx, "warm-up", nil, nil) // loads the script
 	require.NoError(t, err)
 
 	count := func(run func()) int {
@@ -83,13 +77,8 @@ func scriptCommands(t *testing.T, rdb *redis.Client) int {
 // trips, not n + 1. The results still carry each existing job's own data.
 func TestAddDuplicatesReadInOneRoundTrip(t *testing.T) {
 	t.Parallel()
-	srv, err := redistest.Start()
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	rdb := srv.Client(t)
+	rdb, q := ownServer(t, nil)
 	ctx := context.Background()
-	q, err := drover.NewQueue(rdb, "q", nil)
-	require.NoError(t, err)
 
 	const n = 100
 	first := make([]drover.BulkJob, n)
@@ -99,7 +88,7 @@ func TestAddDuplicatesReadInOneRoundTrip(t *testing.T) {
 		first[i] = drover.BulkJob{Name: "j", Data: map[string]int{"v": i}, Opts: &drover.JobOptions{JobID: id}}
 		again[i] = drover.BulkJob{Name: "j", Data: map[string]int{"v": -1}, Opts: &drover.JobOptions{JobID: id}}
 	}
-	_, err = q.AddBulk(ctx, first)
+	_, err := q.AddBulk(ctx, first)
 	require.NoError(t, err)
 
 	reads := func() int64 {

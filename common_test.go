@@ -24,6 +24,20 @@ type testBundle struct {
 
 func setupQueue(t *testing.T) *testBundle { return setupQueueTB(t) }
 
+// ownServer starts a redis-server for this test alone (with the extra
+// args) and returns a client of it and queue "q" on it with opts: for tests
+// that read server-wide counters (INFO) or change the server's settings.
+func ownServer(t *testing.T, opts *drover.QueueOptions, args ...string) (*redis.Client, *drover.Queue) {
+	t.Helper()
+	srv, err := redistest.Start(args...)
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	q, err := drover.NewQueue(rdb, "q", opts)
+	require.NoError(t, err)
+	return rdb, q
+}
+
 func setupQueueTB(t testing.TB) *testBundle {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)

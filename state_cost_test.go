@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestStateLookupDoesNotSearchWait is issue 16 item 6 (no cost that grows
@@ -22,17 +21,12 @@ import (
 // job in wait or paused. On its own server: the LPOS counts are ours.
 func TestStateLookupDoesNotSearchWait(t *testing.T) {
 	t.Parallel()
-	srv, err := redistest.Start()
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	rdb := srv.Client(t)
+	rdb, q := ownServer(t, nil)
 	ctx := context.Background()
-	q, err := drover.NewQueue(rdb, "q", nil)
-	require.NoError(t, err)
 
 	// The oldest job sits at the far end of a 2,000-job wait list, where
 	// LPOS from the head looks last.
-	_, err = q.Add(ctx, "old", nil, &drover.JobOptions{JobID: "oldest", Deduplication: &drover.Deduplication{ID: "op-1"}})
+	_, err := q.Add(ctx, "old", nil, &drover.JobOptions{JobID: "oldest", Deduplication: &drover.Deduplication{ID: "op-1"}})
 	require.NoError(t, err)
 	jobs := make([]drover.BulkJob, 2000)
 	_, err = q.AddBulk(ctx, jobs)

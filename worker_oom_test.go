@@ -10,7 +10,6 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
-	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestWorkerHoldsFetchWhileLocksCannotBeRenewed: a real redis-server runs
@@ -20,13 +19,8 @@ import (
 // allowed) until a renewal succeeds again; then it takes them all.
 func TestWorkerHoldsFetchWhileLocksCannotBeRenewed(t *testing.T) {
 	t.Parallel()
-	srv, err := redistest.Start("--maxmemory-policy", "noeviction")
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	rdb := srv.Client(t)
+	rdb, q := ownServer(t, nil, "--maxmemory-policy", "noeviction")
 	ctx := context.Background()
-	q, err := drover.NewQueue(rdb, "q", nil)
-	require.NoError(t, err)
 
 	const short = 20
 	release := make(chan struct{})
