@@ -12,26 +12,24 @@ import (
 
 // floorImpl is not a queue: it is the least Redis work per added and per
 // processed job that anything keeping BullMQ's state must do, to bound the
-// per-job targets of the add_single and process rows (bench/README.md,
+// per-job targets of the add_single, process and grow rows (bench/README.md,
 // "floor"). Add is one minimal script call per job (floorAdd). For the
-// process rows jobs are seeded by drover's bulk add (the same hashes and
-// keys as the drover column); the worker is one
-// loop that, like a worker at concurrency c writing its results together
-// with its next fetch, makes one script call per batch of c jobs. The call
-// finishes the previous batch (lock check, active list, lock, result fields,
-// one ZADD to completed, the "completed" event; one MGET of the locks, one
-// DEL of them and, from 8 jobs on, one rewrite of the active list, as drover
-// does) and takes the next one
-// (wait, active list, job hash read, lock, processedOn and ats, the "active"
-// event), returning the hashes. Everything else a real worker does (pause,
-// global concurrency and rate limit checks, delayed promotion, markers,
-// stalled bookkeeping, retention, metrics, retries, flows, lock renewal) is
-// left out, so an implementation can only spend more per job than this.
+// process rows, jobs are seeded by drover's bulk add (the same hashes and
+// keys as the drover column), and the worker is one loop that, like a worker
+// at concurrency c writing its results together with its next fetch, makes
+// one script call per batch of c jobs (floorFinishFetch). Everything else a
+// real worker does (pause, global concurrency and rate limit checks, delayed
+// promotion, markers, stalled bookkeeping, retention, metrics, retries,
+// flows, lock renewal) is left out, so an implementation can only spend more
+// per job than this.
 type floorImpl struct {
 	*droverImpl
 	stop chan struct{}
 	done chan error
 }
+
+// floorBase is the job key base of the queue every implementation uses.
+const floorBase = droverPrefix + ":" + queueName + ":"
 
 func newFloor(cfg config) (impl, error) {
 	d, err := newDrover(cfg)
@@ -63,13 +61,17 @@ func (f *floorImpl) Add(ctx context.Context, j jobSpec) error {
 	if err != nil {
 		return err
 	}
-	base := droverPrefix + ":" + queueName + ":"
-	keys := []string{base + "id", base + "wait", base + "marker", base + "events"}
-	return floorAdd.Run(ctx, f.rdb, keys, base, queueName, data, time.Now().UnixMilli()).Err()
+	keys := []string{floorBase + "id", floorBase + "wait", floorBase + "marker", floorBase + "events"}
+	return floorAdd.Run(ctx, f.rdb, keys, floorBase, queueName, data, time.Now().UnixMilli()).Err()
 }
 
-// floorFinishFetch: KEYS wait, active, completed, events. ARGV 1 job key
-// base, 2 now ms, 3 lock token, 4 fetch count, then the finished jobs' ids.
+// floorFinishFetch finishes the previous batch (one MGET of the locks, the
+// active list (one rewrite from 8 jobs on, as drover does), one DEL of the
+// locks, the result fields, one ZADD to completed, the "completed" events)
+// and takes the next one (wait, active list, the job hashes, locks,
+// processedOn and ats, the "active" events), returning the hashes.
+// KEYS wait, active, completed, events. ARGV 1 job key base, 2 now ms,
+// 3 lock token, 4 fetch count, then the finished jobs' ids.
 var floorFinishFetch = redis.NewScript(`
 local wait, active, completed, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local base, now, token = ARGV[1], ARGV[2], ARGV[3]
@@ -135,21 +137,20 @@ return out
 `)
 
 func (f *floorImpl) Start(ctx context.Context, h handler) error {
-	base := droverPrefix + ":" + queueName + ":"
-	keys := []string{base + "wait", base + "active", base + "completed", base + "events"}
+	keys := []string{floorBase + "wait", floorBase + "active", floorBase + "completed", floorBase + "events"}
 	if err := floorFinishFetch.Load(ctx, f.rdb).Err(); err != nil {
 		return err
 	}
 	f.stop, f.done = make(chan struct{}), make(chan error, 1)
 	go func() {
-		f.done <- f.loop(context.WithoutCancel(ctx), h, base, keys)
+		f.done <- f.loop(context.WithoutCancel(ctx), h, keys)
 	}()
 	return nil
 }
 
 // loop runs batches until wait is empty and the last batch is finished, or
 // until Stop.
-func (f *floorImpl) loop(ctx context.Context, h handler, base string, keys []string) error {
+func (f *floorImpl) loop(ctx context.Context, h handler, keys []string) error {
 	var finished []string
 	for {
 		select {
@@ -158,7 +159,7 @@ func (f *floorImpl) loop(ctx context.Context, h handler, base string, keys []str
 		default:
 		}
 		args := make([]any, 0, 4+len(finished))
-		args = append(args, base, strconv.FormatInt(time.Now().UnixMilli(), 10), "floor", f.cfg.Concurrency)
+		args = append(args, floorBase, strconv.FormatInt(time.Now().UnixMilli(), 10), "floor", f.cfg.Concurrency)
 		for _, id := range finished {
 			args = append(args, id)
 		}
