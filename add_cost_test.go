@@ -94,15 +94,7 @@ func TestAddDuplicatesReadInOneRoundTrip(t *testing.T) {
 	reads := func() int64 {
 		info, err := rdb.Info(ctx, "stats").Result()
 		require.NoError(t, err)
-		for _, line := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
-				r, err := strconv.ParseInt(v, 10, 64)
-				require.NoError(t, err)
-				return r
-			}
-		}
-		t.Fatal("INFO stats has no total_reads_processed")
-		return 0
+		return infoInt(t, info, "total_reads_processed")
 	}
 	before := reads()
 	res, err := q.AddBulk(ctx, again)
