@@ -93,6 +93,7 @@ func Start(extraArgs ...string) (*Server, error) {
 		}
 		args = append(args, extraArgs...)
 		cmd := exec.Command(bin, args...)
+		dieWithParent(cmd)
 		logFile, err := os.Create(filepath.Join(dir, "redis.log"))
 		if err != nil {
 			return nil, err
