@@ -236,7 +236,8 @@ const (
 // Its goroutines, all owned and waited for by Close:
 //   - the fetcher takes jobs when slots are free and otherwise blocks on the
 //     queue's marker (no polling);
-//   - one goroutine per running job (bounded by Concurrency); up to
+//   - one goroutine per running job (bounded by Concurrency, kept a while
+//     for the next job once its own is done, worker_runners.go); up to
 //     maxWriters of them at a time also write results in batches, fetching
 //     the next jobs for the freed slots in the same script call, and then
 //     run one of those jobs (worker_finish.go);
@@ -262,6 +263,9 @@ type Worker struct {
 	// carry holds the results waiting to be written and counts the job
 	// goroutines writing them (worker_finish.go).
 	carry carriers
+	// runners keeps job goroutines that ran out of jobs for the next ones
+	// (worker_runners.go).
+	runners runners
 
 	// Lifecycle, written by Start and Close only (under startOnce and
 	// closeOnce); the goroutines read the contexts and channels.
@@ -576,8 +580,9 @@ func (w *Worker) Close(ctx context.Context) error {
 		}
 
 		// 3. Every result is written (or given up): wait for the goroutines
-		// that wrote the last ones to step back.
+		// that wrote the last ones to step back, and stop the job goroutines.
 		w.waitCarriers()
+		w.runners.stop()
 
 		// 4. Nothing runs any more: stop the lock keeper and stalled checker.
 		w.stopBG()

@@ -101,6 +101,7 @@ func (w *Worker) fetchLoop() {
 			continue
 		}
 		w.noteDelayed(f.NextDelayed)
+		w.runners.reap()
 		w.waitForWork(ctx)
 	}
 }
@@ -246,11 +247,4 @@ func (w *Worker) prepare(jobs []scripts.Fetched, token string) []*runningJob {
 	}
 	w.giveSlots(out)
 	return out
-}
-
-// launch runs a goroutine per job, once inflight has started them.
-func (w *Worker) launch(jobs []*runningJob) {
-	for _, rj := range jobs {
-		go w.run(rj)
-	}
 }

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,7 +102,19 @@ func main() {
 	flag.StringVar(&cfg.DroverBin, "drover-bin", "", "drover CLI binary (bigqueue)")
 	flag.IntVar(&cfg.Children, "children", 100, "children of each flow's parent (flow)")
 	everyMS := flag.Float64("every-ms", 100, "the job scheduler's interval (scheduler)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
 	cfg.Gap = msDuration(*gapMS)
 	cfg.Lead = msDuration(*leadMS)
 	cfg.Spread = msDuration(*spreadMS)
@@ -111,6 +124,9 @@ func main() {
 
 	res := run(cfg)
 	res.Impl, res.Scenario, res.N = cfg.Impl, cfg.Scenario, cfg.N
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
 	if res.Error != "" {
