@@ -12,6 +12,11 @@ import (
 // next job; older ones are stopped when the fetcher finds the queue empty.
 const runnerKeep = 10 * time.Second
 
+// maxKeptRunners bounds the job goroutines kept at once: enough for every
+// job of a busy worker at the usual concurrencies, while a worker at
+// concurrency 10,000 does not hold 10,000 stacks once its jobs are done.
+const maxKeptRunners = 1000
+
 // runners owns a worker's job goroutines that have no job. A processor
 // that needs a deep stack (encoding/json does) grows its goroutine's stack
 // by copying it; a new goroutine per job paid that copy on every job (at
@@ -20,9 +25,10 @@ const runnerKeep = 10 * time.Second
 // garbage collector shrinks its stack while it waits.
 //
 // A goroutine is made only when none is kept, so there are never more
-// than Concurrency running jobs plus the maxWriters carrying results. The most recently kept runs the
-// next job (its stack is the likeliest to be grown); the longest kept are
-// the ones reaped. Close stops the kept ones and waits for every job
+// than Concurrency (plus the maxWriters carrying results), and at most
+// maxKeptRunners of them wait. The most recently kept runs the next job
+// (its stack is the likeliest to be grown); the longest kept are the ones
+// reaped. Close stops the kept ones and waits for every job
 // goroutine to return.
 type runners struct {
 	mu      sync.Mutex
@@ -85,7 +91,7 @@ func (p *runners) keep(r *runner) bool {
 	r.keptAt = time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped {
+	if p.stopped || len(p.idle) >= maxKeptRunners {
 		return false
 	}
 	p.idle = append(p.idle, r)
