@@ -227,7 +227,8 @@ type step struct {
 	// heavy: runs only -heavy-runs times (million-job seeds, valgrind).
 	heavy bool
 	// floor: the "floor" pseudo-implementation runs this step (add_single,
-	// the plain process rows and the grow_* backlogs); it runs nothing else.
+	// the plain process rows, callgrind_c100 and the grow_* backlogs); it
+	// runs nothing else.
 	floor bool
 }
 
@@ -316,7 +317,7 @@ func plan(o options) (impls []string, steps []step) {
 	)
 	if o.Callgrind {
 		all = append(all, step{
-			name: "callgrind_c100", n: o.NCallgrind, server: true, callgrind: true, without: []string{"river"}, heavy: true,
+			name: "callgrind_c100", n: o.NCallgrind, server: true, callgrind: true, without: []string{"river"}, heavy: true, floor: true,
 			seed: []string{f("scenario", "seed"), f("n", o.NCallgrind)},
 			args: []string{f("scenario", "process"), f("n", o.NCallgrind), f("c", 100)},
 		})
