@@ -189,3 +189,33 @@ func TestOutOfRangeOptionsWriteNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, keys)
 }
+
+// TestBadRepeatOptionsWriteNothing: a job scheduler whose options cannot
+// work is refused naming the problem, and nothing reaches Redis. A time
+// zone is checked with Every too (BullMQ ignores it there, but a name that
+// is no zone is a mistake worth hearing about).
+func TestBadRepeatOptionsWriteNothing(t *testing.T) {
+	t.Parallel()
+
+	bundle := setupQueue(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		repeat drover.RepeatOptions
+		want   string
+	}{
+		{drover.RepeatOptions{}, "set Every or Pattern"},
+		{drover.RepeatOptions{Every: time.Second, Pattern: "* * * * *"}, "both set"},
+		{drover.RepeatOptions{Every: -time.Second}, "RepeatOptions.Every"},
+		{drover.RepeatOptions{Pattern: "bad-cron"}, `cron pattern "bad-cron"`},
+		{drover.RepeatOptions{Pattern: "* * * * *", TZ: "Mars/Base"}, `time zone "Mars/Base"`},
+		{drover.RepeatOptions{Every: time.Second, TZ: "Mars/Base"}, `time zone "Mars/Base"`},
+		{drover.RepeatOptions{Every: time.Second, Limit: -1}, "RepeatOptions.Limit"},
+	} {
+		_, err := bundle.queue.UpsertJobScheduler(ctx, "s", tt.repeat, nil)
+		require.ErrorIs(t, err, drover.ErrInvalidOption, "%+v", tt.repeat)
+		require.ErrorContains(t, err, tt.want)
+	}
+	keys, err := bundle.rdb.Keys(ctx, bundle.prefix+":*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys)
+}

@@ -237,6 +237,13 @@ func validateRepeat(id string, r *RepeatOptions, now time.Time) (*schedule.Sched
 		return nil, optionError("RepeatOptions.EndDate %s is in the past", r.EndDate.UTC().Format(time.RFC3339))
 	}
 	if r.Pattern == "" {
+		// BullMQ ignores a time zone with every; a name that is no zone is
+		// still a mistake.
+		if r.TZ != "" {
+			if _, err := time.LoadLocation(r.TZ); err != nil {
+				return nil, optionError("RepeatOptions: time zone %q: %v", r.TZ, err)
+			}
+		}
 		return nil, nil
 	}
 	s, err := schedule.Parse(r.Pattern, r.TZ)

@@ -364,11 +364,14 @@ const cleanCap = 10000
 // for completed and failed, created for the others), at most limit (0 =
 // 10000). Jobs a worker holds when Clean runs are skipped by Clean.
 func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state drover.JobState, grace time.Duration, limit int) ([]string, error) {
+	if grace < 0 || limit < 0 {
+		return nil, fmt.Errorf("%w: clean grace and limit must not be negative, got %s and %d", drover.ErrInvalidOption, grace, limit)
+	}
 	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
+	if limit == 0 {
 		limit = cleanCap
 	}
 	cutoff := time.Now().Add(-grace)

@@ -51,6 +51,9 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 	if *grace < 0 {
 		return usagef("--grace must not be negative, got %s", *grace)
 	}
+	if *limit < 0 {
+		return usagef("--limit must not be negative, got %d", *limit)
+	}
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err

@@ -389,6 +389,26 @@ func TestQueueCommands(t *testing.T) {
 		require.EqualValues(t, 0, completed())
 	})
 
+	// A negative --limit was taken as "no limit" by the listing that
+	// precedes the question (and "nothing to remove" came back).
+	t.Run("CleanRefusesNegativeLimit", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for _, extra := range [][]string{nil, {"--dry-run"}, {"--yes"}} {
+			out, err := run(t, b, append([]string{"clean", "mail", "--grace", "0", "--limit", "-1"}, extra...)...)
+			var usage *usageError
+			require.ErrorAs(t, err, &usage, out)
+			require.ErrorContains(t, err, "--limit must not be negative, got -1")
+		}
+		ins, err := inspect.New(b.rdb, &inspect.Options{Prefix: b.prefix})
+		require.NoError(t, err)
+		_, err = ins.CleanCandidates(ctx, "mail", drover.StateCompleted, 0, -1)
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+		n, err := b.queue.GetJobCounts(ctx, drover.StateCompleted)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n[drover.StateCompleted])
+	})
+
 	t.Run("Watch", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
