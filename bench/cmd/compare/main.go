@@ -227,8 +227,8 @@ type step struct {
 	// heavy: runs only -heavy-runs times (million-job seeds, valgrind).
 	heavy bool
 	// floor: the "floor" pseudo-implementation runs this step (add_single,
-	// the plain process rows, callgrind_c100 and the grow_* backlogs); it
-	// runs nothing else.
+	// the plain process rows, pickup, callgrind_c100 and the grow_*
+	// backlogs); it runs nothing else.
 	floor bool
 }
 
@@ -257,7 +257,7 @@ func plan(o options) (impls []string, steps []step) {
 		process(10, o.N),
 		process(100, o.N),
 		process(500, o.N),
-		{name: "pickup", n: o.NLatency, args: []string{f("scenario", "latency"), f("n", o.NLatency), f("c", 10), f("gap-ms", o.GapMS), f("warmup-ms", 500)}},
+		{name: "pickup", n: o.NLatency, floor: true, args: []string{f("scenario", "latency"), f("n", o.NLatency), f("c", 10), f("gap-ms", o.GapMS), f("warmup-ms", 500)}},
 		{name: "delayed", n: o.NDelayed, args: []string{f("scenario", "delayed"), f("n", o.NDelayed), f("c", 10), f("warmup-ms", 500), f("lead-ms", 500), f("spread-ms", 1500)}},
 		{
 			name: "retry", n: o.NRetry, server: true,

@@ -17,7 +17,9 @@ import (
 // process rows, jobs are seeded by drover's bulk add (the same hashes and
 // keys as the drover column), and the worker is one loop that, like a worker
 // at concurrency c writing its results together with its next fetch, makes
-// one script call per batch of c jobs (floorFinishFetch). Everything else a
+// one script call per batch of c jobs (floorFinishFetch), and blocks on the
+// queue's marker when nothing is waiting (so the pickup row has a floor:
+// the marker wake-up and one fetch call after a minimal add). Everything else a
 // real worker does (pause, global concurrency and rate limit checks, delayed
 // promotion, markers, stalled bookkeeping, retention, metrics, retries,
 // flows, lock renewal) is left out, so an implementation can only spend more
@@ -185,11 +187,13 @@ func (f *floorImpl) loop(ctx context.Context, h handler, keys []string) error {
 			finished = append(finished, id)
 		}
 		if len(out) == 0 {
-			// Nothing waiting: poll, as the floor has no marker to block on.
-			select {
-			case <-f.stop:
-				return nil
-			case <-time.After(time.Millisecond):
+			// Nothing waiting: block on the marker that floorAdd (and any
+			// BullMQ-format add) writes, as a BullMQ worker does; the pickup
+			// row's floor is this wake-up plus one fetch call. go-redis
+			// blocks in whole seconds, so Stop may wait up to one.
+			err := f.rdb.BZPopMin(ctx, time.Second, floorBase+"marker").Err()
+			if err != nil && err != redis.Nil {
+				return err
 			}
 		}
 	}
