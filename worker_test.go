@@ -391,8 +391,9 @@ func goroutineID() string {
 
 // A job goroutine runs the next job once its own is done, so a processor
 // whose stack grew (encoding/json's does) keeps it: with a new goroutine
-// per job, 300 jobs at concurrency 4 ran on about 300 goroutines and a
-// third of the worker's CPU went to copying stacks. Close stops the kept
+// per job, 300 jobs at concurrency 4 ran on 187 goroutines and (with a
+// json.Unmarshal processor at concurrency 100) a third of the worker's CPU
+// went to copying stacks. Close stops the kept
 // goroutines (TestMain's goleak check sees any left).
 func TestWorkerKeepsJobGoroutines(t *testing.T) {
 	t.Parallel()
@@ -423,6 +424,8 @@ func TestWorkerKeepsJobGoroutines(t *testing.T) {
 	require.NoError(t, w.Close(ctx))
 	mu.Lock()
 	defer mu.Unlock()
-	// concurrency running, plus the two that may be carrying results.
-	require.LessOrEqual(t, len(ran), concurrency+2, "jobs ran on %d goroutines", len(ran))
+	// About concurrency running plus the two that may be carrying results;
+	// a goroutine on its way back to the kept ones can miss a hand-out, so
+	// allow some more. A goroutine per job would be about 300.
+	require.LessOrEqual(t, len(ran), 5*concurrency, "jobs ran on %d goroutines", len(ran))
 }
