@@ -24,12 +24,13 @@ const maxKeptRunners = 1000
 // CPU went to runtime.copystack). A kept goroutine pays it once, until the
 // garbage collector shrinks its stack while it waits.
 //
-// A goroutine is made only when none is kept, so there are never more
-// than Concurrency (plus the maxWriters carrying results), and at most
-// maxKeptRunners of them wait. The most recently kept runs the next job
-// (its stack is the likeliest to be grown); the longest kept are the ones
-// reaped. Close stops the kept ones and waits for every job
-// goroutine to return.
+// A goroutine is made only when none is kept, so there are about
+// Concurrency of them (plus the maxWriters carrying results, and now and
+// then one made while another was on its way back to the kept ones), and at
+// most maxKeptRunners of them wait. The most recently kept runs the next
+// job (its stack is the likeliest to be grown); the longest kept are the
+// ones reaped. Close stops the kept ones and waits for every job goroutine
+// to return.
 type runners struct {
 	mu      sync.Mutex
 	idle    []*runner // kept, oldest first
