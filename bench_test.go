@@ -20,11 +20,7 @@ func BenchmarkAddAndProcess(b *testing.B) {
 	for _, conc := range []int{1, 100} {
 		b.Run("c"+strconv.Itoa(conc), func(b *testing.B) {
 			bundle := benchQueue(b)
-			jobs := make([]drover.BulkJob, b.N)
-			for i := range jobs {
-				jobs[i] = drover.BulkJob{Name: "noop", Data: map[string]int{"i": i}}
-			}
-			_, err := bundle.queue.AddBulk(ctx, jobs)
+			_, err := bundle.queue.AddBulk(ctx, numberedJobs("noop", b.N))
 			require.NoError(b, err)
 			var done atomic.Int64
 			finished := make(chan struct{})
@@ -66,10 +62,7 @@ func BenchmarkAdd(b *testing.B) {
 func BenchmarkAddBulk(b *testing.B) {
 	ctx := context.Background()
 	bundle := benchQueue(b)
-	jobs := make([]drover.BulkJob, 1000)
-	for i := range jobs {
-		jobs[i] = drover.BulkJob{Name: "noop", Data: map[string]int{"i": i}}
-	}
+	jobs := numberedJobs("noop", 1000)
 	b.ReportAllocs()
 	for b.Loop() {
 		_, err := bundle.queue.AddBulk(ctx, jobs)

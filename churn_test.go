@@ -22,11 +22,7 @@ func TestWorkerChurnLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	b := setupQueue(t)
 	const n = 2000
-	jobs := make([]drover.BulkJob, n)
-	for i := range jobs {
-		jobs[i] = drover.BulkJob{Name: "work", Data: map[string]int{"i": i}}
-	}
-	_, err := b.queue.AddBulk(ctx, jobs)
+	_, err := b.queue.AddBulk(ctx, numberedJobs("work", n))
 	require.NoError(t, err)
 
 	var runs atomic.Int64

@@ -127,3 +127,12 @@ func (r *recorder) list() []string {
 }
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// numberedJobs is n bulk jobs named name, job i with data {"i": i}.
+func numberedJobs(name string, n int) []drover.BulkJob {
+	jobs := make([]drover.BulkJob, n)
+	for i := range jobs {
+		jobs[i] = drover.BulkJob{Name: name, Data: map[string]int{"i": i}}
+	}
+	return jobs
+}

@@ -118,11 +118,7 @@ func TestWorkerOrdering(t *testing.T) {
 	t.Run("BulkAddThousand", func(t *testing.T) {
 		t.Parallel()
 		b := setupQueue(t)
-		jobs := make([]drover.BulkJob, 1000)
-		for i := range jobs {
-			jobs[i] = drover.BulkJob{Name: "bulk", Data: map[string]int{"i": i}}
-		}
-		res, err := b.queue.AddBulk(ctx, jobs)
+		res, err := b.queue.AddBulk(ctx, numberedJobs("bulk", 1000))
 		require.NoError(t, err)
 		require.Len(t, res, 1000)
 		require.Equal(t, "1", res[0].Job.ID)
@@ -400,11 +396,7 @@ func TestWorkerKeepsJobGoroutines(t *testing.T) {
 	ctx := context.Background()
 	b := setupQueue(t)
 	const jobs, concurrency = 300, 4
-	bulk := make([]drover.BulkJob, jobs)
-	for i := range bulk {
-		bulk[i] = drover.BulkJob{Name: "x", Data: map[string]int{"i": i}}
-	}
-	_, err := b.queue.AddBulk(ctx, bulk)
+	_, err := b.queue.AddBulk(ctx, numberedJobs("x", jobs))
 	require.NoError(t, err)
 	var mu sync.Mutex
 	ran := map[string]int{}
