@@ -239,10 +239,8 @@ func validateRepeat(id string, r *RepeatOptions, now time.Time) (*schedule.Sched
 	if r.Pattern == "" {
 		// BullMQ ignores a time zone with every; a name that is no zone is
 		// still a mistake.
-		if r.TZ != "" {
-			if _, err := time.LoadLocation(r.TZ); err != nil {
-				return nil, optionError("RepeatOptions: time zone %q: %v", r.TZ, err)
-			}
+		if _, err := schedule.Location(r.TZ); err != nil {
+			return nil, optionError("RepeatOptions: %v", err)
 		}
 		return nil, nil
 	}

@@ -40,16 +40,24 @@ type Schedule struct {
 var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom |
 	cron.Month | cron.Dow | cron.Descriptor)
 
-// Parse reads pattern in time zone tz (an IANA name; "" is UTC, as
-// cron-parser uses when BullMQ passes no tz).
+// Location is time zone tz (an IANA name; "" is UTC, as cron-parser uses
+// when BullMQ passes no tz).
+func Location(tz string) (*time.Location, error) {
+	if tz == "" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Errorf("time zone %q: %w", tz, err)
+	}
+	return loc, nil
+}
+
+// Parse reads pattern in time zone tz (see Location).
 func Parse(pattern, tz string) (*Schedule, error) {
-	loc := time.UTC
-	if tz != "" {
-		l, err := time.LoadLocation(tz)
-		if err != nil {
-			return nil, fmt.Errorf("time zone %q: %w", tz, err)
-		}
-		loc = l
+	loc, err := Location(tz)
+	if err != nil {
+		return nil, err
 	}
 	p := strings.TrimSpace(pattern)
 	if strings.HasPrefix(p, "@every") || strings.HasPrefix(p, "TZ=") || strings.HasPrefix(p, "CRON_TZ=") {
