@@ -2,6 +2,7 @@ package drover
 
 import (
 	"io"
+	"time"
 
 	"github.com/seed40057009/drover/internal/clock"
 )
@@ -47,3 +48,15 @@ func SetDefaultLogOutput(w io.Writer) (restore func()) {
 // SetCloseBegunHook makes Close call f once the worker is marked closing,
 // before it stops the fetcher (tests only; set before Start).
 func SetCloseBegunHook(w *Worker, f func()) { w.closeBegun = f }
+
+// SetWorkerRunnerKeep sets how long a worker keeps a job goroutine with
+// nothing to run (tests only; call before Start).
+func SetWorkerRunnerKeep(w *Worker, d time.Duration) { w.runners.keepFor = d }
+
+// KeptRunners is how many job goroutines the worker keeps for a next job
+// (tests only).
+func KeptRunners(w *Worker) int {
+	w.runners.mu.Lock()
+	defer w.runners.mu.Unlock()
+	return len(w.runners.idle)
+}

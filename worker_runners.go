@@ -4,12 +4,14 @@ package drover
 // for the next job the worker starts, instead of exiting.
 
 import (
+	"cmp"
 	"sync"
 	"time"
 )
 
 // runnerKeep is how long a job goroutine with nothing to run is kept for a
-// next job; older ones are stopped when the fetcher finds the queue empty.
+// next job (tests set runners.keepFor instead); older ones are stopped
+// when the fetcher finds the queue empty.
 const runnerKeep = 10 * time.Second
 
 // maxKeptRunners bounds the job goroutines kept at once: enough for every
@@ -36,6 +38,7 @@ type runners struct {
 	idle    []*runner // kept, oldest first
 	stopped bool
 	wg      sync.WaitGroup // every job goroutine, running or kept
+	keepFor time.Duration  // 0: runnerKeep
 }
 
 // runner is one kept job goroutine's mailbox.
@@ -99,9 +102,9 @@ func (p *runners) keep(r *runner) bool {
 	return true
 }
 
-// reap stops the goroutines kept longer than runnerKeep.
+// reap stops the goroutines kept longer than keepFor.
 func (p *runners) reap() {
-	cutoff := time.Now().Add(-runnerKeep)
+	cutoff := time.Now().Add(-cmp.Or(p.keepFor, runnerKeep))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0

@@ -421,3 +421,25 @@ func TestWorkerKeepsJobGoroutines(t *testing.T) {
 	// allow some more. A goroutine per job would be about 300.
 	require.LessOrEqual(t, len(ran), 5*concurrency, "jobs ran on %d goroutines", len(ran))
 }
+
+// Kept job goroutines do not outlive their use: once the queue is empty,
+// those kept longer than the keep time are stopped.
+func TestWorkerStopsIdleJobGoroutines(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	_, err := b.queue.AddBulk(ctx, numberedJobs("x", 50))
+	require.NoError(t, err)
+	var done atomic.Int64
+	w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+		done.Add(1)
+		return nil, nil
+	}), &drover.WorkerOptions{Prefix: b.prefix, Concurrency: 8, DrainDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	drover.SetWorkerRunnerKeep(w, time.Second)
+	require.NoError(t, w.Start(ctx))
+	defer func() { require.NoError(t, w.Close(ctx)) }()
+	testkit.WaitFor(t, 10*time.Second, "all processed", func() bool { return done.Load() == 50 })
+	testkit.WaitFor(t, time.Second, "job goroutines kept after the jobs", func() bool { return drover.KeptRunners(w) > 0 })
+	testkit.WaitFor(t, 10*time.Second, "kept goroutines stopped", func() bool { return drover.KeptRunners(w) == 0 })
+}
