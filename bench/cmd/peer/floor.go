@@ -12,18 +12,19 @@ import (
 
 // floorImpl is not a queue: it is the least Redis work per added and per
 // processed job that anything keeping BullMQ's state must do, to bound the
-// per-job targets of the add_single, process and grow rows (bench/README.md,
-// "floor"). Add is one minimal script call per job (floorAdd). For the
-// process rows, jobs are seeded by drover's bulk add (the same hashes and
-// keys as the drover column), and the worker is one loop that, like a worker
-// at concurrency c writing its results together with its next fetch, makes
-// one script call per batch of c jobs (floorFinishFetch), and blocks on the
-// queue's marker when nothing is waiting (so the pickup row has a floor:
-// the marker wake-up and one fetch call after a minimal add). Everything else a
-// real worker does (pause, global concurrency and rate limit checks, delayed
-// promotion, markers, stalled bookkeeping, retention, metrics, retries,
-// flows, lock renewal) is left out, so an implementation can only spend more
-// per job than this.
+// targets of the add_single, process, pickup, callgrind_c100 and grow rows
+// (bench/README.md, "floor"). Add is one minimal script call per job
+// (floorAdd). For the process rows, jobs are seeded by drover's bulk add
+// (the same hashes and keys as the drover column), and the worker is one
+// loop that, like a worker at concurrency c writing its results together
+// with its next fetch, makes one script call per batch of c jobs
+// (floorFinishFetch), and blocks on the queue's marker when nothing is
+// waiting (so the pickup row has a floor: the marker wake-up and one fetch
+// call after a minimal add). Everything else a real worker does (pause,
+// global concurrency and rate limit checks, delayed promotion, the markers
+// it writes, stalled bookkeeping, retention, metrics, retries, flows, lock
+// renewal) is left out, so an implementation can only spend more per job
+// than this.
 type floorImpl struct {
 	*droverImpl
 	stop chan struct{}
