@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -103,7 +104,11 @@ func main() {
 	flag.IntVar(&cfg.Children, "children", 100, "children of each flow's parent (flow)")
 	everyMS := flag.Float64("every-ms", 100, "the job scheduler's interval (scheduler)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file (go tool pprof -sample_index=alloc_space)")
 	flag.Parse()
+	if *memProfile != "" {
+		runtime.MemProfileRate = 4096
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -127,11 +132,31 @@ func main() {
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
 	if res.Error != "" {
 		os.Exit(1)
 	}
+}
+
+// writeHeapProfile writes the allocation profile (every allocation since the
+// start, sampled one per 4 KiB) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
