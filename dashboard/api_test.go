@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -122,6 +123,17 @@ func TestAPI(t *testing.T) {
 			require.NoError(t, err)
 			resp.Body.Close()
 			require.Equal(t, want, resp.StatusCode, path)
+		}
+		// An API call while Redis is down is an outage (503, naming Redis),
+		// not a server bug (500).
+		for _, path := range []string{"/api/overview", "/api/queues/q/jobs?state=failed", "/api/queues/q/jobs/1", "/api/jobs/1"} {
+			resp, err := http.Get(srv.URL + path)
+			require.NoError(t, err)
+			var body struct{ Error string }
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+			resp.Body.Close()
+			require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, path)
+			require.Contains(t, body.Error, "Redis unavailable", path)
 		}
 	})
 

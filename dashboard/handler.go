@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -465,7 +466,20 @@ func writeErr(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, context.Canceled):
 		writeError(w, 499, "request cancelled")
+	case redisUnavailable(err):
+		writeError(w, http.StatusServiceUnavailable, "Redis unavailable: "+err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, err.Error())
 	}
+}
+
+// redisUnavailable reports whether err says Redis could not be reached or
+// answered in time (a refused or broken connection, a timeout, no free
+// connection in the pool), rather than that the request failed: the
+// answer is then 503, as /readyz gives, so a proxy or a monitor tells an
+// outage from a bug.
+func redisUnavailable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
 }
