@@ -301,7 +301,13 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	asc := q.Get("asc") == "1" || q.Get("asc") == "true"
+	asc := false
+	if v := q.Get("asc"); v != "" {
+		if asc, err = strconv.ParseBool(v); err != nil {
+			writeErr(w, badRequest("asc must be true or false, got %q", v))
+			return
+		}
+	}
 	page, err := h.ins.Jobs(r.Context(), r.PathValue("queue"), &inspect.ListOptions{
 		State: state, Filter: filter, Offset: offset, Limit: min(limit, 500), Asc: asc,
 	})
