@@ -409,9 +409,14 @@ func reply(w http.ResponseWriter, v any, err error) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// decode reads an optional JSON body into v.
+// decode reads an optional JSON body into v. A field v does not have is
+// refused: a misspelt option (say "dry_run" for "dryRun") must not run the
+// real action with the option left out. (Names still match regardless of
+// case, as encoding/json does.)
 func decode(r *http.Request, v any) error {
-	err := json.NewDecoder(r.Body).Decode(v)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -504,6 +509,9 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	opts := &inspect.RetryOptions{
 		State: req.State, Filter: filter, ResetAttempts: req.ResetAttempts, IncludeUnrecoverable: req.IncludeUnrecoverable,
 		DryRun: req.DryRun, Limit: req.Limit,
+	}
+	if err := opts.Validate(); err != nil {
+		return err
 	}
 	if req.DryRun {
 		res, err := h.ins.RetryJobs(r.Context(), e.Queue, opts)

@@ -110,6 +110,25 @@ func TestAPI(t *testing.T) {
 		require.Equal(t, dashboard.OperationDone, op.Status)
 		require.Equal(t, 2, op.Retried)
 		require.Equal(t, http.StatusBadRequest, c.post("api/queues/q/retry", dashboard.RetryJobsRequest{Filter: "zzz"}, nil))
+
+		// Mistakes are refused at once, before any job moves or any
+		// operation starts: a misspelt dryRun (dry_run) must not run the real retry,
+		// and a state that cannot be retried is not a failed operation later.
+		var before, after struct{ Operations []dashboard.Operation }
+		require.Equal(t, http.StatusOK, c.get("api/operations", &before))
+		for _, body := range []map[string]any{
+			{"filter": "name=b", "dry_run": true},
+			{"filter": "name=b", "resetAttempt": true},
+			{"state": "waiting"},
+			{"limit": -1},
+		} {
+			require.Equal(t, http.StatusBadRequest, c.post("api/queues/q/retry", body, nil), "%v", body)
+		}
+		require.Equal(t, http.StatusOK, c.get("api/operations", &after))
+		require.Len(t, after.Operations, len(before.Operations))
+		state, err := b.queue(t, "q").GetJobState(ctx, ids[1])
+		require.NoError(t, err)
+		require.Equal(t, drover.StateFailed, state)
 	})
 
 	t.Run("HealthWithoutRedisReadyWith", func(t *testing.T) {

@@ -83,6 +83,20 @@ type RetryOptions struct {
 	Progress func(done, total int)
 }
 
+// Validate reports options RetryJobs refuses (drover.ErrInvalidOption): a
+// State other than failed or completed, a negative ChunkSize or Limit. A
+// caller that runs the retry in the background checks them first, so a
+// mistake is answered at once instead of by a failed operation.
+func (o *RetryOptions) Validate() error {
+	switch {
+	case o.State != "" && o.State != drover.StateFailed && o.State != drover.StateCompleted:
+		return fmt.Errorf("%w: inspect.RetryOptions.State must be %q or %q, got %q", drover.ErrInvalidOption, drover.StateFailed, drover.StateCompleted, o.State)
+	case o.ChunkSize < 0 || o.Limit < 0:
+		return fmt.Errorf("%w: inspect.RetryOptions.ChunkSize and Limit must not be negative, got %d and %d", drover.ErrInvalidOption, o.ChunkSize, o.Limit)
+	}
+	return nil
+}
+
 // RetryResult reports a bulk retry.
 type RetryResult struct {
 	Queue string          `json:"queue"`
@@ -121,16 +135,13 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	if opts != nil {
 		o = *opts
 	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	o.State = cmp.Or(o.State, drover.StateFailed)
 	o.ChunkSize = cmp.Or(o.ChunkSize, RetryChunkDefault)
 	o.Pause = cmp.Or(o.Pause, RetryPauseDefault)
 	o.Pause = max(o.Pause, 0)
-	switch {
-	case o.State != drover.StateFailed && o.State != drover.StateCompleted:
-		return nil, fmt.Errorf("%w: inspect.RetryOptions.State must be %q or %q, got %q", drover.ErrInvalidOption, drover.StateFailed, drover.StateCompleted, o.State)
-	case o.ChunkSize < 0 || o.Limit < 0:
-		return nil, fmt.Errorf("%w: inspect.RetryOptions.ChunkSize and Limit must not be negative, got %d and %d", drover.ErrInvalidOption, o.ChunkSize, o.Limit)
-	}
 	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
