@@ -427,6 +427,11 @@ func decode(r *http.Request, v any) error {
 	if err != nil {
 		return badRequest("bad request body: %v", err)
 	}
+	// One JSON value and nothing after it: a body with more is not what
+	// the caller meant to send, and the actions can be destructive.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("bad request body: more after the JSON object")
+	}
 	return nil
 }
 

@@ -126,9 +126,31 @@ func TestAPI(t *testing.T) {
 		}
 		require.Equal(t, http.StatusOK, c.get("api/operations", &after))
 		require.Len(t, after.Operations, len(before.Operations))
+
 		state, err := b.queue(t, "q").GetJobState(ctx, ids[1])
 		require.NoError(t, err)
 		require.Equal(t, drover.StateFailed, state)
+	})
+
+	t.Run("BodyIsOneJSONObjectOfKnownFields", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+		id := b.add(t, "q", "keep", nil, nil)
+		c := b.as(t, "")
+		// A destructive action must not run on the part of a body that
+		// parsed: more after the object, or a field the action does not
+		// have, is refused before anything moves.
+		for path, body := range map[string]rawBody{
+			"api/queues/q/obliterate": `{"force":false} {"force":true}`,
+			"api/queues/q/clean":      `{"state":"waiting","grace":"0s"} x`,
+			"api/queues/q/pause":      `{"queue":"q"}`,
+		} {
+			require.Equal(t, http.StatusBadRequest, c.post(path, body, nil), path)
+			require.Contains(t, string(c.lastBody), "bad request body", path)
+		}
+		state, err := b.queue(t, "q").GetJobState(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateWaiting, state)
 	})
 
 	t.Run("HealthWithoutRedisReadyWith", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -173,11 +174,16 @@ func (b *testBundle) as(t *testing.T, token string) *client {
 	return c
 }
 
-// do sends a request; body and out are JSON (out may be nil).
+// rawBody is a request body sent as it is, not encoded as JSON.
+type rawBody string
+
+// do sends a request; body (unless a rawBody) and out are JSON (out may be nil).
 func (c *client) do(method, path string, body any, out any, extra map[string]string) (int, http.Header) {
 	c.t.Helper()
 	var rd io.Reader
-	if body != nil {
+	if raw, ok := body.(rawBody); ok {
+		rd = strings.NewReader(string(raw))
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		require.NoError(c.t, err)
 		rd = bytes.NewReader(b)

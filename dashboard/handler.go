@@ -234,28 +234,28 @@ func (h *Handler) routes() {
 
 	// Operators.
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/retry", h.act("retry-job", RoleOperator, h.retryJob))
-	m.Handle("POST /api/queues/{queue}/jobs/{id}/promote", h.act("promote-job", RoleOperator, h.promoteJob))
+	m.Handle("POST /api/queues/{queue}/jobs/{id}/promote", h.act("promote-job", RoleOperator, noBody(h.promoteJob)))
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/cancel", h.act("cancel-job", RoleOperator, h.cancelJob))
 	m.Handle("POST /api/queues/{queue}/retry", h.act("retry-jobs", RoleOperator, h.retryJobs))
-	m.Handle("POST /api/queues/{queue}/promote", h.act("promote-all", RoleOperator, h.promoteAll))
+	m.Handle("POST /api/queues/{queue}/promote", h.act("promote-all", RoleOperator, noBody(h.promoteAll)))
 	m.Handle("GET /api/openapi.json", h.viewer(serveOpenAPI))
 	m.Handle("GET /api/jobs/{id}", h.viewer(h.findJob))
 	m.Handle("GET /api/queues/{queue}/failures", h.viewer(h.failures))
 	m.Handle("GET /api/queues/{queue}/conflicts", h.viewer(h.conflicts))
 	m.Handle("GET /api/queues/{queue}/throughput", h.viewer(h.throughput))
 	m.Handle("GET /api/queues/{queue}/schedulers", h.viewer(h.schedulers))
-	m.Handle("POST /api/queues/{queue}/schedulers/{scheduler}/remove", h.act("remove-scheduler", RoleOperator, h.removeScheduler))
+	m.Handle("POST /api/queues/{queue}/schedulers/{scheduler}/remove", h.act("remove-scheduler", RoleOperator, noBody(h.removeScheduler)))
 	m.Handle("GET /api/workers", h.viewer(h.workers))
 	m.Handle("GET /api/operations", h.viewer(h.listOperations))
 	m.Handle("GET /api/operations/{id}", h.viewer(h.getOperation))
-	m.Handle("POST /api/operations/{id}/cancel", h.act("cancel-operation", RoleOperator, h.cancelOperation))
+	m.Handle("POST /api/operations/{id}/cancel", h.act("cancel-operation", RoleOperator, noBody(h.cancelOperation)))
 
 	// Admins.
 	m.Handle("GET /api/audit", h.need(RoleAdmin, h.auditLog))
 	m.Handle("POST /api/sessions/revoke", h.act("revoke-sessions", RoleAdmin, h.revokeSessions))
-	m.Handle("POST /api/queues/{queue}/jobs/{id}/remove", h.act("remove-job", RoleAdmin, h.removeJob))
-	m.Handle("POST /api/queues/{queue}/pause", h.act("pause", RoleAdmin, h.pause))
-	m.Handle("POST /api/queues/{queue}/resume", h.act("resume", RoleAdmin, h.resume))
+	m.Handle("POST /api/queues/{queue}/jobs/{id}/remove", h.act("remove-job", RoleAdmin, noBody(h.removeJob)))
+	m.Handle("POST /api/queues/{queue}/pause", h.act("pause", RoleAdmin, noBody(h.pause)))
+	m.Handle("POST /api/queues/{queue}/resume", h.act("resume", RoleAdmin, noBody(h.resume)))
 	m.Handle("POST /api/queues/{queue}/clean", h.act("clean", RoleAdmin, h.clean))
 	m.Handle("POST /api/queues/{queue}/obliterate", h.act("obliterate", RoleAdmin, h.obliterate))
 
@@ -371,6 +371,19 @@ func badRequest(format string, args ...any) error {
 
 // act wraps a mutating request: sign-in, read-only mode, role, CSRF, then
 // the action, and an audit entry whatever happens.
+// noBody wraps an action that takes no parameters: its body may be absent
+// or an empty JSON object ("{}", what the page sends), nothing else, so a
+// caller who expects a parameter (say a count for "promote all") learns it
+// is not there before the action runs.
+func noBody(fn actionFunc) actionFunc {
+	return func(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+		if err := decode(r, &struct{}{}); err != nil {
+			return err
+		}
+		return fn(w, r, e)
+	}
+}
+
 func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
