@@ -40,7 +40,7 @@
 //	GET  /api/queues/{queue}/events        server-sent events
 //	POST /api/queues/{queue}/jobs/{id}/retry    {"resetAttempts":true} (operator)
 //	POST /api/queues/{queue}/jobs/{id}/promote  (operator)
-//	POST /api/queues/{queue}/retry         {"state","filter","resetAttempts","dryRun","limit"} (operator)
+//	POST /api/queues/{queue}/retry         {"state","filter","resetAttempts","includeUnrecoverable","dryRun","limit"} (operator)
 //	POST /api/queues/{queue}/promote       (operator)
 //	POST /api/queues/{queue}/jobs/{id}/remove   (admin)
 //	POST /api/queues/{queue}/pause|resume  (admin)
@@ -50,7 +50,10 @@
 //	POST /api/sessions/revoke              {"user"} end a user's sessions, or everyone's (admin)
 //	POST /api/login, /api/logout           UI sign-in with a token or name and password
 //
-// The API's JSON is package inspect's: instants are epoch milliseconds,
+// A POST body is one JSON object with only the fields shown (an action
+// shown without fields takes no body or {}); anything else is refused with
+// 400 before the action runs. While Redis cannot be reached, calls answer
+// 503. The API's JSON is package inspect's: instants are epoch milliseconds,
 // durations milliseconds, and a job's fields it shares with BullMQ's job
 // JSON have BullMQ's names (timestamp, returnvalue, stalledCounter, ...).
 // The audit log's and background operations' times are RFC 3339.
