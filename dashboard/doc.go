@@ -26,6 +26,10 @@
 //
 // # API
 //
+// The main routes are below; GET /api/openapi.json describes every route
+// with its parameters, bodies and answers (TestOpenAPI holds it to the
+// handler).
+//
 //	GET  /healthz                          no Redis, no auth
 //	GET  /readyz                           pings Redis, no auth
 //	GET  /metrics                          Prometheus text format (viewer)
