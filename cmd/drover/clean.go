@@ -35,7 +35,7 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 		"Removes jobs of one state older than the grace period (by default completed jobs finished more\n"+
 		"than an hour ago, as the dashboard's clean action); jobs a worker holds are skipped. It says how\n"+
 		"many jobs it will remove and asks first; --yes skips the question.", inspect.CleanGraceDefault))
-	state := fs.String("state", "completed", "state to clean: completed, failed, delayed, waiting, prioritized, paused")
+	state := fs.String("state", "completed", "state to clean: completed, failed, delayed, waiting, prioritized, paused, waiting-children, or active (jobs a worker holds are skipped)")
 	grace := fs.duration("grace", inspect.CleanGraceDefault, "keep jobs younger than this (finished for completed and failed); 0 = remove them all")
 	limit := fs.Int("limit", 0, "remove at most this many (0 = up to 10000 per call)")
 	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be removed")
