@@ -369,8 +369,6 @@ func badRequest(format string, args ...any) error {
 	return &httpError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
 }
 
-// act wraps a mutating request: sign-in, read-only mode, role, CSRF, then
-// the action, and an audit entry whatever happens.
 // noBody wraps an action that takes no parameters: its body may be absent
 // or an empty JSON object ("{}", what the page sends), nothing else, so a
 // caller who expects a parameter (say a count for "promote all") learns it
@@ -384,6 +382,8 @@ func noBody(fn actionFunc) actionFunc {
 	}
 }
 
+// act wraps a mutating request: sign-in, read-only mode, role, CSRF, then
+// the action, and an audit entry whatever happens.
 func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
