@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/metrics"
 )
 
@@ -181,6 +183,39 @@ func TestAPI(t *testing.T) {
 			require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, path)
 			require.Contains(t, body.Error, "Redis unavailable", path)
 		}
+	})
+
+	t.Run("WriteToAReplicaIs503", func(t *testing.T) {
+		t.Parallel()
+		// During a failover a client can land on a replica: Redis refuses
+		// writes (READONLY). That is an outage of the writable server, not
+		// a bug: 503, naming Redis.
+		rdb, prefix := newClient(t)
+		q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+		require.NoError(t, err)
+		_, err = q.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		primary := redistest.Shared(t)
+		host, port, err := net.SplitHostPort(primary.Addr)
+		require.NoError(t, err)
+		replica, err := redistest.Start("--replicaof", host, port)
+		require.NoError(t, err)
+		t.Cleanup(replica.Stop)
+		rrdb := replica.Client(t)
+		testkit.WaitFor(t, 20*time.Second, "the replica to sync", func() bool {
+			n, err := rrdb.Exists(ctx, prefix+":q:meta").Result()
+			return err == nil && n == 1
+		})
+		ins, err := inspect.New(rrdb, &inspect.Options{Prefix: prefix})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
+		h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+		require.NoError(t, err)
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		c := (&testBundle{url: srv.URL + "/"}).as(t, "")
+		require.Equal(t, http.StatusServiceUnavailable, c.post("api/queues/q/pause", nil, nil), "%s", c.lastBody)
+		require.Contains(t, string(c.lastBody), "Redis unavailable")
 	})
 
 	t.Run("MountsUnderAPrefix", func(t *testing.T) {

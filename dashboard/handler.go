@@ -488,11 +488,25 @@ func writeErr(w http.ResponseWriter, err error) {
 
 // redisUnavailable reports whether err says Redis could not be reached or
 // answered in time (a refused or broken connection, a timeout, no free
-// connection in the pool), rather than that the request failed: the
-// answer is then 503, as /readyz gives, so a proxy or a monitor tells an
-// outage from a bug.
+// connection in the pool), or cannot serve for now (it is loading its
+// data, is a replica since a failover, is out of memory, busy with a
+// script, or its cluster is down), rather than that the request failed:
+// the answer is then 503, as /readyz gives, so a proxy or a monitor tells
+// an outage from a bug.
 func redisUnavailable(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
+		return true
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	code, _, _ := strings.Cut(re.Error(), " ")
+	switch code {
+	case "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "OOM":
+		return true
+	}
+	return false
 }
