@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/outage"
 )
 
 // EventName is the name of a queue event, as BullMQ writes it.
@@ -122,16 +125,22 @@ type QueueEventsOptions struct {
 	// BlockTimeout is how long one read blocks; it bounds how late Next
 	// notices a cancelled ctx. Defaults to 1s.
 	BlockTimeout time.Duration
+	// Logger receives a warning when Run's reads fail for a Redis outage
+	// (and a line when they work again). Defaults to warnings and errors, as
+	// text, on stderr; slog.New(slog.DiscardHandler) silences it.
+	Logger *slog.Logger
 }
 
 // QueueEvents reads a queue's events stream (XREAD BLOCK), in order.
 // It is not safe for concurrent use: one reader per QueueEvents.
 type QueueEvents struct {
 	rdb    redis.UniversalClient
+	name   string
 	key    string
 	lastID string
 	block  time.Duration
 	buf    []Event
+	log    *slog.Logger
 }
 
 // NewQueueEvents returns a reader of queue name's events. It does no I/O.
@@ -149,6 +158,9 @@ func NewQueueEvents(rdb redis.UniversalClient, name string, opts *QueueEventsOpt
 	if o.BlockTimeout == 0 {
 		o.BlockTimeout = time.Second
 	}
+	if o.Logger == nil {
+		o.Logger = defaultLogger()
+	}
 	if o.BlockTimeout < time.Millisecond {
 		return nil, optionError("QueueEventsOptions.BlockTimeout must be at least 1ms, got %s", o.BlockTimeout)
 	}
@@ -158,7 +170,8 @@ func NewQueueEvents(rdb redis.UniversalClient, name string, opts *QueueEventsOpt
 	if err := checkNames(rdb, o.Prefix, name); err != nil {
 		return nil, err
 	}
-	return &QueueEvents{rdb: rdb, key: keys.New(o.Prefix, name).Events(), lastID: o.LastEventID, block: o.BlockTimeout}, nil
+	return &QueueEvents{rdb: rdb, name: name, key: keys.New(o.Prefix, name).Events(), lastID: o.LastEventID,
+		block: o.BlockTimeout, log: o.Logger}, nil
 }
 
 // LastID is the id of the last event returned ("$" before the first).
@@ -209,15 +222,37 @@ func (qe *QueueEvents) Next(ctx context.Context) (Event, error) {
 }
 
 // Run calls fn for every event until ctx is done or fn returns an error.
-// It returns nil when ctx ends.
+// It returns nil when ctx ends. A Redis outage (a lost connection, a
+// restart, a failover) does not end it, as it does not end a BullMQ
+// QueueEvents: Run reads again, after a pause growing from 100 ms to 3 s,
+// from after the last event it handed to fn, so no event is skipped or
+// repeated (unless the stream was trimmed past it meanwhile). Other errors
+// (say the key is not a stream) end it.
 func (qe *QueueEvents) Run(ctx context.Context, fn func(Event) error) error {
+	failures := 0
 	for {
 		ev, err := qe.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return err
+			if !outage.Is(err) {
+				return err
+			}
+			failures++
+			if failures == 1 {
+				qe.log.WarnContext(ctx, "reading queue events failed; retrying until Redis answers",
+					slog.String(logkey.Queue, qe.name), slog.Any(logkey.Error, err))
+			}
+			if !sleepCtx(ctx, retryDelay(failures)) {
+				return nil
+			}
+			continue
+		}
+		if failures > 0 {
+			qe.log.InfoContext(ctx, "reading queue events again", slog.String(logkey.Queue, qe.name),
+				slog.Int(logkey.Attempt, failures+1))
+			failures = 0
 		}
 		if err := fn(ev); err != nil {
 			return err

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -24,6 +23,7 @@ import (
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/metricset"
+	"github.com/seed40057009/drover/internal/outage"
 )
 
 //go:embed ui
@@ -479,34 +479,11 @@ func writeErr(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, context.Canceled):
 		writeError(w, 499, "request cancelled")
-	case redisUnavailable(err):
+	case outage.Is(err):
+		// Not a bug: a proxy or a monitor tells an outage by its 503, as
+		// /readyz gives.
 		writeError(w, http.StatusServiceUnavailable, "Redis unavailable: "+err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, err.Error())
 	}
-}
-
-// redisUnavailable reports whether err says Redis could not be reached or
-// answered in time (a refused or broken connection, a timeout, no free
-// connection in the pool), or cannot serve for now (it is loading its
-// data, is a replica since a failover, is out of memory, busy with a
-// script, or its cluster is down), rather than that the request failed:
-// the answer is then 503, as /readyz gives, so a proxy or a monitor tells
-// an outage from a bug.
-func redisUnavailable(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
-		return true
-	}
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return false
-	}
-	code, _, _ := strings.Cut(re.Error(), " ")
-	switch code {
-	case "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "OOM":
-		return true
-	}
-	return false
 }

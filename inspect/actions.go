@@ -441,7 +441,7 @@ func (i *Inspector) Events(ctx context.Context, queue, lastID string) (*drover.Q
 			lastID = last[0].ID
 		}
 	}
-	return drover.NewQueueEvents(i.rdb, queue, &drover.QueueEventsOptions{Prefix: i.opts.Prefix, LastEventID: lastID})
+	return drover.NewQueueEvents(i.rdb, queue, &drover.QueueEventsOptions{Prefix: i.opts.Prefix, LastEventID: lastID, Logger: i.opts.Logger})
 }
 
 // CancelJob asks the drover worker running job id to cancel its attempt

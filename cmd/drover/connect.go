@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"os"
@@ -23,6 +24,8 @@ import (
 type redisFlags struct {
 	url    string
 	prefix string
+	// logger receives the inspector's warnings; nil = none.
+	logger *slog.Logger
 	// ins is the connection inspector (or queue) opened, for record.
 	ins *inspect.Inspector
 }
@@ -69,7 +72,7 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 		}
 	}
 	rdb := redis.NewClient(opt)
-	ins, err := inspect.New(rdb, &inspect.Options{Prefix: r.prefix})
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: r.prefix, Logger: r.logger})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, nil, err

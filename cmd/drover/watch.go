@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
@@ -12,12 +13,15 @@ import (
 func init() {
 	commands["watch"] = commandInfo{
 		summary: "print a queue's events as they happen (human lines or --json)",
-		make:    func(m *Main) command { return &watchCmd{out: m.Stdout} },
+		make:    func(m *Main) command { return &watchCmd{out: m.Stdout, errOut: m.Stderr} },
 	}
 }
 
 type watchCmd struct {
 	out io.Writer
+	// errOut gets a line when Redis stops answering (watch keeps reading
+	// once it answers again) and when it answers again.
+	errOut io.Writer
 }
 
 func (c *watchCmd) Run(ctx context.Context, args []string) error {
@@ -31,6 +35,7 @@ func (c *watchCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("watch needs one <queue>, got %q", pos)
 	}
+	fs.redis.logger = slog.New(slog.NewTextHandler(c.errOut, nil))
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err

@@ -1,0 +1,75 @@
+package outage_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover/internal/outage"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+// TestIs sorts errors from real clients: what a dead or unready server
+// gives is an outage; what a wrong request gives, or a client its owner
+// closed, is not.
+func TestIs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	require.NoError(t, rdb.Set(ctx, prefix+":s", "x", 0).Err())
+
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = dead.Close() })
+	closed := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr})
+	require.NoError(t, closed.Close())
+	slow, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	time.Sleep(2 * time.Millisecond)
+
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nothing listens", dead.Ping(ctx).Err(), true},
+		{"wrapped", fmt.Errorf("read events: %w", dead.Ping(ctx).Err()), true},
+		{"connection lost", io.EOF, true},
+		{"deadline passed", rdb.Ping(slow).Err(), true},
+		{"pool exhausted", redis.ErrPoolTimeout, true},
+		{"replica refuses a write", readOnlyReply(t), true},
+		{"client closed by its owner", closed.Ping(ctx).Err(), false},
+		{"wrong type", rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{prefix + ":s", "0"}, Count: 1}).Err(), false},
+		{"unknown command", rdb.Do(ctx, "NOSUCHCOMMAND").Err(), false},
+		{"a script's own error", rdb.Eval(ctx, "return redis.error_reply('BAD input')", nil).Err(), false},
+		{"nil", nil, false},
+		{"not Redis at all", errors.New("boom"), false},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, outage.Is(tt.err), "%s: %v", tt.name, tt.err)
+	}
+}
+
+// readOnlyReply is the error a real replica answers to a write.
+func readOnlyReply(t *testing.T) error {
+	t.Helper()
+	ctx := context.Background()
+	primary := redistest.Shared(t)
+	host, port, err := net.SplitHostPort(primary.Addr)
+	require.NoError(t, err)
+	replica, err := redistest.Start("--replicaof", host, port)
+	require.NoError(t, err)
+	t.Cleanup(replica.Stop)
+	err = replica.Client(t).Set(ctx, "k", "v", 0).Err()
+	require.ErrorContains(t, err, "READONLY")
+	return err
+}
