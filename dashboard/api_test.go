@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -195,13 +194,7 @@ func TestAPI(t *testing.T) {
 		require.NoError(t, err)
 		_, err = q.Add(ctx, "x", nil, nil)
 		require.NoError(t, err)
-		primary := redistest.Shared(t)
-		host, port, err := net.SplitHostPort(primary.Addr)
-		require.NoError(t, err)
-		replica, err := redistest.Start("--replicaof", host, port)
-		require.NoError(t, err)
-		t.Cleanup(replica.Stop)
-		rrdb := replica.Client(t)
+		rrdb := redistest.Shared(t).Replica(t).Client(t)
 		testkit.WaitFor(t, 20*time.Second, "the replica to sync", func() bool {
 			n, err := rrdb.Exists(ctx, prefix+":q:meta").Result()
 			return err == nil && n == 1

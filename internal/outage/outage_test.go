@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -63,13 +62,7 @@ func TestIs(t *testing.T) {
 func readOnlyReply(t *testing.T) error {
 	t.Helper()
 	ctx := context.Background()
-	primary := redistest.Shared(t)
-	host, port, err := net.SplitHostPort(primary.Addr)
-	require.NoError(t, err)
-	replica, err := redistest.Start("--replicaof", host, port)
-	require.NoError(t, err)
-	t.Cleanup(replica.Stop)
-	err = replica.Client(t).Set(ctx, "k", "v", 0).Err()
+	err := redistest.Shared(t).Replica(t).Client(t).Set(ctx, "k", "v", 0).Err()
 	require.ErrorContains(t, err, "READONLY")
 	return err
 }

@@ -154,6 +154,23 @@ func (s *Server) Stop() {
 	_ = os.RemoveAll(s.dir)
 }
 
+// Replica starts a new server that replicates s (it refuses writes with
+// READONLY, as a client meets after a failover), stopped when the test
+// ends. It may still be syncing when it returns.
+func (s *Server) Replica(tb testing.TB) *Server {
+	tb.Helper()
+	host, port, err := net.SplitHostPort(s.Addr)
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	replica, err := Start("--replicaof", host, port)
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(replica.Stop)
+	return replica
+}
+
 // Client returns a new client of the server, closed when the test ends.
 func (s *Server) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
