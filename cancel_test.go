@@ -2,6 +2,7 @@ package drover_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -14,6 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // causes is a processor that records the cancellation cause of each
@@ -194,6 +198,38 @@ func TestCancelJob(t *testing.T) {
 		require.Len(t, c.all(), 1)
 		require.ErrorIs(t, c.all()[0], drover.ErrJobCancelled)
 		require.Equal(t, "cancelled: operator: wrong input", c.all()[0].Error())
+	})
+
+	t.Run("AfterTheWorkersConnectionsWereReset", func(t *testing.T) {
+		t.Parallel()
+		// The worker reaches Redis through a proxy that resets every
+		// connection (a network blip): its subscription to cancel requests
+		// must come back, so a cancel sent afterwards still stops the job.
+		b := setupQueue(t)
+		proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		viaProxy := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+		t.Cleanup(func() { _ = viaProxy.Close() })
+		c := newCauses()
+		w, err := drover.NewWorker(viaProxy, b.name, drover.ProcessorFunc(c.process),
+			&drover.WorkerOptions{Prefix: b.prefix, DrainDelay: 20 * time.Millisecond})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		t.Cleanup(func() { _ = w.Close(context.Background()) })
+		res, err := b.queue.Add(ctx, "long", nil, &drover.JobOptions{Attempts: 5})
+		require.NoError(t, err)
+		<-c.started
+		proxy.ResetAll()
+		// CancelJob says ErrCancelNotDelivered while no worker listens: try
+		// until the worker's subscription is back.
+		testkit.WaitFor(t, 20*time.Second, "the cancel to reach the worker", func() bool {
+			err := other(t, b).CancelJob(ctx, res.Job.ID, "after a blip", nil)
+			require.True(t, err == nil || errors.Is(err, drover.ErrCancelNotDelivered), "%v", err)
+			return err == nil
+		})
+		b.waitState(t, res.Job.ID, drover.StateFailed)
+		require.Equal(t, "cancelled: after a blip", b.job(t, res.Job.ID).FailedReason)
 	})
 
 	t.Run("RetryOption", func(t *testing.T) {
