@@ -479,6 +479,9 @@ func TestUIDotNames(t *testing.T) {
 	do(t, tab, chromedp.Navigate(b.url+"#/q/../job/.."), chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
 	do(t, tab, chromedp.Click(chromedp.Search(`//button[text()="Run now (keep attempts)"]`)), chromedp.Click(chromedp.CSS(`[data-confirm="yes"]`)))
 	b.waitState(t, "..", "..", drover.StateWaiting)
+	// The job moves before the handler returns and records the action:
+	// wait for the entry rather than race it.
+	testkit.WaitFor(t, 10*time.Second, "the audit entry", func() bool { return len(b.audit.all()) > 0 })
 	require.Equal(t, "..", b.audit.last(t).JobID)
 	require.Equal(t, "..", b.audit.last(t).Queue)
 	// The queue page lists them and links to them.
