@@ -498,6 +498,11 @@ type RetryJobsRequest struct {
 	DryRun bool `json:"dryRun"`
 	// Limit retries at most this many jobs. 0 = all.
 	Limit int `json:"limit"`
+	// OlderThan retries only jobs that finished at or before this instant
+	// (epoch ms; null = no bound). The page sends the dry run's
+	// newestFinished, so a confirmed retry moves the jobs it showed and
+	// none that failed after.
+	OlderThan inspect.Instant `json:"olderThan"`
 }
 
 func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
@@ -511,9 +516,12 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	}
 	e.Detail = fmt.Sprintf("state=%s filter=%q resetAttempts=%t includeUnrecoverable=%t dryRun=%t limit=%d",
 		cmpState(req.State), filter.String(), req.ResetAttempts, req.IncludeUnrecoverable, req.DryRun, req.Limit)
+	if !req.OlderThan.IsZero() {
+		e.Detail += " olderThan=" + strconv.FormatInt(req.OlderThan.UnixMilli(), 10)
+	}
 	opts := &inspect.RetryOptions{
 		State: req.State, Filter: filter, ResetAttempts: req.ResetAttempts, IncludeUnrecoverable: req.IncludeUnrecoverable,
-		DryRun: req.DryRun, Limit: req.Limit,
+		DryRun: req.DryRun, Limit: req.Limit, OlderThan: req.OlderThan.Time,
 	}
 	if err := opts.Validate(); err != nil {
 		return err

@@ -84,11 +84,20 @@ func TestUIBulkRetry(t *testing.T) {
 	sample := evalJS[[]string](t, tab, `[...document.querySelectorAll('.modal [data-sample]')].map(r => r.dataset.sample)`)
 	require.ElementsMatch(t, declined, sample)
 	require.Equal(t, "Retry 3", text(t, tab, `.modal [data-confirm="yes"]`))
+	// Another card is declined while the dialog is open: "Retry 3" retries
+	// the three it showed, not a fourth it never did.
+	require.NoError(t, q.Resume(ctx))
+	late := b.add(t, "pay", "declined", nil, &drover.JobOptions{Attempts: 1})
+	b.waitState(t, "pay", late, drover.StateFailed)
+	require.NoError(t, q.Pause(ctx))
 	do(t, tab,
 		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#operations [data-operation][data-status="done"]`)),
 	)
 	require.Contains(t, text(t, tab, `#operations [data-operation]`), "done: retried 3 of 3")
+	st, err := q.GetJobState(ctx, late)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateFailed, st, "failed after the preview: not in the confirmed retry")
 	for _, id := range declined {
 		st, err := q.GetJobState(ctx, id)
 		require.NoError(t, err)

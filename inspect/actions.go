@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover"
 )
@@ -76,6 +79,11 @@ type RetryOptions struct {
 	// (and cause the retry storm it is meant to recover from). Defaults to
 	// RetryPauseDefault; negative = no pause.
 	Pause time.Duration
+	// OlderThan retries only jobs that finished at or before this instant;
+	// zero = no bound. A confirmed bulk retry passes the dry run's
+	// RetryResult.NewestFinished: jobs that failed after the dry run are
+	// left for the next retry, so it moves what was confirmed, not more.
+	OlderThan time.Time
 	// DryRun only counts and lists the jobs that would be retried.
 	DryRun bool
 	// Progress, if set, is called after each chunk with the jobs done so far
@@ -116,6 +124,11 @@ type RetryResult struct {
 	Excluded int `json:"excluded"`
 	// IDs lists up to RetryIDsMax of the matched ids, newest first.
 	IDs []string `json:"ids"`
+	// NewestFinished is when the newest matched job finished (null when
+	// none matched). Passed back as RetryOptions.OlderThan (the API's
+	// olderThan), the retry takes the matched jobs and none that finished
+	// later.
+	NewestFinished Instant `json:"newestFinished"`
 	// Sample shows the first RetrySampleMax matched jobs, for a
 	// confirmation that says what will be retried.
 	Sample []JobSummary `json:"sample"`
@@ -157,18 +170,28 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	// needs the selecting path.
 	excludeUnrecoverable := o.State == drover.StateFailed && !o.IncludeUnrecoverable
 	if o.Filter.IsZero() && !excludeUnrecoverable {
-		counts, err := q.GetJobCounts(ctx, o.State)
-		if err != nil {
-			return nil, err
+		// The finished sets are scored by finishedOn: the jobs finished by
+		// the bound are a score range, newest first.
+		set := i.keys(queue).Completed()
+		if o.State == drover.StateFailed {
+			set = i.keys(queue).Failed()
 		}
-		res.Matched = int(counts[o.State])
+		upTo := "+inf"
+		if !o.OlderThan.IsZero() {
+			upTo = strconv.FormatInt(o.OlderThan.UnixMilli(), 10)
+		}
+		n, err := i.rdb.ZCount(ctx, set, "-inf", upTo).Result()
+		if err != nil {
+			return nil, fmt.Errorf("count %s jobs of queue %q: %w", o.State, queue, err)
+		}
+		res.Matched = int(n)
 		if o.Limit > 0 {
 			res.Matched = min(res.Matched, o.Limit)
 		}
 		if res.Matched > 0 {
-			res.IDs, err = q.GetJobIDs(ctx, []drover.JobState{o.State}, 0, int64(min(res.Matched, RetryIDsMax)-1), false)
+			res.IDs, err = i.rdb.ZRevRangeByScore(ctx, set, &redis.ZRangeBy{Max: upTo, Min: "-inf", Count: int64(min(res.Matched, RetryIDsMax))}).Result()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("list %s jobs of queue %q: %w", o.State, queue, err)
 			}
 			if err := i.sample(ctx, q, o.State, res); err != nil {
 				return nil, err
@@ -178,13 +201,13 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 			return res, nil
 		}
 		res.Retried, err = q.RetryJobs(ctx, &drover.RetryJobsOptions{
-			State: o.State, Count: o.ChunkSize, ResetAttemptsMade: o.ResetAttempts, Limit: o.Limit,
+			State: o.State, Count: o.ChunkSize, OlderThan: o.OlderThan, ResetAttemptsMade: o.ResetAttempts, Limit: o.Limit,
 			Pause: o.Pause, Progress: func(moved int) { progress(moved, max(res.Matched, moved)) },
 		})
 		return res, err
 	}
 
-	ids, excluded, err := i.matching(ctx, q, o.State, o.Filter, o.Limit, excludeUnrecoverable)
+	ids, excluded, err := i.matching(ctx, q, o.State, o.Filter, o.OlderThan, o.Limit, excludeUnrecoverable)
 	if err != nil {
 		return nil, err
 	}
@@ -230,11 +253,12 @@ func (i *Inspector) CountMatching(ctx context.Context, queue string, state drove
 	if err != nil {
 		return 0, err
 	}
-	ids, _, err := i.matching(ctx, q, state, filter, 0, false)
+	ids, _, err := i.matching(ctx, q, state, filter, time.Time{}, 0, false)
 	return len(ids), err
 }
 
-// sample fills res.Sample from the first of res.IDs.
+// sample fills res.Sample from the first of res.IDs, and
+// res.NewestFinished from the first (newest) of them.
 func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.JobState, res *RetryResult) error {
 	ids := res.IDs[:min(len(res.IDs), RetrySampleMax)]
 	if len(ids) == 0 {
@@ -246,6 +270,9 @@ func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.Jo
 	}
 	for _, j := range jobs {
 		res.Sample = append(res.Sample, summarize(state, j, time.Time{}))
+		if j.FinishedOn.After(res.NewestFinished.Time) {
+			res.NewestFinished = InstantOf(j.FinishedOn)
+		}
 	}
 	return nil
 }
@@ -253,11 +280,11 @@ func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.Jo
 // matching lists the ids of state's jobs that pass filter, newest first,
 // reading the whole state in chunks. With excludeUnrecoverable it leaves out
 // jobs that failed as unrecoverable and counts them.
-func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, limit int, excludeUnrecoverable bool) ([]string, int, error) {
+func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, olderThan time.Time, limit int, excludeUnrecoverable bool) ([]string, int, error) {
 	var out []string
 	excluded := 0
 	_, _, err := scanJobs(ctx, q, state, 0, func(j *drover.Job) bool {
-		if !filter.Match(j) {
+		if !filter.Match(j) || (!olderThan.IsZero() && j.FinishedOn.After(olderThan)) {
 			return true
 		}
 		if excludeUnrecoverable && failedForOf(j) == FailedUnrecoverable {

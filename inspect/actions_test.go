@@ -114,6 +114,48 @@ func TestRetryJobs(t *testing.T) {
 		require.Equal(t, int64(12), counts(t, b).Waiting)
 	})
 
+	// A confirmed retry passes the dry run's NewestFinished as OlderThan: a
+	// job that fails after the dry run is not retried with the ones shown,
+	// on both paths (by age, and job by job through a filter).
+	for name, tc := range map[string]struct {
+		opts   inspect.RetryOptions
+		newest int64 // finishedOn of the newest matched job
+	}{
+		"ByAge":    {inspect.RetryOptions{IncludeUnrecoverable: true}, 2011},        // j11
+		"Filtered": {inspect.RetryOptions{Filter: inspect.Filter{Name: "a"}}, 2009}, // j9 of j0, j3, j6, j9
+	} {
+		o := tc.opts
+		t.Run("OlderThanLeavesLaterFailures"+name, func(t *testing.T) {
+			t.Parallel()
+			b := setupFailed(t)
+			dry := o
+			dry.DryRun = true
+			preview, err := b.ins.RetryJobs(ctx, "f", &dry)
+			require.NoError(t, err)
+			require.Equal(t, tc.newest, preview.NewestFinished.UnixMilli())
+			// j12 (name a) fails after the preview.
+			k := b.prefix + ":f:"
+			require.NoError(t, b.rdb.HSet(ctx, k+"j12", "name", "a", "data", "{}", "opts", `{"attempts":2}`,
+				"timestamp", 1012, "atm", 2, "ats", 2, "failedReason", "timeout", "finishedOn", 2012).Err())
+			require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(2012, "j12")).Err())
+
+			run := o
+			run.Pause, run.OlderThan = -1, preview.NewestFinished.Time
+			res, err := b.ins.RetryJobs(ctx, "f", &run)
+			require.NoError(t, err)
+			require.Equal(t, preview.Matched, res.Matched)
+			require.Equal(t, preview.Matched, res.Retried)
+			d, err := b.ins.Job(ctx, "f", "j12")
+			require.NoError(t, err)
+			require.Equal(t, drover.StateFailed, d.State, "failed after the preview: left for the next retry")
+			// Without the bound it is retried like the others.
+			run.OlderThan = time.Time{}
+			res, err = b.ins.RetryJobs(ctx, "f", &run)
+			require.NoError(t, err)
+			require.Equal(t, 1, res.Retried)
+		})
+	}
+
 	t.Run("RefusesBadState", func(t *testing.T) {
 		t.Parallel()
 		b := setupFailed(t)

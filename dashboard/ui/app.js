@@ -384,8 +384,10 @@
             el('table', { class: 'sample' }, el('tbody', {}, ...dry.sample.map((j) => el('tr', { 'data-sample': j.id },
               el('td', { class: 'mono' }, j.id), el('td', {}, j.name), el('td', { class: 'reason' }, j.failedReason || ''))))),
             dry.matched > dry.sample.length ? el('p', { class: 'muted' }, `and ${dry.matched - dry.sample.length} more`) : null);
+          // The jobs shown, not more: jobs that fail after this preview are
+          // left for the next retry.
           const op = await act('Retry jobs', message, `Retry ${dry.matched}`,
-            () => api(`queues/${seg(queue)}/retry`, { method: 'POST', body }));
+            () => api(`queues/${seg(queue)}/retry`, { method: 'POST', body: { ...body, olderThan: dry.newestFinished } }));
           if (op) follow(op);
         }
       };
