@@ -44,7 +44,7 @@
 //	GET  /api/queues/{queue}/events        server-sent events
 //	POST /api/queues/{queue}/jobs/{id}/retry    {"resetAttempts":true} (operator)
 //	POST /api/queues/{queue}/jobs/{id}/promote  (operator)
-//	POST /api/queues/{queue}/retry         {"state","filter","resetAttempts","includeUnrecoverable","dryRun","limit"} (operator)
+//	POST /api/queues/{queue}/retry         {"state","filter","resetAttempts","includeUnrecoverable","dryRun","limit","olderThan"} (operator)
 //	POST /api/queues/{queue}/promote       (operator)
 //	POST /api/queues/{queue}/jobs/{id}/remove   (admin)
 //	POST /api/queues/{queue}/pause|resume  (admin)
