@@ -344,7 +344,8 @@ type MoveToWaitingChildrenOptions struct {
 // done (BullMQ's moveToWaitingChildren). If a child is pending it moves the
 // job from active to waiting-children, giving up its lock, and reports
 // true: the processor must then return ErrWaitingChildren, and the worker
-// writes no result; the last child to finish moves the job back to wait,
+// writes no result (the move records the attempt in the job's timeline as
+// OutcomeWaitingChildren); the last child to finish moves the job back to wait,
 // where it runs as a new attempt (check GetChildrenValues to tell the
 // steps apart). It reports false when there is nothing to wait for and the
 // job stays active: the processor goes on. A child that failed with
@@ -359,7 +360,12 @@ func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChil
 	if opts != nil && opts.Child != nil {
 		child = opts.Child.Key()
 	}
-	moved, err := scripts.MoveToWaitingChildren(ctx, j.queue.rdb, j.queue.k, j.ID, j.token, child, j.queue.nowMs())
+	// The attempt's record, written with the move: the timeline says this
+	// worker parked the job (not "no record") when it runs again.
+	now := j.queue.clock.Now()
+	timeline := timelineWith(j, Attempt{N: j.AttemptsStarted, Start: j.run.started, End: now, Worker: j.run.worker,
+		Outcome: OutcomeWaitingChildren})
+	moved, err := scripts.MoveToWaitingChildren(ctx, j.queue.rdb, j.queue.k, j.ID, j.token, child, now.UnixMilli(), timeline)
 	if err != nil {
 		return false, j.err("move to waiting-children", err)
 	}
@@ -378,8 +384,8 @@ func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChil
 var ErrWaitingChildren = errors.New("drover: job is waiting for its children")
 
 // parkedAttempt ends an attempt whose processor moved its job to
-// waiting-children: nothing is written (the job is no longer active nor
-// locked), the slot is freed. err is what the processor returned; a
+// waiting-children: nothing more is written (the move recorded the
+// attempt; the job is no longer active nor locked), the slot is freed. err is what the processor returned; a
 // result or an error other than ErrWaitingChildren is dropped with a
 // warning.
 func (w *Worker) parkedAttempt(rj *runningJob, err error, took time.Duration) {
@@ -389,6 +395,6 @@ func (w *Worker) parkedAttempt(rj *runningJob, err error, took time.Duration) {
 	} else {
 		w.log.Debug("job waits for its children", slog.String(logkey.JobID, rj.job.ID))
 	}
-	w.finished(rj, Finish{Err: ErrWaitingChildren, Took: took})
+	w.finished(rj, Finish{Outcome: OutcomeWaitingChildren, Err: ErrWaitingChildren, Took: took})
 	w.jobs.finish([]*runningJob{rj}, 0, nil)
 }

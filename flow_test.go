@@ -292,6 +292,15 @@ func TestFlowProducer(t *testing.T) {
 		require.JSONEq(t, `"1"`, string(job.ReturnValue), "the second run saw its one child (which saw 5)")
 		require.Equal(t, 2, job.AttemptsStarted)
 		require.Zero(t, job.FailedReason)
+		// The first run is recorded as parked by this worker, not left as
+		// an attempt nobody recorded.
+		require.Len(t, job.Timeline, 2)
+		first := job.Timeline[0]
+		require.Equal(t, drover.OutcomeWaitingChildren, first.Outcome)
+		require.Equal(t, 1, first.N)
+		require.NotEmpty(t, first.Worker)
+		require.False(t, first.End.Before(first.Start))
+		require.Equal(t, drover.OutcomeCompleted, job.Timeline[1].Outcome)
 		names := eventNames(b.events(t))
 		require.Contains(t, names, "waiting-children:step:active")
 		require.Contains(t, names, "waiting:step:waiting-children")

@@ -61,6 +61,11 @@ const (
 	// for good. A timed-out attempt with attempts left is OutcomeRetried or
 	// OutcomeRetryDelayed; its error wraps ErrJobTimedOut.
 	OutcomeTimedOut
+	// OutcomeWaitingChildren: the processor moved its job to
+	// waiting-children (Job.MoveToWaitingChildren) to wait for children it
+	// added; no attempt was spent, and the job runs again once they are
+	// done.
+	OutcomeWaitingChildren
 
 	numOutcomes
 )
@@ -95,6 +100,7 @@ var outcomes = [numOutcomes]outcomeInfo{
 	OutcomeStalled:             {name: "stalled", stored: "s"},
 	OutcomeCancelled:           {name: "cancelled", stored: "k", kind: scripts.FinishFailed, failed: true},
 	OutcomeTimedOut:            {name: "timed-out", stored: "t", kind: scripts.FinishFailed, failed: true},
+	OutcomeWaitingChildren:     {name: "waiting-children", stored: "p"},
 }
 
 func (o Outcome) info() outcomeInfo {

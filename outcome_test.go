@@ -38,6 +38,7 @@ func TestOutcome(t *testing.T) {
 			OutcomeUnknown: "?", OutcomeCompleted: "c", OutcomeRetried: "r", OutcomeRetryDelayed: "d",
 			OutcomeDelayed: "m", OutcomeRequeued: "w", OutcomeFailed: "f", OutcomeFailedUnrecoverable: "u",
 			OutcomeRetriesExhausted: "x", OutcomeStalled: "s", OutcomeCancelled: "k", OutcomeTimedOut: "t",
+			OutcomeWaitingChildren: "p",
 		}
 		require.Len(t, want, int(numOutcomes))
 		for o, code := range want {

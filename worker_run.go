@@ -141,7 +141,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	fr.Attempts = int(stored.attempts)
 	fr.DedupID = stored.dedupID
 	fr.HasParent = stored.hasParent
-	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: w.workerLabel()}
+	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: rj.worker}
 	// settle records the outcome and the finishJobs kind that writes it.
 	settle := func(o Outcome) *finishItem {
 		item.outcome, entry.Outcome, fr.Kind = o, o, o.info().kind
@@ -150,7 +150,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		// counts the earlier activations), so the record says which
 		// worker finished a recovered job.
 		if o != OutcomeCompleted || len(job.Timeline) > 0 || job.AttemptsStarted > 1 {
-			fr.Timeline = w.timeline(job, entry)
+			fr.Timeline = timelineWith(job, entry)
 		}
 		return item
 	}
@@ -252,7 +252,9 @@ func (w *Worker) stacktrace(job *Job, storedLimit *int64, err error) string {
 	return jobcodec.EncodeStack(st)
 }
 
-func (w *Worker) timeline(job *Job, entry Attempt) string {
+// timelineWith is job's attempt timeline with entry appended, as stored
+// (the oldest attempts dropped beyond TimelineLimit).
+func timelineWith(job *Job, entry Attempt) string {
 	tl := append(append([]Attempt(nil), job.Timeline...), entry)
 	if len(tl) > TimelineLimit {
 		tl = tl[len(tl)-TimelineLimit:]

@@ -106,12 +106,19 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 	if d.TimelineOmitted > 0 {
 		fmt.Fprintf(w, "  #1-#%d not kept (drover keeps the newest 25 attempts)\n", d.TimelineOmitted)
 	}
-	for i, a := range d.Timeline {
-		outcome := a.Outcome
+	// The outcome column is as wide as its longest entry, so times line up.
+	label := func(a inspect.Attempt) string {
 		if a.Unrecoverable {
-			outcome = "failed: unrecoverable"
+			return "failed: unrecoverable"
 		}
-		line := fmt.Sprintf("  #%-3d %-13s", a.N, outcome)
+		return a.Outcome
+	}
+	width := 13
+	for _, a := range d.Timeline {
+		width = max(width, len(label(a)))
+	}
+	for i, a := range d.Timeline {
+		line := fmt.Sprintf("  #%-3d %-*s", a.N, width, label(a))
 		if !a.Recorded && d.TimelineSource == inspect.TimelineDrover {
 			line += " (no drover record)"
 		}

@@ -854,6 +854,7 @@
     stalled: { fill: '#8a4fc7', label: 'stalled' },
     cancelled: { fill: '#5b3a1a', label: 'cancelled' },
     'timed-out': { fill: '#b0461c', label: 'timed out' },
+    'waiting-children': { fill: '#2f7f8a', label: 'waited for children' },
     active: { fill: '#2f5bd3', label: 'running' },
     unknown: { fill: '#9aa1ae', label: 'no drover record' },
   };
@@ -919,6 +920,7 @@
       else if (a.outcome === 'retried') why = 'retried at once';
       else if (a.outcome === 'stalled') why = 'recovered by the stalled check';
       else if (a.outcome === 'requeued') why = 'requeued';
+      else if (a.outcome === 'waiting-children') why = 'its children ran';
       if (next) {
         let waitMs = null;
         if (next.a && a.end && next.a.start) waitMs = new Date(next.a.start) - new Date(a.end);

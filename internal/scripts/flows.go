@@ -104,8 +104,10 @@ func AddFlow(ctx context.Context, rdb Doer, k keys.Queue, call Call, now int64, 
 
 // MoveToWaitingChildren parks active job id, locked with token, in
 // waiting-children while a child is pending (childKey: that child only;
-// "" = any). moved is false when there is nothing to wait for.
-func MoveToWaitingChildren(ctx context.Context, rdb Doer, k keys.Queue, id, token, childKey string, now int64) (moved bool, err error) {
-	n, err := runCode(ctx, moveToWaitingChildren, rdb, k, id, token, childKey, now)
+// "" = any), storing timeline (the attempt timeline with this attempt
+// recorded; "" = unchanged) with the move. moved is false when there is
+// nothing to wait for.
+func MoveToWaitingChildren(ctx context.Context, rdb Doer, k keys.Queue, id, token, childKey string, now int64, timeline string) (moved bool, err error) {
+	n, err := runCode(ctx, moveToWaitingChildren, rdb, k, id, token, childKey, now, timeline)
 	return n == 0 && err == nil, err
 }

@@ -5,7 +5,9 @@
 -- the last child to finish releases it as it releases any flow parent.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 job id, 3 lock token, 4 child key ("" = any pending
---   child; else wait only if that child is pending), 5 now ms.
+--   child; else wait only if that child is pending), 5 now ms, 6 the
+--   attempt timeline JSON with this attempt recorded, stored when the job
+--   moves ("" = unchanged).
 -- Returns 0 moved; 1 nothing to wait for (the job stays active and
 --   locked); -1 job missing; -2 lock missing; -6 lock held by another
 --   token; -3 job not active; -9 a child failed with failParentOnFailure.
@@ -45,5 +47,8 @@ end
 rcall("DEL", jobKey .. ":lock")
 rcall("SREM", stalledKey, id)
 rcall("ZADD", waitingChildrenKey, ARGV[5], id)
+if ARGV[6] ~= "" then
+  rcall("HSET", jobKey, "drover.attempts", ARGV[6])
+end
 rcall("XADD", eventsKey, "*", "event", "waiting-children", "jobId", id, "prev", "active")
 return 0
