@@ -283,7 +283,7 @@ func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.Jo
 func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, olderThan time.Time, limit int, excludeUnrecoverable bool) ([]string, int, error) {
 	var out []string
 	excluded := 0
-	_, _, err := scanJobs(ctx, q, state, 0, func(j *drover.Job) bool {
+	_, _, err := scanJobs(ctx, q, state, false, 0, func(j *drover.Job) bool {
 		if !filter.Match(j) || (!olderThan.IsZero() && j.FinishedOn.After(olderThan)) {
 			return true
 		}
@@ -303,17 +303,18 @@ func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.
 // jobChunk is how many jobs a scan of a whole state reads per round trip.
 const jobChunk = 500
 
-// scanJobs reads state's jobs newest first, jobChunk at a time, and calls fn
-// with each until fn returns false; with max > 0 it reads at most max ids.
-// It returns how many ids it read and whether it stopped at max with more
-// jobs possibly left (its last chunk was full).
-func scanJobs(ctx context.Context, q *drover.Queue, state drover.JobState, max int, fn func(*drover.Job) bool) (scanned int, truncated bool, err error) {
+// scanJobs reads state's jobs newest first (oldest first with asc),
+// jobChunk at a time, and calls fn with each until fn returns false; with
+// max > 0 it reads at most max ids. It returns how many ids it read and
+// whether it stopped at max with more jobs possibly left (its last chunk was
+// full).
+func scanJobs(ctx context.Context, q *drover.Queue, state drover.JobState, asc bool, max int, fn func(*drover.Job) bool) (scanned int, truncated bool, err error) {
 	for pos := 0; max <= 0 || scanned < max; pos += jobChunk {
 		n := jobChunk
 		if max > 0 {
 			n = min(n, max-scanned)
 		}
-		ids, err := q.GetJobIDs(ctx, []drover.JobState{state}, int64(pos), int64(pos+n-1), false)
+		ids, err := q.GetJobIDs(ctx, []drover.JobState{state}, int64(pos), int64(pos+n-1), asc)
 		if err != nil {
 			return scanned, false, err
 		}
@@ -397,10 +398,11 @@ const CleanGraceDefault = time.Hour
 // cleanCap is the most jobs one Clean call removes when limit is 0.
 const cleanCap = 10000
 
-// CleanCandidates lists, newest first, the jobs Clean(ctx, queue, state,
-// grace, limit) would remove now: jobs of state older than grace (finished
-// for completed and failed, created for the others), at most limit (0 =
-// 10000). Jobs a worker holds when Clean runs are skipped by Clean.
+// CleanCandidates lists the jobs Clean(ctx, queue, state, grace, limit)
+// would remove now, oldest first, the order Clean takes them in: jobs of
+// state older than grace (finished for completed and failed, created for
+// the others), at most limit (0 = 10000). Jobs a worker holds when Clean
+// runs are skipped by Clean.
 func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state drover.JobState, grace time.Duration, limit int) ([]string, error) {
 	if grace < 0 || limit < 0 {
 		return nil, fmt.Errorf("%w: clean grace and limit must not be negative, got %s and %d", drover.ErrInvalidOption, grace, limit)
@@ -413,8 +415,24 @@ func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state dro
 		limit = cleanCap
 	}
 	cutoff := time.Now().Add(-grace)
+	if state == drover.StateCompleted || state == drover.StateFailed {
+		// The finished sets are scored by finishedOn: the candidates are a
+		// score range, read without loading a job (a dashboard asks before
+		// cleaning a million completed jobs).
+		set := i.keys(queue).Completed()
+		if state == drover.StateFailed {
+			set = i.keys(queue).Failed()
+		}
+		ids, err := i.rdb.ZRangeByScore(ctx, set, &redis.ZRangeBy{
+			Min: "-inf", Max: "(" + strconv.FormatInt(cutoff.UnixMilli(), 10), Count: int64(limit),
+		}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("list %s jobs of queue %q: %w", state, queue, err)
+		}
+		return ids, nil
+	}
 	out := []string{}
-	_, _, err = scanJobs(ctx, q, state, 0, func(j *drover.Job) bool {
+	_, _, err = scanJobs(ctx, q, state, true, 0, func(j *drover.Job) bool {
 		t := j.Timestamp
 		if state == drover.StateCompleted || state == drover.StateFailed {
 			t = j.FinishedOn

@@ -164,6 +164,40 @@ func TestRetryJobs(t *testing.T) {
 	})
 }
 
+// TestCleanCandidatesAreWhatCleanRemoves: with a limit, the candidates a
+// clean's confirmation lists are the jobs the clean then removes (the
+// oldest), for a finished set and for the wait list. Before, the listing
+// was newest first: `drover clean --limit 2 --dry-run` named two jobs and
+// the clean removed two others.
+func TestCleanCandidatesAreWhatCleanRemoves(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, st := range []drover.JobState{drover.StateCompleted, drover.StateWaiting} {
+		t.Run(string(st), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil)
+			k := b.prefix + ":q:"
+			for n := range 5 {
+				id := "j" + strconv.Itoa(n)
+				require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "n", "data", "{}", "opts", "{}", "timestamp", 1000+n,
+					"delay", 0, "priority", 0).Err())
+				if st == drover.StateCompleted {
+					require.NoError(t, b.rdb.HSet(ctx, k+id, "finishedOn", 2000+n, "returnvalue", "null").Err())
+					require.NoError(t, b.rdb.ZAdd(ctx, k+"completed", redisZ(float64(2000+n), id)).Err())
+				} else {
+					require.NoError(t, b.rdb.LPush(ctx, k+"wait", id).Err())
+				}
+			}
+			listed, err := b.ins.CleanCandidates(ctx, "q", st, 0, 2)
+			require.NoError(t, err)
+			require.Equal(t, []string{"j0", "j1"}, listed)
+			removed, err := b.ins.Clean(ctx, "q", st, 0, 2)
+			require.NoError(t, err)
+			require.ElementsMatch(t, listed, removed)
+		})
+	}
+}
+
 func TestAdminActions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
