@@ -614,6 +614,10 @@ type CleanRequest struct {
 	Grace string `json:"grace"`
 	// Limit removes at most this many jobs (0 = the engine's cap, 10000).
 	Limit int `json:"limit"`
+	// DryRun removes nothing and answers how many jobs the clean would
+	// remove now ({"matched": n}), for a confirmation that says how many;
+	// the page then cleans with that many as the limit.
+	DryRun bool `json:"dryRun"`
 }
 
 func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
@@ -631,7 +635,15 @@ func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 			return badRequest("grace: %v", err)
 		}
 	}
-	e.Detail = fmt.Sprintf("state=%s grace=%s limit=%d", req.State, grace, req.Limit)
+	e.Detail = fmt.Sprintf("state=%s grace=%s limit=%d dryRun=%t", req.State, grace, req.Limit, req.DryRun)
+	if req.DryRun {
+		ids, err := h.ins.CleanCandidates(r.Context(), e.Queue, req.State, grace, req.Limit)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"matched": len(ids)})
+		return nil
+	}
 	ids, err := h.ins.Clean(r.Context(), e.Queue, req.State, grace, req.Limit)
 	e.Jobs = len(ids)
 	if err != nil {

@@ -48,7 +48,7 @@
 //	POST /api/queues/{queue}/promote       (operator)
 //	POST /api/queues/{queue}/jobs/{id}/remove   (admin)
 //	POST /api/queues/{queue}/pause|resume  (admin)
-//	POST /api/queues/{queue}/clean         {"state","grace","limit"} (admin)
+//	POST /api/queues/{queue}/clean         {"state","grace","limit","dryRun"} (admin)
 //	POST /api/queues/{queue}/obliterate    {"force"} (admin)
 //	GET  /api/audit                        ?log=actions|security&before=&limit= audit log, paged (admin)
 //	POST /api/sessions/revoke              {"user"} end a user's sessions, or everyone's (admin)

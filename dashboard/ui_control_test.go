@@ -613,3 +613,45 @@ func TestUIRetryKeepingAttemptsSaysWhatIsLeft(t *testing.T) {
 	require.Contains(t, text(t, tab, `.modal`), "It has no attempt left of its 2: if this run fails, it fails for good.")
 	do(t, tab, chromedp.Click(chromedp.CSS(`[data-confirm="no"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
 }
+
+// TestUICleanCompletedSaysHowMany: the clean button asks with the number of
+// completed jobs it will remove, and removes that many: a job that crosses
+// the age line while the dialog is open stays. Before, the dialog said
+// "up to 10000" and removed every job old enough at the click.
+func TestUICleanCompletedSaysHowMany(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	b.add(t, "old", "keep", nil, &drover.JobOptions{Delay: time.Hour}) // the queue exists
+	k := b.prefix + ":old:"
+	finished := func(id string, ago time.Duration) {
+		t.Helper()
+		at := time.Now().Add(-ago).UnixMilli()
+		require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "n", "data", "{}", "opts", "{}", "timestamp", at, "delay", 0,
+			"priority", 0, "finishedOn", at, "returnvalue", "null").Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"completed", redis.Z{Score: float64(at), Member: id}).Err())
+	}
+	for n, ago := range []time.Duration{5 * time.Hour, 4 * time.Hour, 3 * time.Hour} {
+		finished(fmt.Sprintf("c%d", n), ago)
+	}
+	finished("recent", time.Minute)
+
+	tab := browser(t)
+	do(t, tab,
+		chromedp.Navigate(b.url+"#/q/old"),
+		chromedp.Click(chromedp.Search(`//button[text()="Clean completed…"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.modal`)),
+	)
+	require.Contains(t, text(t, tab, `.modal`), "Remove old's 3 completed jobs finished more than an hour ago?")
+	require.Equal(t, "Remove 3", text(t, tab, `.modal [data-confirm="yes"]`))
+	finished("crossed", 2*time.Hour) // old enough now, newer than the three counted
+	do(t, tab, chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+	testkit.WaitFor(t, 10*time.Second, "the clean", func() bool {
+		n, err := b.rdb.ZCard(ctx, k+"completed").Result()
+		require.NoError(t, err)
+		return n == 2
+	})
+	left, err := b.rdb.ZRange(ctx, k+"completed", 0, -1).Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"crossed", "recent"}, left)
+}

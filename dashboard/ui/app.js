@@ -520,8 +520,15 @@
       }, paused ? 'Resume…' : 'Pause…'));
       items.push(el('button', {
         onclick: async () => {
-          const res = await act('Clean completed jobs', `Remove ${queue}'s completed jobs finished more than an hour ago (up to 10000)?`, 'Clean',
-            () => api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { state: 'completed', grace: '1h' } }), true);
+          // Ask with the count, then remove that many (the oldest, the ones
+          // counted), not more that finished meanwhile.
+          const body = { state: 'completed', grace: '1h' };
+          let dry;
+          try { dry = await api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
+          if (!dry.matched) { toast(`No completed job of ${queue} finished more than an hour ago.`); return; }
+          const what = `${dry.matched} completed job${dry.matched === 1 ? '' : 's'}`;
+          const res = await act('Clean completed jobs', `Remove ${queue}'s ${what} finished more than an hour ago?`, `Remove ${dry.matched}`,
+            () => api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { ...body, limit: dry.matched } }), true);
           if (res) { toast(`Removed ${res.removed} jobs.`); reload(); }
         },
       }, 'Clean completed…'));
