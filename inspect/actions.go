@@ -172,10 +172,7 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	if o.Filter.IsZero() && !excludeUnrecoverable {
 		// The finished sets are scored by finishedOn: the jobs finished by
 		// the bound are a score range, newest first.
-		set := i.keys(queue).Completed()
-		if o.State == drover.StateFailed {
-			set = i.keys(queue).Failed()
-		}
+		set := i.finishedSet(queue, o.State)
 		upTo := "+inf"
 		if !o.OlderThan.IsZero() {
 			upTo = strconv.FormatInt(o.OlderThan.UnixMilli(), 10)
@@ -303,6 +300,15 @@ func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.
 // jobChunk is how many jobs a scan of a whole state reads per round trip.
 const jobChunk = 500
 
+// finishedSet is the key of queue's completed or failed set (state), whose
+// scores are the jobs' finishedOn.
+func (i *Inspector) finishedSet(queue string, state drover.JobState) string {
+	if state == drover.StateFailed {
+		return i.keys(queue).Failed()
+	}
+	return i.keys(queue).Completed()
+}
+
 // scanJobs reads state's jobs newest first (oldest first with asc),
 // jobChunk at a time, and calls fn with each until fn returns false; with
 // max > 0 it reads at most max ids. It returns how many ids it read and
@@ -419,10 +425,7 @@ func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state dro
 		// The finished sets are scored by finishedOn: the candidates are a
 		// score range, read without loading a job (a dashboard asks before
 		// cleaning a million completed jobs).
-		set := i.keys(queue).Completed()
-		if state == drover.StateFailed {
-			set = i.keys(queue).Failed()
-		}
+		set := i.finishedSet(queue, state)
 		ids, err := i.rdb.ZRangeByScore(ctx, set, &redis.ZRangeBy{
 			Min: "-inf", Max: "(" + strconv.FormatInt(cutoff.UnixMilli(), 10), Count: int64(limit),
 		}).Result()
