@@ -167,9 +167,10 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	}
 
 	// Unrecoverable failures are told apart job by job: leaving them out
-	// needs the selecting path.
+	// needs the selecting path. So does a limit: the by-age move takes the
+	// oldest jobs, and a limit takes the newest, the ones a dry run lists.
 	excludeUnrecoverable := o.State == drover.StateFailed && !o.IncludeUnrecoverable
-	if o.Filter.IsZero() && !excludeUnrecoverable {
+	if o.Filter.IsZero() && !excludeUnrecoverable && o.Limit == 0 {
 		// The finished sets are scored by finishedOn: the jobs finished by
 		// the bound are a score range, newest first.
 		set := i.finishedSet(queue, o.State)
@@ -182,9 +183,6 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 			return nil, fmt.Errorf("count %s jobs of queue %q: %w", o.State, queue, err)
 		}
 		res.Matched = int(n)
-		if o.Limit > 0 {
-			res.Matched = min(res.Matched, o.Limit)
-		}
 		if res.Matched > 0 {
 			res.IDs, err = i.rdb.ZRevRangeByScore(ctx, set, &redis.ZRangeBy{Max: upTo, Min: "-inf", Count: int64(min(res.Matched, RetryIDsMax))}).Result()
 			if err != nil {
@@ -198,7 +196,7 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 			return res, nil
 		}
 		res.Retried, err = q.RetryJobs(ctx, &drover.RetryJobsOptions{
-			State: o.State, Count: o.ChunkSize, OlderThan: o.OlderThan, ResetAttemptsMade: o.ResetAttempts, Limit: o.Limit,
+			State: o.State, Count: o.ChunkSize, OlderThan: o.OlderThan, ResetAttemptsMade: o.ResetAttempts,
 			Pause: o.Pause, Progress: func(moved int) { progress(moved, max(res.Matched, moved)) },
 		})
 		return res, err

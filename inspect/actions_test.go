@@ -156,6 +156,33 @@ func TestRetryJobs(t *testing.T) {
 		})
 	}
 
+	// A limit takes the newest jobs, as the dry run lists them, on both
+	// paths: what the dry run named is what moves.
+	for name, o := range map[string]inspect.RetryOptions{
+		"ByAge":    {IncludeUnrecoverable: true},
+		"Filtered": {Filter: inspect.Filter{Reason: "e"}}, // matches every job (timeout, refused)
+	} {
+		t.Run("LimitTakesTheNewest"+name, func(t *testing.T) {
+			t.Parallel()
+			b := setupFailed(t)
+			dry := o
+			dry.DryRun, dry.Limit = true, 3
+			preview, err := b.ins.RetryJobs(ctx, "f", &dry)
+			require.NoError(t, err)
+			require.Equal(t, []string{"j11", "j10", "j9"}, preview.IDs)
+			run := o
+			run.Limit, run.Pause = 3, -1
+			res, err := b.ins.RetryJobs(ctx, "f", &run)
+			require.NoError(t, err)
+			require.Equal(t, 3, res.Retried)
+			for _, id := range preview.IDs {
+				d, err := b.ins.Job(ctx, "f", id)
+				require.NoError(t, err)
+				require.Equal(t, drover.StateWaiting, d.State, id)
+			}
+		})
+	}
+
 	t.Run("RefusesBadState", func(t *testing.T) {
 		t.Parallel()
 		b := setupFailed(t)
