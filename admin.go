@@ -70,7 +70,10 @@ func (j *Job) ChangePriority(ctx context.Context, priority int, lifo bool) error
 	return j.err("change priority of", scripts.ChangePriority(ctx, j.queue.rdb, j.queue.k, j.ID, priority, lifo))
 }
 
-// Remove deletes the job and its logs. ErrJobLocked if a worker holds it.
+// Remove deletes the job and its logs, and, as BullMQ's Job.remove does by
+// default, its flow children with theirs (each in its own queue); a job
+// that is itself a child is detached from its parent, which stops waiting
+// for it. ErrJobLocked if a worker holds the job or one of those children.
 func (j *Job) Remove(ctx context.Context) error {
 	if err := j.queue.check(); err != nil {
 		return err

@@ -552,6 +552,36 @@ func TestUIFlow(t *testing.T) {
 	require.Contains(t, text(t, tab, `h1`), "Job "+parent)
 }
 
+// TestUIRemoveSaysWhatGoesWithTheJob: removing a flow parent removes its
+// children too (BullMQ's default), and removing a child releases its
+// parent: the confirmation says both. It said "Delete job X and its logs?"
+// and took the children along without a word.
+func TestUIRemoveSaysWhatGoesWithTheJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = flows.Close() })
+	later := &drover.JobOptions{Delay: time.Hour}
+	tree, err := flows.Add(ctx, drover.FlowJob{Name: "assemble", QueueName: "orders", Children: []drover.FlowJob{
+		{Name: "wheel", QueueName: "parts", Opts: later}, {Name: "frame", QueueName: "parts", Opts: later},
+	}})
+	require.NoError(t, err)
+	remove := chromedp.Click(chromedp.Search(`//button[text()="Remove…"]`))
+
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/orders/job/"+tree.Job.ID), chromedp.WaitVisible(chromedp.CSS(`#flow`)), remove,
+		chromedp.WaitVisible(chromedp.CSS(`.modal`)))
+	require.Contains(t, text(t, tab, `.modal`), "Delete job "+tree.Job.ID+" and its logs, with its 2 flow children and their own children, in their queues?")
+	do(t, tab, chromedp.Click(chromedp.CSS(`.modal [data-confirm="no"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+
+	child := tree.Children[0].Job.ID
+	do(t, tab, chromedp.Navigate(b.url+"#/q/parts/job/"+child), chromedp.WaitVisible(chromedp.CSS(`#flow-parent`)), remove,
+		chromedp.WaitVisible(chromedp.CSS(`.modal`)))
+	require.Contains(t, text(t, tab, `.modal`), "Delete job "+child+" and its logs? Its parent orders/"+tree.Job.ID+" stops waiting for it.")
+}
+
 // TestUIUnreadableJob: a failed job whose hash does not decode is named
 // apart, with a link to its page (which says what does not decode); the
 // queue's other failed jobs and their groups still show.

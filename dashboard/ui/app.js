@@ -789,7 +789,13 @@
       actions.append(el('button', {
         class: 'danger',
         onclick: async () => {
-          const res = await act('Remove job', `Delete job ${d.id} and its logs? This cannot be undone.`, 'Remove',
+          // Removal takes a flow parent's children (and theirs) along, as
+          // BullMQ's does, and releases the job's own parent: say so.
+          const c = d.children;
+          const kids = c ? c.pending + c.completed + c.failed + c.ignored : 0;
+          const what = `job ${d.id} and its logs${kids ? `, with its ${kids} flow ${kids === 1 ? 'child' : 'children'} and their own children, in their queues` : ''}`;
+          const parent = d.parent ? ` Its parent ${d.parent.queue}/${d.parent.id} stops waiting for it.` : '';
+          const res = await act('Remove job', `Delete ${what}?${parent} This cannot be undone.`, 'Remove',
             () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/remove`, { method: 'POST' }), true);
           if (res) { toast(`Job ${d.id} removed.`); location.hash = `#/q/${enc(queue)}`; }
         },
