@@ -345,8 +345,8 @@ type MoveToWaitingChildrenOptions struct {
 // job from active to waiting-children, giving up its lock, and reports
 // true: the processor must then return ErrWaitingChildren, and the worker
 // writes no result (the move records the attempt in the job's timeline as
-// OutcomeWaitingChildren); the last child to finish moves the job back to wait,
-// where it runs as a new attempt (check GetChildrenValues to tell the
+// OutcomeWaitingChildren); the last child to finish moves the job back to
+// wait, where it runs as a new attempt (check GetChildrenValues to tell the
 // steps apart). It reports false when there is nothing to wait for and the
 // job stays active: the processor goes on. A child that failed with
 // FailParent makes it fail with ErrFailedChildren.
@@ -363,7 +363,7 @@ func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChil
 	// The attempt's record, written with the move: the timeline says this
 	// worker parked the job (not "no record") when it runs again.
 	now := j.queue.clock.Now()
-	timeline := timelineWith(j, Attempt{N: j.AttemptsStarted, Start: j.run.started, End: now, Worker: j.run.worker,
+	timeline := timelineWith(j, Attempt{N: j.AttemptsStarted, Start: j.run.started, End: now, Worker: j.run.w.workerLabel(),
 		Outcome: OutcomeWaitingChildren})
 	moved, err := scripts.MoveToWaitingChildren(ctx, j.queue.rdb, j.queue.k, j.ID, j.token, child, now.UnixMilli(), timeline)
 	if err != nil {
@@ -385,9 +385,9 @@ var ErrWaitingChildren = errors.New("drover: job is waiting for its children")
 
 // parkedAttempt ends an attempt whose processor moved its job to
 // waiting-children: nothing more is written (the move recorded the
-// attempt; the job is no longer active nor locked), the slot is freed. err is what the processor returned; a
-// result or an error other than ErrWaitingChildren is dropped with a
-// warning.
+// attempt; the job is no longer active nor locked), the slot is freed. err
+// is what the processor returned; a result or an error other than
+// ErrWaitingChildren is dropped with a warning.
 func (w *Worker) parkedAttempt(rj *runningJob, err error, took time.Duration) {
 	if err == nil || !errors.Is(err, ErrWaitingChildren) {
 		w.log.Warn("processor moved its job to waiting-children but did not return ErrWaitingChildren: its result is dropped",

@@ -329,7 +329,7 @@ type runningJob struct {
 	stored    storedForFinish
 	token     string
 	started   time.Time       // on the queue's clock (Redis's), for the timeline
-	worker    string          // the worker's label, for the timeline
+	w         *Worker         // the worker running it (its label names the attempt in the timeline)
 	began     time.Time       // on the wall clock, to measure how long it ran
 	ctx       context.Context // the processor's; cancelled with a cause
 	cancel    context.CancelCauseFunc

@@ -141,7 +141,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	fr.Attempts = int(stored.attempts)
 	fr.DedupID = stored.dedupID
 	fr.HasParent = stored.hasParent
-	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: rj.worker}
+	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: w.workerLabel()}
 	// settle records the outcome and the finishJobs kind that writes it.
 	settle := func(o Outcome) *finishItem {
 		item.outcome, entry.Outcome, fr.Kind = o, o, o.info().kind
