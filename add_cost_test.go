@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -118,4 +119,64 @@ func TestAddDuplicatesReadInOneRoundTrip(t *testing.T) {
 	require.Equal(t, owner.Job.ID, hit.Job.ID)
 	require.JSONEq(t, `{"who":"owner"}`, string(hit.Job.Data))
 	require.Equal(t, drover.StateWaiting, hit.ExistingState)
+}
+
+// roundTrips counts the commands and pipelines a client sends.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestAddHitIsOneRoundTrip: an add that finds its job id taken or its
+// deduplication id owned answers with the existing job, read by the add
+// script itself. It used to read that job in a second round trip after the
+// add, which made a producer adding duplicates half as fast.
+func TestAddHitIsOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	rdb, q := ownServer(t, nil)
+	ctx := context.Background()
+	_, err := q.Add(ctx, "first", map[string]int{"v": 1}, &drover.JobOptions{JobID: "a"})
+	require.NoError(t, err)
+	_, err = q.Add(ctx, "owner", map[string]int{"v": 2}, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "d"}})
+	require.NoError(t, err)
+
+	var rt roundTrips
+	rdb.AddHook(&rt)
+	dup, err := q.Add(ctx, "second", map[string]int{"v": 3}, &drover.JobOptions{JobID: "a"})
+	require.NoError(t, err)
+	require.Equal(t, drover.AddDuplicate, dup.Outcome)
+	require.Equal(t, "first", dup.Job.Name)
+	require.JSONEq(t, `{"v":1}`, string(dup.Job.Data))
+	require.Equal(t, drover.StateWaiting, dup.ExistingState)
+
+	hit, err := q.Add(ctx, "again", map[string]int{"v": 4}, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "d"}})
+	require.NoError(t, err)
+	require.Equal(t, drover.AddDeduplicated, hit.Outcome)
+	require.Equal(t, "owner", hit.Job.Name)
+	require.JSONEq(t, `{"v":2}`, string(hit.Job.Data))
+	require.Equal(t, "d", hit.Job.DeduplicationID)
+	require.Equal(t, int64(2), rt.n.Load(), "round trips for two adds that hit")
+
+	// In one bulk call: a hit on a job created earlier in the same call.
+	rt.n.Store(0)
+	res, err := q.AddBulk(ctx, []drover.BulkJob{
+		{Name: "b1", Data: map[string]int{"v": 5}, Opts: &drover.JobOptions{JobID: "b"}},
+		{Name: "b2", Data: map[string]int{"v": 6}, Opts: &drover.JobOptions{JobID: "b"}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), rt.n.Load(), "round trips for a bulk add with a hit")
+	require.Equal(t, drover.AddDuplicate, res[1].Outcome)
+	require.Equal(t, "b1", res[1].Job.Name)
+	require.JSONEq(t, `{"v":5}`, string(res[1].Job.Data))
 }

@@ -112,6 +112,23 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 		require.Equal(t, drover.AddDuplicate, res.Outcome)
 	})
 
+	// A hit's first answer carries the existing job; the stored answer a
+	// re-run gets does not, and the job is then read apart: the caller sees
+	// the same existing job either way.
+	t.Run("HitFromTheReplayedAnswer", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		_, err := b.queue.Add(context.Background(), "first", map[string]int{"v": 1}, &drover.JobOptions{JobID: "order-6"})
+		require.NoError(t, err)
+		b.proxy.DropReplyTo("evalsha")
+		res, err := b.queue.Add(context.Background(), "second", map[string]int{"v": 2}, &drover.JobOptions{JobID: "order-6"})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), b.proxy.Dropped())
+		require.Equal(t, drover.AddDuplicate, res.Outcome)
+		require.Equal(t, "first", res.Job.Name)
+		require.JSONEq(t, `{"v":1}`, string(res.Job.Data))
+	})
+
 	// go-redis does not resend (MaxRetries -1), or has given up: drover
 	// resends the call itself with the same token, so the caller learns the
 	// outcome instead of getting an error for a job that was stored.

@@ -215,8 +215,6 @@ func (q *Queue) addOne(ctx context.Context, bj *BulkJob) (*AddResult, error) {
 		return nil, fmt.Errorf("add job %q to queue %q: %w", bj.Name, q.name, err)
 	}
 	q.register(ctx)
-	// Each caller reads its own hit, after the batch: the read is off the
-	// batcher's path, so it does not hold up the adds queued behind it.
 	return q.addResult(&p, oc, q.existingJobs(ctx, []scripts.AddOutcome{oc})), nil
 }
 
@@ -438,33 +436,44 @@ func isRedisReply(err error) bool {
 	return errors.As(err, &re) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// addResult turns a script outcome into an AddResult. The add has happened
-// by then, so it does not fail: an existing job that cannot be read (removed
-// meanwhile, or Redis unreachable) is reported by its id alone.
-// existingJobs reads, in one round trip, the jobs that the duplicate and
-// deduplicated outcomes among outcomes name, so that a batch with many hits
-// costs one read rather than one per hit. A job it cannot read (removed
-// since, or the read failed) is missing from the map, and addResult then
-// reports its id alone: the add itself is done either way.
+// existingJobs is the jobs that the duplicate and deduplicated outcomes
+// among outcomes name, by id. The add script sends each one's hash with its
+// outcome; only those it could not (a re-run of the call answered from its
+// stored reply) are read here, all in one round trip. A job that cannot be
+// read (removed since, or the read failed) is missing from the map, and
+// addResult then reports its id alone: the add itself is done either way.
 func (q *Queue) existingJobs(ctx context.Context, outcomes []scripts.AddOutcome) map[string]*Job {
-	var ids []string
-	seen := map[string]bool{}
+	var byID map[string]*Job
+	var unread []string
 	for _, oc := range outcomes {
-		if (oc.Result == scripts.AddDuplicate || oc.Result == scripts.AddDeduplicated) && !seen[oc.ID] {
-			seen[oc.ID] = true
-			ids = append(ids, oc.ID)
+		if oc.Result != scripts.AddDuplicate && oc.Result != scripts.AddDeduplicated {
+			continue
+		}
+		if byID == nil {
+			byID = map[string]*Job{}
+		}
+		if _, done := byID[oc.ID]; done {
+			continue
+		}
+		if oc.Existing == nil {
+			byID[oc.ID] = nil
+			unread = append(unread, oc.ID)
+			continue
+		}
+		rec, ok, err := jobcodec.Decode(oc.ID, oc.Existing)
+		if err == nil && ok {
+			byID[oc.ID] = q.fromRecord(&rec)
+		} else {
+			byID[oc.ID] = nil
 		}
 	}
-	if len(ids) == 0 {
-		return nil
-	}
-	jobs, err := q.getJobsByID(ctx, ids)
-	if err != nil {
-		return nil
-	}
-	byID := make(map[string]*Job, len(jobs))
-	for _, j := range jobs {
-		byID[j.ID] = j
+	if len(unread) > 0 {
+		jobs, err := q.getJobsByID(ctx, unread)
+		if err == nil {
+			for _, j := range jobs {
+				byID[j.ID] = j
+			}
+		}
 	}
 	return byID
 }

@@ -51,6 +51,11 @@ type AddOutcome struct {
 	// State is the existing job's state (AddDuplicate, AddDeduplicated) or
 	// the removed owner's id (AddReAdded).
 	State string
+	// Existing is the existing job's hash as a field/value list, for
+	// AddDuplicate and AddDeduplicated when the reply carried it (addJobs
+	// does, except when answering a re-run of a call; addFlow does not);
+	// empty when that job has no hash.
+	Existing []any
 }
 
 const addFields = 11
@@ -136,7 +141,7 @@ func parseAddReply(res []any) ([]AddOutcome, error) {
 	out := make([]AddOutcome, len(res))
 	for i, r := range res {
 		t, ok := r.([]any)
-		if !ok || len(t) != 3 {
+		if !ok || len(t) < 3 || len(t) > 4 {
 			return nil, fmt.Errorf("addJobs: malformed reply %v", r)
 		}
 		res, ok := addResults[str(t[0])]
@@ -144,6 +149,13 @@ func parseAddReply(res []any) ([]AddOutcome, error) {
 			return nil, fmt.Errorf("addJobs: unknown result %q", str(t[0]))
 		}
 		out[i] = AddOutcome{Result: res, ID: str(t[1]), State: str(t[2])}
+		if len(t) == 4 {
+			h, ok := t[3].([]any)
+			if !ok || len(h)%2 != 0 {
+				return nil, fmt.Errorf("addJobs: malformed existing job %v", t[3])
+			}
+			out[i].Existing = h
+		}
 	}
 	return out, nil
 }

@@ -13,7 +13,10 @@
 --   "created", "duplicate" (custom id exists; state is its state),
 --   "deduplicated" (dedup id owned by job `id`; state is its state) or
 --   "readded" (created, taking over a dedup id whose owner job had been
---   removed; state is the removed owner's id).
+--   removed; state is the removed owner's id). A duplicate or deduplicated
+--   record's entry has a fourth element, the existing job's hash (HGETALL's
+--   field/value list), so the caller need not read it in a second round
+--   trip; the reply kept for a re-run of the call has the three only.
 -- Exactly once per call (include/once.lua: <base>add:<token>).
 --@include common
 --@include queue
@@ -33,6 +36,9 @@ local meta = rcall("HMGET", metaKey, "opts.maxLenEvents", "paused", "concurrency
 local maxLen = meta[1] or maxEvents(metaKey)
 local blocked = meta[2] ~= false or (meta[3] ~= false and rcall("LLEN", activeKey) >= tonumber(meta[3]))
 local replies = {}
+-- existing[i] is the hash of the job reply i names, for a duplicate or a
+-- deduplicated record (added to the reply after it is remembered).
+local existing = {}
 local delayMarker = false
 
 -- Every add draws a number from the id counter, custom ids too (BullMQ
@@ -70,6 +76,7 @@ for i = 0, n - 1 do
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "duplicated", "jobId", id)
     allCreated = false
     replies[#replies + 1] = {"duplicate", id, pending[id] or jobState(id)}
+    existing[#replies] = rcall("HGETALL", jobKey)
   else
     local recovered = nil
     if deid ~= "" then
@@ -85,6 +92,7 @@ for i = 0, n - 1 do
     if owner then
       allCreated = false
       replies[#replies + 1] = {"deduplicated", owner, pending[owner] or jobState(owner)}
+      existing[#replies] = rcall("HGETALL", base .. owner)
     else
       if deid ~= "" then
         rcall("HSET", jobKey, "name", name, "data", ARGV[o + 4], "opts", ARGV[o + 5],
@@ -147,4 +155,7 @@ if allCreated then
   replies = idBase
 end
 onceRemember(callKey, replies, ARGV[3])
+for i, h in pairs(existing) do
+  replies[i][4] = h
+end
 return replies
