@@ -18,11 +18,10 @@ for i = 5, #ARGV do
   local ids = {}
   if lists[s] then
     if asc then
-      local from = -(stop + 1)
-      local to = -(start + 1)
-      if stop < 0 then
-        from = 0
-      end
+      -- Index i of the ascending order is -(i + 1) of the list, as in
+      -- BullMQ; -1 (the last) maps to 0, never to -0, which LRANGE refuses.
+      local from = stop == -1 and 0 or -(stop + 1)
+      local to = start == -1 and 0 or -(start + 1)
       ids = rcall("LRANGE", lists[s], from, to)
       local rev = {}
       for j = #ids, 1, -1 do
