@@ -443,6 +443,7 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 	a := scripts.AdvanceArgs{
 		SchedulerID: rec.RepeatJobKey, ProducerID: rec.ID, NextMs: next, Now: now,
 		Opts: string(mustJSON(opts)), Priority: rec.Opts.Priority, LIFO: rec.Opts.LIFO,
+		DedupID: runDedupID(opts["de"]),
 	}
 	if every != 0 {
 		a.Every = strconv.FormatInt(every, 10)
@@ -458,6 +459,26 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 		w.log.DebugContext(ctx, "job scheduler advanced", slog.String(logkey.JobID, rec.ID), slog.String(logkey.Next, nextID))
 	}
 	return nil
+}
+
+// runDedupID is the deduplication id a run's stored opts carry in "de"
+// (a Node scheduler's template may set one; drover's refuses it): BullMQ
+// stores it as the run's "deid" field, as for any add. "" when none.
+func runDedupID(de json.RawMessage) string {
+	var d struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if len(de) == 0 || json.Unmarshal(de, &d) != nil || len(d.ID) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(d.ID, &s) == nil {
+		return s
+	}
+	if d.ID[0] == '-' || (d.ID[0] >= '0' && d.ID[0] <= '9') {
+		return string(d.ID) // a number: Redis stores its text
+	}
+	return ""
 }
 
 // advanceSchedulerRetrying runs advanceScheduler until it succeeds or ctx

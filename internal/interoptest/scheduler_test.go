@@ -414,3 +414,38 @@ func droverCronNext(t *testing.T, pattern, tz string, from time.Time, n int) []i
 	}
 	return out
 }
+
+// TestInteropJobSchedulerDedupTemplate: a Node scheduler whose template
+// has a deduplication id gives every run the run's "deid" field (BullMQ
+// stores it as for any add; drover's own templates refuse deduplication).
+// The runs a drover worker creates carry it too, so the state equals Node
+// BullMQ alone and Node reads the run's deduplicationId. Before, the runs
+// a drover worker made had no deid (field deid only in a).
+func TestInteropJobSchedulerDedupTemplate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	node := newSetup(t)(t)
+	drv := node.sibling(t)
+	const runs = 2
+	run := func(b *bundle, by impl) *statedump.Snapshot {
+		_, err := b.oracle.UpsertJobScheduler(ctx, b.prefix, queueName, "s1", map[string]any{"every": 1000},
+			map[string]any{"name": "tick", "opts": map[string]any{"deduplication": map[string]any{"id": "d1"}}})
+		require.NoError(t, err)
+		stop := b.startWorker(t, by, workerSpec{})
+		testkit.WaitFor(t, waitLong, fmt.Sprintf("%d runs completed", runs), func() bool { return b.completedCount(t) >= runs })
+		stop()
+		require.EqualValues(t, runs, b.completedCount(t), "the worker stopped before the next run was due")
+		return comparableDump(t, b.rdb, b.prefix, dumpOptions{workersRan: true, rewrite: rankRuns})
+	}
+	want := run(node, nodeImpl)
+	got := run(drv, droverImpl)
+	requireSameState(t, want, got)
+
+	// The run waiting now was made by the drover worker.
+	ids, err := drv.dq.GetJobIDs(ctx, []drover.JobState{drover.StateDelayed, drover.StateWaiting}, 0, -1, false)
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	nj, err := drv.oracle.GetJob(ctx, drv.prefix, queueName, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, "d1", nj.DeduplicationID, "Node's deduplicationId of the run a drover worker made")
+}

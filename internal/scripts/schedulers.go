@@ -36,13 +36,14 @@ type AdvanceArgs struct {
 	Offset      string // the run's repeat.offset, "" = none
 	Priority    int64
 	LIFO        bool
+	DedupID     string // the run's deduplication id (its "deid" field), "" = none
 }
 
 // AdvanceScheduler creates the next run; it returns its id, or "" when
 // nothing was created (scheduler gone, stale run, next run exists).
 func AdvanceScheduler(ctx context.Context, rdb Doer, k keys.Queue, a AdvanceArgs) (string, error) {
 	return advanceScheduler.run(ctx, rdb, k, a.SchedulerID, a.ProducerID, a.NextMs, a.Now, a.Opts,
-		a.Every, a.Offset, a.Priority, boolArg(a.LIFO)).Text()
+		a.Every, a.Offset, a.Priority, boolArg(a.LIFO), a.DedupID).Text()
 }
 
 // UpsertArgs create or replace a job scheduler.

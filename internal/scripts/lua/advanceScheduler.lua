@@ -6,7 +6,8 @@
 --   cron scheduler (ignored for `every`, computed here), 5 now ms, 6 opts
 --   JSON of the next run without jobId and delay, 7 the run's repeat.every
 --   ms ("" = none; used when the scheduler has no every), 8 the run's
---   repeat.offset ("" = none), 9 priority, 10 lifo ("1"/"0").
+--   repeat.offset ("" = none), 9 priority, 10 lifo ("1"/"0"), 11 the
+--   deduplication id in the run's opts ("" = none), stored as "deid".
 -- Returns the next run's id; "" when the scheduler is gone or the run taken
 --   is not its current one (an old or duplicate pickup), or when the next
 --   run exists already (then a duplicated event).
@@ -47,5 +48,5 @@ rcall("HINCRBY", schedulerKey, "ic", 1)
 rcall("INCR", idKey)
 local delay = math.max(nextMs - now, 0)
 addIteration(nextId, schedulerId, attrs[1] or "", attrs[2] or "{}", iterationOpts(ARGV[6], nextId, delay),
-  nowText, delay, ARGV[9], ARGV[10] == "1", maxLen)
+  nowText, delay, ARGV[9], ARGV[10] == "1", maxLen, ARGV[11])
 return nextId

@@ -57,11 +57,18 @@ local function iterationOpts(opts, jobId, delay)
 end
 
 -- addIteration stores a run and queues it: delayed when delay > 0, else in
--- wait or prioritized, with BullMQ's events and markers.
-local function addIteration(jobId, schedulerId, name, data, opts, nowText, delay, priority, lifo, maxLen)
+-- wait or prioritized, with BullMQ's events and markers. deid, when not nil
+-- or "", is the deduplication id of the run's opts, stored as BullMQ's add
+-- stores it (the field only: no deduplication key is set).
+local function addIteration(jobId, schedulerId, name, data, opts, nowText, delay, priority, lifo, maxLen, deid)
   local jobKey = base .. jobId
-  rcall("HSET", jobKey, "name", name, "data", data, "opts", opts, "timestamp", nowText,
-    "delay", msText(delay), "priority", priority, "rjk", schedulerId)
+  if deid and deid ~= "" then
+    rcall("HSET", jobKey, "name", name, "data", data, "opts", opts, "timestamp", nowText,
+      "delay", msText(delay), "priority", priority, "rjk", schedulerId, "deid", deid)
+  else
+    rcall("HSET", jobKey, "name", name, "data", data, "opts", opts, "timestamp", nowText,
+      "delay", msText(delay), "priority", priority, "rjk", schedulerId)
+  end
   rcall("XADD", eventsKey, "*", "event", "added", "jobId", jobId, "name", name)
   if delay > 0 then
     local due = tonumber(nowText) + delay
