@@ -40,9 +40,11 @@ var (
 type RepeatOptions struct {
 	// Every runs the scheduler at a fixed interval, stored in whole ms.
 	Every time.Duration
-	// Pattern is a cron pattern (5 fields, or 6 with seconds first),
-	// evaluated in TZ; see internal/schedule for the syntax and the
-	// daylight-saving rules, which are cron-parser's (BullMQ's).
+	// Pattern is a cron pattern (5 fields, or 6 with seconds first, or
+	// one of cron-parser's @ aliases such as @daily or @weekdays),
+	// evaluated in TZ; see internal/schedule for the syntax (7 for Sunday,
+	// L, 5L, 1#2) and the daylight-saving rules, which are cron-parser's
+	// (BullMQ's).
 	Pattern string
 	// TZ is the pattern's IANA time zone. "" = UTC.
 	TZ string

@@ -375,7 +375,11 @@ func TestInteropCronNext(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	patterns := []string{"30 2 * * *", "30 1 * * *", "0 * * * *", "*/20 * * * *", "0 2 * * *", "15 2,3 * * *",
-		"0 1-3 * * *", "*/30 1-2 * * *", "0 0 * * 1-5", "0 30 2 * * *", "45 2 * * 0", "*/10 2 * * *", "0 12 1 * *", "0 9 * * MON"}
+		"0 1-3 * * *", "*/30 1-2 * * *", "0 0 * * 1-5", "0 30 2 * * *", "45 2 * * 0", "*/10 2 * * *", "0 12 1 * *", "0 9 * * MON",
+		// cron-parser's day rules: 7 is Sunday (in ranges and steps too),
+		// L, nL and n#k, and either day field matches when both are set.
+		"0 0 * * 7", "30 2 * * 5-7", "0 0 * * 1/2", "0 0 L * *", "30 2 * * 0L", "0 9 * * 1#2", "0 0 * * 0#5",
+		"0 0 L 2 *", "0 0 1,15 * 1", "0 0 L * 5", "@weekdays", "@weekends", "@minutely"}
 	froms := map[string][]string{
 		"America/New_York": {"2026-03-07T12:00:00Z", "2026-03-08T06:10:00Z", "2026-10-31T12:00:00Z", "2026-11-01T05:40:00Z", "2026-11-01T06:10:00Z", "2027-03-13T12:00:00Z"},
 		"Europe/Paris":     {"2026-03-28T12:00:00Z", "2026-03-29T00:50:00Z", "2026-10-24T12:00:00Z", "2026-10-25T00:40:00Z", "2026-10-25T01:10:00Z", "2027-03-27T12:00:00Z"},
@@ -448,4 +452,26 @@ func TestInteropJobSchedulerDedupTemplate(t *testing.T) {
 	nj, err := drv.oracle.GetJob(ctx, drv.prefix, queueName, ids[0])
 	require.NoError(t, err)
 	require.Equal(t, "d1", nj.DeduplicationID, "Node's deduplicationId of the run a drover worker made")
+}
+
+// TestInteropJobSchedulerCronDayRules: a Node scheduler whose pattern uses
+// cron-parser's day rules (7 for Sunday, L, nL, n#k, @weekdays) goes on
+// when a drover worker takes its run: the worker makes the next run Node's
+// worker would make. Before, drover's cron parser refused these patterns
+// ("failed to parse int from L", "end of range (7) above maximum (6)"),
+// so the drover worker made no next run and the scheduler stopped.
+func TestInteropJobSchedulerCronDayRules(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	for _, pattern := range []string{"0 0 L * *", "30 2 * * 5L", "0 9 * * 1#2", "0 0 * * 7", "0 0 * * 2/5", "@weekdays"} {
+		t.Run(strings.NewReplacer(" ", "_", "*", "x", "/", "s", "#", "n", "@", "").Replace(pattern), func(t *testing.T) {
+			t.Parallel()
+			kind := schedulerKind{name: pattern, node: map[string]any{"pattern": pattern, "tz": "Europe/Paris", "immediately": true}}
+			node := setup(t)
+			drv := node.sibling(t)
+			want := runScheduler(t, node, kind, nodeImpl, nodeImpl, 1)
+			got := runScheduler(t, drv, kind, nodeImpl, droverImpl, 1)
+			requireSameState(t, want, got)
+		})
+	}
 }

@@ -1,11 +1,19 @@
 // Package schedule computes the next run of a cron pattern in a time zone
 // the way BullMQ's job schedulers do (they use the npm package cron-parser).
 //
-// Patterns are parsed by github.com/robfig/cron/v3: five fields (minute hour
-// day-of-month month day-of-week) or six with seconds first, names for
-// months and days, ranges, lists, steps, '?' and the @yearly/@monthly/
-// @weekly/@daily/@hourly descriptors. cron-parser's L, W and # extensions and
-// robfig's @every are refused with an error.
+// A pattern has five fields (minute hour day-of-month month day-of-week) or
+// six with seconds first, or is one of cron-parser's aliases (@yearly,
+// @annually, @monthly, @weekly, @daily, @hourly, @minutely, @secondly,
+// @weekdays, @weekends). Seconds, minutes, hours and months are parsed by
+// github.com/robfig/cron/v3 (numbers, names, ranges, lists, steps, '*' and
+// '?'). The two day fields follow cron-parser's rules, read here: day of
+// week 0-7 (7 and 0 are Sunday, also in ranges and steps: 5-7, 1/2), names,
+// L in day of month (the last day), nL in day of week (the last such
+// weekday of the month), n#k (the k-th such weekday, k 1-5), and a day
+// matches either field when both are restricted (neither is '*' or '?'),
+// else the restricted one. What cron-parser refuses or draws at random is
+// refused with an error: robfig's @every and @midnight, H, W, a value
+// listed twice.
 //
 // Next follows cron-parser's rules where plain cron libraries differ, around
 // daylight-saving changes of the pattern's time zone:
@@ -33,12 +41,14 @@ import (
 
 // Schedule is a parsed cron pattern in a time zone.
 type Schedule struct {
+	// spec holds the seconds, minutes, hours and months; its day fields
+	// are '*', days decides the days.
 	spec *cron.SpecSchedule
+	days *days
 	loc  *time.Location
 }
 
-var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom |
-	cron.Month | cron.Dow | cron.Descriptor)
+var parser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
 
 // Location is time zone tz (an IANA name; "" is UTC, as cron-parser uses
 // when BullMQ passes no tz).
@@ -59,11 +69,25 @@ func Parse(pattern, tz string) (*Schedule, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := strings.TrimSpace(pattern)
-	if strings.HasPrefix(p, "@every") || strings.HasPrefix(p, "TZ=") || strings.HasPrefix(p, "CRON_TZ=") {
-		return nil, fmt.Errorf("cron pattern %q: @every and TZ= prefixes are not cron-parser syntax", pattern)
+	p := pattern
+	if a, ok := aliases[pattern]; ok {
+		p = a
 	}
-	s, err := parser.Parse(p)
+	fields := strings.Fields(p)
+	if len(fields) == 5 {
+		fields = append([]string{"0"}, fields...)
+	}
+	if len(fields) != 6 {
+		return nil, fmt.Errorf("cron pattern %q: want 5 or 6 fields (seconds first) or one of cron-parser's @ aliases, got %d fields", pattern, len(fields))
+	}
+	if strings.Contains(fields[0], "=") {
+		return nil, fmt.Errorf("cron pattern %q: TZ= prefixes are not cron-parser syntax", pattern)
+	}
+	d, err := parseDays(fields[3], fields[5])
+	if err != nil {
+		return nil, fmt.Errorf("cron pattern %q: %w", pattern, err)
+	}
+	s, err := parser.Parse(strings.Join([]string{fields[0], fields[1], fields[2], "*", fields[4], "*"}, " "))
 	if err != nil {
 		return nil, fmt.Errorf("cron pattern %q: %w", pattern, err)
 	}
@@ -73,19 +97,16 @@ func Parse(pattern, tz string) (*Schedule, error) {
 	}
 	c := *spec
 	c.Location = loc
-	return &Schedule{spec: &c, loc: loc}, nil
+	return &Schedule{spec: &c, days: d, loc: loc}, nil
 }
 
 // Location is the schedule's time zone.
 func (s *Schedule) Location() *time.Location { return s.loc }
 
-const (
-	starBit  = 1 << 63
-	allHours = 1<<24 - 1
-)
+const allHours = 1<<24 - 1
 
-// ErrNoRun is returned when the pattern has no run within the search
-// horizon (robfig/cron looks five years ahead), e.g. "0 0 30 2 *".
+// ErrNoRun is returned when the pattern has no run within five years,
+// e.g. "0 0 30 2 *".
 var ErrNoRun = errors.New("cron pattern has no run within five years")
 
 // Next is the first run strictly after t (see the package doc for the
@@ -93,11 +114,20 @@ var ErrNoRun = errors.New("cron pattern has no run within five years")
 func (s *Schedule) Next(t time.Time) (time.Time, error) {
 	t = t.In(s.loc)
 	from := t
+	horizon := t.AddDate(5, 0, 0)
 	everyHour := s.spec.Hour&allHours == allHours
-	for range 1000 {
+	// Each pass moves on by at least a day or a time-zone change: five
+	// years of days bound it.
+	for range 4000 {
 		cand := s.spec.Next(from)
-		if cand.IsZero() {
+		if cand.IsZero() || cand.After(horizon) {
 			return time.Time{}, ErrNoRun
+		}
+		if !s.days.match(cand) {
+			// The next day's first second is a candidate again.
+			y, m, d := cand.Date()
+			from = time.Date(y, m, d+1, 0, 0, 0, 0, s.loc).Add(-time.Second)
+			continue
 		}
 		if everyHour {
 			return cand, nil
@@ -184,16 +214,8 @@ func (s *Schedule) gapRun(t, before, end time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// dayMatches is cron's day rule: month, then day of month and day of week
-// (both must match when either is '*', else either may).
+// dayMatches reports whether the pattern runs on t's day: its month, then
+// the day fields (see days.match).
 func (s *Schedule) dayMatches(t time.Time) bool {
-	if s.spec.Month&(1<<uint(t.Month())) == 0 {
-		return false
-	}
-	dom := s.spec.Dom&(1<<uint(t.Day())) != 0
-	dow := s.spec.Dow&(1<<uint(t.Weekday())) != 0
-	if s.spec.Dom&starBit != 0 || s.spec.Dow&starBit != 0 {
-		return dom && dow
-	}
-	return dom || dow
+	return s.spec.Month&(1<<uint(t.Month())) != 0 && s.days.match(t)
 }

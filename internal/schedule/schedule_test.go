@@ -120,7 +120,13 @@ func TestParseRefuses(t *testing.T) {
 		{"BadField", "61 * * * *", ""},
 		{"TooFewFields", "* * *", ""},
 		{"Every", "@every 5m", ""},
-		{"LastDay", "0 0 L * *", ""},
+		{"Midnight", "@midnight", ""}, // robfig's, not cron-parser's
+		{"TZPrefix", "TZ=UTC 0 0 * * *", ""},
+		{"Hashed", "H 0 * * *", ""},
+		{"NearestWeekday", "0 0 15W * *", ""},
+		{"StandaloneL", "0 0 * * L", ""},
+		{"ListedTwice", "0 0 * * 0,7", ""},
+		{"NthWithRange", "0 0 * * 1-2#2", ""},
 		{"UnknownZone", "0 * * * *", "Mars/Olympus"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +134,42 @@ func TestParseRefuses(t *testing.T) {
 
 			_, err := schedule.Parse(tt.pattern, tt.tz)
 			require.Error(t, err)
+		})
+	}
+}
+
+// TestNextDayRules checks cron-parser's day rules, with the runs
+// cron-parser 5.10.3 gave from 2026-01-30T10:11:12Z in UTC
+// (TestInteropCronNext re-checks such patterns against Node live).
+func TestNextDayRules(t *testing.T) {
+	t.Parallel()
+
+	from := time.Date(2026, 1, 30, 10, 11, 12, 0, time.UTC)
+	for _, tt := range []struct {
+		pattern string
+		want    []string
+	}{
+		{"0 0 * * 7", []string{"2026-02-01T00:00:00Z", "2026-02-08T00:00:00Z", "2026-02-15T00:00:00Z"}},    // 7 is Sunday
+		{"0 0 * * 1/2", []string{"2026-02-01T00:00:00Z", "2026-02-02T00:00:00Z", "2026-02-04T00:00:00Z"}},  // 1-7/2 reaches 7: Sunday too
+		{"0 0 L * *", []string{"2026-01-31T00:00:00Z", "2026-02-28T00:00:00Z", "2026-03-31T00:00:00Z"}},    // the last day
+		{"0 0 * * 5L", []string{"2026-02-27T00:00:00Z", "2026-03-27T00:00:00Z", "2026-04-24T00:00:00Z"}},   // the last Friday
+		{"0 0 * * 1#2", []string{"2026-02-09T00:00:00Z", "2026-03-09T00:00:00Z", "2026-04-13T00:00:00Z"}},  // the second Monday
+		{"0 0 1,15 * 1", []string{"2026-02-01T00:00:00Z", "2026-02-02T00:00:00Z", "2026-02-09T00:00:00Z"}}, // either day field
+		{"@weekends", []string{"2026-01-31T00:00:00Z", "2026-02-01T00:00:00Z", "2026-02-07T00:00:00Z"}},    // cron-parser's alias
+	} {
+		t.Run(tt.pattern, func(t *testing.T) {
+			t.Parallel()
+
+			s, err := schedule.Parse(tt.pattern, "")
+			require.NoError(t, err)
+			cur := from
+			var got []string
+			for range tt.want {
+				cur, err = s.Next(cur)
+				require.NoError(t, err)
+				got = append(got, cur.UTC().Format(time.RFC3339))
+			}
+			require.Equal(t, tt.want, got)
 		})
 	}
 }
