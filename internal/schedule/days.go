@@ -65,6 +65,31 @@ var (
 	lastWeekdayRE = regexp.MustCompile(`^[0-7]L$`)
 )
 
+// checkListedOnce refuses a value listed twice in the seconds, minutes,
+// hours or months field ("0,0 * * * *"), as cron-parser does: a scheduler
+// with such a pattern could not go on under a Node worker.
+func checkListedOnce(fields []string) error {
+	for _, f := range []struct {
+		i        int
+		name     string
+		min, max int
+	}{{0, "second", 0, 59}, {1, "minute", 0, 59}, {2, "hour", 0, 23}, {4, "month", 1, 12}} {
+		v := strings.NewReplacer("*", fmt.Sprintf("%d-%d", f.min, f.max), "?", fmt.Sprintf("%d-%d", f.min, f.max)).Replace(fields[f.i])
+		if f.i == 4 {
+			v = nameRE.ReplaceAllStringFunc(v, func(s string) string {
+				if n, ok := names[strings.ToLower(s)]; ok {
+					return strconv.Itoa(n)
+				}
+				return s
+			})
+		}
+		if _, err := expand(v, f.min, f.max, func(string) (bool, error) { return false, nil }); err != nil {
+			return fmt.Errorf("%s %q: %w", f.name, fields[f.i], err)
+		}
+	}
+	return nil
+}
+
 // parseDays reads the day-of-month and day-of-week fields.
 func parseDays(domField, dowField string) (*days, error) {
 	d := &days{domAny: domField == "*" || domField == "?", dowAny: dowField == "*" || dowField == "?"}

@@ -83,6 +83,9 @@ func Parse(pattern, tz string) (*Schedule, error) {
 	if strings.Contains(fields[0], "=") {
 		return nil, fmt.Errorf("cron pattern %q: TZ= prefixes are not cron-parser syntax", pattern)
 	}
+	if err := checkListedOnce(fields); err != nil {
+		return nil, fmt.Errorf("cron pattern %q: %w", pattern, err)
+	}
 	d, err := parseDays(fields[3], fields[5])
 	if err != nil {
 		return nil, fmt.Errorf("cron pattern %q: %w", pattern, err)

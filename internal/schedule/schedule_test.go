@@ -126,6 +126,9 @@ func TestParseRefuses(t *testing.T) {
 		{"NearestWeekday", "0 0 15W * *", ""},
 		{"StandaloneL", "0 0 * * L", ""},
 		{"ListedTwice", "0 0 * * 0,7", ""},
+		{"MinuteListedTwice", "0,0 * * * *", ""},
+		{"HourListedTwice", "0 1-5,3 * * *", ""},
+		{"MonthListedTwice", "0 0 1 jan,1 *", ""},
 		{"NthWithRange", "0 0 * * 1-2#2", ""},
 		{"UnknownZone", "0 * * * *", "Mars/Olympus"},
 	} {
