@@ -175,6 +175,10 @@ func ValidateJobID(id string) error {
 	return nil
 }
 
+// IntegerLooking reports whether id is integer-looking (see ValidateJobID):
+// an id no custom id can be, so only the queue's counter makes it.
+func IntegerLooking(id string) bool { return isIntegerLooking(id) }
+
 // isIntegerLooking reports JavaScript's `String(parseInt(id, 10)) === id`.
 // Only "-"? followed by digits can equal a number's decimal rendering, so
 // the id is read as parseInt reads it (a float64, correctly rounded) and
