@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -329,6 +330,25 @@ func runBehavior(ctx context.Context, bh bullmqoracle.Behavior, job *drover.Job,
 			return nil, drover.Delay(time.Duration(bh.MS) * time.Millisecond)
 		}
 		return next()
+	case "waitChildren":
+		moved, err := job.MoveToWaitingChildren(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		if moved {
+			return nil, drover.ErrWaitingChildren
+		}
+		return next()
+	case "childrenValues":
+		values, err := job.GetChildrenValues(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := []json.RawMessage{}
+		for _, k := range slices.Sorted(maps.Keys(values)) {
+			out = append(out, values[k])
+		}
+		return out, nil
 	case "sequence":
 		if len(bh.Steps) == 0 {
 			return nil, nil

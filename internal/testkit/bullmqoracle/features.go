@@ -93,3 +93,17 @@ func (o *Oracle) GetMetrics(ctx context.Context, prefix, queue, typ string, star
 	err := o.Call(ctx, "getMetrics", qargs(prefix, queue, "type", typ, "start", start, "end", end), &m)
 	return &m, err
 }
+
+// JobRead calls a flow read of Job (getChildrenValues, getDependencies,
+// getDependenciesCount, getFailedChildrenValues, getIgnoredChildrenFailures)
+// on job id with args and decodes its result into out.
+func (o *Oracle) JobRead(ctx context.Context, prefix, queue, id, method string, out any, args ...any) error {
+	return o.Call(ctx, "jobRead", qargs(prefix, queue, "jobId", id, "method", method, "args", nonNilArgs(args)), out)
+}
+
+func nonNilArgs(a []any) []any {
+	if a == nil {
+		return []any{}
+	}
+	return a
+}

@@ -55,6 +55,22 @@ export function featureCommands({ getQueue, need }) {
       return out;
     },
     // getMetrics(a.type, a.start, a.end) is Queue.getMetrics.
+    // jobRead(a.method, a.args) calls one of Job's flow reads on job
+    // a.jobId and returns its result as JSON.
+    jobRead: async (a) => {
+      need(a, 'jobId', 'method');
+      const allowed = ['getChildrenValues', 'getDependencies', 'getDependenciesCount', 'getFailedChildrenValues', 'getIgnoredChildrenFailures'];
+      if (!allowed.includes(a.method)) {
+        throw new Error(`oracle: jobRead of ${a.method}`);
+      }
+      const q = await getQueue(a);
+      const job = await q.getJob(String(a.jobId));
+      if (!job) {
+        throw new Error(`oracle: job ${a.jobId} not found in ${q.name}`);
+      }
+      const r = await job[a.method](...(a.args ?? []));
+      return r === undefined ? null : r;
+    },
     getMetrics: async (a) => {
       need(a, 'type');
       return (await getQueue(a)).getMetrics(a.type, a.start ?? 0, a.end ?? -1);

@@ -3,7 +3,7 @@
 // events. Used by driver.mjs (long-running request/response process) and
 // worker.mjs (standalone worker process that tests may SIGKILL).
 
-import { Worker, UnrecoverableError, DelayedError } from 'bullmq';
+import { Worker, UnrecoverableError, DelayedError, WaitingChildrenError } from 'bullmq';
 import IORedis from 'ioredis';
 import { otel, activeSpan } from './telemetry.mjs';
 
@@ -128,6 +128,18 @@ export async function runBehavior(b, job, token, redis) {
       const i = Math.min(Math.max(job.attemptsStarted - 1, 0), steps.length - 1);
       return runBehavior(steps[i], job, token, redis);
     }
+    case 'waitChildren':
+      // Parks the job in waiting-children while a child is pending
+      // (Job.moveToWaitingChildren + WaitingChildrenError), else runs then.
+      if (await job.moveToWaitingChildren(token)) {
+        throw new WaitingChildrenError();
+      }
+      return next();
+    case 'childrenValues':
+      // Returns the values of the job's children (Job.getChildrenValues),
+      // ordered by child key, without the keys (they carry the prefix).
+      const values = (await job.getChildrenValues()) ?? {};
+      return Object.keys(values).sort().map((k) => values[k]);
     case 'activeSpan':
       // Returns the ids of the span active in the processor (BullMQ's
       // process span when the worker has telemetry), or null.
