@@ -163,11 +163,17 @@ func TestKeepSpec(t *testing.T) {
 		{"Nil", nil, ""},
 		{"True", &Keep{Set: true, Bool: &yes}, "0"},
 		{"False", &Keep{Set: true, Bool: &no}, ""},
-		{"Count", &Keep{Set: true, Count: &five}, "5,0,0"},
+		{"Count", &Keep{Set: true, Count: &five}, "5,,0"},
 		{"CountZero", &Keep{Set: true, Count: &zero}, "0"},
 		{"CountNegative", &Keep{Set: true, Count: &neg}, ""},
 		{"Age", &Keep{Set: true, Object: true, AgeSec: 30}, "-1,30000,0"},
 		{"AgeCountLimit", &Keep{Set: true, Object: true, AgeSec: 30, Count: &five, Limit: 9}, "5,30000,9"},
+		// BullMQ removes every job finished by now (this one too) for an
+		// age of 0 or less; a limit of 0 turns the age bound off.
+		{"AgeZero", &Keep{Set: true, Object: true, HasAge: true}, "-1,0,0"},
+		{"AgeZeroCount", &Keep{Set: true, Object: true, HasAge: true, Count: &five}, "5,0,0"},
+		{"AgeNegative", &Keep{Set: true, Object: true, AgeSec: -2}, "-1,-2000,0"},
+		{"AgeZeroLimitZero", &Keep{Set: true, Object: true, HasAge: true, HasLimit: true, Count: &five}, "5,,0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,11 +47,13 @@ func (k *Keep) AgeBound() bool {
 }
 
 // Spec is the retention spec finishJobs.lua reads: "" keep all, "0" drop at
-// once, else "count,ageMs,limit" with count -1 for "no count bound". It
-// means what BullMQ's worker (getKeepJobs) and moveToFinished.lua make of
-// the shape: true or a count of 0, in either form, removes the job; false
-// or a negative count keeps it; an age of 0 or less makes every finished
-// job, this one included, old enough to remove.
+// once, else "count,ageMs,limit" with count -1 for "no count bound" and an
+// empty ageMs for "no age bound". It means what BullMQ's worker
+// (getKeepJobs) and moveToFinished.lua make of the shape: true or a count
+// of 0, in either form, removes the job; false or a negative count keeps
+// it; an age of 0 or less is a bound like any other (BullMQ removes the
+// finished jobs at or before now minus the age: every one, this one
+// included, up to the limit, newest first).
 func (k *Keep) Spec() string {
 	if k == nil || !k.Set {
 		return ""
@@ -71,17 +73,14 @@ func (k *Keep) Spec() string {
 			count = c
 		}
 	}
-	age := int64(0)
+	age := ""
 	if k.AgeBound() {
-		if k.AgeSec <= 0 {
-			return "0"
-		}
-		age = k.AgeSec * 1000
+		age = strconv.FormatInt(k.AgeSec*1000, 10)
 	}
-	if count == -1 && age == 0 {
+	if count == -1 && age == "" {
 		return ""
 	}
-	return strconv.FormatInt(count, 10) + "," + strconv.FormatInt(age, 10) + "," + strconv.FormatInt(max(k.Limit, 0), 10)
+	return strconv.FormatInt(count, 10) + "," + age + "," + strconv.FormatInt(max(k.Limit, 0), 10)
 }
 
 // AppendJSON appends the option as stored in opts.

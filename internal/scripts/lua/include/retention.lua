@@ -1,16 +1,17 @@
 -- retention.lua: BullMQ's removeOnComplete / removeOnFail ("keep jobs").
 -- A spec string is "" (keep all), "0" (drop at once) or "count,ageMs,limit"
--- with count -1 meaning "no count bound" and ageMs 0 meaning "no age bound".
+-- with count -1 meaning "no count bound" and an empty ageMs "no age bound"
+-- (an age of 0 or less is a bound: every job finished by now is expired).
 -- Expects common.lua, queue.lua and parent.lua in scope.
 
 local function parseKeep(spec)
   if spec == "" then
-    return -1, 0, 0
+    return -1, nil, 0
   end
   if spec == "0" then
-    return 0, 0, 0
+    return 0, nil, 0
   end
-  local c, a, l = string.match(spec, "^(-?%d+),(%d+),(%d+)$")
+  local c, a, l = string.match(spec, "^(-?%d+),(-?%d*),(%d+)$")
   return tonumber(c), tonumber(a), tonumber(l)
 end
 
@@ -29,7 +30,7 @@ end
 -- jobs first when more than `limit` have expired; then the count bound.
 local function trimFinished(setKey, spec, now)
   local count, age, limit = parseKeep(spec)
-  if age > 0 then
+  if age then
     local cutoff = now - age
     local max = limit > 0 and limit or 1000
     local old = rcall("ZREVRANGEBYSCORE", setKey, cutoff, "-inf", "LIMIT", 0, max)
