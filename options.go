@@ -66,7 +66,9 @@ type Retention struct {
 	Remove bool
 	// Count keeps only the newest Count finished jobs of the state. 0 = no bound.
 	Count int
-	// Age drops finished jobs older than Age, whole seconds. 0 = no bound.
+	// Age drops finished jobs older than Age. 0 = no bound. It is stored in
+	// seconds, as BullMQ's age; a part of a second is kept as a fraction
+	// (1.5), to the millisecond, as Node stores one.
 	Age time.Duration
 	// Limit caps how many jobs one finish removes by age. 0 = BullMQ's 1000.
 	Limit int

@@ -144,7 +144,7 @@ func retentionKeep(r *Retention) *jobcodec.Keep {
 	switch {
 	case r.Object || r.Age > 0 || r.Limit > 0:
 		k.Object = true
-		k.AgeSec = int64(r.Age / time.Second)
+		k.AgeMs = r.Age.Milliseconds()
 		k.Limit = int64(r.Limit)
 		switch {
 		case r.Remove:
@@ -196,10 +196,10 @@ func retentionFields(k *jobcodec.Keep) *Retention {
 		}
 	}
 	if k.AgeBound() {
-		if k.AgeSec <= 0 {
+		if k.AgeMs <= 0 {
 			r.Remove = true
 		} else {
-			r.Age = time.Duration(k.AgeSec) * time.Second
+			r.Age = time.Duration(k.AgeMs) * time.Millisecond
 		}
 	}
 	return r

@@ -102,7 +102,7 @@ func TestOptsRoundTrip(t *testing.T) {
 		{"Full", Opts{JobID: "a/\"b", Delay: 5, Priority: 2, LIFO: true, Timestamp: 7, Attempts: 3,
 			Backoff:          &Backoff{Type: "fixed", Delay: 100, Jitter: 0.25},
 			RemoveOnComplete: &Keep{Set: true, Count: &ten},
-			RemoveOnFail:     &Keep{Set: true, Object: true, AgeSec: 60, Count: &ten, Limit: 5},
+			RemoveOnFail:     &Keep{Set: true, Object: true, AgeMs: 60000, Count: &ten, Limit: 5},
 			StackTraceLimit:  &zero, KeepLogs: 4, SizeLimit: 1000,
 			Dedup: &Dedup{ID: "d1", TTL: 500, Extend: true}},
 			`{"jobId":"a/\"b","delay":5,"priority":2,"lifo":true,"timestamp":7,"backoff":{"type":"fixed","delay":100,"jitter":0.25},"removeOnComplete":10,"removeOnFail":{"age":60,"count":10,"limit":5},"stackTraceLimit":0,"kl":4,"sizeLimit":1000,"de":{"id":"d1","ttl":500,"extend":true},"attempts":3}`},
@@ -166,13 +166,13 @@ func TestKeepSpec(t *testing.T) {
 		{"Count", &Keep{Set: true, Count: &five}, "5,,0"},
 		{"CountZero", &Keep{Set: true, Count: &zero}, "0"},
 		{"CountNegative", &Keep{Set: true, Count: &neg}, ""},
-		{"Age", &Keep{Set: true, Object: true, AgeSec: 30}, "-1,30000,0"},
-		{"AgeCountLimit", &Keep{Set: true, Object: true, AgeSec: 30, Count: &five, Limit: 9}, "5,30000,9"},
+		{"Age", &Keep{Set: true, Object: true, AgeMs: 30000}, "-1,30000,0"},
+		{"AgeCountLimit", &Keep{Set: true, Object: true, AgeMs: 30000, Count: &five, Limit: 9}, "5,30000,9"},
 		// BullMQ removes every job finished by now (this one too) for an
 		// age of 0 or less; a limit of 0 turns the age bound off.
 		{"AgeZero", &Keep{Set: true, Object: true, HasAge: true}, "-1,0,0"},
 		{"AgeZeroCount", &Keep{Set: true, Object: true, HasAge: true, Count: &five}, "5,0,0"},
-		{"AgeNegative", &Keep{Set: true, Object: true, AgeSec: -2}, "-1,-2000,0"},
+		{"AgeNegative", &Keep{Set: true, Object: true, AgeMs: -2000}, "-1,-2000,0"},
 		{"AgeZeroLimitZero", &Keep{Set: true, Object: true, HasAge: true, HasLimit: true, Count: &five}, "5,,0"},
 	}
 	for _, tt := range tests {
@@ -181,6 +181,28 @@ func TestKeepSpec(t *testing.T) {
 			require.Equal(t, tt.want, tt.keep.Spec())
 		})
 	}
+}
+
+// TestKeepFractionalAge: Node stores a retention age as given, a fraction
+// of a second too, and BullMQ's finish bounds by age * 1000 ms. The decoder
+// kept whole seconds, so {"age":0.5} read as an age of 0: every finished
+// job expired at once instead of those older than half a second.
+func TestKeepFractionalAge(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ stored, spec, back string }{
+		{`{"removeOnComplete":{"age":0.5}}`, "-1,500,0", `"removeOnComplete":{"age":0.5}`},
+		{`{"removeOnComplete":{"age":1.25,"count":3}}`, "3,1250,0", `"removeOnComplete":{"age":1.25,"count":3}`},
+		{`{"removeOnComplete":{"age":2e1}}`, "-1,20000,0", `"removeOnComplete":{"age":20}`},
+		{`{"removeOnComplete":{"age":3600}}`, "-1,3600000,0", `"removeOnComplete":{"age":3600}`},
+	} {
+		o, err := DecodeOpts(tt.stored)
+		require.NoError(t, err, tt.stored)
+		require.Equal(t, tt.spec, o.RemoveOnComplete.Spec(), tt.stored)
+		require.Contains(t, string(o.AppendJSON(nil)), tt.back, tt.stored)
+	}
+	// Public input stays whole seconds.
+	_, err := DecodePublicOpts([]byte(`{"removeOnComplete":{"age":0.5}}`))
+	require.Error(t, err)
 }
 
 // FuzzDecode feeds other people's bytes to the hash decoder: it may refuse

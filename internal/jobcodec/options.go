@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -364,6 +365,9 @@ func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
 			switch {
 			case key == "count" && strict:
 				n, err = countOf(val)
+			case key == "age" && !strict:
+				// Node stores what it was given, a fraction of a second too.
+				n, err = ageMillis(val)
 			case key == "age" || key == "limit" || key == "count":
 				err = readInt(&n, val, strict, map[string]int64{"age": MaxMillis / 1000, "limit": MaxCount, "count": MaxCount}[key])
 			default:
@@ -376,7 +380,10 @@ func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
 			}
 			switch key {
 			case "age":
-				k.AgeSec, k.HasAge = n, true
+				if strict {
+					n *= 1000
+				}
+				k.AgeMs, k.HasAge = n, true
 			case "count":
 				k.Count = &n
 			case "limit":
@@ -399,6 +406,23 @@ func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
 		k.Count = &n
 	}
 	return k, nil
+}
+
+// ageMillis reads a stored retention age in seconds, a fraction or an
+// exponent included, as whole milliseconds; null is 0.
+func ageMillis(v json.RawMessage) (int64, error) {
+	s := string(bytes.TrimSpace(v))
+	if s == "null" || s == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a number: %s", s)
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) || math.Abs(f) > float64(MaxMillis/1000) {
+		return 0, fmt.Errorf("not a finite number of seconds up to %d: %s", MaxMillis/1000, s)
+	}
+	return int64(math.Round(f * 1000)), nil
 }
 
 // countOf reads a public retention count: a whole number of at most

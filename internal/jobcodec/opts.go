@@ -24,15 +24,15 @@ type Backoff struct {
 }
 
 // Keep is a stored removeOnComplete/removeOnFail option in the shape it
-// was given: true, false, a count, or an object with any of age (seconds),
-// count and limit. The shape is kept as written (a count of 0 or -1, an
+// was given: true, false, a count, or an object with any of age (seconds,
+// held here in ms: Node may store a fraction), count and limit. The shape is kept as written (a count of 0 or -1, an
 // age or limit of 0 included) so that it is stored back as Node stores it;
 // Spec says what it means.
 type Keep struct {
 	Set      bool // the option was present
 	Bool     *bool
 	Count    *int64
-	AgeSec   int64
+	AgeMs    int64 // the object's age in ms (stored in seconds)
 	Limit    int64
 	Object   bool // stored as an object
 	HasAge   bool // the object has an age, even 0
@@ -43,7 +43,7 @@ type Keep struct {
 // limit of 0 (BullMQ's moveToFinished.lua removes at most limit expired
 // jobs, so 0 turns the age bound off).
 func (k *Keep) AgeBound() bool {
-	return (k.HasAge || k.AgeSec != 0) && !(k.HasLimit && k.Limit == 0)
+	return (k.HasAge || k.AgeMs != 0) && !(k.HasLimit && k.Limit == 0)
 }
 
 // Spec is the retention spec finishJobs.lua reads: "" keep all, "0" drop at
@@ -75,7 +75,7 @@ func (k *Keep) Spec() string {
 	}
 	age := ""
 	if k.AgeBound() {
-		age = strconv.FormatInt(k.AgeSec*1000, 10)
+		age = strconv.FormatInt(k.AgeMs, 10)
 	}
 	if count == -1 && age == "" {
 		return ""
@@ -93,9 +93,13 @@ func (k *Keep) AppendJSON(b []byte) []byte {
 	}
 	b = append(b, '{')
 	sep := false
-	if k.AgeSec != 0 || k.HasAge {
+	if k.AgeMs != 0 || k.HasAge {
 		b = append(b, `"age":`...)
-		b = strconv.AppendInt(b, k.AgeSec, 10)
+		if k.AgeMs%1000 == 0 {
+			b = strconv.AppendInt(b, k.AgeMs/1000, 10)
+		} else {
+			b = strconv.AppendFloat(b, float64(k.AgeMs)/1000, 'f', -1, 64)
+		}
 		sep = true
 	}
 	if k.Count != nil {
