@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/pgsql"
 )
 
 // logKeyClaim is the attribute with the claim outcome: inserted, existed or
@@ -225,9 +226,10 @@ func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Con
 	committed := false
 	defer func() {
 		if !committed {
-			// Detached: the rollback must reach the database even when ctx
-			// ended, or the connection would carry the open transaction on.
-			_ = l.db.rollback(context.WithoutCancel(ctx), tx)
+			// Detached from ctx, and bounded (see pgsql.RollbackContext).
+			rctx, cancel := pgsql.RollbackContext(ctx)
+			defer cancel()
+			_ = l.db.rollback(rctx, tx)
 		}
 	}()
 

@@ -354,6 +354,44 @@ func TestLedgerPostgres(t *testing.T) {
 		require.NotErrorIs(t, err, idempotency.ErrCommitInDoubt)
 	})
 
+	t.Run("DoReturnsWhenTheNetworkGoesDuringTheEffect", func(t *testing.T) {
+		t.Parallel()
+
+		// The network to PostgreSQL stops carrying anything (a partition:
+		// no reset) while the effect runs, and the effect fails when ctx
+		// ends. Do must return soon after: before, its rollback, detached
+		// from ctx to reach the database after ctx ended, waited for an
+		// answer without any bound (until the partition healed).
+		bundle := setupPostgres(t)
+		u, err := url.Parse(bundle.dsn)
+		require.NoError(t, err)
+		proxy, err := faultproxy.Start(u.Host)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		u.Host = proxy.Addr
+		ledger := idempotency.NewPostgres(pgtest.Connect(t, u.String()), nil)
+
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := ledger.Do(cctx, "k", func(ctx context.Context, tx pgx.Tx) ([]byte, error) {
+				proxy.SetBlackhole(true)
+				<-ctx.Done()
+				return nil, errors.New("upstream timed out")
+			})
+			done <- err
+		}()
+		defer func() { proxy.SetBlackhole(false); <-done }()
+		select {
+		case err := <-done:
+			done <- err
+			require.EqualError(t, err, "upstream timed out")
+		case <-time.After(15 * time.Second):
+			t.Fatal("Do did not return 15 s after its context ended")
+		}
+	})
+
 	t.Run("AConcurrentClaimerGetsInProgressElsewhereWithoutWaiting", func(t *testing.T) {
 		t.Parallel()
 

@@ -16,6 +16,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/pgsql"
 )
 
 // Attribute keys of the relay's log lines. They belong in internal/logkey.
@@ -237,7 +238,9 @@ func (r *Relay) Start(ctx context.Context) error {
 // Close stops the relay: no batch starts after it is called, and a batch in
 // flight may finish until ctx ends; then it is cancelled, which leaves its
 // rows pending for the next relay (their jobs, if already added, are found as
-// duplicates). Close returns once the relay's goroutines have exited. It is
+// duplicates). Close returns once the relay's goroutines have exited: when
+// the database does not answer (a network partition), a cancelled batch's
+// rollback holds it up to 5 s more. It is
 // idempotent and safe on a relay that never started, which then cannot start.
 func (r *Relay) Close(ctx context.Context) error {
 	r.lifeMu.Lock()
@@ -432,8 +435,13 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 	if err != nil {
 		return Stats{}, 0, fmt.Errorf("outbox: claim rows: %w", err)
 	}
-	// Detached: the rows must be released even when ctx is what failed.
-	defer func() { _ = b.rollback(context.WithoutCancel(ctx)) }()
+	// Detached: the rows must be released even when ctx is what failed;
+	// bounded, as the database may not answer (pgsql.RollbackContext).
+	defer func() {
+		rctx, cancel := pgsql.RollbackContext(ctx)
+		defer cancel()
+		_ = b.rollback(rctx)
+	}()
 	rows := b.rows()
 	if len(rows) == 0 {
 		return Stats{}, 0, nil
