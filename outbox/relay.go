@@ -39,7 +39,8 @@ const (
 // RelayOptions configure a [Relay]. A nil *RelayOptions means all defaults.
 type RelayOptions struct {
 	// QueueOptions are used for every queue the relay adds to: Prefix,
-	// DefaultJobOptions, AddBulkChunk, BackoffTypes.
+	// DefaultJobOptions, AddBulkChunk, BackoffTypes. Without a Logger of
+	// their own, the queues log to the relay's Logger when it has one.
 	//
 	// Defaults to nil: drover's queue defaults (prefix "bull").
 	QueueOptions *drover.QueueOptions
@@ -78,7 +79,9 @@ type RelayOptions struct {
 	MaxRetryDelay time.Duration
 
 	// Logger receives a line per relayed batch (info), per failed batch
-	// (warn) and per row the queue refused (error).
+	// (warn) and per row the queue refused (error), and the warnings of the
+	// relay's queues (an add sent again after its reply was lost) unless
+	// QueueOptions has a Logger.
 	//
 	// Defaults to nil, which discards.
 	Logger *slog.Logger
@@ -94,6 +97,14 @@ func (o *RelayOptions) withDefaults() RelayOptions {
 	r.PollInterval = cmp.Or(r.PollInterval, PollIntervalDefault)
 	r.MinRetryDelay = cmp.Or(r.MinRetryDelay, MinRetryDelayDefault)
 	r.MaxRetryDelay = cmp.Or(r.MaxRetryDelay, MaxRetryDelayDefault)
+	if r.Logger != nil && (r.QueueOptions == nil || r.QueueOptions.Logger == nil) {
+		var qo drover.QueueOptions
+		if r.QueueOptions != nil {
+			qo = *r.QueueOptions
+		}
+		qo.Logger = r.Logger
+		r.QueueOptions = &qo
+	}
 	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
 	return r
 }

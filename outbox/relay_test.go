@@ -100,9 +100,13 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 
 		bundle.add(t, job{queue: "q", name: "a"}, job{queue: "q", name: "b"}, job{queue: "q", name: "c"})
 		proxy.DropReplyTo("evalsha")
-		stats, err := bundle.relay(t, rdb, nil).Flush(ctx)
+		logs := &logSink{}
+		stats, err := bundle.relay(t, rdb, &outbox.RelayOptions{Logger: logs.logger()}).Flush(ctx)
 		require.NoError(t, err)
 		require.Equal(t, int64(1), proxy.Dropped())
+		// The queue's warning goes to the relay's logger (it went to
+		// drover's default logger on stderr).
+		require.Contains(t, logs.String(), `level=WARN msg="add call failed; sending it again (it is stored once)"`)
 		require.Equal(t, outbox.Stats{Created: 3}, stats)
 		require.Empty(t, pending(bundle.rows(t)))
 		require.EqualValues(t, 3, bundle.jobCount(t, "q"))
