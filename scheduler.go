@@ -19,6 +19,7 @@ import (
 
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/outage"
 	"github.com/seed40057009/drover/internal/schedule"
 	"github.com/seed40057009/drover/internal/scripts"
 )
@@ -474,8 +475,11 @@ func (w *Worker) advanceSchedulerRetrying(jobCtx context.Context, rec *jobcodec.
 		if err == nil {
 			return
 		}
+		// A Redis answer is final unless it says Redis cannot serve for
+		// now (out of memory, loading, a replica since a failover, ...):
+		// giving up then would stop the scheduler for good.
 		var redisErr redis.Error
-		if errors.As(err, &redisErr) || ctx.Err() != nil || attempt >= 8 || !isTransient(err) {
+		if errors.As(err, &redisErr) && !outage.Is(err) || ctx.Err() != nil || attempt >= 8 || !isTransient(err) {
 			w.log.ErrorContext(ctx, "job scheduler not advanced: its next run was not created",
 				slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
 			return
