@@ -382,7 +382,7 @@ func TestLedgerPostgres(t *testing.T) {
 			})
 			done <- err
 		}()
-		defer func() { proxy.SetBlackhole(false); <-done }()
+		defer func() { proxy.SetBlackhole(false); require.Error(t, <-done) }()
 		select {
 		case err := <-done:
 			done <- err

@@ -527,7 +527,7 @@ func TestRelayPostgres(t *testing.T) {
 			defer cancel()
 			closed <- relay.Close(cctx)
 		}()
-		defer func() { proxy.SetBlackhole(false); <-closed }()
+		defer func() { proxy.SetBlackhole(false); require.NoError(t, <-closed) }()
 		select {
 		case err := <-closed:
 			closed <- err
