@@ -381,7 +381,7 @@ func SettleCall(ctx context.Context, rdb Doer, k keys.Queue, token string, ttl t
 	for i := range recs {
 		args = append(args, recs[i].ID, recs[i].Token)
 	}
-	res, err := settleCall.run(ctx, rdb, k, args...).Slice()
+	res, err := settleCall.runOnce(ctx, rdb, k, args...).Slice()
 	if err != nil {
 		return Settled{}, err
 	}
