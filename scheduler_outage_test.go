@@ -54,3 +54,38 @@ func TestSchedulerAdvanceOutlivesARedisRefusal(t *testing.T) {
 	require.NotEqual(t, first.ID, second)
 	require.NotContains(t, logs.String(), "job scheduler not advanced")
 }
+
+// TestSchedulerAdvanceOutlivesALongRefusal: as above, but Redis refuses
+// writes for longer than the run waits for its scheduler to advance (10 s)
+// before it starts. The next run must still be created once Redis takes
+// writes again, by the worker in the background: before, the worker gave
+// up and the scheduler never ran again.
+func TestSchedulerAdvanceOutlivesALongRefusal(t *testing.T) {
+	t.Parallel()
+	rdb, q := ownServer(t, nil, "--maxmemory-policy", "noeviction")
+	ctx := context.Background()
+
+	ran := make(chan string, 10)
+	var logs syncBuffer
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		ran <- job.ID
+		return nil, nil
+	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil)), LockDuration: time.Minute})
+	require.NoError(t, err)
+
+	first, err := q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 2 * time.Second}, nil)
+	require.NoError(t, err)
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = w.Close(cctx)
+	})
+	// The run starts once the worker stops waiting for the advance.
+	require.Equal(t, first.ID, recv(t, ran, "logs:\n%s", logs.String()))
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
+
+	second := recv(t, ran, "the scheduler's next run; logs:\n%s", logs.String())
+	require.NotEqual(t, first.ID, second)
+}
