@@ -2,6 +2,7 @@ package drover_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -65,8 +66,12 @@ func TestWorkerLostReplies(t *testing.T) {
 			started: make(chan string, 10), finished: make(chan finish, 10), release: make(chan struct{})}
 		w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 			b.started <- job.Name
-			if job.Name == "hold" {
+			switch {
+			case job.Name == "hold":
 				<-b.release
+			case job.Name == "flaky" && job.AttemptsMade == 0:
+				<-b.release
+				return nil, errors.New("first attempt fails")
 			}
 			return "ok", nil
 		}), &drover.WorkerOptions{
@@ -125,6 +130,24 @@ func TestWorkerLostReplies(t *testing.T) {
 		require.Equal(t, "next", recv(t, b.started, "the job the finish call took runs now; logs:\n%s", b.logs.String()))
 		require.Equal(t, int64(1), b.proxy.Dropped())
 		done(t, b, "hold", "next")
+	})
+
+	t.Run("RetryReplyLostAfterTheCallTookTheJobAgain", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 0)
+		_, err := b.queue.Add(ctx, "flaky", nil, &drover.JobOptions{Attempts: 2})
+		require.NoError(t, err)
+		require.Equal(t, "flaky", recv(t, b.started))
+		// The failure's write puts the job back to wait and takes it again
+		// in the same call; its reply is lost.
+		b.proxy.DropReplyTo("evalsha")
+		close(b.release)
+		got := recv(t, b.finished, "logs:\n%s", b.logs.String())
+		require.Equal(t, drover.OutcomeRetried, got.outcome, "logs:\n%s", b.logs.String())
+		require.Equal(t, "flaky", recv(t, b.started, "the second attempt; logs:\n%s", b.logs.String()))
+		require.Equal(t, finish{"flaky", drover.OutcomeCompleted, nil}, recv(t, b.finished))
+		require.Equal(t, int64(1), b.proxy.Dropped())
+		require.NotContains(t, b.logs.String(), "result not written")
 	})
 
 	t.Run("FetchReplyLost", func(t *testing.T) {

@@ -59,6 +59,10 @@ for i = 1, n do
   local lock = rcall("GET", base .. id .. ":lock")
   if lock == ARGV[4 + 2 * i] then
     codes[i] = 1
+  elseif lock == mine .. id then
+    -- The call ended this attempt (a retry now: back to wait) and then
+    -- took the job again itself.
+    codes[i] = 0
   elseif lock then
     codes[i] = -6
   elseif isActive[id] then
