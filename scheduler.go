@@ -19,6 +19,7 @@ import (
 
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/outage"
 	"github.com/seed40057009/drover/internal/schedule"
 	"github.com/seed40057009/drover/internal/scripts"
 )
@@ -485,7 +486,9 @@ func runDedupID(de json.RawMessage) string {
 
 // advanceSchedulerRetrying runs advanceScheduler until it succeeds or ctx
 // ends (Node retries it the same way): a scheduler whose next run is not
-// created stops for good.
+// created stops for good. The run waits for it up to 10 s; when Redis still
+// cannot serve then, the worker goes on trying in the background
+// (advanceSchedulerLater) and the run starts.
 func (w *Worker) advanceSchedulerRetrying(jobCtx context.Context, rec *jobcodec.Record) {
 	// Detached from the job: a Close deadline that cancels the job must not
 	// cancel the next run's creation (the run would be requeued and, taken
@@ -497,10 +500,19 @@ func (w *Worker) advanceSchedulerRetrying(jobCtx context.Context, rec *jobcodec.
 		if err == nil {
 			return
 		}
-		var redisErr redis.Error
-		if errors.As(err, &redisErr) || ctx.Err() != nil || attempt >= 8 || !isTransient(err) {
+		if !advanceRetryable(err) {
 			w.log.ErrorContext(ctx, "job scheduler not advanced: its next run was not created",
 				slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
+			return
+		}
+		if ctx.Err() != nil || attempt >= 8 {
+			w.log.WarnContext(ctx, "job scheduler not advanced yet: the run starts, its next run is created once Redis answers",
+				slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
+			w.bgWG.Add(1) // before Close waits for the background (a job is in flight)
+			go func() {
+				defer w.bgWG.Done()
+				w.advanceSchedulerLater(rec)
+			}()
 			return
 		}
 		w.log.WarnContext(ctx, "advance job scheduler failed; retrying", slog.String(logkey.JobID, rec.ID),
@@ -509,6 +521,43 @@ func (w *Worker) advanceSchedulerRetrying(jobCtx context.Context, rec *jobcodec.
 			return
 		}
 	}
+}
+
+// advanceSchedulerLater goes on creating a scheduler's next run after the
+// run stopped waiting for it, until Redis takes it or the worker closes. A
+// late advance is safe: the script creates the next run only while rec is
+// the scheduler's current run, and moves a late schedule to the present.
+func (w *Worker) advanceSchedulerLater(rec *jobcodec.Record) {
+	ctx := w.bgCtx
+	for attempt := 1; ; attempt++ {
+		if !sleepCtx(ctx, retryDelay(attempt)) {
+			w.log.Error("job scheduler not advanced: the worker closed before Redis took its next run",
+				slog.String(logkey.JobID, rec.ID))
+			return
+		}
+		err := w.advanceScheduler(ctx, rec)
+		switch {
+		case err == nil:
+			w.log.InfoContext(ctx, "job scheduler advanced after Redis answered again", slog.String(logkey.JobID, rec.ID),
+				slog.Int(logkey.Attempt, attempt))
+			return
+		case ctx.Err() != nil:
+			continue // reported by the sleep above
+		case !advanceRetryable(err):
+			w.log.ErrorContext(ctx, "job scheduler not advanced: its next run was not created",
+				slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
+			return
+		}
+	}
+}
+
+// advanceRetryable reports whether an advance that failed with err may
+// succeed later. A Redis answer is final unless it says Redis cannot serve
+// for now (out of memory, loading, a replica since a failover, ...):
+// giving up then would stop the scheduler for good.
+func advanceRetryable(err error) bool {
+	var redisErr redis.Error
+	return !(errors.As(err, &redisErr) && !outage.Is(err)) && isTransient(err)
 }
 
 // isTransient is true for errors worth retrying: not a decoding problem of

@@ -541,6 +541,12 @@ const closeWriteGrace = 5 * time.Second
 //  4. It waits for the goroutines that wrote the last results, then stops
 //     the lock keeper and the stalled checker.
 //
+// Close waits for Redis only where a result must be written: when Redis does
+// not answer (a network partition, a paused server), an idle worker's Close
+// returns within about one read timeout of the client (a call in flight when
+// it began runs out), and one with running jobs within ctx, closeWriteGrace
+// and about one read timeout more.
+//
 // When Close returns, none of the worker's goroutines runs. Unless Close
 // returned the give-up error, every result was written, or refused by Redis
 // because the worker no longer owned the job (its lock was lost). Close is
@@ -555,14 +561,26 @@ func (w *Worker) Close(ctx context.Context) error {
 		if w.closeBegun != nil {
 			w.closeBegun()
 		}
-		// 1. Stop fetching, and wake the fetcher if it blocks on the marker.
-		// From here on only the writers start jobs, and only in the slots of
-		// jobs they finish (see inflight).
+		// 1. Stop fetching, and end the fetcher's wait if it blocks on the
+		// marker: on its named connection by closing it, else by a wake-up
+		// through Redis. From here on only the writers start jobs, and only
+		// in the slots of jobs they finish (see inflight).
 		w.stopFetch()
-		w.wake()
+		if !w.presence.interrupt() {
+			w.wake()
+		}
 		<-w.fetchDone
 		w.disarmWake()
-		w.q.rdb.Del(context.WithoutCancel(ctx), w.q.k.WorkerWake(w.id))
+		// The wake key goes while the rest shuts down: when Redis does not
+		// answer, its wait and theirs overlap instead of adding up.
+		wakeKeyGone := make(chan struct{})
+		go func() {
+			defer close(wakeKeyGone)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
+			defer cancel()
+			w.q.rdb.Del(dctx, w.q.k.WorkerWake(w.id))
+		}()
+		defer func() { <-wakeKeyGone }()
 
 		// 2. Let running jobs finish until ctx ends, then cancel them.
 		if !w.jobs.drain(ctx) {

@@ -80,13 +80,24 @@ func (w *Worker) fetchLoop() {
 		}
 		args := w.fetchArgs(n)
 		f, err := scripts.MoveToActive(ctx, w.q.rdb, w.q.k, args)
+		settled := false
+		if err != nil && ctx.Err() == nil {
+			w.log.WarnContext(ctx, "fetch jobs failed", slog.Any(logkey.Error, err))
+			if mayHaveRun(err) {
+				// The call may have taken jobs: learn which instead of
+				// leaving them in active for the stalled checker.
+				var st scripts.Settled
+				if st, err = w.settleFetch(ctx, args.Token); err == nil {
+					f, settled = scripts.Fetch{Jobs: st.Jobs}, true
+				}
+			}
+		}
 		if err != nil {
 			w.jobs.giveBack(n)
 			if ctx.Err() != nil {
 				return
 			}
 			failures++
-			w.log.WarnContext(ctx, "fetch jobs failed", slog.Any(logkey.Error, err))
 			if !sleepCtx(ctx, retryDelay(failures)) {
 				return
 			}
@@ -97,12 +108,32 @@ func (w *Worker) fetchLoop() {
 		w.jobs.start(n, next)
 		w.launch(next)
 		w.noteRateLimit(f.RateLimitTTL)
-		if len(f.Jobs) == n {
-			continue
+		if len(f.Jobs) == n || settled {
+			continue // a settled call says nothing of what else is ready
 		}
 		w.noteDelayed(f.NextDelayed)
 		w.runners.reap()
 		w.waitForWork(ctx)
+	}
+}
+
+// settleFetch learns which jobs the moveToActive call with lock token base
+// token took, whose reply was lost (scripts.SettleCall), retrying until
+// Redis answers or ctx ends.
+func (w *Worker) settleFetch(ctx context.Context, token string) (scripts.Settled, error) {
+	for attempt := 1; ; attempt++ {
+		st, err := scripts.SettleCall(ctx, w.q.rdb, w.q.k, token, settledCallTTL, nil)
+		if err == nil {
+			w.log.InfoContext(ctx, "settled a call whose reply was lost", slog.Int(logkey.Jobs, len(st.Jobs)), slog.String(logkey.Token, token))
+			return st, nil
+		}
+		if ctx.Err() != nil {
+			return st, err
+		}
+		w.log.WarnContext(ctx, "settle a call whose reply was lost failed", slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
+		if !sleepCtx(ctx, retryDelay(attempt)) {
+			return st, ctx.Err()
+		}
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
 )
@@ -106,27 +108,14 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	for i, it := range batch {
 		recs[i], done[i] = it.rec, it.rj
 	}
-	var codes []error
-	var f scripts.Fetch
-	ctx := context.Background() // results must land even while closing
-	args := w.fetchArgs(fetch)
-	for attempt := 1; ; attempt++ {
-		var err error
-		codes, f, err = scripts.FinishJobs(ctx, w.q.rdb, w.q.k, args, w.metricsPoints(), recs)
-		if err == nil {
-			break
+	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, "write job results failed")
+	if !ok {
+		w.log.Error("giving up writing job results; the stalled checker will recover these jobs", slog.Int(logkey.Count, len(batch)))
+		for _, it := range batch {
+			w.finished(it.rj, Finish{Err: it.err, Took: it.took})
 		}
-		w.log.Warn("write job results failed", slog.Int(logkey.Count, len(batch)), slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
-		select {
-		case <-w.forceFinish:
-			w.log.Error("giving up writing job results; the stalled checker will recover these jobs", slog.Int(logkey.Count, len(batch)))
-			for _, it := range batch {
-				w.finished(it.rj, Finish{Err: it.err, Took: it.took})
-			}
-			w.jobs.finish(done, reserved, nil)
-			return nil
-		case <-time.After(retryDelay(attempt)):
-		}
+		w.jobs.finish(done, reserved, nil)
+		return nil
 	}
 	w.failRefusedCompletions(batch, codes)
 	for _, rj := range done {
@@ -148,9 +137,8 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 			newDelayed = true
 		}
 	}
-	next := w.prepare(f.Jobs, args.Token)
 	w.jobs.finish(done, reserved, next)
-	w.noteRateLimit(f.RateLimitTTL)
+	w.noteRateLimit(rateLimitTTL)
 	if newDelayed && !w.closing.Load() {
 		w.wake() // the fetcher may sleep past the new delayed job's due time
 	}
@@ -202,20 +190,113 @@ func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error) {
 		batch[i] = w.outcome(context.Background(), it.rj, nil, err, it.took)
 		recs[k] = batch[i].rec
 	}
-	ctx := context.Background() // results must land even while closing
-	for attempt := 1; ; attempt++ {
-		again, _, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, w.fetchArgs(0), w.metricsPoints(), recs)
-		if err == nil {
-			for k, i := range idx {
-				codes[i] = again[k]
-			}
-			return
+	again, _, _, ok := w.writeResults(recs, 0, "write refused completions as failures failed")
+	if ok {
+		for k, i := range idx {
+			codes[i] = again[k]
 		}
-		w.log.Warn("write refused completions as failures failed", slog.Int(logkey.Count, len(recs)),
-			slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
+	}
+}
+
+// settledCallTTL is how long a call settled after its reply was lost stays
+// marked settled in Redis, so that a copy of it still on its way (held up by
+// a paused server or a stalled network) does nothing when it arrives.
+const settledCallTTL = 10 * time.Minute
+
+// mayHaveRun reports whether a script call that failed with err may have
+// run in Redis: its reply was lost (a reset connection, a read timeout). A
+// send that never left (a dial error, a closed client) or an error Redis
+// answered with did not run it.
+func mayHaveRun(err error) bool {
+	return !isRedisReply(err) && !isDialError(err) && !errors.Is(err, redis.ErrClosed)
+}
+
+// writeResults writes recs with finishJobs, fetching up to fetch jobs in
+// the same calls, and returns each record's code and the fetched jobs
+// (counted nowhere yet). It retries until Redis has every record, or gives
+// up (ok false) when Close stops waiting (forceFinish). Each call is sent
+// once: when its reply is lost, the call is settled (scripts.SettleCall)
+// instead of sent again, which would find the jobs it finished gone (and
+// report their results as not written) and fetch more jobs while the
+// first run's sat in active with nobody running them; the jobs it fetched
+// are taken over and the records it did not write are sent under a new
+// token.
+func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed string) (codes []error, next []*runningJob, rateLimitTTL int64, ok bool) {
+	ctx := context.Background() // results must land even while closing
+	codes = make([]error, len(recs))
+	todo := make([]int, len(recs)) // indexes of the records not written yet
+	for i := range todo {
+		todo[i] = i
+	}
+	type taken struct {
+		jobs  []scripts.Fetched
+		token string
+	}
+	var fetched []taken
+	args := w.fetchArgs(fetch)
+	send := recs
+	for attempt := 1; ; attempt++ {
+		c, f, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, args, w.metricsPoints(), send)
+		if err == nil {
+			for k, i := range todo {
+				codes[i] = c[k]
+			}
+			fetched = append(fetched, taken{f.Jobs, args.Token})
+			rateLimitTTL = f.RateLimitTTL
+			break
+		}
+		w.log.Warn(failed, slog.Int(logkey.Count, len(send)), slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
+		if mayHaveRun(err) {
+			st, ok := w.settleCall(args.Token, send)
+			if !ok {
+				return nil, nil, 0, false
+			}
+			fetched = append(fetched, taken{st.Jobs, args.Token})
+			fetch -= len(st.Jobs)
+			var left []int
+			for k, i := range todo {
+				if st.Resend[k] {
+					left = append(left, i)
+				} else {
+					codes[i] = st.Codes[k]
+				}
+			}
+			if len(left) == 0 {
+				break
+			}
+			todo, send = left, make([]scripts.FinishRecord, len(left))
+			for k, i := range left {
+				send[k] = recs[i]
+			}
+			args = w.fetchArgs(max(fetch, 0)) // a new call: the settled one must not run again
+		}
 		select {
 		case <-w.forceFinish:
-			return
+			return nil, nil, 0, false
+		case <-time.After(retryDelay(attempt)):
+		}
+	}
+	for _, t := range fetched {
+		next = append(next, w.prepare(t.jobs, t.token)...)
+	}
+	return codes, next, rateLimitTTL, true
+}
+
+// settleCall learns what the call with lock token base token did, whose
+// reply was lost (scripts.SettleCall), retrying until Redis answers; ok is
+// false when Close stops waiting first.
+func (w *Worker) settleCall(token string, recs []scripts.FinishRecord) (st scripts.Settled, ok bool) {
+	for attempt := 1; ; attempt++ {
+		st, err := scripts.SettleCall(context.Background(), w.q.rdb, w.q.k, token, settledCallTTL, recs)
+		if err == nil {
+			w.log.Info("settled a call whose reply was lost", slog.Int(logkey.Count, len(recs)),
+				slog.Int(logkey.Jobs, len(st.Jobs)), slog.String(logkey.Token, token))
+			return st, true
+		}
+		w.log.Warn("settle a call whose reply was lost failed", slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
+		select {
+		case <-w.forceFinish:
+			return scripts.Settled{}, false
 		case <-time.After(retryDelay(attempt)):
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,6 +56,9 @@ type presence struct {
 	mu     sync.Mutex
 	conn   *redis.Client
 	warned bool
+	// blocking is conn while the fetcher waits on it (block), for
+	// interrupt, which must not wait for mu.
+	blocking atomic.Pointer[redis.Client]
 }
 
 // register pings the connection, opening it first if needed. Errors are
@@ -113,12 +117,30 @@ func (p *presence) block(ctx context.Context, fn func(c *redis.Client) error) (u
 	if p.conn == nil {
 		return false, nil
 	}
+	p.blocking.Store(p.conn)
 	err = fn(p.conn)
-	if err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
+	interrupted := p.blocking.Swap(nil) == nil
+	if interrupted || err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
 		p.conn.Close()
 		p.conn = nil
 	}
 	return true, err
+}
+
+// interrupt ends the fetcher's wait on the named connection, if it waits
+// there, at once and without a round trip to Redis: it closes the
+// connection (block then drops it). A wake-up written to Redis instead
+// waits for Redis to answer, which a partitioned network or a paused
+// server never does before the client's read timeout, and then the wait
+// itself runs out its block time. It reports whether there was a wait to
+// end. Close calls it once it has stopped the fetcher.
+func (p *presence) interrupt() bool {
+	c := p.blocking.Swap(nil)
+	if c == nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 func (p *presence) run(ctx context.Context) {

@@ -18,4 +18,11 @@ var (
 	// ErrNotClaimed is returned by CompleteTx for a key that the transaction
 	// did not claim, or whose result is already recorded.
 	ErrNotClaimed = errors.New("idempotency: operation key not claimed by this transaction")
+
+	// ErrCommitInDoubt is wrapped by Do's error when the COMMIT was sent but
+	// its answer never came (the connection broke, the context ended): the
+	// effect and its claim may have committed or not. Do again to learn
+	// which: it reports AlreadyCompleted with the recorded result if the
+	// commit happened, and runs the function if it did not.
+	ErrCommitInDoubt = errors.New("idempotency: commit outcome unknown (its answer was lost)")
 )

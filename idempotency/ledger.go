@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/pgsql"
 )
 
 // logKeyClaim is the attribute with the claim outcome: inserted, existed or
@@ -80,8 +81,9 @@ type Result struct {
 	// Status is what the claim found. With a nil error, Claimed means the
 	// function ran and its transaction committed (an effect), and
 	// AlreadyCompleted means the function did not run (a duplicate
-	// suppressed). With an error and Claimed, the function ran (or the
-	// commit was attempted) but nothing committed.
+	// suppressed). With an error and Claimed, the function ran but nothing
+	// committed, unless the error wraps ErrCommitInDoubt: then the commit
+	// was sent and its answer lost, and it may have committed.
 	Status Status
 	// Value is the function's result when Status is Claimed, or the
 	// recorded result when it is AlreadyCompleted.
@@ -114,6 +116,9 @@ type database[Tx any] interface {
 	// choice.
 	begin(ctx context.Context) (Tx, error)
 	commit(ctx context.Context, tx Tx) error
+	// commitInDoubt reports whether a commit that failed with err may
+	// have committed all the same: it was sent, and its answer was lost.
+	commitInDoubt(err error) bool
 	rollback(ctx context.Context, tx Tx) error
 
 	// lookup finds a completed key outside any transaction, so Do can answer
@@ -197,7 +202,11 @@ func (l *Ledger[Tx]) CompleteTx(ctx context.Context, tx Tx, key string, result [
 //     ErrInProgressElsewhere, so a queue job retries later.
 //
 // An error from fn rolls everything back, the claim included, and is
-// returned as is, so errors that steer a job's retries pass through. fn must
+// returned as is, so errors that steer a job's retries pass through. A
+// commit whose answer was lost (the connection broke, ctx ended) returns an
+// error wrapping ErrCommitInDoubt: the effect may have committed, so do not
+// undo or redo it outside the ledger; Do again, which runs fn only if it
+// did not. fn must
 // not commit or roll back the transaction itself.
 func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Context, tx Tx) ([]byte, error)) (Result, error) {
 	if err := ValidateKey(key); err != nil {
@@ -217,9 +226,10 @@ func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Con
 	committed := false
 	defer func() {
 		if !committed {
-			// Detached: the rollback must reach the database even when ctx
-			// ended, or the connection would carry the open transaction on.
-			_ = l.db.rollback(context.WithoutCancel(ctx), tx)
+			// Detached from ctx, and bounded (see pgsql.RollbackContext).
+			rctx, cancel := pgsql.RollbackContext(ctx)
+			defer cancel()
+			_ = l.db.rollback(rctx, tx)
 		}
 	}()
 
@@ -243,6 +253,9 @@ func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Con
 		return Result{Key: key, Status: Claimed}, err
 	}
 	if err := l.db.commit(ctx, tx); err != nil {
+		if l.db.commitInDoubt(err) {
+			return Result{Key: key, Status: Claimed}, fmt.Errorf("%w: operation %s: %w", ErrCommitInDoubt, quoteKey(key), err)
+		}
 		return Result{Key: key, Status: Claimed}, fmt.Errorf("idempotency: commit operation %s: %w", quoteKey(key), err)
 	}
 	committed = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/idempotency"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/pgtest"
 )
 
@@ -304,6 +306,91 @@ func TestLedgerPostgres(t *testing.T) {
 	t.Parallel()
 
 	ctx := context.Background()
+
+	t.Run("ACommitWhoseAnswerIsLostIsInDoubt", func(t *testing.T) {
+		t.Parallel()
+
+		// A proxy between the ledger and PostgreSQL lets the COMMIT run,
+		// then loses its answer and resets the connection. Do cannot know
+		// whether the effect committed and must say so: before, it reported
+		// Status Claimed with "commit operation: conn closed", which its
+		// doc said means nothing committed, while it had.
+		bundle := setupPostgres(t)
+		u, err := url.Parse(bundle.dsn)
+		require.NoError(t, err)
+		proxy, err := faultproxy.Start(u.Host)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		u.Host = proxy.Addr
+		ledger := idempotency.NewPostgres(pgtest.Connect(t, u.String()), nil)
+		effect := func(ctx context.Context, tx pgx.Tx) ([]byte, error) { return []byte("sent"), pgEffect(ctx, tx, "k") }
+
+		proxy.DropReplyTo("commit\x00") // pgx's COMMIT, not BEGIN's "read committed"
+		res, err := ledger.Do(ctx, "k", effect)
+		require.Equal(t, int64(1), proxy.Dropped())
+		require.ErrorIs(t, err, idempotency.ErrCommitInDoubt)
+		require.ErrorContains(t, err, `idempotency: commit outcome unknown (its answer was lost): operation "k": `)
+		require.Equal(t, idempotency.Claimed, res.Status)
+
+		// It did commit: the retry finds it done and runs nothing.
+		res, err = ledger.Do(ctx, "k", func(context.Context, pgx.Tx) ([]byte, error) {
+			t.Fatal("the effect committed: it must not run again")
+			return nil, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Result{Key: "k", Status: idempotency.AlreadyCompleted, Value: []byte("sent")}, res)
+		rows, _ := bundle.effects(t)
+		require.Equal(t, 1, rows)
+
+		// A commit that PostgreSQL answered with an error is no doubt.
+		bundle.exec(t, "CREATE TABLE deferred_unique (v int UNIQUE DEFERRABLE INITIALLY DEFERRED)")
+		_, err = ledger.Do(ctx, "k2", func(ctx context.Context, tx pgx.Tx) ([]byte, error) {
+			_, err := tx.Exec(ctx, "INSERT INTO deferred_unique VALUES (1), (1)") // checked at COMMIT
+			return nil, err
+		})
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr)
+		require.Equal(t, "23505", pgErr.Code)
+		require.NotErrorIs(t, err, idempotency.ErrCommitInDoubt)
+	})
+
+	t.Run("DoReturnsWhenTheNetworkGoesDuringTheEffect", func(t *testing.T) {
+		t.Parallel()
+
+		// The network to PostgreSQL stops carrying anything (a partition:
+		// no reset) while the effect runs, and the effect fails when ctx
+		// ends. Do must return soon after: before, its rollback, detached
+		// from ctx to reach the database after ctx ended, waited for an
+		// answer without any bound (until the partition healed).
+		bundle := setupPostgres(t)
+		u, err := url.Parse(bundle.dsn)
+		require.NoError(t, err)
+		proxy, err := faultproxy.Start(u.Host)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		u.Host = proxy.Addr
+		ledger := idempotency.NewPostgres(pgtest.Connect(t, u.String()), nil)
+
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := ledger.Do(cctx, "k", func(ctx context.Context, tx pgx.Tx) ([]byte, error) {
+				proxy.SetBlackhole(true)
+				<-ctx.Done()
+				return nil, errors.New("upstream timed out")
+			})
+			done <- err
+		}()
+		defer func() { proxy.SetBlackhole(false); require.Error(t, <-done) }()
+		select {
+		case err := <-done:
+			done <- err
+			require.EqualError(t, err, "upstream timed out")
+		case <-time.After(15 * time.Second):
+			t.Fatal("Do did not return 15 s after its context ended")
+		}
+	})
 
 	t.Run("AConcurrentClaimerGetsInProgressElsewhereWithoutWaiting", func(t *testing.T) {
 		t.Parallel()

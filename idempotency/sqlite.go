@@ -40,6 +40,10 @@ func (s sqlite) begin(ctx context.Context) (*sql.Tx, error) { return s.db.BeginT
 func (sqlite) commit(_ context.Context, tx *sql.Tx) error   { return busyHint(tx.Commit()) }
 func (sqlite) rollback(_ context.Context, tx *sql.Tx) error { return tx.Rollback() }
 
+// commitInDoubt is false: SQLite commits in this process, and a failed
+// commit (a busy timeout, say) did not commit.
+func (sqlite) commitInDoubt(error) bool { return false }
+
 // lookup answers a duplicate with a plain read, which in WAL mode neither
 // waits for nor blocks the writer. Without it every duplicate would queue for
 // the database's single write lock just to find the key taken.

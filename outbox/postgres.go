@@ -52,7 +52,7 @@ func (p postgres) claim(ctx context.Context, limit int) (batch, error) {
 	}
 	pgRows, err := tx.Query(ctx, pgClaim, limit)
 	if err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
+		rollback(ctx, tx)
 		return nil, err
 	}
 	rows, err := pgx.CollectRows(pgRows, func(r pgx.CollectableRow) (row, error) {
@@ -69,10 +69,18 @@ func (p postgres) claim(ctx context.Context, limit int) (batch, error) {
 		return out, err
 	})
 	if err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
+		rollback(ctx, tx)
 		return nil, err
 	}
 	return &pgBatch{tx: tx, claimed: rows}, nil
+}
+
+// rollback ends tx after a failed claim, detached from ctx and bounded
+// (pgsql.RollbackContext).
+func rollback(ctx context.Context, tx pgx.Tx) {
+	rctx, cancel := pgsql.RollbackContext(ctx)
+	defer cancel()
+	_ = tx.Rollback(rctx)
 }
 
 type pgBatch struct {

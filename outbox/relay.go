@@ -16,6 +16,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/pgsql"
 )
 
 // Attribute keys of the relay's log lines. They belong in internal/logkey.
@@ -38,7 +39,8 @@ const (
 // RelayOptions configure a [Relay]. A nil *RelayOptions means all defaults.
 type RelayOptions struct {
 	// QueueOptions are used for every queue the relay adds to: Prefix,
-	// DefaultJobOptions, AddBulkChunk, BackoffTypes.
+	// DefaultJobOptions, AddBulkChunk, BackoffTypes. Without a Logger of
+	// their own, the queues log to the relay's Logger when it has one.
 	//
 	// Defaults to nil: drover's queue defaults (prefix "bull").
 	QueueOptions *drover.QueueOptions
@@ -77,7 +79,9 @@ type RelayOptions struct {
 	MaxRetryDelay time.Duration
 
 	// Logger receives a line per relayed batch (info), per failed batch
-	// (warn) and per row the queue refused (error).
+	// (warn) and per row the queue refused (error), and the warnings of the
+	// relay's queues (an add sent again after its reply was lost) unless
+	// QueueOptions has a Logger.
 	//
 	// Defaults to nil, which discards.
 	Logger *slog.Logger
@@ -93,6 +97,14 @@ func (o *RelayOptions) withDefaults() RelayOptions {
 	r.PollInterval = cmp.Or(r.PollInterval, PollIntervalDefault)
 	r.MinRetryDelay = cmp.Or(r.MinRetryDelay, MinRetryDelayDefault)
 	r.MaxRetryDelay = cmp.Or(r.MaxRetryDelay, MaxRetryDelayDefault)
+	if r.Logger != nil && (r.QueueOptions == nil || r.QueueOptions.Logger == nil) {
+		var qo drover.QueueOptions
+		if r.QueueOptions != nil {
+			qo = *r.QueueOptions
+		}
+		qo.Logger = r.Logger
+		r.QueueOptions = &qo
+	}
 	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
 	return r
 }
@@ -237,7 +249,9 @@ func (r *Relay) Start(ctx context.Context) error {
 // Close stops the relay: no batch starts after it is called, and a batch in
 // flight may finish until ctx ends; then it is cancelled, which leaves its
 // rows pending for the next relay (their jobs, if already added, are found as
-// duplicates). Close returns once the relay's goroutines have exited. It is
+// duplicates). Close returns once the relay's goroutines have exited: when
+// the database does not answer (a network partition), a cancelled batch's
+// rollback holds it up to 5 s more. It is
 // idempotent and safe on a relay that never started, which then cannot start.
 func (r *Relay) Close(ctx context.Context) error {
 	r.lifeMu.Lock()
@@ -432,8 +446,13 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 	if err != nil {
 		return Stats{}, 0, fmt.Errorf("outbox: claim rows: %w", err)
 	}
-	// Detached: the rows must be released even when ctx is what failed.
-	defer func() { _ = b.rollback(context.WithoutCancel(ctx)) }()
+	// Detached: the rows must be released even when ctx is what failed;
+	// bounded, as the database may not answer (pgsql.RollbackContext).
+	defer func() {
+		rctx, cancel := pgsql.RollbackContext(ctx)
+		defer cancel()
+		_ = b.rollback(rctx)
+	}()
 	rows := b.rows()
 	if len(rows) == 0 {
 		return Stats{}, 0, nil

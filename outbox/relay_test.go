@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -99,9 +100,13 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 
 		bundle.add(t, job{queue: "q", name: "a"}, job{queue: "q", name: "b"}, job{queue: "q", name: "c"})
 		proxy.DropReplyTo("evalsha")
-		stats, err := bundle.relay(t, rdb, nil).Flush(ctx)
+		logs := &logSink{}
+		stats, err := bundle.relay(t, rdb, &outbox.RelayOptions{Logger: logs.logger()}).Flush(ctx)
 		require.NoError(t, err)
 		require.Equal(t, int64(1), proxy.Dropped())
+		// The queue's warning goes to the relay's logger (it went to
+		// drover's default logger on stderr).
+		require.Contains(t, logs.String(), `level=WARN msg="add call failed; sending it again (it is stored once)"`)
 		require.Equal(t, outbox.Stats{Created: 3}, stats)
 		require.Empty(t, pending(bundle.rows(t)))
 		require.EqualValues(t, 3, bundle.jobCount(t, "q"))
@@ -484,6 +489,52 @@ func TestRelayPostgres(t *testing.T) {
 		}
 		require.JSONEq(t, strings.Replace(opts[1], `"outbox-2"`, `"outbox-1"`, 1), opts[0], "only the job id differs")
 		require.Contains(t, opts[0], `"kl":20`)
+	})
+
+	t.Run("CloseReturnsWhenTheNetworkGoesMidBatch", func(t *testing.T) {
+		t.Parallel()
+
+		// The network to PostgreSQL stops carrying anything (a partition:
+		// no reset) just as a batch fails. Close must return: before, the
+		// batch's rollback, detached from the relay's contexts so that it
+		// reaches the database after a cancel, waited for an answer without
+		// any bound, and Close with it.
+		bundle := setupPostgres(t)
+		bundle.add(t, job{queue: "q", name: "a"})
+		u, err := url.Parse(bundle.dsn)
+		require.NoError(t, err)
+		proxy, err := faultproxy.Start(u.Host)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		u.Host = proxy.Addr
+		ob := outbox.NewPostgres(pgtest.Connect(t, u.String()))
+		relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
+			return outbox.NewRelay(ob, bundle.rdb, o)
+		}, &outbox.RelayOptions{PollInterval: time.Hour})
+		failed := make(chan struct{})
+		var once sync.Once
+		outbox.SetTestHooks(relay, func(context.Context) error {
+			proxy.SetBlackhole(true)
+			once.Do(func() { close(failed) })
+			return errors.New("redis unreachable")
+		}, nil, nil)
+		require.NoError(t, relay.Start(ctx))
+		<-failed
+
+		closed := make(chan error, 1)
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			closed <- relay.Close(cctx)
+		}()
+		defer func() { proxy.SetBlackhole(false); require.NoError(t, <-closed) }()
+		select {
+		case err := <-closed:
+			closed <- err
+			require.NoError(t, err)
+		case <-time.After(15 * time.Second):
+			t.Fatal("Close did not return 15 s after its context ended")
+		}
 	})
 
 	t.Run("TheListenerReconnectsAfterLosingItsConnection", func(t *testing.T) {

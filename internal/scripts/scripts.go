@@ -261,6 +261,7 @@ var (
 	drain                 = load("drain")
 	obliterate            = load("obliterate")
 	cleanJobsInSet        = load("cleanJobsInSet")
+	settleCall            = load("settleCall")
 )
 
 // All is every loaded script, for preloading (SCRIPT LOAD) before pipelines.
@@ -268,6 +269,6 @@ func All() []*script {
 	return append([]*script{
 		addJobs, moveToActive, finishJobs, extendLocks, moveStalledJobsToWait, pause, getState,
 		getCounts, getRanges, updateProgress, updateData, addLog, removeJob, promote, changeDelay,
-		changePriority, reprocessJob, moveJobsToWait, drain, obliterate, cleanJobsInSet,
+		changePriority, reprocessJob, moveJobsToWait, drain, obliterate, cleanJobsInSet, settleCall,
 	}, featureScripts()...)
 }

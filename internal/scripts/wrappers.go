@@ -219,9 +219,11 @@ type FetchArgs struct {
 // handed to redis.call costs a printf).
 func (a FetchArgs) promoteMax() int64 { return keys.DelayedScore(a.Now+1, 0) - 1 }
 
-// MoveToActive takes up to a.Count ready jobs.
+// MoveToActive takes up to a.Count ready jobs. The call is sent once (no
+// client resend, see sentOnce): when its reply is lost, SettleCall says
+// which jobs it took.
 func MoveToActive(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs) (Fetch, error) {
-	res, err := moveToActive.run(ctx, rdb, k, a.Now, a.Count, a.Token,
+	res, err := moveToActive.runOnce(ctx, rdb, k, a.Now, a.Count, a.Token,
 		a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax()).Slice()
 	if err != nil {
 		return Fetch{}, err
@@ -308,7 +310,9 @@ func finishRecordNames() []string {
 	return names
 }
 
-// FinishJobs ends recs' attempts and fetches up to a.Count next jobs.
+// FinishJobs ends recs' attempts and fetches up to a.Count next jobs. The
+// call is sent once (no client resend, see sentOnce): when its reply is
+// lost, SettleCall says what it did.
 // codes[i] is nil or the error for recs[i]. With metricsPoints > 0 the jobs
 // it finishes for good are counted in BullMQ's per-minute metrics, keeping
 // that many data points (WorkerOptions.Metrics), in the same atomic step.
@@ -324,7 +328,7 @@ func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, metric
 			args = append(args, f.arg(&recs[i]))
 		}
 	}
-	res, err := finishJobs.run(ctx, rdb, k, args...).Slice()
+	res, err := finishJobs.runOnce(ctx, rdb, k, args...).Slice()
 	if err != nil {
 		return nil, Fetch{}, err
 	}
@@ -348,6 +352,59 @@ func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, metric
 	}
 	f, err := parseFetch(res[1], res[2], res[3])
 	return errs, f, err
+}
+
+// Settled is what a worker call whose reply was lost did (SettleCall).
+type Settled struct {
+	// Jobs are the jobs the call fetched that are still active under its
+	// lock, each hash as MoveToActive returns it.
+	Jobs []Fetched
+	// Resend[i] is true when recs[i]'s job is still active under the
+	// record's lock: the call did not end that attempt (or refused its
+	// completion), so it is to be sent again.
+	Resend []bool
+	// Codes[i] is the outcome of recs[i] where Resend[i] is false: nil when
+	// the call ended the attempt, else why nothing was written
+	// (ErrLockMissing, ErrLockTaken), as FinishJobs reports it.
+	Codes []error
+}
+
+// SettleCall settles a MoveToActive or FinishJobs call whose reply was lost
+// (token is its FetchArgs.Token, recs its FinishJobs records, none for
+// MoveToActive): it reports what the call did and marks it settled for ttl,
+// so a copy of the call that reaches Redis later (held up by a paused
+// server or a slow network) does nothing. The caller must not send the call
+// again; it sends what is left under a new token.
+func SettleCall(ctx context.Context, rdb Doer, k keys.Queue, token string, ttl time.Duration, recs []FinishRecord) (Settled, error) {
+	args := make([]any, 0, 3+2*len(recs))
+	args = append(args, token, max(ttl.Milliseconds(), 1), len(recs))
+	for i := range recs {
+		args = append(args, recs[i].ID, recs[i].Token)
+	}
+	res, err := settleCall.runOnce(ctx, rdb, k, args...).Slice()
+	if err != nil {
+		return Settled{}, err
+	}
+	if len(res) != 2 {
+		return Settled{}, fmt.Errorf("settleCall: malformed reply %v", res)
+	}
+	f, err := parseFetch(nil, res[0], nil)
+	if err != nil {
+		return Settled{}, err
+	}
+	codes, _ := res[1].([]any)
+	if len(codes) != len(recs) {
+		return Settled{}, fmt.Errorf("settleCall: %d codes for %d jobs", len(codes), len(recs))
+	}
+	s := Settled{Jobs: f.Jobs, Resend: make([]bool, len(recs)), Codes: make([]error, len(recs))}
+	for i, c := range codes {
+		if code := toInt(c); code == 1 {
+			s.Resend[i] = true
+		} else {
+			s.Codes[i] = CodeError(code)
+		}
+	}
+	return s, nil
 }
 
 // LostLock is a lock extendLocks could not renew.

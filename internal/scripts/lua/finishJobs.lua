@@ -31,11 +31,19 @@
 --   and locked, and the caller fails the attempt instead, as BullMQ does.
 -- A finished job that owns a deduplication id with a next job stored for it
 -- (keepLastIfActive) queues that job; see requeueNext.
+-- A call that settleCall settled (its reply was lost) writes nothing and
+-- answers an error (include/settled.lua).
 --@include common
 --@include queue
 --@include fetch
 --@include metrics
+--@include settled
 --@record finish
+
+-- A call settleCall settled (its reply was lost) writes nothing.
+if callSettled(ARGV[4]) then
+  return redis.error_reply("SETTLED this call was settled after its reply was lost; it did nothing")
+end
 
 local now = tonumber(ARGV[2])
 local n = tonumber(ARGV[10])

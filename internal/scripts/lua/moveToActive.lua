@@ -8,10 +8,16 @@
 -- Returns {nextDelayedScore|false, {id1, hash1, id2, hash2, ...},
 --   rateLimitTTL ms}; each hash
 -- is the job as it was BEFORE activation (the caller adds processedOn = now
--- and attemptsStarted + 1, which the script wrote).
+-- and attemptsStarted + 1, which the script wrote). A call that settleCall
+-- settled (its reply was lost) writes nothing and answers an error.
 --@include common
 --@include queue
 --@include fetch
+--@include settled
+
+if callSettled(ARGV[4]) then
+  return redis.error_reply("SETTLED this call was settled after its reply was lost; it did nothing")
+end
 
 local fetched = fetchJobs(tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6],
   tonumber(ARGV[7]), tonumber(ARGV[8]))

@@ -70,15 +70,19 @@ rcall("DEL", eventsKey, base .. "delay", stalledCheckKey, stalledKey, idKey, pcK
   markerKey, metaKey, limiterKey, base .. "metrics:completed", base .. "metrics:completed:data",
   base .. "metrics:failed", base .. "metrics:failed:data")
 -- The add calls' replies (addJobs, <base>add:<token>) expire by themselves
--- within a minute; delete them now so nothing of the queue is left. They
--- have no index, so SCAN for them (this node only: they share the slot).
-local pattern = string.gsub(base, "([%*%?%[%]\\])", "\\%1") .. "add:*"
-local cursor = "0"
-repeat
-  local page = rcall("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
-  cursor = page[1]
-  for from = 1, #page[2], 5000 do
-    rcall("DEL", unpack(page[2], from, math.min(from + 4999, #page[2])))
-  end
-until cursor == "0"
+-- within a minute, and the marks of settled worker calls (settleCall,
+-- <base>call:<token>) within minutes; delete them now so nothing of the
+-- queue is left. They have no index, so SCAN for them (this node only: they
+-- share the slot).
+local escaped = string.gsub(base, "([%*%?%[%]\\])", "\\%1")
+for _, kind in ipairs({"add:*", "call:*"}) do
+  local cursor = "0"
+  repeat
+    local page = rcall("SCAN", cursor, "MATCH", escaped .. kind, "COUNT", 1000)
+    cursor = page[1]
+    for from = 1, #page[2], 5000 do
+      rcall("DEL", unpack(page[2], from, math.min(from + 4999, #page[2])))
+    end
+  until cursor == "0"
+end
 return 0

@@ -1,0 +1,91 @@
+package drover_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
+)
+
+// TestSchedulerAdvanceOutlivesARedisRefusal: a worker takes a job
+// scheduler's run while Redis refuses writes for a moment (out of memory,
+// as it would answer LOADING after a restart or READONLY during a
+// failover). Creating the scheduler's next run must be retried until Redis
+// takes it: before, the first refusal was final ("job scheduler not
+// advanced: its next run was not created") and the scheduler never ran
+// again.
+func TestSchedulerAdvanceOutlivesARedisRefusal(t *testing.T) {
+	t.Parallel()
+	rdb, q := ownServer(t, nil, "--maxmemory-policy", "noeviction")
+	ctx := context.Background()
+
+	ran := make(chan string, 10)
+	var logs syncBuffer
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		ran <- job.ID
+		return nil, nil
+	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+
+	first, err := q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 2 * time.Second}, nil)
+	require.NoError(t, err)
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = w.Close(cctx)
+	})
+	// The worker takes the first run (the fetch's first write is allowed)
+	// and cannot create the next one yet.
+	testkit.WaitFor(t, 10*time.Second, "the worker to take the first run", func() bool {
+		return rdb.LLen(ctx, "bull:q:active").Val() == 1
+	})
+	time.Sleep(500 * time.Millisecond)
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
+	require.Equal(t, first.ID, recv(t, ran, "logs:\n%s", logs.String()))
+
+	second := recv(t, ran, "the scheduler's next run; logs:\n%s", logs.String())
+	require.NotEqual(t, first.ID, second)
+	require.NotContains(t, logs.String(), "job scheduler not advanced")
+}
+
+// TestSchedulerAdvanceOutlivesALongRefusal: as above, but Redis refuses
+// writes for longer than the run waits for its scheduler to advance (10 s)
+// before it starts. The next run must still be created once Redis takes
+// writes again, by the worker in the background: before, the worker gave
+// up and the scheduler never ran again.
+func TestSchedulerAdvanceOutlivesALongRefusal(t *testing.T) {
+	t.Parallel()
+	rdb, q := ownServer(t, nil, "--maxmemory-policy", "noeviction")
+	ctx := context.Background()
+
+	ran := make(chan string, 10)
+	var logs syncBuffer
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		ran <- job.ID
+		return nil, nil
+	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil)), LockDuration: time.Minute})
+	require.NoError(t, err)
+
+	first, err := q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 2 * time.Second}, nil)
+	require.NoError(t, err)
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = w.Close(cctx)
+	})
+	// The run starts once the worker stops waiting for the advance.
+	require.Equal(t, first.ID, recv(t, ran, "logs:\n%s", logs.String()))
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
+
+	second := recv(t, ran, "the scheduler's next run; logs:\n%s", logs.String())
+	require.NotEqual(t, first.ID, second)
+}
