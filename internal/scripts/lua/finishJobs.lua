@@ -37,13 +37,7 @@
 --@include queue
 --@include fetch
 --@include metrics
---@include settled
 --@record finish
-
--- A call settleCall settled (its reply was lost) writes nothing.
-if callSettled(ARGV[4]) then
-  return redis.error_reply("SETTLED this call was settled after its reply was lost; it did nothing")
-end
 
 local now = tonumber(ARGV[2])
 local n = tonumber(ARGV[10])
@@ -200,7 +194,15 @@ do
     o = o + (ARGV[o + REC.more] == "1" and REC_FIELDS or REC_HEAD)
   end
 end
-local locks = n > 0 and rcall("MGET", unpack(lockKeys)) or {}
+-- The same MGET reads the call's settled mark (include/settled.lua), last:
+-- a call settleCall settled (its reply was lost) writes nothing. Nothing
+-- above writes. (A separate EXISTS would cost a script call's worth more.)
+lockKeys[n + 1] = base .. "call:" .. ARGV[4]
+local locks = rcall("MGET", unpack(lockKeys))
+lockKeys[n + 1] = nil
+if locks[n + 1] then
+  return redis.error_reply("SETTLED this call was settled after its reply was lost; it did nothing")
+end
 local owned = {}
 local mine = {}
 for i = 0, n - 1 do
