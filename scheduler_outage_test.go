@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -21,26 +22,8 @@ import (
 // again.
 func TestSchedulerAdvanceOutlivesARedisRefusal(t *testing.T) {
 	t.Parallel()
-	rdb, q := ownServer(t, nil, "--maxmemory-policy", "noeviction")
 	ctx := context.Background()
-
-	ran := make(chan string, 10)
-	var logs syncBuffer
-	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
-		ran <- job.ID
-		return nil, nil
-	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	require.NoError(t, err)
-
-	first, err := q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 2 * time.Second}, nil)
-	require.NoError(t, err)
-	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = w.Close(cctx)
-	})
+	rdb, ran, logs, first := refusingScheduler(t, 0)
 	// The worker takes the first run (the fetch's first write is allowed)
 	// and cannot create the next one yet.
 	testkit.WaitFor(t, 10*time.Second, "the worker to take the first run", func() bool {
@@ -62,15 +45,32 @@ func TestSchedulerAdvanceOutlivesARedisRefusal(t *testing.T) {
 // up and the scheduler never ran again.
 func TestSchedulerAdvanceOutlivesALongRefusal(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
+	rdb, ran, logs, first := refusingScheduler(t, time.Minute)
+	// The run starts once the worker stops waiting for the advance.
+	require.Equal(t, first.ID, recv(t, ran, "logs:\n%s", logs.String()))
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
+
+	second := recv(t, ran, "the scheduler's next run; logs:\n%s", logs.String())
+	require.NotEqual(t, first.ID, second)
+}
+
+// refusingScheduler starts a worker (lockDuration 0 = the default) on a
+// queue of its own server with an every-2s job scheduler, then makes Redis
+// refuse writes (maxmemory 1, noeviction) before the worker takes the first
+// run. It returns the client, the ids of the jobs the worker runs, its log
+// and the first run.
+func refusingScheduler(t *testing.T, lockDuration time.Duration) (*redis.Client, chan string, *syncBuffer, *drover.Job) {
+	t.Helper()
 	rdb, q := ownServer(t, nil, "--maxmemory-policy", "noeviction")
 	ctx := context.Background()
 
 	ran := make(chan string, 10)
-	var logs syncBuffer
+	logs := &syncBuffer{}
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		ran <- job.ID
 		return nil, nil
-	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil)), LockDuration: time.Minute})
+	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(logs, nil)), LockDuration: lockDuration})
 	require.NoError(t, err)
 
 	first, err := q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 2 * time.Second}, nil)
@@ -82,10 +82,5 @@ func TestSchedulerAdvanceOutlivesALongRefusal(t *testing.T) {
 		defer cancel()
 		_ = w.Close(cctx)
 	})
-	// The run starts once the worker stops waiting for the advance.
-	require.Equal(t, first.ID, recv(t, ran, "logs:\n%s", logs.String()))
-	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
-
-	second := recv(t, ran, "the scheduler's next run; logs:\n%s", logs.String())
-	require.NotEqual(t, first.ID, second)
+	return rdb, ran, logs, first
 }

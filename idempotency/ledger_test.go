@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/idempotency"
-	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/pgtest"
 )
 
@@ -316,13 +314,8 @@ func TestLedgerPostgres(t *testing.T) {
 		// Status Claimed with "commit operation: conn closed", which its
 		// doc said means nothing committed, while it had.
 		bundle := setupPostgres(t)
-		u, err := url.Parse(bundle.dsn)
-		require.NoError(t, err)
-		proxy, err := faultproxy.Start(u.Host)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = proxy.Close() })
-		u.Host = proxy.Addr
-		ledger := idempotency.NewPostgres(pgtest.Connect(t, u.String()), nil)
+		proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+		ledger := idempotency.NewPostgres(pool, nil)
 		effect := func(ctx context.Context, tx pgx.Tx) ([]byte, error) { return []byte("sent"), pgEffect(ctx, tx, "k") }
 
 		proxy.DropReplyTo("commit\x00") // pgx's COMMIT, not BEGIN's "read committed"
@@ -363,13 +356,8 @@ func TestLedgerPostgres(t *testing.T) {
 		// from ctx to reach the database after ctx ended, waited for an
 		// answer without any bound (until the partition healed).
 		bundle := setupPostgres(t)
-		u, err := url.Parse(bundle.dsn)
-		require.NoError(t, err)
-		proxy, err := faultproxy.Start(u.Host)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = proxy.Close() })
-		u.Host = proxy.Addr
-		ledger := idempotency.NewPostgres(pgtest.Connect(t, u.String()), nil)
+		proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+		ledger := idempotency.NewPostgres(pool, nil)
 
 		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -501,13 +500,8 @@ func TestRelayPostgres(t *testing.T) {
 		// any bound, and Close with it.
 		bundle := setupPostgres(t)
 		bundle.add(t, job{queue: "q", name: "a"})
-		u, err := url.Parse(bundle.dsn)
-		require.NoError(t, err)
-		proxy, err := faultproxy.Start(u.Host)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = proxy.Close() })
-		u.Host = proxy.Addr
-		ob := outbox.NewPostgres(pgtest.Connect(t, u.String()))
+		proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+		ob := outbox.NewPostgres(pool)
 		relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
 			return outbox.NewRelay(ob, bundle.rdb, o)
 		}, &outbox.RelayOptions{PollInterval: time.Hour})

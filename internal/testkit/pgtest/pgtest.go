@@ -57,6 +57,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 )
 
 // Environment variables that change where the server comes from.
@@ -146,6 +148,24 @@ func Connect(tb testing.TB, dsn string) *pgxpool.Pool {
 		tb.Fatalf("pgtest: ping %s: %v", dsn, err)
 	}
 	return pool
+}
+
+// ConnectThroughProxy is Connect to dsn through a fault proxy of its own
+// (closed when the test ends), for tests that break the network to the
+// server: the proxy and the pool.
+func ConnectThroughProxy(tb testing.TB, dsn string) (*faultproxy.Proxy, *pgxpool.Pool) {
+	tb.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatalf("pgtest: parse %s: %v", dsn, err)
+	}
+	proxy, err := faultproxy.Start(u.Host)
+	if err != nil {
+		tb.Fatalf("pgtest: proxy to %s: %v", u.Host, err)
+	}
+	tb.Cleanup(func() { _ = proxy.Close() })
+	u.Host = proxy.Addr
+	return proxy, Connect(tb, u.String())
 }
 
 // Server is a PostgreSQL cluster of the caller's own, not the shared one,
