@@ -83,17 +83,9 @@ func TestNextAcrossDST(t *testing.T) {
 		t.Run(tt.pattern+" "+tt.tz+" "+tt.from, func(t *testing.T) {
 			t.Parallel()
 
-			s, err := schedule.Parse(tt.pattern, tt.tz)
+			from, err := time.Parse(time.RFC3339, tt.from)
 			require.NoError(t, err)
-			cur, err := time.Parse(time.RFC3339, tt.from)
-			require.NoError(t, err)
-			var got []string
-			for range tt.want {
-				cur, err = s.Next(cur)
-				require.NoError(t, err)
-				got = append(got, cur.UTC().Format(time.RFC3339))
-			}
-			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.want, nextRuns(t, tt.pattern, tt.tz, from, len(tt.want)))
 		})
 	}
 }
@@ -163,16 +155,21 @@ func TestNextDayRules(t *testing.T) {
 		t.Run(tt.pattern, func(t *testing.T) {
 			t.Parallel()
 
-			s, err := schedule.Parse(tt.pattern, "")
-			require.NoError(t, err)
-			cur := from
-			var got []string
-			for range tt.want {
-				cur, err = s.Next(cur)
-				require.NoError(t, err)
-				got = append(got, cur.UTC().Format(time.RFC3339))
-			}
-			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.want, nextRuns(t, tt.pattern, "", from, len(tt.want)))
 		})
 	}
+}
+
+// nextRuns is the first n runs of pattern in tz after from, in UTC RFC 3339.
+func nextRuns(t *testing.T, pattern, tz string, from time.Time, n int) []string {
+	t.Helper()
+	s, err := schedule.Parse(pattern, tz)
+	require.NoError(t, err)
+	var got []string
+	for range n {
+		from, err = s.Next(from)
+		require.NoError(t, err)
+		got = append(got, from.UTC().Format(time.RFC3339))
+	}
+	return got
 }
