@@ -475,3 +475,29 @@ func TestInteropJobSchedulerCronDayRules(t *testing.T) {
 		})
 	}
 }
+
+// TestInteropJobSchedulerHashedPattern: a Node scheduler whose pattern uses
+// cron-parser's hashed values (H, drawn anew each time the pattern is
+// parsed) keeps running under a drover worker: the worker that takes a run
+// makes the next one. Before, drover refused H, the next run was never
+// made and the scheduler stopped.
+func TestInteropJobSchedulerHashedPattern(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	for _, pattern := range []string{"H H * * *", "0 H/15 * * * *", "H(0-5) 3 * * THU"} {
+		t.Run(strings.NewReplacer(" ", "_", "*", "x", "/", "s", "(", "", ")", "").Replace(pattern), func(t *testing.T) {
+			t.Parallel()
+			kind := schedulerKind{name: pattern, node: map[string]any{"pattern": pattern, "immediately": true}}
+			b := setup(t)
+			runScheduler(t, b, kind, nodeImpl, droverImpl, 1)
+			ctx := context.Background()
+			next, err := b.rdb.ZRangeWithScores(ctx, b.prefix+":"+queueName+":repeat", 0, -1).Result()
+			require.NoError(t, err)
+			require.Len(t, next, 1)
+			require.Greater(t, int64(next[0].Score), time.Now().UnixMilli(), "the scheduler's next run is ahead")
+			delayed, err := b.rdb.ZCard(ctx, b.prefix+":"+queueName+":delayed").Result()
+			require.NoError(t, err)
+			require.Equal(t, int64(1), delayed, "the next run waits in delayed")
+		})
+	}
+}

@@ -11,9 +11,11 @@
 // L in day of month (the last day), nL in day of week (the last such
 // weekday of the month), n#k (the k-th such weekday, k 1-5), and a day
 // matches either field when both are restricted (neither is '*' or '?'),
-// else the restricted one. What cron-parser refuses or draws at random is
-// refused with an error: robfig's @every and @midnight, H, W, a value
-// listed twice.
+// else the restricted one. cron-parser's hashed values (H, H(a-b), H/n,
+// H(a-b)/n) are drawn at random on every Parse, as cron-parser draws them
+// without a seed on every parse (BullMQ's hashSeed is not read). What
+// cron-parser refuses is refused with an error: robfig's @every and
+// @midnight, W, a value listed twice.
 //
 // Next follows cron-parser's rules where plain cron libraries differ, around
 // daylight-saving changes of the pattern's time zone:
@@ -82,6 +84,10 @@ func Parse(pattern, tz string) (*Schedule, error) {
 	}
 	if strings.Contains(fields[0], "=") {
 		return nil, fmt.Errorf("cron pattern %q: TZ= prefixes are not cron-parser syntax", pattern)
+	}
+	fields, err = expandHashed(fields, randomDraw)
+	if err != nil {
+		return nil, fmt.Errorf("cron pattern %q: %w", pattern, err)
 	}
 	if err := checkListedOnce(fields); err != nil {
 		return nil, fmt.Errorf("cron pattern %q: %w", pattern, err)

@@ -114,7 +114,8 @@ func TestParseRefuses(t *testing.T) {
 		{"Every", "@every 5m", ""},
 		{"Midnight", "@midnight", ""}, // robfig's, not cron-parser's
 		{"TZPrefix", "TZ=UTC 0 0 * * *", ""},
-		{"Hashed", "H 0 * * *", ""},
+		{"HashedRangeInverted", "H(30-10) 0 * * *", ""},
+		{"HashedRangeOutside", "0 H(70-80) * * *", ""},
 		{"NearestWeekday", "0 0 15W * *", ""},
 		{"StandaloneL", "0 0 * * L", ""},
 		{"ListedTwice", "0 0 * * 0,7", ""},
@@ -172,4 +173,41 @@ func nextRuns(t *testing.T, pattern, tz string, from time.Time, n int) []string 
 		got = append(got, from.UTC().Format(time.RFC3339))
 	}
 	return got
+}
+
+// TestParseHashed: cron-parser's H draws a value of the field (or of a
+// range), H/n every n-th value from a drawn offset; a drover worker taking
+// a Node scheduler's run whose pattern uses it must make the next run
+// (before, Parse refused H and the scheduler stopped).
+func TestParseHashed(t *testing.T) {
+	t.Parallel()
+
+	from := time.Date(2026, 1, 30, 10, 11, 12, 0, time.UTC)
+	for range 50 {
+		s, err := schedule.Parse("H H(2-4) * * THU", "")
+		require.NoError(t, err)
+		next, err := s.Next(from)
+		require.NoError(t, err)
+		require.Equal(t, time.Thursday, next.Weekday())
+		require.Contains(t, []int{2, 3, 4}, next.Hour())
+		require.Zero(t, next.Second())
+
+		s, err = schedule.Parse("H/15 * * * *", "")
+		require.NoError(t, err)
+		a, err := s.Next(from)
+		require.NoError(t, err)
+		b, err := s.Next(a)
+		require.NoError(t, err)
+		require.Equal(t, 15*time.Minute, b.Sub(a), "every 15 minutes from a drawn offset")
+	}
+	for _, f := range [][]string{{"H", "0", "0", "*", "*", "*"}, {"0", "H/20", "0", "*", "*", "*"}, {"0", "0", "H(2-4)/2", "*", "*", "*"}} {
+		for _, draw := range []float64{0, 0.5, 0.999} {
+			got, err := schedule.ExpandHashed(f, func() float64 { return draw })
+			require.NoError(t, err)
+			t.Logf("%v at %v: %v", f, draw, got)
+		}
+	}
+	got, err := schedule.ExpandHashed([]string{"H", "H/20", "H(2-4)/2", "H(1-3)", "*", "H"}, func() float64 { return 0.5 })
+	require.NoError(t, err)
+	require.Equal(t, []string{"30", "10,30,50", "3", "2", "*", "4"}, got)
 }

@@ -1,0 +1,4 @@
+package schedule
+
+// ExpandHashed exposes expandHashed to the tests.
+var ExpandHashed = expandHashed
