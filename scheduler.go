@@ -44,8 +44,8 @@ type RepeatOptions struct {
 	// Pattern is a cron pattern (5 fields, or 6 with seconds first, or
 	// one of cron-parser's @ aliases such as @daily or @weekdays),
 	// evaluated in TZ; see internal/schedule for the syntax (7 for Sunday,
-	// L, 5L, 1#2, H drawn at random) and the daylight-saving rules, which are cron-parser's
-	// (BullMQ's).
+	// L, 5L, 1#2, H drawn at random) and the daylight-saving rules, which
+	// are cron-parser's (BullMQ's).
 	Pattern string
 	// TZ is the pattern's IANA time zone. "" = UTC.
 	TZ string
