@@ -108,7 +108,11 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	for i, it := range batch {
 		recs[i], done[i] = it.rec, it.rj
 	}
-	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, "write job results failed")
+	failed := "write job results failed"
+	if len(recs) == 0 {
+		failed = "fetch jobs failed" // a call with no result only takes jobs
+	}
+	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, failed)
 	if !ok {
 		w.log.Error("giving up writing job results; the stalled checker will recover these jobs", slog.Int(logkey.Count, len(batch)))
 		for _, it := range batch {
