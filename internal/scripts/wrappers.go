@@ -259,6 +259,12 @@ type FinishRecord struct {
 	Timeline     string // JSON, "" = unchanged
 	DedupID      string // the deduplication id the job owns, "" = none
 	HasParent    bool   // the job is a flow child: update its parent
+	// MayBeAdopted: the job has no parent yet, but a flow may name it as a
+	// child while it runs (a custom id, see BullMQ's
+	// updateExistingJobsParent): the script looks for a parent when it
+	// finishes. A plain completion then keeps its short record, marked
+	// "p", and costs one HEXISTS.
+	MayBeAdopted bool
 	Due          int64  // ms, when a FinishRetryDelayed/FinishMoveDelayed job is due
 }
 
@@ -266,7 +272,8 @@ type FinishRecord struct {
 // ARGV order, each with the value Go sends. finishJobs.lua reads them
 // through the REC table generated from these names (records, --@record).
 // A record is its head (the fields up to and including "more") and, when
-// more is "1", its tail: a plain completion (the common case) sends 7
+// more is "1", its tail ("p": no tail, look for a parent; see
+// MayBeAdopted): a plain completion (the common case) sends 7
 // fields instead of 15, and every ARGV string costs Redis about 1,000
 // instructions to read and hand to Lua.
 var finishRecord = []struct {
@@ -279,7 +286,7 @@ var finishRecord = []struct {
 	{"value", func(r *FinishRecord) any { return r.Value }},
 	{"attemptsMade", func(r *FinishRecord) any { return r.AttemptsMade }},
 	{"keep", func(r *FinishRecord) any { return r.Keep }},
-	{"more", func(r *FinishRecord) any { return boolArg(r.hasTail()) }},
+	{"more", func(r *FinishRecord) any { return r.more() }},
 	// the tail
 	{"stacktrace", func(r *FinishRecord) any { return r.Stacktrace }},
 	{"delay", func(r *FinishRecord) any { return r.Delay }},
@@ -287,7 +294,7 @@ var finishRecord = []struct {
 	{"attempts", func(r *FinishRecord) any { return r.Attempts }},
 	{"timeline", func(r *FinishRecord) any { return r.Timeline }},
 	{"dedupId", func(r *FinishRecord) any { return r.DedupID }},
-	{"hasParent", func(r *FinishRecord) any { return boolArg(r.HasParent) }},
+	{"hasParent", func(r *FinishRecord) any { return boolArg(r.HasParent || r.MayBeAdopted) }},
 	{"due", func(r *FinishRecord) any { return r.Due }},
 }
 
@@ -300,6 +307,18 @@ const finishHead = 7
 // finishJobs.lua reads the tail's fields as ""/"0" when it is absent.
 func (r *FinishRecord) hasTail() bool {
 	return r.Kind != FinishCompleted || r.Timeline != "" || r.DedupID != "" || r.HasParent
+}
+
+// more is the record's "more" field: "1" its tail follows, "p" none
+// follows but the job may have been adopted by a flow, "0" neither.
+func (r *FinishRecord) more() string {
+	switch {
+	case r.hasTail():
+		return "1"
+	case r.MayBeAdopted:
+		return "p"
+	}
+	return "0"
 }
 
 func finishRecordNames() []string {

@@ -11,7 +11,8 @@
 --   which also writes the REC table of offsets below when the script is
 --   loaded. A record's head (REC_HEAD fields): id, token, kind, value,
 --   attemptsMade after this attempt, keep spec (include/retention.lua),
---   more ("1": the tail follows; a plain completion sends none). Its tail
+--   more ("1": the tail follows; a plain completion sends none; "p": none,
+--   but look for a parent a flow gave the job while it ran). Its tail
 --   (up to REC_FIELDS): stacktrace JSON ("" = unchanged), delay ms, lifo
 --   ("1"/"0"), attempts allowed, attempt timeline JSON ("" = unchanged),
 --   deduplication id the job owns ("" = none), "1" when the job is a child
@@ -323,11 +324,15 @@ for k = 1, #owned do
   local kind = ARGV[o + REC.kind]
   local value = ARGV[o + REC.value]
   local jobKey = jobKeys[i + 1]
-  -- Without a tail (a plain completion) its fields read as "".
-  local more = ARGV[o + REC.more] == "1"
+  -- Without a tail (a plain completion) its fields read as "". "p": no
+  -- tail, but a flow may have adopted the job while it ran (a custom id):
+  -- then it goes the general way, to its new parent.
+  local moreFlag = ARGV[o + REC.more]
+  local more = moreFlag == "1"
+  local adopted = moreFlag == "p" and rcall("HEXISTS", jobKey, "parentKey") == 1
   local atm = ARGV[o + REC.attemptsMade]
   lastFinal = kind == "c" or kind == "f"
-  if not more and kind == "c" then
+  if not more and kind == "c" and not adopted then
     -- A plain completion: no timeline, deduplication id or parent, so the
     -- fields go straight to HSET (the general path below builds a table).
     local spec = ARGV[o + REC.keep]
@@ -369,7 +374,7 @@ for k = 1, #owned do
         cold().requeueNext(deid)
       end
       local parent = nil
-      if more and ARGV[o + REC.hasParent] == "1" then
+      if adopted or (more and ARGV[o + REC.hasParent] == "1") then
         local flow = cold()
         parent = flow.parentOf(jobKey)
         if parent then
