@@ -522,7 +522,8 @@ func TestUIConfirmKeys(t *testing.T) {
 }
 
 // TestUIFlow: a parent in waiting-children says what it waits for, with
-// links to its pending children, and a child links to its parent.
+// links to its pending children, and a child links to its parent; the
+// overview counts it under waiting-children.
 func TestUIFlow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -542,6 +543,11 @@ func TestUIFlow(t *testing.T) {
 	slices.Sort(slow)
 
 	tab := browser(t)
+	// The overview counts the parent: it showed orders with every count 0.
+	do(t, tab, chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.CSS(`#queues tr[data-queue="orders"]`)))
+	require.Equal(t, []string{"Queue", "waiting", "prioritized", "active", "delayed", "waiting-children", "completed", "failed", "Alerts"},
+		evalJS[[]string](t, tab, `[...document.querySelectorAll('#queues th')].map((th) => th.textContent)`))
+	require.Equal(t, "1", text(t, tab, `#queues tr[data-queue="orders"] td[data-state="waiting-children"]`))
 	do(t, tab, chromedp.Navigate(b.url+"#/q/orders/job/"+parent), chromedp.WaitVisible(chromedp.CSS(`#flow`)))
 	require.Equal(t, "Children: 2 pending, 1 completed, 0 failed the parent, 0 failed and ignored.", text(t, tab, `#flow-children`))
 	require.Equal(t, "Waiting for", text(t, tab, `#flow-waiting h3`))

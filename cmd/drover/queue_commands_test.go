@@ -173,8 +173,8 @@ func TestQueueCommands(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		out := ok(t, b, "queues")
-		require.Regexp(t, `QUEUE\s+STATE\s+WAITING\s+PRIORITIZED\s+ACTIVE\s+DELAYED\s+COMPLETED\s+FAILED\s+ALERTS`, out)
-		require.Regexp(t, `mail\s+paused\s+0\s+0\s+0\s+1\s+1\s+3\s+-`, out)
+		require.Regexp(t, `QUEUE\s+STATE\s+WAITING\s+PRIORITIZED\s+ACTIVE\s+DELAYED\s+WAITING-CHILDREN\s+COMPLETED\s+FAILED\s+ALERTS`, out)
+		require.Regexp(t, `mail\s+paused\s+0\s+0\s+0\s+1\s+0\s+1\s+3\s+-`, out)
 		var rows []queueRow
 		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "queues", "--json")), &rows))
 		require.Len(t, rows, 1)
@@ -185,6 +185,24 @@ func TestQueueCommands(t *testing.T) {
 		// finds it at once.
 		require.NoError(t, b.rdb.XAdd(ctx, &redis.XAddArgs{Stream: b.prefix + ":fromnode:events", Values: []any{"event", "waiting"}}).Err())
 		require.Regexp(t, `fromnode\s+running`, ok(t, b, "queues", "--scan"))
+	})
+
+	// A flow parent waiting on its children (a Node FlowProducer's tree,
+	// the same state drover's FlowProducer writes) is counted: Node's
+	// getJobCounts names it waiting-children.
+	t.Run("QueuesCountWaitingChildren", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = flows.Close() })
+		_, err = flows.Add(ctx, drover.FlowJob{Name: "digest", QueueName: "orders", Opts: &drover.JobOptions{JobID: "parent-1"},
+			Children: []drover.FlowJob{{Name: "render", QueueName: "renders", Opts: &drover.JobOptions{JobID: "child-1", Delay: time.Hour}}}})
+		require.NoError(t, err)
+		out := ok(t, b, "queues")
+		require.Regexp(t, `QUEUE\s+STATE\s+WAITING\s+PRIORITIZED\s+ACTIVE\s+DELAYED\s+WAITING-CHILDREN\s+COMPLETED\s+FAILED\s+ALERTS`, out)
+		require.Regexp(t, `\norders\s+running\s+0\s+0\s+0\s+0\s+1\s+0\s+0\s+-`, out)
+		require.Regexp(t, `\nrenders\s+running\s+0\s+0\s+0\s+1\s+0\s+0\s+0\s+-`, out)
 	})
 
 	t.Run("Jobs", func(t *testing.T) {

@@ -69,7 +69,7 @@ func (c *queuesCmd) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.out, "no queues under prefix %q\n", ins.Prefix())
 		return nil
 	}
-	t := newTable(c.out, "QUEUE", "STATE", "WAITING", "PRIORITIZED", "ACTIVE", "DELAYED", "COMPLETED", "FAILED", "ALERTS")
+	t := newTable(c.out, "QUEUE", "STATE", "WAITING", "PRIORITIZED", "ACTIVE", "DELAYED", "WAITING-CHILDREN", "COMPLETED", "FAILED", "ALERTS")
 	for _, r := range rows {
 		state := "running"
 		if r.Paused {
@@ -80,7 +80,7 @@ func (c *queuesCmd) Run(ctx context.Context, args []string) error {
 			alerts = r.Alerts[0].Message
 		}
 		n := r.Counts
-		t.row(r.Name, state, n.Waiting, n.Prioritized, n.Active, n.Delayed, n.Completed, n.Failed, alerts)
+		t.row(r.Name, state, n.Waiting, n.Prioritized, n.Active, n.Delayed, n.WaitingChildren, n.Completed, n.Failed, alerts)
 	}
 	return t.flush()
 }

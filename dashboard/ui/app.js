@@ -263,11 +263,15 @@
 
   // ---- overview ----------------------------------------------------------
 
+  // The overview's counts: a flow parent waiting on its children counts
+  // too (Node's getJobCounts names it waiting-children).
+  const OVERVIEW_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'waiting-children', 'completed', 'failed'];
+
   async function pageOverview() {
     const gen = app.render;
     const body = el('tbody');
     const table = el('table', { id: 'queues' },
-      el('thead', {}, el('tr', {}, el('th', {}, 'Queue'), ...['waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'].map((s) => el('th', { class: 'num' }, s)), el('th', {}, 'Alerts'))),
+      el('thead', {}, el('tr', {}, el('th', {}, 'Queue'), ...OVERVIEW_STATES.map((s) => el('th', { class: 'num' }, s)), el('th', {}, 'Alerts'))),
       body);
     const info = el('p', { class: 'muted' });
     put($main, el('h1', {}, 'Queues'), info, el('div', { class: 'panel' }, table));
@@ -279,9 +283,9 @@
       showAlerts(ov.alerts);
       put(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name },
         el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null),
-        ...['waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed'].map((s) => el('td', { class: 'num' }, q.counts[s])),
+        ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
         el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: a.message }, a.kind))))));
-      if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 8, class: 'muted' }, 'No queues under this prefix yet.')));
+      if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
     }
     await load();
     every(5000, load);
