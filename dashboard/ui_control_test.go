@@ -400,15 +400,23 @@ func TestUIWorkers(t *testing.T) {
 	connect(b.prefix + ":" + enc("mail") + ":w:node-mailer-1")
 	idle := connect(b.prefix + ":" + enc("mail") + ":w:node-mailer-2")
 	go func() { _ = idle.BZPopMin(ctx, 20*time.Second, b.prefix+":mail:marker-test").Err() }()
+	// A worker with free slots waits for jobs while it runs one: not idle.
+	// (It was shown "idle: waiting for jobs".)
+	running := connect(b.prefix + ":" + enc("mail") + ":w:node-mailer-3")
+	require.NoError(t, b.rdb.HSet(ctx, b.prefix+":mail:77", "name", "x", "data", "{}", "opts", "{}", "timestamp", time.Now().UnixMilli(), "pb", "node-mailer-3").Err())
+	require.NoError(t, b.rdb.LPush(ctx, b.prefix+":mail:active", "77").Err())
+	go func() { _ = running.BZPopMin(ctx, 20*time.Second, b.prefix+":mail:marker-test").Err() }()
 	tab := browser(t)
 	do(t, tab,
 		chromedp.Navigate(b.url+"#/workers"),
 		chromedp.WaitVisible(chromedp.CSS(`#workers tr[data-worker="node-mailer-1"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#workers tr[data-worker="node-mailer-2"] [data-state="idle"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#workers tr[data-worker="node-mailer-3"] [data-state="running"]`)),
 	)
 	require.Equal(t, "busy", evalJS[string](t, tab, `document.querySelector('#workers tr[data-worker="node-mailer-1"] [data-state]').dataset.state`))
 	require.Contains(t, text(t, tab, `#workers tr[data-worker="node-mailer-2"]`), "mail")
-	require.Equal(t, 2, evalJS[int](t, tab, `document.querySelectorAll('#workers tr[data-worker]').length`))
+	require.Contains(t, text(t, tab, `#workers tr[data-worker="node-mailer-3"]`), "running 1, waiting for more")
+	require.Equal(t, 3, evalJS[int](t, tab, `document.querySelectorAll('#workers tr[data-worker]').length`))
 	screenshot(t, tab, "workers.png")
 }
 

@@ -59,7 +59,7 @@ func TestDurationsInMilliseconds(t *testing.T) {
 		want string
 	}{
 		{inspect.ThroughputReport{Queue: "q", Step: time.Minute, Buckets: []inspect.ThroughputBucket{{Start: at, Completed: 2}}}, `{"queue":"q","buckets":[{"start":1796205600000,"completed":2,"failed":0}],"source":"","step":60000}`},
-		{inspect.WorkerInfo{Queue: "q", Name: "w", Addr: "1.2.3.4:5", Age: 3 * time.Second, Waiting: true, LastCommand: "bzpopmin"}, `{"queue":"q","name":"w","addr":"1.2.3.4:5","waiting":true,"lastCommand":"bzpopmin","age":3000,"idle":0}`},
+		{inspect.WorkerInfo{Queue: "q", Name: "w", Addr: "1.2.3.4:5", Age: 3 * time.Second, Waiting: true, LastCommand: "bzpopmin"}, `{"queue":"q","name":"w","addr":"1.2.3.4:5","waiting":true,"lastCommand":"bzpopmin","running":0,"age":3000,"idle":0}`},
 		{inspect.SchedulerInfo{ID: "s", Every: 5 * time.Second, Next: at}, `{"id":"s","name":"","next":1796205600000,"iterations":0,"every":5000}`},
 		{inspect.SchedulerInfo{ID: "s", Pattern: "* * * * *", Next: at, EndDate: after(time.Hour)}, `{"id":"s","name":"","pattern":"* * * * *","next":1796205600000,"iterations":0,"every":0,"endDate":1796209200000}`},
 	} {

@@ -3,11 +3,14 @@ package inspect
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Workers are found the way BullMQ's Queue.getWorkers finds them: every
@@ -37,7 +40,17 @@ type WorkerInfo struct {
 	Waiting bool `json:"waiting"`
 	// LastCommand is the connection's last command.
 	LastCommand string `json:"lastCommand"`
+	// Running is how many of the queue's active jobs name this worker as
+	// the one processing them (their processedBy, which Node's and
+	// drover's named workers write), or -1 for an unnamed worker, which
+	// leaves no name on its jobs. A worker with free slots waits for jobs
+	// while it runs others, so Waiting alone does not mean idle.
+	Running int `json:"running"`
 }
+
+// runningCap bounds how many active jobs Workers reads to count each
+// worker's running jobs: one pipelined read of their processedBy fields.
+const runningCap = 5000
 
 // Workers lists the worker connections of queue ("" = every queue under
 // the prefix), by queue and name.
@@ -63,6 +76,9 @@ func (i *Inspector) Workers(ctx context.Context, queue string) ([]WorkerInfo, er
 		w.Waiting = strings.Contains(f["flags"], "b")
 		out = append(out, w)
 	}
+	if err := i.countRunning(ctx, out); err != nil {
+		return nil, err
+	}
 	sort.Slice(out, func(a, b int) bool {
 		if out[a].Queue != out[b].Queue {
 			return out[a].Queue < out[b].Queue
@@ -73,6 +89,50 @@ func (i *Inspector) Workers(ctx context.Context, queue string) ([]WorkerInfo, er
 		return out[a].Addr < out[b].Addr
 	})
 	return out, nil
+}
+
+// countRunning sets each worker's Running from its queue's active jobs
+// (the first runningCap of them), in one round trip per queue with a
+// named worker.
+func (i *Inspector) countRunning(ctx context.Context, ws []WorkerInfo) error {
+	named := map[string]bool{}
+	for k := range ws {
+		ws[k].Running = -1
+		if ws[k].Name != "" {
+			named[ws[k].Queue] = true
+		}
+	}
+	for q := range named {
+		k := i.keys(q)
+		ids, err := i.rdb.LRange(ctx, k.Active(), 0, runningCap-1).Result()
+		if err != nil {
+			return fmt.Errorf("list the active jobs of queue %q: %w", q, err)
+		}
+		cmds := make([]*redis.StringCmd, len(ids))
+		if len(ids) > 0 {
+			_, err = i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for n, id := range ids {
+					cmds[n] = p.HGet(ctx, k.Job(id), "pb")
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return fmt.Errorf("read who runs the active jobs of queue %q: %w", q, err)
+			}
+		}
+		by := map[string]int{}
+		for _, c := range cmds {
+			if c != nil && c.Err() == nil {
+				by[c.Val()]++
+			}
+		}
+		for n := range ws {
+			if ws[n].Queue == q && ws[n].Name != "" {
+				ws[n].Running = by[ws[n].Name]
+			}
+		}
+	}
+	return nil
 }
 
 // workerName reads a worker connection name under this prefix: the queue

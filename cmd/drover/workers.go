@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+
+	"github.com/seed40057009/drover/inspect"
 )
 
 func init() {
@@ -44,21 +47,33 @@ func (c *workersCmd) Run(ctx context.Context, args []string) error {
 	if *asJSON {
 		return writeJSON(c.out, ws)
 	}
-	t := newTable(c.out, "NAME", "ADDR", "AGE", "IDLE", "STATE")
+	t := newTable(c.out, "NAME", "ADDR", "AGE", "IDLE", "RUNNING", "STATE")
 	for _, w := range ws {
-		name := w.Name
+		name, running := w.Name, strconv.Itoa(w.Running)
 		if name == "" {
-			name = "-"
+			// An unnamed worker leaves no name on the jobs it runs.
+			name, running = "-", "-"
 		}
-		state := "busy"
-		if w.Waiting {
-			state = "waiting for jobs"
-		}
-		t.row(name, w.Addr, w.Age, w.Idle, state)
+		t.row(name, w.Addr, w.Age, w.Idle, running, workerState(w))
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.out, "%d workers\n", len(ws))
 	return nil
+}
+
+// workerState says what a worker connection is doing. A worker with free
+// slots waits for jobs while it runs others, so waiting is idle only when
+// it runs none.
+func workerState(w inspect.WorkerInfo) string {
+	switch {
+	case !w.Waiting:
+		return "busy"
+	case w.Running > 0:
+		return "running jobs, waiting for more"
+	case w.Running == 0:
+		return "idle: waiting for jobs"
+	}
+	return "waiting for jobs"
 }

@@ -41,6 +41,8 @@ func TestWorkersCommand(t *testing.T) {
 	out := run("workers", "mail")
 	require.Contains(t, out, "w1")
 	require.Contains(t, out, "2 workers")
+	require.Regexp(t, `(?m)^w1\s.*\s0\s+idle: waiting for jobs$`, out, "a named worker running nothing")
+	require.Regexp(t, `(?m)^-\s.*\s-\s+waiting for jobs$`, out, "an unnamed worker: its running jobs are unknown")
 
 	var ws []inspect.WorkerInfo
 	require.NoError(t, json.Unmarshal([]byte(run("workers", "mail", "--json")), &ws))

@@ -1103,12 +1103,22 @@
       put(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue },
         el('td', {}, el('a', { href: `#/q/${enc(w.queue)}` }, w.queue)), el('td', {}, w.name || el('span', { class: 'muted' }, 'unnamed')),
         el('td', { class: 'mono' }, w.addr),
-        el('td', {}, el('span', { class: `badge ${w.waiting ? 'rs-waiting' : 'rs-active'}`, 'data-state': w.waiting ? 'idle' : 'busy' }, w.waiting ? 'idle: waiting for jobs' : 'busy')),
+        el('td', {}, workerBadge(w)),
         el('td', {}, fmtMs(w.age)), el('td', {}, `${w.lastCommand} (${fmtMs(w.idle)} ago)`))));
       if (!res.workers.length) body.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No worker connection under this prefix. (drover workers are listed once they name their connections as BullMQ does.)')));
     }
     await load();
     every(5000, load);
+  }
+
+  // workerBadge says what a worker connection is doing. A worker with free
+  // slots waits for jobs while it runs others (running: its active jobs,
+  // -1 for an unnamed worker, which leaves no name on them).
+  function workerBadge(w) {
+    if (!w.waiting) return el('span', { class: 'badge rs-active', 'data-state': 'busy' }, w.running > 0 ? `busy: running ${w.running}` : 'busy');
+    if (w.running > 0) return el('span', { class: 'badge rs-active', 'data-state': 'running' }, `running ${w.running}, waiting for more`);
+    if (w.running === 0) return el('span', { class: 'badge rs-waiting', 'data-state': 'idle' }, 'idle: waiting for jobs');
+    return el('span', { class: 'badge rs-waiting', 'data-state': 'waiting' }, 'waiting for jobs');
   }
 
   // ---- find a job by id --------------------------------------------------
