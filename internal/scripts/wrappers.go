@@ -265,7 +265,7 @@ type FinishRecord struct {
 	// finishes. A plain completion then keeps its short record, marked
 	// "p", and costs one HEXISTS.
 	MayBeAdopted bool
-	Due          int64  // ms, when a FinishRetryDelayed/FinishMoveDelayed job is due
+	Due          int64 // ms, when a FinishRetryDelayed/FinishMoveDelayed job is due
 }
 
 // finishRecord is the schema of finishJobs' per-job record: its fields in
