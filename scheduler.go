@@ -396,11 +396,12 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 	var next int64
 	switch {
 	case pattern != "" && every != 0:
-		return fmt.Errorf("run %s of job scheduler %q has both every and pattern", rec.ID, rec.RepeatJobKey)
+		return fmt.Errorf("run %s of job scheduler %q has both every and pattern: %w", rec.ID, rec.RepeatJobKey, ErrInvalidOption)
 	case pattern != "":
 		sched, err := schedule.Parse(pattern, tz)
 		if err != nil {
-			return fmt.Errorf("run %s of job scheduler %q: %w", rec.ID, rec.RepeatJobKey, err)
+			// Final: the same pattern fails the same way on every try.
+			return fmt.Errorf("run %s of job scheduler %q: %w: %w", rec.ID, rec.RepeatJobKey, ErrInvalidOption, err)
 		}
 		if start := jsonNum(repeat["startDate"]); start > from {
 			from = start
@@ -414,7 +415,7 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 		}
 		next = max(t.UnixMilli(), from)
 	case every == 0:
-		return fmt.Errorf("run %s of job scheduler %q has neither every nor pattern", rec.ID, rec.RepeatJobKey)
+		return fmt.Errorf("run %s of job scheduler %q has neither every nor pattern: %w", rec.ID, rec.RepeatJobKey, ErrInvalidOption)
 	}
 	offset := repeat["offset"]
 	delete(repeat, "immediately")

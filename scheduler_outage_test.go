@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,41 @@ func TestSchedulerAdvanceOutlivesALongRefusal(t *testing.T) {
 
 	second := recv(t, ran, "the scheduler's next run; logs:\n%s", logs.String())
 	require.NotEqual(t, first.ID, second)
+}
+
+// TestSchedulerRunWithABadPatternIsNotRetried: a run whose stored pattern
+// cannot be parsed (written by a newer or a broken producer) fails the same
+// way on every try. The worker says so once and starts the run: before, it
+// retried the parse for about 9 s ("advance job scheduler failed;
+// retrying", 8 times) and then went on retrying in the background until
+// Close.
+func TestSchedulerRunWithABadPatternIsNotRetried(t *testing.T) {
+	t.Parallel()
+	rdb, q := ownServer(t, nil)
+	ctx := context.Background()
+	first, err := q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Pattern: "0 0 * * *", Immediately: true}, nil)
+	require.NoError(t, err)
+	raw, err := rdb.HGet(ctx, "bull:q:"+first.ID, "opts").Result()
+	require.NoError(t, err)
+	bad := strings.Replace(raw, `"pattern":"0 0 * * *"`, `"pattern":"0 0 31W * *"`, 1)
+	require.NotEqual(t, raw, bad)
+	require.NoError(t, rdb.HSet(ctx, "bull:q:"+first.ID, "opts", bad).Err())
+
+	ran := make(chan string, 10)
+	logs := &syncBuffer{}
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		ran <- job.ID
+		return nil, nil
+	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Close(ctx) })
+
+	require.Equal(t, first.ID, recv(t, ran, "logs:\n%s", logs.String()))
+	require.NoError(t, w.Close(ctx))
+	require.Contains(t, logs.String(), "job scheduler not advanced: its next run was not created")
+	require.NotContains(t, logs.String(), "retrying")
+	require.NotContains(t, logs.String(), "not advanced yet")
 }
 
 // refusingScheduler starts a worker (lockDuration 0 = the default) on a
