@@ -75,8 +75,9 @@ for i = 0, n - 1 do
   if duplicate then
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "duplicated", "jobId", id)
     allCreated = false
-    replies[#replies + 1] = {"duplicate", id, pending[id] or jobState(id)}
-    existing[#replies] = rcall("HGETALL", jobKey)
+    local fields = rcall("HGETALL", jobKey)
+    replies[#replies + 1] = {"duplicate", id, pending[id] or jobState(id, fields)}
+    existing[#replies] = fields
   else
     local recovered = nil
     if deid ~= "" then
@@ -91,8 +92,9 @@ for i = 0, n - 1 do
     end
     if owner then
       allCreated = false
-      replies[#replies + 1] = {"deduplicated", owner, pending[owner] or jobState(owner)}
-      existing[#replies] = rcall("HGETALL", base .. owner)
+      local fields = rcall("HGETALL", base .. owner)
+      replies[#replies + 1] = {"deduplicated", owner, pending[owner] or jobState(owner, fields)}
+      existing[#replies] = fields
     else
       if deid ~= "" then
         rcall("HSET", jobKey, "name", name, "data", ARGV[o + 4], "opts", ARGV[o + 5],

@@ -37,7 +37,10 @@ local function jobStateAt(qbase, id)
   return "unknown"
 end
 
-local function jobState(id)
+-- jobState: where job id is. fields, when given, is its hash as HGETALL
+-- returned it in the same script: the last check then reads it instead of
+-- asking Redis (TYPE and HEXISTS), which saves a duplicate add two commands.
+local function jobState(id, fields)
   if rcall("ZSCORE", completedKey, id) then
     return "completed"
   end
@@ -56,7 +59,14 @@ local function jobState(id)
   if rcall("ZSCORE", waitingChildrenKey, id) then
     return "waiting-children"
   end
-  if isJobHash(base .. id) then
+  if fields then
+    -- isJobHash on the hash read (an empty one: no job).
+    for i = 1, #fields, 2 do
+      if fields[i] == "timestamp" then
+        return "waiting"
+      end
+    end
+  elseif isJobHash(base .. id) then
     return "waiting"
   end
   return "unknown"
