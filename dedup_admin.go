@@ -13,7 +13,10 @@ import (
 // GetDeduplicationJobID returns the id of the job that holds deduplication
 // id dedupID (BullMQ's getDeduplicationJobId): the job further adds with
 // that id are deduplicated against. "" means no job holds it: the id was
-// never used, its TTL ran out, or its owner finished or was removed.
+// never used, or was freed (when its job finished, for an id taken without
+// a TTL; when the TTL ran out; when its job was removed; by
+// RemoveDeduplicationKey). An id taken with a TTL stays with its job after
+// the job finished, until the TTL runs out.
 func (q *Queue) GetDeduplicationJobID(ctx context.Context, dedupID string) (string, error) {
 	if dedupID == "" {
 		return "", optionError("deduplication id must not be empty")
