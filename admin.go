@@ -264,8 +264,9 @@ func (q *Queue) GetGlobalConcurrency(ctx context.Context) (n int, set bool, err 
 
 // GetGlobalRateLimit reads the limit all workers of the queue share (BullMQ's
 // getGlobalRateLimit): at most Max activations per Duration. It returns nil
-// when there is none, which, as in BullMQ, is also the answer when only one
-// of the two meta fields (max, duration) is set: workers then apply no limit.
+// when there is none and, as BullMQ's does, when only one of the two meta
+// fields (max, duration) is set. A worker's own WorkerOptions.Limiter is
+// not stored and does not show here.
 func (q *Queue) GetGlobalRateLimit(ctx context.Context) (*RateLimit, error) {
 	if err := q.check(); err != nil {
 		return nil, err

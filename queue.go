@@ -640,8 +640,7 @@ func (q *Queue) GetJobCounts(ctx context.Context, states ...JobState) (map[JobSt
 // the whole wait list, which is where a paused queue's jobs stay too; any
 // other priority counts the prioritized jobs of that priority. Jobs that
 // are delayed or waiting for children are not counted under any priority.
-// Repeated priorities are counted once; the result has one entry per
-// priority asked for.
+// The result has one entry per distinct priority asked for.
 func (q *Queue) GetCountsPerPriority(ctx context.Context, priorities ...int) (map[int]int64, error) {
 	unique := make([]int, 0, len(priorities))
 	for _, p := range priorities {
