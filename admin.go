@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover/internal/scripts"
 )
@@ -235,4 +238,52 @@ func (q *Queue) RemoveGlobalRateLimit(ctx context.Context) error {
 		return err
 	}
 	return q.rdb.HDel(ctx, q.k.Meta(), "max", "duration").Err()
+}
+
+// GetGlobalConcurrency reads the queue's cap on jobs running at once across
+// all workers (BullMQ's getGlobalConcurrency). set is false when there is
+// none. A cap of 0 is reported as set: Node BullMQ's setGlobalConcurrency
+// stores it, and it stops every worker from taking jobs.
+func (q *Queue) GetGlobalConcurrency(ctx context.Context) (n int, set bool, err error) {
+	if err := q.check(); err != nil {
+		return 0, false, err
+	}
+	v, err := q.rdb.HGet(ctx, q.k.Meta(), "concurrency").Result()
+	if errors.Is(err, redis.Nil) || (err == nil && v == "") {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("get global concurrency of queue %q: %w", q.name, err)
+	}
+	n, err = strconv.Atoi(v)
+	if err != nil {
+		return 0, false, fmt.Errorf("get global concurrency of queue %q: meta field concurrency is %q, not an integer", q.name, v)
+	}
+	return n, true, nil
+}
+
+// GetGlobalRateLimit reads the limit all workers of the queue share (BullMQ's
+// getGlobalRateLimit): at most Max activations per Duration. It returns nil
+// when there is none and, as BullMQ's does, when only one of the two meta
+// fields (max, duration) is set. A worker's own WorkerOptions.Limiter is
+// not stored and does not show here.
+func (q *Queue) GetGlobalRateLimit(ctx context.Context) (*RateLimit, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	vals, err := q.rdb.HMGet(ctx, q.k.Meta(), "max", "duration").Result()
+	if err != nil {
+		return nil, fmt.Errorf("get global rate limit of queue %q: %w", q.name, err)
+	}
+	var n [2]int64
+	for i, field := range []string{"max", "duration"} {
+		s, _ := vals[i].(string)
+		if s == "" {
+			return nil, nil
+		}
+		if n[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+			return nil, fmt.Errorf("get global rate limit of queue %q: meta field %s is %q, not an integer", q.name, field, s)
+		}
+	}
+	return &RateLimit{Max: int(n[0]), Duration: time.Duration(n[1]) * time.Millisecond}, nil
 }

@@ -183,6 +183,30 @@ func (j *Job) Log(ctx context.Context, line string) (int, error) {
 	return int(n), j.err("log to", err)
 }
 
+// ClearLogs deletes the job's log lines but the newest keep (BullMQ's
+// clearLogs(keepLogs)); keep 0 deletes them all. Like BullMQ's it is one
+// Redis command and does not check that the job exists.
+func (j *Job) ClearLogs(ctx context.Context, keep int) error {
+	if keep < 0 {
+		return j.err("clear logs of", optionError("lines to keep must not be negative, got %d", keep))
+	}
+	if j.queue == nil {
+		j.lines = min(j.lines, keep)
+		return nil
+	}
+	if err := j.queue.check(); err != nil {
+		return err
+	}
+	key := j.queue.k.Logs(j.ID)
+	var err error
+	if keep == 0 {
+		err = j.queue.rdb.Del(ctx, key).Err()
+	} else {
+		err = j.queue.rdb.LTrim(ctx, key, int64(-keep), -1).Err()
+	}
+	return j.err("clear logs of", err)
+}
+
 // GetState reads the job's current state.
 func (j *Job) GetState(ctx context.Context) (JobState, error) {
 	if j.queue == nil {

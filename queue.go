@@ -635,6 +635,39 @@ func (q *Queue) GetJobCounts(ctx context.Context, states ...JobState) (map[JobSt
 	return out, nil
 }
 
+// GetCountsPerPriority counts the jobs ready to run at each of the given
+// priorities, atomically (BullMQ's getCountsPerPriority). Priority 0 counts
+// the whole wait list, which is where a paused queue's jobs stay too; any
+// other priority counts the prioritized jobs of that priority. Jobs that
+// are delayed or waiting for children are not counted under any priority.
+// The result has one entry per distinct priority asked for.
+func (q *Queue) GetCountsPerPriority(ctx context.Context, priorities ...int) (map[int]int64, error) {
+	unique := make([]int, 0, len(priorities))
+	for _, p := range priorities {
+		if p < 0 || p > MaxPriority {
+			return nil, optionError("priority must be between 0 and %d, got %d", MaxPriority, p)
+		}
+		if !slices.Contains(unique, p) {
+			unique = append(unique, p)
+		}
+	}
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	out := make(map[int]int64, len(unique))
+	if len(unique) == 0 {
+		return out, nil
+	}
+	counts, err := scripts.GetCountsPerPriority(ctx, q.rdb, q.k, unique)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs per priority of queue %q: %w", q.name, err)
+	}
+	for i, p := range unique {
+		out[p] = counts[i]
+	}
+	return out, nil
+}
+
 // GetJobState reads where job id is: StateUnknown if nowhere.
 func (q *Queue) GetJobState(ctx context.Context, id string) (JobState, error) {
 	if err := q.check(); err != nil {

@@ -61,20 +61,22 @@ var codes = map[int64]error{
 // scriptCodes lists the codes each script returns (finishJobs: per job).
 // A script not listed returns none.
 var scriptCodes = map[string][]int64{
-	"addFlow":               {-5, -7},
-	"addLog":                {-1},
-	"moveToWaitingChildren": {-1, -2, -3, -6, -9},
-	"cancelJob":             {-1, -3},
-	"updateData":            {-1},
-	"changeDelay":           {-1, -3},
-	"changePriority":        {-1},
-	"finishJobs":            {-1, -2, -3, -4, -6, -9},
-	"promote":               {-1, -3},
-	"removeJob":             {-1, -8, -12},
-	"reprocessJob":          {-1, -3, -12},
-	"updateProgress":        {-1},
-	"obliterate":            {-13, -14},
-	"upsertJobScheduler":    {-10, -11},
+	"addFlow":                   {-5, -7},
+	"addLog":                    {-1},
+	"moveToWaitingChildren":     {-1, -2, -3, -6, -9},
+	"cancelJob":                 {-1, -3},
+	"updateData":                {-1},
+	"changeDelay":               {-1, -3},
+	"changePriority":            {-1},
+	"finishJobs":                {-1, -2, -3, -4, -6, -9},
+	"promote":                   {-1, -3},
+	"removeJob":                 {-1, -8, -12},
+	"removeChildDependency":     {-1, -5},
+	"removeUnprocessedChildren": {-1},
+	"reprocessJob":              {-1, -3, -12},
+	"updateProgress":            {-1},
+	"obliterate":                {-13, -14},
+	"upsertJobScheduler":        {-10, -11},
 }
 
 // codeError maps a negative script result to its error.

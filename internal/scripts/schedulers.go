@@ -102,5 +102,6 @@ func RemoveJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, id string) 
 // featureScripts are the scripts of job schedulers, flows and job control,
 // kept apart from All's list so each feature adds its own.
 func featureScripts() []*script {
-	return []*script{advanceScheduler, upsertJobScheduler, removeJobScheduler, addFlow, moveToWaitingChildren, cancelJob}
+	return []*script{advanceScheduler, upsertJobScheduler, removeJobScheduler, addFlow, moveToWaitingChildren, cancelJob,
+		removeDedupKey, getCountsPerPriority, removeChildDependency, removeUnprocessedChildren}
 }

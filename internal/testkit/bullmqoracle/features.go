@@ -101,6 +101,21 @@ func (o *Oracle) JobRead(ctx context.Context, prefix, queue, id, method string, 
 	return o.Call(ctx, "jobRead", qargs(prefix, queue, "jobId", id, "method", method, "args", nonNilArgs(args)), out)
 }
 
+// QueueCall calls one of Queue's getDeduplicationJobId,
+// removeDeduplicationKey, getGlobalConcurrency, getGlobalRateLimit or
+// getCountsPerPriority with args and decodes its result into out.
+func (o *Oracle) QueueCall(ctx context.Context, prefix, queue, method string, out any, args ...any) error {
+	return o.Call(ctx, "queueCall", qargs(prefix, queue, "method", method, "args", nonNilArgs(args)), out)
+}
+
+// JobCall reads job id with Queue.getJob and calls one of its
+// removeDeduplicationKey, clearLogs, removeChildDependency or
+// removeUnprocessedChildren with args, decoding the result into out (nil:
+// ignored).
+func (o *Oracle) JobCall(ctx context.Context, prefix, queue, id, method string, out any, args ...any) error {
+	return o.Call(ctx, "jobCall", qargs(prefix, queue, "jobId", id, "method", method, "args", nonNilArgs(args)), out)
+}
+
 func nonNilArgs(a []any) []any {
 	if a == nil {
 		return []any{}

@@ -71,6 +71,35 @@ export function featureCommands({ getQueue, need }) {
       const r = await job[a.method](...(a.args ?? []));
       return r === undefined ? null : r;
     },
+    // queueCall(a.method, a.args) calls one of Queue's deduplication,
+    // global-limit and per-priority calls and returns its result as JSON.
+    queueCall: async (a) => {
+      need(a, 'method');
+      const allowed = ['getDeduplicationJobId', 'removeDeduplicationKey', 'getGlobalConcurrency', 'getGlobalRateLimit', 'getCountsPerPriority'];
+      if (!allowed.includes(a.method)) {
+        throw new Error(`oracle: queueCall of ${a.method}`);
+      }
+      const q = await getQueue(a);
+      const r = await q[a.method](...(a.args ?? []));
+      return r === undefined ? null : r;
+    },
+    // jobCall(a.method, a.args) calls one of Job's changes (deduplication
+    // key, logs, flow dependencies) on job a.jobId, read first with
+    // Queue.getJob as a Node user would, and returns its result as JSON.
+    jobCall: async (a) => {
+      need(a, 'jobId', 'method');
+      const allowed = ['removeDeduplicationKey', 'clearLogs', 'removeChildDependency', 'removeUnprocessedChildren'];
+      if (!allowed.includes(a.method)) {
+        throw new Error(`oracle: jobCall of ${a.method}`);
+      }
+      const q = await getQueue(a);
+      const job = await q.getJob(String(a.jobId));
+      if (!job) {
+        throw new Error(`oracle: job ${a.jobId} not found in ${q.name}`);
+      }
+      const r = await job[a.method](...(a.args ?? []));
+      return r === undefined ? null : r;
+    },
     getMetrics: async (a) => {
       need(a, 'type');
       return (await getQueue(a)).getMetrics(a.type, a.start ?? 0, a.end ?? -1);

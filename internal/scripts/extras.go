@@ -1,0 +1,54 @@
+package scripts
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/seed40057009/drover/internal/keys"
+)
+
+var (
+	removeDedupKey            = load("removeDedupKey")
+	getCountsPerPriority      = load("getCountsPerPriority")
+	removeChildDependency     = load("removeChildDependency")
+	removeUnprocessedChildren = load("removeUnprocessedChildren")
+)
+
+// RemoveDedupKey deletes the de: key of deduplication id deid when it still
+// names job id; deid "" takes the job's stored deid. It reports whether it
+// deleted the key.
+func RemoveDedupKey(ctx context.Context, rdb Doer, k keys.Queue, id, deid string) (bool, error) {
+	n, err := runCode(ctx, removeDedupKey, rdb, k, id, deid)
+	return n == 1, err
+}
+
+// GetCountsPerPriority counts the ready jobs of each priority (0 = the wait
+// list), in the order given.
+func GetCountsPerPriority(ctx context.Context, rdb Doer, k keys.Queue, priorities []int) ([]int64, error) {
+	args := make([]any, len(priorities))
+	for i, p := range priorities {
+		args[i] = p
+	}
+	out, err := getCountsPerPriority.run(ctx, rdb, k, args...).Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != len(priorities) {
+		return nil, fmt.Errorf("getCountsPerPriority: %d counts for %d priorities", len(out), len(priorities))
+	}
+	return out, nil
+}
+
+// RemoveChildDependency detaches flow child id from its parent. It reports
+// false when the child was no longer one of the parent's pending
+// dependencies.
+func RemoveChildDependency(ctx context.Context, rdb Doer, k keys.Queue, id string) (bool, error) {
+	n, err := runCode(ctx, removeChildDependency, rdb, k, id)
+	return n == 1, err
+}
+
+// RemoveUnprocessedChildren deletes the pending children of job id, depth
+// first, and returns how many jobs it deleted.
+func RemoveUnprocessedChildren(ctx context.Context, rdb Doer, k keys.Queue, id string) (int64, error) {
+	return runCode(ctx, removeUnprocessedChildren, rdb, k, id)
+}

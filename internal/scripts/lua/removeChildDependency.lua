@@ -1,0 +1,29 @@
+-- removeChildDependency: take a flow child out of its parent's pending
+-- dependencies and forget its parent, so the parent no longer waits for it
+-- (BullMQ's Job.removeChildDependency). When it was the last one and the
+-- parent is in waiting-children, the parent goes to its queue's wait list
+-- with a waiting event, as a child's removal releases it. The parent is
+-- read from the job's own parentKey field.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 job id.
+-- Returns 1 detached; 0 the job was no longer a pending dependency (it
+-- finished, or was detached before), nothing changed; -1 job missing; -5
+-- the job names no parent, or its parent is gone (codes:
+-- internal/scripts/errors.go).
+--@include common
+--@include queue
+--@include remove
+
+local jobKey = base .. ARGV[2]
+if rcall("EXISTS", jobKey) == 0 then
+  return -1
+end
+local parentKey = rcall("HGET", jobKey, "parentKey")
+if not parentKey or parentKey == "" or rcall("EXISTS", parentKey) == 0 then
+  return -5
+end
+if detachFromParent(jobKey, parentKey, false) then
+  rcall("HDEL", jobKey, "parentKey", "parent")
+  return 1
+end
+return 0

@@ -1,0 +1,23 @@
+-- removeDedupKey: free a deduplication id only while it still names the
+-- given job, so a call made after the id passed to a newer job leaves that
+-- job's claim alone (BullMQ's Job.removeDeduplicationKey). Only the de: key
+-- goes, as in BullMQ; a kept next add (dn:) is not touched.
+-- KEYS: the 16 queue keys (include/queue.lua).
+-- ARGV: 1 base, 2 job id, 3 deduplication id ("" = the job's stored deid).
+-- Returns 1 removed, 0 not (no id, or the id names another job or none).
+--@include common
+--@include queue
+
+local id = ARGV[2]
+local deid = ARGV[3]
+if deid == "" then
+  deid = rcall("HGET", base .. id, "deid")
+  if not deid or deid == "" then
+    return 0
+  end
+end
+local dedupKey = base .. "de:" .. deid
+if rcall("GET", dedupKey) == id then
+  return rcall("DEL", dedupKey)
+end
+return 0
