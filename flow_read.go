@@ -206,14 +206,22 @@ type Dependencies struct {
 	Ignored map[string]string
 	// Failed are children that failed with FailParent.
 	Failed []string
-	// The cursors of the next pages of a paged read; 0 = no more.
-	NextProcessedCursor, NextUnprocessedCursor, NextIgnoredCursor, NextFailedCursor uint64
+	// The cursors of the next pages of a paged read. Processed,
+	// Unprocessed and Ignored page with Redis's HSCAN/SSCAN, whose cursor
+	// is 0 once the scan is over.
+	NextProcessedCursor, NextUnprocessedCursor, NextIgnoredCursor uint64
+	// NextFailedCursor is the page's Cursor + Count after every page, as
+	// BullMQ's nextFailedCursor: it is never 0, since Failed is an offset
+	// range of a sorted set. The failed children have all been read once
+	// a page holds fewer than Count of them (or none).
+	NextFailedCursor uint64
 }
 
 // GetDependencies reads the job's flow children. With no pages asked for
 // it reads every kind whole; otherwise only the kinds asked for, one page
-// each (BullMQ's getDependencies; drover's Failed page starts at its
-// cursor, where BullMQ's ignores it).
+// each, with BullMQ's getDependencies' cursors. The Failed page holds the
+// children at Cursor to Cursor+Count-1; BullMQ 6.7's ends at Count-1
+// whatever the cursor, so past the first page it reads none.
 func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*Dependencies, error) {
 	if j.queue == nil {
 		return &Dependencies{}, nil
@@ -249,7 +257,6 @@ func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*
 	}
 	var processed, unproc, ignored *redis.ScanCmd
 	var failed *redis.StringSliceCmd
-	var failedLen *redis.IntCmd
 	_, err := j.queue.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if o.Processed != nil {
 			processed = p.HScan(ctx, k.Processed(id), o.Processed.Cursor, "", count(o.Processed))
@@ -263,7 +270,6 @@ func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*
 		if o.Failed != nil {
 			start := int64(o.Failed.Cursor)
 			failed = p.ZRange(ctx, k.Unsuccessful(id), start, start+count(o.Failed)-1)
-			failedLen = p.ZCard(ctx, k.Unsuccessful(id))
 		}
 		return nil
 	})
@@ -283,9 +289,7 @@ func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*
 	}
 	if failed != nil {
 		d.Failed = failed.Val()
-		if end := o.Failed.Cursor + uint64(count(o.Failed)); int64(end) < failedLen.Val() {
-			d.NextFailedCursor = end
-		}
+		d.NextFailedCursor = o.Failed.Cursor + uint64(count(o.Failed))
 	}
 	return d, nil
 }
