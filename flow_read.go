@@ -39,9 +39,12 @@ type GetFlowOptions struct {
 
 // GetFlow reads the flow under job id: the job and, level by level, its
 // children (processed, pending, failed, then ignored, as BullMQ's getFlow
-// orders them) in whatever queue they are, one round trip per level.
-// Children removed meanwhile are left out. It returns ErrJobNotFound when
-// the job does not exist.
+// orders them) in whatever queue they are, one round trip per level. A
+// child its parent lists whose job is gone (it completed with
+// RemoveOnComplete, say, and its return value stays with the parent) is a
+// node with a nil Job, named by its Ref, in its place among the others, as
+// BullMQ's getFlow keeps an undefined entry for it. It returns
+// ErrJobNotFound when the job itself does not exist.
 func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*JobNode, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -62,7 +65,7 @@ func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*
 		node *JobNode
 		up   *JobNode // nil for the root
 	}
-	root := &JobNode{}
+	root := &JobNode{Ref: JobRef{Prefix: q.Prefix(), Queue: q.name, ID: id}}
 	level := []pending{{q: q, id: id, node: root}}
 	for depth := o.Depth; len(level) > 0; depth-- {
 		reads := make([]flowReads, len(level))
@@ -81,16 +84,16 @@ func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*
 			if err != nil {
 				return nil, fmt.Errorf("read flow of job %q in queue %q: %w", id, q.name, err)
 			}
-			if !ok {
-				if n.up == nil {
-					return nil, &JobError{Queue: q.name, JobID: id, Op: "get flow of", Err: ErrJobNotFound}
-				}
-				continue
+			if !ok && n.up == nil {
+				return nil, &JobError{Queue: q.name, JobID: id, Op: "get flow of", Err: ErrJobNotFound}
 			}
-			n.node.Job = n.q.fromRecord(&rec)
 			if n.up != nil {
 				n.up.Children = append(n.up.Children, n.node)
 			}
+			if !ok {
+				continue // a removed child: Job stays nil
+			}
+			n.node.Job = n.q.fromRecord(&rec)
 			if depth <= 1 {
 				continue
 			}
@@ -103,7 +106,7 @@ func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*
 				if err != nil {
 					continue
 				}
-				next = append(next, pending{q: cq, id: ref.ID, node: &JobNode{}, up: n.node})
+				next = append(next, pending{q: cq, id: ref.ID, node: &JobNode{Ref: ref}, up: n.node})
 			}
 		}
 		level = next
