@@ -17,7 +17,7 @@ const BackoffStop time.Duration = -1
 // BackoffFunc is a custom backoff strategy, registered by name in
 // WorkerOptions.BackoffStrategies and chosen by Backoff.Type. attemptsMade
 // counts the attempt that just failed (1 after the first failure). Return 0
-// to retry at once (straight back to wait), a positive delay to retry
+// to retry at once (not through the delayed set), a positive delay to retry
 // later, or BackoffStop to fail the job for good. Any other negative delay
 // retries at once too, but as BullMQ does with one: through the delayed
 // set, due now, with the job's delay field set to the delay in ms.
