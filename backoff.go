@@ -7,43 +7,56 @@ import (
 )
 
 // BackoffStop, returned by a BackoffFunc, fails the job for good instead of
-// retrying it (BullMQ's -1). Any negative duration does the same.
+// retrying it: Go's spelling of BullMQ's -1. A strategy may also return
+// -time.Millisecond, BullMQ's -1 in the milliseconds jobs store, with the
+// same effect, so a fixed or exponential backoff that works out at -1 ms
+// stops the job as a Node worker stops it. Other negative delays do not
+// stop the job: see BackoffFunc.
 const BackoffStop time.Duration = -1
 
 // BackoffFunc is a custom backoff strategy, registered by name in
 // WorkerOptions.BackoffStrategies and chosen by Backoff.Type. attemptsMade
 // counts the attempt that just failed (1 after the first failure). Return 0
-// to retry at once, a positive delay to retry later, or BackoffStop.
+// to retry at once (not through the delayed set), a positive delay to retry
+// later, or BackoffStop to fail the job for good. Any other negative delay
+// retries at once too, but as BullMQ does with one: through the delayed
+// set, due now, with the job's delay field set to the delay in ms.
 type BackoffFunc func(attemptsMade int, backoffType string, err error, job *Job) time.Duration
 
 // ComputeBackoff returns the delay before the next attempt of a job whose
 // attemptsMade-th attempt just failed, following BullMQ's formulas:
 //
-//   - fixed: Delay; with Jitter j, uniform in [Delay*(1-j), Delay).
-//   - exponential: round(2^(attemptsMade-1) * Delay); with Jitter j, uniform
-//     in [max*(1-j), max).
+//   - fixed: Delay; with Jitter j, floor of uniform in [Delay*(1-j), Delay).
+//   - exponential: round(2^(attemptsMade-1) * Delay); with Jitter j, floor
+//     of uniform in [max*(1-j), max).
 //   - any other Type: the strategy of that name in custom.
 //
-// rand must return a uniform value in [0, 1). A negative result means
-// "do not retry" (BackoffStop).
+// rand must return a uniform value in [0, 1). The result is BackoffStop
+// when the job must not be retried: the strategy returned BackoffStop, or
+// the delay is -1 ms (BullMQ's stop). Any other negative result means
+// "retry at once through the delayed set" (see BackoffFunc); it comes only
+// from a custom strategy or from a job whose stored backoff delay is
+// negative, which Node BullMQ accepts and JobOptions.Backoff refuses.
 func ComputeBackoff(b *Backoff, attemptsMade int, err error, job *Job, custom map[string]BackoffFunc, rand func() float64) (time.Duration, error) {
 	if b == nil {
 		return 0, nil
 	}
 	delayMs := float64(b.Delay.Milliseconds())
+	var d time.Duration
 	switch b.Type {
 	case BackoffFixed:
-		return jittered(delayMs, b.Jitter, rand), nil
+		d = jittered(delayMs, b.Jitter, rand)
 	case BackoffExponential:
 		top := math.Round(math.Pow(2, float64(attemptsMade-1)) * delayMs)
-		return jittered(top, b.Jitter, rand), nil
+		d = jittered(top, b.Jitter, rand)
+	default:
+		fn, ok := custom[b.Type]
+		if !ok {
+			return 0, fmt.Errorf("%w: unknown backoff strategy %q: register it in WorkerOptions.BackoffStrategies", ErrInvalidOption, b.Type)
+		}
+		d = fn(attemptsMade, b.Type, err, job)
 	}
-	fn, ok := custom[b.Type]
-	if !ok {
-		return 0, fmt.Errorf("%w: unknown backoff strategy %q: register it in WorkerOptions.BackoffStrategies", ErrInvalidOption, b.Type)
-	}
-	d := fn(attemptsMade, b.Type, err, job)
-	if d < 0 {
+	if d == -time.Millisecond {
 		return BackoffStop, nil
 	}
 	return d, nil

@@ -17,9 +17,10 @@ func TestComputeBackoff(t *testing.T) {
 		"linear": func(attemptsMade int, _ string, _ error, _ *drover.Job) time.Duration {
 			return time.Duration(attemptsMade) * 100 * time.Millisecond
 		},
-		"stop":  func(int, string, error, *drover.Job) time.Duration { return drover.BackoffStop },
-		"never": func(int, string, error, *drover.Job) time.Duration { return -5 * time.Second },
-		"now":   func(int, string, error, *drover.Job) time.Duration { return 0 },
+		"stop":     func(int, string, error, *drover.Job) time.Duration { return drover.BackoffStop },
+		"minus5s":  func(int, string, error, *drover.Job) time.Duration { return -5 * time.Second },
+		"minus1ms": func(int, string, error, *drover.Job) time.Duration { return -time.Millisecond },
+		"now":      func(int, string, error, *drover.Job) time.Duration { return 0 },
 	}
 	tests := []struct {
 		name     string
@@ -42,7 +43,17 @@ func TestComputeBackoff(t *testing.T) {
 		{"ExponentialRounds", &drover.Backoff{Type: "exponential", Delay: 3 * time.Millisecond}, 1, 0, 3 * time.Millisecond, ""},
 		{"Custom", &drover.Backoff{Type: "linear"}, 4, 0, 400 * time.Millisecond, ""},
 		{"CustomStop", &drover.Backoff{Type: "stop"}, 1, 0, drover.BackoffStop, ""},
-		{"CustomAnyNegativeStops", &drover.Backoff{Type: "never"}, 1, 0, drover.BackoffStop, ""},
+		// BullMQ stops only at -1 (ms); other negative delays retry now
+		// through delayed, so they are returned as they are.
+		{"CustomOtherNegativeKept", &drover.Backoff{Type: "minus5s"}, 1, 0, -5 * time.Second, ""},
+		{"CustomMinus1msStops", &drover.Backoff{Type: "minus1ms"}, 1, 0, drover.BackoffStop, ""},
+		{"FixedMinus1msStops", &drover.Backoff{Type: "fixed", Delay: -time.Millisecond}, 1, 0.5, drover.BackoffStop, ""},
+		{"FixedMinus5msKept", &drover.Backoff{Type: "fixed", Delay: -5 * time.Millisecond}, 1, 0.5, -5 * time.Millisecond, ""},
+		{"ExponentialMinus1msStopsFirst", &drover.Backoff{Type: "exponential", Delay: -time.Millisecond}, 1, 0.5, drover.BackoffStop, ""},
+		{"ExponentialMinus1msSecondKept", &drover.Backoff{Type: "exponential", Delay: -time.Millisecond}, 2, 0.5, -2 * time.Millisecond, ""},
+		// floor(0.5*-2*0.5 + -2*0.5) = floor(-1.5) = -2; at rand 0: -1, a stop.
+		{"FixedJitterNegative", &drover.Backoff{Type: "fixed", Delay: -2 * time.Millisecond, Jitter: 0.5}, 1, 0.5, -2 * time.Millisecond, ""},
+		{"FixedJitterNegativeStops", &drover.Backoff{Type: "fixed", Delay: -2 * time.Millisecond, Jitter: 0.5}, 1, 0, drover.BackoffStop, ""},
 		{"CustomZeroRetriesNow", &drover.Backoff{Type: "now"}, 1, 0, 0, ""},
 		{"UnknownCustom", &drover.Backoff{Type: "nope"}, 1, 0, 0, `unknown backoff strategy "nope"`},
 	}

@@ -152,7 +152,13 @@ type FlowJob struct {
 // JobNode is one job of a flow with its children: what FlowProducer.Add
 // stored, or what GetFlow read.
 type JobNode struct {
+	// Job is the node's job. In GetFlow's trees it is nil for a child its
+	// parent still lists whose job was removed (e.g. one that completed
+	// with RemoveOnComplete: its return value stays with the parent), as
+	// BullMQ's getFlow keeps an undefined entry for it; Ref then names it.
 	Job *Job
+	// Ref names the node's job: its prefix, queue and id.
+	Ref JobRef
 	// Outcome says what Add did with this node (zero in GetFlow's trees):
 	// AddCreated; AddDuplicate when a job with its JobID existed (that job
 	// is attached to the node's parent instead: its return value counts
@@ -336,7 +342,7 @@ func (f *FlowProducer) AddBulk(ctx context.Context, flows []FlowJob) ([]*JobNode
 			Delay: r.Delay, Priority: r.Priority, LIFO: r.LIFO, DedupID: r.DedupID,
 		}}
 		res := n.q.addResult(&p, outcomes[i], n.q.existingJobs(ctx, outcomes[i:i+1]))
-		jn := &JobNode{Job: res.Job, Outcome: res.Outcome}
+		jn := &JobNode{Job: res.Job, Ref: res.Job.Ref(), Outcome: res.Outcome}
 		if res.Outcome == AddCreated || res.Outcome == AddReAdded {
 			if r.ParentKey != "" {
 				ref, _ := ParseJobKey(r.ParentKey)

@@ -39,9 +39,12 @@ type GetFlowOptions struct {
 
 // GetFlow reads the flow under job id: the job and, level by level, its
 // children (processed, pending, failed, then ignored, as BullMQ's getFlow
-// orders them) in whatever queue they are, one round trip per level.
-// Children removed meanwhile are left out. It returns ErrJobNotFound when
-// the job does not exist.
+// orders them) in whatever queue they are, one round trip per level. A
+// child its parent lists whose job is gone (it completed with
+// RemoveOnComplete, say, and its return value stays with the parent) is a
+// node with a nil Job, named by its Ref, in its place among the others, as
+// BullMQ's getFlow keeps an undefined entry for it. It returns
+// ErrJobNotFound when the job itself does not exist.
 func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*JobNode, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -62,7 +65,7 @@ func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*
 		node *JobNode
 		up   *JobNode // nil for the root
 	}
-	root := &JobNode{}
+	root := &JobNode{Ref: JobRef{Prefix: q.Prefix(), Queue: q.name, ID: id}}
 	level := []pending{{q: q, id: id, node: root}}
 	for depth := o.Depth; len(level) > 0; depth-- {
 		reads := make([]flowReads, len(level))
@@ -81,16 +84,16 @@ func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*
 			if err != nil {
 				return nil, fmt.Errorf("read flow of job %q in queue %q: %w", id, q.name, err)
 			}
-			if !ok {
-				if n.up == nil {
-					return nil, &JobError{Queue: q.name, JobID: id, Op: "get flow of", Err: ErrJobNotFound}
-				}
-				continue
+			if !ok && n.up == nil {
+				return nil, &JobError{Queue: q.name, JobID: id, Op: "get flow of", Err: ErrJobNotFound}
 			}
-			n.node.Job = n.q.fromRecord(&rec)
 			if n.up != nil {
 				n.up.Children = append(n.up.Children, n.node)
 			}
+			if !ok {
+				continue // a removed child: Job stays nil
+			}
+			n.node.Job = n.q.fromRecord(&rec)
 			if depth <= 1 {
 				continue
 			}
@@ -103,7 +106,7 @@ func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*
 				if err != nil {
 					continue
 				}
-				next = append(next, pending{q: cq, id: ref.ID, node: &JobNode{}, up: n.node})
+				next = append(next, pending{q: cq, id: ref.ID, node: &JobNode{Ref: ref}, up: n.node})
 			}
 		}
 		level = next
@@ -206,14 +209,22 @@ type Dependencies struct {
 	Ignored map[string]string
 	// Failed are children that failed with FailParent.
 	Failed []string
-	// The cursors of the next pages of a paged read; 0 = no more.
-	NextProcessedCursor, NextUnprocessedCursor, NextIgnoredCursor, NextFailedCursor uint64
+	// The cursors of the next pages of a paged read. Processed,
+	// Unprocessed and Ignored page with Redis's HSCAN/SSCAN, whose cursor
+	// is 0 once the scan is over.
+	NextProcessedCursor, NextUnprocessedCursor, NextIgnoredCursor uint64
+	// NextFailedCursor is the page's Cursor + Count after every page, as
+	// BullMQ's nextFailedCursor: it is never 0, since Failed is an offset
+	// range of a sorted set. The failed children have all been read once
+	// a page holds fewer than Count of them (or none).
+	NextFailedCursor uint64
 }
 
 // GetDependencies reads the job's flow children. With no pages asked for
 // it reads every kind whole; otherwise only the kinds asked for, one page
-// each (BullMQ's getDependencies; drover's Failed page starts at its
-// cursor, where BullMQ's ignores it).
+// each, with BullMQ's getDependencies' cursors. The Failed page holds the
+// children at Cursor to Cursor+Count-1; BullMQ 6.7's ends at Count-1
+// whatever the cursor, so past the first page it reads none.
 func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*Dependencies, error) {
 	if j.queue == nil {
 		return &Dependencies{}, nil
@@ -249,7 +260,6 @@ func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*
 	}
 	var processed, unproc, ignored *redis.ScanCmd
 	var failed *redis.StringSliceCmd
-	var failedLen *redis.IntCmd
 	_, err := j.queue.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if o.Processed != nil {
 			processed = p.HScan(ctx, k.Processed(id), o.Processed.Cursor, "", count(o.Processed))
@@ -263,7 +273,6 @@ func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*
 		if o.Failed != nil {
 			start := int64(o.Failed.Cursor)
 			failed = p.ZRange(ctx, k.Unsuccessful(id), start, start+count(o.Failed)-1)
-			failedLen = p.ZCard(ctx, k.Unsuccessful(id))
 		}
 		return nil
 	})
@@ -283,9 +292,7 @@ func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*
 	}
 	if failed != nil {
 		d.Failed = failed.Val()
-		if end := o.Failed.Cursor + uint64(count(o.Failed)); int64(end) < failedLen.Val() {
-			d.NextFailedCursor = end
-		}
+		d.NextFailedCursor = o.Failed.Cursor + uint64(count(o.Failed))
 	}
 	return d, nil
 }

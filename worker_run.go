@@ -209,7 +209,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 			fr.Value = berr.Error()
 			entry.Error = fr.Value
 			retry = false
-		} else if delay < 0 {
+		} else if delay == BackoffStop {
 			retry = false
 		}
 	}
@@ -218,8 +218,12 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		fr.LIFO = stored.lifo
 		return settle(OutcomeRetried)
 	case retry:
+		// A negative delay other than BackoffStop goes through delayed, due
+		// now, keeping the negative delay in the job's delay field: BullMQ's
+		// moveToDelayed does that with any delay but 0 and -1.
 		fr.Delay = delay.Milliseconds()
-		entry.Backoff, entry.NextRun = delay, now.Add(delay)
+		entry.Backoff = max(delay, 0)
+		entry.NextRun = now.Add(entry.Backoff)
 		fr.Due = entry.NextRun.UnixMilli()
 		return settle(OutcomeRetryDelayed)
 	}

@@ -92,14 +92,15 @@ func (b *bundle) sibling(t *testing.T) *bundle {
 // customBackoffs are the custom backoff strategies both sides know: Node's
 // from internal/testkit/bullmqoracle/node/lib.mjs (through its "byType" strategy),
 // drover's from droverStrategies.
-var customBackoffs = []string{"linear100", "stop", "zero"}
+var customBackoffs = []string{"linear100", "stop", "zero", "minus5"}
 
 var droverStrategies = map[string]drover.BackoffFunc{
 	"linear100": func(attemptsMade int, _ string, _ error, _ *drover.Job) time.Duration {
 		return time.Duration(attemptsMade) * 100 * time.Millisecond
 	},
-	"stop": func(int, string, error, *drover.Job) time.Duration { return drover.BackoffStop },
-	"zero": func(int, string, error, *drover.Job) time.Duration { return 0 },
+	"stop":   func(int, string, error, *drover.Job) time.Duration { return drover.BackoffStop },
+	"zero":   func(int, string, error, *drover.Job) time.Duration { return 0 },
+	"minus5": func(int, string, error, *drover.Job) time.Duration { return -5 * time.Millisecond },
 }
 
 // jobSpec is one job to add, with the options both implementations share.

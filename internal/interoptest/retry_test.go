@@ -91,6 +91,19 @@ func TestDifferentialRetry(t *testing.T) {
 			},
 		},
 		{
+			// A negative delay other than -1 (BullMQ's stop) retries at
+			// once, but through the delayed set: due now, delay field -5.
+			name:     "CustomBackoffNegativeRetriesThroughDelayed",
+			job:      jobSpec{attempts: 3, backoff: custom("minus5")},
+			behavior: bullmqoracle.Fail("again"),
+			state:    "failed", atm: 3,
+			events: []string{
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "failed prev=active", "retries-exhausted", "drained",
+			},
+		},
+		{
 			name:     "CustomBackoffThenSuccess",
 			job:      jobSpec{attempts: 3, backoff: custom("linear100")},
 			behavior: bullmqoracle.FailTimes(2, "flaky", map[string]any{"ok": true}),
@@ -230,4 +243,87 @@ func withJob(lines []string, id string) []string {
 		}
 	}
 	return out
+}
+
+// TestDifferentialRetryNodeBackoff runs jobs Node BullMQ added with a
+// backoff drover's Queue.Add refuses (a negative delay, which BullMQ
+// accepts) through a Node worker under one prefix and a drover worker under
+// another, and requires the same events and Redis state: BullMQ's fixed and
+// exponential strategies compute the delay in ms, stop at exactly -1 and
+// retry through the delayed set, due at once, at any other negative value.
+func TestDifferentialRetryNodeBackoff(t *testing.T) {
+	t.Parallel()
+
+	setup := newSetup(t)
+
+	tests := []struct {
+		name    string
+		backoff *drover.Backoff
+		state   string
+		atm     int64
+		events  []string
+	}{
+		{
+			name:    "FixedMinus5RetriesThroughDelayed",
+			backoff: &drover.Backoff{Type: drover.BackoffFixed, Delay: -5 * time.Millisecond},
+			state:   "failed", atm: 3,
+			events: []string{
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "failed prev=active", "retries-exhausted", "drained",
+			},
+		},
+		{
+			name:    "FixedMinus1Stops",
+			backoff: &drover.Backoff{Type: drover.BackoffFixed, Delay: -time.Millisecond},
+			state:   "failed", atm: 1,
+			events: []string{"active prev=waiting", "failed prev=active", "drained"},
+		},
+		{
+			// round(2^0 * -1) = -1 stops after the first attempt.
+			name:    "ExponentialMinus1Stops",
+			backoff: &drover.Backoff{Type: drover.BackoffExponential, Delay: -time.Millisecond},
+			state:   "failed", atm: 1,
+			events: []string{"active prev=waiting", "failed prev=active", "drained"},
+		},
+		{
+			// round(2^0 * -3) = -3, then -6: retried through delayed.
+			name:    "ExponentialMinus3RetriesThroughDelayed",
+			backoff: &drover.Backoff{Type: drover.BackoffExponential, Delay: -3 * time.Millisecond},
+			state:   "failed", atm: 3,
+			events: []string{
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "delayed", "waiting prev=delayed",
+				"active prev=waiting", "failed prev=active", "retries-exhausted", "drained",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			nb := setup(t)
+			db := nb.sibling(t)
+			run := func(b *bundle, by impl) []string {
+				id := b.add(t, nodeImpl, jobSpec{name: tt.name, data: map[string]any{"scenario": tt.name}, attempts: 3, backoff: tt.backoff})
+				stop := b.startWorker(t, by, workerSpec{behavior: bullmqoracle.Fail("boom")})
+				evs := b.waitFinal(t, id, 1)
+				stop()
+				a := assertAgree(t, b, id)
+				require.Equal(t, tt.state, a.states[id], "%s run", by)
+				nj := assertJobAgree(t, b, id)
+				require.Equal(t, tt.atm, nj.AttemptsMade, "%s run: attemptsMade", by)
+				return eventLines(evs)
+			}
+			nodeEvents := run(nb, nodeImpl)
+			droverEvents := run(db, droverImpl)
+
+			want := append([]string{"added 1", "waiting 1"}, withJob(tt.events, "1")...)
+			require.Equal(t, want, nodeEvents, "Node BullMQ events (the reference)")
+			require.Equal(t, nodeEvents, droverEvents, "drover worker events vs Node BullMQ's")
+			requireSameState(t,
+				comparableDump(t, nb.rdb, nb.prefix, dumpOptions{workersRan: true}),
+				comparableDump(t, db.rdb, db.prefix, dumpOptions{workersRan: true}))
+		})
+	}
 }

@@ -312,11 +312,26 @@ if #owned > 1 then
   trimmed = true
 end
 
--- Pass 2: move each owned job to its next state. Finished jobs are added to
--- their set with one ZADD per set at the end; their events are written
--- after the retention trims (finals lists them).
+-- Pass 2: move each owned job to its next state, writing its events as it
+-- goes, so the stream reads as BullMQ's one moveToFinished call per job
+-- writes it: a flow child's parent release, then the child's own event,
+-- job after job. Finished jobs are added to their set with one ZADD per set
+-- and the sets are trimmed once, both when the pass reaches the batch's
+-- last finished job (lastFinalK), before that job's own event: BullMQ
+-- trims before it writes a finished job's event (a trimmed flow child's
+-- parent release comes first), and no finished job follows it.
 local finished = {[completedKey] = {}, [failedKey] = {}}
 local finals = {}
+local lastFinalK
+for k = #owned, 1, -1 do
+  local kind = ARGV[at[owned[k]] + REC.kind]
+  if kind == "c" or kind == "f" then
+    lastFinalK = k
+    break
+  end
+end
+lastFinal = lastFinalK ~= nil and lastFinalK == #owned
+
 for k = 1, #owned do
   local i = owned[k]
   local o = at[i]
@@ -331,7 +346,7 @@ for k = 1, #owned do
   local more = moreFlag == "1"
   local adopted = moreFlag == "p" and rcall("HEXISTS", jobKey, "parentKey") == 1
   local atm = ARGV[o + REC.attemptsMade]
-  lastFinal = kind == "c" or kind == "f"
+  local final = false
   if not more and kind == "c" and not adopted then
     -- A plain completion: no timeline, deduplication id or parent, so the
     -- fields go straight to HSET (the general path below builds a table).
@@ -345,7 +360,7 @@ for k = 1, #owned do
       add[#add + 1] = id
       noteTrim(completedKey, spec)
     end
-    finals[#finals + 1] = i
+    final = true
   else
     local stack = more and ARGV[o + REC.stacktrace] or ""
     local timeline = more and ARGV[o + REC.timeline] or ""
@@ -407,10 +422,7 @@ for k = 1, #owned do
         add[#add + 1] = id
         noteTrim(setKey, spec)
       end
-      -- Written after the retention trims below, as BullMQ trims before it
-      -- writes the job's event (a trimmed flow child's parent release comes
-      -- first).
-      finals[#finals + 1] = i
+      final = true
     elseif kind == "r" or kind == "w" then
       if #fields > 0 then
         rcall("HSET", jobKey, unpack(fields))
@@ -439,26 +451,25 @@ for k = 1, #owned do
       delayed = true
     end
   end
-end
-for setKey, add in pairs(finished) do
-  if #add > 0 then
-    rcall("ZADD", setKey, unpack(add))
-  end
-end
-
-for _, t in pairs(trims) do
-  cold().trimFinished(t[1], t[2], now)
-end
-for k = 1, #finals do
-  local o = at[finals[k]]
-  local id, value = jobIds[finals[k] + 1], ARGV[o + REC.value]
-  if ARGV[o + REC.kind] == "c" then
-    addEvent("event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
-  else
-    addEvent("event", "failed", "jobId", id, "failedReason", value, "prev", "active")
-    local atm = ARGV[o + REC.attemptsMade]
-    if tonumber(atm) >= tonumber(ARGV[o + REC.attempts]) then
-      rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
+  if final then
+    finals[#finals + 1] = i
+    if k == lastFinalK then
+      for setKey, add in pairs(finished) do
+        if #add > 0 then
+          rcall("ZADD", setKey, unpack(add))
+        end
+      end
+      for _, t in pairs(trims) do
+        cold().trimFinished(t[1], t[2], now)
+      end
+    end
+    if kind == "c" then
+      addEvent("event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
+    else
+      addEvent("event", "failed", "jobId", id, "failedReason", value, "prev", "active")
+      if tonumber(atm) >= tonumber(ARGV[o + REC.attempts]) then
+        rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
+      end
     end
   end
 end

@@ -704,6 +704,24 @@ type FlowIDs struct {
 	Children []FlowIDs `json:"children"`
 }
 
+// FlowNode is one node of a tree Node's FlowProducer.getFlow read: the
+// job's id and queue name, and its children. A nil *FlowNode is getFlow's
+// undefined entry: a child its parent lists whose job is missing.
+type FlowNode struct {
+	ID       string      `json:"id"`
+	Queue    string      `json:"queue"`
+	Children []*FlowNode `json:"children"`
+}
+
+// GetFlow reads the flow under job id of queue with FlowProducer.getFlow
+// (depth and maxChildren 0 for BullMQ's defaults). It returns nil when the
+// job does not exist.
+func (o *Oracle) GetFlow(ctx context.Context, prefix, queue, id string, depth, maxChildren int) (*FlowNode, error) {
+	var n *FlowNode
+	err := o.Call(ctx, "getFlow", qargs(prefix, queue, "jobId", id, "depth", depth, "maxChildren", maxChildren), &n)
+	return n, err
+}
+
 // AddFlow adds a parent job with its children (FlowProducer.add).
 func (o *Oracle) AddFlow(ctx context.Context, prefix string, flow FlowJob) (*FlowIDs, error) {
 	var ids FlowIDs

@@ -133,8 +133,9 @@ type WorkerOptions struct {
 	// BackoffStrategy names a custom backoff strategy of node/lib.mjs used
 	// for jobs whose backoff type is neither fixed nor exponential:
 	// "linear100" (attemptsMade*100 ms), "stop" (-1, no retry), "zero" (0,
-	// immediate retry) or "byType" (picks one of those by the job's backoff
-	// type).
+	// immediate retry), "minus5" (-5: a negative delay other than -1, which
+	// BullMQ retries through the delayed set at once) or "byType" (picks one
+	// of those by the job's backoff type).
 	BackoffStrategy string
 	// Telemetry turns on BullMQ's telemetry through bullmq-otel, recording
 	// spans in the driver's in-memory exporter (Oracle.TelemetrySpans).

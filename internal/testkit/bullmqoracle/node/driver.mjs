@@ -264,6 +264,27 @@ const commands = {
       await fp.close();
     }
   },
+  // getFlow reads the tree under a.jobId in a.queue (FlowProducer.getFlow
+  // with a.depth and a.maxChildren when given) as {id, queue, children}:
+  // each node's job id and queue name, and null where getFlow has an
+  // undefined entry (a missing job).
+  getFlow: async (a) => {
+    need(a, 'prefix', 'queue', 'jobId');
+    const fp = new FlowProducer({ connection: conns.queue, prefix: a.prefix });
+    try {
+      const opts = { id: String(a.jobId), queueName: a.queue };
+      if (a.depth) {
+        opts.depth = a.depth;
+      }
+      if (a.maxChildren) {
+        opts.maxChildren = a.maxChildren;
+      }
+      const view = (n) => (n ? { id: n.job.id, queue: n.job.queueName, children: (n.children ?? []).map(view) } : null);
+      return view(await fp.getFlow(opts));
+    } finally {
+      await fp.close();
+    }
+  },
   getJob: async (a) => {
     need(a, 'jobId');
     const q = await getQueue(a);

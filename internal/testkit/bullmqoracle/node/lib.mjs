@@ -60,6 +60,9 @@ export const backoffStrategies = {
   linear100: (attemptsMade) => attemptsMade * 100,
   stop: () => -1,
   zero: () => 0,
+  // A negative delay other than -1: BullMQ retries through the delayed set,
+  // due at once.
+  minus5: () => -5,
   byType: (attemptsMade, type, err, job) => {
     const f = backoffStrategies[type];
     if (!f || type === 'byType') {

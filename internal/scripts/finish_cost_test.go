@@ -1,0 +1,98 @@
+package scripts
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestFinishRedisCommands counts the Redis commands one finishJobs call
+// runs for a batch of plain completions (INFO commandstats on a server of
+// its own), the worker's hot path: a change that adds a command per job,
+// or per call, shows here. The call fetches nothing (count 0).
+//
+// A batch of one (14): HMGET meta, MGET locks, LREM active, DEL lock, SREM
+// stalled, HSET, ZADD completed, XADD completed (MAXLEN ~); the fetch's
+// delayed promotion (EXISTS, ZRANGEBYSCORE); the drained check (LLEN wait,
+// LLEN active, ZCARD prioritized) and XADD drained.
+// A batch of 50 (115 = 2 per job + 15): the same, with LLEN + LRANGE + DEL
+// of the active list in place of the LREMs, one XTRIM in place of MAXLEN on
+// each XADD, and per job one HSET and one XADD.
+func TestFinishRedisCommands(t *testing.T) {
+	t.Parallel()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	require.NoError(t, Load(ctx, rdb))
+
+	run := func(t *testing.T, name string, n int) int {
+		t.Helper()
+		k := keys.New("cost", name)
+		recs := make([]AddRecord, n)
+		for i := range recs {
+			recs[i] = AddRecord{Name: "j", Timestamp: 1, Data: "{}", Opts: "{}"}
+		}
+		_, err := AddJobs(ctx, rdb, k, NewCall(time.Minute), recs)
+		require.NoError(t, err)
+		now := time.Now().UnixMilli()
+		f, err := MoveToActive(ctx, rdb, k, FetchArgs{Now: now, Count: n, Token: "t", LockDuration: 30000, WorkerName: "w"})
+		require.NoError(t, err)
+		require.Len(t, f.Jobs, n)
+		fin := make([]FinishRecord, n)
+		for i, j := range f.Jobs {
+			fin[i] = FinishRecord{ID: j.ID, Token: "t:" + j.ID, Kind: FinishCompleted, Value: "null", AttemptsMade: 1, Attempts: 1}
+		}
+		require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+		errs, _, err := FinishJobs(ctx, rdb, k, FetchArgs{Now: now, Token: "t2", LockDuration: 30000, WorkerName: "w"}, 0, fin)
+		require.NoError(t, err)
+		for _, e := range errs {
+			require.NoError(t, e)
+		}
+		return finishCommands(t, rdb)
+	}
+	for _, tt := range []struct {
+		n    int
+		want int
+	}{
+		{1, 14},
+		{50, 115},
+	} {
+		got := run(t, "q"+strconv.Itoa(tt.n), tt.n)
+		t.Logf("finishJobs of %d plain completions: %d redis commands", tt.n, got)
+		require.Equal(t, tt.want, got, "commands of a finishJobs call of %d plain completions", tt.n)
+	}
+}
+
+// finishCommands sums INFO commandstats calls, leaving out the commands the
+// client itself sent (EVALSHA, INFO, CONFIG).
+func finishCommands(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	total := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		switch strings.TrimPrefix(name, "cmdstat_") {
+		case "evalsha", "eval", "info", "config|resetstat", "config", "hello", "client|setinfo", "client", "ping":
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		c, err := strconv.Atoi(calls)
+		require.NoError(t, err)
+		total += c
+	}
+	return total
+}
