@@ -47,6 +47,10 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	require.NoError(t, run("resume", "mail"))
 	require.NoError(t, run("retry", "mail", "--dry-run"))
 	require.NoError(t, run("clean", "mail", "--state", "waiting", "--grace", "0", "--yes"))
+	_, err = q.Add(ctx, "once", nil, &drover.JobOptions{JobID: "o1", Deduplication: &drover.Deduplication{ID: "op-1"}})
+	require.NoError(t, err)
+	require.NoError(t, run("dedup", "mail", "op-1"))
+	require.NoError(t, run("dedup", "mail", "op-1", "--release"))
 
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
 	require.NoError(t, err)
@@ -81,9 +85,11 @@ func TestCLIActionsAreAudited(t *testing.T) {
 		{"pause", "mail", "", "ok"},
 		{"resume", "mail", "", "ok"},
 		{"clean", "mail", "", "ok"},
+		{"release-dedup", "mail", "o1", "ok"},
 	}, got)
-	clean := page.Entries[0]
+	clean := page.Entries[1]
 	require.Equal(t, 2, clean.Jobs, "cleaned from wait: the promoted job and the scheduler's first run")
 	require.Contains(t, page.Entries[len(page.Entries)-1].Detail, "scheduler=digest every=1h0m0s")
-	require.Contains(t, page.Entries[4].Error, "not running")
+	require.Contains(t, page.Entries[5].Error, "not running")
+	require.Equal(t, `dedup="op-1"`, page.Entries[0].Detail)
 }

@@ -459,6 +459,48 @@ func TestQueueCommands(t *testing.T) {
 	})
 
 	// Issue 12, "what operators look for first" (CLI part).
+	t.Run("DedupShowsTheHolderAndReleases", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// The setup's worker is running: hold the queue so the jobs wait.
+		require.NoError(t, b.queue.Pause(ctx))
+		add := func(id string, ttl time.Duration) *drover.AddResult {
+			res, err := b.queue.Add(ctx, "send", nil, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: id, TTL: ttl}})
+			require.NoError(t, err)
+			return res
+		}
+		held := add("op-1", 0).Job.ID
+		require.Equal(t, `deduplication id "op-1" of mail is held by job `+held+` (waiting), with no expiry: freed when the job finishes or is removed`+"\n",
+			ok(t, b, "dedup", "mail", "op-1"))
+		timed := add("op-2", time.Hour).Job.ID
+		require.Regexp(t, `^deduplication id "op-2" of mail is held by job `+timed+` \(waiting\) until \S+Z \(in (59m5\ds|1h0m0s)\)\n$`,
+			ok(t, b, "dedup", "mail", "op-2"))
+		var shown struct {
+			ID, JobID, State string
+			Expires          int64
+		}
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "dedup", "mail", "op-2", "--json")), &shown))
+		require.Equal(t, "op-2", shown.ID)
+		require.Equal(t, timed, shown.JobID)
+		require.Equal(t, "waiting", shown.State)
+		require.InDelta(t, time.Now().Add(time.Hour).UnixMilli(), shown.Expires, 60e3)
+
+		require.Equal(t, `released deduplication id "op-1" of mail (held by job `+held+`, which is left alone)`+"\n",
+			ok(t, b, "dedup", "mail", "op-1", "--release"))
+		require.Equal(t, `deduplication id "op-1" of mail is free: the next add with it creates a job`+"\n", ok(t, b, "dedup", "mail", "op-1"))
+		require.Equal(t, `deduplication id "op-1" of mail was free: nothing to release`+"\n", ok(t, b, "dedup", "mail", "op-1", "--release"))
+		state, err := b.queue.GetJobState(ctx, held)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateWaiting, state, "the holder is left alone")
+		again := add("op-1", 0)
+		require.Equal(t, drover.AddCreated, again.Outcome, "the id is free again")
+
+		_, err = run(t, b, "dedup", "mail")
+		require.ErrorContains(t, err, "dedup needs <queue> <dedup-id>")
+		_, err = run(t, b, "dedup", "mial", "op-1")
+		require.ErrorContains(t, err, `no queue "mial"`)
+	})
+
 	t.Run("PauseResumeVersionUnknownQueue", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
