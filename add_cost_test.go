@@ -3,7 +3,6 @@ package drover_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestAddRedisCommands counts the Redis commands the add script runs per
@@ -28,7 +28,7 @@ func TestAddRedisCommands(t *testing.T) {
 	count := func(run func()) int {
 		require.NoError(t, rdb.ConfigResetStat(ctx).Err())
 		run()
-		return scriptCommands(t, rdb)
+		return redistest.ScriptCommands(t, rdb)
 	}
 	const n = 200
 	single := count(func() {
@@ -45,30 +45,6 @@ func TestAddRedisCommands(t *testing.T) {
 	t.Logf("redis commands per job: Add %.2f, AddBulk %.2f", float64(single)/n, float64(bulk)/n)
 	require.LessOrEqual(t, single, 9*n, "Add's commands per job")
 	require.LessOrEqual(t, bulk, 4*n, "AddBulk's commands per job")
-}
-
-// scriptCommands sums INFO commandstats calls, leaving out the commands the
-// client itself sent (EVALSHA, INFO, CONFIG).
-func scriptCommands(t *testing.T, rdb *redis.Client) int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	require.NoError(t, err)
-	total := 0
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		switch strings.TrimPrefix(name, "cmdstat_") {
-		case "evalsha", "eval", "info", "config|resetstat", "config", "hello", "client|setinfo", "client", "ping":
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-		c, err := strconv.Atoi(calls)
-		require.NoError(t, err)
-		total += c
-	}
-	return total
 }
 
 // TestAddDuplicatesReadInOneRoundTrip: an add that hits an existing job (a

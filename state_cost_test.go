@@ -2,14 +2,12 @@ package drover_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestStateLookupDoesNotSearchWait is issue 16 item 6 (no cost that grows
@@ -69,9 +67,10 @@ func TestStateLookupDoesNotSearchWait(t *testing.T) {
 		for _, l := range lookups {
 			require.NoError(t, rdb.ConfigResetStat(ctx).Err())
 			require.Equal(t, drover.StateWaiting, l.do(), l.name)
-			require.LessOrEqual(t, commandCalls(t, rdb, "lpos"), 1, "%s: LPOS calls (the active list's only)", l.name)
+			calls := redistest.CommandCalls(t, rdb)
+			require.LessOrEqual(t, calls["lpos"], 1, "%s: LPOS calls (the active list's only)", l.name)
 			if l.hit {
-				require.Zero(t, commandCalls(t, rdb, "type")+commandCalls(t, rdb, "hexists"), "%s: TYPE and HEXISTS calls", l.name)
+				require.Zero(t, calls["type"]+calls["hexists"], "%s: TYPE and HEXISTS calls", l.name)
 			}
 		}
 	}
@@ -85,20 +84,4 @@ func TestStateLookupDoesNotSearchWait(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, drover.StateUnknown, s, id)
 	}
-}
-
-// commandCalls reads how many times the server ran command (lower case),
-// inside scripts too, since the last CONFIG RESETSTAT.
-func commandCalls(t *testing.T, rdb *redis.Client, command string) int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	require.NoError(t, err)
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+command+":calls="); ok {
-			n, err := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-			require.NoError(t, err)
-			return n
-		}
-	}
-	return 0
 }

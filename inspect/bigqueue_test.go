@@ -93,14 +93,5 @@ func TestBigJobsQueuePage(t *testing.T) {
 // cmdCalls reads how many times the server ran cmd, from scripts too.
 func cmdCalls(t *testing.T, rdb *redis.Client, cmd string) int64 {
 	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	require.NoError(t, err)
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
-			n, err := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	return 0
+	return int64(redistest.CommandCalls(t, rdb)[cmd])
 }

@@ -3,11 +3,9 @@ package scripts
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/internal/keys"
@@ -58,7 +56,7 @@ func TestFinishRedisCommands(t *testing.T) {
 		for _, e := range errs {
 			require.NoError(t, e)
 		}
-		return finishCommands(t, rdb)
+		return redistest.ScriptCommands(t, rdb)
 	}
 	for _, tt := range []struct {
 		n    int
@@ -71,28 +69,4 @@ func TestFinishRedisCommands(t *testing.T) {
 		t.Logf("finishJobs of %d plain completions: %d redis commands", tt.n, got)
 		require.Equal(t, tt.want, got, "commands of a finishJobs call of %d plain completions", tt.n)
 	}
-}
-
-// finishCommands sums INFO commandstats calls, leaving out the commands the
-// client itself sent (EVALSHA, INFO, CONFIG).
-func finishCommands(t *testing.T, rdb *redis.Client) int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	require.NoError(t, err)
-	total := 0
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		switch strings.TrimPrefix(name, "cmdstat_") {
-		case "evalsha", "eval", "info", "config|resetstat", "config", "hello", "client|setinfo", "client", "ping":
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-		c, err := strconv.Atoi(calls)
-		require.NoError(t, err)
-		total += c
-	}
-	return total
 }
