@@ -42,6 +42,8 @@ type Queue struct {
 	// The add chains through QueueOptions.AddMiddleware (middleware.go);
 	// nil without middleware.
 	addOneChain, addBulkChain AddFunc
+	// onWait, set by tests only, runs at stages of WaitUntilFinished.
+	onWait func(stage string)
 }
 
 // NewQueue returns the queue called name. It does no I/O. On a Redis

@@ -1,0 +1,246 @@
+package drover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// JobFailedError is the error WaitUntilFinished returns when the job failed
+// for good: it is in the failed set, or a "failed" event for it was read.
+// Match it with errors.As.
+type JobFailedError struct {
+	Queue string
+	JobID string
+	// Reason is the job's failedReason, the message of the error that
+	// failed its last attempt.
+	Reason string
+}
+
+func (e *JobFailedError) Error() string {
+	return fmt.Sprintf("job %q in queue %q failed: %s", e.JobID, e.Queue, e.Reason)
+}
+
+// How WaitUntilFinished reads the events stream. waitBlock bounds one
+// blocking read, so how late a cancelled (not timed out) ctx is noticed;
+// waitRecheck bounds how long events of other jobs can keep the call
+// reading without looking at the job itself, which is what finds a job
+// whose event the stream's cap trimmed away before it was read.
+var (
+	waitBlock   = time.Second
+	waitRecheck = 5 * time.Second
+)
+
+// WaitUntilFinished waits until the job finishes for good and returns its
+// return value (JSON), or, when it failed, a *JobFailedError with its
+// failedReason. It is Queue.WaitUntilFinished for j's id; see there.
+func (j *Job) WaitUntilFinished(ctx context.Context) (json.RawMessage, error) {
+	if j.queue == nil {
+		return nil, ErrNoQueue
+	}
+	return j.queue.WaitUntilFinished(ctx, j.ID)
+}
+
+// WaitUntilFinished waits until job id finishes for good, as BullMQ's
+// job.waitUntilFinished does, and returns its return value (the JSON a
+// drover or Node worker stored; nil if the job has none). When the job
+// failed it returns a *JobFailedError carrying the failedReason.
+//
+// "For good" is BullMQ 6.7.0's meaning: a failed attempt that will be
+// retried writes a "waiting" or "delayed" event, not "failed", so the wait
+// goes on through retries and ends at the completion or at the last
+// attempt's failure. A job that is already completed or failed answers at
+// once, from its hash.
+//
+// No finish is missed: the call takes the events stream's last id before it
+// looks at the job, then reads the stream from that id for the job's
+// "completed" or "failed" event. A job removed on completion
+// (RemoveOnComplete) still yields its value, which that event carries. The
+// stream is capped (maxLenEvents), so the event can be trimmed away before
+// it is read; the call therefore looks at the job again whenever a read
+// finds nothing for a second, and at least every five seconds. A job that
+// does not exist, or that is gone with no event left for it, is an error
+// matching ErrJobNotFound (BullMQ rejects with "Missing key for job").
+//
+// ctx bounds the wait (ctx.Err() is returned); a deadline is met on time, a
+// plain cancel is noticed within a second. Unlike BullMQ's, the call needs
+// no QueueEvents. It costs one connection of the client's pool for as long
+// as it waits, because a blocking read holds its connection: give the
+// client a PoolSize above the number of concurrent waiters plus what the
+// rest of the program needs, or wait through a Queue on a client of its own.
+func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessage, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, q.waitErr(id, fmt.Errorf("%w: empty job id", ErrJobNotFound))
+	}
+	events := q.k.Events()
+	// The position comes first: whatever finishes the job after it writes
+	// its event after it.
+	last, err := q.rdb.XRevRangeN(ctx, events, "+", "-", 1).Result()
+	if err != nil {
+		return nil, q.waitErr(id, fmt.Errorf("read events: %w", err))
+	}
+	pos := "0-0"
+	if len(last) > 0 {
+		pos = last[0].ID
+	}
+	q.waitHook("position")
+	for {
+		checked, err := q.finishedJob(ctx, id, pos)
+		if done, v, err := checked.result(q, id, err); done {
+			return v, err
+		}
+		q.waitHook("checked")
+		recheckAt := time.Now().Add(waitRecheck)
+		for time.Now().Before(recheckAt) {
+			block := waitBlock
+			if dl, ok := ctx.Deadline(); ok {
+				block = min(block, time.Until(dl))
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if block < time.Millisecond {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			streams, err := q.rdb.XRead(ctx, &redis.XReadArgs{
+				Streams: []string{events, pos}, Count: 1000, Block: block,
+			}).Result()
+			if errors.Is(err, redis.Nil) {
+				break // a quiet second: look at the job
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				if isUnblocked(err) {
+					continue // a failover ended the block
+				}
+				return nil, q.waitErr(id, fmt.Errorf("read events: %w", err))
+			}
+			for _, s := range streams {
+				for _, m := range s.Messages {
+					pos = m.ID
+					if ev := parseEvent(m); ev.JobID == id {
+						if done, v, err := finishedByEvent(q, ev); done {
+							return v, err
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// jobCheck is what finishedJob saw of a job.
+type jobCheck struct {
+	missing    bool
+	completed  bool
+	failed     bool
+	value      string
+	reason     string
+	foundEvent *Event // for a missing job: its finish event after the position
+}
+
+// result turns a check into the call's answer; done is false while the job
+// is unfinished.
+func (c jobCheck) result(q *Queue, id string, err error) (done bool, v json.RawMessage, _ error) {
+	switch {
+	case err != nil:
+		return true, nil, q.waitErr(id, err)
+	case c.foundEvent != nil:
+		return finishedByEvent(q, *c.foundEvent)
+	case c.missing:
+		return true, nil, q.waitErr(id, ErrJobNotFound)
+	case c.completed:
+		return true, rawValue(c.value), nil
+	case c.failed:
+		return true, nil, &JobFailedError{Queue: q.name, JobID: id, Reason: c.reason}
+	}
+	return false, nil, nil
+}
+
+// finishedJob reads, in one transaction, whether job id exists and is
+// completed or failed (BullMQ's isFinished), with its returnvalue and
+// failedReason. When it does not exist, the job may have finished and been
+// removed after pos: the stream after pos is searched for its event.
+func (q *Queue) finishedJob(ctx context.Context, id, pos string) (jobCheck, error) {
+	var exists *redis.IntCmd
+	var inCompleted, inFailed *redis.FloatCmd
+	var fields *redis.SliceCmd
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		exists = p.Exists(ctx, q.k.Job(id))
+		inCompleted = p.ZScore(ctx, q.k.Completed(), id)
+		inFailed = p.ZScore(ctx, q.k.Failed(), id)
+		fields = p.HMGet(ctx, q.k.Job(id), "returnvalue", "failedReason")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return jobCheck{}, fmt.Errorf("read job: %w", err)
+	}
+	var c jobCheck
+	if exists.Val() == 0 {
+		c.missing = true
+		after, err := q.rdb.XRange(ctx, q.k.Events(), "("+pos, "+").Result()
+		if err != nil {
+			return jobCheck{}, fmt.Errorf("read events: %w", err)
+		}
+		for _, m := range after {
+			ev := parseEvent(m)
+			if ev.JobID == id && (ev.Name == EventCompleted || ev.Name == EventFailed) {
+				c.foundEvent = &ev
+				break
+			}
+		}
+		return c, nil
+	}
+	vals := fields.Val()
+	if len(vals) == 2 {
+		c.value, _ = vals[0].(string)
+		c.reason, _ = vals[1].(string)
+	}
+	c.completed = inCompleted.Err() == nil
+	c.failed = !c.completed && inFailed.Err() == nil
+	return c, nil
+}
+
+// finishedByEvent answers from a "completed" or "failed" event; done is
+// false for other events.
+func finishedByEvent(q *Queue, ev Event) (done bool, v json.RawMessage, _ error) {
+	switch ev.Name {
+	case EventCompleted:
+		return true, rawValue(ev.Fields["returnvalue"]), nil
+	case EventFailed:
+		return true, nil, &JobFailedError{Queue: q.name, JobID: ev.JobID, Reason: ev.FailedReason}
+	}
+	return false, nil, nil
+}
+
+// rawValue is a stored returnvalue as JSON; nil when there is none or it is
+// not JSON (BullMQ's getReturnValue then gives undefined too).
+func rawValue(s string) json.RawMessage {
+	if s == "" || !json.Valid([]byte(s)) {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// waitHook runs the test hook, if any, at a stage of WaitUntilFinished:
+// "position" once the stream position is taken, "checked" after each look
+// at the job that found it unfinished.
+func (q *Queue) waitHook(stage string) {
+	if q.onWait != nil {
+		q.onWait(stage)
+	}
+}
+
+func (q *Queue) waitErr(id string, err error) error {
+	return &JobError{Queue: q.name, JobID: id, Op: "wait for", Err: err}
+}
