@@ -65,4 +65,3 @@ func KeptRunners(w *Worker) int {
 // once it took its events stream position, "checked" after each look at the
 // job that found it unfinished (tests only; set before the call).
 func SetWaitHook(q *Queue, f func(stage string)) { q.onWait = f }
-
