@@ -79,6 +79,9 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 	if id == "" {
 		return nil, q.waitErr(id, fmt.Errorf("%w: empty job id", ErrJobNotFound))
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	events := q.k.Events()
 	// The position comes first: whatever finishes the job after it writes
 	// its event after it.
@@ -92,6 +95,9 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 	}
 	q.waitHook("position")
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		checked, err := q.finishedJob(ctx, id, pos)
 		if done, v, err := checked.result(q, id, err); done {
 			return v, err
