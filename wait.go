@@ -67,11 +67,18 @@ func (j *Job) WaitUntilFinished(ctx context.Context) (json.RawMessage, error) {
 // matching ErrJobNotFound (BullMQ rejects with "Missing key for job").
 //
 // ctx bounds the wait (ctx.Err() is returned); a deadline is met on time, a
-// plain cancel is noticed within a second. Unlike BullMQ's, the call needs
-// no QueueEvents. It costs one connection of the client's pool for as long
-// as it waits, because a blocking read holds its connection: give the
-// client a PoolSize above the number of concurrent waiters plus what the
-// rest of the program needs, or wait through a Queue on a client of its own.
+// plain cancel is noticed within a second. Closing the Queue ends waiting
+// calls with ErrClosed within a second, as closing a BullMQ Queue rejects
+// its waits. Unlike BullMQ's, the call needs no QueueEvents.
+//
+// Cost: a blocking read holds its connection, so each waiting call keeps one
+// connection of the client's pool busy for nearly all of its wait, and looks
+// at the job (one MULTI) after every quiet second. With more concurrent
+// waiters than free connections, every call on the client, waiters and
+// others, queues for a connection and may fail with go-redis's pool
+// timeout: give the client a PoolSize above the number of waiters plus what
+// the rest of the program needs, or wait through a Queue on a client of its
+// own.
 func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessage, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -111,6 +118,9 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, err
+			}
+			if err := q.check(); err != nil {
+				return nil, err // closed while waiting
 			}
 			if block < time.Millisecond {
 				<-ctx.Done()
@@ -190,6 +200,13 @@ func (q *Queue) finishedJob(ctx context.Context, id, pos string) (jobCheck, erro
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return jobCheck{}, fmt.Errorf("read job: %w", err)
+	}
+	// Exec reports the first failed command only, and a member missing from
+	// a set is one (redis.Nil): look at each.
+	for _, e := range []error{exists.Err(), inCompleted.Err(), inFailed.Err(), fields.Err()} {
+		if e != nil && !errors.Is(e, redis.Nil) {
+			return jobCheck{}, fmt.Errorf("read job: %w", e)
+		}
 	}
 	var c jobCheck
 	if exists.Val() == 0 {

@@ -263,6 +263,21 @@ func TestWaitUntilFinished(t *testing.T) {
 		require.Less(t, time.Since(start), 900*time.Millisecond, "the deadline bounds the blocking read")
 	})
 
+	t.Run("QueueClosed", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		res, err := b.queue.Add(ctx, "never", nil, nil)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		got := waitAsync(ctx, b.queue, res.Job.ID)
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, b.queue.Close())
+		r := <-got
+		require.ErrorIs(t, r.err, drover.ErrClosed)
+		require.NoError(t, ctx.Err(), "ended by the close, not by ctx")
+	})
+
 	t.Run("MissingJob", func(t *testing.T) {
 		t.Parallel()
 		b := setupQueue(t)
