@@ -58,13 +58,18 @@ func (j *Job) WaitUntilFinished(ctx context.Context) (json.RawMessage, error) {
 //
 // No finish is missed: the call takes the events stream's last id before it
 // looks at the job, then reads the stream from that id for the job's
-// "completed" or "failed" event. A job removed on completion
-// (RemoveOnComplete) still yields its value, which that event carries. The
-// stream is capped (maxLenEvents), so the event can be trimmed away before
-// it is read; the call therefore looks at the job again whenever a read
-// finds nothing for a second, and at least every five seconds. A job that
-// does not exist, or that is gone with no event left for it, is an error
-// matching ErrJobNotFound (BullMQ rejects with "Missing key for job").
+// "completed" or "failed" event. The stream is capped (maxLenEvents), so the
+// event can be trimmed away before it is read; the call therefore looks at
+// the job again whenever a read finds nothing for a second, and at least
+// every five seconds.
+//
+// A job removed on completion (RemoveOnComplete, RemoveOnFail) still
+// yields its value or reason, which its event carries: when the job hash is
+// gone, the call looks for the job's last finish event in the stream, newest
+// first (at most the whole stream), even when the job finished before the
+// call; BullMQ's waitUntilFinished rejects that case with "Missing key for
+// job". A job that does not exist and has no finish event left in the stream
+// is an error matching ErrJobNotFound.
 //
 // ctx bounds the wait (ctx.Err() is returned); a deadline is met on time, a
 // plain cancel is noticed within a second. Closing the Queue ends waiting
@@ -105,7 +110,7 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		checked, err := q.finishedJob(ctx, id, pos)
+		checked, err := q.finishedJob(ctx, id)
 		if done, v, err := checked.result(q, id, err); done {
 			return v, err
 		}
@@ -162,7 +167,7 @@ type jobCheck struct {
 	failed     bool
 	value      string
 	reason     string
-	foundEvent *Event // for a missing job: its finish event after the position
+	foundEvent *Event // for a missing job: its last finish event
 }
 
 // result turns a check into the call's answer; done is false while the job
@@ -186,8 +191,8 @@ func (c jobCheck) result(q *Queue, id string, err error) (done bool, v json.RawM
 // finishedJob reads, in one transaction, whether job id exists and is
 // completed or failed (BullMQ's isFinished), with its returnvalue and
 // failedReason. When it does not exist, the job may have finished and been
-// removed after pos: the stream after pos is searched for its event.
-func (q *Queue) finishedJob(ctx context.Context, id, pos string) (jobCheck, error) {
+// removed (before the call, or since): the stream is searched for its event.
+func (q *Queue) finishedJob(ctx context.Context, id string) (jobCheck, error) {
 	var exists *redis.IntCmd
 	var inCompleted, inFailed *redis.FloatCmd
 	var fields *redis.SliceCmd
@@ -211,18 +216,8 @@ func (q *Queue) finishedJob(ctx context.Context, id, pos string) (jobCheck, erro
 	var c jobCheck
 	if exists.Val() == 0 {
 		c.missing = true
-		after, err := q.rdb.XRange(ctx, q.k.Events(), "("+pos, "+").Result()
-		if err != nil {
-			return jobCheck{}, fmt.Errorf("read events: %w", err)
-		}
-		for _, m := range after {
-			ev := parseEvent(m)
-			if ev.JobID == id && (ev.Name == EventCompleted || ev.Name == EventFailed) {
-				c.foundEvent = &ev
-				break
-			}
-		}
-		return c, nil
+		c.foundEvent, err = q.lastFinishEvent(ctx, id)
+		return c, err
 	}
 	vals := fields.Val()
 	if len(vals) == 2 {
@@ -232,6 +227,37 @@ func (q *Queue) finishedJob(ctx context.Context, id, pos string) (jobCheck, erro
 	c.completed = inCompleted.Err() == nil
 	c.failed = !c.completed && inFailed.Err() == nil
 	return c, nil
+}
+
+// lastFinishEvent looks through the events stream, newest first, for job
+// id's last "completed" or "failed" event. It stops at the job's "added"
+// event: what comes before it belongs to an earlier job with the same id.
+// It reads at most the whole stream, which maxLenEvents caps (10000 by
+// default), in pages.
+func (q *Queue) lastFinishEvent(ctx context.Context, id string) (*Event, error) {
+	const page = 500
+	end := "+"
+	for {
+		ms, err := q.rdb.XRevRangeN(ctx, q.k.Events(), end, "-", page).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read events: %w", err)
+		}
+		for _, m := range ms {
+			if m.Values["jobId"] != id {
+				continue
+			}
+			switch ev := parseEvent(m); ev.Name {
+			case EventCompleted, EventFailed:
+				return &ev, nil
+			case EventAdded:
+				return nil, nil
+			}
+		}
+		if len(ms) < page {
+			return nil, nil
+		}
+		end = "(" + ms[len(ms)-1].ID
+	}
 }
 
 // finishedByEvent answers from a "completed" or "failed" event; done is

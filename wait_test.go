@@ -196,7 +196,11 @@ func TestWaitUntilFinished(t *testing.T) {
 		t.Parallel()
 		b := setupQueue(t)
 		rm := &drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true}}
-		listening, err := b.queue.Add(ctx, "listening", nil, rm)
+		before, err := b.queue.Add(ctx, "before", nil, rm)
+		require.NoError(t, err)
+		kept, err := b.queue.Add(ctx, "kept", nil, &drover.JobOptions{JobID: "kept"})
+		require.NoError(t, err)
+		unrun, err := b.queue.Add(ctx, "unrun", nil, &drover.JobOptions{Delay: time.Hour})
 		require.NoError(t, err)
 		// This one finishes and is removed between the position and the
 		// look at the job: the look finds no job, the event is after the
@@ -227,11 +231,32 @@ func TestWaitUntilFinished(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, `{"from":"racing"}`, string(v))
 
-		// The listening job finished before any of this (its worker did not
-		// wait): it is gone and its event is before the position, as for
-		// BullMQ's "Missing key".
+		// The other job finished before the call (its worker did not wait):
+		// it is gone and its event is before the position, found by the
+		// look back through the stream (BullMQ rejects: "Missing key").
 		drover.SetWaitHook(b.queue, nil)
-		_, err = b.queue.WaitUntilFinished(ctx, listening.Job.ID)
+		v, err = b.queue.WaitUntilFinished(ctx, before.Job.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"from":"before"}`, string(v))
+
+		// A job removed by hand after its finish: its finish is still the
+		// answer. One removed before it ran has none.
+		b.waitState(t, kept.Job.ID, drover.StateCompleted)
+		for _, j := range []*drover.Job{kept.Job, unrun.Job} {
+			require.NoError(t, j.Remove(ctx))
+		}
+		v, err = b.queue.WaitUntilFinished(ctx, kept.Job.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"from":"kept"}`, string(v))
+		_, err = b.queue.WaitUntilFinished(ctx, unrun.Job.ID)
+		require.ErrorIs(t, err, drover.ErrJobNotFound)
+
+		// A finish of an earlier job with the same id is not this one's.
+		again, err := b.queue.Add(ctx, "again", nil, &drover.JobOptions{JobID: kept.Job.ID, Delay: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, drover.AddCreated, again.Outcome)
+		require.NoError(t, again.Job.Remove(ctx))
+		_, err = b.queue.WaitUntilFinished(ctx, kept.Job.ID)
 		require.ErrorIs(t, err, drover.ErrJobNotFound)
 	})
 
@@ -261,6 +286,48 @@ func TestWaitUntilFinished(t *testing.T) {
 		_, err = res.Job.WaitUntilFinished(ctx)
 		require.Equal(t, context.DeadlineExceeded, err)
 		require.Less(t, time.Since(start), 900*time.Millisecond, "the deadline bounds the blocking read")
+	})
+
+	// Many jobs a fast worker finishes around the time the wait starts, half
+	// of them removed on completion: every wait gets its own job's value.
+	t.Run("ManyFastJobs", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		b.startWorker(t, func(ctx context.Context, j *drover.Job) (any, error) {
+			return "v" + j.ID, nil
+		}, &drover.WorkerOptions{Concurrency: 4})
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		errs := make(chan error, 4)
+		for g := range 4 {
+			go func() {
+				for i := range 50 {
+					var opts *drover.JobOptions
+					if i%2 == 0 {
+						opts = &drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true}}
+					}
+					res, err := b.queue.Add(ctx, "j", nil, opts)
+					if err != nil {
+						errs <- err
+						return
+					}
+					start := time.Now()
+					v, err := b.queue.WaitUntilFinished(ctx, res.Job.ID)
+					if err != nil {
+						errs <- fmt.Errorf("goroutine %d job %s: %w", g, res.Job.ID, err)
+						return
+					}
+					if want := `"v` + res.Job.ID + `"`; string(v) != want || time.Since(start) > 700*time.Millisecond {
+						errs <- fmt.Errorf("job %s: got %s after %s, want %s from its event", res.Job.ID, v, time.Since(start), want)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range 4 {
+			require.NoError(t, <-errs)
+		}
 	})
 
 	t.Run("QueueClosed", func(t *testing.T) {
