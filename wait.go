@@ -74,7 +74,9 @@ func (j *Job) WaitUntilFinished(ctx context.Context) (json.RawMessage, error) {
 // ctx bounds the wait (ctx.Err() is returned); a deadline is met on time, a
 // plain cancel is noticed within a second. Closing the Queue ends waiting
 // calls with ErrClosed within a second, as closing a BullMQ Queue rejects
-// its waits. Unlike BullMQ's, the call needs no QueueEvents.
+// its waits. Unlike BullMQ's, the call needs no QueueEvents. A Redis error
+// (an outage, say) ends the call with that error, wrapped in a *JobError;
+// the job is not touched, so calling again goes on waiting.
 //
 // Cost: a blocking read holds its connection, so each waiting call keeps one
 // connection of the client's pool busy for nearly all of its wait, and looks
