@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,15 +26,119 @@ func (e *JobFailedError) Error() string {
 	return fmt.Sprintf("job %q in queue %q failed: %s", e.JobID, e.Queue, e.Reason)
 }
 
-// How WaitUntilFinished reads the events stream. waitBlock bounds one
-// blocking read, so how late a cancelled (not timed out) ctx is noticed;
-// waitRecheck bounds how long events of other jobs can keep the call
-// reading without looking at the job itself, which is what finds a job
-// whose event the stream's cap trimmed away before it was read.
-var (
-	waitBlock   = time.Second
-	waitRecheck = 5 * time.Second
+// waitBlock bounds one blocking read of a queue's wait reader (waitHub), so
+// how long it outlives its last waiter or its Queue's Close. waitRecheck is
+// how often a waiting call looks at its job: that finds a job whose event
+// the stream's cap trimmed away before it was read, and a closed Queue.
+const (
+	waitBlock   = 250 * time.Millisecond
+	waitRecheck = time.Second
 )
+
+// waitHub is the one reader of a queue's events stream that the
+// WaitUntilFinished calls on a Queue share, so many waiting calls hold one
+// connection, not one each. It runs while calls wait: the first call starts
+// it, and it stops within waitBlock once no call waits or the Queue is
+// closed (Close waits for that). It hands each "completed" and "failed"
+// event to the calls waiting for that job.
+type waitHub struct {
+	mu      sync.Mutex
+	waiters map[string]map[chan Event]struct{} // by job id
+	running bool
+	pos     string        // the reader reads after this stream id
+	stopped chan struct{} // closed when the running reader has stopped
+}
+
+// add registers a call waiting for job id, whose stream position is pos,
+// and starts the reader if none runs. A running reader is at or before the
+// stream's end, so it will hand over every event written from now on; a
+// new one starts at pos.
+func (q *Queue) addWaiter(id, pos string) chan Event {
+	h := &q.waits
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.waiters == nil {
+		h.waiters = make(map[string]map[chan Event]struct{})
+	}
+	ch := make(chan Event, 1)
+	if h.waiters[id] == nil {
+		h.waiters[id] = make(map[chan Event]struct{})
+	}
+	h.waiters[id][ch] = struct{}{}
+	if !h.running {
+		h.running, h.pos, h.stopped = true, pos, make(chan struct{})
+		go q.readWaits(h.stopped)
+	}
+	return ch
+}
+
+func (q *Queue) removeWaiter(id string, ch chan Event) {
+	h := &q.waits
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.waiters[id], ch)
+	if len(h.waiters[id]) == 0 {
+		delete(h.waiters, id)
+	}
+}
+
+// stopWaits waits until the reader, if one runs, has stopped (Close).
+func (q *Queue) stopWaits() {
+	h := &q.waits
+	h.mu.Lock()
+	running, stopped := h.running, h.stopped
+	h.mu.Unlock()
+	if running {
+		<-stopped
+	}
+}
+
+// readWaits is the reader of the queue's waitHub; it closes stopped when it
+// stops. A failed read is retried after a pause: the waiting calls see Redis
+// errors in their own looks at their jobs.
+func (q *Queue) readWaits(stopped chan struct{}) {
+	h := &q.waits
+	events := q.k.Events()
+	ctx := context.Background()
+	for {
+		h.mu.Lock()
+		if len(h.waiters) == 0 || q.closed.Load() {
+			h.running = false
+			h.mu.Unlock()
+			close(stopped)
+			return
+		}
+		pos := h.pos
+		h.mu.Unlock()
+		q.waitHook("read")
+		streams, err := q.rdb.XRead(ctx, &redis.XReadArgs{
+			Streams: []string{events, pos}, Count: 1000, Block: waitBlock,
+		}).Result()
+		if err != nil {
+			if !errors.Is(err, redis.Nil) && !isUnblocked(err) {
+				time.Sleep(waitBlock)
+			}
+			continue
+		}
+		h.mu.Lock()
+		for _, s := range streams {
+			for _, m := range s.Messages {
+				h.pos = m.ID
+				ev := parseEvent(m)
+				if ev.Name != EventCompleted && ev.Name != EventFailed {
+					continue
+				}
+				for ch := range h.waiters[ev.JobID] {
+					select {
+					case ch <- ev:
+					default: // it has one already
+					}
+				}
+			}
+		}
+		h.mu.Unlock()
+	}
+}
 
 // WaitUntilFinished waits until the job finishes for good and returns its
 // return value (JSON), or, when it failed, a *JobFailedError with its
@@ -56,12 +161,12 @@ func (j *Job) WaitUntilFinished(ctx context.Context) (json.RawMessage, error) {
 // attempt's failure. A job that is already completed or failed answers at
 // once, from its hash.
 //
-// No finish is missed: the call takes the events stream's last id before it
-// looks at the job, then reads the stream from that id for the job's
-// "completed" or "failed" event. The stream is capped (maxLenEvents), so the
-// event can be trimmed away before it is read; the call therefore looks at
-// the job again whenever a read finds nothing for a second, and at least
-// every five seconds.
+// No finish is missed: the call takes the events stream's last id and
+// registers with the Queue's events reader before it looks at the job, and
+// the reader hands it the job's "completed" or "failed" event from any
+// point after that id. The stream is capped (maxLenEvents), so the event can
+// be trimmed away before it is read; the call therefore looks at the job
+// again every second.
 //
 // A job removed on completion (RemoveOnComplete, RemoveOnFail) still
 // yields its value or reason, which its event carries: when the job hash is
@@ -71,21 +176,19 @@ func (j *Job) WaitUntilFinished(ctx context.Context) (json.RawMessage, error) {
 // job". A job that does not exist and has no finish event left in the stream
 // is an error matching ErrJobNotFound.
 //
-// ctx bounds the wait (ctx.Err() is returned); a deadline is met on time, a
-// plain cancel is noticed within a second. Closing the Queue ends waiting
-// calls with ErrClosed within a second, as closing a BullMQ Queue rejects
-// its waits. Unlike BullMQ's, the call needs no QueueEvents. A Redis error
-// (an outage, say) ends the call with that error, wrapped in a *JobError;
-// the job is not touched, so calling again goes on waiting.
+// ctx bounds the wait: when it is done the call returns ctx.Err() at once.
+// Closing the Queue ends waiting calls with ErrClosed within a second, as
+// closing a BullMQ Queue rejects its waits. Unlike BullMQ's, the call needs
+// no QueueEvents. A Redis error (an outage, say) in a look at the job ends
+// the call with that error, wrapped in a *JobError; the job is not touched,
+// so calling again goes on waiting.
 //
-// Cost: a blocking read holds its connection, so each waiting call keeps one
-// connection of the client's pool busy for nearly all of its wait, and looks
-// at the job (one MULTI) after every quiet second. With more concurrent
-// waiters than free connections, every call on the client, waiters and
-// others, queues for a connection and may fail with go-redis's pool
-// timeout: give the client a PoolSize above the number of waiters plus what
-// the rest of the program needs, or wait through a Queue on a client of its
-// own.
+// Cost: the calls waiting on one Queue share one reader of its events
+// stream, a goroutine whose blocking read holds one connection of the
+// client's pool while any call waits (and up to a quarter second after).
+// Each call adds one short MULTI a second, to look at its job, and a read
+// of the stream's last id when it starts. Calls on different Queue values
+// have readers of their own, even for the same queue.
 func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessage, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -107,58 +210,32 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 	if len(last) > 0 {
 		pos = last[0].ID
 	}
+	ch := q.addWaiter(id, pos)
+	defer q.removeWaiter(id, ch)
 	q.waitHook("position")
+	recheck := time.NewTimer(0)
+	defer recheck.Stop()
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		select {
+		case ev := <-ch:
+			_, v, err := finishedByEvent(q, ev)
+			return v, err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-recheck.C:
+		}
+		if err := q.check(); err != nil {
+			return nil, err // closed while waiting
 		}
 		checked, err := q.finishedJob(ctx, id)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if done, v, err := checked.result(q, id, err); done {
 			return v, err
 		}
 		q.waitHook("checked")
-		recheckAt := time.Now().Add(waitRecheck)
-		for time.Now().Before(recheckAt) {
-			block := waitBlock
-			if dl, ok := ctx.Deadline(); ok {
-				block = min(block, time.Until(dl))
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if err := q.check(); err != nil {
-				return nil, err // closed while waiting
-			}
-			if block < time.Millisecond {
-				<-ctx.Done()
-				return nil, ctx.Err()
-			}
-			streams, err := q.rdb.XRead(ctx, &redis.XReadArgs{
-				Streams: []string{events, pos}, Count: 1000, Block: block,
-			}).Result()
-			if errors.Is(err, redis.Nil) {
-				break // a quiet second: look at the job
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				if isUnblocked(err) {
-					continue // a failover ended the block
-				}
-				return nil, q.waitErr(id, fmt.Errorf("read events: %w", err))
-			}
-			for _, s := range streams {
-				for _, m := range s.Messages {
-					pos = m.ID
-					if ev := parseEvent(m); ev.JobID == id {
-						if done, v, err := finishedByEvent(q, ev); done {
-							return v, err
-						}
-					}
-				}
-			}
-		}
+		recheck.Reset(waitRecheck)
 	}
 }
 
@@ -284,8 +361,9 @@ func rawValue(s string) json.RawMessage {
 }
 
 // waitHook runs the test hook, if any, at a stage of WaitUntilFinished:
-// "position" once the stream position is taken, "checked" after each look
-// at the job that found it unfinished.
+// "position" once the stream position is taken and the call registered,
+// "checked" after each look at the job that found it unfinished, and in the
+// reader, "read" before each read of the stream.
 func (q *Queue) waitHook(stage string) {
 	if q.onWait != nil {
 		q.onWait(stage)

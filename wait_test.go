@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -330,6 +331,39 @@ func TestWaitUntilFinished(t *testing.T) {
 		}
 	})
 
+	// Many calls wait at once through a client with a pool of two
+	// connections: they share one reader, so none starves for a connection.
+	t.Run("ManyWaitersSmallPool", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		small := redis.NewClient(&redis.Options{Addr: b.rdb.Options().Addr, PoolSize: 2, PoolTimeout: 300 * time.Millisecond})
+		defer small.Close()
+		q, err := drover.NewQueue(small, b.name, &drover.QueueOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		const n = 40
+		ids := make([]string, n)
+		for i := range ids {
+			res, err := b.queue.Add(ctx, "j", nil, nil)
+			require.NoError(t, err)
+			ids[i] = res.Job.ID
+		}
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		answers := make([]<-chan waitResult, n)
+		for i, id := range ids {
+			answers[i] = waitAsync(ctx, q, id)
+		}
+		time.Sleep(1500 * time.Millisecond) // every call waits (and looked at its job again)
+		b.startWorker(t, func(ctx context.Context, j *drover.Job) (any, error) { return j.ID, nil },
+			&drover.WorkerOptions{Concurrency: 8})
+		for i, ch := range answers {
+			r := <-ch
+			require.NoError(t, r.err)
+			require.JSONEq(t, `"`+ids[i]+`"`, string(r.v))
+		}
+		require.NoError(t, q.Close())
+	})
+
 	t.Run("QueueClosed", func(t *testing.T) {
 		t.Parallel()
 		b := setupQueue(t)
@@ -389,10 +423,16 @@ func TestWaitUntilFinished(t *testing.T) {
 				}, nil)
 				b.waitState(t, res.Job.ID, drover.StateActive)
 				var hooked atomic.Bool
+				flooded := make(chan struct{})
 				drover.SetWaitHook(b.queue, func(stage string) {
+					if stage == "read" {
+						<-flooded // the reader reads after the trim
+						return
+					}
 					if stage != "checked" || !hooked.CompareAndSwap(false, true) {
 						return
 					}
+					defer close(flooded)
 					close(release)
 					testkit.WaitFor(t, 10*time.Second, "target finished", func() bool {
 						n, err := b.rdb.ZCard(ctx, b.prefix+":q:completed").Result()
