@@ -124,7 +124,8 @@ func (q *Queue) Prefix() string { return q.k.Prefix() }
 
 // Close marks the queue closed: later calls fail with ErrClosed, and
 // WaitUntilFinished calls in progress end with it. It returns once the
-// events reader those calls share has stopped (within a quarter second). It
+// events reader those calls share has stopped: within a quarter second
+// while Redis answers, longer during an outage (one failed read). It
 // does not close the Redis client, which belongs to the caller.
 func (q *Queue) Close() error {
 	q.closed.Store(true)

@@ -38,8 +38,8 @@ const (
 // waitHub is the one reader of a queue's events stream that the
 // WaitUntilFinished calls on a Queue share, so many waiting calls hold one
 // connection, not one each. It runs while calls wait: the first call starts
-// it, and it stops within waitBlock once no call waits or the Queue is
-// closed (Close waits for that). It hands each "completed" and "failed"
+// it, and it stops within waitBlock (while Redis answers) once no call
+// waits or the Queue is closed (Close waits for that). It hands each "completed" and "failed"
 // event to the calls waiting for that job.
 type waitHub struct {
 	mu      sync.Mutex

@@ -218,8 +218,9 @@ func TestWaitUntilFinished(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
+		var hooked atomic.Bool // the hook stays set: the reader may still read it
 		drover.SetWaitHook(b.queue, func(stage string) {
-			if stage == "position" {
+			if stage == "position" && hooked.CompareAndSwap(false, true) {
 				close(releaseRacing)
 				testkit.WaitFor(t, 10*time.Second, "racing job removed", func() bool {
 					n, err := b.rdb.Exists(ctx, b.prefix+":q:"+racing.Job.ID).Result()
@@ -235,7 +236,6 @@ func TestWaitUntilFinished(t *testing.T) {
 		// The other job finished before the call (its worker did not wait):
 		// it is gone and its event is before the position, found by the
 		// look back through the stream (BullMQ rejects: "Missing key").
-		drover.SetWaitHook(b.queue, nil)
 		v, err = b.queue.WaitUntilFinished(ctx, before.Job.ID)
 		require.NoError(t, err)
 		require.JSONEq(t, `{"from":"before"}`, string(v))
