@@ -53,7 +53,7 @@ type waitHub struct {
 // and starts the reader if none runs. A running reader is at or before the
 // stream's end, so it will hand over every event written from now on; a
 // new one starts at pos.
-func (q *Queue) addWaiter(id, pos string) chan Event {
+func (q *Queue) addWaiter(ctx context.Context, id, pos string) chan Event {
 	h := &q.waits
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -67,7 +67,9 @@ func (q *Queue) addWaiter(id, pos string) chan Event {
 	h.waiters[id][ch] = struct{}{}
 	if !h.running {
 		h.running, h.pos, h.stopped = true, pos, make(chan struct{})
-		go q.readWaits(h.stopped)
+		// The reader serves later calls too: the starting call's ending
+		// must not stop it.
+		go q.readWaits(context.WithoutCancel(ctx), h.stopped)
 	}
 	return ch
 }
@@ -96,10 +98,9 @@ func (q *Queue) stopWaits() {
 // readWaits is the reader of the queue's waitHub; it closes stopped when it
 // stops. A failed read is retried after a pause: the waiting calls see Redis
 // errors in their own looks at their jobs.
-func (q *Queue) readWaits(stopped chan struct{}) {
+func (q *Queue) readWaits(ctx context.Context, stopped chan struct{}) {
 	h := &q.waits
 	events := q.k.Events()
-	ctx := context.Background()
 	for {
 		h.mu.Lock()
 		if len(h.waiters) == 0 || q.closed.Load() {
@@ -210,7 +211,7 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 	if len(last) > 0 {
 		pos = last[0].ID
 	}
-	ch := q.addWaiter(id, pos)
+	ch := q.addWaiter(ctx, id, pos)
 	defer q.removeWaiter(id, ch)
 	q.waitHook("position")
 	recheck := time.NewTimer(0)
