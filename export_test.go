@@ -60,3 +60,9 @@ func KeptRunners(w *Worker) int {
 	defer w.runners.mu.Unlock()
 	return len(w.runners.idle)
 }
+
+// SetWaitHook makes WaitUntilFinished on q call f at its stages: "position"
+// once it took its events stream position and registered, "checked" after
+// each look at the job that found it unfinished, and "read" in the shared
+// reader before each read (tests only; set before the call).
+func SetWaitHook(q *Queue, f func(stage string)) { q.onWait = f }

@@ -42,6 +42,10 @@ type Queue struct {
 	// The add chains through QueueOptions.AddMiddleware (middleware.go);
 	// nil without middleware.
 	addOneChain, addBulkChain AddFunc
+	// onWait, set by tests only, runs at stages of WaitUntilFinished.
+	onWait func(stage string)
+	// waits is the events reader WaitUntilFinished calls share (wait.go).
+	waits waitHub
 }
 
 // NewQueue returns the queue called name. It does no I/O. On a Redis
@@ -118,10 +122,14 @@ func (q *Queue) Name() string { return q.name }
 // Prefix is the queue's key prefix.
 func (q *Queue) Prefix() string { return q.k.Prefix() }
 
-// Close marks the queue closed: later calls fail with ErrClosed. It does not
-// close the Redis client, which belongs to the caller.
+// Close marks the queue closed: later calls fail with ErrClosed, and
+// WaitUntilFinished calls in progress end with it. It returns once the
+// events reader those calls share has stopped: within a quarter second
+// while Redis answers, longer during an outage (one failed read). It
+// does not close the Redis client, which belongs to the caller.
 func (q *Queue) Close() error {
 	q.closed.Store(true)
+	q.stopWaits()
 	return nil
 }
 
