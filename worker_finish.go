@@ -99,7 +99,8 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	// The finished jobs' slots, and free ones taken here, go to the jobs
 	// this call fetches.
 	reserved, fetch := 0, 0
-	if !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil {
+	rateLimited := hasOutcome(batch, OutcomeRateLimited)
+	if !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil && !rateLimited && w.rateLimitWait() == 0 {
 		reserved = w.jobs.take(max(w.fetchBatch()-len(batch), 0))
 		fetch = min(len(batch)+reserved, w.fetchBatch())
 	}
@@ -143,6 +144,11 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	}
 	w.jobs.finish(done, reserved, next)
 	w.noteRateLimit(rateLimitTTL)
+	if rateLimited {
+		// As BullMQ's worker after a RateLimitError: no fetch until the
+		// limiter key expires, whatever the worker's own options.
+		w.noteManualRateLimit()
+	}
 	if newDelayed && !w.closing.Load() {
 		w.wake() // the fetcher may sleep past the new delayed job's due time
 	}
@@ -313,4 +319,14 @@ func (w *Worker) metricsPoints() int {
 		return 0
 	}
 	return w.opts.Metrics.MaxDataPoints
+}
+
+// hasOutcome reports whether an item of batch ended with o.
+func hasOutcome(batch []*finishItem, o Outcome) bool {
+	for _, it := range batch {
+		if it.outcome == o {
+			return true
+		}
+	}
+	return false
 }
