@@ -122,6 +122,12 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 		w.jobs.finish(done, reserved, nil)
 		return nil
 	}
+	if rateLimited {
+		// As BullMQ's worker after a RateLimitError: no fetch until the
+		// limiter key expires, whatever the worker's own options. Noted
+		// before the slots are freed, so the fetcher sees it.
+		w.noteManualRateLimit()
+	}
 	w.failRefusedCompletions(batch, codes)
 	for _, rj := range done {
 		rj.written.Store(true)
@@ -144,11 +150,6 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	}
 	w.jobs.finish(done, reserved, next)
 	w.noteRateLimit(rateLimitTTL)
-	if rateLimited {
-		// As BullMQ's worker after a RateLimitError: no fetch until the
-		// limiter key expires, whatever the worker's own options.
-		w.noteManualRateLimit()
-	}
 	if newDelayed && !w.closing.Load() {
 		w.wake() // the fetcher may sleep past the new delayed job's due time
 	}
