@@ -103,6 +103,10 @@ func (w *Worker) fetchLoop() {
 			w.jobs.giveBack(n)
 			return
 		}
+		// A result write with ErrRateLimited in flight: its limit is
+		// noted once it returns.
+		w.limitNoting.Lock()
+		w.limitNoting.Unlock() //nolint:staticcheck // a wait, not a critical section
 		if d := w.rateLimitWait(); d > 0 {
 			// A limiter window (or a processor's ErrRateLimited) is on:
 			// no fetch before it ends, as BullMQ's waitForRateLimit.

@@ -113,6 +113,12 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	if len(recs) == 0 {
 		failed = "fetch jobs failed" // a call with no result only takes jobs
 	}
+	if rateLimited {
+		// The move back writes a marker that may wake the fetcher before
+		// the limit is noted below: it waits on this (see fetchLoop).
+		w.limitNoting.RLock()
+		defer w.limitNoting.RUnlock()
+	}
 	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, failed)
 	if !ok {
 		w.log.Error("giving up writing job results; the stalled checker will recover these jobs", slog.Int(logkey.Count, len(batch)))
