@@ -125,6 +125,17 @@ func Delay(d time.Duration) error {
 	return &delayError{delay: max(d.Milliseconds(), 0)}
 }
 
+// ErrRateLimited is returned by a processor whose job must wait because an
+// outside service limits the rate (BullMQ's Worker.RateLimitError). The
+// worker puts the job back where it waits (wait, or prioritized by its
+// priority) without spending an attempt or recording a failure, and takes
+// no job until the queue's limiter key expires (waiting at most 30s at a
+// time, as BullMQ's maximumRateLimitDelay). Call Worker.RateLimit (or
+// Queue.RateLimit) first to set that key: ErrRateLimited alone does not set
+// it, so without it the job is fetched again at once. Other workers of the
+// queue wait for the key only if they apply a limit (see Queue.RateLimit).
+var ErrRateLimited = errors.New("drover: rate limited by the processor")
+
 // AddBulkError reports an AddBulk that failed part way. AddBulk sends its
 // jobs in chunks of QueueOptions.AddBulkChunk, each chunk one atomic script
 // call; the call as a whole is not atomic. The jobs before the failed chunk

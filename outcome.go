@@ -66,6 +66,11 @@ const (
 	// added; no attempt was spent, and the job runs again once they are
 	// done.
 	OutcomeWaitingChildren
+	// OutcomeRateLimited: the processor returned ErrRateLimited (usually
+	// after Worker.RateLimit, when an outside service said "too many
+	// requests"); the job is back in wait (or prioritized) and no attempt
+	// was spent, as with BullMQ's Worker.RateLimitError.
+	OutcomeRateLimited
 
 	numOutcomes
 )
@@ -101,6 +106,7 @@ var outcomes = [numOutcomes]outcomeInfo{
 	OutcomeCancelled:           {name: "cancelled", stored: "k", kind: scripts.FinishFailed, failed: true},
 	OutcomeTimedOut:            {name: "timed-out", stored: "t", kind: scripts.FinishFailed, failed: true},
 	OutcomeWaitingChildren:     {name: "waiting-children", stored: "p"},
+	OutcomeRateLimited:         {name: "rate-limited", stored: "l", kind: scripts.FinishRequeue},
 }
 
 func (o Outcome) info() outcomeInfo {

@@ -38,7 +38,7 @@ func TestOutcome(t *testing.T) {
 			OutcomeUnknown: "?", OutcomeCompleted: "c", OutcomeRetried: "r", OutcomeRetryDelayed: "d",
 			OutcomeDelayed: "m", OutcomeRequeued: "w", OutcomeFailed: "f", OutcomeFailedUnrecoverable: "u",
 			OutcomeRetriesExhausted: "x", OutcomeStalled: "s", OutcomeCancelled: "k", OutcomeTimedOut: "t",
-			OutcomeWaitingChildren: "p",
+			OutcomeWaitingChildren: "p", OutcomeRateLimited: "l",
 		}
 		require.Len(t, want, int(numOutcomes))
 		for o, code := range want {
@@ -83,6 +83,7 @@ func TestOutcome(t *testing.T) {
 			{OutcomeStalled, false, false},
 			{OutcomeCancelled, true, false},
 			{OutcomeTimedOut, true, false},
+			{OutcomeRateLimited, false, false},
 		}
 		for _, tt := range tests {
 			require.Equal(t, tt.failed, tt.o.Failed(), tt.o.String())

@@ -32,6 +32,31 @@ func (w *Worker) fetchArgs(count int) scripts.FetchArgs {
 	return a
 }
 
+// maxRateLimitWait bounds one wait for the limiter (BullMQ's
+// maximumRateLimitDelay default), so a key removed early costs at most this.
+const maxRateLimitWait = 30 * time.Second
+
+// rateLimitWait is how long the worker must still not fetch because of the
+// limiter (0: it may fetch), at most maxRateLimitWait.
+func (w *Worker) rateLimitWait() time.Duration {
+	until := w.limitedUntil.Load()
+	if until == 0 {
+		return 0
+	}
+	return min(max(time.Duration(until-w.q.nowMs())*time.Millisecond, 0), maxRateLimitWait)
+}
+
+// noteManualRateLimit reads the limiter key's remaining time after a
+// processor returned ErrRateLimited and stops fetching until then. One
+// PTTL, only on that path; a failed read just lets the worker fetch.
+func (w *Worker) noteManualRateLimit() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ms, err := w.q.rdb.PTTL(ctx, w.q.k.Limiter()).Result(); err == nil && ms > 0 {
+		w.noteRateLimit(ms.Milliseconds())
+	}
+}
+
 // noteRateLimit remembers until when the rate limiter refuses activations.
 func (w *Worker) noteRateLimit(ttlMs int64) {
 	if ttlMs > 0 {
@@ -77,6 +102,19 @@ func (w *Worker) fetchLoop() {
 			// no job is taken once it began).
 			w.jobs.giveBack(n)
 			return
+		}
+		// A result write with ErrRateLimited in flight: its limit is
+		// noted once it returns.
+		w.limitNoting.Lock()
+		w.limitNoting.Unlock() //nolint:staticcheck // a wait, not a critical section
+		if d := w.rateLimitWait(); d > 0 {
+			// A limiter window (or a processor's ErrRateLimited) is on:
+			// no fetch before it ends, as BullMQ's waitForRateLimit.
+			w.jobs.giveBack(n)
+			if !sleepCtx(ctx, d) {
+				return
+			}
+			continue
 		}
 		args := w.fetchArgs(n)
 		f, err := scripts.MoveToActive(ctx, w.q.rdb, w.q.k, args)

@@ -99,7 +99,8 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	// The finished jobs' slots, and free ones taken here, go to the jobs
 	// this call fetches.
 	reserved, fetch := 0, 0
-	if !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil {
+	rateLimited := hasOutcome(batch, OutcomeRateLimited)
+	if !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil && !rateLimited && w.rateLimitWait() == 0 {
 		reserved = w.jobs.take(max(w.fetchBatch()-len(batch), 0))
 		fetch = min(len(batch)+reserved, w.fetchBatch())
 	}
@@ -112,6 +113,12 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	if len(recs) == 0 {
 		failed = "fetch jobs failed" // a call with no result only takes jobs
 	}
+	if rateLimited {
+		// The move back writes a marker that may wake the fetcher before
+		// the limit is noted below: it waits on this (see fetchLoop).
+		w.limitNoting.RLock()
+		defer w.limitNoting.RUnlock()
+	}
 	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, failed)
 	if !ok {
 		w.log.Error("giving up writing job results; the stalled checker will recover these jobs", slog.Int(logkey.Count, len(batch)))
@@ -120,6 +127,12 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 		}
 		w.jobs.finish(done, reserved, nil)
 		return nil
+	}
+	if rateLimited {
+		// As BullMQ's worker after a RateLimitError: no fetch until the
+		// limiter key expires, whatever the worker's own options. Noted
+		// before the slots are freed, so the fetcher sees it.
+		w.noteManualRateLimit()
 	}
 	w.failRefusedCompletions(batch, codes)
 	for _, rj := range done {
@@ -313,4 +326,14 @@ func (w *Worker) metricsPoints() int {
 		return 0
 	}
 	return w.opts.Metrics.MaxDataPoints
+}
+
+// hasOutcome reports whether an item of batch ended with o.
+func hasOutcome(batch []*finishItem, o Outcome) bool {
+	for _, it := range batch {
+		if it.outcome == o {
+			return true
+		}
+	}
+	return false
 }

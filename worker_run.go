@@ -189,6 +189,10 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		fr.Due = entry.NextRun.UnixMilli()
 		return settle(OutcomeDelayed)
 	}
+	if !isStop && errors.Is(err, ErrRateLimited) {
+		entry.Error = err.Error()
+		return settle(OutcomeRateLimited)
+	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrWorkerClosing) {
 		entry.Error = "worker closing"
 		return settle(OutcomeRequeued)

@@ -868,6 +868,7 @@
     'retry-delayed': { fill: '#c77700', label: 'failed, backoff' },
     delayed: { fill: '#6a7283', label: 'delayed by the job' },
     requeued: { fill: '#6a7283', label: 'requeued' },
+    'rate-limited': { fill: '#6a7283', label: 'rate limited, requeued' },
     stalled: { fill: '#8a4fc7', label: 'stalled' },
     cancelled: { fill: '#5b3a1a', label: 'cancelled' },
     'timed-out': { fill: '#b0461c', label: 'timed out' },

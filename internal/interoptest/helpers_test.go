@@ -326,6 +326,14 @@ func runBehavior(ctx context.Context, bh bullmqoracle.Behavior, job *drover.Job,
 			return nil, err
 		}
 		return next()
+	case "rateLimit":
+		if job.AttemptsStarted <= cmp.Or(bh.Times, 1) {
+			if err := job.Queue().RateLimit(ctx, time.Duration(bh.MS)*time.Millisecond); err != nil {
+				return nil, err
+			}
+			return nil, drover.ErrRateLimited
+		}
+		return next()
 	case "moveToDelayed":
 		if job.AttemptsStarted <= bh.Times {
 			return nil, drover.Delay(time.Duration(bh.MS) * time.Millisecond)

@@ -262,6 +262,7 @@ var (
 	obliterate            = load("obliterate")
 	cleanJobsInSet        = load("cleanJobsInSet")
 	settleCall            = load("settleCall")
+	getRateLimitTtl       = load("getRateLimitTtl")
 )
 
 // All is every loaded script, for preloading (SCRIPT LOAD) before pipelines.
@@ -270,5 +271,6 @@ func All() []*script {
 		addJobs, moveToActive, finishJobs, extendLocks, moveStalledJobsToWait, pause, getState,
 		getCounts, getRanges, updateProgress, updateData, addLog, removeJob, promote, changeDelay,
 		changePriority, reprocessJob, moveJobsToWait, drain, obliterate, cleanJobsInSet, settleCall,
+		getRateLimitTtl,
 	}, featureScripts()...)
 }

@@ -494,6 +494,12 @@ func GetStates(ctx context.Context, rdb Doer, k keys.Queue, ids ...string) ([]st
 	return getState.run(ctx, rdb, k, args...).StringSlice()
 }
 
+// GetRateLimitTTL returns the limiter key's remaining time in ms as BullMQ's
+// getRateLimitTtl computes it (see getRateLimitTtl.lua); maxJobs 0 = none given.
+func GetRateLimitTTL(ctx context.Context, rdb Doer, k keys.Queue, maxJobs int) (int64, error) {
+	return getRateLimitTtl.run(ctx, rdb, k, maxJobs).Int64()
+}
+
 // GetCounts returns one count per state name.
 func GetCounts(ctx context.Context, rdb Doer, k keys.Queue, states ...string) ([]int64, error) {
 	args := make([]any, 0, 1+len(states))

@@ -579,6 +579,31 @@ func (o *Oracle) SetGlobalRateLimit(ctx context.Context, prefix, queue string, m
 	return o.Call(ctx, "setGlobalRateLimit", qargs(prefix, queue, "max", max, "duration", duration.Milliseconds()), nil)
 }
 
+// RateLimit calls Queue.rateLimit(ms).
+func (o *Oracle) RateLimit(ctx context.Context, prefix, queue string, d time.Duration) error {
+	return o.Call(ctx, "rateLimit", qargs(prefix, queue, "ms", d.Milliseconds()), nil)
+}
+
+// GetRateLimitTTL calls Queue.getRateLimitTtl(maxJobs), without the
+// argument when maxJobs is nil, and returns its answer in ms.
+func (o *Oracle) GetRateLimitTTL(ctx context.Context, prefix, queue string, maxJobs *int) (int64, error) {
+	args := qargs(prefix, queue)
+	if maxJobs != nil {
+		args["maxJobs"] = *maxJobs
+	}
+	var ms int64
+	err := o.Call(ctx, "getRateLimitTtl", args, &ms)
+	return ms, err
+}
+
+// RemoveRateLimitKey calls Queue.removeRateLimitKey and returns the number
+// of keys deleted.
+func (o *Oracle) RemoveRateLimitKey(ctx context.Context, prefix, queue string) (int64, error) {
+	var n int64
+	err := o.Call(ctx, "removeRateLimitKey", qargs(prefix, queue), &n)
+	return n, err
+}
+
 // StartWorker starts a BullMQ Worker inside the driver process, processing
 // queue with the scripted opts.Behavior. It returns once the worker is
 // connected.

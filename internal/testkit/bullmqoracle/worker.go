@@ -9,7 +9,7 @@ import (
 // one with the constructors below; they mirror runBehavior in node/lib.mjs.
 type Behavior struct {
 	// Kind is one of return, echo, fail, failTimes, unrecoverable, sleep,
-	// progress, log, moveToDelayed, sequence, fromData, waitKey, activeSpan.
+	// progress, log, moveToDelayed, rateLimit, sequence, fromData, waitKey, activeSpan.
 	Kind string `json:"kind"`
 	// Value is the job's result (return, failTimes once it succeeds, sleep)
 	// or the progress value (progress).
@@ -83,6 +83,12 @@ func Log(line string, then *Behavior) Behavior {
 // the job's first times starts, then runs then (nil: completes).
 func MoveToDelayed(d time.Duration, times int, then *Behavior) Behavior {
 	return Behavior{Kind: "moveToDelayed", MS: d.Milliseconds(), Times: times, Then: then}
+}
+
+// RateLimited calls worker.rateLimit(d) and throws Worker.RateLimitError on
+// the job's first times starts, then runs then (nil: completes).
+func RateLimited(d time.Duration, times int, then *Behavior) Behavior {
+	return Behavior{Kind: "rateLimit", MS: d.Milliseconds(), Times: times, Then: then}
 }
 
 // WaitKey holds each job until the Redis key key exists (a gate the test

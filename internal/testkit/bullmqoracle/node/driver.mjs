@@ -442,6 +442,17 @@ const commands = {
     await (await getQueue(a)).setGlobalRateLimit(a.max, a.duration);
     return null;
   },
+  rateLimit: async (a) => {
+    need(a, 'ms');
+    await (await getQueue(a)).rateLimit(a.ms);
+    return null;
+  },
+  getRateLimitTtl: async (a) => {
+    // maxJobs absent: the call without it.
+    const q = await getQueue(a);
+    return a.maxJobs === undefined ? q.getRateLimitTtl() : q.getRateLimitTtl(a.maxJobs);
+  },
+  removeRateLimitKey: async (a) => (await getQueue(a)).removeRateLimitKey(),
 
   startWorker: async (a) => {
     need(a, 'prefix', 'queue', 'worker');

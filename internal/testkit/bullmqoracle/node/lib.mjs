@@ -121,6 +121,15 @@ export async function runBehavior(b, job, token, redis) {
         throw new DelayedError();
       }
       return next();
+    case 'rateLimit':
+      // On the job's first `times` starts (attemptsStarted, default 1):
+      // worker.rateLimit(ms) (a job a worker runs has the worker as its
+      // queue) and Worker.RateLimitError(); then runs `then`.
+      if (job.attemptsStarted <= (b.times ?? 1)) {
+        await job.queue.rateLimit(b.ms ?? 0);
+        throw Worker.RateLimitError();
+      }
+      return next();
     case 'sequence': {
       // Step i runs on the i-th start of the job (attemptsStarted-1), the last
       // step repeats.

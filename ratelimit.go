@@ -1,0 +1,70 @@
+package drover
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/seed40057009/drover/internal/scripts"
+)
+
+// limiterFull is the count Queue.RateLimit stores in the limiter key:
+// BullMQ's value (JavaScript's Number.MAX_SAFE_INTEGER), above any max, so
+// every worker that applies a limit sees the window as used up.
+const limiterFull = 1<<53 - 1
+
+// RateLimit stops the queue's rate-limited workers (those with a
+// WorkerOptions.Limiter, or all of them under SetGlobalRateLimit) from
+// taking jobs for d, in drover and Node BullMQ alike: it sets the shared
+// limiter key as full, expiring after d (BullMQ's queue.rateLimit). A
+// worker without any limit does not read the key, as in BullMQ; the worker
+// whose processor returns ErrRateLimited waits for it whatever its options.
+// d must be at least 1ms; a shorter one is refused and Redis is untouched.
+func (q *Queue) RateLimit(ctx context.Context, d time.Duration) error {
+	if d < time.Millisecond {
+		return optionError("rate limit duration must be at least 1ms, got %s", d)
+	}
+	if err := q.check(); err != nil {
+		return err
+	}
+	return q.rdb.Set(ctx, q.k.Limiter(), limiterFull, d).Err()
+}
+
+// RemoveRateLimitKey deletes the limiter key, ending a RateLimit (or the
+// current window of a Limiter) for the next fetch of every worker. A worker
+// already sleeping after its processor returned ErrRateLimited sleeps on
+// (at most 30s), as a BullMQ worker does. It reports whether there was a key.
+func (q *Queue) RemoveRateLimitKey(ctx context.Context) (bool, error) {
+	if err := q.check(); err != nil {
+		return false, err
+	}
+	n, err := q.rdb.Del(ctx, q.k.Limiter()).Result()
+	return n > 0, err
+}
+
+// GetRateLimitTTL reports how long the limiter key still blocks, as BullMQ's
+// queue.getRateLimitTtl(maxJobs) does. The key blocks once its count reached
+// the limit: maxJobs when given (> 0), else the global max of
+// SetGlobalRateLimit; then the answer is its remaining time, else 0. With
+// neither, the answer is the key's raw remaining time: Redis's PTTL codes
+// come back as negative durations (-2ms: no key, -1ms: no expiry).
+// maxJobs < 0 is refused.
+func (q *Queue) GetRateLimitTTL(ctx context.Context, maxJobs int) (time.Duration, error) {
+	if maxJobs < 0 || maxJobs > math.MaxInt32 {
+		return 0, optionError("GetRateLimitTTL needs maxJobs >= 0 (0: none given), got %d", maxJobs)
+	}
+	if err := q.check(); err != nil {
+		return 0, err
+	}
+	ms, err := scripts.GetRateLimitTTL(ctx, q.rdb, q.k, maxJobs)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// RateLimit is Queue.RateLimit on the worker's queue (BullMQ's
+// worker.rateLimit). A processor calls it before returning ErrRateLimited.
+func (w *Worker) RateLimit(ctx context.Context, d time.Duration) error {
+	return w.q.RateLimit(ctx, d)
+}
