@@ -50,6 +50,12 @@ func TestManualRateLimit(t *testing.T) {
 		require.NoError(t, err)
 		return s == drover.StateCompleted
 	})
+	// JobFinished runs once the result is written: wait for it too.
+	testkit.WaitFor(t, 10*time.Second, "both outcomes reported", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(outcomes) == 2
+	})
 	got, err := b.queue.GetJob(ctx, added.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, got.AttemptsMade, "the rate-limited start spent no attempt (Attempts: 1, yet it completed)")

@@ -287,10 +287,11 @@ type Worker struct {
 	// Fetch hints: written by the fetcher and the writers (atomics).
 	nextDelayed  atomic.Int64 // ms of the earliest delayed job this worker knows of
 	limitedUntil atomic.Int64 // ms until which the rate limiter refuses jobs
-	// limitNoting is read-held by result writes that move a job back for
-	// ErrRateLimited until they noted the limiter key's PTTL.
-	limitNoting sync.RWMutex
-	callSeq     atomic.Uint64 // makes each fetch call's lock tokens unique
+	// limitGate: a result write that moves a job back for ErrRateLimited
+	// holds it alone until it noted the limiter key's PTTL; every fetch
+	// (the fetcher's, a write's fetch-next) holds it shared.
+	limitGate sync.RWMutex
+	callSeq   atomic.Uint64 // makes each fetch call's lock tokens unique
 
 	// The fetcher's wake timer: armed by the fetcher, stopped by it and by
 	// Close, under wakeMu.

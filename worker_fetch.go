@@ -103,11 +103,12 @@ func (w *Worker) fetchLoop() {
 			w.jobs.giveBack(n)
 			return
 		}
-		// A result write with ErrRateLimited in flight: its limit is
-		// noted once it returns.
-		w.limitNoting.Lock()
-		w.limitNoting.Unlock() //nolint:staticcheck // a wait, not a critical section
+		// The fetch holds the gate a write that moves a job back for
+		// ErrRateLimited takes alone (see writeBatch): it sees that
+		// write's limit, or reaches Redis before its move back.
+		w.limitGate.RLock()
 		if d := w.rateLimitWait(); d > 0 {
+			w.limitGate.RUnlock()
 			// A limiter window (or a processor's ErrRateLimited) is on:
 			// no fetch before it ends, as BullMQ's waitForRateLimit.
 			w.jobs.giveBack(n)
@@ -130,6 +131,7 @@ func (w *Worker) fetchLoop() {
 				}
 			}
 		}
+		w.limitGate.RUnlock()
 		if err != nil {
 			w.jobs.giveBack(n)
 			if ctx.Err() != nil {

@@ -99,7 +99,17 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	// The finished jobs' slots, and free ones taken here, go to the jobs
 	// this call fetches.
 	reserved, fetch := 0, 0
+	// A write that moves a job back for ErrRateLimited runs alone: no fetch
+	// (the fetcher's, or another write's) may be on its way to Redis while
+	// it moves the job back, or until the limit is noted, or that fetch
+	// would take the job again at once. Other writes share the gate.
 	rateLimited := hasOutcome(batch, OutcomeRateLimited)
+	if rateLimited {
+		w.limitGate.Lock()
+		defer w.limitGate.Unlock()
+	} else {
+		w.limitGate.RLock()
+	}
 	if !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil && !rateLimited && w.rateLimitWait() == 0 {
 		reserved = w.jobs.take(max(w.fetchBatch()-len(batch), 0))
 		fetch = min(len(batch)+reserved, w.fetchBatch())
@@ -113,13 +123,10 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	if len(recs) == 0 {
 		failed = "fetch jobs failed" // a call with no result only takes jobs
 	}
-	if rateLimited {
-		// The move back writes a marker that may wake the fetcher before
-		// the limit is noted below: it waits on this (see fetchLoop).
-		w.limitNoting.RLock()
-		defer w.limitNoting.RUnlock()
-	}
 	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, failed)
+	if !rateLimited {
+		w.limitGate.RUnlock()
+	}
 	if !ok {
 		w.log.Error("giving up writing job results; the stalled checker will recover these jobs", slog.Int(logkey.Count, len(batch)))
 		for _, it := range batch {
@@ -131,7 +138,7 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	if rateLimited {
 		// As BullMQ's worker after a RateLimitError: no fetch until the
 		// limiter key expires, whatever the worker's own options. Noted
-		// before the slots are freed, so the fetcher sees it.
+		// before the gate opens, so every later fetch sees it.
 		w.noteManualRateLimit()
 	}
 	w.failRefusedCompletions(batch, codes)
