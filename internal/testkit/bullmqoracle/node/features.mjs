@@ -17,6 +17,22 @@ function schedulerView(s) {
 }
 
 export function featureCommands({ getQueue, need }) {
+  // callOnJob calls Job method a.method, one of allowed, on job a.jobId,
+  // read first with Queue.getJob as a Node user would, and returns its
+  // result as JSON (null for undefined). kind names the command in errors.
+  const callOnJob = async (a, kind, allowed) => {
+    need(a, 'jobId', 'method');
+    if (!allowed.includes(a.method)) {
+      throw new Error(`oracle: ${kind} of ${a.method}`);
+    }
+    const q = await getQueue(a);
+    const job = await q.getJob(String(a.jobId));
+    if (!job) {
+      throw new Error(`oracle: job ${a.jobId} not found in ${q.name}`);
+    }
+    const r = await job[a.method](...(a.args ?? []));
+    return r === undefined ? null : r;
+  };
   return {
     // upsertJobScheduler(a.schedulerId, a.repeat, a.template) returns the
     // first run's id (null when none was made).
@@ -57,20 +73,7 @@ export function featureCommands({ getQueue, need }) {
     // getMetrics(a.type, a.start, a.end) is Queue.getMetrics.
     // jobRead(a.method, a.args) calls one of Job's flow reads on job
     // a.jobId and returns its result as JSON.
-    jobRead: async (a) => {
-      need(a, 'jobId', 'method');
-      const allowed = ['getChildrenValues', 'getDependencies', 'getDependenciesCount', 'getFailedChildrenValues', 'getIgnoredChildrenFailures'];
-      if (!allowed.includes(a.method)) {
-        throw new Error(`oracle: jobRead of ${a.method}`);
-      }
-      const q = await getQueue(a);
-      const job = await q.getJob(String(a.jobId));
-      if (!job) {
-        throw new Error(`oracle: job ${a.jobId} not found in ${q.name}`);
-      }
-      const r = await job[a.method](...(a.args ?? []));
-      return r === undefined ? null : r;
-    },
+    jobRead: (a) => callOnJob(a, 'jobRead', ['getChildrenValues', 'getDependencies', 'getDependenciesCount', 'getFailedChildrenValues', 'getIgnoredChildrenFailures']),
     // queueCall(a.method, a.args) calls one of Queue's deduplication,
     // global-limit and per-priority calls and returns its result as JSON.
     queueCall: async (a) => {
@@ -86,20 +89,7 @@ export function featureCommands({ getQueue, need }) {
     // jobCall(a.method, a.args) calls one of Job's changes (deduplication
     // key, logs, flow dependencies) on job a.jobId, read first with
     // Queue.getJob as a Node user would, and returns its result as JSON.
-    jobCall: async (a) => {
-      need(a, 'jobId', 'method');
-      const allowed = ['removeDeduplicationKey', 'clearLogs', 'removeChildDependency', 'removeUnprocessedChildren'];
-      if (!allowed.includes(a.method)) {
-        throw new Error(`oracle: jobCall of ${a.method}`);
-      }
-      const q = await getQueue(a);
-      const job = await q.getJob(String(a.jobId));
-      if (!job) {
-        throw new Error(`oracle: job ${a.jobId} not found in ${q.name}`);
-      }
-      const r = await job[a.method](...(a.args ?? []));
-      return r === undefined ? null : r;
-    },
+    jobCall: (a) => callOnJob(a, 'jobCall', ['removeDeduplicationKey', 'clearLogs', 'removeChildDependency', 'removeUnprocessedChildren']),
     getMetrics: async (a) => {
       need(a, 'type');
       return (await getQueue(a)).getMetrics(a.type, a.start ?? 0, a.end ?? -1);
