@@ -19,6 +19,9 @@ const (
 	MaxStalledCountDefault = 1
 	ConcurrencyDefault     = 1
 	DrainDelayDefault      = 5 * time.Second
+	// MaxRateLimitWaitDefault bounds one wait of a worker for the rate
+	// limiter, as BullMQ's maximumRateLimitDelay default does.
+	MaxRateLimitWaitDefault = 30 * time.Second
 	// ClockCheckIntervalDefault is how often a worker measures its clock's
 	// offset to Redis TIME.
 	ClockCheckIntervalDefault = time.Minute

@@ -78,6 +78,12 @@ type WorkerOptions struct {
 	// (BullMQ's worker limiter, counted in the shared limiter key). A global
 	// limit set with Queue.SetGlobalRateLimit wins for Max. nil = none.
 	Limiter *RateLimit
+	// MaxRateLimitWait bounds one wait of this worker for the rate limiter
+	// (BullMQ's maximumRateLimitDelay): after the wait the worker fetches
+	// again, and waits again if the limiter still refuses. A smaller bound
+	// lets a worker notice sooner that a limit was lifted early
+	// (Queue.RemoveRateLimitKey). Defaults to MaxRateLimitWaitDefault (30s).
+	MaxRateLimitWait time.Duration
 	// BackoffStrategies are custom backoff strategies by Backoff.Type.
 	BackoffStrategies map[string]BackoffFunc
 	// RemoveOnComplete / RemoveOnFail apply to jobs that do not set their own.
@@ -176,6 +182,7 @@ func (o *WorkerOptions) withDefaults() WorkerOptions {
 	r.StalledInterval = cmp.Or(r.StalledInterval, StalledIntervalDefault)
 	r.MaxStalledCount = max(cmp.Or(r.MaxStalledCount, MaxStalledCountDefault), 0) // negative means 0
 	r.DrainDelay = cmp.Or(r.DrainDelay, DrainDelayDefault)
+	r.MaxRateLimitWait = cmp.Or(r.MaxRateLimitWait, MaxRateLimitWaitDefault)
 	r.ClockCheckInterval = cmp.Or(r.ClockCheckInterval, ClockCheckIntervalDefault)
 	r.ClockSkewWarning = cmp.Or(r.ClockSkewWarning, ClockSkewWarningDefault)
 	if r.Logger == nil {
@@ -204,6 +211,8 @@ func (o *WorkerOptions) validate() error {
 		return optionError("WorkerOptions.StalledInterval must be at least 1ms, got %s", o.StalledInterval)
 	case o.DrainDelay < time.Millisecond:
 		return optionError("WorkerOptions.DrainDelay must be at least 1ms, got %s", o.DrainDelay)
+	case o.MaxRateLimitWait < time.Millisecond:
+		return optionError("WorkerOptions.MaxRateLimitWait must be at least 1ms, got %s", o.MaxRateLimitWait)
 	case o.Metrics != nil && o.Metrics.MaxDataPoints < 1:
 		return optionError("WorkerOptions.Metrics.MaxDataPoints must be at least 1, got %d", o.Metrics.MaxDataPoints)
 	case o.MaxStartedAttempts < 0:

@@ -32,29 +32,15 @@ func (w *Worker) fetchArgs(count int) scripts.FetchArgs {
 	return a
 }
 
-// maxRateLimitWait bounds one wait for the limiter (BullMQ's
-// maximumRateLimitDelay default), so a key removed early costs at most this.
-const maxRateLimitWait = 30 * time.Second
-
 // rateLimitWait is how long the worker must still not fetch because of the
-// limiter (0: it may fetch), at most maxRateLimitWait.
+// limiter (0: it may fetch), at most WorkerOptions.MaxRateLimitWait, so a
+// key removed early costs at most that.
 func (w *Worker) rateLimitWait() time.Duration {
 	until := w.limitedUntil.Load()
 	if until == 0 {
 		return 0
 	}
-	return min(max(time.Duration(until-w.q.nowMs())*time.Millisecond, 0), maxRateLimitWait)
-}
-
-// noteManualRateLimit reads the limiter key's remaining time after a
-// processor returned ErrRateLimited and stops fetching until then. One
-// PTTL, only on that path; a failed read just lets the worker fetch.
-func (w *Worker) noteManualRateLimit() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if ms, err := w.q.rdb.PTTL(ctx, w.q.k.Limiter()).Result(); err == nil && ms > 0 {
-		w.noteRateLimit(ms.Milliseconds())
-	}
+	return min(max(time.Duration(until-w.q.nowMs())*time.Millisecond, 0), w.opts.MaxRateLimitWait)
 }
 
 // noteRateLimit remembers until when the rate limiter refuses activations.
@@ -107,15 +93,20 @@ func (w *Worker) fetchLoop() {
 		// ErrRateLimited takes alone (see writeBatch): it sees that
 		// write's limit, or reaches Redis before its move back.
 		w.limitGate.RLock()
-		if d := w.rateLimitWait(); d > 0 {
-			w.limitGate.RUnlock()
-			// A limiter window (or a processor's ErrRateLimited) is on:
-			// no fetch before it ends, as BullMQ's waitForRateLimit.
-			w.jobs.giveBack(n)
-			if !sleepCtx(ctx, d) {
-				return
+		if until := w.limitedUntil.Load(); until != 0 {
+			if d := w.rateLimitWait(); d > 0 {
+				w.limitGate.RUnlock()
+				// A limiter window (or a processor's ErrRateLimited) is on:
+				// no fetch before it ends or MaxRateLimitWait passed, as
+				// BullMQ's waitForRateLimit. Then the next fetch asks Redis
+				// again, which notes a limit that still stands.
+				w.jobs.giveBack(n)
+				if !sleepCtx(ctx, d) {
+					return
+				}
+				w.limitedUntil.CompareAndSwap(until, 0)
+				continue
 			}
-			continue
 		}
 		args := w.fetchArgs(n)
 		f, err := scripts.MoveToActive(ctx, w.q.rdb, w.q.k, args)

@@ -137,9 +137,10 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	}
 	if rateLimited {
 		// As BullMQ's worker after a RateLimitError: no fetch until the
-		// limiter key expires, whatever the worker's own options. Noted
-		// before the gate opens, so every later fetch sees it.
-		w.noteManualRateLimit()
+		// limiter key expires, whatever the worker's own options. The
+		// script read the key's remaining time in the step that moved the
+		// job back; noted before the gate opens, so every later fetch sees it.
+		w.noteRateLimit(rateLimitTTL)
 	}
 	w.failRefusedCompletions(batch, codes)
 	for _, rj := range done {

@@ -25,6 +25,8 @@
 --   (worker shutdown), "m" moved to delayed by the processor itself (no
 --   attempt spent, like BullMQ's DelayedError).
 -- Returns {codes, nextDelayedScore|false, {id, hash, ...}, rateLimitTTL ms}
+--   (rateLimitTTL: the fetch's; when it fetched nothing and a job went back
+--   to wait, the limiter key's remaining time, 0 without one)
 --   where codes is n when every job is done (0), else a list whose codes[i] is
 --   0 done, -1 job missing, -2 lock missing, -3 not active, -6 lock taken,
 --   -4 (completion only) the job still has pending children, -9 (completion
@@ -51,6 +53,10 @@ end
 local codes = {}
 local trims = {}
 local delayed = false
+-- requeued: a job went back to wait ("w"). The caller may have to wait for
+-- the rate limiter (a processor's RateLimitError), so the reply carries the
+-- limiter's remaining time, read in this same step.
+local requeued = false
 -- lastFinal: the batch's last job completed or failed for good. BullMQ
 -- writes "drained" only from moveToFinished, so a batch that ends with a
 -- retry, a move back or a delay leaves the queue empty without one.
@@ -424,6 +430,7 @@ for k = 1, #owned do
       end
       final = true
     elseif kind == "r" or kind == "w" then
+      requeued = requeued or kind == "w"
       if #fields > 0 then
         rcall("HSET", jobKey, unpack(fields))
       end
@@ -499,11 +506,15 @@ if #fetched[2] == 0 then
     rcall("XADD", eventsKey, "*", "event", "drained")
   end
 end
+local ttl = fetched[4]
+if requeued and ttl == 0 then
+  ttl = math.max(rcall("PTTL", limiterKey), 0)
+end
 -- Every job done (the usual case): the count stands for n zeros, which
 -- Redis would otherwise turn into a reply item each.
 for i = 1, n do
   if codes[i] ~= 0 then
-    return {codes, fetched[1], fetched[2], fetched[4]}
+    return {codes, fetched[1], fetched[2], ttl}
   end
 end
-return {n, fetched[1], fetched[2], fetched[4]}
+return {n, fetched[1], fetched[2], ttl}
