@@ -129,8 +129,8 @@ func Delay(d time.Duration) error {
 // outside service limits the rate (BullMQ's Worker.RateLimitError). The
 // worker puts the job back where it waits (wait, or prioritized by its
 // priority) without spending an attempt or recording a failure, and takes
-// no job until the queue's limiter key expires (waiting at most 30s at a
-// time, as BullMQ's maximumRateLimitDelay). Call Worker.RateLimit (or
+// no job until the queue's limiter key expires or its
+// WorkerOptions.MaxRateLimitWait passed (BullMQ's maximumRateLimitDelay). Call Worker.RateLimit (or
 // Queue.RateLimit) first to set that key: ErrRateLimited alone does not set
 // it, so without it the job is fetched again at once. Other workers of the
 // queue wait for the key only if they apply a limit (see Queue.RateLimit).

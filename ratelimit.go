@@ -33,7 +33,8 @@ func (q *Queue) RateLimit(ctx context.Context, d time.Duration) error {
 // RemoveRateLimitKey deletes the limiter key, ending a RateLimit (or the
 // current window of a Limiter) for the next fetch of every worker. A worker
 // already sleeping after its processor returned ErrRateLimited sleeps on
-// (at most 30s), as a BullMQ worker does. It reports whether there was a key.
+// (at most its WorkerOptions.MaxRateLimitWait), as a BullMQ worker does. It
+// reports whether there was a key.
 func (q *Queue) RemoveRateLimitKey(ctx context.Context) (bool, error) {
 	if err := q.check(); err != nil {
 		return false, err
