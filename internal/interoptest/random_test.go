@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -235,11 +236,55 @@ func campaign(t *testing.T, b *bundle, cfg difftest.Config, seeds []int64, until
 	}
 	t.Logf("campaign done: %d programs, %d steps, %d divergences (%d known) in %s",
 		programs, steps, len(all), countKnown(len(all), func(i int) bool { return all[i].known != nil }), time.Since(start).Round(time.Second))
+	t.Logf("drover's steps by operation and result (ok / refused / nothing to take):\n%s", &droverSteps)
 	for _, f := range all {
 		if f.known == nil {
 			t.Errorf("seed %d: divergence, minimal program:\n%s\n%s", f.seed, f.minimal, f.d)
 		}
 	}
+}
+
+// stepTally counts drover's steps by operation and by what they did, so a
+// campaign shows that each operation really ran (a step that is always
+// refused, or always finds nothing, compares nothing).
+type stepTally struct {
+	mu sync.Mutex
+	n  map[difftest.Op]*[3]int
+}
+
+var droverSteps stepTally
+
+func (t *stepTally) note(op difftest.Op, result string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == nil {
+		t.n = map[difftest.Op]*[3]int{}
+	}
+	c := t.n[op]
+	if c == nil {
+		c = new([3]int)
+		t.n[op] = c
+	}
+	switch {
+	case strings.HasPrefix(result, "ok"):
+		c[0]++
+	case result == "refused":
+		c[1]++
+	default:
+		c[2]++
+	}
+}
+
+func (t *stepTally) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ops := slices.Sorted(maps.Keys(t.n))
+	var b strings.Builder
+	for _, op := range ops {
+		c := t.n[op]
+		fmt.Fprintf(&b, "  %-26s %6d / %6d / %6d\n", op, c[0], c[1], c[2])
+	}
+	return b.String()
 }
 
 func countKnown(n int, known func(int) bool) int {
@@ -310,6 +355,9 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		}
 		rr := ref.step(s, nodeImpl)
 		mr := mix.step(s, by)
+		if by == droverImpl {
+			droverSteps.note(s.Op, mr)
+		}
 		rs, ms := ref.state(), mix.state()
 		diff := statedump.Diff(rs, ms)
 		cross := false
@@ -782,6 +830,60 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		n, err := j.Log(ctx, s.Line)
 		return r.result(strconv.Itoa(n), err)
+	case difftest.OpClearLogs:
+		if node {
+			return r.result("", o.JobCall(ctx, p, q, id, "clearLogs", nil, s.Limit))
+		}
+		j, err := r.dq.GetJob(ctx, id)
+		if err != nil {
+			return r.result("", err)
+		}
+		return r.result("", j.ClearLogs(ctx, s.Limit))
+	case difftest.OpRemoveChildDependency:
+		var ok bool
+		if node {
+			err := o.JobCall(ctx, p, q, id, "removeChildDependency", &ok)
+			return r.result(strconv.FormatBool(ok), err)
+		}
+		j, err := r.dq.GetJob(ctx, id)
+		if err != nil {
+			return r.result("", err)
+		}
+		ok, err = j.RemoveChildDependency(ctx)
+		return r.result(strconv.FormatBool(ok), err)
+	case difftest.OpRemoveUnprocessedChildren:
+		from := r.streamLen()
+		defer func() { r.cascades = append(r.cascades, [2]int{from, r.streamLen()}) }()
+		if node {
+			return r.result("", o.JobCall(ctx, p, q, id, "removeUnprocessedChildren", nil))
+		}
+		j, err := r.dq.GetJob(ctx, id)
+		if err != nil {
+			return r.result("", err)
+		}
+		_, err = j.RemoveUnprocessedChildren(ctx)
+		return r.result("", err)
+	case difftest.OpRemoveDedupKey:
+		var n int
+		var err error
+		if node {
+			err = o.QueueCall(ctx, p, q, "removeDeduplicationKey", &n, s.DedupID)
+		} else {
+			n, err = r.dq.RemoveDeduplicationKey(ctx, s.DedupID)
+		}
+		return r.result(strconv.Itoa(n), err)
+	case difftest.OpJobRemoveDedupKey:
+		var ok bool
+		if node {
+			err := o.JobCall(ctx, p, q, id, "removeDeduplicationKey", &ok)
+			return r.result(strconv.FormatBool(ok), err)
+		}
+		j, err := r.dq.GetJob(ctx, id)
+		if err != nil {
+			return r.result("", err)
+		}
+		ok, err = j.RemoveDeduplicationKey(ctx)
+		return r.result(strconv.FormatBool(ok), err)
 	}
 	r.t.Fatalf("unknown op %q", s.Op)
 	return ""

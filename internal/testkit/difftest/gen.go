@@ -127,6 +127,11 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpUpdateData, Job: g.job(), Value: g.value()} }},
 		{3, g.upsertScheduler},
 		{1, func() Step { return Step{Op: OpRemoveScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
+		{1, func() Step { return Step{Op: OpClearLogs, Job: g.job(), Limit: g.r.IntN(3)} }},
+		{2, func() Step { return Step{Op: OpRemoveChildDependency, Job: g.job()} }},
+		{1, func() Step { return Step{Op: OpRemoveUnprocessedChildren, Job: g.job()} }},
+		{1, func() Step { return Step{Op: OpRemoveDedupKey, DedupID: g.pick("d1", "d2")} }},
+		{1, func() Step { return Step{Op: OpJobRemoveDedupKey, Job: g.job()} }},
 	}
 	total := 0
 	for _, o := range opts {

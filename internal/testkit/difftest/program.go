@@ -81,6 +81,21 @@ const (
 	// OpAddBulk adds Step.Children in one call (Queue.addBulk /
 	// Queue.AddBulk).
 	OpAddBulk Op = "addBulk"
+	// OpClearLogs trims Step.Job's logs to the newest Step.Limit lines
+	// (job.clearLogs / Job.ClearLogs).
+	OpClearLogs Op = "clearLogs"
+	// OpRemoveChildDependency detaches Step.Job from its flow parent
+	// (job.removeChildDependency / Job.RemoveChildDependency).
+	OpRemoveChildDependency Op = "removeChildDependency"
+	// OpRemoveUnprocessedChildren deletes Step.Job's children that have
+	// not started (job.removeUnprocessedChildren).
+	OpRemoveUnprocessedChildren Op = "removeUnprocessedChildren"
+	// OpRemoveDedupKey frees deduplication id Step.DedupID, whoever holds
+	// it (queue.removeDeduplicationKey).
+	OpRemoveDedupKey Op = "removeDedupKey"
+	// OpJobRemoveDedupKey frees the deduplication id Step.Job holds, if it
+	// still holds it (job.removeDeduplicationKey).
+	OpJobRemoveDedupKey Op = "jobRemoveDedupKey"
 )
 
 // Step is one operation of a program.
@@ -106,8 +121,10 @@ type Step struct {
 	// Priority and LIFO of OpChangePriority.
 	Priority int
 	LIFO     bool
-	// Limit of OpClean (0: none).
+	// Limit of OpClean (0: none); the lines OpClearLogs keeps.
 	Limit int
+	// DedupID of OpRemoveDedupKey.
+	DedupID string
 	// Delayed makes OpDrain drain delayed jobs too.
 	Delayed bool
 	// Value of OpProgress and OpUpdateData.
@@ -406,6 +423,9 @@ func (s *Step) String() string {
 	if s.Limit != 0 {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
 	}
+	if s.DedupID != "" {
+		parts = append(parts, "dedup="+s.DedupID)
+	}
 	if s.Delayed {
 		parts = append(parts, "delayed")
 	}
@@ -442,6 +462,9 @@ var opNames = map[Op]string{
 	OpObliterate: "OpObliterate", OpPause: "OpPause", OpResume: "OpResume", OpProgress: "OpProgress", OpLog: "OpLog",
 	OpAddFlow: "OpAddFlow", OpAddBulk: "OpAddBulk", OpUpdateData: "OpUpdateData",
 	OpUpsertScheduler: "OpUpsertScheduler", OpRemoveScheduler: "OpRemoveScheduler",
+	OpClearLogs: "OpClearLogs", OpRemoveChildDependency: "OpRemoveChildDependency",
+	OpRemoveUnprocessedChildren: "OpRemoveUnprocessedChildren", OpRemoveDedupKey: "OpRemoveDedupKey",
+	OpJobRemoveDedupKey: "OpJobRemoveDedupKey",
 }
 
 // GoString renders the step as a Go composite literal.
@@ -493,6 +516,9 @@ func (s *Step) GoString() string {
 	}
 	if s.Limit != 0 {
 		f = append(f, fmt.Sprintf("Limit: %d", s.Limit))
+	}
+	if s.DedupID != "" {
+		f = append(f, fmt.Sprintf("DedupID: %q", s.DedupID))
 	}
 	if s.Delayed {
 		f = append(f, "Delayed: true")
