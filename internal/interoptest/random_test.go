@@ -497,11 +497,22 @@ func (r *programRun) nodeOpts(a *difftest.Add) map[string]any {
 }
 
 // ready reports whether a worker would take a job now: the queue is not
-// paused and wait or prioritized holds one (nothing delayed is ever due).
+// paused, its global concurrency (if any) is not reached by the active
+// jobs (stalled ones included), and wait or prioritized holds one (nothing
+// delayed is ever due).
 func (r *programRun) ready(ctx context.Context) bool {
 	r.t.Helper()
 	paused, err := r.rdb.HExists(ctx, r.k.Meta(), "paused").Result()
 	require.NoError(r.t, err)
+	if c, err := r.rdb.HGet(ctx, r.k.Meta(), "concurrency").Int64(); err == nil {
+		active, err := r.rdb.LLen(ctx, r.k.Active()).Result()
+		require.NoError(r.t, err)
+		if active >= c {
+			return false
+		}
+	} else if !errors.Is(err, redis.Nil) {
+		require.NoError(r.t, err)
+	}
 	n, err := r.rdb.LLen(ctx, r.k.Wait()).Result()
 	require.NoError(r.t, err)
 	m, err := r.rdb.ZCard(ctx, r.k.Prioritized()).Result()
@@ -830,6 +841,16 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		n, err := j.Log(ctx, s.Line)
 		return r.result(strconv.Itoa(n), err)
+	case difftest.OpSetGlobalConcurrency:
+		if node {
+			return r.result("", o.QueueCall(ctx, p, q, "setGlobalConcurrency", nil, s.Limit))
+		}
+		return r.result("", r.dq.SetGlobalConcurrency(ctx, s.Limit))
+	case difftest.OpRemoveGlobalConcurrency:
+		if node {
+			return r.result("", o.QueueCall(ctx, p, q, "removeGlobalConcurrency", nil))
+		}
+		return r.result("", r.dq.RemoveGlobalConcurrency(ctx))
 	case difftest.OpClearLogs:
 		if node {
 			return r.result("", o.JobCall(ctx, p, q, id, "clearLogs", nil, s.Limit))

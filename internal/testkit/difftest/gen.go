@@ -132,6 +132,8 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpRemoveUnprocessedChildren, Job: g.job()} }},
 		{1, func() Step { return Step{Op: OpRemoveDedupKey, DedupID: g.pick("d1", "d2")} }},
 		{1, func() Step { return Step{Op: OpJobRemoveDedupKey, Job: g.job()} }},
+		{1, func() Step { return Step{Op: OpSetGlobalConcurrency, Limit: 1 + g.r.IntN(2)} }},
+		{2, func() Step { return Step{Op: OpRemoveGlobalConcurrency} }},
 	}
 	total := 0
 	for _, o := range opts {

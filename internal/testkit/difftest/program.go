@@ -96,6 +96,10 @@ const (
 	// OpJobRemoveDedupKey frees the deduplication id Step.Job holds, if it
 	// still holds it (job.removeDeduplicationKey).
 	OpJobRemoveDedupKey Op = "jobRemoveDedupKey"
+	// OpSetGlobalConcurrency caps the queue's active jobs at Step.Limit
+	// (queue.setGlobalConcurrency); OpRemoveGlobalConcurrency lifts the cap.
+	OpSetGlobalConcurrency    Op = "setGlobalConcurrency"
+	OpRemoveGlobalConcurrency Op = "removeGlobalConcurrency"
 )
 
 // Step is one operation of a program.
@@ -121,7 +125,8 @@ type Step struct {
 	// Priority and LIFO of OpChangePriority.
 	Priority int
 	LIFO     bool
-	// Limit of OpClean (0: none); the lines OpClearLogs keeps.
+	// Limit of OpClean (0: none); the lines OpClearLogs keeps; the cap of
+	// OpSetGlobalConcurrency.
 	Limit int
 	// DedupID of OpRemoveDedupKey.
 	DedupID string
@@ -464,7 +469,8 @@ var opNames = map[Op]string{
 	OpUpsertScheduler: "OpUpsertScheduler", OpRemoveScheduler: "OpRemoveScheduler",
 	OpClearLogs: "OpClearLogs", OpRemoveChildDependency: "OpRemoveChildDependency",
 	OpRemoveUnprocessedChildren: "OpRemoveUnprocessedChildren", OpRemoveDedupKey: "OpRemoveDedupKey",
-	OpJobRemoveDedupKey: "OpJobRemoveDedupKey",
+	OpJobRemoveDedupKey: "OpJobRemoveDedupKey", OpSetGlobalConcurrency: "OpSetGlobalConcurrency",
+	OpRemoveGlobalConcurrency: "OpRemoveGlobalConcurrency",
 }
 
 // GoString renders the step as a Go composite literal.
