@@ -180,9 +180,15 @@ func (j *Job) WaitUntilFinished(ctx context.Context) (json.RawMessage, error) {
 // ctx bounds the wait: when it is done the call returns ctx.Err() at once.
 // Closing the Queue ends waiting calls with ErrClosed within a second, as
 // closing a BullMQ Queue rejects its waits. Unlike BullMQ's, the call needs
-// no QueueEvents. A Redis error (an outage, say) in a look at the job ends
-// the call with that error, wrapped in a *JobError; the job is not touched,
-// so calling again goes on waiting.
+// no QueueEvents.
+//
+// Redis failing during the wait (an outage, a restart, a network blip)
+// does not end it: the call keeps looking at the job every second and the
+// reader keeps reading, so a job that finishes during or after the outage
+// still answers, as a BullMQ wait does once its connection is back. When
+// ctx ends while Redis is failing, the error matches ctx.Err() and carries
+// the last Redis error. Only the first read, before the call waits, returns
+// a Redis error at once (wrapped in a *JobError).
 //
 // Cost: the calls waiting on one Queue share one reader of its events
 // stream, a goroutine whose blocking read holds one connection of the
@@ -216,13 +222,16 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 	q.waitHook("position")
 	recheck := time.NewTimer(0)
 	defer recheck.Stop()
+	// outage is the error of the last look at the job, while Redis fails
+	// to answer it; nil once a look succeeds.
+	var outage error
 	for {
 		select {
 		case ev := <-ch:
 			_, v, err := finishedByEvent(q, ev)
 			return v, err
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, waitEnded(ctx, outage)
 		case <-recheck.C:
 		}
 		if err := q.check(); err != nil {
@@ -230,14 +239,34 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 		}
 		checked, err := q.finishedJob(ctx, id)
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, waitEnded(ctx, outage)
 		}
-		if done, v, err := checked.result(q, id, err); done {
+		if err != nil {
+			// Redis did not answer (an outage, a restart, a network
+			// blip): the job is untouched and the reader retries too, so
+			// the wait rides it out and looks again, until ctx ends.
+			outage = q.waitErr(id, err)
+			q.waitHook("outage")
+			recheck.Reset(waitRecheck)
+			continue
+		}
+		outage = nil
+		if done, v, err := checked.result(q, id); done {
 			return v, err
 		}
 		q.waitHook("checked")
 		recheck.Reset(waitRecheck)
 	}
+}
+
+// waitEnded is a wait's error when its ctx ended: ctx's own error, joined
+// with the Redis error that kept it from looking at the job, if Redis was
+// failing then.
+func waitEnded(ctx context.Context, outage error) error {
+	if outage == nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w (Redis was failing: %w)", ctx.Err(), outage)
 }
 
 // jobCheck is what finishedJob saw of a job.
@@ -252,10 +281,8 @@ type jobCheck struct {
 
 // result turns a check into the call's answer; done is false while the job
 // is unfinished.
-func (c jobCheck) result(q *Queue, id string, err error) (done bool, v json.RawMessage, _ error) {
+func (c jobCheck) result(q *Queue, id string) (done bool, v json.RawMessage, _ error) {
 	switch {
-	case err != nil:
-		return true, nil, q.waitErr(id, err)
 	case c.foundEvent != nil:
 		return finishedByEvent(q, *c.foundEvent)
 	case c.missing:
@@ -363,7 +390,8 @@ func rawValue(s string) json.RawMessage {
 
 // waitHook runs the test hook, if any, at a stage of WaitUntilFinished:
 // "position" once the stream position is taken and the call registered,
-// "checked" after each look at the job that found it unfinished, and in the
+// "checked" after each look at the job that found it unfinished, "outage"
+// after each look Redis did not answer, and in the
 // reader, "read" before each read of the stream.
 func (q *Queue) waitHook(stage string) {
 	if q.onWait != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // waitResult is what one WaitUntilFinished call answered.
@@ -470,5 +472,72 @@ func TestWaitUntilFinished(t *testing.T) {
 				require.JSONEq(t, `"kept"`, string(v))
 			})
 		}
+	})
+
+	// Redis stops answering the waiting call's client for a few looks at
+	// the job (its connections reset, new ones refused), and the job
+	// completes meanwhile through another client: once the network is back
+	// the call answers with the value instead of having ended with the
+	// outage's error. With the outage still on at ctx's end, the error
+	// matches the deadline and names the Redis error.
+	t.Run("RidesOutAnOutage", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		viaProxy := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { _ = viaProxy.Close() })
+		q, err := drover.NewQueue(viaProxy, b.name, &drover.QueueOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = q.Close() })
+		var outages atomic.Int32
+		drover.SetWaitHook(q, func(stage string) {
+			if stage == "outage" {
+				outages.Add(1)
+			}
+		})
+		res, err := b.queue.Add(ctx, "j", nil, nil)
+		require.NoError(t, err)
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		got := waitAsync(wctx, q, res.Job.ID)
+		time.Sleep(100 * time.Millisecond) // the call is waiting
+		proxy.Refuse()
+		proxy.ResetAll()
+		// The call looks at its job a second after its last look ended:
+		// two and a half seconds of outage hold at least one failed look
+		// (a failing dial takes a while of its own).
+		time.Sleep(2500 * time.Millisecond)
+		select {
+		case r := <-got:
+			t.Fatalf("the wait ended during the outage: %q, %v", r.v, r.err)
+		default:
+		}
+		require.Positive(t, outages.Load(), "a look at the job failed during the outage")
+		b.startWorker(t, func(context.Context, *drover.Job) (any, error) { return "after the outage", nil }, nil)
+		b.waitState(t, res.Job.ID, drover.StateCompleted)
+		require.NoError(t, proxy.Listen())
+		r := <-got
+		require.NoError(t, r.err)
+		require.JSONEq(t, `"after the outage"`, string(r.v))
+
+		// The outage outlasts ctx: the deadline, with the Redis error.
+		unfinished, err := b.queue.Add(ctx, "never", nil, &drover.JobOptions{Delay: time.Hour})
+		require.NoError(t, err)
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer dcancel()
+		got = waitAsync(dctx, q, unfinished.Job.ID)
+		time.Sleep(100 * time.Millisecond)
+		before := outages.Load()
+		proxy.Refuse()
+		proxy.ResetAll()
+		r = <-got
+		require.ErrorIs(t, r.err, context.DeadlineExceeded)
+		require.Greater(t, outages.Load(), before, "looks failed before the deadline")
+		require.ErrorContains(t, r.err, "Redis was failing")
+		var je *drover.JobError
+		require.ErrorAs(t, r.err, &je)
+		require.Equal(t, unfinished.Job.ID, je.JobID)
 	})
 }
