@@ -5,13 +5,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/scripts"
 )
-
-// limiterFull is the count Queue.RateLimit stores in the limiter key:
-// BullMQ's value (JavaScript's Number.MAX_SAFE_INTEGER), above any max, so
-// every worker that applies a limit sees the window as used up.
-const limiterFull = 1<<53 - 1
 
 // RateLimit stops the queue's rate-limited workers (those with a
 // WorkerOptions.Limiter, or all of them under SetGlobalRateLimit) from
@@ -27,7 +23,7 @@ func (q *Queue) RateLimit(ctx context.Context, d time.Duration) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	return q.rdb.Set(ctx, q.k.Limiter(), limiterFull, d).Err()
+	return q.rdb.Set(ctx, q.k.Limiter(), keys.LimiterFull, d).Err()
 }
 
 // RemoveRateLimitKey deletes the limiter key, ending a RateLimit (or the

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
@@ -698,4 +700,67 @@ func TestUICleanCompletedSaysHowMany(t *testing.T) {
 	left, err := b.rdb.ZRange(ctx, k+"completed", 0, -1).Result()
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"crossed", "recent"}, left)
+}
+
+// TestUIQueueLimits: why waiting jobs do not move although a worker runs.
+// The overview and the queue page show a queue whose global concurrency
+// the active jobs reached ("maxed 1/1") and one a manual rate limit blocks
+// ("rate-limited"); the queue page also lists the limits in force that do
+// not bite (the global rate limit), and the API says the same in
+// QueueInfo.Limits.
+func TestUIQueueLimits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	capped := b.queue(t, "capped")
+	require.NoError(t, capped.SetGlobalConcurrency(ctx, 1))
+	require.NoError(t, capped.SetGlobalRateLimit(ctx, 10, time.Second))
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	started := make(chan struct{}, 1)
+	b.startWorker(t, "capped", func(ctx context.Context, _ *drover.Job) (any, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}, &drover.WorkerOptions{Concurrency: 4})
+	b.add(t, "capped", "first", nil, nil)
+	<-started
+	b.add(t, "capped", "second", nil, nil)
+	limited := b.queue(t, "limited")
+	b.add(t, "limited", "x", nil, nil)
+	require.NoError(t, limited.RateLimit(ctx, time.Hour))
+	b.add(t, "calm", "x", nil, nil)
+
+	var ov dashboard.Overview
+	require.Equal(t, http.StatusOK, b.as(t, "").get("api/overview", &ov))
+	byName := map[string]inspect.QueueInfo{}
+	for _, q := range ov.Queues {
+		byName[q.Name] = q.QueueInfo
+	}
+	require.Equal(t, 1, *byName["capped"].Limits.Concurrency)
+	require.True(t, byName["capped"].Limits.Maxed)
+	require.Equal(t, &inspect.RateLimit{Max: 10, Duration: time.Second}, byName["capped"].Limits.RateLimit)
+	require.Zero(t, byName["capped"].Limits.RateLimitedFor)
+	require.Greater(t, byName["limited"].Limits.RateLimitedFor, 59*time.Minute)
+	require.Equal(t, inspect.Limits{}, byName["calm"].Limits)
+
+	tab := browser(t)
+	do(t, tab,
+		chromedp.Navigate(b.url),
+		chromedp.WaitVisible(chromedp.CSS(`#queues tr[data-queue="capped"] [data-limit="concurrency"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#queues tr[data-queue="limited"] [data-limit="rate-limited"]`)),
+	)
+	require.Equal(t, "maxed 1/1", text(t, tab, `#queues tr[data-queue="capped"] [data-limit="concurrency"]`))
+	require.Contains(t, text(t, tab, `#queues tr[data-queue="limited"] [data-limit="rate-limited"]`), "rate-limited ")
+	require.Zero(t, evalJS[int](t, tab, `document.querySelectorAll('#queues tr[data-queue="calm"] [data-limit]').length`), "a queue without limits has no badge")
+	require.Zero(t, evalJS[int](t, tab, `document.querySelectorAll('#queues tr[data-queue="capped"] [data-limit="rate"]').length`), "the overview shows only limits that bite")
+	do(t, tab,
+		chromedp.Navigate(b.url+"#/q/capped"),
+		chromedp.WaitVisible(chromedp.CSS(`h1 [data-limit="rate"]`)),
+	)
+	require.Equal(t, "maxed 1/1", text(t, tab, `h1 [data-limit="concurrency"]`))
+	require.Equal(t, "≤ 10 per 1.0s", text(t, tab, `h1 [data-limit="rate"]`))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -229,6 +230,61 @@ type QueueInfo struct {
 	Name   string `json:"name"`
 	Paused bool   `json:"paused"`
 	Counts Counts `json:"counts"`
+	// Limits are the queue-wide limits on taking jobs, which say why
+	// waiting jobs may not move although workers run.
+	Limits Limits `json:"limits"`
+}
+
+// Limits are what stops workers from taking a queue's jobs besides a pause:
+// the global concurrency and rate limit (Queue.SetGlobalConcurrency,
+// Queue.SetGlobalRateLimit, or Node's equivalents) and the limiter key's
+// current window.
+type Limits struct {
+	// Concurrency is the global concurrency; nil when none is set.
+	Concurrency *int `json:"concurrency"`
+	// Maxed: the active jobs reached Concurrency, so no worker takes a job
+	// until one finishes (BullMQ's isMaxed).
+	Maxed bool `json:"maxed"`
+	// RateLimit is the global rate limit; nil when none is set.
+	RateLimit *RateLimit `json:"rateLimit"`
+	// RateLimitedFor is how long the limiter still refuses activations to
+	// workers that apply a limit: the global limit's window is used up,
+	// or Queue.RateLimit (BullMQ's queue.rateLimit) blocked the queue. 0
+	// when it refuses none (a worker's own Limiter may still count in the
+	// same key: its max is the worker's, unknown here). JSON:
+	// rateLimitedForMs.
+	RateLimitedFor time.Duration `json:"-"`
+}
+
+// RateLimit is at most Max job activations per Duration.
+type RateLimit struct {
+	Max int `json:"max"`
+	// Duration is the window (JSON: durationMs).
+	Duration time.Duration `json:"-"`
+}
+
+// MarshalJSON writes RateLimitedFor in ms.
+func (l Limits) MarshalJSON() ([]byte, error) {
+	type plain Limits
+	return marshalMs(plain(l), msField{name: "rateLimitedForMs", d: &l.RateLimitedFor})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (l *Limits) UnmarshalJSON(data []byte) error {
+	type plain Limits
+	return unmarshalMs(data, (*plain)(l), msField{name: "rateLimitedForMs", d: &l.RateLimitedFor})
+}
+
+// MarshalJSON writes Duration in ms.
+func (r RateLimit) MarshalJSON() ([]byte, error) {
+	type plain RateLimit
+	return marshalMs(plain(r), msField{name: "durationMs", d: &r.Duration})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *RateLimit) UnmarshalJSON(data []byte) error {
+	type plain RateLimit
+	return unmarshalMs(data, (*plain)(r), msField{name: "durationMs", d: &r.Duration})
 }
 
 // QueueInfo counts queue's jobs per state, atomically, and reads whether it
@@ -249,15 +305,64 @@ func (i *Inspector) queueInfo(ctx context.Context, q *drover.Queue) (*QueueInfo,
 	if err != nil {
 		return nil, err
 	}
-	paused, err := q.IsPaused(ctx)
-	if err != nil {
-		return nil, err
-	}
-	info := &QueueInfo{Name: queue, Paused: paused}
+	info := &QueueInfo{Name: queue}
 	for _, st := range States {
 		*info.Counts.field(st) = m[st]
 	}
+	if err := i.readLimits(ctx, queue, info); err != nil {
+		return nil, err
+	}
 	return info, nil
+}
+
+// readLimits reads, in one round trip, whether the queue is paused and its
+// limits (Limits); Maxed compares with the active count already read.
+func (i *Inspector) readLimits(ctx context.Context, queue string, info *QueueInfo) error {
+	k := i.keys(queue)
+	var meta *redis.SliceCmd
+	var used *redis.StringCmd
+	var ttl *redis.DurationCmd
+	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		meta = p.HMGet(ctx, k.Meta(), "paused", "concurrency", "max", "duration")
+		used = p.Get(ctx, k.Limiter())
+		ttl = p.PTTL(ctx, k.Limiter())
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("read limits of queue %q: %w", queue, err)
+	}
+	v := meta.Val()
+	if len(v) != 4 {
+		return fmt.Errorf("read limits of queue %q: meta answered %d fields", queue, len(v))
+	}
+	info.Paused = v[0] != nil
+	l := &info.Limits
+	if n, ok := metaInt(v[1]); ok {
+		l.Concurrency = &n
+		l.Maxed = info.Counts.Active >= int64(n)
+	}
+	maxJobs, okMax := metaInt(v[2])
+	if dur, ok := metaInt(v[3]); okMax && ok {
+		l.RateLimit = &RateLimit{Max: maxJobs, Duration: time.Duration(dur) * time.Millisecond}
+	}
+	n, err := used.Int64()
+	if err != nil {
+		return nil // no limiter key (or not a count): nothing refused
+	}
+	if (l.RateLimit != nil && n >= int64(l.RateLimit.Max)) || n >= keys.LimiterFull {
+		l.RateLimitedFor = max(ttl.Val(), 0)
+	}
+	return nil
+}
+
+// metaInt reads an integer field of the meta hash (HMGET's answer).
+func metaInt(v any) (int, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
 }
 
 // Overview is QueueInfo for every queue under the prefix, sorted by name.

@@ -173,13 +173,31 @@ func TestQueueCommands(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		out := ok(t, b, "queues")
-		require.Regexp(t, `QUEUE\s+STATE\s+WAITING\s+PRIORITIZED\s+ACTIVE\s+DELAYED\s+WAITING-CHILDREN\s+COMPLETED\s+FAILED\s+ALERTS`, out)
-		require.Regexp(t, `mail\s+paused\s+0\s+0\s+0\s+1\s+0\s+1\s+3\s+-`, out)
+		require.Regexp(t, `QUEUE\s+STATE\s+WAITING\s+PRIORITIZED\s+ACTIVE\s+DELAYED\s+WAITING-CHILDREN\s+COMPLETED\s+FAILED\s+ALERTS\s+LIMITS\n`, out)
+		require.Regexp(t, `mail\s+paused\s+0\s+0\s+0\s+1\s+0\s+1\s+3\s+-\s+-\n`, out)
 		var rows []queueRow
 		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "queues", "--json")), &rows))
 		require.Len(t, rows, 1)
 		require.Equal(t, inspect.Counts{Delayed: 1, Completed: 1, Failed: 3}, rows[0].Counts)
 		require.True(t, rows[0].Paused)
+
+		// Limits: the global concurrency reached by the active jobs, a
+		// global rate limit, a manual rate limit.
+		mail, err := drover.NewQueue(b.rdb, "mail", &drover.QueueOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		require.NoError(t, mail.SetGlobalConcurrency(ctx, 1))
+		require.NoError(t, mail.SetGlobalRateLimit(ctx, 100, time.Second))
+		require.NoError(t, b.rdb.LPush(ctx, b.prefix+":mail:active", "running-elsewhere").Err())
+		require.NoError(t, mail.RateLimit(ctx, time.Hour))
+		require.Regexp(t, `mail\s+paused\s+0\s+0\s+1\s+1\s+0\s+1\s+3\s+-\s+maxed 1/1, rate-limited 1h0m0s, max 100/1s\n`, ok(t, b, "queues"))
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "queues", "--json")), &rows))
+		require.True(t, rows[0].Limits.Maxed)
+		require.Equal(t, &inspect.RateLimit{Max: 100, Duration: time.Second}, rows[0].Limits.RateLimit)
+		_, err = mail.RemoveRateLimitKey(ctx)
+		require.NoError(t, err)
+		require.NoError(t, mail.RemoveGlobalRateLimit(ctx))
+		require.NoError(t, b.rdb.LPop(ctx, b.prefix+":mail:active").Err())
+		require.Regexp(t, `mail\s+paused\s+0\s+0\s+0\s+1\s+0\s+1\s+3\s+-\s+concurrency 1\n`, ok(t, b, "queues"))
 
 		// A queue only a Node producer wrote since the last listing: --scan
 		// finds it at once.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/seed40057009/drover/inspect"
 )
@@ -69,7 +71,7 @@ func (c *queuesCmd) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.out, "no queues under prefix %q\n", ins.Prefix())
 		return nil
 	}
-	t := newTable(c.out, "QUEUE", "STATE", "WAITING", "PRIORITIZED", "ACTIVE", "DELAYED", "WAITING-CHILDREN", "COMPLETED", "FAILED", "ALERTS")
+	t := newTable(c.out, "QUEUE", "STATE", "WAITING", "PRIORITIZED", "ACTIVE", "DELAYED", "WAITING-CHILDREN", "COMPLETED", "FAILED", "ALERTS", "LIMITS")
 	for _, r := range rows {
 		state := "running"
 		if r.Paused {
@@ -80,7 +82,37 @@ func (c *queuesCmd) Run(ctx context.Context, args []string) error {
 			alerts = r.Alerts[0].Message
 		}
 		n := r.Counts
-		t.row(r.Name, state, n.Waiting, n.Prioritized, n.Active, n.Delayed, n.WaitingChildren, n.Completed, n.Failed, alerts)
+		t.row(r.Name, state, n.Waiting, n.Prioritized, n.Active, n.Delayed, n.WaitingChildren, n.Completed, n.Failed, alerts, limitsText(r.QueueInfo))
 	}
 	return t.flush()
+}
+
+// limitsText is a queue's limits for the LIMITS column: what bites first
+// ("maxed 5/5" when the active jobs reached the global concurrency,
+// "rate-limited 12s" while the limiter refuses), then the limits in force
+// ("concurrency 5", "max 100/1s"); "-" for none.
+func limitsText(q inspect.QueueInfo) string {
+	l := q.Limits
+	var parts []string
+	if l.Concurrency != nil {
+		if l.Maxed {
+			parts = append(parts, fmt.Sprintf("maxed %d/%d", q.Counts.Active, *l.Concurrency))
+		} else {
+			parts = append(parts, fmt.Sprintf("concurrency %d", *l.Concurrency))
+		}
+	}
+	if l.RateLimitedFor > 0 {
+		d := l.RateLimitedFor.Round(time.Second)
+		if d == 0 {
+			d = l.RateLimitedFor.Round(time.Millisecond)
+		}
+		parts = append(parts, "rate-limited "+d.String())
+	}
+	if r := l.RateLimit; r != nil {
+		parts = append(parts, fmt.Sprintf("max %d/%s", r.Max, r.Duration))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -89,6 +89,25 @@
     }
     return neg ? `-${s}` : s;
   }
+  // limitBadges are a queue's limit badges: why waiting jobs may not move
+  // although workers run (global concurrency reached, rate limiter
+  // refusing). full adds the limits in force even when they do not bite.
+  function limitBadges(q, full) {
+    const l = q.limits || {};
+    const out = [];
+    if (l.concurrency !== null && l.concurrency !== undefined && (full || l.maxed)) {
+      out.push(el('span', { class: l.maxed ? 'badge rs-paused' : 'badge', 'data-limit': 'concurrency',
+        title: l.maxed ? `${q.counts.active} active jobs reached the global concurrency of ${l.concurrency}: no worker takes a job until one finishes` : `global concurrency ${l.concurrency}` },
+      l.maxed ? `maxed ${q.counts.active}/${l.concurrency}` : `concurrency ${l.concurrency}`));
+    }
+    if (l.rateLimitedForMs > 0) {
+      out.push(el('span', { class: 'badge rs-paused', 'data-limit': 'rate-limited',
+        title: 'the rate limiter refuses activations to workers that apply a limit' }, `rate-limited ${fmtMs(l.rateLimitedForMs)}`));
+    } else if (full && l.rateLimit) {
+      out.push(el('span', { class: 'badge', 'data-limit': 'rate', title: 'global rate limit' }, `≤ ${l.rateLimit.max} per ${fmtMs(l.rateLimit.durationMs)}`));
+    }
+    return out;
+  }
   function relative(t) {
     const ms = new Date(t).getTime() - Date.now();
     return ms >= 0 ? `in ${fmtMs(ms)}` : `${fmtMs(-ms)} ago`;
@@ -282,7 +301,7 @@
       info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
       showAlerts(ov.alerts);
       put(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name },
-        el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null),
+        el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null, ...limitBadges(q, false)),
         ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
         el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: a.message }, a.kind))))));
       if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
@@ -453,7 +472,7 @@
       } catch (e) { summary.textContent = `Could not load: ${e.message}`; return; }
       if (gen !== app.render) return;
       showAlerts(qp.alerts);
-      put(head, queue, qp.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null);
+      put(head, queue, qp.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
       put(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
         el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '' }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
