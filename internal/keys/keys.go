@@ -89,7 +89,8 @@ func (q Queue) Limiter() string         { return q.base + "limiter" }
 // Number.MAX_SAFE_INTEGER, above any max, so every worker that applies a
 // limit sees the window as used up until the key expires.
 const LimiterFull = 1<<53 - 1
-func (q Queue) Repeat() string          { return q.base + "repeat" }
+
+func (q Queue) Repeat() string { return q.base + "repeat" }
 
 // Metrics is the metrics hash of kind "completed" or "failed"; its data
 // points list is Metrics(kind) + ":data".
