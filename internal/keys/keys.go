@@ -83,14 +83,13 @@ func (q Queue) ID() string              { return q.base + "id" }
 func (q Queue) Stalled() string         { return q.base + "stalled" }
 func (q Queue) StalledCheck() string    { return q.base + "stalled-check" }
 func (q Queue) Limiter() string         { return q.base + "limiter" }
+func (q Queue) Repeat() string          { return q.base + "repeat" }
 
 // LimiterFull is the count a manual rate limit (BullMQ's queue.rateLimit,
 // drover's Queue.RateLimit) stores in the Limiter key: JavaScript's
 // Number.MAX_SAFE_INTEGER, above any max, so every worker that applies a
 // limit sees the window as used up until the key expires.
 const LimiterFull = 1<<53 - 1
-
-func (q Queue) Repeat() string { return q.base + "repeat" }
 
 // Metrics is the metrics hash of kind "completed" or "failed"; its data
 // points list is Metrics(kind) + ":data".
