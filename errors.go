@@ -125,6 +125,12 @@ func Delay(d time.Duration) error {
 	return &delayError{delay: max(d.Milliseconds(), 0)}
 }
 
+// errZeroValue is the error of a call on a zero value of a type that needs
+// its constructor (a Queue{} instead of NewQueue's).
+func errZeroValue(typ, constructor string) error {
+	return fmt.Errorf("%w: this %s is a zero value; make it with %s", ErrInvalidOption, typ, constructor)
+}
+
 // ErrRateLimited is returned by a processor whose job must wait because an
 // outside service limits the rate (BullMQ's Worker.RateLimitError). The
 // worker puts the job back where it waits (wait, or prioritized by its

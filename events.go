@@ -179,6 +179,9 @@ func (qe *QueueEvents) LastID() string { return qe.lastID }
 
 // Next returns the next event, blocking until one arrives or ctx is done.
 func (qe *QueueEvents) Next(ctx context.Context) (Event, error) {
+	if qe.rdb == nil {
+		return Event{}, errZeroValue("QueueEvents", "NewQueueEvents")
+	}
 	for len(qe.buf) == 0 {
 		if err := ctx.Err(); err != nil {
 			return Event{}, err

@@ -299,6 +299,9 @@ func (f *FlowProducer) Add(ctx context.Context, flow FlowJob) (*JobNode, error) 
 // when one is refused or the call fails, none. On a Redis Cluster every
 // tree must then share one hash tag (call Add per tree otherwise).
 func (f *FlowProducer) AddBulk(ctx context.Context, flows []FlowJob) ([]*JobNode, error) {
+	if f.rdb == nil {
+		return nil, errZeroValue("FlowProducer", "NewFlowProducer")
+	}
 	if f.closed.Load() {
 		return nil, fmt.Errorf("flow producer: %w", ErrClosed)
 	}

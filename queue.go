@@ -137,6 +137,9 @@ func (q *Queue) check() error {
 	if q == nil {
 		return ErrNoQueue // the zero Job's
 	}
+	if q.rdb == nil {
+		return errZeroValue("Queue", "NewQueue")
+	}
 	if q.closed.Load() {
 		return fmt.Errorf("queue %q: %w", q.name, ErrClosed)
 	}

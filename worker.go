@@ -484,6 +484,9 @@ const startProbeTimeout = 3 * time.Second
 // database that is briefly away. Start returns an error only if ctx has
 // already ended or the worker was closed; a second Start is a no-op.
 func (w *Worker) Start(ctx context.Context) error {
+	if w.q == nil {
+		return errZeroValue("Worker", "NewWorker")
+	}
 	if w.closing.Load() {
 		return fmt.Errorf("worker for queue %q: %w", w.q.name, ErrClosed)
 	}
