@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	mathrand "math/rand/v2"
@@ -394,9 +393,15 @@ type finishItem struct {
 }
 
 // NewWorker returns a worker for queue name. It does no I/O; call Start.
+//
+// With a nil proc the worker processes nothing itself: its caller takes
+// jobs with NextJob and ends their attempts with the Job's Complete, Fail,
+// MoveToDelayed or MoveToWait (BullMQ's manual processing; see NextJob).
+// Start then runs only the stalled checker (unless SkipStalledCheck) and
+// the clock measurement; Concurrency, Hooks and Middleware are unused.
 func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *WorkerOptions) (*Worker, error) {
-	if proc == nil {
-		return nil, errors.New("drover: NewWorker needs a Processor, got nil")
+	if f, ok := proc.(ProcessorFunc); ok && f == nil {
+		proc = nil
 	}
 	if v, ok := proc.(interface{ validate() error }); ok {
 		if err := v.validate(); err != nil {
@@ -417,12 +422,14 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	w := &Worker{
 		q:     q,
 		proc:  proc,
-		chain: chain(proc, mws),
 		mws:   mws,
 		opts:  o,
 		id:    id,
 		jobs:  newInflight(o.Concurrency),
 		rand:  mathrand.Float64,
+	}
+	if proc != nil {
+		w.chain = chain(proc, mws)
 	}
 	w.log = o.Logger.With(slog.String(logkey.Queue, name), slog.String(logkey.Worker, w.workerLabel()),
 		slog.Int(logkey.PID, os.Getpid()))
@@ -484,6 +491,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.startOnce.Do(func() {
 		probe, cancel := context.WithTimeout(ctx, startProbeTimeout)
 		defer cancel()
+		if w.proc == nil {
+			w.startManual(probe)
+			return
+		}
 		if err := w.q.rdb.Ping(probe).Err(); err != nil {
 			w.log.WarnContext(ctx, "Redis does not answer; the worker starts anyway and fetches once it does",
 				slog.Any(logkey.Error, err))
