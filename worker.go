@@ -420,13 +420,13 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	id := newID()
 	mws := o.middleware()
 	w := &Worker{
-		q:     q,
-		proc:  proc,
-		mws:   mws,
-		opts:  o,
-		id:    id,
-		jobs:  newInflight(o.Concurrency),
-		rand:  mathrand.Float64,
+		q:    q,
+		proc: proc,
+		mws:  mws,
+		opts: o,
+		id:   id,
+		jobs: newInflight(o.Concurrency),
+		rand: mathrand.Float64,
 	}
 	if proc != nil {
 		w.chain = chain(proc, mws)
