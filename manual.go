@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	mathrand "math/rand/v2"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -123,31 +125,44 @@ func (w *Worker) manualJob(ctx context.Context, f scripts.Fetched, token string)
 	return job
 }
 
-// waitMarker blocks on the queue's marker for at most d. go-redis sends
-// BZPOPMIN's timeout in whole seconds, so a key of this call's own is woken
-// at d to end a shorter wait on time.
+// waitMarker blocks on the queue's marker for at most d, or until ctx
+// ends. go-redis sends BZPOPMIN's timeout in whole seconds and (unless the
+// client sets ContextTimeoutEnabled) does not end a blocking read when ctx
+// does, so a key of this call's own is written at d, or when ctx ends, to
+// end the wait on time.
 func (w *Worker) waitMarker(ctx context.Context, d time.Duration) error {
 	wake := w.q.k.WorkerWake(w.id + "." + strconv.FormatUint(w.callSeq.Add(1), 36))
-	fired := make(chan struct{})
-	t := time.AfterFunc(d, func() {
-		defer close(fired)
+	var woken atomic.Bool
+	var wakers sync.WaitGroup
+	wakeUp := func() {
+		defer wakers.Done()
+		woken.Store(true)
 		wctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
 		defer cancel()
 		_ = w.q.rdb.ZAdd(wctx, wake, redis.Z{Score: 0, Member: "w"}).Err()
-	})
+	}
+	wakers.Add(2)
+	timer := time.AfterFunc(d, wakeUp)
+	stopCtxWake := context.AfterFunc(ctx, wakeUp)
 	block := max(time.Second, (d+time.Second-1)/time.Second*time.Second)
 	_, err := w.q.rdb.BZPopMin(ctx, block, w.q.k.Marker(), wake).Result()
-	if !t.Stop() {
-		<-fired
+	if timer.Stop() {
+		wakers.Done()
+	}
+	if stopCtxWake() {
+		wakers.Done()
+	}
+	wakers.Wait()
+	if woken.Load() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
-		w.q.rdb.Del(dctx, wake) // popped already, or left by a late wake
+		w.q.rdb.Del(dctx, wake) // popped already, or left by a wake that came late
 		cancel()
 	}
 	switch {
-	case err == nil, errors.Is(err, redis.Nil), isUnblocked(err):
-		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case err == nil, errors.Is(err, redis.Nil), isUnblocked(err):
+		return nil
 	}
 	return err
 }
