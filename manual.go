@@ -137,7 +137,7 @@ func (w *Worker) waitMarker(ctx context.Context, d time.Duration) error {
 	wakeUp := func() {
 		defer wakers.Done()
 		woken.Store(true)
-		wctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
 		defer cancel()
 		_ = w.q.rdb.ZAdd(wctx, wake, redis.Z{Score: 0, Member: "w"}).Err()
 	}
@@ -309,7 +309,7 @@ func (j *Job) endAttempt(ctx context.Context, op, token string, result any, caus
 	}
 	switch {
 	case code == nil:
-		w.logFinished(it)
+		w.logFinished(ctx, it)
 		return nil
 	case errors.Is(code, scripts.ErrLockTaken):
 		return j.err(op, lockTakenError())

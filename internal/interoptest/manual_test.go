@@ -128,7 +128,7 @@ func (m *manual) fail(id, token, message string, unrecoverable bool) int {
 		c, _ := m.node(id, "moveToFailed", map[string]any{"message": message, "unrecoverable": unrecoverable}, token, false)
 		return c
 	}
-	var err error = errors.New(message)
+	err := errors.New(message)
 	if unrecoverable {
 		err = drover.Unrecoverable(err)
 	}
