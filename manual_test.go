@@ -153,6 +153,34 @@ func TestManualProcessing(t *testing.T) {
 		require.Equal(t, drover.StateActive, mustJobState(t, b, "p"), "the job stays active and locked")
 		require.NoError(t, job.Fail(ctx, "pt", errors.New("gave up")), "a failure is not refused")
 		require.Equal(t, drover.StateFailed, mustJobState(t, b, "p"))
+
+		// p's child is still waiting: take it out of the way.
+		orphan, err := w.NextJob(ctx, "c1", 0)
+		require.NoError(t, err)
+		require.Equal(t, "child", orphan.Name)
+		require.NoError(t, orphan.Complete(ctx, "c1", nil))
+
+		// A job taken by hand may wait for the children it added.
+		_, err = b.queue.Add(ctx, "parent", nil, &drover.JobOptions{JobID: "p2"})
+		require.NoError(t, err)
+		job, err = w.NextJob(ctx, "p2t", 0)
+		require.NoError(t, err)
+		require.Equal(t, "p2", job.ID)
+		ref = job.Ref()
+		_, err = fp.Add(ctx, drover.FlowJob{Name: "child", QueueName: "q", Opts: &drover.JobOptions{JobID: "kid"}, Parent: &ref})
+		require.NoError(t, err)
+		moved, err := job.MoveToWaitingChildren(ctx, nil)
+		require.NoError(t, err)
+		require.True(t, moved)
+		require.Equal(t, drover.StateWaitingChildren, mustJobState(t, b, "p2"))
+		kid, err := w.NextJob(ctx, "kt", 0)
+		require.NoError(t, err)
+		require.Equal(t, "kid", kid.ID)
+		require.NoError(t, kid.Complete(ctx, "kt", "kid done"))
+		again, err := w.NextJob(ctx, "p2t-2", 0)
+		require.NoError(t, err)
+		require.Equal(t, "p2", again.ID, "released by its last child")
+		require.NoError(t, again.Complete(ctx, "p2t-2", "all done"))
 	})
 }
 

@@ -159,6 +159,30 @@ func (m *manual) toWait(id, token string) int {
 	return m.code(err)
 }
 
+// waitChildren moves the job taken with token to waiting-children if a
+// child is pending, and reports whether it moved.
+func (m *manual) waitChildren(id, token string) bool {
+	m.t.Helper()
+	if m.by == nodeImpl {
+		c, res := m.node(id, "moveToWaitingChildren", token, map[string]any{})
+		require.Equal(m.t, codeOK, c)
+		return string(res) == "true"
+	}
+	j := m.job(id)
+	require.Equal(m.t, token, m.tokenOf(id), "drover's MoveToWaitingChildren acts under the token NextJob took the job with")
+	moved, err := j.MoveToWaitingChildren(context.Background(), nil)
+	require.NoError(m.t, err)
+	return moved
+}
+
+// tokenOf is the token drover's NextJob took job id with.
+func (m *manual) tokenOf(id string) string {
+	m.t.Helper()
+	lock, err := m.b.rdb.Get(context.Background(), m.b.prefix+":"+queueName+":"+id+":lock").Result()
+	require.NoError(m.t, err)
+	return lock
+}
+
 // extend renews the lock and reports whether it was renewed (Node's
 // extendLock answers 1 or 0; drover's refuses with an error).
 func (m *manual) extend(id, token string, d time.Duration) bool {
@@ -273,6 +297,21 @@ func TestDifferentialManualProcessing(t *testing.T) {
 		require.Equal(t, "g", m.next("t10"))
 		require.Equal(t, codeOK, m.complete("g", "t10", "done"))
 		checkpoint("g completed and removed")
+
+		// A job that adds a child while taken waits for it, and runs again.
+		add("p", nil)
+		require.Equal(t, "p", m.next("t13"))
+		require.False(t, m.waitChildren("p", "t13"), "no child yet: the job stays active")
+		s.nodeAdd(queueName, "kid", map[string]any{"id": "kid"},
+			map[string]any{"jobId": "kid", "parent": map[string]any{"id": "p", "queue": b.prefix + ":" + queueName}})
+		require.True(t, m.waitChildren("p", "t13"))
+		checkpoint("p waits for its child")
+		require.Equal(t, "kid", m.next("t14"))
+		require.Equal(t, codeOK, m.complete("kid", "t14", "kid done"))
+		checkpoint("the child completed: p released")
+		require.Equal(t, "p", m.next("t15"))
+		require.Equal(t, codeOK, m.complete("p", "t15", "p done"))
+		checkpoint("p completed")
 
 		require.Equal(t, "", m.next("t11"), "only delayed jobs are left")
 		add("h", nil)

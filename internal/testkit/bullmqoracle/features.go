@@ -153,7 +153,7 @@ func (o *Oracle) ManualNext(ctx context.Context, prefix, queue, token string, wo
 
 // ManualCall reads job id with Job.fromId on the queue's manual worker and
 // calls method (extendLock, moveToCompleted, moveToFailed, moveToDelayed,
-// moveToWait) with args; moveToFailed's first argument is
+// moveToWait, moveToWaitingChildren) with args; moveToFailed's first argument is
 // map{"message": ..., "unrecoverable": bool}. A BullMQ refusal is in the
 // outcome's Error, not in the returned error.
 func (o *Oracle) ManualCall(ctx context.Context, prefix, queue, id, method string, args ...any) (ManualOutcome, error) {

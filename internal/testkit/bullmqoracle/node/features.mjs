@@ -147,13 +147,13 @@ export function featureCommands({ getQueue, need, connection }) {
     // manualCall reads job a.jobId with Job.fromId on the manual worker (so
     // the worker's options apply, as for a job getNextJob returned) and
     // calls a.method, one of extendLock, moveToCompleted, moveToFailed,
-    // moveToDelayed or moveToWait, with a.args. moveToFailed's first
+    // moveToDelayed, moveToWait or moveToWaitingChildren, with a.args. moveToFailed's first
     // argument is {message, unrecoverable}, made into an Error (or
     // UnrecoverableError). It answers {result} or, when BullMQ throws,
     // {error: {message, code}}.
     manualCall: async (a) => {
       need(a, 'jobId', 'method');
-      const allowed = ['extendLock', 'moveToCompleted', 'moveToFailed', 'moveToDelayed', 'moveToWait'];
+      const allowed = ['extendLock', 'moveToCompleted', 'moveToFailed', 'moveToDelayed', 'moveToWait', 'moveToWaitingChildren'];
       if (!allowed.includes(a.method)) {
         throw new Error(`oracle: manualCall of ${a.method}`);
       }
