@@ -41,7 +41,8 @@ import (
 //
 // With nothing ready, NextJob returns nil, nil at once when wait is 0, or
 // after blocking on the queue's marker for up to wait (returning as soon as
-// a job arrives or a delayed one falls due). The queue's rate limit, global
+// a job arrives or a delayed one falls due; Close ends the wait with
+// ErrClosed, ctx with its error). The queue's rate limit, global
 // or the worker's Limiter, is honoured: while it refuses jobs NextJob
 // returns nil (after waiting out up to wait for it to end).
 //
@@ -75,13 +76,18 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 		// leaves the machine's clock in use; the take reports Redis errors.
 		w.clocker.measure(ctx)
 	}
+	// Close ends a wait for a job, as closing a BullMQ worker ends its
+	// blocking getNextJob.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(w.closed, func() { cancel(ErrClosed) })()
 	deadline := time.Now().Add(wait)
 	for {
 		a := w.fetchArgs(1)
 		a.Token = token
 		f, err := scripts.TakeJob(ctx, w.q.rdb, w.q.k, a)
 		if err != nil {
-			return nil, fmt.Errorf("next job of queue %q: %w", w.q.name, err)
+			return nil, w.nextJobErr(ctx, err)
 		}
 		if len(f.Jobs) > 0 {
 			return w.manualJob(ctx, f.Jobs[0], token), nil
@@ -92,7 +98,7 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 		}
 		if f.RateLimitTTL > 0 {
 			if !sleepCtx(ctx, min(time.Duration(f.RateLimitTTL)*time.Millisecond, left)) {
-				return nil, ctx.Err()
+				return nil, w.nextJobErr(ctx, ctx.Err())
 			}
 			continue
 		}
@@ -100,9 +106,18 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 			left = min(left, max(time.Duration(due-w.q.nowMs())*time.Millisecond, time.Millisecond))
 		}
 		if err := w.waitMarker(ctx, left); err != nil {
-			return nil, fmt.Errorf("next job of queue %q: %w", w.q.name, err)
+			return nil, w.nextJobErr(ctx, err)
 		}
 	}
+}
+
+// nextJobErr is NextJob's error for err: ErrClosed when Close ended the
+// call.
+func (w *Worker) nextJobErr(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), ErrClosed) {
+		return fmt.Errorf("worker for queue %q: %w", w.q.name, ErrClosed)
+	}
+	return fmt.Errorf("next job of queue %q: %w", w.q.name, err)
 }
 
 // manualJob turns a job NextJob took into the Job handed to the caller,

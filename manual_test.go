@@ -327,8 +327,16 @@ func TestManualNextJobWaits(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, keys, "no wake key is left behind")
 
-	require.NoError(t, w.Close(ctx))
-	_, err = w.NextJob(ctx, "t4", 0)
+	// Close ends a wait in progress.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = w.Close(context.Background())
+	}()
+	start = time.Now()
+	_, err = w.NextJob(ctx, "t4", 10*time.Second)
+	require.ErrorIs(t, err, drover.ErrClosed)
+	require.Less(t, time.Since(start), 2*time.Second)
+	_, err = w.NextJob(ctx, "t5", 0)
 	require.ErrorIs(t, err, drover.ErrClosed)
 }
 

@@ -268,10 +268,14 @@ type Worker struct {
 
 	// Lifecycle, written by Start and Close only (under startOnce and
 	// closeOnce); the goroutines read the contexts and channels.
-	startOnce   sync.Once
-	closeOnce   sync.Once
-	started     atomic.Bool
-	closing     atomic.Bool // read by the writers: stop fetching next jobs
+	startOnce sync.Once
+	closeOnce sync.Once
+	started   atomic.Bool
+	closing   atomic.Bool // read by the writers: stop fetching next jobs
+	// closed is cancelled when Close begins: it ends NextJob calls that
+	// wait for a job (manual.go).
+	closed      context.Context
+	markClosed  context.CancelFunc
 	closeErr    error
 	fetchCtx    context.Context
 	stopFetch   context.CancelFunc
@@ -437,6 +441,7 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		w.clocker = q.clocker // the queue's; the worker measures it periodically
 		w.clocker.log = w.log
 	}
+	w.closed, w.markClosed = context.WithCancel(context.Background())
 	w.gate = &fetchGate{log: w.log, hook: o.Hooks.FetchHeld}
 	w.presence = &presence{rdb: rdb, name: workerClientName(q.k.Prefix(), name, o.Name), slotKey: q.k.Meta(),
 		interval: presenceInterval, log: w.log}
@@ -569,6 +574,7 @@ const closeWriteGrace = 5 * time.Second
 func (w *Worker) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
 		w.closing.Store(true)
+		w.markClosed()
 		if !w.started.Load() {
 			w.startOnce.Do(func() {}) // a later Start must not run
 			return
