@@ -80,7 +80,7 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 	// blocking getNextJob.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer context.AfterFunc(w.closed, func() { cancel(ErrClosed) })()
+	defer context.AfterFunc(w.closed, func() { cancel(ErrClosed) })() //nolint:contextcheck // w.closed only signals Close; ctx stays the caller's
 	deadline := time.Now().Add(wait)
 	for {
 		a := w.fetchArgs(1)
