@@ -51,7 +51,10 @@ import (
 // any worker of the queue gives the job back (Start runs this worker's),
 // and end the attempt with Job.Complete, Job.Fail, Job.MoveToDelayed or
 // Job.MoveToWait. The worker's Hooks and Middleware do not run for these
-// jobs. A job scheduler's run makes its scheduler's next run here, as the
+// jobs. A job that must not run (its hash does not decode, a deferred
+// failure waits on it, it started more than MaxStartedAttempts times) is
+// failed here, as the processing worker fails it, and the next one taken;
+// BullMQ's getNextJob hands such a job out. A job scheduler's run makes its scheduler's next run here, as the
 // processing worker does when it takes one.
 //
 // The take is sent once: when its reply is lost (the error is not one Redis
@@ -90,7 +93,15 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 			return nil, w.nextJobErr(ctx, err)
 		}
 		if len(f.Jobs) > 0 {
-			return w.manualJob(ctx, f.Jobs[0], token), nil
+			job := w.manualJob(ctx, f.Jobs[0], token)
+			refused, err := w.refuseManual(ctx, job.run)
+			if err != nil {
+				return nil, w.nextJobErr(ctx, err)
+			}
+			if !refused {
+				return job, nil
+			}
+			continue // failed without being handed out: take the next one
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -138,6 +149,26 @@ func (w *Worker) manualJob(ctx context.Context, f scripts.Fetched, token string)
 		w.advanceSchedulerRetrying(ctx, &rec)
 	}
 	return job
+}
+
+// refuseManual fails, as the processing worker does without running it,
+// a job just taken that must not run: its hash does not decode, a deferred
+// failure waits on it (defa: it stalled too often, or a child failed), or
+// it started more than MaxStartedAttempts times. It reports whether it did.
+func (w *Worker) refuseManual(ctx context.Context, rj *runningJob) (bool, error) {
+	cause := w.refusal(rj)
+	if cause == nil {
+		return false, nil
+	}
+	it := w.outcome(context.WithoutCancel(ctx), rj, nil, cause, 0)
+	refused, err := w.writeManual(ctx, it.rec)
+	if err != nil {
+		return false, fmt.Errorf("fail job %s, which must not run (%w): %w", rj.job.ID, cause, err)
+	}
+	if refused == nil {
+		w.logFinished(ctx, it)
+	}
+	return true, nil
 }
 
 // waitMarker blocks on the queue's marker for at most d, or until ctx

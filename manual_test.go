@@ -184,6 +184,29 @@ func TestManualProcessing(t *testing.T) {
 	})
 }
 
+// TestManualNextJobRefusesDeferredFailures: a job with a deferred failure
+// (defa) is failed by NextJob without being handed out, as the processing
+// worker fails it without running it, and the next job is taken.
+func TestManualNextJobRefusesDeferredFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	w := b.manualWorker(t, nil)
+	for _, id := range []string{"doomed", "fine"} {
+		_, err := b.queue.Add(ctx, id, nil, &drover.JobOptions{JobID: id, Attempts: 3})
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.rdb.HSet(ctx, b.prefix+":q:doomed", "defa", "job stalled more than allowable limit").Err())
+	job, err := w.NextJob(ctx, "t", 0)
+	require.NoError(t, err)
+	require.Equal(t, "fine", job.ID)
+	got, err := b.queue.GetJob(ctx, "doomed")
+	require.NoError(t, err)
+	require.Equal(t, "job stalled more than allowable limit", got.FailedReason)
+	require.Equal(t, drover.StateFailed, mustJobState(t, b, "doomed"))
+	require.Empty(t, got.DeferredFailure)
+}
+
 func mustJobState(t *testing.T, b *testBundle, id string) drover.JobState {
 	t.Helper()
 	s, err := b.queue.GetJobState(context.Background(), id)
