@@ -243,7 +243,11 @@ var errMovedToWait = errors.New("moved back to wait")
 // job stays active and locked, as in BullMQ: Fail it, or wait). A job
 // handed to a Processor cannot be completed here: its processor returns.
 //
-// The Job's fields are not updated.
+// A Job read with Queue.GetJob (a job another process took) must be read
+// after the job was taken: its attempt count, stack traces and timeline
+// are written from it, with the defaults of a worker without options
+// (Node's job from queue.getJob uses the Queue's options alike). The Job's
+// fields are not updated.
 func (j *Job) Complete(ctx context.Context, token string, value any) error {
 	if value != nil {
 		b, err := jobcodec.EncodeData(value)
