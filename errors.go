@@ -14,7 +14,10 @@ var (
 	ErrJobNotFound = scripts.ErrJobNotFound
 	// ErrNotInState: the job is not in the state the operation needs.
 	ErrNotInState = scripts.ErrNotInState
-	// ErrJobLocked: a worker is processing the job, so it cannot be changed.
+	// ErrJobLocked: a worker is processing the job, so it cannot be changed;
+	// for the manual calls (Job.Complete, Job.ExtendLock, ...), another
+	// token than the one given holds the job's lock (BullMQ's "Lock
+	// mismatch").
 	ErrJobLocked = scripts.ErrJobLocked
 	// ErrPendingDependencies: a job's processor returned, but the job cannot
 	// complete while children added with it as parent are unfinished; the
@@ -63,7 +66,10 @@ var (
 	// runs it, or the drover worker's subscription is down). Nothing changed.
 	ErrCancelNotDelivered = errors.New("drover: cancel request not delivered")
 	// ErrLockLost is the cancellation cause of a processor's context when the
-	// worker lost the job's lock; its result will not be written.
+	// worker lost the job's lock; its result will not be written. The
+	// manual calls (Job.Complete, Job.ExtendLock, ...) return it when the
+	// job holds no lock: it expired, or the attempt already ended (BullMQ's
+	// "Missing lock").
 	ErrLockLost = errors.New("drover: job lock lost")
 
 	// ErrAddInDoubt marks an Add or AddBulk error after which the jobs may

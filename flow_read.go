@@ -358,10 +358,13 @@ type MoveToWaitingChildrenOptions struct {
 // job stays active: the processor goes on. A child that failed with
 // FailParent makes it fail with ErrFailedChildren.
 //
-// It works only on the job handed to a processor, during that attempt.
+// It works only on the job handed to a processor, during that attempt, or
+// on a job Worker.NextJob returned, under the token NextJob took it with
+// (BullMQ's job.moveToWaitingChildren(token)): moved, that attempt is over
+// and the job comes back through NextJob once its children are done.
 func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChildrenOptions) (bool, error) {
 	if j.token == "" || j.run == nil || j.queue == nil {
-		return false, j.err("move to waiting-children", errors.New("not a running attempt: only the job handed to a processor can wait for its children"))
+		return false, j.err("move to waiting-children", errors.New("not a running attempt: only the job handed to a processor or returned by Worker.NextJob can wait for its children"))
 	}
 	child := ""
 	if opts != nil && opts.Child != nil {

@@ -31,8 +31,9 @@ const (
 	// OutcomeDelayed: the processor asked to run the job later (Delay); no
 	// attempt was spent.
 	OutcomeDelayed
-	// OutcomeRequeued: the worker closed while the job ran; it is back in
-	// wait and no attempt was spent.
+	// OutcomeRequeued: the job went back to wait without spending an
+	// attempt: its worker closed while it ran, or a manual caller moved it
+	// back (Job.MoveToWait).
 	OutcomeRequeued
 	// OutcomeFailed: the processor failed and the job failed for good
 	// although attempts were left: its backoff said stop (−1 or an error),

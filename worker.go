@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	mathrand "math/rand/v2"
@@ -278,10 +277,14 @@ type Worker struct {
 
 	// Lifecycle, written by Start and Close only (under startOnce and
 	// closeOnce); the goroutines read the contexts and channels.
-	startOnce   sync.Once
-	closeOnce   sync.Once
-	started     atomic.Bool
-	closing     atomic.Bool // read by the writers: stop fetching next jobs
+	startOnce sync.Once
+	closeOnce sync.Once
+	started   atomic.Bool
+	closing   atomic.Bool // read by the writers: stop fetching next jobs
+	// closed is cancelled when Close begins: it ends NextJob calls that
+	// wait for a job (manual.go).
+	closed      context.Context
+	markClosed  context.CancelFunc
 	closeErr    error
 	fetchCtx    context.Context
 	stopFetch   context.CancelFunc
@@ -403,9 +406,15 @@ type finishItem struct {
 }
 
 // NewWorker returns a worker for queue name. It does no I/O; call Start.
+//
+// With a nil proc the worker processes nothing itself: its caller takes
+// jobs with NextJob and ends their attempts with the Job's Complete, Fail,
+// MoveToDelayed or MoveToWait (BullMQ's manual processing; see NextJob).
+// Start then runs only the stalled checker (unless SkipStalledCheck) and
+// the clock measurement; Concurrency, Hooks and Middleware are unused.
 func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *WorkerOptions) (*Worker, error) {
-	if proc == nil {
-		return nil, errors.New("drover: NewWorker needs a Processor, got nil")
+	if f, ok := proc.(ProcessorFunc); ok && f == nil {
+		proc = nil
 	}
 	if v, ok := proc.(interface{ validate() error }); ok {
 		if err := v.validate(); err != nil {
@@ -424,14 +433,16 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	id := newID()
 	mws := o.middleware()
 	w := &Worker{
-		q:     q,
-		proc:  proc,
-		chain: chain(proc, mws),
-		mws:   mws,
-		opts:  o,
-		id:    id,
-		jobs:  newInflight(o.Concurrency),
-		rand:  mathrand.Float64,
+		q:    q,
+		proc: proc,
+		mws:  mws,
+		opts: o,
+		id:   id,
+		jobs: newInflight(o.Concurrency),
+		rand: mathrand.Float64,
+	}
+	if proc != nil {
+		w.chain = chain(proc, mws)
 	}
 	w.log = o.Logger.With(slog.String(logkey.Queue, name), slog.String(logkey.Worker, w.workerLabel()),
 		slog.Int(logkey.PID, os.Getpid()))
@@ -439,6 +450,7 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		w.clocker = q.clocker // the queue's; the worker measures it periodically
 		w.clocker.log = w.log
 	}
+	w.closed, w.markClosed = context.WithCancel(context.Background())
 	w.gate = &fetchGate{log: w.log, hook: o.Hooks.FetchHeld}
 	w.presence = &presence{rdb: rdb, name: workerClientName(q.k.Prefix(), name, o.Name), slotKey: q.k.Meta(),
 		interval: presenceInterval, log: w.log}
@@ -496,6 +508,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.startOnce.Do(func() {
 		probe, cancel := context.WithTimeout(ctx, startProbeTimeout)
 		defer cancel()
+		if w.proc == nil {
+			w.startManual(probe)
+			return
+		}
 		if err := w.q.rdb.Ping(probe).Err(); err != nil {
 			w.log.WarnContext(ctx, "Redis does not answer; the worker starts anyway and fetches once it does",
 				slog.Any(logkey.Error, err))
@@ -570,6 +586,7 @@ const closeWriteGrace = 5 * time.Second
 func (w *Worker) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
 		w.closing.Store(true)
+		w.markClosed()
 		if !w.started.Load() {
 			w.startOnce.Do(func() {}) // a later Start must not run
 			return

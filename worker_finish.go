@@ -155,7 +155,7 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 			w.finished(it.rj, Finish{Err: it.err, Took: it.took})
 			continue
 		}
-		w.logFinished(it)
+		w.logFinished(context.Background(), it)
 		w.finished(it.rj, Finish{Outcome: it.outcome, Err: it.err, Took: it.took})
 		if it.outcome == OutcomeRetryDelayed || it.outcome == OutcomeDelayed {
 			w.setNextDelayed(it.rec.Due)

@@ -57,7 +57,7 @@ func (w *Worker) logStarted(ctx context.Context, job *Job) {
 // logFinished logs an attempt whose outcome was written: debug when it
 // completed (or was delayed or requeued), info when it will be retried,
 // warning when the job failed for good.
-func (w *Worker) logFinished(it *finishItem) {
+func (w *Worker) logFinished(ctx context.Context, it *finishItem) {
 	level := slog.LevelDebug
 	switch {
 	case it.outcome.Failed():
@@ -65,7 +65,6 @@ func (w *Worker) logFinished(it *finishItem) {
 	case it.outcome.Retried():
 		level = slog.LevelInfo
 	}
-	ctx := context.Background()
 	if !w.log.Enabled(ctx, level) {
 		return
 	}

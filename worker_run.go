@@ -193,6 +193,10 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		entry.Error = err.Error()
 		return settle(OutcomeRateLimited)
 	}
+	if errors.Is(err, errMovedToWait) { // Job.MoveToWait
+		entry.Error = err.Error()
+		return settle(OutcomeRequeued)
+	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrWorkerClosing) {
 		entry.Error = "worker closing"
 		return settle(OutcomeRequeued)

@@ -234,6 +234,22 @@ func MoveToActive(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs) (Fet
 	return parseFetch(res[0], res[1], res[2])
 }
 
+// TakeJob moves one ready job to active locked with a.Token itself (not
+// a.Token + ":" + id), the lock value the caller chose, as BullMQ's
+// getNextJob does; a.Count is ignored. Sent once, like MoveToActive: when
+// its reply is lost the job may be active under that token.
+func TakeJob(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs) (Fetch, error) {
+	res, err := moveToActive.runOnce(ctx, rdb, k, a.Now, 1, a.Token,
+		a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax(), "1").Slice()
+	if err != nil {
+		return Fetch{}, err
+	}
+	if len(res) != 3 {
+		return Fetch{}, fmt.Errorf("moveToActive: malformed reply %v", res)
+	}
+	return parseFetch(res[0], res[1], res[2])
+}
+
 // Finish kinds (see finishJobs.lua).
 const (
 	FinishCompleted    = "c"

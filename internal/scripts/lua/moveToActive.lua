@@ -4,7 +4,10 @@
 -- ARGV: 1 base, 2 now ms, 3 count, 4 lock token base, 5 lock duration ms,
 --   6 worker name ("" = none), 7 worker rate limit max (0 = none), 8 worker
 --   rate limit window ms (0 = none), 9 highest delayed score due now
---   (include/fetch.lua).
+--   (include/fetch.lua), 10 optional: "1" locks the jobs with ARGV[4]
+--   itself instead of ARGV[4] .. ":" .. id (Worker.NextJob: the caller's
+--   token is the lock value, as in BullMQ's getNextJob; the worker's
+--   fetch does not send it).
 -- Returns {nextDelayedScore|false, {id1, hash1, id2, hash2, ...},
 --   rateLimitTTL ms}; each hash
 -- is the job as it was BEFORE activation (the caller adds processedOn = now
@@ -20,5 +23,5 @@ if callSettled(ARGV[4]) then
 end
 
 local fetched = fetchJobs(tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6],
-  tonumber(ARGV[7]), tonumber(ARGV[8]))
+  tonumber(ARGV[7]), tonumber(ARGV[8]), nil, ARGV[10] == "1")
 return {fetched[1], fetched[2], fetched[4]}

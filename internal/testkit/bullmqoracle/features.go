@@ -122,3 +122,42 @@ func nonNilArgs(a []any) []any {
 	}
 	return a
 }
+
+// ManualError is what BullMQ threw from a manual call: its message and
+// its numeric code (ErrorCode: -1 missing job, -2 missing lock, -3 not in
+// state, -6 lock mismatch, ...), 0 when it had none.
+type ManualError struct {
+	Message string `json:"message"`
+	Code    int    `json:"code"`
+}
+
+// ManualOutcome is a manual call's answer: Result when BullMQ returned,
+// Error when it threw.
+type ManualOutcome struct {
+	Result json.RawMessage `json:"result"`
+	Error  *ManualError    `json:"error"`
+}
+
+// ManualNext calls getNextJob(token, {block: false}) on the queue's manual
+// worker (a BullMQ Worker without a processor, made on first use with
+// workerOpts over the oracle's defaults: name "w", the custom backoff
+// strategies) and returns the job's id, "" when none was ready.
+func (o *Oracle) ManualNext(ctx context.Context, prefix, queue, token string, workerOpts map[string]any) (string, error) {
+	var id *string
+	err := o.Call(ctx, "manualNext", qargs(prefix, queue, "token", token, "workerOpts", workerOpts), &id)
+	if err != nil || id == nil {
+		return "", err
+	}
+	return *id, nil
+}
+
+// ManualCall reads job id with Job.fromId on the queue's manual worker and
+// calls method (extendLock, moveToCompleted, moveToFailed, moveToDelayed,
+// moveToWait, moveToWaitingChildren) with args; moveToFailed's first argument is
+// map{"message": ..., "unrecoverable": bool}. A BullMQ refusal is in the
+// outcome's Error, not in the returned error.
+func (o *Oracle) ManualCall(ctx context.Context, prefix, queue, id, method string, args ...any) (ManualOutcome, error) {
+	var out ManualOutcome
+	err := o.Call(ctx, "manualCall", qargs(prefix, queue, "jobId", id, "method", method, "args", nonNilArgs(args)), &out)
+	return out, err
+}

@@ -80,8 +80,10 @@ end
 -- from the worker (0 = none); meta "max" wins for max, the worker's duration
 -- wins over meta "duration", as in BullMQ.
 -- meta is {paused, concurrency, max, duration} from the meta hash when the
--- caller read it already, else nil.
-local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta)
+-- caller read it already, else nil. exact (moveToActive's manual take
+-- only) locks each job with token itself, the caller's own lock value, as
+-- BullMQ's moveToActive does; the worker's calls leave it nil.
+local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta, exact)
   -- Redis formats a Lua number argument with printf; pass the caller's text.
   local nowText = ARGV[2]
   meta = meta or rcall("HMGET", metaKey, "paused", "concurrency", "max", "duration")
@@ -138,7 +140,7 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
       end
       -- GET: the reply is the old value, nearly always none (a nil, which
       -- Lua gets as false); a plain SET's "OK" reaches Lua as a new table.
-      rcall("SET", jobKey .. ":lock", token .. ":" .. id, "PX", lockDuration, "GET")
+      rcall("SET", jobKey .. ":lock", exact and token or token .. ":" .. id, "PX", lockDuration, "GET")
       if workerName ~= "" then
         rcall("HSET", jobKey, "processedOn", nowText, "ats", ats, "pb", workerName)
       else

@@ -16,7 +16,7 @@
 import { Queue, QueueEvents, Job, FlowProducer, Worker } from 'bullmq';
 import { createInterface } from 'node:readline';
 import { consoleToStderr, redisConnector, hasFlag, newWorker, watchWorker, jobView, runBehavior, backoffStrategies } from './lib.mjs';
-import { featureCommands } from './features.mjs';
+import { featureCommands, closeManualWorkers } from './features.mjs';
 import { telemetryCommands, closeTelemetry } from './telemetry.mjs';
 
 consoleToStderr();
@@ -218,6 +218,7 @@ async function closeAll() {
   }
   queueEvents.clear();
   tasks.push(closeTelemetry());
+  tasks.push(closeManualWorkers());
   for (const p of stepWorkers.values()) {
     tasks.push(p.then(({ worker }) => worker.close(true)).catch(() => {}));
   }
@@ -538,6 +539,7 @@ const commands = {
         tasks.push(p.then(close).catch(() => {}));
       }
     }
+    tasks.push(closeManualWorkers(a.prefix, a.queue));
     await Promise.all(tasks);
     return null;
   },
@@ -569,7 +571,7 @@ const commands = {
   },
 };
 commands['close-all'] = commands.closeAll;
-Object.assign(commands, featureCommands({ getQueue, need }));
+Object.assign(commands, featureCommands({ getQueue, need, connection: conns.worker }));
 Object.assign(commands, telemetryCommands({ need, connection: conns.queue }));
 
 function reply(obj) {

@@ -3,6 +3,8 @@
 // command handlers in the shape driver.mjs's table uses.
 
 import { createRequire } from 'node:module';
+import { Job, Worker, UnrecoverableError } from 'bullmq';
+import { backoffStrategies } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 // cron-parser is BullMQ's dependency; resolve it from BullMQ's location.
@@ -16,7 +18,51 @@ function schedulerView(s) {
   return { ...s, template: s.template ?? null };
 }
 
-export function featureCommands({ getQueue, need }) {
+// manualWorkers holds the Workers without a processor that the manual
+// commands drive, by prefix\0queue: BullMQ's "manually processing jobs".
+const manualWorkers = new Map();
+
+// closeManualWorkers closes the manual workers of one queue, or all of
+// them when prefix is undefined.
+export async function closeManualWorkers(prefix, queue) {
+  const tasks = [];
+  for (const [k, p] of manualWorkers) {
+    if (prefix === undefined || k === `${prefix}\u0000${queue}`) {
+      manualWorkers.delete(k);
+      tasks.push(p.then((w) => w.close(true)).catch(() => {}));
+    }
+  }
+  await Promise.all(tasks);
+}
+
+export function featureCommands({ getQueue, need, connection }) {
+  // getManualWorker returns the queue's manual worker, made on first use
+  // with a.workerOpts (lockDuration, removeOnComplete, removeOnFail,
+  // maxStartedAttempts, ...) over the oracle's usual worker settings.
+  const getManualWorker = (a) => {
+    need(a, 'prefix', 'queue');
+    const k = `${a.prefix}\u0000${a.queue}`;
+    let p = manualWorkers.get(k);
+    if (!p) {
+      p = (async () => {
+        const w = new Worker(a.queue, null, {
+          connection,
+          prefix: a.prefix,
+          autorun: false,
+          name: 'w',
+          settings: { backoffStrategy: backoffStrategies.byType },
+          ...(a.workerOpts ?? {}),
+        });
+        w.on('error', (err) => console.error(`oracle manual worker ${a.queue} error:`, err.message));
+        await w.waitUntilReady();
+        return w;
+      })();
+      manualWorkers.set(k, p);
+      p.catch(() => manualWorkers.delete(k));
+    }
+    return p;
+  };
+
   // callOnJob calls Job method a.method, one of allowed, on job a.jobId,
   // read first with Queue.getJob as a Node user would, and returns its
   // result as JSON (null for undefined). kind names the command in errors.
@@ -92,6 +138,44 @@ export function featureCommands({ getQueue, need }) {
     // key, logs, flow dependencies) on job a.jobId, read first with
     // Queue.getJob as a Node user would, and returns its result as JSON.
     jobCall: (a) => callOnJob(a, 'jobCall', ['removeDeduplicationKey', 'clearLogs', 'removeChildDependency', 'removeUnprocessedChildren']),
+    // manualNext is worker.getNextJob(a.token, {block: false}) on the
+    // queue's manual worker; it returns the job's id, or null.
+    manualNext: async (a) => {
+      need(a, 'token');
+      const w = await getManualWorker(a);
+      const job = await w.getNextJob(a.token, { block: false });
+      return job ? job.id : null;
+    },
+    // manualCall reads job a.jobId with Job.fromId on the manual worker (so
+    // the worker's options apply, as for a job getNextJob returned) and
+    // calls a.method, one of extendLock, moveToCompleted, moveToFailed,
+    // moveToDelayed, moveToWait or moveToWaitingChildren, with a.args. moveToFailed's first
+    // argument is {message, unrecoverable}, made into an Error (or
+    // UnrecoverableError). It answers {result} or, when BullMQ throws,
+    // {error: {message, code}}.
+    manualCall: async (a) => {
+      need(a, 'jobId', 'method');
+      const allowed = ['extendLock', 'moveToCompleted', 'moveToFailed', 'moveToDelayed', 'moveToWait', 'moveToWaitingChildren'];
+      if (!allowed.includes(a.method)) {
+        throw new Error(`oracle: manualCall of ${a.method}`);
+      }
+      const w = await getManualWorker(a);
+      const job = await Job.fromId(w, String(a.jobId));
+      if (!job) {
+        throw new Error(`oracle: job ${a.jobId} not found in ${a.queue}`);
+      }
+      const args = [...(a.args ?? [])];
+      if (a.method === 'moveToFailed') {
+        const e = args[0] ?? {};
+        args[0] = e.unrecoverable ? new UnrecoverableError(e.message) : new Error(e.message);
+      }
+      try {
+        const r = await job[a.method](...args);
+        return { result: r === undefined ? null : r };
+      } catch (err) {
+        return { error: { message: err?.message ?? String(err), code: err?.code ?? null } };
+      }
+    },
     getMetrics: async (a) => {
       need(a, 'type');
       return (await getQueue(a)).getMetrics(a.type, a.start ?? 0, a.end ?? -1);
