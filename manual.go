@@ -61,6 +61,9 @@ import (
 // answered) the job may be active under token; it comes back through the
 // stalled checker once its lock expires.
 func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) (*Job, error) {
+	if w.q == nil {
+		return nil, errZeroValue("Worker", "NewWorker")
+	}
 	if w.proc != nil {
 		return nil, fmt.Errorf("worker for queue %q: NextJob is for a worker made without a Processor (this one runs its Processor)", w.q.name)
 	}

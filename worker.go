@@ -584,6 +584,9 @@ const closeWriteGrace = 5 * time.Second
 // because the worker no longer owned the job (its lock was lost). Close is
 // idempotent and safe on a worker that never started.
 func (w *Worker) Close(ctx context.Context) error {
+	if w.q == nil {
+		return errZeroValue("Worker", "NewWorker")
+	}
 	w.closeOnce.Do(func() {
 		w.closing.Store(true)
 		w.markClosed()
