@@ -293,6 +293,12 @@ type Worker struct {
 	limitGate sync.RWMutex
 	callSeq   atomic.Uint64 // makes each fetch call's lock tokens unique
 
+	// pauser is Pause's state and counts the fetch calls on their way
+	// (worker_pause.go); waiting is set by the fetcher while it waits for
+	// jobs on the marker, for Pause to end that wait.
+	pauser  pauser
+	waiting atomic.Bool
+
 	// The fetcher's wake timer: armed by the fetcher, stopped by it and by
 	// Close, under wakeMu.
 	wakeMu    sync.Mutex
@@ -437,7 +443,7 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		gate: w.gate, wakeKey: q.k.WorkerWake(id)}
 	w.canceller = &canceller{rdb: rdb, channel: q.k.CancelChannel(id), jobs: w.jobs, log: w.log}
 	w.checker = &stalledChecker{q: q, interval: o.StalledInterval, maxStalled: o.MaxStalledCount,
-		log: w.log, stalled: o.Hooks.Stalled}
+		log: w.log, stalled: o.Hooks.Stalled, paused: &w.pauser.paused, resumed: make(chan struct{}, 1)}
 	return w, nil
 }
 
@@ -557,7 +563,9 @@ const closeWriteGrace = 5 * time.Second
 // idempotent and safe on a worker that never started.
 func (w *Worker) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
+		w.pauser.mu.Lock() // see Pause
 		w.closing.Store(true)
+		w.pauser.mu.Unlock()
 		if !w.started.Load() {
 			w.startOnce.Do(func() {}) // a later Start must not run
 			return

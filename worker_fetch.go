@@ -92,6 +92,9 @@ func (w *Worker) fetchLoop() {
 			}
 			continue
 		}
+		if !w.parkWhilePaused(ctx) {
+			return
+		}
 		n := w.jobs.takeWait(ctx, w.fetchBatch())
 		if n == 0 {
 			return
@@ -103,6 +106,11 @@ func (w *Worker) fetchLoop() {
 			w.jobs.giveBack(n)
 			return
 		}
+		if !w.pauser.enter() {
+			// Paused since the check above: park at the top.
+			w.jobs.giveBack(n)
+			continue
+		}
 		// The fetch holds the gate a write that moves a job back for
 		// ErrRateLimited takes alone (see writeBatch): it sees that
 		// write's limit, or reaches Redis before its move back.
@@ -112,6 +120,7 @@ func (w *Worker) fetchLoop() {
 			// A limiter window (or a processor's ErrRateLimited) is on:
 			// no fetch before it ends, as BullMQ's waitForRateLimit.
 			w.jobs.giveBack(n)
+			w.pauser.leave()
 			if !sleepCtx(ctx, d) {
 				return
 			}
@@ -134,6 +143,7 @@ func (w *Worker) fetchLoop() {
 		w.limitGate.RUnlock()
 		if err != nil {
 			w.jobs.giveBack(n)
+			w.pauser.leave()
 			if ctx.Err() != nil {
 				return
 			}
@@ -146,6 +156,7 @@ func (w *Worker) fetchLoop() {
 		failures = 0
 		next := w.prepare(f.Jobs, args.Token)
 		w.jobs.start(n, next)
+		w.pauser.leave() // the jobs are in flight: a Pause waits for them
 		w.launch(next)
 		w.noteRateLimit(f.RateLimitTTL)
 		if len(f.Jobs) == n || settled {
@@ -221,6 +232,15 @@ func (w *Worker) waitForWork(ctx context.Context) {
 			w.armWake(d)
 		}
 	}
+	// Marked before the pause check, which Pause reads the other way round
+	// (interruptWait): either Pause ends this wait, or the wait does not
+	// begin.
+	w.waiting.Store(true)
+	defer w.waiting.Store(false)
+	if w.IsPaused() {
+		w.disarmWake()
+		return
+	}
 	// BZPOPMIN through go-redis takes whole seconds; sub-second waits are
 	// ended by the wake timer armed above.
 	block := max(time.Second, (wait+time.Second-1)/time.Second*time.Second)
@@ -237,7 +257,8 @@ func (w *Worker) waitForWork(ctx context.Context) {
 	}
 	w.disarmWake()
 	if err != nil {
-		if errors.Is(err, redis.Nil) || ctx.Err() != nil {
+		if errors.Is(err, redis.Nil) || errors.Is(err, errWaitInterrupted) || ctx.Err() != nil {
+			// Timed out, or ended by Pause or Close.
 			w.expireDelayedHint()
 			return
 		}
