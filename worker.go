@@ -231,7 +231,8 @@ const (
 )
 
 // Worker takes jobs from one queue and runs a Processor on them, Concurrency
-// at a time. Start it with Start; stop it with Close.
+// at a time. Start it with Start; stop it with Close. Pause and Resume stop
+// and restart its taking jobs (worker_pause.go).
 //
 // Its goroutines, all owned and waited for by Close:
 //   - the fetcher takes jobs when slots are free and otherwise blocks on the

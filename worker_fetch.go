@@ -308,8 +308,11 @@ func (w *Worker) disarmWake() {
 const wakeTimeout = 2 * time.Second
 
 // wake makes the fetcher's blocking call return now.
-func (w *Worker) wake() {
-	ctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
+func (w *Worker) wake() { w.wakeWithin(context.Background()) }
+
+// wakeWithin is wake bounded by ctx as well as wakeTimeout.
+func (w *Worker) wakeWithin(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, wakeTimeout)
 	defer cancel()
 	_ = w.q.rdb.ZAdd(ctx, w.q.k.WorkerWake(w.id), redis.Z{Score: 0, Member: "w"}).Err()
 }

@@ -29,8 +29,8 @@ type WorkerPauseOptions struct {
 //
 // The fetcher and the result writers call enter before a call that may
 // fetch and leave once the jobs it took are in flight. enter and leave
-// cost two atomic operations each when no Pause waits: they are on the
-// path of every fetch.
+// cost at most two atomic operations each when the worker is not paused:
+// they are on the path of every fetch.
 type pauser struct {
 	paused  atomic.Bool  // read by enter, the stalled checker, IsPaused
 	fetches atomic.Int64 // fetch calls entered and not left
@@ -143,7 +143,7 @@ func (w *Worker) Pause(ctx context.Context, opts *WorkerPauseOptions) error {
 	}
 	fetchesDone, changed := w.pauser.pauseLocked()
 	if w.started.Load() {
-		w.interruptWait()
+		w.interruptWait(ctx)
 	}
 	w.pauser.mu.Unlock()
 	if changed {
@@ -207,14 +207,14 @@ func (w *Worker) IsRunning() bool {
 // interruptWait ends the fetcher's wait for jobs if it waits, so that it
 // sees the pause before it takes a marker: on the named connection by
 // closing it (the fetcher opens it again), else by a wake-up written to
-// Redis. The fetcher marks its wait before it checks for a pause (see
-// waitForWork), so a wait about to begin is woken too: the wake-up stays
-// in Redis until the wait reads it.
-func (w *Worker) interruptWait() {
+// Redis (bounded by ctx and wakeTimeout). The fetcher marks its wait
+// before it checks for a pause (see waitForWork), so a wait about to begin
+// is woken too: the wake-up stays in Redis until the wait reads it.
+func (w *Worker) interruptWait(ctx context.Context) {
 	if !w.waiting.Load() || w.presence.interrupt() {
 		return
 	}
-	w.wake()
+	w.wakeWithin(ctx)
 }
 
 // parkWhilePaused blocks the fetcher while the worker is paused; false when
