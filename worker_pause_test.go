@@ -474,3 +474,54 @@ func TestWorkerPauseRace(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerPauseWaitsForAFetchOnItsWay: a result write that also fetches
+// the next job is on its way (held by CLIENT PAUSE WRITE on a server of
+// the test's own) when Pause(DoNotWaitActive) is called. Pause returns only
+// once that call has returned, with the job it took counted as running, and
+// no job moves to active after that.
+func TestWorkerPauseWaitsForAFetchOnItsWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, q := ownServer(t, nil)
+	release := make(chan struct{})
+	p := &pauseProbe{}
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		if job.Name == "hold" {
+			<-release
+		}
+		return nil, nil
+	}), &drover.WorkerOptions{Hooks: p.hooks()})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, w.Close(ctx)) })
+	hold, err := q.Add(ctx, "hold", nil, nil)
+	require.NoError(t, err)
+	testkit.WaitFor(t, 5*time.Second, "the first job to start", func() bool { return p.started.Load() == 1 })
+	next, err := q.AddBulk(ctx, numberedJobs("next", 2))
+	require.NoError(t, err)
+
+	const hold1s = 1000 * time.Millisecond
+	require.NoError(t, rdb.Do(ctx, "CLIENT", "PAUSE", hold1s.Milliseconds(), "WRITE").Err())
+	paused := time.Now()
+	close(release) // its write, fetching the next job, now waits for the server
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, w.Pause(ctx, &drover.WorkerPauseOptions{DoNotWaitActive: true}))
+	require.GreaterOrEqual(t, time.Since(paused), hold1s-100*time.Millisecond,
+		"Pause returned while a fetch was on its way")
+	st, err := q.GetJobState(ctx, hold.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateCompleted, st)
+	// The write's fetch took the next job before Pause returned; nothing
+	// after that.
+	testkit.WaitFor(t, 5*time.Second, "the fetched job to complete", func() bool {
+		st, err := q.GetJobState(ctx, next[0].Job.ID)
+		require.NoError(t, err)
+		return st == drover.StateCompleted
+	})
+	time.Sleep(300 * time.Millisecond)
+	st, err = q.GetJobState(ctx, next[1].Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateWaiting, st)
+	require.Equal(t, int32(2), p.started.Load())
+}
