@@ -124,13 +124,14 @@ func (p *presence) block(ctx context.Context, fn func(c *redis.Client) error) (u
 		p.conn.Close()
 		p.conn = nil
 	}
-	if interrupted {
+	if interrupted && err != nil {
 		err = errWaitInterrupted
 	}
 	return true, err
 }
 
-// errWaitInterrupted is block's error when interrupt ended the wait.
+// errWaitInterrupted is block's error when interrupt ended the wait (a
+// reply that came in first is returned as it is).
 var errWaitInterrupted = errors.New("wait for jobs interrupted")
 
 // interrupt ends the fetcher's wait on the named connection, if it waits
