@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/testkit"
 )
 
@@ -236,6 +238,25 @@ func TestWorkerPause(t *testing.T) {
 		st, err := b.queue.GetJobState(ctx, second)
 		require.NoError(t, err)
 		require.Equal(t, drover.StateWaiting, st)
+	})
+
+	// The pause and the resume are logged once each, as a Node worker emits
+	// paused and resumed once.
+	t.Run("Logged", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		buf := &syncBuffer{}
+		logger := slog.New(slog.NewJSONHandler(buf, nil))
+		w := b.startWorker(t, noop, &drover.WorkerOptions{Logger: logger, Name: "logged"})
+		require.NoError(t, w.Pause(ctx, &drover.WorkerPauseOptions{DoNotWaitActive: true}))
+		require.NoError(t, w.Pause(ctx, nil))
+		require.NoError(t, w.Resume())
+		require.NoError(t, w.Resume())
+		paused := logLines(t, buf, "worker paused")
+		require.Len(t, paused, 1)
+		require.Equal(t, true, paused[0][logkey.DoNotWaitActive])
+		require.Equal(t, "logged", paused[0][logkey.Worker])
+		require.Len(t, logLines(t, buf, "worker resumed"), 1)
 	})
 
 	// Twice is harmless, both ways.
