@@ -194,3 +194,28 @@ func TestInteropPausedWorkerLeavesJobs(t *testing.T) {
 	p.resume()
 	require.True(t, p.w.IsRunning())
 }
+
+// TestWorkerPauseDoNotWaitActiveIdle pins a deliberate difference: BullMQ
+// 6.7's pause(true) leaves an idle worker's blocking wait on the marker in
+// flight, and when a job arrives that wait still moves it to active and the
+// paused Node worker runs it (its _getNextJob checks for a pause only
+// before it waits). drover's Pause ends the wait in both modes, so a job
+// added after Pause returns stays in wait. Should a later BullMQ fix this,
+// the Node half fails and the README row can go.
+func TestWorkerPauseDoNotWaitActiveIdle(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	for _, by := range []impl{nodeImpl, droverImpl} {
+		t.Run(string(by), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			p := startPausable(t, b, by, bullmqoracle.Return("x"))
+			p.waitBlocked()
+			p.pause(true)
+			id := b.add(t, droverImpl, jobSpec{name: "after-pause"})
+			time.Sleep(1500 * time.Millisecond)
+			want := map[impl]string{nodeImpl: "completed", droverImpl: "waiting"}[by]
+			require.Equal(t, want, b.nodeState(t, id))
+		})
+	}
+}
