@@ -239,7 +239,8 @@ const (
 )
 
 // Worker takes jobs from one queue and runs a Processor on them, Concurrency
-// at a time. Start it with Start; stop it with Close.
+// at a time. Start it with Start; stop it with Close. Pause and Resume stop
+// and restart its taking jobs (worker_pause.go).
 //
 // Its goroutines, all owned and waited for by Close:
 //   - the fetcher takes jobs when slots are free and otherwise blocks on the
@@ -304,6 +305,12 @@ type Worker struct {
 	// (the fetcher's, a write's fetch-next) holds it shared.
 	limitGate sync.RWMutex
 	callSeq   atomic.Uint64 // makes each fetch call's lock tokens unique
+
+	// pauser is Pause's state and counts the fetch calls on their way
+	// (worker_pause.go); waiting is set by the fetcher while it waits for
+	// jobs on the marker, for Pause to end that wait.
+	pauser  pauser
+	waiting atomic.Bool
 
 	// The fetcher's wake timer: armed by the fetcher, stopped by it and by
 	// Close, under wakeMu.
@@ -458,7 +465,7 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		gate: w.gate, wakeKey: q.k.WorkerWake(id)}
 	w.canceller = &canceller{rdb: rdb, channel: q.k.CancelChannel(id), jobs: w.jobs, log: w.log}
 	w.checker = &stalledChecker{q: q, interval: o.StalledInterval, maxStalled: o.MaxStalledCount,
-		log: w.log, stalled: o.Hooks.Stalled}
+		log: w.log, stalled: o.Hooks.Stalled, paused: &w.pauser.paused, resumed: make(chan struct{}, 1)}
 	return w, nil
 }
 
@@ -588,7 +595,9 @@ func (w *Worker) Close(ctx context.Context) error {
 		return errZeroValue("Worker", "NewWorker")
 	}
 	w.closeOnce.Do(func() {
+		w.pauser.mu.Lock() // see Pause
 		w.closing.Store(true)
+		w.pauser.mu.Unlock()
 		w.markClosed()
 		if !w.started.Load() {
 			w.startOnce.Do(func() {}) // a later Start must not run

@@ -78,6 +78,9 @@ func (w *Worker) fetchLoop() {
 			}
 			continue
 		}
+		if !w.parkWhilePaused(ctx) {
+			return
+		}
 		n := w.jobs.takeWait(ctx, w.fetchBatch())
 		if n == 0 {
 			return
@@ -88,6 +91,11 @@ func (w *Worker) fetchLoop() {
 			// no job is taken once it began).
 			w.jobs.giveBack(n)
 			return
+		}
+		if !w.pauser.enter() {
+			// Paused since the check above: park at the top.
+			w.jobs.giveBack(n)
+			continue
 		}
 		// The fetch holds the gate a write that moves a job back for
 		// ErrRateLimited takes alone (see writeBatch): it sees that
@@ -101,6 +109,7 @@ func (w *Worker) fetchLoop() {
 				// BullMQ's waitForRateLimit. Then the next fetch asks Redis
 				// again, which notes a limit that still stands.
 				w.jobs.giveBack(n)
+				w.pauser.leave()
 				if !sleepCtx(ctx, d) {
 					return
 				}
@@ -125,6 +134,7 @@ func (w *Worker) fetchLoop() {
 		w.limitGate.RUnlock()
 		if err != nil {
 			w.jobs.giveBack(n)
+			w.pauser.leave()
 			if ctx.Err() != nil {
 				return
 			}
@@ -137,6 +147,7 @@ func (w *Worker) fetchLoop() {
 		failures = 0
 		next := w.prepare(f.Jobs, args.Token)
 		w.jobs.start(n, next)
+		w.pauser.leave() // the jobs are in flight: a Pause waits for them
 		w.launch(next)
 		w.noteRateLimit(f.RateLimitTTL)
 		if len(f.Jobs) == n || settled {
@@ -212,6 +223,15 @@ func (w *Worker) waitForWork(ctx context.Context) {
 			w.armWake(d)
 		}
 	}
+	// Marked before the pause check, which Pause reads the other way round
+	// (interruptWait): either Pause ends this wait, or the wait does not
+	// begin.
+	w.waiting.Store(true)
+	defer w.waiting.Store(false)
+	if w.IsPaused() {
+		w.disarmWake()
+		return
+	}
 	// BZPOPMIN through go-redis takes whole seconds; sub-second waits are
 	// ended by the wake timer armed above.
 	block := max(time.Second, (wait+time.Second-1)/time.Second*time.Second)
@@ -228,7 +248,8 @@ func (w *Worker) waitForWork(ctx context.Context) {
 	}
 	w.disarmWake()
 	if err != nil {
-		if errors.Is(err, redis.Nil) || ctx.Err() != nil {
+		if errors.Is(err, redis.Nil) || errors.Is(err, errWaitInterrupted) || ctx.Err() != nil {
+			// Timed out, or ended by Pause or Close.
 			w.expireDelayedHint()
 			return
 		}
@@ -278,8 +299,11 @@ func (w *Worker) disarmWake() {
 const wakeTimeout = 2 * time.Second
 
 // wake makes the fetcher's blocking call return now.
-func (w *Worker) wake() {
-	ctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
+func (w *Worker) wake() { w.wakeWithin(context.Background()) }
+
+// wakeWithin is wake bounded by ctx as well as wakeTimeout.
+func (w *Worker) wakeWithin(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, wakeTimeout)
 	defer cancel()
 	_ = w.q.rdb.ZAdd(ctx, w.q.k.WorkerWake(w.id), redis.Z{Score: 0, Member: "w"}).Err()
 }

@@ -110,7 +110,11 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	} else {
 		w.limitGate.RLock()
 	}
-	if !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil && !rateLimited && w.rateLimitWait() == 0 {
+	// A paused worker fetches nothing; a write that does fetch counts
+	// itself on its way until its jobs are in flight, for Pause to wait.
+	fetching := !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil && !rateLimited &&
+		w.rateLimitWait() == 0 && w.pauser.enter()
+	if fetching {
 		reserved = w.jobs.take(max(w.fetchBatch()-len(batch), 0))
 		fetch = min(len(batch)+reserved, w.fetchBatch())
 	}
@@ -133,6 +137,9 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 			w.finished(it.rj, Finish{Err: it.err, Took: it.took})
 		}
 		w.jobs.finish(done, reserved, nil)
+		if fetching {
+			w.pauser.leave()
+		}
 		return nil
 	}
 	if rateLimited {
@@ -163,8 +170,11 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 		}
 	}
 	w.jobs.finish(done, reserved, next)
+	if fetching {
+		w.pauser.leave()
+	}
 	w.noteRateLimit(rateLimitTTL)
-	if newDelayed && !w.closing.Load() {
+	if newDelayed && !w.closing.Load() && !w.IsPaused() {
 		w.wake() // the fetcher may sleep past the new delayed job's due time
 	}
 	return next

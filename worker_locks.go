@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -164,15 +165,44 @@ func (k *lockKeeper) explain(rj *runningJob, lost scripts.LostLock, now int64) s
 // jobs whose lock expired go back to wait, or fail past maxStalled. Across
 // all workers of a queue the check runs once per interval. It runs in one
 // goroutine, started and stopped by the Worker.
+//
+// While the worker is paused it skips its checks, as BullMQ stops a paused
+// worker's checker; Resume wakes it for a check at once, as BullMQ's resume
+// restarts the checker with one.
 type stalledChecker struct {
 	q          *Queue
 	interval   time.Duration
 	maxStalled int
 	log        *slog.Logger
 	stalled    func(jobID string, stalledCount int) // WorkerHooks.Stalled; may be nil
+	paused     *atomic.Bool                         // the worker's pause flag
+	resumed    chan struct{}                        // capacity 1: a check is due at once
 }
 
-func (c *stalledChecker) run(ctx context.Context) { every(ctx, c.interval, true, c.checkOnce) }
+func (c *stalledChecker) run(ctx context.Context) {
+	ticker := time.NewTicker(c.interval)
+	defer ticker.Stop()
+	for {
+		if !c.paused.Load() {
+			c.checkOnce(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-c.resumed:
+			ticker.Reset(c.interval)
+		}
+	}
+}
+
+// wake asks for a check at once (the worker resumed).
+func (c *stalledChecker) wake() {
+	select {
+	case c.resumed <- struct{}{}:
+	default:
+	}
+}
 
 // every calls fn every interval until ctx ends, and once at the start when
 // now is set. It is the loop of the worker's background keepers.

@@ -124,8 +124,15 @@ func (p *presence) block(ctx context.Context, fn func(c *redis.Client) error) (u
 		p.conn.Close()
 		p.conn = nil
 	}
+	if interrupted && err != nil {
+		err = errWaitInterrupted
+	}
 	return true, err
 }
+
+// errWaitInterrupted is block's error when interrupt ended the wait (a
+// reply that came in first is returned as it is).
+var errWaitInterrupted = errors.New("wait for jobs interrupted")
 
 // interrupt ends the fetcher's wait on the named connection, if it waits
 // there, at once and without a round trip to Redis: it closes the
@@ -141,6 +148,17 @@ func (p *presence) interrupt() bool {
 	}
 	_ = c.Close()
 	return true
+}
+
+// reopen opens the connection again when an interrupt (or an error) dropped
+// it; a paused fetcher calls it so the worker stays listed.
+func (p *presence) reopen(ctx context.Context) {
+	p.mu.Lock()
+	open := p.conn != nil
+	p.mu.Unlock()
+	if !open {
+		p.register(ctx)
+	}
 }
 
 func (p *presence) run(ctx context.Context) {

@@ -33,4 +33,6 @@ const (
 	Remote       = "remote"
 	Channel      = "channel"
 	Token        = "token"
+	// DoNotWaitActive: a worker paused without waiting for its jobs.
+	DoNotWaitActive = "do_not_wait_active"
 )

@@ -620,6 +620,30 @@ func (o *Oracle) StopWorker(ctx context.Context, workerID string, force bool) er
 	return o.Call(ctx, "stopWorker", map[string]any{"workerId": workerID, "force": force}, nil)
 }
 
+// PauseWorker calls the worker's pause(doNotWaitActive) and returns once it
+// resolved.
+func (o *Oracle) PauseWorker(ctx context.Context, workerID string, doNotWaitActive bool) error {
+	return o.Call(ctx, "pauseWorker", map[string]any{"workerId": workerID, "doNotWaitActive": doNotWaitActive}, nil)
+}
+
+// ResumeWorker calls the worker's resume().
+func (o *Oracle) ResumeWorker(ctx context.Context, workerID string) error {
+	return o.Call(ctx, "resumeWorker", map[string]any{"workerId": workerID}, nil)
+}
+
+// WorkerStatus is a worker's isPaused() and isRunning().
+type WorkerStatus struct {
+	Paused  bool `json:"paused"`
+	Running bool `json:"running"`
+}
+
+// WorkerStatus reads the worker's isPaused() and isRunning().
+func (o *Oracle) WorkerStatus(ctx context.Context, workerID string) (WorkerStatus, error) {
+	var st WorkerStatus
+	err := o.Call(ctx, "workerStatus", map[string]any{"workerId": workerID}, &st)
+	return st, err
+}
+
 // WorkerEvents returns the local events the worker emitted so far, in order.
 func (o *Oracle) WorkerEvents(ctx context.Context, workerID string) ([]WorkerEvent, error) {
 	var evs []WorkerEvent

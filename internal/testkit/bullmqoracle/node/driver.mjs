@@ -477,6 +477,20 @@ const commands = {
     await w.worker.close(!!a.force);
     return null;
   },
+  // pauseWorker/resumeWorker/workerStatus: one worker's worker.pause(doNotWaitActive),
+  // worker.resume(), and its isPaused()/isRunning().
+  pauseWorker: async (a) => {
+    await getWorker(a).worker.pause(!!a.doNotWaitActive);
+    return null;
+  },
+  resumeWorker: async (a) => {
+    await getWorker(a).worker.resume();
+    return null;
+  },
+  workerStatus: async (a) => {
+    const w = getWorker(a).worker;
+    return { paused: w.isPaused(), running: w.isRunning() };
+  },
   workerEvents: async (a) => getWorker(a).rec.events,
   waitWorkerEvents: async (a) => {
     const w = getWorker(a);

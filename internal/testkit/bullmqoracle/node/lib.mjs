@@ -225,6 +225,8 @@ export function watchWorker(worker, push) {
   );
   worker.on('progress', (job, progress) => push({ ...base('progress', job), progress }));
   worker.on('stalled', (jobId, prev) => push({ event: 'stalled', time: Date.now(), jobId, prev }));
+  worker.on('paused', () => push({ event: 'paused', time: Date.now() }));
+  worker.on('resumed', () => push({ event: 'resumed', time: Date.now() }));
   worker.on('error', (err) => push({ event: 'error', time: Date.now(), message: err?.message ?? String(err) }));
 }
 
