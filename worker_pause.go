@@ -133,6 +133,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // Resume. Pausing a paused worker is harmless: the call waits as the first
 // did. Pause after Close has begun returns an error wrapping ErrClosed.
 func (w *Worker) Pause(ctx context.Context, opts *WorkerPauseOptions) error {
+	if w.q == nil {
+		return errZeroValue("Worker", "NewWorker")
+	}
 	// Under the pauser's lock, which Close takes to mark the worker
 	// closing: a wake-up Pause writes lands before Close deletes the wake
 	// key, never after it.
@@ -171,6 +174,9 @@ func (w *Worker) Pause(ctx context.Context, opts *WorkerPauseOptions) error {
 // Resuming a worker that is not paused does nothing. Resume after Close has
 // begun returns an error wrapping ErrClosed.
 func (w *Worker) Resume() error {
+	if w.q == nil {
+		return errZeroValue("Worker", "NewWorker")
+	}
 	w.pauser.mu.Lock()
 	if w.closing.Load() {
 		w.pauser.mu.Unlock()
