@@ -51,6 +51,8 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, run("dedup", "mail", "op-1"))
 	require.NoError(t, run("dedup", "mail", "op-1", "--release"))
+	require.NoError(t, run("limits", "mail"))
+	require.NoError(t, run("limits", "mail", "--concurrency", "3", "--unblock"))
 
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
 	require.NoError(t, err)
@@ -86,7 +88,12 @@ func TestCLIActionsAreAudited(t *testing.T) {
 		{"resume", "mail", "", "ok"},
 		{"clean", "mail", "", "ok"},
 		{"release-dedup", "mail", "o1", "ok"},
+		{"set-limits", "mail", "", "ok"},
+		{"set-limits", "mail", "", "ok"},
 	}, got)
+	require.Equal(t, "unblock", page.Entries[0].Detail)
+	require.Equal(t, "concurrency=3", page.Entries[1].Detail)
+	page.Entries = page.Entries[2:] // the entries before the limits
 	clean := page.Entries[1]
 	require.Equal(t, 2, clean.Jobs, "cleaned from wait: the promoted job and the scheduler's first run")
 	require.Contains(t, page.Entries[len(page.Entries)-1].Detail, "scheduler=digest every=1h0m0s")

@@ -477,6 +477,45 @@ func TestQueueCommands(t *testing.T) {
 	})
 
 	// Issue 12, "what operators look for first" (CLI part).
+	// drover limits shows and changes what every worker obeys; a bad flag
+	// changes nothing, even with a good one before it.
+	t.Run("LimitsShowAndChange", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		require.Equal(t, "concurrency:  none\nrate limit:   none\nrate-limited: no\n", ok(t, b, "limits", "mail"))
+		require.Equal(t, "mail: set concurrency=2\nmail: set rate=100/1s\nmail: set block=1h0m0s\n"+
+			"concurrency:  2 (0 active)\nrate limit:   100 per 1s\nrate-limited: for 1h0m0s more (workers that apply a limit take no job)\n",
+			ok(t, b, "limits", "mail", "--concurrency", "2", "--rate", "100/1s", "--block", "1h"))
+		n, set, err := b.queue.GetGlobalConcurrency(ctx)
+		require.NoError(t, err)
+		require.True(t, set)
+		require.Equal(t, 2, n)
+		rl, err := b.queue.GetGlobalRateLimit(ctx)
+		require.NoError(t, err)
+		require.Equal(t, &drover.RateLimit{Max: 100, Duration: time.Second}, rl)
+		var lim inspect.Limits
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "limits", "mail", "--json")), &lim))
+		require.Greater(t, lim.RateLimitedFor, 59*time.Minute)
+
+		for _, bad := range [][]string{
+			{"--concurrency", "0"}, {"--concurrency", "many"}, {"--rate", "100"}, {"--rate", "x/1s"}, {"--rate", "5/0s"},
+			{"--concurrency", "1", "--rate", "0/1s"}, {"--block", "-1s"}, {"--block", "1s", "--unblock"},
+		} {
+			_, err := run(t, b, append([]string{"limits", "mail"}, bad...)...)
+			var ue *usageError
+			require.ErrorAs(t, err, &ue, "%v", bad)
+		}
+		n, _, err = b.queue.GetGlobalConcurrency(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, n, "a refused command changed nothing")
+
+		require.Equal(t, "mail: set concurrency=none\nmail: set rate=none\nmail: set unblock\n"+
+			"concurrency:  none\nrate limit:   none\nrate-limited: no\n",
+			ok(t, b, "limits", "mail", "--concurrency", "none", "--rate", "none", "--unblock"))
+		_, err = run(t, b, "limits", "nosuchqueue")
+		require.ErrorIs(t, err, inspect.ErrQueueNotFound)
+	})
+
 	t.Run("DedupShowsTheHolderAndReleases", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

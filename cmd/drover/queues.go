@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/seed40057009/drover/inspect"
 )
@@ -102,11 +101,7 @@ func limitsText(q inspect.QueueInfo) string {
 		}
 	}
 	if l.RateLimitedFor > 0 {
-		d := l.RateLimitedFor.Round(time.Second)
-		if d == 0 {
-			d = l.RateLimitedFor.Round(time.Millisecond)
-		}
-		parts = append(parts, "rate-limited "+d.String())
+		parts = append(parts, "rate-limited "+roundLimit(l.RateLimitedFor).String())
 	}
 	if r := l.RateLimit; r != nil {
 		parts = append(parts, fmt.Sprintf("max %d/%s", r.Max, r.Duration))

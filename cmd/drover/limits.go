@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
+)
+
+func init() {
+	commands["limits"] = commandInfo{
+		summary: "show or change a queue's global concurrency and rate limit, or block it for a while",
+		make:    func(m *Main) command { return &limitsCmd{out: m.Stdout, errOut: m.Stderr} },
+	}
+}
+
+// limitsCmd is `drover limits`: a read, or with change flags actions
+// audited as set-limits (one entry per change, its Detail naming it).
+type limitsCmd struct {
+	out, errOut io.Writer
+}
+
+// limitChange is one change `drover limits` makes, in the order given below.
+type limitChange struct {
+	detail string // the audit entry's Detail, e.g. "concurrency=5"
+	apply  func(ctx context.Context) error
+}
+
+func (c *limitsCmd) Run(ctx context.Context, args []string) (err error) {
+	fs := newQueueFlags("limits", c.out, "Usage: drover limits <queue> [--concurrency N|none] [--rate MAX/DURATION|none]\n"+
+		"                     [--block DURATION] [--unblock] [--json]\n\n"+
+		"Shows the queue's limits on taking jobs: the global concurrency (and whether the active jobs\n"+
+		"reached it), the global rate limit, and how long the rate limiter still refuses activations.\n"+
+		"Every worker, Node's and drover's, obeys them. With a flag it changes them first (each change is\n"+
+		"audited as set-limits): --concurrency caps the queue's active jobs, --rate allows at most MAX\n"+
+		"activations per DURATION (e.g. 100/1s), \"none\" removes either; --block stops the workers that\n"+
+		"apply a limit from taking jobs for DURATION (BullMQ's queue.rateLimit), --unblock ends that or\n"+
+		"the current rate-limit window now.")
+	conc := fs.String("concurrency", "", "cap the queue's active jobs at N (at least 1), or none")
+	rate := fs.String("rate", "", "allow at most MAX activations per DURATION (e.g. 100/1s), or none")
+	block := fs.duration("block", 0, "stop the workers that apply a limit from taking jobs for this long")
+	unblock := fs.Bool("unblock", false, "end a --block, or the current rate-limit window, now")
+	asJSON := fs.jsonFlag()
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("limits needs one <queue>")
+	}
+	queue := pos[0]
+	if *block < 0 {
+		return usagef("--block must not be negative, got %s", *block)
+	}
+	if *block > 0 && *unblock {
+		return usagef("--block and --unblock exclude each other")
+	}
+	ins, closeRedis, err := fs.redis.inspector(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	if _, err := ins.QueueInfo(ctx, queue); err != nil {
+		return err
+	}
+	q, err := ins.Queue(queue)
+	if err != nil {
+		return err
+	}
+	// Every flag is read before anything changes: a typo in the second
+	// must not leave the first applied.
+	var changes []limitChange
+	switch v := *conc; {
+	case v == "":
+	case v == "none":
+		changes = append(changes, limitChange{"concurrency=none", q.RemoveGlobalConcurrency})
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return usagef("--concurrency takes a whole number of at least 1, or none, got %q", v)
+		}
+		changes = append(changes, limitChange{"concurrency=" + v, func(ctx context.Context) error { return q.SetGlobalConcurrency(ctx, n) }})
+	}
+	switch v := *rate; {
+	case v == "":
+	case v == "none":
+		changes = append(changes, limitChange{"rate=none", q.RemoveGlobalRateLimit})
+	default:
+		n, window, err := parseRate(v)
+		if err != nil {
+			return err
+		}
+		changes = append(changes, limitChange{fmt.Sprintf("rate=%d/%s", n, window), func(ctx context.Context) error {
+			return q.SetGlobalRateLimit(ctx, n, window)
+		}})
+	}
+	if *block > 0 {
+		if *block < time.Millisecond {
+			return usagef("--block must be at least 1ms, got %s", *block)
+		}
+		d := *block
+		changes = append(changes, limitChange{"block=" + d.String(), func(ctx context.Context) error { return q.RateLimit(ctx, d) }})
+	}
+	if *unblock {
+		changes = append(changes, limitChange{"unblock", func(ctx context.Context) error {
+			_, err := q.RemoveRateLimitKey(ctx)
+			return err
+		}})
+	}
+	for _, ch := range changes {
+		err := ch.apply(ctx)
+		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "set-limits", Queue: queue, Detail: ch.detail}, err)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", queue, ch.detail, err)
+		}
+		if !*asJSON {
+			fmt.Fprintf(c.out, "%s: set %s\n", queue, ch.detail)
+		}
+	}
+	info, err := ins.QueueInfo(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(c.out, info.Limits)
+	}
+	printLimits(c.out, *info)
+	return nil
+}
+
+// parseRate reads MAX/DURATION (e.g. 100/1s).
+func parseRate(v string) (int, time.Duration, error) {
+	m, d, ok := strings.Cut(v, "/")
+	n, err := strconv.Atoi(m)
+	if !ok || err != nil || n < 1 {
+		return 0, 0, usagef("--rate takes MAX/DURATION with MAX at least 1 (e.g. 100/1s), or none, got %q", v)
+	}
+	window, err := time.ParseDuration(d)
+	if err != nil || window < time.Millisecond {
+		return 0, 0, usagef("--rate's DURATION must be a duration of at least 1ms (e.g. 100/1s), got %q", v)
+	}
+	return n, window, nil
+}
+
+// printLimits writes a queue's limits, one line each.
+func printLimits(out io.Writer, q inspect.QueueInfo) {
+	l := q.Limits
+	switch {
+	case l.Concurrency == nil:
+		fmt.Fprintf(out, "concurrency:  none\n")
+	case l.Maxed:
+		fmt.Fprintf(out, "concurrency:  %d, maxed: %d active jobs, no worker takes a job until one finishes\n", *l.Concurrency, q.Counts.Active)
+	default:
+		fmt.Fprintf(out, "concurrency:  %d (%d active)\n", *l.Concurrency, q.Counts.Active)
+	}
+	if r := l.RateLimit; r != nil {
+		fmt.Fprintf(out, "rate limit:   %d per %s\n", r.Max, r.Duration)
+	} else {
+		fmt.Fprintf(out, "rate limit:   none\n")
+	}
+	if l.RateLimitedFor > 0 {
+		fmt.Fprintf(out, "rate-limited: for %s more (workers that apply a limit take no job)\n", roundLimit(l.RateLimitedFor))
+	} else {
+		fmt.Fprintf(out, "rate-limited: no\n")
+	}
+}
+
+// roundLimit rounds a limiter's remaining time for people: to the second,
+// or to the millisecond under one.
+func roundLimit(d time.Duration) time.Duration {
+	if r := d.Round(time.Second); r > 0 {
+		return r
+	}
+	return d.Round(time.Millisecond)
+}
