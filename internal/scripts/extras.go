@@ -52,3 +52,17 @@ func RemoveChildDependency(ctx context.Context, rdb Doer, k keys.Queue, id strin
 func RemoveUnprocessedChildren(ctx context.Context, rdb Doer, k keys.Queue, id string) (int64, error) {
 	return runCode(ctx, removeUnprocessedChildren, rdb, k, id)
 }
+
+var removeOrphanedJobs = load("removeOrphanedJobs")
+
+// RemoveOrphanedJobs deletes the keys of those ids no state of the queue
+// holds, at most limit of them (0 = no bound), and returns how many it
+// deleted.
+func RemoveOrphanedJobs(ctx context.Context, rdb Doer, k keys.Queue, limit int, ids []string) (int64, error) {
+	args := make([]any, 0, 1+len(ids))
+	args = append(args, limit)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return runCode(ctx, removeOrphanedJobs, rdb, k, args...)
+}
