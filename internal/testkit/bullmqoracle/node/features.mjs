@@ -75,10 +75,12 @@ export function featureCommands({ getQueue, need }) {
     // a.jobId and returns its result as JSON.
     jobRead: (a) => callOnJob(a, 'jobRead', ['getChildrenValues', 'getDependencies', 'getDependenciesCount', 'getFailedChildrenValues', 'getIgnoredChildrenFailures']),
     // queueCall(a.method, a.args) calls one of Queue's deduplication,
-    // global-limit and per-priority calls and returns its result as JSON.
+    // global-limit, per-priority, meta, orphan and Prometheus calls and
+    // returns its result as JSON.
     queueCall: async (a) => {
       need(a, 'method');
-      const allowed = ['getDeduplicationJobId', 'removeDeduplicationKey', 'getGlobalConcurrency', 'getGlobalRateLimit', 'getCountsPerPriority'];
+      const allowed = ['getDeduplicationJobId', 'removeDeduplicationKey', 'getGlobalConcurrency', 'getGlobalRateLimit', 'getCountsPerPriority',
+        'getMeta', 'getVersion', 'isMaxed', 'removeOrphanedJobs', 'exportPrometheusMetrics'];
       if (!allowed.includes(a.method)) {
         throw new Error(`oracle: queueCall of ${a.method}`);
       }
