@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seed40057009/drover/internal/scripts"
+	"github.com/seed40057009/drover/internal/orphans"
 )
 
 // QueueMeta is the queue's settings hash (the meta key both BullMQ and
@@ -141,15 +141,12 @@ func (q *Queue) IsMaxed(ctx context.Context) (bool, error) {
 	return active.Val() >= n, nil
 }
 
-// orphanBatch bounds the candidates one removeOrphanedJobs script call
-// checks, so that one call holds Redis for a short while only.
-const orphanBatch = 100
-
 // RemoveOrphanedJobs deletes job hashes, with their logs, lock and flow
 // keys, that no state of the queue holds (BullMQ 6.7's removeOrphanedJobs):
-// a one-time clean-up for the hashes BullMQ 5.66.6 to 5.66.x left behind
-// when its age-based retention removed ids from completed or failed
-// without their data. A healthy queue has none.
+// a one-time clean-up for the hashes that a regression of BullMQ's
+// age-based retention (introduced in 5.66.6) left behind when it removed
+// ids from completed or failed without their data. A healthy queue has
+// none.
 //
 // It walks the queue's keys with SCAN, count a hint of how many keys each
 // step reads (0 = 1000, BullMQ's default), and checks the job ids it finds
@@ -172,60 +169,11 @@ func (q *Queue) RemoveOrphanedJobs(ctx context.Context, count, limit int) (int, 
 	if err := q.check(); err != nil {
 		return 0, err
 	}
-	if count == 0 {
-		count = 1000
-	}
-	node, err := q.scanNode(ctx)
+	n, err := orphans.Sweep(ctx, q.rdb, q.k, count, limit, true)
 	if err != nil {
-		return 0, fmt.Errorf("remove orphaned jobs of queue %q: %w", q.name, err)
+		return n, fmt.Errorf("remove orphaned jobs of queue %q: %w", q.name, err)
 	}
-	pattern := q.k.JobScanPattern()
-	removed := 0
-	var cursor uint64
-	for {
-		ks, next, err := node.Scan(ctx, cursor, pattern, int64(count)).Result()
-		if err != nil {
-			return removed, fmt.Errorf("remove orphaned jobs of queue %q: scan: %w", q.name, err)
-		}
-		var ids []string
-		for _, k := range ks {
-			if id, ok := q.k.JobIDOfKey(k); ok && !slices.Contains(ids, id) {
-				ids = append(ids, id)
-			}
-		}
-		for batch := range slices.Chunk(ids, orphanBatch) {
-			left := 0
-			if limit > 0 {
-				left = limit - removed
-			}
-			n, err := scripts.RemoveOrphanedJobs(ctx, q.rdb, q.k, left, batch)
-			if err != nil {
-				return removed, fmt.Errorf("remove orphaned jobs of queue %q: %w", q.name, err)
-			}
-			removed += int(n)
-			if limit > 0 && removed >= limit {
-				return removed, nil
-			}
-		}
-		if next == 0 {
-			return removed, nil
-		}
-		cursor = next
-	}
-}
-
-// scanNode is the client to SCAN the queue's keys on: the client itself,
-// or on a cluster the master of the queue's slot (all of a queue's keys
-// share its hash tag).
-func (q *Queue) scanNode(ctx context.Context) (*redis.Client, error) {
-	switch c := q.rdb.(type) {
-	case *redis.Client:
-		return c, nil
-	case *redis.ClusterClient:
-		return c.MasterForKey(ctx, q.k.Meta())
-	default:
-		return nil, fmt.Errorf("cannot scan the keys of one queue through a %T", q.rdb)
-	}
+	return n, nil
 }
 
 // promLabelName is Prometheus's rule for label names.

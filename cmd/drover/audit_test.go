@@ -51,6 +51,9 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, run("dedup", "mail", "op-1"))
 	require.NoError(t, run("dedup", "mail", "op-1", "--release"))
+	require.NoError(t, rdb.HSet(ctx, prefix+":mail:lost", "name", "lost").Err())
+	require.NoError(t, run("orphans", "mail"))
+	require.NoError(t, run("orphans", "mail", "--remove"))
 
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
 	require.NoError(t, err)
@@ -86,10 +89,13 @@ func TestCLIActionsAreAudited(t *testing.T) {
 		{"resume", "mail", "", "ok"},
 		{"clean", "mail", "", "ok"},
 		{"release-dedup", "mail", "o1", "ok"},
+		{"remove-orphans", "mail", "", "ok"},
 	}, got)
-	clean := page.Entries[1]
+	require.Equal(t, 1, page.Entries[0].Jobs, "one orphan removed")
+	require.Equal(t, "limit=0", page.Entries[0].Detail)
+	clean := page.Entries[2]
 	require.Equal(t, 2, clean.Jobs, "cleaned from wait: the promoted job and the scheduler's first run")
 	require.Contains(t, page.Entries[len(page.Entries)-1].Detail, "scheduler=digest every=1h0m0s")
-	require.Contains(t, page.Entries[5].Error, "not running")
-	require.Equal(t, `dedup="op-1"`, page.Entries[0].Detail)
+	require.Contains(t, page.Entries[6].Error, "not running")
+	require.Equal(t, `dedup="op-1"`, page.Entries[1].Detail)
 }
