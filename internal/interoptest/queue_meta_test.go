@@ -318,3 +318,59 @@ func TestDifferentialRemoveOrphanedJobs(t *testing.T) {
 		checkpoint("second pass")
 	})
 }
+
+// TestInteropRemoveOrphanedJobsDivergences pins where drover's
+// RemoveOrphanedJobs differs from BullMQ 6.7's on purpose, on the same
+// state: Node's limit is checked only after a whole SCAN step, and Node
+// takes the first segment of any key ending in a job key's suffix for a
+// job id, so it deletes the queue's metrics:failed hash (a drover or Node
+// worker's metrics) and a keepLastIfActive "dn:<id>" hash whose id is
+// "logs" or "lock". drover stops at limit and leaves both.
+func TestInteropRemoveOrphanedJobsDivergences(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	ctx := context.Background()
+	build := func(b *bundle) {
+		t.Helper()
+		s := side{t, b, nodeImpl}
+		s.nodeAdd(queueName, "bad", map[string]any{}, nil)
+		w, err := drover.NewWorker(b.rdb, queueName, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+			return nil, errors.New("no")
+		}), &drover.WorkerOptions{Prefix: b.prefix, Metrics: &drover.MetricsOptions{MaxDataPoints: 10}})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		s.waitFinished(queueName, 1)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		require.NoError(t, w.Close(cctx))
+		s.nodeAdd(queueName, "kept", map[string]any{}, nil)
+		base := b.prefix + ":" + queueName + ":"
+		require.NoError(t, b.rdb.HSet(ctx, base+"dn:logs", "name", "next", "data", "{}").Err())
+		for _, id := range []string{"o1", "o2", "o3", "o4", "o5"} {
+			require.NoError(t, b.rdb.HSet(ctx, base+id, "name", id).Err())
+		}
+	}
+	exists := func(b *bundle, suffix string) bool {
+		return b.rdb.Exists(ctx, b.prefix+":"+queueName+":"+suffix).Val() == 1
+	}
+
+	nb := setup(t)
+	build(nb)
+	require.True(t, exists(nb, "metrics:failed"))
+	var nodeRemoved int
+	require.NoError(t, nb.oracle.QueueCall(ctx, nb.prefix, queueName, "removeOrphanedJobs", &nodeRemoved, 1000, 2))
+	require.Equal(t, 7, nodeRemoved, "Node: the 5 orphans of the step, metrics:failed and dn:logs")
+	require.False(t, exists(nb, "metrics:failed"), "Node deleted the failed-jobs metrics")
+	require.False(t, exists(nb, "dn:logs"), "Node deleted the kept add of dedup id logs")
+
+	db := nb.sibling(t)
+	build(db)
+	n, err := db.dq.RemoveOrphanedJobs(ctx, 1000, 2)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "drover stops at limit")
+	n, err = db.dq.RemoveOrphanedJobs(ctx, 1000, 0)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.True(t, exists(db, "metrics:failed"))
+	require.True(t, exists(db, "dn:logs"))
+}
