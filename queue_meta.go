@@ -187,10 +187,13 @@ var promStates = []JobState{StateActive, StateCompleted, StateDelayed, StateFail
 // Prometheus text format, byte for byte as BullMQ's exportPrometheusMetrics
 // does: the gauge bullmq_job_count per state and the counters
 // bullmq_job_completed_total and bullmq_job_failed_total (the count field
-// of the metrics keys, 0 when WorkerOptions.Metrics is off), each labelled
-// queue="<name>" followed by labels. Label names are written in sorted
-// order (BullMQ's in the object's order) and must be valid Prometheus names
-// other than queue and state; values are escaped.
+// of the metrics keys, 0 until a worker with metrics on, drover's
+// WorkerOptions.Metrics or Node's metrics option, writes it), each
+// labelled queue="<name>" followed by labels. Label names are written in
+// sorted order (BullMQ's in the object's order) and must be valid
+// Prometheus names other than queue and state; values are escaped. As
+// BullMQ's, the text does not end with a newline, which the exposition
+// format asks of its last line: add one when serving it.
 //
 // It suits a push or a hand-made endpoint for one queue. For scraping,
 // package metrics' QueueCollector reports every queue with drover's own
