@@ -7,7 +7,7 @@ package interoptest_test
 // same orphans are made twice, Node removes them once and drover once, and
 // the normalised Redis states are compared.
 //
-//	go test -count=1 -run 'TestInteropQueueMeta|TestDifferentialRemoveOrphanedJobs' ./internal/interoptest/
+//	go test -count=1 -run 'TestInteropQueueMeta|TestDifferentialRemoveOrphanedJobs|TestInteropRemoveOrphanedJobsDivergences' ./internal/interoptest/
 
 import (
 	"context"
