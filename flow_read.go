@@ -181,6 +181,14 @@ func (j *Job) GetIgnoredChildrenFailures(ctx context.Context) (map[string]string
 	return m, j.err("get ignored children failures of", err)
 }
 
+// GetFailedChildrenValues is GetIgnoredChildrenFailures under its older
+// BullMQ name (getFailedChildrenValues, deprecated in BullMQ 6.7 in favour
+// of getIgnoredChildrenFailures), kept so code ported from Node reads the
+// same. Both read the same hash.
+func (j *Job) GetFailedChildrenValues(ctx context.Context) (map[string]string, error) {
+	return j.GetIgnoredChildrenFailures(ctx)
+}
+
 // DependencyPage asks for one page of one kind of dependency.
 type DependencyPage struct {
 	// Cursor is where to go on: 0 to start, then the Next...Cursor of the

@@ -558,6 +558,33 @@ func TestQueueCommands(t *testing.T) {
 		require.ErrorContains(t, err, `no queue "mial"`)
 	})
 
+	t.Run("OrphansCountsThenRemoves", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		key := func(s string) string { return b.prefix + ":mail:" + s }
+		require.NoError(t, b.rdb.HSet(ctx, key("lost1"), "name", "send").Err())
+		require.NoError(t, b.rdb.HSet(ctx, key("lost2"), "name", "send").Err())
+		require.NoError(t, b.rdb.RPush(ctx, key("lost3:logs"), "line").Err())
+		counts, err := b.queue.GetJobCounts(ctx)
+		require.NoError(t, err)
+
+		require.Equal(t, "3 orphaned jobs in mail\n", ok(t, b, "orphans", "mail"))
+		require.Equal(t, "3 orphaned jobs in mail\n", ok(t, b, "orphans", "mail", "--scan-count", "1"), "one key a SCAN step")
+		require.EqualValues(t, 1, b.rdb.Exists(ctx, key("lost1")).Val(), "counting removes nothing")
+		require.JSONEq(t, `{"queue":"mail","orphans":2}`, ok(t, b, "orphans", "mail", "--limit", "2", "--json"))
+		require.Equal(t, "removed 2 orphaned jobs from mail\n", ok(t, b, "orphans", "mail", "--remove", "--limit", "2"))
+		require.JSONEq(t, `{"queue":"mail","removed":1}`, ok(t, b, "orphans", "mail", "--remove", "--json"))
+		require.Equal(t, "0 orphaned jobs in mail\n", ok(t, b, "orphans", "mail"))
+		after, err := b.queue.GetJobCounts(ctx)
+		require.NoError(t, err)
+		require.Equal(t, counts, after, "no job of any state removed")
+
+		_, err = run(t, b, "orphans", "mail", "--limit", "-1")
+		require.ErrorContains(t, err, "--limit must not be negative")
+		_, err = run(t, b, "orphans", "mial")
+		require.ErrorContains(t, err, `no queue "mial"`)
+	})
+
 	t.Run("PauseResumeVersionUnknownQueue", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -52,3 +52,21 @@ func RemoveChildDependency(ctx context.Context, rdb Doer, k keys.Queue, id strin
 func RemoveUnprocessedChildren(ctx context.Context, rdb Doer, k keys.Queue, id string) (int64, error) {
 	return runCode(ctx, removeUnprocessedChildren, rdb, k, id)
 }
+
+var removeOrphanedJobs = load("removeOrphanedJobs")
+
+// RemoveOrphanedJobs finds those ids no state of the queue holds, at most
+// limit of them (0 = no bound), deletes their keys when remove is set, and
+// returns how many it found.
+func RemoveOrphanedJobs(ctx context.Context, rdb Doer, k keys.Queue, limit int, remove bool, ids []string) (int64, error) {
+	args := make([]any, 0, 2+len(ids))
+	flag := "0"
+	if remove {
+		flag = "1"
+	}
+	args = append(args, limit, flag)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return runCode(ctx, removeOrphanedJobs, rdb, k, args...)
+}

@@ -103,7 +103,9 @@ func (o *Oracle) JobRead(ctx context.Context, prefix, queue, id, method string, 
 
 // QueueCall calls one of Queue's getDeduplicationJobId,
 // removeDeduplicationKey, getGlobalConcurrency, setGlobalConcurrency,
-// removeGlobalConcurrency, getGlobalRateLimit or getCountsPerPriority with args and decodes its result into out.
+// removeGlobalConcurrency, getGlobalRateLimit, getCountsPerPriority,
+// getMeta, getVersion, isMaxed, removeOrphanedJobs or
+// exportPrometheusMetrics with args and decodes its result into out.
 func (o *Oracle) QueueCall(ctx context.Context, prefix, queue, method string, out any, args ...any) error {
 	return o.Call(ctx, "queueCall", qargs(prefix, queue, "method", method, "args", nonNilArgs(args)), out)
 }

@@ -121,12 +121,12 @@ export function featureCommands({ getQueue, need, connection }) {
     // a.jobId and returns its result as JSON.
     jobRead: (a) => callOnJob(a, 'jobRead', ['getChildrenValues', 'getDependencies', 'getDependenciesCount', 'getFailedChildrenValues', 'getIgnoredChildrenFailures']),
     // queueCall(a.method, a.args) calls one of Queue's deduplication,
-    // global-limit and per-priority calls (reads and changes) and returns
-    // its result as JSON.
+    // global-limit, per-priority, meta, orphan and Prometheus calls (reads
+    // and changes) and returns its result as JSON.
     queueCall: async (a) => {
       need(a, 'method');
       const allowed = ['getDeduplicationJobId', 'removeDeduplicationKey', 'getGlobalConcurrency', 'getGlobalRateLimit', 'getCountsPerPriority',
-        'setGlobalConcurrency', 'removeGlobalConcurrency'];
+        'setGlobalConcurrency', 'removeGlobalConcurrency', 'getMeta', 'getVersion', 'isMaxed', 'removeOrphanedJobs', 'exportPrometheusMetrics'];
       if (!allowed.includes(a.method)) {
         throw new Error(`oracle: queueCall of ${a.method}`);
       }
