@@ -4,18 +4,7 @@ import "strings"
 
 // JobScanPattern is the SCAN MATCH pattern of every key of the queue, with
 // the glob characters of its prefix and name escaped.
-func (q Queue) JobScanPattern() string {
-	var b strings.Builder
-	for _, c := range q.base {
-		switch c {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	b.WriteByte('*')
-	return b.String()
-}
+func (q Queue) JobScanPattern() string { return escapeGlob(q.base) + "*" }
 
 // notJobIDs are first segments of the queue's keys that name no job: the
 // queue keys of BullMQ's key map, the key families under a queue

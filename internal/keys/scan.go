@@ -60,15 +60,19 @@ func ScanPattern(prefix string) string {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
+	return escapeGlob(prefix) + ":*"
+}
+
+// escapeGlob escapes the characters SCAN MATCH reads as glob syntax.
+func escapeGlob(s string) string {
 	var b strings.Builder
-	for _, c := range prefix {
+	for _, c := range s {
 		switch c {
 		case '*', '?', '[', ']', '\\':
 			b.WriteByte('\\')
 		}
 		b.WriteRune(c)
 	}
-	b.WriteString(":*")
 	return b.String()
 }
 
