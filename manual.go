@@ -472,12 +472,5 @@ func (w *Worker) startManual(probe context.Context) {
 	w.forceFinish = make(chan struct{})
 	w.started.Store(true)
 	w.log.InfoContext(probe, "manual worker started")
-	if w.clocker != nil {
-		w.bgWG.Add(1)
-		go func() { defer w.bgWG.Done(); w.clocker.run(w.bgCtx) }()
-	}
-	if !w.opts.SkipStalledCheck {
-		w.bgWG.Add(1)
-		go func() { defer w.bgWG.Done(); w.checker.run(w.bgCtx) }()
-	}
+	w.runClockAndChecker()
 }

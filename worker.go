@@ -543,22 +543,31 @@ func (w *Worker) Start(ctx context.Context) error {
 		// before it.
 		w.log.InfoContext(ctx, "worker started", slog.Int(logkey.Concurrency, w.opts.Concurrency))
 		go w.fetchLoop()
-		w.bgWG.Add(1)
-		go func() { defer w.bgWG.Done(); w.keeper.run(w.bgCtx) }()
-		w.bgWG.Add(1)
-		go func() { defer w.bgWG.Done(); w.presence.run(w.bgCtx) }()
-		w.bgWG.Add(1)
-		go func() { defer w.bgWG.Done(); w.canceller.run(w.bgCtx) }()
-		if w.clocker != nil {
-			w.bgWG.Add(1)
-			go func() { defer w.bgWG.Done(); w.clocker.run(w.bgCtx) }()
-		}
-		if !w.opts.SkipStalledCheck {
-			w.bgWG.Add(1)
-			go func() { defer w.bgWG.Done(); w.checker.run(w.bgCtx) }()
-		}
+		w.runBG(w.keeper.run)
+		w.runBG(w.presence.run)
+		w.runBG(w.canceller.run)
+		w.runClockAndChecker()
 	})
 	return nil
+}
+
+// runBG runs f in a goroutine the worker owns: bgCtx ends it and Close
+// waits for it (bgWG).
+func (w *Worker) runBG(f func(context.Context)) {
+	w.bgWG.Add(1)
+	go func() { defer w.bgWG.Done(); f(w.bgCtx) }()
+}
+
+// runClockAndChecker starts the clock measurement and, unless
+// SkipStalledCheck, the stalled checker: what every started worker runs,
+// a manual one included.
+func (w *Worker) runClockAndChecker() {
+	if w.clocker != nil {
+		w.runBG(w.clocker.run)
+	}
+	if !w.opts.SkipStalledCheck {
+		w.runBG(w.checker.run)
+	}
 }
 
 // closeWriteGrace is how long Close, once its context has ended and the
