@@ -345,11 +345,8 @@ func (i *Inspector) readLimits(ctx context.Context, queue string, info *QueueInf
 	if dur, ok := metaInt(v[3]); okMax && ok {
 		l.RateLimit = &RateLimit{Max: maxJobs, Duration: time.Duration(dur) * time.Millisecond}
 	}
-	n, err := used.Int64()
-	if err != nil {
-		return nil // no limiter key (or not a count): nothing refused
-	}
-	if (l.RateLimit != nil && n >= int64(l.RateLimit.Max)) || n >= keys.LimiterFull {
+	// No limiter key (or not a count): nothing refused.
+	if n, err := used.Int64(); err == nil && ((l.RateLimit != nil && n >= int64(l.RateLimit.Max)) || n >= keys.LimiterFull) {
 		l.RateLimitedFor = max(ttl.Val(), 0)
 	}
 	return nil

@@ -75,9 +75,9 @@ func (c *limitsCmd) Run(ctx context.Context, args []string) (err error) {
 	// Every flag is read before anything changes: a typo in the second
 	// must not leave the first applied.
 	var changes []limitChange
-	switch v := *conc; {
-	case v == "":
-	case v == "none":
+	switch v := *conc; v {
+	case "":
+	case "none":
 		changes = append(changes, limitChange{"concurrency=none", q.RemoveGlobalConcurrency})
 	default:
 		n, err := strconv.Atoi(v)
@@ -86,9 +86,9 @@ func (c *limitsCmd) Run(ctx context.Context, args []string) (err error) {
 		}
 		changes = append(changes, limitChange{"concurrency=" + v, func(ctx context.Context) error { return q.SetGlobalConcurrency(ctx, n) }})
 	}
-	switch v := *rate; {
-	case v == "":
-	case v == "none":
+	switch v := *rate; v {
+	case "":
+	case "none":
 		changes = append(changes, limitChange{"rate=none", q.RemoveGlobalRateLimit})
 	default:
 		n, window, err := parseRate(v)
