@@ -81,6 +81,13 @@ func (m *manual) job(id string) *drover.Job {
 // code is BullMQ's code for a drover refusal.
 func (m *manual) code(err error) int {
 	m.t.Helper()
+	return manualCode(m.t, err)
+}
+
+// manualCode is BullMQ's code for a refusal of drover's manual calls
+// (Complete, Fail, MoveToDelayed, MoveToWait): 0 for none.
+func manualCode(t *testing.T, err error) int {
+	t.Helper()
 	switch {
 	case err == nil:
 		return codeOK
@@ -95,7 +102,7 @@ func (m *manual) code(err error) int {
 	case errors.Is(err, drover.ErrJobLocked):
 		return codeLockMismatch
 	}
-	require.NoError(m.t, err, "a refusal BullMQ has no code for")
+	require.NoError(t, err, "a refusal BullMQ has no code for")
 	return 0
 }
 

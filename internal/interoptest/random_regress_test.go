@@ -398,3 +398,38 @@ func TestDifferentialRegressionDedupReplaceKeepsDelayMarker(t *testing.T) {
 		}},
 	}})
 }
+
+// TestDifferentialRegressionManualWrongTokenPendingChild: a job taken by
+// hand becomes a flow parent (a child added with the parent option) and is
+// completed under another token. BullMQ's moveToFinished looks at the
+// children first and answers -4 (pending dependencies); finishJobs
+// answered -6 (lock taken): "code -4" (Node only) vs "code -6" (mixed).
+func TestDifferentialRegressionManualWrongTokenPendingChild(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 920495382, Steps: []difftest.Step{
+		{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}, Scheduler: &difftest.Scheduler{ID: "s2", Every: 3600000, Start: 7200000, Limit: 0}},
+		{Op: difftest.OpPromote, By: difftest.Node, Job: "j1"},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tB"},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Parent: "j1"}},
+		{Op: difftest.OpManualFinish, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}, Token: "tA"},
+	}})
+}
+
+// TestDifferentialRegressionFinishAfterObliterate: a job taken by hand is
+// obliterated, then failed: drover's refusal (job missing) wrote the
+// default events cap into the queue's meta, which BullMQ's moveToFinished
+// never writes: "q:meta: only in b (hash)". A refused finish writes
+// nothing now.
+func TestDifferentialRegressionFinishAfterObliterate(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 920495281, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tB"},
+		{Op: difftest.OpObliterate, By: difftest.Node},
+		{Op: difftest.OpManualFinish, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "unrecoverable", Message: "fatal"}, Token: "tB"},
+	}})
+}

@@ -244,6 +244,103 @@ func campaign(t *testing.T, b *bundle, cfg difftest.Config, seeds []int64, until
 	}
 }
 
+// droverManual is the run's drover worker without a Processor.
+func (r *programRun) droverManual() *drover.Worker {
+	r.t.Helper()
+	if r.manualWorker == nil {
+		w, err := drover.NewWorker(r.rdb, queueName, nil, &drover.WorkerOptions{Prefix: r.prefix, Name: workerName,
+			BackoffStrategies: droverStrategies, SkipStalledCheck: true})
+		require.NoError(r.t, err)
+		r.manualWorker, r.manualJobs = w, map[string]*drover.Job{}
+	}
+	return r.manualWorker
+}
+
+// manualFinish performs OpManualFinish on the oldest taken job: its result
+// is BullMQ's code (0: done; drover's refusals mapped to Node's codes), or
+// for "extend" whether the lock was renewed. Every outcome but "extend"
+// ends the job's turn in the taken list, done or refused.
+func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bool) string {
+	r.t.Helper()
+	id, o := r.taken[0], s.Outcome
+	if o.Kind != "extend" {
+		r.taken = r.taken[1:]
+	}
+	if r.manualJobs[id] == nil {
+		// Node took it in this run: Node's manual worker ends it too. A
+		// drover Job read with GetJob would end it with the Queue's
+		// options (no worker backoff strategies), as Node's queue.getJob
+		// does; that is not what this step compares.
+		node = true
+	}
+	if node {
+		var method string
+		var args []any
+		switch o.Kind {
+		case "complete":
+			method, args = "moveToCompleted", []any{o.Value, s.Token, false}
+		case "fail", "unrecoverable":
+			method, args = "moveToFailed", []any{map[string]any{"message": o.Message, "unrecoverable": o.Kind == "unrecoverable"}, s.Token, false}
+		case "delay":
+			method, args = "moveToDelayed", []any{r.stepNow + o.Delay, s.Token}
+		case "wait":
+			method, args = "moveToWait", []any{s.Token}
+		case "extend":
+			method, args = "extendLock", []any{s.Token, 30000}
+		default:
+			r.t.Fatalf("manual finish outcome %q", o.Kind)
+		}
+		if n, err := r.rdb.Exists(ctx, r.k.Job(id)).Result(); err != nil || n == 0 {
+			// Removed since it was taken (obliterate, say): Job.fromId
+			// finds nothing to call, which BullMQ's scripts answer as a
+			// missing job (-1), as drover's handle does.
+			require.NoError(r.t, err)
+			if o.Kind == "extend" {
+				return "extended 0"
+			}
+			return fmt.Sprintf("code %d", codeMissingJob)
+		}
+		out, err := r.o.ManualCall(ctx, r.prefix, queueName, id, method, args...)
+		require.NoError(r.t, err)
+		if o.Kind == "extend" {
+			require.Nil(r.t, out.Error, "Node's extendLock answers 0 or 1")
+			return "extended " + string(out.Result)
+		}
+		if out.Error != nil {
+			return fmt.Sprintf("code %d", out.Error.Code)
+		}
+		return "code 0"
+	}
+	job := r.manualJobs[id]
+	var err error
+	switch o.Kind {
+	case "complete":
+		err = job.Complete(ctx, s.Token, o.Value)
+	case "fail", "unrecoverable":
+		err = errors.New(o.Message)
+		if o.Kind == "unrecoverable" {
+			err = drover.Unrecoverable(err)
+		}
+		err = job.Fail(ctx, s.Token, err)
+	case "delay":
+		err = job.MoveToDelayed(ctx, s.Token, time.UnixMilli(r.stepNow+o.Delay))
+	case "wait":
+		err = job.MoveToWait(ctx, s.Token)
+	case "extend":
+		if err := job.ExtendLock(ctx, s.Token, 30*time.Second); err != nil {
+			require.True(r.t, errors.Is(err, drover.ErrLockLost) || errors.Is(err, drover.ErrJobLocked) || errors.Is(err, drover.ErrJobNotFound), "%v", err)
+			return "extended 0"
+		}
+		return "extended 1"
+	default:
+		r.t.Fatalf("manual finish outcome %q", o.Kind)
+	}
+	if err != nil {
+		r.refused = err
+	}
+	return fmt.Sprintf("code %d", manualCode(r.t, err))
+}
+
 // stepTally counts drover's steps by operation and by what they did, so a
 // campaign shows that each operation really ran (a step that is always
 // refused, or always finds nothing, compares nothing).
@@ -266,9 +363,9 @@ func (t *stepTally) note(op difftest.Op, result string) {
 		t.n[op] = c
 	}
 	switch {
-	case strings.HasPrefix(result, "ok"):
+	case strings.HasPrefix(result, "ok"), result == "code 0", result == "extended 1":
 		c[0]++
-	case result == "refused":
+	case result == "refused", strings.HasPrefix(result, "code -"), result == "extended 0":
 		c[1]++
 	default:
 		c[2]++
@@ -353,6 +450,10 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		if s.NodeOnly() {
 			by = nodeImpl // a shrunk step may have lost what drover needs
 		}
+		// One instant for both runs: a manual move to delayed is due at
+		// the same time in both.
+		ref.stepNow = time.Now().UnixMilli()
+		mix.stepNow = ref.stepNow
 		rr := ref.step(s, nodeImpl)
 		mr := mix.step(s, by)
 		if by == droverImpl {
@@ -393,6 +494,16 @@ type programRun struct {
 	cascades [][2]int
 	// refused is drover's error when the last step was refused, else nil.
 	refused error
+	// stepNow is the instant (ms) runDifferential gave the current step,
+	// the same in both runs.
+	stepNow int64
+	// taken are the jobs OpManualTake took and no OpManualFinish ended yet,
+	// oldest first; manualJobs are drover's handles of them, and
+	// manualWorker is drover's worker without a Processor (made on first
+	// use).
+	taken        []string
+	manualJobs   map[string]*drover.Job
+	manualWorker *drover.Worker
 }
 
 func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64) *programRun {
@@ -414,6 +525,9 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64) *programRu
 
 func (r *programRun) close() {
 	ctx := context.Background()
+	if r.manualWorker != nil {
+		require.NoError(r.t, r.manualWorker.Close(ctx))
+	}
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, queueName))
 	redistest.DeletePrefix(ctx, r.rdb, r.prefix)
 }
@@ -841,6 +955,32 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		n, err := j.Log(ctx, s.Line)
 		return r.result(strconv.Itoa(n), err)
+	case difftest.OpManualTake:
+		r.workRan = true // as a work step, it consumes markers
+		var id string
+		if node {
+			var err error
+			id, err = o.ManualNext(ctx, p, q, s.Token, nil)
+			require.NoError(r.t, err)
+		} else {
+			job, err := r.droverManual().NextJob(ctx, s.Token, 0)
+			require.NoError(r.t, err)
+			if job != nil {
+				id = job.ID
+				r.manualJobs[id] = job
+			}
+		}
+		if id == "" {
+			return "none"
+		}
+		r.taken = append(r.taken, id)
+		return "ok " + id
+	case difftest.OpManualFinish:
+		r.workRan = true
+		if len(r.taken) == 0 {
+			return "none"
+		}
+		return r.manualFinish(ctx, s, node)
 	case difftest.OpSetGlobalConcurrency:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "setGlobalConcurrency", nil, s.Limit))

@@ -32,6 +32,8 @@
 --   -4 (completion only) the job still has pending children, -9 (completion
 --   only) a child failed with failParentOnFailure: the job is left active
 --   and locked, and the caller fails the attempt instead, as BullMQ does.
+--   -4 and -9 win over -2 and -6, as in BullMQ's moveToFinished, which
+--   looks at the children before the lock.
 -- A finished job that owns a deduplication id with a next job stored for it
 -- (keepLastIfActive) queues that job; see requeueNext.
 -- A call that settleCall settled (its reply was lost) writes nothing and
@@ -46,10 +48,11 @@ local now = tonumber(ARGV[2])
 local n = tonumber(ARGV[10])
 -- One read of the meta hash serves the event cap here and the fetch below.
 local meta = rcall("HMGET", metaKey, "opts.maxLenEvents", "paused", "concurrency", "max", "duration")
-local maxLen = meta[1]
-if not maxLen then
-  maxLen = maxEvents(metaKey)
-end
+-- Without the cap in meta, BullMQ's default; unlike an add, a finish does
+-- not write it (as BullMQ's moveToFinished), so a refused call writes
+-- nothing.
+local maxLen = meta[1] or "10000"
+
 local codes = {}
 local trims = {}
 local delayed = false
@@ -216,12 +219,22 @@ for i = 0, n - 1 do
   local o = at[i]
   local lock = locks[i + 1]
   if lock ~= ARGV[o + REC.token] then
+    local jobKey = jobKeys[i + 1]
     if lock then
       codes[i + 1] = -6
-    elseif rcall("EXISTS", jobKeys[i + 1]) == 0 then
+    elseif rcall("EXISTS", jobKey) == 0 then
       codes[i + 1] = -1
     else
       codes[i + 1] = -2
+    end
+    if codes[i + 1] ~= -1 and ARGV[o + REC.kind] == "c" then
+      -- BullMQ's moveToFinished looks at a completion's children before
+      -- its lock: a pending or failed child is the refusal it reports.
+      if rcall("SCARD", jobKey .. ":dependencies") > 0 then
+        codes[i + 1] = -4
+      elseif rcall("ZCARD", jobKey .. ":unsuccessful") > 0 then
+        codes[i + 1] = -9
+      end
     end
   else
     codes[i + 1] = -3 -- until found in active

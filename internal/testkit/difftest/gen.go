@@ -134,6 +134,8 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpJobRemoveDedupKey, Job: g.job()} }},
 		{1, func() Step { return Step{Op: OpSetGlobalConcurrency, Limit: 1 + g.r.IntN(2)} }},
 		{2, func() Step { return Step{Op: OpRemoveGlobalConcurrency} }},
+		{4, func() Step { return Step{Op: OpManualTake, Token: g.token()} }},
+		{5, g.manualFinish},
 	}
 	total := 0
 	for _, o := range opts {
@@ -332,6 +334,29 @@ func (g *gen) retention() *Retention {
 	default:
 		return &Retention{Object: true, Age: 3600 * int64(1+g.r.IntN(2)), Limit: g.r.IntN(3)}
 	}
+}
+
+// token is a manual step's lock token: mostly the one the takes use, so
+// most finishes hold the lock and some do not.
+func (g *gen) token() string {
+	if g.chance(85) {
+		return "tA"
+	}
+	return "tB"
+}
+
+// manualFinish ends the oldest manually taken job as a work step would,
+// or moves it back to wait, or renews its lock.
+func (g *gen) manualFinish() Step {
+	s := g.work()
+	s.Op, s.Token = OpManualFinish, g.token()
+	switch g.r.IntN(10) {
+	case 0:
+		s.Outcome = &Outcome{Kind: "wait"}
+	case 1:
+		s.Outcome = &Outcome{Kind: "extend"}
+	}
+	return s
 }
 
 func (g *gen) work() Step {

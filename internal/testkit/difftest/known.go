@@ -90,6 +90,30 @@ var Known = []KnownDivergence{
 		"deliberate (README; BullMQ bug)", upsertAgainWhilePaused, nil, nil, "", false},
 	{"deliberate", "an add both refuse: BullMQ 6.7 may draw an id counter value before it refuses (e.g. a parent-linked add whose id is already another parent's child), drover's refusal leaves Redis untouched (the project's rule for bad input)",
 		"deliberate (README)", nil, dropIDCounter, nil, "", true},
+	{"deliberate", "a job taken by hand that must not run (a deferred failure: a child with failParentOnFailure failed): drover's Worker.NextJob fails it as its processing worker does and takes the next; BullMQ 6.7's getNextJob hands it to the caller, who must check job.deferredFailure",
+		"deliberate (README)", manualTakeOfDeferredFailure, nil, nil, "", false},
+}
+
+// manualTakeOfDeferredFailure reports whether a program takes jobs by hand
+// and has a child whose failure fails its parent: the parent then waits
+// with a deferred failure, which drover's NextJob writes and Node's
+// getNextJob hands to the caller.
+func manualTakeOfDeferredFailure(p *Program) bool {
+	take, deferred := false, false
+	for _, s := range p.Steps {
+		if s.Op == OpManualTake {
+			take = true
+		}
+		for _, c := range s.Children {
+			if c.OnParentFailure == "failParentOnFailure" {
+				deferred = true
+			}
+		}
+		if s.Add != nil && s.Add.OnParentFailure == "failParentOnFailure" {
+			deferred = true
+		}
+	}
+	return take && deferred
 }
 
 // dropIDCounter removes the queue's id counter from a dump.

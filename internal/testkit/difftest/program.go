@@ -100,6 +100,19 @@ const (
 	// (queue.setGlobalConcurrency); OpRemoveGlobalConcurrency lifts the cap.
 	OpSetGlobalConcurrency    Op = "setGlobalConcurrency"
 	OpRemoveGlobalConcurrency Op = "removeGlobalConcurrency"
+	// OpManualTake takes the next ready job under lock token Step.Token
+	// (BullMQ's worker.getNextJob / drover's Worker.NextJob, a worker
+	// without a processor).
+	OpManualTake Op = "manualTake"
+	// OpManualFinish ends the oldest job the run took with OpManualTake
+	// (and did not end yet) under lock token Step.Token, which may not be
+	// the one it was taken with, as Step.Outcome says: complete, fail,
+	// unrecoverable, delay (until Outcome.Delay ms after the step), wait
+	// (back to wait, no attempt spent) or extend (renew its lock; the job
+	// stays taken). Job methods moveToCompleted, moveToFailed,
+	// moveToDelayed, moveToWait, extendLock / drover's Job.Complete, Fail,
+	// MoveToDelayed, MoveToWait, ExtendLock.
+	OpManualFinish Op = "manualFinish"
 )
 
 // Step is one operation of a program.
@@ -130,6 +143,8 @@ type Step struct {
 	Limit int
 	// DedupID of OpRemoveDedupKey.
 	DedupID string
+	// Token is the lock token of OpManualTake and OpManualFinish.
+	Token string
 	// Delayed makes OpDrain drain delayed jobs too.
 	Delayed bool
 	// Value of OpProgress and OpUpdateData.
@@ -431,6 +446,9 @@ func (s *Step) String() string {
 	if s.DedupID != "" {
 		parts = append(parts, "dedup="+s.DedupID)
 	}
+	if s.Token != "" {
+		parts = append(parts, "token="+s.Token)
+	}
 	if s.Delayed {
 		parts = append(parts, "delayed")
 	}
@@ -470,7 +488,7 @@ var opNames = map[Op]string{
 	OpClearLogs: "OpClearLogs", OpRemoveChildDependency: "OpRemoveChildDependency",
 	OpRemoveUnprocessedChildren: "OpRemoveUnprocessedChildren", OpRemoveDedupKey: "OpRemoveDedupKey",
 	OpJobRemoveDedupKey: "OpJobRemoveDedupKey", OpSetGlobalConcurrency: "OpSetGlobalConcurrency",
-	OpRemoveGlobalConcurrency: "OpRemoveGlobalConcurrency",
+	OpRemoveGlobalConcurrency: "OpRemoveGlobalConcurrency", OpManualTake: "OpManualTake", OpManualFinish: "OpManualFinish",
 }
 
 // GoString renders the step as a Go composite literal.
@@ -525,6 +543,9 @@ func (s *Step) GoString() string {
 	}
 	if s.DedupID != "" {
 		f = append(f, fmt.Sprintf("DedupID: %q", s.DedupID))
+	}
+	if s.Token != "" {
+		f = append(f, fmt.Sprintf("Token: %q", s.Token))
 	}
 	if s.Delayed {
 		f = append(f, "Delayed: true")
