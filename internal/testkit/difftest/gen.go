@@ -134,7 +134,7 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpJobRemoveDedupKey, Job: g.job()} }},
 		{1, func() Step { return Step{Op: OpSetGlobalConcurrency, Limit: 1 + g.r.IntN(2)} }},
 		{2, func() Step { return Step{Op: OpRemoveGlobalConcurrency} }},
-		{4, func() Step { return Step{Op: OpManualTake, Token: g.token()} }},
+		{6, func() Step { return Step{Op: OpManualTake, Token: g.token()} }},
 		{5, g.manualFinish},
 	}
 	total := 0
