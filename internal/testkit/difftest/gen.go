@@ -40,6 +40,11 @@ func Generate(seed int64, cfg Config) *Program {
 	p := &Program{Seed: seed}
 	for len(p.Steps) < cfg.Steps {
 		s := g.step()
+		if n := len(p.Steps); n > 0 && p.Steps[n-1].Op == OpManualTake && g.chance(50) {
+			// A job taken by hand is mostly ended soon after, as a
+			// caller's loop does (other steps may come between).
+			s = g.manualFinish()
+		}
 		if g.r.IntN(2) == 0 {
 			s.By = Drover
 		} else {
