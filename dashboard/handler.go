@@ -256,6 +256,7 @@ func (h *Handler) routes() {
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/remove", h.act("remove-job", RoleAdmin, noBody(h.removeJob)))
 	m.Handle("POST /api/queues/{queue}/pause", h.act("pause", RoleAdmin, noBody(h.pause)))
 	m.Handle("POST /api/queues/{queue}/resume", h.act("resume", RoleAdmin, noBody(h.resume)))
+	m.Handle("POST /api/queues/{queue}/limits", h.act("set-limits", RoleAdmin, h.setLimits))
 	m.Handle("POST /api/queues/{queue}/clean", h.act("clean", RoleAdmin, h.clean))
 	m.Handle("POST /api/queues/{queue}/obliterate", h.act("obliterate", RoleAdmin, h.obliterate))
 

@@ -764,3 +764,66 @@ func TestUIQueueLimits(t *testing.T) {
 	require.Equal(t, "maxed 1/1", text(t, tab, `h1 [data-limit="concurrency"]`))
 	require.Equal(t, "≤ 10 per 1.0s", text(t, tab, `h1 [data-limit="rate"]`))
 }
+
+// TestUILimitsAction: an admin changes a queue's limits from its page (the
+// Limits… dialog), which Redis shows and the audit log records; the API
+// refuses a contradictory or empty request without touching Redis, and
+// refuses a viewer.
+func TestUILimitsAction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	q := b.queue(t, "mail")
+	b.add(t, "mail", "x", nil, nil)
+	require.NoError(t, q.SetGlobalRateLimit(ctx, 10, time.Second))
+
+	tab := browser(t)
+	do(t, tab,
+		chromedp.Navigate(b.url+"#/q/mail"),
+		chromedp.WaitVisible(chromedp.CSS(`#limits-button`)),
+		chromedp.Click(chromedp.CSS(`#limits-button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#limit-concurrency`)),
+		chromedp.SendKeys(chromedp.CSS(`#limit-concurrency`), "3"),
+		chromedp.SetValue(chromedp.CSS(`#limit-rate-max`), ""),
+		chromedp.SetValue(chromedp.CSS(`#limit-rate-ms`), ""),
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`h1 [data-limit="concurrency"]`)),
+	)
+	require.Equal(t, "concurrency 3", text(t, tab, `h1 [data-limit="concurrency"]`))
+	n, set, err := q.GetGlobalConcurrency(ctx)
+	require.NoError(t, err)
+	require.True(t, set)
+	require.Equal(t, 3, n)
+	rl, err := q.GetGlobalRateLimit(ctx)
+	require.NoError(t, err)
+	require.Nil(t, rl, "the emptied rate fields lifted the rate limit")
+	e := b.audit.last(t)
+	require.Equal(t, "set-limits", e.Action)
+	require.Equal(t, "mail", e.Queue)
+	require.Equal(t, "concurrency=3 rate=none", e.Detail)
+
+	admin := b.as(t, "")
+	before, err := b.rdb.HGetAll(ctx, b.prefix+":mail:meta").Result()
+	require.NoError(t, err)
+	for _, body := range []map[string]any{
+		{},
+		{"concurrency": 0},
+		{"concurrency": 2, "removeConcurrency": true},
+		{"rateLimit": map[string]any{"max": 0, "durationMs": 1000}},
+		{"concurrency": 2, "blockMs": -1},
+		{"blockMs": 1000, "unblock": true},
+	} {
+		require.Equal(t, http.StatusBadRequest, admin.post("api/queues/mail/limits", body, nil), "%v", body)
+	}
+	after, err := b.rdb.HGetAll(ctx, b.prefix+":mail:meta").Result()
+	require.NoError(t, err)
+	require.Equal(t, before, after, "refused requests changed nothing")
+	require.Equal(t, http.StatusNotFound, admin.post("api/queues/nosuch/limits", map[string]any{"concurrency": 1}, nil))
+
+	var lim inspect.Limits
+	require.Equal(t, http.StatusOK, admin.post("api/queues/mail/limits", map[string]any{"blockMs": 60000}, &lim))
+	require.Greater(t, lim.RateLimitedFor, 50*time.Second)
+
+	viewer := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	require.Equal(t, http.StatusForbidden, viewer.as(t, "").post("api/queues/mail/limits", map[string]any{"concurrency": 1}, nil))
+}

@@ -542,6 +542,35 @@
         },
       }, paused ? 'Resume…' : 'Pause…'));
       items.push(el('button', {
+        id: 'limits-button',
+        onclick: async () => {
+          // The global limits every worker obeys, Node's and drover's: an
+          // empty field lifts its limit.
+          const l = qp.limits || {};
+          const conc = el('input', { type: 'number', min: 1, id: 'limit-concurrency', class: 'narrow', placeholder: 'none', value: l.concurrency ?? '' });
+          const rmax = el('input', { type: 'number', min: 1, id: 'limit-rate-max', class: 'narrow', placeholder: 'none', value: l.rateLimit ? l.rateLimit.max : '' });
+          const rdur = el('input', { type: 'number', min: 1, id: 'limit-rate-ms', class: 'narrow', placeholder: 'ms', value: l.rateLimit ? l.rateLimit.durationMs : '' });
+          const unblock = el('input', { type: 'checkbox', id: 'limit-unblock' });
+          const msg = el('div', {},
+            el('p', {}, `Limits every worker of ${queue} obeys, Node's and drover's. Leave a field empty to lift its limit.`),
+            el('p', {}, el('label', {}, 'Global concurrency ', conc)),
+            el('p', {}, el('label', {}, 'Rate limit: at most ', rmax), el('label', {}, ' jobs per ', rdur, ' ms')),
+            l.rateLimitedForMs > 0 ? el('p', {}, el('label', {}, unblock, ` end the rate limit now (${fmtMs(l.rateLimitedForMs)} left)`)) : null);
+          const body = () => {
+            const b = {};
+            if (conc.value === '') { if (l.concurrency !== null && l.concurrency !== undefined) b.removeConcurrency = true; } else b.concurrency = Number(conc.value);
+            if (rmax.value === '' && rdur.value === '') { if (l.rateLimit) b.removeRateLimit = true; } else b.rateLimit = { max: Number(rmax.value), durationMs: Number(rdur.value) };
+            if (unblock.checked) b.unblock = true;
+            return b;
+          };
+          const res = await act('Queue limits', msg, 'Apply', () => {
+            const b = body();
+            return Object.keys(b).length ? api(`queues/${seg(queue)}/limits`, { method: 'POST', body: b }) : Promise.resolve(l);
+          });
+          if (res) { toast(`Limits of ${queue} applied.`); reload(); }
+        },
+      }, 'Limits…'));
+      items.push(el('button', {
         onclick: async () => {
           // Ask with the count, then remove that many (the oldest, the ones
           // counted), not more that finished meanwhile.
