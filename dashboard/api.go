@@ -631,79 +631,30 @@ type RateLimitRequest struct {
 	DurationMs int64 `json:"durationMs"`
 }
 
-// setLimits is POST /api/queues/{queue}/limits (LimitsRequest). Every field
-// is checked before anything changes.
+// setLimits is POST /api/queues/{queue}/limits (LimitsRequest); the
+// change is inspect's (Inspector.SetLimits), checked whole before anything
+// changes.
 func (h *Handler) setLimits(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
 	var req LimitsRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	q, err := h.ins.Queue(e.Queue)
-	if err != nil {
-		return err
+	if req.Concurrency != nil && *req.Concurrency < 1 {
+		return badRequest("concurrency must be at least 1, got %d", *req.Concurrency)
 	}
-	if _, err := h.ins.QueueInfo(r.Context(), e.Queue); err != nil {
-		return err
+	c := inspect.LimitsChange{RemoveConcurrency: req.RemoveConcurrency, RemoveRateLimit: req.RemoveRateLimit,
+		Block: time.Duration(req.BlockMs) * time.Millisecond, Unblock: req.Unblock}
+	if req.Concurrency != nil {
+		c.Concurrency = *req.Concurrency
 	}
-	type change struct {
-		detail string
-		apply  func(context.Context) error
+	if rl := req.RateLimit; rl != nil {
+		c.RateLimit = &inspect.RateLimit{Max: rl.Max, Duration: time.Duration(rl.DurationMs) * time.Millisecond}
 	}
-	var changes []change
-	switch {
-	case req.Concurrency != nil && req.RemoveConcurrency:
-		return badRequest("concurrency and removeConcurrency exclude each other")
-	case req.Concurrency != nil:
-		n := *req.Concurrency
-		if n < 1 {
-			return badRequest("concurrency must be at least 1, got %d", n)
-		}
-		changes = append(changes, change{fmt.Sprintf("concurrency=%d", n), func(ctx context.Context) error { return q.SetGlobalConcurrency(ctx, n) }})
-	case req.RemoveConcurrency:
-		changes = append(changes, change{"concurrency=none", q.RemoveGlobalConcurrency})
+	if err := c.Validate(); err != nil {
+		return err // ErrInvalidOption: 400, Redis untouched
 	}
-	switch rl := req.RateLimit; {
-	case rl != nil && req.RemoveRateLimit:
-		return badRequest("rateLimit and removeRateLimit exclude each other")
-	case rl != nil:
-		if rl.Max < 1 || rl.DurationMs < 1 {
-			return badRequest("rateLimit needs max >= 1 and durationMs >= 1, got %d and %d", rl.Max, rl.DurationMs)
-		}
-		window := time.Duration(rl.DurationMs) * time.Millisecond
-		changes = append(changes, change{fmt.Sprintf("rate=%d/%s", rl.Max, window), func(ctx context.Context) error {
-			return q.SetGlobalRateLimit(ctx, rl.Max, window)
-		}})
-	case req.RemoveRateLimit:
-		changes = append(changes, change{"rate=none", q.RemoveGlobalRateLimit})
-	}
-	switch {
-	case req.BlockMs < 0:
-		return badRequest("blockMs must not be negative, got %d", req.BlockMs)
-	case req.BlockMs > 0 && req.Unblock:
-		return badRequest("blockMs and unblock exclude each other")
-	case req.BlockMs > 0:
-		d := time.Duration(req.BlockMs) * time.Millisecond
-		changes = append(changes, change{"block=" + d.String(), func(ctx context.Context) error { return q.RateLimit(ctx, d) }})
-	case req.Unblock:
-		changes = append(changes, change{"unblock", func(ctx context.Context) error {
-			_, err := q.RemoveRateLimitKey(ctx)
-			return err
-		}})
-	}
-	if len(changes) == 0 {
-		return badRequest("nothing to change: give concurrency, rateLimit, blockMs or a remove/unblock flag")
-	}
-	details := make([]string, 0, len(changes))
-	for _, c := range changes {
-		details = append(details, c.detail)
-	}
-	e.Detail = strings.Join(details, " ")
-	for _, c := range changes {
-		if err := c.apply(r.Context()); err != nil {
-			return err
-		}
-	}
-	info, err := h.ins.QueueInfo(r.Context(), e.Queue)
+	e.Detail = c.String()
+	info, err := h.ins.SetLimits(r.Context(), e.Queue, c)
 	if err != nil {
 		return err
 	}

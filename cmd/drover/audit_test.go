@@ -92,14 +92,12 @@ func TestCLIActionsAreAudited(t *testing.T) {
 		{"clean", "mail", "", "ok"},
 		{"release-dedup", "mail", "o1", "ok"},
 		{"set-limits", "mail", "", "ok"},
-		{"set-limits", "mail", "", "ok"},
 		{"remove-orphans", "mail", "", "ok"},
 	}, got)
 	require.Equal(t, 1, page.Entries[0].Jobs, "one orphan removed")
 	require.Equal(t, "limit=0", page.Entries[0].Detail)
-	require.Equal(t, "unblock", page.Entries[1].Detail)
-	require.Equal(t, "concurrency=3", page.Entries[2].Detail)
-	page.Entries = page.Entries[3:] // the entries before the limits and the orphans
+	require.Equal(t, "concurrency=3 unblock", page.Entries[1].Detail)
+	page.Entries = page.Entries[2:] // the entries before the limits and the orphans
 	clean := page.Entries[1]
 	require.Equal(t, 2, clean.Jobs, "cleaned from wait: the promoted job and the scheduler's first run")
 	require.Contains(t, page.Entries[len(page.Entries)-1].Detail, "scheduler=digest every=1h0m0s")

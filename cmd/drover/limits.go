@@ -19,16 +19,10 @@ func init() {
 	}
 }
 
-// limitsCmd is `drover limits`: a read, or with change flags actions
-// audited as set-limits (one entry per change, its Detail naming it).
+// limitsCmd is `drover limits`: a read, or with change flags one change
+// (inspect.LimitsChange) audited as set-limits, its Detail naming it.
 type limitsCmd struct {
 	out, errOut io.Writer
-}
-
-// limitChange is one change `drover limits` makes, in the order given below.
-type limitChange struct {
-	detail string // the audit entry's Detail, e.g. "concurrency=5"
-	apply  func(ctx context.Context) error
 }
 
 func (c *limitsCmd) Run(ctx context.Context, args []string) (err error) {
@@ -36,8 +30,8 @@ func (c *limitsCmd) Run(ctx context.Context, args []string) (err error) {
 		"                     [--block DURATION] [--unblock] [--json]\n\n"+
 		"Shows the queue's limits on taking jobs: the global concurrency (and whether the active jobs\n"+
 		"reached it), the global rate limit, and how long the rate limiter still refuses activations.\n"+
-		"Every worker, Node's and drover's, obeys them. With a flag it changes them first (each change is\n"+
-		"audited as set-limits): --concurrency caps the queue's active jobs, --rate allows at most MAX\n"+
+		"Every worker, Node's and drover's, obeys them. With a flag it changes them first (audited as\n"+
+		"set-limits): --concurrency caps the queue's active jobs, --rate allows at most MAX\n"+
 		"activations per DURATION (e.g. 100/1s), \"none\" removes either; --block stops the workers that\n"+
 		"apply a limit from taking jobs for DURATION (BullMQ's queue.rateLimit), --unblock ends that or\n"+
 		"the current rate-limit window now.")
@@ -54,11 +48,37 @@ func (c *limitsCmd) Run(ctx context.Context, args []string) (err error) {
 		return usagef("limits needs one <queue>")
 	}
 	queue := pos[0]
-	if *block < 0 {
-		return usagef("--block must not be negative, got %s", *block)
+	// Every flag is read and the change checked whole before anything
+	// changes: a typo in the second flag must not leave the first applied.
+	var change inspect.LimitsChange
+	switch v := *conc; v {
+	case "":
+	case "none":
+		change.RemoveConcurrency = true
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return usagef("--concurrency takes a whole number of at least 1, or none, got %q", v)
+		}
+		change.Concurrency = n
 	}
-	if *block > 0 && *unblock {
-		return usagef("--block and --unblock exclude each other")
+	switch v := *rate; v {
+	case "":
+	case "none":
+		change.RemoveRateLimit = true
+	default:
+		n, window, err := parseRate(v)
+		if err != nil {
+			return err
+		}
+		change.RateLimit = &inspect.RateLimit{Max: n, Duration: window}
+	}
+	change.Block, change.Unblock = *block, *unblock
+	changing := change != (inspect.LimitsChange{})
+	if changing {
+		if err := change.Validate(); err != nil {
+			return usagef("%v", err)
+		}
 	}
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
@@ -68,58 +88,15 @@ func (c *limitsCmd) Run(ctx context.Context, args []string) (err error) {
 	if _, err := ins.QueueInfo(ctx, queue); err != nil {
 		return err
 	}
-	q, err := ins.Queue(queue)
-	if err != nil {
-		return err
-	}
-	// Every flag is read before anything changes: a typo in the second
-	// must not leave the first applied.
-	var changes []limitChange
-	switch v := *conc; v {
-	case "":
-	case "none":
-		changes = append(changes, limitChange{"concurrency=none", q.RemoveGlobalConcurrency})
-	default:
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return usagef("--concurrency takes a whole number of at least 1, or none, got %q", v)
-		}
-		changes = append(changes, limitChange{"concurrency=" + v, func(ctx context.Context) error { return q.SetGlobalConcurrency(ctx, n) }})
-	}
-	switch v := *rate; v {
-	case "":
-	case "none":
-		changes = append(changes, limitChange{"rate=none", q.RemoveGlobalRateLimit})
-	default:
-		n, window, err := parseRate(v)
+	if changing {
+		e := dashboard.AuditEntry{Action: "set-limits", Queue: queue, Detail: change.String()}
+		_, err := ins.SetLimits(ctx, queue, change)
+		fs.redis.record(ctx, c.errOut, e, err)
 		if err != nil {
 			return err
-		}
-		changes = append(changes, limitChange{fmt.Sprintf("rate=%d/%s", n, window), func(ctx context.Context) error {
-			return q.SetGlobalRateLimit(ctx, n, window)
-		}})
-	}
-	if *block > 0 {
-		if *block < time.Millisecond {
-			return usagef("--block must be at least 1ms, got %s", *block)
-		}
-		d := *block
-		changes = append(changes, limitChange{"block=" + d.String(), func(ctx context.Context) error { return q.RateLimit(ctx, d) }})
-	}
-	if *unblock {
-		changes = append(changes, limitChange{"unblock", func(ctx context.Context) error {
-			_, err := q.RemoveRateLimitKey(ctx)
-			return err
-		}})
-	}
-	for _, ch := range changes {
-		err := ch.apply(ctx)
-		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "set-limits", Queue: queue, Detail: ch.detail}, err)
-		if err != nil {
-			return fmt.Errorf("%s: %s: %w", queue, ch.detail, err)
 		}
 		if !*asJSON {
-			fmt.Fprintf(c.out, "%s: set %s\n", queue, ch.detail)
+			fmt.Fprintf(c.out, "%s: set %s\n", queue, change)
 		}
 	}
 	info, err := ins.QueueInfo(ctx, queue)

@@ -483,7 +483,7 @@ func TestQueueCommands(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		require.Equal(t, "concurrency:  none\nrate limit:   none\nrate-limited: no\n", ok(t, b, "limits", "mail"))
-		require.Equal(t, "mail: set concurrency=2\nmail: set rate=100/1s\nmail: set block=1h0m0s\n"+
+		require.Equal(t, "mail: set concurrency=2 rate=100/1s block=1h0m0s\n"+
 			"concurrency:  2 (0 active)\nrate limit:   100 per 1s\nrate-limited: for 1h0m0s more (workers that apply a limit take no job)\n",
 			ok(t, b, "limits", "mail", "--concurrency", "2", "--rate", "100/1s", "--block", "1h"))
 		n, set, err := b.queue.GetGlobalConcurrency(ctx)
@@ -509,7 +509,7 @@ func TestQueueCommands(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 2, n, "a refused command changed nothing")
 
-		require.Equal(t, "mail: set concurrency=none\nmail: set rate=none\nmail: set unblock\n"+
+		require.Equal(t, "mail: set concurrency=none rate=none unblock\n"+
 			"concurrency:  none\nrate limit:   none\nrate-limited: no\n",
 			ok(t, b, "limits", "mail", "--concurrency", "none", "--rate", "none", "--unblock"))
 		_, err = run(t, b, "limits", "nosuchqueue")
