@@ -69,4 +69,3 @@ func TestSetLimits(t *testing.T) {
 	require.ErrorIs(t, err, inspect.ErrQueueNotFound)
 	require.Equal(t, "concurrency=3 rate=none block=1m0s", inspect.LimitsChange{Concurrency: 3, RemoveRateLimit: true, Block: time.Minute}.String())
 }
-
