@@ -77,6 +77,55 @@ func TestEmbeddedEngineSmoke(t *testing.T) {
 		require.Len(t, job.Timeline, 3)
 	})
 
+	// The calls added since the engine was last checked: a processor's
+	// ErrRateLimited (finishJobs reads the limiter's PTTL), manual
+	// processing, pausing one worker, the queue's meta and orphans.
+	t.Run("RateLimitManualPauseMeta", func(t *testing.T) {
+		b := setup(t, "smoke-new")
+		var first atomic.Bool
+		var w atomic.Pointer[drover.Worker]
+		w.Store(b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			if first.CompareAndSwap(false, true) {
+				if err := w.Load().RateLimit(ctx, 100*time.Millisecond); err != nil {
+					return nil, err
+				}
+				return nil, drover.ErrRateLimited
+			}
+			return "done", nil
+		}, nil))
+		res, err := b.queue.Add(ctx, "limited", nil, nil)
+		require.NoError(t, err)
+		b.waitState(t, res.Job.ID, drover.StateCompleted)
+		require.NoError(t, w.Load().Pause(ctx, nil))
+		held, err := b.queue.Add(ctx, "held", nil, nil)
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+		b.waitState(t, held.Job.ID, drover.StateWaiting)
+
+		manual, err := drover.NewWorker(rdb, b.name, nil, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = manual.Close(ctx) })
+		job, err := manual.NextJob(ctx, "by-hand", time.Second)
+		require.NoError(t, err)
+		require.NotNil(t, job)
+		require.Equal(t, held.Job.ID, job.ID)
+		require.NoError(t, job.Complete(ctx, "by-hand", "manual"))
+		b.waitState(t, held.Job.ID, drover.StateCompleted)
+		require.NoError(t, w.Load().Resume())
+
+		require.NoError(t, b.queue.SetGlobalConcurrency(ctx, 2))
+		meta, err := b.queue.GetMeta(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, meta.Concurrency)
+		maxed, err := b.queue.IsMaxed(ctx)
+		require.NoError(t, err)
+		require.False(t, maxed)
+		require.NoError(t, rdb.HSet(ctx, drover.PrefixDefault+":"+b.name+":lost", "name", "lost").Err())
+		n, err := b.queue.RemoveOrphanedJobs(ctx, 0, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	})
+
 	t.Run("PauseResumeCounts", func(t *testing.T) {
 		b := setup(t, "smoke-pause")
 		require.NoError(t, b.queue.Pause(ctx))
