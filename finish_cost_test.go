@@ -41,3 +41,37 @@ func TestWorkerRedisCommandsPerJob(t *testing.T) {
 	require.LessOrEqual(t, cmds, 20*n, "commands per job")
 	require.LessOrEqual(t, calls, n+n/2, "script calls per job")
 }
+
+// TestBusyWorkerWritesNoWakeUpMarkers pins the cascade rule of the fetch
+// (include/fetch.lua): a worker that takes its next job as it finishes the
+// last one consumed no marker, so it writes none for others. A lone worker
+// at concurrency 1 working through a backlog writes at most the one marker
+// of its first, blocking fetch; each job used to cost an LLEN and a ZADD.
+// The jobs are added with delay 0 and retention on, so no other ZADD runs.
+func TestBusyWorkerWritesNoWakeUpMarkers(t *testing.T) {
+	t.Parallel()
+	rdb, q := ownServer(t, nil)
+	ctx := context.Background()
+	const n = 100
+	bulk := make([]drover.BulkJob, n)
+	for i := range bulk {
+		bulk[i].Opts = &drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true}}
+	}
+	_, err := q.AddBulk(ctx, bulk)
+	require.NoError(t, err)
+	require.NoError(t, rdb.Del(ctx, "bull:q:marker").Err())
+	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
+		&drover.WorkerOptions{Concurrency: 1, DrainDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	testkit.WaitFor(t, 20*time.Second, "all processed", func() bool {
+		c, err := q.GetJobCounts(ctx, drover.StateWaiting, drover.StateActive)
+		require.NoError(t, err)
+		return c[drover.StateWaiting]+c[drover.StateActive] == 0
+	})
+	require.NoError(t, w.Close(ctx))
+	all := redistest.CommandCalls(t, rdb)
+	t.Logf("%d jobs: %d ZADD, %d LLEN, %d script calls", n, all["zadd"], all["llen"], all["evalsha"]+all["eval"])
+	require.LessOrEqual(t, all["zadd"], 2, "ZADDs: a busy worker's fetch-next wrote wake-up markers")
+}

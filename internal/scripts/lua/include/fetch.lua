@@ -80,10 +80,13 @@ end
 -- from the worker (0 = none); meta "max" wins for max, the worker's duration
 -- wins over meta "duration", as in BullMQ.
 -- meta is {paused, concurrency, max, duration} from the meta hash when the
--- caller read it already, else nil. exact (moveToActive's manual take
--- only) locks each job with token itself, the caller's own lock value, as
--- BullMQ's moveToActive does; the worker's calls leave it nil.
+-- caller read it already (finishJobs), else nil. exact (moveToActive's
+-- manual take only) locks each job with token itself, the caller's own lock
+-- value, as BullMQ's moveToActive does; the worker's calls leave it nil.
 local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta, exact)
+  -- finishJobs' fetch-next is a busy worker's: it consumed no marker, so
+  -- no blocked worker waits on one it took (see the cascade below).
+  local busy = meta ~= nil
   -- Redis formats a Lua number argument with printf; pass the caller's text.
   local nowText = ARGV[2]
   meta = meta or rcall("HMGET", metaKey, "paused", "concurrency", "max", "duration")
@@ -152,8 +155,13 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
     end
   end
   -- Cascade the wake-up to other blocked workers only if work remains (none
-  -- can when fewer jobs were ready than asked for).
-  if #ids == count and (rcall("LLEN", waitKey) > 0 or rcall("ZCARD", prioritizedKey) > 0) then
+  -- can when fewer jobs were ready than asked for). A worker blocks only on
+  -- an empty queue, and whatever filled it since (an add, a promotion, a
+  -- retry, a resume) left a marker that only a blocking fetch consumes, and
+  -- that fetch cascades. So a busy worker's fetch-next writes none, except
+  -- under a global concurrency: workers blocked on a full queue have no
+  -- marker coming when a slot frees, and this fetch may leave slots over.
+  if #ids == count and (not busy or room) and (rcall("LLEN", waitKey) > 0 or rcall("ZCARD", prioritizedKey) > 0) then
     rcall("ZADD", markerKey, "0", "0")
   end
   return {false, out, false, 0}
