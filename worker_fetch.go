@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -154,6 +155,14 @@ func (w *Worker) fetchLoop() {
 			continue // a settled call says nothing of what else is ready
 		}
 		w.noteDelayed(f.NextDelayed)
+		// The queue is drained: let the jobs just handed over start before
+		// this goroutine prepares its wait. Otherwise a job handed to an
+		// idle runner waits for this goroutine to park (the wait's write to
+		// Redis included), or for an idle thread to wake and steal it: tens
+		// of microseconds on an idle worker's pickup latency.
+		if len(f.Jobs) > 0 {
+			runtime.Gosched()
+		}
 		w.runners.reap()
 		w.waitForWork(ctx)
 	}
