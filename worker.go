@@ -117,10 +117,14 @@ type WorkerOptions struct {
 	// block. nil = the job's DeduplicationID, when it has one.
 	OpKey func(job *Job) string
 	// Hooks observe the worker, e.g. for metrics. Optional. JobStarted and
-	// JobFinished run as a middleware outside Middleware.
+	// JobFinished run as a middleware outside Middleware, so a worker made
+	// without a Processor (jobs taken with NextJob) calls neither, nor
+	// LockLost or FetchHeld (its caller renews the locks and takes the
+	// jobs); Stalled reports its stalled checker's moves once started.
 	Hooks *WorkerHooks
-	// Middleware runs around every attempt, first = outermost (see
-	// WorkerMiddleware). None by default.
+	// Middleware runs around every attempt of the Processor, first =
+	// outermost (see WorkerMiddleware). None by default; a worker without
+	// a Processor runs none.
 	Middleware []WorkerMiddleware
 	// JobTimeout bounds each attempt of a job that sets no
 	// JobOptions.Timeout: the processor's context is cancelled at the
