@@ -82,8 +82,10 @@ end
 -- meta is {paused, concurrency, max, duration} from the meta hash when the
 -- caller read it already, else nil. exact (moveToActive's manual take
 -- only) locks each job with token itself, the caller's own lock value, as
--- BullMQ's moveToActive does; the worker's calls leave it nil.
-local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta, exact)
+-- BullMQ's moveToActive does; the worker's calls leave it nil. noPromote
+-- (finishJobs fetching nothing) leaves due delayed jobs where they are, as
+-- BullMQ's moveToFinished without fetchNext does.
+local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta, exact, noPromote)
   -- Redis formats a Lua number argument with printf; pass the caller's text.
   local nowText = ARGV[2]
   meta = meta or rcall("HMGET", metaKey, "paused", "concurrency", "max", "duration")
@@ -93,7 +95,9 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
     room = tonumber(meta[2]) - rcall("LLEN", activeKey)
     blocked = room <= 0
   end
-  promoteDelayed(blocked)
+  if not noPromote then
+    promoteDelayed(blocked)
+  end
   if blocked or count <= 0 then
     return {false, {}, blocked, 0}
   end
