@@ -24,16 +24,22 @@ type QueueMeta struct {
 	Concurrency    int
 	ConcurrencySet bool
 	// Max and Duration are the global rate limit's two fields
-	// (SetGlobalRateLimit) as stored, 0 when absent. Workers, and
+	// (SetGlobalRateLimit) as stored, 0 when absent; MaxSet and DurationSet
+	// say whether each is stored (a stored "0" is set, as Node's getMeta
+	// answers max: 0 for it; an empty field is not). Workers, and
 	// GetGlobalRateLimit, ignore one without the other.
-	Max      int
-	Duration time.Duration
+	Max         int
+	MaxSet      bool
+	Duration    time.Duration
+	DurationSet bool
 	// Paused is true when the paused field is "1", the value Pause writes
 	// (BullMQ's getMeta test; IsPaused only asks whether the field exists).
 	Paused bool
 	// MaxLenEvents is the events stream's cap (opts.maxLenEvents), 0 when
-	// not written yet.
-	MaxLenEvents int64
+	// not written yet; MaxLenEventsSet says whether it is stored (a stored
+	// "0" is set, as for Node's getMeta).
+	MaxLenEvents    int64
+	MaxLenEventsSet bool
 	// Version is the library that last opened the queue with a BullMQ
 	// Queue object ("bullmq:6.7.0"): see GetVersion. "" when none did.
 	Version string
@@ -44,7 +50,8 @@ type QueueMeta struct {
 
 // GetMeta reads the queue's settings hash in one HGETALL (BullMQ's
 // getMeta). A numeric field that does not hold an integer is an error
-// naming it; an empty one counts as absent, as in BullMQ.
+// naming it; an empty one counts as absent and any other, "0" included,
+// as set, as in BullMQ (which tests the stored string's truthiness).
 func (q *Queue) GetMeta(ctx context.Context) (*QueueMeta, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -76,11 +83,11 @@ func (q *Queue) GetMeta(ctx context.Context) (*QueueMeta, error) {
 		case "concurrency":
 			m.Concurrency, m.ConcurrencySet = int(n), true
 		case "max":
-			m.Max = int(n)
+			m.Max, m.MaxSet = int(n), true
 		case "duration":
-			m.Duration = time.Duration(n) * time.Millisecond
+			m.Duration, m.DurationSet = time.Duration(n)*time.Millisecond, true
 		case "opts.maxLenEvents":
-			m.MaxLenEvents = n
+			m.MaxLenEvents, m.MaxLenEventsSet = n, true
 		case "paused":
 			m.Paused = v == "1"
 		case "version":

@@ -130,8 +130,10 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // jobs, and running jobs go on.
 //
 // Pause before Start makes the worker start paused: it takes no job until
-// Resume. Pausing a paused worker is harmless: the call waits as the first
-// did. Pause after Close has begun returns an error wrapping ErrClosed.
+// Resume. Pausing a paused worker returns nil at once, without waiting for
+// fetches or jobs (BullMQ's pause does the same): only the Pause that
+// paused it waits. Pause after Close has begun returns an error wrapping
+// ErrClosed.
 func (w *Worker) Pause(ctx context.Context, opts *WorkerPauseOptions) error {
 	if w.q == nil {
 		return errZeroValue("Worker", "NewWorker")
@@ -143,6 +145,13 @@ func (w *Worker) Pause(ctx context.Context, opts *WorkerPauseOptions) error {
 	if w.closing.Load() {
 		w.pauser.mu.Unlock()
 		return fmt.Errorf("pause worker for queue %q: %w", w.q.name, ErrClosed)
+	}
+	if w.pauser.resumeCh != nil {
+		// Paused already: as BullMQ's pause, which looks at its paused
+		// flag first, return at once, even while the first Pause still
+		// waits for the worker's jobs.
+		w.pauser.mu.Unlock()
+		return nil
 	}
 	fetchesDone, changed := w.pauser.pauseLocked()
 	if w.started.Load() {

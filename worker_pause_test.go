@@ -302,6 +302,63 @@ func TestWorkerPause(t *testing.T) {
 		b.waitState(t, id, drover.StateCompleted)
 	})
 
+	// Resume on a worker never started (and not paused) does nothing: the
+	// worker takes no job until Start. Node's resume() runs a worker that
+	// is not running; drover's Resume has no ctx to run one with (README,
+	// compatibility table).
+	t.Run("ResumeBeforeStartDoesNotStart", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		p := &pauseProbe{}
+		w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(noop),
+			&drover.WorkerOptions{Prefix: b.prefix, Hooks: p.hooks()})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, w.Close(ctx)) })
+		id := b.addN(t, 1)[0]
+		require.NoError(t, w.Resume())
+		require.False(t, w.IsPaused())
+		require.False(t, w.IsRunning())
+		time.Sleep(300 * time.Millisecond)
+		require.Equal(t, int32(0), p.started.Load())
+		require.Equal(t, int64(1), b.counts(t)[drover.StateWaiting])
+		require.NoError(t, w.Start(ctx))
+		b.waitState(t, id, drover.StateCompleted)
+	})
+
+	// A second Pause returns at once while the first still waits for the
+	// running job, as Node's pause() does when the worker is paused
+	// already (TestDifferentialWorkerPauseTwice compares both).
+	t.Run("SecondPauseReturnsAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		release := make(chan struct{})
+		started := make(chan struct{}, 1)
+		w := b.startWorker(t, func(context.Context, *drover.Job) (any, error) {
+			started <- struct{}{}
+			<-release
+			return "ok", nil
+		}, nil)
+		var once sync.Once
+		open := func() { once.Do(func() { close(release) }) }
+		t.Cleanup(open) // before the worker's Close, should the test fail
+		id := b.addN(t, 1)[0]
+		<-started
+		first := make(chan error, 1)
+		go func() { first <- w.Pause(ctx, nil) }()
+		testkit.WaitFor(t, 5*time.Second, "the first Pause to pause", w.IsPaused)
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		require.NoError(t, w.Pause(sctx, nil))
+		select {
+		case err := <-first:
+			t.Fatalf("the first Pause returned (%v) before the job ended", err)
+		default:
+		}
+		open()
+		require.NoError(t, <-first)
+		b.waitState(t, id, drover.StateCompleted)
+	})
+
 	// Close of a paused worker is prompt; Pause and Resume afterwards say
 	// the worker is closed.
 	t.Run("CloseWhilePaused", func(t *testing.T) {

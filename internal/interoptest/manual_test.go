@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/scripts"
 	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
@@ -374,5 +376,119 @@ func TestInteropManualProcessing(t *testing.T) {
 		require.Equal(t, int64(2), nj.AttemptsMade)
 		require.Equal(t, `"second try"`, string(nj.ReturnValue))
 		require.Equal(t, codeMissingLock, n.complete(first, "node-3", 1), "Node sees the attempt ended")
+	})
+}
+
+// TestDifferentialManualFinishLeavesDueDelayed: a manual finish fetches no
+// next job, and BullMQ's calls for it (moveToFinished with fetchNext
+// false, moveToDelayed, moveJobFromActiveToWait) promote no due delayed
+// job; only a retry with attempts left and no backoff (retryJob) promotes
+// them, before it queues the retried job. A completion that empties the
+// queue writes drained even on a paused queue. Node runs the steps once,
+// drover once, and the Redis states must match at every checkpoint.
+func TestDifferentialManualFinishLeavesDueDelayed(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	roundDelay := func(raw *statedump.Snapshot) {
+		for name, k := range raw.Keys {
+			if (name == queueName+":c" || strings.HasSuffix(name, ":"+queueName+":c")) && k.Hash["delay"] != "0" {
+				ms, err := strconv.Atoi(k.Hash["delay"])
+				require.NoError(t, err)
+				require.InDelta(t, 60000, ms, 1000, "c's delay")
+				k.Hash["delay"] = "<about 60000>"
+			}
+		}
+	}
+	checkpointed(t, setup, dumpOptions{workersRan: true, rewrite: roundDelay}, func(t *testing.T, b *bundle, by impl, checkpoint func(string)) {
+		s := side{t, b, by}
+		m := newManual(s)
+		add := func(id string, opts map[string]any) {
+			t.Helper()
+			o := map[string]any{"jobId": id}
+			for k, v := range opts {
+				o[k] = v
+			}
+			s.nodeAdd(queueName, id, map[string]any{"id": id}, o)
+		}
+		for _, id := range []string{"a", "b", "c", "d"} {
+			add(id, nil)
+		}
+		add("r", map[string]any{"attempts": 2})
+		for i, id := range []string{"a", "b", "c", "d", "r"} {
+			require.Equal(t, id, m.next("t"+strconv.Itoa(i)))
+		}
+		// Due in a millisecond, and left due: no take follows until the
+		// retry.
+		add("x", map[string]any{"delay": 1})
+		time.Sleep(20 * time.Millisecond)
+		checkpoint("five taken, x due in delayed")
+
+		require.Equal(t, codeOK, m.complete("a", "t0", "a done"))
+		checkpoint("a completed: x stays delayed")
+		require.Equal(t, codeOK, m.fail("b", "t1", "b broke", false))
+		checkpoint("b failed for good: x stays delayed")
+		require.Equal(t, codeOK, m.delay("c", "t2", time.Now().Add(time.Minute)))
+		checkpoint("c moved to delayed: x stays delayed")
+		require.Equal(t, codeOK, m.toWait("d", "t3"))
+		checkpoint("d moved back to wait: x stays delayed")
+		require.Equal(t, codeOK, m.fail("r", "t4", "r broke", false))
+		checkpoint("r retried at once: x promoted first")
+
+		require.Equal(t, "d", m.next("t5"))
+		require.Equal(t, "x", m.next("t7"), "promoted before r was queued")
+		require.Equal(t, "r", m.next("t6"))
+		require.Equal(t, codeOK, m.complete("d", "t5", nil))
+		require.Equal(t, codeOK, m.fail("r", "t6", "r broke again", false))
+		b.pause(t, nodeImpl)
+		require.Equal(t, codeOK, m.complete("x", "t7", nil))
+		checkpoint("the last job completed on a paused queue: drained")
+	})
+}
+
+// TestDifferentialManualNotActiveDropsLock: a finish whose token matches
+// the job's lock but whose job is not in active is refused with -3 (not
+// active), and, as BullMQ's moveToFinished and moveToWaitingChildren check
+// the lock first, the lock is deleted (and the job left the stalled set)
+// before the refusal; a failure's reason and stack trace are written too.
+// The state is seeded (locks left on waiting jobs): no path of drover's
+// or BullMQ's leaves a job's lock once it left active.
+func TestDifferentialManualNotActiveDropsLock(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	checkpointed(t, setup, dumpOptions{workersRan: true}, func(t *testing.T, b *bundle, by impl, checkpoint func(string)) {
+		s := side{t, b, by}
+		m := newManual(s)
+		ctx := context.Background()
+		jobKey := func(id string) string { return b.prefix + ":" + queueName + ":" + id }
+		stalled := b.prefix + ":" + queueName + ":stalled"
+		for _, id := range []string{"a", "b", "p"} {
+			s.nodeAdd(queueName, id, map[string]any{"id": id}, map[string]any{"jobId": id})
+		}
+		s.nodeAdd(queueName, "c", map[string]any{"id": "c"}, map[string]any{"jobId": "c", "attempts": 2})
+		s.nodeAdd(queueName, "kid", map[string]any{"id": "kid"},
+			map[string]any{"jobId": "kid", "parent": map[string]any{"id": "p", "queue": b.prefix + ":" + queueName}})
+		for _, id := range []string{"a", "b", "c", "p"} {
+			require.NoError(t, b.rdb.Set(ctx, jobKey(id)+":lock", "tok-"+id, time.Minute).Err())
+			require.NoError(t, b.rdb.SAdd(ctx, stalled, id).Err())
+		}
+		checkpoint("locks left on waiting jobs")
+
+		require.Equal(t, codeNotActive, m.complete("a", "tok-a", "a done"))
+		checkpoint("completion refused: not active, lock gone")
+		require.Equal(t, codeNotActive, m.fail("b", "tok-b", "b broke", false))
+		checkpoint("failure refused: not active, lock gone, reason written")
+		require.Equal(t, codeNotActive, m.fail("c", "tok-c", "c broke", false))
+		checkpoint("retry refused: not active, lock gone, reason written")
+		if by == nodeImpl {
+			c, _ := m.node("p", "moveToWaitingChildren", "tok-p", map[string]any{})
+			require.Equal(t, codeNotActive, c)
+		} else {
+			// A processor's MoveToWaitingChildren acts under its own
+			// token; the script is called with the seeded one.
+			_, err := scripts.MoveToWaitingChildren(ctx, b.rdb, keys.New(b.prefix, queueName), "p", "tok-p", "",
+				time.Now().UnixMilli(), "")
+			require.Equal(t, codeNotActive, manualCode(t, err))
+		}
+		checkpoint("move to waiting-children refused: not active, lock gone")
 	})
 }

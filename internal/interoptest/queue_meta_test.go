@@ -28,13 +28,13 @@ func metaAsNode(m *drover.QueueMeta) map[string]any {
 	if m.ConcurrencySet {
 		out["concurrency"] = float64(m.Concurrency)
 	}
-	if m.Max != 0 {
+	if m.MaxSet {
 		out["max"] = float64(m.Max)
 	}
-	if m.Duration != 0 {
+	if m.DurationSet {
 		out["duration"] = float64(m.Duration.Milliseconds())
 	}
-	if m.MaxLenEvents != 0 {
+	if m.MaxLenEventsSet {
 		out["maxLenEvents"] = float64(m.MaxLenEvents)
 	}
 	if m.Version != "" {
@@ -91,8 +91,9 @@ func TestInteropQueueMetaReads(t *testing.T) {
 		require.NoError(t, b.oracle.Pause(ctx, b.prefix, queueName))
 		require.NoError(t, b.rdb.HSet(ctx, meta, "later.field", "x y").Err())
 		m = check("limits, paused and an unknown field set by Node")
-		require.Equal(t, drover.QueueMeta{Concurrency: 3, ConcurrencySet: true, Max: 5, Duration: 1500 * time.Millisecond,
-			Paused: true, MaxLenEvents: 10000, Version: "bullmq:6.7.0", Other: map[string]string{"later.field": "x y"}}, *m)
+		require.Equal(t, drover.QueueMeta{Concurrency: 3, ConcurrencySet: true, Max: 5, MaxSet: true, Duration: 1500 * time.Millisecond,
+			DurationSet: true, Paused: true, MaxLenEvents: 10000, MaxLenEventsSet: true, Version: "bullmq:6.7.0",
+			Other: map[string]string{"later.field": "x y"}}, *m)
 
 		require.NoError(t, b.oracle.SetGlobalConcurrency(ctx, b.prefix, queueName, 0))
 		require.NoError(t, b.dq.Resume(ctx))
@@ -100,6 +101,14 @@ func TestInteropQueueMetaReads(t *testing.T) {
 		m = check("concurrency 0 (Node), resumed and events capped by drover")
 		require.True(t, m.ConcurrencySet)
 		require.Zero(t, m.Concurrency)
+
+		// "0" is a non-empty string, truthy in JS: Node's getMeta answers
+		// the number 0 for each, where an absent or empty field is left out.
+		require.NoError(t, b.rdb.HSet(ctx, meta, "max", "0", "duration", "0", "concurrency", "0", "opts.maxLenEvents", "0").Err())
+		m = check(`"0" stored in max, duration, concurrency and opts.maxLenEvents`)
+		require.True(t, m.MaxSet && m.DurationSet && m.ConcurrencySet && m.MaxLenEventsSet)
+		require.NoError(t, b.rdb.HSet(ctx, meta, "max", "", "duration", "").Err())
+		check("empty max and duration")
 
 		require.NoError(t, b.rdb.HDel(ctx, meta, "version").Err())
 		check("no version field (drover never writes one)")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -167,6 +168,60 @@ func TestDifferentialWorkerPause(t *testing.T) {
 	require.Equal(t, bullmqoracle.WorkerStatus{Paused: true, Running: true}, nodeSnaps[1].status)
 	require.Equal(t, bullmqoracle.WorkerStatus{Paused: true, Running: false}, nodeSnaps[2].status)
 	require.Equal(t, bullmqoracle.WorkerStatus{Paused: false, Running: true}, nodeSnaps[3].status)
+}
+
+// TestDifferentialWorkerPauseTwice: a Pause while the worker is paused
+// already returns at once, as Node's pause() does (it looks at its paused
+// flag first), even while the first Pause still waits for a running job;
+// the first returns once that job is done. The pause() and Pause calls are
+// timed on both sides.
+func TestDifferentialWorkerPauseTwice(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	nb := setup(t)
+	db := nb.sibling(t)
+	ctx := context.Background()
+	run := func(b *bundle, by impl) (second time.Duration, firstWaited bool) {
+		gate := b.prefix + ":gate"
+		p := startPausable(t, b, by, bullmqoracle.WaitKey(gate, bullmqoracle.Return("done")))
+		id := b.add(t, droverImpl, jobSpec{name: "held", data: map[string]any{"n": 1}})
+		side{t, b, by}.waitActive(queueName, id)
+		first := make(chan struct{})
+		go func() {
+			defer close(first)
+			if by == nodeImpl {
+				assert.NoError(t, b.oracle.PauseWorker(ctx, p.nodeID, false))
+			} else {
+				assert.NoError(t, p.w.Pause(ctx, nil))
+			}
+		}()
+		testkit.WaitFor(t, waitLong, "the first pause to take effect", func() bool { return p.status().Paused })
+		began := time.Now()
+		if by == nodeImpl {
+			require.NoError(t, b.oracle.PauseWorker(ctx, p.nodeID, false))
+		} else {
+			sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			require.NoError(t, p.w.Pause(sctx, nil), "the second Pause")
+		}
+		second = time.Since(began)
+		select {
+		case <-first:
+		default:
+			firstWaited = true
+		}
+		require.NoError(t, b.rdb.Set(ctx, gate, "1", 0).Err())
+		<-first
+		b.waitFinal(t, id, 1)
+		return second, firstWaited
+	}
+	nodeSecond, nodeWaited := run(nb, nodeImpl)
+	droverSecond, droverWaited := run(db, droverImpl)
+	t.Logf("second pause returned after: Node %s, drover %s", nodeSecond, droverSecond)
+	require.True(t, nodeWaited, "Node's first pause waits for the running job")
+	require.True(t, droverWaited, "drover's first Pause waits for the running job")
+	require.Less(t, nodeSecond, time.Second, "Node's second pause returns at once")
+	require.Less(t, droverSecond, time.Second, "drover's second Pause returns at once")
 }
 
 // TestInteropPausedWorkerLeavesJobs: a paused drover worker leaves the

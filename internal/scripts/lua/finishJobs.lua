@@ -213,6 +213,20 @@ lockKeys[n + 1] = nil
 if locks[n + 1] then
   return redis.error_reply("SETTLED this call was settled after its reply was lost; it did nothing")
 end
+-- A call that fetches nothing (a manual finish, a closing or paused
+-- worker's) promotes no due delayed job, as BullMQ's moveToFinished
+-- without fetchNext, moveToDelayed and moveJobFromActiveToWait do; but a
+-- retry now does, first (BullMQ's retryJob promotes before it looks at the
+-- job, so its job is queued after the promoted ones).
+local fetchCount = tonumber(ARGV[3])
+if fetchCount <= 0 then
+  for i = 0, n - 1 do
+    if ARGV[at[i] + REC.kind] == "r" then
+      promoteDelayed(meta[2] ~= false or (meta[3] ~= false and rcall("LLEN", activeKey) >= tonumber(meta[3])))
+      break
+    end
+  end
+end
 local owned = {}
 local mine = {}
 for i = 0, n - 1 do
@@ -310,6 +324,23 @@ for k = 1, #mine do
   local i = mine[k]
   if codes[i + 1] == 0 then
     owned[#owned + 1] = i
+  else
+    -- -3: the lock is this call's but the job is not active. BullMQ's
+    -- moveToFinished (retryJob, moveToDelayed) removes the lock, and
+    -- writes a failure's reason and stack trace, before it looks at
+    -- active.
+    rcall("DEL", lockKeys[i + 1])
+    rcall("SREM", stalledKey, jobIds[i + 1])
+    local o = at[i]
+    local kind = ARGV[o + REC.kind]
+    if kind == "f" or kind == "r" or kind == "d" then
+      local stack = ARGV[o + REC.more] == "1" and ARGV[o + REC.stacktrace] or ""
+      if stack ~= "" then
+        rcall("HSET", jobKeys[i + 1], "failedReason", ARGV[o + REC.value], "stacktrace", stack)
+      else
+        rcall("HSET", jobKeys[i + 1], "failedReason", ARGV[o + REC.value])
+      end
+    end
   end
 end
 if n > 0 and #owned == n then
@@ -508,13 +539,16 @@ if metricsPoints > 0 and #finals > 0 then
   countMetrics("failed", #finals - completed, ARGV[2], metricsPoints)
 end
 
-local fetched = fetchJobs(now, tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]),
-  {meta[2], meta[3], meta[4], meta[5]})
+local fetched = fetchJobs(now, fetchCount, ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]),
+  {meta[2], meta[3], meta[4], meta[5]}, nil, fetchCount <= 0)
 if #fetched[2] == 0 then
   if delayed then
     addDelayMarker(markerKey, delayedKey)
   end
-  if lastFinal and not fetched[1] and not fetched[3] and fetched[4] == 0 and rcall("LLEN", waitKey) == 0 and rcall("LLEN", activeKey) == 0
+  -- Without a fetch, a paused or maxed queue (fetched[3]) is drained too,
+  -- as after BullMQ's moveToFinished without fetchNext.
+  if lastFinal and not fetched[1] and (fetchCount <= 0 or not fetched[3]) and fetched[4] == 0
+      and rcall("LLEN", waitKey) == 0 and rcall("LLEN", activeKey) == 0
       and rcall("ZCARD", prioritizedKey) == 0 then
     rcall("XADD", eventsKey, "*", "event", "drained")
   end

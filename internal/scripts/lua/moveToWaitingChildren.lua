@@ -41,11 +41,13 @@ if lock ~= ARGV[3] then
   end
   return -2
 end
+-- The lock goes first: BullMQ removes it before it looks at active, so a
+-- job not active loses it too.
+rcall("DEL", jobKey .. ":lock")
+rcall("SREM", stalledKey, id)
 if rcall("LREM", activeKey, -1, id) == 0 then
   return -3
 end
-rcall("DEL", jobKey .. ":lock")
-rcall("SREM", stalledKey, id)
 rcall("ZADD", waitingChildrenKey, ARGV[5], id)
 if ARGV[6] ~= "" then
   rcall("HSET", jobKey, "drover.attempts", ARGV[6])

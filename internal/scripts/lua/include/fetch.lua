@@ -83,7 +83,9 @@ end
 -- caller read it already (finishJobs), else nil. exact (moveToActive's
 -- manual take only) locks each job with token itself, the caller's own lock
 -- value, as BullMQ's moveToActive does; the worker's calls leave it nil.
-local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta, exact)
+-- noPromote (finishJobs fetching nothing) leaves due delayed jobs where
+-- they are, as BullMQ's moveToFinished without fetchNext does.
+local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta, exact, noPromote)
   -- finishJobs' fetch-next is a busy worker's: it consumed no marker, so
   -- no blocked worker waits on one it took (see the cascade below).
   local busy = meta ~= nil
@@ -96,7 +98,9 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
     room = tonumber(meta[2]) - rcall("LLEN", activeKey)
     blocked = room <= 0
   end
-  promoteDelayed(blocked)
+  if not noPromote then
+    promoteDelayed(blocked)
+  end
   if blocked or count <= 0 then
     return {false, {}, blocked, 0}
   end
