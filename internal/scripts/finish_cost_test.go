@@ -72,3 +72,31 @@ func TestFinishRedisCommands(t *testing.T) {
 		require.Equal(t, tt.want, got, "commands of a finishJobs call of %d plain completions", tt.n)
 	}
 }
+
+// TestIdlePickupRedisCommands counts the commands of the fetch an idle
+// worker makes when a marker wakes it: one job waits, the worker asks for
+// its free slots (10). 10: EXISTS (the settled-call mark), HMGET meta,
+// ZRANGEBYSCORE (due delayed jobs), RPOP, ZPOPMIN (the rest of the slots:
+// none prioritized), LPUSH active, HGETALL, SET lock, HSET, XADD active.
+// No DEL of the priority counter: the pop found prioritized empty behind a
+// waiting job, where BullMQ's fetch, which pops wait first, deletes none.
+func TestIdlePickupRedisCommands(t *testing.T) {
+	t.Parallel()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	require.NoError(t, Load(ctx, rdb))
+	k := keys.New("cost", "idle")
+	_, err = AddJobs(ctx, rdb, k, NewCall(time.Minute), []AddRecord{{Name: "j", Timestamp: 1, Data: "{}", Opts: "{}"}})
+	require.NoError(t, err)
+	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+	f, err := MoveToActive(ctx, rdb, k, FetchArgs{Now: time.Now().UnixMilli(), Count: 10, Token: "t", LockDuration: 30000, WorkerName: "w"})
+	require.NoError(t, err)
+	require.Len(t, f.Jobs, 1)
+	calls := redistest.CommandCalls(t, rdb)
+	t.Logf("idle pickup fetch: %d redis commands: %v", redistest.ScriptCommands(t, rdb), calls)
+	require.Zero(t, calls["del"], "the fetch deleted the priority counter behind a waiting job")
+	require.Equal(t, 10, redistest.ScriptCommands(t, rdb), "commands of an idle worker's fetch of one job")
+}
