@@ -450,3 +450,21 @@ func TestDifferentialRegressionTrimEventsKeepsCap(t *testing.T) {
 		{Op: difftest.OpTrimEvents, By: difftest.Drover, Limit: 1000},
 	}})
 }
+
+// TestDifferentialRegressionObliterateKeepsLimiter: BullMQ's obliterate
+// deletes the queue's keys but not its rate limiter (a window or a
+// queue.rateLimit runs out by its expiry); drover's deleted it too:
+// "q:limiter: only in a (string)" (seeds 113, 116, 188 of 100-200).
+func TestDifferentialRegressionObliterateKeepsLimiter(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 116, Steps: []difftest.Step{
+		{Op: difftest.OpRateLimit, By: difftest.Node, Delay: 3600000},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpObliterate, By: difftest.Drover},
+		{Op: difftest.OpSetGlobalRateLimit, By: difftest.Node, Limit: 1, Delay: 3600000},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+	}})
+}

@@ -909,7 +909,11 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 				Now: time.Now().UnixMilli(), Count: 1, Token: "dead:1", LockDuration: 30000, WorkerName: workerName,
 			})
 			require.NoError(r.t, err)
-			require.Len(r.t, f.Jobs, 1)
+			if len(f.Jobs) == 0 {
+				// A job was ready (Node's worker would take it): a
+				// divergence, compared and shrunk like any other.
+				return fmt.Sprintf("took none (rate limit %d ms)", f.RateLimitTTL)
+			}
 			got = f.Jobs[0].ID
 			// A drover worker makes a scheduler's next run before
 			// anything else, as Node's getNextJob does: then it dies.
