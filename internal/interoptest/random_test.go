@@ -511,10 +511,18 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		// the same time in both.
 		ref.stepNow = time.Now().UnixMilli()
 		mix.stepNow = ref.stepNow
+		limited := false
+		if by == droverImpl && (s.Op == difftest.OpWork || s.Op == difftest.OpManualTake || s.Op == difftest.OpStall) {
+			limited = mix.rateLimited(context.Background())
+		}
 		rr := ref.step(s, nodeImpl)
 		mr := mix.step(s, by)
 		if by == droverImpl {
 			droverSteps.note(s.Op, mr)
+			if limited {
+				// Takes that met an active rate limiter.
+				droverSteps.note(s.Op+" (limited)", mr)
+			}
 		}
 		rs, ms := ref.state(), mix.state()
 		diff := statedump.Diff(rs, ms)
@@ -611,6 +619,12 @@ func (r *programRun) streamLen() int {
 }
 
 func (r *programRun) id(name string) string {
+	if name == difftest.TakenJob {
+		if len(r.taken) == 0 {
+			return "nosuch"
+		}
+		return r.taken[0]
+	}
 	if id, ok := r.ids[name]; ok {
 		return id
 	}

@@ -43,12 +43,9 @@ func Generate(seed int64, cfg Config) *Program {
 		if n := len(p.Steps); n > 0 && p.Steps[n-1].Op == OpManualTake {
 			switch {
 			case g.chance(20) && len(g.names) > 0:
-				// A job taken by hand gets a child (its parent is a
-				// guess: recent jobs are likelier), then waits for it.
+				// A job taken by hand gets a child, then waits for it.
 				s = g.add()
-				if s.Add.Parent == "" {
-					s.Add.Parent = g.job()
-				}
+				s.Add.Parent = TakenJob
 				g.waitChildren = true
 			case g.chance(50):
 				// A job taken by hand is mostly ended soon after, as a
@@ -160,7 +157,7 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpRemoveGlobalConcurrency} }},
 		{6, func() Step { return Step{Op: OpManualTake, Token: g.token()} }},
 		{5, g.manualFinish},
-		{2, func() Step {
+		{3, func() Step {
 			return Step{Op: OpSetGlobalRateLimit, Limit: 1 + g.r.IntN(2), Delay: int64(1+g.r.IntN(2)) * Hour}
 		}},
 		{1, func() Step { return Step{Op: OpRemoveGlobalRateLimit} }},

@@ -203,7 +203,8 @@ type Add struct {
 	Dedup                          *Dedup
 	KeepLogs                       int
 	StackTraceLimit                int
-	// Parent names an added job this one is a child of (the parent
+	// Parent names an added job this one is a child of (TakenJob: the
+	// oldest job the run took by hand and did not end yet) (the parent
 	// option; drover adds such a job as a lone flow root with
 	// FlowJob.Parent, so the generator gives it a custom id when drover
 	// adds it: drover's FlowProducer would give it a UUID).
@@ -213,6 +214,10 @@ type Add struct {
 	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
 	OnParentFailure string
 }
+
+// TakenJob, as an Add's Parent, names the oldest job the run took with
+// OpManualTake and did not end yet (none: a job that does not exist).
+const TakenJob = "@taken"
 
 // Backoff is a job's backoff option. Number makes Node's shorthand (the
 // delay as a plain number, meaning fixed).
