@@ -523,6 +523,10 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 				// Takes that met an active rate limiter.
 				droverSteps.note(s.Op+" (limited)", mr)
 			}
+			if s.Op == difftest.OpWork && s.Outcome.Kind == "rateLimited" {
+				// Processors that rate-limited the queue and gave the job back.
+				droverSteps.note(s.Op+" (rateLimited)", mr)
+			}
 		}
 		rs, ms := ref.state(), mix.state()
 		diff := statedump.Diff(rs, ms)
@@ -664,6 +668,8 @@ func behaviorOf(o *difftest.Outcome) bullmqoracle.Behavior {
 		return bullmqoracle.Unrecoverable(o.Message)
 	case "delay":
 		return bullmqoracle.MoveToDelayed(time.Duration(o.Delay)*time.Millisecond, 1<<30, nil)
+	case "rateLimited":
+		return bullmqoracle.RateLimited(time.Duration(o.Delay)*time.Millisecond, 1<<30, nil)
 	}
 	return bullmqoracle.Return(o.Value)
 }

@@ -381,6 +381,9 @@ func (g *gen) token() string {
 func (g *gen) manualFinish() Step {
 	s := g.work()
 	s.Op, s.Token = OpManualFinish, g.token()
+	if s.Outcome.Kind == "rateLimited" {
+		s.Outcome = &Outcome{Kind: "wait"} // a processor's outcome only
+	}
 	switch g.r.IntN(10) {
 	case 0:
 		s.Outcome = &Outcome{Kind: "wait"}
@@ -401,6 +404,11 @@ func (g *gen) work() Step {
 		o = Outcome{Kind: "unrecoverable", Message: "fatal"}
 	default:
 		o = Outcome{Kind: "delay", Delay: int64(1+g.r.IntN(2)) * Hour}
+	}
+	if g.chance(8) {
+		// The processor meets a rate limit: it calls rateLimit and gives
+		// the job back (Worker.RateLimitError / ErrRateLimited).
+		o = Outcome{Kind: "rateLimited", Delay: Hour}
 	}
 	return Step{Op: OpWork, Outcome: &o}
 }

@@ -249,11 +249,14 @@ type Dedup struct {
 
 // Outcome is what a work step's processor does.
 type Outcome struct {
-	// Kind is "complete", "fail", "unrecoverable" or "delay".
+	// Kind is "complete", "fail", "unrecoverable", "delay" or (work steps
+	// only) "rateLimited": the processor rate-limits the queue for Delay ms
+	// (worker.rateLimit / Worker.RateLimit) and gives the job back
+	// (Worker.RateLimitError / ErrRateLimited).
 	Kind    string
 	Value   any
 	Message string
-	Delay   int64 // ms, for "delay"
+	Delay   int64 // ms, for "delay" and "rateLimited"
 }
 
 // Program is a seeded sequence of steps.
