@@ -263,8 +263,12 @@ func (qe *QueueEvents) Run(ctx context.Context, fn func(Event) error) error {
 	}
 }
 
-// TrimEvents trims the queue's events stream to about maxLen entries and
-// makes maxLen the cap every script applies from now on.
+// TrimEvents trims the queue's events stream to about maxLen entries, once,
+// as BullMQ's queue.trimEvents does (Redis's approximate trim: it removes
+// whole stream nodes only, so a short stream may keep more). The cap later
+// events are trimmed to stays the queue's opts.maxLenEvents (written by a
+// Node Queue from streams.events.maxLen, 10,000 by default); TrimEvents
+// does not change it.
 func (q *Queue) TrimEvents(ctx context.Context, maxLen int64) error {
 	if err := q.check(); err != nil {
 		return err
@@ -272,12 +276,7 @@ func (q *Queue) TrimEvents(ctx context.Context, maxLen int64) error {
 	if maxLen < 0 {
 		return optionError("TrimEvents maxLen must not be negative, got %d", maxLen)
 	}
-	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, q.k.Meta(), "opts.maxLenEvents", maxLen)
-		p.XTrimMaxLenApprox(ctx, q.k.Events(), maxLen, 0)
-		return nil
-	})
-	if err != nil {
+	if err := q.rdb.XTrimMaxLenApprox(ctx, q.k.Events(), maxLen, 0).Err(); err != nil {
 		return fmt.Errorf("trim events of queue %q: %w", q.name, err)
 	}
 	return nil

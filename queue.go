@@ -749,7 +749,8 @@ type ObliterateOptions struct {
 	Count int
 }
 
-// Obliterate pauses the queue, then deletes it: every job and every key.
+// Obliterate pauses the queue, then deletes it: every job and every key
+// but the rate limiter, which BullMQ's obliterate leaves to expire.
 func (q *Queue) Obliterate(ctx context.Context, opts *ObliterateOptions) error {
 	if err := q.check(); err != nil {
 		return err

@@ -98,7 +98,7 @@ func TestInteropQueueMetaReads(t *testing.T) {
 		require.NoError(t, b.oracle.SetGlobalConcurrency(ctx, b.prefix, queueName, 0))
 		require.NoError(t, b.dq.Resume(ctx))
 		require.NoError(t, b.dq.TrimEvents(ctx, 500))
-		m = check("concurrency 0 (Node), resumed and events capped by drover")
+		m = check("concurrency 0 (Node), resumed and events trimmed by drover")
 		require.True(t, m.ConcurrencySet)
 		require.Zero(t, m.Concurrency)
 

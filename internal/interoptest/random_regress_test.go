@@ -433,3 +433,38 @@ func TestDifferentialRegressionFinishAfterObliterate(t *testing.T) {
 		{Op: difftest.OpManualFinish, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "unrecoverable", Message: "fatal"}, Token: "tB"},
 	}})
 }
+
+// TestDifferentialRegressionTrimEventsKeepsCap: BullMQ's queue.trimEvents
+// trims the events stream once; drover's TrimEvents also wrote its length
+// into the queue's meta as the cap every later event is trimmed to:
+// "q:meta: field opts.maxLenEvents: a="10000" b="0"" (campaign of the
+// rate-limit/trimEvents generator, seeds 13, 14, 21 of 30).
+func TestDifferentialRegressionTrimEventsKeepsCap(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 13, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpTrimEvents, By: difftest.Drover, Limit: 0},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpTrimEvents, By: difftest.Drover, Limit: 1000},
+	}})
+}
+
+// TestDifferentialRegressionObliterateKeepsLimiter: BullMQ's obliterate
+// deletes the queue's keys but not its rate limiter (a window or a
+// queue.rateLimit runs out by its expiry); drover's deleted it too:
+// "q:limiter: only in a (string)" (seeds 113, 116, 188 of 100-200).
+func TestDifferentialRegressionObliterateKeepsLimiter(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 116, Steps: []difftest.Step{
+		{Op: difftest.OpRateLimit, By: difftest.Node, Delay: 3600000},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpObliterate, By: difftest.Drover},
+		{Op: difftest.OpSetGlobalRateLimit, By: difftest.Node, Limit: 1, Delay: 3600000},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+	}})
+}

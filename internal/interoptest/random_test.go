@@ -341,6 +341,63 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 	return fmt.Sprintf("code %d", manualCode(r.t, err))
 }
 
+// manualWaitChildren performs OpManualWaitChildren on the oldest taken
+// job, under the token it was taken with: "ok moved" ends its turn in the
+// taken list, "stays" (no pending child) leaves it taken; a refusal
+// (BullMQ's code, drover's mapped to it) ends its turn too.
+func (r *programRun) manualWaitChildren(ctx context.Context, node bool) string {
+	r.t.Helper()
+	id := r.taken[0]
+	token := r.takenTokens[id]
+	if r.manualJobs[id] == nil {
+		node = true // Node took it in this run (see manualFinish)
+	}
+	var res string
+	if node {
+		if n, err := r.rdb.Exists(ctx, r.k.Job(id)).Result(); err != nil || n == 0 {
+			require.NoError(r.t, err)
+			res = fmt.Sprintf("code %d", codeMissingJob)
+		} else {
+			out, err := r.o.ManualCall(ctx, r.prefix, queueName, id, "moveToWaitingChildren", token, map[string]any{})
+			require.NoError(r.t, err)
+			switch {
+			case out.Error != nil:
+				res = fmt.Sprintf("code %d", out.Error.Code)
+			case string(out.Result) == "true":
+				res = "ok moved"
+			default:
+				res = "stays"
+			}
+		}
+	} else {
+		moved, err := r.manualJobs[id].MoveToWaitingChildren(ctx, nil)
+		switch {
+		case err != nil:
+			r.refused = err
+			res = fmt.Sprintf("code %d", manualCode(r.t, err))
+		case moved:
+			res = "ok moved"
+		default:
+			res = "stays"
+		}
+	}
+	if res != "stays" {
+		r.taken = r.taken[1:]
+	}
+	return res
+}
+
+// shiftCascades moves the recorded cascade ranges of the events stream
+// back by the n entries a trim removed from its head.
+func (r *programRun) shiftCascades(n int) {
+	if n <= 0 {
+		return
+	}
+	for i, c := range r.cascades {
+		r.cascades[i] = [2]int{max(c[0]-n, 0), max(c[1]-n, 0)}
+	}
+}
+
 // stepTally counts drover's steps by operation and by what they did, so a
 // campaign shows that each operation really ran (a step that is always
 // refused, or always finds nothing, compares nothing).
@@ -454,10 +511,22 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		// the same time in both.
 		ref.stepNow = time.Now().UnixMilli()
 		mix.stepNow = ref.stepNow
+		limited := false
+		if by == droverImpl && (s.Op == difftest.OpWork || s.Op == difftest.OpManualTake || s.Op == difftest.OpStall) {
+			limited = mix.rateLimited(context.Background())
+		}
 		rr := ref.step(s, nodeImpl)
 		mr := mix.step(s, by)
 		if by == droverImpl {
 			droverSteps.note(s.Op, mr)
+			if limited {
+				// Takes that met an active rate limiter.
+				droverSteps.note(s.Op+" (limited)", mr)
+			}
+			if s.Op == difftest.OpWork && s.Outcome.Kind == "rateLimited" {
+				// Processors that rate-limited the queue and gave the job back.
+				droverSteps.note(s.Op+" (rateLimited)", mr)
+			}
 		}
 		rs, ms := ref.state(), mix.state()
 		diff := statedump.Diff(rs, ms)
@@ -504,6 +573,8 @@ type programRun struct {
 	taken        []string
 	manualJobs   map[string]*drover.Job
 	manualWorker *drover.Worker
+	// takenTokens are the tokens OpManualTake took each job with.
+	takenTokens map[string]string
 }
 
 func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64) *programRun {
@@ -515,7 +586,7 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64) *programRu
 	require.NoError(t, err)
 	r := &programRun{
 		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, fp: fp,
-		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known,
+		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known, takenTokens: map[string]string{},
 	}
 	// A Node app has the queue open from the start: its Queue writes meta.
 	_, err = r.o.GetJobCounts(context.Background(), prefix, queueName)
@@ -552,6 +623,12 @@ func (r *programRun) streamLen() int {
 }
 
 func (r *programRun) id(name string) string {
+	if name == difftest.TakenJob {
+		if len(r.taken) == 0 {
+			return "nosuch"
+		}
+		return r.taken[0]
+	}
 	if id, ok := r.ids[name]; ok {
 		return id
 	}
@@ -591,6 +668,8 @@ func behaviorOf(o *difftest.Outcome) bullmqoracle.Behavior {
 		return bullmqoracle.Unrecoverable(o.Message)
 	case "delay":
 		return bullmqoracle.MoveToDelayed(time.Duration(o.Delay)*time.Millisecond, 1<<30, nil)
+	case "rateLimited":
+		return bullmqoracle.RateLimited(time.Duration(o.Delay)*time.Millisecond, 1<<30, nil)
 	}
 	return bullmqoracle.Return(o.Value)
 }
@@ -627,11 +706,38 @@ func (r *programRun) ready(ctx context.Context) bool {
 	} else if !errors.Is(err, redis.Nil) {
 		require.NoError(r.t, err)
 	}
+	if r.rateLimited(ctx) {
+		return false
+	}
 	n, err := r.rdb.LLen(ctx, r.k.Wait()).Result()
 	require.NoError(r.t, err)
 	m, err := r.rdb.ZCard(ctx, r.k.Prioritized()).Result()
 	require.NoError(r.t, err)
 	return !paused && n+m > 0
+}
+
+// rateLimited reports whether the limiter refuses takes now, as BullMQ's
+// moveToActive decides: a global rate limit (meta max) is set and the
+// limiter key counts at least max takes and still has time to live.
+func (r *programRun) rateLimited(ctx context.Context) bool {
+	r.t.Helper()
+	max, err := r.rdb.HGet(ctx, r.k.Meta(), "max").Float64()
+	if errors.Is(err, redis.Nil) {
+		return false
+	}
+	require.NoError(r.t, err)
+	used, err := r.rdb.Get(ctx, r.k.Limiter()).Float64()
+	if errors.Is(err, redis.Nil) {
+		used = 0
+	} else {
+		require.NoError(r.t, err)
+	}
+	if max > used {
+		return false
+	}
+	pttl, err := r.rdb.PTTL(ctx, r.k.Limiter()).Result()
+	require.NoError(r.t, err)
+	return pttl > 0
 }
 
 // step performs s with the given implementation and returns its result.
@@ -823,7 +929,11 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 				Now: time.Now().UnixMilli(), Count: 1, Token: "dead:1", LockDuration: 30000, WorkerName: workerName,
 			})
 			require.NoError(r.t, err)
-			require.Len(r.t, f.Jobs, 1)
+			if len(f.Jobs) == 0 {
+				// A job was ready (Node's worker would take it): a
+				// divergence, compared and shrunk like any other.
+				return fmt.Sprintf("took none (rate limit %d ms)", f.RateLimitTTL)
+			}
 			got = f.Jobs[0].ID
 			// A drover worker makes a scheduler's next run before
 			// anything else, as Node's getNextJob does: then it dies.
@@ -959,9 +1069,13 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		r.workRan = true // as a work step, it consumes markers
 		var id string
 		if node {
+			// BullMQ's worker remembers a rate limit it met and takes
+			// nothing until it passes, even once the limiter key is gone;
+			// drover's NextJob asks Redis each time (difftest.Deliberate).
 			var err error
-			id, err = o.ManualNext(ctx, p, q, s.Token, nil)
+			id, err = o.ManualNextForgetLimit(ctx, p, q, s.Token, nil)
 			require.NoError(r.t, err)
+			delete(r.manualJobs, id) // a drover handle of an earlier take is stale
 		} else {
 			job, err := r.droverManual().NextJob(ctx, s.Token, 0)
 			require.NoError(r.t, err)
@@ -974,6 +1088,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			return "none"
 		}
 		r.taken = append(r.taken, id)
+		r.takenTokens[id] = s.Token
 		return "ok " + id
 	case difftest.OpManualFinish:
 		r.workRan = true
@@ -981,6 +1096,50 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			return "none"
 		}
 		return r.manualFinish(ctx, s, node)
+	case difftest.OpManualWaitChildren:
+		r.workRan = true
+		if len(r.taken) == 0 {
+			return "none"
+		}
+		return r.manualWaitChildren(ctx, node)
+	case difftest.OpSetGlobalRateLimit:
+		if node {
+			return r.result("", o.QueueCall(ctx, p, q, "setGlobalRateLimit", nil, s.Limit, s.Delay))
+		}
+		return r.result("", r.dq.SetGlobalRateLimit(ctx, s.Limit, time.Duration(s.Delay)*time.Millisecond))
+	case difftest.OpRemoveGlobalRateLimit:
+		if node {
+			return r.result("", o.QueueCall(ctx, p, q, "removeGlobalRateLimit", nil))
+		}
+		return r.result("", r.dq.RemoveGlobalRateLimit(ctx))
+	case difftest.OpRateLimit:
+		if node {
+			return r.result("", o.QueueCall(ctx, p, q, "rateLimit", nil, s.Delay))
+		}
+		return r.result("", r.dq.RateLimit(ctx, time.Duration(s.Delay)*time.Millisecond))
+	case difftest.OpRemoveRateLimitKey:
+		var ok bool
+		var err error
+		if node {
+			var n int
+			err = o.QueueCall(ctx, p, q, "removeRateLimitKey", &n)
+			ok = n > 0
+		} else {
+			ok, err = r.dq.RemoveRateLimitKey(ctx)
+		}
+		return r.result(strconv.FormatBool(ok), err)
+	case difftest.OpTrimEvents:
+		// Node answers how many entries it trimmed, drover nothing: the
+		// stream itself is compared.
+		from := r.streamLen()
+		var err error
+		if node {
+			err = o.QueueCall(ctx, p, q, "trimEvents", nil, s.Limit)
+		} else {
+			err = r.dq.TrimEvents(ctx, int64(s.Limit))
+		}
+		r.shiftCascades(from - r.streamLen())
+		return r.result("", err)
 	case difftest.OpSetGlobalConcurrency:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "setGlobalConcurrency", nil, s.Limit))

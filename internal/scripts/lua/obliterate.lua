@@ -66,8 +66,10 @@ dropSet(failedKey)
 if budget <= 0 then
   return 1
 end
+-- The rate limiter stays, as BullMQ's obliterate leaves it: its window (or
+-- a rateLimit) ends by its expiry.
 rcall("DEL", eventsKey, base .. "delay", stalledCheckKey, stalledKey, idKey, pcKey,
-  markerKey, metaKey, limiterKey, base .. "metrics:completed", base .. "metrics:completed:data",
+  markerKey, metaKey, base .. "metrics:completed", base .. "metrics:completed:data",
   base .. "metrics:failed", base .. "metrics:failed:data")
 -- The add calls' replies (addJobs, <base>add:<token>) expire by themselves
 -- within a minute, and the marks of settled worker calls (settleCall,

@@ -104,8 +104,9 @@ func (o *Oracle) JobRead(ctx context.Context, prefix, queue, id, method string, 
 // QueueCall calls one of Queue's getDeduplicationJobId,
 // removeDeduplicationKey, getGlobalConcurrency, setGlobalConcurrency,
 // removeGlobalConcurrency, getGlobalRateLimit, getCountsPerPriority,
-// getMeta, getVersion, isMaxed, removeOrphanedJobs or
-// exportPrometheusMetrics with args and decodes its result into out.
+// getMeta, getVersion, isMaxed, removeOrphanedJobs,
+// exportPrometheusMetrics, setGlobalRateLimit, removeGlobalRateLimit,
+// rateLimit, removeRateLimitKey or trimEvents with args and decodes its result into out.
 func (o *Oracle) QueueCall(ctx context.Context, prefix, queue, method string, out any, args ...any) error {
 	return o.Call(ctx, "queueCall", qargs(prefix, queue, "method", method, "args", nonNilArgs(args)), out)
 }
@@ -145,8 +146,21 @@ type ManualOutcome struct {
 // workerOpts over the oracle's defaults: name "w", the custom backoff
 // strategies) and returns the job's id, "" when none was ready.
 func (o *Oracle) ManualNext(ctx context.Context, prefix, queue, token string, workerOpts map[string]any) (string, error) {
+	return o.manualNext(ctx, prefix, queue, token, workerOpts, false)
+}
+
+// ManualNextForgetLimit is ManualNext on a manual worker that first
+// forgets a rate limit an earlier call met (BullMQ's worker keeps its
+// limitUntil in process and skips taking until it passes, even when the
+// limiter key is gone): the take asks Redis, as drover's Worker.NextJob
+// always does.
+func (o *Oracle) ManualNextForgetLimit(ctx context.Context, prefix, queue, token string, workerOpts map[string]any) (string, error) {
+	return o.manualNext(ctx, prefix, queue, token, workerOpts, true)
+}
+
+func (o *Oracle) manualNext(ctx context.Context, prefix, queue, token string, workerOpts map[string]any, forget bool) (string, error) {
 	var id *string
-	err := o.Call(ctx, "manualNext", qargs(prefix, queue, "token", token, "workerOpts", workerOpts), &id)
+	err := o.Call(ctx, "manualNext", qargs(prefix, queue, "token", token, "workerOpts", workerOpts, "forgetLimit", forget), &id)
 	if err != nil || id == nil {
 		return "", err
 	}

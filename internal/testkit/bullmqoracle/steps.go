@@ -7,7 +7,9 @@ import "context"
 // never runs on its own (autorun false), so nothing happens between steps.
 // It is named "w" (BullMQ's processedBy), with lockDuration and
 // stalledInterval 30 s, maxStalledCount 1 and the custom backoff strategies
-// of node/lib.mjs.
+// of node/lib.mjs. Each take asks Redis: the worker forgets a rate limit
+// it met in an earlier step (a BullMQ worker remembers it in process, its
+// limitUntil, and takes nothing until it passes; drover's workers ask Redis).
 
 // StepWork takes the next ready job (Worker.getNextJob without blocking)
 // and processes it with behavior (Worker.processJob, not fetching a next

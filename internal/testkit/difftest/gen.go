@@ -40,10 +40,23 @@ func Generate(seed int64, cfg Config) *Program {
 	p := &Program{Seed: seed}
 	for len(p.Steps) < cfg.Steps {
 		s := g.step()
-		if n := len(p.Steps); n > 0 && p.Steps[n-1].Op == OpManualTake && g.chance(50) {
-			// A job taken by hand is mostly ended soon after, as a
-			// caller's loop does (other steps may come between).
-			s = g.manualFinish()
+		if n := len(p.Steps); n > 0 && p.Steps[n-1].Op == OpManualTake {
+			switch {
+			case g.chance(20) && len(g.names) > 0:
+				// A job taken by hand gets a child, then waits for it.
+				s = g.add()
+				s.Add.Parent = TakenJob
+				g.waitChildren = true
+			case g.chance(50):
+				// A job taken by hand is mostly ended soon after, as a
+				// caller's loop does (other steps may come between).
+				s = g.manualFinish()
+			}
+		} else if g.waitChildren {
+			g.waitChildren = false
+			if g.chance(70) {
+				s = Step{Op: OpManualWaitChildren}
+			}
 		}
 		if g.r.IntN(2) == 0 {
 			s.By = Drover
@@ -70,6 +83,9 @@ type gen struct {
 	n     int
 	// jittered: the program has its one job with a jittered backoff.
 	jittered bool
+	// waitChildren: the last step added a child to a guessed job taken by
+	// hand; the next one likely moves that job to waiting-children.
+	waitChildren bool
 }
 
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
@@ -141,6 +157,14 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpRemoveGlobalConcurrency} }},
 		{6, func() Step { return Step{Op: OpManualTake, Token: g.token()} }},
 		{5, g.manualFinish},
+		{3, func() Step {
+			return Step{Op: OpSetGlobalRateLimit, Limit: 1 + g.r.IntN(2), Delay: int64(1+g.r.IntN(2)) * Hour}
+		}},
+		{1, func() Step { return Step{Op: OpRemoveGlobalRateLimit} }},
+		{2, func() Step { return Step{Op: OpRateLimit, Delay: Hour} }},
+		{2, func() Step { return Step{Op: OpRemoveRateLimitKey} }},
+		{1, func() Step { return Step{Op: OpTrimEvents, Limit: g.pick3(0, g.pickI(1, 5, 1000))} }},
+		{2, func() Step { return Step{Op: OpManualWaitChildren} }},
 	}
 	total := 0
 	for _, o := range opts {
@@ -172,6 +196,8 @@ func (g *gen) upsertScheduler() Step {
 	}
 	return Step{Op: OpUpsertScheduler, Add: a, Scheduler: c}
 }
+
+func (g *gen) pickI(xs ...int) int { return xs[g.r.IntN(len(xs))] }
 
 func (g *gen) pick3(a, b int) int {
 	if g.chance(30) {
@@ -355,6 +381,9 @@ func (g *gen) token() string {
 func (g *gen) manualFinish() Step {
 	s := g.work()
 	s.Op, s.Token = OpManualFinish, g.token()
+	if s.Outcome.Kind == "rateLimited" {
+		s.Outcome = &Outcome{Kind: "wait"} // a processor's outcome only
+	}
 	switch g.r.IntN(10) {
 	case 0:
 		s.Outcome = &Outcome{Kind: "wait"}
@@ -375,6 +404,11 @@ func (g *gen) work() Step {
 		o = Outcome{Kind: "unrecoverable", Message: "fatal"}
 	default:
 		o = Outcome{Kind: "delay", Delay: int64(1+g.r.IntN(2)) * Hour}
+	}
+	if g.chance(8) {
+		// The processor meets a rate limit: it calls rateLimit and gives
+		// the job back (Worker.RateLimitError / ErrRateLimited).
+		o = Outcome{Kind: "rateLimited", Delay: Hour}
 	}
 	return Step{Op: OpWork, Outcome: &o}
 }

@@ -39,6 +39,7 @@ var Deliberate = []Difference{
 	{"timestamps, stream ids, lock tokens", "statedump.Normalize: every 13-digit ms value, stream entry id and lock token differs between runs by construction."},
 	{"error text", "a refused step is compared as refused on both sides; Node's and drover's messages differ by design (drover wraps with the operation and job)."},
 	{"remove of a missing job", "Node's Queue.remove returns 1 for a job that does not exist, drover's Job.Remove returns ErrJobNotFound (a Go sentinel to branch on): both are compared as done; the states must still agree."},
+	{"a BullMQ worker's remembered rate limit", "a BullMQ Worker that met the rate limiter keeps the limit's end in process (limitUntil) and takes nothing until then, even after removeRateLimitKey or removeGlobalRateLimit; drover's Worker.NextJob asks Redis on every call. The harness' Node manual take forgets the remembered limit first, so both takes are decided by Redis alone."},
 	{"Node remove of a locked job", "Node's Queue.remove returns 0 for a locked job, drover's Job.Remove returns ErrJobLocked: both are compared as refused."},
 }
 

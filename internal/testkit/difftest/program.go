@@ -113,6 +113,26 @@ const (
 	// moveToDelayed, moveToWait, extendLock / drover's Job.Complete, Fail,
 	// MoveToDelayed, MoveToWait, ExtendLock.
 	OpManualFinish Op = "manualFinish"
+	// OpSetGlobalRateLimit lets the queue's workers together take at most
+	// Step.Limit jobs per Step.Delay ms (queue.setGlobalRateLimit /
+	// Queue.SetGlobalRateLimit); OpRemoveGlobalRateLimit lifts it.
+	OpSetGlobalRateLimit    Op = "setGlobalRateLimit"
+	OpRemoveGlobalRateLimit Op = "removeGlobalRateLimit"
+	// OpRateLimit makes the limiter refuse takes for Step.Delay ms
+	// (queue.rateLimit / Queue.RateLimit): it blocks once a limit applies
+	// (a global rate limit). OpRemoveRateLimitKey deletes the limiter key
+	// (queue.removeRateLimitKey / Queue.RemoveRateLimitKey).
+	OpRateLimit          Op = "rateLimit"
+	OpRemoveRateLimitKey Op = "removeRateLimitKey"
+	// OpTrimEvents trims the events stream to about Step.Limit entries
+	// (queue.trimEvents / Queue.TrimEvents).
+	OpTrimEvents Op = "trimEvents"
+	// OpManualWaitChildren moves the oldest job the run took with
+	// OpManualTake (and did not end yet) to waiting-children, under the
+	// token it was taken with (job.moveToWaitingChildren(token) /
+	// drover's Job.MoveToWaitingChildren on the job NextJob returned). A
+	// job with no pending child stays taken.
+	OpManualWaitChildren Op = "manualWaitChildren"
 )
 
 // Step is one operation of a program.
@@ -133,13 +153,15 @@ type Step struct {
 	State string
 	// ResetMade and ResetStarted are OpRetry's reset options.
 	ResetMade, ResetStarted bool
-	// Delay (ms) of OpChangeDelay; the grace of OpClean.
+	// Delay (ms) of OpChangeDelay; the grace of OpClean; the window of
+	// OpSetGlobalRateLimit and the duration of OpRateLimit.
 	Delay int64
 	// Priority and LIFO of OpChangePriority.
 	Priority int
 	LIFO     bool
 	// Limit of OpClean (0: none); the lines OpClearLogs keeps; the cap of
-	// OpSetGlobalConcurrency.
+	// OpSetGlobalConcurrency; the max of OpSetGlobalRateLimit; the length
+	// OpTrimEvents trims to.
 	Limit int
 	// DedupID of OpRemoveDedupKey.
 	DedupID string
@@ -181,7 +203,8 @@ type Add struct {
 	Dedup                          *Dedup
 	KeepLogs                       int
 	StackTraceLimit                int
-	// Parent names an added job this one is a child of (the parent
+	// Parent names an added job this one is a child of (TakenJob: the
+	// oldest job the run took by hand and did not end yet) (the parent
 	// option; drover adds such a job as a lone flow root with
 	// FlowJob.Parent, so the generator gives it a custom id when drover
 	// adds it: drover's FlowProducer would give it a UUID).
@@ -191,6 +214,10 @@ type Add struct {
 	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
 	OnParentFailure string
 }
+
+// TakenJob, as an Add's Parent, names the oldest job the run took with
+// OpManualTake and did not end yet (none: a job that does not exist).
+const TakenJob = "@taken"
 
 // Backoff is a job's backoff option. Number makes Node's shorthand (the
 // delay as a plain number, meaning fixed).
@@ -222,11 +249,14 @@ type Dedup struct {
 
 // Outcome is what a work step's processor does.
 type Outcome struct {
-	// Kind is "complete", "fail", "unrecoverable" or "delay".
+	// Kind is "complete", "fail", "unrecoverable", "delay" or (work steps
+	// only) "rateLimited": the processor rate-limits the queue for Delay ms
+	// (worker.rateLimit / Worker.RateLimit) and gives the job back
+	// (Worker.RateLimitError / ErrRateLimited).
 	Kind    string
 	Value   any
 	Message string
-	Delay   int64 // ms, for "delay"
+	Delay   int64 // ms, for "delay" and "rateLimited"
 }
 
 // Program is a seeded sequence of steps.
@@ -434,13 +464,13 @@ func (s *Step) String() string {
 	if s.ResetMade || s.ResetStarted {
 		parts = append(parts, fmt.Sprintf("reset=%v/%v", s.ResetMade, s.ResetStarted))
 	}
-	if s.Op == OpChangeDelay || s.Op == OpClean {
+	if s.Op == OpChangeDelay || s.Op == OpClean || s.Op == OpSetGlobalRateLimit || s.Op == OpRateLimit {
 		parts = append(parts, fmt.Sprintf("delay=%d", s.Delay))
 	}
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
-	if s.Limit != 0 {
+	if s.Limit != 0 || s.Op == OpTrimEvents {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
 	}
 	if s.DedupID != "" {
@@ -489,6 +519,9 @@ var opNames = map[Op]string{
 	OpRemoveUnprocessedChildren: "OpRemoveUnprocessedChildren", OpRemoveDedupKey: "OpRemoveDedupKey",
 	OpJobRemoveDedupKey: "OpJobRemoveDedupKey", OpSetGlobalConcurrency: "OpSetGlobalConcurrency",
 	OpRemoveGlobalConcurrency: "OpRemoveGlobalConcurrency", OpManualTake: "OpManualTake", OpManualFinish: "OpManualFinish",
+	OpSetGlobalRateLimit: "OpSetGlobalRateLimit", OpRemoveGlobalRateLimit: "OpRemoveGlobalRateLimit",
+	OpRateLimit: "OpRateLimit", OpRemoveRateLimitKey: "OpRemoveRateLimitKey", OpTrimEvents: "OpTrimEvents",
+	OpManualWaitChildren: "OpManualWaitChildren",
 }
 
 // GoString renders the step as a Go composite literal.
@@ -538,7 +571,7 @@ func (s *Step) GoString() string {
 	if s.LIFO {
 		f = append(f, "LIFO: true")
 	}
-	if s.Limit != 0 {
+	if s.Limit != 0 || s.Op == OpTrimEvents {
 		f = append(f, fmt.Sprintf("Limit: %d", s.Limit))
 	}
 	if s.DedupID != "" {

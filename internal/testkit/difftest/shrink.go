@@ -137,7 +137,10 @@ func simplifications(s *Step) []func(*Step) {
 	if s.LIFO {
 		out = append(out, func(s *Step) { s.LIFO = false })
 	}
-	if s.Limit != 0 {
+	if s.Limit != 0 && s.Op != OpSetGlobalConcurrency && s.Op != OpSetGlobalRateLimit {
+		// A cap or max of 0 is not an input the generator makes (drover
+		// refuses it, Node stores it): a program shrunk to one would
+		// diverge for another reason.
 		out = append(out, func(s *Step) { s.Limit = 0 })
 	}
 	return out

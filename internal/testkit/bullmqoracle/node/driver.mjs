@@ -504,6 +504,7 @@ const commands = {
   stepWork: async (a) => {
     const sw = await getStepWorker(a);
     const token = `${sw.worker.id}:${++sw.n}`;
+    sw.worker.limitUntil = 0; // Redis decides each step (see steps.go)
     const job = await sw.worker.getNextJob(token, { block: false });
     if (!job) {
       return null;
@@ -517,6 +518,7 @@ const commands = {
   stepTake: async (a) => {
     const sw = await getStepWorker(a);
     const token = `${sw.worker.id}:${++sw.n}`;
+    sw.worker.limitUntil = 0; // Redis decides each step (see steps.go)
     const job = await sw.worker.getNextJob(token, { block: false });
     return job ? job.id : null;
   },

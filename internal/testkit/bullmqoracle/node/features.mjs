@@ -126,7 +126,8 @@ export function featureCommands({ getQueue, need, connection }) {
     queueCall: async (a) => {
       need(a, 'method');
       const allowed = ['getDeduplicationJobId', 'removeDeduplicationKey', 'getGlobalConcurrency', 'getGlobalRateLimit', 'getCountsPerPriority',
-        'setGlobalConcurrency', 'removeGlobalConcurrency', 'getMeta', 'getVersion', 'isMaxed', 'removeOrphanedJobs', 'exportPrometheusMetrics'];
+        'setGlobalConcurrency', 'removeGlobalConcurrency', 'getMeta', 'getVersion', 'isMaxed', 'removeOrphanedJobs', 'exportPrometheusMetrics',
+        'setGlobalRateLimit', 'removeGlobalRateLimit', 'rateLimit', 'removeRateLimitKey', 'trimEvents'];
       if (!allowed.includes(a.method)) {
         throw new Error(`oracle: queueCall of ${a.method}`);
       }
@@ -139,10 +140,15 @@ export function featureCommands({ getQueue, need, connection }) {
     // Queue.getJob as a Node user would, and returns its result as JSON.
     jobCall: (a) => callOnJob(a, 'jobCall', ['removeDeduplicationKey', 'clearLogs', 'removeChildDependency', 'removeUnprocessedChildren']),
     // manualNext is worker.getNextJob(a.token, {block: false}) on the
-    // queue's manual worker; it returns the job's id, or null.
+    // queue's manual worker; it returns the job's id, or null. With
+    // a.forgetLimit the worker first forgets a rate limit it met before
+    // (its limitUntil), so the call asks Redis as drover's NextJob does.
     manualNext: async (a) => {
       need(a, 'token');
       const w = await getManualWorker(a);
+      if (a.forgetLimit) {
+        w.limitUntil = 0;
+      }
       const job = await w.getNextJob(a.token, { block: false });
       return job ? job.id : null;
     },
