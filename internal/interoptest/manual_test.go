@@ -227,27 +227,11 @@ func TestDifferentialManualProcessing(t *testing.T) {
 	setup := newSetup(t)
 	// e's delay is until minus the time of the call, in ms: 60000 or a
 	// millisecond or two less on either side, by when the call ran.
-	roundDelay := func(raw *statedump.Snapshot) {
-		for name, k := range raw.Keys {
-			if (name == queueName+":e" || strings.HasSuffix(name, ":"+queueName+":e")) && k.Hash["delay"] != "0" {
-				ms, err := strconv.Atoi(k.Hash["delay"])
-				require.NoError(t, err)
-				require.InDelta(t, 60000, ms, 1000, "e's delay")
-				k.Hash["delay"] = "<about 60000>"
-			}
-		}
-	}
+	roundDelay := roundMinuteDelay(t, "e")
 	checkpointed(t, setup, dumpOptions{workersRan: true, rewrite: roundDelay}, func(t *testing.T, b *bundle, by impl, checkpoint func(string)) {
 		s := side{t, b, by}
 		m := newManual(s)
-		add := func(id string, opts map[string]any) {
-			t.Helper()
-			o := map[string]any{"jobId": id}
-			for k, v := range opts {
-				o[k] = v
-			}
-			s.nodeAdd(queueName, id, map[string]any{"id": id}, o)
-		}
+		add := s.addWithID
 		add("a", nil)
 		add("b", map[string]any{"attempts": 3, "backoff": map[string]any{"type": "fixed", "delay": 1000}})
 		add("c", map[string]any{"attempts": 2})
@@ -389,27 +373,11 @@ func TestInteropManualProcessing(t *testing.T) {
 func TestDifferentialManualFinishLeavesDueDelayed(t *testing.T) {
 	t.Parallel()
 	setup := newSetup(t)
-	roundDelay := func(raw *statedump.Snapshot) {
-		for name, k := range raw.Keys {
-			if (name == queueName+":c" || strings.HasSuffix(name, ":"+queueName+":c")) && k.Hash["delay"] != "0" {
-				ms, err := strconv.Atoi(k.Hash["delay"])
-				require.NoError(t, err)
-				require.InDelta(t, 60000, ms, 1000, "c's delay")
-				k.Hash["delay"] = "<about 60000>"
-			}
-		}
-	}
+	roundDelay := roundMinuteDelay(t, "c")
 	checkpointed(t, setup, dumpOptions{workersRan: true, rewrite: roundDelay}, func(t *testing.T, b *bundle, by impl, checkpoint func(string)) {
 		s := side{t, b, by}
 		m := newManual(s)
-		add := func(id string, opts map[string]any) {
-			t.Helper()
-			o := map[string]any{"jobId": id}
-			for k, v := range opts {
-				o[k] = v
-			}
-			s.nodeAdd(queueName, id, map[string]any{"id": id}, o)
-		}
+		add := s.addWithID
 		for _, id := range []string{"a", "b", "c", "d"} {
 			add(id, nil)
 		}
@@ -491,4 +459,31 @@ func TestDifferentialManualNotActiveDropsLock(t *testing.T) {
 		}
 		checkpoint("move to waiting-children refused: not active, lock gone")
 	})
+}
+
+// roundMinuteDelay rewrites the stored delay of job id, which a step sets
+// to a time a minute ahead minus the moment the call ran (60000 ms, give
+// or take a millisecond or two), to one value both sides share.
+func roundMinuteDelay(t *testing.T, id string) func(*statedump.Snapshot) {
+	return func(raw *statedump.Snapshot) {
+		for name, k := range raw.Keys {
+			if (name == queueName+":"+id || strings.HasSuffix(name, ":"+queueName+":"+id)) && k.Hash["delay"] != "0" {
+				ms, err := strconv.Atoi(k.Hash["delay"])
+				require.NoError(t, err)
+				require.InDelta(t, 60000, ms, 1000, "%s's delay", id)
+				k.Hash["delay"] = "<about 60000>"
+			}
+		}
+	}
+}
+
+// addWithID adds a job with custom id id (its data {"id": id}) from Node,
+// with opts on top.
+func (s side) addWithID(id string, opts map[string]any) {
+	s.t.Helper()
+	o := map[string]any{"jobId": id}
+	for k, v := range opts {
+		o[k] = v
+	}
+	s.nodeAdd(queueName, id, map[string]any{"id": id}, o)
 }

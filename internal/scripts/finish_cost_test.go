@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/internal/keys"
@@ -28,12 +29,8 @@ import (
 // each XADD, and per job one HSET and one XADD.
 func TestFinishRedisCommands(t *testing.T) {
 	t.Parallel()
-	srv, err := redistest.Start()
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	rdb := srv.Client(t)
+	rdb := costServer(t)
 	ctx := context.Background()
-	require.NoError(t, Load(ctx, rdb))
 
 	run := func(t *testing.T, name string, n int) int {
 		t.Helper()
@@ -82,14 +79,10 @@ func TestFinishRedisCommands(t *testing.T) {
 // waiting job, where BullMQ's fetch, which pops wait first, deletes none.
 func TestIdlePickupRedisCommands(t *testing.T) {
 	t.Parallel()
-	srv, err := redistest.Start()
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	rdb := srv.Client(t)
+	rdb := costServer(t)
 	ctx := context.Background()
-	require.NoError(t, Load(ctx, rdb))
 	k := keys.New("cost", "idle")
-	_, err = AddJobs(ctx, rdb, k, NewCall(time.Minute), []AddRecord{{Name: "j", Timestamp: 1, Data: "{}", Opts: "{}"}})
+	_, err := AddJobs(ctx, rdb, k, NewCall(time.Minute), []AddRecord{{Name: "j", Timestamp: 1, Data: "{}", Opts: "{}"}})
 	require.NoError(t, err)
 	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
 	f, err := MoveToActive(ctx, rdb, k, FetchArgs{Now: time.Now().UnixMilli(), Count: 10, Token: "t", LockDuration: 30000, WorkerName: "w"})
@@ -99,4 +92,16 @@ func TestIdlePickupRedisCommands(t *testing.T) {
 	t.Logf("idle pickup fetch: %d redis commands: %v", redistest.ScriptCommands(t, rdb), calls)
 	require.Zero(t, calls["del"], "the fetch deleted the priority counter behind a waiting job")
 	require.Equal(t, 10, redistest.ScriptCommands(t, rdb), "commands of an idle worker's fetch of one job")
+}
+
+// costServer is a redis-server of the test's own, so that INFO
+// commandstats counts only its commands, with the scripts loaded.
+func costServer(t *testing.T) *redis.Client {
+	t.Helper()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	require.NoError(t, Load(context.Background(), rdb))
+	return rdb
 }
