@@ -165,13 +165,19 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	defer closeWorker(ctx, w)
-
 	closeStalling, err := stallingWorker(ctx, rdb, *prefix, workerMetrics.Hooks(stallQueue))
 	if err != nil {
+		closeWorker(ctx, w)
 		return err
 	}
-	defer closeStalling()
+	// Both workers close at once: with Redis gone each may wait out its
+	// deadline, and a Ctrl-C should not wait for the two in turn.
+	defer func() {
+		var closing sync.WaitGroup
+		closing.Go(func() { closeWorker(ctx, w) })
+		closing.Go(closeStalling)
+		closing.Wait()
+	}()
 
 	var wg sync.WaitGroup
 	for _, name := range []string{*queueName, stallQueue} {
@@ -228,7 +234,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 		select {
 		case <-ctx.Done():
 		case <-ticker.C:
-			counts, err := q.GetJobCounts(context.WithoutCancel(ctx))
+			counts, err := q.GetJobCounts(ctx) // a Ctrl-C ends a read that Redis does not answer
 			if err == nil {
 				fmt.Fprintf(c.out, "counts: waiting=%d active=%d delayed=%d completed=%d failed=%d\n",
 					counts[drover.StateWaiting], counts[drover.StateActive], counts[drover.StateDelayed],
