@@ -267,8 +267,8 @@ func (qe *QueueEvents) Run(ctx context.Context, fn func(Event) error) error {
 // as BullMQ's queue.trimEvents does (Redis's approximate trim: it removes
 // whole stream nodes only, so a short stream may keep more). The cap later
 // events are trimmed to stays the queue's opts.maxLenEvents (written by a
-// Node Queue from streams.events.maxLen, 10,000 by default); TrimEvents
-// does not change it.
+// Node Queue from streams.events.maxLen, 10,000 by default, and by
+// SetEventsMaxLen); TrimEvents does not change it.
 func (q *Queue) TrimEvents(ctx context.Context, maxLen int64) error {
 	if err := q.check(); err != nil {
 		return err
@@ -278,6 +278,25 @@ func (q *Queue) TrimEvents(ctx context.Context, maxLen int64) error {
 	}
 	if err := q.rdb.XTrimMaxLenApprox(ctx, q.k.Events(), maxLen, 0).Err(); err != nil {
 		return fmt.Errorf("trim events of queue %q: %w", q.name, err)
+	}
+	return nil
+}
+
+// SetEventsMaxLen sets the cap the queue's events stream is trimmed to as
+// events are written (about maxLen entries, Redis's approximate trim), for
+// every producer and worker, Node's included: the meta field
+// opts.maxLenEvents that a Node Queue writes from its streams.events.maxLen
+// option when it starts. It applies to events written from now on; call
+// TrimEvents to trim the stream now. maxLen must be positive.
+func (q *Queue) SetEventsMaxLen(ctx context.Context, maxLen int64) error {
+	if err := q.check(); err != nil {
+		return err
+	}
+	if maxLen <= 0 {
+		return optionError("SetEventsMaxLen maxLen must be positive, got %d", maxLen)
+	}
+	if err := q.rdb.HSet(ctx, q.k.Meta(), "opts.maxLenEvents", maxLen).Err(); err != nil {
+		return fmt.Errorf("set the events cap of queue %q: %w", q.name, err)
 	}
 	return nil
 }

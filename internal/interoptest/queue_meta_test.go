@@ -101,6 +101,10 @@ func TestInteropQueueMetaReads(t *testing.T) {
 		m = check("concurrency 0 (Node), resumed and events trimmed by drover")
 		require.True(t, m.ConcurrencySet)
 		require.Zero(t, m.Concurrency)
+		require.EqualValues(t, 10000, m.MaxLenEvents, "TrimEvents leaves the cap")
+		require.NoError(t, b.dq.SetEventsMaxLen(ctx, 20))
+		m = check("events cap set by drover (a Node Queue's streams.events.maxLen)")
+		require.EqualValues(t, 20, m.MaxLenEvents)
 
 		// "0" is a non-empty string, truthy in JS: Node's getMeta answers
 		// the number 0 for each, where an absent or empty field is left out.
