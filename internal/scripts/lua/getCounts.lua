@@ -6,6 +6,8 @@
 -- A pre-v5 marker ("0:<n>", never a job) at the tail of wait or paused is
 -- dropped as it is counted, as BullMQ 6.7's getCounts does: one per list
 -- and read, and not when it is the list's only entry (that list counts 0).
+-- The count leaves the marker out also when the drop is refused (a Redis
+-- user without write rights).
 --@include common
 --@include queue
 --@include states
@@ -21,7 +23,9 @@ for i = 2, #ARGV do
       local tail = rcall("LINDEX", list, -1)
       if string.sub(tail, 1, 2) == "0:" then
         if n > 1 then
-          rcall("RPOP", list)
+          -- pcall: a user without write rights (a read-only dashboard)
+          -- still gets the counts; the marker then stays.
+          redis.pcall("RPOP", list)
         end
         n = n - 1
       end
