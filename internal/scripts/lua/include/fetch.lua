@@ -38,15 +38,14 @@ local function takeReady(count)
   end
   if #ids < count then
     local want = count - #ids
-    local had = #ids
     local pz = rcall("ZPOPMIN", prioritizedKey, want)
     for i = 1, #pz, 2 do
       ids[#ids + 1] = pz[i]
     end
-    -- The priority counter restarts once prioritized is empty: after the
-    -- pop that emptied it, or when nothing at all was ready (as BullMQ's
-    -- fetch). A pop that found it empty behind waiting jobs skips the DEL.
-    if #pz < want * 2 and (#pz > 0 or had == 0) then
+    -- Prioritized is empty now: the priority counter restarts. A Node
+    -- worker with slots left over fetches again at once, and that empty
+    -- fetch deletes it, so this batch fetch does too.
+    if #pz < want * 2 then
       rcall("DEL", pcKey)
     end
   end
