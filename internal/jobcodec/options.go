@@ -41,8 +41,9 @@ type option struct {
 }
 
 var optionTable = []option{
-	{"jobId", "jobId", func(o *Opts, v json.RawMessage, _ bool) error {
-		return json.Unmarshal(v, &o.JobID)
+	{"jobId", "jobId", func(o *Opts, v json.RawMessage, _ bool) (err error) {
+		o.JobID, err = jsonString(v)
+		return err
 	}},
 	{"delay", "delay", intReader(func(o *Opts) *int64 { return &o.Delay }, MaxMillis)},
 	{"priority", "priority", intReader(func(o *Opts) *int64 { return &o.Priority }, 1<<21-1)},
@@ -188,6 +189,16 @@ func PublicOptionNames() []string {
 	return names
 }
 
+// storedOption is the optionTable row of a stored key, -1 for none.
+func storedOption(k string) int {
+	for i := range optionTable {
+		if optionTable[i].stored == k && k != "" {
+			return i
+		}
+	}
+	return -1
+}
+
 // DecodeOpts parses a stored opts JSON, tolerating Node's encodings. Keys
 // it does not know are kept in Extra.
 func DecodeOpts(raw string) (Opts, error) {
@@ -195,18 +206,18 @@ func DecodeOpts(raw string) (Opts, error) {
 	if raw == "" {
 		return o, nil
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+	ms, err := members([]byte(raw))
+	if err != nil {
 		return o, fmt.Errorf("opts is not a JSON object: %w", err)
 	}
-	for k, v := range m {
-		i := slices.IndexFunc(optionTable, func(opt option) bool { return opt.stored != "" && opt.stored == k })
+	for _, m := range ms {
+		i := storedOption(m.key)
 		if i < 0 {
-			o.keep(k, v)
+			o.keep(m.key, m.val)
 			continue
 		}
-		if err := optionTable[i].read(&o, v, false); err != nil {
-			return o, fmt.Errorf("opts.%s: %w", k, err)
+		if err := optionTable[i].read(&o, m.val, false); err != nil {
+			return o, fmt.Errorf("opts.%s: %w", m.key, err)
 		}
 	}
 	return o, nil
@@ -306,6 +317,17 @@ func decodeBackoff(v json.RawMessage, strict bool) (*Backoff, error) {
 		b := &Backoff{Type: "fixed"}
 		return b, readInt(&b.Delay, v, strict, MaxMillis)
 	}
+	if !strict {
+		if b, ok := storedBackoff(v); ok {
+			return b, nil
+		}
+	}
+	return backoffObject(v, strict)
+}
+
+// backoffObject reads a backoff object with encoding/json: public input,
+// and stored objects storedBackoff does not read.
+func backoffObject(v json.RawMessage, strict bool) (*Backoff, error) {
 	var raw struct {
 		Type   *string         `json:"type"`
 		Delay  json.RawMessage `json:"delay"`
@@ -341,6 +363,38 @@ func decodeBackoff(v json.RawMessage, strict bool) (*Backoff, error) {
 	return b, nil
 }
 
+// storedBackoff reads a stored backoff object without reflection when it
+// has only the keys type (a string), delay (a plain integer) and jitter (a
+// number), spelled so (a repeated key counts once, with its last value);
+// ok is false for anything else, which backoffObject reads (it also
+// matches keys spelled in other cases, as encoding/json does).
+func storedBackoff(v []byte) (b *Backoff, ok bool) {
+	ms, err := members(v)
+	if err != nil || ms == nil {
+		return nil, false
+	}
+	b = &Backoff{}
+	for _, m := range ms {
+		switch m.key {
+		case "type":
+			if b.Type, err = jsonString(m.val); err != nil {
+				return nil, false
+			}
+		case "delay":
+			if b.Delay, ok = plainInt(m.val); !ok {
+				return nil, false
+			}
+		case "jitter":
+			if b.Jitter, err = strconv.ParseFloat(string(m.val), 64); err != nil {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	return b, true
+}
+
 // decodeKeep reads removeOnComplete/removeOnFail: true, false, a count or
 // {age (seconds), count, limit}, keeping the shape as given (Keep.Spec says
 // what it means). Public input must be whole numbers BullMQ stores exactly.
@@ -354,12 +408,13 @@ func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
 	case string(s) == "null" && !strict:
 		return nil, nil
 	case len(s) > 0 && s[0] == '{':
-		var raw map[string]json.RawMessage
-		if err := json.Unmarshal(s, &raw); err != nil {
+		raw, err := members(s)
+		if err != nil {
 			return nil, err
 		}
 		k.Object = true
-		for key, val := range raw {
+		for _, m := range raw {
+			key, val := m.key, m.val
 			var n int64
 			var err error
 			switch {
@@ -439,16 +494,17 @@ func countOf(v json.RawMessage) (int64, error) {
 }
 
 func decodeDedup(v json.RawMessage, strict bool) (*Dedup, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(v, &raw); err != nil {
+	raw, err := members(v)
+	if err != nil {
 		return nil, err
 	}
 	d := &Dedup{}
-	for k, val := range raw {
+	for _, m := range raw {
+		k, val := m.key, m.val
 		var err error
 		switch k {
 		case "id":
-			err = json.Unmarshal(val, &d.ID)
+			d.ID, err = jsonString(val)
 		case "ttl":
 			err = readInt(&d.TTL, val, strict, MaxMillis)
 		case "extend", "replace", "keepLastIfActive":

@@ -326,6 +326,9 @@ func appendString(b []byte, s string) []byte {
 
 // num reads a JSON number that may be a float or use an exponent; null is 0.
 func num(v json.RawMessage) (int64, error) {
+	if n, ok := plainInt(v); ok {
+		return n, nil
+	}
 	s := string(bytes.TrimSpace(v))
 	if s == "null" || s == "" {
 		return 0, nil
@@ -341,4 +344,28 @@ func num(v json.RawMessage) (int64, error) {
 		return 0, fmt.Errorf("not a finite number: %s", s)
 	}
 	return int64(f), nil
+}
+
+// plainInt reads v when it is a plain decimal integer of up to 18 digits
+// (what stored counts and times nearly always are) without the string
+// strconv needs; ok is false for anything else.
+func plainInt(v []byte) (n int64, ok bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	digits := v
+	if neg {
+		digits = v[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
