@@ -370,6 +370,11 @@ type MoveToWaitingChildrenOptions struct {
 // on a job Worker.NextJob returned, under the token NextJob took it with
 // (BullMQ's job.moveToWaitingChildren(token)): moved, that attempt is over
 // and the job comes back through NextJob once its children are done.
+//
+// Errors leave Redis untouched: ErrLockLost when the job holds no lock (it
+// expired, or the attempt ended; the message names the job's state),
+// ErrJobLocked when another token holds it, ErrNotInState when the job is
+// no longer active, ErrJobNotFound, ErrFailedChildren.
 func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChildrenOptions) (bool, error) {
 	if j.token == "" || j.run == nil || j.queue == nil {
 		return false, j.err("move to waiting-children", errors.New("not a running attempt: only the job handed to a processor or returned by Worker.NextJob can wait for its children"))
@@ -383,9 +388,19 @@ func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChil
 	now := j.queue.clock.Now()
 	timeline := timelineWith(j, Attempt{N: j.AttemptsStarted, Start: j.run.started, End: now, Worker: j.run.w.workerLabel(),
 		Outcome: OutcomeWaitingChildren})
+	const op = "move to waiting-children"
 	moved, err := scripts.MoveToWaitingChildren(ctx, j.queue.rdb, j.queue.k, j.ID, j.token, child, now.UnixMilli(), timeline)
-	if err != nil {
-		return false, j.err("move to waiting-children", err)
+	switch {
+	case errors.Is(err, scripts.ErrLockTaken):
+		return false, j.err(op, lockTakenError())
+	case errors.Is(err, scripts.ErrLockMissing):
+		state, serr := j.queue.GetJobState(ctx, j.ID)
+		if serr != nil {
+			state = "unknown"
+		}
+		return false, j.err(op, fmt.Errorf("%w: no lock (it expired, or the attempt ended); the job is %s", ErrLockLost, state))
+	case err != nil:
+		return false, j.err(op, err)
 	}
 	if moved {
 		// The result is in Redis as far as the lock keeper and the worker

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
 func TestFlowProducer(t *testing.T) {
@@ -313,6 +314,49 @@ func TestFlowProducer(t *testing.T) {
 		require.NoError(t, err)
 		_, err = res.Job.MoveToWaitingChildren(ctx, nil)
 		require.ErrorContains(t, err, "not a running attempt")
+	})
+
+	// A manual job whose lock expired or another token holds answers the
+	// public lock errors, as Complete does (the differential tester met
+	// "job lock missing", an error no drover sentinel matched).
+	t.Run("MoveToWaitingChildrenLockRefusals", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		_, err := b.queue.Add(ctx, "p", nil, &drover.JobOptions{JobID: "p"})
+		require.NoError(t, err)
+		w, err := drover.NewWorker(b.rdb, b.name, nil, &drover.WorkerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, w.Close(ctx)) })
+		job, err := w.NextJob(ctx, "mine", 0)
+		require.NoError(t, err)
+		ref := job.Ref()
+		_, err = b.fp.Add(ctx, drover.FlowJob{Name: "kid", QueueName: "leaves", Parent: &ref})
+		require.NoError(t, err)
+		lock := b.prefix + ":" + b.name + ":p:lock"
+
+		for _, tc := range []struct {
+			name   string
+			theirs bool // another token holds the lock; else it is gone
+			want   error
+			text   string
+		}{
+			{"lock taken", true, drover.ErrJobLocked, "another token"},
+			{"lock gone", false, drover.ErrLockLost, "the job is active"},
+		} {
+			if tc.theirs {
+				require.NoError(t, b.rdb.Set(ctx, lock, "theirs", 0).Err())
+			} else {
+				require.NoError(t, b.rdb.Del(ctx, lock).Err())
+			}
+			before, err := statedump.Dump(ctx, b.rdb, b.prefix)
+			require.NoError(t, err)
+			_, err = job.MoveToWaitingChildren(ctx, nil)
+			require.ErrorIs(t, err, tc.want, tc.name)
+			require.ErrorContains(t, err, tc.text, tc.name)
+			after, err := statedump.Dump(ctx, b.rdb, b.prefix)
+			require.NoError(t, err)
+			require.Empty(t, statedump.Diff(before, after), "%s: Redis untouched", tc.name)
+		}
 	})
 
 	t.Run("WaitingChildrenWithoutMovingFails", func(t *testing.T) {
