@@ -24,6 +24,7 @@ const { values: flags } = parseArgs({
     'payload-kb': { type: 'string', default: '0' },
     backoff: { type: 'string', default: 'fixed' },
     dup: { type: 'string', default: '1' },
+    ids: { type: 'string', default: 'false' },
     children: { type: 'string', default: '100' },
     'every-ms': { type: 'string', default: '100' },
     // accepted for flag compatibility with the Go peer, unused here (the
@@ -52,6 +53,7 @@ const cfg = {
   payloadKB: Number(flags['payload-kb']),
   backoff: flags.backoff,
   dup: Number(flags.dup),
+  ids: flags.ids === 'true',
   children: Number(flags.children),
   everyMs: Number(flags['every-ms']),
 };
@@ -84,6 +86,7 @@ function jobOpts(j) {
   }
   if (j.delay !== undefined) o.delay = j.delay;
   if (cfg.dup > 1) o.deduplication = { id: `d${j.i}` };
+  if (cfg.ids) o.jobId = `o${j.i}`;
   return o;
 }
 

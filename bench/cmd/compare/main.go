@@ -270,6 +270,14 @@ func plan(o options) (impls []string, steps []step) {
 			args: []string{f("scenario", "retry"), f("n", o.NRetry), f("c", 100), f("attempts", 3), f("backoff", "exp")},
 		},
 		{name: "add_dedup50", n: o.N, server: true, args: []string{f("scenario", "add_single"), f("n", o.N), f("producers", 8), f("dup", 2)}},
+		// Custom job ids make every job's stored opts text distinct (BullMQ
+		// keeps jobId in opts), which a worker decodes per job. River has no
+		// custom ids: n/a.
+		{
+			name: "process_ids_c100", n: o.N, server: true, without: []string{"river"},
+			seed: []string{f("scenario", "seed"), f("n", o.N), f("ids", true)},
+			args: []string{f("scenario", "process"), f("n", o.N), f("c", 100), f("ids", true)},
+		},
 		{name: "add_single_100kb", n: o.NBig, server: true, args: []string{f("scenario", "add_single"), f("n", o.NBig), f("producers", 8), f("payload-kb", 100)}},
 		{
 			name: "process_100kb_c100", n: o.NBig, server: true,

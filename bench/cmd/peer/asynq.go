@@ -44,6 +44,9 @@ func (a *asynqImpl) Add(ctx context.Context, j jobSpec) error {
 		// asynq's deduplication: a task id is refused while the task exists.
 		opts = append(opts, asynq.TaskID(j.DedupID))
 	}
+	if j.JobID != "" {
+		opts = append(opts, asynq.TaskID(j.JobID))
+	}
 	_, err = a.client.EnqueueContext(ctx, asynq.NewTask(asynqTaskType, data), opts...)
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		err = nil

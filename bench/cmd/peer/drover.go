@@ -47,6 +47,7 @@ func droverOpts(j jobSpec) *drover.JobOptions {
 	if j.DedupID != "" {
 		o.Deduplication = &drover.Deduplication{ID: j.DedupID}
 	}
+	o.JobID = j.JobID
 	if j.At != 0 {
 		o.Delay = time.Until(time.UnixMicro(j.At))
 	}

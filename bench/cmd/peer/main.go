@@ -61,11 +61,13 @@ type config struct {
 	// Workload variants (issue 16): PayloadKB pads every job's data with
 	// that many KiB; Backoff "exp" retries with exponential backoff (5 ms
 	// base, doubling) and 50 % jitter instead of immediately; Dup > 1 adds
-	// every job Dup times under one deduplication id; StopAtHandled ends a
+	// every job Dup times under one deduplication id; IDs gives every job a
+	// custom id; StopAtHandled ends a
 	// process run once -n jobs were handled, leaving the rest of a backlog.
 	PayloadKB     int
 	Backoff       string
 	Dup           int
+	IDs           bool
 	StopAtHandled bool
 	// DroverBin is the drover CLI binary (bigqueue).
 	DroverBin string
@@ -99,6 +101,7 @@ func main() {
 	flag.IntVar(&cfg.PayloadKB, "payload-kb", 0, "pad every job's data with this many KiB")
 	flag.StringVar(&cfg.Backoff, "backoff", "fixed", "retry backoff with -attempts > 1: fixed (0 ms) or exp (5 ms doubling, jitter 0.5)")
 	flag.IntVar(&cfg.Dup, "dup", 1, "add every job this many times under one deduplication id")
+	flag.BoolVar(&cfg.IDs, "ids", false, "give every job a custom id (o1, o2, …: BullMQ/drover jobId, asynq TaskID)")
 	flag.BoolVar(&cfg.StopAtHandled, "stop-at-handled", false, "process: stop once -n jobs were handled (a backlog stays)")
 	flag.StringVar(&cfg.DroverBin, "drover-bin", "", "drover CLI binary (bigqueue)")
 	flag.IntVar(&cfg.Children, "children", 100, "children of each flow's parent (flow)")
@@ -243,6 +246,7 @@ type jobSpec struct {
 	Attempts int           // > 1: retry up to this many attempts
 	Backoff  string        // with Attempts > 1: "fixed" (0 ms) or "exp" (5 ms doubling, jitter 0.5)
 	DedupID  string        // non-empty: deduplicate adds by this id
+	JobID    string        // non-empty: the job's custom id
 	Pad      string        // extra data (the payload's "p")
 }
 
@@ -252,6 +256,9 @@ func (cfg config) spec(i int) jobSpec {
 	if cfg.Dup > 1 {
 		j.I = i / cfg.Dup
 		j.DedupID = "d" + strconv.Itoa(j.I)
+	}
+	if cfg.IDs {
+		j.JobID = "o" + strconv.Itoa(i)
 	}
 	if cfg.PayloadKB > 0 {
 		j.Pad = padding(cfg.PayloadKB)
