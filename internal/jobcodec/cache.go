@@ -1,6 +1,9 @@
 package jobcodec
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // optsCache memoises DecodeOpts by the raw opts text. Most queues add jobs
 // with a handful of distinct option sets, and decoding opts is most of the
@@ -19,7 +22,7 @@ const optsCacheMax = 4096
 const optsCacheMaxLen = 512
 
 func decodeOptsCached(raw string) (Opts, error) {
-	if len(raw) > optsCacheMaxLen {
+	if len(raw) > optsCacheMaxLen || perJob(raw) {
 		return DecodeOpts(raw)
 	}
 	optsCache.RLock()
@@ -39,4 +42,12 @@ func decodeOptsCached(raw string) (Opts, error) {
 	optsCache.m[raw] = o
 	optsCache.Unlock()
 	return o, nil
+}
+
+// perJob reports that an opts text names something of its own job, a
+// custom id or a deduplication id, so no other job shares it: caching it
+// would cost a map insert (and the collector's work on entries nobody
+// reads again) for nothing.
+func perJob(raw string) bool {
+	return strings.Contains(raw, `"jobId":`) || strings.Contains(raw, `"de":`)
 }

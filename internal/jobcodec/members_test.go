@@ -146,3 +146,31 @@ func FuzzStoredBackoff(f *testing.F) {
 		}
 	})
 }
+
+// TestOptsCacheSkipsPerJobTexts: an opts text with a custom id or a
+// deduplication id is decoded but not cached (no other job shares it); a
+// shared text is cached.
+func TestOptsCacheSkipsPerJobTexts(t *testing.T) {
+	cached := func(raw string) bool {
+		optsCache.RLock()
+		defer optsCache.RUnlock()
+		_, ok := optsCache.m[raw]
+		return ok
+	}
+	for _, tc := range []struct {
+		raw  string
+		want bool
+	}{
+		{`{"attempts":2,"jobId":"cache-test-1"}`, false},
+		{`{"attempts":2,"de":{"id":"cache-test-2"}}`, false},
+		{`{"attempts":2,"delay":1234567}`, true},
+	} {
+		o, err := decodeOptsCached(tc.raw)
+		if err != nil || o.Attempts != 2 {
+			t.Fatalf("%s: %+v, %v", tc.raw, o, err)
+		}
+		if got := cached(tc.raw); got != tc.want {
+			t.Errorf("%s: cached %v, want %v", tc.raw, got, tc.want)
+		}
+	}
+}
