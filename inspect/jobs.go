@@ -860,6 +860,12 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	for n, s := range job.Stacktrace {
 		errs[n] = firstLine(s)
 	}
+	// The newest trace is the last attempt's unless that attempt completed
+	// (a completion leaves no trace): then it is attempt made-1's.
+	newest := made
+	if state == drover.StateCompleted {
+		newest = made - 1
+	}
 	seq := 0
 	for n := 1; n < made; n++ {
 		seq++
@@ -869,7 +875,7 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		if wait := nominalBackoff(job.Opts.Backoff, n); wait > 0 {
 			a.Outcome, a.Backoff = drover.OutcomeRetryDelayed.String(), wait
 		}
-		if k := len(errs) - (made - n) - 1; k >= 0 && k < len(errs) {
+		if k := len(errs) - 1 - (newest - n); k >= 0 && k < len(errs) {
 			a.Error = errs[k]
 		}
 		out = append(out, a)

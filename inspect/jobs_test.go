@@ -146,6 +146,45 @@ func TestJob(t *testing.T) {
 		}, d.Timeline)
 	})
 
+	// A job a Node worker failed twice, then completed: each failure shows
+	// its own error. The completion leaves no trace, so the newest trace is
+	// the second attempt's; the timeline gave it to the third and showed
+	// the first failure without an error and the second with the first's.
+	t.Run("DerivedTimelineOfARetriedJobThatCompleted", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		k := b.prefix + ":node:"
+		require.NoError(t, b.rdb.HSet(ctx, k+"8", "name", "n", "data", "{}", "opts", `{"attempts":3}`,
+			"timestamp", 1000, "atm", 3, "ats", 3, "processedOn", 5000, "finishedOn", 6000, "returnvalue", `"ok"`,
+			"failedReason", "second", "stacktrace", `["Error: first\n    at x","Error: second\n    at y"]`).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"completed", redisZ(6000, "8")).Err())
+		d, err := b.ins.Job(ctx, "node", "8")
+		require.NoError(t, err)
+		require.Equal(t, inspect.TimelineDerived, d.TimelineSource)
+		require.Equal(t, []inspect.Attempt{
+			{N: 1, Outcome: "retried", Error: "Error: first"},
+			{N: 2, Outcome: "retried", Error: "Error: second"},
+			{N: 3, Outcome: "completed", Start: inspect.InstantOf(time.UnixMilli(5000)), End: inspect.InstantOf(time.UnixMilli(6000))},
+		}, d.Timeline)
+
+		// The same from a real Node worker: both failures show their error.
+		o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+		id, err := o.Add(ctx, b.prefix, "node", "flaky", nil, map[string]any{"attempts": 3})
+		require.NoError(t, err)
+		require.NoError(t, o.StartWorker(ctx, b.prefix, "node", bullmqoracle.WorkerOptions{ID: "w", Behavior: bullmqoracle.FailTimes(2, "flaky", "ok")}))
+		t.Cleanup(func() { _ = o.StopWorker(context.Background(), "w", true) })
+		res, err := o.WaitUntilFinished(ctx, b.prefix, "node", id, 20*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, "completed", res.State)
+		d, err = b.ins.Job(ctx, "node", id)
+		require.NoError(t, err)
+		var got []string
+		for _, a := range d.Timeline {
+			got = append(got, fmt.Sprintf("%d:%s:%s", a.N, a.Outcome, a.Error))
+		}
+		require.Equal(t, []string{"1:retried:Error: flaky", "2:retried:Error: flaky", "3:completed:"}, got)
+	})
+
 	// A Node worker leaves no record of the attempts: the derived timeline
 	// says which failures waited for their backoff, and for how long the
 	// job's option says, instead of "retried" (back to wait at once) for
