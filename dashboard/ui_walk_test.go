@@ -1,0 +1,208 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// consoleLog collects what a tab writes to its console.
+type consoleLog struct {
+	mu   sync.Mutex
+	msgs []chromedp.ConsoleMessage
+}
+
+func watchConsole(t *testing.T, tab context.Context) *consoleLog {
+	t.Helper()
+	c := &consoleLog{}
+	ctx, cancel := context.WithCancel(tab)
+	msgs := chromedp.Console(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.msgs = append(c.msgs, m)
+			c.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return c
+}
+
+func (c *consoleLog) all() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, m := range c.msgs {
+		out = append(out, m.String()+" @"+m.URL)
+	}
+	return out
+}
+
+func TestUIRedisOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	direct, prefix := redistest.Client(t)
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix, DiscoveryInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(context.Background()) })
+	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	res, err := q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	id := res.Job.ID
+
+	tab := browser(t)
+	con := watchConsole(t, tab)
+	do(t, tab, chromedp.Navigate(srv.URL+"/#/q/q/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	proxy.Refuse()
+	proxy.ResetAll()
+	testkit.WaitFor(t, 30*time.Second, "the page to say Redis is down", func() bool {
+		return strings.Contains(text(t, tab, `#main`), "Redis unavailable")
+	})
+	t.Logf("down: %s", text(t, tab, `#main`))
+	require.NoError(t, proxy.Listen())
+	job, err := q.GetJob(ctx, id)
+	require.NoError(t, err)
+	require.NoError(t, job.Promote(ctx))
+	testkit.WaitFor(t, 30*time.Second, "the page to show the job again", func() bool {
+		return text(t, tab, `h1 [data-retry-state]`) != ""
+	})
+	t.Logf("up: %s", text(t, tab, `#main`))
+	_, err = q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	time.Sleep(5 * time.Second)
+	t.Logf("feed: %s", text(t, tab, `.feed`))
+	t.Logf("console: %q", con.all())
+}
+
+// walkQueue is a queue name that needs escaping in a URL: a space, a
+// slash, a '#', a '?', a '%' and a non-ASCII letter.
+const walkQueue = "orders ü/#1?%"
+
+// TestUIWalkNodeQueues walks every page of the dashboard over queues a Node
+// BullMQ made (a flow, a job scheduler, retried, failed and unrecoverable
+// jobs with stack traces, huge data, an HTML-ish unicode name, an id full
+// of URL syntax, a paused and a rate-limited queue), as an operator would,
+// reloading the job pages (deep links) and going back: every page renders,
+// and the browser reports no error and no uncaught exception.
+func TestUIWalkNodeQueues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+	add := func(queue, name string, data any, opts map[string]any) string {
+		t.Helper()
+		id, err := o.Add(ctx, b.prefix, queue, name, data, opts)
+		require.NoError(t, err)
+		return id
+	}
+	retried := add(walkQueue, "flaky", map[string]any{"behavior": bullmqoracle.FailTimes(2, "flaky upstream", "ok")},
+		map[string]any{"attempts": 3, "backoff": map[string]any{"type": "fixed", "delay": 10}})
+	failed := add(walkQueue, "doomed", map[string]any{"behavior": bullmqoracle.Fail("boom <script>alert(1)</script>")}, map[string]any{"attempts": 2})
+	unrec := add(walkQueue, "hopeless", map[string]any{"behavior": bullmqoracle.Unrecoverable("card declined")}, nil)
+	const odd = "a.b/c%d#e?f g"
+	add(walkQueue, "<b>html</b> ☃ 名前", map[string]any{"big": strings.Repeat("x", 300_000)}, map[string]any{"jobId": odd})
+	later := add(walkQueue, "later", nil, map[string]any{"delay": 3_600_000})
+	add(walkQueue, "urgent", nil, map[string]any{"priority": 3, "delay": 3_600_000})
+	_, err := o.UpsertJobScheduler(ctx, b.prefix, walkQueue, "every-hour", map[string]any{"every": 3_600_000}, map[string]any{"name": "tick"})
+	require.NoError(t, err)
+	flow, err := o.AddFlow(ctx, b.prefix, bullmqoracle.FlowJob{Name: "assemble", QueueName: "flows", Children: []bullmqoracle.FlowJob{
+		{Name: "part", QueueName: walkQueue, Opts: map[string]any{"delay": 3_600_000}},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, o.StartWorker(ctx, b.prefix, walkQueue, bullmqoracle.WorkerOptions{ID: "w", Name: "node-walker", Behavior: bullmqoracle.FromData("behavior")}))
+	t.Cleanup(func() { _ = o.StopWorker(context.Background(), "w", true) })
+	for _, id := range []string{retried, failed, unrec, odd} {
+		_, err := o.WaitUntilFinished(ctx, b.prefix, walkQueue, id, 20*time.Second)
+		require.NoError(t, err)
+	}
+	add("paused", "x", nil, nil)
+	require.NoError(t, o.Pause(ctx, b.prefix, "paused"))
+	require.NoError(t, o.SetGlobalRateLimit(ctx, b.prefix, "limited", 5, time.Minute))
+	require.NoError(t, o.SetGlobalConcurrency(ctx, b.prefix, "limited", 2))
+	add("limited", "y", nil, nil)
+
+	tab := browser(t)
+	con := watchConsole(t, tab)
+	esc := url.PathEscape(walkQueue)
+	jobURL := func(q, id string) string { return "#/q/" + url.PathEscape(q) + "/job/" + url.PathEscape(id) }
+	pages := []struct {
+		hash string
+		want string // a selector that shows once the page rendered
+	}{
+		{"#/", `#queues tr[data-queue="paused"]`},
+		{"#/q/" + esc, `#jobs tr[data-job]`},
+		{"#/q/" + esc + "?state=completed", `#jobs tr[data-job="` + retried + `"]`},
+		{"#/q/" + esc + "?state=delayed", `#jobs tr[data-job="` + later + `"]`},
+		{"#/q/" + esc + "?state=failed", `#failure-groups`},
+		{"#/q/" + esc + "?state=waiting", `#jobs`},
+		{"#/q/" + esc + "?state=prioritized", `#jobs`},
+		{"#/q/flows?state=waiting-children", `#jobs tr[data-job="` + flow.ID + `"]`},
+		{"#/q/paused", `#jobs tr[data-job]`},
+		{"#/q/limited", `[data-limit]`},
+		{jobURL(walkQueue, retried), `#timeline`},
+		{jobURL(walkQueue, failed), `#failed-reason`},
+		{jobURL(walkQueue, unrec), `#failed-reason`},
+		{jobURL(walkQueue, odd), `#job-data`},
+		{jobURL(walkQueue, later), `#next-run`},
+		{jobURL("flows", flow.ID), `#flow-children`},
+		{jobURL(walkQueue, flow.Children[0].ID), `#flow-parent`},
+		{"#/q/" + esc + "/schedulers", `#schedulers tr[data-scheduler="every-hour"]`},
+		{"#/q/" + esc + "/stalled", `#stalled-jobs`},
+		{"#/workers", `#workers tr[data-worker]`},
+		{"#/audit", `#audit`},
+		{"#/audit?log=security", `#audit`},
+		{"#/find/" + url.PathEscape(odd), `#job-data`},
+	}
+	for _, p := range pages {
+		do(t, tab, chromedp.Navigate(b.url+p.hash), chromedp.WaitVisible(chromedp.CSS(p.want)))
+		// A deep link survives a reload.
+		do(t, tab, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(p.want)))
+	}
+	// Back and forward through the pages' history.
+	for range 3 {
+		do(t, tab, chromedp.NavigateBack())
+	}
+	do(t, tab, chromedp.WaitVisible(chromedp.CSS(pages[len(pages)-4].want)))
+	do(t, tab, chromedp.NavigateForward(), chromedp.WaitVisible(chromedp.CSS(pages[len(pages)-3].want)))
+	do(t, tab, chromedp.NavigateForward(), chromedp.NavigateForward(), chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	require.Equal(t, "Job "+odd, text(t, tab, `h1 span`))
+	var bad []string
+	for _, m := range con.all() {
+		if strings.HasPrefix(m, "error:") || strings.HasPrefix(m, "exception:") {
+			bad = append(bad, m)
+		}
+	}
+	require.Empty(t, bad, "console errors and uncaught exceptions")
+}
