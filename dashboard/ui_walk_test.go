@@ -2,8 +2,10 @@ package dashboard_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -66,28 +68,13 @@ func (c *consoleLog) all() []string {
 func TestUIRedisOutage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	direct, prefix := redistest.Client(t)
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
-	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix, DiscoveryInterval: 50 * time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ins.Close(context.Background()) })
-	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close(context.Background()) })
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-	require.NoError(t, err)
+	q, proxy, base := proxiedDashboard(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
 	res, err := q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Hour})
 	require.NoError(t, err)
 	id := res.Job.ID
 
 	tab := browser(t)
-	do(t, tab, chromedp.Navigate(srv.URL+"/#/q/q/job/"+id), chromedp.WaitVisible(chromedp.CSS(`h1 [data-retry-state="scheduled"]`)))
+	do(t, tab, chromedp.Navigate(base+"#/q/q/job/"+id), chromedp.WaitVisible(chromedp.CSS(`h1 [data-retry-state="scheduled"]`)))
 	proxy.Refuse()
 	proxy.ResetAll()
 	testkit.WaitFor(t, 30*time.Second, "the page to say Redis is down", func() bool {
@@ -103,6 +90,55 @@ func TestUIRedisOutage(t *testing.T) {
 	testkit.WaitFor(t, 30*time.Second, "the live feed to carry the promotion", func() bool {
 		return strings.Contains(text(t, tab, `.feed`), "waiting job "+id+" (from delayed)")
 	})
+}
+
+// proxiedDashboard serves a dashboard whose Redis is reached through a
+// fault proxy (Refuse and ResetAll take Redis away, Listen brings it back).
+// It returns queue "q" on a direct connection, the proxy and the base URL.
+func proxiedDashboard(t *testing.T, opts *dashboard.Options) (*drover.Queue, *faultproxy.Proxy, string) {
+	t.Helper()
+	direct, prefix := redistest.Client(t)
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix, DiscoveryInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(context.Background()) })
+	h, err := dashboard.New(ins, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	return q, proxy, srv.URL + "/"
+}
+
+// TestUIReloadWhileRedisIsDown: a signed-in operator reloads while Redis,
+// which keeps the sessions, is down. The page says it cannot reach the API
+// and comes back by itself once Redis is back; it stayed on "Could not
+// reach the dashboard API" until the next manual reload.
+func TestUIReloadWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, proxy, base := proxiedDashboard(t, &dashboard.Options{Auth: testUsers()})
+	res, err := q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(base+"#/q/q/job/"+res.Job.ID),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), operatorToken),
+		chromedp.Click(chromedp.CSS(`form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	proxy.Refuse()
+	proxy.ResetAll()
+	do(t, tab, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#unreachable`)))
+	require.Contains(t, text(t, tab, `#unreachable`), "sessions unavailable")
+	require.NoError(t, proxy.Listen())
+	do(t, tab, chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	require.Equal(t, "otto (operator)", text(t, tab, `#whoami`))
 }
 
 // walkQueue is a queue name that needs escaping in a URL: a space, a
@@ -204,4 +240,67 @@ func TestUIWalkNodeQueues(t *testing.T) {
 		}
 	}
 	require.Empty(t, bad, "console errors and uncaught exceptions")
+}
+
+// TestUISessionEndedShowsSignIn: an admin signs everyone out (or the
+// session expires) while an operator has a queue page open. The page asks
+// the operator to sign in again, and after signing in shows the page they
+// were on; it kept polling and showed "Could not load: sign in first"
+// with no way back but a reload.
+func TestUISessionEndedShowsSignIn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	id := b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: time.Hour})
+	tab := browser(t)
+	signIn := func() {
+		t.Helper()
+		do(t, tab,
+			chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)),
+			chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), operatorToken),
+			chromedp.Click(chromedp.CSS(`form button[type="submit"]`)))
+	}
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail/job/"+id))
+	signIn()
+	do(t, tab, chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	require.Equal(t, http.StatusOK, b.as(t, adminToken).post("api/sessions/revoke", map[string]string{"user": "otto"}, nil))
+	// The page's next refresh finds the session gone.
+	do(t, tab, chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	require.Contains(t, text(t, tab, `.signin`), "Your session ended")
+	require.Equal(t, "", text(t, tab, `#whoami`), "nobody shown as signed in")
+	signIn()
+	do(t, tab, chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	require.Equal(t, "Job "+id, text(t, tab, `h1 span`))
+	require.Equal(t, "otto (operator)", text(t, tab, `#whoami`))
+}
+
+// TestUILiveFeedComesBack: a page whose live-update stream was refused (a
+// 503: the streams were all taken, or Redis was down when it connected)
+// opens it again later, so its live feed works once a stream is free. The
+// browser gives up on a stream refused with an error status, and the feed
+// stayed empty for as long as the page was open.
+func TestUILiveFeedComesBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin, MaxStreams: 1})
+	id := b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: time.Hour})
+	first := browser(t)
+	do(t, first, chromedp.Navigate(b.url+"#/q/mail?state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)))
+	// The first page holds the only stream: the second is refused.
+	second := browser(t)
+	con := watchConsole(t, second)
+	do(t, second, chromedp.Navigate(b.url+"#/q/mail/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	testkit.WaitFor(t, 20*time.Second, "the second page's stream to be refused", func() bool {
+		return slices.ContainsFunc(con.all(), func(m string) bool { return strings.Contains(m, "503") && strings.Contains(m, "/events") })
+	})
+	do(t, first, chromedp.Navigate("about:blank"))
+	job, err := b.queue(t, "mail").GetJob(ctx, id)
+	require.NoError(t, err)
+	// Each round reports progress (an event for the job) until the page's
+	// feed shows one: the page has a stream again.
+	n := 0
+	testkit.WaitFor(t, 30*time.Second, "the live feed to carry the job's progress", func() bool {
+		n++
+		require.NoError(t, job.UpdateProgress(ctx, n))
+		return strings.Contains(text(t, second, `.feed`), "progress job "+id)
+	})
 }
