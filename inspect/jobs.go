@@ -884,6 +884,32 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		seq++
 		out = append(out, Attempt{N: seq, Outcome: drover.OutcomeStalled.String()})
 	}
+	// Activations that neither failed, completed nor stalled: the processor
+	// moved its job (to delayed, to waiting-children) or it went back to
+	// wait unspent (rate limited). When none failed, the newest one put the
+	// job where it is; which ones came before is not known.
+	moved := job.AttemptsStarted - made - job.StalledCount
+	if state == drover.StateActive {
+		moved--
+	}
+	for k := 1; k <= moved; k++ {
+		seq++
+		a := Attempt{N: seq, Outcome: drover.OutcomeUnknown.String()}
+		if k == moved && made == 0 {
+			switch state {
+			case drover.StateDelayed:
+				a.Outcome, a.Backoff, a.NextRun = drover.OutcomeDelayed.String(), job.Delay, Instant{nextRun}
+			case drover.StateWaitingChildren:
+				a.Outcome = drover.OutcomeWaitingChildren.String()
+			case drover.StateWaiting, drover.StatePrioritized, drover.StatePaused:
+				a.Outcome = drover.OutcomeRequeued.String()
+			}
+			if a.Outcome != drover.OutcomeUnknown.String() {
+				a.Start, a.Worker = Instant{job.ProcessedOn}, job.ProcessedBy
+			}
+		}
+		out = append(out, a)
+	}
 	if made > 0 {
 		seq++
 		a := Attempt{N: seq}

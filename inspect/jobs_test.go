@@ -185,6 +185,44 @@ func TestJob(t *testing.T) {
 		require.Equal(t, []string{"1:retried:Error: flaky", "2:retried:Error: flaky", "3:completed:"}, got)
 	})
 
+	// A Node processor that moves its own job (to delayed here) spends no
+	// attempt, but it ran: the timeline shows that run, as the budget's
+	// "1 started" does. It said "No attempt yet".
+	t.Run("DerivedTimelineShowsARunThatMovedItsJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+		id, err := o.Add(ctx, b.prefix, "node", "n", nil, map[string]any{"attempts": 3})
+		require.NoError(t, err)
+		require.NoError(t, o.StartWorker(ctx, b.prefix, "node", bullmqoracle.WorkerOptions{ID: "w", Name: "node-w", Behavior: bullmqoracle.MoveToDelayed(time.Hour, 1, nil)}))
+		t.Cleanup(func() { _ = o.StopWorker(context.Background(), "w", true) })
+		var d *inspect.JobDetail
+		testkit.WaitFor(t, 20*time.Second, "the job to delay itself", func() bool {
+			var err error
+			d, err = b.ins.Job(ctx, "node", id)
+			require.NoError(t, err)
+			return d.State == drover.StateDelayed
+		})
+		require.Equal(t, inspect.Budget{Made: 0, Started: 1, Allowed: 3, Left: 3, Used: 0}, d.Budget)
+		require.Len(t, d.Timeline, 1)
+		a := d.Timeline[0]
+		require.Equal(t, 1, a.N)
+		require.Equal(t, "delayed", a.Outcome)
+		require.Equal(t, d.ProcessedOn, a.Start)
+		require.Equal(t, "node-w", a.Worker)
+		require.Equal(t, d.NextRun, a.NextRun)
+
+		// Written as Node leaves it: a parent whose processor moved it to
+		// waiting-children.
+		k := b.prefix + ":node:"
+		require.NoError(t, b.rdb.HSet(ctx, k+"p", "name", "p", "data", "{}", "opts", `{}`,
+			"timestamp", 1000, "atm", 0, "ats", 1, "processedOn", 5000).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"waiting-children", redisZ(1000, "p")).Err())
+		d, err = b.ins.Job(ctx, "node", "p")
+		require.NoError(t, err)
+		require.Equal(t, []inspect.Attempt{{N: 1, Outcome: "waiting-children", Start: inspect.InstantOf(time.UnixMilli(5000))}}, d.Timeline)
+	})
+
 	// A Node worker leaves no record of the attempts: the derived timeline
 	// says which failures waited for their backoff, and for how long the
 	// job's option says, instead of "retried" (back to wait at once) for
