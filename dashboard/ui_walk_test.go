@@ -225,6 +225,30 @@ func TestUIWalkNodeQueues(t *testing.T) {
 		// A deep link survives a reload.
 		do(t, tab, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(p.want)))
 	}
+	// Open every dialog of the failed tab and the job page, and cancel it.
+	cancel := func(button string) chromedp.Action[chromedp.Void] {
+		return chromedp.Steps(chromedp.Click(chromedp.Search(`//button[text()="`+button+`"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="no"]`)),
+			chromedp.Click(chromedp.CSS(`.modal [data-confirm="no"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+	}
+	do(t, tab, chromedp.Navigate(b.url+"#/q/"+esc+"?state=failed"), chromedp.WaitVisible(chromedp.CSS(`#failure-groups [data-retry-group]`)),
+		cancel("Retry matching failed jobs…"), cancel("Limits…"), cancel("Pause…"), cancel("Obliterate…"), cancel("Promote all delayed…"),
+		chromedp.Click(chromedp.CSS(`#failure-groups [data-retry-group]`)), chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="no"]`)),
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="no"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)),
+		chromedp.Click(chromedp.CSS(`#failure-groups [data-show]`)), chromedp.WaitVisible(chromedp.CSS(`#error-filter`)))
+	do(t, tab, chromedp.Navigate(b.url+jobURL(walkQueue, failed)), chromedp.WaitVisible(chromedp.CSS(`#failed-reason`)),
+		cancel("Retry with fresh attempts"), cancel("Retry (keep attempts)"), cancel("Remove…"))
+	do(t, tab, chromedp.Navigate(b.url+jobURL(walkQueue, later)), chromedp.WaitVisible(chromedp.CSS(`#next-run`)),
+		cancel("Run now (keep attempts)"))
+	do(t, tab, chromedp.Navigate(b.url+"#/q/"+esc+"/schedulers"), chromedp.WaitVisible(chromedp.CSS(`[data-remove="every-hour"]`)),
+		chromedp.Click(chromedp.CSS(`[data-remove="every-hour"]`)), chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="no"]`)),
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="no"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+	for _, e := range b.audit.all() {
+		require.Contains(t, e.Detail, "dryRun=true", "a cancelled dialog changes nothing: %+v", e)
+	}
+	for _, p := range pages[len(pages)-4:] {
+		do(t, tab, chromedp.Navigate(b.url+p.hash), chromedp.WaitVisible(chromedp.CSS(p.want)))
+	}
 	// Back and forward through the pages' history.
 	for range 3 {
 		do(t, tab, chromedp.NavigateBack())
