@@ -181,6 +181,12 @@ func (f FailedFor) Label() string {
 // UnrecoverableError names itself on the trace's first line), else from its
 // counters.
 func failedForOf(job *drover.Job) FailedFor {
+	// A job stalled too often is failed by the next worker that takes it
+	// (BullMQ's deferred failure) through an unrecoverable error: what
+	// failed were its workers, not the job, so it is not "unrecoverable".
+	if strings.Contains(job.FailedReason, "stalled more than allowable limit") {
+		return FailedStalled
+	}
 	if n := len(job.Timeline); n > 0 && job.Timeline[n-1].N >= job.AttemptsStarted {
 		switch job.Timeline[n-1].Outcome {
 		case drover.OutcomeFailedUnrecoverable:
@@ -193,9 +199,6 @@ func failedForOf(job *drover.Job) FailedFor {
 	}
 	if n := len(job.Stacktrace); n > 0 && strings.HasPrefix(job.Stacktrace[n-1], "UnrecoverableError") {
 		return FailedUnrecoverable
-	}
-	if strings.Contains(job.FailedReason, "stalled more than allowable limit") {
-		return FailedStalled
 	}
 	if b := BudgetOf(job); b.Made >= b.Allowed {
 		return FailedExhausted

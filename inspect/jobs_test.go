@@ -185,6 +185,39 @@ func TestJob(t *testing.T) {
 		require.Equal(t, []string{"1:retried:Error: flaky", "2:retried:Error: flaky", "3:completed:"}, got)
 	})
 
+	// A job that stalled more often than maxStalledCount is failed by the
+	// next worker that takes it, Node's and drover's alike, through an
+	// unrecoverable error carrying the deferred failure. It failed because
+	// its workers died, not because retrying cannot help: it reads "stalled
+	// too often", and a bulk retry includes it. It read "unrecoverable" ("a
+	// retry is likely to fail the same way") and bulk retries left it out.
+	t.Run("StalledTooOftenIsNotUnrecoverable", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		k := b.prefix + ":node:"
+		// As Node's worker leaves it.
+		require.NoError(t, b.rdb.HSet(ctx, k+"9", "name", "n", "data", "{}", "opts", `{"attempts":3}`,
+			"timestamp", 1000, "atm", 1, "ats", 2, "stc", 1, "processedOn", 5000, "finishedOn", 6000,
+			"failedReason", "job stalled more than allowable limit",
+			"stacktrace", `["UnrecoverableError: job stalled more than allowable limit\n    at Worker.processJob"]`).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(6000, "9")).Err())
+		// As a drover worker leaves it: the stalled checker deferred the
+		// failure, the worker that took the job next failed it.
+		id := b.add(t, "node", "d", &drover.JobOptions{Attempts: 3})
+		require.NoError(t, b.rdb.HSet(ctx, k+id, "defa", "job stalled more than allowable limit").Err())
+		b.startWorker(t, "node", func(ctx context.Context, job *drover.Job) (any, error) { return "ran", nil }, nil)
+		b.waitState(t, "node", id, drover.StateFailed)
+		for _, id := range []string{"9", id} {
+			d, err := b.ins.Job(ctx, "node", id)
+			require.NoError(t, err)
+			require.Equal(t, inspect.FailedStalled, d.FailedFor, id)
+		}
+		res, err := b.ins.RetryJobs(ctx, "node", &inspect.RetryOptions{DryRun: true})
+		require.NoError(t, err)
+		require.Equal(t, 2, res.Matched)
+		require.Equal(t, 0, res.Excluded)
+	})
+
 	// A Node processor that moves its own job (to delayed here) spends no
 	// attempt, but it ran: the timeline shows that run, as the budget's
 	// "1 started" does. It said "No attempt yet".
