@@ -328,3 +328,36 @@ func TestUILiveFeedComesBack(t *testing.T) {
 		return strings.Contains(text(t, second, `.feed`), "progress job "+id)
 	})
 }
+
+// TestUIActionAfterSignInElsewhere: an operator signs in again in another
+// tab (after a sign-out, or after everyone was signed out), which replaces
+// the browser's session; the first tab, still open on a job, keeps working:
+// its action goes through with the new session's CSRF token. It failed
+// with "CSRF check failed: bad X-CSRF-Token header" until a reload.
+func TestUIActionAfterSignInElsewhere(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	id := b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: time.Hour})
+	first := browser(t)
+	do(t, first, chromedp.Navigate(b.url+"#/q/mail/job/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), operatorToken),
+		chromedp.Click(chromedp.CSS(`form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	// The second tab shares the browser's cookie: signing in there rotates
+	// the session the first tab runs on.
+	second := browser(t)
+	do(t, second, chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.CSS(`#whoami`)))
+	signedIn, err := chromedp.Run(step(t, second), chromedp.Evaluate[string](`fetch('api/login', {method: 'POST',
+		headers: {'Content-Type': 'application/json'}, body: JSON.stringify({token: '`+operatorToken+`'})}).then((r) => r.ok ? 'ok' : String(r.status))`,
+		chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Equal(t, "ok", signedIn)
+	do(t, first,
+		chromedp.Click(chromedp.Search(`//button[text()="Run now (keep attempts)"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="yes"]`)),
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.toast`)))
+	require.Equal(t, "Job "+id+" promoted.", text(t, first, `.toast`))
+	b.waitState(t, "mail", id, drover.StateWaiting)
+}

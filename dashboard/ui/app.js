@@ -142,7 +142,7 @@
 
   // ---- API ---------------------------------------------------------------
 
-  async function api(path, opts) {
+  async function api(path, opts, again) {
     opts = opts || {};
     const init = { method: opts.method || 'GET', headers: { Accept: 'application/json' }, credentials: 'same-origin' };
     if (init.method !== 'GET') {
@@ -156,6 +156,15 @@
     // The session ended while a page was open (expired, or an admin signed
     // everyone out): ask to sign in again instead of failing every refresh.
     if (res.status === 401 && path !== 'login' && app.session && app.session.authEnabled) sessionEnded();
+    // A sign-in in another tab replaced the browser's session, and with it
+    // the CSRF token: the server refused before acting, so take the new
+    // session's token and send the request once more.
+    if (res.status === 403 && !again && init.method !== 'GET' && app.session && /bad X-CSRF-Token/.test(data.error || '')) {
+      let fresh = null;
+      try { fresh = await api('session'); } catch (e) { /* the retry reports */ }
+      if (fresh) { app.session = fresh; renderWho(); }
+      return api(path, opts, true);
+    }
     if (!res.ok) {
       const err = new Error(data.error || `${res.status} ${res.statusText}`);
       err.status = res.status;
