@@ -361,3 +361,34 @@ func TestUIActionAfterSignInElsewhere(t *testing.T) {
 	require.Equal(t, "Job "+id+" promoted.", text(t, first, `.toast`))
 	b.waitState(t, "mail", id, drover.StateWaiting)
 }
+
+// TestUIWorkersWithoutClientList: on a Redis that refuses CLIENT LIST (an
+// ACL without the client commands, as managed services set; the embedded
+// engine of `drover demo`), the workers page says why it lists no worker,
+// and the browser logs no error. The API answered 500 with the raw reply.
+func TestUIWorkersWithoutClientList(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	require.NoError(t, srv.Client(t).Do(ctx, "ACL", "SETUSER", "dash", "on", ">dash-password", "~*", "&*", "+@all", "-client").Err())
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "dash", Password: "dash-password"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: "bull"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(context.Background()) })
+	_, err = ins.Workers(ctx, "")
+	require.ErrorIs(t, err, inspect.ErrWorkersHidden)
+	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+
+	tab := browser(t)
+	con := watchConsole(t, tab)
+	do(t, tab, chromedp.Navigate(hs.URL+"/#/workers"), chromedp.WaitVisible(chromedp.CSS(`#workers-unavailable`)))
+	require.Contains(t, text(t, tab, `#workers-unavailable`), "CLIENT LIST")
+	require.Empty(t, con.all())
+}

@@ -1183,6 +1183,10 @@
       let res;
       try { res = await api('workers'); } catch (e) { note.textContent = `Could not list workers: ${e.message}`; return; }
       if (gen !== app.render) return;
+      if (res.unavailable) {
+        put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${res.unavailable}.`)));
+        return;
+      }
       put(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue },
         el('td', {}, el('a', { href: `#/q/${enc(w.queue)}` }, w.queue)), el('td', {}, w.name || el('span', { class: 'muted' }, 'unnamed')),
         el('td', { class: 'mono' }, w.addr),
