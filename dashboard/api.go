@@ -766,7 +766,14 @@ func (h *Handler) throughput(w http.ResponseWriter, r *http.Request) {
 
 // workers is GET /api/workers: the worker connections of every queue under
 // the prefix (?queue= for one), as BullMQ's getWorkers finds them.
+//
+// On a Redis that refuses CLIENT LIST the answer is still 200: no worker,
+// and unavailable says why, for the page to show instead of an error.
 func (h *Handler) workers(w http.ResponseWriter, r *http.Request) {
 	ws, err := h.ins.Workers(r.Context(), r.URL.Query().Get("queue"))
+	if errors.Is(err, inspect.ErrWorkersHidden) {
+		writeJSON(w, http.StatusOK, map[string]any{"workers": []inspect.WorkerInfo{}, "unavailable": err.Error()})
+		return
+	}
 	reply(w, map[string]any{"workers": ws}, err)
 }

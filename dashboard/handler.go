@@ -217,6 +217,12 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /readyz", h.readyz)
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { serveIndex(w, r, ui) })
 	m.Handle("GET /ui/", http.StripPrefix("/ui", static))
+	// The page names its icon (ui/favicon.svg); a browser that asks for
+	// /favicon.ico anyway gets it too, not a 404 in its console.
+	m.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		http.ServeFileFS(w, r, ui, "favicon.svg")
+	})
 	m.HandleFunc("POST /api/login", h.login)
 	m.HandleFunc("POST /api/logout", h.logout)
 

@@ -181,6 +181,12 @@ func (f FailedFor) Label() string {
 // UnrecoverableError names itself on the trace's first line), else from its
 // counters.
 func failedForOf(job *drover.Job) FailedFor {
+	// A job stalled too often is failed by the next worker that takes it
+	// (BullMQ's deferred failure) through an unrecoverable error: what
+	// failed were its workers, not the job, so it is not "unrecoverable".
+	if strings.Contains(job.FailedReason, "stalled more than allowable limit") {
+		return FailedStalled
+	}
 	if n := len(job.Timeline); n > 0 && job.Timeline[n-1].N >= job.AttemptsStarted {
 		switch job.Timeline[n-1].Outcome {
 		case drover.OutcomeFailedUnrecoverable:
@@ -193,9 +199,6 @@ func failedForOf(job *drover.Job) FailedFor {
 	}
 	if n := len(job.Stacktrace); n > 0 && strings.HasPrefix(job.Stacktrace[n-1], "UnrecoverableError") {
 		return FailedUnrecoverable
-	}
-	if strings.Contains(job.FailedReason, "stalled more than allowable limit") {
-		return FailedStalled
 	}
 	if b := BudgetOf(job); b.Made >= b.Allowed {
 		return FailedExhausted
@@ -860,6 +863,12 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	for n, s := range job.Stacktrace {
 		errs[n] = firstLine(s)
 	}
+	// The newest trace is the last attempt's unless that attempt completed
+	// (a completion leaves no trace): then it is attempt made-1's.
+	newest := made
+	if state == drover.StateCompleted {
+		newest = made - 1
+	}
 	seq := 0
 	for n := 1; n < made; n++ {
 		seq++
@@ -869,7 +878,7 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		if wait := nominalBackoff(job.Opts.Backoff, n); wait > 0 {
 			a.Outcome, a.Backoff = drover.OutcomeRetryDelayed.String(), wait
 		}
-		if k := len(errs) - (made - n) - 1; k >= 0 && k < len(errs) {
+		if k := len(errs) - 1 - (newest - n); k >= 0 && k < len(errs) {
 			a.Error = errs[k]
 		}
 		out = append(out, a)
@@ -877,6 +886,32 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	for range job.StalledCount {
 		seq++
 		out = append(out, Attempt{N: seq, Outcome: drover.OutcomeStalled.String()})
+	}
+	// Activations that neither failed, completed nor stalled: the processor
+	// moved its job (to delayed, to waiting-children) or it went back to
+	// wait unspent (rate limited). When none failed, the newest one put the
+	// job where it is; which ones came before is not known.
+	moved := job.AttemptsStarted - made - job.StalledCount
+	if state == drover.StateActive {
+		moved--
+	}
+	for k := 1; k <= moved; k++ {
+		seq++
+		a := Attempt{N: seq, Outcome: drover.OutcomeUnknown.String()}
+		if k == moved && made == 0 {
+			switch state {
+			case drover.StateDelayed:
+				a.Outcome, a.Backoff, a.NextRun = drover.OutcomeDelayed.String(), job.Delay, Instant{nextRun}
+			case drover.StateWaitingChildren:
+				a.Outcome = drover.OutcomeWaitingChildren.String()
+			case drover.StateWaiting, drover.StatePrioritized, drover.StatePaused:
+				a.Outcome = drover.OutcomeRequeued.String()
+			}
+			if a.Outcome != drover.OutcomeUnknown.String() {
+				a.Start, a.Worker = Instant{job.ProcessedOn}, job.ProcessedBy
+			}
+		}
+		out = append(out, a)
 	}
 	if made > 0 {
 		seq++

@@ -146,6 +146,116 @@ func TestJob(t *testing.T) {
 		}, d.Timeline)
 	})
 
+	// A job a Node worker failed twice, then completed: each failure shows
+	// its own error. The completion leaves no trace, so the newest trace is
+	// the second attempt's; the timeline gave it to the third and showed
+	// the first failure without an error and the second with the first's.
+	t.Run("DerivedTimelineOfARetriedJobThatCompleted", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		k := b.prefix + ":node:"
+		require.NoError(t, b.rdb.HSet(ctx, k+"8", "name", "n", "data", "{}", "opts", `{"attempts":3}`,
+			"timestamp", 1000, "atm", 3, "ats", 3, "processedOn", 5000, "finishedOn", 6000, "returnvalue", `"ok"`,
+			"failedReason", "second", "stacktrace", `["Error: first\n    at x","Error: second\n    at y"]`).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"completed", redisZ(6000, "8")).Err())
+		d, err := b.ins.Job(ctx, "node", "8")
+		require.NoError(t, err)
+		require.Equal(t, inspect.TimelineDerived, d.TimelineSource)
+		require.Equal(t, []inspect.Attempt{
+			{N: 1, Outcome: "retried", Error: "Error: first"},
+			{N: 2, Outcome: "retried", Error: "Error: second"},
+			{N: 3, Outcome: "completed", Start: inspect.InstantOf(time.UnixMilli(5000)), End: inspect.InstantOf(time.UnixMilli(6000))},
+		}, d.Timeline)
+
+		// The same from a real Node worker: both failures show their error.
+		o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+		id, err := o.Add(ctx, b.prefix, "node", "flaky", nil, map[string]any{"attempts": 3})
+		require.NoError(t, err)
+		require.NoError(t, o.StartWorker(ctx, b.prefix, "node", bullmqoracle.WorkerOptions{ID: "w", Behavior: bullmqoracle.FailTimes(2, "flaky", "ok")}))
+		t.Cleanup(func() { _ = o.StopWorker(context.Background(), "w", true) })
+		res, err := o.WaitUntilFinished(ctx, b.prefix, "node", id, 20*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, "completed", res.State)
+		d, err = b.ins.Job(ctx, "node", id)
+		require.NoError(t, err)
+		var got []string
+		for _, a := range d.Timeline {
+			got = append(got, fmt.Sprintf("%d:%s:%s", a.N, a.Outcome, a.Error))
+		}
+		require.Equal(t, []string{"1:retried:Error: flaky", "2:retried:Error: flaky", "3:completed:"}, got)
+	})
+
+	// A job that stalled more often than maxStalledCount is failed by the
+	// next worker that takes it, Node's and drover's alike, through an
+	// unrecoverable error carrying the deferred failure. It failed because
+	// its workers died, not because retrying cannot help: it reads "stalled
+	// too often", and a bulk retry includes it. It read "unrecoverable" ("a
+	// retry is likely to fail the same way") and bulk retries left it out.
+	t.Run("StalledTooOftenIsNotUnrecoverable", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		k := b.prefix + ":node:"
+		// As Node's worker leaves it.
+		require.NoError(t, b.rdb.HSet(ctx, k+"9", "name", "n", "data", "{}", "opts", `{"attempts":3}`,
+			"timestamp", 1000, "atm", 1, "ats", 2, "stc", 1, "processedOn", 5000, "finishedOn", 6000,
+			"failedReason", "job stalled more than allowable limit",
+			"stacktrace", `["UnrecoverableError: job stalled more than allowable limit\n    at Worker.processJob"]`).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(6000, "9")).Err())
+		// As a drover worker leaves it: the stalled checker deferred the
+		// failure, the worker that took the job next failed it.
+		id := b.add(t, "node", "d", &drover.JobOptions{Attempts: 3})
+		require.NoError(t, b.rdb.HSet(ctx, k+id, "defa", "job stalled more than allowable limit").Err())
+		b.startWorker(t, "node", func(ctx context.Context, job *drover.Job) (any, error) { return "ran", nil }, nil)
+		b.waitState(t, "node", id, drover.StateFailed)
+		for _, id := range []string{"9", id} {
+			d, err := b.ins.Job(ctx, "node", id)
+			require.NoError(t, err)
+			require.Equal(t, inspect.FailedStalled, d.FailedFor, id)
+		}
+		res, err := b.ins.RetryJobs(ctx, "node", &inspect.RetryOptions{DryRun: true})
+		require.NoError(t, err)
+		require.Equal(t, 2, res.Matched)
+		require.Equal(t, 0, res.Excluded)
+	})
+
+	// A Node processor that moves its own job (to delayed here) spends no
+	// attempt, but it ran: the timeline shows that run, as the budget's
+	// "1 started" does. It said "No attempt yet".
+	t.Run("DerivedTimelineShowsARunThatMovedItsJob", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+		id, err := o.Add(ctx, b.prefix, "node", "n", nil, map[string]any{"attempts": 3})
+		require.NoError(t, err)
+		require.NoError(t, o.StartWorker(ctx, b.prefix, "node", bullmqoracle.WorkerOptions{ID: "w", Name: "node-w", Behavior: bullmqoracle.MoveToDelayed(time.Hour, 1, nil)}))
+		t.Cleanup(func() { _ = o.StopWorker(context.Background(), "w", true) })
+		var d *inspect.JobDetail
+		testkit.WaitFor(t, 20*time.Second, "the job to delay itself", func() bool {
+			var err error
+			d, err = b.ins.Job(ctx, "node", id)
+			require.NoError(t, err)
+			return d.State == drover.StateDelayed
+		})
+		require.Equal(t, inspect.Budget{Made: 0, Started: 1, Allowed: 3, Left: 3, Used: 0}, d.Budget)
+		require.Len(t, d.Timeline, 1)
+		a := d.Timeline[0]
+		require.Equal(t, 1, a.N)
+		require.Equal(t, "delayed", a.Outcome)
+		require.Equal(t, d.ProcessedOn, a.Start)
+		require.Equal(t, "node-w", a.Worker)
+		require.Equal(t, d.NextRun, a.NextRun)
+
+		// Written as Node leaves it: a parent whose processor moved it to
+		// waiting-children.
+		k := b.prefix + ":node:"
+		require.NoError(t, b.rdb.HSet(ctx, k+"p", "name", "p", "data", "{}", "opts", `{}`,
+			"timestamp", 1000, "atm", 0, "ats", 1, "processedOn", 5000).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"waiting-children", redisZ(1000, "p")).Err())
+		d, err = b.ins.Job(ctx, "node", "p")
+		require.NoError(t, err)
+		require.Equal(t, []inspect.Attempt{{N: 1, Outcome: "waiting-children", Start: inspect.InstantOf(time.UnixMilli(5000))}}, d.Timeline)
+	})
+
 	// A Node worker leaves no record of the attempts: the derived timeline
 	// says which failures waited for their backoff, and for how long the
 	// job's option says, instead of "retried" (back to wait at once) for

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/outage"
 )
 
 // Workers are found the way BullMQ's Queue.getWorkers finds them: every
@@ -52,11 +54,21 @@ type WorkerInfo struct {
 // worker's running jobs: one pipelined read of their processedBy fields.
 const runningCap = 5000
 
+// ErrWorkersHidden: the Redis server refused CLIENT LIST (an ACL without
+// the client commands, a managed service that disables them, an embedded
+// engine without it), so no worker connection can be found. Nothing is
+// wrong with the queues.
+var ErrWorkersHidden = errors.New("this Redis does not let clients list its connections (CLIENT LIST), so workers cannot be found")
+
 // Workers lists the worker connections of queue ("" = every queue under
 // the prefix), by queue and name.
 func (i *Inspector) Workers(ctx context.Context, queue string) ([]WorkerInfo, error) {
 	list, err := i.rdb.ClientList(ctx).Result()
 	if err != nil {
+		// A reply that is not an outage (LOADING, BUSY...) refuses the command.
+		if _, refused := errors.AsType[redis.Error](err); refused && !outage.Is(err) {
+			return nil, fmt.Errorf("%w: %w", ErrWorkersHidden, err)
+		}
 		return nil, fmt.Errorf("list worker connections (CLIENT LIST): %w", err)
 	}
 	out := []WorkerInfo{}

@@ -53,6 +53,12 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) == 0 {
 		return usagef("retry needs a <queue>")
 	}
+	if *limit < 0 {
+		return usagef("--limit must not be negative (0 = all), got %d", *limit)
+	}
+	if *chunk < 0 {
+		return usagef("--chunk must not be negative, got %d", *chunk)
+	}
 	filter, err := inspect.ParseFilter(*filterExpr)
 	if err != nil {
 		return usagef("--filter: %v", err)

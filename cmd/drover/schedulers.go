@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/seed40057009/drover"
@@ -94,6 +96,13 @@ func (c *schedulersCmd) Run(ctx context.Context, args []string) error {
 type schedulerCmd struct{ out, errOut io.Writer }
 
 func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
+	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		// Asked for help before naming upsert or remove: both usages.
+		fmt.Fprintln(c.out, "Usage: drover scheduler upsert <queue> <id> (--every d | --pattern p [--tz z]) [flags]\n"+
+			"       drover scheduler remove <queue> <id>\n\n"+
+			"Creates or replaces a job scheduler, or removes one. `drover scheduler upsert -h` lists upsert's flags.")
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || (args[0] != "upsert" && args[0] != "remove") {
 		return usagef("scheduler needs upsert or remove: drover scheduler upsert <queue> <id> (--every d | --pattern p [--tz z]) ...; drover scheduler remove <queue> <id>")
 	}

@@ -142,7 +142,7 @@
 
   // ---- API ---------------------------------------------------------------
 
-  async function api(path, opts) {
+  async function api(path, opts, again) {
     opts = opts || {};
     const init = { method: opts.method || 'GET', headers: { Accept: 'application/json' }, credentials: 'same-origin' };
     if (init.method !== 'GET') {
@@ -153,6 +153,18 @@
     const res = await fetch(`api/${path}`, init);
     let data = {};
     try { data = await res.json(); } catch (e) { /* not JSON */ }
+    // The session ended while a page was open (expired, or an admin signed
+    // everyone out): ask to sign in again instead of failing every refresh.
+    if (res.status === 401 && path !== 'login' && app.session && app.session.authEnabled) sessionEnded();
+    // A sign-in in another tab replaced the browser's session, and with it
+    // the CSRF token: the server refused before acting, so take the new
+    // session's token and send the request once more.
+    if (res.status === 403 && !again && init.method !== 'GET' && app.session && /bad X-CSRF-Token/.test(data.error || '')) {
+      let fresh = null;
+      try { fresh = await api('session'); } catch (e) { /* the retry reports */ }
+      if (fresh) { app.session = fresh; renderWho(); }
+      return api(path, opts, true);
+    }
     if (!res.ok) {
       const err = new Error(data.error || `${res.status} ${res.statusText}`);
       err.status = res.status;
@@ -209,13 +221,25 @@
   function every(ms, fn) { app.timers.push(setInterval(fn, ms)); }
 
   // live subscribes to a queue's events; onEvent gets each one.
+  // The browser reconnects a dropped stream by itself, but gives up for
+  // good on an error answer (a 503 while Redis is down or too many streams
+  // are open, a proxy's 502): then the page opens a new one a little later,
+  // for as long as it is shown.
   function live(queue, onEvent) {
     if (!window.EventSource) return;
-    const es = new EventSource(`api/queues/${seg(queue)}/events`);
-    es.addEventListener('job', (m) => {
-      try { onEvent(JSON.parse(m.data)); } catch (e) { /* ignore */ }
-    });
-    app.events = es;
+    const gen = app.render;
+    const open = () => {
+      if (gen !== app.render) return;
+      const es = new EventSource(`api/queues/${seg(queue)}/events`);
+      es.addEventListener('job', (m) => {
+        try { onEvent(JSON.parse(m.data)); } catch (e) { /* ignore */ }
+      });
+      es.addEventListener('error', () => {
+        if (es.readyState === EventSource.CLOSED && app.events === es) setTimeout(open, 5000);
+      });
+      app.events = es;
+    };
+    open();
   }
 
   // debounce returns fn delayed until calls stop for ms.
@@ -262,12 +286,22 @@
 
   // ---- sign in -----------------------------------------------------------
 
-  function renderSignIn() {
+  // sessionEnded leaves the page for the sign-in form; signing in comes
+  // back to the page the hash names.
+  function sessionEnded() {
+    leavePage();
+    app.session = null;
+    showAlerts([]);
+    put($who);
+    renderSignIn('Your session ended: sign in again to go on.');
+  }
+
+  function renderSignIn(note) {
     put($nav, );
     const token = el('input', { type: 'password', name: 'token', placeholder: 'access token', autocomplete: 'off' });
     const user = el('input', { type: 'text', name: 'user', placeholder: 'user', autocomplete: 'username' });
     const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', autocomplete: 'current-password' });
-    const msg = el('p', { class: 'muted' });
+    const msg = el('p', { class: 'muted' }, note || '');
     const form = el('form', {
       onsubmit: async (e) => {
         e.preventDefault();
@@ -1149,6 +1183,10 @@
       let res;
       try { res = await api('workers'); } catch (e) { note.textContent = `Could not list workers: ${e.message}`; return; }
       if (gen !== app.render) return;
+      if (res.unavailable) {
+        put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${res.unavailable}.`)));
+        return;
+      }
       put(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue },
         el('td', {}, el('a', { href: `#/q/${enc(w.queue)}` }, w.queue)), el('td', {}, w.name || el('span', { class: 'muted' }, 'unnamed')),
         el('td', { class: 'mono' }, w.addr),
@@ -1244,7 +1282,10 @@
       app.session = await api('session');
     } catch (e) {
       if (e.status === 401) { renderSignIn(); return; }
-      put($main, el('p', { class: 'panel' }, `Could not reach the dashboard API: ${e.message}`));
+      // Redis (which keeps the sessions) or the server is down: say so and
+      // try again, so the page comes back by itself.
+      put($main, el('p', { class: 'panel', id: 'unreachable' }, `Could not reach the dashboard API: ${e.message}. Trying again every 5 seconds.`));
+      setTimeout(start, 5000);
       return;
     }
     renderWho();

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestEveryCommandHelp: `drover <command> -h` and `--help` print the
+// command's usage on stdout and succeed, for every command an operator
+// finds in `drover help`, and a flag the command does not have is a usage
+// error (exit code 2) that names it.
+func TestEveryCommandHelp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, sub := range []string{"upsert", "remove"} {
+		var out bytes.Buffer
+		require.NoError(t, (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"scheduler", sub, "-h"}))
+		require.Contains(t, out.String(), "Usage: drover scheduler "+sub)
+	}
+	for _, name := range names {
+		if name == "lab" {
+			continue // only in -tags lab builds; TestLab covers it
+		}
+		for _, help := range []string{"-h", "--help"} {
+			var out, errOut bytes.Buffer
+			err := (&Main{Stdout: &out, Stderr: &errOut}).Run(ctx, []string{name, help})
+			require.NoError(t, err, "drover %s %s: %s", name, help, errOut.String())
+			require.Contains(t, out.String(), "Usage: drover "+name, "drover %s %s", name, help)
+		}
+		args := []string{name, "--no-such-flag"}
+		if name == "scheduler" {
+			args = []string{name, "upsert", "--no-such-flag"}
+		}
+		var out, errOut bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &errOut}).Run(ctx, args)
+		var ue *usageError
+		require.True(t, errors.As(err, &ue), "drover %s --no-such-flag: a usage error (exit 2), got %v", name, err)
+		require.Contains(t, err.Error(), "no-such-flag", name)
+	}
+}
+
+// TestRetryRefusesBadNumbers: a negative --limit or --chunk is a usage
+// error that names the flag, and no job moves. It was "invalid option:
+// inspect.RetryOptions.ChunkSize and Limit must not be negative, got 100
+// and -5", naming Go fields the operator never set, with exit code 1.
+func TestRetryRefusesBadNumbers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "mail", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	res, err := q.Add(ctx, "send", nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, rdb.ZAdd(ctx, prefix+":mail:failed", redis.Z{Score: 1, Member: res.Job.ID}).Err())
+	require.NoError(t, rdb.LRem(ctx, prefix+":mail:wait", 0, res.Job.ID).Err())
+	for _, tc := range []struct{ flag, value string }{{"--limit", "-5"}, {"--chunk", "-1"}} {
+		var out bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"retry", "mail", tc.flag, tc.value,
+			"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix})
+		var ue *usageError
+		require.True(t, errors.As(err, &ue), "%s %s: a usage error (exit 2), got %v", tc.flag, tc.value, err)
+		require.Contains(t, err.Error(), tc.flag)
+		state, err := q.GetJobState(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateFailed, state, "nothing moved")
+	}
+}
