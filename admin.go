@@ -129,6 +129,17 @@ func (q *Queue) PromoteJobs(ctx context.Context, count int) (int, error) {
 	return q.moveJobsToWait(ctx, "delayed", count, time.Time{}, false, 0, 0, nil)
 }
 
+// PromoteEarliest makes at most n delayed jobs ready now, those due first,
+// and returns how many it moved: a bulk promotion bounded by what its
+// caller was shown (the dashboard's "Run the N delayed jobs"), so jobs
+// delayed since are left where they are. n must be positive.
+func (q *Queue) PromoteEarliest(ctx context.Context, n int) (int, error) {
+	if n <= 0 {
+		return 0, optionError("PromoteEarliest needs a positive number of jobs, got %d", n)
+	}
+	return q.moveJobsToWait(ctx, "delayed", min(n, 1000), time.Time{}, false, n, 0, nil)
+}
+
 func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, olderThan time.Time, reset bool, limit int, pause time.Duration, progress func(int)) (int, error) {
 	if err := q.check(); err != nil {
 		return 0, err

@@ -579,13 +579,38 @@ func cmpState(s drover.JobState) drover.JobState {
 	return s
 }
 
+// PromoteRequest is the optional body of POST /api/queues/{queue}/promote.
+type PromoteRequest struct {
+	// Limit, when positive, promotes at most that many delayed jobs, those
+	// due first: the count the operator confirmed, so jobs delayed since
+	// the page counted stay delayed. Without it every delayed job runs.
+	Limit int `json:"limit,omitempty"`
+}
+
 func (h *Handler) promoteAll(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
-	n, err := h.ins.PromoteAll(r.Context(), e.Queue)
+	var req PromoteRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Limit < 0 {
+		return badRequest("limit must not be negative, got %d", req.Limit)
+	}
+	if req.Limit == 0 {
+		n, err := h.ins.PromoteAll(r.Context(), e.Queue)
+		e.Jobs = n
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]int64{"promoted": int64(n)})
+		return nil
+	}
+	e.Detail = fmt.Sprintf("limit=%d", req.Limit)
+	n, left, err := h.ins.PromoteUpTo(r.Context(), e.Queue, req.Limit)
 	e.Jobs = n
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"promoted": n})
+	writeJSON(w, http.StatusOK, map[string]int64{"promoted": int64(n), "left": left})
 	return nil
 }
 

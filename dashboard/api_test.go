@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,6 +28,40 @@ import (
 func TestAPI(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+
+	// "Promote the N delayed jobs" runs at most the N the operator
+	// confirmed, those due first; jobs delayed after the page counted stay
+	// delayed, and the reply says how many.
+	t.Run("PromoteUpToTheConfirmedCount", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleOperator})
+		c := b.as(t, "")
+		var ids []string
+		for i, d := range []time.Duration{3 * time.Hour, time.Hour, 2 * time.Hour} {
+			ids = append(ids, b.add(t, "q", fmt.Sprint("d", i), nil, &drover.JobOptions{Delay: d}))
+		}
+		// The page counted 2; a third job was delayed before the click.
+		var res map[string]int64
+		require.Equal(t, http.StatusOK, c.post("api/queues/q/promote", map[string]any{"limit": 2}, &res))
+		require.Equal(t, map[string]int64{"promoted": 2, "left": 1}, res)
+		b.waitState(t, "q", ids[1], drover.StateWaiting)
+		b.waitState(t, "q", ids[2], drover.StateWaiting)
+		b.waitState(t, "q", ids[0], drover.StateDelayed)
+		entries := b.audit.all()
+		last := entries[len(entries)-1]
+		require.Equal(t, "promote-all", last.Action)
+		require.Equal(t, 2, last.Jobs)
+		require.Equal(t, "limit=2", last.Detail)
+
+		require.Equal(t, http.StatusBadRequest, c.post("api/queues/q/promote", map[string]any{"limit": -1}, nil))
+		require.Equal(t, http.StatusBadRequest, c.post("api/queues/q/promote", map[string]any{"max": 1}, nil), "an unknown field is refused")
+		b.waitState(t, "q", ids[0], drover.StateDelayed)
+		// Without a limit every delayed job runs, as before.
+		var all map[string]int64
+		require.Equal(t, http.StatusOK, c.post("api/queues/q/promote", nil, &all))
+		require.Equal(t, map[string]int64{"promoted": 1}, all)
+		b.waitState(t, "q", ids[0], drover.StateWaiting)
+	})
 
 	t.Run("OverviewQueueJobsAndDetail", func(t *testing.T) {
 		t.Parallel()

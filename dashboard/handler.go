@@ -243,7 +243,7 @@ func (h *Handler) routes() {
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/promote", h.act("promote-job", RoleOperator, noBody(h.promoteJob)))
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/cancel", h.act("cancel-job", RoleOperator, h.cancelJob))
 	m.Handle("POST /api/queues/{queue}/retry", h.act("retry-jobs", RoleOperator, h.retryJobs))
-	m.Handle("POST /api/queues/{queue}/promote", h.act("promote-all", RoleOperator, noBody(h.promoteAll)))
+	m.Handle("POST /api/queues/{queue}/promote", h.act("promote-all", RoleOperator, h.promoteAll))
 	m.Handle("GET /api/openapi.json", h.viewer(serveOpenAPI))
 	m.Handle("GET /api/jobs/{id}", h.viewer(h.findJob))
 	m.Handle("GET /api/queues/{queue}/failures", h.viewer(h.failures))

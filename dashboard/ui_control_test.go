@@ -827,3 +827,26 @@ func TestUILimitsAction(t *testing.T) {
 	viewer := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
 	require.Equal(t, http.StatusForbidden, viewer.as(t, "").post("api/queues/mail/limits", map[string]any{"concurrency": 1}, nil))
 }
+
+// TestUIPromoteRunsWhatItSaid: the "Promote all delayed…" dialog names
+// the count the page shows, and confirming it runs at most that many
+// (those due first): a job delayed after the page counted stays delayed,
+// and the toast says so. It promoted every delayed job at click time.
+func TestUIPromoteRunsWhatItSaid(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleOperator})
+	early := b.add(t, "q", "early", nil, &drover.JobOptions{Delay: time.Hour})
+	soon := b.add(t, "q", "soon", nil, &drover.JobOptions{Delay: 2 * time.Hour})
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/q"), chromedp.Click(chromedp.Search(`//button[text()="Promote all delayed…"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="yes"]`)))
+	require.Contains(t, text(t, tab, `.modal`), "Run the 2 delayed jobs of q now?")
+	late := b.add(t, "q", "late", nil, &drover.JobOptions{Delay: 3 * time.Hour}) // while the dialog is open
+	do(t, tab, chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+	b.waitState(t, "q", early, drover.StateWaiting)
+	b.waitState(t, "q", soon, drover.StateWaiting)
+	b.waitState(t, "q", late, drover.StateDelayed)
+	testkit.WaitFor(t, 10*time.Second, "the toast", func() bool {
+		return strings.Contains(evalJS[string](t, tab, `document.body.innerText`), "Promoted 2 jobs. 1 delayed since the count stay delayed.")
+	})
+}

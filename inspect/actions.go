@@ -368,6 +368,25 @@ func (i *Inspector) PromoteAll(ctx context.Context, queue string) (int, error) {
 	return q.PromoteJobs(ctx, 0)
 }
 
+// PromoteUpTo runs at most n delayed jobs of queue now, those due first,
+// and returns how many it promoted and how many stay delayed: an operator
+// who confirmed "run these N jobs" gets no more than N, whatever was
+// delayed since the count they saw.
+func (i *Inspector) PromoteUpTo(ctx context.Context, queue string, n int) (promoted int, left int64, err error) {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return 0, 0, err
+	}
+	if promoted, err = q.PromoteEarliest(ctx, n); err != nil {
+		return promoted, 0, err
+	}
+	counts, err := q.GetJobCounts(ctx, drover.StateDelayed)
+	if err != nil {
+		return promoted, 0, err
+	}
+	return promoted, counts[drover.StateDelayed], nil
+}
+
 // RemoveJob deletes a job and its logs, unless a worker holds it.
 func (i *Inspector) RemoveJob(ctx context.Context, queue, id string) error {
 	q, err := i.existing(ctx, queue)

@@ -560,9 +560,15 @@
     if (s.canOperate && qp.counts.delayed > 0) {
       items.push(el('button', {
         onclick: async () => {
-          const res = await act('Promote delayed jobs', `Run all ${qp.counts.delayed} delayed jobs of ${queue} now? Jobs waiting for backoff keep their attempts.`, 'Promote all',
-            () => api(`queues/${seg(queue)}/promote`, { method: 'POST' }));
-          if (res) { toast(`Promoted ${res.promoted} jobs.`); reload(); }
+          // The count confirmed is the most that runs: jobs delayed after
+          // the page counted stay delayed.
+          const shown = qp.counts.delayed;
+          const res = await act('Promote delayed jobs', `Run the ${shown} delayed jobs of ${queue} now? Jobs waiting for backoff keep their attempts.`, 'Promote',
+            () => api(`queues/${seg(queue)}/promote`, { method: 'POST', body: { limit: shown } }));
+          if (res) {
+            toast(`Promoted ${res.promoted} jobs.` + (res.left > 0 ? ` ${res.left} delayed since the count stay delayed.` : ''));
+            reload();
+          }
         },
       }, 'Promote all delayed…'));
     }
