@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,5 +33,31 @@ func TestNotInStateSaysWhichState(t *testing.T) {
 		err := tc.call()
 		require.ErrorIs(t, err, drover.ErrNotInState, tc.name)
 		require.ErrorContains(t, err, tc.want, tc.name)
+	}
+}
+
+// TestPromoteEarliest: at most n delayed jobs run now, the earliest due
+// first; a count that is not positive is refused before anything moves.
+func TestPromoteEarliest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	var ids []string
+	for _, d := range []time.Duration{3 * time.Hour, time.Hour, 2 * time.Hour} {
+		res, err := b.queue.Add(ctx, "d", nil, &drover.JobOptions{Delay: d})
+		require.NoError(t, err)
+		ids = append(ids, res.Job.ID)
+	}
+	for _, n := range []int{0, -1} {
+		_, err := b.queue.PromoteEarliest(ctx, n)
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+	}
+	n, err := b.queue.PromoteEarliest(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	for i, want := range []drover.JobState{drover.StateDelayed, drover.StateWaiting, drover.StateWaiting} {
+		st, err := b.queue.GetJobState(ctx, ids[i])
+		require.NoError(t, err)
+		require.Equal(t, want, st, "job due in %d h", []int{3, 1, 2}[i])
 	}
 }
