@@ -124,6 +124,16 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 	if len(pos) != 2 {
 		return usagef("scheduler %s needs <queue> <id>", sub)
 	}
+	if sub == "upsert" {
+		// Checked before Redis is opened: a usage error writes nothing,
+		// not even an audit entry.
+		if !json.Valid([]byte(*data)) {
+			return usagef("--data must be JSON, got %q", *data)
+		}
+		if (*every == 0) == (*pattern == "") {
+			return usagef("scheduler upsert needs exactly one of --every and --pattern")
+		}
+	}
 	open := fs.redis.queue // upsert creates the queue
 	if sub == "remove" {
 		open = fs.redis.existingQueue
@@ -152,9 +162,7 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 		fmt.Fprintf(c.out, "%s: job scheduler %s removed\n", pos[0], pos[1])
 		return nil
 	}
-	if !json.Valid([]byte(*data)) {
-		return usagef("--data must be JSON, got %q", *data)
-	}
+
 	tmpl := &drover.JobTemplate{Name: *name, Data: json.RawMessage(*data)}
 	if *attempts > 0 {
 		tmpl.Opts = &drover.JobOptions{Attempts: *attempts}

@@ -54,4 +54,22 @@ func TestSchedulerCommands(t *testing.T) {
 	require.Error(t, err)
 	_, err = run("scheduler", "upsert", "mail", "bad", "--pattern", "61 * * * *")
 	require.Error(t, err)
+
+	// Usage errors name the flags and write nothing.
+	keys, err := rdb.Keys(ctx, prefix+"*").Result()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scheduler", "upsert", "other", "s"}, "exactly one of --every and --pattern"},
+		{[]string{"scheduler", "upsert", "other", "s", "--every", "1h", "--pattern", "* * * * *"}, "exactly one of --every and --pattern"},
+		{[]string{"scheduler", "upsert", "other", "s", "--every", "1h", "--data", "{"}, "--data must be JSON"},
+	} {
+		out, err := run(tc.args...)
+		require.ErrorContains(t, err, tc.want, out)
+	}
+	after, err := rdb.Keys(ctx, prefix+"*").Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, keys, after, "usage errors write nothing")
 }
