@@ -79,3 +79,15 @@ func TestRetryRefusesBadNumbers(t *testing.T) {
 		require.Equal(t, drover.StateFailed, state, "nothing moved")
 	}
 }
+
+// TestJobsRefusesUnknownState: `drover jobs --state bogus` is a usage
+// error (exit 2) naming the states, found before Redis is dialled; it was
+// an error with exit code 1.
+func TestJobsRefusesUnknownState(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	err := (&Main{Stdout: &out, Stderr: &errOut}).Run(context.Background(), []string{"jobs", "--state", "bogus", "--redis", "redis://127.0.0.1:1"})
+	var ue *usageError
+	require.True(t, errors.As(err, &ue), "a usage error (exit 2), got %v", err)
+	require.ErrorContains(t, err, `--state "bogus": want waiting, prioritized`)
+}

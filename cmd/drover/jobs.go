@@ -39,6 +39,12 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 	if *limit < 1 || *offset < 0 {
 		return usagef("--limit must be at least 1 and --offset not negative")
 	}
+	switch drover.JobState(*state) {
+	case drover.StateWaiting, drover.StatePrioritized, drover.StateActive, drover.StateDelayed,
+		drover.StateCompleted, drover.StateFailed, drover.StatePaused, drover.StateWaitingChildren:
+	default:
+		return usagef("--state %q: want waiting, prioritized, active, delayed, completed, failed, paused or waiting-children", *state)
+	}
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
