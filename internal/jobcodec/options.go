@@ -451,7 +451,7 @@ func decodeDedup(v json.RawMessage, strict bool) (*Dedup, error) {
 			err = json.Unmarshal(val, &d.ID)
 		case "ttl":
 			err = readInt(&d.TTL, val, strict, MaxMillis)
-		case "extend", "replace", "keepLastIfActive":
+		case "extend", "replace", "keepLastIfActive", "reschedule":
 			var b bool
 			if strict {
 				err = json.Unmarshal(val, &b)
@@ -463,12 +463,14 @@ func decodeDedup(v json.RawMessage, strict bool) (*Dedup, error) {
 				d.Extend = b
 			case "replace":
 				d.Replace = b
+			case "reschedule":
+				d.Reschedule = b
 			default:
 				d.KeepLastIfActive = b
 			}
 		default:
 			if strict {
-				err = errors.New("unknown field (want id, ttl, extend, replace, keepLastIfActive)")
+				err = errors.New("unknown field (want id, ttl, extend, replace, keepLastIfActive, reschedule)")
 				break
 			}
 			if d.Extra == nil {

@@ -129,7 +129,10 @@ type Dedup struct {
 	// KeepLastIfActive: an add that finds the owner active is kept, the
 	// newest one only, and queued when the owner finishes (BullMQ 6.7).
 	KeepLastIfActive bool
-	Extra            map[string]json.RawMessage // reschedule, ...
+	// Reschedule: an add swallowed by a still-delayed owner moves the
+	// owner's due time to the add's timestamp plus its delay (BullMQ 6.7).
+	Reschedule bool
+	Extra      map[string]json.RawMessage // keys BullMQ may add later
 }
 
 // Parent is the stored parent option of a flow child ({"id", "queue"}),
@@ -260,6 +263,9 @@ func (o *Opts) AppendJSON(b []byte) []byte {
 		}
 		if o.Dedup.KeepLastIfActive {
 			b = append(b, `,"keepLastIfActive":true`...)
+		}
+		if o.Dedup.Reschedule {
+			b = append(b, `,"reschedule":true`...)
 		}
 		for _, k := range sortedKeys(o.Dedup.Extra) {
 			b = append(b, ',')
