@@ -24,6 +24,9 @@ type optionCase struct {
 	jobs int
 	// later, when set, are the options of every job after the first.
 	later map[string]any
+	// nodeOnly: options only a Node producer writes (drover's
+	// ParseJobOptions refuses them), run with Node adding only.
+	nodeOnly bool
 	// finished is how many of them finish (default jobs); negative: no
 	// worker runs.
 	finished int
@@ -107,6 +110,12 @@ func TestDifferentialJobOptionsMatrix(t *testing.T) {
 		{name: "DedupRescheduleReplace", opts: map[string]any{"delay": 60000, "deduplication": map[string]any{"id": "d", "ttl": 600000, "replace": true, "reschedule": true}},
 			later: map[string]any{"delay": 7_200_000, "deduplication": map[string]any{"id": "d", "ttl": 600000, "replace": true, "reschedule": true}}, jobs: 2, finished: -1},
 		{name: "Timeout", opts: map[string]any{"timeout": 60000}},
+		{name: "NodeRepeatEvery", opts: map[string]any{"repeat": map[string]any{"every": 5000}}, nodeOnly: true},
+		{name: "NodeRepeatPattern", opts: map[string]any{"repeat": map[string]any{"pattern": "0 * * * *"}, "prevMillis": 1_600_000_000_000}, nodeOnly: true},
+		{name: "LegacyRepeatable", opts: map[string]any{"jobId": "repeat:k1:1600000000000", "repeatJobKey": "job::::5000",
+			"repeat": map[string]any{"every": 5000, "count": 1}, "prevMillis": 1_600_000_000_000}, nodeOnly: true},
+		{name: "LegacyRepeatableCron", opts: map[string]any{"jobId": "repeat:k2:1600000000000", "repeatJobKey": "job:k2::UTC:0 * * * *",
+			"repeat": map[string]any{"pattern": "0 * * * *", "tz": "UTC", "count": 1}}, nodeOnly: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -114,6 +123,9 @@ func TestDifferentialJobOptionsMatrix(t *testing.T) {
 			nb := setup(t)
 			base := runOptionCase(t, nb, c, nodeImpl, nodeImpl)
 			for _, mix := range []struct{ add, work impl }{{nodeImpl, droverImpl}, {droverImpl, nodeImpl}, {droverImpl, droverImpl}} {
+				if c.nodeOnly && mix.add == droverImpl {
+					continue
+				}
 				t.Run(string(mix.add)+"Adds"+string(mix.work)+"Works", func(t *testing.T) {
 					got := runOptionCase(t, nb.sibling(t), c, mix.add, mix.work)
 					for i, label := range []string{"added", "worked"}[:len(base)] {
@@ -124,4 +136,115 @@ func TestDifferentialJobOptionsMatrix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// workerOptionCase is one worker setting, spelled for each side, run over
+// jobs a Node producer adds with opts.
+type workerOptionCase struct {
+	name     string
+	opts     map[string]any
+	jobs     int
+	finished int // default jobs
+	behavior bullmqoracle.Behavior
+	node     bullmqoracle.WorkerOptions
+	drover   drover.WorkerOptions
+}
+
+// TestDifferentialWorkerOptionsMatrix runs Node-added jobs with a Node
+// worker and with a drover worker given the same worker options (default
+// retention, limiter, metrics), comparing the normalised Redis state.
+//
+//	go test -count=1 -run 'TestDifferentialWorkerOptionsMatrix' ./internal/interoptest/
+func TestDifferentialWorkerOptionsMatrix(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	fail := bullmqoracle.Fail("boom")
+	cases := []workerOptionCase{
+		{name: "RemoveOnCompleteCount", jobs: 3,
+			node:   bullmqoracle.WorkerOptions{RemoveOnComplete: map[string]any{"count": 1}},
+			drover: drover.WorkerOptions{RemoveOnComplete: &drover.Retention{Count: 1, Object: true}}},
+		{name: "RemoveOnCompleteAll", jobs: 2,
+			node:   bullmqoracle.WorkerOptions{RemoveOnComplete: map[string]any{"count": 0}},
+			drover: drover.WorkerOptions{RemoveOnComplete: &drover.Retention{Remove: true, Object: true}}},
+		{name: "RemoveOnFailAgeCount", jobs: 3, behavior: fail,
+			node:   bullmqoracle.WorkerOptions{RemoveOnFail: map[string]any{"age": 3600, "count": 2}},
+			drover: drover.WorkerOptions{RemoveOnFail: &drover.Retention{Age: time.Hour, Count: 2}}},
+		{name: "JobRetentionWins", jobs: 2, opts: map[string]any{"removeOnComplete": false},
+			node:   bullmqoracle.WorkerOptions{RemoveOnComplete: map[string]any{"count": 0}},
+			drover: drover.WorkerOptions{RemoveOnComplete: &drover.Retention{Remove: true, Object: true}}},
+		{name: "JobRetentionNumberWins", jobs: 3, opts: map[string]any{"removeOnComplete": 2},
+			node:   bullmqoracle.WorkerOptions{RemoveOnComplete: map[string]any{"count": 0}},
+			drover: drover.WorkerOptions{RemoveOnComplete: &drover.Retention{Remove: true, Object: true}}},
+		{name: "FailRetentionWithRetries", jobs: 2, opts: map[string]any{"attempts": 2}, behavior: fail,
+			node:   bullmqoracle.WorkerOptions{RemoveOnFail: map[string]any{"count": 1}},
+			drover: drover.WorkerOptions{RemoveOnFail: &drover.Retention{Count: 1, Object: true}}},
+		{name: "Limiter", jobs: 2, finished: 1,
+			node:   bullmqoracle.WorkerOptions{Extra: map[string]any{"limiter": map[string]any{"max": 1, "duration": 3_600_000}}},
+			drover: drover.WorkerOptions{Limiter: &drover.RateLimit{Max: 1, Duration: time.Hour}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			nb := setup(t)
+			run := func(b *bundle, by impl) *statedump.Snapshot {
+				ctx := context.Background()
+				for i := range c.jobs {
+					_, err := b.oracle.Add(ctx, b.prefix, queueName, "job", map[string]any{"i": i}, c.opts)
+					require.NoError(t, err)
+				}
+				if by == nodeImpl {
+					o := c.node
+					o.ID, o.Name, o.Behavior = b.prefix+"-w", workerName, c.behavior
+					if o.Behavior.Kind == "" {
+						o.Behavior = bullmqoracle.Echo()
+					}
+					require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, o))
+					side{t, b, by}.waitFinished(queueName, cmp.Or(c.finished, c.jobs))
+					require.NoError(t, b.oracle.StopWorker(ctx, o.ID, false))
+				} else {
+					o := c.drover
+					o.Prefix, o.Name = b.prefix, workerName
+					w, err := drover.NewWorker(b.rdb, queueName, droverBehavior(c.behavior, b.rdb), &o)
+					require.NoError(t, err)
+					require.NoError(t, w.Start(ctx))
+					side{t, b, by}.waitFinished(queueName, cmp.Or(c.finished, c.jobs))
+					require.NoError(t, w.Close(ctx))
+				}
+				return comparableDump(t, b.rdb, b.prefix, dumpOptions{workersRan: true, workerRunning: true})
+			}
+			requireSameState(t, run(nb, nodeImpl), run(nb.sibling(t), droverImpl))
+		})
+	}
+}
+
+// TestInteropUnknownBackoffType: a job whose backoff type no strategy of
+// the drover worker running it knows (a Node producer's custom strategy)
+// fails for good at its first failure, with a reason naming the type, where
+// a BullMQ 6.7 worker throws in moveToFailed and leaves the job in active
+// until the stalled check takes it (README: deliberate difference). Node's
+// reads must see the failure.
+//
+//	go test -count=1 -run 'TestInteropUnknownBackoffType' ./internal/interoptest/
+func TestInteropUnknownBackoffType(t *testing.T) {
+	t.Parallel()
+	b := newSetup(t)(t)
+	ctx := context.Background()
+	id, err := b.oracle.Add(ctx, b.prefix, queueName, "job", map[string]any{"i": 1},
+		map[string]any{"attempts": 3, "backoff": map[string]any{"type": "mystery", "delay": 1000}})
+	require.NoError(t, err)
+	w, err := drover.NewWorker(b.rdb, queueName, droverBehavior(bullmqoracle.Fail("boom"), b.rdb), &drover.WorkerOptions{Prefix: b.prefix, Name: workerName})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	b.waitFinal(t, id, 1)
+	require.NoError(t, w.Close(ctx))
+	require.Equal(t, []string{"added 1", "waiting 1", "active 1 prev=waiting", "failed 1 prev=active"},
+		eventLines(b.events(t))[:4], "one attempt, no retry")
+
+	state, err := b.oracle.GetState(ctx, b.prefix, queueName, id)
+	require.NoError(t, err)
+	require.Equal(t, "failed", state)
+	job, err := b.oracle.GetJob(ctx, b.prefix, queueName, id)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, job.AttemptsMade)
+	require.Contains(t, job.FailedReason, `unknown backoff strategy "mystery"`)
 }
