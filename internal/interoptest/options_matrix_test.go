@@ -248,3 +248,48 @@ func TestInteropUnknownBackoffType(t *testing.T) {
 	require.EqualValues(t, 1, job.AttemptsMade)
 	require.Contains(t, job.FailedReason, `unknown backoff strategy "mystery"`)
 }
+
+// TestDifferentialFlowRootDedup: a lone flow root (no children, no parent:
+// the only flow job BullMQ lets have deduplication) with each
+// deduplication mode, added after a delayed owner of the id, with Node's
+// FlowProducer and with drover's: same state.
+//
+//	go test -count=1 -run 'TestDifferentialFlowRootDedup' ./internal/interoptest/
+func TestDifferentialFlowRootDedup(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	for _, tc := range []struct {
+		name string
+		de   map[string]any
+	}{
+		{"Simple", map[string]any{"id": "d"}},
+		{"Replace", map[string]any{"id": "d", "ttl": 600000, "replace": true}},
+		{"Reschedule", map[string]any{"id": "d", "ttl": 600000, "reschedule": true}},
+		{"ExtendReschedule", map[string]any{"id": "d", "ttl": 600000, "extend": true, "reschedule": true}},
+		{"ReplaceReschedule", map[string]any{"id": "d", "ttl": 600000, "replace": true, "reschedule": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			differential(t, setup, func(s side, checkpoint func(string)) {
+				ctx := context.Background()
+				s.nodeAdd(queueName, "owner", map[string]any{}, map[string]any{"jobId": "owner", "delay": 60000, "deduplication": tc.de})
+				checkpoint("owner added")
+				popts := map[string]any{"jobId": "r", "delay": 7_200_000, "deduplication": tc.de}
+				if s.by == nodeImpl {
+					_, err := s.b.oracle.AddFlow(ctx, s.b.prefix, bullmqoracle.FlowJob{Name: "r", QueueName: queueName, Data: map[string]any{}, Opts: popts})
+					require.NoError(s.t, err)
+				} else {
+					raw, err := json.Marshal(popts)
+					require.NoError(s.t, err)
+					o, err := drover.ParseJobOptions(raw)
+					require.NoError(s.t, err)
+					fp, err := drover.NewFlowProducer(s.b.rdb, &drover.FlowProducerOptions{Prefix: s.b.prefix})
+					require.NoError(s.t, err)
+					_, err = fp.Add(ctx, drover.FlowJob{Name: "r", QueueName: queueName, Data: map[string]any{}, Opts: o})
+					require.NoError(s.t, err)
+				}
+				checkpoint("flow root added")
+			})
+		})
+	}
+}

@@ -14,7 +14,8 @@
 --   job hash's "parent" field; "" = no parent), "1" when the job has
 --   children (it waits for them in waiting-children), deduplication id
 --   ("" = none), its ttl ms, its flags ("r" replace, "e" extend, "k" keepLastIfActive,
---   "s" reschedule: dropped for a job with children, as BullMQ's parents).
+--   "s" reschedule; only a lone root has them: BullMQ refuses deduplication
+--   on a job with children or a parent).
 --   Records come parents first, in BullMQ's insertion order (breadth
 --   first), so ids, events and list orders are the ones Node writes.
 -- Returns one {outcome, id, state} per record as addJobs does ("created",
@@ -130,13 +131,7 @@ for i = 1, n do
   else
     local owner, recovered = nil, nil
     if deid ~= "" then
-      local flags = field(i, "dedupFlags")
-      if field(i, "hasChildren") == "1" then
-        -- BullMQ adds a parent with addParentJob, whose deduplication
-        -- never reschedules its owner.
-        flags = string.gsub(flags, "s", "")
-      end
-      owner, recovered = dedupAdd(qbase, maxLen, deid, tonumber(field(i, "dedupTTL")) or 0, flags, id,
+      owner, recovered = dedupAdd(qbase, maxLen, deid, tonumber(field(i, "dedupTTL")) or 0, field(i, "dedupFlags"), id,
         {name, field(i, "data"), field(i, "opts"), tonumber(field(i, "delay")) or 0, timestamp})
     end
     if owner then
