@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
@@ -291,5 +292,62 @@ func TestDifferentialFlowRootDedup(t *testing.T) {
 				checkpoint("flow root added")
 			})
 		})
+	}
+}
+
+// TestDifferentialSchedulerRunRetry: a job scheduler's run whose template
+// has attempts, backoff or removeOnFail fails with a worker of either side,
+// the scheduler made by either side: the retry, the next run and the
+// failed run's removal leave Node's state.
+//
+//	go test -count=1 -run 'TestDifferentialSchedulerRunRetry' ./internal/interoptest/
+func TestDifferentialSchedulerRunRetry(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	for _, tmpl := range []struct {
+		name string
+		node map[string]any
+		drv  *drover.JobOptions
+		// delayed: the run is retried through delayed (wait for two
+		// delayed jobs: the retry and the next run), else it fails.
+		delayed bool
+	}{
+		{"RetryAtOnce", map[string]any{"attempts": 2}, &drover.JobOptions{Attempts: 2}, false},
+		{"RetryDelayed", map[string]any{"attempts": 2, "backoff": map[string]any{"type": "fixed", "delay": 3_600_000}},
+			&drover.JobOptions{Attempts: 2, Backoff: &drover.Backoff{Type: drover.BackoffFixed, Delay: time.Hour}}, true},
+		{"RemoveOnFail", map[string]any{"attempts": 1, "removeOnFail": true},
+			&drover.JobOptions{Attempts: 1, RemoveOnFail: &drover.Retention{Remove: true}}, false},
+	} {
+		for _, upBy := range []impl{nodeImpl, droverImpl} {
+			t.Run(tmpl.name+"/UpsertBy"+string(upBy), func(t *testing.T) {
+				t.Parallel()
+				run := func(b *bundle, workBy impl) *statedump.Snapshot {
+					ctx := context.Background()
+					if upBy == nodeImpl {
+						_, err := b.oracle.UpsertJobScheduler(ctx, b.prefix, queueName, "s1", map[string]any{"every": 3_600_000},
+							map[string]any{"name": "tick", "data": map[string]any{"a": 1}, "opts": tmpl.node})
+						require.NoError(t, err)
+					} else {
+						_, err := b.dq.UpsertJobScheduler(ctx, "s1", drover.RepeatOptions{Every: time.Hour},
+							&drover.JobTemplate{Name: "tick", Data: map[string]any{"a": 1}, Opts: tmpl.drv})
+						require.NoError(t, err)
+					}
+					stop := b.startWorker(t, workBy, workerSpec{behavior: bullmqoracle.Fail("boom")})
+					if tmpl.delayed {
+						testkit.WaitFor(t, waitLong, "the retry and the next run delayed", func() bool {
+							n, err := b.rdb.ZCard(ctx, b.prefix+":"+queueName+":delayed").Result()
+							require.NoError(t, err)
+							return n == 2
+						})
+					} else {
+						readQueueEvents(t, b.rdb, b.prefix, queueName, 1, func(e drover.Event) bool { return e.Name == drover.EventFailed }, waitLong)
+					}
+					stop()
+					return comparableDump(t, b.rdb, b.prefix, dumpOptions{workersRan: true, rewrite: rankRuns})
+				}
+				nb := setup(t)
+				requireSameState(t, run(nb, nodeImpl), run(nb.sibling(t), droverImpl))
+			})
+		}
 	}
 }
