@@ -57,8 +57,9 @@ func runOptionCase(t *testing.T, b *bundle, c optionCase, addBy, workBy impl) []
 		_, err = b.dq.Add(ctx, "job", data, o)
 		require.NoError(t, err)
 	}
+	// After the adds the marker is compared too: the adds write it alike.
+	snaps := []*statedump.Snapshot{comparableDump(t, b.rdb, b.prefix, dumpOptions{})}
 	o := dumpOptions{workersRan: true, workerRunning: true}
-	snaps := []*statedump.Snapshot{comparableDump(t, b.rdb, b.prefix, o)}
 	if c.finished < 0 {
 		return snaps
 	}
@@ -285,7 +286,8 @@ func TestDifferentialFlowRootDedup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			differential(t, setup, func(s side, checkpoint func(string)) {
+			checkpointed(t, setup, dumpOptions{}, func(t *testing.T, b *bundle, by impl, checkpoint func(string)) {
+				s := side{t, b, by}
 				ctx := context.Background()
 				s.nodeAdd(queueName, "owner", map[string]any{}, map[string]any{"jobId": "owner", "delay": 60000, "deduplication": tc.de})
 				checkpoint("owner added")
@@ -364,4 +366,43 @@ func TestDifferentialSchedulerRunRetry(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestDifferentialBulkReschedule: deduplicated adds in one addBulk call,
+// the later ones rescheduling the first (delayed) one, then a plain
+// delayed job: Node's addBulk and drover's AddBulk leave the same state.
+//
+//	go test -count=1 -run 'TestDifferentialBulkReschedule' ./internal/interoptest/
+func TestDifferentialBulkReschedule(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	de := map[string]any{"id": "d", "ttl": 600000, "reschedule": true}
+	jobs := []bullmqoracle.BulkJob{
+		{Name: "a", Data: map[string]any{"n": 1}, Opts: map[string]any{"delay": 60000, "deduplication": de}},
+		{Name: "b", Data: map[string]any{"n": 2}, Opts: map[string]any{"delay": 7_200_000}},
+		{Name: "c", Data: map[string]any{"n": 3}, Opts: map[string]any{"delay": 10_800_000, "deduplication": de}},
+		{Name: "d", Data: map[string]any{"n": 4}, Opts: map[string]any{"deduplication": map[string]any{"id": "e", "reschedule": true}}},
+		{Name: "e", Data: map[string]any{"n": 5}, Opts: map[string]any{"delay": 3_600_000, "deduplication": map[string]any{"id": "e", "reschedule": true}}},
+	}
+	// dumpOptions{}: the delay marker each add leaves is compared too.
+	checkpointed(t, setup, dumpOptions{}, func(t *testing.T, b *bundle, by impl, checkpoint func(string)) {
+		s := side{t, b, by}
+		ctx := context.Background()
+		if s.by == nodeImpl {
+			_, err := s.b.oracle.AddBulk(ctx, s.b.prefix, queueName, jobs)
+			require.NoError(s.t, err)
+		} else {
+			bulk := make([]drover.BulkJob, len(jobs))
+			for i, j := range jobs {
+				raw, err := json.Marshal(j.Opts)
+				require.NoError(s.t, err)
+				o, err := drover.ParseJobOptions(raw)
+				require.NoError(s.t, err)
+				bulk[i] = drover.BulkJob{Name: j.Name, Data: j.Data, Opts: o}
+			}
+			_, err := s.b.dq.AddBulk(ctx, bulk)
+			require.NoError(s.t, err)
+		}
+		checkpoint("bulk added")
+	})
 }
