@@ -406,3 +406,39 @@ func TestDifferentialBulkReschedule(t *testing.T) {
 		checkpoint("bulk added")
 	})
 }
+
+// TestDifferentialNodeStringOptions: a Node producer may pass numbers as
+// strings (attempts: process.env.ATTEMPTS); BullMQ stores them as given and
+// its worker reads them as numbers (JS coercion, Lua's tonumber), and a
+// string retention by its truthiness. A drover worker running such a job
+// must do what a Node worker does, not fail it as undecodable.
+//
+//	go test -count=1 -run 'TestDifferentialNodeStringOptions' ./internal/interoptest/
+func TestDifferentialNodeStringOptions(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	fail := bullmqoracle.Fail("boom")
+	for _, c := range []optionCase{
+		{name: "Attempts", opts: map[string]any{"attempts": "3"}, behavior: fail},
+		{name: "AttemptsSpaces", opts: map[string]any{"attempts": " 2 "}, behavior: fail},
+		{name: "StackTraceLimit", opts: map[string]any{"stackTraceLimit": "1", "attempts": 2}, behavior: fail},
+		{name: "BackoffDelay", opts: map[string]any{"attempts": 2, "backoff": map[string]any{"type": "fixed", "delay": "10"}}, behavior: fail},
+		{name: "BackoffExponentialDelay", opts: map[string]any{"attempts": 3, "backoff": map[string]any{"type": "exponential", "delay": "5"}}, behavior: fail},
+		{name: "Timeout", opts: map[string]any{"timeout": "60000"}},
+		{name: "RemoveOnComplete", opts: map[string]any{"removeOnComplete": "yes"}, jobs: 2},
+		{name: "RemoveOnCompleteEmpty", opts: map[string]any{"removeOnComplete": ""}, jobs: 2},
+		{name: "RemoveOnFail", opts: map[string]any{"removeOnFail": "1"}, behavior: fail, jobs: 2},
+	} {
+		c.nodeOnly = true
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			nb := setup(t)
+			want := runOptionCase(t, nb, c, nodeImpl, nodeImpl)
+			got := runOptionCase(t, nb.sibling(t), c, nodeImpl, droverImpl)
+			for i, label := range []string{"added", "worked"} {
+				t.Logf("checkpoint %s", label)
+				requireSameState(t, want[i], got[i])
+			}
+		})
+	}
+}

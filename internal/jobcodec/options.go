@@ -353,6 +353,11 @@ func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
 		k.Bool = &b
 	case string(s) == "null" && !strict:
 		return nil, nil
+	case len(s) > 0 && s[0] == '"' && !strict:
+		// BullMQ's worker reads any value that is neither an object nor a
+		// number by its truthiness: a non-empty string removes the job.
+		b := string(s) != `""`
+		k.Bool = &b
 	case len(s) > 0 && s[0] == '{':
 		var raw map[string]json.RawMessage
 		if err := json.Unmarshal(s, &raw); err != nil {

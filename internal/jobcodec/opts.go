@@ -14,6 +14,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Backoff is a stored backoff option.
@@ -331,10 +332,27 @@ func appendString(b []byte, s string) []byte {
 }
 
 // num reads a JSON number that may be a float or use an exponent; null is 0.
+// A string holding a decimal number counts as that number, as a Node
+// producer's `attempts: process.env.ATTEMPTS` does in BullMQ: its worker
+// compares the string as a number in JS and its Lua reads it with tonumber.
 func num(v json.RawMessage) (int64, error) {
 	s := string(bytes.TrimSpace(v))
 	if s == "null" || s == "" {
 		return 0, nil
+	}
+	if s[0] == '"' {
+		var str string
+		if err := json.Unmarshal(v, &str); err != nil {
+			return 0, fmt.Errorf("not a number: %s", s)
+		}
+		if t := strings.TrimSpace(str); t != "" && t != "null" && t[0] != '"' {
+			n, err := num(json.RawMessage(t))
+			if err != nil {
+				return 0, fmt.Errorf("not a number: %s", s)
+			}
+			return n, nil
+		}
+		return 0, fmt.Errorf("not a number: %s", s)
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n, nil
