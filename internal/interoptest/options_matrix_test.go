@@ -421,6 +421,9 @@ func TestDifferentialNodeStringOptions(t *testing.T) {
 	for _, c := range []optionCase{
 		{name: "Attempts", opts: map[string]any{"attempts": "3"}, behavior: fail},
 		{name: "AttemptsSpaces", opts: map[string]any{"attempts": " 2 "}, behavior: fail},
+		// Not a string, but as loose: BullMQ retries while attemptsMade <
+		// 2.5, so the job runs three times.
+		{name: "AttemptsFraction", opts: map[string]any{"attempts": 2.5}, behavior: fail},
 		{name: "StackTraceLimit", opts: map[string]any{"stackTraceLimit": "1", "attempts": 2}, behavior: fail},
 		{name: "BackoffDelay", opts: map[string]any{"attempts": 2, "backoff": map[string]any{"type": "fixed", "delay": "10"}}, behavior: fail},
 		{name: "BackoffExponentialDelay", opts: map[string]any{"attempts": 3, "backoff": map[string]any{"type": "exponential", "delay": "5"}}, behavior: fail},

@@ -68,6 +68,10 @@ func TestDecodeTolerance(t *testing.T) {
 			require.Equal(t, "0", r.Opts.RemoveOnComplete.Spec(), "a non-empty string is truthy: keep none")
 			require.Empty(t, r.Opts.RemoveOnFail.Spec(), "an empty string is falsy: keep all")
 		}},
+		{"FractionalAttemptsRoundUp", []any{"name", "n", "opts", `{"attempts":2.5,"kl":2.5}`}, "", func(t *testing.T, r Record) {
+			require.Equal(t, int64(3), r.Opts.Attempts, "BullMQ runs a job with attempts 2.5 three times")
+			require.Equal(t, int64(2), r.Opts.KeepLogs)
+		}},
 		{"NonNumericStringRefused", []any{"name", "n", "opts", `{"attempts":"three"}`}, `opts.attempts: not a number: "three"`, nil},
 		{"NullStringRefused", []any{"name", "n", "opts", `{"attempts":"null"}`}, `opts.attempts: not a number: "null"`, nil},
 		{"BadReturnValueTolerated", []any{"name", "n", "returnvalue", `{oops`}, "", func(t *testing.T, r Record) {

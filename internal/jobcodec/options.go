@@ -53,8 +53,14 @@ var optionTable = []option{
 		o.LIFO = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
 		return nil
 	}},
-	{"attempts", "attempts", func(o *Opts, v json.RawMessage, strict bool) error {
+	{"attempts", "attempts", func(o *Opts, v json.RawMessage, strict bool) (err error) {
 		o.HasAttempts = true
+		if !strict {
+			// BullMQ retries while attemptsMade < attempts, so a stored
+			// fraction (2.5) allows as many runs as the next whole number.
+			o.Attempts, err = numRounded(v, math.Ceil)
+			return err
+		}
 		return intReader(func(o *Opts) *int64 { return &o.Attempts }, MaxCount)(o, v, strict)
 	}},
 	{"backoff", "backoff", func(o *Opts, v json.RawMessage, strict bool) (err error) {

@@ -335,7 +335,11 @@ func appendString(b []byte, s string) []byte {
 // A string holding a decimal number counts as that number, as a Node
 // producer's `attempts: process.env.ATTEMPTS` does in BullMQ: its worker
 // compares the string as a number in JS and its Lua reads it with tonumber.
-func num(v json.RawMessage) (int64, error) {
+// A fraction is dropped.
+func num(v json.RawMessage) (int64, error) { return numRounded(v, math.Trunc) }
+
+// numRounded is num with a fraction rounded by round.
+func numRounded(v json.RawMessage, round func(float64) float64) (int64, error) {
 	s := string(bytes.TrimSpace(v))
 	if s == "null" || s == "" {
 		return 0, nil
@@ -346,7 +350,7 @@ func num(v json.RawMessage) (int64, error) {
 			return 0, fmt.Errorf("not a number: %s", s)
 		}
 		if t := strings.TrimSpace(str); t != "" && t != "null" && t[0] != '"' {
-			n, err := num(json.RawMessage(t))
+			n, err := numRounded(json.RawMessage(t), round)
 			if err != nil {
 				return 0, fmt.Errorf("not a number: %s", s)
 			}
@@ -364,5 +368,5 @@ func num(v json.RawMessage) (int64, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return 0, fmt.Errorf("not a finite number: %s", s)
 	}
-	return int64(f), nil
+	return int64(round(f)), nil
 }
