@@ -108,10 +108,18 @@ type Deduplication struct {
 	// and one waits. TTL then does not expire the ID; it is freed when its
 	// job finishes. BullMQ 6.7's keepLastIfActive.
 	KeepLastIfActive bool
+	// Reschedule moves a still-delayed owner's run when an add is
+	// swallowed: the owner becomes due at the swallowed add's time plus its
+	// Delay (at once when it has none), so a burst of adds runs once, after
+	// the last one, as BullMQ 6.7's reschedule. An add swallowed by an owner
+	// that is not delayed changes nothing. Replace takes precedence: with
+	// Replace the later add replaces the delayed owner instead.
+	Reschedule bool
 }
 
 // flags are the deduplication flags addJobs and addFlow take (see
-// include/dedup.lua): "r" replace, "e" extend, "k" keepLastIfActive.
+// include/dedup.lua): "r" replace, "e" extend, "k" keepLastIfActive, "s"
+// reschedule.
 func (d *Deduplication) flags() string {
 	f := ""
 	if d.Replace {
@@ -122,6 +130,9 @@ func (d *Deduplication) flags() string {
 	}
 	if d.KeepLastIfActive {
 		f += "k"
+	}
+	if d.Reschedule {
+		f += "s"
 	}
 	return f
 }

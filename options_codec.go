@@ -95,7 +95,8 @@ func (o *JobOptions) stored() jobcodec.Opts {
 		s.StackTraceLimit = &n
 	}
 	if d := o.Deduplication; d != nil {
-		s.Dedup = &jobcodec.Dedup{ID: d.ID, TTL: d.TTL.Milliseconds(), Extend: d.Extend, Replace: d.Replace, KeepLastIfActive: d.KeepLastIfActive}
+		s.Dedup = &jobcodec.Dedup{ID: d.ID, TTL: d.TTL.Milliseconds(), Extend: d.Extend, Replace: d.Replace,
+			KeepLastIfActive: d.KeepLastIfActive, Reschedule: d.Reschedule}
 	}
 	if t := o.Telemetry; t != nil {
 		s.Telemetry, s.OmitContext = t.Metadata, t.OmitContext
@@ -234,7 +235,7 @@ func optsFromStored(s *jobcodec.Opts) JobOptions {
 	}
 	if s.Dedup != nil {
 		o.Deduplication = &Deduplication{ID: s.Dedup.ID, TTL: time.Duration(s.Dedup.TTL) * time.Millisecond, Extend: s.Dedup.Extend, Replace: s.Dedup.Replace,
-			KeepLastIfActive: s.Dedup.KeepLastIfActive}
+			KeepLastIfActive: s.Dedup.KeepLastIfActive, Reschedule: s.Dedup.Reschedule}
 	}
 	if s.Telemetry != "" || s.OmitContext {
 		o.Telemetry = &Telemetry{Metadata: s.Telemetry, OmitContext: s.OmitContext}

@@ -27,7 +27,7 @@ func TestStoredOpts(t *testing.T) {
 		StackTraceLimit:  -1,
 		KeepLogs:         20,
 		SizeLimit:        4096,
-		Deduplication:    &drover.Deduplication{ID: "d", TTL: time.Minute, Extend: true, Replace: true, KeepLastIfActive: true},
+		Deduplication:    &drover.Deduplication{ID: "d", TTL: time.Minute, Extend: true, Replace: true, KeepLastIfActive: true, Reschedule: true},
 		ParentPolicy:     drover.FailParent,
 		Timeout:          30 * time.Second,
 		Telemetry:        &drover.Telemetry{Metadata: `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`, OmitContext: true},
@@ -78,7 +78,7 @@ func TestStoredOpts(t *testing.T) {
 			"removeOnComplete": {"count": 100, "age": 3600, "limit": 10},
 			"removeOnFail": true,
 			"timestamp": 1700000000123, "stackTraceLimit": 0, "kl": 20, "sizeLimit": 4096,
-			"de": {"id": "d", "ttl": 60000, "extend": true, "replace": true, "keepLastIfActive": true},
+			"de": {"id": "d", "ttl": 60000, "extend": true, "replace": true, "keepLastIfActive": true, "reschedule": true},
 			"fpof": true, "timeout": 30000,
 			"tm": "{\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"}", "omc": true
 		}`, string(b))
@@ -99,13 +99,14 @@ func TestStoredOpts(t *testing.T) {
 		}`))
 		require.NoError(t, err)
 		// The first format predates the telemetry, parent policy, timeout
-		// and keepLastIfActive options.
+		// and keepLastIfActive and reschedule options.
 		want := *full
 		want.Telemetry = nil
 		want.ParentPolicy = drover.ParentWaits
 		want.Timeout = 0
 		dedup := *full.Deduplication
 		dedup.KeepLastIfActive = false
+		dedup.Reschedule = false
 		want.Deduplication = &dedup
 		require.Equal(t, &want, got)
 
@@ -178,7 +179,7 @@ func TestStoredOptsCoversJobOptions(t *testing.T) {
 	// form is the shape ParseJobOptions read: the column holds the stored
 	// opts JSON, so it round-trips with it.
 	require.ElementsMatch(t, []string{"Remove", "Count", "Age", "Limit", "Object", "form"}, fields(drover.Retention{}))
-	require.ElementsMatch(t, []string{"ID", "TTL", "Extend", "Replace", "KeepLastIfActive"}, fields(drover.Deduplication{}))
+	require.ElementsMatch(t, []string{"ID", "TTL", "Extend", "Replace", "KeepLastIfActive", "Reschedule"}, fields(drover.Deduplication{}))
 }
 
 func TestEncodeData(t *testing.T) {

@@ -61,6 +61,19 @@ func TestDecodeTolerance(t *testing.T) {
 		{"NumericBackoff", []any{"name", "n", "opts", `{"backoff":200}`}, "", func(t *testing.T, r Record) {
 			require.Equal(t, &Backoff{Type: "fixed", Delay: 200}, r.Opts.Backoff)
 		}},
+		{"NumericStringsInOpts", []any{"name", "n", "opts", `{"attempts":" 3 ","backoff":{"type":"fixed","delay":"1e3"},"kl":"2","removeOnComplete":"yes","removeOnFail":""}`}, "", func(t *testing.T, r Record) {
+			require.Equal(t, int64(3), r.Opts.Attempts)
+			require.Equal(t, int64(1000), r.Opts.Backoff.Delay)
+			require.Equal(t, int64(2), r.Opts.KeepLogs)
+			require.Equal(t, "0", r.Opts.RemoveOnComplete.Spec(), "a non-empty string is truthy: keep none")
+			require.Empty(t, r.Opts.RemoveOnFail.Spec(), "an empty string is falsy: keep all")
+		}},
+		{"FractionalAttemptsRoundUp", []any{"name", "n", "opts", `{"attempts":2.5,"kl":2.5}`}, "", func(t *testing.T, r Record) {
+			require.Equal(t, int64(3), r.Opts.Attempts, "BullMQ runs a job with attempts 2.5 three times")
+			require.Equal(t, int64(2), r.Opts.KeepLogs)
+		}},
+		{"NonNumericStringRefused", []any{"name", "n", "opts", `{"attempts":"three"}`}, `opts.attempts: not a number: "three"`, nil},
+		{"NullStringRefused", []any{"name", "n", "opts", `{"attempts":"null"}`}, `opts.attempts: not a number: "null"`, nil},
 		{"BadReturnValueTolerated", []any{"name", "n", "returnvalue", `{oops`}, "", func(t *testing.T, r Record) {
 			require.Nil(t, r.ReturnValue)
 		}},

@@ -54,8 +54,14 @@ var optionTable = []option{
 		o.LIFO = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
 		return nil
 	}},
-	{"attempts", "attempts", func(o *Opts, v json.RawMessage, strict bool) error {
+	{"attempts", "attempts", func(o *Opts, v json.RawMessage, strict bool) (err error) {
 		o.HasAttempts = true
+		if !strict {
+			// BullMQ retries while attemptsMade < attempts, so a stored
+			// fraction (2.5) allows as many runs as the next whole number.
+			o.Attempts, err = numRounded(v, math.Ceil)
+			return err
+		}
 		return intReader(func(o *Opts) *int64 { return &o.Attempts }, MaxCount)(o, v, strict)
 	}},
 	{"backoff", "backoff", func(o *Opts, v json.RawMessage, strict bool) (err error) {
@@ -407,6 +413,11 @@ func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
 		k.Bool = &b
 	case string(s) == "null" && !strict:
 		return nil, nil
+	case len(s) > 0 && s[0] == '"' && !strict:
+		// BullMQ's worker reads any value that is neither an object nor a
+		// number by its truthiness: a non-empty string removes the job.
+		b := string(s) != `""`
+		k.Bool = &b
 	case len(s) > 0 && s[0] == '{':
 		raw, err := members(s)
 		if err != nil {
@@ -507,7 +518,7 @@ func decodeDedup(v json.RawMessage, strict bool) (*Dedup, error) {
 			d.ID, err = jsonString(val)
 		case "ttl":
 			err = readInt(&d.TTL, val, strict, MaxMillis)
-		case "extend", "replace", "keepLastIfActive":
+		case "extend", "replace", "keepLastIfActive", "reschedule":
 			var b bool
 			if strict {
 				err = json.Unmarshal(val, &b)
@@ -519,12 +530,14 @@ func decodeDedup(v json.RawMessage, strict bool) (*Dedup, error) {
 				d.Extend = b
 			case "replace":
 				d.Replace = b
+			case "reschedule":
+				d.Reschedule = b
 			default:
 				d.KeepLastIfActive = b
 			}
 		default:
 			if strict {
-				err = errors.New("unknown field (want id, ttl, extend, replace, keepLastIfActive)")
+				err = errors.New("unknown field (want id, ttl, extend, replace, keepLastIfActive, reschedule)")
 				break
 			}
 			if d.Extra == nil {

@@ -14,6 +14,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Backoff is a stored backoff option.
@@ -129,7 +130,10 @@ type Dedup struct {
 	// KeepLastIfActive: an add that finds the owner active is kept, the
 	// newest one only, and queued when the owner finishes (BullMQ 6.7).
 	KeepLastIfActive bool
-	Extra            map[string]json.RawMessage // reschedule, ...
+	// Reschedule: an add swallowed by a still-delayed owner moves the
+	// owner's due time to the add's timestamp plus its delay (BullMQ 6.7).
+	Reschedule bool
+	Extra      map[string]json.RawMessage // keys BullMQ may add later
 }
 
 // Parent is the stored parent option of a flow child ({"id", "queue"}),
@@ -261,6 +265,9 @@ func (o *Opts) AppendJSON(b []byte) []byte {
 		if o.Dedup.KeepLastIfActive {
 			b = append(b, `,"keepLastIfActive":true`...)
 		}
+		if o.Dedup.Reschedule {
+			b = append(b, `,"reschedule":true`...)
+		}
 		for _, k := range sortedKeys(o.Dedup.Extra) {
 			b = append(b, ',')
 			b = appendString(b, k)
@@ -325,13 +332,34 @@ func appendString(b []byte, s string) []byte {
 }
 
 // num reads a JSON number that may be a float or use an exponent; null is 0.
-func num(v json.RawMessage) (int64, error) {
+// A string holding a decimal number counts as that number, as a Node
+// producer's `attempts: process.env.ATTEMPTS` does in BullMQ: its worker
+// compares the string as a number in JS and its Lua reads it with tonumber.
+// A fraction is dropped.
+func num(v json.RawMessage) (int64, error) { return numRounded(v, math.Trunc) }
+
+// numRounded is num with a fraction rounded by round.
+func numRounded(v json.RawMessage, round func(float64) float64) (int64, error) {
 	if n, ok := plainInt(v); ok {
 		return n, nil
 	}
 	s := string(bytes.TrimSpace(v))
 	if s == "null" || s == "" {
 		return 0, nil
+	}
+	if s[0] == '"' {
+		var str string
+		if err := json.Unmarshal(v, &str); err != nil {
+			return 0, fmt.Errorf("not a number: %s", s)
+		}
+		if t := strings.TrimSpace(str); t != "" && t != "null" && t[0] != '"' {
+			n, err := numRounded(json.RawMessage(t), round)
+			if err != nil {
+				return 0, fmt.Errorf("not a number: %s", s)
+			}
+			return n, nil
+		}
+		return 0, fmt.Errorf("not a number: %s", s)
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n, nil
@@ -343,7 +371,7 @@ func num(v json.RawMessage) (int64, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return 0, fmt.Errorf("not a finite number: %s", s)
 	}
-	return int64(f), nil
+	return int64(round(f)), nil
 }
 
 // plainInt reads v when it is a plain decimal integer of up to 18 digits

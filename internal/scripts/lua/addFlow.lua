@@ -13,7 +13,9 @@
 --   ("" = none; that job must exist), parent JSON (the
 --   job hash's "parent" field; "" = no parent), "1" when the job has
 --   children (it waits for them in waiting-children), deduplication id
---   ("" = none), its ttl ms, its flags ("r" replace, "e" extend, "k" keepLastIfActive).
+--   ("" = none), its ttl ms, its flags ("r" replace, "e" extend, "k" keepLastIfActive,
+--   "s" reschedule; only a lone root has them: BullMQ refuses deduplication
+--   on a job with children or a parent).
 --   Records come parents first, in BullMQ's insertion order (breadth
 --   first), so ids, events and list orders are the ones Node writes.
 -- Returns one {outcome, id, state} per record as addJobs does ("created",
@@ -130,7 +132,7 @@ for i = 1, n do
     local owner, recovered = nil, nil
     if deid ~= "" then
       owner, recovered = dedupAdd(qbase, maxLen, deid, tonumber(field(i, "dedupTTL")) or 0, field(i, "dedupFlags"), id,
-        {name, field(i, "data"), field(i, "opts")})
+        {name, field(i, "data"), field(i, "opts"), tonumber(field(i, "delay")) or 0, timestamp})
     end
     if owner then
       -- Swallowed: its parent does not wait for the owner, as in BullMQ.

@@ -6,7 +6,7 @@
 --   opts JSON, delay ms (> 0 = delayed), priority (0 = none), lifo ("1"/"0"),
 --   deduplication id ("" = none), deduplication ttl ms (0 = none),
 --   deduplication flags ("r" replace/debounce, "e" extend, "k"
---   keepLastIfActive, any combination, or "").
+--   keepLastIfActive, "s" reschedule, any combination, or "").
 -- Returns the id counter's value before the batch (an integer) when every
 --   record created a job: record i (from 1) got id idBase + i unless it had
 --   its own. Otherwise one {outcome, id, state} per record, where outcome is
@@ -88,7 +88,7 @@ for i = 0, n - 1 do
         delayMarker = false
       end
       owner, recovered = dedupAdd(base, maxLen, deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id,
-        {name, ARGV[o + 4], ARGV[o + 5]})
+        {name, ARGV[o + 4], ARGV[o + 5], delay, timestamp})
     end
     if owner then
       allCreated = false

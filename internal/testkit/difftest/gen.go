@@ -295,6 +295,13 @@ func (g *gen) addSpec() *Add {
 		if g.chance(30) {
 			d.KeepLastIfActive = true
 		}
+		if g.chance(40) {
+			d.Reschedule = true
+		}
+		if a.Delay == 0 && g.chance(40) {
+			// A delayed owner is what replace and reschedule act on.
+			a.Delay = int64(1+g.r.IntN(3)) * Hour
+		}
 		a.Dedup = d
 	}
 	if g.chance(15) {
@@ -302,6 +309,11 @@ func (g *gen) addSpec() *Add {
 	}
 	if g.chance(10) {
 		a.StackTraceLimit = 1 + g.r.IntN(2)
+	}
+	if g.chance(8) {
+		// The data's JSON is 7 bytes ({"n":1}), 8 from the tenth job on,
+		// a few dozen with a string: 7 refuses most, 1000 none.
+		a.SizeLimit = g.pickI(7, 1000)
 	}
 	if len(g.names) > 0 && g.chance(20) {
 		a.Parent = g.job()

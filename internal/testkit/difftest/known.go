@@ -91,6 +91,8 @@ var Known = []KnownDivergence{
 		"deliberate (README; BullMQ bug)", upsertAgainWhilePaused, nil, nil, "", false},
 	{"deliberate", "an add both refuse: BullMQ 6.7 may draw an id counter value before it refuses (e.g. a parent-linked add whose id is already another parent's child), drover's refusal leaves Redis untouched (the project's rule for bad input)",
 		"deliberate (README)", nil, dropIDCounter, nil, "", true},
+	{"deliberate", "a job whose backoff type the worker has no strategy for: a drover worker fails it for good at its first failure (reason: unknown backoff strategy); a BullMQ 6.7 worker throws in moveToFailed and leaves it in active for the stalled check. Programs use only types both sides register, so no input shows it (TestInteropUnknownBackoffType pins drover's side)",
+		"deliberate (README)", nil, nil, nil, "", false},
 	{"deliberate", "a job taken by hand that must not run (a deferred failure: a child with failParentOnFailure failed): drover's Worker.NextJob fails it as its processing worker does and takes the next; BullMQ 6.7's getNextJob hands it to the caller, who must check job.deferredFailure",
 		"deliberate (README)", manualTakeOfDeferredFailure, nil, nil, "", false},
 }

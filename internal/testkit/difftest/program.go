@@ -203,6 +203,9 @@ type Add struct {
 	Dedup                          *Dedup
 	KeepLogs                       int
 	StackTraceLimit                int
+	// SizeLimit bounds the data's JSON in bytes (0: none); both refuse a
+	// larger one.
+	SizeLimit int
 	// Parent names an added job this one is a child of (TakenJob: the
 	// oldest job the run took by hand and did not end yet) (the parent
 	// option; drover adds such a job as a lone flow root with
@@ -245,6 +248,8 @@ type Dedup struct {
 	Extend           bool
 	Replace          bool
 	KeepLastIfActive bool
+	// Reschedule moves a still-delayed owner to the swallowed add's delay.
+	Reschedule bool
 }
 
 // Outcome is what a work step's processor does.
@@ -349,10 +354,16 @@ func (a *Add) NodeOpts() map[string]any {
 		if d.KeepLastIfActive {
 			de["keepLastIfActive"] = true
 		}
+		if d.Reschedule {
+			de["reschedule"] = true
+		}
 		m["deduplication"] = de
 	}
 	if a.KeepLogs != 0 {
 		m["keepLogs"] = a.KeepLogs
+	}
+	if a.SizeLimit != 0 {
+		m["sizeLimit"] = a.SizeLimit
 	}
 	if a.StackTraceLimit != 0 {
 		m["stackTraceLimit"] = a.StackTraceLimit
@@ -404,7 +415,7 @@ func (r *Retention) drover() *drover.Retention {
 func (a *Add) DroverOpts() *drover.JobOptions {
 	o := &drover.JobOptions{
 		JobID: a.JobID, Delay: time.Duration(a.Delay) * time.Millisecond, Priority: a.Priority, LIFO: a.LIFO,
-		Attempts: a.Attempts, KeepLogs: a.KeepLogs, StackTraceLimit: a.StackTraceLimit,
+		Attempts: a.Attempts, KeepLogs: a.KeepLogs, StackTraceLimit: a.StackTraceLimit, SizeLimit: a.SizeLimit,
 	}
 	if b := a.Backoff; b != nil {
 		typ := b.Type
@@ -421,7 +432,7 @@ func (a *Add) DroverOpts() *drover.JobOptions {
 	}
 	if d := a.Dedup; d != nil {
 		o.Deduplication = &drover.Deduplication{ID: d.ID, TTL: time.Duration(d.TTL) * time.Millisecond, Extend: d.Extend, Replace: d.Replace,
-			KeepLastIfActive: d.KeepLastIfActive}
+			KeepLastIfActive: d.KeepLastIfActive, Reschedule: d.Reschedule}
 	}
 	o.ParentPolicy = parentPolicies[a.OnParentFailure]
 	return o
@@ -657,6 +668,9 @@ func (a *Add) goString() string {
 		if d.KeepLastIfActive {
 			df = append(df, "KeepLastIfActive: true")
 		}
+		if d.Reschedule {
+			df = append(df, "Reschedule: true")
+		}
 		f = append(f, "Dedup: &difftest.Dedup{"+strings.Join(df, ", ")+"}")
 	}
 	if a.KeepLogs != 0 {
@@ -664,6 +678,9 @@ func (a *Add) goString() string {
 	}
 	if a.StackTraceLimit != 0 {
 		f = append(f, fmt.Sprintf("StackTraceLimit: %d", a.StackTraceLimit))
+	}
+	if a.SizeLimit != 0 {
+		f = append(f, fmt.Sprintf("SizeLimit: %d", a.SizeLimit))
 	}
 	if a.Parent != "" {
 		f = append(f, fmt.Sprintf("Parent: %q", a.Parent))

@@ -68,20 +68,43 @@ local function storeNext(qbase, maxLen, deid, cur, newId, add)
   return true
 end
 
+-- reschedule is 6.7's reschedule of a swallowing owner cur that is still
+-- delayed: its delay field becomes the swallowed add's delay ms and it is
+-- due at the add's timestamp plus that delay (at the timestamp for 0), with
+-- a delayed event and the delay marker, as an add of a delayed job writes.
+local function reschedule(qbase, maxLen, cur, delay, timestamp)
+  local delayedKey = qbase .. "delayed"
+  if not rcall("ZSCORE", delayedKey, cur) then
+    return
+  end
+  rcall("HSET", qbase .. cur, "delay", delay)
+  local due = tonumber(timestamp)
+  if delay > 0 then
+    due = due + delay
+  end
+  rcall("ZADD", delayedKey, delayedScore(delayedKey, due), cur)
+  rcall("XADD", qbase .. "events", "MAXLEN", "~", maxLen, "*", "event", "delayed", "jobId", cur, "delay", due)
+  addDelayMarker(qbase .. "marker", delayedKey)
+end
+
 -- dedupAdd decides whether an add of job newId with deduplication id deid
--- (ttl ms, flags "r" replace, "e" extend, "k" keepLastIfActive, in any
--- combination) is swallowed. add is the job's {name, data JSON, opts JSON},
--- kept for later under "k" (storeNext). Returns the owning job's id when it
--- is swallowed, else nil and, when a stale key was taken over, the id of the
--- removed former owner. maxLen caps the queue's events. Under "k" the key
--- never expires (BullMQ ignores the ttl then), but which branch runs still
--- follows the ttl, as in BullMQ.
+-- (ttl ms, flags "r" replace, "e" extend, "k" keepLastIfActive, "s"
+-- reschedule, in any combination) is swallowed. add is the job's {name, data
+-- JSON, opts JSON, delay ms, timestamp ms}: its first three are kept for
+-- later under "k" (storeNext), the last two move a delayed owner under "s"
+-- (reschedule, BullMQ's only when the add is swallowed without "r" and not
+-- kept). Returns the owning job's id when it is swallowed, else nil and,
+-- when a stale key was taken over, the id of the removed former owner.
+-- maxLen caps the queue's events. Under "k" the key never expires (BullMQ
+-- ignores the ttl then), but which branch runs still follows the ttl, as in
+-- BullMQ.
 local function dedupAdd(qbase, maxLen, deid, ttl, flags, newId, add)
   local dedupKey = qbase .. "de:" .. deid
   local events = qbase .. "events"
   local replace = string.find(flags, "r", 1, true) ~= nil
   local extend = string.find(flags, "e", 1, true) ~= nil
   local keep = string.find(flags, "k", 1, true) ~= nil
+  local resched = string.find(flags, "s", 1, true) ~= nil
   local keyTTL = keep and 0 or ttl
   if replace then
     local cur = rcall("GET", dedupKey)
@@ -123,6 +146,9 @@ local function dedupAdd(qbase, maxLen, deid, ttl, flags, newId, add)
     end
     setDedup(dedupKey, cur, keyTTL, false)
     dedupEvent(qbase, maxLen, deid, cur, newId)
+    if resched then
+      reschedule(qbase, maxLen, cur, tonumber(add[4]) or 0, add[5])
+    end
     return cur
   end
   if setDedup(dedupKey, newId, keyTTL, true) then
@@ -136,5 +162,8 @@ local function dedupAdd(qbase, maxLen, deid, ttl, flags, newId, add)
     return cur
   end
   dedupEvent(qbase, maxLen, deid, cur, newId)
+  if resched then
+    reschedule(qbase, maxLen, cur, tonumber(add[4]) or 0, add[5])
+  end
   return cur
 end
