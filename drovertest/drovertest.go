@@ -236,7 +236,9 @@ func RunArgs(t testing.TB, proc drover.Processor, args drover.JobArgs, opts *dro
 // Run adds a job to RunQueue and runs one attempt of it through proc, with
 // a worker of its own (WorkerOptions.Middleware and the like can be given
 // with RunWith). Jobs the processor adds stay on the kit's engine; jobs an
-// earlier Run left waiting or delayed in RunQueue are removed first.
+// earlier Run left waiting or delayed in RunQueue are removed first, but
+// finished ones stay: a Run whose JobOptions.JobID (or deduplication id)
+// matches a job still in RunQueue adds nothing, and fails the test at once.
 func (k *Kit) Run(proc drover.Processor, name string, data any, opts *drover.JobOptions) *Result {
 	k.t.Helper()
 	return k.RunWith(proc, name, data, opts, nil)
@@ -261,6 +263,16 @@ func (k *Kit) RunWith(proc drover.Processor, name string, data any, opts *drover
 		k.t.Fatalf("drovertest: %v", err)
 	}
 	id := added.Job.ID
+	if added.Outcome != drover.AddCreated {
+		// No new job: the worker would have nothing to run and Run would
+		// wait out waitLimit for a finish that never comes.
+		state, err := q.GetJobState(ctx, id)
+		if err != nil {
+			k.t.Fatalf("drovertest: %v", err)
+		}
+		k.t.Fatalf("drovertest: Run added no job (%s): job %s (%q) is already in queue %q, %s; give each Run its own JobID or deduplication id, or use a new Kit",
+			added.Outcome, id, added.Job.Name, RunQueue, state)
+	}
 
 	var o drover.WorkerOptions
 	if wopts != nil {

@@ -1,0 +1,67 @@
+package drovertest_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/drovertest"
+)
+
+// fatalRecorder is a testing.TB whose Fatalf records the message and ends
+// the goroutine, as testing.T's does, without failing the real test.
+type fatalRecorder struct {
+	testing.TB
+	fatal string
+}
+
+func (r *fatalRecorder) Fatalf(format string, args ...any) {
+	r.fatal = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// runRecorded runs f in a goroutine of its own (Fatalf ends it) and
+// returns the Fatalf message, "" when there was none.
+func runRecorded(r *fatalRecorder, f func()) string {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
+	return r.fatal
+}
+
+// TestRunAddsNothing: a Run whose job id (or deduplication id) matches a job
+// an earlier Run left in RunQueue adds no job; it used to wait out its 30 s
+// limit for a finish that could not come and then blame the processor
+// ("did not finish within 30s"). It now fails at once, saying why.
+func TestRunAddsNothing(t *testing.T) {
+	t.Parallel()
+	ok := drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return "ok", nil })
+	for _, tc := range []struct {
+		name string
+		opts *drover.JobOptions
+		want string
+	}{
+		{"SameJobID", &drover.JobOptions{JobID: "order-1"},
+			`drovertest: Run added no job (duplicate): job order-1 ("charge") is already in queue "drovertest", completed`},
+		{"SameDeduplicationIDInItsTTL", &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "order-1", TTL: time.Hour}},
+			`drovertest: Run added no job (deduplicated): job 1 ("charge") is already in queue "drovertest", completed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &fatalRecorder{TB: t}
+			k := drovertest.New(rec)
+			first := k.Run(ok, "charge", nil, tc.opts)
+			require.Equal(t, drover.OutcomeCompleted, first.Outcome)
+			msg := runRecorded(rec, func() { k.Run(ok, "charge", nil, tc.opts) })
+			require.Contains(t, msg, tc.want)
+		})
+	}
+}
