@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -366,11 +367,17 @@ func RequireAdded(t testing.TB, k *Kit, queue, name string) *drover.Job {
 }
 
 // RequireAddedArgs is RequireAdded for a typed job: it finds the one job of
-// T's kind in queue and returns its data decoded into a T.
+// T's kind in queue and returns its data decoded into a T (T may be a
+// pointer type).
 func RequireAddedArgs[T drover.JobArgs](t testing.TB, k *Kit, queue string) T {
 	t.Helper()
 	var args T
-	job := RequireAdded(t, k, queue, args.Kind())
+	kind := args
+	if rt := reflect.TypeFor[T](); rt.Kind() == reflect.Pointer {
+		// A value method called through a nil pointer panics.
+		kind = reflect.New(rt.Elem()).Interface().(T)
+	}
+	job := RequireAdded(t, k, queue, kind.Kind())
 	if err := json.Unmarshal(job.Data, &args); err != nil {
 		t.Fatalf("drovertest: job %s (%q) in queue %q: data does not decode as %T: %v", job.ID, job.Name, queue, args, err)
 	}

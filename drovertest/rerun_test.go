@@ -65,3 +65,14 @@ func TestRunAddsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestRequireAddedArgsPointer: RequireAddedArgs with a pointer type, whose
+// Kind is declared on the value receiver, used to panic calling Kind
+// through a nil pointer.
+func TestRequireAddedArgsPointer(t *testing.T) {
+	t.Parallel()
+	k := drovertest.New(t)
+	_, err := k.Queue("receipts").AddArgs(context.Background(), &Receipt{Order: "A-1", Cents: 5}, nil)
+	require.NoError(t, err)
+	require.Equal(t, &Receipt{Order: "A-1", Cents: 5}, drovertest.RequireAddedArgs[*Receipt](t, k, "receipts"))
+}
