@@ -222,7 +222,9 @@ func (r *Result) Decode(v any) error {
 
 // Run runs one attempt of a job (name, data, opts as Queue.Add takes them)
 // through proc on a new Kit, and returns what came of it. Any Delay in opts
-// is dropped: the job runs now.
+// is dropped: the job runs now. So are RemoveOnComplete and RemoveOnFail
+// (the job's, or with Kit.RunWith the worker's): the job is kept, so that
+// the Result can show it.
 func Run(t testing.TB, proc drover.Processor, name string, data any, opts *drover.JobOptions) *Result {
 	t.Helper()
 	return New(t).Run(proc, name, data, opts)
@@ -245,7 +247,8 @@ func (k *Kit) Run(proc drover.Processor, name string, data any, opts *drover.Job
 	return k.RunWith(proc, name, data, opts, nil)
 }
 
-// RunWith is Run with worker options (Middleware, Hooks, Logger, OpKey, ...).
+// RunWith is Run with worker options (Middleware, Hooks, Logger, OpKey, ...);
+// their RemoveOnComplete and RemoveOnFail are dropped, as the job's are.
 func (k *Kit) RunWith(proc drover.Processor, name string, data any, opts *drover.JobOptions, wopts *drover.WorkerOptions) *Result {
 	k.t.Helper()
 	ctx := context.Background()
@@ -254,9 +257,11 @@ func (k *Kit) RunWith(proc drover.Processor, name string, data any, opts *drover
 	if _, err := q.Drain(ctx, true); err != nil {
 		k.t.Fatalf("drovertest: %v", err)
 	}
-	if opts != nil && opts.Delay != 0 {
+	if opts != nil && (opts.Delay != 0 || opts.RemoveOnComplete != nil || opts.RemoveOnFail != nil) {
 		o := *opts
 		o.Delay = 0
+		// The Result reads the job after its attempt: it must still exist.
+		o.RemoveOnComplete, o.RemoveOnFail = nil, nil
 		opts = &o
 	}
 	added, err := q.Add(ctx, name, data, opts)
@@ -279,6 +284,7 @@ func (k *Kit) RunWith(proc drover.Processor, name string, data any, opts *drover
 	if wopts != nil {
 		o = *wopts
 	}
+	o.RemoveOnComplete, o.RemoveOnFail = nil, nil // as the job's, above
 	finished := make(chan drover.Finish, 1)
 	// Outermost: pause the queue before the outcome is written, so the
 	// write does not fetch the job again when it is retried; report the

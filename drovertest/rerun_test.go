@@ -2,6 +2,7 @@ package drovertest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"testing"
@@ -75,4 +76,48 @@ func TestRequireAddedArgsPointer(t *testing.T) {
 	_, err := k.Queue("receipts").AddArgs(context.Background(), &Receipt{Order: "A-1", Cents: 5}, nil)
 	require.NoError(t, err)
 	require.Equal(t, &Receipt{Order: "A-1", Cents: 5}, drovertest.RequireAddedArgs[*Receipt](t, k, "receipts"))
+}
+
+// TestRunWithRetention: a job whose options (or the worker's) remove it once
+// it finishes is still read back into the Result. Run used to fail the test
+// with `drovertest: get job "1" in queue "drovertest": job not found`, so a
+// processor whose production options carry RemoveOnComplete could not be
+// run with its real options.
+func TestRunWithRetention(t *testing.T) {
+	t.Parallel()
+	remove := &drover.Retention{Remove: true}
+	proc := drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		if _, err := job.Log(ctx, "working"); err != nil {
+			return nil, err
+		}
+		if job.Name == "fail" {
+			return nil, drover.Unrecoverable(errors.New("bad card"))
+		}
+		return "sent", nil
+	})
+	for _, tc := range []struct {
+		name    string
+		job     string
+		opts    *drover.JobOptions
+		wopts   *drover.WorkerOptions
+		outcome drover.Outcome
+	}{
+		{"JobRemoveOnComplete", "ok", &drover.JobOptions{RemoveOnComplete: remove}, nil, drover.OutcomeCompleted},
+		{"JobRemoveOnFail", "fail", &drover.JobOptions{RemoveOnFail: remove}, nil, drover.OutcomeFailedUnrecoverable},
+		{"WorkerRemoveOnComplete", "ok", nil, &drover.WorkerOptions{RemoveOnComplete: remove}, drover.OutcomeCompleted},
+		{"WorkerRemoveOnFail", "fail", nil, &drover.WorkerOptions{RemoveOnFail: remove}, drover.OutcomeFailedUnrecoverable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := drovertest.New(t).RunWith(proc, tc.job, nil, tc.opts, tc.wopts)
+			require.Equal(t, tc.outcome, res.Outcome)
+			require.Equal(t, []string{"working"}, res.Logs)
+			require.NotNil(t, res.Job)
+			if tc.outcome == drover.OutcomeCompleted {
+				require.JSONEq(t, `"sent"`, string(res.Value))
+			} else {
+				require.Equal(t, "bad card", res.Job.FailedReason)
+			}
+		})
+	}
 }
