@@ -62,7 +62,8 @@ type Kinds struct {
 // that names the job, the type and the field and wraps ErrInvalidData,
 // since no retry can fix it. T may be a pointer type (fn then gets a
 // pointer to the decoded data). Registering a kind twice, or an empty kind,
-// or a T whose zero value's Kind panics, is a mistake NewWorker reports.
+// or a T whose zero value's Kind panics, is a mistake NewWorker reports
+// (and Process fails every attempt with, see there).
 func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) {
 	kind, err := kindOf[T]()
 	switch {
@@ -115,8 +116,15 @@ func (k *Kinds) fail(err error) {
 	}
 }
 
-// Process runs the function registered for job.Name, or Default.
+// Process runs the function registered for job.Name, or Default. After a
+// registration mistake (which NewWorker reports when given the *Kinds, but
+// cannot see behind a method value such as ProcessorFunc(k.Process)) it
+// runs nothing: every attempt fails with the mistake, and is retried as the
+// job's options say, so a corrected worker can take the job.
 func (k *Kinds) Process(ctx context.Context, job *Job) (any, error) {
+	if k.err != nil {
+		return nil, fmt.Errorf("job %s (%q) not run: %w", job.ID, job.Name, k.err)
+	}
 	if p, ok := k.procs[job.Name]; ok {
 		return p(ctx, job)
 	}

@@ -159,6 +159,27 @@ func TestTypedJobs(t *testing.T) {
 		require.Zero(t, n, "nothing was added")
 	})
 
+	// Kinds handed to NewWorker as a method value (k.Process) hides its
+	// registration mistakes from NewWorker: the worker used to run the
+	// jobs with whatever did register (here the first function of a kind
+	// registered twice) and nobody heard of the mistake. Every attempt now
+	// fails with it (retried: a fixed deploy takes the job).
+	t.Run("RegistrationMistakeBehindMethodValue", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		var k drover.Kinds
+		drover.Work(&k, func(context.Context, *drover.Job, Email) (any, error) { return "first", nil })
+		drover.Work(&k, func(context.Context, *drover.Job, Email) (any, error) { return "second", nil })
+		_, err := b.queue.AddArgs(ctx, Email{To: "ada@example.com"}, &drover.JobOptions{JobID: "m", Attempts: 2})
+		require.NoError(t, err)
+		b.startWorker(t, k.Process, nil)
+		b.waitState(t, "m", drover.StateFailed)
+		job, err := b.queue.GetJob(ctx, "m")
+		require.NoError(t, err)
+		require.Equal(t, `job m ("email") not run: drover.Work: kind "email" registered twice (the second time for drover_test.Email)`, job.FailedReason)
+		require.Equal(t, 2, job.AttemptsMade)
+	})
+
 	// A pointer type as T, its Kind declared on the value receiver: Work
 	// used to call Kind on a nil pointer and panic ("value method
 	// drover_test.Email.Kind called using nil *Email pointer").
