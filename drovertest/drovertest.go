@@ -351,25 +351,61 @@ var allStates = []drover.JobState{drover.StateWaiting, drover.StatePrioritized, 
 // Added lists the jobs named name in queue, oldest first, in any state.
 func (k *Kit) Added(queue, name string) []*drover.Job {
 	k.t.Helper()
+	return slices.DeleteFunc(k.all(queue), func(j *drover.Job) bool { return j.Name != name })
+}
+
+// all lists every job of queue, oldest first, in any state.
+func (k *Kit) all(queue string) []*drover.Job {
+	k.t.Helper()
 	jobs, err := k.Queue(queue).GetJobs(context.Background(), allStates, 0, -1, true)
 	if err != nil {
 		k.t.Fatalf("drovertest: %v", err)
 	}
-	jobs = slices.DeleteFunc(jobs, func(j *drover.Job) bool { return j.Name != name })
 	slices.SortStableFunc(jobs, func(a, b *drover.Job) int { return a.Timestamp.Compare(b.Timestamp) })
 	return jobs
 }
 
 // RequireAdded fails the test unless exactly one job named name was added
 // to queue on k's engine, and returns it. (The job Run runs is itself in
-// RunQueue.)
+// RunQueue.) Its failure lists the ids of the jobs found, or, when there
+// are none, the names of the jobs the queue holds.
 func RequireAdded(t testing.TB, k *Kit, queue, name string) *drover.Job {
 	t.Helper()
-	jobs := k.Added(queue, name)
-	if len(jobs) != 1 {
-		t.Fatalf("drovertest: want 1 job named %q in queue %q, found %d", name, queue, len(jobs))
+	all := k.all(queue)
+	jobs := slices.DeleteFunc(slices.Clone(all), func(j *drover.Job) bool { return j.Name != name })
+	switch len(jobs) {
+	case 1:
+		return jobs[0]
+	case 0:
+		t.Fatalf("drovertest: want 1 job named %q in queue %q, found 0; %s", name, queue, holds(all))
+	default:
+		ids := make([]string, len(jobs))
+		for i, j := range jobs {
+			ids[i] = j.ID
+		}
+		t.Fatalf("drovertest: want 1 job named %q in queue %q, found %d (ids %s)", name, queue, len(jobs), strings.Join(ids, ", "))
 	}
-	return jobs[0]
+	return nil
+}
+
+// holds says which names the jobs have, for a failure message.
+func holds(jobs []*drover.Job) string {
+	if len(jobs) == 0 {
+		return "the queue holds no jobs"
+	}
+	count := map[string]int{}
+	for _, j := range jobs {
+		count[j.Name]++
+	}
+	names := make([]string, 0, len(count))
+	for n := range count {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for i, n := range names {
+		names[i] = fmt.Sprintf("%q (%d)", n, count[n])
+	}
+	return fmt.Sprintf("the queue holds %d jobs: %s", len(jobs), strings.Join(names, ", "))
 }
 
 // RequireAddedArgs is RequireAdded for a typed job: it finds the one job of

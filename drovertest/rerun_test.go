@@ -121,3 +121,24 @@ func TestRunWithRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestRequireAddedMessages: a failing RequireAdded says what the queue does
+// hold, so a misspelt name or queue shows at once. It used to say only
+// "found 0".
+func TestRequireAddedMessages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rec := &fatalRecorder{TB: t}
+	k := drovertest.New(rec)
+	q := k.Queue("audit")
+	for _, name := range []string{"welcome-sent", "welcome-sent", "receipt"} {
+		_, err := q.Add(ctx, name, nil, nil)
+		require.NoError(t, err)
+	}
+	require.Equal(t, `drovertest: want 1 job named "welcome" in queue "audit", found 0; the queue holds 3 jobs: "receipt" (1), "welcome-sent" (2)`,
+		runRecorded(rec, func() { drovertest.RequireAdded(rec, k, "audit", "welcome") }))
+	require.Equal(t, `drovertest: want 1 job named "welcome-sent" in queue "audit", found 2 (ids 1, 2)`,
+		runRecorded(rec, func() { drovertest.RequireAdded(rec, k, "audit", "welcome-sent") }))
+	require.Equal(t, `drovertest: want 1 job named "receipt" in queue "audits", found 0; the queue holds no jobs`,
+		runRecorded(rec, func() { drovertest.RequireAdded(rec, k, "audits", "receipt") }))
+}
