@@ -287,15 +287,17 @@ func (k *Kit) RunWith(proc drover.Processor, name string, data any, opts *drover
 	o.RemoveOnComplete, o.RemoveOnFail = nil, nil // as the job's, above
 	finished := make(chan drover.Finish, 1)
 	// Outermost: pause the queue before the outcome is written, so the
-	// write does not fetch the job again when it is retried; report the
-	// outcome once written.
+	// write does not fetch the job again when it is retried (deferred: a
+	// processor that panics is retried too); report the outcome once
+	// written.
 	once := drover.WorkerMiddleware{
 		Process: func(ctx context.Context, job *drover.Job, next drover.ProcessorFunc) (any, error) {
-			v, err := next(ctx, job)
-			if perr := q.Pause(context.WithoutCancel(ctx)); perr != nil {
-				k.t.Errorf("drovertest: %v", perr)
-			}
-			return v, err
+			defer func() {
+				if perr := q.Pause(context.WithoutCancel(ctx)); perr != nil {
+					k.t.Errorf("drovertest: %v", perr)
+				}
+			}()
+			return next(ctx, job)
 		},
 		Finished: func(_ context.Context, job *drover.Job, f drover.Finish) {
 			if job.ID == id {

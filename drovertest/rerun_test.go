@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,4 +142,21 @@ func TestRequireAddedMessages(t *testing.T) {
 		runRecorded(rec, func() { drovertest.RequireAdded(rec, k, "audit", "welcome-sent") }))
 	require.Equal(t, `drovertest: want 1 job named "receipt" in queue "audits", found 0; the queue holds no jobs`,
 		runRecorded(rec, func() { drovertest.RequireAdded(rec, k, "audits", "receipt") }))
+}
+
+// TestRunPanicOneAttempt: a processor that panics gets one attempt, as one
+// that returns an error does. Run paused its queue only when the processor
+// returned, so the panic's retry was fetched again at once: the processor
+// ran two or three times and the Result's job showed the later attempts.
+func TestRunPanicOneAttempt(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	res := drovertest.Run(t, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+		runs.Add(1)
+		panic("boom")
+	}), "charge", nil, &drover.JobOptions{Attempts: 3})
+	require.Equal(t, drover.OutcomeRetried, res.Outcome)
+	require.EqualError(t, res.Err, "panic: boom")
+	require.EqualValues(t, 1, runs.Load())
+	require.Equal(t, 1, res.Job.AttemptsMade)
 }
