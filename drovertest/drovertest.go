@@ -53,6 +53,10 @@ type Kit struct {
 	mu      sync.Mutex
 	queues  map[string]*drover.Queue
 	workers []*drover.Worker
+
+	// runMu makes Runs take turns: each drains, pauses and resumes
+	// RunQueue, which they share.
+	runMu sync.Mutex
 }
 
 // New starts an engine for t, stopped by t.Cleanup.
@@ -238,7 +242,8 @@ func RunArgs(t testing.TB, proc drover.Processor, args drover.JobArgs, opts *dro
 
 // Run adds a job to RunQueue and runs one attempt of it through proc, with
 // a worker of its own (WorkerOptions.Middleware and the like can be given
-// with RunWith). Jobs the processor adds stay on the kit's engine; jobs an
+// with RunWith). Runs of one Kit called at once take turns. Jobs the
+// processor adds stay on the kit's engine; jobs an
 // earlier Run left waiting or delayed in RunQueue are removed first, but
 // finished ones stay: a Run whose JobOptions.JobID (or deduplication id)
 // matches a job still in RunQueue adds nothing, and fails the test at once.
@@ -251,6 +256,8 @@ func (k *Kit) Run(proc drover.Processor, name string, data any, opts *drover.Job
 // their RemoveOnComplete and RemoveOnFail are dropped, as the job's are.
 func (k *Kit) RunWith(proc drover.Processor, name string, data any, opts *drover.JobOptions, wopts *drover.WorkerOptions) *Result {
 	k.t.Helper()
+	k.runMu.Lock()
+	defer k.runMu.Unlock()
 	ctx := context.Background()
 	q := k.Queue(RunQueue)
 	// Jobs an earlier Run left to wait (a retried job) would run first.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,4 +160,31 @@ func TestRunPanicOneAttempt(t *testing.T) {
 	require.EqualError(t, res.Err, "panic: boom")
 	require.EqualValues(t, 1, runs.Load())
 	require.Equal(t, 1, res.Job.AttemptsMade)
+}
+
+// TestConcurrentRuns: a Kit's methods are safe for concurrent use, Run
+// included: Runs from several goroutines (say parallel subtests sharing a
+// Kit) each run their own job. They used to share RunQueue unguarded, each
+// Run draining and pausing it under the others, and all of them waited out
+// 30 s: `drovertest: job 2 ("n") did not finish within 30s`.
+func TestConcurrentRuns(t *testing.T) {
+	t.Parallel()
+	k := drovertest.New(t)
+	proc := drover.ProcessorFunc(func(_ context.Context, job *drover.Job) (any, error) {
+		var n int
+		if err := job.DecodeData(&n); err != nil {
+			return nil, err
+		}
+		return n * 10, nil
+	})
+	results := make([]*drovertest.Result, 16)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i] = k.Run(proc, "n", i, nil) })
+	}
+	wg.Wait()
+	for i, res := range results {
+		require.Equal(t, drover.OutcomeCompleted, res.Outcome, i)
+		require.JSONEq(t, fmt.Sprint(i*10), string(res.Value), i)
+	}
 }
