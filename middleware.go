@@ -64,10 +64,11 @@ type WorkerMiddleware struct {
 type Finish struct {
 	// Outcome is what the worker wrote. OutcomeUnknown means nothing was
 	// written: the worker lost the job's lock (the job belongs to another
-	// worker or to the stalled checker now), gave up writing when Close
-	// could not reach Redis, or the processor moved the job to
-	// waiting-children (Job.MoveToWaitingChildren; Err is then
-	// ErrWaitingChildren).
+	// worker or to the stalled checker now), or gave up writing when Close
+	// could not reach Redis. An attempt whose processor moved its job to
+	// waiting-children (Job.MoveToWaitingChildren) writes nothing more
+	// either, but has its own outcome: OutcomeWaitingChildren, with Err
+	// ErrWaitingChildren.
 	Outcome Outcome
 	// Err is the error the attempt failed with: the processor's (after
 	// middleware), or the reason the job failed without running, or why

@@ -30,6 +30,11 @@ func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*A
 	if args == nil {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got nil", q.name, ErrInvalidData)
 	}
+	// A nil pointer would panic in a Kind declared on the value receiver,
+	// and encode as null.
+	if v := reflect.ValueOf(args); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got a nil %T", q.name, ErrInvalidData, args)
+	}
 	return q.Add(ctx, args.Kind(), args, opts)
 }
 
@@ -55,12 +60,16 @@ type Kinds struct {
 // job's data is decoded into a T; data that does not decode (a field of the
 // wrong type, not JSON) fails the attempt as unrecoverable, with an error
 // that names the job, the type and the field and wraps ErrInvalidData,
-// since no retry can fix it. Registering a kind twice, or an empty kind, is
-// a mistake NewWorker reports.
+// since no retry can fix it. T may be a pointer type (fn then gets a
+// pointer to the decoded data). Registering a kind twice, or an empty kind,
+// or a T whose zero value's Kind panics, is a mistake NewWorker reports
+// (and Process fails every attempt with, see there).
 func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) {
-	var zero T
-	kind := zero.Kind()
+	kind, err := kindOf[T]()
 	switch {
+	case err != nil:
+		k.fail(err)
+		return
 	case fn == nil:
 		k.fail(fmt.Errorf("drover.Work: nil function for kind %q", kind))
 		return
@@ -84,14 +93,38 @@ func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) {
 	}
 }
 
+// kindOf is T's Kind, asked of T's zero value, or for a pointer type of a
+// pointer to its element's zero value: a value method called through a nil
+// pointer panics. A Kind that panics anyway (an interface type as T, a
+// method that reads through a nil field) is reported as an error.
+func kindOf[T JobArgs]() (kind string, err error) {
+	var zero T
+	if rt := reflect.TypeFor[T](); rt.Kind() == reflect.Pointer {
+		zero = reflect.New(rt.Elem()).Interface().(T)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("drover.Work: %s.Kind() panicked on a zero value (%v): declare Kind on the value receiver, returning a constant", typeName[T](), r)
+		}
+	}()
+	return zero.Kind(), nil
+}
+
 func (k *Kinds) fail(err error) {
 	if k.err == nil {
 		k.err = err
 	}
 }
 
-// Process runs the function registered for job.Name, or Default.
+// Process runs the function registered for job.Name, or Default. After a
+// registration mistake (which NewWorker reports when given the *Kinds, but
+// cannot see behind a method value such as ProcessorFunc(k.Process)) it
+// runs nothing: every attempt fails with the mistake, and is retried as the
+// job's options say, so a corrected worker can take the job.
 func (k *Kinds) Process(ctx context.Context, job *Job) (any, error) {
+	if k.err != nil {
+		return nil, fmt.Errorf("job %s (%q) not run: %w", job.ID, job.Name, k.err)
+	}
 	if p, ok := k.procs[job.Name]; ok {
 		return p(ctx, job)
 	}

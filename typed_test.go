@@ -146,6 +146,58 @@ func TestTypedJobs(t *testing.T) {
 		q, _ := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
 		_, err = q.AddArgs(ctx, nil, nil)
 		require.ErrorIs(t, err, drover.ErrInvalidData)
+		_, err = q.AddArgs(ctx, (*Email)(nil), nil)
+		require.ErrorIs(t, err, drover.ErrInvalidData)
+		require.ErrorContains(t, err, "AddArgs needs args, got a nil *drover_test.Email")
+
+		var iface drover.Kinds
+		drover.Work(&iface, func(context.Context, *drover.Job, drover.JobArgs) (any, error) { return nil, nil })
+		_, err = drover.NewWorker(rdb, "q", &iface, &drover.WorkerOptions{Prefix: prefix})
+		require.ErrorContains(t, err, `drover.Work: drover.JobArgs.Kind() panicked on a zero value`)
+		n, err := rdb.Exists(ctx, prefix+":q:id").Result()
+		require.NoError(t, err)
+		require.Zero(t, n, "nothing was added")
+	})
+
+	// Kinds handed to NewWorker as a method value (k.Process) hides its
+	// registration mistakes from NewWorker: the worker used to run the
+	// jobs with whatever did register (here the first function of a kind
+	// registered twice) and nobody heard of the mistake. Every attempt now
+	// fails with it (retried: a fixed deploy takes the job).
+	t.Run("RegistrationMistakeBehindMethodValue", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		var k drover.Kinds
+		drover.Work(&k, func(context.Context, *drover.Job, Email) (any, error) { return "first", nil })
+		drover.Work(&k, func(context.Context, *drover.Job, Email) (any, error) { return "second", nil })
+		_, err := b.queue.AddArgs(ctx, Email{To: "ada@example.com"}, &drover.JobOptions{JobID: "m", Attempts: 2})
+		require.NoError(t, err)
+		b.startWorker(t, k.Process, nil)
+		b.waitState(t, "m", drover.StateFailed)
+		job, err := b.queue.GetJob(ctx, "m")
+		require.NoError(t, err)
+		require.Equal(t, `job m ("email") not run: drover.Work: kind "email" registered twice (the second time for drover_test.Email)`, job.FailedReason)
+		require.Equal(t, 2, job.AttemptsMade)
+	})
+
+	// A pointer type as T, its Kind declared on the value receiver: Work
+	// used to call Kind on a nil pointer and panic ("value method
+	// drover_test.Email.Kind called using nil *Email pointer").
+	t.Run("PointerArgs", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		var k drover.Kinds
+		drover.Work(&k, func(_ context.Context, _ *drover.Job, e *Email) (any, error) {
+			return "sent to " + e.To, nil
+		})
+		_, err := b.queue.AddArgs(ctx, &Email{To: "ada@example.com"}, &drover.JobOptions{JobID: "p"})
+		require.NoError(t, err)
+		b.startWorker(t, k.Process, nil)
+		b.waitState(t, "p", drover.StateCompleted)
+		job, err := b.queue.GetJob(ctx, "p")
+		require.NoError(t, err)
+		require.Equal(t, "email", job.Name)
+		require.JSONEq(t, `"sent to ada@example.com"`, string(job.ReturnValue))
 	})
 }
 

@@ -213,8 +213,9 @@ func (mw *Middleware) Extract(ctx context.Context, job *drover.Job) context.Cont
 // WorkerMiddleware returns the worker side: set it in
 // drover.WorkerOptions.Middleware. Each attempt is a "process <queue>" span,
 // a child of the context the job carries; its end records the outcome
-// (attribute drover.outcome, an event "job completed" or "job failed", an
-// error status when the attempt failed) and the metrics.
+// (attribute drover.outcome; an event "job completed", or "job failed" and
+// an error status when the attempt failed: not when it only postponed its
+// job with Delay, ErrRateLimited or ErrWaitingChildren) and the metrics.
 func (mw *Middleware) WorkerMiddleware() drover.WorkerMiddleware {
 	return drover.WorkerMiddleware{
 		Process: func(ctx context.Context, job *drover.Job, next drover.ProcessorFunc) (any, error) {
@@ -269,13 +270,14 @@ func (mw *Middleware) finish(span trace.Span, job *drover.Job, f drover.Finish) 
 		// BullMQ also puts the result in this event; drover keeps payloads
 		// out of telemetry.
 		span.AddEvent("job completed")
-	case f.Err != nil:
+	case f.Err != nil && (f.Outcome.Failed() || f.Outcome.Retried() || f.Outcome == drover.OutcomeUnknown):
 		span.AddEvent("job failed", trace.WithAttributes(attrFailed.String(f.Err.Error())))
-		if f.Outcome.Failed() || f.Outcome.Retried() || f.Outcome == drover.OutcomeUnknown {
-			span.RecordError(f.Err)
-			span.SetStatus(codes.Error, f.Err.Error())
-		}
+		span.RecordError(f.Err)
+		span.SetStatus(codes.Error, f.Err.Error())
 	}
+	// The other outcomes (delayed, rate-limited, waiting-children, requeued
+	// by a closing worker) end the attempt without a failure, and BullMQ's
+	// process span records none for them either.
 }
 
 func queueOf(job *drover.Job) string {

@@ -210,3 +210,46 @@ func mustJob(t *testing.T, q *drover.Queue, id string) *drover.Job {
 	require.NoError(t, err)
 	return job
 }
+
+// TestTraceAttemptThatDidNotFail: an attempt that postpones its job
+// (Delay) or gives it back under a rate limit spends no attempt and
+// records no failure, so its span has no "job failed" event and no error
+// status, as BullMQ's process span has none for a DelayedError or a
+// RateLimitError. It used to get a "job failed" event carrying the Delay's
+// or ErrRateLimited's text.
+func TestTraceAttemptThatDidNotFail(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		proc    func(q *drover.Queue) drover.ProcessorFunc
+		outcome string
+	}{
+		{"Delay", func(*drover.Queue) drover.ProcessorFunc {
+			return func(context.Context, *drover.Job) (any, error) { return nil, drover.Delay(time.Hour) }
+		}, "delayed"},
+		{"RateLimited", func(q *drover.Queue) drover.ProcessorFunc {
+			return func(ctx context.Context, _ *drover.Job) (any, error) {
+				if err := q.RateLimit(ctx, time.Hour); err != nil {
+					return nil, err
+				}
+				return nil, drover.ErrRateLimited
+			}
+		}, "rate-limited"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			r.startWorker(t, tc.proc(r.q))
+			_, err := r.q.Add(context.Background(), "welcome", nil, &drover.JobOptions{Attempts: 3})
+			require.NoError(t, err)
+			r.waitSpans(t, 2)
+			s := r.span(t, "process mail")
+			require.Equal(t, tc.outcome, attr(s, "drover.outcome"))
+			require.Equal(t, "0", attr(s, "bullmq.job.attempts.made"))
+			require.Equal(t, "Unset", s.Status.Code.String())
+			for _, e := range s.Events {
+				require.NotEqual(t, "job failed", e.Name, "attributes: %v", e.Attributes)
+			}
+		})
+	}
+}

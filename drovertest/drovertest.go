@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,10 @@ type Kit struct {
 	mu      sync.Mutex
 	queues  map[string]*drover.Queue
 	workers []*drover.Worker
+
+	// runMu makes Runs take turns: each drains, pauses and resumes
+	// RunQueue, which they share.
+	runMu sync.Mutex
 }
 
 // New starts an engine for t, stopped by t.Cleanup.
@@ -221,7 +226,9 @@ func (r *Result) Decode(v any) error {
 
 // Run runs one attempt of a job (name, data, opts as Queue.Add takes them)
 // through proc on a new Kit, and returns what came of it. Any Delay in opts
-// is dropped: the job runs now.
+// is dropped: the job runs now. So are RemoveOnComplete and RemoveOnFail
+// (the job's, or with Kit.RunWith the worker's): the job is kept, so that
+// the Result can show it.
 func Run(t testing.TB, proc drover.Processor, name string, data any, opts *drover.JobOptions) *Result {
 	t.Helper()
 	return New(t).Run(proc, name, data, opts)
@@ -235,25 +242,33 @@ func RunArgs(t testing.TB, proc drover.Processor, args drover.JobArgs, opts *dro
 
 // Run adds a job to RunQueue and runs one attempt of it through proc, with
 // a worker of its own (WorkerOptions.Middleware and the like can be given
-// with RunWith). Jobs the processor adds stay on the kit's engine; jobs an
-// earlier Run left waiting or delayed in RunQueue are removed first.
+// with RunWith). Runs of one Kit called at once take turns. Jobs the
+// processor adds stay on the kit's engine; jobs an
+// earlier Run left waiting or delayed in RunQueue are removed first, but
+// finished ones stay: a Run whose JobOptions.JobID (or deduplication id)
+// matches a job still in RunQueue adds nothing, and fails the test at once.
 func (k *Kit) Run(proc drover.Processor, name string, data any, opts *drover.JobOptions) *Result {
 	k.t.Helper()
 	return k.RunWith(proc, name, data, opts, nil)
 }
 
-// RunWith is Run with worker options (Middleware, Hooks, Logger, OpKey, ...).
+// RunWith is Run with worker options (Middleware, Hooks, Logger, OpKey, ...);
+// their RemoveOnComplete and RemoveOnFail are dropped, as the job's are.
 func (k *Kit) RunWith(proc drover.Processor, name string, data any, opts *drover.JobOptions, wopts *drover.WorkerOptions) *Result {
 	k.t.Helper()
+	k.runMu.Lock()
+	defer k.runMu.Unlock()
 	ctx := context.Background()
 	q := k.Queue(RunQueue)
 	// Jobs an earlier Run left to wait (a retried job) would run first.
 	if _, err := q.Drain(ctx, true); err != nil {
 		k.t.Fatalf("drovertest: %v", err)
 	}
-	if opts != nil && opts.Delay != 0 {
+	if opts != nil && (opts.Delay != 0 || opts.RemoveOnComplete != nil || opts.RemoveOnFail != nil) {
 		o := *opts
 		o.Delay = 0
+		// The Result reads the job after its attempt: it must still exist.
+		o.RemoveOnComplete, o.RemoveOnFail = nil, nil
 		opts = &o
 	}
 	added, err := q.Add(ctx, name, data, opts)
@@ -261,22 +276,35 @@ func (k *Kit) RunWith(proc drover.Processor, name string, data any, opts *drover
 		k.t.Fatalf("drovertest: %v", err)
 	}
 	id := added.Job.ID
+	if added.Outcome != drover.AddCreated {
+		// No new job: the worker would have nothing to run and Run would
+		// wait out waitLimit for a finish that never comes.
+		state, err := q.GetJobState(ctx, id)
+		if err != nil {
+			k.t.Fatalf("drovertest: %v", err)
+		}
+		k.t.Fatalf("drovertest: Run added no job (%s): job %s (%q) is already in queue %q, %s; give each Run its own JobID or deduplication id, or use a new Kit",
+			added.Outcome, id, added.Job.Name, RunQueue, state)
+	}
 
 	var o drover.WorkerOptions
 	if wopts != nil {
 		o = *wopts
 	}
+	o.RemoveOnComplete, o.RemoveOnFail = nil, nil // as the job's, above
 	finished := make(chan drover.Finish, 1)
 	// Outermost: pause the queue before the outcome is written, so the
-	// write does not fetch the job again when it is retried; report the
-	// outcome once written.
+	// write does not fetch the job again when it is retried (deferred: a
+	// processor that panics is retried too); report the outcome once
+	// written.
 	once := drover.WorkerMiddleware{
 		Process: func(ctx context.Context, job *drover.Job, next drover.ProcessorFunc) (any, error) {
-			v, err := next(ctx, job)
-			if perr := q.Pause(context.WithoutCancel(ctx)); perr != nil {
-				k.t.Errorf("drovertest: %v", perr)
-			}
-			return v, err
+			defer func() {
+				if perr := q.Pause(context.WithoutCancel(ctx)); perr != nil {
+					k.t.Errorf("drovertest: %v", perr)
+				}
+			}()
+			return next(ctx, job)
 		},
 		Finished: func(_ context.Context, job *drover.Job, f drover.Finish) {
 			if job.ID == id {
@@ -332,33 +360,75 @@ var allStates = []drover.JobState{drover.StateWaiting, drover.StatePrioritized, 
 // Added lists the jobs named name in queue, oldest first, in any state.
 func (k *Kit) Added(queue, name string) []*drover.Job {
 	k.t.Helper()
+	return slices.DeleteFunc(k.all(queue), func(j *drover.Job) bool { return j.Name != name })
+}
+
+// all lists every job of queue, oldest first, in any state.
+func (k *Kit) all(queue string) []*drover.Job {
+	k.t.Helper()
 	jobs, err := k.Queue(queue).GetJobs(context.Background(), allStates, 0, -1, true)
 	if err != nil {
 		k.t.Fatalf("drovertest: %v", err)
 	}
-	jobs = slices.DeleteFunc(jobs, func(j *drover.Job) bool { return j.Name != name })
 	slices.SortStableFunc(jobs, func(a, b *drover.Job) int { return a.Timestamp.Compare(b.Timestamp) })
 	return jobs
 }
 
 // RequireAdded fails the test unless exactly one job named name was added
 // to queue on k's engine, and returns it. (The job Run runs is itself in
-// RunQueue.)
+// RunQueue.) Its failure lists the ids of the jobs found, or, when there
+// are none, the names of the jobs the queue holds.
 func RequireAdded(t testing.TB, k *Kit, queue, name string) *drover.Job {
 	t.Helper()
-	jobs := k.Added(queue, name)
-	if len(jobs) != 1 {
-		t.Fatalf("drovertest: want 1 job named %q in queue %q, found %d", name, queue, len(jobs))
+	all := k.all(queue)
+	jobs := slices.DeleteFunc(slices.Clone(all), func(j *drover.Job) bool { return j.Name != name })
+	switch len(jobs) {
+	case 1:
+		return jobs[0]
+	case 0:
+		t.Fatalf("drovertest: want 1 job named %q in queue %q, found 0; %s", name, queue, holds(all))
+	default:
+		ids := make([]string, len(jobs))
+		for i, j := range jobs {
+			ids[i] = j.ID
+		}
+		t.Fatalf("drovertest: want 1 job named %q in queue %q, found %d (ids %s)", name, queue, len(jobs), strings.Join(ids, ", "))
 	}
-	return jobs[0]
+	return nil
+}
+
+// holds says which names the jobs have, for a failure message.
+func holds(jobs []*drover.Job) string {
+	if len(jobs) == 0 {
+		return "the queue holds no jobs"
+	}
+	count := map[string]int{}
+	for _, j := range jobs {
+		count[j.Name]++
+	}
+	names := make([]string, 0, len(count))
+	for n := range count {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for i, n := range names {
+		names[i] = fmt.Sprintf("%q (%d)", n, count[n])
+	}
+	return fmt.Sprintf("the queue holds %d jobs: %s", len(jobs), strings.Join(names, ", "))
 }
 
 // RequireAddedArgs is RequireAdded for a typed job: it finds the one job of
-// T's kind in queue and returns its data decoded into a T.
+// T's kind in queue and returns its data decoded into a T (T may be a
+// pointer type).
 func RequireAddedArgs[T drover.JobArgs](t testing.TB, k *Kit, queue string) T {
 	t.Helper()
 	var args T
-	job := RequireAdded(t, k, queue, args.Kind())
+	kind := args
+	if rt := reflect.TypeFor[T](); rt.Kind() == reflect.Pointer {
+		// A value method called through a nil pointer panics.
+		kind = reflect.New(rt.Elem()).Interface().(T)
+	}
+	job := RequireAdded(t, k, queue, kind.Kind())
 	if err := json.Unmarshal(job.Data, &args); err != nil {
 		t.Fatalf("drovertest: job %s (%q) in queue %q: data does not decode as %T: %v", job.ID, job.Name, queue, args, err)
 	}

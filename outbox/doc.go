@@ -77,7 +77,7 @@
 // stay pending, and the relay retries with exponential backoff between
 // [RelayOptions.MinRetryDelay] and [RelayOptions.MaxRetryDelay], for as long
 // as it takes: rows are never dropped for being unreachable. A row the queue
-// refuses for good (options drover rejects, say a negative delay) is marked
-// failed with the reason and logged at error level; the other rows of its
-// batch go on.
+// refuses for good (options only the queue can judge, say a custom backoff
+// type it does not know; AddTx refuses the others) is marked failed with the
+// reason and logged at error level; the other rows of its batch go on.
 package outbox

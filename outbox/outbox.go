@@ -74,17 +74,22 @@ type listener interface {
 // used, and a row whose id already names a job in the queue is relayed as a
 // duplicate of it.
 //
-// AddTx checks what it can before writing: the queue name, the job id, the
-// data. Options the queue refuses at relay time (a negative delay, say) make
-// the row fail: it is marked failed, logged at error level, and not retried.
+// AddTx checks what it can before writing: the queue name, the data, and
+// the options (JobOptions.Validate: the job id, a negative delay, ...), and
+// refuses bad ones with an error wrapping ErrInvalidOption, ErrInvalidJobID
+// or ErrInvalidData. Options only the relay's queue can judge (a custom
+// Backoff.Type its QueueOptions.BackoffTypes lacks) make the row fail at
+// relay time: it is marked failed, logged at error level, and not retried.
 func (o *Outbox[Tx]) AddTx(ctx context.Context, tx Tx, queue, name string, data any, opts *drover.JobOptions) error {
 	where := fmt.Sprintf("outbox: add job %q to queue %q", name, queue)
 	if err := keys.ValidateName(queue); err != nil {
 		return fmt.Errorf("%s: %w: %w", where, drover.ErrInvalidOption, err)
 	}
-	if opts != nil && opts.JobID != "" {
-		if err := keys.ValidateJobID(opts.JobID); err != nil {
-			return fmt.Errorf("%s: %w: %w", where, drover.ErrInvalidJobID, err)
+	if opts != nil {
+		// What every queue refuses (wrapping ErrInvalidJobID or
+		// ErrInvalidOption): refused here, not as a failed row later.
+		if err := opts.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
 	encoded, err := encodeData(data)

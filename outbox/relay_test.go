@@ -181,6 +181,11 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 			{"IntegerJobID", job{queue: "q", name: "n", opts: &drover.JobOptions{JobID: "123"}}, drover.ErrInvalidJobID, `job id "123" must not be an integer`},
 			{"JobIDWithColon", job{queue: "q", name: "n", opts: &drover.JobOptions{JobID: "a:b"}}, drover.ErrInvalidJobID, `job id "a:b" must not contain ':'`},
 			{"UnencodableData", job{queue: "q", name: "n", data: func() {}}, drover.ErrInvalidData, "unsupported type"},
+			// Options every queue refuses: they used to be written, and the
+			// row failed later, at relay time, far from the caller.
+			{"NegativeDelay", job{queue: "q", name: "n", opts: &drover.JobOptions{Delay: -time.Second}}, drover.ErrInvalidOption, "JobOptions.Delay must not be negative, got -1s"},
+			{"NegativeAttempts", job{queue: "q", name: "n", opts: &drover.JobOptions{Attempts: -1}}, drover.ErrInvalidOption, "JobOptions.Attempts must not be negative, got -1"},
+			{"PriorityTooHigh", job{queue: "q", name: "n", opts: &drover.JobOptions{Priority: 1 << 30}}, drover.ErrInvalidOption, "JobOptions.Priority must be between 0 and 2097151"},
 		}
 		for _, tt := range tests {
 			err := bundle.addErr(t, tt.j)
@@ -197,7 +202,7 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		bundle := setup(t)
 		bundle.add(t,
 			job{queue: "q", name: "fine-1"},
-			job{queue: "q", name: "bad", opts: &drover.JobOptions{Delay: -time.Second}},
+			job{queue: "q", name: "bad", opts: &drover.JobOptions{Backoff: &drover.Backoff{Type: "smtp"}}},
 			job{queue: "q", name: "fine-2"},
 		)
 		logs := &logSink{}
@@ -209,7 +214,7 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		require.True(t, rows[0].Sent)
 		require.True(t, rows[1].Failed)
 		require.False(t, rows[1].Sent)
-		require.Contains(t, rows[1].LastError, "JobOptions.Delay must not be negative")
+		require.Contains(t, rows[1].LastError, `unknown JobOptions.Backoff.Type "smtp"`)
 		require.True(t, rows[2].Sent)
 		require.EqualValues(t, 2, bundle.jobCount(t, "q"))
 		require.Contains(t, logs.String(), `level=ERROR msg="outbox row refused by its queue; marked failed" outbox_id=2 queue=q job_id=outbox-2`)
@@ -275,7 +280,7 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		t.Parallel()
 
 		bundle := setup(t)
-		bundle.add(t, job{queue: "q", name: "sent"}, job{queue: "q", name: "refused", opts: &drover.JobOptions{Delay: -time.Second}})
+		bundle.add(t, job{queue: "q", name: "sent"}, job{queue: "q", name: "refused", opts: &drover.JobOptions{Backoff: &drover.Backoff{Type: "smtp"}}})
 		_, err := bundle.newRelay(t, nil).Flush(ctx)
 		require.NoError(t, err)
 		bundle.add(t, job{queue: "q", name: "pending"})
