@@ -234,9 +234,18 @@ func Run(t testing.TB, proc drover.Processor, name string, data any, opts *drove
 	return New(t).Run(proc, name, data, opts)
 }
 
-// RunArgs is Run for a typed job.
+// RunArgs is Run for a typed job. Nil args (or a nil pointer) fail the
+// test: they name no kind and carry no data.
 func RunArgs(t testing.TB, proc drover.Processor, args drover.JobArgs, opts *drover.JobOptions) *Result {
 	t.Helper()
+	if args == nil {
+		t.Fatalf("drovertest: RunArgs needs args, got nil")
+		return nil
+	}
+	if v := reflect.ValueOf(args); v.Kind() == reflect.Pointer && v.IsNil() {
+		t.Fatalf("drovertest: RunArgs needs args, got a nil %T", args)
+		return nil
+	}
 	return New(t).Run(proc, args.Kind(), args, opts)
 }
 

@@ -80,6 +80,28 @@ func TestRequireAddedArgsPointer(t *testing.T) {
 	require.Equal(t, &Receipt{Order: "A-1", Cents: 5}, drovertest.RequireAddedArgs[*Receipt](t, k, "receipts"))
 }
 
+// TestRunArgsNil: nil args, or a nil pointer whose Kind is declared on
+// the value receiver, fail the test with a message; the nil pointer used
+// to panic calling Kind.
+func TestRunArgsNil(t *testing.T) {
+	t.Parallel()
+	ok := drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil })
+	for _, tc := range []struct {
+		name string
+		args drover.JobArgs
+		want string
+	}{
+		{"Nil", nil, "drovertest: RunArgs needs args, got nil"},
+		{"NilPointer", (*Receipt)(nil), "drovertest: RunArgs needs args, got a nil *drovertest_test.Receipt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &fatalRecorder{TB: t}
+			require.Equal(t, tc.want, runRecorded(rec, func() { drovertest.RunArgs(rec, ok, tc.args, nil) }))
+		})
+	}
+}
+
 // TestRunWithRetention: a job whose options (or the worker's) remove it once
 // it finishes is still read back into the Result. Run used to fail the test
 // with `drovertest: get job "1" in queue "drovertest": job not found`, so a
