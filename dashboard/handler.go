@@ -23,6 +23,7 @@ import (
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/metricset"
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/outage"
 )
 
@@ -437,7 +438,8 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := h.ins.Ping(ctx); err != nil {
+	// bounded: the client may ignore ctx's deadline (see internal/bounded).
+	if _, err := bounded.Call(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.ins.Ping(ctx) }); err != nil {
 		text(w, http.StatusServiceUnavailable, "redis: "+err.Error()+"\n")
 		return
 	}
