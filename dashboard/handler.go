@@ -20,10 +20,10 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/metricset"
-	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/outage"
 )
 

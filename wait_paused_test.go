@@ -1,0 +1,92 @@
+package drover_test
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestWaitsWhileRedisIsPaused: Redis stops answering without closing its
+// connections (SIGSTOP: a frozen host, a long fork, a partition) while a
+// WaitUntilFinished and a QueueEvents.Run wait on it. Their contexts must
+// still end them, and Queue.Close must not wait for Redis, as their docs
+// say: the caller's deadline is its budget. Before, the go-redis client
+// (ContextTimeoutEnabled off, its default) ignored ctx on the wire: a
+// WaitUntilFinished under a 1 s context returned after 15.5 s, a cancelled
+// Run after 10.1 s, and a Close behind a waiting call 8.8 s later.
+func TestWaitsWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
+	rdb := srv.Client(t)
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	added, err := q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+
+	qe, err := drover.NewQueueEvents(rdb, "q", nil)
+	require.NoError(t, err)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	runDone := make(chan error, 1)
+	go func() { runDone <- qe.Run(runCtx, func(drover.Event) error { return nil }) }()
+	// A second Queue value has a wait of its own in flight when it closes.
+	q2, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	wait2 := make(chan error, 1)
+	go func() { _, err := q2.WaitUntilFinished(ctx, added.Job.ID); wait2 <- err }()
+	waitCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	waitDone := make(chan error, 1)
+	go func() { _, err := q.WaitUntilFinished(waitCtx, added.Job.ID); waitDone <- err }()
+
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	// Each bound is well under what the client's timeouts take (10 s and
+	// more), well over what the call's own deadline or Close take.
+	const bound = 7 * time.Second
+	select {
+	case err := <-waitDone:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(bound):
+		t.Fatal("WaitUntilFinished outlived its context while Redis was paused")
+	}
+	stopRun()
+	select {
+	case err := <-runDone:
+		require.NoError(t, err)
+	case <-time.After(bound):
+		t.Fatal("QueueEvents.Run did not return when its context ended while Redis was paused")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- q2.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(bound):
+		t.Fatal("Queue.Close waited for a paused Redis")
+	}
+	select {
+	case err := <-wait2:
+		require.ErrorIs(t, err, drover.ErrClosed)
+	case <-time.After(bound):
+		t.Fatal("Close did not end the waiting call")
+	}
+
+	// Redis answers again: a new wait gets the job's end.
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return "done", nil }), nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	defer func() { require.NoError(t, w.Close(ctx)) }()
+	v, err := q.WaitUntilFinished(ctx, added.Job.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `"done"`, string(v))
+}
