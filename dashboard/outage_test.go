@@ -5,10 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -74,4 +76,61 @@ func TestProbesWhileRedisIsPaused(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "\ndrover_inspect_up 1\n")
 	require.Contains(t, body, `drover_queue_jobs{queue="q",state="waiting"} 1`)
+}
+
+// TestAPIReadsWhileRedisIsPaused: while Redis is paused (SIGSTOP), the
+// page's reads answer 503 naming Redis within the dashboard's read bound
+// (10 s), so the page can say Redis is down, and answer again once it is
+// back. Before, each read waited out its Redis calls' timeouts and retries
+// one after another: 90 s for /api/overview, 60 s for a job list, past the
+// server's one-minute write timeout.
+func TestAPIReadsWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
+	rdb := srv.Client(t)
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	_, err = q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	ins, err := inspect.New(rdb, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
+	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	require.NoError(t, err)
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	client := &http.Client{Timeout: 15 * time.Second}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := client.Get(hs.URL + path)
+		require.NoError(t, err, path)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	paths := []string{"/api/overview", "/api/queues/q/jobs?state=waiting"}
+	var wg sync.WaitGroup
+	for _, p := range paths {
+		wg.Go(func() {
+			code, body := get(p)
+			assert.Equal(t, http.StatusServiceUnavailable, code, p)
+			assert.Contains(t, body, "Redis unavailable", p)
+		})
+	}
+	wg.Wait()
+
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	for _, p := range paths {
+		code, body := get(p)
+		require.Equal(t, http.StatusOK, code, "%s: %s", p, body)
+	}
+	code, body := get("/api/queues/q/jobs?state=waiting")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `"name":"x"`)
 }
