@@ -90,3 +90,62 @@ func TestWaitsWhileRedisIsPaused(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `"done"`, string(v))
 }
+
+// TestWorkerCloseWhileRedisIsPaused: Redis stops answering (SIGSTOP) while
+// a worker runs a job. Close(1 s) must keep its documented bound (ctx,
+// the 5 s write grace and about one wake-up more) and return the give-up
+// error, and the job must not be lost: once Redis answers, it completes.
+// Before, Close took 45 s: the wake-up, the result write and its
+// settlement, the lock renewal, the stalled check and the presence ping
+// each waited out the client's timeouts (go-redis ignores ctx without
+// ContextTimeoutEnabled).
+func TestWorkerCloseWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
+	rdb := srv.Client(t)
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	started := make(chan struct{})
+	release := make(chan struct{})
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+		close(started)
+		<-release
+		return "done", nil
+	}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	added, err := q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	<-started
+
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	close(release)
+	closed := make(chan error, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		closed <- w.Close(cctx)
+	}()
+	select {
+	case err := <-closed:
+		require.ErrorContains(t, err, "results were not written")
+	case <-time.After(15 * time.Second): // the bound is about 8 s; before, 45 s
+		t.Fatal("Close waited for a paused Redis")
+	}
+
+	// Redis answers again: the job is completed, by the write Close gave
+	// up on or, its lock lost, by another worker once it is stalled.
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	w2, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+		return "done", nil
+	}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, w2.Start(ctx))
+	defer func() { require.NoError(t, w2.Close(ctx)) }()
+	v, err := q.WaitUntilFinished(ctx, added.Job.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `"done"`, string(v))
+}
