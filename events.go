@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/outage"
@@ -188,7 +189,9 @@ func (qe *QueueEvents) Next(ctx context.Context) (Event, error) {
 		}
 		if qe.lastID == "$" {
 			// Pin "$" to a concrete id so no event slips between reads.
-			last, err := qe.rdb.XRevRangeN(ctx, qe.key, "+", "-", 1).Result()
+			last, err := bounded.Call(ctx, func(ctx context.Context) ([]redis.XMessage, error) {
+				return qe.rdb.XRevRangeN(ctx, qe.key, "+", "-", 1).Result()
+			})
 			if err != nil {
 				return Event{}, fmt.Errorf("read events %s: %w", qe.key, err)
 			}
@@ -197,9 +200,16 @@ func (qe *QueueEvents) Next(ctx context.Context) (Event, error) {
 				qe.lastID = last[0].ID
 			}
 		}
-		streams, err := qe.rdb.XRead(ctx, &redis.XReadArgs{
-			Streams: []string{qe.key, qe.lastID}, Count: 500, Block: qe.block,
-		}).Result()
+		// bounded: a client without ContextTimeoutEnabled ends a blocking
+		// read only when the block or its read timeout runs out (10 s and
+		// more when Redis is paused), not when ctx ends. An abandoned read's
+		// events are dropped; lastID has not moved, so none is lost.
+		lastID := qe.lastID
+		streams, err := bounded.Call(ctx, func(ctx context.Context) ([]redis.XStream, error) {
+			return qe.rdb.XRead(ctx, &redis.XReadArgs{
+				Streams: []string{qe.key, lastID}, Count: 500, Block: qe.block,
+			}).Result()
+		})
 		if errors.Is(err, redis.Nil) {
 			continue
 		}

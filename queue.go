@@ -36,6 +36,10 @@ type Queue struct {
 	clocker *clockKeeper
 	logger  *slog.Logger
 	closed  atomic.Bool
+	// life ends at Close: it abandons the reads of waiting calls that
+	// Redis does not answer (the client may ignore ctx, internal/bounded).
+	life    context.Context
+	endLife context.CancelFunc
 	// registered is set once the queue's name is in keys.Registry.
 	registered atomic.Bool
 	adds       addBatcher
@@ -88,6 +92,7 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 		clock:  clock.Real{},
 		logger: o.Logger,
 	}
+	q.life, q.endLife = context.WithCancel(context.Background())
 	if o.ClockCheckInterval > 0 {
 		corrected := clock.NewCorrected(clock.Real{})
 		q.clock = corrected
@@ -129,6 +134,9 @@ func (q *Queue) Prefix() string { return q.k.Prefix() }
 // does not close the Redis client, which belongs to the caller.
 func (q *Queue) Close() error {
 	q.closed.Store(true)
+	if q.endLife != nil {
+		q.endLife()
+	}
 	q.stopWaits()
 	return nil
 }

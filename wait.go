@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/bounded"
 )
 
 // JobFailedError is the error WaitUntilFinished returns when the job failed
@@ -47,6 +49,7 @@ type waitHub struct {
 	running bool
 	pos     string        // the reader reads after this stream id
 	stopped chan struct{} // closed when the running reader has stopped
+	cancel  func()        // ends the running reader's read (Close)
 }
 
 // add registers a call waiting for job id, whose stream position is pos,
@@ -68,8 +71,10 @@ func (q *Queue) addWaiter(ctx context.Context, id, pos string) chan Event {
 	if !h.running {
 		h.running, h.pos, h.stopped = true, pos, make(chan struct{})
 		// The reader serves later calls too: the starting call's ending
-		// must not stop it.
-		go q.readWaits(context.WithoutCancel(ctx), h.stopped)
+		// must not stop it; Close does.
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		h.cancel = cancel
+		go q.readWaits(rctx, h.stopped)
 	}
 	return ch
 }
@@ -88,9 +93,10 @@ func (q *Queue) removeWaiter(id string, ch chan Event) {
 func (q *Queue) stopWaits() {
 	h := &q.waits
 	h.mu.Lock()
-	running, stopped := h.running, h.stopped
+	running, stopped, cancel := h.running, h.stopped, h.cancel
 	h.mu.Unlock()
 	if running {
+		cancel() // a read Redis does not answer (paused) ends now
 		<-stopped
 	}
 }
@@ -103,8 +109,9 @@ func (q *Queue) readWaits(ctx context.Context, stopped chan struct{}) {
 	events := q.k.Events()
 	for {
 		h.mu.Lock()
-		if len(h.waiters) == 0 || q.closed.Load() {
+		if len(h.waiters) == 0 || q.closed.Load() || ctx.Err() != nil {
 			h.running = false
+			h.cancel()
 			h.mu.Unlock()
 			close(stopped)
 			return
@@ -112,12 +119,17 @@ func (q *Queue) readWaits(ctx context.Context, stopped chan struct{}) {
 		pos := h.pos
 		h.mu.Unlock()
 		q.waitHook("read")
-		streams, err := q.rdb.XRead(ctx, &redis.XReadArgs{
-			Streams: []string{events, pos}, Count: 1000, Block: waitBlock,
-		}).Result()
+		// bounded, so that Close ends a read Redis does not answer (the
+		// client may ignore ctx, see internal/bounded); an abandoned read's
+		// events are dropped with the reader.
+		streams, err := bounded.Call(ctx, func(ctx context.Context) ([]redis.XStream, error) {
+			return q.rdb.XRead(ctx, &redis.XReadArgs{
+				Streams: []string{events, pos}, Count: 1000, Block: waitBlock,
+			}).Result()
+		})
 		if err != nil {
 			if !errors.Is(err, redis.Nil) && !isUnblocked(err) {
-				time.Sleep(waitBlock)
+				sleepCtx(ctx, waitBlock)
 			}
 			continue
 		}
@@ -209,7 +221,14 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 	events := q.k.Events()
 	// The position comes first: whatever finishes the job after it writes
 	// its event after it.
-	last, err := q.rdb.XRevRangeN(ctx, events, "+", "-", 1).Result()
+	lookCtx, endLook := q.lookCtx(ctx)
+	last, err := bounded.Call(lookCtx, func(ctx context.Context) ([]redis.XMessage, error) {
+		return q.rdb.XRevRangeN(ctx, events, "+", "-", 1).Result()
+	})
+	endLook()
+	if cerr := q.check(); cerr != nil {
+		return nil, cerr // closed while reading
+	}
 	if err != nil {
 		return nil, q.waitErr(id, fmt.Errorf("read events: %w", err))
 	}
@@ -237,7 +256,14 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 		if err := q.check(); err != nil {
 			return nil, err // closed while waiting
 		}
-		checked, err := q.finishedJob(ctx, id)
+		// bounded: the client may ignore ctx's deadline while Redis does
+		// not answer (see internal/bounded); ctx still ends the call.
+		lookCtx, endLook := q.lookCtx(ctx)
+		checked, err := bounded.Call(lookCtx, func(ctx context.Context) (jobCheck, error) { return q.finishedJob(ctx, id) })
+		endLook()
+		if cerr := q.check(); cerr != nil {
+			return nil, cerr // closed while looking
+		}
 		if ctx.Err() != nil {
 			return nil, waitEnded(ctx, outage)
 		}
@@ -257,6 +283,14 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 		q.waitHook("checked")
 		recheck.Reset(waitRecheck)
 	}
+}
+
+// lookCtx is ctx, also ended by Close, for a wait's reads: bounded.Call
+// abandons them when either ends, even when Redis does not answer.
+func (q *Queue) lookCtx(ctx context.Context) (context.Context, func()) {
+	c, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(q.life, cancel)
+	return c, func() { stop(); cancel() }
 }
 
 // waitEnded is a wait's error when its ctx ended: ctx's own error, joined

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
@@ -300,6 +301,11 @@ type Worker struct {
 	fetchDone   chan struct{} // closed by the fetcher when it returns
 	bgWG        sync.WaitGroup
 	forceFinish chan struct{} // closed by Close when it gives up writing results
+	// forceCtx ends with forceFinish: it abandons a result write in flight
+	// that Redis does not answer (paused; the client may ignore ctx, see
+	// internal/bounded), so giving up does not wait out its timeouts.
+	forceCtx context.Context
+	forced   context.CancelFunc
 
 	// Fetch hints: written by the fetcher and the writers (atomics).
 	nextDelayed  atomic.Int64 // ms of the earliest delayed job this worker knows of
@@ -542,6 +548,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.bgCtx, w.stopBG = context.WithCancel(context.Background())
 		w.fetchDone = make(chan struct{})
 		w.forceFinish = make(chan struct{})
+		w.forceCtx, w.forced = context.WithCancel(context.Background())
 		w.started.Store(true)
 		// Logged before the first fetch, so that no line about a job comes
 		// before it.
@@ -636,7 +643,9 @@ func (w *Worker) Close(ctx context.Context) error {
 			defer close(wakeKeyGone)
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
 			defer cancel()
-			w.q.rdb.Del(dctx, w.q.k.WorkerWake(w.id))
+			_, _ = bounded.Call(dctx, func(ctx context.Context) (int64, error) {
+				return w.q.rdb.Del(ctx, w.q.k.WorkerWake(w.id)).Result()
+			})
 		}()
 		defer func() { <-wakeKeyGone }()
 
@@ -651,6 +660,7 @@ func (w *Worker) Close(ctx context.Context) error {
 				// Give-up path: stop retrying the results that cannot be
 				// written; the stalled checker recovers those jobs.
 				close(w.forceFinish)
+				w.forced()
 				w.jobs.drain(context.Background())
 				w.closeErr = fmt.Errorf("close worker for queue %q: some results were not written; the stalled checker will recover those jobs", w.q.name)
 			}
@@ -664,6 +674,7 @@ func (w *Worker) Close(ctx context.Context) error {
 		// 4. Nothing runs any more: stop the lock keeper and stalled checker.
 		w.stopBG()
 		w.bgWG.Wait()
+		w.forced()
 		w.cancelJobs(ErrWorkerClosing)
 		w.log.Info("worker closed")
 	})

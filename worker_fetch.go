@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
@@ -314,7 +315,11 @@ func (w *Worker) wake() { w.wakeWithin(context.Background()) }
 func (w *Worker) wakeWithin(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, wakeTimeout)
 	defer cancel()
-	_ = w.q.rdb.ZAdd(ctx, w.q.k.WorkerWake(w.id), redis.Z{Score: 0, Member: "w"}).Err()
+	// bounded: the client may ignore ctx (see internal/bounded), and Close
+	// must not wait 15 s for a Redis that does not answer.
+	_, _ = bounded.Call(ctx, func(ctx context.Context) (int64, error) {
+		return w.q.rdb.ZAdd(ctx, w.q.k.WorkerWake(w.id), redis.Z{Score: 0, Member: "w"}).Result()
+	})
 }
 
 // prepare turns the jobs a script call fetched into running jobs, not yet

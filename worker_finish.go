@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
 )
@@ -257,7 +258,9 @@ func mayHaveRun(err error) bool {
 // are taken over and the records it did not write are sent under a new
 // token.
 func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed string) (codes []error, next []*runningJob, rateLimitTTL int64, ok bool) {
-	ctx := context.Background() // results must land even while closing
+	// Results must land even while closing: only Close giving up
+	// (forceCtx) ends a write, bounded even when Redis does not answer.
+	ctx := w.forceCtx
 	codes = make([]error, len(recs))
 	todo := make([]int, len(recs)) // indexes of the records not written yet
 	for i := range todo {
@@ -271,7 +274,15 @@ func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed str
 	args := w.fetchArgs(fetch)
 	send := recs
 	for attempt := 1; ; attempt++ {
-		c, f, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, args, w.metricsPoints(), send)
+		type finished struct {
+			codes []error
+			f     scripts.Fetch
+		}
+		res, err := bounded.Call(ctx, func(ctx context.Context) (finished, error) {
+			c, f, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, args, w.metricsPoints(), send)
+			return finished{c, f}, err
+		})
+		c, f := res.codes, res.f
 		if err == nil {
 			for k, i := range todo {
 				codes[i] = c[k]
@@ -322,7 +333,9 @@ func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed str
 // false when Close stops waiting first.
 func (w *Worker) settleCall(token string, recs []scripts.FinishRecord) (st scripts.Settled, ok bool) {
 	for attempt := 1; ; attempt++ {
-		st, err := scripts.SettleCall(context.Background(), w.q.rdb, w.q.k, token, settledCallTTL, recs)
+		st, err := bounded.Call(w.forceCtx, func(ctx context.Context) (scripts.Settled, error) {
+			return scripts.SettleCall(ctx, w.q.rdb, w.q.k, token, settledCallTTL, recs)
+		})
 		if err == nil {
 			w.log.Info("settled a call whose reply was lost", slog.Int(logkey.Count, len(recs)),
 				slog.Int(logkey.Jobs, len(st.Jobs)), slog.String(logkey.Token, token))

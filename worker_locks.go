@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
 )
@@ -45,7 +46,12 @@ func (k *lockKeeper) renew(ctx context.Context) {
 	for i, rj := range rjs {
 		ids[i], tokens[i] = rj.job.ID, rj.token
 	}
-	lost, err := scripts.ExtendLocks(ctx, k.q.rdb, k.q.k, k.duration.Milliseconds(), ids, tokens)
+	// bounded: Close (ctx) must not wait out a call Redis does not answer
+	// (the client may ignore ctx, see internal/bounded); the next renewal
+	// is another call.
+	lost, err := bounded.Call(ctx, func(ctx context.Context) ([]scripts.LostLock, error) {
+		return scripts.ExtendLocks(ctx, k.q.rdb, k.q.k, k.duration.Milliseconds(), ids, tokens)
+	})
 	if err != nil {
 		if ctx.Err() == nil {
 			k.log.WarnContext(ctx, "renew job locks failed", slog.Int(logkey.Count, len(ids)), slog.Any(logkey.Error, err))
@@ -95,7 +101,9 @@ func (k *lockKeeper) probe(ctx context.Context) {
 	if k.gate.held() == nil {
 		return
 	}
-	if err := k.q.rdb.ZAdd(ctx, k.wakeKey, redis.Z{Score: 0, Member: "w"}).Err(); err == nil {
+	if _, err := bounded.Call(ctx, func(ctx context.Context) (int64, error) {
+		return k.q.rdb.ZAdd(ctx, k.wakeKey, redis.Z{Score: 0, Member: "w"}).Result()
+	}); err == nil {
 		k.gate.resume(ctx)
 	}
 }
@@ -223,8 +231,18 @@ func every(ctx context.Context, interval time.Duration, now bool, fn func(contex
 }
 
 func (c *stalledChecker) checkOnce(ctx context.Context) {
-	ran, moved, err := scripts.MoveStalledJobsToWait(ctx, c.q.rdb, c.q.k, c.q.nowMs(),
-		c.interval.Milliseconds(), c.maxStalled)
+	// bounded: only Close ends ctx, and must not wait out a call Redis does
+	// not answer; a check abandoned then reports nothing.
+	type checked struct {
+		ran   bool
+		moved []scripts.Stalled
+	}
+	res, err := bounded.Call(ctx, func(ctx context.Context) (checked, error) {
+		ran, moved, err := scripts.MoveStalledJobsToWait(ctx, c.q.rdb, c.q.k, c.q.nowMs(),
+			c.interval.Milliseconds(), c.maxStalled)
+		return checked{ran, moved}, err
+	})
+	ran, moved := res.ran, res.moved
 	if err != nil {
 		if ctx.Err() == nil {
 			c.log.WarnContext(ctx, "stalled check failed", slog.Any(logkey.Error, err))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/logkey"
 )
 
@@ -101,7 +102,12 @@ func (p *presence) ping(ctx context.Context) error {
 		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = 1, 0, 1, 1
 		p.conn = redis.NewClient(&opt)
 	}
-	return p.conn.Ping(ctx).Err()
+	// bounded: the client may ignore ctx (see internal/bounded), and Close
+	// must not wait for a Redis that does not answer; an abandoned ping is
+	// ended by register closing the connection.
+	conn := p.conn
+	_, err := bounded.Call(ctx, func(ctx context.Context) (string, error) { return conn.Ping(ctx).Result() })
+	return err
 }
 
 // block runs fn, the fetcher's blocking wait for jobs, on the named

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/metricset"
@@ -229,13 +232,13 @@ func (h *Handler) routes() {
 	// Viewers.
 	m.Handle("GET /metrics", h.viewer(h.opts.Metrics.ServeHTTP))
 	m.Handle("GET /api/session", h.viewer(h.session))
-	m.Handle("GET /api/overview", h.viewer(h.overview))
-	m.Handle("GET /api/queues/{queue}", h.viewer(h.queue))
-	m.Handle("GET /api/queues/{queue}/jobs", h.viewer(h.jobs))
-	m.Handle("GET /api/queues/{queue}/jobs/{id}", h.viewer(h.job))
-	m.Handle("GET /api/queues/{queue}/stalled", h.viewer(h.stalled))
-	m.Handle("GET /api/queues/{queue}/delayed", h.viewer(h.delayed))
-	m.Handle("GET /api/queues/{queue}/budgets", h.viewer(h.budgets))
+	m.Handle("GET /api/overview", h.viewer(boundedRead(h.overview)))
+	m.Handle("GET /api/queues/{queue}", h.viewer(boundedRead(h.queue)))
+	m.Handle("GET /api/queues/{queue}/jobs", h.viewer(boundedRead(h.jobs)))
+	m.Handle("GET /api/queues/{queue}/jobs/{id}", h.viewer(boundedRead(h.job)))
+	m.Handle("GET /api/queues/{queue}/stalled", h.viewer(boundedRead(h.stalled)))
+	m.Handle("GET /api/queues/{queue}/delayed", h.viewer(boundedRead(h.delayed)))
+	m.Handle("GET /api/queues/{queue}/budgets", h.viewer(boundedRead(h.budgets)))
 	m.Handle("GET /api/queues/{queue}/events", h.viewer(h.events))
 
 	// Operators.
@@ -245,15 +248,15 @@ func (h *Handler) routes() {
 	m.Handle("POST /api/queues/{queue}/retry", h.act("retry-jobs", RoleOperator, h.retryJobs))
 	m.Handle("POST /api/queues/{queue}/promote", h.act("promote-all", RoleOperator, h.promoteAll))
 	m.Handle("GET /api/openapi.json", h.viewer(serveOpenAPI))
-	m.Handle("GET /api/jobs/{id}", h.viewer(h.findJob))
-	m.Handle("GET /api/queues/{queue}/failures", h.viewer(h.failures))
-	m.Handle("GET /api/queues/{queue}/conflicts", h.viewer(h.conflicts))
-	m.Handle("GET /api/queues/{queue}/throughput", h.viewer(h.throughput))
-	m.Handle("GET /api/queues/{queue}/schedulers", h.viewer(h.schedulers))
+	m.Handle("GET /api/jobs/{id}", h.viewer(boundedRead(h.findJob)))
+	m.Handle("GET /api/queues/{queue}/failures", h.viewer(boundedRead(h.failures)))
+	m.Handle("GET /api/queues/{queue}/conflicts", h.viewer(boundedRead(h.conflicts)))
+	m.Handle("GET /api/queues/{queue}/throughput", h.viewer(boundedRead(h.throughput)))
+	m.Handle("GET /api/queues/{queue}/schedulers", h.viewer(boundedRead(h.schedulers)))
 	m.Handle("POST /api/queues/{queue}/schedulers/{scheduler}/remove", h.act("remove-scheduler", RoleOperator, noBody(h.removeScheduler)))
-	m.Handle("GET /api/workers", h.viewer(h.workers))
-	m.Handle("GET /api/operations", h.viewer(h.listOperations))
-	m.Handle("GET /api/operations/{id}", h.viewer(h.getOperation))
+	m.Handle("GET /api/workers", h.viewer(boundedRead(h.workers)))
+	m.Handle("GET /api/operations", h.viewer(boundedRead(h.listOperations)))
+	m.Handle("GET /api/operations/{id}", h.viewer(boundedRead(h.getOperation)))
 	m.Handle("POST /api/operations/{id}/cancel", h.act("cancel-operation", RoleOperator, noBody(h.cancelOperation)))
 
 	// Admins.
@@ -443,7 +446,8 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := h.ins.Ping(ctx); err != nil {
+	// bounded: the client may ignore ctx's deadline (see internal/bounded).
+	if _, err := bounded.Call(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.ins.Ping(ctx) }); err != nil {
 		text(w, http.StatusServiceUnavailable, "redis: "+err.Error()+"\n")
 		return
 	}
@@ -493,4 +497,59 @@ func writeErr(w http.ResponseWriter, err error) {
 	default:
 		writeError(w, http.StatusInternalServerError, err.Error())
 	}
+}
+
+// readTimeout bounds a read request's wait for Redis. A go-redis client
+// ignores a context's deadline unless built with ContextTimeoutEnabled, so
+// against a Redis that stopped answering without closing its connections
+// (paused, a frozen host) a page's read took its reads' timeouts and
+// retries one after another: 90 s for the overview.
+const readTimeout = 10 * time.Second
+
+// boundedRead runs the read fn with readTimeout: its answer is recorded and
+// sent when it finishes in time, else the request gets a 503 naming Redis
+// (an outage, as writeErr says) and fn's late answer is dropped.
+func boundedRead(fn http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+		defer cancel()
+		rec, err := bounded.Call(ctx, func(ctx context.Context) (*recorder, error) {
+			rec := &recorder{header: w.Header().Clone()}
+			fn(rec, r.WithContext(ctx))
+			return rec, nil
+		})
+		if err != nil {
+			if r.Context().Err() != nil {
+				writeErr(w, r.Context().Err())
+				return
+			}
+			writeErr(w, fmt.Errorf("read for %s %s: %w", r.Method, r.URL.Path, err))
+			return
+		}
+		h := w.Header()
+		clear(h)
+		maps.Copy(h, rec.header)
+		w.WriteHeader(cmp.Or(rec.status, http.StatusOK))
+		_, _ = w.Write(rec.body.Bytes())
+	}
+}
+
+// recorder keeps a bounded read's response until it is known to be in time.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(b)
 }

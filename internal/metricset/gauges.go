@@ -3,9 +3,11 @@ package metricset
 import (
 	"cmp"
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/bounded"
 )
 
 // Gauge is one of the queue gauges.
@@ -75,13 +77,45 @@ type ReadOptions struct {
 
 // Read reads the queue gauges through ins and passes each sample to emit,
 // queue after queue, Up last.
+//
+// ctx bounds the reads even when ins's client ignores ctx's deadline (a
+// go-redis client without ContextTimeoutEnabled, see internal/bounded):
+// when ctx ends first, Failed hears why and emit gets Up 0 alone, so a
+// scrape of a Redis that stopped answering says so within its budget
+// rather than outlast the scraper's own timeout and lose the gauge that
+// says Redis is down.
 func Read(ctx context.Context, ins *inspect.Inspector, o ReadOptions, emit func(Sample)) {
+	// The reads run apart and hand their samples back; once abandoned they
+	// report nothing more.
+	var abandoned atomic.Bool
+	failed := o.Failed
+	o.Failed = func(ctx context.Context, queue string, err error) {
+		if failed != nil && !abandoned.Load() {
+			failed(ctx, queue, err)
+		}
+	}
+	samples, err := bounded.Call(ctx, func(ctx context.Context) ([]Sample, error) {
+		var samples []Sample
+		read(ctx, ins, o, func(s Sample) { samples = append(samples, s) })
+		return samples, nil
+	})
+	if err != nil {
+		abandoned.Store(true)
+		if failed != nil {
+			failed(ctx, "", err)
+		}
+		samples = []Sample{{Gauge: Up, Value: 0}}
+	}
+	for _, s := range samples {
+		emit(s)
+	}
+}
+
+func read(ctx context.Context, ins *inspect.Inspector, o ReadOptions, emit func(Sample)) {
 	up := 1.0
 	fail := func(queue string, err error) {
 		up = 0
-		if o.Failed != nil {
-			o.Failed(ctx, queue, err)
-		}
+		o.Failed(ctx, queue, err)
 	}
 	queues := o.Queues
 	if queues == nil {

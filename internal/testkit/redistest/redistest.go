@@ -145,6 +145,16 @@ func (s *Server) log() string {
 	return string(b)
 }
 
+// Signal sends sig to the server process: SIGSTOP pauses it (connections
+// stay open and nothing answers, as a server stuck in a long fork or a
+// frozen VM), SIGCONT resumes it.
+func (s *Server) Signal(sig os.Signal) error {
+	if s.cmd.Process == nil {
+		return errors.New("redistest: server not started")
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
 // Stop kills the server and removes its directory.
 func (s *Server) Stop() {
 	if s.cmd.Process != nil {

@@ -1,0 +1,47 @@
+// Package bounded ends a wait for Redis when its context ends, whatever the
+// client does.
+//
+// A go-redis client ignores a context's deadline on the wire unless it was
+// built with ContextTimeoutEnabled (go-redis's default is off): against a
+// server that stopped answering (paused, a frozen host, a partition without
+// resets) a Ping under a 2 s context returns after about 15 s, once the
+// client's own read timeouts and retries run out. A health check, a
+// metrics scrape or an HTTP request whose budget is shorter than that must
+// not wait for it.
+package bounded
+
+import (
+	"context"
+	"fmt"
+)
+
+// Call returns fn's result, or, as soon as ctx ends first, ctx's error. An
+// abandoned call goes on in its goroutine until the client's own timeouts
+// (or closing the client) end it; its result is dropped. fn must therefore
+// only write what Call hands back, not the caller's state.
+func Call[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return fn(ctx)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1) // buffered: an abandoned call never blocks
+	go func() {
+		v, err := fn(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done: // finished meanwhile: its answer is better
+			return r.v, r.err
+		default:
+		}
+		var zero T
+		return zero, fmt.Errorf("no answer from Redis in time: %w", context.Cause(ctx))
+	}
+}

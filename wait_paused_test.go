@@ -1,0 +1,151 @@
+package drover_test
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestWaitsWhileRedisIsPaused: Redis stops answering without closing its
+// connections (SIGSTOP: a frozen host, a long fork, a partition) while a
+// WaitUntilFinished and a QueueEvents.Run wait on it. Their contexts must
+// still end them, and Queue.Close must not wait for Redis, as their docs
+// say: the caller's deadline is its budget. Before, the go-redis client
+// (ContextTimeoutEnabled off, its default) ignored ctx on the wire: a
+// WaitUntilFinished under a 1 s context returned after 15.5 s, a cancelled
+// Run after 10.1 s, and a Close behind a waiting call 8.8 s later.
+func TestWaitsWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
+	rdb := srv.Client(t)
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	added, err := q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+
+	qe, err := drover.NewQueueEvents(rdb, "q", nil)
+	require.NoError(t, err)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	runDone := make(chan error, 1)
+	go func() { runDone <- qe.Run(runCtx, func(drover.Event) error { return nil }) }()
+	// A second Queue value has a wait of its own in flight when it closes.
+	q2, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	wait2 := make(chan error, 1)
+	go func() { _, err := q2.WaitUntilFinished(ctx, added.Job.ID); wait2 <- err }()
+	waitCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	waitDone := make(chan error, 1)
+	go func() { _, err := q.WaitUntilFinished(waitCtx, added.Job.ID); waitDone <- err }()
+
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	// Each bound is well under what the client's timeouts take (10 s and
+	// more), well over what the call's own deadline or Close take.
+	const bound = 7 * time.Second
+	select {
+	case err := <-waitDone:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(bound):
+		t.Fatal("WaitUntilFinished outlived its context while Redis was paused")
+	}
+	stopRun()
+	select {
+	case err := <-runDone:
+		require.NoError(t, err)
+	case <-time.After(bound):
+		t.Fatal("QueueEvents.Run did not return when its context ended while Redis was paused")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- q2.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(bound):
+		t.Fatal("Queue.Close waited for a paused Redis")
+	}
+	select {
+	case err := <-wait2:
+		require.ErrorIs(t, err, drover.ErrClosed)
+	case <-time.After(bound):
+		t.Fatal("Close did not end the waiting call")
+	}
+
+	// Redis answers again: a new wait gets the job's end.
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return "done", nil }), nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	defer func() { require.NoError(t, w.Close(ctx)) }()
+	v, err := q.WaitUntilFinished(ctx, added.Job.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `"done"`, string(v))
+}
+
+// TestWorkerCloseWhileRedisIsPaused: Redis stops answering (SIGSTOP) while
+// a worker runs a job. Close(1 s) must keep its documented bound (ctx,
+// the 5 s write grace and about one wake-up more) and return the give-up
+// error, and the job must not be lost: once Redis answers, it completes.
+// Before, Close took 45 s: the wake-up, the result write and its
+// settlement, the lock renewal, the stalled check and the presence ping
+// each waited out the client's timeouts (go-redis ignores ctx without
+// ContextTimeoutEnabled).
+func TestWorkerCloseWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
+	rdb := srv.Client(t)
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	started := make(chan struct{})
+	release := make(chan struct{})
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+		close(started)
+		<-release
+		return "done", nil
+	}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	added, err := q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	<-started
+
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	close(release)
+	closed := make(chan error, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		closed <- w.Close(cctx)
+	}()
+	select {
+	case err := <-closed:
+		require.ErrorContains(t, err, "results were not written")
+	case <-time.After(15 * time.Second): // the bound is about 8 s; before, 45 s
+		t.Fatal("Close waited for a paused Redis")
+	}
+
+	// Redis answers again: the job is completed, by the write Close gave
+	// up on or, its lock lost, by another worker once it is stalled.
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	w2, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+		return "done", nil
+	}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, w2.Start(ctx))
+	defer func() { require.NoError(t, w2.Close(ctx)) }()
+	v, err := q.WaitUntilFinished(ctx, added.Job.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `"done"`, string(v))
+}
