@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -203,8 +204,12 @@ func TestAPI(t *testing.T) {
 		for path, want := range map[string]int{"/healthz": 200, "/readyz": 503} {
 			resp, err := http.Get(srv.URL + path)
 			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
 			resp.Body.Close()
 			require.Equal(t, want, resp.StatusCode, path)
+			// No sign-in is needed here: no internal address in the answer.
+			require.NotContains(t, string(body), "127.0.0.1", path)
 		}
 		// An API call while Redis is down is an outage (503, naming Redis),
 		// not a server bug (500).

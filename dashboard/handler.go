@@ -448,7 +448,10 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	// bounded: the client may ignore ctx's deadline (see internal/bounded).
 	if _, err := bounded.Call(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.ins.Ping(ctx) }); err != nil {
-		text(w, http.StatusServiceUnavailable, "redis: "+err.Error()+"\n")
+		// The probe needs no sign-in: it says only that Redis is out, not
+		// the error, which names internal addresses; the log has it.
+		h.opts.Logger.WarnContext(r.Context(), "readiness probe: Redis unavailable", slog.Any(logkey.Error, err))
+		text(w, http.StatusServiceUnavailable, "redis: unavailable\n")
 		return
 	}
 	text(w, http.StatusOK, "ok\n")
