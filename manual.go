@@ -470,6 +470,7 @@ func (w *Worker) startManual(probe context.Context) {
 	w.fetchDone = make(chan struct{})
 	close(w.fetchDone)
 	w.forceFinish = make(chan struct{})
+	w.forceCtx, w.forced = context.WithCancel(context.Background())
 	w.started.Store(true)
 	w.log.InfoContext(probe, "manual worker started")
 	w.runClockAndChecker()
