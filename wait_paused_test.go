@@ -92,9 +92,10 @@ func TestWaitsWhileRedisIsPaused(t *testing.T) {
 }
 
 // TestWorkerCloseWhileRedisIsPaused: Redis stops answering (SIGSTOP) while
-// a worker runs a job. Close(1 s) must keep its documented bound (ctx,
-// the 5 s write grace and about one wake-up more) and return the give-up
-// error, and the job must not be lost: once Redis answers, it completes.
+// a worker runs a job. Close(1 s) must return the give-up error within
+// ctx, the 5 s write grace and the client's read timeout of the result
+// write in flight (sent inline: see writeResults), and the job must not be
+// lost: once Redis answers, it completes.
 // Before, Close took 45 s: the wake-up, the result write and its
 // settlement, the lock renewal, the stalled check and the presence ping
 // each waited out the client's timeouts (go-redis ignores ctx without
@@ -132,7 +133,7 @@ func TestWorkerCloseWhileRedisIsPaused(t *testing.T) {
 	select {
 	case err := <-closed:
 		require.ErrorContains(t, err, "results were not written")
-	case <-time.After(15 * time.Second): // the bound is about 8 s; before, 45 s
+	case <-time.After(30 * time.Second): // 15-20 s here (the write's read timeout); before, 45 s
 		t.Fatal("Close waited for a paused Redis")
 	}
 
