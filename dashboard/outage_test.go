@@ -30,32 +30,7 @@ import (
 // exceeded while awaiting headers".
 func TestProbesWhileRedisIsPaused(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	srv, err := redistest.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
-	rdb := srv.Client(t)
-	q, err := drover.NewQueue(rdb, "q", nil)
-	require.NoError(t, err)
-	_, err = q.Add(ctx, "x", nil, nil)
-	require.NoError(t, err)
-	ins, err := inspect.New(rdb, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
-	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
-	require.NoError(t, err)
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
-	probe := &http.Client{Timeout: 10 * time.Second}
-	get := func(path string) (int, string) {
-		t.Helper()
-		resp, err := probe.Get(hs.URL + path)
-		require.NoError(t, err, path)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
+	srv, get := pausableDashboard(t, 10*time.Second)
 
 	code, body := get("/metrics")
 	require.Equal(t, http.StatusOK, code)
@@ -86,32 +61,7 @@ func TestProbesWhileRedisIsPaused(t *testing.T) {
 // server's one-minute write timeout.
 func TestAPIReadsWhileRedisIsPaused(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	srv, err := redistest.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
-	rdb := srv.Client(t)
-	q, err := drover.NewQueue(rdb, "q", nil)
-	require.NoError(t, err)
-	_, err = q.Add(ctx, "x", nil, nil)
-	require.NoError(t, err)
-	ins, err := inspect.New(rdb, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
-	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
-	require.NoError(t, err)
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
-	client := &http.Client{Timeout: 15 * time.Second}
-	get := func(path string) (int, string) {
-		t.Helper()
-		resp, err := client.Get(hs.URL + path)
-		require.NoError(t, err, path)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
+	srv, get := pausableDashboard(t, 15*time.Second)
 
 	require.NoError(t, srv.Signal(syscall.SIGSTOP))
 	paths := []string{"/api/overview", "/api/queues/q/jobs?state=waiting"}
@@ -133,4 +83,36 @@ func TestAPIReadsWhileRedisIsPaused(t *testing.T) {
 	code, body := get("/api/queues/q/jobs?state=waiting")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `"name":"x"`)
+}
+
+// pausableDashboard serves a dashboard over a redis-server of its own (one
+// job added to queue q), which the test may pause with srv.Signal; get
+// reads a path with an HTTP client whose timeout is timeout.
+func pausableDashboard(t *testing.T, timeout time.Duration) (srv *redistest.Server, get func(path string) (int, string)) {
+	t.Helper()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
+	rdb := srv.Client(t)
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	_, err = q.Add(context.Background(), "x", nil, nil)
+	require.NoError(t, err)
+	ins, err := inspect.New(rdb, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
+	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	require.NoError(t, err)
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	client := &http.Client{Timeout: timeout}
+	return srv, func(path string) (int, string) {
+		t.Helper()
+		resp, err := client.Get(hs.URL + path)
+		require.NoError(t, err, path)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
 }
