@@ -23,9 +23,7 @@ import (
 func TestWaitsWhileRedisIsPaused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, err := redistest.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
+	srv := redistest.Pausable(t)
 	rdb := srv.Client(t)
 	q, err := drover.NewQueue(rdb, "q", nil)
 	require.NoError(t, err)
@@ -103,9 +101,7 @@ func TestWaitsWhileRedisIsPaused(t *testing.T) {
 func TestWorkerCloseWhileRedisIsPaused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, err := redistest.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
+	srv := redistest.Pausable(t)
 	rdb := srv.Client(t)
 	q, err := drover.NewQueue(rdb, "q", nil)
 	require.NoError(t, err)

@@ -278,8 +278,10 @@ func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed str
 		// hot path: one a job at concurrency 1) cost about 40 us of CPU
 		// per job and 15-20 % of the rate at c1. So a write in flight to a
 		// Redis that stopped answering returns when the client's read
-		// timeout ends it (about 13 s in TestWorkerCloseWhileRedisIsPaused),
-		// and Close's give-up (forceCtx) stops its retries.
+		// timeout ends it (go-redis's default is 3 s; the tests' clients
+		// read with 15 s, hence about 13 s in
+		// TestWorkerCloseWhileRedisIsPaused), and Close's give-up
+		// (forceCtx) stops its retries.
 		c, f, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, args, w.metricsPoints(), send)
 		if err == nil {
 			for k, i := range todo {

@@ -90,9 +90,7 @@ func TestAPIReadsWhileRedisIsPaused(t *testing.T) {
 // reads a path with an HTTP client whose timeout is timeout.
 func pausableDashboard(t *testing.T, timeout time.Duration) (srv *redistest.Server, get func(path string) (int, string)) {
 	t.Helper()
-	srv, err := redistest.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
+	srv = redistest.Pausable(t)
 	rdb := srv.Client(t)
 	q, err := drover.NewQueue(rdb, "q", nil)
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,6 +154,19 @@ func (s *Server) Signal(sig os.Signal) error {
 		return errors.New("redistest: server not started")
 	}
 	return s.cmd.Process.Signal(sig)
+}
+
+// Pausable starts a server of the test's own, which the test may pause
+// with Signal(syscall.SIGSTOP); when the test ends it is resumed and
+// stopped.
+func Pausable(tb testing.TB) *Server {
+	tb.Helper()
+	srv, err := Start()
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT); srv.Stop() })
+	return srv
 }
 
 // Stop kills the server and removes its directory.
