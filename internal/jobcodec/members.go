@@ -169,59 +169,29 @@ func stringOf(text []byte, plain bool) (string, error) {
 	return out, err
 }
 
-// knownKey is string(b), without a copy for the keys stored opts use: a
-// job's opts are decoded on the fetch path, and their keys are nearly
-// always these.
+// knownKeys are the keys stored opts use: the table's stored names, then
+// the keys inside stored option objects (backoff, deduplication,
+// retention). Filled by init: optionTable's readers reach knownKey, so a
+// variable initialised from the table would be a cycle.
+var knownKeys []string
+
+func init() {
+	for _, o := range optionTable {
+		if o.stored != "" {
+			knownKeys = append(knownKeys, o.stored)
+		}
+	}
+	knownKeys = append(knownKeys, "type", "delay", "jitter", "id", "ttl", "extend", "replace", "keepLastIfActive",
+		"reschedule", "age", "count", "limit")
+}
+
+// knownKey is string(b), without a copy for one of knownKeys: a job's opts
+// are decoded on the fetch path, and their keys are nearly always these.
 func knownKey(b []byte) string {
-	switch string(b) {
-	case "jobId":
-		return "jobId"
-	case "delay":
-		return "delay"
-	case "priority":
-		return "priority"
-	case "lifo":
-		return "lifo"
-	case "attempts":
-		return "attempts"
-	case "backoff":
-		return "backoff"
-	case "removeOnComplete":
-		return "removeOnComplete"
-	case "removeOnFail":
-		return "removeOnFail"
-	case "timestamp":
-		return "timestamp"
-	case "stackTraceLimit":
-		return "stackTraceLimit"
-	case "kl":
-		return "kl"
-	case "sizeLimit":
-		return "sizeLimit"
-	case "timeout":
-		return "timeout"
-	case "de":
-		return "de"
-	case "tm":
-		return "tm"
-	case "omc":
-		return "omc"
-	case "fpof":
-		return "fpof"
-	case "parent":
-		return "parent"
-	case "type":
-		return "type"
-	case "jitter":
-		return "jitter"
-	case "id":
-		return "id"
-	case "ttl":
-		return "ttl"
-	case "age":
-		return "age"
-	case "count":
-		return "count"
+	for _, k := range knownKeys {
+		if string(b) == k {
+			return k
+		}
 	}
 	return string(b)
 }
