@@ -49,6 +49,11 @@ func SetDefaultLogOutput(w io.Writer) (restore func()) {
 // before it stops the fetcher (tests only; set before Start).
 func SetCloseBegunHook(w *Worker, f func()) { w.closeBegun = f }
 
+// SetBeforeFinishWakeHook makes a result write call f after it decided to
+// wake the fetcher for a new delayed job and before it does (tests only;
+// set before Start).
+func SetBeforeFinishWakeHook(w *Worker, f func()) { w.beforeFinishWake = f }
+
 // SetWorkerRunnerKeep sets how long a worker keeps a job goroutine with
 // nothing to run (tests only; call before Start).
 func SetWorkerRunnerKeep(w *Worker, d time.Duration) { w.runners.keepFor = d }

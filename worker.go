@@ -327,6 +327,15 @@ type Worker struct {
 	wakeMu    sync.Mutex
 	wakeTimer *time.Timer
 
+	// wakeGate orders every wake-up write before Close deletes the wake
+	// key: a wake-up holds it shared while it writes, and Close takes it
+	// exclusively to set wakeShut, after which no wake-up writes. Without
+	// it a wake-up decided just before Close (a finished job's new delayed
+	// retry, a timer already firing) could land after the delete and leave
+	// the key behind.
+	wakeGate sync.RWMutex
+	wakeShut bool
+
 	// clocker is q's (it corrects q.clock by the offset to Redis TIME),
 	// measured by the worker's own goroutine; nil when ClockCheckInterval is
 	// negative.
@@ -353,6 +362,11 @@ type Worker struct {
 	// marked closing and before the fetcher is stopped: the window in which
 	// a fetcher that found a free slot must still take no job.
 	closeBegun func()
+
+	// beforeFinishWake, when set (tests only), runs in a result write after
+	// it decided to wake the fetcher and before the wake-up: the window in
+	// which Close may begin.
+	beforeFinishWake func()
 }
 
 // runningJob is one job in flight, from its fetch until its result is
@@ -636,6 +650,7 @@ func (w *Worker) Close(ctx context.Context) error {
 		}
 		<-w.fetchDone
 		w.disarmWake()
+		w.shutWakes()
 		// The wake key goes while the rest shuts down: when Redis does not
 		// answer, its wait and theirs overlap instead of adding up.
 		wakeKeyGone := make(chan struct{})

@@ -311,8 +311,14 @@ const wakeTimeout = 2 * time.Second
 // wake makes the fetcher's blocking call return now.
 func (w *Worker) wake() { w.wakeWithin(context.Background()) }
 
-// wakeWithin is wake bounded by ctx as well as wakeTimeout.
+// wakeWithin is wake bounded by ctx as well as wakeTimeout. It writes
+// nothing once Close shut wake-ups (see wakeGate).
 func (w *Worker) wakeWithin(ctx context.Context) {
+	w.wakeGate.RLock()
+	defer w.wakeGate.RUnlock()
+	if w.wakeShut {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, wakeTimeout)
 	defer cancel()
 	// bounded: the client may ignore ctx (see internal/bounded), and Close
@@ -320,6 +326,15 @@ func (w *Worker) wakeWithin(ctx context.Context) {
 	_, _ = bounded.Call(ctx, func(ctx context.Context) (int64, error) {
 		return w.q.rdb.ZAdd(ctx, w.q.k.WorkerWake(w.id), redis.Z{Score: 0, Member: "w"}).Result()
 	})
+}
+
+// shutWakes waits for the wake-ups being written (each within
+// wakeTimeout) and makes later ones write nothing, so that Close's delete
+// of the wake key comes after every write of it.
+func (w *Worker) shutWakes() {
+	w.wakeGate.Lock()
+	w.wakeShut = true
+	w.wakeGate.Unlock()
 }
 
 // prepare turns the jobs a script call fetched into running jobs, not yet

@@ -176,6 +176,9 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	}
 	w.noteRateLimit(rateLimitTTL)
 	if newDelayed && !w.closing.Load() && !w.IsPaused() {
+		if w.beforeFinishWake != nil {
+			w.beforeFinishWake()
+		}
 		w.wake() // the fetcher may sleep past the new delayed job's due time
 	}
 	return next

@@ -237,6 +237,39 @@ func TestWorkerClose(t *testing.T) {
 		require.Zero(t, exists, "the wake key must not outlive the worker")
 	})
 
+	// A result write that retries its job later wakes the fetcher through
+	// the wake key. When Close began between that decision and the write,
+	// the write landed after Close deleted the key, which outlived the
+	// worker (CI at 953ab1b: TestDifferentialSchedulerRunRetry saw
+	// q:marker:<worker> only in drover's state).
+	t.Run("WakeKeyGoneWhenARetryIsWrittenDuringClose", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+			return nil, errors.New("later")
+		}), &drover.WorkerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		deciding, release := make(chan struct{}), make(chan struct{})
+		drover.SetBeforeFinishWakeHook(w, func() {
+			close(deciding)
+			<-release
+		})
+		require.NoError(t, w.Start(ctx))
+		_, err = b.queue.Add(ctx, "x", nil, &drover.JobOptions{Attempts: 2, Backoff: &drover.Backoff{Type: drover.BackoffFixed, Delay: time.Hour}})
+		require.NoError(t, err)
+		<-deciding
+		closed := make(chan error, 1)
+		go func() { closed <- w.Close(ctx) }()
+		// Close deletes the wake key without waiting for running jobs;
+		// give it the time to, then let the write's wake-up go.
+		time.Sleep(300 * time.Millisecond)
+		close(release)
+		require.NoError(t, <-closed)
+		exists, err := b.rdb.Exists(ctx, b.prefix+":q:marker:"+w.ID()).Result()
+		require.NoError(t, err)
+		require.Zero(t, exists, "the wake key must not outlive the worker")
+	})
+
 	// Close marks the worker closing before it stops the fetcher. A job
 	// that finishes in between frees its slot, and the fetcher, waiting
 	// for one, took the next job (seen as a flaky differential step that
