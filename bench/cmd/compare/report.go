@@ -414,6 +414,16 @@ func (r *report) runsOf(step string) int {
 	return r.o.Runs
 }
 
+// redisOnly reports whether m measures Redis itself (commands, round trips,
+// script calls, instructions), which River, on PostgreSQL, has none of.
+func redisOnly(m metric) bool {
+	switch m.unit {
+	case "cmds/job", "reads/job", "scripts/job", "Ir/job":
+		return true
+	}
+	return strings.HasPrefix(m.name, "redis_")
+}
+
 func (r *report) na(m metric, im string) string {
 	for _, st := range r.steps {
 		if st.name == m.step && !st.applies(im) {
@@ -423,7 +433,7 @@ func (r *report) na(m metric, im string) string {
 	if im == "asynq" && strings.HasPrefix(m.step, "add_bulk") {
 		return "n/a"
 	}
-	if im == "river" && strings.HasPrefix(m.name, "redis_") {
+	if im == "river" && redisOnly(m) {
 		return "n/a"
 	}
 	if !slices.Contains(r.impls, im) {
