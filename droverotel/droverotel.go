@@ -1,5 +1,5 @@
 // Package droverotel traces and measures drover with OpenTelemetry, through
-// drover's producer and worker middleware.
+// drover's producer, flow producer and worker middleware.
 //
 // Traces follow BullMQ 6.7's telemetry, so one trace runs across Node BullMQ
 // (with its bullmq-otel adapter) and drover in either direction:
@@ -10,6 +10,9 @@
 //     (JobOptions.Telemetry.Metadata, BullMQ's opts.tm) as bullmq-otel does:
 //     a JSON object of text-map propagation headers, e.g.
 //     {"traceparent":"00-…-…-01"}.
+//   - A flow (FlowProducer.Add) makes one PRODUCER span, "addFlow <root's
+//     queue>" ("addBulkFlows" for several trees), and every job of the tree
+//     stores its context.
 //   - A worker's attempt makes a CONSUMER span, "process <queue>", whose
 //     parent is the context read from the job, so it is the add span's child
 //     in the same trace (a parent/child relation, not a link, as in BullMQ).
@@ -112,6 +115,7 @@ const (
 	attrWorkerName   = attribute.Key("bullmq.worker.name")
 	attrAttemptsMade = attribute.Key("bullmq.job.attempts.made")
 	attrFailed       = attribute.Key("bullmq.job.failed.reason")
+	attrFlowName     = attribute.Key("bullmq.flow.name")
 	attrOutcome      = attribute.Key("drover.outcome")
 )
 
@@ -161,6 +165,73 @@ func (mw *Middleware) AddMiddleware(queue string) drover.AddMiddleware {
 		}
 		return res, nil
 	}
+}
+
+// FlowMiddleware returns the producer side for flows: set it in
+// drover.FlowProducerOptions.Middleware. Each Add is a PRODUCER span
+// "addFlow <root's queue>" (attribute bullmq.flow.name, the root's name),
+// each AddBulk of several flows one span "addBulkFlows"; every job of the
+// trees stores that span's context, so the workers' process spans of all
+// of them, Node's or drover's, are its children. A node that already
+// carries a context, or asks for none, keeps its options, as with
+// AddMiddleware. (BullMQ's FlowProducer also makes an "addNode" span per
+// job, under the flow's span, and stores that one in the job; a node
+// without options gets no context there.)
+func (mw *Middleware) FlowMiddleware() drover.FlowMiddleware {
+	return func(ctx context.Context, flows []drover.FlowJob, next drover.AddFlowFunc) ([]*drover.JobNode, error) {
+		name := "addBulkFlows"
+		attrs := []attribute.KeyValue{attrQueueName.String(""), attrOperation.String("addBulkFlows")}
+		if len(flows) == 1 {
+			name = "addFlow " + flows[0].QueueName
+			attrs = []attribute.KeyValue{attrQueueName.String(flows[0].QueueName), attrOperation.String("addFlow"), attrFlowName.String(flows[0].Name)}
+		} else {
+			names := make([]string, len(flows))
+			for i := range flows {
+				names[i] = flows[i].Name
+			}
+			attrs = append(attrs, attrBulkCount.Int(len(flows)), attrBulkNames.StringSlice(names))
+		}
+		ctx, span := mw.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		defer span.End()
+		if md := mw.metadata(ctx); md != "" {
+			for i := range flows {
+				flows[i] = withFlowMetadata(flows[i], md)
+			}
+		}
+		trees, err := next(ctx, flows)
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			return trees, err
+		}
+		ids := make([]string, 0, len(trees))
+		for _, t := range trees {
+			if t != nil {
+				ids = append(ids, t.Ref.ID)
+			}
+		}
+		if len(flows) == 1 && len(ids) == 1 {
+			span.SetAttributes(attrJobID.String(ids[0]))
+		} else {
+			span.SetAttributes(attrJobIDs.StringSlice(ids))
+		}
+		return trees, nil
+	}
+}
+
+// withFlowMetadata returns node, and every node below it, with the trace
+// context md (see withMetadata), as copies: the caller's Children slices
+// and options are never written.
+func withFlowMetadata(node drover.FlowJob, md string) drover.FlowJob {
+	node.Opts = withMetadata(node.Opts, md)
+	if len(node.Children) > 0 {
+		children := make([]drover.FlowJob, len(node.Children))
+		for i := range node.Children {
+			children[i] = withFlowMetadata(node.Children[i], md)
+		}
+		node.Children = children
+	}
+	return node
 }
 
 // withMetadata returns opts with the trace context md, as a copy: the

@@ -3,6 +3,7 @@ package interoptest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -137,5 +138,64 @@ func TestInteropTelemetry(t *testing.T) {
 		require.NoError(t, json.Unmarshal(fin.ReturnValue, &inProc))
 		require.Equal(t, process.SpanID, inProc.SpanID, "Node's processor runs in its process span")
 		t.Logf("trace %s: drover %s → drover add %s → Node process %s", traceID, root.SpanContext().SpanID(), add.SpanContext.SpanID(), process.SpanID)
+	})
+
+	// A drover FlowProducer's jobs carry its addFlow span's context where
+	// BullMQ's telemetry reads it: a Node worker's process span of each job
+	// of the tree is that span's child.
+	t.Run("DroverFlowProducerNodeWorker", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		mw, spans, tp := otelRig(t)
+		fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix,
+			Middleware: []drover.FlowMiddleware{mw.FlowMiddleware()}})
+		require.NoError(t, err)
+		id := b.prefix + "-otelflow"
+		require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, bullmqoracle.WorkerOptions{
+			ID: id, Name: workerName, Telemetry: true, Behavior: bullmqoracle.ActiveSpan(),
+		}))
+		t.Cleanup(func() { _ = b.oracle.StopWorker(ctx, id, false) })
+
+		rctx, root := tp.Tracer("test").Start(ctx, "go-report")
+		tree, err := fp.Add(rctx, drover.FlowJob{Name: "report", QueueName: queueName,
+			Children: []drover.FlowJob{{Name: "part", QueueName: queueName}}})
+		require.NoError(t, err)
+		root.End()
+		fin, err := b.oracle.WaitUntilFinished(ctx, b.prefix, queueName, tree.Ref.ID, waitLong)
+		require.NoError(t, err)
+		require.Equal(t, "completed", fin.State, fin.FailedReason)
+
+		var add tracetest.SpanStub
+		for _, s := range spans.GetSpans() {
+			if s.Name == "addFlow "+queueName {
+				add = s
+			}
+		}
+		require.Equal(t, trace.SpanKindProducer, add.SpanKind)
+		require.Equal(t, root.SpanContext().SpanID(), add.Parent.SpanID(), "drover: addFlow is the caller's child")
+		traceID := root.SpanContext().TraceID().String()
+
+		var processes []bullmqoracle.NodeSpan
+		testkit.WaitFor(t, waitLong, "Node's two process spans", func() bool {
+			nodeSpans, err := b.oracle.TelemetrySpans(ctx, traceID)
+			require.NoError(t, err)
+			processes = processes[:0]
+			for _, s := range nodeSpans {
+				if s.Name == "process "+queueName {
+					processes = append(processes, s)
+				}
+			}
+			return len(processes) == 2
+		})
+		jobIDs := map[string]bool{}
+		for _, p := range processes {
+			require.Equal(t, bullmqoracle.SpanKindConsumer, p.Kind)
+			require.Equal(t, add.SpanContext.SpanID().String(), p.ParentSpanID, "Node's process span is the child of drover's addFlow span")
+			jobIDs[fmt.Sprint(p.Attributes["bullmq.job.id"])] = true
+		}
+		require.Equal(t, map[string]bool{tree.Ref.ID: true, tree.Children[0].Ref.ID: true}, jobIDs, "one process span per job of the tree")
+		var inProc bullmqoracle.SpanIDs
+		require.NoError(t, json.Unmarshal(fin.ReturnValue, &inProc))
+		require.Equal(t, traceID, inProc.TraceID, "the parent's processor runs in the trace")
 	})
 }
