@@ -187,7 +187,9 @@ func TestFlowMiddleware(t *testing.T) {
 	}, tr.list(), "validation runs inside the middleware")
 
 	drop, err := drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Prefix: prefix, Middleware: []drover.FlowMiddleware{
-		func(context.Context, []drover.FlowJob, drover.AddFlowFunc) ([]*drover.JobNode, error) { return nil, nil },
+		func(context.Context, []drover.FlowJob, drover.AddFlowFunc) ([]*drover.JobNode, error) {
+			return nil, nil
+		},
 	}})
 	require.NoError(t, err)
 	_, err = drop.Add(ctx, flow)
