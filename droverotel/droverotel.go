@@ -132,14 +132,8 @@ func (mw *Middleware) AddMiddleware(queue string) drover.AddMiddleware {
 		if len(jobs) == 1 {
 			name = "add " + queue + "." + jobs[0].Name
 			attrs = []attribute.KeyValue{attrQueueName.String(queue), attrOperation.String("add"), attrJobName.String(jobs[0].Name)}
-		} else {
-			names := make([]string, len(jobs))
-			for i := range jobs {
-				names[i] = jobs[i].Name
-			}
-			attrs = append(attrs, attrBulkCount.Int(len(jobs)), attrBulkNames.StringSlice(names))
 		}
-		ctx, span := mw.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		ctx, span := mw.startAdd(ctx, name, attrs, bulkNames(jobs, func(j drover.BulkJob) string { return j.Name }))
 		defer span.End()
 		if md := mw.metadata(ctx); md != "" {
 			for i := range jobs {
@@ -147,23 +141,14 @@ func (mw *Middleware) AddMiddleware(queue string) drover.AddMiddleware {
 			}
 		}
 		res, err := next(ctx, jobs)
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			return res, err
-		}
-		if len(res) == 1 && res[0] != nil && res[0].Job != nil {
-			span.SetAttributes(attrJobID.String(res[0].Job.ID))
-		} else if len(res) > 1 {
-			ids := make([]string, 0, len(res))
-			for _, r := range res {
-				if r != nil && r.Job != nil {
-					ids = append(ids, r.Job.ID)
-				}
+		var ids []string
+		for _, r := range res {
+			if r != nil && r.Job != nil {
+				ids = append(ids, r.Job.ID)
 			}
-			span.SetAttributes(attrJobIDs.StringSlice(ids))
 		}
-		return res, nil
+		endAdd(span, err, ids)
+		return res, err
 	}
 }
 
@@ -179,19 +164,12 @@ func (mw *Middleware) AddMiddleware(queue string) drover.AddMiddleware {
 // without options gets no context there.)
 func (mw *Middleware) FlowMiddleware() drover.FlowMiddleware {
 	return func(ctx context.Context, flows []drover.FlowJob, next drover.AddFlowFunc) ([]*drover.JobNode, error) {
-		name := "addBulkFlows"
-		attrs := []attribute.KeyValue{attrQueueName.String(""), attrOperation.String("addBulkFlows")}
+		name, attrs := "addBulkFlows", []attribute.KeyValue{attrQueueName.String(""), attrOperation.String("addBulkFlows")}
 		if len(flows) == 1 {
 			name = "addFlow " + flows[0].QueueName
 			attrs = []attribute.KeyValue{attrQueueName.String(flows[0].QueueName), attrOperation.String("addFlow"), attrFlowName.String(flows[0].Name)}
-		} else {
-			names := make([]string, len(flows))
-			for i := range flows {
-				names[i] = flows[i].Name
-			}
-			attrs = append(attrs, attrBulkCount.Int(len(flows)), attrBulkNames.StringSlice(names))
 		}
-		ctx, span := mw.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		ctx, span := mw.startAdd(ctx, name, attrs, bulkNames(flows, func(f drover.FlowJob) string { return f.Name }))
 		defer span.End()
 		if md := mw.metadata(ctx); md != "" {
 			for i := range flows {
@@ -199,23 +177,52 @@ func (mw *Middleware) FlowMiddleware() drover.FlowMiddleware {
 			}
 		}
 		trees, err := next(ctx, flows)
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			return trees, err
-		}
-		ids := make([]string, 0, len(trees))
+		var ids []string
 		for _, t := range trees {
 			if t != nil {
 				ids = append(ids, t.Ref.ID)
 			}
 		}
-		if len(flows) == 1 && len(ids) == 1 {
-			span.SetAttributes(attrJobID.String(ids[0]))
-		} else {
-			span.SetAttributes(attrJobIDs.StringSlice(ids))
-		}
-		return trees, nil
+		endAdd(span, err, ids)
+		return trees, err
+	}
+}
+
+// startAdd starts the PRODUCER span of an add; bulk, the names of the
+// jobs or flows of an add of several (nil for one), adds their count and
+// names.
+func (mw *Middleware) startAdd(ctx context.Context, name string, attrs []attribute.KeyValue, bulk []string) (context.Context, trace.Span) {
+	if bulk != nil {
+		attrs = append(attrs, attrBulkCount.Int(len(bulk)), attrBulkNames.StringSlice(bulk))
+	}
+	return mw.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+}
+
+// bulkNames is the names of items, or nil when there is one item (a single
+// add, whose span carries the one name its own way).
+func bulkNames[T any](items []T, name func(T) string) []string {
+	if len(items) == 1 {
+		return nil
+	}
+	names := make([]string, len(items))
+	for i := range items {
+		names[i] = name(items[i])
+	}
+	return names
+}
+
+// endAdd records on an add's span its error, or the ids of the jobs (of
+// the trees' roots) it stored: bullmq.job.id for one, bullmq.job.ids for
+// several.
+func endAdd(span trace.Span, err error, ids []string) {
+	switch {
+	case err != nil:
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	case len(ids) == 1:
+		span.SetAttributes(attrJobID.String(ids[0]))
+	case len(ids) > 1:
+		span.SetAttributes(attrJobIDs.StringSlice(ids))
 	}
 }
 

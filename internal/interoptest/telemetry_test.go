@@ -95,11 +95,7 @@ func TestInteropTelemetry(t *testing.T) {
 		q, err := drover.NewQueue(b.rdb, queueName, &drover.QueueOptions{Prefix: b.prefix,
 			AddMiddleware: []drover.AddMiddleware{mw.AddMiddleware(queueName)}})
 		require.NoError(t, err)
-		id := b.prefix + "-otel"
-		require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, bullmqoracle.WorkerOptions{
-			ID: id, Name: workerName, Telemetry: true, Behavior: bullmqoracle.ActiveSpan(),
-		}))
-		t.Cleanup(func() { _ = b.oracle.StopWorker(ctx, id, false) })
+		tracedNodeWorker(t, b, b.prefix+"-otel")
 
 		rctx, root := tp.Tracer("test").Start(ctx, "go-signup")
 		res, err := q.Add(rctx, "welcome", map[string]any{"to": "ada"}, nil)
@@ -109,12 +105,7 @@ func TestInteropTelemetry(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "completed", fin.State, fin.FailedReason)
 
-		var add tracetest.SpanStub
-		for _, s := range spans.GetSpans() {
-			if s.Name == "add "+queueName+".welcome" {
-				add = s
-			}
-		}
+		add := goSpan(spans, "add "+queueName+".welcome")
 		require.Equal(t, trace.SpanKindProducer, add.SpanKind)
 		require.Equal(t, root.SpanContext().SpanID(), add.Parent.SpanID(), "drover: add is the caller's child")
 		traceID := root.SpanContext().TraceID().String()
@@ -150,11 +141,7 @@ func TestInteropTelemetry(t *testing.T) {
 		fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix,
 			Middleware: []drover.FlowMiddleware{mw.FlowMiddleware()}})
 		require.NoError(t, err)
-		id := b.prefix + "-otelflow"
-		require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, bullmqoracle.WorkerOptions{
-			ID: id, Name: workerName, Telemetry: true, Behavior: bullmqoracle.ActiveSpan(),
-		}))
-		t.Cleanup(func() { _ = b.oracle.StopWorker(ctx, id, false) })
+		tracedNodeWorker(t, b, b.prefix+"-otelflow")
 
 		rctx, root := tp.Tracer("test").Start(ctx, "go-report")
 		tree, err := fp.Add(rctx, drover.FlowJob{Name: "report", QueueName: queueName,
@@ -165,12 +152,7 @@ func TestInteropTelemetry(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "completed", fin.State, fin.FailedReason)
 
-		var add tracetest.SpanStub
-		for _, s := range spans.GetSpans() {
-			if s.Name == "addFlow "+queueName {
-				add = s
-			}
-		}
+		add := goSpan(spans, "addFlow "+queueName)
 		require.Equal(t, trace.SpanKindProducer, add.SpanKind)
 		require.Equal(t, root.SpanContext().SpanID(), add.Parent.SpanID(), "drover: addFlow is the caller's child")
 		traceID := root.SpanContext().TraceID().String()
@@ -198,4 +180,27 @@ func TestInteropTelemetry(t *testing.T) {
 		require.NoError(t, json.Unmarshal(fin.ReturnValue, &inProc))
 		require.Equal(t, traceID, inProc.TraceID, "the parent's processor runs in the trace")
 	})
+}
+
+// tracedNodeWorker starts a Node worker (id) of the test queue with
+// BullMQ's telemetry on, each job completing with the ids of the span its
+// processor runs in, and stops it at the end of the test.
+func tracedNodeWorker(t *testing.T, b *bundle, id string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, bullmqoracle.WorkerOptions{
+		ID: id, Name: workerName, Telemetry: true, Behavior: bullmqoracle.ActiveSpan(),
+	}))
+	t.Cleanup(func() { _ = b.oracle.StopWorker(ctx, id, false) })
+}
+
+// goSpan is the last ended Go span named name (a zero span when none).
+func goSpan(spans *tracetest.InMemoryExporter, name string) tracetest.SpanStub {
+	var found tracetest.SpanStub
+	for _, s := range spans.GetSpans() {
+		if s.Name == name {
+			found = s
+		}
+	}
+	return found
 }
