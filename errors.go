@@ -155,7 +155,8 @@ var ErrRateLimited = errors.New("drover: rate limited by the processor")
 // (jobs[:len(Results)]). When Unknown is 0 Redis refused the failed chunk
 // (it answered with an error such as OOM) and nothing from jobs[len(Results):]
 // is stored: resend exactly those. When Unknown is n > 0 the chunk's reply was
-// lost after go-redis's retries: the next n jobs may or may not be stored
+// lost, and so were those of drover's resends of it (see
+// QueueOptions.AddRetryWindow): the next n jobs may or may not be stored
 // (a resend of jobs without custom ids could store them twice; with custom
 // ids a resend reports AddDuplicate for those that were).
 type AddBulkError struct {

@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/seed40057009/drover"
 )
@@ -47,4 +48,44 @@ func ExampleWork() {
 	// welcome {"to":"ada@example.com","lang":"en"}
 	// "welcome sent to ada@example.com in en"
 	// invalid job data: job 2 ("welcome"): data does not decode as drover_test.Welcome: field "to" is a JSON number, want string
+}
+
+// Payout is a kind that carries its own options: every AddArgs of it gets
+// three attempts with backoff, a one-minute timeout, and a deduplication id
+// made from its account, so a second payout to the same account while the
+// first is pending is not stored.
+type Payout struct {
+	Account string `json:"account"`
+	Cents   int    `json:"cents"`
+}
+
+func (Payout) Kind() string { return "payout" }
+
+func (p Payout) JobOptions() *drover.JobOptions {
+	return &drover.JobOptions{
+		Attempts:      3,
+		Backoff:       &drover.Backoff{Type: drover.BackoffExponential, Delay: time.Second},
+		Timeout:       time.Minute,
+		Deduplication: &drover.Deduplication{ID: "payout:" + p.Account},
+	}
+}
+
+// Options that belong to a kind of job (River's InsertOpts): AddArgs takes
+// the fields its own options leave unset from the kind's JobOptions.
+func ExampleJobArgsWithOptions() {
+	ctx := context.Background()
+	rdb, prefix := exampleClient()
+	defer rdb.Close()
+	q, _ := drover.NewQueue(rdb, "payouts", &drover.QueueOptions{Prefix: prefix})
+
+	first, _ := q.AddArgs(ctx, Payout{Account: "ada", Cents: 500}, nil)
+	second, _ := q.AddArgs(ctx, Payout{Account: "ada", Cents: 700}, nil)
+	urgent, _ := q.AddArgs(ctx, Payout{Account: "bob", Cents: 100}, &drover.JobOptions{Attempts: 10})
+	fmt.Println(first.Outcome, first.Job.Opts.Attempts, first.Job.Opts.Timeout, first.Job.Opts.Deduplication.ID)
+	fmt.Println(second.Outcome, second.Job.ID == first.Job.ID)
+	fmt.Println(urgent.Outcome, urgent.Job.Opts.Attempts, urgent.Job.Opts.Backoff.Type)
+	// Output:
+	// created 3 1m0s payout:ada
+	// deduplicated true
+	// created 10 exponential
 }

@@ -187,6 +187,9 @@ type FlowProducerOptions struct {
 	// Logger receives warnings (a resent add, its queues' clock skew).
 	// Defaults to warnings on stderr, as a Queue's.
 	Logger *slog.Logger
+	// Middleware runs around every Add and AddBulk (droverotel's
+	// FlowMiddleware traces them), the first one outermost. nil = none.
+	Middleware []FlowMiddleware
 }
 
 // FlowProducer adds flows: trees of jobs whose parents run after their
@@ -199,6 +202,7 @@ type FlowProducer struct {
 	clock  clock.Clock
 	closed atomic.Bool
 	queues queueSet
+	add    AddFlowFunc // addBulk inside the options' Middleware
 }
 
 // NewFlowProducer returns a FlowProducer. It does no I/O.
@@ -229,9 +233,20 @@ func NewFlowProducer(rdb redis.UniversalClient, opts *FlowProducerOptions) (*Flo
 			return nil, fmt.Errorf("FlowProducerOptions.DefaultJobOptions[%q]: %w", name, err)
 		}
 	}
+	for i, mw := range o.Middleware {
+		if mw == nil {
+			return nil, optionError("FlowProducerOptions.Middleware[%d] is nil", i)
+		}
+	}
 	topology.Watch(rdb)
 	f := &FlowProducer{rdb: rdb, opts: o, clock: clock.Real{}}
 	f.queues = queueSet{rdb: rdb, logger: o.Logger}
+	o.Middleware = slices.Clone(o.Middleware)
+	f.add = f.addBulk
+	for i := len(o.Middleware) - 1; i >= 0; i-- {
+		mw, next := o.Middleware[i], f.add
+		f.add = func(ctx context.Context, flows []FlowJob) ([]*JobNode, error) { return mw(ctx, flows, next) }
+	}
 	return f, nil
 }
 
@@ -305,6 +320,21 @@ func (f *FlowProducer) AddBulk(ctx context.Context, flows []FlowJob) ([]*JobNode
 	if f.closed.Load() {
 		return nil, fmt.Errorf("flow producer: %w", ErrClosed)
 	}
+	if len(flows) == 0 {
+		return nil, nil
+	}
+	if len(f.opts.Middleware) == 0 {
+		return f.addBulk(ctx, flows)
+	}
+	trees, err := f.add(ctx, slices.Clone(flows))
+	if err == nil && len(trees) != len(flows) {
+		return nil, fmt.Errorf("add flow: FlowMiddleware returned %d trees for %d flows", len(trees), len(flows))
+	}
+	return trees, err
+}
+
+// addBulk is AddBulk inside the middleware.
+func (f *FlowProducer) addBulk(ctx context.Context, flows []FlowJob) ([]*JobNode, error) {
 	if len(flows) == 0 {
 		return nil, nil
 	}

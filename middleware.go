@@ -26,6 +26,22 @@ type AddFunc func(ctx context.Context, jobs []BulkJob) ([]*AddResult, error)
 // it runs first and sees the results last.
 type AddMiddleware func(ctx context.Context, jobs []BulkJob, next AddFunc) ([]*AddResult, error)
 
+// AddFlowFunc stores flows: what a FlowProducer's FlowMiddleware wraps. One
+// tree per flow, in order, when the error is nil.
+type AddFlowFunc func(ctx context.Context, flows []FlowJob) ([]*JobNode, error)
+
+// FlowMiddleware runs around every FlowProducer.Add (one flow) and
+// FlowProducer.AddBulk (all its flows in one call), before the trees are
+// validated and encoded: the flows' counterpart of AddMiddleware, e.g. to
+// trace a flow and put its trace context in every job of it. flows is the
+// middleware's own slice, but the nodes' Children slices and Opts pointers
+// belong to the caller: to change a node, give the middleware's copy of
+// its parent a new Children slice holding a changed copy of it.
+//
+// Set them in FlowProducerOptions.Middleware. The first one is the
+// outermost: it runs first and sees the trees last.
+type FlowMiddleware func(ctx context.Context, flows []FlowJob, next AddFlowFunc) ([]*JobNode, error)
+
 // WorkerMiddleware runs around each attempt a Worker makes. Either field may
 // be nil.
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -135,6 +136,68 @@ func TestAddMiddleware(t *testing.T) {
 		require.ErrorIs(t, err, drover.ErrInvalidOption)
 		require.ErrorContains(t, err, "QueueOptions.AddMiddleware[0] is nil")
 	})
+}
+
+// TestFlowMiddleware: FlowProducerOptions.Middleware runs around Add and
+// AddBulk, the first one outermost, before the trees are validated; it may
+// change a copy of the nodes (the caller's slices and options stay as they
+// were), see the error and refuse; a count of trees that does not match is
+// an error, and a nil middleware is refused by NewFlowProducer.
+func TestFlowMiddleware(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	tr := &trail{}
+	named := func(name string) drover.FlowMiddleware {
+		return func(ctx context.Context, flows []drover.FlowJob, next drover.AddFlowFunc) ([]*drover.JobNode, error) {
+			tr.add("%s before %d", name, len(flows))
+			trees, err := next(ctx, flows)
+			tr.add("%s after %d %v", name, len(trees), err)
+			return trees, err
+		}
+	}
+	// stamp gives every child a priority, through copies.
+	stamp := func(ctx context.Context, flows []drover.FlowJob, next drover.AddFlowFunc) ([]*drover.JobNode, error) {
+		for i := range flows {
+			children := slices.Clone(flows[i].Children)
+			for c := range children {
+				children[c].Opts = &drover.JobOptions{Priority: 7}
+			}
+			flows[i].Children = children
+		}
+		return next(ctx, flows)
+	}
+	fp, err := drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Prefix: prefix,
+		Middleware: []drover.FlowMiddleware{named("outer"), named("inner"), stamp}})
+	require.NoError(t, err)
+
+	flow := drover.FlowJob{Name: "parent", QueueName: "flowmw", Children: []drover.FlowJob{{Name: "child", QueueName: "flowmw"}}}
+	tree, err := fp.Add(ctx, flow)
+	require.NoError(t, err)
+	require.Equal(t, 7, tree.Children[0].Job.Priority)
+	require.Nil(t, flow.Children[0].Opts, "the caller's tree is not written to")
+	_, err = fp.AddBulk(ctx, []drover.FlowJob{flow, flow})
+	require.NoError(t, err)
+	_, err = fp.Add(ctx, drover.FlowJob{Name: "", QueueName: "flowmw"})
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	require.Equal(t, []string{
+		"outer before 1", "inner before 1", "inner after 1 <nil>", "outer after 1 <nil>",
+		"outer before 2", "inner before 2", "inner after 2 <nil>", "outer after 2 <nil>",
+		"outer before 1", "inner before 1", "inner after 0 " + err.Error(), "outer after 0 " + err.Error(),
+	}, tr.list(), "validation runs inside the middleware")
+
+	drop, err := drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Prefix: prefix, Middleware: []drover.FlowMiddleware{
+		func(context.Context, []drover.FlowJob, drover.AddFlowFunc) ([]*drover.JobNode, error) {
+			return nil, nil
+		},
+	}})
+	require.NoError(t, err)
+	_, err = drop.Add(ctx, flow)
+	require.ErrorContains(t, err, "FlowMiddleware returned 0 trees for 1 flows")
+
+	_, err = drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Middleware: []drover.FlowMiddleware{nil}})
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	require.ErrorContains(t, err, "FlowProducerOptions.Middleware[0] is nil")
 }
 
 type ctxKey string

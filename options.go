@@ -316,19 +316,18 @@ type QueueOptions struct {
 	// Defaults to AddBulkChunkDefault.
 	AddBulkChunk int
 	// AddRetryWindow is how long Redis keeps each add call's reply (a key
-	// "<prefix>:<queue>:add:<token>" of a few dozen bytes per call). go-redis
-	// resends a command whose reply it lost (connection reset, read
-	// timeout); a resend that arrives within the window gets the first
-	// run's answer and stores nothing, so every Add and AddBulk chunk is
-	// stored exactly once per call. When go-redis gives up, drover sends
-	// the call again itself (same token, 3 times over about 0.7 s, or until
-	// the caller's ctx ends), so an Add during a brief fault returns its
-	// real outcome rather than an error for a job that may have been
-	// stored. The window must exceed the longest the client
-	// keeps retrying one command: MaxRetries x (DialTimeout + WriteTimeout +
-	// ReadTimeout + MaxRetryBackoff), about 35 s with go-redis's defaults.
+	// "<prefix>:<queue>:add:<token>" of a few dozen bytes per call). An add
+	// call whose reply is lost (connection reset, read timeout, Redis
+	// paused) is sent again by drover itself, with the same token (go-redis's
+	// own retries are off for adds): up to 3 times over about 0.7 s, within
+	// half the window, or until the caller's ctx ends. A copy that runs
+	// within the window gets the first run's answer and stores nothing, so
+	// every Add and AddBulk chunk is stored exactly once per call, and an Add
+	// during a brief fault returns its real outcome rather than an error
+	// for a job that may have been stored. No send of a call starts after
+	// three quarters of the window.
 	//
-	// Defaults to AddRetryWindowDefault (1 minute). Must not be negative.
+	// Defaults to AddRetryWindowDefault (1 minute). Must be at least 1ms.
 	AddRetryWindow time.Duration
 	// BackoffTypes names the custom backoff strategies this queue's workers
 	// register (WorkerOptions.BackoffStrategies). Add refuses a Backoff.Type

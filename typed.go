@@ -5,6 +5,7 @@ package drover
 // function registered for that kind.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,9 +24,26 @@ type JobArgs interface {
 	Kind() string
 }
 
+// JobArgsWithOptions is a kind of job that brings its own job options
+// (River's JobArgsWithInsertOpts): its attempts, backoff, timeout or
+// deduplication live with its type instead of at every AddArgs call.
+// JobOptions is called on the value being added, so it may derive a
+// JobID (JobIDOf) or a Deduplication id from the job's own fields.
+type JobArgsWithOptions interface {
+	JobArgs
+	// JobOptions returns the kind's options. nil = none. The caller of
+	// AddArgs only reads them.
+	JobOptions() *JobOptions
+}
+
 // AddArgs adds a typed job: its name is args.Kind() and its data is args,
 // encoded as Add encodes any data (the JSON Node's JSON.stringify would
 // write). It is Add otherwise, AddMiddleware included.
+//
+// When args is a JobArgsWithOptions, the fields opts leaves unset (zero)
+// are taken from args.JobOptions(), and those both leave unset from
+// QueueOptions.DefaultJobOptions, as usual; a bad field of the kind's
+// options is an error naming the kind.
 func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*AddResult, error) {
 	if args == nil {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got nil", q.name, ErrInvalidData)
@@ -35,7 +53,41 @@ func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*A
 	if v := reflect.ValueOf(args); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got a nil %T", q.name, ErrInvalidData, args)
 	}
+	opts, err := ArgsOptions(args, opts)
+	if err != nil {
+		return nil, fmt.Errorf("add job %q to queue %q: %w", args.Kind(), q.name, err)
+	}
 	return q.Add(ctx, args.Kind(), args, opts)
+}
+
+// ArgsOptions returns the options AddArgs adds args with: opts, with the
+// fields it leaves unset (zero) taken from args.JobOptions() when args is a
+// JobArgsWithOptions; opts itself otherwise. The result is a copy when it
+// differs: neither opts nor the kind's options are written. Use it where a
+// typed job is added another way (a BulkJob, a FlowJob, an outbox row).
+// The kind's options must be valid on their own: a bad field is an error
+// naming the type (errors.Is ErrInvalidOption or ErrInvalidJobID).
+func ArgsOptions(args JobArgs, opts *JobOptions) (*JobOptions, error) {
+	wo, ok := args.(JobArgsWithOptions)
+	if !ok {
+		return opts, nil
+	}
+	k := wo.JobOptions()
+	if k == nil {
+		return opts, nil
+	}
+	if err := k.validate(); err != nil {
+		return nil, fmt.Errorf("the options of kind %q (%T.JobOptions): %w", args.Kind(), args, err)
+	}
+	// merged fills what defaults may set; a kind also sets the per-job
+	// fields (JobID, Deduplication, Timestamp), e.g. from its own values.
+	r := opts.merged(k)
+	r.JobID = cmp.Or(r.JobID, k.JobID)
+	r.Deduplication = cmp.Or(r.Deduplication, k.Deduplication)
+	if r.Timestamp.IsZero() {
+		r.Timestamp = k.Timestamp
+	}
+	return &r, nil
 }
 
 // WorkFunc processes one typed job: args is the job's data decoded into T.

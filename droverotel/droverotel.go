@@ -1,5 +1,5 @@
 // Package droverotel traces and measures drover with OpenTelemetry, through
-// drover's producer and worker middleware.
+// drover's producer, flow producer and worker middleware.
 //
 // Traces follow BullMQ 6.7's telemetry, so one trace runs across Node BullMQ
 // (with its bullmq-otel adapter) and drover in either direction:
@@ -10,6 +10,9 @@
 //     (JobOptions.Telemetry.Metadata, BullMQ's opts.tm) as bullmq-otel does:
 //     a JSON object of text-map propagation headers, e.g.
 //     {"traceparent":"00-…-…-01"}.
+//   - A flow (FlowProducer.Add) makes one PRODUCER span, "addFlow <root's
+//     queue>" ("addBulkFlows" for several trees), and every job of the tree
+//     stores its context.
 //   - A worker's attempt makes a CONSUMER span, "process <queue>", whose
 //     parent is the context read from the job, so it is the add span's child
 //     in the same trace (a parent/child relation, not a link, as in BullMQ).
@@ -112,6 +115,7 @@ const (
 	attrWorkerName   = attribute.Key("bullmq.worker.name")
 	attrAttemptsMade = attribute.Key("bullmq.job.attempts.made")
 	attrFailed       = attribute.Key("bullmq.job.failed.reason")
+	attrFlowName     = attribute.Key("bullmq.flow.name")
 	attrOutcome      = attribute.Key("drover.outcome")
 )
 
@@ -128,14 +132,8 @@ func (mw *Middleware) AddMiddleware(queue string) drover.AddMiddleware {
 		if len(jobs) == 1 {
 			name = "add " + queue + "." + jobs[0].Name
 			attrs = []attribute.KeyValue{attrQueueName.String(queue), attrOperation.String("add"), attrJobName.String(jobs[0].Name)}
-		} else {
-			names := make([]string, len(jobs))
-			for i := range jobs {
-				names[i] = jobs[i].Name
-			}
-			attrs = append(attrs, attrBulkCount.Int(len(jobs)), attrBulkNames.StringSlice(names))
 		}
-		ctx, span := mw.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		ctx, span := mw.startAdd(ctx, name, attrs, bulkNames(jobs, func(j drover.BulkJob) string { return j.Name }))
 		defer span.End()
 		if md := mw.metadata(ctx); md != "" {
 			for i := range jobs {
@@ -143,24 +141,104 @@ func (mw *Middleware) AddMiddleware(queue string) drover.AddMiddleware {
 			}
 		}
 		res, err := next(ctx, jobs)
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			return res, err
-		}
-		if len(res) == 1 && res[0] != nil && res[0].Job != nil {
-			span.SetAttributes(attrJobID.String(res[0].Job.ID))
-		} else if len(res) > 1 {
-			ids := make([]string, 0, len(res))
-			for _, r := range res {
-				if r != nil && r.Job != nil {
-					ids = append(ids, r.Job.ID)
-				}
+		var ids []string
+		for _, r := range res {
+			if r != nil && r.Job != nil {
+				ids = append(ids, r.Job.ID)
 			}
-			span.SetAttributes(attrJobIDs.StringSlice(ids))
 		}
-		return res, nil
+		endAdd(span, err, ids)
+		return res, err
 	}
+}
+
+// FlowMiddleware returns the producer side for flows: set it in
+// drover.FlowProducerOptions.Middleware. Each Add is a PRODUCER span
+// "addFlow <root's queue>" (attribute bullmq.flow.name, the root's name),
+// each AddBulk of several flows one span "addBulkFlows"; every job of the
+// trees stores that span's context, so the workers' process spans of all
+// of them, Node's or drover's, are its children. A node that already
+// carries a context, or asks for none, keeps its options, as with
+// AddMiddleware. (BullMQ's FlowProducer also makes an "addNode" span per
+// job, under the flow's span, and stores that one in the job; a node
+// without options gets no context there.)
+func (mw *Middleware) FlowMiddleware() drover.FlowMiddleware {
+	return func(ctx context.Context, flows []drover.FlowJob, next drover.AddFlowFunc) ([]*drover.JobNode, error) {
+		name, attrs := "addBulkFlows", []attribute.KeyValue{attrQueueName.String(""), attrOperation.String("addBulkFlows")}
+		if len(flows) == 1 {
+			name = "addFlow " + flows[0].QueueName
+			attrs = []attribute.KeyValue{attrQueueName.String(flows[0].QueueName), attrOperation.String("addFlow"), attrFlowName.String(flows[0].Name)}
+		}
+		ctx, span := mw.startAdd(ctx, name, attrs, bulkNames(flows, func(f drover.FlowJob) string { return f.Name }))
+		defer span.End()
+		if md := mw.metadata(ctx); md != "" {
+			for i := range flows {
+				flows[i] = withFlowMetadata(flows[i], md)
+			}
+		}
+		trees, err := next(ctx, flows)
+		var ids []string
+		for _, t := range trees {
+			if t != nil {
+				ids = append(ids, t.Ref.ID)
+			}
+		}
+		endAdd(span, err, ids)
+		return trees, err
+	}
+}
+
+// startAdd starts the PRODUCER span of an add; bulk, the names of the
+// jobs or flows of an add of several (nil for one), adds their count and
+// names.
+func (mw *Middleware) startAdd(ctx context.Context, name string, attrs []attribute.KeyValue, bulk []string) (context.Context, trace.Span) {
+	if bulk != nil {
+		attrs = append(attrs, attrBulkCount.Int(len(bulk)), attrBulkNames.StringSlice(bulk))
+	}
+	return mw.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+}
+
+// bulkNames is the names of items, or nil when there is one item (a single
+// add, whose span carries the one name its own way).
+func bulkNames[T any](items []T, name func(T) string) []string {
+	if len(items) == 1 {
+		return nil
+	}
+	names := make([]string, len(items))
+	for i := range items {
+		names[i] = name(items[i])
+	}
+	return names
+}
+
+// endAdd records on an add's span its error, or the ids of the jobs (of
+// the trees' roots) it stored: bullmq.job.id for one, bullmq.job.ids for
+// several.
+func endAdd(span trace.Span, err error, ids []string) {
+	switch {
+	case err != nil:
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	case len(ids) == 1:
+		span.SetAttributes(attrJobID.String(ids[0]))
+	case len(ids) > 1:
+		span.SetAttributes(attrJobIDs.StringSlice(ids))
+	}
+}
+
+// withFlowMetadata returns node, and every node below it, with the trace
+// context md (see withMetadata), as copies: the caller's Children slices
+// and options are never written.
+func withFlowMetadata(node drover.FlowJob, md string) drover.FlowJob {
+	node.Opts = withMetadata(node.Opts, md)
+	if len(node.Children) > 0 {
+		children := make([]drover.FlowJob, len(node.Children))
+		for i := range node.Children {
+			children[i] = withFlowMetadata(node.Children[i], md)
+		}
+		node.Children = children
+	}
+	return node
 }
 
 // withMetadata returns opts with the trace context md, as a copy: the

@@ -96,3 +96,53 @@ func ExampleMiddleware_WorkerHooks() {
 	fmt.Println(w != nil, err)
 	// Output: true <nil>
 }
+
+// Tracing a flow: one addFlow span for the whole tree, whose context every
+// job stores, so each job's process span is its child.
+func ExampleMiddleware_FlowMiddleware() {
+	ctx := context.Background()
+	rdb, prefix := exampleClient()
+	defer rdb.Close()
+
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	defer tp.Shutdown(ctx)
+	otelmw, _ := droverotel.New(&droverotel.Options{TracerProvider: tp})
+
+	fp, _ := drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Prefix: prefix,
+		Middleware: []drover.FlowMiddleware{otelmw.FlowMiddleware()}})
+	w, _ := drover.NewWorker(rdb, "reports", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+		return nil, nil
+	}), &drover.WorkerOptions{Prefix: prefix, Middleware: []drover.WorkerMiddleware{otelmw.WorkerMiddleware()}})
+	_ = w.Start(ctx)
+	defer w.Close(ctx)
+
+	ctx, nightly := tp.Tracer("app").Start(ctx, "nightly")
+	_, _ = fp.Add(ctx, drover.FlowJob{Name: "report", QueueName: "reports", Children: []drover.FlowJob{
+		{Name: "sales", QueueName: "reports"},
+		{Name: "stock", QueueName: "reports"},
+	}})
+	nightly.End()
+	for deadline := time.Now().Add(10 * time.Second); len(spans.GetSpans()) < 5 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond) // nightly, addFlow, three process spans
+	}
+
+	names := map[string]string{}
+	for _, s := range spans.GetSpans() {
+		names[s.SpanContext.SpanID().String()] = s.Name
+	}
+	processes := 0
+	for _, s := range spans.GetSpans() {
+		switch {
+		case s.Name == "addFlow reports":
+			fmt.Printf("%s, %s, child of %q\n", s.Name, s.SpanKind, names[s.Parent.SpanID().String()])
+		case s.Name == "process reports" && names[s.Parent.SpanID().String()] == "addFlow reports" &&
+			s.SpanContext.TraceID() == nightly.SpanContext().TraceID():
+			processes++
+		}
+	}
+	fmt.Println("process spans under addFlow, in the nightly trace:", processes)
+	// Output:
+	// addFlow reports, producer, child of "nightly"
+	// process spans under addFlow, in the nightly trace: 3
+}

@@ -234,8 +234,9 @@ func Run(t testing.TB, proc drover.Processor, name string, data any, opts *drove
 	return New(t).Run(proc, name, data, opts)
 }
 
-// RunArgs is Run for a typed job. Nil args (or a nil pointer) fail the
-// test: they name no kind and carry no data.
+// RunArgs is Run for a typed job, with the kind's own options when it is a
+// drover.JobArgsWithOptions (opts first, as Queue.AddArgs). Nil args (or a
+// nil pointer) fail the test: they name no kind and carry no data.
 func RunArgs(t testing.TB, proc drover.Processor, args drover.JobArgs, opts *drover.JobOptions) *Result {
 	t.Helper()
 	if args == nil {
@@ -244,6 +245,13 @@ func RunArgs(t testing.TB, proc drover.Processor, args drover.JobArgs, opts *dro
 	}
 	if v := reflect.ValueOf(args); v.Kind() == reflect.Pointer && v.IsNil() {
 		t.Fatalf("drovertest: RunArgs needs args, got a nil %T", args)
+		return nil
+	}
+	// The kind's own options (drover.JobArgsWithOptions), as AddArgs adds
+	// it: its attempts and backoff decide the Result's outcome.
+	opts, err := drover.ArgsOptions(args, opts)
+	if err != nil {
+		t.Fatalf("drovertest: %v", err)
 		return nil
 	}
 	return New(t).Run(proc, args.Kind(), args, opts)

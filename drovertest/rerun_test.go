@@ -210,3 +210,39 @@ func TestConcurrentRuns(t *testing.T) {
 		require.JSONEq(t, fmt.Sprint(i*10), string(res.Value), i)
 	}
 }
+
+// Refund is a kind with its own options (drover.JobArgsWithOptions),
+// including the Delay and retention that Run drops.
+type Refund struct {
+	Order string `json:"order"`
+}
+
+func (Refund) Kind() string { return "refund" }
+func (Refund) JobOptions() *drover.JobOptions {
+	return &drover.JobOptions{Attempts: 3, Delay: time.Hour, RemoveOnFail: &drover.Retention{Remove: true}}
+}
+
+// TestRunArgsKindOptions: RunArgs adds a JobArgsWithOptions with its
+// kind's options, as Queue.AddArgs does, so a failing first attempt of a
+// kind with 3 attempts is retried (not failed for good), runs at once
+// despite the kind's Delay, and is read back despite its RemoveOnFail; the
+// call's options still come first. A kind with bad options fails the test
+// naming the type.
+func TestRunArgsKindOptions(t *testing.T) {
+	t.Parallel()
+	fail := drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, errors.New("bank down") })
+	res := drovertest.RunArgs(t, fail, Refund{Order: "A-1"}, nil)
+	require.Equal(t, drover.OutcomeRetried, res.Outcome)
+	require.Equal(t, 3, res.Job.Opts.Attempts)
+	res = drovertest.RunArgs(t, fail, Refund{Order: "A-1"}, &drover.JobOptions{Attempts: 1})
+	require.Equal(t, drover.OutcomeRetriesExhausted, res.Outcome)
+
+	rec := &fatalRecorder{TB: t}
+	msg := runRecorded(rec, func() { drovertest.RunArgs(rec, fail, badKind{}, nil) })
+	require.Equal(t, `drovertest: the options of kind "bad" (drovertest_test.badKind.JobOptions): invalid option: JobOptions.Priority must be between 0 and 2097151, got -1`, msg)
+}
+
+type badKind struct{}
+
+func (badKind) Kind() string                   { return "bad" }
+func (badKind) JobOptions() *drover.JobOptions { return &drover.JobOptions{Priority: -1} }

@@ -71,7 +71,7 @@ type RelayOptions struct {
 	// MinRetryDelay and MaxRetryDelay bound the wait after a failed batch
 	// (Redis or the database unreachable): the first retry waits
 	// MinRetryDelay, each further one twice as long, up to MaxRetryDelay,
-	// with a random 20% taken off. Rows are never dropped for being
+	// less a random part of up to 20%. Rows are never dropped for being
 	// unreachable: they stay pending until a batch succeeds.
 	//
 	// Default to MinRetryDelayDefault (100ms) and MaxRetryDelayDefault (30s).

@@ -3,6 +3,7 @@ package interoptest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -94,11 +95,7 @@ func TestInteropTelemetry(t *testing.T) {
 		q, err := drover.NewQueue(b.rdb, queueName, &drover.QueueOptions{Prefix: b.prefix,
 			AddMiddleware: []drover.AddMiddleware{mw.AddMiddleware(queueName)}})
 		require.NoError(t, err)
-		id := b.prefix + "-otel"
-		require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, bullmqoracle.WorkerOptions{
-			ID: id, Name: workerName, Telemetry: true, Behavior: bullmqoracle.ActiveSpan(),
-		}))
-		t.Cleanup(func() { _ = b.oracle.StopWorker(ctx, id, false) })
+		tracedNodeWorker(t, b, b.prefix+"-otel")
 
 		rctx, root := tp.Tracer("test").Start(ctx, "go-signup")
 		res, err := q.Add(rctx, "welcome", map[string]any{"to": "ada"}, nil)
@@ -108,12 +105,7 @@ func TestInteropTelemetry(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "completed", fin.State, fin.FailedReason)
 
-		var add tracetest.SpanStub
-		for _, s := range spans.GetSpans() {
-			if s.Name == "add "+queueName+".welcome" {
-				add = s
-			}
-		}
+		add := goSpan(spans, "add "+queueName+".welcome")
 		require.Equal(t, trace.SpanKindProducer, add.SpanKind)
 		require.Equal(t, root.SpanContext().SpanID(), add.Parent.SpanID(), "drover: add is the caller's child")
 		traceID := root.SpanContext().TraceID().String()
@@ -138,4 +130,77 @@ func TestInteropTelemetry(t *testing.T) {
 		require.Equal(t, process.SpanID, inProc.SpanID, "Node's processor runs in its process span")
 		t.Logf("trace %s: drover %s → drover add %s → Node process %s", traceID, root.SpanContext().SpanID(), add.SpanContext.SpanID(), process.SpanID)
 	})
+
+	// A drover FlowProducer's jobs carry its addFlow span's context where
+	// BullMQ's telemetry reads it: a Node worker's process span of each job
+	// of the tree is that span's child.
+	t.Run("DroverFlowProducerNodeWorker", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		mw, spans, tp := otelRig(t)
+		fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix,
+			Middleware: []drover.FlowMiddleware{mw.FlowMiddleware()}})
+		require.NoError(t, err)
+		tracedNodeWorker(t, b, b.prefix+"-otelflow")
+
+		rctx, root := tp.Tracer("test").Start(ctx, "go-report")
+		tree, err := fp.Add(rctx, drover.FlowJob{Name: "report", QueueName: queueName,
+			Children: []drover.FlowJob{{Name: "part", QueueName: queueName}}})
+		require.NoError(t, err)
+		root.End()
+		fin, err := b.oracle.WaitUntilFinished(ctx, b.prefix, queueName, tree.Ref.ID, waitLong)
+		require.NoError(t, err)
+		require.Equal(t, "completed", fin.State, fin.FailedReason)
+
+		add := goSpan(spans, "addFlow "+queueName)
+		require.Equal(t, trace.SpanKindProducer, add.SpanKind)
+		require.Equal(t, root.SpanContext().SpanID(), add.Parent.SpanID(), "drover: addFlow is the caller's child")
+		traceID := root.SpanContext().TraceID().String()
+
+		var processes []bullmqoracle.NodeSpan
+		testkit.WaitFor(t, waitLong, "Node's two process spans", func() bool {
+			nodeSpans, err := b.oracle.TelemetrySpans(ctx, traceID)
+			require.NoError(t, err)
+			processes = processes[:0]
+			for _, s := range nodeSpans {
+				if s.Name == "process "+queueName {
+					processes = append(processes, s)
+				}
+			}
+			return len(processes) == 2
+		})
+		jobIDs := map[string]bool{}
+		for _, p := range processes {
+			require.Equal(t, bullmqoracle.SpanKindConsumer, p.Kind)
+			require.Equal(t, add.SpanContext.SpanID().String(), p.ParentSpanID, "Node's process span is the child of drover's addFlow span")
+			jobIDs[fmt.Sprint(p.Attributes["bullmq.job.id"])] = true
+		}
+		require.Equal(t, map[string]bool{tree.Ref.ID: true, tree.Children[0].Ref.ID: true}, jobIDs, "one process span per job of the tree")
+		var inProc bullmqoracle.SpanIDs
+		require.NoError(t, json.Unmarshal(fin.ReturnValue, &inProc))
+		require.Equal(t, traceID, inProc.TraceID, "the parent's processor runs in the trace")
+	})
+}
+
+// tracedNodeWorker starts a Node worker (id) of the test queue with
+// BullMQ's telemetry on, each job completing with the ids of the span its
+// processor runs in, and stops it at the end of the test.
+func tracedNodeWorker(t *testing.T, b *bundle, id string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, bullmqoracle.WorkerOptions{
+		ID: id, Name: workerName, Telemetry: true, Behavior: bullmqoracle.ActiveSpan(),
+	}))
+	t.Cleanup(func() { _ = b.oracle.StopWorker(ctx, id, false) })
+}
+
+// goSpan is the last ended Go span named name (a zero span when none).
+func goSpan(spans *tracetest.InMemoryExporter, name string) tracetest.SpanStub {
+	var found tracetest.SpanStub
+	for _, s := range spans.GetSpans() {
+		if s.Name == name {
+			found = s
+		}
+	}
+	return found
 }

@@ -60,10 +60,10 @@ type AddOutcome struct {
 
 const addFields = 11
 
-// Call identifies one AddJobs call across the client's retries of it: the
-// script records its reply under Token for TTL, and a re-run of the same call
-// (go-redis resends a command whose reply was lost) returns that reply and
-// writes nothing.
+// Call identifies one AddJobs call across the resends of it: the script
+// records its reply under Token for TTL, and a re-run of the same call
+// (drover's sendAdd resends a call whose reply was lost; go-redis's own
+// retries are off, see sentOnce) returns that reply and writes nothing.
 type Call struct {
 	Token string        // unique per call; "" = no replay protection
 	TTL   time.Duration // how long a re-run is recognised
