@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/redisclone"
 )
 
 // Worker discovery, as BullMQ does it: every worker names one connection
@@ -97,10 +98,10 @@ func (p *presence) ping(ctx context.Context) error {
 		default:
 			return fmt.Errorf("a %T has no single node to name a connection on", p.rdb)
 		}
-		opt := *c.Options()
-		opt.ClientName = p.name
-		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = 1, 0, 1, 1
-		p.conn = redis.NewClient(&opt)
+		p.conn = redisclone.Client(c, func(opt *redis.Options) {
+			opt.ClientName = p.name
+			opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = 1, 0, 1, 1
+		})
 	}
 	// bounded: the client may ignore ctx (see internal/bounded), and Close
 	// must not wait for a Redis that does not answer; an abandoned ping is

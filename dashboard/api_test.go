@@ -199,6 +199,7 @@ func TestAPI(t *testing.T) {
 		t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 		h, err := dashboard.New(ins, nil)
 		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, h.Close(context.Background())) })
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
 		for path, want := range map[string]int{"/healthz": 200, "/readyz": 503} {
@@ -244,6 +245,7 @@ func TestAPI(t *testing.T) {
 		t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 		h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
 		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, h.Close(context.Background())) })
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
 		c := (&testBundle{url: srv.URL + "/"}).as(t, "")
@@ -259,6 +261,7 @@ func TestAPI(t *testing.T) {
 		t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 		h, err := dashboard.New(ins, nil)
 		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, h.Close(context.Background())) })
 		mux := http.NewServeMux()
 		mux.Handle("/admin/queues/", http.StripPrefix("/admin/queues", h))
 		srv := httptest.NewServer(mux)
@@ -330,6 +333,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	h, err := dashboard.New(ins, &dashboard.Options{Metrics: metrics.Handler(reg)})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, h.Close(context.Background())) })
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 

@@ -88,6 +88,9 @@ func setup(t *testing.T, opts *dashboard.Options) *testBundle {
 	o.Audit = b.audit.add
 	h, err := dashboard.New(ins, &o)
 	require.NoError(t, err)
+	// After the server (cleanups run last first): Close releases the
+	// client New opened for live-update streams.
+	t.Cleanup(func() { require.NoError(t, h.Close(context.Background())) })
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	b.url = srv.URL + "/"

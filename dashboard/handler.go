@@ -27,6 +27,7 @@ import (
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/metricset"
 	"github.com/seed40057009/drover/internal/outage"
+	"github.com/seed40057009/drover/internal/redisclone"
 )
 
 //go:embed ui
@@ -189,13 +190,13 @@ func New(ins *inspect.Inspector, opts *Options) (*Handler, error) {
 func streamClientFor(rdb redis.UniversalClient, n int) redis.UniversalClient {
 	switch c := rdb.(type) {
 	case *redis.Client:
-		opt := *c.Options()
-		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = n, 0, n, n
-		return redis.NewClient(&opt)
+		return redisclone.Client(c, func(opt *redis.Options) {
+			opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = n, 0, n, n
+		})
 	case *redis.ClusterClient:
-		opt := *c.Options()
-		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = n, 0, n, n
-		return redis.NewClusterClient(&opt)
+		return redisclone.Cluster(c, func(opt *redis.ClusterOptions) {
+			opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = n, 0, n, n
+		})
 	}
 	return nil
 }

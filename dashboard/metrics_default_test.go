@@ -38,6 +38,7 @@ func TestDefaultMetrics(t *testing.T) {
 	}
 	h, err := dashboard.New(ins, nil)
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, h.Close(context.Background())) })
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL + "/metrics")

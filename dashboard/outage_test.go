@@ -101,6 +101,7 @@ func pausableDashboard(t *testing.T, timeout time.Duration) (srv *redistest.Serv
 	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
 	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, h.Close(context.Background())) })
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	client := &http.Client{Timeout: timeout}

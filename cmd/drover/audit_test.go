@@ -63,6 +63,7 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	h, err := dashboard.New(ins, &dashboard.Options{Auth: &dashboard.Auth{Users: []dashboard.User{{Name: "ada", Role: dashboard.RoleAdmin, Token: token}}},
 		Audit: func(context.Context, dashboard.AuditEntry) {}})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, h.Close(context.Background())) })
 	req := httptest.NewRequest(http.MethodGet, "/api/audit", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()

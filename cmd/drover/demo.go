@@ -21,6 +21,7 @@ import (
 	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/embedredis"
 	"github.com/seed40057009/drover/internal/metricset"
+	"github.com/seed40057009/drover/internal/redisclone"
 )
 
 func init() {
@@ -326,7 +327,7 @@ func stallingWorker(ctx context.Context, rdb redis.UniversalClient, prefix strin
 	if !ok {
 		return nil, errors.New("demo: the stalling worker needs a single-node client")
 	}
-	own := redis.NewClient(base.Options())
+	own := redisclone.Client(base, nil)
 	part := &partition{}
 	own.AddHook(part)
 	proc := drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
