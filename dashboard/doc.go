@@ -36,7 +36,7 @@
 //	GET  /api/session                      who am I, CSRF token (viewer)
 //	GET  /api/overview                     queues, counts, alerts
 //	GET  /api/queues/{queue}               counts, delayed stats, budgets, alerts
-//	GET  /api/queues/{queue}/jobs          ?state=&filter=&name=&reason=&left=&offset=&limit=&asc=
+//	GET  /api/queues/{queue}/jobs          ?state=&filter=&name=&reason=&left=&offset=&after=&before=&limit=&asc=
 //	GET  /api/queues/{queue}/jobs/{id}     job detail with timeline
 //	GET  /api/queues/{queue}/stalled       stalled view
 //	GET  /api/queues/{queue}/delayed       delayed-set analytics

@@ -365,6 +365,9 @@
     }
     const filter = { name: params.get('name') || '', reason: params.get('reason') || '', left: params.get('left') || '', error: params.get('error') || '' };
     const offset = Number(params.get('offset') || 0);
+    // after/before are the cursors of the page turned from: the page goes
+    // on right after (or before) that page's edge job, wherever it is now.
+    const after = params.get('after') || '', before = params.get('before') || '';
 
     const head = el('h1', {}, queue);
     const actions = el('div', { class: 'row' });
@@ -372,7 +375,8 @@
     const summary = el('p', { class: 'muted' });
     const unreadable = el('div');
     const tbody = el('tbody');
-    const pager = el('div', { class: 'row' });
+    const pager = el('div', { class: 'row', id: 'pager' });
+    const moved = el('div');
     const hist = el('div');
     const budget = el('div');
     const thru = el('div');
@@ -484,7 +488,7 @@
       crumbs({ text: 'Queues', href: '#/' }, { text: queue }),
       head, actions,
       el('div', { class: 'panel' }, tabs, filterForm, el('div', { class: 'spaced' }, bulk), opBox, summary, unreadable,
-        el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Retry state', 'Attempts', state === 'delayed' ? 'Next run' : 'When', 'Failed reason'].map((h) => el('th', {}, h)))), tbody),
+        moved, el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Retry state', 'Attempts', state === 'delayed' ? 'Next run' : 'When', 'Failed reason'].map((h) => el('th', {}, h)))), tbody),
         pager),
       state === 'failed' ? el('div', { class: 'panel' }, el('h2', {}, 'Failures by error'), groups) : null,
       el('div', { class: 'panel' }, el('h2', {}, 'Throughput: jobs finished per minute, last hour'), thru),
@@ -496,6 +500,8 @@
     async function load() {
       let qp, page;
       const q = new URLSearchParams({ state, offset, limit: 25 });
+      if (after) q.set('after', after);
+      if (before) q.set('before', before);
       if (filter.name) q.set('name', filter.name);
       if (filter.reason) q.set('reason', filter.reason);
       if (filter.left !== '') q.set('left', filter.left);
@@ -525,9 +531,12 @@
             : fmtTime(j.finishedOn || j.processedOn || j.timestamp)),
         el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || ''))));
       if (!page.jobs.length) tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No jobs here.')));
-      put(pager, 
-        offset > 0 ? el('button', { onclick: () => go({ ...filter, offset: 0 }) }, 'First page') : null,
-        page.more ? el('button', { onclick: () => go({ ...filter, offset: page.nextOffset }) }, 'Next page') : null);
+      put(pager,
+        page.prev ? el('button', { id: 'first-page', onclick: () => go({ ...filter }) }, 'First page') : null,
+        page.prev ? el('button', { id: 'prev-page', onclick: () => go({ ...filter, before: page.prevCursor }) }, 'Previous page') : null,
+        page.more ? el('button', { id: 'next-page', onclick: () => go({ ...filter, after: page.nextCursor }) }, 'Next page') : null,
+        page.jobs.length && !filterExpr() ? el('span', { class: 'muted', id: 'page-range' }, `${page.offset + 1}–${page.nextOffset} of ${page.total}`) : null);
+      put(moved, page.moved ? el('p', { class: 'alert alert-budget', id: 'page-moved', role: 'status' }, movedNote(page.moved, state, before !== '')) : null);
       renderHistogram(hist, qp.delayed, qp.storm);
       renderBudget(budget, queue, qp.budget);
       api(`queues/${seg(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); }, () => {});
@@ -550,6 +559,15 @@
       refresh();
     });
     every(10000, load);
+  }
+
+  // movedNote tells the operator that the jobs moved between two page
+  // turns (inspect.Moved), and what the page shows instead.
+  function movedNote(m, state, back) {
+    const where = back ? 'ends right before' : 'goes on right after';
+    if (!m.gone) return `The ${state} list changed since the last page: job ${m.id} is now at position ${m.to + 1} (it was at ${m.from + 1}). This page ${where} it, so no job is skipped or shown twice.`;
+    if (['waiting', 'active', 'paused'].includes(state)) return `Job ${m.id}, at the edge of the last page, has left the ${state} list. This page ${back ? 'ends' : 'starts'} where it was (position ${m.to + 1}); jobs that moved meanwhile may be skipped or shown twice.`;
+    return `Job ${m.id}, at the edge of the last page, has left the ${state} list (or came back to it later). This page ${back ? 'ends' : 'starts'} where it was in the order.`;
   }
 
   function camel(state) { return state === 'waiting-children' ? 'waitingChildren' : state; }
