@@ -932,7 +932,12 @@
       out.push(el('div', { class: 'panel' }, el('h2', {}, `Stack traces (${d.stacktrace.length}, oldest first)`),
         ...d.stacktrace.map((st, i) => el('details', { open: i === d.stacktrace.length - 1 }, el('summary', {}, st.split('\n')[0]), el('pre', {}, st)))));
     }
-    out.push(el('div', { class: 'panel' }, el('h2', {}, `Logs (${d.logCount} line${d.logCount === 1 ? '' : 's'})`),
+    // The API sends the newest lines only (inspect.LogLimit): say so when
+    // the job has more, so none looks like the first.
+    const logsTitle = d.logs.length < d.logCount
+      ? `Logs (the newest ${d.logs.length} of ${d.logCount} lines)`
+      : `Logs (${d.logCount} line${d.logCount === 1 ? '' : 's'})`;
+    out.push(el('div', { class: 'panel' }, el('h2', { id: 'logs-heading' }, logsTitle),
       d.logs.length ? el('pre', { id: 'job-logs' }, d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
     return out;
   }
@@ -954,7 +959,7 @@
     if (d.parent) box.append(el('p', { id: 'flow-parent' }, 'Child of ', link(d.parent), '.'));
     const c = d.children;
     if (c) {
-      box.append(el('p', { id: 'flow-children' }, `Children: ${c.pending} pending, ${c.completed} completed, ${c.failed} failed the parent, ${c.ignored} failed and ignored.`));
+      box.append(el('p', { id: 'flow-children' }, `Children: ${c.pending} pending, ${c.completed} completed, ${c.failed} failed the parent, ${c.ignored} failed without failing it (ignored).`));
       const list = (title, refs, total, id) => (refs.length ? el('div', { id }, el('h3', {}, title),
         el('ul', { class: 'refs' }, ...refs.map((r) => el('li', {}, link(r)))),
         total > refs.length ? el('p', { class: 'muted' }, `and ${total - refs.length} more`) : null) : null);

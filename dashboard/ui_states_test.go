@@ -1,0 +1,164 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// Queue names an operator may meet: HTML, script tags and non-ASCII.
+const (
+	parentsQueue = `parents <b>ü</b>`
+	kidsQueue    = `kids <script>window.__xss=1</script> 名`
+)
+
+// TestUIWalkEveryState walks the dashboard over the states Node BullMQ and
+// drover make: flows across two queues with a failed child under each
+// parent policy, job schedulers (every, cron with a time zone),
+// deduplicated and debounced jobs, a rate-limited queue, one at its global
+// concurrency, a paused one, prioritized and delayed jobs, 1,000 log
+// lines, a 1 MB payload, HTML and script tags in names, data and failures,
+// and a queue of 100,000 jobs. Every page shows what Node's getters say,
+// and the browser reports no error.
+func TestUIWalkEveryState(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+	add := func(queue, name string, data any, opts map[string]any) string {
+		t.Helper()
+		id, err := o.Add(ctx, b.prefix, queue, name, data, opts)
+		require.NoError(t, err)
+		return id
+	}
+	const evil = `<img src=x onerror="window.__xss=1"><script>window.__xss=1</script> ☃`
+	// One flow per parent policy: a child that fails and one delayed for
+	// an hour, so a parent that does not fail keeps waiting for it.
+	policies := []string{"failParentOnFailure", "continueParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure"}
+	flows := map[string]*bullmqoracle.FlowIDs{}
+	for _, p := range policies {
+		f, err := o.AddFlow(ctx, b.prefix, bullmqoracle.FlowJob{Name: "parent " + p, QueueName: parentsQueue, Children: []bullmqoracle.FlowJob{
+			{Name: "doomed " + evil, QueueName: kidsQueue, Data: map[string]any{"behavior": bullmqoracle.Fail("child failed: " + evil)}, Opts: map[string]any{p: true}},
+			{Name: "later", QueueName: kidsQueue, Opts: map[string]any{"delay": 3_600_000}},
+		}})
+		require.NoError(t, err)
+		flows[p] = f
+	}
+	require.NoError(t, o.StartWorker(ctx, b.prefix, kidsQueue, bullmqoracle.WorkerOptions{ID: "kids", Behavior: bullmqoracle.FromData("behavior")}))
+	t.Cleanup(func() { _ = o.StopWorker(context.Background(), "kids", true) })
+	for _, p := range policies {
+		_, err := o.WaitUntilFinished(ctx, b.prefix, kidsQueue, flows[p].Children[0].ID, 20*time.Second)
+		require.NoError(t, err)
+	}
+	require.NoError(t, o.StopWorker(ctx, "kids", false))
+	_, err := o.UpsertJobScheduler(ctx, b.prefix, "sched", "every-hour", map[string]any{"every": 3_600_000}, map[string]any{"name": "tick"})
+	require.NoError(t, err)
+	_, err = o.UpsertJobScheduler(ctx, b.prefix, "sched", "monday-9", map[string]any{"pattern": "0 9 * * 1", "tz": "Europe/Berlin"}, map[string]any{"name": "report"})
+	require.NoError(t, err)
+	dedup := add("misc", "dedup", nil, map[string]any{"deduplication": map[string]any{"id": "d1"}, "delay": 3_600_000})
+	require.Equal(t, dedup, add("misc", "dedup", nil, map[string]any{"deduplication": map[string]any{"id": "d1"}, "delay": 3_600_000}))
+	debounced := add("misc", "debounced", nil, map[string]any{"deduplication": map[string]any{"id": "d2", "ttl": 60_000}})
+	prio := add("misc", "urgent "+evil, map[string]any{"html": evil}, map[string]any{"priority": 5})
+	logged := add("misc", "chatty", nil, nil)
+	for n := range 1000 {
+		_, err := o.Log(ctx, b.prefix, "misc", logged, fmt.Sprintf("line %d <b>bold</b>", n))
+		require.NoError(t, err)
+	}
+	huge := add("misc", "huge", map[string]any{"blob": strings.Repeat("ü", 512*1024)}, nil)
+	add("paused", "held", nil, nil)
+	require.NoError(t, o.Pause(ctx, b.prefix, "paused"))
+	require.NoError(t, o.SetGlobalRateLimit(ctx, b.prefix, "limited", 5, time.Minute))
+	require.NoError(t, o.RateLimit(ctx, b.prefix, "limited", time.Minute))
+	add("limited", "y", nil, nil)
+	require.NoError(t, o.SetGlobalConcurrency(ctx, b.prefix, "maxed", 1))
+	add("maxed", "z", nil, nil)
+	// drover makes the big queue: 100,000 waiting jobs.
+	bq := b.queue(t, "big")
+	for range 100 {
+		batch := make([]drover.BulkJob, 1000)
+		for n := range batch {
+			batch[n] = drover.BulkJob{Name: "bulk", Data: n}
+		}
+		_, err := bq.AddBulk(ctx, batch)
+		require.NoError(t, err)
+	}
+
+	tab := browser(t)
+	con := watchConsole(t, tab)
+	// The overview's counts are Node's getJobCounts, queue by queue.
+	do(t, tab, chromedp.Navigate(b.url+"#/"), chromedp.WaitVisible(chromedp.CSS(`#queues tr[data-queue="big"]`)))
+	for _, q := range []string{parentsQueue, kidsQueue, "misc", "sched", "paused", "limited", "maxed", "big"} {
+		states := []string{"waiting", "prioritized", "active", "delayed", "waiting-children", "completed", "failed"}
+		want, err := o.GetJobCounts(ctx, b.prefix, q, states...)
+		require.NoError(t, err)
+		for _, s := range states {
+			got := text(t, tab, fmt.Sprintf(`#queues tr[data-queue=%q] td[data-state=%q]`, q, s))
+			require.Equal(t, strconv.FormatInt(want[s], 10), got, "%s %s", q, s)
+		}
+	}
+	esc := url.PathEscape
+	jobURL := func(q, id string) string { return "#/q/" + esc(q) + "/job/" + esc(id) }
+	pages := []struct{ hash, want string }{
+		{"#/q/" + esc(parentsQueue) + "?state=waiting-children", `#jobs tr[data-job="` + flows["ignoreDependencyOnFailure"].ID + `"]`},
+		{"#/q/" + esc(kidsQueue) + "?state=failed", `#failure-groups`},
+		{"#/q/misc?state=prioritized", `#jobs tr[data-job="` + prio + `"]`},
+		{"#/q/misc?state=delayed", `#jobs tr[data-job="` + dedup + `"]`},
+		{"#/q/misc?state=waiting", `#jobs tr[data-job="` + debounced + `"]`},
+		{"#/q/sched/schedulers", `#schedulers tr[data-scheduler="monday-9"]`},
+		{"#/q/paused", `#jobs tr[data-job]`},
+		{"#/q/limited", `[data-limit="rate-limited"]`},
+		{"#/q/maxed", `[data-limit="concurrency"]`},
+		{"#/q/big?state=waiting", `#jobs tr[data-job]`},
+		{"#/q/big/stalled", `#stalled-jobs`},
+		{jobURL("misc", logged), `#job-logs`},
+		{jobURL("misc", huge), `#job-data`},
+		{jobURL("misc", prio), `#job-data`},
+	}
+	for _, p := range policies {
+		pages = append(pages, struct{ hash, want string }{jobURL(parentsQueue, flows[p].ID), `#flow-children`},
+			struct{ hash, want string }{jobURL(kidsQueue, flows[p].Children[0].ID), `#failed-reason`})
+	}
+	for _, p := range pages {
+		do(t, tab, chromedp.Navigate(b.url+p.hash), chromedp.WaitVisible(chromedp.CSS(p.want)))
+	}
+	// The job with 1,000 log lines says which of them it shows.
+	do(t, tab, chromedp.Navigate(b.url+jobURL("misc", logged)), chromedp.WaitVisible(chromedp.CSS(`#job-logs`)))
+	require.Equal(t, "Logs (the newest 200 of 1000 lines)", text(t, tab, `#logs-heading`))
+	require.True(t, strings.HasPrefix(text(t, tab, `#job-logs`), "line 800 <b>bold</b>\n"))
+	// Each parent's flow panel says what Node's getDependenciesCount says.
+	for _, p := range policies {
+		var counts map[string]int64
+		require.NoError(t, o.JobRead(ctx, b.prefix, parentsQueue, flows[p].ID, "getDependenciesCount", &counts))
+		do(t, tab, chromedp.Navigate(b.url+jobURL(parentsQueue, flows[p].ID)), chromedp.WaitVisible(chromedp.CSS(`#flow-children`)))
+		require.Equal(t, fmt.Sprintf("Children: %d pending, %d completed, %d failed the parent, %d failed without failing it (ignored).",
+			counts["unprocessed"], counts["processed"], counts["failed"], counts["ignored"]), text(t, tab, `#flow-children`), p)
+		state, err := o.GetState(ctx, b.prefix, parentsQueue, flows[p].ID)
+		require.NoError(t, err)
+		require.Equal(t, state, text(t, tab, `dl.kv dd`), p)
+	}
+	evalBool := func(js string) bool {
+		v, err := chromedp.Run(step(t, tab), chromedp.Evaluate[bool](js))
+		require.NoError(t, err)
+		return v
+	}
+	require.False(t, evalBool(`window.__xss === 1`), "no script from job data ran")
+	var bad []string
+	for _, m := range con.all() {
+		if strings.HasPrefix(m, "error:") || strings.HasPrefix(m, "exception:") {
+			bad = append(bad, m)
+		}
+	}
+	require.Empty(t, bad, "console errors and uncaught exceptions")
+}
