@@ -148,12 +148,7 @@ func TestUIWalkEveryState(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, state, text(t, tab, `dl.kv dd`), p)
 	}
-	evalBool := func(js string) bool {
-		v, err := chromedp.Run(step(t, tab), chromedp.Evaluate[bool](js))
-		require.NoError(t, err)
-		return v
-	}
-	require.False(t, evalBool(`window.__xss === 1`), "no script from job data ran")
+	require.False(t, evalJS[bool](t, tab, `window.__xss === 1`), "no script from job data ran")
 	var bad []string
 	for _, m := range con.all() {
 		if strings.HasPrefix(m, "error:") || strings.HasPrefix(m, "exception:") {

@@ -174,7 +174,7 @@
   }
 
   function toast(msg, isError) {
-    const t = el('div', { class: `toast${isError ? ' error' : ''}`, role: 'status' }, msg);
+    const t = el('div', { class: `toast${isError ? ' error' : ''}`, role: isError ? 'alert' : 'status' }, isError ? 'Error: ' : null, msg);
     $toasts.append(t);
     setTimeout(() => t.remove(), isError ? 8000 : 4000);
   }
@@ -182,16 +182,33 @@
   // confirmDialog shows a modal and resolves to true when confirmed.
   // A destructive action's dialog starts on Cancel, so an Enter pressed out
   // of habit does not delete anything; Escape cancels any dialog.
+  // Tab and Shift+Tab stay inside the dialog, and closing it gives the
+  // focus back to what opened it, so a keyboard user is never lost.
   function confirmDialog(title, message, confirmLabel, danger) {
     return new Promise((resolve) => {
-      const onKey = (e) => { if (e.key === 'Escape') close(false); };
-      const close = (v) => { document.removeEventListener('keydown', onKey); back.remove(); resolve(v); };
+      const opener = document.activeElement;
+      const onKey = (e) => {
+        if (e.key === 'Escape') { e.preventDefault(); close(false); return; }
+        if (e.key !== 'Tab') return;
+        const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href]')].filter((n) => !n.disabled);
+        const first = stops[0], last = stops[stops.length - 1];
+        if (!modal.contains(document.activeElement)) { e.preventDefault(); first.focus(); }
+        else if (e.shiftKey && document.activeElement === first) { e.preventDefault(); last.focus(); }
+        else if (!e.shiftKey && document.activeElement === last) { e.preventDefault(); first.focus(); }
+      };
+      const close = (v) => {
+        document.removeEventListener('keydown', onKey);
+        back.remove();
+        if (opener && opener.isConnected && opener.focus) opener.focus();
+        resolve(v);
+      };
       const ok = el('button', { class: danger ? 'danger' : 'primary', 'data-confirm': 'yes', onclick: () => close(true) }, confirmLabel);
       const cancel = el('button', { 'data-confirm': 'no', onclick: () => close(false) }, 'Cancel');
-      const back = el('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } },
-        el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-label': title },
-          el('h2', {}, title), message instanceof Node ? message : el('p', {}, message),
-          el('div', { class: 'buttons' }, cancel, ok)));
+      const heading = el('h2', { id: 'modal-title' }, title);
+      const modal = el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title' },
+        heading, message instanceof Node ? message : el('p', {}, message),
+        el('div', { class: 'buttons' }, cancel, ok));
+      const back = el('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } }, modal);
       document.body.append(back);
       document.addEventListener('keydown', onKey);
       (danger ? cancel : ok).focus();
@@ -298,9 +315,9 @@
 
   function renderSignIn(note) {
     put($nav, );
-    const token = el('input', { type: 'password', name: 'token', placeholder: 'access token', autocomplete: 'off' });
-    const user = el('input', { type: 'text', name: 'user', placeholder: 'user', autocomplete: 'username' });
-    const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', autocomplete: 'current-password' });
+    const token = el('input', { type: 'password', name: 'token', placeholder: 'access token', 'aria-label': 'access token', autocomplete: 'off' });
+    const user = el('input', { type: 'text', name: 'user', placeholder: 'user', 'aria-label': 'user name', autocomplete: 'username' });
+    const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', 'aria-label': 'password', autocomplete: 'current-password' });
     const msg = el('p', { class: 'muted' }, note || '');
     const form = el('form', {
       onsubmit: async (e) => {
@@ -382,9 +399,9 @@
     const thru = el('div');
     const feed = el('ul', { class: 'feed' });
 
-    const nameIn = el('input', { name: 'name', placeholder: 'job name', value: filter.name });
-    const reasonIn = el('input', { name: 'reason', placeholder: 'failed reason contains', value: filter.reason });
-    const leftIn = el('input', { name: 'left', type: 'number', min: 0, placeholder: 'attempts left ≤', value: filter.left, class: 'narrow' });
+    const nameIn = el('input', { name: 'name', placeholder: 'job name', 'aria-label': 'job name is', value: filter.name });
+    const reasonIn = el('input', { name: 'reason', placeholder: 'failed reason contains', 'aria-label': 'failed reason contains', value: filter.reason });
+    const leftIn = el('input', { name: 'left', type: 'number', min: 0, placeholder: 'attempts left ≤', 'aria-label': 'attempts left at most', value: filter.left, class: 'narrow' });
     const go = (over) => {
       const p = new URLSearchParams({ state, ...over });
       for (const [k, v] of [...p]) if (v === '' || v === '0' && k === 'offset') p.delete(k);
@@ -515,7 +532,7 @@
       put(head, queue, qp.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
       put(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
-        el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '' }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
+        el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
       summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${filterExpr()}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
       const bad = page.unreadable || [];
       put(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
@@ -692,13 +709,13 @@
   // click to show a group's jobs and one to retry them.
   function renderFailureGroups(box, fr, filter, go, bulkRetry) {
     if (!fr.groups.length) { put(box, el('p', { class: 'muted' }, 'No failed jobs.')); return; }
-    const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, class: g.error === filter.error ? 'on' : '' },
+    const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, class: g.error === filter.error ? 'on' : '', 'aria-current': g.error === filter.error ? 'true' : null },
       el('td', { class: 'num' }, g.count),
       el('td', {}, el('span', { class: 'mono' }, g.error), g.unrecoverable ? el('span', { class: 'badge rs-unrecoverable', title: 'failed as unrecoverable' }, `${g.unrecoverable} unrecoverable`) : null,
         el('div', { class: 'muted', title: 'the newest message of the group' }, g.example)),
       el('td', {}, fmtTime(g.firstSeen)), el('td', {}, fmtTime(g.lastSeen)),
       el('td', { class: 'buttons' },
-        el('button', { 'data-show': '', onclick: () => go({ error: g.error }) }, 'Show'),
+        el('button', { 'data-show': '', onclick: () => go({ error: g.error }) }, g.error === filter.error ? 'Shown above' : 'Show'),
         bulkRetry ? el('button', { 'data-retry-group': '', onclick: () => bulkRetry(g.filter) }, 'Retry…') : null))));
     put(box, el('table', { id: 'failure-groups' },
       el('thead', {}, el('tr', {}, ...['Jobs', 'Error (numbers, ids and quoted values generalised)', 'First seen', 'Last seen', ''].map((h) => el('th', {}, h)))), body),
@@ -883,7 +900,7 @@
       actions.append(el('button', {
         class: 'danger', id: 'cancel-job',
         onclick: async () => {
-          const reason = el('input', { type: 'text', id: 'cancel-reason', maxlength: '1024', placeholder: 'reason (stored as the failure)' });
+          const reason = el('input', { type: 'text', id: 'cancel-reason', maxlength: '1024', placeholder: 'reason (stored as the failure)', 'aria-label': 'reason (stored as the failure)' });
           const retry = el('input', { type: 'checkbox', id: 'cancel-retry' });
           const msg = el('div', {},
             el('p', {}, `Cancel the running attempt of job ${d.id}? The worker running it stops it, and the job fails for good unless you ask for a retry.`),
