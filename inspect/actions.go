@@ -480,11 +480,24 @@ func (i *Inspector) Clean(ctx context.Context, queue string, state drover.JobSta
 }
 
 // Obliterate deletes queue and all its jobs. Without force it refuses while
-// jobs are active (drover.ErrActiveJobs).
+// jobs are active (drover.ErrActiveJobs), and says so before anything
+// changes: Queue.Obliterate, as BullMQ's, pauses the queue before it finds
+// the active jobs, which left an operator's refused obliterate with a
+// paused queue. (A job a worker takes between the two reads still meets
+// that path.)
 func (i *Inspector) Obliterate(ctx context.Context, queue string, force bool) error {
 	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return err
+	}
+	if !force {
+		n, err := i.rdb.LLen(ctx, i.keys(queue).Active()).Result()
+		if err != nil {
+			return fmt.Errorf("obliterate queue %q: count its active jobs: %w", queue, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: queue %q has %d active jobs: obliterate refused, nothing changed", drover.ErrActiveJobs, queue, n)
+		}
 	}
 	return q.Obliterate(ctx, &drover.ObliterateOptions{Force: force})
 }

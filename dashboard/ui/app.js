@@ -662,7 +662,20 @@
       items.push(el('button', {
         class: 'danger',
         onclick: async () => {
-          const res = await act('Obliterate queue', `Delete the queue ${queue} and every one of its jobs? This cannot be undone.`, 'Obliterate',
+          // Counted now, not at the last refresh: the dialog names what
+          // goes, and a queue with running jobs is refused (nothing
+          // changes) rather than offered.
+          let now;
+          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(e.message, true); return; }
+          const c = now.counts;
+          if (c.active > 0) {
+            toast(`Queue ${queue} has ${c.active} active job${c.active === 1 ? '' : 's'}: obliterate is refused while jobs run (nothing changes). Wait for them, or stop their workers.`, true);
+            return;
+          }
+          const parts = STATES.filter((st) => c[camel(st)] > 0).map((st) => `${c[camel(st)]} ${st}`);
+          const total = STATES.reduce((n, st) => n + (c[camel(st)] || 0), 0);
+          const jobs = total ? `with its ${total} job${total === 1 ? '' : 's'} (${parts.join(', ')})` : 'with no job in it';
+          const res = await act('Obliterate queue', `Delete the queue ${queue} ${jobs}, its job schedulers, limits and events? This cannot be undone.`, 'Obliterate',
             () => api(`queues/${seg(queue)}/obliterate`, { method: 'POST', body: { force: false } }), true);
           if (res) { toast(`Obliterated ${queue}.`); location.hash = '#/'; }
         },
