@@ -447,34 +447,29 @@ type readJob struct {
 }
 
 // summaryFields are the job hash fields a JobSummary (and Filter, and
-// BudgetOf) needs: lists never read data, return values, stack traces or
-// logs, however big they are.
+// BudgetOf) needs: lists never read data, return values or logs, however
+// big they are.
 var summaryFields = []string{"name", "opts", "timestamp", "processedOn", "finishedOn", "atm", "attemptsMade", "ats", "stc", "failedReason", "pb", "progress"}
 
+// failedFields add what tells why a failed job failed for good (FailedFor):
+// its stack traces and drover's record of its attempts.
+var failedFields = append(slices.Clip(summaryFields), "stacktrace", jobcodec.TimelineField)
+
 // readJobs reads the summary fields of jobs by id, and the due times of
-// delayed jobs, in one round trip. Failed jobs are read whole: why they
-// failed for good (FailedFor) needs their timeline and stack trace.
+// delayed jobs, in one round trip; a failed job's stack traces and
+// timeline too. A 1 MB payload costs a list, a failure grouping or a bulk
+// retry's scan nothing: HGETALL read it for every failed job they met.
 func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.JobState, ids []string) (map[string]*readJob, error) {
+	want := summaryFields
 	if state == drover.StateFailed {
-		jobs, bad, err := jobsByID(ctx, q, ids)
-		if err != nil {
-			return nil, err
-		}
-		out := make(map[string]*readJob, len(jobs)+len(bad))
-		for _, j := range jobs {
-			out[j.ID] = &readJob{job: j}
-		}
-		for _, b := range bad {
-			out[b.ID] = &readJob{bad: b.Error}
-		}
-		return out, nil
+		want = failedFields
 	}
 	k := i.keys(q.Name())
 	fields := make([]*redis.SliceCmd, len(ids))
 	var scores []*redis.FloatCmd
 	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for n, id := range ids {
-			fields[n] = p.HMGet(ctx, k.Job(id), summaryFields...)
+			fields[n] = p.HMGet(ctx, k.Job(id), want...)
 		}
 		if state == drover.StateDelayed {
 			scores = make([]*redis.FloatCmd, len(ids))
@@ -493,10 +488,10 @@ func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.
 		if err != nil {
 			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
 		}
-		m := make(map[string]string, len(summaryFields))
+		m := make(map[string]string, len(want))
 		for f, v := range vals {
 			if s, ok := v.(string); ok {
-				m[summaryFields[f]] = s
+				m[want[f]] = s
 			}
 		}
 		rec, ok, err := jobcodec.DecodeMap(id, m)
@@ -516,6 +511,7 @@ func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.
 			Timestamp: msTime(rec.Timestamp), ProcessedOn: msTime(rec.ProcessedOn), FinishedOn: msTime(rec.FinishedOn),
 			AttemptsMade: int(rec.AttemptsMade), AttemptsStarted: int(rec.AttemptsStarted), StalledCount: int(rec.StalledCounter),
 			FailedReason: rec.FailedReason, ProcessedBy: rec.ProcessedBy, Progress: rec.Progress,
+			Stacktrace: rec.Stacktrace, Timeline: drover.DecodeTimeline(rec.Timeline),
 		}}
 		if scores != nil {
 			if sc, err := scores[n].Result(); err == nil {

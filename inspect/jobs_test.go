@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -591,4 +592,56 @@ func TestUnreadableJobs(t *testing.T) {
 	require.Equal(t, []string{"done", "odd"}, gone)
 	_, err = b.ins.Stalled(ctx, "q")
 	require.NoError(t, err)
+}
+
+// TestReadsNoJobData: the failed list, the failure groups and a bulk
+// retry's dry run read a failed job's summary fields, stack traces and
+// timeline, never its data: with ten failed jobs of 1 MB each, the three
+// calls send well under 1 MB from Redis. They read every failed job whole
+// (HGETALL), 10 MB per call here, and a refreshing failed tab read up to
+// ScanLimit payloads every 10 seconds.
+func TestReadsNoJobData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: "bull"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(ctx)) })
+	blob := `{"blob":"` + strings.Repeat("x", 1<<20) + `"}`
+	for n := range 10 {
+		id := "big" + strconv.Itoa(n)
+		require.NoError(t, rdb.HSet(ctx, "bull:q:"+id, "name", "huge", "data", blob, "opts", `{"attempts":2}`, "timestamp", 1000+n,
+			"atm", 2, "ats", 2, "failedReason", "boom "+strconv.Itoa(n), "finishedOn", 2000+n,
+			"stacktrace", `["Error: boom\n    at x","UnrecoverableError: boom\n    at y"]`).Err())
+		require.NoError(t, rdb.ZAdd(ctx, "bull:q:failed", redisZ(float64(2000+n), id)).Err())
+	}
+	sent := func() int64 {
+		info, err := rdb.Info(ctx, "stats").Result()
+		require.NoError(t, err)
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "total_net_output_bytes:"); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		t.Fatal("no total_net_output_bytes in INFO stats")
+		return 0
+	}
+	before := sent()
+	page, err := ins.Jobs(ctx, "q", &inspect.ListOptions{State: drover.StateFailed})
+	require.NoError(t, err)
+	require.Len(t, page.Jobs, 10)
+	require.Equal(t, inspect.FailedUnrecoverable, page.Jobs[0].FailedFor, "the stack traces were read")
+	groups, err := ins.FailureGroups(ctx, "q")
+	require.NoError(t, err)
+	require.Equal(t, 10, groups.Groups[0].Count)
+	require.Equal(t, 10, groups.Groups[0].Unrecoverable)
+	dry, err := ins.RetryJobs(ctx, "q", &inspect.RetryOptions{DryRun: true, IncludeUnrecoverable: true})
+	require.NoError(t, err)
+	require.Equal(t, 10, dry.Matched)
+	require.Less(t, sent()-before, int64(1<<20), "bytes Redis sent for the three calls")
 }
