@@ -594,9 +594,9 @@ func TestUnreadableJobs(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// TestReadsNoJobData: the failed list, the failure groups and a bulk
-// retry's dry run read a failed job's summary fields, stack traces and
-// timeline, never its data: with ten failed jobs of 1 MB each, the three
+// TestReadsNoJobData: the failed list, the failure groups, a bulk retry's
+// dry run and the stalled view read a job's summary fields (a failed job's
+// stack traces and timeline too), never its data: with ten failed jobs of 1 MB each, the three
 // calls send well under 1 MB from Redis. They read every failed job whole
 // (HGETALL), 10 MB per call here, and a refreshing failed tab read up to
 // ScanLimit payloads every 10 seconds.
@@ -644,4 +644,17 @@ func TestReadsNoJobData(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 10, dry.Matched)
 	require.Less(t, sent()-before, int64(1<<20), "bytes Redis sent for the three calls")
+
+	// The stalled view, refreshed every 3 seconds, reads the active jobs.
+	for n := range 10 {
+		id := "run" + strconv.Itoa(n)
+		require.NoError(t, rdb.HSet(ctx, "bull:q:"+id, "name", "huge", "data", blob, "opts", `{"attempts":2}`, "timestamp", 1000+n,
+			"ats", 1, "processedOn", 3000+n).Err())
+		require.NoError(t, rdb.LPush(ctx, "bull:q:active", id).Err())
+	}
+	before = sent()
+	st, err := ins.Stalled(ctx, "q")
+	require.NoError(t, err)
+	require.Len(t, st.Active, 10)
+	require.Less(t, sent()-before, int64(1<<20), "bytes Redis sent for the stalled view")
 }
