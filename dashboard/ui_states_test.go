@@ -13,9 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
-	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // Queue names an operator may meet: HTML, script tags and non-ASCII.
@@ -35,14 +33,7 @@ const (
 func TestUIWalkEveryState(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
-	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
-	add := func(queue, name string, data any, opts map[string]any) string {
-		t.Helper()
-		id, err := o.Add(ctx, b.prefix, queue, name, data, opts)
-		require.NoError(t, err)
-		return id
-	}
+	b, o, add := nodeWalk(t)
 	const evil = `<img src=x onerror="window.__xss=1"><script>window.__xss=1</script> ☃`
 	// One flow per parent policy: a child that fails and one delayed for
 	// an hour, so a parent that does not fail keeps waiting for it.
@@ -149,11 +140,5 @@ func TestUIWalkEveryState(t *testing.T) {
 		require.Equal(t, state, text(t, tab, `dl.kv dd`), p)
 	}
 	require.False(t, evalJS[bool](t, tab, `window.__xss === 1`), "no script from job data ran")
-	var bad []string
-	for _, m := range con.all() {
-		if strings.HasPrefix(m, "error:") || strings.HasPrefix(m, "exception:") {
-			bad = append(bad, m)
-		}
-	}
-	require.Empty(t, bad, "console errors and uncaught exceptions")
+	require.Empty(t, con.errors(), "console errors and uncaught exceptions")
 }
