@@ -128,6 +128,17 @@ func TestUIWalkEveryState(t *testing.T) {
 	do(t, tab, chromedp.Navigate(b.url+jobURL("misc", logged)), chromedp.WaitVisible(chromedp.CSS(`#job-logs`)))
 	require.Equal(t, "Logs (the newest 200 of 1000 lines)", text(t, tab, `#logs-heading`))
 	require.True(t, strings.HasPrefix(text(t, tab, `#job-logs`), "line 800 <b>bold</b>\n"))
+	// A deduplicated and a debounced job say who holds their id, as Node's
+	// getDeduplicationJobId answers, and until when.
+	for id, want := range map[string]string{dedup: "id d1: held by this job, until it finishes or is removed; adds with this id make no new job",
+		debounced: "id d2: held by this job, until "} {
+		dedupID := map[string]string{dedup: "d1", debounced: "d2"}[id]
+		var holder string
+		require.NoError(t, o.QueueCall(ctx, b.prefix, "misc", "getDeduplicationJobId", &holder, dedupID))
+		require.Equal(t, id, holder)
+		do(t, tab, chromedp.Navigate(b.url+jobURL("misc", id)), chromedp.WaitVisible(chromedp.CSS(`#dedup`)))
+		require.Contains(t, text(t, tab, `#dedup`), want)
+	}
 	// Each parent's flow panel says what Node's getDependenciesCount says.
 	for _, p := range policies {
 		var counts map[string]int64

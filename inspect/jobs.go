@@ -628,6 +628,9 @@ type JobDetail struct {
 	ReturnValue     json.RawMessage `json:"returnvalue,omitempty"`
 	DeferredFailure string          `json:"deferredFailure,omitempty"`
 	DeduplicationID string          `json:"deduplicationId,omitempty"`
+	// Deduplication says who holds DeduplicationID now (this job, another
+	// one, or none) and until when; nil without a DeduplicationID.
+	Deduplication *Deduplication `json:"deduplication,omitempty"`
 	// RepeatJobKey is the id of the job scheduler that made the job.
 	RepeatJobKey string `json:"repeatJobKey,omitempty"`
 	// ParentKey is the flow parent's hash key, "<prefix>:<queue>:<id>".
@@ -734,6 +737,11 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 	}
 	if d.Children, err = i.children(ctx, queue, id); err != nil {
 		return nil, err
+	}
+	if job.DeduplicationID != "" {
+		if d.Deduplication, err = i.Deduplication(ctx, queue, job.DeduplicationID); err != nil {
+			return nil, err
+		}
 	}
 	d.Timeline, d.TimelineSource, d.TimelineOmitted = timeline(state, job, nextRun)
 	if d.Timeline == nil {

@@ -877,6 +877,7 @@
     if (d.finishedOn) fact('Finished', fmtTime(d.finishedOn));
     if (d.lock) fact('Lock', d.lock.held ? `held, expires in ${fmtMs(d.lock.ttl)}` : 'missing: the job is stalling and the next stalled check recovers it');
     if (d.deferredFailure) fact('Deferred failure', d.deferredFailure);
+    if (d.deduplication) fact('Deduplication', el('span', { id: 'dedup' }, dedupNote(d)));
 
     const actions = el('div', { class: 'row', id: 'job-actions' });
     if (s.canOperate && ['delayed', 'failed', 'completed'].includes(d.state)) {
@@ -970,6 +971,16 @@
     out.push(el('div', { class: 'panel' }, el('h2', { id: 'logs-heading' }, logsTitle),
       d.logs.length ? el('pre', { id: 'job-logs' }, d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
     return out;
+  }
+
+  // dedupNote says who holds a job's deduplication id (inspect.Deduplication):
+  // while it is held, an add with the same id makes no new job.
+  function dedupNote(d) {
+    const dd = d.deduplication;
+    const until = dd.expires ? `, until ${fmtTime(dd.expires)} (${relative(dd.expires)})` : ', until it finishes or is removed';
+    if (dd.jobId === d.id) return `id ${dd.id}: held by this job${until}; adds with this id make no new job`;
+    if (dd.jobId) return `id ${dd.id}: now held by job ${dd.jobId} (${dd.state})${until}`;
+    return `id ${dd.id}: no longer held; the next add with this id makes a new job`;
   }
 
   // textWidth measures s as the page draws it at px pixels.
