@@ -128,6 +128,23 @@ func TestUIWalkEveryState(t *testing.T) {
 	do(t, tab, chromedp.Navigate(b.url+jobURL("misc", logged)), chromedp.WaitVisible(chromedp.CSS(`#job-logs`)))
 	require.Equal(t, "Logs (the newest 200 of 1000 lines)", text(t, tab, `#logs-heading`))
 	require.True(t, strings.HasPrefix(text(t, tab, `#job-logs`), "line 800 <b>bold</b>\n"))
+	// A job list's first page is Node's getJobs for the state, in order.
+	for _, l := range []struct{ queue, state string }{{"big", "waiting"}, {"misc", "prioritized"}, {kidsQueue, "failed"}, {parentsQueue, "waiting-children"}} {
+		want, err := o.GetJobs(ctx, b.prefix, l.queue, []string{l.state}, 0, 24, false)
+		require.NoError(t, err)
+		do(t, tab, chromedp.Navigate(b.url+"#/q/"+esc(l.queue)+"?state="+l.state), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+want[0]+`"]`)))
+		require.Equal(t, want, evalJS[[]string](t, tab, `[...document.querySelectorAll('#jobs tr[data-job]')].map((r) => r.dataset.job)`), l)
+	}
+	// The job schedulers' rows are Node's getJobScheduler.
+	do(t, tab, chromedp.Navigate(b.url+"#/q/sched/schedulers"), chromedp.WaitVisible(chromedp.CSS(`#schedulers tr[data-scheduler="monday-9"]`)))
+	for id, repeats := range map[string]string{"every-hour": "every 1h", "monday-9": "cron 0 9 * * 1"} {
+		sc, err := o.GetJobScheduler(ctx, b.prefix, "sched", id)
+		require.NoError(t, err)
+		row := fmt.Sprintf(`#schedulers tr[data-scheduler=%q]`, id)
+		require.Equal(t, strconv.FormatInt(sc.Next, 10), evalJS[string](t, tab, `document.querySelector('`+row+` [data-next]').dataset.next`), id)
+		require.Equal(t, repeats, text(t, tab, row+` td:nth-child(2)`), id)
+		require.Equal(t, sc.TZ, text(t, tab, row+` td:nth-child(3)`), id)
+	}
 	// A deduplicated and a debounced job say who holds their id, as Node's
 	// getDeduplicationJobId answers, and until when.
 	for id, want := range map[string]string{dedup: "id d1: held by this job, until it finishes or is removed; adds with this id make no new job",
