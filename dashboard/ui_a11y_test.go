@@ -38,6 +38,12 @@ func TestUIKeyboardAndLabels(t *testing.T) {
 	require.Empty(t, evalJS[[]string](t, tab, unlabelled), "queue page")
 	require.Equal(t, "failed", evalJS[string](t, tab, `document.querySelector('.tabs [aria-current="page"]').firstChild.textContent`))
 
+	// The failure group shown is said in words; its chip's × says what it does.
+	do(t, tab, chromedp.Click(chromedp.CSS(`#failure-groups [data-show]`)), chromedp.WaitVisible(chromedp.CSS(`#error-filter`)),
+		chromedp.WaitVisible(chromedp.CSS(`#failure-groups tr[aria-current="true"]`)))
+	require.Equal(t, "Shown above", text(t, tab, `#failure-groups tr[aria-current="true"] [data-show]`))
+	require.Equal(t, "remove the error filter", evalJS[string](t, tab, `document.querySelector('#error-filter a').getAttribute('aria-label')`))
+
 	// Keyboard only: focus the button, Enter opens the dialog on Cancel.
 	do(t, tab, chromedp.Focus(chromedp.Search(`//button[text()="Obliterate…"]`)), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(`.modal`)))
 	focused := `document.activeElement.dataset.confirm || document.activeElement.tagName`

@@ -409,7 +409,7 @@
     };
     const filterForm = el('form', { class: 'row', onsubmit: (e) => { e.preventDefault(); go({ name: nameIn.value, reason: reasonIn.value, left: leftIn.value, error: filter.error }); } },
       nameIn, reasonIn, leftIn,
-      filter.error ? el('span', { class: 'badge chip', id: 'error-filter' }, `error: ${filter.error}`, el('a', { href: '#', onclick: (e) => { e.preventDefault(); go({ name: filter.name, reason: filter.reason, left: filter.left }); } }, ' ×')) : null,
+      filter.error ? el('span', { class: 'badge chip', id: 'error-filter' }, `error: ${filter.error}`, el('a', { href: '#', 'aria-label': 'remove the error filter', title: 'remove the error filter', onclick: (e) => { e.preventDefault(); go({ name: filter.name, reason: filter.reason, left: filter.left }); } }, ' ×')) : null,
       el('button', { type: 'submit' }, 'Filter'),
       el('button', { type: 'button', onclick: () => go({}) }, 'Clear'));
     const filterExpr = () => {
