@@ -16,7 +16,8 @@
 //
 // The overview lists the queues with their counts and storm alerts. A queue
 // page lists jobs per state with filters (name, failed reason, attempts
-// left), a histogram of the delayed set's due times with the clustering
+// left), paged forward and back by cursor (jobs that move meanwhile skip
+// none and repeat none, and the page says the list moved), a histogram of the delayed set's due times with the clustering
 // ratio, budgets near exhaustion and a live event feed. A job page is the
 // retry-state inspector: retry state, attempts against budget, next run
 // time, the attempt timeline drawn as a picture (each attempt, the backoff

@@ -473,6 +473,33 @@ func TestJobs(t *testing.T) {
 		require.ErrorContains(t, err, `cursor "x:y"`)
 	})
 
+	// Oldest first (the delayed tab: soonest due first) turns the same way.
+	t.Run("CursorsAscending", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		k := b.prefix + ":d:"
+		for n := 1; n <= 12; n++ {
+			id := fmt.Sprintf("d%02d", n)
+			require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "x", "data", "{}", "opts", `{}`, "timestamp", 1000).Err())
+			require.NoError(t, b.rdb.ZAdd(ctx, k+"delayed", redisZ(float64(n<<12), id)).Err())
+		}
+		list := func(o inspect.ListOptions) *inspect.JobPage {
+			o.State, o.Limit, o.Asc = drover.StateDelayed, 5, true
+			p, err := b.ins.Jobs(ctx, "d", &o)
+			require.NoError(t, err)
+			return p
+		}
+		p1 := list(inspect.ListOptions{})
+		require.Equal(t, []string{"d01", "d02", "d03", "d04", "d05"}, ids(p1))
+		require.NoError(t, b.rdb.ZRem(ctx, k+"delayed", "d03").Err()) // promoted
+		p2 := list(inspect.ListOptions{After: p1.NextCursor})
+		require.Equal(t, []string{"d06", "d07", "d08", "d09", "d10"}, ids(p2))
+		back := list(inspect.ListOptions{Before: p2.PrevCursor})
+		require.Equal(t, []string{"d01", "d02", "d04", "d05"}, ids(back))
+		require.False(t, back.Prev)
+		require.Equal(t, 0, back.Offset)
+	})
+
 	// In a list (waiting) the same: producers push new jobs on top, a worker
 	// takes the oldest; Next and Previous show each job once.
 	t.Run("CursorsInAList", func(t *testing.T) {
