@@ -163,6 +163,9 @@ func TestUIWalkEveryState(t *testing.T) {
 		do(t, tab, chromedp.Navigate(b.url+jobURL(parentsQueue, flows[p].ID)), chromedp.WaitVisible(chromedp.CSS(`#flow-children`)))
 		require.Equal(t, fmt.Sprintf("Children: %d pending, %d completed, %d failed the parent, %d failed without failing it (ignored).",
 			counts["unprocessed"], counts["processed"], counts["failed"], counts["ignored"]), text(t, tab, `#flow-children`), p)
+		do(t, tab, chromedp.Navigate(b.url+jobURL(kidsQueue, flows[p].Children[0].ID)), chromedp.WaitVisible(chromedp.CSS(`#flow-parent`)))
+		require.Contains(t, text(t, tab, `#flow-parent`), "("+p+").")
+		do(t, tab, chromedp.Navigate(b.url+jobURL(parentsQueue, flows[p].ID)), chromedp.WaitVisible(chromedp.CSS(`#flow-children`)))
 		state, err := o.GetState(ctx, b.prefix, parentsQueue, flows[p].ID)
 		require.NoError(t, err)
 		require.Equal(t, state, text(t, tab, `dl.kv dd`), p)

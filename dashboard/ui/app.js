@@ -990,6 +990,17 @@
     return measure.measureText(s).width;
   }
 
+  // childFailure says what a failed child's failure did to its parent,
+  // by the policy its stored options name (BullMQ's short names).
+  function childFailure(opts) {
+    const o = opts || {};
+    if (o.fpof || o.failParentOnFailure) return 'Its failure fails the parent (failParentOnFailure).';
+    if (o.cpof || o.continueParentOnFailure) return 'The parent went on without it (continueParentOnFailure).';
+    if (o.idof || o.ignoreDependencyOnFailure) return 'The parent ignores its failure (ignoreDependencyOnFailure).';
+    if (o.rdof || o.removeDependencyOnFailure) return 'The parent no longer counts it among its children (removeDependencyOnFailure).';
+    return 'The parent waits for it until it is retried or removed.';
+  }
+
   // flowPanel shows a flow job's parent and children: what a parent in
   // waiting-children still waits for.
   function flowPanel(d) {
@@ -997,7 +1008,7 @@
       ? el('span', { class: 'mono', title: `under prefix ${r.prefix}, out of this dashboard's reach` }, `${r.prefix}:${r.queue}/${r.id}`)
       : el('a', { class: 'mono', href: `#/q/${enc(r.queue)}/job/${enc(r.id)}`, 'data-ref': `${r.queue}/${r.id}` }, `${r.queue}/${r.id}`));
     const box = el('div', { class: 'panel', id: 'flow' }, el('h2', {}, 'Flow'));
-    if (d.parent) box.append(el('p', { id: 'flow-parent' }, 'Child of ', link(d.parent), '.'));
+    if (d.parent) box.append(el('p', { id: 'flow-parent' }, 'Child of ', link(d.parent), '.', d.state === 'failed' ? ` ${childFailure(d.opts)}` : ''));
     const c = d.children;
     if (c) {
       box.append(el('p', { id: 'flow-children' }, `Children: ${c.pending} pending, ${c.completed} completed, ${c.failed} failed the parent, ${c.ignored} failed without failing it (ignored).`));
