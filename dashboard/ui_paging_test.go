@@ -74,5 +74,16 @@ func TestUIPagesBackAndForth(t *testing.T) {
 	require.Equal(t, "", text(t, tab, `#page-moved`))
 	// The browser's back button goes back through the page turns.
 	do(t, tab, chromedp.NavigateBack(), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="f60"]`)))
+	// Every job after page 1 leaves before Next is pressed: the empty page
+	// offers the first page, not a Previous page it cannot find.
+	do(t, tab, chromedp.Click(chromedp.CSS(`#first-page`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="f62"]`)))
+	var after []string
+	for n := range 12 {
+		after = append(after, fmt.Sprintf("f%02d", n))
+	}
+	require.NoError(t, b.rdb.ZRem(ctx, k+"failed", after).Err())
+	do(t, tab, chromedp.Click(chromedp.CSS(`#next-page`)), chromedp.WaitVisible(chromedp.CSS(`#first-page`)))
+	require.Equal(t, "No jobs here.", text(t, tab, `#jobs tbody`))
+	require.Equal(t, "", text(t, tab, `#prev-page`))
 	require.Empty(t, con.all())
 }

@@ -260,7 +260,9 @@ type JobPage struct {
 	// Prev says jobs come before this page.
 	Prev bool `json:"prev"`
 	// NextCursor (set when More) and PrevCursor (set when Prev) turn the
-	// page: ListOptions.After and Before.
+	// page: ListOptions.After and Before. A page that read no job (the
+	// jobs after a cursor all left) has no cursor: start again at the
+	// first page.
 	NextCursor Cursor `json:"nextCursor,omitempty"`
 	PrevCursor Cursor `json:"prevCursor,omitempty"`
 	// Moved is set when the cursor's job was not where the page before

@@ -550,8 +550,8 @@
       if (!page.jobs.length) tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No jobs here.')));
       put(pager,
         page.prev ? el('button', { id: 'first-page', onclick: () => go({ ...filter }) }, 'First page') : null,
-        page.prev ? el('button', { id: 'prev-page', onclick: () => go({ ...filter, before: page.prevCursor }) }, 'Previous page') : null,
-        page.more ? el('button', { id: 'next-page', onclick: () => go({ ...filter, after: page.nextCursor }) }, 'Next page') : null,
+        page.prevCursor ? el('button', { id: 'prev-page', onclick: () => go({ ...filter, before: page.prevCursor }) }, 'Previous page') : null,
+        page.nextCursor ? el('button', { id: 'next-page', onclick: () => go({ ...filter, after: page.nextCursor }) }, 'Next page') : null,
         page.jobs.length && !filterExpr() ? el('span', { class: 'muted', id: 'page-range' }, `${page.offset + 1}–${page.nextOffset} of ${page.total}`) : null);
       put(moved, page.moved ? el('p', { class: 'alert alert-budget', id: 'page-moved', role: 'status' }, movedNote(page.moved, state, before !== '')) : null);
       renderHistogram(hist, qp.delayed, qp.storm);
