@@ -55,6 +55,12 @@ func encodeTimeline(attempts []Attempt) string {
 	return string(b)
 }
 
+// DecodeTimeline reads a stored attempt timeline, the job hash field
+// "drover.attempts", as Job.Timeline holds it: for tools that read a job's
+// hash field by field, without its data (package inspect's lists). A
+// damaged one decodes to nil.
+func DecodeTimeline(stored string) []Attempt { return decodeTimeline(stored) }
+
 // decodeTimeline reads a stored timeline of any version. A damaged one is
 // only lost history: it decodes to nil.
 func decodeTimeline(s string) []Attempt {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -308,14 +309,35 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	page, err := h.ins.Jobs(r.Context(), r.PathValue("queue"), &inspect.ListOptions{
-		State: state, Filter: filter, Offset: offset, Limit: min(limit, 500), Asc: asc,
-	})
+	opts := &inspect.ListOptions{State: state, Filter: filter, Offset: offset, Limit: min(limit, 500), Asc: asc}
+	// after= and before= are a page's cursors: the next page and the one
+	// before stay right next to the page shown while jobs move.
+	if opts.After, err = cursorParam(q, "after"); err == nil {
+		opts.Before, err = cursorParam(q, "before")
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	page, err := h.ins.Jobs(r.Context(), r.PathValue("queue"), opts)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// cursorParam reads the cursor query parameter k ("" when absent).
+func cursorParam(q url.Values, k string) (inspect.Cursor, error) {
+	v := q.Get(k)
+	if v == "" {
+		return "", nil
+	}
+	c, err := inspect.ParseCursor(v)
+	if err != nil {
+		return "", badRequest("%s: %v", k, err)
+	}
+	return c, nil
 }
 
 func (h *Handler) job(w http.ResponseWriter, r *http.Request) {

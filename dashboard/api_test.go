@@ -102,7 +102,7 @@ func TestAPI(t *testing.T) {
 		require.Empty(t, page.Jobs)
 		require.Equal(t, http.StatusBadRequest, c.get("api/queues/mail/jobs?filter=bogus", nil))
 		require.Equal(t, http.StatusBadRequest, c.get("api/queues/mail/jobs?state=nope", nil))
-		for _, bad := range []string{"offset=-1", "offset=x", "limit=-1", "left=x", "asc=maybe"} {
+		for _, bad := range []string{"offset=-1", "offset=x", "limit=-1", "left=x", "asc=maybe", "after=x", "before=1:y:", "after=1::a&before=1::a"} {
 			require.Equal(t, http.StatusBadRequest, c.get("api/queues/mail/jobs?state=failed&"+bad, nil), bad)
 		}
 		require.Equal(t, http.StatusOK, c.get("api/queues/mail/jobs?state=failed&asc=true", &page))

@@ -16,7 +16,8 @@
 //
 // The overview lists the queues with their counts and storm alerts. A queue
 // page lists jobs per state with filters (name, failed reason, attempts
-// left), a histogram of the delayed set's due times with the clustering
+// left), paged forward and back by cursor (jobs that move meanwhile skip
+// none and repeat none, and the page says the list moved), a histogram of the delayed set's due times with the clustering
 // ratio, budgets near exhaustion and a live event feed. A job page is the
 // retry-state inspector: retry state, attempts against budget, next run
 // time, the attempt timeline drawn as a picture (each attempt, the backoff
@@ -36,7 +37,7 @@
 //	GET  /api/session                      who am I, CSRF token (viewer)
 //	GET  /api/overview                     queues, counts, alerts
 //	GET  /api/queues/{queue}               counts, delayed stats, budgets, alerts
-//	GET  /api/queues/{queue}/jobs          ?state=&filter=&name=&reason=&left=&offset=&limit=&asc=
+//	GET  /api/queues/{queue}/jobs          ?state=&filter=&name=&reason=&left=&offset=&after=&before=&limit=&asc=
 //	GET  /api/queues/{queue}/jobs/{id}     job detail with timeline
 //	GET  /api/queues/{queue}/stalled       stalled view
 //	GET  /api/queues/{queue}/delayed       delayed-set analytics

@@ -559,7 +559,7 @@ func TestUIFlow(t *testing.T) {
 		evalJS[[]string](t, tab, `[...document.querySelectorAll('#queues th')].map((th) => th.textContent)`))
 	require.Equal(t, "1", text(t, tab, `#queues tr[data-queue="orders"] td[data-state="waiting-children"]`))
 	do(t, tab, chromedp.Navigate(b.url+"#/q/orders/job/"+parent), chromedp.WaitVisible(chromedp.CSS(`#flow`)))
-	require.Equal(t, "Children: 2 pending, 1 completed, 0 failed the parent, 0 failed and ignored.", text(t, tab, `#flow-children`))
+	require.Equal(t, "Children: 2 pending, 1 completed, 0 failed the parent, 0 failed without failing it (ignored).", text(t, tab, `#flow-children`))
 	require.Equal(t, "Waiting for", text(t, tab, `#flow-waiting h3`))
 	require.Equal(t, slow, evalJS[[]string](t, tab, `[...document.querySelectorAll('#flow-waiting a')].map((a) => a.dataset.ref)`))
 	do(t, tab, chromedp.Click(chromedp.CSS(`#flow-waiting a`)), chromedp.WaitVisible(chromedp.CSS(`#flow-parent`)))

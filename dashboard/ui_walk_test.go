@@ -51,6 +51,17 @@ func watchConsole(t *testing.T, tab context.Context) *consoleLog {
 	return c
 }
 
+// errors are the console's errors and uncaught exceptions.
+func (c *consoleLog) errors() []string {
+	var bad []string
+	for _, m := range c.all() {
+		if strings.HasPrefix(m, "error:") || strings.HasPrefix(m, "exception:") {
+			bad = append(bad, m)
+		}
+	}
+	return bad
+}
+
 func (c *consoleLog) all() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -154,14 +165,7 @@ const walkQueue = "orders ü/#1?%"
 func TestUIWalkNodeQueues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
-	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
-	add := func(queue, name string, data any, opts map[string]any) string {
-		t.Helper()
-		id, err := o.Add(ctx, b.prefix, queue, name, data, opts)
-		require.NoError(t, err)
-		return id
-	}
+	b, o, add := nodeWalk(t)
 	retried := add(walkQueue, "flaky", map[string]any{"behavior": bullmqoracle.FailTimes(2, "flaky upstream", "ok")},
 		map[string]any{"attempts": 3, "backoff": map[string]any{"type": "fixed", "delay": 10}})
 	failed := add(walkQueue, "doomed", map[string]any{"behavior": bullmqoracle.Fail("boom <script>alert(1)</script>")}, map[string]any{"attempts": 2})
@@ -257,13 +261,21 @@ func TestUIWalkNodeQueues(t *testing.T) {
 	do(t, tab, chromedp.NavigateForward(), chromedp.WaitVisible(chromedp.CSS(pages[len(pages)-3].want)))
 	do(t, tab, chromedp.NavigateForward(), chromedp.NavigateForward(), chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
 	require.Equal(t, "Job "+odd, text(t, tab, `h1 span`))
-	var bad []string
-	for _, m := range con.all() {
-		if strings.HasPrefix(m, "error:") || strings.HasPrefix(m, "exception:") {
-			bad = append(bad, m)
-		}
+	require.Empty(t, con.errors(), "console errors and uncaught exceptions")
+}
+
+// nodeWalk serves a dashboard for an anonymous admin, with a Node BullMQ
+// on its Redis and add, which adds a job through Node and returns its id.
+func nodeWalk(t *testing.T) (*testBundle, *bullmqoracle.Oracle, func(queue, name string, data any, opts map[string]any) string) {
+	t.Helper()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+	return b, o, func(queue, name string, data any, opts map[string]any) string {
+		t.Helper()
+		id, err := o.Add(context.Background(), b.prefix, queue, name, data, opts)
+		require.NoError(t, err)
+		return id
 	}
-	require.Empty(t, bad, "console errors and uncaught exceptions")
 }
 
 // TestUISessionEndedShowsSignIn: an admin signs everyone out (or the

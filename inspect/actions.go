@@ -259,11 +259,16 @@ func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.Jo
 	if len(ids) == 0 {
 		return nil
 	}
-	jobs, err := q.GetJobsByID(ctx, ids)
+	jobs, err := i.readJobs(ctx, q, state, ids)
 	if err != nil {
 		return err
 	}
-	for _, j := range jobs {
+	for _, id := range ids {
+		r := jobs[id]
+		if r == nil || r.job == nil {
+			continue
+		}
+		j := r.job
 		res.Sample = append(res.Sample, summarize(state, j, time.Time{}))
 		if j.FinishedOn.After(res.NewestFinished.Time) {
 			res.NewestFinished = InstantOf(j.FinishedOn)
@@ -278,7 +283,7 @@ func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.Jo
 func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, olderThan time.Time, limit int, excludeUnrecoverable bool) ([]string, int, error) {
 	var out []string
 	excluded := 0
-	_, _, err := scanJobs(ctx, q, state, false, 0, func(j *drover.Job) bool {
+	_, _, err := i.scanJobs(ctx, q, state, false, 0, func(j *drover.Job) bool {
 		if !filter.Match(j) || (!olderThan.IsZero() && j.FinishedOn.After(olderThan)) {
 			return true
 		}
@@ -311,8 +316,8 @@ func (i *Inspector) finishedSet(queue string, state drover.JobState) string {
 // jobChunk at a time, and calls fn with each until fn returns false; with
 // max > 0 it reads at most max ids. It returns how many ids it read and
 // whether it stopped at max with more jobs possibly left (its last chunk was
-// full).
-func scanJobs(ctx context.Context, q *drover.Queue, state drover.JobState, asc bool, max int, fn func(*drover.Job) bool) (scanned int, truncated bool, err error) {
+// full). It reads the fields a summary needs (readJobs), never job data.
+func (i *Inspector) scanJobs(ctx context.Context, q *drover.Queue, state drover.JobState, asc bool, max int, fn func(*drover.Job) bool) (scanned int, truncated bool, err error) {
 	for pos := 0; max <= 0 || scanned < max; pos += jobChunk {
 		n := jobChunk
 		if max > 0 {
@@ -322,13 +327,17 @@ func scanJobs(ctx context.Context, q *drover.Queue, state drover.JobState, asc b
 		if err != nil {
 			return scanned, false, err
 		}
-		jobs, _, err := jobsByID(ctx, q, ids) // a job that does not decode matches nothing
+		jobs, err := i.readJobs(ctx, q, state, ids)
 		if err != nil {
 			return scanned, false, err
 		}
 		scanned += len(ids)
-		for _, j := range jobs {
-			if !fn(j) {
+		for _, id := range ids {
+			j := jobs[id]
+			if j == nil || j.job == nil {
+				continue // gone since it was listed, or does not decode: it matches nothing
+			}
+			if !fn(j.job) {
 				return scanned, false, nil
 			}
 		}
@@ -452,7 +461,7 @@ func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state dro
 		return ids, nil
 	}
 	out := []string{}
-	_, _, err = scanJobs(ctx, q, state, true, 0, func(j *drover.Job) bool {
+	_, _, err = i.scanJobs(ctx, q, state, true, 0, func(j *drover.Job) bool {
 		t := j.Timestamp
 		if state == drover.StateCompleted || state == drover.StateFailed {
 			t = j.FinishedOn
@@ -480,11 +489,24 @@ func (i *Inspector) Clean(ctx context.Context, queue string, state drover.JobSta
 }
 
 // Obliterate deletes queue and all its jobs. Without force it refuses while
-// jobs are active (drover.ErrActiveJobs).
+// jobs are active (drover.ErrActiveJobs), and says so before anything
+// changes: Queue.Obliterate, as BullMQ's, pauses the queue before it finds
+// the active jobs, which left an operator's refused obliterate with a
+// paused queue. (A job a worker takes between the two reads still meets
+// that path.)
 func (i *Inspector) Obliterate(ctx context.Context, queue string, force bool) error {
 	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return err
+	}
+	if !force {
+		n, err := i.rdb.LLen(ctx, i.keys(queue).Active()).Result()
+		if err != nil {
+			return fmt.Errorf("obliterate queue %q: count its active jobs: %w", queue, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: queue %q has %d active jobs: obliterate refused, nothing changed", drover.ErrActiveJobs, queue, n)
+		}
 	}
 	return q.Obliterate(ctx, &drover.ObliterateOptions{Force: force})
 }

@@ -32,8 +32,7 @@ func (i *Inspector) Deduplication(ctx context.Context, queue, dedupID string) (*
 	if dedupID == "" {
 		return nil, errors.New("inspect: a deduplication id must not be empty")
 	}
-	q, err := i.existing(ctx, queue)
-	if err != nil {
+	if _, err := i.existing(ctx, queue); err != nil {
 		return nil, err
 	}
 	key := i.keys(queue).Dedup(dedupID)
@@ -51,7 +50,9 @@ func (i *Inspector) Deduplication(ctx context.Context, queue, dedupID string) (*
 	if left := ttl.Val(); left > 0 {
 		d.Expires = Instant{i.now().Add(left).Truncate(time.Millisecond)}
 	}
-	if d.State, err = q.GetJobState(ctx, d.JobID); err != nil {
+	// jobState, not Queue.GetJobState: no LPOS over the wait list.
+	var err error
+	if d.State, err = i.jobState(ctx, queue, d.JobID); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -79,7 +79,7 @@ func (i *Inspector) FailureGroups(ctx context.Context, queue string) (*FailureRe
 	}
 	rep := &FailureReport{Queue: queue, Groups: []FailureGroup{}}
 	byKey := map[string]*FailureGroup{}
-	rep.Scanned, rep.Truncated, err = scanJobs(ctx, q, drover.StateFailed, false, i.opts.ScanLimit, func(j *drover.Job) bool {
+	rep.Scanned, rep.Truncated, err = i.scanJobs(ctx, q, drover.StateFailed, false, i.opts.ScanLimit, func(j *drover.Job) bool {
 		key := NormalizeError(j.FailedReason)
 		g := byKey[key]
 		if g == nil {

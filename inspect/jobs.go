@@ -226,9 +226,17 @@ type ListOptions struct {
 	State drover.JobState
 	// Filter selects jobs within the state. Zero = all.
 	Filter Filter
-	// Offset is the position in the state's list to start at (the previous
-	// page's NextOffset). Default 0.
+	// Offset is the position in the state's list to start at. Default 0.
+	// Jobs that enter or leave the state before that position shift the
+	// page: turn pages with After and Before instead.
 	Offset int
+	// After, a page's NextCursor, lists the page that starts right after
+	// that page's last job, wherever the job is now. Offset is ignored.
+	After Cursor
+	// Before, a page's PrevCursor, lists the page that ends right before
+	// that page's first job. Offset is ignored; at most one of After and
+	// Before.
+	Before Cursor
 	// Limit is the page size. Defaults to PageSizeDefault.
 	Limit int
 	// Asc lists oldest first (for delayed: soonest due first). Default
@@ -243,9 +251,23 @@ type JobPage struct {
 	// Total counts the state's jobs, filter or not.
 	Total int64        `json:"total"`
 	Jobs  []JobSummary `json:"jobs"`
+	// Offset is the position of the page's first job read (filtered out
+	// or not) in the state's order.
+	Offset int `json:"offset"`
 	// NextOffset is the Offset of the next page; meaningful when More.
 	NextOffset int  `json:"nextOffset"`
 	More       bool `json:"more"`
+	// Prev says jobs come before this page.
+	Prev bool `json:"prev"`
+	// NextCursor (set when More) and PrevCursor (set when Prev) turn the
+	// page: ListOptions.After and Before. A page that read no job (the
+	// jobs after a cursor all left) has no cursor: start again at the
+	// first page.
+	NextCursor Cursor `json:"nextCursor,omitempty"`
+	PrevCursor Cursor `json:"prevCursor,omitempty"`
+	// Moved is set when the cursor's job was not where the page before
+	// had it: the state changed between the two pages.
+	Moved *Moved `json:"moved,omitempty"`
 	// Scanned counts the jobs read for this page. With a filter, a page stops
 	// after Options.ScanLimit jobs even when it is not full: Truncated.
 	Scanned   int  `json:"scanned"`
@@ -268,6 +290,9 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 	if o.State == "" {
 		return nil, fmt.Errorf("%w: ListOptions.State is required", drover.ErrInvalidOption)
 	}
+	if o.After != "" && o.Before != "" {
+		return nil, fmt.Errorf("%w: ListOptions.After and Before are both set; a page turns one way", drover.ErrInvalidOption)
+	}
 	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
@@ -277,27 +302,109 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 		return nil, err
 	}
 	page := &JobPage{Queue: queue, State: o.State, Total: counts[o.State], Jobs: []JobSummary{}}
+	cur := o.After
+	if o.Before != "" {
+		cur = o.Before
+	}
+	var at anchor
+	if cur != "" {
+		if at, err = i.locate(ctx, queue, o.State, o.Asc, cur); err != nil {
+			return nil, err
+		}
+		if from, _, id, _ := cur.parts(); at.gone || at.pos != from {
+			page.Moved = &Moved{ID: id, From: from, To: at.pos, Gone: at.gone}
+		}
+	}
+	if o.Before != "" && at.pos > 0 {
+		// Read backwards from the job before the cursor's: position p in
+		// the state's order is total-1-p in the other.
+		s, err := i.scan(ctx, q, &o, at.total-at.pos, !o.Asc)
+		if err != nil {
+			return nil, err
+		}
+		slices.Reverse(s.jobs)
+		slices.Reverse(s.unreadable)
+		page.Jobs, page.Unreadable, page.Scanned, page.Truncated = s.jobs, s.unreadable, s.scanned, s.truncated
+		page.Offset = at.total - s.end
+		page.NextOffset = at.pos
+		page.More = at.pos < at.total
+		page.Prev = !s.exhausted && page.Offset > 0
+		return page, i.cursors(ctx, page, s.lastID, s.firstID)
+	}
+	start := o.Offset
+	switch {
+	case o.After != "" && at.gone:
+		start = at.pos
+	case o.After != "":
+		start = at.pos + 1
+	case o.Before != "":
+		start = 0 // nothing comes before the cursor's job any more
+	}
+	s, err := i.scan(ctx, q, &o, start, o.Asc)
+	if err != nil {
+		return nil, err
+	}
+	page.Jobs, page.Unreadable, page.Scanned, page.Truncated = s.jobs, s.unreadable, s.scanned, s.truncated
+	page.Offset = start
+	page.NextOffset = s.end
+	page.More = !s.exhausted && int64(s.end) < page.Total
+	page.Prev = start > 0
+	return page, i.cursors(ctx, page, s.firstID, s.lastID)
+}
+
+// cursors sets the page's cursors from the first and last jobs it read.
+func (i *Inspector) cursors(ctx context.Context, page *JobPage, first, last string) error {
+	if first == "" {
+		return nil
+	}
+	scores, err := i.edgeScores(ctx, page.Queue, page.State, first, last)
+	if err != nil {
+		return err
+	}
+	if page.Prev {
+		page.PrevCursor = cursorOf(page.Offset, scores[0], first)
+	}
+	if page.More {
+		page.NextCursor = cursorOf(page.NextOffset-1, scores[1], last)
+	}
+	return nil
+}
+
+// scanned is what scan read: the matching jobs, the range [start, end) it
+// read in its order, and the ids at its two ends.
+type scanned struct {
+	jobs            []JobSummary
+	unreadable      []Unreadable
+	end, scanned    int
+	firstID, lastID string
+	exhausted       bool
+	truncated       bool
+}
+
+// scan reads the state's ids from position start in the order asc says,
+// until o.Limit jobs match o.Filter, the state ends, or a filtered scan
+// reached the scan limit.
+func (i *Inspector) scan(ctx context.Context, q *drover.Queue, o *ListOptions, start int, asc bool) (*scanned, error) {
+	s := &scanned{jobs: []JobSummary{}, end: start}
 	chunk := o.Limit
 	if !o.Filter.IsZero() {
 		chunk = 200
 	}
-	pos := o.Offset
-	exhausted := false
-	for len(page.Jobs) < o.Limit {
-		if !o.Filter.IsZero() && page.Scanned >= i.opts.ScanLimit {
-			page.Truncated = true
+	for len(s.jobs) < o.Limit {
+		if !o.Filter.IsZero() && s.scanned >= i.opts.ScanLimit {
+			s.truncated = true
 			break
 		}
 		n := chunk
 		if !o.Filter.IsZero() {
-			n = min(chunk, i.opts.ScanLimit-page.Scanned)
+			n = min(chunk, i.opts.ScanLimit-s.scanned)
 		}
-		ids, err := q.GetJobIDs(ctx, []drover.JobState{o.State}, int64(pos), int64(pos+n-1), o.Asc)
+		ids, err := q.GetJobIDs(ctx, []drover.JobState{o.State}, int64(s.end), int64(s.end+n-1), asc)
 		if err != nil {
 			return nil, err
 		}
 		if len(ids) == 0 {
-			exhausted = true
+			s.exhausted = true
 			break
 		}
 		jobs, err := i.readJobs(ctx, q, o.State, ids)
@@ -308,28 +415,30 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 		for k, id := range ids {
 			j := jobs[id]
 			if j != nil && j.bad != "" {
-				page.Unreadable = append(page.Unreadable, Unreadable{ID: id, Error: j.bad})
+				s.unreadable = append(s.unreadable, Unreadable{ID: id, Error: j.bad})
 				continue
 			}
 			if j == nil || !o.Filter.Match(j.job) {
 				continue
 			}
-			page.Jobs = append(page.Jobs, summarize(o.State, j.job, j.nextRun))
-			if len(page.Jobs) == o.Limit {
+			s.jobs = append(s.jobs, summarize(o.State, j.job, j.nextRun))
+			if len(s.jobs) == o.Limit {
 				used = k + 1
 				break
 			}
 		}
-		pos += used
-		page.Scanned += used
+		if s.firstID == "" {
+			s.firstID = ids[0]
+		}
+		s.lastID = ids[used-1]
+		s.end += used
+		s.scanned += used
 		if used == len(ids) && len(ids) < n {
-			exhausted = true
+			s.exhausted = true
 			break
 		}
 	}
-	page.NextOffset = pos
-	page.More = !exhausted && int64(pos) < page.Total
-	return page, nil
+	return s, nil
 }
 
 type readJob struct {
@@ -340,34 +449,29 @@ type readJob struct {
 }
 
 // summaryFields are the job hash fields a JobSummary (and Filter, and
-// BudgetOf) needs: lists never read data, return values, stack traces or
-// logs, however big they are.
+// BudgetOf) needs: lists never read data, return values or logs, however
+// big they are.
 var summaryFields = []string{"name", "opts", "timestamp", "processedOn", "finishedOn", "atm", "attemptsMade", "ats", "stc", "failedReason", "pb", "progress"}
 
+// failedFields add what tells why a failed job failed for good (FailedFor):
+// its stack traces and drover's record of its attempts.
+var failedFields = append(slices.Clip(summaryFields), "stacktrace", jobcodec.TimelineField)
+
 // readJobs reads the summary fields of jobs by id, and the due times of
-// delayed jobs, in one round trip. Failed jobs are read whole: why they
-// failed for good (FailedFor) needs their timeline and stack trace.
+// delayed jobs, in one round trip; a failed job's stack traces and
+// timeline too. A 1 MB payload costs a list, a failure grouping or a bulk
+// retry's scan nothing: HGETALL read it for every failed job they met.
 func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.JobState, ids []string) (map[string]*readJob, error) {
+	want := summaryFields
 	if state == drover.StateFailed {
-		jobs, bad, err := jobsByID(ctx, q, ids)
-		if err != nil {
-			return nil, err
-		}
-		out := make(map[string]*readJob, len(jobs)+len(bad))
-		for _, j := range jobs {
-			out[j.ID] = &readJob{job: j}
-		}
-		for _, b := range bad {
-			out[b.ID] = &readJob{bad: b.Error}
-		}
-		return out, nil
+		want = failedFields
 	}
 	k := i.keys(q.Name())
 	fields := make([]*redis.SliceCmd, len(ids))
 	var scores []*redis.FloatCmd
 	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for n, id := range ids {
-			fields[n] = p.HMGet(ctx, k.Job(id), summaryFields...)
+			fields[n] = p.HMGet(ctx, k.Job(id), want...)
 		}
 		if state == drover.StateDelayed {
 			scores = make([]*redis.FloatCmd, len(ids))
@@ -386,10 +490,10 @@ func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.
 		if err != nil {
 			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
 		}
-		m := make(map[string]string, len(summaryFields))
+		m := make(map[string]string, len(want))
 		for f, v := range vals {
 			if s, ok := v.(string); ok {
-				m[summaryFields[f]] = s
+				m[want[f]] = s
 			}
 		}
 		rec, ok, err := jobcodec.DecodeMap(id, m)
@@ -409,6 +513,7 @@ func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.
 			Timestamp: msTime(rec.Timestamp), ProcessedOn: msTime(rec.ProcessedOn), FinishedOn: msTime(rec.FinishedOn),
 			AttemptsMade: int(rec.AttemptsMade), AttemptsStarted: int(rec.AttemptsStarted), StalledCount: int(rec.StalledCounter),
 			FailedReason: rec.FailedReason, ProcessedBy: rec.ProcessedBy, Progress: rec.Progress,
+			Stacktrace: rec.Stacktrace, Timeline: drover.DecodeTimeline(rec.Timeline),
 		}}
 		if scores != nil {
 			if sc, err := scores[n].Result(); err == nil {
@@ -525,6 +630,9 @@ type JobDetail struct {
 	ReturnValue     json.RawMessage `json:"returnvalue,omitempty"`
 	DeferredFailure string          `json:"deferredFailure,omitempty"`
 	DeduplicationID string          `json:"deduplicationId,omitempty"`
+	// Deduplication says who holds DeduplicationID now (this job, another
+	// one, or none) and until when; nil without a DeduplicationID.
+	Deduplication *Deduplication `json:"deduplication,omitempty"`
 	// RepeatJobKey is the id of the job scheduler that made the job.
 	RepeatJobKey string `json:"repeatJobKey,omitempty"`
 	// ParentKey is the flow parent's hash key, "<prefix>:<queue>:<id>".
@@ -631,6 +739,11 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 	}
 	if d.Children, err = i.children(ctx, queue, id); err != nil {
 		return nil, err
+	}
+	if job.DeduplicationID != "" {
+		if d.Deduplication, err = i.Deduplication(ctx, queue, job.DeduplicationID); err != nil {
+			return nil, err
+		}
 	}
 	d.Timeline, d.TimelineSource, d.TimelineOmitted = timeline(state, job, nextRun)
 	if d.Timeline == nil {

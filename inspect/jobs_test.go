@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -407,6 +408,140 @@ func TestJobs(t *testing.T) {
 		require.Len(t, p.Jobs, 10)
 	})
 
+	// Jobs leave and enter the failed set between two page turns: the
+	// cursors go on right after (or before) the job at the page's edge,
+	// where the offsets skipped jobs or showed them twice, and Moved says
+	// the set changed.
+	t.Run("CursorsSurviveMoves", func(t *testing.T) {
+		t.Parallel()
+		b := setupFailed(t)
+		k := b.prefix + ":f:"
+		list := func(o inspect.ListOptions) *inspect.JobPage {
+			o.State, o.Limit = drover.StateFailed, 10
+			p, err := b.ins.Jobs(ctx, "f", &o)
+			require.NoError(t, err)
+			return p
+		}
+		p1 := list(inspect.ListOptions{})
+		require.Equal(t, []string{"j29", "j28", "j27", "j26", "j25", "j24", "j23", "j22", "j21", "j20"}, ids(p1))
+		require.False(t, p1.Prev)
+		require.Empty(t, p1.PrevCursor)
+		require.NotEmpty(t, p1.NextCursor)
+		// Two jobs of page 1 leave the set (retried) while the operator reads it.
+		require.NoError(t, b.rdb.ZRem(ctx, k+"failed", "j27", "j25").Err())
+		byOffset := list(inspect.ListOptions{Offset: p1.NextOffset})
+		require.Equal(t, "j17", byOffset.Jobs[0].ID, "the offset page skips j19 and j18: why pages turn by cursor")
+		p2 := list(inspect.ListOptions{After: p1.NextCursor})
+		require.Equal(t, []string{"j19", "j18", "j17", "j16", "j15", "j14", "j13", "j12", "j11", "j10"}, ids(p2))
+		require.Equal(t, &inspect.Moved{ID: "j20", From: 9, To: 7}, p2.Moved)
+		require.True(t, p2.Prev)
+		require.Equal(t, 8, p2.Offset)
+		// Three new failures arrive on top; back to page 1: it ends right
+		// before j19, and shows j20 onwards, none of page 2 again.
+		for n := 30; n < 33; n++ {
+			require.NoError(t, b.rdb.HSet(ctx, k+"j"+strconv.Itoa(n), "name", []string{"a", "b"}[n%2], "data", "{}", "opts", `{"attempts":3}`,
+				"timestamp", 1000+n, "atm", 1, "failedReason", "new", "finishedOn", 2000+n).Err())
+			require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(float64(2000+n), "j"+strconv.Itoa(n))).Err())
+		}
+		back := list(inspect.ListOptions{Before: p2.PrevCursor})
+		require.Equal(t, []string{"j31", "j30", "j29", "j28", "j26", "j24", "j23", "j22", "j21", "j20"}, ids(back))
+		require.Equal(t, &inspect.Moved{ID: "j19", From: 8, To: 11}, back.Moved)
+		require.True(t, back.Prev, "j32 is still before")
+		require.True(t, back.More)
+		require.Equal(t, 1, back.Offset)
+		// Forward again from there: page 2 as it was.
+		require.Equal(t, ids(p2), ids(list(inspect.ListOptions{After: back.NextCursor})))
+		// The edge job itself fails again (a new score): the page starts
+		// where its old score puts it, and says it is gone from there.
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(3000, "j10")).Err())
+		p3 := list(inspect.ListOptions{After: p2.NextCursor})
+		require.Equal(t, []string{"j9", "j8", "j7", "j6", "j5", "j4", "j3", "j2", "j1", "j0"}, ids(p3))
+		require.True(t, p3.Moved.Gone)
+		require.False(t, p3.More)
+		// A filtered list pages back the same way: the page before ends at
+		// the job before the cursor's, scanning back through non-matches.
+		f, err := inspect.ParseFilter("name=b")
+		require.NoError(t, err)
+		fp := list(inspect.ListOptions{Filter: f, After: p2.NextCursor})
+		require.Equal(t, []string{"j9", "j7", "j5", "j3", "j1"}, ids(fp))
+		fb := list(inspect.ListOptions{Filter: f, Before: fp.PrevCursor})
+		require.Equal(t, []string{"j31", "j29", "j23", "j21", "j19", "j17", "j15", "j13", "j11"}, ids(fb))
+		require.False(t, fb.Prev)
+		// A cursor a client made up is refused, naming it.
+		_, err = b.ins.Jobs(ctx, "f", &inspect.ListOptions{State: drover.StateFailed, After: "x:y"})
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+		require.ErrorContains(t, err, `cursor "x:y"`)
+	})
+
+	// Oldest first (the delayed tab: soonest due first) turns the same way.
+	t.Run("CursorsAscending", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		k := b.prefix + ":d:"
+		for n := 1; n <= 12; n++ {
+			id := fmt.Sprintf("d%02d", n)
+			require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "x", "data", "{}", "opts", `{}`, "timestamp", 1000).Err())
+			require.NoError(t, b.rdb.ZAdd(ctx, k+"delayed", redisZ(float64(n<<12), id)).Err())
+		}
+		list := func(o inspect.ListOptions) *inspect.JobPage {
+			o.State, o.Limit, o.Asc = drover.StateDelayed, 5, true
+			p, err := b.ins.Jobs(ctx, "d", &o)
+			require.NoError(t, err)
+			return p
+		}
+		p1 := list(inspect.ListOptions{})
+		require.Equal(t, []string{"d01", "d02", "d03", "d04", "d05"}, ids(p1))
+		require.NoError(t, b.rdb.ZRem(ctx, k+"delayed", "d03").Err()) // promoted
+		p2 := list(inspect.ListOptions{After: p1.NextCursor})
+		require.Equal(t, []string{"d06", "d07", "d08", "d09", "d10"}, ids(p2))
+		back := list(inspect.ListOptions{Before: p2.PrevCursor})
+		require.Equal(t, []string{"d01", "d02", "d04", "d05"}, ids(back))
+		require.False(t, back.Prev)
+		require.Equal(t, 0, back.Offset)
+	})
+
+	// In a list (waiting) the same: producers push new jobs on top, a worker
+	// takes the oldest; Next and Previous show each job once.
+	t.Run("CursorsInAList", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		var added []string
+		for n := range 12 {
+			added = append(added, b.add(t, "w", "n"+strconv.Itoa(n), nil))
+		}
+		list := func(o inspect.ListOptions) *inspect.JobPage {
+			o.State, o.Limit = drover.StateWaiting, 5
+			p, err := b.ins.Jobs(ctx, "w", &o)
+			require.NoError(t, err)
+			return p
+		}
+		names := func(p *inspect.JobPage) []string {
+			var out []string
+			for _, j := range p.Jobs {
+				out = append(out, j.Name)
+			}
+			return out
+		}
+		p1 := list(inspect.ListOptions{})
+		require.Equal(t, []string{"n11", "n10", "n9", "n8", "n7"}, names(p1))
+		for n := 12; n < 15; n++ {
+			b.add(t, "w", "n"+strconv.Itoa(n), nil)
+		}
+		p2 := list(inspect.ListOptions{After: p1.NextCursor})
+		require.Equal(t, []string{"n6", "n5", "n4", "n3", "n2"}, names(p2))
+		require.Equal(t, &inspect.Moved{ID: added[7], From: 4, To: 7}, p2.Moved)
+		back := list(inspect.ListOptions{Before: p2.PrevCursor})
+		require.Equal(t, []string{"n11", "n10", "n9", "n8", "n7"}, names(back))
+		require.True(t, back.Prev)
+		require.Nil(t, back.Moved)
+		// The oldest job leaves the list (a worker took it): the page after
+		// page 2 starts where that job was, and says it is gone.
+		require.NoError(t, b.rdb.LRem(ctx, b.prefix+":w:wait", 1, added[2]).Err())
+		p3 := list(inspect.ListOptions{After: p2.NextCursor})
+		require.Equal(t, []string{"n1", "n0"}, names(p3))
+		require.True(t, p3.Moved.Gone)
+	})
+
 	t.Run("ScanLimitTruncates", func(t *testing.T) {
 		t.Parallel()
 		b := setupFailed(t)
@@ -484,4 +619,69 @@ func TestUnreadableJobs(t *testing.T) {
 	require.Equal(t, []string{"done", "odd"}, gone)
 	_, err = b.ins.Stalled(ctx, "q")
 	require.NoError(t, err)
+}
+
+// TestReadsNoJobData: the failed list, the failure groups, a bulk retry's
+// dry run and the stalled view read a job's summary fields (a failed job's
+// stack traces and timeline too), never its data: with ten failed jobs of 1 MB each, the three
+// calls send well under 1 MB from Redis. They read every failed job whole
+// (HGETALL), 10 MB per call here, and a refreshing failed tab read up to
+// ScanLimit payloads every 10 seconds.
+func TestReadsNoJobData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: "bull"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(ctx)) })
+	blob := `{"blob":"` + strings.Repeat("x", 1<<20) + `"}`
+	for n := range 10 {
+		id := "big" + strconv.Itoa(n)
+		require.NoError(t, rdb.HSet(ctx, "bull:q:"+id, "name", "huge", "data", blob, "opts", `{"attempts":2}`, "timestamp", 1000+n,
+			"atm", 2, "ats", 2, "failedReason", "boom "+strconv.Itoa(n), "finishedOn", 2000+n,
+			"stacktrace", `["Error: boom\n    at x","UnrecoverableError: boom\n    at y"]`).Err())
+		require.NoError(t, rdb.ZAdd(ctx, "bull:q:failed", redisZ(float64(2000+n), id)).Err())
+	}
+	sent := func() int64 {
+		info, err := rdb.Info(ctx, "stats").Result()
+		require.NoError(t, err)
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "total_net_output_bytes:"); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		t.Fatal("no total_net_output_bytes in INFO stats")
+		return 0
+	}
+	before := sent()
+	page, err := ins.Jobs(ctx, "q", &inspect.ListOptions{State: drover.StateFailed})
+	require.NoError(t, err)
+	require.Len(t, page.Jobs, 10)
+	require.Equal(t, inspect.FailedUnrecoverable, page.Jobs[0].FailedFor, "the stack traces were read")
+	groups, err := ins.FailureGroups(ctx, "q")
+	require.NoError(t, err)
+	require.Equal(t, 10, groups.Groups[0].Count)
+	require.Equal(t, 10, groups.Groups[0].Unrecoverable)
+	dry, err := ins.RetryJobs(ctx, "q", &inspect.RetryOptions{DryRun: true, IncludeUnrecoverable: true})
+	require.NoError(t, err)
+	require.Equal(t, 10, dry.Matched)
+	require.Less(t, sent()-before, int64(1<<20), "bytes Redis sent for the three calls")
+
+	// The stalled view, refreshed every 3 seconds, reads the active jobs.
+	for n := range 10 {
+		id := "run" + strconv.Itoa(n)
+		require.NoError(t, rdb.HSet(ctx, "bull:q:"+id, "name", "huge", "data", blob, "opts", `{"attempts":2}`, "timestamp", 1000+n,
+			"ats", 1, "processedOn", 3000+n).Err())
+		require.NoError(t, rdb.LPush(ctx, "bull:q:active", id).Err())
+	}
+	before = sent()
+	st, err := ins.Stalled(ctx, "q")
+	require.NoError(t, err)
+	require.Len(t, st.Active, 10)
+	require.Less(t, sent()-before, int64(1<<20), "bytes Redis sent for the stalled view")
 }

@@ -99,9 +99,15 @@ func (i *Inspector) Stalled(ctx context.Context, queue string) (*StalledReport, 
 }
 
 func (i *Inspector) activeLocks(ctx context.Context, q *drover.Queue, ids []string, rep *StalledReport) error {
-	jobs, _, err := jobsByID(ctx, q, ids)
+	read, err := i.readJobs(ctx, q, drover.StateActive, ids)
 	if err != nil {
 		return err
+	}
+	jobs := make([]*drover.Job, 0, len(ids))
+	for _, id := range ids {
+		if r := read[id]; r != nil && r.job != nil {
+			jobs = append(jobs, r.job)
+		}
 	}
 	locks, err := i.locks(ctx, q.Name(), ids)
 	if err != nil {

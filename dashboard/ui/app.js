@@ -174,7 +174,7 @@
   }
 
   function toast(msg, isError) {
-    const t = el('div', { class: `toast${isError ? ' error' : ''}`, role: 'status' }, msg);
+    const t = el('div', { class: `toast${isError ? ' error' : ''}`, role: isError ? 'alert' : 'status' }, isError ? 'Error: ' : null, msg);
     $toasts.append(t);
     setTimeout(() => t.remove(), isError ? 8000 : 4000);
   }
@@ -182,16 +182,33 @@
   // confirmDialog shows a modal and resolves to true when confirmed.
   // A destructive action's dialog starts on Cancel, so an Enter pressed out
   // of habit does not delete anything; Escape cancels any dialog.
+  // Tab and Shift+Tab stay inside the dialog, and closing it gives the
+  // focus back to what opened it, so a keyboard user is never lost.
   function confirmDialog(title, message, confirmLabel, danger) {
     return new Promise((resolve) => {
-      const onKey = (e) => { if (e.key === 'Escape') close(false); };
-      const close = (v) => { document.removeEventListener('keydown', onKey); back.remove(); resolve(v); };
+      const opener = document.activeElement;
+      const onKey = (e) => {
+        if (e.key === 'Escape') { e.preventDefault(); close(false); return; }
+        if (e.key !== 'Tab') return;
+        const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href]')].filter((n) => !n.disabled);
+        const first = stops[0], last = stops[stops.length - 1];
+        if (!modal.contains(document.activeElement)) { e.preventDefault(); first.focus(); }
+        else if (e.shiftKey && document.activeElement === first) { e.preventDefault(); last.focus(); }
+        else if (!e.shiftKey && document.activeElement === last) { e.preventDefault(); first.focus(); }
+      };
+      const close = (v) => {
+        document.removeEventListener('keydown', onKey);
+        back.remove();
+        if (opener && opener.isConnected && opener.focus) opener.focus();
+        resolve(v);
+      };
       const ok = el('button', { class: danger ? 'danger' : 'primary', 'data-confirm': 'yes', onclick: () => close(true) }, confirmLabel);
       const cancel = el('button', { 'data-confirm': 'no', onclick: () => close(false) }, 'Cancel');
-      const back = el('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } },
-        el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-label': title },
-          el('h2', {}, title), message instanceof Node ? message : el('p', {}, message),
-          el('div', { class: 'buttons' }, cancel, ok)));
+      const heading = el('h2', { id: 'modal-title' }, title);
+      const modal = el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title' },
+        heading, message instanceof Node ? message : el('p', {}, message),
+        el('div', { class: 'buttons' }, cancel, ok));
+      const back = el('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } }, modal);
       document.body.append(back);
       document.addEventListener('keydown', onKey);
       (danger ? cancel : ok).focus();
@@ -298,9 +315,9 @@
 
   function renderSignIn(note) {
     put($nav, );
-    const token = el('input', { type: 'password', name: 'token', placeholder: 'access token', autocomplete: 'off' });
-    const user = el('input', { type: 'text', name: 'user', placeholder: 'user', autocomplete: 'username' });
-    const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', autocomplete: 'current-password' });
+    const token = el('input', { type: 'password', name: 'token', placeholder: 'access token', 'aria-label': 'access token', autocomplete: 'off' });
+    const user = el('input', { type: 'text', name: 'user', placeholder: 'user', 'aria-label': 'user name', autocomplete: 'username' });
+    const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', 'aria-label': 'password', autocomplete: 'current-password' });
     const msg = el('p', { class: 'muted' }, note || '');
     const form = el('form', {
       onsubmit: async (e) => {
@@ -365,6 +382,9 @@
     }
     const filter = { name: params.get('name') || '', reason: params.get('reason') || '', left: params.get('left') || '', error: params.get('error') || '' };
     const offset = Number(params.get('offset') || 0);
+    // after/before are the cursors of the page turned from: the page goes
+    // on right after (or before) that page's edge job, wherever it is now.
+    const after = params.get('after') || '', before = params.get('before') || '';
 
     const head = el('h1', {}, queue);
     const actions = el('div', { class: 'row' });
@@ -372,15 +392,16 @@
     const summary = el('p', { class: 'muted' });
     const unreadable = el('div');
     const tbody = el('tbody');
-    const pager = el('div', { class: 'row' });
+    const pager = el('div', { class: 'row', id: 'pager' });
+    const moved = el('div');
     const hist = el('div');
     const budget = el('div');
     const thru = el('div');
     const feed = el('ul', { class: 'feed' });
 
-    const nameIn = el('input', { name: 'name', placeholder: 'job name', value: filter.name });
-    const reasonIn = el('input', { name: 'reason', placeholder: 'failed reason contains', value: filter.reason });
-    const leftIn = el('input', { name: 'left', type: 'number', min: 0, placeholder: 'attempts left ≤', value: filter.left, class: 'narrow' });
+    const nameIn = el('input', { name: 'name', placeholder: 'job name', 'aria-label': 'job name is', value: filter.name });
+    const reasonIn = el('input', { name: 'reason', placeholder: 'failed reason contains', 'aria-label': 'failed reason contains', value: filter.reason });
+    const leftIn = el('input', { name: 'left', type: 'number', min: 0, placeholder: 'attempts left ≤', 'aria-label': 'attempts left at most', value: filter.left, class: 'narrow' });
     const go = (over) => {
       const p = new URLSearchParams({ state, ...over });
       for (const [k, v] of [...p]) if (v === '' || v === '0' && k === 'offset') p.delete(k);
@@ -388,7 +409,7 @@
     };
     const filterForm = el('form', { class: 'row', onsubmit: (e) => { e.preventDefault(); go({ name: nameIn.value, reason: reasonIn.value, left: leftIn.value, error: filter.error }); } },
       nameIn, reasonIn, leftIn,
-      filter.error ? el('span', { class: 'badge chip', id: 'error-filter' }, `error: ${filter.error}`, el('a', { href: '#', onclick: (e) => { e.preventDefault(); go({ name: filter.name, reason: filter.reason, left: filter.left }); } }, ' ×')) : null,
+      filter.error ? el('span', { class: 'badge chip', id: 'error-filter' }, `error: ${filter.error}`, el('a', { href: '#', 'aria-label': 'remove the error filter', title: 'remove the error filter', onclick: (e) => { e.preventDefault(); go({ name: filter.name, reason: filter.reason, left: filter.left }); } }, ' ×')) : null,
       el('button', { type: 'submit' }, 'Filter'),
       el('button', { type: 'button', onclick: () => go({}) }, 'Clear'));
     const filterExpr = () => {
@@ -484,7 +505,7 @@
       crumbs({ text: 'Queues', href: '#/' }, { text: queue }),
       head, actions,
       el('div', { class: 'panel' }, tabs, filterForm, el('div', { class: 'spaced' }, bulk), opBox, summary, unreadable,
-        el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Retry state', 'Attempts', state === 'delayed' ? 'Next run' : 'When', 'Failed reason'].map((h) => el('th', {}, h)))), tbody),
+        moved, el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Retry state', 'Attempts', state === 'delayed' ? 'Next run' : 'When', 'Failed reason'].map((h) => el('th', {}, h)))), tbody),
         pager),
       state === 'failed' ? el('div', { class: 'panel' }, el('h2', {}, 'Failures by error'), groups) : null,
       el('div', { class: 'panel' }, el('h2', {}, 'Throughput: jobs finished per minute, last hour'), thru),
@@ -496,6 +517,8 @@
     async function load() {
       let qp, page;
       const q = new URLSearchParams({ state, offset, limit: 25 });
+      if (after) q.set('after', after);
+      if (before) q.set('before', before);
       if (filter.name) q.set('name', filter.name);
       if (filter.reason) q.set('reason', filter.reason);
       if (filter.left !== '') q.set('left', filter.left);
@@ -509,7 +532,7 @@
       put(head, queue, qp.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
       put(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
-        el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '' }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
+        el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
       summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${filterExpr()}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
       const bad = page.unreadable || [];
       put(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
@@ -525,9 +548,12 @@
             : fmtTime(j.finishedOn || j.processedOn || j.timestamp)),
         el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || ''))));
       if (!page.jobs.length) tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No jobs here.')));
-      put(pager, 
-        offset > 0 ? el('button', { onclick: () => go({ ...filter, offset: 0 }) }, 'First page') : null,
-        page.more ? el('button', { onclick: () => go({ ...filter, offset: page.nextOffset }) }, 'Next page') : null);
+      put(pager,
+        page.prev ? el('button', { id: 'first-page', onclick: () => go({ ...filter }) }, 'First page') : null,
+        page.prevCursor ? el('button', { id: 'prev-page', onclick: () => go({ ...filter, before: page.prevCursor }) }, 'Previous page') : null,
+        page.nextCursor ? el('button', { id: 'next-page', onclick: () => go({ ...filter, after: page.nextCursor }) }, 'Next page') : null,
+        page.jobs.length && !filterExpr() ? el('span', { class: 'muted', id: 'page-range' }, `${page.offset + 1}–${page.nextOffset} of ${page.total}`) : null);
+      put(moved, page.moved ? el('p', { class: 'alert alert-budget', id: 'page-moved', role: 'status' }, movedNote(page.moved, state, before !== '')) : null);
       renderHistogram(hist, qp.delayed, qp.storm);
       renderBudget(budget, queue, qp.budget);
       api(`queues/${seg(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); }, () => {});
@@ -550,6 +576,15 @@
       refresh();
     });
     every(10000, load);
+  }
+
+  // movedNote tells the operator that the jobs moved between two page
+  // turns (inspect.Moved), and what the page shows instead.
+  function movedNote(m, state, back) {
+    const where = back ? 'ends right before' : 'goes on right after';
+    if (!m.gone) return `The ${state} list changed since the last page: job ${m.id} is now at position ${m.to + 1} (it was at ${m.from + 1}). This page ${where} it, so no job is skipped or shown twice.`;
+    if (['waiting', 'active', 'paused'].includes(state)) return `Job ${m.id}, at the edge of the last page, has left the ${state} list. This page ${back ? 'ends' : 'starts'} where it was (position ${m.to + 1}); jobs that moved meanwhile may be skipped or shown twice.`;
+    return `Job ${m.id}, at the edge of the last page, has left the ${state} list (or came back to it later). This page ${back ? 'ends' : 'starts'} where it was in the order.`;
   }
 
   function camel(state) { return state === 'waiting-children' ? 'waitingChildren' : state; }
@@ -627,7 +662,20 @@
       items.push(el('button', {
         class: 'danger',
         onclick: async () => {
-          const res = await act('Obliterate queue', `Delete the queue ${queue} and every one of its jobs? This cannot be undone.`, 'Obliterate',
+          // Counted now, not at the last refresh: the dialog names what
+          // goes, and a queue with running jobs is refused (nothing
+          // changes) rather than offered.
+          let now;
+          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(e.message, true); return; }
+          const c = now.counts;
+          if (c.active > 0) {
+            toast(`Queue ${queue} has ${c.active} active job${c.active === 1 ? '' : 's'}: obliterate is refused while jobs run (nothing changes). Wait for them, or stop their workers.`, true);
+            return;
+          }
+          const parts = STATES.filter((st) => c[camel(st)] > 0).map((st) => `${c[camel(st)]} ${st}`);
+          const total = STATES.reduce((n, st) => n + (c[camel(st)] || 0), 0);
+          const jobs = total ? `with its ${total} job${total === 1 ? '' : 's'} (${parts.join(', ')})` : 'with no job in it';
+          const res = await act('Obliterate queue', `Delete the queue ${queue} ${jobs}, its job schedulers, limits and events? This cannot be undone.`, 'Obliterate',
             () => api(`queues/${seg(queue)}/obliterate`, { method: 'POST', body: { force: false } }), true);
           if (res) { toast(`Obliterated ${queue}.`); location.hash = '#/'; }
         },
@@ -674,13 +722,13 @@
   // click to show a group's jobs and one to retry them.
   function renderFailureGroups(box, fr, filter, go, bulkRetry) {
     if (!fr.groups.length) { put(box, el('p', { class: 'muted' }, 'No failed jobs.')); return; }
-    const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, class: g.error === filter.error ? 'on' : '' },
+    const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, class: g.error === filter.error ? 'on' : '', 'aria-current': g.error === filter.error ? 'true' : null },
       el('td', { class: 'num' }, g.count),
       el('td', {}, el('span', { class: 'mono' }, g.error), g.unrecoverable ? el('span', { class: 'badge rs-unrecoverable', title: 'failed as unrecoverable' }, `${g.unrecoverable} unrecoverable`) : null,
         el('div', { class: 'muted', title: 'the newest message of the group' }, g.example)),
       el('td', {}, fmtTime(g.firstSeen)), el('td', {}, fmtTime(g.lastSeen)),
       el('td', { class: 'buttons' },
-        el('button', { 'data-show': '', onclick: () => go({ error: g.error }) }, 'Show'),
+        el('button', { 'data-show': '', onclick: () => go({ error: g.error }) }, g.error === filter.error ? 'Shown above' : 'Show'),
         bulkRetry ? el('button', { 'data-retry-group': '', onclick: () => bulkRetry(g.filter) }, 'Retry…') : null))));
     put(box, el('table', { id: 'failure-groups' },
       el('thead', {}, el('tr', {}, ...['Jobs', 'Error (numbers, ids and quoted values generalised)', 'First seen', 'Last seen', ''].map((h) => el('th', {}, h)))), body),
@@ -829,6 +877,7 @@
     if (d.finishedOn) fact('Finished', fmtTime(d.finishedOn));
     if (d.lock) fact('Lock', d.lock.held ? `held, expires in ${fmtMs(d.lock.ttl)}` : 'missing: the job is stalling and the next stalled check recovers it');
     if (d.deferredFailure) fact('Deferred failure', d.deferredFailure);
+    if (d.deduplication) fact('Deduplication', el('span', { id: 'dedup' }, dedupNote(d)));
 
     const actions = el('div', { class: 'row', id: 'job-actions' });
     if (s.canOperate && ['delayed', 'failed', 'completed'].includes(d.state)) {
@@ -865,7 +914,7 @@
       actions.append(el('button', {
         class: 'danger', id: 'cancel-job',
         onclick: async () => {
-          const reason = el('input', { type: 'text', id: 'cancel-reason', maxlength: '1024', placeholder: 'reason (stored as the failure)' });
+          const reason = el('input', { type: 'text', id: 'cancel-reason', maxlength: '1024', placeholder: 'reason (stored as the failure)', 'aria-label': 'reason (stored as the failure)' });
           const retry = el('input', { type: 'checkbox', id: 'cancel-retry' });
           const msg = el('div', {},
             el('p', {}, `Cancel the running attempt of job ${d.id}? The worker running it stops it, and the job fails for good unless you ask for a retry.`),
@@ -914,9 +963,24 @@
       out.push(el('div', { class: 'panel' }, el('h2', {}, `Stack traces (${d.stacktrace.length}, oldest first)`),
         ...d.stacktrace.map((st, i) => el('details', { open: i === d.stacktrace.length - 1 }, el('summary', {}, st.split('\n')[0]), el('pre', {}, st)))));
     }
-    out.push(el('div', { class: 'panel' }, el('h2', {}, `Logs (${d.logCount} line${d.logCount === 1 ? '' : 's'})`),
+    // The API sends the newest lines only (inspect.LogLimit): say so when
+    // the job has more, so none looks like the first.
+    const logsTitle = d.logs.length < d.logCount
+      ? `Logs (the newest ${d.logs.length} of ${d.logCount} lines)`
+      : `Logs (${d.logCount} line${d.logCount === 1 ? '' : 's'})`;
+    out.push(el('div', { class: 'panel' }, el('h2', { id: 'logs-heading' }, logsTitle),
       d.logs.length ? el('pre', { id: 'job-logs' }, d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
     return out;
+  }
+
+  // dedupNote says who holds a job's deduplication id (inspect.Deduplication):
+  // while it is held, an add with the same id makes no new job.
+  function dedupNote(d) {
+    const dd = d.deduplication;
+    const until = dd.expires ? `, until ${fmtTime(dd.expires)} (${relative(dd.expires)})` : ', until it finishes or is removed';
+    if (dd.jobId === d.id) return `id ${dd.id}: held by this job${until}; adds with this id make no new job`;
+    if (dd.jobId) return `id ${dd.id}: now held by job ${dd.jobId} (${dd.state})${until}`;
+    return `id ${dd.id}: no longer held; the next add with this id makes a new job`;
   }
 
   // textWidth measures s as the page draws it at px pixels.
@@ -926,6 +990,17 @@
     return measure.measureText(s).width;
   }
 
+  // childFailure says what a failed child's failure did to its parent,
+  // by the policy its stored options name (BullMQ's short names).
+  function childFailure(opts) {
+    const o = opts || {};
+    if (o.fpof || o.failParentOnFailure) return 'Its failure fails the parent (failParentOnFailure).';
+    if (o.cpof || o.continueParentOnFailure) return 'The parent went on without it (continueParentOnFailure).';
+    if (o.idof || o.ignoreDependencyOnFailure) return 'The parent ignores its failure (ignoreDependencyOnFailure).';
+    if (o.rdof || o.removeDependencyOnFailure) return 'The parent no longer counts it among its children (removeDependencyOnFailure).';
+    return 'The parent waits for it until it is retried or removed.';
+  }
+
   // flowPanel shows a flow job's parent and children: what a parent in
   // waiting-children still waits for.
   function flowPanel(d) {
@@ -933,10 +1008,10 @@
       ? el('span', { class: 'mono', title: `under prefix ${r.prefix}, out of this dashboard's reach` }, `${r.prefix}:${r.queue}/${r.id}`)
       : el('a', { class: 'mono', href: `#/q/${enc(r.queue)}/job/${enc(r.id)}`, 'data-ref': `${r.queue}/${r.id}` }, `${r.queue}/${r.id}`));
     const box = el('div', { class: 'panel', id: 'flow' }, el('h2', {}, 'Flow'));
-    if (d.parent) box.append(el('p', { id: 'flow-parent' }, 'Child of ', link(d.parent), '.'));
+    if (d.parent) box.append(el('p', { id: 'flow-parent' }, 'Child of ', link(d.parent), '.', d.state === 'failed' ? ` ${childFailure(d.opts)}` : ''));
     const c = d.children;
     if (c) {
-      box.append(el('p', { id: 'flow-children' }, `Children: ${c.pending} pending, ${c.completed} completed, ${c.failed} failed the parent, ${c.ignored} failed and ignored.`));
+      box.append(el('p', { id: 'flow-children' }, `Children: ${c.pending} pending, ${c.completed} completed, ${c.failed} failed the parent, ${c.ignored} failed without failing it (ignored).`));
       const list = (title, refs, total, id) => (refs.length ? el('div', { id }, el('h3', {}, title),
         el('ul', { class: 'refs' }, ...refs.map((r) => el('li', {}, link(r)))),
         total > refs.length ? el('p', { class: 'muted' }, `and ${total - refs.length} more`) : null) : null);

@@ -1,0 +1,68 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
+)
+
+// unlabelled lists the page's form fields that have no accessible name
+// (no <label>, aria-label or aria-labelledby): a screen reader reads them
+// as "edit text" only. A placeholder is not a label.
+const unlabelled = `[...document.querySelectorAll('input, select, textarea')]
+	.filter((n) => !(n.labels && n.labels.length) && !n.getAttribute('aria-label') && !n.getAttribute('aria-labelledby'))
+	.map((n) => n.name || n.id || n.type)`
+
+// TestUIKeyboardAndLabels: an operator who works with the keyboard opens a
+// dialog with Enter, Tab stays inside it, Escape closes it and the focus
+// goes back to the button that opened it; every form field has a name a
+// screen reader reads; the state tab shown is marked current, not by its
+// colour only. The filter boxes, the sign-in fields and the cancel reason
+// had placeholders only, Tab left the dialog for the page behind it, and
+// after Escape the focus was lost (on <body>).
+func TestUIKeyboardAndLabels(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	b.startWorker(t, "kb", func(context.Context, *drover.Job) (any, error) { return nil, errors.New("nope") }, nil)
+	id := b.add(t, "kb", "x", nil, nil)
+	b.waitState(t, "kb", id, drover.StateFailed)
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/kb?state=failed"), chromedp.WaitVisible(chromedp.CSS(`#failure-groups [data-retry-group]`)))
+	require.Empty(t, evalJS[[]string](t, tab, unlabelled), "queue page")
+	require.Equal(t, "failed", evalJS[string](t, tab, `document.querySelector('.tabs [aria-current="page"]').firstChild.textContent`))
+
+	// The failure group shown is said in words; its chip's × says what it does.
+	do(t, tab, chromedp.Click(chromedp.CSS(`#failure-groups [data-show]`)), chromedp.WaitVisible(chromedp.CSS(`#error-filter`)),
+		chromedp.WaitVisible(chromedp.CSS(`#failure-groups tr[aria-current="true"]`)))
+	require.Equal(t, "Shown above", text(t, tab, `#failure-groups tr[aria-current="true"] [data-show]`))
+	require.Equal(t, "remove the error filter", evalJS[string](t, tab, `document.querySelector('#error-filter a').getAttribute('aria-label')`))
+
+	// Keyboard only: focus the button, Enter opens the dialog on Cancel.
+	do(t, tab, chromedp.Focus(chromedp.Search(`//button[text()="Obliterate…"]`)), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(`.modal`)))
+	focused := `document.activeElement.dataset.confirm || document.activeElement.tagName`
+	require.Equal(t, "no", evalJS[string](t, tab, focused))
+	for _, want := range []string{"yes", "no", "yes"} {
+		do(t, tab, chromedp.KeyEvent(kb.Tab))
+		require.Equal(t, want, evalJS[string](t, tab, focused), "Tab cycles inside the dialog")
+	}
+	do(t, tab, chromedp.KeyEvent(kb.Shift+kb.Tab))
+	require.Equal(t, "no", evalJS[string](t, tab, focused), "Shift+Tab too")
+	require.Equal(t, "Obliterate queue", evalJS[string](t, tab, `document.getElementById(document.querySelector('.modal').getAttribute('aria-labelledby')).textContent`))
+	do(t, tab, chromedp.KeyEvent(kb.Escape), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+	require.Equal(t, "Obliterate…", evalJS[string](t, tab, `document.activeElement.textContent`), "the focus is back on the button")
+
+	// The dialogs with fields: limits (labelled before) and the sign-in form.
+	do(t, tab, chromedp.Click(chromedp.CSS(`#limits-button`)), chromedp.WaitVisible(chromedp.CSS(`.modal`)))
+	require.Empty(t, evalJS[[]string](t, tab, unlabelled), "limits dialog")
+	do(t, tab, chromedp.KeyEvent(kb.Escape), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+	signIn := setup(t, &dashboard.Options{Auth: testUsers()})
+	do(t, tab, chromedp.Navigate(signIn.url), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	require.Empty(t, evalJS[[]string](t, tab, unlabelled), "sign-in form")
+}

@@ -1,0 +1,89 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover/dashboard"
+)
+
+// TestUIPagesBackAndForth: a filtered list of failed jobs has Next and
+// Previous pages, and jobs that fail or are retried while the operator
+// reads move no job out of view and show none twice on a page turn; the
+// page says the list moved. The list had "Next page" and "First page" only,
+// and its offsets skipped or repeated jobs as the set changed.
+func TestUIPagesBackAndForth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	k := b.prefix + ":pg:"
+	fail := func(n int) {
+		t.Helper()
+		id := fmt.Sprintf("f%02d", n)
+		require.NoError(t, b.rdb.HSet(ctx, k+id, "name", []string{"a", "b"}[n%2], "data", "{}", "opts", `{"attempts":1}`,
+			"timestamp", 1000+n, "atm", 1, "ats", 1, "failedReason", "boom", "finishedOn", 2000+n).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redis.Z{Score: float64(2000 + n), Member: id}).Err())
+	}
+	for n := range 60 {
+		fail(n)
+	}
+	evens := func(from, to int, skip ...int) []string {
+		var out []string
+		for n := from; n >= to; n -= 2 {
+			if n != append(skip, -1)[0] {
+				out = append(out, fmt.Sprintf("f%02d", n))
+			}
+		}
+		return out
+	}
+	tab := browser(t)
+	con := watchConsole(t, tab)
+	rows := func() []string {
+		t.Helper()
+		ids, err := chromedp.Run(step(t, tab), chromedp.Evaluate[[]string](`[...document.querySelectorAll('#jobs tr[data-job]')].map((r) => r.dataset.job)`))
+		require.NoError(t, err)
+		return ids
+	}
+	// Page 1 of the 30 jobs named a: f58 down to f10.
+	do(t, tab, chromedp.Navigate(b.url+"#/q/pg?state=failed&name=a"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="f10"]`)))
+	require.Equal(t, evens(58, 10), rows())
+	require.Equal(t, "", text(t, tab, `#prev-page`), "no page before the first")
+	do(t, tab, chromedp.Click(chromedp.CSS(`#next-page`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="f00"]`)))
+	require.Equal(t, evens(8, 0), rows())
+	require.Equal(t, "", text(t, tab, `#next-page`), "no page after the last")
+	// While page 2 is shown, f56 (on page 1) is retried away and f60 and
+	// f62 fail. Previous shows the 25 jobs right before f08's page: f60
+	// down to f10, without f56; First page then starts at f62.
+	require.NoError(t, b.rdb.ZRem(ctx, k+"failed", "f56").Err())
+	fail(60)
+	fail(62)
+	do(t, tab, chromedp.Click(chromedp.CSS(`#prev-page`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="f60"]`)))
+	require.Equal(t, evens(60, 10, 56), rows())
+	require.Contains(t, text(t, tab, `#page-moved`), "The failed list changed since the last page: job f09 is now at position 52 (it was at 51).")
+	do(t, tab, chromedp.WaitVisible(chromedp.CSS(`#prev-page`)), chromedp.Click(chromedp.CSS(`#next-page`)),
+		chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="f00"]`)))
+	require.Equal(t, evens(8, 0), rows(), "Next from there: page 2 again, nothing twice")
+	do(t, tab, chromedp.Click(chromedp.CSS(`#prev-page`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="f60"]`)),
+		chromedp.Click(chromedp.CSS(`#first-page`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="f62"]`)))
+	require.Equal(t, evens(62, 12, 56), rows())
+	require.Equal(t, "", text(t, tab, `#page-moved`))
+	// The browser's back button goes back through the page turns.
+	do(t, tab, chromedp.NavigateBack(), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="f60"]`)))
+	// Every job after page 1 leaves before Next is pressed: the empty page
+	// offers the first page, not a Previous page it cannot find.
+	do(t, tab, chromedp.Click(chromedp.CSS(`#first-page`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="f62"]`)))
+	var after []string
+	for n := range 12 {
+		after = append(after, fmt.Sprintf("f%02d", n))
+	}
+	require.NoError(t, b.rdb.ZRem(ctx, k+"failed", after).Err())
+	do(t, tab, chromedp.Click(chromedp.CSS(`#next-page`)), chromedp.WaitVisible(chromedp.CSS(`#first-page`)))
+	require.Equal(t, "No jobs here.", text(t, tab, `#jobs tbody`))
+	require.Equal(t, "", text(t, tab, `#prev-page`))
+	require.Empty(t, con.all())
+}
