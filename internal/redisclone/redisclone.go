@@ -8,21 +8,25 @@
 // its handlers on it and logs "failed to initialize maintnotifications"
 // once per client it opens (RESP3, go-redis' default protocol, while the
 // first client has not yet found that the server offers no maintenance
-// notifications). Each copy here gets a processor of its own, so a
-// processor the caller set in the Options is not carried over.
+// notifications). Each copy here gets a processor of its own (a processor
+// the caller set is not carried over), and runs without maintenance
+// notifications: the copies are side connections (a name for the worker
+// list, live-update streams) that reconnect after a failover like any
+// connection, and with them on, go-redis would start goroutines per copy
+// that only Close stops.
 package redisclone
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
 
 // Client returns a new client with c's options changed by edit (nil: none).
 // The caller closes it.
 func Client(c *redis.Client, edit func(*redis.Options)) *redis.Client {
 	opt := *c.Options()
 	opt.PushNotificationProcessor = nil
-	if opt.MaintNotificationsConfig != nil {
-		mc := *opt.MaintNotificationsConfig
-		opt.MaintNotificationsConfig = &mc
-	}
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	if edit != nil {
 		edit(&opt)
 	}
@@ -34,10 +38,7 @@ func Client(c *redis.Client, edit func(*redis.Options)) *redis.Client {
 func Cluster(c *redis.ClusterClient, edit func(*redis.ClusterOptions)) *redis.ClusterClient {
 	opt := *c.Options()
 	opt.PushNotificationProcessor = nil
-	if opt.MaintNotificationsConfig != nil {
-		mc := *opt.MaintNotificationsConfig
-		opt.MaintNotificationsConfig = &mc
-	}
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	if edit != nil {
 		edit(&opt)
 	}
