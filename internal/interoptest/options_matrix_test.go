@@ -85,6 +85,10 @@ func TestDifferentialJobOptionsMatrix(t *testing.T) {
 	t.Parallel()
 	setup := newSetup(t)
 	cases := []optionCase{
+		// No options: both store {"attempts":0} (BullMQ's Job constructor
+		// defaults attempts to 0, one run), which is what Node's job JSON
+		// and drover's job views (dashboard, drover job --json) show.
+		{name: "NoOptions", opts: map[string]any{}},
 		{name: "Timestamp", opts: map[string]any{"timestamp": 1_600_000_000_000}},
 		{name: "TimestampDelay", opts: map[string]any{"timestamp": time.Now().Add(-time.Hour).UnixMilli(), "delay": 1000}, behavior: bullmqoracle.Echo()},
 		{name: "SizeLimit", opts: map[string]any{"sizeLimit": 1000}},
