@@ -472,6 +472,7 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		jobs: newInflight(o.Concurrency),
 		rand: mathrand.Float64,
 	}
+	q.worker = w
 	if proc != nil {
 		w.chain = chain(proc, mws)
 	}
