@@ -51,8 +51,9 @@ import (
 // (Job.ExtendLock) before LockDuration passes, or the stalled checker of
 // any worker of the queue gives the job back (Start runs this worker's),
 // and end the attempt with Job.Complete, Job.Fail, Job.MoveToDelayed or
-// Job.MoveToWait. The worker's Hooks and Middleware do not run for these
-// jobs. A job that must not run (its hash does not decode, a deferred
+// Job.MoveToWait. The worker's JobStarted hook is called when a job is
+// handed out, and JobFinished when a manual call wrote its outcome (no
+// Middleware: a worker without a Processor refuses it). A job that must not run (its hash does not decode, a deferred
 // failure waits on it, it started more than MaxStartedAttempts times) is
 // failed here, as the processing worker fails it, and the next one taken;
 // BullMQ's getNextJob hands such a job out. A job scheduler's run makes its scheduler's next run here, as the
@@ -103,6 +104,7 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 				return nil, w.nextJobErr(ctx, err)
 			}
 			if !refused {
+				w.manualStarted(job)
 				return job, nil
 			}
 			continue // failed without being handed out: take the next one
@@ -170,9 +172,27 @@ func (w *Worker) refuseManual(ctx context.Context, rj *runningJob) (bool, error)
 		return false, fmt.Errorf("fail job %s, which must not run (%w): %w", rj.job.ID, cause, err)
 	}
 	if refused == nil {
-		w.logFinished(ctx, it)
+		w.manualFinished(ctx, it)
 	}
 	return true, nil
+}
+
+// manualStarted calls the JobStarted hook for a job handed to the caller:
+// its attempt starts with the caller's work, as a processor's starts
+// with the processor.
+func (w *Worker) manualStarted(job *Job) {
+	if h := w.opts.Hooks.JobStarted; h != nil {
+		h(job)
+	}
+}
+
+// manualFinished logs an attempt whose outcome a manual call wrote and
+// calls the JobFinished hook, as the processing worker does for its own.
+func (w *Worker) manualFinished(ctx context.Context, it *finishItem) {
+	w.logFinished(ctx, it)
+	if h := w.opts.Hooks.JobFinished; h != nil {
+		h(it.rj.job, it.outcome, it.took, it.err)
+	}
 }
 
 // waitMarker blocks on the queue's marker for at most d, or until ctx
@@ -412,7 +432,7 @@ func (j *Job) endAttempt(ctx context.Context, op, token string, result any, caus
 	}
 	switch {
 	case code == nil:
-		w.logFinished(ctx, it)
+		w.manualFinished(ctx, it)
 		return w.nextOf(ctx, f, token, next)
 	case errors.Is(code, scripts.ErrLockTaken):
 		return nil, j.err(op, lockTakenError())
@@ -444,6 +464,7 @@ func (w *Worker) nextOf(ctx context.Context, f scripts.Fetch, token string, next
 		return nil, w.nextJobErr(ctx, err)
 	}
 	if !refused {
+		w.manualStarted(job)
 		return job, nil
 	}
 	return w.NextJob(ctx, token, 0)
