@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -278,9 +279,9 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		var args []any
 		switch o.Kind {
 		case "complete":
-			method, args = "moveToCompleted", []any{o.Value, s.Token, false}
+			method, args = "moveToCompleted", []any{o.Value, s.Token, o.FetchNext}
 		case "fail", "unrecoverable":
-			method, args = "moveToFailed", []any{map[string]any{"message": o.Message, "unrecoverable": o.Kind == "unrecoverable"}, s.Token, false}
+			method, args = "moveToFailed", []any{map[string]any{"message": o.Message, "unrecoverable": o.Kind == "unrecoverable"}, s.Token, o.FetchNext}
 		case "delay":
 			method, args = "moveToDelayed", []any{r.stepNow + o.Delay, s.Token}
 		case "wait":
@@ -309,17 +310,32 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		if out.Error != nil {
 			return fmt.Sprintf("code %d", out.Error.Code)
 		}
+		if o.FetchNext {
+			id := nextIDOf(r.t, out.Result)
+			delete(r.manualJobs, id) // a drover handle of an earlier take is stale
+			return "code 0" + r.tookNext(id, s.Token)
+		}
 		return "code 0"
 	}
 	job := r.manualJobs[id]
 	var err error
 	switch o.Kind {
 	case "complete":
+		if o.FetchNext {
+			var next *drover.Job
+			next, err = job.CompleteAndNext(ctx, s.Token, o.Value)
+			return r.finishedNext(next, err, s.Token)
+		}
 		err = job.Complete(ctx, s.Token, o.Value)
 	case "fail", "unrecoverable":
 		err = errors.New(o.Message)
 		if o.Kind == "unrecoverable" {
 			err = drover.Unrecoverable(err)
+		}
+		if o.FetchNext {
+			var next *drover.Job
+			next, err = job.FailAndNext(ctx, s.Token, err)
+			return r.finishedNext(next, err, s.Token)
 		}
 		err = job.Fail(ctx, s.Token, err)
 	case "delay":
@@ -339,6 +355,32 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		r.refused = err
 	}
 	return fmt.Sprintf("code %d", manualCode(r.t, err))
+}
+
+// finishedNext is the result of drover's CompleteAndNext or FailAndNext:
+// BullMQ's code, and the job taken, which joins the taken list.
+func (r *programRun) finishedNext(next *drover.Job, err error, token string) string {
+	if err != nil {
+		r.refused = err
+		return fmt.Sprintf("code %d", manualCode(r.t, err))
+	}
+	id := ""
+	if next != nil {
+		id = next.ID
+		r.manualJobs[id] = next
+	}
+	return "code 0" + r.tookNext(id, token)
+}
+
+// tookNext notes the job a finish with fetchNext took under token ("" for
+// none) at the end of the taken list and renders it for the result.
+func (r *programRun) tookNext(id, token string) string {
+	if id == "" {
+		return " next none"
+	}
+	r.taken = append(r.taken, id)
+	r.takenTokens[id] = token
+	return " next " + id
 }
 
 // manualWaitChildren performs OpManualWaitChildren on the oldest taken
@@ -1128,6 +1170,42 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ok, err = r.dq.RemoveRateLimitKey(ctx)
 		}
 		return r.result(strconv.FormatBool(ok), err)
+	case difftest.OpGetCounts:
+		types := []string{"active", "completed", "delayed", "failed", "paused", "prioritized", "wait", "waiting-children"}
+		got := map[string]int64{}
+		var err error
+		if node {
+			got, err = o.GetJobCounts(ctx, p, q, types...)
+		} else {
+			var counts map[drover.JobState]int64
+			counts, err = r.dq.GetJobCounts(ctx, droverStates(types)...)
+			for st, n := range counts {
+				got[nodeStateName(st)] = n
+			}
+		}
+		parts := make([]string, 0, len(got))
+		for k, n := range got {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, n))
+		}
+		sort.Strings(parts)
+		return r.result(strings.Join(parts, " "), err)
+	case difftest.OpGetJobs:
+		end := -1
+		if s.Limit > 0 {
+			end = s.Priority + s.Limit - 1
+		}
+		var ids []string
+		var err error
+		if node {
+			ids, err = o.GetJobs(ctx, p, q, []string{s.State}, s.Priority, end, !s.LIFO)
+		} else {
+			var jobs []*drover.Job
+			jobs, err = r.dq.GetJobs(ctx, droverStates([]string{s.State}), int64(s.Priority), int64(end), !s.LIFO)
+			for _, j := range jobs {
+				ids = append(ids, j.ID)
+			}
+		}
+		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
 		// stream itself is compared.
@@ -1316,4 +1394,25 @@ func TestDifferentialRegressionRetryResetsAttempts(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete"}},
 		{Op: difftest.OpRetry, By: difftest.Drover, Job: "j6", State: "completed", ResetMade: true},
 	}})
+}
+
+// droverStates are BullMQ's state names as drover's JobStates ("wait" is
+// StateWaiting).
+func droverStates(names []string) []drover.JobState {
+	out := make([]drover.JobState, len(names))
+	for i, n := range names {
+		out[i] = drover.JobState(n)
+		if n == "wait" {
+			out[i] = drover.StateWaiting
+		}
+	}
+	return out
+}
+
+// nodeStateName is BullMQ's name of a drover state ("wait" for waiting).
+func nodeStateName(st drover.JobState) string {
+	if st == drover.StateWaiting {
+		return "wait"
+	}
+	return string(st)
 }

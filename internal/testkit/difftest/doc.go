@@ -18,8 +18,9 @@
 // promote, promoteJobs, changeDelay, changePriority, remove, drain, clean,
 // obliterate, pause, resume, progress, log, updateData, global
 // concurrency, global rate limit, queue.rateLimit and removeRateLimitKey,
-// trimEvents), manual processing (getNextJob / Worker.NextJob, the job's
-// finishes, moveToWaitingChildren), flows (a parent
+// trimEvents), reads whose answers are compared (getJobCounts, getJobs
+// ranges), manual processing (getNextJob / Worker.NextJob, the job's
+// finishes, with and without fetchNext, moveToWaitingChildren), flows (a parent
 // with children, each failure policy; a lone job with a parent link) and
 // job schedulers (upsert and remove; runs promoted and taken by either
 // side's worker, which makes the next run). Drover does its share of each

@@ -127,6 +127,14 @@ const (
 	// OpTrimEvents trims the events stream to about Step.Limit entries
 	// (queue.trimEvents / Queue.TrimEvents).
 	OpTrimEvents Op = "trimEvents"
+	// OpGetCounts reads the job counts of every state (getJobCounts /
+	// GetJobCounts); its result is the counts.
+	OpGetCounts Op = "getCounts"
+	// OpGetJobs reads the ids of the jobs in Step.State from index
+	// Step.Priority, Step.Limit of them (0: all the rest), ascending unless
+	// Step.LIFO (getJobs(types, start, end, asc) / GetJobs); its result is
+	// the ids.
+	OpGetJobs Op = "getJobs"
 	// OpManualWaitChildren moves the oldest job the run took with
 	// OpManualTake (and did not end yet) to waiting-children, under the
 	// token it was taken with (job.moveToWaitingChildren(token) /
@@ -149,17 +157,18 @@ type Step struct {
 	Children []*Add
 	// Outcome is how OpWork ends its job.
 	Outcome *Outcome
-	// State is the state of OpRetry, OpRetryJobs and OpClean.
+	// State is the state of OpRetry, OpRetryJobs, OpClean and OpGetJobs.
 	State string
 	// ResetMade and ResetStarted are OpRetry's reset options.
 	ResetMade, ResetStarted bool
 	// Delay (ms) of OpChangeDelay; the grace of OpClean; the window of
 	// OpSetGlobalRateLimit and the duration of OpRateLimit.
 	Delay int64
-	// Priority and LIFO of OpChangePriority.
+	// Priority and LIFO of OpChangePriority; OpGetJobs' start index and
+	// descending order.
 	Priority int
 	LIFO     bool
-	// Limit of OpClean (0: none); the lines OpClearLogs keeps; the cap of
+	// Limit of OpClean (0: none) and OpGetJobs (0: all); the lines OpClearLogs keeps; the cap of
 	// OpSetGlobalConcurrency; the max of OpSetGlobalRateLimit; the length
 	// OpTrimEvents trims to.
 	Limit int
@@ -262,6 +271,11 @@ type Outcome struct {
 	Value   any
 	Message string
 	Delay   int64 // ms, for "delay" and "rateLimited"
+	// FetchNext (OpManualFinish, "complete", "fail" and "unrecoverable"):
+	// the finish takes the next job under the same token in the same call
+	// (moveToCompleted / moveToFailed with fetchNext; drover's
+	// Job.CompleteAndNext, FailAndNext).
+	FetchNext bool
 }
 
 // Program is a seeded sequence of steps.
@@ -561,6 +575,9 @@ func (s *Step) GoString() string {
 		}
 		if o.Delay != 0 {
 			of = append(of, fmt.Sprintf("Delay: %d", o.Delay))
+		}
+		if o.FetchNext {
+			of = append(of, "FetchNext: true")
 		}
 		f = append(f, "Outcome: &difftest.Outcome{"+strings.Join(of, ", ")+"}")
 	}

@@ -128,6 +128,9 @@ func simplifications(s *Step) []func(*Step) {
 	if o := s.Outcome; o != nil && o.Value != nil {
 		out = append(out, func(s *Step) { s.Outcome.Value = nil })
 	}
+	if o := s.Outcome; o != nil && o.FetchNext {
+		out = append(out, func(s *Step) { s.Outcome.FetchNext = false })
+	}
 	if s.ResetMade {
 		out = append(out, func(s *Step) { s.ResetMade = false })
 	}
