@@ -98,14 +98,9 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 			return nil, w.nextJobErr(ctx, err)
 		}
 		if len(f.Jobs) > 0 {
-			job := w.manualJob(ctx, f.Jobs[0], token)
-			refused, err := w.refuseManual(ctx, job.run)
-			if err != nil {
-				return nil, w.nextJobErr(ctx, err)
-			}
-			if !refused {
-				w.manualStarted(job)
-				return job, nil
+			job, err := w.handOut(ctx, f.Jobs[0], token)
+			if job != nil || err != nil {
+				return job, err
 			}
 			continue // failed without being handed out: take the next one
 		}
@@ -274,15 +269,20 @@ var errMovedToWait = errors.New("moved back to wait")
 // through Worker.Queue, with that worker's options (BullMQ's
 // Job.fromId(worker, id)). The Job's fields are not updated.
 func (j *Job) Complete(ctx context.Context, token string, value any) error {
+	_, err := j.complete(ctx, token, value, false)
+	return err
+}
+
+// complete is Complete, taking the next job with next.
+func (j *Job) complete(ctx context.Context, token string, value any, next bool) (*Job, error) {
 	if value != nil {
 		b, err := jobcodec.EncodeData(value)
 		if err != nil {
-			return j.err("complete", fmt.Errorf("%w: return value: %w", ErrInvalidData, err))
+			return nil, j.err("complete", fmt.Errorf("%w: return value: %w", ErrInvalidData, err))
 		}
 		value = json.RawMessage(b) // outcome stores it as encoded here
 	}
-	_, err := j.endAttempt(ctx, "complete", token, value, nil, false)
-	return err
+	return j.endAttempt(ctx, "complete", token, value, nil, next)
 }
 
 // CompleteAndNext is Complete followed, in the same atomic step, by the
@@ -300,14 +300,7 @@ func (j *Job) Complete(ctx context.Context, token string, value any) error {
 // nothing. When the reply is lost, the job taken, if any, stays active
 // under token until the stalled checker gives it back.
 func (j *Job) CompleteAndNext(ctx context.Context, token string, value any) (*Job, error) {
-	if value != nil {
-		b, err := jobcodec.EncodeData(value)
-		if err != nil {
-			return nil, j.err("complete", fmt.Errorf("%w: return value: %w", ErrInvalidData, err))
-		}
-		value = json.RawMessage(b)
-	}
-	return j.endAttempt(ctx, "complete", token, value, nil, true)
+	return j.complete(ctx, token, value, true)
 }
 
 // Fail ends the job's attempt with err, decided as for an error a Processor
@@ -458,16 +451,27 @@ func (w *Worker) nextOf(ctx context.Context, f scripts.Fetch, token string, next
 	if !next || len(f.Jobs) == 0 {
 		return nil, nil
 	}
-	job := w.manualJob(ctx, f.Jobs[0], token)
+	job, err := w.handOut(ctx, f.Jobs[0], token)
+	if job != nil || err != nil {
+		return job, err
+	}
+	return w.NextJob(ctx, token, 0)
+}
+
+// handOut turns a job just taken under token into the caller's Job, or,
+// when the job must not run, fails it as the processing worker fails it
+// without running it and returns nil, nil.
+func (w *Worker) handOut(ctx context.Context, f scripts.Fetched, token string) (*Job, error) {
+	job := w.manualJob(ctx, f, token)
 	refused, err := w.refuseManual(ctx, job.run)
 	if err != nil {
 		return nil, w.nextJobErr(ctx, err)
 	}
-	if !refused {
-		w.manualStarted(job)
-		return job, nil
+	if refused {
+		return nil, nil
 	}
-	return w.NextJob(ctx, token, 0)
+	w.manualStarted(job)
+	return job, nil
 }
 
 // attemptOf builds the attempt of a job not taken by this handle's

@@ -267,12 +267,20 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 	if o.Kind != "extend" {
 		r.taken = r.taken[1:]
 	}
-	if r.manualJobs[id] == nil {
-		// Node took it in this run: Node's manual worker ends it too. A
-		// drover Job read with GetJob would end it with the Queue's
-		// options (no worker backoff strategies), as Node's queue.getJob
-		// does; that is not what this step compares.
-		node = true
+	if r.manualJobs[id] == nil && !node {
+		// Node took it in this run: drover reads it through its manual
+		// worker's queue (Worker.Queue), so that worker's options apply,
+		// as they do to Node's Job.fromId(worker, id).
+		job, err := r.droverManual().Queue().GetJob(ctx, id)
+		if errors.Is(err, drover.ErrJobNotFound) {
+			// Removed since it was taken, as on Node's side below.
+			if o.Kind == "extend" {
+				return "extended 0"
+			}
+			return fmt.Sprintf("code %d", codeMissingJob)
+		}
+		require.NoError(r.t, err)
+		r.manualJobs[id] = job
 	}
 	if node {
 		var method string
@@ -462,7 +470,8 @@ func (t *stepTally) note(op difftest.Op, result string) {
 		t.n[op] = c
 	}
 	switch {
-	case strings.HasPrefix(result, "ok"), result == "code 0", result == "extended 1":
+	case strings.HasPrefix(result, "ok"), result == "code 0", result == "extended 1",
+		strings.HasPrefix(result, "code 0 next") && result != "code 0 next none":
 		c[0]++
 	case result == "refused", strings.HasPrefix(result, "code -"), result == "extended 0":
 		c[1]++
@@ -568,6 +577,11 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 			if s.Op == difftest.OpWork && s.Outcome.Kind == "rateLimited" {
 				// Processors that rate-limited the queue and gave the job back.
 				droverSteps.note(s.Op+" (rateLimited)", mr)
+			}
+			if s.Op == difftest.OpManualFinish && s.Outcome.FetchNext {
+				// Finishes that take the next job ("code 0 next none":
+				// done, nothing ready).
+				droverSteps.note(s.Op+" (fetchNext)", mr)
 			}
 		}
 		rs, ms := ref.state(), mix.state()

@@ -10,7 +10,8 @@
 // BullMQ: adds with random option combinations ([Add]: delay, priority,
 // LIFO, custom ids with duplicates, attempts with fixed, exponential
 // (jitter) or custom backoff, retention in its shapes, deduplication in
-// its modes with reschedule, keepLogs, stackTraceLimit, sizeLimit), worker
+// its modes with reschedule, keepLogs, stackTraceLimit, sizeLimit, and,
+// Node's only, a lifo that is not a bool: "false", "0", "", 0, 1), worker
 // steps that take the next
 // job and complete it with a value, fail it, fail it unrecoverably or
 // delay it ([Outcome]), stalls (the worker dies holding a job) and stalled

@@ -274,6 +274,12 @@ func (g *gen) addSpec() *Add {
 	}
 	if g.chance(15) {
 		a.LIFO = true
+		if g.chance(30) {
+			// What a Node producer may store (lifo: process.env.LIFO):
+			// BullMQ reads it by JS truthiness in its worker and retries,
+			// by Lua's in its scripts.
+			a.LIFO, a.LIFORaw = false, []any{"false", "0", "", 0, 1}[g.r.IntN(5)]
+		}
 	}
 	if g.chance(40) {
 		a.Attempts = 1 + g.r.IntN(4)

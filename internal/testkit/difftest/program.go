@@ -205,6 +205,11 @@ type Add struct {
 	Delay    int64 // ms
 	Priority int
 	LIFO     bool
+	// LIFORaw, when not nil, is the lifo value a Node producer stores as
+	// given ("false", "0", "", 0, 1: from an environment variable, say),
+	// which BullMQ reads by JS or Lua truthiness; drover's JobOptions.LIFO
+	// is a bool, so such an add is Node's (Step.NodeOnly).
+	LIFORaw  any
 	Attempts int
 	Backoff  *Backoff
 	// RemoveOnComplete and RemoveOnFail are retention options.
@@ -285,12 +290,17 @@ type Program struct {
 }
 
 // NodeOnly reports whether only Node can perform the step: drover has no
-// API for it. A bulk add with a parent link is (drover's AddBulk takes no
+// API for it. An add with a lifo that is not a bool is (Add.LIFORaw); a bulk add with a parent link is (drover's AddBulk takes no
 // parent; its FlowProducer.AddBulk would give each job a UUID), and so is
 // a scheduler whose template gives the backoff as a plain number: Node
 // stores a template's opts as given, and JobOptions.Backoff has no
 // shorthand form (it stores {type, delay}, which both workers read alike).
 func (s *Step) NodeOnly() bool {
+	for _, a := range s.adds() {
+		if a.LIFORaw != nil {
+			return true // a lifo that is not a bool: Node's
+		}
+	}
 	if s.Op == OpAdd && s.Add.Parent != "" && s.Add.JobID == "" {
 		// drover adds it with its FlowProducer, which would give it a UUID
 		// (the generator gives drover's such adds a custom id).
@@ -333,6 +343,9 @@ func (a *Add) NodeOpts() map[string]any {
 	}
 	if a.LIFO {
 		m["lifo"] = true
+	}
+	if a.LIFORaw != nil {
+		m["lifo"] = a.LIFORaw
 	}
 	if a.Attempts != 0 {
 		m["attempts"] = a.Attempts
@@ -651,6 +664,9 @@ func (a *Add) goString() string {
 	}
 	if a.LIFO {
 		f = append(f, "LIFO: true")
+	}
+	if a.LIFORaw != nil {
+		f = append(f, "LIFORaw: "+goValue(a.LIFORaw))
 	}
 	if a.Attempts != 0 {
 		f = append(f, fmt.Sprintf("Attempts: %d", a.Attempts))

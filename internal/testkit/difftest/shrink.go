@@ -121,6 +121,9 @@ func simplifications(s *Step) []func(*Step) {
 		if a.KeepLogs != 0 {
 			out = append(out, func(s *Step) { s.Add.KeepLogs = 0 })
 		}
+		if a.LIFORaw != nil {
+			out = append(out, func(s *Step) { s.Add.LIFORaw = nil })
+		}
 		if a.StackTraceLimit != 0 {
 			out = append(out, func(s *Step) { s.Add.StackTraceLimit = 0 })
 		}
