@@ -267,11 +267,13 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 	if o.Kind != "extend" {
 		r.taken = r.taken[1:]
 	}
-	if r.manualJobs[id] == nil && !node {
+	job := r.manualJobs[id]
+	if job == nil && !node {
 		// Node took it in this run: drover reads it through its manual
 		// worker's queue (Worker.Queue), so that worker's options apply,
 		// as they do to Node's Job.fromId(worker, id).
-		job, err := r.droverManual().Queue().GetJob(ctx, id)
+		var err error
+		job, err = r.droverManual().Queue().GetJob(ctx, id)
 		if errors.Is(err, drover.ErrJobNotFound) {
 			// Removed since it was taken, as on Node's side below.
 			if o.Kind == "extend" {
@@ -279,8 +281,9 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 			}
 			return fmt.Sprintf("code %d", codeMissingJob)
 		}
+		// Not kept in manualJobs: a handle NextJob did not return cannot
+		// move the job to waiting-children (OpManualWaitChildren).
 		require.NoError(r.t, err)
-		r.manualJobs[id] = job
 	}
 	if node {
 		var method string
@@ -325,7 +328,6 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		}
 		return "code 0"
 	}
-	job := r.manualJobs[id]
 	var err error
 	switch o.Kind {
 	case "complete":
