@@ -295,9 +295,11 @@ func (j *Job) complete(ctx context.Context, token string, value any, next bool) 
 // it, and the one after it taken.
 //
 // The take uses the options (lock duration, name, limiter) of the worker
-// whose NextJob took this job; for a job taken elsewhere, those of a worker
-// without options. A refused completion (the errors of Complete) takes
-// nothing. When the reply is lost, the job taken, if any, stays active
+// whose NextJob took this job, or through whose queue (Worker.Queue) it
+// was read; for a job read with another Queue, those of a worker without
+// options. A job read through a worker with a Processor is refused with
+// ErrInvalidOption (that worker hands out nothing). A refused completion
+// (the errors of Complete) takes nothing. When the reply is lost, the job taken, if any, stays active
 // under token until the stalled checker gives it back.
 func (j *Job) CompleteAndNext(ctx context.Context, token string, value any) (*Job, error) {
 	return j.complete(ctx, token, value, true)
@@ -413,6 +415,11 @@ func (j *Job) endAttempt(ctx context.Context, op, token string, result any, caus
 		}
 	}
 	w := rj.w
+	if next && w.proc != nil {
+		// The job would be taken from the processing worker's queue into
+		// the caller's hands, where that worker cannot hand it on.
+		return nil, j.err(op, optionError("taking the next job needs a worker without a Processor; the job was read through one with a Processor (use Complete or Fail)"))
+	}
 	it := w.outcome(context.WithoutCancel(ctx), rj, result, cause, time.Since(rj.began))
 	exact := ""
 	if next && it.rec.Kind != scripts.FinishRetry && !w.closing.Load() {

@@ -477,3 +477,38 @@ func TestManualHooks(t *testing.T) {
 	require.ErrorIs(t, err, drover.ErrInvalidOption)
 	require.ErrorContains(t, err, "WorkerOptions.Middleware")
 }
+
+// TestManualNextNeedsManualWorker: CompleteAndNext and FailAndNext take
+// the next job for a worker without a Processor; on a job read through a
+// processing worker's queue they are refused before anything is written,
+// and the job stays active under its token.
+func TestManualNextNeedsManualWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	manual := b.manualWorker(t, nil)
+	proc, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
+		&drover.WorkerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	for range 2 {
+		_, err := b.queue.Add(ctx, "n", nil, nil)
+		require.NoError(t, err)
+	}
+	taken, err := manual.NextJob(ctx, "t1", 0)
+	require.NoError(t, err)
+	job, err := proc.Queue().GetJob(ctx, taken.ID)
+	require.NoError(t, err)
+	_, err = job.CompleteAndNext(ctx, "t1", "v")
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	_, err = job.FailAndNext(ctx, "t1", errors.New("x"))
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	state, err := b.queue.GetJobState(ctx, taken.ID)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateActive, state)
+	counts, err := b.queue.GetJobCounts(ctx, drover.StateWaiting)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), counts[drover.StateWaiting], "nothing taken")
+	next, err := taken.CompleteAndNext(ctx, "t1", "v")
+	require.NoError(t, err)
+	require.NotNil(t, next)
+}
