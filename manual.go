@@ -3,7 +3,8 @@ package drover
 // Manual processing (BullMQ's "manually processing jobs"): a Worker made
 // without a Processor hands jobs to its caller (NextJob), who ends each
 // attempt with the Job's Complete, Fail, MoveToDelayed or MoveToWait under
-// the lock token it chose, and keeps the lock with ExtendLock. Results are
+// the lock token it chose (CompleteAndNext and FailAndNext also take the
+// next job in the same call), and keeps the lock with ExtendLock. Results are
 // written by the worker's own finish script (finishJobs) with the outcome
 // decided by Worker.outcome, so attempts, backoff, retention, deduplication
 // and flow parents behave exactly as for a job a processor ran.
@@ -50,8 +51,9 @@ import (
 // (Job.ExtendLock) before LockDuration passes, or the stalled checker of
 // any worker of the queue gives the job back (Start runs this worker's),
 // and end the attempt with Job.Complete, Job.Fail, Job.MoveToDelayed or
-// Job.MoveToWait. The worker's Hooks and Middleware do not run for these
-// jobs. A job that must not run (its hash does not decode, a deferred
+// Job.MoveToWait. The worker's JobStarted hook is called when a job is
+// handed out, and JobFinished when a manual call wrote its outcome (no
+// Middleware: a worker without a Processor refuses it). A job that must not run (its hash does not decode, a deferred
 // failure waits on it, it started more than MaxStartedAttempts times) is
 // failed here, as the processing worker fails it, and the next one taken;
 // BullMQ's getNextJob hands such a job out. A job scheduler's run makes its scheduler's next run here, as the
@@ -96,13 +98,9 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 			return nil, w.nextJobErr(ctx, err)
 		}
 		if len(f.Jobs) > 0 {
-			job := w.manualJob(ctx, f.Jobs[0], token)
-			refused, err := w.refuseManual(ctx, job.run)
-			if err != nil {
-				return nil, w.nextJobErr(ctx, err)
-			}
-			if !refused {
-				return job, nil
+			job, err := w.handOut(ctx, f.Jobs[0], token)
+			if job != nil || err != nil {
+				return job, err
 			}
 			continue // failed without being handed out: take the next one
 		}
@@ -164,14 +162,32 @@ func (w *Worker) refuseManual(ctx context.Context, rj *runningJob) (bool, error)
 		return false, nil
 	}
 	it := w.outcome(context.WithoutCancel(ctx), rj, nil, cause, 0)
-	refused, err := w.writeManual(ctx, it.rec)
+	refused, _, err := w.writeManual(ctx, it.rec, "")
 	if err != nil {
 		return false, fmt.Errorf("fail job %s, which must not run (%w): %w", rj.job.ID, cause, err)
 	}
 	if refused == nil {
-		w.logFinished(ctx, it)
+		w.manualFinished(ctx, it)
 	}
 	return true, nil
+}
+
+// manualStarted calls the JobStarted hook for a job handed to the caller:
+// its attempt starts with the caller's work, as a processor's starts
+// with the processor.
+func (w *Worker) manualStarted(job *Job) {
+	if h := w.opts.Hooks.JobStarted; h != nil {
+		h(job)
+	}
+}
+
+// manualFinished logs an attempt whose outcome a manual call wrote and
+// calls the JobFinished hook, as the processing worker does for its own.
+func (w *Worker) manualFinished(ctx context.Context, it *finishItem) {
+	w.logFinished(ctx, it)
+	if h := w.opts.Hooks.JobFinished; h != nil {
+		h(it.rj.job, it.outcome, it.took, it.err)
+	}
 }
 
 // waitMarker blocks on the queue's marker for at most d, or until ctx
@@ -249,17 +265,44 @@ var errMovedToWait = errors.New("moved back to wait")
 // A Job read with Queue.GetJob (a job another process took) must be read
 // after the job was taken: its attempt count, stack traces and timeline
 // are written from it, with the defaults of a worker without options
-// (Node's job from queue.getJob uses the Queue's options alike). The Job's
-// fields are not updated.
+// (Node's job from queue.getJob uses the Queue's options alike), or, read
+// through Worker.Queue, with that worker's options (BullMQ's
+// Job.fromId(worker, id)). The Job's fields are not updated.
 func (j *Job) Complete(ctx context.Context, token string, value any) error {
+	_, err := j.complete(ctx, token, value, false)
+	return err
+}
+
+// complete is Complete, taking the next job with next.
+func (j *Job) complete(ctx context.Context, token string, value any, next bool) (*Job, error) {
 	if value != nil {
 		b, err := jobcodec.EncodeData(value)
 		if err != nil {
-			return j.err("complete", fmt.Errorf("%w: return value: %w", ErrInvalidData, err))
+			return nil, j.err("complete", fmt.Errorf("%w: return value: %w", ErrInvalidData, err))
 		}
 		value = json.RawMessage(b) // outcome stores it as encoded here
 	}
-	return j.endAttempt(ctx, "complete", token, value, nil)
+	return j.endAttempt(ctx, "complete", token, value, nil, next)
+}
+
+// CompleteAndNext is Complete followed, in the same atomic step, by the
+// take of the next ready job under the same token, as BullMQ's
+// job.moveToCompleted(value, token, true) (its default): one call ends
+// one attempt and starts the next. It returns the job taken, locked with
+// token as Worker.NextJob would have, or nil when none was ready (the
+// queue is empty, paused, at its global concurrency or rate limited: call
+// NextJob to wait). A job that must not run is failed, as NextJob fails
+// it, and the one after it taken.
+//
+// The take uses the options (lock duration, name, limiter) of the worker
+// whose NextJob took this job, or through whose queue (Worker.Queue) it
+// was read; for a job read with another Queue, those of a worker without
+// options. A job read through a worker with a Processor is refused with
+// ErrInvalidOption (that worker hands out nothing). A refused completion
+// (the errors of Complete) takes nothing. When the reply is lost, the job taken, if any, stays active
+// under token until the stalled checker gives it back.
+func (j *Job) CompleteAndNext(ctx context.Context, token string, value any) (*Job, error) {
+	return j.complete(ctx, token, value, true)
 }
 
 // Fail ends the job's attempt with err, decided as for an error a Processor
@@ -274,7 +317,21 @@ func (j *Job) Fail(ctx context.Context, token string, err error) error {
 	if err == nil {
 		return j.err("fail", optionError("Fail needs an error"))
 	}
-	return j.endAttempt(ctx, "fail", token, nil, err)
+	_, err = j.endAttempt(ctx, "fail", token, nil, err, false)
+	return err
+}
+
+// FailAndNext is Fail followed, in the same atomic step, by the take of
+// the next ready job under the same token, as BullMQ's
+// job.moveToFailed(err, token, true): when the job fails for good or is
+// retried after a backoff, the next job is taken as CompleteAndNext takes
+// it; a job retried at once goes back to wait and nothing is taken (nil),
+// as BullMQ's retry takes nothing.
+func (j *Job) FailAndNext(ctx context.Context, token string, err error) (*Job, error) {
+	if err == nil {
+		return nil, j.err("fail", optionError("FailAndNext needs an error"))
+	}
+	return j.endAttempt(ctx, "fail", token, nil, err, true)
 }
 
 // MoveToDelayed ends the job's attempt by moving it to delayed until until
@@ -289,7 +346,8 @@ func (j *Job) MoveToDelayed(ctx context.Context, token string, until time.Time) 
 	if j.queue != nil {
 		now = j.queue.clock.Now()
 	}
-	return j.endAttempt(ctx, "move to delayed", token, nil, Delay(until.Sub(now)))
+	_, err := j.endAttempt(ctx, "move to delayed", token, nil, Delay(until.Sub(now)), false)
+	return err
 }
 
 // MoveToWait ends the job's attempt by putting it back where it waits
@@ -297,7 +355,8 @@ func (j *Job) MoveToDelayed(ctx context.Context, token string, until time.Time) 
 // attempt, as BullMQ's job.moveToWait(token); the attempt is recorded as
 // OutcomeRequeued. The token and error rules are Complete's.
 func (j *Job) MoveToWait(ctx context.Context, token string) error {
-	return j.endAttempt(ctx, "move to wait", token, nil, errMovedToWait)
+	_, err := j.endAttempt(ctx, "move to wait", token, nil, errMovedToWait, false)
+	return err
 }
 
 // ExtendLock renews the job's lock for d when token holds it, and takes
@@ -334,64 +393,110 @@ func lockTakenError() error {
 }
 
 // endAttempt writes the end of the job's attempt under token: result and
-// cause are what a processor would have returned.
-func (j *Job) endAttempt(ctx context.Context, op, token string, result any, cause error) error {
+// cause are what a processor would have returned. With next, the same call
+// takes the next job under token (CompleteAndNext, FailAndNext).
+func (j *Job) endAttempt(ctx context.Context, op, token string, result any, cause error, next bool) (*Job, error) {
 	if err := j.queue.check(); err != nil {
-		return j.err(op, err)
+		return nil, j.err(op, err)
 	}
 	if err := checkLockToken(token); err != nil {
-		return j.err(op, err)
+		return nil, j.err(op, err)
 	}
 	rj := j.run
 	if rj != nil && rj.w.proc != nil {
-		return j.err(op, errors.New("the job is run by a Processor: its processor's return ends the attempt"))
+		return nil, j.err(op, errors.New("the job is run by a Processor: its processor's return ends the attempt"))
 	}
 	if rj == nil || rj.token != token {
 		// Taken elsewhere (a Node worker, another process) or under
 		// another token: the stored job says what the finish needs.
 		var err error
 		if rj, err = j.attemptOf(token); err != nil {
-			return j.err(op, err)
+			return nil, j.err(op, err)
 		}
 	}
 	w := rj.w
+	if next && w.proc != nil {
+		// The job would be taken from the processing worker's queue into
+		// the caller's hands, where that worker cannot hand it on.
+		return nil, j.err(op, optionError("taking the next job needs a worker without a Processor; the job was read through one with a Processor (use Complete or Fail)"))
+	}
 	it := w.outcome(context.WithoutCancel(ctx), rj, result, cause, time.Since(rj.began))
-	code, err := w.writeManual(ctx, it.rec)
+	exact := ""
+	if next && it.rec.Kind != scripts.FinishRetry && !w.closing.Load() {
+		// BullMQ's retry at once takes nothing, nor does a closing worker.
+		exact = token
+	}
+	code, f, err := w.writeManual(ctx, it.rec, exact)
 	if err != nil {
-		return j.err(op, err)
+		return nil, j.err(op, err)
 	}
 	switch {
 	case code == nil:
-		w.logFinished(ctx, it)
-		return nil
+		w.manualFinished(ctx, it)
+		return w.nextOf(ctx, f, token, next)
 	case errors.Is(code, scripts.ErrLockTaken):
-		return j.err(op, lockTakenError())
+		return nil, j.err(op, lockTakenError())
 	case errors.Is(code, scripts.ErrLockMissing), errors.Is(code, ErrNotInState):
 		state, serr := j.queue.GetJobState(ctx, j.ID)
 		if serr != nil {
 			state = "unknown"
 		}
 		if errors.Is(code, ErrNotInState) {
-			return j.err(op, fmt.Errorf("%w: it is %s, not active", code, state))
+			return nil, j.err(op, fmt.Errorf("%w: it is %s, not active", code, state))
 		}
-		return j.err(op, fmt.Errorf("%w: no lock (it expired, or the attempt ended); the job is %s", ErrLockLost, state))
+		return nil, j.err(op, fmt.Errorf("%w: no lock (it expired, or the attempt ended); the job is %s", ErrLockLost, state))
 	case errors.Is(code, ErrPendingDependencies), errors.Is(code, ErrFailedChildren):
-		return j.err(op, fmt.Errorf("%w: the job stays active and locked", code))
+		return nil, j.err(op, fmt.Errorf("%w: the job stays active and locked", code))
 	}
-	return j.err(op, code)
+	return nil, j.err(op, code)
+}
+
+// nextOf hands out the job a finish with fetch-next took under token, as
+// NextJob hands out its take: a job that must not run is failed and the
+// next one taken without waiting.
+func (w *Worker) nextOf(ctx context.Context, f scripts.Fetch, token string, next bool) (*Job, error) {
+	if !next || len(f.Jobs) == 0 {
+		return nil, nil
+	}
+	job, err := w.handOut(ctx, f.Jobs[0], token)
+	if job != nil || err != nil {
+		return job, err
+	}
+	return w.NextJob(ctx, token, 0)
+}
+
+// handOut turns a job just taken under token into the caller's Job, or,
+// when the job must not run, fails it as the processing worker fails it
+// without running it and returns nil, nil.
+func (w *Worker) handOut(ctx context.Context, f scripts.Fetched, token string) (*Job, error) {
+	job := w.manualJob(ctx, f, token)
+	refused, err := w.refuseManual(ctx, job.run)
+	if err != nil {
+		return nil, w.nextJobErr(ctx, err)
+	}
+	if refused {
+		return nil, nil
+	}
+	w.manualStarted(job)
+	return job, nil
 }
 
 // attemptOf builds the attempt of a job not taken by this handle's
 // NextJob (read with Queue.GetJob, taken by Node or another process): its
-// finish record comes from the stored options, and the defaults of a
-// worker without options apply (no worker retention, no custom backoff
+// finish record comes from the stored options. A job read through a
+// worker's own queue (Worker.Queue) is finished with that worker's options,
+// as BullMQ's Job.fromId(worker, id); otherwise the defaults of a worker
+// without options apply (no worker retention, no custom backoff
 // strategies), as for a Node job read with queue.getJob.
 func (j *Job) attemptOf(token string) (*runningJob, error) {
 	opts, err := jobcodec.DecodeOpts(j.RawOpts)
 	if err != nil {
 		return nil, fmt.Errorf("stored options: %w", err)
 	}
-	w := j.queue.defaultsWorker()
+	w := j.queue.worker // read through Worker.Queue: that worker's options
+	if w == nil {
+		w = j.queue.defaultsWorker()
+	}
 	if j.run != nil {
 		w = j.run.w // the job's own worker, under another token
 	}
@@ -419,27 +524,36 @@ func (q *Queue) defaultsWorker() *Worker {
 // manualSends bounds the sends of one manual write whose replies are lost.
 const manualSends = 3
 
-// writeManual writes one finish record with finishJobs, fetching nothing,
-// and returns the record's code (refused: why the script wrote nothing). A
-// call whose reply was lost is settled (scripts.SettleCall) rather than
-// sent again, as the worker's writes are.
-func (w *Worker) writeManual(ctx context.Context, rec scripts.FinishRecord) (refused, err error) {
+// writeManual writes one finish record with finishJobs and returns the
+// record's code (refused: why the script wrote nothing). With exact, the
+// same call takes one job locked with exact when the record was done
+// (BullMQ's fetchNext), which f holds; else it fetches nothing. A call
+// whose reply was lost is settled (scripts.SettleCall) rather than sent
+// again, as the worker's writes are (a job it took is not learnt: it stays
+// active under exact until its lock expires).
+func (w *Worker) writeManual(ctx context.Context, rec scripts.FinishRecord, exact string) (refused error, f scripts.Fetch, err error) {
 	recs := []scripts.FinishRecord{rec}
 	for send := 1; ; send++ {
 		a := w.manualCallArgs()
-		codes, _, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, a, w.metricsPoints(), recs)
+		if exact != "" {
+			a.Count, a.ExactLock = 1, exact
+			if l := w.opts.Limiter; l != nil {
+				a.LimitMax, a.LimitWindow = l.Max, l.Duration.Milliseconds()
+			}
+		}
+		codes, f, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, a, w.metricsPoints(), recs)
 		if err == nil {
-			return codes[0], nil
+			return codes[0], f, nil
 		}
 		if !mayHaveRun(err) || ctx.Err() != nil || send == manualSends {
-			return nil, err
+			return nil, scripts.Fetch{}, err
 		}
 		st, serr := scripts.SettleCall(ctx, w.q.rdb, w.q.k, a.Token, settledCallTTL, recs)
 		if serr != nil {
-			return nil, fmt.Errorf("%w (and learning whether it was written failed: %w)", err, serr)
+			return nil, scripts.Fetch{}, fmt.Errorf("%w (and learning whether it was written failed: %w)", err, serr)
 		}
 		if !st.Resend[0] {
-			return st.Codes[0], nil
+			return st.Codes[0], scripts.Fetch{}, nil
 		}
 		// Not written: send it again under a new call token.
 	}

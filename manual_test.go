@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -409,4 +410,105 @@ func TestManualStalledCheck(t *testing.T) {
 	err = lost.Complete(ctx, "l", "late")
 	require.ErrorIs(t, err, drover.ErrLockLost)
 	require.ErrorContains(t, err, "waiting")
+}
+
+// TestManualHooks: a worker without a Processor calls JobStarted when it
+// hands a job out and JobFinished when a manual call wrote the outcome,
+// as a processing worker does around its processor, so hooks made for
+// metrics count manual attempts too. Middleware, which wraps a Processor,
+// is refused for it.
+func TestManualHooks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	type finished struct {
+		id      string
+		made    int
+		outcome drover.Outcome
+		err     string
+	}
+	var mu sync.Mutex
+	var started []string
+	var done []finished
+	w := b.manualWorker(t, &drover.WorkerOptions{Hooks: &drover.WorkerHooks{
+		JobStarted: func(job *drover.Job) {
+			mu.Lock()
+			defer mu.Unlock()
+			started = append(started, job.ID)
+		},
+		JobFinished: func(job *drover.Job, outcome drover.Outcome, took time.Duration, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			f := finished{id: job.ID, made: job.AttemptsMade, outcome: outcome}
+			if err != nil {
+				f.err = err.Error()
+			}
+			done = append(done, f)
+			require.GreaterOrEqual(t, took, time.Duration(0))
+		},
+	}})
+	for _, attempts := range []int{1, 2, 1} {
+		_, err := b.queue.Add(ctx, "n", nil, &drover.JobOptions{Attempts: attempts})
+		require.NoError(t, err)
+	}
+	job, err := w.NextJob(ctx, "t1", 0)
+	require.NoError(t, err)
+	next, err := job.CompleteAndNext(ctx, "t1", "ok")
+	require.NoError(t, err)
+	require.Equal(t, "2", next.ID)
+	require.NoError(t, next.Fail(ctx, "t1", errors.New("broke")))
+	again, err := w.NextJob(ctx, "t2", 0)
+	require.NoError(t, err)
+	require.Equal(t, "3", again.ID)
+	require.ErrorIs(t, again.Complete(ctx, "wrong", nil), drover.ErrJobLocked)
+	require.NoError(t, again.MoveToWait(ctx, "t2"))
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"1", "2", "3"}, started, "JobStarted for each job handed out")
+	require.Equal(t, []finished{
+		{id: "1", outcome: drover.OutcomeCompleted},
+		{id: "2", outcome: drover.OutcomeRetried, err: "broke"},
+		{id: "3", outcome: drover.OutcomeRequeued, err: "moved back to wait"},
+	}, done, "JobFinished for each outcome written, not for the refused completion")
+
+	_, err = drover.NewWorker(b.rdb, b.name, nil, &drover.WorkerOptions{Prefix: b.prefix,
+		Middleware: []drover.WorkerMiddleware{{Finished: func(context.Context, *drover.Job, drover.Finish) {}}}})
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	require.ErrorContains(t, err, "WorkerOptions.Middleware")
+}
+
+// TestManualNextNeedsManualWorker: CompleteAndNext and FailAndNext take
+// the next job for a worker without a Processor; on a job read through a
+// processing worker's queue they are refused before anything is written,
+// and the job stays active under its token.
+func TestManualNextNeedsManualWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	manual := b.manualWorker(t, nil)
+	proc, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
+		&drover.WorkerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	for range 2 {
+		_, err := b.queue.Add(ctx, "n", nil, nil)
+		require.NoError(t, err)
+	}
+	taken, err := manual.NextJob(ctx, "t1", 0)
+	require.NoError(t, err)
+	job, err := proc.Queue().GetJob(ctx, taken.ID)
+	require.NoError(t, err)
+	_, err = job.CompleteAndNext(ctx, "t1", "v")
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	_, err = job.FailAndNext(ctx, "t1", errors.New("x"))
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	state, err := b.queue.GetJobState(ctx, taken.ID)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateActive, state)
+	counts, err := b.queue.GetJobCounts(ctx, drover.StateWaiting)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), counts[drover.StateWaiting], "nothing taken")
+	next, err := taken.CompleteAndNext(ctx, "t1", "v")
+	require.NoError(t, err)
+	require.NotNil(t, next)
 }

@@ -71,12 +71,13 @@ func stackTraceLimitFromStored(n int64) int {
 // stored converts validated options to the stored opts.
 func (o *JobOptions) stored() jobcodec.Opts {
 	s := jobcodec.Opts{
-		Attempts: int64(o.Attempts),
-		Delay:    o.Delay.Milliseconds(),
-		Priority: int64(o.Priority),
-		LIFO:     o.LIFO,
-		KeepLogs: int64(o.KeepLogs),
-		JobID:    o.JobID,
+		Attempts:  int64(o.Attempts),
+		Delay:     o.Delay.Milliseconds(),
+		Priority:  int64(o.Priority),
+		LIFO:      o.LIFO,
+		LIFOInLua: o.LIFO,
+		KeepLogs:  int64(o.KeepLogs),
+		JobID:     o.JobID,
 	}
 	if o.SizeLimit > 0 {
 		s.SizeLimit = int64(o.SizeLimit)

@@ -50,6 +50,10 @@ type Queue struct {
 	onWait func(stage string)
 	// waits is the events reader WaitUntilFinished calls share (wait.go).
 	waits waitHub
+	// worker is the Worker whose own queue this is (Worker.Queue), nil
+	// for a NewQueue: a job read through it is finished manually with
+	// that worker's options, as BullMQ's Job.fromId(worker, id).
+	worker *Worker
 }
 
 // NewQueue returns the queue called name. It does no I/O. On a Redis

@@ -446,7 +446,8 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 	}
 	a := scripts.AdvanceArgs{
 		SchedulerID: rec.RepeatJobKey, ProducerID: rec.ID, NextMs: next, Now: now,
-		Opts: string(mustJSON(opts)), Priority: rec.Opts.Priority, LIFO: rec.Opts.LIFO,
+		// BullMQ's addJobScheduler script reads lifo from msgpack'd options.
+		Opts: string(mustJSON(opts)), Priority: rec.Opts.Priority, LIFO: rec.Opts.LIFOInLua,
 		DedupID: runDedupID(opts["de"]),
 	}
 	if every != 0 {

@@ -118,14 +118,19 @@ type WorkerOptions struct {
 	// block. nil = the job's DeduplicationID, when it has one.
 	OpKey func(job *Job) string
 	// Hooks observe the worker, e.g. for metrics. Optional. JobStarted and
-	// JobFinished run as a middleware outside Middleware, so a worker made
-	// without a Processor (jobs taken with NextJob) calls neither, nor
-	// LockLost or FetchHeld (its caller renews the locks and takes the
+	// JobFinished run as a middleware outside Middleware. A worker made
+	// without a Processor (manual processing) calls JobStarted when
+	// NextJob, CompleteAndNext or FailAndNext hands a job out and
+	// JobFinished when Complete, Fail, MoveToDelayed, MoveToWait (or a
+	// job NextJob fails without handing it out) wrote the outcome, took
+	// counting from the take, on the caller's goroutine; it calls neither
+	// LockLost nor FetchHeld (its caller renews the locks and takes the
 	// jobs); Stalled reports its stalled checker's moves once started.
 	Hooks *WorkerHooks
 	// Middleware runs around every attempt of the Processor, first =
-	// outermost (see WorkerMiddleware). None by default; a worker without
-	// a Processor runs none.
+	// outermost (see WorkerMiddleware). None by default. A worker without
+	// a Processor has nothing to wrap: NewWorker refuses Middleware for it
+	// (ErrInvalidOption) rather than ignore it.
 	Middleware []WorkerMiddleware
 	// JobTimeout bounds each attempt of a job that sets no
 	// JobOptions.Timeout: the processor's context is cancelled at the
@@ -153,7 +158,8 @@ const (
 	MetricsOneWeek = 60 * 24 * 7
 )
 
-// WorkerHooks are called from the worker's goroutines; they must be fast and
+// WorkerHooks are called from the worker's goroutines (a manual worker's
+// JobStarted and JobFinished from its caller's); they must be fast and
 // safe for concurrent use. Any of them may be nil. JobStarted and
 // JobFinished are a WorkerMiddleware (the outermost one); the others report
 // on the worker rather than on an attempt.
@@ -442,7 +448,8 @@ type finishItem struct {
 // jobs with NextJob and ends their attempts with the Job's Complete, Fail,
 // MoveToDelayed or MoveToWait (BullMQ's manual processing; see NextJob).
 // Start then runs only the stalled checker (unless SkipStalledCheck) and
-// the clock measurement; Concurrency, Hooks and Middleware are unused.
+// the clock measurement; Concurrency is unused, Middleware refused, and
+// Hooks see the manual attempts (see WorkerOptions.Hooks).
 func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *WorkerOptions) (*Worker, error) {
 	if f, ok := proc.(ProcessorFunc); ok && f == nil {
 		proc = nil
@@ -455,6 +462,9 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
+	}
+	if proc == nil && len(o.Middleware) > 0 {
+		return nil, optionError("WorkerOptions.Middleware wraps a Processor; this worker has none (manual processing), so its %d middleware would never run", len(o.Middleware))
 	}
 	q, err := NewQueue(rdb, name, &QueueOptions{Prefix: o.Prefix, Logger: o.Logger,
 		ClockCheckInterval: o.ClockCheckInterval, ClockSkewWarning: o.ClockSkewWarning})
@@ -472,6 +482,7 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		jobs: newInflight(o.Concurrency),
 		rand: mathrand.Float64,
 	}
+	q.worker = w
 	if proc != nil {
 		w.chain = chain(proc, mws)
 	}

@@ -36,6 +36,9 @@ type manual struct {
 	side
 	w    *drover.Worker         // drover's manual worker (drover side)
 	jobs map[string]*drover.Job // the jobs NextJob returned, by id
+	// q, when set, reads the jobs NextJob did not return (else the
+	// bundle's queue).
+	q *drover.Queue
 }
 
 func newManual(s side) *manual {
@@ -75,7 +78,11 @@ func (m *manual) job(id string) *drover.Job {
 	if j, ok := m.jobs[id]; ok {
 		return j
 	}
-	j, err := m.b.dq.GetJob(context.Background(), id)
+	q := m.b.dq
+	if m.q != nil {
+		q = m.q
+	}
+	j, err := q.GetJob(context.Background(), id)
 	require.NoError(m.t, err)
 	return j
 }

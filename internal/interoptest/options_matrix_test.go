@@ -85,6 +85,10 @@ func TestDifferentialJobOptionsMatrix(t *testing.T) {
 	t.Parallel()
 	setup := newSetup(t)
 	cases := []optionCase{
+		// No options: both store {"attempts":0} (BullMQ's Job constructor
+		// defaults attempts to 0, one run), which is what Node's job JSON
+		// and drover's job views (dashboard, drover job --json) show.
+		{name: "NoOptions", opts: map[string]any{}},
 		{name: "Timestamp", opts: map[string]any{"timestamp": 1_600_000_000_000}},
 		{name: "TimestampDelay", opts: map[string]any{"timestamp": time.Now().Add(-time.Hour).UnixMilli(), "delay": 1000}, behavior: bullmqoracle.Echo()},
 		{name: "SizeLimit", opts: map[string]any{"sizeLimit": 1000}},
@@ -443,5 +447,61 @@ func TestDifferentialNodeStringOptions(t *testing.T) {
 				requireSameState(t, want[i], got[i])
 			}
 		})
+	}
+}
+
+// TestDifferentialNodeStringFlags: a Node producer may store any value for
+// a flag (lifo: "false" from an environment variable). BullMQ's worker and
+// job.retry() test lifo with JS truthiness ("false" and "0" are true, 0 and
+// "" are false), so a job retried at once, or retried after it failed, goes
+// to the front of wait exactly then. A flow child's failure policy is
+// copied into its parent field by JS truthiness when Node adds it, and both
+// sides' scripts read that field. Node adds in both runs; the worker and
+// the retries are Node's in one run and drover's in the other.
+//
+//	go test -count=1 -run 'TestDifferentialNodeStringFlags' ./internal/interoptest/
+func TestDifferentialNodeStringFlags(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	values := []struct {
+		name  string
+		value any
+	}{
+		{"StringFalse", "false"}, {"StringZero", "0"}, {"StringEmpty", ""}, {"StringTrue", "true"},
+		{"Zero", 0}, {"One", 1}, {"Null", nil}, {"False", false}, {"True", true},
+	}
+	for _, v := range values {
+		t.Run("Lifo"+v.name, func(t *testing.T) {
+			t.Parallel()
+			differential(t, setup, func(s side, checkpoint func(string)) {
+				ids := []string{"a", "b", "c"}
+				for _, id := range ids {
+					s.nodeAdd(queueName, id, map[string]any{"id": id}, map[string]any{"jobId": id, "lifo": v.value, "attempts": 2})
+				}
+				checkpoint("added")
+				// One worker: each job fails, is retried at once (to the
+				// front of wait when lifo holds) and fails for good.
+				s.work(queueName, bullmqoracle.Fail("boom"), len(ids))
+				checkpoint("worked")
+				for _, id := range ids {
+					s.retry(queueName, id, drover.StateFailed)
+				}
+				checkpoint("retried")
+			})
+		})
+	}
+	for _, flag := range []string{"failParentOnFailure", "continueParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure"} {
+		for _, v := range values[:5] {
+			t.Run(flag+v.name, func(t *testing.T) {
+				t.Parallel()
+				differential(t, setup, func(s side, checkpoint func(string)) {
+					s.flow(node("p", queueName, nil, nil,
+						node("c", partsQueue, nil, map[string]any{flag: v.value}),
+						node("d", partsQueue, nil, map[string]any{"delay": 3_600_000})))
+					s.work(partsQueue, bullmqoracle.Fail("boom"), 1)
+					checkpoint("child failed")
+				})
+			})
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,21 +267,32 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 	if o.Kind != "extend" {
 		r.taken = r.taken[1:]
 	}
-	if r.manualJobs[id] == nil {
-		// Node took it in this run: Node's manual worker ends it too. A
-		// drover Job read with GetJob would end it with the Queue's
-		// options (no worker backoff strategies), as Node's queue.getJob
-		// does; that is not what this step compares.
-		node = true
+	job := r.manualJobs[id]
+	if job == nil && !node {
+		// Node took it in this run: drover reads it through its manual
+		// worker's queue (Worker.Queue), so that worker's options apply,
+		// as they do to Node's Job.fromId(worker, id).
+		var err error
+		job, err = r.droverManual().Queue().GetJob(ctx, id)
+		if errors.Is(err, drover.ErrJobNotFound) {
+			// Removed since it was taken, as on Node's side below.
+			if o.Kind == "extend" {
+				return "extended 0"
+			}
+			return fmt.Sprintf("code %d", codeMissingJob)
+		}
+		// Not kept in manualJobs: a handle NextJob did not return cannot
+		// move the job to waiting-children (OpManualWaitChildren).
+		require.NoError(r.t, err)
 	}
 	if node {
 		var method string
 		var args []any
 		switch o.Kind {
 		case "complete":
-			method, args = "moveToCompleted", []any{o.Value, s.Token, false}
+			method, args = "moveToCompleted", []any{o.Value, s.Token, o.FetchNext}
 		case "fail", "unrecoverable":
-			method, args = "moveToFailed", []any{map[string]any{"message": o.Message, "unrecoverable": o.Kind == "unrecoverable"}, s.Token, false}
+			method, args = "moveToFailed", []any{map[string]any{"message": o.Message, "unrecoverable": o.Kind == "unrecoverable"}, s.Token, o.FetchNext}
 		case "delay":
 			method, args = "moveToDelayed", []any{r.stepNow + o.Delay, s.Token}
 		case "wait":
@@ -309,17 +321,31 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		if out.Error != nil {
 			return fmt.Sprintf("code %d", out.Error.Code)
 		}
+		if o.FetchNext {
+			id := nextIDOf(r.t, out.Result)
+			delete(r.manualJobs, id) // a drover handle of an earlier take is stale
+			return "code 0" + r.tookNext(id, s.Token)
+		}
 		return "code 0"
 	}
-	job := r.manualJobs[id]
 	var err error
 	switch o.Kind {
 	case "complete":
+		if o.FetchNext {
+			var next *drover.Job
+			next, err = job.CompleteAndNext(ctx, s.Token, o.Value)
+			return r.finishedNext(next, err, s.Token)
+		}
 		err = job.Complete(ctx, s.Token, o.Value)
 	case "fail", "unrecoverable":
 		err = errors.New(o.Message)
 		if o.Kind == "unrecoverable" {
 			err = drover.Unrecoverable(err)
+		}
+		if o.FetchNext {
+			var next *drover.Job
+			next, err = job.FailAndNext(ctx, s.Token, err)
+			return r.finishedNext(next, err, s.Token)
 		}
 		err = job.Fail(ctx, s.Token, err)
 	case "delay":
@@ -339,6 +365,32 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		r.refused = err
 	}
 	return fmt.Sprintf("code %d", manualCode(r.t, err))
+}
+
+// finishedNext is the result of drover's CompleteAndNext or FailAndNext:
+// BullMQ's code, and the job taken, which joins the taken list.
+func (r *programRun) finishedNext(next *drover.Job, err error, token string) string {
+	if err != nil {
+		r.refused = err
+		return fmt.Sprintf("code %d", manualCode(r.t, err))
+	}
+	id := ""
+	if next != nil {
+		id = next.ID
+		r.manualJobs[id] = next
+	}
+	return "code 0" + r.tookNext(id, token)
+}
+
+// tookNext notes the job a finish with fetchNext took under token ("" for
+// none) at the end of the taken list and renders it for the result.
+func (r *programRun) tookNext(id, token string) string {
+	if id == "" {
+		return " next none"
+	}
+	r.taken = append(r.taken, id)
+	r.takenTokens[id] = token
+	return " next " + id
 }
 
 // manualWaitChildren performs OpManualWaitChildren on the oldest taken
@@ -420,7 +472,8 @@ func (t *stepTally) note(op difftest.Op, result string) {
 		t.n[op] = c
 	}
 	switch {
-	case strings.HasPrefix(result, "ok"), result == "code 0", result == "extended 1":
+	case strings.HasPrefix(result, "ok"), result == "code 0", result == "extended 1",
+		strings.HasPrefix(result, "code 0 next") && result != "code 0 next none":
 		c[0]++
 	case result == "refused", strings.HasPrefix(result, "code -"), result == "extended 0":
 		c[1]++
@@ -526,6 +579,11 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 			if s.Op == difftest.OpWork && s.Outcome.Kind == "rateLimited" {
 				// Processors that rate-limited the queue and gave the job back.
 				droverSteps.note(s.Op+" (rateLimited)", mr)
+			}
+			if s.Op == difftest.OpManualFinish && s.Outcome.FetchNext {
+				// Finishes that take the next job ("code 0 next none":
+				// done, nothing ready).
+				droverSteps.note(s.Op+" (fetchNext)", mr)
 			}
 		}
 		rs, ms := ref.state(), mix.state()
@@ -1128,6 +1186,42 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ok, err = r.dq.RemoveRateLimitKey(ctx)
 		}
 		return r.result(strconv.FormatBool(ok), err)
+	case difftest.OpGetCounts:
+		types := []string{"active", "completed", "delayed", "failed", "paused", "prioritized", "wait", "waiting-children"}
+		got := map[string]int64{}
+		var err error
+		if node {
+			got, err = o.GetJobCounts(ctx, p, q, types...)
+		} else {
+			var counts map[drover.JobState]int64
+			counts, err = r.dq.GetJobCounts(ctx, droverStates(types)...)
+			for st, n := range counts {
+				got[nodeStateName(st)] = n
+			}
+		}
+		parts := make([]string, 0, len(got))
+		for k, n := range got {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, n))
+		}
+		sort.Strings(parts)
+		return r.result(strings.Join(parts, " "), err)
+	case difftest.OpGetJobs:
+		end := -1
+		if s.Limit > 0 {
+			end = s.Priority + s.Limit - 1
+		}
+		var ids []string
+		var err error
+		if node {
+			ids, err = o.GetJobs(ctx, p, q, []string{s.State}, s.Priority, end, !s.LIFO)
+		} else {
+			var jobs []*drover.Job
+			jobs, err = r.dq.GetJobs(ctx, droverStates([]string{s.State}), int64(s.Priority), int64(end), !s.LIFO)
+			for _, j := range jobs {
+				ids = append(ids, j.ID)
+			}
+		}
+		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
 		// stream itself is compared.
@@ -1316,4 +1410,25 @@ func TestDifferentialRegressionRetryResetsAttempts(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete"}},
 		{Op: difftest.OpRetry, By: difftest.Drover, Job: "j6", State: "completed", ResetMade: true},
 	}})
+}
+
+// droverStates are BullMQ's state names as drover's JobStates ("wait" is
+// StateWaiting).
+func droverStates(names []string) []drover.JobState {
+	out := make([]drover.JobState, len(names))
+	for i, n := range names {
+		out[i] = drover.JobState(n)
+		if n == "wait" {
+			out[i] = drover.StateWaiting
+		}
+	}
+	return out
+}
+
+// nodeStateName is BullMQ's name of a drover state ("wait" for waiting).
+func nodeStateName(st drover.JobState) string {
+	if st == drover.StateWaiting {
+		return "wait"
+	}
+	return string(st)
 }

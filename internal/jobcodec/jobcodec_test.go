@@ -251,3 +251,32 @@ func BenchmarkEncodeOpts(b *testing.B) {
 		buf = o.AppendJSON(buf[:0])
 	}
 }
+
+// TestStoredFlagTruthiness: a stored flag of any JSON value reads as BullMQ
+// reads it: lifo and the failure policy flags by JS truthiness (its worker,
+// job.retry() and Job constructor), lifo for a scheduler's next run and the
+// deduplication flags by Lua truthiness (its scripts).
+func TestStoredFlagTruthiness(t *testing.T) {
+	for _, c := range []struct {
+		raw     string
+		js, lua bool
+	}{
+		{`true`, true, true}, {`false`, false, false}, {`null`, false, false},
+		{`"false"`, true, true}, {`"0"`, true, true}, {`"true"`, true, true}, {`""`, false, true},
+		{`0`, false, true}, {`0.0`, false, true}, {`-0`, false, true}, {`1`, true, true}, {`-1.5`, true, true},
+		{`{}`, true, true}, {`[]`, true, true},
+	} {
+		t.Run(c.raw, func(t *testing.T) {
+			o, err := DecodeOpts(`{"lifo":` + c.raw + `,"fpof":` + c.raw + `,"rdof":` + c.raw + `,"omc":` + c.raw +
+				`,"de":{"id":"d","keepLastIfActive":` + c.raw + `,"extend":` + c.raw + `}}`)
+			require.NoError(t, err)
+			require.Equal(t, c.js, o.LIFO, "lifo")
+			require.Equal(t, c.lua, o.LIFOInLua, "lifo in Lua")
+			require.Equal(t, c.js, o.FailParent, "fpof")
+			require.Equal(t, c.js, o.RemoveDependency, "rdof")
+			require.Equal(t, c.js, o.OmitContext, "omc")
+			require.Equal(t, c.lua, o.Dedup.KeepLastIfActive, "de.keepLastIfActive")
+			require.Equal(t, c.lua, o.Dedup.Extend, "de.extend")
+		})
+	}
+}

@@ -49,9 +49,11 @@ var optionTable = []option{
 	{"priority", "priority", intReader(func(o *Opts) *int64 { return &o.Priority }, 1<<21-1)},
 	{"lifo", "lifo", func(o *Opts, v json.RawMessage, strict bool) error {
 		if strict {
-			return json.Unmarshal(v, &o.LIFO)
+			err := json.Unmarshal(v, &o.LIFO)
+			o.LIFOInLua = o.LIFO
+			return err
 		}
-		o.LIFO = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
+		o.LIFO, o.LIFOInLua = jsTruthy(v), luaTruthy(v)
 		return nil
 	}},
 	{"attempts", "attempts", func(o *Opts, v json.RawMessage, strict bool) (err error) {
@@ -106,7 +108,8 @@ var optionTable = []option{
 		return nil
 	}},
 	{"", "omc", func(o *Opts, v json.RawMessage, _ bool) error {
-		o.OmitContext = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
+		// BullMQ's Job.moveToFailed tests telemetry.omitContext in JS.
+		o.OmitContext = jsTruthy(v)
 		return nil
 	}},
 	// A flow child's failure policy toward its parent: four flags, of which
@@ -157,16 +160,47 @@ func decodeTelemetry(o *Opts, v json.RawMessage, _ bool) error {
 	return nil
 }
 
-// flagReader reads a boolean option. Strict: a JSON boolean. Lenient: true
-// only for the literal true, as Lua's truthiness of a decoded value would.
+// flagReader reads a flow child's failure-policy flag. Strict: a JSON
+// boolean. Lenient: by JS truthiness, as BullMQ's Job constructor copies
+// the flag into the job's parent field (which its scripts and drover's
+// read) only when the option is truthy in JS: "false" sets it, 0 does not.
 func flagReader(field func(*Opts) *bool) func(*Opts, json.RawMessage, bool) error {
 	return func(o *Opts, v json.RawMessage, strict bool) error {
 		if strict {
 			return json.Unmarshal(v, field(o))
 		}
-		*field(o) = bytes.Equal(bytes.TrimSpace(v), []byte("true"))
+		*field(o) = jsTruthy(v)
 		return nil
 	}
+}
+
+// jsTruthy reports whether a stored JSON value is true to JavaScript's `if`:
+// everything but false, null, a zero and the empty string. A Node producer
+// may store any value for a flag (lifo: "false", from an environment
+// variable), and BullMQ's worker tests it so.
+func jsTruthy(v json.RawMessage) bool {
+	s := bytes.TrimSpace(v)
+	switch string(s) {
+	case "", "false", "null", `""`:
+		return false
+	}
+	if c := s[0]; c == '-' || (c >= '0' && c <= '9') {
+		f, err := strconv.ParseFloat(string(s), 64)
+		return err != nil || f != 0
+	}
+	return true
+}
+
+// luaTruthy reports whether a stored JSON value is true to BullMQ's Lua
+// after the value went through msgpack: everything but false and null (0
+// and "" included). BullMQ's scripts test a flag so when they get the
+// options as an argument (a job scheduler's next run, an add).
+func luaTruthy(v json.RawMessage) bool {
+	switch string(bytes.TrimSpace(v)) {
+	case "", "false", "null":
+		return false
+	}
+	return true
 }
 
 // ParentFlags lists the stored names of the failure-policy flags o sets, in
@@ -523,7 +557,8 @@ func decodeDedup(v json.RawMessage, strict bool) (*Dedup, error) {
 			if strict {
 				err = json.Unmarshal(val, &b)
 			} else {
-				b = string(bytes.TrimSpace(val)) == "true"
+				// BullMQ's scripts read these flags (Lua truthiness).
+				b = luaTruthy(val)
 			}
 			switch k {
 			case "extend":

@@ -146,11 +146,17 @@ type Parent struct {
 // Opts are a job's stored options. Fields are BullMQ's; Extra keeps every
 // other key verbatim so a Node-written job round-trips.
 type Opts struct {
-	Attempts         int64
-	HasAttempts      bool
-	Delay            int64
-	Priority         int64
-	LIFO             bool
+	Attempts    int64
+	HasAttempts bool
+	Delay       int64
+	Priority    int64
+	// LIFO is the lifo option as BullMQ's JS reads it (a retry at once,
+	// job.retry()): a stored "false" or "0" is true, 0 and "" are false.
+	LIFO bool
+	// LIFOInLua is the lifo option as BullMQ's Lua reads it from options
+	// passed in msgpack (a job scheduler's next run): 0 and "" are true
+	// too. It equals LIFO for a JSON boolean, which is all drover stores.
+	LIFOInLua        bool
 	Backoff          *Backoff
 	RemoveOnComplete *Keep
 	RemoveOnFail     *Keep

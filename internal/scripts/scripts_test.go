@@ -108,7 +108,7 @@ func TestFinishRecordSchema(t *testing.T) {
 		require.True(t, used[name], "finishRecord sends %s, which finishJobs.lua never reads", name)
 	}
 	require.NotRegexp(t, `ARGV\[(o|at\[i\]) \+ \d`, src, "record fields are read by name")
-	require.Contains(t, src, "local o = 11", "records start after ARGV 1-11 (base, the FinishJobs arguments before recs)")
+	require.Contains(t, src, "local o = 12", "records start after ARGV 1-12 (base, the FinishJobs arguments before recs)")
 	require.Contains(t, src, "REC_FIELDS or REC_HEAD")
 	require.Equal(t, "more", finishRecord[finishHead-1].name, "the head ends with the field that announces the tail")
 }

@@ -212,6 +212,10 @@ type FetchArgs struct {
 	WorkerName   string
 	LimitMax     int   // worker rate limit: jobs per window (0 = none)
 	LimitWindow  int64 // ms
+	// ExactLock, for FinishJobs only, is a manual finish's fetch-next: the
+	// one job fetched (Count 1) is locked with this value itself, the lock
+	// the caller chose, and only when the finish was done. "" for none.
+	ExactLock string
 }
 
 // promoteMax is the highest delayed-set score due at a.Now: the fetch
@@ -352,8 +356,8 @@ func finishRecordNames() []string {
 // it finishes for good are counted in BullMQ's per-minute metrics, keeping
 // that many data points (WorkerOptions.Metrics), in the same atomic step.
 func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, metricsPoints int, recs []FinishRecord) ([]error, Fetch, error) {
-	args := make([]any, 0, 11+len(finishRecord)*len(recs))
-	args = append(args, a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax(), len(recs), metricsPoints)
+	args := make([]any, 0, 12+len(finishRecord)*len(recs))
+	args = append(args, a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax(), len(recs), metricsPoints, a.ExactLock)
 	for i := range recs {
 		fields := finishRecord
 		if !recs[i].hasTail() {

@@ -7,7 +7,11 @@
 --   ms, 6 worker name, 7 worker rate limit max, 8 worker rate limit window ms,
 --   9 highest delayed score due now (include/fetch.lua), 10 job count n,
 --   11 metrics data points (0: the worker keeps no metrics; else jobs
---   finished for good are counted, include/metrics.lua), then n records in the order of finishRecord (internal/scripts/wrappers.go),
+--   finished for good are counted, include/metrics.lua), 12 the manual
+--   fetch-next lock ("" = none: each fetched job is locked with token base
+--   .. ":" .. id; else the one job fetched is locked with this value, and
+--   only when the one record was done, as BullMQ's moveToFinished with
+--   fetchNext fetches only after it finished the job), then n records in the order of finishRecord (internal/scripts/wrappers.go),
 --   which also writes the REC table of offsets below when the script is
 --   loaded. A record's head (REC_HEAD fields): id, token, kind, value,
 --   attemptsMade after this attempt, keep spec (include/retention.lua),
@@ -193,7 +197,7 @@ local jobIds = {}
 local jobKeys = {}
 local lockKeys = {}
 do
-  local o = 11
+  local o = 12
   for i = 0, n - 1 do
     at[i] = o
     local id = ARGV[o + REC.id]
@@ -539,8 +543,12 @@ if metricsPoints > 0 and #finals > 0 then
   countMetrics("failed", #finals - completed, ARGV[2], metricsPoints)
 end
 
-local fetched = fetchJobs(now, fetchCount, ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]),
-  {meta[2], meta[3], meta[4], meta[5]}, nil, fetchCount <= 0)
+local exactLock = ARGV[12]
+if exactLock ~= "" and codes[1] ~= 0 then
+  fetchCount = 0
+end
+local fetched = fetchJobs(now, fetchCount, exactLock ~= "" and exactLock or ARGV[4], ARGV[5], ARGV[6],
+  tonumber(ARGV[7]), tonumber(ARGV[8]), {meta[2], meta[3], meta[4], meta[5]}, exactLock ~= "", fetchCount <= 0)
 if #fetched[2] == 0 then
   if delayed then
     addDelayMarker(markerKey, delayedKey)

@@ -37,7 +37,10 @@ local priority = tonumber(job[1]) or 0
 local lifo = false
 if job[2] then
   local ok, opts = pcall(cjson.decode, job[2])
-  lifo = ok and type(opts) == "table" and opts["lifo"] == true
+  -- BullMQ's job.retry() passes job.opts.lifo as JS reads it: a stored
+  -- "false" or "0" is true, 0 and "" are false.
+  local v = ok and type(opts) == "table" and opts["lifo"]
+  lifo = v ~= nil and v ~= false and v ~= cjson.null and v ~= 0 and v ~= ""
 end
 pushReady(waitKey, prioritizedKey, pcKey, id, priority, lifo)
 addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))

@@ -10,7 +10,8 @@
 // BullMQ: adds with random option combinations ([Add]: delay, priority,
 // LIFO, custom ids with duplicates, attempts with fixed, exponential
 // (jitter) or custom backoff, retention in its shapes, deduplication in
-// its modes with reschedule, keepLogs, stackTraceLimit, sizeLimit), worker
+// its modes with reschedule, keepLogs, stackTraceLimit, sizeLimit, and,
+// Node's only, a lifo that is not a bool: "false", "0", "", 0, 1), worker
 // steps that take the next
 // job and complete it with a value, fail it, fail it unrecoverably or
 // delay it ([Outcome]), stalls (the worker dies holding a job) and stalled
@@ -18,8 +19,9 @@
 // promote, promoteJobs, changeDelay, changePriority, remove, drain, clean,
 // obliterate, pause, resume, progress, log, updateData, global
 // concurrency, global rate limit, queue.rateLimit and removeRateLimitKey,
-// trimEvents), manual processing (getNextJob / Worker.NextJob, the job's
-// finishes, moveToWaitingChildren), flows (a parent
+// trimEvents), reads whose answers are compared (getJobCounts, getJobs
+// ranges), manual processing (getNextJob / Worker.NextJob, the job's
+// finishes, with and without fetchNext, moveToWaitingChildren), flows (a parent
 // with children, each failure policy; a lone job with a parent link) and
 // job schedulers (upsert and remove; runs promoted and taken by either
 // side's worker, which makes the next run). Drover does its share of each

@@ -165,6 +165,11 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpRemoveRateLimitKey} }},
 		{1, func() Step { return Step{Op: OpTrimEvents, Limit: g.pick3(0, g.pickI(1, 5, 1000))} }},
 		{2, func() Step { return Step{Op: OpManualWaitChildren} }},
+		{2, func() Step { return Step{Op: OpGetCounts} }},
+		{2, func() Step {
+			return Step{Op: OpGetJobs, State: g.pick("wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"),
+				Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
+		}},
 	}
 	total := 0
 	for _, o := range opts {
@@ -269,6 +274,12 @@ func (g *gen) addSpec() *Add {
 	}
 	if g.chance(15) {
 		a.LIFO = true
+		if g.chance(30) {
+			// What a Node producer may store (lifo: process.env.LIFO):
+			// BullMQ reads it by JS truthiness in its worker and retries,
+			// by Lua's in its scripts.
+			a.LIFO, a.LIFORaw = false, []any{"false", "0", "", 0, 1}[g.r.IntN(5)]
+		}
 	}
 	if g.chance(40) {
 		a.Attempts = 1 + g.r.IntN(4)
@@ -401,6 +412,11 @@ func (g *gen) manualFinish() Step {
 		s.Outcome = &Outcome{Kind: "wait"}
 	case 1:
 		s.Outcome = &Outcome{Kind: "extend"}
+	}
+	switch s.Outcome.Kind {
+	case "complete", "fail", "unrecoverable":
+		// BullMQ's fetchNext: the finish takes the next job too.
+		s.Outcome.FetchNext = g.chance(40)
 	}
 	return s
 }

@@ -127,6 +127,14 @@ const (
 	// OpTrimEvents trims the events stream to about Step.Limit entries
 	// (queue.trimEvents / Queue.TrimEvents).
 	OpTrimEvents Op = "trimEvents"
+	// OpGetCounts reads the job counts of every state (getJobCounts /
+	// GetJobCounts); its result is the counts.
+	OpGetCounts Op = "getCounts"
+	// OpGetJobs reads the ids of the jobs in Step.State from index
+	// Step.Priority, Step.Limit of them (0: all the rest), ascending unless
+	// Step.LIFO (getJobs(types, start, end, asc) / GetJobs); its result is
+	// the ids.
+	OpGetJobs Op = "getJobs"
 	// OpManualWaitChildren moves the oldest job the run took with
 	// OpManualTake (and did not end yet) to waiting-children, under the
 	// token it was taken with (job.moveToWaitingChildren(token) /
@@ -149,17 +157,18 @@ type Step struct {
 	Children []*Add
 	// Outcome is how OpWork ends its job.
 	Outcome *Outcome
-	// State is the state of OpRetry, OpRetryJobs and OpClean.
+	// State is the state of OpRetry, OpRetryJobs, OpClean and OpGetJobs.
 	State string
 	// ResetMade and ResetStarted are OpRetry's reset options.
 	ResetMade, ResetStarted bool
 	// Delay (ms) of OpChangeDelay; the grace of OpClean; the window of
 	// OpSetGlobalRateLimit and the duration of OpRateLimit.
 	Delay int64
-	// Priority and LIFO of OpChangePriority.
+	// Priority and LIFO of OpChangePriority; OpGetJobs' start index and
+	// descending order.
 	Priority int
 	LIFO     bool
-	// Limit of OpClean (0: none); the lines OpClearLogs keeps; the cap of
+	// Limit of OpClean (0: none) and OpGetJobs (0: all); the lines OpClearLogs keeps; the cap of
 	// OpSetGlobalConcurrency; the max of OpSetGlobalRateLimit; the length
 	// OpTrimEvents trims to.
 	Limit int
@@ -196,6 +205,11 @@ type Add struct {
 	Delay    int64 // ms
 	Priority int
 	LIFO     bool
+	// LIFORaw, when not nil, is the lifo value a Node producer stores as
+	// given ("false", "0", "", 0, 1: from an environment variable, say),
+	// which BullMQ reads by JS or Lua truthiness; drover's JobOptions.LIFO
+	// is a bool, so such an add is Node's (Step.NodeOnly).
+	LIFORaw  any
 	Attempts int
 	Backoff  *Backoff
 	// RemoveOnComplete and RemoveOnFail are retention options.
@@ -262,6 +276,11 @@ type Outcome struct {
 	Value   any
 	Message string
 	Delay   int64 // ms, for "delay" and "rateLimited"
+	// FetchNext (OpManualFinish, "complete", "fail" and "unrecoverable"):
+	// the finish takes the next job under the same token in the same call
+	// (moveToCompleted / moveToFailed with fetchNext; drover's
+	// Job.CompleteAndNext, FailAndNext).
+	FetchNext bool
 }
 
 // Program is a seeded sequence of steps.
@@ -271,12 +290,17 @@ type Program struct {
 }
 
 // NodeOnly reports whether only Node can perform the step: drover has no
-// API for it. A bulk add with a parent link is (drover's AddBulk takes no
+// API for it. An add with a lifo that is not a bool is (Add.LIFORaw); a bulk add with a parent link is (drover's AddBulk takes no
 // parent; its FlowProducer.AddBulk would give each job a UUID), and so is
 // a scheduler whose template gives the backoff as a plain number: Node
 // stores a template's opts as given, and JobOptions.Backoff has no
 // shorthand form (it stores {type, delay}, which both workers read alike).
 func (s *Step) NodeOnly() bool {
+	for _, a := range s.adds() {
+		if a.LIFORaw != nil {
+			return true // a lifo that is not a bool: Node's
+		}
+	}
 	if s.Op == OpAdd && s.Add.Parent != "" && s.Add.JobID == "" {
 		// drover adds it with its FlowProducer, which would give it a UUID
 		// (the generator gives drover's such adds a custom id).
@@ -319,6 +343,9 @@ func (a *Add) NodeOpts() map[string]any {
 	}
 	if a.LIFO {
 		m["lifo"] = true
+	}
+	if a.LIFORaw != nil {
+		m["lifo"] = a.LIFORaw
 	}
 	if a.Attempts != 0 {
 		m["attempts"] = a.Attempts
@@ -562,6 +589,9 @@ func (s *Step) GoString() string {
 		if o.Delay != 0 {
 			of = append(of, fmt.Sprintf("Delay: %d", o.Delay))
 		}
+		if o.FetchNext {
+			of = append(of, "FetchNext: true")
+		}
 		f = append(f, "Outcome: &difftest.Outcome{"+strings.Join(of, ", ")+"}")
 	}
 	if s.State != "" {
@@ -634,6 +664,9 @@ func (a *Add) goString() string {
 	}
 	if a.LIFO {
 		f = append(f, "LIFO: true")
+	}
+	if a.LIFORaw != nil {
+		f = append(f, "LIFORaw: "+goValue(a.LIFORaw))
 	}
 	if a.Attempts != 0 {
 		f = append(f, fmt.Sprintf("Attempts: %d", a.Attempts))

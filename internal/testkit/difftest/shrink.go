@@ -121,12 +121,18 @@ func simplifications(s *Step) []func(*Step) {
 		if a.KeepLogs != 0 {
 			out = append(out, func(s *Step) { s.Add.KeepLogs = 0 })
 		}
+		if a.LIFORaw != nil {
+			out = append(out, func(s *Step) { s.Add.LIFORaw = nil })
+		}
 		if a.StackTraceLimit != 0 {
 			out = append(out, func(s *Step) { s.Add.StackTraceLimit = 0 })
 		}
 	}
 	if o := s.Outcome; o != nil && o.Value != nil {
 		out = append(out, func(s *Step) { s.Outcome.Value = nil })
+	}
+	if o := s.Outcome; o != nil && o.FetchNext {
+		out = append(out, func(s *Step) { s.Outcome.FetchNext = false })
 	}
 	if s.ResetMade {
 		out = append(out, func(s *Step) { s.ResetMade = false })
