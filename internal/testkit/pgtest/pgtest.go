@@ -216,6 +216,29 @@ func (s *Server) Start() error {
 	return nil
 }
 
+// Signal sends sig to the server's postmaster and every process it
+// started (backends and auxiliary processes, each in a session of its
+// own): SIGSTOP freezes the server as a stuck host would, with its
+// connections open; SIGCONT thaws it. SIGSTOP stops the postmaster first,
+// so that it starts no backend the signal would miss.
+func (s *Server) Signal(sig syscall.Signal) error {
+	if s.c.cmd == nil || s.c.cmd.Process == nil {
+		return errors.New("pgtest: the server is not running")
+	}
+	pid := s.c.cmd.Process.Pid
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("pgtest: signal the postmaster: %w", err)
+	}
+	children, err := childrenOf(pid)
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		_ = syscall.Kill(c, sig) // one that exited meanwhile needs none
+	}
+	return nil
+}
+
 // Close stops the server and removes its directory.
 func (s *Server) Close() { s.c.stop() }
 
