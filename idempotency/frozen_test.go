@@ -22,14 +22,10 @@ import (
 // transaction never committed.
 func TestDoWhilePostgresIsFrozen(t *testing.T) {
 	t.Parallel()
-	srv, err := pgtest.StartServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := pgtest.Own(t)
 	ctx := context.Background()
-	dsn, err := srv.CreateDB(ctx, "frozen")
-	require.NoError(t, err)
-	pool := pgtest.Connect(t, dsn)
-	_, err = pgmigrate.Up(ctx, pgmigrate.Postgres(pool), nil)
+	pool := srv.Pool(t, "frozen")
+	_, err := pgmigrate.Up(ctx, pgmigrate.Postgres(pool), nil)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `CREATE TABLE effects (key text NOT NULL)`)
 	require.NoError(t, err)

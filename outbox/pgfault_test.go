@@ -32,9 +32,7 @@ import (
 // return in bounded time, frozen server included.
 func TestRelayPostgresFaults(t *testing.T) {
 	t.Parallel()
-	srv, err := pgtest.StartServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := pgtest.Own(t)
 	ctx := context.Background()
 
 	// faultRig is one database of srv with a relay over it and a
@@ -48,10 +46,8 @@ func TestRelayPostgresFaults(t *testing.T) {
 		killing atomic.Bool
 	}
 	newRig := func(t *testing.T, db string, hooks bool) *faultRig {
-		dsn, err := srv.CreateDB(ctx, db)
-		require.NoError(t, err)
-		pool := pgtest.Connect(t, dsn)
-		_, err = pgmigrate.Up(ctx, pgmigrate.Postgres(pool), nil)
+		pool := srv.Pool(t, db)
+		_, err := pgmigrate.Up(ctx, pgmigrate.Postgres(pool), nil)
 		require.NoError(t, err)
 		rdb, prefix := redistest.Client(t)
 		ob := outbox.NewPostgres(pool)

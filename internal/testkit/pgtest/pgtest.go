@@ -188,6 +188,31 @@ func StartServer() (*Server, error) {
 	return &Server{c: c}, nil
 }
 
+// Own starts a cluster of the test's own (StartServer), stopped when the
+// test ends, for tests that freeze, crash or restart it.
+func Own(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := StartServer()
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Pool creates database name on s and returns a pool of connections to it,
+// closed when the test ends.
+func (s *Server) Pool(tb testing.TB, name string) *pgxpool.Pool {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dsn, err := s.CreateDB(ctx, name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return Connect(tb, dsn)
+}
+
 // CreateDB creates database name and returns its postgres:// URL.
 func (s *Server) CreateDB(ctx context.Context, name string) (string, error) {
 	if _, err := s.c.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+s.c.createSuffix); err != nil {
