@@ -213,6 +213,12 @@ type BulkJob struct {
 // (see addBatcher), so many concurrent producers cost Redis little more than
 // one bulk add.
 //
+// ctx bounds the call even while Redis does not answer (go-redis ignores
+// its deadline on the wire): when it ends first, an add that was sent
+// returns an error wrapping ErrAddInDoubt and ctx.Err() (the job may be
+// stored; adding again with the same JobID stores it once), one still
+// queued behind concurrent adds returns ctx.Err() and is not stored.
+//
 // QueueOptions.AddMiddleware runs around it with a one-job slice.
 func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions) (*AddResult, error) {
 	if err := q.check(); err != nil {
@@ -298,7 +304,9 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 // when a chunk fails after earlier ones were stored, the error is an
 // *AddBulkError that carries the results of the stored jobs and says
 // whether the failed chunk is known not to be stored. Like Add, each chunk
-// is stored once however often the client resends it.
+// is stored once however often the client resends it. When ctx ends while
+// a chunk has no answer, the *AddBulkError counts that chunk as Unknown and
+// wraps ErrAddInDoubt and ctx.Err().
 //
 // QueueOptions.AddMiddleware runs around it once, with a copy of jobs.
 func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
