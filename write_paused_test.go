@@ -35,7 +35,7 @@ func TestWritesWhileRedisIsPaused(t *testing.T) {
 	require.NoError(t, err)
 	flows, err := drover.NewFlowProducer(rdb, nil)
 	require.NoError(t, err)
-	defer flows.Close()
+	defer func() { require.NoError(t, flows.Close()) }()
 
 	calls := map[string]func(context.Context) error{
 		"Add": func(ctx context.Context) error {

@@ -94,7 +94,7 @@ func (h *answerWithin) within(ctx context.Context, send func(context.Context) er
 		return nil
 	case len(cmds) == 1 && cmds[0].Name() == "ping":
 		return err // the connect check: unreachable says it
-	case context.Cause(ctx) == errNoAnswer:
+	case errors.Is(context.Cause(ctx), errNoAnswer):
 		err = fmt.Errorf("no answer from Redis at %s within %s (--timeout); a change under way may or may not have happened: %w", h.addr, h.d, err)
 	case errors.As(err, &ne) && ne.Timeout():
 		// The client's own read timeouts and retries ran out first.

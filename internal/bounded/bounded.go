@@ -56,7 +56,9 @@ func Call[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, e
 // or a caller's that waits on a channel): ErrNoAnswer, ctx.Err() and, when
 // it differs, ctx's cause.
 func Abandoned(ctx context.Context) error {
-	if cause := context.Cause(ctx); cause != ctx.Err() {
+	// The cause is ctx.Err() itself unless the context was ended with one
+	// of its own (WithCancelCause, WithTimeoutCause).
+	if cause := context.Cause(ctx); cause != ctx.Err() { //nolint:errorlint // identity, not a match: is there a cause of its own?
 		return fmt.Errorf("%w: %w (%w)", ErrNoAnswer, cause, ctx.Err())
 	}
 	return fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
