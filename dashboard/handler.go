@@ -484,8 +484,11 @@ func boundedAction(w http.ResponseWriter, r *http.Request, e *AuditEntry, fn act
 		e   AuditEntry
 		err error
 	}
+	// Copied here, not in fn's goroutine: after a give-up the handler goes
+	// on with e and w while fn may still run.
+	start := done{rec: &recorder{header: w.Header().Clone()}, e: *e}
 	d, err := bounded.Call(ctx, func(ctx context.Context) (done, error) {
-		d := done{rec: &recorder{header: w.Header().Clone()}, e: *e}
+		d := start
 		d.err = fn(d.rec, r.WithContext(ctx), &d.e)
 		return d, nil
 	})
