@@ -2,9 +2,11 @@ package drover
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
@@ -13,9 +15,10 @@ import (
 // callers at a time are leaders: each sends everything pending as one batch.
 // Adds that arrive while every leader is busy wait; when a leader's own add
 // is done it hands the lead to the oldest waiting add, whose caller sends the
-// next batch. No
-// goroutine is started, and no caller works for others for longer than its
-// own batch.
+// next batch. Under a context that cannot end no goroutine is started; under
+// one that can, each batch is sent from a goroutine of its own, so every
+// caller returns when its ctx ends (see lead). No caller works for others
+// for longer than its own batch.
 // Each job is still added exactly as on its own (one script, in arrival
 // order); only the round trip and the script's fixed cost are shared.
 type addBatcher struct {
@@ -44,56 +47,106 @@ type addRequest struct {
 	lead chan struct{} // closed when this caller becomes the leader
 }
 
-// add adds rec, sharing the script call with concurrent adds.
+// add adds rec, sharing the script call with concurrent adds. It returns
+// when ctx ends, even while Redis does not answer (see wait); an add that
+// was not sent yet then leaves the queue, so its error means not stored.
 func (b *addBatcher) add(ctx context.Context, q *Queue, rec scripts.AddRecord) (scripts.AddOutcome, error) {
 	req := &addRequest{rec: rec, done: make(chan struct{}), lead: make(chan struct{})}
 	b.mu.Lock()
-	if b.leaders >= addLeaders {
-		b.pending = append(b.pending, req)
-		b.mu.Unlock()
-		select {
-		case <-req.done:
-			return req.out, req.err
-		case <-req.lead:
-		case <-ctx.Done():
-			b.mu.Lock()
-			if i := slices.Index(b.pending, req); i >= 0 {
-				b.pending = slices.Delete(b.pending, i, i+1)
-				b.mu.Unlock()
-				return scripts.AddOutcome{}, ctx.Err()
-			}
-			b.mu.Unlock()
-			select {
-			case <-req.done:
-				// In a batch already sent: it may or may not have been added,
-				// as with any write whose caller gave up.
-				return scripts.AddOutcome{}, ctx.Err()
-			case <-req.lead:
-				// Handed the lead: the others rely on it being run.
-			}
-		}
+	if b.leaders < addLeaders {
+		b.leaders++
+		b.lead(ctx, q, req)
+		return b.wait(ctx, req)
+	}
+	b.pending = append(b.pending, req)
+	b.mu.Unlock()
+	select {
+	case <-req.done:
+		return req.out, req.err
+	case <-req.lead:
 		// Promoted: the previous leader counted this caller as a leader.
 		b.mu.Lock()
-	} else {
-		b.leaders++
+		b.lead(ctx, q, req)
+		return b.wait(ctx, req)
+	case <-ctx.Done():
 	}
-	// Leader: send this add with whatever is pending, then pass the lead on.
-	n := min(len(b.pending), q.opts.AddBulkChunk-1)
+	b.mu.Lock()
+	if i := slices.Index(b.pending, req); i >= 0 {
+		b.pending = slices.Delete(b.pending, i, i+1)
+		b.mu.Unlock()
+		return scripts.AddOutcome{}, ctx.Err()
+	}
+	select {
+	case <-req.lead:
+		// Handed the lead as ctx ended: the others rely on a batch being
+		// sent, this add need not be in it.
+		b.lead(ctx, q, nil)
+		return scripts.AddOutcome{}, ctx.Err()
+	default:
+	}
+	b.mu.Unlock()
+	// In a batch already sent.
+	return b.wait(ctx, req)
+}
+
+// lead sends own (nil: none) with what is pending as one batch, then passes
+// the lead on. b.mu is held and lead unlocks it. Under a ctx that can end,
+// the batch is sent from a goroutine of its own (one per batch, not per
+// add) so that the caller can stop waiting for it; under one that cannot
+// (context.Background), from the caller's, at no extra cost.
+func (b *addBatcher) lead(ctx context.Context, q *Queue, own *addRequest) {
+	room := q.opts.AddBulkChunk
+	if own != nil {
+		room--
+	}
+	n := min(len(b.pending), room)
 	batch := make([]*addRequest, 0, n+1)
-	batch = append(append(batch, req), b.pending[:n]...)
+	if own != nil {
+		batch = append(batch, own)
+	}
+	batch = append(batch, b.pending[:n]...)
 	b.pending = b.pending[n:]
 	b.mu.Unlock()
-	b.run(ctx, q, batch)
-	b.mu.Lock()
-	if len(b.pending) > 0 {
-		next := b.pending[0]
-		b.pending = b.pending[1:]
-		close(next.lead)
-	} else {
-		b.leaders--
+	send := func(ctx context.Context) {
+		if len(batch) > 0 {
+			b.run(ctx, q, batch)
+		}
+		b.mu.Lock()
+		if len(b.pending) > 0 {
+			next := b.pending[0]
+			b.pending = b.pending[1:]
+			close(next.lead)
+		} else {
+			b.leaders--
+		}
+		b.mu.Unlock()
 	}
-	b.mu.Unlock()
-	return req.out, req.err
+	switch {
+	case ctx.Done() == nil:
+		send(ctx)
+	case own == nil:
+		// The caller has left: the others' resends are not bound to its ctx.
+		go send(context.WithoutCancel(ctx))
+	default:
+		go send(ctx)
+	}
+}
+
+// wait is req's outcome, or, as soon as ctx ends first, ErrAddInDoubt: the
+// batch was sent and has no answer yet (Redis may be paused: go-redis
+// waits out its own read timeout, whatever ctx says).
+func (b *addBatcher) wait(ctx context.Context, req *addRequest) (scripts.AddOutcome, error) {
+	select {
+	case <-req.done:
+		return req.out, req.err
+	case <-ctx.Done():
+		select {
+		case <-req.done: // answered meanwhile: its answer is better
+			return req.out, req.err
+		default:
+		}
+		return scripts.AddOutcome{}, fmt.Errorf("%w: %w", ErrAddInDoubt, bounded.Abandoned(ctx))
+	}
 }
 
 // run sends one batch. Other callers' jobs ride along, so a send must not

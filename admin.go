@@ -36,7 +36,7 @@ func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) err
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	err := scripts.Reprocess(ctx, j.queue.rdb, j.queue.k, j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted)
+	err := scripts.Reprocess(ctx, j.queue.writes(), j.queue.k, j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted)
 	return j.stateErr(ctx, "retry", string(state), err)
 }
 
@@ -45,7 +45,7 @@ func (j *Job) Promote(ctx context.Context) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.stateErr(ctx, "promote", string(StateDelayed), scripts.Promote(ctx, j.queue.rdb, j.queue.k, j.ID, false, false))
+	return j.stateErr(ctx, "promote", string(StateDelayed), scripts.Promote(ctx, j.queue.writes(), j.queue.k, j.ID, false, false))
 }
 
 // ChangeDelay makes a delayed job due delay from now. ErrNotInState if it is
@@ -57,7 +57,7 @@ func (j *Job) ChangeDelay(ctx context.Context, delay time.Duration) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.stateErr(ctx, "change delay of", string(StateDelayed), scripts.ChangeDelay(ctx, j.queue.rdb, j.queue.k, j.ID, j.queue.nowMs(), delay.Milliseconds()))
+	return j.stateErr(ctx, "change delay of", string(StateDelayed), scripts.ChangeDelay(ctx, j.queue.writes(), j.queue.k, j.ID, j.queue.nowMs(), delay.Milliseconds()))
 }
 
 // ChangePriority gives the job a new priority (0 = none). A waiting job is
@@ -70,7 +70,7 @@ func (j *Job) ChangePriority(ctx context.Context, priority int, lifo bool) error
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.err("change priority of", scripts.ChangePriority(ctx, j.queue.rdb, j.queue.k, j.ID, priority, lifo))
+	return j.err("change priority of", scripts.ChangePriority(ctx, j.queue.writes(), j.queue.k, j.ID, priority, lifo))
 }
 
 // Remove deletes the job and its logs, and, as BullMQ's Job.remove does by
@@ -81,7 +81,7 @@ func (j *Job) Remove(ctx context.Context) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.err("remove", scripts.RemoveJob(ctx, j.queue.rdb, j.queue.k, j.ID))
+	return j.err("remove", scripts.RemoveJob(ctx, j.queue.writes(), j.queue.k, j.ID))
 }
 
 // Job returns a handle on job id for admin calls (Retry, Promote, Remove,
@@ -163,7 +163,7 @@ func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, old
 				return total, nil
 			}
 		}
-		more, ids, err := scripts.MoveJobsToWait(ctx, q.rdb, q.k, state, n, cutoff.UnixMilli(), reset)
+		more, ids, err := scripts.MoveJobsToWait(ctx, q.writes(), q.k, state, n, cutoff.UnixMilli(), reset)
 		total += len(ids)
 		if err != nil {
 			return total, fmt.Errorf("move %s jobs of queue %q to wait: %w", state, q.name, err)
@@ -198,7 +198,7 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 	default:
 		return nil, optionError("Clean cannot clean state %q", state)
 	}
-	ids, err := scripts.Clean(ctx, q.rdb, q.k, name, q.now(ctx).Add(-grace).UnixMilli(), limit)
+	ids, err := scripts.Clean(ctx, q.writes(), q.k, name, q.now(ctx).Add(-grace).UnixMilli(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("clean %s jobs of queue %q: %w", state, q.name, err)
 	}
@@ -220,7 +220,7 @@ func (q *Queue) SetGlobalConcurrency(ctx context.Context, n int) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	return q.rdb.HSet(ctx, q.k.Meta(), "concurrency", n).Err()
+	return q.writes().Do(ctx, "hset", q.k.Meta(), "concurrency", n).Err()
 }
 
 // RemoveGlobalConcurrency lifts SetGlobalConcurrency's cap.
@@ -228,7 +228,7 @@ func (q *Queue) RemoveGlobalConcurrency(ctx context.Context) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	return q.rdb.HDel(ctx, q.k.Meta(), "concurrency").Err()
+	return q.writes().Do(ctx, "hdel", q.k.Meta(), "concurrency").Err()
 }
 
 // SetGlobalRateLimit lets all workers together activate at most max jobs per
@@ -240,7 +240,7 @@ func (q *Queue) SetGlobalRateLimit(ctx context.Context, max int, window time.Dur
 	if err := q.check(); err != nil {
 		return err
 	}
-	return q.rdb.HSet(ctx, q.k.Meta(), "max", max, "duration", window.Milliseconds()).Err()
+	return q.writes().Do(ctx, "hset", q.k.Meta(), "max", max, "duration", window.Milliseconds()).Err()
 }
 
 // RemoveGlobalRateLimit lifts SetGlobalRateLimit's limit.
@@ -248,7 +248,7 @@ func (q *Queue) RemoveGlobalRateLimit(ctx context.Context) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	return q.rdb.HDel(ctx, q.k.Meta(), "max", "duration").Err()
+	return q.writes().Do(ctx, "hdel", q.k.Meta(), "max", "duration").Err()
 }
 
 // GetGlobalConcurrency reads the queue's cap on jobs running at once across

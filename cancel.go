@@ -59,7 +59,7 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 		return fmt.Errorf("%w: cancel reason must be at most %d bytes, got %d", ErrInvalidOption, maxCancelReason, len(reason))
 	}
 	retry := opts != nil && opts.Retry
-	res, err := scripts.CancelJob(ctx, q.rdb, q.k, id, retry, reason)
+	res, err := scripts.CancelJob(ctx, q.writes(), q.k, id, retry, reason)
 	if err != nil {
 		return q.Job(id).stateErr(ctx, "cancel", "running (active with a live lock)", err)
 	}

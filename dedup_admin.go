@@ -49,11 +49,11 @@ func (q *Queue) RemoveDeduplicationKey(ctx context.Context, dedupID string) (int
 	if err := q.check(); err != nil {
 		return 0, err
 	}
-	n, err := q.rdb.Del(ctx, q.k.Dedup(dedupID)).Result()
+	n, err := q.writes().Do(ctx, "del", q.k.Dedup(dedupID)).Int()
 	if err != nil {
 		return 0, fmt.Errorf("remove deduplication id %q of queue %q: %w", dedupID, q.name, err)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // RemoveDeduplicationKey frees the job's deduplication id if the job still
@@ -68,7 +68,7 @@ func (j *Job) RemoveDeduplicationKey(ctx context.Context) (bool, error) {
 	if err := j.queue.check(); err != nil {
 		return false, err
 	}
-	ok, err := scripts.RemoveDedupKey(ctx, j.queue.rdb, j.queue.k, j.ID, j.DeduplicationID)
+	ok, err := scripts.RemoveDedupKey(ctx, j.queue.writes(), j.queue.k, j.ID, j.DeduplicationID)
 	if err != nil {
 		return false, j.err("remove deduplication key of", err)
 	}

@@ -72,12 +72,35 @@ var (
 	// "Missing lock").
 	ErrLockLost = errors.New("drover: job lock lost")
 
-	// ErrAddInDoubt marks an Add or AddBulk error after which the jobs may
-	// or may not be stored: the answer to a send was lost and no resend got
-	// through to learn it. Without it in the chain, the error means nothing
-	// was stored. With a custom JobID, adding again is safe either way.
-	ErrAddInDoubt = errors.New("drover: add outcome unknown (its answer was lost)")
+	// ErrOutcomeUnknown marks the error of a write that may or may not
+	// have happened: it was sent, and no answer came before the call's
+	// context ended (Redis paused, a frozen host, a partition) or the answer
+	// was lost. A go-redis client ignores a context's deadline on the wire
+	// (unless built with ContextTimeoutEnabled), so drover stops waiting
+	// itself when ctx ends; the write may still run when Redis answers
+	// again. The error wraps ctx.Err() when the context ended. Read the
+	// state back, or repeat the call: the admin calls refuse a job no
+	// longer in the state they need, and an add with a custom JobID is
+	// stored once.
+	ErrOutcomeUnknown = errors.New("drover: outcome unknown, the write may have happened")
+
+	// ErrAddInDoubt marks an Add, AddBulk or FlowProducer.Add error after
+	// which the jobs may or may not be stored: the answer to a send was
+	// lost and no resend got through to learn it, or ctx ended while a send
+	// had no answer. Without it in the chain, the error means nothing was
+	// stored. With a custom JobID, adding again is safe either way. It
+	// wraps ErrOutcomeUnknown.
+	ErrAddInDoubt error = &childError{msg: "drover: add outcome unknown (the jobs may be stored)", parent: ErrOutcomeUnknown}
 )
+
+// childError is a sentinel that is also its parent for errors.Is.
+type childError struct {
+	msg    string
+	parent error
+}
+
+func (e *childError) Error() string { return e.msg }
+func (e *childError) Unwrap() error { return e.parent }
 
 // JobError reports a failed operation on one job.
 type JobError struct {

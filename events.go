@@ -286,7 +286,7 @@ func (q *Queue) TrimEvents(ctx context.Context, maxLen int64) error {
 	if maxLen < 0 {
 		return optionError("TrimEvents maxLen must not be negative, got %d", maxLen)
 	}
-	if err := q.rdb.XTrimMaxLenApprox(ctx, q.k.Events(), maxLen, 0).Err(); err != nil {
+	if err := q.writes().Do(ctx, "xtrim", q.k.Events(), "maxlen", "~", maxLen).Err(); err != nil {
 		return fmt.Errorf("trim events of queue %q: %w", q.name, err)
 	}
 	return nil
@@ -305,7 +305,7 @@ func (q *Queue) SetEventsMaxLen(ctx context.Context, maxLen int64) error {
 	if maxLen <= 0 {
 		return optionError("SetEventsMaxLen maxLen must be positive, got %d", maxLen)
 	}
-	if err := q.rdb.HSet(ctx, q.k.Meta(), "opts.maxLenEvents", maxLen).Err(); err != nil {
+	if err := q.writes().Do(ctx, "hset", q.k.Meta(), "opts.maxLenEvents", maxLen).Err(); err != nil {
 		return fmt.Errorf("set the events cap of queue %q: %w", q.name, err)
 	}
 	return nil

@@ -312,7 +312,10 @@ func (f *FlowProducer) Add(ctx context.Context, flow FlowJob) (*JobNode, error) 
 
 // AddBulk stores several flows in one atomic script call: all of them or,
 // when one is refused or the call fails, none. On a Redis Cluster every
-// tree must then share one hash tag (call Add per tree otherwise).
+// tree must then share one hash tag (call Add per tree otherwise). When ctx
+// ends while the call has no answer (Redis paused), the error wraps
+// ErrAddInDoubt and ctx.Err(): all or none may be stored; with custom
+// JobIDs, adding again attaches the stored jobs instead of doubling them.
 func (f *FlowProducer) AddBulk(ctx context.Context, flows []FlowJob) ([]*JobNode, error) {
 	if f.rdb == nil {
 		return nil, errZeroValue("FlowProducer", "NewFlowProducer")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
@@ -216,6 +217,12 @@ type BulkJob struct {
 // (see addBatcher), so many concurrent producers cost Redis little more than
 // one bulk add.
 //
+// ctx bounds the call even while Redis does not answer (go-redis ignores
+// its deadline on the wire): when it ends first, an add that was sent
+// returns an error wrapping ErrAddInDoubt and ctx.Err() (the job may be
+// stored; adding again with the same JobID stores it once), one still
+// queued behind concurrent adds returns ctx.Err() and is not stored.
+//
 // QueueOptions.AddMiddleware runs around it with a one-job slice.
 func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions) (*AddResult, error) {
 	if err := q.check(); err != nil {
@@ -301,7 +308,9 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 // when a chunk fails after earlier ones were stored, the error is an
 // *AddBulkError that carries the results of the stored jobs and says
 // whether the failed chunk is known not to be stored. Like Add, each chunk
-// is stored once however often the client resends it.
+// is stored once however often the client resends it. When ctx ends while
+// a chunk has no answer, the *AddBulkError counts that chunk as Unknown and
+// wraps ErrAddInDoubt and ctx.Err().
 //
 // QueueOptions.AddMiddleware runs around it once, with a copy of jobs.
 func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
@@ -365,8 +374,9 @@ func (q *Queue) addBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 // addResends times (about 0.7 s) and within half of AddRetryWindow: a resend
 // within the window gets the first run's answer, so after a brief fault the
 // caller learns what happened instead of being left in doubt. A longer
-// outage still ends in an error. cmdCtx bounds each send; resends stop when
-// stop ends.
+// outage still ends in an error. cmdCtx bounds each send, and addJobs
+// returns with ErrAddInDoubt as soon as it ends, answered or not; resends
+// stop when stop ends.
 func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) ([]scripts.AddOutcome, error) {
 	return sendAdd(cmdCtx, stop, q.opts.AddRetryWindow, q.logger, func(ctx context.Context, call scripts.Call) ([]scripts.AddOutcome, error) {
 		return scripts.AddJobs(ctx, q.rdb, q.k, call, recs)
@@ -381,6 +391,9 @@ func sendAdd(cmdCtx, stop context.Context, window time.Duration, logger *slog.Lo
 	call := scripts.NewCall(window)
 	start := time.Now()
 	deadline := start.Add(window / 2)
+	// The caller stops waiting for a send when cmdCtx ends: go-redis waits
+	// out its read timeout whatever ctx says (internal/bounded).
+	bound := cmdCtx
 	// No send, go-redis's own retries included, may reach Redis after the
 	// first run's reply has expired: that would store the jobs again.
 	cmdCtx, cancel := context.WithDeadline(cmdCtx, start.Add(window*3/4))
@@ -397,7 +410,7 @@ func sendAdd(cmdCtx, stop context.Context, window time.Duration, logger *slog.Lo
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		out, err := send(cmdCtx, call)
+		out, err := bounded.Call(bound, func(context.Context) ([]scripts.AddOutcome, error) { return send(cmdCtx, call) })
 		if err == nil {
 			return out, nil
 		}
@@ -709,7 +722,7 @@ func (q *Queue) Pause(ctx context.Context) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	if _, err := scripts.Pause(ctx, q.rdb, q.k, true); err != nil {
+	if _, err := scripts.Pause(ctx, q.writes(), q.k, true); err != nil {
 		return fmt.Errorf("pause queue %q: %w", q.name, err)
 	}
 	return nil
@@ -720,7 +733,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	if _, err := scripts.Pause(ctx, q.rdb, q.k, false); err != nil {
+	if _, err := scripts.Pause(ctx, q.writes(), q.k, false); err != nil {
 		return fmt.Errorf("resume queue %q: %w", q.name, err)
 	}
 	return nil
@@ -745,7 +758,7 @@ func (q *Queue) Drain(ctx context.Context, delayed bool) (int, error) {
 	if err := q.check(); err != nil {
 		return 0, err
 	}
-	n, err := scripts.Drain(ctx, q.rdb, q.k, delayed)
+	n, err := scripts.Drain(ctx, q.writes(), q.k, delayed)
 	if err != nil {
 		return 0, fmt.Errorf("drain queue %q: %w", q.name, err)
 	}
@@ -781,14 +794,14 @@ func (q *Queue) Obliterate(ctx context.Context, opts *ObliterateOptions) error {
 		return err
 	}
 	for {
-		more, err := scripts.Obliterate(ctx, q.rdb, q.k, o.Count, o.Force)
+		more, err := scripts.Obliterate(ctx, q.writes(), q.k, o.Count, o.Force)
 		if err != nil {
 			return fmt.Errorf("obliterate queue %q: %w", q.name, err)
 		}
 		if !more {
 			// The name leaves the queue registry (see register); a later
 			// add registers it again.
-			if err := q.rdb.SRem(ctx, keys.Registry(q.k.Prefix()), q.name).Err(); err != nil {
+			if err := q.writes().Do(ctx, "srem", keys.Registry(q.k.Prefix()), q.name).Err(); err != nil {
 				return fmt.Errorf("obliterate queue %q: remove it from the queue registry: %w", q.name, err)
 			}
 			q.registered.Store(false)

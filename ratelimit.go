@@ -23,7 +23,7 @@ func (q *Queue) RateLimit(ctx context.Context, d time.Duration) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	return q.rdb.Set(ctx, q.k.Limiter(), keys.LimiterFull, d).Err()
+	return q.writes().Do(ctx, "set", q.k.Limiter(), keys.LimiterFull, "px", d.Milliseconds()).Err()
 }
 
 // RemoveRateLimitKey deletes the limiter key, ending a RateLimit (or the
@@ -35,7 +35,7 @@ func (q *Queue) RemoveRateLimitKey(ctx context.Context) (bool, error) {
 	if err := q.check(); err != nil {
 		return false, err
 	}
-	n, err := q.rdb.Del(ctx, q.k.Limiter()).Result()
+	n, err := q.writes().Do(ctx, "del", q.k.Limiter()).Int()
 	return n > 0, err
 }
 

@@ -206,7 +206,7 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 	if repeat.Every > 0 {
 		a.Offset = repeat.Offset.Milliseconds()
 	}
-	runID, delay, err := scripts.UpsertJobScheduler(ctx, q.rdb, q.k, a)
+	runID, delay, err := scripts.UpsertJobScheduler(ctx, q.writes(), q.k, a)
 	if err != nil {
 		return fail(err)
 	}
@@ -261,7 +261,7 @@ func (q *Queue) RemoveJobScheduler(ctx context.Context, id string) (bool, error)
 	if err := q.check(); err != nil {
 		return false, err
 	}
-	ok, err := scripts.RemoveJobScheduler(ctx, q.rdb, q.k, id)
+	ok, err := scripts.RemoveJobScheduler(ctx, q.writes(), q.k, id)
 	if err != nil {
 		return false, fmt.Errorf("remove job scheduler %q from queue %q: %w", id, q.name, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover/internal/bounded"
+	"github.com/seed40057009/drover/internal/outage"
 )
 
 // JobFailedError is the error WaitUntilFinished returns when the job failed
@@ -194,13 +195,16 @@ func (j *Job) WaitUntilFinished(ctx context.Context) (json.RawMessage, error) {
 // closing a BullMQ Queue rejects its waits. Unlike BullMQ's, the call needs
 // no QueueEvents.
 //
-// Redis failing during the wait (an outage, a restart, a network blip)
-// does not end it: the call keeps looking at the job every second and the
-// reader keeps reading, so a job that finishes during or after the outage
-// still answers, as a BullMQ wait does once its connection is back. When
-// ctx ends while Redis is failing, the error matches ctx.Err() and carries
-// the last Redis error. Only the first read, before the call waits, returns
-// a Redis error at once (wrapped in a *JobError).
+// Redis failing during the wait (an outage, a restart, a network blip, a
+// failover, LOADING) does not end it: the call keeps looking at the job
+// every second and the reader keeps reading, so a job that finishes during
+// or after the outage still answers, as a BullMQ wait does once its
+// connection is back. When ctx ends while Redis is failing, the error
+// matches ctx.Err() and carries the last Redis error. A refusal that asking
+// again would not change (NOAUTH or WRONGPASS after a password change,
+// NOPERM from an ACL, WRONGTYPE) ends the call at once, wrapped in a
+// *JobError, as does any Redis error of the first read, before the call
+// waits.
 //
 // Cost: the calls waiting on one Queue share one reader of its events
 // stream, a goroutine whose blocking read holds one connection of the
@@ -241,16 +245,16 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 	q.waitHook("position")
 	recheck := time.NewTimer(0)
 	defer recheck.Stop()
-	// outage is the error of the last look at the job, while Redis fails
+	// failing is the error of the last look at the job, while Redis fails
 	// to answer it; nil once a look succeeds.
-	var outage error
+	var failing error
 	for {
 		select {
 		case ev := <-ch:
 			_, v, err := finishedByEvent(q, ev)
 			return v, err
 		case <-ctx.Done():
-			return nil, waitEnded(ctx, outage)
+			return nil, waitEnded(ctx, failing)
 		case <-recheck.C:
 		}
 		if err := q.check(); err != nil {
@@ -265,18 +269,25 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 			return nil, cerr // closed while looking
 		}
 		if ctx.Err() != nil {
-			return nil, waitEnded(ctx, outage)
+			return nil, waitEnded(ctx, failing)
+		}
+		if err != nil && !outage.Is(err) {
+			// Redis answered, and will answer the same to every look: a
+			// refusal (NOAUTH or WRONGPASS after a password change, NOPERM
+			// from an ACL, WRONGTYPE), not an outage to ride out.
+			return nil, q.waitErr(id, err)
 		}
 		if err != nil {
 			// Redis did not answer (an outage, a restart, a network
-			// blip): the job is untouched and the reader retries too, so
-			// the wait rides it out and looks again, until ctx ends.
-			outage = q.waitErr(id, err)
+			// blip) or cannot serve for now (LOADING, a failover): the
+			// job is untouched and the reader retries too, so the wait
+			// rides it out and looks again, until ctx ends.
+			failing = q.waitErr(id, err)
 			q.waitHook("outage")
 			recheck.Reset(waitRecheck)
 			continue
 		}
-		outage = nil
+		failing = nil
 		if done, v, err := checked.result(q, id); done {
 			return v, err
 		}
@@ -296,11 +307,11 @@ func (q *Queue) lookCtx(ctx context.Context) (context.Context, func()) {
 // waitEnded is a wait's error when its ctx ended: ctx's own error, joined
 // with the Redis error that kept it from looking at the job, if Redis was
 // failing then.
-func waitEnded(ctx context.Context, outage error) error {
-	if outage == nil {
+func waitEnded(ctx context.Context, failing error) error {
+	if failing == nil {
 		return ctx.Err()
 	}
-	return fmt.Errorf("%w (Redis was failing: %w)", ctx.Err(), outage)
+	return fmt.Errorf("%w (Redis was failing: %w)", ctx.Err(), failing)
 }
 
 // jobCheck is what finishedJob saw of a job.

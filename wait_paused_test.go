@@ -146,3 +146,29 @@ func TestWorkerCloseWhileRedisIsPaused(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `"done"`, string(v))
 }
+
+// TestWorkerCloseWhenRedisIsGone: Redis is killed under an idle worker
+// (connections refused from then on), then the worker is closed, as
+// `drover demo` is by a Ctrl-C. Close must not wait out the wake-up of a
+// fetcher that has stopped already and then, one after the other, the
+// delete of the wake key: the two share one 2 s budget. Before, Close
+// took about 3.5 s (each write's dial retries run out its 2 s bound).
+func TestWorkerCloseWhenRedisIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Pausable(t)
+	rdb := srv.Client(t)
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }), nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	require.NoError(t, srv.Signal(syscall.SIGKILL))
+	time.Sleep(1500 * time.Millisecond) // the fetcher's wait fails and is retried
+
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, w.Close(cctx))
+	took := time.Since(start)
+	t.Logf("Close took %s", took)
+	require.Less(t, took, 3*time.Second, "Close waited for the wake-up and the wake key's delete in turn")
+}

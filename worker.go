@@ -655,21 +655,30 @@ func (w *Worker) Close(ctx context.Context) error {
 		// marker: on its named connection by closing it, else by a wake-up
 		// through Redis. From here on only the writers start jobs, and only
 		// in the slots of jobs they finish (see inflight).
+		// The wake-up and the wake key's delete share one wakeTimeout, and
+		// go on while the rest shuts down: when Redis is gone they would
+		// wait it out one after the other, and before the rest, while a
+		// fetcher that was retrying a failed wait stops without them.
+		wakeCtx, endWake := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
+		defer endWake()
 		w.stopFetch()
-		if !w.presence.interrupt() {
-			w.wake()
+		woken := make(chan struct{})
+		if w.presence.interrupt() {
+			close(woken)
+		} else {
+			go func() {
+				defer close(woken)
+				w.wakeWithin(wakeCtx)
+			}()
 		}
 		<-w.fetchDone
 		w.disarmWake()
-		w.shutWakes()
-		// The wake key goes while the rest shuts down: when Redis does not
-		// answer, its wait and theirs overlap instead of adding up.
 		wakeKeyGone := make(chan struct{})
 		go func() {
 			defer close(wakeKeyGone)
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
-			defer cancel()
-			_, _ = bounded.Call(dctx, func(ctx context.Context) (int64, error) {
+			<-woken
+			w.shutWakes() // every wake-up is written before the delete
+			_, _ = bounded.Call(wakeCtx, func(ctx context.Context) (int64, error) {
 				return w.q.rdb.Del(ctx, w.q.k.WorkerWake(w.id)).Result()
 			})
 		}()

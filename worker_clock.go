@@ -19,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/logkey"
 )
@@ -48,13 +49,17 @@ type clockKeeper struct {
 const clockRetryAfterFailure = time.Second
 
 // refresh measures the offset if it is due and no other call is measuring
-// it; the other calls meanwhile use the last offset.
+// it; the other calls meanwhile use the last offset. It returns when ctx
+// ends: a measurement Redis does not answer goes on without its caller
+// (internal/bounded), holding busy until the client's timeouts end it.
 func (c *clockKeeper) refresh(ctx context.Context) {
 	if c.clock.Base().Now().UnixMilli() < c.next.Load() || !c.busy.CompareAndSwap(false, true) {
 		return
 	}
-	defer c.busy.Store(false)
-	c.measure(ctx)
+	_, _ = bounded.Call(ctx, func(ctx context.Context) (bool, error) {
+		defer c.busy.Store(false)
+		return c.measure(ctx), nil
+	})
 }
 
 func (c *clockKeeper) run(ctx context.Context) {

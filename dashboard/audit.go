@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 )
@@ -40,8 +41,9 @@ type AuditEntry struct {
 	Detail string `json:"detail,omitempty"`
 	// Jobs counts the jobs the action changed.
 	Jobs int `json:"jobs"`
-	// Outcome is ok, denied (auth, role, CSRF, read-only), throttled or
-	// error.
+	// Outcome is ok, denied (auth, role, CSRF, read-only), throttled,
+	// error, or unknown (Redis did not answer in time, and
+	// the action may or may not have happened).
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 	// Remote is the client's address; for the drover command, the host it
@@ -92,7 +94,10 @@ func (h *Handler) record(ctx context.Context, e AuditEntry) {
 	h.opts.Audit(ctx, e)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := h.store.appendAudit(ctx, e); err != nil {
+	// bounded: the client may ignore ctx's deadline (see internal/bounded).
+	if _, err := bounded.Call(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, h.store.appendAudit(ctx, e)
+	}); err != nil {
 		h.opts.Logger.WarnContext(ctx, "audit entry not stored", slog.String(logkey.Action, e.Action), slog.Any(logkey.Error, err))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -432,16 +433,71 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), principalKey{}, p)
-		err := fn(w, r.WithContext(ctx), &e)
-		e.Outcome = "ok"
-		if err != nil {
+		rec, err := boundedAction(w, r.WithContext(ctx), &e, fn)
+		switch {
+		case errors.Is(err, drover.ErrOutcomeUnknown):
+			e.Outcome, e.Error = outcomeUnknown, err.Error()
+			// Answer first: the audit store is in the Redis that does not
+			// answer (record bounds its wait too). The connection is busy
+			// until then, so the client must not send its next request on it.
+			w.Header().Set("Connection", "close")
+			writeErr(w, err)
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			h.record(ctx, e)
+			return
+		case err != nil:
 			e.Outcome, e.Error = "error", err.Error()
+		default:
+			e.Outcome = "ok"
 		}
 		h.record(ctx, e)
 		if err != nil {
 			writeErr(w, err)
+			return
 		}
+		replay(w, rec)
 	})
+}
+
+// outcomeUnknown is the audit outcome, and the error answer's "outcome", of
+// an action that Redis did not answer in time.
+const outcomeUnknown = "unknown"
+
+// actionTimeout bounds a mutating request's wait for Redis, as readTimeout
+// bounds a read's: against a Redis that stopped answering without closing
+// its connections, an action would wait out its calls' client timeouts
+// one after another. A bulk retry runs as a background operation and is not
+// bounded by it.
+const actionTimeout = 10 * time.Second
+
+// boundedAction runs the action fn with actionTimeout on a copy of e and
+// a recorder of its response, and hands them back when fn finishes in time.
+// When it does not, or one of its writes got no answer before the bound,
+// the error wraps drover.ErrOutcomeUnknown: the action was under way and
+// may have happened; the late fn's entry and response are dropped.
+func boundedAction(w http.ResponseWriter, r *http.Request, e *AuditEntry, fn actionFunc) (*recorder, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+	defer cancel()
+	type done struct {
+		rec *recorder
+		e   AuditEntry
+		err error
+	}
+	// Copied here, not in fn's goroutine: after a give-up the handler goes
+	// on with e and w while fn may still run.
+	start := done{rec: &recorder{header: w.Header().Clone()}, e: *e}
+	d, err := bounded.Call(ctx, func(ctx context.Context) (done, error) {
+		d := start
+		d.err = fn(d.rec, r.WithContext(ctx), &d.e)
+		return d, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s %s: %w", drover.ErrOutcomeUnknown, r.Method, r.URL.Path, err)
+	}
+	*e = d.e
+	return d.rec, d.err
 }
 
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
@@ -465,11 +521,16 @@ func text(w http.ResponseWriter, status int, s string) {
 	_, _ = w.Write([]byte(s))
 }
 
+// writeJSON sends v with its length, so a client has the whole answer
+// once it is flushed, even while the handler goes on (act records an
+// unknown outcome after answering).
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	_ = json.NewEncoder(&buf).Encode(v)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	_ = enc.Encode(v)
+	_, _ = w.Write(buf.Bytes())
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
@@ -492,6 +553,13 @@ func writeErr(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, drover.ErrInvalidOption):
 		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, drover.ErrOutcomeUnknown):
+		// Before the cancelled case: a client that hung up during a write
+		// needs to know as much.
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{
+			"error":   "outcome unknown: Redis did not answer in time, so the action may or may not have happened; check before repeating it (" + err.Error() + ")",
+			"outcome": outcomeUnknown,
+		})
 	case errors.Is(err, context.Canceled):
 		writeError(w, 499, "request cancelled")
 	case outage.Is(err):
@@ -530,12 +598,17 @@ func boundedRead(fn http.HandlerFunc) http.HandlerFunc {
 			writeErr(w, fmt.Errorf("read for %s %s: %w", r.Method, r.URL.Path, err))
 			return
 		}
-		h := w.Header()
-		clear(h)
-		maps.Copy(h, rec.header)
-		w.WriteHeader(cmp.Or(rec.status, http.StatusOK))
-		_, _ = w.Write(rec.body.Bytes())
+		replay(w, rec)
 	}
+}
+
+// replay sends the response rec kept.
+func replay(w http.ResponseWriter, rec *recorder) {
+	h := w.Header()
+	clear(h)
+	maps.Copy(h, rec.header)
+	w.WriteHeader(cmp.Or(rec.status, http.StatusOK))
+	_, _ = w.Write(rec.body.Bytes())
 }
 
 // recorder keeps a bounded read's response until it is known to be in time.

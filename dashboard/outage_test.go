@@ -2,20 +2,24 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -114,4 +118,80 @@ func pausableDashboard(t *testing.T, timeout time.Duration) (srv *redistest.Serv
 		require.NoError(t, err)
 		return resp.StatusCode, string(b)
 	}
+}
+
+// TestAPIWritesWhileRedisIsPaused: while Redis is paused (SIGSTOP), an
+// action (pause a queue, promote a job) answers within the dashboard's
+// bound with 503 and a JSON error that says its outcome is unknown, and
+// the audit log records it as unknown, never as ok. Before, each action
+// waited out its Redis calls' client timeouts (15 s and more here) and the
+// test's 14 s HTTP client gave up: "Client.Timeout exceeded while awaiting
+// headers".
+func TestAPIWritesWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	srv, url, audit, delayed := pausableAdmin(t)
+	c := (&testBundle{url: url}).as(t, "")
+	c.hc.Timeout = 14 * time.Second // under the client's 15 s read timeout
+	require.NotEmpty(t, c.csrf)
+
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	paths := []string{"api/queues/q/pause", "api/queues/q/jobs/" + delayed + "/promote"}
+	for _, p := range paths {
+		require.Equal(t, http.StatusServiceUnavailable, c.post(p, nil, nil), p)
+		var body struct{ Error, Outcome string }
+		require.NoError(t, json.Unmarshal(c.lastBody, &body), "%s", c.lastBody)
+		require.Equal(t, "unknown", body.Outcome, p)
+		require.Contains(t, body.Error, "may or may not have happened", p)
+	}
+	// Recorded after the answer: the audit store is in the paused Redis.
+	testkit.WaitFor(t, 5*time.Second, "both audit entries", func() bool { return len(audit.all()) == len(paths) })
+	for _, e := range audit.all() {
+		require.Equal(t, "unknown", e.Outcome, e.Action)
+		require.Contains(t, e.Error, "outcome unknown", e.Action)
+	}
+
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	require.Equal(t, http.StatusOK, c.post("api/queues/q/resume", nil, nil), "%s", c.lastBody)
+	require.Equal(t, "ok", audit.last(t).Outcome)
+}
+
+// TestUIActionWhileRedisIsPaused: an action confirmed while Redis is
+// paused ends in a toast that says its outcome is unknown, not that it
+// failed: it may have happened. Before, the page waited for an answer
+// that came after the client's timeouts, then said "failed".
+func TestUIActionWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	srv, url, _, _ := pausableAdmin(t)
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(url+"#/q/q"), chromedp.Click(chromedp.Search(`//button[text()="Promote all delayed…"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="yes"]`)))
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	do(t, tab, chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
+	testkit.WaitFor(t, 14*time.Second, "the toast", func() bool {
+		return strings.Contains(evalJS[string](t, tab, `document.body.innerText`),
+			"Promote delayed jobs: outcome unknown. Redis did not answer in time, so it may or may not have happened")
+	})
+	require.NotContains(t, evalJS[string](t, tab, `document.body.innerText`), "Promote delayed jobs failed")
+}
+
+// pausableAdmin serves a dashboard over a redis-server of its own, which
+// the test may pause with srv.Signal, to anonymous admins, recording its
+// audit entries; queue q holds the delayed job delayed.
+func pausableAdmin(t *testing.T) (srv *redistest.Server, url string, audit *auditLog, delayed string) {
+	t.Helper()
+	srv = redistest.Pausable(t)
+	rdb := srv.Client(t)
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	added, err := q.Add(context.Background(), "x", nil, &drover.JobOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	ins, err := inspect.New(rdb, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
+	audit = &auditLog{}
+	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin, Audit: audit.add})
+	require.NoError(t, err)
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return srv, hs.URL + "/", audit, added.Job.ID
 }

@@ -19,14 +19,6 @@ import (
 	"github.com/seed40057009/drover/internal/pgsql"
 )
 
-// Attribute keys of the relay's log lines. They belong in internal/logkey.
-const (
-	logKeyOutboxID   = "outbox_id"
-	logKeyCreated    = "created"
-	logKeyDuplicates = "duplicates"
-	logKeyDelay      = "delay"
-)
-
 // Defaults of RelayOptions.
 const (
 	JobIDPrefixDefault   = "outbox-"
@@ -330,7 +322,7 @@ func (r *Relay) run(loopCtx, workCtx context.Context) {
 			failures++
 			wait, wake = r.retryDelay(failures), nil
 			r.logger.WarnContext(loopCtx, "outbox batch failed; retrying",
-				slog.Int(logkey.Attempt, failures), slog.Duration(logKeyDelay, wait), slog.Any(logkey.Error, err))
+				slog.Int(logkey.Attempt, failures), slog.Duration(logkey.Delay, wait), slog.Any(logkey.Error, err))
 		} else {
 			failures = 0
 		}
@@ -508,13 +500,13 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 	for _, s := range results {
 		if s.failure != nil {
 			r.logger.ErrorContext(ctx, "outbox row refused by its queue; marked failed",
-				slog.Int64(logKeyOutboxID, s.row.id), slog.String(logkey.Queue, s.row.queue),
+				slog.Int64(logkey.OutboxID, s.row.id), slog.String(logkey.Queue, s.row.queue),
 				slog.String(logkey.JobID, s.jobID), slog.Any(logkey.Error, s.failure))
 		}
 	}
 	r.logger.InfoContext(ctx, "outbox batch relayed",
-		slog.Int(logkey.Count, stats.Sent()), slog.Int(logKeyCreated, stats.Created),
-		slog.Int(logKeyDuplicates, stats.Duplicates))
+		slog.Int(logkey.Count, stats.Sent()), slog.Int(logkey.Created, stats.Created),
+		slog.Int(logkey.Duplicates, stats.Duplicates))
 	return stats, len(rows), nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,7 +29,14 @@ type redisFlags struct {
 	logger *slog.Logger
 	// ins is the connection inspector (or queue) opened, for record.
 	ins *inspect.Inspector
+	// timeout is --timeout: how long one request may go unanswered.
+	timeout time.Duration
 }
+
+// RequestTimeoutDefault is --timeout's default. One request is a command
+// or a script call (a chunk of a bulk change), which a Redis that answers
+// at all answers in well under a second.
+const RequestTimeoutDefault = 10 * time.Second
 
 // RedisURLDefault is where the queue commands look for Redis when neither
 // --redis nor DROVER_REDIS_URL says.
@@ -37,6 +45,72 @@ const RedisURLDefault = "redis://127.0.0.1:6379/0"
 func (r *redisFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db or rediss://..., or host:port (env DROVER_REDIS_URL)")
 	fs.StringVar(&r.prefix, "prefix", envOr("DROVER_PREFIX", drover.PrefixDefault), "key prefix of the queues (env DROVER_PREFIX)")
+	fs.DurationVar(&r.timeout, "timeout", RequestTimeoutDefault, "give up when Redis does not answer one request within this time (0 = the client's own read timeouts and retries, which a paused Redis stretches to a minute and more)")
+}
+
+// answerWithin ends every request of the command's client that Redis
+// does not answer within d, and once one went unanswered, fails the later
+// ones at once: a paused Redis (a frozen host, a partition without resets)
+// holds each request for the client's read timeout times its retries, and
+// a command makes several requests, so it took a minute and more to fail.
+// The client is built with ContextTimeoutEnabled, so the deadline reaches
+// the connection.
+type answerWithin struct {
+	d      time.Duration
+	addr   string
+	gaveUp atomic.Pointer[error] // the first unanswered request's error
+}
+
+// errNoAnswer is the cause of a request's context when answerWithin ended it.
+var errNoAnswer = errors.New("no answer")
+
+func (h *answerWithin) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *answerWithin) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.within(ctx, func(ctx context.Context) error { return next(ctx, cmd) }, cmd)
+	}
+}
+
+func (h *answerWithin) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return h.within(ctx, func(ctx context.Context) error { return next(ctx, cmds) }, cmds...)
+	}
+}
+
+// within sends a request (one command or a pipeline of cmds) under the
+// deadline. The error of a request the deadline ended says so, and is set
+// on cmds too: callers read a command's error from it.
+func (h *answerWithin) within(ctx context.Context, send func(context.Context) error, cmds ...redis.Cmder) error {
+	if gaveUp := h.gaveUp.Load(); gaveUp != nil {
+		return setErr(*gaveUp, cmds)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, h.d, errNoAnswer)
+	defer cancel()
+	err := send(ctx)
+	var ne net.Error
+	switch {
+	case err == nil:
+		return nil
+	case len(cmds) == 1 && cmds[0].Name() == "ping":
+		return err // the connect check: unreachable says it
+	case errors.Is(context.Cause(ctx), errNoAnswer):
+		err = fmt.Errorf("no answer from Redis at %s within %s (--timeout); a change under way may or may not have happened: %w", h.addr, h.d, err)
+	case errors.As(err, &ne) && ne.Timeout():
+		// The client's own read timeouts and retries ran out first.
+		err = fmt.Errorf("no answer from Redis at %s in time; a change under way may or may not have happened: %w", h.addr, err)
+	default:
+		return err
+	}
+	h.gaveUp.CompareAndSwap(nil, &err)
+	return setErr(err, cmds)
+}
+
+func setErr(err error, cmds []redis.Cmder) error {
+	for _, c := range cmds {
+		c.SetErr(err)
+	}
+	return err
 }
 
 // parseRedisURL reads --redis: a redis:// or rediss:// URL, or a bare
@@ -71,7 +145,14 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 			return nil, nil, err
 		}
 	}
+	if r.timeout < 0 {
+		return nil, nil, usagef("--timeout must not be negative, got %s", r.timeout)
+	}
+	opt.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(opt)
+	if r.timeout > 0 {
+		rdb.AddHook(&answerWithin{d: r.timeout, addr: opt.Addr})
+	}
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: r.prefix, Logger: r.logger})
 	if err != nil {
 		_ = rdb.Close()

@@ -168,6 +168,7 @@
     if (!res.ok) {
       const err = new Error(data.error || `${res.status} ${res.statusText}`);
       err.status = res.status;
+      err.outcome = data.outcome; // "unknown": Redis did not answer in time
       throw err;
     }
     return data;
@@ -222,7 +223,9 @@
       const res = await call();
       return res;
     } catch (e) {
-      toast(`${title} failed: ${e.message}`, true);
+      // Not "failed": the action was sent and may have happened.
+      if (e.outcome === 'unknown') toast(`${title}: outcome unknown. Redis did not answer in time, so it may or may not have happened; check before repeating it.`, true);
+      else toast(`${title} failed: ${e.message}`, true);
       return null;
     }
   }

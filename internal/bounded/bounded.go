@@ -12,10 +12,16 @@ package bounded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
-// Call returns fn's result, or, as soon as ctx ends first, ctx's error. An
+// ErrNoAnswer is in the chain of Call's error when ctx ended before the
+// call answered: for a write, it may or may not have happened.
+var ErrNoAnswer = errors.New("no answer from Redis in time")
+
+// Call returns fn's result, or, as soon as ctx ends first, an error wrapping
+// ErrNoAnswer, ctx.Err() and, when it differs, ctx's cause. An
 // abandoned call goes on in its goroutine until the client's own timeouts
 // (or closing the client) end it; its result is dropped. fn must therefore
 // only write what Call hands back, not the caller's state.
@@ -42,6 +48,18 @@ func Call[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, e
 		default:
 		}
 		var zero T
-		return zero, fmt.Errorf("no answer from Redis in time: %w", context.Cause(ctx))
+		return zero, Abandoned(ctx)
 	}
+}
+
+// Abandoned is the error of a wait for Redis that ended with ctx (Call's,
+// or a caller's that waits on a channel): ErrNoAnswer, ctx.Err() and, when
+// it differs, ctx's cause.
+func Abandoned(ctx context.Context) error {
+	// The cause is ctx.Err() itself unless the context was ended with one
+	// of its own (WithCancelCause, WithTimeoutCause).
+	if cause := context.Cause(ctx); cause != ctx.Err() { //nolint:errorlint // identity, not a match: is there a cause of its own?
+		return fmt.Errorf("%w: %w (%w)", ErrNoAnswer, cause, ctx.Err())
+	}
+	return fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
 }

@@ -33,7 +33,8 @@ func TestCall(t *testing.T) {
 		<-release // a call that ignores its ctx, as go-redis may
 		return 9, nil
 	})
-	if v != 0 || !errors.Is(err, cause) || err.Error() != "no answer from Redis in time: gave up" {
+	if v != 0 || !errors.Is(err, cause) || !errors.Is(err, ErrNoAnswer) || !errors.Is(err, context.Canceled) ||
+		err.Error() != "no answer from Redis in time: gave up (context canceled)" {
 		t.Fatalf("ctx ended first: %d, %v", v, err)
 	}
 	close(release)

@@ -35,4 +35,10 @@ const (
 	Token        = "token"
 	// DoNotWaitActive: a worker paused without waiting for its jobs.
 	DoNotWaitActive = "do_not_wait_active"
+	// The outbox relay's: a row's id, a batch's new and duplicate jobs,
+	// the wait before a retry.
+	OutboxID   = "outbox_id"
+	Created    = "created"
+	Duplicates = "duplicates"
+	Delay      = "delay"
 )

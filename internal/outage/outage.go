@@ -18,7 +18,9 @@ import (
 // says the server cannot serve for now (loading its data, a replica since
 // a failover, its master or cluster down, a slot migrating, busy with a
 // script, out of memory, a blocking command ended by a failover). A client
-// closed by its owner is not an outage: it will not come back.
+// closed by its owner is not an outage: it will not come back. Nor is any
+// other reply: NOAUTH or WRONGPASS (the password changed), NOPERM (an ACL),
+// WRONGTYPE or a script's error get the same answer however often asked.
 func Is(err error) bool {
 	if err == nil || errors.Is(err, redis.ErrClosed) {
 		return false

@@ -31,6 +31,8 @@ func TestIs(t *testing.T) {
 	t.Cleanup(func() { _ = dead.Close() })
 	closed := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr})
 	require.NoError(t, closed.Close())
+	stranger := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, Username: "no-such-user", Password: "x", MaxRetries: -1})
+	t.Cleanup(func() { _ = stranger.Close() })
 	slow, cancel := context.WithTimeout(ctx, time.Millisecond)
 	defer cancel()
 	time.Sleep(2 * time.Millisecond)
@@ -49,6 +51,7 @@ func TestIs(t *testing.T) {
 		{"client closed by its owner", closed.Ping(ctx).Err(), false},
 		{"wrong type", rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{prefix + ":s", "0"}, Count: 1}).Err(), false},
 		{"unknown command", rdb.Do(ctx, "NOSUCHCOMMAND").Err(), false},
+		{"wrong password", stranger.Ping(ctx).Err(), false},
 		{"a script's own error", rdb.Eval(ctx, "return redis.error_reply('BAD input')", nil).Err(), false},
 		{"nil", nil, false},
 		{"not Redis at all", errors.New("boom"), false},

@@ -188,6 +188,31 @@ func StartServer() (*Server, error) {
 	return &Server{c: c}, nil
 }
 
+// Own starts a cluster of the test's own (StartServer), stopped when the
+// test ends, for tests that freeze, crash or restart it.
+func Own(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := StartServer()
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Pool creates database name on s and returns a pool of connections to it,
+// closed when the test ends.
+func (s *Server) Pool(tb testing.TB, name string) *pgxpool.Pool {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dsn, err := s.CreateDB(ctx, name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return Connect(tb, dsn)
+}
+
 // CreateDB creates database name and returns its postgres:// URL.
 func (s *Server) CreateDB(ctx context.Context, name string) (string, error) {
 	if _, err := s.c.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+s.c.createSuffix); err != nil {
@@ -212,6 +237,29 @@ func (s *Server) Start() error {
 	}
 	if err := s.c.connectAdmin(60 * time.Second); err != nil {
 		return fmt.Errorf("%w\n%s", err, s.c.log())
+	}
+	return nil
+}
+
+// Signal sends sig to the server's postmaster and every process it
+// started (backends and auxiliary processes, each in a session of its
+// own): SIGSTOP freezes the server as a stuck host would, with its
+// connections open; SIGCONT thaws it. SIGSTOP stops the postmaster first,
+// so that it starts no backend the signal would miss.
+func (s *Server) Signal(sig syscall.Signal) error {
+	if s.c.cmd == nil || s.c.cmd.Process == nil {
+		return errors.New("pgtest: the server is not running")
+	}
+	pid := s.c.cmd.Process.Pid
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("pgtest: signal the postmaster: %w", err)
+	}
+	children, err := childrenOf(pid)
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		_ = syscall.Kill(c, sig) // one that exited meanwhile needs none
 	}
 	return nil
 }

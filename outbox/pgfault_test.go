@@ -1,0 +1,205 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/pgtest"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+	"github.com/seed40057009/drover/outbox"
+	"github.com/seed40057009/drover/pgmigrate"
+)
+
+// TestRelayPostgresFaults: PostgreSQL fails under a running relay while rows
+// keep coming: the server restarts (crash and recovery from its WAL), it
+// freezes (SIGSTOP of the postmaster and every backend: a stuck host, the
+// connections open), or the relay's connections are killed
+// (pg_terminate_backend) between the Redis write and the row update. Each
+// time the relay must recover by itself, every committed row must become
+// exactly one job (a row relayed twice is found as a duplicate of its job
+// id), the failures must be logged with the relay's keys, and Close must
+// return in bounded time, frozen server included.
+func TestRelayPostgresFaults(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Own(t)
+	ctx := context.Background()
+
+	// faultRig is one database of srv with a relay over it and a
+	// producer committing rows in the background until stop.
+	type faultRig struct {
+		pool    *pgxpool.Pool
+		relay   *outbox.Relay
+		logs    *logSink
+		prefix  string
+		stop    func() // stops the producer and waits for it
+		killing atomic.Bool
+	}
+	newRig := func(t *testing.T, db string, hooks bool) *faultRig {
+		pool := srv.Pool(t, db)
+		_, err := pgmigrate.Up(ctx, pgmigrate.Postgres(pool), nil)
+		require.NoError(t, err)
+		rdb, prefix := redistest.Client(t)
+		ob := outbox.NewPostgres(pool)
+		rig := &faultRig{pool: pool, logs: &logSink{}, prefix: prefix}
+		rig.relay, err = outbox.NewRelay(ob, rdb, &outbox.RelayOptions{
+			QueueOptions: &drover.QueueOptions{Prefix: prefix},
+			BatchSize:    10, PollInterval: 50 * time.Millisecond,
+			MinRetryDelay: 10 * time.Millisecond, MaxRetryDelay: 300 * time.Millisecond,
+			Logger: rig.logs.logger(),
+		})
+		require.NoError(t, err)
+		if hooks {
+			// Once armed, the relay's batch connection dies after its jobs
+			// are in Redis, before its rows are marked.
+			outbox.SetTestHooks(rig.relay, nil, func(ctx context.Context) error {
+				if rig.killing.CompareAndSwap(true, false) {
+					_, _ = pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+						WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+				}
+				return nil
+			}, nil)
+		}
+		require.NoError(t, rig.relay.Start(ctx))
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				tx, err := pool.Begin(actx)
+				if err == nil {
+					err = ob.AddTx(actx, tx, "q", fmt.Sprintf("j%d", i), nil, nil)
+					if err == nil {
+						err = tx.Commit(actx)
+					}
+					_ = tx.Rollback(actx)
+				}
+				cancel()
+				if err != nil {
+					time.Sleep(20 * time.Millisecond) // the server is down: its failure is the test's point
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+		rig.stop = func() { close(done); wg.Wait() }
+		t.Cleanup(func() {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			require.NoError(t, rig.relay.Close(cctx))
+		})
+		return rig
+	}
+	// settle stops the producer, waits for every row to be relayed and
+	// checks that each is one job of its own, and no job is extra.
+	settle := func(t *testing.T, rig *faultRig) {
+		rig.stop()
+		var rows, sent int
+		testkit.WaitFor(t, 30*time.Second, "every row relayed", func() bool {
+			err := rig.pool.QueryRow(ctx, `SELECT count(*), count(sent_at) FROM drover_outbox`).Scan(&rows, &sent)
+			return err == nil && rows == sent
+		})
+		require.Greater(t, rows, 20, "rows committed")
+		var distinct int
+		require.NoError(t, rig.pool.QueryRow(ctx, `SELECT count(DISTINCT job_id) FROM drover_outbox WHERE job_id = 'outbox-' || id`).Scan(&distinct))
+		require.Equal(t, rows, distinct, "each row names its own job")
+		rdb, _ := redistest.Client(t)
+		q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: rig.prefix})
+		require.NoError(t, err)
+		counts, err := q.GetJobCounts(ctx)
+		require.NoError(t, err)
+		var jobs int64
+		for _, n := range counts {
+			jobs += n
+		}
+		require.EqualValues(t, rows, jobs, "one job per row")
+	}
+	// progressed waits until n more rows are sent.
+	progressed := func(t *testing.T, rig *faultRig, n int) {
+		var before int
+		require.NoError(t, rig.pool.QueryRow(ctx, `SELECT count(sent_at) FROM drover_outbox`).Scan(&before))
+		testkit.WaitFor(t, 30*time.Second, "rows relayed", func() bool {
+			var now int
+			err := rig.pool.QueryRow(ctx, `SELECT count(sent_at) FROM drover_outbox`).Scan(&now)
+			return err == nil && now >= before+n
+		})
+	}
+
+	t.Run("TerminatedConnections", func(t *testing.T) {
+		rig := newRig(t, "terminated", true)
+		progressed(t, rig, 20)
+		for range 3 {
+			rig.killing.Store(true)
+			testkit.WaitFor(t, 10*time.Second, "the kill", func() bool { return !rig.killing.Load() })
+			progressed(t, rig, 10)
+		}
+		settle(t, rig)
+		require.Contains(t, rig.logs.String(), `msg="outbox batch failed; retrying" attempt=1`)
+		// The rows of a killed batch were relayed again: their jobs were
+		// found as duplicates, not added twice.
+		require.Regexp(t, `msg="outbox batch relayed" count=\d+ created=\d+ duplicates=[1-9]`, rig.logs.String())
+	})
+
+	t.Run("Frozen", func(t *testing.T) {
+		rig := newRig(t, "frozen", false)
+		progressed(t, rig, 20)
+		require.NoError(t, srv.Signal(syscall.SIGSTOP))
+		thawed := false
+		thaw := func() {
+			if !thawed {
+				thawed = true
+				require.NoError(t, srv.Signal(syscall.SIGCONT))
+			}
+		}
+		defer thaw()
+		time.Sleep(2 * time.Second) // batches in flight hang
+		thaw()
+		progressed(t, rig, 20) // the relay goes on by itself
+		settle(t, rig)
+
+		// Close while frozen returns in bounded time.
+		require.NoError(t, srv.Signal(syscall.SIGSTOP))
+		thawed = false
+		time.Sleep(300 * time.Millisecond) // a poll's batch is in flight
+		closed := make(chan error, 1)
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			closed <- rig.relay.Close(cctx)
+		}()
+		select {
+		case err := <-closed:
+			require.NoError(t, err)
+		case <-time.After(15 * time.Second):
+			thaw()
+			t.Fatal("Close did not return 15 s after its context ended while PostgreSQL was frozen")
+		}
+		thaw()
+	})
+
+	t.Run("Restart", func(t *testing.T) {
+		rig := newRig(t, "restart", false)
+		progressed(t, rig, 20)
+		srv.Crash()
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, srv.Start())
+		progressed(t, rig, 20) // the relay goes on by itself
+		settle(t, rig)
+		require.True(t, strings.Contains(rig.logs.String(), "outbox batch failed; retrying") ||
+			strings.Contains(rig.logs.String(), "outbox listen connection lost; reconnecting"), rig.logs.String())
+	})
+}

@@ -1,0 +1,123 @@
+package drover_test
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// errWriteUnknown is what a write that got no answer before its ctx ended
+// must wrap, besides ctx.Err().
+var errWriteUnknown = drover.ErrOutcomeUnknown
+
+// TestWritesWhileRedisIsPaused: Redis stops answering without closing its
+// connections (SIGSTOP) while adds and admin writes run under a 1 s
+// context. Each must return when its context ends, with an error that
+// wraps ctx.Err() and says the write's outcome is unknown (the adds:
+// ErrAddInDoubt). Once Redis answers again, adding with the same job id
+// stores the job once. Before, each call waited out the client's read
+// timeout (15 s here) and returned a bare i/o timeout.
+func TestWritesWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Pausable(t)
+	rdb := srv.Client(t)
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	_, err = q.Add(ctx, "warm-up", nil, &drover.JobOptions{JobID: "a"})
+	require.NoError(t, err)
+	flows, err := drover.NewFlowProducer(rdb, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, flows.Close()) }()
+
+	calls := map[string]func(context.Context) error{
+		"Add": func(ctx context.Context) error {
+			_, err := q.Add(ctx, "x", nil, &drover.JobOptions{JobID: "x"})
+			return err
+		},
+		"AddBulk": func(ctx context.Context) error {
+			_, err := q.AddBulk(ctx, []drover.BulkJob{{Name: "b", Opts: &drover.JobOptions{JobID: "b"}}})
+			return err
+		},
+		"FlowProducer.Add": func(ctx context.Context) error {
+			_, err := flows.Add(ctx, drover.FlowJob{Name: "p", QueueName: "q", Opts: &drover.JobOptions{JobID: "p"},
+				Children: []drover.FlowJob{{Name: "c", QueueName: "q"}}})
+			return err
+		},
+		"Job.Retry":       func(ctx context.Context) error { return q.Job("a").Retry(ctx, drover.StateFailed, nil) },
+		"Job.Promote":     func(ctx context.Context) error { return q.Job("a").Promote(ctx) },
+		"Job.Remove":      func(ctx context.Context) error { return q.Job("a").Remove(ctx) },
+		"Job.RetryNow":    func(ctx context.Context) error { return q.Job("a").RetryNow(ctx, nil) },
+		"Queue.Pause":     func(ctx context.Context) error { return q.Pause(ctx) },
+		"Queue.Resume":    func(ctx context.Context) error { return q.Resume(ctx) },
+		"Queue.RateLimit": func(ctx context.Context) error { return q.RateLimit(ctx, time.Second) },
+		"Queue.RetryJobs": func(ctx context.Context) error { _, err := q.RetryJobs(ctx, nil); return err },
+		"Queue.Drain":     func(ctx context.Context) error { _, err := q.Drain(ctx, false); return err },
+		"Queue.Clean": func(ctx context.Context) error {
+			_, err := q.Clean(ctx, 0, 10, drover.StateCompleted)
+			return err
+		},
+		"Queue.SetGlobalConcurrency": func(ctx context.Context) error { return q.SetGlobalConcurrency(ctx, 3) },
+	}
+
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	var wg sync.WaitGroup
+	errs := make(map[string]error, len(calls))
+	var mu sync.Mutex
+	for name, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			err := call(cctx)
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		}()
+	}
+	returned := make(chan struct{})
+	go func() { wg.Wait(); close(returned) }()
+	select {
+	case <-returned:
+	case <-time.After(7 * time.Second): // well under the client's 15 s read timeout
+		mu.Lock()
+		var late []string
+		for name := range calls {
+			if _, ok := errs[name]; !ok {
+				late = append(late, name)
+			}
+		}
+		mu.Unlock()
+		require.NoError(t, srv.Signal(syscall.SIGCONT))
+		t.Fatalf("still waiting for a paused Redis after 7 s: %v", late)
+	}
+	for name, err := range errs {
+		require.ErrorIs(t, err, context.DeadlineExceeded, name)
+		require.ErrorIs(t, err, errWriteUnknown, name)
+		require.ErrorContains(t, err, "outcome unknown", name)
+	}
+	for _, name := range []string{"Add", "AddBulk", "FlowProducer.Add"} {
+		require.ErrorIs(t, errs[name], drover.ErrAddInDoubt, name)
+	}
+	var bulkErr *drover.AddBulkError
+	require.ErrorAs(t, errs["AddBulk"], &bulkErr)
+	require.Equal(t, 1, bulkErr.Unknown)
+
+	// Redis answers again: an add with the same id stores the job once,
+	// whether or not the abandoned one ran.
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	res, err := q.Add(ctx, "x", nil, &drover.JobOptions{JobID: "x"})
+	require.NoError(t, err)
+	require.Contains(t, []drover.AddOutcome{drover.AddCreated, drover.AddDuplicate}, res.Outcome)
+	n, err := rdb.Exists(ctx, "bull:q:x").Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+}
