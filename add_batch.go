@@ -122,7 +122,9 @@ func (b *addBatcher) lead(ctx context.Context, q *Queue, own *addRequest) {
 		b.mu.Unlock()
 	}
 	switch {
-	case ctx.Done() == nil:
+	case !bounded.Needed(ctx, q.callBudget):
+		// The client's timeouts end the send before ctx's deadline would
+		// (or ctx has none): sent here, with no goroutine to hand over to.
 		send(ctx)
 	case own == nil:
 		// The caller has left: the others' resends are not bound to its ctx.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
@@ -203,6 +204,8 @@ type FlowProducer struct {
 	closed atomic.Bool
 	queues queueSet
 	add    AddFlowFunc // addBulk inside the options' Middleware
+	// callBudget: see Queue's.
+	callBudget time.Duration
 }
 
 // NewFlowProducer returns a FlowProducer. It does no I/O.
@@ -239,7 +242,7 @@ func NewFlowProducer(rdb redis.UniversalClient, opts *FlowProducerOptions) (*Flo
 		}
 	}
 	topology.Watch(rdb)
-	f := &FlowProducer{rdb: rdb, opts: o, clock: clock.Real{}}
+	f := &FlowProducer{rdb: rdb, opts: o, clock: clock.Real{}, callBudget: bounded.ClientBudget(rdb)}
 	f.queues = queueSet{rdb: rdb, logger: o.Logger}
 	o.Middleware = slices.Clone(o.Middleware)
 	f.add = f.addBulk
@@ -351,7 +354,7 @@ func (f *FlowProducer) addBulk(ctx context.Context, flows []FlowJob) ([]*JobNode
 		recs[i] = nodes[i].rec
 	}
 	first := nodes[0].q
-	outcomes, err := sendAdd(ctx, ctx, f.opts.AddRetryWindow, f.opts.Logger, func(ctx context.Context, call scripts.Call) ([]scripts.AddOutcome, error) {
+	outcomes, err := sendAdd(ctx, ctx, f.opts.AddRetryWindow, f.callBudget, f.opts.Logger, func(ctx context.Context, call scripts.Call) ([]scripts.AddOutcome, error) {
 		return scripts.AddFlow(ctx, f.rdb, first.k, call, now.UnixMilli(), recs)
 	})
 	if err != nil {

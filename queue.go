@@ -44,6 +44,10 @@ type Queue struct {
 	// registered is set once the queue's name is in keys.Registry.
 	registered atomic.Bool
 	adds       addBatcher
+	// callBudget is how long one add call can take before the client's
+	// own timeouts end it (bounded.ClientBudget): a caller's deadline
+	// past it needs no goroutine to be kept.
+	callBudget time.Duration
 	// The add chains through QueueOptions.AddMiddleware (middleware.go);
 	// nil without middleware.
 	addOneChain, addBulkChain AddFunc
@@ -96,6 +100,8 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 		opts:   o,
 		clock:  clock.Real{},
 		logger: o.Logger,
+
+		callBudget: bounded.ClientBudget(rdb),
 	}
 	q.life, q.endLife = context.WithCancel(context.Background())
 	if o.ClockCheckInterval > 0 {
@@ -378,7 +384,7 @@ func (q *Queue) addBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 // returns with ErrAddInDoubt as soon as it ends, answered or not; resends
 // stop when stop ends.
 func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) ([]scripts.AddOutcome, error) {
-	return sendAdd(cmdCtx, stop, q.opts.AddRetryWindow, q.logger, func(ctx context.Context, call scripts.Call) ([]scripts.AddOutcome, error) {
+	return sendAdd(cmdCtx, stop, q.opts.AddRetryWindow, q.callBudget, q.logger, func(ctx context.Context, call scripts.Call) ([]scripts.AddOutcome, error) {
 		return scripts.AddJobs(ctx, q.rdb, q.k, call, recs)
 	})
 }
@@ -386,7 +392,7 @@ func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) 
 // sendAdd runs send, an add script call made exactly once per call token
 // (addJobs, addFlow), with addJobs' resend rules; window is the call's
 // AddRetryWindow.
-func sendAdd(cmdCtx, stop context.Context, window time.Duration, logger *slog.Logger,
+func sendAdd(cmdCtx, stop context.Context, window, budget time.Duration, logger *slog.Logger,
 	send func(context.Context, scripts.Call) ([]scripts.AddOutcome, error)) ([]scripts.AddOutcome, error) {
 	call := scripts.NewCall(window)
 	start := time.Now()
@@ -410,7 +416,13 @@ func sendAdd(cmdCtx, stop context.Context, window time.Duration, logger *slog.Lo
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		out, err := bounded.Call(bound, func(context.Context) ([]scripts.AddOutcome, error) { return send(cmdCtx, call) })
+		var out []scripts.AddOutcome
+		var err error
+		if bounded.Needed(bound, budget) {
+			out, err = bounded.Call(bound, func(context.Context) ([]scripts.AddOutcome, error) { return send(cmdCtx, call) })
+		} else {
+			out, err = send(cmdCtx, call) // the client's timeouts end it before bound does
+		}
 		if err == nil {
 			return out, nil
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestCall: the call's own answer when it comes first; ctx's cause as soon
@@ -40,4 +42,43 @@ func TestCall(t *testing.T) {
 	close(release)
 	<-ended // the abandoned call finishes on its own and does not block
 	cancel()
+}
+
+// TestNeeded: a call goes through Call only under a deadline that comes
+// before the client's own timeouts would end it.
+func TestNeeded(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: time.Second, WriteTimeout: time.Second,
+		DialTimeout: time.Second, PoolTimeout: time.Second})
+	defer rdb.Close()
+	budget := ClientBudget(rdb)
+	if budget != 4*time.Second {
+		t.Fatalf("budget %s, want 4s", budget)
+	}
+	noTimeout := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: -1})
+	defer noTimeout.Close()
+	if b := ClientBudget(noTimeout); b != 0 {
+		t.Fatalf("budget without a read timeout %s, want 0", b)
+	}
+	short, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	long, cancelLong := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelLong()
+	cancelOnly, cancelIt := context.WithCancel(context.Background())
+	defer cancelIt()
+	for _, c := range []struct {
+		name   string
+		ctx    context.Context
+		budget time.Duration
+		want   bool
+	}{
+		{"no deadline", context.Background(), budget, false},
+		{"cancel only", cancelOnly, budget, false},
+		{"deadline first", short, budget, true},
+		{"client first", long, budget, false},
+		{"client unbounded", long, 0, true},
+	} {
+		if got := Needed(c.ctx, c.budget); got != c.want {
+			t.Errorf("%s: Needed = %v, want %v", c.name, got, c.want)
+		}
+	}
 }
