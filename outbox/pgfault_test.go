@@ -115,7 +115,9 @@ func TestRelayPostgresFaults(t *testing.T) {
 		})
 		require.Greater(t, rows, 20, "rows committed")
 		var distinct int
-		require.NoError(t, rig.pool.QueryRow(ctx, `SELECT count(DISTINCT job_id) FROM drover_outbox WHERE job_id = 'outbox-' || id`).Scan(&distinct))
+		testkit.WaitFor(t, 10*time.Second, "a read of the job ids", func() bool { // past killed pooled connections, as above
+			return rig.pool.QueryRow(ctx, `SELECT count(DISTINCT job_id) FROM drover_outbox WHERE job_id = 'outbox-' || id`).Scan(&distinct) == nil
+		})
 		require.Equal(t, rows, distinct, "each row names its own job")
 		rdb, _ := redistest.Client(t)
 		q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: rig.prefix})
@@ -130,8 +132,12 @@ func TestRelayPostgresFaults(t *testing.T) {
 	}
 	// progressed waits until n more rows are sent.
 	progressed := func(t *testing.T, rig *faultRig, n int) {
+		// The kills may have ended the test's own pooled connections too:
+		// the first read on one fails (57P01), the pool then dials anew.
 		var before int
-		require.NoError(t, rig.pool.QueryRow(ctx, `SELECT count(sent_at) FROM drover_outbox`).Scan(&before))
+		testkit.WaitFor(t, 10*time.Second, "a read of the sent rows", func() bool {
+			return rig.pool.QueryRow(ctx, `SELECT count(sent_at) FROM drover_outbox`).Scan(&before) == nil
+		})
 		testkit.WaitFor(t, 30*time.Second, "rows relayed", func() bool {
 			var now int
 			err := rig.pool.QueryRow(ctx, `SELECT count(sent_at) FROM drover_outbox`).Scan(&now)
