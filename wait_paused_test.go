@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -79,12 +80,21 @@ func TestWaitsWhileRedisIsPaused(t *testing.T) {
 	}
 
 	// Redis answers again: a new wait gets the job's end.
+	requireDoneOnceAnswering(t, srv, rdb, q, added.Job.ID, nil)
+}
+
+// requireDoneOnceAnswering lets the paused srv answer again and runs a
+// worker with opts on q (whose client is rdb) until job id completed, with
+// "done".
+func requireDoneOnceAnswering(t *testing.T, srv *redistest.Server, rdb redis.UniversalClient, q *drover.Queue, id string, opts *drover.WorkerOptions) {
+	t.Helper()
+	ctx := context.Background()
 	require.NoError(t, srv.Signal(syscall.SIGCONT))
-	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return "done", nil }), nil)
+	w, err := drover.NewWorker(rdb, q.Name(), drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return "done", nil }), opts)
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx))
 	defer func() { require.NoError(t, w.Close(ctx)) }()
-	v, err := q.WaitUntilFinished(ctx, added.Job.ID)
+	v, err := q.WaitUntilFinished(ctx, id)
 	require.NoError(t, err)
 	require.JSONEq(t, `"done"`, string(v))
 }
@@ -135,16 +145,7 @@ func TestWorkerCloseWhileRedisIsPaused(t *testing.T) {
 
 	// Redis answers again: the job is completed, by the write Close gave
 	// up on or, its lock lost, by another worker once it is stalled.
-	require.NoError(t, srv.Signal(syscall.SIGCONT))
-	w2, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
-		return "done", nil
-	}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
-	require.NoError(t, err)
-	require.NoError(t, w2.Start(ctx))
-	defer func() { require.NoError(t, w2.Close(ctx)) }()
-	v, err := q.WaitUntilFinished(ctx, added.Job.ID)
-	require.NoError(t, err)
-	require.JSONEq(t, `"done"`, string(v))
+	requireDoneOnceAnswering(t, srv, rdb, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
 }
 
 // TestWorkerCloseWhenRedisIsGone: Redis is killed under an idle worker
