@@ -12,6 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover/dashboard"
 )
 
 // The browser tests drive Debian's headless Chromium with chromedp. One
@@ -32,12 +34,27 @@ func browser(t *testing.T) context.Context {
 	if browserErr != nil {
 		t.Fatalf("browser: %v", browserErr)
 	}
-	tab, cancel := chromedp.NewContext(browserCtx)
+	// A browser context of its own: cookies ignore the port, so tabs of
+	// one context share every 127.0.0.1 dashboard's session cookie, and a
+	// test signing in on its server signed out a parallel test on another
+	// (TestUIReloadWhileRedisIsDown found the sign-in form after an
+	// outage, CI at 7fec44b).
+	tab, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
 	// The first call opens the tab, bound to the context it gets: give it
 	// the tab's own, not a step's that ends early.
 	require.NoError(t, chromedp.Do(tab))
 	return tab
+}
+
+// sameBrowserTab opens another tab in tab's browser context, sharing its
+// cookies, as a second tab of one operator's browser does.
+func sameBrowserTab(t *testing.T, tab context.Context) context.Context {
+	t.Helper()
+	second, cancel := chromedp.NewContext(tab)
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(second))
+	return second
 }
 
 func startBrowser() {
@@ -168,4 +185,26 @@ func step(t *testing.T, tab context.Context) context.Context {
 	ctx, cancel := context.WithTimeout(tab, 15*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestBrowserTabsKeepTheirOwnCookies: two tests' tabs, signed in on two
+// dashboards (one host, two ports), stay signed in each. With one cookie
+// jar, the second sign-in replaced the first tab's session cookie and its
+// next request answered 401: the sign-in form where a parallel test
+// expected its page.
+func TestBrowserTabsKeepTheirOwnCookies(t *testing.T) {
+	t.Parallel()
+	signIn := func(url string) context.Context {
+		tab := browser(t)
+		do(t, tab, chromedp.Navigate(url),
+			chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)),
+			chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), operatorToken),
+			chromedp.Click(chromedp.CSS(`form button[type="submit"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#whoami`)))
+		return tab
+	}
+	first := signIn(setup(t, &dashboard.Options{Auth: testUsers()}).url)
+	signIn(setup(t, &dashboard.Options{Auth: testUsers()}).url)
+	do(t, first, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#whoami`)))
+	require.Equal(t, "otto (operator)", text(t, first, `#whoami`))
 }

@@ -358,7 +358,7 @@ func TestUIActionAfterSignInElsewhere(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
 	// The second tab shares the browser's cookie: signing in there rotates
 	// the session the first tab runs on.
-	second := browser(t)
+	second := sameBrowserTab(t, first)
 	do(t, second, chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.CSS(`#whoami`)))
 	signedIn, err := chromedp.Run(step(t, second), chromedp.Evaluate[string](`fetch('api/login', {method: 'POST',
 		headers: {'Content-Type': 'application/json'}, body: JSON.stringify({token: '`+operatorToken+`'})}).then((r) => r.ok ? 'ok' : String(r.status))`,
