@@ -73,6 +73,21 @@ func newSetup(t *testing.T) func(t *testing.T) *bundle {
 	}
 }
 
+// newPrivateSetup is newSetup on a redis-server of the test's own, for
+// steps whose result depends on the size of the whole keyspace (a SCAN
+// step's COUNT): on the shared server, parallel tests' keys change it.
+func newPrivateSetup(t *testing.T) func(t *testing.T) *bundle {
+	t.Helper()
+	srv := redistest.Pausable(t)
+	o := bullmqoracle.Start(t, srv.Addr)
+	return func(t *testing.T) *bundle {
+		t.Helper()
+		rdb := srv.Client(t)
+		prefix := redistest.UniquePrefix()
+		return newBundle(t, o, rdb, srv.Addr, prefix)
+	}
+}
+
 func newBundle(t *testing.T, o *bullmqoracle.Oracle, rdb *redis.Client, addr, prefix string) *bundle {
 	t.Helper()
 	dq, err := drover.NewQueue(rdb, queueName, &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs})
