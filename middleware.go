@@ -108,6 +108,9 @@ func chain(proc Processor, mws []WorkerMiddleware) ProcessorFunc {
 		return proc.Process(ctx, job)
 	})
 	if n == 0 {
+		if f, ok := proc.(ProcessorFunc); ok {
+			return f // called directly: two frames fewer under it (see begin)
+		}
 		return proc.Process
 	}
 	for i := n - 1; i >= 0; i-- {

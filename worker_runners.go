@@ -60,13 +60,29 @@ func (w *Worker) launch(jobs []*runningJob) {
 	}
 }
 
-// runJobs is a job goroutine: it runs rj (and what the writes it carries
-// fetch, see run), then waits to be handed the next job, until the worker
-// stops it. No defer, to keep the frames under the processor small (see run).
+// runJobs is a job goroutine: it runs rj, then the job the write of its
+// result hands back, if any (a goroutine that carried results to Redis goes
+// on with a job that call fetched), then waits to be handed the next job,
+// until the worker stops it. A job stays in flight until its result is
+// written. No defer, and the attempt in three calls, to keep the frames
+// under the processor small (see begin).
 func (w *Worker) runJobs(rj *runningJob) {
-	r := &runner{next: make(chan *runningJob, 1)}
+	var r *runner // made once the goroutine first waits
 	for rj != nil {
-		w.run(rj)
+		var next *runningJob
+		if refused, timer := w.begin(rj); refused != nil {
+			next = w.settle(rj, nil, refused, time.Since(rj.began))
+		} else {
+			result, err := w.call(rj.ctx, rj.job)
+			next = w.end(rj, timer, result, err)
+		}
+		rj.cancel(nil)
+		if rj = next; rj != nil {
+			continue
+		}
+		if r == nil {
+			r = &runner{next: make(chan *runningJob, 1)}
+		}
 		if !w.runners.keep(r) {
 			break
 		}

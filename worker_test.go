@@ -476,3 +476,56 @@ func TestWorkerStopsIdleJobGoroutines(t *testing.T) {
 	testkit.WaitFor(t, time.Second, "job goroutines kept after the jobs", func() bool { return drover.KeptRunners(w) > 0 })
 	testkit.WaitFor(t, 10*time.Second, "kept goroutines stopped", func() bool { return drover.KeptRunners(w) == 0 })
 }
+
+// A processor runs on few drover frames: the stack it starts on is the one
+// it parks on, and frames under it that push its work past the goroutine's
+// stack double the stack (10,000 jobs in flight with a json.Unmarshal
+// processor: 8 KB stacks instead of 4 KB, 117 MB resident instead of 84).
+// Only the job goroutine's loop and the panic-catching call are under it,
+// for the first job of a goroutine, for a kept goroutine's next one, and
+// with a time limit armed.
+func TestProcessorRunsOnFewFrames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		opts drover.WorkerOptions
+	}{
+		{"NoTimeout", drover.WorkerOptions{Concurrency: 2}},
+		{"JobTimeout", drover.WorkerOptions{Concurrency: 2, JobTimeout: time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupQueue(t)
+			const jobs = 20
+			_, err := b.queue.AddBulk(ctx, numberedJobs("x", jobs))
+			require.NoError(t, err)
+			var mu sync.Mutex
+			under := map[string]int{} // drover frames under the processor, joined
+			var done atomic.Int64
+			b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+				pcs := make([]uintptr, 64)
+				frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+				var names []string
+				for {
+					f, more := frames.Next()
+					if strings.HasPrefix(f.Function, "github.com/seed40057009/drover.") {
+						names = append(names, strings.TrimPrefix(f.Function, "github.com/seed40057009/drover."))
+					}
+					if !more {
+						break
+					}
+				}
+				mu.Lock()
+				under[strings.Join(names, " < ")]++
+				mu.Unlock()
+				done.Add(1)
+				return nil, nil
+			}, &tc.opts)
+			testkit.WaitFor(t, 20*time.Second, "all processed", func() bool { return done.Load() == jobs })
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, map[string]int{"(*Worker).call < (*Worker).runJobs": jobs}, under)
+		})
+	}
+}
