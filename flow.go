@@ -229,11 +229,8 @@ func NewFlowProducer(rdb redis.UniversalClient, opts *FlowProducerOptions) (*Flo
 		if d == nil {
 			continue
 		}
-		if d.JobID != "" || d.Deduplication != nil {
-			return nil, optionError("FlowProducerOptions.DefaultJobOptions[%q] must not set JobID or Deduplication", name)
-		}
-		if err := d.validate(); err != nil {
-			return nil, fmt.Errorf("FlowProducerOptions.DefaultJobOptions[%q]: %w", name, err)
+		if err := checkDefaultJobOptions(fmt.Sprintf("FlowProducerOptions.DefaultJobOptions[%q]", name), d); err != nil {
+			return nil, err
 		}
 	}
 	for i, mw := range o.Middleware {
@@ -498,6 +495,7 @@ func (f *FlowProducer) prepareNode(fj *FlowJob, parent int, nodes []flowNode, no
 	if !o.Timestamp.IsZero() {
 		ts = o.Timestamp
 	}
+	o = o.scheduledFrom(ts)
 	stored := o.stored()
 	rec := scripts.FlowRecord{
 		Base: q.k.Base(), ID: id, Name: fj.Name, Timestamp: ts.UnixMilli(), Data: string(data),
