@@ -479,7 +479,7 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		mws:  mws,
 		opts: o,
 		id:   id,
-		jobs: newInflight(o.Concurrency),
+		jobs: newInflight(o.Concurrency, o.LockDuration),
 		rand: mathrand.Float64,
 	}
 	q.worker = w

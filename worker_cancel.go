@@ -113,20 +113,13 @@ func (c *canceller) handle(ctx context.Context, payload string) {
 		c.log.WarnContext(ctx, "malformed cancel request ignored", slog.String(logkey.Channel, c.channel))
 		return
 	}
-	var job *Job
-	stopped := false
-	c.jobs.whileInFlight(c.jobs.snapshot(), func(rj *runningJob) {
-		if rj.token == m.Token {
-			job = rj.job
-			stopped = rj.stop(cancelledError(m))
-		}
-	})
+	job, stopped := c.jobs.stopByToken(m.Token, cancelledError(m), time.Now())
 	switch {
 	case stopped:
 		c.log.InfoContext(ctx, "job cancelled", slog.String(logkey.JobID, job.ID), slog.String(logkey.Reason, m.Reason))
 	case job != nil:
 		c.log.DebugContext(ctx, "cancel request came after the attempt ended", slog.String(logkey.JobID, job.ID))
 	default:
-		c.log.DebugContext(ctx, "cancel request for no running attempt", slog.String(logkey.Token, m.Token))
+		c.log.DebugContext(ctx, "cancel request kept for an attempt not started yet (or already ended)", slog.String(logkey.Token, m.Token))
 	}
 }
