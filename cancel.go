@@ -68,6 +68,10 @@ const maxCancelReason = 1024
 //     or active with its lock expired (the error names its state); or
 //     opts.Retry was given for a job that is not running (there is no
 //     attempt to retry);
+//   - ErrSchedulerJob: the job is a job scheduler's next run, not yet
+//     running (a scheduler makes its following run when a worker takes this
+//     one, so failing it would stop the scheduler: remove or change the
+//     scheduler instead);
 //   - ErrCancelNotDelivered: a Node BullMQ worker runs the job (it does not
 //     listen for drover's requests and is left alone), or the drover worker
 //     running it is not subscribed (its Redis connection is down).

@@ -194,8 +194,8 @@ func TestCancelQueuedFlowChild(t *testing.T) {
 	}
 }
 
-// TestCancelJobRefused: a finished job, a parent waiting for its children
-// and an unknown id are refused with an error naming the state, and Redis
+// TestCancelJobRefused: a finished job, a parent waiting for its children,
+// a job scheduler's next run and an unknown id are refused with an error naming the state, and Redis
 // is left exactly as it was.
 func TestCancelJobRefused(t *testing.T) {
 	t.Parallel()
@@ -224,6 +224,8 @@ func TestCancelJobRefused(t *testing.T) {
 	require.NoError(t, err)
 	other, err := drover.NewQueue(b.rdb, "other", &drover.QueueOptions{Prefix: b.prefix})
 	require.NoError(t, err)
+	run, err := b.queue.UpsertJobScheduler(ctx, "hourly", drover.RepeatOptions{Every: time.Hour}, nil)
+	require.NoError(t, err)
 
 	before, err := statedump.Dump(ctx, b.rdb, b.prefix)
 	require.NoError(t, err)
@@ -237,6 +239,7 @@ func TestCancelJobRefused(t *testing.T) {
 		{q: b.queue, id: bad.Job.ID, is: drover.ErrNotInState, state: "it is failed"},
 		{q: other, id: node.Job.ID, is: drover.ErrNotInState, state: "it is waiting-children"},
 		{q: b.queue, id: "404", is: drover.ErrJobNotFound},
+		{q: b.queue, id: run.ID, is: drover.ErrSchedulerJob, state: "pending iteration of a job scheduler"},
 	} {
 		err := tc.q.CancelJob(ctx, tc.id, "x", nil)
 		require.ErrorIs(t, err, tc.is, tc.id)

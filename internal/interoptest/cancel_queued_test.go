@@ -29,7 +29,8 @@ const cancelReason = "cancelled: operator"
 // and its retries-exhausted event (which carries attemptsMade), and the
 // failed event's prev (active vs the state the job left); for a delayed
 // job, the delay field Node's promotion zeroed. Node's getters
-// read drover's result the same, and a Node worker finds nothing to run.
+// read drover's result the same, a Node worker finds nothing to run, and
+// Node's job.retry of the cancelled job lets a Node worker complete it.
 func TestDifferentialCancelQueued(t *testing.T) {
 	t.Parallel()
 	setup := newSetup(t)
@@ -145,6 +146,17 @@ func TestDifferentialCancelQueued(t *testing.T) {
 					break
 				}
 				require.NotEqual(t, droverID, id)
+			}
+			// Node retries a cancelled job it kept as any failed job, and
+			// its worker then runs it.
+			if a.states[droverID] == "failed" {
+				require.NoError(t, db.oracle.RetryJob(ctx, db.prefix, queueName, droverID, "failed", false, false))
+				id, err := db.oracle.StepWork(ctx, db.prefix, queueName, bullmqoracle.Return("ok"))
+				require.NoError(t, err)
+				require.Equal(t, droverID, id)
+				state, err := db.oracle.GetState(ctx, db.prefix, queueName, droverID)
+				require.NoError(t, err)
+				require.Equal(t, "completed", state)
 			}
 		})
 	}

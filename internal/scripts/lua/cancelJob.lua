@@ -27,10 +27,13 @@
 -- 2 the lock is not a drover worker's; 3 the job was not running and is
 -- now failed; 4 its opts are not ARGV[9] (it was replaced: read it again);
 -- -1 job missing; -3 neither locked nor queued (finished, active with its
--- lock expired, waiting for children), or queued and ARGV[3] has "r".
+-- lock expired, waiting for children), or queued and ARGV[3] has "r"; -8 the
+-- job is a job scheduler's pending iteration (failing it would stop the
+-- scheduler, which makes its next run when this one is taken; BullMQ's
+-- removeJob refuses it too).
 --@include common
 --@include queue
---@include parent
+--@include remove
 --@include retention
 
 local id = ARGV[2]
@@ -53,6 +56,9 @@ end
 
 if string.find(ARGV[3], "r", 1, true) then
   return -3
+end
+if isSchedulerIteration(id, jobKey) then
+  return -8
 end
 if (rcall("HGET", jobKey, "opts") or "") ~= ARGV[9] then
   return 4
