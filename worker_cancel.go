@@ -40,10 +40,22 @@ func (rj *runningJob) returned() *stopError {
 	return rj.stopped.Load()
 }
 
+// kindOptions are the options job's kind was registered with in the
+// worker's Kinds, nil for none.
+func (w *Worker) kindOptions(job *Job) *KindOptions {
+	if w.kinds == nil {
+		return nil
+	}
+	return w.kinds.kindOptions(job.Name)
+}
+
 // timeout is the attempt's time limit and where it comes from; 0 = none.
 func (w *Worker) timeout(rj *runningJob) (time.Duration, string) {
 	if ms := rj.stored.timeoutMs; ms > 0 {
 		return time.Duration(ms) * time.Millisecond, "job timeout"
+	}
+	if ko := w.kindOptions(rj.job); ko != nil && ko.Timeout > 0 {
+		return ko.Timeout, "KindOptions.Timeout"
 	}
 	if d := w.opts.JobTimeout; d > 0 {
 		return d, "WorkerOptions.JobTimeout"
