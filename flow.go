@@ -477,6 +477,9 @@ func (f *FlowProducer) prepareNode(fj *FlowJob, parent int, nodes []flowNode, no
 		return flowNode{}, optionError("unknown JobOptions.Backoff.Type %q (want %q, %q or a name in FlowProducerOptions.BackoffTypes)",
 			b.Type, BackoffFixed, BackoffExponential)
 	}
+	if !o.RunAt.IsZero() && len(fj.Children) > 0 {
+		return flowNode{}, optionError("JobOptions.RunAt cannot be used on a flow job with children: a parent's delay counts from when its last child finishes (BullMQ's rule), so it would not run at RunAt; use Delay")
+	}
 	if o.Deduplication != nil && (len(fj.Children) > 0 || parent >= 0 || fj.Parent != nil) {
 		return flowNode{}, optionError("JobOptions.Deduplication cannot be used on a flow job with children or a parent (BullMQ refuses it too)")
 	}

@@ -164,7 +164,9 @@ type JobOptions struct {
 	// A job sets Delay or RunAt, not both (an error naming both); one it
 	// sets replaces the other's default, so a job's RunAt overrides
 	// DefaultJobOptions.Delay (and a JobArgsWithOptions kind's Delay).
-	// DefaultJobOptions and scheduler templates must not set it. Zero = none.
+	// DefaultJobOptions, scheduler templates and a flow job with children
+	// (whose delay counts from when its children finish) must not set it.
+	// Zero = none.
 	RunAt time.Time
 	// Priority orders ready jobs: 1 is the highest, MaxPriority the lowest,
 	// 0 means none (such jobs run before any prioritized job).

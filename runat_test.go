@@ -149,6 +149,18 @@ func TestRunAt(t *testing.T) {
 		due, ok := dueOf(t, b, node.Children[0].Job.ID)
 		require.True(t, ok)
 		require.Equal(t, at, due)
+
+		// A parent's delay counts from its children's end: RunAt on it
+		// is refused, and nothing of the flow is written.
+		before, err := rdb.Keys(ctx, prefix+":*").Result()
+		require.NoError(t, err)
+		_, err = f.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "q", Opts: &drover.JobOptions{RunAt: at},
+			Children: []drover.FlowJob{{Name: "child", QueueName: "q"}}})
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+		require.ErrorContains(t, err, "JobOptions.RunAt cannot be used on a flow job with children")
+		after, err := rdb.Keys(ctx, prefix+":*").Result()
+		require.NoError(t, err)
+		require.ElementsMatch(t, before, after)
 	})
 
 	refusals := []struct {
