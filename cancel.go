@@ -27,7 +27,9 @@ type CancelOptions struct {
 	// job is retried per its Attempts and Backoff (OutcomeRetried or
 	// OutcomeRetryDelayed; OutcomeCancelled when it was the last attempt).
 	// Default false: the job fails for good whatever attempts are left
-	// (OutcomeCancelled), as with an Unrecoverable error.
+	// (OutcomeCancelled), as with an Unrecoverable error. A job not running
+	// has no attempt to retry: CancelJob refuses it (ErrNotInState) and
+	// leaves it queued.
 	Retry bool
 }
 
