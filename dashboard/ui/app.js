@@ -928,6 +928,21 @@
           if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
         },
       }, 'Cancel…'));
+    } else if (s.canOperate && ['waiting', 'prioritized', 'delayed'].includes(d.state)) {
+      // A job not running yet fails for good at once, without running
+      // (there is no attempt to retry).
+      actions.append(el('button', {
+        class: 'danger', id: 'cancel-job',
+        onclick: async () => {
+          const reason = el('input', { type: 'text', id: 'cancel-reason', maxlength: '1024', placeholder: 'reason (stored as the failure)', 'aria-label': 'reason (stored as the failure)' });
+          const msg = el('div', {},
+            el('p', {}, `Cancel job ${d.id}? It has not started: it fails for good now, without running.`),
+            el('p', {}, reason));
+          const res = await act('Cancel job', msg, 'Cancel the job',
+            () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: false } }), true);
+          if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
+        },
+      }, 'Cancel…'));
     }
     if (s.canAdmin && d.state !== 'active') {
       actions.append(el('button', {
