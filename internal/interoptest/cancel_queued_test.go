@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
@@ -223,4 +224,46 @@ func undoAttempt(t *testing.T, s *statedump.Snapshot, id, prev string) {
 		kept = append(kept, e)
 	}
 	events.Stream = kept
+}
+
+// TestInteropCancelQueuedEndsWaits: a Node Job.waitUntilFinished and a
+// drover Queue.WaitUntilFinished on a delayed job both end with the failure
+// when drover cancels the job: each reads the failed event CancelJob wrote.
+func TestInteropCancelQueuedEndsWaits(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	ctx := context.Background()
+	b := setup(t)
+	id := nodeAdd(t, b, "later", map[string]any{"delay": 3600000})
+
+	type result struct {
+		reason string
+		err    error
+	}
+	nodeDone := make(chan result, 1)
+	go func() {
+		r, err := b.oracle.WaitUntilFinished(ctx, b.prefix, queueName, id, waitLong)
+		if err != nil {
+			nodeDone <- result{err: err}
+			return
+		}
+		nodeDone <- result{reason: r.State + ": " + r.FailedReason}
+	}()
+	droverDone := make(chan error, 1)
+	go func() {
+		_, err := b.dq.WaitUntilFinished(ctx, id)
+		droverDone <- err
+	}()
+	// Both waits are listening once the driver's QueueEvents and drover's
+	// reader are up; a cancel before that is still seen (each reads the
+	// finished job's hash first), so no ordering is needed for the result.
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, b.dq.CancelJob(ctx, id, "operator", nil))
+
+	n := <-nodeDone
+	require.NoError(t, n.err)
+	require.Equal(t, "failed: "+cancelReason, n.reason)
+	var jfe *drover.JobFailedError
+	require.ErrorAs(t, <-droverDone, &jfe)
+	require.Equal(t, cancelReason, jfe.Reason)
 }
