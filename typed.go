@@ -44,7 +44,9 @@ type JobArgsWithOptions interface {
 // When args is a JobArgsWithOptions, the fields opts leaves unset (zero)
 // are taken from args.JobOptions(), and those both leave unset from
 // QueueOptions.DefaultJobOptions, as usual; a bad field of the kind's
-// options is an error naming the kind.
+// options is an error naming the kind. Delay and RunAt count as one field
+// (the schedule): a call that sets either keeps it, else the kind's is
+// taken, e.g. a RunAt the kind derives from its own fields.
 func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*AddResult, error) {
 	if args == nil {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got nil", q.name, ErrInvalidData)
