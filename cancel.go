@@ -115,6 +115,9 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 // between the read and the script), and the read is made again.
 func (q *Queue) cancel(ctx context.Context, id string, retry bool, reason string) (scripts.CancelResult, error) {
 	failedReason := (&stopError{detail: strings.TrimSpace(reason)}).Error()
+	// One call token for the tries: only the run that fails the job
+	// records its reply, for a resend by the client (include/once.lua).
+	call := scripts.NewCall(q.opts.AddRetryWindow)
 	for range 3 {
 		// redis.Nil: no job (the script says so) or no opts field.
 		raw, err := q.rdb.HGet(ctx, q.k.Job(id), "opts").Result()
@@ -127,7 +130,7 @@ func (q *Queue) cancel(ctx context.Context, id string, retry bool, reason string
 		if o, err := jobcodec.DecodeOpts(raw); err == nil {
 			spec = o.RemoveOnFail.Spec()
 		}
-		res, err := scripts.CancelJob(ctx, q.writes(), q.k, id, retry, reason,
+		res, err := scripts.CancelJob(ctx, q.writes(), q.k, call, id, retry, reason,
 			scripts.Queued{NowMs: q.now(ctx).UnixMilli(), FailedReason: failedReason, KeepSpec: spec, Opts: raw})
 		if err != nil || res != scripts.CancelStale {
 			return res, err

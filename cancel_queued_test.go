@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
@@ -321,4 +324,51 @@ func cancelRacesAWorker(t *testing.T) {
 		require.NoError(t, err)
 		return c[drover.StateActive] == 0 && c[drover.StateWaiting] == 0
 	})
+}
+
+// TestCancelQueuedJobUnderClientRetry: a proxy lets the cancel script run,
+// then loses its reply and resets the connection; go-redis sends the
+// command again. The job is failed once and CancelJob reports the first
+// run's success, also for a job removed on failure.
+func TestCancelQueuedJobUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		opts *drover.JobOptions
+	}{
+		{name: "kept", opts: &drover.JobOptions{Delay: time.Hour}},
+		{name: "removeOnFail", opts: &drover.JobOptions{RemoveOnFail: &drover.Retention{Remove: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = proxy.Close() })
+			rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 3})
+			t.Cleanup(func() { _ = rdb.Close() })
+			direct, prefix := redistest.Client(t)
+			q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+			require.NoError(t, err)
+			// Load the script first, so the dropped reply is the cancel's own.
+			warm, err := q.Add(ctx, "warm-up", nil, nil)
+			require.NoError(t, err)
+			require.NoError(t, q.CancelJob(ctx, warm.Job.ID, "", nil))
+
+			res, err := q.Add(ctx, "j", nil, tc.opts)
+			require.NoError(t, err)
+			proxy.DropReplyTo("evalsha")
+			require.NoError(t, q.CancelJob(ctx, res.Job.ID, "once", nil))
+			require.Equal(t, int64(1), proxy.Dropped(), "the reply was lost once")
+			failed := 0
+			entries, err := direct.XRange(ctx, prefix+":q:events", "-", "+").Result()
+			require.NoError(t, err)
+			for _, e := range entries {
+				if e.Values["event"] == "failed" && e.Values["jobId"] == res.Job.ID {
+					failed++
+				}
+			}
+			require.Equal(t, 1, failed, "one failed event")
+		})
+	}
 }

@@ -380,7 +380,9 @@ type QueueOptions struct {
 	// every Add and AddBulk chunk is stored exactly once per call, and an Add
 	// during a brief fault returns its real outcome rather than an error
 	// for a job that may have been stored. No send of a call starts after
-	// three quarters of the window.
+	// three quarters of the window. A CancelJob that fails a job not
+	// running is recorded the same way, so go-redis's resend of it is
+	// answered with its success rather than "the job is failed".
 	//
 	// Defaults to AddRetryWindowDefault (1 minute). Must be at least 1ms.
 	AddRetryWindow time.Duration

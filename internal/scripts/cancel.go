@@ -45,13 +45,16 @@ type Queued struct {
 // is not running fails for good as q says, unless retry (ErrNotInState: only
 // a running attempt can be cancelled and retried). ErrJobNotFound when there
 // is no job, ErrNotInState when it is neither locked nor queued.
-func CancelJob(ctx context.Context, rdb Doer, k keys.Queue, id string, retry bool, reason string, q Queued) (CancelResult, error) {
+//
+// call makes a resend of the command whose reply was lost (go-redis retries
+// it) answer CancelEnded again instead of finding the job failed.
+func CancelJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, retry bool, reason string, q Queued) (CancelResult, error) {
 	flags := ""
 	if retry {
 		flags = "r"
 	}
 	n, err := runCode(ctx, cancelJob, rdb, k, id, flags, reason, k.CancelChannel(""),
-		q.NowMs, q.FailedReason, q.KeepSpec, q.Opts)
+		q.NowMs, q.FailedReason, q.KeepSpec, q.Opts, call.Token, max(call.TTL.Milliseconds(), 1))
 	return CancelResult(n), err
 }
 

@@ -22,7 +22,9 @@
 -- running), 4 reason, 5 the cancel channel without its worker id
 -- (keys.Queue.CancelChannel("")), 6 now ms, 7 the failedReason of a job not
 -- running, 8 its removeOnFail keep spec (include/retention.lua), 9 the opts
--- JSON that spec was read from.
+-- JSON that spec was read from, 10 the call token and 11 its ttl ms
+-- (include/once.lua: a client's resend of a call that failed a job not
+-- running gets that run's reply, 3, and writes nothing).
 -- Returns 1 delivered; 0 the worker holding the lock does not listen;
 -- 2 the lock is not a drover worker's; 3 the job was not running and is
 -- now failed; 4 its opts are not ARGV[9] (it was replaced: read it again);
@@ -35,7 +37,12 @@
 --@include queue
 --@include remove
 --@include retention
+--@include once
 
+local callKey, first = onceReply(base, ARGV[10])
+if first then
+  return first
+end
 local id = ARGV[2]
 local jobKey = base .. id
 if rcall("EXISTS", jobKey) == 0 then
@@ -109,4 +116,5 @@ rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "failed", "jobId",
 if rcall("LLEN", waitKey) == 0 and rcall("LLEN", activeKey) == 0 and rcall("ZCARD", prioritizedKey) == 0 then
   rcall("XADD", eventsKey, "*", "event", "drained")
 end
+onceRemember(callKey, 3, ARGV[11])
 return 3
