@@ -1,7 +1,8 @@
 package drover
 
-// Ending a running attempt early: cancelled from anywhere (Queue.CancelJob,
-// which reaches the worker in whatever process runs the job) or timed out
+// Ending a job early: cancelled from anywhere (Queue.CancelJob, which fails
+// a job not yet running at once and reaches the worker in whatever process
+// runs a running one) or, for a running attempt, timed out
 // (JobOptions.Timeout, WorkerOptions.JobTimeout). BullMQ 6.7's
 // Worker.cancelJob only aborts a job of the calling process; this is
 // drover's own signal (docs/bullmq-format.md, "Cancel requests"), which
@@ -14,6 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
@@ -23,7 +27,9 @@ type CancelOptions struct {
 	// job is retried per its Attempts and Backoff (OutcomeRetried or
 	// OutcomeRetryDelayed; OutcomeCancelled when it was the last attempt).
 	// Default false: the job fails for good whatever attempts are left
-	// (OutcomeCancelled), as with an Unrecoverable error.
+	// (OutcomeCancelled), as with an Unrecoverable error. A job not running
+	// has no attempt to retry: CancelJob refuses it (ErrNotInState) and
+	// leaves it queued.
 	Retry bool
 }
 
@@ -31,23 +37,48 @@ type CancelOptions struct {
 // failedReason).
 const maxCancelReason = 1024
 
-// CancelJob asks the drover worker running job id, in this process or any
-// other, to cancel the attempt: the processor's context is cancelled with a
-// cause wrapping ErrJobCancelled, and once the processor returns, the
-// attempt ends with the error "cancelled: <reason>", failing the job for good
-// (OutcomeCancelled) unless opts.Retry.
+// CancelJob cancels job id, running or not yet running (River's JobCancel).
 //
-// nil means the worker received the request. The race with the job's own
-// end is settled by the worker: if the processor had already returned, its
-// result stands and the request is ignored. Otherwise:
+// A job that is not running (waiting, paused, prioritized or delayed) fails
+// for good in the call, as a Node BullMQ worker failing it with
+// UnrecoverableError would leave it, less the attempt it never made:
+// failedReason "cancelled: <reason>" (or "cancelled"), in the failed set, the
+// failed event (its prev names the state it left), its deduplication id
+// released, its flow parent treated as for any child that failed for good
+// (its ParentPolicy), and removed at once if its own RemoveOnFail says so (a
+// worker's default RemoveOnFail does not apply: no worker takes part). Its
+// AttemptsMade, ProcessedOn and stack trace stay unset, and no
+// retries-exhausted event is written.
+//
+// A running job's drover worker, in this process or any other, is asked to
+// cancel the attempt: the processor's context is cancelled with a cause
+// wrapping ErrJobCancelled, and once the processor returns, the attempt ends
+// with the error "cancelled: <reason>", failing the job for good
+// (OutcomeCancelled) unless opts.Retry. The race with the job's own end is
+// settled by the worker: if the processor had already returned, its result
+// stands and the request is ignored.
+//
+// Both cases are one Redis script, so a worker taking the job at the same
+// moment is ordered with the cancel: either the cancel runs first and the
+// job is failed before any worker sees it, or the worker took it first and
+// the cancel goes to the running attempt, as above.
+//
+// nil means the job is now failed or its worker received the request.
+// Otherwise:
 //   - ErrJobNotFound: there is no such job;
-//   - ErrNotInState: the job is not running (the error names its state);
+//   - ErrNotInState: the job is completed, failed, waiting for its children,
+//     or active with its lock expired (the error names its state); or
+//     opts.Retry was given for a job that is not running (there is no
+//     attempt to retry);
+//   - ErrSchedulerJob: the job is a job scheduler's next run, not yet
+//     running (a scheduler makes its following run when a worker takes this
+//     one, so failing it would stop the scheduler: remove or change the
+//     scheduler instead);
 //   - ErrCancelNotDelivered: a Node BullMQ worker runs the job (it does not
 //     listen for drover's requests and is left alone), or the drover worker
 //     running it is not subscribed (its Redis connection is down).
 //
-// The request is a Redis PUBLISH; nothing is written, so a failed CancelJob
-// leaves Redis as it was.
+// Every error leaves Redis as it was.
 func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOptions) error {
 	if err := q.check(); err != nil {
 		return err
@@ -59,12 +90,16 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 		return fmt.Errorf("%w: cancel reason must be at most %d bytes, got %d", ErrInvalidOption, maxCancelReason, len(reason))
 	}
 	retry := opts != nil && opts.Retry
-	res, err := scripts.CancelJob(ctx, q.writes(), q.k, id, retry, reason)
+	want := "running (active with a live lock), waiting, prioritized or delayed"
+	if retry {
+		want = "running (active with a live lock): CancelOptions.Retry retries a running attempt"
+	}
+	res, err := q.cancel(ctx, id, retry, reason)
 	if err != nil {
-		return q.Job(id).stateErr(ctx, "cancel", "running (active with a live lock)", err)
+		return q.Job(id).stateErr(ctx, "cancel", want, err)
 	}
 	switch res {
-	case scripts.CancelDelivered:
+	case scripts.CancelDelivered, scripts.CancelEnded:
 		return nil
 	case scripts.CancelForeign:
 		return &JobError{Queue: q.name, JobID: id, Op: "cancel",
@@ -73,6 +108,35 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 		return &JobError{Queue: q.name, JobID: id, Op: "cancel",
 			Err: fmt.Errorf("%w: the drover worker running it is not subscribed (its connection may be down)", ErrCancelNotDelivered)}
 	}
+}
+
+// cancel runs the cancel script with the job's removeOnFail, read from its
+// opts; the script refuses to act on other opts (the job was replaced
+// between the read and the script), and the read is made again.
+func (q *Queue) cancel(ctx context.Context, id string, retry bool, reason string) (scripts.CancelResult, error) {
+	failedReason := (&stopError{detail: strings.TrimSpace(reason)}).Error()
+	// One call token for the tries: only the run that fails the job
+	// records its reply, for a resend by the client (include/once.lua).
+	call := scripts.NewCall(q.opts.AddRetryWindow)
+	for range 3 {
+		// redis.Nil: no job (the script says so) or no opts field.
+		raw, err := q.rdb.HGet(ctx, q.k.Job(id), "opts").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return 0, err
+		}
+		// A job whose opts do not decode keeps every failed job (no
+		// removeOnFail read): cancelling it must not depend on them.
+		var spec string
+		if o, err := jobcodec.DecodeOpts(raw); err == nil {
+			spec = o.RemoveOnFail.Spec()
+		}
+		res, err := scripts.CancelJob(ctx, q.writes(), q.k, call, id, retry, reason,
+			scripts.Queued{NowMs: q.now(ctx).UnixMilli(), FailedReason: failedReason, KeepSpec: spec, Opts: raw})
+		if err != nil || res != scripts.CancelStale {
+			return res, err
+		}
+	}
+	return 0, fmt.Errorf("the job was replaced during each of 3 tries")
 }
 
 // stopError ends an attempt early: the cause of the processor's context and

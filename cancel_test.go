@@ -277,9 +277,10 @@ func TestCancelJob(t *testing.T) {
 		require.ErrorIs(t, err, drover.ErrJobNotFound)
 		res, err := b.queue.Add(ctx, "waits", nil, nil)
 		require.NoError(t, err)
-		err = b.queue.CancelJob(ctx, res.Job.ID, "x", nil)
+		// Retry cancels a running attempt; a waiting job has none.
+		err = b.queue.CancelJob(ctx, res.Job.ID, "x", &drover.CancelOptions{Retry: true})
 		require.ErrorIs(t, err, drover.ErrNotInState)
-		require.ErrorContains(t, err, "it is waiting, not running")
+		require.ErrorContains(t, err, "it is waiting, not running (active with a live lock): CancelOptions.Retry")
 		require.ErrorContains(t, err, fmt.Sprintf("cancel job %q in queue %q", res.Job.ID, "q"))
 		err = b.queue.CancelJob(ctx, "", "x", nil)
 		require.ErrorContains(t, err, "needs a job id")

@@ -31,6 +31,16 @@
 // the same custom [JobOptions.JobID] exists (the existing job is returned and
 // nothing is written but a duplicated event), or [AddDeduplicated].
 //
+// # Coming from River or asynq
+//
+// The defaults are BullMQ's, not River's or asynq's: a job runs once
+// ([JobOptions.Attempts] 0 or 1) and, given more attempts, is retried at
+// once unless it has a [Backoff]. Set both on the job, or once for a queue in
+// [QueueOptions.DefaultJobOptions]. [JobOptions.RunAt] is asynq's ProcessAt
+// and River's ScheduledAt; [JobOptions.Timeout] bounds each attempt;
+// [Queue.CancelJob] (River's JobCancel) fails a job that is not running yet
+// at once and cancels a running attempt.
+//
 // # The three ways a job runs again
 //
 // Automatic retry: a processor error fails the attempt. While attempts

@@ -80,6 +80,26 @@ func TestEmbeddedEngineSmoke(t *testing.T) {
 	// The calls added since the engine was last checked: a processor's
 	// ErrRateLimited (finishJobs reads the limiter's PTTL), manual
 	// processing, pausing one worker, the queue's meta and orphans.
+	// RunAt and the cancel of a queued job (the demo's dashboard offers it).
+	t.Run("RunAtCancelQueued", func(t *testing.T) {
+		b := setup(t, "smoke-cancel")
+		at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+		res, err := b.queue.Add(ctx, "later", nil, &drover.JobOptions{RunAt: at, Deduplication: &drover.Deduplication{ID: "d"},
+			RemoveOnFail: &drover.Retention{Count: 5}})
+		require.NoError(t, err)
+		job, err := b.queue.GetJob(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, at, job.Timestamp.Add(job.Delay))
+		require.NoError(t, b.queue.CancelJob(ctx, res.Job.ID, "smoke", nil))
+		b.waitState(t, res.Job.ID, drover.StateFailed)
+		job, err = b.queue.GetJob(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, "cancelled: smoke", job.FailedReason)
+		owner, err := b.queue.GetDeduplicationJobID(ctx, "d")
+		require.NoError(t, err)
+		require.Empty(t, owner, "released")
+	})
+
 	t.Run("RateLimitManualPauseMeta", func(t *testing.T) {
 		b := setup(t, "smoke-new")
 		var first atomic.Bool

@@ -89,3 +89,42 @@ func ExampleJobArgsWithOptions() {
 	// deduplicated true
 	// created 10 exponential
 }
+
+// Export is a kind whose worker bounds each attempt and backs off between
+// retries, River's Worker.Timeout and NextRetry.
+type Export struct {
+	Report string `json:"report"`
+}
+
+func (Export) Kind() string { return "export" }
+
+// WorkWith registers a kind with options for how this worker runs it: each
+// attempt may take 30 s, and a job that carries no backoff of its own waits
+// a minute per failed attempt before the next (BullMQ's default would retry
+// at once).
+func ExampleWorkWith() {
+	ctx := context.Background()
+	rdb, prefix := exampleClient()
+	defer rdb.Close()
+	q, _ := drover.NewQueue(rdb, "exports", &drover.QueueOptions{Prefix: prefix})
+
+	var kinds drover.Kinds
+	drover.WorkWith(&kinds, func(ctx context.Context, job *drover.Job, e Export) (any, error) {
+		return nil, fmt.Errorf("report %s: storage unavailable", e.Report)
+	}, &drover.KindOptions{
+		Timeout: 30 * time.Second,
+		Backoff: func(attemptsMade int, _ string, _ error, _ *drover.Job) time.Duration {
+			return time.Duration(attemptsMade) * time.Minute
+		},
+	})
+	w, _ := drover.NewWorker(rdb, "exports", &kinds, &drover.WorkerOptions{Prefix: prefix})
+	_ = w.Start(ctx)
+	defer w.Close(ctx)
+
+	res, _ := q.AddArgs(ctx, Export{Report: "q3"}, &drover.JobOptions{Attempts: 5})
+	waitForState(q, res.Job.ID, drover.StateDelayed)
+	job, _ := q.GetJob(ctx, res.Job.ID)
+	fmt.Println(job.AttemptsMade, job.Delay, job.FailedReason)
+	// Output:
+	// 1 1m0s report q3: storage unavailable
+}

@@ -229,11 +229,8 @@ func NewFlowProducer(rdb redis.UniversalClient, opts *FlowProducerOptions) (*Flo
 		if d == nil {
 			continue
 		}
-		if d.JobID != "" || d.Deduplication != nil {
-			return nil, optionError("FlowProducerOptions.DefaultJobOptions[%q] must not set JobID or Deduplication", name)
-		}
-		if err := d.validate(); err != nil {
-			return nil, fmt.Errorf("FlowProducerOptions.DefaultJobOptions[%q]: %w", name, err)
+		if err := checkDefaultJobOptions(fmt.Sprintf("FlowProducerOptions.DefaultJobOptions[%q]", name), d); err != nil {
+			return nil, err
 		}
 	}
 	for i, mw := range o.Middleware {
@@ -480,6 +477,9 @@ func (f *FlowProducer) prepareNode(fj *FlowJob, parent int, nodes []flowNode, no
 		return flowNode{}, optionError("unknown JobOptions.Backoff.Type %q (want %q, %q or a name in FlowProducerOptions.BackoffTypes)",
 			b.Type, BackoffFixed, BackoffExponential)
 	}
+	if !o.RunAt.IsZero() && len(fj.Children) > 0 {
+		return flowNode{}, optionError("JobOptions.RunAt cannot be used on a flow job with children: a parent's delay counts from when its last child finishes (BullMQ's rule), so it would not run at RunAt; use Delay")
+	}
 	if o.Deduplication != nil && (len(fj.Children) > 0 || parent >= 0 || fj.Parent != nil) {
 		return flowNode{}, optionError("JobOptions.Deduplication cannot be used on a flow job with children or a parent (BullMQ refuses it too)")
 	}
@@ -498,6 +498,7 @@ func (f *FlowProducer) prepareNode(fj *FlowJob, parent int, nodes []flowNode, no
 	if !o.Timestamp.IsZero() {
 		ts = o.Timestamp
 	}
+	o = o.scheduledFrom(ts)
 	stored := o.stored()
 	rec := scripts.FlowRecord{
 		Base: q.k.Base(), ID: id, Name: fj.Name, Timestamp: ts.UnixMilli(), Data: string(data),

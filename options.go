@@ -139,6 +139,13 @@ func (d *Deduplication) flags() string {
 
 // JobOptions are per-job options. Nil means defaults; zero fields mean
 // "not set" and fall back to QueueOptions.DefaultJobOptions.
+//
+// The defaults are BullMQ's, which Node producers and workers on the same
+// queue rely on: a job runs once (Attempts 0 or 1: a failure is final), and
+// a job given more attempts is retried at once unless it has a Backoff.
+// River (25 attempts) and asynq (25 retries) both retry with an
+// exponential backoff by default; to get that here, set Attempts and
+// Backoff on the job or once in QueueOptions.DefaultJobOptions.
 type JobOptions struct {
 	// JobID is a custom id. BullMQ's rules apply: not empty, not an integer,
 	// not "0" or "0:…", no ':', not "." or ".." (see ValidateJobID). Adding an id that exists
@@ -146,15 +153,31 @@ type JobOptions struct {
 	JobID string
 	// Delay postpones the job. Must not be negative. Stored in ms.
 	Delay time.Duration
+	// RunAt makes the job due at a point in time rather than after a Delay
+	// (asynq's ProcessAt, River's ScheduledAt). It is stored as BullMQ
+	// stores every delayed job, the job's timestamp plus a delay, the delay
+	// being RunAt minus the timestamp, so Node BullMQ, the CLI and Job.Opts
+	// read it back as Delay. A RunAt at or before the timestamp queues the
+	// job at once. It is read on Redis's clock, as the timestamp is (see
+	// QueueOptions.ClockCheckInterval).
+	//
+	// A job sets Delay or RunAt, not both (an error naming both); one it
+	// sets replaces the other's default, so a job's RunAt overrides
+	// DefaultJobOptions.Delay (and a JobArgsWithOptions kind's Delay).
+	// DefaultJobOptions, scheduler templates and a flow job with children
+	// (whose delay counts from when its children finish) must not set it.
+	// Zero = none.
+	RunAt time.Time
 	// Priority orders ready jobs: 1 is the highest, MaxPriority the lowest,
 	// 0 means none (such jobs run before any prioritized job).
 	Priority int
 	// LIFO puts the job at the front of the wait list.
 	LIFO bool
 	// Attempts is how many times the job may run before it fails for good.
-	// 0 or 1 = once.
+	// 0 or 1 = once, BullMQ's default (River's and asynq's is 25).
 	Attempts int
-	// Backoff spaces the retries. nil = retry at once.
+	// Backoff spaces the retries. nil = retry at once, BullMQ's default
+	// (River and asynq back off exponentially by default).
 	Backoff *Backoff
 	// RemoveOnComplete and RemoveOnFail bound the finished jobs kept.
 	// nil = keep all (or the worker's default).
@@ -212,7 +235,11 @@ func (o *JobOptions) merged(d *JobOptions) JobOptions {
 	if d == nil {
 		return r
 	}
-	r.Delay = cmp.Or(r.Delay, d.Delay)
+	// Delay and RunAt are one choice, the schedule: a job that sets
+	// either keeps it whole, one that sets neither takes d's.
+	if r.Delay == 0 && r.RunAt.IsZero() {
+		r.Delay, r.RunAt = d.Delay, d.RunAt
+	}
 	r.Priority = cmp.Or(r.Priority, d.Priority)
 	r.LIFO = r.LIFO || d.LIFO
 	r.Attempts = cmp.Or(r.Attempts, d.Attempts)
@@ -226,6 +253,30 @@ func (o *JobOptions) merged(d *JobOptions) JobOptions {
 	r.ParentPolicy = cmp.Or(r.ParentPolicy, d.ParentPolicy)
 	r.Timeout = cmp.Or(r.Timeout, d.Timeout)
 	return r
+}
+
+// scheduledFrom returns o with RunAt turned into the Delay BullMQ stores
+// for a job whose timestamp is ts: the time from ts to RunAt, 0 when RunAt
+// is not after ts. Without RunAt it returns o as is.
+func (o JobOptions) scheduledFrom(ts time.Time) JobOptions {
+	if o.RunAt.IsZero() {
+		return o
+	}
+	o.Delay = max(time.Duration(o.RunAt.UnixMilli()-ts.UnixMilli())*time.Millisecond, 0)
+	o.RunAt = time.Time{}
+	return o
+}
+
+// checkDefaultJobOptions refuses what a default for many jobs cannot set:
+// a job's identity and its absolute run time. where names the option.
+func checkDefaultJobOptions(where string, d *JobOptions) error {
+	if d.JobID != "" || d.Deduplication != nil || !d.RunAt.IsZero() {
+		return optionError("%s must not set JobID, Deduplication or RunAt", where)
+	}
+	if err := d.validate(); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
 }
 
 // Validate checks every field and returns an error naming the first bad one
@@ -245,6 +296,8 @@ func (o *JobOptions) validate() error {
 	switch {
 	case o.Delay < 0:
 		return optionError("JobOptions.Delay must not be negative, got %s", o.Delay)
+	case o.Delay != 0 && !o.RunAt.IsZero():
+		return optionError("JobOptions.Delay and JobOptions.RunAt must not both be set, got Delay %s and RunAt %s", o.Delay, o.RunAt.Format(time.RFC3339Nano))
 	case o.Priority < 0 || o.Priority > MaxPriority:
 		return optionError("JobOptions.Priority must be between 0 and %d, got %d", MaxPriority, o.Priority)
 	case o.Attempts < 0:
@@ -267,8 +320,10 @@ func (o *JobOptions) validate() error {
 			return optionError("JobOptions.%s must be at most %d, got %d", name, jobcodec.MaxCount, n)
 		}
 	}
-	if ts := o.Timestamp; !ts.IsZero() && (ts.UnixMilli() < 0 || ts.UnixMilli() > jobcodec.MaxMillis) {
-		return optionError("JobOptions.Timestamp must be between the Unix epoch and %d ms after it, got %s", jobcodec.MaxMillis, ts)
+	for name, ts := range map[string]time.Time{"Timestamp": o.Timestamp, "RunAt": o.RunAt} {
+		if !ts.IsZero() && (ts.UnixMilli() < 0 || ts.UnixMilli() > jobcodec.MaxMillis) {
+			return optionError("JobOptions.%s must be between the Unix epoch and %d ms after it, got %s", name, jobcodec.MaxMillis, ts)
+		}
 	}
 	if b := o.Backoff; b != nil {
 		switch {
@@ -325,7 +380,9 @@ type QueueOptions struct {
 	// every Add and AddBulk chunk is stored exactly once per call, and an Add
 	// during a brief fault returns its real outcome rather than an error
 	// for a job that may have been stored. No send of a call starts after
-	// three quarters of the window.
+	// three quarters of the window. A CancelJob that fails a job not
+	// running is recorded the same way, so go-redis's resend of it is
+	// answered with its success rather than "the job is failed".
 	//
 	// Defaults to AddRetryWindowDefault (1 minute). Must be at least 1ms.
 	AddRetryWindow time.Duration

@@ -23,6 +23,17 @@ func init() {
 				return jobcodec.Opts{}, optionError("JobOptions.%s fields must not be negative, got %+v", name, *r)
 			}
 		}
+		// A RunAt has no stored option: kept as BullMQ keeps it, a
+		// timestamp (now when unset) and the delay to RunAt from it, so an
+		// outbox row added later is due at the same time.
+		if !o.RunAt.IsZero() {
+			c := *o
+			if c.Timestamp.IsZero() {
+				c.Timestamp = time.Now()
+			}
+			c = c.scheduledFrom(c.Timestamp)
+			o = &c
+		}
 		return o.stored(), nil
 	}
 	jobcodec.OptsToOptions = func(s *jobcodec.Opts) any {

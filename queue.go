@@ -80,11 +80,8 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 		return nil, optionError("QueueOptions.AddRetryWindow must be at least 1ms, got %s", o.AddRetryWindow)
 	}
 	if o.DefaultJobOptions != nil {
-		if o.DefaultJobOptions.JobID != "" || o.DefaultJobOptions.Deduplication != nil {
-			return nil, optionError("QueueOptions.DefaultJobOptions must not set JobID or Deduplication")
-		}
-		if err := o.DefaultJobOptions.validate(); err != nil {
-			return nil, fmt.Errorf("QueueOptions.DefaultJobOptions: %w", err)
+		if err := checkDefaultJobOptions("QueueOptions.DefaultJobOptions", o.DefaultJobOptions); err != nil {
+			return nil, err
 		}
 	}
 	for i, mw := range o.AddMiddleware {
@@ -291,6 +288,7 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 	if !o.Timestamp.IsZero() {
 		ts = o.Timestamp
 	}
+	o = o.scheduledFrom(ts)
 	stored := o.stored()
 	rec := scripts.AddRecord{
 		ID:        o.JobID,

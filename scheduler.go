@@ -69,7 +69,7 @@ type JobTemplate struct {
 	Name string
 	// Data of each run, encoded with encoding/json. nil = {}.
 	Data any
-	// Opts of each run. JobID, Delay, Timestamp and Deduplication must not
+	// Opts of each run. JobID, Delay, RunAt, Timestamp and Deduplication must not
 	// be set: the scheduler decides them.
 	Opts *JobOptions
 }
@@ -117,8 +117,8 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 		return fail(err)
 	}
 	o := tmpl.Opts.merged(q.opts.DefaultJobOptions)
-	if o.JobID != "" || o.Delay != 0 || !o.Timestamp.IsZero() || o.Deduplication != nil {
-		return fail(optionError("JobTemplate.Opts must not set JobID, Delay, Timestamp or Deduplication"))
+	if o.JobID != "" || o.Delay != 0 || !o.RunAt.IsZero() || !o.Timestamp.IsZero() || o.Deduplication != nil {
+		return fail(optionError("JobTemplate.Opts must not set JobID, Delay, RunAt, Timestamp or Deduplication"))
 	}
 	if err := o.validate(); err != nil {
 		return fail(err)

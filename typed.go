@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 )
 
 // JobArgs is the data of a typed job. Kind names the kind of job; it is
@@ -43,7 +44,9 @@ type JobArgsWithOptions interface {
 // When args is a JobArgsWithOptions, the fields opts leaves unset (zero)
 // are taken from args.JobOptions(), and those both leave unset from
 // QueueOptions.DefaultJobOptions, as usual; a bad field of the kind's
-// options is an error naming the kind.
+// options is an error naming the kind. Delay and RunAt count as one field
+// (the schedule): a call that sets either keeps it, else the kind's is
+// taken, e.g. a RunAt the kind derives from its own fields.
 func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*AddResult, error) {
 	if args == nil {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got nil", q.name, ErrInvalidData)
@@ -105,7 +108,40 @@ type Kinds struct {
 	Default Processor
 
 	procs map[string]ProcessorFunc
-	err   error // the first registration mistake, reported by NewWorker
+	opts  map[string]*KindOptions // by kind; only kinds registered with options
+	err   error                   // the first registration mistake, reported by NewWorker
+}
+
+// KindOptions are how a worker runs one kind of job (River's Worker.Timeout
+// and NextRetry): settings of the worker, not of the job, so a Node BullMQ
+// worker taking a job of the kind does not apply them. They take effect in
+// a Worker given the *Kinds itself (not a function wrapping it). Nil means
+// none.
+type KindOptions struct {
+	// Timeout bounds each attempt of the kind's jobs, as
+	// WorkerOptions.JobTimeout does (the processor's context is cancelled
+	// with cause ErrJobTimedOut and the attempt fails, retried per the job's
+	// Attempts). A job's own JobOptions.Timeout wins over it, and it wins
+	// over WorkerOptions.JobTimeout. 0 = none; else at least 1ms.
+	Timeout time.Duration
+	// Backoff spaces the retries of the kind's jobs that carry no
+	// JobOptions.Backoff of their own, which BullMQ retries at once. It is
+	// called as a custom strategy is (backoffType ""), so BackoffStop fails
+	// the job for good; how many attempts a job gets is still its Attempts
+	// (set them with JobArgsWithOptions). A job's own Backoff wins over
+	// it. nil = retry at once.
+	Backoff BackoffFunc
+}
+
+// validate names the kind and the bad field.
+func (o *KindOptions) validate(kind string) error {
+	switch {
+	case o.Timeout < 0:
+		return optionError("KindOptions.Timeout of kind %q must not be negative, got %s", kind, o.Timeout)
+	case o.Timeout > 0 && o.Timeout < time.Millisecond:
+		return optionError("KindOptions.Timeout of kind %q must be at least 1ms, got %s", kind, o.Timeout)
+	}
+	return nil
 }
 
 // Work registers fn for the jobs whose name is T's Kind. Before fn runs, the
@@ -116,7 +152,12 @@ type Kinds struct {
 // pointer to the decoded data). Registering a kind twice, or an empty kind,
 // or a T whose zero value's Kind panics, is a mistake NewWorker reports
 // (and Process fails every attempt with, see there).
-func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) {
+func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) { WorkWith(k, fn, nil) }
+
+// WorkWith is Work with options for how the worker runs the kind: a time
+// limit per attempt and a retry policy (KindOptions). A bad option is a
+// registration mistake NewWorker reports, naming the kind and the field.
+func WorkWith[T JobArgs](k *Kinds, fn WorkFunc[T], opts *KindOptions) {
 	kind, err := kindOf[T]()
 	switch {
 	case err != nil:
@@ -132,6 +173,17 @@ func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) {
 	if _, dup := k.procs[kind]; dup {
 		k.fail(fmt.Errorf("drover.Work: kind %q registered twice (the second time for %s)", kind, typeName[T]()))
 		return
+	}
+	if opts != nil {
+		if err := opts.validate(kind); err != nil {
+			k.fail(err)
+			return
+		}
+		if k.opts == nil {
+			k.opts = make(map[string]*KindOptions)
+		}
+		o := *opts
+		k.opts[kind] = &o
 	}
 	if k.procs == nil {
 		k.procs = make(map[string]ProcessorFunc)
@@ -201,6 +253,15 @@ func (k *Kinds) known() string {
 
 // validate reports the first registration mistake (NewWorker calls it).
 func (k *Kinds) validate() error { return k.err }
+
+// kindOptions are the options the kind named name was registered with, nil
+// for none (NewWorker reads them through the kindOptioner interface).
+func (k *Kinds) kindOptions(name string) *KindOptions { return k.opts[name] }
+
+// kindOptioner is a Processor with per-kind options: *Kinds.
+type kindOptioner interface {
+	kindOptions(name string) *KindOptions
+}
 
 // dataError explains why a job's data does not decode into T, naming the
 // job, the type and, when known, the field, never the data itself (it may

@@ -133,7 +133,8 @@ type WorkerOptions struct {
 	// (ErrInvalidOption) rather than ignore it.
 	Middleware []WorkerMiddleware
 	// JobTimeout bounds each attempt of a job that sets no
-	// JobOptions.Timeout: the processor's context is cancelled at the
+	// JobOptions.Timeout and whose kind has no KindOptions.Timeout
+	// (WorkWith): the processor's context is cancelled at the
 	// deadline (cause ErrJobTimedOut) and the attempt fails, retried per the
 	// job's attempts and backoff. 0 = no limit.
 	JobTimeout time.Duration
@@ -268,6 +269,7 @@ type Worker struct {
 	q       *Queue
 	proc    Processor
 	chain   ProcessorFunc      // proc inside the middleware (middleware.go)
+	kinds   kindOptioner       // proc's per-kind options (a *Kinds), or nil
 	mws     []WorkerMiddleware // hooks first, then WorkerOptions.Middleware
 	opts    WorkerOptions
 	id      string
@@ -479,10 +481,11 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		mws:  mws,
 		opts: o,
 		id:   id,
-		jobs: newInflight(o.Concurrency),
+		jobs: newInflight(o.Concurrency, o.LockDuration),
 		rand: mathrand.Float64,
 	}
 	q.worker = w
+	w.kinds, _ = proc.(kindOptioner)
 	if proc != nil {
 		w.chain = chain(proc, mws)
 	}

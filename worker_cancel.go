@@ -40,10 +40,22 @@ func (rj *runningJob) returned() *stopError {
 	return rj.stopped.Load()
 }
 
+// kindOptions are the options job's kind was registered with in the
+// worker's Kinds, nil for none.
+func (w *Worker) kindOptions(job *Job) *KindOptions {
+	if w.kinds == nil {
+		return nil
+	}
+	return w.kinds.kindOptions(job.Name)
+}
+
 // timeout is the attempt's time limit and where it comes from; 0 = none.
 func (w *Worker) timeout(rj *runningJob) (time.Duration, string) {
 	if ms := rj.stored.timeoutMs; ms > 0 {
 		return time.Duration(ms) * time.Millisecond, "job timeout"
+	}
+	if ko := w.kindOptions(rj.job); ko != nil && ko.Timeout > 0 {
+		return ko.Timeout, "KindOptions.Timeout"
 	}
 	if d := w.opts.JobTimeout; d > 0 {
 		return d, "WorkerOptions.JobTimeout"
@@ -113,20 +125,13 @@ func (c *canceller) handle(ctx context.Context, payload string) {
 		c.log.WarnContext(ctx, "malformed cancel request ignored", slog.String(logkey.Channel, c.channel))
 		return
 	}
-	var job *Job
-	stopped := false
-	c.jobs.whileInFlight(c.jobs.snapshot(), func(rj *runningJob) {
-		if rj.token == m.Token {
-			job = rj.job
-			stopped = rj.stop(cancelledError(m))
-		}
-	})
+	job, stopped := c.jobs.stopByToken(m.Token, cancelledError(m), time.Now())
 	switch {
 	case stopped:
 		c.log.InfoContext(ctx, "job cancelled", slog.String(logkey.JobID, job.ID), slog.String(logkey.Reason, m.Reason))
 	case job != nil:
 		c.log.DebugContext(ctx, "cancel request came after the attempt ended", slog.String(logkey.JobID, job.ID))
 	default:
-		c.log.DebugContext(ctx, "cancel request for no running attempt", slog.String(logkey.Token, m.Token))
+		c.log.DebugContext(ctx, "cancel request kept for an attempt not started yet (or already ended)", slog.String(logkey.Token, m.Token))
 	}
 }

@@ -2,7 +2,9 @@ package drover
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,6 +29,35 @@ func TestAttemptStop(t *testing.T) {
 		require.Nil(t, rj.returned())
 		require.False(t, rj.stop(cancel), "a cancel after the return is ignored")
 		require.NoError(t, rj.ctx.Err())
+	})
+
+	// A request that comes while the fetch that locked the job has not
+	// reached the worker yet stops the job as it starts (it was dropped:
+	// TestCancelJobRacesAWorker left such a job running).
+	t.Run("BeforeTheJobStarts", func(t *testing.T) {
+		t.Parallel()
+		f := newInflight(2, time.Minute)
+		require.Equal(t, 2, f.take(2))
+		job, stopped := f.stopByToken("w:1:7", cancel, time.Now())
+		require.Nil(t, job)
+		require.False(t, stopped)
+		rj, other := newRJ(), newRJ()
+		rj.token, other.token = "w:1:7", "w:1:8"
+		f.start(2, []*runningJob{rj, other})
+		require.ErrorIs(t, context.Cause(rj.ctx), ErrJobCancelled)
+		require.Same(t, cancel, rj.returned())
+		require.NoError(t, other.ctx.Err())
+		require.Empty(t, f.early)
+
+		// Requests for tokens no job takes expire; the map stays bounded.
+		f = newInflight(1, time.Minute)
+		t0 := time.Now()
+		for i := range maxEarly + 10 {
+			f.stopByToken(fmt.Sprint("gone:", i), cancel, t0)
+		}
+		require.Len(t, f.early, maxEarly)
+		f.stopByToken("fresh", cancel, t0.Add(2*time.Minute))
+		require.Len(t, f.early, 1)
 	})
 
 	t.Run("CancelFirst", func(t *testing.T) {

@@ -3,6 +3,7 @@ package drover
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // inflight owns a worker's in-flight jobs: its Concurrency slots, the set of
@@ -27,13 +28,59 @@ type inflight struct {
 	mu   sync.Mutex
 	jobs map[*runningJob]struct{} // started and not finished
 	idle chan struct{}            // non-nil while drain waits; closed when jobs empties
+	// early holds the cancel requests whose token no job in flight has, by
+	// token: the fetch that locked the job has run in Redis (so CancelJob
+	// found the lock and published) but its reply has not reached the
+	// worker. finish stops such a job as it starts it. A request for an
+	// attempt that already ended lands here too and no job ever takes its
+	// token (each fetch call's tokens are new), so entries older than
+	// earlyTTL, the lock duration (a job not started by then has lost its
+	// lock), are dropped, and at most maxEarly are kept.
+	early    map[string]earlyStop
+	earlyTTL time.Duration
 }
 
-func newInflight(concurrency int) *inflight {
+// earlyStop is a cancel request kept for a job not yet started.
+type earlyStop struct {
+	e  *stopError
+	at time.Time
+}
+
+// maxEarly bounds inflight.early.
+const maxEarly = 1024
+
+func newInflight(concurrency int, earlyTTL time.Duration) *inflight {
 	return &inflight{
-		slots: make(chan struct{}, concurrency),
-		jobs:  make(map[*runningJob]struct{}),
+		slots:    make(chan struct{}, concurrency),
+		jobs:     make(map[*runningJob]struct{}),
+		early:    make(map[string]earlyStop),
+		earlyTTL: earlyTTL,
 	}
+}
+
+// stopByToken stops the attempt in flight whose lock token is token with e,
+// or, when none is in flight, keeps e for the job that starts with that
+// token (see early). It returns the job found (nil when e was kept) and
+// whether e ended its attempt.
+func (f *inflight) stopByToken(token string, e *stopError, now time.Time) (*Job, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for rj := range f.jobs {
+		if rj.token == token {
+			return rj.job, rj.stop(e)
+		}
+	}
+	if len(f.early) >= maxEarly {
+		for t, k := range f.early {
+			if now.Sub(k.at) > f.earlyTTL {
+				delete(f.early, t)
+			}
+		}
+	}
+	if len(f.early) < maxEarly {
+		f.early[token] = earlyStop{e: e, at: now}
+	}
+	return nil, false
 }
 
 // take takes up to n free slots without blocking and returns how many.
@@ -84,6 +131,12 @@ func (f *inflight) finish(done []*runningJob, reserved int, next []*runningJob) 
 	f.mu.Lock()
 	for _, rj := range next {
 		f.jobs[rj] = struct{}{}
+		if len(f.early) > 0 {
+			if k, ok := f.early[rj.token]; ok {
+				delete(f.early, rj.token)
+				rj.stop(k.e)
+			}
+		}
 	}
 	for _, rj := range done {
 		delete(f.jobs, rj)

@@ -25,7 +25,7 @@ func TestInflight(t *testing.T) {
 	t.Run("TakeStopsAtConcurrency", func(t *testing.T) {
 		t.Parallel()
 
-		f := newInflight(3)
+		f := newInflight(3, time.Minute)
 		require.Equal(t, 2, f.take(2))
 		require.Equal(t, 1, f.take(5))
 		require.Equal(t, 0, f.take(1))
@@ -36,7 +36,7 @@ func TestInflight(t *testing.T) {
 	t.Run("TakeWaitBlocksUntilASlotIsFree", func(t *testing.T) {
 		t.Parallel()
 
-		f := newInflight(1)
+		f := newInflight(1, time.Minute)
 		running := jobs(1)
 		require.Equal(t, 1, f.take(1))
 		f.start(1, running)
@@ -55,7 +55,7 @@ func TestInflight(t *testing.T) {
 	t.Run("TakeWaitReturnsZeroWhenContextEnds", func(t *testing.T) {
 		t.Parallel()
 
-		f := newInflight(1)
+		f := newInflight(1, time.Minute)
 		require.Equal(t, 1, f.take(1))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -65,7 +65,7 @@ func TestInflight(t *testing.T) {
 	t.Run("StartFreesTheSlotsNextDoesNotUse", func(t *testing.T) {
 		t.Parallel()
 
-		f := newInflight(4)
+		f := newInflight(4, time.Minute)
 		require.Equal(t, 4, f.take(4))
 		f.start(4, jobs(1))
 		require.Equal(t, 1, f.count())
@@ -75,7 +75,7 @@ func TestInflight(t *testing.T) {
 	t.Run("FinishHandsSlotsToNext", func(t *testing.T) {
 		t.Parallel()
 
-		f := newInflight(3)
+		f := newInflight(3, time.Minute)
 		first := jobs(2)
 		require.Equal(t, 2, f.take(2))
 		f.start(2, first)
@@ -96,7 +96,7 @@ func TestInflight(t *testing.T) {
 	t.Run("DrainReturnsFalseWhenContextEnds", func(t *testing.T) {
 		t.Parallel()
 
-		f := newInflight(1)
+		f := newInflight(1, time.Minute)
 		running := jobs(1)
 		f.start(f.take(1), running)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
@@ -109,7 +109,7 @@ func TestInflight(t *testing.T) {
 	t.Run("WhileInFlightSkipsFinishedJobs", func(t *testing.T) {
 		t.Parallel()
 
-		f := newInflight(2)
+		f := newInflight(2, time.Minute)
 		all := jobs(2)
 		f.start(f.take(2), all)
 		f.finish(all[:1], 0, nil)
@@ -132,7 +132,7 @@ func TestInflight(t *testing.T) {
 
 func drainWaitsForEveryHandOver(t *testing.T, concurrency int) {
 	const budget = 4000
-	f := newInflight(concurrency)
+	f := newInflight(concurrency, time.Minute)
 	var left atomic.Int64 // jobs still to be "fetched"
 	left.Store(budget)
 	var finished, afterDrain atomic.Int64

@@ -207,7 +207,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	var delay time.Duration
 	if retry {
 		var berr error
-		delay, berr = ComputeBackoff(job.Opts.Backoff, fr.AttemptsMade, err, job, w.opts.BackoffStrategies, w.rand)
+		delay, berr = w.backoff(job, fr.AttemptsMade, err)
 		if berr != nil {
 			w.log.LogAttrs(ctx, slog.LevelError, "backoff failed: job fails for good", append(w.jobAttrs(job), slog.Any(logkey.Error, berr))...)
 			fr.Value = berr.Error()
@@ -243,6 +243,21 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		return settle(OutcomeRetriesExhausted)
 	}
 	return settle(OutcomeFailed)
+}
+
+// backoff is the delay before the retry of job after its attemptsMade-th
+// attempt failed with err: by the job's own Backoff, else by its kind's
+// KindOptions.Backoff, else none (at once).
+func (w *Worker) backoff(job *Job, attemptsMade int, err error) (time.Duration, error) {
+	if job.Opts.Backoff == nil {
+		if ko := w.kindOptions(job); ko != nil && ko.Backoff != nil {
+			if d := ko.Backoff(attemptsMade, "", err, job); d != -time.Millisecond {
+				return d, nil
+			}
+			return BackoffStop, nil
+		}
+	}
+	return ComputeBackoff(job.Opts.Backoff, attemptsMade, err, job, w.opts.BackoffStrategies, w.rand)
 }
 
 func (w *Worker) keepSpec(job *jobcodec.Keep, worker *Retention) string {

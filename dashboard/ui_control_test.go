@@ -474,6 +474,31 @@ func TestUICancelJob(t *testing.T) {
 	require.True(t, found, "cancel-job audited: %v", b.audit.all())
 }
 
+// TestUICancelQueuedJob: a job not running yet has a cancel button too; it
+// fails the job for good at once, with the typed reason and no attempt. (The
+// button was shown for active jobs only.)
+func TestUICancelQueuedJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleOperator})
+	id := b.add(t, "cq", "later", nil, &drover.JobOptions{Delay: time.Hour, Attempts: 3})
+
+	tab := browser(t)
+	do(t, tab,
+		chromedp.Navigate(b.url+"#/q/cq/job/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`#cancel-job`)),
+		chromedp.Click(chromedp.CSS(`#cancel-job`)),
+		chromedp.WaitVisible(chromedp.CSS(`.modal #cancel-reason`)),
+		chromedp.SendKeys(chromedp.CSS(`.modal #cancel-reason`), "customer left"),
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)),
+	)
+	b.waitState(t, "cq", id, drover.StateFailed)
+	j, err := b.queue(t, "cq").GetJob(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "cancelled: customer left", j.FailedReason)
+	require.Zero(t, j.AttemptsMade)
+}
+
 // TestUIDotNames: Node BullMQ accepts "." and ".." as queue names and job
 // ids (drover refuses them at add), and no URL path can carry such a
 // segment: the page escapes them ("~..") and the API reads the escape back,

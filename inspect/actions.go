@@ -531,10 +531,11 @@ func (i *Inspector) Events(ctx context.Context, queue, lastID string) (*drover.Q
 	return drover.NewQueueEvents(i.rdb, queue, &drover.QueueEventsOptions{Prefix: i.opts.Prefix, LastEventID: lastID, Logger: i.opts.Logger})
 }
 
-// CancelJob asks the drover worker running job id to cancel its attempt
-// (drover.Queue.CancelJob, whose errors it returns): the job fails for good
-// with "cancelled: <reason>", or is retried per its attempts when retry is
-// set.
+// CancelJob cancels job id (drover.Queue.CancelJob, whose errors it
+// returns): a job not running yet fails for good at once; the drover worker
+// running a running one cancels its attempt. The job fails for good with
+// "cancelled: <reason>", or, running, is retried per its attempts when retry
+// is set.
 func (i *Inspector) CancelJob(ctx context.Context, queue, id, reason string, retry bool) error {
 	q, err := i.existing(ctx, queue)
 	if err != nil {

@@ -150,7 +150,8 @@ const (
 	// FailedEarly: it failed for good with attempts left for another reason
 	// (a backoff strategy that said stop, a started-attempts cap).
 	FailedEarly FailedFor = "stopped-early"
-	// FailedCancelled: drover.Queue.CancelJob cancelled its last attempt.
+	// FailedCancelled: drover.Queue.CancelJob cancelled its last attempt,
+	// or the job before any worker took it.
 	FailedCancelled FailedFor = "cancelled"
 	// FailedTimedOut: its last attempt ran past its timeout
 	// (drover.JobOptions.Timeout, drover.WorkerOptions.JobTimeout).
@@ -186,6 +187,11 @@ func failedForOf(job *drover.Job) FailedFor {
 	// failed were its workers, not the job, so it is not "unrecoverable".
 	if strings.Contains(job.FailedReason, "stalled more than allowable limit") {
 		return FailedStalled
+	}
+	// Nothing fails a job that never started but drover's CancelJob of a
+	// queued job (workers fail only what they took).
+	if job.AttemptsStarted == 0 && job.ProcessedOn.IsZero() && strings.HasPrefix(job.FailedReason, "cancelled") {
+		return FailedCancelled
 	}
 	if n := len(job.Timeline); n > 0 && job.Timeline[n-1].N >= job.AttemptsStarted {
 		switch job.Timeline[n-1].Outcome {

@@ -219,6 +219,21 @@ func TestJob(t *testing.T) {
 		require.Equal(t, 0, res.Excluded)
 	})
 
+	// A job cancelled before any worker took it (Queue.CancelJob of a
+	// queued job) has no attempt, no trace and attempts left: it read
+	// "stopped early"; it failed because it was cancelled.
+	t.Run("CancelledBeforeItRan", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		id := b.add(t, "node", "d", &drover.JobOptions{Attempts: 3})
+		q, err := drover.NewQueue(b.rdb, "node", &drover.QueueOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		require.NoError(t, q.CancelJob(ctx, id, "not needed", nil))
+		d, err := b.ins.Job(ctx, "node", id)
+		require.NoError(t, err)
+		require.Equal(t, inspect.FailedCancelled, d.FailedFor)
+	})
+
 	// A Node processor that moves its own job (to delayed here) spends no
 	// attempt, but it ran: the timeline shows that run, as the budget's
 	// "1 started" does. It said "No attempt yet".

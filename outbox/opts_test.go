@@ -54,6 +54,26 @@ func TestStoredOpts(t *testing.T) {
 		require.Equal(t, &drover.JobOptions{}, got)
 	})
 
+	// A RunAt has no stored option: the row keeps a timestamp and the delay
+	// from it, so the job the relay adds later is due at RunAt.
+	t.Run("RunAtKeepsItsDueTime", func(t *testing.T) {
+		t.Parallel()
+
+		runAt := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+		for _, ts := range []time.Time{{}, time.UnixMilli(1_700_000_000_123)} {
+			b, err := encodeOpts(&drover.JobOptions{RunAt: runAt, Timestamp: ts})
+			require.NoError(t, err)
+			got, err := decodeOpts(b)
+			require.NoError(t, err)
+			require.True(t, got.RunAt.IsZero())
+			require.False(t, got.Timestamp.IsZero())
+			if !ts.IsZero() {
+				require.Equal(t, ts, got.Timestamp)
+			}
+			require.Equal(t, runAt, got.Timestamp.Add(got.Delay))
+		}
+	})
+
 	t.Run("NilIsNULL", func(t *testing.T) {
 		t.Parallel()
 
@@ -174,6 +194,7 @@ func TestStoredOptsCoversJobOptions(t *testing.T) {
 		"JobID", "Delay", "Priority", "LIFO", "Attempts", "Backoff", "RemoveOnComplete", "RemoveOnFail",
 		"Timestamp", "StackTraceLimit", "KeepLogs", "SizeLimit", "Deduplication", "ParentPolicy",
 		"Timeout", "Telemetry",
+		"RunAt", // stored as Timestamp + Delay: RunAtKeepsItsDueTime
 	}, fields(drover.JobOptions{}), "set the new field in TestStoredOpts's full, then update this list")
 	require.ElementsMatch(t, []string{"Type", "Delay", "Jitter"}, fields(drover.Backoff{}))
 	// form is the shape ParseJobOptions read: the column holds the stored

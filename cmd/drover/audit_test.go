@@ -41,7 +41,7 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	require.NoError(t, run("schedulers", "mail"))
 	require.NoError(t, run("scheduler", "remove", "mail", "digest"))
 	require.Error(t, run("scheduler", "remove", "mail", "digest"))
-	require.Error(t, run("cancel", "mail", "d1", "--reason", "typo"))
+	require.Error(t, run("cancel", "mail", "nope", "--reason", "typo"))
 	require.NoError(t, run("promote", "mail", "d1"))
 	require.NoError(t, run("pause", "mail"))
 	require.NoError(t, run("resume", "mail"))
@@ -86,7 +86,7 @@ func TestCLIActionsAreAudited(t *testing.T) {
 		{"upsert-scheduler", "mail", "", "ok"},
 		{"remove-scheduler", "mail", "", "ok"},
 		{"remove-scheduler", "mail", "", "error"},
-		{"cancel-job", "mail", "d1", "error"},
+		{"cancel-job", "mail", "nope", "error"},
 		{"promote-job", "mail", "d1", "ok"},
 		{"pause", "mail", "", "ok"},
 		{"resume", "mail", "", "ok"},
@@ -102,6 +102,6 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	clean := page.Entries[1]
 	require.Equal(t, 2, clean.Jobs, "cleaned from wait: the promoted job and the scheduler's first run")
 	require.Contains(t, page.Entries[len(page.Entries)-1].Detail, "scheduler=digest every=1h0m0s")
-	require.Contains(t, page.Entries[5].Error, "not running")
+	require.Contains(t, page.Entries[5].Error, "job not found")
 	require.Equal(t, `dedup="op-1"`, page.Entries[0].Detail)
 }

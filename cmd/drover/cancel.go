@@ -10,7 +10,7 @@ import (
 
 func init() {
 	commands["cancel"] = commandInfo{
-		summary: "cancel a running job (the drover worker running it, in any process, stops it)",
+		summary: "cancel a job: a queued one fails at once, a running one is stopped by the drover worker running it",
 		make:    func(m *Main) command { return &cancelCmd{out: m.Stdout, errOut: m.Stderr} },
 	}
 }
@@ -22,9 +22,10 @@ type cancelCmd struct {
 
 func (c *cancelCmd) Run(ctx context.Context, args []string) (err error) {
 	fs := newQueueFlags("cancel", c.out, "Usage: drover cancel <queue> <id> [--reason text] [--retry] [--json]\n\n"+
-		"Cancels the running attempt of an active job: the drover worker running it, in any process,\n"+
-		"cancels the processor's context and fails the job (for good, unless --retry). A job run by a\n"+
-		"Node BullMQ worker, or not running, is left alone and the command fails saying so.")
+		"Cancels a job. A job not running yet (waiting, prioritized, delayed) fails for good at once.\n"+
+		"For an active job, the drover worker running it, in any process, cancels the processor's\n"+
+		"context and fails the job (for good, unless --retry, which needs a running job). A finished\n"+
+		"job, or one run by a Node BullMQ worker, is left alone and the command fails saying so.")
 	reason := fs.String("reason", "", "why; stored as the job's failedReason \"cancelled: <reason>\"")
 	retry := fs.Bool("retry", false, "retry the job per its attempts instead of failing it for good")
 	asJSON := fs.jsonFlag()
@@ -50,6 +51,6 @@ func (c *cancelCmd) Run(ctx context.Context, args []string) (err error) {
 	if *asJSON {
 		return writeJSON(c.out, map[string]any{"queue": queue, "id": id, "cancelled": true, "retry": *retry})
 	}
-	fmt.Fprintf(c.out, "cancel request delivered to the worker running job %s in %s\n", id, queue)
+	fmt.Fprintf(c.out, "job %s in %s cancelled (a queued job is failed; a running one's worker got the request)\n", id, queue)
 	return nil
 }

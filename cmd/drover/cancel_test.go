@@ -51,7 +51,7 @@ func TestCancelCommand(t *testing.T) {
 	<-started
 	out, errOut, err := runDrover("cancel", "mail", id, "--reason", "customer asked")
 	require.NoError(t, err, "%s%s", out, errOut)
-	require.Equal(t, "cancel request delivered to the worker running job "+id+" in mail\n", out)
+	require.Equal(t, "job "+id+" in mail cancelled (a queued job is failed; a running one's worker got the request)\n", out)
 	require.ErrorIs(t, <-causes, drover.ErrJobCancelled)
 	testkit.WaitFor(t, 10*time.Second, "job to fail", func() bool {
 		s, err := q.GetJobState(ctx, id)
@@ -69,7 +69,17 @@ func TestCancelCommand(t *testing.T) {
 	require.Contains(t, buf.String(), "failed for good: cancelled")
 	require.Regexp(t, `#1 +cancelled .*cancelled: customer asked`, buf.String())
 
-	// A job that is not running: refused, nothing changes.
+	// A job not running yet fails at once, without running.
+	later, err := q.Add(ctx, "send", nil, &drover.JobOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	out, errOut, err = runDrover("cancel", "mail", later.Job.ID, "--reason", "not needed")
+	require.NoError(t, err, "%s%s", out, errOut)
+	job, err = q.GetJob(ctx, later.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, "cancelled: not needed", job.FailedReason)
+	require.Zero(t, job.AttemptsMade)
+
+	// A finished job: refused, nothing changes.
 	out, errOut, err = runDrover("cancel", "mail", id)
 	require.Error(t, err, out)
 	require.Contains(t, errOut, "it is failed, not running")

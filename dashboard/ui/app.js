@@ -911,19 +911,25 @@
         }, 'Retry (keep attempts)'));
       }
     }
-    if (s.canOperate && d.state === 'active') {
+    const running = d.state === 'active';
+    if (s.canOperate && (running || ['waiting', 'prioritized', 'delayed'].includes(d.state))) {
       // Cancel reaches the drover worker running the job, in any process;
-      // the API refuses (409) when a Node BullMQ worker runs it.
+      // the API refuses (409) when a Node BullMQ worker runs it. A job not
+      // running yet fails for good at once (it has no attempt to retry).
       actions.append(el('button', {
         class: 'danger', id: 'cancel-job',
         onclick: async () => {
           const reason = el('input', { type: 'text', id: 'cancel-reason', maxlength: '1024', placeholder: 'reason (stored as the failure)', 'aria-label': 'reason (stored as the failure)' });
           const retry = el('input', { type: 'checkbox', id: 'cancel-retry' });
-          const msg = el('div', {},
-            el('p', {}, `Cancel the running attempt of job ${d.id}? The worker running it stops it, and the job fails for good unless you ask for a retry.`),
-            el('p', {}, reason),
-            el('label', {}, retry, ' retry it per its attempts instead'));
-          const res = await act('Cancel running job', msg, 'Cancel the attempt',
+          const msg = running
+            ? el('div', {},
+              el('p', {}, `Cancel the running attempt of job ${d.id}? The worker running it stops it, and the job fails for good unless you ask for a retry.`),
+              el('p', {}, reason),
+              el('label', {}, retry, ' retry it per its attempts instead'))
+            : el('div', {},
+              el('p', {}, `Cancel job ${d.id}? It has not started: it fails for good now, without running.`),
+              el('p', {}, reason));
+          const res = await act(running ? 'Cancel running job' : 'Cancel job', msg, running ? 'Cancel the attempt' : 'Cancel the job',
             () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked } }), true);
           if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
         },

@@ -21,18 +21,40 @@ const (
 	CancelDelivered CancelResult = 1
 	// CancelForeign: the lock's token is not a drover worker's (Node BullMQ).
 	CancelForeign CancelResult = 2
+	// CancelEnded: the job was not running (waiting, paused, prioritized or
+	// delayed) and is now failed.
+	CancelEnded CancelResult = 3
+	// CancelStale: the job's opts are not those Queued was read from (it
+	// was replaced meanwhile); nothing was written.
+	CancelStale CancelResult = 4
 )
 
-// CancelJob publishes a cancel request for job id to the drover worker
-// holding its lock: ErrJobNotFound when there is no job, ErrNotInState when
-// it is not locked. The message is "<token>\n<flags>\n<reason>"
-// (ParseCancelMessage).
-func CancelJob(ctx context.Context, rdb Doer, k keys.Queue, id string, retry bool, reason string) (CancelResult, error) {
+// Queued is how CancelJob ends a job that is not running: the failed job's
+// reason, and its removeOnFail keep spec (include/retention.lua) read from
+// the opts JSON Opts.
+type Queued struct {
+	NowMs        int64
+	FailedReason string
+	KeepSpec     string
+	Opts         string
+}
+
+// CancelJob cancels job id in one step: a running job (its lock held) gets a
+// cancel request, published to the drover worker holding the lock (the
+// message is "<token>\n<flags>\n<reason>", ParseCancelMessage); a job that
+// is not running fails for good as q says, unless retry (ErrNotInState: only
+// a running attempt can be cancelled and retried). ErrJobNotFound when there
+// is no job, ErrNotInState when it is neither locked nor queued.
+//
+// call makes a resend of the command whose reply was lost (go-redis retries
+// it) answer CancelEnded again instead of finding the job failed.
+func CancelJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, retry bool, reason string, q Queued) (CancelResult, error) {
 	flags := ""
 	if retry {
 		flags = "r"
 	}
-	n, err := runCode(ctx, cancelJob, rdb, k, id, flags, reason, k.CancelChannel(""))
+	n, err := runCode(ctx, cancelJob, rdb, k, id, flags, reason, k.CancelChannel(""),
+		q.NowMs, q.FailedReason, q.KeepSpec, q.Opts, call.Token, max(call.TTL.Milliseconds(), 1))
 	return CancelResult(n), err
 }
 

@@ -64,7 +64,7 @@ var scriptCodes = map[string][]int64{
 	"addFlow":                   {-5, -7},
 	"addLog":                    {-1},
 	"moveToWaitingChildren":     {-1, -2, -3, -6, -9},
-	"cancelJob":                 {-1, -3},
+	"cancelJob":                 {-1, -3, -8},
 	"updateData":                {-1},
 	"changeDelay":               {-1, -3},
 	"changePriority":            {-1},

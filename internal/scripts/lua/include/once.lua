@@ -1,4 +1,5 @@
--- once.lua: adds happen exactly once per call (addJobs, addFlow). A client
+-- once.lua: adds happen exactly once per call (addJobs, addFlow), and so
+-- does cancelJob's failing of a job not running. A client
 -- that lost the reply retries the command, so the script may run again for
 -- the same call: the first run stores its reply under <base>add:<token> for
 -- the token's ttl; a run that finds it returns that reply and writes
