@@ -25,22 +25,22 @@ import (
 // under the processor: begin's work is done and its frame gone before the
 // processor runs, and end's comes after it.
 
-// begin prepares an attempt: it returns the error the attempt fails with
-// without running (see refusal), or the timer that stops it at its time
-// limit (nil: no limit).
-func (w *Worker) begin(rj *runningJob) (refused error, timer *time.Timer) {
+// begin prepares an attempt: it returns the timer that stops it at its
+// time limit (nil: no limit), or the error the attempt fails with without
+// running (see refusal).
+func (w *Worker) begin(rj *runningJob) (timer *time.Timer, refused error) {
 	if rj.stored.schedulerRun != nil && rj.decodeErr == nil {
 		// Before anything else, as Node does: the scheduler goes on even
 		// when this run fails or its worker dies.
 		w.advanceSchedulerRetrying(rj.ctx, rj.stored.schedulerRun)
 	}
 	if err := w.refusal(rj); err != nil {
-		return err, nil
+		return nil, err
 	}
 	rj.ran = true
 	w.logStarted(rj.ctx, rj.job)
 	if limit, from := w.timeout(rj); limit > 0 {
-		return nil, w.armTimeout(rj, limit, from)
+		return w.armTimeout(rj, limit, from), nil
 	}
 	return nil, nil
 }

@@ -70,7 +70,7 @@ func (w *Worker) runJobs(rj *runningJob) {
 	var r *runner // made once the goroutine first waits
 	for rj != nil {
 		var next *runningJob
-		if refused, timer := w.begin(rj); refused != nil {
+		if timer, refused := w.begin(rj); refused != nil {
 			next = w.settle(rj, nil, refused, time.Since(rj.began))
 		} else {
 			result, err := w.call(rj.ctx, rj.job)
