@@ -389,7 +389,7 @@ func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChil
 	timeline := timelineWith(j, Attempt{N: j.AttemptsStarted, Start: j.run.started, End: now, Worker: j.run.w.workerLabel(),
 		Outcome: OutcomeWaitingChildren})
 	const op = "move to waiting-children"
-	moved, err := scripts.MoveToWaitingChildren(ctx, j.queue.rdb, j.queue.k, j.ID, j.token, child, now.UnixMilli(), timeline)
+	moved, err := scripts.MoveToWaitingChildren(ctx, j.queue.jobWrites(), j.queue.k, j.ID, j.token, child, now.UnixMilli(), timeline)
 	switch {
 	case errors.Is(err, scripts.ErrLockTaken):
 		return false, j.err(op, lockTakenError())

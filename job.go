@@ -144,7 +144,7 @@ func (j *Job) UpdateProgress(ctx context.Context, v any) error {
 		j.Progress = b
 		return nil
 	}
-	if err := scripts.UpdateProgress(ctx, j.queue.rdb, j.queue.k, j.ID, string(b)); err != nil {
+	if err := scripts.UpdateProgress(ctx, j.queue.jobWrites(), j.queue.k, j.ID, string(b)); err != nil {
 		return j.err("update progress of", err)
 	}
 	j.Progress = b
@@ -164,7 +164,7 @@ func (j *Job) UpdateData(ctx context.Context, v any) error {
 		return j.err("update data of", fmt.Errorf("%w: %w", ErrInvalidData, err))
 	}
 	if j.queue != nil {
-		if err := scripts.UpdateData(ctx, j.queue.rdb, j.queue.k, j.ID, string(b)); err != nil {
+		if err := scripts.UpdateData(ctx, j.queue.jobWrites(), j.queue.k, j.ID, string(b)); err != nil {
 			return j.err("update data of", err)
 		}
 	}
@@ -179,7 +179,7 @@ func (j *Job) Log(ctx context.Context, line string) (int, error) {
 		j.lines++
 		return j.lines, nil
 	}
-	n, err := scripts.AddLog(ctx, j.queue.rdb, j.queue.k, j.ID, line, j.Opts.KeepLogs)
+	n, err := scripts.AddLog(ctx, j.queue.jobWrites(), j.queue.k, j.ID, line, j.Opts.KeepLogs)
 	return int(n), j.err("log to", err)
 }
 
@@ -200,9 +200,9 @@ func (j *Job) ClearLogs(ctx context.Context, keep int) error {
 	key := j.queue.k.Logs(j.ID)
 	var err error
 	if keep == 0 {
-		err = j.queue.rdb.Del(ctx, key).Err()
+		err = j.queue.jobWrites().Do(ctx, "del", key).Err()
 	} else {
-		err = j.queue.rdb.LTrim(ctx, key, int64(-keep), -1).Err()
+		err = j.queue.jobWrites().Do(ctx, "ltrim", key, -keep, -1).Err()
 	}
 	return j.err("clear logs of", err)
 }

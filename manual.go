@@ -93,7 +93,7 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 	for {
 		a := w.fetchArgs(1)
 		a.Token = token
-		f, err := scripts.TakeJob(ctx, w.q.rdb, w.q.k, a)
+		f, err := scripts.TakeJob(ctx, w.q.jobWrites(), w.q.k, a)
 		if err != nil {
 			return nil, w.nextJobErr(ctx, err)
 		}
@@ -375,7 +375,7 @@ func (j *Job) ExtendLock(ctx context.Context, token string, d time.Duration) err
 	if d < time.Millisecond {
 		return j.err(op, optionError("the lock duration must be at least 1ms, got %s", d))
 	}
-	lost, err := scripts.ExtendLocks(ctx, j.queue.rdb, j.queue.k, d.Milliseconds(), []string{j.ID}, []string{token})
+	lost, err := scripts.ExtendLocks(ctx, j.queue.jobWrites(), j.queue.k, d.Milliseconds(), []string{j.ID}, []string{token})
 	if err != nil {
 		return j.err(op, err)
 	}
@@ -541,14 +541,14 @@ func (w *Worker) writeManual(ctx context.Context, rec scripts.FinishRecord, exac
 				a.LimitMax, a.LimitWindow = l.Max, l.Duration.Milliseconds()
 			}
 		}
-		codes, f, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, a, w.metricsPoints(), recs)
+		codes, f, err := scripts.FinishJobs(ctx, w.q.jobWrites(), w.q.k, a, w.metricsPoints(), recs)
 		if err == nil {
 			return codes[0], f, nil
 		}
 		if !mayHaveRun(err) || ctx.Err() != nil || send == manualSends {
 			return nil, scripts.Fetch{}, err
 		}
-		st, serr := scripts.SettleCall(ctx, w.q.rdb, w.q.k, a.Token, settledCallTTL, recs)
+		st, serr := scripts.SettleCall(ctx, w.q.jobWrites(), w.q.k, a.Token, settledCallTTL, recs)
 		if serr != nil {
 			return nil, scripts.Fetch{}, fmt.Errorf("%w (and learning whether it was written failed: %w)", err, serr)
 		}

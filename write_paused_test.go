@@ -2,6 +2,7 @@ package drover_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"syscall"
 	"testing"
@@ -120,4 +121,95 @@ func TestWritesWhileRedisIsPaused(t *testing.T) {
 	n, err := rdb.Exists(ctx, "bull:q:x").Result()
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
+}
+
+// TestJobWritesWhileRedisIsPaused: as TestWritesWhileRedisIsPaused, for
+// the writes a processor or a manual worker makes on a job (progress,
+// data, logs, lock extension, taking and finishing jobs by hand) under a
+// 1 s context. Before, each waited out the client's read timeout.
+func TestJobWritesWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Pausable(t)
+	rdb := srv.Client(t)
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	w, err := drover.NewWorker(rdb, "q", nil, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close(ctx)) }()
+	const token = "tok"
+	taken := map[string]*drover.Job{}
+	for _, id := range []string{"c", "cn", "f", "fn", "d", "w", "x"} {
+		_, err := q.Add(ctx, "m", map[string]int{"n": 1}, &drover.JobOptions{JobID: id})
+		require.NoError(t, err)
+	}
+	for range 7 {
+		job, err := w.NextJob(ctx, token, 0)
+		require.NoError(t, err)
+		require.NotNil(t, job)
+		taken[job.ID] = job
+	}
+	_, err = q.Add(ctx, "m", nil, &drover.JobOptions{JobID: "next"})
+	require.NoError(t, err)
+
+	calls := map[string]func(context.Context) error{
+		"Job.UpdateProgress": func(ctx context.Context) error { return taken["x"].UpdateProgress(ctx, 50) },
+		"Job.UpdateData":     func(ctx context.Context) error { return taken["x"].UpdateData(ctx, map[string]int{"n": 2}) },
+		"Job.Log":            func(ctx context.Context) error { _, err := taken["x"].Log(ctx, "line"); return err },
+		"Job.ClearLogs":      func(ctx context.Context) error { return taken["x"].ClearLogs(ctx, 1) },
+		"Job.ExtendLock":     func(ctx context.Context) error { return taken["x"].ExtendLock(ctx, token, time.Minute) },
+		"Worker.NextJob":     func(ctx context.Context) error { _, err := w.NextJob(ctx, token, 0); return err },
+		"Job.Complete":       func(ctx context.Context) error { return taken["c"].Complete(ctx, token, 1) },
+		"Job.CompleteAndNext": func(ctx context.Context) error {
+			_, err := taken["cn"].CompleteAndNext(ctx, token, 1)
+			return err
+		},
+		"Job.Fail": func(ctx context.Context) error { return taken["f"].Fail(ctx, token, errors.New("boom")) },
+		"Job.FailAndNext": func(ctx context.Context) error {
+			_, err := taken["fn"].FailAndNext(ctx, token, errors.New("boom"))
+			return err
+		},
+		"Job.MoveToDelayed": func(ctx context.Context) error {
+			return taken["d"].MoveToDelayed(ctx, token, time.Now().Add(time.Hour))
+		},
+		"Job.MoveToWait": func(ctx context.Context) error { return taken["w"].MoveToWait(ctx, token) },
+	}
+
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	var wg sync.WaitGroup
+	errs := make(map[string]error, len(calls))
+	var mu sync.Mutex
+	for name, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			err := call(cctx)
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		}()
+	}
+	returned := make(chan struct{})
+	go func() { wg.Wait(); close(returned) }()
+	select {
+	case <-returned:
+	case <-time.After(7 * time.Second): // well under the client's 15 s read timeout
+		mu.Lock()
+		var late []string
+		for name := range calls {
+			if _, ok := errs[name]; !ok {
+				late = append(late, name)
+			}
+		}
+		mu.Unlock()
+		require.NoError(t, srv.Signal(syscall.SIGCONT))
+		t.Fatalf("still waiting for a paused Redis after 7 s: %v", late)
+	}
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	for name, err := range errs {
+		require.ErrorIs(t, err, context.DeadlineExceeded, name)
+		require.ErrorIs(t, err, errWriteUnknown, name)
+	}
 }

@@ -3,6 +3,7 @@ package drover
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -16,10 +17,20 @@ import (
 // timeout whatever ctx says (internal/bounded). The error then wraps
 // ErrOutcomeUnknown and ctx.Err(): the command was sent and may still run.
 // Under a ctx that cannot end, the command runs inline.
-type boundedWrites struct{ rdb redis.UniversalClient }
+type boundedWrites struct {
+	rdb redis.UniversalClient
+	// budget, when set, bounds only a ctx whose deadline comes before the
+	// client's own timeouts would end the call (bounded.Needed): for the
+	// writes a processor makes, often, under its job's ctx, which can end
+	// but has no deadline of its own.
+	budget time.Duration
+}
 
 // Do runs one command, as scripts.Doer.
 func (w boundedWrites) Do(ctx context.Context, args ...any) *redis.Cmd {
+	if w.budget > 0 && !bounded.Needed(ctx, w.budget) {
+		return w.rdb.Do(ctx, args...)
+	}
 	cmd, err := bounded.Call(ctx, func(ctx context.Context) (*redis.Cmd, error) { return w.rdb.Do(ctx, args...), nil })
 	if err != nil {
 		cmd = redis.NewCmd(ctx, args...)
@@ -30,3 +41,11 @@ func (w boundedWrites) Do(ctx context.Context, args ...any) *redis.Cmd {
 
 // writes is the Doer of the queue's admin writes.
 func (q *Queue) writes() scripts.Doer { return boundedWrites{rdb: q.rdb} }
+
+// jobWrites is the Doer of a job's own writes (progress, data, logs, lock
+// extension, moving to waiting-children) and of manual processing (take,
+// finish): a caller's ctx deadline ends its wait while Redis does not
+// answer, with ErrOutcomeUnknown, and a ctx without one costs nothing.
+func (q *Queue) jobWrites() scripts.Doer {
+	return boundedWrites{rdb: q.rdb, budget: max(q.callBudget, time.Nanosecond)}
+}
