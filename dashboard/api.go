@@ -560,6 +560,7 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	if _, err := h.ins.QueueInfo(r.Context(), e.Queue); err != nil {
 		return err
 	}
+	e.audited = make(chan struct{}) // closed by act's record of e
 	entry := *e
 	//nolint:contextcheck // the operation outlives the request on purpose: Handler.Close ends it
 	op, err := h.ops.start(Operation{Kind: "retry-jobs", Queue: e.Queue, User: e.User, Detail: e.Detail, Started: h.now()}, entry,
@@ -577,10 +578,19 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	return nil
 }
 
+// requestAuditWait bounds how long an operation's end entry waits for the
+// entry of the request that started it: longer than record's own bound.
+const requestAuditWait = 10 * time.Second
+
 // finished audits the end of a background operation, in the name of whoever
 // started it.
 func (h *Handler) finished(start AuditEntry, op Operation) {
+	select { // the request's own entry first (record bounds its wait)
+	case <-start.audited:
+	case <-time.After(requestAuditWait):
+	}
 	e := start
+	e.audited = nil
 	e.Time, e.Action = h.now(), start.Action+"-finished"
 	e.Jobs = op.Retried
 	e.Detail = fmt.Sprintf("operation=%s %s: retried %d, skipped %d of %d", op.ID, op.Status, op.Retried, op.Skipped, op.Total)

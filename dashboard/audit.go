@@ -49,6 +49,11 @@ type AuditEntry struct {
 	// Remote is the client's address; for the drover command, the host it
 	// ran on.
 	Remote string `json:"remote,omitempty"`
+
+	// audited, when set, is closed once this entry is recorded: a request
+	// that starts a background operation sets it, and the operation's end
+	// entry waits for it, so the log shows the request before its end.
+	audited chan struct{}
 }
 
 // AuditFunc receives audit entries. It is called synchronously from request
@@ -99,5 +104,8 @@ func (h *Handler) record(ctx context.Context, e AuditEntry) {
 		return struct{}{}, h.store.appendAudit(ctx, e)
 	}); err != nil {
 		h.opts.Logger.WarnContext(ctx, "audit entry not stored", slog.String(logkey.Action, e.Action), slog.Any(logkey.Error, err))
+	}
+	if e.audited != nil {
+		close(e.audited)
 	}
 }

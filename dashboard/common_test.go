@@ -50,11 +50,27 @@ type testBundle struct {
 type auditLog struct {
 	mu      sync.Mutex
 	entries []dashboard.AuditEntry
+	// before, when set, runs before an entry is appended, outside mu (a
+	// test holds an entry back with it).
+	before func(dashboard.AuditEntry)
 }
 
 func (a *auditLog) add(_ context.Context, e dashboard.AuditEntry) {
 	a.mu.Lock()
+	before := a.before
+	a.mu.Unlock()
+	if before != nil {
+		before(e)
+	}
+	a.mu.Lock()
 	a.entries = append(a.entries, e)
+	a.mu.Unlock()
+}
+
+// holdBack makes add call before first.
+func (a *auditLog) holdBack(before func(dashboard.AuditEntry)) {
+	a.mu.Lock()
+	a.before = before
 	a.mu.Unlock()
 }
 
