@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -699,4 +700,69 @@ func TestReadsNoJobData(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, st.Active, 10)
 	require.Less(t, sent()-before, int64(1<<20), "bytes Redis sent for the stalled view")
+}
+
+// TestJobsCursorsWithTies pages a failed set whose jobs share few scores
+// (jobs finished in the same millisecond) while jobs leave it between page
+// turns, the page's edge job among them, and new ones arrive: every job
+// that stayed in the set throughout is shown exactly once, none twice.
+// Before, a cursor whose job had left placed the next page before every
+// job of its score, so those already shown came again.
+func TestJobsCursorsWithTies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	for trial := range 40 {
+		rng := rand.New(rand.NewPCG(uint64(trial), 7))
+		queue := "t" + strconv.Itoa(trial)
+		k := b.prefix + ":" + queue + ":"
+		add := func(id string) {
+			require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "x", "data", "{}", "opts", "{}", "timestamp", 1000, "finishedOn", 2000).Err())
+			require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(float64(2000+rng.IntN(4)), id)).Err())
+		}
+		stayed := map[string]bool{}
+		for n := range 40 {
+			id := fmt.Sprintf("j%02d", n)
+			add(id)
+			stayed[id] = true
+		}
+		asc := trial%2 == 1
+		shown := map[string]int{}
+		var cursor inspect.Cursor
+		var walk []string
+		for turn := 0; ; turn++ {
+			require.Less(t, turn, 50, "trial %d: the walk does not end", trial)
+			p, err := b.ins.Jobs(ctx, queue, &inspect.ListOptions{State: drover.StateFailed, Limit: 6, Asc: asc, After: cursor})
+			require.NoError(t, err)
+			for _, j := range p.Jobs {
+				shown[j.ID]++
+				walk = append(walk, j.ID)
+			}
+			if !p.More {
+				break
+			}
+			cursor = p.NextCursor
+			// Between turns: the page's last job leaves half the time,
+			// another job (shown or not) now and then, a new one arrives.
+			if len(p.Jobs) > 0 && rng.IntN(2) == 0 {
+				gone := p.Jobs[len(p.Jobs)-1].ID
+				require.NoError(t, b.rdb.ZRem(ctx, k+"failed", gone).Err())
+				delete(stayed, gone)
+			}
+			if rng.IntN(3) == 0 {
+				gone := fmt.Sprintf("j%02d", rng.IntN(40))
+				require.NoError(t, b.rdb.ZRem(ctx, k+"failed", gone).Err())
+				delete(stayed, gone)
+			}
+			if rng.IntN(3) == 0 {
+				add(fmt.Sprintf("n%02d", turn))
+			}
+		}
+		for id, n := range shown {
+			require.Equal(t, 1, n, "trial %d (asc %t): %s shown %d times in %v", trial, asc, id, n, walk)
+		}
+		for id := range stayed {
+			require.Contains(t, shown, id, "trial %d (asc %t): %s stayed in the set and was never shown: %v", trial, asc, id, walk)
+		}
+	}
 }

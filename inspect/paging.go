@@ -63,8 +63,9 @@ type Moved struct {
 	// To is its position now, or where it would be when Gone.
 	To int `json:"to"`
 	// Gone: the job left the state (or, in a sorted set, came back with
-	// another score). In a sorted set the page starts where its score
-	// puts it; in a list, at its old position, and a job may then be
+	// another score). In a sorted set the page starts where its score and
+	// id put it (jobs of one score are ordered by id, as Redis orders
+	// them); in a list, at its old position, and a job may then be
 	// skipped or shown twice: the page says so.
 	Gone bool `json:"gone"`
 }
@@ -175,19 +176,38 @@ func (i *Inspector) locate(ctx context.Context, queue string, state drover.JobSt
 		a.pos = min(oldPos, a.total)
 		return a, nil
 	}
-	// The jobs that come before the score in this order; jobs with the
-	// same score count as after it.
+	// The jobs that come before it in this order: those with a score
+	// before its score, and those with its score whose id sorts before its
+	// id (Redis orders equal scores by member, bytewise; reversed when
+	// newest first).
 	minS, maxS := "-inf", "("+score
 	if !asc {
 		minS, maxS = "("+score, "+inf"
 	}
-	n, err := i.rdb.ZCount(ctx, key, minS, maxS).Result()
+	var before *redis.IntCmd
+	var ties *redis.StringSliceCmd
+	_, err = i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		before = p.ZCount(ctx, key, minS, maxS)
+		ties = p.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: score, Max: score, Count: tieScanLimit})
+		return nil
+	})
 	if err != nil {
 		return a, fmt.Errorf("find job %q in %s of queue %q: %w", id, state, queue, err)
 	}
-	a.pos = int(n)
+	a.pos = int(before.Val())
+	for _, m := range ties.Val() {
+		if (asc && m < id) || (!asc && m > id) {
+			a.pos++
+		}
+	}
 	return a, nil
 }
+
+// tieScanLimit bounds the jobs of one score that locate reads to place a
+// cursor whose job left a sorted set. Jobs finished in the same millisecond
+// share a score; past this many, some of them may show twice or be skipped
+// (the page says Moved, Gone).
+const tieScanLimit = 10000
 
 // edgeScores reads the scores of a sorted-set state's jobs ids (for their
 // cursors); a list's are "".
