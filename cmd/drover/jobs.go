@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
@@ -21,11 +22,12 @@ type jobsCmd struct {
 }
 
 func (c *jobsCmd) Run(ctx context.Context, args []string) error {
-	fs := newQueueFlags("jobs", c.out, "Usage: drover jobs [<queue>...] [--state failed] [--filter EXPR] [--limit N] [--json]\n\nLists jobs of one state, of the named queues or of every queue under the prefix.")
+	fs := newQueueFlags("jobs", c.out, "Usage: drover jobs [<queue>...] [--state failed] [--filter EXPR] [--limit N] [--after CURSOR] [--json]\n\nLists jobs of one state, of the named queues or of every queue under the prefix.\nA page that has more ends with the --after cursor of the next one: it continues after\nthe page's last job wherever jobs entered or left the state in between.")
 	state := fs.String("state", "failed", "state to list: waiting, prioritized, active, delayed, completed, failed, paused, waiting-children")
 	filterExpr := fs.String("filter", "", `filter: name=NAME reason=TEXT left<=N (e.g. "reason=timeout left<=1")`)
 	limit := fs.Int("limit", 50, "jobs per queue")
 	offset := fs.Int("offset", 0, "start at this position in the state's list")
+	after := fs.String("after", "", "continue after this cursor (printed at the end of a page; one queue only)")
 	asc := fs.Bool("asc", false, "oldest (soonest due) first")
 	asJSON := fs.jsonFlag()
 	queues, err := fs.parse(args)
@@ -38,6 +40,18 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 	}
 	if *limit < 1 || *offset < 0 {
 		return usagef("--limit must be at least 1 and --offset not negative")
+	}
+	var cursor inspect.Cursor
+	if *after != "" {
+		if cursor, err = inspect.ParseCursor(*after); err != nil {
+			return usagef("--after: %v", err)
+		}
+		if *offset != 0 {
+			return usagef("--after and --offset both say where to start; give one")
+		}
+		if len(queues) != 1 {
+			return usagef("--after continues one queue's page: name that queue")
+		}
 	}
 	switch drover.JobState(*state) {
 	case drover.StateWaiting, drover.StatePrioritized, drover.StateActive, drover.StateDelayed,
@@ -66,7 +80,7 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 			matched = append(matched, n)
 		}
 		p, err := ins.Jobs(ctx, q, &inspect.ListOptions{
-			State: drover.JobState(*state), Filter: filter, Limit: *limit, Offset: *offset, Asc: *asc,
+			State: drover.JobState(*state), Filter: filter, Limit: *limit, Offset: *offset, Asc: *asc, After: cursor,
 		})
 		if err != nil {
 			return err
@@ -95,9 +109,17 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	for k, p := range pages {
-		more := ""
+		more, next := "", ""
 		if p.More {
-			more = fmt.Sprintf("; more with --offset %d", p.NextOffset)
+			more = "; more"
+			next = fmt.Sprintf("%s: next page: drover jobs %s --state %s --after %s\n", p.Queue, shellWord(p.Queue), p.State, shellWord(string(p.NextCursor)))
+		}
+		if m := p.Moved; m != nil {
+			more += fmt.Sprintf("; the list moved since the last page (job %s was at %d, now %d", m.ID, m.From, m.To)
+			if m.Gone {
+				more += ", it left the state"
+			}
+			more += ")"
 		}
 		if p.Truncated {
 			more += fmt.Sprintf("; stopped after scanning %d jobs", p.Scanned)
@@ -106,10 +128,26 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 		if !filter.IsZero() {
 			match = fmt.Sprintf(", %d match %s", matched[k], filter.String())
 		}
-		fmt.Fprintf(c.out, "%s: %d %s jobs%s, %d shown%s\n", p.Queue, p.Total, p.State, match, len(p.Jobs), more)
+		fmt.Fprintf(c.out, "%s: %d %s jobs%s, %d shown%s\n%s", p.Queue, p.Total, p.State, match, len(p.Jobs), more, next)
 		for _, u := range p.Unreadable {
 			fmt.Fprintf(c.out, "%s: cannot read job %s (another tool wrote it, or it is damaged): %s\n", p.Queue, u.ID, u.Error)
 		}
 	}
 	return nil
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but letters,
+// digits and -_.:/+@, so a printed command can be pasted as it is.
+func shellWord(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/+@", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -244,6 +244,53 @@ func TestQueueCommands(t *testing.T) {
 		require.ErrorAs(t, err, &usage)
 	})
 
+	// A page that has more ends with the command of the next page, which
+	// continues after the page's last job: two jobs of the first page left
+	// the state in between (retried), yet none is skipped or shown twice.
+	t.Run("JobsPagesByCursor", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		k := b.prefix + ":pages:"
+		for n := range 7 {
+			id := fmt.Sprintf("p%d", n)
+			require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "x", "data", "{}", "opts", `{"attempts":1}`, "timestamp", 1000,
+				"atm", 1, "failedReason", "boom", "finishedOn", 2000+n).Err())
+			require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redis.Z{Score: float64(2000 + n), Member: id}).Err())
+		}
+		ids := regexp.MustCompile(`(?m)^pages\s+(p\d)\s`)
+		shown := func(out string) []string {
+			var got []string
+			for _, m := range ids.FindAllStringSubmatch(out, -1) {
+				got = append(got, m[1])
+			}
+			return got
+		}
+		next := regexp.MustCompile(`(?m)^pages: next page: drover jobs pages --state failed --after (\S+)$`)
+		out := ok(t, b, "jobs", "pages", "--limit", "3")
+		require.Equal(t, []string{"p6", "p5", "p4"}, shown(out))
+		m := next.FindStringSubmatch(out)
+		require.NotNil(t, m, out)
+		require.NoError(t, b.rdb.ZRem(ctx, k+"failed", "p6", "p4").Err())
+		out = ok(t, b, "jobs", "pages", "--limit", "3", "--after", strings.Trim(m[1], "'"))
+		require.Equal(t, []string{"p3", "p2", "p1"}, shown(out), "an offset of 3 would skip p3 and p2")
+		require.Contains(t, out, "the list moved since the last page (job p4 was at 2, now 1, it left the state)")
+		m = next.FindStringSubmatch(out)
+		require.NotNil(t, m, out)
+		out = ok(t, b, "jobs", "pages", "--limit", "3", "--after", strings.Trim(m[1], "'"))
+		require.Equal(t, []string{"p0"}, shown(out), out)
+		require.NotContains(t, out, "next page")
+		for _, bad := range [][]string{
+			{"jobs", "--after", m[1]},                           // no queue
+			{"jobs", "pages", "mail", "--after", m[1]},          // two queues
+			{"jobs", "pages", "--after", m[1], "--offset", "2"}, // two starts
+			{"jobs", "pages", "--after", "not-a-cursor"},        // made up
+		} {
+			_, err := run(t, b, bad...)
+			var usage *usageError
+			require.ErrorAs(t, err, &usage, bad)
+		}
+	})
+
 	// Issue 10 item 10 and issue 13 item 7: --json prints BullMQ's names
 	// and milliseconds, the names the dashboard's API uses.
 	t.Run("JSONUsesBullMQNamesAndMilliseconds", func(t *testing.T) {
