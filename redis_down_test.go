@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,4 +152,119 @@ func TestCloseDuringANetworkPartition(t *testing.T) {
 	// Bounded by the client's read timeout (a call in flight when Close
 	// began runs out), not by a sum of them.
 	require.Less(t, time.Since(t0), 5*time.Second, "Close returns about when its context ends")
+}
+
+// TestWorkerAfterRedisLosesEverything: the redis-server dies (SIGKILL) under
+// a running worker and comes back on the same address empty (no
+// persistence: every job, the queue's meta, the scripts are gone). The
+// worker keeps running, processes the jobs added after the restart, and
+// names its connection again, so a Queue's GetWorkers (as Node's
+// getWorkers) lists it.
+func TestWorkerAfterRedisLosesEverything(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Stop() })
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	var done atomic.Int64
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+		done.Add(1)
+		return nil, nil
+	}), &drover.WorkerOptions{Name: "survivor", Concurrency: 4, DrainDelay: 200 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	defer func() { require.NoError(t, w.Close(ctx)) }()
+	for range 5 {
+		_, err := q.Add(ctx, "before", nil, nil)
+		require.NoError(t, err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the jobs before the crash", func() bool { return done.Load() == 5 })
+
+	require.NoError(t, srv.Crash()) // SIGKILL, and back on the same address, empty
+	n, err := rdb.DBSize(ctx).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "the new server starts empty")
+
+	for range 5 {
+		_, err := q.Add(ctx, "after", nil, nil)
+		require.NoError(t, err)
+	}
+	testkit.WaitFor(t, 20*time.Second, "the jobs added after the restart", func() bool { return done.Load() == 10 })
+	counts, err := q.GetJobCounts(ctx, drover.StateCompleted, drover.StateWaiting, drover.StateActive)
+	require.NoError(t, err)
+	require.Equal(t, map[drover.JobState]int64{drover.StateCompleted: 5, drover.StateWaiting: 0, drover.StateActive: 0}, counts)
+	testkit.WaitFor(t, 20*time.Second, "the worker's named connection again", func() bool {
+		ws, err := q.GetWorkers(ctx)
+		return err == nil && len(ws) == 1 && ws[0].Name == "survivor"
+	})
+}
+
+// TestNoAcknowledgedJobLostWhenRedisCrashesWithAOF: a producer adds jobs
+// and a worker runs them while the redis-server, with appendfsync always,
+// is killed (SIGKILL) and restarted from its file. Every add that returned
+// nil is there after the restart and ends completed, and each completes
+// once: one completed event per job in the events stream, which is
+// persisted with them. A job whose attempt was running at the crash is
+// finished by its worker or re-run once its lock expires (at least once
+// for the processor; once in Redis).
+func TestNoAcknowledgedJobLostWhenRedisCrashesWithAOF(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start("--appendonly", "yes", "--appendfsync", "always")
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Stop() })
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: 1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+		time.Sleep(time.Millisecond)
+		return nil, nil
+	}), &drover.WorkerOptions{Concurrency: 8, DrainDelay: 200 * time.Millisecond,
+		LockDuration: time.Second, StalledInterval: 500 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	defer func() { require.NoError(t, w.Close(ctx)) }()
+
+	var acked []string
+	crashed := false
+	for n := 0; n < 400; n++ {
+		if n == 200 {
+			require.NoError(t, srv.Crash())
+			crashed = true
+		}
+		id := "j" + strconv.Itoa(n)
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := q.Add(actx, "x", nil, &drover.JobOptions{JobID: id})
+		cancel()
+		if err == nil {
+			acked = append(acked, id)
+		}
+	}
+	require.True(t, crashed)
+	require.Greater(t, len(acked), 300, "most adds were acknowledged")
+	testkit.WaitFor(t, 30*time.Second, "every acknowledged job completed", func() bool {
+		n, err := rdb.ZCard(ctx, "bull:q:completed").Result()
+		return err == nil && n >= int64(len(acked))
+	})
+	for _, id := range acked {
+		st, err := q.GetJobState(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateCompleted, st, id)
+	}
+	events, err := rdb.XRange(ctx, "bull:q:events", "-", "+").Result()
+	require.NoError(t, err)
+	completions := map[string]int{}
+	for _, e := range events {
+		if e.Values["event"] == "completed" {
+			completions[e.Values["jobId"].(string)]++
+		}
+	}
+	for _, id := range acked {
+		require.Equal(t, 1, completions[id], "completed events of %s", id)
+	}
 }

@@ -169,6 +169,39 @@ func Pausable(tb testing.TB) *Server {
 	return srv
 }
 
+// Crash kills the server (SIGKILL) and starts it again on the same address
+// and directory with the same arguments: without persistence (the
+// default) it comes back empty; with appendonly it reloads its file.
+func (s *Server) Crash() error {
+	if s.cmd.Process == nil {
+		return errors.New("redistest: server not started")
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	logFile, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	var lastErr error
+	for range 50 { // the port may take a moment to be free again
+		cmd := exec.Command(s.cmd.Path, s.cmd.Args[1:]...)
+		dieWithParent(cmd)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("restart redis-server: %w", err)
+		}
+		s.cmd = cmd
+		if lastErr = s.waitReady(2 * time.Second); lastErr == nil {
+			return nil
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("redis-server did not restart: %w", lastErr)
+}
+
 // Stop kills the server and removes its directory.
 func (s *Server) Stop() {
 	if s.cmd.Process != nil {
