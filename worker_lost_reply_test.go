@@ -20,7 +20,8 @@ import (
 // TestWorkerLostReplies: a proxy between a worker and a real redis-server
 // lets the worker's fetch or finish script run and then loses its reply
 // (reset connection), or holds the call while Redis cannot be reached and
-// delivers it late. The worker must learn what the call did instead of
+// delivers it late, or loses the reply to (or resets) its blocking wait
+// for jobs, when a job added meanwhile must still run. The worker must learn what the call did instead of
 // sending it again: the result it wrote is reported written, and the jobs
 // it took run now. Before, a resent finish call found its job done and
 // reported "job result not written: the worker no longer owns the job",
@@ -168,6 +169,49 @@ func TestWorkerLostReplies(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "a", recv(t, b.started, "the job the fetch took runs now; logs:\n%s", b.logs.String()))
 		require.Equal(t, int64(1), b.proxy.Dropped())
+		done(t, b, "a")
+	})
+
+	t.Run("BlockingWaitReplyLost", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 0)
+		waiting := func() bool {
+			for _, c := range strings.Split(b.direct.ClientList(ctx).Val(), "\n") {
+				if strings.Contains(c, " name="+b.prefix+":") && strings.Contains(c, " flags=b ") && strings.Contains(c, " cmd=bzpopmin ") {
+					return true
+				}
+			}
+			return false
+		}
+		testkit.WaitFor(t, 10*time.Second, "the worker to wait for jobs", waiting)
+		// The rule takes the next wait sent: reset the one in flight.
+		b.proxy.DropReplyTo("bzpopmin")
+		b.proxy.ResetAll()
+		testkit.WaitFor(t, 10*time.Second, "the worker to wait for jobs again", waiting)
+		// The add's marker wakes the blocked wait; that reply is lost, so
+		// the worker learns of the job only by fetching after the error.
+		_, err := b.queue.Add(ctx, "a", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, "a", recv(t, b.started, "the job runs though the wake-up was lost; logs:\n%s", b.logs.String()))
+		require.Equal(t, int64(1), b.proxy.Dropped())
+		done(t, b, "a")
+	})
+
+	t.Run("BlockingWaitReset", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 0)
+		testkit.WaitFor(t, 10*time.Second, "the worker to wait for jobs", func() bool {
+			for _, c := range strings.Split(b.direct.ClientList(ctx).Val(), "\n") {
+				if strings.Contains(c, " name="+b.prefix+":") && strings.Contains(c, " flags=b ") {
+					return true
+				}
+			}
+			return false
+		})
+		b.proxy.ResetAll()
+		_, err := b.queue.Add(ctx, "a", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, "a", recv(t, b.started, "logs:\n%s", b.logs.String()))
 		done(t, b, "a")
 	})
 
