@@ -116,6 +116,20 @@ func TestWorkerLostReplies(t *testing.T) {
 		require.NotContains(t, b.logs.String(), "result not written", "no result reported unwritten")
 	}
 
+	// waitForWait waits until the worker blocks on BZPOPMIN, on its named
+	// connection (workers.go).
+	waitForWait := func(t *testing.T, b *testBundle) {
+		t.Helper()
+		testkit.WaitFor(t, 10*time.Second, "the worker to wait for jobs", func() bool {
+			for _, c := range strings.Split(b.direct.ClientList(ctx).Val(), "\n") {
+				if strings.Contains(c, " name="+b.prefix+":") && strings.Contains(c, " flags=b ") && strings.Contains(c, " cmd=bzpopmin ") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+
 	t.Run("FinishReplyLost", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, 0)
@@ -155,15 +169,7 @@ func TestWorkerLostReplies(t *testing.T) {
 		t.Parallel()
 		b := setup(t, 0)
 		// Once the worker waits for jobs, the next script call is its fetch.
-		testkit.WaitFor(t, 10*time.Second, "the worker to wait for jobs", func() bool {
-			for _, c := range strings.Split(b.direct.ClientList(ctx).Val(), "\n") {
-				// The worker blocks on its named connection (workers.go).
-				if strings.Contains(c, " name="+b.prefix+":") && strings.Contains(c, " flags=b ") && strings.Contains(c, " cmd=bzpopmin ") {
-					return true
-				}
-			}
-			return false
-		})
+		waitForWait(t, b)
 		b.proxy.DropReplyTo("evalsha")
 		_, err := b.queue.Add(ctx, "a", nil, nil)
 		require.NoError(t, err)
@@ -175,19 +181,11 @@ func TestWorkerLostReplies(t *testing.T) {
 	t.Run("BlockingWaitReplyLost", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, 0)
-		waiting := func() bool {
-			for _, c := range strings.Split(b.direct.ClientList(ctx).Val(), "\n") {
-				if strings.Contains(c, " name="+b.prefix+":") && strings.Contains(c, " flags=b ") && strings.Contains(c, " cmd=bzpopmin ") {
-					return true
-				}
-			}
-			return false
-		}
-		testkit.WaitFor(t, 10*time.Second, "the worker to wait for jobs", waiting)
+		waitForWait(t, b)
 		// The rule takes the next wait sent: reset the one in flight.
 		b.proxy.DropReplyTo("bzpopmin")
 		b.proxy.ResetAll()
-		testkit.WaitFor(t, 10*time.Second, "the worker to wait for jobs again", waiting)
+		waitForWait(t, b)
 		// The add's marker wakes the blocked wait; that reply is lost, so
 		// the worker learns of the job only by fetching after the error.
 		_, err := b.queue.Add(ctx, "a", nil, nil)
@@ -200,14 +198,7 @@ func TestWorkerLostReplies(t *testing.T) {
 	t.Run("BlockingWaitReset", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, 0)
-		testkit.WaitFor(t, 10*time.Second, "the worker to wait for jobs", func() bool {
-			for _, c := range strings.Split(b.direct.ClientList(ctx).Val(), "\n") {
-				if strings.Contains(c, " name="+b.prefix+":") && strings.Contains(c, " flags=b ") {
-					return true
-				}
-			}
-			return false
-		})
+		waitForWait(t, b)
 		b.proxy.ResetAll()
 		_, err := b.queue.Add(ctx, "a", nil, nil)
 		require.NoError(t, err)

@@ -52,13 +52,7 @@ func TestWorkerHoldsFetchWhileLocksCannotBeRenewed(t *testing.T) {
 		_, err = q.Add(ctx, "short", nil, &drover.JobOptions{Delay: due})
 		require.NoError(t, err)
 	}
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		releaseOnce.Do(func() { close(release) })
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = w.Close(cctx)
-	})
+	startHeld(t, w, release, &releaseOnce)
 	require.Equal(t, "long", <-started)
 
 	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
@@ -135,13 +129,7 @@ func TestFinishAndPromoteWhileRedisIsOutOfMemory(t *testing.T) {
 	manual, err := q.Add(ctx, "promote-me", nil, &drover.JobOptions{Delay: time.Hour})
 	require.NoError(t, err)
 	ids[manual.Job.ID] = true
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		releaseOnce.Do(func() { close(release) })
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = w.Close(cctx)
-	})
+	startHeld(t, w, release, &releaseOnce)
 	for range running {
 		recv(t, started)
 	}
@@ -205,4 +193,17 @@ func TestFinishAndPromoteWhileRedisIsOutOfMemory(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, job.AttemptsStarted, "job %s ran once", id)
 	}
+}
+
+// startHeld starts w, whose processor waits for release, and at the test's
+// end releases it (once) and closes w.
+func startHeld(t *testing.T, w *drover.Worker, release chan struct{}, releaseOnce *sync.Once) {
+	t.Helper()
+	require.NoError(t, w.Start(context.Background()))
+	t.Cleanup(func() {
+		releaseOnce.Do(func() { close(release) })
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Close(cctx)
+	})
 }
