@@ -157,3 +157,61 @@ func droverGoroutines() []string {
 	}
 	return out
 }
+
+// TestWorkerLockRenewalsCutOff: the network between a worker and Redis
+// stops carrying anything (a black hole) for longer than a running job's
+// lock lasts, so its renewals fail and the lock expires, then comes back.
+// The job must not be completed twice: either the worker still owned it,
+// or the stalled checker took it back and it ran again and completed once.
+// Nothing may be left in active, and the worker takes new jobs after.
+func TestWorkerLockRenewalsCutOff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Shared(t)
+	proxy, err := faultproxy.Start(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 300 * time.Millisecond,
+		WriteTimeout: 300 * time.Millisecond, DialTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	direct, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	started := make(chan int, 10)
+	logs := &syncBuffer{}
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		started <- job.AttemptsStarted
+		if job.Name == "long" && job.AttemptsStarted == 1 {
+			time.Sleep(3 * time.Second)
+		}
+		return "ok", nil
+	}), &drover.WorkerOptions{Prefix: prefix, Concurrency: 2, LockDuration: time.Second, StalledInterval: time.Second,
+		MaxStalledCount: 2, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = w.Close(cctx)
+	})
+	_, err = q.Add(ctx, "long", nil, &drover.JobOptions{JobID: "long"})
+	require.NoError(t, err)
+	require.Equal(t, 1, recv(t, started))
+	proxy.SetBlackhole(true)
+	time.Sleep(2 * time.Second) // the lock (1 s) expires unrenewed
+	proxy.SetBlackhole(false)
+
+	_, err = q.Add(ctx, "after", nil, &drover.JobOptions{JobID: "after"})
+	require.NoError(t, err)
+	testkit.WaitFor(t, 15*time.Second, "both jobs to complete", func() bool {
+		return direct.ZCard(ctx, prefix+":q:completed").Val() == 2
+	})
+	require.Empty(t, direct.LRange(ctx, prefix+":q:active", 0, -1).Val(), "nothing left in active")
+	completions := map[string]int{}
+	for _, m := range direct.XRange(ctx, prefix+":q:events", "-", "+").Val() {
+		if m.Values["event"] == "completed" {
+			completions[fmt.Sprint(m.Values["jobId"])]++
+		}
+	}
+	require.Equal(t, map[string]int{"long": 1, "after": 1}, completions, "logs:\n%s", logs.String())
+}
