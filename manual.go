@@ -23,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
@@ -194,7 +195,9 @@ func (w *Worker) manualFinished(ctx context.Context, it *finishItem) {
 // ends. go-redis sends BZPOPMIN's timeout in whole seconds and (unless the
 // client sets ContextTimeoutEnabled) does not end a blocking read when ctx
 // does, so a key of this call's own is written at d, or when ctx ends, to
-// end the wait on time.
+// end the wait on time. That write cannot end a wait on a Redis that stopped
+// answering: then a ctx deadline ends it (bounded.Call), and the wake key is
+// removed after the call returns.
 func (w *Worker) waitMarker(ctx context.Context, d time.Duration) error {
 	wake := w.q.k.WorkerWake(w.id + "." + strconv.FormatUint(w.callSeq.Add(1), 36))
 	var woken atomic.Bool
@@ -210,19 +213,43 @@ func (w *Worker) waitMarker(ctx context.Context, d time.Duration) error {
 	timer := time.AfterFunc(d, wakeUp)
 	stopCtxWake := context.AfterFunc(ctx, wakeUp)
 	block := max(time.Second, (d+time.Second-1)/time.Second*time.Second)
-	_, err := w.q.rdb.BZPopMin(ctx, block, w.q.k.Marker(), wake).Result()
-	if timer.Stop() {
-		wakers.Done()
+	pop := func(ctx context.Context) (*redis.ZWithKey, error) {
+		return w.q.rdb.BZPopMin(ctx, block, w.q.k.Marker(), wake).Result()
 	}
-	if stopCtxWake() {
-		wakers.Done()
+	// While Redis does not answer, neither does the wake-up: a ctx whose
+	// deadline comes before the blocking call's own end (block and the
+	// client's timeouts) is kept by bounded.Call.
+	var err error
+	budget := w.q.callBudget
+	if budget > 0 {
+		budget += block
 	}
-	wakers.Wait()
-	if woken.Load() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
-		w.q.rdb.Del(dctx, wake) // popped already, or left by a wake that came late
-		cancel()
+	if bounded.Needed(ctx, budget) {
+		_, err = bounded.Call(ctx, pop)
+	} else {
+		_, err = pop(ctx)
 	}
+	cleanUp := func() {
+		if timer.Stop() {
+			wakers.Done()
+		}
+		if stopCtxWake() {
+			wakers.Done()
+		}
+		wakers.Wait()
+		if woken.Load() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
+			w.q.rdb.Del(dctx, wake) // popped already, or left by a wake that came late
+			cancel()
+		}
+	}
+	if errors.Is(err, bounded.ErrNoAnswer) {
+		// Abandoned: the wake-up and the wake key's removal wait for
+		// Redis too, each ended by wakeTimeout; the caller does not.
+		go cleanUp()
+		return err
+	}
+	cleanUp()
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()

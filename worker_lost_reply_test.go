@@ -20,7 +20,8 @@ import (
 // TestWorkerLostReplies: a proxy between a worker and a real redis-server
 // lets the worker's fetch or finish script run and then loses its reply
 // (reset connection), or holds the call while Redis cannot be reached and
-// delivers it late. The worker must learn what the call did instead of
+// delivers it late, or loses the reply to (or resets) its blocking wait
+// for jobs, when a job added meanwhile must still run. The worker must learn what the call did instead of
 // sending it again: the result it wrote is reported written, and the jobs
 // it took run now. Before, a resent finish call found its job done and
 // reported "job result not written: the worker no longer owns the job",
@@ -115,6 +116,20 @@ func TestWorkerLostReplies(t *testing.T) {
 		require.NotContains(t, b.logs.String(), "result not written", "no result reported unwritten")
 	}
 
+	// waitForWait waits until the worker blocks on BZPOPMIN, on its named
+	// connection (workers.go).
+	waitForWait := func(t *testing.T, b *testBundle) {
+		t.Helper()
+		testkit.WaitFor(t, 10*time.Second, "the worker to wait for jobs", func() bool {
+			for _, c := range strings.Split(b.direct.ClientList(ctx).Val(), "\n") {
+				if strings.Contains(c, " name="+b.prefix+":") && strings.Contains(c, " flags=b ") && strings.Contains(c, " cmd=bzpopmin ") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+
 	t.Run("FinishReplyLost", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, 0)
@@ -154,20 +169,40 @@ func TestWorkerLostReplies(t *testing.T) {
 		t.Parallel()
 		b := setup(t, 0)
 		// Once the worker waits for jobs, the next script call is its fetch.
-		testkit.WaitFor(t, 10*time.Second, "the worker to wait for jobs", func() bool {
-			for _, c := range strings.Split(b.direct.ClientList(ctx).Val(), "\n") {
-				// The worker blocks on its named connection (workers.go).
-				if strings.Contains(c, " name="+b.prefix+":") && strings.Contains(c, " flags=b ") && strings.Contains(c, " cmd=bzpopmin ") {
-					return true
-				}
-			}
-			return false
-		})
+		waitForWait(t, b)
 		b.proxy.DropReplyTo("evalsha")
 		_, err := b.queue.Add(ctx, "a", nil, nil)
 		require.NoError(t, err)
 		require.Equal(t, "a", recv(t, b.started, "the job the fetch took runs now; logs:\n%s", b.logs.String()))
 		require.Equal(t, int64(1), b.proxy.Dropped())
+		done(t, b, "a")
+	})
+
+	t.Run("BlockingWaitReplyLost", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 0)
+		waitForWait(t, b)
+		// The rule takes the next wait sent: reset the one in flight.
+		b.proxy.DropReplyTo("bzpopmin")
+		b.proxy.ResetAll()
+		waitForWait(t, b)
+		// The add's marker wakes the blocked wait; that reply is lost, so
+		// the worker learns of the job only by fetching after the error.
+		_, err := b.queue.Add(ctx, "a", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, "a", recv(t, b.started, "the job runs though the wake-up was lost; logs:\n%s", b.logs.String()))
+		require.Equal(t, int64(1), b.proxy.Dropped())
+		done(t, b, "a")
+	})
+
+	t.Run("BlockingWaitReset", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 0)
+		waitForWait(t, b)
+		b.proxy.ResetAll()
+		_, err := b.queue.Add(ctx, "a", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, "a", recv(t, b.started, "logs:\n%s", b.logs.String()))
 		done(t, b, "a")
 	})
 

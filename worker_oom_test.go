@@ -2,6 +2,8 @@ package drover_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,13 +52,7 @@ func TestWorkerHoldsFetchWhileLocksCannotBeRenewed(t *testing.T) {
 		_, err = q.Add(ctx, "short", nil, &drover.JobOptions{Delay: due})
 		require.NoError(t, err)
 	}
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		releaseOnce.Do(func() { close(release) })
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = w.Close(cctx)
-	})
+	startHeld(t, w, release, &releaseOnce)
 	require.Equal(t, "long", <-started)
 
 	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
@@ -82,5 +78,132 @@ func TestWorkerHoldsFetchWhileLocksCannotBeRenewed(t *testing.T) {
 	releaseOnce.Do(func() { close(release) })
 	testkit.WaitFor(t, 10*time.Second, "every job to complete", func() bool {
 		return rdb.ZCard(ctx, "bull:q:completed").Val() == short+1
+	})
+}
+
+// TestFinishAndPromoteWhileRedisIsOutOfMemory: a real redis-server runs
+// out of memory (maxmemory, noeviction) while a worker's jobs finish and
+// delayed jobs come due, and Job.Promote is called. Redis refuses a
+// script's first write when it would grow memory, and lets the rest run
+// once one write is done (so no script stops half-way): each job must
+// stay in exactly one state, whole (a job in active or delayed has no
+// finishedOn, a completed one has its return value); a refused Promote
+// names OOM and leaves the job delayed; the worker logs no line per job;
+// and once memory frees, every job completes, each in one attempt.
+// Checked on redis-server 7: the finish and promotion scripts start with
+// a write that frees memory (removing the job from active or delayed), so
+// Redis lets them run, and they did, whole.
+func TestFinishAndPromoteWhileRedisIsOutOfMemory(t *testing.T) {
+	t.Parallel()
+	rdb, q := ownServer(t, nil, "--maxmemory-policy", "noeviction")
+	ctx := context.Background()
+
+	const running, delayed = 10, 5
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	started := make(chan string, running+delayed+1)
+	logs := &syncBuffer{}
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		started <- job.ID
+		<-release
+		return "done-" + job.ID, nil
+	}), &drover.WorkerOptions{
+		Concurrency:      running + delayed + 1,
+		LockDuration:     30 * time.Second, // outlasts the outage
+		SkipStalledCheck: true,
+		Logger:           slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	require.NoError(t, err)
+	ids := map[string]bool{}
+	for range running {
+		res, err := q.Add(ctx, "run", nil, nil)
+		require.NoError(t, err)
+		ids[res.Job.ID] = true
+	}
+	due := 2 * time.Second // due only once Redis is out of memory
+	for range delayed {
+		res, err := q.Add(ctx, "later", nil, &drover.JobOptions{Delay: due})
+		require.NoError(t, err)
+		ids[res.Job.ID] = true
+	}
+	manual, err := q.Add(ctx, "promote-me", nil, &drover.JobOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	ids[manual.Job.ID] = true
+	startHeld(t, w, release, &releaseOnce)
+	for range running {
+		recv(t, started)
+	}
+
+	// consistent checks that every job is in one state, and whole.
+	consistent := func() {
+		t.Helper()
+		where := map[string][]string{}
+		for _, list := range []string{"active", "wait"} {
+			for _, id := range rdb.LRange(ctx, "bull:q:"+list, 0, -1).Val() {
+				where[id] = append(where[id], list)
+			}
+		}
+		for _, set := range []string{"delayed", "completed", "failed", "prioritized"} {
+			for _, id := range rdb.ZRange(ctx, "bull:q:"+set, 0, -1).Val() {
+				where[id] = append(where[id], set)
+			}
+		}
+		for id := range ids {
+			require.Len(t, where[id], 1, "job %s in one state: %v", id, where[id])
+			h := rdb.HGetAll(ctx, "bull:q:"+id).Val()
+			if where[id][0] == "completed" {
+				require.NotEmpty(t, h["finishedOn"], "job %s", id)
+				require.Equal(t, `"done-`+id+`"`, h["returnvalue"], "job %s", id)
+				continue
+			}
+			require.Empty(t, h["finishedOn"], "job %s in %s", id, where[id][0])
+			require.Empty(t, h["returnvalue"], "job %s in %s", id, where[id][0])
+		}
+	}
+
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
+	_, err = q.Add(ctx, "refused", nil, nil)
+	require.ErrorContains(t, err, "OOM", "Redis is out of memory: an add is refused")
+	releaseOnce.Do(func() { close(release) })
+	time.Sleep(due + time.Second) // the finishes run or are retried; the delayed jobs come due
+	consistent()
+	t.Logf("completed while out of memory: %d of %d", rdb.ZCard(ctx, "bull:q:completed").Val(), len(ids)-1)
+	err = q.Job(manual.Job.ID).Promote(ctx)
+	st, serr := q.GetJobState(ctx, manual.Job.ID)
+	require.NoError(t, serr)
+	if err != nil {
+		require.ErrorContains(t, err, "OOM")
+		require.Equal(t, drover.StateDelayed, st, "a refused promotion leaves the job delayed")
+	} else {
+		require.NotEqual(t, drover.StateDelayed, st, "a promotion that returned nil moved the job")
+	}
+	consistent()
+	require.Less(t, strings.Count(logs.String(), "\n"), running, "no log line per job:\n%s", logs.String())
+
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
+	if st == drover.StateDelayed {
+		require.NoError(t, q.Job(manual.Job.ID).Promote(ctx))
+	}
+	testkit.WaitFor(t, 15*time.Second, "every job to complete", func() bool {
+		return rdb.ZCard(ctx, "bull:q:completed").Val() == int64(len(ids))
+	})
+	consistent()
+	for id := range ids {
+		job, err := q.GetJob(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, 1, job.AttemptsStarted, "job %s ran once", id)
+	}
+}
+
+// startHeld starts w, whose processor waits for release, and at the test's
+// end releases it (once) and closes w.
+func startHeld(t *testing.T, w *drover.Worker, release chan struct{}, releaseOnce *sync.Once) {
+	t.Helper()
+	require.NoError(t, w.Start(context.Background()))
+	t.Cleanup(func() {
+		releaseOnce.Do(func() { close(release) })
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Close(cctx)
 	})
 }

@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -211,5 +213,45 @@ func TestJobWritesWhileRedisIsPaused(t *testing.T) {
 	for name, err := range errs {
 		require.ErrorIs(t, err, context.DeadlineExceeded, name)
 		require.ErrorIs(t, err, errWriteUnknown, name)
+	}
+}
+
+// TestNextJobWaitWhileRedisIsPaused: a manual worker's NextJob waits for
+// a job (blocking on the marker) under a 2 s context, and Redis stops
+// answering during the wait. NextJob must return when its context ends,
+// with an error wrapping ctx.Err().
+func TestNextJobWaitWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Pausable(t)
+	rdb := srv.Client(t)
+	_, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	w, err := drover.NewWorker(rdb, "q", nil, nil)
+	require.NoError(t, err)
+	defer func() {
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		require.NoError(t, w.Close(cctx))
+	}()
+
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	returned := make(chan error, 1)
+	go func() {
+		_, err := w.NextJob(cctx, "tok", 10*time.Second)
+		returned <- err
+	}()
+	testkit.WaitFor(t, 5*time.Second, "NextJob to wait for a job", func() bool {
+		return strings.Contains(rdb.ClientList(ctx).Val(), " cmd=bzpopmin ")
+	})
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	defer func() { _ = srv.Signal(syscall.SIGCONT) }()
+	select {
+	case err := <-returned:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(6 * time.Second): // the wait's 10 s and the client's 15 s read timeout are far later
+		require.NoError(t, srv.Signal(syscall.SIGCONT))
+		t.Fatal("NextJob still waiting for a paused Redis 6 s after its 2 s context began")
 	}
 }
