@@ -70,38 +70,7 @@ func TestWritesWhileRedisIsPaused(t *testing.T) {
 		"Queue.SetGlobalConcurrency": func(ctx context.Context) error { return q.SetGlobalConcurrency(ctx, 3) },
 	}
 
-	require.NoError(t, srv.Signal(syscall.SIGSTOP))
-	var wg sync.WaitGroup
-	errs := make(map[string]error, len(calls))
-	var mu sync.Mutex
-	for name, call := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			err := call(cctx)
-			mu.Lock()
-			errs[name] = err
-			mu.Unlock()
-		}()
-	}
-	returned := make(chan struct{})
-	go func() { wg.Wait(); close(returned) }()
-	select {
-	case <-returned:
-	case <-time.After(7 * time.Second): // well under the client's 15 s read timeout
-		mu.Lock()
-		var late []string
-		for name := range calls {
-			if _, ok := errs[name]; !ok {
-				late = append(late, name)
-			}
-		}
-		mu.Unlock()
-		require.NoError(t, srv.Signal(syscall.SIGCONT))
-		t.Fatalf("still waiting for a paused Redis after 7 s: %v", late)
-	}
+	errs := callWhilePaused(t, srv, calls)
 	for name, err := range errs {
 		require.ErrorIs(t, err, context.DeadlineExceeded, name)
 		require.ErrorIs(t, err, errWriteUnknown, name)
@@ -177,38 +146,7 @@ func TestJobWritesWhileRedisIsPaused(t *testing.T) {
 		"Job.MoveToWait": func(ctx context.Context) error { return taken["w"].MoveToWait(ctx, token) },
 	}
 
-	require.NoError(t, srv.Signal(syscall.SIGSTOP))
-	var wg sync.WaitGroup
-	errs := make(map[string]error, len(calls))
-	var mu sync.Mutex
-	for name, call := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			err := call(cctx)
-			mu.Lock()
-			errs[name] = err
-			mu.Unlock()
-		}()
-	}
-	returned := make(chan struct{})
-	go func() { wg.Wait(); close(returned) }()
-	select {
-	case <-returned:
-	case <-time.After(7 * time.Second): // well under the client's 15 s read timeout
-		mu.Lock()
-		var late []string
-		for name := range calls {
-			if _, ok := errs[name]; !ok {
-				late = append(late, name)
-			}
-		}
-		mu.Unlock()
-		require.NoError(t, srv.Signal(syscall.SIGCONT))
-		t.Fatalf("still waiting for a paused Redis after 7 s: %v", late)
-	}
+	errs := callWhilePaused(t, srv, calls)
 	require.NoError(t, srv.Signal(syscall.SIGCONT))
 	for name, err := range errs {
 		require.ErrorIs(t, err, context.DeadlineExceeded, name)
@@ -254,4 +192,45 @@ func TestNextJobWaitWhileRedisIsPaused(t *testing.T) {
 		require.NoError(t, srv.Signal(syscall.SIGCONT))
 		t.Fatal("NextJob still waiting for a paused Redis 6 s after its 2 s context began")
 	}
+}
+
+// callWhilePaused pauses srv (SIGSTOP), runs every call at once under a 1 s
+// context and returns their errors once all have returned; it fails the
+// test, naming the calls still waiting, if any is after 7 s (well under
+// the client's 15 s read timeout). srv stays paused.
+func callWhilePaused(t *testing.T, srv *redistest.Server, calls map[string]func(context.Context) error) map[string]error {
+	t.Helper()
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	var wg sync.WaitGroup
+	errs := make(map[string]error, len(calls))
+	var mu sync.Mutex
+	for name, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			err := call(cctx)
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		}()
+	}
+	returned := make(chan struct{})
+	go func() { wg.Wait(); close(returned) }()
+	select {
+	case <-returned:
+	case <-time.After(7 * time.Second):
+		mu.Lock()
+		var late []string
+		for name := range calls {
+			if _, ok := errs[name]; !ok {
+				late = append(late, name)
+			}
+		}
+		mu.Unlock()
+		require.NoError(t, srv.Signal(syscall.SIGCONT))
+		t.Fatalf("still waiting for a paused Redis after 7 s: %v", late)
+	}
+	return errs
 }
