@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -233,4 +234,27 @@ func callWhilePaused(t *testing.T, srv *redistest.Server, calls map[string]func(
 		t.Fatalf("still waiting for a paused Redis after 7 s: %v", late)
 	}
 	return errs
+}
+
+// TestJobWritesWithoutClientTimeoutsWhileRedisIsPaused: with the client's
+// read and write timeouts switched off, nothing but the caller's deadline
+// can end a job's write while Redis is paused. Before, such a client's
+// UpdateProgress under a 1 s deadline waited for ever (the bound was
+// skipped as if the client's timeouts came first).
+func TestJobWritesWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Pausable(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: -1, WriteTimeout: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	res, err := q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	errs := callWhilePaused(t, srv, map[string]func(context.Context) error{
+		"Job.UpdateProgress": func(ctx context.Context) error { return res.Job.UpdateProgress(ctx, 1) },
+	})
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	require.ErrorIs(t, errs["Job.UpdateProgress"], context.DeadlineExceeded)
+	require.ErrorIs(t, errs["Job.UpdateProgress"], errWriteUnknown)
 }

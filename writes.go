@@ -19,16 +19,18 @@ import (
 // Under a ctx that cannot end, the command runs inline.
 type boundedWrites struct {
 	rdb redis.UniversalClient
-	// budget, when set, bounds only a ctx whose deadline comes before the
-	// client's own timeouts would end the call (bounded.Needed): for the
-	// writes a processor makes, often, under its job's ctx, which can end
-	// but has no deadline of its own.
-	budget time.Duration
+	// onlyNeeded bounds only a ctx whose deadline comes before the
+	// client's own timeouts (budget, bounded.ClientBudget; 0: the client
+	// has none) would end the call (bounded.Needed): for the writes a
+	// processor makes, often, under its job's ctx, which can end but has no
+	// deadline of its own.
+	onlyNeeded bool
+	budget     time.Duration
 }
 
 // Do runs one command, as scripts.Doer.
 func (w boundedWrites) Do(ctx context.Context, args ...any) *redis.Cmd {
-	if w.budget > 0 && !bounded.Needed(ctx, w.budget) {
+	if w.onlyNeeded && !bounded.Needed(ctx, w.budget) {
 		return w.rdb.Do(ctx, args...)
 	}
 	cmd, err := bounded.Call(ctx, func(ctx context.Context) (*redis.Cmd, error) { return w.rdb.Do(ctx, args...), nil })
@@ -47,5 +49,5 @@ func (q *Queue) writes() scripts.Doer { return boundedWrites{rdb: q.rdb} }
 // finish): a caller's ctx deadline ends its wait while Redis does not
 // answer, with ErrOutcomeUnknown, and a ctx without one costs nothing.
 func (q *Queue) jobWrites() scripts.Doer {
-	return boundedWrites{rdb: q.rdb, budget: max(q.callBudget, time.Nanosecond)}
+	return boundedWrites{rdb: q.rdb, onlyNeeded: true, budget: q.callBudget}
 }
