@@ -585,9 +585,11 @@ const requestAuditWait = 10 * time.Second
 // finished audits the end of a background operation, in the name of whoever
 // started it.
 func (h *Handler) finished(start AuditEntry, op Operation) {
-	select { // the request's own entry first (record bounds its wait)
-	case <-start.audited:
-	case <-time.After(requestAuditWait):
+	if start.audited != nil {
+		select { // the request's own entry first (record bounds its wait)
+		case <-start.audited:
+		case <-time.After(requestAuditWait):
+		}
 	}
 	e := start
 	e.audited = nil
