@@ -114,8 +114,13 @@ func (k *Kit) Now() time.Time { return k.clock.Now() }
 // d, and wakes the kit's workers: delayed jobs and backoffs that are due
 // now run, locks older than d expire.
 func (k *Kit) Advance(d time.Duration) {
-	k.clock.Advance(d)
+	// The engine's expiry first: a worker fetching between the two takes
+	// nothing newly due yet. The other way round, a job due on the moved
+	// clock could be taken and locked before the fast-forward, which then
+	// expired its fresh lock: its result was refused ("job lock missing")
+	// and it stayed active (TestManualClock/Backoff in CI at c98e178).
 	k.srv.FastForward(d)
+	k.clock.Advance(d)
 	k.mu.Lock()
 	workers := slices.Clone(k.workers)
 	k.mu.Unlock()
