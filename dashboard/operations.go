@@ -54,6 +54,9 @@ type operation struct {
 	Operation
 	cancel context.CancelFunc
 	audit  AuditEntry // the starting request's entry, for the finish entry
+	// cancelAudited is the audited channel of the request that cancelled
+	// the operation: its end entry waits for that request's entry too.
+	cancelAudited chan struct{}
 }
 
 // operations owns the background operations of a Handler: it starts each
@@ -121,8 +124,14 @@ func (o *operations) start(op Operation, entry AuditEntry, finish func(Operation
 		default:
 			rec.Status, rec.Error = OperationFailed, err.Error()
 		}
-		snap := rec.Operation
+		snap, cancelAudited := rec.Operation, rec.cancelAudited
 		o.mu.Unlock()
+		if cancelAudited != nil && ctx.Err() != nil {
+			select { // the cancel request's entry first
+			case <-cancelAudited:
+			case <-time.After(requestAuditWait):
+			}
+		}
 		finish(snap)
 	}()
 	return rec.Operation, nil
@@ -205,6 +214,12 @@ func (h *Handler) cancelOperation(w http.ResponseWriter, r *http.Request, e *Aud
 	snap := h.ops.snapshot(op)
 	e.Queue = snap.Queue
 	e.Detail = fmt.Sprintf("operation=%s kind=%s done=%d/%d", snap.ID, snap.Kind, snap.Done, snap.Total)
+	e.audited = make(chan struct{}) // closed by act's record of e
+	h.ops.mu.Lock()
+	if op.cancelAudited == nil {
+		op.cancelAudited = e.audited
+	}
+	h.ops.mu.Unlock()
 	op.cancel()
 	writeJSON(w, http.StatusOK, snap)
 	return nil
