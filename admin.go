@@ -180,9 +180,10 @@ func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, old
 	}
 }
 
-// Clean removes up to limit jobs of state that are older than grace
-// (finished for completed/failed, else created or last processed), skipping
-// jobs a worker holds. It returns the removed ids.
+// Clean removes up to limit jobs of state (0 = no limit) that are older than
+// grace (finished for completed/failed, waiting since for waiting-children,
+// else created or last processed), skipping jobs a worker holds. It returns
+// the removed ids; on an error, those removed before it.
 func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state JobState) ([]string, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -198,12 +199,31 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 	default:
 		return nil, optionError("Clean cannot clean state %q", state)
 	}
-	ids, err := scripts.Clean(ctx, q.writes(), q.k, name, q.now(ctx).Add(-grace).UnixMilli(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("clean %s jobs of queue %q: %w", state, q.name, err)
+	// One script call looks at no more than cleanChunk jobs (BullMQ's
+	// window: the oldest of a set, the tail of a list); like Node's
+	// Queue.clean, call again while a call removes all it looked at. Unlike
+	// Node's, the last chunk shrinks to what is left of limit, so limit is
+	// never exceeded.
+	cutoff := q.now(ctx).Add(-grace).UnixMilli()
+	removed := []string{}
+	for {
+		chunk := cleanChunk
+		if limit > 0 && limit-len(removed) < chunk {
+			chunk = limit - len(removed)
+		}
+		ids, err := scripts.Clean(ctx, q.writes(), q.k, name, cutoff, chunk)
+		removed = append(removed, ids...)
+		if err != nil {
+			return removed, fmt.Errorf("clean %s jobs of queue %q (%d removed): %w", state, q.name, len(removed), err)
+		}
+		if len(ids) < chunk || (limit > 0 && len(removed) >= limit) {
+			return removed, nil
+		}
 	}
-	return ids, nil
 }
+
+// cleanChunk is the most jobs one clean script call looks at, Node's figure.
+const cleanChunk = 10000
 
 // IsRefusal reports whether err is one of the typed refusals of the job
 // admin calls: missing job, job locked by a worker, job not in that state.
@@ -259,7 +279,9 @@ func (q *Queue) GetGlobalConcurrency(ctx context.Context) (n int, set bool, err 
 	if err := q.check(); err != nil {
 		return 0, false, err
 	}
-	v, err := q.rdb.HGet(ctx, q.k.Meta(), "concurrency").Result()
+	v, err := readWithin(ctx, q, func(ctx context.Context) (string, error) {
+		return q.rdb.HGet(ctx, q.k.Meta(), "concurrency").Result()
+	})
 	if errors.Is(err, redis.Nil) || (err == nil && v == "") {
 		return 0, false, nil
 	}
@@ -282,7 +304,9 @@ func (q *Queue) GetGlobalRateLimit(ctx context.Context) (*RateLimit, error) {
 	if err := q.check(); err != nil {
 		return nil, err
 	}
-	vals, err := q.rdb.HMGet(ctx, q.k.Meta(), "max", "duration").Result()
+	vals, err := readWithin(ctx, q, func(ctx context.Context) ([]any, error) {
+		return q.rdb.HMGet(ctx, q.k.Meta(), "max", "duration").Result()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("get global rate limit of queue %q: %w", q.name, err)
 	}

@@ -24,7 +24,9 @@ func (q *Queue) GetDeduplicationJobID(ctx context.Context, dedupID string) (stri
 	if err := q.check(); err != nil {
 		return "", err
 	}
-	id, err := q.rdb.Get(ctx, q.k.Dedup(dedupID)).Result()
+	id, err := readWithin(ctx, q, func(ctx context.Context) (string, error) {
+		return q.rdb.Get(ctx, q.k.Dedup(dedupID)).Result()
+	})
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}

@@ -68,12 +68,15 @@ func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*
 	root := &JobNode{Ref: JobRef{Prefix: q.Prefix(), Queue: q.name, ID: id}}
 	level := []pending{{q: q, id: id, node: root}}
 	for depth := o.Depth; len(level) > 0; depth-- {
-		reads := make([]flowReads, len(level))
-		_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, n := range level {
-				reads[i] = queueFlowReads(ctx, p, n.q, n.id, o.MaxChildren, depth > 1)
-			}
-			return nil
+		reads, err := readWithin(ctx, q, func(ctx context.Context) ([]flowReads, error) {
+			reads := make([]flowReads, len(level))
+			_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i, n := range level {
+					reads[i] = queueFlowReads(ctx, p, n.q, n.id, o.MaxChildren, depth > 1)
+				}
+				return nil
+			})
+			return reads, err
 		})
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("read flow of job %q in queue %q: %w", id, q.name, err)
@@ -159,7 +162,9 @@ func (j *Job) GetChildrenValues(ctx context.Context) (map[string]json.RawMessage
 	if j.queue == nil {
 		return map[string]json.RawMessage{}, nil
 	}
-	m, err := j.queue.rdb.HGetAll(ctx, j.queue.k.Processed(j.ID)).Result()
+	m, err := readWithin(ctx, j.queue, func(ctx context.Context) (map[string]string, error) {
+		return j.queue.rdb.HGetAll(ctx, j.queue.k.Processed(j.ID)).Result()
+	})
 	if err != nil {
 		return nil, j.err("get children values of", err)
 	}
@@ -177,7 +182,9 @@ func (j *Job) GetIgnoredChildrenFailures(ctx context.Context) (map[string]string
 	if j.queue == nil {
 		return map[string]string{}, nil
 	}
-	m, err := j.queue.rdb.HGetAll(ctx, j.queue.k.IgnoredFailures(j.ID)).Result()
+	m, err := readWithin(ctx, j.queue, func(ctx context.Context) (map[string]string, error) {
+		return j.queue.rdb.HGetAll(ctx, j.queue.k.IgnoredFailures(j.ID)).Result()
+	})
 	return m, j.err("get ignored children failures of", err)
 }
 
@@ -246,7 +253,7 @@ func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*
 	if o.Processed == nil && o.Unprocessed == nil && o.Ignored == nil && o.Failed == nil {
 		var processed, ignored *redis.MapStringStringCmd
 		var unproc, failed *redis.StringSliceCmd
-		_, err := j.queue.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		err := pipelineWithin(ctx, j.queue, true, func(p redis.Pipeliner) error {
 			processed = p.HGetAll(ctx, k.Processed(id))
 			unproc = p.SMembers(ctx, k.Dependencies(id))
 			ignored = p.HGetAll(ctx, k.IgnoredFailures(id))
@@ -268,7 +275,7 @@ func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*
 	}
 	var processed, unproc, ignored *redis.ScanCmd
 	var failed *redis.StringSliceCmd
-	_, err := j.queue.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	err := pipelineWithin(ctx, j.queue, true, func(p redis.Pipeliner) error {
 		if o.Processed != nil {
 			processed = p.HScan(ctx, k.Processed(id), o.Processed.Cursor, "", count(o.Processed))
 		}
@@ -334,7 +341,7 @@ func (j *Job) GetDependenciesCount(ctx context.Context) (DependencyCounts, error
 	}
 	k, id := j.queue.k, j.ID
 	var processed, unproc, ignored, failed *redis.IntCmd
-	_, err := j.queue.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	err := pipelineWithin(ctx, j.queue, true, func(p redis.Pipeliner) error {
 		processed = p.HLen(ctx, k.Processed(id))
 		unproc = p.SCard(ctx, k.Dependencies(id))
 		ignored = p.HLen(ctx, k.IgnoredFailures(id))

@@ -96,7 +96,7 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 		rdb:    rdb,
 		opts:   o,
 		clock:  clock.Real{},
-		logger: o.Logger,
+		logger: outageLogger(o.Logger),
 
 		callBudget: bounded.ClientBudget(rdb),
 	}
@@ -439,7 +439,7 @@ func sendAdd(cmdCtx, stop context.Context, window, budget time.Duration, logger 
 		if attempt > addResends || !resendable(err) || stop.Err() != nil || cmdCtx.Err() != nil || time.Now().Add(d).After(deadline) {
 			return fail(err)
 		}
-		logger.WarnContext(stop, "add call failed; sending it again (it is stored once)",
+		logger.WarnContext(stop, msgAddResent,
 			slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
 		if !sleepCtx(stop, d) {
 			return fail(err)
@@ -568,7 +568,9 @@ func (q *Queue) GetJob(ctx context.Context, id string) (*Job, error) {
 	if err := q.check(); err != nil {
 		return nil, err
 	}
-	m, err := q.rdb.HGetAll(ctx, q.k.Job(id)).Result()
+	m, err := readWithin(ctx, q, func(ctx context.Context) (map[string]string, error) {
+		return q.rdb.HGetAll(ctx, q.k.Job(id)).Result()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("get job %q from queue %q: %w", id, q.name, err)
 	}
@@ -602,7 +604,7 @@ func (q *Queue) GetJobIDs(ctx context.Context, states []JobState, start, end int
 	if err != nil {
 		return nil, err
 	}
-	ranges, err := scripts.GetRanges(ctx, q.rdb, q.k, start, end, asc, names...)
+	ranges, err := scripts.GetRanges(ctx, q.reads(), q.k, start, end, asc, names...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs of queue %q: %w", q.name, err)
 	}
@@ -623,12 +625,15 @@ func (q *Queue) getJobsByID(ctx context.Context, ids []string) ([]*Job, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, q.k.Job(id))
-		}
-		return nil
+	cmds, err := readWithin(ctx, q, func(ctx context.Context) ([]*redis.MapStringStringCmd, error) {
+		cmds := make([]*redis.MapStringStringCmd, len(ids))
+		_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = p.HGetAll(ctx, q.k.Job(id))
+			}
+			return nil
+		})
+		return cmds, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read jobs of queue %q: %w", q.name, err)
@@ -670,7 +675,7 @@ func (q *Queue) GetJobCounts(ctx context.Context, states ...JobState) (map[JobSt
 	if err != nil {
 		return nil, err
 	}
-	counts, err := scripts.GetCounts(ctx, q.rdb, q.k, names...)
+	counts, err := scripts.GetCounts(ctx, q.reads(), q.k, names...)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs of queue %q: %w", q.name, err)
 	}
@@ -704,7 +709,7 @@ func (q *Queue) GetCountsPerPriority(ctx context.Context, priorities ...int) (ma
 	if len(unique) == 0 {
 		return out, nil
 	}
-	counts, err := scripts.GetCountsPerPriority(ctx, q.rdb, q.k, unique)
+	counts, err := scripts.GetCountsPerPriority(ctx, q.reads(), q.k, unique)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs per priority of queue %q: %w", q.name, err)
 	}
@@ -719,7 +724,7 @@ func (q *Queue) GetJobState(ctx context.Context, id string) (JobState, error) {
 	if err := q.check(); err != nil {
 		return "", err
 	}
-	s, err := scripts.GetStates(ctx, q.rdb, q.k, id)
+	s, err := scripts.GetStates(ctx, q.reads(), q.k, id)
 	if err != nil {
 		return "", fmt.Errorf("get state of job %q in queue %q: %w", id, q.name, err)
 	}
@@ -754,7 +759,9 @@ func (q *Queue) IsPaused(ctx context.Context) (bool, error) {
 	if err := q.check(); err != nil {
 		return false, err
 	}
-	ok, err := q.rdb.HExists(ctx, q.k.Meta(), "paused").Result()
+	ok, err := readWithin(ctx, q, func(ctx context.Context) (bool, error) {
+		return q.rdb.HExists(ctx, q.k.Meta(), "paused").Result()
+	})
 	if err != nil {
 		return false, fmt.Errorf("read pause state of queue %q: %w", q.name, err)
 	}
@@ -828,7 +835,7 @@ func (q *Queue) GetJobLogs(ctx context.Context, id string, start, end int64) ([]
 	}
 	var lines *redis.StringSliceCmd
 	var count *redis.IntCmd
-	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	err := pipelineWithin(ctx, q, false, func(p redis.Pipeliner) error {
 		lines = p.LRange(ctx, q.k.Logs(id), start, end)
 		count = p.LLen(ctx, q.k.Logs(id))
 		return nil

@@ -56,7 +56,9 @@ func (q *Queue) GetMeta(ctx context.Context) (*QueueMeta, error) {
 	if err := q.check(); err != nil {
 		return nil, err
 	}
-	fields, err := q.rdb.HGetAll(ctx, q.k.Meta()).Result()
+	fields, err := readWithin(ctx, q, func(ctx context.Context) (map[string]string, error) {
+		return q.rdb.HGetAll(ctx, q.k.Meta()).Result()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("get meta of queue %q: %w", q.name, err)
 	}
@@ -110,7 +112,9 @@ func (q *Queue) GetVersion(ctx context.Context) (string, error) {
 	if err := q.check(); err != nil {
 		return "", err
 	}
-	v, err := q.rdb.HGet(ctx, q.k.Meta(), "version").Result()
+	v, err := readWithin(ctx, q, func(ctx context.Context) (string, error) {
+		return q.rdb.HGet(ctx, q.k.Meta(), "version").Result()
+	})
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
@@ -130,7 +134,7 @@ func (q *Queue) IsMaxed(ctx context.Context) (bool, error) {
 	}
 	var capCmd *redis.StringCmd
 	var active *redis.IntCmd
-	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	err := pipelineWithin(ctx, q, true, func(p redis.Pipeliner) error {
 		capCmd = p.HGet(ctx, q.k.Meta(), "concurrency")
 		active = p.LLen(ctx, q.k.Active())
 		return nil

@@ -38,7 +38,7 @@ func (q *Queue) GetMetrics(ctx context.Context, kind string, start, end int64) (
 	var meta *redis.SliceCmd
 	var data *redis.StringSliceCmd
 	var n *redis.IntCmd
-	if _, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	if err := pipelineWithin(ctx, q, true, func(p redis.Pipeliner) error {
 		meta = p.HMGet(ctx, key, "count", "prevTS", "prevCount")
 		data = p.LRange(ctx, key+":data", start, end)
 		n = p.LLen(ctx, key+":data")

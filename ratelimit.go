@@ -53,7 +53,7 @@ func (q *Queue) GetRateLimitTTL(ctx context.Context, maxJobs int) (time.Duration
 	if err := q.check(); err != nil {
 		return 0, err
 	}
-	ms, err := scripts.GetRateLimitTTL(ctx, q.rdb, q.k, maxJobs)
+	ms, err := scripts.GetRateLimitTTL(ctx, q.reads(), q.k, maxJobs)
 	if err != nil {
 		return 0, err
 	}

@@ -276,7 +276,7 @@ func (q *Queue) GetJobScheduler(ctx context.Context, id string) (*JobScheduler, 
 	}
 	var score *redis.FloatCmd
 	var hash *redis.MapStringStringCmd
-	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	err := pipelineWithin(ctx, q, true, func(p redis.Pipeliner) error {
 		score = p.ZScore(ctx, q.k.Repeat(), id)
 		hash = p.HGetAll(ctx, q.k.JobScheduler(id))
 		return nil
@@ -297,23 +297,26 @@ func (q *Queue) GetJobSchedulers(ctx context.Context, start, end int64, asc bool
 	if err := q.check(); err != nil {
 		return nil, err
 	}
-	var zs []redis.Z
-	var err error
-	if asc {
-		zs, err = q.rdb.ZRangeWithScores(ctx, q.k.Repeat(), start, end).Result()
-	} else {
-		zs, err = q.rdb.ZRevRangeWithScores(ctx, q.k.Repeat(), start, end).Result()
-	}
+	zs, err := readWithin(ctx, q, func(ctx context.Context) ([]redis.Z, error) {
+		if asc {
+			return q.rdb.ZRangeWithScores(ctx, q.k.Repeat(), start, end).Result()
+		}
+		return q.rdb.ZRevRangeWithScores(ctx, q.k.Repeat(), start, end).Result()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list job schedulers of queue %q: %w", q.name, err)
 	}
-	cmds := make([]*redis.MapStringStringCmd, len(zs))
-	if _, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, z := range zs {
-			cmds[i] = p.HGetAll(ctx, q.k.JobScheduler(z.Member.(string)))
-		}
-		return nil
-	}); err != nil && len(zs) > 0 {
+	cmds, err := readWithin(ctx, q, func(ctx context.Context) ([]*redis.MapStringStringCmd, error) {
+		cmds := make([]*redis.MapStringStringCmd, len(zs))
+		_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, z := range zs {
+				cmds[i] = p.HGetAll(ctx, q.k.JobScheduler(z.Member.(string)))
+			}
+			return nil
+		})
+		return cmds, err
+	})
+	if err != nil && len(zs) > 0 {
 		return nil, fmt.Errorf("list job schedulers of queue %q: %w", q.name, err)
 	}
 	out := make([]*JobScheduler, 0, len(zs))
@@ -330,7 +333,9 @@ func (q *Queue) GetJobSchedulersCount(ctx context.Context) (int64, error) {
 	if err := q.check(); err != nil {
 		return 0, err
 	}
-	n, err := q.rdb.ZCard(ctx, q.k.Repeat()).Result()
+	n, err := readWithin(ctx, q, func(ctx context.Context) (int64, error) {
+		return q.rdb.ZCard(ctx, q.k.Repeat()).Result()
+	})
 	if err != nil {
 		return 0, fmt.Errorf("count job schedulers of queue %q: %w", q.name, err)
 	}
@@ -517,7 +522,7 @@ func (w *Worker) advanceSchedulerRetrying(jobCtx context.Context, rec *jobcodec.
 			}()
 			return
 		}
-		w.log.WarnContext(ctx, "advance job scheduler failed; retrying", slog.String(logkey.JobID, rec.ID),
+		w.log.WarnContext(ctx, msgAdvanceFailed, slog.String(logkey.JobID, rec.ID),
 			slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
 		if !sleepCtx(ctx, retryDelay(attempt)) {
 			return

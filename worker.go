@@ -489,7 +489,7 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	if proc != nil {
 		w.chain = chain(proc, mws)
 	}
-	w.log = o.Logger.With(slog.String(logkey.Queue, name), slog.String(logkey.Worker, w.workerLabel()),
+	w.log = outageLogger(o.Logger).With(slog.String(logkey.Queue, name), slog.String(logkey.Worker, w.workerLabel()),
 		slog.Int(logkey.PID, os.Getpid()))
 	if q.clocker != nil {
 		w.clocker = q.clocker // the queue's; the worker measures it periodically

@@ -91,7 +91,7 @@ func (c *clockKeeper) measure(ctx context.Context) bool {
 	if bestRTT < 0 {
 		c.next.Store(c.clock.Base().Now().Add(clockRetryAfterFailure).UnixMilli())
 		if ctx.Err() == nil {
-			c.log.WarnContext(ctx, "measure clock offset to Redis failed; keeping the last one", slog.Any(logkey.Error, lastErr))
+			c.log.WarnContext(ctx, msgClockFailed, slog.Any(logkey.Error, lastErr))
 		}
 		return false
 	}

@@ -123,7 +123,7 @@ func (w *Worker) fetchLoop() {
 		f, err := scripts.MoveToActive(ctx, w.q.rdb, w.q.k, args)
 		settled := false
 		if err != nil && ctx.Err() == nil {
-			w.log.WarnContext(ctx, "fetch jobs failed", slog.Any(logkey.Error, err))
+			w.log.WarnContext(ctx, msgFetchFailed, slog.Any(logkey.Error, err))
 			if mayHaveRun(err) {
 				// The call may have taken jobs: learn which instead of
 				// leaving them in active for the stalled checker.
@@ -182,7 +182,7 @@ func (w *Worker) settleFetch(ctx context.Context, token string) (scripts.Settled
 		if ctx.Err() != nil {
 			return st, err
 		}
-		w.log.WarnContext(ctx, "settle a call whose reply was lost failed", slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
+		w.log.WarnContext(ctx, msgSettleFailed, slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
 		if !sleepCtx(ctx, retryDelay(attempt)) {
 			return st, ctx.Err()
 		}
@@ -269,7 +269,7 @@ func (w *Worker) waitForWork(ctx context.Context) {
 			w.log.InfoContext(ctx, "wait for jobs ended by a failover", slog.Any(logkey.Error, err))
 			return
 		}
-		w.log.WarnContext(ctx, "wait for jobs failed", slog.Any(logkey.Error, err))
+		w.log.WarnContext(ctx, msgWaitFailed, slog.Any(logkey.Error, err))
 		sleepCtx(ctx, time.Second)
 		return
 	}

@@ -124,9 +124,9 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	for i, it := range batch {
 		recs[i], done[i] = it.rec, it.rj
 	}
-	failed := "write job results failed"
+	failed := msgWriteFailed
 	if len(recs) == 0 {
-		failed = "fetch jobs failed" // a call with no result only takes jobs
+		failed = msgFetchFailed // a call with no result only takes jobs
 	}
 	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, failed)
 	if !rateLimited {
@@ -158,7 +158,7 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	for i, it := range batch {
 		job := it.rj.job
 		if codes[i] != nil {
-			w.log.LogAttrs(context.Background(), slog.LevelWarn, "job result not written: the worker no longer owns the job",
+			w.log.LogAttrs(context.Background(), slog.LevelWarn, msgNotOwned,
 				append(w.jobAttrs(job), slog.String(logkey.Outcome, it.outcome.String()), slog.Any(logkey.Error, codes[i]))...)
 			w.finished(it.rj, Finish{Err: it.err, Took: it.took})
 			continue
@@ -344,7 +344,7 @@ func (w *Worker) settleCall(token string, recs []scripts.FinishRecord) (st scrip
 				slog.Int(logkey.Jobs, len(st.Jobs)), slog.String(logkey.Token, token))
 			return st, true
 		}
-		w.log.Warn("settle a call whose reply was lost failed", slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
+		w.log.Warn(msgSettleFailed, slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
 		select {
 		case <-w.forceFinish:
 			return scripts.Settled{}, false

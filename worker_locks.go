@@ -54,7 +54,7 @@ func (k *lockKeeper) renew(ctx context.Context) {
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			k.log.WarnContext(ctx, "renew job locks failed", slog.Int(logkey.Count, len(ids)), slog.Any(logkey.Error, err))
+			k.log.WarnContext(ctx, msgRenewFailed, slog.Int(logkey.Count, len(ids)), slog.Any(logkey.Error, err))
 			k.gate.hold(ctx, err)
 		}
 		return
@@ -245,7 +245,7 @@ func (c *stalledChecker) checkOnce(ctx context.Context) {
 	ran, moved := res.ran, res.moved
 	if err != nil {
 		if ctx.Err() == nil {
-			c.log.WarnContext(ctx, "stalled check failed", slog.Any(logkey.Error, err))
+			c.log.WarnContext(ctx, msgStalledCheckFailed, slog.Any(logkey.Error, err))
 		}
 		return
 	}

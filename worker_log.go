@@ -13,7 +13,33 @@ import (
 	"os"
 
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/lognote"
 )
+
+// The warnings an outage repeats, many times a second while Redis does not
+// answer. A worker's and a queue's loggers write each at most once per
+// lognote.Window; the next line written says how many were held back
+// (logkey.Suppressed).
+const (
+	msgFetchFailed        = "fetch jobs failed"
+	msgWriteFailed        = "write job results failed"
+	msgSettleFailed       = "settle a call whose reply was lost failed"
+	msgWaitFailed         = "wait for jobs failed"
+	msgRenewFailed        = "renew job locks failed"
+	msgStalledCheckFailed = "stalled check failed"
+	msgLockLost           = "job lock lost: result not written"
+	msgNotOwned           = "job result not written: the worker no longer owns the job"
+	msgAdvanceFailed      = "advance job scheduler failed; retrying"
+	msgClockFailed        = "measure clock offset to Redis failed; keeping the last one"
+	msgAddResent          = "add call failed; sending it again (it is stored once)"
+)
+
+// outageLogger is logger with the repeats of the outage warnings held back.
+func outageLogger(logger *slog.Logger) *slog.Logger {
+	lim := lognote.NewLimiter(lognote.Window, nil, msgFetchFailed, msgWriteFailed, msgSettleFailed, msgWaitFailed,
+		msgRenewFailed, msgStalledCheckFailed, msgLockLost, msgNotOwned, msgAdvanceFailed, msgClockFailed, msgAddResent)
+	return slog.New(lognote.NewHandler(logger.Handler(), lim))
+}
 
 // defaultLogOutput is where a Queue or Worker without a Logger writes its
 // warnings (tests replace it).

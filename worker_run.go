@@ -90,7 +90,7 @@ func (w *Worker) settle(rj *runningJob, result any, err error, took time.Duratio
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
 		why, _ := rj.lostWhy.Load().(string)
-		w.log.LogAttrs(ctx, slog.LevelWarn, "job lock lost: result not written", append(w.jobAttrs(job),
+		w.log.LogAttrs(ctx, slog.LevelWarn, msgLockLost, append(w.jobAttrs(job),
 			slog.String(logkey.Reason, why), slog.String(logkey.ErrorClass, "lock_lost"), slog.Duration(logkey.Duration, took))...)
 		w.finished(rj, Finish{Err: fmt.Errorf("%w: %s", ErrLockLost, why), Took: took})
 		w.jobs.finish([]*runningJob{rj}, 0, nil)

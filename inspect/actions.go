@@ -427,7 +427,8 @@ func (i *Inspector) Resume(ctx context.Context, queue string) error {
 // clean action use unless told otherwise: jobs of the last hour stay.
 const CleanGraceDefault = time.Hour
 
-// cleanCap is the most jobs one Clean call removes when limit is 0.
+// cleanCap bounds a preview asked for with limit 0: the first 10000
+// candidates are shown (Clean itself then removes all of them).
 const cleanCap = 10000
 
 // CleanCandidates lists the jobs Clean(ctx, queue, state, grace, limit)
@@ -479,7 +480,7 @@ func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state dro
 
 // Clean removes up to limit of queue's jobs in state that are older than
 // grace (finished for completed and failed), skipping jobs a worker holds,
-// and returns their ids. limit 0 means the engine's cap of 10000 per call.
+// and returns their ids. limit 0 means no limit.
 func (i *Inspector) Clean(ctx context.Context, queue string, state drover.JobState, grace time.Duration, limit int) ([]string, error) {
 	q, err := i.existing(ctx, queue)
 	if err != nil {

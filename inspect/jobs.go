@@ -589,6 +589,10 @@ type Attempt struct {
 	// drover.Unrecoverable or BullMQ's UnrecoverableError (outcome
 	// failed-unrecoverable).
 	Unrecoverable bool `json:"unrecoverable,omitempty"`
+	// Outside marks the entry that is not an attempt: the job failed
+	// between attempts or before any (OutcomeFailedUnrun), cancelled or
+	// failed by a flow child. N is the slot after the last attempt.
+	Outside bool `json:"outside,omitempty"`
 	// Recorded says a drover worker wrote this attempt down as it ended.
 	// Attempts it did not record (a Node worker ran them, a worker stalled,
 	// or a drover worker's first try completed, which it does not record)
@@ -598,6 +602,12 @@ type Attempt struct {
 
 // OutcomeActive is the Attempt.Outcome of the attempt running now.
 const OutcomeActive = "active"
+
+// OutcomeFailedUnrun is the Attempt.Outcome of a job that failed without
+// any attempt running: cancelled while queued (Queue.CancelJob), or a flow
+// parent failed by a child (failParentOnFailure). Its End is when it
+// failed, its Error why; it spent no attempt.
+const OutcomeFailedUnrun = "failed-unrun"
 
 // Timeline sources.
 const (
@@ -911,9 +921,34 @@ func (i *Inspector) locks(ctx context.Context, queue string, ids []string) (map[
 func timeline(state drover.JobState, job *drover.Job, nextRun time.Time) ([]Attempt, string, int) {
 	if len(job.Timeline) > 0 {
 		out, omitted := fromRecorded(state, job)
-		return out, TimelineDrover, omitted
+		return failedOutside(state, job, out), TimelineDrover, omitted
 	}
-	return derived(state, job, nextRun), TimelineDerived, 0
+	return failedOutside(state, job, derived(state, job, nextRun)), TimelineDerived, 0
+}
+
+// failedOutside ends the timeline of a failed job whose last attempt did not
+// fail it: it failed while queued (cancelled, or a flow parent failed by a
+// child) or as its worker stalled too often. Without this entry the
+// timeline of a failed job ended with "retry-delayed", or showed nothing.
+func failedOutside(state drover.JobState, job *drover.Job, out []Attempt) []Attempt {
+	if state != drover.StateFailed {
+		return out
+	}
+	n := 0
+	if k := len(out); k > 0 {
+		var last drover.Outcome
+		if last.UnmarshalText([]byte(out[k-1].Outcome)) == nil && last.Failed() {
+			return out
+		}
+		n = out[k-1].N
+	}
+	a := Attempt{N: n + 1, End: Instant{job.FinishedOn}, Outcome: OutcomeFailedUnrun, Error: job.FailedReason, Outside: true}
+	if job.AttemptsStarted > 0 {
+		// It ran before: the failure came between attempts or ended a
+		// stalled one; no attempt of its own.
+		a.Outcome = drover.OutcomeFailed.String()
+	}
+	return append(out, a)
 }
 
 func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {

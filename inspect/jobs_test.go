@@ -76,6 +76,42 @@ func TestJob(t *testing.T) {
 		require.Equal(t, "completed", d.Timeline[2].Outcome)
 	})
 
+	// A job that failed without an attempt ending it: the timeline says
+	// so. Before, a job cancelled while queued showed "no attempt yet" and
+	// one cancelled in its backoff ended with "retry-delayed", as if it
+	// would run again.
+	t.Run("CancelledWhileQueued", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		id := b.add(t, "q", "charge", nil)
+		require.NoError(t, b.ins.CancelJob(ctx, "q", id, "customer left", false))
+		d, err := b.ins.Job(ctx, "q", id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateFailed, d.State)
+		require.Len(t, d.Timeline, 1)
+		require.Equal(t, inspect.OutcomeFailedUnrun, d.Timeline[0].Outcome)
+		require.Contains(t, d.Timeline[0].Error, "customer left")
+		require.False(t, d.Timeline[0].End.IsZero())
+	})
+
+	t.Run("CancelledInBackoff", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		b.startWorker(t, "q", func(ctx context.Context, job *drover.Job) (any, error) {
+			return nil, errors.New("upstream down")
+		}, nil)
+		id := b.add(t, "q", "charge", &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: drover.BackoffFixed, Delay: time.Hour}})
+		b.waitState(t, "q", id, drover.StateDelayed)
+		require.NoError(t, b.ins.CancelJob(ctx, "q", id, "given up by hand", false))
+		d, err := b.ins.Job(ctx, "q", id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateFailed, d.State)
+		require.Len(t, d.Timeline, 2)
+		require.Equal(t, "retry-delayed", d.Timeline[0].Outcome)
+		require.Equal(t, "failed", d.Timeline[1].Outcome)
+		require.Contains(t, d.Timeline[1].Error, "given up by hand")
+	})
+
 	t.Run("PermanentlyFailedAndRetriedByHand", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)

@@ -37,7 +37,7 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 		"many jobs it will remove and asks first; --yes skips the question.", inspect.CleanGraceDefault))
 	state := fs.String("state", "completed", "state to clean: completed, failed, delayed, waiting, prioritized, paused, waiting-children, or active (jobs a worker holds are skipped)")
 	grace := fs.duration("grace", inspect.CleanGraceDefault, "keep jobs younger than this (finished for completed and failed); 0 = remove them all")
-	limit := fs.Int("limit", 0, "remove at most this many (0 = up to 10000 per call)")
+	limit := fs.Int("limit", 0, "remove at most this many (0 = no limit)")
 	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be removed")
 	yes := fs.Bool("yes", false, "remove without asking (for scripts; without it, clean asks on a terminal and refuses elsewhere)")
 	asJSON := fs.jsonFlag()
@@ -66,11 +66,15 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		count := fmt.Sprint(len(ids))
+		if *limit == 0 && len(ids) >= previewCap {
+			count = fmt.Sprintf("%d or more", previewCap) // the preview stops there, clean does not
+		}
 		switch {
 		case *dryRun && *asJSON:
 			return writeJSON(c.out, map[string]any{"queue": queue, "state": st, "dryRun": true, "wouldRemove": len(ids), "ids": ids})
 		case *dryRun:
-			fmt.Fprintf(c.out, "dry run: would remove %d %s\n", len(ids), what)
+			fmt.Fprintf(c.out, "dry run: would remove %s %s\n", count, what)
 			listIDs(c.out, ids)
 			return nil
 		case len(ids) == 0:
@@ -80,9 +84,9 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 			fmt.Fprintf(c.out, "nothing to remove: no %s\n", what)
 			return nil
 		case !c.interactive:
-			return usagef("clean would remove %d %s: pass --yes to confirm (no terminal to ask on), or --dry-run to list them", len(ids), what)
+			return usagef("clean would remove %s %s: pass --yes to confirm (no terminal to ask on), or --dry-run to list them", count, what)
 		}
-		fmt.Fprintf(c.out, "remove %d %s? This cannot be undone. [y/N] ", len(ids), what)
+		fmt.Fprintf(c.out, "remove %s %s? This cannot be undone. [y/N] ", count, what)
 		if !confirmed(c.in) {
 			fmt.Fprintln(c.out, "not removed")
 			return nil
@@ -127,3 +131,6 @@ func listIDs(w io.Writer, ids []string) {
 		fmt.Fprintf(w, "  %s\n", id)
 	}
 }
+
+// previewCap is where inspect.CleanCandidates stops when no limit is given.
+const previewCap = 10000

@@ -111,6 +111,9 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 		if a.Unrecoverable {
 			return "failed: unrecoverable"
 		}
+		if a.Outcome == inspect.OutcomeFailedUnrun {
+			return "failed without running"
+		}
 		return a.Outcome
 	}
 	width := 13
@@ -119,7 +122,12 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 	}
 	for i, a := range d.Timeline {
 		line := fmt.Sprintf("  #%-3d %-*s", a.N, width, label(a))
-		if !a.Recorded && d.TimelineSource == inspect.TimelineDrover {
+		if a.Outside {
+			line = fmt.Sprintf("  %-4s %-*s", "--", width, label(a))
+			if !a.End.IsZero() {
+				line += " " + a.End.Local().Format("15:04:05.000") + " (no attempt ran)"
+			}
+		} else if !a.Recorded && d.TimelineSource == inspect.TimelineDrover {
 			line += " (no drover record)"
 		}
 		if !a.Start.IsZero() {

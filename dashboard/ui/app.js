@@ -1045,6 +1045,7 @@
     cancelled: { fill: '#5b3a1a', label: 'cancelled' },
     'timed-out': { fill: '#b0461c', label: 'timed out' },
     'waiting-children': { fill: '#2f7f8a', label: 'waited for children' },
+    'failed-unrun': { fill: '#5b3a1a', label: 'failed without running' },
     active: { fill: '#2f5bd3', label: 'running' },
     unknown: { fill: '#9aa1ae', label: 'no drover record' },
   };
@@ -1150,11 +1151,12 @@
         const grp = svg('g', { 'data-attempt': a.n, 'data-outcome': a.outcome, 'data-recorded': a.recorded ? 'yes' : 'no' });
         if (a.unrecoverable) grp.setAttribute('data-unrecoverable', 'yes');
         const dur = a.start && a.end ? fmtMs(new Date(a.end) - new Date(a.start)) : '';
-        grp.append(svg('title', {}, `attempt ${a.n}: ${o.label}${a.error ? ` — ${a.error}` : ''}${a.worker ? ` (worker ${a.worker})` : ''}${a.recorded ? '' : ' — no drover worker recorded this attempt'}`));
+        grp.append(svg('title', {}, `${a.outside ? 'not an attempt' : `attempt ${a.n}`}: ${o.label}${a.error ? ` — ${a.error}` : ''}${a.worker ? ` (worker ${a.worker})` : ''}${a.recorded ? '' : ' — no drover worker recorded this attempt'}`));
         grp.append(svg('rect', { x: it.x, y, width: boxW, height: boxH, rx: 8, fill: o.fill, 'fill-opacity': 0.12, stroke: o.fill, 'stroke-width': 2, 'stroke-dasharray': a.recorded ? null : '5 3' }));
-        grp.append(svg('text', { x: it.x + 10, y: y + 19, 'font-size': 13, 'font-weight': 700, fill: o.fill }, `#${a.n} ${o.label}`));
+        grp.append(svg('text', { x: it.x + 10, y: y + 19, 'font-size': 13, 'font-weight': 700, fill: o.fill }, a.outside ? o.label : `#${a.n} ${o.label}`));
         let sub = a.start ? `${fmtTime(a.start)}${dur ? ` · ran ${dur}` : ''}` : 'time not known';
         if (!a.recorded) sub = a.start ? `${fmtTime(a.start)} · no drover record` : oc === 'unknown' ? 'time not known' : 'no drover record';
+        if (a.outside) sub = `${a.end ? fmtTime(a.end) : 'time not known'} · no attempt ran`;
         grp.append(svg('text', { x: it.x + 10, y: y + 36, 'font-size': 11, fill: '#1d2330' }, sub));
         if (a.error) {
           const short = a.error.length > 27 ? `${a.error.slice(0, 26)}…` : a.error;

@@ -41,4 +41,7 @@ const (
 	Created    = "created"
 	Duplicates = "duplicates"
 	Delay      = "delay"
+	// Suppressed counts the repeats of a line held back before it
+	// (internal/lognote).
+	Suppressed = "suppressed"
 )

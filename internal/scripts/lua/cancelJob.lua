@@ -83,8 +83,9 @@ end
 
 local now = tonumber(ARGV[6])
 local reason = ARGV[7]
--- Unlike an add, a finish does not write the events cap into meta.
-local maxLen = rcall("HGET", metaKey, "opts.maxLenEvents") or "10000"
+-- As BullMQ's moveToFinished, the events cap is written into meta when
+-- missing.
+local maxLen = maxEvents(metaKey)
 --@include finished
 
 local deid = rcall("HGET", jobKey, "deid")

@@ -1,11 +1,17 @@
 -- cleanJobsInSet: remove up to `limit` jobs of one state that are older than
 -- a cut-off, skipping locked active jobs and a scheduler's pending iteration.
--- Age is finishedOn for completed/failed (their score), else the first set
--- of processedOn, timestamp (delayed), timestamp (prioritized), or
--- finishedOn, processedOn, timestamp (lists, waiting-children).
+-- One call looks at no more than `limit` jobs, as BullMQ's does: the `limit`
+-- lowest-scored members of a sorted set, the `limit` entries at the tail of
+-- a list, walked head to tail. Queue.Clean calls again while a call removes
+-- a whole chunk, as Node's Queue.clean does.
+-- Age: the score for completed, failed and waiting-children (finishedOn, or
+-- the time the parent started to wait); else the first set of processedOn,
+-- timestamp (delayed), timestamp (prioritized), or finishedOn, processedOn,
+-- timestamp (lists).
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 state (completed|failed|delayed|prioritized|wait|paused|
---   active|waiting-children), 3 cut-off ms, 4 limit (0 = 10000).
+--   active|waiting-children), 3 cut-off ms, 4 limit (at most 10000 by
+--   convention; 0 is taken as 10000).
 -- Returns the removed ids.
 --@include common
 --@include queue
@@ -15,11 +21,6 @@
 local state = ARGV[2]
 local cutoff = tonumber(ARGV[3])
 local limit = tonumber(ARGV[4])
--- A limit given by the caller also bounds what is looked at, as in BullMQ:
--- the `given` oldest members of a sorted set, the `given` entries at the
--- tail of a list (a scheduler's run or a locked job among them is skipped,
--- not replaced by a later one).
-local given = limit
 if limit <= 0 then
   limit = 10000
 end
@@ -42,23 +43,15 @@ end
 local lists, sets = stateLists, stateSets
 lists.wait = waitKey -- clean takes BullMQ's name for waiting too
 
-if state == "completed" or state == "failed" then
+if state == "completed" or state == "failed" or state == "waiting-children" then
   local ids = rcall("ZRANGEBYSCORE", sets[state], 0, cutoff, "LIMIT", 0, limit)
   for _, id in ipairs(ids) do
     drop(id)
   end
   inChunks("ZREM", sets[state], ids, 7000)
 elseif sets[state] then
-  local ids
-  if given > 0 then
-    ids = rcall("ZRANGEBYSCORE", sets[state], "-inf", "+inf", "LIMIT", 0, given)
-  else
-    ids = rcall("ZRANGE", sets[state], 0, -1)
-  end
+  local ids = rcall("ZRANGEBYSCORE", sets[state], 0, "+inf", "LIMIT", 0, limit)
   for _, id in ipairs(ids) do
-    if #removed >= limit then
-      break
-    end
     local jobKey = base .. id
     local t = jobTime(jobKey)
     if not isSchedulerIteration(id, jobKey) and (not t or t <= cutoff) then
@@ -68,13 +61,9 @@ elseif sets[state] then
   end
 elseif lists[state] then
   local key = lists[state]
-  local ids = rcall("LRANGE", key, given > 0 and -given or 0, -1)
+  local ids = rcall("LRANGE", key, -limit, -1)
   local marked = 0
-  for i = #ids, 1, -1 do
-    if #removed >= limit then
-      break
-    end
-    local id = ids[i]
+  for i, id in ipairs(ids) do
     local jobKey = base .. id
     local t = jobTime(jobKey)
     local locked = state == "active" and rcall("EXISTS", jobKey .. ":lock") == 1

@@ -52,10 +52,18 @@ local now = tonumber(ARGV[2])
 local n = tonumber(ARGV[10])
 -- One read of the meta hash serves the event cap here and the fetch below.
 local meta = rcall("HMGET", metaKey, "opts.maxLenEvents", "paused", "concurrency", "max", "duration")
--- Without the cap in meta, BullMQ's default; unlike an add, a finish does
--- not write it (as BullMQ's moveToFinished), so a refused call writes
--- nothing.
+-- Without the cap in meta, BullMQ's default, written into meta once a job
+-- of the batch moves (BullMQ's moveToFinished trims the stream through
+-- getOrSetMaxEvents; its retryJob, moveToDelayed and
+-- moveJobFromActiveToWait call that too). A refused call writes nothing.
 local maxLen = meta[1] or "10000"
+local capMissing = not meta[1]
+local function writeCap()
+  if capMissing then
+    rcall("HSET", metaKey, "opts.maxLenEvents", maxLen)
+    capMissing = false
+  end
+end
 
 local codes = {}
 local trims = {}
@@ -282,6 +290,9 @@ elseif #owned > 0 then
   end
   rcall("DEL", unpack(dels))
   rcall("SREM", stalledKey, unpack(ids))
+end
+if #owned > 0 then
+  writeCap()
 end
 if #owned > 1 then
   rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)

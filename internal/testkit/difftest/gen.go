@@ -137,7 +137,7 @@ func (g *gen) step() Step {
 			if g.chance(30) {
 				lim = 1 + g.r.IntN(2)
 			}
-			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "delayed", "prioritized", "paused"), Delay: grace, Limit: lim}
+			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "delayed", "prioritized", "paused", "active", "waiting-children"), Delay: grace, Limit: lim}
 		}},
 		{1, func() Step { return Step{Op: OpObliterate} }},
 		{2, func() Step { return Step{Op: OpPause} }},
