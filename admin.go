@@ -279,7 +279,7 @@ func (q *Queue) GetGlobalConcurrency(ctx context.Context) (n int, set bool, err 
 	if err := q.check(); err != nil {
 		return 0, false, err
 	}
-	v, err := readWithin(ctx, q, func(ctx context.Context) (string, error) {
+	v, err := callWithin(ctx, q, func(ctx context.Context) (string, error) {
 		return q.rdb.HGet(ctx, q.k.Meta(), "concurrency").Result()
 	})
 	if errors.Is(err, redis.Nil) || (err == nil && v == "") {
@@ -304,7 +304,7 @@ func (q *Queue) GetGlobalRateLimit(ctx context.Context) (*RateLimit, error) {
 	if err := q.check(); err != nil {
 		return nil, err
 	}
-	vals, err := readWithin(ctx, q, func(ctx context.Context) ([]any, error) {
+	vals, err := callWithin(ctx, q, func(ctx context.Context) ([]any, error) {
 		return q.rdb.HMGet(ctx, q.k.Meta(), "max", "duration").Result()
 	})
 	if err != nil {

@@ -24,7 +24,7 @@ func (q *Queue) GetDeduplicationJobID(ctx context.Context, dedupID string) (stri
 	if err := q.check(); err != nil {
 		return "", err
 	}
-	id, err := readWithin(ctx, q, func(ctx context.Context) (string, error) {
+	id, err := callWithin(ctx, q, func(ctx context.Context) (string, error) {
 		return q.rdb.Get(ctx, q.k.Dedup(dedupID)).Result()
 	})
 	if errors.Is(err, redis.Nil) {

@@ -68,7 +68,7 @@ func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*
 	root := &JobNode{Ref: JobRef{Prefix: q.Prefix(), Queue: q.name, ID: id}}
 	level := []pending{{q: q, id: id, node: root}}
 	for depth := o.Depth; len(level) > 0; depth-- {
-		reads, err := readWithin(ctx, q, func(ctx context.Context) ([]flowReads, error) {
+		reads, err := callWithin(ctx, q, func(ctx context.Context) ([]flowReads, error) {
 			reads := make([]flowReads, len(level))
 			_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for i, n := range level {
@@ -162,7 +162,7 @@ func (j *Job) GetChildrenValues(ctx context.Context) (map[string]json.RawMessage
 	if j.queue == nil {
 		return map[string]json.RawMessage{}, nil
 	}
-	m, err := readWithin(ctx, j.queue, func(ctx context.Context) (map[string]string, error) {
+	m, err := callWithin(ctx, j.queue, func(ctx context.Context) (map[string]string, error) {
 		return j.queue.rdb.HGetAll(ctx, j.queue.k.Processed(j.ID)).Result()
 	})
 	if err != nil {
@@ -182,7 +182,7 @@ func (j *Job) GetIgnoredChildrenFailures(ctx context.Context) (map[string]string
 	if j.queue == nil {
 		return map[string]string{}, nil
 	}
-	m, err := readWithin(ctx, j.queue, func(ctx context.Context) (map[string]string, error) {
+	m, err := callWithin(ctx, j.queue, func(ctx context.Context) (map[string]string, error) {
 		return j.queue.rdb.HGetAll(ctx, j.queue.k.IgnoredFailures(j.ID)).Result()
 	})
 	return m, j.err("get ignored children failures of", err)

@@ -568,7 +568,7 @@ func (q *Queue) GetJob(ctx context.Context, id string) (*Job, error) {
 	if err := q.check(); err != nil {
 		return nil, err
 	}
-	m, err := readWithin(ctx, q, func(ctx context.Context) (map[string]string, error) {
+	m, err := callWithin(ctx, q, func(ctx context.Context) (map[string]string, error) {
 		return q.rdb.HGetAll(ctx, q.k.Job(id)).Result()
 	})
 	if err != nil {
@@ -625,7 +625,7 @@ func (q *Queue) getJobsByID(ctx context.Context, ids []string) ([]*Job, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	cmds, err := readWithin(ctx, q, func(ctx context.Context) ([]*redis.MapStringStringCmd, error) {
+	cmds, err := callWithin(ctx, q, func(ctx context.Context) ([]*redis.MapStringStringCmd, error) {
 		cmds := make([]*redis.MapStringStringCmd, len(ids))
 		_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
@@ -759,7 +759,7 @@ func (q *Queue) IsPaused(ctx context.Context) (bool, error) {
 	if err := q.check(); err != nil {
 		return false, err
 	}
-	ok, err := readWithin(ctx, q, func(ctx context.Context) (bool, error) {
+	ok, err := callWithin(ctx, q, func(ctx context.Context) (bool, error) {
 		return q.rdb.HExists(ctx, q.k.Meta(), "paused").Result()
 	})
 	if err != nil {
@@ -854,7 +854,12 @@ func (q *Queue) register(ctx context.Context) {
 	if q.registered.Load() {
 		return
 	}
-	if q.rdb.SAdd(ctx, keys.Registry(q.k.Prefix()), q.name).Err() == nil {
+	// Bounded: an add that returned its jobs must not then wait out the
+	// client's timeouts past the caller's deadline for this extra.
+	_, err := callWithin(ctx, q, func(ctx context.Context) (int64, error) {
+		return q.rdb.SAdd(ctx, keys.Registry(q.k.Prefix()), q.name).Result()
+	})
+	if err == nil {
 		q.registered.Store(true)
 	}
 }

@@ -56,7 +56,7 @@ func (q *Queue) GetMeta(ctx context.Context) (*QueueMeta, error) {
 	if err := q.check(); err != nil {
 		return nil, err
 	}
-	fields, err := readWithin(ctx, q, func(ctx context.Context) (map[string]string, error) {
+	fields, err := callWithin(ctx, q, func(ctx context.Context) (map[string]string, error) {
 		return q.rdb.HGetAll(ctx, q.k.Meta()).Result()
 	})
 	if err != nil {
@@ -112,7 +112,7 @@ func (q *Queue) GetVersion(ctx context.Context) (string, error) {
 	if err := q.check(); err != nil {
 		return "", err
 	}
-	v, err := readWithin(ctx, q, func(ctx context.Context) (string, error) {
+	v, err := callWithin(ctx, q, func(ctx context.Context) (string, error) {
 		return q.rdb.HGet(ctx, q.k.Meta(), "version").Result()
 	})
 	if errors.Is(err, redis.Nil) {

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -88,4 +90,33 @@ func TestReadsWhileRedisIsPaused(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded, name)
 		require.NotErrorIs(t, err, errWriteUnknown, name)
 	}
+}
+
+// TestAddReturnsOnTimeWhenRegisteringHangs: an add's script answered, and
+// the network stops answering as the queue handle then registers its name
+// (one SADD per handle, best effort). The add returns by its ctx deadline
+// with its job; before, the SADD waited out the client's own timeouts (15 s
+// read timeout here) whatever ctx said.
+func TestAddReturnsOnTimeWhenRegisteringHangs(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Shared(t)
+	proxy, err := faultproxy.Start(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 15 * time.Second, WriteTimeout: 15 * time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	_, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+
+	proxy.BlackholeAt("sadd")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := q.Add(ctx, "m", nil, nil)
+	took := time.Since(start)
+	proxy.SetBlackhole(false)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Job.ID)
+	require.Less(t, took, 5*time.Second, "the add waited for the registration past its deadline")
 }

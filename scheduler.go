@@ -297,7 +297,7 @@ func (q *Queue) GetJobSchedulers(ctx context.Context, start, end int64, asc bool
 	if err := q.check(); err != nil {
 		return nil, err
 	}
-	zs, err := readWithin(ctx, q, func(ctx context.Context) ([]redis.Z, error) {
+	zs, err := callWithin(ctx, q, func(ctx context.Context) ([]redis.Z, error) {
 		if asc {
 			return q.rdb.ZRangeWithScores(ctx, q.k.Repeat(), start, end).Result()
 		}
@@ -306,7 +306,7 @@ func (q *Queue) GetJobSchedulers(ctx context.Context, start, end int64, asc bool
 	if err != nil {
 		return nil, fmt.Errorf("list job schedulers of queue %q: %w", q.name, err)
 	}
-	cmds, err := readWithin(ctx, q, func(ctx context.Context) ([]*redis.MapStringStringCmd, error) {
+	cmds, err := callWithin(ctx, q, func(ctx context.Context) ([]*redis.MapStringStringCmd, error) {
 		cmds := make([]*redis.MapStringStringCmd, len(zs))
 		_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, z := range zs {
@@ -333,7 +333,7 @@ func (q *Queue) GetJobSchedulersCount(ctx context.Context) (int64, error) {
 	if err := q.check(); err != nil {
 		return 0, err
 	}
-	n, err := readWithin(ctx, q, func(ctx context.Context) (int64, error) {
+	n, err := callWithin(ctx, q, func(ctx context.Context) (int64, error) {
 		return q.rdb.ZCard(ctx, q.k.Repeat()).Result()
 	})
 	if err != nil {

@@ -238,7 +238,7 @@ func (q *Queue) GetWorkers(ctx context.Context) ([]WorkerInfo, error) {
 			return nil, fmt.Errorf("list workers of queue %q: %w", q.name, err)
 		}
 	} else {
-		l, err := readWithin(ctx, q, func(ctx context.Context) (string, error) { return q.rdb.ClientList(ctx).Result() })
+		l, err := callWithin(ctx, q, func(ctx context.Context) (string, error) { return q.rdb.ClientList(ctx).Result() })
 		if err != nil {
 			return nil, fmt.Errorf("list workers of queue %q: %w", q.name, err)
 		}

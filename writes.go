@@ -59,11 +59,12 @@ func (q *Queue) reads() scripts.Doer {
 	return boundedCalls{rdb: q.rdb, onlyNeeded: true, budget: q.callBudget, read: true}
 }
 
-// readWithin runs one read of q's (a command or a pipeline of commands that
-// change nothing) so that it returns when ctx's deadline comes, even while
-// Redis does not answer; under a ctx without a deadline, or one later than
-// the client's own timeouts, it runs inline at no cost.
-func readWithin[T any](ctx context.Context, q *Queue, fn func(context.Context) (T, error)) (T, error) {
+// callWithin runs one read of q's (a command or a pipeline of commands that
+// change nothing), or a best-effort write whose outcome nobody waits on,
+// so that it returns when ctx's deadline comes, even while Redis does not
+// answer; under a ctx without a deadline, or one later than the client's
+// own timeouts, it runs inline at no cost.
+func callWithin[T any](ctx context.Context, q *Queue, fn func(context.Context) (T, error)) (T, error) {
 	if !bounded.Needed(ctx, q.callBudget) {
 		return fn(ctx)
 	}
@@ -78,11 +79,11 @@ func (q *Queue) jobWrites() scripts.Doer {
 	return boundedCalls{rdb: q.rdb, onlyNeeded: true, budget: q.callBudget}
 }
 
-// pipelineWithin is readWithin for a pipeline of reads (a MULTI when tx):
+// pipelineWithin is callWithin for a pipeline of reads (a MULTI when tx):
 // fn queues the commands and keeps them to read once it returns nil. After
 // an abandoned call the caller must not read them.
 func pipelineWithin(ctx context.Context, q *Queue, tx bool, fn func(redis.Pipeliner) error) error {
-	_, err := readWithin(ctx, q, func(ctx context.Context) (struct{}, error) {
+	_, err := callWithin(ctx, q, func(ctx context.Context) (struct{}, error) {
 		var err error
 		if tx {
 			_, err = q.rdb.TxPipelined(ctx, fn)

@@ -29,6 +29,7 @@ type Proxy struct {
 	mu      sync.Mutex
 	conns   map[*pair]struct{}
 	drops   []dropRule
+	holes   [][]byte // BlackholeAt matches
 	closed  bool
 	latency atomic.Int64 // ns added before each chunk is forwarded
 	hole    atomic.Bool  // forward nothing while set
@@ -111,6 +112,9 @@ func (p *Proxy) pump(pr *pair, from, to net.Conn, toServer bool) {
 		n, err := from.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
+			if toServer {
+				p.armHole(chunk)
+			}
 			for p.hole.Load() {
 				time.Sleep(5 * time.Millisecond)
 				if p.isClosed() {
@@ -154,6 +158,31 @@ func (p *Proxy) armDrop(pr *pair, chunk []byte) {
 			return
 		}
 	}
+}
+
+// armHole turns the blackhole on when chunk holds the match of a
+// BlackholeAt rule (the chunk itself is held too).
+func (p *Proxy) armHole(chunk []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, m := range p.holes {
+		if bytes.Contains(bytes.ToLower(chunk), m) {
+			p.holes = append(p.holes[:i], p.holes[i+1:]...)
+			p.hole.Store(true)
+			return
+		}
+	}
+}
+
+// BlackholeAt arms the proxy to stop forwarding, in both directions and on
+// every connection, when the next request whose bytes contain match
+// (case-insensitive, e.g. "sadd") is sent: that request never reaches the
+// server and nothing answers, as in a partition that starts at that
+// moment. SetBlackhole(false) ends it.
+func (p *Proxy) BlackholeAt(match string) {
+	p.mu.Lock()
+	p.holes = append(p.holes, bytes.ToLower([]byte(match)))
+	p.mu.Unlock()
 }
 
 func (p *Proxy) isClosed() bool {
