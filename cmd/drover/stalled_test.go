@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestStalledCommand: `drover stalled <queue>` answers "is a worker dead,
+// and which jobs did it leave?": two jobs run, one lock is gone (its
+// worker died), and a job that stalled before waits again.
+func TestStalledCommand(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "pay", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	for _, id := range []string{"alive", "dead"} {
+		_, err := q.Add(ctx, "charge", nil, &drover.JobOptions{JobID: id})
+		require.NoError(t, err)
+	}
+	w, err := drover.NewWorker(rdb, "pay", nil, &drover.WorkerOptions{Prefix: prefix, Name: "w1"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, w.Close(ctx)) })
+	for range 2 {
+		job, err := w.NextJob(ctx, "tok", 0)
+		require.NoError(t, err)
+		require.NotNil(t, job)
+	}
+	require.NoError(t, rdb.Del(ctx, prefix+":pay:dead:lock").Err()) // its worker died
+	_, err = q.Add(ctx, "charge", nil, &drover.JobOptions{JobID: "again"})
+	require.NoError(t, err)
+	require.NoError(t, rdb.HSet(ctx, prefix+":pay:again", "stc", 1).Err())
+
+	run := func(args ...string) string {
+		var out bytes.Buffer
+		m := Main{Stdout: &out, Stderr: &out}
+		err := m.Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix))
+		require.NoError(t, err, out.String())
+		return out.String()
+	}
+	out := run("stalled", "pay")
+	require.Regexp(t, `(?m)^alive\s+charge\s+1\s+\S+\s+w1\s+held, \S+ left\s+0$`, out)
+	require.Regexp(t, `(?m)^dead\s+charge\s+1\s+.*GONE: stalling`, out)
+	require.Contains(t, out, "2 active, 1 stalling")
+	require.Regexp(t, `(?m)^again\s+charge\s+waiting\s+1\s`, out)
+	require.Contains(t, out, "1 jobs stalled at least once")
+
+	var rep inspect.StalledReport
+	require.NoError(t, json.Unmarshal([]byte(run("stalled", "pay", "--json")), &rep))
+	require.Len(t, rep.Active, 2)
+	require.Len(t, rep.Stalled, 1)
+
+	var errOut bytes.Buffer
+	m := Main{Stdout: &errOut, Stderr: &errOut}
+	require.Error(t, m.Run(ctx, []string{"stalled", "--redis", "redis://" + redistest.Shared(t).Addr}), "no queue named")
+	require.Error(t, m.Run(ctx, []string{"stalled", "nosuch", "--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix}))
+}
