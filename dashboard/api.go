@@ -800,9 +800,19 @@ func (h *Handler) findJob(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]any{"id": r.PathValue("id"), "matches": matches}, err)
 }
 
-// failures is GET /api/queues/{queue}/failures: failed jobs by error.
+// failures is GET /api/queues/{queue}/failures: failed jobs by error;
+// ?since=1h keeps the jobs that failed in the last hour.
 func (h *Handler) failures(w http.ResponseWriter, r *http.Request) {
-	rep, err := h.ins.FailureGroups(r.Context(), r.PathValue("queue"))
+	var since time.Time
+	if s := r.URL.Query().Get("since"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("since must be a positive duration such as 1h or 15m, got %q", s))
+			return
+		}
+		since = time.Now().Add(-d)
+	}
+	rep, err := h.ins.FailureGroupsSince(r.Context(), r.PathValue("queue"), since)
 	reply(w, rep, err)
 }
 

@@ -243,6 +243,7 @@ func TestOpenAPI(t *testing.T) {
 		{"api/queues/q/delayed", "/api/queues/{queue}/delayed"},
 		{"api/queues/q/budgets", "/api/queues/{queue}/budgets"},
 		{"api/queues/q/failures", "/api/queues/{queue}/failures"},
+		{"api/queues/q/failures?since=1h", "/api/queues/{queue}/failures"},
 		{"api/queues/q/conflicts", "/api/queues/{queue}/conflicts"},
 		{"api/queues/q/throughput", "/api/queues/{queue}/throughput"},
 		{"api/workers", "/api/workers"},
@@ -251,6 +252,7 @@ func TestOpenAPI(t *testing.T) {
 	} {
 		validate(http.MethodGet, tc.path, nil, http.StatusOK, tc.route)
 	}
+	validate(http.MethodGet, "api/queues/q/failures?since=yesterday", nil, http.StatusBadRequest, "/api/queues/{queue}/failures")
 	validate(http.MethodPost, "api/queues/q/retry", map[string]any{"dryRun": true, "includeUnrecoverable": true}, http.StatusOK, "/api/queues/{queue}/retry")
 	require.NoError(t, b.queue(t, "q").Pause(ctx))
 	validate(http.MethodPost, "api/queues/q/retry", map[string]any{"filter": "name=x"}, http.StatusAccepted, "/api/queues/{queue}/retry")

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/seed40057009/drover"
 )
@@ -63,6 +64,9 @@ type FailureGroup struct {
 // FailureReport is GET /api/queues/{queue}/failures.
 type FailureReport struct {
 	Queue string `json:"queue"`
+	// Since is the window's start when the report covers only the jobs
+	// that failed since then (FailureGroupsSince).
+	Since Instant `json:"since,omitzero"`
 	// Scanned counts the failed jobs read; Truncated says there were more
 	// than Options.ScanLimit (the newest were read).
 	Scanned   int            `json:"scanned"`
@@ -73,13 +77,23 @@ type FailureReport struct {
 // FailureGroups groups queue's failed jobs by error, biggest group first.
 // It reads up to Options.ScanLimit of the newest failed jobs.
 func (i *Inspector) FailureGroups(ctx context.Context, queue string) (*FailureReport, error) {
+	return i.FailureGroupsSince(ctx, queue, time.Time{})
+}
+
+// FailureGroupsSince is FailureGroups over the jobs that failed at since or
+// later ("what broke in the last hour?"); a zero since means all. The
+// failed set is ordered by finish time, so it reads only those jobs.
+func (i *Inspector) FailureGroupsSince(ctx context.Context, queue string, since time.Time) (*FailureReport, error) {
 	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
-	rep := &FailureReport{Queue: queue, Groups: []FailureGroup{}}
+	rep := &FailureReport{Queue: queue, Since: Instant{since}, Groups: []FailureGroup{}}
 	byKey := map[string]*FailureGroup{}
 	rep.Scanned, rep.Truncated, err = i.scanJobs(ctx, q, drover.StateFailed, false, i.opts.ScanLimit, func(j *drover.Job) bool {
+		if !since.IsZero() && j.FinishedOn.Before(since) {
+			return false // newest first: the rest failed earlier still
+		}
 		key := NormalizeError(j.FailedReason)
 		g := byKey[key]
 		if g == nil {
