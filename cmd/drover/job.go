@@ -141,6 +141,11 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 		}
 		fmt.Fprintln(w, line)
 		switch {
+		case finalFailure(a.Outcome) && i < len(d.Timeline)-1:
+			// Failed for good, yet it ran again: someone retried it.
+			fmt.Fprintln(w, "        └ retried by hand")
+		case a.Outcome == drover.OutcomeRateLimited.String() && i < len(d.Timeline)-1:
+			fmt.Fprintln(w, "        └ waited for the rate limit")
 		case a.Backoff == 0:
 		case i < len(d.Timeline)-1:
 			fmt.Fprintf(w, "        └ %s %s\n", waitName(a.Outcome), a.Backoff)
@@ -196,4 +201,14 @@ func refName(r inspect.JobRef) string {
 		return r.Prefix + ":" + r.Queue + "/" + r.ID
 	}
 	return r.Queue + "/" + r.ID
+}
+
+// finalFailure reports whether an attempt's outcome left its job failed for
+// good (drover.Outcome.Failed, or inspect's failure outside an attempt).
+func finalFailure(outcome string) bool {
+	if outcome == inspect.OutcomeFailedUnrun {
+		return true
+	}
+	var o drover.Outcome
+	return o.UnmarshalText([]byte(outcome)) == nil && o.Failed()
 }

@@ -1030,6 +1030,8 @@
     return box;
   }
 
+  // The outcomes after which a job is failed for good (drover.Outcome.Failed).
+  const FINAL_FAILURES = ['failed', 'failed-unrecoverable', 'retries-exhausted', 'cancelled', 'timed-out', 'failed-unrun'];
   // Keys are drover.Outcome names (outcome.go), plus 'active'.
   const OUTCOME = {
     completed: { fill: '#1f8a4c', label: 'completed' },
@@ -1112,6 +1114,10 @@
       else if (a.outcome === 'stalled') why = 'recovered by the stalled check';
       else if (a.outcome === 'requeued') why = 'requeued';
       else if (a.outcome === 'waiting-children') why = 'its children ran';
+      else if (a.outcome === 'rate-limited') why = 'waited for the rate limit';
+      // A job that failed for good runs again only when someone retries it
+      // (Job.Retry, a bulk retry, the dashboard, drover retry).
+      else if (FINAL_FAILURES.includes(a.outcome) && next && next.a) why = 'retried by hand';
       if (next) {
         let waitMs = null;
         if (next.a && a.end && next.a.start) waitMs = new Date(next.a.start) - new Date(a.end);

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestJobTimelineWords: `drover job` says why a job ran again or did not
+// run: a job that failed for good and ran again was retried by hand; a job
+// cancelled while queued failed without running.
+func TestJobTimelineWords(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "mail", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	var runs atomic.Int32
+	w, err := drover.NewWorker(rdb, "mail", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		if runs.Add(1) == 1 {
+			return nil, drover.Unrecoverable(errors.New("mailbox full"))
+		}
+		return "sent", nil
+	}), &drover.WorkerOptions{Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, w.Close(ctx)) })
+	state := func(id string) drover.JobState {
+		s, err := q.GetJobState(ctx, id)
+		require.NoError(t, err)
+		return s
+	}
+
+	res, err := q.Add(ctx, "send", nil, &drover.JobOptions{Attempts: 3})
+	require.NoError(t, err)
+	id := res.Job.ID
+	waitUntil(t, func() bool { return state(id) == drover.StateFailed })
+	job, err := q.GetJob(ctx, id)
+	require.NoError(t, err)
+	require.NoError(t, job.Retry(ctx, drover.StateFailed, nil))
+	waitUntil(t, func() bool { return state(id) == drover.StateCompleted })
+
+	run := func(args ...string) string {
+		var out bytes.Buffer
+		m := Main{Stdout: &out, Stderr: &out}
+		require.NoError(t, m.Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix)), out.String())
+		return out.String()
+	}
+	out := run("job", "mail", id)
+	require.Regexp(t, `(?s)#1\s+failed: unrecoverable.*mailbox full\n\s+└ retried by hand\n\s+#2\s+completed`, out)
+
+	require.NoError(t, w.Close(ctx))
+	res, err = q.Add(ctx, "send", nil, &drover.JobOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, q.CancelJob(ctx, res.Job.ID, "not needed", nil))
+	out = run("job", "mail", res.Job.ID)
+	require.Regexp(t, `(?m)^\s+--\s+failed without running \S+ \(no attempt ran\)\s+cancelled: not needed$`, out)
+	require.NotContains(t, out, "no attempt yet")
+}
