@@ -124,6 +124,15 @@ func TestUIWalkEveryState(t *testing.T) {
 	for _, p := range pages {
 		do(t, tab, chromedp.Navigate(b.url+p.hash), chromedp.WaitVisible(chromedp.CSS(p.want)))
 	}
+	// The queue Node paused says since when, on the overview and its page.
+	for _, at := range []struct{ hash, sel string }{{"#/", `#queues tr[data-queue="paused"] [data-paused-since]`}, {"#/q/paused", `[data-paused-since]`}} {
+		do(t, tab, chromedp.Navigate(b.url+at.hash), chromedp.WaitVisible(chromedp.CSS(at.sel)))
+		require.Regexp(t, `^paused \d`, text(t, tab, at.sel), at.hash)
+		since := evalJS[string](t, tab, `document.querySelector('`+at.sel+`').dataset.pausedSince`)
+		ms, err := strconv.ParseInt(since, 10, 64)
+		require.NoError(t, err, "data-paused-since %q", since)
+		require.WithinDuration(t, time.Now(), time.UnixMilli(ms), 5*time.Minute)
+	}
 	// The job with 1,000 log lines says which of them it shows.
 	do(t, tab, chromedp.Navigate(b.url+jobURL("misc", logged)), chromedp.WaitVisible(chromedp.CSS(`#job-logs`)))
 	require.Equal(t, "Logs (the newest 200 of 1000 lines)", text(t, tab, `#logs-heading`))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -229,6 +230,14 @@ var States = []drover.JobState{
 type QueueInfo struct {
 	Name   string `json:"name"`
 	Paused bool   `json:"paused"`
+	// PausedSince is when the queue was paused: the time of the first
+	// "paused" event after the last "resumed" one in its events stream (a
+	// pause of a paused queue writes the event again). Zero when it is not
+	// paused or no such event is among the newest pausedEventsWindow
+	// events (the stream is capped); when the last "resumed" is older than
+	// that window, the oldest "paused" in it (the pause is at least that
+	// old).
+	PausedSince Instant `json:"pausedSince,omitzero"`
 	Counts Counts `json:"counts"`
 	// Limits are the queue-wide limits on taking jobs, which say why
 	// waiting jobs may not move although workers run.
@@ -336,6 +345,9 @@ func (i *Inspector) readLimits(ctx context.Context, queue string, info *QueueInf
 		return fmt.Errorf("read limits of queue %q: meta answered %d fields", queue, len(v))
 	}
 	info.Paused = v[0] != nil
+	if info.Paused {
+		info.PausedSince = i.pausedSince(ctx, queue)
+	}
 	l := &info.Limits
 	if n, ok := metaInt(v[1]); ok {
 		l.Concurrency = &n
@@ -350,6 +362,32 @@ func (i *Inspector) readLimits(ctx context.Context, queue string, info *QueueInf
 		l.RateLimitedFor = max(ttl.Val(), 0)
 	}
 	return nil
+}
+
+// pausedEventsWindow is how many of the newest events pausedSince looks at.
+const pausedEventsWindow = 1000
+
+// pausedSince finds when a paused queue was paused (QueueInfo.PausedSince),
+// walking back from the newest event. Best effort: zero when not found or
+// Redis does not answer.
+func (i *Inspector) pausedSince(ctx context.Context, queue string) Instant {
+	evs, err := i.rdb.XRevRangeN(ctx, i.keys(queue).Events(), "+", "-", pausedEventsWindow).Result()
+	if err != nil {
+		return Instant{}
+	}
+	var since Instant
+	for _, e := range evs {
+		switch e.Values["event"] {
+		case "resumed":
+			return since
+		case "paused":
+			ms, _, _ := strings.Cut(e.ID, "-")
+			if n, err := strconv.ParseInt(ms, 10, 64); err == nil {
+				since = Instant{time.UnixMilli(n)}
+			}
+		}
+	}
+	return since
 }
 
 // metaInt reads an integer field of the meta hash (HMGET's answer).

@@ -802,3 +802,36 @@ func TestJobsCursorsWithTies(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueInfoPausedSince: a paused queue says since when (its paused
+// event's time); pausing it again keeps that time, and resuming clears it.
+func TestQueueInfoPausedSince(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	b.add(t, "q", "x", nil)
+	info, err := b.ins.QueueInfo(ctx, "q")
+	require.NoError(t, err)
+	require.False(t, info.Paused)
+	require.True(t, info.PausedSince.IsZero())
+
+	before := time.Now()
+	require.NoError(t, b.ins.Pause(ctx, "q"))
+	info, err = b.ins.QueueInfo(ctx, "q")
+	require.NoError(t, err)
+	require.True(t, info.Paused)
+	require.WithinDuration(t, before, info.PausedSince.Time, time.Second)
+	first := info.PausedSince
+
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, b.ins.Pause(ctx, "q"))
+	info, err = b.ins.QueueInfo(ctx, "q")
+	require.NoError(t, err)
+	require.Equal(t, first.UnixMilli(), info.PausedSince.UnixMilli(), "a second pause does not move the time")
+
+	require.NoError(t, b.ins.Resume(ctx, "q"))
+	info, err = b.ins.QueueInfo(ctx, "q")
+	require.NoError(t, err)
+	require.False(t, info.Paused)
+	require.True(t, info.PausedSince.IsZero())
+}

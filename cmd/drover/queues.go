@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/seed40057009/drover/inspect"
 )
@@ -75,6 +76,9 @@ func (c *queuesCmd) Run(ctx context.Context, args []string) error {
 		state := "running"
 		if r.Paused {
 			state = "paused"
+			if !r.PausedSince.IsZero() {
+				state += " " + time.Since(r.PausedSince.Time).Round(time.Second).String()
+			}
 		}
 		alerts := "-"
 		if len(r.Alerts) > 0 {

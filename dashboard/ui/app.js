@@ -64,6 +64,14 @@
 
   // ---- formatting --------------------------------------------------------
 
+  // pausedBadge says a queue is paused and, when its paused event is still
+  // in the stream, since when ("paused 12m", the time in its title).
+  function pausedBadge(q) {
+    if (!q.pausedSince) return el('span', { class: 'badge rs-paused', 'data-paused-since': '' }, 'paused');
+    return el('span', { class: 'badge rs-paused', 'data-paused-since': String(q.pausedSince), title: `paused at ${fmtTime(q.pausedSince)}` },
+      `paused ${fmtMs(Date.now() - q.pausedSince)}`);
+  }
+
   const pad = (n) => String(n).padStart(2, '0');
   // fmtTime shows an instant: the API's are epoch milliseconds (inspect's
   // JSON rule), the audit log's RFC 3339 strings; new Date reads both.
@@ -355,7 +363,7 @@
       info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
       showAlerts(ov.alerts);
       put(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name },
-        el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null, ...limitBadges(q, false)),
+        el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
         ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
         el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: a.message }, a.kind))))));
       if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
@@ -532,7 +540,7 @@
       } catch (e) { summary.textContent = `Could not load: ${e.message}`; return; }
       if (gen !== app.render) return;
       showAlerts(qp.alerts);
-      put(head, queue, qp.paused ? el('span', { class: 'badge rs-paused' }, 'paused') : null, ...limitBadges(qp, true));
+      put(head, queue, qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
       put(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
         el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
