@@ -238,7 +238,7 @@ type QueueInfo struct {
 	// that window, the oldest "paused" in it (the pause is at least that
 	// old).
 	PausedSince Instant `json:"pausedSince,omitzero"`
-	Counts Counts `json:"counts"`
+	Counts      Counts  `json:"counts"`
 	// Limits are the queue-wide limits on taking jobs, which say why
 	// waiting jobs may not move although workers run.
 	Limits Limits `json:"limits"`
