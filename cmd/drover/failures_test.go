@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -45,11 +44,9 @@ func TestFailuresCommand(t *testing.T) {
 		require.NoError(t, rdb.ZAdd(ctx, prefix+":pay:failed", redis.Z{Score: float64(finished), Member: id}).Err())
 	}
 	run := func(args ...string) string {
-		var out bytes.Buffer
-		m := Main{Stdout: &out, Stderr: &out}
-		err := m.Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix))
-		require.NoError(t, err, out.String())
-		return out.String()
+		out, err := runCLI(ctx, t, prefix, args...)
+		require.NoError(t, err, out)
+		return out
 	}
 	out := run("failures", "pay")
 	require.Regexp(t, `(?m)^2\s+0\s+\S+ \S+\s+order <n>: timeout after <n>ms\s+error="order <n>: timeout after <n>ms"$`, out)
@@ -68,7 +65,6 @@ func TestFailuresCommand(t *testing.T) {
 
 	require.Contains(t, run("failures", "pay", "--since", "30s"), "no failed jobs in the last 30s")
 
-	var errOut bytes.Buffer
-	m := Main{Stdout: &errOut, Stderr: &errOut}
-	require.Error(t, m.Run(ctx, []string{"failures", "pay", "--since", "-1h", "--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix}))
+	_, err = runCLI(ctx, t, prefix, "failures", "pay", "--since", "-1h")
+	require.Error(t, err)
 }

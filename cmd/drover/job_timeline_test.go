@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -50,10 +49,9 @@ func TestJobTimelineWords(t *testing.T) {
 	waitUntil(t, func() bool { return state(id) == drover.StateCompleted })
 
 	run := func(args ...string) string {
-		var out bytes.Buffer
-		m := Main{Stdout: &out, Stderr: &out}
-		require.NoError(t, m.Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix)), out.String())
-		return out.String()
+		out, err := runCLI(ctx, t, prefix, args...)
+		require.NoError(t, err, out)
+		return out
 	}
 	out := run("job", "mail", id)
 	require.Regexp(t, `(?s)#1\s+failed: unrecoverable.*mailbox full\n\s+└ retried by hand\n\s+#2\s+completed`, out)

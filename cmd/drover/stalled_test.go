@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -41,11 +40,9 @@ func TestStalledCommand(t *testing.T) {
 	require.NoError(t, rdb.HSet(ctx, prefix+":pay:again", "stc", 1).Err())
 
 	run := func(args ...string) string {
-		var out bytes.Buffer
-		m := Main{Stdout: &out, Stderr: &out}
-		err := m.Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix))
-		require.NoError(t, err, out.String())
-		return out.String()
+		out, err := runCLI(ctx, t, prefix, args...)
+		require.NoError(t, err, out)
+		return out
 	}
 	out := run("stalled", "pay")
 	require.Regexp(t, `(?m)^alive\s+charge\s+1\s+\S+\s+w1\s+held, \S+ left\s+0$`, out)
@@ -59,8 +56,8 @@ func TestStalledCommand(t *testing.T) {
 	require.Len(t, rep.Active, 2)
 	require.Len(t, rep.Stalled, 1)
 
-	var errOut bytes.Buffer
-	m := Main{Stdout: &errOut, Stderr: &errOut}
-	require.Error(t, m.Run(ctx, []string{"stalled", "--redis", "redis://" + redistest.Shared(t).Addr}), "no queue named")
-	require.Error(t, m.Run(ctx, []string{"stalled", "nosuch", "--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix}))
+	_, err = runCLI(ctx, t, prefix, "stalled")
+	require.Error(t, err, "no queue named")
+	_, err = runCLI(ctx, t, prefix, "stalled", "nosuch")
+	require.Error(t, err)
 }
