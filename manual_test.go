@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
@@ -511,4 +512,54 @@ func TestManualNextNeedsManualWorker(t *testing.T) {
 	next, err := taken.CompleteAndNext(ctx, "t1", "v")
 	require.NoError(t, err)
 	require.NotNil(t, next)
+}
+
+// TestFinishAndNextAdvancesScheduler: a finish by hand that takes a job
+// scheduler's run next (CompleteAndNext, FailAndNext) creates the
+// scheduler's next run, as NextJob and a processing worker do, so the
+// scheduler goes on. (BullMQ 6.7's moveToCompleted/moveToFailed with
+// fetchNext leave that to a Worker's own loop: a deliberate difference,
+// difftest.Known.)
+func TestFinishAndNextAdvancesScheduler(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		finish func(job *drover.Job) (*drover.Job, error)
+	}{
+		{"CompleteAndNext", func(job *drover.Job) (*drover.Job, error) { return job.CompleteAndNext(ctx, "tok", "ok") }},
+		{"FailAndNext", func(job *drover.Job) (*drover.Job, error) {
+			return job.FailAndNext(ctx, "tok", errors.New("bad input"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := redistest.Client(t)
+			q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+			require.NoError(t, err)
+			_, err = q.Add(ctx, "plain", nil, &drover.JobOptions{JobID: "first"})
+			require.NoError(t, err)
+			_, err = q.UpsertJobScheduler(ctx, "hourly", drover.RepeatOptions{Every: time.Hour}, &drover.JobTemplate{Name: "tick"})
+			require.NoError(t, err)
+			w, err := drover.NewWorker(rdb, "q", nil, &drover.WorkerOptions{Prefix: prefix})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, w.Close(ctx)) })
+			job, err := w.NextJob(ctx, "tok", 0)
+			require.NoError(t, err)
+			require.Equal(t, "first", job.ID)
+			before, err := q.GetJobScheduler(ctx, "hourly")
+			require.NoError(t, err)
+
+			next, err := tc.finish(job)
+			require.NoError(t, err)
+			require.NotNil(t, next)
+			require.Equal(t, "tick", next.Name, "the scheduler's run is taken next")
+			after, err := q.GetJobScheduler(ctx, "hourly")
+			require.NoError(t, err)
+			require.True(t, after.Next.After(before.Next), "the scheduler's next run moved on: %s -> %s", before.Next, after.Next)
+			n, err := q.GetJobCounts(ctx, drover.StateDelayed)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), n[drover.StateDelayed], "the next run waits in delayed")
+		})
+	}
 }

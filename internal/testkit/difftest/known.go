@@ -95,6 +95,24 @@ var Known = []KnownDivergence{
 		"deliberate (README)", nil, nil, nil, "", false},
 	{"deliberate", "a job taken by hand that must not run (a deferred failure: a child with failParentOnFailure failed): drover's Worker.NextJob fails it as its processing worker does and takes the next; BullMQ 6.7's getNextJob hands it to the caller, who must check job.deferredFailure",
 		"deliberate (README)", manualTakeOfDeferredFailure, nil, nil, "", false},
+	{"deliberate", "a finish by hand with fetchNext that takes a job scheduler's run: drover's CompleteAndNext/FailAndNext create the scheduler's next run, as its NextJob and processing workers do; BullMQ 6.7's moveToCompleted/moveToFailed(fetchNext) return the raw job data and only a Worker's own fetch (nextJobFromJobData) creates it, so a Node caller who goes on with that data leaves the scheduler without a next run (campaign seed 80129655)",
+		"deliberate (README)", manualFetchNextWithScheduler, nil, nil, "", false},
+}
+
+// manualFetchNextWithScheduler reports whether a program has a job
+// scheduler and finishes a job by hand with fetchNext, which may take the
+// scheduler's run.
+func manualFetchNextWithScheduler(p *Program) bool {
+	sched := false
+	for _, s := range p.Steps {
+		switch {
+		case s.Op == OpUpsertScheduler:
+			sched = true
+		case s.Op == OpManualFinish && s.Outcome != nil && s.Outcome.FetchNext && sched:
+			return true
+		}
+	}
+	return false
 }
 
 // manualTakeOfDeferredFailure reports whether a program takes jobs by hand
