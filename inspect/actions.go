@@ -66,9 +66,10 @@ type RetryOptions struct {
 	// ResetAttempts gives every retried job its whole attempt budget back.
 	ResetAttempts bool
 	// IncludeUnrecoverable retries failed jobs that failed for good through
-	// an unrecoverable error too (FailedUnrecoverable). Default false: they
-	// are left alone and counted in RetryResult.Excluded, since running them
-	// again fails them again.
+	// an unrecoverable error too (FailedUnrecoverable), and flow parents a
+	// child failed (FailedChild). Default false: they are left alone and
+	// counted in RetryResult.Excluded, since running them again fails them
+	// again (or runs a parent without its child's result).
 	IncludeUnrecoverable bool
 	// Limit retries at most this many jobs, newest first. 0 = all.
 	Limit int
@@ -287,7 +288,7 @@ func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.
 		if !filter.Match(j) || (!olderThan.IsZero() && j.FinishedOn.After(olderThan)) {
 			return true
 		}
-		if excludeUnrecoverable && failedForOf(j) == FailedUnrecoverable {
+		if excludeUnrecoverable && retryExcluded(failedForOf(j)) {
 			excluded++
 			return true
 		}
@@ -544,3 +545,8 @@ func (i *Inspector) CancelJob(ctx context.Context, queue, id, reason string, ret
 	}
 	return q.CancelJob(ctx, id, reason, &drover.CancelOptions{Retry: retry})
 }
+
+// retryExcluded reports whether a bulk retry leaves a job that failed for
+// good for this reason alone unless told otherwise
+// (RetryOptions.IncludeUnrecoverable).
+func retryExcluded(f FailedFor) bool { return f == FailedUnrecoverable || f == FailedChild }

@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -70,7 +71,8 @@ func TestQueues(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, infos, 2)
 		require.Equal(t, inspect.QueueInfo{Name: "a", Counts: inspect.Counts{Waiting: 2, Delayed: 1, Prioritized: 1}}, infos[0])
-		require.Equal(t, inspect.QueueInfo{Name: "b", Paused: true, Counts: inspect.Counts{Waiting: 1}}, infos[1])
+		require.WithinDuration(t, time.Now(), infos[1].PausedSince.Time, time.Minute)
+		require.Equal(t, inspect.QueueInfo{Name: "b", Paused: true, PausedSince: infos[1].PausedSince, Counts: inspect.Counts{Waiting: 1}}, infos[1])
 		require.Equal(t, int64(1), infos[0].Counts.Get(drover.StateDelayed))
 		require.NoError(t, b.ins.Ping(ctx))
 	})

@@ -156,6 +156,12 @@ const (
 	// FailedTimedOut: its last attempt ran past its timeout
 	// (drover.JobOptions.Timeout, drover.WorkerOptions.JobTimeout).
 	FailedTimedOut FailedFor = "timed-out"
+	// FailedChild: a flow parent failed because a child of its with
+	// failParentOnFailure (drover.FailParent) failed; its own processor
+	// did not run for it (failedReason "child <key> failed"). Running it
+	// again does not bring the child back: a bulk retry leaves these jobs
+	// alone unless told otherwise, as unrecoverable ones.
+	FailedChild FailedFor = "child-failed"
 )
 
 // Label is FailedFor for people: "failed for good: unrecoverable".
@@ -173,6 +179,8 @@ func (f FailedFor) Label() string {
 		return "failed for good: cancelled"
 	case FailedTimedOut:
 		return "failed for good: timed out"
+	case FailedChild:
+		return "failed for good: a child failed"
 	}
 	return "failed for good"
 }
@@ -187,6 +195,11 @@ func failedForOf(job *drover.Job) FailedFor {
 	// failed were its workers, not the job, so it is not "unrecoverable".
 	if strings.Contains(job.FailedReason, "stalled more than allowable limit") {
 		return FailedStalled
+	}
+	// BullMQ's deferred failure of a parent whose failParentOnFailure child
+	// failed (drover writes the same text).
+	if strings.HasPrefix(job.FailedReason, "child ") && strings.HasSuffix(job.FailedReason, " failed") {
+		return FailedChild
 	}
 	// Nothing fails a job that never started but drover's CancelJob of a
 	// queued job (workers fail only what they took).

@@ -835,3 +835,42 @@ func TestQueueInfoPausedSince(t *testing.T) {
 	require.False(t, info.Paused)
 	require.True(t, info.PausedSince.IsZero())
 }
+
+// TestFailedByChild: a flow parent failed by a child with FailParent says
+// so (FailedChild, not "unrecoverable"), and a bulk retry of the failed
+// jobs leaves it alone unless told otherwise, as it does unrecoverable
+// ones: running the parent again does not bring its child back.
+func TestFailedByChild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = flows.Close() })
+	tree, err := flows.Add(ctx, drover.FlowJob{Name: "order", QueueName: "q", Children: []drover.FlowJob{
+		{Name: "charge", QueueName: "q", Opts: &drover.JobOptions{ParentPolicy: drover.FailParent}},
+	}})
+	require.NoError(t, err)
+	parent := tree.Job.ID
+	b.startWorker(t, "q", func(ctx context.Context, job *drover.Job) (any, error) {
+		if job.Name == "charge" {
+			return nil, errors.New("card declined")
+		}
+		return "shipped", nil
+	}, nil)
+	b.waitState(t, "q", parent, drover.StateFailed)
+
+	d, err := b.ins.Job(ctx, "q", parent)
+	require.NoError(t, err)
+	require.Equal(t, inspect.FailedChild, d.FailedFor, "reason %q", d.FailedReason)
+	require.Equal(t, "failed for good: a child failed", d.FailedFor.Label())
+
+	res, err := b.ins.RetryJobs(ctx, "q", &inspect.RetryOptions{DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Excluded, "the parent is left alone")
+	require.Equal(t, 1, res.Matched, "the child is retried")
+	res, err = b.ins.RetryJobs(ctx, "q", &inspect.RetryOptions{DryRun: true, IncludeUnrecoverable: true})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.Excluded)
+	require.Equal(t, 2, res.Matched)
+}

@@ -129,6 +129,7 @@
     'stopped-early': 'failed for good before its budget was spent',
     cancelled: 'failed for good: cancelled',
     'timed-out': 'failed for good: timed out',
+    'child-failed': 'failed for good: a child failed',
   };
   // retryBadge shows a job's retry state; a failed job's says why it failed
   // for good, an unrecoverable failure in its own colour.
