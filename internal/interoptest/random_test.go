@@ -933,6 +933,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		var err error
 		if node {
 			repeat := map[string]any{"every": c.Every, "startDate": start}
+			if c.Pattern != "" {
+				repeat = map[string]any{"pattern": c.Pattern, "startDate": start}
+			}
 			if c.Limit > 0 {
 				repeat["limit"] = c.Limit
 			}
@@ -940,7 +943,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		} else {
 			var job *drover.Job
 			job, err = r.dq.UpsertJobScheduler(ctx, c.ID, drover.RepeatOptions{
-				Every: time.Duration(c.Every) * time.Millisecond, StartDate: time.UnixMilli(start), Limit: c.Limit,
+				Every: time.Duration(c.Every) * time.Millisecond, Pattern: c.Pattern, StartDate: time.UnixMilli(start), Limit: c.Limit,
 			}, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
 			if job != nil {
 				got = job.ID

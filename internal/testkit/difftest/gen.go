@@ -197,6 +197,11 @@ func (g *gen) upsertScheduler() Step {
 	a.JobID, a.Delay, a.Dedup, a.Parent, a.OnParentFailure = "", 0, nil, "", ""
 	c := &Scheduler{ID: g.schedulerID(), Every: int64(1+g.r.IntN(2)) * Hour, Start: int64(1+g.r.IntN(3)) * Hour}
 	if g.chance(30) {
+		// Whole minutes only: the comparison reads delayed scores to the
+		// minute.
+		c.Every, c.Pattern = 0, g.pick("0 * * * *", "*/30 * * * *", "15 3 * * *", "0 9 * * 1-5", "@daily")
+	}
+	if g.chance(30) {
 		c.Limit = 1 + g.r.IntN(2)
 	}
 	return Step{Op: OpUpsertScheduler, Add: a, Scheduler: c}

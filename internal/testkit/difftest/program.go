@@ -192,8 +192,12 @@ type Step struct {
 type Scheduler struct {
 	ID    string
 	Every int64
-	Start int64
-	Limit int
+	// Pattern, when set, is a cron pattern used instead of Every. Its
+	// runs are due at the pattern's times from Start on, so both runs of
+	// a program (which share Start's anchor) compute the same due times.
+	Pattern string
+	Start   int64
+	Limit   int
 }
 
 // Add is one job to add, with the options both implementations share.
@@ -631,7 +635,11 @@ func (s *Step) GoString() string {
 		f = append(f, fmt.Sprintf("Line: %q", s.Line))
 	}
 	if c := s.Scheduler; c != nil {
-		f = append(f, fmt.Sprintf("Scheduler: &difftest.Scheduler{ID: %q, Every: %d, Start: %d, Limit: %d}", c.ID, c.Every, c.Start, c.Limit))
+		pattern := ""
+		if c.Pattern != "" {
+			pattern = fmt.Sprintf(", Pattern: %q", c.Pattern)
+		}
+		f = append(f, fmt.Sprintf("Scheduler: &difftest.Scheduler{ID: %q, Every: %d%s, Start: %d, Limit: %d}", c.ID, c.Every, pattern, c.Start, c.Limit))
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }
