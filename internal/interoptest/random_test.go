@@ -666,7 +666,7 @@ func (r *programRun) state() *statedump.Snapshot {
 	raw, err := statedump.Dump(context.Background(), r.rdb, r.prefix)
 	require.NoError(r.t, err)
 	s, err := difftest.Comparable(raw, difftest.NormContext{
-		Queue: queueName, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
+		Queue: queueName, Others: []string{difftest.OtherQueueName}, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
 	})
 	require.NoError(r.t, err)
 	return s
@@ -886,8 +886,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			return m
 		}
 		flow := bullmqoracle.FlowJob{Name: s.Add.Name, QueueName: q, Data: s.Add.Data, Opts: flowOpts(s.Add)}
+		queueOf := func(a *difftest.Add) string {
+			if a.OtherQueue {
+				return difftest.OtherQueueName
+			}
+			return q
+		}
 		for _, c := range s.Children {
-			flow.Children = append(flow.Children, bullmqoracle.FlowJob{Name: c.Name, QueueName: q, Data: c.Data, Opts: flowOpts(c)})
+			flow.Children = append(flow.Children, bullmqoracle.FlowJob{Name: c.Name, QueueName: queueOf(c), Data: c.Data, Opts: flowOpts(c)})
 		}
 		var got []string
 		if node {
@@ -905,7 +911,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 				if o.JobID == "" {
 					o.JobID = "f" + a.Name
 				}
-				return drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: o}
+				return drover.FlowJob{Name: a.Name, QueueName: queueOf(a), Data: a.Data, Opts: o}
 			}
 			root := node(s.Add)
 			for _, c := range s.Children {

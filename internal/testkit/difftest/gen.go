@@ -252,6 +252,7 @@ func (g *gen) flow() Step {
 		if g.chance(40) {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
+		c.OtherQueue = g.chance(20)
 		s.Children = append(s.Children, c)
 	}
 	return s

@@ -254,6 +254,9 @@ func DropAddRecords(s *statedump.Snapshot, queue string) {
 type NormContext struct {
 	// Queue is the queue name (keys are "<queue>:...").
 	Queue string
+	// Others are the other queues under the prefix the program fills (a
+	// flow's children in OtherQueue): their sets are normalised as Queue's.
+	Others []string
 	// StartMs is the run's start (ms): delayed scores become minutes from it.
 	StartMs int64
 	// WorkRan drops the marker key (see Deliberate).
@@ -271,7 +274,10 @@ type NormContext struct {
 // Comparable removes the Deliberate differences from a raw dump and
 // normalises it (statedump.Normalize). raw is modified.
 func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, error) {
-	DropAddRecords(raw, nc.Queue)
+	queues := append([]string{nc.Queue}, nc.Others...)
+	for _, q := range queues {
+		DropAddRecords(raw, q)
+	}
 	if k := raw.Keys[nc.Queue+":events"]; k != nil {
 		for _, r := range nc.SortedEvents {
 			SortEvents(k.Stream, r[0], r[1])
@@ -324,11 +330,37 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 	if !nc.Known {
 		for _, k := range Known {
 			if k.Mask != nil && !k.BothRefused {
-				k.Mask(raw, nc.Queue)
+				for _, q := range queues {
+					k.Mask(raw, q)
+				}
 			}
 		}
 	}
-	if k := raw.Keys[nc.Queue+":delayed"]; k != nil {
+	for _, q := range queues {
+		if err := normDelayed(raw, q, nc); err != nil {
+			return nil, err
+		}
+	}
+	norm, err := statedump.Normalize(raw, &statedump.NormalizeOptions{DelayedScores: statedump.ScoreKeep})
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range queues {
+		for _, set := range []string{"completed", "failed"} {
+			if k := norm.Keys[q+":"+set]; k != nil {
+				slices.SortFunc(k.ZSet, func(a, b statedump.ZMember) int {
+					return cmp.Or(strings.Compare(a.Score, b.Score), strings.Compare(a.Member, b.Member))
+				})
+			}
+		}
+	}
+	return norm, nil
+}
+
+// normDelayed writes queue's delayed scores as whole minutes from the
+// run's start (see Deliberate).
+func normDelayed(raw *statedump.Snapshot, queue string, nc NormContext) error {
+	if k := raw.Keys[queue+":delayed"]; k != nil {
 		type scored struct {
 			member string
 			min    int64
@@ -338,11 +370,11 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 		for i, z := range k.ZSet {
 			f, err := strconv.ParseFloat(z.Score, 64)
 			if err != nil {
-				return nil, fmt.Errorf("delayed score %q: %w", z.Score, err)
+				return fmt.Errorf("delayed score %q: %w", z.Score, err)
 			}
 			due := float64(keys.DueOfScore(f))
 			mins := int64(math.Round((due - float64(nc.StartMs)) / 60000))
-			if j := raw.Keys[nc.Queue+":"+z.Member]; j != nil && j.Hash["delay"] == "<jittered>" {
+			if j := raw.Keys[queue+":"+z.Member]; j != nil && j.Hash["delay"] == "<jittered>" {
 				mins = -1 << 40 // a random due time (see Deliberate): ordered by name, first
 			}
 			ss[i] = scored{z.Member, mins, i}
@@ -361,18 +393,7 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 			k.ZSet[i] = statedump.ZMember{Member: s.member, Score: score}
 		}
 	}
-	norm, err := statedump.Normalize(raw, &statedump.NormalizeOptions{DelayedScores: statedump.ScoreKeep})
-	if err != nil {
-		return nil, err
-	}
-	for _, set := range []string{"completed", "failed"} {
-		if k := norm.Keys[nc.Queue+":"+set]; k != nil {
-			slices.SortFunc(k.ZSet, func(a, b statedump.ZMember) int {
-				return cmp.Or(strings.Compare(a.Score, b.Score), strings.Compare(a.Member, b.Member))
-			})
-		}
-	}
-	return norm, nil
+	return nil
 }
 
 // maskRunDelay masks opts.delay of a scheduler run's opts JSON (see

@@ -234,7 +234,15 @@ type Add struct {
 	// "failParentOnFailure", "ignoreDependencyOnFailure",
 	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
 	OnParentFailure string
+	// OtherQueue puts a flow child in OtherQueueName, under the same
+	// prefix: its parent waits across queues. No step works that queue, so
+	// such a child stays queued; its parent's removal, cleaning and
+	// obliteration reach it there.
+	OtherQueue bool
 }
+
+// OtherQueueName is the queue of flow children with Add.OtherQueue.
+const OtherQueueName = "q2"
 
 // TakenJob, as an Add's Parent, names the oldest job the run took with
 // OpManualTake and did not end yet (none: a job that does not exist).
@@ -728,6 +736,9 @@ func (a *Add) goString() string {
 	}
 	if a.OnParentFailure != "" {
 		f = append(f, fmt.Sprintf("OnParentFailure: %q", a.OnParentFailure))
+	}
+	if a.OtherQueue {
+		f = append(f, "OtherQueue: true")
 	}
 	return "&difftest.Add{" + strings.Join(f, ", ") + "}"
 }
