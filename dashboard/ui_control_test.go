@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -881,4 +882,44 @@ func TestUIPromoteRunsWhatItSaid(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "the toast", func() bool {
 		return strings.Contains(evalJS[string](t, tab, `document.body.innerText`), "Promoted 2 jobs. 1 delayed since the count stay delayed.")
 	})
+}
+
+// TestUITimelineSaysWhyAJobRanOrDidNot: the picture names a retry by hand
+// between a failure for good and the run after it, and draws a job
+// cancelled while queued as a failure outside any attempt ("failed without
+// running", no attempt number), not as an empty timeline.
+func TestUITimelineSaysWhyAJobRanOrDidNot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	var runs atomic.Int32
+	b.startWorker(t, "tl", func(ctx context.Context, job *drover.Job) (any, error) {
+		if runs.Add(1) == 1 {
+			return nil, drover.Unrecoverable(errors.New("mailbox full"))
+		}
+		return "sent", nil
+	}, nil)
+	byHand := b.add(t, "tl", "send", nil, &drover.JobOptions{Attempts: 3})
+	b.waitState(t, "tl", byHand, drover.StateFailed)
+	job, err := b.queue(t, "tl").GetJob(ctx, byHand)
+	require.NoError(t, err)
+	require.NoError(t, job.Retry(ctx, drover.StateFailed, nil))
+	b.waitState(t, "tl", byHand, drover.StateCompleted)
+	unrun := b.add(t, "tl", "send", nil, &drover.JobOptions{Delay: time.Hour})
+	require.NoError(t, b.queue(t, "tl").CancelJob(ctx, unrun, "not needed", nil))
+
+	tab := browser(t)
+	outcomes := func() []string {
+		return evalJS[[]string](t, tab, `[...document.querySelectorAll('#timeline [data-attempt]')].map(g => g.dataset.attempt + ':' + g.dataset.outcome)`)
+	}
+	do(t, tab, chromedp.Navigate(b.url+"#/q/tl/job/"+byHand), chromedp.WaitVisible(chromedp.CSS(`#timeline`)))
+	require.Equal(t, []string{"1:failed-unrecoverable", "2:completed"}, outcomes())
+	require.Contains(t, text(t, tab, `#timeline`), "retried by hand")
+
+	do(t, tab, chromedp.Navigate(b.url+"#/q/tl/job/"+unrun), chromedp.WaitVisible(chromedp.CSS(`#timeline`)))
+	require.Equal(t, []string{"1:failed-unrun"}, outcomes())
+	tl := text(t, tab, `#timeline`)
+	require.Contains(t, tl, "failed without running")
+	require.Contains(t, tl, "no attempt ran")
+	require.NotContains(t, tl, "#1 failed without running", "not numbered as an attempt")
 }
