@@ -58,6 +58,9 @@ type presence struct {
 	mu     sync.Mutex
 	conn   *redis.Client
 	warned bool
+	// node is the run_id of the server conn is connected to, read when it
+	// opened, for a Sentinel client only (followsMaster).
+	node atomic.Value // string
 	// blocking is conn while the fetcher waits on it (block), for
 	// interrupt, which must not wait for mu.
 	blocking atomic.Pointer[redis.Client]
@@ -102,6 +105,15 @@ func (p *presence) ping(ctx context.Context) error {
 			opt.ClientName = p.name
 			opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = 1, 0, 1, 1
 		})
+		p.node.Store("")
+		if p.followsMaster() {
+			conn := p.conn
+			id, err := bounded.Call(ctx, func(ctx context.Context) (string, error) { return runID(ctx, conn) })
+			if err != nil {
+				return err
+			}
+			p.node.Store(id)
+		}
 	}
 	// bounded: the client may ignore ctx (see internal/bounded), and Close
 	// must not wait for a Redis that does not answer; an abandoned ping is
@@ -179,19 +191,85 @@ func (p *presence) run(ctx context.Context) {
 	}()
 	ticker := time.NewTicker(p.interval)
 	defer ticker.Stop()
+	// On a Sentinel client the master is looked up every second while the
+	// fetcher waits on the named connection (one INFO a second from an idle
+	// worker), so a failover ends that wait within about a second.
+	var moved <-chan time.Time
+	if p.followsMaster() {
+		t := time.NewTicker(masterCheckInterval)
+		defer t.Stop()
+		moved = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-moved:
+			if p.blocking.Load() != nil && p.masterMoved(ctx) && p.interrupt() {
+				p.log.InfoContext(ctx, "the master changed: waiting for jobs on the new one")
+			}
+			continue
 		case <-ticker.C:
 		}
 		// The fetcher blocked on the connection keeps it in use (and tells
 		// a broken one by its error): no ping needed then.
 		if p.mu.TryLock() {
+			if p.conn != nil && p.followsMaster() && p.masterMoved(ctx) {
+				// Not waiting on it now: reopen it on the new master.
+				p.conn.Close()
+				p.conn = nil
+			}
 			p.mu.Unlock()
 			p.register(ctx)
 		}
 	}
+}
+
+// masterCheckInterval is how often a worker on a Sentinel client that waits
+// for jobs checks that its named connection is still on the master.
+const masterCheckInterval = time.Second
+
+// followsMaster reports whether the caller's client is a Sentinel (failover)
+// client, whose master changes under a connection of the presence's own:
+// go-redis closes its pool's connections to a demoted master when the
+// sentinels announce the new one, but not the presence's, on which the
+// fetcher may be blocked. The demoted master answers that block only when
+// the sentinels reconfigure it, 10 s or more later.
+func (p *presence) followsMaster() bool {
+	c, ok := p.rdb.(*redis.Client)
+	return ok && c.Options().Addr == sentinelClientAddr
+}
+
+// sentinelClientAddr is the Addr go-redis gives a NewFailoverClient.
+const sentinelClientAddr = "FailoverClient"
+
+// masterMoved reports whether the caller's client now talks to another
+// server than the presence connection (a Sentinel failover). run then ends
+// the fetcher's wait there, so it takes jobs from the new master at once,
+// and opens the named connection again on the new master.
+func (p *presence) masterMoved(ctx context.Context) bool {
+	node, _ := p.node.Load().(string)
+	if node == "" {
+		return false
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.interval)
+	defer cancel()
+	id, err := bounded.Call(cctx, func(ctx context.Context) (string, error) { return runID(ctx, p.rdb) })
+	return err == nil && id != node
+}
+
+// runID is the run_id of the server c's next command reaches.
+func runID(ctx context.Context, c redis.Cmdable) (string, error) {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", errors.New("INFO server has no run_id")
 }
 
 // WorkerInfo is one worker of a queue, Node BullMQ's or drover's, as Redis

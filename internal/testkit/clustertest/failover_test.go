@@ -399,3 +399,62 @@ func TestClusterFailoverIdleWorker(t *testing.T) {
 	require.Empty(t, logs.matching("wait for jobs failed"), "a block ended by a failover is not a failure")
 	waitCounts(t, q, 10*time.Second, map[drover.JobState]int64{drover.StateCompleted: 2, drover.StateActive: 0})
 }
+
+// TestSentinelFailoverIdleWorker: a worker on a Sentinel-managed master is
+// idle, blocked in BZPOPMIN on the queue's marker, when the master fails
+// over. It must follow the client to the new master and take a job added
+// after the failover, without a restart and without reporting the end of
+// its block as a failure. Before, it stayed blocked on the demoted master
+// until the sentinels reconfigured it (their 10 s INFO period): the job ran
+// 10.1 s after the failover; now within about a second (the presence
+// connection's master check), well inside the 8 s allowed here.
+func TestSentinelFailoverIdleWorker(t *testing.T) {
+	ctx := context.Background()
+	s := clustertest.SharedSentinel(t)
+	rdb := s.NewFailoverClient(&redis.FailoverOptions{})
+	t.Cleanup(func() { _ = rdb.Close() })
+	prefix := clustertest.UniquePrefix()
+	t.Cleanup(func() { redistest.DeletePrefix(context.Background(), rdb, prefix) })
+	q := newQueue(t, rdb, prefix, "idle")
+	logs := newLogRecorder()
+	ran := make(chan string, 2)
+	startWorker(t, rdb, prefix, "idle", func(ctx context.Context, job *drover.Job) (any, error) {
+		ran <- job.ID
+		return nil, nil
+	}, &drover.WorkerOptions{DrainDelay: 30 * time.Second, Logger: slog.New(logs)})
+
+	first, err := q.Add(ctx, "before", nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, first.Job.ID, <-ran)
+	old, err := s.MasterAddr(ctx)
+	require.NoError(t, err)
+	orig := redis.NewClient(&redis.Options{Addr: old})
+	t.Cleanup(func() { _ = orig.Close() })
+	testkit.WaitFor(t, 10*time.Second, "the worker to block in BZPOPMIN on "+old, func() bool {
+		list, err := orig.ClientList(ctx).Result()
+		require.NoError(t, err)
+		return strings.Contains(list, "cmd=bzpopmin")
+	})
+
+	newMaster, err := s.Failover(ctx)
+	require.NoError(t, err)
+	start := time.Now()
+	_, port, _ := strings.Cut(newMaster, ":")
+	testkit.WaitFor(t, 30*time.Second, "the failover client to use the new master", func() bool {
+		inf, err := rdb.Info(ctx, "server").Result()
+		return err == nil && strings.Contains(inf, "tcp_port:"+port+"\r\n")
+	})
+	switched := time.Since(start)
+	second, err := q.Add(ctx, "after", nil, nil)
+	require.NoError(t, err)
+	select {
+	case id := <-ran:
+		require.Equal(t, second.Job.ID, id)
+	case <-time.After(8 * time.Second):
+		t.Fatalf("the idle worker did not take a job added after the failover to %s within 8 s (it waited on the demoted master); its warnings: %v", newMaster, logs.sample(5))
+	}
+	t.Logf("SENTINEL IDLE WORKER: %s -> %s, client switched after %s, job added then ran after %s; worker warnings: %v",
+		old, newMaster, switched.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), logs.sample(5))
+	require.NoError(t, s.WaitSettled(ctx))
+	waitCounts(t, q, 10*time.Second, map[drover.JobState]int64{drover.StateCompleted: 2, drover.StateActive: 0})
+}
