@@ -24,6 +24,9 @@ import (
 //
 //	go test -run '^$' -bench ProcessPhase -benchtime 300000x .
 //	DROVER_BENCH_CONCURRENCY=1 go test -run '^$' -bench ProcessPhase -benchtime 20000x .
+//
+// DROVER_BENCH_REMOVE=1 adds the jobs with removeOnComplete, as
+// make bench-compare does.
 func BenchmarkProcessPhase(b *testing.B) {
 	ctx := context.Background()
 	concurrency := 100
@@ -35,10 +38,14 @@ func BenchmarkProcessPhase(b *testing.B) {
 		concurrency = n
 	}
 	bundle := benchQueue(b)
+	var opts *drover.JobOptions
+	if os.Getenv("DROVER_BENCH_REMOVE") == "1" {
+		opts = &drover.JobOptions{RemoveOnComplete: &drover.Retention{Remove: true}}
+	}
 	for from := 0; from < b.N; from += 1000 {
 		jobs := make([]drover.BulkJob, min(1000, b.N-from))
 		for i := range jobs {
-			jobs[i] = drover.BulkJob{Name: "noop", Data: map[string]int{"i": from + i}}
+			jobs[i] = drover.BulkJob{Name: "noop", Data: map[string]int{"i": from + i}, Opts: opts}
 		}
 		if _, err := bundle.queue.AddBulk(ctx, jobs); err != nil {
 			b.Fatal(err)
