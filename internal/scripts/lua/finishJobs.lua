@@ -109,20 +109,6 @@ local function addEvent(...)
   return rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", ...)
 end
 
--- Plain completions with removeOnComplete: their keys are deleted with one
--- DEL for the run of them (a call per job costs more than a key per job),
--- flushed before any other kind of job moves, so no later step of the
--- batch can see a job that is being removed.
-local doomed = {}
-local function flushDoomed()
-  if #doomed > 0 then
-    for from = 1, #doomed, 6000 do
-      rcall("DEL", unpack(doomed, from, math.min(from + 5999, #doomed)))
-    end
-    doomed = {}
-  end
-end
-
 local function noteTrim(setKey, spec)
   if spec ~= "" and spec ~= "0" then
     trims[setKey .. "\n" .. spec] = {setKey, spec}
@@ -353,9 +339,7 @@ for k = 1, #owned do
     -- fields go straight to HSET (the general path below builds a table).
     local spec = ARGV[o + REC.keep]
     if spec == "0" then
-      local n = #doomed
-      doomed[n + 1], doomed[n + 2], doomed[n + 3] = jobKey, jobKey .. ":logs", jobKey .. ":dependencies"
-      doomed[n + 4], doomed[n + 5], doomed[n + 6] = jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful"
+      removeJobKeys(jobKey)
     else
       rcall("HSET", jobKey, "atm", atm, "returnvalue", value, "finishedOn", ARGV[2])
       local add = finished[completedKey]
@@ -365,7 +349,6 @@ for k = 1, #owned do
     end
     final = true
   else
-    flushDoomed()
     local stack = more and ARGV[o + REC.stacktrace] or ""
     local timeline = more and ARGV[o + REC.timeline] or ""
     local fields = {}
@@ -464,9 +447,6 @@ for k = 1, #owned do
           rcall("ZADD", setKey, unpack(add))
         end
       end
-      if next(trims) then
-        flushDoomed()
-      end
       for _, t in pairs(trims) do
         cold().trimFinished(t[1], t[2], now)
       end
@@ -481,7 +461,6 @@ for k = 1, #owned do
     end
   end
 end
-flushDoomed()
 
 -- BullMQ's worker metrics count a job finished for good in the step that
 -- finishes it, so a count is never lost to a worker that dies after the finish.
