@@ -23,20 +23,43 @@ type jobCmd struct {
 }
 
 func (c *jobCmd) Run(ctx context.Context, args []string) error {
-	fs := newQueueFlags("job", c.out, "Usage: drover job <queue> <id> [--json]\n\nThe retry-state inspector: where the job stands in its retry life and how it got there.")
+	fs := newQueueFlags("job", c.out, "Usage: drover job [<queue>] <id> [--json]\n\nThe retry-state inspector: where the job stands in its retry life and how it got there.\n"+
+		"Without a queue, the job is looked for in every queue under the prefix; when several hold the id, they are listed.")
 	asJSON := fs.jsonFlag()
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usagef("job needs <queue> <id>, got %q", pos)
+	if len(pos) != 1 && len(pos) != 2 {
+		return usagef("job needs [<queue>] <id>, got %q", pos)
 	}
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
+	if len(pos) == 1 {
+		matches, err := ins.FindJob(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		switch len(matches) {
+		case 0:
+			return fmt.Errorf("%w: no queue under prefix %q holds job %q", drover.ErrJobNotFound, ins.Prefix(), pos[0])
+		case 1:
+			pos = []string{matches[0].Queue, pos[0]}
+		default:
+			if *asJSON {
+				return writeJSON(c.out, matches)
+			}
+			fmt.Fprintf(c.out, "%d queues hold a job %q; name one: drover job <queue> %s\n", len(matches), pos[0], pos[0])
+			t := newTable(c.out, "QUEUE", "NAME", "STATE")
+			for _, m := range matches {
+				t.row(m.Queue, m.Name, m.State)
+			}
+			return t.flush()
+		}
+	}
 	d, err := ins.Job(ctx, pos[0], pos[1])
 	if err != nil {
 		return err

@@ -64,3 +64,33 @@ func TestJobTimelineWords(t *testing.T) {
 	require.Regexp(t, `(?m)^\s+--\s+failed without running \S+ \(no attempt ran\)\s+cancelled: not needed$`, out)
 	require.NotContains(t, out, "no attempt yet")
 }
+
+// TestJobWithoutQueue: `drover job <id>` finds the job's queue; with the id
+// in two queues it lists them, and an id no queue holds is not found.
+func TestJobWithoutQueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	for _, name := range []string{"mail", "sms"} {
+		q, err := drover.NewQueue(rdb, name, &drover.QueueOptions{Prefix: prefix})
+		require.NoError(t, err)
+		_, err = q.Add(ctx, "send", nil, &drover.JobOptions{JobID: "both"})
+		require.NoError(t, err)
+		if name == "sms" {
+			_, err = q.Add(ctx, "send", nil, &drover.JobOptions{JobID: "only-sms"})
+			require.NoError(t, err)
+		}
+	}
+	out, err := runCLI(ctx, t, prefix, "job", "only-sms")
+	require.NoError(t, err, out)
+	require.Contains(t, out, `job only-sms "send" in queue sms`)
+
+	out, err = runCLI(ctx, t, prefix, "job", "both")
+	require.NoError(t, err, out)
+	require.Contains(t, out, `2 queues hold a job "both"; name one`)
+	require.Regexp(t, `(?m)^mail\s+send\s+waiting$`, out)
+	require.Regexp(t, `(?m)^sms\s+send\s+waiting$`, out)
+
+	_, err = runCLI(ctx, t, prefix, "job", "nosuch")
+	require.ErrorIs(t, err, drover.ErrJobNotFound)
+}

@@ -376,8 +376,12 @@ func TestQueueCommands(t *testing.T) {
 		require.Len(t, d.Timeline, 2)
 		_, err := run(t, b, "job", "mail", "404")
 		require.ErrorIs(t, err, drover.ErrJobNotFound)
-		_, err = run(t, b, "job", "mail")
+		_, err = run(t, b, "job", "mail") // one argument: an id looked for in every queue
+		require.ErrorIs(t, err, drover.ErrJobNotFound)
+		_, err = run(t, b, "job")
 		var usage *usageError
+		require.ErrorAs(t, err, &usage)
+		_, err = run(t, b, "job", "mail", "1", "2")
 		require.ErrorAs(t, err, &usage)
 	})
 
