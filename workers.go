@@ -259,8 +259,8 @@ func (p *presence) masterMoved(ctx context.Context) bool {
 }
 
 // runID is the run_id of the server c's next command reaches.
-func runID(ctx context.Context, c redis.Cmdable) (string, error) {
-	info, err := c.Info(ctx, "server").Result()
+func runID(ctx context.Context, c redis.UniversalClient) (string, error) {
+	info, err := c.Do(ctx, "info", "server").Text()
 	if err != nil {
 		return "", err
 	}
