@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
 
@@ -127,8 +128,15 @@ func TestUIWalkEveryState(t *testing.T) {
 	// The queue Node paused says since when, on the overview and its page.
 	for _, at := range []struct{ hash, sel string }{{"#/", `#queues tr[data-queue="paused"] [data-paused-since]`}, {"#/q/paused", `[data-paused-since]`}} {
 		do(t, tab, chromedp.Navigate(b.url+at.hash), chromedp.WaitVisible(chromedp.CSS(at.sel)))
-		require.Regexp(t, `^paused \d`, text(t, tab, at.sel), at.hash)
-		since := evalJS[string](t, tab, `document.querySelector('`+at.sel+`').dataset.pausedSince`)
+		// Read in one step, and again if a live update was redrawing the
+		// badge at that moment.
+		var badge, since string
+		testkit.WaitFor(t, 10*time.Second, "the paused badge on "+at.hash, func() bool {
+			got := evalJS[[]string](t, tab, `(() => { const e = document.querySelector('`+at.sel+`'); return e ? [e.textContent, e.dataset.pausedSince] : ['', ''] })()`)
+			badge, since = got[0], got[1]
+			return badge != ""
+		})
+		require.Regexp(t, `^paused \d`, badge, at.hash)
 		ms, err := strconv.ParseInt(since, 10, 64)
 		require.NoError(t, err, "data-paused-since %q", since)
 		require.WithinDuration(t, time.Now(), time.UnixMilli(ms), 5*time.Minute)
