@@ -57,13 +57,6 @@ local meta = rcall("HMGET", metaKey, "opts.maxLenEvents", "paused", "concurrency
 -- getOrSetMaxEvents; its retryJob, moveToDelayed and
 -- moveJobFromActiveToWait call that too). A refused call writes nothing.
 local maxLen = meta[1] or "10000"
-local capMissing = not meta[1]
-local function writeCap()
-  if capMissing then
-    rcall("HSET", metaKey, "opts.maxLenEvents", maxLen)
-    capMissing = false
-  end
-end
 
 local codes = {}
 local trims = {}
@@ -297,8 +290,8 @@ elseif #owned > 0 then
   rcall("DEL", unpack(dels))
   rcall("SREM", stalledKey, unpack(ids))
 end
-if #owned > 0 then
-  writeCap()
+if #owned > 0 and not meta[1] then
+  rcall("HSET", metaKey, "opts.maxLenEvents", maxLen)
 end
 if #owned > 1 then
   rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
