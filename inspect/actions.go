@@ -428,9 +428,10 @@ func (i *Inspector) Resume(ctx context.Context, queue string) error {
 // clean action use unless told otherwise: jobs of the last hour stay.
 const CleanGraceDefault = time.Hour
 
-// cleanCap bounds a preview asked for with limit 0: the first 10000
-// candidates are shown (Clean itself then removes all of them).
-const cleanCap = 10000
+// CleanPreviewCap bounds a CleanCandidates preview asked for with limit 0:
+// the first 10000 candidates are listed (Clean itself then removes all of
+// them), so a caller that got this many can say "10000 or more".
+const CleanPreviewCap = 10000
 
 // CleanCandidates lists the jobs Clean(ctx, queue, state, grace, limit)
 // would remove now, oldest first, the order Clean takes them in: jobs of
@@ -446,7 +447,7 @@ func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state dro
 		return nil, err
 	}
 	if limit == 0 {
-		limit = cleanCap
+		limit = CleanPreviewCap
 	}
 	cutoff := time.Now().Add(-grace)
 	if state == drover.StateCompleted || state == drover.StateFailed {

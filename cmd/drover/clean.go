@@ -67,8 +67,8 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		count := fmt.Sprint(len(ids))
-		if *limit == 0 && len(ids) >= previewCap {
-			count = fmt.Sprintf("%d or more", previewCap) // the preview stops there, clean does not
+		if *limit == 0 && len(ids) >= inspect.CleanPreviewCap {
+			count = fmt.Sprintf("%d or more", inspect.CleanPreviewCap) // the preview stops there, clean does not
 		}
 		switch {
 		case *dryRun && *asJSON:
@@ -131,6 +131,3 @@ func listIDs(w io.Writer, ids []string) {
 		fmt.Fprintf(w, "  %s\n", id)
 	}
 }
-
-// previewCap is where inspect.CleanCandidates stops when no limit is given.
-const previewCap = 10000
