@@ -3,6 +3,7 @@ package drover
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -110,6 +111,13 @@ func (b *addBatcher) lead(ctx context.Context, q *Queue, own *addRequest) {
 	send := func(ctx context.Context) {
 		if len(batch) > 0 {
 			b.run(ctx, q, batch)
+			// run woke this batch's callers; most add again at once. Let
+			// them queue before the lead passes on, so the next batch
+			// takes them all rather than whoever was pending already
+			// (add_single, 8 producers: 3.8 adds a batch instead of 2.8,
+			// Redis CPU per add 17.2 us instead of 21, 39.8k adds/s
+			// instead of 34k; 4 alternating runs each).
+			runtime.Gosched()
 		}
 		b.mu.Lock()
 		if len(b.pending) > 0 {
