@@ -90,9 +90,13 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 		}
 	}
 	topology.Watch(rdb)
+	k := keys.New(o.Prefix, name)
+	if _, cluster := rdb.(*redis.ClusterClient); !cluster {
+		k = k.Standalone()
+	}
 	q := &Queue{
 		name:   name,
-		k:      keys.New(o.Prefix, name),
+		k:      k,
 		rdb:    rdb,
 		opts:   o,
 		clock:  clock.Real{},

@@ -25,7 +25,7 @@ type Queue struct {
 	name   string
 	base   string // "<prefix>:<name>:"
 	script []string
-	args   []any // numkeys, the script keys and the base, boxed once
+	args   []any // numkeys, the declared keys and the base, boxed once
 }
 
 // ValidateName reports whether a queue name is usable: non-empty and free of
@@ -133,13 +133,25 @@ func (q Queue) WorkerWake(workerID string) string { return q.base + "marker:" + 
 func (q Queue) CancelChannel(workerID string) string { return q.base + "drover:cancel:" + workerID }
 
 // ScriptArgs is "numkeys, KEYS..., base" of an EVALSHA call, boxed once per
-// queue so each script call does not allocate them again. The caller must
-// not modify it.
+// queue so each script call does not allocate them again: every queue key
+// (ScriptKeys), or, for a Standalone key set, the wait list alone. The
+// caller must not modify it.
 func (q Queue) ScriptArgs() []any { return q.args }
 
-// ScriptKeys is the fixed KEYS list every drover script receives, in the
-// order internal/scripts/lua/include/queue.lua names them. The caller must
-// not modify it.
+// Standalone is q for a client that is not a Redis Cluster client: its
+// scripts get one key, the wait list, and build the others from the base
+// (include/queue.lua), which costs Redis less per call than 16 declared
+// keys. On a cluster the full set is declared: the server checks declared
+// keys before a script runs, so a call to a migrating slot is redirected
+// whole instead of failing on the first key that has moved.
+func (q Queue) Standalone() Queue {
+	q.args = []any{1, q.Wait(), q.base}
+	return q
+}
+
+// ScriptKeys is every queue key a drover script uses (built from the base
+// inside the script, include/queue.lua), in the order queue.lua names them.
+// The caller must not modify it.
 func (q Queue) ScriptKeys() []string { return q.script }
 
 // reservedIDs are queue key suffixes a custom job id must not equal, or the

@@ -127,3 +127,58 @@ var (
 	assignFunc  = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*) = function\(`)
 	word        = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 )
+
+// pruneKeys drops the queue-key lines of include/queue.lua ("local xKey =
+// KEYS[i] or base .. ...") whose name nothing else in src uses: each is a
+// string concatenation Redis would run on every call for nothing.
+func pruneKeys(src string) string {
+	lines := strings.SplitAfter(src, "\n")
+	words := map[string]int{}
+	for _, line := range lines {
+		if strings.HasPrefix(strings.TrimLeft(line, " \t"), "--") {
+			continue
+		}
+		for _, w := range word.FindAllString(line, -1) {
+			words[w]++
+		}
+	}
+	var out strings.Builder
+	out.Grow(len(src))
+	for _, line := range lines {
+		if m := keyLine.FindStringSubmatch(strings.TrimRight(line, "\r\n")); m != nil && words[m[1]] == 1 {
+			continue
+		}
+		out.WriteString(line)
+	}
+	return out.String()
+}
+
+// inlineRecord replaces each REC.field of a script with the field's offset
+// and drops the REC table (recordLua), when the script only reads fields by
+// name: a table built on every call (15 fields: ~5,000 instructions) and a
+// look-up per read, for numbers fixed when the script is loaded. A script
+// that indexes REC with a variable keeps the table.
+func inlineRecord(src string) string {
+	m := recTable.FindStringSubmatchIndex(src)
+	if m == nil || strings.Contains(src, "REC[") {
+		return src
+	}
+	offsets := map[string]string{}
+	for _, f := range recField.FindAllStringSubmatch(src[m[2]:m[3]], -1) {
+		offsets[f[1]] = f[2]
+	}
+	src = src[:m[0]] + src[m[1]:]
+	return recRead.ReplaceAllStringFunc(src, func(r string) string {
+		if n, ok := offsets[strings.TrimPrefix(r, "REC.")]; ok {
+			return n
+		}
+		return r // unknown field: left for Lua to report (nil arithmetic)
+	})
+}
+
+var (
+	keyLine  = regexp.MustCompile(`^local ([A-Za-z_][A-Za-z0-9_]*Key) = KEYS\[\d+\]( or base \.\. "[^"]*")?$`)
+	recTable = regexp.MustCompile(`(?m)^local REC = \{([^}]*)\}\n`)
+	recField = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*) = (\d+)`)
+	recRead  = regexp.MustCompile(`\bREC\.[A-Za-z_][A-Za-z0-9_]*`)
+)

@@ -8,9 +8,11 @@
 // initialised (indented like the line, so an include can go inside a
 // function), so shared helpers are written once; a line "--@record name"
 // by the offsets of a record schema (records). Every script receives the
-// queue's 16 keys (keys.Queue.ScriptKeys) as KEYS and the job-key base as
-// ARGV[1]; keys of individual jobs are built from that base inside the script,
-// which is cluster-safe because the base carries the queue's hash tag.
+// queue's keys as KEYS (all 16 on a Redis Cluster, the wait list alone
+// elsewhere: keys.Queue.ScriptArgs and Standalone) and the key base as
+// ARGV[1]; keys not declared, the keys of individual jobs among them, are
+// built from that base inside the script, which is cluster-safe because the
+// base carries the queue's hash tag.
 //
 // Scripts run with EVALSHA and fall back to EVAL on NOSCRIPT (go-redis
 // Script.Run). The wrappers turn negative Lua return codes into the errors
@@ -33,16 +35,18 @@ import (
 var luaFS embed.FS
 
 // Source returns the expanded source of script name (without ".lua"), as it
-// is sent to Redis: the top-level functions it never calls (prune), comment
-// lines, blank lines and indentation left out. An include ("include/name")
-// comes whole, for tests that run its helpers.
+// is sent to Redis: the top-level functions it never calls (prune), the
+// queue keys it never names (pruneKeys), comment lines, blank lines and
+// indentation left out, and record offsets written as numbers
+// (inlineRecord). An include ("include/name") comes whole, for tests that
+// run its helpers.
 func Source(name string) string {
 	src, err := expand(name, map[string]bool{})
 	if err != nil {
 		panic(err) // the embedded files are fixed at build time; a test covers every script
 	}
 	if !strings.HasPrefix(name, "include/") {
-		src = prune(src)
+		src = inlineRecord(pruneKeys(prune(src)))
 	}
 	return compact(src)
 }

@@ -91,10 +91,12 @@ func TestScriptCodes(t *testing.T) {
 
 // TestFinishRecordSchema holds finishJobs.lua to finishRecord: the script
 // reads only fields the schema names, reads every one of them, and gets the
-// offsets from the schema (no hard-coded position).
+// offsets from the schema (no hard-coded position). What Redis gets has
+// the offsets written in (inlineRecord).
 func TestFinishRecordSchema(t *testing.T) {
 	t.Parallel()
-	src := Source("finishJobs")
+	src, err := expand("finishJobs", map[string]bool{})
+	require.NoError(t, err)
 	require.Contains(t, src, "local REC = {id = 1, token = 2,")
 	used := map[string]bool{}
 	for _, m := range regexp.MustCompile(`REC\.(\w+)`).FindAllStringSubmatch(src, -1) {
@@ -111,4 +113,53 @@ func TestFinishRecordSchema(t *testing.T) {
 	require.Contains(t, src, "local o = 12", "records start after ARGV 1-12 (base, the FinishJobs arguments before recs)")
 	require.Contains(t, src, "REC_FIELDS or REC_HEAD")
 	require.Equal(t, "more", finishRecord[finishHead-1].name, "the head ends with the field that announces the tail")
+
+	sent := Source("finishJobs")
+	require.NotContains(t, sent, "REC.", "every field read is a number in what Redis runs")
+	require.NotContains(t, sent, "local REC =")
+	require.Contains(t, sent, `ARGV[o + 7] == "1" and REC_FIELDS or REC_HEAD`, "more is field 7")
+}
+
+// TestInlineRecord: offsets replace the reads of a table that is only read
+// by field name; a script that indexes it with a variable keeps it.
+func TestInlineRecord(t *testing.T) {
+	t.Parallel()
+	table := "local REC = {id = 1, more = 12}\nlocal REC_FIELDS = 12\n"
+	require.Equal(t, "local REC_FIELDS = 12\nx = ARGV[o + 1] .. ARGV[o + 12] .. REC.nope\n",
+		inlineRecord(table+"x = ARGV[o + REC.id] .. ARGV[o + REC.more] .. REC.nope\n"))
+	dynamic := table + "x = ARGV[o + REC[name]] .. ARGV[o + REC.id]\n"
+	require.Equal(t, dynamic, inlineRecord(dynamic))
+	require.Contains(t, Source("addFlow"), "local REC = {", "addFlow reads fields by a variable name")
+}
+
+// TestQueueKeyLines holds include/queue.lua to keys.Queue.ScriptKeys: the
+// same keys, in the same order, each read from KEYS when declared (a
+// cluster) and built from the base otherwise (Standalone); the loader keeps
+// only the lines of keys a script names.
+func TestQueueKeyLines(t *testing.T) {
+	t.Parallel()
+	raw, err := luaFS.ReadFile("lua/include/queue.lua")
+	require.NoError(t, err)
+	k := keys.New("{bull}", "q")
+	lines := regexp.MustCompile(`(?m)^local (\w+Key) = KEYS\[(\d+)\](?: or base \.\. "([^"]*)")?$`).FindAllStringSubmatch(string(raw), -1)
+	require.Len(t, lines, len(k.ScriptKeys()))
+	for i, m := range lines {
+		require.Equal(t, strconv.Itoa(i+1), m[2], m[1])
+		if i == 0 {
+			require.Empty(t, m[3], "the wait list is declared in both forms")
+			require.Equal(t, k.Wait(), k.ScriptKeys()[0])
+			continue
+		}
+		require.Equal(t, k.ScriptKeys()[i], k.Base()+m[3], m[1])
+	}
+	full := []any{len(k.ScriptKeys())}
+	for _, key := range k.ScriptKeys() {
+		full = append(full, key)
+	}
+	require.Equal(t, append(full, k.Base()), k.ScriptArgs(), "a cluster declares every key")
+	require.Equal(t, []any{1, k.Wait(), k.Base()}, k.Standalone().ScriptArgs())
+
+	src := Source("getRateLimitTtl")
+	require.Contains(t, src, `local limiterKey = KEYS[16] or base .. "limiter"`)
+	require.NotContains(t, src, `local waitingChildrenKey =`, "a key the script never names is not built")
 }

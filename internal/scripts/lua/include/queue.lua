@@ -1,21 +1,29 @@
--- queue.lua: names for the queue keys every drover script receives, in the
--- order internal/keys.Queue.ScriptKeys builds them. ARGV[1] is always the
+-- queue.lua: names for the queue keys every drover script uses, in the
+-- order internal/keys.Queue.ScriptKeys lists them. ARGV[1] is always the
 -- "<prefix>:<queue>:" base that job keys are built from; it carries the same
--- hash tag as KEYS, so job keys live in the queue's cluster slot.
-local waitKey = KEYS[1]
-local activeKey = KEYS[2]
-local prioritizedKey = KEYS[3]
-local delayedKey = KEYS[4]
-local completedKey = KEYS[5]
-local failedKey = KEYS[6]
-local pausedKey = KEYS[7]
-local waitingChildrenKey = KEYS[8]
-local eventsKey = KEYS[9]
-local metaKey = KEYS[10]
-local markerKey = KEYS[11]
-local pcKey = KEYS[12]
-local idKey = KEYS[13]
-local stalledKey = KEYS[14]
-local stalledCheckKey = KEYS[15]
-local limiterKey = KEYS[16]
+-- hash tag as the queue's keys, so job keys live in the queue's cluster slot.
+-- On a Redis Cluster, KEYS holds all 16 (keys.Queue.ScriptArgs): the server
+-- checks declared keys before it runs a script, so while a slot migrates a
+-- call is redirected whole rather than failing part way. Elsewhere KEYS
+-- holds the wait list alone (keys.Queue.Standalone) and the others are built
+-- from the base: a declared key costs Redis about a thousand instructions
+-- per call (an argument parsed, boxed and put in a Lua table), a
+-- concatenation about half that, and the loader drops the lines of keys a
+-- script never names (prune.go).
 local base = ARGV[1]
+local waitKey = KEYS[1]
+local activeKey = KEYS[2] or base .. "active"
+local prioritizedKey = KEYS[3] or base .. "prioritized"
+local delayedKey = KEYS[4] or base .. "delayed"
+local completedKey = KEYS[5] or base .. "completed"
+local failedKey = KEYS[6] or base .. "failed"
+local pausedKey = KEYS[7] or base .. "paused"
+local waitingChildrenKey = KEYS[8] or base .. "waiting-children"
+local eventsKey = KEYS[9] or base .. "events"
+local metaKey = KEYS[10] or base .. "meta"
+local markerKey = KEYS[11] or base .. "marker"
+local pcKey = KEYS[12] or base .. "pc"
+local idKey = KEYS[13] or base .. "id"
+local stalledKey = KEYS[14] or base .. "stalled"
+local stalledCheckKey = KEYS[15] or base .. "stalled-check"
+local limiterKey = KEYS[16] or base .. "limiter"
