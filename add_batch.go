@@ -29,7 +29,7 @@ type addBatcher struct {
 }
 
 // addLeaders bounds the add batches in flight at once. Each batch pays the
-// script's fixed cost (16 keys, the call token, the meta read, the marker),
+// script's fixed cost (the call token, the meta read, the marker),
 // and more leaders split the same callers into smaller batches; fewer leave
 // Redis idle while the client turns a reply around. In bench-compare's
 // add_single (8 producers, one client, 50,000 adds, 2-core VM, same
