@@ -20,9 +20,22 @@
 -- Exactly once per call (include/once.lua: <base>add:<token>).
 --@include common
 --@include queue
---@include state
---@include dedup
 --@include once
+
+-- cold() makes the helpers of a duplicate or a deduplication id on the
+-- call's first need of them. Redis makes every top-level function of a
+-- script anew on each call (a closure, its upvalues looked up one by one:
+-- about 1,300 instructions each), and a plain add needs none of these.
+local coldHelpers
+local function cold()
+  if coldHelpers then
+    return coldHelpers
+  end
+  --@include state
+  --@include dedup
+  coldHelpers = {jobState = jobState, dedupAdd = dedupAdd}
+  return coldHelpers
+end
 
 local callKey, first = onceReply(base, ARGV[2])
 if first then
@@ -76,7 +89,7 @@ for i = 0, n - 1 do
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "duplicated", "jobId", id)
     allCreated = false
     local fields = rcall("HGETALL", jobKey)
-    replies[#replies + 1] = {"duplicate", id, pending[id] or jobState(id, fields)}
+    replies[#replies + 1] = {"duplicate", id, pending[id] or cold().jobState(id, fields)}
     existing[#replies] = fields
   else
     local recovered = nil
@@ -87,13 +100,13 @@ for i = 0, n - 1 do
         addDelayMarker(markerKey, delayedKey)
         delayMarker = false
       end
-      owner, recovered = dedupAdd(base, maxLen, deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id,
+      owner, recovered = cold().dedupAdd(base, maxLen, deid, tonumber(ARGV[o + 10]) or 0, ARGV[o + 11], id,
         {name, ARGV[o + 4], ARGV[o + 5], delay, timestamp})
     end
     if owner then
       allCreated = false
       local fields = rcall("HGETALL", base .. owner)
-      replies[#replies + 1] = {"deduplicated", owner, pending[owner] or jobState(owner, fields)}
+      replies[#replies + 1] = {"deduplicated", owner, pending[owner] or cold().jobState(owner, fields)}
       existing[#replies] = fields
     else
       if deid ~= "" then

@@ -40,16 +40,6 @@ local function dedupEvent(qbase, maxLen, deid, ownerId, dupId)
     "jobId", ownerId, "deduplicationId", deid, "deduplicatedJobId", dupId)
 end
 
--- addedReply is addJobs' and addFlow's reply for a job the add created:
--- "readded" with the removed owner's id when it took over a stale dedup key
--- (recovered), else "created".
-local function addedReply(id, recovered)
-  if recovered then
-    return {"readded", id, recovered}
-  end
-  return {"created", id, ""}
-end
-
 -- storeNext is keepLastIfActive's hit path (BullMQ's storeDeduplicatedNextJob):
 -- while the owner cur runs (it is in active), the add of newId ({name, data
 -- JSON, opts JSON} in add) is kept in dn:<deid>, replacing an earlier kept

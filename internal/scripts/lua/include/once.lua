@@ -29,3 +29,13 @@ local function onceRemember(key, replies, ttl)
     rcall("SET", key, text, "PX", ttl)
   end
 end
+
+-- addedReply is addJobs' and addFlow's reply for a job the add created:
+-- "readded" with the removed owner's id when it took over a stale dedup key
+-- (recovered), else "created".
+local function addedReply(id, recovered)
+  if recovered then
+    return {"readded", id, recovered}
+  end
+  return {"created", id, ""}
+end
