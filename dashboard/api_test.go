@@ -305,6 +305,8 @@ func TestAPI(t *testing.T) {
 		require.Equal(t, "retry: 2000", sc.Text())
 		require.True(t, sc.Scan())
 		require.Equal(t, ": open", sc.Text(), "subscribed from here on")
+		pos := readPosition(t, sc)
+		require.Regexp(t, `^\d+-\d+$`, pos)
 		id := b.add(t, "q", "x", nil, nil)
 		var lines []string
 		for sc.Scan() {
@@ -317,6 +319,75 @@ func TestAPI(t *testing.T) {
 		require.Contains(t, lines[len(lines)-1], `"name":"added"`)
 		require.Contains(t, lines[len(lines)-1], `"jobId":"`+id+`"`)
 	})
+
+	// A page whose stream the browser gave up on (an error answer while
+	// Redis was down) opens a new one after the position it last had: the
+	// events written while it had none still arrive, and a stream the
+	// browser reconnects itself resumes from the position it was told at
+	// open, before any job event.
+	t.Run("LiveEventsResume", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		b.add(t, "q", "first", nil, nil)
+		open := func(query string, header string) (*http.Response, *bufio.Scanner) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"api/queues/q/events"+query, nil)
+			require.NoError(t, err)
+			if header != "" {
+				req.Header.Set("Last-Event-ID", header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			t.Cleanup(func() { resp.Body.Close() })
+			return resp, bufio.NewScanner(resp.Body)
+		}
+		resp, sc := open("", "")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.True(t, sc.Scan())
+		require.True(t, sc.Scan())
+		pos := readPosition(t, sc)
+		resp.Body.Close()
+
+		missed := b.add(t, "q", "while-closed", nil, nil)
+		for _, how := range []struct{ query, header string }{{"?after=" + pos, ""}, {"", pos}} {
+			resp, sc := open(how.query, how.header)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			var data string
+			for sc.Scan() {
+				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.HasPrefix(d, "{") {
+					data = d
+					break
+				}
+			}
+			require.Contains(t, data, `"jobId":"`+missed+`"`, "resumed with %+v", how)
+			resp.Body.Close()
+		}
+
+		for _, bad := range []struct{ query, header, names string }{
+			{"?after=nope", "", "after"}, {"?after=1-x", "", "after"}, {"", "12", "Last-Event-ID"},
+		} {
+			resp, _ := open(bad.query, bad.header)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%+v", bad)
+			require.Contains(t, string(body), bad.names+" must be an event id", "%+v", bad)
+		}
+	})
+}
+
+// readPosition reads the "position" event that opens a live-events stream
+// and returns the position it names (its id and its data).
+func readPosition(t *testing.T, sc *bufio.Scanner) string {
+	t.Helper()
+	var lines []string
+	for sc.Scan() && sc.Text() != "" {
+		lines = append(lines, sc.Text())
+	}
+	require.Len(t, lines, 3, "%q", lines)
+	id, ok := strings.CutPrefix(lines[0], "id: ")
+	require.True(t, ok, "%q", lines)
+	require.Equal(t, "event: position", lines[1])
+	require.Equal(t, "data: "+id, lines[2])
+	return id
 }
 
 // TestMetricsEndpoint is acceptance 5: /metrics parses as the Prometheus text

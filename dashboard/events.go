@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/seed40057009/drover"
@@ -11,7 +12,9 @@ import (
 )
 
 // Event is one live update, as GET /api/queues/{queue}/events streams it
-// (server-sent events; each event's id resumes the stream via Last-Event-ID):
+// (server-sent events named "job"; each event's id resumes the stream via
+// Last-Event-ID or ?after=, and a first "position" event names where the
+// stream starts):
 // inspect's event, with the names `drover watch --json` prints too.
 type Event = inspect.Event
 
@@ -31,7 +34,18 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	// A stream outlives the server's write timeout; each event gets its own
 	// (a reader that stops reading loses the stream and its slot).
 	_ = rc.SetWriteDeadline(time.Time{})
-	last := r.Header.Get("Last-Event-ID")
+	// Where to resume: the browser's own reconnect sends Last-Event-ID; a
+	// page that opens a new stream after the browser gave up (an error
+	// answer while Redis was down) passes the last id it saw as ?after=,
+	// so the events written meanwhile are not lost.
+	last, from := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if after := r.URL.Query().Get("after"); after != "" {
+		last, from = after, "after"
+	}
+	if last != "" && !validStreamID(last) {
+		writeError(w, http.StatusBadRequest, from+" must be an event id (<ms>-<seq>), got "+strconv.Quote(last))
+		return
+	}
 	qe, err := h.streamIns.Events(r.Context(), r.PathValue("queue"), last)
 	if err != nil {
 		writeErr(w, err)
@@ -41,8 +55,13 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	// Tell the browser to reconnect after 2s and that the stream is open.
-	if _, err := fmt.Fprint(w, "retry: 2000\n: open\n\n"); err != nil {
+	// Tell the browser to reconnect after 2s and that the stream is open,
+	// and name the position it starts from (a "position" event, whose id
+	// the browser keeps and whose data the page reads): a stream dropped
+	// or refused before its first job event then resumes there too, not
+	// at the events written after the reconnect.
+	pos := qe.LastID()
+	if _, err := fmt.Fprintf(w, "retry: 2000\n: open\nid: %s\nevent: position\ndata: %s\n\n", pos, pos); err != nil {
 		return
 	}
 	if err := rc.Flush(); err != nil {

@@ -289,7 +289,8 @@ func TestOpenAPI(t *testing.T) {
 	require.NoError(t, checker.check("event", evSchema, ev), line)
 }
 
-// readDataLine returns the first "data: " line of a server-sent events stream.
+// readDataLine returns the data line of the first "job" event of a
+// server-sent events stream (not the "position" event that opens it).
 func readDataLine(t *testing.T, r io.Reader) string {
 	t.Helper()
 	buf := make([]byte, 0, 4096)
@@ -298,9 +299,14 @@ func readDataLine(t *testing.T, r io.Reader) string {
 	for time.Now().Before(deadline) {
 		n, err := r.Read(tmp)
 		buf = append(buf, tmp[:n]...)
-		for _, l := range strings.Split(string(buf), "\n") {
-			if d, ok := strings.CutPrefix(l, "data: "); ok && strings.HasSuffix(string(buf), "\n\n") {
-				return d
+		for _, block := range strings.Split(string(buf), "\n\n") {
+			if !strings.Contains(block, "event: job\n") || !strings.HasSuffix(string(buf), "\n\n") {
+				continue
+			}
+			for _, l := range strings.Split(block, "\n") {
+				if d, ok := strings.CutPrefix(l, "data: "); ok {
+					return d
+				}
 			}
 		}
 		require.NoError(t, err)

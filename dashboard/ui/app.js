@@ -250,17 +250,23 @@
   function every(ms, fn) { app.timers.push(setInterval(fn, ms)); }
 
   // live subscribes to a queue's events; onEvent gets each one.
-  // The browser reconnects a dropped stream by itself, but gives up for
+  // The browser reconnects a dropped stream by itself, from the last id it
+  // saw (the server names the starting one at open), but gives up for
   // good on an error answer (a 503 while Redis is down or too many streams
   // are open, a proxy's 502): then the page opens a new one a little later,
-  // for as long as it is shown.
+  // for as long as it is shown, after the last id it saw, so the events
+  // written meanwhile still arrive.
   function live(queue, onEvent) {
     if (!window.EventSource) return;
     const gen = app.render;
+    let last = '';
     const open = () => {
       if (gen !== app.render) return;
-      const es = new EventSource(`api/queues/${seg(queue)}/events`);
+      const after = last ? `?after=${encodeURIComponent(last)}` : '';
+      const es = new EventSource(`api/queues/${seg(queue)}/events${after}`);
+      es.addEventListener('position', (m) => { if (m.data) last = m.data; });
       es.addEventListener('job', (m) => {
+        if (m.lastEventId) last = m.lastEventId;
         try { onEvent(JSON.parse(m.data)); } catch (e) { /* ignore */ }
       });
       es.addEventListener('error', () => {
