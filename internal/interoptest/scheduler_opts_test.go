@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/difftest"
 )
 
 // TestInteropSchedulerOptsNames: GetJobScheduler gives a template's
@@ -54,4 +55,18 @@ func TestInteropSchedulerOptsNames(t *testing.T) {
 			require.Equal(t, tc.want.ParentPolicy, o.ParentPolicy)
 		})
 	}
+}
+
+// TestDifferentialSchedulerReadKeepLogs: the campaign's first getSchedulers
+// divergence (seed 965958298): drover read a template with keepLogs as
+// {"kl":2}, Node as {"keepLogs":2}.
+func TestDifferentialSchedulerReadKeepLogs(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 965958298, Steps: []difftest.Step{
+		{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}, KeepLogs: 2}, Scheduler: &difftest.Scheduler{ID: "s2", Every: 0, Pattern: "*/30 * * * *", Start: 10800000, Limit: 1}},
+		{Op: difftest.OpGetSchedulers, By: difftest.Drover},
+		{Op: difftest.OpGetScheduler, By: difftest.Drover, Scheduler: &difftest.Scheduler{ID: "s2"}},
+	}})
 }
