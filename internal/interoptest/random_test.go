@@ -91,7 +91,7 @@ func checkProgram(t *testing.T, b *bundle, p *difftest.Program, known bool) {
 		return
 	}
 	t.Logf("divergence in %s\n%s", p, d)
-	minimal, md := shrink(t, b, p, known)
+	minimal, md := shrink(t, b, p, d, known)
 	if md == nil {
 		t.Fatalf("the divergence does not reproduce (flaky run?)")
 	}
@@ -116,10 +116,32 @@ func allNode(p *difftest.Program) bool {
 	return true
 }
 
-func shrink(t *testing.T, b *bundle, p *difftest.Program, known bool) (*difftest.Program, *divergence) {
+// shrink reduces p to a minimal program that still diverges as d does: at
+// a step of the same operation, in the same way (results, reads or state).
+// Any divergence at all would let a long program that shows two bugs
+// shrink to the one a known entry explains and hide the other (a
+// getSchedulers read that differed shrank to a known drain divergence).
+func shrink(t *testing.T, b *bundle, p *difftest.Program, d *divergence, known bool) (*difftest.Program, *divergence) {
 	t.Helper()
-	minimal := difftest.Shrink(p, shrinkBudget, func(c *difftest.Program) bool { return runDifferential(t, b, c, known) != nil })
+	want := d.signature(p)
+	minimal := difftest.Shrink(p, shrinkBudget, func(c *difftest.Program) bool {
+		cd := runDifferential(t, b, c, known)
+		return cd != nil && cd.signature(c) == want
+	})
 	return minimal, runDifferential(t, b, minimal, known)
+}
+
+// signature is what kind of divergence d is in p: the diverging step's
+// operation and whether the results, the cross reads or the states differ.
+func (d *divergence) signature(p *difftest.Program) string {
+	kind := "state"
+	switch {
+	case d.ref != d.mix:
+		kind = "result"
+	case d.cross:
+		kind = "cross"
+	}
+	return string(p.Steps[d.step].Op) + "/" + kind
 }
 
 func regressionTest(p *difftest.Program) string {
@@ -220,7 +242,7 @@ func campaign(t *testing.T, b *bundle, cfg difftest.Config, seeds []int64, until
 			}
 			continue
 		}
-		minimal, md := shrink(t, b, p, cfg.Known)
+		minimal, md := shrink(t, b, p, d, cfg.Known)
 		if md == nil {
 			t.Logf("seed %d: divergence that does not reproduce (flaky run?):\n%s\n%s", seed, p, d)
 			minimal, md = p, d
@@ -945,12 +967,19 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if c.Limit > 0 {
 				repeat["limit"] = c.Limit
 			}
+			if c.End != 0 {
+				repeat["endDate"] = r.anchor + c.End
+			}
 			got, err = o.UpsertJobScheduler(ctx, p, q, c.ID, repeat, map[string]any{"name": a.Name, "data": a.Data, "opts": r.nodeOpts(a)})
 		} else {
-			var job *drover.Job
-			job, err = r.dq.UpsertJobScheduler(ctx, c.ID, drover.RepeatOptions{
+			ro := drover.RepeatOptions{
 				Every: time.Duration(c.Every) * time.Millisecond, Pattern: c.Pattern, StartDate: time.UnixMilli(start), Limit: c.Limit,
-			}, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
+			}
+			if c.End != 0 {
+				ro.EndDate = time.UnixMilli(r.anchor + c.End)
+			}
+			var job *drover.Job
+			job, err = r.dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
 			if job != nil {
 				got = job.ID
 			}
@@ -1038,9 +1067,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			&drover.RetryOptions{ResetAttemptsMade: s.ResetMade, ResetAttemptsStarted: s.ResetStarted}))
 	case difftest.OpRetryJobs:
 		if node {
-			return r.result("", o.RetryJobs(ctx, p, q, bullmqoracle.RetryJobsOptions{State: s.State}))
+			return r.result("", o.RetryJobs(ctx, p, q, bullmqoracle.RetryJobsOptions{State: s.State, Count: s.Limit}))
 		}
-		_, err := r.dq.RetryJobs(ctx, &drover.RetryJobsOptions{State: drover.JobState(s.State)})
+		_, err := r.dq.RetryJobs(ctx, &drover.RetryJobsOptions{State: drover.JobState(s.State), Count: s.Limit})
 		return r.result("", err)
 	case difftest.OpPromote:
 		if node {
@@ -1231,6 +1260,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			}
 		}
 		return r.result(fmt.Sprint(ids), err)
+	case difftest.OpGetScheduler, difftest.OpGetSchedulers, difftest.OpGetDedupJobID, difftest.OpGetRateLimitTTL,
+		difftest.OpGetCountsPerPriority, difftest.OpGetLimits, difftest.OpFlowRead:
+		return r.read(ctx, s, node)
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
 		// stream itself is compared.

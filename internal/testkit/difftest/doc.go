@@ -20,10 +20,13 @@
 // obliterate, pause, resume, progress, log, updateData, global
 // concurrency, global rate limit, queue.rateLimit and removeRateLimitKey,
 // trimEvents), reads whose answers are compared (getJobCounts, getJobs
-// ranges), manual processing (getNextJob / Worker.NextJob, the job's
+// ranges, getJobScheduler and getJobSchedulers pages, getDeduplicationJobId,
+// getRateLimitTtl, getCountsPerPriority, isMaxed with the global limits, a
+// job's getChildrenValues, getDependencies and getDependenciesCount), manual processing (getNextJob / Worker.NextJob, the job's
 // finishes, with and without fetchNext, moveToWaitingChildren), flows (a parent
 // with children, each failure policy; a lone job with a parent link) and
-// job schedulers (upsert and remove; runs promoted and taken by either
+// job schedulers (upsert with every or a cron pattern, a limit and an end
+// date, and remove; runs promoted and taken by either
 // side's worker, which makes the next run). Drover does its share of each
 // through its public API: Queue.Add/AddBulk, FlowProducer.Add (FlowJob.
 // Parent for a parent link), Queue.UpsertJobScheduler/RemoveJobScheduler,

@@ -119,7 +119,11 @@ func (g *gen) step() Step {
 		{5, func() Step {
 			return Step{Op: OpRetry, Job: g.job(), State: g.pick("failed", "completed"), ResetMade: g.chance(40), ResetStarted: g.chance(30)}
 		}},
-		{2, func() Step { return Step{Op: OpRetryJobs, State: g.pick("failed", "completed")} }},
+		{2, func() Step {
+			// Sometimes in chunks of one or two jobs: the calls loop until
+			// the state is empty.
+			return Step{Op: OpRetryJobs, State: g.pick("failed", "completed"), Limit: g.pick3(1+g.r.IntN(2), 0)}
+		}},
 		{4, func() Step { return Step{Op: OpPromote, Job: g.job()} }},
 		{1, func() Step { return Step{Op: OpPromoteJobs} }},
 		{3, func() Step { return Step{Op: OpChangeDelay, Job: g.job(), Delay: int64(1+g.r.IntN(3)) * Hour} }},
@@ -170,6 +174,17 @@ func (g *gen) step() Step {
 			return Step{Op: OpGetJobs, State: g.pick("wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"),
 				Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
 		}},
+		{2, func() Step { return Step{Op: OpGetScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
+		{1, func() Step {
+			return Step{Op: OpGetSchedulers, Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
+		}},
+		{1, func() Step { return Step{Op: OpGetDedupJobID, DedupID: g.pick("d1", "d2")} }},
+		{1, func() Step { return Step{Op: OpGetRateLimitTTL, Limit: g.pick3(1+g.r.IntN(2), 0)} }},
+		{1, func() Step { return Step{Op: OpGetCountsPerPriority} }},
+		{1, func() Step { return Step{Op: OpGetLimits} }},
+		{3, func() Step {
+			return Step{Op: OpFlowRead, Job: g.job(), Read: []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount}[g.r.IntN(3)]}
+		}},
 	}
 	total := 0
 	for _, o := range opts {
@@ -204,10 +219,17 @@ func (g *gen) upsertScheduler() Step {
 	if g.chance(30) {
 		c.Limit = 1 + g.r.IntN(2)
 	}
+	if g.chance(20) {
+		// An end date: already past (no scheduler is made), at the first
+		// run, or an hour or two after it.
+		c.End = g.pickI64(-4*Hour, c.Start, c.Start+Hour, c.Start+2*Hour)
+	}
 	return Step{Op: OpUpsertScheduler, Add: a, Scheduler: c}
 }
 
 func (g *gen) pickI(xs ...int) int { return xs[g.r.IntN(len(xs))] }
+
+func (g *gen) pickI64(xs ...int64) int64 { return xs[g.r.IntN(len(xs))] }
 
 func (g *gen) pick3(a, b int) int {
 	if g.chance(30) {

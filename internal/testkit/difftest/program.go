@@ -141,6 +141,44 @@ const (
 	// drover's Job.MoveToWaitingChildren on the job NextJob returned). A
 	// job with no pending child stays taken.
 	OpManualWaitChildren Op = "manualWaitChildren"
+	// OpGetScheduler reads job scheduler Step.Scheduler.ID
+	// (getJobScheduler / GetJobScheduler); its result is every field the
+	// two readers share, the template's data and options included.
+	OpGetScheduler Op = "getScheduler"
+	// OpGetSchedulers lists the job schedulers from index Step.Priority,
+	// Step.Limit of them (0: all the rest), ascending by next run unless
+	// Step.LIFO (getJobSchedulers / GetJobSchedulers); its result is each
+	// one as OpGetScheduler renders it.
+	OpGetSchedulers Op = "getSchedulers"
+	// OpGetDedupJobID reads the job that holds deduplication id
+	// Step.DedupID (queue.getDeduplicationJobId / GetDeduplicationJobID).
+	OpGetDedupJobID Op = "getDedupJobId"
+	// OpGetRateLimitTTL reads how long the limiter still refuses takes,
+	// for Step.Limit jobs (0: the queue's own max) (queue.getRateLimitTtl
+	// / GetRateLimitTTL); its result is rounded up to the minute.
+	OpGetRateLimitTTL Op = "getRateLimitTtl"
+	// OpGetCountsPerPriority counts the ready jobs of priorities 0 to 5
+	// (queue.getCountsPerPriority / GetCountsPerPriority).
+	OpGetCountsPerPriority Op = "getCountsPerPriority"
+	// OpGetLimits reads the queue's global limits: isMaxed,
+	// getGlobalConcurrency and getGlobalRateLimit (IsMaxed,
+	// GetGlobalConcurrency, GetGlobalRateLimit).
+	OpGetLimits Op = "getLimits"
+	// OpFlowRead reads Step.Job's children with Step.Read (the job read
+	// with getJob first, as a user would).
+	OpFlowRead Op = "flowRead"
+)
+
+// FlowRead is one of a job's reads of its children (OpFlowRead).
+type FlowRead string
+
+// The flow reads: Job.getChildrenValues, getDependencies (no paging) and
+// getDependenciesCount; drover's Job.GetChildrenValues, GetDependencies
+// (nil options) and GetDependenciesCount.
+const (
+	ReadChildrenValues    FlowRead = "getChildrenValues"
+	ReadDependencies      FlowRead = "getDependencies"
+	ReadDependenciesCount FlowRead = "getDependenciesCount"
 )
 
 // Step is one operation of a program.
@@ -168,11 +206,13 @@ type Step struct {
 	// descending order.
 	Priority int
 	LIFO     bool
-	// Limit of OpClean (0: none) and OpGetJobs (0: all); the lines OpClearLogs keeps; the cap of
-	// OpSetGlobalConcurrency; the max of OpSetGlobalRateLimit; the length
-	// OpTrimEvents trims to.
+	// Limit of OpClean (0: none), OpGetJobs and OpGetSchedulers (0: all);
+	// the lines OpClearLogs keeps; the cap of OpSetGlobalConcurrency; the
+	// max of OpSetGlobalRateLimit; the length OpTrimEvents trims to; the
+	// jobs one call of OpRetryJobs moves (0: the default 1000); the
+	// maxJobs of OpGetRateLimitTTL (0: none given).
 	Limit int
-	// DedupID of OpRemoveDedupKey.
+	// DedupID of OpRemoveDedupKey and OpGetDedupJobID.
 	DedupID string
 	// Token is the lock token of OpManualTake and OpManualFinish.
 	Token string
@@ -182,13 +222,17 @@ type Step struct {
 	Value any
 	// Line of OpLog.
 	Line string
-	// Scheduler of OpUpsertScheduler and OpRemoveScheduler.
+	// Scheduler of OpUpsertScheduler and OpRemoveScheduler; its ID is
+	// OpGetScheduler's.
 	Scheduler *Scheduler
+	// Read is OpFlowRead's read.
+	Read FlowRead
 }
 
 // Scheduler is a job scheduler repeating every Every ms from Start ms after
 // the program's anchor (a time hours ahead of the run, shared by both runs),
-// at most Limit runs (0: no limit).
+// at most Limit runs (0: no limit), none after End ms after the anchor (0:
+// no end).
 type Scheduler struct {
 	ID    string
 	Every int64
@@ -198,6 +242,7 @@ type Scheduler struct {
 	Pattern string
 	Start   int64
 	Limit   int
+	End     int64
 }
 
 // Add is one job to add, with the options both implementations share.
@@ -520,6 +565,9 @@ func (s *Step) String() string {
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
+	if s.Read != "" {
+		parts = append(parts, "read="+string(s.Read))
+	}
 	if s.Limit != 0 || s.Op == OpTrimEvents {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
 	}
@@ -571,7 +619,14 @@ var opNames = map[Op]string{
 	OpRemoveGlobalConcurrency: "OpRemoveGlobalConcurrency", OpManualTake: "OpManualTake", OpManualFinish: "OpManualFinish",
 	OpSetGlobalRateLimit: "OpSetGlobalRateLimit", OpRemoveGlobalRateLimit: "OpRemoveGlobalRateLimit",
 	OpRateLimit: "OpRateLimit", OpRemoveRateLimitKey: "OpRemoveRateLimitKey", OpTrimEvents: "OpTrimEvents",
-	OpManualWaitChildren: "OpManualWaitChildren",
+	OpManualWaitChildren: "OpManualWaitChildren", OpGetScheduler: "OpGetScheduler", OpGetSchedulers: "OpGetSchedulers",
+	OpGetDedupJobID: "OpGetDedupJobID", OpGetRateLimitTTL: "OpGetRateLimitTTL", OpGetCountsPerPriority: "OpGetCountsPerPriority",
+	OpGetLimits: "OpGetLimits", OpFlowRead: "OpFlowRead",
+}
+
+var readNames = map[FlowRead]string{
+	ReadChildrenValues: "difftest.ReadChildrenValues", ReadDependencies: "difftest.ReadDependencies",
+	ReadDependenciesCount: "difftest.ReadDependenciesCount",
 }
 
 // GoString renders the step as a Go composite literal.
@@ -647,7 +702,14 @@ func (s *Step) GoString() string {
 		if c.Pattern != "" {
 			pattern = fmt.Sprintf(", Pattern: %q", c.Pattern)
 		}
-		f = append(f, fmt.Sprintf("Scheduler: &difftest.Scheduler{ID: %q, Every: %d%s, Start: %d, Limit: %d}", c.ID, c.Every, pattern, c.Start, c.Limit))
+		end := ""
+		if c.End != 0 {
+			end = fmt.Sprintf(", End: %d", c.End)
+		}
+		f = append(f, fmt.Sprintf("Scheduler: &difftest.Scheduler{ID: %q, Every: %d%s, Start: %d, Limit: %d%s}", c.ID, c.Every, pattern, c.Start, c.Limit, end))
+	}
+	if s.Read != "" {
+		f = append(f, "Read: "+readNames[s.Read])
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

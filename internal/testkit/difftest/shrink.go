@@ -134,6 +134,9 @@ func simplifications(s *Step) []func(*Step) {
 	if o := s.Outcome; o != nil && o.FetchNext {
 		out = append(out, func(s *Step) { s.Outcome.FetchNext = false })
 	}
+	if c := s.Scheduler; c != nil && c.End != 0 {
+		out = append(out, func(s *Step) { s.Scheduler.End = 0 })
+	}
 	if s.ResetMade {
 		out = append(out, func(s *Step) { s.ResetMade = false })
 	}
@@ -167,6 +170,10 @@ func clone(p *Program) *Program {
 		if s.Outcome != nil {
 			o := *s.Outcome
 			s.Outcome = &o
+		}
+		if s.Scheduler != nil {
+			sc := *s.Scheduler
+			s.Scheduler = &sc
 		}
 		c.Steps[i] = s
 	}

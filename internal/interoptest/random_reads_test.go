@@ -1,0 +1,317 @@
+package interoptest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/difftest"
+)
+
+// schedulerView is a job scheduler as both readers describe it, rendered
+// for comparison: times relative to the run's anchor (the two runs share
+// it), the template's data and options as canonical JSON.
+type schedulerView struct {
+	ID, Name, Pattern, TZ    string
+	Next, StartDate, EndDate int64 // ms after the anchor; 0: none
+	Iterations, Limit        int64
+	Every, Offset            int64 // ms
+	Data, Opts               string
+}
+
+// rel is t (ms since the epoch, 0: none) relative to the anchor.
+func (r *programRun) rel(ms int64) int64 {
+	if ms == 0 {
+		return 0
+	}
+	return ms - r.anchor
+}
+
+func relTime(r *programRun, t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return r.rel(t.UnixMilli())
+}
+
+// canonicalJSON re-encodes raw with sorted keys ("" stays "", so does
+// JSON that does not parse: the difference shows as it is).
+func canonicalJSON(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "unparsed:" + string(raw)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return "unencoded:" + string(raw)
+	}
+	return string(out)
+}
+
+func (r *programRun) nodeSchedulerView(s *bullmqoracle.NodeJobScheduler) schedulerView {
+	v := schedulerView{
+		ID: s.Key, Name: s.Name, Pattern: s.Pattern, TZ: s.TZ, Next: r.rel(s.Next), StartDate: r.rel(s.StartDate),
+		EndDate: r.rel(s.EndDate), Iterations: s.IterationCount, Limit: s.Limit, Every: s.Every, Offset: s.Offset,
+	}
+	if t := s.Template; t != nil {
+		v.Data = canonicalJSON(t.Data)
+		if t.Opts != nil {
+			raw, err := json.Marshal(t.Opts)
+			require.NoError(r.t, err)
+			v.Opts = canonicalJSON(raw)
+		}
+	}
+	return v
+}
+
+func (r *programRun) droverSchedulerView(s *drover.JobScheduler) schedulerView {
+	return schedulerView{
+		ID: s.ID, Name: s.Name, Pattern: s.Pattern, TZ: s.TZ, Next: relTime(r, s.Next), StartDate: relTime(r, s.StartDate),
+		EndDate: relTime(r, s.EndDate), Iterations: int64(s.Iterations), Limit: int64(s.Limit), Every: s.Every.Milliseconds(),
+		Offset: s.Offset.Milliseconds(), Data: canonicalJSON(s.Data), Opts: canonicalJSON([]byte(s.Opts)),
+	}
+}
+
+// read performs the read ops, whose result is what the reader answered.
+func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) string {
+	r.t.Helper()
+	o, p, q := r.o, r.prefix, queueName
+	switch s.Op {
+	case difftest.OpGetScheduler:
+		id := s.Scheduler.ID
+		if node {
+			ns, err := o.GetJobScheduler(ctx, p, q, id)
+			if err != nil || ns == nil {
+				return r.result("none", err)
+			}
+			return r.result(fmt.Sprintf("%+v", r.nodeSchedulerView(ns)), nil)
+		}
+		ds, err := r.dq.GetJobScheduler(ctx, id)
+		if errors.Is(err, drover.ErrJobSchedulerNotFound) {
+			err = nil // Node answers undefined
+		}
+		if err != nil || ds == nil {
+			return r.result("none", err)
+		}
+		return r.result(fmt.Sprintf("%+v", r.droverSchedulerView(ds)), nil)
+	case difftest.OpGetSchedulers:
+		end := -1
+		if s.Limit > 0 {
+			end = s.Priority + s.Limit - 1
+		}
+		var views []schedulerView
+		if node {
+			ns, err := o.GetJobSchedulers(ctx, p, q, s.Priority, end, !s.LIFO)
+			if err != nil {
+				return r.result("", err)
+			}
+			for i := range ns {
+				views = append(views, r.nodeSchedulerView(&ns[i]))
+			}
+		} else {
+			ds, err := r.dq.GetJobSchedulers(ctx, int64(s.Priority), int64(end), !s.LIFO)
+			if err != nil {
+				return r.result("", err)
+			}
+			for _, d := range ds {
+				views = append(views, r.droverSchedulerView(d))
+			}
+		}
+		return r.result(fmt.Sprintf("%+v", views), nil)
+	case difftest.OpGetDedupJobID:
+		if node {
+			var id *string
+			err := o.QueueCall(ctx, p, q, "getDeduplicationJobId", &id, s.DedupID)
+			if id == nil {
+				return r.result("none", err)
+			}
+			return r.result(*id, err)
+		}
+		id, err := r.dq.GetDeduplicationJobID(ctx, s.DedupID)
+		if id == "" {
+			id = "none"
+		}
+		return r.result(id, err)
+	case difftest.OpGetRateLimitTTL:
+		var ms int64
+		var err error
+		if node {
+			var max *int
+			if s.Limit > 0 {
+				max = &s.Limit
+			}
+			ms, err = o.GetRateLimitTTL(ctx, p, q, max)
+		} else {
+			var d time.Duration
+			d, err = r.dq.GetRateLimitTTL(ctx, s.Limit)
+			ms = d.Milliseconds()
+		}
+		if ms > 0 {
+			// A running PTTL, read at a slightly different instant in
+			// each run: to the minute, rounded up.
+			return r.result(fmt.Sprintf("%dm", (ms+59_999)/60_000), err)
+		}
+		return r.result(fmt.Sprintf("%dms", ms), err)
+	case difftest.OpGetCountsPerPriority:
+		prios := []int{0, 1, 2, 3, 4, 5}
+		got := map[int]int64{}
+		var err error
+		if node {
+			var nc map[string]int64
+			err = o.QueueCall(ctx, p, q, "getCountsPerPriority", &nc, prios)
+			for _, pr := range prios {
+				if n, ok := nc[fmt.Sprint(pr)]; ok {
+					got[pr] = n
+				}
+			}
+		} else {
+			got, err = r.dq.GetCountsPerPriority(ctx, prios...)
+		}
+		return r.result(fmt.Sprint(got), err)
+	case difftest.OpGetLimits:
+		if node {
+			var maxed bool
+			var conc *int
+			var rate *struct{ Max, Duration int64 }
+			err := o.QueueCall(ctx, p, q, "isMaxed", &maxed)
+			if err == nil {
+				err = o.QueueCall(ctx, p, q, "getGlobalConcurrency", &conc)
+			}
+			if err == nil {
+				err = o.QueueCall(ctx, p, q, "getGlobalRateLimit", &rate)
+			}
+			return r.result(limitsView(maxed, conc, rate), err)
+		}
+		maxed, err := r.dq.IsMaxed(ctx)
+		if err != nil {
+			return r.result("", err)
+		}
+		n, set, err := r.dq.GetGlobalConcurrency(ctx)
+		if err != nil {
+			return r.result("", err)
+		}
+		var conc *int
+		if set {
+			conc = &n
+		}
+		rl, err := r.dq.GetGlobalRateLimit(ctx)
+		var rate *struct{ Max, Duration int64 }
+		if rl != nil {
+			rate = &struct{ Max, Duration int64 }{int64(rl.Max), rl.Duration.Milliseconds()}
+		}
+		return r.result(limitsView(maxed, conc, rate), err)
+	case difftest.OpFlowRead:
+		return r.flowRead(ctx, s, node)
+	}
+	r.t.Fatalf("read of op %q", s.Op)
+	return ""
+}
+
+func limitsView(maxed bool, conc *int, rate *struct{ Max, Duration int64 }) string {
+	c, rl := "none", "none"
+	if conc != nil {
+		c = fmt.Sprint(*conc)
+	}
+	if rate != nil {
+		rl = fmt.Sprintf("%d per %d ms", rate.Max, rate.Duration)
+	}
+	return fmt.Sprintf("maxed=%v concurrency=%s rateLimit=%s", maxed, c, rl)
+}
+
+// flowRead performs OpFlowRead. Children's keys carry the run's prefix,
+// which the two runs do not share: it is rendered as "P".
+func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) string {
+	r.t.Helper()
+	id := r.id(s.Job)
+	unprefix := func(k string) string { return strings.Replace(k, r.prefix, "P", 1) }
+	values := func(m map[string]json.RawMessage) string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = unprefix(k) + "=" + canonicalJSON(m[k])
+		}
+		return "{" + strings.Join(parts, " ") + "}"
+	}
+	list := func(xs []string) string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = unprefix(x)
+		}
+		slices.Sort(out) // a set's members come in no set order
+		return fmt.Sprint(out)
+	}
+	strs := func(m map[string]string) string {
+		raw := make(map[string]json.RawMessage, len(m))
+		for k, v := range m {
+			b, err := json.Marshal(v)
+			require.NoError(r.t, err)
+			raw[k] = b
+		}
+		return values(raw)
+	}
+	type deps struct {
+		Processed   map[string]json.RawMessage
+		Unprocessed []string
+		Ignored     map[string]string
+		Failed      []string
+	}
+	depsView := func(d deps) string {
+		return fmt.Sprintf("processed=%s unprocessed=%s ignored=%s failed=%s",
+			values(d.Processed), list(d.Unprocessed), strs(d.Ignored), list(d.Failed))
+	}
+	if node {
+		var err error
+		var got string
+		switch s.Read {
+		case difftest.ReadChildrenValues:
+			var m map[string]json.RawMessage
+			err = r.o.JobRead(ctx, r.prefix, queueName, id, string(s.Read), &m)
+			got = values(m)
+		case difftest.ReadDependencies:
+			var d deps
+			err = r.o.JobRead(ctx, r.prefix, queueName, id, string(s.Read), &d)
+			got = depsView(d)
+		case difftest.ReadDependenciesCount:
+			var c drover.DependencyCounts
+			err = r.o.JobRead(ctx, r.prefix, queueName, id, string(s.Read), &c)
+			got = fmt.Sprintf("%+v", c)
+		}
+		return r.result(got, err)
+	}
+	j, err := r.dq.GetJob(ctx, id)
+	if err != nil {
+		return r.result("", err)
+	}
+	switch s.Read {
+	case difftest.ReadChildrenValues:
+		m, err := j.GetChildrenValues(ctx)
+		return r.result(values(m), err)
+	case difftest.ReadDependencies:
+		d, err := j.GetDependencies(ctx, nil)
+		if err != nil {
+			return r.result("", err)
+		}
+		return r.result(depsView(deps{Processed: d.Processed, Unprocessed: d.Unprocessed, Ignored: d.Ignored, Failed: d.Failed}), nil)
+	case difftest.ReadDependenciesCount:
+		c, err := j.GetDependenciesCount(ctx)
+		return r.result(fmt.Sprintf("%+v", c), err)
+	}
+	r.t.Fatalf("flow read %q", s.Read)
+	return ""
+}
