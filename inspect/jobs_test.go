@@ -594,6 +594,75 @@ func TestJobs(t *testing.T) {
 		require.True(t, p3.Moved.Gone)
 	})
 
+	// The job at a list page's edge leaves before the page turns (a worker
+	// took it, an operator removed it), while new jobs arrive on top: the
+	// page goes on next to the nearest of its neighbours still there, so
+	// no job shows twice and none is skipped, whichever way it turns.
+	t.Run("ListCursorsWhenTheEdgeJobLeft", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		ids := map[string]string{}
+		var last *inspect.JobPage // the page list read last
+		add := func(from, to int) {
+			for n := from; n < to; n++ {
+				ids["n"+strconv.Itoa(n)] = b.add(t, "w", "n"+strconv.Itoa(n), nil)
+			}
+		}
+		remove := func(names ...string) {
+			for _, n := range names {
+				require.NoError(t, b.rdb.LRem(ctx, b.prefix+":w:wait", 1, ids[n]).Err())
+			}
+		}
+		list := func(o inspect.ListOptions) []string {
+			o.State, o.Limit = drover.StateWaiting, 5
+			p, err := b.ins.Jobs(ctx, "w", &o)
+			require.NoError(t, err)
+			var out []string
+			for _, j := range p.Jobs {
+				out = append(out, j.Name)
+			}
+			last = p
+			return out
+		}
+		add(0, 15)
+		p1 := list(inspect.ListOptions{})
+		require.Equal(t, []string{"n14", "n13", "n12", "n11", "n10"}, p1)
+		p1Page := last
+		// The edge job leaves and three jobs arrive on top.
+		add(15, 18)
+		remove("n10")
+		require.Equal(t, []string{"n9", "n8", "n7", "n6", "n5"}, list(inspect.ListOptions{After: p1Page.NextCursor}))
+		require.True(t, last.Moved.Gone)
+		p2Page := last
+		// The whole page leaves (a bulk removal), and the first job of the
+		// next page too: the page goes on at the job after those.
+		remove("n9", "n8", "n7", "n6", "n5", "n4")
+		require.Equal(t, []string{"n3", "n2", "n1", "n0"}, list(inspect.ListOptions{After: p2Page.NextCursor}))
+		p3Page := last
+		// Back from there after its first job left and two more arrived:
+		// the page ends right before n2, where n3 was.
+		add(18, 20)
+		remove("n3")
+		require.Equal(t, []string{"n15", "n14", "n13", "n12", "n11"}, list(inspect.ListOptions{Before: p3Page.PrevCursor}))
+		require.True(t, last.Moved.Gone)
+		require.True(t, last.More)
+
+		// Oldest first (a worker takes the oldest job, the listed first).
+		asc := func(o inspect.ListOptions) []string {
+			o.Asc = true
+			return list(o)
+		}
+		a1 := asc(inspect.ListOptions{})
+		require.Equal(t, []string{"n0", "n1", "n2", "n11", "n12"}, a1)
+		a1Page := last
+		remove("n0", "n12")
+		require.Equal(t, []string{"n13", "n14", "n15", "n16", "n17"}, asc(inspect.ListOptions{After: a1Page.NextCursor}))
+		a2Page := last
+		remove("n13")
+		require.Equal(t, []string{"n1", "n2", "n11"}, asc(inspect.ListOptions{Before: a2Page.PrevCursor}))
+		require.False(t, last.Prev)
+	})
+
 	t.Run("ScanLimitTruncates", func(t *testing.T) {
 		t.Parallel()
 		b := setupFailed(t)
