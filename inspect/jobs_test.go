@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -903,6 +904,112 @@ func TestQueueInfoPausedSince(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, info.Paused)
 	require.True(t, info.PausedSince.IsZero())
+}
+
+// eventReads counts the stream entries a client's XRANGE and XREVRANGE
+// answered.
+type eventReads struct{ n atomic.Int64 }
+
+func (h *eventReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *eventReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.count(cmd)
+		return err
+	}
+}
+
+func (h *eventReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			h.count(c)
+		}
+		return err
+	}
+}
+
+func (h *eventReads) count(cmd redis.Cmder) {
+	if c, ok := cmd.(*redis.XMessageSliceCmd); ok {
+		h.n.Add(int64(len(c.Val())))
+	}
+}
+
+// take returns the entries counted since the last take.
+func (h *eventReads) take() int64 { return h.n.Swap(0) }
+
+// TestQueueInfoPausedSinceReadsFewEvents: a paused queue with a long
+// events stream costs QueueInfo the events since its pause the first time
+// (it read the newest 1,000 on every call), and only the events added
+// since on the next calls, which every refresh of the overview makes.
+func TestQueueInfoPausedSinceReadsFewEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	reads := &eventReads{}
+	counted := redistest.Shared(t).Client(t)
+	counted.AddHook(reads)
+	ins, err := inspect.New(counted, &inspect.Options{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(ctx) })
+	fill := func(queue string, n int) {
+		_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for range n {
+				p.XAdd(ctx, &redis.XAddArgs{Stream: b.prefix + ":" + queue + ":events", Values: []any{"event", "waiting", "jobId", "1"}})
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	info := func(queue string) *inspect.QueueInfo {
+		i, err := ins.QueueInfo(ctx, queue)
+		require.NoError(t, err)
+		require.True(t, i.Paused)
+		return i
+	}
+
+	b.add(t, "q", "x", nil)
+	fill("q", 3000)
+	require.NoError(t, b.ins.Pause(ctx, "q"))
+	require.NoError(t, b.ins.Resume(ctx, "q"))
+	time.Sleep(5 * time.Millisecond)
+	before := time.Now()
+	require.NoError(t, b.ins.Pause(ctx, "q"))
+	fill("q", 150)
+	since := info("q").PausedSince
+	require.WithinDuration(t, before, since.Time, time.Second)
+	require.LessOrEqual(t, reads.take(), int64(200), "the 150 events since the pause and a page's rest, not 1,000")
+	require.Equal(t, since, info("q").PausedSince)
+	require.Zero(t, reads.take(), "nothing new: nothing read")
+	fill("q", 10)
+	require.Equal(t, since, info("q").PausedSince)
+	require.Equal(t, int64(10), reads.take())
+	// Resumed and paused again between two calls: the answer moves.
+	require.NoError(t, b.ins.Resume(ctx, "q"))
+	time.Sleep(5 * time.Millisecond)
+	again := time.Now()
+	require.NoError(t, b.ins.Pause(ctx, "q"))
+	require.WithinDuration(t, again, info("q").PausedSince.Time, time.Second)
+	require.Greater(t, info("q").PausedSince.UnixMilli(), since.UnixMilli())
+	require.LessOrEqual(t, reads.take(), int64(3))
+	// Resumed: not paused, and a later pause is found anew.
+	require.NoError(t, b.ins.Resume(ctx, "q"))
+	i, err := ins.QueueInfo(ctx, "q")
+	require.NoError(t, err)
+	require.False(t, i.Paused)
+	require.True(t, i.PausedSince.IsZero())
+
+	// Paused once, never resumed, then 3,000 events: the first call reads
+	// its window, the next ones what came since.
+	b.add(t, "long", "x", nil)
+	require.NoError(t, b.ins.Pause(ctx, "long"))
+	fill("long", 3000)
+	reads.take()
+	require.True(t, info("long").PausedSince.IsZero(), "the pause is older than the newest 1,000 events")
+	require.Equal(t, int64(1000), reads.take())
+	info("long")
+	require.Zero(t, reads.take())
 }
 
 // TestFailedByChild: a flow parent failed by a child with FailParent says
