@@ -331,7 +331,7 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 			return nil, err
 		}
 		if cp, _ := cur.parts(); at.gone || at.pos != cp.pos {
-			page.Moved = &Moved{ID: cp.id, From: cp.pos, To: at.pos, Gone: at.gone}
+			page.Moved = &Moved{ID: cp.id, From: cp.pos, To: at.pos, Gone: at.gone, Approximate: at.approx}
 		}
 	}
 	if o.Before != "" && at.pos > 0 {

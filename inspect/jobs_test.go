@@ -662,6 +662,16 @@ func TestJobs(t *testing.T) {
 		remove("n13")
 		require.Equal(t, []string{"n1", "n2", "n11"}, asc(inspect.ListOptions{Before: a2Page.PrevCursor}))
 		require.False(t, last.Prev)
+		require.False(t, last.Moved.Approximate)
+		// The edge job and every neighbour its cursor names leave: the page
+		// starts at the old position, and says it may be off.
+		add(20, 23)
+		require.Equal(t, []string{"n1", "n2", "n11", "n14", "n15"}, asc(inspect.ListOptions{}))
+		a3Page := last
+		remove("n1", "n2", "n11", "n14", "n15", "n16", "n17", "n18", "n19")
+		asc(inspect.ListOptions{After: a3Page.NextCursor})
+		require.True(t, last.Moved.Gone)
+		require.True(t, last.Moved.Approximate)
 	})
 
 	t.Run("ScanLimitTruncates", func(t *testing.T) {

@@ -136,9 +136,13 @@ type Moved struct {
 	// another score). In a sorted set the page starts where its score and
 	// id put it (jobs of one score are ordered by id, as Redis orders
 	// them); in a list, next to the nearest of its neighbours still
-	// there, or, when they all left too, at its old position, where a job
-	// may then be skipped or shown twice: the page says so.
+	// there, or, when they all left too, at its old position: Approximate.
 	Gone bool `json:"gone"`
+	// Approximate: the job left and nothing the cursor named places the
+	// page (in a list, every neighbour it named left too), so the page
+	// starts at the job's old position, and jobs that moved meanwhile may
+	// be skipped or shown twice.
+	Approximate bool `json:"approximate,omitempty"`
 }
 
 // stateKey is the key that holds a state's job ids and whether it is a
@@ -172,6 +176,8 @@ type anchor struct {
 	pos   int
 	gone  bool
 	total int // jobs in the state, read with pos
+	// approx: a list job gone with all its neighbours; pos is its old one.
+	approx bool
 }
 
 // listSearchSlack bounds how far past its old position LPOS looks for a
@@ -220,7 +226,8 @@ func (i *Inspector) locate(ctx context.Context, queue string, state drover.JobSt
 	}
 	a.gone = true
 	if score == "" {
-		a.pos = min(oldPos, a.total)
+		// No score to place it by (it left before the page read it).
+		a.pos, a.approx = min(oldPos, a.total), true
 		return a, nil
 	}
 	// The jobs that come before it in this order: those with a score
@@ -308,6 +315,7 @@ func (i *Inspector) locateInList(ctx context.Context, queue string, state drover
 		}
 	}
 	if len(order) == 0 {
+		a.approx = true
 		return a, nil
 	}
 	found := make([]*redis.IntCmd, len(order))
@@ -322,7 +330,7 @@ func (i *Inspector) locateInList(ctx context.Context, queue string, state drover
 		return fail(err)
 	}
 	a.total = int(llen.Val())
-	a.pos = min(cp.pos, a.total)
+	a.pos, a.approx = min(cp.pos, a.total), true
 	for n, o := range order {
 		idx, err := found[n].Result()
 		if errors.Is(err, redis.Nil) {
@@ -331,7 +339,7 @@ func (i *Inspector) locateInList(ctx context.Context, queue string, state drover
 		if err != nil {
 			return fail(err)
 		}
-		a.pos = listed(idx)
+		a.pos, a.approx = listed(idx), false
 		if o.before {
 			a.pos++
 		}

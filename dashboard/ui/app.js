@@ -595,7 +595,8 @@
   function movedNote(m, state, back) {
     const where = back ? 'ends right before' : 'goes on right after';
     if (!m.gone) return `The ${state} list changed since the last page: job ${m.id} is now at position ${m.to + 1} (it was at ${m.from + 1}). This page ${where} it, so no job is skipped or shown twice.`;
-    if (['waiting', 'active', 'paused'].includes(state)) return `Job ${m.id}, at the edge of the last page, has left the ${state} list. This page ${back ? 'ends' : 'starts'} where it was (position ${m.to + 1}); jobs that moved meanwhile may be skipped or shown twice.`;
+    if (m.approximate) return `Job ${m.id}, at the edge of the last page, has left the ${state} list, and so have the jobs next to it. This page ${back ? 'ends' : 'starts'} where it was (position ${m.to + 1}); jobs that moved meanwhile may be skipped or shown twice.`;
+    if (['waiting', 'active', 'paused'].includes(state)) return `Job ${m.id}, at the edge of the last page, has left the ${state} list. This page ${where} the jobs that were next to it, so no job is skipped or shown twice.`;
     return `Job ${m.id}, at the edge of the last page, has left the ${state} list (or came back to it later). This page ${back ? 'ends' : 'starts'} where it was in the order.`;
   }
 
