@@ -537,6 +537,21 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
+// missing names what a 404 did not find, in its "missing" field: a page
+// at /q/x/job/1 must tell "no queue x" from "no job 1 in x", and an
+// error message is no thing to match.
+type missing string
+
+const (
+	missingQueue     missing = "queue"
+	missingJob       missing = "job"
+	missingScheduler missing = "scheduler"
+)
+
+func writeNotFound(w http.ResponseWriter, what missing, err error) {
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error(), "missing": string(what)})
+}
+
 // writeErr answers err with the status its kind calls for.
 func writeErr(w http.ResponseWriter, err error) {
 	var he *httpError
@@ -546,8 +561,12 @@ func writeErr(w http.ResponseWriter, err error) {
 		writeError(w, he.status, he.msg)
 	case errors.As(err, &mbe):
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
-	case errors.Is(err, drover.ErrJobNotFound), errors.Is(err, inspect.ErrQueueNotFound), errors.Is(err, inspect.ErrSchedulerNotFound):
-		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, inspect.ErrQueueNotFound):
+		writeNotFound(w, missingQueue, err)
+	case errors.Is(err, drover.ErrJobNotFound):
+		writeNotFound(w, missingJob, err)
+	case errors.Is(err, inspect.ErrSchedulerNotFound):
+		writeNotFound(w, missingScheduler, err)
 	case errors.Is(err, drover.ErrNotInState), errors.Is(err, drover.ErrJobLocked), errors.Is(err, drover.ErrActiveJobs),
 		errors.Is(err, drover.ErrCancelNotDelivered):
 		writeError(w, http.StatusConflict, err.Error())

@@ -87,3 +87,38 @@ func TestUIPagesBackAndForth(t *testing.T) {
 	require.Equal(t, "", text(t, tab, `#prev-page`))
 	require.Empty(t, con.all())
 }
+
+// TestUIPagesAListWhoseEdgeJobLeft: the last job of a page of waiting
+// jobs is taken, and new jobs arrive on top, before Next is pressed. The
+// next page shows the jobs that came after it, none twice, and says so;
+// the page said jobs "may be skipped or shown twice" and showed three
+// again.
+func TestUIPagesAListWhoseEdgeJobLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	var ids []string // oldest first
+	for n := range 30 {
+		ids = append(ids, b.add(t, "w", fmt.Sprintf("n%02d", n), nil, nil))
+	}
+	tab := browser(t)
+	con := watchConsole(t, tab)
+	rows := func() []string {
+		t.Helper()
+		got, err := chromedp.Run(step(t, tab), chromedp.Evaluate[[]string](`[...document.querySelectorAll('#jobs tr[data-job]')].map((r) => r.dataset.job)`))
+		require.NoError(t, err)
+		return got
+	}
+	// Page 1: the newest 25, ids[29] down to ids[5].
+	do(t, tab, chromedp.Navigate(b.url+"#/q/w?state=waiting"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+ids[5]+`"]`)))
+	require.Len(t, rows(), 25)
+	require.NoError(t, b.rdb.LRem(ctx, b.prefix+":w:wait", 1, ids[5]).Err())
+	for n := 30; n < 33; n++ {
+		b.add(t, "w", fmt.Sprintf("n%02d", n), nil, nil)
+	}
+	do(t, tab, chromedp.Click(chromedp.CSS(`#next-page`)), chromedp.WaitVisible(chromedp.CSS(`#page-moved`)))
+	require.Equal(t, []string{ids[4], ids[3], ids[2], ids[1], ids[0]}, rows())
+	require.Equal(t, fmt.Sprintf("Job %s, at the edge of the last page, has left the waiting list. This page goes on right after the jobs that were next to it, so no job is skipped or shown twice.", ids[5]),
+		text(t, tab, `#page-moved`))
+	require.Empty(t, con.errors())
+}

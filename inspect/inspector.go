@@ -104,6 +104,10 @@ type Inspector struct {
 	// job's lock, oldest first (at most conflictsKept).
 	conflicts []Conflict
 	now       func() time.Time
+	// paused remembers, per paused queue, what pausedSince found and the
+	// newest event it had read, so the next QueueInfo reads only newer
+	// events (at most queueHandlesMax queues).
+	paused map[string]pausedMemo
 
 	disc discovery
 }
@@ -233,10 +237,11 @@ type QueueInfo struct {
 	// PausedSince is when the queue was paused: the time of the first
 	// "paused" event after the last "resumed" one in its events stream (a
 	// pause of a paused queue writes the event again). Zero when it is not
-	// paused or no such event is among the newest pausedEventsWindow
-	// events (the stream is capped); when the last "resumed" is older than
-	// that window, the oldest "paused" in it (the pause is at least that
-	// old).
+	// paused or no such event was among the newest pausedEventsWindow
+	// events when the Inspector first looked (the stream is capped); when
+	// the last "resumed" is older than that window, the oldest "paused" in
+	// it (the pause is at least that old). The Inspector remembers the
+	// answer while the queue stays paused and then reads only newer events.
 	PausedSince Instant `json:"pausedSince,omitzero"`
 	Counts      Counts  `json:"counts"`
 	// Limits are the queue-wide limits on taking jobs, which say why
@@ -347,6 +352,10 @@ func (i *Inspector) readLimits(ctx context.Context, queue string, info *QueueInf
 	info.Paused = v[0] != nil
 	if info.Paused {
 		info.PausedSince = i.pausedSince(ctx, queue)
+	} else {
+		i.mu.Lock()
+		delete(i.paused, queue)
+		i.mu.Unlock()
 	}
 	l := &info.Limits
 	if n, ok := metaInt(v[1]); ok {
@@ -364,30 +373,121 @@ func (i *Inspector) readLimits(ctx context.Context, queue string, info *QueueInf
 	return nil
 }
 
-// pausedEventsWindow is how many of the newest events pausedSince looks at.
+// pausedEventsWindow is how many of the newest events pausedSince looks
+// at, at most, to find the pause.
 const pausedEventsWindow = 1000
 
-// pausedSince finds when a paused queue was paused (QueueInfo.PausedSince),
-// walking back from the newest event. Best effort: zero when not found or
-// Redis does not answer.
+// pausedEventsPage is how many events one read of pausedSince takes: it
+// stops at the first "resumed", so a queue paused after a resume pays for
+// the events since the pause, not for the whole window.
+const pausedEventsPage = 100
+
+// pausedMemo is what pausedSince found for a queue, as of event last.
+type pausedMemo struct {
+	last  string
+	since Instant
+}
+
+// pausedSince finds when a paused queue was paused (QueueInfo.PausedSince).
+// The first time, it walks back from the newest event, a page at a time,
+// to the last "resumed"; later, it reads only the events added since, and
+// those of them that resume or pause the queue move the answer. A queue
+// that keeps being paused thus costs each QueueInfo (every refresh of the
+// dashboard's overview) the events written since the one before. Best
+// effort: zero when not found or Redis does not answer.
 func (i *Inspector) pausedSince(ctx context.Context, queue string) Instant {
-	evs, err := i.rdb.XRevRangeN(ctx, i.keys(queue).Events(), "+", "-", pausedEventsWindow).Result()
-	if err != nil {
-		return Instant{}
+	key := i.keys(queue).Events()
+	i.mu.Lock()
+	m, ok := i.paused[queue]
+	i.mu.Unlock()
+	if ok {
+		m, ok = i.pausedForward(ctx, key, m)
 	}
-	var since Instant
-	for _, e := range evs {
-		switch e.Values["event"] {
-		case "resumed":
-			return since
-		case "paused":
-			ms, _, _ := strings.Cut(e.ID, "-")
-			if n, err := strconv.ParseInt(ms, 10, 64); err == nil {
-				since = Instant{time.UnixMilli(n)}
-			}
+	if !ok {
+		var err error
+		if m, err = i.pausedBack(ctx, key); err != nil {
+			return Instant{}
 		}
 	}
-	return since
+	i.mu.Lock()
+	if i.paused == nil || len(i.paused) >= queueHandlesMax {
+		i.paused = make(map[string]pausedMemo)
+	}
+	i.paused[queue] = m
+	i.mu.Unlock()
+	return m.since
+}
+
+// pausedBack walks back from the newest event to the last "resumed" (or
+// pausedEventsWindow events, or the stream's start): the answer is the
+// oldest "paused" it met after that.
+func (i *Inspector) pausedBack(ctx context.Context, key string) (pausedMemo, error) {
+	m := pausedMemo{last: "0-0"}
+	end := "+"
+	for read := 0; read < pausedEventsWindow; {
+		evs, err := i.rdb.XRevRangeN(ctx, key, end, "-", int64(min(pausedEventsPage, pausedEventsWindow-read))).Result()
+		if err != nil {
+			return m, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		if read == 0 {
+			m.last = evs[0].ID
+		}
+		read += len(evs)
+		for _, e := range evs {
+			switch e.Values["event"] {
+			case "resumed":
+				return m, nil
+			case "paused":
+				if t, ok := eventTime(e.ID); ok {
+					m.since = t
+				}
+			}
+		}
+		end = "(" + evs[len(evs)-1].ID
+	}
+	return m, nil
+}
+
+// pausedForward reads the events after m.last, oldest first, and moves the
+// answer by them: a "resumed" clears it, the first "paused" after that
+// sets it. Not ok when Redis does not answer or more than
+// pausedEventsWindow events came since: walking back costs less then.
+func (i *Inspector) pausedForward(ctx context.Context, key string, m pausedMemo) (pausedMemo, bool) {
+	for read := 0; read <= pausedEventsWindow; {
+		evs, err := i.rdb.XRangeN(ctx, key, "("+m.last, "+", pausedEventsPage).Result()
+		if err != nil {
+			return m, false
+		}
+		read += len(evs)
+		for _, e := range evs {
+			switch e.Values["event"] {
+			case "resumed":
+				m.since = Instant{}
+			case "paused":
+				if t, ok := eventTime(e.ID); ok && m.since.IsZero() {
+					m.since = t
+				}
+			}
+			m.last = e.ID
+		}
+		if len(evs) < pausedEventsPage {
+			return m, true
+		}
+	}
+	return m, false
+}
+
+// eventTime is the time in a stream entry's id.
+func eventTime(id string) (Instant, bool) {
+	ms, _, _ := strings.Cut(id, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return Instant{}, false
+	}
+	return Instant{time.UnixMilli(n)}, true
 }
 
 // metaInt reads an integer field of the meta hash (HMGET's answer).

@@ -330,8 +330,8 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 		if at, err = i.locate(ctx, queue, o.State, o.Asc, cur); err != nil {
 			return nil, err
 		}
-		if from, _, id, _ := cur.parts(); at.gone || at.pos != from {
-			page.Moved = &Moved{ID: id, From: from, To: at.pos, Gone: at.gone}
+		if cp, _ := cur.parts(); at.gone || at.pos != cp.pos {
+			page.Moved = &Moved{ID: cp.id, From: cp.pos, To: at.pos, Gone: at.gone, Approximate: at.approx}
 		}
 	}
 	if o.Before != "" && at.pos > 0 {
@@ -348,7 +348,11 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 		page.NextOffset = at.pos
 		page.More = at.pos < at.total
 		page.Prev = !s.exhausted && page.Offset > 0
-		return page, i.cursors(ctx, page, s.lastID, s.firstID)
+		// Read backwards, the scan's last ids are the page's first.
+		first, last := slices.Clone(s.tail), slices.Clone(s.head)
+		slices.Reverse(first)
+		slices.Reverse(last)
+		return page, i.cursors(ctx, page, o.Asc, first, last)
 	}
 	start := o.Offset
 	switch {
@@ -368,36 +372,103 @@ func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (
 	page.NextOffset = s.end
 	page.More = !s.exhausted && int64(s.end) < page.Total
 	page.Prev = start > 0
-	return page, i.cursors(ctx, page, s.firstID, s.lastID)
+	return page, i.cursors(ctx, page, o.Asc, s.head, s.tail)
 }
 
-// cursors sets the page's cursors from the first and last jobs it read.
-func (i *Inspector) cursors(ctx context.Context, page *JobPage, first, last string) error {
-	if first == "" {
+// cursors sets the page's cursors from the ids it read at its two ends,
+// in the listed order: first starts with the page's first id, last ends
+// with its last. A list's cursors also name the jobs around the edge.
+func (i *Inspector) cursors(ctx context.Context, page *JobPage, asc bool, first, last []string) error {
+	if len(first) == 0 {
 		return nil
 	}
-	scores, err := i.edgeScores(ctx, page.Queue, page.State, first, last)
+	firstID, lastID := first[0], last[len(last)-1]
+	key, isList, err := stateKey(i.keys(page.Queue), page.State)
 	if err != nil {
 		return err
 	}
+	if !isList {
+		scores, err := i.edgeScores(ctx, page.Queue, page.State, firstID, lastID)
+		if err != nil {
+			return err
+		}
+		if page.Prev {
+			page.PrevCursor = cursorOf(page.Offset, scores[0], firstID, nil, nil)
+		}
+		if page.More {
+			page.NextCursor = cursorOf(page.NextOffset-1, scores[1], lastID, nil, nil)
+		}
+		return nil
+	}
+	// The jobs listed right outside the page, read with the edge job to
+	// check that the list did not shift since the page was read (then the
+	// cursor names only the page's own neighbours).
+	var outBefore, outAfter []string
+	if page.Prev || page.More {
+		var beforeCmd, afterCmd *redis.StringSliceCmd
+		_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if page.Prev {
+				beforeCmd = listedRange(ctx, p, key, asc, max(page.Offset-cursorNeighbours, 0), page.Offset)
+			}
+			if page.More {
+				afterCmd = listedRange(ctx, p, key, asc, page.NextOffset-1, page.NextOffset-1+cursorNeighbours)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read the jobs next to a page of %s of queue %q: %w", page.State, page.Queue, err)
+		}
+		if beforeCmd != nil {
+			if ids := listed(beforeCmd.Val(), asc); len(ids) > 0 && ids[len(ids)-1] == firstID {
+				outBefore = ids[:len(ids)-1]
+				slices.Reverse(outBefore) // nearest first
+			}
+		}
+		if afterCmd != nil {
+			if ids := listed(afterCmd.Val(), asc); len(ids) > 0 && ids[0] == lastID {
+				outAfter = ids[1:]
+			}
+		}
+	}
 	if page.Prev {
-		page.PrevCursor = cursorOf(page.Offset, scores[0], first)
+		page.PrevCursor = cursorOf(page.Offset, "", firstID, outBefore, first[1:])
 	}
 	if page.More {
-		page.NextCursor = cursorOf(page.NextOffset-1, scores[1], last)
+		inside := slices.Clone(last[:len(last)-1])
+		slices.Reverse(inside) // nearest first
+		page.NextCursor = cursorOf(page.NextOffset-1, "", lastID, inside, outAfter)
 	}
 	return nil
 }
 
+// listedRange queues the LRANGE of the listed positions [from, to] of a
+// list: from its head when newest first, else from its tail.
+func listedRange(ctx context.Context, p redis.Pipeliner, key string, asc bool, from, to int) *redis.StringSliceCmd {
+	if asc {
+		return p.LRange(ctx, key, int64(-to-1), int64(-from-1))
+	}
+	return p.LRange(ctx, key, int64(from), int64(to))
+}
+
+// listed puts listedRange's answer in the listed order.
+func listed(ids []string, asc bool) []string {
+	if asc {
+		ids = slices.Clone(ids)
+		slices.Reverse(ids)
+	}
+	return ids
+}
+
 // scanned is what scan read: the matching jobs, the range [start, end) it
-// read in its order, and the ids at its two ends.
+// read in its order, and the ids at its two ends: head the first ones it
+// read, tail the last ones (cursorNeighbours+1 each, in its order).
 type scanned struct {
-	jobs            []JobSummary
-	unreadable      []Unreadable
-	end, scanned    int
-	firstID, lastID string
-	exhausted       bool
-	truncated       bool
+	jobs         []JobSummary
+	unreadable   []Unreadable
+	end, scanned int
+	head, tail   []string
+	exhausted    bool
+	truncated    bool
 }
 
 // scan reads the state's ids from position start in the order asc says,
@@ -446,10 +517,15 @@ func (i *Inspector) scan(ctx context.Context, q *drover.Queue, o *ListOptions, s
 				break
 			}
 		}
-		if s.firstID == "" {
-			s.firstID = ids[0]
+		for _, id := range ids[:used] {
+			if len(s.head) <= cursorNeighbours {
+				s.head = append(s.head, id)
+			}
+			if len(s.tail) > cursorNeighbours {
+				s.tail = s.tail[1:]
+			}
+			s.tail = append(s.tail, id)
 		}
-		s.lastID = ids[used-1]
 		s.end += used
 		s.scanned += used
 		if used == len(ids) && len(ids) < n {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -594,6 +595,85 @@ func TestJobs(t *testing.T) {
 		require.True(t, p3.Moved.Gone)
 	})
 
+	// The job at a list page's edge leaves before the page turns (a worker
+	// took it, an operator removed it), while new jobs arrive on top: the
+	// page goes on next to the nearest of its neighbours still there, so
+	// no job shows twice and none is skipped, whichever way it turns.
+	t.Run("ListCursorsWhenTheEdgeJobLeft", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		ids := map[string]string{}
+		var last *inspect.JobPage // the page list read last
+		add := func(from, to int) {
+			for n := from; n < to; n++ {
+				ids["n"+strconv.Itoa(n)] = b.add(t, "w", "n"+strconv.Itoa(n), nil)
+			}
+		}
+		remove := func(names ...string) {
+			for _, n := range names {
+				require.NoError(t, b.rdb.LRem(ctx, b.prefix+":w:wait", 1, ids[n]).Err())
+			}
+		}
+		list := func(o inspect.ListOptions) []string {
+			o.State, o.Limit = drover.StateWaiting, 5
+			p, err := b.ins.Jobs(ctx, "w", &o)
+			require.NoError(t, err)
+			var out []string
+			for _, j := range p.Jobs {
+				out = append(out, j.Name)
+			}
+			last = p
+			return out
+		}
+		add(0, 15)
+		p1 := list(inspect.ListOptions{})
+		require.Equal(t, []string{"n14", "n13", "n12", "n11", "n10"}, p1)
+		p1Page := last
+		// The edge job leaves and three jobs arrive on top.
+		add(15, 18)
+		remove("n10")
+		require.Equal(t, []string{"n9", "n8", "n7", "n6", "n5"}, list(inspect.ListOptions{After: p1Page.NextCursor}))
+		require.True(t, last.Moved.Gone)
+		p2Page := last
+		// The whole page leaves (a bulk removal), and the first job of the
+		// next page too: the page goes on at the job after those.
+		remove("n9", "n8", "n7", "n6", "n5", "n4")
+		require.Equal(t, []string{"n3", "n2", "n1", "n0"}, list(inspect.ListOptions{After: p2Page.NextCursor}))
+		p3Page := last
+		// Back from there after its first job left and two more arrived:
+		// the page ends right before n2, where n3 was.
+		add(18, 20)
+		remove("n3")
+		require.Equal(t, []string{"n15", "n14", "n13", "n12", "n11"}, list(inspect.ListOptions{Before: p3Page.PrevCursor}))
+		require.True(t, last.Moved.Gone)
+		require.True(t, last.More)
+
+		// Oldest first (a worker takes the oldest job, the listed first).
+		asc := func(o inspect.ListOptions) []string {
+			o.Asc = true
+			return list(o)
+		}
+		a1 := asc(inspect.ListOptions{})
+		require.Equal(t, []string{"n0", "n1", "n2", "n11", "n12"}, a1)
+		a1Page := last
+		remove("n0", "n12")
+		require.Equal(t, []string{"n13", "n14", "n15", "n16", "n17"}, asc(inspect.ListOptions{After: a1Page.NextCursor}))
+		a2Page := last
+		remove("n13")
+		require.Equal(t, []string{"n1", "n2", "n11"}, asc(inspect.ListOptions{Before: a2Page.PrevCursor}))
+		require.False(t, last.Prev)
+		require.False(t, last.Moved.Approximate)
+		// The edge job and every neighbour its cursor names leave: the page
+		// starts at the old position, and says it may be off.
+		add(20, 23)
+		require.Equal(t, []string{"n1", "n2", "n11", "n14", "n15"}, asc(inspect.ListOptions{}))
+		a3Page := last
+		remove("n1", "n2", "n11", "n14", "n15", "n16", "n17", "n18", "n19")
+		asc(inspect.ListOptions{After: a3Page.NextCursor})
+		require.True(t, last.Moved.Gone)
+		require.True(t, last.Moved.Approximate)
+	})
+
 	t.Run("ScanLimitTruncates", func(t *testing.T) {
 		t.Parallel()
 		b := setupFailed(t)
@@ -834,6 +914,112 @@ func TestQueueInfoPausedSince(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, info.Paused)
 	require.True(t, info.PausedSince.IsZero())
+}
+
+// eventReads counts the stream entries a client's XRANGE and XREVRANGE
+// answered.
+type eventReads struct{ n atomic.Int64 }
+
+func (h *eventReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *eventReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.count(cmd)
+		return err
+	}
+}
+
+func (h *eventReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			h.count(c)
+		}
+		return err
+	}
+}
+
+func (h *eventReads) count(cmd redis.Cmder) {
+	if c, ok := cmd.(*redis.XMessageSliceCmd); ok {
+		h.n.Add(int64(len(c.Val())))
+	}
+}
+
+// take returns the entries counted since the last take.
+func (h *eventReads) take() int64 { return h.n.Swap(0) }
+
+// TestQueueInfoPausedSinceReadsFewEvents: a paused queue with a long
+// events stream costs QueueInfo the events since its pause the first time
+// (it read the newest 1,000 on every call), and only the events added
+// since on the next calls, which every refresh of the overview makes.
+func TestQueueInfoPausedSinceReadsFewEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	reads := &eventReads{}
+	counted := redistest.Shared(t).Client(t)
+	counted.AddHook(reads)
+	ins, err := inspect.New(counted, &inspect.Options{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(ctx) })
+	fill := func(queue string, n int) {
+		_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for range n {
+				p.XAdd(ctx, &redis.XAddArgs{Stream: b.prefix + ":" + queue + ":events", Values: []any{"event", "waiting", "jobId", "1"}})
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	info := func(queue string) *inspect.QueueInfo {
+		i, err := ins.QueueInfo(ctx, queue)
+		require.NoError(t, err)
+		require.True(t, i.Paused)
+		return i
+	}
+
+	b.add(t, "q", "x", nil)
+	fill("q", 3000)
+	require.NoError(t, b.ins.Pause(ctx, "q"))
+	require.NoError(t, b.ins.Resume(ctx, "q"))
+	time.Sleep(5 * time.Millisecond)
+	before := time.Now()
+	require.NoError(t, b.ins.Pause(ctx, "q"))
+	fill("q", 150)
+	since := info("q").PausedSince
+	require.WithinDuration(t, before, since.Time, time.Second)
+	require.LessOrEqual(t, reads.take(), int64(200), "the 150 events since the pause and a page's rest, not 1,000")
+	require.Equal(t, since, info("q").PausedSince)
+	require.Zero(t, reads.take(), "nothing new: nothing read")
+	fill("q", 10)
+	require.Equal(t, since, info("q").PausedSince)
+	require.Equal(t, int64(10), reads.take())
+	// Resumed and paused again between two calls: the answer moves.
+	require.NoError(t, b.ins.Resume(ctx, "q"))
+	time.Sleep(5 * time.Millisecond)
+	again := time.Now()
+	require.NoError(t, b.ins.Pause(ctx, "q"))
+	require.WithinDuration(t, again, info("q").PausedSince.Time, time.Second)
+	require.Greater(t, info("q").PausedSince.UnixMilli(), since.UnixMilli())
+	require.LessOrEqual(t, reads.take(), int64(3))
+	// Resumed: not paused, and a later pause is found anew.
+	require.NoError(t, b.ins.Resume(ctx, "q"))
+	i, err := ins.QueueInfo(ctx, "q")
+	require.NoError(t, err)
+	require.False(t, i.Paused)
+	require.True(t, i.PausedSince.IsZero())
+
+	// Paused once, never resumed, then 3,000 events: the first call reads
+	// its window, the next ones what came since.
+	b.add(t, "long", "x", nil)
+	require.NoError(t, b.ins.Pause(ctx, "long"))
+	fill("long", 3000)
+	reads.take()
+	require.True(t, info("long").PausedSince.IsZero(), "the pause is older than the newest 1,000 events")
+	require.Equal(t, int64(1000), reads.take())
+	info("long")
+	require.Zero(t, reads.take())
 }
 
 // TestFailedByChild: a flow parent failed by a child with FailParent says

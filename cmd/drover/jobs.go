@@ -119,6 +119,9 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 			if m.Gone {
 				more += ", it left the state"
 			}
+			if m.Approximate {
+				more += ", and so did the jobs next to it: jobs may be skipped or shown twice"
+			}
 			more += ")"
 		}
 		if p.Truncated {

@@ -291,6 +291,51 @@ func TestQueueCommands(t *testing.T) {
 		}
 	})
 
+	// In a list (waiting) the same, when the page's last job left and new
+	// jobs came on top: the next page goes on after the jobs next to it;
+	// when those left too, the page says it may be off.
+	t.Run("JobsPagesAListByCursor", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		q, err := drover.NewQueue(b.rdb, "lst", &drover.QueueOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		var ids []string // oldest first
+		add := func(n int) {
+			res, err := q.Add(ctx, fmt.Sprintf("j%d", n), nil, nil)
+			require.NoError(t, err)
+			ids = append(ids, res.Job.ID)
+		}
+		for n := range 8 {
+			add(n)
+		}
+		names := regexp.MustCompile(`(?m)^lst\s+\S+\s+(j\d+)\s`)
+		shown := func(out string) []string {
+			var got []string
+			for _, m := range names.FindAllStringSubmatch(out, -1) {
+				got = append(got, m[1])
+			}
+			return got
+		}
+		next := regexp.MustCompile(`(?m)^lst: next page: drover jobs lst --state waiting --after (\S+)$`)
+		out := ok(t, b, "jobs", "lst", "--state", "waiting", "--limit", "3")
+		require.Equal(t, []string{"j7", "j6", "j5"}, shown(out))
+		m := next.FindStringSubmatch(out)
+		require.NotNil(t, m, out)
+		cursor := strings.Trim(m[1], "'")
+		require.NoError(t, b.rdb.LRem(ctx, b.prefix+":lst:wait", 1, ids[5]).Err())
+		add(8)
+		out = ok(t, b, "jobs", "lst", "--state", "waiting", "--limit", "3", "--after", cursor)
+		require.Equal(t, []string{"j4", "j3", "j2"}, shown(out))
+		require.Contains(t, out, "it left the state)")
+		// Every job the cursor names leaves: the page starts at the old
+		// position and says so.
+		for _, n := range []int{7, 6, 4, 3, 2, 1} {
+			require.NoError(t, b.rdb.LRem(ctx, b.prefix+":lst:wait", 1, ids[n]).Err())
+		}
+		out = ok(t, b, "jobs", "lst", "--state", "waiting", "--limit", "3", "--after", cursor)
+		require.Contains(t, out, "it left the state, and so did the jobs next to it: jobs may be skipped or shown twice)")
+	})
+
 	// Issue 10 item 10 and issue 13 item 7: --json prints BullMQ's names
 	// and milliseconds, the names the dashboard's API uses.
 	t.Run("JSONUsesBullMQNamesAndMilliseconds", func(t *testing.T) {

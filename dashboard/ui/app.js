@@ -178,6 +178,7 @@
       const err = new Error(data.error || `${res.status} ${res.statusText}`);
       err.status = res.status;
       err.outcome = data.outcome; // "unknown": Redis did not answer in time
+      err.missing = data.missing; // a 404's "queue", "job" or "scheduler"
       throw err;
     }
     return data;
@@ -288,6 +289,26 @@
       el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind }, `${a.queue}: ${a.message}`)));
   }
 
+  // noQueue replaces the page with a plain "no such queue" when an API
+  // answer says the queue is not there (404, missing "queue"), and ends the
+  // page's refreshes and live feed; true then. A page of a queue that does
+  // not exist showed its empty panels, filters and bulk actions, and a job
+  // page said the job was gone.
+  function noQueue(queue, e) {
+    if (!e || e.status !== 404 || e.missing !== 'queue') return false;
+    leavePage();
+    put($main, crumbs({ text: 'Queues', href: '#/' }, { text: queue }),
+      el('div', { class: 'panel', id: 'not-found' }, el('h1', {}, `No queue named ${queue}`), el('p', {}, e.message),
+        el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
+    return true;
+  }
+
+  // noPage says that a link leads nowhere, instead of showing another page.
+  function noPage(hash) {
+    put($main, el('div', { class: 'panel', id: 'not-found' }, el('h1', {}, 'No such page'),
+      el('p', {}, `Nothing lives at #${hash}.`), el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
+  }
+
   function crumbs(...parts) {
     const out = el('div', { class: 'crumbs' });
     parts.forEach((p, i) => {
@@ -388,15 +409,16 @@
     const s = app.session;
     // Without a state asked for, open the tab that has jobs: failures
     // first, then what is running or waiting, completed last.
+    let info = null;
+    try { info = await api(`queues/${seg(queue)}`); } catch (e) {
+      if (noQueue(queue, e)) return;
+      /* else the page reports the error below */
+    }
+    if (gen !== app.render) return;
     let state = params.get('state');
     if (!state) {
-      state = 'failed';
-      try {
-        const info = await api(`queues/${seg(queue)}`);
-        if (gen !== app.render) return;
-        state = ['failed', 'active', 'waiting', 'delayed', 'prioritized', 'paused', 'waiting-children', 'completed']
-          .find((st) => info.counts[camel(st)] > 0) || 'failed';
-      } catch (e) { /* the page reports the error below */ }
+      state = info ? ['failed', 'active', 'waiting', 'delayed', 'prioritized', 'paused', 'waiting-children', 'completed']
+        .find((st) => info.counts[camel(st)] > 0) || 'failed' : 'failed';
     }
     const filter = { name: params.get('name') || '', reason: params.get('reason') || '', left: params.get('left') || '', error: params.get('error') || '' };
     const offset = Number(params.get('offset') || 0);
@@ -544,7 +566,7 @@
       if (state === 'delayed') q.set('asc', '1');
       try {
         [qp, page] = await Promise.all([api(`queues/${seg(queue)}`), api(`queues/${seg(queue)}/jobs?${q}`)]);
-      } catch (e) { summary.textContent = `Could not load: ${e.message}`; return; }
+      } catch (e) { if (!noQueue(queue, e)) summary.textContent = `Could not load: ${e.message}`; return; }
       if (gen !== app.render) return;
       showAlerts(qp.alerts);
       put(head, queue, qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
@@ -583,6 +605,7 @@
       }
     }
     await load();
+    if (gen !== app.render) return;
     try {
       const ops = await api('operations');
       for (const op of ops.operations) if (op.queue === queue && op.status === 'running') follow(op);
@@ -601,7 +624,8 @@
   function movedNote(m, state, back) {
     const where = back ? 'ends right before' : 'goes on right after';
     if (!m.gone) return `The ${state} list changed since the last page: job ${m.id} is now at position ${m.to + 1} (it was at ${m.from + 1}). This page ${where} it, so no job is skipped or shown twice.`;
-    if (['waiting', 'active', 'paused'].includes(state)) return `Job ${m.id}, at the edge of the last page, has left the ${state} list. This page ${back ? 'ends' : 'starts'} where it was (position ${m.to + 1}); jobs that moved meanwhile may be skipped or shown twice.`;
+    if (m.approximate) return `Job ${m.id}, at the edge of the last page, has left the ${state} list, and so have the jobs next to it. This page ${back ? 'ends' : 'starts'} where it was (position ${m.to + 1}); jobs that moved meanwhile may be skipped or shown twice.`;
+    if (['waiting', 'active', 'paused'].includes(state)) return `Job ${m.id}, at the edge of the last page, has left the ${state} list. This page ${where} the jobs that were next to it, so no job is skipped or shown twice.`;
     return `Job ${m.id}, at the edge of the last page, has left the ${state} list (or came back to it later). This page ${back ? 'ends' : 'starts'} where it was in the order.`;
   }
 
@@ -841,7 +865,7 @@
     async function load() {
       let d;
       try { d = await api(`queues/${seg(queue)}/jobs/${seg(id)}`); } catch (e) {
-        if (gen === app.render) put(box, el('p', { class: 'panel' }, e.status === 404 ? `Job ${id} is gone (removed, or never existed).` : `Could not load the job: ${e.message}`));
+        if (gen === app.render && !noQueue(queue, e)) put(box, el('p', { class: 'panel' }, e.status === 404 ? `Job ${id} is gone (removed, or never existed).` : `Could not load the job: ${e.message}`));
         return;
       }
       if (gen !== app.render) return;
@@ -850,6 +874,7 @@
       nextRunEl = box.querySelector('#next-run-rel');
     }
     await load();
+    if (gen !== app.render) return;
     every(1000, () => { if (nextRunEl && job && job.nextRun) nextRunEl.textContent = relative(job.nextRun); });
     const refresh = debounce(250, load);
     live(queue, (ev) => {
@@ -1223,7 +1248,7 @@
         el('table', { id: 'conflicts' }, el('thead', {}, el('tr', {}, ...['When', 'Job', 'Retry', 'Worker holding the lock', 'Running for', 'Lock TTL left'].map((h) => el('th', {}, h)))), conflicts)));
     async function load() {
       let rep;
-      try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { note.textContent = e.message; return; }
+      try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = e.message; return; }
       if (gen !== app.render) return;
       note.textContent = `Looked at ${rep.scanned} jobs${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
@@ -1245,6 +1270,7 @@
       if (!cs.conflicts.length) conflicts.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'None.')));
     }
     await load();
+    if (gen !== app.render) return;
     every(3000, load);
   }
 
@@ -1262,7 +1288,7 @@
         el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', 'Next run', 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body)));
     async function load() {
       let res;
-      try { res = await api(`queues/${seg(queue)}/schedulers`); } catch (e) { note.textContent = `Could not list job schedulers: ${e.message}`; return; }
+      try { res = await api(`queues/${seg(queue)}/schedulers`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = `Could not list job schedulers: ${e.message}`; return; }
       if (gen !== app.render) return;
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
       put(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id },
@@ -1280,6 +1306,7 @@
       if (!res.schedulers.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'This queue has no job scheduler.')));
     }
     await load();
+    if (gen !== app.render) return;
     every(5000, load);
   }
 
@@ -1384,7 +1411,8 @@
       else if (parts[0] === 'audit') await pageAudit(params);
       else if (parts[0] === 'find' && parts.length === 2) await pageFind(parts[1]);
       else if (parts[0] === 'workers') await pageWorkers();
-      else await pageOverview();
+      else if (parts.length === 0) await pageOverview();
+      else noPage(hash);
     } catch (e) {
       put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
     }
