@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestUnknownQueues is issue 15 items 5 and 15: a queue name that is no
@@ -72,8 +75,12 @@ func TestUIUnknownQueueOrPage(t *testing.T) {
 		require.Equal(t, "", text(t, tab, `.feed`), hash)
 		require.Equal(t, "", text(t, tab, `#jobs`), hash)
 	}
+	// The page draws its live-events panel at once and the job's answer
+	// when the API replies: wait for the answer, not for a panel.
 	do(t, tab, chromedp.Navigate(b.url+"#/q/real/job/999"), chromedp.WaitVisible(chromedp.CSS(`main .panel`)))
-	require.Contains(t, text(t, tab, `main`), "Job 999 is gone (removed, or never existed).")
+	testkit.WaitFor(t, 10*time.Second, "the job page to say job 999 is gone", func() bool {
+		return strings.Contains(text(t, tab, `main`), "Job 999 is gone (removed, or never existed).")
+	})
 	do(t, tab, chromedp.Navigate(b.url+"#/nowhere/at/all"), chromedp.WaitVisible(chromedp.CSS(`#not-found`)))
 	require.Equal(t, "No such page", text(t, tab, `#not-found h1`))
 	require.Contains(t, text(t, tab, `#not-found`), "Nothing lives at #/nowhere/at/all.")
