@@ -532,6 +532,13 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	// The request's own names in its errors, not inspect.RetryOptions'.
+	if req.State != "" && req.State != drover.StateFailed && req.State != drover.StateCompleted {
+		return badRequest("state must be failed or completed (the states a bulk retry takes jobs from), got %q", req.State)
+	}
+	if req.Limit < 0 {
+		return badRequest("limit must not be negative, got %d", req.Limit)
+	}
 	filter, err := inspect.ParseFilter(req.Filter)
 	if err != nil {
 		return badRequest("%v", err)
@@ -748,8 +755,14 @@ func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 	if req.Grace != "" {
 		var err error
 		if grace, err = time.ParseDuration(req.Grace); err != nil {
-			return badRequest("grace: %v", err)
+			return badRequest("grace must be a duration such as 1h or 0s, got %q", req.Grace)
 		}
+		if grace < 0 {
+			return badRequest("grace must not be negative, got %q", req.Grace)
+		}
+	}
+	if req.Limit < 0 {
+		return badRequest("limit must not be negative, got %d", req.Limit)
 	}
 	e.Detail = fmt.Sprintf("state=%s grace=%s limit=%d dryRun=%t", req.State, grace, req.Limit, req.DryRun)
 	if req.DryRun {

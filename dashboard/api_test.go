@@ -169,6 +169,35 @@ func TestAPI(t *testing.T) {
 		require.Equal(t, drover.StateFailed, state)
 	})
 
+	// A bad field of an action's body is named as the body names it: the
+	// caller wrote "state" and "limit", not inspect.RetryOptions.State or
+	// a ChunkSize it never sent; nothing is cleaned or retried.
+	t.Run("BadFieldsNamedAsSent", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+		id := b.add(t, "q", "keep", nil, nil)
+		c := b.as(t, "")
+		for _, tc := range []struct {
+			path string
+			body map[string]any
+			want string
+		}{
+			{"api/queues/q/retry", map[string]any{"state": "waiting", "dryRun": true}, `state must be failed or completed (the states a bulk retry takes jobs from), got "waiting"`},
+			{"api/queues/q/retry", map[string]any{"limit": -1}, `limit must not be negative, got -1`},
+			{"api/queues/q/clean", map[string]any{"state": "waiting", "grace": "-1h"}, `grace must not be negative, got "-1h"`},
+			{"api/queues/q/clean", map[string]any{"state": "waiting", "grace": "soon"}, `grace must be a duration such as 1h or 0s, got "soon"`},
+			{"api/queues/q/clean", map[string]any{"state": "waiting", "grace": "0s", "limit": -5}, `limit must not be negative, got -5`},
+		} {
+			require.Equal(t, http.StatusBadRequest, c.post(tc.path, tc.body, nil), "%v", tc.body)
+			var e struct{ Error string }
+			require.NoError(t, json.Unmarshal(c.lastBody, &e))
+			require.Equal(t, tc.want, e.Error)
+		}
+		state, err := b.queue(t, "q").GetJobState(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateWaiting, state)
+	})
+
 	t.Run("BodyIsOneJSONObjectOfKnownFields", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
