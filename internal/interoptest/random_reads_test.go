@@ -214,6 +214,23 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 		return r.result(limitsView(maxed, conc, rate), err)
 	case difftest.OpFlowRead:
 		return r.flowRead(ctx, s, node)
+	case difftest.OpGetJob:
+		id := r.id(s.Job)
+		if node {
+			nj, err := o.GetJob(ctx, p, q, id)
+			if err != nil || nj == nil {
+				return r.result("none", err)
+			}
+			return r.result(fmt.Sprintf("%+v", r.nodeJobView(nj)), nil)
+		}
+		dj, err := r.dq.GetJob(ctx, id)
+		if errors.Is(err, drover.ErrJobNotFound) {
+			return r.result("none", nil) // Node answers undefined
+		}
+		if err != nil {
+			return r.result("", err)
+		}
+		return r.result(fmt.Sprintf("%+v", r.droverJobView(dj)), nil)
 	}
 	r.t.Fatalf("read of op %q", s.Op)
 	return ""
@@ -314,4 +331,93 @@ func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) 
 	}
 	r.t.Fatalf("flow read %q", s.Read)
 	return ""
+}
+
+// jobView is a job as both readers decode it (Queue.getJob / GetJob),
+// rendered for comparison across the two runs: times as present or not,
+// the delay field to the minute (the runs' clocks differ by a few ms),
+// parent keys without the run's prefix, values as canonical JSON (none and
+// null alike), the stack trace by its length.
+type jobView struct {
+	Name, Data                                     string
+	AttemptsMade, AttemptsStarted, Stalled         int64
+	Processed, Finished                            bool
+	Return, FailedReason, Progress                 string
+	Stack                                          int
+	ProcessedBy, Deferred, DedupID, Parent, Repeat string
+	Priority, DelayMin                             int64
+	Attempts                                       int64
+	LIFO                                           bool
+	CustomID, Backoff                              string
+}
+
+// orNull is canonical JSON of raw, "null" when there is none.
+func orNull(raw []byte) string {
+	if c := canonicalJSON(raw); c != "" {
+		return c
+	}
+	return "null"
+}
+
+// progressAsNode is drover's Progress as Node's Job.fromJSON reads the
+// same hash: a job that never reported progress has none in drover (nil,
+// documented) and 0 in Node (JSON.parse(progress || 0)).
+func progressAsNode(p json.RawMessage) string {
+	if p == nil {
+		return "0"
+	}
+	return orNull(p)
+}
+
+func (r *programRun) nodeJobView(nj *bullmqoracle.NodeJob) jobView {
+	num := func(k string) int64 {
+		f, _ := nj.Opts[k].(float64)
+		return int64(f)
+	}
+	// Node's add tests opts.lifo for truth, so a stored 1 is LIFO as
+	// drover reads it (seed 846549776).
+	lifo := false
+	switch v := nj.Opts["lifo"].(type) {
+	case bool:
+		lifo = v
+	case float64:
+		lifo = v != 0
+	case string:
+		lifo = v != ""
+	}
+	custom, _ := nj.Opts["jobId"].(string)
+	backoff := ""
+	if bo, ok := nj.Opts["backoff"].(map[string]any); ok {
+		d, _ := bo["delay"].(float64)
+		backoff = fmt.Sprintf("%v/%d", bo["type"], int64(d))
+	} else if d, ok := nj.Opts["backoff"].(float64); ok {
+		backoff = fmt.Sprintf("fixed/%d", int64(d))
+	}
+	return jobView{
+		Name: nj.Name, Data: orNull(nj.Data), AttemptsMade: nj.AttemptsMade, AttemptsStarted: nj.AttemptsStarted,
+		Stalled: nj.StalledCounter, Processed: msOrZero(nj.ProcessedOn) != 0, Finished: msOrZero(nj.FinishedOn) != 0,
+		Return: orNull(nj.ReturnValue), FailedReason: nj.FailedReason, Progress: orNull(nj.Progress), Stack: len(nj.Stacktrace),
+		ProcessedBy: nj.ProcessedBy, Deferred: nj.DeferredFailure, DedupID: nj.DeduplicationID,
+		Parent: strings.Replace(nj.ParentKey, r.prefix, "P", 1), Repeat: nj.RepeatJobKey,
+		Priority: nj.Priority, DelayMin: (nj.Delay + 30_000) / 60_000,
+		Attempts: num("attempts"), LIFO: lifo, CustomID: custom, Backoff: backoff,
+	}
+}
+
+func (r *programRun) droverJobView(dj *drover.Job) jobView {
+	parent, backoff := "", ""
+	if p := dj.Parent; p != nil {
+		parent = strings.Replace(p.Prefix+":"+p.Queue+":"+p.ID, r.prefix, "P", 1)
+	}
+	if b := dj.Opts.Backoff; b != nil {
+		backoff = fmt.Sprintf("%v/%d", b.Type, b.Delay.Milliseconds())
+	}
+	return jobView{
+		Name: dj.Name, Data: orNull(dj.Data), AttemptsMade: int64(dj.AttemptsMade), AttemptsStarted: int64(dj.AttemptsStarted),
+		Stalled: int64(dj.StalledCount), Processed: !dj.ProcessedOn.IsZero(), Finished: !dj.FinishedOn.IsZero(),
+		Return: orNull(dj.ReturnValue), FailedReason: dj.FailedReason, Progress: progressAsNode(dj.Progress), Stack: len(dj.Stacktrace),
+		ProcessedBy: dj.ProcessedBy, Deferred: dj.DeferredFailure, DedupID: dj.DeduplicationID, Parent: parent,
+		Repeat: dj.JobSchedulerID, Priority: int64(dj.Priority), DelayMin: (dj.Delay.Milliseconds() + 30_000) / 60_000,
+		Attempts: int64(dj.Opts.Attempts), LIFO: dj.Opts.LIFO, CustomID: dj.Opts.JobID, Backoff: backoff,
+	}
 }

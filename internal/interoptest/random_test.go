@@ -641,6 +641,8 @@ type programRun struct {
 	// cascades are the [from, to) ranges of the events stream written by
 	// steps that remove a flow's jobs (see difftest.Deliberate).
 	cascades [][2]int
+	// otherCascades are the same ranges of OtherQueueName's events stream.
+	otherCascades [][2]int
 	// refused is drover's error when the last step was refused, else nil.
 	refused error
 	// stepNow is the instant (ms) runDifferential gave the current step,
@@ -689,9 +691,29 @@ func (r *programRun) state() *statedump.Snapshot {
 	require.NoError(r.t, err)
 	s, err := difftest.Comparable(raw, difftest.NormContext{
 		Queue: queueName, Others: []string{difftest.OtherQueueName}, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
+		OthersSortedEvents: map[string][][2]int{difftest.OtherQueueName: r.otherCascades},
 	})
 	require.NoError(r.t, err)
 	return s
+}
+
+// noteCascade starts a step that may remove a flow's jobs in both queues;
+// the function it returns records the events the step wrote, in each
+// queue's stream, as compared sorted.
+func (r *programRun) noteCascade() func() {
+	from, otherFrom := r.streamLen(), r.otherStreamLen()
+	return func() {
+		r.cascades = append(r.cascades, [2]int{from, r.streamLen()})
+		r.otherCascades = append(r.otherCascades, [2]int{otherFrom, r.otherStreamLen()})
+	}
+}
+
+// otherStreamLen is the length of OtherQueueName's events stream.
+func (r *programRun) otherStreamLen() int {
+	r.t.Helper()
+	n, err := r.rdb.XLen(context.Background(), keys.New(r.prefix, difftest.OtherQueueName).Events()).Result()
+	require.NoError(r.t, err)
+	return int(n)
 }
 
 // streamLen is the length of the run's events stream.
@@ -826,8 +848,7 @@ func (r *programRun) step(s *difftest.Step, by impl) string {
 	r.refused = nil
 	switch s.Op {
 	case difftest.OpRemove, difftest.OpDrain, difftest.OpClean, difftest.OpObliterate:
-		from := r.streamLen()
-		defer func() { r.cascades = append(r.cascades, [2]int{from, r.streamLen()}) }()
+		defer r.noteCascade()()
 	}
 	return r.do(s, by)
 }
@@ -970,6 +991,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if c.End != 0 {
 				repeat["endDate"] = r.anchor + c.End
 			}
+			if c.Immediately {
+				repeat["immediately"] = true
+			}
 			got, err = o.UpsertJobScheduler(ctx, p, q, c.ID, repeat, map[string]any{"name": a.Name, "data": a.Data, "opts": r.nodeOpts(a)})
 		} else {
 			ro := drover.RepeatOptions{
@@ -978,6 +1002,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if c.End != 0 {
 				ro.EndDate = time.UnixMilli(r.anchor + c.End)
 			}
+			ro.Immediately = c.Immediately
 			var job *drover.Job
 			job, err = r.dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
 			if job != nil {
@@ -1261,7 +1286,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpGetScheduler, difftest.OpGetSchedulers, difftest.OpGetDedupJobID, difftest.OpGetRateLimitTTL,
-		difftest.OpGetCountsPerPriority, difftest.OpGetLimits, difftest.OpFlowRead:
+		difftest.OpGetCountsPerPriority, difftest.OpGetLimits, difftest.OpFlowRead, difftest.OpGetJob:
 		return r.read(ctx, s, node)
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
@@ -1307,8 +1332,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		ok, err = j.RemoveChildDependency(ctx)
 		return r.result(strconv.FormatBool(ok), err)
 	case difftest.OpRemoveUnprocessedChildren:
-		from := r.streamLen()
-		defer func() { r.cascades = append(r.cascades, [2]int{from, r.streamLen()}) }()
+		defer r.noteCascade()()
 		if node {
 			return r.result("", o.JobCall(ctx, p, q, id, "removeUnprocessedChildren", nil))
 		}

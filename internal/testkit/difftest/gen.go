@@ -182,6 +182,7 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpGetRateLimitTTL, Limit: g.pick3(1+g.r.IntN(2), 0)} }},
 		{1, func() Step { return Step{Op: OpGetCountsPerPriority} }},
 		{1, func() Step { return Step{Op: OpGetLimits} }},
+		{3, func() Step { return Step{Op: OpGetJob, Job: g.job()} }},
 		{3, func() Step {
 			return Step{Op: OpFlowRead, Job: g.job(), Read: []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount}[g.r.IntN(3)]}
 		}},
@@ -224,6 +225,8 @@ func (g *gen) upsertScheduler() Step {
 		// run, or an hour or two after it.
 		c.End = g.pickI64(-4*Hour, c.Start, c.Start+Hour, c.Start+2*Hour)
 	}
+	// A first run now as well as a start date: refused by both.
+	c.Immediately = g.chance(5)
 	return Step{Op: OpUpsertScheduler, Add: a, Scheduler: c}
 }
 

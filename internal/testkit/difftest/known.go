@@ -266,6 +266,10 @@ type NormContext struct {
 	// SortedEvents are [from, to) ranges of the events stream compared as
 	// multisets (see Deliberate, "event order of a removal cascade").
 	SortedEvents [][2]int
+	// OthersSortedEvents are the same ranges of each other queue's events
+	// stream: a cascade that reaches a flow's children there writes their
+	// removals in the same member-string order (campaign seed 317003818).
+	OthersSortedEvents map[string][][2]int
 	// Known keeps the differences of the Known divergences that have a
 	// Mask (campaigns looking for them set it).
 	Known bool
@@ -281,6 +285,13 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 	if k := raw.Keys[nc.Queue+":events"]; k != nil {
 		for _, r := range nc.SortedEvents {
 			SortEvents(k.Stream, r[0], r[1])
+		}
+	}
+	for q, ranges := range nc.OthersSortedEvents {
+		if k := raw.Keys[q+":events"]; k != nil {
+			for _, r := range ranges {
+				SortEvents(k.Stream, r[0], r[1])
+			}
 		}
 	}
 	for name, k := range raw.Keys {

@@ -164,6 +164,10 @@ const (
 	// getGlobalConcurrency and getGlobalRateLimit (IsMaxed,
 	// GetGlobalConcurrency, GetGlobalRateLimit).
 	OpGetLimits Op = "getLimits"
+	// OpGetJob reads Step.Job (Queue.getJob / GetJob); its result is the
+	// fields both readers decode, times as present or not, the delay to
+	// the minute.
+	OpGetJob Op = "getJob"
 	// OpFlowRead reads Step.Job's children with Step.Read (the job read
 	// with getJob first, as a user would).
 	OpFlowRead Op = "flowRead"
@@ -243,6 +247,10 @@ type Scheduler struct {
 	Start   int64
 	Limit   int
 	End     int64
+	// Immediately asks for a first run now as well as the start date:
+	// both refuse the pair (BullMQ 6.7 throws, drover's RepeatOptions
+	// check refuses it).
+	Immediately bool
 }
 
 // Add is one job to add, with the options both implementations share.
@@ -621,7 +629,7 @@ var opNames = map[Op]string{
 	OpRateLimit: "OpRateLimit", OpRemoveRateLimitKey: "OpRemoveRateLimitKey", OpTrimEvents: "OpTrimEvents",
 	OpManualWaitChildren: "OpManualWaitChildren", OpGetScheduler: "OpGetScheduler", OpGetSchedulers: "OpGetSchedulers",
 	OpGetDedupJobID: "OpGetDedupJobID", OpGetRateLimitTTL: "OpGetRateLimitTTL", OpGetCountsPerPriority: "OpGetCountsPerPriority",
-	OpGetLimits: "OpGetLimits", OpFlowRead: "OpFlowRead",
+	OpGetLimits: "OpGetLimits", OpFlowRead: "OpFlowRead", OpGetJob: "OpGetJob",
 }
 
 var readNames = map[FlowRead]string{
@@ -705,6 +713,9 @@ func (s *Step) GoString() string {
 		end := ""
 		if c.End != 0 {
 			end = fmt.Sprintf(", End: %d", c.End)
+		}
+		if c.Immediately {
+			end += ", Immediately: true"
 		}
 		f = append(f, fmt.Sprintf("Scheduler: &difftest.Scheduler{ID: %q, Every: %d%s, Start: %d, Limit: %d%s}", c.ID, c.Every, pattern, c.Start, c.Limit, end))
 	}

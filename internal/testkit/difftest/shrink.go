@@ -137,6 +137,9 @@ func simplifications(s *Step) []func(*Step) {
 	if c := s.Scheduler; c != nil && c.End != 0 {
 		out = append(out, func(s *Step) { s.Scheduler.End = 0 })
 	}
+	if c := s.Scheduler; c != nil && c.Immediately {
+		out = append(out, func(s *Step) { s.Scheduler.Immediately = false })
+	}
 	if s.ResetMade {
 		out = append(out, func(s *Step) { s.ResetMade = false })
 	}
