@@ -141,29 +141,44 @@ func TestFinishAndPromoteWhileRedisIsOutOfMemory(t *testing.T) {
 		// while Redis is out of memory, as a MULTI does not): the worker
 		// may move a job from active to completed between two separate
 		// reads, which would show it in both.
+		// The job hashes are read by the same script: a job read in wait
+		// may otherwise be taken and completed before its hash is read
+		// (job 16 read in wait with a finishedOn, 2 loaded cores).
 		states := []string{"active", "wait", "delayed", "completed", "failed", "prioritized"}
+		args := make([]any, 0, len(ids))
+		for id := range ids {
+			args = append(args, id)
+		}
 		snap, err := rdb.Eval(ctx, `local out = {}
 for i, k in ipairs(KEYS) do
   if i <= 2 then out[i] = redis.call("LRANGE", k, 0, -1) else out[i] = redis.call("ZRANGE", k, 0, -1) end
 end
-return out`, []string{"bull:q:active", "bull:q:wait", "bull:q:delayed", "bull:q:completed", "bull:q:failed", "bull:q:prioritized"}).Slice()
+local hashes = {}
+for i, id in ipairs(ARGV) do
+  hashes[i] = redis.call("HMGET", "bull:q:" .. id, "finishedOn", "returnvalue")
+end
+out[#KEYS + 1] = hashes
+return out`, []string{"bull:q:active", "bull:q:wait", "bull:q:delayed", "bull:q:completed", "bull:q:failed", "bull:q:prioritized"}, args...).Slice()
 		require.NoError(t, err)
 		where := map[string][]string{}
-		for i, ids := range snap {
+		for i, ids := range snap[:len(states)] {
 			for _, id := range ids.([]any) {
 				where[id.(string)] = append(where[id.(string)], states[i])
 			}
 		}
-		for id := range ids {
+		for i, h := range snap[len(states)].([]any) {
+			id := args[i].(string)
 			require.Len(t, where[id], 1, "job %s in one state: %v", id, where[id])
-			h := rdb.HGetAll(ctx, "bull:q:"+id).Val()
+			f := h.([]any) // finishedOn, returnvalue; nil when absent
+			finishedOn, _ := f[0].(string)
+			returnValue, _ := f[1].(string)
 			if where[id][0] == "completed" {
-				require.NotEmpty(t, h["finishedOn"], "job %s", id)
-				require.Equal(t, `"done-`+id+`"`, h["returnvalue"], "job %s", id)
+				require.NotEmpty(t, finishedOn, "job %s", id)
+				require.Equal(t, `"done-`+id+`"`, returnValue, "job %s", id)
 				continue
 			}
-			require.Empty(t, h["finishedOn"], "job %s in %s", id, where[id][0])
-			require.Empty(t, h["returnvalue"], "job %s in %s", id, where[id][0])
+			require.Empty(t, finishedOn, "job %s in %s", id, where[id][0])
+			require.Empty(t, returnValue, "job %s in %s", id, where[id][0])
 		}
 	}
 
