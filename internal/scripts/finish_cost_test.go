@@ -70,6 +70,44 @@ func TestFinishRedisCommands(t *testing.T) {
 	}
 }
 
+// TestFinishAndFetchOneRedisCommands counts the commands of a worker's
+// call at concurrency 1: one completion and the fetch of the next job.
+// 15: the completion's 9 of TestFinishRedisCommands less the drained
+// check (a job was fetched), ZRANGEBYSCORE (due delayed jobs), one LMOVE
+// from wait to active (an RPOP and an LPUSH for a batch), HGETALL, SET
+// lock, HSET, XADD active.
+func TestFinishAndFetchOneRedisCommands(t *testing.T) {
+	t.Parallel()
+	rdb := costServer(t)
+	ctx := context.Background()
+	k := keys.New("cost", "c1")
+	_, err := AddJobs(ctx, rdb, k, NewCall(time.Minute), []AddRecord{
+		{Name: "j", Timestamp: 1, Data: "{}", Opts: "{}"}, {Name: "j", Timestamp: 1, Data: "{}", Opts: "{}"},
+	})
+	require.NoError(t, err)
+	now := time.Now().UnixMilli()
+	f, err := MoveToActive(ctx, rdb, k, FetchArgs{Now: now, Count: 1, Token: "t", LockDuration: 30000, WorkerName: "w"})
+	require.NoError(t, err)
+	require.Len(t, f.Jobs, 1)
+	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+	errs, next, err := FinishJobs(ctx, rdb, k, FetchArgs{Now: now, Count: 1, Token: "t2", LockDuration: 30000, WorkerName: "w"}, 0,
+		[]FinishRecord{{ID: f.Jobs[0].ID, Token: "t:" + f.Jobs[0].ID, Kind: FinishCompleted, Value: "null", AttemptsMade: 1, Attempts: 1}})
+	require.NoError(t, err)
+	for _, e := range errs {
+		require.NoError(t, e)
+	}
+	require.Len(t, next.Jobs, 1)
+	require.NotEqual(t, f.Jobs[0].ID, next.Jobs[0].ID)
+	calls := redistest.CommandCalls(t, rdb)
+	t.Logf("finish one, fetch one: %d redis commands: %v", redistest.ScriptCommands(t, rdb), calls)
+	require.Equal(t, 1, calls["lmove"], "the next job moves from wait to active with one LMOVE")
+	require.Zero(t, calls["rpop"]+calls["lpush"], "no RPOP and LPUSH for one job")
+	require.Equal(t, 15, redistest.ScriptCommands(t, rdb), "commands of a finish of one job that fetches one")
+	active, err := rdb.LRange(ctx, k.Active(), 0, -1).Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{next.Jobs[0].ID}, active)
+}
+
 // TestIdlePickupRedisCommands counts the commands of the fetch an idle
 // worker makes when a marker wakes it: one job waits, the worker asks for
 // its free slots (10). 11: EXISTS (the settled-call mark), HMGET meta,

@@ -482,7 +482,8 @@ if exactLock ~= "" and codes[1] ~= 0 then
   fetchCount = 0
 end
 local fetched = fetchJobs(now, fetchCount, exactLock ~= "" and exactLock or ARGV[4], ARGV[5], ARGV[6],
-  tonumber(ARGV[7]), tonumber(ARGV[8]), {meta[2], meta[3], meta[4], meta[5]}, exactLock ~= "", fetchCount <= 0)
+  tonumber(ARGV[7]), tonumber(ARGV[8]), {meta[2], meta[3], meta[4], meta[5]}, exactLock ~= "", fetchCount <= 0,
+  #owned > 0)
 if #fetched[2] == 0 then
   if delayed then
     addDelayMarker(markerKey, delayedKey)

@@ -27,13 +27,33 @@ local function promoteDelayed(blocked)
   return n
 end
 
--- takeReady pops up to `count` ids, wait first (right end), then prioritized.
-local function takeReady(count)
-  local ids = rcall("RPOP", waitKey, count) or {}
-  for i = #ids, 1, -1 do
-    -- "0:<n>" entries are pre-v5 markers, never jobs: drop them.
-    if string.sub(ids[i], 1, 2) == "0:" then
-      table.remove(ids, i)
+-- takeReady pops up to `count` ids, wait first (right end), then
+-- prioritized. It returns them and whether they are in active already:
+-- with moveOne, one job (a worker's next at concurrency 1) moves from wait
+-- to active with one LMOVE, as BullMQ's moveToActive does, instead of an
+-- RPOP and an LPUSH (each command a script runs costs Redis about 8,000
+-- instructions). Only a caller that has written already may ask for it:
+-- Redis refuses a script whose first write may grow memory (LMOVE, LPUSH)
+-- while it is out of memory, and an RPOP first lets a fetch go on then.
+local function takeReady(count, moveOne)
+  local ids
+  if moveOne and count == 1 then
+    local id = rcall("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
+    if id and string.sub(id, 1, 2) ~= "0:" then
+      return {id}, true
+    end
+    if id then
+      -- A pre-v5 marker, never a job: take it out of active again.
+      rcall("LREM", activeKey, 1, id)
+    end
+    ids = {}
+  else
+    ids = rcall("RPOP", waitKey, count) or {}
+    for i = #ids, 1, -1 do
+      -- "0:<n>" entries are pre-v5 markers, never jobs: drop them.
+      if string.sub(ids[i], 1, 2) == "0:" then
+        table.remove(ids, i)
+      end
     end
   end
   if #ids < count then
@@ -49,7 +69,7 @@ local function takeReady(count)
       rcall("DEL", pcKey)
     end
   end
-  return ids
+  return ids, false
 end
 
 -- rateLimitTTL returns how long (ms) the queue's rate limiter blocks new
@@ -87,8 +107,9 @@ end
 -- manual take only) locks each job with token itself, the caller's own lock
 -- value, as BullMQ's moveToActive does; the worker's calls leave it nil.
 -- noPromote (finishJobs fetching nothing) leaves due delayed jobs where
--- they are, as BullMQ's moveToFinished without fetchNext does.
-local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta, exact, noPromote)
+-- they are, as BullMQ's moveToFinished without fetchNext does. moveOne
+-- (finishJobs after it wrote) lets one job move with LMOVE (takeReady).
+local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta, exact, noPromote, moveOne)
   -- finishJobs' fetch-next is a busy worker's: it consumed no marker, so
   -- no blocked worker waits on one it took (see the cascade below).
   local busy = meta ~= nil
@@ -118,13 +139,15 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
     count = room
   end
   local window = limitDuration > 0 and limitDuration or (tonumber(meta[4]) or 0)
-  local ids = takeReady(count)
+  local ids, inActive = takeReady(count, moveOne)
   local out = {}
   if #ids == 0 then
     local first = rcall("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
     return {first[2] or false, out, false, 0}
   end
-  rcall("LPUSH", activeKey, unpack(ids))
+  if not inActive then
+    rcall("LPUSH", activeKey, unpack(ids))
+  end
   for i = 1, #ids do
     local id = ids[i]
     local jobKey = base .. id
