@@ -96,10 +96,12 @@ func (r *Record) set(f, v string) error {
 	case "name":
 		r.Name = v
 	case "data":
-		if !json.Valid([]byte(v)) {
+		// One copy of the text, checked in place (validJSON).
+		b := []byte(v)
+		if !validJSON(b) {
 			return fmt.Errorf("not JSON")
 		}
-		r.Data = json.RawMessage(v)
+		r.Data = b
 	case "opts":
 		r.RawOpts = v
 		r.Opts, err = decodeOptsCached(v)
@@ -124,16 +126,16 @@ func (r *Record) set(f, v string) error {
 	case "stc":
 		r.StalledCounter, err = intField(v)
 	case "returnvalue":
-		if json.Valid([]byte(v)) {
-			r.ReturnValue = json.RawMessage(v)
+		if b := []byte(v); validJSON(b) {
+			r.ReturnValue = b
 		}
 	case "failedReason":
 		r.FailedReason = v
 	case "stacktrace":
 		r.Stacktrace = decodeStack(v)
 	case "progress":
-		if json.Valid([]byte(v)) {
-			r.Progress = json.RawMessage(v)
+		if b := []byte(v); validJSON(b) {
+			r.Progress = b
 		}
 	case "pb":
 		r.ProcessedBy = v
