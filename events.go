@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover/internal/bounded"
+	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/outage"
@@ -96,11 +97,11 @@ func parseEvent(m redis.XMessage) Event {
 	ev.FailedReason = f["failedReason"]
 	ev.DeduplicationID = f["deduplicationId"]
 	ev.DeduplicatedJobID = f["deduplicatedJobId"]
-	if rv, ok := f["returnvalue"]; ok && json.Valid([]byte(rv)) {
-		ev.ReturnValue = json.RawMessage(rv)
+	if rv, ok := f["returnvalue"]; ok {
+		ev.ReturnValue, _ = jobcodec.RawJSON(rv)
 	}
-	if d, ok := f["data"]; ok && json.Valid([]byte(d)) {
-		ev.Data = json.RawMessage(d)
+	if d, ok := f["data"]; ok {
+		ev.Data, _ = jobcodec.RawJSON(d)
 	}
 	if d, ok := f["delay"]; ok {
 		if ms, err := strconv.ParseFloat(d, 64); err == nil {

@@ -391,6 +391,17 @@ func jsonString(v []byte) (string, error) {
 	return out, err
 }
 
+// RawJSON is s as a json.RawMessage (one copy) when it is JSON (validJSON),
+// else nil and false: how a JSON text read from Redis (a job's data,
+// return value or progress, an event's) becomes one.
+func RawJSON(s string) (json.RawMessage, bool) {
+	b := []byte(s)
+	if !validJSON(b) {
+		return nil, false
+	}
+	return b, true
+}
+
 // validJSON reports whether data is one JSON value with only white space
 // around it: the texts encoding/json.Valid accepts (FuzzValidJSON checks
 // the two against each other), on the scanner members uses. Decode checks

@@ -96,12 +96,10 @@ func (r *Record) set(f, v string) error {
 	case "name":
 		r.Name = v
 	case "data":
-		// One copy of the text, checked in place (validJSON).
-		b := []byte(v)
-		if !validJSON(b) {
+		var ok bool
+		if r.Data, ok = RawJSON(v); !ok {
 			return fmt.Errorf("not JSON")
 		}
-		r.Data = b
 	case "opts":
 		r.RawOpts = v
 		r.Opts, err = decodeOptsCached(v)
@@ -126,17 +124,13 @@ func (r *Record) set(f, v string) error {
 	case "stc":
 		r.StalledCounter, err = intField(v)
 	case "returnvalue":
-		if b := []byte(v); validJSON(b) {
-			r.ReturnValue = b
-		}
+		r.ReturnValue, _ = RawJSON(v)
 	case "failedReason":
 		r.FailedReason = v
 	case "stacktrace":
 		r.Stacktrace = decodeStack(v)
 	case "progress":
-		if b := []byte(v); validJSON(b) {
-			r.Progress = b
-		}
+		r.Progress, _ = RawJSON(v)
 	case "pb":
 		r.ProcessedBy = v
 	case "defa":
