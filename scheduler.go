@@ -363,8 +363,8 @@ func schedulerFromHash(id string, next int64, h map[string]string) *JobScheduler
 		Limit: int(num("limit")), StartDate: ms("startDate"), EndDate: ms("endDate"),
 		Offset: time.Duration(num("offset")) * time.Millisecond, Data: json.RawMessage("{}"), Opts: templateOptsNames(h["opts"]),
 	}
-	if d := h["data"]; d != "" && json.Valid([]byte(d)) {
-		s.Data = json.RawMessage(d)
+	if d, ok := jobcodec.RawJSON(h["data"]); ok {
+		s.Data = d
 	}
 	return s
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover/internal/bounded"
+	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/outage"
 )
 
@@ -427,10 +428,8 @@ func finishedByEvent(q *Queue, ev Event) (done bool, v json.RawMessage, _ error)
 // rawValue is a stored returnvalue as JSON; nil when there is none or it is
 // not JSON (BullMQ's getReturnValue then gives undefined too).
 func rawValue(s string) json.RawMessage {
-	if s == "" || !json.Valid([]byte(s)) {
-		return nil
-	}
-	return json.RawMessage(s)
+	v, _ := jobcodec.RawJSON(s)
+	return v
 }
 
 // waitHook runs the test hook, if any, at a stage of WaitUntilFinished:
