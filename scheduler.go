@@ -361,50 +361,12 @@ func schedulerFromHash(id string, next int64, h map[string]string) *JobScheduler
 		ID: id, Name: h["name"], Next: time.UnixMilli(next), Iterations: int(num("ic")),
 		Every: time.Duration(num("every")) * time.Millisecond, Pattern: h["pattern"], TZ: h["tz"],
 		Limit: int(num("limit")), StartDate: ms("startDate"), EndDate: ms("endDate"),
-		Offset: time.Duration(num("offset")) * time.Millisecond, Data: json.RawMessage("{}"), Opts: templateOptsNames(h["opts"]),
+		Offset: time.Duration(num("offset")) * time.Millisecond, Data: json.RawMessage("{}"), Opts: jobcodec.PublicOptNames(h["opts"]),
 	}
 	if d, ok := jobcodec.RawJSON(h["data"]); ok {
 		s.Data = d
 	}
 	return s
-}
-
-// storedOptNames are the options a job's stored opts JSON keeps under a
-// short name, by that name (BullMQ's Job.optsFromJSON decodes them).
-var storedOptNames = map[string]string{
-	"kl": "keepLogs", "de": "deduplication", "fpof": "failParentOnFailure", "cpof": "continueParentOnFailure",
-	"idof": "ignoreDependencyOnFailure", "rdof": "removeDependencyOnFailure",
-}
-
-// templateOptsNames renames the short names of a scheduler's stored
-// template options to BullMQ's option names, as Node's reader does: tm and
-// omc become telemetry's metadata and omitContext, the others their long
-// name; values are kept as stored. Opts that are not a JSON object are
-// returned as they are.
-func templateOptsNames(stored string) string {
-	var in map[string]json.RawMessage
-	if stored == "" || json.Unmarshal([]byte(stored), &in) != nil {
-		return stored
-	}
-	out := make(map[string]json.RawMessage, len(in))
-	telemetry := map[string]json.RawMessage{}
-	for k, v := range in {
-		switch k {
-		case "tm":
-			telemetry["metadata"] = v
-		case "omc":
-			telemetry["omitContext"] = v
-		default:
-			if long, ok := storedOptNames[k]; ok {
-				k = long
-			}
-			out[k] = v
-		}
-	}
-	if len(telemetry) > 0 {
-		out["telemetry"] = mustJSON(telemetry)
-	}
-	return string(mustJSON(out))
 }
 
 // advanceScheduler creates the next run of the scheduler whose run rec the

@@ -133,6 +133,50 @@ var optionTable = []option{
 	}},
 }
 
+// storedToPublic maps each option stored under a name of its own (kl,
+// de, fpof, ...) to its public name, from optionTable.
+var storedToPublic = func() map[string]string {
+	m := map[string]string{}
+	for _, o := range optionTable {
+		if o.public != "" && o.stored != "" && o.public != o.stored {
+			m[o.stored] = o.public
+		}
+	}
+	return m
+}()
+
+// PublicOptNames is stored opts JSON under BullMQ's public option names, as
+// Node's Job.optsFromJSON gives them back (a job scheduler's template
+// options): a key stored short gets its public name, tm and omc become
+// telemetry's metadata and omitContext; every value stays as stored. Text
+// that is not a JSON object is returned as it is.
+func PublicOptNames(stored string) string {
+	var in map[string]json.RawMessage
+	if stored == "" || json.Unmarshal([]byte(stored), &in) != nil {
+		return stored
+	}
+	out := make(map[string]json.RawMessage, len(in))
+	telemetry := map[string]json.RawMessage{}
+	for k, v := range in {
+		switch k {
+		case "tm":
+			telemetry["metadata"] = v
+		case "omc":
+			telemetry["omitContext"] = v
+		default:
+			if public, ok := storedToPublic[k]; ok {
+				k = public
+			}
+			out[k] = v
+		}
+	}
+	if len(telemetry) > 0 {
+		out["telemetry"], _ = json.Marshal(telemetry) // values are JSON Unmarshal read
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
 // keep stores an undecoded key verbatim in Extra.
 func (o *Opts) keep(k string, v json.RawMessage) {
 	if o.Extra == nil {
