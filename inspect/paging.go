@@ -56,8 +56,10 @@ func cursorOf(pos int, score, id string, before, after []string) Cursor {
 // so any id (BullMQ refuses ':' in custom ids, but a list may hold
 // anything) reads back as itself.
 func escapeCursorID(id string) string {
-	return strings.NewReplacer("%", "%25", ":", "%3A", ",", "%2C").Replace(id)
+	return cursorIDEscaper.Replace(id)
 }
+
+var cursorIDEscaper = strings.NewReplacer("%", "%25", ":", "%3A", ",", "%2C")
 
 func joinCursorIDs(ids []string) string {
 	out := make([]string, len(ids))
