@@ -75,3 +75,33 @@ func TestBusyWorkerWritesNoWakeUpMarkers(t *testing.T) {
 	t.Logf("%d jobs: %d ZADD, %d LLEN, %d script calls", n, all["zadd"], all["llen"], all["evalsha"]+all["eval"])
 	require.LessOrEqual(t, all["zadd"], 2, "ZADDs: a busy worker's fetch-next wrote wake-up markers")
 }
+
+// TestWorkerMakesNoEmptyFinishCalls: a result writer whose results the
+// other writer took while it yielded or wrote must stop, not send a
+// finishJobs call with no result and no slot to fetch for (at concurrency
+// 10, one call in seven was such a call). Every finishJobs call reads its
+// locks with one MGET, and one that finished a job removes it from the
+// stalled set with one SREM; nothing else in this run makes either, so
+// the two counts differ by the calls that carried no result.
+func TestWorkerMakesNoEmptyFinishCalls(t *testing.T) {
+	t.Parallel()
+	rdb, q := ownServer(t, nil)
+	ctx := context.Background()
+	const n = 3000
+	_, err := q.AddBulk(ctx, make([]drover.BulkJob, n))
+	require.NoError(t, err)
+	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
+		&drover.WorkerOptions{Concurrency: 10, DrainDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	testkit.WaitFor(t, 30*time.Second, "all completed", func() bool {
+		c, err := q.GetJobCounts(ctx, drover.StateCompleted)
+		require.NoError(t, err)
+		return c[drover.StateCompleted] == n
+	})
+	require.NoError(t, w.Close(ctx))
+	all := redistest.CommandCalls(t, rdb)
+	t.Logf("%d jobs: %d finishJobs calls (MGET), %d with a result (SREM)", n, all["mget"], all["srem"])
+	require.Equal(t, all["srem"], all["mget"], "finishJobs calls that carried no result")
+}

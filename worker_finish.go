@@ -67,6 +67,14 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 		}
 		c.mu.Lock()
 		n := min(len(c.pending), maxFinish)
+		if n == 0 {
+			// The other writer took every result while this one yielded
+			// or wrote: a call now would carry nothing (at concurrency 10,
+			// one call in seven did; a free slot is the fetcher's to fill).
+			c.writing--
+			c.mu.Unlock()
+			return nil
+		}
 		batch := slices.Clone(c.pending[:n])
 		c.pending = slices.Delete(c.pending, 0, n)
 		c.mu.Unlock()
