@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -19,22 +20,8 @@ import (
 // that add work to every finish.
 func TestWorkerRedisCommandsPerJob(t *testing.T) {
 	t.Parallel()
-	rdb, q := ownServer(t, nil)
-	ctx := context.Background()
 	const n = 300
-	_, err := q.AddBulk(ctx, make([]drover.BulkJob, n))
-	require.NoError(t, err)
-	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
-	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
-		&drover.WorkerOptions{Concurrency: 4, DrainDelay: 100 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	testkit.WaitFor(t, 20*time.Second, "all completed", func() bool {
-		c, err := q.GetJobCounts(ctx, drover.StateCompleted)
-		require.NoError(t, err)
-		return c[drover.StateCompleted] == n
-	})
-	require.NoError(t, w.Close(ctx))
+	rdb := completeNoOpJobs(t, n, 4)
 	all := redistest.CommandCalls(t, rdb)
 	cmds, calls := redistest.ScriptCommands(t, rdb), all["evalsha"]+all["eval"]
 	t.Logf("per job: %.2f redis commands, %.2f script calls", float64(cmds)/n, float64(calls)/n)
@@ -85,23 +72,33 @@ func TestBusyWorkerWritesNoWakeUpMarkers(t *testing.T) {
 // the two counts differ by the calls that carried no result.
 func TestWorkerMakesNoEmptyFinishCalls(t *testing.T) {
 	t.Parallel()
+	const n = 3000
+	rdb := completeNoOpJobs(t, n, 10)
+	all := redistest.CommandCalls(t, rdb)
+	t.Logf("%d jobs: %d finishJobs calls (MGET), %d with a result (SREM)", n, all["mget"], all["srem"])
+	require.Equal(t, all["srem"], all["mget"], "finishJobs calls that carried no result")
+}
+
+// completeNoOpJobs adds n jobs in bulk on a server of its own, zeroes its
+// command statistics, and has a worker at the given concurrency complete
+// them all with a processor that does nothing; the worker is closed when
+// it returns, so the statistics count the worker's commands only.
+func completeNoOpJobs(t *testing.T, n, concurrency int) *redis.Client {
+	t.Helper()
 	rdb, q := ownServer(t, nil)
 	ctx := context.Background()
-	const n = 3000
 	_, err := q.AddBulk(ctx, make([]drover.BulkJob, n))
 	require.NoError(t, err)
 	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
-		&drover.WorkerOptions{Concurrency: 10, DrainDelay: 100 * time.Millisecond})
+		&drover.WorkerOptions{Concurrency: concurrency, DrainDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx))
 	testkit.WaitFor(t, 30*time.Second, "all completed", func() bool {
 		c, err := q.GetJobCounts(ctx, drover.StateCompleted)
 		require.NoError(t, err)
-		return c[drover.StateCompleted] == n
+		return c[drover.StateCompleted] == int64(n)
 	})
 	require.NoError(t, w.Close(ctx))
-	all := redistest.CommandCalls(t, rdb)
-	t.Logf("%d jobs: %d finishJobs calls (MGET), %d with a result (SREM)", n, all["mget"], all["srem"])
-	require.Equal(t, all["srem"], all["mget"], "finishJobs calls that carried no result")
+	return rdb
 }
