@@ -227,8 +227,8 @@ type step struct {
 	// heavy: runs only -heavy-runs times (the 1M-job bigqueue, valgrind).
 	heavy bool
 	// floor: the "floor" pseudo-implementation runs this step (add_single,
-	// the plain process rows, pickup, callgrind_c100 and the grow_*
-	// backlogs); it runs nothing else.
+	// the plain process rows, pickup, callgrind_c100, the grow_* backlogs
+	// and grow_completed); it runs nothing else.
 	floor bool
 }
 
@@ -318,7 +318,9 @@ func plan(o options) (impls []string, steps []step) {
 			// asynq deletes finished tasks and River's completed rows cannot
 			// be seeded without running them: BullMQ's layout only. The
 			// floor keeps what it completes in the same set, so its drop
-			// from grow_10k bounds what the set's size alone costs.
+			// from grow_10k is what the set's size costs its minimal work
+			// (which leaves out the flow-dependency lookups BullMQ's
+			// moveToFinished makes: absent keys, dearer among 1M keys).
 			name: "grow_completed_" + sizeName(o.NCompleted), n: o.NGrow, server: true, without: []string{"asynq", "river"}, floor: true,
 			pre:  []string{f("scenario", "seed_completed"), f("n", o.NCompleted)},
 			seed: []string{f("scenario", "seed"), f("n", o.NGrow)},
