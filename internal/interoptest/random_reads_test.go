@@ -359,14 +359,16 @@ func orNull(raw []byte) string {
 	return "null"
 }
 
-// progressAsNode is drover's Progress as Node's Job.fromJSON reads the
-// same hash: a job that never reported progress has none in drover (nil,
-// documented) and 0 in Node (JSON.parse(progress || 0)).
+// progressAsNode is drover's Progress as Node's job reads the same hash:
+// Node parses the stored JSON, "0" when there is none, and makes a null 0
+// (JSON.parse(progress || '0') ?? 0). So a job that never reported progress
+// (nil in drover, documented) and one whose progress was set to null (the
+// JSON null in drover) both read as 0 there.
 func progressAsNode(p json.RawMessage) string {
-	if p == nil {
-		return "0"
+	if v := orNull(p); v != "null" {
+		return v
 	}
-	return orNull(p)
+	return "0"
 }
 
 func (r *programRun) nodeJobView(nj *bullmqoracle.NodeJob) jobView {

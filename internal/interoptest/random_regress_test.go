@@ -468,3 +468,23 @@ func TestDifferentialRegressionObliterateKeepsLimiter(t *testing.T) {
 		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
 	}})
 }
+
+// TestDifferentialRegressionNullProgress: a progress set to null is stored
+// as "null", which Node's job reads as 0 (JSON.parse, then ?? 0) and
+// drover's as the JSON null it is; the job views compare drover's Progress
+// as Node reads the same hash, so a stored null must read as 0 there too
+// (seeds 940184215 and 940184243, campaign of 100-step programs).
+func TestDifferentialRegressionNullProgress(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 940184243, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j12", Data: map[string]any{"n": 12}}},
+		{Op: difftest.OpProgress, By: difftest.Node, Job: "j12"},
+		{Op: difftest.OpGetJob, By: difftest.Drover, Job: "j12"},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j13", Data: map[string]any{"n": 13}}},
+		{Op: difftest.OpProgress, By: difftest.Drover, Job: "j13"},
+		{Op: difftest.OpGetJob, By: difftest.Drover, Job: "j13"},
+		{Op: difftest.OpGetJob, By: difftest.Node, Job: "j13"},
+	}})
+}
