@@ -25,6 +25,7 @@ const (
 	codeNotActive    = -3
 	codePendingDeps  = -4
 	codeLockMismatch = -6
+	codeFailedChild  = -9
 )
 
 // manual drives BullMQ's manual processing on one side: Node's
@@ -110,6 +111,8 @@ func manualCode(t *testing.T, err error) int {
 		return codePendingDeps
 	case errors.Is(err, drover.ErrJobLocked):
 		return codeLockMismatch
+	case errors.Is(err, drover.ErrFailedChildren):
+		return codeFailedChild
 	}
 	require.NoError(t, err, "a refusal BullMQ has no code for")
 	return 0

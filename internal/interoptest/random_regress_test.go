@@ -508,3 +508,23 @@ func TestDifferentialRegressionDeferredNamesChild(t *testing.T) {
 		{Op: difftest.OpGetJob, By: difftest.Drover, Job: "j4"},
 	}})
 }
+
+// TestDifferentialRegressionManualCompleteFailedChild: a job taken by hand
+// becomes a flow parent, its failParentOnFailure child fails while it is
+// active, and it is then completed by hand. BullMQ's moveToFinished answers
+// -9 (a failed child), drover ErrFailedChildren; the harness had no code for
+// that refusal and stopped the campaign ("a refusal BullMQ has no code
+// for", campaign of 100-step programs).
+func TestDifferentialRegressionManualCompleteFailedChild(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 7, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Parent: difftest.TakenJob,
+			Attempts: 1, OnParentFailure: "failParentOnFailure"}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}},
+		{Op: difftest.OpManualFinish, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}, Token: "tA"},
+	}})
+}
