@@ -120,7 +120,8 @@ func (o *RelayOptions) validate() error {
 
 // Stats counts what relaying did.
 type Stats struct {
-	// Created counts rows whose job was new.
+	// Created counts rows whose job was new: AddCreated, and AddReAdded (a
+	// new job over a Deduplication ID whose owner had been removed).
 	Created int
 	// Duplicates counts rows whose job id already named a job: the re-add
 	// after a relay died between adding and marking, or a row with a JobID of
@@ -475,7 +476,7 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 			continue
 		}
 		switch s.outcome {
-		case drover.AddCreated:
+		case drover.AddCreated, drover.AddReAdded: // both stored a new job
 			stats.Created++
 		case drover.AddDuplicate:
 			stats.Duplicates++

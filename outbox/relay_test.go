@@ -166,6 +166,29 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		require.EqualValues(t, 1, bundle.jobCount(t, "orders"))
 	})
 
+	t.Run("ARowReAddedOverAStaleDeduplicationKeyCountsAsCreated", func(t *testing.T) {
+		t.Parallel()
+
+		// The row's Deduplication ID is held by a job whose hash is gone
+		// (removed behind drover's back): the add stores a new job
+		// (AddReAdded). Before, the relay counted it nowhere: Stats{} and
+		// "count=0" for a batch that created a job.
+		bundle := setup(t)
+		dedup := &drover.Deduplication{ID: "welcome-7"}
+		first, err := bundle.queue(t, "q").Add(ctx, "old", nil, &drover.JobOptions{Deduplication: dedup})
+		require.NoError(t, err)
+		require.NoError(t, bundle.rdb.Del(ctx, bundle.prefix+":q:"+first.Job.ID).Err())
+		bundle.add(t, job{queue: "q", name: "new", opts: &drover.JobOptions{Deduplication: dedup}})
+
+		logs := &logSink{}
+		stats, err := bundle.newRelay(t, &outbox.RelayOptions{Logger: logs.logger()}).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{Created: 1}, stats)
+		require.Contains(t, logs.String(), `msg="outbox batch relayed" count=1 created=1 duplicates=0`)
+		_, err = bundle.queue(t, "q").GetJob(ctx, outboxJobID(bundle.rows(t)[0].ID))
+		require.NoError(t, err, "the row's job exists")
+	})
+
 	t.Run("AddTxRefusesBadInputBeforeWriting", func(t *testing.T) {
 		t.Parallel()
 
