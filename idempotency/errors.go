@@ -2,6 +2,13 @@ package idempotency
 
 import "errors"
 
+// Errors about a missing handle: a programming error, reported instead of a
+// nil-pointer panic inside pgx or database/sql.
+var (
+	errNilTx = errors.New("the transaction is nil")
+	errNoDB  = errors.New("the ledger was made with a nil database handle (NewPostgres or NewSQLite)")
+)
+
 var (
 	// ErrInvalidKey is wrapped by errors about an operation key that is empty,
 	// longer than MaxKeyLen, not UTF-8 or holds a NUL byte. Retrying will not

@@ -105,6 +105,7 @@ type Options struct {
 // for concurrent use.
 type Ledger[Tx any] struct {
 	db     database[Tx]
+	noDB   bool // made with a nil handle: Do and Prune fail, ClaimTx and CompleteTx work
 	logger *slog.Logger
 	now    func() time.Time
 }
@@ -130,7 +131,9 @@ type database[Tx any] interface {
 	pruneBatch(ctx context.Context, before time.Time, limit int) (int64, error)
 }
 
-func newLedger[Tx any](db database[Tx], opts *Options) *Ledger[Tx] {
+// newLedger makes the ledger; handle is the database handle given to the
+// constructor, checked for nil only when Do or Prune needs it.
+func newLedger[Tx any](db database[Tx], handle any, opts *Options) *Ledger[Tx] {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -138,7 +141,7 @@ func newLedger[Tx any](db database[Tx], opts *Options) *Ledger[Tx] {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Ledger[Tx]{db: db, logger: logger, now: time.Now}
+	return &Ledger[Tx]{db: db, noDB: pgsql.IsNil(handle), logger: logger, now: time.Now}
 }
 
 // ClaimTx claims the operation key inside tx, the caller's transaction, and
@@ -155,6 +158,9 @@ func newLedger[Tx any](db database[Tx], opts *Options) *Ledger[Tx] {
 func (l *Ledger[Tx]) ClaimTx(ctx context.Context, tx Tx, key string) (Claim, error) {
 	if err := ValidateKey(key); err != nil {
 		return Claim{Key: key}, err
+	}
+	if pgsql.IsNil(tx) {
+		return Claim{Key: key}, fmt.Errorf("idempotency: claim operation %s: %w", quoteKey(key), errNilTx)
 	}
 	c, err := l.db.claim(ctx, tx, key, l.now())
 	if err != nil {
@@ -176,6 +182,9 @@ func (l *Ledger[Tx]) logClaim(ctx context.Context, c Claim) {
 func (l *Ledger[Tx]) CompleteTx(ctx context.Context, tx Tx, key string, result []byte) error {
 	if err := ValidateKey(key); err != nil {
 		return err
+	}
+	if pgsql.IsNil(tx) {
+		return fmt.Errorf("idempotency: complete operation %s: %w", quoteKey(key), errNilTx)
 	}
 	ok, err := l.db.complete(ctx, tx, key, result, l.now())
 	if err != nil {
@@ -211,6 +220,12 @@ func (l *Ledger[Tx]) CompleteTx(ctx context.Context, tx Tx, key string, result [
 func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Context, tx Tx) ([]byte, error)) (Result, error) {
 	if err := ValidateKey(key); err != nil {
 		return Result{Key: key}, err
+	}
+	switch {
+	case fn == nil:
+		return Result{Key: key}, fmt.Errorf("idempotency: do operation %s: the function is nil", quoteKey(key))
+	case l.noDB:
+		return Result{Key: key}, fmt.Errorf("idempotency: do operation %s: %w", quoteKey(key), errNoDB)
 	}
 	if stored, found, err := l.db.lookup(ctx, key); err != nil {
 		return Result{Key: key}, fmt.Errorf("idempotency: look up operation %s: %w", quoteKey(key), err)
@@ -271,6 +286,9 @@ const PruneBatchSize = 1000
 // arrive: longer than a job's retries can last, and than producers can
 // re-submit the same business operation.
 func (l *Ledger[Tx]) Prune(ctx context.Context, before time.Time) (int64, error) {
+	if l.noDB {
+		return 0, fmt.Errorf("idempotency: prune: %w", errNoDB)
+	}
 	var total int64
 	for {
 		n, err := l.db.pruneBatch(ctx, before, PruneBatchSize)

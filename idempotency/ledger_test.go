@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/idempotency"
@@ -507,4 +508,43 @@ func TestLedgerSQLite(t *testing.T) {
 		require.NoError(t, got.err)
 		require.Equal(t, idempotency.Result{Key: "k", Status: idempotency.AlreadyCompleted, Value: []byte("first")}, got.res)
 	})
+}
+
+// TestNilHandlesAreErrors: a nil transaction, a nil function or a ledger made
+// with a nil database handle is a programming error that the caller must be
+// able to see as one. Before, each was a nil-pointer panic inside pgx or
+// database/sql (ClaimTx(ctx, nil, key), Do(ctx, key, nil),
+// NewPostgres(nil, nil).Do), which takes a worker process down.
+func TestNilHandlesAreErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var nilEffect func(context.Context, pgx.Tx) ([]byte, error)
+
+	pg := setupPostgres(t)
+	_, err := pg.ledger.ClaimTx(ctx, nil, "k")
+	require.EqualError(t, err, `idempotency: claim operation "k": the transaction is nil`)
+	require.EqualError(t, pg.ledger.CompleteTx(ctx, nil, "k", nil), `idempotency: complete operation "k": the transaction is nil`)
+	_, err = pg.ledger.Do(ctx, "k", nilEffect)
+	require.EqualError(t, err, `idempotency: do operation "k": the function is nil`)
+
+	lite := setupSQLite(t)
+	_, err = lite.ledger.ClaimTx(ctx, (*sql.Tx)(nil), "k")
+	require.EqualError(t, err, `idempotency: claim operation "k": the transaction is nil`)
+	require.EqualError(t, lite.ledger.CompleteTx(ctx, nil, "k", nil), `idempotency: complete operation "k": the transaction is nil`)
+
+	noDB := `the ledger was made with a nil database handle (NewPostgres or NewSQLite)`
+	for name, ledger := range map[string]interface {
+		Prune(context.Context, time.Time) (int64, error)
+	}{
+		"NewPostgres(nil)":                  idempotency.NewPostgres(nil, nil),
+		"NewPostgres((*pgxpool.Pool)(nil))": idempotency.NewPostgres((*pgxpool.Pool)(nil), nil),
+		"NewSQLite(nil)":                    idempotency.NewSQLite(nil, nil),
+	} {
+		_, err := ledger.Prune(ctx, time.Now())
+		require.EqualError(t, err, "idempotency: prune: "+noDB, name)
+	}
+	_, err = idempotency.NewPostgres(nil, nil).Do(ctx, "k", func(context.Context, pgx.Tx) ([]byte, error) { return nil, nil })
+	require.EqualError(t, err, `idempotency: do operation "k": `+noDB)
+	_, err = idempotency.NewSQLite(nil, nil).Do(ctx, "k", func(context.Context, *sql.Tx) ([]byte, error) { return nil, nil })
+	require.EqualError(t, err, `idempotency: do operation "k": `+noDB)
 }

@@ -21,7 +21,7 @@ type PostgresDB interface {
 // schema pgmigrate.Up created. ClaimTx and CompleteTx take the caller's
 // pgx.Tx; Do and Prune open their own through db.
 func NewPostgres(db PostgresDB, opts *Options) *Ledger[pgx.Tx] {
-	return newLedger[pgx.Tx](postgres{db}, opts)
+	return newLedger[pgx.Tx](postgres{db}, db, opts)
 }
 
 var (

@@ -24,7 +24,7 @@ import (
 // SQLite cannot upgrade a transaction that read an old snapshot to a writer,
 // and fails it with SQLITE_BUSY instead. Do claims first, so it needs neither.
 func NewSQLite(db *sql.DB, opts *Options) *Ledger[*sql.Tx] {
-	return newLedger[*sql.Tx](sqlite{db}, opts)
+	return newLedger[*sql.Tx](sqlite{db}, db, opts)
 }
 
 var (

@@ -2,11 +2,13 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/pgsql"
 )
 
 // Outbox writes job rows into drover_outbox inside the caller's
@@ -14,8 +16,14 @@ import (
 // database's transaction type. An Outbox is safe for concurrent use.
 type Outbox[Tx any] struct {
 	store store[Tx]
+	noDB  bool // made with a nil handle: AddTx works, a relay and Prune cannot
 	now   func() time.Time
 }
+
+// errNoDB is the error of a relay or Prune on an Outbox made with a nil
+// database handle: a programming error, reported instead of a nil-pointer
+// panic inside pgx or database/sql.
+var errNoDB = errors.New("the outbox was made with a nil database handle (NewPostgres or NewSQLite)")
 
 // row is one pending outbox row, as a relay reads it.
 type row struct {
@@ -82,6 +90,9 @@ type listener interface {
 // relay time: it is marked failed, logged at error level, and not retried.
 func (o *Outbox[Tx]) AddTx(ctx context.Context, tx Tx, queue, name string, data any, opts *drover.JobOptions) error {
 	where := fmt.Sprintf("outbox: add job %q to queue %q", name, queue)
+	if pgsql.IsNil(tx) {
+		return fmt.Errorf("%s: the transaction is nil", where)
+	}
 	if err := keys.ValidateName(queue); err != nil {
 		return fmt.Errorf("%s: %w: %w", where, drover.ErrInvalidOption, err)
 	}
@@ -113,6 +124,9 @@ const PruneBatchSize = 1000
 // it deleted. Pending and failed rows are kept. Row ids are never reused, so
 // pruning cannot make a new row's job id collide with an old job.
 func (o *Outbox[Tx]) Prune(ctx context.Context, before time.Time) (int64, error) {
+	if o.noDB {
+		return 0, fmt.Errorf("outbox: prune: %w", errNoDB)
+	}
 	var total int64
 	for {
 		n, err := o.store.prune(ctx, before, PruneBatchSize)

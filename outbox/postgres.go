@@ -15,7 +15,7 @@ import (
 // whose schema pgmigrate.Up created. AddTx takes the caller's pgx.Tx; a relay
 // uses the pool for its batches and holds one of its connections for LISTEN.
 func NewPostgres(pool *pgxpool.Pool) *Outbox[pgx.Tx] {
-	return &Outbox[pgx.Tx]{store: postgres{pool}, now: time.Now}
+	return &Outbox[pgx.Tx]{store: postgres{pool}, noDB: pgsql.IsNil(pool), now: time.Now}
 }
 
 var (

@@ -150,6 +150,7 @@ func (s *Stats) add(o Stats) {
 // one outbox, in one process or many.
 type Relay struct {
 	src    source
+	noDB   bool // the outbox has a nil database handle: Start and Flush fail
 	rdb    redis.UniversalClient
 	opts   RelayOptions
 	logger *slog.Logger
@@ -186,15 +187,17 @@ type testHooks struct {
 // NewRelay returns a relay from outbox to the queues of rdb. It does no
 // I/O; Start or Flush does. Whoever created rdb closes it, after Close.
 func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *RelayOptions) (*Relay, error) {
-	if outbox == nil || rdb == nil {
+	if outbox == nil || pgsql.IsNil(rdb) {
 		return nil, errors.New("outbox: NewRelay needs an outbox and a Redis client")
 	}
+
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("outbox: %w: %w", drover.ErrInvalidOption, err)
 	}
 	return &Relay{
 		src:    outbox.store,
+		noDB:   outbox.noDB,
 		rdb:    rdb,
 		opts:   o,
 		logger: o.Logger,
@@ -217,6 +220,9 @@ func (r *Relay) Start(ctx context.Context) error {
 		return nil
 	case stateClosed:
 		return fmt.Errorf("outbox: start relay: %w", drover.ErrClosed)
+	}
+	if r.noDB {
+		return fmt.Errorf("outbox: start relay: %w", errNoDB)
 	}
 	if err := r.src.ping(ctx); err != nil {
 		return fmt.Errorf("outbox: start relay: reach the database: %w", err)
@@ -275,6 +281,9 @@ func (r *Relay) Close(ctx context.Context) error {
 // did. It stops at the first failed batch and returns its error; rows
 // relayed before stay relayed.
 func (r *Relay) Flush(ctx context.Context) (Stats, error) {
+	if r.noDB {
+		return Stats{}, fmt.Errorf("outbox: flush: %w", errNoDB)
+	}
 	return r.flush(ctx, ctx)
 }
 

@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -465,7 +467,46 @@ func TestRelayOptions(t *testing.T) {
 
 		_, err := outbox.NewRelay(ob, nil, nil)
 		require.EqualError(t, err, "outbox: NewRelay needs an outbox and a Redis client")
+		_, err = outbox.NewRelay(ob, (*redis.Client)(nil), nil)
+		require.EqualError(t, err, "outbox: NewRelay needs an outbox and a Redis client")
 	})
+}
+
+// newNilRelay makes a relay over an outbox without a database: NewRelay
+// does no I/O, so it accepts one.
+func newNilRelay[Tx any](t *testing.T, ob *outbox.Outbox[Tx], rdb redis.UniversalClient) *outbox.Relay {
+	t.Helper()
+	r, err := outbox.NewRelay(ob, rdb, nil)
+	require.NoError(t, err)
+	return r
+}
+
+// TestNilHandlesAreErrors: a nil transaction given to AddTx, or an outbox
+// made with a nil database handle, is a programming error the caller must
+// see as one. Before, AddTx(ctx, nil, ...) and a relay's Start, Flush or
+// Prune on NewPostgres(nil) panicked inside pgx or database/sql.
+func TestNilHandlesAreErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, _ := redistest.Client(t)
+
+	require.EqualError(t, outbox.NewPostgres(pgtest.Pool(t)).AddTx(ctx, nil, "q", "n", nil, nil),
+		`outbox: add job "n" to queue "q": the transaction is nil`)
+	require.EqualError(t, outbox.NewSQLite(nil).AddTx(ctx, (*sql.Tx)(nil), "q", "n", nil, nil),
+		`outbox: add job "n" to queue "q": the transaction is nil`)
+
+	noDB := "the outbox was made with a nil database handle (NewPostgres or NewSQLite)"
+	pgNil, pgTypedNil, liteNil := outbox.NewPostgres(nil), outbox.NewPostgres((*pgxpool.Pool)(nil)), outbox.NewSQLite(nil)
+	for _, r := range []*outbox.Relay{newNilRelay(t, pgNil, rdb), newNilRelay(t, pgTypedNil, rdb), newNilRelay(t, liteNil, rdb)} {
+		require.EqualError(t, r.Start(ctx), "outbox: start relay: "+noDB)
+		_, err := r.Flush(ctx)
+		require.EqualError(t, err, "outbox: flush: "+noDB)
+		require.NoError(t, r.Close(ctx))
+	}
+	for _, prune := range []func(context.Context, time.Time) (int64, error){pgNil.Prune, pgTypedNil.Prune, liteNil.Prune} {
+		_, err := prune(ctx, time.Now())
+		require.EqualError(t, err, "outbox: prune: "+noDB)
+	}
 }
 
 func TestRelayPostgres(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 // SQLite has no notifications: a relay finds new rows by polling, every
 // RelayOptions.PollInterval.
 func NewSQLite(db *sql.DB) *Outbox[*sql.Tx] {
-	return &Outbox[*sql.Tx]{store: sqlite{db}, now: time.Now}
+	return &Outbox[*sql.Tx]{store: sqlite{db}, noDB: pgsql.IsNil(db), now: time.Now}
 }
 
 var (
