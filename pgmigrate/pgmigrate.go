@@ -24,6 +24,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -103,6 +104,9 @@ func Up(ctx context.Context, db DB, opts *UpOptions) ([]Migration, error) {
 	if opts == nil {
 		opts = &UpOptions{}
 	}
+	if err := checkDB(db); err != nil {
+		return nil, fmt.Errorf("pgmigrate: up: %w", err)
+	}
 	all := pgsql.Migrations(db.dialect())
 	target := opts.TargetVersion
 	if target == 0 {
@@ -167,6 +171,9 @@ func Down(ctx context.Context, db DB, targetVersion int, opts *DownOptions) ([]M
 	if targetVersion < 0 {
 		return nil, fmt.Errorf("pgmigrate: Down target version must be 0 or more, got %d", targetVersion)
 	}
+	if err := checkDB(db); err != nil {
+		return nil, fmt.Errorf("pgmigrate: down to %d: %w", targetVersion, err)
+	}
 	all := pgsql.Migrations(db.dialect())
 	logger := loggerOrDiscard(opts.Logger)
 
@@ -220,6 +227,9 @@ func Down(ctx context.Context, db DB, targetVersion int, opts *DownOptions) ([]M
 // by any applied version it does not know, in version order. It changes
 // nothing: on a database never migrated, it reports every migration pending.
 func Status(ctx context.Context, db DB) ([]MigrationStatus, error) {
+	if err := checkDB(db); err != nil {
+		return nil, fmt.Errorf("pgmigrate: status: %w", err)
+	}
 	all := pgsql.Migrations(db.dialect())
 	var applied []MigrationStatus
 	err := db.inTx(ctx, false, func(x execer) error {
@@ -252,6 +262,25 @@ func Status(ctx context.Context, db DB) ([]MigrationStatus, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkDB refuses a nil DB, or one made from a nil handle (Postgres(nil),
+// SQLite(nil)): a programming error, reported instead of a nil-pointer panic
+// inside pgx or database/sql.
+func checkDB(db DB) error {
+	switch d := db.(type) {
+	case nil:
+		return errors.New("the DB is nil (make it with Postgres or SQLite)")
+	case postgresDB:
+		if pgsql.IsNil(d.db) {
+			return errors.New("the database handle given to Postgres is nil")
+		}
+	case sqliteDB:
+		if d.db == nil {
+			return errors.New("the database handle given to SQLite is nil")
+		}
+	}
+	return nil
 }
 
 // nowFor returns the current time in the dialect's column format.

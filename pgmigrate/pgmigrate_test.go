@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	_ "modernc.org/sqlite"
@@ -323,6 +324,33 @@ func TestMigrate(t *testing.T) {
 				require.NoError(t, err)
 				require.Len(t, done, 2)
 			})
+		})
+	}
+}
+
+// TestNilHandlesAreErrors: Up, Down and Status on a nil DB, or on one made
+// from a nil handle, return an error naming it. Before, each panicked with a
+// nil-pointer dereference inside pgx or database/sql (a deploy step's
+// migrate command crashing instead of saying what is wrong).
+func TestNilHandlesAreErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, tt := range map[string]struct {
+		db   pgmigrate.DB
+		want string
+	}{
+		"NilDB":               {nil, "the DB is nil (make it with Postgres or SQLite)"},
+		"Postgres(nil)":       {pgmigrate.Postgres(nil), "the database handle given to Postgres is nil"},
+		"Postgres(typed nil)": {pgmigrate.Postgres((*pgxpool.Pool)(nil)), "the database handle given to Postgres is nil"},
+		"SQLite(nil)":         {pgmigrate.SQLite(nil), "the database handle given to SQLite is nil"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := pgmigrate.Up(ctx, tt.db, nil)
+			require.EqualError(t, err, "pgmigrate: up: "+tt.want)
+			_, err = pgmigrate.Down(ctx, tt.db, 0, nil)
+			require.EqualError(t, err, "pgmigrate: down to 0: "+tt.want)
+			_, err = pgmigrate.Status(ctx, tt.db)
+			require.EqualError(t, err, "pgmigrate: status: "+tt.want)
 		})
 	}
 }
