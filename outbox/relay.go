@@ -161,6 +161,12 @@ type Relay struct {
 	queuesMu sync.Mutex
 	queues   map[string]*drover.Queue
 
+	// closing is closed by the first Close before it takes lifeMu: a Start
+	// holding lifeMu while the database does not answer sees it and gives
+	// up, so Close is not held up by a Start that could wait forever.
+	closing   chan struct{}
+	closeOnce sync.Once
+
 	lifeMu     sync.Mutex // guards the lifecycle below; held by Start and Close
 	state      int
 	stopLoop   context.CancelFunc // ends the loops after their current step
@@ -196,13 +202,14 @@ func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *Relay
 		return nil, fmt.Errorf("outbox: %w: %w", drover.ErrInvalidOption, err)
 	}
 	return &Relay{
-		src:    outbox.store,
-		noDB:   outbox.noDB,
-		rdb:    rdb,
-		opts:   o,
-		logger: o.Logger,
-		queues: make(map[string]*drover.Queue),
-		wake:   make(chan struct{}, 1),
+		src:     outbox.store,
+		noDB:    outbox.noDB,
+		rdb:     rdb,
+		opts:    o,
+		logger:  o.Logger,
+		queues:  make(map[string]*drover.Queue),
+		wake:    make(chan struct{}, 1),
+		closing: make(chan struct{}),
 	}, nil
 }
 
@@ -211,7 +218,8 @@ func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *Relay
 // returns once the relay runs; rows committed from then on are relayed
 // within moments, the rows already pending right away. Redis need not be up:
 // the relay retries until it is. Start on a running relay does nothing; on a
-// closed one, it fails with drover.ErrClosed.
+// closed one, or when Close is called while Start still waits for the
+// database, it fails with drover.ErrClosed.
 func (r *Relay) Start(ctx context.Context) error {
 	r.lifeMu.Lock()
 	defer r.lifeMu.Unlock()
@@ -224,12 +232,46 @@ func (r *Relay) Start(ctx context.Context) error {
 	if r.noDB {
 		return fmt.Errorf("outbox: start relay: %w", errNoDB)
 	}
+	// The database calls below end when ctx does or when Close is called:
+	// Close waits for lifeMu, which this Start holds.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	closed := func() bool {
+		select {
+		case <-r.closing:
+			return true
+		default:
+			return false
+		}
+	}
+	if closed() {
+		return fmt.Errorf("outbox: start relay: %w", drover.ErrClosed)
+	}
 	if err := r.src.ping(ctx); err != nil {
+		if closed() {
+			return fmt.Errorf("outbox: start relay: %w", drover.ErrClosed)
+		}
 		return fmt.Errorf("outbox: start relay: reach the database: %w", err)
 	}
 	lis, err := r.src.listen(ctx)
 	if err != nil {
+		if closed() {
+			return fmt.Errorf("outbox: start relay: %w", drover.ErrClosed)
+		}
 		return fmt.Errorf("outbox: start relay: listen for new rows: %w", err)
+	}
+	if closed() {
+		if lis != nil {
+			lis.close()
+		}
+		return fmt.Errorf("outbox: start relay: %w", drover.ErrClosed)
 	}
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	workCtx, cancelWork := context.WithCancel(context.Background())
@@ -250,9 +292,12 @@ func (r *Relay) Start(ctx context.Context) error {
 // rows pending for the next relay (their jobs, if already added, are found as
 // duplicates). Close returns once the relay's goroutines have exited: when
 // the database does not answer (a network partition), a cancelled batch's
-// rollback holds it up to 5 s more. It is
-// idempotent and safe on a relay that never started, which then cannot start.
+// rollback holds it up to 5 s more. A Start still waiting for the database
+// is abandoned (it returns drover.ErrClosed), so it does not hold Close up.
+// It is idempotent and safe on a relay that never started, which then cannot
+// start.
 func (r *Relay) Close(ctx context.Context) error {
+	r.closeOnce.Do(func() { close(r.closing) }) // ends a Start in progress
 	r.lifeMu.Lock()
 	defer r.lifeMu.Unlock()
 	if r.state != stateRunning {

@@ -600,6 +600,44 @@ func TestRelayPostgres(t *testing.T) {
 		}
 	})
 
+	t.Run("CloseEndsAStartWaitingForAnUnreachableDatabase", func(t *testing.T) {
+		t.Parallel()
+
+		// Start runs in a goroutine of its own, as under an errgroup, with
+		// a context that never ends, while the network to PostgreSQL
+		// carries nothing: its ping waits. Shutdown then calls Close with a
+		// deadline, which must return by it. Before, Close waited for the
+		// lifecycle lock that the stuck Start held, past its deadline and
+		// for as long as the partition lasted (10 s here, then the relay
+		// started after all).
+		bundle := setupPostgres(t)
+		proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+		relay, err := outbox.NewRelay(outbox.NewPostgres(pool), bundle.rdb, &outbox.RelayOptions{QueueOptions: &drover.QueueOptions{Prefix: bundle.prefix}})
+		require.NoError(t, err)
+		proxy.SetBlackhole(true)
+		started := make(chan error, 1)
+		go func() { started <- relay.Start(ctx) }()
+		time.Sleep(200 * time.Millisecond) // Start is waiting for the database
+
+		closed := make(chan error, 1)
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			closed <- relay.Close(cctx)
+		}()
+		select {
+		case err := <-closed:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			proxy.SetBlackhole(false)
+			<-closed
+			t.Fatal("Close did not return 10 s after its context ended, while Start waited for PostgreSQL")
+		}
+		require.ErrorIs(t, <-started, drover.ErrClosed, "the abandoned Start reports the relay closed")
+		proxy.SetBlackhole(false)
+		require.ErrorIs(t, relay.Start(ctx), drover.ErrClosed)
+	})
+
 	t.Run("TheListenerReconnectsAfterLosingItsConnection", func(t *testing.T) {
 		t.Parallel()
 
