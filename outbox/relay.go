@@ -156,7 +156,11 @@ type Relay struct {
 	logger *slog.Logger
 	hooks  testHooks
 
-	flushMu sync.Mutex // one flush at a time per relay
+	// flushing holds a token while a flush runs: one flush at a time per
+	// relay. A channel, not a mutex, so that a Flush waiting for the
+	// background loop's batch (stuck while Redis or the database does not
+	// answer) still ends with its ctx.
+	flushing chan struct{}
 
 	queuesMu sync.Mutex
 	queues   map[string]*drover.Queue
@@ -202,14 +206,15 @@ func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *Relay
 		return nil, fmt.Errorf("outbox: %w: %w", drover.ErrInvalidOption, err)
 	}
 	return &Relay{
-		src:     outbox.store,
-		noDB:    outbox.noDB,
-		rdb:     rdb,
-		opts:    o,
-		logger:  o.Logger,
-		queues:  make(map[string]*drover.Queue),
-		wake:    make(chan struct{}, 1),
-		closing: make(chan struct{}),
+		src:      outbox.store,
+		noDB:     outbox.noDB,
+		rdb:      rdb,
+		opts:     o,
+		logger:   o.Logger,
+		queues:   make(map[string]*drover.Queue),
+		wake:     make(chan struct{}, 1),
+		closing:  make(chan struct{}),
+		flushing: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -324,7 +329,8 @@ func (r *Relay) Close(ctx context.Context) error {
 
 // Flush relays every pending row now, batch after batch, and returns what it
 // did. It stops at the first failed batch and returns its error; rows
-// relayed before stay relayed.
+// relayed before stay relayed. On a started relay it first waits for the
+// background batch in flight, if any, or for ctx to end.
 func (r *Relay) Flush(ctx context.Context) (Stats, error) {
 	if r.noDB {
 		return Stats{}, fmt.Errorf("outbox: flush: %w", errNoDB)
@@ -335,8 +341,14 @@ func (r *Relay) Flush(ctx context.Context) (Stats, error) {
 // flush runs batches until one comes back short. loopCtx ending stops it
 // between batches; workCtx ending cancels the batch in flight.
 func (r *Relay) flush(loopCtx, workCtx context.Context) (Stats, error) {
-	r.flushMu.Lock()
-	defer r.flushMu.Unlock()
+	select {
+	case r.flushing <- struct{}{}:
+	case <-loopCtx.Done():
+		return Stats{}, fmt.Errorf("outbox: wait for the batch in flight: %w", loopCtx.Err())
+	case <-workCtx.Done():
+		return Stats{}, fmt.Errorf("outbox: wait for the batch in flight: %w", workCtx.Err())
+	}
+	defer func() { <-r.flushing }()
 	var total Stats
 	for loopCtx.Err() == nil {
 		stats, claimed, err := r.relayBatch(workCtx)

@@ -365,6 +365,44 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		require.EqualValues(t, 2, bundle.jobCount(t, "q"))
 	})
 
+	t.Run("FlushEndsWithItsContextWhileTheBackgroundBatchIsStuck", func(t *testing.T) {
+		t.Parallel()
+
+		// Redis stops answering (a partition) while a started relay's
+		// background batch is adding a row: that batch waits for it. A
+		// Flush of the same relay with a 1 s deadline must return by it.
+		// Before, Flush waited on the relay's flush mutex for as long as
+		// the partition lasted (10 s here).
+		bundle := setup(t)
+		proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+		t.Cleanup(func() { _ = rdb.Close() })
+		relay := bundle.relay(t, rdb, &outbox.RelayOptions{PollInterval: 20 * time.Millisecond,
+			QueueOptions: &drover.QueueOptions{Prefix: bundle.prefix, Logger: slog.New(slog.DiscardHandler)}})
+		require.NoError(t, relay.Start(ctx))
+		proxy.SetBlackhole(true)
+		bundle.add(t, job{queue: "q", name: "a"})
+		time.Sleep(300 * time.Millisecond) // the background batch is waiting for Redis
+
+		deadline, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { _, err := relay.Flush(deadline); done <- err }()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		case <-time.After(10 * time.Second):
+			proxy.SetBlackhole(false)
+			<-done
+			t.Fatal("Flush did not return 10 s after its context ended")
+		}
+		proxy.SetBlackhole(false)
+		testkit.WaitFor(t, 10*time.Second, "the row relayed once Redis is back", func() bool { return len(pending(bundle.rows(t))) == 0 })
+		require.EqualValues(t, 1, bundle.jobCount(t, "q"))
+	})
+
 	t.Run("Lifecycle", func(t *testing.T) {
 		t.Parallel()
 
