@@ -64,6 +64,10 @@ type UpsertArgs struct {
 	RunOpts      string // JSON of the run's opts without jobId and delay
 	Priority     int64
 	LIFO         bool
+	// Call makes the upsert run once however often the client sends it
+	// (include/once.lua): a resend after a lost reply gets the first run's
+	// answer and writes nothing.
+	Call Call
 }
 
 // UpsertJobScheduler stores the scheduler and its next run; it returns the
@@ -77,7 +81,7 @@ func UpsertJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, a UpsertArg
 	}
 	res, err := upsertJobScheduler.run(ctx, rdb, k, a.SchedulerID, a.NextMs, a.Now, a.Name, opt(a.Every),
 		a.Pattern, a.TZ, opt(a.Limit), opt(a.StartDate), opt(a.EndDate), opt(a.Offset), a.Data,
-		a.TemplateOpts, a.RunOpts, a.Priority, boolArg(a.LIFO)).Result()
+		a.TemplateOpts, a.RunOpts, a.Priority, boolArg(a.LIFO), a.Call.Token, max(a.Call.TTL.Milliseconds(), 1)).Result()
 	if err != nil {
 		return "", 0, err
 	}
