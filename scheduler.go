@@ -269,7 +269,7 @@ func (q *Queue) RemoveJobScheduler(ctx context.Context, id string) (bool, error)
 	if err := q.check(); err != nil {
 		return false, err
 	}
-	ok, err := scripts.RemoveJobScheduler(ctx, q.writes(), q.k, id)
+	ok, err := scripts.RemoveJobScheduler(ctx, q.writes(), q.k, q.call(), id)
 	if err != nil {
 		return false, fmt.Errorf("remove job scheduler %q from queue %q: %w", id, q.name, err)
 	}

@@ -93,3 +93,32 @@ func TestUpsertJobSchedulerUnderClientRetry(t *testing.T) {
 	}
 	require.Equal(t, 1, added, "the first run was added once")
 }
+
+// TestRemoveJobSchedulerUnderClientRetry: RemoveJobScheduler whose reply is
+// lost and which go-redis sends again reports the removal the first run
+// made; before, the second run found no scheduler and the call answered
+// false for a scheduler it had removed.
+func TestRemoveJobSchedulerUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Shared(t)
+	proxy, err := faultproxy.Start(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	direct, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	_, err = q.RemoveJobScheduler(ctx, "missing") // loads the script
+	require.NoError(t, err)
+	_, err = q.UpsertJobScheduler(ctx, "hourly", drover.RepeatOptions{Every: time.Hour}, nil)
+	require.NoError(t, err)
+
+	proxy.DropReplyTo("evalsha")
+	removed, err := q.RemoveJobScheduler(ctx, "hourly")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), proxy.Dropped(), "the reply was lost once")
+	require.True(t, removed, "the scheduler existed and was removed")
+	require.Zero(t, direct.ZCard(ctx, prefix+":q:repeat").Val())
+}

@@ -98,8 +98,8 @@ func UpsertJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, a UpsertArg
 
 // RemoveJobScheduler deletes the scheduler and its delayed next run; it
 // reports whether the scheduler existed.
-func RemoveJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, id string) (bool, error) {
-	n, err := removeJobScheduler.run(ctx, rdb, k, id).Int64()
+func RemoveJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string) (bool, error) {
+	n, err := removeJobScheduler.run(ctx, rdb, k, id, call.Token, max(call.TTL.Milliseconds(), 1)).Int64()
 	return n == 1, err
 }
 
