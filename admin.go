@@ -36,7 +36,7 @@ func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) err
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	err := scripts.Reprocess(ctx, j.queue.writes(), j.queue.k, j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted)
+	err := scripts.Reprocess(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted)
 	return j.stateErr(ctx, "retry", string(state), err)
 }
 
@@ -45,7 +45,7 @@ func (j *Job) Promote(ctx context.Context) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.stateErr(ctx, "promote", string(StateDelayed), scripts.Promote(ctx, j.queue.writes(), j.queue.k, j.ID, false, false))
+	return j.stateErr(ctx, "promote", string(StateDelayed), scripts.Promote(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, false, false))
 }
 
 // ChangeDelay makes a delayed job due delay from now. ErrNotInState if it is
@@ -81,8 +81,16 @@ func (j *Job) Remove(ctx context.Context) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.err("remove", scripts.RemoveJob(ctx, j.queue.writes(), j.queue.k, j.ID))
+	return j.err("remove", scripts.RemoveJob(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID))
 }
+
+// call is a fresh call token for an admin write on one job (Retry,
+// Promote, RetryNow, Remove). go-redis sends a command again when its reply
+// is lost; without the token the second run found the job already moved
+// (or gone) and the call reported "not in the expected state" or "job not
+// found" for a write that was done. With it the resend gets the first
+// run's answer (include/once.lua), kept for QueueOptions.AddRetryWindow.
+func (q *Queue) call() scripts.Call { return scripts.NewCall(q.opts.AddRetryWindow) }
 
 // Job returns a handle on job id for admin calls (Retry, Promote, Remove,
 // ...) without reading it.

@@ -200,6 +200,10 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 		Limit: int64(repeat.Limit), Data: string(data),
 		TemplateOpts: string(mustJSON(templateOpts)), RunOpts: string(mustJSON(runOpts)),
 		Priority: int64(o.Priority), LIFO: o.LIFO,
+		// go-redis sends the script again when its reply is lost: the
+		// token makes the resend answer the first run's reply instead of
+		// running again over a run a worker took meanwhile.
+		Call: scripts.NewCall(q.opts.AddRetryWindow),
 	}
 	if !repeat.StartDate.IsZero() {
 		a.StartDate = repeat.StartDate.UnixMilli()
@@ -265,7 +269,7 @@ func (q *Queue) RemoveJobScheduler(ctx context.Context, id string) (bool, error)
 	if err := q.check(); err != nil {
 		return false, err
 	}
-	ok, err := scripts.RemoveJobScheduler(ctx, q.writes(), q.k, id)
+	ok, err := scripts.RemoveJobScheduler(ctx, q.writes(), q.k, q.call(), id)
 	if err != nil {
 		return false, fmt.Errorf("remove job scheduler %q from queue %q: %w", id, q.name, err)
 	}

@@ -64,6 +64,10 @@ type UpsertArgs struct {
 	RunOpts      string // JSON of the run's opts without jobId and delay
 	Priority     int64
 	LIFO         bool
+	// Call makes the upsert run once however often the client sends it
+	// (include/once.lua): a resend after a lost reply gets the first run's
+	// answer and writes nothing.
+	Call Call
 }
 
 // UpsertJobScheduler stores the scheduler and its next run; it returns the
@@ -77,7 +81,7 @@ func UpsertJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, a UpsertArg
 	}
 	res, err := upsertJobScheduler.run(ctx, rdb, k, a.SchedulerID, a.NextMs, a.Now, a.Name, opt(a.Every),
 		a.Pattern, a.TZ, opt(a.Limit), opt(a.StartDate), opt(a.EndDate), opt(a.Offset), a.Data,
-		a.TemplateOpts, a.RunOpts, a.Priority, boolArg(a.LIFO)).Result()
+		a.TemplateOpts, a.RunOpts, a.Priority, boolArg(a.LIFO), a.Call.Token, max(a.Call.TTL.Milliseconds(), 1)).Result()
 	if err != nil {
 		return "", 0, err
 	}
@@ -94,8 +98,8 @@ func UpsertJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, a UpsertArg
 
 // RemoveJobScheduler deletes the scheduler and its delayed next run; it
 // reports whether the scheduler existed.
-func RemoveJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, id string) (bool, error) {
-	n, err := removeJobScheduler.run(ctx, rdb, k, id).Int64()
+func RemoveJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string) (bool, error) {
+	n, err := removeJobScheduler.run(ctx, rdb, k, id, call.Token, max(call.TTL.Milliseconds(), 1)).Int64()
 	return n == 1, err
 }
 

@@ -585,15 +585,15 @@ func AddLog(ctx context.Context, rdb Doer, k keys.Queue, id, line string, keep i
 }
 
 // RemoveJob deletes job id unless a worker holds it.
-func RemoveJob(ctx context.Context, rdb Doer, k keys.Queue, id string) error {
-	_, err := runCode(ctx, removeJob, rdb, k, id)
+func RemoveJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string) error {
+	_, err := runCode(ctx, removeJob, rdb, k, id, call.Token, max(call.TTL.Milliseconds(), 1))
 	return err
 }
 
 // Promote moves delayed job id to wait now, resetting its attempt counters
 // when asked.
-func Promote(ctx context.Context, rdb Doer, k keys.Queue, id string, resetMade, resetStarted bool) error {
-	_, err := runCode(ctx, promote, rdb, k, id, boolArg(resetMade), boolArg(resetStarted))
+func Promote(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, resetMade, resetStarted bool) error {
+	_, err := runCode(ctx, promote, rdb, k, id, boolArg(resetMade), boolArg(resetStarted), call.Token, max(call.TTL.Milliseconds(), 1))
 	return err
 }
 
@@ -610,8 +610,8 @@ func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, id string, prio
 }
 
 // Reprocess runs finished job id (in state "completed" or "failed") again.
-func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, id, state string, resetMade, resetStarted bool) error {
-	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted))
+func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state string, resetMade, resetStarted bool) error {
+	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, max(call.TTL.Milliseconds(), 1))
 	return err
 }
 

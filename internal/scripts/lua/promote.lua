@@ -2,10 +2,18 @@
 -- (the "retry now" of a job waiting for its backoff).
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 job id, 3 reset attemptsMade ("1"/"0"), 4 reset
---   attemptsStarted ("1"/"0").
+--   attemptsStarted ("1"/"0"), 5 the call token and 6 its ttl ms
+--   (include/once.lua: go-redis resends the command when its reply is
+--   lost, and a second run would refuse the job the first run moved).
 -- Returns 0; -1 job missing; -3 job not delayed.
 --@include common
 --@include queue
+--@include once
+
+local callKey, first = onceReply(base, ARGV[5])
+if first then
+  return first
+end
 
 local id = ARGV[2]
 local jobKey = base .. id
@@ -26,4 +34,5 @@ end
 if ARGV[4] == "1" then
   rcall("HDEL", jobKey, "ats")
 end
+onceRemember(callKey, 0, ARGV[6])
 return 0

@@ -2,13 +2,21 @@
 -- its own queue), detaching it from its parent (BullMQ's Job.remove with
 -- removeChildren, its default).
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 job id.
+-- ARGV: 1 base, 2 job id, 3 the call token and 4 its ttl ms
+--   (include/once.lua: go-redis resends the command when its reply is
+--   lost, and a second run would refuse the job the first run moved).
 -- Returns 1 removed; -12 the job or a child it waits for is locked by a
 -- worker; -1 job missing; -8 the job is the pending iteration of a job
 -- scheduler (codes: internal/scripts/errors.go).
 --@include common
 --@include queue
 --@include remove
+--@include once
+
+local callKey, first = onceReply(base, ARGV[3])
+if first then
+  return first
+end
 
 local id = ARGV[2]
 local jobKey = base .. id
@@ -23,7 +31,9 @@ if rcall("EXISTS", jobKey) == 0 then
   if removeFromAnyState(base, id) == "unknown" then
     return -1
   end
+  onceRemember(callKey, 1, ARGV[4])
   return 1
 end
 removeWithChildren(base, id, nil)
+onceRemember(callKey, 1, ARGV[4])
 return 1

@@ -1,11 +1,19 @@
 -- removeJobScheduler: delete a job scheduler and its delayed next run (a
 -- run already waiting, active or finished is left alone, as BullMQ does).
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 scheduler id.
+-- ARGV: 1 base, 2 scheduler id, 3 the call token and 4 its ttl ms
+--   (include/once.lua: go-redis's resend after a lost reply gets the first
+--   run's answer, not 0 for the scheduler it removed).
 -- Returns 1 when the scheduler existed, 0 when not.
 --@include common
 --@include queue
 --@include scheduler
+--@include once
+
+local callKey, first = onceReply(base, ARGV[3])
+if first then
+  return first
+end
 
 local schedulerId = ARGV[2]
 local nextText = rcall("ZSCORE", repeatKey, schedulerId)
@@ -18,6 +26,7 @@ if nextText then
 end
 if rcall("ZREM", repeatKey, schedulerId) == 1 then
   rcall("DEL", repeatKey .. ":" .. schedulerId)
+  onceRemember(callKey, 1, ARGV[4])
   return 1
 end
 return 0

@@ -3,12 +3,20 @@
 -- A flow child goes back into its parent's pending dependencies.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 job id, 3 state ("completed"|"failed"), 4 reset attemptsMade
---   ("1"/"0"), 5 reset attemptsStarted ("1"/"0").
+--   ("1"/"0"), 5 reset attemptsStarted ("1"/"0"), 6 the call token and 7 its ttl ms
+--   (include/once.lua: go-redis resends the command when its reply is
+--   lost, and a second run would refuse the job the first run moved).
 -- Returns 1; -1 job missing; -12 a worker holds the job's lock; -3 job not
 -- in that state (codes: internal/scripts/errors.go).
 --@include common
 --@include queue
 --@include parent
+--@include once
+
+local callKey, first = onceReply(base, ARGV[6])
+if first then
+  return first
+end
 
 local id = ARGV[2]
 local jobKey = base .. id
@@ -46,4 +54,5 @@ pushReady(waitKey, prioritizedKey, pcKey, id, priority, lifo)
 addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
 moveChildBack(jobKey, state)
 rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents(metaKey), "*", "event", "waiting", "jobId", id, "prev", state)
+onceRemember(callKey, 1, ARGV[7])
 return 1

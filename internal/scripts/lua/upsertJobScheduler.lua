@@ -8,13 +8,23 @@
 --   6 every ms ("" = cron), 7 pattern, 8 tz, 9 limit, 10 startDate ms,
 --   11 endDate ms, 12 offset ms (7-12: "" = none), 13 template data JSON,
 --   14 template opts JSON, 15 opts JSON of the run without jobId and
---   delay, 16 priority, 17 lifo ("1"/"0").
+--   delay, 16 priority, 17 lifo ("1"/"0"), 18 the call token and 19 its
+--   ttl ms (include/once.lua: go-redis resends the command when its reply
+--   is lost; a second run would find the first run's job taken by a worker
+--   meanwhile and the scheduler's next run made, remove that next run and
+--   write the first run over the running job, queueing it again).
 -- Returns {run id, delay ms}; -10 when a cron run's id is taken by a job
 --   that is not the scheduler's waiting run; -11 when 32 consecutive
 --   `every` slots are taken.
 --@include common
 --@include queue
 --@include scheduler
+--@include once
+
+local callKey, first = onceReply(base, ARGV[18])
+if first then
+  return first
+end
 
 local schedulerId = ARGV[2]
 local nowText = ARGV[4]
@@ -122,4 +132,5 @@ rcall("HSET", schedulerKey, unpack(fields))
 rcall("INCR", idKey)
 addIteration(runId, schedulerId, ARGV[5], ARGV[13], iterationOpts(ARGV[15], runId, delay), nowText, delay,
   ARGV[16], ARGV[17] == "1", maxLen)
+onceRemember(callKey, {runId, delay}, ARGV[19])
 return {runId, delay}

@@ -1,0 +1,88 @@
+package drover_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestAdminWritesUnderClientRetry: a proxy between the caller and a real
+// redis-server lets an admin script run, then loses its reply and resets
+// the connection, so go-redis sends the command again. The call must
+// report what the first run did: before, Job.Retry answered "job not in
+// the expected state: it is waiting, not failed", Promote and RetryNow
+// "it is waiting, not delayed" and Remove "job not found", each for a
+// write that was done.
+func TestAdminWritesUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// setup returns the queue through the proxy and one straight to Redis.
+	setup := func(t *testing.T) (*faultproxy.Proxy, *drover.Queue, *drover.Queue, *redis.Client, string) {
+		t.Helper()
+		srv := redistest.Shared(t)
+		proxy, err := faultproxy.Start(srv.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+		t.Cleanup(func() { _ = rdb.Close() })
+		direct, prefix := redistest.Client(t)
+		q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+		require.NoError(t, err)
+		dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+		require.NoError(t, err)
+		return proxy, q, dq, direct, prefix
+	}
+	// Each case runs its call once on a missing job first, so the script is
+	// loaded and the lost reply is the call's own (not a NOSCRIPT answer).
+	delayed := func(t *testing.T, dq *drover.Queue, _ *redis.Client, _ string) string {
+		r, err := dq.Add(ctx, "d", nil, &drover.JobOptions{Delay: time.Hour})
+		require.NoError(t, err)
+		return r.Job.ID
+	}
+	for _, tc := range []struct {
+		name  string
+		make  func(t *testing.T, dq *drover.Queue, direct *redis.Client, prefix string) string
+		call  func(q *drover.Queue, id string) error
+		state drover.JobState // after the call; "" = gone
+	}{
+		{"Promote", delayed, func(q *drover.Queue, id string) error { return q.Job(id).Promote(ctx) }, drover.StateWaiting},
+		{"RetryNow", delayed, func(q *drover.Queue, id string) error { return q.Job(id).RetryNow(ctx, nil) }, drover.StateWaiting},
+		{"Remove", delayed, func(q *drover.Queue, id string) error { return q.Job(id).Remove(ctx) }, ""},
+		{"Retry", func(t *testing.T, dq *drover.Queue, direct *redis.Client, prefix string) string {
+			r, err := dq.Add(ctx, "f", nil, nil)
+			require.NoError(t, err)
+			w, err := drover.NewWorker(direct, "q", nil, &drover.WorkerOptions{Prefix: prefix})
+			require.NoError(t, err)
+			j, err := w.NextJob(ctx, "tok", 0)
+			require.NoError(t, err)
+			require.NoError(t, j.Fail(ctx, "tok", errors.New("boom")))
+			require.NoError(t, w.Close(ctx))
+			return r.Job.ID
+		}, func(q *drover.Queue, id string) error { return q.Job(id).Retry(ctx, drover.StateFailed, nil) }, drover.StateWaiting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			proxy, q, dq, direct, prefix := setup(t)
+			id := tc.make(t, dq, direct, prefix)
+			require.Error(t, tc.call(q, "missing"), "warm-up")
+			proxy.DropReplyTo("evalsha")
+			require.NoError(t, tc.call(q, id))
+			require.Equal(t, int64(1), proxy.Dropped(), "the reply was lost once")
+			st, err := dq.GetJobState(ctx, id)
+			require.NoError(t, err)
+			if tc.state == "" {
+				require.Equal(t, drover.StateUnknown, st)
+			} else {
+				require.Equal(t, tc.state, st)
+			}
+		})
+	}
+}
