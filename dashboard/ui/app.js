@@ -766,9 +766,12 @@
     if (!fr.groups.length) { put(box, el('p', { class: 'muted' }, 'No failed jobs.')); return; }
     const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, class: g.error === filter.error ? 'on' : '', 'aria-current': g.error === filter.error ? 'true' : null },
       el('td', { class: 'num' }, g.count),
-      el('td', {}, el('span', { class: 'mono' }, g.error), g.unrecoverable ? el('span', { class: 'badge rs-unrecoverable', title: 'failed as unrecoverable' }, `${g.unrecoverable} unrecoverable`) : null,
-        el('div', { class: 'muted', title: 'the newest message of the group' }, g.example)),
-      el('td', {}, fmtTime(g.firstSeen)), el('td', {}, fmtTime(g.lastSeen)),
+      // An error can be thousands of characters (a message with a dump in
+      // it): the group and its example show a few lines, the whole error on
+      // hover, so one group does not bury the others.
+      el('td', {}, el('span', { class: 'mono group-text', title: g.error }, g.error), g.unrecoverable ? el('span', { class: 'badge rs-unrecoverable', title: 'failed as unrecoverable' }, `${g.unrecoverable} unrecoverable`) : null,
+        el('div', { class: 'muted group-text', title: 'the newest message of the group' }, g.example)),
+      el('td', { class: 'when' }, fmtTime(g.firstSeen)), el('td', { class: 'when' }, fmtTime(g.lastSeen)),
       el('td', { class: 'buttons' },
         el('button', { 'data-show': '', onclick: () => go({ error: g.error }) }, g.error === filter.error ? 'Shown above' : 'Show'),
         bulkRetry ? el('button', { 'data-retry-group': '', onclick: () => bulkRetry(g.filter) }, 'Retry…') : null))));
