@@ -144,8 +144,10 @@
     if (typeof p === 'number' && isFinite(p)) return Math.max(0, Math.min(1, p / 100));
     return null;
   }
+  // pretty shows a JSON value; null is a value (BullMQ stores a processor's
+  // undefined and null data as null) and shows as null, not as nothing.
   function pretty(raw) {
-    if (raw === undefined || raw === null) return '';
+    if (raw === undefined) return '';
     try { return JSON.stringify(raw, null, 2); } catch (e) { return String(raw); }
   }
 
