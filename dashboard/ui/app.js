@@ -583,7 +583,7 @@
       put(tbody, ...page.jobs.map((j) => el('tr', { 'data-job': j.id },
         el('td', { class: 'mono clip', title: j.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', { class: 'clip', title: j.name }, j.name),
-        el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(progressOf(j.progress) * 100)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
+        el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(j.progress)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
         el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`),
         el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
           : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${j.processedBy}` : ''}`
@@ -906,7 +906,9 @@
       : `${b.made} of ${b.allowed} used, ${b.left} left`;
     fact('Attempts', el('span', { id: 'attempts' }, used), b.started !== b.made ? el('span', { class: 'muted' }, ` (${b.started} started)`) : null);
     const share = progressOf(d.progress);
-    if (share !== null) fact('Progress', el('progress', { id: 'job-progress', max: 1, value: share }), ` ${Math.round(share * 100)}%`);
+    // The bar is clamped to 0..100; the number is the one reported (a
+    // processor may report 150 or -5: BullMQ takes any number).
+    if (share !== null) fact('Progress', el('progress', { id: 'job-progress', max: 1, value: share }), el('span', { id: 'job-progress-value' }, ` ${Math.round(d.progress)}%`));
     else if (d.progress !== undefined) fact('Progress', el('code', {}, JSON.stringify(d.progress)));
     if (d.state === 'active' && d.processedOn) {
       fact('Running', el('span', { id: 'running-for' }, `for ${fmtMs(Date.now() - new Date(d.processedOn).getTime())}`), d.processedBy ? ` on worker ${d.processedBy}` : '');
