@@ -72,3 +72,33 @@ func TestDelayedByItsProcessorAfterAFailure(t *testing.T) {
 	require.Equal(t, "second run failed", last.Error)
 	require.Equal(t, time.Hour, last.Backoff)
 }
+
+// TestDerivedTimelineRetriedByHand: a Node job with two attempts fails
+// both (failed for good), is retried by hand (Node's job.retry) and
+// completes. Its derived timeline draws the second failure as the one that
+// used up its attempts, so the page says it was retried by hand; it drew
+// a failure "retried at once", which a job with no attempt left is not.
+func TestDerivedTimelineRetriedByHand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+	id, err := o.Add(ctx, b.prefix, "q", "job", nil, map[string]any{"attempts": 2})
+	require.NoError(t, err)
+	require.NoError(t, o.StartWorker(ctx, b.prefix, "q", bullmqoracle.WorkerOptions{ID: "w", Behavior: bullmqoracle.FailTimes(2, "down", "ok")}))
+	_, err = o.WaitUntilFinished(ctx, b.prefix, "q", id, 20*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, o.RetryJob(ctx, b.prefix, "q", id, "failed", false, false))
+	testkit.WaitFor(t, 20*time.Second, "the job to complete", func() bool {
+		d, err := b.ins.Job(ctx, "q", id)
+		require.NoError(t, err)
+		return d.State == drover.StateCompleted
+	})
+	d, err := b.ins.Job(ctx, "q", id)
+	require.NoError(t, err)
+	var outcomes []string
+	for _, a := range d.Timeline {
+		outcomes = append(outcomes, a.Outcome)
+	}
+	require.Equal(t, []string{drover.OutcomeRetried.String(), drover.OutcomeRetriesExhausted.String(), drover.OutcomeCompleted.String()}, outcomes)
+}

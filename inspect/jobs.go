@@ -1110,6 +1110,9 @@ func delayedByFailure(job *drover.Job) bool {
 	if job.AttemptsStarted-job.AttemptsMade-job.StalledCount <= 0 {
 		return true
 	}
+	if job.AttemptsMade >= max(job.Opts.Attempts, 1) {
+		return false // that failure failed the job for good: a run since moved it
+	}
 	b := job.Opts.Backoff
 	if b != nil && b.Type != drover.BackoffFixed && b.Type != drover.BackoffExponential {
 		return true
@@ -1139,14 +1142,25 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		newest = made - 1
 	}
 	seq := 0
-	for n := 1; n < made; n++ {
-		seq++
-		a := Attempt{N: seq, Outcome: drover.OutcomeRetried.String()}
+	// failure is the outcome of the n-th failure that was not the last
+	// attempt: the n-th of opts.attempts or a later one used the budget up
+	// (the job failed for good and ran again when retried by hand, which
+	// the page says); else it was retried, after its backoff if any.
+	failure := func(n int) (string, time.Duration) {
+		if n >= max(job.Opts.Attempts, 1) {
+			return drover.OutcomeRetriesExhausted.String(), 0
+		}
 		// A failure the job's backoff delays went to the delayed set, not
 		// straight back to wait: say so, with the delay its option gives.
 		if wait := nominalBackoff(job.Opts.Backoff, n); wait > 0 {
-			a.Outcome, a.Backoff = drover.OutcomeRetryDelayed.String(), wait
+			return drover.OutcomeRetryDelayed.String(), wait
 		}
+		return drover.OutcomeRetried.String(), 0
+	}
+	for n := 1; n < made; n++ {
+		seq++
+		a := Attempt{N: seq}
+		a.Outcome, a.Backoff = failure(n)
 		if k := len(errs) - 1 - (newest - n); k >= 0 && k < len(errs) {
 			a.Error = errs[k]
 		}
@@ -1170,10 +1184,8 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	movedLast := state == drover.StateDelayed && made > 0 && moved > 0 && !delayedByFailure(job)
 	if movedLast {
 		seq++
-		a := Attempt{N: seq, Outcome: drover.OutcomeRetried.String(), Error: job.FailedReason} // the newest failure's
-		if wait := nominalBackoff(job.Opts.Backoff, made); wait > 0 {
-			a.Outcome, a.Backoff = drover.OutcomeRetryDelayed.String(), wait
-		}
+		a := Attempt{N: seq, Error: job.FailedReason} // the newest failure's
+		a.Outcome, a.Backoff = failure(made)
 		out = append(out, a)
 	}
 	for k := 1; k <= moved; k++ {
