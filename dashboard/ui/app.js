@@ -1304,7 +1304,9 @@
       put(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id },
         el('td', { class: 'mono' }, sc.id),
         el('td', {}, sc.pattern ? `cron ${sc.pattern}` : `every ${fmtMs(sc.every)}`),
-        el('td', {}, sc.pattern ? (sc.tz || 'UTC') : ''),
+        // No tz: each worker, Node's or drover's, reads the pattern in its
+        // own process's local time zone (cron-parser's rule).
+        el('td', { 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
         el('td', { 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`),
         el('td', { class: 'num' }, sc.limit ? `${sc.iterations} of ${sc.limit}` : String(sc.iterations)),
         el('td', {}, sc.name),
