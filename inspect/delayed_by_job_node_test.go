@@ -102,3 +102,33 @@ func TestDerivedTimelineRetriedByHand(t *testing.T) {
 	}
 	require.Equal(t, []string{drover.OutcomeRetried.String(), drover.OutcomeRetriesExhausted.String(), drover.OutcomeCompleted.String()}, outcomes)
 }
+
+// TestDerivedTimelineUnrecoverableRetriedByHand: a Node job with three
+// attempts throws UnrecoverableError on its first run (failed for good at
+// once), is retried by hand and completes. Its derived timeline draws the
+// first run as failed unrecoverable, then retried by hand; it drew a
+// failure "retried at once", as if its attempts had let it run again.
+func TestDerivedTimelineUnrecoverableRetriedByHand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+	id, err := o.Add(ctx, b.prefix, "q", "job", nil, map[string]any{"attempts": 3})
+	require.NoError(t, err)
+	require.NoError(t, o.StartWorker(ctx, b.prefix, "q", bullmqoracle.WorkerOptions{ID: "w",
+		Behavior: bullmqoracle.Sequence(bullmqoracle.Unrecoverable("card declined"), bullmqoracle.Return("ok"))}))
+	_, err = o.WaitUntilFinished(ctx, b.prefix, "q", id, 20*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, o.RetryJob(ctx, b.prefix, "q", id, "failed", false, false))
+	testkit.WaitFor(t, 20*time.Second, "the job to complete", func() bool {
+		d, err := b.ins.Job(ctx, "q", id)
+		require.NoError(t, err)
+		return d.State == drover.StateCompleted
+	})
+	d, err := b.ins.Job(ctx, "q", id)
+	require.NoError(t, err)
+	require.Len(t, d.Timeline, 2)
+	require.Equal(t, drover.OutcomeFailedUnrecoverable.String(), d.Timeline[0].Outcome)
+	require.True(t, d.Timeline[0].Unrecoverable)
+	require.Equal(t, drover.OutcomeCompleted.String(), d.Timeline[1].Outcome)
+}

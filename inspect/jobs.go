@@ -1164,6 +1164,13 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		if k := len(errs) - 1 - (newest - n); k >= 0 && k < len(errs) {
 			a.Error = errs[k]
 		}
+		// BullMQ's UnrecoverableError names itself on its trace's first
+		// line (as failedForOf reads the last one): that failure failed the
+		// job for good, whatever its attempts, and a retry by hand ran it
+		// again.
+		if strings.HasPrefix(a.Error, "UnrecoverableError") {
+			a.Outcome, a.Backoff, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), 0, true
+		}
 		out = append(out, a)
 	}
 	for range job.StalledCount {
