@@ -47,7 +47,8 @@ type RepeatOptions struct {
 	// L, 5L, 1#2, H drawn at random) and the daylight-saving rules, which
 	// are cron-parser's (BullMQ's).
 	Pattern string
-	// TZ is the pattern's IANA time zone. "" = UTC.
+	// TZ is the pattern's IANA time zone. "" = the local time zone of the
+	// process computing the run (time.Local), as for Node's workers.
 	TZ string
 	// StartDate delays the first run to this time. Zero = none.
 	StartDate time.Time
@@ -617,7 +618,7 @@ func mustJSON(v any) json.RawMessage {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// NextRun is the first run of cron pattern in time zone tz ("" = UTC)
+// NextRun is the first run of cron pattern in time zone tz ("" = local)
 // strictly after t, as BullMQ's job schedulers compute it (cron-parser's
 // rules, including its daylight-saving behaviour; see RepeatOptions).
 func NextRun(pattern, tz string, t time.Time) (time.Time, error) {

@@ -83,7 +83,12 @@ func (a *Auth) validate() error {
 		return errors.New("dashboard: Options.Auth must list at least one user")
 	}
 	seen := map[string]bool{}
+	// A bearer token names its user: two users sharing one would both sign
+	// in as the last of them (a viewer as an admin, an admin audited as
+	// someone else).
+	tokens := map[string]int{}
 	for i, u := range a.Users {
+		first, shared := tokens[u.Token]
 		switch {
 		case u.Name == "" || strings.ContainsAny(u.Name, "|:"):
 			return fmt.Errorf("dashboard: Options.Auth.Users[%d].Name must be non-empty without '|' or ':', got %q", i, u.Name)
@@ -97,8 +102,13 @@ func (a *Auth) validate() error {
 			return fmt.Errorf("dashboard: Options.Auth.Users[%d] (%s): Token must be at least %d characters", i, u.Name, MinSecretLength)
 		case u.Password != "" && len(u.Password) < MinSecretLength:
 			return fmt.Errorf("dashboard: Options.Auth.Users[%d] (%s): Password must be at least %d characters", i, u.Name, MinSecretLength)
+		case u.Token != "" && shared:
+			return fmt.Errorf("dashboard: Options.Auth.Users[%d] (%s) has the same Token as Users[%d] (%s): each user needs a token of their own", i, u.Name, first, a.Users[first].Name)
 		}
 		seen[u.Name] = true
+		if u.Token != "" {
+			tokens[u.Token] = i
+		}
 	}
 	return nil
 }

@@ -27,8 +27,21 @@ var (
 
 // NormalizeError is the error group of a failed reason: its first line with
 // uuids, hex ids, quoted values and numbers replaced by <id>, <hex>, <s>
-// and <n>, spaces collapsed.
+// and <n>, spaces collapsed. A reason whose first line is blank (an error
+// thrown with an empty message) is EmptyError, never "": the empty
+// Filter.Error selects every job, so the group's filter would have retried
+// every failed job instead of its own.
 func NormalizeError(reason string) string {
+	if s := normalizeLine(reason); s != "" {
+		return s
+	}
+	return EmptyError
+}
+
+// EmptyError is the error group of failed reasons whose first line is blank.
+const EmptyError = "<empty>"
+
+func normalizeLine(reason string) string {
 	s := firstLine(reason)
 	s = reUUID.ReplaceAllString(s, "<id>")
 	s = reQuoted.ReplaceAllString(s, "<s>")

@@ -125,7 +125,11 @@ func nextTerm(s string) (term, rest string, err error) {
 }
 
 func (f *Filter) set(term string) error {
-	if k, v, ok := strings.Cut(term, "<="); ok {
+	// The operator is the term's first "=" (with the "<" before it, "<="):
+	// values, unquoted by now, may hold either (error="x left<=<n>").
+	eq := strings.IndexByte(term, '=')
+	if eq > 0 && term[eq-1] == '<' {
+		k, v := term[:eq-1], term[eq+1:]
 		switch k {
 		case "left", "attempts-left":
 			n, err := strconv.Atoi(v)
@@ -137,11 +141,10 @@ func (f *Filter) set(term string) error {
 		}
 		return fmt.Errorf("unknown term %q (want name=, reason=, error= or left<=)", term)
 	}
-	k, v, ok := strings.Cut(term, "=")
-	if !ok {
+	if eq < 0 {
 		return fmt.Errorf("term %q is not key=value (want name=, reason=, error= or left<=)", term)
 	}
-	switch k {
+	switch k, v := term[:eq], term[eq+1:]; k {
 	case "name":
 		f.Name = v
 	case "reason":

@@ -25,8 +25,9 @@ type RetryState string
 const (
 	// RetryStateWaiting: ready to run, never failed.
 	RetryStateWaiting RetryState = "waiting"
-	// RetryStateScheduled: delayed without a failure (a delayed add, or a
-	// processor that returned drover.Delay).
+	// RetryStateScheduled: delayed, not by a failure's backoff (a delayed
+	// add, or a processor that returned drover.Delay or called Node's
+	// job.moveToDelayed, even after an earlier failure).
 	RetryStateScheduled RetryState = "scheduled"
 	// RetryStateActive: a worker runs it now.
 	RetryStateActive RetryState = "active"
@@ -61,7 +62,7 @@ func ClassifyRetry(state drover.JobState, job *drover.Job) RetryState {
 	case drover.StateActive:
 		return RetryStateActive
 	case drover.StateDelayed:
-		if failedBefore && job.FailedReason != "" {
+		if delayedByFailure(job) {
 			return RetryStateBackoff
 		}
 		return RetryStateScheduled
@@ -1092,6 +1093,34 @@ func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 	return out, omitted
 }
 
+// delayedByFailure reports whether a delayed job waits for the backoff of
+// its last run's failure, rather than for a delay its last run asked for
+// (drover.Delay, Node's job.moveToDelayed with DelayedError), which keeps
+// the failed reason of an earlier run: both look alike but for the
+// counters and the delay. A run that failed counts in AttemptsMade, one
+// that moved its job does not: when failures and stalls account for every
+// run, the last one failed. Else the delay tells: a failure waits at most
+// its built-in backoff's nominal delay (jitter only shortens it), and
+// without one it goes straight back to wait, not to the delayed set. A
+// custom strategy's delays are not known here: taken as a backoff.
+func delayedByFailure(job *drover.Job) bool {
+	if job.AttemptsMade == 0 || job.FailedReason == "" {
+		return false
+	}
+	if job.AttemptsStarted-job.AttemptsMade-job.StalledCount <= 0 {
+		return true
+	}
+	if job.AttemptsMade >= max(job.Opts.Attempts, 1) {
+		return false // that failure failed the job for good: a run since moved it
+	}
+	b := job.Opts.Backoff
+	if b != nil && b.Type != drover.BackoffFixed && b.Type != drover.BackoffExponential {
+		return true
+	}
+	nominal := nominalBackoff(b, job.AttemptsMade)
+	return nominal > 0 && job.Delay <= nominal
+}
+
 // derived rebuilds the timeline of a job drover has no record of: a Node
 // worker ran it, or a drover worker completed it on its first activation
 // (drover records attempts from the first failure or stall on). Activations
@@ -1113,16 +1142,34 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		newest = made - 1
 	}
 	seq := 0
-	for n := 1; n < made; n++ {
-		seq++
-		a := Attempt{N: seq, Outcome: drover.OutcomeRetried.String()}
+	// failure is the outcome of the n-th failure that was not the last
+	// attempt: the n-th of opts.attempts or a later one used the budget up
+	// (the job failed for good and ran again when retried by hand, which
+	// the page says); else it was retried, after its backoff if any.
+	failure := func(n int) (string, time.Duration) {
+		if n >= max(job.Opts.Attempts, 1) {
+			return drover.OutcomeRetriesExhausted.String(), 0
+		}
 		// A failure the job's backoff delays went to the delayed set, not
 		// straight back to wait: say so, with the delay its option gives.
 		if wait := nominalBackoff(job.Opts.Backoff, n); wait > 0 {
-			a.Outcome, a.Backoff = drover.OutcomeRetryDelayed.String(), wait
+			return drover.OutcomeRetryDelayed.String(), wait
 		}
+		return drover.OutcomeRetried.String(), 0
+	}
+	for n := 1; n < made; n++ {
+		seq++
+		a := Attempt{N: seq}
+		a.Outcome, a.Backoff = failure(n)
 		if k := len(errs) - 1 - (newest - n); k >= 0 && k < len(errs) {
 			a.Error = errs[k]
+		}
+		// BullMQ's UnrecoverableError names itself on its trace's first
+		// line (as failedForOf reads the last one): that failure failed the
+		// job for good, whatever its attempts, and a retry by hand ran it
+		// again.
+		if strings.HasPrefix(a.Error, "UnrecoverableError") {
+			a.Outcome, a.Backoff, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), 0, true
 		}
 		out = append(out, a)
 	}
@@ -1138,10 +1185,20 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	if state == drover.StateActive {
 		moved--
 	}
+	// A delayed job its last run moved after a failure (delayedByFailure):
+	// that failure came before the run that put the job where it is. Its
+	// times are not known (the job's are the last run's).
+	movedLast := state == drover.StateDelayed && made > 0 && moved > 0 && !delayedByFailure(job)
+	if movedLast {
+		seq++
+		a := Attempt{N: seq, Error: job.FailedReason} // the newest failure's
+		a.Outcome, a.Backoff = failure(made)
+		out = append(out, a)
+	}
 	for k := 1; k <= moved; k++ {
 		seq++
 		a := Attempt{N: seq, Outcome: drover.OutcomeUnknown.String()}
-		if k == moved && made == 0 {
+		if k == moved && (made == 0 || movedLast) {
 			switch state {
 			case drover.StateDelayed:
 				a.Outcome, a.Backoff, a.NextRun = drover.OutcomeDelayed.String(), job.Delay, Instant{nextRun}
@@ -1156,7 +1213,7 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		}
 		out = append(out, a)
 	}
-	if made > 0 {
+	if made > 0 && !movedLast {
 		seq++
 		a := Attempt{N: seq}
 		if len(errs) > 0 {

@@ -20,7 +20,8 @@ type SchedulerInfo struct {
 	Name string `json:"name"`
 	// Every is the interval of an every-scheduler (ms in JSON, 0 for cron).
 	Every time.Duration `json:"-"`
-	// Pattern is a cron scheduler's pattern, in time zone TZ ("" = UTC).
+	// Pattern is a cron scheduler's pattern, in time zone TZ ("" = the
+	// local time zone of the worker computing the next run).
 	Pattern string `json:"pattern,omitempty"`
 	TZ      string `json:"tz,omitempty"`
 	// Next is when its next iteration is due.

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
 )
 
 func init() {
@@ -45,17 +47,53 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	// Every id is tried and each one's outcome said, as retry does: an id
+	// refused (not delayed, not found) must not hide the jobs promoted
+	// before it, nor leave the ids after it untried.
+	results := make([]promoteJobResult, 0, len(ids))
+	failed := 0
 	for _, id := range ids {
 		err := ins.PromoteJob(ctx, queue, id)
 		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-job", Queue: queue, JobID: id, Jobs: jobsIf(err)}, err)
-		if err != nil {
-			return err
+		if errors.Is(err, inspect.ErrQueueNotFound) {
+			return err // so is every other id
 		}
-		n++
+		r := promoteJobResult{ID: id}
+		if err != nil {
+			r.Error = err.Error()
+			failed++
+		} else {
+			n++
+		}
+		results = append(results, r)
+	}
+	var notPromoted error
+	if failed > 0 {
+		notPromoted = fmt.Errorf("%d of %d jobs not promoted", failed, len(ids))
 	}
 	if *asJSON {
-		return writeJSON(c.out, map[string]any{"queue": queue, "promoted": n})
+		out := map[string]any{"queue": queue, "promoted": n}
+		if len(ids) > 0 {
+			out["jobs"] = results
+		}
+		if err := writeJSON(c.out, out); err != nil {
+			return err
+		}
+		return notPromoted
+	}
+	for _, r := range results {
+		if r.Error != "" {
+			fmt.Fprintf(c.out, "job %s: not promoted: %s\n", r.ID, r.Error)
+		} else {
+			fmt.Fprintf(c.out, "job %s: promoted\n", r.ID)
+		}
 	}
 	fmt.Fprintf(c.out, "promoted %d delayed jobs in %s\n", n, queue)
-	return nil
+	return notPromoted
+}
+
+// promoteJobResult is one id's outcome of `drover promote <queue> <id>...`.
+type promoteJobResult struct {
+	ID    string `json:"id"`
+	Error string `json:"error,omitempty"`
 }

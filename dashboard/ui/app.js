@@ -144,8 +144,10 @@
     if (typeof p === 'number' && isFinite(p)) return Math.max(0, Math.min(1, p / 100));
     return null;
   }
+  // pretty shows a JSON value; null is a value (BullMQ stores a processor's
+  // undefined and null data as null) and shows as null, not as nothing.
   function pretty(raw) {
-    if (raw === undefined || raw === null) return '';
+    if (raw === undefined) return '';
     try { return JSON.stringify(raw, null, 2); } catch (e) { return String(raw); }
   }
 
@@ -581,7 +583,7 @@
       put(tbody, ...page.jobs.map((j) => el('tr', { 'data-job': j.id },
         el('td', { class: 'mono clip', title: j.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', { class: 'clip', title: j.name }, j.name),
-        el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(progressOf(j.progress) * 100)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
+        el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(j.progress)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
         el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`),
         el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
           : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${j.processedBy}` : ''}`
@@ -596,7 +598,10 @@
       put(moved, page.moved ? el('p', { class: 'alert alert-budget', id: 'page-moved', role: 'status' }, movedNote(page.moved, state, before !== '')) : null);
       renderHistogram(hist, qp.delayed, qp.storm);
       renderBudget(budget, queue, qp.budget);
-      api(`queues/${seg(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); }, () => {});
+      // A failed read says why the panel is empty (a Redis ACL refusing
+      // MULTI, which BullMQ's metrics read uses, leaves the rest working).
+      api(`queues/${seg(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); },
+        (e) => { if (gen === app.render) put(thru, el('p', { class: 'muted', id: 'throughput-facts' }, `Could not load the throughput: ${e.message}`)); });
       if (state === 'failed') {
         let fr;
         try { fr = await api(`queues/${seg(queue)}/failures`); } catch (e) { put(groups, el('p', { class: 'muted' }, e.message)); return; }
@@ -766,9 +771,12 @@
     if (!fr.groups.length) { put(box, el('p', { class: 'muted' }, 'No failed jobs.')); return; }
     const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, class: g.error === filter.error ? 'on' : '', 'aria-current': g.error === filter.error ? 'true' : null },
       el('td', { class: 'num' }, g.count),
-      el('td', {}, el('span', { class: 'mono' }, g.error), g.unrecoverable ? el('span', { class: 'badge rs-unrecoverable', title: 'failed as unrecoverable' }, `${g.unrecoverable} unrecoverable`) : null,
-        el('div', { class: 'muted', title: 'the newest message of the group' }, g.example)),
-      el('td', {}, fmtTime(g.firstSeen)), el('td', {}, fmtTime(g.lastSeen)),
+      // An error can be thousands of characters (a message with a dump in
+      // it): the group and its example show a few lines, the whole error on
+      // hover, so one group does not bury the others.
+      el('td', {}, el('span', { class: 'mono group-text', title: g.error }, g.error), g.unrecoverable ? el('span', { class: 'badge rs-unrecoverable', title: 'failed as unrecoverable' }, `${g.unrecoverable} unrecoverable`) : null,
+        el('div', { class: 'muted group-text', title: 'the newest message of the group' }, g.example)),
+      el('td', { class: 'when' }, fmtTime(g.firstSeen)), el('td', { class: 'when' }, fmtTime(g.lastSeen)),
       el('td', { class: 'buttons' },
         el('button', { 'data-show': '', onclick: () => go({ error: g.error }) }, g.error === filter.error ? 'Shown above' : 'Show'),
         bulkRetry ? el('button', { 'data-retry-group': '', onclick: () => bulkRetry(g.filter) }, 'Retry…') : null))));
@@ -901,7 +909,9 @@
       : `${b.made} of ${b.allowed} used, ${b.left} left`;
     fact('Attempts', el('span', { id: 'attempts' }, used), b.started !== b.made ? el('span', { class: 'muted' }, ` (${b.started} started)`) : null);
     const share = progressOf(d.progress);
-    if (share !== null) fact('Progress', el('progress', { id: 'job-progress', max: 1, value: share }), ` ${Math.round(share * 100)}%`);
+    // The bar is clamped to 0..100; the number is the one reported (a
+    // processor may report 150 or -5: BullMQ takes any number).
+    if (share !== null) fact('Progress', el('progress', { id: 'job-progress', max: 1, value: share }), el('span', { id: 'job-progress-value' }, ` ${Math.round(d.progress)}%`));
     else if (d.progress !== undefined) fact('Progress', el('code', {}, JSON.stringify(d.progress)));
     if (d.state === 'active' && d.processedOn) {
       fact('Running', el('span', { id: 'running-for' }, `for ${fmtMs(Date.now() - new Date(d.processedOn).getTime())}`), d.processedBy ? ` on worker ${d.processedBy}` : '');
@@ -1294,7 +1304,9 @@
       put(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id },
         el('td', { class: 'mono' }, sc.id),
         el('td', {}, sc.pattern ? `cron ${sc.pattern}` : `every ${fmtMs(sc.every)}`),
-        el('td', {}, sc.pattern ? (sc.tz || 'UTC') : ''),
+        // No tz: each worker, Node's or drover's, reads the pattern in its
+        // own process's local time zone (cron-parser's rule).
+        el('td', { 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
         el('td', { 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`),
         el('td', { class: 'num' }, sc.limit ? `${sc.iterations} of ${sc.limit}` : String(sc.iterations)),
         el('td', {}, sc.name),

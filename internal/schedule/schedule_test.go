@@ -156,7 +156,7 @@ func TestNextDayRules(t *testing.T) {
 		t.Run(tt.pattern, func(t *testing.T) {
 			t.Parallel()
 
-			require.Equal(t, tt.want, nextRuns(t, tt.pattern, "", from, len(tt.want)))
+			require.Equal(t, tt.want, nextRuns(t, tt.pattern, "UTC", from, len(tt.want)))
 		})
 	}
 }

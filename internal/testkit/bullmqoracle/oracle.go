@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"testing"
@@ -28,6 +29,11 @@ type Options struct {
 	//
 	// Defaults to false: a single-node ioredis connection.
 	Cluster bool
+
+	// Env adds variables to the Node process's environment (KEY=value),
+	// such as TZ, the local time zone cron-parser takes when a job
+	// scheduler names none.
+	Env []string
 
 	// StartTimeout bounds how long Start waits for the Node process to
 	// report ready.
@@ -132,6 +138,9 @@ func start(redisAddr string, opts *Options) (*Oracle, error) {
 	}
 	cmd := exec.Command("node", args...)
 	cmd.Dir = dir
+	if len(opts.Env) > 0 {
+		cmd.Env = append(os.Environ(), opts.Env...)
+	}
 	o := &Oracle{
 		cmd:     cmd,
 		stderr:  newTailBuffer(64 << 10),

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestPromoteIDsSaysWhatItDid: `drover promote <queue> <id>...` on delayed
+// jobs Node BullMQ added, one of the ids wrong. Every other id is promoted
+// and the output says which were and which were not, with a non-zero exit.
+// It stopped at the wrong id with its error alone: the jobs promoted before
+// it went unmentioned and the ids after it were never tried.
+func TestPromoteIDsSaysWhatItDid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+	for _, id := range []string{"a", "c"} {
+		_, err := o.Add(ctx, prefix, "q", "later", nil, map[string]any{"jobId": id, "delay": 3_600_000})
+		require.NoError(t, err)
+	}
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix))
+		return out.String(), err
+	}
+	out, err := run("promote", "q", "a", "nosuch", "c")
+	require.Error(t, err, out)
+	require.Contains(t, out, "job a: promoted\n")
+	require.Contains(t, out, `job nosuch: not promoted: promote job "nosuch" in queue "q": job not found`)
+	require.Contains(t, out, "job c: promoted\n")
+	require.EqualError(t, err, "1 of 3 jobs not promoted")
+	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	for _, id := range []string{"a", "c"} {
+		st, err := q.GetJobState(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateWaiting, st, id)
+	}
+
+	// --json lists each id's outcome too.
+	_, err = o.Add(ctx, prefix, "q", "later", nil, map[string]any{"jobId": "d", "delay": 3_600_000})
+	require.NoError(t, err)
+	out, err = run("promote", "q", "nosuch", "d", "--json")
+	require.Error(t, err)
+	var res struct {
+		Promoted int `json:"promoted"`
+		Jobs     []struct {
+			ID, Error string
+		} `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	require.Equal(t, 1, res.Promoted)
+	require.Len(t, res.Jobs, 2)
+	require.Equal(t, "nosuch", res.Jobs[0].ID)
+	require.Contains(t, res.Jobs[0].Error, "job not found")
+	require.Equal(t, "d", res.Jobs[1].ID)
+	require.Empty(t, res.Jobs[1].Error)
+}
