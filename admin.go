@@ -84,12 +84,15 @@ func (j *Job) Remove(ctx context.Context) error {
 	return j.err("remove", scripts.RemoveJob(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID))
 }
 
-// call is a fresh call token for an admin write on one job (Retry,
-// Promote, RetryNow, Remove). go-redis sends a command again when its reply
-// is lost; without the token the second run found the job already moved
-// (or gone) and the call reported "not in the expected state" or "job not
-// found" for a write that was done. With it the resend gets the first
-// run's answer (include/once.lua), kept for QueueOptions.AddRetryWindow.
+// call is a fresh call token for an admin write (Retry, Promote, RetryNow,
+// Remove on one job; each chunk of Drain, Clean, RetryJobs and the bulk
+// promotions). go-redis sends a command again when its reply is lost;
+// without the token the second run found the job already moved (or gone)
+// and the call reported "not in the expected state" or "job not found" for
+// a write that was done, and a bulk call's second run moved or removed the
+// next chunk too (a clean of 10 removed 20) and counted only that one. With
+// it the resend gets the first run's answer (include/once.lua), kept for
+// QueueOptions.AddRetryWindow.
 func (q *Queue) call() scripts.Call { return scripts.NewCall(q.opts.AddRetryWindow) }
 
 // Job returns a handle on job id for admin calls (Retry, Promote, Remove,
@@ -171,7 +174,7 @@ func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, old
 				return total, nil
 			}
 		}
-		more, ids, err := scripts.MoveJobsToWait(ctx, q.writes(), q.k, state, n, cutoff.UnixMilli(), reset)
+		more, ids, err := scripts.MoveJobsToWait(ctx, q.writes(), q.k, q.call(), state, n, cutoff.UnixMilli(), reset)
 		total += len(ids)
 		if err != nil {
 			return total, fmt.Errorf("move %s jobs of queue %q to wait: %w", state, q.name, err)
@@ -219,7 +222,7 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 		if limit > 0 && limit-len(removed) < chunk {
 			chunk = limit - len(removed)
 		}
-		ids, err := scripts.Clean(ctx, q.writes(), q.k, name, cutoff, chunk)
+		ids, err := scripts.Clean(ctx, q.writes(), q.k, q.call(), name, cutoff, chunk)
 		removed = append(removed, ids...)
 		if err != nil {
 			return removed, fmt.Errorf("clean %s jobs of queue %q (%d removed): %w", state, q.name, len(removed), err)

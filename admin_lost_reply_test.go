@@ -86,3 +86,85 @@ func TestAdminWritesUnderClientRetry(t *testing.T) {
 		})
 	}
 }
+
+// TestBulkAdminWritesUnderClientRetry: as TestAdminWritesUnderClientRetry,
+// for the calls that move or delete jobs in chunks. Before, the resend ran
+// the chunk again on what the first run left: Drain answered 0 for the 3
+// jobs it deleted, a Clean bounded to 3 removed 6, PromoteEarliest(2)
+// promoted 4, and RetryJobs counted 2 of the 4 jobs it re-ran.
+func TestBulkAdminWritesUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	addDelayed := func(t *testing.T, dq *drover.Queue, n int) {
+		for range n {
+			_, err := dq.Add(ctx, "d", nil, &drover.JobOptions{Delay: time.Hour})
+			require.NoError(t, err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, dq *drover.Queue, direct *redis.Client, prefix string)
+		call func(q *drover.Queue) (int, error)
+		want int // the call's answer
+		left map[drover.JobState]int
+	}{
+		{"Drain", func(t *testing.T, dq *drover.Queue, _ *redis.Client, _ string) {
+			for range 3 {
+				_, err := dq.Add(ctx, "w", nil, nil)
+				require.NoError(t, err)
+			}
+		}, func(q *drover.Queue) (int, error) { return q.Drain(ctx, false) }, 3, map[drover.JobState]int{drover.StateWaiting: 0}},
+		{"Clean", func(t *testing.T, dq *drover.Queue, _ *redis.Client, _ string) { addDelayed(t, dq, 6) },
+			func(q *drover.Queue) (int, error) {
+				ids, err := q.Clean(ctx, 0, 3, drover.StateDelayed)
+				return len(ids), err
+			}, 3, map[drover.JobState]int{drover.StateDelayed: 3}},
+		{"PromoteEarliest", func(t *testing.T, dq *drover.Queue, _ *redis.Client, _ string) { addDelayed(t, dq, 5) },
+			func(q *drover.Queue) (int, error) { return q.PromoteEarliest(ctx, 2) }, 2,
+			map[drover.JobState]int{drover.StateDelayed: 3, drover.StateWaiting: 2}},
+		{"RetryJobs", func(t *testing.T, dq *drover.Queue, direct *redis.Client, prefix string) {
+			w, err := drover.NewWorker(direct, "q", nil, &drover.WorkerOptions{Prefix: prefix})
+			require.NoError(t, err)
+			for range 4 {
+				_, err := dq.Add(ctx, "f", nil, nil)
+				require.NoError(t, err)
+				j, err := w.NextJob(ctx, "tok", 0)
+				require.NoError(t, err)
+				require.NoError(t, j.Fail(ctx, "tok", errors.New("boom")))
+			}
+			require.NoError(t, w.Close(ctx))
+		}, func(q *drover.Queue) (int, error) { return q.RetryJobs(ctx, &drover.RetryJobsOptions{Count: 2}) }, 4,
+			map[drover.JobState]int{drover.StateFailed: 0, drover.StateWaiting: 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Shared(t)
+			proxy, err := faultproxy.Start(srv.Addr)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = proxy.Close() })
+			rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+			t.Cleanup(func() { _ = rdb.Close() })
+			direct, prefix := redistest.Client(t)
+			q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+			require.NoError(t, err)
+			dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+			require.NoError(t, err)
+			// On the empty queue first, so the script is loaded and the
+			// lost reply is the call's own (not a NOSCRIPT answer).
+			n, err := tc.call(q)
+			require.NoError(t, err, "warm-up")
+			require.Zero(t, n, "warm-up")
+			tc.make(t, dq, direct, prefix)
+			proxy.DropReplyTo("evalsha")
+			n, err = tc.call(q)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), proxy.Dropped(), "the reply was lost once")
+			require.Equal(t, tc.want, n)
+			for state, want := range tc.left {
+				got, err := dq.GetJobCounts(ctx, state)
+				require.NoError(t, err)
+				require.Equal(t, int64(want), got[state], "jobs %s", state)
+			}
+		})
+	}
+}

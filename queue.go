@@ -779,7 +779,7 @@ func (q *Queue) Drain(ctx context.Context, delayed bool) (int, error) {
 	if err := q.check(); err != nil {
 		return 0, err
 	}
-	n, err := scripts.Drain(ctx, q.writes(), q.k, delayed)
+	n, err := scripts.Drain(ctx, q.writes(), q.k, q.call(), delayed)
 	if err != nil {
 		return 0, fmt.Errorf("drain queue %q: %w", q.name, err)
 	}

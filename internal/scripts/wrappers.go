@@ -617,8 +617,8 @@ func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state
 
 // MoveJobsToWait re-runs up to count jobs of state ("failed", "completed" or
 // "delayed") finished at or before cutoffMs. more reports whether to call again.
-func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, state string, count int, cutoffMs int64, resetMade bool) (more bool, ids []string, err error) {
-	res, err := moveJobsToWait.run(ctx, rdb, k, state, count, cutoffMs, boolArg(resetMade)).Slice()
+func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, count int, cutoffMs int64, resetMade bool) (more bool, ids []string, err error) {
+	res, err := moveJobsToWait.run(ctx, rdb, k, state, count, cutoffMs, boolArg(resetMade), call.Token, max(call.TTL.Milliseconds(), 1)).Slice()
 	if err != nil {
 		return false, nil, err
 	}
@@ -633,8 +633,8 @@ func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, state string, c
 }
 
 // Drain deletes waiting (and, with delayed, delayed) jobs.
-func Drain(ctx context.Context, rdb Doer, k keys.Queue, delayed bool) (int64, error) {
-	return runCode(ctx, drain, rdb, k, boolArg(delayed))
+func Drain(ctx context.Context, rdb Doer, k keys.Queue, call Call, delayed bool) (int64, error) {
+	return runCode(ctx, drain, rdb, k, boolArg(delayed), call.Token, max(call.TTL.Milliseconds(), 1))
 }
 
 // Obliterate deletes up to count jobs of a paused queue; more reports whether
@@ -645,8 +645,8 @@ func Obliterate(ctx context.Context, rdb Doer, k keys.Queue, count int, force bo
 }
 
 // Clean removes up to limit jobs of state older than cutoffMs.
-func Clean(ctx context.Context, rdb Doer, k keys.Queue, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit).StringSlice()
+func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, limit int) ([]string, error) {
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, max(call.TTL.Milliseconds(), 1)).StringSlice()
 }
 
 func boolArg(b bool) string {

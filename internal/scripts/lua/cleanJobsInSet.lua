@@ -11,12 +11,20 @@
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 state (completed|failed|delayed|prioritized|wait|paused|
 --   active|waiting-children), 3 cut-off ms, 4 limit (at most 10000 by
---   convention; 0 is taken as 10000).
+--   convention; 0 is taken as 10000), 5 the call token and 6 its ttl ms
+--   (include/once.lua: a resend after a lost reply answers the first run's
+--   ids; a second run would remove up to `limit` more).
 -- Returns the removed ids.
 --@include common
 --@include queue
 --@include states
 --@include remove
+--@include once
+
+local callKey, first = onceReply(base, ARGV[5])
+if first then
+  return first
+end
 
 local state = ARGV[2]
 local cutoff = tonumber(ARGV[3])
@@ -78,4 +86,5 @@ elseif lists[state] then
   end
 end
 rcall("XADD", eventsKey, "*", "event", "cleaned", "count", #removed)
+onceRemember(callKey, removed, ARGV[6])
 return removed

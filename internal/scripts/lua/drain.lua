@@ -4,11 +4,19 @@
 -- A drained flow child leaves its parent's dependencies (include/parent.lua,
 -- detachFromParent, hard).
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 include delayed ("1"/"0").
+-- ARGV: 1 base, 2 include delayed ("1"/"0"), 3 the call token and 4 its ttl
+--   ms (include/once.lua: a resend after a lost reply answers the first
+--   run's count instead of 0).
 -- Returns the number of jobs deleted.
 --@include common
 --@include queue
 --@include remove
+--@include once
+
+local callKey, first = onceReply(base, ARGV[3])
+if first then
+  return first
+end
 
 local removed = 0
 local function drainList(key)
@@ -46,4 +54,5 @@ end
 -- The priority counter (pc) stays, as in BullMQ: a fetch that finds
 -- prioritized empty deletes it.
 drainSet(prioritizedKey)
+onceRemember(callKey, removed, ARGV[4])
 return removed

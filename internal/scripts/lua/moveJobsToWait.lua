@@ -5,11 +5,20 @@
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 state ("failed"|"completed"|"delayed"), 3 count, 4 cut-off
 --   ms (jobs finished at or before it; ignored for delayed), 5 reset
---   attemptsMade ("1"/"0").
+--   attemptsMade ("1"/"0"), 6 the call token and 7 its ttl ms
+--   (include/once.lua: a resend after a lost reply answers the first run's
+--   ids; a second run would move the next chunk and lose the first from the
+--   count, and a bounded promotion would move twice its bound).
 -- Returns {more (1 when count was used up and more may remain), moved ids}.
 --@include common
 --@include queue
 --@include parent
+--@include once
+
+local callKey, first = onceReply(base, ARGV[6])
+if first then
+  return first
+end
 
 local state = ARGV[2]
 local count = tonumber(ARGV[3])
@@ -48,4 +57,5 @@ local more = 0
 if #ids == count then
   more = 1
 end
+onceRemember(callKey, {more, ids}, ARGV[7])
 return {more, ids}

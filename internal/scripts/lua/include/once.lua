@@ -1,9 +1,10 @@
--- once.lua: adds happen exactly once per call (addJobs, addFlow), and so
--- does cancelJob's failing of a job not running. A client
--- that lost the reply retries the command, so the script may run again for
--- the same call: the first run stores its reply under <base>add:<token> for
--- the token's ttl; a run that finds it returns that reply and writes
--- nothing. (':' cannot occur in a job id, so the key is no job's.)
+-- once.lua: a write happens exactly once per call: adds (addJobs,
+-- addFlow), cancelJob's failing of a job not running, the admin writes on
+-- one job and the bulk ones (drain, clean, retry and promote in chunks),
+-- scheduler upserts and removals. A client that lost the reply retries the
+-- command, so the script may run again for the same call: the first run
+-- stores its reply under <base>add:<token> for the token's ttl; a run that
+-- finds it returns that reply and writes nothing. (':' cannot occur in a job id, so the key is no job's.)
 -- Expects common.lua in scope.
 
 -- onceReply is the key of call token's reply under qbase (nil without a
