@@ -78,6 +78,8 @@
 // [RelayOptions.MinRetryDelay] and [RelayOptions.MaxRetryDelay], for as long
 // as it takes: rows are never dropped for being unreachable. A row the queue
 // refuses for good (options only the queue can judge, say a custom backoff
-// type it does not know; AddTx refuses the others) is marked failed with the
+// type it does not know; AddTx refuses the others), or that Redis refuses
+// whatever the retry (a key of its queue holding another type, WRONGTYPE; a
+// row over the server's proto-max-bulk-len), is marked failed with the
 // reason and logged at error level; the other rows of its batch go on.
 package outbox

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -631,9 +632,9 @@ func (r *Relay) addAll(ctx context.Context, rows []row) ([]settled, error) {
 			continue
 		}
 		added, err := q.AddBulk(ctx, jobs)
-		if err != nil && refused(err) {
-			// One job spoils the bulk call before anything is written: add
-			// them one by one to find it.
+		if err != nil && (refused(err) || redisRefused(err)) {
+			// One job spoils the bulk call: add them one by one to find it
+			// (drover refuses before writing; Redis refuses the call whole).
 			added, err = r.addOneByOne(ctx, q, jobs, of, results)
 		}
 		if err != nil {
@@ -657,7 +658,7 @@ func (r *Relay) addOneByOne(ctx context.Context, q *drover.Queue, jobs []drover.
 		switch {
 		case err == nil:
 			out[k] = res
-		case refused(err):
+		case refused(err) || redisRefused(err):
 			results[of[k]].failure = err
 		default:
 			return nil, err
@@ -670,4 +671,21 @@ func (r *Relay) addOneByOne(ctx context.Context, q *drover.Queue, jobs []drover.
 func refused(err error) bool {
 	return errors.Is(err, drover.ErrInvalidOption) || errors.Is(err, drover.ErrInvalidData) ||
 		errors.Is(err, drover.ErrInvalidJobID)
+}
+
+// redisRefused reports whether Redis answered an add with an error that
+// sending it again cannot change: a key of the queue holding another type
+// (WRONGTYPE), or an argument over the server's proto-max-bulk-len. Retried
+// as a batch failure, one such row (or queue) blocked every row behind it
+// for good; settled as failed, it is kept with its reason and the others go
+// on. Errors about the server's state (failover, loading, memory, a busy
+// script, permissions) are not among them: the batch waits those out.
+func redisRefused(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.HasPrefix(msg, "WRONGTYPE") || strings.Contains(msg, "Protocol error") ||
+		strings.Contains(msg, "exceeds maximum allowed size")
 }

@@ -249,6 +249,34 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		require.Equal(t, outbox.Stats{}, stats, "a failed row is not retried")
 	})
 
+	t.Run("ARowRedisRefusesIsMarkedFailedAndTheOthersGoOn", func(t *testing.T) {
+		t.Parallel()
+
+		// Queue "broken" has its meta hash stored as a string (another
+		// program wrote the key): Redis answers WRONGTYPE to every add to
+		// it, before the add writes anything. Before, the whole batch
+		// failed and was retried for ever, queue "fine"'s rows included.
+		bundle := setup(t)
+		require.NoError(t, bundle.rdb.Set(ctx, bundle.prefix+":broken:meta", "x", 0).Err())
+		bundle.add(t,
+			job{queue: "broken", name: "a"},
+			job{queue: "fine", name: "b"},
+			job{queue: "broken", name: "c"},
+		)
+		logs := &logSink{}
+		stats, err := bundle.newRelay(t, &outbox.RelayOptions{Logger: logs.logger()}).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{Created: 1, Failed: 2}, stats)
+
+		rows := bundle.rows(t)
+		require.True(t, rows[0].Failed)
+		require.Contains(t, rows[0].LastError, "WRONGTYPE")
+		require.True(t, rows[1].Sent)
+		require.True(t, rows[2].Failed)
+		require.EqualValues(t, 1, bundle.jobCount(t, "fine"))
+		require.Contains(t, logs.String(), `msg="outbox row refused by its queue; marked failed" outbox_id=1 queue=broken`)
+	})
+
 	t.Run("FlushRelaysEveryBatchAcrossQueues", func(t *testing.T) {
 		t.Parallel()
 
