@@ -70,6 +70,14 @@
 // first transaction has committed (the retry reports AlreadyCompleted) or
 // rolled back (the retry claims the key).
 //
+// The lock lives as long as the claiming transaction. A transaction whose
+// client hangs, or whose connection a network partition cut without the
+// server seeing it, keeps the key in progress (every retry reports
+// InProgressElsewhere) until PostgreSQL ends the session: set
+// idle_in_transaction_session_timeout (and TCP keepalives,
+// tcp_keepalives_idle) for the role the workers use, so such a claim is
+// released in seconds rather than at the operating system's TCP timeout.
+//
 // At REPEATABLE READ or SERIALIZABLE the protocol stays safe, but a claim
 // that races a committing duplicate can fail with a serialization error
 // (SQLSTATE 40001), to be retried like any other.
