@@ -641,8 +641,14 @@ func (r *Relay) addAll(ctx context.Context, rows []row) ([]settled, error) {
 			return nil, fmt.Errorf("outbox: add %d jobs to queue %q: %w", len(jobs), name, err)
 		}
 		for k, res := range added {
-			if res != nil {
-				results[of[k]].outcome = res.Outcome
+			if res == nil {
+				continue
+			}
+			results[of[k]].outcome = res.Outcome
+			if res.Outcome == drover.AddDeduplicated && res.Job != nil {
+				// The row became the job that owns its deduplication id;
+				// no job has the row's own id.
+				results[of[k]].jobID = res.Job.ID
 			}
 		}
 	}

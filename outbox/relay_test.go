@@ -277,6 +277,25 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		require.Contains(t, logs.String(), `msg="outbox row refused by its queue; marked failed" outbox_id=1 queue=broken`)
 	})
 
+	t.Run("ADeduplicatedRowRecordsTheJobThatOwnsItsID", func(t *testing.T) {
+		t.Parallel()
+
+		// Before, the row recorded job_id "outbox-1", a job that never
+		// existed: the add was swallowed by the owner's deduplication id.
+		bundle := setup(t)
+		dedup := &drover.Deduplication{ID: "welcome-7"}
+		owner, err := bundle.queue(t, "q").Add(ctx, "first", nil, &drover.JobOptions{Deduplication: dedup})
+		require.NoError(t, err)
+		bundle.add(t, job{queue: "q", name: "again", opts: &drover.JobOptions{Deduplication: dedup}})
+
+		stats, err := bundle.newRelay(t, nil).Flush(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Stats{Deduplicated: 1}, stats)
+		rows := bundle.rows(t)
+		require.True(t, rows[0].Sent)
+		require.Equal(t, owner.Job.ID, rows[0].JobID)
+	})
+
 	t.Run("FlushRelaysEveryBatchAcrossQueues", func(t *testing.T) {
 		t.Parallel()
 
