@@ -54,6 +54,12 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 	if *limit < 0 {
 		return usagef("--limit must not be negative, got %d", *limit)
 	}
+	switch drover.JobState(*state) {
+	case drover.StateCompleted, drover.StateFailed, drover.StateDelayed, drover.StateWaiting,
+		drover.StatePrioritized, drover.StatePaused, drover.StateWaitingChildren, drover.StateActive:
+	default:
+		return usagef("--state %q: want completed, failed, delayed, waiting, prioritized, paused, waiting-children or active", *state)
+	}
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err

@@ -91,3 +91,22 @@ func TestJobsRefusesUnknownState(t *testing.T) {
 	require.True(t, errors.As(err, &ue), "a usage error (exit 2), got %v", err)
 	require.ErrorContains(t, err, `--state "bogus": want waiting, prioritized`)
 }
+
+// TestRetryAndCleanRefuseUnknownState: `drover retry --state bogus` and
+// `drover clean --state bogus` are usage errors (exit 2) naming the states
+// each takes, found before Redis is dialled. retry said "invalid option:
+// inspect.RetryOptions.State must be ...", a Go name, with exit code 1;
+// clean dialled Redis and answered about the queue instead.
+func TestRetryAndCleanRefuseUnknownState(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ cmd, want string }{
+		{"retry", `--state "bogus": want failed or completed`},
+		{"clean", `--state "bogus": want completed, failed, delayed`},
+	} {
+		var out, errOut bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &errOut}).Run(context.Background(), []string{tc.cmd, "q", "--state", "bogus", "--redis", "redis://127.0.0.1:1"})
+		var ue *usageError
+		require.True(t, errors.As(err, &ue), "%s: a usage error (exit 2), got %v", tc.cmd, err)
+		require.ErrorContains(t, err, tc.want, tc.cmd)
+	}
+}

@@ -59,6 +59,9 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	if *chunk < 0 {
 		return usagef("--chunk must not be negative, got %d", *chunk)
 	}
+	if st := drover.JobState(*state); st != drover.StateFailed && st != drover.StateCompleted {
+		return usagef("--state %q: want failed or completed", *state)
+	}
 	filter, err := inspect.ParseFilter(*filterExpr)
 	if err != nil {
 		return usagef("--filter: %v", err)
