@@ -442,8 +442,8 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 		case <-time.After(10 * time.Second):
 			proxy.SetBlackhole(false)
-			<-done
-			t.Fatal("Flush did not return 10 s after its context ended")
+			err := <-done
+			t.Fatalf("Flush did not return 10 s after its context ended (then: %v)", err)
 		}
 		proxy.SetBlackhole(false)
 		testkit.WaitFor(t, 10*time.Second, "the row relayed once Redis is back", func() bool { return len(pending(bundle.rows(t))) == 0 })
@@ -715,8 +715,8 @@ func TestRelayPostgres(t *testing.T) {
 			require.NoError(t, err)
 		case <-time.After(10 * time.Second):
 			proxy.SetBlackhole(false)
-			<-closed
-			t.Fatal("Close did not return 10 s after its context ended, while Start waited for PostgreSQL")
+			err := <-closed
+			t.Fatalf("Close did not return 10 s after its context ended, while Start waited for PostgreSQL (then: %v)", err)
 		}
 		require.ErrorIs(t, <-started, drover.ErrClosed, "the abandoned Start reports the relay closed")
 		proxy.SetBlackhole(false)
