@@ -24,22 +24,6 @@ import (
 func TestAdminWritesUnderClientRetry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	// setup returns the queue through the proxy and one straight to Redis.
-	setup := func(t *testing.T) (*faultproxy.Proxy, *drover.Queue, *drover.Queue, *redis.Client, string) {
-		t.Helper()
-		srv := redistest.Shared(t)
-		proxy, err := faultproxy.Start(srv.Addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = proxy.Close() })
-		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
-		t.Cleanup(func() { _ = rdb.Close() })
-		direct, prefix := redistest.Client(t)
-		q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
-		require.NoError(t, err)
-		dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-		require.NoError(t, err)
-		return proxy, q, dq, direct, prefix
-	}
 	// Each case runs its call once on a missing job first, so the script is
 	// loaded and the lost reply is the call's own (not a NOSCRIPT answer).
 	delayed := func(t *testing.T, dq *drover.Queue, _ *redis.Client, _ string) string {
@@ -70,13 +54,13 @@ func TestAdminWritesUnderClientRetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			proxy, q, dq, direct, prefix := setup(t)
-			id := tc.make(t, dq, direct, prefix)
-			require.Error(t, tc.call(q, "missing"), "warm-up")
-			proxy.DropReplyTo("evalsha")
-			require.NoError(t, tc.call(q, id))
-			require.Equal(t, int64(1), proxy.Dropped(), "the reply was lost once")
-			st, err := dq.GetJobState(ctx, id)
+			r := newLostReplyRig(t, nil)
+			id := tc.make(t, r.dq, r.direct, r.prefix)
+			require.Error(t, tc.call(r.q, "missing"), "warm-up")
+			r.proxy.DropReplyTo("evalsha")
+			require.NoError(t, tc.call(r.q, id))
+			require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+			st, err := r.dq.GetJobState(ctx, id)
 			require.NoError(t, err)
 			if tc.state == "" {
 				require.Equal(t, drover.StateUnknown, st)
@@ -138,33 +122,54 @@ func TestBulkAdminWritesUnderClientRetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := redistest.Shared(t)
-			proxy, err := faultproxy.Start(srv.Addr)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = proxy.Close() })
-			rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
-			t.Cleanup(func() { _ = rdb.Close() })
-			direct, prefix := redistest.Client(t)
-			q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
-			require.NoError(t, err)
-			dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-			require.NoError(t, err)
+			r := newLostReplyRig(t, nil)
 			// On the empty queue first, so the script is loaded and the
 			// lost reply is the call's own (not a NOSCRIPT answer).
-			n, err := tc.call(q)
+			n, err := tc.call(r.q)
 			require.NoError(t, err, "warm-up")
 			require.Zero(t, n, "warm-up")
-			tc.make(t, dq, direct, prefix)
-			proxy.DropReplyTo("evalsha")
-			n, err = tc.call(q)
+			tc.make(t, r.dq, r.direct, r.prefix)
+			r.proxy.DropReplyTo("evalsha")
+			n, err = tc.call(r.q)
 			require.NoError(t, err)
-			require.Equal(t, int64(1), proxy.Dropped(), "the reply was lost once")
+			require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
 			require.Equal(t, tc.want, n)
 			for state, want := range tc.left {
-				got, err := dq.GetJobCounts(ctx, state)
+				got, err := r.dq.GetJobCounts(ctx, state)
 				require.NoError(t, err)
 				require.Equal(t, int64(want), got[state], "jobs %s", state)
 			}
 		})
 	}
+}
+
+// lostReplyRig is a queue whose connection runs through a fault proxy, to
+// lose a reply, and one on a straight connection to the same Redis, to
+// look at what the call did.
+type lostReplyRig struct {
+	proxy  *faultproxy.Proxy
+	q, dq  *drover.Queue // through the proxy, straight
+	direct *redis.Client
+	prefix string
+}
+
+// newLostReplyRig starts the proxy and both queues (named "q"); tune, when
+// not nil, adjusts the proxied client's options.
+func newLostReplyRig(t *testing.T, tune func(*redis.Options)) *lostReplyRig {
+	t.Helper()
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	opts := &redis.Options{Addr: proxy.Addr}
+	if tune != nil {
+		tune(opts)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	direct, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	return &lostReplyRig{proxy: proxy, q: q, dq: dq, direct: direct, prefix: prefix}
 }

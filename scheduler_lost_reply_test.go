@@ -11,8 +11,6 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
-	"github.com/seed40057009/drover/internal/testkit/faultproxy"
-	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestUpsertJobSchedulerUnderClientRetry: a proxy between the producer and
@@ -28,16 +26,11 @@ import (
 func TestUpsertJobSchedulerUnderClientRetry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := redistest.Shared(t)
-	proxy, err := faultproxy.Start(srv.Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
 	// A fixed resend delay, long enough for the worker to take the run.
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MinRetryBackoff: 100 * time.Millisecond, MaxRetryBackoff: 100 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
-	direct, prefix := redistest.Client(t)
-	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
-	require.NoError(t, err)
+	r := newLostReplyRig(t, func(o *redis.Options) {
+		o.MinRetryBackoff, o.MaxRetryBackoff = 100*time.Millisecond, 100*time.Millisecond
+	})
+	proxy, q, direct, prefix := r.proxy, r.q, r.direct, r.prefix
 
 	ran := make(chan string, 10)
 	release := make(chan struct{})
@@ -101,16 +94,9 @@ func TestUpsertJobSchedulerUnderClientRetry(t *testing.T) {
 func TestRemoveJobSchedulerUnderClientRetry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := redistest.Shared(t)
-	proxy, err := faultproxy.Start(srv.Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	direct, prefix := redistest.Client(t)
-	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
-	require.NoError(t, err)
-	_, err = q.RemoveJobScheduler(ctx, "missing") // loads the script
+	r := newLostReplyRig(t, nil)
+	proxy, q, direct, prefix := r.proxy, r.q, r.direct, r.prefix
+	_, err := q.RemoveJobScheduler(ctx, "missing") // loads the script
 	require.NoError(t, err)
 	_, err = q.UpsertJobScheduler(ctx, "hourly", drover.RepeatOptions{Every: time.Hour}, nil)
 	require.NoError(t, err)
