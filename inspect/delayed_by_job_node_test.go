@@ -86,16 +86,7 @@ func TestDerivedTimelineRetriedByHand(t *testing.T) {
 	id, err := o.Add(ctx, b.prefix, "q", "job", nil, map[string]any{"attempts": 2})
 	require.NoError(t, err)
 	require.NoError(t, o.StartWorker(ctx, b.prefix, "q", bullmqoracle.WorkerOptions{ID: "w", Behavior: bullmqoracle.FailTimes(2, "down", "ok")}))
-	_, err = o.WaitUntilFinished(ctx, b.prefix, "q", id, 20*time.Second)
-	require.NoError(t, err)
-	require.NoError(t, o.RetryJob(ctx, b.prefix, "q", id, "failed", false, false))
-	testkit.WaitFor(t, 20*time.Second, "the job to complete", func() bool {
-		d, err := b.ins.Job(ctx, "q", id)
-		require.NoError(t, err)
-		return d.State == drover.StateCompleted
-	})
-	d, err := b.ins.Job(ctx, "q", id)
-	require.NoError(t, err)
+	d := retryByHandOnceFailed(t, b, o, id)
 	var outcomes []string
 	for _, a := range d.Timeline {
 		outcomes = append(outcomes, a.Outcome)
@@ -117,7 +108,20 @@ func TestDerivedTimelineUnrecoverableRetriedByHand(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, o.StartWorker(ctx, b.prefix, "q", bullmqoracle.WorkerOptions{ID: "w",
 		Behavior: bullmqoracle.Sequence(bullmqoracle.Unrecoverable("card declined"), bullmqoracle.Return("ok"))}))
-	_, err = o.WaitUntilFinished(ctx, b.prefix, "q", id, 20*time.Second)
+	d := retryByHandOnceFailed(t, b, o, id)
+	require.Len(t, d.Timeline, 2)
+	require.Equal(t, drover.OutcomeFailedUnrecoverable.String(), d.Timeline[0].Outcome)
+	require.True(t, d.Timeline[0].Unrecoverable)
+	require.Equal(t, drover.OutcomeCompleted.String(), d.Timeline[1].Outcome)
+}
+
+// retryByHandOnceFailed waits until Node has failed job id of queue "q"
+// for good, retries it by hand (Node's job.retry) and returns its detail
+// once it completed.
+func retryByHandOnceFailed(t *testing.T, b *testBundle, o *bullmqoracle.Oracle, id string) *inspect.JobDetail {
+	t.Helper()
+	ctx := context.Background()
+	_, err := o.WaitUntilFinished(ctx, b.prefix, "q", id, 20*time.Second)
 	require.NoError(t, err)
 	require.NoError(t, o.RetryJob(ctx, b.prefix, "q", id, "failed", false, false))
 	testkit.WaitFor(t, 20*time.Second, "the job to complete", func() bool {
@@ -127,8 +131,5 @@ func TestDerivedTimelineUnrecoverableRetriedByHand(t *testing.T) {
 	})
 	d, err := b.ins.Job(ctx, "q", id)
 	require.NoError(t, err)
-	require.Len(t, d.Timeline, 2)
-	require.Equal(t, drover.OutcomeFailedUnrecoverable.String(), d.Timeline[0].Outcome)
-	require.True(t, d.Timeline[0].Unrecoverable)
-	require.Equal(t, drover.OutcomeCompleted.String(), d.Timeline[1].Outcome)
+	return d
 }
