@@ -48,6 +48,18 @@ func (c *addCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeRedis()
+	if b := jobOpts.Backoff; b != nil && b.Type != drover.BackoffFixed && b.Type != drover.BackoffExponential {
+		// A custom strategy is the workers' (a Node worker's settings, a
+		// drover worker's BackoffStrategies), which the CLI cannot see: take
+		// the name as given, as BullMQ's Queue.add does. A library Queue
+		// checks it against QueueOptions.BackoffTypes instead.
+		q, err = drover.NewQueue(fs.redis.ins.Client(), pos[0], &drover.QueueOptions{Prefix: fs.redis.prefix,
+			Logger: fs.redis.logger, BackoffTypes: []string{b.Type}})
+		if err != nil {
+			return err
+		}
+		defer q.Close()
+	}
 	res, err := q.Add(ctx, pos[1], json.RawMessage(*data), jobOpts)
 	if err != nil {
 		return err

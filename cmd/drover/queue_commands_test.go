@@ -134,6 +134,15 @@ func TestQueueCommands(t *testing.T) {
 		require.ErrorContains(t, err, "--data is not valid JSON")
 		_, err = run(t, b, "add", "mail", "x", "--opts", `{"jobId":"123"}`)
 		require.ErrorContains(t, err, `job id "123" must not be an integer`)
+		// A custom backoff strategy is the workers' (a Node worker's
+		// settings), which the CLI cannot see: taken as given, as BullMQ's
+		// Queue.add takes it. It was refused ("unknown
+		// JobOptions.Backoff.Type", a library option's name, exit 1).
+		out = ok(t, b, "add", "mail", "smtp-retry", "--opts", `{"jobId":"smtp-1","attempts":5,"backoff":{"type":"smtp","delay":500}}`)
+		require.Equal(t, "added job smtp-1 to mail\n", out)
+		job, err = b.queue.GetJob(ctx, "smtp-1")
+		require.NoError(t, err)
+		require.Equal(t, "smtp", job.Opts.Backoff.Type)
 		// Data given as a third word, without --data: said so, not "needs
 		// <queue> <name>" (both were given), and nothing added.
 		_, err = run(t, b, "add", "mail", "x", `{"to":"bo@example.com"}`)
