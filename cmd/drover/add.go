@@ -58,7 +58,7 @@ func (c *addCmd) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		defer q.Close()
+		defer func() { _ = q.Close() }()
 	}
 	res, err := q.Add(ctx, pos[1], json.RawMessage(*data), jobOpts)
 	if err != nil {
