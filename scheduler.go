@@ -204,7 +204,7 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 		// go-redis sends the script again when its reply is lost: the
 		// token makes the resend answer the first run's reply instead of
 		// running again over a run a worker took meanwhile.
-		Call: scripts.NewCall(q.opts.AddRetryWindow),
+		Call: q.call(),
 	}
 	if !repeat.StartDate.IsZero() {
 		a.StartDate = repeat.StartDate.UnixMilli()

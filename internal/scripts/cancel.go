@@ -54,7 +54,7 @@ func CancelJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string
 		flags = "r"
 	}
 	n, err := runCode(ctx, cancelJob, rdb, k, id, flags, reason, k.CancelChannel(""),
-		q.NowMs, q.FailedReason, q.KeepSpec, q.Opts, call.Token, max(call.TTL.Milliseconds(), 1))
+		q.NowMs, q.FailedReason, q.KeepSpec, q.Opts, call.Token, call.ttlMs())
 	return CancelResult(n), err
 }
 

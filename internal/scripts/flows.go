@@ -84,7 +84,7 @@ func (e *FlowRefusedError) Unwrap() error { return e.Err }
 // client resends it.
 func AddFlow(ctx context.Context, rdb Doer, k keys.Queue, call Call, now int64, recs []FlowRecord) ([]AddOutcome, error) {
 	args := make([]any, 0, 4+len(flowRecord)*len(recs))
-	args = append(args, call.Token, max(call.TTL.Milliseconds(), 1), now, len(recs))
+	args = append(args, call.Token, call.ttlMs(), now, len(recs))
 	for i := range recs {
 		for _, f := range flowRecord {
 			args = append(args, f.arg(&recs[i]))

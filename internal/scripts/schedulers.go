@@ -81,7 +81,7 @@ func UpsertJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, a UpsertArg
 	}
 	res, err := upsertJobScheduler.run(ctx, rdb, k, a.SchedulerID, a.NextMs, a.Now, a.Name, opt(a.Every),
 		a.Pattern, a.TZ, opt(a.Limit), opt(a.StartDate), opt(a.EndDate), opt(a.Offset), a.Data,
-		a.TemplateOpts, a.RunOpts, a.Priority, boolArg(a.LIFO), a.Call.Token, max(a.Call.TTL.Milliseconds(), 1)).Result()
+		a.TemplateOpts, a.RunOpts, a.Priority, boolArg(a.LIFO), a.Call.Token, a.Call.ttlMs()).Result()
 	if err != nil {
 		return "", 0, err
 	}
@@ -99,7 +99,7 @@ func UpsertJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, a UpsertArg
 // RemoveJobScheduler deletes the scheduler and its delayed next run; it
 // reports whether the scheduler existed.
 func RemoveJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string) (bool, error) {
-	n, err := removeJobScheduler.run(ctx, rdb, k, id, call.Token, max(call.TTL.Milliseconds(), 1)).Int64()
+	n, err := removeJobScheduler.run(ctx, rdb, k, id, call.Token, call.ttlMs()).Int64()
 	return n == 1, err
 }
 

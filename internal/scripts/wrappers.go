@@ -60,14 +60,19 @@ type AddOutcome struct {
 
 const addFields = 11
 
-// Call identifies one AddJobs call across the resends of it: the script
+// Call identifies one script call across the resends of it (an add, a
+// cancel, an admin or scheduler write; include/once.lua): the script
 // records its reply under Token for TTL, and a re-run of the same call
-// (drover's sendAdd resends a call whose reply was lost; go-redis's own
-// retries are off, see sentOnce) returns that reply and writes nothing.
+// (drover's sendAdd resends an add whose reply was lost; go-redis resends
+// the other writes itself) returns that reply and writes nothing.
 type Call struct {
 	Token string        // unique per call; "" = no replay protection
 	TTL   time.Duration // how long a re-run is recognised
 }
+
+// ttlMs is TTL as the scripts take it: whole milliseconds, at least 1 (a
+// SET with PX 0 is refused).
+func (c Call) ttlMs() int64 { return max(c.TTL.Milliseconds(), 1) }
 
 // callTokenPrefix makes tokens unique across processes; callSeq within one.
 var (
@@ -90,7 +95,7 @@ func NewCall(ttl time.Duration) Call {
 
 // appendAddArgs appends the ARGV of AddJobs (after the base) for recs to args.
 func appendAddArgs(args []any, call Call, recs []AddRecord) []any {
-	args = append(args, call.Token, max(call.TTL.Milliseconds(), 1), len(recs))
+	args = append(args, call.Token, call.ttlMs(), len(recs))
 	for i := range recs {
 		r := &recs[i]
 		lifo := "0"
@@ -586,14 +591,14 @@ func AddLog(ctx context.Context, rdb Doer, k keys.Queue, id, line string, keep i
 
 // RemoveJob deletes job id unless a worker holds it.
 func RemoveJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string) error {
-	_, err := runCode(ctx, removeJob, rdb, k, id, call.Token, max(call.TTL.Milliseconds(), 1))
+	_, err := runCode(ctx, removeJob, rdb, k, id, call.Token, call.ttlMs())
 	return err
 }
 
 // Promote moves delayed job id to wait now, resetting its attempt counters
 // when asked.
 func Promote(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, resetMade, resetStarted bool) error {
-	_, err := runCode(ctx, promote, rdb, k, id, boolArg(resetMade), boolArg(resetStarted), call.Token, max(call.TTL.Milliseconds(), 1))
+	_, err := runCode(ctx, promote, rdb, k, id, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs())
 	return err
 }
 
@@ -611,14 +616,14 @@ func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, id string, prio
 
 // Reprocess runs finished job id (in state "completed" or "failed") again.
 func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state string, resetMade, resetStarted bool) error {
-	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, max(call.TTL.Milliseconds(), 1))
+	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs())
 	return err
 }
 
 // MoveJobsToWait re-runs up to count jobs of state ("failed", "completed" or
 // "delayed") finished at or before cutoffMs. more reports whether to call again.
 func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, count int, cutoffMs int64, resetMade bool) (more bool, ids []string, err error) {
-	res, err := moveJobsToWait.run(ctx, rdb, k, state, count, cutoffMs, boolArg(resetMade), call.Token, max(call.TTL.Milliseconds(), 1)).Slice()
+	res, err := moveJobsToWait.run(ctx, rdb, k, state, count, cutoffMs, boolArg(resetMade), call.Token, call.ttlMs()).Slice()
 	if err != nil {
 		return false, nil, err
 	}
@@ -634,7 +639,7 @@ func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, call Call, stat
 
 // Drain deletes waiting (and, with delayed, delayed) jobs.
 func Drain(ctx context.Context, rdb Doer, k keys.Queue, call Call, delayed bool) (int64, error) {
-	return runCode(ctx, drain, rdb, k, boolArg(delayed), call.Token, max(call.TTL.Milliseconds(), 1))
+	return runCode(ctx, drain, rdb, k, boolArg(delayed), call.Token, call.ttlMs())
 }
 
 // Obliterate deletes up to count jobs of a paused queue; more reports whether
@@ -646,7 +651,7 @@ func Obliterate(ctx context.Context, rdb Doer, k keys.Queue, count int, force bo
 
 // Clean removes up to limit jobs of state older than cutoffMs.
 func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, max(call.TTL.Milliseconds(), 1)).StringSlice()
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs()).StringSlice()
 }
 
 func boolArg(b bool) string {

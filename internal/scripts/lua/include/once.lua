@@ -4,7 +4,8 @@
 -- scheduler upserts and removals. A client that lost the reply retries the
 -- command, so the script may run again for the same call: the first run
 -- stores its reply under <base>add:<token> for the token's ttl; a run that
--- finds it returns that reply and writes nothing. (':' cannot occur in a job id, so the key is no job's.)
+-- finds it returns that reply and writes nothing. (':' cannot occur in a
+-- job id, so the key is no job's.)
 -- Expects common.lua in scope.
 
 -- onceReply is the key of call token's reply under qbase (nil without a
