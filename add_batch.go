@@ -108,9 +108,17 @@ func (b *addBatcher) lead(ctx context.Context, q *Queue, own *addRequest) {
 	batch = append(batch, b.pending[:n]...)
 	b.pending = b.pending[n:]
 	b.mu.Unlock()
+	inline := !bounded.Needed(ctx, q.callBudget)
+	// woke: run wakes a goroutine other than this one. A lone producer's
+	// batch is its own add, sent from its own goroutine (inline): nobody
+	// can queue meanwhile, and a yield would only cost a trip through the
+	// scheduler (a fifth of a lone producer's CPU per add).
+	woke := len(batch) > 1 || (len(batch) == 1 && !(inline && own != nil))
 	send := func(ctx context.Context) {
 		if len(batch) > 0 {
 			b.run(ctx, q, batch)
+		}
+		if woke {
 			// run woke this batch's callers; most add again at once. Let
 			// them queue before the lead passes on, so the next batch
 			// takes them all rather than whoever was pending already
@@ -130,7 +138,7 @@ func (b *addBatcher) lead(ctx context.Context, q *Queue, own *addRequest) {
 		b.mu.Unlock()
 	}
 	switch {
-	case !bounded.Needed(ctx, q.callBudget):
+	case inline:
 		// The client's timeouts end the send before ctx's deadline would
 		// (or ctx has none): sent here, with no goroutine to hand over to.
 		send(ctx)
