@@ -16,7 +16,9 @@ import (
 // 25 ms of Redis time per lookup at 1M waiting jobs, for every duplicate
 // of a deterministic id). Now they read the sorted sets and the short
 // active list only (one LPOS, on active), and still answer waiting for a
-// job in wait or paused. On its own server: the LPOS counts are ours.
+// job in wait or paused. On its own server: the LPOS counts are ours. A
+// hit reads the job's hash, and a job without finishedOn is not looked up
+// in completed or failed (add_dedup50's duplicates of waiting jobs).
 func TestStateLookupDoesNotSearchWait(t *testing.T) {
 	t.Parallel()
 	rdb, q := ownServer(t, nil)
@@ -71,6 +73,10 @@ func TestStateLookupDoesNotSearchWait(t *testing.T) {
 			require.LessOrEqual(t, calls["lpos"], 1, "%s: LPOS calls (the active list's only)", l.name)
 			if l.hit {
 				require.Zero(t, calls["type"]+calls["hexists"], "%s: TYPE and HEXISTS calls", l.name)
+				// The hash read has no finishedOn: completed and failed
+				// are not looked up (delayed, prioritized and
+				// waiting-children are).
+				require.LessOrEqual(t, calls["zscore"], 3, "%s: ZSCORE calls", l.name)
 			}
 		}
 	}

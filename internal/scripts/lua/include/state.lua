@@ -38,14 +38,31 @@ local function jobStateAt(qbase, id)
 end
 
 -- jobState: where job id is. fields, when given, is its hash as HGETALL
--- returned it in the same script: the last check then reads it instead of
--- asking Redis (TYPE and HEXISTS), which saves a duplicate add two commands.
+-- returned it in the same script: a job without finishedOn is in neither
+-- completed nor failed (every step that puts a job there, BullMQ's and
+-- drover's, writes it), which saves a duplicate add of a live job two
+-- lookups; and the last check reads the hash instead of asking Redis (TYPE
+-- and HEXISTS).
 local function jobState(id, fields)
-  if rcall("ZSCORE", completedKey, id) then
-    return "completed"
+  local finished, stored = true, nil
+  if fields then
+    finished, stored = false, false
+    for i = 1, #fields, 2 do
+      local f = fields[i]
+      if f == "finishedOn" then
+        finished = true
+      elseif f == "timestamp" then
+        stored = true
+      end
+    end
   end
-  if rcall("ZSCORE", failedKey, id) then
-    return "failed"
+  if finished then
+    if rcall("ZSCORE", completedKey, id) then
+      return "completed"
+    end
+    if rcall("ZSCORE", failedKey, id) then
+      return "failed"
+    end
   end
   if rcall("ZSCORE", delayedKey, id) then
     return "delayed"
@@ -59,14 +76,10 @@ local function jobState(id, fields)
   if rcall("ZSCORE", waitingChildrenKey, id) then
     return "waiting-children"
   end
-  if fields then
-    -- isJobHash on the hash read (an empty one: no job).
-    for i = 1, #fields, 2 do
-      if fields[i] == "timestamp" then
-        return "waiting"
-      end
-    end
-  elseif isJobHash(base .. id) then
+  if stored == nil then
+    stored = isJobHash(base .. id)
+  end
+  if stored then
     return "waiting"
   end
   return "unknown"
