@@ -156,3 +156,70 @@ func TestAddHitIsOneRoundTrip(t *testing.T) {
 	require.Equal(t, "b1", res[1].Job.Name)
 	require.JSONEq(t, `{"v":5}`, string(res[1].Job.Data))
 }
+
+// TestAddDuplicateWithinOneCall: a duplicate (custom id) or deduplicated
+// add whose existing job an earlier add of the same call created answers
+// with that job as a read of it would give, and the script does not read
+// back the hash it has just written (add_dedup50: most duplicates meet
+// their owner in the same group-committed call). Priorities, LIFO and a
+// deduplication id on the owner, and an owner made by an earlier call, too.
+func TestAddDuplicateWithinOneCall(t *testing.T) {
+	t.Parallel()
+	rdb, q := ownServer(t, nil)
+	ctx := context.Background()
+
+	_, err := q.Add(ctx, "earlier", map[string]int{"v": 0}, &drover.JobOptions{JobID: "old"})
+	require.NoError(t, err)
+
+	dedup := func(id string) *drover.JobOptions {
+		return &drover.JobOptions{Deduplication: &drover.Deduplication{ID: id}}
+	}
+	jobs := []drover.BulkJob{
+		{Name: "a", Data: map[string]int{"v": 1}, Opts: &drover.JobOptions{JobID: "a", Priority: 7}},
+		{Name: "b", Data: map[string]int{"v": 2}, Opts: &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "op-b"}, LIFO: true}},
+		{Name: "a2", Data: map[string]int{"v": -1}, Opts: &drover.JobOptions{JobID: "a"}},
+		{Name: "b2", Data: map[string]int{"v": -2}, Opts: dedup("op-b")},
+		{Name: "old2", Data: map[string]int{"v": -3}, Opts: &drover.JobOptions{JobID: "old"}},
+	}
+	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+	res, err := q.AddBulk(ctx, jobs)
+	require.NoError(t, err)
+	require.Equal(t, 1, redistest.CommandCalls(t, rdb)["hgetall"], "HGETALLs: the earlier call's job only")
+
+	want := []struct {
+		outcome drover.AddOutcome
+		state   drover.JobState
+		of      int // the result whose job is the existing one
+	}{
+		{drover.AddCreated, "", 0},
+		{drover.AddCreated, "", 1},
+		{drover.AddDuplicate, drover.StatePrioritized, 0},
+		{drover.AddDeduplicated, drover.StateWaiting, 1},
+		{drover.AddDuplicate, drover.StateWaiting, -1},
+	}
+	for i, w := range want {
+		r := res[i]
+		require.Equal(t, w.outcome, r.Outcome, "result %d", i)
+		require.Equal(t, w.state, r.ExistingState, "result %d", i)
+		if w.of < 0 {
+			continue
+		}
+		require.Equal(t, res[w.of].Job.ID, r.Job.ID, "result %d", i)
+		if i == w.of {
+			continue
+		}
+		// The job as a read of it gives, field by field.
+		read, err := q.GetJob(ctx, r.Job.ID)
+		require.NoError(t, err)
+		got := *r.Job
+		require.Equal(t, read.Name, got.Name, "result %d", i)
+		require.JSONEq(t, string(read.Data), string(got.Data), "result %d", i)
+		require.Equal(t, read.RawOpts, got.RawOpts, "result %d", i)
+		require.Equal(t, read.Opts, got.Opts, "result %d", i)
+		require.True(t, read.Timestamp.Equal(got.Timestamp), "result %d", i)
+		require.Equal(t, read.Delay, got.Delay, "result %d", i)
+		require.Equal(t, read.Priority, got.Priority, "result %d", i)
+		require.Equal(t, read.DeduplicationID, got.DeduplicationID, "result %d", i)
+	}
+	require.JSONEq(t, `{"v":0}`, string(res[4].Job.Data), "the earlier call's job, read by the script")
+}

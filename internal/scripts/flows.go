@@ -99,7 +99,7 @@ func AddFlow(ctx context.Context, rdb Doer, k keys.Queue, call Call, now int64, 
 			return nil, &FlowRefusedError{Err: codeError(code), Record: int(toInt(res[1])) - 1}
 		}
 	}
-	return parseAddReply(res)
+	return parseAddReply(res, nil)
 }
 
 // MoveToWaitingChildren parks active job id, locked with token, in

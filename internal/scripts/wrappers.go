@@ -58,6 +58,19 @@ type AddOutcome struct {
 	Existing []any
 }
 
+// hash is the job hash addJobs writes for r, as HGETALL lists it: the
+// existing job of a later record of the same call that duplicates it (see
+// parseAddReply), so the script need not read back what it just wrote.
+func (r *AddRecord) hash() []any {
+	h := []any{"name", r.Name, "data", r.Data, "opts", r.Opts,
+		"timestamp", strconv.FormatInt(r.Timestamp, 10), "delay", strconv.FormatInt(r.Delay, 10),
+		"priority", strconv.Itoa(r.Priority)}
+	if r.DedupID != "" {
+		h = append(h, "deid", r.DedupID)
+	}
+	return h
+}
+
 const addFields = 11
 
 // Call identifies one script call across the resends of it (an add, a
@@ -122,7 +135,7 @@ func AddJobs(ctx context.Context, rdb Doer, k keys.Queue, call Call, recs []AddR
 	case int64:
 		return createdOutcomes(res, recs), nil
 	case []any:
-		return parseAddReply(res)
+		return parseAddReply(res, recs)
 	}
 	return nil, fmt.Errorf("addJobs: malformed reply %v", res)
 }
@@ -142,7 +155,10 @@ func createdOutcomes(idBase int64, recs []AddRecord) []AddOutcome {
 	return out
 }
 
-func parseAddReply(res []any) ([]AddOutcome, error) {
+// parseAddReply reads addJobs' reply of one entry per record. recs are the
+// call's records: an entry whose existing job an earlier record of the
+// same call created names that record, whose fields are the job's hash.
+func parseAddReply(res []any, recs []AddRecord) ([]AddOutcome, error) {
 	out := make([]AddOutcome, len(res))
 	for i, r := range res {
 		t, ok := r.([]any)
@@ -155,6 +171,10 @@ func parseAddReply(res []any) ([]AddOutcome, error) {
 		}
 		out[i] = AddOutcome{Result: res, ID: str(t[1]), State: str(t[2])}
 		if len(t) == 4 {
+			if k, ok := t[3].(int64); ok && k >= 0 && int(k) < i && int(k) < len(recs) {
+				out[i].Existing = recs[k].hash()
+				continue
+			}
 			h, ok := t[3].([]any)
 			if !ok || len(h)%2 != 0 {
 				return nil, fmt.Errorf("addJobs: malformed existing job %v", t[3])

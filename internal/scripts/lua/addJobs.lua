@@ -16,7 +16,10 @@
 --   removed; state is the removed owner's id). A duplicate or deduplicated
 --   record's entry has a fourth element, the existing job's hash (HGETALL's
 --   field/value list), so the caller need not read it in a second round
---   trip; the reply kept for a re-run of the call has the three only.
+--   trip; or, when an earlier record of this call created that job, the
+--   index (from 0) of that record: its hash is the record's fields as
+--   written here, which the caller has. The reply kept for a re-run of the
+--   call has the three only.
 -- Exactly once per call (include/once.lua: <base>add:<token>).
 --@include common
 --@include queue
@@ -50,7 +53,8 @@ local maxLen = meta[1] or maxEvents(metaKey)
 local blocked = meta[2] ~= false or (meta[3] ~= false and rcall("LLEN", activeKey) >= tonumber(meta[3]))
 local replies = {}
 -- existing[i] is the hash of the job reply i names, for a duplicate or a
--- deduplicated record (added to the reply after it is remembered).
+-- deduplicated record, or the index of the record of this call that made
+-- it (added to the reply after it is remembered).
 local existing = {}
 local delayMarker = false
 
@@ -64,8 +68,11 @@ local allCreated = true
 -- Pushes to wait and prioritized are collected and made with one command
 -- each at the end: LPUSH only touches the left end and RPUSH the right, so
 -- the order is what one push per job gives. pending remembers where each
--- new job is going, for a duplicate of it later in the same batch.
-local fifo, lifo, prio, pending = {}, {}, {}, {}
+-- new job is going, and createdBy which record made it, for a duplicate of
+-- it later in the same batch (no later record of the batch changes a
+-- waiting or prioritized job's hash: a replace or reschedule takes only a
+-- delayed owner, keepLastIfActive only an active one).
+local fifo, lifo, prio, pending, createdBy = {}, {}, {}, {}, {}
 
 for i = 0, n - 1 do
   local o = 4 + i * 11
@@ -88,9 +95,14 @@ for i = 0, n - 1 do
   if duplicate then
     rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "duplicated", "jobId", id)
     allCreated = false
-    local fields = rcall("HGETALL", jobKey)
-    replies[#replies + 1] = {"duplicate", id, pending[id] or cold().jobState(id, fields)}
-    existing[#replies] = fields
+    if pending[id] then
+      replies[#replies + 1] = {"duplicate", id, pending[id]}
+      existing[#replies] = createdBy[id]
+    else
+      local fields = rcall("HGETALL", jobKey)
+      replies[#replies + 1] = {"duplicate", id, cold().jobState(id, fields)}
+      existing[#replies] = fields
+    end
   else
     local recovered = nil
     if deid ~= "" then
@@ -105,9 +117,14 @@ for i = 0, n - 1 do
     end
     if owner then
       allCreated = false
-      local fields = rcall("HGETALL", base .. owner)
-      replies[#replies + 1] = {"deduplicated", owner, pending[owner] or cold().jobState(owner, fields)}
-      existing[#replies] = fields
+      if pending[owner] then
+        replies[#replies + 1] = {"deduplicated", owner, pending[owner]}
+        existing[#replies] = createdBy[owner]
+      else
+        local fields = rcall("HGETALL", base .. owner)
+        replies[#replies + 1] = {"deduplicated", owner, cold().jobState(owner, fields)}
+        existing[#replies] = fields
+      end
     else
       if deid ~= "" then
         rcall("HSET", jobKey, "name", name, "data", ARGV[o + 4], "opts", ARGV[o + 5],
@@ -134,6 +151,7 @@ for i = 0, n - 1 do
           pending[id] = "waiting"
         end
         rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id)
+        createdBy[id] = i
       end
       if recovered then
         allCreated = false
