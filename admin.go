@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -199,16 +200,9 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 	if err := q.check(); err != nil {
 		return nil, err
 	}
-	if grace < 0 || limit < 0 {
-		return nil, optionError("Clean grace and limit must not be negative, got %s and %d", grace, limit)
-	}
-	name := string(state)
-	switch state {
-	case StateWaiting:
-		name = "wait"
-	case StateCompleted, StateFailed, StateDelayed, StatePrioritized, StateActive, StatePaused, StateWaitingChildren:
-	default:
-		return nil, optionError("Clean cannot clean state %q", state)
+	name, err := cleanArgs(grace, limit, state)
+	if err != nil {
+		return nil, err
 	}
 	// One script call looks at no more than cleanChunk jobs (BullMQ's
 	// window: the oldest of a set, the tail of a list); like Node's
@@ -235,6 +229,50 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 
 // cleanChunk is the most jobs one clean script call looks at, Node's figure.
 const cleanChunk = 10000
+
+// CleanCandidates lists the jobs Clean(ctx, grace, limit, state) would
+// remove now, oldest first, at most limit and at most
+// 10,000 (one call of Clean's script; limit 0 means that cap): a preview to
+// confirm a clean with. It runs Clean's own script with its writes left
+// out, so the rules are the same ones (the window of jobs a call looks at,
+// the age fields, locked active jobs and a scheduler's pending iteration
+// left alone); nothing is removed and no event is written.
+func (q *Queue) CleanCandidates(ctx context.Context, grace time.Duration, limit int, state JobState) ([]string, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	name, err := cleanArgs(grace, limit, state)
+	if err != nil {
+		return nil, err
+	}
+	if limit == 0 || limit > cleanChunk {
+		limit = cleanChunk
+	}
+	cutoff := q.now(ctx).Add(-grace).UnixMilli()
+	ids, err := scripts.CleanPreview(ctx, q.writes(), q.k, name, cutoff, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list the %s jobs a clean of queue %q would remove: %w", state, q.name, err)
+	}
+	if state == StateWaiting || state == StatePaused || state == StateActive {
+		slices.Reverse(ids) // the script walks a list's window head to tail; the tail is the oldest
+	}
+	return ids, nil
+}
+
+// cleanArgs checks Clean's arguments and returns the script's name for
+// state (BullMQ's: "wait" for waiting).
+func cleanArgs(grace time.Duration, limit int, state JobState) (string, error) {
+	if grace < 0 || limit < 0 {
+		return "", optionError("Clean grace and limit must not be negative, got %s and %d", grace, limit)
+	}
+	switch state {
+	case StateWaiting:
+		return "wait", nil
+	case StateCompleted, StateFailed, StateDelayed, StatePrioritized, StateActive, StatePaused, StateWaitingChildren:
+		return string(state), nil
+	}
+	return "", optionError("Clean cannot clean state %q", state)
+}
 
 // IsRefusal reports whether err is one of the typed refusals of the job
 // admin calls: missing job, job locked by a worker, job not in that state.

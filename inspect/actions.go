@@ -5,14 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover"
-	"github.com/seed40057009/drover/internal/keys"
 )
 
 // Bulk retry defaults.
@@ -436,141 +434,19 @@ const CleanGraceDefault = time.Hour
 const CleanPreviewCap = 10000
 
 // CleanCandidates lists the jobs Clean(ctx, queue, state, grace, limit)
-// would remove now, oldest first, the order Clean takes them in, at most
-// limit (0 = 10000). It reads what Clean's script (BullMQ's rules) looks
-// at and applies its tests, so the count a confirmation shows is the count
-// the clean removes:
-//
-//   - completed, failed and waiting-children: the jobs scored (finished,
-//     or started to wait) at or before now-grace, oldest first;
-//   - delayed and prioritized: among the limit lowest-scored jobs (soonest
-//     due), those whose age is at or before now-grace: processedOn, else
-//     timestamp, for delayed (a job waiting for backoff is as old as its
-//     last start), timestamp for prioritized;
-//   - waiting, paused and active: among the limit oldest jobs of the list,
-//     those whose finishedOn, else processedOn, else timestamp is at or
-//     before now-grace, but an active job a worker holds.
-//
-// A job scheduler's pending iteration is never a candidate: only removing
-// the scheduler deletes it. The window matters: a limited clean looks at
-// the limit first jobs only, and removes none of them that are younger
-// than grace even when older jobs come later. A preview that scanned the
-// whole state by creation time listed such jobs, and scheduler iterations,
-// that the clean then left.
+// would remove now, oldest first, at most limit (0 = 10000): drover.Queue.CleanCandidates, which runs Clean's own
+// script without its writes, so the count a confirmation shows is the
+// count the clean removes. The window matters: a limited clean looks at
+// the limit first jobs only (the oldest of a set, the tail of a list), and
+// removes none of them that are younger than grace even when older jobs
+// come later; a job scheduler's pending iteration and an active job a
+// worker holds are never candidates.
 func (i *Inspector) CleanCandidates(ctx context.Context, queue string, state drover.JobState, grace time.Duration, limit int) ([]string, error) {
-	if grace < 0 || limit < 0 {
-		return nil, fmt.Errorf("%w: clean grace and limit must not be negative, got %s and %d", drover.ErrInvalidOption, grace, limit)
-	}
-	if _, err := i.existing(ctx, queue); err != nil {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
 		return nil, err
 	}
-	if limit == 0 {
-		limit = CleanPreviewCap
-	}
-	cutoff := time.Now().Add(-grace).UnixMilli()
-	k := i.keys(queue)
-	var (
-		ids []string
-		err error
-	)
-	switch state {
-	case drover.StateCompleted, drover.StateFailed, drover.StateWaitingChildren:
-		// Scored by the time they finished (or started to wait): the
-		// candidates are a score range, read without loading a job (a
-		// dashboard asks before cleaning a million completed jobs).
-		set := k.WaitingChildren()
-		if state != drover.StateWaitingChildren {
-			set = i.finishedSet(queue, state)
-		}
-		ids, err = i.rdb.ZRangeByScore(ctx, set, &redis.ZRangeBy{
-			Min: "0", Max: strconv.FormatInt(cutoff, 10), Count: int64(limit),
-		}).Result()
-		if err != nil {
-			return nil, fmt.Errorf("list %s jobs of queue %q: %w", state, queue, err)
-		}
-		return ids, nil
-	case drover.StateDelayed, drover.StatePrioritized:
-		set, ages := k.Delayed(), []string{"processedOn", "timestamp"}
-		if state == drover.StatePrioritized {
-			set, ages = k.Prioritized(), []string{"timestamp"}
-		}
-		ids, err = i.rdb.ZRangeByScore(ctx, set, &redis.ZRangeBy{Min: "0", Max: "+inf", Count: int64(limit)}).Result()
-		if err != nil {
-			return nil, fmt.Errorf("list %s jobs of queue %q: %w", state, queue, err)
-		}
-		return i.cleanable(ctx, k, ids, ages, false, cutoff)
-	case drover.StateWaiting, drover.StatePaused, drover.StateActive:
-		list := map[drover.JobState]string{drover.StateWaiting: k.Wait(), drover.StatePaused: k.Paused(), drover.StateActive: k.Active()}[state]
-		ids, err = i.rdb.LRange(ctx, list, int64(-limit), -1).Result()
-		if err != nil {
-			return nil, fmt.Errorf("list %s jobs of queue %q: %w", state, queue, err)
-		}
-		slices.Reverse(ids) // the tail is the oldest
-		return i.cleanable(ctx, k, ids, []string{"finishedOn", "processedOn", "timestamp"}, state == drover.StateActive, cutoff)
-	default:
-		return nil, fmt.Errorf("%w: clean cannot clean state %q", drover.ErrInvalidOption, state)
-	}
-}
-
-// cleanable keeps the ids Clean's script removes (cleanJobsInSet.lua):
-// age, the first of the fields ages set, at or before cutoff (or no job
-// hash left), not a job scheduler's pending iteration and, with locked,
-// no worker's lock on the job.
-func (i *Inspector) cleanable(ctx context.Context, k keys.Queue, ids, ages []string, locked bool, cutoff int64) ([]string, error) {
-	out := []string{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	pipe := i.rdb.Pipeline()
-	fields := make([]*redis.SliceCmd, len(ids))
-	locks := make([]*redis.IntCmd, len(ids))
-	for n, id := range ids {
-		fields[n] = pipe.HMGet(ctx, k.Job(id), append([]string{"rjk"}, ages...)...)
-		if locked {
-			locks[n] = pipe.Exists(ctx, k.Lock(id))
-		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("read jobs of queue %q: %w", k.Name(), err)
-	}
-	// The schedulers of the jobs that name one: their next iterations.
-	next := map[string]*redis.FloatCmd{}
-	pipe = i.rdb.Pipeline()
-	for _, f := range fields {
-		if rjk, ok := f.Val()[0].(string); ok && next[rjk] == nil {
-			next[rjk] = pipe.ZScore(ctx, k.Repeat(), rjk)
-		}
-	}
-	if len(next) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("read job schedulers of queue %q: %w", k.Name(), err)
-		}
-	}
-	for n, id := range ids {
-		vals := fields[n].Val()
-		if rjk, ok := vals[0].(string); ok {
-			// The id the script compares with spells the score as Redis
-			// does: a whole number of milliseconds.
-			if score, err := next[rjk].Result(); err == nil && id == "repeat:"+rjk+":"+strconv.FormatFloat(score, 'f', -1, 64) {
-				continue
-			}
-		}
-		if locked && locks[n].Val() == 1 {
-			continue
-		}
-		old := true // as the script: a job with no age (no hash) goes
-		for _, v := range vals[1:] {
-			if s, ok := v.(string); ok {
-				t, err := strconv.ParseInt(s, 10, 64)
-				old = err != nil || t <= cutoff
-				break
-			}
-		}
-		if old {
-			out = append(out, id)
-		}
-	}
-	return out, nil
+	return q.CleanCandidates(ctx, grace, limit, state)
 }
 
 // Clean removes up to limit of queue's jobs in state that are older than

@@ -671,7 +671,13 @@ func Obliterate(ctx context.Context, rdb Doer, k keys.Queue, count int, force bo
 
 // Clean removes up to limit jobs of state older than cutoffMs.
 func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs()).StringSlice()
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs(), "0").StringSlice()
+}
+
+// CleanPreview lists the jobs Clean(state, cutoffMs, limit) would remove
+// now, running Clean's own script without its writes.
+func CleanPreview(ctx context.Context, rdb Doer, k keys.Queue, state string, cutoffMs int64, limit int) ([]string, error) {
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, "", 1, "1").StringSlice()
 }
 
 func boolArg(b bool) string {

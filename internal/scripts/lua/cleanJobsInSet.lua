@@ -13,7 +13,9 @@
 --   active|waiting-children), 3 cut-off ms, 4 limit (at most 10000 by
 --   convention; 0 is taken as 10000), 5 the call token and 6 its ttl ms
 --   (include/once.lua: a resend after a lost reply answers the first run's
---   ids; a second run would remove up to `limit` more).
+--   ids; a second run would remove up to `limit` more), 7 "1" for a dry
+--   run: the ids a clean would remove now, nothing removed, no event, no
+--   token (the clean preview reads the rules here, not a copy of them).
 -- Returns the removed ids.
 --@include common
 --@include queue
@@ -33,6 +35,7 @@ if limit <= 0 then
   limit = 10000
 end
 local removed = {}
+local dry = ARGV[7] == "1"
 
 -- The fields whose first one set is a job's age, per state (BullMQ's).
 local ageFields = {delayed = {"processedOn", "timestamp"}, prioritized = {"timestamp"}}
@@ -44,7 +47,9 @@ local function jobTime(jobKey)
 end
 
 local function drop(id)
-  dropJob(id)
+  if not dry then
+    dropJob(id)
+  end
   removed[#removed + 1] = id
 end
 
@@ -56,14 +61,18 @@ if state == "completed" or state == "failed" or state == "waiting-children" then
   for _, id in ipairs(ids) do
     drop(id)
   end
-  inChunks("ZREM", sets[state], ids, 7000)
+  if not dry then
+    inChunks("ZREM", sets[state], ids, 7000)
+  end
 elseif sets[state] then
   local ids = rcall("ZRANGEBYSCORE", sets[state], 0, "+inf", "LIMIT", 0, limit)
   for _, id in ipairs(ids) do
     local jobKey = base .. id
     local t = jobTime(jobKey)
     if not isSchedulerIteration(id, jobKey) and (not t or t <= cutoff) then
-      rcall("ZREM", sets[state], id)
+      if not dry then
+        rcall("ZREM", sets[state], id)
+      end
       drop(id)
     end
   end
@@ -76,8 +85,10 @@ elseif lists[state] then
     local t = jobTime(jobKey)
     local locked = state == "active" and rcall("EXISTS", jobKey .. ":lock") == 1
     if not locked and not isSchedulerIteration(id, jobKey) and (not t or t <= cutoff) then
-      rcall("LSET", key, i - 1 - #ids, "")
-      marked = marked + 1
+      if not dry then
+        rcall("LSET", key, i - 1 - #ids, "")
+        marked = marked + 1
+      end
       drop(id)
     end
   end
@@ -85,6 +96,8 @@ elseif lists[state] then
     rcall("LREM", key, 0, "")
   end
 end
-rcall("XADD", eventsKey, "*", "event", "cleaned", "count", #removed)
-onceRemember(callKey, removed, ARGV[6])
+if not dry then
+  rcall("XADD", eventsKey, "*", "event", "cleaned", "count", #removed)
+  onceRemember(callKey, removed, ARGV[6])
+end
 return removed
