@@ -84,6 +84,7 @@ func (w *Worker) armTimeout(rj *runningJob, limit time.Duration, from string) *t
 // deliver), or nil.
 func (w *Worker) settle(rj *runningJob, result any, err error, took time.Duration) *runningJob {
 	ctx, job := rj.ctx, rj.job
+	rj.settled.Store(true)
 	if rj.written.Load() { // Job.MoveToWaitingChildren parked the job: nothing to write
 		w.parkedAttempt(rj, err, took)
 		return nil
