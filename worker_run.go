@@ -54,8 +54,37 @@ func (w *Worker) end(rj *runningJob, timer *time.Timer, result any, err error) *
 	}
 	if stop := rj.returned(); stop != nil {
 		result, err = nil, stop
+	} else if err != nil {
+		err = sanitizeError(err)
 	}
 	return w.settle(rj, result, err, time.Since(rj.began))
+}
+
+// sanitizeError is err, or, when err's Error method panics (a typed nil
+// pointer returned as an error is the usual way), an error saying so: the
+// attempt's outcome is decided outside the processor's recover, and a
+// panic there would end the whole process, leaving every job it ran
+// active until the stalled checker handed them to the next worker, to
+// crash it too.
+func sanitizeError(err error) (safe error) {
+	defer func() {
+		if p := recover(); p != nil {
+			safe = fmt.Errorf("processor returned a %T error whose Error method panics (a typed nil?): %v", err, p)
+		}
+	}()
+	_ = err.Error()
+	return err
+}
+
+// encodeResult is jobcodec.EncodeData, with a panic in the value's
+// MarshalJSON (run outside the processor's recover) turned into an error.
+func encodeResult(v any) (b []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic while encoding: %v", p)
+		}
+	}()
+	return jobcodec.EncodeData(v)
 }
 
 // refusal is the error an attempt fails with without running: the job
@@ -161,7 +190,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	}
 
 	if err == nil {
-		b, merr := jobcodec.EncodeData(result)
+		b, merr := encodeResult(result)
 		if merr != nil {
 			err = fmt.Errorf("return value of job %s is not JSON-serialisable: %w", job.ID, merr)
 			item.err = err

@@ -1,0 +1,64 @@
+package drover_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+)
+
+// nilPtrError's Error dereferences its receiver: returned as a typed nil
+// it panics when called.
+type nilPtrError struct{ msg string }
+
+func (e *nilPtrError) Error() string { return e.msg }
+
+// panicMarshaler's MarshalJSON panics.
+type panicMarshaler struct{}
+
+func (panicMarshaler) MarshalJSON() ([]byte, error) { panic("marshal boom") }
+
+// A processor's odd returns fail its job, and the worker goes on: a typed
+// nil error (whose Error panics) and a result whose MarshalJSON panics
+// crashed the whole process, as their outcome was decided outside the
+// processor's recover, leaving the job active for the next worker to crash on.
+func TestWorkerOddReturnsFailTheJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		proc   drover.ProcessorFunc
+		reason string
+	}{
+		{"TypedNilError", func(ctx context.Context, job *drover.Job) (any, error) {
+			var e *nilPtrError
+			if job.Name == "odd" {
+				return nil, e
+			}
+			return "ok", nil
+		}, "processor returned a *drover_test.nilPtrError error whose Error method panics"},
+		{"PanickingMarshalJSON", func(ctx context.Context, job *drover.Job) (any, error) {
+			if job.Name == "odd" {
+				return panicMarshaler{}, nil
+			}
+			return "ok", nil
+		}, "marshal boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupQueue(t)
+			b.startWorker(t, tc.proc, nil)
+			odd, err := b.queue.Add(ctx, "odd", nil, nil)
+			require.NoError(t, err)
+			b.waitState(t, odd.Job.ID, drover.StateFailed)
+			job, err := b.queue.GetJob(ctx, odd.Job.ID)
+			require.NoError(t, err)
+			require.Contains(t, job.FailedReason, tc.reason)
+			next, err := b.queue.Add(ctx, "fine", nil, nil)
+			require.NoError(t, err)
+			b.waitState(t, next.Job.ID, drover.StateCompleted)
+		})
+	}
+}
