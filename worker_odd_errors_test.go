@@ -2,7 +2,9 @@ package drover_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -61,4 +63,32 @@ func TestWorkerOddReturnsFailTheJob(t *testing.T) {
 			b.waitState(t, next.Job.ID, drover.StateCompleted)
 		})
 	}
+}
+
+// A custom backoff strategy that panics fails the job for good, as one
+// that returns an error does, instead of crashing the process (it runs
+// outside the processor's recover).
+func TestWorkerPanickingBackoffFailsTheJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+		if job.Name == "odd" {
+			return nil, errors.New("try again")
+		}
+		return "ok", nil
+	}, &drover.WorkerOptions{BackoffStrategies: map[string]drover.BackoffFunc{
+		"boom": func(int, string, error, *drover.Job) time.Duration { panic("strategy boom") },
+	}})
+	q, err := drover.NewQueue(b.rdb, b.name, &drover.QueueOptions{Prefix: b.prefix, BackoffTypes: []string{"boom"}})
+	require.NoError(t, err)
+	odd, err := q.Add(ctx, "odd", nil, &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: "boom"}})
+	require.NoError(t, err)
+	b.waitState(t, odd.Job.ID, drover.StateFailed)
+	job, err := b.queue.GetJob(ctx, odd.Job.ID)
+	require.NoError(t, err)
+	require.Contains(t, job.FailedReason, "strategy boom")
+	next, err := b.queue.Add(ctx, "fine", nil, nil)
+	require.NoError(t, err)
+	b.waitState(t, next.Job.ID, drover.StateCompleted)
 }

@@ -277,8 +277,15 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 
 // backoff is the delay before the retry of job after its attemptsMade-th
 // attempt failed with err: by the job's own Backoff, else by its kind's
-// KindOptions.Backoff, else none (at once).
-func (w *Worker) backoff(job *Job, attemptsMade int, err error) (time.Duration, error) {
+// KindOptions.Backoff, else none (at once). A strategy that panics is an
+// error (the job then fails for good), not the end of the process: it runs
+// outside the processor's recover.
+func (w *Worker) backoff(job *Job, attemptsMade int, err error) (d time.Duration, berr error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d, berr = 0, fmt.Errorf("backoff strategy panicked: %v", p)
+		}
+	}()
 	if job.Opts.Backoff == nil {
 		if ko := w.kindOptions(job); ko != nil && ko.Backoff != nil {
 			if d := ko.Backoff(attemptsMade, "", err, job); d != -time.Millisecond {
