@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,4 +92,31 @@ func TestWorkerPanickingBackoffFailsTheJob(t *testing.T) {
 	next, err := b.queue.Add(ctx, "fine", nil, nil)
 	require.NoError(t, err)
 	b.waitState(t, next.Job.ID, drover.StateCompleted)
+}
+
+// A job whose lock is lost is reported once (WorkerHooks.LockLost, the
+// lock-lost metric built on it), however long its processor takes to
+// return: the lock keeper went on renewing it, failing and reporting the
+// loss again every LockDuration/4.
+func TestWorkerLockLostReportedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	var lost atomic.Int32
+	started := make(chan struct{})
+	returned := make(chan struct{})
+	b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+		close(started)
+		<-ctx.Done()
+		time.Sleep(time.Second) // slow to notice: 20 renewals at 50ms
+		close(returned)
+		return nil, context.Cause(ctx)
+	}, &drover.WorkerOptions{LockDuration: 200 * time.Millisecond, SkipStalledCheck: true,
+		Hooks: &drover.WorkerHooks{LockLost: func(*drover.Job, string) { lost.Add(1) }}})
+	res, err := b.queue.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	<-started
+	require.NoError(t, b.rdb.Set(ctx, b.prefix+":q:"+res.Job.ID+":lock", "someone-else", time.Minute).Err())
+	<-returned
+	require.EqualValues(t, 1, lost.Load(), "one lost lock, one report")
 }
