@@ -14,6 +14,7 @@ import (
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/scripts"
 )
 
 // The frames below a processor are kept few and small: the stack a
@@ -225,6 +226,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrWorkerClosing) {
 		entry.Error = "worker closing"
+		fr.Value = scripts.RequeueShutdown // wake a worker for it, prioritized or not
 		return settle(OutcomeRequeued)
 	}
 
