@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,4 +120,32 @@ func TestWorkerLockLostReportedOnce(t *testing.T) {
 	require.NoError(t, b.rdb.Set(ctx, b.prefix+":q:"+res.Job.ID+":lock", "someone-else", time.Minute).Err())
 	<-returned
 	require.EqualValues(t, 1, lost.Load(), "one lost lock, one report")
+}
+
+// A processor that calls runtime.Goexit (t.FailNow, testify's require in a
+// processor under test) fails its attempt, and the worker goes on and
+// closes: the goroutine ended without returning, so the job stayed in
+// flight for good, its lock renewed (never recovered as stalled), and
+// Close waited for it forever.
+func TestWorkerProcessorGoexitFailsTheJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+		if job.Name == "odd" {
+			runtime.Goexit()
+		}
+		return "ok", nil
+	}, &drover.WorkerOptions{Concurrency: 2})
+	odd, err := b.queue.Add(ctx, "odd", nil, nil)
+	require.NoError(t, err)
+	b.waitState(t, odd.Job.ID, drover.StateFailed)
+	job, err := b.queue.GetJob(ctx, odd.Job.ID)
+	require.NoError(t, err)
+	require.Contains(t, job.FailedReason, "runtime.Goexit")
+	for range 3 {
+		next, err := b.queue.Add(ctx, "fine", nil, nil)
+		require.NoError(t, err)
+		b.waitState(t, next.Job.ID, drover.StateCompleted)
+	}
 }

@@ -131,14 +131,40 @@ func (w *Worker) settle(rj *runningJob, result any, err error, took time.Duratio
 }
 
 // call runs the processor inside its middleware, turning a panic into an
-// error with its stack.
-func (w *Worker) call(ctx context.Context, job *Job) (result any, err error) {
+// error with its stack. A processor that calls runtime.Goexit never
+// returns: see goexited.
+func (w *Worker) call(rj *runningJob) (result any, err error) {
+	returned := false
 	defer func() {
 		if p := recover(); p != nil {
 			err = &panicError{value: p, stack: string(debug.Stack())}
+		} else if !returned {
+			w.goexited(rj)
 		}
 	}()
-	return w.chain(ctx, job)
+	result, err = w.chain(rj.ctx, rj.job)
+	returned = true
+	return result, err
+}
+
+// errGoexit is the error an attempt fails with when its processor called
+// runtime.Goexit.
+var errGoexit = errors.New("processor called runtime.Goexit (t.FailNow or require in a processor?)")
+
+// goexited ends the attempt of a processor that called runtime.Goexit (as
+// testing's t.FailNow does, and so testify's require): its goroutine ends
+// without returning to runJobs, which left the job in flight for good, its
+// lock renewed, neither failed nor ever recovered as stalled, and Close
+// waiting for it forever. The attempt fails here instead, and this
+// goroutine does the rest of runJobs' part before it ends: the job the
+// write hands back goes to another goroutine, and it counts itself out.
+func (w *Worker) goexited(rj *runningJob) {
+	next := w.end(rj, nil, nil, errGoexit)
+	rj.cancel(nil)
+	if next != nil {
+		w.launch([]*runningJob{next})
+	}
+	w.runners.wg.Done()
 }
 
 type panicError struct {
