@@ -353,7 +353,9 @@ func (w *Worker) prepare(jobs []scripts.Fetched, token string) []*runningJob {
 		rec.ProcessedOn = now.UnixMilli()
 		rec.AttemptsStarted++
 		job := w.q.fromRecord(&rec)
-		if job.ProcessedBy == "" {
+		// The fetch wrote pb when the worker has a name (the hash was read
+		// before): a job another worker ran before names this one.
+		if w.opts.Name != "" {
 			job.ProcessedBy = w.opts.Name
 		}
 		rj := &runningJob{job: job, stored: storedOf(&rec), started: now, w: w, began: time.Now(), decodeErr: err}

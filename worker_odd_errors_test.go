@@ -149,3 +149,35 @@ func TestWorkerProcessorGoexitFailsTheJob(t *testing.T) {
 		b.waitState(t, next.Job.ID, drover.StateCompleted)
 	}
 }
+
+// The Job a processor gets names the worker that took it (ProcessedBy, as
+// the fetch wrote pb): a job retried by a worker named "b" after one named
+// "a" ran it showed "a", the hash's value before this fetch.
+func TestWorkerJobNamesItsWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	// The backoff keeps worker "a" from taking the retry before it closes.
+	res, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{Attempts: 2,
+		Backoff: &drover.Backoff{Type: drover.BackoffFixed, Delay: 300 * time.Millisecond}})
+	require.NoError(t, err)
+	seen := make(chan string, 2)
+	proc := func(ctx context.Context, job *drover.Job) (any, error) {
+		seen <- job.ProcessedBy
+		if job.AttemptsMade == 0 {
+			return nil, errors.New("again")
+		}
+		return "ok", nil
+	}
+	wa, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(proc), &drover.WorkerOptions{Prefix: b.prefix, Name: "a"})
+	require.NoError(t, err)
+	require.NoError(t, wa.Start(ctx))
+	require.Equal(t, "a", <-seen)
+	require.NoError(t, wa.Close(ctx))
+	b.startWorker(t, proc, &drover.WorkerOptions{Name: "b"})
+	require.Equal(t, "b", <-seen, "the job the second worker runs names it")
+	b.waitState(t, res.Job.ID, drover.StateCompleted)
+	job, err := b.queue.GetJob(ctx, res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, "b", job.ProcessedBy)
+}
