@@ -641,6 +641,10 @@ const closeWriteGrace = 5 * time.Second
 // last processor ignoring its cancelled ctx returned), closeWriteGrace and
 // about one read timeout more.
 //
+// Close waits for every processor to return, so a processor (or a hook)
+// that calls Close must do so on a goroutine of its own (go w.Close(ctx)):
+// called inline it waits for itself, for good.
+//
 // When Close returns, none of the worker's goroutines runs. Unless Close
 // returned the give-up error, every result was written, or refused by Redis
 // because the worker no longer owned the job (its lock was lost). Close is
