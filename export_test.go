@@ -71,3 +71,6 @@ func KeptRunners(w *Worker) int {
 // each look at the job that found it unfinished, and "read" in the shared
 // reader before each read (tests only; set before the call).
 func SetWaitHook(q *Queue, f func(stage string)) { q.onWait = f }
+
+// CloseWriteGrace is closeWriteGrace (tests only).
+const CloseWriteGrace = closeWriteGrace

@@ -141,7 +141,9 @@ func (w *Worker) manualJob(ctx context.Context, f scripts.Fetched, token string)
 	rec.ProcessedOn = now.UnixMilli()
 	rec.AttemptsStarted++
 	job := w.q.fromRecord(&rec)
-	if job.ProcessedBy == "" {
+	// The fetch wrote pb when the worker has a name (the hash was read
+	// before): a job another worker ran before names this one.
+	if w.opts.Name != "" {
 		job.ProcessedBy = w.opts.Name
 	}
 	rj := &runningJob{job: job, stored: storedOf(&rec), token: token, started: now, w: w, began: time.Now(), decodeErr: err}

@@ -37,7 +37,7 @@ func chainAttempt(ctx context.Context, w *Worker) {
 	rj.job = job
 	w.giveSlots([]*runningJob{rj})
 	rj.ran = true
-	_, err := w.call(ctx, job)
+	_, err := w.call(rj)
 	w.finished(rj, Finish{Outcome: OutcomeCompleted, Err: err})
 }
 

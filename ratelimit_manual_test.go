@@ -216,3 +216,32 @@ func TestMaxRateLimitWait(t *testing.T) {
 	require.ErrorIs(t, err, drover.ErrInvalidOption)
 	require.ErrorContains(t, err, "WorkerOptions.MaxRateLimitWait must be at least 1ms, got -1s")
 }
+
+// TestMaxRateLimitWaitWithLimiter: a worker with a Limiter reads the
+// limiter key when it fetches, and a fetch refused under a long limit
+// (Queue.RateLimit, Node's queue.rateLimit) waits at most
+// MaxRateLimitWait before it asks again, as BullMQ's waitForRateLimit
+// bounds it by maximumRateLimitDelay: a limit lifted early
+// (RemoveRateLimitKey) then frees the worker. It slept the whole limit.
+func TestMaxRateLimitWaitWithLimiter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) { return "ok", nil },
+		&drover.WorkerOptions{MaxRateLimitWait: 200 * time.Millisecond, Limiter: &drover.RateLimit{Max: 10, Duration: time.Second}})
+	require.NoError(t, b.queue.RateLimit(ctx, time.Minute))
+	added, err := b.queue.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	time.Sleep(500 * time.Millisecond) // the worker's fetch is refused
+	s, err := b.queue.GetJobState(ctx, added.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateWaiting, s, "the limit holds the job")
+	removed, err := b.queue.RemoveRateLimitKey(ctx)
+	require.NoError(t, err)
+	require.True(t, removed)
+	testkit.WaitFor(t, 10*time.Second, "job completed well before the minute's limit would have ended", func() bool {
+		s, err := b.queue.GetJobState(ctx, added.Job.ID)
+		require.NoError(t, err)
+		return s == drover.StateCompleted
+	})
+}

@@ -392,6 +392,10 @@ type runningJob struct {
 	lastRenew atomic.Int64 // ms; written by the lock keeper
 	lostWhy   atomic.Value // string; written by the lock keeper before it cancels
 	written   atomic.Bool  // the result is in Redis: the lock keeper leaves it alone
+	// settled: the attempt's outcome is decided (its processor returned,
+	// or it was refused); only the write of its result may be pending.
+	// Close waits for unsettled jobs however long they run.
+	settled atomic.Bool
 	// ran: the processor chain was called. mwCtx[i] is the context
 	// middleware i received (mwCtx[len] the processor's); nil without
 	// middleware. Written by the job goroutine before it hands the result
@@ -619,20 +623,27 @@ const closeWriteGrace = 5 * time.Second
 //  1. It stops fetching (waking the fetcher if it blocks on the marker).
 //  2. It lets running jobs finish until ctx is done, then cancels their
 //     contexts with cause ErrWorkerClosing; such jobs go back to wait without
-//     spending an attempt. It still waits for every job goroutine to return.
+//     spending an attempt. It still waits for every job goroutine to return,
+//     and keeps their locks: a processor that ignores ctx and returns a value
+//     later completes its job.
 //  3. It writes every result. Give-up path: if results are still unwritten
-//     closeWriteGrace (5s) after ctx ended (Redis unreachable), it stops
-//     retrying them; those jobs stay active until their locks expire, the
-//     stalled checker of any worker then moves them back to wait, and Close
-//     returns an error saying so.
+//     closeWriteGrace (5s) after ctx ended and every processor returned
+//     (Redis unreachable), it stops retrying them; those jobs stay active
+//     until their locks expire, the stalled checker of any worker then moves
+//     them back to wait, and Close returns an error saying so.
 //  4. It waits for the goroutines that wrote the last results, then stops
 //     the lock keeper and the stalled checker.
 //
 // Close waits for Redis only where a result must be written: when Redis does
 // not answer (a network partition, a paused server), an idle worker's Close
 // returns within about one read timeout of the client (a call in flight when
-// it began runs out), and one with running jobs within ctx, closeWriteGrace
-// and about one read timeout more.
+// it began runs out), and one with running jobs within ctx (or once the
+// last processor ignoring its cancelled ctx returned), closeWriteGrace and
+// about one read timeout more.
+//
+// Close waits for every processor to return, so a processor (or a hook)
+// that calls Close must do so on a goroutine of its own (go w.Close(ctx)):
+// called inline it waits for itself, for good.
 //
 // When Close returns, none of the worker's goroutines runs. Unless Close
 // returned the give-up error, every result was written, or refused by Redis
@@ -691,10 +702,7 @@ func (w *Worker) Close(ctx context.Context) error {
 		if !w.jobs.drain(ctx) {
 			w.log.WarnContext(ctx, "close deadline passed: cancelling running jobs", slog.Int(logkey.Count, w.jobs.count()))
 			w.cancelJobs(ErrWorkerClosing)
-			grace, cancel := context.WithTimeout(context.Background(), closeWriteGrace)
-			drained := w.jobs.drain(grace)
-			cancel()
-			if !drained {
+			if !w.drainWrites() {
 				// Give-up path: stop retrying the results that cannot be
 				// written; the stalled checker recovers those jobs.
 				close(w.forceFinish)
@@ -717,6 +725,36 @@ func (w *Worker) Close(ctx context.Context) error {
 		w.log.Info("worker closed")
 	})
 	return w.closeErr
+}
+
+// drainWrites waits, once the running jobs are cancelled, until no job is
+// in flight, and reports whether none is. A processor that ignores its ctx
+// is waited for, however long it runs (as BullMQ's close() waits for it):
+// its result can still be written, and giving it up would leave the job
+// active, locked, until the stalled checker ran it again, though Redis
+// answered all along. Only the writes are bounded: false once results
+// stayed unwritten for closeWriteGrace after the last processor returned
+// (Redis unreachable).
+func (w *Worker) drainWrites() bool {
+	// The grace starts over until a round begins with every processor
+	// returned.
+	sawRunning := w.jobs.anyRunning()
+	for {
+		grace, cancel := context.WithTimeout(context.Background(), closeWriteGrace)
+		drained := w.jobs.drain(grace)
+		cancel()
+		if drained {
+			return true
+		}
+		running := w.jobs.anyRunning()
+		if !running && !sawRunning {
+			return false
+		}
+		if running {
+			w.log.Warn("close: a cancelled job's processor has not returned; waiting for it", slog.Int(logkey.Count, w.jobs.count()))
+		}
+		sawRunning = running
+	}
 }
 
 // isUnblocked reports whether a blocking command was ended by the server:

@@ -215,10 +215,13 @@ func (w *Worker) setNextDelayed(ms int64) {
 func (w *Worker) waitForWork(ctx context.Context) {
 	wait := w.opts.DrainDelay
 	if until := w.limitedUntil.Load(); until != 0 {
-		// Rate limited: markers do not help before the window ends.
+		// Rate limited: markers do not help before the window ends. At
+		// most MaxRateLimitWait, as at the top of fetchLoop (BullMQ's
+		// maximumRateLimitDelay): a limit lifted early must not hold the
+		// worker for the rest of it.
 		w.limitedUntil.Store(0)
 		if d := time.Duration(until-w.q.nowMs()) * time.Millisecond; d > 0 {
-			sleepCtx(ctx, d)
+			sleepCtx(ctx, min(d, w.opts.MaxRateLimitWait))
 		}
 		return
 	}
@@ -350,7 +353,9 @@ func (w *Worker) prepare(jobs []scripts.Fetched, token string) []*runningJob {
 		rec.ProcessedOn = now.UnixMilli()
 		rec.AttemptsStarted++
 		job := w.q.fromRecord(&rec)
-		if job.ProcessedBy == "" {
+		// The fetch wrote pb when the worker has a name (the hash was read
+		// before): a job another worker ran before names this one.
+		if w.opts.Name != "" {
 			job.ProcessedBy = w.opts.Name
 		}
 		rj := &runningJob{job: job, stored: storedOf(&rec), started: now, w: w, began: time.Now(), decodeErr: err}

@@ -177,6 +177,19 @@ func (f *inflight) count() int {
 	return len(f.jobs)
 }
 
+// anyRunning reports whether a job in flight has not settled: its
+// processor runs (or it is about to start).
+func (f *inflight) anyRunning() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for rj := range f.jobs {
+		if !rj.settled.Load() {
+			return true
+		}
+	}
+	return false
+}
+
 // snapshot lists the jobs in flight, in no particular order.
 func (f *inflight) snapshot() []*runningJob {
 	f.mu.Lock()

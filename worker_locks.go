@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,10 @@ func (k *lockKeeper) run(ctx context.Context) { every(ctx, k.duration/4, false, 
 
 // renew extends every in-flight job's lock once.
 func (k *lockKeeper) renew(ctx context.Context) {
-	rjs := k.jobs.snapshot()
+	// A job whose lock is lost stays in flight until its processor
+	// returns; renewing it would fail again and report the same loss
+	// (the LockLost hook, a lock-lost metric) every renewal.
+	rjs := slices.DeleteFunc(k.jobs.snapshot(), func(rj *runningJob) bool { return rj.lostWhy.Load() != nil })
 	if len(rjs) == 0 {
 		k.probe(ctx)
 		return

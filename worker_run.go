@@ -14,6 +14,7 @@ import (
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/scripts"
 )
 
 // The frames below a processor are kept few and small: the stack a
@@ -54,8 +55,37 @@ func (w *Worker) end(rj *runningJob, timer *time.Timer, result any, err error) *
 	}
 	if stop := rj.returned(); stop != nil {
 		result, err = nil, stop
+	} else if err != nil {
+		err = sanitizeError(err)
 	}
 	return w.settle(rj, result, err, time.Since(rj.began))
+}
+
+// sanitizeError is err, or, when err's Error method panics (a typed nil
+// pointer returned as an error is the usual way), an error saying so: the
+// attempt's outcome is decided outside the processor's recover, and a
+// panic there would end the whole process, leaving every job it ran
+// active until the stalled checker handed them to the next worker, to
+// crash it too.
+func sanitizeError(err error) (safe error) {
+	defer func() {
+		if p := recover(); p != nil {
+			safe = fmt.Errorf("processor returned a %T error whose Error method panics (a typed nil?): %v", err, p)
+		}
+	}()
+	_ = err.Error()
+	return err
+}
+
+// encodeResult is jobcodec.EncodeData, with a panic in the value's
+// MarshalJSON (run outside the processor's recover) turned into an error.
+func encodeResult(v any) (b []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic while encoding: %v", p)
+		}
+	}()
+	return jobcodec.EncodeData(v)
 }
 
 // refusal is the error an attempt fails with without running: the job
@@ -84,6 +114,7 @@ func (w *Worker) armTimeout(rj *runningJob, limit time.Duration, from string) *t
 // deliver), or nil.
 func (w *Worker) settle(rj *runningJob, result any, err error, took time.Duration) *runningJob {
 	ctx, job := rj.ctx, rj.job
+	rj.settled.Store(true)
 	if rj.written.Load() { // Job.MoveToWaitingChildren parked the job: nothing to write
 		w.parkedAttempt(rj, err, took)
 		return nil
@@ -100,14 +131,40 @@ func (w *Worker) settle(rj *runningJob, result any, err error, took time.Duratio
 }
 
 // call runs the processor inside its middleware, turning a panic into an
-// error with its stack.
-func (w *Worker) call(ctx context.Context, job *Job) (result any, err error) {
+// error with its stack. A processor that calls runtime.Goexit never
+// returns: see goexited.
+func (w *Worker) call(rj *runningJob) (result any, err error) {
+	returned := false
 	defer func() {
 		if p := recover(); p != nil {
 			err = &panicError{value: p, stack: string(debug.Stack())}
+		} else if !returned {
+			w.goexited(rj)
 		}
 	}()
-	return w.chain(ctx, job)
+	result, err = w.chain(rj.ctx, rj.job)
+	returned = true
+	return result, err
+}
+
+// errGoexit is the error an attempt fails with when its processor called
+// runtime.Goexit.
+var errGoexit = errors.New("processor called runtime.Goexit (t.FailNow or require in a processor?)")
+
+// goexited ends the attempt of a processor that called runtime.Goexit (as
+// testing's t.FailNow does, and so testify's require): its goroutine ends
+// without returning to runJobs, which left the job in flight for good, its
+// lock renewed, neither failed nor ever recovered as stalled, and Close
+// waiting for it forever. The attempt fails here instead, and this
+// goroutine does the rest of runJobs' part before it ends: the job the
+// write hands back goes to another goroutine, and it counts itself out.
+func (w *Worker) goexited(rj *runningJob) {
+	next := w.end(rj, nil, nil, errGoexit)
+	rj.cancel(nil)
+	if next != nil {
+		w.launch([]*runningJob{next})
+	}
+	w.runners.wg.Done()
 }
 
 type panicError struct {
@@ -160,7 +217,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	}
 
 	if err == nil {
-		b, merr := jobcodec.EncodeData(result)
+		b, merr := encodeResult(result)
 		if merr != nil {
 			err = fmt.Errorf("return value of job %s is not JSON-serialisable: %w", job.ID, merr)
 			item.err = err
@@ -195,6 +252,7 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrWorkerClosing) {
 		entry.Error = "worker closing"
+		fr.Value = scripts.RequeueShutdown // wake a worker for it, prioritized or not
 		return settle(OutcomeRequeued)
 	}
 
@@ -247,8 +305,15 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 
 // backoff is the delay before the retry of job after its attemptsMade-th
 // attempt failed with err: by the job's own Backoff, else by its kind's
-// KindOptions.Backoff, else none (at once).
-func (w *Worker) backoff(job *Job, attemptsMade int, err error) (time.Duration, error) {
+// KindOptions.Backoff, else none (at once). A strategy that panics is an
+// error (the job then fails for good), not the end of the process: it runs
+// outside the processor's recover.
+func (w *Worker) backoff(job *Job, attemptsMade int, err error) (d time.Duration, berr error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d, berr = 0, fmt.Errorf("backoff strategy panicked: %v", p)
+		}
+	}()
 	if job.Opts.Backoff == nil {
 		if ko := w.kindOptions(job); ko != nil && ko.Backoff != nil {
 			if d := ko.Backoff(attemptsMade, "", err, job); d != -time.Millisecond {

@@ -73,7 +73,7 @@ func (w *Worker) runJobs(rj *runningJob) {
 		if timer, refused := w.begin(rj); refused != nil {
 			next = w.settle(rj, nil, refused, time.Since(rj.began))
 		} else {
-			result, err := w.call(rj.ctx, rj.job)
+			result, err := w.call(rj)
 			next = w.end(rj, timer, result, err)
 		}
 		rj.cancel(nil)

@@ -289,6 +289,14 @@ const (
 	FinishMoveDelayed  = "m"
 )
 
+// RequeueShutdown is the Value of a FinishRequeue record whose job a
+// closing worker hands back: the script wakes a worker for it even when it
+// goes back to prioritized, as the stalled checker's recovery would have.
+// Other move-backs (the rate limiter's, Job.MoveToWait) leave Value empty
+// and write no marker for a prioritized job, as BullMQ's
+// moveJobFromActiveToWait.
+const RequeueShutdown = "shutdown"
+
 // FinishRecord ends one job's attempt.
 type FinishRecord struct {
 	ID           string

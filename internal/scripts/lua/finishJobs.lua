@@ -26,7 +26,8 @@
 --   kind: "c" completed (value = returnvalue JSON), "f" failed for good
 --   (value = failedReason), "r" retry now, "d" retry after `delay` (both
 --   value = failedReason), "w" back to wait without spending an attempt
---   (worker shutdown), "m" moved to delayed by the processor itself (no
+--   (worker shutdown, value "shutdown": a worker is woken for it even when
+--   it goes back to prioritized; the rate limiter; Job.MoveToWait), "m" moved to delayed by the processor itself (no
 --   attempt spent, like BullMQ's DelayedError).
 -- Returns {codes, nextDelayedScore|false, {id, hash, ...}, rateLimitTTL ms}
 --   (rateLimitTTL: the fetch's; when it fetched nothing and a job went back
@@ -425,6 +426,11 @@ for k = 1, #owned do
       elseif priority > 0 then
         -- Back to the front of its priority band, as BullMQ's move-back does.
         rcall("ZADD", prioritizedKey, priorityScoreOf(priority, 0), id)
+        -- A closing worker's job (value "shutdown") wakes a worker, as its
+        -- stalled recovery would; BullMQ's move-back writes no marker here.
+        if value == "shutdown" then
+          addBaseMarker(markerKey, blocked)
+        end
       else
         rcall("RPUSH", waitKey, id)
         addBaseMarker(markerKey, blocked)
