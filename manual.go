@@ -392,6 +392,9 @@ func (j *Job) MoveToWait(ctx context.Context, token string) error {
 // that is gone is ErrLockLost, one another token holds is ErrJobLocked;
 // neither writes anything.
 func (j *Job) ExtendLock(ctx context.Context, token string, d time.Duration) error {
+	if err := j.storedIDErr("extend the lock of"); err != nil {
+		return err
+	}
 	const op = "extend the lock of"
 	if err := j.queue.check(); err != nil {
 		return j.err(op, err)
@@ -425,6 +428,9 @@ func lockTakenError() error {
 func (j *Job) endAttempt(ctx context.Context, op, token string, result any, cause error, next bool) (*Job, error) {
 	if err := j.queue.check(); err != nil {
 		return nil, j.err(op, err)
+	}
+	if err := j.storedIDErr(op); err != nil {
+		return nil, err
 	}
 	if err := checkLockToken(token); err != nil {
 		return nil, j.err(op, err)

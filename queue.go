@@ -572,6 +572,9 @@ func (q *Queue) GetJob(ctx context.Context, id string) (*Job, error) {
 	if err := q.check(); err != nil {
 		return nil, err
 	}
+	if err := storedIDError(id); err != nil {
+		return nil, &JobError{Queue: q.name, JobID: id, Op: "get", Err: err}
+	}
 	m, err := callWithin(ctx, q, func(ctx context.Context) (map[string]string, error) {
 		return q.rdb.HGetAll(ctx, q.k.Job(id)).Result()
 	})
@@ -728,6 +731,9 @@ func (q *Queue) GetJobState(ctx context.Context, id string) (JobState, error) {
 	if err := q.check(); err != nil {
 		return "", err
 	}
+	if err := storedIDError(id); err != nil {
+		return "", &JobError{Queue: q.name, JobID: id, Op: "get state of", Err: err}
+	}
 	s, err := scripts.GetStates(ctx, q.reads(), q.k, id)
 	if err != nil {
 		return "", fmt.Errorf("get state of job %q in queue %q: %w", id, q.name, err)
@@ -836,6 +842,9 @@ func (q *Queue) Obliterate(ctx context.Context, opts *ObliterateOptions) error {
 func (q *Queue) GetJobLogs(ctx context.Context, id string, start, end int64) ([]string, int64, error) {
 	if err := q.check(); err != nil {
 		return nil, 0, err
+	}
+	if err := storedIDError(id); err != nil {
+		return nil, 0, &JobError{Queue: q.name, JobID: id, Op: "read logs of", Err: err}
 	}
 	var lines *redis.StringSliceCmd
 	var count *redis.IntCmd

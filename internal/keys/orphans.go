@@ -1,6 +1,9 @@
 package keys
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // JobScanPattern is the SCAN MATCH pattern of every key of the queue, with
 // the glob characters of its prefix and name escaped.
@@ -44,4 +47,36 @@ func (q Queue) JobIDOfKey(key string) (string, bool) {
 		return "", false
 	}
 	return id, true
+}
+
+// keyFamilies are the first segments of the key families under a queue
+// that hold no job: deduplication ids ("de:<id>", "dn:<id>"), metrics
+// ("metrics:<kind>[:data]"), worker wake-ups ("marker:<worker>") and
+// drover's call records ("add:<token>", "call:<token>").
+var keyFamilies = map[string]bool{
+	"de": true, "dn": true, "metrics": true, "marker": true, "add": true, "call": true,
+}
+
+// CheckStoredJobID reports whether id may name a job already stored, by
+// either side, when a call is handed an id rather than a job it listed:
+// the job hash "<base><id>" must not be one of the queue's own keys (its
+// wait list, meta hash, a job scheduler's "repeat:<id>", a job's
+// "<id>:logs", ...), or the call would read or write that key as if it
+// were a job. It is looser than ValidateJobID, which rules new ids: the
+// ids BullMQ accepts (integers, "." and the legacy names ValidateJobID
+// also refuses) pass, so a job Node stored can always be reached, and so
+// does "", which names no key (callers answer it as a missing job).
+func CheckStoredJobID(id string) error {
+	parts := strings.Split(id, ":")
+	switch {
+	case len(parts) == 1 && (queueSuffixes[id] || id == "stalled"):
+		return fmt.Errorf("job id %q names the queue's %s key, not a job", id, id)
+	case len(parts) > 1 && keyFamilies[parts[0]]:
+		return fmt.Errorf("job id %q names a %s: key of the queue, not a job", id, parts[0])
+	case len(parts) == 2 && parts[0] == "repeat":
+		return fmt.Errorf("job id %q names job scheduler %q, not a job (its runs are repeat:<scheduler>:<ms>)", id, parts[1])
+	case len(parts) != 3 && len(parts) > 1 && jobSubKeys[parts[len(parts)-1]]:
+		return fmt.Errorf("job id %q names the %s key of job %q, not a job", id, parts[len(parts)-1], strings.Join(parts[:len(parts)-1], ":"))
+	}
+	return nil
 }
