@@ -58,6 +58,9 @@ func TestInteropJobHandleIDsNamingQueueKeys(t *testing.T) {
 	}
 
 	q := b.dq
+	fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fp.Close() })
 	for _, id := range []string{
 		"meta", "wait", "events", "id", "delayed", "marker", "repeat", "waiting-children", "stalled", "pc",
 		"repeat:s1", "metrics:completed", "de:d1", first + ":logs", "p:dependencies", "p:processed",
@@ -69,6 +72,10 @@ func TestInteropJobHandleIDsNamingQueueKeys(t *testing.T) {
 		}{
 			{"Remove", func() error { return j.Remove(ctx) }},
 			{"UpdateData", func() error { return j.UpdateData(ctx, map[string]int{"x": 1}) }},
+			{"FlowProducer.Add with it as Parent", func() error {
+				_, err := fp.Add(ctx, drover.FlowJob{Name: "kid", QueueName: queueName, Parent: &drover.JobRef{Queue: queueName, ID: id}})
+				return err
+			}},
 			{"GetJob", func() error { _, err := q.GetJob(ctx, id); return err }},
 			{"GetJobState", func() error { _, err := q.GetJobState(ctx, id); return err }},
 			{"GetJobLogs", func() error { _, _, err := q.GetJobLogs(ctx, id, 0, -1); return err }},
