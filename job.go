@@ -242,9 +242,6 @@ func (j *Job) ClearLogs(ctx context.Context, keep int) error {
 
 // GetState reads the job's current state.
 func (j *Job) GetState(ctx context.Context) (JobState, error) {
-	if err := j.storedIDErr("get state of"); err != nil {
-		return "", err
-	}
 	if j.queue == nil {
 		return StateUnknown, nil
 	}

@@ -731,9 +731,6 @@ func (q *Queue) GetJobState(ctx context.Context, id string) (JobState, error) {
 	if err := q.check(); err != nil {
 		return "", err
 	}
-	if err := storedIDError(id); err != nil {
-		return "", &JobError{Queue: q.name, JobID: id, Op: "get state of", Err: err}
-	}
 	s, err := scripts.GetStates(ctx, q.reads(), q.k, id)
 	if err != nil {
 		return "", fmt.Errorf("get state of job %q in queue %q: %w", id, q.name, err)

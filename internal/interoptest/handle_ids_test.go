@@ -77,12 +77,10 @@ func TestInteropJobHandleIDsNamingQueueKeys(t *testing.T) {
 				return err
 			}},
 			{"GetJob", func() error { _, err := q.GetJob(ctx, id); return err }},
-			{"GetJobState", func() error { _, err := q.GetJobState(ctx, id); return err }},
 			{"GetJobLogs", func() error { _, _, err := q.GetJobLogs(ctx, id, 0, -1); return err }},
 			{"GetFlow", func() error { _, err := q.GetFlow(ctx, id, nil); return err }},
 			{"CancelJob", func() error { return q.CancelJob(ctx, id, "x", nil) }},
 			{"WaitUntilFinished", func() error { _, err := q.WaitUntilFinished(ctx, id); return err }},
-			{"GetState", func() error { _, err := j.GetState(ctx); return err }},
 			{"UpdateProgress", func() error { return j.UpdateProgress(ctx, 50) }},
 			{"Log", func() error { _, err := j.Log(ctx, "x"); return err }},
 			{"ClearLogs", func() error { return j.ClearLogs(ctx, 0) }},
@@ -107,6 +105,16 @@ func TestInteropJobHandleIDsNamingQueueKeys(t *testing.T) {
 			err := c.call()
 			require.ErrorIs(t, err, drover.ErrInvalidJobID, "%s(%q)", c.name, id)
 			require.ErrorContains(t, err, fmt.Sprintf("job id %q names", id), "%s(%q)", c.name, id)
+		}
+		// A state read answers as for a job that is nowhere, as Node's
+		// getState does (TestStateLookupDoesNotSearchWait).
+		for name, read := range map[string]func(context.Context) (drover.JobState, error){
+			"GetJobState": func(ctx context.Context) (drover.JobState, error) { return q.GetJobState(ctx, id) },
+			"GetState":    j.GetState,
+		} {
+			state, err := read(ctx)
+			require.NoError(t, err, "%s(%q)", name, id)
+			require.Equal(t, drover.StateUnknown, state, "%s(%q)", name, id)
 		}
 		jobs, err := q.GetJobsByID(ctx, []string{id, first})
 		require.NoError(t, err, "GetJobsByID(%q, %q)", id, first)
