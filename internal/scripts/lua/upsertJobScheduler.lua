@@ -21,10 +21,15 @@
 --@include queue
 --@include scheduler
 --@include once
+--@include keytypes
 
 local callKey, first = onceReply(base, ARGV[18])
 if first then
   return first
+end
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
 end
 
 local schedulerId = ARGV[2]
