@@ -22,7 +22,9 @@ import (
 // failed and failed on wait ("WRONGTYPE Operation against a key holding
 // the wrong kind of value"), leaving it in no state; RetryJobs and
 // PromoteJobs emptied the failed and delayed sets that way (Node's calls
-// do the same).
+// do the same). Obliterate, which removes every key of the queue anyway,
+// deletes the foreign key with the rest; it failed with WRONGTYPE after
+// deleting some jobs, so such a queue could not be cleared at all.
 func TestInteropAdminWritesOnAWrongTypeQueueKey(t *testing.T) {
 	t.Parallel()
 	setup := newSetup(t)
@@ -51,6 +53,15 @@ func TestInteropAdminWritesOnAWrongTypeQueueKey(t *testing.T) {
 			require.NoError(t, err)
 
 			key := b.prefix + ":" + queueName + ":" + bad.key
+			// The jobs the replaced key listed keep their hashes and are in
+			// no state from now on (RemoveOrphanedJobs' work, not this test's).
+			var orphans []string
+			switch bad.key {
+			case "wait":
+				orphans = b.rdb.LRange(ctx, key, 0, -1).Val()
+			case "prioritized":
+				orphans = b.rdb.ZRange(ctx, key, 0, -1).Val()
+			}
 			require.NoError(t, b.rdb.Del(ctx, key).Err())
 			switch bad.typ {
 			case "string":
@@ -107,6 +118,26 @@ func TestInteropAdminWritesOnAWrongTypeQueueKey(t *testing.T) {
 				require.Error(t, err, c.name)
 				require.ErrorContains(t, err, "queue key "+key+" holds a "+bad.typ, c.name)
 			}
+			// Obliterate still clears the queue, a foreign list or set with it
+			// (Node's fails with WRONGTYPE half-way, jobs deleted). One in the
+			// place of the meta hash or the events stream, which its pause
+			// writes, is refused like the other calls.
+			err = q.Obliterate(ctx, &drover.ObliterateOptions{Force: true, Count: 2})
+			if bad.key == "events" {
+				require.ErrorContains(t, err, "queue key "+key+" holds a "+bad.typ)
+				after, err := statedump.Dump(ctx, b.rdb, b.prefix)
+				require.NoError(t, err)
+				require.Empty(t, statedump.Diff(before, after), "Obliterate changed Redis")
+				return
+			}
+			require.NoError(t, err)
+			left, err := b.rdb.Keys(ctx, b.prefix+":"+queueName+":*").Result()
+			require.NoError(t, err)
+			want := []string{}
+			for _, id := range orphans {
+				want = append(want, b.prefix+":"+queueName+":"+id)
+			}
+			require.ElementsMatch(t, want, left, "keys left by Obliterate: the orphaned hashes only")
 		})
 	}
 }

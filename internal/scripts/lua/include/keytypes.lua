@@ -7,15 +7,9 @@
 -- add, fetch and finish do not include this file.
 -- Expects common.lua and queue.lua in scope.
 
--- wrongTypeQueueKey is an error reply naming the first of the queue's keys
--- that holds another type than BullMQ and drover keep there, or nil.
-local function wrongTypeQueueKey()
-  local want = {
-    {waitKey, "list"}, {activeKey, "list"}, {prioritizedKey, "zset"}, {delayedKey, "zset"},
-    {completedKey, "zset"}, {failedKey, "zset"}, {pausedKey, "list"}, {waitingChildrenKey, "zset"},
-    {eventsKey, "stream"}, {metaKey, "hash"}, {markerKey, "zset"}, {pcKey, "string"}, {idKey, "string"},
-    {stalledKey, "set"}, {stalledCheckKey, "string"}, {limiterKey, "string"},
-  }
+-- wrongTypeKeys is an error reply naming the first of want's {key, type}
+-- pairs whose key holds another type, or nil.
+local function wrongTypeKeys(want)
   for _, w in ipairs(want) do
     local t = rcall("TYPE", w[1])["ok"]
     if t ~= "none" and t ~= w[2] then
@@ -24,4 +18,15 @@ local function wrongTypeQueueKey()
     end
   end
   return nil
+end
+
+-- wrongTypeQueueKey is wrongTypeKeys for every queue key, with the type
+-- BullMQ and drover keep there.
+local function wrongTypeQueueKey()
+  return wrongTypeKeys({
+    {waitKey, "list"}, {activeKey, "list"}, {prioritizedKey, "zset"}, {delayedKey, "zset"},
+    {completedKey, "zset"}, {failedKey, "zset"}, {pausedKey, "list"}, {waitingChildrenKey, "zset"},
+    {eventsKey, "stream"}, {metaKey, "hash"}, {markerKey, "zset"}, {pcKey, "string"}, {idKey, "string"},
+    {stalledKey, "set"}, {stalledCheckKey, "string"}, {limiterKey, "string"},
+  })
 end
