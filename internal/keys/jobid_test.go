@@ -70,6 +70,9 @@ func TestCheckStoredJobID(t *testing.T) {
 		{"dn:x", false},
 		{"marker:w1", false},
 		{"add:tok.1", false},
+		{"call:tok.1", false},
+		{"add:a:b", true}, // a 3-part id Node accepts; drover's records have one ':'
+		{"de:a:b", false}, // the key of deduplication id "a:b"
 		{"1:logs", false},
 		{"1:lock", false},
 		{"p:dependencies", false},

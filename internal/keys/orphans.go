@@ -51,11 +51,13 @@ func (q Queue) JobIDOfKey(key string) (string, bool) {
 
 // keyFamilies are the first segments of the key families under a queue
 // that hold no job: deduplication ids ("de:<id>", "dn:<id>"), metrics
-// ("metrics:<kind>[:data]"), worker wake-ups ("marker:<worker>") and
-// drover's call records ("add:<token>", "call:<token>").
-var keyFamilies = map[string]bool{
-	"de": true, "dn": true, "metrics": true, "marker": true, "add": true, "call": true,
-}
+// ("metrics:<kind>[:data]") and worker wake-ups ("marker:<worker>"), whose
+// ids may hold ':' themselves, as ValidateJobID refuses them for new jobs.
+// drover's call records ("add:<token>", "call:<token>") have one ':' only
+// (recordFamilies): a 3-part id such as "add:a:b" is a job BullMQ accepts.
+var keyFamilies = map[string]bool{"de": true, "dn": true, "metrics": true, "marker": true}
+
+var recordFamilies = map[string]bool{"add": true, "call": true}
 
 // CheckStoredJobID reports whether id may name a job already stored, by
 // either side, when a call is handed an id rather than a job it listed:
@@ -71,7 +73,7 @@ func CheckStoredJobID(id string) error {
 	switch {
 	case len(parts) == 1 && (queueSuffixes[id] || id == "stalled"):
 		return fmt.Errorf("job id %q names the queue's %s key, not a job", id, id)
-	case len(parts) > 1 && keyFamilies[parts[0]]:
+	case len(parts) > 1 && keyFamilies[parts[0]], len(parts) == 2 && recordFamilies[parts[0]]:
 		return fmt.Errorf("job id %q names a %s: key of the queue, not a job", id, parts[0])
 	case len(parts) == 2 && parts[0] == "repeat":
 		return fmt.Errorf("job id %q names job scheduler %q, not a job (its runs are repeat:<scheduler>:<ms>)", id, parts[1])
