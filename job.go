@@ -257,7 +257,7 @@ func (q *Queue) fromRecord(r *jobcodec.Record) *Job {
 		RawOpts:         r.RawOpts,
 		Opts:            optsFromStored(&r.Opts),
 		Timestamp:       msTime(r.Timestamp),
-		Delay:           time.Duration(r.Delay) * time.Millisecond,
+		Delay:           msDuration(r.Delay),
 		Priority:        int(r.Priority),
 		AttemptsMade:    int(r.AttemptsMade),
 		AttemptsStarted: int(r.AttemptsStarted),

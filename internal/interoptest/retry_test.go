@@ -340,9 +340,30 @@ func TestDifferentialRetryNodeBackoff(t *testing.T) {
 // delay wrapped round to 0 in Go's Duration and the drover worker retried
 // the job at once, 45 times within the second, until it failed for good
 // (with atm 35 the wrapped delay was negative: retried at once too).
+//
+// The same holds for a fixed backoff whose stored delay is past a Duration
+// (1e13 ms, 317 years, which Node's Queue.add accepts): drover read it
+// wrapped round to a negative delay and retried the job at once, three
+// attempts spent within the second.
 func TestDifferentialExponentialBackoffPastDuration(t *testing.T) {
 	t.Parallel()
 	setup := newSetup(t)
+	for _, tc := range []struct {
+		name string
+		opts map[string]any
+		atm  int
+	}{
+		{"Exponential56th", map[string]any{"attempts": 100, "backoff": map[string]any{"type": "exponential", "delay": 1000}}, 55},
+		{"Fixed1e13ms", map[string]any{"attempts": 3, "backoff": map[string]any{"type": "fixed", "delay": 1e13}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			backoffPastDuration(t, setup, tc.opts, tc.atm)
+		})
+	}
+}
+
+func backoffPastDuration(t *testing.T, setup func(t *testing.T) *bundle, opts map[string]any, atm int) {
 	ctx := context.Background()
 	nb := setup(t)
 	db := nb.sibling(t)
@@ -351,8 +372,9 @@ func TestDifferentialExponentialBackoffPastDuration(t *testing.T) {
 		if b == db {
 			by = droverImpl
 		}
-		id := b.add(t, nodeImpl, jobSpec{name: "patient", attempts: 100, backoff: &drover.Backoff{Type: drover.BackoffExponential, Delay: time.Second}})
-		require.NoError(t, b.rdb.HSet(ctx, b.prefix+":"+queueName+":"+id, "atm", 55).Err())
+		id, err := b.oracle.Add(ctx, b.prefix, queueName, "patient", nil, opts)
+		require.NoError(t, err)
+		require.NoError(t, b.rdb.HSet(ctx, b.prefix+":"+queueName+":"+id, "atm", atm).Err())
 		stop := b.startWorker(t, by, workerSpec{behavior: bullmqoracle.Fail("boom")})
 		var state drover.JobState
 		testkit.WaitFor(t, 10*time.Second, "the failure is written", func() bool {
@@ -360,13 +382,13 @@ func TestDifferentialExponentialBackoffPastDuration(t *testing.T) {
 			require.NoError(t, err)
 			state, err = j.GetState(ctx)
 			require.NoError(t, err)
-			return j.AttemptsMade > 55 && state != drover.StateActive
+			return j.AttemptsMade > atm && state != drover.StateActive
 		})
 		stop()
 		j, err := b.dq.GetJob(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, drover.StateDelayed, state, "%s worker: state after the 56th failure (attemptsMade %d)", by, j.AttemptsMade)
-		require.Equal(t, 56, j.AttemptsMade, "%s worker", by)
+		require.Equal(t, drover.StateDelayed, state, "%s worker: state after failure %d (attemptsMade %d)", by, atm+1, j.AttemptsMade)
+		require.Equal(t, atm+1, j.AttemptsMade, "%s worker", by)
 		score, err := b.rdb.ZScore(ctx, b.prefix+":"+queueName+":delayed", id).Result()
 		require.NoError(t, err)
 		// In float ms: Node's due (2^55 s from now) is past what an int64 of
