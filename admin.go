@@ -27,6 +27,9 @@ type RetryOptions struct {
 // is elsewhere, ErrJobLocked when a worker holds it, ErrJobNotFound when
 // it is gone.
 func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) error {
+	if err := j.storedIDErr("retry"); err != nil {
+		return err
+	}
 	if state != StateFailed && state != StateCompleted {
 		return j.err("retry", optionError("Retry state must be %q or %q, got %q", StateFailed, StateCompleted, state))
 	}
@@ -43,6 +46,9 @@ func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) err
 
 // Promote makes a delayed job ready now. ErrNotInState if it is not delayed.
 func (j *Job) Promote(ctx context.Context) error {
+	if err := j.storedIDErr("promote"); err != nil {
+		return err
+	}
 	if err := j.queue.check(); err != nil {
 		return err
 	}
@@ -52,6 +58,9 @@ func (j *Job) Promote(ctx context.Context) error {
 // ChangeDelay makes a delayed job due delay from now. ErrNotInState if it is
 // not delayed.
 func (j *Job) ChangeDelay(ctx context.Context, delay time.Duration) error {
+	if err := j.storedIDErr("change delay of"); err != nil {
+		return err
+	}
 	if delay < 0 {
 		return j.err("change delay of", optionError("delay must not be negative, got %s", delay))
 	}
@@ -65,6 +74,9 @@ func (j *Job) ChangeDelay(ctx context.Context, delay time.Duration) error {
 // re-queued where the new priority puts it; lifo puts it first among its
 // priority.
 func (j *Job) ChangePriority(ctx context.Context, priority int, lifo bool) error {
+	if err := j.storedIDErr("change priority of"); err != nil {
+		return err
+	}
 	if priority < 0 || priority > MaxPriority {
 		return j.err("change priority of", optionError("priority must be between 0 and %d, got %d", MaxPriority, priority))
 	}
@@ -79,6 +91,9 @@ func (j *Job) ChangePriority(ctx context.Context, priority int, lifo bool) error
 // that is itself a child is detached from its parent, which stops waiting
 // for it. ErrJobLocked if a worker holds the job or one of those children.
 func (j *Job) Remove(ctx context.Context) error {
+	if err := j.storedIDErr("remove"); err != nil {
+		return err
+	}
 	if err := j.queue.check(); err != nil {
 		return err
 	}

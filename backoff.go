@@ -62,9 +62,29 @@ func ComputeBackoff(b *Backoff, attemptsMade int, err error, job *Job, custom ma
 	return d, nil
 }
 
+// maxBackoffMs is the longest delay a Duration holds in whole milliseconds,
+// about 292 years.
+const maxBackoffMs = float64(math.MaxInt64 / int64(time.Millisecond))
+
+// jittered is ms with jitter applied, as a Duration. BullMQ computes in
+// float milliseconds without a bound (2^(n-1) * delay reaches Infinity), so
+// a delay past what a Duration holds is clamped to maxBackoffMs, still
+// centuries away: converted as it was, it wrapped round to a short, zero
+// or negative delay (exponential 1 s: the 35th failure came back negative,
+// the 55th and later 0), and a job Node would hold for centuries was
+// retried at once. NaN (0 ms * Infinity; Node's NaN delay is falsy) is 0,
+// a retry at once, as there.
 func jittered(ms, jitter float64, rand func() float64) time.Duration {
 	if jitter > 0 {
 		ms = math.Floor(rand()*ms*jitter + ms*(1-jitter))
+	}
+	switch {
+	case math.IsNaN(ms):
+		return 0
+	case ms >= maxBackoffMs:
+		ms = maxBackoffMs
+	case ms <= -maxBackoffMs:
+		ms = -maxBackoffMs
 	}
 	return time.Duration(ms) * time.Millisecond
 }

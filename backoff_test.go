@@ -2,6 +2,7 @@ package drover_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -41,6 +42,14 @@ func TestComputeBackoff(t *testing.T) {
 		{"ExponentialJitter", &drover.Backoff{Type: "exponential", Delay: time.Second, Jitter: 0.2}, 3, 0.5, 3600 * time.Millisecond, ""},
 		{"ExponentialJitterLowBound", &drover.Backoff{Type: "exponential", Delay: time.Second, Jitter: 0.2}, 3, 0, 3200 * time.Millisecond, ""},
 		{"ExponentialRounds", &drover.Backoff{Type: "exponential", Delay: 3 * time.Millisecond}, 1, 0, 3 * time.Millisecond, ""},
+		// Past what a Duration holds (BullMQ's float ms grow to Infinity):
+		// the longest whole-ms Duration, never a wrapped-round value.
+		{"ExponentialPastDuration35", &drover.Backoff{Type: "exponential", Delay: time.Second}, 35, 0.5, longestBackoff, ""},
+		{"ExponentialPastDuration55", &drover.Backoff{Type: "exponential", Delay: time.Second}, 55, 0.5, longestBackoff, ""},
+		{"ExponentialInfinity", &drover.Backoff{Type: "exponential", Delay: time.Second}, 2000, 0.5, longestBackoff, ""},
+		{"ExponentialInfinityJitter", &drover.Backoff{Type: "exponential", Delay: time.Second, Jitter: 0.5}, 2000, 0.5, longestBackoff, ""},
+		{"ExponentialNegativePastDuration", &drover.Backoff{Type: "exponential", Delay: -time.Second}, 60, 0.5, -longestBackoff, ""},
+		{"ExponentialZeroTimesInfinity", &drover.Backoff{Type: "exponential"}, 2000, 0.5, 0, ""},
 		{"Custom", &drover.Backoff{Type: "linear"}, 4, 0, 400 * time.Millisecond, ""},
 		{"CustomStop", &drover.Backoff{Type: "stop"}, 1, 0, drover.BackoffStop, ""},
 		// BullMQ stops only at -1 (ms); other negative delays retry now
@@ -102,3 +111,6 @@ func BenchmarkComputeBackoff(b *testing.B) {
 		})
 	}
 }
+
+// longestBackoff is the longest Duration in whole milliseconds.
+const longestBackoff = time.Duration(math.MaxInt64/int64(time.Millisecond)) * time.Millisecond

@@ -86,6 +86,9 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 	if id == "" {
 		return errors.New("drover: CancelJob needs a job id")
 	}
+	if err := storedIDError(id); err != nil {
+		return &JobError{Queue: q.name, JobID: id, Op: "cancel", Err: err}
+	}
 	if len(reason) > maxCancelReason {
 		return fmt.Errorf("%w: cancel reason must be at most %d bytes, got %d", ErrInvalidOption, maxCancelReason, len(reason))
 	}

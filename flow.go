@@ -522,6 +522,12 @@ func (f *FlowProducer) prepareNode(fj *FlowJob, parent int, nodes []flowNode, no
 		if r.ID == "" {
 			return flowNode{}, fmt.Errorf("%w: FlowJob.Parent.ID must not be empty", ErrInvalidJobID)
 		}
+		// A parent id naming a queue key ("meta", "wait", ...) passed the
+		// existence check and made that key a parent: the tree's root was
+		// added under "<key>:dependencies".
+		if err := storedIDError(r.ID); err != nil {
+			return flowNode{}, fmt.Errorf("FlowJob.Parent.ID: %w", err)
+		}
 		pref = &r
 		rec.ParentKey = r.Key()
 	}

@@ -21,6 +21,9 @@ import (
 // ErrParentNotFound (as BullMQ refuses it), a missing job with
 // ErrJobNotFound.
 func (j *Job) RemoveChildDependency(ctx context.Context) (bool, error) {
+	if err := j.storedIDErr("remove child dependency of"); err != nil {
+		return false, err
+	}
 	if err := j.queue.check(); err != nil {
 		return false, err
 	}
@@ -47,6 +50,9 @@ func (j *Job) RemoveChildDependency(ctx context.Context) (bool, error) {
 // It returns how many jobs it deleted. A missing job is refused with
 // ErrJobNotFound (BullMQ's call returns nothing either way).
 func (j *Job) RemoveUnprocessedChildren(ctx context.Context) (int, error) {
+	if err := j.storedIDErr("remove unprocessed children of"); err != nil {
+		return 0, err
+	}
 	if err := j.queue.check(); err != nil {
 		return 0, err
 	}

@@ -49,6 +49,9 @@ func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*
 	if err := q.check(); err != nil {
 		return nil, err
 	}
+	if err := storedIDError(id); err != nil {
+		return nil, &JobError{Queue: q.name, JobID: id, Op: "get flow of", Err: err}
+	}
 	var o GetFlowOptions
 	if opts != nil {
 		o = *opts
@@ -159,6 +162,9 @@ func (r *flowReads) childKeys() []string {
 // GetChildrenValues returns the return values of the job's completed flow
 // children, by child job key ("<prefix>:<queue>:<id>", see ParseJobKey).
 func (j *Job) GetChildrenValues(ctx context.Context) (map[string]json.RawMessage, error) {
+	if err := j.storedIDErr("get children values of"); err != nil {
+		return nil, err
+	}
 	if j.queue == nil {
 		return map[string]json.RawMessage{}, nil
 	}
@@ -179,6 +185,9 @@ func (j *Job) GetChildrenValues(ctx context.Context) (map[string]json.RawMessage
 // children that failed with IgnoreDependency or ContinueParent, by child
 // job key.
 func (j *Job) GetIgnoredChildrenFailures(ctx context.Context) (map[string]string, error) {
+	if err := j.storedIDErr("get ignored children failures of"); err != nil {
+		return nil, err
+	}
 	if j.queue == nil {
 		return map[string]string{}, nil
 	}
@@ -241,6 +250,9 @@ type Dependencies struct {
 // children at Cursor to Cursor+Count-1; BullMQ 6.7's ends at Count-1
 // whatever the cursor, so past the first page it reads none.
 func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*Dependencies, error) {
+	if err := j.storedIDErr("get dependencies of"); err != nil {
+		return nil, err
+	}
 	if j.queue == nil {
 		return &Dependencies{}, nil
 	}
@@ -336,6 +348,9 @@ type DependencyCounts struct {
 
 // GetDependenciesCount counts the job's flow children, atomically.
 func (j *Job) GetDependenciesCount(ctx context.Context) (DependencyCounts, error) {
+	if err := j.storedIDErr("count dependencies of"); err != nil {
+		return DependencyCounts{}, err
+	}
 	if j.queue == nil {
 		return DependencyCounts{}, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seed40057009/drover/internal/jobcodec"
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
@@ -130,9 +131,32 @@ func (j *Job) err(op string, err error) error {
 	return e
 }
 
+// storedIDErr refuses, before any I/O, a handle whose id names one of its
+// queue's own keys rather than a job (keys.CheckStoredJobID): without it
+// Queue.Job("meta").Remove deleted the queue's meta hash (its pause, global
+// limits and events cap) and UpdateData wrote a data field into it, both
+// reporting success, as Node's calls do. It is nil for the zero Job.
+func (j *Job) storedIDErr(op string) error {
+	if j.queue == nil {
+		return nil
+	}
+	return j.err(op, storedIDError(j.ID))
+}
+
+// storedIDError is keys.CheckStoredJobID's refusal as ErrInvalidJobID.
+func storedIDError(id string) error {
+	if err := keys.CheckStoredJobID(id); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidJobID, err)
+	}
+	return nil
+}
+
 // UpdateProgress stores v (JSON-encoded) as the job's progress and emits a
 // progress event.
 func (j *Job) UpdateProgress(ctx context.Context, v any) error {
+	if err := j.storedIDErr("update progress of"); err != nil {
+		return err
+	}
 	b, err := jobcodec.EncodeData(v)
 	if v == nil {
 		b = []byte("null")
@@ -156,6 +180,9 @@ func (j *Job) UpdateProgress(ctx context.Context, v any) error {
 // event and no SizeLimit check. A job that no longer exists is an error
 // (errors.Is ErrJobNotFound).
 func (j *Job) UpdateData(ctx context.Context, v any) error {
+	if err := j.storedIDErr("update data of"); err != nil {
+		return err
+	}
 	b, err := jobcodec.EncodeData(v)
 	if v == nil {
 		b, err = []byte("null"), nil
@@ -175,6 +202,9 @@ func (j *Job) UpdateData(ctx context.Context, v any) error {
 // Log appends a line to the job's log, bounded by Opts.KeepLogs. It returns
 // the number of lines the log now holds.
 func (j *Job) Log(ctx context.Context, line string) (int, error) {
+	if err := j.storedIDErr("log to"); err != nil {
+		return 0, err
+	}
 	if j.queue == nil {
 		j.lines++
 		return j.lines, nil
@@ -187,6 +217,9 @@ func (j *Job) Log(ctx context.Context, line string) (int, error) {
 // clearLogs(keepLogs)); keep 0 deletes them all. Like BullMQ's it is one
 // Redis command and does not check that the job exists.
 func (j *Job) ClearLogs(ctx context.Context, keep int) error {
+	if err := j.storedIDErr("clear logs of"); err != nil {
+		return err
+	}
 	if keep < 0 {
 		return j.err("clear logs of", optionError("lines to keep must not be negative, got %d", keep))
 	}
@@ -224,7 +257,7 @@ func (q *Queue) fromRecord(r *jobcodec.Record) *Job {
 		RawOpts:         r.RawOpts,
 		Opts:            optsFromStored(&r.Opts),
 		Timestamp:       msTime(r.Timestamp),
-		Delay:           time.Duration(r.Delay) * time.Millisecond,
+		Delay:           msDuration(r.Delay),
 		Priority:        int(r.Priority),
 		AttemptsMade:    int(r.AttemptsMade),
 		AttemptsStarted: int(r.AttemptsStarted),

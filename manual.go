@@ -341,13 +341,31 @@ func (j *Job) CompleteAndNext(ctx context.Context, token string, value any) (*Jo
 // removeOnFail (or the worker's) applies and a flow parent is told per its
 // policy. Delay and ErrRateLimited mean what they mean to a processor. The
 // token and error rules are Complete's (pending children do not stop a
-// failure); a nil err is refused with ErrInvalidOption.
+// failure); a nil err, or one whose Error method panics (a typed nil
+// pointer), is refused with ErrInvalidOption.
 func (j *Job) Fail(ctx context.Context, token string, err error) error {
-	if err == nil {
-		return j.err("fail", optionError("Fail needs an error"))
+	if bad := checkFailCause("Fail", err); bad != nil {
+		return j.err("fail", bad)
 	}
 	_, err = j.endAttempt(ctx, "fail", token, nil, err, false)
 	return err
+}
+
+// checkFailCause refuses a nil err, and one whose Error method panics (a
+// typed nil pointer passed as the error, usually): the failure's reason is
+// read from it, and the panic ended the caller's goroutine in the middle
+// of Fail, the job left active under its lock. call names the method.
+func checkFailCause(call string, err error) (bad error) {
+	if err == nil {
+		return optionError("%s needs an error", call)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			bad = optionError("%s needs an error whose Error method works: a %T panicked (a typed nil?): %v", call, err, p)
+		}
+	}()
+	_ = err.Error()
+	return nil
 }
 
 // FailAndNext is Fail followed, in the same atomic step, by the take of
@@ -357,8 +375,8 @@ func (j *Job) Fail(ctx context.Context, token string, err error) error {
 // it; a job retried at once goes back to wait and nothing is taken (nil),
 // as BullMQ's retry takes nothing.
 func (j *Job) FailAndNext(ctx context.Context, token string, err error) (*Job, error) {
-	if err == nil {
-		return nil, j.err("fail", optionError("FailAndNext needs an error"))
+	if bad := checkFailCause("FailAndNext", err); bad != nil {
+		return nil, j.err("fail", bad)
 	}
 	return j.endAttempt(ctx, "fail", token, nil, err, true)
 }
@@ -394,6 +412,9 @@ func (j *Job) MoveToWait(ctx context.Context, token string) error {
 // that is gone is ErrLockLost, one another token holds is ErrJobLocked;
 // neither writes anything.
 func (j *Job) ExtendLock(ctx context.Context, token string, d time.Duration) error {
+	if err := j.storedIDErr("extend the lock of"); err != nil {
+		return err
+	}
 	const op = "extend the lock of"
 	if err := j.queue.check(); err != nil {
 		return j.err(op, err)
@@ -427,6 +448,9 @@ func lockTakenError() error {
 func (j *Job) endAttempt(ctx context.Context, op, token string, result any, cause error, next bool) (*Job, error) {
 	if err := j.queue.check(); err != nil {
 		return nil, j.err(op, err)
+	}
+	if err := j.storedIDErr(op); err != nil {
+		return nil, err
 	}
 	if err := checkLockToken(token); err != nil {
 		return nil, j.err(op, err)

@@ -267,6 +267,9 @@ func TestManualProcessingRefusals(t *testing.T) {
 		{"short extend", func() error { return active.ExtendLock(ctx, "mine", 0) }, drover.ErrInvalidOption, "at least 1ms"},
 		{"value not JSON", func() error { return active.Complete(ctx, "mine", make(chan int)) }, drover.ErrInvalidData, "return value"},
 		{"nil error", func() error { return active.Fail(ctx, "mine", nil) }, drover.ErrInvalidOption, "needs an error"},
+		{"typed nil error", func() error { return active.Fail(ctx, "mine", (*derefError)(nil)) }, drover.ErrInvalidOption, "a typed nil?"},
+		{"typed nil unrecoverable", func() error { return active.Fail(ctx, "mine", drover.Unrecoverable((*derefError)(nil))) }, drover.ErrInvalidOption, "panicked"},
+		{"typed nil error and next", func() error { _, err := active.FailAndNext(ctx, "mine", (*derefError)(nil)); return err }, drover.ErrInvalidOption, "FailAndNext"},
 		{"zero time", func() error { return active.MoveToDelayed(ctx, "mine", time.Time{}) }, drover.ErrInvalidOption, "zero time"},
 		{"completed twice", func() error { return done2.Complete(ctx, "done-tok-2", 2) }, drover.ErrLockLost, "completed"},
 		{"finished job extend", func() error { return done2.ExtendLock(ctx, "done-tok-2", time.Minute) }, drover.ErrLockLost, ""},
@@ -563,3 +566,9 @@ func TestFinishAndNextAdvancesScheduler(t *testing.T) {
 		})
 	}
 }
+
+// derefError's Error reads its receiver: a nil *derefError passed as an
+// error panics when its text is read.
+type derefError struct{ msg string }
+
+func (e *derefError) Error() string { return e.msg }

@@ -3,6 +3,7 @@ package drover
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/seed40057009/drover/internal/jobcodec"
@@ -212,10 +213,20 @@ func retentionFields(k *jobcodec.Keep) *Retention {
 		if k.AgeMs <= 0 {
 			r.Remove = true
 		} else {
-			r.Age = time.Duration(k.AgeMs) * time.Millisecond
+			r.Age = msDuration(k.AgeMs)
 		}
 	}
 	return r
+}
+
+// msDuration is a stored count of milliseconds as a Duration, clamped to
+// the longest whole-ms Duration (about 292 years) either way. Node BullMQ
+// stores any JavaScript number (a backoff delay of Number.MAX_SAFE_INTEGER
+// ms, say); converted as it was, a value past that wrapped round, a backoff
+// of 1e13 ms (317 years) coming out negative: retried at once.
+func msDuration(ms int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Millisecond)
+	return time.Duration(min(max(ms, -most), most)) * time.Millisecond
 }
 
 func sameRetention(a, b *Retention) bool {
@@ -225,7 +236,7 @@ func sameRetention(a, b *Retention) bool {
 func optsFromStored(s *jobcodec.Opts) JobOptions {
 	o := JobOptions{
 		JobID:            s.JobID,
-		Delay:            time.Duration(s.Delay) * time.Millisecond,
+		Delay:            msDuration(s.Delay),
 		Priority:         int(s.Priority),
 		LIFO:             s.LIFO,
 		Attempts:         int(s.Attempts),
@@ -234,19 +245,19 @@ func optsFromStored(s *jobcodec.Opts) JobOptions {
 		KeepLogs:         int(s.KeepLogs),
 		SizeLimit:        int(s.SizeLimit),
 		ParentPolicy:     parentPolicyFromStored(s),
-		Timeout:          time.Duration(s.Timeout) * time.Millisecond,
+		Timeout:          msDuration(s.Timeout),
 	}
 	if s.Timestamp != 0 {
 		o.Timestamp = msTime(s.Timestamp)
 	}
 	if s.Backoff != nil {
-		o.Backoff = &Backoff{Type: s.Backoff.Type, Delay: time.Duration(s.Backoff.Delay) * time.Millisecond, Jitter: s.Backoff.Jitter}
+		o.Backoff = &Backoff{Type: s.Backoff.Type, Delay: msDuration(s.Backoff.Delay), Jitter: s.Backoff.Jitter}
 	}
 	if s.StackTraceLimit != nil {
 		o.StackTraceLimit = stackTraceLimitFromStored(*s.StackTraceLimit)
 	}
 	if s.Dedup != nil {
-		o.Deduplication = &Deduplication{ID: s.Dedup.ID, TTL: time.Duration(s.Dedup.TTL) * time.Millisecond, Extend: s.Dedup.Extend, Replace: s.Dedup.Replace,
+		o.Deduplication = &Deduplication{ID: s.Dedup.ID, TTL: msDuration(s.Dedup.TTL), Extend: s.Dedup.Extend, Replace: s.Dedup.Replace,
 			KeepLastIfActive: s.Dedup.KeepLastIfActive, Reschedule: s.Dedup.Reschedule}
 	}
 	if s.Telemetry != "" || s.OmitContext {

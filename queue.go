@@ -572,6 +572,9 @@ func (q *Queue) GetJob(ctx context.Context, id string) (*Job, error) {
 	if err := q.check(); err != nil {
 		return nil, err
 	}
+	if err := storedIDError(id); err != nil {
+		return nil, &JobError{Queue: q.name, JobID: id, Op: "get", Err: err}
+	}
 	m, err := callWithin(ctx, q, func(ctx context.Context) (map[string]string, error) {
 		return q.rdb.HGetAll(ctx, q.k.Job(id)).Result()
 	})
@@ -834,8 +837,30 @@ func (q *Queue) Obliterate(ctx context.Context, opts *ObliterateOptions) error {
 // GetJobLogs reads a job's log lines from start to end (inclusive, -1 = last)
 // and the total number of lines.
 func (q *Queue) GetJobLogs(ctx context.Context, id string, start, end int64) ([]string, int64, error) {
+	return q.jobLogs(ctx, id, start, end, false)
+}
+
+// GetJobLogsNewestFirst reads a job's log lines newest first, as BullMQ's
+// getJobLogs(id, start, end, false) does: start and end (inclusive) count
+// from the newest line, so 0, 9 are the ten lines logged last, the newest
+// first, and -1 is the oldest line. It also returns the total number of
+// lines. A reader showing the end of a long log asks for it without
+// counting the lines first.
+func (q *Queue) GetJobLogsNewestFirst(ctx context.Context, id string, start, end int64) ([]string, int64, error) {
+	return q.jobLogs(ctx, id, start, end, true)
+}
+
+func (q *Queue) jobLogs(ctx context.Context, id string, start, end int64, newestFirst bool) ([]string, int64, error) {
 	if err := q.check(); err != nil {
 		return nil, 0, err
+	}
+	if err := storedIDError(id); err != nil {
+		return nil, 0, &JobError{Queue: q.name, JobID: id, Op: "read logs of", Err: err}
+	}
+	if newestFirst {
+		// Index i from the newest is -(i+1) from the oldest, which is ^i
+		// (no overflow at either end of int64).
+		start, end = ^end, ^start
 	}
 	var lines *redis.StringSliceCmd
 	var count *redis.IntCmd
@@ -847,7 +872,11 @@ func (q *Queue) GetJobLogs(ctx context.Context, id string, start, end int64) ([]
 	if err != nil {
 		return nil, 0, fmt.Errorf("read logs of job %q in queue %q: %w", id, q.name, err)
 	}
-	return lines.Val(), count.Val(), nil
+	out := lines.Val()
+	if newestFirst {
+		slices.Reverse(out)
+	}
+	return out, count.Val(), nil
 }
 
 // register adds the queue's name to the registry of queue names (one SADD

@@ -46,12 +46,16 @@ func TestReadsWhileRedisIsPaused(t *testing.T) {
 			_, err := q.GetCountsPerPriority(ctx, 0, 1)
 			return err
 		},
-		"Queue.GetJobState":        func(ctx context.Context) error { _, err := q.GetJobState(ctx, id); return err },
-		"Queue.IsPaused":           func(ctx context.Context) error { _, err := q.IsPaused(ctx); return err },
-		"Queue.IsMaxed":            func(ctx context.Context) error { _, err := q.IsMaxed(ctx); return err },
-		"Queue.GetMeta":            func(ctx context.Context) error { _, err := q.GetMeta(ctx); return err },
-		"Queue.GetVersion":         func(ctx context.Context) error { _, err := q.GetVersion(ctx); return err },
-		"Queue.GetJobLogs":         func(ctx context.Context) error { _, _, err := q.GetJobLogs(ctx, id, 0, -1); return err },
+		"Queue.GetJobState": func(ctx context.Context) error { _, err := q.GetJobState(ctx, id); return err },
+		"Queue.IsPaused":    func(ctx context.Context) error { _, err := q.IsPaused(ctx); return err },
+		"Queue.IsMaxed":     func(ctx context.Context) error { _, err := q.IsMaxed(ctx); return err },
+		"Queue.GetMeta":     func(ctx context.Context) error { _, err := q.GetMeta(ctx); return err },
+		"Queue.GetVersion":  func(ctx context.Context) error { _, err := q.GetVersion(ctx); return err },
+		"Queue.GetJobLogs":  func(ctx context.Context) error { _, _, err := q.GetJobLogs(ctx, id, 0, -1); return err },
+		"Queue.GetJobLogsNewestFirst": func(ctx context.Context) error {
+			_, _, err := q.GetJobLogsNewestFirst(ctx, id, 0, 9)
+			return err
+		},
 		"Queue.GetMetrics":         func(ctx context.Context) error { _, err := q.GetMetrics(ctx, "completed", 0, -1); return err },
 		"Queue.GetRateLimitTTL":    func(ctx context.Context) error { _, err := q.GetRateLimitTTL(ctx, 0); return err },
 		"Queue.GetGlobalRateLimit": func(ctx context.Context) error { _, err := q.GetGlobalRateLimit(ctx); return err },

@@ -216,6 +216,9 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 		a.Offset = repeat.Offset.Milliseconds()
 	}
 	runID, delay, err := scripts.UpsertJobScheduler(ctx, q.writes(), q.k, a)
+	if errors.Is(err, scripts.ErrSchedulerKeyTaken) {
+		err = fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -220,6 +220,9 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 	if id == "" {
 		return nil, q.waitErr(id, fmt.Errorf("%w: empty job id", ErrJobNotFound))
 	}
+	if err := storedIDError(id); err != nil {
+		return nil, q.waitErr(id, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

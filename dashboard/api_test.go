@@ -113,6 +113,10 @@ func TestAPI(t *testing.T) {
 		require.Equal(t, inspect.RetryStateFailed, d.RetryState)
 		require.Len(t, d.Timeline, 2)
 		require.Equal(t, http.StatusNotFound, c.get("api/queues/mail/jobs/404", nil))
+		// An id naming one of the queue's keys is bad input, not a job.
+		for _, key := range []string{"meta", "wait", "events"} {
+			require.Equal(t, http.StatusBadRequest, c.get("api/queues/mail/jobs/"+key, nil), key)
+		}
 		require.Equal(t, http.StatusNotFound, c.get("api/nope", nil))
 
 		var st inspect.StalledReport

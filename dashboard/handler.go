@@ -570,7 +570,9 @@ func writeErr(w http.ResponseWriter, err error) {
 	case errors.Is(err, drover.ErrNotInState), errors.Is(err, drover.ErrJobLocked), errors.Is(err, drover.ErrActiveJobs),
 		errors.Is(err, drover.ErrCancelNotDelivered):
 		writeError(w, http.StatusConflict, err.Error())
-	case errors.Is(err, drover.ErrInvalidOption):
+	case errors.Is(err, drover.ErrInvalidOption), errors.Is(err, drover.ErrInvalidJobID):
+		// An id that names one of the queue's keys ("meta", "wait") is no
+		// job's: bad input, as drover refuses it.
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, drover.ErrOutcomeUnknown):
 		// Before the cancelled case: a client that hung up during a write

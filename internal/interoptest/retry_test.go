@@ -2,6 +2,7 @@ package interoptest_test
 
 import (
 	"cmp"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
 
@@ -325,5 +327,73 @@ func TestDifferentialRetryNodeBackoff(t *testing.T) {
 				comparableDump(t, nb.rdb, nb.prefix, dumpOptions{workersRan: true}),
 				comparableDump(t, db.rdb, db.prefix, dumpOptions{workersRan: true}))
 		})
+	}
+}
+
+// TestDifferentialExponentialBackoffPastDuration: a job with many attempts
+// and exponential backoff has failed 55 times (its atm set so), and a Node
+// worker under one prefix and a drover worker under another fail it once
+// more. BullMQ computes 2^55 * 1000 ms in float and holds the job in
+// delayed for a million years; drover must hold it too (clamped to the
+// longest Duration, about 292 years: the delay field differs, so it is
+// compared as "more than a century ahead", not byte for byte). Before, the
+// delay wrapped round to 0 in Go's Duration and the drover worker retried
+// the job at once, 45 times within the second, until it failed for good
+// (with atm 35 the wrapped delay was negative: retried at once too).
+//
+// The same holds for a fixed backoff whose stored delay is past a Duration
+// (1e13 ms, 317 years, which Node's Queue.add accepts): drover read it
+// wrapped round to a negative delay and retried the job at once, three
+// attempts spent within the second.
+func TestDifferentialExponentialBackoffPastDuration(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	for _, tc := range []struct {
+		name string
+		opts map[string]any
+		atm  int
+	}{
+		{"Exponential56th", map[string]any{"attempts": 100, "backoff": map[string]any{"type": "exponential", "delay": 1000}}, 55},
+		{"Fixed1e13ms", map[string]any{"attempts": 3, "backoff": map[string]any{"type": "fixed", "delay": 1e13}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			backoffPastDuration(t, setup, tc.opts, tc.atm)
+		})
+	}
+}
+
+func backoffPastDuration(t *testing.T, setup func(t *testing.T) *bundle, opts map[string]any, atm int) {
+	ctx := context.Background()
+	nb := setup(t)
+	db := nb.sibling(t)
+	for _, b := range []*bundle{nb, db} {
+		by := nodeImpl
+		if b == db {
+			by = droverImpl
+		}
+		id, err := b.oracle.Add(ctx, b.prefix, queueName, "patient", nil, opts)
+		require.NoError(t, err)
+		require.NoError(t, b.rdb.HSet(ctx, b.prefix+":"+queueName+":"+id, "atm", atm).Err())
+		stop := b.startWorker(t, by, workerSpec{behavior: bullmqoracle.Fail("boom")})
+		var state drover.JobState
+		testkit.WaitFor(t, 10*time.Second, "the failure is written", func() bool {
+			j, err := b.dq.GetJob(ctx, id)
+			require.NoError(t, err)
+			state, err = j.GetState(ctx)
+			require.NoError(t, err)
+			return j.AttemptsMade > atm && state != drover.StateActive
+		})
+		stop()
+		j, err := b.dq.GetJob(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateDelayed, state, "%s worker: state after failure %d (attemptsMade %d)", by, atm+1, j.AttemptsMade)
+		require.Equal(t, atm+1, j.AttemptsMade, "%s worker", by)
+		score, err := b.rdb.ZScore(ctx, b.prefix+":"+queueName+":delayed", id).Result()
+		require.NoError(t, err)
+		// In float ms: Node's due (2^55 s from now) is past what an int64 of
+		// ms holds.
+		ahead := score/4096 - float64(time.Now().UnixMilli())
+		require.Greater(t, ahead, float64((100 * 365 * 24 * time.Hour).Milliseconds()), "%s worker: due %.0f ms ahead", by, ahead)
 	}
 }

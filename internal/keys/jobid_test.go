@@ -39,3 +39,46 @@ func TestValidateJobID(t *testing.T) {
 		require.Equal(t, tt.ok, err == nil, "id %q: %v", tt.id, err)
 	}
 }
+
+// TestCheckStoredJobID: ids that name one of the queue's own keys are
+// refused; every id a stored job can have (Node's included: integers,
+// "." and the 3-part ids of scheduler runs) passes.
+func TestCheckStoredJobID(t *testing.T) {
+	t.Parallel()
+
+	for _, tt := range []struct {
+		id string
+		ok bool
+	}{
+		{"", true}, // names no key; callers answer it as a missing job
+		{"1", true},
+		{"abc", true},
+		{".", true},
+		{"priority", true}, // a BullMQ 3 key name, no key in 6.7: Node may use it as an id
+		{"a:b:c", true},
+		{"repeat:s1:1796525764811", true},
+		{"a:b:logs", true}, // a 3-part id Node accepts
+		{"meta", false},
+		{"wait", false},
+		{"stalled", false},
+		{"stalled-check", false},
+		{"repeat", false},
+		{"repeat:s1", false},
+		{"metrics:completed", false},
+		{"metrics:completed:data", false},
+		{"de:x", false},
+		{"dn:x", false},
+		{"marker:w1", false},
+		{"add:tok.1", false},
+		{"call:tok.1", false},
+		{"add:a:b", true}, // a 3-part id Node accepts; drover's records have one ':'
+		{"de:a:b", false}, // the key of deduplication id "a:b"
+		{"1:logs", false},
+		{"1:lock", false},
+		{"p:dependencies", false},
+		{"repeat:s1:1796525764811:lock", false},
+	} {
+		err := CheckStoredJobID(tt.id)
+		require.Equal(t, tt.ok, err == nil, "id %q: %v", tt.id, err)
+	}
+}

@@ -56,6 +56,7 @@ var codes = map[int64]error{
 	-12: ErrJobLocked,
 	-13: ErrQueueNotPaused,
 	-14: ErrActiveJobs,
+	-15: ErrSchedulerKeyTaken,
 }
 
 // scriptCodes lists the codes each script returns (finishJobs: per job).
@@ -76,7 +77,7 @@ var scriptCodes = map[string][]int64{
 	"reprocessJob":              {-1, -3, -12},
 	"updateProgress":            {-1},
 	"obliterate":                {-13, -14},
-	"upsertJobScheduler":        {-10, -11},
+	"upsertJobScheduler":        {-10, -11, -15},
 }
 
 // codeError maps a negative script result to its error.

@@ -16,6 +16,10 @@ var (
 	ErrSchedulerIDCollision = errors.New("job scheduler's next run id is taken by another job")
 	// ErrSchedulerSlotsBusy: 32 consecutive `every` run ids are taken (code -11).
 	ErrSchedulerSlotsBusy = errors.New("job scheduler's next 32 run slots are taken")
+	// ErrSchedulerKeyTaken: a new scheduler's key "<queue>:repeat:<id>"
+	// holds a job (the run "repeat:<other>:<ms>" of another scheduler) or
+	// is not a hash (code -15).
+	ErrSchedulerKeyTaken = errors.New("job scheduler id names another job's key, or a key that is not a scheduler's (ids \"<scheduler>:<ms>\" are the runs of <scheduler>)")
 )
 
 var (

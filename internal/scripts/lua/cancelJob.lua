@@ -38,10 +38,15 @@
 --@include remove
 --@include retention
 --@include once
+--@include keytypes
 
 local callKey, first = onceReply(base, ARGV[10])
 if first then
   return first
+end
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
 end
 local id = ARGV[2]
 local jobKey = base .. id

@@ -4,6 +4,12 @@
 -- Returns 0; -1 job missing; -3 job not delayed.
 --@include common
 --@include queue
+--@include keytypes
+
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
+end
 
 local id = ARGV[2]
 local jobKey = base .. id

@@ -22,10 +22,15 @@
 --@include states
 --@include remove
 --@include once
+--@include keytypes
 
 local callKey, first = onceReply(base, ARGV[5])
 if first then
   return first
+end
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
 end
 
 local state = ARGV[2]

@@ -12,10 +12,15 @@
 --@include queue
 --@include remove
 --@include once
+--@include keytypes
 
 local callKey, first = onceReply(base, ARGV[3])
 if first then
   return first
+end
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
 end
 
 local removed = 0

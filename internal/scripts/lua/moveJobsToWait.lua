@@ -14,10 +14,15 @@
 --@include queue
 --@include parent
 --@include once
+--@include keytypes
 
 local callKey, first = onceReply(base, ARGV[6])
 if first then
   return first
+end
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
 end
 
 local state = ARGV[2]

@@ -14,7 +14,7 @@
 if rcall("HEXISTS", metaKey, "paused") == 0 then
   return -13
 end
-if ARGV[3] ~= "1" and rcall("LLEN", activeKey) > 0 then
+if ARGV[3] ~= "1" and rcall("TYPE", activeKey)["ok"] == "list" and rcall("LLEN", activeKey) > 0 then
   return -14
 end
 local budget = tonumber(ARGV[2])
@@ -29,8 +29,21 @@ local function dropIds(ids, withLocks)
   budget = budget - #ids
 end
 
+-- wrongType deletes key when it holds another type than want (another
+-- program wrote it): it holds no job of the queue, and obliterate must clear
+-- a queue whose admin writes refuse to run over such a key (keytypes.lua).
+-- It reports whether it did.
+local function wrongType(key, want)
+  local t = rcall("TYPE", key)["ok"]
+  if t ~= "none" and t ~= want then
+    rcall("DEL", key)
+    return true
+  end
+  return false
+end
+
 local function dropList(key, withLocks)
-  if budget <= 0 then
+  if budget <= 0 or wrongType(key, "list") then
     return
   end
   local ids = rcall("LRANGE", key, -budget, -1)
@@ -41,7 +54,7 @@ local function dropList(key, withLocks)
 end
 
 local function dropSet(key)
-  if budget <= 0 then
+  if budget <= 0 or wrongType(key, "zset") then
     return
   end
   local ids = rcall("ZRANGE", key, 0, budget - 1)
@@ -51,7 +64,7 @@ end
 
 dropList(activeKey, true)
 dropSet(delayedKey)
-if budget > 0 then
+if budget > 0 and not wrongType(base .. "repeat", "zset") then
   local schedulers = rcall("ZRANGE", base .. "repeat", 0, -1)
   for _, sid in ipairs(schedulers) do
     rcall("DEL", base .. "repeat:" .. sid)

@@ -6,14 +6,25 @@
 -- written either way, as BullMQ does).
 --@include common
 --@include queue
+--@include keytypes
 
 if ARGV[2] == "pause" then
+  -- Only the keys a pause writes: Obliterate pauses first, and it must get
+  -- to delete a list or set another program overwrote.
+  local wrongType = wrongTypeKeys({{metaKey, "hash"}, {eventsKey, "stream"}})
+  if wrongType then
+    return wrongType
+  end
   local changed = rcall("HSET", metaKey, "paused", 1)
   rcall("DEL", markerKey)
   rcall("XADD", eventsKey, "*", "event", "paused")
   return changed
 end
 
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
+end
 local changed = rcall("HDEL", metaKey, "paused")
 -- A legacy (v5) paused list goes back to the front of wait.
 if rcall("EXISTS", pausedKey) == 1 then

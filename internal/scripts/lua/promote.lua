@@ -9,10 +9,15 @@
 --@include common
 --@include queue
 --@include once
+--@include keytypes
 
 local callKey, first = onceReply(base, ARGV[5])
 if first then
   return first
+end
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
 end
 
 local id = ARGV[2]

@@ -9,10 +9,15 @@
 --@include queue
 --@include scheduler
 --@include once
+--@include keytypes
 
 local callKey, first = onceReply(base, ARGV[3])
 if first then
   return first
+end
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
 end
 
 local schedulerId = ARGV[2]

@@ -12,6 +12,12 @@
 --@include common
 --@include queue
 --@include remove
+--@include keytypes
+
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
+end
 
 local jobKey = base .. ARGV[2]
 if rcall("EXISTS", jobKey) == 0 then

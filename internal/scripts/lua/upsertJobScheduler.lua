@@ -15,15 +15,21 @@
 --   write the first run over the running job, queueing it again).
 -- Returns {run id, delay ms}; -10 when a cron run's id is taken by a job
 --   that is not the scheduler's waiting run; -11 when 32 consecutive
---   `every` slots are taken.
+--   `every` slots are taken; -15 when the scheduler's key (new scheduler)
+--   is another job's hash or not a hash.
 --@include common
 --@include queue
 --@include scheduler
 --@include once
+--@include keytypes
 
 local callKey, first = onceReply(base, ARGV[18])
 if first then
   return first
+end
+local wrongType = wrongTypeQueueKey()
+if wrongType then
+  return wrongType
 end
 
 local schedulerId = ARGV[2]
@@ -36,6 +42,16 @@ local maxLen = maxEvents(metaKey)
 
 local prevText = rcall("ZSCORE", repeatKey, schedulerId)
 local prev = tonumber(prevText)
+-- A new scheduler's key must be free or a scheduler's hash: with an id
+-- "<other>:<ms>" it is the job hash of another scheduler's run
+-- ("repeat:<other>:<ms>"), which the HSET below would turn into a
+-- scheduler hash, the job losing its data and opts in its list.
+if not prev then
+  local keyType = rcall("TYPE", schedulerKey)["ok"]
+  if keyType ~= "none" and (keyType ~= "hash" or rcall("HEXISTS", schedulerKey, "timestamp") == 1) then
+    return -15
+  end
+end
 local offsetArg = ARGV[12] ~= "" and ARGV[12] or nil
 local offset = offsetArg
 local nextMs = tonumber(ARGV[3])

@@ -558,6 +558,17 @@ func (o *Oracle) GetJobLogs(ctx context.Context, prefix, queue, id string) ([]st
 	return r.Logs, r.Count, err
 }
 
+// GetJobLogsRange returns Queue.getJobLogs(id, start, end, asc): the lines
+// and the total count.
+func (o *Oracle) GetJobLogsRange(ctx context.Context, prefix, queue, id string, start, end int, asc bool) ([]string, int64, error) {
+	var r struct {
+		Logs  []string `json:"logs"`
+		Count int64    `json:"count"`
+	}
+	err := o.Call(ctx, "getJobLogs", qargs(prefix, queue, "jobId", id, "start", start, "end", end, "asc", asc), &r)
+	return r.Logs, r.Count, err
+}
+
 // FinishResult is how a job finished, as Job.waitUntilFinished saw it.
 type FinishResult struct {
 	State        string          `json:"state"` // "completed" or "failed"

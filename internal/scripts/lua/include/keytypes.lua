@@ -1,0 +1,32 @@
+-- keytypes.lua: the admin scripts look at the types of the queue's own keys
+-- before they move or delete a job. Redis does not undo a script's writes
+-- when a later command fails, so a key of another type (a string another
+-- program SET at "<queue>:wait", say) made Retry, Promote, RetryJobs,
+-- Drain, ... take jobs out of their set and fail with WRONGTYPE on the
+-- next, leaving them in no state. Only these scripts pay the TYPE calls:
+-- add, fetch and finish do not include this file.
+-- Expects common.lua and queue.lua in scope.
+
+-- wrongTypeKeys is an error reply naming the first of want's {key, type}
+-- pairs whose key holds another type, or nil.
+local function wrongTypeKeys(want)
+  for _, w in ipairs(want) do
+    local t = rcall("TYPE", w[1])["ok"]
+    if t ~= "none" and t ~= w[2] then
+      return redis.error_reply("drover: queue key " .. w[1] .. " holds a " .. t .. ", not a " .. w[2] ..
+        " (written by another program?): nothing was changed")
+    end
+  end
+  return nil
+end
+
+-- wrongTypeQueueKey is wrongTypeKeys for every queue key, with the type
+-- BullMQ and drover keep there.
+local function wrongTypeQueueKey()
+  return wrongTypeKeys({
+    {waitKey, "list"}, {activeKey, "list"}, {prioritizedKey, "zset"}, {delayedKey, "zset"},
+    {completedKey, "zset"}, {failedKey, "zset"}, {pausedKey, "list"}, {waitingChildrenKey, "zset"},
+    {eventsKey, "stream"}, {metaKey, "hash"}, {markerKey, "zset"}, {pcKey, "string"}, {idKey, "string"},
+    {stalledKey, "set"}, {stalledCheckKey, "string"}, {limiterKey, "string"},
+  })
+end
