@@ -311,7 +311,7 @@ func (mw *Middleware) WorkerMiddleware() drover.WorkerMiddleware {
 				span = trace.SpanFromContext(ctx)
 			}
 			mw.finish(span, job, f)
-			mw.m.finished(ctx, queueOf(job), f)
+			mw.m.finished(ctx, job, f)
 		},
 	}
 }

@@ -51,11 +51,12 @@ func (in *instruments) add(ctx context.Context, c metricset.Counter, queue strin
 // finished counts one attempt as package metrics' JobFinished hook does
 // (metricset.Finished): an attempt whose outcome was not written
 // (OutcomeUnknown) counts nowhere.
-func (in *instruments) finished(ctx context.Context, queue string, f drover.Finish) {
+func (in *instruments) finished(ctx context.Context, job *drover.Job, f drover.Finish) {
 	if f.Outcome == drover.OutcomeUnknown {
 		return
 	}
-	metricset.Finished(f.Outcome, f.Err, func(c metricset.Counter) { in.add(ctx, c, queue) })
+	queue := queueOf(job)
+	metricset.Finished(job, f.Outcome, f.Err, func(c metricset.Counter) { in.add(ctx, c, queue) })
 	in.duration.Record(ctx, f.Took.Seconds(), metric.WithAttributes(labelQueue.String(queue), labelOut.String(f.Outcome.String())))
 }
 

@@ -346,7 +346,17 @@ func (i *Inspector) scanJobs(ctx context.Context, q *drover.Queue, state drover.
 			return scanned, false, nil
 		}
 	}
-	return scanned, true, nil
+	more, err := holdsMore(ctx, q, state, scanned, asc)
+	return scanned, more, err
+}
+
+// holdsMore reports whether state holds a job at position pos (in the
+// order asc says): whether a read that stopped at a scan limit left jobs
+// out. A state holding exactly the limit was read whole, and a report
+// that said Truncated then promised jobs that do not exist.
+func holdsMore(ctx context.Context, q *drover.Queue, state drover.JobState, pos int, asc bool) (bool, error) {
+	ids, err := q.GetJobIDs(ctx, []drover.JobState{state}, int64(pos), int64(pos), asc)
+	return len(ids) > 0, err
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -76,8 +76,10 @@ func (i *Inspector) NearExhausted(ctx context.Context, queue string) (*BudgetRep
 			if len(ids) < n {
 				break
 			}
-			if pos+n >= limit {
-				rep.Truncated = true
+			if pos+n >= limit && !rep.Truncated {
+				if rep.Truncated, err = holdsMore(ctx, q, state, limit, false); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}

@@ -37,7 +37,7 @@ func (i *Inspector) noteConflict(ctx context.Context, q *drover.Queue, id, op st
 	if !errors.Is(err, drover.ErrJobLocked) {
 		return
 	}
-	c := Conflict{Time: Instant{i.now()}, Queue: q.Name(), JobID: id, Op: op}
+	c := Conflict{Time: Instant{i.now(ctx)}, Queue: q.Name(), JobID: id, Op: op}
 	if locks, lerr := i.locks(ctx, q.Name(), []string{id}); lerr == nil && locks[id] != nil {
 		c.LockTTL = locks[id].TTL
 		c.Worker = locks[id].Token

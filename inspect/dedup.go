@@ -48,7 +48,7 @@ func (i *Inspector) Deduplication(ctx context.Context, queue, dedupID string) (*
 		return d, nil
 	}
 	if left := ttl.Val(); left > 0 {
-		d.Expires = Instant{i.now().Add(left).Truncate(time.Millisecond)}
+		d.Expires = Instant{i.now(ctx).Add(left).Truncate(time.Millisecond)}
 	}
 	// jobState, not Queue.GetJobState: no LPOS over the wait list.
 	var err error

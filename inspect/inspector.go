@@ -103,7 +103,9 @@ type Inspector struct {
 	// conflicts are the newest retries refused because a worker held the
 	// job's lock, oldest first (at most conflictsKept).
 	conflicts []Conflict
-	now       func() time.Time
+	// now is Redis's time (serverClock), or a test's clock.
+	now   func(ctx context.Context) time.Time
+	clock *serverClock
 	// paused remembers, per paused queue, what pausedSince found and the
 	// newest event it had read, so the next QueueInfo reads only newer
 	// events (at most queueHandlesMax queues).
@@ -123,13 +125,15 @@ func New(rdb redis.UniversalClient, opts *Options) (*Inspector, error) {
 		return nil, err
 	}
 	topology.Watch(rdb)
-	return &Inspector{
+	i := &Inspector{
 		rdb:     rdb,
 		opts:    o,
 		queues:  make(map[string]*drover.Queue),
 		samples: make(map[string][]sample),
-		now:     time.Now,
-	}, nil
+		clock:   newServerClock(rdb, time.Now),
+	}
+	i.now = func(ctx context.Context) time.Time { return i.clock.now(ctx) }
+	return i, nil
 }
 
 // Client is the Redis client the Inspector reads, for tools built over it

@@ -483,7 +483,11 @@ func (i *Inspector) scan(ctx context.Context, q *drover.Queue, o *ListOptions, s
 	}
 	for len(s.jobs) < o.Limit {
 		if !o.Filter.IsZero() && s.scanned >= i.opts.ScanLimit {
-			s.truncated = true
+			more, err := holdsMore(ctx, q, o.State, s.end, asc)
+			if err != nil {
+				return nil, err
+			}
+			s.truncated, s.exhausted = more, !more
 			break
 		}
 		n := chunk

@@ -56,8 +56,10 @@ func (i *Inspector) Stalled(ctx context.Context, queue string) (*StalledReport, 
 			return nil, err
 		}
 		rep.Scanned += len(ids)
-		if len(ids) == i.opts.ScanLimit {
-			rep.Truncated = true
+		if len(ids) == i.opts.ScanLimit && !rep.Truncated {
+			if rep.Truncated, err = holdsMore(ctx, q, state, len(ids), false); err != nil {
+				return nil, err
+			}
 		}
 		if len(ids) == 0 {
 			continue

@@ -185,7 +185,7 @@ func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedSta
 		return nil, err
 	}
 	o := i.opts.Storm
-	now := i.now()
+	now := i.now(ctx)
 	k := i.keys(queue)
 	half := o.Window / 2
 	n := int((o.Horizon + half - 1) / half)

@@ -58,7 +58,7 @@ func (i *Inspector) Throughput(ctx context.Context, queue string, span, step tim
 	if _, err := i.existing(ctx, queue); err != nil {
 		return nil, err
 	}
-	end := i.now().Truncate(step).Add(step)
+	end := i.now(ctx).Truncate(step).Add(step)
 	n := int(span / step)
 	if step == time.Minute {
 		if rep, ok, err := i.throughputFromMetrics(ctx, queue, end, n); err != nil || ok {

@@ -142,6 +142,55 @@ func TestMetrics(t *testing.T) {
 		require.Equal(t, 1.0, value(fams, "drover_jobs_retried_total", q), "the first timed-out attempt was retried")
 	})
 
+	// Every job that fails for good on its last attempt is a retries-
+	// exhausted job, whatever ended the attempt: a timeout, a cancel or an
+	// unrecoverable error, as much as a plain error. The ground truth is
+	// the retries-exhausted events Redis got (BullMQ writes one when the
+	// failing attempt reaches the job's attempts).
+	t.Run("RetriesExhaustedMatchesTheEvents", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		started := make(chan string, 10)
+		startWorker(t, b, func(ctx context.Context, job *drover.Job) (any, error) {
+			switch job.Name {
+			case "slow", "stuck":
+				started <- job.Name
+				<-ctx.Done()
+				return nil, context.Cause(ctx)
+			case "fatal":
+				return nil, drover.Unrecoverable(errors.New("fatal"))
+			case "fatal-early":
+				return nil, drover.Unrecoverable(errors.New("fatal with attempts left"))
+			}
+			return nil, errors.New("always")
+		}, drover.WorkerOptions{Concurrency: 4})
+		add := func(name string, opts *drover.JobOptions) string {
+			res, err := b.queue.Add(ctx, name, nil, opts)
+			require.NoError(t, err)
+			return res.Job.ID
+		}
+		add("slow", &drover.JobOptions{Attempts: 2, Timeout: 20 * time.Millisecond})
+		add("fatal", nil)
+		add("fatal-early", &drover.JobOptions{Attempts: 3})
+		add("doomed", &drover.JobOptions{Attempts: 2})
+		stuck := add("stuck", nil)
+		for name := ""; name != "stuck"; name = <-started {
+		}
+		require.NoError(t, b.queue.CancelJob(ctx, stuck, "stop", nil))
+		waitCounter(t, b, "drover_jobs_failed_total", 5)
+		evs, err := b.rdb.XRange(ctx, b.prefix+":q:events", "-", "+").Result()
+		require.NoError(t, err)
+		exhausted := 0
+		for _, e := range evs {
+			if e.Values["event"] == "retries-exhausted" {
+				exhausted++
+			}
+		}
+		require.Equal(t, 4, exhausted, "slow, fatal, doomed and stuck spent their attempts; fatal-early did not")
+		fams := scrape(t, b.url)
+		require.Equal(t, float64(exhausted), value(fams, "drover_jobs_retries_exhausted_total", q))
+	})
+
 	t.Run("CountersMoveAsJobsFlow", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

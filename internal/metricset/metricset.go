@@ -74,7 +74,7 @@ var counterDefs = [numCounters]Def{
 	Failed:           {Name: "jobs_failed_total", Help: "Jobs failed for good (moved to failed) by drover workers."},
 	Retried:          {Name: "jobs_retried_total", Help: "Failed attempts that will be retried (at once or after a backoff)."},
 	Delayed:          {Name: "jobs_delayed_total", Help: "Attempts that put their job back in the delayed set without spending an attempt (drover.Delay)."},
-	RetriesExhausted: {Name: "jobs_retries_exhausted_total", Help: "Jobs failed for good after using every attempt of their budget."},
+	RetriesExhausted: {Name: "jobs_retries_exhausted_total", Help: "Jobs failed for good by their last attempt, whatever ended it (BullMQ's retries-exhausted event)."},
 	Stalled:          {Name: "jobs_stalled_total", Help: "Stalled jobs recovered by the workers' stalled checkers."},
 	LockLost:         {Name: "lock_renewals_failed_total", Help: "Running jobs whose lock a worker failed to renew (the job was lost to the stalled checker or another worker)."},
 	Cancelled:        {Name: "attempts_cancelled_total", Help: "Attempts ended by Queue.CancelJob, whether the job then failed for good or was retried."},
@@ -112,11 +112,18 @@ func DefaultBuckets() []float64 {
 	return []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 }
 
-// Finished calls add for each counter that an attempt which ended with
-// outcome and err moves by one: at most one of completed, delayed, retried
-// and failed; retries-exhausted on the last attempt's failure; cancelled or
-// timed-out when err says so. OutcomeUnknown (nothing written) moves none.
-func Finished(outcome drover.Outcome, err error, add func(Counter)) {
+// Finished calls add for each counter that an attempt of job which ended
+// with outcome and err moves by one: at most one of completed, delayed,
+// retried and failed; retries-exhausted on the last attempt's failure;
+// cancelled or timed-out when err says so. OutcomeUnknown (nothing written)
+// moves none.
+//
+// The last attempt's failure is any failure for good that spent the job's
+// last attempt, as the retries-exhausted event Redis gets then says
+// (BullMQ writes it when attemptsMade reaches attempts): a timeout, a
+// cancel or an unrecoverable error ending the last attempt count, not only
+// OutcomeRetriesExhausted (a plain error's).
+func Finished(job *drover.Job, outcome drover.Outcome, err error, add func(Counter)) {
 	switch {
 	case outcome == drover.OutcomeCompleted:
 		add(Completed)
@@ -127,7 +134,7 @@ func Finished(outcome drover.Outcome, err error, add func(Counter)) {
 	case outcome.Failed():
 		add(Failed)
 	}
-	if outcome == drover.OutcomeRetriesExhausted {
+	if outcome == drover.OutcomeRetriesExhausted || (outcome.Failed() && lastAttempt(job)) {
 		add(RetriesExhausted)
 	}
 	switch {
@@ -138,14 +145,21 @@ func Finished(outcome drover.Outcome, err error, add func(Counter)) {
 	}
 }
 
+// lastAttempt reports whether the attempt of job that just ended was its
+// last one: job.AttemptsMade counts the attempts before it, and a job
+// without Attempts runs once.
+func lastAttempt(job *drover.Job) bool {
+	return job != nil && job.AttemptsMade+1 >= job.Opts.Attempts
+}
+
 // Hooks are worker hooks that count through count (one more of the
 // counter) and observe (an attempt's duration by its outcome's name): what
 // every worker-metrics exporter hangs on drover.WorkerOptions.Hooks.
 func Hooks(count func(Counter), observe func(outcome string, seconds float64)) *drover.WorkerHooks {
 	return &drover.WorkerHooks{
 		JobStarted: func(*drover.Job) { count(Started) },
-		JobFinished: func(_ *drover.Job, outcome drover.Outcome, took time.Duration, err error) {
-			Finished(outcome, err, count)
+		JobFinished: func(job *drover.Job, outcome drover.Outcome, took time.Duration, err error) {
+			Finished(job, outcome, err, count)
 			observe(outcome.String(), took.Seconds())
 		},
 		LockLost: func(*drover.Job, string) { count(LockLost) },
