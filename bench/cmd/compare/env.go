@@ -198,8 +198,13 @@ type sample struct {
 	SeedSecs float64    `json:"seed_s"`     // the seeding process, if any
 	Redis    *srvDelta  `json:"redis,omitzero"`
 	Load     [3]float64 `json:"load"` // /proc/loadavg (1, 5, 15 min) just before the measured process
-	PGCPUs   float64    `json:"pg_cpu_s,omitempty"`
-	Err      string     `json:"error,omitempty"`
+	// QuietSecs is how long the machine took to become quiet before the
+	// measured process (waitQuiet); QuietBusy the share of all CPUs busy in
+	// the last window looked at.
+	QuietSecs float64 `json:"quiet_s"`
+	QuietBusy float64 `json:"quiet_busy"`
+	PGCPUs    float64 `json:"pg_cpu_s,omitempty"`
+	Err       string  `json:"error,omitempty"`
 }
 
 type srvDelta struct {
@@ -294,6 +299,7 @@ func (e *env) measure(ctx context.Context, o options, run int, st step, impl str
 			return fail(err)
 		}
 	}
+	s.QuietSecs, s.QuietBusy = waitQuiet(ctx)
 	s.Load = loadAvg()
 	pr, ru, err := e.runPeer(ctx, o, srv, impl, st.args, logName)
 	s.Peer = pr
@@ -398,6 +404,70 @@ func (e *env) runPeer(ctx context.Context, o options, srv *redisServer, impl str
 }
 
 // loadAvg is /proc/loadavg's 1, 5 and 15 minute load averages.
+// Quiet-machine wait before a measured process: the servers' background work
+// of the previous run (PostgreSQL's checkpointer and autovacuum after a
+// River run, a big FLUSHALL's freeing) used to land in the next
+// implementation's measurement. A window is quiet when at most quietBusy of
+// all CPUs were busy; after quietMax the run goes on regardless (the sample
+// records what it saw).
+const (
+	quietWindow = 100 * time.Millisecond
+	quietBusy   = 0.15
+	quietMax    = 5 * time.Second
+)
+
+// waitQuiet waits until a quietWindow passes with at most quietBusy of the
+// CPUs busy, or quietMax. It returns the time waited and the busy share of
+// the last window (-1 when /proc/stat cannot be read).
+func waitQuiet(ctx context.Context) (waited, busy float64) {
+	began := time.Now()
+	prevBusy, prevTotal, ok := cpuTicks()
+	if !ok {
+		return 0, -1
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return time.Since(began).Seconds(), busy
+		case <-time.After(quietWindow):
+		}
+		b, t, ok := cpuTicks()
+		if !ok || t == prevTotal {
+			return time.Since(began).Seconds(), -1
+		}
+		busy = float64(b-prevBusy) / float64(t-prevTotal)
+		prevBusy, prevTotal = b, t
+		if busy <= quietBusy || time.Since(began) >= quietMax {
+			return time.Since(began).Seconds(), busy
+		}
+	}
+}
+
+// cpuTicks reads the machine's busy and total CPU ticks from /proc/stat's
+// first line (busy: everything but idle and iowait).
+func cpuTicks() (busy, total uint64, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total, true
+}
+
 func loadAvg() [3]float64 {
 	var l [3]float64
 	b, err := os.ReadFile("/proc/loadavg")

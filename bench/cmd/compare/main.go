@@ -163,8 +163,15 @@ func run(ctx context.Context, o options) error {
 		for si, st := range steps {
 			for k := range impls {
 				// Alternate: rotate the order every step and every run so no
-				// implementation always runs first (or after the same one).
-				im := impls[(k+r+si)%len(impls)]
+				// implementation always runs first, and walk it backwards
+				// every other time: a rotation alone keeps who follows whom,
+				// and every row without a floor ran drover right after
+				// River (see waitQuiet).
+				pos := (k + r + si) % len(impls)
+				if (r+si)%2 == 1 {
+					pos = (len(impls) - 1 - k + r + si) % len(impls)
+				}
+				im := impls[pos]
 				if !st.applies(im) || st.heavy && r >= o.HeavyRuns {
 					continue
 				}

@@ -334,7 +334,7 @@ func (r *report) markdown() string {
 	name := map[string]string{"drover": "drover", "bullmq": "BullMQ", "asynq": "asynq", "river": "River", "floor": "floor"}
 	fmt.Fprintf(&b, "# drover side-by-side benchmark\n\n")
 	fmt.Fprintf(&b, "Written by `bench/cmd/compare` (`make -C bench compare`) on %s, in %s.\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), r.elapsed.Round(time.Second))
-	fmt.Fprintf(&b, "Medians of %d runs per cell; implementations alternate. Ratios are oriented so that > 1 means drover is better.\n\n", r.o.Runs)
+	fmt.Fprintf(&b, "Medians of %d runs per cell; implementations alternate (the order rotates every row and run, and runs backwards every other time, so no implementation always follows the same one), and each measured process starts once the machine is quiet (a 100 ms window with at most 15 %% of the CPUs busy, waited for up to 5 s). Ratios are oriented so that > 1 means drover is better.\n\n", r.o.Runs)
 	b.WriteString("## Machine\n\n")
 	for _, m := range r.machine {
 		fmt.Fprintf(&b, "- %s\n", m)
