@@ -40,13 +40,9 @@
 --@include once
 --@include keytypes
 
-local callKey, first = onceReply(base, ARGV[10])
-if first then
-  return first
-end
-local wrongType = wrongTypeQueueKey()
-if wrongType then
-  return wrongType
+local callKey, early = onceChecked(ARGV[10])
+if early then
+  return early
 end
 local id = ARGV[2]
 local jobKey = base .. id

@@ -14,13 +14,9 @@
 --@include once
 --@include keytypes
 
-local callKey, first = onceReply(base, ARGV[3])
-if first then
-  return first
-end
-local wrongType = wrongTypeQueueKey()
-if wrongType then
-  return wrongType
+local callKey, early = onceChecked(ARGV[3])
+if early then
+  return early
 end
 
 local removed = 0

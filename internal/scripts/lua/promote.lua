@@ -11,13 +11,9 @@
 --@include once
 --@include keytypes
 
-local callKey, first = onceReply(base, ARGV[5])
-if first then
-  return first
-end
-local wrongType = wrongTypeQueueKey()
-if wrongType then
-  return wrongType
+local callKey, early = onceChecked(ARGV[5])
+if early then
+  return early
 end
 
 local id = ARGV[2]

@@ -23,13 +23,9 @@
 --@include once
 --@include keytypes
 
-local callKey, first = onceReply(base, ARGV[18])
-if first then
-  return first
-end
-local wrongType = wrongTypeQueueKey()
-if wrongType then
-  return wrongType
+local callKey, early = onceChecked(ARGV[18])
+if early then
+  return early
 end
 
 local schedulerId = ARGV[2]

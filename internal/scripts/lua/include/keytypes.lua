@@ -5,7 +5,7 @@
 -- Drain, ... take jobs out of their set and fail with WRONGTYPE on the
 -- next, leaving them in no state. Only these scripts pay the TYPE calls:
 -- add, fetch and finish do not include this file.
--- Expects common.lua and queue.lua in scope.
+-- Expects common.lua and queue.lua in scope (and once.lua for onceChecked).
 
 -- wrongTypeKeys is an error reply naming the first of want's {key, type}
 -- pairs whose key holds another type, or nil.
@@ -29,4 +29,16 @@ local function wrongTypeQueueKey()
     {eventsKey, "stream"}, {metaKey, "hash"}, {markerKey, "zset"}, {pcKey, "string"}, {idKey, "string"},
     {stalledKey, "set"}, {stalledCheckKey, "string"}, {limiterKey, "string"},
   })
+end
+
+-- onceChecked is how an admin script with a call token begins: the key its
+-- reply is kept under (include/once.lua) and, to return at once, the reply
+-- an earlier run of the same call stored, else the refusal of a queue key
+-- of the wrong type, else nil.
+local function onceChecked(token)
+  local callKey, first = onceReply(base, token)
+  if first then
+    return callKey, first
+  end
+  return callKey, wrongTypeQueueKey()
 end
