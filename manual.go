@@ -355,16 +355,13 @@ func (j *Job) Fail(ctx context.Context, token string, err error) error {
 // typed nil pointer passed as the error, usually): the failure's reason is
 // read from it, and the panic ended the caller's goroutine in the middle
 // of Fail, the job left active under its lock. call names the method.
-func checkFailCause(call string, err error) (bad error) {
+func checkFailCause(call string, err error) error {
 	if err == nil {
 		return optionError("%s needs an error", call)
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			bad = optionError("%s needs an error whose Error method works: a %T panicked (a typed nil?): %v", call, err, p)
-		}
-	}()
-	_ = err.Error()
+	if p := errorPanics(err); p != nil {
+		return optionError("%s needs an error whose Error method works: a %T panicked (a typed nil?): %v", call, err, p)
+	}
 	return nil
 }
 

@@ -67,14 +67,20 @@ func (w *Worker) end(rj *runningJob, timer *time.Timer, result any, err error) *
 // panic there would end the whole process, leaving every job it ran
 // active until the stalled checker handed them to the next worker, to
 // crash it too.
-func sanitizeError(err error) (safe error) {
-	defer func() {
-		if p := recover(); p != nil {
-			safe = fmt.Errorf("processor returned a %T error whose Error method panics (a typed nil?): %v", err, p)
-		}
-	}()
-	_ = err.Error()
+func sanitizeError(err error) error {
+	if p := errorPanics(err); p != nil {
+		return fmt.Errorf("processor returned a %T error whose Error method panics (a typed nil?): %v", err, p)
+	}
 	return err
+}
+
+// errorPanics is what err.Error() panics with, or nil when it returns. The
+// worker's result path (sanitizeError) and Job.Fail (checkFailCause) both
+// read the reason from an error a caller handed them, outside any recover.
+func errorPanics(err error) (p any) {
+	defer func() { p = recover() }()
+	_ = err.Error()
+	return nil
 }
 
 // encodeResult is jobcodec.EncodeData, with a panic in the value's
