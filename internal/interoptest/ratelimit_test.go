@@ -234,3 +234,38 @@ func TestInteropGetRateLimitTTL(t *testing.T) {
 	require.Equal(t, int64(1), n)
 	compare("removed", intp(1), func(ms int64) bool { return ms == 0 })
 }
+
+// TestInteropRateLimiterKeyWithoutExpiry: a limiter key at or over the limit
+// but without an expiry (written by hand, or its PEXPIRE lost) does not
+// limit: BullMQ's getRateLimitTTL answers 0 for a PTTL of -1, and its workers
+// go on counting in the key. A drover worker used to read it as a full
+// window that never ends and fetched nothing, so the jobs stayed waiting for
+// good. Both workers now run the jobs and leave the same count, still
+// without an expiry.
+func TestInteropRateLimiterKeyWithoutExpiry(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	for _, by := range []impl{nodeImpl, droverImpl} {
+		t.Run(string(by), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			b := setup(t)
+			limiter := b.prefix + ":" + queueName + ":limiter"
+			require.NoError(t, b.dq.SetGlobalRateLimit(ctx, 2, time.Second))
+			require.NoError(t, b.rdb.Set(ctx, limiter, 5, 0).Err())
+			var ids []string
+			for i := range 3 {
+				ids = append(ids, b.add(t, by, jobSpec{name: "x", data: map[string]any{"i": i}}))
+			}
+			stop := b.startWorker(t, by, workerSpec{concurrency: 2})
+			for _, id := range ids {
+				b.waitFinal(t, id, 1)
+			}
+			stop()
+			v, err := b.rdb.Get(ctx, limiter).Result()
+			require.NoError(t, err)
+			require.Equal(t, "8", v, "%s: each started job counted in the key", by)
+			require.Equal(t, time.Duration(-1), b.rdb.PTTL(ctx, limiter).Val(), "%s: the key keeps no expiry", by)
+		})
+	}
+}

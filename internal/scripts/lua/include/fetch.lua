@@ -75,7 +75,10 @@ end
 -- rateLimitTTL returns how long (ms) the queue's rate limiter blocks new
 -- activations, or 0 with the number of activations still allowed in the
 -- current window (nil when no limit applies). The limit is meta "max" or the
--- worker's; a window ending now (PTTL 0) is cleared.
+-- worker's; a window ending now (PTTL 0) is cleared. A full key without an
+-- expiry (PTTL -1: set by hand, or its PEXPIRE lost) limits nothing: BullMQ's
+-- getRateLimitTTL answers 0 for it and its workers go on counting in it, so
+-- the count caps no batch here either (a cap of 0 would fetch nothing, for good).
 local function rateLimit(metaMax, workerMax)
   local maxJobs = tonumber(metaMax) or (workerMax > 0 and workerMax or nil)
   if not maxJobs then
@@ -89,9 +92,11 @@ local function rateLimit(metaMax, workerMax)
       used = 0
     elseif pttl > 0 then
       return pttl, 0, maxJobs
+    else
+      return 0, nil, maxJobs
     end
   end
-  return 0, math.max(maxJobs - used, 0), maxJobs
+  return 0, maxJobs - used, maxJobs
 end
 
 -- fetchJobs returns {nextDelayedScore|false, {id, hash, ...}, blocked,
