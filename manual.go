@@ -137,8 +137,7 @@ func (w *Worker) nextJobErr(ctx context.Context, err error) error {
 // with the attempt that its Complete, Fail and moves end.
 func (w *Worker) manualJob(ctx context.Context, f scripts.Fetched, token string) *Job {
 	rec, _, err := jobcodec.Decode(f.ID, f.Hash)
-	now := w.q.clock.Now()
-	rec.ProcessedOn = now.UnixMilli()
+	now := w.fetchedAt(&rec, f)
 	rec.AttemptsStarted++
 	job := w.q.fromRecord(&rec)
 	// The fetch wrote pb when the worker has a name (the hash was read

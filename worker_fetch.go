@@ -340,17 +340,30 @@ func (w *Worker) shutWakes() {
 	w.wakeGate.Unlock()
 }
 
+// fetchedAt sets rec's processedOn to the one the take stored (the hash
+// was read before the take wrote it), so the processor's Job and Node's read
+// of the job agree, and returns it: the attempt's start. A hash read after
+// the take holds it; without one there (undecodable), the queue's clock.
+func (w *Worker) fetchedAt(rec *jobcodec.Record, f scripts.Fetched) time.Time {
+	switch {
+	case f.ProcessedOn != 0:
+		rec.ProcessedOn = f.ProcessedOn
+	case rec.ProcessedOn == 0:
+		rec.ProcessedOn = w.q.clock.Now().UnixMilli()
+	}
+	return time.UnixMilli(rec.ProcessedOn)
+}
+
 // prepare turns the jobs a script call fetched into running jobs, not yet
 // started. token is the fetch call's lock token base.
 func (w *Worker) prepare(jobs []scripts.Fetched, token string) []*runningJob {
 	if len(jobs) == 0 {
 		return nil
 	}
-	now := w.q.clock.Now()
 	out := make([]*runningJob, 0, len(jobs))
 	for _, f := range jobs {
 		rec, _, err := jobcodec.Decode(f.ID, f.Hash)
-		rec.ProcessedOn = now.UnixMilli()
+		now := w.fetchedAt(&rec, f)
 		rec.AttemptsStarted++
 		job := w.q.fromRecord(&rec)
 		// The fetch wrote pb when the worker has a name (the hash was read

@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -180,4 +181,73 @@ func TestWorkerJobNamesItsWorker(t *testing.T) {
 	job, err := b.queue.GetJob(ctx, res.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, "b", job.ProcessedBy)
+}
+
+// TestJobProcessedOnIsTheStoredOne: the Job a processor (or NextJob) gets
+// carries the processedOn its take stored, to the millisecond, at
+// concurrency 1 and 10, and on a retry. It used to carry the worker's clock
+// read after the reply, about a millisecond later, so the processor's
+// job.ProcessedOn and a read of the job (drover's or Node's) disagreed.
+func TestJobProcessedOnIsTheStoredOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, conc := range []int{1, 10} {
+		t.Run(fmt.Sprintf("c%d", conc), func(t *testing.T) {
+			t.Parallel()
+			b := setupQueue(t)
+			type seenAt struct {
+				id      string
+				attempt int
+				at      time.Time
+			}
+			seen := make(chan seenAt, 100)
+			var ids []string
+			for i := range 20 {
+				res, err := b.queue.Add(ctx, "x", i, &drover.JobOptions{Attempts: 2})
+				require.NoError(t, err)
+				ids = append(ids, res.Job.ID)
+			}
+			b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+				seen <- seenAt{job.ID, job.AttemptsStarted, job.ProcessedOn}
+				// Let the stored value move on: a retry's take writes a later one.
+				time.Sleep(2 * time.Millisecond)
+				if job.AttemptsMade == 0 && job.ID == ids[3] {
+					return nil, errors.New("again")
+				}
+				return nil, nil
+			}, &drover.WorkerOptions{Concurrency: conc})
+			for _, id := range ids {
+				b.waitState(t, id, drover.StateCompleted)
+			}
+			close(seen)
+			last := map[string]seenAt{}
+			for s := range seen {
+				if s.attempt > last[s.id].attempt {
+					last[s.id] = s
+				}
+			}
+			require.Equal(t, 2, last[ids[3]].attempt, "the retried job ran twice")
+			for _, id := range ids {
+				job, err := b.queue.GetJob(ctx, id)
+				require.NoError(t, err)
+				require.Equal(t, job.ProcessedOn.UnixMilli(), last[id].at.UnixMilli(),
+					"job %s (attempt %d): the processor's processedOn is the stored one", id, last[id].attempt)
+			}
+		})
+	}
+	t.Run("NextJob", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		_, err := b.queue.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		w, err := drover.NewWorker(b.rdb, b.name, nil, &drover.WorkerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = w.Close(ctx) })
+		job, err := w.NextJob(ctx, "tok-1", time.Second)
+		require.NoError(t, err)
+		require.NotNil(t, job)
+		stored, err := b.queue.GetJob(ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, stored.ProcessedOn.UnixMilli(), job.ProcessedOn.UnixMilli())
+	})
 }

@@ -201,6 +201,10 @@ func Load(ctx context.Context, rdb redis.Scripter) error {
 type Fetched struct {
 	ID   string
 	Hash []any
+	// ProcessedOn is the processedOn (ms) the take wrote, which Hash,
+	// read before it, does not hold; 0 when Hash was read after the take
+	// (SettleCall) and holds it.
+	ProcessedOn int64
 }
 
 // Fetch is the result of moving jobs to active.
@@ -214,7 +218,9 @@ type Fetch struct {
 	RateLimitTTL int64
 }
 
-func parseFetch(next any, jobs any, ttl any) (Fetch, error) {
+// parseFetch reads a take's reply; at is the processedOn the take wrote (its
+// FetchArgs.Now), 0 when the hashes were read after it.
+func parseFetch(next any, jobs any, ttl any, at int64) (Fetch, error) {
 	f := Fetch{NextDelayed: str(next), RateLimitTTL: toInt(ttl)}
 	list, _ := jobs.([]any)
 	if len(list)%2 != 0 {
@@ -223,7 +229,7 @@ func parseFetch(next any, jobs any, ttl any) (Fetch, error) {
 	f.Jobs = make([]Fetched, 0, len(list)/2)
 	for i := 0; i < len(list); i += 2 {
 		h, _ := list[i+1].([]any)
-		f.Jobs = append(f.Jobs, Fetched{ID: str(list[i]), Hash: h})
+		f.Jobs = append(f.Jobs, Fetched{ID: str(list[i]), Hash: h, ProcessedOn: at})
 	}
 	return f, nil
 }
@@ -260,7 +266,7 @@ func MoveToActive(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs) (Fet
 	if len(res) != 3 {
 		return Fetch{}, fmt.Errorf("moveToActive: malformed reply %v", res)
 	}
-	return parseFetch(res[0], res[1], res[2])
+	return parseFetch(res[0], res[1], res[2], a.Now)
 }
 
 // TakeJob moves one ready job to active locked with a.Token itself (not
@@ -276,7 +282,7 @@ func TakeJob(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs) (Fetch, e
 	if len(res) != 3 {
 		return Fetch{}, fmt.Errorf("moveToActive: malformed reply %v", res)
 	}
-	return parseFetch(res[0], res[1], res[2])
+	return parseFetch(res[0], res[1], res[2], a.Now)
 }
 
 // Finish kinds (see finishJobs.lua).
@@ -422,7 +428,7 @@ func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, metric
 			errs[i] = CodeError(toInt(c))
 		}
 	}
-	f, err := parseFetch(res[1], res[2], res[3])
+	f, err := parseFetch(res[1], res[2], res[3], a.Now)
 	return errs, f, err
 }
 
@@ -460,7 +466,7 @@ func SettleCall(ctx context.Context, rdb Doer, k keys.Queue, token string, ttl t
 	if len(res) != 2 {
 		return Settled{}, fmt.Errorf("settleCall: malformed reply %v", res)
 	}
-	f, err := parseFetch(nil, res[0], nil)
+	f, err := parseFetch(nil, res[0], nil, 0)
 	if err != nil {
 		return Settled{}, err
 	}
