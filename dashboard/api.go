@@ -816,16 +816,16 @@ func (h *Handler) findJob(w http.ResponseWriter, r *http.Request) {
 // failures is GET /api/queues/{queue}/failures: failed jobs by error;
 // ?since=1h keeps the jobs that failed in the last hour.
 func (h *Handler) failures(w http.ResponseWriter, r *http.Request) {
-	var since time.Time
+	var within time.Duration
 	if s := r.URL.Query().Get("since"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("since must be a positive duration such as 1h or 15m, got %q", s))
 			return
 		}
-		since = time.Now().Add(-d)
+		within = d
 	}
-	rep, err := h.ins.FailureGroupsSince(r.Context(), r.PathValue("queue"), since)
+	rep, err := h.ins.FailureGroupsWithin(r.Context(), r.PathValue("queue"), within)
 	reply(w, rep, err)
 }
 

@@ -2,6 +2,7 @@ package inspect_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -34,4 +35,41 @@ func TestInspectorClockSkew(t *testing.T) {
 	require.EqualValues(t, 2, st.Count)
 	require.EqualValues(t, 1, st.Overdue, "a job due in 10 s by Redis's clock counted as overdue")
 	require.WithinDuration(t, time.Now(), st.At.Time, 5*time.Second, "At is Redis's time")
+}
+
+// TestFailureGroupsWithinUsesRedisTime: "what failed in the last 10
+// minutes" counts back from Redis's time, which finishedOn is written by.
+// From a host clock 30 minutes slow, the window used to start 40 minutes
+// back and took in a job that failed 20 minutes ago (2 vs 1).
+func TestFailureGroupsWithinUsesRedisTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	inspect.SetHostClock(b.ins, func() time.Time { return time.Now().Add(-30 * time.Minute) })
+	b.startWorker(t, "q", func(ctx context.Context, job *drover.Job) (any, error) {
+		return nil, errors.New("declined")
+	}, nil)
+	old, recent := b.add(t, "q", "x", nil), b.add(t, "q", "x", nil)
+	b.waitState(t, "q", old, drover.StateFailed)
+	b.waitState(t, "q", recent, drover.StateFailed)
+	k := b.prefix + ":q:"
+	now := time.Now()
+	for id, ago := range map[string]time.Duration{old: 20 * time.Minute, recent: 5 * time.Minute} {
+		at := now.Add(-ago).UnixMilli()
+		require.NoError(t, b.rdb.HSet(ctx, k+id, "finishedOn", at).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(float64(at), id)).Err())
+	}
+	rep, err := b.ins.FailureGroupsWithin(ctx, "q", 10*time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rep.Groups, 1)
+	require.Equal(t, 1, rep.Groups[0].Count, "only the job that failed 5 minutes ago")
+	require.WithinDuration(t, now.Add(-10*time.Minute), rep.Since.Time, 5*time.Second)
+	// What the CLI's --since and the dashboard's ?since= asked before: a
+	// window from the host's clock.
+	host, err := b.ins.FailureGroupsSince(ctx, "q", time.Now().Add(-30*time.Minute).Add(-10*time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, 2, host.Groups[0].Count, "the host-clock window takes in the older failure")
+	all, err := b.ins.FailureGroupsWithin(ctx, "q", 0)
+	require.NoError(t, err)
+	require.Equal(t, 2, all.Groups[0].Count)
 }

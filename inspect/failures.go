@@ -93,6 +93,19 @@ func (i *Inspector) FailureGroups(ctx context.Context, queue string) (*FailureRe
 	return i.FailureGroupsSince(ctx, queue, time.Time{})
 }
 
+// FailureGroupsWithin is FailureGroupsSince over the last d ("what broke in
+// the last hour?"), measured back from Redis's time, the clock finishedOn is
+// written by: on a host whose clock is off, a window from the host's clock
+// would take in jobs that failed before it, or leave out ones in it. A d of
+// 0 or less means all.
+func (i *Inspector) FailureGroupsWithin(ctx context.Context, queue string, d time.Duration) (*FailureReport, error) {
+	var since time.Time
+	if d > 0 {
+		since = i.now(ctx).Add(-d)
+	}
+	return i.FailureGroupsSince(ctx, queue, since)
+}
+
 // FailureGroupsSince is FailureGroups over the jobs that failed at since or
 // later ("what broke in the last hour?"); a zero since means all. The
 // failed set is ordered by finish time, so it reads only those jobs.

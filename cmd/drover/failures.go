@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 )
 
 func init() {
@@ -40,11 +39,7 @@ func (c *failuresCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeRedis()
-	var from time.Time
-	if *since > 0 {
-		from = time.Now().Add(-*since)
-	}
-	rep, err := ins.FailureGroupsSince(ctx, queues[0], from)
+	rep, err := ins.FailureGroupsWithin(ctx, queues[0], *since)
 	if err != nil {
 		return err
 	}
