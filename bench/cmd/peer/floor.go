@@ -29,6 +29,9 @@ type floorImpl struct {
 	*droverImpl
 	stop chan struct{}
 	done chan error
+	// format: run floorFormatFinishFetch instead (-impl floor-format,
+	// floor_format.go).
+	format bool
 }
 
 // floorBase is the job key base of the queue every implementation uses.
@@ -141,7 +144,11 @@ return out
 
 func (f *floorImpl) Start(ctx context.Context, h handler) error {
 	keys := []string{floorBase + "wait", floorBase + "active", floorBase + "completed", floorBase + "events"}
-	if err := floorFinishFetch.Load(ctx, f.rdb).Err(); err != nil {
+	load := floorFinishFetch.Load
+	if f.format {
+		keys, load = floorFormatKeys, floorFormatFinishFetch.Load
+	}
+	if err := load(ctx, f.rdb).Err(); err != nil {
 		return err
 	}
 	f.stop, f.done = make(chan struct{}), make(chan error, 1)
@@ -161,12 +168,19 @@ func (f *floorImpl) loop(ctx context.Context, h handler, keys []string) error {
 			return nil
 		default:
 		}
-		args := make([]any, 0, 4+len(finished))
-		args = append(args, floorBase, strconv.FormatInt(time.Now().UnixMilli(), 10), "floor", f.cfg.Concurrency)
+		now := time.Now().UnixMilli()
+		args := make([]any, 0, 5+len(finished))
+		args = append(args, floorBase, strconv.FormatInt(now, 10), "floor", f.cfg.Concurrency)
+		script := floorFinishFetch
+		if f.format {
+			// The highest delayed-set score due now: (due ms << 12) + sequence.
+			args = append(args, strconv.FormatInt((now+1)*4096-1, 10))
+			script = floorFormatFinishFetch
+		}
 		for _, id := range finished {
 			args = append(args, id)
 		}
-		out, err := floorFinishFetch.EvalSha(ctx, f.rdb, keys, args...).Slice()
+		out, err := script.EvalSha(ctx, f.rdb, keys, args...).Slice()
 		if err != nil {
 			return err
 		}

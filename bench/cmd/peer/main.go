@@ -214,6 +214,8 @@ func newImpl(cfg config) (impl, error) {
 		return newDrover(cfg)
 	case "floor":
 		return newFloor(cfg)
+	case "floor-format":
+		return newFloorFormat(cfg)
 	}
 	return nil, fmt.Errorf("unknown -impl %q (want asynq, river, drover or floor)", cfg.Impl)
 }
