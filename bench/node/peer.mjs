@@ -25,6 +25,7 @@ const { values: flags } = parseArgs({
     backoff: { type: 'string', default: 'fixed' },
     dup: { type: 'string', default: '1' },
     ids: { type: 'string', default: 'false' },
+    'remove-on-complete': { type: 'string', default: 'false' },
     children: { type: 'string', default: '100' },
     'every-ms': { type: 'string', default: '100' },
     // accepted for flag compatibility with the Go peer, unused here (the
@@ -54,6 +55,7 @@ const cfg = {
   backoff: flags.backoff,
   dup: Number(flags.dup),
   ids: flags.ids === 'true',
+  removeOnComplete: flags['remove-on-complete'] === 'true',
   children: Number(flags.children),
   everyMs: Number(flags['every-ms']),
 };
@@ -87,6 +89,7 @@ function jobOpts(j) {
   if (j.delay !== undefined) o.delay = j.delay;
   if (cfg.dup > 1) o.deduplication = { id: `d${j.i}` };
   if (cfg.ids) o.jobId = `o${j.i}`;
+  if (cfg.removeOnComplete) o.removeOnComplete = true;
   return o;
 }
 

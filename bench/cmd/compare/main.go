@@ -255,6 +255,13 @@ func plan(o options) (impls []string, steps []step) {
 			args: []string{f("scenario", "process"), f("n", n), f("c", c)},
 		}
 	}
+	processRemove := func(c, n int) step {
+		return step{
+			name: fmt.Sprintf("process_remove_c%d", c), n: n, server: true, without: []string{"river"},
+			seed: []string{f("scenario", "seed"), f("n", n), f("remove-on-complete", true)},
+			args: []string{f("scenario", "process"), f("n", n), f("c", c), f("remove-on-complete", true)},
+		}
+	}
 	all := []step{
 		{name: "add_single", n: o.N, server: true, floor: true, args: []string{f("scenario", "add_single"), f("n", o.N), f("producers", 8)}},
 		// asynq has no bulk enqueue API: n/a (bench/README.md).
@@ -285,6 +292,13 @@ func plan(o options) (impls []string, steps []step) {
 			seed: []string{f("scenario", "seed"), f("n", o.N), f("ids", true)},
 			args: []string{f("scenario", "process"), f("n", o.N), f("c", 100), f("ids", true)},
 		},
+		// removeOnComplete true, as the harness issue 16 quotes measured
+		// with: a finished job is deleted instead of kept in completed.
+		// asynq deletes finished tasks anyway (its default, the same run as
+		// its process rows); River keeps completed rows for its cleaner to
+		// delete later: n/a.
+		processRemove(10, o.N),
+		processRemove(100, o.N),
 		{name: "add_single_100kb", n: o.NBig, server: true, args: []string{f("scenario", "add_single"), f("n", o.NBig), f("producers", 8), f("payload-kb", 100)}},
 		{
 			name: "process_100kb_c100", n: o.NBig, server: true,

@@ -71,6 +71,15 @@ func metricsFor(o options) []metric {
 		{"process_c10", "jobs/s", "process_c10", true, "process no-op jobs, concurrency 10", rate},
 		{"process_c100", "jobs/s", "process_c100", true, "process no-op jobs, concurrency 100", rate},
 		{"process_c500", "jobs/s", "process_c500", true, "process no-op jobs, concurrency 500", rate},
+		{"process_remove_c10", "jobs/s", "process_remove_c10", true, "process no-op jobs added with removeOnComplete true, c10", rate},
+		{"process_remove_c100", "jobs/s", "process_remove_c100", true, "process no-op jobs added with removeOnComplete true, c100", rate},
+		{"redis_cpu_us_per_job_remove_c100", "µs/job", "process_remove_c100", false, "Redis CPU per job, removeOnComplete true, c100",
+			func(s sample) (float64, bool) {
+				if s.Redis == nil {
+					return 0, false
+				}
+				return perJob(s, s.Redis.CPUSecs*1e6), true
+			}},
 		{"pickup_p50", "ms", "pickup", false, "idle pickup latency add→start, p50", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},
 		{"pickup_p99", "ms", "pickup", false, "idle pickup latency add→start, p99", func(s sample) (float64, bool) { return s.Peer.P99ms, true }},
 		{"delayed_p50", "ms", "delayed", false, "delayed-job lateness due→start, p50 (ratio floor 1 ms)", func(s sample) (float64, bool) { return s.Peer.P50ms, true }},

@@ -48,6 +48,9 @@ func droverOpts(j jobSpec) *drover.JobOptions {
 		o.Deduplication = &drover.Deduplication{ID: j.DedupID}
 	}
 	o.JobID = j.JobID
+	if j.Remove {
+		o.RemoveOnComplete = &drover.Retention{Remove: true}
+	}
 	if j.At != 0 {
 		o.Delay = time.Until(time.UnixMicro(j.At))
 	}

@@ -64,11 +64,14 @@ type config struct {
 	// every job Dup times under one deduplication id; IDs gives every job a
 	// custom id; StopAtHandled ends a
 	// process run once -n jobs were handled, leaving the rest of a backlog.
-	PayloadKB     int
-	Backoff       string
-	Dup           int
-	IDs           bool
-	StopAtHandled bool
+	PayloadKB int
+	Backoff   string
+	Dup       int
+	IDs       bool
+	// RemoveOnComplete adds every job with removeOnComplete true, as the
+	// harness issue 16 quotes measured with (BullMQ and drover only).
+	RemoveOnComplete bool
+	StopAtHandled    bool
 	// DroverBin is the drover CLI binary (bigqueue).
 	DroverBin string
 	// Children is each flow's number of children (flow); Every is the
@@ -101,6 +104,7 @@ func main() {
 	flag.IntVar(&cfg.PayloadKB, "payload-kb", 0, "pad every job's data with this many KiB")
 	flag.StringVar(&cfg.Backoff, "backoff", "fixed", "retry backoff with -attempts > 1: fixed (0 ms) or exp (5 ms doubling, jitter 0.5)")
 	flag.IntVar(&cfg.Dup, "dup", 1, "add every job this many times under one deduplication id")
+	flag.BoolVar(&cfg.RemoveOnComplete, "remove-on-complete", false, "add every job with removeOnComplete true (BullMQ and drover)")
 	flag.BoolVar(&cfg.IDs, "ids", false, "give every job a custom id (o1, o2, …: BullMQ/drover jobId, asynq TaskID)")
 	flag.BoolVar(&cfg.StopAtHandled, "stop-at-handled", false, "process: stop once -n jobs were handled (a backlog stays)")
 	flag.StringVar(&cfg.DroverBin, "drover-bin", "", "drover CLI binary (bigqueue)")
@@ -250,11 +254,12 @@ type jobSpec struct {
 	DedupID  string        // non-empty: deduplicate adds by this id
 	JobID    string        // non-empty: the job's custom id
 	Pad      string        // extra data (the payload's "p")
+	Remove   bool          // removeOnComplete: true (drover: Retention{Remove: true})
 }
 
 // spec is job i of a scenario under cfg's workload flags.
 func (cfg config) spec(i int) jobSpec {
-	j := jobSpec{I: i, Attempts: cfg.Attempts, Backoff: cfg.Backoff}
+	j := jobSpec{I: i, Attempts: cfg.Attempts, Backoff: cfg.Backoff, Remove: cfg.RemoveOnComplete}
 	if cfg.Dup > 1 {
 		j.I = i / cfg.Dup
 		j.DedupID = "d" + strconv.Itoa(j.I)
