@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ const RequestTimeoutDefault = 10 * time.Second
 const RedisURLDefault = "redis://127.0.0.1:6379/0"
 
 func (r *redisFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db or rediss://..., or host:port (env DROVER_REDIS_URL)")
+	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db or rediss://..., or host:port; any node of a Redis Cluster; Sentinel: redis://sentinel:26379/db?master_name=NAME[&addr=sentinel2:26379...] (env DROVER_REDIS_URL)")
 	fs.StringVar(&r.prefix, "prefix", envOr("DROVER_PREFIX", drover.PrefixDefault), "key prefix of the queues (env DROVER_PREFIX)")
 	fs.DurationVar(&r.timeout, "timeout", RequestTimeoutDefault, "give up when Redis does not answer one request within this time (0 = the client's own read timeouts and retries, which a paused Redis stretches to a minute and more)")
 }
@@ -136,22 +137,12 @@ func envOr(key, def string) string {
 // inspector connects to Redis and returns an Inspector and a func that
 // closes the connection.
 func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(), error) {
-	opt, err := parseRedisURL(r.url)
-	if err != nil {
-		return nil, nil, usagef("--redis %q: %v", r.url, err)
-	}
-	if opt.TLSConfig != nil {
-		if err := notPlainRedis(ctx, opt.Addr); err != nil {
-			return nil, nil, err
-		}
-	}
 	if r.timeout < 0 {
 		return nil, nil, usagef("--timeout must not be negative, got %s", r.timeout)
 	}
-	opt.ContextTimeoutEnabled = true
-	rdb := redis.NewClient(opt)
-	if r.timeout > 0 {
-		rdb.AddHook(&answerWithin{d: r.timeout, addr: opt.Addr})
+	rdb, where, err := r.connect(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: r.prefix, Logger: r.logger})
 	if err != nil {
@@ -160,13 +151,80 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 	}
 	if err := ins.Ping(ctx); err != nil {
 		_ = rdb.Close()
-		return nil, nil, unreachable(opt, err)
+		return nil, nil, unreachable(where, err)
 	}
 	r.ins = ins
 	return ins, func() {
 		_ = ins.Close(context.WithoutCancel(ctx))
 		_ = rdb.Close()
 	}, nil
+}
+
+// connect opens the client --redis names, and says where it looks (for
+// unreachable). A URL with a master_name parameter names a Sentinel set-up,
+// in go-redis's failover URL form: sentinels in the host and in addr=
+// parameters, the master's database in the path. Any other URL names one
+// server, which is asked whether it is a Redis Cluster node; a cluster
+// node's address opens a cluster client seeded with it, so any node of a
+// cluster will do, as with redis-cli -c. A server that does not answer the
+// question (down, or INFO refused) is taken for a single server, and the
+// commands report what it says.
+func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place, error) {
+	if isFailoverURL(r.url) {
+		fo, err := redis.ParseFailoverURL(r.url)
+		if err != nil {
+			return nil, place{}, usagef("--redis %q: %v", r.url, err)
+		}
+		fo.ContextTimeoutEnabled = true
+		rdb := redis.NewFailoverClient(fo)
+		r.answerWithin(rdb, fo.MasterName)
+		return rdb, place{fmt.Sprintf("master %q of the sentinels at %s", fo.MasterName, strings.Join(fo.SentinelAddrs, ", ")), fo.DB}, nil
+	}
+	opt, err := parseRedisURL(r.url)
+	if err != nil {
+		return nil, place{}, usagef("--redis %q: %v", r.url, err)
+	}
+	if opt.TLSConfig != nil {
+		if err := notPlainRedis(ctx, opt.Addr); err != nil {
+			return nil, place{}, err
+		}
+	}
+	opt.ContextTimeoutEnabled = true
+	rdb := redis.NewClient(opt)
+	r.answerWithin(rdb, opt.Addr)
+	if !clusterNode(ctx, rdb) {
+		return rdb, place{opt.Addr, opt.DB}, nil
+	}
+	_ = rdb.Close()
+	if opt.DB != 0 {
+		return nil, place{}, usagef("--redis %q: %s is a Redis Cluster node, and a cluster has only database 0", r.url, opt.Addr)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: []string{opt.Addr}, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig,
+		DialTimeout: opt.DialTimeout, ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout,
+		ContextTimeoutEnabled: true,
+	})
+	r.answerWithin(cc, opt.Addr)
+	return cc, place{"the Redis Cluster of " + opt.Addr, 0}, nil
+}
+
+// isFailoverURL is true for a --redis URL naming a Sentinel master.
+func isFailoverURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Query().Has("master_name")
+}
+
+// clusterNode asks the server whether it runs in cluster mode (INFO cluster).
+func clusterNode(ctx context.Context, rdb *redis.Client) bool {
+	info, err := rdb.Info(ctx, "cluster").Result()
+	return err == nil && strings.Contains(info, "cluster_enabled:1")
+}
+
+// answerWithin adds the --timeout hook (see answerWithin) to rdb.
+func (r *redisFlags) answerWithin(rdb redis.UniversalClient, addr string) {
+	if r.timeout > 0 {
+		rdb.AddHook(&answerWithin{d: r.timeout, addr: addr})
+	}
 }
 
 // queue connects like inspector and returns the handle of the queue named
@@ -306,6 +364,12 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // unreachable is the one-line error of every command whose Redis does not
 // answer: where it looked, and how to point it elsewhere.
-func unreachable(opt *redis.Options, err error) error {
-	return fmt.Errorf("cannot reach Redis at %s (db %d; set it with --redis or DROVER_REDIS_URL): %w", opt.Addr, opt.DB, err)
+func unreachable(where place, err error) error {
+	return fmt.Errorf("cannot reach Redis at %s (db %d; set it with --redis or DROVER_REDIS_URL): %w", where.addr, where.db, err)
+}
+
+// place is where a client looks for Redis, for unreachable.
+type place struct {
+	addr string // a server, or a description of a cluster or Sentinel set-up
+	db   int
 }

@@ -383,7 +383,7 @@ func openRedis(ctx context.Context, url string) (redis.UniversalClient, string, 
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, "", nil, unreachable(opt, err)
+		return nil, "", nil, unreachable(place{opt.Addr, opt.DB}, err)
 	}
 	return rdb, "using Redis at " + opt.Addr, func() { _ = rdb.Close() }, nil
 }
