@@ -45,8 +45,10 @@ type WorkerInfo struct {
 	// Running is how many of the queue's active jobs name this worker as
 	// the one processing them (their processedBy, which Node's and
 	// drover's named workers write), or -1 for an unnamed worker, which
-	// leaves no name on its jobs. A worker with free slots waits for jobs
-	// while it runs others, so Waiting alone does not mean idle.
+	// leaves no name on its jobs. Workers that share a name (replicas of one
+	// deployment, often) leave the same name on their jobs, so each of them
+	// shows the jobs of all. A worker with free slots waits for jobs while
+	// it runs others, so Waiting alone does not mean idle.
 	Running int `json:"running"`
 }
 
