@@ -64,7 +64,8 @@ type WorkerOptions struct {
 	// StalledIntervalDefault (30s).
 	StalledInterval time.Duration
 	// MaxStalledCount is how many stall recoveries a job gets before it is
-	// failed. Defaults to MaxStalledCountDefault (1); negative means 0.
+	// failed (never a job scheduler's run or a legacy repeatable job, as in
+	// BullMQ). Defaults to MaxStalledCountDefault (1); negative means 0.
 	MaxStalledCount int
 	// SkipStalledCheck turns this worker's stalled checker off.
 	SkipStalledCheck bool
