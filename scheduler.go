@@ -71,7 +71,9 @@ type JobTemplate struct {
 	// Data of each run, encoded with encoding/json. nil = {}.
 	Data any
 	// Opts of each run. JobID, Delay, RunAt, Timestamp and Deduplication must not
-	// be set: the scheduler decides them.
+	// be set: the scheduler decides them. The queue's DefaultJobOptions fill
+	// in what Opts leaves unset; a default Delay is stored with the template,
+	// as BullMQ stores it, and delays no run.
 	Opts *JobOptions
 }
 
@@ -121,10 +123,15 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 	if err != nil {
 		return fail(err)
 	}
-	o := tmpl.Opts.merged(q.opts.DefaultJobOptions)
-	if o.JobID != "" || o.Delay != 0 || !o.RunAt.IsZero() || !o.Timestamp.IsZero() || o.Deduplication != nil {
+	// The template's own options are checked, not the queue's defaults:
+	// a DefaultJobOptions.Delay is no mistake of the template's. BullMQ
+	// merges a Queue's defaultJobOptions into the template's opts and
+	// stores them so, delay included; the schedule still decides when each
+	// run is due (its run opts' delay is the schedule's).
+	if t := tmpl.Opts; t != nil && (t.JobID != "" || t.Delay != 0 || !t.RunAt.IsZero() || !t.Timestamp.IsZero() || t.Deduplication != nil) {
 		return fail(optionError("JobTemplate.Opts must not set JobID, Delay, RunAt, Timestamp or Deduplication"))
 	}
+	o := tmpl.Opts.merged(q.opts.DefaultJobOptions)
 	if err := o.validate(); err != nil {
 		return fail(err)
 	}
@@ -189,6 +196,7 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 	for k, v := range templateOpts {
 		runOpts[k] = v
 	}
+	delete(runOpts, "delay") // the script writes the run's own
 	runOpts["repeat"] = mustJSON(runRepeat)
 	runOpts["repeatJobKey"] = jsonString(id)
 	runOpts["timestamp"] = jsonInt(nowMs)
