@@ -48,7 +48,9 @@ type RepeatOptions struct {
 	// are cron-parser's (BullMQ's).
 	Pattern string
 	// TZ is the pattern's IANA time zone. "" = the local time zone of the
-	// process computing the run (time.Local), as for Node's workers.
+	// process computing the run (time.Local), as for Node's workers. The
+	// spellings BullMQ's cron-parser takes are taken too: any letter case
+	// ("europe/paris"), "utc", "local", fixed offsets such as "UTC+3".
 	TZ string
 	// StartDate delays the first run to this time. Zero = none.
 	StartDate time.Time
