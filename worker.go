@@ -441,6 +441,22 @@ func storedOf(rec *jobcodec.Record) storedForFinish {
 	return s
 }
 
+// storedOfFetched is storedOf for a job a fetch took, whose hash Decode
+// read with decodeErr. A scheduler's run that does not decode still names
+// its scheduler: the worker creates the next run before it refuses this
+// one, as Node's workers create it before they run a job, so the scheduler
+// goes on (jobcodec.SchedulerRun).
+func storedOfFetched(rec *jobcodec.Record, f scripts.Fetched, decodeErr error) storedForFinish {
+	s := storedOf(rec)
+	if decodeErr != nil {
+		s.schedulerRun = nil
+		if run, ok := jobcodec.SchedulerRun(f.ID, f.Hash); ok {
+			s.schedulerRun = &run
+		}
+	}
+	return s
+}
+
 type finishItem struct {
 	rj      *runningJob
 	rec     scripts.FinishRecord
