@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -489,8 +490,51 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 	}
 	if nextID != "" {
 		w.log.DebugContext(ctx, "job scheduler advanced", slog.String(logkey.JobID, rec.ID), slog.String(logkey.Next, nextID))
+	} else if legacyRepeatKey(rec.RepeatJobKey) {
+		w.warnLegacyRepeat(ctx, rec)
 	}
 	return nil
+}
+
+// warnLegacyRepeat logs that a legacy repeatable job was taken and gets no
+// next run, unless its key, though shaped like a legacy one, names a job
+// scheduler (whose hash has an iteration count): BullMQ 6.7's workers make
+// no next run of a legacy repeatable job either, and say so with an error
+// event; without the line the schedule would end unnoticed. Best effort: a
+// failed read logs nothing.
+func (w *Worker) warnLegacyRepeat(ctx context.Context, rec *jobcodec.Record) {
+	scheduler, err := w.q.rdb.HExists(ctx, w.q.k.JobScheduler(rec.RepeatJobKey), "ic").Result()
+	if err != nil || scheduler {
+		return
+	}
+	w.log.WarnContext(ctx, "legacy repeatable job taken: no next run is made (BullMQ v6 dropped legacy repeatable jobs); "+
+		"recreate it as a job scheduler (Queue.UpsertJobScheduler)",
+		slog.String(logkey.JobID, rec.ID), slog.String(logkey.Scheduler, rec.RepeatJobKey))
+}
+
+// legacyRepeatKey reports whether key has the shape of a legacy (BullMQ
+// v5) repeatable job's key, "name:id:endDate:tz:suffix" with endDate empty
+// or digits and suffix a cron pattern (it has a space) or an every in ms
+// (digits), as BullMQ 6.7's workers tell it from a job scheduler's id.
+func legacyRepeatKey(key string) bool {
+	parts := strings.SplitN(key, ":", 5)
+	if len(parts) < 5 {
+		return false
+	}
+	endDate, suffix := parts[2], parts[4]
+	if suffix == "" || (endDate != "" && !allDigits(endDate)) {
+		return false
+	}
+	return strings.Contains(suffix, " ") || allDigits(suffix)
+}
+
+func allDigits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // runDedupID is the deduplication id a run's stored opts carry in "de"
