@@ -57,7 +57,9 @@
 // the worker dies, the lock expires and the stalled checker (run by every
 // worker, at most once per StalledInterval across them) moves the job back to
 // wait, counting the stall in [Job.StalledCount] but not as an attempt. A job
-// stalled more than MaxStalledCount times is failed by the next worker.
+// stalled more than MaxStalledCount times is failed by the next worker,
+// except a job scheduler's run or a legacy (BullMQ v5) repeatable job, which
+// BullMQ keeps running so that its schedule goes on.
 //
 // Each drover worker also records the attempt history in the job hash (an
 // extra field Node BullMQ ignores): see [Job.Timeline].

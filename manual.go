@@ -145,11 +145,11 @@ func (w *Worker) manualJob(ctx context.Context, f scripts.Fetched, token string)
 	if w.opts.Name != "" {
 		job.ProcessedBy = w.opts.Name
 	}
-	rj := &runningJob{job: job, stored: storedOf(&rec), token: token, started: now, w: w, began: time.Now(), decodeErr: err}
+	rj := &runningJob{job: job, stored: storedOfFetched(&rec, f, err), token: token, started: now, w: w, began: time.Now(), decodeErr: err}
 	rj.ctx, rj.cancel = context.Background(), func(error) {}
 	job.token, job.run = token, rj
-	if rec.RepeatJobKey != "" && err == nil {
-		w.advanceSchedulerRetrying(ctx, &rec)
+	if run := rj.stored.schedulerRun; run != nil {
+		w.advanceSchedulerRetrying(ctx, run)
 	}
 	return job
 }

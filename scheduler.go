@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,7 +49,9 @@ type RepeatOptions struct {
 	// are cron-parser's (BullMQ's).
 	Pattern string
 	// TZ is the pattern's IANA time zone. "" = the local time zone of the
-	// process computing the run (time.Local), as for Node's workers.
+	// process computing the run (time.Local), as for Node's workers. The
+	// spellings BullMQ's cron-parser takes are taken too: any letter case
+	// ("europe/paris"), "utc", "local", fixed offsets such as "UTC+3".
 	TZ string
 	// StartDate delays the first run to this time. Zero = none.
 	StartDate time.Time
@@ -71,7 +74,9 @@ type JobTemplate struct {
 	// Data of each run, encoded with encoding/json. nil = {}.
 	Data any
 	// Opts of each run. JobID, Delay, RunAt, Timestamp and Deduplication must not
-	// be set: the scheduler decides them.
+	// be set: the scheduler decides them. The queue's DefaultJobOptions fill
+	// in what Opts leaves unset; a default Delay is stored with the template,
+	// as BullMQ stores it, and delays no run.
 	Opts *JobOptions
 }
 
@@ -121,10 +126,15 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 	if err != nil {
 		return fail(err)
 	}
-	o := tmpl.Opts.merged(q.opts.DefaultJobOptions)
-	if o.JobID != "" || o.Delay != 0 || !o.RunAt.IsZero() || !o.Timestamp.IsZero() || o.Deduplication != nil {
+	// The template's own options are checked, not the queue's defaults:
+	// a DefaultJobOptions.Delay is no mistake of the template's. BullMQ
+	// merges a Queue's defaultJobOptions into the template's opts and
+	// stores them so, delay included; the schedule still decides when each
+	// run is due (its run opts' delay is the schedule's).
+	if t := tmpl.Opts; t != nil && (t.JobID != "" || t.Delay != 0 || !t.RunAt.IsZero() || !t.Timestamp.IsZero() || t.Deduplication != nil) {
 		return fail(optionError("JobTemplate.Opts must not set JobID, Delay, RunAt, Timestamp or Deduplication"))
 	}
+	o := tmpl.Opts.merged(q.opts.DefaultJobOptions)
 	if err := o.validate(); err != nil {
 		return fail(err)
 	}
@@ -189,6 +199,7 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 	for k, v := range templateOpts {
 		runOpts[k] = v
 	}
+	delete(runOpts, "delay") // the script writes the run's own
 	runOpts["repeat"] = mustJSON(runRepeat)
 	runOpts["repeatJobKey"] = jsonString(id)
 	runOpts["timestamp"] = jsonInt(nowMs)
@@ -479,8 +490,51 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 	}
 	if nextID != "" {
 		w.log.DebugContext(ctx, "job scheduler advanced", slog.String(logkey.JobID, rec.ID), slog.String(logkey.Next, nextID))
+	} else if legacyRepeatKey(rec.RepeatJobKey) {
+		w.warnLegacyRepeat(ctx, rec)
 	}
 	return nil
+}
+
+// warnLegacyRepeat logs that a legacy repeatable job was taken and gets no
+// next run, unless its key, though shaped like a legacy one, names a job
+// scheduler (whose hash has an iteration count): BullMQ 6.7's workers make
+// no next run of a legacy repeatable job either, and say so with an error
+// event; without the line the schedule would end unnoticed. Best effort: a
+// failed read logs nothing.
+func (w *Worker) warnLegacyRepeat(ctx context.Context, rec *jobcodec.Record) {
+	scheduler, err := w.q.rdb.HExists(ctx, w.q.k.JobScheduler(rec.RepeatJobKey), "ic").Result()
+	if err != nil || scheduler {
+		return
+	}
+	w.log.WarnContext(ctx, "legacy repeatable job taken: no next run is made (BullMQ v6 dropped legacy repeatable jobs); "+
+		"recreate it as a job scheduler (Queue.UpsertJobScheduler)",
+		slog.String(logkey.JobID, rec.ID), slog.String(logkey.Scheduler, rec.RepeatJobKey))
+}
+
+// legacyRepeatKey reports whether key has the shape of a legacy (BullMQ
+// v5) repeatable job's key, "name:id:endDate:tz:suffix" with endDate empty
+// or digits and suffix a cron pattern (it has a space) or an every in ms
+// (digits), as BullMQ 6.7's workers tell it from a job scheduler's id.
+func legacyRepeatKey(key string) bool {
+	parts := strings.SplitN(key, ":", 5)
+	if len(parts) < 5 {
+		return false
+	}
+	endDate, suffix := parts[2], parts[4]
+	if suffix == "" || (endDate != "" && !allDigits(endDate)) {
+		return false
+	}
+	return strings.Contains(suffix, " ") || allDigits(suffix)
+}
+
+func allDigits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // runDedupID is the deduplication id a run's stored opts carry in "de"

@@ -23,8 +23,17 @@ func init() {
 	seam.NoFetchOnFinish = func(v any) { v.(*Worker).noFetchOnFinish = true }
 	seam.AdvanceScheduler = func(ctx context.Context, v any, id string, hash []any) error {
 		rec, _, err := jobcodec.Decode(id, hash)
-		if err != nil || rec.RepeatJobKey == "" {
-			return err
+		if err != nil {
+			// As the worker: a run that does not decode still advances
+			// its scheduler (storedOfFetched).
+			run, ok := jobcodec.SchedulerRun(id, hash)
+			if !ok {
+				return err
+			}
+			rec = run
+		}
+		if rec.RepeatJobKey == "" {
+			return nil
 		}
 		return v.(*Worker).advanceScheduler(ctx, &rec)
 	}

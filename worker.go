@@ -64,7 +64,8 @@ type WorkerOptions struct {
 	// StalledIntervalDefault (30s).
 	StalledInterval time.Duration
 	// MaxStalledCount is how many stall recoveries a job gets before it is
-	// failed. Defaults to MaxStalledCountDefault (1); negative means 0.
+	// failed (never a job scheduler's run or a legacy repeatable job, as in
+	// BullMQ). Defaults to MaxStalledCountDefault (1); negative means 0.
 	MaxStalledCount int
 	// SkipStalledCheck turns this worker's stalled checker off.
 	SkipStalledCheck bool
@@ -436,6 +437,22 @@ func storedOf(rec *jobcodec.Record) storedForFinish {
 	if rec.RepeatJobKey != "" {
 		run := *rec // a copy: the caller's record need not outlive the fetch
 		s.schedulerRun = &run
+	}
+	return s
+}
+
+// storedOfFetched is storedOf for a job a fetch took, whose hash Decode
+// read with decodeErr. A scheduler's run that does not decode still names
+// its scheduler: the worker creates the next run before it refuses this
+// one, as Node's workers create it before they run a job, so the scheduler
+// goes on (jobcodec.SchedulerRun).
+func storedOfFetched(rec *jobcodec.Record, f scripts.Fetched, decodeErr error) storedForFinish {
+	s := storedOf(rec)
+	if decodeErr != nil {
+		s.schedulerRun = nil
+		if run, ok := jobcodec.SchedulerRun(f.ID, f.Hash); ok {
+			s.schedulerRun = &run
+		}
 	}
 	return s
 }

@@ -371,7 +371,7 @@ func (w *Worker) prepare(jobs []scripts.Fetched, token string) []*runningJob {
 		if w.opts.Name != "" {
 			job.ProcessedBy = w.opts.Name
 		}
-		rj := &runningJob{job: job, stored: storedOf(&rec), started: now, w: w, began: time.Now(), decodeErr: err}
+		rj := &runningJob{job: job, stored: storedOfFetched(&rec, f, err), started: now, w: w, began: time.Now(), decodeErr: err}
 		rj.token = token + ":" + job.ID
 		job.token, job.run = rj.token, rj
 		rj.lastRenew.Store(now.UnixMilli())

@@ -30,7 +30,7 @@ import (
 // time limit (nil: no limit), or the error the attempt fails with without
 // running (see refusal).
 func (w *Worker) begin(rj *runningJob) (timer *time.Timer, refused error) {
-	if rj.stored.schedulerRun != nil && rj.decodeErr == nil {
+	if rj.stored.schedulerRun != nil {
 		// Before anything else, as Node does: the scheduler goes on even
 		// when this run fails or its worker dies.
 		w.advanceSchedulerRetrying(rj.ctx, rj.stored.schedulerRun)

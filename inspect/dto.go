@@ -201,7 +201,9 @@ func (s *DelayedStats) UnmarshalJSON(data []byte) error {
 
 // Event is one event of a queue's events stream, as the dashboard's live
 // updates and `drover watch --json` print it. Time and DelayUntil are epoch
-// ms; ReturnValue has the name of BullMQ's completed event field.
+// ms; ReturnValue and Data have the names of BullMQ's completed and
+// progress event fields, DeduplicationID and DeduplicatedJobID those of its
+// deduplicated event's.
 type Event struct {
 	ID           string           `json:"id"`
 	Time         Instant          `json:"time"`
@@ -214,6 +216,13 @@ type Event struct {
 	DelayUntil   Instant          `json:"delayUntil,omitzero"`
 	AttemptsMade int              `json:"attemptsMade,omitempty"`
 	ReturnValue  json.RawMessage  `json:"returnvalue,omitempty"`
+	// Data is a progress event's value (JSON).
+	Data json.RawMessage `json:"data,omitempty"`
+	// Count is a cleaned event's number of jobs removed, 0 included; nil
+	// for the other events.
+	Count             *int   `json:"count,omitempty"`
+	DeduplicationID   string `json:"deduplicationId,omitempty"`
+	DeduplicatedJobID string `json:"deduplicatedJobId,omitempty"`
 }
 
 // EventOf converts an event of queue's stream.
@@ -221,9 +230,17 @@ func EventOf(queue string, ev drover.Event) Event {
 	e := Event{
 		ID: ev.ID, Time: Instant{ev.Time()}, Queue: queue, Name: ev.Name, JobID: ev.JobID, Prev: ev.Prev, JobName: ev.JobName,
 		FailedReason: ev.FailedReason, DelayUntil: Instant{ev.DelayUntil}, AttemptsMade: ev.AttemptsMade,
+		DeduplicationID: ev.DeduplicationID, DeduplicatedJobID: ev.DeduplicatedJobID,
 	}
 	if len(ev.ReturnValue) > 0 && json.Valid(ev.ReturnValue) {
 		e.ReturnValue = ev.ReturnValue
+	}
+	if len(ev.Data) > 0 && json.Valid(ev.Data) {
+		e.Data = ev.Data
+	}
+	if _, ok := ev.Fields["count"]; ok && ev.Name == drover.EventCleaned {
+		n := ev.Count
+		e.Count = &n
 	}
 	return e
 }

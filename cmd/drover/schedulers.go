@@ -163,6 +163,13 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 		return nil
 	}
 
+	if *pattern != "" && *tz == "" {
+		// The default the flag names: stored, so that every worker, Node's
+		// included, computes the runs in UTC. Without a zone each worker
+		// would use its own machine's (BullMQ's rule for a pattern without
+		// tz), and the first run this process's.
+		*tz = "UTC"
+	}
 	tmpl := &drover.JobTemplate{Name: *name, Data: json.RawMessage(*data)}
 	if *attempts > 0 {
 		tmpl.Opts = &drover.JobOptions{Attempts: *attempts}

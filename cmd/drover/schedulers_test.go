@@ -55,6 +55,15 @@ func TestSchedulerCommands(t *testing.T) {
 	_, err = run("scheduler", "upsert", "mail", "bad", "--pattern", "61 * * * *")
 	require.Error(t, err)
 
+	// --tz defaults to UTC, as its help says: the zone is stored, so no
+	// worker computes the runs in its own machine's local time.
+	out, err = run("scheduler", "upsert", "mail", "nightly", "--pattern", "0 3 * * *")
+	require.NoError(t, err, out)
+	s, err = q.GetJobScheduler(ctx, "nightly")
+	require.NoError(t, err)
+	require.Equal(t, "UTC", s.TZ, "the zone a pattern without --tz is stored with")
+	require.Equal(t, 3, s.Next.UTC().Hour(), "next run at 03:00 UTC")
+
 	// Usage errors name the flags and write nothing.
 	keys, err := rdb.Keys(ctx, prefix+"*").Result()
 	require.NoError(t, err)

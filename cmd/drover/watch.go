@@ -80,6 +80,10 @@ func describeEvent(ev drover.Event) string {
 		s += fmt.Sprintf(" after %d attempts", ev.AttemptsMade)
 	case drover.EventCleaned:
 		s += fmt.Sprintf(" %d jobs", ev.Count)
+	case drover.EventProgress:
+		s += ": " + clip(string(ev.Data), 80)
+	case drover.EventDeduplicated:
+		s += fmt.Sprintf(" kept id %q (add of %s dropped)", ev.DeduplicationID, ev.DeduplicatedJobID)
 	}
 	return s
 }

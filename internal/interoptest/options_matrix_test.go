@@ -435,6 +435,10 @@ func TestDifferentialNodeStringOptions(t *testing.T) {
 		{name: "RemoveOnComplete", opts: map[string]any{"removeOnComplete": "yes"}, jobs: 2},
 		{name: "RemoveOnCompleteEmpty", opts: map[string]any{"removeOnComplete": ""}, jobs: 2},
 		{name: "RemoveOnFail", opts: map[string]any{"removeOnFail": "1"}, behavior: fail, jobs: 2},
+		// An age in seconds given as a string: BullMQ's Lua multiplies it
+		// as a number (a Node scheduler's template may carry it too).
+		{name: "RemoveOnCompleteAge", opts: map[string]any{"removeOnComplete": map[string]any{"age": "3600"}}, jobs: 2},
+		{name: "RemoveOnFailAge", opts: map[string]any{"removeOnFail": map[string]any{"age": "0.5", "count": 5}}, behavior: fail, jobs: 2},
 	} {
 		c.nodeOnly = true
 		t.Run(c.name, func(t *testing.T) {

@@ -201,3 +201,49 @@ func TestInteropStalledGlobalConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// TestDifferentialStalledLegacyRepeatable: a legacy repeatable job (BullMQ
+// v5's, listed in the repeat sorted set by its legacy key, without a
+// repeat:<key> hash) that stalls past maxStalledCount is not failed by
+// BullMQ 6.7's stalled checker: it goes back to wait and runs again. A
+// drover rescuer must keep it the same way; the Redis states and event
+// sequences of a Node rescuer and a drover rescuer must be equal.
+func TestDifferentialStalledLegacyRepeatable(t *testing.T) {
+	t.Parallel()
+
+	setup := newSetup(t)
+	const legacyKey = "job::::5000"
+	zero := 0
+	run := func(b *bundle, rescuer impl) []string {
+		ctx := context.Background()
+		// What BullMQ v5 left: the repeat sorted set lists the legacy key
+		// by its next run; the run's id is repeat:<hash>:<ms>.
+		require.NoError(t, b.rdb.ZAdd(ctx, b.prefix+":"+queueName+":repeat",
+			redis.Z{Score: 1_600_000_005_000, Member: legacyKey}).Err())
+		id, err := b.oracle.Add(ctx, b.prefix, queueName, "job", payload("legacy", 0), map[string]any{
+			"jobId": "repeat:k1:1600000000000", "repeatJobKey": legacyKey,
+			"repeat": map[string]any{"every": 5000, "count": 1}, "prevMillis": 1_600_000_000_000,
+		})
+		require.NoError(t, err)
+		killWorkerMidJob(t, b, nodeImpl, id)
+
+		stop := b.startWorker(t, rescuer, workerSpec{
+			lockDuration: victimLock, stalledInterval: rescueInterval, maxStalledCount: &zero,
+		})
+		evs := b.waitFinal(t, id, 1)
+		stop()
+		a := assertAgree(t, b, id)
+		require.Equal(t, "completed", a.states[id], "a legacy repeatable job is kept past maxStalledCount")
+		return eventLines(evs)
+	}
+	mixed := setup(t)
+	ref := mixed.sibling(t)
+	refEvents := run(ref, nodeImpl)
+	mixedEvents := run(mixed, droverImpl)
+	require.Equal(t, refEvents, mixedEvents, "events: Node only (expected) vs drover rescuer")
+	nodeState := comparableDump(t, ref.rdb, ref.prefix, dumpOptions{workersRan: true})
+	mixedState := comparableDump(t, mixed.rdb, mixed.prefix, dumpOptions{workersRan: true})
+	delete(nodeState.Keys, queueName+":stalled-check")
+	delete(mixedState.Keys, queueName+":stalled-check")
+	requireSameState(t, nodeState, mixedState)
+}

@@ -553,11 +553,21 @@ func decodeKeep(v json.RawMessage, strict bool) (*Keep, error) {
 }
 
 // ageMillis reads a stored retention age in seconds, a fraction or an
-// exponent included, as whole milliseconds; null is 0.
+// exponent included, as whole milliseconds; null is 0. A string holding a
+// number is that number, as BullMQ's Lua coerces it.
 func ageMillis(v json.RawMessage) (int64, error) {
 	s := string(bytes.TrimSpace(v))
 	if s == "null" || s == "" {
 		return 0, nil
+	}
+	if s[0] == '"' {
+		// A string of digits ("3600" from an environment variable):
+		// BullMQ's Lua multiplies it by 1000, coercing it to a number.
+		var str string
+		if err := json.Unmarshal(v, &str); err != nil || strings.TrimSpace(str) == "" {
+			return 0, fmt.Errorf("not a number: %s", s)
+		}
+		s = strings.TrimSpace(str)
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {

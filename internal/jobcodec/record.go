@@ -182,3 +182,36 @@ func EncodeStack(s []string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// SchedulerRun reads, from a job hash that Decode refused, what creating
+// a job scheduler's next run needs: the run's id, its scheduler (rjk), its
+// opts JSON and, read as BullMQ's scheduler scripts read them from those
+// opts, its priority and lifo. A worker creates the next run when it takes
+// a run, before it looks at the run further, as Node's workers do, so a
+// run whose hash has a field drover cannot decode (another option, say)
+// must not stop its scheduler. ok is false when the hash names no
+// scheduler or its opts are not a JSON object.
+func SchedulerRun(id string, flat []any) (rec Record, ok bool) {
+	for i := 0; i+1 < len(flat); i += 2 {
+		f, _ := flat[i].(string)
+		v, _ := flat[i+1].(string)
+		switch f {
+		case "rjk":
+			rec.RepeatJobKey = v
+		case "opts":
+			rec.RawOpts = v
+		}
+	}
+	var opts map[string]json.RawMessage
+	if rec.RepeatJobKey == "" || json.Unmarshal([]byte(rec.RawOpts), &opts) != nil || opts == nil {
+		return Record{}, false
+	}
+	rec.ID = id
+	if p, ok := opts["priority"]; ok {
+		rec.Opts.Priority, _ = num(p)
+	}
+	if l, ok := opts["lifo"]; ok {
+		rec.Opts.LIFO, rec.Opts.LIFOInLua = jsTruthy(l), luaTruthy(l)
+	}
+	return rec, true
+}

@@ -25,6 +25,7 @@ const (
 	RoundTrip    = "round_trip"
 	Threshold    = "threshold"
 	Next         = "next"
+	Scheduler    = "scheduler"
 	User         = "user"
 	Role         = "role"
 	Action       = "action"

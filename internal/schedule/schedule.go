@@ -52,22 +52,6 @@ type Schedule struct {
 
 var parser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
 
-// Location is time zone tz: an IANA name, or "" for the local time zone of
-// this process (time.Local, from TZ), as cron-parser takes the Node
-// process's own when BullMQ passes no tz. It was UTC, so a scheduler with
-// no tz moved by the zone's offset whenever a drover worker, not a Node one
-// on the same machine, computed its next run.
-func Location(tz string) (*time.Location, error) {
-	if tz == "" {
-		return time.Local, nil
-	}
-	loc, err := time.LoadLocation(tz)
-	if err != nil {
-		return nil, fmt.Errorf("time zone %q: %w", tz, err)
-	}
-	return loc, nil
-}
-
 // Parse reads pattern in time zone tz (see Location).
 func Parse(pattern, tz string) (*Schedule, error) {
 	loc, err := Location(tz)

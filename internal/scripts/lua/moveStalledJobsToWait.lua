@@ -17,6 +17,7 @@ local maxLen = maxEvents(metaKey)
 rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
 
 local maxStalled = tonumber(ARGV[4])
+local repeatKey = base .. "repeat"
 local moved = {}
 local candidates = rcall("SMEMBERS", stalledKey)
 if #candidates > 0 then
@@ -27,9 +28,11 @@ if #candidates > 0 then
     elseif rcall("EXISTS", base .. id .. ":lock") == 0 and rcall("LREM", activeKey, 1, id) > 0 then
       local jobKey = base .. id
       local stc = rcall("HINCRBY", jobKey, "stc", 1)
+      -- A scheduler's run is never failed for stalling, nor a legacy (v5)
+      -- repeatable job, whose key the repeat set lists without a hash.
       if stc > maxStalled then
         local rjk = rcall("HGET", jobKey, "rjk")
-        if not (rjk and rcall("EXISTS", base .. "repeat:" .. rjk) == 1) then
+        if not (rjk and (rcall("EXISTS", repeatKey .. ":" .. rjk) == 1 or rcall("ZSCORE", repeatKey, rjk))) then
           rcall("HSET", jobKey, "defa", "job stalled more than allowable limit")
         end
       end
