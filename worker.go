@@ -766,6 +766,21 @@ func isUnblocked(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "UNBLOCKED ")
 }
 
+// loopCall runs fn, a call of the worker's own loops that Close ends by
+// cancelling ctx (the fetcher's take, a result write). go-redis ends a call
+// in flight at a deadline or its own timeouts, never at a cancel, so the
+// call is sent inline when the client's timeouts end it (a goroutine per
+// call costs the hot path: see writeResults), and through bounded.Call
+// when the client has them switched off (ReadTimeout -1): there nothing
+// else would end a call to a Redis that does not answer, and Close would
+// wait for it as long as that lasts.
+func loopCall[T any](w *Worker, ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	if w.q.callBudget > 0 {
+		return fn(ctx)
+	}
+	return bounded.Call(ctx, fn)
+}
+
 // retryDelay is the pause before the attempt-th retry of a failed Redis
 // call: 100 ms doubling to 3 s.
 func retryDelay(attempt int) time.Duration {
