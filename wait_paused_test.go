@@ -263,6 +263,70 @@ func TestWorkerCloseWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
 		testkit.WaitFor(t, 10*time.Second, "the clock measurement held by the network", proxy.Blackholed)
 		require.NoError(t, closeWithin(t, w, func() { proxy.SetBlackhole(false) }))
 	})
+
+	t.Run("SchedulerAdvance", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Pausable(t)
+		q, err := drover.NewQueue(srv.Client(t), "q", nil)
+		require.NoError(t, err)
+		_, err = q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Pattern: "0 0 * * *", Immediately: true}, nil)
+		require.NoError(t, err)
+		proxy, err := faultproxy.Start(srv.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		// The network stops carrying anything once the worker, having
+		// taken the scheduler's run, sends the creation of the next one.
+		proxy.BlackholeAt(fmt.Sprintf("%x", sha1.Sum([]byte(scripts.Source("advanceScheduler")))))
+		w, err := drover.NewWorker(noTimeouts(proxy.Addr), "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+			return nil, nil
+		}), nil)
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		testkit.WaitFor(t, 10*time.Second, "the advance held by the network", proxy.Blackholed)
+		err = closeWithin(t, w, func() { proxy.SetBlackhole(false) })
+		t.Logf("Close: %v", err)
+	})
+}
+
+// TestWorkerStartWithoutClientTimeoutsWhileRedisIsPaused: Start is called
+// while Redis does not answer (paused), on a client with its timeouts off.
+// It must return within its probe's bound, starting the worker anyway, and
+// the worker runs the job once Redis answers. Before, Start's probe (a
+// PING under a 5 s deadline, which go-redis heeds only with
+// ContextTimeoutEnabled) waited as long as Redis was paused.
+func TestWorkerStartWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Pausable(t)
+	q, err := drover.NewQueue(srv.Client(t), "q", nil)
+	require.NoError(t, err)
+	added, err := q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: -1, WriteTimeout: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ran := make(chan string, 1)
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(_ context.Context, job *drover.Job) (any, error) {
+		ran <- job.ID
+		return nil, nil
+	}), nil)
+	require.NoError(t, err)
+
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	started := make(chan error, 1)
+	go func() { started <- w.Start(ctx) }()
+	select {
+	case err := <-started:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		_ = srv.Signal(syscall.SIGCONT)
+		<-started
+		t.Fatal("Start waited for a paused Redis")
+	}
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	require.Equal(t, added.Job.ID, recv(t, ran))
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, w.Close(cctx))
 }
 
 // TestWorkerCloseWhenRedisIsGone: Redis is killed under an idle worker

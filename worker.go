@@ -561,7 +561,11 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.startManual(probe)
 			return
 		}
-		if err := w.q.rdb.Ping(probe).Err(); err != nil {
+		// bounded: go-redis heeds probe's deadline only through its own
+		// timeouts, which a client may have switched off.
+		if _, err := bounded.Call(probe, func(ctx context.Context) (string, error) {
+			return w.q.rdb.Ping(ctx).Result()
+		}); err != nil {
 			w.log.WarnContext(ctx, "Redis does not answer; the worker starts anyway and fetches once it does",
 				slog.Any(logkey.Error, err))
 		} else {
@@ -767,13 +771,14 @@ func isUnblocked(err error) bool {
 }
 
 // loopCall runs fn, a call of the worker's own loops that Close ends by
-// cancelling ctx (the fetcher's take, a result write). go-redis ends a call
-// in flight at a deadline or its own timeouts, never at a cancel, so the
-// call is sent inline when the client's timeouts end it (a goroutine per
-// call costs the hot path: see writeResults), and through bounded.Call
-// when the client has them switched off (ReadTimeout -1): there nothing
-// else would end a call to a Redis that does not answer, and Close would
-// wait for it as long as that lasts.
+// cancelling ctx (the fetcher's take, a result write, a job scheduler's
+// advance). go-redis ends a call in flight at its own timeouts, and at a
+// deadline only with ContextTimeoutEnabled, never at a cancel, so the call
+// is sent inline when the client's timeouts end it (a goroutine per call
+// costs the hot path: see writeResults), and through bounded.Call when the
+// client has them switched off (ReadTimeout -1): there nothing else would
+// end a call to a Redis that does not answer, and Close would wait for it
+// as long as that lasts.
 func loopCall[T any](w *Worker, ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
 	if w.q.callBudget > 0 {
 		return fn(ctx)
