@@ -246,6 +246,40 @@ func TestWorkerCloseWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
 		requireDoneOnceAnswering(t, srv, direct, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
 	})
 
+	t.Run("ProcessorWrite", func(t *testing.T) {
+		t.Parallel()
+		// The processor writes its progress under the job's ctx (no
+		// deadline: Close cancels it) while Redis is paused.
+		srv := redistest.Pausable(t)
+		rdb := noTimeouts(srv.Addr)
+		q, err := drover.NewQueue(rdb, "q", nil)
+		require.NoError(t, err)
+		started := make(chan struct{})
+		paused := make(chan struct{})
+		progressErr := make(chan error, 1)
+		w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+			close(started)
+			<-paused
+			err := job.UpdateProgress(ctx, 1)
+			progressErr <- err
+			return nil, err
+		}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		added, err := q.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		<-started
+
+		require.NoError(t, srv.Signal(syscall.SIGSTOP))
+		close(paused)
+		err = closeWithin(t, w, func() { _ = srv.Signal(syscall.SIGCONT) })
+		require.ErrorContains(t, err, "results were not written")
+		perr := <-progressErr
+		require.ErrorIs(t, perr, drover.ErrOutcomeUnknown)
+		require.ErrorIs(t, perr, context.Canceled)
+		requireDoneOnceAnswering(t, srv, rdb, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+	})
+
 	t.Run("ClockCheck", func(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Pausable(t)

@@ -774,13 +774,14 @@ func isUnblocked(err error) bool {
 // cancelling ctx (the fetcher's take, a result write, a job scheduler's
 // advance). go-redis ends a call in flight at its own timeouts, and at a
 // deadline only with ContextTimeoutEnabled, never at a cancel, so the call
-// is sent inline when the client's timeouts end it (a goroutine per call
-// costs the hot path: see writeResults), and through bounded.Call when the
-// client has them switched off (ReadTimeout -1): there nothing else would
+// is sent inline when the client's timeouts end it first (a goroutine per
+// call costs the hot path: see writeResults), and through bounded.Call
+// otherwise (bounded.Needed): a deadline that comes first, or a client
+// with its timeouts switched off (ReadTimeout -1), where nothing else would
 // end a call to a Redis that does not answer, and Close would wait for it
 // as long as that lasts.
 func loopCall[T any](w *Worker, ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
-	if w.q.callBudget > 0 {
+	if !bounded.Needed(ctx, w.q.callBudget) {
 		return fn(ctx)
 	}
 	return bounded.Call(ctx, fn)
