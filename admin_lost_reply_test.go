@@ -173,3 +173,30 @@ func newLostReplyRig(t *testing.T, tune func(*redis.Options)) *lostReplyRig {
 	require.NoError(t, err)
 	return &lostReplyRig{proxy: proxy, q: q, dq: dq, direct: direct, prefix: prefix}
 }
+
+// TestFlowAdminWritesUnderClientRetry: as TestAdminWritesUnderClientRetry,
+// for Job.RemoveChildDependency: the first run detaches the child (and
+// deletes its parentKey), its reply is lost, go-redis sends it again.
+// Before, the second run found no parent and the call failed with
+// ErrParentNotFound for a detach that was done.
+func TestFlowAdminWritesUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	fp, err := drover.NewFlowProducer(r.direct, &drover.FlowProducerOptions{Prefix: r.prefix})
+	require.NoError(t, err)
+	node, err := fp.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "q",
+		Children: []drover.FlowJob{{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: "kid"}}}})
+	require.NoError(t, err)
+	_, err = r.q.Job("missing").RemoveChildDependency(ctx)
+	require.ErrorIs(t, err, drover.ErrJobNotFound, "warm-up")
+
+	r.proxy.DropReplyTo("evalsha")
+	removed, err := r.q.Job("kid").RemoveChildDependency(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	require.True(t, removed, "the child was detached")
+	st, err := r.dq.GetJobState(ctx, node.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateWaiting, st, "the parent, left with no pending child, waits")
+}

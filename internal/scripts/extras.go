@@ -42,8 +42,8 @@ func GetCountsPerPriority(ctx context.Context, rdb Doer, k keys.Queue, prioritie
 // RemoveChildDependency detaches flow child id from its parent. It reports
 // false when the child was no longer one of the parent's pending
 // dependencies.
-func RemoveChildDependency(ctx context.Context, rdb Doer, k keys.Queue, id string) (bool, error) {
-	n, err := runCode(ctx, removeChildDependency, rdb, k, id)
+func RemoveChildDependency(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string) (bool, error) {
+	n, err := runCode(ctx, removeChildDependency, rdb, k, id, call.Token, call.ttlMs())
 	return n == 1, err
 }
 
