@@ -200,3 +200,26 @@ func TestFlowAdminWritesUnderClientRetry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, drover.StateWaiting, st, "the parent, left with no pending child, waits")
 }
+
+// TestRemoveDeduplicationKeyUnderClientRetry: as
+// TestAdminWritesUnderClientRetry, for Job.RemoveDeduplicationKey: the
+// first run frees the id, its reply is lost, go-redis sends it again.
+// Before, the second run found the id free already and the call reported
+// false ("not freed") for an id it had freed.
+func TestRemoveDeduplicationKeyUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	added, err := r.dq.Add(ctx, "x", nil, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "welcome-7"}})
+	require.NoError(t, err)
+	freed, err := r.q.Job("missing").RemoveDeduplicationKey(ctx)
+	require.NoError(t, err, "warm-up")
+	require.False(t, freed)
+
+	r.proxy.DropReplyTo("evalsha")
+	freed, err = r.q.Job(added.Job.ID).RemoveDeduplicationKey(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	require.True(t, freed, "the id was freed")
+	require.Zero(t, r.direct.Exists(ctx, r.prefix+":q:de:welcome-7").Val())
+}

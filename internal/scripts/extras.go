@@ -17,8 +17,8 @@ var (
 // RemoveDedupKey deletes the de: key of deduplication id deid when it still
 // names job id; deid "" takes the job's stored deid. It reports whether it
 // deleted the key.
-func RemoveDedupKey(ctx context.Context, rdb Doer, k keys.Queue, id, deid string) (bool, error) {
-	n, err := runCode(ctx, removeDedupKey, rdb, k, id, deid)
+func RemoveDedupKey(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, deid string) (bool, error) {
+	n, err := runCode(ctx, removeDedupKey, rdb, k, id, deid, call.Token, call.ttlMs())
 	return n == 1, err
 }
 
