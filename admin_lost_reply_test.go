@@ -223,3 +223,27 @@ func TestRemoveDeduplicationKeyUnderClientRetry(t *testing.T) {
 	require.True(t, freed, "the id was freed")
 	require.Zero(t, r.direct.Exists(ctx, r.prefix+":q:de:welcome-7").Val())
 }
+
+// TestRemoveUnprocessedChildrenUnderClientRetry: as
+// TestAdminWritesUnderClientRetry, for Job.RemoveUnprocessedChildren: the
+// first run deletes the pending children, its reply is lost, go-redis
+// sends it again. Before, the second run found none left and the call
+// answered 0 for the 2 children it had deleted.
+func TestRemoveUnprocessedChildrenUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	fp, err := drover.NewFlowProducer(r.direct, &drover.FlowProducerOptions{Prefix: r.prefix})
+	require.NoError(t, err)
+	node, err := fp.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "q",
+		Children: []drover.FlowJob{{Name: "a", QueueName: "kids"}, {Name: "b", QueueName: "kids"}}})
+	require.NoError(t, err)
+	_, err = r.q.Job("missing").RemoveUnprocessedChildren(ctx)
+	require.ErrorIs(t, err, drover.ErrJobNotFound, "warm-up")
+
+	r.proxy.DropReplyTo("evalsha")
+	n, err := r.q.Job(node.Job.ID).RemoveUnprocessedChildren(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	require.Equal(t, 2, n, "the children it deleted")
+}

@@ -49,8 +49,8 @@ func RemoveChildDependency(ctx context.Context, rdb Doer, k keys.Queue, call Cal
 
 // RemoveUnprocessedChildren deletes the pending children of job id, depth
 // first, and returns how many jobs it deleted.
-func RemoveUnprocessedChildren(ctx context.Context, rdb Doer, k keys.Queue, id string) (int64, error) {
-	return runCode(ctx, removeUnprocessedChildren, rdb, k, id)
+func RemoveUnprocessedChildren(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string) (int64, error) {
+	return runCode(ctx, removeUnprocessedChildren, rdb, k, id, call.Token, call.ttlMs())
 }
 
 var removeOrphanedJobs = load("removeOrphanedJobs")
