@@ -2,7 +2,9 @@ package drover_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/scripts"
 	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
@@ -246,4 +249,28 @@ func TestRemoveUnprocessedChildrenUnderClientRetry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
 	require.Equal(t, 2, n, "the children it deleted")
+}
+
+// TestObliterateUnderClientRetry: the reply to Obliterate's last script
+// call, which deletes the queue's meta hash (its paused flag with it), is
+// lost and go-redis sends the call again. The queue is gone, so Obliterate
+// must return nil: before, the resend found the queue not paused and
+// Obliterate failed with ErrQueueNotPaused after obliterating it.
+func TestObliterateUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	src := scripts.Source("obliterate")
+	require.NoError(t, r.direct.ScriptLoad(ctx, src).Err()) // an EVALSHA, not a NOSCRIPT and an EVAL
+	for range 3 {
+		_, err := r.dq.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+	}
+
+	r.proxy.DropReplyTo(fmt.Sprintf("%x", sha1.Sum([]byte(src))))
+	require.NoError(t, r.q.Obliterate(ctx, nil))
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	keys, err := r.direct.Keys(ctx, r.prefix+":q:*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys, "the queue is gone")
 }
