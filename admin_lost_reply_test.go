@@ -2,7 +2,9 @@ package drover_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/scripts"
 	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
@@ -172,4 +175,102 @@ func newLostReplyRig(t *testing.T, tune func(*redis.Options)) *lostReplyRig {
 	dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)
 	return &lostReplyRig{proxy: proxy, q: q, dq: dq, direct: direct, prefix: prefix}
+}
+
+// TestFlowAdminWritesUnderClientRetry: as TestAdminWritesUnderClientRetry,
+// for Job.RemoveChildDependency: the first run detaches the child (and
+// deletes its parentKey), its reply is lost, go-redis sends it again.
+// Before, the second run found no parent and the call failed with
+// ErrParentNotFound for a detach that was done.
+func TestFlowAdminWritesUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	fp, err := drover.NewFlowProducer(r.direct, &drover.FlowProducerOptions{Prefix: r.prefix})
+	require.NoError(t, err)
+	node, err := fp.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "q",
+		Children: []drover.FlowJob{{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: "kid"}}}})
+	require.NoError(t, err)
+	_, err = r.q.Job("missing").RemoveChildDependency(ctx)
+	require.ErrorIs(t, err, drover.ErrJobNotFound, "warm-up")
+
+	r.proxy.DropReplyTo("evalsha")
+	removed, err := r.q.Job("kid").RemoveChildDependency(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	require.True(t, removed, "the child was detached")
+	st, err := r.dq.GetJobState(ctx, node.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateWaiting, st, "the parent, left with no pending child, waits")
+}
+
+// TestRemoveDeduplicationKeyUnderClientRetry: as
+// TestAdminWritesUnderClientRetry, for Job.RemoveDeduplicationKey: the
+// first run frees the id, its reply is lost, go-redis sends it again.
+// Before, the second run found the id free already and the call reported
+// false ("not freed") for an id it had freed.
+func TestRemoveDeduplicationKeyUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	added, err := r.dq.Add(ctx, "x", nil, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "welcome-7"}})
+	require.NoError(t, err)
+	freed, err := r.q.Job("missing").RemoveDeduplicationKey(ctx)
+	require.NoError(t, err, "warm-up")
+	require.False(t, freed)
+
+	r.proxy.DropReplyTo("evalsha")
+	freed, err = r.q.Job(added.Job.ID).RemoveDeduplicationKey(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	require.True(t, freed, "the id was freed")
+	require.Zero(t, r.direct.Exists(ctx, r.prefix+":q:de:welcome-7").Val())
+}
+
+// TestRemoveUnprocessedChildrenUnderClientRetry: as
+// TestAdminWritesUnderClientRetry, for Job.RemoveUnprocessedChildren: the
+// first run deletes the pending children, its reply is lost, go-redis
+// sends it again. Before, the second run found none left and the call
+// answered 0 for the 2 children it had deleted.
+func TestRemoveUnprocessedChildrenUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	fp, err := drover.NewFlowProducer(r.direct, &drover.FlowProducerOptions{Prefix: r.prefix})
+	require.NoError(t, err)
+	node, err := fp.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "q",
+		Children: []drover.FlowJob{{Name: "a", QueueName: "kids"}, {Name: "b", QueueName: "kids"}}})
+	require.NoError(t, err)
+	_, err = r.q.Job("missing").RemoveUnprocessedChildren(ctx)
+	require.ErrorIs(t, err, drover.ErrJobNotFound, "warm-up")
+
+	r.proxy.DropReplyTo("evalsha")
+	n, err := r.q.Job(node.Job.ID).RemoveUnprocessedChildren(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	require.Equal(t, 2, n, "the children it deleted")
+}
+
+// TestObliterateUnderClientRetry: the reply to Obliterate's last script
+// call, which deletes the queue's meta hash (its paused flag with it), is
+// lost and go-redis sends the call again. The queue is gone, so Obliterate
+// must return nil: before, the resend found the queue not paused and
+// Obliterate failed with ErrQueueNotPaused after obliterating it.
+func TestObliterateUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	src := scripts.Source("obliterate")
+	require.NoError(t, r.direct.ScriptLoad(ctx, src).Err()) // an EVALSHA, not a NOSCRIPT and an EVAL
+	for range 3 {
+		_, err := r.dq.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+	}
+
+	r.proxy.DropReplyTo(fmt.Sprintf("%x", sha1.Sum([]byte(src))))
+	require.NoError(t, r.q.Obliterate(ctx, nil))
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	keys, err := r.direct.Keys(ctx, r.prefix+":q:*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys, "the queue is gone")
 }

@@ -73,7 +73,7 @@ func (j *Job) RemoveDeduplicationKey(ctx context.Context) (bool, error) {
 	if err := j.queue.check(); err != nil {
 		return false, err
 	}
-	ok, err := scripts.RemoveDedupKey(ctx, j.queue.writes(), j.queue.k, j.ID, j.DeduplicationID)
+	ok, err := scripts.RemoveDedupKey(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, j.DeduplicationID)
 	if err != nil {
 		return false, j.err("remove deduplication key of", err)
 	}

@@ -27,7 +27,7 @@ func (j *Job) RemoveChildDependency(ctx context.Context) (bool, error) {
 	if err := j.queue.check(); err != nil {
 		return false, err
 	}
-	ok, err := scripts.RemoveChildDependency(ctx, j.queue.writes(), j.queue.k, j.ID)
+	ok, err := scripts.RemoveChildDependency(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID)
 	if err != nil {
 		return false, j.err("remove child dependency of", err)
 	}
@@ -56,7 +56,7 @@ func (j *Job) RemoveUnprocessedChildren(ctx context.Context) (int, error) {
 	if err := j.queue.check(); err != nil {
 		return 0, err
 	}
-	n, err := scripts.RemoveUnprocessedChildren(ctx, j.queue.writes(), j.queue.k, j.ID)
+	n, err := scripts.RemoveUnprocessedChildren(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID)
 	if err != nil {
 		return 0, j.err("remove unprocessed children of", err)
 	}

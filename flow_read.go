@@ -393,6 +393,10 @@ type MoveToWaitingChildrenOptions struct {
 // (BullMQ's job.moveToWaitingChildren(token)): moved, that attempt is over
 // and the job comes back through NextJob once its children are done.
 //
+// A move whose reply was lost (the connection broke after Redis ran it,
+// and go-redis may have sent it again) is recognised by the attempt record
+// it wrote, and reported as moved.
+//
 // Errors leave Redis untouched: ErrLockLost when the job holds no lock (it
 // expired, or the attempt ended; the message names the job's state),
 // ErrJobLocked when another token holds it, ErrNotInState when the job is
@@ -412,6 +416,13 @@ func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChil
 		Outcome: OutcomeWaitingChildren})
 	const op = "move to waiting-children"
 	moved, err := scripts.MoveToWaitingChildren(ctx, j.queue.jobWrites(), j.queue.k, j.ID, j.token, child, now.UnixMilli(), timeline)
+	if (errors.Is(err, scripts.ErrLockMissing) || err != nil && mayHaveRun(err)) && j.parkedWith(ctx, timeline) {
+		// The move's reply was lost after it ran: go-redis sent it again,
+		// which found the lock it had released gone, or the error is the
+		// lost reply's. The job sits in waiting-children with this call's
+		// attempt record, which only this move wrote: it parked the job.
+		moved, err = true, nil
+	}
 	switch {
 	case errors.Is(err, scripts.ErrLockTaken):
 		return false, j.err(op, lockTakenError())
@@ -430,6 +441,23 @@ func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChil
 		j.run.written.Store(true)
 	}
 	return moved, nil
+}
+
+// parkedWith reports whether the job is in waiting-children with timeline,
+// the attempt record a MoveToWaitingChildren call wrote, as its timeline:
+// that call's move ran.
+func (j *Job) parkedWith(ctx context.Context, timeline string) bool {
+	if timeline == "" {
+		return false
+	}
+	var score *redis.FloatCmd
+	var stored *redis.StringCmd
+	err := pipelineWithin(ctx, j.queue, true, func(p redis.Pipeliner) error {
+		score = p.ZScore(ctx, j.queue.k.WaitingChildren(), j.ID)
+		stored = p.HGet(ctx, j.queue.k.Job(j.ID), jobcodec.TimelineField)
+		return nil
+	})
+	return err == nil && score.Err() == nil && stored.Val() == timeline
 }
 
 // ErrWaitingChildren is what a processor returns after

@@ -819,6 +819,13 @@ func (q *Queue) Obliterate(ctx context.Context, opts *ObliterateOptions) error {
 	}
 	for {
 		more, err := scripts.Obliterate(ctx, q.writes(), q.k, o.Count, o.Force)
+		if errors.Is(err, scripts.ErrQueueNotPaused) && q.metaGone(ctx) {
+			// This call paused the queue, and its paused flag went with the
+			// meta hash: the last call ran, its reply was lost and go-redis
+			// sent it again (or another Obliterate finished first). The
+			// queue is gone.
+			more, err = false, nil
+		}
 		if err != nil {
 			return fmt.Errorf("obliterate queue %q: %w", q.name, err)
 		}
@@ -832,6 +839,15 @@ func (q *Queue) Obliterate(ctx context.Context, opts *ObliterateOptions) error {
 			return nil
 		}
 	}
+}
+
+// metaGone reports whether the queue's meta hash does not exist (a read
+// that fails reports false).
+func (q *Queue) metaGone(ctx context.Context) bool {
+	n, err := callWithin(ctx, q, func(ctx context.Context) (int64, error) {
+		return q.rdb.Exists(ctx, q.k.Meta()).Result()
+	})
+	return err == nil && n == 0
 }
 
 // GetJobLogs reads a job's log lines from start to end (inclusive, -1 = last)

@@ -484,7 +484,11 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 	if n := jsonNum(offset); n != 0 {
 		a.Offset = strconv.FormatInt(n, 10)
 	}
-	nextID, err := scripts.AdvanceScheduler(ctx, w.q.rdb, w.q.k, a)
+	// loopCall: the run's wait for it (a deadline) and Close (a cancel)
+	// must end it on a client without timeouts too.
+	nextID, err := loopCall(w, ctx, func(ctx context.Context) (string, error) {
+		return scripts.AdvanceScheduler(ctx, w.q.rdb, w.q.k, a)
+	})
 	if err != nil {
 		return fmt.Errorf("create the run after %s of job scheduler %q: %w", rec.ID, rec.RepeatJobKey, err)
 	}

@@ -56,6 +56,38 @@ func TestSchedulerAdvanceOutlivesALongRefusal(t *testing.T) {
 	require.NotEqual(t, first.ID, second)
 }
 
+// TestSchedulerAdvanceOutlivesAWriteStop: Redis stops taking writes for
+// a reason of its own that passes: a master configured with
+// min-replicas-to-write whose replicas are late answers NOREPLICAS, as one
+// whose RDB snapshot failed (disk full) answers MISCONF. A worker takes a
+// job scheduler's run while Redis refuses writes (out of memory first, so
+// the fetch's first write goes through), and the refusal turns into
+// NOREPLICAS while the worker retries creating the next run. The next run
+// must be created once Redis takes writes again: before, NOREPLICAS was
+// taken for a final answer ("job scheduler not advanced: its next run was
+// not created") and the scheduler never ran again.
+func TestSchedulerAdvanceOutlivesAWriteStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, ran, logs, first := refusingScheduler(t, 0)
+	testkit.WaitFor(t, 10*time.Second, "the worker to fail creating the next run once", func() bool {
+		return strings.Contains(logs.String(), "advance job scheduler failed; retrying")
+	})
+	require.NoError(t, rdb.ConfigSet(ctx, "min-replicas-to-write", "1").Err())
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
+	require.ErrorContains(t, rdb.Set(ctx, "probe", "x", 0).Err(), "NOREPLICAS")
+	// Refused with NOREPLICAS at least once before writes are taken again.
+	testkit.WaitFor(t, 20*time.Second, "an advance refused with NOREPLICAS", func() bool {
+		return strings.Contains(logs.String(), "NOREPLICAS")
+	})
+	require.NoError(t, rdb.ConfigSet(ctx, "min-replicas-to-write", "0").Err())
+	require.Equal(t, first.ID, recv(t, ran, "logs:\n%s", logs.String()))
+
+	second := recv(t, ran, "the scheduler's next run; logs:\n%s", logs.String())
+	require.NotEqual(t, first.ID, second)
+	require.NotContains(t, logs.String(), "its next run was not created")
+}
+
 // TestSchedulerRunWithABadPatternIsNotRetried: a run whose stored pattern
 // cannot be parsed (written by a newer or a broken producer) fails the same
 // way on every try. The worker says so once and starts the run: before, it

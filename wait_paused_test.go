@@ -2,6 +2,8 @@ package drover_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -10,6 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/scripts"
+	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -146,6 +151,216 @@ func TestWorkerCloseWhileRedisIsPaused(t *testing.T) {
 	// Redis answers again: the job is completed, by the write Close gave
 	// up on or, its lock lost, by another worker once it is stalled.
 	requireDoneOnceAnswering(t, srv, rdb, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+}
+
+// TestWorkerCloseWithoutClientTimeoutsWhileRedisIsPaused: as above, on a
+// client with its read and write timeouts off (ReadTimeout -1: go-redis
+// waits for an answer as long as it takes), so nothing but Close can end a
+// call in flight to a Redis that does not answer. Close(1 s) must return,
+// whether the call in flight is a job's result write (Redis paused) or the
+// fetcher's take (the network holds it), and the job must not be lost.
+// Before, Close never returned while Redis did not answer: both calls were
+// sent inline, ended only by the client's timeouts, and Close waited for
+// them.
+func TestWorkerCloseWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	noTimeouts := func(addr string) *redis.Client {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1})
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+	closeWithin := func(t *testing.T, w *drover.Worker, resume func()) error {
+		t.Helper()
+		closed := make(chan error, 1)
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			closed <- w.Close(cctx)
+		}()
+		select {
+		case err := <-closed:
+			return err
+		case <-time.After(20 * time.Second):
+			resume()
+			<-closed
+			t.Fatal("Close waited for a Redis that did not answer")
+			return nil
+		}
+	}
+
+	t.Run("ResultWrite", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Pausable(t)
+		rdb := noTimeouts(srv.Addr)
+		q, err := drover.NewQueue(rdb, "q", nil)
+		require.NoError(t, err)
+		started := make(chan struct{})
+		release := make(chan struct{})
+		w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+			close(started)
+			<-release
+			return "done", nil
+		}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		added, err := q.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		<-started
+
+		require.NoError(t, srv.Signal(syscall.SIGSTOP))
+		close(release)
+		err = closeWithin(t, w, func() { _ = srv.Signal(syscall.SIGCONT) })
+		require.ErrorContains(t, err, "results were not written")
+		requireDoneOnceAnswering(t, srv, rdb, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+	})
+
+	t.Run("Fetch", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Pausable(t)
+		direct := srv.Client(t)
+		q, err := drover.NewQueue(direct, "q", nil)
+		require.NoError(t, err)
+		added, err := q.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		proxy, err := faultproxy.Start(srv.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		// The network stops carrying anything once the fetcher's take
+		// (moveToActive's EVALSHA) is on its way.
+		proxy.BlackholeAt(fmt.Sprintf("%x", sha1.Sum([]byte(scripts.Source("moveToActive")))))
+		ran := make(chan string, 1)
+		w, err := drover.NewWorker(noTimeouts(proxy.Addr), "q", drover.ProcessorFunc(func(_ context.Context, job *drover.Job) (any, error) {
+			ran <- job.ID
+			return "done", nil
+		}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		testkit.WaitFor(t, 10*time.Second, "the take held by the network", proxy.Blackholed)
+
+		require.NoError(t, closeWithin(t, w, func() { proxy.SetBlackhole(false) }))
+		require.Empty(t, ran, "no job ran: the take was abandoned before it reached Redis")
+		proxy.SetBlackhole(false)
+		// The abandoned take may still reach Redis and activate the job;
+		// then its lock expires and it comes back as stalled.
+		requireDoneOnceAnswering(t, srv, direct, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+	})
+
+	t.Run("ProcessorWrite", func(t *testing.T) {
+		t.Parallel()
+		// The processor writes its progress under the job's ctx (no
+		// deadline: Close cancels it) while Redis is paused.
+		srv := redistest.Pausable(t)
+		rdb := noTimeouts(srv.Addr)
+		q, err := drover.NewQueue(rdb, "q", nil)
+		require.NoError(t, err)
+		started := make(chan struct{})
+		paused := make(chan struct{})
+		progressErr := make(chan error, 1)
+		w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+			close(started)
+			<-paused
+			err := job.UpdateProgress(ctx, 1)
+			progressErr <- err
+			return nil, err
+		}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		added, err := q.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		<-started
+
+		require.NoError(t, srv.Signal(syscall.SIGSTOP))
+		close(paused)
+		err = closeWithin(t, w, func() { _ = srv.Signal(syscall.SIGCONT) })
+		require.ErrorContains(t, err, "results were not written")
+		perr := <-progressErr
+		require.ErrorIs(t, perr, drover.ErrOutcomeUnknown)
+		require.ErrorIs(t, perr, context.Canceled)
+		requireDoneOnceAnswering(t, srv, rdb, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+	})
+
+	t.Run("ClockCheck", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Pausable(t)
+		proxy, err := faultproxy.Start(srv.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		w, err := drover.NewWorker(noTimeouts(proxy.Addr), "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+			return nil, nil
+		}), &drover.WorkerOptions{ClockCheckInterval: 100 * time.Millisecond})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		// The network stops carrying anything once a periodic measurement
+		// of the clock (TIME) is on its way.
+		proxy.BlackholeAt("\r\ntime\r\n")
+		testkit.WaitFor(t, 10*time.Second, "the clock measurement held by the network", proxy.Blackholed)
+		require.NoError(t, closeWithin(t, w, func() { proxy.SetBlackhole(false) }))
+	})
+
+	t.Run("SchedulerAdvance", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Pausable(t)
+		q, err := drover.NewQueue(srv.Client(t), "q", nil)
+		require.NoError(t, err)
+		_, err = q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Pattern: "0 0 * * *", Immediately: true}, nil)
+		require.NoError(t, err)
+		proxy, err := faultproxy.Start(srv.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		// The network stops carrying anything once the worker, having
+		// taken the scheduler's run, sends the creation of the next one.
+		proxy.BlackholeAt(fmt.Sprintf("%x", sha1.Sum([]byte(scripts.Source("advanceScheduler")))))
+		w, err := drover.NewWorker(noTimeouts(proxy.Addr), "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+			return nil, nil
+		}), nil)
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		testkit.WaitFor(t, 10*time.Second, "the advance held by the network", proxy.Blackholed)
+		err = closeWithin(t, w, func() { proxy.SetBlackhole(false) })
+		t.Logf("Close: %v", err)
+	})
+}
+
+// TestWorkerStartWithoutClientTimeoutsWhileRedisIsPaused: Start is called
+// while Redis does not answer (paused), on a client with its timeouts off.
+// It must return within its probe's bound, starting the worker anyway, and
+// the worker runs the job once Redis answers. Before, Start's probe (a
+// PING under a 5 s deadline, which go-redis heeds only with
+// ContextTimeoutEnabled) waited as long as Redis was paused.
+func TestWorkerStartWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Pausable(t)
+	q, err := drover.NewQueue(srv.Client(t), "q", nil)
+	require.NoError(t, err)
+	added, err := q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: -1, WriteTimeout: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ran := make(chan string, 1)
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(_ context.Context, job *drover.Job) (any, error) {
+		ran <- job.ID
+		return nil, nil
+	}), nil)
+	require.NoError(t, err)
+
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	started := make(chan error, 1)
+	go func() { started <- w.Start(ctx) }()
+	select {
+	case err := <-started:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		_ = srv.Signal(syscall.SIGCONT)
+		<-started
+		t.Fatal("Start waited for a paused Redis")
+	}
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
+	require.Equal(t, added.Job.ID, recv(t, ran))
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, w.Close(cctx))
 }
 
 // TestWorkerCloseWhenRedisIsGone: Redis is killed under an idle worker

@@ -578,7 +578,11 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.startManual(probe)
 			return
 		}
-		if err := w.q.rdb.Ping(probe).Err(); err != nil {
+		// bounded: go-redis heeds probe's deadline only through its own
+		// timeouts, which a client may have switched off.
+		if _, err := bounded.Call(probe, func(ctx context.Context) (string, error) {
+			return w.q.rdb.Ping(ctx).Result()
+		}); err != nil {
 			w.log.WarnContext(ctx, "Redis does not answer; the worker starts anyway and fetches once it does",
 				slog.Any(logkey.Error, err))
 		} else {
@@ -781,6 +785,23 @@ func (w *Worker) drainWrites() bool {
 // retry it by itself.
 func isUnblocked(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "UNBLOCKED ")
+}
+
+// loopCall runs fn, a call of the worker's own loops that Close ends by
+// cancelling ctx (the fetcher's take, a result write, a job scheduler's
+// advance). go-redis ends a call in flight at its own timeouts, and at a
+// deadline only with ContextTimeoutEnabled, never at a cancel, so the call
+// is sent inline when the client's timeouts end it first (a goroutine per
+// call costs the hot path: see writeResults), and through bounded.Call
+// otherwise (bounded.Needed): a deadline that comes first, or a client
+// with its timeouts switched off (ReadTimeout -1), where nothing else would
+// end a call to a Redis that does not answer, and Close would wait for it
+// as long as that lasts.
+func loopCall[T any](w *Worker, ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	if !bounded.Needed(ctx, w.q.callBudget) {
+		return fn(ctx)
+	}
+	return bounded.Call(ctx, fn)
 }
 
 // retryDelay is the pause before the attempt-th retry of a failed Redis

@@ -77,7 +77,11 @@ func (c *clockKeeper) measure(ctx context.Context) bool {
 	var lastErr error
 	for range clockSamples {
 		before := c.clock.Base().Now()
-		server, err := c.rdb.Time(ctx).Result()
+		// bounded: ctx is a worker's, ended by Close, which go-redis heeds
+		// only through its own timeouts, and a client may have them off.
+		server, err := bounded.Call(ctx, func(ctx context.Context) (time.Time, error) {
+			return c.rdb.Time(ctx).Result()
+		})
 		after := c.clock.Base().Now()
 		if err != nil {
 			lastErr = err

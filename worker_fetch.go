@@ -120,7 +120,9 @@ func (w *Worker) fetchLoop() {
 			}
 		}
 		args := w.fetchArgs(n)
-		f, err := scripts.MoveToActive(ctx, w.q.rdb, w.q.k, args)
+		f, err := loopCall(w, ctx, func(ctx context.Context) (scripts.Fetch, error) {
+			return scripts.MoveToActive(ctx, w.q.rdb, w.q.k, args)
+		})
 		settled := false
 		if err != nil && ctx.Err() == nil {
 			w.log.WarnContext(ctx, msgFetchFailed, slog.Any(logkey.Error, err))
@@ -174,7 +176,9 @@ func (w *Worker) fetchLoop() {
 // Redis answers or ctx ends.
 func (w *Worker) settleFetch(ctx context.Context, token string) (scripts.Settled, error) {
 	for attempt := 1; ; attempt++ {
-		st, err := scripts.SettleCall(ctx, w.q.rdb, w.q.k, token, settledCallTTL, nil)
+		st, err := loopCall(w, ctx, func(ctx context.Context) (scripts.Settled, error) {
+			return scripts.SettleCall(ctx, w.q.rdb, w.q.k, token, settledCallTTL, nil)
+		})
 		if err == nil {
 			w.log.InfoContext(ctx, "settled a call whose reply was lost", slog.Int(logkey.Jobs, len(st.Jobs)), slog.String(logkey.Token, token))
 			return st, nil

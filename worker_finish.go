@@ -292,8 +292,18 @@ func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed str
 		// timeout ends it (go-redis's default is 3 s; the tests' clients
 		// read with 15 s, hence about 13 s in
 		// TestWorkerCloseWhileRedisIsPaused), and Close's give-up
-		// (forceCtx) stops its retries.
-		c, f, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, args, w.metricsPoints(), send)
+		// (forceCtx) stops its retries. A client without timeouts would
+		// never end it: loopCall bounds its writes by forceCtx instead.
+		type finished struct {
+			codes []error
+			fetch scripts.Fetch
+		}
+		callArgs, callRecs := args, send // an abandoned call keeps these
+		r, err := loopCall(w, ctx, func(ctx context.Context) (finished, error) {
+			c, f, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, callArgs, w.metricsPoints(), callRecs)
+			return finished{c, f}, err
+		})
+		c, f := r.codes, r.fetch
 		if err == nil {
 			for k, i := range todo {
 				codes[i] = c[k]

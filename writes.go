@@ -23,9 +23,9 @@ type boundedCalls struct {
 	rdb redis.UniversalClient
 	// onlyNeeded bounds only a ctx whose deadline comes before the
 	// client's own timeouts (budget, bounded.ClientBudget; 0: the client
-	// has none) would end the call (bounded.Needed): for the writes a
-	// processor makes, often, under its job's ctx, which can end but has no
-	// deadline of its own.
+	// has none, and any ctx that can end is bounded) would end the call
+	// (bounded.Needed): for the writes a processor makes, often, under its
+	// job's ctx, which can end but has no deadline of its own.
 	onlyNeeded bool
 	budget     time.Duration
 	// read: the call changes nothing, so an abandoned one is not an
@@ -63,7 +63,8 @@ func (q *Queue) reads() scripts.Doer {
 // change nothing), or a best-effort write whose outcome nobody waits on,
 // so that it returns when ctx's deadline comes, even while Redis does not
 // answer; under a ctx without a deadline, or one later than the client's
-// own timeouts, it runs inline at no cost.
+// own timeouts, it runs inline at no cost (bounded.Needed: on a client
+// without timeouts, any ctx that can end is heeded).
 func callWithin[T any](ctx context.Context, q *Queue, fn func(context.Context) (T, error)) (T, error) {
 	if !bounded.Needed(ctx, q.callBudget) {
 		return fn(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/pgsql"
@@ -298,7 +299,9 @@ func (r *Relay) Start(ctx context.Context) error {
 // rows pending for the next relay (their jobs, if already added, are found as
 // duplicates). Close returns once the relay's goroutines have exited: when
 // the database does not answer (a network partition), a cancelled batch's
-// rollback holds it up to 5 s more. A Start still waiting for the database
+// rollback holds it up to 5 s more; an add Redis does not answer is
+// abandoned (it may still land, and the row is then found as its job's
+// duplicate when relayed again). A Start still waiting for the database
 // is abandoned (it returns drover.ErrClosed), so it does not hold Close up.
 // It is idempotent and safe on a relay that never started, which then cannot
 // start.
@@ -588,6 +591,14 @@ func callHook(ctx context.Context, h func(context.Context) error) error {
 // addAll adds the rows to their queues, one AddBulk per queue, in row
 // order. A row the queue refuses for good (invalid options or data) is
 // settled as failed; any other error fails the whole batch, to be retried.
+//
+// Each add ends when ctx does (internal/bounded): Close cancels ctx, which
+// go-redis does not heed for a call in flight (it heeds a deadline, and its
+// own timeouts, which a client may have switched off), so against a Redis
+// that does not answer (a partition, a paused server) Close would wait for
+// as long as that lasts. An abandoned add goes on until the client's
+// timeouts or its Close end it; if it lands, its rows, still pending, are
+// found as duplicates of its jobs when they are relayed again.
 func (r *Relay) addAll(ctx context.Context, rows []row) ([]settled, error) {
 	var order []string
 	byQueue := make(map[string][]int)
@@ -631,7 +642,9 @@ func (r *Relay) addAll(ctx context.Context, rows []row) ([]settled, error) {
 		if len(jobs) == 0 {
 			continue
 		}
-		added, err := q.AddBulk(ctx, jobs)
+		added, err := bounded.Call(ctx, func(ctx context.Context) ([]*drover.AddResult, error) {
+			return q.AddBulk(ctx, jobs)
+		})
 		if err != nil && (refused(err) || redisRefused(err)) {
 			// One job spoils the bulk call: add them one by one to find it
 			// (drover refuses before writing; Redis refuses the call whole).
@@ -660,7 +673,9 @@ func (r *Relay) addAll(ctx context.Context, rows []row) ([]settled, error) {
 func (r *Relay) addOneByOne(ctx context.Context, q *drover.Queue, jobs []drover.BulkJob, of []int, results []settled) ([]*drover.AddResult, error) {
 	out := make([]*drover.AddResult, len(jobs))
 	for k, j := range jobs {
-		res, err := q.Add(ctx, j.Name, j.Data, j.Opts)
+		res, err := bounded.Call(ctx, func(ctx context.Context) (*drover.AddResult, error) {
+			return q.Add(ctx, j.Name, j.Data, j.Opts)
+		})
 		switch {
 		case err == nil:
 			out[k] = res

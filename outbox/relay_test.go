@@ -450,6 +450,57 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 		require.EqualValues(t, 1, bundle.jobCount(t, "q"))
 	})
 
+	t.Run("CloseReturnsWhileRedisDoesNotAnswerAClientWithoutTimeouts", func(t *testing.T) {
+		t.Parallel()
+
+		// The network to Redis stops carrying anything (a partition, a
+		// paused server) while a batch's add is on its way, and the
+		// client has its timeouts off (ReadTimeout -1: go-redis waits for
+		// an answer as long as it takes). Close with a deadline must
+		// return by it, the row left pending; once Redis answers, the row
+		// becomes one job. Before, Close waited for the add, which only the
+		// end of the partition could end.
+		bundle := setup(t)
+		proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = proxy.Close() })
+		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: -1, WriteTimeout: -1})
+		t.Cleanup(func() { _ = rdb.Close() })
+		relay := bundle.relay(t, rdb, &outbox.RelayOptions{PollInterval: 20 * time.Millisecond,
+			QueueOptions: &drover.QueueOptions{Prefix: bundle.prefix, Logger: slog.New(slog.DiscardHandler)}})
+		proxy.BlackholeAt("evalsha")
+		require.NoError(t, relay.Start(ctx))
+		bundle.add(t, job{queue: "q", name: "a"})
+		testkit.WaitFor(t, 10*time.Second, "the add held by the partition", proxy.Blackholed)
+
+		closed := make(chan error, 1)
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			closed <- relay.Close(cctx)
+		}()
+		select {
+		case err := <-closed:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			proxy.SetBlackhole(false)
+			<-closed
+			t.Fatal("Close did not return 10 s after its context ended while Redis did not answer")
+		}
+		require.Len(t, pending(bundle.rows(t)), 1, "the row is pending")
+
+		proxy.SetBlackhole(false)
+		_, err = bundle.newRelay(t, nil).Flush(ctx)
+		require.NoError(t, err)
+		require.Empty(t, pending(bundle.rows(t)))
+		// The abandoned add reaches Redis too, before or after the new
+		// relay's: one job all the same.
+		testkit.WaitFor(t, 10*time.Second, "the abandoned add to land", func() bool {
+			return bundle.rdb.Exists(ctx, bundle.prefix+":q:outbox-1").Val() == 1
+		})
+		require.EqualValues(t, 1, bundle.jobCount(t, "q"))
+	})
+
 	t.Run("Lifecycle", func(t *testing.T) {
 		t.Parallel()
 

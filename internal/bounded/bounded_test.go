@@ -76,6 +76,8 @@ func TestNeeded(t *testing.T) {
 		{"deadline first", short, budget, true},
 		{"client first", long, budget, false},
 		{"client unbounded", long, 0, true},
+		{"cancel only, client unbounded", cancelOnly, 0, true},
+		{"no deadline, client unbounded", context.Background(), 0, false},
 	} {
 		if got := Needed(c.ctx, c.budget); got != c.want {
 			t.Errorf("%s: Needed = %v, want %v", c.name, got, c.want)

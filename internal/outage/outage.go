@@ -17,8 +17,11 @@ import (
 // connection, no free connection in the client's pool, or a reply that
 // says the server cannot serve for now (loading its data, a replica since
 // a failover, its master or cluster down, a slot migrating, busy with a
-// script, out of memory, a blocking command ended by a failover). A client
-// closed by its owner is not an outage: it will not come back. Nor is any
+// script, out of memory, a blocking command ended by a failover, writes
+// stopped because its last RDB snapshot or AOF write failed (MISCONF) or
+// because fewer replicas follow it than min-replicas-to-write asks
+// (NOREPLICAS)). A client closed by its owner is not an outage: it will not
+// come back. Nor is any
 // other reply: NOAUTH or WRONGPASS (the password changed), NOPERM (an ACL),
 // WRONGTYPE or a script's error get the same answer however often asked.
 func Is(err error) bool {
@@ -36,7 +39,8 @@ func Is(err error) bool {
 	}
 	code, _, _ := strings.Cut(reply.Error(), " ")
 	switch code {
-	case "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "OOM", "UNBLOCKED":
+	case "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "OOM", "UNBLOCKED",
+		"MISCONF", "NOREPLICAS":
 		return true
 	}
 	return false

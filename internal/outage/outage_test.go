@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +49,8 @@ func TestIs(t *testing.T) {
 		{"deadline passed", rdb.Ping(slow).Err(), true},
 		{"pool exhausted", redis.ErrPoolTimeout, true},
 		{"replica refuses a write", readOnlyReply(t), true},
+		{"replicas late for min-replicas-to-write", noReplicasReply(t), true},
+		{"RDB snapshot failed (disk full)", diskErrorReply(t), true},
 		{"client closed by its owner", closed.Ping(ctx).Err(), false},
 		{"wrong type", rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{prefix + ":s", "0"}, Count: 1}).Err(), false},
 		{"unknown command", rdb.Do(ctx, "NOSUCHCOMMAND").Err(), false},
@@ -67,5 +70,42 @@ func readOnlyReply(t *testing.T) error {
 	ctx := context.Background()
 	err := redistest.Shared(t).Replica(t).Client(t).Set(ctx, "k", "v", 0).Err()
 	require.ErrorContains(t, err, "READONLY")
+	return err
+}
+
+// noReplicasReply is the error a real master configured with
+// min-replicas-to-write answers to a write while too few replicas follow
+// it.
+func noReplicasReply(t *testing.T) error {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := redistest.Start("--min-replicas-to-write", "1")
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	err = srv.Client(t).Set(ctx, "k", "v", 0).Err()
+	require.ErrorContains(t, err, "NOREPLICAS")
+	return err
+}
+
+// diskErrorReply is the error a real server answers to a write after its
+// RDB snapshot failed (stop-writes-on-bgsave-error, the default): here its
+// directory is removed before BGSAVE, as a full or lost disk would fail it.
+func diskErrorReply(t *testing.T) error {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir() + "/data"
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	srv, err := redistest.Start("--dir", dir, "--save", "3600 1")
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	rdb := srv.Client(t)
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, rdb.BgSave(ctx).Err())
+	require.Eventually(t, func() bool {
+		info, err := rdb.Info(ctx, "persistence").Result()
+		return err == nil && strings.Contains(info, "rdb_last_bgsave_status:err")
+	}, 10*time.Second, 10*time.Millisecond, "BGSAVE to fail")
+	err = rdb.Set(ctx, "k", "v", 0).Err()
+	require.ErrorContains(t, err, "MISCONF")
 	return err
 }

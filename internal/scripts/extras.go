@@ -17,8 +17,8 @@ var (
 // RemoveDedupKey deletes the de: key of deduplication id deid when it still
 // names job id; deid "" takes the job's stored deid. It reports whether it
 // deleted the key.
-func RemoveDedupKey(ctx context.Context, rdb Doer, k keys.Queue, id, deid string) (bool, error) {
-	n, err := runCode(ctx, removeDedupKey, rdb, k, id, deid)
+func RemoveDedupKey(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, deid string) (bool, error) {
+	n, err := runCode(ctx, removeDedupKey, rdb, k, id, deid, call.Token, call.ttlMs())
 	return n == 1, err
 }
 
@@ -42,15 +42,15 @@ func GetCountsPerPriority(ctx context.Context, rdb Doer, k keys.Queue, prioritie
 // RemoveChildDependency detaches flow child id from its parent. It reports
 // false when the child was no longer one of the parent's pending
 // dependencies.
-func RemoveChildDependency(ctx context.Context, rdb Doer, k keys.Queue, id string) (bool, error) {
-	n, err := runCode(ctx, removeChildDependency, rdb, k, id)
+func RemoveChildDependency(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string) (bool, error) {
+	n, err := runCode(ctx, removeChildDependency, rdb, k, id, call.Token, call.ttlMs())
 	return n == 1, err
 }
 
 // RemoveUnprocessedChildren deletes the pending children of job id, depth
 // first, and returns how many jobs it deleted.
-func RemoveUnprocessedChildren(ctx context.Context, rdb Doer, k keys.Queue, id string) (int64, error) {
-	return runCode(ctx, removeUnprocessedChildren, rdb, k, id)
+func RemoveUnprocessedChildren(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string) (int64, error) {
+	return runCode(ctx, removeUnprocessedChildren, rdb, k, id, call.Token, call.ttlMs())
 }
 
 var removeOrphanedJobs = load("removeOrphanedJobs")

@@ -5,7 +5,10 @@
 -- with a waiting event, as a child's removal releases it. The parent is
 -- read from the job's own parentKey field.
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 job id.
+-- ARGV: 1 base, 2 job id, 3 the call token and 4 its ttl ms
+--   (include/once.lua: go-redis resends the command when its reply is
+--   lost, and a second run would find no parent, the first run having
+--   deleted the job's parentKey).
 -- Returns 1 detached; 0 the job was no longer a pending dependency (it
 -- finished, or was detached before), nothing changed; -1 job missing; -5
 -- the job names no parent, or its parent is gone (codes:
@@ -13,11 +16,12 @@
 --@include common
 --@include queue
 --@include remove
+--@include once
 --@include keytypes
 
-local wrongType = wrongTypeQueueKey()
-if wrongType then
-  return wrongType
+local callKey, early = onceChecked(ARGV[3])
+if early then
+  return early
 end
 
 local jobKey = base .. ARGV[2]
@@ -30,6 +34,7 @@ if not parentKey or parentKey == "" or rcall("EXISTS", parentKey) == 0 then
 end
 if detachFromParent(jobKey, parentKey, false) then
   rcall("HDEL", jobKey, "parentKey", "parent")
+  onceRemember(callKey, 1, ARGV[4])
   return 1
 end
 return 0

@@ -3,10 +3,19 @@
 -- job's claim alone (BullMQ's Job.removeDeduplicationKey). Only the de: key
 -- goes, as in BullMQ; a kept next add (dn:) is not touched.
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 job id, 3 deduplication id ("" = the job's stored deid).
+-- ARGV: 1 base, 2 job id, 3 deduplication id ("" = the job's stored deid),
+--   4 the call token and 5 its ttl ms (include/once.lua: go-redis resends
+--   the command when its reply is lost, and a second run would find the
+--   id freed already and answer 0).
 -- Returns 1 removed, 0 not (no id, or the id names another job or none).
 --@include common
 --@include queue
+--@include once
+
+local callKey, first = onceReply(base, ARGV[4])
+if first then
+  return first
+end
 
 local id = ARGV[2]
 local deid = ARGV[3]
@@ -18,6 +27,8 @@ if deid == "" then
 end
 local dedupKey = base .. "de:" .. deid
 if rcall("GET", dedupKey) == id then
-  return rcall("DEL", dedupKey)
+  local n = rcall("DEL", dedupKey)
+  onceRemember(callKey, n, ARGV[5])
+  return n
 end
 return 0

@@ -6,17 +6,20 @@
 -- with no pending child moves from waiting-children to wait with a waiting
 -- event, as on any removal; each gets a removed event.
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 job id.
+-- ARGV: 1 base, 2 job id, 3 the call token and 4 its ttl ms
+--   (include/once.lua: go-redis resends the command when its reply is
+--   lost, and a second run would find the children gone and answer 0).
 -- Returns the number of jobs deleted; -1 job missing (codes:
 -- internal/scripts/errors.go).
 --@include common
 --@include queue
 --@include remove
+--@include once
 --@include keytypes
 
-local wrongType = wrongTypeQueueKey()
-if wrongType then
-  return wrongType
+local callKey, early = onceChecked(ARGV[3])
+if early then
+  return early
 end
 
 local jobKey = base .. ARGV[2]
@@ -47,4 +50,5 @@ for _, k in ipairs(rcall("SMEMBERS", jobKey .. ":dependencies")) do
   local cid, cbase = splitJobKey(k)
   removePending(cbase, cid, jobKey)
 end
+onceRemember(callKey, removed, ARGV[4])
 return removed

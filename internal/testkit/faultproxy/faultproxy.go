@@ -287,6 +287,11 @@ func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
 // directions; connections stay open, as with a paused server.
 func (p *Proxy) SetBlackhole(on bool) { p.hole.Store(on) }
 
+// Blackholed reports whether the proxy forwards nothing now (SetBlackhole,
+// or a BlackholeAt rule met): a test waits for it to know that the request
+// it armed the rule for is held.
+func (p *Proxy) Blackholed() bool { return p.hole.Load() }
+
 // Close stops listening, resets every connection and waits for the
 // proxy's goroutines.
 func (p *Proxy) Close() error {

@@ -1,7 +1,9 @@
 -- once.lua: a write happens exactly once per call: adds (addJobs,
 -- addFlow), cancelJob's failing of a job not running, the admin writes on
 -- one job and the bulk ones (drain, clean, retry and promote in chunks),
--- scheduler upserts and removals. A client that lost the reply retries the
+-- scheduler upserts and removals, a flow child's detach from its parent
+-- and a parent's removal of its pending children, a job's release of its
+-- deduplication id. A client that lost the reply retries the
 -- command, so the script may run again for the same call: the first run
 -- stores its reply under <base>add:<token> for the token's ttl; a run that
 -- finds it returns that reply and writes nothing. (':' cannot occur in a
