@@ -118,22 +118,11 @@ func TestWorkerCloseWhileRedisIsPaused(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Pausable(t)
 	rdb := srv.Client(t)
-	q, err := drover.NewQueue(rdb, "q", nil)
-	require.NoError(t, err)
-	started := make(chan struct{})
 	release := make(chan struct{})
-	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
-		close(started)
+	q, w, id := pauseMidJob(t, srv, rdb, func(context.Context, *drover.Job) (any, error) {
 		<-release
 		return "done", nil
-	}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	added, err := q.Add(ctx, "x", nil, nil)
-	require.NoError(t, err)
-	<-started
-
-	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	})
 	close(release)
 	closed := make(chan error, 1)
 	go func() {
@@ -150,7 +139,37 @@ func TestWorkerCloseWhileRedisIsPaused(t *testing.T) {
 
 	// Redis answers again: the job is completed, by the write Close gave
 	// up on or, its lock lost, by another worker once it is stalled.
-	requireDoneOnceAnswering(t, srv, rdb, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+	requireDoneOnceAnswering(t, srv, rdb, q, id, pausedJobOptions())
+}
+
+// pausedJobOptions are the worker options of the tests that pause Redis
+// mid-job: a short lock and stalled interval, so a job whose result write
+// was given up comes back soon once Redis answers.
+func pausedJobOptions() *drover.WorkerOptions {
+	return &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second}
+}
+
+// pauseMidJob adds a job on rdb, starts a worker on rdb (pausedJobOptions)
+// whose processor is proc, and once proc has the job pauses Redis
+// (SIGSTOP), so what proc does next meets a Redis that does not answer.
+// It returns the queue, the worker (the caller closes it) and the job's id.
+func pauseMidJob(t *testing.T, srv *redistest.Server, rdb redis.UniversalClient, proc drover.ProcessorFunc) (*drover.Queue, *drover.Worker, string) {
+	t.Helper()
+	ctx := context.Background()
+	q, err := drover.NewQueue(rdb, "q", nil)
+	require.NoError(t, err)
+	started := make(chan struct{})
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		close(started)
+		return proc(ctx, job)
+	}), pausedJobOptions())
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	added, err := q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	<-started
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	return q, w, added.Job.ID
 }
 
 // TestWorkerCloseWithoutClientTimeoutsWhileRedisIsPaused: as above, on a
@@ -193,26 +212,15 @@ func TestWorkerCloseWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Pausable(t)
 		rdb := noTimeouts(srv.Addr)
-		q, err := drover.NewQueue(rdb, "q", nil)
-		require.NoError(t, err)
-		started := make(chan struct{})
 		release := make(chan struct{})
-		w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
-			close(started)
+		q, w, id := pauseMidJob(t, srv, rdb, func(context.Context, *drover.Job) (any, error) {
 			<-release
 			return "done", nil
-		}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
-		require.NoError(t, err)
-		require.NoError(t, w.Start(ctx))
-		added, err := q.Add(ctx, "x", nil, nil)
-		require.NoError(t, err)
-		<-started
-
-		require.NoError(t, srv.Signal(syscall.SIGSTOP))
+		})
 		close(release)
-		err = closeWithin(t, w, func() { _ = srv.Signal(syscall.SIGCONT) })
+		err := closeWithin(t, w, func() { _ = srv.Signal(syscall.SIGCONT) })
 		require.ErrorContains(t, err, "results were not written")
-		requireDoneOnceAnswering(t, srv, rdb, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+		requireDoneOnceAnswering(t, srv, rdb, q, id, pausedJobOptions())
 	})
 
 	t.Run("Fetch", func(t *testing.T) {
@@ -243,7 +251,7 @@ func TestWorkerCloseWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
 		proxy.SetBlackhole(false)
 		// The abandoned take may still reach Redis and activate the job;
 		// then its lock expires and it comes back as stalled.
-		requireDoneOnceAnswering(t, srv, direct, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+		requireDoneOnceAnswering(t, srv, direct, q, added.Job.ID, pausedJobOptions())
 	})
 
 	t.Run("ProcessorWrite", func(t *testing.T) {
@@ -252,32 +260,21 @@ func TestWorkerCloseWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
 		// deadline: Close cancels it) while Redis is paused.
 		srv := redistest.Pausable(t)
 		rdb := noTimeouts(srv.Addr)
-		q, err := drover.NewQueue(rdb, "q", nil)
-		require.NoError(t, err)
-		started := make(chan struct{})
 		paused := make(chan struct{})
 		progressErr := make(chan error, 1)
-		w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
-			close(started)
+		q, w, id := pauseMidJob(t, srv, rdb, func(ctx context.Context, job *drover.Job) (any, error) {
 			<-paused
 			err := job.UpdateProgress(ctx, 1)
 			progressErr <- err
 			return nil, err
-		}), &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
-		require.NoError(t, err)
-		require.NoError(t, w.Start(ctx))
-		added, err := q.Add(ctx, "x", nil, nil)
-		require.NoError(t, err)
-		<-started
-
-		require.NoError(t, srv.Signal(syscall.SIGSTOP))
+		})
 		close(paused)
-		err = closeWithin(t, w, func() { _ = srv.Signal(syscall.SIGCONT) })
+		err := closeWithin(t, w, func() { _ = srv.Signal(syscall.SIGCONT) })
 		require.ErrorContains(t, err, "results were not written")
 		perr := <-progressErr
 		require.ErrorIs(t, perr, drover.ErrOutcomeUnknown)
 		require.ErrorIs(t, perr, context.Canceled)
-		requireDoneOnceAnswering(t, srv, rdb, q, added.Job.ID, &drover.WorkerOptions{LockDuration: 2 * time.Second, StalledInterval: time.Second})
+		requireDoneOnceAnswering(t, srv, rdb, q, id, pausedJobOptions())
 	})
 
 	t.Run("ClockCheck", func(t *testing.T) {
