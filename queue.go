@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/outage"
 	"github.com/seed40057009/drover/internal/scripts"
 	"github.com/seed40057009/drover/internal/topology"
 )
@@ -464,11 +464,9 @@ func resendable(err error) bool {
 	if !isRedisReply(err) {
 		return true
 	}
-	msg := err.Error()
-	for _, p := range []string{"TRYAGAIN", "LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "BUSY ", "MOVED", "ASK"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
+	switch outage.ReplyCode(err) {
+	case "TRYAGAIN", "LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "BUSY", "MOVED", "ASK":
+		return true
 	}
 	return false
 }

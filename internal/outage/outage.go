@@ -33,15 +33,57 @@ func Is(err error) bool {
 		errors.Is(err, redis.ErrPoolTimeout) {
 		return true
 	}
-	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return false
-	}
-	code, _, _ := strings.Cut(reply.Error(), " ")
-	switch code {
+	switch ReplyCode(err) {
 	case "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "OOM", "UNBLOCKED",
 		"MISCONF", "NOREPLICAS":
 		return true
 	}
 	return false
+}
+
+// scriptWrapped begins the error of a script whose command met an error
+// reply, on Redis before 7.0: "ERR Error running script (call to f_<sha>):
+// @user_script:12: -OOM command not allowed when used memory > 'maxmemory'."
+// Redis 7 passes the command's own reply through instead ("OOM command not
+// allowed ... script: ...").
+const scriptWrapped = "ERR Error running script"
+
+// ReplyCode is the error code of err when it is an error reply of Redis
+// ("OOM", "READONLY", "ERR", ...), else "". For a script's error on Redis
+// before 7.0 it is the code of the command's reply the script met, read
+// from the wrapped text (scriptWrapped), so callers judge a script call the
+// same on 6.2 as on 7.
+func ReplyCode(err error) string {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return ""
+	}
+	msg := reply.Error()
+	code, _, _ := strings.Cut(msg, " ")
+	if code != "ERR" || !strings.HasPrefix(msg, scriptWrapped) {
+		return code
+	}
+	// The wrapped reply follows the ": "-separated locations, its code an
+	// upper-case word (with or without the protocol's "-").
+	parts := strings.Split(msg, ": ")
+	for i := len(parts) - 1; i > 0; i-- {
+		inner, _, _ := strings.Cut(strings.TrimPrefix(parts[i], "-"), " ")
+		if isCode(inner) {
+			return inner
+		}
+	}
+	return code
+}
+
+// isCode reports whether s reads as an error code: upper-case letters only.
+func isCode(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < 'A' || r > 'Z' {
+			return false
+		}
+	}
+	return true
 }

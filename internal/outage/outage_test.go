@@ -109,3 +109,46 @@ func diskErrorReply(t *testing.T) error {
 	require.ErrorContains(t, err, "MISCONF")
 	return err
 }
+
+// scriptReply is an error reply as go-redis hands one over, for the forms
+// of Redis versions this machine does not run (Redis 6.2 wraps the reply a
+// script's command met in its own ERR).
+type scriptReply string
+
+func (e scriptReply) Error() string { return string(e) }
+func (scriptReply) RedisError()     {}
+
+// TestReplyCode reads the code of an error reply, the one a script's
+// command met included, in Redis 7's form (passed through) and in Redis
+// 6.2's (wrapped in "ERR Error running script"). Before ReplyCode, the
+// wrapped form's code was "ERR" for every one: an OOM or READONLY a script
+// met on 6.2 counted as a final error, not an outage, and a bulk add was
+// not resent after a failover.
+func TestReplyCode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	require.NoError(t, rdb.Set(ctx, prefix+":s", "x", 0).Err())
+	const wrapped = "ERR Error running script (call to f_6b1bf486c81ceb7edf3c093f4c48582e38c0e791): @user_script:5: "
+	tests := []struct {
+		name   string
+		err    error
+		code   string
+		outage bool
+	}{
+		{"7.0: a script met WRONGTYPE", rdb.Eval(ctx, "return redis.call('LPUSH', KEYS[1], 'x')", []string{prefix + ":s"}).Err(), "WRONGTYPE", false},
+		{"7.0: a script's own error", rdb.Eval(ctx, "return redis.error_reply('BAD input')", nil).Err(), "BAD", false},
+		{"6.2: a script met OOM", scriptReply(wrapped + "-OOM command not allowed when used memory > 'maxmemory'."), "OOM", true},
+		{"6.2: a script met READONLY, no dash", scriptReply(wrapped + "READONLY You can't write against a read only replica."), "READONLY", true},
+		{"6.2: a script met MISCONF", scriptReply(wrapped + "@user_script: 5: -MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk."), "MISCONF", true},
+		{"6.2: a script met WRONGTYPE", scriptReply(wrapped + "-WRONGTYPE Operation against a key holding the wrong kind of value"), "WRONGTYPE", false},
+		{"6.2: a script's Lua error", scriptReply(wrapped + "attempt to call a nil value (global 'nope')"), "ERR", false},
+		{"not a reply", errors.New("OOM"), "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.code, outage.ReplyCode(tt.err), "%v", tt.err)
+			require.Equal(t, tt.outage, outage.Is(tt.err), "%v", tt.err)
+		})
+	}
+}
