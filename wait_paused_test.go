@@ -202,7 +202,7 @@ func TestWorkerCloseWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
 			return err
 		case <-time.After(20 * time.Second):
 			resume()
-			<-closed
+			t.Logf("Close, once Redis answered: %v", <-closed)
 			t.Fatal("Close waited for a Redis that did not answer")
 			return nil
 		}
@@ -350,7 +350,7 @@ func TestWorkerStartWithoutClientTimeoutsWhileRedisIsPaused(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(20 * time.Second):
 		_ = srv.Signal(syscall.SIGCONT)
-		<-started
+		t.Logf("Start, once Redis answered: %v", <-started)
 		t.Fatal("Start waited for a paused Redis")
 	}
 	require.NoError(t, srv.Signal(syscall.SIGCONT))
