@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
@@ -35,6 +37,9 @@ func (c *watchCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("watch needs one <queue>, got %q", pos)
 	}
+	if *from != "" && !eventIDFlag(*from) {
+		return usagef(`--from must be an event id (<ms>-<seq>, or <ms>, as --json prints them; "0" = the whole stream), got %q`, *from)
+	}
 	fs.redis.logger = slog.New(slog.NewTextHandler(c.errOut, nil))
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
@@ -56,6 +61,24 @@ func (c *watchCmd) Run(ctx context.Context, args []string) error {
 		_, err := fmt.Fprintln(c.out, describeEvent(ev))
 		return err
 	})
+}
+
+// eventIDFlag reports whether s is an id --from takes: "$" (new events
+// only, the default) or a stream id, whole or its time alone, as XREAD
+// reads after it.
+func eventIDFlag(s string) bool {
+	if s == "$" {
+		return true
+	}
+	ms, seq, whole := strings.Cut(s, "-")
+	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
+		return false
+	}
+	if !whole {
+		return true
+	}
+	_, err := strconv.ParseUint(seq, 10, 64)
+	return err == nil
 }
 
 func describeEvent(ev drover.Event) string {
