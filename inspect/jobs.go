@@ -1091,10 +1091,38 @@ func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 		// record of its own (stalls before it are filled in by gap).
 		gap(last+1, current)
 		out = append(out, Attempt{N: current, Start: Instant{job.ProcessedOn}, End: Instant{job.FinishedOn}, Outcome: drover.OutcomeCompleted.String(), Worker: job.ProcessedBy})
+	case state == drover.StateFailed && current > last && job.AttemptsMade > spentIn(job.Timeline):
+		// A failure after the record's last attempt that wrote no record of
+		// its own (a Node worker's): the job's last activation failed it,
+		// as derived reads a job with no record. Else the timeline ended
+		// with an "unknown" attempt and, after it, a failure between
+		// attempts that never was.
+		gap(last+1, current)
+		a := Attempt{N: current, Start: Instant{job.ProcessedOn}, End: Instant{job.FinishedOn}, Outcome: drover.OutcomeFailed.String(), Error: job.FailedReason, Worker: job.ProcessedBy}
+		switch {
+		case failedForOf(job) == FailedUnrecoverable:
+			a.Outcome, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), true
+		case job.AttemptsMade >= max(job.Opts.Attempts, 1):
+			a.Outcome = drover.OutcomeRetriesExhausted.String()
+		}
+		out = append(out, a)
 	default:
 		gap(last+1, current+1)
 	}
 	return out, omitted
+}
+
+// spentIn counts the recorded attempts that spent one of the job's
+// attempts (AttemptsMade counts them): those that completed, failed or
+// were retried, not those that moved the job without spending one.
+func spentIn(record []drover.Attempt) int {
+	n := 0
+	for _, a := range record {
+		if a.Outcome == drover.OutcomeCompleted || a.Outcome.Failed() || a.Outcome.Retried() {
+			n++
+		}
+	}
+	return n
 }
 
 // delayedByFailure reports whether a delayed job waits for the backoff of
