@@ -288,8 +288,9 @@ type JobPage struct {
 	// Moved is set when the cursor's job was not where the page before
 	// had it: the state changed between the two pages.
 	Moved *Moved `json:"moved,omitempty"`
-	// Scanned counts the jobs read for this page. With a filter, a page stops
-	// after Options.ScanLimit jobs even when it is not full: Truncated.
+	// Scanned counts the jobs read for this page. A page stops after
+	// Options.ScanLimit jobs even when it is not full (a filter matched
+	// few, or ids had no job hash left): Truncated.
 	Scanned   int  `json:"scanned"`
 	Truncated bool `json:"truncated"`
 	// Unreadable are the jobs of the scanned range whose hashes do not
@@ -473,8 +474,10 @@ type scanned struct {
 }
 
 // scan reads the state's ids from position start in the order asc says,
-// until o.Limit jobs match o.Filter, the state ends, or a filtered scan
-// reached the scan limit.
+// until o.Limit jobs match o.Filter, the state ends, or it reached the
+// scan limit. Without a filter every id read is a job of the page, but for
+// ids whose hash is gone (deleted, evicted): a state full of them read
+// whole for one page without the limit.
 func (i *Inspector) scan(ctx context.Context, q *drover.Queue, o *ListOptions, start int, asc bool) (*scanned, error) {
 	s := &scanned{jobs: []JobSummary{}, end: start}
 	chunk := o.Limit
@@ -482,7 +485,7 @@ func (i *Inspector) scan(ctx context.Context, q *drover.Queue, o *ListOptions, s
 		chunk = 200
 	}
 	for len(s.jobs) < o.Limit {
-		if !o.Filter.IsZero() && s.scanned >= i.opts.ScanLimit {
+		if s.scanned >= i.opts.ScanLimit {
 			more, err := holdsMore(ctx, q, o.State, s.end, asc)
 			if err != nil {
 				return nil, err
@@ -490,10 +493,7 @@ func (i *Inspector) scan(ctx context.Context, q *drover.Queue, o *ListOptions, s
 			s.truncated, s.exhausted = more, !more
 			break
 		}
-		n := chunk
-		if !o.Filter.IsZero() {
-			n = min(chunk, i.opts.ScanLimit-s.scanned)
-		}
+		n := min(chunk, i.opts.ScanLimit-s.scanned)
 		ids, err := q.GetJobIDs(ctx, []drover.JobState{o.State}, int64(s.end), int64(s.end+n-1), asc)
 		if err != nil {
 			return nil, err
