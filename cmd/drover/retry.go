@@ -74,7 +74,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeRedis()
-	queue, ids := pos[0], pos[1:]
+	queue, ids := pos[0], uniqueArgs(pos[1:])
 
 	if len(ids) > 0 {
 		if *dryRun || *filterExpr != "" {
