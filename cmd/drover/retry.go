@@ -66,6 +66,9 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--filter: %v", err)
 	}
+	if *pause < 0 {
+		return usagef("--pause must not be negative (0 = none), got %s", *pause)
+	}
 	if *pause == 0 {
 		*pause = -1 // inspect: negative = no pause
 	}
