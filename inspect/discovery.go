@@ -71,7 +71,7 @@ type publishedQueues struct {
 // loop runs every interval on a small keyspace and less often on a large
 // one (fullScanSpacing: about every 10 s at 1M keys). The first call
 // scans, unless another Inspector published a fresh list or the registry
-// answers.
+// answers; the first after the loop rested (idle) reads the registry.
 func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	d := &i.disc
 	d.mu.Lock()
@@ -79,13 +79,24 @@ func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	d.used = now
 	if !d.at.IsZero() {
 		names := slices.Clone(d.names)
-		if now.Sub(d.at) > 2*i.opts.DiscoveryInterval && d.kick != nil {
+		stale := now.Sub(d.at) > 2*i.opts.DiscoveryInterval
+		if stale && d.kick != nil {
 			select { // stale after idling: rescan now, in the background
 			case d.kick <- struct{}{}:
 			default:
 			}
 		}
 		d.mu.Unlock()
+		if stale {
+			// The cache is as old as the rest: read the registry with it
+			// (no scan step; the rescan kicked above looks for Node-only
+			// queues), so the queues drover created since show and the
+			// ones gone since do not, on this call already.
+			if current, ok := i.readRegistry(ctx, false, names); ok {
+				i.setDiscovered(current)
+				return slices.Clone(current), nil
+			}
+		}
 		return names, nil
 	}
 	d.mu.Unlock()
