@@ -1267,6 +1267,22 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 			a.Backoff = job.Delay
 		default:
 			a.Outcome, a.Error = drover.OutcomeRetried.String(), job.FailedReason
+			trace := ""
+			if len(errs) > 0 {
+				trace = errs[len(errs)-1]
+			}
+			if a.Error == "" {
+				a.Error = trace // a retry by hand clears the failed reason
+			}
+			// A failure that used the attempts up, or an unrecoverable one,
+			// failed the job for good: it is back only because it was
+			// retried by hand (keeping its attempts), which the page says.
+			switch {
+			case strings.HasPrefix(trace, "UnrecoverableError"):
+				a.Outcome, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), true
+			case made >= max(job.Opts.Attempts, 1):
+				a.Outcome = drover.OutcomeRetriesExhausted.String()
+			}
 		}
 		if state != drover.StateActive {
 			a.Start, a.End, a.Worker = Instant{job.ProcessedOn}, Instant{job.FinishedOn}, job.ProcessedBy
