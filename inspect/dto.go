@@ -214,6 +214,9 @@ type Event struct {
 	DelayUntil   Instant          `json:"delayUntil,omitzero"`
 	AttemptsMade int              `json:"attemptsMade,omitempty"`
 	ReturnValue  json.RawMessage  `json:"returnvalue,omitempty"`
+	// Data is a progress event's value (BullMQ's "data" field): a number
+	// or any JSON the worker reported.
+	Data json.RawMessage `json:"data,omitempty"`
 }
 
 // EventOf converts an event of queue's stream.
@@ -224,6 +227,9 @@ func EventOf(queue string, ev drover.Event) Event {
 	}
 	if len(ev.ReturnValue) > 0 && json.Valid(ev.ReturnValue) {
 		e.ReturnValue = ev.ReturnValue
+	}
+	if len(ev.Data) > 0 && json.Valid(ev.Data) {
+		e.Data = ev.Data
 	}
 	return e
 }

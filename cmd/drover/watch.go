@@ -99,6 +99,8 @@ func describeEvent(ev drover.Event) string {
 		s += " until " + ev.DelayUntil.Local().Format("15:04:05.000")
 	case drover.EventCompleted:
 		s += " -> " + clip(string(ev.ReturnValue), 80)
+	case drover.EventProgress:
+		s += " " + clip(string(ev.Data), 80)
 	case drover.EventRetriesExhausted:
 		s += fmt.Sprintf(" after %d attempts", ev.AttemptsMade)
 	case drover.EventCleaned:
