@@ -217,6 +217,13 @@ type Event struct {
 	// Data is a progress event's value (BullMQ's "data" field): a number
 	// or any JSON the worker reported.
 	Data json.RawMessage `json:"data,omitempty"`
+	// Count is how many jobs a cleaned event removed.
+	Count int `json:"count,omitempty"`
+	// DeduplicationID and DeduplicatedJobID are set on deduplicated: the
+	// id the add carried and the job id of the add that was dropped (JobID
+	// is the job holding the id).
+	DeduplicationID   string `json:"deduplicationId,omitempty"`
+	DeduplicatedJobID string `json:"deduplicatedJobId,omitempty"`
 }
 
 // EventOf converts an event of queue's stream.
@@ -224,6 +231,7 @@ func EventOf(queue string, ev drover.Event) Event {
 	e := Event{
 		ID: ev.ID, Time: Instant{ev.Time()}, Queue: queue, Name: ev.Name, JobID: ev.JobID, Prev: ev.Prev, JobName: ev.JobName,
 		FailedReason: ev.FailedReason, DelayUntil: Instant{ev.DelayUntil}, AttemptsMade: ev.AttemptsMade,
+		Count: ev.Count, DeduplicationID: ev.DeduplicationID, DeduplicatedJobID: ev.DeduplicatedJobID,
 	}
 	if len(ev.ReturnValue) > 0 && json.Valid(ev.ReturnValue) {
 		e.ReturnValue = ev.ReturnValue

@@ -101,6 +101,8 @@ func describeEvent(ev drover.Event) string {
 		s += " -> " + clip(string(ev.ReturnValue), 80)
 	case drover.EventProgress:
 		s += " " + clip(string(ev.Data), 80)
+	case drover.EventDeduplicated:
+		s += fmt.Sprintf(" holds %q (add of job %s dropped)", ev.DeduplicationID, ev.DeduplicatedJobID)
 	case drover.EventRetriesExhausted:
 		s += fmt.Sprintf(" after %d attempts", ev.AttemptsMade)
 	case drover.EventCleaned:

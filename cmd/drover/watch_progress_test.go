@@ -32,10 +32,10 @@ func TestWatchShowsProgress(t *testing.T) {
 	require.NoError(t, job.UpdateProgress(ctx, 55))
 
 	watch := func(args ...string) string {
-		var out syncBuffer
+		var out, errOut syncBuffer // a warning on stderr is no event
 		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		err := (&Main{Stdout: &out, Stderr: &out}).Run(wctx, append([]string{"watch", "mail", "--from", "0",
+		err := (&Main{Stdout: &out, Stderr: &errOut}).Run(wctx, append([]string{"watch", "mail", "--from", "0",
 			"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix}, args...))
 		require.NoError(t, err, out.String())
 		return out.String()
