@@ -121,8 +121,10 @@ func parseEvent(m redis.XMessage) Event {
 type QueueEventsOptions struct {
 	// Prefix of every key. Defaults to PrefixDefault ("bull").
 	Prefix string
-	// LastEventID is the stream id to read after. Defaults to "$": only
-	// events written after the first read. "0" reads the whole stream.
+	// LastEventID is the stream id to read after: "<ms>-<seq>" (an
+	// Event's ID) or "<ms>". Defaults to "$": only events written after
+	// the first read. "0" reads the whole stream. Anything else is refused
+	// with ErrInvalidOption.
 	LastEventID string
 	// BlockTimeout is how long one read blocks; it bounds how late Next
 	// notices a cancelled ctx. Defaults to 1s.
@@ -165,6 +167,10 @@ func NewQueueEvents(rdb redis.UniversalClient, name string, opts *QueueEventsOpt
 	}
 	if o.BlockTimeout < time.Millisecond {
 		return nil, optionError("QueueEventsOptions.BlockTimeout must be at least 1ms, got %s", o.BlockTimeout)
+	}
+	if !validEventID(o.LastEventID) {
+		// Else every read failed with Redis's "ERR Invalid stream ID".
+		return nil, optionError("QueueEventsOptions.LastEventID must be \"$\", <ms> or <ms>-<seq>, got %q", o.LastEventID)
 	}
 	if rdb == nil {
 		return nil, errors.New("drover: NewQueueEvents needs a Redis client, got nil")
@@ -310,4 +316,22 @@ func (q *Queue) SetEventsMaxLen(ctx context.Context, maxLen int64) error {
 		return fmt.Errorf("set the events cap of queue %q: %w", q.name, err)
 	}
 	return nil
+}
+
+// validEventID reports whether id is one XREAD takes after it: "$" (the
+// newest), or a stream id, whole ("<ms>-<seq>") or its time alone ("<ms>",
+// sequence 0).
+func validEventID(id string) bool {
+	if id == "$" {
+		return true
+	}
+	ms, seq, whole := strings.Cut(id, "-")
+	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
+		return false
+	}
+	if !whole {
+		return true
+	}
+	_, err := strconv.ParseUint(seq, 10, 64)
+	return err == nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -446,6 +447,10 @@ func decode(r *http.Request, v any) error {
 	if errors.As(err, &mbe) {
 		return err
 	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return badRequest("bad request body: %q must be %s, got %s", te.Field, jsonKind(te.Type), jsonValue(te.Value))
+	}
 	if err != nil {
 		return badRequest("bad request body: %v", err)
 	}
@@ -455,6 +460,43 @@ func decode(r *http.Request, v any) error {
 		return badRequest("bad request body: more after the JSON object")
 	}
 	return nil
+}
+
+// jsonKind names what a field of Go type t takes, in JSON's words: the
+// decoder's own error named Go types ("Go struct field
+// LimitsRequest.concurrency of type int"), which the page showed as is.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number, not negative"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+// jsonValue renders the decoder's description of the value it got: the
+// number itself, else its kind ("a string", "an object").
+func jsonValue(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return n
+	}
+	if v == "array" || v == "object" {
+		return "an " + v
+	}
+	return "a " + v
 }
 
 // RetryJobRequest is the body of POST /api/queues/{queue}/jobs/{id}/retry.

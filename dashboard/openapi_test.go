@@ -254,6 +254,11 @@ func TestOpenAPI(t *testing.T) {
 	}
 	validate(http.MethodGet, "api/queues/q/failures?since=yesterday", nil, http.StatusBadRequest, "/api/queues/{queue}/failures")
 	validate(http.MethodPost, "api/queues/q/retry", map[string]any{"dryRun": true, "includeUnrecoverable": true}, http.StatusOK, "/api/queues/{queue}/retry")
+	// Nothing matched: "ids" is still the array the schema names (it was
+	// null).
+	validate(http.MethodPost, "api/queues/q/retry", map[string]any{"dryRun": true, "filter": "name=nomatch"}, http.StatusOK, "/api/queues/{queue}/retry")
+	validate(http.MethodPost, "api/queues/q/clean", map[string]any{"dryRun": true, "state": "prioritized", "grace": "0s"}, http.StatusOK, "/api/queues/{queue}/clean")
+	validate(http.MethodGet, "api/queues/q/jobs?state=prioritized", nil, http.StatusOK, "/api/queues/{queue}/jobs")
 	require.NoError(t, b.queue(t, "q").Pause(ctx))
 	validate(http.MethodPost, "api/queues/q/retry", map[string]any{"filter": "name=x"}, http.StatusAccepted, "/api/queues/{queue}/retry")
 	validate(http.MethodGet, "api/operations", nil, http.StatusOK, "/api/operations")

@@ -208,7 +208,9 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 		return nil, err
 	}
 	res.Matched, res.Excluded = len(ids), excluded
-	res.IDs = ids[:min(len(ids), RetryIDsMax)]
+	// Appended to the empty list res starts with: no match is [] in JSON,
+	// as the by-age path answers, not null.
+	res.IDs = append(res.IDs, ids[:min(len(ids), RetryIDsMax)]...)
 	if err := i.sample(ctx, q, o.State, res); err != nil {
 		return nil, err
 	}

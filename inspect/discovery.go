@@ -71,7 +71,7 @@ type publishedQueues struct {
 // loop runs every interval on a small keyspace and less often on a large
 // one (fullScanSpacing: about every 10 s at 1M keys). The first call
 // scans, unless another Inspector published a fresh list or the registry
-// answers.
+// answers; the first after the loop rested (idle) reads the registry.
 func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	d := &i.disc
 	d.mu.Lock()
@@ -79,13 +79,24 @@ func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	d.used = now
 	if !d.at.IsZero() {
 		names := slices.Clone(d.names)
-		if now.Sub(d.at) > 2*i.opts.DiscoveryInterval && d.kick != nil {
+		stale := now.Sub(d.at) > 2*i.opts.DiscoveryInterval
+		if stale && d.kick != nil {
 			select { // stale after idling: rescan now, in the background
 			case d.kick <- struct{}{}:
 			default:
 			}
 		}
 		d.mu.Unlock()
+		if stale {
+			// The cache is as old as the rest: read the registry with it
+			// (no scan step; the rescan kicked above looks for Node-only
+			// queues), so the queues drover created since show and the
+			// ones gone since do not, on this call already.
+			if current, ok := i.readRegistry(ctx, false, names); ok {
+				i.setDiscovered(current)
+				return slices.Clone(current), nil
+			}
+		}
 		return names, nil
 	}
 	d.mu.Unlock()
@@ -99,9 +110,14 @@ func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 		return names, nil
 	}
 	d.mu.Unlock()
-	names, ok := i.readPublished(ctx)
-	if !ok {
-		names, ok = i.readRegistry(ctx, true)
+	// A published list is up to two intervals old: the queues a drover
+	// producer registered since, or that went since, are not in it. The
+	// registry, read with it, adds the first and the existence check drops
+	// the second; the publisher's own scans stand for the scan step.
+	published, fresh := i.readPublished(ctx)
+	names, ok := i.readRegistry(ctx, !fresh, published)
+	if !ok && fresh {
+		names, ok = published, true
 	}
 	if !ok {
 		var err error
@@ -166,8 +182,10 @@ const coldScanCount = 10000
 // step, for a cold listing) a scan step, one to check which queues exist
 // (a removed queue is dropped from the set) and, when the step or the
 // connections found a queue the set lacks, one SADD. The background loop
-// reads it without the step: its own full scans find Node's queues.
-func (i *Inspector) readRegistry(ctx context.Context, step bool) ([]string, bool) {
+// reads it without the step: its own full scans find Node's queues. The
+// names in also (a published list) are checked and added like the ones
+// the step finds.
+func (i *Inspector) readRegistry(ctx context.Context, step bool, also []string) ([]string, bool) {
 	if i.opts.DiscoveryInterval < 0 {
 		return nil, false
 	}
@@ -206,6 +224,9 @@ func (i *Inspector) readRegistry(ctx context.Context, step bool) ([]string, bool
 				add(q)
 			}
 		}
+	}
+	for _, n := range also {
+		add(n)
 	}
 	if step {
 		for _, n := range i.scanStep(ctx, cursors.Val()) {
@@ -403,7 +424,7 @@ func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 			}
 			took := time.Since(start)
 			nextFull = start.Add(max(i.opts.DiscoveryInterval, fullScanSpacing*took))
-		} else if names, ok := i.readRegistry(ctx, false); ok {
+		} else if names, ok := i.readRegistry(ctx, false, nil); ok {
 			i.setDiscovered(names)
 			i.publish(ctx, names)
 		} else {

@@ -30,6 +30,6 @@
 // waits for its backoff. Promote, remove, pause, resume, clean and obliterate
 // wrap the engine's admin calls per queue name.
 //
-// Lists that read job hashes (filtered lists, the stalled view, budgets) read
-// at most Options.ScanLimit jobs per state and say when they stopped early.
+// Lists that read job hashes (list pages, the stalled view, budgets) read at
+// most Options.ScanLimit jobs per state and say when they stopped early.
 package inspect

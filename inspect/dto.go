@@ -220,7 +220,10 @@ type Event struct {
 	Data json.RawMessage `json:"data,omitempty"`
 	// Count is a cleaned event's number of jobs removed, 0 included; nil
 	// for the other events.
-	Count             *int   `json:"count,omitempty"`
+	Count *int `json:"count,omitempty"`
+	// DeduplicationID and DeduplicatedJobID are set on deduplicated: the
+	// id the add carried and the job id of the add that was dropped (JobID
+	// is the job holding the id).
 	DeduplicationID   string `json:"deduplicationId,omitempty"`
 	DeduplicatedJobID string `json:"deduplicatedJobId,omitempty"`
 }

@@ -20,7 +20,7 @@ import (
 
 // Defaults. Each option's doc names the one it uses.
 const (
-	// ScanLimitDefault bounds the jobs one filtered list, stalled view or
+	// ScanLimitDefault bounds the jobs one list page, stalled view or
 	// budget view reads per state.
 	ScanLimitDefault = 10000
 	// PageSizeDefault is the page size of Jobs.
@@ -37,8 +37,10 @@ const (
 type Options struct {
 	// Prefix of every key. Defaults to drover.PrefixDefault ("bull").
 	Prefix string
-	// ScanLimit bounds how many jobs a filtered list, the stalled view and
-	// the budget view read per state. Defaults to ScanLimitDefault.
+	// ScanLimit bounds how many jobs a list page (filtered or not: ids
+	// whose hash is gone count), the stalled view and the budget view read
+	// per state; a larger ListOptions.Limit gets a truncated page. Defaults
+	// to ScanLimitDefault.
 	ScanLimit int
 	// BudgetScanLimit bounds how many jobs per live state the budget view
 	// (NearExhausted, on the dashboard's queue page) reads: the newest, for

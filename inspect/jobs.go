@@ -288,8 +288,9 @@ type JobPage struct {
 	// Moved is set when the cursor's job was not where the page before
 	// had it: the state changed between the two pages.
 	Moved *Moved `json:"moved,omitempty"`
-	// Scanned counts the jobs read for this page. With a filter, a page stops
-	// after Options.ScanLimit jobs even when it is not full: Truncated.
+	// Scanned counts the jobs read for this page. A page stops after
+	// Options.ScanLimit jobs even when it is not full (a filter matched
+	// few, or ids had no job hash left): Truncated.
 	Scanned   int  `json:"scanned"`
 	Truncated bool `json:"truncated"`
 	// Unreadable are the jobs of the scanned range whose hashes do not
@@ -473,8 +474,10 @@ type scanned struct {
 }
 
 // scan reads the state's ids from position start in the order asc says,
-// until o.Limit jobs match o.Filter, the state ends, or a filtered scan
-// reached the scan limit.
+// until o.Limit jobs match o.Filter, the state ends, or it reached the
+// scan limit. Without a filter every id read is a job of the page, but for
+// ids whose hash is gone (deleted, evicted): a state full of them read
+// whole for one page without the limit.
 func (i *Inspector) scan(ctx context.Context, q *drover.Queue, o *ListOptions, start int, asc bool) (*scanned, error) {
 	s := &scanned{jobs: []JobSummary{}, end: start}
 	chunk := o.Limit
@@ -482,7 +485,7 @@ func (i *Inspector) scan(ctx context.Context, q *drover.Queue, o *ListOptions, s
 		chunk = 200
 	}
 	for len(s.jobs) < o.Limit {
-		if !o.Filter.IsZero() && s.scanned >= i.opts.ScanLimit {
+		if s.scanned >= i.opts.ScanLimit {
 			more, err := holdsMore(ctx, q, o.State, s.end, asc)
 			if err != nil {
 				return nil, err
@@ -490,10 +493,7 @@ func (i *Inspector) scan(ctx context.Context, q *drover.Queue, o *ListOptions, s
 			s.truncated, s.exhausted = more, !more
 			break
 		}
-		n := chunk
-		if !o.Filter.IsZero() {
-			n = min(chunk, i.opts.ScanLimit-s.scanned)
-		}
+		n := min(chunk, i.opts.ScanLimit-s.scanned)
 		ids, err := q.GetJobIDs(ctx, []drover.JobState{o.State}, int64(s.end), int64(s.end+n-1), asc)
 		if err != nil {
 			return nil, err
@@ -1091,10 +1091,38 @@ func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 		// record of its own (stalls before it are filled in by gap).
 		gap(last+1, current)
 		out = append(out, Attempt{N: current, Start: Instant{job.ProcessedOn}, End: Instant{job.FinishedOn}, Outcome: drover.OutcomeCompleted.String(), Worker: job.ProcessedBy})
+	case state == drover.StateFailed && current > last && job.AttemptsMade > spentIn(job.Timeline):
+		// A failure after the record's last attempt that wrote no record of
+		// its own (a Node worker's): the job's last activation failed it,
+		// as derived reads a job with no record. Else the timeline ended
+		// with an "unknown" attempt and, after it, a failure between
+		// attempts that never was.
+		gap(last+1, current)
+		a := Attempt{N: current, Start: Instant{job.ProcessedOn}, End: Instant{job.FinishedOn}, Outcome: drover.OutcomeFailed.String(), Error: job.FailedReason, Worker: job.ProcessedBy}
+		switch {
+		case failedForOf(job) == FailedUnrecoverable:
+			a.Outcome, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), true
+		case job.AttemptsMade >= max(job.Opts.Attempts, 1):
+			a.Outcome = drover.OutcomeRetriesExhausted.String()
+		}
+		out = append(out, a)
 	default:
 		gap(last+1, current+1)
 	}
 	return out, omitted
+}
+
+// spentIn counts the recorded attempts that spent one of the job's
+// attempts (AttemptsMade counts them): those that completed, failed or
+// were retried, not those that moved the job without spending one.
+func spentIn(record []drover.Attempt) int {
+	n := 0
+	for _, a := range record {
+		if a.Outcome == drover.OutcomeCompleted || a.Outcome.Failed() || a.Outcome.Retried() {
+			n++
+		}
+	}
+	return n
 }
 
 // delayedByFailure reports whether a delayed job waits for the backoff of
@@ -1239,6 +1267,22 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 			a.Backoff = job.Delay
 		default:
 			a.Outcome, a.Error = drover.OutcomeRetried.String(), job.FailedReason
+			trace := ""
+			if len(errs) > 0 {
+				trace = errs[len(errs)-1]
+			}
+			if a.Error == "" {
+				a.Error = trace // a retry by hand clears the failed reason
+			}
+			// A failure that used the attempts up, or an unrecoverable one,
+			// failed the job for good: it is back only because it was
+			// retried by hand (keeping its attempts), which the page says.
+			switch {
+			case strings.HasPrefix(trace, "UnrecoverableError"):
+				a.Outcome, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), true
+			case made >= max(job.Opts.Attempts, 1):
+				a.Outcome = drover.OutcomeRetriesExhausted.String()
+			}
 		}
 		if state != drover.StateActive {
 			a.Start, a.End, a.Worker = Instant{job.ProcessedOn}, Instant{job.FinishedOn}, job.ProcessedBy

@@ -45,6 +45,21 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
+// uniqueArgs drops the repeats of the arguments, first ones kept in order:
+// a job id named twice is acted on once. The second try of a promote or
+// retry found the job already moved and failed the command.
+func uniqueArgs(args []string) []string {
+	seen := make(map[string]bool, len(args))
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // Run runs the subcommand named by args[0].
 func (m *Main) Run(ctx context.Context, args []string) error {
 	if len(args) > 0 && (args[0] == "--version" || args[0] == "version") {

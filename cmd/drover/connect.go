@@ -216,7 +216,7 @@ func isFailoverURL(s string) bool {
 
 // clusterNode asks the server whether it runs in cluster mode (INFO cluster).
 func clusterNode(ctx context.Context, rdb *redis.Client) bool {
-	info, err := rdb.Info(ctx, "cluster").Result()
+	info, err := rdb.Do(ctx, "INFO", "cluster").Text()
 	return err == nil && strings.Contains(info, "cluster_enabled:1")
 }
 

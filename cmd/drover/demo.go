@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -60,6 +61,9 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 		}
 		return usagef("demo: %v", err)
 	}
+	if *duration < 0 {
+		return usagef("--for must not be negative (0 = until Ctrl-C), got %s", *duration)
+	}
 	if *duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *duration)
@@ -106,7 +110,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	if *dashAddr != "off" {
 		srv, err := demoDashboard(ctx, ins, *dashAddr, metricsHandler)
 		if err != nil {
-			return err
+			return fmt.Errorf("--dashboard %q: %w", *dashAddr, err)
 		}
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -272,11 +276,13 @@ func (c *demoCmd) printEvent(queue string, ev drover.Event) {
 }
 
 // demoDashboard starts the dashboard on addr, or on a free port when addr's
-// port is taken. Anyone on this machine is admin: it listens on loopback only.
+// port is taken. Anyone on this machine is admin: it listens on loopback
+// only. Any other error is returned: a non-loopback or malformed address
+// served on a random port instead, unsaid.
 func demoDashboard(ctx context.Context, ins *inspect.Inspector, addr string, metricsHandler http.Handler) (*dashboard.Server, error) {
 	opts := &dashboard.Options{AnonymousRole: dashboard.RoleAdmin, Metrics: metricsHandler}
 	srv, err := serveDashboard(ctx, ins, addr, opts)
-	if err != nil && addr != "127.0.0.1:0" {
+	if errors.Is(err, syscall.EADDRINUSE) {
 		return serveDashboard(ctx, ins, "127.0.0.1:0", opts)
 	}
 	return srv, err

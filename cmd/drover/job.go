@@ -85,6 +85,9 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 	if !d.NextRun.IsZero() {
 		fmt.Fprintf(w, "  next run     %s (%s)\n", when(d.NextRun), until(d.NextRun))
 	}
+	if len(d.Progress) > 0 {
+		fmt.Fprintf(w, "  progress     %s\n", clip(string(d.Progress), 200))
+	}
 	if bo := d.Backoff; bo != nil {
 		switch bo.Type {
 		case "fixed", "exponential":
@@ -185,6 +188,9 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 		for _, l := range d.Logs[from:] {
 			fmt.Fprintln(w, "  "+l)
 		}
+	}
+	if len(d.ReturnValue) > 0 {
+		fmt.Fprintf(w, "\nreturn value: %s\n", clip(string(d.ReturnValue), 500))
 	}
 	fmt.Fprintf(w, "\ndata: %s\n", clip(string(d.Data), 500))
 }

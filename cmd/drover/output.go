@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode"
+
+	"golang.org/x/text/width"
 
 	"github.com/seed40057009/drover/inspect"
 )
@@ -19,13 +21,16 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// table prints rows aligned in columns, for people.
+// table prints rows aligned in columns, for people. It measures cells in
+// terminal columns, not runes as text/tabwriter does: a CJK character takes
+// two, a combining accent none, and a row holding either stayed out of line.
 type table struct {
-	tw *tabwriter.Writer
+	w    io.Writer
+	rows [][]string
 }
 
 func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t := &table{w: w}
 	t.row(toAny(header)...)
 	return t
 }
@@ -44,10 +49,55 @@ func (t *table) row(cells ...any) {
 		// Tabs and newlines in job data must not break the columns.
 		parts[i] = escapeControls(strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(fmt.Sprint(c)))
 	}
-	fmt.Fprintln(t.tw, strings.Join(parts, "\t"))
+	t.rows = append(t.rows, parts)
 }
 
-func (t *table) flush() error { return t.tw.Flush() }
+// flush writes the rows: every cell but a row's last is padded to its
+// column's widest cell plus two spaces, as the tabwriter before did.
+func (t *table) flush() error {
+	var widths []int
+	for _, r := range t.rows {
+		for i := range len(r) - 1 {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], cellWidth(r[i]))
+		}
+	}
+	var b strings.Builder
+	for _, r := range t.rows {
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-cellWidth(c)+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	t.rows = nil
+	_, err := io.WriteString(t.w, b.String())
+	return err
+}
+
+// cellWidth is how many terminal columns s takes: two for a wide or
+// fullwidth character (CJK, most emoji), none for a combining mark or a
+// zero-width character, one for the rest.
+func cellWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
+		default:
+			switch width.LookupRune(r).Kind() {
+			case width.EastAsianWide, width.EastAsianFullwidth:
+				n += 2
+			default:
+				n++
+			}
+		}
+	}
+	return n
+}
 
 // clip shortens s to n runes for a table cell.
 func clip(s string, n int) string {

@@ -38,7 +38,7 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeRedis()
-	queue, ids := pos[0], pos[1:]
+	queue, ids := pos[0], uniqueArgs(pos[1:])
 	n := 0
 	if len(ids) == 0 {
 		n, err = ins.PromoteAll(ctx, queue)

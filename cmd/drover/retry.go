@@ -66,6 +66,9 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--filter: %v", err)
 	}
+	if *pause < 0 {
+		return usagef("--pause must not be negative (0 = none), got %s", *pause)
+	}
 	if *pause == 0 {
 		*pause = -1 // inspect: negative = no pause
 	}
@@ -74,7 +77,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeRedis()
-	queue, ids := pos[0], pos[1:]
+	queue, ids := pos[0], uniqueArgs(pos[1:])
 
 	if len(ids) > 0 {
 		if *dryRun || *filterExpr != "" {

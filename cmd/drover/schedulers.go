@@ -130,8 +130,18 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 		if !json.Valid([]byte(*data)) {
 			return usagef("--data must be JSON, got %q", *data)
 		}
-		if (*every == 0) == (*pattern == "") {
+		everySet := false
+		fs.Visit(func(f *flag.Flag) { everySet = everySet || f.Name == "every" })
+		if everySet == (*pattern != "") {
 			return usagef("scheduler upsert needs exactly one of --every and --pattern")
+		}
+		switch {
+		case everySet && *every < time.Millisecond:
+			return usagef("--every must be at least 1ms, got %s", *every)
+		case *limit < 0:
+			return usagef("--limit must not be negative (0 = no limit), got %d", *limit)
+		case *attempts < 0:
+			return usagef("--attempts must not be negative, got %d", *attempts)
 		}
 	}
 	open := fs.redis.queue // upsert creates the queue

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
@@ -35,6 +37,9 @@ func (c *watchCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("watch needs one <queue>, got %q", pos)
 	}
+	if *from != "" && !eventIDFlag(*from) {
+		return usagef(`--from must be an event id (<ms>-<seq>, or <ms>, as --json prints them; "0" = the whole stream), got %q`, *from)
+	}
 	fs.redis.logger = slog.New(slog.NewTextHandler(c.errOut, nil))
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
@@ -58,6 +63,24 @@ func (c *watchCmd) Run(ctx context.Context, args []string) error {
 	})
 }
 
+// eventIDFlag reports whether s is an id --from takes: "$" (new events
+// only, the default) or a stream id, whole or its time alone, as XREAD
+// reads after it.
+func eventIDFlag(s string) bool {
+	if s == "$" {
+		return true
+	}
+	ms, seq, whole := strings.Cut(s, "-")
+	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
+		return false
+	}
+	if !whole {
+		return true
+	}
+	_, err := strconv.ParseUint(seq, 10, 64)
+	return err == nil
+}
+
 func describeEvent(ev drover.Event) string {
 	s := fmt.Sprintf("%s %-16s", ev.Time().Local().Format("15:04:05.000"), ev.Name)
 	if ev.JobID != "" {
@@ -76,14 +99,14 @@ func describeEvent(ev drover.Event) string {
 		s += " until " + ev.DelayUntil.Local().Format("15:04:05.000")
 	case drover.EventCompleted:
 		s += " -> " + clip(string(ev.ReturnValue), 80)
+	case drover.EventProgress:
+		s += " " + clip(string(ev.Data), 80)
+	case drover.EventDeduplicated:
+		s += fmt.Sprintf(" holds %q (add of job %s dropped)", ev.DeduplicationID, ev.DeduplicatedJobID)
 	case drover.EventRetriesExhausted:
 		s += fmt.Sprintf(" after %d attempts", ev.AttemptsMade)
 	case drover.EventCleaned:
 		s += fmt.Sprintf(" %d jobs", ev.Count)
-	case drover.EventProgress:
-		s += ": " + clip(string(ev.Data), 80)
-	case drover.EventDeduplicated:
-		s += fmt.Sprintf(" kept id %q (add of %s dropped)", ev.DeduplicationID, ev.DeduplicatedJobID)
 	}
 	return s
 }

@@ -326,6 +326,12 @@
     if (ev.prev) what += ` (from ${ev.prev})`;
     if (ev.failedReason) what += `: ${ev.failedReason}`;
     if (ev.delayUntil) what += ` until ${fmtTime(ev.delayUntil)}`;
+    if (ev.count) what += `: ${ev.count} job${ev.count === 1 ? '' : 's'}`;
+    if (ev.deduplicationId) what += ` holds ${ev.deduplicationId}`;
+    if (ev.name === 'progress' && ev.data !== undefined) {
+      const v = JSON.stringify(ev.data);
+      what += `: ${v.length > 80 ? `${v.slice(0, 79)}…` : v}`;
+    }
     return el('li', {}, el('span', { class: 't' }, fmtTime(ev.time)), what);
   }
 

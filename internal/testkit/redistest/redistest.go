@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -83,32 +84,8 @@ func Start(extraArgs ...string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		dir, err := os.MkdirTemp("", "drover-redis-")
+		s, err := startOn(bin, port, extraArgs, 10*time.Second)
 		if err != nil {
-			return nil, err
-		}
-		args := []string{
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", dir,
-			"--daemonize", "no", "--protected-mode", "no",
-		}
-		args = append(args, extraArgs...)
-		cmd := exec.Command(bin, args...)
-		dieWithParent(cmd)
-		logFile, err := os.Create(filepath.Join(dir, "redis.log"))
-		if err != nil {
-			return nil, err
-		}
-		cmd.Stdout = logFile
-		cmd.Stderr = logFile
-		if err := cmd.Start(); err != nil {
-			logFile.Close()
-			return nil, fmt.Errorf("start redis-server: %w", err)
-		}
-		logFile.Close()
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir}
-		if err := s.waitReady(10 * time.Second); err != nil {
-			s.Stop()
 			lastErr = err
 			continue
 		}
@@ -117,17 +94,60 @@ func Start(extraArgs ...string) (*Server, error) {
 	return nil, fmt.Errorf("redis-server did not start: %w", lastErr)
 }
 
+// startOn starts redis-server on port and waits up to ready for it to
+// answer there.
+func startOn(bin string, port int, extraArgs []string, ready time.Duration) (*Server, error) {
+	dir, err := os.MkdirTemp("", "drover-redis-")
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir,
+		"--daemonize", "no", "--protected-mode", "no",
+	}
+	args = append(args, extraArgs...)
+	cmd := exec.Command(bin, args...)
+	dieWithParent(cmd)
+	logFile, err := os.Create(filepath.Join(dir, "redis.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	logFile.Close()
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir}
+	if err := s.waitReady(ready); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady waits until s's own process answers on s.Addr. Another
+// redis-server may hold the port (taken between FreePort's probe and this
+// server's bind, by a test starting one in parallel): its answer is not
+// this server's, whose bind failed. Each try reads INFO's process_id.
 func (s *Server) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	want := "process_id:" + strconv.Itoa(s.cmd.Process.Pid) + "\r\n"
+	other := ""
 	for time.Now().Before(deadline) {
 		conn, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
 		if err == nil {
-			_, _ = conn.Write([]byte("PING\r\n"))
+			_, _ = conn.Write([]byte("INFO server\r\n"))
 			_ = conn.SetReadDeadline(time.Now().Add(time.Second))
-			line, rerr := bufio.NewReader(conn).ReadString('\n')
+			info, rerr := readBulk(bufio.NewReader(conn))
 			conn.Close()
-			if rerr == nil && strings.HasPrefix(line, "+PONG") {
+			switch {
+			case rerr == nil && strings.Contains(info, want):
 				return nil
+			case rerr == nil && strings.Contains(info, "process_id:"):
+				other = " (another redis-server answers there)"
 			}
 		}
 		if s.cmd.ProcessState != nil {
@@ -135,7 +155,25 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("redis-server at %s not ready after %s: %s", s.Addr, timeout, s.log())
+	return fmt.Errorf("redis-server at %s not ready after %s%s: %s", s.Addr, timeout, other, s.log())
+}
+
+// readBulk reads one RESP bulk string reply; an error reply (LOADING, ...)
+// is an error.
+func readBulk(r *bufio.Reader) (string, error) {
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(head, "$"), "\r\n"))
+	if !strings.HasPrefix(head, "$") || err != nil || n < 0 {
+		return "", fmt.Errorf("not a bulk reply: %q", head)
+	}
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return "", err
+	}
+	return string(body[:n]), nil
 }
 
 func (s *Server) log() string {

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover/internal/testkit/redistest"
+)
+
+// TestSchedulerUpsertRefusesBadNumbers: `drover scheduler upsert` names a
+// bad --every, --limit or --attempts as a usage error and writes nothing
+// to Redis, not even an audit entry. --every 0s said "needs exactly one of
+// --every and --pattern" though --every was given; a negative --every or
+// --limit reached Redis (the queue's keys and a refused audit entry were
+// written, exit 1); a negative --attempts was dropped without a word.
+func TestSchedulerUpsertRefusesBadNumbers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	for _, tc := range []struct {
+		flags []string
+		says  string
+	}{
+		{[]string{"--every", "0s"}, "--every must be at least 1ms, got 0s"},
+		{[]string{"--every", "-5s"}, "--every must be at least 1ms, got -5s"},
+		{[]string{"--every", "1m", "--limit", "-1"}, "--limit must not be negative"},
+		{[]string{"--every", "1m", "--attempts", "-1"}, "--attempts must not be negative"},
+		{[]string{"--pattern", "* * * * *", "--every", "1m"}, "exactly one of --every and --pattern"},
+	} {
+		var out bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, append([]string{"scheduler", "upsert", "mail", "s1",
+			"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix}, tc.flags...))
+		var usage *usageError
+		require.ErrorAs(t, err, &usage, "%v: %s", tc.flags, out.String())
+		require.ErrorContains(t, err, tc.says, tc.flags)
+	}
+	written, err := rdb.Keys(ctx, prefix+":*").Result()
+	require.NoError(t, err)
+	require.Empty(t, written, "nothing written, not even an audit entry")
+}
