@@ -65,8 +65,7 @@ func (c *addCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(c.out, map[string]any{"queue": pos[0], "id": res.Job.ID, "outcome": res.Outcome.String(),
-			"existingState": res.ExistingState})
+		return writeJSON(c.out, addReply{Queue: pos[0], ID: res.Job.ID, Outcome: res.Outcome.String(), ExistingState: res.ExistingState})
 	}
 	switch res.Outcome {
 	case drover.AddCreated, drover.AddReAdded:
@@ -75,4 +74,13 @@ func (c *addCmd) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.out, "not added: %s of job %s (%s)\n", res.Outcome, res.Job.ID, res.ExistingState)
 	}
 	return nil
+}
+
+// addReply is `drover add --json`: the job's id and what the add did; the
+// state of the job already there only when the add was a duplicate.
+type addReply struct {
+	Queue         string          `json:"queue"`
+	ID            string          `json:"id"`
+	Outcome       string          `json:"outcome"`
+	ExistingState drover.JobState `json:"existingState,omitempty"`
 }

@@ -127,6 +127,11 @@ func TestQueueCommands(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "add", "mail", "digest", "--opts", `{"jobId":"digest-ada"}`, "--json")), &res))
 		require.Equal(t, "duplicate", res["outcome"])
 		require.Equal(t, "waiting", res["existingState"])
+		// A new job has no existing state: the key is left out, not "".
+		res = nil
+		require.NoError(t, json.Unmarshal([]byte(ok(t, b, "add", "mail", "fresh", "--json")), &res))
+		require.Equal(t, "created", res["outcome"])
+		require.NotContains(t, res, "existingState")
 
 		_, err = run(t, b, "add", "mail", "x", "--opts", `{"retries":3}`)
 		require.ErrorContains(t, err, `unknown job option "retries"`)
