@@ -29,6 +29,7 @@ func TestSchedulerUpsertRefusesBadNumbers(t *testing.T) {
 		{[]string{"--every", "1m", "--limit", "-1"}, "--limit must not be negative"},
 		{[]string{"--every", "1m", "--attempts", "-1"}, "--attempts must not be negative"},
 		{[]string{"--pattern", "* * * * *", "--every", "1m"}, "exactly one of --every and --pattern"},
+		{[]string{"--every", "1m", "--tz", "Europe/Paris"}, "--tz applies to --pattern only"},
 	} {
 		var out bytes.Buffer
 		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, append([]string{"scheduler", "upsert", "mail", "s1",

@@ -138,6 +138,9 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 		switch {
 		case everySet && *every < time.Millisecond:
 			return usagef("--every must be at least 1ms, got %s", *every)
+		case everySet && *tz != "":
+			// An interval has no wall clock: a zone would be stored and ignored.
+			return usagef("--tz applies to --pattern only; --every %s runs at fixed intervals in any zone", *every)
 		case *limit < 0:
 			return usagef("--limit must not be negative (0 = no limit), got %d", *limit)
 		case *attempts < 0:
