@@ -168,7 +168,7 @@ func NewQueueEvents(rdb redis.UniversalClient, name string, opts *QueueEventsOpt
 	if o.BlockTimeout < time.Millisecond {
 		return nil, optionError("QueueEventsOptions.BlockTimeout must be at least 1ms, got %s", o.BlockTimeout)
 	}
-	if !validEventID(o.LastEventID) {
+	if !keys.StreamReadID(o.LastEventID) {
 		// Else every read failed with Redis's "ERR Invalid stream ID".
 		return nil, optionError("QueueEventsOptions.LastEventID must be \"$\", <ms> or <ms>-<seq>, got %q", o.LastEventID)
 	}
@@ -318,20 +318,3 @@ func (q *Queue) SetEventsMaxLen(ctx context.Context, maxLen int64) error {
 	return nil
 }
 
-// validEventID reports whether id is one XREAD takes after it: "$" (the
-// newest), or a stream id, whole ("<ms>-<seq>") or its time alone ("<ms>",
-// sequence 0).
-func validEventID(id string) bool {
-	if id == "$" {
-		return true
-	}
-	ms, seq, whole := strings.Cut(id, "-")
-	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
-		return false
-	}
-	if !whole {
-		return true
-	}
-	_, err := strconv.ParseUint(seq, 10, 64)
-	return err == nil
-}

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
-	"strings"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/keys"
 )
 
 func init() {
@@ -37,7 +36,7 @@ func (c *watchCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("watch needs one <queue>, got %q", pos)
 	}
-	if *from != "" && !eventIDFlag(*from) {
+	if *from != "" && !keys.StreamReadID(*from) {
 		return usagef(`--from must be an event id (<ms>-<seq>, or <ms>, as --json prints them; "0" = the whole stream), got %q`, *from)
 	}
 	fs.redis.logger = slog.New(slog.NewTextHandler(c.errOut, nil))
@@ -63,23 +62,6 @@ func (c *watchCmd) Run(ctx context.Context, args []string) error {
 	})
 }
 
-// eventIDFlag reports whether s is an id --from takes: "$" (new events
-// only, the default) or a stream id, whole or its time alone, as XREAD
-// reads after it.
-func eventIDFlag(s string) bool {
-	if s == "$" {
-		return true
-	}
-	ms, seq, whole := strings.Cut(s, "-")
-	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
-		return false
-	}
-	if !whole {
-		return true
-	}
-	_, err := strconv.ParseUint(seq, 10, 64)
-	return err == nil
-}
 
 func describeEvent(ev drover.Event) string {
 	s := fmt.Sprintf("%s %-16s", ev.Time().Local().Format("15:04:05.000"), ev.Name)
