@@ -317,4 +317,3 @@ func (q *Queue) SetEventsMaxLen(ctx context.Context, maxLen int64) error {
 	}
 	return nil
 }
-

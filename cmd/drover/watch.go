@@ -62,7 +62,6 @@ func (c *watchCmd) Run(ctx context.Context, args []string) error {
 	})
 }
 
-
 func describeEvent(ev drover.Event) string {
 	s := fmt.Sprintf("%s %-16s", ev.Time().Local().Format("15:04:05.000"), ev.Name)
 	if ev.JobID != "" {
