@@ -82,8 +82,9 @@ type listener interface {
 // used, and a row whose id already names a job in the queue is relayed as a
 // duplicate of it.
 //
-// AddTx checks what it can before writing: the queue name, the data, and
-// the options (JobOptions.Validate: the job id, a negative delay, ...), and
+// AddTx checks what it can before writing: the queue name, the data (and
+// its size against opts.SizeLimit), and the options (JobOptions.Validate:
+// the job id, a negative delay, ...), and
 // refuses bad ones with an error wrapping ErrInvalidOption, ErrInvalidJobID
 // or ErrInvalidData. Options only the relay's queue can judge (a custom
 // Backoff.Type its QueueOptions.BackoffTypes lacks) make the row fail at
@@ -106,6 +107,10 @@ func (o *Outbox[Tx]) AddTx(ctx context.Context, tx Tx, queue, name string, data 
 	encoded, err := encodeData(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", where, drover.ErrInvalidData, err)
+	}
+	if opts != nil && opts.SizeLimit > 0 && len(encoded) > opts.SizeLimit {
+		// What Queue.Add would refuse for every queue: refused here.
+		return fmt.Errorf("%s: %w: data is %d bytes, over SizeLimit %d", where, drover.ErrInvalidData, len(encoded), opts.SizeLimit)
 	}
 	storedOpts, err := encodeOpts(opts)
 	if err != nil {

@@ -211,6 +211,9 @@ func exerciseRelay(t *testing.T, setup func(t *testing.T) *testBundle) {
 			{"NegativeDelay", job{queue: "q", name: "n", opts: &drover.JobOptions{Delay: -time.Second}}, drover.ErrInvalidOption, "JobOptions.Delay must not be negative, got -1s"},
 			{"NegativeAttempts", job{queue: "q", name: "n", opts: &drover.JobOptions{Attempts: -1}}, drover.ErrInvalidOption, "JobOptions.Attempts must not be negative, got -1"},
 			{"PriorityTooHigh", job{queue: "q", name: "n", opts: &drover.JobOptions{Priority: 1 << 30}}, drover.ErrInvalidOption, "JobOptions.Priority must be between 0 and 2097151"},
+			// Data over the job's own SizeLimit: every queue refuses it.
+			{"DataOverSizeLimit", job{queue: "q", name: "n", data: map[string]string{"k": "0123456789"}, opts: &drover.JobOptions{SizeLimit: 10}},
+				drover.ErrInvalidData, "data is 18 bytes, over SizeLimit 10"},
 		}
 		for _, tt := range tests {
 			err := bundle.addErr(t, tt.j)
