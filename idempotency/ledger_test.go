@@ -185,6 +185,35 @@ func exerciseLedger[Tx any](t *testing.T, setup func(t *testing.T) *testBundle[T
 			"a recorded result is never overwritten")
 	})
 
+	t.Run("CompleteTxAfterAlreadyCompletedIsRefused", func(t *testing.T) {
+		t.Parallel()
+
+		// A claim committed without CompleteTx (completed_at NULL), then a
+		// transaction that finds it AlreadyCompleted, or never claims, and
+		// calls CompleteTx anyway: it did not claim the key, so it must
+		// not record a result over the committed claim's.
+		bundle := setup(t)
+		tx := bundle.begin(t)
+		_, err := bundle.ledger.ClaimTx(ctx, tx, "k")
+		require.NoError(t, err)
+		bundle.commit(t, tx)
+
+		tx = bundle.begin(t)
+		claim, err := bundle.ledger.ClaimTx(ctx, tx, "k")
+		require.NoError(t, err)
+		require.Equal(t, idempotency.AlreadyCompleted, claim.Status)
+		require.ErrorIs(t, bundle.ledger.CompleteTx(ctx, tx, "k", []byte("overwritten")), idempotency.ErrNotClaimed)
+		bundle.commit(t, tx)
+
+		tx = bundle.begin(t)
+		require.ErrorIs(t, bundle.ledger.CompleteTx(ctx, tx, "k", []byte("overwritten")), idempotency.ErrNotClaimed)
+		bundle.commit(t, tx)
+
+		res, err := bundle.ledger.Do(ctx, "k", func(context.Context, Tx) ([]byte, error) { return nil, nil })
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Result{Key: "k", Status: idempotency.AlreadyCompleted}, res)
+	})
+
 	t.Run("DoHandsTheKeyToTheEffect", func(t *testing.T) {
 		t.Parallel()
 
@@ -305,6 +334,27 @@ func TestLedgerPostgres(t *testing.T) {
 	t.Parallel()
 
 	ctx := context.Background()
+
+	t.Run("CompleteTxAfterAClaimInASavepoint", func(t *testing.T) {
+		t.Parallel()
+
+		// The claiming transaction is recognised by the key's advisory
+		// lock, which a released savepoint hands to its parent.
+		bundle := setupPostgres(t)
+		tx := bundle.begin(t)
+		sp, err := tx.Begin(ctx)
+		require.NoError(t, err)
+		claim, err := bundle.ledger.ClaimTx(ctx, sp, "k")
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Claimed, claim.Status)
+		require.NoError(t, sp.Commit(ctx))
+		require.NoError(t, bundle.ledger.CompleteTx(ctx, tx, "k", []byte("r")))
+		bundle.commit(t, tx)
+
+		res, err := bundle.ledger.Do(ctx, "k", func(context.Context, pgx.Tx) ([]byte, error) { return nil, nil })
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Result{Key: "k", Status: idempotency.AlreadyCompleted, Value: []byte("r")}, res)
+	})
 
 	t.Run("ACommitWhoseAnswerIsLostIsInDoubt", func(t *testing.T) {
 		t.Parallel()

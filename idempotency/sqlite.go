@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/seed40057009/drover/internal/pgsql"
 )
@@ -70,6 +73,7 @@ func (sqlite) claim(ctx context.Context, tx *sql.Tx, key string, now time.Time) 
 		return Claim{}, err
 	}
 	if n == 1 {
+		liteClaims.add(tx, key)
 		return Claim{Key: key, Status: Claimed}, nil
 	}
 	var result []byte
@@ -80,6 +84,9 @@ func (sqlite) claim(ctx context.Context, tx *sql.Tx, key string, now time.Time) 
 }
 
 func (sqlite) complete(ctx context.Context, tx *sql.Tx, key string, result []byte, now time.Time) (bool, error) {
+	if !liteClaims.has(tx, key) {
+		return false, nil
+	}
 	res, err := tx.ExecContext(ctx, liteComplete, key, result, now.UnixMilli())
 	if err != nil {
 		return false, err
@@ -104,4 +111,43 @@ func busyHint(err error) error {
 	}
 	return fmt.Errorf("%w (another writer held SQLite's write lock: open the database with a busy timeout, "+
 		"and claim before reading in the transaction or begin it IMMEDIATE; see idempotency.NewSQLite)", err)
+}
+
+// liteClaims remembers the keys each transaction claimed, so that CompleteTx
+// records a result only in the claiming transaction. On SQLite the row cannot
+// tell: a claim committed without CompleteTx looks just like an open one, and
+// a later transaction that found it AlreadyCompleted (or never claimed) would
+// record its result over it. Package-wide, as several ledgers may share a
+// database; an entry goes when its transaction is garbage collected.
+var liteClaims = &claimSet{m: make(map[weak.Pointer[sql.Tx]]map[string]struct{})}
+
+type claimSet struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[sql.Tx]]map[string]struct{}
+}
+
+func (c *claimSet) add(tx *sql.Tx, key string) {
+	wp := weak.Make(tx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys, ok := c.m[wp]
+	if !ok {
+		keys = make(map[string]struct{})
+		c.m[wp] = keys
+		runtime.AddCleanup(tx, c.drop, wp)
+	}
+	keys[key] = struct{}{}
+}
+
+func (c *claimSet) has(tx *sql.Tx, key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.m[weak.Make(tx)][key]
+	return ok
+}
+
+func (c *claimSet) drop(wp weak.Pointer[sql.Tx]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, wp)
 }

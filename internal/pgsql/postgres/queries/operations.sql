@@ -31,9 +31,24 @@ ON CONFLICT (op_key) DO NOTHING;
 SELECT result FROM drover_operations WHERE op_key = $1;
 
 -- name: OperationComplete :execrows
+-- Only the claiming transaction may record the result. A row committed
+-- without a result has completed_at NULL too, so the row alone cannot tell:
+-- the claimer is the transaction holding the key's advisory lock
+-- (OperationFindOrLock took it before inserting, in this transaction or in
+-- one of its savepoints, and it is held to the end of the transaction).
 UPDATE drover_operations
 SET result = $2, completed_at = $3
-WHERE op_key = $1 AND completed_at IS NULL;
+WHERE op_key = $1 AND completed_at IS NULL
+  AND EXISTS (
+    SELECT 1
+    FROM pg_locks AS l,
+         (SELECT hashtextextended($1::text, 110442659079538) AS h) AS k
+    WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid() AND l.granted
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND l.classid = ((k.h >> 32) & 4294967295)::oid
+      AND l.objid = (k.h & 4294967295)::oid
+      AND l.objsubid = 1
+  );
 
 -- name: OperationPrune :execrows
 -- In batches, so a large backlog does not hold one long transaction.
