@@ -198,6 +198,8 @@ type testHooks struct {
 
 // NewRelay returns a relay from outbox to the queues of rdb. It does no
 // I/O; Start or Flush does. Whoever created rdb closes it, after Close.
+// Options every queue would refuse, RelayOptions.QueueOptions included, are
+// refused here with an error wrapping drover.ErrInvalidOption.
 func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *RelayOptions) (*Relay, error) {
 	if outbox == nil || pgsql.IsNil(rdb) {
 		return nil, errors.New("outbox: NewRelay needs an outbox and a Redis client")
@@ -206,6 +208,12 @@ func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *Relay
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("outbox: %w: %w", drover.ErrInvalidOption, err)
+	}
+	// QueueOptions every queue refuses would otherwise surface at relay
+	// time, as a refusal of every row: each marked failed, for good. A
+	// queue made and dropped here does no I/O.
+	if _, err := drover.NewQueue(rdb, "outbox", o.QueueOptions); err != nil {
+		return nil, fmt.Errorf("outbox: RelayOptions.QueueOptions: %w", err)
 	}
 	return &Relay{
 		src:      outbox.store,

@@ -586,6 +586,12 @@ func TestRelayOptions(t *testing.T) {
 			"RelayOptions.MaxRetryDelay must be at least MinRetryDelay (1s), got 1ms"},
 		{"PrefixMakingIntegerIDs", &outbox.RelayOptions{JobIDPrefix: "-"}, `RelayOptions.JobIDPrefix "-" does not make valid job ids`},
 		{"PrefixWithColon", &outbox.RelayOptions{JobIDPrefix: "a:"}, `RelayOptions.JobIDPrefix "a:" does not make valid job ids`},
+		// QueueOptions every queue refuses: they used to be accepted here,
+		// and then every row relayed was marked failed for good.
+		{"BadQueueOptions", &outbox.RelayOptions{QueueOptions: &drover.QueueOptions{AddBulkChunk: -1}},
+			"RelayOptions.QueueOptions: invalid option: QueueOptions.AddBulkChunk must be at least 1, got -1"},
+		{"BadDefaultJobOptions", &outbox.RelayOptions{QueueOptions: &drover.QueueOptions{DefaultJobOptions: &drover.JobOptions{Delay: -time.Second}}},
+			"RelayOptions.QueueOptions: QueueOptions.DefaultJobOptions: invalid option: JobOptions.Delay must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
