@@ -46,7 +46,8 @@ type JobArgsWithOptions interface {
 // QueueOptions.DefaultJobOptions, as usual; a bad field of the kind's
 // options is an error naming the kind. Delay and RunAt count as one field
 // (the schedule): a call that sets either keeps it, else the kind's is
-// taken, e.g. a RunAt the kind derives from its own fields.
+// taken, e.g. a RunAt the kind derives from its own fields. Nil args, or
+// args whose Kind is empty, are refused (errors.Is ErrInvalidData).
 func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*AddResult, error) {
 	if args == nil {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got nil", q.name, ErrInvalidData)
@@ -55,6 +56,9 @@ func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*A
 	// and encode as null.
 	if v := reflect.ValueOf(args); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got a nil %T", q.name, ErrInvalidData, args)
+	}
+	if err := checkKind(args); err != nil {
+		return nil, fmt.Errorf("add to queue %q: %w", q.name, err)
 	}
 	opts, err := ArgsOptions(args, opts)
 	if err != nil {
@@ -69,8 +73,13 @@ func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*A
 // differs: neither opts nor the kind's options are written. Use it where a
 // typed job is added another way (a BulkJob, a FlowJob, an outbox row).
 // The kind's options must be valid on their own: a bad field is an error
-// naming the type (errors.Is ErrInvalidOption or ErrInvalidJobID).
+// naming the type (errors.Is ErrInvalidOption or ErrInvalidJobID). An
+// empty Kind is an error too (errors.Is ErrInvalidData): the job would be
+// named "", which no Kinds can route (Work refuses an empty kind).
 func ArgsOptions(args JobArgs, opts *JobOptions) (*JobOptions, error) {
+	if err := checkKind(args); err != nil {
+		return nil, err
+	}
 	wo, ok := args.(JobArgsWithOptions)
 	if !ok {
 		return opts, nil
@@ -91,6 +100,15 @@ func ArgsOptions(args JobArgs, opts *JobOptions) (*JobOptions, error) {
 		r.Timestamp = k.Timestamp
 	}
 	return &r, nil
+}
+
+// checkKind refuses args whose Kind is empty: a typed job so named could
+// never be routed to its function (Work refuses to register an empty kind).
+func checkKind(args JobArgs) error {
+	if args.Kind() == "" {
+		return fmt.Errorf("%w: %T.Kind() is empty: a typed job needs a kind, its name, which Kinds routes it by", ErrInvalidData, args)
+	}
+	return nil
 }
 
 // WorkFunc processes one typed job: args is the job's data decoded into T.

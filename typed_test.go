@@ -233,3 +233,24 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// TestAddArgsEmptyKind: a JobArgs whose Kind is empty is refused, naming
+// the type, and nothing is stored. AddArgs used to store a job named "",
+// which no Kinds can ever route (Work refuses an empty kind), so it failed
+// every attempt with "no processor".
+func TestAddArgsEmptyKind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	res, err := b.queue.AddArgs(ctx, unnamed{}, nil)
+	require.ErrorIs(t, err, drover.ErrInvalidData)
+	require.EqualError(t, err, `add to queue "`+b.queue.Name()+`": invalid job data: drover_test.unnamed.Kind() is empty: a typed job needs a kind, its name, which Kinds routes it by`)
+	require.Nil(t, res)
+	counts, err := b.queue.GetJobCounts(ctx)
+	require.NoError(t, err)
+	for state, n := range counts {
+		require.Zero(t, n, state)
+	}
+	_, err = drover.ArgsOptions(unnamed{}, nil)
+	require.ErrorIs(t, err, drover.ErrInvalidData)
+}

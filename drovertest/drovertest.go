@@ -241,7 +241,8 @@ func Run(t testing.TB, proc drover.Processor, name string, data any, opts *drove
 
 // RunArgs is Run for a typed job, with the kind's own options when it is a
 // drover.JobArgsWithOptions (opts first, as Queue.AddArgs). Nil args (or a
-// nil pointer) fail the test: they name no kind and carry no data.
+// nil pointer) fail the test: they name no kind and carry no data; so does
+// an empty Kind, as AddArgs refuses it.
 func RunArgs(t testing.TB, proc drover.Processor, args drover.JobArgs, opts *drover.JobOptions) *Result {
 	t.Helper()
 	if args == nil {

@@ -80,6 +80,10 @@ func TestRequireAddedArgsPointer(t *testing.T) {
 	require.Equal(t, &Receipt{Order: "A-1", Cents: 5}, drovertest.RequireAddedArgs[*Receipt](t, k, "receipts"))
 }
 
+type noKind struct{}
+
+func (noKind) Kind() string { return "" }
+
 // TestRunArgsNil: nil args, or a nil pointer whose Kind is declared on
 // the value receiver, fail the test with a message; the nil pointer used
 // to panic calling Kind.
@@ -93,6 +97,9 @@ func TestRunArgsNil(t *testing.T) {
 	}{
 		{"Nil", nil, "drovertest: RunArgs needs args, got nil"},
 		{"NilPointer", (*Receipt)(nil), "drovertest: RunArgs needs args, got a nil *drovertest_test.Receipt"},
+		// An empty Kind used to run a job named "", which no drover.Kinds
+		// routes (Work refuses an empty kind).
+		{"EmptyKind", noKind{}, "drovertest: invalid job data: drovertest_test.noKind.Kind() is empty: a typed job needs a kind, its name, which Kinds routes it by"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
