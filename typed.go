@@ -244,8 +244,8 @@ func (k *Kinds) fail(err error) {
 // runs nothing: every attempt fails with the mistake, and is retried as the
 // job's options say, so a corrected worker can take the job.
 func (k *Kinds) Process(ctx context.Context, job *Job) (any, error) {
-	if k.err != nil {
-		return nil, fmt.Errorf("job %s (%q) not run: %w", job.ID, job.Name, k.err)
+	if err := k.validate(); err != nil {
+		return nil, fmt.Errorf("job %s (%q) not run: %w", job.ID, job.Name, err)
 	}
 	if p, ok := k.procs[job.Name]; ok {
 		return p(ctx, job)
@@ -269,12 +269,30 @@ func (k *Kinds) known() string {
 	return strings.Join(names, ", ")
 }
 
-// validate reports the first registration mistake (NewWorker calls it).
-func (k *Kinds) validate() error { return k.err }
+// validate reports the first registration mistake (NewWorker calls it),
+// or a nil *Kinds, or a Default that is a nil function: either would
+// panic on the first job.
+func (k *Kinds) validate() error {
+	switch {
+	case k == nil:
+		return optionError("the Processor is a nil *drover.Kinds (declare a drover.Kinds and pass its address)")
+	case k.err != nil:
+		return k.err
+	}
+	if f, ok := k.Default.(ProcessorFunc); ok && f == nil {
+		return optionError("Kinds.Default is a nil ProcessorFunc (leave Default nil for none)")
+	}
+	return nil
+}
 
 // kindOptions are the options the kind named name was registered with, nil
 // for none (NewWorker reads them through the kindOptioner interface).
-func (k *Kinds) kindOptions(name string) *KindOptions { return k.opts[name] }
+func (k *Kinds) kindOptions(name string) *KindOptions {
+	if k == nil {
+		return nil
+	}
+	return k.opts[name]
+}
 
 // kindOptioner is a Processor with per-kind options: *Kinds.
 type kindOptioner interface {

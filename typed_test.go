@@ -254,3 +254,35 @@ func TestAddArgsEmptyKind(t *testing.T) {
 	_, err = drover.ArgsOptions(unnamed{}, nil)
 	require.ErrorIs(t, err, drover.ErrInvalidData)
 }
+
+// TestKindsNil: a nil *Kinds, or a Kinds whose Default is a nil
+// ProcessorFunc, is refused by NewWorker with an error naming it, and
+// Process called directly fails instead of panicking. NewWorker used to
+// panic (nil pointer dereference) on the nil *Kinds, and every job of no
+// registered kind panicked in the processor with the nil Default.
+func TestKindsNil(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	job := &drover.Job{ID: "1", Name: "untyped"}
+
+	var nilKinds *drover.Kinds
+	require.NotPanics(t, func() {
+		_, err := drover.NewWorker(rdb, "q", nilKinds, &drover.WorkerOptions{Prefix: prefix})
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+		require.EqualError(t, err, "invalid option: the Processor is a nil *drover.Kinds (declare a drover.Kinds and pass its address)")
+	})
+	require.NotPanics(t, func() {
+		_, err := nilKinds.Process(ctx, job)
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+	})
+
+	k := drover.Kinds{Default: drover.ProcessorFunc(nil)}
+	drover.Work(&k, func(context.Context, *drover.Job, Email) (any, error) { return nil, nil })
+	_, err := drover.NewWorker(rdb, "q", &k, &drover.WorkerOptions{Prefix: prefix})
+	require.EqualError(t, err, "invalid option: Kinds.Default is a nil ProcessorFunc (leave Default nil for none)")
+	require.NotPanics(t, func() {
+		_, err := k.Process(ctx, job)
+		require.EqualError(t, err, `job 1 ("untyped") not run: invalid option: Kinds.Default is a nil ProcessorFunc (leave Default nil for none)`)
+	})
+}
