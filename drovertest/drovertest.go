@@ -162,8 +162,13 @@ func (k *Kit) StartWorker(queue string, proc drover.Processor, opts *drover.Work
 // CheckStalled runs w's stalled-job check now. BullMQ's check has two
 // steps: the first marks the active jobs, the next moves back to wait (or
 // fails) those among them whose lock has expired. So: CheckStalled,
-// Advance past the lock duration, CheckStalled.
+// Advance past the lock duration, CheckStalled. A nil w fails the test.
 func (k *Kit) CheckStalled(w *drover.Worker) {
+	k.t.Helper()
+	if w == nil {
+		k.t.Fatalf("drovertest: CheckStalled needs a worker, got nil")
+		return
+	}
 	seam.CheckStalled(context.Background(), w)
 }
 

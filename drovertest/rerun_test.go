@@ -253,3 +253,17 @@ type badKind struct{}
 
 func (badKind) Kind() string                   { return "bad" }
 func (badKind) JobOptions() *drover.JobOptions { return &drover.JobOptions{Priority: -1} }
+
+// TestCheckStalledNil: CheckStalled with a nil worker fails the test with
+// a message; it used to panic (nil pointer dereference in the seam).
+func TestCheckStalledNil(t *testing.T) {
+	t.Parallel()
+	rec := &fatalRecorder{TB: t}
+	var panicked any
+	msg := runRecorded(rec, func() {
+		defer func() { panicked = recover() }()
+		drovertest.New(rec).CheckStalled(nil)
+	})
+	require.Nil(t, panicked)
+	require.Equal(t, "drovertest: CheckStalled needs a worker, got nil", msg)
+}
