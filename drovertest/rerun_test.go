@@ -267,3 +267,19 @@ func TestCheckStalledNil(t *testing.T) {
 	require.Nil(t, panicked)
 	require.Equal(t, "drovertest: CheckStalled needs a worker, got nil", msg)
 }
+
+// TestRequireAddedArgsInterface: RequireAddedArgs with an interface type
+// (here drover.JobArgs itself) fails the test naming the type; it used to
+// panic calling Kind on the nil interface.
+func TestRequireAddedArgsInterface(t *testing.T) {
+	t.Parallel()
+	k := drovertest.New(t)
+	rec := &fatalRecorder{TB: t}
+	var panicked any
+	msg := runRecorded(rec, func() {
+		defer func() { panicked = recover() }()
+		drovertest.RequireAddedArgs[drover.JobArgs](rec, k, "receipts")
+	})
+	require.Nil(t, panicked)
+	require.Equal(t, "drovertest: RequireAddedArgs: drover.JobArgs.Kind() panicked on a zero value (runtime error: invalid memory address or nil pointer dereference)", msg)
+}
