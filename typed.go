@@ -167,7 +167,8 @@ func (o *KindOptions) validate(kind string) error {
 // wrong type, not JSON) fails the attempt as unrecoverable, with an error
 // that names the job, the type and the field and wraps ErrInvalidData,
 // since no retry can fix it. T may be a pointer type (fn then gets a
-// pointer to the decoded data). Registering a kind twice, or an empty kind,
+// pointer to the decoded data, never nil: data that is JSON null fails
+// the same way). Registering a kind twice, or an empty kind,
 // or a T whose zero value's Kind panics, is a mistake NewWorker reports
 // (and Process fails every attempt with, see there).
 func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) { WorkWith(k, fn, nil) }
@@ -210,6 +211,10 @@ func WorkWith[T JobArgs](k *Kinds, fn WorkFunc[T], opts *KindOptions) {
 		var args T
 		if err := json.Unmarshal(job.Data, &args); err != nil {
 			return nil, Unrecoverable(dataError[T](job, err))
+		}
+		// JSON null leaves a pointer T nil: fn would get no data at all.
+		if v := reflect.ValueOf(&args).Elem(); v.Kind() == reflect.Pointer && v.IsNil() {
+			return nil, Unrecoverable(fmt.Errorf("%w: job %s (%q): data does not decode as %s: the data is null", ErrInvalidData, job.ID, job.Name, typeName[T]()))
 		}
 		return fn(ctx, job, args)
 	}

@@ -286,3 +286,25 @@ func TestKindsNil(t *testing.T) {
 		require.EqualError(t, err, `job 1 ("untyped") not run: invalid option: Kinds.Default is a nil ProcessorFunc (leave Default nil for none)`)
 	})
 }
+
+// TestWorkPointerNullData: a job of a pointer kind whose data is JSON null
+// (Node's queue.add(name, null)) fails as unrecoverable, naming the job
+// and the type; the function used to get a nil pointer, and panicked on
+// its first field.
+func TestWorkPointerNullData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	var k drover.Kinds
+	drover.Work(&k, func(_ context.Context, _ *drover.Job, e *Email) (any, error) {
+		return e.To, nil
+	})
+	_, err := b.queue.Add(ctx, "email", json.RawMessage("null"), &drover.JobOptions{JobID: "n", Attempts: 3})
+	require.NoError(t, err)
+	b.startWorker(t, k.Process, nil)
+	b.waitState(t, "n", drover.StateFailed)
+	job, err := b.queue.GetJob(ctx, "n")
+	require.NoError(t, err)
+	require.Equal(t, `invalid job data: job n ("email"): data does not decode as *drover_test.Email: the data is null`, job.FailedReason)
+	require.Equal(t, 1, job.AttemptsMade)
+}
