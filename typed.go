@@ -75,7 +75,8 @@ func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*A
 // The kind's options must be valid on their own: a bad field is an error
 // naming the type (errors.Is ErrInvalidOption or ErrInvalidJobID). An
 // empty Kind is an error too (errors.Is ErrInvalidData): the job would be
-// named "", which no Kinds can route (Work refuses an empty kind).
+// named "", which no Kinds can route (Work refuses an empty kind); so are
+// nil args and a nil pointer.
 func ArgsOptions(args JobArgs, opts *JobOptions) (*JobOptions, error) {
 	if err := checkKind(args); err != nil {
 		return nil, err
@@ -105,6 +106,13 @@ func ArgsOptions(args JobArgs, opts *JobOptions) (*JobOptions, error) {
 // checkKind refuses args whose Kind is empty: a typed job so named could
 // never be routed to its function (Work refuses to register an empty kind).
 func checkKind(args JobArgs) error {
+	if args == nil {
+		return fmt.Errorf("%w: a typed job needs args, got nil", ErrInvalidData)
+	}
+	// A nil pointer would panic in a Kind declared on the value receiver.
+	if v := reflect.ValueOf(args); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("%w: a typed job needs args, got a nil %T", ErrInvalidData, args)
+	}
 	if args.Kind() == "" {
 		return fmt.Errorf("%w: %T.Kind() is empty: a typed job needs a kind, its name, which Kinds routes it by", ErrInvalidData, args)
 	}

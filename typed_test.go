@@ -308,3 +308,16 @@ func TestWorkPointerNullData(t *testing.T) {
 	require.Equal(t, `invalid job data: job n ("email"): data does not decode as *drover_test.Email: the data is null`, job.FailedReason)
 	require.Equal(t, 1, job.AttemptsMade)
 }
+
+// TestArgsOptionsNil: ArgsOptions of nil args, or of a nil pointer, is an
+// error, not a panic (checkKind, added for the empty Kind, called Kind on
+// them).
+func TestArgsOptionsNil(t *testing.T) {
+	t.Parallel()
+	require.NotPanics(t, func() {
+		_, err := drover.ArgsOptions(nil, nil)
+		require.EqualError(t, err, "invalid job data: a typed job needs args, got nil")
+		_, err = drover.ArgsOptions((*Email)(nil), nil)
+		require.EqualError(t, err, "invalid job data: a typed job needs args, got a nil *drover_test.Email")
+	})
+}
