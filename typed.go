@@ -46,7 +46,8 @@ type JobArgsWithOptions interface {
 // QueueOptions.DefaultJobOptions, as usual; a bad field of the kind's
 // options is an error naming the kind. Delay and RunAt count as one field
 // (the schedule): a call that sets either keeps it, else the kind's is
-// taken, e.g. a RunAt the kind derives from its own fields.
+// taken, e.g. a RunAt the kind derives from its own fields. Nil args, or
+// args whose Kind is empty, are refused (errors.Is ErrInvalidData).
 func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*AddResult, error) {
 	if args == nil {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got nil", q.name, ErrInvalidData)
@@ -55,6 +56,9 @@ func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*A
 	// and encode as null.
 	if v := reflect.ValueOf(args); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got a nil %T", q.name, ErrInvalidData, args)
+	}
+	if err := checkKind(args); err != nil {
+		return nil, fmt.Errorf("add to queue %q: %w", q.name, err)
 	}
 	opts, err := ArgsOptions(args, opts)
 	if err != nil {
@@ -69,8 +73,14 @@ func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*A
 // differs: neither opts nor the kind's options are written. Use it where a
 // typed job is added another way (a BulkJob, a FlowJob, an outbox row).
 // The kind's options must be valid on their own: a bad field is an error
-// naming the type (errors.Is ErrInvalidOption or ErrInvalidJobID).
+// naming the type (errors.Is ErrInvalidOption or ErrInvalidJobID). An
+// empty Kind is an error too (errors.Is ErrInvalidData): the job would be
+// named "", which no Kinds can route (Work refuses an empty kind); so are
+// nil args and a nil pointer.
 func ArgsOptions(args JobArgs, opts *JobOptions) (*JobOptions, error) {
+	if err := checkKind(args); err != nil {
+		return nil, err
+	}
 	wo, ok := args.(JobArgsWithOptions)
 	if !ok {
 		return opts, nil
@@ -91,6 +101,22 @@ func ArgsOptions(args JobArgs, opts *JobOptions) (*JobOptions, error) {
 		r.Timestamp = k.Timestamp
 	}
 	return &r, nil
+}
+
+// checkKind refuses args whose Kind is empty: a typed job so named could
+// never be routed to its function (Work refuses to register an empty kind).
+func checkKind(args JobArgs) error {
+	if args == nil {
+		return fmt.Errorf("%w: a typed job needs args, got nil", ErrInvalidData)
+	}
+	// A nil pointer would panic in a Kind declared on the value receiver.
+	if v := reflect.ValueOf(args); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("%w: a typed job needs args, got a nil %T", ErrInvalidData, args)
+	}
+	if args.Kind() == "" {
+		return fmt.Errorf("%w: %T.Kind() is empty: a typed job needs a kind, its name, which Kinds routes it by", ErrInvalidData, args)
+	}
+	return nil
 }
 
 // WorkFunc processes one typed job: args is the job's data decoded into T.
@@ -149,7 +175,8 @@ func (o *KindOptions) validate(kind string) error {
 // wrong type, not JSON) fails the attempt as unrecoverable, with an error
 // that names the job, the type and the field and wraps ErrInvalidData,
 // since no retry can fix it. T may be a pointer type (fn then gets a
-// pointer to the decoded data). Registering a kind twice, or an empty kind,
+// pointer to the decoded data, never nil: data that is JSON null fails
+// the same way). Registering a kind twice, or an empty kind,
 // or a T whose zero value's Kind panics, is a mistake NewWorker reports
 // (and Process fails every attempt with, see there).
 func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) { WorkWith(k, fn, nil) }
@@ -193,6 +220,10 @@ func WorkWith[T JobArgs](k *Kinds, fn WorkFunc[T], opts *KindOptions) {
 		if err := json.Unmarshal(job.Data, &args); err != nil {
 			return nil, Unrecoverable(dataError[T](job, err))
 		}
+		// JSON null leaves a pointer T nil: fn would get no data at all.
+		if v := reflect.ValueOf(&args).Elem(); v.Kind() == reflect.Pointer && v.IsNil() {
+			return nil, Unrecoverable(fmt.Errorf("%w: job %s (%q): data does not decode as %s: the data is null", ErrInvalidData, job.ID, job.Name, typeName[T]()))
+		}
 		return fn(ctx, job, args)
 	}
 }
@@ -226,8 +257,8 @@ func (k *Kinds) fail(err error) {
 // runs nothing: every attempt fails with the mistake, and is retried as the
 // job's options say, so a corrected worker can take the job.
 func (k *Kinds) Process(ctx context.Context, job *Job) (any, error) {
-	if k.err != nil {
-		return nil, fmt.Errorf("job %s (%q) not run: %w", job.ID, job.Name, k.err)
+	if err := k.validate(); err != nil {
+		return nil, fmt.Errorf("job %s (%q) not run: %w", job.ID, job.Name, err)
 	}
 	if p, ok := k.procs[job.Name]; ok {
 		return p(ctx, job)
@@ -251,12 +282,30 @@ func (k *Kinds) known() string {
 	return strings.Join(names, ", ")
 }
 
-// validate reports the first registration mistake (NewWorker calls it).
-func (k *Kinds) validate() error { return k.err }
+// validate reports the first registration mistake (NewWorker calls it),
+// or a nil *Kinds, or a Default that is a nil function: either would
+// panic on the first job.
+func (k *Kinds) validate() error {
+	switch {
+	case k == nil:
+		return optionError("the Processor is a nil *drover.Kinds (declare a drover.Kinds and pass its address)")
+	case k.err != nil:
+		return k.err
+	}
+	if f, ok := k.Default.(ProcessorFunc); ok && f == nil {
+		return optionError("Kinds.Default is a nil ProcessorFunc (leave Default nil for none)")
+	}
+	return nil
+}
 
 // kindOptions are the options the kind named name was registered with, nil
 // for none (NewWorker reads them through the kindOptioner interface).
-func (k *Kinds) kindOptions(name string) *KindOptions { return k.opts[name] }
+func (k *Kinds) kindOptions(name string) *KindOptions {
+	if k == nil {
+		return nil
+	}
+	return k.opts[name]
+}
 
 // kindOptioner is a Processor with per-kind options: *Kinds.
 type kindOptioner interface {

@@ -233,3 +233,91 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// TestAddArgsEmptyKind: a JobArgs whose Kind is empty is refused, naming
+// the type, and nothing is stored. AddArgs used to store a job named "",
+// which no Kinds can ever route (Work refuses an empty kind), so it failed
+// every attempt with "no processor".
+func TestAddArgsEmptyKind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	res, err := b.queue.AddArgs(ctx, unnamed{}, nil)
+	require.ErrorIs(t, err, drover.ErrInvalidData)
+	require.EqualError(t, err, `add to queue "`+b.queue.Name()+`": invalid job data: drover_test.unnamed.Kind() is empty: a typed job needs a kind, its name, which Kinds routes it by`)
+	require.Nil(t, res)
+	counts, err := b.queue.GetJobCounts(ctx)
+	require.NoError(t, err)
+	for state, n := range counts {
+		require.Zero(t, n, state)
+	}
+	_, err = drover.ArgsOptions(unnamed{}, nil)
+	require.ErrorIs(t, err, drover.ErrInvalidData)
+}
+
+// TestKindsNil: a nil *Kinds, or a Kinds whose Default is a nil
+// ProcessorFunc, is refused by NewWorker with an error naming it, and
+// Process called directly fails instead of panicking. NewWorker used to
+// panic (nil pointer dereference) on the nil *Kinds, and every job of no
+// registered kind panicked in the processor with the nil Default.
+func TestKindsNil(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	job := &drover.Job{ID: "1", Name: "untyped"}
+
+	var nilKinds *drover.Kinds
+	require.NotPanics(t, func() {
+		_, err := drover.NewWorker(rdb, "q", nilKinds, &drover.WorkerOptions{Prefix: prefix})
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+		require.EqualError(t, err, "invalid option: the Processor is a nil *drover.Kinds (declare a drover.Kinds and pass its address)")
+	})
+	require.NotPanics(t, func() {
+		_, err := nilKinds.Process(ctx, job)
+		require.ErrorIs(t, err, drover.ErrInvalidOption)
+	})
+
+	k := drover.Kinds{Default: drover.ProcessorFunc(nil)}
+	drover.Work(&k, func(context.Context, *drover.Job, Email) (any, error) { return nil, nil })
+	_, err := drover.NewWorker(rdb, "q", &k, &drover.WorkerOptions{Prefix: prefix})
+	require.EqualError(t, err, "invalid option: Kinds.Default is a nil ProcessorFunc (leave Default nil for none)")
+	require.NotPanics(t, func() {
+		_, err := k.Process(ctx, job)
+		require.EqualError(t, err, `job 1 ("untyped") not run: invalid option: Kinds.Default is a nil ProcessorFunc (leave Default nil for none)`)
+	})
+}
+
+// TestWorkPointerNullData: a job of a pointer kind whose data is JSON null
+// (Node's queue.add(name, null)) fails as unrecoverable, naming the job
+// and the type; the function used to get a nil pointer, and panicked on
+// its first field.
+func TestWorkPointerNullData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	var k drover.Kinds
+	drover.Work(&k, func(_ context.Context, _ *drover.Job, e *Email) (any, error) {
+		return e.To, nil
+	})
+	_, err := b.queue.Add(ctx, "email", json.RawMessage("null"), &drover.JobOptions{JobID: "n", Attempts: 3})
+	require.NoError(t, err)
+	b.startWorker(t, k.Process, nil)
+	b.waitState(t, "n", drover.StateFailed)
+	job, err := b.queue.GetJob(ctx, "n")
+	require.NoError(t, err)
+	require.Equal(t, `invalid job data: job n ("email"): data does not decode as *drover_test.Email: the data is null`, job.FailedReason)
+	require.Equal(t, 1, job.AttemptsMade)
+}
+
+// TestArgsOptionsNil: ArgsOptions of nil args, or of a nil pointer, is an
+// error, not a panic (checkKind, added for the empty Kind, called Kind on
+// them).
+func TestArgsOptionsNil(t *testing.T) {
+	t.Parallel()
+	require.NotPanics(t, func() {
+		_, err := drover.ArgsOptions(nil, nil)
+		require.EqualError(t, err, "invalid job data: a typed job needs args, got nil")
+		_, err = drover.ArgsOptions((*Email)(nil), nil)
+		require.EqualError(t, err, "invalid job data: a typed job needs args, got a nil *drover_test.Email")
+	})
+}

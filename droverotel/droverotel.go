@@ -275,8 +275,11 @@ func (mw *Middleware) metadata(ctx context.Context) string {
 // Extract returns ctx with the trace context job carries (BullMQ's
 // opts.tm, written by droverotel or by Node's bullmq-otel), for code that
 // handles jobs outside a worker. A job with none, or with metadata that is
-// not a JSON object of strings, leaves ctx as it is.
+// not a JSON object of strings (or a nil job), leaves ctx as it is.
 func (mw *Middleware) Extract(ctx context.Context, job *drover.Job) context.Context {
+	if job == nil {
+		return ctx
+	}
 	t := job.Opts.Telemetry
 	if t == nil || t.Metadata == "" {
 		return ctx

@@ -253,3 +253,15 @@ func TestTraceAttemptThatDidNotFail(t *testing.T) {
 		})
 	}
 }
+
+// TestExtractNilJob: Extract of a nil job
+// leaves ctx as it is; it used to panic (nil pointer dereference).
+func TestExtractNilJob(t *testing.T) {
+	t.Parallel()
+	mw, err := droverotel.New(nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NotPanics(t, func() {
+		require.Equal(t, ctx, mw.Extract(ctx, nil))
+	})
+}

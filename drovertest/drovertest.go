@@ -162,8 +162,13 @@ func (k *Kit) StartWorker(queue string, proc drover.Processor, opts *drover.Work
 // CheckStalled runs w's stalled-job check now. BullMQ's check has two
 // steps: the first marks the active jobs, the next moves back to wait (or
 // fails) those among them whose lock has expired. So: CheckStalled,
-// Advance past the lock duration, CheckStalled.
+// Advance past the lock duration, CheckStalled. A nil w fails the test.
 func (k *Kit) CheckStalled(w *drover.Worker) {
+	k.t.Helper()
+	if w == nil {
+		k.t.Fatalf("drovertest: CheckStalled needs a worker, got nil")
+		return
+	}
 	seam.CheckStalled(context.Background(), w)
 }
 
@@ -241,7 +246,8 @@ func Run(t testing.TB, proc drover.Processor, name string, data any, opts *drove
 
 // RunArgs is Run for a typed job, with the kind's own options when it is a
 // drover.JobArgsWithOptions (opts first, as Queue.AddArgs). Nil args (or a
-// nil pointer) fail the test: they name no kind and carry no data.
+// nil pointer) fail the test: they name no kind and carry no data; so does
+// an empty Kind, as AddArgs refuses it.
 func RunArgs(t testing.TB, proc drover.Processor, args drover.JobArgs, opts *drover.JobOptions) *Result {
 	t.Helper()
 	if args == nil {
@@ -445,16 +451,33 @@ func holds(jobs []*drover.Job) string {
 func RequireAddedArgs[T drover.JobArgs](t testing.TB, k *Kit, queue string) T {
 	t.Helper()
 	var args T
-	kind := args
-	if rt := reflect.TypeFor[T](); rt.Kind() == reflect.Pointer {
-		// A value method called through a nil pointer panics.
-		kind = reflect.New(rt.Elem()).Interface().(T)
+	kind, err := kindOf[T]()
+	if err != nil {
+		t.Fatalf("drovertest: RequireAddedArgs: %v", err)
+		return args
 	}
-	job := RequireAdded(t, k, queue, kind.Kind())
+	job := RequireAdded(t, k, queue, kind)
 	if err := json.Unmarshal(job.Data, &args); err != nil {
 		t.Fatalf("drovertest: job %s (%q) in queue %q: data does not decode as %T: %v", job.ID, job.Name, queue, args, err)
 	}
 	return args
+}
+
+// kindOf is T's Kind, asked of T's zero value (of a pointer to its
+// element's zero value for a pointer type: a value method called through a
+// nil pointer panics). A Kind that panics anyway (T an interface type, a
+// method reading through a nil field) is an error.
+func kindOf[T drover.JobArgs]() (kind string, err error) {
+	var zero T
+	if rt := reflect.TypeFor[T](); rt.Kind() == reflect.Pointer {
+		zero = reflect.New(rt.Elem()).Interface().(T)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s.Kind() panicked on a zero value (%v)", reflect.TypeFor[T](), r)
+		}
+	}()
+	return zero.Kind(), nil
 }
 
 // RequireNotAdded fails the test if a job named name was added to queue.

@@ -80,6 +80,10 @@ func TestRequireAddedArgsPointer(t *testing.T) {
 	require.Equal(t, &Receipt{Order: "A-1", Cents: 5}, drovertest.RequireAddedArgs[*Receipt](t, k, "receipts"))
 }
 
+type noKind struct{}
+
+func (noKind) Kind() string { return "" }
+
 // TestRunArgsNil: nil args, or a nil pointer whose Kind is declared on
 // the value receiver, fail the test with a message; the nil pointer used
 // to panic calling Kind.
@@ -93,6 +97,9 @@ func TestRunArgsNil(t *testing.T) {
 	}{
 		{"Nil", nil, "drovertest: RunArgs needs args, got nil"},
 		{"NilPointer", (*Receipt)(nil), "drovertest: RunArgs needs args, got a nil *drovertest_test.Receipt"},
+		// An empty Kind used to run a job named "", which no drover.Kinds
+		// routes (Work refuses an empty kind).
+		{"EmptyKind", noKind{}, "drovertest: invalid job data: drovertest_test.noKind.Kind() is empty: a typed job needs a kind, its name, which Kinds routes it by"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -246,3 +253,33 @@ type badKind struct{}
 
 func (badKind) Kind() string                   { return "bad" }
 func (badKind) JobOptions() *drover.JobOptions { return &drover.JobOptions{Priority: -1} }
+
+// TestCheckStalledNil: CheckStalled with a nil worker fails the test with
+// a message; it used to panic (nil pointer dereference in the seam).
+func TestCheckStalledNil(t *testing.T) {
+	t.Parallel()
+	rec := &fatalRecorder{TB: t}
+	var panicked any
+	msg := runRecorded(rec, func() {
+		defer func() { panicked = recover() }()
+		drovertest.New(rec).CheckStalled(nil)
+	})
+	require.Nil(t, panicked)
+	require.Equal(t, "drovertest: CheckStalled needs a worker, got nil", msg)
+}
+
+// TestRequireAddedArgsInterface: RequireAddedArgs with an interface type
+// (here drover.JobArgs itself) fails the test naming the type; it used to
+// panic calling Kind on the nil interface.
+func TestRequireAddedArgsInterface(t *testing.T) {
+	t.Parallel()
+	k := drovertest.New(t)
+	rec := &fatalRecorder{TB: t}
+	var panicked any
+	msg := runRecorded(rec, func() {
+		defer func() { panicked = recover() }()
+		drovertest.RequireAddedArgs[drover.JobArgs](rec, k, "receipts")
+	})
+	require.Nil(t, panicked)
+	require.Equal(t, "drovertest: RequireAddedArgs: drover.JobArgs.Kind() panicked on a zero value (runtime error: invalid memory address or nil pointer dereference)", msg)
+}

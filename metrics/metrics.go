@@ -25,6 +25,7 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,14 +57,24 @@ type WorkerMetricsOptions struct {
 
 // NewWorkerMetrics registers the worker metrics in reg. Registering twice in
 // one registry returns metrics that share the first registration's series,
-// so every worker may call it.
+// so every worker may call it. A nil reg, or Buckets out of increasing
+// order, is an error.
 func NewWorkerMetrics(reg prometheus.Registerer, opts *WorkerMetricsOptions) (*WorkerMetrics, error) {
+	if reg == nil {
+		return nil, errors.New("metrics: NewWorkerMetrics needs a Registerer, got nil")
+	}
 	var o WorkerMetricsOptions
 	if opts != nil {
 		o = *opts
 	}
 	if o.Buckets == nil {
 		o.Buckets = prometheus.DefBuckets
+	}
+	// client_golang panics on buckets out of order.
+	for i := 1; i < len(o.Buckets); i++ {
+		if !(o.Buckets[i] > o.Buckets[i-1]) {
+			return nil, fmt.Errorf("metrics: WorkerMetricsOptions.Buckets must be in increasing order, got %v", o.Buckets)
+		}
 	}
 	m := &WorkerMetrics{}
 	var err error

@@ -299,3 +299,20 @@ func TestMetrics(t *testing.T) {
 		require.Error(t, err)
 	})
 }
+
+// TestNewWorkerMetricsBadInput: a nil Registerer or buckets out of order
+// are errors naming the problem. The nil Registerer used to panic (nil
+// pointer dereference); the buckets were accepted, and client_golang
+// panicked ("histogram buckets must be in increasing order") at the first
+// attempt a worker finished, in its JobFinished hook.
+func TestNewWorkerMetricsBadInput(t *testing.T) {
+	t.Parallel()
+	require.NotPanics(t, func() {
+		_, err := metrics.NewWorkerMetrics(nil, nil)
+		require.EqualError(t, err, "metrics: NewWorkerMetrics needs a Registerer, got nil")
+	})
+	require.NotPanics(t, func() {
+		_, err := metrics.NewWorkerMetrics(prometheus.NewRegistry(), &metrics.WorkerMetricsOptions{Buckets: []float64{1, 0.5}})
+		require.EqualError(t, err, "metrics: WorkerMetricsOptions.Buckets must be in increasing order, got [1 0.5]")
+	})
+}
