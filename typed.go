@@ -185,10 +185,10 @@ func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) { WorkWith(k, fn, nil) }
 // limit per attempt and a retry policy (KindOptions). A bad option is a
 // registration mistake NewWorker reports, naming the kind and the field.
 func WorkWith[T JobArgs](k *Kinds, fn WorkFunc[T], opts *KindOptions) {
-	kind, err := kindOf[T]()
+	kind, err := KindOf[T]()
 	switch {
 	case err != nil:
-		k.fail(err)
+		k.fail(fmt.Errorf("drover.Work: %w: declare Kind on the value receiver, returning a constant", err))
 		return
 	case fn == nil:
 		k.fail(fmt.Errorf("drover.Work: nil function for kind %q", kind))
@@ -228,18 +228,20 @@ func WorkWith[T JobArgs](k *Kinds, fn WorkFunc[T], opts *KindOptions) {
 	}
 }
 
-// kindOf is T's Kind, asked of T's zero value, or for a pointer type of a
-// pointer to its element's zero value: a value method called through a nil
-// pointer panics. A Kind that panics anyway (an interface type as T, a
-// method that reads through a nil field) is reported as an error.
-func kindOf[T JobArgs]() (kind string, err error) {
+// KindOf is the kind Work registers T under: T's Kind, asked of T's zero
+// value, or for a pointer type of a pointer to its element's zero value (a
+// value method called through a nil pointer panics). A Kind that panics
+// anyway (an interface type as T, a method that reads through a nil field)
+// is reported as an error. Test helpers that look jobs up by kind
+// (drovertest.RequireAddedArgs) ask it the same way.
+func KindOf[T JobArgs]() (kind string, err error) {
 	var zero T
 	if rt := reflect.TypeFor[T](); rt.Kind() == reflect.Pointer {
 		zero = reflect.New(rt.Elem()).Interface().(T)
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("drover.Work: %s.Kind() panicked on a zero value (%v): declare Kind on the value receiver, returning a constant", typeName[T](), r)
+			err = fmt.Errorf("%s.Kind() panicked on a zero value (%v)", typeName[T](), r)
 		}
 	}()
 	return zero.Kind(), nil

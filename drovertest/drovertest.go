@@ -451,7 +451,7 @@ func holds(jobs []*drover.Job) string {
 func RequireAddedArgs[T drover.JobArgs](t testing.TB, k *Kit, queue string) T {
 	t.Helper()
 	var args T
-	kind, err := kindOf[T]()
+	kind, err := drover.KindOf[T]()
 	if err != nil {
 		t.Fatalf("drovertest: RequireAddedArgs: %v", err)
 		return args
@@ -461,23 +461,6 @@ func RequireAddedArgs[T drover.JobArgs](t testing.TB, k *Kit, queue string) T {
 		t.Fatalf("drovertest: job %s (%q) in queue %q: data does not decode as %T: %v", job.ID, job.Name, queue, args, err)
 	}
 	return args
-}
-
-// kindOf is T's Kind, asked of T's zero value (of a pointer to its
-// element's zero value for a pointer type: a value method called through a
-// nil pointer panics). A Kind that panics anyway (T an interface type, a
-// method reading through a nil field) is an error.
-func kindOf[T drover.JobArgs]() (kind string, err error) {
-	var zero T
-	if rt := reflect.TypeFor[T](); rt.Kind() == reflect.Pointer {
-		zero = reflect.New(rt.Elem()).Interface().(T)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s.Kind() panicked on a zero value (%v)", reflect.TypeFor[T](), r)
-		}
-	}()
-	return zero.Kind(), nil
 }
 
 // RequireNotAdded fails the test if a job named name was added to queue.
