@@ -128,3 +128,19 @@ func ExampleWorkWith() {
 	// Output:
 	// 1 1m0s report q3: storage unavailable
 }
+
+// KindOf answers the kind Work registers a JobArgs type under, the name its
+// jobs are added with, for a pointer type too; a Kind that cannot be asked of
+// a zero value is an error instead of a panic.
+func ExampleKindOf() {
+	kind, err := drover.KindOf[Welcome]()
+	fmt.Println(kind, err)
+	kind, err = drover.KindOf[*Payout]()
+	fmt.Println(kind, err)
+	_, err = drover.KindOf[drover.JobArgs]()
+	fmt.Println(err != nil)
+	// Output:
+	// welcome <nil>
+	// payout <nil>
+	// true
+}
