@@ -49,6 +49,11 @@ test-differential: deps ## run the randomized differential tester (SEEDS=, DURAT
 	DIFFTEST_SEEDS="$(SEEDS)" DIFFTEST_DURATION="$(DURATION)" DIFFTEST_KNOWN="$(KNOWN)" DIFFTEST_STEPS="$(STEPS)" \
 	$(GO) test -count=1 -timeout $(if $(DURATION),0,$(TIMEOUT)) -v -run '^TestDifferentialRandom$$' ./internal/interoptest/
 
+.PHONY: test-timed
+test-timed: deps ## time-driven differential scenarios vs Node BullMQ (short delays, backoffs, ttls, limiters, stalls; ALL=1: every drover/Node mix; ONLY=<scenario>)
+	DIFFTEST_TIMED=1 DIFFTEST_TIMED_ALL="$(ALL)" DIFFTEST_TIMED_ONLY="$(ONLY)" \
+	$(GO) test -count=1 -parallel 32 -timeout $(TIMEOUT) -v -run '^TestDifferentialTimed$$' ./internal/interoptest/
+
 .PHONY: soak-schedulers
 soak-schedulers: deps ## 5-minute soak: an every-200ms and a cron scheduler, a Node and two drover worker processes SIGKILLed at random; counts skipped slots by cause (SOAK=5m; DROVER_SOAK_WORKERS=node: three Node workers, the baseline; DROVER_SOAK_SEED=n)
 	DROVER_SOAK=$${SOAK:-5m} $(GO) test -count=1 -timeout 20m -v -run TestSoakJobSchedulers ./internal/interoptest/

@@ -258,6 +258,8 @@ type workerSpec struct {
 	stalledInterval time.Duration
 	// maxStalledCount, when set, is BullMQ's maxStalledCount (0 allowed).
 	maxStalledCount *int
+	// skipStalledCheck turns the worker's stalled checks off.
+	skipStalledCheck bool
 }
 
 // droverBehavior is a drover processor doing what runBehavior in
@@ -415,6 +417,7 @@ func (b *bundle) startWorkerOn(t *testing.T, by impl, queue string, spec workerS
 			ID: id, Name: cmp.Or(spec.name, workerName), Concurrency: spec.concurrency, Behavior: behavior,
 			LockDuration: spec.lockDuration, StalledInterval: spec.stalledInterval,
 			MaxStalledCount: spec.maxStalledCount, BackoffStrategy: "byType",
+			SkipStalledCheck: spec.skipStalledCheck,
 		}))
 		stop = func() {
 			once.Do(func() { require.NoError(t, b.oracle.StopWorker(ctx, id, false)) })
@@ -427,7 +430,7 @@ func (b *bundle) startWorkerOn(t *testing.T, by impl, queue string, spec workerS
 		o := &drover.WorkerOptions{
 			Prefix: b.prefix, Name: cmp.Or(spec.name, workerName), Concurrency: spec.concurrency,
 			LockDuration: spec.lockDuration, StalledInterval: spec.stalledInterval,
-			BackoffStrategies: droverStrategies,
+			BackoffStrategies: droverStrategies, SkipStalledCheck: spec.skipStalledCheck,
 		}
 		if spec.maxStalledCount != nil {
 			o.MaxStalledCount = *spec.maxStalledCount

@@ -47,7 +47,10 @@
 // included) and the step results must be equal. Time is not controlled
 // (Node's scripts read Date.now()), so every generated delay, backoff and
 // grace is a whole number of hours: nothing becomes due during a run, and
-// due times compare to the minute.
+// due times compare to the minute. The paths where time passes (short
+// delays and backoffs coming due, ttls and limiter windows ending, locks
+// expiring) are TestDifferentialTimed's, in internal/interoptest (`make
+// test-timed`).
 //
 // # Accepted differences
 //
