@@ -961,6 +961,163 @@ func timedScenarios() []timedScenario {
 				return notes
 			},
 		},
+		{
+			// clean with a grace shorter than the run: only what is older
+			// than the grace goes, in each state.
+			name: "CleanGrace",
+			run: func(t *testing.T, b *bundle, r timedRoles) []string {
+				ctx := context.Background()
+				add := func(i int, failing bool, delayed bool) {
+					j := timedJob{"c", map[string]any{}, &drover.JobOptions{}}
+					if delayed {
+						j.node["delay"], j.drv.Delay = 3600000, time.Hour
+					}
+					bh := bullmqoracle.Return("ok")
+					if failing {
+						bh = bullmqoracle.Fail("no")
+					}
+					b.addTimed(t, r.add, j, map[string]any{"i": i, "b": bh})
+				}
+				stop := b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{behavior: bullmqoracle.FromData("b")}})
+				add(1, false, false)
+				add(2, true, false)
+				add(3, false, true)
+				b.waitFinished(t, 2)
+				stop()
+				add(4, false, false)
+				sleepMS(600)
+				stop = b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{behavior: bullmqoracle.FromData("b")}})
+				add(5, false, false)
+				add(6, true, false)
+				add(7, false, true)
+				b.waitFinished(t, 5)
+				stop()
+				add(8, false, false)
+				var notes []string
+				for _, st := range []string{"completed", "failed", "delayed", "wait"} {
+					var ids []string
+					if r.admin == nodeImpl {
+						var err error
+						ids, err = b.oracle.Clean(ctx, b.prefix, queueName, 300, 0, st)
+						require.NoError(t, err)
+					} else {
+						var err error
+						ds := drover.JobState(st)
+						if st == "wait" {
+							ds = drover.StateWaiting
+						}
+						ids, err = b.dq.Clean(ctx, 300*time.Millisecond, 0, ds)
+						require.NoError(t, err)
+					}
+					slices.Sort(ids)
+					notes = append(notes, fmt.Sprint(st, ids))
+				}
+				return notes
+			},
+		},
+		{
+			// A fractional age bound (0.4s) on the jobs: a later finish
+			// removes what is older.
+			name: "RetentionAgeFraction",
+			run: func(t *testing.T, b *bundle, r timedRoles) []string {
+				j := timedJob{"ra", map[string]any{"removeOnComplete": map[string]any{"age": 0.4}},
+					&drover.JobOptions{RemoveOnComplete: &drover.Retention{Age: 400 * time.Millisecond}}}
+				b.startTimedWorker(t, r.work, timedWorker{})
+				b.addTimed(t, r.add, j, 1)
+				b.addTimed(t, r.add, j, 2)
+				b.waitFinished(t, 2)
+				sleepMS(700)
+				b.addTimed(t, r.add, j, 3)
+				testkit.WaitFor(t, waitLong, "job 3 completed", func() bool {
+					n, err := b.rdb.ZScore(context.Background(), b.prefix+":"+queueName+":completed", "3").Result()
+					return err == nil && n > 0
+				})
+				return nil
+			},
+		},
+		{
+			// An every-200ms scheduler starting in 400ms, limited to 3
+			// runs.
+			name: "SchedulerStartDateLimit",
+			run: func(t *testing.T, b *bundle, r timedRoles) []string {
+				ctx := context.Background()
+				start := time.Now().Add(400 * time.Millisecond)
+				if r.add == nodeImpl {
+					_, err := b.oracle.UpsertJobScheduler(ctx, b.prefix, queueName, "s1",
+						map[string]any{"every": 200, "limit": 3, "startDate": start.UnixMilli()}, map[string]any{"name": "tick"})
+					require.NoError(t, err)
+				} else {
+					_, err := b.dq.UpsertJobScheduler(ctx, "s1", drover.RepeatOptions{Every: 200 * time.Millisecond, Limit: 3, StartDate: start},
+						&drover.JobTemplate{Name: "tick"})
+					require.NoError(t, err)
+				}
+				b.startTimedWorker(t, r.work, timedWorker{})
+				b.waitFinished(t, 3)
+				notes := []string{fmt.Sprint("first run not before the start date: ", !time.Now().Before(start.Add(400*time.Millisecond)))}
+				sleepMS(600)
+				sc, err := b.dq.GetJobScheduler(ctx, "s1")
+				require.NoError(t, err)
+				return append(notes, fmt.Sprint("scheduler left: ", sc != nil))
+			},
+			rewrite: rankRuns,
+		},
+		{
+			// The scheduler is removed, then upserted again, while a run is
+			// active.
+			name: "SchedulerChangedWhileRunActive",
+			run: func(t *testing.T, b *bundle, r timedRoles) []string {
+				ctx := context.Background()
+				upsert := func(by impl, every time.Duration) {
+					if by == nodeImpl {
+						_, err := b.oracle.UpsertJobScheduler(ctx, b.prefix, queueName, "s1", map[string]any{"every": every.Milliseconds()}, map[string]any{"name": "tick"})
+						require.NoError(t, err)
+						return
+					}
+					_, err := b.dq.UpsertJobScheduler(ctx, "s1", drover.RepeatOptions{Every: every}, &drover.JobTemplate{Name: "tick"})
+					require.NoError(t, err)
+				}
+				// A run active and the next one made: a worker makes it
+				// after it took the run, in a call of its own.
+				waitActive := func() {
+					testkit.WaitFor(t, waitLong, "a run active, the next delayed", func() bool {
+						n, err := b.rdb.LLen(ctx, b.prefix+":"+queueName+":active").Result()
+						require.NoError(t, err)
+						d, err := b.rdb.ZCard(ctx, b.prefix+":"+queueName+":delayed").Result()
+						require.NoError(t, err)
+						return n == 1 && d == 1
+					})
+				}
+				b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{behavior: bullmqoracle.Sleep(400*time.Millisecond, "ok")}})
+				upsert(r.add, 300*time.Millisecond)
+				waitActive()
+				if r.admin == nodeImpl {
+					_, err := b.oracle.RemoveJobScheduler(ctx, b.prefix, queueName, "s1")
+					require.NoError(t, err)
+				} else {
+					_, err := b.dq.RemoveJobScheduler(ctx, "s1")
+					require.NoError(t, err)
+				}
+				b.waitFinished(t, 1)
+				sleepMS(500)
+				upsert(r.admin, 250*time.Millisecond)
+				b.waitFinished(t, 2)
+				waitActive()
+				upsert(r.add, 600*time.Millisecond)
+				b.waitFinished(t, 4)
+				sleepMS(100)
+				if r.admin == nodeImpl {
+					_, err := b.oracle.RemoveJobScheduler(ctx, b.prefix, queueName, "s1")
+					require.NoError(t, err)
+				} else {
+					_, err := b.dq.RemoveJobScheduler(ctx, "s1")
+					require.NoError(t, err)
+				}
+				sleepMS(600)
+				return nil
+			},
+			rewrite:   rankRuns,
+			unordered: true,
+		},
 	}
 }
 
