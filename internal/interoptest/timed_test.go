@@ -1118,6 +1118,43 @@ func timedScenarios() []timedScenario {
 			rewrite:   rankRuns,
 			unordered: true,
 		},
+		{
+			// A flow whose children are delayed (one retries with a
+			// backoff) and whose parent has a delay of its own once its
+			// children are done.
+			name: "FlowDelayed",
+			run: func(t *testing.T, b *bundle, r timedRoles) []string {
+				ctx := context.Background()
+				ok := bullmqoracle.Return("ok")
+				flaky := bullmqoracle.FailTimes(1, "again", "ok")
+				b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{behavior: bullmqoracle.FromData("b")}})
+				if r.add == nodeImpl {
+					_, err := b.oracle.AddFlow(ctx, b.prefix, bullmqoracle.FlowJob{
+						Name: "p", QueueName: queueName, Data: map[string]any{"b": ok}, Opts: map[string]any{"jobId": "p", "delay": 300},
+						Children: []bullmqoracle.FlowJob{
+							{Name: "c1", QueueName: queueName, Data: map[string]any{"b": ok}, Opts: map[string]any{"jobId": "c1", "delay": 200}},
+							{Name: "c2", QueueName: queueName, Data: map[string]any{"b": flaky},
+								Opts: map[string]any{"jobId": "c2", "delay": 400, "attempts": 2, "backoff": map[string]any{"type": "fixed", "delay": 150}}},
+						},
+					})
+					require.NoError(t, err)
+				} else {
+					fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+					require.NoError(t, err)
+					_, err = fp.Add(ctx, drover.FlowJob{
+						Name: "p", QueueName: queueName, Data: map[string]any{"b": ok}, Opts: &drover.JobOptions{JobID: "p", Delay: 300 * time.Millisecond},
+						Children: []drover.FlowJob{
+							{Name: "c1", QueueName: queueName, Data: map[string]any{"b": ok}, Opts: &drover.JobOptions{JobID: "c1", Delay: 200 * time.Millisecond}},
+							{Name: "c2", QueueName: queueName, Data: map[string]any{"b": flaky},
+								Opts: &drover.JobOptions{JobID: "c2", Delay: 400 * time.Millisecond, Attempts: 2, Backoff: &drover.Backoff{Type: "fixed", Delay: 150 * time.Millisecond}}},
+						},
+					})
+					require.NoError(t, err)
+				}
+				b.waitFinished(t, 3)
+				return nil
+			},
+		},
 	}
 }
 
