@@ -1155,6 +1155,55 @@ func timedScenarios() []timedScenario {
 				return nil
 			},
 		},
+		{
+			// A global concurrency of 1 shared by a worker of each side
+			// (two Node workers in the reference run).
+			name: "GlobalConcurrencyTwoWorkers",
+			run: func(t *testing.T, b *bundle, r timedRoles) []string {
+				ctx := context.Background()
+				if r.admin == nodeImpl {
+					require.NoError(t, b.oracle.SetGlobalConcurrency(ctx, b.prefix, queueName, 1))
+				} else {
+					require.NoError(t, b.dq.SetGlobalConcurrency(ctx, 1))
+				}
+				spec := timedWorker{workerSpec: workerSpec{concurrency: 2, behavior: bullmqoracle.Sleep(100*time.Millisecond, "ok")}}
+				b.startTimedWorker(t, r.work, spec)
+				b.startTimedWorker(t, r.admin, spec)
+				start := time.Now()
+				for i := range 6 {
+					b.addTimed(t, r.add, timedJob{"gc", nil, &drover.JobOptions{}}, i)
+				}
+				var maxActive int64
+				testkit.WaitFor(t, waitLong, "6 jobs finished", func() bool {
+					n, err := b.rdb.LLen(ctx, b.prefix+":"+queueName+":active").Result()
+					require.NoError(t, err)
+					maxActive = max(maxActive, n)
+					c, err := b.rdb.ZCard(ctx, b.prefix+":"+queueName+":completed").Result()
+					require.NoError(t, err)
+					return c == 6
+				})
+				return []string{fmt.Sprint("one at a time: ", maxActive <= 1), fmt.Sprint("serial: ", time.Since(start) >= 600*time.Millisecond)}
+			},
+			unordered: true,
+		},
+		{
+			// A limiter of 2 per 300ms on a worker of each side.
+			name: "WorkerLimiterTwoWorkers",
+			run: func(t *testing.T, b *bundle, r timedRoles) []string {
+				spec := timedWorker{limiter: &drover.RateLimit{Max: 2, Duration: 300 * time.Millisecond}}
+				for i := range 6 {
+					b.addTimed(t, r.add, timedJob{"rl", nil, &drover.JobOptions{}}, i)
+				}
+				start := time.Now()
+				b.startTimedWorker(t, r.work, spec)
+				b.startTimedWorker(t, r.admin, spec)
+				b.waitFinished(t, 6)
+				took := time.Since(start)
+				return []string{fmt.Sprint("at least two windows: ", took >= 600*time.Millisecond), fmt.Sprint("within four: ", took < 1200*time.Millisecond)}
+			},
+			rewrite:   dropLimiterKey,
+			unordered: true,
+		},
 	}
 }
 
