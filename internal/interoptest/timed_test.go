@@ -183,27 +183,38 @@ func runTimed(t *testing.T, b *bundle, sc timedScenario, r timedRoles) timedOutc
 			}
 		}
 	}
-	lines := map[string][]string{}
-	for i, l := range eventLines(evs) {
-		if l == "drained" { // when a worker finds nothing: timing
-			continue
+	state := comparableDump(t, b.rdb, b.prefix, dumpOptions{workersRan: true, rewrite: func(raw *statedump.Snapshot) {
+		// A PX stalledInterval guard: there or not by timing.
+		delete(raw.Keys, queueName+":stalled-check")
+		if sc.rewrite != nil {
+			sc.rewrite(raw)
 		}
-		lines[evs[i].JobID] = append(lines[evs[i].JobID], l)
+	}})
+	// The events stream, normalised (timestamps are "<ts>"), is compared
+	// per job: how different jobs' events interleave depends on timing.
+	lines := map[string][]string{}
+	if k := state.Keys[queueName+":events"]; k != nil {
+		for _, e := range k.Stream {
+			var job, line string
+			for i := 0; i+1 < len(e.Fields); i += 2 {
+				if e.Fields[i] == "jobId" {
+					job = e.Fields[i+1]
+				}
+				line += e.Fields[i] + "=" + e.Fields[i+1] + " "
+			}
+			if line == "event=drained " { // when a worker finds nothing: timing
+				continue
+			}
+			lines[job] = append(lines[job], line)
+		}
+		delete(state.Keys, queueName+":events")
 	}
 	return timedOutcome{
 		order:  activeOrder(evs),
 		events: lines,
-		state: comparableDump(t, b.rdb, b.prefix, dumpOptions{workersRan: true, rewrite: func(raw *statedump.Snapshot) {
-			// Compared per job above: the interleaving depends on timing.
-			delete(raw.Keys, queueName+":events")
-			// A PX stalledInterval guard: there or not by timing.
-			delete(raw.Keys, queueName+":stalled-check")
-			if sc.rewrite != nil {
-				sc.rewrite(raw)
-			}
-		}}),
-		notes: notes,
-		took:  took,
+		state:  state,
+		notes:  notes,
+		took:   took,
 	}
 }
 
@@ -280,8 +291,11 @@ func timedScenarios() []timedScenario {
 			// no worker runs; the worker then promotes them all at once.
 			name: "DueTogetherPriorityLIFO",
 			run: func(t *testing.T, b *bundle, r timedRoles) []string {
+				// One creation time for all: due times are then exact
+				// whatever each add's latency.
+				t0 := time.Now()
 				dj := func(name string, ms, prio int, lifo bool) timedJob {
-					n := map[string]any{}
+					n := map[string]any{"timestamp": t0.UnixMilli()}
 					if ms > 0 {
 						n["delay"] = ms
 					}
@@ -291,10 +305,8 @@ func timedScenarios() []timedScenario {
 					if lifo {
 						n["lifo"] = true
 					}
-					return timedJob{name, n, &drover.JobOptions{Delay: time.Duration(ms) * time.Millisecond, Priority: prio, LIFO: lifo}}
+					return timedJob{name, n, &drover.JobOptions{Delay: time.Duration(ms) * time.Millisecond, Priority: prio, LIFO: lifo, Timestamp: t0}}
 				}
-				// Due times 60ms apart, so the adds' own latency does not
-				// reorder them.
 				jobs := []timedJob{
 					dj("plain", 0, 0, false),
 					dj("d360", 360, 0, false),
@@ -323,7 +335,7 @@ func timedScenarios() []timedScenario {
 			run: func(t *testing.T, b *bundle, r timedRoles) []string {
 				b.startTimedWorker(t, r.work, timedWorker{})
 				sleepMS(200)
-				b.addTimed(t, r.add, timedJob{"d300", map[string]any{"delay": 300}, &drover.JobOptions{Delay: 300 * time.Millisecond}}, 1)
+				b.addTimed(t, r.add, timedJob{"d1500", map[string]any{"delay": 1500}, &drover.JobOptions{Delay: 1500 * time.Millisecond}}, 1)
 				b.addTimed(t, r.add, timedJob{"d100", map[string]any{"delay": 100}, &drover.JobOptions{Delay: 100 * time.Millisecond}}, 2)
 				b.waitFinished(t, 1)
 				b.addTimed(t, r.add, timedJob{"d50", map[string]any{"delay": 50}, &drover.JobOptions{Delay: 50 * time.Millisecond}}, 3)
@@ -514,10 +526,10 @@ func timedScenarios() []timedScenario {
 				b.startTimedWorker(t, r.work, timedWorker{})
 				b.pause(t, r.admin)
 				var ids []string
-				for i, d := range []int{100, 400} {
+				for i, d := range []int{100, 2000} {
 					ids = append(ids, b.addTimed(t, r.add, timedJob{"dp", map[string]any{"delay": d}, &drover.JobOptions{Delay: time.Duration(d) * time.Millisecond}}, i))
 				}
-				sleepMS(800)
+				sleepMS(1000)
 				notes := []string{fmt.Sprint(assertAgree(t, b, ids...).states)}
 				b.resume(t, r.admin)
 				b.waitFinished(t, 2)
@@ -532,7 +544,7 @@ func timedScenarios() []timedScenario {
 				b.startTimedWorker(t, r.work, timedWorker{})
 				sleepMS(100)
 				id := b.addTimed(t, r.add, timedJob{"cd", map[string]any{"delay": 3600000}, &drover.JobOptions{Delay: time.Hour}}, 1)
-				id2 := b.addTimed(t, r.add, timedJob{"cd2", map[string]any{"delay": 200}, &drover.JobOptions{Delay: 200 * time.Millisecond}}, 2)
+				id2 := b.addTimed(t, r.add, timedJob{"cd2", map[string]any{"delay": 1500}, &drover.JobOptions{Delay: 1500 * time.Millisecond}}, 2)
 				sleepMS(100)
 				if r.admin == nodeImpl {
 					require.NoError(t, b.oracle.ChangeDelay(ctx, b.prefix, queueName, id, 150))
@@ -779,7 +791,7 @@ func timedScenarios() []timedScenario {
 				id := b.addTimed(t, r.add, timedJob{"taken", map[string]any{"attempts": 2}, &drover.JobOptions{Attempts: 2}}, 1)
 				b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{
 					name: "holder", lockDuration: time.Second, skipStalledCheck: true,
-					behavior: bullmqoracle.Sleep(800*time.Millisecond, "holder"),
+					behavior: bullmqoracle.Sleep(2000*time.Millisecond, "holder"),
 				}})
 				lockKey := b.prefix + ":" + queueName + ":" + id + ":lock"
 				testkit.WaitFor(t, waitLong, "job active", func() bool {
@@ -790,9 +802,18 @@ func timedScenarios() []timedScenario {
 				require.NoError(t, b.rdb.Del(ctx, lockKey).Err())
 				b.startTimedWorker(t, r.admin, timedWorker{workerSpec: workerSpec{
 					lockDuration: time.Second, stalledInterval: 150 * time.Millisecond,
-					behavior: bullmqoracle.Sleep(1500*time.Millisecond, "checker"),
+					behavior: bullmqoracle.Sleep(3000*time.Millisecond, "checker"),
 				}})
-				sleepMS(1000) // the holder finishes while the checker runs the job
+				testkit.WaitFor(t, waitLong, "the checker runs the job", func() bool {
+					stc, err := b.rdb.HGet(ctx, b.prefix+":"+queueName+":"+id, "stc").Int()
+					if err != nil || stc != 1 {
+						return false
+					}
+					n, err := b.rdb.Exists(ctx, lockKey).Result()
+					require.NoError(t, err)
+					return n == 1
+				})
+				sleepMS(2000) // the holder finishes while the checker runs the job
 				notes := []string{fmt.Sprint(assertAgree(t, b, id).states)}
 				b.waitFinished(t, 1)
 				return append(notes, fmt.Sprint(assertAgree(t, b, id).states))
@@ -1041,7 +1062,7 @@ func timedScenarios() []timedScenario {
 			name: "SchedulerStartDateLimit",
 			run: func(t *testing.T, b *bundle, r timedRoles) []string {
 				ctx := context.Background()
-				start := time.Now().Add(400 * time.Millisecond)
+				start := time.Now().Add(1500 * time.Millisecond)
 				if r.add == nodeImpl {
 					_, err := b.oracle.UpsertJobScheduler(ctx, b.prefix, queueName, "s1",
 						map[string]any{"every": 200, "limit": 3, "startDate": start.UnixMilli()}, map[string]any{"name": "tick"})
