@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,7 +231,9 @@ func runTimed(t *testing.T, b *bundle, sc timedScenario, r timedRoles) timedOutc
 //
 // Opt-in (DIFFTEST_TIMED=1, or `make test-timed`): the scenarios sleep,
 // about 100 s at go test's default parallelism of GOMAXPROCS, 30 s with
-// -parallel 32. DIFFTEST_TIMED_ONLY=<scenario> runs one scenario. The
+// -parallel 32. DIFFTEST_TIMED_ONLY=<prefix> runs the scenarios whose name
+// starts with it; DIFFTEST_TIMED_SEEDS=n adds n random ones
+// (randomTimedScenarios). The
 // scenarios' time margins (due times 50ms+ apart, ttls waited out) keep them
 // deterministic on a loaded machine; the regression tests of what they
 // found run in `make test`.
@@ -241,8 +244,8 @@ func TestDifferentialTimed(t *testing.T) {
 	t.Parallel()
 	setup := newSetup(t)
 	only := os.Getenv("DIFFTEST_TIMED_ONLY")
-	for _, sc := range timedScenarios() {
-		if only != "" && only != sc.name {
+	for _, sc := range append(timedScenarios(), randomTimedScenarios()...) {
+		if !strings.HasPrefix(sc.name, only) {
 			continue
 		}
 		t.Run(sc.name, func(t *testing.T) {

@@ -1,0 +1,111 @@
+package interoptest_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+)
+
+// randomTimedScenarios are seeded random timed scenarios for
+// TestDifferentialTimed: 5 to 10 jobs with due times 100ms apart from one
+// creation time, priorities, LIFO, attempts with each backoff kind, and a
+// processor behaviour per job (complete, fail some times, fail for good,
+// move itself to delayed, sleep), taken by one worker. Retries come due at
+// times that depend on the machine, so only each job's events and the
+// final state are compared, not the processing order.
+// DIFFTEST_TIMED_SEEDS=n adds seeds 1..n (0 by default).
+func randomTimedScenarios() []timedScenario {
+	n, _ := strconv.Atoi(os.Getenv("DIFFTEST_TIMED_SEEDS"))
+	var out []timedScenario
+	for seed := 1; seed <= n; seed++ {
+		out = append(out, randomTimedScenario(uint64(seed)))
+	}
+	return out
+}
+
+func randomTimedScenario(seed uint64) timedScenario {
+	rng := rand.New(rand.NewPCG(seed, 0x7153))
+	type job struct {
+		j    timedJob
+		data map[string]any
+	}
+	count := 5 + rng.IntN(6)
+	concurrency := 1 + rng.IntN(2)
+	var jobs []job
+	var desc []string
+	for i := range count {
+		n := map[string]any{}
+		d := &drover.JobOptions{}
+		if due := rng.IntN(9); due > 0 {
+			n["delay"], d.Delay = due*100, time.Duration(due*100)*time.Millisecond
+		}
+		if rng.IntN(3) == 0 {
+			p := []int{1, 3, 3, 7}[rng.IntN(4)]
+			n["priority"], d.Priority = p, p
+		} else if rng.IntN(3) == 0 {
+			n["lifo"], d.LIFO = true, true
+		}
+		if rng.IntN(2) == 0 {
+			a := 2 + rng.IntN(2)
+			n["attempts"], d.Attempts = a, a
+			typ, ms := "fixed", 100*(1+rng.IntN(3))
+			switch rng.IntN(5) {
+			case 1:
+				typ, ms = "exponential", 50*(1+rng.IntN(2))
+			case 2:
+				typ, ms = "linear100", 0
+			case 3:
+				typ, ms = "zero", 0
+			case 4:
+				typ, ms = "minus5", 0
+			}
+			n["backoff"] = map[string]any{"type": typ, "delay": ms}
+			d.Backoff = &drover.Backoff{Type: typ, Delay: time.Duration(ms) * time.Millisecond}
+		}
+		var bh bullmqoracle.Behavior
+		done := bullmqoracle.Return(fmt.Sprint("r", i))
+		switch rng.IntN(6) {
+		case 0:
+			bh = done
+		case 1:
+			bh = bullmqoracle.FailTimes(1+rng.IntN(2), "flaky", fmt.Sprint("r", i))
+		case 2:
+			bh = bullmqoracle.Unrecoverable("broken")
+		case 3:
+			bh = bullmqoracle.MoveToDelayed(time.Duration(100*(1+rng.IntN(3)))*time.Millisecond, 1+rng.IntN(2), &done)
+		case 4:
+			bh = bullmqoracle.SleepThen(time.Duration(rng.IntN(60))*time.Millisecond, done)
+		case 5:
+			bh = bullmqoracle.Fail("always")
+		}
+		jobs = append(jobs, job{timedJob{fmt.Sprint("j", i), n, d}, map[string]any{"i": i, "b": bh}})
+		desc = append(desc, fmt.Sprintf("%v %+v", n, bh))
+	}
+	return timedScenario{
+		name: fmt.Sprintf("Random%d", seed),
+		run: func(t *testing.T, b *bundle, r timedRoles) []string {
+			t.Logf("seed %d, concurrency %d, jobs:\n%v", seed, concurrency, desc)
+			t0 := time.Now()
+			for _, j := range jobs {
+				tj := j.j
+				node := map[string]any{"timestamp": t0.UnixMilli()}
+				for k, v := range tj.node {
+					node[k] = v
+				}
+				drv := *tj.drv
+				drv.Timestamp = t0
+				b.addTimed(t, r.add, timedJob{tj.name, node, &drv}, j.data)
+			}
+			b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{concurrency: concurrency, behavior: bullmqoracle.FromData("b")}})
+			b.waitFinished(t, int64(len(jobs)))
+			return nil
+		},
+		unordered: true,
+	}
+}
