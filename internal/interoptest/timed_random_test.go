@@ -1,6 +1,7 @@
 package interoptest_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -8,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
 // randomTimedScenarios are seeded random timed scenarios for
@@ -36,7 +40,12 @@ func randomTimedScenario(seed uint64) timedScenario {
 		data map[string]any
 	}
 	count := 5 + rng.IntN(6)
-	concurrency := 1 + rng.IntN(2)
+	concurrency := 1 + rng.IntN(3)
+	var limiter *drover.RateLimit
+	if rng.IntN(3) == 0 {
+		limiter = &drover.RateLimit{Max: 1 + rng.IntN(3), Duration: time.Duration(200+100*rng.IntN(3)) * time.Millisecond}
+	}
+	second := rng.IntN(3) == 0
 	var jobs []job
 	var desc []string
 	for i := range count {
@@ -68,6 +77,22 @@ func randomTimedScenario(seed uint64) timedScenario {
 			n["backoff"] = map[string]any{"type": typ, "delay": ms}
 			d.Backoff = &drover.Backoff{Type: typ, Delay: time.Duration(ms) * time.Millisecond}
 		}
+		if rng.IntN(4) == 0 {
+			// Deduplicated among the adds, which all run before a worker
+			// starts: a ttl longer than the adds take, or none (until the
+			// job finishes), or debounce (replace, extend).
+			dd := map[string]any{"id": fmt.Sprint("x", rng.IntN(2))}
+			dj := &drover.Deduplication{ID: dd["id"].(string)}
+			switch rng.IntN(3) {
+			case 1:
+				dd["ttl"], dj.TTL = 5000, 5*time.Second
+			case 2:
+				dd["ttl"], dj.TTL = 5000, 5*time.Second
+				dd["replace"], dj.Replace = true, true
+				dd["extend"], dj.Extend = true, true
+			}
+			n["deduplication"], d.Deduplication = dd, dj
+		}
 		var bh bullmqoracle.Behavior
 		done := bullmqoracle.Return(fmt.Sprint("r", i))
 		switch rng.IntN(6) {
@@ -90,7 +115,8 @@ func randomTimedScenario(seed uint64) timedScenario {
 	return timedScenario{
 		name: fmt.Sprintf("Random%d", seed),
 		run: func(t *testing.T, b *bundle, r timedRoles) []string {
-			t.Logf("seed %d, concurrency %d, jobs:\n%v", seed, concurrency, desc)
+			t.Logf("seed %d, concurrency %d, limiter %v, second worker %v, jobs:\n%v", seed, concurrency, limiter, second, desc)
+			var notes []string
 			t0 := time.Now()
 			for _, j := range jobs {
 				tj := j.j
@@ -100,11 +126,30 @@ func randomTimedScenario(seed uint64) timedScenario {
 				}
 				drv := *tj.drv
 				drv.Timestamp = t0
-				b.addTimed(t, r.add, timedJob{tj.name, node, &drv}, j.data)
+				notes = append(notes, b.addTimed(t, r.add, timedJob{tj.name, node, &drv}, j.data))
 			}
-			b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{concurrency: concurrency, behavior: bullmqoracle.FromData("b")}})
-			b.waitFinished(t, int64(len(jobs)))
-			return nil
+			// Jobs a debounce replaced are gone: count what is there.
+			counts, err := b.dq.GetJobCounts(context.Background())
+			require.NoError(t, err)
+			var total int64
+			for _, n := range counts {
+				total += n
+			}
+			w := timedWorker{workerSpec: workerSpec{concurrency: concurrency, behavior: bullmqoracle.FromData("b")}, limiter: limiter}
+			b.startTimedWorker(t, r.work, w)
+			if second {
+				b.startTimedWorker(t, r.admin, w)
+			}
+			b.waitFinished(t, total)
+			return notes
+		},
+		rewrite: func(raw *statedump.Snapshot) {
+			dropLimiterKey(raw)
+			if limiter != nil {
+				// A job the limiter sends back to prioritized counts
+				// in pc: whether one was sent back is timing.
+				delete(raw.Keys, queueName+":pc")
+			}
 		},
 		unordered: true,
 	}
