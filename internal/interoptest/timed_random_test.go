@@ -46,6 +46,10 @@ func randomTimedScenario(seed uint64) timedScenario {
 		limiter = &drover.RateLimit{Max: 1 + rng.IntN(3), Duration: time.Duration(200+100*rng.IntN(3)) * time.Millisecond}
 	}
 	second := rng.IntN(3) == 0
+	// The admin side pauses the queue at 250ms for 300ms; and retries the
+	// failed jobs once all finished.
+	pause := rng.IntN(4) == 0
+	retryFailed := rng.IntN(3) == 0
 	var jobs []job
 	var desc []string
 	for i := range count {
@@ -85,9 +89,9 @@ func randomTimedScenario(seed uint64) timedScenario {
 			dj := &drover.Deduplication{ID: dd["id"].(string)}
 			switch rng.IntN(3) {
 			case 1:
-				dd["ttl"], dj.TTL = 5000, 5*time.Second
+				dd["ttl"], dj.TTL = 2000, 2*time.Second
 			case 2:
-				dd["ttl"], dj.TTL = 5000, 5*time.Second
+				dd["ttl"], dj.TTL = 2000, 2*time.Second
 				dd["replace"], dj.Replace = true, true
 				dd["extend"], dj.Extend = true, true
 			}
@@ -115,7 +119,8 @@ func randomTimedScenario(seed uint64) timedScenario {
 	return timedScenario{
 		name: fmt.Sprintf("Random%d", seed),
 		run: func(t *testing.T, b *bundle, r timedRoles) []string {
-			t.Logf("seed %d, concurrency %d, limiter %v, second worker %v, jobs:\n%v", seed, concurrency, limiter, second, desc)
+			t.Logf("seed %d, concurrency %d, limiter %v, second worker %v, pause %v, retry failed %v, jobs:\n%v",
+				seed, concurrency, limiter, second, pause, retryFailed, desc)
 			var notes []string
 			t0 := time.Now()
 			for _, j := range jobs {
@@ -140,7 +145,26 @@ func randomTimedScenario(seed uint64) timedScenario {
 			if second {
 				b.startTimedWorker(t, r.admin, w)
 			}
+			if pause {
+				sleepMS(250)
+				b.pause(t, r.admin)
+				sleepMS(300)
+				b.resume(t, r.admin)
+			}
 			b.waitFinished(t, total)
+			if retryFailed {
+				ctx := context.Background()
+				if r.admin == nodeImpl {
+					require.NoError(t, b.oracle.RetryJobs(ctx, b.prefix, queueName, bullmqoracle.RetryJobsOptions{State: "failed"}))
+				} else {
+					_, err := b.dq.RetryJobs(ctx, &drover.RetryJobsOptions{State: drover.StateFailed})
+					require.NoError(t, err)
+				}
+				b.waitFinished(t, total)
+			}
+			// Past the ttls: whether a key with one is left is then not
+			// timing, and a key left without one shows.
+			time.Sleep(time.Until(t0.Add(2300 * time.Millisecond)))
 			return notes
 		},
 		rewrite: func(raw *statedump.Snapshot) {

@@ -1235,6 +1235,28 @@ func timedScenarios() []timedScenario {
 			rewrite:   dropLimiterKey,
 			unordered: true,
 		},
+		{
+			// An every-200ms scheduler whose runs take 450ms: the worker
+			// falls behind the schedule.
+			name: "SchedulerSlowWorker",
+			run: func(t *testing.T, b *bundle, r timedRoles) []string {
+				ctx := context.Background()
+				if r.add == nodeImpl {
+					_, err := b.oracle.UpsertJobScheduler(ctx, b.prefix, queueName, "s1", map[string]any{"every": 200, "limit": 5},
+						map[string]any{"name": "tick"})
+					require.NoError(t, err)
+				} else {
+					_, err := b.dq.UpsertJobScheduler(ctx, "s1", drover.RepeatOptions{Every: 200 * time.Millisecond, Limit: 5},
+						&drover.JobTemplate{Name: "tick"})
+					require.NoError(t, err)
+				}
+				b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{behavior: bullmqoracle.Sleep(450*time.Millisecond, "ok")}})
+				b.waitFinished(t, 5)
+				sleepMS(300)
+				return nil
+			},
+			rewrite: rankRuns,
+		},
 	}
 }
 
