@@ -1257,6 +1257,29 @@ func timedScenarios() []timedScenario {
 			},
 			rewrite: rankRuns,
 		},
+		{
+			// A worker of concurrency 3; the first of three delayed jobs
+			// falls due while the queue is paused. After the resume the
+			// worker takes it with two slots left and must still wake for
+			// the next ones (drover waited its DrainDelay:
+			// TestWorkerWakesForDelayedAfterPartialFetch).
+			name: "DelayedAfterResumeConcurrency",
+			run: func(t *testing.T, b *bundle, r timedRoles) []string {
+				b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{concurrency: 3}})
+				sleepMS(200)
+				t0 := time.Now()
+				for i, d := range []int{300, 600, 900} {
+					b.addTimed(t, r.add, timedJob{"d", map[string]any{"delay": d, "timestamp": t0.UnixMilli()},
+						&drover.JobOptions{Delay: time.Duration(d) * time.Millisecond, Timestamp: t0}}, i)
+				}
+				time.Sleep(time.Until(t0.Add(150 * time.Millisecond)))
+				b.pause(t, r.admin)
+				time.Sleep(time.Until(t0.Add(450 * time.Millisecond)))
+				b.resume(t, r.admin)
+				b.waitFinished(t, 3)
+				return []string{fmt.Sprint("on time: ", time.Since(t0) < 2*time.Second)}
+			},
+		},
 	}
 }
 

@@ -210,8 +210,9 @@ type Fetched struct {
 // Fetch is the result of moving jobs to active.
 type Fetch struct {
 	Jobs []Fetched
-	// NextDelayed is the raw score of the earliest delayed job when no job was
-	// fetched ("" when none): due ms = keys.DueOfScore(score).
+	// NextDelayed is the raw score of the earliest delayed job when fewer
+	// jobs were fetched than asked for, none included ("" when there is no
+	// delayed job, or the take was full): due ms = keys.DueOfScore(score).
 	NextDelayed string
 	// RateLimitTTL (ms) > 0 says the queue's rate limiter refused to
 	// activate jobs for that long.

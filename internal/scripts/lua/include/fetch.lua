@@ -137,6 +137,7 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
   if ttl > 0 then
     return {false, {}, false, ttl}
   end
+  local asked = count
   if allowed and allowed < count then
     count = allowed
   end
@@ -199,5 +200,13 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
   if #ids == count and (not busy or room) and (rcall("LLEN", waitKey) > 0 or rcall("ZCARD", prioritizedKey) > 0) then
     rcall("ZADD", markerKey, "0", "0")
   end
-  return {false, out, false, 0}
+  -- Fewer jobs than asked for: the caller has slots left and will wait, so
+  -- it needs the earliest delayed job's due time as much as after a fetch
+  -- of none. No marker may be left to tell it: a job promoted while the
+  -- queue was paused wrote none, and the resume's marker woke this fetch.
+  local nextDue = false
+  if #ids < asked then
+    nextDue = rcall("ZRANGE", delayedKey, 0, 0, "WITHSCORES")[2] or false
+  end
+  return {nextDue, out, false, 0}
 end
