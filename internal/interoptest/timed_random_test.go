@@ -133,6 +133,7 @@ func randomTimedScenario(seed uint64) timedScenario {
 				drv.Timestamp = t0
 				notes = append(notes, b.addTimed(t, r.add, timedJob{tj.name, node, &drv}, j.data))
 			}
+			added := time.Now()
 			// Jobs a debounce replaced are gone: count what is there.
 			counts, err := b.dq.GetJobCounts(context.Background())
 			require.NoError(t, err)
@@ -164,7 +165,7 @@ func randomTimedScenario(seed uint64) timedScenario {
 			}
 			// Past the ttls: whether a key with one is left is then not
 			// timing, and a key left without one shows.
-			time.Sleep(time.Until(t0.Add(2300 * time.Millisecond)))
+			time.Sleep(time.Until(added.Add(2300 * time.Millisecond)))
 			return notes
 		},
 		rewrite: func(raw *statedump.Snapshot) {
