@@ -161,6 +161,9 @@ type timedScenario struct {
 	rewrite func(raw *statedump.Snapshot)
 	// unordered skips the processing order (concurrent workers).
 	unordered bool
+	// anyDuration skips the duration check: the scenario's run time varies
+	// by seconds between runs of Node BullMQ alone.
+	anyDuration bool
 }
 
 func runTimed(t *testing.T, b *bundle, sc timedScenario, r timedRoles) timedOutcome {
@@ -285,7 +288,9 @@ func TestDifferentialTimed(t *testing.T) {
 					require.Equal(t, want.events, got.events, "events: Node only (expected) vs %s", r)
 					requireSameState(t, want.state, got.state)
 					t.Logf("took %s (Node only %s)", got.took, want.took)
-					require.Less(t, got.took, want.took+2*time.Second, "scenario duration: far longer than with Node alone")
+					if !sc.anyDuration {
+						require.Less(t, got.took, want.took+2*time.Second, "scenario duration: far longer than with Node alone")
+					}
 				})
 			}
 		})
