@@ -62,7 +62,7 @@ func TestInteropFlowStorm(t *testing.T) {
 	}
 	type want struct {
 		prefix, queue, id, state string
-		processed, ignored     int
+		processed, ignored       int
 	}
 	var wants []want
 	var flows []bullmqoracle.FlowJob
