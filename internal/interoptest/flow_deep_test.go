@@ -13,7 +13,10 @@ package interoptest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -174,6 +177,231 @@ func TestDifferentialFlowDeep(t *testing.T) {
 			s.work(partsQueue, by, 2)
 			checkpoint("c1 completed again")
 			record("root", s.reads(queueName, "root"))
+		})
+	})
+}
+
+// outcome is an admin call's result as both runs can record it: "ok" or
+// "error".
+func outcome(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+// changePriorityOn, changeDelayOn and promoteOn call the admin method on
+// queue's job id with s's implementation and say whether it was refused.
+func (s side) changePriorityOn(queue, id string, p int) string {
+	ctx := context.Background()
+	if s.by == nodeImpl {
+		return outcome(s.b.oracle.ChangePriority(ctx, s.b.prefix, queue, id, p, false))
+	}
+	return outcome(s.queue(queue).Job(id).ChangePriority(ctx, p, false))
+}
+
+func (s side) changeDelayOn(queue, id string, d time.Duration) string {
+	ctx := context.Background()
+	if s.by == nodeImpl {
+		return outcome(s.b.oracle.ChangeDelay(ctx, s.b.prefix, queue, id, d.Milliseconds()))
+	}
+	return outcome(s.queue(queue).Job(id).ChangeDelay(ctx, d))
+}
+
+func (s side) promoteOn(queue, id string) string {
+	ctx := context.Background()
+	if s.by == nodeImpl {
+		return outcome(s.b.oracle.Promote(ctx, s.b.prefix, queue, id))
+	}
+	return outcome(s.queue(queue).Job(id).Promote(ctx))
+}
+
+func (s side) pauseQueue(queue string, pause bool) {
+	s.t.Helper()
+	ctx := context.Background()
+	switch {
+	case s.by == nodeImpl && pause:
+		require.NoError(s.t, s.b.oracle.Pause(ctx, s.b.prefix, queue))
+	case s.by == nodeImpl:
+		require.NoError(s.t, s.b.oracle.Resume(ctx, s.b.prefix, queue))
+	case pause:
+		require.NoError(s.t, s.queue(queue).Pause(ctx))
+	default:
+		require.NoError(s.t, s.queue(queue).Resume(ctx))
+	}
+}
+
+// getFlow reads the tree under queue's job id with s's implementation, in
+// the oracle's view.
+func (s side) getFlow(queue, id string, depth, maxChildren int) *bullmqoracle.FlowNode {
+	s.t.Helper()
+	ctx := context.Background()
+	if s.by == nodeImpl {
+		n, err := s.b.oracle.GetFlow(ctx, s.b.prefix, queue, id, depth, maxChildren)
+		require.NoError(s.t, err)
+		return sortFlow(n)
+	}
+	tree, err := s.queue(queue).GetFlow(ctx, id, &drover.GetFlowOptions{Depth: depth, MaxChildren: maxChildren})
+	require.NoError(s.t, err)
+	var view func(n *drover.JobNode) *bullmqoracle.FlowNode
+	view = func(n *drover.JobNode) *bullmqoracle.FlowNode {
+		if n.Job == nil {
+			return nil
+		}
+		v := &bullmqoracle.FlowNode{ID: n.Job.ID, Queue: n.Ref.Queue, Children: []*bullmqoracle.FlowNode{}}
+		for _, c := range n.Children {
+			v.Children = append(v.Children, view(c))
+		}
+		return v
+	}
+	return sortFlow(view(tree))
+}
+
+// sortFlow orders each node's children by id: the order of a set's members
+// differs between runs.
+func sortFlow(n *bullmqoracle.FlowNode) *bullmqoracle.FlowNode {
+	if n == nil {
+		return nil
+	}
+	for _, c := range n.Children {
+		sortFlow(c)
+	}
+	sort.SliceStable(n.Children, func(i, j int) bool {
+		a, b := n.Children[i], n.Children[j]
+		if a == nil || b == nil {
+			return b != nil
+		}
+		return a.ID < b.ID
+	})
+	return n
+}
+
+func TestDifferentialFlowDeepAdmin(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	echo := bullmqoracle.Echo()
+	fail := bullmqoracle.Fail("child broke")
+	later := map[string]any{"delay": 3_600_000}
+	by := bullmqoracle.FromData("behavior")
+
+	t.Run("DrainCascade", func(t *testing.T) {
+		t.Parallel()
+		differential(t, setup, func(s side, checkpoint func(string)) {
+			// Draining q deletes leaf, then mid (its last child gone, same
+			// queue), then root; top in parts is released without event.
+			s.flow(node("top", partsQueue, &echo, nil,
+				node("root", queueName, &echo, map[string]any{"timestamp": 1_700_000_000_000},
+					node("mid", queueName, &echo, map[string]any{"timestamp": 1_700_000_000_001},
+						node("leaf", queueName, &echo, nil)))))
+			s.flow(node("r2", queueName, &echo, map[string]any{"timestamp": 1_700_000_000_002},
+				node("d1", queueName, &echo, later),
+				node("d2", partsQueue, &echo, nil)))
+			checkpoint("added")
+			s.drain(queueName, false)
+			checkpoint("drained")
+			s.drain(queueName, true)
+			checkpoint("drained with delayed")
+		})
+	})
+
+	t.Run("CleanCompletedParent", func(t *testing.T) {
+		t.Parallel()
+		differentialReads(t, setup, func(s side, checkpoint func(string), record func(string, any)) {
+			s.flow(node("root", queueName, &echo, nil,
+				node("c1", partsQueue, &echo, nil),
+				node("c2", partsQueue, &echo, nil)))
+			s.work(partsQueue, by, 2)
+			s.work(queueName, by, 1)
+			checkpoint("flow completed")
+			record("cleaned", s.clean(queueName, drover.StateCompleted))
+			checkpoint("parent cleaned, children kept")
+			s.retry(partsQueue, "c1", drover.StateCompleted)
+			checkpoint("orphan child retried")
+			s.work(partsQueue, by, 3)
+			checkpoint("orphan child completed again")
+			s.remove(partsQueue, "c2")
+			checkpoint("orphan child removed")
+		})
+	})
+
+	t.Run("RetryFailedParent", func(t *testing.T) {
+		t.Parallel()
+		differentialReads(t, setup, func(s side, checkpoint func(string), record func(string, any)) {
+			s.flow(node("root", queueName, &echo, nil,
+				node("bad", partsQueue, &fail, map[string]any{"failParentOnFailure": true}),
+				node("good", partsQueue, &echo, later)))
+			s.work(partsQueue, by, 1)
+			s.work(queueName, by, 1)
+			checkpoint("parent failed")
+			s.retry(queueName, "root", drover.StateFailed)
+			checkpoint("parent retried")
+			s.work(queueName, by, 2)
+			checkpoint("parent failed again: a failed child")
+			record("root", s.reads(queueName, "root"))
+			s.retryJobs(partsQueue, drover.StateFailed)
+			checkpoint("child retried")
+			record("root", s.reads(queueName, "root"))
+		})
+	})
+
+	t.Run("AdminOnWaitingChildren", func(t *testing.T) {
+		t.Parallel()
+		differentialReads(t, setup, func(s side, checkpoint func(string), record func(string, any)) {
+			s.flow(node("root", queueName, &echo, map[string]any{"priority": 2},
+				node("c1", partsQueue, &echo, nil)))
+			s.flow(node("root2", queueName, &echo, map[string]any{"delay": 3_600_000},
+				node("c2", partsQueue, &echo, nil)))
+			record("changePriority", s.changePriorityOn(queueName, "root", 5))
+			record("changeDelay", s.changeDelayOn(queueName, "root", time.Hour))
+			record("promote", s.promoteOn(queueName, "root2"))
+			record("changeDelay2", s.changeDelayOn(queueName, "root2", 2*time.Hour))
+			checkpoint("admin calls on parents in waiting-children")
+			s.pauseQueue(queueName, true)
+			s.work(partsQueue, by, 2)
+			checkpoint("children done, parents' queue paused")
+			s.pauseQueue(queueName, false)
+			checkpoint("resumed")
+			s.work(queueName, by, 1)
+			checkpoint("prioritized parent ran")
+		})
+	})
+
+	t.Run("GetFlowBounds", func(t *testing.T) {
+		t.Parallel()
+		differentialReads(t, setup, func(s side, checkpoint func(string), record func(string, any)) {
+			// Fixed timestamps: Node stamps each job as it builds it, so
+			// due times and the waiting-children order would vary.
+			ts := func(ms int64, opts map[string]any) map[string]any {
+				o := map[string]any{"timestamp": 1_700_000_000_000 + ms}
+				for k, v := range opts {
+					o[k] = v
+				}
+				return o
+			}
+			var many []bullmqoracle.FlowJob
+			for i := range 15 {
+				many = append(many, node(fmt.Sprintf("k%03d", i), partsQueue, &echo, ts(9, later)))
+			}
+			s.addFlow(node("root", queueName, &echo, ts(0, nil),
+				node("a", queueName, &echo, ts(1, nil),
+					node("a1", partsQueue, &echo, nil,
+						node("a11", partsQueue, &echo, nil,
+							node("a111", partsQueue, &echo, nil)))),
+				node("b", queueName, &echo, ts(2, nil), many...),
+				node("c", partsQueue, &fail, map[string]any{"ignoreDependencyOnFailure": true}),
+				node("d", partsQueue, &fail, ts(9, map[string]any{"failParentOnFailure": true, "delay": 3_600_000}))))
+			s.work(partsQueue, by, 4)
+			checkpoint("added, c failed, a's chain completed")
+			for _, depth := range []int{1, 2, 3, 4, 5} {
+				record(fmt.Sprintf("depth %d", depth), s.getFlow(queueName, "root", depth, 0))
+			}
+			// Redis 7.0 keeps these sets as hash tables, where a SSCAN
+			// COUNT below the set's size returns whichever buckets come
+			// first, which differs between runs: only bounds at or above
+			// the sizes are compared.
+			for _, maxc := range []int{15, 40} {
+				record(fmt.Sprintf("root maxChildren %d", maxc), s.getFlow(queueName, "root", 0, maxc))
+			}
 		})
 	})
 }
