@@ -33,6 +33,9 @@ type carriers struct {
 	mu      sync.Mutex
 	pending []*finishItem // handed in, not yet in a batch
 	writing int           // goroutines carrying batches now, ≤ maxWriters
+	// parents counts the flow parents (keys) of the results being written
+	// now, for flowCut.
+	parents map[string]int
 	wg      sync.WaitGroup
 }
 
@@ -66,20 +69,25 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 			runtime.Gosched()
 		}
 		c.mu.Lock()
-		n := min(len(c.pending), maxFinish)
+		n := c.flowCut(w, c.pending[:min(len(c.pending), maxFinish)])
 		if n == 0 {
 			// The other writer took every result while this one yielded
 			// or wrote: a call now would carry nothing (at concurrency 10,
 			// one call in seven did; a free slot is the fetcher's to fill).
+			// Or the first result waiting is a flow parent's whose child's
+			// result the other writer is writing: that writer takes it
+			// once its call returned.
 			c.writing--
 			c.mu.Unlock()
 			return nil
 		}
 		batch := slices.Clone(c.pending[:n])
 		c.pending = slices.Delete(c.pending, 0, n)
+		c.markParents(batch, 1)
 		c.mu.Unlock()
 		next := w.writeBatch(batch)
 		c.mu.Lock()
+		c.markParents(batch, -1)
 		if len(c.pending) > 0 {
 			// More results came in while this call ran: write them too,
 			// and start every fetched job on a goroutine of its own.
@@ -94,6 +102,56 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 		}
 		w.launch(next[1:])
 		return next[0]
+	}
+}
+
+// flowCut returns how many of the results waiting, from the first, one
+// script call writes now: those before the first completion of a flow
+// parent whose child's result came before it, earlier in items or in a
+// call another writer has not seen return. Results must reach Redis in the
+// order they came, as BullMQ's worker sends its moveToFinished calls one
+// by one on one connection: finishJobs looks at every completion's pending
+// and failed children before it writes any result of its call, and two
+// writers' calls may run in either order, so such a parent was refused as
+// still waiting for the child ("has pending dependencies"), or completed
+// though the child failed it with FailParent. The parent's result goes in
+// a call after the child's returned. A parent is known from its child's
+// stored parent only: a child adopted by a flow while it ran (a custom id)
+// is not seen. Called with c.mu held.
+func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
+	var parents map[string]bool
+	for i, it := range items {
+		if it.rec.Kind == scripts.FinishCompleted && (parents != nil || len(c.parents) > 0) {
+			key := w.q.k.Job(it.rec.ID)
+			if parents[key] || c.parents[key] > 0 {
+				return i
+			}
+		}
+		if pk := it.rj.stored.parentKey; pk != "" {
+			if parents == nil {
+				parents = make(map[string]bool)
+			}
+			parents[pk] = true
+		}
+	}
+	return len(items)
+}
+
+// markParents adds delta to the count of the parents of batch's results
+// being written. Called with c.mu held.
+func (c *carriers) markParents(batch []*finishItem, delta int) {
+	for _, it := range batch {
+		pk := it.rj.stored.parentKey
+		if pk == "" {
+			continue
+		}
+		if c.parents == nil {
+			c.parents = make(map[string]int)
+		}
+		c.parents[pk] += delta
+		if c.parents[pk] <= 0 {
+			delete(c.parents, pk)
+		}
 	}
 }
 
