@@ -921,57 +921,101 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		// A FlowProducer gives a job without a custom id a random UUID,
 		// which would make the two runs differ: each gets "f<name>" instead.
 		flowOpts := func(a *difftest.Add) map[string]any {
-			r.noteJitter(a)
 			m := r.nodeOpts(a)
 			if a.JobID == "" {
 				m["jobId"] = "f" + a.Name
 			}
 			return m
 		}
-		flow := bullmqoracle.FlowJob{Name: s.Add.Name, QueueName: q, Data: s.Add.Data, Opts: flowOpts(s.Add)}
 		queueOf := func(a *difftest.Add) string {
 			if a.OtherQueue {
 				return difftest.OtherQueueName
 			}
 			return q
 		}
-		for _, c := range s.Children {
-			flow.Children = append(flow.Children, bullmqoracle.FlowJob{Name: c.Name, QueueName: queueOf(c), Data: c.Data, Opts: flowOpts(c)})
-		}
-		var got []string
-		if node {
-			ids, err := o.AddFlow(ctx, p, flow)
-			if err != nil {
-				return r.result("", err)
-			}
-			got = append(got, ids.ID)
-			for i := range s.Children {
-				got = append(got, ids.Children[i].ID)
-			}
-		} else {
-			node := func(a *difftest.Add) drover.FlowJob {
-				o := a.DroverOpts()
-				if o.JobID == "" {
-					o.JobID = "f" + a.Name
-				}
-				return drover.FlowJob{Name: a.Name, QueueName: queueOf(a), Data: a.Data, Opts: o}
-			}
-			root := node(s.Add)
-			for _, c := range s.Children {
-				root.Children = append(root.Children, node(c))
-			}
-			n, err := r.fp.Add(ctx, root)
-			if err != nil {
-				return r.result("", err)
-			}
-			got = append(got, n.Job.ID)
-			for _, c := range n.Children {
-				got = append(got, c.Job.ID)
-			}
-		}
-		r.ids[s.Add.Name] = got[0]
+		// The parents of a tree with grandchildren get timestamps a ms
+		// apart, root first: Node's FlowProducer stamps each job as it
+		// builds it and drover's stamps a tree at once, and the timestamp
+		// orders a queue's waiting-children set.
+		root := *s.Add // the tree: the step's parent with its children
+		root.Children = s.Children
+		var stamps map[*difftest.Add]int64
 		for i, c := range s.Children {
-			r.ids[c.Name] = got[1+i]
+			if len(c.Children) == 0 {
+				continue
+			}
+			if stamps == nil {
+				stamps = map[*difftest.Add]int64{&root: time.Now().UnixMilli()}
+			}
+			stamps[c] = stamps[&root] + 1 + int64(i)
+		}
+		var nodeFlow func(a *difftest.Add, queue string) bullmqoracle.FlowJob
+		nodeFlow = func(a *difftest.Add, queue string) bullmqoracle.FlowJob {
+			f := bullmqoracle.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: flowOpts(a)}
+			if ts, ok := stamps[a]; ok {
+				f.Opts["timestamp"] = ts
+			}
+			for _, c := range a.Children {
+				f.Children = append(f.Children, nodeFlow(c, queueOf(c)))
+			}
+			return f
+		}
+		var droverFlow func(a *difftest.Add, queue string) drover.FlowJob
+		droverFlow = func(a *difftest.Add, queue string) drover.FlowJob {
+			o := a.DroverOpts()
+			if o.JobID == "" {
+				o.JobID = "f" + a.Name
+			}
+			if ts, ok := stamps[a]; ok {
+				o.Timestamp = time.UnixMilli(ts)
+			}
+			f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
+			for _, c := range a.Children {
+				f.Children = append(f.Children, droverFlow(c, queueOf(c)))
+			}
+			return f
+		}
+		// got are the ids in the order of the tree, depth first, named by
+		// the adds in the same order (names).
+		var got, names []string
+		var walk func(a *difftest.Add)
+		walk = func(a *difftest.Add) {
+			r.noteJitter(a) // both runs: the comparison reads it
+			names = append(names, a.Name)
+			for _, c := range a.Children {
+				walk(c)
+			}
+		}
+		walk(&root)
+		if node {
+			ids, err := o.AddFlow(ctx, p, nodeFlow(&root, q))
+			if err != nil {
+				return r.result("", err)
+			}
+			var collect func(n *bullmqoracle.FlowIDs)
+			collect = func(n *bullmqoracle.FlowIDs) {
+				got = append(got, n.ID)
+				for i := range n.Children {
+					collect(&n.Children[i])
+				}
+			}
+			collect(ids)
+		} else {
+			n, err := r.fp.Add(ctx, droverFlow(&root, q))
+			if err != nil {
+				return r.result("", err)
+			}
+			var collect func(n *drover.JobNode)
+			collect = func(n *drover.JobNode) {
+				got = append(got, n.Job.ID)
+				for _, c := range n.Children {
+					collect(c)
+				}
+			}
+			collect(n)
+		}
+		for i, name := range names {
+			r.ids[name] = got[i]
 		}
 		return r.result(fmt.Sprint(got), nil)
 	case difftest.OpUpsertScheduler:

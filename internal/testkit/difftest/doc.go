@@ -24,7 +24,8 @@
 // getRateLimitTtl, getCountsPerPriority, isMaxed with the global limits, a
 // job's getChildrenValues, getDependencies and getDependenciesCount), manual processing (getNextJob / Worker.NextJob, the job's
 // finishes, with and without fetchNext, moveToWaitingChildren), flows (a parent
-// with children, each failure policy; a lone job with a parent link) and
+// with children, each failure policy, a child in a second queue, a child
+// with children of its own; a lone job with a parent link) and
 // job schedulers (upsert with every or a cron pattern, a limit and an end
 // date, and remove; runs promoted and taken by either
 // side's worker, which makes the next run). Drover does its share of each

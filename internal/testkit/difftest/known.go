@@ -125,13 +125,10 @@ func manualTakeOfDeferredFailure(p *Program) bool {
 		if s.Op == OpManualTake {
 			take = true
 		}
-		for _, c := range s.Children {
-			if c.OnParentFailure == "failParentOnFailure" {
+		for _, a := range s.adds() {
+			if a.OnParentFailure == "failParentOnFailure" {
 				deferred = true
 			}
-		}
-		if s.Add != nil && s.Add.OnParentFailure == "failParentOnFailure" {
-			deferred = true
 		}
 	}
 	return take && deferred

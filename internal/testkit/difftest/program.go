@@ -292,6 +292,9 @@ type Add struct {
 	// such a child stays queued; its parent's removal, cleaning and
 	// obliteration reach it there.
 	OtherQueue bool
+	// Children, on an OpAddFlow child, are its own children: it waits for
+	// them in waiting-children, the tree three levels deep.
+	Children []*Add
 }
 
 // OtherQueueName is the queue of flow children with Add.OtherQueue.
@@ -385,13 +388,17 @@ func (s *Step) NodeOnly() bool {
 	return false
 }
 
-// adds are the jobs the step adds.
+// adds are the jobs the step adds, a flow's grandchildren included.
 func (s *Step) adds() []*Add {
 	var out []*Add
 	if s.Add != nil {
 		out = append(out, s.Add)
 	}
-	return append(out, s.Children...)
+	for _, c := range s.Children {
+		out = append(out, c)
+		out = append(out, c.Children...)
+	}
+	return out
 }
 
 // NodeOpts are the add's options as Queue.add takes them.
@@ -557,6 +564,9 @@ func (s *Step) String() string {
 	}
 	for _, c := range s.Children {
 		parts = append(parts, "child "+c.String())
+		for _, g := range c.Children {
+			parts = append(parts, "grandchild "+g.String())
+		}
 	}
 	if s.Outcome != nil {
 		parts = append(parts, fmt.Sprintf("%+v", *s.Outcome))
@@ -812,6 +822,13 @@ func (a *Add) goString() string {
 	}
 	if a.OtherQueue {
 		f = append(f, "OtherQueue: true")
+	}
+	if len(a.Children) > 0 {
+		cs := make([]string, len(a.Children))
+		for i, c := range a.Children {
+			cs[i] = c.goString()
+		}
+		f = append(f, "Children: []*difftest.Add{"+strings.Join(cs, ", ")+"}")
 	}
 	return "&difftest.Add{" + strings.Join(f, ", ") + "}"
 }
