@@ -405,3 +405,58 @@ func TestDifferentialFlowDeepAdmin(t *testing.T) {
 		})
 	})
 }
+
+// TestDifferentialFlowExistingMiddle: a flow names as a middle job (one
+// with children of its own) an id that exists: waiting for its own
+// children, completed, or failed. BullMQ attaches the existing job to the
+// new parent and adds the new children under it all the same.
+//
+//	go test -count=1 -run 'TestDifferentialFlowExistingMiddle' ./internal/interoptest/
+func TestDifferentialFlowExistingMiddle(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	echo := bullmqoracle.Echo()
+	fail := bullmqoracle.Fail("broke")
+	by := bullmqoracle.FromData("behavior")
+	later := map[string]any{"delay": 3_600_000}
+	for _, tc := range []struct {
+		name  string
+		parts int // the parts queue's finished jobs once the flow's children ran
+		setup func(s side)
+	}{
+		{"WaitingChildren", 2, func(s side) {
+			s.flow(node("m", queueName, &echo, nil, node("g1", partsQueue, &echo, later)))
+		}},
+		{"Completed", 3, func(s side) {
+			s.flow(node("m", queueName, &echo, nil, node("g1", partsQueue, &echo, nil)))
+			s.work(partsQueue, by, 1)
+			s.work(queueName, by, 1)
+		}},
+		{"Failed", 2, func(s side) {
+			s.nodeAdd(queueName, "m", map[string]any{"behavior": fail}, map[string]any{"jobId": "m"})
+			s.work(queueName, by, 1)
+		}},
+		{"Waiting", 2, func(s side) {
+			s.nodeAdd(queueName, "m", map[string]any{"behavior": echo}, map[string]any{"jobId": "m", "delay": 3_600_000})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			differentialReads(t, setup, func(s side, checkpoint func(string), record func(string, any)) {
+				tc.setup(s)
+				checkpoint("set up")
+				s.addFlow(node("p2", queueName, &echo, map[string]any{"timestamp": 1_700_000_000_000},
+					node("m", queueName, &echo, map[string]any{"timestamp": 1_700_000_000_001},
+						node("g2", partsQueue, &echo, nil)),
+					node("c2", partsQueue, &echo, nil)))
+				checkpoint("flow naming m added")
+				record("p2", s.reads(queueName, "p2"))
+				record("m", s.reads(queueName, "m"))
+				s.work(partsQueue, by, tc.parts)
+				checkpoint("children worked")
+				record("p2", s.reads(queueName, "p2"))
+				record("m", s.reads(queueName, "m"))
+			})
+		})
+	}
+}
