@@ -460,3 +460,46 @@ func TestDifferentialFlowExistingMiddle(t *testing.T) {
 		})
 	}
 }
+
+// TestDifferentialFlowChildrenInPages: 300 children attached to an existing
+// parent in pages of 100, Node with Queue.addBulk and the parent option,
+// drover with FlowProducer.AddBulk of lone roots with FlowJob.Parent; then
+// worked, the parent holding every value.
+//
+//	go test -count=1 -run 'TestDifferentialFlowChildrenInPages' ./internal/interoptest/
+func TestDifferentialFlowChildrenInPages(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	differentialReads(t, setup, func(s side, checkpoint func(string), record func(string, any)) {
+		ctx := context.Background()
+		s.nodeAdd(queueName, "p", map[string]any{}, map[string]any{"jobId": "p", "delay": 3_600_000})
+		parent := map[string]any{"id": "p", "queue": s.b.prefix + ":" + queueName}
+		fp, err := drover.NewFlowProducer(s.b.rdb, &drover.FlowProducerOptions{Prefix: s.b.prefix})
+		require.NoError(t, err)
+		for page := range 3 {
+			var nodeJobs []bullmqoracle.BulkJob
+			var flows []drover.FlowJob
+			for i := range 100 {
+				id := fmt.Sprintf("c%03d", page*100+i)
+				data := map[string]any{"n": page*100 + i}
+				nodeJobs = append(nodeJobs, bullmqoracle.BulkJob{Name: "c", Data: data,
+					Opts: map[string]any{"jobId": id, "parent": parent, "timestamp": 1_700_000_000_000}})
+				flows = append(flows, drover.FlowJob{Name: "c", QueueName: partsQueue, Data: data,
+					Parent: &drover.JobRef{Prefix: s.b.prefix, Queue: queueName, ID: "p"},
+					Opts:   &drover.JobOptions{JobID: id, Timestamp: time.UnixMilli(1_700_000_000_000)}})
+			}
+			if s.by == nodeImpl {
+				_, err := s.b.oracle.AddBulk(ctx, s.b.prefix, partsQueue, nodeJobs)
+				require.NoError(t, err)
+			} else {
+				_, err := fp.AddBulk(ctx, flows)
+				require.NoError(t, err)
+			}
+		}
+		checkpoint("300 children added")
+		s.work(partsQueue, bullmqoracle.Echo(), 300)
+		checkpoint("children completed")
+		r := s.reads(queueName, "p")
+		record("values", len(r.Values))
+	})
+}
