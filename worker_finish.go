@@ -33,8 +33,8 @@ type carriers struct {
 	mu      sync.Mutex
 	pending []*finishItem // handed in, not yet in a batch
 	writing int           // goroutines carrying batches now, ≤ maxWriters
-	// parents counts the flow parents (keys) of the results being written
-	// now, for flowCut.
+	// parents counts the flow parents in this queue (by id) of the
+	// results being written now, for flowCut.
 	parents map[string]int
 	wg      sync.WaitGroup
 }
@@ -83,11 +83,11 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 		}
 		batch := slices.Clone(c.pending[:n])
 		c.pending = slices.Delete(c.pending, 0, n)
-		c.markParents(batch, 1)
+		c.markParents(w, batch, 1)
 		c.mu.Unlock()
 		next := w.writeBatch(batch)
 		c.mu.Lock()
-		c.markParents(batch, -1)
+		c.markParents(w, batch, -1)
 		if len(c.pending) > 0 {
 			// More results came in while this call ran: write them too,
 			// and start every fetched job on a goroutine of its own.
@@ -121,36 +121,43 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
 	var parents map[string]bool
 	for i, it := range items {
-		if it.rec.Kind == scripts.FinishCompleted && (parents != nil || len(c.parents) > 0) {
-			key := w.q.k.Job(it.rec.ID)
-			if parents[key] || c.parents[key] > 0 {
-				return i
-			}
+		if it.rec.Kind == scripts.FinishCompleted && (parents[it.rec.ID] || c.parents[it.rec.ID] > 0) {
+			return i
 		}
-		if pk := it.rj.stored.parentKey; pk != "" {
+		if id, ok := w.parentHere(it); ok {
 			if parents == nil {
 				parents = make(map[string]bool)
 			}
-			parents[pk] = true
+			parents[id] = true
 		}
 	}
 	return len(items)
 }
 
+// parentHere returns the id of the result's flow parent when that parent
+// is a job of the worker's queue (only those can share its calls).
+func (w *Worker) parentHere(it *finishItem) (string, bool) {
+	pk, base := it.rj.stored.parentKey, w.q.k.Base()
+	if len(pk) <= len(base) || pk[:len(base)] != base {
+		return "", false
+	}
+	return pk[len(base):], true
+}
+
 // markParents adds delta to the count of the parents of batch's results
 // being written. Called with c.mu held.
-func (c *carriers) markParents(batch []*finishItem, delta int) {
+func (c *carriers) markParents(w *Worker, batch []*finishItem, delta int) {
 	for _, it := range batch {
-		pk := it.rj.stored.parentKey
-		if pk == "" {
+		id, ok := w.parentHere(it)
+		if !ok {
 			continue
 		}
 		if c.parents == nil {
 			c.parents = make(map[string]int)
 		}
-		c.parents[pk] += delta
-		if c.parents[pk] <= 0 {
-			delete(c.parents, pk)
+		c.parents[id] += delta
+		if c.parents[id] <= 0 {
+			delete(c.parents, id)
 		}
 	}
 }
