@@ -304,6 +304,23 @@ func TestDifferentialFlowDeepAdmin(t *testing.T) {
 		})
 	})
 
+	t.Run("ObliterateParentsQueue", func(t *testing.T) {
+		t.Parallel()
+		differential(t, setup, func(s side, checkpoint func(string)) {
+			// q holds root and mid; their children and top are in parts.
+			s.flow(node("top", partsQueue, &echo, nil,
+				node("root", queueName, &echo, map[string]any{"timestamp": 1_700_000_000_000},
+					node("mid", queueName, &echo, map[string]any{"timestamp": 1_700_000_000_001},
+						node("leaf", partsQueue, &echo, later)),
+					node("c1", partsQueue, &echo, nil))))
+			checkpoint("added")
+			s.obliterate(queueName)
+			checkpoint("parents' queue obliterated")
+			s.work(partsQueue, by, 1)
+			checkpoint("an orphaned child completed")
+		})
+	})
+
 	t.Run("CleanCompletedParent", func(t *testing.T) {
 		t.Parallel()
 		differentialReads(t, setup, func(s side, checkpoint func(string), record func(string, any)) {
