@@ -5,6 +5,7 @@ package drover
 // job goroutines themselves (carriers).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -259,18 +260,22 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 
 // refusedCompletion is the error an attempt fails with when the finish
 // script refused its completion: the job became a flow parent while it ran
-// and a child is pending or failed. Its text is BullMQ's, so a job's
+// and a child is pending or failed; or the one Job.MoveToWaitingChildren
+// returns for a failed child. Its text is BullMQ's, so a job's
 // failedReason reads the same whichever worker ran it.
 type refusedCompletion struct {
 	jobID string
 	cause error // ErrPendingDependencies or ErrFailedChildren
+	// command is the BullMQ script the text names; "" = moveToFinished.
+	command string
 }
 
 func (e *refusedCompletion) Error() string {
+	command := cmp.Or(e.command, "moveToFinished")
 	if errors.Is(e.cause, ErrFailedChildren) {
-		return "Cannot complete job " + e.jobID + " because it has at least one failed child. moveToFinished"
+		return "Cannot complete job " + e.jobID + " because it has at least one failed child. " + command
 	}
-	return "Job " + e.jobID + " has pending dependencies. moveToFinished"
+	return "Job " + e.jobID + " has pending dependencies. " + command
 }
 
 func (e *refusedCompletion) Unwrap() error { return e.cause }

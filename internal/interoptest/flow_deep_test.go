@@ -520,3 +520,29 @@ func TestDifferentialFlowChildrenInPages(t *testing.T) {
 		record("values", len(r.Values))
 	})
 }
+
+// TestDifferentialWaitChildrenAfterFailedChild: a processor calls
+// moveToWaitingChildren after a child of its job failed with
+// failParentOnFailure. BullMQ refuses the move with an UnrecoverableError
+// ("Cannot complete job p because it has at least one failed child.
+// moveToWaitingChildren"), so the job fails for good whatever its attempts.
+//
+//	go test -count=1 -run 'TestDifferentialWaitChildrenAfterFailedChild' ./internal/interoptest/
+func TestDifferentialWaitChildrenAfterFailedChild(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	differential(t, setup, func(s side, checkpoint func(string)) {
+		echo := bullmqoracle.Echo()
+		park := bullmqoracle.Behavior{Kind: "waitChildren", Then: &echo}
+		s.nodeAdd(queueName, "p", map[string]any{}, map[string]any{"jobId": "p", "attempts": 3})
+		s.nodeAdd(partsQueue, "c", map[string]any{"behavior": bullmqoracle.Fail("child broke")}, map[string]any{
+			"jobId": "c", "failParentOnFailure": true, "parent": map[string]any{"id": "p", "queue": s.b.prefix + ":" + queueName}})
+		stop := s.b.startWorkerOn(s.t, s.by, queueName, workerSpec{behavior: bullmqoracle.WaitKey(s.gate(), park)})
+		s.waitActive(queueName, "p")
+		s.work(partsQueue, bullmqoracle.FromData("behavior"), 1)
+		s.openGate()
+		s.waitFinished(queueName, 1)
+		stop()
+		checkpoint("parent refused the move")
+	})
+}
