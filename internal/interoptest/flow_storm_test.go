@@ -366,3 +366,70 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestInteropFlowOneQueueRetention: flows whose parents and children share
+// one queue, the children removed or trimmed when they complete
+// (removeOnComplete true, {count: 3}, {age: 1}), worked by a Node and a
+// drover worker at concurrency 8 each: a child's completion, its removal,
+// its siblings' in the same call and its parent's release and run
+// interleave. Every parent must complete with all its children's values.
+//
+//	go test -count=1 -run 'TestInteropFlowOneQueueRetention' ./internal/interoptest/
+func TestInteropFlowOneQueueRetention(t *testing.T) {
+	t.Parallel()
+	b := newSetup(t)(t)
+	ctx := context.Background()
+	const flows, children = 20, 10
+	values := bullmqoracle.Behavior{Kind: "childrenValues"}
+	by := bullmqoracle.FromData("behavior")
+	for _, impl := range []impl{nodeImpl, droverImpl} {
+		b.startWorkerOn(t, impl, queueName, workerSpec{behavior: by, concurrency: 8})
+	}
+	fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	retention := []any{true, map[string]any{"count": 3}, map[string]any{"age": 1}}
+	for i := range flows {
+		var kids []bullmqoracle.FlowJob
+		for c := range children {
+			id := fmt.Sprintf("c%d-%d", i, c)
+			kids = append(kids, node(id, queueName, &[]bullmqoracle.Behavior{bullmqoracle.Return(id)}[0],
+				map[string]any{"removeOnComplete": retention[(i+c)%len(retention)]}))
+		}
+		f := node(fmt.Sprintf("p%d", i), queueName, &values, nil, kids...)
+		if i%2 == 0 {
+			_, err = b.oracle.AddFlow(ctx, b.prefix, f)
+		} else {
+			_, err = fp.Add(ctx, droverFlow(t, f))
+		}
+		require.NoError(t, err)
+	}
+	// The parents too are trimmed by their children's retention (it
+	// applies to the queue's whole completed set): their completed events
+	// carry what they returned.
+	done := map[string]string{}
+	deadline := time.Now().Add(time.Minute)
+	for len(done) < flows && time.Now().Before(deadline) {
+		for _, e := range readQueueEvents(t, b.rdb, b.prefix, queueName, 0, nil, time.Second) {
+			if e.Name == drover.EventCompleted && strings.HasPrefix(e.JobID, "p") {
+				done[e.JobID] = string(e.ReturnValue)
+			}
+		}
+	}
+	var bad []string
+	for i := range flows {
+		id := fmt.Sprintf("p%d", i)
+		rv, ok := done[id]
+		if !ok {
+			key := b.prefix + ":" + queueName + ":" + id
+			deps, _ := b.rdb.SMembers(ctx, key+":dependencies").Result()
+			reason, _ := b.rdb.HGet(ctx, key, "failedReason").Result()
+			bad = append(bad, fmt.Sprintf("%s not completed (pending %v, %q)", id, deps, reason))
+			continue
+		}
+		var got []string
+		if err := json.Unmarshal([]byte(rv), &got); err != nil || len(got) != children {
+			bad = append(bad, fmt.Sprintf("%s returned %s", id, rv))
+		}
+	}
+	require.Empty(t, bad)
+}
