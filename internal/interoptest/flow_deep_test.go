@@ -546,3 +546,32 @@ func TestDifferentialWaitChildrenAfterFailedChild(t *testing.T) {
 		checkpoint("parent refused the move")
 	})
 }
+
+// TestDifferentialLegacyChildWithoutParentField: a flow child stored with
+// a parentKey but no parent field (as BullMQ versions before the failure
+// policies stored children) releases its parent when it completes: BullMQ's
+// moveToFinished reads the parent's id and queue from parentKey then. A
+// failure without the field leaves the parent waiting, as in BullMQ (it
+// has no policy to read), unless the child is removed as it fails
+// (removeOnFail): then it leaves its parent's dependencies.
+//
+//	go test -count=1 -run 'TestDifferentialLegacyChildWithoutParentField' ./internal/interoptest/
+func TestDifferentialLegacyChildWithoutParentField(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	echo := bullmqoracle.Echo()
+	fail := bullmqoracle.Fail("broke")
+	by := bullmqoracle.FromData("behavior")
+	differential(t, setup, func(s side, checkpoint func(string)) {
+		ctx := context.Background()
+		s.flow(node("p", queueName, &echo, nil, node("c1", partsQueue, &echo, nil)))
+		s.flow(node("p2", queueName, &echo, nil, node("c2", partsQueue, &fail, map[string]any{"failParentOnFailure": true, "delay": 1})))
+		s.flow(node("p3", queueName, &echo, nil, node("c3", partsQueue, &fail, map[string]any{"removeOnFail": true, "delay": 2})))
+		for _, id := range []string{"c1", "c2", "c3"} {
+			require.NoError(t, s.b.rdb.HDel(ctx, s.b.prefix+":"+partsQueue+":"+id, "parent").Err())
+		}
+		checkpoint("legacy children")
+		s.work(partsQueue, by, 3)
+		checkpoint("children finished: p released, p2 waits, p3 released by c3's removal")
+	})
+}
