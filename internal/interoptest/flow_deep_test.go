@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
 
@@ -573,5 +574,44 @@ func TestDifferentialLegacyChildWithoutParentField(t *testing.T) {
 		checkpoint("legacy children")
 		s.work(partsQueue, by, 3)
 		checkpoint("children finished: p released, p2 waits, p3 released by c3's removal")
+	})
+}
+
+// TestDifferentialFlowOtherPrefix: a flow whose children live under
+// another prefix ("<prefix>:x", so one dump holds both), worked there, and
+// read back with getFlow.
+//
+//	go test -count=1 -run 'TestDifferentialFlowOtherPrefix' ./internal/interoptest/
+func TestDifferentialFlowOtherPrefix(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	echo := bullmqoracle.Echo()
+	fail := bullmqoracle.Fail("broke")
+	by := bullmqoracle.FromData("behavior")
+	differentialReads(t, setup, func(s side, checkpointAll func(string), record func(string, any)) {
+		other := newBundle(s.t, s.b.oracle, s.b.rdb, s.b.addr, s.b.prefix+":x")
+		checkpoint := func(label string) {
+			// drover's queue registry of the other prefix (drover's own
+			// listing aid, which Node does not write) is under this
+			// prefix's keys; the dump skips only this prefix's own.
+			require.NoError(s.t, s.b.rdb.Del(context.Background(), keys.Registry(other.prefix)).Err())
+			checkpointAll(label)
+		}
+		in := func(f bullmqoracle.FlowJob) bullmqoracle.FlowJob { f.Prefix = other.prefix; return f }
+		s.addFlow(node("p", queueName, &echo, map[string]any{"timestamp": 1_700_000_000_000},
+			in(node("m", partsQueue, &echo, map[string]any{"timestamp": 1_700_000_000_001},
+				node("g", queueName, &echo, nil))),
+			in(node("c1", partsQueue, &echo, nil)),
+			in(node("c2", partsQueue, &fail, map[string]any{"ignoreDependencyOnFailure": true}))))
+		checkpoint("added")
+		record("flow", s.getFlow(queueName, "p", 0, 0))
+		s.work(queueName, by, 1) // g: releases m in the other prefix
+		o := side{s.t, other, s.by}
+		o.work(partsQueue, by, 3)
+		checkpoint("other prefix worked: p released")
+		record("p", s.reads(queueName, "p"))
+		s.work(queueName, by, 2)
+		checkpoint("p completed")
+		record("flow", s.getFlow(queueName, "p", 0, 0))
 	})
 }
