@@ -796,11 +796,16 @@ func (r *programRun) nodeOpts(a *difftest.Add) map[string]any {
 // jobs (stalled ones included), and wait or prioritized holds one (nothing
 // delayed is ever due).
 func (r *programRun) ready(ctx context.Context) bool {
+	return r.readyIn(ctx, r.k)
+}
+
+// readyIn is ready for the queue of k.
+func (r *programRun) readyIn(ctx context.Context, k keys.Queue) bool {
 	r.t.Helper()
-	paused, err := r.rdb.HExists(ctx, r.k.Meta(), "paused").Result()
+	paused, err := r.rdb.HExists(ctx, k.Meta(), "paused").Result()
 	require.NoError(r.t, err)
-	if c, err := r.rdb.HGet(ctx, r.k.Meta(), "concurrency").Int64(); err == nil {
-		active, err := r.rdb.LLen(ctx, r.k.Active()).Result()
+	if c, err := r.rdb.HGet(ctx, k.Meta(), "concurrency").Int64(); err == nil {
+		active, err := r.rdb.LLen(ctx, k.Active()).Result()
 		require.NoError(r.t, err)
 		if active >= c {
 			return false
@@ -808,12 +813,12 @@ func (r *programRun) ready(ctx context.Context) bool {
 	} else if !errors.Is(err, redis.Nil) {
 		require.NoError(r.t, err)
 	}
-	if r.rateLimited(ctx) {
+	if r.rateLimitedIn(ctx, k) {
 		return false
 	}
-	n, err := r.rdb.LLen(ctx, r.k.Wait()).Result()
+	n, err := r.rdb.LLen(ctx, k.Wait()).Result()
 	require.NoError(r.t, err)
-	m, err := r.rdb.ZCard(ctx, r.k.Prioritized()).Result()
+	m, err := r.rdb.ZCard(ctx, k.Prioritized()).Result()
 	require.NoError(r.t, err)
 	return !paused && n+m > 0
 }
@@ -822,13 +827,18 @@ func (r *programRun) ready(ctx context.Context) bool {
 // moveToActive decides: a global rate limit (meta max) is set and the
 // limiter key counts at least max takes and still has time to live.
 func (r *programRun) rateLimited(ctx context.Context) bool {
+	return r.rateLimitedIn(ctx, r.k)
+}
+
+// rateLimitedIn is rateLimited for the queue of k.
+func (r *programRun) rateLimitedIn(ctx context.Context, k keys.Queue) bool {
 	r.t.Helper()
-	max, err := r.rdb.HGet(ctx, r.k.Meta(), "max").Float64()
+	max, err := r.rdb.HGet(ctx, k.Meta(), "max").Float64()
 	if errors.Is(err, redis.Nil) {
 		return false
 	}
 	require.NoError(r.t, err)
-	used, err := r.rdb.Get(ctx, r.k.Limiter()).Float64()
+	used, err := r.rdb.Get(ctx, k.Limiter()).Float64()
 	if errors.Is(err, redis.Nil) {
 		used = 0
 	} else {
@@ -837,7 +847,7 @@ func (r *programRun) rateLimited(ctx context.Context) bool {
 	if max > used {
 		return false
 	}
-	pttl, err := r.rdb.PTTL(ctx, r.k.Limiter()).Result()
+	pttl, err := r.rdb.PTTL(ctx, k.Limiter()).Result()
 	require.NoError(r.t, err)
 	return pttl > 0
 }
@@ -1068,14 +1078,18 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(strconv.FormatBool(ok), err)
 	case difftest.OpWork:
 		r.workRan = true
-		if !r.ready(ctx) {
+		wq, wk := q, r.k
+		if s.OtherQueue {
+			wq, wk = difftest.OtherQueueName, keys.New(p, difftest.OtherQueueName)
+		}
+		if !r.readyIn(ctx, wk) {
 			return "none"
 		}
 		if node {
-			got, err := o.StepWork(ctx, p, q, behaviorOf(s.Outcome))
+			got, err := o.StepWork(ctx, p, wq, behaviorOf(s.Outcome))
 			return r.result(got, err)
 		}
-		if got := r.droverWork(ctx, behaviorOf(s.Outcome)); got != "took none" {
+		if got := r.droverWork(ctx, wq, behaviorOf(s.Outcome)); got != "took none" {
 			return r.result(got, nil)
 		}
 		return "took none"
@@ -1455,14 +1469,14 @@ func (r *programRun) crossRead() []string {
 // fetching a next job (seam.NoFetchOnFinish), and the processor holds the
 // job until the worker is closing, so the worker takes no second job once
 // the first one's slot is free; then it does what bh says.
-func (r *programRun) droverWork(ctx context.Context, bh bullmqoracle.Behavior) string {
+func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqoracle.Behavior) string {
 	r.t.Helper()
 	got := make(chan string, 1)
 	release := make(chan struct{})
 	var once sync.Once
 	var calls atomic.Int32
 	proc := droverBehavior(bh, r.rdb)
-	w, err := drover.NewWorker(r.rdb, queueName, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
 		once.Do(func() { got <- job.ID })
 		<-release

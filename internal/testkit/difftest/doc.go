@@ -13,8 +13,9 @@
 // its modes with reschedule, keepLogs, stackTraceLimit, sizeLimit, and,
 // Node's only, a lifo that is not a bool: "false", "0", "", 0, 1), worker
 // steps that take the next
-// job and complete it with a value, fail it, fail it unrecoverably or
-// delay it ([Outcome]), stalls (the worker dies holding a job) and stalled
+// job (of the main queue or, sometimes, of the queue of flow children in
+// another queue) and complete it with a value, fail it, fail it
+// unrecoverably or delay it ([Outcome]), stalls (the worker dies holding a job) and stalled
 // checks, admin calls (retry with and without resets, retryJobs,
 // promote, promoteJobs, changeDelay, changePriority, remove, drain, clean,
 // obliterate, pause, resume, progress, log, updateData, global

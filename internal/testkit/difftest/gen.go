@@ -479,5 +479,6 @@ func (g *gen) work() Step {
 		// the job back (Worker.RateLimitError / ErrRateLimited).
 		o = Outcome{Kind: "rateLimited", Delay: Hour}
 	}
-	return Step{Op: OpWork, Outcome: &o}
+	// Sometimes the queue of flow children in OtherQueueName.
+	return Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
 }

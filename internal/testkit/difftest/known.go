@@ -256,7 +256,7 @@ type NormContext struct {
 	Others []string
 	// StartMs is the run's start (ms): delayed scores become minutes from it.
 	StartMs int64
-	// WorkRan drops the marker key (see Deliberate).
+	// WorkRan drops the marker keys (see Deliberate).
 	WorkRan bool
 	// Jitter sorts same-minute delayed members by name.
 	Jitter bool
@@ -333,7 +333,9 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 		}
 	}
 	if nc.WorkRan {
-		delete(raw.Keys, nc.Queue+":marker")
+		for _, q := range queues {
+			delete(raw.Keys, q+":marker")
+		}
 	}
 	if !nc.Known {
 		for _, k := range Known {

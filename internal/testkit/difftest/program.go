@@ -29,7 +29,7 @@ const (
 	// OpWork takes the next ready job, one job, and ends it with
 	// Step.Outcome (a Node Worker's processJob without fetching a next job;
 	// a drover Worker whose result write fetches none, closed before it
-	// takes another).
+	// takes another). With Step.OtherQueue it works OtherQueueName.
 	OpWork Op = "work"
 	// OpStall takes the next ready job and abandons it: the worker process
 	// dies, and the harness deletes the lock as its expiry would.
@@ -199,6 +199,9 @@ type Step struct {
 	Children []*Add
 	// Outcome is how OpWork ends its job.
 	Outcome *Outcome
+	// OtherQueue makes OpWork work OtherQueueName, where flow children
+	// with Add.OtherQueue wait: their parents wait across queues.
+	OtherQueue bool
 	// State is the state of OpRetry, OpRetryJobs, OpClean and OpGetJobs.
 	State string
 	// ResetMade and ResetStarted are OpRetry's reset options.
@@ -288,9 +291,9 @@ type Add struct {
 	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
 	OnParentFailure string
 	// OtherQueue puts a flow child in OtherQueueName, under the same
-	// prefix: its parent waits across queues. No step works that queue, so
-	// such a child stays queued; its parent's removal, cleaning and
-	// obliteration reach it there.
+	// prefix: its parent waits across queues. Work steps with
+	// Step.OtherQueue take it there; the other steps reach it through its
+	// parent (removal, cleaning, obliteration).
 	OtherQueue bool
 	// Children, on an OpAddFlow child, are its own children: it waits for
 	// them in waiting-children, the tree three levels deep.
@@ -580,6 +583,9 @@ func (s *Step) String() string {
 	if s.Op == OpChangeDelay || s.Op == OpClean || s.Op == OpSetGlobalRateLimit || s.Op == OpRateLimit {
 		parts = append(parts, fmt.Sprintf("delay=%d", s.Delay))
 	}
+	if s.OtherQueue {
+		parts = append(parts, "queue="+OtherQueueName)
+	}
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
@@ -662,6 +668,9 @@ func (s *Step) GoString() string {
 			cs[i] = c.goString()
 		}
 		f = append(f, "Children: []*difftest.Add{"+strings.Join(cs, ", ")+"}")
+	}
+	if s.OtherQueue {
+		f = append(f, "OtherQueue: true")
 	}
 	if o := s.Outcome; o != nil {
 		of := []string{fmt.Sprintf("Kind: %q", o.Kind)}

@@ -70,6 +70,9 @@ func simplifications(s *Step) []func(*Step) {
 	if s.By == Drover {
 		out = append(out, func(s *Step) { s.By = Node })
 	}
+	if s.OtherQueue {
+		out = append(out, func(s *Step) { s.OtherQueue = false })
+	}
 	for i := range s.Children {
 		if len(s.Children) > 1 {
 			out = append(out, func(s *Step) { s.Children = slices.Delete(s.Children, i, i+1) })
