@@ -72,10 +72,10 @@ func batchOrderRun(t *testing.T, childOpts *drover.JobOptions, childFn func() (a
 
 	// Redis pauses: a's and b's results take the worker's two writers,
 	// then y's and x's results wait, in that order, for the next call.
-	require.NoError(t, ctl.Do(ctx, "CLIENT", "PAUSE", 800, "ALL").Err())
+	require.NoError(t, ctl.Do(ctx, "CLIENT", "PAUSE", 1500, "ALL").Err())
 	for _, id := range []string{"a", "b", "y", "x"} {
 		close(gates[id])
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 	var state drover.JobState
 	testkit.WaitFor(t, 10*time.Second, "x finished", func() bool {
