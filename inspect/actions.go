@@ -111,7 +111,9 @@ type RetryResult struct {
 	Queue string          `json:"queue"`
 	State drover.JobState `json:"state"`
 	// Matched counts the jobs selected; Retried those moved; Skipped those
-	// that changed meanwhile (removed, retried by someone else).
+	// that changed meanwhile (removed, retried by someone else, or run again
+	// and finished since they were selected: a job is never retried twice
+	// for one request).
 	Matched int  `json:"matched"`
 	Retried int  `json:"retried"`
 	Skipped int  `json:"skipped"`
@@ -200,12 +202,21 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 			State: o.State, Count: o.ChunkSize, OlderThan: o.OlderThan, ResetAttemptsMade: o.ResetAttempts,
 			Pause: o.Pause, Progress: func(moved int) { progress(moved, max(res.Matched, moved)) },
 		})
+		if err == nil {
+			// Counted but not moved: they left the state meanwhile (someone
+			// retried or removed them), or failed again after the bound.
+			res.Skipped = max(res.Matched-res.Retried, 0)
+		}
 		return res, err
 	}
 
-	ids, excluded, err := i.matching(ctx, q, o.State, o.Filter, o.OlderThan, o.Limit, excludeUnrecoverable)
+	chosen, excluded, err := i.matching(ctx, q, o.State, o.Filter, o.OlderThan, o.Limit, excludeUnrecoverable)
 	if err != nil {
 		return nil, err
+	}
+	ids := make([]string, len(chosen))
+	for k, c := range chosen {
+		ids[k] = c.id
 	}
 	res.Matched, res.Excluded = len(ids), excluded
 	// Appended to the empty list res starts with: no match is [] in JSON,
@@ -217,15 +228,19 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	if o.DryRun {
 		return res, nil
 	}
-	retry := &drover.RetryOptions{ResetAttemptsMade: o.ResetAttempts}
-	for from := 0; from < len(ids); from += o.ChunkSize {
+	for from := 0; from < len(chosen); from += o.ChunkSize {
 		if from > 0 && o.Pause > 0 {
 			if err := sleep(ctx, o.Pause); err != nil {
 				return res, err
 			}
 		}
-		for _, id := range ids[from:min(from+o.ChunkSize, len(ids))] {
-			err := q.Job(id).Retry(ctx, o.State, retry)
+		for _, c := range chosen[from:min(from+o.ChunkSize, len(chosen))] {
+			// Moved only if it is the failure selected: a job someone else
+			// retried meanwhile that failed again (a later finishedOn) is
+			// skipped, or one request ran it twice, and a confirmed retry
+			// ran a job that failed after its preview.
+			id := c.id
+			err := q.Job(id).Retry(ctx, o.State, &drover.RetryOptions{ResetAttemptsMade: o.ResetAttempts, FinishedBy: c.finished})
 			switch {
 			case err == nil:
 				res.Retried++
@@ -251,8 +266,8 @@ func (i *Inspector) CountMatching(ctx context.Context, queue string, state drove
 	if err != nil {
 		return 0, err
 	}
-	ids, _, err := i.matching(ctx, q, state, filter, time.Time{}, 0, false)
-	return len(ids), err
+	chosen, _, err := i.matching(ctx, q, state, filter, time.Time{}, 0, false)
+	return len(chosen), err
 }
 
 // sample fills res.Sample from the first of res.IDs, and
@@ -280,11 +295,17 @@ func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.Jo
 	return nil
 }
 
-// matching lists the ids of state's jobs that pass filter, newest first,
-// reading the whole state in chunks. With excludeUnrecoverable it leaves out
-// jobs that failed as unrecoverable and counts them.
-func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, olderThan time.Time, limit int, excludeUnrecoverable bool) ([]string, int, error) {
-	var out []string
+// chosenJob is a job a bulk retry selected, with the finishedOn it had then.
+type chosenJob struct {
+	id       string
+	finished time.Time
+}
+
+// matching lists state's jobs that pass filter, newest first, reading the
+// whole state in chunks. With excludeUnrecoverable it leaves out jobs that
+// failed as unrecoverable and counts them.
+func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, olderThan time.Time, limit int, excludeUnrecoverable bool) ([]chosenJob, int, error) {
+	var out []chosenJob
 	excluded := 0
 	_, _, err := i.scanJobs(ctx, q, state, false, 0, func(j *drover.Job) bool {
 		if !filter.Match(j) || (!olderThan.IsZero() && j.FinishedOn.After(olderThan)) {
@@ -294,7 +315,7 @@ func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.
 			excluded++
 			return true
 		}
-		out = append(out, j.ID)
+		out = append(out, chosenJob{id: j.ID, finished: j.FinishedOn})
 		return limit <= 0 || len(out) < limit
 	})
 	if err != nil {

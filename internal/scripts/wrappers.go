@@ -649,8 +649,13 @@ func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, id string, prio
 }
 
 // Reprocess runs finished job id (in state "completed" or "failed") again.
-func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state string, resetMade, resetStarted bool) error {
-	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs())
+// finishedByMs > 0 refuses (ErrNotInState) a job that finished after it.
+func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state string, resetMade, resetStarted bool, finishedByMs int64) error {
+	by := ""
+	if finishedByMs > 0 {
+		by = strconv.FormatInt(finishedByMs, 10)
+	}
+	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs(), by)
 	return err
 }
 
