@@ -37,7 +37,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		"Moves failed (or completed) jobs back to wait in paced chunks. With ids, retries those jobs,\n"+
 		"including jobs that wait for their backoff (they run now).")
 	state := fs.String("state", "failed", "state to retry from: failed or completed")
-	filterExpr := fs.String("filter", "", `only jobs matching: name=NAME reason=TEXT left<=N`)
+	filterExpr := fs.String("filter", "", `only jobs matching: name=NAME reason=TEXT error=GROUP left<=N finished>=TIME`)
 	reset := fs.Bool("reset-attempts", false, "give each job its whole attempt budget back")
 	unrecoverable := fs.Bool("include-unrecoverable", false, "also retry failed jobs that failed as unrecoverable (left alone by default: they would fail again)")
 	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be retried")
