@@ -602,6 +602,8 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 		if err != nil {
 			return err
 		}
+		e.Detail += fmt.Sprintf(" matched=%d excluded=%d", res.Matched, res.Excluded)
+		e.JobIDs = auditIDs(res.IDs)
 		writeJSON(w, http.StatusOK, res)
 		return nil
 	}
@@ -613,7 +615,7 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	entry := *e
 	//nolint:contextcheck // the operation outlives the request on purpose: Handler.Close ends it
 	op, err := h.ops.start(Operation{Kind: "retry-jobs", Queue: e.Queue, User: e.User, Detail: e.Detail, Started: h.now()}, entry,
-		func(op Operation) { h.finished(entry, op) }, //nolint:contextcheck // audited after the request has ended
+		func(op Operation, ids []string) { h.finished(entry, op, ids) }, //nolint:contextcheck // audited after the request has ended
 		func(ctx context.Context, progress func(done, total int)) (*inspect.RetryResult, error) {
 			o := *opts
 			o.Progress = progress
@@ -633,7 +635,7 @@ const requestAuditWait = 10 * time.Second
 
 // finished audits the end of a background operation, in the name of whoever
 // started it.
-func (h *Handler) finished(start AuditEntry, op Operation) {
+func (h *Handler) finished(start AuditEntry, op Operation, ids []string) {
 	if start.audited != nil {
 		select { // the request's own entry first (record bounds its wait)
 		case <-start.audited:
@@ -643,7 +645,7 @@ func (h *Handler) finished(start AuditEntry, op Operation) {
 	e := start
 	e.audited = nil
 	e.Time, e.Action = h.now(), start.Action+"-finished"
-	e.Jobs = op.Retried
+	e.Jobs, e.JobIDs = op.Retried, ids
 	e.Detail = fmt.Sprintf("operation=%s %s: retried %d, skipped %d of %d", op.ID, op.Status, op.Retried, op.Skipped, op.Total)
 	e.Outcome = "ok"
 	switch op.Status {
@@ -812,11 +814,13 @@ func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 		if err != nil {
 			return err
 		}
+		e.Detail += fmt.Sprintf(" matched=%d", len(ids))
+		e.JobIDs = auditIDs(ids)
 		writeJSON(w, http.StatusOK, map[string]int{"matched": len(ids)})
 		return nil
 	}
 	ids, err := h.ins.Clean(r.Context(), e.Queue, req.State, grace, req.Limit)
-	e.Jobs = len(ids)
+	e.Jobs, e.JobIDs = len(ids), auditIDs(ids)
 	if err != nil {
 		return err
 	}

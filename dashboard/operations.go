@@ -57,6 +57,8 @@ type operation struct {
 	// cancelAudited is the audited channel of the request that cancelled
 	// the operation: its end entry waits for that request's entry too.
 	cancelAudited chan struct{}
+	// ids names the first jobs it selected, for its end entry.
+	ids []string
 }
 
 // operations owns the background operations of a Handler: it starts each
@@ -78,7 +80,7 @@ func newOperations() *operations {
 
 // start runs fn in the background as a new operation. fn reports progress
 // through its progress func; its result fills the operation's counts.
-func (o *operations) start(op Operation, entry AuditEntry, finish func(Operation),
+func (o *operations) start(op Operation, entry AuditEntry, finish func(op Operation, ids []string),
 	fn func(ctx context.Context, progress func(done, total int)) (*inspect.RetryResult, error),
 ) (Operation, error) {
 	o.mu.Lock()
@@ -114,6 +116,7 @@ func (o *operations) start(op Operation, entry AuditEntry, finish func(Operation
 			rec.Retried, rec.Skipped = res.Retried, res.Skipped
 			rec.Done = max(rec.Done, res.Retried+res.Skipped)
 			rec.Total = max(rec.Total, res.Matched)
+			rec.ids = auditIDs(res.IDs)
 		}
 		rec.Ended = time.Now()
 		switch {
@@ -124,7 +127,7 @@ func (o *operations) start(op Operation, entry AuditEntry, finish func(Operation
 		default:
 			rec.Status, rec.Error = OperationFailed, err.Error()
 		}
-		snap, cancelAudited := rec.Operation, rec.cancelAudited
+		snap, cancelAudited, ids := rec.Operation, rec.cancelAudited, rec.ids
 		o.mu.Unlock()
 		if cancelAudited != nil && ctx.Err() != nil {
 			select { // the cancel request's entry first
@@ -132,7 +135,7 @@ func (o *operations) start(op Operation, entry AuditEntry, finish func(Operation
 			case <-time.After(requestAuditWait):
 			}
 		}
-		finish(snap)
+		finish(snap, ids)
 	}()
 	return rec.Operation, nil
 }

@@ -109,7 +109,8 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 	}
 	ids, err := ins.Clean(ctx, queue, st, *grace, removeUpTo)
 	fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "clean", Queue: queue,
-		Detail: fmt.Sprintf("state=%s grace=%s limit=%d", st, *grace, removeUpTo), Jobs: len(ids)}, err)
+		Detail: fmt.Sprintf("state=%s grace=%s limit=%d", st, *grace, removeUpTo), Jobs: len(ids),
+		JobIDs: ids[:min(len(ids), dashboard.AuditJobIDsMax)]}, err)
 	if err != nil {
 		return err
 	}

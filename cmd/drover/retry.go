@@ -130,7 +130,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		e := dashboard.AuditEntry{Action: "retry-jobs", Queue: queue, Detail: fmt.Sprintf("state=%s filter=%q resetAttempts=%t includeUnrecoverable=%t limit=%d",
 			*state, *filterExpr, *reset, *unrecoverable, *limit)}
 		if res != nil {
-			e.Jobs = res.Retried
+			e.Jobs, e.JobIDs = res.Retried, res.IDs[:min(len(res.IDs), dashboard.AuditJobIDsMax)]
 			e.Detail += fmt.Sprintf(": retried %d, skipped %d of %d", res.Retried, res.Skipped, res.Matched)
 		}
 		fs.redis.record(ctx, c.errOut, e, err)

@@ -1408,7 +1408,10 @@
       el('td', {}, fmtTime(e.time)), el('td', {}, `${e.user || '?'}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
       el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
       el('td', {}, el('span', { class: `badge ${e.outcome === 'ok' ? 'rs-completed' : 'rs-failed'}` }, e.outcome)),
-      el('td', {}, [e.detail, e.error].filter(Boolean).join(' — ')), el('td', { class: 'mono' }, e.remote || ''))));
+      el('td', {}, [e.detail, e.error].filter(Boolean).join(' — '),
+        // The first jobs a bulk action chose (AuditJobIDsMax, 20 at most), so the log says which.
+        (e.jobIds || []).length ? el('div', { class: 'mono muted', 'data-job-ids': '' }, `jobs ${e.jobIds.join(', ')}${e.jobIds.length >= 20 ? ', …' : ''}`) : null),
+      el('td', { class: 'mono' }, e.remote || ''))));
     if (res.next) put(older, el('a', { href: `#/audit?log=${log}&before=${encodeURIComponent(res.next)}` }, 'Older entries →'));
   }
 
