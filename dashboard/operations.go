@@ -41,13 +41,18 @@ type Operation struct {
 	Detail string          `json:"detail"`
 	Status OperationStatus `json:"status"`
 	// Done counts the jobs handled so far (retried or skipped) of Total.
-	Done    int       `json:"done"`
-	Total   int       `json:"total"`
-	Retried int       `json:"retried"`
-	Skipped int       `json:"skipped"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended,omitzero"`
-	Error   string    `json:"error,omitempty"`
+	Done    int `json:"done"`
+	Total   int `json:"total"`
+	Retried int `json:"retried"`
+	Skipped int `json:"skipped"`
+	// Conflicts counts the skipped jobs a worker held (see GET
+	// /api/queues/{queue}/conflicts); Skips names up to
+	// inspect.RetrySkipsMax skipped jobs with why, once it has ended.
+	Conflicts int                  `json:"conflicts"`
+	Skips     []inspect.SkippedJob `json:"skips,omitempty"`
+	Started   time.Time            `json:"started"`
+	Ended     time.Time            `json:"ended,omitzero"`
+	Error     string               `json:"error,omitempty"`
 }
 
 type operation struct {
@@ -113,7 +118,7 @@ func (o *operations) start(op Operation, entry AuditEntry, finish func(op Operat
 		})
 		o.mu.Lock()
 		if res != nil {
-			rec.Retried, rec.Skipped = res.Retried, res.Skipped
+			rec.Retried, rec.Skipped, rec.Conflicts, rec.Skips = res.Retried, res.Skipped, res.Conflicts, res.Skips
 			rec.Done = max(rec.Done, res.Retried+res.Skipped)
 			rec.Total = max(rec.Total, res.Matched)
 			rec.ids = auditIDs(res.IDs)

@@ -127,6 +127,11 @@ type RetryResult struct {
 	Excluded int `json:"excluded"`
 	// IDs lists up to RetryIDsMax of the matched ids, newest first.
 	IDs []string `json:"ids"`
+	// Skips names up to RetrySkipsMax of the skipped jobs, each with why
+	// (removed, held by a worker, in another state now, run again since it
+	// was selected). A retry by age counts its skipped jobs but cannot
+	// name them.
+	Skips []SkippedJob `json:"skips"`
 	// NewestFinished is when the newest matched job finished (null when
 	// none matched). Passed back as RetryOptions.OlderThan (the API's
 	// olderThan), the retry takes the matched jobs and none that finished
@@ -136,6 +141,17 @@ type RetryResult struct {
 	// confirmation that says what will be retried.
 	Sample []JobSummary `json:"sample"`
 }
+
+// SkippedJob is a job a bulk retry selected and left as it was.
+type SkippedJob struct {
+	ID string `json:"id"`
+	// Reason is the refusal's own words ("job is locked by a worker",
+	// "job not in the expected state: it is waiting, not failed").
+	Reason string `json:"reason"`
+}
+
+// RetrySkipsMax bounds RetryResult.Skips.
+const RetrySkipsMax = 20
 
 // RetrySampleMax bounds RetryResult.Sample.
 const RetrySampleMax = 5
@@ -162,7 +178,7 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	if err != nil {
 		return nil, err
 	}
-	res := &RetryResult{Queue: queue, State: o.State, DryRun: o.DryRun, IDs: []string{}, Sample: []JobSummary{}}
+	res := &RetryResult{Queue: queue, State: o.State, DryRun: o.DryRun, IDs: []string{}, Sample: []JobSummary{}, Skips: []SkippedJob{}}
 	progress := func(done, total int) {
 		if o.Progress != nil {
 			o.Progress(done, total)
@@ -246,6 +262,14 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 				res.Retried++
 			case drover.IsRefusal(err):
 				res.Skipped++
+				if len(res.Skips) < RetrySkipsMax {
+					why := err
+					var je *drover.JobError
+					if errors.As(err, &je) {
+						why = je.Err // the job and queue are said already
+					}
+					res.Skips = append(res.Skips, SkippedJob{ID: id, Reason: why.Error()})
+				}
 				if errors.Is(err, drover.ErrJobLocked) {
 					res.Conflicts++
 					i.noteConflict(ctx, q, id, "bulk-retry", err)

@@ -165,10 +165,13 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.out, "retried %d of %d %s in %s%s in %s", res.Retried, res.Matched, what, queue, freshNote(*reset), time.Since(start).Round(time.Millisecond))
 	if res.Skipped > 0 {
-		fmt.Fprintf(c.out, " (%d skipped: they changed meanwhile)", res.Skipped)
+		fmt.Fprintf(c.out, " (%d skipped: they changed meanwhile, or a worker held them)", res.Skipped)
 	}
 	fmt.Fprint(c.out, excluded)
 	fmt.Fprintln(c.out)
+	for _, k := range res.Skips {
+		fmt.Fprintf(c.out, "  skipped %s: %s\n", k.ID, k.Reason)
+	}
 	return nil
 }
 

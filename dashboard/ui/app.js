@@ -518,6 +518,12 @@
         }
       };
     }
+    // skipWhy sums up why an operation skipped jobs: a worker held some
+    // (conflicts), the rest changed between the selection and their move.
+    const skipWhy = (o) => {
+      const held = o.conflicts || 0, moved = o.skipped - held;
+      return [held ? `${held} held by a worker` : '', moved ? `${moved} changed meanwhile` : ''].filter(Boolean).join(', ');
+    };
     // follow shows a background operation's progress until it ends.
     function follow(op) {
       const bar = el('progress', { max: Math.max(op.total, 1), value: op.done });
@@ -525,7 +531,8 @@
       const cancel = el('button', { onclick: async () => {
         try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST' }); } catch (e) { toast(e.message, true); }
       } }, 'Cancel');
-      const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel);
+      const skips = el('ul', { class: 'skips muted' });
+      const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel, skips);
       opBox.append(box);
       const show = (o) => {
         box.dataset.status = o.status;
@@ -533,7 +540,9 @@
         bar.value = o.done;
         line.textContent = o.status === 'running'
           ? `${o.done} of ${o.total || '?'} handled (${o.retried} retried)`
-          : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (they changed meanwhile)` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${o.error}` : ''}`;
+          : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (${skipWhy(o)})` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${o.error}` : ''}`;
+        // Each skipped job with why, as far as the operation names them.
+        put(skips, ...(o.skips || []).map((k) => el('li', { 'data-skip': k.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(k.id)}`, class: 'mono' }, k.id), `: ${k.reason}`)));
         if (o.status !== 'running') cancel.remove();
       };
       show(op);
