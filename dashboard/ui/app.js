@@ -42,10 +42,23 @@
     }
     return n;
   }
+  // oneAtATime runs a button's click handler unless the last click's run
+  // is still under way (a preview being fetched, its dialog open, the
+  // action sent): a second click of "Clean completed…" or "Promote…"
+  // opened a second dialog behind the first, and confirming both removed
+  // or promoted twice the jobs shown.
+  function oneAtATime(button, fn) {
+    return async (e) => {
+      if (button.getAttribute('aria-busy') === 'true') return;
+      button.setAttribute('aria-busy', 'true');
+      try { await fn(e); } finally { button.removeAttribute('aria-busy'); }
+    };
+  }
   function setAttrs(n, attrs) {
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === null || v === undefined || v === false) continue;
       if (k === 'text') n.textContent = String(v);
+      else if (k === 'onclick' && n.tagName === 'BUTTON') n.addEventListener('click', oneAtATime(n, v));
       else if (k.startsWith('on') && typeof v === 'function') n.addEventListener(k.slice(2), v);
       else n.setAttribute(k, v === true ? '' : String(v));
     }
@@ -198,6 +211,9 @@
   // Tab and Shift+Tab stay inside the dialog, and closing it gives the
   // focus back to what opened it, so a keyboard user is never lost.
   function confirmDialog(title, message, confirmLabel, danger) {
+    // One question at a time: a dialog asked while another is open (two
+    // buttons clicked in a row) is not shown, and is answered no.
+    if (document.querySelector('.modal-backdrop')) return Promise.resolve(false);
     return new Promise((resolve) => {
       const opener = document.activeElement;
       const onKey = (e) => {
