@@ -522,7 +522,10 @@
           const message = el('div', { id: 'retry-preview' },
             el('p', {}, `Retry ${what}${body.filter ? ` matching ${body.filter}` : ' (no filter: every one)'}, `,
               body.resetAttempts ? 'with fresh attempts (their budgets start over)' : 'keeping their spent attempts', '?', excluded,
-              ' They move back to wait in paced chunks; you can cancel while it runs.'),
+              ' They move back to wait in paced chunks; you can cancel while it runs.',
+              // What "these" means once jobs move: the ones counted now,
+              // less the ones that change before their turn.
+              ' Jobs that fail after this count are left for the next retry, and a job that changes before its turn (retried, removed, run again) is skipped.'),
             el('table', { class: 'sample' }, el('tbody', {}, ...dry.sample.map((j) => el('tr', { 'data-sample': j.id },
               el('td', { class: 'mono' }, j.id), el('td', {}, j.name), el('td', { class: 'reason' }, j.failedReason || ''))))),
             dry.matched > dry.sample.length ? el('p', { class: 'muted' }, `and ${dry.matched - dry.sample.length} more`) : null);
