@@ -222,6 +222,11 @@ func (h *Handler) cancelOperation(w http.ResponseWriter, r *http.Request, e *Aud
 	snap := h.ops.snapshot(op)
 	e.Queue = snap.Queue
 	e.Detail = fmt.Sprintf("operation=%s kind=%s done=%d/%d", snap.ID, snap.Kind, snap.Done, snap.Total)
+	if snap.Status != OperationRunning {
+		// Nothing to stop: a 200 (and an "ok" cancel in the audit log)
+		// claimed a cancel of an operation that had already ended.
+		return &httpError{status: http.StatusConflict, msg: fmt.Sprintf("operation %s has already ended (%s): nothing to cancel", snap.ID, snap.Status)}
+	}
 	e.audited = make(chan struct{}) // closed by act's record of e
 	h.ops.mu.Lock()
 	if op.cancelAudited == nil {

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -59,6 +60,13 @@ func TestUIBulkRetrySaysWhyItSkipped(t *testing.T) {
 	require.Equal(t, 1, op.Conflicts)
 	require.Len(t, op.Skips, 1)
 	require.Equal(t, "j1", op.Skips[0].ID)
+	// It has ended: a cancel now is refused, and audited as refused (it
+	// was a 200 and a cancel "ok" in the log).
+	require.Equal(t, http.StatusConflict, c.post("api/operations/"+op.ID+"/cancel", nil, nil))
+	require.Contains(t, string(c.lastBody), "has already ended (done): nothing to cancel")
+	last := b.audit.last(t)
+	require.Equal(t, "cancel-operation", last.Action)
+	require.Equal(t, "error", last.Outcome)
 	st, err := b.queue(t, "pay").GetJobState(ctx, "j1")
 	require.NoError(t, err)
 	require.Equal(t, drover.StateFailed, st, "left as it was")
