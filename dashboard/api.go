@@ -574,6 +574,9 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	// What was asked, as sent, for the entry of a request refused below
+	// (a bad filter or state); replaced by the parsed form once it passes.
+	e.Detail = fmt.Sprintf("state=%s filter=%q dryRun=%t limit=%d", req.State, req.Filter, req.DryRun, req.Limit)
 	// The request's own names in its errors, not inspect.RetryOptions'.
 	if req.State != "" && req.State != drover.StateFailed && req.State != drover.StateCompleted {
 		return badRequest("state must be failed or completed (the states a bulk retry takes jobs from), got %q", req.State)
@@ -795,6 +798,8 @@ func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 	if req.State == "" {
 		req.State = drover.StateCompleted
 	}
+	// As sent, for the entry of a request refused below.
+	e.Detail = fmt.Sprintf("state=%s grace=%q limit=%d dryRun=%t", req.State, req.Grace, req.Limit, req.DryRun)
 	grace := inspect.CleanGraceDefault
 	if req.Grace != "" {
 		var err error

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
 )
 
@@ -78,4 +79,25 @@ func TestBulkAuditNamesTheJobs(t *testing.T) {
 	)
 	shown := text(t, tab, `#audit tbody tr:first-child [data-job-ids]`)
 	require.Equal(t, "jobs "+strings.Join(done[:dashboard.AuditJobIDsMax], ", ")+", …", shown)
+}
+
+// TestRefusedBulkActionAuditSaysWhatWasAsked: a bulk retry or clean refused
+// for a bad parameter is audited with the parameters sent, so the log
+// says what was refused. Its Detail was empty.
+func TestRefusedBulkActionAuditSaysWhatWasAsked(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	b.add(t, "pay", "x", nil, nil)
+	c := b.as(t, "")
+	require.Equal(t, http.StatusBadRequest, c.post("api/queues/pay/retry", dashboard.RetryJobsRequest{Filter: "nmae=charge"}, nil))
+	e := b.audit.last(t)
+	require.Equal(t, "retry-jobs", e.Action)
+	require.Equal(t, "error", e.Outcome)
+	require.Contains(t, e.Detail, `filter="nmae=charge"`)
+	require.Equal(t, http.StatusBadRequest, c.post("api/queues/pay/retry", dashboard.RetryJobsRequest{State: drover.StateWaiting}, nil))
+	require.Contains(t, b.audit.last(t).Detail, "state=waiting")
+	require.Equal(t, http.StatusBadRequest, c.post("api/queues/pay/clean", dashboard.CleanRequest{Grace: "an hour"}, nil))
+	e = b.audit.last(t)
+	require.Equal(t, "clean", e.Action)
+	require.Contains(t, e.Detail, `grace="an hour"`)
 }
