@@ -601,6 +601,7 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 		return err
 	}
 	if req.DryRun {
+		markDryRun(r.Context())
 		res, err := h.ins.RetryJobs(r.Context(), e.Queue, opts)
 		if err != nil {
 			return err
@@ -815,6 +816,7 @@ func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 	}
 	e.Detail = fmt.Sprintf("state=%s grace=%s limit=%d dryRun=%t", req.State, grace, req.Limit, req.DryRun)
 	if req.DryRun {
+		markDryRun(r.Context())
 		ids, err := h.ins.CleanCandidates(r.Context(), e.Queue, req.State, grace, req.Limit)
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -433,8 +434,20 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), principalKey{}, p)
-		rec, err := boundedAction(w, r.WithContext(ctx), &e, fn)
+		dry := new(atomic.Bool)
+		rec, err := boundedAction(w, r.WithContext(context.WithValue(ctx, dryRunKey{}, dry)), &e, fn)
 		switch {
+		case errors.Is(err, drover.ErrOutcomeUnknown) && dry.Load():
+			// A dry run changes nothing: its timeout is a read's, not an
+			// action that "may or may not have happened".
+			e.Outcome, e.Error = "error", "dry run: "+err.Error()
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusServiceUnavailable, "Redis did not answer in time; this was a dry run, so nothing changed ("+err.Error()+")")
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			h.record(ctx, e)
+			return
 		case errors.Is(err, drover.ErrOutcomeUnknown):
 			e.Outcome, e.Error = outcomeUnknown, err.Error()
 			// Answer first: the audit store is in the Redis that does not
@@ -459,6 +472,17 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 		}
 		replay(w, rec)
 	})
+}
+
+// dryRunKey marks, in an action's context, an *atomic.Bool the action sets
+// (markDryRun) once it knows it is a dry run, before it reads Redis.
+type dryRunKey struct{}
+
+// markDryRun tells act that this request changes nothing.
+func markDryRun(ctx context.Context) {
+	if b, ok := ctx.Value(dryRunKey{}).(*atomic.Bool); ok {
+		b.Store(true)
+	}
 }
 
 // outcomeUnknown is the audit outcome, and the error answer's "outcome", of
