@@ -125,6 +125,10 @@ type RetryResult struct {
 	// alone because they failed as unrecoverable (see
 	// RetryOptions.IncludeUnrecoverable).
 	Excluded int `json:"excluded"`
+	// ExcludedByChild counts, of Excluded, the flow parents a child failed
+	// (FailedChild); the others failed as unrecoverable. A message that
+	// called them all unrecoverable gave the parents the wrong reason.
+	ExcludedByChild int `json:"excludedByChild"`
 	// IDs lists up to RetryIDsMax of the matched ids, newest first.
 	IDs []string `json:"ids"`
 	// Skips names up to RetrySkipsMax of the skipped jobs, each with why
@@ -230,11 +234,12 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	if err != nil {
 		return nil, err
 	}
+	res.ExcludedByChild = excluded.byChild
 	ids := make([]string, len(chosen))
 	for k, c := range chosen {
 		ids[k] = c.id
 	}
-	res.Matched, res.Excluded = len(ids), excluded
+	res.Matched, res.Excluded = len(ids), excluded.all
 	// Appended to the empty list res starts with: no match is [] in JSON,
 	// as the by-age path answers, not null.
 	res.IDs = append(res.IDs, ids[:min(len(ids), RetryIDsMax)]...)
@@ -328,22 +333,29 @@ type chosenJob struct {
 // matching lists state's jobs that pass filter, newest first, reading the
 // whole state in chunks. With excludeUnrecoverable it leaves out jobs that
 // failed as unrecoverable and counts them.
-func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, olderThan time.Time, limit int, excludeUnrecoverable bool) ([]chosenJob, int, error) {
+// excludedJobs counts the jobs matching left out as unrecoverable: all,
+// and byChild of them flow parents a child failed.
+type excludedJobs struct{ all, byChild int }
+
+func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, olderThan time.Time, limit int, excludeUnrecoverable bool) ([]chosenJob, excludedJobs, error) {
 	var out []chosenJob
-	excluded := 0
+	var excluded excludedJobs
 	_, _, err := i.scanJobs(ctx, q, state, false, 0, func(j *drover.Job) bool {
 		if !filter.Match(j) || (!olderThan.IsZero() && j.FinishedOn.After(olderThan)) {
 			return true
 		}
-		if excludeUnrecoverable && retryExcluded(failedForOf(j)) {
-			excluded++
+		if f := failedForOf(j); excludeUnrecoverable && retryExcluded(f) {
+			excluded.all++
+			if f == FailedChild {
+				excluded.byChild++
+			}
 			return true
 		}
 		out = append(out, chosenJob{id: j.ID, finished: j.FinishedOn})
 		return limit <= 0 || len(out) < limit
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, excludedJobs{}, err
 	}
 	return out, excluded, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/seed40057009/drover"
@@ -39,7 +40,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	state := fs.String("state", "failed", "state to retry from: failed or completed")
 	filterExpr := fs.String("filter", "", `only jobs matching: name=NAME reason=TEXT error=GROUP left<=N finished>=TIME`)
 	reset := fs.Bool("reset-attempts", false, "give each job its whole attempt budget back")
-	unrecoverable := fs.Bool("include-unrecoverable", false, "also retry failed jobs that failed as unrecoverable (left alone by default: they would fail again)")
+	unrecoverable := fs.Bool("include-unrecoverable", false, "also retry failed jobs that failed as unrecoverable or by a failed child (left alone by default: they would fail again)")
 	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be retried")
 	limit := fs.Int("limit", 0, "retry at most this many jobs, newest first (0 = all)")
 	chunk := fs.Int("chunk", inspect.RetryChunkDefault, "jobs per chunk")
@@ -150,7 +151,14 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	}
 	excluded := ""
 	if res.Excluded > 0 {
-		excluded = fmt.Sprintf("; %d failed as unrecoverable left alone (--include-unrecoverable retries them)", res.Excluded)
+		var why []string
+		if n := res.Excluded - res.ExcludedByChild; n > 0 {
+			why = append(why, fmt.Sprintf("%d failed as unrecoverable", n))
+		}
+		if res.ExcludedByChild > 0 {
+			why = append(why, fmt.Sprintf("%d flow parents failed by a child", res.ExcludedByChild))
+		}
+		excluded = fmt.Sprintf("; %s left alone (--include-unrecoverable retries them)", strings.Join(why, " and "))
 	}
 	if res.DryRun {
 		fmt.Fprintf(c.out, "dry run: would retry %d %s in %s%s%s\n", res.Matched, what, queue, freshNote(*reset), excluded)

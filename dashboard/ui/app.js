@@ -504,7 +504,7 @@
       const reset = el('input', { type: 'checkbox', name: 'reset' });
       const unrec = el('input', { type: 'checkbox', name: 'include-unrecoverable' });
       bulk.append(el('label', {}, reset, 'with fresh attempts'));
-      if (state === 'failed') bulk.append(el('label', {}, unrec, 'include jobs that failed as unrecoverable'));
+      if (state === 'failed') bulk.append(el('label', {}, unrec, 'include jobs that failed as unrecoverable or by a failed child'));
       bulk.append(el('button', {
         class: 'primary', id: 'bulk-retry',
         onclick: () => bulkRetry(shownFilter()),
@@ -516,7 +516,14 @@
           const body = { state, filter: filterText, resetAttempts: reset.checked, includeUnrecoverable: state === 'failed' && unrec.checked };
           let dry;
           try { dry = await api(`queues/${seg(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
-          const excluded = dry.excluded ? ` ${dry.excluded} job${dry.excluded === 1 ? '' : 's'} that failed as unrecoverable ${dry.excluded === 1 ? 'is' : 'are'} left out.` : '';
+          // Left out, each with its own reason: failed as unrecoverable, or
+          // a flow parent a child failed (running it does not bring the
+          // child back).
+          const unrecoverable = (dry.excluded || 0) - (dry.excludedByChild || 0), byChild = dry.excludedByChild || 0;
+          const excluded = [
+            unrecoverable ? ` ${unrecoverable} job${unrecoverable === 1 ? '' : 's'} that failed as unrecoverable ${unrecoverable === 1 ? 'is' : 'are'} left out.` : '',
+            byChild ? ` ${byChild} flow parent${byChild === 1 ? '' : 's'} that a failed child failed ${byChild === 1 ? 'is' : 'are'} left out.` : '',
+          ].join('');
           if (!dry.matched) { toast(`No job matches.${excluded}`); return; }
           const what = `${dry.matched} ${state} job${dry.matched === 1 ? '' : 's'}`;
           const message = el('div', { id: 'retry-preview' },
