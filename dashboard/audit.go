@@ -47,8 +47,10 @@ type AuditEntry struct {
 	// jobs, not only how many.
 	JobIDs []string `json:"jobIds,omitempty"`
 	// Outcome is ok, denied (auth, role, CSRF, read-only), throttled,
-	// error, or unknown (Redis did not answer in time, and
-	// the action may or may not have happened).
+	// error, unknown (Redis did not answer in time, and
+	// the action may or may not have happened), or replayed (a resend with
+	// the Idempotency-Key of a request already answered: that answer again,
+	// nothing done).
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 	// Remote is the client's address; for the drover command, the host it
