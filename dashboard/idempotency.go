@@ -71,12 +71,12 @@ func (s *store) claimIdempotency(ctx context.Context, user string, r *http.Reque
 			break
 		}
 	}
-	switch {
-	case v == "":
+	switch v {
+	case "":
 		return nil, errors.New("the Idempotency-Key could not be claimed: it expired twice while read")
-	case v == idemPending:
+	case idemPending:
 		c.busy = true
-	case v == idemUnknown:
+	case idemUnknown:
 		c.unknown = true
 	default:
 		var a keptAnswer
