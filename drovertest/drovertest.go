@@ -112,8 +112,14 @@ func (k *Kit) Now() time.Time { return k.clock.Now() }
 
 // Advance moves the kit's clock, and the engine's key expiry with it, by
 // d, and wakes the kit's workers: delayed jobs and backoffs that are due
-// now run, locks older than d expire.
+// now run, locks older than d expire. Time does not go back: a negative d
+// fails the test and moves nothing (the clock moved back would make due
+// jobs not due and lengthen every key's time to live).
 func (k *Kit) Advance(d time.Duration) {
+	k.t.Helper()
+	if d < 0 {
+		k.t.Fatalf("drovertest: Advance needs a duration >= 0, got %s", d)
+	}
 	// The engine's expiry first: a worker fetching between the two takes
 	// nothing newly due yet. The other way round, a job due on the moved
 	// clock could be taken and locked before the fast-forward, which then

@@ -283,3 +283,19 @@ func TestRequireAddedArgsInterface(t *testing.T) {
 	require.Nil(t, panicked)
 	require.Equal(t, "drovertest: RequireAddedArgs: drover.JobArgs.Kind() panicked on a zero value (runtime error: invalid memory address or nil pointer dereference)", msg)
 }
+
+// TestAdvanceNegative: Advance with a negative duration fails the test
+// with a message and leaves the clock where it was; it used to move the
+// kit's clock back and lengthen every key's time to live, so jobs due by
+// the old clock were not due any more.
+func TestAdvanceNegative(t *testing.T) {
+	t.Parallel()
+	rec := &fatalRecorder{TB: t}
+	k := drovertest.New(rec)
+	before := k.Now()
+	msg := runRecorded(rec, func() { k.Advance(-time.Second) })
+	require.Equal(t, "drovertest: Advance needs a duration >= 0, got -1s", msg)
+	require.Equal(t, before, k.Now())
+	k.Advance(0)
+	require.Equal(t, before, k.Now())
+}
