@@ -29,6 +29,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/embedredis"
+	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/seam"
 )
 
@@ -453,7 +454,8 @@ func holds(jobs []*drover.Job) string {
 
 // RequireAddedArgs is RequireAdded for a typed job: it finds the one job of
 // T's kind in queue and returns its data decoded into a T (T may be a
-// pointer type).
+// pointer type). Data that is JSON null fails the test, as Work fails such
+// a job.
 func RequireAddedArgs[T drover.JobArgs](t testing.TB, k *Kit, queue string) T {
 	t.Helper()
 	var args T
@@ -463,6 +465,9 @@ func RequireAddedArgs[T drover.JobArgs](t testing.TB, k *Kit, queue string) T {
 		return args
 	}
 	job := RequireAdded(t, k, queue, kind)
+	if jobcodec.IsNull(job.Data) {
+		t.Fatalf("drovertest: job %s (%q) in queue %q: data does not decode as %T: the data is null", job.ID, job.Name, queue, args)
+	}
 	if err := json.Unmarshal(job.Data, &args); err != nil {
 		t.Fatalf("drovertest: job %s (%q) in queue %q: data does not decode as %T: %v", job.ID, job.Name, queue, args, err)
 	}

@@ -2,6 +2,7 @@ package drovertest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -298,4 +299,21 @@ func TestAdvanceNegative(t *testing.T) {
 	require.Equal(t, before, k.Now())
 	k.Advance(0)
 	require.Equal(t, before, k.Now())
+}
+
+// TestRequireAddedArgsNullData: a job of T's kind whose data is JSON null
+// fails the test, value T or pointer T, as drover.Work fails such a job;
+// RequireAddedArgs used to return T's zero value (or a nil pointer) as if
+// the job had been added with empty fields.
+func TestRequireAddedArgsNullData(t *testing.T) {
+	t.Parallel()
+	k := drovertest.New(t)
+	_, err := k.Queue("receipts").Add(context.Background(), "receipt", json.RawMessage("null"), &drover.JobOptions{JobID: "n"})
+	require.NoError(t, err)
+	rec := &fatalRecorder{TB: t}
+	msg := runRecorded(rec, func() { drovertest.RequireAddedArgs[Receipt](rec, k, "receipts") })
+	require.Equal(t, `drovertest: job n ("receipt") in queue "receipts": data does not decode as drovertest_test.Receipt: the data is null`, msg)
+	rec = &fatalRecorder{TB: t}
+	msg = runRecorded(rec, func() { drovertest.RequireAddedArgs[*Receipt](rec, k, "receipts") })
+	require.Equal(t, `drovertest: job n ("receipt") in queue "receipts": data does not decode as *drovertest_test.Receipt: the data is null`, msg)
 }
