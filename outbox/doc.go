@@ -81,5 +81,7 @@
 // type it does not know; AddTx refuses the others), or that Redis refuses
 // whatever the retry (a key of its queue holding another type, WRONGTYPE; a
 // row over the server's proto-max-bulk-len), is marked failed with the
-// reason and logged at error level; the other rows of its batch go on.
+// reason and logged at error level; the other rows of its batch go on. On a
+// Redis Cluster that includes a row whose queue name has no {hash tag} when
+// the relay's prefix has none either (see [NewRelay]).
 package outbox

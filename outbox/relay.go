@@ -200,6 +200,14 @@ type testHooks struct {
 // I/O; Start or Flush does. Whoever created rdb closes it, after Close.
 // Options every queue would refuse, RelayOptions.QueueOptions included, are
 // refused here with an error wrapping drover.ErrInvalidOption.
+//
+// On a Redis Cluster each queue's keys must share a hash slot, so the
+// prefix (QueueOptions.Prefix) or the queue name must carry a {hash tag},
+// as for drover.NewQueue. With a tagged prefix every row is relayed; with
+// an untagged one, a row whose queue name has no tag names a queue no
+// producer or worker can use there, and is marked failed with that reason
+// (neither AddTx, which does not know the Redis server, nor NewRelay, which
+// does not know the rows, can refuse it sooner).
 func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *RelayOptions) (*Relay, error) {
 	if outbox == nil || pgsql.IsNil(rdb) {
 		return nil, errors.New("outbox: NewRelay needs an outbox and a Redis client")
@@ -211,8 +219,10 @@ func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *Relay
 	}
 	// QueueOptions every queue refuses would otherwise surface at relay
 	// time, as a refusal of every row: each marked failed, for good. A
-	// queue made and dropped here does no I/O.
-	if _, err := drover.NewQueue(rdb, "outbox", o.QueueOptions); err != nil {
+	// queue made and dropped here does no I/O. Its name carries a hash
+	// tag: on a Redis Cluster a prefix without one is fine for the rows
+	// whose queue names have one, and only those rows can tell.
+	if _, err := drover.NewQueue(rdb, "{outbox}", o.QueueOptions); err != nil {
 		return nil, fmt.Errorf("outbox: RelayOptions.QueueOptions: %w", err)
 	}
 	return &Relay{
