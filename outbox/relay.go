@@ -555,12 +555,22 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 		ids    []int64
 		jobIDs []string
 	)
-	for _, s := range results {
+	lost := 0 // rows another relay took over while this batch ran (SQLite's lease ran out)
+	for i := range results {
+		s := &results[i]
 		if s.failure != nil {
-			stats.Failed++
-			if err := b.markFailed(ctx, s.row.id, s.failure.Error(), now); err != nil {
+			marked, err := b.markFailed(ctx, s.row.id, s.failure.Error(), now)
+			if err != nil {
 				return Stats{}, len(rows), fmt.Errorf("outbox: mark row %d failed: %w", s.row.id, err)
 			}
+			if !marked {
+				// Its holder decides; this batch's verdict is not logged
+				// as if it stood.
+				s.failure = nil
+				lost++
+				continue
+			}
+			stats.Failed++
 			continue
 		}
 		switch s.outcome {
@@ -575,9 +585,11 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 		jobIDs = append(jobIDs, s.jobID)
 	}
 	if len(ids) > 0 {
-		if err := b.markSent(ctx, ids, jobIDs, now); err != nil {
+		marked, err := b.markSent(ctx, ids, jobIDs, now)
+		if err != nil {
 			return Stats{}, len(rows), fmt.Errorf("outbox: mark %d rows sent: %w", len(ids), err)
 		}
+		lost += len(ids) - marked
 	}
 	if err := callHook(ctx, r.hooks.beforeCommit); err != nil {
 		return Stats{}, len(rows), err
@@ -592,6 +604,10 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 				slog.Int64(logkey.OutboxID, s.row.id), slog.String(logkey.Queue, s.row.queue),
 				slog.String(logkey.JobID, s.jobID), slog.Any(logkey.Error, s.failure))
 		}
+	}
+	if lost > 0 {
+		r.logger.WarnContext(ctx, "outbox rows taken over by another relay while this batch ran; its verdict on them stands",
+			slog.Int(logkey.Count, lost))
 	}
 	r.logger.InfoContext(ctx, "outbox batch relayed",
 		slog.Int(logkey.Count, stats.Sent()), slog.Int(logkey.Created, stats.Created),

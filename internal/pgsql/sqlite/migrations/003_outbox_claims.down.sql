@@ -1,0 +1,2 @@
+ALTER TABLE drover_outbox DROP COLUMN claimed_until;
+ALTER TABLE drover_outbox DROP COLUMN claim_token;
