@@ -73,17 +73,18 @@ func (s sqlite) claim(ctx context.Context, limit int) (batch, error) {
 	if !found {
 		return &liteBatch{db: s.db}, nil
 	}
-	token := rand.Text()
-	if _, err := s.db.ExecContext(ctx, liteClaim, limit, token, now.Add(s.lease).UnixMilli(), now.UnixMilli()); err != nil {
-		return nil, claimHint(err)
+	b := &liteBatch{db: s.db, token: rand.Text()}
+	_, err := s.db.ExecContext(ctx, liteClaim, limit, b.token, now.Add(s.lease).UnixMilli(), now.UnixMilli())
+	if err == nil {
+		err = b.read(ctx)
 	}
-	b := &liteBatch{db: s.db, token: token}
-	if err := b.read(ctx); err != nil {
-		// Detached from ctx, which may be what failed, and bounded.
+	if err != nil {
+		// The claim may have landed (ctx ended as it ran): give it back,
+		// detached from ctx, which may be what failed, and bounded.
 		rctx, cancel := pgsql.RollbackContext(ctx)
 		defer cancel()
 		_ = b.rollback(rctx)
-		return nil, err
+		return nil, claimHint(err)
 	}
 	return b, nil
 }
