@@ -39,7 +39,8 @@ var (
 // the same database, when it could only wait for the enclosing Do's open
 // transaction, which waits for it: with the same operation key on any
 // database, and with any key on SQLite, whose single write lock the
-// enclosing transaction holds. Nothing ran or was written. To make another
+// enclosing transaction holds. Nothing ran or was written, and retrying
+// the same code will not help: it is a programming error. To make another
 // key part of the same unit of work, claim it in the enclosing function's
 // transaction with ClaimTx and CompleteTx.
 var ErrNestedDo = errors.New("idempotency: Do inside the function of a Do it would wait for")
