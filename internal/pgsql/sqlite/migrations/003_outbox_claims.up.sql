@@ -8,3 +8,7 @@
 -- LOCKED gives. Both are NULL on a row nobody holds.
 ALTER TABLE drover_outbox ADD COLUMN claim_token TEXT;
 ALTER TABLE drover_outbox ADD COLUMN claimed_until INTEGER;
+
+-- A batch reads and releases its rows by token without scanning a backlog
+-- of pending rows.
+CREATE INDEX drover_outbox_claims ON drover_outbox (claim_token) WHERE claim_token IS NOT NULL;
