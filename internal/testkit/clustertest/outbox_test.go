@@ -53,6 +53,7 @@ func TestOutboxRelayHashTags(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, ob.AddTx(ctx, tx, "orders", "ship", map[string]int{"n": 1}, nil))
 			require.NoError(t, ob.AddTx(ctx, tx, "{orders}", "ship", map[string]int{"n": 2}, nil))
+			require.NoError(t, ob.AddTx(ctx, tx, "{payments}", "ship", map[string]int{"n": 3}, nil)) // another slot, same batch
 			require.NoError(t, tx.Commit())
 
 			relay, err := outbox.NewRelay(ob, rdb, &outbox.RelayOptions{QueueOptions: &drover.QueueOptions{Prefix: prefix}})
@@ -71,22 +72,22 @@ func TestOutboxRelayHashTags(t *testing.T) {
 			require.NoError(t, rs.Err())
 			require.NoError(t, rs.Close())
 
-			tagged := outboxRow{Queue: "{orders}", JobID: "outbox-2", Sent: true}
+			tagged := []outboxRow{{Queue: "{orders}", JobID: "outbox-2", Sent: true}, {Queue: "{payments}", JobID: "outbox-3", Sent: true}}
 			if c.tagged {
-				require.Equal(t, outbox.Stats{Created: 2}, stats)
-				require.Equal(t, []outboxRow{{Queue: "orders", JobID: "outbox-1", Sent: true}, tagged}, rows)
+				require.Equal(t, outbox.Stats{Created: 3}, stats)
+				require.Equal(t, append([]outboxRow{{Queue: "orders", JobID: "outbox-1", Sent: true}}, tagged...), rows)
 			} else {
-				require.Equal(t, outbox.Stats{Created: 1, Failed: 1}, stats)
+				require.Equal(t, outbox.Stats{Created: 2, Failed: 1}, stats)
 				require.Equal(t, []outboxRow{{Queue: "orders", Failed: true,
 					LastError: `invalid option: queue "orders" with prefix "` + prefix + `" on a Redis Cluster: ` +
 						`its keys would spread over many hash slots and its scripts would fail with CROSSSLOT; ` +
-						`put a hash tag in the prefix (Prefix: "{` + prefix + `}") or in the queue name ("{orders}")`}, tagged}, rows)
+						`put a hash tag in the prefix (Prefix: "{` + prefix + `}") or in the queue name ("{orders}")`}, tagged[0], tagged[1]}, rows)
 			}
-			for _, name := range []string{"orders", "{orders}"} {
+			for _, name := range []string{"orders", "{orders}", "{payments}"} {
 				if name == "orders" && !c.tagged {
 					continue
 				}
-				job, err := newQueue(t, rdb, prefix, name).GetJob(ctx, map[string]string{"orders": "outbox-1", "{orders}": "outbox-2"}[name])
+				job, err := newQueue(t, rdb, prefix, name).GetJob(ctx, map[string]string{"orders": "outbox-1", "{orders}": "outbox-2", "{payments}": "outbox-3"}[name])
 				require.NoError(t, err, name)
 				require.Equal(t, "ship", job.Name, name)
 			}
