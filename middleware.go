@@ -18,7 +18,9 @@ type AddFunc func(ctx context.Context, jobs []BulkJob) ([]*AddResult, error)
 // (all its jobs in one call), before the jobs are validated and encoded.
 // It may change the jobs (their Data, their Opts, even add or drop jobs),
 // the context, or the results and the error next returns; it may also
-// return without calling next. It must not write through the Opts pointers
+// return without calling next. With a nil error it must return one non-nil
+// result per job it was given, in order: Add and AddBulk return an error
+// otherwise (what next stored stays stored). It must not write through the Opts pointers
 // it was given, which belong to the caller: to change options, set Opts to
 // a changed copy. jobs is the middleware's own slice.
 //
@@ -231,8 +233,46 @@ func (q *Queue) addThrough(ctx context.Context, bj BulkJob) (*AddResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	if len(res) != 1 || res[0] == nil {
-		return nil, fmt.Errorf("add job %q to queue %q: AddMiddleware returned %d results for one job", bj.Name, q.name, len(res))
+	if err := chainResults("AddMiddleware", res, 1, "result", "job"); err != nil {
+		return nil, fmt.Errorf("add job %q to queue %q: %w", bj.Name, q.name, err)
 	}
 	return res[0], nil
+}
+
+// addBulkThrough runs AddBulk's chain; jobs is the chain's own copy.
+func (q *Queue) addBulkThrough(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
+	n := len(jobs)
+	res, err := q.addBulkChain(ctx, jobs)
+	if err != nil {
+		return res, err
+	}
+	if err := chainResults("AddMiddleware", res, n, "result", "job"); err != nil {
+		return nil, fmt.Errorf("add %s to queue %q: %w", count(n, "job"), q.name, err)
+	}
+	return res, nil
+}
+
+// chainResults checks what a middleware chain (mw names its type) returned
+// with a nil error for n items: one non-nil result per item, in order, as
+// Add, AddBulk and FlowProducer.Add/AddBulk promise their callers. Without
+// it a dropped or extra result put every later one against the wrong item,
+// and a nil one read as stored. The items the chain stored stay stored.
+func chainResults[T any](mw string, res []*T, n int, result, item string) error {
+	if len(res) != n {
+		return fmt.Errorf("%s returned %s for %s", mw, count(len(res), result), count(n, item))
+	}
+	for i, r := range res {
+		if r == nil {
+			return fmt.Errorf("%s returned a nil %s for %s %d of %d", mw, result, item, i, n)
+		}
+	}
+	return nil
+}
+
+// count is "1 job", "2 jobs".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -127,7 +127,57 @@ func TestAddMiddleware(t *testing.T) {
 		q, err := drover.NewQueue(rdb, "drop", &drover.QueueOptions{Prefix: prefix, AddMiddleware: []drover.AddMiddleware{drop}})
 		require.NoError(t, err)
 		_, err = q.Add(ctx, "x", nil, nil)
-		require.ErrorContains(t, err, "AddMiddleware returned 0 results for one job")
+		require.ErrorContains(t, err, "AddMiddleware returned 0 results for 1 job")
+	})
+
+	// BulkWrongResultsAreAnError: AddBulk holds its middleware to what Add
+	// does, one non-nil result per job it was given; it used to hand the
+	// caller whatever came back (results[i] no longer jobs[i]'s, or nil).
+	t.Run("BulkWrongResultsAreAnError", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			name  string
+			shape func([]*drover.AddResult) []*drover.AddResult
+			want  string
+		}{
+			{"Drop", func(r []*drover.AddResult) []*drover.AddResult { return r[1:] },
+				"add 3 jobs to queue \"bulk-Drop\": AddMiddleware returned 2 results for 3 jobs"},
+			{"Extra", func(r []*drover.AddResult) []*drover.AddResult { return append(r, r[0]) },
+				"add 3 jobs to queue \"bulk-Extra\": AddMiddleware returned 4 results for 3 jobs"},
+			{"Nil", func(r []*drover.AddResult) []*drover.AddResult { r[1] = nil; return r },
+				"add 3 jobs to queue \"bulk-Nil\": AddMiddleware returned a nil result for job 1 of 3"},
+			{"NoneForOne", func([]*drover.AddResult) []*drover.AddResult { return nil },
+				"add 1 job to queue \"bulk-NoneForOne\": AddMiddleware returned 0 results for 1 job"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				reshape := func(ctx context.Context, jobs []drover.BulkJob, next drover.AddFunc) ([]*drover.AddResult, error) {
+					res, err := next(ctx, jobs)
+					if err != nil {
+						return res, err
+					}
+					return c.shape(res), nil
+				}
+				q, err := drover.NewQueue(rdb, "bulk-"+c.name, &drover.QueueOptions{Prefix: prefix,
+					AddMiddleware: []drover.AddMiddleware{reshape}})
+				require.NoError(t, err)
+				jobs := []drover.BulkJob{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+				if c.name == "NoneForOne" {
+					jobs = jobs[:1]
+				}
+				res, err := q.AddBulk(ctx, jobs)
+				require.EqualError(t, err, c.want)
+				require.Nil(t, res)
+			})
+		}
+		q, err := drover.NewQueue(rdb, "bulk-empty", &drover.QueueOptions{Prefix: prefix,
+			AddMiddleware: []drover.AddMiddleware{func(ctx context.Context, jobs []drover.BulkJob, next drover.AddFunc) ([]*drover.AddResult, error) {
+				return next(ctx, jobs)
+			}}})
+		require.NoError(t, err)
+		res, err := q.AddBulk(ctx, nil)
+		require.NoError(t, err, "no jobs, no results")
+		require.Empty(t, res)
 	})
 
 	t.Run("NilRefused", func(t *testing.T) {
@@ -193,7 +243,16 @@ func TestFlowMiddleware(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	_, err = drop.Add(ctx, flow)
-	require.ErrorContains(t, err, "FlowMiddleware returned 0 trees for 1 flows")
+	require.ErrorContains(t, err, "FlowMiddleware returned 0 trees for 1 flow")
+	nilTree, err := drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Prefix: prefix, Middleware: []drover.FlowMiddleware{
+		func(context.Context, []drover.FlowJob, drover.AddFlowFunc) ([]*drover.JobNode, error) {
+			return []*drover.JobNode{nil}, nil
+		},
+	}})
+	require.NoError(t, err)
+	tree, err = nilTree.Add(ctx, flow)
+	require.EqualError(t, err, "add flow: FlowMiddleware returned a nil tree for flow 0 of 1", "Add used to return a nil tree and no error")
+	require.Nil(t, tree)
 
 	_, err = drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Middleware: []drover.FlowMiddleware{nil}})
 	require.ErrorIs(t, err, drover.ErrInvalidOption)
