@@ -75,12 +75,15 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		count := fmt.Sprint(len(ids))
-		if *limit == 0 && len(ids) >= inspect.CleanPreviewCap {
+		capped := *limit == 0 && len(ids) >= inspect.CleanPreviewCap
+		if capped {
 			count = fmt.Sprintf("%d or more", inspect.CleanPreviewCap) // the preview stops there, clean does not
 		}
 		switch {
 		case *dryRun && *asJSON:
-			return writeJSON(c.out, map[string]any{"queue": queue, "state": st, "dryRun": true, "wouldRemove": len(ids), "ids": ids})
+			// capped: wouldRemove is where the preview stopped, not all
+			// the clean would remove (the text says "or more").
+			return writeJSON(c.out, map[string]any{"queue": queue, "state": st, "dryRun": true, "wouldRemove": len(ids), "capped": capped, "ids": ids})
 		case *dryRun:
 			fmt.Fprintf(c.out, "dry run: would remove %s %s\n", count, what)
 			listIDs(c.out, ids)

@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -56,4 +60,46 @@ func TestCleanRemovesWhatItAsked(t *testing.T) {
 	left, err := q.GetJobIDs(ctx, []drover.JobState{drover.StateWaiting}, 0, -1, true)
 	require.NoError(t, err)
 	require.Equal(t, []string{"late"}, left, "came after the question")
+}
+
+// TestCleanDryRunJSONSaysItStopped: a dry run of a clean without a limit
+// lists at most inspect.CleanPreviewCap jobs; the text says "10000 or
+// more", and the JSON said wouldRemove 10000 with nothing to tell it from
+// exactly 10000. It says capped now.
+func TestCleanDryRunJSONSaysItStopped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	k := prefix + ":mail:"
+	dry := func() map[string]any {
+		var out bytes.Buffer
+		m := Main{Stdout: &out, Stderr: &out}
+		require.NoError(t, m.Run(ctx, []string{"clean", "mail", "--state", "completed", "--grace", "0", "--dry-run", "--json",
+			"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix}))
+		var res map[string]any
+		require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+		return res
+	}
+	add := func(from, to int) {
+		p := rdb.Pipeline()
+		for i := from; i < to; i++ {
+			id := strconv.Itoa(i)
+			p.HSet(ctx, k+id, "name", "x", "data", "{}", "opts", "{}", "timestamp", 1000+i, "returnvalue", "1", "finishedOn", 2000+i)
+			p.ZAdd(ctx, k+"completed", redis.Z{Score: float64(2000 + i), Member: id})
+		}
+		_, err := p.Exec(ctx)
+		require.NoError(t, err)
+	}
+	add(0, inspect.CleanPreviewCap)
+	res := dry()
+	require.EqualValues(t, inspect.CleanPreviewCap, res["wouldRemove"])
+	require.Equal(t, true, res["capped"], "exactly the cap may be more: the preview cannot tell")
+	add(inspect.CleanPreviewCap, inspect.CleanPreviewCap+5)
+	res = dry()
+	require.EqualValues(t, inspect.CleanPreviewCap, res["wouldRemove"])
+	require.Equal(t, true, res["capped"])
+	require.NoError(t, rdb.ZRemRangeByRank(ctx, k+"completed", 0, 9).Err())
+	res = dry()
+	require.EqualValues(t, inspect.CleanPreviewCap-5, res["wouldRemove"])
+	require.Equal(t, false, res["capped"])
 }
