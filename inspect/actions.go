@@ -164,8 +164,10 @@ const RetrySampleMax = 5
 // Without a filter (and with IncludeUnrecoverable, or for completed jobs) it
 // moves jobs by age with drover.Queue.RetryJobs (one script call per chunk);
 // else it selects the jobs first, then retries them one by one with
-// drover.Job.Retry, chunk by chunk. Cancelling ctx stops it between jobs;
-// the result says how far it got.
+// drover.Job.Retry, chunk by chunk, each only if it still has the
+// finishedOn it was selected with (RetryOptions.FinishedBy): a job that ran
+// again meanwhile is skipped, never retried twice. Cancelling ctx stops it
+// between jobs; the result says how far it got.
 func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOptions) (*RetryResult, error) {
 	var o RetryOptions
 	if opts != nil {
