@@ -20,11 +20,13 @@ import (
 // all the same; drover reads it as 0 (absent) and runs it too, and where
 // Node's outcome is a sane one both leave the same Redis state and events.
 //
-// atm is written by BullMQ's finish with HINCRBY, which refuses a value
-// that is no integer, and there Node's outcome is not sane, so drover does
-// not follow it: with atm "abc" Node's finish fails after taking the job
-// out of active (the job is in no state at all). drover runs the job to
-// its end, counting attempts from 0. attemptsMade (the pre-v5 name) NaN
+// Two fields are written by BullMQ's scripts with HINCRBY, which refuses a
+// value that is no integer, and there Node's outcome is not sane, so drover
+// does not follow it: with atm "abc" Node's finish fails after taking the
+// job out of active (the job is in no state at all), and with ats "abc"
+// its fetch fails after moving the job to active (the job stalls, goes
+// back to wait and fails the same way again, for ever). drover runs both
+// jobs to their end, counting the field from 0. attemptsMade (the pre-v5 name) NaN
 // never passes BullMQ's attemptsMade+1 < attempts, so Node never retries
 // such a job; drover counts from 0 and does.
 func TestDifferentialOddNumericHashFields(t *testing.T) {
@@ -48,6 +50,7 @@ func TestDifferentialOddNumericHashFields(t *testing.T) {
 		{"stc", true, true},
 		{"attemptsMade", true, false},
 		{"atm", false, false},
+		{"ats", false, false},
 	}
 	behaviors := []struct {
 		name string
@@ -86,6 +89,8 @@ func TestDifferentialOddNumericHashFields(t *testing.T) {
 					require.Equal(t, "2", drvDump.Keys["q:1"].Hash["atm"], "drover retried")
 				case f.field == "atm":
 					require.Equal(t, "", nodeState, "Node's finish fails on HINCRBY atm and loses the job")
+				case f.field == "ats":
+					require.Contains(t, []string{"wait", "active"}, nodeState, "Node's fetch fails on HINCRBY ats, again and again")
 				}
 				t.Logf("Node: %q, drover: %q", nodeState, drvState)
 			})
