@@ -98,6 +98,36 @@ func TestDifferentialOddNumericHashFields(t *testing.T) {
 	}
 }
 
+// TestDifferentialOddStalledCounter: a job left active without a lock (its
+// worker died) whose stc field is no number. BullMQ's stalled check takes
+// it out of active, then fails on HINCRBY stc: the job is in no state, lost.
+// drover's check counts the stall from 0, puts the job back in wait and
+// runs it.
+func TestDifferentialOddStalledCounter(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	ctx := context.Background()
+	run := func(by impl) (string, map[string]string) {
+		b := setup(t)
+		id := b.add(t, droverImpl, jobSpec{name: "n", data: map[string]any{"a": 1}})
+		key := func(s string) string { return b.prefix + ":" + queueName + ":" + s }
+		require.NoError(t, b.rdb.LMove(ctx, key("wait"), key("active"), "RIGHT", "LEFT").Err())
+		require.NoError(t, b.rdb.HSet(ctx, key(id), "stc", "abc", "ats", 1, "processedOn", time.Now().UnixMilli()).Err())
+		stop := b.startWorker(t, by, workerSpec{lockDuration: time.Second, stalledInterval: 300 * time.Millisecond})
+		state := waitSettled(t, b, id, 5*time.Second)
+		stop()
+		h, err := b.rdb.HGetAll(ctx, key(id)).Result()
+		require.NoError(t, err)
+		return state, h
+	}
+	nodeState, _ := run(nodeImpl)
+	require.Equal(t, "", nodeState, "Node's stalled check fails on HINCRBY stc after taking the job out of active")
+	drvState, h := run(droverImpl)
+	require.Equal(t, "completed", drvState)
+	require.Equal(t, "1", h["stc"], "the stall counted from 0")
+	require.Equal(t, "2", h["ats"])
+}
+
 // waitSettled waits up to timeout for job id to be completed or failed
 // and returns the state it is in then: a state key's name ("wait",
 // "active", "delayed", …) or "" when no state lists it.
