@@ -128,6 +128,28 @@ func TestDifferentialOddStalledCounter(t *testing.T) {
 	require.Equal(t, "2", h["ats"])
 }
 
+// TestDifferentialNaNPriority: a job whose priority is "NaN", retried after
+// a backoff. BullMQ's promotion of the retry reads the priority with Lua's
+// tonumber (NaN, not 0), sends the job to prioritized with a NaN score, and
+// ZADD refuses it after the job left delayed: the job is lost. drover reads
+// such a priority as 0 and the retry runs.
+func TestDifferentialNaNPriority(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	ctx := context.Background()
+	run := func(by impl) string {
+		b := setup(t)
+		id := b.add(t, droverImpl, jobSpec{name: "n", attempts: 2, backoff: &drover.Backoff{Type: "fixed", Delay: 100 * time.Millisecond}})
+		require.NoError(t, b.rdb.HSet(ctx, b.prefix+":"+queueName+":"+id, "priority", "NaN").Err())
+		stop := b.startWorker(t, by, workerSpec{behavior: bullmqoracle.Fail("boom")})
+		state := waitSettled(t, b, id, 5*time.Second)
+		stop()
+		return state
+	}
+	require.Equal(t, "", run(nodeImpl), "Node loses the job")
+	require.Equal(t, "failed", run(droverImpl), "drover retries it, then fails it for good")
+}
+
 // waitSettled waits up to timeout for job id to be completed or failed
 // and returns the state it is in then: a state key's name ("wait",
 // "active", "delayed", …) or "" when no state lists it.

@@ -425,7 +425,7 @@ for k = 1, #owned do
         rcall("HSET", jobKey, unpack(fields))
       end
       -- Read the priority now: changePriority may have changed it meanwhile.
-      local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+      local priority = jobPriority(rcall("HGET", jobKey, "priority"))
       local blocked = pausedOrMaxed(metaKey, activeKey)
       if kind == "r" then
         pushReady(waitKey, prioritizedKey, pcKey, id, priority, ARGV[o + REC.lifo] == "1")

@@ -18,7 +18,7 @@ local function promoteDelayed(blocked)
   for i = 1, n do
     local id = due[i]
     local jobKey = base .. id
-    local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+    local priority = jobPriority(rcall("HGET", jobKey, "priority"))
     pushReady(waitKey, prioritizedKey, pcKey, id, priority, false)
     rcall("XADD", eventsKey, "*", "event", "waiting", "jobId", id, "prev", "delayed")
     rcall("HSET", jobKey, "delay", "0")
