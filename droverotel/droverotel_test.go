@@ -156,7 +156,8 @@ func TestTraceFailedAttempt(t *testing.T) {
 	r.startWorker(t, func(context.Context, *drover.Job) (any, error) { return nil, errors.New("smtp down") })
 	res, err := r.q.Add(context.Background(), "welcome", nil, &drover.JobOptions{Attempts: 2})
 	require.NoError(t, err)
-	r.waitSpans(t, 3)
+	// add, two process spans, and the retry and fail spans of the failures.
+	r.waitSpans(t, 5)
 	add := r.span(t, "add mail.welcome")
 	var outcomes []string
 	for _, s := range r.spans.GetSpans() {
