@@ -130,6 +130,45 @@ func TestInteropTelemetry(t *testing.T) {
 		require.Equal(t, hashTM, b.rdb.HGet(ctx, jobKey, "tm").Val(), "a completion leaves tm as it is, as BullMQ's")
 	})
 
+	// opts.tm that is not a JSON object of headers (another tool's): the
+	// drover worker runs the job in a trace of its own. Node's traced
+	// worker throws parsing it before the job runs and leaves the job in
+	// active (to stall, and fail the same way again): not followed.
+	t.Run("UndecodableMetadata", func(t *testing.T) {
+		t.Parallel()
+		for _, by := range []impl{nodeImpl, droverImpl} {
+			b := setup(t)
+			res, err := b.dq.Add(ctx, "welcome", nil, &drover.JobOptions{Telemetry: &drover.Telemetry{Metadata: "not json"}})
+			require.NoError(t, err)
+			var spans *tracetest.InMemoryExporter
+			if by == nodeImpl {
+				id := b.prefix + "-otelbad"
+				require.NoError(t, b.oracle.StartWorker(ctx, b.prefix, queueName, bullmqoracle.WorkerOptions{
+					ID: id, Name: workerName, Telemetry: true, Behavior: bullmqoracle.ActiveSpan(),
+				}))
+				// force: a graceful close waits for the job Node never ends.
+				t.Cleanup(func() { _ = b.oracle.StopWorker(ctx, id, true) })
+			} else {
+				var mw *droverotel.Middleware
+				mw, spans, _ = otelRig(t)
+				w, err := drover.NewWorker(b.rdb, queueName, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+					return "sent", nil
+				}), &drover.WorkerOptions{Prefix: b.prefix, Name: workerName, Middleware: []drover.WorkerMiddleware{mw.WorkerMiddleware()}})
+				require.NoError(t, err)
+				require.NoError(t, w.Start(ctx))
+				t.Cleanup(func() { _ = w.Close(ctx) })
+			}
+			state := waitSettled(t, b, res.Job.ID, 3*time.Second)
+			if by == nodeImpl {
+				require.Equal(t, "active", state, "Node's worker is stuck on the job")
+			} else {
+				require.Equal(t, "completed", state)
+				process := goSpan(spans, "process "+queueName)
+				require.False(t, process.Parent.IsValid(), "a trace of its own")
+			}
+		}
+	})
+
 	t.Run("DroverProducerNodeWorker", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
