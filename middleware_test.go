@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -349,6 +351,79 @@ func TestWorkerMiddleware(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, job.AttemptsMade)
 		require.Contains(t, job.FailedReason, "kaput")
+	})
+
+	// FailureTelemetry is asked for each failed attempt (not a completion
+	// nor a postponement), with the outcome about to be written and the
+	// context Process passed on; the outermost non-empty answer is stored
+	// in the job hash field tm, none for a job that omits its context, and
+	// a panicking one stores nothing and harms nothing.
+	t.Run("FailureTelemetry", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		tr := &trail{}
+		tel := func(name, md string) drover.WorkerMiddleware {
+			m := layer(tr, name)
+			m.Finished = nil
+			m.FailureTelemetry = func(ctx context.Context, job *drover.Job, o drover.Outcome) string {
+				tr.add("%s telemetry %s %s ctx=%v", name, job.ID, o, ctx.Value(ctxKey(name)))
+				if md == "panic" {
+					panic("tracing broke")
+				}
+				return md
+			}
+			return m
+		}
+		for _, id := range []string{"retried", "omitted", "done", "later"} {
+			o := &drover.JobOptions{JobID: id, Attempts: 2, Backoff: &drover.Backoff{Type: "fixed", Delay: 20 * time.Millisecond}}
+			if id == "omitted" {
+				o.Attempts, o.Telemetry = 1, &drover.Telemetry{OmitContext: true}
+			}
+			_, err := b.queue.Add(ctx, "x", nil, o)
+			require.NoError(t, err)
+		}
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			switch {
+			case job.ID == "done":
+				return nil, nil
+			case job.ID == "later" && job.AttemptsStarted == 1:
+				return nil, drover.Delay(20 * time.Millisecond)
+			case job.ID == "later":
+				return nil, nil
+			}
+			return nil, errors.New("boom")
+		}, &drover.WorkerOptions{Concurrency: 1, Middleware: []drover.WorkerMiddleware{
+			tel("outer", ""), tel("middle", "panic"), tel("inner", `{"traceparent":"i"}`), tel("innermost", `{"traceparent":"x"}`),
+		}})
+		for _, id := range []string{"retried", "omitted"} {
+			b.waitState(t, id, drover.StateFailed)
+		}
+		for _, id := range []string{"done", "later"} {
+			b.waitState(t, id, drover.StateCompleted)
+		}
+		for id, want := range map[string]string{"retried": `{"traceparent":"i"}`, "omitted": "", "done": "", "later": ""} {
+			got, err := b.rdb.HGet(ctx, b.prefix+":"+b.name+":"+id, "tm").Result()
+			if want == "" {
+				require.ErrorIs(t, err, redis.Nil, id)
+				continue
+			}
+			require.NoError(t, err, id)
+			require.Equal(t, want, got, id)
+		}
+		var asked []string
+		for _, s := range tr.list() {
+			if strings.Contains(s, " telemetry ") {
+				asked = append(asked, s)
+			}
+		}
+		require.Equal(t, []string{
+			"outer telemetry retried retry-delayed ctx=outer-retried",
+			"middle telemetry retried retry-delayed ctx=middle-retried",
+			"inner telemetry retried retry-delayed ctx=inner-retried",
+			"outer telemetry retried retries-exhausted ctx=outer-retried",
+			"middle telemetry retried retries-exhausted ctx=middle-retried",
+			"inner telemetry retried retries-exhausted ctx=inner-retried",
+		}, asked, "asked for failures only, outermost first, until one answers; never for an omitted context")
 	})
 
 	t.Run("ShortCircuitSkipsInnerFinished", func(t *testing.T) {

@@ -51,7 +51,7 @@ if ARGV[5] == "1" then
 end
 rcall("HDEL", jobKey, unpack(drop))
 local job = rcall("HMGET", jobKey, "priority", "opts")
-local priority = tonumber(job[1]) or 0
+local priority = jobPriority(job[1])
 local lifo = false
 if job[2] then
   local ok, opts = pcall(cjson.decode, job[2])
