@@ -8,7 +8,7 @@
 -- it runs next: delayed (if it has a delay), wait (front) or prioritized.
 local function releaseParent(parentQueueKey, parentKey, parentId, now)
   local attrs = rcall("HMGET", parentKey, "priority", "delay")
-  local priority = tonumber(attrs[1]) or 0
+  local priority = jobPriority(attrs[1])
   local delay = tonumber(attrs[2]) or 0
   local events = parentQueueKey .. ":events"
   local marker = parentQueueKey .. ":marker"
