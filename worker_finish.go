@@ -114,9 +114,9 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 // by one on one connection: finishJobs looks at every completion's pending
 // and failed children before it writes any result of its call, and two
 // writers' calls may run in either order, so such a parent was refused as
-// still waiting for the child ("has pending dependencies"), or completed
-// though the child failed it with FailParent. The parent's result goes in
-// a call after the child's returned. A parent is known from its child's
+// still waiting for the child ("has pending dependencies", an attempt
+// failed for a child that had completed or had failed it for good). The
+// parent's result goes in a call after the child's returned. A parent is known from its child's
 // stored parent only: a child adopted by a flow while it ran (a custom id)
 // is not seen. Called with c.mu held.
 func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
