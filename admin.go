@@ -20,6 +20,13 @@ type RetryOptions struct {
 	ResetAttemptsMade bool
 	// ResetAttemptsStarted sets AttemptsStarted back to 0.
 	ResetAttemptsStarted bool
+	// FinishedBy, when set, retries the job only if it finished at or
+	// before this instant, checked in the same script call that moves it.
+	// A job that finished later ran again since the caller chose it (someone
+	// else retried it, and it failed again): it is refused with
+	// ErrNotInState and left as it is. A bulk retry that selected its jobs
+	// at time T passes T, so a job never runs twice for one request.
+	FinishedBy time.Time
 }
 
 // Retry runs a finished job again: state is StateFailed or StateCompleted,
@@ -40,7 +47,18 @@ func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) err
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	err := scripts.Reprocess(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted)
+	var by int64
+	if !o.FinishedBy.IsZero() {
+		by = max(o.FinishedBy.UnixMilli(), 1)
+	}
+	err := scripts.Reprocess(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted, by)
+	if by > 0 && errors.Is(err, ErrNotInState) {
+		// Still in state, maybe: then it finished again after the bound,
+		// and "it is failed, not failed" would say nothing.
+		if now, serr := j.queue.GetJobState(ctx, j.ID); serr == nil && now == state {
+			return j.err("retry", fmt.Errorf("%w: it finished again after %s (it ran since it was chosen)", err, o.FinishedBy.UTC().Format(time.RFC3339Nano)))
+		}
+	}
 	return j.stateErr(ctx, "retry", string(state), err)
 }
 
@@ -224,10 +242,20 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 	// Queue.clean, call again while a call removes all it looked at. Unlike
 	// Node's, the last chunk shrinks to what is left of limit, so limit is
 	// never exceeded.
+	//
+	// The finished sets and waiting-children are scored by age: their
+	// candidates are the score range up to the cut-off, and a call takes
+	// the oldest chunk of them whatever the chunk's size. There the chunk
+	// is cleanScoredChunk, for the same jobs removed: a call of 10000 held
+	// Redis for about 50 ms.
 	cutoff := q.now(ctx).Add(-grace).UnixMilli()
 	removed := []string{}
+	perCall := cleanChunk
+	if state == StateCompleted || state == StateFailed || state == StateWaitingChildren {
+		perCall = cleanScoredChunk
+	}
 	for {
-		chunk := cleanChunk
+		chunk := perCall
 		if limit > 0 && limit-len(removed) < chunk {
 			chunk = limit - len(removed)
 		}
@@ -244,6 +272,10 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 
 // cleanChunk is the most jobs one clean script call looks at, Node's figure.
 const cleanChunk = 10000
+
+// cleanScoredChunk is the most jobs one clean script call removes from a
+// state scored by age (Clean), a few ms of Redis's time.
+const cleanScoredChunk = 1000
 
 // CleanCandidates lists the jobs Clean(ctx, grace, limit, state) would
 // remove now, oldest first, at most limit and at most

@@ -165,4 +165,25 @@ func TestEmbeddedEngineSmoke(t *testing.T) {
 		require.Contains(t, evs, "paused")
 		require.Contains(t, evs, "resumed")
 	})
+
+	// A job left active without a lock whose stc and ats are no numbers:
+	// the stalled check and the fetch count both from 0 on this engine's
+	// Lua too (TestDifferentialOddStalledCounter and
+	// TestDifferentialOddNumericHashFields on Redis).
+	t.Run("OddStalledCounterAndStarts", func(t *testing.T) {
+		b := setup(t, "smoke-odd")
+		res, err := b.queue.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		k := b.prefix + ":" + b.name + ":"
+		require.NoError(t, rdb.LMove(ctx, k+"wait", k+"active", "RIGHT", "LEFT").Err())
+		require.NoError(t, rdb.HSet(ctx, k+res.Job.ID, "stc", "abc", "ats", "abc").Err())
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) { return job.AttemptsStarted, nil },
+			&drover.WorkerOptions{StalledInterval: 200 * time.Millisecond})
+		b.waitState(t, res.Job.ID, drover.StateCompleted)
+		h, err := rdb.HGetAll(ctx, k+res.Job.ID).Result()
+		require.NoError(t, err)
+		require.Equal(t, "1", h["stc"])
+		require.Equal(t, "1", h["ats"])
+		require.Equal(t, "1", h["returnvalue"], "the processor saw the same count")
+	})
 }

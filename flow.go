@@ -330,10 +330,13 @@ func (f *FlowProducer) AddBulk(ctx context.Context, flows []FlowJob) ([]*JobNode
 		return f.addBulk(ctx, flows)
 	}
 	trees, err := f.add(ctx, slices.Clone(flows))
-	if err == nil && len(trees) != len(flows) {
-		return nil, fmt.Errorf("add flow: FlowMiddleware returned %d trees for %d flows", len(trees), len(flows))
+	if err != nil {
+		return trees, err
 	}
-	return trees, err
+	if err := chainResults("FlowMiddleware", trees, len(flows), "tree", "flow"); err != nil {
+		return nil, fmt.Errorf("add flow: %w", err)
+	}
+	return trees, nil
 }
 
 // addBulk is AddBulk inside the middleware.

@@ -386,7 +386,10 @@ type MoveToWaitingChildrenOptions struct {
 // wait, where it runs as a new attempt (check GetChildrenValues to tell the
 // steps apart). It reports false when there is nothing to wait for and the
 // job stays active: the processor goes on. A child that failed with
-// FailParent makes it fail with ErrFailedChildren.
+// FailParent makes it return an unrecoverable ErrFailedChildren, BullMQ's
+// error ("Cannot complete job <id> because it has at least one failed
+// child. moveToWaitingChildren"): returned by the processor, the job fails
+// for good.
 //
 // It works only on the job handed to a processor, during that attempt, or
 // on a job Worker.NextJob returned, under the token NextJob took it with
@@ -424,6 +427,12 @@ func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChil
 		moved, err = true, nil
 	}
 	switch {
+	case errors.Is(err, scripts.ErrFailedChildren):
+		// BullMQ throws an UnrecoverableError here, with its text: a
+		// processor that returns it fails the job for good with the
+		// same failedReason (not retried, to fail then on the deferred
+		// failure the child left).
+		return false, Unrecoverable(&refusedCompletion{jobID: j.ID, cause: ErrFailedChildren, command: "moveToWaitingChildren"})
 	case errors.Is(err, scripts.ErrLockTaken):
 		return false, j.err(op, lockTakenError())
 	case errors.Is(err, scripts.ErrLockMissing):

@@ -551,8 +551,11 @@ func (j *Job) attemptOf(token string) (*runningJob, error) {
 	}
 	s := storedForFinish{
 		attempts: opts.Attempts, attemptsMade: int64(j.AttemptsMade), dedupID: j.DeduplicationID,
-		hasParent: j.Parent != nil, lifo: opts.LIFO, timeoutMs: opts.Timeout, stackTraceLimit: opts.StackTraceLimit,
+		lifo: opts.LIFO, timeoutMs: opts.Timeout, stackTraceLimit: opts.StackTraceLimit,
 		removeOnComplete: opts.RemoveOnComplete, removeOnFail: opts.RemoveOnFail,
+	}
+	if j.Parent != nil {
+		s.parentKey = j.Parent.Key()
 	}
 	started := j.ProcessedOn
 	if started.IsZero() {

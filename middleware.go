@@ -18,7 +18,9 @@ type AddFunc func(ctx context.Context, jobs []BulkJob) ([]*AddResult, error)
 // (all its jobs in one call), before the jobs are validated and encoded.
 // It may change the jobs (their Data, their Opts, even add or drop jobs),
 // the context, or the results and the error next returns; it may also
-// return without calling next. It must not write through the Opts pointers
+// return without calling next. With a nil error it must return one non-nil
+// result per job it was given, in order: Add and AddBulk return an error
+// otherwise (what next stored stays stored). It must not write through the Opts pointers
 // it was given, which belong to the caller: to change options, set Opts to
 // a changed copy. jobs is the middleware's own slice.
 //
@@ -74,6 +76,19 @@ type WorkerMiddleware struct {
 	// on the worker's result writer: keep it fast and safe for concurrent
 	// use.
 	Finished func(ctx context.Context, job *Job, f Finish)
+
+	// FailureTelemetry, when set, is called for an attempt that failed
+	// (o says whether the job failed for good or is retried, at once or
+	// after a backoff) before the worker writes it. A non-empty result is
+	// a trace context the worker stores with the failure, in the job hash
+	// field "tm", where BullMQ's telemetry stores the context of its
+	// fail, retry or delay span on moveToFailed (package droverotel does
+	// the same). Nothing is stored for a job whose Telemetry.OmitContext
+	// is set, as in BullMQ. ctx is the one Finished gets. When several
+	// middleware return one, the outermost's is stored. It runs on the
+	// attempt's goroutine before the write: keep it fast; a panic in it
+	// stores nothing.
+	FailureTelemetry func(ctx context.Context, job *Job, o Outcome) string
 }
 
 // Finish is how an attempt ended, as WorkerMiddleware.Finished sees it.
@@ -172,22 +187,63 @@ func (w *Worker) finished(rj *runningJob, f Finish) {
 		if fn == nil {
 			continue
 		}
-		c := rj.ctx
-		if rj.mwCtx != nil {
-			switch {
-			case rj.mwCtx[i+1] != nil:
-				c = rj.mwCtx[i+1]
-			case rj.mwCtx[i] != nil:
-				c = rj.mwCtx[i]
-			case rj.ran:
-				continue // an outer middleware did not call next: this one never ran
-			}
+		if c, ok := rj.mwContext(i); ok {
+			fn(c, rj.job, f)
 		}
-		fn(c, rj.job, f)
 	}
 	// The slots share one array with the batch's other attempts (giveSlots):
 	// let go of this attempt's contexts now, not when the last of them ends.
 	clear(rj.mwCtx)
+}
+
+// mwContext is the context middleware i's Finished gets: the one its
+// Process passed to next, or received; ok is false when an outer
+// middleware did not call next, so this one never ran.
+func (rj *runningJob) mwContext(i int) (c context.Context, ok bool) {
+	c = rj.ctx
+	if rj.mwCtx != nil {
+		switch {
+		case rj.mwCtx[i+1] != nil:
+			c = rj.mwCtx[i+1]
+		case rj.mwCtx[i] != nil:
+			c = rj.mwCtx[i]
+		case rj.ran:
+			return nil, false
+		}
+	}
+	return c, true
+}
+
+// failureTelemetry is the trace context to store with the failed attempt
+// of rj (outcome o): the outermost middleware's non-empty
+// FailureTelemetry, or "" (none asked, or the job omits its context).
+func (w *Worker) failureTelemetry(rj *runningJob, o Outcome) (md string) {
+	if t := rj.job.Opts.Telemetry; t != nil && t.OmitContext {
+		return ""
+	}
+	for i := range w.mws {
+		fn := w.mws[i].FailureTelemetry
+		if fn == nil {
+			continue
+		}
+		if c, ok := rj.mwContext(i); ok {
+			if md = callFailureTelemetry(c, fn, rj.job, o); md != "" {
+				return md
+			}
+		}
+	}
+	return ""
+}
+
+// callFailureTelemetry calls fn, a panic in it giving "": it runs outside
+// the processor's recover, and tracing must not take the worker down.
+func callFailureTelemetry(ctx context.Context, fn func(context.Context, *Job, Outcome) string, job *Job, o Outcome) (md string) {
+	defer func() {
+		if recover() != nil {
+			md = ""
+		}
+	}()
+	return fn(ctx, job, o)
 }
 
 // giveSlots gives each attempt of a fetched batch its middleware context
@@ -231,8 +287,46 @@ func (q *Queue) addThrough(ctx context.Context, bj BulkJob) (*AddResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	if len(res) != 1 || res[0] == nil {
-		return nil, fmt.Errorf("add job %q to queue %q: AddMiddleware returned %d results for one job", bj.Name, q.name, len(res))
+	if err := chainResults("AddMiddleware", res, 1, "result", "job"); err != nil {
+		return nil, fmt.Errorf("add job %q to queue %q: %w", bj.Name, q.name, err)
 	}
 	return res[0], nil
+}
+
+// addBulkThrough runs AddBulk's chain; jobs is the chain's own copy.
+func (q *Queue) addBulkThrough(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
+	n := len(jobs)
+	res, err := q.addBulkChain(ctx, jobs)
+	if err != nil {
+		return res, err
+	}
+	if err := chainResults("AddMiddleware", res, n, "result", "job"); err != nil {
+		return nil, fmt.Errorf("add %s to queue %q: %w", count(n, "job"), q.name, err)
+	}
+	return res, nil
+}
+
+// chainResults checks what a middleware chain (mw names its type) returned
+// with a nil error for n items: one non-nil result per item, in order, as
+// Add, AddBulk and FlowProducer.Add/AddBulk promise their callers. Without
+// it a dropped or extra result put every later one against the wrong item,
+// and a nil one read as stored. The items the chain stored stay stored.
+func chainResults[T any](mw string, res []*T, n int, result, item string) error {
+	if len(res) != n {
+		return fmt.Errorf("%s returned %s for %s", mw, count(len(res), result), count(n, item))
+	}
+	for i, r := range res {
+		if r == nil {
+			return fmt.Errorf("%s returned a nil %s for %s %d of %d", mw, result, item, i, n)
+		}
+	}
+	return nil
+}
+
+// count is "1 job", "2 jobs".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -127,7 +129,57 @@ func TestAddMiddleware(t *testing.T) {
 		q, err := drover.NewQueue(rdb, "drop", &drover.QueueOptions{Prefix: prefix, AddMiddleware: []drover.AddMiddleware{drop}})
 		require.NoError(t, err)
 		_, err = q.Add(ctx, "x", nil, nil)
-		require.ErrorContains(t, err, "AddMiddleware returned 0 results for one job")
+		require.ErrorContains(t, err, "AddMiddleware returned 0 results for 1 job")
+	})
+
+	// BulkWrongResultsAreAnError: AddBulk holds its middleware to what Add
+	// does, one non-nil result per job it was given; it used to hand the
+	// caller whatever came back (results[i] no longer jobs[i]'s, or nil).
+	t.Run("BulkWrongResultsAreAnError", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			name  string
+			shape func([]*drover.AddResult) []*drover.AddResult
+			want  string
+		}{
+			{"Drop", func(r []*drover.AddResult) []*drover.AddResult { return r[1:] },
+				"add 3 jobs to queue \"bulk-Drop\": AddMiddleware returned 2 results for 3 jobs"},
+			{"Extra", func(r []*drover.AddResult) []*drover.AddResult { return append(r, r[0]) },
+				"add 3 jobs to queue \"bulk-Extra\": AddMiddleware returned 4 results for 3 jobs"},
+			{"Nil", func(r []*drover.AddResult) []*drover.AddResult { r[1] = nil; return r },
+				"add 3 jobs to queue \"bulk-Nil\": AddMiddleware returned a nil result for job 1 of 3"},
+			{"NoneForOne", func([]*drover.AddResult) []*drover.AddResult { return nil },
+				"add 1 job to queue \"bulk-NoneForOne\": AddMiddleware returned 0 results for 1 job"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				reshape := func(ctx context.Context, jobs []drover.BulkJob, next drover.AddFunc) ([]*drover.AddResult, error) {
+					res, err := next(ctx, jobs)
+					if err != nil {
+						return res, err
+					}
+					return c.shape(res), nil
+				}
+				q, err := drover.NewQueue(rdb, "bulk-"+c.name, &drover.QueueOptions{Prefix: prefix,
+					AddMiddleware: []drover.AddMiddleware{reshape}})
+				require.NoError(t, err)
+				jobs := []drover.BulkJob{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+				if c.name == "NoneForOne" {
+					jobs = jobs[:1]
+				}
+				res, err := q.AddBulk(ctx, jobs)
+				require.EqualError(t, err, c.want)
+				require.Nil(t, res)
+			})
+		}
+		q, err := drover.NewQueue(rdb, "bulk-empty", &drover.QueueOptions{Prefix: prefix,
+			AddMiddleware: []drover.AddMiddleware{func(ctx context.Context, jobs []drover.BulkJob, next drover.AddFunc) ([]*drover.AddResult, error) {
+				return next(ctx, jobs)
+			}}})
+		require.NoError(t, err)
+		res, err := q.AddBulk(ctx, nil)
+		require.NoError(t, err, "no jobs, no results")
+		require.Empty(t, res)
 	})
 
 	t.Run("NilRefused", func(t *testing.T) {
@@ -193,7 +245,16 @@ func TestFlowMiddleware(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	_, err = drop.Add(ctx, flow)
-	require.ErrorContains(t, err, "FlowMiddleware returned 0 trees for 1 flows")
+	require.ErrorContains(t, err, "FlowMiddleware returned 0 trees for 1 flow")
+	nilTree, err := drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Prefix: prefix, Middleware: []drover.FlowMiddleware{
+		func(context.Context, []drover.FlowJob, drover.AddFlowFunc) ([]*drover.JobNode, error) {
+			return []*drover.JobNode{nil}, nil
+		},
+	}})
+	require.NoError(t, err)
+	tree, err = nilTree.Add(ctx, flow)
+	require.EqualError(t, err, "add flow: FlowMiddleware returned a nil tree for flow 0 of 1", "Add used to return a nil tree and no error")
+	require.Nil(t, tree)
 
 	_, err = drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Middleware: []drover.FlowMiddleware{nil}})
 	require.ErrorIs(t, err, drover.ErrInvalidOption)
@@ -290,6 +351,79 @@ func TestWorkerMiddleware(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, job.AttemptsMade)
 		require.Contains(t, job.FailedReason, "kaput")
+	})
+
+	// FailureTelemetry is asked for each failed attempt (not a completion
+	// nor a postponement), with the outcome about to be written and the
+	// context Process passed on; the outermost non-empty answer is stored
+	// in the job hash field tm, none for a job that omits its context, and
+	// a panicking one stores nothing and harms nothing.
+	t.Run("FailureTelemetry", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		tr := &trail{}
+		tel := func(name, md string) drover.WorkerMiddleware {
+			m := layer(tr, name)
+			m.Finished = nil
+			m.FailureTelemetry = func(ctx context.Context, job *drover.Job, o drover.Outcome) string {
+				tr.add("%s telemetry %s %s ctx=%v", name, job.ID, o, ctx.Value(ctxKey(name)))
+				if md == "panic" {
+					panic("tracing broke")
+				}
+				return md
+			}
+			return m
+		}
+		for _, id := range []string{"retried", "omitted", "done", "later"} {
+			o := &drover.JobOptions{JobID: id, Attempts: 2, Backoff: &drover.Backoff{Type: "fixed", Delay: 20 * time.Millisecond}}
+			if id == "omitted" {
+				o.Attempts, o.Telemetry = 1, &drover.Telemetry{OmitContext: true}
+			}
+			_, err := b.queue.Add(ctx, "x", nil, o)
+			require.NoError(t, err)
+		}
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
+			switch {
+			case job.ID == "done":
+				return nil, nil
+			case job.ID == "later" && job.AttemptsStarted == 1:
+				return nil, drover.Delay(20 * time.Millisecond)
+			case job.ID == "later":
+				return nil, nil
+			}
+			return nil, errors.New("boom")
+		}, &drover.WorkerOptions{Concurrency: 1, Middleware: []drover.WorkerMiddleware{
+			tel("outer", ""), tel("middle", "panic"), tel("inner", `{"traceparent":"i"}`), tel("innermost", `{"traceparent":"x"}`),
+		}})
+		for _, id := range []string{"retried", "omitted"} {
+			b.waitState(t, id, drover.StateFailed)
+		}
+		for _, id := range []string{"done", "later"} {
+			b.waitState(t, id, drover.StateCompleted)
+		}
+		for id, want := range map[string]string{"retried": `{"traceparent":"i"}`, "omitted": "", "done": "", "later": ""} {
+			got, err := b.rdb.HGet(ctx, b.prefix+":"+b.name+":"+id, "tm").Result()
+			if want == "" {
+				require.ErrorIs(t, err, redis.Nil, id)
+				continue
+			}
+			require.NoError(t, err, id)
+			require.Equal(t, want, got, id)
+		}
+		var asked []string
+		for _, s := range tr.list() {
+			if strings.Contains(s, " telemetry ") {
+				asked = append(asked, s)
+			}
+		}
+		require.Equal(t, []string{
+			"outer telemetry retried retry-delayed ctx=outer-retried",
+			"middle telemetry retried retry-delayed ctx=middle-retried",
+			"inner telemetry retried retry-delayed ctx=inner-retried",
+			"outer telemetry retried retries-exhausted ctx=outer-retried",
+			"middle telemetry retried retries-exhausted ctx=middle-retried",
+			"inner telemetry retried retries-exhausted ctx=inner-retried",
+		}, asked, "asked for failures only, outermost first, until one answers; never for an omitted context")
 	})
 
 	t.Run("ShortCircuitSkipsInnerFinished", func(t *testing.T) {

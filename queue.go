@@ -326,7 +326,7 @@ func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, erro
 		return nil, err
 	}
 	if q.addBulkChain != nil {
-		return q.addBulkChain(ctx, append([]BulkJob(nil), jobs...))
+		return q.addBulkThrough(ctx, append([]BulkJob(nil), jobs...))
 	}
 	return q.addBulk(ctx, jobs)
 }

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/seed40057009/drover/internal/jobcodec"
 )
 
 // JobArgs is the data of a typed job. Kind names the kind of job; it is
@@ -174,9 +176,12 @@ func (o *KindOptions) validate(kind string) error {
 // job's data is decoded into a T; data that does not decode (a field of the
 // wrong type, not JSON) fails the attempt as unrecoverable, with an error
 // that names the job, the type and the field and wraps ErrInvalidData,
-// since no retry can fix it. T may be a pointer type (fn then gets a
-// pointer to the decoded data, never nil: data that is JSON null fails
-// the same way). Registering a kind twice, or an empty kind,
+// since no retry can fix it. Data that is JSON null (Node's
+// queue.add(name, null)) fails the same way whatever T is: it is no T,
+// and T's zero value would pass a job added without data for one whose
+// fields are all empty (Node's queue.add(name) stores {}, which decodes).
+// T may be a pointer type (fn then gets a pointer to the decoded data,
+// never nil). Registering a kind twice, or an empty kind,
 // or a T whose zero value's Kind panics, is a mistake NewWorker reports
 // (and Process fails every attempt with, see there).
 func Work[T JobArgs](k *Kinds, fn WorkFunc[T]) { WorkWith(k, fn, nil) }
@@ -216,13 +221,15 @@ func WorkWith[T JobArgs](k *Kinds, fn WorkFunc[T], opts *KindOptions) {
 		k.procs = make(map[string]ProcessorFunc)
 	}
 	k.procs[kind] = func(ctx context.Context, job *Job) (any, error) {
+		// JSON null is no T: json.Unmarshal would leave a pointer T nil and
+		// any other T its zero value, and fn could not tell a job added with
+		// no data from one whose fields are all empty.
+		if jobcodec.IsNull(job.Data) {
+			return nil, Unrecoverable(fmt.Errorf("%w: job %s (%q): data does not decode as %s: the data is null", ErrInvalidData, job.ID, job.Name, typeName[T]()))
+		}
 		var args T
 		if err := json.Unmarshal(job.Data, &args); err != nil {
 			return nil, Unrecoverable(dataError[T](job, err))
-		}
-		// JSON null leaves a pointer T nil: fn would get no data at all.
-		if v := reflect.ValueOf(&args).Elem(); v.Kind() == reflect.Pointer && v.IsNil() {
-			return nil, Unrecoverable(fmt.Errorf("%w: job %s (%q): data does not decode as %s: the data is null", ErrInvalidData, job.ID, job.Name, typeName[T]()))
 		}
 		return fn(ctx, job, args)
 	}

@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -307,6 +308,36 @@ func TestWorkPointerNullData(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `invalid job data: job n ("email"): data does not decode as *drover_test.Email: the data is null`, job.FailedReason)
 	require.Equal(t, 1, job.AttemptsMade)
+}
+
+// TestWorkValueNullData: a job of a value kind whose data is JSON null
+// (Node's queue.add(name, null)) fails as unrecoverable, as a pointer kind's
+// does; fn used to run with T's zero value (an Email to nobody), so a job
+// added with no data at all passed for one whose fields were all empty.
+// Data with surrounding white space is still null.
+func TestWorkValueNullData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	var k drover.Kinds
+	var ran atomic.Int32
+	drover.Work(&k, func(_ context.Context, _ *drover.Job, e Email) (any, error) {
+		ran.Add(1)
+		return e.To, nil
+	})
+	for id, data := range map[string]string{"n": "null", "s": " null\n"} {
+		_, err := b.queue.Add(ctx, "email", json.RawMessage(data), &drover.JobOptions{JobID: id, Attempts: 3})
+		require.NoError(t, err)
+	}
+	b.startWorker(t, k.Process, nil)
+	for _, id := range []string{"n", "s"} {
+		b.waitState(t, id, drover.StateFailed)
+		job, err := b.queue.GetJob(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, `invalid job data: job `+id+` ("email"): data does not decode as drover_test.Email: the data is null`, job.FailedReason)
+		require.Equal(t, 1, job.AttemptsMade)
+	}
+	require.Zero(t, ran.Load(), "fn never runs on null data")
 }
 
 // TestArgsOptionsNil: ArgsOptions of nil args, or of a nil pointer, is an

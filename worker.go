@@ -414,10 +414,13 @@ type runningJob struct {
 // which would double the memory of every job in flight (10,000 in flight:
 // about 5 MB of live heap held only for these fields).
 type storedForFinish struct {
-	attempts                       int64 // opts.attempts as stored
-	attemptsMade                   int64
-	dedupID                        string
-	hasParent                      bool
+	attempts     int64 // opts.attempts as stored
+	attemptsMade int64
+	dedupID      string
+	// parentKey is the job's flow parent's key ("" = none): a finish
+	// updates that parent, and a batch of results is cut before the
+	// parent's (Worker.flowCut).
+	parentKey                      string
 	lifo                           bool
 	timeoutMs                      int64
 	stackTraceLimit                *int64
@@ -430,7 +433,7 @@ type storedForFinish struct {
 func storedOf(rec *jobcodec.Record) storedForFinish {
 	s := storedForFinish{
 		attempts: rec.Opts.Attempts, attemptsMade: rec.AttemptsMade, dedupID: rec.DedupID,
-		hasParent: rec.ParentKey != "", lifo: rec.Opts.LIFO, timeoutMs: rec.Opts.Timeout,
+		parentKey: rec.ParentKey, lifo: rec.Opts.LIFO, timeoutMs: rec.Opts.Timeout,
 		stackTraceLimit:  rec.Opts.StackTraceLimit,
 		removeOnComplete: rec.Opts.RemoveOnComplete, removeOnFail: rec.Opts.RemoveOnFail,
 	}

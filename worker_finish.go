@@ -5,6 +5,7 @@ package drover
 // job goroutines themselves (carriers).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -33,6 +34,9 @@ type carriers struct {
 	mu      sync.Mutex
 	pending []*finishItem // handed in, not yet in a batch
 	writing int           // goroutines carrying batches now, ≤ maxWriters
+	// parents counts the flow parents in this queue (by id) of the
+	// results being written now, for flowCut.
+	parents map[string]int
 	wg      sync.WaitGroup
 }
 
@@ -66,20 +70,25 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 			runtime.Gosched()
 		}
 		c.mu.Lock()
-		n := min(len(c.pending), maxFinish)
+		n := c.flowCut(w, c.pending[:min(len(c.pending), maxFinish)])
 		if n == 0 {
 			// The other writer took every result while this one yielded
 			// or wrote: a call now would carry nothing (at concurrency 10,
 			// one call in seven did; a free slot is the fetcher's to fill).
+			// Or the first result waiting is a flow parent's whose child's
+			// result the other writer is writing: that writer takes it
+			// once its call returned.
 			c.writing--
 			c.mu.Unlock()
 			return nil
 		}
 		batch := slices.Clone(c.pending[:n])
 		c.pending = slices.Delete(c.pending, 0, n)
+		c.markParents(w, batch, 1)
 		c.mu.Unlock()
 		next := w.writeBatch(batch)
 		c.mu.Lock()
+		c.markParents(w, batch, -1)
 		if len(c.pending) > 0 {
 			// More results came in while this call ran: write them too,
 			// and start every fetched job on a goroutine of its own.
@@ -94,6 +103,63 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 		}
 		w.launch(next[1:])
 		return next[0]
+	}
+}
+
+// flowCut returns how many of the results waiting, from the first, one
+// script call writes now: those before the first completion of a flow
+// parent whose child's result came before it, earlier in items or in a
+// call another writer has not seen return. Results must reach Redis in the
+// order they came, as BullMQ's worker sends its moveToFinished calls one
+// by one on one connection: finishJobs looks at every completion's pending
+// and failed children before it writes any result of its call, and two
+// writers' calls may run in either order, so such a parent was refused as
+// still waiting for the child ("has pending dependencies", an attempt
+// failed for a child that had completed or had failed it for good). The
+// parent's result goes in a call after the child's returned. A parent is known from its child's
+// stored parent only: a child adopted by a flow while it ran (a custom id)
+// is not seen. Called with c.mu held.
+func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
+	var parents map[string]bool
+	for i, it := range items {
+		if it.rec.Kind == scripts.FinishCompleted && (parents[it.rec.ID] || c.parents[it.rec.ID] > 0) {
+			return i
+		}
+		if id, ok := w.parentHere(it); ok {
+			if parents == nil {
+				parents = make(map[string]bool)
+			}
+			parents[id] = true
+		}
+	}
+	return len(items)
+}
+
+// parentHere returns the id of the result's flow parent when that parent
+// is a job of the worker's queue (only those can share its calls).
+func (w *Worker) parentHere(it *finishItem) (string, bool) {
+	pk, base := it.rj.stored.parentKey, w.q.k.Base()
+	if len(pk) <= len(base) || pk[:len(base)] != base {
+		return "", false
+	}
+	return pk[len(base):], true
+}
+
+// markParents adds delta to the count of the parents of batch's results
+// being written. Called with c.mu held.
+func (c *carriers) markParents(w *Worker, batch []*finishItem, delta int) {
+	for _, it := range batch {
+		id, ok := w.parentHere(it)
+		if !ok {
+			continue
+		}
+		if c.parents == nil {
+			c.parents = make(map[string]int)
+		}
+		c.parents[id] += delta
+		if c.parents[id] <= 0 {
+			delete(c.parents, id)
+		}
 	}
 }
 
@@ -194,18 +260,22 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 
 // refusedCompletion is the error an attempt fails with when the finish
 // script refused its completion: the job became a flow parent while it ran
-// and a child is pending or failed. Its text is BullMQ's, so a job's
+// and a child is pending or failed; or the one Job.MoveToWaitingChildren
+// returns for a failed child. Its text is BullMQ's, so a job's
 // failedReason reads the same whichever worker ran it.
 type refusedCompletion struct {
 	jobID string
 	cause error // ErrPendingDependencies or ErrFailedChildren
+	// command is the BullMQ script the text names; "" = moveToFinished.
+	command string
 }
 
 func (e *refusedCompletion) Error() string {
+	command := cmp.Or(e.command, "moveToFinished")
 	if errors.Is(e.cause, ErrFailedChildren) {
-		return "Cannot complete job " + e.jobID + " because it has at least one failed child. moveToFinished"
+		return "Cannot complete job " + e.jobID + " because it has at least one failed child. " + command
 	}
-	return "Job " + e.jobID + " has pending dependencies. moveToFinished"
+	return "Job " + e.jobID + " has pending dependencies. " + command
 }
 
 func (e *refusedCompletion) Unwrap() error { return e.cause }

@@ -200,17 +200,17 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 	fr.ID, fr.Token = job.ID, rj.token
 	fr.Attempts = int(stored.attempts)
 	fr.DedupID = stored.dedupID
-	fr.HasParent = stored.hasParent
+	fr.HasParent = stored.parentKey != ""
 	// A job with a custom id may become a flow child while it runs: a flow
 	// naming it as a child attaches it (BullMQ's updateExistingJobsParent
 	// writes its parentKey and parent fields), and its finish must then
 	// update that parent, as BullMQ's moveToFinished reads the fields when
 	// it finishes. A counter id cannot be named by a flow (custom ids are
 	// never integer-looking), so counter-id jobs are not looked at.
-	fr.MayBeAdopted = !stored.hasParent && !keys.IntegerLooking(job.ID)
+	fr.MayBeAdopted = stored.parentKey == "" && !keys.IntegerLooking(job.ID)
 	entry := Attempt{N: job.AttemptsStarted, Start: rj.started, End: now, Worker: w.workerLabel()}
 	// settle records the outcome and the finishJobs kind that writes it.
-	settle := func(o Outcome) *finishItem {
+	settle := func(o Outcome) *finishItem { //nolint:contextcheck // failureTelemetry hands each middleware its own context (mwContext), as Finished gets it
 		item.outcome, entry.Outcome, fr.Kind = o, o, o.info().kind
 		// A first try that completes costs no record; any other attempt
 		// is recorded, a completion after a stall too (AttemptsStarted
@@ -218,6 +218,9 @@ func (w *Worker) outcome(ctx context.Context, rj *runningJob, result any, err er
 		// worker finished a recovered job.
 		if o != OutcomeCompleted || len(job.Timeline) > 0 || job.AttemptsStarted > 1 {
 			fr.Timeline = timelineWith(job, entry)
+		}
+		if o.Failed() || o.Retried() {
+			fr.Telemetry = w.failureTelemetry(rj, o)
 		}
 		return item
 	}

@@ -574,6 +574,9 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	// What was asked, as sent, for the entry of a request refused below
+	// (a bad filter or state); replaced by the parsed form once it passes.
+	e.Detail = fmt.Sprintf("state=%s filter=%q dryRun=%t limit=%d", req.State, req.Filter, req.DryRun, req.Limit)
 	// The request's own names in its errors, not inspect.RetryOptions'.
 	if req.State != "" && req.State != drover.StateFailed && req.State != drover.StateCompleted {
 		return badRequest("state must be failed or completed (the states a bulk retry takes jobs from), got %q", req.State)
@@ -598,10 +601,13 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 		return err
 	}
 	if req.DryRun {
+		markDryRun(r.Context())
 		res, err := h.ins.RetryJobs(r.Context(), e.Queue, opts)
 		if err != nil {
 			return err
 		}
+		e.Detail += fmt.Sprintf(" matched=%d excluded=%d", res.Matched, res.Excluded)
+		e.JobIDs = auditIDs(res.IDs)
 		writeJSON(w, http.StatusOK, res)
 		return nil
 	}
@@ -613,7 +619,7 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	entry := *e
 	//nolint:contextcheck // the operation outlives the request on purpose: Handler.Close ends it
 	op, err := h.ops.start(Operation{Kind: "retry-jobs", Queue: e.Queue, User: e.User, Detail: e.Detail, Started: h.now()}, entry,
-		func(op Operation) { h.finished(entry, op) }, //nolint:contextcheck // audited after the request has ended
+		func(op Operation, ids []string) { h.finished(entry, op, ids) }, //nolint:contextcheck // audited after the request has ended
 		func(ctx context.Context, progress func(done, total int)) (*inspect.RetryResult, error) {
 			o := *opts
 			o.Progress = progress
@@ -633,7 +639,7 @@ const requestAuditWait = 10 * time.Second
 
 // finished audits the end of a background operation, in the name of whoever
 // started it.
-func (h *Handler) finished(start AuditEntry, op Operation) {
+func (h *Handler) finished(start AuditEntry, op Operation, ids []string) {
 	if start.audited != nil {
 		select { // the request's own entry first (record bounds its wait)
 		case <-start.audited:
@@ -643,7 +649,7 @@ func (h *Handler) finished(start AuditEntry, op Operation) {
 	e := start
 	e.audited = nil
 	e.Time, e.Action = h.now(), start.Action+"-finished"
-	e.Jobs = op.Retried
+	e.Jobs, e.JobIDs = op.Retried, ids
 	e.Detail = fmt.Sprintf("operation=%s %s: retried %d, skipped %d of %d", op.ID, op.Status, op.Retried, op.Skipped, op.Total)
 	e.Outcome = "ok"
 	switch op.Status {
@@ -793,6 +799,8 @@ func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 	if req.State == "" {
 		req.State = drover.StateCompleted
 	}
+	// As sent, for the entry of a request refused below.
+	e.Detail = fmt.Sprintf("state=%s grace=%q limit=%d dryRun=%t", req.State, req.Grace, req.Limit, req.DryRun)
 	grace := inspect.CleanGraceDefault
 	if req.Grace != "" {
 		var err error
@@ -808,15 +816,18 @@ func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 	}
 	e.Detail = fmt.Sprintf("state=%s grace=%s limit=%d dryRun=%t", req.State, grace, req.Limit, req.DryRun)
 	if req.DryRun {
+		markDryRun(r.Context())
 		ids, err := h.ins.CleanCandidates(r.Context(), e.Queue, req.State, grace, req.Limit)
 		if err != nil {
 			return err
 		}
+		e.Detail += fmt.Sprintf(" matched=%d", len(ids))
+		e.JobIDs = auditIDs(ids)
 		writeJSON(w, http.StatusOK, map[string]int{"matched": len(ids)})
 		return nil
 	}
 	ids, err := h.ins.Clean(r.Context(), e.Queue, req.State, grace, req.Limit)
-	e.Jobs = len(ids)
+	e.Jobs, e.JobIDs = len(ids), auditIDs(ids)
 	if err != nil {
 		return err
 	}

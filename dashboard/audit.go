@@ -41,9 +41,16 @@ type AuditEntry struct {
 	Detail string `json:"detail,omitempty"`
 	// Jobs counts the jobs the action changed.
 	Jobs int `json:"jobs"`
+	// JobIDs names up to AuditJobIDsMax of the jobs a bulk action chose
+	// (retry-jobs: those it selected, newest first; clean: those it
+	// removed; a dry run: those it would change), so the log says which
+	// jobs, not only how many.
+	JobIDs []string `json:"jobIds,omitempty"`
 	// Outcome is ok, denied (auth, role, CSRF, read-only), throttled,
-	// error, or unknown (Redis did not answer in time, and
-	// the action may or may not have happened).
+	// error, unknown (Redis did not answer in time, and
+	// the action may or may not have happened), or replayed (a resend with
+	// the Idempotency-Key of a request already answered: that answer again,
+	// nothing done).
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 	// Remote is the client's address; for the drover command, the host it
@@ -54,6 +61,17 @@ type AuditEntry struct {
 	// that starts a background operation sets it, and the operation's end
 	// entry waits for it, so the log shows the request before its end.
 	audited chan struct{}
+}
+
+// AuditJobIDsMax bounds AuditEntry.JobIDs.
+const AuditJobIDsMax = 20
+
+// auditIDs is the first AuditJobIDsMax of ids, copied (nil for none).
+func auditIDs(ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	return append([]string(nil), ids[:min(len(ids), AuditJobIDsMax)]...)
 }
 
 // AuditFunc receives audit entries. It is called synchronously from request

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -433,8 +434,25 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), principalKey{}, p)
-		rec, err := boundedAction(w, r.WithContext(ctx), &e, fn)
+		claim, done := h.claimIdempotency(ctx, w, r, &e)
+		if done {
+			return // answered (and audited): a resend, or a key refused
+		}
+		dry := new(atomic.Bool)
+		rec, err := boundedAction(w, r.WithContext(context.WithValue(ctx, dryRunKey{}, dry)), &e, fn)
 		switch {
+		case errors.Is(err, drover.ErrOutcomeUnknown) && dry.Load():
+			// A dry run changes nothing: its timeout is a read's, not an
+			// action that "may or may not have happened".
+			e.Outcome, e.Error = "error", "dry run: "+err.Error()
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusServiceUnavailable, "Redis did not answer in time; this was a dry run, so nothing changed ("+err.Error()+")")
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			h.record(ctx, e)
+			h.settle(ctx, claim, 0, nil, false)
+			return
 		case errors.Is(err, drover.ErrOutcomeUnknown):
 			e.Outcome, e.Error = outcomeUnknown, err.Error()
 			// Answer first: the audit store is in the Redis that does not
@@ -446,6 +464,7 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 				f.Flush()
 			}
 			h.record(ctx, e)
+			h.settle(ctx, claim, 0, nil, true)
 			return
 		case err != nil:
 			e.Outcome, e.Error = "error", err.Error()
@@ -454,11 +473,89 @@ func (h *Handler) act(action string, role Role, fn actionFunc) http.Handler {
 		}
 		h.record(ctx, e)
 		if err != nil {
+			h.settle(ctx, claim, 0, nil, false)
 			writeErr(w, err)
 			return
 		}
+		h.settle(ctx, claim, cmp.Or(rec.status, http.StatusOK), rec.body.Bytes(), false)
 		replay(w, rec)
 	})
+}
+
+// claimIdempotency claims the Idempotency-Key r carries, if any (see
+// idempotency.go). done says it answered r itself, and audited it: a resend
+// of an answered request (its answer again), of one still running or of
+// one whose outcome is unknown, a key too long, or Redis failing the claim.
+func (h *Handler) claimIdempotency(ctx context.Context, w http.ResponseWriter, r *http.Request, e *AuditEntry) (claim *idemClaim, done bool) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return nil, false
+	}
+	fail := func(err error) (*idemClaim, bool) {
+		e.Outcome, e.Error = "error", err.Error()
+		h.record(ctx, *e)
+		writeErr(w, err)
+		return nil, true
+	}
+	if len(key) > idempotencyKeyMax {
+		return fail(badRequest("Idempotency-Key must be at most %d bytes, got %d", idempotencyKeyMax, len(key)))
+	}
+	bctx, cancel := context.WithTimeout(ctx, actionTimeout)
+	defer cancel()
+	// bounded: the client may ignore ctx's deadline (see internal/bounded).
+	c, err := bounded.Call(bctx, func(ctx context.Context) (*idemClaim, error) {
+		return h.store.claimIdempotency(ctx, e.User, r, key)
+	})
+	switch {
+	case err != nil:
+		return fail(fmt.Errorf("%w (nothing was done)", err))
+	case c.busy:
+		return fail(&httpError{status: http.StatusConflict, msg: "a request with this Idempotency-Key is still under way: wait for its answer"})
+	case c.unknown:
+		e.Outcome, e.Error = outcomeUnknown, "resent: the first request with this Idempotency-Key had an unknown outcome"
+		h.record(ctx, *e)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{
+			"error":   "outcome unknown: the first request with this Idempotency-Key got no answer from Redis in time, so it may or may not have happened; check before sending it again with a new key",
+			"outcome": outcomeUnknown,
+		})
+		return nil, true
+	case c.kept != nil:
+		e.Outcome, e.Detail = "replayed", "the answer of the first request with this Idempotency-Key; nothing done again"
+		h.record(ctx, *e)
+		w.Header().Set("Idempotency-Replayed", "true")
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(c.kept.Status)
+		_, _ = w.Write(c.kept.Body)
+		return nil, true
+	}
+	return c, false
+}
+
+// settle records how the request holding claim ended, for its resends
+// (nothing without a claim). A failure is logged: the action is done.
+func (h *Handler) settle(ctx context.Context, claim *idemClaim, status int, body []byte, unknown bool) {
+	if claim == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	// bounded: the client may ignore ctx's deadline (see internal/bounded).
+	if _, err := bounded.Call(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, h.store.settle(ctx, claim, status, body, unknown)
+	}); err != nil {
+		h.opts.Logger.WarnContext(ctx, "idempotency answer not stored", slog.Any(logkey.Error, err))
+	}
+}
+
+// dryRunKey marks, in an action's context, an *atomic.Bool the action sets
+// (markDryRun) once it knows it is a dry run, before it reads Redis.
+type dryRunKey struct{}
+
+// markDryRun tells act that this request changes nothing.
+func markDryRun(ctx context.Context) {
+	if b, ok := ctx.Value(dryRunKey{}).(*atomic.Bool); ok {
+		b.Store(true)
+	}
 }
 
 // outcomeUnknown is the audit outcome, and the error answer's "outcome", of

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // schemaChecker validates JSON values against the JSON Schema subset the
@@ -263,7 +264,12 @@ func TestOpenAPI(t *testing.T) {
 	validate(http.MethodPost, "api/queues/q/retry", map[string]any{"filter": "name=x"}, http.StatusAccepted, "/api/queues/{queue}/retry")
 	validate(http.MethodGet, "api/operations", nil, http.StatusOK, "/api/operations")
 	validate(http.MethodGet, "api/operations/1", nil, http.StatusOK, "/api/operations/{id}")
-	validate(http.MethodPost, "api/operations/1/cancel", nil, http.StatusOK, "/api/operations/{id}/cancel")
+	testkit.WaitFor(t, 20*time.Second, "operation 1 to end", func() bool {
+		var op dashboard.Operation
+		require.Equal(t, http.StatusOK, c.get("api/operations/1", &op))
+		return op.Status != dashboard.OperationRunning
+	})
+	validate(http.MethodPost, "api/operations/1/cancel", nil, http.StatusConflict, "/api/operations/{id}/cancel")
 	validate(http.MethodPost, "api/queues/q/jobs/"+backoff+"/promote", nil, http.StatusOK, "/api/queues/{queue}/jobs/{id}/promote")
 	validate(http.MethodPost, "api/queues/q/jobs/"+done+"/cancel", map[string]any{"reason": "not yet"}, http.StatusConflict, "/api/queues/{queue}/jobs/{id}/cancel")
 	validate(http.MethodPost, "api/queues/q/jobs/"+fatal+"/retry", map[string]bool{"resetAttempts": true}, http.StatusOK, "/api/queues/{queue}/jobs/{id}/retry")

@@ -41,13 +41,18 @@ type Operation struct {
 	Detail string          `json:"detail"`
 	Status OperationStatus `json:"status"`
 	// Done counts the jobs handled so far (retried or skipped) of Total.
-	Done    int       `json:"done"`
-	Total   int       `json:"total"`
-	Retried int       `json:"retried"`
-	Skipped int       `json:"skipped"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended,omitzero"`
-	Error   string    `json:"error,omitempty"`
+	Done    int `json:"done"`
+	Total   int `json:"total"`
+	Retried int `json:"retried"`
+	Skipped int `json:"skipped"`
+	// Conflicts counts the skipped jobs a worker held (see GET
+	// /api/queues/{queue}/conflicts); Skips names up to
+	// inspect.RetrySkipsMax skipped jobs with why, once it has ended.
+	Conflicts int                  `json:"conflicts"`
+	Skips     []inspect.SkippedJob `json:"skips,omitempty"`
+	Started   time.Time            `json:"started"`
+	Ended     time.Time            `json:"ended,omitzero"`
+	Error     string               `json:"error,omitempty"`
 }
 
 type operation struct {
@@ -57,6 +62,8 @@ type operation struct {
 	// cancelAudited is the audited channel of the request that cancelled
 	// the operation: its end entry waits for that request's entry too.
 	cancelAudited chan struct{}
+	// ids names the first jobs it selected, for its end entry.
+	ids []string
 }
 
 // operations owns the background operations of a Handler: it starts each
@@ -78,7 +85,7 @@ func newOperations() *operations {
 
 // start runs fn in the background as a new operation. fn reports progress
 // through its progress func; its result fills the operation's counts.
-func (o *operations) start(op Operation, entry AuditEntry, finish func(Operation),
+func (o *operations) start(op Operation, entry AuditEntry, finish func(op Operation, ids []string),
 	fn func(ctx context.Context, progress func(done, total int)) (*inspect.RetryResult, error),
 ) (Operation, error) {
 	o.mu.Lock()
@@ -111,9 +118,10 @@ func (o *operations) start(op Operation, entry AuditEntry, finish func(Operation
 		})
 		o.mu.Lock()
 		if res != nil {
-			rec.Retried, rec.Skipped = res.Retried, res.Skipped
+			rec.Retried, rec.Skipped, rec.Conflicts, rec.Skips = res.Retried, res.Skipped, res.Conflicts, res.Skips
 			rec.Done = max(rec.Done, res.Retried+res.Skipped)
 			rec.Total = max(rec.Total, res.Matched)
+			rec.ids = auditIDs(res.IDs)
 		}
 		rec.Ended = time.Now()
 		switch {
@@ -124,7 +132,7 @@ func (o *operations) start(op Operation, entry AuditEntry, finish func(Operation
 		default:
 			rec.Status, rec.Error = OperationFailed, err.Error()
 		}
-		snap, cancelAudited := rec.Operation, rec.cancelAudited
+		snap, cancelAudited, ids := rec.Operation, rec.cancelAudited, rec.ids
 		o.mu.Unlock()
 		if cancelAudited != nil && ctx.Err() != nil {
 			select { // the cancel request's entry first
@@ -132,7 +140,7 @@ func (o *operations) start(op Operation, entry AuditEntry, finish func(Operation
 			case <-time.After(requestAuditWait):
 			}
 		}
-		finish(snap)
+		finish(snap, ids)
 	}()
 	return rec.Operation, nil
 }
@@ -214,6 +222,11 @@ func (h *Handler) cancelOperation(w http.ResponseWriter, r *http.Request, e *Aud
 	snap := h.ops.snapshot(op)
 	e.Queue = snap.Queue
 	e.Detail = fmt.Sprintf("operation=%s kind=%s done=%d/%d", snap.ID, snap.Kind, snap.Done, snap.Total)
+	if snap.Status != OperationRunning {
+		// Nothing to stop: a 200 (and an "ok" cancel in the audit log)
+		// claimed a cancel of an operation that had already ended.
+		return &httpError{status: http.StatusConflict, msg: fmt.Sprintf("operation %s has already ended (%s): nothing to cancel", snap.ID, snap.Status)}
+	}
 	e.audited = make(chan struct{}) // closed by act's record of e
 	h.ops.mu.Lock()
 	if op.cancelAudited == nil {

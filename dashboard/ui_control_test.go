@@ -644,8 +644,8 @@ func TestUIUnreadableJob(t *testing.T) {
 	good := b.add(t, "mixed", "charge", nil, &drover.JobOptions{Attempts: 1})
 	b.waitState(t, "mixed", good, drover.StateFailed)
 	k := b.prefix + ":mixed:"
-	require.NoError(t, b.rdb.HSet(ctx, k+"damaged", "name", "charge", "data", "{}", "opts", `{"attempts":1}`, "timestamp", 1000,
-		"atm", "one", "failedReason", "gateway timeout", "finishedOn", 2000).Err())
+	require.NoError(t, b.rdb.HSet(ctx, k+"damaged", "name", "charge", "data", "{}", "opts", `{"attempts":"one"}`, "timestamp", 1000,
+		"atm", 1, "failedReason", "gateway timeout", "finishedOn", 2000).Err())
 	require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(2000, "damaged")).Err())
 
 	tab := browser(t)
@@ -653,7 +653,7 @@ func TestUIUnreadableJob(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#failure-groups tr[data-group]`)), chromedp.WaitVisible(chromedp.CSS(`#unreadable a[data-unreadable="damaged"]`)))
 	require.Contains(t, text(t, tab, `#unreadable`), "1 job of this page could not be read")
 	do(t, tab, chromedp.Click(chromedp.CSS(`#unreadable a`)), chromedp.WaitVisible(chromedp.Search(`//p[contains(., "Could not load the job")]`)))
-	require.Contains(t, text(t, tab, `main`), `field atm: not a number: "one"`)
+	require.Contains(t, text(t, tab, `main`), `opts.attempts: not a number: "one"`)
 }
 
 // TestUILongNames: a 300-character job id and a 3,000-character job name

@@ -18,6 +18,12 @@
 //     in the same trace (a parent/child relation, not a link, as in BullMQ).
 //     The processor runs with that span in its context: jobs it adds, and
 //     spans it starts, join the trace.
+//   - A failed attempt makes an INTERNAL span under the process span,
+//     "fail <queue>", or "retry <queue>" / "delay <queue>" when the job is
+//     retried at once / after a backoff, and the worker stores that span's
+//     context in the job hash field "tm", as BullMQ's worker does on
+//     moveToFailed (BullMQ 6.7 reads it nowhere: the next attempt's process
+//     span is again the add span's child, on both sides).
 //
 // Span attributes use BullMQ's names (bullmq.queue.name, bullmq.job.id, …).
 //
@@ -34,6 +40,7 @@ package droverotel
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -74,6 +81,10 @@ type Middleware struct {
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
 	m          *instruments
+	// failSpans holds each failed attempt's fail/retry/delay span, by
+	// *drover.Job, from FailureTelemetry (before the worker writes the
+	// failure) until Finished (after).
+	failSpans sync.Map
 }
 
 // New returns the instrumentation. It fails only when the meter provider
@@ -304,7 +315,16 @@ func (mw *Middleware) WorkerMiddleware() drover.WorkerMiddleware {
 			mw.m.add(ctx, metricset.Started, queueOf(job))
 			return next(ctx, job)
 		},
+		FailureTelemetry: mw.failureTelemetry,
 		Finished: func(ctx context.Context, job *drover.Job, f drover.Finish) {
+			if s, ok := mw.failSpans.LoadAndDelete(job); ok {
+				fail := s.(trace.Span)
+				if f.Outcome == drover.OutcomeUnknown && f.Err != nil {
+					fail.RecordError(f.Err)
+					fail.SetStatus(codes.Error, f.Err.Error())
+				}
+				fail.End()
+			}
 			span := trace.SpanFromContext(ctx)
 			if !span.SpanContext().IsValid() || !isOurs(ctx) {
 				// The job failed without running the processor (or an
@@ -317,6 +337,33 @@ func (mw *Middleware) WorkerMiddleware() drover.WorkerMiddleware {
 			mw.m.finished(ctx, job, f)
 		},
 	}
+}
+
+// failureTelemetry starts the span of a failed attempt's write, named as
+// BullMQ names it ("fail", "retry" or "delay <queue>", INTERNAL), a child
+// of the process span, and returns its context as BullMQ's telemetry
+// metadata for the worker to store in the job hash field "tm". Finished
+// ends it once the failure is written.
+func (mw *Middleware) failureTelemetry(ctx context.Context, job *drover.Job, o drover.Outcome) string {
+	op := "fail"
+	switch {
+	case o == drover.OutcomeRetried:
+		op = "retry"
+	case o.Retried():
+		op = "delay"
+	}
+	if !isOurs(ctx) {
+		// The job failed without running the processor: no process span
+		// yet (Finished makes one), so the span joins the job's trace.
+		ctx = mw.Extract(ctx, job)
+	}
+	queue := queueOf(job)
+	ctx, span := mw.tracer.Start(ctx, op+" "+queue, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+		attrQueueName.String(queue), attrOperation.String(op), attrJobName.String(job.Name), attrJobID.String(job.ID)))
+	if prev, loaded := mw.failSpans.Swap(job, span); loaded {
+		prev.(trace.Span).End() // not expected: one failure write per attempt
+	}
+	return mw.metadata(ctx)
 }
 
 type processKey struct{}

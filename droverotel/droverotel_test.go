@@ -156,7 +156,8 @@ func TestTraceFailedAttempt(t *testing.T) {
 	r.startWorker(t, func(context.Context, *drover.Job) (any, error) { return nil, errors.New("smtp down") })
 	res, err := r.q.Add(context.Background(), "welcome", nil, &drover.JobOptions{Attempts: 2})
 	require.NoError(t, err)
-	r.waitSpans(t, 3)
+	// add, two process spans, and the retry and fail spans of the failures.
+	r.waitSpans(t, 5)
 	add := r.span(t, "add mail.welcome")
 	var outcomes []string
 	for _, s := range r.spans.GetSpans() {
@@ -175,6 +176,58 @@ func TestTraceFailedAttempt(t *testing.T) {
 		require.Contains(t, names, "job failed")
 	}
 	require.Equal(t, []string{"retried/1", "retries-exhausted/2"}, outcomes)
+}
+
+// TestTraceFailureContext: each failed attempt makes an INTERNAL span under
+// its process span, "retry mail" (retried at once) or "fail mail" (failed
+// for good), and the job hash field tm holds the last one's context, as
+// BullMQ's worker writes it. A job that fails without running (a deferred
+// failure) gets its fail span in the add's trace.
+func TestTraceFailureContext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tmOf := func(t *testing.T, r *rig, id string) string {
+		t.Helper()
+		tm, err := r.rdb.HGet(ctx, r.prefix+":mail:"+id, "tm").Result()
+		require.NoError(t, err)
+		return tm
+	}
+	t.Run("RetryThenFail", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		r.startWorker(t, func(context.Context, *drover.Job) (any, error) { return nil, errors.New("smtp down") })
+		res, err := r.q.Add(ctx, "welcome", nil, &drover.JobOptions{Attempts: 2})
+		require.NoError(t, err)
+		r.waitSpans(t, 5)
+		retry, fail := r.span(t, "retry mail"), r.span(t, "fail mail")
+		process := map[trace.SpanID]bool{}
+		for _, s := range r.spans.GetSpans() {
+			if s.Name == "process mail" {
+				process[s.SpanContext.SpanID()] = true
+			}
+		}
+		for _, s := range []tracetest.SpanStub{retry, fail} {
+			require.Equal(t, trace.SpanKindInternal, s.SpanKind)
+			require.True(t, process[s.Parent.SpanID()], "%s is a process span's child", s.Name)
+			require.Equal(t, res.Job.ID, attr(s, "bullmq.job.id"))
+			require.Equal(t, "welcome", attr(s, "bullmq.job.name"))
+		}
+		require.Equal(t, "retry", attr(retry, "bullmq.queue.operation"))
+		require.Equal(t, `{"traceparent":"00-`+fail.SpanContext.TraceID().String()+"-"+fail.SpanContext.SpanID().String()+`-01"}`,
+			tmOf(t, r, res.Job.ID))
+	})
+	t.Run("FailedWithoutRunning", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		res, err := r.q.Add(ctx, "welcome", nil, &drover.JobOptions{Attempts: 3})
+		require.NoError(t, err)
+		require.NoError(t, r.rdb.HSet(ctx, r.prefix+":mail:"+res.Job.ID, "defa", "child failed").Err())
+		r.startWorker(t, func(context.Context, *drover.Job) (any, error) { return nil, nil })
+		r.waitSpans(t, 3)
+		add, fail := r.span(t, "add mail.welcome"), r.span(t, "fail mail")
+		require.Equal(t, add.SpanContext.SpanID(), fail.Parent.SpanID())
+		require.Contains(t, tmOf(t, r, res.Job.ID), fail.SpanContext.SpanID().String())
+	})
 }
 
 // TestAddKeepsCallersContext: a job that already carries a context (say,
@@ -249,6 +302,9 @@ func TestTraceAttemptThatDidNotFail(t *testing.T) {
 			require.Equal(t, "Unset", s.Status.Code.String())
 			for _, e := range s.Events {
 				require.NotEqual(t, "job failed", e.Name, "attributes: %v", e.Attributes)
+			}
+			for _, s := range r.spans.GetSpans() {
+				require.NotEqual(t, trace.SpanKindInternal, s.SpanKind, "no fail/retry/delay span: %s", s.Name)
 			}
 		})
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/embedredis"
+	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/seam"
 )
 
@@ -112,8 +113,14 @@ func (k *Kit) Now() time.Time { return k.clock.Now() }
 
 // Advance moves the kit's clock, and the engine's key expiry with it, by
 // d, and wakes the kit's workers: delayed jobs and backoffs that are due
-// now run, locks older than d expire.
+// now run, locks older than d expire. Time does not go back: a negative d
+// fails the test and moves nothing (the clock moved back would make due
+// jobs not due and lengthen every key's time to live).
 func (k *Kit) Advance(d time.Duration) {
+	k.t.Helper()
+	if d < 0 {
+		k.t.Fatalf("drovertest: Advance needs a duration >= 0, got %s", d)
+	}
 	// The engine's expiry first: a worker fetching between the two takes
 	// nothing newly due yet. The other way round, a job due on the moved
 	// clock could be taken and locked before the fast-forward, which then
@@ -447,7 +454,8 @@ func holds(jobs []*drover.Job) string {
 
 // RequireAddedArgs is RequireAdded for a typed job: it finds the one job of
 // T's kind in queue and returns its data decoded into a T (T may be a
-// pointer type).
+// pointer type). Data that is JSON null fails the test, as Work fails such
+// a job.
 func RequireAddedArgs[T drover.JobArgs](t testing.TB, k *Kit, queue string) T {
 	t.Helper()
 	var args T
@@ -457,6 +465,9 @@ func RequireAddedArgs[T drover.JobArgs](t testing.TB, k *Kit, queue string) T {
 		return args
 	}
 	job := RequireAdded(t, k, queue, kind)
+	if jobcodec.IsNull(job.Data) {
+		t.Fatalf("drovertest: job %s (%q) in queue %q: data does not decode as %T: the data is null", job.ID, job.Name, queue, args)
+	}
 	if err := json.Unmarshal(job.Data, &args); err != nil {
 		t.Fatalf("drovertest: job %s (%q) in queue %q: data does not decode as %T: %v", job.ID, job.Name, queue, args, err)
 	}

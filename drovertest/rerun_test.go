@@ -2,6 +2,7 @@ package drovertest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -282,4 +283,37 @@ func TestRequireAddedArgsInterface(t *testing.T) {
 	})
 	require.Nil(t, panicked)
 	require.Equal(t, "drovertest: RequireAddedArgs: drover.JobArgs.Kind() panicked on a zero value (runtime error: invalid memory address or nil pointer dereference)", msg)
+}
+
+// TestAdvanceNegative: Advance with a negative duration fails the test
+// with a message and leaves the clock where it was; it used to move the
+// kit's clock back and lengthen every key's time to live, so jobs due by
+// the old clock were not due any more.
+func TestAdvanceNegative(t *testing.T) {
+	t.Parallel()
+	rec := &fatalRecorder{TB: t}
+	k := drovertest.New(rec)
+	before := k.Now()
+	msg := runRecorded(rec, func() { k.Advance(-time.Second) })
+	require.Equal(t, "drovertest: Advance needs a duration >= 0, got -1s", msg)
+	require.Equal(t, before, k.Now())
+	k.Advance(0)
+	require.Equal(t, before, k.Now())
+}
+
+// TestRequireAddedArgsNullData: a job of T's kind whose data is JSON null
+// fails the test, value T or pointer T, as drover.Work fails such a job;
+// RequireAddedArgs used to return T's zero value (or a nil pointer) as if
+// the job had been added with empty fields.
+func TestRequireAddedArgsNullData(t *testing.T) {
+	t.Parallel()
+	k := drovertest.New(t)
+	_, err := k.Queue("receipts").Add(context.Background(), "receipt", json.RawMessage("null"), &drover.JobOptions{JobID: "n"})
+	require.NoError(t, err)
+	rec := &fatalRecorder{TB: t}
+	msg := runRecorded(rec, func() { drovertest.RequireAddedArgs[Receipt](rec, k, "receipts") })
+	require.Equal(t, `drovertest: job n ("receipt") in queue "receipts": data does not decode as drovertest_test.Receipt: the data is null`, msg)
+	rec = &fatalRecorder{TB: t}
+	msg = runRecorded(rec, func() { drovertest.RequireAddedArgs[*Receipt](rec, k, "receipts") })
+	require.Equal(t, `drovertest: job n ("receipt") in queue "receipts": data does not decode as *drovertest_test.Receipt: the data is null`, msg)
 }

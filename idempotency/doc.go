@@ -95,7 +95,10 @@
 // waits for the first transaction and then sees AlreadyCompleted (or Claimed,
 // if the first rolled back). InProgressElsewhere does not occur; a busy
 // timeout that runs out is an error, and the job is retried. See [NewSQLite]
-// for how to open the database.
+// for how to open the database. For the same reason a Do inside another
+// Do's function cannot claim anything until the outer transaction ends: it
+// returns [ErrNestedDo] at once (see [Ledger.Do]); claim further keys in the
+// outer transaction with ClaimTx instead.
 //
 // # Effects outside the database
 //

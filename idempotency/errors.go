@@ -33,3 +33,14 @@ var (
 	// commit happened, and runs the function if it did not.
 	ErrCommitInDoubt = errors.New("idempotency: commit outcome unknown (its answer was lost)")
 )
+
+// ErrNestedDo is wrapped by the error of a Do called from inside another
+// Do's function (with the ctx that Do handed it, or one made from it) on
+// the same database, when it could only wait for the enclosing Do's open
+// transaction, which waits for it: with the same operation key on any
+// database, and with any key on SQLite, whose single write lock the
+// enclosing transaction holds. Nothing ran or was written, and retrying
+// the same code will not help: it is a programming error. To make another
+// key part of the same unit of work, claim it in the enclosing function's
+// transaction with ClaimTx and CompleteTx.
+var ErrNestedDo = errors.New("idempotency: Do inside the function of a Do it would wait for")

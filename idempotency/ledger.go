@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -108,6 +109,10 @@ type Ledger[Tx any] struct {
 	noDB   bool // made with a nil handle: Do and Prune fail, ClaimTx and CompleteTx work
 	logger *slog.Logger
 	now    func() time.Time
+	// handle is the database handle given to the constructor, as far as
+	// Do can tell it from another (see sameHandle): ledgers sharing one
+	// share a database, which is what a nested Do asks (openDo).
+	handle any
 }
 
 // database is what a Ledger needs from one kind of database. The claim
@@ -129,6 +134,9 @@ type database[Tx any] interface {
 	complete(ctx context.Context, tx Tx, key string, result []byte, now time.Time) (ok bool, err error)
 	// pruneBatch deletes up to limit rows claimed before the cutoff.
 	pruneBatch(ctx context.Context, before time.Time, limit int) (int64, error)
+	// oneWriter reports whether an open claim holds the whole database's
+	// write lock (SQLite), so that any other claim waits for it.
+	oneWriter() bool
 }
 
 // newLedger makes the ledger; handle is the database handle given to the
@@ -141,7 +149,41 @@ func newLedger[Tx any](db database[Tx], handle any, opts *Options) *Ledger[Tx] {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Ledger[Tx]{db: db, noDB: pgsql.IsNil(handle), logger: logger, now: time.Now}
+	l := &Ledger[Tx]{db: db, noDB: pgsql.IsNil(handle), logger: logger, now: time.Now}
+	if !l.noDB && reflect.ValueOf(handle).Comparable() {
+		l.handle = handle
+	}
+	return l
+}
+
+// openDo is a Do whose function is running: the ctx Do hands its function
+// carries them all, innermost first, so a Do inside can tell whether it
+// would wait for one of them (nested).
+type openDo struct {
+	handle any // the ledger's handle; nil: not comparable, never matches
+	key    string
+	outer  *openDo
+}
+
+type openDoContextKey struct{}
+
+// nested returns the error wrapping ErrNestedDo for a Do of key that could
+// only wait for an enclosing Do on the same database, or nil.
+func (l *Ledger[Tx]) nested(ctx context.Context, key string) error {
+	if l.handle == nil {
+		return nil
+	}
+	for o, _ := ctx.Value(openDoContextKey{}).(*openDo); o != nil; o = o.outer {
+		switch {
+		case o.handle != l.handle:
+		case o.key == key:
+			return fmt.Errorf("%w: the enclosing Do holds operation %s on this database", ErrNestedDo, quoteKey(key))
+		case l.db.oneWriter():
+			return fmt.Errorf("%w: the enclosing Do of operation %s holds this SQLite database's write lock "+
+				"(claim inside its transaction with ClaimTx and CompleteTx instead)", ErrNestedDo, quoteKey(o.key))
+		}
+	}
+	return nil
 }
 
 // ClaimTx claims the operation key inside tx, the caller's transaction, and
@@ -217,6 +259,16 @@ func (l *Ledger[Tx]) CompleteTx(ctx context.Context, tx Tx, key string, result [
 // undo or redo it outside the ledger; Do again, which runs fn only if it
 // did not. fn must
 // not commit or roll back the transaction itself.
+//
+// A Do inside fn, on the same database and with fn's ctx (or one made from
+// it), that could only wait for this Do's open transaction returns at once
+// with an error wrapping ErrNestedDo and runs nothing: one with the same
+// key, and on SQLite one with any key (the transaction holds SQLite's only
+// write lock). Another key on PostgreSQL is another transaction, which
+// commits or rolls back on its own. Ledgers share a database when they were
+// made with the same handle; a Do through a second *sql.DB on the same
+// SQLite file, or with a ctx not made from fn's, cannot be told and waits
+// for the write lock up to the busy timeout.
 func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Context, tx Tx) ([]byte, error)) (Result, error) {
 	if err := ValidateKey(key); err != nil {
 		return Result{Key: key}, err
@@ -226,6 +278,9 @@ func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Con
 		return Result{Key: key}, fmt.Errorf("idempotency: do operation %s: the function is nil", quoteKey(key))
 	case l.noDB:
 		return Result{Key: key}, fmt.Errorf("idempotency: do operation %s: %w", quoteKey(key), errNoDB)
+	}
+	if err := l.nested(ctx, key); err != nil {
+		return Result{Key: key}, fmt.Errorf("idempotency: do operation %s: %w", quoteKey(key), err)
 	}
 	if stored, found, err := l.db.lookup(ctx, key); err != nil {
 		return Result{Key: key}, fmt.Errorf("idempotency: look up operation %s: %w", quoteKey(key), err)
@@ -260,7 +315,9 @@ func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Con
 			fmt.Errorf("%w: %s", ErrInProgressElsewhere, quoteKey(key))
 	}
 
-	value, err := fn(WithKey(ctx, key), tx)
+	open := &openDo{handle: l.handle, key: key}
+	open.outer, _ = ctx.Value(openDoContextKey{}).(*openDo)
+	value, err := fn(context.WithValue(WithKey(ctx, key), openDoContextKey{}, open), tx)
 	if err != nil {
 		return Result{Key: key, Status: Claimed}, err
 	}

@@ -52,6 +52,10 @@ func (postgres) commitInDoubt(err error) bool {
 	return !errors.As(err, &pgErr) && !notSent &&
 		!errors.Is(err, pgx.ErrTxClosed) && !errors.Is(err, pgx.ErrTxCommitRollback)
 }
+
+// oneWriter: a claim locks its key only.
+func (postgres) oneWriter() bool { return false }
+
 func (postgres) rollback(ctx context.Context, tx pgx.Tx) error { return tx.Rollback(ctx) }
 
 // lookup reports false without asking: the claim's first statement answers a

@@ -43,6 +43,10 @@ func (s sqlite) begin(ctx context.Context) (*sql.Tx, error) { return s.db.BeginT
 func (sqlite) commit(_ context.Context, tx *sql.Tx) error   { return busyHint(tx.Commit()) }
 func (sqlite) rollback(_ context.Context, tx *sql.Tx) error { return tx.Rollback() }
 
+// oneWriter: a claim's insert holds the database's write lock until its
+// transaction ends.
+func (sqlite) oneWriter() bool { return true }
+
 // commitInDoubt is false: SQLite commits in this process, and a failed
 // commit (a busy timeout, say) did not commit.
 func (sqlite) commitInDoubt(error) bool { return false }

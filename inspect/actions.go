@@ -111,7 +111,9 @@ type RetryResult struct {
 	Queue string          `json:"queue"`
 	State drover.JobState `json:"state"`
 	// Matched counts the jobs selected; Retried those moved; Skipped those
-	// that changed meanwhile (removed, retried by someone else).
+	// that changed meanwhile (removed, retried by someone else, or run again
+	// and finished since they were selected: a job is never retried twice
+	// for one request).
 	Matched int  `json:"matched"`
 	Retried int  `json:"retried"`
 	Skipped int  `json:"skipped"`
@@ -123,8 +125,17 @@ type RetryResult struct {
 	// alone because they failed as unrecoverable (see
 	// RetryOptions.IncludeUnrecoverable).
 	Excluded int `json:"excluded"`
+	// ExcludedByChild counts, of Excluded, the flow parents a child failed
+	// (FailedChild); the others failed as unrecoverable. A message that
+	// called them all unrecoverable gave the parents the wrong reason.
+	ExcludedByChild int `json:"excludedByChild"`
 	// IDs lists up to RetryIDsMax of the matched ids, newest first.
 	IDs []string `json:"ids"`
+	// Skips names up to RetrySkipsMax of the skipped jobs, each with why
+	// (removed, held by a worker, in another state now, run again since it
+	// was selected). A retry by age counts its skipped jobs but cannot
+	// name them.
+	Skips []SkippedJob `json:"skips"`
 	// NewestFinished is when the newest matched job finished (null when
 	// none matched). Passed back as RetryOptions.OlderThan (the API's
 	// olderThan), the retry takes the matched jobs and none that finished
@@ -135,6 +146,17 @@ type RetryResult struct {
 	Sample []JobSummary `json:"sample"`
 }
 
+// SkippedJob is a job a bulk retry selected and left as it was.
+type SkippedJob struct {
+	ID string `json:"id"`
+	// Reason is the refusal's own words ("job is locked by a worker",
+	// "job not in the expected state: it is waiting, not failed").
+	Reason string `json:"reason"`
+}
+
+// RetrySkipsMax bounds RetryResult.Skips.
+const RetrySkipsMax = 20
+
 // RetrySampleMax bounds RetryResult.Sample.
 const RetrySampleMax = 5
 
@@ -142,8 +164,10 @@ const RetrySampleMax = 5
 // Without a filter (and with IncludeUnrecoverable, or for completed jobs) it
 // moves jobs by age with drover.Queue.RetryJobs (one script call per chunk);
 // else it selects the jobs first, then retries them one by one with
-// drover.Job.Retry, chunk by chunk. Cancelling ctx stops it between jobs;
-// the result says how far it got.
+// drover.Job.Retry, chunk by chunk, each only if it still has the
+// finishedOn it was selected with (RetryOptions.FinishedBy): a job that ran
+// again meanwhile is skipped, never retried twice. Cancelling ctx stops it
+// between jobs; the result says how far it got.
 func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOptions) (*RetryResult, error) {
 	var o RetryOptions
 	if opts != nil {
@@ -160,7 +184,7 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	if err != nil {
 		return nil, err
 	}
-	res := &RetryResult{Queue: queue, State: o.State, DryRun: o.DryRun, IDs: []string{}, Sample: []JobSummary{}}
+	res := &RetryResult{Queue: queue, State: o.State, DryRun: o.DryRun, IDs: []string{}, Sample: []JobSummary{}, Skips: []SkippedJob{}}
 	progress := func(done, total int) {
 		if o.Progress != nil {
 			o.Progress(done, total)
@@ -200,14 +224,24 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 			State: o.State, Count: o.ChunkSize, OlderThan: o.OlderThan, ResetAttemptsMade: o.ResetAttempts,
 			Pause: o.Pause, Progress: func(moved int) { progress(moved, max(res.Matched, moved)) },
 		})
+		if err == nil {
+			// Counted but not moved: they left the state meanwhile (someone
+			// retried or removed them), or failed again after the bound.
+			res.Skipped = max(res.Matched-res.Retried, 0)
+		}
 		return res, err
 	}
 
-	ids, excluded, err := i.matching(ctx, q, o.State, o.Filter, o.OlderThan, o.Limit, excludeUnrecoverable)
+	chosen, excluded, err := i.matching(ctx, q, o.State, o.Filter, o.OlderThan, o.Limit, excludeUnrecoverable)
 	if err != nil {
 		return nil, err
 	}
-	res.Matched, res.Excluded = len(ids), excluded
+	res.ExcludedByChild = excluded.byChild
+	ids := make([]string, len(chosen))
+	for k, c := range chosen {
+		ids[k] = c.id
+	}
+	res.Matched, res.Excluded = len(ids), excluded.all
 	// Appended to the empty list res starts with: no match is [] in JSON,
 	// as the by-age path answers, not null.
 	res.IDs = append(res.IDs, ids[:min(len(ids), RetryIDsMax)]...)
@@ -217,20 +251,32 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 	if o.DryRun {
 		return res, nil
 	}
-	retry := &drover.RetryOptions{ResetAttemptsMade: o.ResetAttempts}
-	for from := 0; from < len(ids); from += o.ChunkSize {
+	for from := 0; from < len(chosen); from += o.ChunkSize {
 		if from > 0 && o.Pause > 0 {
 			if err := sleep(ctx, o.Pause); err != nil {
 				return res, err
 			}
 		}
-		for _, id := range ids[from:min(from+o.ChunkSize, len(ids))] {
-			err := q.Job(id).Retry(ctx, o.State, retry)
+		for _, c := range chosen[from:min(from+o.ChunkSize, len(chosen))] {
+			// Moved only if it is the failure selected: a job someone else
+			// retried meanwhile that failed again (a later finishedOn) is
+			// skipped, or one request ran it twice, and a confirmed retry
+			// ran a job that failed after its preview.
+			id := c.id
+			err := q.Job(id).Retry(ctx, o.State, &drover.RetryOptions{ResetAttemptsMade: o.ResetAttempts, FinishedBy: c.finished})
 			switch {
 			case err == nil:
 				res.Retried++
 			case drover.IsRefusal(err):
 				res.Skipped++
+				if len(res.Skips) < RetrySkipsMax {
+					why := err
+					var je *drover.JobError
+					if errors.As(err, &je) {
+						why = je.Err // the job and queue are said already
+					}
+					res.Skips = append(res.Skips, SkippedJob{ID: id, Reason: why.Error()})
+				}
 				if errors.Is(err, drover.ErrJobLocked) {
 					res.Conflicts++
 					i.noteConflict(ctx, q, id, "bulk-retry", err)
@@ -251,8 +297,8 @@ func (i *Inspector) CountMatching(ctx context.Context, queue string, state drove
 	if err != nil {
 		return 0, err
 	}
-	ids, _, err := i.matching(ctx, q, state, filter, time.Time{}, 0, false)
-	return len(ids), err
+	chosen, _, err := i.matching(ctx, q, state, filter, time.Time{}, 0, false)
+	return len(chosen), err
 }
 
 // sample fills res.Sample from the first of res.IDs, and
@@ -280,25 +326,38 @@ func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.Jo
 	return nil
 }
 
-// matching lists the ids of state's jobs that pass filter, newest first,
-// reading the whole state in chunks. With excludeUnrecoverable it leaves out
-// jobs that failed as unrecoverable and counts them.
-func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, olderThan time.Time, limit int, excludeUnrecoverable bool) ([]string, int, error) {
-	var out []string
-	excluded := 0
+// chosenJob is a job a bulk retry selected, with the finishedOn it had then.
+type chosenJob struct {
+	id       string
+	finished time.Time
+}
+
+// matching lists state's jobs that pass filter, newest first, reading the
+// whole state in chunks. With excludeUnrecoverable it leaves out jobs that
+// failed as unrecoverable and counts them.
+// excludedJobs counts the jobs matching left out as unrecoverable: all,
+// and byChild of them flow parents a child failed.
+type excludedJobs struct{ all, byChild int }
+
+func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, olderThan time.Time, limit int, excludeUnrecoverable bool) ([]chosenJob, excludedJobs, error) {
+	var out []chosenJob
+	var excluded excludedJobs
 	_, _, err := i.scanJobs(ctx, q, state, false, 0, func(j *drover.Job) bool {
 		if !filter.Match(j) || (!olderThan.IsZero() && j.FinishedOn.After(olderThan)) {
 			return true
 		}
-		if excludeUnrecoverable && retryExcluded(failedForOf(j)) {
-			excluded++
+		if f := failedForOf(j); excludeUnrecoverable && retryExcluded(f) {
+			excluded.all++
+			if f == FailedChild {
+				excluded.byChild++
+			}
 			return true
 		}
-		out = append(out, j.ID)
+		out = append(out, chosenJob{id: j.ID, finished: j.FinishedOn})
 		return limit <= 0 || len(out) < limit
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, excludedJobs{}, err
 	}
 	return out, excluded, nil
 }

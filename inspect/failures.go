@@ -70,7 +70,9 @@ type FailureGroup struct {
 	// FirstSeen and LastSeen are the group's oldest and newest finishedOn.
 	FirstSeen Instant `json:"firstSeen,omitzero"`
 	LastSeen  Instant `json:"lastSeen,omitzero"`
-	// Filter selects the group in Jobs and RetryJobs (ParseFilter syntax).
+	// Filter selects the group in Jobs and RetryJobs (ParseFilter syntax):
+	// its error, and for a report over a window (FailureGroupsSince) that
+	// window, so it selects the jobs Count counts.
 	Filter string `json:"filter"`
 }
 
@@ -114,6 +116,9 @@ func (i *Inspector) FailureGroupsSince(ctx context.Context, queue string, since 
 	if err != nil {
 		return nil, err
 	}
+	// To the ms, finishedOn's unit: the groups' filters name the window
+	// in it, and must select the jobs counted here.
+	since = since.Truncate(time.Millisecond)
 	rep := &FailureReport{Queue: queue, Since: Instant{since}, Groups: []FailureGroup{}}
 	byKey := map[string]*FailureGroup{}
 	rep.Scanned, rep.Truncated, err = i.scanJobs(ctx, q, drover.StateFailed, false, i.opts.ScanLimit, func(j *drover.Job) bool {
@@ -124,7 +129,7 @@ func (i *Inspector) FailureGroupsSince(ctx context.Context, queue string, since 
 		g := byKey[key]
 		if g == nil {
 			g = &FailureGroup{Error: key, Example: firstLine(j.FailedReason), FirstSeen: Instant{j.FinishedOn}, LastSeen: Instant{j.FinishedOn},
-				Filter: Filter{Error: key}.String()}
+				Filter: Filter{Error: key, FinishedSince: since}.String()}
 			byKey[key] = g
 		}
 		g.Count++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seed40057009/drover"
 )
@@ -22,11 +23,15 @@ type Filter struct {
 	// Error matches jobs whose failed reason normalises to this error group
 	// (see NormalizeError and FailureGroups). "" = any.
 	Error string `json:"error,omitempty"`
+	// FinishedSince matches jobs that finished at or after this instant:
+	// the window of FailureGroupsSince, so a group's filter selects the
+	// group's jobs, not every job of its error that ever failed. Zero = any.
+	FinishedSince time.Time `json:"finishedSince,omitzero"`
 }
 
 // IsZero reports whether f matches every job.
 func (f Filter) IsZero() bool {
-	return f.Name == "" && f.Reason == "" && f.MaxAttemptsLeft == nil && f.Error == ""
+	return f.Name == "" && f.Reason == "" && f.MaxAttemptsLeft == nil && f.Error == "" && f.FinishedSince.IsZero()
 }
 
 // Match reports whether job passes the filter.
@@ -41,6 +46,9 @@ func (f Filter) Match(job *drover.Job) bool {
 		return false
 	}
 	if f.Error != "" && NormalizeError(job.FailedReason) != f.Error {
+		return false
+	}
+	if !f.FinishedSince.IsZero() && (job.FinishedOn.IsZero() || job.FinishedOn.Before(f.FinishedSince)) {
 		return false
 	}
 	return true
@@ -61,6 +69,9 @@ func (f Filter) String() string {
 	if f.Error != "" {
 		terms = append(terms, "error="+quoteTerm(f.Error))
 	}
+	if !f.FinishedSince.IsZero() {
+		terms = append(terms, "finished>="+f.FinishedSince.UTC().Format(finishedLayout))
+	}
 	return strings.Join(terms, " ")
 }
 
@@ -77,6 +88,9 @@ func quoteTerm(s string) string {
 //	name=NAME        the job's name is NAME
 //	reason=TEXT      the failed reason contains TEXT (any case)
 //	left<=N          at most N attempts left (also attempts-left<=N)
+//	error=GROUP      the failed reason's error group (NormalizeError)
+//	finished>=TIME   finished at or after TIME (RFC 3339, as
+//	                 2026-12-06T08:00:00Z)
 //
 // A value with spaces or commas is written in double quotes, Go style:
 // reason="connection refused". An empty expression matches every job.
@@ -124,10 +138,29 @@ func nextTerm(s string) (term, rest string, err error) {
 	return b.String(), "", nil
 }
 
+// wantTerms names the terms in ParseFilter's errors.
+const wantTerms = "want name=, reason=, error=, left<= or finished>="
+
+// finishedLayout renders Filter.FinishedSince: RFC 3339 to the
+// millisecond, finishedOn's precision.
+const finishedLayout = "2006-01-02T15:04:05.999Z07:00"
+
 func (f *Filter) set(term string) error {
 	// The operator is the term's first "=" (with the "<" before it, "<="):
 	// values, unquoted by now, may hold either (error="x left<=<n>").
 	eq := strings.IndexByte(term, '=')
+	if eq > 0 && term[eq-1] == '>' {
+		k, v := term[:eq-1], term[eq+1:]
+		if k != "finished" {
+			return fmt.Errorf("unknown term %q (%s)", term, wantTerms)
+		}
+		at, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return fmt.Errorf("finished>= needs a time such as 2026-12-06T08:00:00Z, got %q", v)
+		}
+		f.FinishedSince = at
+		return nil
+	}
 	if eq > 0 && term[eq-1] == '<' {
 		k, v := term[:eq-1], term[eq+1:]
 		switch k {
@@ -139,10 +172,10 @@ func (f *Filter) set(term string) error {
 			f.MaxAttemptsLeft = &n
 			return nil
 		}
-		return fmt.Errorf("unknown term %q (want name=, reason=, error= or left<=)", term)
+		return fmt.Errorf("unknown term %q (%s)", term, wantTerms)
 	}
 	if eq < 0 {
-		return fmt.Errorf("term %q is not key=value (want name=, reason=, error= or left<=)", term)
+		return fmt.Errorf("term %q is not key=value (%s)", term, wantTerms)
 	}
 	switch k, v := term[:eq], term[eq+1:]; k {
 	case "name":
@@ -152,7 +185,7 @@ func (f *Filter) set(term string) error {
 	case "error":
 		f.Error = v
 	default:
-		return fmt.Errorf("unknown term %q (want name=, reason=, error= or left<=)", term)
+		return fmt.Errorf("unknown term %q (%s)", term, wantTerms)
 	}
 	return nil
 }

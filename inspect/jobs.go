@@ -1173,6 +1173,21 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	if state == drover.StateCompleted {
 		newest = made - 1
 	}
+	// A retry with fresh attempts (the bulk retry's, Node's
+	// resetAttemptsMade) set AttemptsMade back to 0 and kept the stack
+	// traces, one per failure: traces beyond the failures AttemptsMade
+	// accounts for are failures from before the reset. They were
+	// activations too, and were drawn as "unknown" moves.
+	counted := made
+	if state == drover.StateCompleted {
+		counted = made - 1
+	}
+	moved := job.AttemptsStarted - made - job.StalledCount
+	if state == drover.StateActive {
+		moved--
+	}
+	reset := min(max(len(errs)-max(counted, 0), 0), max(moved, 0))
+	moved -= reset
 	seq := 0
 	// failure is the outcome of the n-th failure that was not the last
 	// attempt: the n-th of opts.attempts or a later one used the budget up
@@ -1188,6 +1203,17 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 			return drover.OutcomeRetryDelayed.String(), wait
 		}
 		return drover.OutcomeRetried.String(), 0
+	}
+	for n := 1; n <= reset; n++ {
+		// Their places in the budget are taken as one run of it from the
+		// first: exact for one reset.
+		seq++
+		a := Attempt{N: seq, Error: errs[n-1]}
+		a.Outcome, a.Backoff = failure(n)
+		if strings.HasPrefix(a.Error, "UnrecoverableError") {
+			a.Outcome, a.Backoff, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), 0, true
+		}
+		out = append(out, a)
 	}
 	for n := 1; n < made; n++ {
 		seq++
@@ -1213,10 +1239,6 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 	// moved its job (to delayed, to waiting-children) or it went back to
 	// wait unspent (rate limited). When none failed, the newest one put the
 	// job where it is; which ones came before is not known.
-	moved := job.AttemptsStarted - made - job.StalledCount
-	if state == drover.StateActive {
-		moved--
-	}
 	// A delayed job its last run moved after a failure (delayedByFailure):
 	// that failure came before the run that put the job where it is. Its
 	// times are not known (the job's are the last run's).

@@ -714,12 +714,12 @@ func TestUnreadableJobs(t *testing.T) {
 	b := setup(t, nil)
 	k := b.prefix + ":q:"
 	for n, id := range []string{"a", "b", "bad"} {
-		atm := "1"
+		opts := `{"attempts":1}`
 		if id == "bad" {
-			atm = "many"
+			opts = `{"attempts":"many"}`
 		}
-		require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "n", "data", "{}", "opts", `{"attempts":1}`, "timestamp", 1000+n,
-			"atm", atm, "ats", 1, "failedReason", "gateway timeout", "finishedOn", 2000+n).Err())
+		require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "n", "data", "{}", "opts", opts, "timestamp", 1000+n,
+			"atm", 1, "ats", 1, "failedReason", "gateway timeout", "finishedOn", 2000+n).Err())
 		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(float64(2000+n), id)).Err())
 	}
 	require.NoError(t, b.rdb.HSet(ctx, k+"done", "name", "n", "data", "{}", "opts", `{"attempts":1}`, "timestamp", 1000, "atm", 1, "finishedOn", 3000).Err())
@@ -735,7 +735,7 @@ func TestUnreadableJobs(t *testing.T) {
 	p, err := b.ins.Jobs(ctx, "q", &inspect.ListOptions{State: drover.StateFailed})
 	require.NoError(t, err)
 	require.Equal(t, "bad", p.Unreadable[0].ID)
-	require.Contains(t, p.Unreadable[0].Error, `field atm: not a number: "many"`)
+	require.Contains(t, p.Unreadable[0].Error, `opts.attempts: not a number: "many"`)
 
 	rep, err := b.ins.FailureGroups(ctx, "q")
 	require.NoError(t, err)

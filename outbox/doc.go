@@ -65,11 +65,17 @@
 // insert; relays LISTEN on it and relay new rows at once, and poll every
 // [RelayOptions.PollInterval] as a fallback.
 //
-// SQLite has neither row locks nor notifications. A relay reads pending rows
-// without locking them (holding SQLite's single write lock across a Redis
-// call would stall every writer), adds them, and marks them in a short write
-// transaction; two relays that read the same rows make duplicates of the same
-// jobs, so there is still one job per row. Relays poll.
+// SQLite has neither row locks nor notifications. A relay claims a batch in
+// one short write that leases its rows to the batch (columns claim_token and
+// claimed_until, migration 003_outbox_claims), adds them holding no lock
+// (SQLite's single write lock held across a Redis call would stall every
+// writer), and marks them in a short write transaction, only while its claim
+// still holds them. Other relays skip leased rows, so each row gets one
+// relay's verdict, sent or failed, as on PostgreSQL. A relay that dies
+// leaves its rows leased for up to 30 seconds; one whose batch outlives
+// that (Redis unreachable as long) may find them taken over by another
+// relay, whose verdict stands (its own marks are dropped, with a warning).
+// An idle relay only reads. Relays poll.
 //
 // # Failures
 //
@@ -81,5 +87,7 @@
 // type it does not know; AddTx refuses the others), or that Redis refuses
 // whatever the retry (a key of its queue holding another type, WRONGTYPE; a
 // row over the server's proto-max-bulk-len), is marked failed with the
-// reason and logged at error level; the other rows of its batch go on.
+// reason and logged at error level; the other rows of its batch go on. On a
+// Redis Cluster that includes a row whose queue name has no {hash tag} when
+// the relay's prefix has none either (see [NewRelay]).
 package outbox

@@ -53,11 +53,14 @@ type source interface {
 
 // batch is a claimed set of rows and the writes that settle them. Nothing
 // is settled until commit; rollback (a no-op after commit) releases the rows
-// for the next claim.
+// for the next claim. A mark lands only while the batch still holds the
+// row: markSent returns how many rows it marked, markFailed whether it
+// marked the row (on SQLite a batch that outlived its lease may have lost
+// rows to another relay, which settles them).
 type batch interface {
 	rows() []row
-	markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) error
-	markFailed(ctx context.Context, id int64, reason string, now time.Time) error
+	markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) (int, error)
+	markFailed(ctx context.Context, id int64, reason string, now time.Time) (bool, error)
 	commit(ctx context.Context) error
 	rollback(ctx context.Context) error
 }

@@ -90,14 +90,17 @@ type pgBatch struct {
 
 func (b *pgBatch) rows() []row { return b.claimed }
 
-func (b *pgBatch) markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) error {
-	_, err := b.tx.Exec(ctx, pgMarkSent, ids, jobIDs, now)
-	return err
+// markSent marks every row: the batch's row locks hold them all.
+func (b *pgBatch) markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) (int, error) {
+	if _, err := b.tx.Exec(ctx, pgMarkSent, ids, jobIDs, now); err != nil {
+		return 0, err
+	}
+	return len(ids), nil
 }
 
-func (b *pgBatch) markFailed(ctx context.Context, id int64, reason string, now time.Time) error {
+func (b *pgBatch) markFailed(ctx context.Context, id int64, reason string, now time.Time) (bool, error) {
 	_, err := b.tx.Exec(ctx, pgMarkFailed, id, now, reason)
-	return err
+	return err == nil, err
 }
 
 func (b *pgBatch) commit(ctx context.Context) error { return b.tx.Commit(ctx) }

@@ -200,6 +200,14 @@ type testHooks struct {
 // I/O; Start or Flush does. Whoever created rdb closes it, after Close.
 // Options every queue would refuse, RelayOptions.QueueOptions included, are
 // refused here with an error wrapping drover.ErrInvalidOption.
+//
+// On a Redis Cluster each queue's keys must share a hash slot, so the
+// prefix (QueueOptions.Prefix) or the queue name must carry a {hash tag},
+// as for drover.NewQueue. With a tagged prefix every row is relayed; with
+// an untagged one, a row whose queue name has no tag names a queue no
+// producer or worker can use there, and is marked failed with that reason
+// (neither AddTx, which does not know the Redis server, nor NewRelay, which
+// does not know the rows, can refuse it sooner).
 func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *RelayOptions) (*Relay, error) {
 	if outbox == nil || pgsql.IsNil(rdb) {
 		return nil, errors.New("outbox: NewRelay needs an outbox and a Redis client")
@@ -211,8 +219,10 @@ func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *Relay
 	}
 	// QueueOptions every queue refuses would otherwise surface at relay
 	// time, as a refusal of every row: each marked failed, for good. A
-	// queue made and dropped here does no I/O.
-	if _, err := drover.NewQueue(rdb, "outbox", o.QueueOptions); err != nil {
+	// queue made and dropped here does no I/O. Its name carries a hash
+	// tag: on a Redis Cluster a prefix without one is fine for the rows
+	// whose queue names have one, and only those rows can tell.
+	if _, err := drover.NewQueue(rdb, "{outbox}", o.QueueOptions); err != nil {
 		return nil, fmt.Errorf("outbox: RelayOptions.QueueOptions: %w", err)
 	}
 	return &Relay{
@@ -545,12 +555,22 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 		ids    []int64
 		jobIDs []string
 	)
-	for _, s := range results {
+	lost := 0 // rows another relay took over while this batch ran (SQLite's lease ran out)
+	for i := range results {
+		s := &results[i]
 		if s.failure != nil {
-			stats.Failed++
-			if err := b.markFailed(ctx, s.row.id, s.failure.Error(), now); err != nil {
+			marked, err := b.markFailed(ctx, s.row.id, s.failure.Error(), now)
+			if err != nil {
 				return Stats{}, len(rows), fmt.Errorf("outbox: mark row %d failed: %w", s.row.id, err)
 			}
+			if !marked {
+				// Its holder decides; this batch's verdict is not logged
+				// as if it stood.
+				s.failure = nil
+				lost++
+				continue
+			}
+			stats.Failed++
 			continue
 		}
 		switch s.outcome {
@@ -565,9 +585,11 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 		jobIDs = append(jobIDs, s.jobID)
 	}
 	if len(ids) > 0 {
-		if err := b.markSent(ctx, ids, jobIDs, now); err != nil {
+		marked, err := b.markSent(ctx, ids, jobIDs, now)
+		if err != nil {
 			return Stats{}, len(rows), fmt.Errorf("outbox: mark %d rows sent: %w", len(ids), err)
 		}
+		lost += len(ids) - marked
 	}
 	if err := callHook(ctx, r.hooks.beforeCommit); err != nil {
 		return Stats{}, len(rows), err
@@ -582,6 +604,10 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 				slog.Int64(logkey.OutboxID, s.row.id), slog.String(logkey.Queue, s.row.queue),
 				slog.String(logkey.JobID, s.jobID), slog.Any(logkey.Error, s.failure))
 		}
+	}
+	if lost > 0 {
+		r.logger.WarnContext(ctx, "outbox rows taken over by another relay while this batch ran; its verdict on them stands",
+			slog.Int(logkey.Count, lost))
 	}
 	r.logger.InfoContext(ctx, "outbox batch relayed",
 		slog.Int(logkey.Count, stats.Sent()), slog.Int(logkey.Created, stats.Created),

@@ -2,7 +2,10 @@ package outbox
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/seed40057009/drover/internal/pgsql"
@@ -15,20 +18,35 @@ import (
 // application's instead of failing.
 //
 // SQLite has no notifications: a relay finds new rows by polling, every
-// RelayOptions.PollInterval.
+// RelayOptions.PollInterval. Nor row locks: relays lease the rows of a batch
+// in the table (see the package documentation), which needs migration
+// 003_outbox_claims; a relay over a database without it fails its batches
+// with an error saying to run pgmigrate.Up.
 func NewSQLite(db *sql.DB) *Outbox[*sql.Tx] {
-	return &Outbox[*sql.Tx]{store: sqlite{db}, noDB: pgsql.IsNil(db), now: time.Now}
+	return &Outbox[*sql.Tx]{store: &sqlite{db: db, lease: liteLease}, noDB: pgsql.IsNil(db), now: time.Now}
 }
 
 var (
 	liteInsert     = pgsql.Query(pgsql.SQLite, "OutboxInsert")
+	liteClaimable  = pgsql.Query(pgsql.SQLite, "OutboxClaimable")
 	liteClaim      = pgsql.Query(pgsql.SQLite, "OutboxClaimBatch")
+	liteClaimed    = pgsql.Query(pgsql.SQLite, "OutboxClaimed")
 	liteMarkSent   = pgsql.Query(pgsql.SQLite, "OutboxMarkSent")
 	liteMarkFailed = pgsql.Query(pgsql.SQLite, "OutboxMarkFailed")
+	liteRelease    = pgsql.Query(pgsql.SQLite, "OutboxRelease")
 	litePrune      = pgsql.Query(pgsql.SQLite, "OutboxPrune")
 )
 
-type sqlite struct{ db *sql.DB }
+// liteLease is how long a SQLite relay's claim of a batch holds its rows
+// against other relays. A batch outliving it (Redis unreachable that long)
+// may see its rows claimed by another relay, which then settles them; a
+// relay that dies holding rows delays them by up to this much.
+const liteLease = 30 * time.Second
+
+type sqlite struct {
+	db    *sql.DB
+	lease time.Duration // liteLease; tests shorten it
+}
 
 func (s sqlite) insert(ctx context.Context, tx *sql.Tx, queue, name string, data, opts []byte, now time.Time) error {
 	var optsText sql.NullString
@@ -41,17 +59,43 @@ func (s sqlite) insert(ctx context.Context, tx *sql.Tx, queue, name string, data
 
 func (s sqlite) ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
-// claim reads the pending rows without locking them: holding SQLite's single
-// write lock while the relay talks to Redis would stall every writer of the
-// database. A second relay may read the same rows; its adds are duplicates
-// of the first relay's jobs, so there is still one job per row.
+// claim leases up to limit pending rows to a token of this batch's own, in
+// one short write, and reads them back. The relay then talks to Redis
+// holding no lock (SQLite's single write lock held that long would stall
+// every writer of the database); other relays skip the rows until the batch
+// marks or releases them, or its lease runs out. An idle relay only reads.
 func (s sqlite) claim(ctx context.Context, limit int) (batch, error) {
-	rs, err := s.db.QueryContext(ctx, liteClaim, limit)
+	now := time.Now()
+	var found bool
+	if err := s.db.QueryRowContext(ctx, liteClaimable, now.UnixMilli()).Scan(&found); err != nil {
+		return nil, claimHint(err)
+	}
+	if !found {
+		return &liteBatch{db: s.db}, nil
+	}
+	b := &liteBatch{db: s.db, token: rand.Text()}
+	_, err := s.db.ExecContext(ctx, liteClaim, limit, b.token, now.Add(s.lease).UnixMilli(), now.UnixMilli())
+	if err == nil {
+		err = b.read(ctx)
+	}
 	if err != nil {
-		return nil, err
+		// The claim may have landed (ctx ended as it ran): give it back,
+		// detached from ctx, which may be what failed, and bounded.
+		rctx, cancel := pgsql.RollbackContext(ctx)
+		defer cancel()
+		_ = b.rollback(rctx)
+		return nil, claimHint(err)
+	}
+	return b, nil
+}
+
+// read reads the rows the batch's claim holds.
+func (b *liteBatch) read(ctx context.Context) error {
+	rs, err := b.db.QueryContext(ctx, liteClaimed, b.token)
+	if err != nil {
+		return err
 	}
 	defer rs.Close()
-	var rows []row
 	for rs.Next() {
 		var (
 			r    row
@@ -59,25 +103,34 @@ func (s sqlite) claim(ctx context.Context, limit int) (batch, error) {
 			opts sql.NullString
 		)
 		if err := rs.Scan(&r.id, &r.queue, &r.name, &data, &opts); err != nil {
-			return nil, err
+			return err
 		}
 		r.data = []byte(data)
 		if opts.Valid {
 			r.opts = []byte(opts.String)
 		}
-		rows = append(rows, r)
+		b.claimed = append(b.claimed, r)
 	}
-	if err := rs.Err(); err != nil {
-		return nil, err
+	return rs.Err()
+}
+
+// claimHint names the missing migration when the claim columns are absent:
+// a drover that needs 003_outbox_claims over a database migrated before it.
+func claimHint(err error) error {
+	if err != nil && strings.Contains(err.Error(), "no such column") {
+		return fmt.Errorf("%w (the outbox table lacks the claim columns of migration 003_outbox_claims: run pgmigrate.Up)", err)
 	}
-	return &liteBatch{db: s.db, claimed: rows}, nil
+	return err
 }
 
 // liteBatch writes its marks in one transaction, opened at the first mark.
+// A mark lands only while the batch's claim still holds the row.
 type liteBatch struct {
 	db      *sql.DB
+	token   string // "": nothing claimed
 	claimed []row
 	tx      *sql.Tx
+	done    bool // committed: every row it still held is marked
 }
 
 func (b *liteBatch) rows() []row { return b.claimed }
@@ -94,24 +147,35 @@ func (b *liteBatch) begin(ctx context.Context) error {
 	return nil
 }
 
-func (b *liteBatch) markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) error {
+func (b *liteBatch) markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) (int, error) {
 	if err := b.begin(ctx); err != nil {
-		return err
+		return 0, err
 	}
+	marked := 0
 	for i, id := range ids {
-		if _, err := b.tx.ExecContext(ctx, liteMarkSent, id, jobIDs[i], now.UnixMilli()); err != nil {
-			return err
+		res, err := b.tx.ExecContext(ctx, liteMarkSent, id, jobIDs[i], now.UnixMilli(), b.token)
+		if err != nil {
+			return 0, err
 		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		marked += int(n)
 	}
-	return nil
+	return marked, nil
 }
 
-func (b *liteBatch) markFailed(ctx context.Context, id int64, reason string, now time.Time) error {
+func (b *liteBatch) markFailed(ctx context.Context, id int64, reason string, now time.Time) (bool, error) {
 	if err := b.begin(ctx); err != nil {
-		return err
+		return false, err
 	}
-	_, err := b.tx.ExecContext(ctx, liteMarkFailed, id, now.UnixMilli(), reason)
-	return err
+	res, err := b.tx.ExecContext(ctx, liteMarkFailed, id, now.UnixMilli(), reason, b.token)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 func (b *liteBatch) commit(context.Context) error {
@@ -120,15 +184,24 @@ func (b *liteBatch) commit(context.Context) error {
 	}
 	err := b.tx.Commit()
 	b.tx = nil
+	b.done = err == nil
 	return err
 }
 
-func (b *liteBatch) rollback(context.Context) error {
-	if b.tx == nil {
-		return nil
+// rollback drops the marks not committed and gives the rows the claim
+// still holds back to the next claim.
+func (b *liteBatch) rollback(ctx context.Context) error {
+	var err error
+	if b.tx != nil {
+		err = b.tx.Rollback()
+		b.tx = nil
 	}
-	err := b.tx.Rollback()
-	b.tx = nil
+	if b.token != "" && !b.done {
+		if _, rerr := b.db.ExecContext(ctx, liteRelease, b.token); rerr != nil && err == nil {
+			err = rerr
+		}
+		b.done = true
+	}
 	return err
 }
 

@@ -47,6 +47,7 @@ func ExampleUp() {
 	// Output:
 	// applied 001_operations
 	// applied 002_outbox
+	// applied 003_outbox_claims
 	// second run applied 0
 }
 
@@ -84,4 +85,5 @@ func ExampleStatus() {
 	// Output:
 	// 001_operations applied=true
 	// 002_outbox applied=false
+	// 003_outbox_claims applied=false
 }

@@ -99,6 +99,7 @@ func openSQLite(t *testing.T) *testDB {
 var (
 	operations = pgmigrate.Migration{Version: 1, Name: "operations"}
 	outbox     = pgmigrate.Migration{Version: 2, Name: "outbox"}
+	claims     = pgmigrate.Migration{Version: 3, Name: "outbox_claims"}
 )
 
 func applied(statuses []pgmigrate.MigrationStatus) []int {
@@ -131,7 +132,7 @@ func TestMigrate(t *testing.T) {
 				tdb := setup(t)
 				done, err := pgmigrate.Up(ctx, tdb.db, nil)
 				require.NoError(t, err)
-				require.Equal(t, []pgmigrate.Migration{operations, outbox}, done)
+				require.Equal(t, []pgmigrate.Migration{operations, outbox, claims}, done)
 				require.True(t, tdb.tableExists(t, "drover_operations"))
 				require.True(t, tdb.tableExists(t, "drover_outbox"))
 
@@ -141,7 +142,7 @@ func TestMigrate(t *testing.T) {
 
 				statuses, err := pgmigrate.Status(ctx, tdb.db)
 				require.NoError(t, err)
-				require.Equal(t, []int{1, 2}, applied(statuses))
+				require.Equal(t, []int{1, 2, 3}, applied(statuses))
 				for _, s := range statuses {
 					require.True(t, s.Known)
 					require.False(t, s.AppliedAt.IsZero())
@@ -159,15 +160,15 @@ func TestMigrate(t *testing.T) {
 
 				done, err = pgmigrate.Up(ctx, tdb.db, nil)
 				require.NoError(t, err)
-				require.Equal(t, []pgmigrate.Migration{outbox}, done)
+				require.Equal(t, []pgmigrate.Migration{outbox, claims}, done)
 			})
 
 			t.Run("TargetVersionOutOfRangeIsRejected", func(t *testing.T) {
 				t.Parallel()
 
 				tdb := setup(t)
-				_, err := pgmigrate.Up(ctx, tdb.db, &pgmigrate.UpOptions{TargetVersion: 3})
-				require.EqualError(t, err, "pgmigrate: UpOptions.TargetVersion must be between 0 (latest) and 2, got 3")
+				_, err := pgmigrate.Up(ctx, tdb.db, &pgmigrate.UpOptions{TargetVersion: 4})
+				require.EqualError(t, err, "pgmigrate: UpOptions.TargetVersion must be between 0 (latest) and 3, got 4")
 				_, err = pgmigrate.Down(ctx, tdb.db, -1, nil)
 				require.EqualError(t, err, "pgmigrate: Down target version must be 0 or more, got -1")
 			})
@@ -181,7 +182,7 @@ func TestMigrate(t *testing.T) {
 
 				done, err := pgmigrate.Down(ctx, tdb.db, 1, nil)
 				require.NoError(t, err)
-				require.Equal(t, []pgmigrate.Migration{outbox}, done)
+				require.Equal(t, []pgmigrate.Migration{claims, outbox}, done)
 				require.False(t, tdb.tableExists(t, "drover_outbox"))
 				require.True(t, tdb.tableExists(t, "drover_operations"))
 
@@ -197,7 +198,7 @@ func TestMigrate(t *testing.T) {
 				// And back up: the down files really undo the up files.
 				done, err = pgmigrate.Up(ctx, tdb.db, nil)
 				require.NoError(t, err)
-				require.Len(t, done, 2)
+				require.Len(t, done, 3)
 			})
 
 			t.Run("DownOnANeverMigratedDatabaseDoesNothing", func(t *testing.T) {
@@ -218,6 +219,7 @@ func TestMigrate(t *testing.T) {
 				require.Equal(t, []pgmigrate.MigrationStatus{
 					{Migration: operations, Known: true},
 					{Migration: outbox, Known: true},
+					{Migration: claims, Known: true},
 				}, statuses)
 				require.False(t, tdb.tableExists(t, "drover_migrations"))
 			})
@@ -228,22 +230,22 @@ func TestMigrate(t *testing.T) {
 				tdb := setup(t)
 				_, err := pgmigrate.Up(ctx, tdb.db, nil)
 				require.NoError(t, err)
-				tdb.exec(t, "INSERT INTO drover_migrations (version, name, applied_at) VALUES (3, 'future', "+
+				tdb.exec(t, "INSERT INTO drover_migrations (version, name, applied_at) VALUES (4, 'future', "+
 					map[string]string{"Postgres": "now()", "SQLite": "0"}[dialect.name]+")")
 
 				statuses, err := pgmigrate.Status(ctx, tdb.db)
 				require.NoError(t, err)
-				require.Len(t, statuses, 3)
-				require.Equal(t, pgmigrate.Migration{Version: 3, Name: "future"}, statuses[2].Migration)
-				require.False(t, statuses[2].Known)
-				require.True(t, statuses[2].Applied)
+				require.Len(t, statuses, 4)
+				require.Equal(t, pgmigrate.Migration{Version: 4, Name: "future"}, statuses[3].Migration)
+				require.False(t, statuses[3].Known)
+				require.True(t, statuses[3].Applied)
 
 				done, err := pgmigrate.Up(ctx, tdb.db, nil)
 				require.NoError(t, err)
 				require.Empty(t, done)
 
 				_, err = pgmigrate.Down(ctx, tdb.db, 0, nil)
-				require.ErrorContains(t, err, "the database has migration 003_future, which this drover does not know")
+				require.ErrorContains(t, err, "the database has migration 004_future, which this drover does not know")
 				require.True(t, tdb.tableExists(t, "drover_outbox"), "a refused Down must not revert anything")
 			})
 
@@ -283,7 +285,7 @@ func TestMigrate(t *testing.T) {
 				for err := range errs {
 					require.NoError(t, err)
 				}
-				require.ElementsMatch(t, []pgmigrate.Migration{operations, outbox}, total)
+				require.ElementsMatch(t, []pgmigrate.Migration{operations, outbox, claims}, total)
 			})
 
 			t.Run("LogsEachMigration", func(t *testing.T) {
@@ -307,6 +309,8 @@ func TestMigrate(t *testing.T) {
 				require.Equal(t, ""+
 					"level=INFO msg=\"migration applied\" dialect="+d+" version=1 migration=operations\n"+
 					"level=INFO msg=\"migration applied\" dialect="+d+" version=2 migration=outbox\n"+
+					"level=INFO msg=\"migration applied\" dialect="+d+" version=3 migration=outbox_claims\n"+
+					"level=INFO msg=\"migration reverted\" dialect="+d+" version=3 migration=outbox_claims\n"+
 					"level=INFO msg=\"migration reverted\" dialect="+d+" version=2 migration=outbox\n",
 					buf.String())
 			})
@@ -322,7 +326,7 @@ func TestMigrate(t *testing.T) {
 
 				done, err := pgmigrate.Up(ctx, tdb.db, nil)
 				require.NoError(t, err)
-				require.Len(t, done, 2)
+				require.Len(t, done, 3)
 			})
 		})
 	}

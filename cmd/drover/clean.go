@@ -34,7 +34,8 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 	fs := newQueueFlags("clean", c.out, fmt.Sprintf("Usage: drover clean <queue> [--state completed] [--grace %s] [--limit N] [--dry-run] [--yes] [--json]\n\n"+
 		"Removes jobs of one state older than the grace period (by default completed jobs finished more\n"+
 		"than an hour ago, as the dashboard's clean action); jobs a worker holds are skipped. It says how\n"+
-		"many jobs it will remove and asks first; --yes skips the question.", inspect.CleanGraceDefault))
+		"many jobs it will remove and asks first, then removes at most that many (jobs that age past the\n"+
+		"grace or arrive while it asks stay); --yes skips the question.", inspect.CleanGraceDefault))
 	state := fs.String("state", "completed", "state to clean: completed, failed, delayed, waiting, prioritized, paused, waiting-children, or active (jobs a worker holds are skipped)")
 	grace := fs.duration("grace", inspect.CleanGraceDefault, "keep jobs younger than this (finished for completed and failed); 0 = remove them all")
 	limit := fs.Int("limit", 0, "remove at most this many (0 = no limit)")
@@ -67,18 +68,22 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 	defer closeRedis()
 	queue, st := pos[0], drover.JobState(*state)
 	what := fmt.Sprintf("%s jobs older than %s from %s", st, *grace, queue)
+	removeUpTo := *limit
 	if *dryRun || !*yes {
 		ids, err := ins.CleanCandidates(ctx, queue, st, *grace, *limit)
 		if err != nil {
 			return err
 		}
 		count := fmt.Sprint(len(ids))
-		if *limit == 0 && len(ids) >= inspect.CleanPreviewCap {
+		capped := *limit == 0 && len(ids) >= inspect.CleanPreviewCap
+		if capped {
 			count = fmt.Sprintf("%d or more", inspect.CleanPreviewCap) // the preview stops there, clean does not
 		}
 		switch {
 		case *dryRun && *asJSON:
-			return writeJSON(c.out, map[string]any{"queue": queue, "state": st, "dryRun": true, "wouldRemove": len(ids), "ids": ids})
+			// capped: wouldRemove is where the preview stopped, not all
+			// the clean would remove (the text says "or more").
+			return writeJSON(c.out, map[string]any{"queue": queue, "state": st, "dryRun": true, "wouldRemove": len(ids), "capped": capped, "ids": ids})
 		case *dryRun:
 			fmt.Fprintf(c.out, "dry run: would remove %s %s\n", count, what)
 			listIDs(c.out, ids)
@@ -97,10 +102,18 @@ func (c *cleanCmd) Run(ctx context.Context, args []string) error {
 			fmt.Fprintln(c.out, "not removed")
 			return nil
 		}
+		// The count asked about, not more: jobs that aged past the grace or
+		// arrived while the question was open stay (the clean takes the
+		// oldest, the ones counted). A count that hit the preview's cap
+		// said "or more", and removes them all.
+		if *limit != 0 || len(ids) < inspect.CleanPreviewCap {
+			removeUpTo = len(ids)
+		}
 	}
-	ids, err := ins.Clean(ctx, queue, st, *grace, *limit)
+	ids, err := ins.Clean(ctx, queue, st, *grace, removeUpTo)
 	fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "clean", Queue: queue,
-		Detail: fmt.Sprintf("state=%s grace=%s limit=%d", st, *grace, *limit), Jobs: len(ids)}, err)
+		Detail: fmt.Sprintf("state=%s grace=%s limit=%d", st, *grace, removeUpTo), Jobs: len(ids),
+		JobIDs: ids[:min(len(ids), dashboard.AuditJobIDsMax)]}, err)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ type jobsCmd struct {
 func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 	fs := newQueueFlags("jobs", c.out, "Usage: drover jobs [<queue>...] [--state failed] [--filter EXPR] [--limit N] [--after CURSOR] [--json]\n\nLists jobs of one state, of the named queues or of every queue under the prefix.\nA page that has more ends with the --after cursor of the next one: it continues after\nthe page's last job wherever jobs entered or left the state in between.")
 	state := fs.String("state", "failed", "state to list: waiting, prioritized, active, delayed, completed, failed, paused, waiting-children")
-	filterExpr := fs.String("filter", "", `filter: name=NAME reason=TEXT left<=N (e.g. "reason=timeout left<=1")`)
+	filterExpr := fs.String("filter", "", `filter: name=NAME reason=TEXT error=GROUP left<=N finished>=TIME (e.g. "reason=timeout left<=1")`)
 	limit := fs.Int("limit", 50, "jobs per queue")
 	offset := fs.Int("offset", 0, "start at this position in the state's list")
 	after := fs.String("after", "", "continue after this cursor (printed at the end of a page; one queue only)")

@@ -175,11 +175,11 @@ func TestQueueCommands(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		k := b.prefix + ":mail:"
-		require.NoError(t, b.rdb.HSet(ctx, k+"damaged", "name", "x", "data", "{}", "opts", `{"attempts":1}`, "timestamp", 1000,
-			"atm", "one", "finishedOn", 2000).Err())
+		require.NoError(t, b.rdb.HSet(ctx, k+"damaged", "name", "x", "data", "{}", "opts", `{"attempts":"one"}`, "timestamp", 1000,
+			"atm", 1, "finishedOn", 2000).Err())
 		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redis.Z{Score: 2000, Member: "damaged"}).Err())
 		out := ok(t, b, "jobs", "mail", "--state", "failed")
-		require.Contains(t, out, `mail: cannot read job damaged (another tool wrote it, or it is damaged): job damaged: field atm: not a number: "one"`)
+		require.Contains(t, out, `mail: cannot read job damaged (another tool wrote it, or it is damaged): job damaged: field opts: opts.attempts: not a number: "one"`)
 		require.Contains(t, out, "mail: 4 failed jobs, 3 shown\n", "the other failed jobs are listed")
 	})
 

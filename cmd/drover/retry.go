@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/seed40057009/drover"
@@ -37,9 +38,9 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		"Moves failed (or completed) jobs back to wait in paced chunks. With ids, retries those jobs,\n"+
 		"including jobs that wait for their backoff (they run now).")
 	state := fs.String("state", "failed", "state to retry from: failed or completed")
-	filterExpr := fs.String("filter", "", `only jobs matching: name=NAME reason=TEXT left<=N`)
+	filterExpr := fs.String("filter", "", `only jobs matching: name=NAME reason=TEXT error=GROUP left<=N finished>=TIME`)
 	reset := fs.Bool("reset-attempts", false, "give each job its whole attempt budget back")
-	unrecoverable := fs.Bool("include-unrecoverable", false, "also retry failed jobs that failed as unrecoverable (left alone by default: they would fail again)")
+	unrecoverable := fs.Bool("include-unrecoverable", false, "also retry failed jobs that failed as unrecoverable or by a failed child (left alone by default: they would fail again)")
 	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be retried")
 	limit := fs.Int("limit", 0, "retry at most this many jobs, newest first (0 = all)")
 	chunk := fs.Int("chunk", inspect.RetryChunkDefault, "jobs per chunk")
@@ -130,7 +131,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		e := dashboard.AuditEntry{Action: "retry-jobs", Queue: queue, Detail: fmt.Sprintf("state=%s filter=%q resetAttempts=%t includeUnrecoverable=%t limit=%d",
 			*state, *filterExpr, *reset, *unrecoverable, *limit)}
 		if res != nil {
-			e.Jobs = res.Retried
+			e.Jobs, e.JobIDs = res.Retried, res.IDs[:min(len(res.IDs), dashboard.AuditJobIDsMax)]
 			e.Detail += fmt.Sprintf(": retried %d, skipped %d of %d", res.Retried, res.Skipped, res.Matched)
 		}
 		fs.redis.record(ctx, c.errOut, e, err)
@@ -150,7 +151,14 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	}
 	excluded := ""
 	if res.Excluded > 0 {
-		excluded = fmt.Sprintf("; %d failed as unrecoverable left alone (--include-unrecoverable retries them)", res.Excluded)
+		var why []string
+		if n := res.Excluded - res.ExcludedByChild; n > 0 {
+			why = append(why, fmt.Sprintf("%d failed as unrecoverable", n))
+		}
+		if res.ExcludedByChild > 0 {
+			why = append(why, fmt.Sprintf("%d flow parents failed by a child", res.ExcludedByChild))
+		}
+		excluded = fmt.Sprintf("; %s left alone (--include-unrecoverable retries them)", strings.Join(why, " and "))
 	}
 	if res.DryRun {
 		fmt.Fprintf(c.out, "dry run: would retry %d %s in %s%s%s\n", res.Matched, what, queue, freshNote(*reset), excluded)
@@ -165,10 +173,13 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.out, "retried %d of %d %s in %s%s in %s", res.Retried, res.Matched, what, queue, freshNote(*reset), time.Since(start).Round(time.Millisecond))
 	if res.Skipped > 0 {
-		fmt.Fprintf(c.out, " (%d skipped: they changed meanwhile)", res.Skipped)
+		fmt.Fprintf(c.out, " (%d skipped: they changed meanwhile, or a worker held them)", res.Skipped)
 	}
 	fmt.Fprint(c.out, excluded)
 	fmt.Fprintln(c.out)
+	for _, k := range res.Skips {
+		fmt.Fprintf(c.out, "  skipped %s: %s\n", k.ID, k.Reason)
+	}
 	return nil
 }
 

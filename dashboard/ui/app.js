@@ -42,10 +42,23 @@
     }
     return n;
   }
+  // oneAtATime runs a button's click handler unless the last click's run
+  // is still under way (a preview being fetched, its dialog open, the
+  // action sent): a second click of "Clean completed…" or "Promote…"
+  // opened a second dialog behind the first, and confirming both removed
+  // or promoted twice the jobs shown.
+  function oneAtATime(button, fn) {
+    return async (e) => {
+      if (button.getAttribute('aria-busy') === 'true') return;
+      button.setAttribute('aria-busy', 'true');
+      try { await fn(e); } finally { button.removeAttribute('aria-busy'); }
+    };
+  }
   function setAttrs(n, attrs) {
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === null || v === undefined || v === false) continue;
       if (k === 'text') n.textContent = String(v);
+      else if (k === 'onclick' && n.tagName === 'BUTTON') n.addEventListener('click', oneAtATime(n, v));
       else if (k.startsWith('on') && typeof v === 'function') n.addEventListener(k.slice(2), v);
       else n.setAttribute(k, v === true ? '' : String(v));
     }
@@ -198,6 +211,9 @@
   // Tab and Shift+Tab stay inside the dialog, and closing it gives the
   // focus back to what opened it, so a keyboard user is never lost.
   function confirmDialog(title, message, confirmLabel, danger) {
+    // One question at a time: a dialog asked while another is open (two
+    // buttons clicked in a row) is not shown, and is answered no.
+    if (document.querySelector('.modal-backdrop')) return Promise.resolve(false);
     return new Promise((resolve) => {
       const opener = document.activeElement;
       const onKey = (e) => {
@@ -488,7 +504,7 @@
       const reset = el('input', { type: 'checkbox', name: 'reset' });
       const unrec = el('input', { type: 'checkbox', name: 'include-unrecoverable' });
       bulk.append(el('label', {}, reset, 'with fresh attempts'));
-      if (state === 'failed') bulk.append(el('label', {}, unrec, 'include jobs that failed as unrecoverable'));
+      if (state === 'failed') bulk.append(el('label', {}, unrec, 'include jobs that failed as unrecoverable or by a failed child'));
       bulk.append(el('button', {
         class: 'primary', id: 'bulk-retry',
         onclick: () => bulkRetry(shownFilter()),
@@ -500,13 +516,23 @@
           const body = { state, filter: filterText, resetAttempts: reset.checked, includeUnrecoverable: state === 'failed' && unrec.checked };
           let dry;
           try { dry = await api(`queues/${seg(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
-          const excluded = dry.excluded ? ` ${dry.excluded} job${dry.excluded === 1 ? '' : 's'} that failed as unrecoverable ${dry.excluded === 1 ? 'is' : 'are'} left out.` : '';
+          // Left out, each with its own reason: failed as unrecoverable, or
+          // a flow parent a child failed (running it does not bring the
+          // child back).
+          const unrecoverable = (dry.excluded || 0) - (dry.excludedByChild || 0), byChild = dry.excludedByChild || 0;
+          const excluded = [
+            unrecoverable ? ` ${unrecoverable} job${unrecoverable === 1 ? '' : 's'} that failed as unrecoverable ${unrecoverable === 1 ? 'is' : 'are'} left out.` : '',
+            byChild ? ` ${byChild} flow parent${byChild === 1 ? '' : 's'} that a failed child failed ${byChild === 1 ? 'is' : 'are'} left out.` : '',
+          ].join('');
           if (!dry.matched) { toast(`No job matches.${excluded}`); return; }
           const what = `${dry.matched} ${state} job${dry.matched === 1 ? '' : 's'}`;
           const message = el('div', { id: 'retry-preview' },
             el('p', {}, `Retry ${what}${body.filter ? ` matching ${body.filter}` : ' (no filter: every one)'}, `,
               body.resetAttempts ? 'with fresh attempts (their budgets start over)' : 'keeping their spent attempts', '?', excluded,
-              ' They move back to wait in paced chunks; you can cancel while it runs.'),
+              ' They move back to wait in paced chunks; you can cancel while it runs.',
+              // What "these" means once jobs move: the ones counted now,
+              // less the ones that change before their turn.
+              ' Jobs that fail after this count are left for the next retry, and a job that changes before its turn (retried, removed, run again) is skipped.'),
             el('table', { class: 'sample' }, el('tbody', {}, ...dry.sample.map((j) => el('tr', { 'data-sample': j.id },
               el('td', { class: 'mono' }, j.id), el('td', {}, j.name), el('td', { class: 'reason' }, j.failedReason || ''))))),
             dry.matched > dry.sample.length ? el('p', { class: 'muted' }, `and ${dry.matched - dry.sample.length} more`) : null);
@@ -518,6 +544,12 @@
         }
       };
     }
+    // skipWhy sums up why an operation skipped jobs: a worker held some
+    // (conflicts), the rest changed between the selection and their move.
+    const skipWhy = (o) => {
+      const held = o.conflicts || 0, moved = o.skipped - held;
+      return [held ? `${held} held by a worker` : '', moved ? `${moved} changed meanwhile` : ''].filter(Boolean).join(', ');
+    };
     // follow shows a background operation's progress until it ends.
     function follow(op) {
       const bar = el('progress', { max: Math.max(op.total, 1), value: op.done });
@@ -525,7 +557,8 @@
       const cancel = el('button', { onclick: async () => {
         try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST' }); } catch (e) { toast(e.message, true); }
       } }, 'Cancel');
-      const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel);
+      const skips = el('ul', { class: 'skips muted' });
+      const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel, skips);
       opBox.append(box);
       const show = (o) => {
         box.dataset.status = o.status;
@@ -533,7 +566,9 @@
         bar.value = o.done;
         line.textContent = o.status === 'running'
           ? `${o.done} of ${o.total || '?'} handled (${o.retried} retried)`
-          : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (they changed meanwhile)` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${o.error}` : ''}`;
+          : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (${skipWhy(o)})` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${o.error}` : ''}`;
+        // Each skipped job with why, as far as the operation names them.
+        put(skips, ...(o.skips || []).map((k) => el('li', { 'data-skip': k.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(k.id)}`, class: 'mono' }, k.id), `: ${k.reason}`)));
         if (o.status !== 'running') cancel.remove();
       };
       show(op);
@@ -1408,7 +1443,10 @@
       el('td', {}, fmtTime(e.time)), el('td', {}, `${e.user || '?'}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
       el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
       el('td', {}, el('span', { class: `badge ${e.outcome === 'ok' ? 'rs-completed' : 'rs-failed'}` }, e.outcome)),
-      el('td', {}, [e.detail, e.error].filter(Boolean).join(' — ')), el('td', { class: 'mono' }, e.remote || ''))));
+      el('td', {}, [e.detail, e.error].filter(Boolean).join(' — '),
+        // The first jobs a bulk action chose (AuditJobIDsMax, 20 at most), so the log says which.
+        (e.jobIds || []).length ? el('div', { class: 'mono muted', 'data-job-ids': '' }, `jobs ${e.jobIds.join(', ')}${e.jobIds.length >= 20 ? ', …' : ''}`) : null),
+      el('td', { class: 'mono' }, e.remote || ''))));
     if (res.next) put(older, el('a', { href: `#/audit?log=${log}&before=${encodeURIComponent(res.next)}` }, 'Older entries →'));
   }
 

@@ -41,7 +41,7 @@ func (s side) addFlow(f bullmqoracle.FlowJob) {
 func droverFlow(t *testing.T, f bullmqoracle.FlowJob) drover.FlowJob {
 	t.Helper()
 	opts := maps.Clone(f.Opts)
-	out := drover.FlowJob{Name: f.Name, QueueName: f.QueueName, Data: f.Data}
+	out := drover.FlowJob{Name: f.Name, QueueName: f.QueueName, Prefix: f.Prefix, Data: f.Data}
 	if p, ok := opts["parent"].(map[string]any); ok {
 		ref, err := drover.ParseJobKey(p["queue"].(string) + ":" + p["id"].(string))
 		require.NoError(t, err)

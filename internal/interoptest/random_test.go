@@ -796,11 +796,16 @@ func (r *programRun) nodeOpts(a *difftest.Add) map[string]any {
 // jobs (stalled ones included), and wait or prioritized holds one (nothing
 // delayed is ever due).
 func (r *programRun) ready(ctx context.Context) bool {
+	return r.readyIn(ctx, r.k)
+}
+
+// readyIn is ready for the queue of k.
+func (r *programRun) readyIn(ctx context.Context, k keys.Queue) bool {
 	r.t.Helper()
-	paused, err := r.rdb.HExists(ctx, r.k.Meta(), "paused").Result()
+	paused, err := r.rdb.HExists(ctx, k.Meta(), "paused").Result()
 	require.NoError(r.t, err)
-	if c, err := r.rdb.HGet(ctx, r.k.Meta(), "concurrency").Int64(); err == nil {
-		active, err := r.rdb.LLen(ctx, r.k.Active()).Result()
+	if c, err := r.rdb.HGet(ctx, k.Meta(), "concurrency").Int64(); err == nil {
+		active, err := r.rdb.LLen(ctx, k.Active()).Result()
 		require.NoError(r.t, err)
 		if active >= c {
 			return false
@@ -808,12 +813,12 @@ func (r *programRun) ready(ctx context.Context) bool {
 	} else if !errors.Is(err, redis.Nil) {
 		require.NoError(r.t, err)
 	}
-	if r.rateLimited(ctx) {
+	if r.rateLimitedIn(ctx, k) {
 		return false
 	}
-	n, err := r.rdb.LLen(ctx, r.k.Wait()).Result()
+	n, err := r.rdb.LLen(ctx, k.Wait()).Result()
 	require.NoError(r.t, err)
-	m, err := r.rdb.ZCard(ctx, r.k.Prioritized()).Result()
+	m, err := r.rdb.ZCard(ctx, k.Prioritized()).Result()
 	require.NoError(r.t, err)
 	return !paused && n+m > 0
 }
@@ -822,13 +827,18 @@ func (r *programRun) ready(ctx context.Context) bool {
 // moveToActive decides: a global rate limit (meta max) is set and the
 // limiter key counts at least max takes and still has time to live.
 func (r *programRun) rateLimited(ctx context.Context) bool {
+	return r.rateLimitedIn(ctx, r.k)
+}
+
+// rateLimitedIn is rateLimited for the queue of k.
+func (r *programRun) rateLimitedIn(ctx context.Context, k keys.Queue) bool {
 	r.t.Helper()
-	max, err := r.rdb.HGet(ctx, r.k.Meta(), "max").Float64()
+	max, err := r.rdb.HGet(ctx, k.Meta(), "max").Float64()
 	if errors.Is(err, redis.Nil) {
 		return false
 	}
 	require.NoError(r.t, err)
-	used, err := r.rdb.Get(ctx, r.k.Limiter()).Float64()
+	used, err := r.rdb.Get(ctx, k.Limiter()).Float64()
 	if errors.Is(err, redis.Nil) {
 		used = 0
 	} else {
@@ -837,7 +847,7 @@ func (r *programRun) rateLimited(ctx context.Context) bool {
 	if max > used {
 		return false
 	}
-	pttl, err := r.rdb.PTTL(ctx, r.k.Limiter()).Result()
+	pttl, err := r.rdb.PTTL(ctx, k.Limiter()).Result()
 	require.NoError(r.t, err)
 	return pttl > 0
 }
@@ -921,57 +931,101 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		// A FlowProducer gives a job without a custom id a random UUID,
 		// which would make the two runs differ: each gets "f<name>" instead.
 		flowOpts := func(a *difftest.Add) map[string]any {
-			r.noteJitter(a)
 			m := r.nodeOpts(a)
 			if a.JobID == "" {
 				m["jobId"] = "f" + a.Name
 			}
 			return m
 		}
-		flow := bullmqoracle.FlowJob{Name: s.Add.Name, QueueName: q, Data: s.Add.Data, Opts: flowOpts(s.Add)}
 		queueOf := func(a *difftest.Add) string {
 			if a.OtherQueue {
 				return difftest.OtherQueueName
 			}
 			return q
 		}
-		for _, c := range s.Children {
-			flow.Children = append(flow.Children, bullmqoracle.FlowJob{Name: c.Name, QueueName: queueOf(c), Data: c.Data, Opts: flowOpts(c)})
-		}
-		var got []string
-		if node {
-			ids, err := o.AddFlow(ctx, p, flow)
-			if err != nil {
-				return r.result("", err)
-			}
-			got = append(got, ids.ID)
-			for i := range s.Children {
-				got = append(got, ids.Children[i].ID)
-			}
-		} else {
-			node := func(a *difftest.Add) drover.FlowJob {
-				o := a.DroverOpts()
-				if o.JobID == "" {
-					o.JobID = "f" + a.Name
-				}
-				return drover.FlowJob{Name: a.Name, QueueName: queueOf(a), Data: a.Data, Opts: o}
-			}
-			root := node(s.Add)
-			for _, c := range s.Children {
-				root.Children = append(root.Children, node(c))
-			}
-			n, err := r.fp.Add(ctx, root)
-			if err != nil {
-				return r.result("", err)
-			}
-			got = append(got, n.Job.ID)
-			for _, c := range n.Children {
-				got = append(got, c.Job.ID)
-			}
-		}
-		r.ids[s.Add.Name] = got[0]
+		// The parents of a tree with grandchildren get timestamps a ms
+		// apart, root first: Node's FlowProducer stamps each job as it
+		// builds it and drover's stamps a tree at once, and the timestamp
+		// orders a queue's waiting-children set.
+		root := *s.Add // the tree: the step's parent with its children
+		root.Children = s.Children
+		var stamps map[*difftest.Add]int64
 		for i, c := range s.Children {
-			r.ids[c.Name] = got[1+i]
+			if len(c.Children) == 0 {
+				continue
+			}
+			if stamps == nil {
+				stamps = map[*difftest.Add]int64{&root: time.Now().UnixMilli()}
+			}
+			stamps[c] = stamps[&root] + 1 + int64(i)
+		}
+		var nodeFlow func(a *difftest.Add, queue string) bullmqoracle.FlowJob
+		nodeFlow = func(a *difftest.Add, queue string) bullmqoracle.FlowJob {
+			f := bullmqoracle.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: flowOpts(a)}
+			if ts, ok := stamps[a]; ok {
+				f.Opts["timestamp"] = ts
+			}
+			for _, c := range a.Children {
+				f.Children = append(f.Children, nodeFlow(c, queueOf(c)))
+			}
+			return f
+		}
+		var droverFlow func(a *difftest.Add, queue string) drover.FlowJob
+		droverFlow = func(a *difftest.Add, queue string) drover.FlowJob {
+			o := a.DroverOpts()
+			if o.JobID == "" {
+				o.JobID = "f" + a.Name
+			}
+			if ts, ok := stamps[a]; ok {
+				o.Timestamp = time.UnixMilli(ts)
+			}
+			f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
+			for _, c := range a.Children {
+				f.Children = append(f.Children, droverFlow(c, queueOf(c)))
+			}
+			return f
+		}
+		// got are the ids in the order of the tree, depth first, named by
+		// the adds in the same order (names).
+		var got, names []string
+		var walk func(a *difftest.Add)
+		walk = func(a *difftest.Add) {
+			r.noteJitter(a) // both runs: the comparison reads it
+			names = append(names, a.Name)
+			for _, c := range a.Children {
+				walk(c)
+			}
+		}
+		walk(&root)
+		if node {
+			ids, err := o.AddFlow(ctx, p, nodeFlow(&root, q))
+			if err != nil {
+				return r.result("", err)
+			}
+			var collect func(n *bullmqoracle.FlowIDs)
+			collect = func(n *bullmqoracle.FlowIDs) {
+				got = append(got, n.ID)
+				for i := range n.Children {
+					collect(&n.Children[i])
+				}
+			}
+			collect(ids)
+		} else {
+			n, err := r.fp.Add(ctx, droverFlow(&root, q))
+			if err != nil {
+				return r.result("", err)
+			}
+			var collect func(n *drover.JobNode)
+			collect = func(n *drover.JobNode) {
+				got = append(got, n.Job.ID)
+				for _, c := range n.Children {
+					collect(c)
+				}
+			}
+			collect(n)
+		}
+		for i, name := range names {
+			r.ids[name] = got[i]
 		}
 		return r.result(fmt.Sprint(got), nil)
 	case difftest.OpUpsertScheduler:
@@ -1024,14 +1078,18 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(strconv.FormatBool(ok), err)
 	case difftest.OpWork:
 		r.workRan = true
-		if !r.ready(ctx) {
+		wq, wk := q, r.k
+		if s.OtherQueue {
+			wq, wk = difftest.OtherQueueName, keys.New(p, difftest.OtherQueueName)
+		}
+		if !r.readyIn(ctx, wk) {
 			return "none"
 		}
 		if node {
-			got, err := o.StepWork(ctx, p, q, behaviorOf(s.Outcome))
+			got, err := o.StepWork(ctx, p, wq, behaviorOf(s.Outcome))
 			return r.result(got, err)
 		}
-		if got := r.droverWork(ctx, behaviorOf(s.Outcome)); got != "took none" {
+		if got := r.droverWork(ctx, wq, behaviorOf(s.Outcome)); got != "took none" {
 			return r.result(got, nil)
 		}
 		return "took none"
@@ -1411,14 +1469,14 @@ func (r *programRun) crossRead() []string {
 // fetching a next job (seam.NoFetchOnFinish), and the processor holds the
 // job until the worker is closing, so the worker takes no second job once
 // the first one's slot is free; then it does what bh says.
-func (r *programRun) droverWork(ctx context.Context, bh bullmqoracle.Behavior) string {
+func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqoracle.Behavior) string {
 	r.t.Helper()
 	got := make(chan string, 1)
 	release := make(chan struct{})
 	var once sync.Once
 	var calls atomic.Int32
 	proc := droverBehavior(bh, r.rdb)
-	w, err := drover.NewWorker(r.rdb, queueName, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
 		once.Do(func() { got <- job.ID })
 		<-release

@@ -82,7 +82,15 @@ func TestDecodeTolerance(t *testing.T) {
 		}},
 		{"BadDataRefused", []any{"name", "n", "data", `{oops`}, "field data: not JSON", nil},
 		{"BadOptsRefused", []any{"name", "n", "opts", `[1]`}, "opts is not a JSON object", nil},
-		{"BadAtmRefused", []any{"name", "n", "atm", "many"}, `not a number: "many"`, nil},
+		// A numeric field that is no number reads as absent, where BullMQ's
+		// worker reads NaN and runs the job (TestDifferentialOddNumericHashFields).
+		{"OddNumbersReadAsZero", []any{"name", "n", "atm", "many", "ats", "NaN", "stc", "Infinity", "timestamp", "1e400",
+			"delay", "-1e19", "priority", "12abc", "processedOn", "", "finishedOn", " 7 "}, "", func(t *testing.T, r Record) {
+			require.Equal(t, Record{ID: "j", Name: "n", Data: json.RawMessage("{}"), FinishedOn: 7}, r)
+		}},
+		{"OddAtmFallsBackToAttemptsMade", []any{"name", "n", "atm", "many", "attemptsMade", "3"}, "", func(t *testing.T, r Record) {
+			require.Equal(t, int64(3), r.AttemptsMade)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

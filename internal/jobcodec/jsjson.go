@@ -518,3 +518,8 @@ func AppendJSNumber(b []byte, f float64) []byte {
 	}
 	return b
 }
+
+// IsNull reports whether data is the JSON text null (Node's
+// queue.add(name, null)): no value of any typed job's args, which
+// drover.Work and drovertest.RequireAddedArgs refuse alike.
+func IsNull(data []byte) bool { return string(bytes.TrimSpace(data)) == "null" }

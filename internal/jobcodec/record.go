@@ -3,7 +3,9 @@ package jobcodec
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 )
 
 // TimelineField is the job hash field holding drover's attempt timeline.
@@ -54,7 +56,8 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // Decode reads a job hash given as a flat field/value list (HGETALL, or a
 // script reply). An empty list means the job does not exist: ok is false.
 // data and opts must be valid JSON, as Node requires; a bad stacktrace or
-// returnvalue is tolerated (read as empty), as Node does.
+// returnvalue is tolerated (read as empty), as Node does, and so is a
+// numeric field that is no number (read as 0, see intField).
 func Decode(id string, flat []any) (rec Record, ok bool, err error) {
 	if len(flat) == 0 {
 		return rec, false, nil
@@ -104,25 +107,25 @@ func (r *Record) set(f, v string) error {
 		r.RawOpts = v
 		r.Opts, err = decodeOptsCached(v)
 	case "timestamp":
-		r.Timestamp, err = intField(v)
+		r.Timestamp = intField(v)
 	case "delay":
-		r.Delay, err = intField(v)
+		r.Delay = intField(v)
 	case "priority":
-		r.Priority, err = intField(v)
+		r.Priority = intField(v)
 	case "processedOn":
-		r.ProcessedOn, err = intField(v)
+		r.ProcessedOn = intField(v)
 	case "finishedOn":
-		r.FinishedOn, err = intField(v)
+		r.FinishedOn = intField(v)
 	case "atm":
-		r.AttemptsMade, err = intField(v)
+		r.AttemptsMade = intField(v)
 	case "attemptsMade": // pre-v5 name, read when atm is absent
 		if r.AttemptsMade == 0 {
-			r.AttemptsMade, err = intField(v)
+			r.AttemptsMade = intField(v)
 		}
 	case "ats":
-		r.AttemptsStarted, err = intField(v)
+		r.AttemptsStarted = intField(v)
 	case "stc":
-		r.StalledCounter, err = intField(v)
+		r.StalledCounter = intField(v)
 	case "returnvalue":
 		r.ReturnValue, _ = RawJSON(v)
 	case "failedReason":
@@ -150,19 +153,25 @@ func (r *Record) set(f, v string) error {
 }
 
 // intField parses a numeric hash field; Lua may have written it as a float
-// in exponent form ("1.2345678901234568e+17").
-func intField(v string) (int64, error) {
+// in exponent form ("1.2345678901234568e+17"). A value that is no finite
+// number in int64's range ("abc", "NaN", "1e400", left by another tool or
+// an old version) reads as 0, as if absent: BullMQ's worker parses it to
+// NaN and runs the job all the same, and the scripts read such a field as
+// 0 (tonumber(...) or 0), so refusing the job would fail one that Node
+// runs.
+func intField(v string) int64 {
 	if v == "" {
-		return 0, nil
+		return 0
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return n, nil
+		return n
 	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return 0, fmt.Errorf("not a number: %q", v)
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	// -2^63 is an int64, 2^63 is not; NaN fails both comparisons.
+	if err != nil || !(f >= math.MinInt64 && f < math.MaxInt64) {
+		return 0
 	}
-	return int64(f), nil
+	return int64(f)
 }
 
 // decodeStack reads the stacktrace array; cjson writes an empty one as {}.

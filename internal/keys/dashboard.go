@@ -31,3 +31,7 @@ func (d Dashboard) AuditLog() string { return d.base + "audit" }
 // SecurityLog is the stream of security events: sign-ins, failed or not,
 // requests without valid credentials, throttled clients.
 func (d Dashboard) SecurityLog() string { return d.base + "security" }
+
+// Idempotency is the string holding the answer to a mutating request sent
+// with an Idempotency-Key, by the SHA-256 of who sent it, where and the key.
+func (d Dashboard) Idempotency(hash string) string { return d.base + "idem:" + hash }

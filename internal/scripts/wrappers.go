@@ -326,6 +326,10 @@ type FinishRecord struct {
 	// "p", and costs one HEXISTS.
 	MayBeAdopted bool
 	Due          int64 // ms, when a FinishRetryDelayed/FinishMoveDelayed job is due
+	// Telemetry is the trace context of the failure, written to the job
+	// hash field "tm" (a failed, retried or delayed-retry record only; ""
+	// = none), as BullMQ's telemetry writes it on moveToFailed.
+	Telemetry string
 }
 
 // finishRecord is the schema of finishJobs' per-job record: its fields in
@@ -334,7 +338,7 @@ type FinishRecord struct {
 // A record is its head (the fields up to and including "more") and, when
 // more is "1", its tail ("p": no tail, look for a parent; see
 // MayBeAdopted): a plain completion (the common case) sends 7
-// fields instead of 15, and every ARGV string costs Redis about 1,000
+// fields instead of 16, and every ARGV string costs Redis about 1,000
 // instructions to read and hand to Lua.
 var finishRecord = []struct {
 	name string
@@ -356,6 +360,7 @@ var finishRecord = []struct {
 	{"dedupId", func(r *FinishRecord) any { return r.DedupID }},
 	{"hasParent", func(r *FinishRecord) any { return boolArg(r.HasParent || r.MayBeAdopted) }},
 	{"due", func(r *FinishRecord) any { return r.Due }},
+	{"tm", func(r *FinishRecord) any { return r.Telemetry }},
 }
 
 // finishHead is the number of head fields of a finish record.
@@ -650,8 +655,13 @@ func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, id string, prio
 }
 
 // Reprocess runs finished job id (in state "completed" or "failed") again.
-func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state string, resetMade, resetStarted bool) error {
-	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs())
+// finishedByMs > 0 refuses (ErrNotInState) a job that finished after it.
+func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state string, resetMade, resetStarted bool, finishedByMs int64) error {
+	by := ""
+	if finishedByMs > 0 {
+		by = strconv.FormatInt(finishedByMs, 10)
+	}
+	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs(), by)
 	return err
 }
 

@@ -22,7 +22,9 @@
 --   deduplication id the job owns ("" = none), "1" when the job is a child
 --   of a flow (its parent is updated when it finishes, see parent.lua), due
 --   time ms for "d"/"m" (the caller's attempt end + delay, so the score and
---   the attempt timeline name the same instant).
+--   the attempt timeline name the same instant), the failure's trace
+--   context for "f"/"r"/"d" ("" = none; stored as the job hash field tm,
+--   as BullMQ's telemetry does on moveToFailed).
 --   kind: "c" completed (value = returnvalue JSON), "f" failed for good
 --   (value = failedReason), "r" retry now, "d" retry after `delay` (both
 --   value = failedReason), "w" back to wait without spending an attempt
@@ -361,6 +363,11 @@ for k = 1, #owned do
         fields[#fields + 1] = "stacktrace"
         fields[#fields + 1] = stack
       end
+      local tm = more and ARGV[o + REC.tm] or ""
+      if tm ~= "" then
+        fields[#fields + 1] = "tm"
+        fields[#fields + 1] = tm
+      end
     end
     if kind ~= "w" and kind ~= "m" then
       fields[#fields + 1] = "atm"
@@ -418,7 +425,7 @@ for k = 1, #owned do
         rcall("HSET", jobKey, unpack(fields))
       end
       -- Read the priority now: changePriority may have changed it meanwhile.
-      local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+      local priority = jobPriority(rcall("HGET", jobKey, "priority"))
       local blocked = pausedOrMaxed(metaKey, activeKey)
       if kind == "r" then
         pushReady(waitKey, prioritizedKey, pcKey, id, priority, ARGV[o + REC.lifo] == "1")

@@ -27,7 +27,15 @@ if #candidates > 0 then
       rcall("LREM", activeKey, 1, id)
     elseif rcall("EXISTS", base .. id .. ":lock") == 0 and rcall("LREM", activeKey, 1, id) > 0 then
       local jobKey = base .. id
-      local stc = rcall("HINCRBY", jobKey, "stc", 1)
+      -- pcall: HINCRBY refuses an stc that is no integer (another tool's
+      -- "abc"), and an error here would leave the job out of active and
+      -- out of wait, lost (BullMQ's check loses it so). Such a value
+      -- counts as 0, as the job decoder reads it.
+      local stc = redis.pcall("HINCRBY", jobKey, "stc", 1)
+      if type(stc) ~= "number" then
+        stc = 1
+        rcall("HSET", jobKey, "stc", stc)
+      end
       -- A scheduler's run is never failed for stalling, nor a legacy (v5)
       -- repeatable job, whose key the repeat set lists without a hash.
       if stc > maxStalled then

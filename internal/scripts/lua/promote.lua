@@ -24,7 +24,7 @@ end
 if rcall("ZREM", delayedKey, id) == 0 then
   return -3
 end
-local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+local priority = jobPriority(rcall("HGET", jobKey, "priority"))
 pushReady(waitKey, prioritizedKey, pcKey, id, priority, false)
 addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
 rcall("XADD", eventsKey, "*", "event", "waiting", "jobId", id, "prev", "delayed")

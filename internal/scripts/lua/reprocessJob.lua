@@ -5,7 +5,10 @@
 -- ARGV: 1 base, 2 job id, 3 state ("completed"|"failed"), 4 reset attemptsMade
 --   ("1"/"0"), 5 reset attemptsStarted ("1"/"0"), 6 the call token and 7 its ttl ms
 --   (include/once.lua: go-redis resends the command when its reply is
---   lost, and a second run would refuse the job the first run moved).
+--   lost, and a second run would refuse the job the first run moved),
+--   8 the latest finishedOn (ms) the job may have, or "" for any: a job that
+--   finished later ran again since the caller chose it, and is refused as
+--   not in the state the caller saw (-3).
 -- Returns 1; -1 job missing; -12 a worker holds the job's lock; -3 job not
 -- in that state (codes: internal/scripts/errors.go).
 --@include common
@@ -29,6 +32,12 @@ if rcall("EXISTS", jobKey .. ":lock") == 1 then
 end
 local state = ARGV[3]
 local setKey = state == "completed" and completedKey or failedKey
+if ARGV[8] ~= "" then
+  local finished = tonumber(rcall("HGET", jobKey, "finishedOn"))
+  if finished and finished > tonumber(ARGV[8]) then
+    return -3
+  end
+end
 if rcall("ZREM", setKey, id) == 0 then
   return -3
 end
@@ -42,7 +51,7 @@ if ARGV[5] == "1" then
 end
 rcall("HDEL", jobKey, unpack(drop))
 local job = rcall("HMGET", jobKey, "priority", "opts")
-local priority = tonumber(job[1]) or 0
+local priority = jobPriority(job[1])
 local lifo = false
 if job[2] then
   local ok, opts = pcall(cjson.decode, job[2])

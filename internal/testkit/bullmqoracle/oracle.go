@@ -760,11 +760,13 @@ func (t *tailBuffer) String() string {
 
 // FlowJob is one node of a flow for AddFlow (Node's FlowJob).
 type FlowJob struct {
-	Name      string         `json:"name"`
-	QueueName string         `json:"queueName"`
-	Data      any            `json:"data,omitempty"`
-	Opts      map[string]any `json:"opts,omitempty"`
-	Children  []FlowJob      `json:"children,omitempty"`
+	Name      string `json:"name"`
+	QueueName string `json:"queueName"`
+	// Prefix is the node's key prefix ("": the FlowProducer's).
+	Prefix   string         `json:"prefix,omitempty"`
+	Data     any            `json:"data,omitempty"`
+	Opts     map[string]any `json:"opts,omitempty"`
+	Children []FlowJob      `json:"children,omitempty"`
 }
 
 // FlowIDs are the ids a flow got, in the shape of the flow.

@@ -13,8 +13,9 @@
 // its modes with reschedule, keepLogs, stackTraceLimit, sizeLimit, and,
 // Node's only, a lifo that is not a bool: "false", "0", "", 0, 1), worker
 // steps that take the next
-// job and complete it with a value, fail it, fail it unrecoverably or
-// delay it ([Outcome]), stalls (the worker dies holding a job) and stalled
+// job (of the main queue or, sometimes, of the queue of flow children in
+// another queue) and complete it with a value, fail it, fail it
+// unrecoverably or delay it ([Outcome]), stalls (the worker dies holding a job) and stalled
 // checks, admin calls (retry with and without resets, retryJobs,
 // promote, promoteJobs, changeDelay, changePriority, remove, drain, clean,
 // obliterate, pause, resume, progress, log, updateData, global
@@ -24,7 +25,8 @@
 // getRateLimitTtl, getCountsPerPriority, isMaxed with the global limits, a
 // job's getChildrenValues, getDependencies and getDependenciesCount), manual processing (getNextJob / Worker.NextJob, the job's
 // finishes, with and without fetchNext, moveToWaitingChildren), flows (a parent
-// with children, each failure policy; a lone job with a parent link) and
+// with children, each failure policy, a child in a second queue, a child
+// with children of its own; a lone job with a parent link) and
 // job schedulers (upsert with every or a cron pattern, a limit and an end
 // date, and remove; runs promoted and taken by either
 // side's worker, which makes the next run). Drover does its share of each

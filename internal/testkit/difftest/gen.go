@@ -267,18 +267,28 @@ func (g *gen) bulk() Step {
 	return s
 }
 
-// flow adds a parent with 1 to 3 children.
+// flow adds a parent with 1 to 3 children, one of which sometimes has 1
+// or 2 children of its own.
 func (g *gen) flow() Step {
 	s := Step{Op: OpAddFlow, Add: g.addSpec()}
 	s.Add.Parent = ""
-	for range 1 + g.r.IntN(3) {
+	child := func() *Add {
 		c := g.addSpec()
 		c.Parent = ""
 		if g.chance(40) {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
 		c.OtherQueue = g.chance(20)
-		s.Children = append(s.Children, c)
+		return c
+	}
+	for range 1 + g.r.IntN(3) {
+		s.Children = append(s.Children, child())
+	}
+	if g.chance(30) {
+		mid := s.Children[g.r.IntN(len(s.Children))]
+		for range 1 + g.r.IntN(2) {
+			mid.Children = append(mid.Children, child())
+		}
 	}
 	return s
 }
@@ -469,5 +479,6 @@ func (g *gen) work() Step {
 		// the job back (Worker.RateLimitError / ErrRateLimited).
 		o = Outcome{Kind: "rateLimited", Delay: Hour}
 	}
-	return Step{Op: OpWork, Outcome: &o}
+	// Sometimes the queue of flow children in OtherQueueName.
+	return Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
 }

@@ -14,11 +14,7 @@ func TestGenerateJitterCannotDecideAnOrder(t *testing.T) {
 			p := Generate(seed, Config{Known: known})
 			var jittered int
 			for _, s := range p.Steps {
-				adds := s.Children
-				if s.Add != nil {
-					adds = append([]*Add{s.Add}, adds...)
-				}
-				for _, a := range adds {
+				for _, a := range s.adds() {
 					if a.Backoff == nil || a.Backoff.Jitter == 0 {
 						continue
 					}

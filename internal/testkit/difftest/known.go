@@ -125,13 +125,10 @@ func manualTakeOfDeferredFailure(p *Program) bool {
 		if s.Op == OpManualTake {
 			take = true
 		}
-		for _, c := range s.Children {
-			if c.OnParentFailure == "failParentOnFailure" {
+		for _, a := range s.adds() {
+			if a.OnParentFailure == "failParentOnFailure" {
 				deferred = true
 			}
-		}
-		if s.Add != nil && s.Add.OnParentFailure == "failParentOnFailure" {
-			deferred = true
 		}
 	}
 	return take && deferred
@@ -259,7 +256,7 @@ type NormContext struct {
 	Others []string
 	// StartMs is the run's start (ms): delayed scores become minutes from it.
 	StartMs int64
-	// WorkRan drops the marker key (see Deliberate).
+	// WorkRan drops the marker keys (see Deliberate).
 	WorkRan bool
 	// Jitter sorts same-minute delayed members by name.
 	Jitter bool
@@ -336,7 +333,9 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 		}
 	}
 	if nc.WorkRan {
-		delete(raw.Keys, nc.Queue+":marker")
+		for _, q := range queues {
+			delete(raw.Keys, q+":marker")
+		}
 	}
 	if !nc.Known {
 		for _, k := range Known {

@@ -29,7 +29,7 @@ const (
 	// OpWork takes the next ready job, one job, and ends it with
 	// Step.Outcome (a Node Worker's processJob without fetching a next job;
 	// a drover Worker whose result write fetches none, closed before it
-	// takes another).
+	// takes another). With Step.OtherQueue it works OtherQueueName.
 	OpWork Op = "work"
 	// OpStall takes the next ready job and abandons it: the worker process
 	// dies, and the harness deletes the lock as its expiry would.
@@ -199,6 +199,9 @@ type Step struct {
 	Children []*Add
 	// Outcome is how OpWork ends its job.
 	Outcome *Outcome
+	// OtherQueue makes OpWork work OtherQueueName, where flow children
+	// with Add.OtherQueue wait: their parents wait across queues.
+	OtherQueue bool
 	// State is the state of OpRetry, OpRetryJobs, OpClean and OpGetJobs.
 	State string
 	// ResetMade and ResetStarted are OpRetry's reset options.
@@ -288,10 +291,13 @@ type Add struct {
 	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
 	OnParentFailure string
 	// OtherQueue puts a flow child in OtherQueueName, under the same
-	// prefix: its parent waits across queues. No step works that queue, so
-	// such a child stays queued; its parent's removal, cleaning and
-	// obliteration reach it there.
+	// prefix: its parent waits across queues. Work steps with
+	// Step.OtherQueue take it there; the other steps reach it through its
+	// parent (removal, cleaning, obliteration).
 	OtherQueue bool
+	// Children, on an OpAddFlow child, are its own children: it waits for
+	// them in waiting-children, the tree three levels deep.
+	Children []*Add
 }
 
 // OtherQueueName is the queue of flow children with Add.OtherQueue.
@@ -385,13 +391,17 @@ func (s *Step) NodeOnly() bool {
 	return false
 }
 
-// adds are the jobs the step adds.
+// adds are the jobs the step adds, a flow's grandchildren included.
 func (s *Step) adds() []*Add {
 	var out []*Add
 	if s.Add != nil {
 		out = append(out, s.Add)
 	}
-	return append(out, s.Children...)
+	for _, c := range s.Children {
+		out = append(out, c)
+		out = append(out, c.Children...)
+	}
+	return out
 }
 
 // NodeOpts are the add's options as Queue.add takes them.
@@ -557,6 +567,9 @@ func (s *Step) String() string {
 	}
 	for _, c := range s.Children {
 		parts = append(parts, "child "+c.String())
+		for _, g := range c.Children {
+			parts = append(parts, "grandchild "+g.String())
+		}
 	}
 	if s.Outcome != nil {
 		parts = append(parts, fmt.Sprintf("%+v", *s.Outcome))
@@ -569,6 +582,9 @@ func (s *Step) String() string {
 	}
 	if s.Op == OpChangeDelay || s.Op == OpClean || s.Op == OpSetGlobalRateLimit || s.Op == OpRateLimit {
 		parts = append(parts, fmt.Sprintf("delay=%d", s.Delay))
+	}
+	if s.OtherQueue {
+		parts = append(parts, "queue="+OtherQueueName)
 	}
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
@@ -652,6 +668,9 @@ func (s *Step) GoString() string {
 			cs[i] = c.goString()
 		}
 		f = append(f, "Children: []*difftest.Add{"+strings.Join(cs, ", ")+"}")
+	}
+	if s.OtherQueue {
+		f = append(f, "OtherQueue: true")
 	}
 	if o := s.Outcome; o != nil {
 		of := []string{fmt.Sprintf("Kind: %q", o.Kind)}
@@ -812,6 +831,13 @@ func (a *Add) goString() string {
 	}
 	if a.OtherQueue {
 		f = append(f, "OtherQueue: true")
+	}
+	if len(a.Children) > 0 {
+		cs := make([]string, len(a.Children))
+		for i, c := range a.Children {
+			cs[i] = c.goString()
+		}
+		f = append(f, "Children: []*difftest.Add{"+strings.Join(cs, ", ")+"}")
 	}
 	return "&difftest.Add{" + strings.Join(f, ", ") + "}"
 }

@@ -70,9 +70,20 @@ func simplifications(s *Step) []func(*Step) {
 	if s.By == Drover {
 		out = append(out, func(s *Step) { s.By = Node })
 	}
+	if s.OtherQueue {
+		out = append(out, func(s *Step) { s.OtherQueue = false })
+	}
 	for i := range s.Children {
 		if len(s.Children) > 1 {
 			out = append(out, func(s *Step) { s.Children = slices.Delete(s.Children, i, i+1) })
+		}
+		if len(s.Children[i].Children) > 0 {
+			out = append(out, func(s *Step) { s.Children[i].Children = nil })
+		}
+		for j := range s.Children[i].Children {
+			if len(s.Children[i].Children) > 1 {
+				out = append(out, func(s *Step) { s.Children[i].Children = slices.Delete(s.Children[i].Children, j, j+1) })
+			}
 		}
 	}
 	if a := s.Add; a != nil {
@@ -199,6 +210,12 @@ func cloneAdd(a *Add) *Add {
 	if a.Dedup != nil {
 		d := *a.Dedup
 		c.Dedup = &d
+	}
+	if a.Children != nil {
+		c.Children = make([]*Add, len(a.Children))
+		for i, g := range a.Children {
+			c.Children[i] = cloneAdd(g)
+		}
 	}
 	return &c
 }

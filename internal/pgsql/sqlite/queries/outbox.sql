@@ -5,23 +5,51 @@
 INSERT INTO drover_outbox (queue, name, data, opts, created_at)
 VALUES (?1, ?2, ?3, ?4, ?5);
 
--- name: OutboxClaimBatch :many
--- SQLite cannot lock rows: relays read the pending rows without a lock (a
--- write lock held across the queue call would stall every writer of the
--- database). Two relays may then add the same row; the second add is a
--- duplicate, and both mark the row sent.
+-- name: OutboxClaimable :one
+-- Whether a claim would find rows: a plain read, so an idle relay's polls
+-- never take the database's write lock. ?1 now.
+SELECT EXISTS (
+    SELECT 1 FROM drover_outbox
+    WHERE sent_at IS NULL AND failed_at IS NULL AND (claimed_until IS NULL OR claimed_until <= ?1)
+);
+
+-- name: OutboxClaimBatch :exec
+-- SQLite cannot lock rows: a relay claims up to ?1 pending rows nobody holds
+-- (or whose holder's lease ran out) by writing its token ?2 and lease end ?3
+-- into them, in one short write; ?4 now. It then reads them back
+-- (OutboxClaimed) and talks to Redis holding no lock, so writers of the
+-- database are not stalled.
+UPDATE drover_outbox SET claim_token = ?2, claimed_until = ?3
+WHERE id IN (
+    SELECT id FROM drover_outbox
+    WHERE sent_at IS NULL AND failed_at IS NULL AND (claimed_until IS NULL OR claimed_until <= ?4)
+    ORDER BY id
+    LIMIT ?1
+);
+
+-- name: OutboxClaimed :many
+-- The rows claim ?1 holds.
 SELECT id, queue, name, data, opts
 FROM drover_outbox
-WHERE sent_at IS NULL AND failed_at IS NULL
-ORDER BY id
-LIMIT ?1;
+WHERE sent_at IS NULL AND failed_at IS NULL AND claim_token = ?1
+ORDER BY id;
 
--- name: OutboxMarkSent :exec
--- One row: ?1 row id, ?2 its job id. The first relay's mark stands.
-UPDATE drover_outbox SET sent_at = ?3, job_id = ?2 WHERE id = ?1 AND sent_at IS NULL;
+-- name: OutboxMarkSent :execrows
+-- One row: ?1 row id, ?2 its job id, while claim ?4 still holds it (a relay
+-- whose lease ran out and whose rows another relay took marks nothing).
+UPDATE drover_outbox SET sent_at = ?3, job_id = ?2, claim_token = NULL, claimed_until = NULL
+WHERE id = ?1 AND claim_token = ?4 AND sent_at IS NULL AND failed_at IS NULL;
 
--- name: OutboxMarkFailed :exec
-UPDATE drover_outbox SET failed_at = ?2, last_error = ?3 WHERE id = ?1;
+-- name: OutboxMarkFailed :execrows
+-- As OutboxMarkSent: only while claim ?4 holds the row.
+UPDATE drover_outbox SET failed_at = ?2, last_error = ?3, claim_token = NULL, claimed_until = NULL
+WHERE id = ?1 AND claim_token = ?4 AND sent_at IS NULL AND failed_at IS NULL;
+
+-- name: OutboxRelease :exec
+-- Gives back the rows claim ?1 still holds (a batch that failed or was
+-- cancelled), for the next claim at once.
+UPDATE drover_outbox SET claim_token = NULL, claimed_until = NULL
+WHERE claim_token = ?1 AND sent_at IS NULL AND failed_at IS NULL;
 
 -- name: OutboxPrune :execrows
 DELETE FROM drover_outbox

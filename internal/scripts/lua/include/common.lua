@@ -74,6 +74,18 @@ local function delayedScore(delayedKey, due)
   return lo
 end
 
+-- jobPriority is a job hash's priority field as a number: 0 when absent or
+-- no number, and when NaN (Lua reads "NaN" and "nan" as NaN, which is not
+-- 0: as a score it makes ZADD fail after the job left the set it was in,
+-- and the job is lost). The job decoder reads such a value as 0 too.
+local function jobPriority(v)
+  local p = tonumber(v)
+  if not p or p ~= p then
+    return 0
+  end
+  return p
+end
+
 -- priorityScore orders prioritized jobs by priority, then FIFO via the counter.
 local function priorityScore(prioritizedKey, pcKey, priority)
   local c = rcall("INCR", pcKey)

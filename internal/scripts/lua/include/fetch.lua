@@ -18,7 +18,7 @@ local function promoteDelayed(blocked)
   for i = 1, n do
     local id = due[i]
     local jobKey = base .. id
-    local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+    local priority = jobPriority(rcall("HGET", jobKey, "priority"))
     pushReady(waitKey, prioritizedKey, pcKey, id, priority, false)
     rcall("XADD", eventsKey, "*", "event", "waiting", "jobId", id, "prev", "delayed")
     rcall("HSET", jobKey, "delay", "0")
@@ -166,9 +166,16 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
       local deferred = false
       for f = 1, #hash, 2 do
         if hash[f] == "ats" then
+          -- A value that is no finite number in int64's range (another
+          -- tool's "abc") counts as 0, as the job decoder reads it:
+          -- BullMQ's HINCRBY fails there and strands the job in active.
+          local n = tonumber(hash[f + 1])
+          if not (n and n >= -9223372036854775808 and n < 9223372036854775808) then
+            n = 0
+          end
           -- tostring: cheaper than the %.17g redis.call applies to a
           -- number, but still a printf; a first attempt needs none.
-          ats = tostring(tonumber(hash[f + 1]) + 1)
+          ats = tostring(n + 1)
         elseif hash[f] == "defa" then
           deferred = true
         end

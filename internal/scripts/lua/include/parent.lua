@@ -8,7 +8,7 @@
 -- it runs next: delayed (if it has a delay), wait (front) or prioritized.
 local function releaseParent(parentQueueKey, parentKey, parentId, now)
   local attrs = rcall("HMGET", parentKey, "priority", "delay")
-  local priority = tonumber(attrs[1]) or 0
+  local priority = jobPriority(attrs[1])
   local delay = tonumber(attrs[2]) or 0
   local events = parentQueueKey .. ":events"
   local marker = parentQueueKey .. ":marker"
@@ -41,8 +41,20 @@ end
 -- parentOf reads a job's parent: key, id, queue key and failure flags.
 local function parentOf(jobKey)
   local f = rcall("HMGET", jobKey, "parentKey", "parent")
-  if not f[1] or not f[2] then
+  if not f[1] or f[1] == "" then
     return nil
+  end
+  if not f[2] then
+    -- A child stored with a parentKey alone (as BullMQ stored children
+    -- before the failure policies): the parent's id and queue come from
+    -- the key, as BullMQ's moveToFinished reads them then, and there is no
+    -- policy. Without this its completion never reached the parent, which
+    -- waited in waiting-children for good.
+    local id = string.match(f[1], ".*:(.*)")
+    if not id or id == "" then
+      return nil
+    end
+    return {key = f[1], id = id, queueKey = string.sub(f[1], 1, #f[1] - #id - 1)}
   end
   local ok, p = pcall(cjson.decode, f[2])
   if not ok or type(p) ~= "table" or not p["id"] or not p["queueKey"] then

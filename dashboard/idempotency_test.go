@@ -1,0 +1,92 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
+)
+
+// TestIdempotencyKeyActsOnce: a client that sends a bounded promotion, a
+// clean or a bulk retry again (its connection dropped before the answer)
+// had the action done twice: "promote 1" promoted 2, "remove 2" removed 4.
+// With the same Idempotency-Key, the resend gets the first answer and
+// nothing is done again; the audit log says it was replayed. The key is
+// the sender's: another user's same key acts.
+func TestIdempotencyKeyActsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	for n := range 3 {
+		b.add(t, "q", "later", nil, &drover.JobOptions{Delay: time.Duration(n+1) * time.Hour})
+	}
+	q := b.queue(t, "q")
+	delayed := func() int64 {
+		c, err := q.GetJobCounts(ctx, drover.StateDelayed)
+		require.NoError(t, err)
+		return c[drover.StateDelayed]
+	}
+	ada := b.as(t, adminToken)
+	send := func(c *client, path string, body any, key string) (int, string, string) {
+		status, hdr := c.do(http.MethodPost, path, body, nil, map[string]string{"Idempotency-Key": key})
+		return status, strings.TrimSpace(string(c.lastBody)), hdr.Get("Idempotency-Replayed")
+	}
+
+	status, first, replayed := send(ada, "api/queues/q/promote", dashboard.PromoteRequest{Limit: 1}, "k-1")
+	require.Equal(t, http.StatusOK, status, first)
+	require.Empty(t, replayed)
+	require.EqualValues(t, 2, delayed())
+	status, again, replayed := send(ada, "api/queues/q/promote", dashboard.PromoteRequest{Limit: 1}, "k-1")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, first, again, "the first answer")
+	require.Equal(t, "true", replayed)
+	require.EqualValues(t, 2, delayed(), "promoted once")
+	e := b.audit.last(t)
+	require.Equal(t, "promote-all", e.Action)
+	require.Equal(t, "replayed", e.Outcome)
+	require.Equal(t, "ada", e.User)
+
+	// Another user's same key is another request.
+	otto := b.as(t, operatorToken)
+	status, _, replayed = send(otto, "api/queues/q/promote", dashboard.PromoteRequest{Limit: 1}, "k-1")
+	require.Equal(t, http.StatusOK, status)
+	require.Empty(t, replayed)
+	require.EqualValues(t, 1, delayed())
+
+	// A refused request releases its key: nothing was done.
+	status, _, _ = send(ada, "api/queues/q/promote", dashboard.PromoteRequest{Limit: -1}, "k-2")
+	require.Equal(t, http.StatusBadRequest, status)
+	status, _, replayed = send(ada, "api/queues/q/promote", dashboard.PromoteRequest{Limit: 1}, "k-2")
+	require.Equal(t, http.StatusOK, status)
+	require.Empty(t, replayed)
+	require.EqualValues(t, 0, delayed())
+
+	// A bulk retry resent: the same operation, not a second one.
+	b.startWorker(t, "r", func(context.Context, *drover.Job) (any, error) { return nil, errorString("down") }, nil)
+	id := b.add(t, "r", "x", nil, &drover.JobOptions{Attempts: 1})
+	b.waitState(t, "r", id, drover.StateFailed)
+	require.NoError(t, b.queue(t, "r").Pause(ctx))
+	status, op1, _ := send(ada, "api/queues/r/retry", dashboard.RetryJobsRequest{}, "k-3")
+	require.Equal(t, http.StatusAccepted, status, op1)
+	status, op2, replayed := send(ada, "api/queues/r/retry", dashboard.RetryJobsRequest{}, "k-3")
+	require.Equal(t, http.StatusAccepted, status)
+	require.Equal(t, "true", replayed)
+	require.Equal(t, op1, op2)
+	var ops struct{ Operations []dashboard.Operation }
+	require.Equal(t, http.StatusOK, ada.get("api/operations", &ops))
+	require.Len(t, ops.Operations, 1)
+
+	status, body, _ := send(ada, "api/queues/q/promote", nil, strings.Repeat("k", 201))
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Contains(t, body, "Idempotency-Key must be at most 200 bytes")
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
