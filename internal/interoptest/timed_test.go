@@ -240,13 +240,14 @@ func runTimed(t *testing.T, b *bundle, sc timedScenario, r timedRoles) timedOutc
 // cannot.
 //
 // Opt-in (DIFFTEST_TIMED=1, or `make test-timed`): the scenarios sleep,
-// about 100 s at go test's default parallelism of GOMAXPROCS, 30 s with
-// -parallel 32. DIFFTEST_TIMED_ONLY=<prefix> runs the scenarios whose name
-// starts with it; DIFFTEST_TIMED_SEEDS=n adds n random ones
-// (randomTimedScenarios). The
-// scenarios' time margins (due times 50ms+ apart, ttls waited out) keep them
-// deterministic on a loaded machine; the regression tests of what they
-// found run in `make test`.
+// about 20 s with -parallel 32 (35 s with every mix), several times that
+// at go test's default parallelism of GOMAXPROCS.
+// DIFFTEST_TIMED_ONLY=<prefix> runs the scenarios whose name starts with
+// it; DIFFTEST_TIMED_SEEDS=n adds n random ones (randomTimedScenarios).
+// Their time margins (due times from one creation time, 100ms+ apart where
+// the order is compared, ttls waited out) keep them deterministic on a
+// loaded machine; the regression tests of what they found run in `make
+// test`.
 func TestDifferentialTimed(t *testing.T) {
 	if os.Getenv("DIFFTEST_TIMED") == "" {
 		t.Skip("opt-in: DIFFTEST_TIMED=1 (make test-timed)")
