@@ -583,21 +583,31 @@ func (w *Worker) advanceSchedulerRetrying(jobCtx context.Context, rec *jobcodec.
 			return
 		}
 		if ctx.Err() != nil || attempt >= 8 {
-			w.log.WarnContext(ctx, "job scheduler not advanced yet: the run starts, its next run is created once Redis answers",
-				slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
-			w.bgWG.Add(1) // before Close waits for the background (a job is in flight)
-			go func() {
-				defer w.bgWG.Done()
-				w.advanceSchedulerLater(rec)
-			}()
+			w.advanceInBackground(ctx, rec, err)
 			return
 		}
 		w.log.WarnContext(ctx, msgAdvanceFailed, slog.String(logkey.JobID, rec.ID),
 			slog.Int(logkey.Attempt, attempt), slog.Any(logkey.Error, err))
 		if !sleepCtx(ctx, retryDelay(attempt)) {
+			// The run's wait ran out between two tries (slow calls make
+			// the tries take longer than their pauses plan for): the
+			// worker goes on in the background all the same.
+			w.advanceInBackground(ctx, rec, err)
 			return
 		}
 	}
+}
+
+// advanceInBackground hands a scheduler's advance that failed with err to
+// advanceSchedulerLater, so the run can start.
+func (w *Worker) advanceInBackground(ctx context.Context, rec *jobcodec.Record, err error) {
+	w.log.WarnContext(ctx, "job scheduler not advanced yet: the run starts, its next run is created once Redis answers",
+		slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
+	w.bgWG.Add(1) // before Close waits for the background (a job is in flight)
+	go func() {
+		defer w.bgWG.Done()
+		w.advanceSchedulerLater(rec)
+	}()
 }
 
 // advanceSchedulerLater goes on creating a scheduler's next run after the

@@ -12,6 +12,8 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestSchedulerAdvanceOutlivesARedisRefusal: a worker takes a job
@@ -151,4 +153,56 @@ func refusingScheduler(t *testing.T, lockDuration time.Duration) (*redis.Client,
 		_ = w.Close(cctx)
 	})
 	return rdb, ran, logs, first
+}
+
+// TestSchedulerAdvanceOutlivesASlowRefusal: as TestSchedulerAdvanceOutlivesALongRefusal,
+// but each call to Redis is slow (150 ms each way through a proxy), so the
+// run's 10 s wait for its scheduler to advance ends while the worker sleeps
+// between two tries rather than after its last try. The worker must go on
+// in the background then too: before, it returned from the sleep without
+// handing the advance on, and the scheduler never ran again (the CI run of
+// TestSchedulerAdvanceOutlivesAWriteStop on a loaded machine met the same).
+func TestSchedulerAdvanceOutlivesASlowRefusal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start("--maxmemory-policy", "noeviction")
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	direct := srv.Client(t)
+	proxy, err := faultproxy.Start(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	slow := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	t.Cleanup(func() { _ = slow.Close() })
+	q, err := drover.NewQueue(direct, "q", nil)
+	require.NoError(t, err)
+
+	ran := make(chan string, 10)
+	logs := &syncBuffer{}
+	w, err := drover.NewWorker(slow, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		ran <- job.ID
+		return nil, nil
+	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(logs, nil)), LockDuration: time.Minute})
+	require.NoError(t, err)
+	first, err := q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 2 * time.Second}, nil)
+	require.NoError(t, err)
+	require.NoError(t, direct.ConfigSet(ctx, "maxmemory", "1").Err())
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = w.Close(cctx)
+	})
+	testkit.WaitFor(t, 10*time.Second, "the worker to fail creating the next run once", func() bool {
+		return strings.Contains(logs.String(), "advance job scheduler failed; retrying")
+	})
+	proxy.SetLatency(150 * time.Millisecond)
+
+	// The run starts once the worker stops waiting for the advance.
+	require.Equal(t, first.ID, recv(t, ran, "logs:\n%s", logs.String()))
+	require.NoError(t, direct.ConfigSet(ctx, "maxmemory", "0").Err())
+	proxy.SetLatency(0)
+
+	second := recv(t, ran, "the scheduler's next run; logs:\n%s", logs.String())
+	require.NotEqual(t, first.ID, second)
 }
