@@ -133,11 +133,20 @@ func TestSchedulerRunWithABadPatternIsNotRetried(t *testing.T) {
 func refusingScheduler(t *testing.T, lockDuration time.Duration) (*redis.Client, chan string, *syncBuffer, *drover.Job) {
 	t.Helper()
 	rdb, q := ownServer(t, nil, "--maxmemory-policy", "noeviction")
+	ran, logs, first := refusingSchedulerVia(t, lockDuration, rdb, rdb, q)
+	return rdb, ran, logs, first
+}
+
+// refusingSchedulerVia is refusingScheduler on a given server: rdb
+// reaches it directly (the scheduler, the refusal), workerRdb is the
+// worker's client, q the queue on rdb.
+func refusingSchedulerVia(t *testing.T, lockDuration time.Duration, rdb, workerRdb *redis.Client, q *drover.Queue) (chan string, *syncBuffer, *drover.Job) {
+	t.Helper()
 	ctx := context.Background()
 
 	ran := make(chan string, 10)
 	logs := &syncBuffer{}
-	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+	w, err := drover.NewWorker(workerRdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		ran <- job.ID
 		return nil, nil
 	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(logs, nil)), LockDuration: lockDuration})
@@ -152,7 +161,7 @@ func refusingScheduler(t *testing.T, lockDuration time.Duration) (*redis.Client,
 		defer cancel()
 		_ = w.Close(cctx)
 	})
-	return rdb, ran, logs, first
+	return ran, logs, first
 }
 
 // TestSchedulerAdvanceOutlivesASlowRefusal: as TestSchedulerAdvanceOutlivesALongRefusal,
@@ -176,23 +185,8 @@ func TestSchedulerAdvanceOutlivesASlowRefusal(t *testing.T) {
 	t.Cleanup(func() { _ = slow.Close() })
 	q, err := drover.NewQueue(direct, "q", nil)
 	require.NoError(t, err)
+	ran, logs, first := refusingSchedulerVia(t, time.Minute, direct, slow, q)
 
-	ran := make(chan string, 10)
-	logs := &syncBuffer{}
-	w, err := drover.NewWorker(slow, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
-		ran <- job.ID
-		return nil, nil
-	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(logs, nil)), LockDuration: time.Minute})
-	require.NoError(t, err)
-	first, err := q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 2 * time.Second}, nil)
-	require.NoError(t, err)
-	require.NoError(t, direct.ConfigSet(ctx, "maxmemory", "1").Err())
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = w.Close(cctx)
-	})
 	testkit.WaitFor(t, 10*time.Second, "the worker to fail creating the next run once", func() bool {
 		return strings.Contains(logs.String(), "advance job scheduler failed; retrying")
 	})
