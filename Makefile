@@ -58,6 +58,10 @@ test-timed: deps ## time-driven differential scenarios vs Node BullMQ (short del
 soak-schedulers: deps ## 5-minute soak: an every-200ms and a cron scheduler, a Node and two drover worker processes SIGKILLed at random; counts skipped slots by cause (SOAK=5m; DROVER_SOAK_WORKERS=node: three Node workers, the baseline; DROVER_SOAK_SEED=n)
 	DROVER_SOAK=$${SOAK:-5m} $(GO) test -count=1 -timeout 20m -v -run TestSoakJobSchedulers ./internal/interoptest/
 
+.PHONY: soak-fleet
+soak-fleet: deps ## mixed-fleet soak: Node and drover producers and worker processes on one queue under worker kills, connection drops, Redis stops and restarts (FLEET=5m; `make test` runs 15 s)
+	DROVER_MIXED_FLEET=$${FLEET:-5m} $(GO) test -count=1 -timeout 30m -v -run '^TestMixedFleetSoak$$' ./internal/interoptest/
+
 .PHONY: test-cluster
 test-cluster: deps ## run the Redis Cluster + Sentinel suite alone (starts and stops its own servers)
 	$(GO) vet -tags cluster ./internal/testkit/clustertest/

@@ -50,8 +50,9 @@ func TestSchedulerAdvanceOutlivesALongRefusal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb, ran, logs, first := refusingScheduler(t, time.Minute)
-	// The run starts once the worker stops waiting for the advance.
-	require.Equal(t, first.ID, recv(t, ran, "logs:\n%s", logs.String()))
+	// The run starts once the worker stops waiting for the advance, 10 s
+	// after its first try; how much later depends on the machine's load.
+	require.Equal(t, first.ID, recvWithin(t, ran, 30*time.Second, "logs:\n%s", logs.String()))
 	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
 
 	second := recv(t, ran, "the scheduler's next run; logs:\n%s", logs.String())
@@ -192,8 +193,9 @@ func TestSchedulerAdvanceOutlivesASlowRefusal(t *testing.T) {
 	})
 	proxy.SetLatency(150 * time.Millisecond)
 
-	// The run starts once the worker stops waiting for the advance.
-	require.Equal(t, first.ID, recv(t, ran, "logs:\n%s", logs.String()))
+	// The run starts once the worker stops waiting for the advance, 10 s
+	// after its first try; how much later depends on the machine's load.
+	require.Equal(t, first.ID, recvWithin(t, ran, 30*time.Second, "logs:\n%s", logs.String()))
 	require.NoError(t, direct.ConfigSet(ctx, "maxmemory", "0").Err())
 	proxy.SetLatency(0)
 

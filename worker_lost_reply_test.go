@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -230,11 +231,17 @@ func TestWorkerLostReplies(t *testing.T) {
 // recv receives from c, failing the test after 10 s.
 func recv[T any](t *testing.T, c <-chan T, msgAndArgs ...any) T {
 	t.Helper()
+	return recvWithin(t, c, 10*time.Second, msgAndArgs...)
+}
+
+// recvWithin receives from c, failing the test after d.
+func recvWithin[T any](t *testing.T, c <-chan T, d time.Duration, msgAndArgs ...any) T {
+	t.Helper()
 	select {
 	case v := <-c:
 		return v
-	case <-time.After(10 * time.Second):
-		require.FailNow(t, "nothing received in 10 s", msgAndArgs...)
+	case <-time.After(d):
+		require.FailNow(t, fmt.Sprintf("nothing received in %s", d), msgAndArgs...)
 		panic("unreachable")
 	}
 }

@@ -685,6 +685,10 @@ type dumpOptions struct {
 	// fetch writes its cascade marker only when more jobs are ready
 	// (include/fetch.lua, deliberate: fewer wake-ups), where BullMQ writes
 	// one on every activation. After adds alone the marker is compared.
+	// It drops the stalled-check keys too: each is the lock of the queue's
+	// periodic stalled check, alive for one stalledInterval after the last
+	// check, so whether a dump still sees it depends on how long the
+	// workers took to stop.
 	workersRan bool
 	// rewrite, when set, edits the raw dump before the exclusions below
 	// (e.g. to name job scheduler runs by rank instead of by due time).
@@ -709,7 +713,8 @@ type dumpOptions struct {
 //   - job hash field "stacktrace": the entries are each language's stack
 //     dumps (a JS Error.stack vs a Go error's text). The number of entries
 //     is kept and compared.
-//   - every queue's marker key after workers ran (see dumpOptions.workersRan).
+//   - every queue's marker and stalled-check keys after workers ran (see
+//     dumpOptions.workersRan).
 //   - drover's add call records, "<queue>:add:<token>" strings that expire
 //     after QueueOptions.AddRetryWindow (difftest.DropAddRecords).
 //   - the order of the completed and failed sets (of every queue): their scores are
@@ -747,7 +752,7 @@ func comparableDump(t *testing.T, rdb *redis.Client, prefix string, o dumpOption
 		}
 	}
 	for name := range raw.Keys {
-		if (o.workersRan && strings.HasSuffix(name, ":marker")) || (o.workerRunning && strings.HasSuffix(name, ":stalled")) {
+		if (o.workersRan && (strings.HasSuffix(name, ":marker") || strings.HasSuffix(name, ":stalled-check"))) || (o.workerRunning && strings.HasSuffix(name, ":stalled")) {
 			delete(raw.Keys, name)
 		}
 	}

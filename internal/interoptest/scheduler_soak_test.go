@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -35,6 +36,9 @@ type soakWorkerSpec struct {
 	Addr   string `json:"addr"`
 	Prefix string `json:"prefix"`
 	Name   string `json:"name"`
+	// Fleet, when set, makes the worker TestMixedFleetSoak's: it runs each
+	// job's behavior from its data with these options.
+	Fleet *fleetWorkerSpec `json:"fleet,omitempty"`
 }
 
 // Both kinds of soak worker take a run, work 30 ms and complete it; a lock
@@ -57,14 +61,22 @@ func runSoakWorker(specJSON string) int {
 	defer stop()
 	rdb := redis.NewClient(&redis.Options{Addr: spec.Addr})
 	defer func() { _ = rdb.Close() }()
-	w, err := drover.NewWorker(rdb, queueName, drover.ProcessorFunc(func(ctx context.Context, _ *drover.Job) (any, error) {
+	var proc drover.Processor = drover.ProcessorFunc(func(ctx context.Context, _ *drover.Job) (any, error) {
 		select {
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		case <-time.After(soakWork):
 		}
 		return nil, nil
-	}), &drover.WorkerOptions{Prefix: spec.Prefix, Name: spec.Name, LockDuration: soakLock, StalledInterval: soakStallChk})
+	})
+	opts := &drover.WorkerOptions{Prefix: spec.Prefix, Name: spec.Name, LockDuration: soakLock, StalledInterval: soakStallChk}
+	if f := spec.Fleet; f != nil {
+		proc = droverBehavior(bullmqoracle.FromData("behavior"), rdb)
+		opts.Concurrency, opts.LockDuration, opts.StalledInterval, opts.MaxStalledCount = f.Concurrency, f.Lock, f.StalledInterval, f.MaxStalledCount
+		// Thousands of jobs fail by design: errors only.
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	w, err := drover.NewWorker(rdb, queueName, proc, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -98,7 +110,15 @@ type droverProc struct {
 
 func startDroverProc(t *testing.T, addr, prefix, name string) *droverProc {
 	t.Helper()
-	spec, err := json.Marshal(soakWorkerSpec{Addr: addr, Prefix: prefix, Name: name})
+	return startDroverProcSpec(t, soakWorkerSpec{Addr: addr, Prefix: prefix, Name: name})
+}
+
+// startDroverProcSpec starts a drover worker process (runSoakWorker) as
+// spec says and waits for it to be ready.
+func startDroverProcSpec(t *testing.T, s soakWorkerSpec) *droverProc {
+	t.Helper()
+	name := s.Name
+	spec, err := json.Marshal(s)
 	require.NoError(t, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), soakWorkerEnv+"="+string(spec))
