@@ -132,6 +132,10 @@ type jobSpec struct {
 	timestamp time.Time
 	// removeOnFail drops the job when it fails for good.
 	removeOnFail bool
+	// removeOnComplete drops the job when it completes.
+	removeOnComplete bool
+	// dedupID is a deduplication id (simple mode: until the job finishes).
+	dedupID string
 	// stackTraceLimit bounds the kept traces (0: unset).
 	stackTraceLimit int
 }
@@ -159,6 +163,12 @@ func (s jobSpec) nodeOpts() map[string]any {
 	if s.removeOnFail {
 		m["removeOnFail"] = true
 	}
+	if s.removeOnComplete {
+		m["removeOnComplete"] = true
+	}
+	if s.dedupID != "" {
+		m["deduplication"] = map[string]any{"id": s.dedupID}
+	}
 	if s.stackTraceLimit != 0 {
 		m["stackTraceLimit"] = s.stackTraceLimit
 	}
@@ -178,6 +188,12 @@ func (s jobSpec) droverOpts() *drover.JobOptions {
 	}
 	if s.removeOnFail {
 		o.RemoveOnFail = &drover.Retention{Remove: true}
+	}
+	if s.removeOnComplete {
+		o.RemoveOnComplete = &drover.Retention{Remove: true}
+	}
+	if s.dedupID != "" {
+		o.Deduplication = &drover.Deduplication{ID: s.dedupID}
 	}
 	return o
 }

@@ -57,6 +57,8 @@ type fleetJob struct {
 	fatal    bool // the first attempt fails unrecoverably
 	resent   bool // an add returned an error and was sent again
 	flow     bool // a flow's node
+	// removeDone and removeFailed: added with removeOnComplete/removeOnFail.
+	removeDone, removeFailed bool
 	// policy is a flow child's; children are a flow parent's.
 	policy   drover.ParentPolicy
 	children []fleetJob
@@ -88,6 +90,8 @@ func (j fleetJob) want() (state string, atm int, detail string) {
 		}
 	}
 	switch {
+	case j.failsForGood() && j.removeFailed, !j.failsForGood() && j.removeDone:
+		return "removed", -1, ""
 	case j.fatal:
 		return "failed", 1, "fatal"
 	case j.fails >= attempts:
@@ -187,6 +191,10 @@ func TestMixedFleetSoak(t *testing.T) {
 			spec.delay = time.Duration(1+rng.IntN(300)) * time.Millisecond
 		}
 		spec.lifo = spec.priority == 0 && rng.IntN(6) == 0
+		if mayCustom { // a single job, not a flow's
+			j.removeDone, j.removeFailed = rng.IntN(7) == 0, rng.IntN(7) == 0
+			spec.removeOnComplete, spec.removeOnFail = j.removeDone, j.removeFailed
+		}
 		if j.attempts > 1 {
 			switch rng.IntN(3) {
 			case 0:
@@ -199,7 +207,14 @@ func TestMixedFleetSoak(t *testing.T) {
 		if j.fatal {
 			then = bullmqoracle.Unrecoverable("fatal")
 		}
-		spec.data = map[string]any{"i": j.i, "behavior": bullmqoracle.SleepThen(time.Duration(rng.IntN(40))*time.Millisecond, then)}
+		bh := bullmqoracle.SleepThen(time.Duration(rng.IntN(40))*time.Millisecond, then)
+		if rng.IntN(10) == 0 {
+			// The processor moves the job to delayed on its first start (no
+			// attempt spent), then runs it.
+			inner := bh
+			bh = bullmqoracle.MoveToDelayed(time.Duration(1+rng.IntN(50))*time.Millisecond, 1, &inner)
+		}
+		spec.data = map[string]any{"i": j.i, "behavior": bh}
 		return j, spec
 	}
 	// addFleetFlow adds a parent with 1-3 children, each child with a
@@ -251,6 +266,39 @@ func TestMixedFleetSoak(t *testing.T) {
 		jobsMu.Unlock()
 		return nil
 	}
+	var deduplicated atomic.Int64
+	record := func(j fleetJob) {
+		jobsMu.Lock()
+		jobs = append(jobs, j)
+		jobsMu.Unlock()
+	}
+	// addOne adds a job, sending it again after an error; it returns the
+	// id the add answered.
+	addOne := func(j *fleetJob, spec jobSpec) (string, error) {
+		for try := 0; ; try++ {
+			actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			var id string
+			var err error
+			if j.by == nodeImpl {
+				id, err = o.Add(actx, prefix, queueName, spec.name, spec.data, spec.nodeOpts())
+			} else {
+				var res *drover.AddResult
+				res, err = dq.Add(actx, spec.name, spec.data, spec.droverOpts())
+				if err == nil {
+					id = res.Job.ID
+				}
+			}
+			cancel()
+			if err == nil {
+				return id, nil
+			}
+			if try == 20 {
+				return "", fmt.Errorf("%s add of job %d: %w", j.by, j.i, err)
+			}
+			j.resent = true
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	produce := func(ctx context.Context, by impl, rng *rand.Rand) error {
 		for ctx.Err() == nil {
 			if rng.IntN(10) == 0 {
@@ -261,38 +309,129 @@ func TestMixedFleetSoak(t *testing.T) {
 			}
 			j, spec := newFleetJob(rng, true, false)
 			j.by = by
-			for try := 0; ; try++ {
-				actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				var err error
-				if by == nodeImpl {
-					_, err = o.Add(actx, prefix, queueName, spec.name, spec.data, spec.nodeOpts())
-				} else {
-					_, err = dq.Add(actx, spec.name, spec.data, spec.droverOpts())
-				}
-				cancel()
-				if err == nil {
-					break
-				}
-				if try == 20 {
-					return fmt.Errorf("%s add of job %d: %w", by, j.i, err)
-				}
-				j.resent = true
-				time.Sleep(50 * time.Millisecond)
+			pair := !j.custom && rng.IntN(12) == 0
+			if pair {
+				spec.dedupID = fmt.Sprintf("g%d", j.i)
 			}
-			jobsMu.Lock()
-			jobs = append(jobs, j)
-			jobsMu.Unlock()
+			first, err := addOne(&j, spec)
+			if err != nil {
+				return err
+			}
+			record(j)
+			if pair {
+				// A second add under the same deduplication id, at once: it is
+				// deduplicated while the first job is unfinished (the usual
+				// case) and a job of its own otherwise.
+				j2, spec2 := newFleetJob(rng, false, false)
+				j2.by = by
+				spec2.dedupID = spec.dedupID
+				id, err := addOne(&j2, spec2)
+				if err != nil {
+					return err
+				}
+				if id == first {
+					deduplicated.Add(1)
+				} else {
+					record(j2)
+				}
+			}
 			time.Sleep(time.Duration(2+rng.IntN(6)) * time.Millisecond)
 		}
 		return nil
 	}
+	// A global concurrency both sides honour: Node sets it, drover raises it
+	// halfway; the active list never holds more jobs than the limit.
+	var limit atomic.Int64
+	retryCall := func(what string, call func(context.Context) error) error {
+		var err error
+		for range 40 {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err = call(cctx)
+			cancel()
+			if err == nil {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	require.NoError(t, retryCall("Node sets global concurrency", func(ctx context.Context) error {
+		return o.SetGlobalConcurrency(ctx, prefix, queueName, 6)
+	}))
+	limit.Store(6)
+
+	started := time.Now()
 	ctx, stop := context.WithTimeout(context.Background(), run)
 	defer stop()
-	errs := make(chan error, 3)
+	errs := make(chan error, 5)
 	for k, by := range []impl{nodeImpl, droverImpl} {
 		rng := rand.New(rand.NewPCG(seed, uint64(k)))
 		go func() { errs <- produce(ctx, by, rng) }()
 	}
+
+	// The admin side: pauses and resumes by either side, and the raise.
+	go func() {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		raised := false
+		for ctx.Err() == nil {
+			time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
+			pauseBy, resumeBy := impl(nodeImpl), impl(nodeImpl)
+			if rng.IntN(2) == 0 {
+				pauseBy = droverImpl
+			}
+			if rng.IntN(2) == 0 {
+				resumeBy = droverImpl
+			}
+			if err := retryCall(string(pauseBy)+" pauses", func(ctx context.Context) error {
+				if pauseBy == nodeImpl {
+					return o.Pause(ctx, prefix, queueName)
+				}
+				return dq.Pause(ctx)
+			}); err != nil {
+				errs <- err
+				return
+			}
+			time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+			if err := retryCall(string(resumeBy)+" resumes", func(ctx context.Context) error {
+				if resumeBy == nodeImpl {
+					return o.Resume(ctx, prefix, queueName)
+				}
+				return dq.Resume(ctx)
+			}); err != nil {
+				errs <- err
+				return
+			}
+			if !raised && time.Since(started) > run/2 {
+				raised = true
+				limit.Store(9) // before the raise: a sample may see up to 9 from then on
+				if err := retryCall("drover raises global concurrency", func(ctx context.Context) error {
+					return dq.SetGlobalConcurrency(ctx, 9)
+				}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}
+		errs <- nil
+	}()
+	// The sampler: the active list's length against the limit.
+	var overLimit atomic.Value
+	var maxActive atomic.Int64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+			lim := limit.Load()
+			n, err := rdb.LLen(context.Background(), base+"active").Result()
+			if err == nil && n > maxActive.Load() {
+				maxActive.Store(n)
+			}
+			if err == nil && n > lim {
+				overLimit.Store(fmt.Sprintf("%d jobs active under a global concurrency of %d", n, lim))
+			}
+		}
+	}()
 
 	// Faults: a worker process SIGKILLed (and a new one started) every
 	// 0.5-1.5 s; every 3-5 s, by turns, every client connection dropped,
@@ -343,10 +482,15 @@ func TestMixedFleetSoak(t *testing.T) {
 			}
 		}
 	}()
-	for range 3 {
+	for range 4 {
 		require.NoError(t, <-errs)
 	}
-	t.Logf("added %d jobs; %d worker kills, %d connection drops, %d Redis stops, %d Redis restarts", len(jobs), kills, resets, pauses, crashes)
+	<-sampled
+	if v := overLimit.Load(); v != nil {
+		t.Errorf("global concurrency broken: %s", v)
+	}
+	t.Logf("added %d jobs; %d worker kills, %d connection drops, %d Redis stops, %d Redis restarts; at most %d jobs active (limit 6, then 9)",
+		len(jobs), kills, resets, pauses, crashes, maxActive.Load())
 
 	// Every job must reach its final state with the workers left running;
 	// a parent whose child failed for good under the default policy waits
@@ -402,7 +546,9 @@ func TestMixedFleetSoak(t *testing.T) {
 		got := byIndex[j.i]
 		state, atm, detail := j.want()
 		if len(got) == 0 {
-			problems = append(problems, fmt.Sprintf("job %d (%s add, custom id %v): lost", j.i, j.by, j.custom))
+			if state != "removed" {
+				problems = append(problems, fmt.Sprintf("job %d (%s add, custom id %v): lost", j.i, j.by, j.custom))
+			}
 			continue
 		}
 		if len(got) > 1 {
@@ -430,7 +576,8 @@ func TestMixedFleetSoak(t *testing.T) {
 		problems = append(problems[:20], fmt.Sprintf("... and %d more", len(problems)-20))
 	}
 	require.Empty(t, problems, "%d jobs", len(jobs))
-	t.Logf("every job final as its behavior says; %d Node auto-id adds landed twice after a dropped connection", dupNode)
+	t.Logf("every job final as its behavior says; %d second adds deduplicated; %d Node auto-id adds landed twice after a dropped connection",
+		deduplicated.Load(), dupNode)
 
 	// Nothing left behind: locks, the stalled set, the active list.
 	var leftovers []string
@@ -447,6 +594,11 @@ func TestMixedFleetSoak(t *testing.T) {
 			leftovers = append(leftovers, k+" ("+typ+")")
 		}
 	}
+	iter = rdb.Scan(context.Background(), 0, base+"de:*", 1000).Iterator()
+	for iter.Next(context.Background()) {
+		leftovers = append(leftovers, iter.Val())
+	}
+	require.NoError(t, iter.Err())
 	require.Empty(t, leftovers, "keys left after every job finished")
 
 	// Both sides count the same.
