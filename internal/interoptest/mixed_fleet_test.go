@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
@@ -339,9 +341,6 @@ func TestMixedFleetSoak(t *testing.T) {
 		}
 		return nil
 	}
-	// A global concurrency both sides honour: Node sets it, drover raises it
-	// halfway; the active list never holds more jobs than the limit.
-	var limit atomic.Int64
 	retryCall := func(what string, call func(context.Context) error) error {
 		var err error
 		for range 40 {
@@ -355,6 +354,35 @@ func TestMixedFleetSoak(t *testing.T) {
 		}
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	// A drover QueueEvents reads the whole run; the stream keeps every
+	// event (meta's cap, which both sides honour, raised), so a reader that
+	// falls behind during a Redis restart cannot lose events to trimming.
+	require.NoError(t, retryCall("raise the events cap", func(ctx context.Context) error {
+		return rdb.HSet(ctx, base+"meta", "opts.maxLenEvents", 10_000_000).Err()
+	}))
+	evRdb := srv.Client(t)
+	qe, err := drover.NewQueueEvents(evRdb, queueName, &drover.QueueEventsOptions{
+		Prefix: prefix, LastEventID: "0", Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	var evMu sync.Mutex
+	completions := map[string]int{}
+	evCtx, evStop := context.WithCancel(context.Background())
+	evDone := make(chan error, 1)
+	go func() {
+		evDone <- qe.Run(evCtx, func(e drover.Event) error {
+			if e.Name == drover.EventCompleted {
+				evMu.Lock()
+				completions[e.JobID]++
+				evMu.Unlock()
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() { evStop(); <-evDone })
+
+	// A global concurrency both sides honour: Node sets it, drover raises it
+	// halfway; the active list never holds more jobs than the limit.
+	var limit atomic.Int64
 	require.NoError(t, retryCall("Node sets global concurrency", func(ctx context.Context) error {
 		return o.SetGlobalConcurrency(ctx, prefix, queueName, 6)
 	}))
@@ -578,6 +606,28 @@ func TestMixedFleetSoak(t *testing.T) {
 	require.Empty(t, problems, "%d jobs", len(jobs))
 	t.Logf("every job final as its behavior says; %d second adds deduplicated; %d Node auto-id adds landed twice after a dropped connection",
 		deduplicated.Load(), dupNode)
+
+	// The QueueEvents saw each kept completed job complete once.
+	completedIDs, err := rdb.ZRange(context.Background(), base+"completed", 0, -1).Result()
+	require.NoError(t, err)
+	testkit.WaitFor(t, 30*time.Second, "the QueueEvents reader to see every completion", func() bool {
+		evMu.Lock()
+		defer evMu.Unlock()
+		for _, id := range completedIDs {
+			if completions[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	evMu.Lock()
+	for id, n := range completions {
+		if n > 1 {
+			t.Errorf("QueueEvents: job %s completed %d times", id, n)
+		}
+	}
+	t.Logf("QueueEvents: %d completions read (%d jobs kept in completed)", len(completions), len(completedIDs))
+	evMu.Unlock()
 
 	// Nothing left behind: locks, the stalled set, the active list.
 	var leftovers []string
