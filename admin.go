@@ -18,7 +18,16 @@ type RetryOptions struct {
 	// ResetAttemptsMade sets AttemptsMade back to 0: the job gets its whole
 	// attempt budget again ("retry with fresh attempts").
 	ResetAttemptsMade bool
-	// ResetAttemptsStarted sets AttemptsStarted back to 0.
+	// ResetAttemptsStarted sets AttemptsStarted back to 0: its next attempt
+	// is number 1 again, and a worker's MaxStartedAttempts counts from 0.
+	// A retry with fresh attempts sets both, as the control room, the CLI
+	// and package inspect do; AttemptsMade alone leaves a job that a
+	// MaxStartedAttempts worker fails at once when it was started that
+	// often before.
+	//
+	// Either reset leaves a boundary in the job's attempt timeline (an
+	// Attempt with Fresh set, see FreshAttempts): the attempts before it
+	// stay listed as they were numbered.
 	ResetAttemptsStarted bool
 	// FinishedBy, when set, retries the job only if it finished at or
 	// before this instant, checked in the same script call that moves it.
@@ -51,7 +60,7 @@ func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) err
 	if !o.FinishedBy.IsZero() {
 		by = max(o.FinishedBy.UnixMilli(), 1)
 	}
-	err := scripts.Reprocess(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted, by)
+	err := scripts.Reprocess(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted, by, j.queue.nowMs())
 	if by > 0 && errors.Is(err, ErrNotInState) {
 		// Still in state, maybe: then it finished again after the bound,
 		// and "it is failed, not failed" would say nothing.
@@ -70,7 +79,7 @@ func (j *Job) Promote(ctx context.Context) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.stateErr(ctx, "promote", string(StateDelayed), scripts.Promote(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, false, false))
+	return j.stateErr(ctx, "promote", string(StateDelayed), scripts.Promote(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, false, false, 0))
 }
 
 // ChangeDelay makes a delayed job due delay from now. ErrNotInState if it is
@@ -144,6 +153,10 @@ type RetryJobsOptions struct {
 	OlderThan time.Time
 	// ResetAttemptsMade gives every retried job its full attempt budget.
 	ResetAttemptsMade bool
+	// ResetAttemptsStarted sets every retried job's AttemptsStarted back
+	// to 0 (see RetryOptions.ResetAttemptsStarted); a retry with fresh
+	// attempts sets both. Node BullMQ's retryJobs resets neither.
+	ResetAttemptsStarted bool
 	// Limit stops after this many jobs in all. 0 = all.
 	Limit int
 	// Pause waits between chunks, so a bulk retry cannot flood workers.
@@ -165,13 +178,13 @@ func (q *Queue) RetryJobs(ctx context.Context, opts *RetryJobsOptions) (int, err
 	if o.State != StateFailed && o.State != StateCompleted {
 		return 0, optionError("RetryJobsOptions.State must be %q or %q, got %q", StateFailed, StateCompleted, o.State)
 	}
-	return q.moveJobsToWait(ctx, string(o.State), o.Count, o.OlderThan, o.ResetAttemptsMade, o.Limit, o.Pause, o.Progress)
+	return q.moveJobsToWait(ctx, string(o.State), o.Count, o.OlderThan, o.ResetAttemptsMade, o.ResetAttemptsStarted, o.Limit, o.Pause, o.Progress)
 }
 
 // PromoteJobs makes every delayed job ready now, count per script call
 // (0 = 1000). It returns how many it moved.
 func (q *Queue) PromoteJobs(ctx context.Context, count int) (int, error) {
-	return q.moveJobsToWait(ctx, "delayed", count, time.Time{}, false, 0, 0, nil)
+	return q.moveJobsToWait(ctx, "delayed", count, time.Time{}, false, false, 0, 0, nil)
 }
 
 // PromoteEarliest makes at most n delayed jobs ready now, those due first,
@@ -182,10 +195,10 @@ func (q *Queue) PromoteEarliest(ctx context.Context, n int) (int, error) {
 	if n <= 0 {
 		return 0, optionError("PromoteEarliest needs a positive number of jobs, got %d", n)
 	}
-	return q.moveJobsToWait(ctx, "delayed", min(n, 1000), time.Time{}, false, n, 0, nil)
+	return q.moveJobsToWait(ctx, "delayed", min(n, 1000), time.Time{}, false, false, n, 0, nil)
 }
 
-func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, olderThan time.Time, reset bool, limit int, pause time.Duration, progress func(int)) (int, error) {
+func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, olderThan time.Time, resetMade, resetStarted bool, limit int, pause time.Duration, progress func(int)) (int, error) {
 	if err := q.check(); err != nil {
 		return 0, err
 	}
@@ -208,7 +221,7 @@ func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, old
 				return total, nil
 			}
 		}
-		more, ids, err := scripts.MoveJobsToWait(ctx, q.writes(), q.k, q.call(), state, n, cutoff.UnixMilli(), reset)
+		more, ids, err := scripts.MoveJobsToWait(ctx, q.writes(), q.k, q.call(), state, n, cutoff.UnixMilli(), resetMade, resetStarted, q.nowMs())
 		total += len(ids)
 		if err != nil {
 			return total, fmt.Errorf("move %s jobs of queue %q to wait: %w", state, q.name, err)

@@ -637,8 +637,8 @@ func RemoveJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string
 
 // Promote moves delayed job id to wait now, resetting its attempt counters
 // when asked.
-func Promote(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, resetMade, resetStarted bool) error {
-	_, err := runCode(ctx, promote, rdb, k, id, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs())
+func Promote(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, resetMade, resetStarted bool, nowMs int64) error {
+	_, err := runCode(ctx, promote, rdb, k, id, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs(), nowMs)
 	return err
 }
 
@@ -656,19 +656,21 @@ func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, id string, prio
 
 // Reprocess runs finished job id (in state "completed" or "failed") again.
 // finishedByMs > 0 refuses (ErrNotInState) a job that finished after it.
-func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state string, resetMade, resetStarted bool, finishedByMs int64) error {
+// A reset leaves a boundary at nowMs in the job's attempt timeline.
+func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state string, resetMade, resetStarted bool, finishedByMs, nowMs int64) error {
 	by := ""
 	if finishedByMs > 0 {
 		by = strconv.FormatInt(finishedByMs, 10)
 	}
-	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs(), by)
+	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs(), by, nowMs)
 	return err
 }
 
 // MoveJobsToWait re-runs up to count jobs of state ("failed", "completed" or
 // "delayed") finished at or before cutoffMs. more reports whether to call again.
-func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, count int, cutoffMs int64, resetMade bool) (more bool, ids []string, err error) {
-	res, err := moveJobsToWait.run(ctx, rdb, k, state, count, cutoffMs, boolArg(resetMade), call.Token, call.ttlMs()).Slice()
+// A reset leaves a boundary at nowMs in each job's attempt timeline.
+func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, count int, cutoffMs int64, resetMade, resetStarted bool, nowMs int64) (more bool, ids []string, err error) {
+	res, err := moveJobsToWait.run(ctx, rdb, k, state, count, cutoffMs, boolArg(resetMade), call.Token, call.ttlMs(), boolArg(resetStarted), nowMs).Slice()
 	if err != nil {
 		return false, nil, err
 	}
