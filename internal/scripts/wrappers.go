@@ -500,9 +500,11 @@ type LostLock struct {
 }
 
 // ExtendLocks renews the locks ids[i] held with tokens[i].
-func ExtendLocks(ctx context.Context, rdb Doer, k keys.Queue, lockMs int64, ids, tokens []string) ([]LostLock, error) {
-	args := make([]any, 0, 2+2*len(ids))
-	args = append(args, lockMs)
+// workerID, when not "", names the worker whose wake key
+// (keys.Queue.WorkerWake) gets wakeMs to live again.
+func ExtendLocks(ctx context.Context, rdb Doer, k keys.Queue, lockMs int64, workerID string, wakeMs int64, ids, tokens []string) ([]LostLock, error) {
+	args := make([]any, 0, 3+2*len(ids))
+	args = append(args, lockMs, workerID, wakeMs)
 	for i := range ids {
 		args = append(args, ids[i], tokens[i])
 	}
