@@ -700,13 +700,34 @@ func Obliterate(ctx context.Context, rdb Doer, k keys.Queue, count int, force bo
 
 // Clean removes up to limit jobs of state older than cutoffMs.
 func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs(), "0").StringSlice()
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs(), "0", "").StringSlice()
+}
+
+// CleanPart examines one part of the window of one BullMQ clean call, in
+// a state not scored by age (wait, paused, active, delayed, prioritized):
+// at most n jobs from position at (for a list, the part's first entry
+// counted from the tail; for a set, its rank). It returns how many it
+// examined, for a list how many of the window are left after them, and
+// the removed ids.
+func CleanPart(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, n, at int) (examined, rest int, ids []string, err error) {
+	res, err := cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, n, call.Token, call.ttlMs(), "0", at).Slice()
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if len(res) != 3 {
+		return 0, 0, nil, fmt.Errorf("cleanJobsInSet: malformed reply %v", res)
+	}
+	list, _ := res[2].([]any)
+	for _, id := range list {
+		ids = append(ids, str(id))
+	}
+	return int(toInt(res[0])), int(toInt(res[1])), ids, nil
 }
 
 // CleanPreview lists the jobs Clean(state, cutoffMs, limit) would remove
 // now, running Clean's own script without its writes.
 func CleanPreview(ctx context.Context, rdb Doer, k keys.Queue, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, "", 1, "1").StringSlice()
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, "", 1, "1", "").StringSlice()
 }
 
 func boolArg(b bool) string {
