@@ -18,7 +18,16 @@ type RetryOptions struct {
 	// ResetAttemptsMade sets AttemptsMade back to 0: the job gets its whole
 	// attempt budget again ("retry with fresh attempts").
 	ResetAttemptsMade bool
-	// ResetAttemptsStarted sets AttemptsStarted back to 0.
+	// ResetAttemptsStarted sets AttemptsStarted back to 0: its next attempt
+	// is number 1 again, and a worker's MaxStartedAttempts counts from 0.
+	// A retry with fresh attempts sets both, as the control room, the CLI
+	// and package inspect do; AttemptsMade alone leaves a job that a
+	// MaxStartedAttempts worker fails at once when it was started that
+	// often before.
+	//
+	// Either reset leaves a boundary in the job's attempt timeline (an
+	// Attempt with Fresh set, see FreshAttempts): the attempts before it
+	// stay listed as they were numbered.
 	ResetAttemptsStarted bool
 	// FinishedBy, when set, retries the job only if it finished at or
 	// before this instant, checked in the same script call that moves it.
@@ -51,7 +60,7 @@ func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) err
 	if !o.FinishedBy.IsZero() {
 		by = max(o.FinishedBy.UnixMilli(), 1)
 	}
-	err := scripts.Reprocess(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted, by)
+	err := scripts.Reprocess(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, string(state), o.ResetAttemptsMade, o.ResetAttemptsStarted, by, j.queue.nowMs())
 	if by > 0 && errors.Is(err, ErrNotInState) {
 		// Still in state, maybe: then it finished again after the bound,
 		// and "it is failed, not failed" would say nothing.
@@ -70,7 +79,7 @@ func (j *Job) Promote(ctx context.Context) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.stateErr(ctx, "promote", string(StateDelayed), scripts.Promote(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, false, false))
+	return j.stateErr(ctx, "promote", string(StateDelayed), scripts.Promote(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, false, false, 0))
 }
 
 // ChangeDelay makes a delayed job due delay from now. ErrNotInState if it is
@@ -144,6 +153,10 @@ type RetryJobsOptions struct {
 	OlderThan time.Time
 	// ResetAttemptsMade gives every retried job its full attempt budget.
 	ResetAttemptsMade bool
+	// ResetAttemptsStarted sets every retried job's AttemptsStarted back
+	// to 0 (see RetryOptions.ResetAttemptsStarted); a retry with fresh
+	// attempts sets both. Node BullMQ's retryJobs resets neither.
+	ResetAttemptsStarted bool
 	// Limit stops after this many jobs in all. 0 = all.
 	Limit int
 	// Pause waits between chunks, so a bulk retry cannot flood workers.
@@ -165,13 +178,13 @@ func (q *Queue) RetryJobs(ctx context.Context, opts *RetryJobsOptions) (int, err
 	if o.State != StateFailed && o.State != StateCompleted {
 		return 0, optionError("RetryJobsOptions.State must be %q or %q, got %q", StateFailed, StateCompleted, o.State)
 	}
-	return q.moveJobsToWait(ctx, string(o.State), o.Count, o.OlderThan, o.ResetAttemptsMade, o.Limit, o.Pause, o.Progress)
+	return q.moveJobsToWait(ctx, string(o.State), o.Count, o.OlderThan, o.ResetAttemptsMade, o.ResetAttemptsStarted, o.Limit, o.Pause, o.Progress)
 }
 
 // PromoteJobs makes every delayed job ready now, count per script call
 // (0 = 1000). It returns how many it moved.
 func (q *Queue) PromoteJobs(ctx context.Context, count int) (int, error) {
-	return q.moveJobsToWait(ctx, "delayed", count, time.Time{}, false, 0, 0, nil)
+	return q.moveJobsToWait(ctx, "delayed", count, time.Time{}, false, false, 0, 0, nil)
 }
 
 // PromoteEarliest makes at most n delayed jobs ready now, those due first,
@@ -182,10 +195,10 @@ func (q *Queue) PromoteEarliest(ctx context.Context, n int) (int, error) {
 	if n <= 0 {
 		return 0, optionError("PromoteEarliest needs a positive number of jobs, got %d", n)
 	}
-	return q.moveJobsToWait(ctx, "delayed", min(n, 1000), time.Time{}, false, n, 0, nil)
+	return q.moveJobsToWait(ctx, "delayed", min(n, 1000), time.Time{}, false, false, n, 0, nil)
 }
 
-func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, olderThan time.Time, reset bool, limit int, pause time.Duration, progress func(int)) (int, error) {
+func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, olderThan time.Time, resetMade, resetStarted bool, limit int, pause time.Duration, progress func(int)) (int, error) {
 	if err := q.check(); err != nil {
 		return 0, err
 	}
@@ -208,7 +221,7 @@ func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, old
 				return total, nil
 			}
 		}
-		more, ids, err := scripts.MoveJobsToWait(ctx, q.writes(), q.k, q.call(), state, n, cutoff.UnixMilli(), reset)
+		more, ids, err := scripts.MoveJobsToWait(ctx, q.writes(), q.k, q.call(), state, n, cutoff.UnixMilli(), resetMade, resetStarted, q.nowMs())
 		total += len(ids)
 		if err != nil {
 			return total, fmt.Errorf("move %s jobs of queue %q to wait: %w", state, q.name, err)
@@ -237,45 +250,91 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 	if err != nil {
 		return nil, err
 	}
-	// One script call looks at no more than cleanChunk jobs (BullMQ's
-	// window: the oldest of a set, the tail of a list); like Node's
-	// Queue.clean, call again while a call removes all it looked at. Unlike
-	// Node's, the last chunk shrinks to what is left of limit, so limit is
-	// never exceeded.
+	// Node's Queue.clean calls its script with a window of cleanChunk jobs
+	// (BullMQ's: the oldest of a set, the tail of a list), or of limit
+	// when smaller, and calls again while a call removes its whole window.
+	// drover's windows are the same, but that the last one shrinks to what
+	// is left of limit, so limit is never exceeded (Node's may overshoot a
+	// limit above 10000).
 	//
-	// The finished sets and waiting-children are scored by age: their
+	// No script call looks at more than cleanCallChunk jobs: a call of
+	// 10000 held Redis for about 120 ms (a finished set's, 50 ms). The
+	// finished sets and waiting-children are scored by age: their
 	// candidates are the score range up to the cut-off, and a call takes
-	// the oldest chunk of them whatever the chunk's size. There the chunk
-	// is cleanScoredChunk, for the same jobs removed: a call of 10000 held
-	// Redis for about 50 ms.
+	// the oldest cleanCallChunk of them, the same jobs as a larger call in
+	// the same order. The other states' windows are examined in parts, a
+	// call each (cleanWindow), which remove exactly what one call over the
+	// window removes. Each call writes its own "cleaned" event.
 	cutoff := q.now(ctx).Add(-grace).UnixMilli()
 	removed := []string{}
-	perCall := cleanChunk
-	if state == StateCompleted || state == StateFailed || state == StateWaitingChildren {
-		perCall = cleanScoredChunk
-	}
+	scored := state == StateCompleted || state == StateFailed || state == StateWaitingChildren
 	for {
-		chunk := perCall
-		if limit > 0 && limit-len(removed) < chunk {
-			chunk = limit - len(removed)
+		window := cleanChunk
+		if scored {
+			window = cleanCallChunk
 		}
-		ids, err := scripts.Clean(ctx, q.writes(), q.k, q.call(), name, cutoff, chunk)
+		if limit > 0 && limit-len(removed) < window {
+			window = limit - len(removed)
+		}
+		var ids []string
+		var err error
+		if scored {
+			ids, err = scripts.Clean(ctx, q.writes(), q.k, q.call(), name, cutoff, window)
+		} else {
+			ids, err = q.cleanWindow(ctx, name, cutoff, window)
+		}
 		removed = append(removed, ids...)
 		if err != nil {
 			return removed, fmt.Errorf("clean %s jobs of queue %q (%d removed): %w", state, q.name, len(removed), err)
 		}
-		if len(ids) < chunk || (limit > 0 && len(removed) >= limit) {
+		if len(ids) < window || (limit > 0 && len(removed) >= limit) {
 			return removed, nil
 		}
 	}
 }
 
-// cleanChunk is the most jobs one clean script call looks at, Node's figure.
+// cleanWindow removes what one BullMQ clean call over a window of window
+// jobs of state (a list's or a set's) removes, in calls that each examine
+// at most cleanCallChunk of them, and returns the removed ids in BullMQ's
+// order. A list's window is walked from its head end down to the tail,
+// so a call's removals leave the unexamined rest where it was (counted
+// from the tail); a set's from its lowest rank up, each call starting
+// after the members kept so far. Jobs that move meanwhile (taken by a
+// worker, added) move the window as they would move BullMQ's next call's.
+func (q *Queue) cleanWindow(ctx context.Context, name string, cutoff int64, window int) ([]string, error) {
+	var removed []string
+	list := name == "wait" || name == "paused" || name == "active"
+	at, left := 0, window // a set's next rank; the jobs left to examine
+	if list {
+		at = window // a list's next entry, counted from the tail
+	}
+	for left > 0 {
+		n := min(cleanCallChunk, left)
+		examined, rest, ids, err := scripts.CleanPart(ctx, q.writes(), q.k, q.call(), name, cutoff, n, at)
+		removed = append(removed, ids...)
+		if err != nil {
+			return removed, err
+		}
+		if list {
+			at, left = rest, rest
+			continue
+		}
+		at += examined - len(ids)
+		left -= n
+		if examined < n {
+			left = 0 // the set ended
+		}
+	}
+	return removed, nil
+}
+
+// cleanChunk is the window of jobs one BullMQ clean call looks at, Node's
+// figure.
 const cleanChunk = 10000
 
-// cleanScoredChunk is the most jobs one clean script call removes from a
-// state scored by age (Clean), a few ms of Redis's time.
-const cleanScoredChunk = 1000
+// cleanCallChunk is the most jobs one of Clean's script calls looks at, a
+// few ms of Redis's time.
+const cleanCallChunk = 1000
 
 // CleanCandidates lists the jobs Clean(ctx, grace, limit, state) would
 // remove now, oldest first, at most limit and at most

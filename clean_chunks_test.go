@@ -2,8 +2,11 @@ package drover_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -54,4 +57,121 @@ func TestCleanFinishedInSmallCalls(t *testing.T) {
 	ids, err = b.queue.Clean(ctx, 0, 1200, drover.StateFailed)
 	require.NoError(t, err)
 	require.Len(t, ids, 1200)
+}
+
+// TestCleanWaitingInSmallCalls: a clean of 2500 old waiting (delayed,
+// prioritized) jobs removes them all, in script calls that examine at most
+// 1000 jobs each (a "cleaned" event each): one call examined BullMQ's
+// whole window of up to 10000 jobs (one event of 2500). Which jobs a
+// limited clean removes stays BullMQ's: TestDifferentialCleanWaitingStatesInParts.
+func TestCleanWaitingInSmallCalls(t *testing.T) {
+	t.Parallel()
+	for _, state := range []drover.JobState{drover.StateWaiting, drover.StateDelayed, drover.StatePrioritized} {
+		t.Run(string(state), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			b := setupQueue(t)
+			const n = 2500
+			fillOld(t, b, state, n)
+			ids, err := b.queue.Clean(ctx, 0, 0, state)
+			require.NoError(t, err)
+			require.Len(t, ids, n)
+			counts, err := b.queue.GetJobCounts(ctx, state)
+			require.NoError(t, err)
+			require.Zero(t, counts[state])
+			require.Equal(t, []int{1000, 1000, 500}, cleanedCounts(t, b))
+		})
+	}
+}
+
+// TestCleanWaitingPingLatency prints the longest PING round trip seen
+// while Queue.Clean removes 50000 old waiting jobs, and the longest clean
+// script call as Redis timed it (SLOWLOG, on a server of the test's own):
+// the time one call holds Redis. No assertion on either: the numbers
+// depend on the machine and its load (PING's most).
+func TestCleanWaitingPingLatency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, q := ownServer(t, nil, "--slowlog-log-slower-than", "1000", "--slowlog-max-len", "1000")
+	b := &testBundle{rdb: rdb, prefix: "bull", name: "q", queue: q}
+	const n = 50000
+	fillOld(t, b, drover.StateWaiting, n)
+	require.NoError(t, rdb.SlowLogReset(ctx).Err())
+	done := make(chan struct{})
+	var maxPing time.Duration
+	pinged := make(chan struct{})
+	go func() {
+		defer close(pinged)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			start := time.Now()
+			if err := b.rdb.Ping(ctx).Err(); err != nil {
+				return
+			}
+			maxPing = max(maxPing, time.Since(start))
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	ids, err := b.queue.Clean(ctx, 0, 0, drover.StateWaiting)
+	took := time.Since(start)
+	close(done)
+	<-pinged
+	require.NoError(t, err)
+	require.Len(t, ids, n)
+	logs, err := rdb.SlowLogGet(ctx, -1).Result()
+	require.NoError(t, err)
+	var durations []time.Duration
+	for _, l := range logs {
+		if len(l.Args) > 0 && strings.EqualFold(l.Args[0], "evalsha") {
+			durations = append(durations, l.Duration)
+		}
+	}
+	require.NotEmpty(t, durations)
+	slices.Sort(durations)
+	t.Logf("clean of %d waiting jobs: %s, %d script calls, call time median %s max %s (SLOWLOG), max PING latency %s",
+		n, took.Round(time.Millisecond), len(cleanedCounts(t, b)), durations[len(durations)/2].Round(100*time.Microsecond),
+		durations[len(durations)-1].Round(100*time.Microsecond), maxPing.Round(100*time.Microsecond))
+}
+
+// fillOld writes n jobs added long ago into state of b's queue.
+func fillOld(t *testing.T, b *testBundle, state drover.JobState, n int) {
+	t.Helper()
+	ctx := context.Background()
+	k := b.prefix + ":q:"
+	p := b.rdb.Pipeline()
+	for i := range n {
+		id := strconv.Itoa(i + 1)
+		p.HSet(ctx, k+id, "name", "x", "data", "{}", "opts", "{}", "timestamp", 1000+i, "delay", 0, "priority", 0)
+		switch state {
+		case drover.StateWaiting:
+			p.LPush(ctx, k+"wait", id)
+		case drover.StateDelayed:
+			p.ZAdd(ctx, k+"delayed", redis.Z{Score: float64((int64(1e13) + int64(i)) * 0x1000), Member: id})
+		case drover.StatePrioritized:
+			p.ZAdd(ctx, k+"prioritized", redis.Z{Score: float64(int64(1)<<32 + int64(i)), Member: id})
+		}
+		if i%5000 == 4999 {
+			_, err := p.Exec(ctx)
+			require.NoError(t, err)
+		}
+	}
+	_, err := p.Exec(ctx)
+	require.NoError(t, err)
+}
+
+// cleanedCounts is the count of each "cleaned" event of b's queue.
+func cleanedCounts(t *testing.T, b *testBundle) []int {
+	t.Helper()
+	var counts []int
+	for _, e := range b.events(t) {
+		if e.Name == "cleaned" {
+			counts = append(counts, e.Count)
+		}
+	}
+	return counts
 }

@@ -92,6 +92,27 @@ type Attempt struct {
 	// NextRun is when the next attempt is due (OutcomeRetryDelayed,
 	// OutcomeDelayed).
 	NextRun time.Time
+	// Fresh, when set, makes this entry no attempt but the boundary a
+	// retry with fresh attempts left (RetryOptions.ResetAttemptsMade or
+	// ResetAttemptsStarted): the entries before it are the attempts of the
+	// runs before the retry, numbered as they ran; those after it are
+	// numbered from the counters the retry left (from 1 again when it reset
+	// AttemptsStarted). Its N is AttemptsStarted before the retry, its
+	// Outcome OutcomeUnknown, its End the retry's time.
+	Fresh *FreshAttempts
+}
+
+// FreshAttempts is what a retry with fresh attempts reset (Attempt.Fresh).
+type FreshAttempts struct {
+	// From is the state the job was retried from (failed, completed, or
+	// delayed for RetryNow).
+	From JobState
+	// Made, Started and Stalled are AttemptsMade, AttemptsStarted and
+	// StalledCount before the retry; Traces is how many stack traces the
+	// job had then (Job.Stacktrace's oldest are those runs' failures).
+	Made, Started, Stalled, Traces int
+	// ResetMade and ResetStarted say which counters went back to 0.
+	ResetMade, ResetStarted bool
 }
 
 // DecodeData unmarshals the job's data into v.

@@ -208,7 +208,9 @@ func (w *Worker) waitMarker(ctx context.Context, d time.Duration) error {
 		woken.Store(true)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
 		defer cancel()
-		_ = w.q.rdb.ZAdd(wctx, wake, redis.Z{Score: 0, Member: "w"}).Err()
+		// With a lifetime: a process killed before the key is removed
+		// does not leave it forever.
+		_ = writeWake(wctx, w.q.rdb, wake, wakeLifetimeMin+d)
 	}
 	wakers.Add(2)
 	timer := time.AfterFunc(d, wakeUp)
@@ -421,7 +423,7 @@ func (j *Job) ExtendLock(ctx context.Context, token string, d time.Duration) err
 	if d < time.Millisecond {
 		return j.err(op, optionError("the lock duration must be at least 1ms, got %s", d))
 	}
-	lost, err := scripts.ExtendLocks(ctx, j.queue.jobWrites(), j.queue.k, d.Milliseconds(), []string{j.ID}, []string{token})
+	lost, err := scripts.ExtendLocks(ctx, j.queue.jobWrites(), j.queue.k, d.Milliseconds(), "", 0, []string{j.ID}, []string{token})
 	if err != nil {
 		return j.err(op, err)
 	}

@@ -26,6 +26,6 @@ func (j *Job) RetryNow(ctx context.Context, opts *RetryOptions) error {
 	if opts != nil {
 		o = *opts
 	}
-	err := scripts.Promote(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, o.ResetAttemptsMade, o.ResetAttemptsStarted)
+	err := scripts.Promote(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, o.ResetAttemptsMade, o.ResetAttemptsStarted, j.queue.nowMs())
 	return j.stateErr(ctx, "retry now", string(StateDelayed), err)
 }

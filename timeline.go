@@ -20,10 +20,20 @@ import (
 //
 // Both keep v1's field names and units (backoff in nanoseconds), so a v1
 // reader still reads a v2 record's times.
+//
+// A record with "fresh" is no attempt but the boundary a retry with fresh
+// attempts left (Attempt.Fresh): written by the retry's script
+// (internal/scripts/lua/include/fresh.lua) with outcome "=", n the job's
+// attempts started before it, and "fresh" the counters it reset and its
+// time in ms ("at"). Readers from before it read an attempt of unknown
+// outcome.
 const timelineVersion = 2
 
+// freshStored is the stored outcome of a fresh-attempts boundary.
+const freshStored = "="
+
 // TimelineLimit is how many attempts Job.Timeline keeps per job: the
-// newest. A record that holds fewer and starts after attempt 1 lost none:
+// newest (a fresh-attempts boundary counts as one). A record that holds fewer and starts after attempt 1 lost none:
 // the attempts before it were not run by a drover worker.
 const TimelineLimit = 25
 
@@ -40,6 +50,20 @@ type timelineRecord struct {
 	// Unrecoverable (version 1 only) marked a "failed" attempt that ended
 	// through Unrecoverable.
 	Unrecoverable bool `json:"unrecoverable,omitempty"`
+	// Fresh marks a fresh-attempts boundary.
+	Fresh *freshRecord `json:"fresh,omitempty"`
+}
+
+// freshRecord is the stored form of FreshAttempts.
+type freshRecord struct {
+	At           int64  `json:"at"`
+	From         string `json:"from"`
+	Made         int    `json:"made"`
+	Started      int    `json:"started"`
+	Stalled      int    `json:"stalled"`
+	Traces       int    `json:"traces"`
+	ResetMade    bool   `json:"resetMade,omitempty"`
+	ResetStarted bool   `json:"resetStarted,omitempty"`
 }
 
 // encodeTimeline renders attempts as stored (version 2).
@@ -49,6 +73,11 @@ func encodeTimeline(attempts []Attempt) string {
 		recs[i] = timelineRecord{
 			V: timelineVersion, N: a.N, Start: a.Start, End: a.End, Outcome: a.Outcome.info().stored,
 			Error: a.Error, Worker: a.Worker, Backoff: a.Backoff, NextRun: a.NextRun,
+		}
+		if f := a.Fresh; f != nil {
+			recs[i].Outcome, recs[i].End = freshStored, time.Time{}
+			recs[i].Fresh = &freshRecord{At: a.End.UnixMilli(), From: string(f.From), Made: f.Made, Started: f.Started,
+				Stalled: f.Stalled, Traces: f.Traces, ResetMade: f.ResetMade, ResetStarted: f.ResetStarted}
 		}
 	}
 	b, _ := json.Marshal(recs) // plain fields: cannot fail
@@ -73,6 +102,11 @@ func decodeTimeline(s string) []Attempt {
 		out[i] = Attempt{
 			N: r.N, Start: r.Start, End: r.End, Outcome: r.outcome(),
 			Error: r.Error, Worker: r.Worker, Backoff: r.Backoff, NextRun: r.NextRun,
+		}
+		if f := r.Fresh; f != nil {
+			out[i].Outcome, out[i].End = OutcomeUnknown, time.UnixMilli(f.At)
+			out[i].Fresh = &FreshAttempts{From: JobState(f.From), Made: f.Made, Started: f.Started,
+				Stalled: f.Stalled, Traces: f.Traces, ResetMade: f.ResetMade, ResetStarted: f.ResetStarted}
 		}
 	}
 	return out

@@ -330,9 +330,33 @@ func (w *Worker) wakeWithin(ctx context.Context) {
 	defer cancel()
 	// bounded: the client may ignore ctx (see internal/bounded), and Close
 	// must not wait 15 s for a Redis that does not answer.
-	_, _ = bounded.Call(ctx, func(ctx context.Context) (int64, error) {
-		return w.q.rdb.ZAdd(ctx, w.q.k.WorkerWake(w.id), redis.Z{Score: 0, Member: "w"}).Result()
+	_, _ = bounded.Call(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, writeWake(ctx, w.q.rdb, w.q.k.WorkerWake(w.id), w.keeper.wakeLife)
 	})
+}
+
+// wakeLifetime is how long a worker's wake key lives after a wake-up or a
+// lock renewal (2 × LockDuration, at least wakeLifetimeMin). The key is
+// popped as soon as the fetcher waits, so only a wake-up written while the
+// worker is busy stays: the lock renewals (every LockDuration/4, in the
+// same script call) keep it alive then. A worker killed without Close
+// leaves its key for this long, not forever.
+func wakeLifetime(lockDuration time.Duration) time.Duration {
+	return max(2*lockDuration, wakeLifetimeMin)
+}
+
+// wakeLifetimeMin: an idle or paused worker renews nothing, and a wake-up
+// its fetcher reads late (under load) must still be there.
+const wakeLifetimeMin = 5 * time.Second
+
+// writeWake writes a wake-up to key, with its lifetime, in one round trip.
+func writeWake(ctx context.Context, rdb redis.Cmdable, key string, life time.Duration) error {
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, key, redis.Z{Score: 0, Member: "w"})
+		p.PExpire(ctx, key, life)
+		return nil
+	})
+	return err
 }
 
 // shutWakes waits for the wake-ups being written (each within

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
@@ -31,6 +29,8 @@ type lockKeeper struct {
 	lost     func(job *Job, why string) // WorkerHooks.LockLost; may be nil
 	gate     *fetchGate                 // held while renewals fail
 	wakeKey  string                     // the worker's wake key, written by probe
+	workerID string                     // whose wake key each renewal keeps alive
+	wakeLife time.Duration              // the wake key's lifetime (wakeLifetime)
 }
 
 func (k *lockKeeper) run(ctx context.Context) { every(ctx, k.duration/4, false, k.renew) }
@@ -54,7 +54,7 @@ func (k *lockKeeper) renew(ctx context.Context) {
 	// (the client may ignore ctx, see internal/bounded); the next renewal
 	// is another call.
 	lost, err := bounded.Call(ctx, func(ctx context.Context) ([]scripts.LostLock, error) {
-		return scripts.ExtendLocks(ctx, k.q.rdb, k.q.k, k.duration.Milliseconds(), ids, tokens)
+		return scripts.ExtendLocks(ctx, k.q.rdb, k.q.k, k.duration.Milliseconds(), k.workerID, k.wakeLife.Milliseconds(), ids, tokens)
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -105,8 +105,8 @@ func (k *lockKeeper) probe(ctx context.Context) {
 	if k.gate.held() == nil {
 		return
 	}
-	if _, err := bounded.Call(ctx, func(ctx context.Context) (int64, error) {
-		return k.q.rdb.ZAdd(ctx, k.wakeKey, redis.Z{Score: 0, Member: "w"}).Result()
+	if _, err := bounded.Call(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, writeWake(ctx, k.q.rdb, k.wakeKey, k.wakeLife)
 	}); err == nil {
 		k.gate.resume(ctx)
 	}

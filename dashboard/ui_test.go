@@ -100,7 +100,11 @@ func TestUIRetryWithFreshAttempts(t *testing.T) {
 	outcomes, err = chromedp.Run(step(t, tab), chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('#timeline [data-attempt]')].map(g => g.dataset.attempt + ':' + g.dataset.outcome)`))
 	require.NoError(t, err)
-	require.Equal(t, []string{"1:retry-delayed", "2:retry-delayed", "3:completed"}, outcomes)
+	// Fresh attempts reset attemptsStarted too: the new run is #1 again,
+	// after the boundary the retry left.
+	require.Equal(t, []string{"1:retry-delayed", "2:retry-delayed", "1:completed"}, outcomes)
+	require.Equal(t, 1, evalJS[int](t, tab, `document.querySelectorAll('#timeline [data-fresh="restart"]').length`))
+	require.Contains(t, text(t, tab, `#timeline`), "retried with fresh attempts")
 	screenshot(t, tab, "job-page-completed.png")
 
 	e := b.audit.last(t)

@@ -18,9 +18,12 @@ import (
 // TestUITimelineAfterFreshBulkRetry: a Node worker failed a job twice; the
 // dashboard's bulk retry ran it again keeping its attempts (failed), then
 // with fresh attempts (failed twice). The job page draws the five
-// attempts as they went, with the two retries by hand between them.
-// Before, the reset hid attempts 2 to 4 as "no drover record" moves of
-// unknown outcome.
+// attempts as they went, with the two retries by hand between them, and
+// the fresh-attempts boundary (no attempt number) before the new run,
+// numbered from #1 again: fresh attempts reset attemptsStarted too, as
+// BullMQ's resetAttemptsStarted. Before, the reset hid attempts 2 to 4 as
+// "no drover record" moves of unknown outcome; later the new run went on
+// from #4 with nothing marking the reset.
 func TestUITimelineAfterFreshBulkRetry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -44,7 +47,13 @@ func TestUITimelineAfterFreshBulkRetry(t *testing.T) {
 	}
 	tab := browser(t)
 	do(t, tab, chromedp.Navigate(b.url+"#/q/q/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#timeline`)))
-	require.Equal(t, []string{"1:retried", "2:retries-exhausted", "3:retries-exhausted", "4:retried", "5:retries-exhausted"},
-		evalJS[[]string](t, tab, `[...document.querySelectorAll('#timeline [data-attempt]')].map(g => g.dataset.attempt + ':' + g.dataset.outcome)`))
-	require.Equal(t, 2, strings.Count(text(t, tab, `#timeline`), "retried by hand"))
+	require.Equal(t, []string{"1:retried", "2:retries-exhausted", "3:retries-exhausted", "fresh:restart", "1:retried", "2:retries-exhausted"},
+		evalJS[[]string](t, tab, `[...document.querySelectorAll('#timeline [data-attempt], #timeline [data-fresh]')].map(g => g.dataset.fresh ? 'fresh:' + g.dataset.fresh : g.dataset.attempt + ':' + g.dataset.outcome)`))
+	tl := text(t, tab, `#timeline`)
+	require.Equal(t, 2, strings.Count(tl, "retried by hand"))
+	require.Contains(t, tl, "retried with fresh attempts")
+	require.Contains(t, tl, "after 3 started")
+	require.Contains(t, tl, "from #1 again")
+	require.NotContains(t, tl, "#0")
+	require.Equal(t, "yes", evalJS[string](t, tab, `document.querySelector('#timeline-legend [data-legend="fresh-attempts"]') ? 'yes' : 'no'`))
 }

@@ -25,8 +25,10 @@ const (
 
 // RetryJob runs one job again and returns the state it was retried from.
 //
-//   - failed or completed: drover.Job.Retry; reset gives it its whole
-//     attempt budget back.
+//   - failed or completed: drover.Job.Retry; reset retries it with fresh
+//     attempts: AttemptsMade and AttemptsStarted back to 0 (BullMQ's
+//     resetAttemptsMade and resetAttemptsStarted), so it has its whole
+//     attempt budget and a worker's MaxStartedAttempts counts from 0.
 //   - delayed (waiting for backoff, or scheduled): drover.Job.RetryNow, which
 //     runs it now; reset as above.
 //
@@ -41,7 +43,7 @@ func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) 
 		return "", err
 	}
 	job := q.Job(id)
-	opts := &drover.RetryOptions{ResetAttemptsMade: reset}
+	opts := &drover.RetryOptions{ResetAttemptsMade: reset, ResetAttemptsStarted: reset}
 	switch state {
 	case drover.StateFailed, drover.StateCompleted:
 		err = job.Retry(ctx, state, opts)
@@ -63,7 +65,9 @@ type RetryOptions struct {
 	State drover.JobState
 	// Filter selects the jobs. Zero = every job of State.
 	Filter Filter
-	// ResetAttempts gives every retried job its whole attempt budget back.
+	// ResetAttempts retries with fresh attempts: AttemptsMade and
+	// AttemptsStarted back to 0, the whole attempt budget back (see
+	// drover.RetryOptions.ResetAttemptsStarted).
 	ResetAttempts bool
 	// IncludeUnrecoverable retries failed jobs that failed for good through
 	// an unrecoverable error too (FailedUnrecoverable), and flow parents a
@@ -221,7 +225,7 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 			return res, nil
 		}
 		res.Retried, err = q.RetryJobs(ctx, &drover.RetryJobsOptions{
-			State: o.State, Count: o.ChunkSize, OlderThan: o.OlderThan, ResetAttemptsMade: o.ResetAttempts,
+			State: o.State, Count: o.ChunkSize, OlderThan: o.OlderThan, ResetAttemptsMade: o.ResetAttempts, ResetAttemptsStarted: o.ResetAttempts,
 			Pause: o.Pause, Progress: func(moved int) { progress(moved, max(res.Matched, moved)) },
 		})
 		if err == nil {
@@ -263,7 +267,7 @@ func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOpti
 			// skipped, or one request ran it twice, and a confirmed retry
 			// ran a job that failed after its preview.
 			id := c.id
-			err := q.Job(id).Retry(ctx, o.State, &drover.RetryOptions{ResetAttemptsMade: o.ResetAttempts, FinishedBy: c.finished})
+			err := q.Job(id).Retry(ctx, o.State, &drover.RetryOptions{ResetAttemptsMade: o.ResetAttempts, ResetAttemptsStarted: o.ResetAttempts, FinishedBy: c.finished})
 			switch {
 			case err == nil:
 				res.Retried++

@@ -692,7 +692,33 @@ type Attempt struct {
 	// or a drover worker's first try completed, which it does not record)
 	// are rebuilt from the job's counters: their times are unknown.
 	Recorded bool `json:"recorded"`
+	// Fresh is set on the entry of outcome OutcomeFreshAttempts (Outside,
+	// N 0, End the retry's time): what a retry with fresh attempts reset.
+	Fresh *FreshAttempts `json:"fresh,omitempty"`
 }
+
+// FreshAttempts is what a retry with fresh attempts reset (Attempt.Fresh,
+// from drover.FreshAttempts).
+type FreshAttempts struct {
+	// From is the state the job was retried from.
+	From drover.JobState `json:"from"`
+	// Made and Started are the job's AttemptsMade and AttemptsStarted
+	// before the retry.
+	Made    int `json:"made"`
+	Started int `json:"started"`
+	// ResetMade and ResetStarted say which went back to 0: after
+	// ResetStarted the next attempt is #1 again.
+	ResetMade    bool `json:"resetMade"`
+	ResetStarted bool `json:"resetStarted"`
+}
+
+// OutcomeFreshAttempts is the Attempt.Outcome of the boundary a retry with
+// fresh attempts left (drover.RetryOptions.ResetAttemptsMade or
+// ResetAttemptsStarted: the control room's and the CLI's "fresh attempts").
+// No attempt ran there: the entries before it are the earlier runs'
+// attempts, numbered as they ran; those after it are numbered from the
+// reset counters, from #1 again when AttemptsStarted was reset.
+const OutcomeFreshAttempts = "fresh-attempts"
 
 // OutcomeActive is the Attempt.Outcome of the attempt running now.
 const OutcomeActive = "active"
@@ -1013,11 +1039,94 @@ func (i *Inspector) locks(ctx context.Context, queue string, ids []string) (map[
 // attempt), else one derived from the counters. It also returns how many of
 // the oldest attempts drover no longer keeps.
 func timeline(state drover.JobState, job *drover.Job, nextRun time.Time) ([]Attempt, string, int) {
+	if slices.ContainsFunc(job.Timeline, isFresh) {
+		return runs(state, job, nextRun)
+	}
 	if len(job.Timeline) > 0 {
-		out, omitted := fromRecorded(state, job)
+		out, omitted := fromRecorded(state, job, len(job.Timeline) >= drover.TimelineLimit)
 		return failedOutside(state, job, out), TimelineDrover, omitted
 	}
 	return failedOutside(state, job, derived(state, job, nextRun)), TimelineDerived, 0
+}
+
+func isFresh(a drover.Attempt) bool { return a.Fresh != nil }
+
+// runs builds the timeline of a job retried with fresh attempts: each run
+// between two boundaries as timeline builds a job's, from the counters
+// the boundary kept (the last run from the job's own), its attempts
+// numbered as they ran, and a boundary entry (OutcomeFreshAttempts)
+// between runs. A run whose attempts no drover worker recorded is derived
+// from its counters, as a job without a record is; the source is
+// TimelineDerived when no run has a record.
+func runs(state drover.JobState, job *drover.Job, nextRun time.Time) ([]Attempt, string, int) {
+	var out []Attempt
+	omitted := 0
+	rest := job.Timeline
+	// base is how many activations before this run its numbers continue
+	// from: 0 after a reset of AttemptsStarted.
+	base, stalledBefore := 0, 0
+	for first := true; ; first = false {
+		run := *job
+		st, next := state, nextRun
+		end := slices.IndexFunc(rest, isFresh)
+		var f *drover.FreshAttempts
+		var at time.Time
+		if end >= 0 {
+			f, at = rest[end].Fresh, rest[end].End
+			st, next = f.From, time.Time{}
+			run.AttemptsMade, run.AttemptsStarted, run.StalledCount = f.Made, f.Started, f.Stalled
+			run.Stacktrace = job.Stacktrace[:min(f.Traces, len(job.Stacktrace))]
+			// Not known for an earlier run: the job's are the last run's.
+			// Its failure's message is its newest trace's first line.
+			run.FailedReason, run.ProcessedOn, run.FinishedOn, run.ProcessedBy = "", time.Time{}, time.Time{}, ""
+			if n := len(run.Stacktrace); n > 0 && f.From == drover.StateFailed {
+				run.FailedReason = firstLine(run.Stacktrace[n-1])
+			}
+			run.Timeline = rest[:end]
+		} else {
+			run.Timeline = rest
+		}
+		run.AttemptsStarted = max(run.AttemptsStarted-base, 0)
+		run.StalledCount = max(run.StalledCount-stalledBefore, 0)
+		if base > 0 {
+			run.Timeline = slices.Clone(run.Timeline)
+			for k := range run.Timeline {
+				run.Timeline[k].N -= base
+			}
+		}
+		var part []Attempt
+		if len(run.Timeline) > 0 {
+			var om int
+			// Only the first run can have lost attempts to the limit.
+			part, om = fromRecorded(st, &run, first && len(job.Timeline) >= drover.TimelineLimit)
+			if first {
+				omitted = om
+			}
+		} else {
+			part = derived(st, &run, next)
+		}
+		part = failedOutside(st, &run, part)
+		for k := range part {
+			part[k].N += base
+		}
+		out = append(out, part...)
+		if f == nil {
+			// Boundaries alone are no record of attempts.
+			src := TimelineDerived
+			if slices.ContainsFunc(job.Timeline, func(a drover.Attempt) bool { return a.Fresh == nil }) {
+				src = TimelineDrover
+			}
+			return out, src, omitted
+		}
+		out = append(out, Attempt{End: Instant{at}, Outcome: OutcomeFreshAttempts, Outside: true,
+			Fresh: &FreshAttempts{From: f.From, Made: f.Made, Started: f.Started, ResetMade: f.ResetMade, ResetStarted: f.ResetStarted}})
+		base = f.Started
+		if f.ResetStarted {
+			base = 0
+		}
+		stalledBefore = f.Stalled
+		rest = rest[end+1:]
+	}
 }
 
 // failedOutside ends the timeline of a failed job whose last attempt did not
@@ -1045,7 +1154,10 @@ func failedOutside(state drover.JobState, job *drover.Job, out []Attempt) []Atte
 	return append(out, a)
 }
 
-func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
+// fromRecorded builds the timeline from drover's record; full says the
+// record is as long as drover keeps (drover.TimelineLimit), so attempts
+// before it may have been dropped.
+func fromRecorded(state drover.JobState, job *drover.Job, full bool) ([]Attempt, int) {
 	var out []Attempt
 	stalls := job.StalledCount
 	// gap adds the activations numbered [from, to) that wrote no outcome:
@@ -1066,7 +1178,7 @@ func fromRecorded(state drover.JobState, job *drover.Job) ([]Attempt, int) {
 	// one, no drover worker ran them (a Node worker did, or they stalled).
 	first := job.Timeline[0].N
 	omitted := 0
-	if first > 1 && (len(job.Timeline) < drover.TimelineLimit || first-1 <= job.StalledCount) {
+	if first > 1 && (!full || first-1 <= job.StalledCount) {
 		gap(1, first)
 	} else if first > 1 {
 		omitted = first - 1

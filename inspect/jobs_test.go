@@ -73,8 +73,11 @@ func TestJob(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, inspect.RetryStateCompleted, d.RetryState)
 		require.Equal(t, 1, d.Budget.Made, "fresh attempts: the budget restarted")
-		require.Len(t, d.Timeline, 3)
-		require.Equal(t, "completed", d.Timeline[2].Outcome)
+		require.Len(t, d.Timeline, 4, "two attempts, the fresh-attempts boundary, the new run's first attempt")
+		require.Equal(t, inspect.OutcomeFreshAttempts, d.Timeline[2].Outcome)
+		require.Equal(t, &inspect.FreshAttempts{From: drover.StateDelayed, Made: 2, Started: 2, ResetMade: true, ResetStarted: true}, d.Timeline[2].Fresh)
+		require.Equal(t, "completed", d.Timeline[3].Outcome)
+		require.Equal(t, 1, d.Timeline[3].N, "numbered from #1 again")
 	})
 
 	// A job that failed without an attempt ending it: the timeline says

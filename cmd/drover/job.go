@@ -140,6 +140,9 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 		if a.Outcome == inspect.OutcomeFailedUnrun {
 			return "failed without running"
 		}
+		if a.Outcome == inspect.OutcomeFreshAttempts {
+			return "retried with fresh attempts"
+		}
 		return a.Outcome
 	}
 	width := 13
@@ -152,6 +155,12 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 			line = fmt.Sprintf("  %-4s %-*s", "--", width, label(a))
 			if !a.End.IsZero() {
 				line += " " + a.End.Local().Format("15:04:05.000") + " (no attempt ran)"
+			}
+			if f := a.Fresh; f != nil {
+				line += fmt.Sprintf(" after %d started, %d spent", f.Started, f.Made)
+				if f.ResetStarted {
+					line += "; numbered from #1 again"
+				}
 			}
 		} else if !a.Recorded && d.TimelineSource == inspect.TimelineDrover {
 			line += " (no drover record)"

@@ -56,6 +56,13 @@ func TestJobTimelineWords(t *testing.T) {
 	out := run("job", "mail", id)
 	require.Regexp(t, `(?s)#1\s+failed: unrecoverable.*mailbox full\n\s+└ retried by hand\n\s+#2\s+completed`, out)
 
+	// A retry with fresh attempts: the earlier run stays, a "--" line marks
+	// the reset, and the new run is numbered from #1 again.
+	run("retry", "mail", id, "--reset-attempts")
+	waitUntil(t, func() bool { return state(id) == drover.StateCompleted && runs.Load() == 3 })
+	out = run("job", "mail", id)
+	require.Regexp(t, `(?s)#1\s+failed: unrecoverable.*\n\s+#2\s+completed[^\n]*\n\s+--\s+retried with fresh attempts \S+ \(no attempt ran\) after 2 started, 2 spent; numbered from #1 again\n\s+#1\s+completed`, out)
+
 	require.NoError(t, w.Close(ctx))
 	res, err = q.Add(ctx, "send", nil, &drover.JobOptions{Delay: time.Hour})
 	require.NoError(t, err)

@@ -1139,6 +1139,7 @@
     'timed-out': { fill: '#b0461c', label: 'timed out' },
     'waiting-children': { fill: '#2f7f8a', label: 'waited for children' },
     'failed-unrun': { fill: '#5b3a1a', label: 'failed without running' },
+    'fresh-attempts': { fill: '#0f6b5c', label: 'retried with fresh attempts' },
     active: { fill: '#2f5bd3', label: 'running' },
     unknown: { fill: '#9aa1ae', label: 'no drover record' },
   };
@@ -1209,6 +1210,9 @@
       // A job that failed for good runs again only when someone retries it
       // (Job.Retry, a bulk retry, the dashboard, drover retry).
       else if (FINAL_FAILURES.includes(a.outcome) && next && next.a) why = 'retried by hand';
+      // After a retry with fresh attempts the numbers start again (when it
+      // reset the attempts started): the boundary box says so.
+      else if (a.fresh && next && next.a) why = a.fresh.resetStarted ? `from #${next.a.n} again` : '';
       if (next) {
         let waitMs = null;
         if (next.a && a.end && next.a.start) waitMs = new Date(next.a.start) - new Date(a.end);
@@ -1245,7 +1249,9 @@
       } else {
         const oc = outcomeOf(a);
         const o = OUTCOME[oc] || OUTCOME.unknown;
-        const grp = svg('g', { 'data-attempt': a.n, 'data-outcome': a.outcome, 'data-recorded': a.recorded ? 'yes' : 'no' });
+        // A fresh-attempts boundary is no attempt: it has no number.
+        const grp = svg('g', a.fresh ? { 'data-fresh': a.fresh.resetStarted ? 'restart' : 'budget', 'data-outcome': a.outcome }
+          : { 'data-attempt': a.n, 'data-outcome': a.outcome, 'data-recorded': a.recorded ? 'yes' : 'no' });
         if (a.unrecoverable) grp.setAttribute('data-unrecoverable', 'yes');
         const dur = a.start && a.end ? fmtMs(new Date(a.end) - new Date(a.start)) : '';
         grp.append(svg('title', {}, `${a.outside ? 'not an attempt' : `attempt ${a.n}`}: ${o.label}${a.error ? ` — ${a.error}` : ''}${a.worker ? ` (worker ${a.worker})` : ''}${a.recorded ? '' : ' — no drover worker recorded this attempt'}`));
@@ -1254,6 +1260,11 @@
         let sub = a.start ? `${fmtTime(a.start)}${dur ? ` · ran ${dur}` : ''}` : 'time not known';
         if (!a.recorded) sub = a.start ? `${fmtTime(a.start)} · no drover record` : oc === 'unknown' ? 'time not known' : 'no drover record';
         if (a.outside) sub = `${a.end ? fmtTime(a.end) : 'time not known'} · no attempt ran`;
+        if (a.fresh) {
+          sub = `${a.end ? fmtTime(a.end) : 'time not known'} · after ${a.fresh.started} started`;
+          grp.querySelector('title').textContent = `not an attempt: a retry with fresh attempts after ${a.fresh.started} started, ${a.fresh.made} spent;`
+            + ` ${a.fresh.resetStarted ? 'the attempts after it are numbered from #1 again' : 'the attempt budget starts again'}`;
+        }
         grp.append(svg('text', { x: it.x + 10, y: y + 36, 'font-size': 11, fill: '#1d2330' }, sub));
         if (a.error) {
           const short = a.error.length > 27 ? `${a.error.slice(0, 26)}…` : a.error;

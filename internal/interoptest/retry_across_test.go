@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 )
 
@@ -24,6 +25,11 @@ func TestInteropRetry(t *testing.T) {
 	type retryMethod struct {
 		bulk                  bool // Queue.RetryJobs / retryJobs; else Job.Retry / job.retry() per job
 		resetMade, resetStart bool // Job.Retry's RetryOptions
+		// fresh: the control room's "retry with fresh attempts" on the
+		// drover side (inspect.RetryJob with reset, or inspect.RetryJobs
+		// with ResetAttempts when bulk), on Node's job.retry(state,
+		// {resetAttemptsMade: true, resetAttemptsStarted: true}) per job.
+		fresh bool
 	}
 	tests := []struct {
 		name string
@@ -49,6 +55,11 @@ func TestInteropRetry(t *testing.T) {
 		},
 		{name: "DroverFailedNodeRetryJobs", first: droverImpl, then: nodeImpl, jobs: 2, firstState: "failed", method: retryMethod{bulk: true}, atm: 3, ats: 3},
 		{name: "DroverCompletedNodeJobRetry", first: droverImpl, then: nodeImpl, jobs: 1, firstState: "completed", atm: 2, ats: 2},
+		// Fresh attempts reset attemptsStarted too, as Node's both resets
+		// do. Before, inspect reset attemptsMade alone: ats 3, not 1.
+		{name: "NodeFailedDroverInspectFreshRetry", first: nodeImpl, then: droverImpl, jobs: 1, firstState: "failed", method: retryMethod{fresh: true}, atm: 1, ats: 1},
+		{name: "NodeFailedDroverInspectFreshBulkRetry", first: nodeImpl, then: droverImpl, jobs: 1, firstState: "failed", method: retryMethod{fresh: true, bulk: true}, atm: 1, ats: 1},
+		{name: "DroverCompletedDroverInspectFreshRetry", first: droverImpl, then: droverImpl, jobs: 1, firstState: "completed", method: retryMethod{fresh: true}, atm: 1, ats: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,6 +74,25 @@ func TestInteropRetry(t *testing.T) {
 				t.Helper()
 				m := tt.method
 				switch {
+				case m.fresh && by == nodeImpl:
+					for _, id := range ids {
+						require.NoError(t, b.oracle.RetryJob(ctx, b.prefix, queueName, id, tt.firstState, true, true))
+					}
+				case m.fresh:
+					ins, err := inspect.New(b.rdb, &inspect.Options{Prefix: b.prefix})
+					require.NoError(t, err)
+					defer func() { require.NoError(t, ins.Close(ctx)) }()
+					if m.bulk {
+						res, err := ins.RetryJobs(ctx, queueName, &inspect.RetryOptions{State: drover.JobState(tt.firstState),
+							ResetAttempts: true, IncludeUnrecoverable: true, Pause: -1})
+						require.NoError(t, err)
+						require.Equal(t, len(ids), res.Retried)
+						break
+					}
+					for _, id := range ids {
+						_, err := ins.RetryJob(ctx, queueName, id, true)
+						require.NoError(t, err)
+					}
 				case m.bulk && by == nodeImpl:
 					require.NoError(t, b.oracle.RetryJobs(ctx, b.prefix, queueName, bullmqoracle.RetryJobsOptions{State: tt.firstState}))
 				case m.bulk:

@@ -122,8 +122,10 @@ func (q Queue) Unsuccessful(id string) string    { return q.base + id + ":unsucc
 func (q Queue) Dedup(dedupID string) string { return q.base + "de:" + dedupID }
 
 // WorkerWake is a short-lived key a worker blocks on beside the marker, so
-// Close can wake it without waiting for the block timeout. It is popped as
-// soon as it is written, so it never outlives the wake-up.
+// Close can wake it without waiting for the block timeout. A waiting
+// worker pops it as soon as it is written; one written while the worker is
+// busy stays until its next wait, with a lifetime its lock renewals keep
+// up, so the key of a worker killed without Close expires.
 func (q Queue) WorkerWake(workerID string) string { return q.base + "marker:" + workerID }
 
 // CancelChannel is the pub/sub channel on which the drover worker workerID

@@ -500,9 +500,11 @@ type LostLock struct {
 }
 
 // ExtendLocks renews the locks ids[i] held with tokens[i].
-func ExtendLocks(ctx context.Context, rdb Doer, k keys.Queue, lockMs int64, ids, tokens []string) ([]LostLock, error) {
-	args := make([]any, 0, 2+2*len(ids))
-	args = append(args, lockMs)
+// workerID, when not "", names the worker whose wake key
+// (keys.Queue.WorkerWake) gets wakeMs to live again.
+func ExtendLocks(ctx context.Context, rdb Doer, k keys.Queue, lockMs int64, workerID string, wakeMs int64, ids, tokens []string) ([]LostLock, error) {
+	args := make([]any, 0, 3+2*len(ids))
+	args = append(args, lockMs, workerID, wakeMs)
 	for i := range ids {
 		args = append(args, ids[i], tokens[i])
 	}
@@ -637,8 +639,8 @@ func RemoveJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string
 
 // Promote moves delayed job id to wait now, resetting its attempt counters
 // when asked.
-func Promote(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, resetMade, resetStarted bool) error {
-	_, err := runCode(ctx, promote, rdb, k, id, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs())
+func Promote(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, resetMade, resetStarted bool, nowMs int64) error {
+	_, err := runCode(ctx, promote, rdb, k, id, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs(), nowMs)
 	return err
 }
 
@@ -656,19 +658,21 @@ func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, id string, prio
 
 // Reprocess runs finished job id (in state "completed" or "failed") again.
 // finishedByMs > 0 refuses (ErrNotInState) a job that finished after it.
-func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state string, resetMade, resetStarted bool, finishedByMs int64) error {
+// A reset leaves a boundary at nowMs in the job's attempt timeline.
+func Reprocess(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, state string, resetMade, resetStarted bool, finishedByMs, nowMs int64) error {
 	by := ""
 	if finishedByMs > 0 {
 		by = strconv.FormatInt(finishedByMs, 10)
 	}
-	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs(), by)
+	_, err := runCode(ctx, reprocessJob, rdb, k, id, state, boolArg(resetMade), boolArg(resetStarted), call.Token, call.ttlMs(), by, nowMs)
 	return err
 }
 
 // MoveJobsToWait re-runs up to count jobs of state ("failed", "completed" or
 // "delayed") finished at or before cutoffMs. more reports whether to call again.
-func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, count int, cutoffMs int64, resetMade bool) (more bool, ids []string, err error) {
-	res, err := moveJobsToWait.run(ctx, rdb, k, state, count, cutoffMs, boolArg(resetMade), call.Token, call.ttlMs()).Slice()
+// A reset leaves a boundary at nowMs in each job's attempt timeline.
+func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, count int, cutoffMs int64, resetMade, resetStarted bool, nowMs int64) (more bool, ids []string, err error) {
+	res, err := moveJobsToWait.run(ctx, rdb, k, state, count, cutoffMs, boolArg(resetMade), call.Token, call.ttlMs(), boolArg(resetStarted), nowMs).Slice()
 	if err != nil {
 		return false, nil, err
 	}
@@ -696,13 +700,34 @@ func Obliterate(ctx context.Context, rdb Doer, k keys.Queue, count int, force bo
 
 // Clean removes up to limit jobs of state older than cutoffMs.
 func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs(), "0").StringSlice()
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs(), "0", "").StringSlice()
+}
+
+// CleanPart examines one part of the window of one BullMQ clean call, in
+// a state not scored by age (wait, paused, active, delayed, prioritized):
+// at most n jobs from position at (for a list, the part's first entry
+// counted from the tail; for a set, its rank). It returns how many it
+// examined, for a list how many of the window are left after them, and
+// the removed ids.
+func CleanPart(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, n, at int) (examined, rest int, ids []string, err error) {
+	res, err := cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, n, call.Token, call.ttlMs(), "0", at).Slice()
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if len(res) != 3 {
+		return 0, 0, nil, fmt.Errorf("cleanJobsInSet: malformed reply %v", res)
+	}
+	list, _ := res[2].([]any)
+	for _, id := range list {
+		ids = append(ids, str(id))
+	}
+	return int(toInt(res[0])), int(toInt(res[1])), ids, nil
 }
 
 // CleanPreview lists the jobs Clean(state, cutoffMs, limit) would remove
 // now, running Clean's own script without its writes.
 func CleanPreview(ctx context.Context, rdb Doer, k keys.Queue, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, "", 1, "1").StringSlice()
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, "", 1, "1", "").StringSlice()
 }
 
 func boolArg(b bool) string {

@@ -15,8 +15,23 @@
 --   (include/once.lua: a resend after a lost reply answers the first run's
 --   ids; a second run would remove up to `limit` more), 7 "1" for a dry
 --   run: the ids a clean would remove now, nothing removed, no event, no
---   token (the clean preview reads the rules here, not a copy of them).
--- Returns the removed ids.
+--   token (the clean preview reads the rules here, not a copy of them),
+--   8 "" or, for the states not scored by age (wait, paused, active,
+--   delayed, prioritized), a position in the window of one BullMQ call that
+--   Queue.Clean examines in several smaller calls: for a list, how many
+--   entries from the tail the part to examine starts (the window's
+--   unexamined part; limit entries of it, walked head to tail, as BullMQ
+--   walks its window), for a set the rank of the part's first member
+--   (the window's members examined and kept come before it).
+-- Returns the removed ids; with ARGV[8], {examined, rest, ids}: how many
+-- jobs this call looked at, and for a list how many of the window's are
+-- left to examine (0 for a set).
+--
+-- A window part's removals never move the rest of the window: in a list
+-- they lie above the unexamined part, counted from the tail; in a set
+-- they leave the ranks, and the kept members stay before the next part.
+-- So the parts remove exactly what BullMQ's one call removes, each a
+-- short block of Redis (Queue.Clean's cleanCallChunk).
 --@include common
 --@include queue
 --@include states
@@ -37,6 +52,8 @@ if limit <= 0 then
 end
 local removed = {}
 local dry = ARGV[7] == "1"
+local at = ARGV[8] ~= "" and ARGV[8] and tonumber(ARGV[8])
+local examined, rest = 0, 0
 
 -- The fields whose first one set is a job's age, per state (BullMQ's).
 local ageFields = {delayed = {"processedOn", "timestamp"}, prioritized = {"timestamp"}}
@@ -66,7 +83,8 @@ if state == "completed" or state == "failed" or state == "waiting-children" then
     inChunks("ZREM", sets[state], ids, 7000)
   end
 elseif sets[state] then
-  local ids = rcall("ZRANGEBYSCORE", sets[state], 0, "+inf", "LIMIT", 0, limit)
+  local ids = rcall("ZRANGEBYSCORE", sets[state], 0, "+inf", "LIMIT", at or 0, limit)
+  examined = #ids
   for _, id in ipairs(ids) do
     local jobKey = base .. id
     local t = jobTime(jobKey)
@@ -79,7 +97,18 @@ elseif sets[state] then
   end
 elseif lists[state] then
   local key = lists[state]
-  local ids = rcall("LRANGE", key, -limit, -1)
+  -- from: the part's first entry, counted from the tail (1 = the last);
+  -- a list shorter than the window is examined whole, as LRANGE clamps.
+  local from = limit
+  if at then
+    from = math.min(at, rcall("LLEN", key))
+  end
+  local ids = {}
+  if from > 0 then
+    ids = rcall("LRANGE", key, -from, -math.max(from - limit + 1, 1))
+  end
+  from = math.min(from, #ids + math.max(from - limit, 0))
+  examined, rest = #ids, math.max(from - limit, 0)
   local marked = 0
   for i, id in ipairs(ids) do
     local jobKey = base .. id
@@ -87,7 +116,7 @@ elseif lists[state] then
     local locked = state == "active" and rcall("EXISTS", jobKey .. ":lock") == 1
     if not locked and not isSchedulerIteration(id, jobKey) and (not t or t <= cutoff) then
       if not dry then
-        rcall("LSET", key, i - 1 - #ids, "")
+        rcall("LSET", key, i - 1 - from, "")
         marked = marked + 1
       end
       drop(id)
@@ -97,8 +126,12 @@ elseif lists[state] then
     rcall("LREM", key, 0, "")
   end
 end
+local reply = removed
+if at then
+  reply = {examined, rest, removed}
+end
 if not dry then
   rcall("XADD", eventsKey, "*", "event", "cleaned", "count", #removed)
-  onceRemember(callKey, removed, ARGV[6])
+  onceRemember(callKey, reply, ARGV[6])
 end
-return removed
+return reply

@@ -8,13 +8,16 @@
 --   attemptsMade ("1"/"0"), 6 the call token and 7 its ttl ms
 --   (include/once.lua: a resend after a lost reply answers the first run's
 --   ids; a second run would move the next chunk and lose the first from the
---   count, and a bounded promotion would move twice its bound).
+--   count, and a bounded promotion would move twice its bound), 8 reset
+--   attemptsStarted ("1"/"0"), 9 now ms (the time of the boundary a reset
+--   leaves in the attempt timeline, include/fresh.lua).
 -- Returns {more (1 when count was used up and more may remain), moved ids}.
 --@include common
 --@include queue
 --@include parent
 --@include once
 --@include keytypes
+--@include fresh
 
 local callKey, early = onceChecked(ARGV[6])
 if early then
@@ -43,8 +46,12 @@ for _, id in ipairs(ids) do
     rcall("HDEL", jobKey, "finishedOn", "processedOn", "returnvalue")
     moveChildBack(jobKey, state)
   end
+  freshBoundary(jobKey, state, ARGV[5], ARGV[8], ARGV[9])
   if ARGV[5] == "1" then
     rcall("HDEL", jobKey, "atm")
+  end
+  if ARGV[8] == "1" then
+    rcall("HDEL", jobKey, "ats")
   end
   rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "waiting", "jobId", id, "prev", state)
 end

@@ -4,12 +4,15 @@
 -- ARGV: 1 base, 2 job id, 3 reset attemptsMade ("1"/"0"), 4 reset
 --   attemptsStarted ("1"/"0"), 5 the call token and 6 its ttl ms
 --   (include/once.lua: go-redis resends the command when its reply is
---   lost, and a second run would refuse the job the first run moved).
+--   lost, and a second run would refuse the job the first run moved),
+--   7 now ms (the time of the boundary a reset leaves in the attempt
+--   timeline, include/fresh.lua).
 -- Returns 0; -1 job missing; -3 job not delayed.
 --@include common
 --@include queue
 --@include once
 --@include keytypes
+--@include fresh
 
 local callKey, early = onceChecked(ARGV[5])
 if early then
@@ -29,6 +32,7 @@ pushReady(waitKey, prioritizedKey, pcKey, id, priority, false)
 addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
 rcall("XADD", eventsKey, "*", "event", "waiting", "jobId", id, "prev", "delayed")
 rcall("HSET", jobKey, "delay", 0)
+freshBoundary(jobKey, "delayed", ARGV[3], ARGV[4], ARGV[7])
 if ARGV[3] == "1" then
   rcall("HDEL", jobKey, "atm")
 end

@@ -8,7 +8,8 @@
 --   lost, and a second run would refuse the job the first run moved),
 --   8 the latest finishedOn (ms) the job may have, or "" for any: a job that
 --   finished later ran again since the caller chose it, and is refused as
---   not in the state the caller saw (-3).
+--   not in the state the caller saw (-3), 9 now ms (the time of the
+--   boundary a reset leaves in the attempt timeline, include/fresh.lua).
 -- Returns 1; -1 job missing; -12 a worker holds the job's lock; -3 job not
 -- in that state (codes: internal/scripts/errors.go).
 --@include common
@@ -16,6 +17,7 @@
 --@include parent
 --@include once
 --@include keytypes
+--@include fresh
 
 local callKey, early = onceChecked(ARGV[6])
 if early then
@@ -41,6 +43,7 @@ end
 if rcall("ZREM", setKey, id) == 0 then
   return -3
 end
+freshBoundary(jobKey, state, ARGV[4], ARGV[5], ARGV[9])
 local prop = state == "completed" and "returnvalue" or "failedReason"
 local drop = {"finishedOn", "processedOn", prop}
 if ARGV[4] == "1" then
