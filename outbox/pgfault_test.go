@@ -250,7 +250,12 @@ func TestRelayOutlivesAHalfOpenConnection(t *testing.T) {
 	})
 	require.Contains(t, logs.String(), `msg="outbox batch failed; retrying" attempt=1`)
 	require.Contains(t, logs.String(), "(the batch ran out of RelayOptions.BatchTimeout, 30s; retrying)")
-	// The stranded batch's job is in Redis once; its row waits for
-	// PostgreSQL to end the half-open session that still locks it.
+	// PostgreSQL ended the half-open session, which still locked the
+	// stranded row, once it had been idle in its transaction for as long:
+	// the row was relayed again, as its job's duplicate.
+	testkit.WaitFor(t, time.Minute, "the stranded row relayed", func() bool {
+		return len(pending(bundle.rows(t))) == 0
+	})
 	require.EqualValues(t, 2, bundle.jobCount(t, "q"))
+	require.Regexp(t, `msg="outbox batch relayed" count=\d+ created=\d+ duplicates=1`, logs.String())
 }

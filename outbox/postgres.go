@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,7 @@ func NewPostgres(pool *pgxpool.Pool) *Outbox[pgx.Tx] {
 var (
 	pgInsert     = pgsql.Query(pgsql.Postgres, "OutboxInsert")
 	pgClaim      = pgsql.Query(pgsql.Postgres, "OutboxClaimBatch")
+	pgIdleLimit  = pgsql.Query(pgsql.Postgres, "OutboxBatchIdleLimit")
 	pgMarkSent   = pgsql.Query(pgsql.Postgres, "OutboxMarkSent")
 	pgMarkFailed = pgsql.Query(pgsql.Postgres, "OutboxMarkFailed")
 	pgListen     = pgsql.Query(pgsql.Postgres, "OutboxListen")
@@ -44,14 +46,29 @@ func (p postgres) ping(ctx context.Context) error { return p.pool.Ping(ctx) }
 // claim opens the batch's transaction and locks its rows (FOR UPDATE SKIP
 // LOCKED) until commit or rollback: while this relay adds them to Redis, other
 // relays take other rows, and if this relay dies the rows return to the
-// pending list with the connection.
-func (p postgres) claim(ctx context.Context, limit int) (batch, error) {
+// pending list with the connection. A connection the relay lost without
+// PostgreSQL seeing it (half-open: a firewall forgot it) would hold the rows
+// until the server's TCP keepalive noticed, hours by default: the
+// transaction ends itself after idle without a statement instead
+// (idle_in_transaction_session_timeout, for this transaction only, set in
+// the claim's round trip).
+func (p postgres) claim(ctx context.Context, limit int, idle time.Duration) (batch, error) {
 	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return nil, err
 	}
-	pgRows, err := tx.Query(ctx, pgClaim, limit)
+	var calls pgx.Batch
+	calls.Queue(pgIdleLimit, strconv.FormatInt(max(idle.Milliseconds(), 1), 10))
+	calls.Queue(pgClaim, limit)
+	results := tx.SendBatch(ctx, &calls)
+	if _, err := results.Exec(); err != nil {
+		_ = results.Close()
+		rollback(ctx, tx)
+		return nil, err
+	}
+	pgRows, err := results.Query()
 	if err != nil {
+		_ = results.Close()
 		rollback(ctx, tx)
 		return nil, err
 	}
@@ -68,6 +85,9 @@ func (p postgres) claim(ctx context.Context, limit int) (batch, error) {
 		}
 		return out, err
 	})
+	if cerr := results.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		rollback(ctx, tx)
 		return nil, err

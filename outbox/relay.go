@@ -79,12 +79,15 @@ type RelayOptions struct {
 	// whose connection went half-open (a firewall or NAT on the path forgot
 	// it, or the database host left the network, without a reset reaching
 	// the relay): the call would otherwise wait for the operating system to
-	// give up on the connection, tens of minutes, and the relay with it. The
-	// rows of such a batch stay locked until PostgreSQL ends its side of
-	// the session (set idle_in_transaction_session_timeout and
-	// tcp_keepalives_idle for the relay's role); the relay goes on with the
-	// other rows meanwhile. A batch cancelled after its adds reached Redis is
-	// safe: its rows are relayed again and found as duplicates of their jobs.
+	// give up on the connection, tens of minutes, and the relay with it. On
+	// PostgreSQL it is also the batch transaction's
+	// idle_in_transaction_session_timeout (set for that transaction only):
+	// the server, which cannot see that the relay is gone, ends its side of
+	// the session once it has been idle that long, and the rows it locked
+	// are relayed again, where they would wait for the server's TCP
+	// keepalive (hours by default). A batch cancelled after its adds
+	// reached Redis is safe: its rows are relayed again and found as
+	// duplicates of their jobs.
 	// Healthy batches take milliseconds; keep it well above that.
 	//
 	// Defaults to BatchTimeoutDefault (30s).
@@ -561,7 +564,7 @@ func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 
 // runBatch is relayBatch without its bound.
 func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
-	b, err := r.src.claim(ctx, r.opts.BatchSize)
+	b, err := r.src.claim(ctx, r.opts.BatchSize, r.opts.BatchTimeout)
 	if err != nil {
 		return Stats{}, 0, fmt.Errorf("outbox: claim rows: %w", err)
 	}
