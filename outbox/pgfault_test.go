@@ -259,3 +259,40 @@ func TestRelayOutlivesAHalfOpenConnection(t *testing.T) {
 	require.EqualValues(t, 2, bundle.jobCount(t, "q"))
 	require.Regexp(t, `msg="outbox batch relayed" count=\d+ created=\d+ duplicates=1`, logs.String())
 }
+
+// TestRelayListenOutlivesAHalfOpenConnection: the relay's connections to
+// PostgreSQL go half-open while it idles (they stay open and carry nothing
+// more; new connections work), its LISTEN connection among them. With a
+// long PollInterval, notifications are how rows get relayed: the relay
+// must find out that its LISTEN connection is dead and listen again, so a
+// row committed after the fault is relayed long before the poll. Before,
+// it waited on the dead connection for good (in production until the
+// operating system's TCP keepalive, tens of minutes), every row waiting for
+// the next poll, and nothing was logged.
+func TestRelayListenOutlivesAHalfOpenConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bundle := setupPostgres(t)
+	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+	ob := outbox.NewPostgres(pool)
+	logs := &logSink{}
+	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
+		o.PollInterval = time.Hour
+		o.Logger = logs.logger()
+		return outbox.NewRelay(ob, bundle.rdb, o)
+	}, nil)
+	require.NoError(t, relay.Start(ctx))
+	bundle.add(t, job{queue: "q", name: "before"})
+	testkit.WaitFor(t, 10*time.Second, "the row before the fault relayed", func() bool {
+		return len(pending(bundle.rows(t))) == 0
+	})
+
+	proxy.Strand()
+	bundle.add(t, job{queue: "q", name: "after"})
+	testkit.WaitFor(t, 90*time.Second, "the row after the fault relayed", func() bool {
+		return len(pending(bundle.rows(t))) == 0
+	})
+	require.Contains(t, logs.String(), `msg="outbox listen connection lost; reconnecting" attempt=1`)
+	require.Contains(t, logs.String(), "listen connection silent for 30s did not answer a ping")
+	require.EqualValues(t, 2, bundle.jobCount(t, "q"))
+}

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -134,8 +135,11 @@ func (b *pgBatch) rollback(ctx context.Context) error {
 
 // listen takes a connection out of the pool for good (a LISTENing
 // connection must not serve other queries) and subscribes it to the
-// drover_outbox channel.
+// drover_outbox channel, within listenTimeout: the pool's health check of
+// an idle connection that went half-open would wait without any bound.
 func (p postgres) listen(ctx context.Context) (listener, error) {
+	ctx, cancel := context.WithTimeout(ctx, listenTimeout)
+	defer cancel()
 	pooled, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -150,9 +154,38 @@ func (p postgres) listen(ctx context.Context) (listener, error) {
 
 type pgListener struct{ conn *pgx.Conn }
 
+// listenCheckAfter is how long a LISTEN connection may stay silent before
+// the relay pings it, and listenTimeout how long the ping, or subscribing a
+// connection, may take.
+const (
+	listenCheckAfter = 30 * time.Second
+	listenTimeout    = 10 * time.Second
+)
+
+// wait waits for a notification. A connection silent for listenCheckAfter
+// is pinged: one that went half-open (a firewall or NAT on the path forgot
+// it, no reset reached either side) would otherwise be waited on until the
+// operating system's TCP keepalive gave up, tens of minutes, and every row
+// would wait for the poll meanwhile. pgx keeps the connection usable when
+// a wait times out.
 func (l pgListener) wait(ctx context.Context) error {
-	_, err := l.conn.WaitForNotification(ctx)
-	return err
+	for {
+		wctx, cancel := context.WithTimeout(ctx, listenCheckAfter)
+		_, err := l.conn.WaitForNotification(wctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		pctx, cancel := context.WithTimeout(ctx, listenTimeout)
+		err = l.conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("listen connection silent for %s did not answer a ping: %w", listenCheckAfter, err)
+		}
+	}
 }
 
 func (l pgListener) close() { closeConn(l.conn) }
