@@ -640,6 +640,7 @@ func (w *Worker) startManual(probe context.Context) {
 	w.forceFinish = make(chan struct{})
 	w.forceCtx, w.forced = context.WithCancel(context.Background())
 	w.started.Store(true)
+	w.warnEviction(probe)
 	w.log.InfoContext(probe, "manual worker started")
 	w.runClockAndChecker()
 }

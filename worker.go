@@ -596,6 +596,7 @@ func (w *Worker) Start(ctx context.Context) error {
 			// starts, so the lock keeper starts right after it.
 			w.presence.register(probe)
 			w.q.register(probe)
+			w.warnEviction(probe)
 		}
 		// Heard once Start returns (when Redis answers; else from when it does).
 		w.canceller.subscribe(probe)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -227,4 +228,34 @@ func startHeld(t *testing.T, w *drover.Worker, release chan struct{}, releaseOnc
 		defer cancel()
 		_ = w.Close(cctx)
 	})
+}
+
+// TestWorkerWarnsOfAnEvictingRedis: a Redis whose maxmemory-policy lets it
+// evict keys (allkeys-lru here) drops job hashes, locks and list entries
+// when its memory fills, so jobs vanish or are left half-moved without an
+// error anywhere; under noeviction it refuses writes instead, which the
+// worker waits out. Starting a worker against it must say so, as BullMQ
+// warns when it connects ("IMPORTANT! Eviction policy is allkeys-lru. It
+// should be \"noeviction\""). Before, nothing was logged. A worker against
+// a noeviction server says nothing.
+func TestWorkerWarnsOfAnEvictingRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := func(t *testing.T, rdb *redis.Client) string {
+		logs := &syncBuffer{}
+		w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+			return nil, nil
+		}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		require.NoError(t, w.Close(ctx))
+		return logs.String()
+	}
+
+	rdb, _ := ownServer(t, nil, "--maxmemory-policy", "allkeys-lru")
+	require.Regexp(t, `level=WARN msg="Redis may evict the queue's keys when its memory is full, `+
+		`losing jobs without an error; set maxmemory-policy to noeviction" .*maxmemory_policy=allkeys-lru\n`, start(t, rdb))
+
+	rdb, _ = ownServer(t, nil, "--maxmemory-policy", "noeviction")
+	require.NotContains(t, start(t, rdb), "maxmemory")
 }

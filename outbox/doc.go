@@ -61,7 +61,10 @@
 // On PostgreSQL a batch is a transaction that locks its rows (FOR UPDATE
 // SKIP LOCKED) until they are marked: relays in many processes share the
 // work without waiting for each other, and a relay that dies releases its
-// rows with its connection. A trigger notifies channel drover_outbox on every
+// rows with its connection. A relay cut off from the database without either
+// side seeing it (a half-open connection) gives its batch up after
+// [RelayOptions.BatchTimeout], and PostgreSQL ends the batch's transaction
+// once it has been idle as long, releasing its rows. A trigger notifies channel drover_outbox on every
 // insert; relays LISTEN on it and relay new rows at once, and poll every
 // [RelayOptions.PollInterval] as a fallback.
 //

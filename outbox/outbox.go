@@ -43,8 +43,10 @@ type store[Tx any] interface {
 // source is what a Relay needs of the database.
 type source interface {
 	ping(ctx context.Context) error
-	// claim starts a batch of up to limit pending rows, in id order.
-	claim(ctx context.Context, limit int) (batch, error)
+	// claim starts a batch of up to limit pending rows, in id order. A
+	// batch left idle for idle (its relay cut off from the database) lets
+	// the rows go, where the database can tell (PostgreSQL).
+	claim(ctx context.Context, limit int, idle time.Duration) (batch, error)
 	// listen returns a listener for "rows were added" notifications, or
 	// nil when the database has none (SQLite): the relay then polls.
 	listen(ctx context.Context) (listener, error)

@@ -209,3 +209,90 @@ func TestRelayPostgresFaults(t *testing.T) {
 			strings.Contains(rig.logs.String(), "outbox listen connection lost; reconnecting"), rig.logs.String())
 	})
 }
+
+// TestRelayOutlivesAHalfOpenConnection: the relay's connections to
+// PostgreSQL go half-open in the middle of a batch (its jobs are in Redis,
+// its rows not yet marked): they stay open and carry nothing more, as when
+// a firewall or NAT on the path forgets them, while new connections work.
+// With default options the relay must give that batch up (after
+// BatchTimeout, 30 s) and go on with the rows committed after it: before, the batch waited for an answer
+// without any bound (in production until the operating system gave up on
+// the connection, tens of minutes) and nothing more was relayed, while the
+// log said nothing.
+func TestRelayOutlivesAHalfOpenConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bundle := setupPostgres(t)
+	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+	ob := outbox.NewPostgres(pool)
+	logs := &logSink{}
+	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
+		o.PollInterval = 100 * time.Millisecond
+		o.Logger = logs.logger()
+		return outbox.NewRelay(ob, bundle.rdb, o)
+	}, nil)
+	var armed atomic.Bool
+	armed.Store(true)
+	outbox.SetTestHooks(relay, nil, func(context.Context) error {
+		if armed.CompareAndSwap(true, false) {
+			proxy.Strand() // the batch's mark and commit go nowhere
+		}
+		return nil
+	}, nil)
+	bundle.add(t, job{queue: "q", name: "stranded"})
+	require.NoError(t, relay.Start(ctx))
+	testkit.WaitFor(t, 10*time.Second, "the batch's connection to go half-open", func() bool { return !armed.Load() })
+
+	bundle.add(t, job{queue: "q", name: "after"})
+	testkit.WaitFor(t, time.Minute, "the row committed after the fault relayed", func() bool {
+		rows := bundle.rows(t)
+		return len(rows) == 2 && rows[1].Sent
+	})
+	require.Contains(t, logs.String(), `msg="outbox batch failed; retrying" attempt=1`)
+	require.Contains(t, logs.String(), "(the batch ran out of RelayOptions.BatchTimeout, 30s; retrying)")
+	// PostgreSQL ended the half-open session, which still locked the
+	// stranded row, once it had been idle in its transaction for as long:
+	// the row was relayed again, as its job's duplicate.
+	testkit.WaitFor(t, time.Minute, "the stranded row relayed", func() bool {
+		return len(pending(bundle.rows(t))) == 0
+	})
+	require.EqualValues(t, 2, bundle.jobCount(t, "q"))
+	require.Regexp(t, `msg="outbox batch relayed" count=\d+ created=\d+ duplicates=1`, logs.String())
+}
+
+// TestRelayListenOutlivesAHalfOpenConnection: the relay's connections to
+// PostgreSQL go half-open while it idles (they stay open and carry nothing
+// more; new connections work), its LISTEN connection among them. With a
+// long PollInterval, notifications are how rows get relayed: the relay
+// must find out that its LISTEN connection is dead and listen again, so a
+// row committed after the fault is relayed long before the poll. Before,
+// it waited on the dead connection for good (in production until the
+// operating system's TCP keepalive, tens of minutes), every row waiting for
+// the next poll, and nothing was logged.
+func TestRelayListenOutlivesAHalfOpenConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bundle := setupPostgres(t)
+	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+	ob := outbox.NewPostgres(pool)
+	logs := &logSink{}
+	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
+		o.PollInterval = time.Hour
+		o.Logger = logs.logger()
+		return outbox.NewRelay(ob, bundle.rdb, o)
+	}, nil)
+	require.NoError(t, relay.Start(ctx))
+	bundle.add(t, job{queue: "q", name: "before"})
+	testkit.WaitFor(t, 10*time.Second, "the row before the fault relayed", func() bool {
+		return len(pending(bundle.rows(t))) == 0
+	})
+
+	proxy.Strand()
+	bundle.add(t, job{queue: "q", name: "after"})
+	testkit.WaitFor(t, 90*time.Second, "the row after the fault relayed", func() bool {
+		return len(pending(bundle.rows(t))) == 0
+	})
+	require.Contains(t, logs.String(), `msg="outbox listen connection lost; reconnecting" attempt=1`)
+	require.Contains(t, logs.String(), "listen connection silent for 30s did not answer a ping")
+	require.EqualValues(t, 2, bundle.jobCount(t, "q"))
+}

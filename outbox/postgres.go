@@ -3,6 +3,8 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +23,7 @@ func NewPostgres(pool *pgxpool.Pool) *Outbox[pgx.Tx] {
 var (
 	pgInsert     = pgsql.Query(pgsql.Postgres, "OutboxInsert")
 	pgClaim      = pgsql.Query(pgsql.Postgres, "OutboxClaimBatch")
+	pgIdleLimit  = pgsql.Query(pgsql.Postgres, "OutboxBatchIdleLimit")
 	pgMarkSent   = pgsql.Query(pgsql.Postgres, "OutboxMarkSent")
 	pgMarkFailed = pgsql.Query(pgsql.Postgres, "OutboxMarkFailed")
 	pgListen     = pgsql.Query(pgsql.Postgres, "OutboxListen")
@@ -44,14 +47,29 @@ func (p postgres) ping(ctx context.Context) error { return p.pool.Ping(ctx) }
 // claim opens the batch's transaction and locks its rows (FOR UPDATE SKIP
 // LOCKED) until commit or rollback: while this relay adds them to Redis, other
 // relays take other rows, and if this relay dies the rows return to the
-// pending list with the connection.
-func (p postgres) claim(ctx context.Context, limit int) (batch, error) {
+// pending list with the connection. A connection the relay lost without
+// PostgreSQL seeing it (half-open: a firewall forgot it) would hold the rows
+// until the server's TCP keepalive noticed, hours by default: the
+// transaction ends itself after idle without a statement instead
+// (idle_in_transaction_session_timeout, for this transaction only, set in
+// the claim's round trip).
+func (p postgres) claim(ctx context.Context, limit int, idle time.Duration) (batch, error) {
 	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return nil, err
 	}
-	pgRows, err := tx.Query(ctx, pgClaim, limit)
+	var calls pgx.Batch
+	calls.Queue(pgIdleLimit, strconv.FormatInt(max(idle.Milliseconds(), 1), 10))
+	calls.Queue(pgClaim, limit)
+	results := tx.SendBatch(ctx, &calls)
+	if _, err := results.Exec(); err != nil {
+		_ = results.Close()
+		rollback(ctx, tx)
+		return nil, err
+	}
+	pgRows, err := results.Query()
 	if err != nil {
+		_ = results.Close()
 		rollback(ctx, tx)
 		return nil, err
 	}
@@ -68,6 +86,9 @@ func (p postgres) claim(ctx context.Context, limit int) (batch, error) {
 		}
 		return out, err
 	})
+	if cerr := results.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		rollback(ctx, tx)
 		return nil, err
@@ -114,8 +135,11 @@ func (b *pgBatch) rollback(ctx context.Context) error {
 
 // listen takes a connection out of the pool for good (a LISTENing
 // connection must not serve other queries) and subscribes it to the
-// drover_outbox channel.
+// drover_outbox channel, within listenTimeout: the pool's health check of
+// an idle connection that went half-open would wait without any bound.
 func (p postgres) listen(ctx context.Context) (listener, error) {
+	ctx, cancel := context.WithTimeout(ctx, listenTimeout)
+	defer cancel()
 	pooled, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -130,9 +154,38 @@ func (p postgres) listen(ctx context.Context) (listener, error) {
 
 type pgListener struct{ conn *pgx.Conn }
 
+// listenCheckAfter is how long a LISTEN connection may stay silent before
+// the relay pings it, and listenTimeout how long the ping, or subscribing a
+// connection, may take.
+const (
+	listenCheckAfter = 30 * time.Second
+	listenTimeout    = 10 * time.Second
+)
+
+// wait waits for a notification. A connection silent for listenCheckAfter
+// is pinged: one that went half-open (a firewall or NAT on the path forgot
+// it, no reset reached either side) would otherwise be waited on until the
+// operating system's TCP keepalive gave up, tens of minutes, and every row
+// would wait for the poll meanwhile. pgx keeps the connection usable when
+// a wait times out.
 func (l pgListener) wait(ctx context.Context) error {
-	_, err := l.conn.WaitForNotification(ctx)
-	return err
+	for {
+		wctx, cancel := context.WithTimeout(ctx, listenCheckAfter)
+		_, err := l.conn.WaitForNotification(wctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		pctx, cancel := context.WithTimeout(ctx, listenTimeout)
+		err = l.conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("listen connection silent for %s did not answer a ping: %w", listenCheckAfter, err)
+		}
+	}
 }
 
 func (l pgListener) close() { closeConn(l.conn) }

@@ -28,6 +28,7 @@ const (
 	PollIntervalDefault  = time.Second
 	MinRetryDelayDefault = 100 * time.Millisecond
 	MaxRetryDelayDefault = 30 * time.Second
+	BatchTimeoutDefault  = 30 * time.Second
 )
 
 // RelayOptions configure a [Relay]. A nil *RelayOptions means all defaults.
@@ -72,6 +73,26 @@ type RelayOptions struct {
 	MinRetryDelay time.Duration
 	MaxRetryDelay time.Duration
 
+	// BatchTimeout bounds one batch, from claiming its rows to committing
+	// their marks; a batch that runs out is cancelled and fails, and the
+	// relay retries as after any failed batch. It is what ends a batch
+	// whose connection went half-open (a firewall or NAT on the path forgot
+	// it, or the database host left the network, without a reset reaching
+	// the relay): the call would otherwise wait for the operating system to
+	// give up on the connection, tens of minutes, and the relay with it. On
+	// PostgreSQL it is also the batch transaction's
+	// idle_in_transaction_session_timeout (set for that transaction only):
+	// the server, which cannot see that the relay is gone, ends its side of
+	// the session once it has been idle that long, and the rows it locked
+	// are relayed again, where they would wait for the server's TCP
+	// keepalive (hours by default). A batch cancelled after its adds
+	// reached Redis is safe: its rows are relayed again and found as
+	// duplicates of their jobs.
+	// Healthy batches take milliseconds; keep it well above that.
+	//
+	// Defaults to BatchTimeoutDefault (30s).
+	BatchTimeout time.Duration
+
 	// Logger receives a line per relayed batch (info), per failed batch
 	// (warn) and per row the queue refused (error), and the warnings of the
 	// relay's queues (an add sent again after its reply was lost) unless
@@ -91,6 +112,7 @@ func (o *RelayOptions) withDefaults() RelayOptions {
 	r.PollInterval = cmp.Or(r.PollInterval, PollIntervalDefault)
 	r.MinRetryDelay = cmp.Or(r.MinRetryDelay, MinRetryDelayDefault)
 	r.MaxRetryDelay = cmp.Or(r.MaxRetryDelay, MaxRetryDelayDefault)
+	r.BatchTimeout = cmp.Or(r.BatchTimeout, BatchTimeoutDefault)
 	if r.Logger != nil && (r.QueueOptions == nil || r.QueueOptions.Logger == nil) {
 		var qo drover.QueueOptions
 		if r.QueueOptions != nil {
@@ -113,6 +135,8 @@ func (o *RelayOptions) validate() error {
 		return fmt.Errorf("RelayOptions.MinRetryDelay must not be negative, got %s", o.MinRetryDelay)
 	case o.MaxRetryDelay < o.MinRetryDelay:
 		return fmt.Errorf("RelayOptions.MaxRetryDelay must be at least MinRetryDelay (%s), got %s", o.MinRetryDelay, o.MaxRetryDelay)
+	case o.BatchTimeout < 0:
+		return fmt.Errorf("RelayOptions.BatchTimeout must not be negative, got %s", o.BatchTimeout)
 	}
 	if err := keys.ValidateJobID(o.JobIDPrefix + "1"); err != nil {
 		return fmt.Errorf("RelayOptions.JobIDPrefix %q does not make valid job ids: %w", o.JobIDPrefix, err)
@@ -351,7 +375,8 @@ func (r *Relay) Close(ctx context.Context) error {
 
 // Flush relays every pending row now, batch after batch, and returns what it
 // did. It stops at the first failed batch and returns its error; rows
-// relayed before stay relayed. On a started relay it first waits for the
+// relayed before stay relayed. Each batch is bounded by
+// RelayOptions.BatchTimeout. On a started relay it first waits for the
 // background batch in flight, if any, or for ctx to end.
 func (r *Relay) Flush(ctx context.Context) (Stats, error) {
 	if r.noDB {
@@ -520,10 +545,26 @@ type settled struct {
 	failure error // the queue refused the row for good
 }
 
-// relayBatch claims, adds and marks one batch. It returns the number of rows
-// claimed, so the caller knows whether more may be pending.
+// errBatchTimedOut is the cause of a batch's ctx when BatchTimeout ran out.
+var errBatchTimedOut = errors.New("the batch ran out of RelayOptions.BatchTimeout")
+
+// relayBatch claims, adds and marks one batch, within BatchTimeout. It
+// returns the number of rows claimed, so the caller knows whether more may
+// be pending.
 func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
-	b, err := r.src.claim(ctx, r.opts.BatchSize)
+	bctx, cancel := context.WithTimeoutCause(ctx, r.opts.BatchTimeout, errBatchTimedOut)
+	defer cancel()
+	stats, claimed, err := r.runBatch(bctx)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(bctx), errBatchTimedOut) {
+		// The database and Redis calls report a bare deadline.
+		err = fmt.Errorf("%w (%w, %s; retrying)", err, errBatchTimedOut, r.opts.BatchTimeout)
+	}
+	return stats, claimed, err
+}
+
+// runBatch is relayBatch without its bound.
+func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
+	b, err := r.src.claim(ctx, r.opts.BatchSize, r.opts.BatchTimeout)
 	if err != nil {
 		return Stats{}, 0, fmt.Errorf("outbox: claim rows: %w", err)
 	}

@@ -584,6 +584,7 @@ func TestRelayOptions(t *testing.T) {
 		{"NegativePollInterval", &outbox.RelayOptions{PollInterval: -time.Second}, "RelayOptions.PollInterval must not be negative, got -1s"},
 		{"MaxBelowMin", &outbox.RelayOptions{MinRetryDelay: time.Second, MaxRetryDelay: time.Millisecond},
 			"RelayOptions.MaxRetryDelay must be at least MinRetryDelay (1s), got 1ms"},
+		{"NegativeBatchTimeout", &outbox.RelayOptions{BatchTimeout: -time.Second}, "RelayOptions.BatchTimeout must not be negative, got -1s"},
 		{"PrefixMakingIntegerIDs", &outbox.RelayOptions{JobIDPrefix: "-"}, `RelayOptions.JobIDPrefix "-" does not make valid job ids`},
 		{"PrefixWithColon", &outbox.RelayOptions{JobIDPrefix: "a:"}, `RelayOptions.JobIDPrefix "a:" does not make valid job ids`},
 		// QueueOptions every queue refuses: they used to be accepted here,

@@ -64,7 +64,9 @@ func (s sqlite) ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 // holding no lock (SQLite's single write lock held that long would stall
 // every writer of the database); other relays skip the rows until the batch
 // marks or releases them, or its lease runs out. An idle relay only reads.
-func (s sqlite) claim(ctx context.Context, limit int) (batch, error) {
+//
+// idle is not used: a lease runs out by itself.
+func (s sqlite) claim(ctx context.Context, limit int, _ time.Duration) (batch, error) {
 	now := time.Now()
 	var found bool
 	if err := s.db.QueryRowContext(ctx, liteClaimable, now.UnixMilli()).Scan(&found); err != nil {

@@ -45,4 +45,6 @@ const (
 	// Suppressed counts the repeats of a line held back before it
 	// (internal/lognote).
 	Suppressed = "suppressed"
+	// MaxmemoryPolicy is Redis's maxmemory-policy, when it may evict keys.
+	MaxmemoryPolicy = "maxmemory_policy"
 )

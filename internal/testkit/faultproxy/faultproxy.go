@@ -50,6 +50,7 @@ type pair struct {
 	client, server net.Conn
 	dropReply      atomic.Bool // the server's next chunk is dropped, then both sides reset
 	refuseOnDrop   atomic.Bool // and the proxy then refuses new connections
+	stranded       atomic.Bool // forwards nothing more, never closes (Strand)
 }
 
 // Start listens on a free loopback port and forwards to target.
@@ -115,7 +116,7 @@ func (p *Proxy) pump(pr *pair, from, to net.Conn, toServer bool) {
 			if toServer {
 				p.armHole(chunk)
 			}
-			for p.hole.Load() {
+			for p.hole.Load() || pr.stranded.Load() {
 				time.Sleep(5 * time.Millisecond)
 				if p.isClosed() {
 					return
@@ -277,6 +278,19 @@ func (p *Proxy) ResetAll() {
 	p.mu.Unlock()
 	for _, pr := range prs {
 		p.drop(pr)
+	}
+}
+
+// Strand makes every connection open now half-open for good: it stays
+// open on both sides and carries nothing more, in either direction, as when
+// a firewall or NAT on the path forgets the connection (or the server's
+// host vanishes from the network) without a reset reaching anyone. New
+// connections work. A client learns of it only from a timeout of its own.
+func (p *Proxy) Strand() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pr := range p.conns {
+		pr.stranded.Store(true)
 	}
 }
 

@@ -15,6 +15,12 @@ ORDER BY id
 LIMIT $1
 FOR UPDATE SKIP LOCKED;
 
+-- name: OutboxBatchIdleLimit :one
+-- $1 milliseconds, as text. For the batch's transaction only: PostgreSQL
+-- ends the session once it has been idle in the transaction that long (its
+-- relay gone without a word), which releases the rows for other relays.
+SELECT set_config('idle_in_transaction_session_timeout', $1, true);
+
 -- name: OutboxMarkSent :exec
 -- $1 row ids and $2 their job ids, in the same order.
 UPDATE drover_outbox AS o

@@ -1,0 +1,39 @@
+package drover
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/seed40057009/drover/internal/bounded"
+	"github.com/seed40057009/drover/internal/logkey"
+)
+
+// infoMemory is the INFO section with maxmemory_policy.
+const infoMemory = "memory"
+
+// warnEviction logs a warning when Redis may evict keys under memory
+// pressure (maxmemory-policy other than noeviction), as BullMQ warns when it
+// connects: an evicted job hash, lock or list entry is a job lost or left
+// half-moved, without an error anywhere. Under noeviction a full Redis
+// refuses writes instead, which the worker waits out. A server that does
+// not let the worker read INFO, or does not answer within ctx, is not
+// judged.
+func (w *Worker) warnEviction(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	info, err := bounded.Call(ctx, func(ctx context.Context) (string, error) {
+		return w.q.rdb.Info(ctx, infoMemory).Result()
+	})
+	if err != nil {
+		return
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		policy, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:")
+		if ok && policy != "noeviction" {
+			w.log.WarnContext(ctx, "Redis may evict the queue's keys when its memory is full, losing jobs without an error; "+
+				"set maxmemory-policy to noeviction", slog.String(logkey.MaxmemoryPolicy, policy))
+		}
+	}
+}
