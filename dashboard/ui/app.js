@@ -1458,7 +1458,12 @@
     const hash = location.hash.replace(/^#/, '') || '/';
     const [path, query] = hash.split('?');
     const params = new URLSearchParams(query || '');
-    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    // A link whose escapes do not decode (a %E0%A4 cut short by a chat
+    // client or a hand edit) leads nowhere: decodeURIComponent threw out of
+    // the router, and the page left before stayed, frozen, under the new
+    // address.
+    let parts;
+    try { parts = path.split('/').filter(Boolean).map(decodeURIComponent); } catch (e) { noPage(hash); return; }
     try {
       if (parts[0] === 'q' && parts.length === 2) await pageQueue(parts[1], params);
       else if (parts[0] === 'q' && parts[2] === 'job' && parts.length === 4) await pageJob(parts[1], parts[3]);
