@@ -17,6 +17,8 @@
     events: null, // EventSource of the page's queue
     timers: [], // intervals of the current page
     render: 0, // bumps on every navigation so stale renders stop
+    lastOk: 0, // when the API last answered
+    outageTimer: null, // polls /readyz while the outage banner is up
   };
 
   // ---- DOM helpers -------------------------------------------------------
@@ -174,9 +176,16 @@
       init.headers['X-CSRF-Token'] = (app.session && app.session.csrf) || '';
       init.body = JSON.stringify(opts.body || {});
     }
-    const res = await fetch(`api/${path}`, init);
+    let res;
+    try { res = await fetch(`api/${path}`, init); } catch (e) {
+      outage('The dashboard server does not answer');
+      throw e;
+    }
     let data = {};
     try { data = await res.json(); } catch (e) { /* not JSON */ }
+    if (res.status === 503 && /^(Redis unavailable|sessions unavailable)/.test(data.error || '')) outage(`Redis does not answer (${data.error})`);
+    else if (res.status === 502 || res.status === 504) outage(`The dashboard server does not answer (${res.status} from a proxy)`);
+    else if (res.ok) { app.lastOk = Date.now(); outageOver(); }
     // The session ended while a page was open (expired, or an admin signed
     // everyone out): ask to sign in again instead of failing every refresh.
     if (res.status === 401 && path !== 'login' && app.session && app.session.authEnabled) sessionEnded();
@@ -197,6 +206,29 @@
       throw err;
     }
     return data;
+  }
+
+  // outage shows, above every page, that Redis (or the dashboard server)
+  // does not answer, and since when the page's numbers are: a page open
+  // during an outage kept its last counts and lists as if current, with a
+  // grey "Could not load" line at most. The banner goes at the next answer,
+  // from the page's own refresh or from /readyz, asked every 5 seconds
+  // meanwhile (pages without a refresh of their own, too).
+  const $outage = el('div', { id: 'outage', class: 'alert alert-outage', role: 'alert', hidden: true });
+  $alerts.before(el('div', { id: 'outage-wrap' }, $outage));
+  function outage(why) {
+    const since = app.lastOk ? ` What this page shows was loaded at ${fmtTime(app.lastOk)} and may be out of date.` : '';
+    $outage.textContent = `${why}.${since} The page comes back by itself once it answers.`;
+    $outage.hidden = false;
+    if (app.outageTimer) return;
+    app.outageTimer = setInterval(async () => {
+      try { if ((await fetch('readyz', { credentials: 'same-origin' })).ok) outageOver(); } catch (e) { /* still down */ }
+    }, 5000);
+  }
+  function outageOver() {
+    $outage.hidden = true;
+    clearInterval(app.outageTimer);
+    app.outageTimer = null;
   }
 
   function toast(msg, isError) {
