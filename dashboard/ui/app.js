@@ -730,10 +730,16 @@
     if (s.canAdmin) {
       const paused = qp.paused;
       items.push(el('button', {
+        id: 'pause-queue',
         onclick: async () => {
-          const res = await act(paused ? 'Resume queue' : 'Pause queue', paused ? `Let workers take ${queue}'s jobs again?` : `Stop workers from taking ${queue}'s jobs? Running jobs finish.`, paused ? 'Resume' : 'Pause',
+          const res = await act(paused ? 'Resume queue' : 'Pause queue', paused ? `Let workers take the jobs of ${queue} again?` : `Stop workers from taking the jobs of ${queue}? Running jobs finish.`, paused ? 'Resume' : 'Pause',
             () => api(`queues/${seg(queue)}/${paused ? 'resume' : 'pause'}`, { method: 'POST' }), !paused);
-          if (res) reload();
+          // Said, as every other action says what it did: the badge alone
+          // changed, at the page's reload.
+          if (res) {
+            toast(paused ? `Resumed ${queue}: workers take its jobs again.` : `Paused ${queue}: workers take none of its jobs until it is resumed; running jobs finish.`);
+            reload();
+          }
         },
       }, paused ? 'Resume…' : 'Pause…'));
       items.push(el('button', {
