@@ -1485,6 +1485,12 @@
         // The first jobs a bulk action chose (AuditJobIDsMax, 20 at most), so the log says which.
         (e.jobIds || []).length ? el('div', { class: 'mono muted', 'data-job-ids': '' }, `jobs ${e.jobIds.join(', ')}${e.jobIds.length >= 20 ? ', …' : ''}`) : null),
       el('td', { class: 'mono' }, e.remote || ''))));
+    // An empty log says so: a table of headers alone looked like a page
+    // still loading, or one that failed.
+    if (!res.entries.length) {
+      body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted', id: 'audit-empty' }, before ? 'No older entries.'
+        : log === 'security' ? 'No security event recorded yet.' : 'No action recorded yet.')));
+    }
     if (res.next) put(older, el('a', { href: `#/audit?log=${log}&before=${encodeURIComponent(res.next)}` }, 'Older entries →'));
   }
 
