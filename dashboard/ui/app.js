@@ -98,6 +98,17 @@
     if (d.toDateString() === now.toDateString()) return hms;
     return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${hms}`;
   }
+  // The browser's time zone, which fmtTime shows every instant in.
+  const yourZone = (() => { try { return Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time'; } catch (e) { return 'local time'; } })();
+  // inZone shows instant t as the wall clock of time zone tz reads it
+  // (2026-12-07 03:00:00), or null when the browser does not know tz.
+  function inZone(t, tz) {
+    try {
+      const parts = {};
+      for (const p of new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' }).formatToParts(new Date(t))) parts[p.type] = p.value;
+      return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`;
+    } catch (e) { return null; }
+  }
   function fmtMs(ms) {
     if (ms === null || ms === undefined || isNaN(ms)) return '';
     const neg = ms < 0;
@@ -1374,7 +1385,7 @@
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: 'job schedulers' }),
       el('h1', {}, `Job schedulers of ${queue}`), note,
       el('div', { class: 'panel' }, el('table', { id: 'schedulers' },
-        el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', 'Next run', 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body)));
+        el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', `Next run (${yourZone})`, 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body)));
     async function load() {
       let res;
       try { res = await api(`queues/${seg(queue)}/schedulers`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = `Could not list job schedulers: ${e.message}`; return; }
@@ -1386,7 +1397,12 @@
         // No tz: each worker, Node's or drover's, reads the pattern in its
         // own process's local time zone (cron-parser's rule).
         el('td', { 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
-        el('td', { 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`),
+        // The next run in the browser's zone, and in the pattern's own when
+        // it names one: "0 3 * * *" in America/New_York showed as 00:00 to
+        // a browser in Los Angeles, beside "America/New_York", with no
+        // word of whose clock that was.
+        el('td', { 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`,
+          sc.tz && inZone(sc.next, sc.tz) && sc.tz !== yourZone ? el('div', { class: 'muted', 'data-next-tz': sc.tz }, `${inZone(sc.next, sc.tz)} in ${sc.tz}`) : null),
         el('td', { class: 'num' }, sc.limit ? `${sc.iterations} of ${sc.limit}` : String(sc.iterations)),
         el('td', {}, sc.name),
         el('td', {}, s.canOperate ? el('button', { class: 'danger', 'data-remove': sc.id, onclick: async () => {
