@@ -673,7 +673,13 @@
           : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${j.processedBy}` : ''}`
             : fmtTime(j.finishedOn || j.processedOn || j.timestamp)),
         el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || ''))));
-      if (!page.jobs.length) tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No jobs here.')));
+      // A filter that matches nothing says so: "No jobs here." under "3
+      // failed jobs; showing those matching …" read as if the 3 were lost.
+      if (!page.jobs.length) {
+        tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'no-jobs' }, filterExpr() && !after && !before
+          ? `No ${state} job matches ${filterExpr()}${page.truncated ? ` among the ${page.scanned} scanned` : ''}.`
+          : 'No jobs here.')));
+      }
       put(pager,
         page.prev ? el('button', { id: 'first-page', onclick: () => go({ ...filter }) }, 'First page') : null,
         page.prevCursor ? el('button', { id: 'prev-page', onclick: () => go({ ...filter, before: page.prevCursor }) }, 'Previous page') : null,
