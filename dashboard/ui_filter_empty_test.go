@@ -31,5 +31,5 @@ func TestUIFilterThatMatchesNothingSaysSo(t *testing.T) {
 	require.Equal(t, `No failed job matches name="nope".`, text(t, tab, `#jobs tbody`))
 	// No filter: the state is empty.
 	do(t, tab, chromedp.Navigate(b.url+"#/q/fe?state=delayed"))
-	testkit.WaitFor(t, 10*time.Second, "the empty delayed list", func() bool { return text(t, tab, `#jobs tbody`) == "No jobs here." })
+	testkit.WaitFor(t, 30*time.Second, "the empty delayed list", func() bool { return text(t, tab, `#jobs tbody`) == "No jobs here." })
 }

@@ -34,7 +34,7 @@ func TestUIListsOldestFirstAndLastPage(t *testing.T) {
 	}
 	waitFirst := func(what, id string) {
 		t.Helper()
-		testkit.WaitFor(t, 10*time.Second, what, func() bool { r := rows(); return len(r) > 0 && r[0] == id })
+		testkit.WaitFor(t, 30*time.Second, what, func() bool { r := rows(); return len(r) > 0 && r[0] == id })
 	}
 	do(t, tab, chromedp.Navigate(b.url+"#/q/lo?state=failed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)))
 	require.Equal(t, ids[59], rows()[0], "newest first")

@@ -29,7 +29,7 @@ func TestUIPauseAndResumeSayWhatTheyDid(t *testing.T) {
 	} {
 		do(t, tab, chromedp.Click(chromedp.Search(`//button[text()="`+step.button+`"]`)), chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="yes"]`)),
 			chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
-		testkit.WaitFor(t, 10*time.Second, "the toast of "+step.button, func() bool {
+		testkit.WaitFor(t, 30*time.Second, "the toast of "+step.button, func() bool {
 			return strings.Contains(text(t, tab, `#toasts`), step.toast)
 		})
 	}
