@@ -345,9 +345,14 @@
     return () => { clearTimeout(t); t = setTimeout(fn, ms); };
   }
 
+  // alertText is an alert's message with its instants (the server writes
+  // RFC 3339, in UTC) in the browser's time, as every other time on the
+  // page: "due within 5s from 2026-12-06T11:26:44Z" stood above a chart
+  // that said 12:26:44 to a browser an hour east of UTC.
+  const alertText = (m) => m.replace(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})/g, (t) => fmtTime(t));
   function showAlerts(alerts) {
     put($alerts, ...(alerts || []).map((a) =>
-      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind }, `${a.queue}: ${a.message}`)));
+      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind }, `${a.queue}: ${alertText(a.message)}`)));
   }
 
   // noQueue replaces the page with a plain "no such queue" when an API
@@ -460,7 +465,7 @@
       put(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name },
         el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
         ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
-        el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: a.message }, a.kind))))));
+        el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: alertText(a.message) }, a.kind))))));
       if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
     }
     await load();
