@@ -408,8 +408,27 @@
     put($who, ...[
       el('span', { id: 'whoami' }, `${s.user} (${s.role})`),
       s.readOnly ? el('span', { class: 'badge' }, 'read-only') : null,
-      s.authEnabled ? el('button', { onclick: async () => { await fetch('api/logout', { method: 'POST', credentials: 'same-origin' }); location.reload(); } }, 'Sign out') : null,
+      s.authEnabled ? el('button', { id: 'sign-out', onclick: signOut }, 'Sign out') : null,
     ].filter(Boolean));
+  }
+
+  // signOut ends the session. When Redis could not end it the page says
+  // so and stays: it reloaded as if signed out, and came back signed in
+  // once Redis answered.
+  async function signOut() {
+    let res = null, data = {};
+    try {
+      res = await fetch('api/logout', { method: 'POST', credentials: 'same-origin' });
+      data = await res.json();
+    } catch (e) { /* said below */ }
+    if (res && res.ok) { location.reload(); return; }
+    leavePage();
+    app.session = null;
+    put($nav);
+    put($who);
+    put($main, el('div', { class: 'panel', id: 'signout-failed', role: 'alert' }, el('h2', {}, 'Sign-out not finished'),
+      el('p', {}, data.error || `The dashboard did not answer${res ? ` (${res.status})` : ''}: the session may still be valid.`),
+      el('p', {}, el('a', { href: '#', onclick: (e) => { e.preventDefault(); location.reload(); } }, 'Back to the dashboard'))));
   }
 
   // ---- sign in -----------------------------------------------------------
