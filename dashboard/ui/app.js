@@ -76,6 +76,19 @@
   function put(node, ...kids) {
     node.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
   }
+  // putKeep is put that keeps node's children when the new ones draw the
+  // same HTML: the queue page redraws its list every 10 s and after live
+  // events, and a link or button replaced between press and release takes
+  // no click (a "Next page" or job link clicked then did nothing). What a
+  // kept child's click does must be in its HTML (href, data-cursor).
+  const drawn = new WeakMap();
+  function putKeep(node, ...kids) {
+    const fresh = kids.flat().filter((k) => k !== null && k !== undefined && k !== false);
+    const html = fresh.map((k) => (k instanceof Element ? k.outerHTML : k instanceof Node ? k.textContent : String(k))).join('\u0000');
+    if (drawn.get(node) === html && node.isConnected) return;
+    drawn.set(node, html);
+    node.replaceChildren(...fresh);
+  }
 
   // ---- formatting --------------------------------------------------------
 
@@ -694,7 +707,7 @@
       put(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
         `${bad.length} job${bad.length === 1 ? '' : 's'} of this page could not be read (the hash does not decode: another tool wrote it, or it is damaged): `,
         ...bad.flatMap((b, n) => [n ? ', ' : '', el('a', { class: 'mono', href: `#/q/${enc(queue)}/job/${enc(b.id)}`, title: b.error, 'data-unreadable': b.id }, b.id)])) : null);
-      put(tbody, ...page.jobs.map((j) => el('tr', { 'data-job': j.id },
+      const rows = page.jobs.map((j) => el('tr', { 'data-job': j.id },
         el('td', { class: 'mono clip', title: j.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', { class: 'clip', title: j.name }, j.name),
         el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(j.progress)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
@@ -702,23 +715,25 @@
         el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
           : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${j.processedBy}` : ''}`
             : fmtTime(j.finishedOn || j.processedOn || j.timestamp)),
-        el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || ''))));
+        el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || '')));
       // A filter that matches nothing says so: "No jobs here." under "3
       // failed jobs; showing those matching …" read as if the 3 were lost.
       if (!page.jobs.length) {
-        tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'no-jobs' }, filterExpr() && !after && !before
+        rows.push(el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'no-jobs' }, filterExpr() && !after && !before
           ? `No ${state} job matches ${filterExpr()}${page.truncated ? ` among the ${page.scanned} scanned` : ''}.`
           : 'No jobs here.')));
       }
+      putKeep(tbody, rows);
       // The other order starts on its first page, with the filter kept.
       const newest = state === 'delayed' ? ['Due last first', 'Due soonest first'] : ['Newest first', 'Oldest first'];
-      put(pager,
+      const lastOffset = String(page.total - ((page.total % 25) || 25));
+      putKeep(pager,
         page.prev ? el('button', { id: 'first-page', onclick: () => go({ ...filter }) }, 'First page') : null,
-        page.prevCursor ? el('button', { id: 'prev-page', onclick: () => go({ ...filter, before: page.prevCursor }) }, 'Previous page') : null,
-        page.nextCursor ? el('button', { id: 'next-page', onclick: () => go({ ...filter, after: page.nextCursor }) }, 'Next page') : null,
+        page.prevCursor ? el('button', { id: 'prev-page', 'data-cursor': page.prevCursor, onclick: () => go({ ...filter, before: page.prevCursor }) }, 'Previous page') : null,
+        page.nextCursor ? el('button', { id: 'next-page', 'data-cursor': page.nextCursor, onclick: () => go({ ...filter, after: page.nextCursor }) }, 'Next page') : null,
         // The last page of an unfiltered list is an offset away (a filtered
         // one is scanned: its size is not known).
-        page.more && !filterExpr() && page.total > 25 ? el('button', { id: 'last-page', onclick: () => go({ offset: String(page.total - ((page.total % 25) || 25)) }) }, 'Last page') : null,
+        page.more && !filterExpr() && page.total > 25 ? el('button', { id: 'last-page', 'data-offset': lastOffset, onclick: () => go({ offset: lastOffset }) }, 'Last page') : null,
         page.jobs.length && !filterExpr() ? el('span', { class: 'muted', id: 'page-range' }, `${page.offset + 1}–${page.nextOffset} of ${page.total}`) : null,
         page.total > 1 ? el('button', { id: 'order-toggle', onclick: () => go({ ...filter, order: asc ? 'desc' : 'asc' }) }, asc ? newest[0] : newest[1]) : null);
       put(moved, page.moved ? el('p', { class: 'alert alert-budget', id: 'page-moved', role: 'status' }, movedNote(page.moved, state, before !== '')) : null);
