@@ -111,20 +111,27 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 // logout ends the browser's session in Redis, so a copy of the cookie
-// signs nobody in, and clears the cookie.
+// signs nobody in, and clears the cookie. When Redis does not end the
+// session the cookie is cleared all the same and the answer says the
+// session lives on: the browser kept the cookie, and the page that
+// reloaded after its sign-out came back signed in once Redis answered.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	var failed error
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" && h.opts.Auth != nil {
 		if sess, ok, err := h.store.readSession(r.Context(), c.Value); err == nil && ok {
 			h.record(r.Context(), AuditEntry{Log: AuditSecurity, Time: h.now(), Action: "logout", User: sess.User,
 				Role: sess.Role, Via: "session", Outcome: "ok", Remote: h.remote(r)})
 		}
 		if err := h.store.deleteSession(r.Context(), c.Value); err != nil {
-			writeErr(w, err)
-			return
+			failed = fmt.Errorf("this browser is signed out, but the session could not be ended, so a copy of its cookie signs in until it expires (sign in and out again once Redis answers, or have an admin sign everyone out): %w", err)
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: h.opts.SecureCookies || r.TLS != nil})
+	if failed != nil {
+		writeErr(w, failed)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
 

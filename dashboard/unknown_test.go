@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +87,25 @@ func TestUIUnknownQueueOrPage(t *testing.T) {
 	require.Contains(t, text(t, tab, `#not-found`), "Nothing lives at #/nowhere/at/all.")
 	// The overview is still where it was.
 	do(t, tab, chromedp.Navigate(b.url+"#/"), chromedp.WaitVisible(chromedp.CSS(`a[href="#/q/real"]`)))
+}
+
+// TestUIMalformedLink: a link whose percent escapes do not decode (cut
+// short when pasted) says there is no such page. The router's
+// decodeURIComponent threw an uncaught URIError, and the page shown before
+// stayed under the new address, its refreshes stopped.
+func TestUIMalformedLink(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	b.add(t, "real", "x", nil, nil)
+	tab := browser(t)
+	con := watchConsole(t, tab)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/real"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)))
+	for _, hash := range []string{"#/q/%E0%A4%A", "#/q/real/job/%ZZ", "#/find/50%"} {
+		do(t, tab, chromedp.Evaluate[chromedp.Void](`location.hash = `+strconv.Quote(hash)), chromedp.WaitVisible(chromedp.CSS(`#not-found`)))
+		require.Equal(t, "No such page", text(t, tab, `#not-found h1`), hash)
+		require.Equal(t, "", text(t, tab, `#jobs`), hash)
+		// Back to a page that works, for the next link.
+		do(t, tab, chromedp.Evaluate[chromedp.Void](`location.hash = "#/q/real"`), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)))
+	}
+	require.Empty(t, con.errors())
 }

@@ -32,6 +32,10 @@ type redisFlags struct {
 	ins *inspect.Inspector
 	// timeout is --timeout: how long one request may go unanswered.
 	timeout time.Duration
+	// serving is set by the commands that run until stopped (dashboard,
+	// watch): a request that went unanswered fails alone, and the next
+	// one asks Redis again, so they come back once Redis answers.
+	serving bool
 }
 
 // RequestTimeoutDefault is --timeout's default. One request is a command
@@ -50,16 +54,20 @@ func (r *redisFlags) register(fs *flag.FlagSet) {
 }
 
 // answerWithin ends every request of the command's client that Redis
-// does not answer within d, and once one went unanswered, fails the later
-// ones at once: a paused Redis (a frozen host, a partition without resets)
-// holds each request for the client's read timeout times its retries, and
-// a command makes several requests, so it took a minute and more to fail.
+// does not answer within d, and, for a one-shot command (remember), once
+// one went unanswered, fails the later ones at once: a paused Redis (a
+// frozen host, a partition without resets) holds each request for the
+// client's read timeout times its retries, and a command makes several
+// requests, so it took a minute and more to fail. A command that serves
+// until stopped (dashboard, watch) does not remember: it answered every
+// later request with the first one's error, long after Redis was back.
 // The client is built with ContextTimeoutEnabled, so the deadline reaches
 // the connection.
 type answerWithin struct {
-	d      time.Duration
-	addr   string
-	gaveUp atomic.Pointer[error] // the first unanswered request's error
+	d        time.Duration
+	addr     string
+	remember bool
+	gaveUp   atomic.Pointer[error] // the first unanswered request's error, when remember
 }
 
 // errNoAnswer is the cause of a request's context when answerWithin ended it.
@@ -103,7 +111,9 @@ func (h *answerWithin) within(ctx context.Context, send func(context.Context) er
 	default:
 		return err
 	}
-	h.gaveUp.CompareAndSwap(nil, &err)
+	if h.remember {
+		h.gaveUp.CompareAndSwap(nil, &err)
+	}
 	return setErr(err, cmds)
 }
 
@@ -223,7 +233,7 @@ func clusterNode(ctx context.Context, rdb *redis.Client) bool {
 // answerWithin adds the --timeout hook (see answerWithin) to rdb.
 func (r *redisFlags) answerWithin(rdb redis.UniversalClient, addr string) {
 	if r.timeout > 0 {
-		rdb.AddHook(&answerWithin{d: r.timeout, addr: addr})
+		rdb.AddHook(&answerWithin{d: r.timeout, addr: addr, remember: !r.serving})
 	}
 }
 

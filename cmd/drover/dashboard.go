@@ -88,6 +88,7 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 		opts.Audit = dashboard.AuditLogger(slog.New(slog.NewTextHandler(c.out, nil)))
 	}
 
+	fs.redis.serving = true
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err

@@ -40,6 +40,7 @@ func (c *watchCmd) Run(ctx context.Context, args []string) error {
 		return usagef(`--from must be an event id (<ms>-<seq>, or <ms>, as --json prints them; "0" = the whole stream), got %q`, *from)
 	}
 	fs.redis.logger = slog.New(slog.NewTextHandler(c.errOut, nil))
+	fs.redis.serving = true
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err

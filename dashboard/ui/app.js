@@ -17,6 +17,8 @@
     events: null, // EventSource of the page's queue
     timers: [], // intervals of the current page
     render: 0, // bumps on every navigation so stale renders stop
+    lastOk: 0, // when the API last answered
+    outageTimer: null, // polls /readyz while the outage banner is up
   };
 
   // ---- DOM helpers -------------------------------------------------------
@@ -74,6 +76,19 @@
   function put(node, ...kids) {
     node.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
   }
+  // putKeep is put that keeps node's children when the new ones draw the
+  // same HTML: the queue page redraws its list every 10 s and after live
+  // events, and a link or button replaced between press and release takes
+  // no click (a "Next page" or job link clicked then did nothing). What a
+  // kept child's click does must be in its HTML (href, data-cursor).
+  const drawn = new WeakMap();
+  function putKeep(node, ...kids) {
+    const fresh = kids.flat().filter((k) => k !== null && k !== undefined && k !== false);
+    const html = fresh.map((k) => (k instanceof Element ? k.outerHTML : k instanceof Node ? k.textContent : String(k))).join('\u0000');
+    if (drawn.get(node) === html && node.isConnected) return;
+    drawn.set(node, html);
+    node.replaceChildren(...fresh);
+  }
 
   // ---- formatting --------------------------------------------------------
 
@@ -95,6 +110,17 @@
     const hms = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
     if (d.toDateString() === now.toDateString()) return hms;
     return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${hms}`;
+  }
+  // The browser's time zone, which fmtTime shows every instant in.
+  const yourZone = (() => { try { return Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time'; } catch (e) { return 'local time'; } })();
+  // inZone shows instant t as the wall clock of time zone tz reads it
+  // (2026-12-07 03:00:00), or null when the browser does not know tz.
+  function inZone(t, tz) {
+    try {
+      const parts = {};
+      for (const p of new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' }).formatToParts(new Date(t))) parts[p.type] = p.value;
+      return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`;
+    } catch (e) { return null; }
   }
   function fmtMs(ms) {
     if (ms === null || ms === undefined || isNaN(ms)) return '';
@@ -174,9 +200,16 @@
       init.headers['X-CSRF-Token'] = (app.session && app.session.csrf) || '';
       init.body = JSON.stringify(opts.body || {});
     }
-    const res = await fetch(`api/${path}`, init);
+    let res;
+    try { res = await fetch(`api/${path}`, init); } catch (e) {
+      outage('The dashboard server does not answer');
+      throw e;
+    }
     let data = {};
     try { data = await res.json(); } catch (e) { /* not JSON */ }
+    if (res.status === 503 && /^(Redis unavailable|sessions unavailable)/.test(data.error || '')) outage(`Redis does not answer (${data.error})`);
+    else if (res.status === 502 || res.status === 504) outage(`The dashboard server does not answer (${res.status} from a proxy)`);
+    else if (res.ok) { app.lastOk = Date.now(); outageOver(); }
     // The session ended while a page was open (expired, or an admin signed
     // everyone out): ask to sign in again instead of failing every refresh.
     if (res.status === 401 && path !== 'login' && app.session && app.session.authEnabled) sessionEnded();
@@ -197,6 +230,29 @@
       throw err;
     }
     return data;
+  }
+
+  // outage shows, above every page, that Redis (or the dashboard server)
+  // does not answer, and since when the page's numbers are: a page open
+  // during an outage kept its last counts and lists as if current, with a
+  // grey "Could not load" line at most. The banner goes at the next answer,
+  // from the page's own refresh or from /readyz, asked every 5 seconds
+  // meanwhile (pages without a refresh of their own, too).
+  const $outage = el('div', { id: 'outage', class: 'alert alert-outage', role: 'alert', hidden: true });
+  $alerts.before(el('div', { id: 'outage-wrap' }, $outage));
+  function outage(why) {
+    const since = app.lastOk ? ` What this page shows was loaded at ${fmtTime(app.lastOk)} and may be out of date.` : '';
+    $outage.textContent = `${why}.${since} The page comes back by itself once it answers.`;
+    $outage.hidden = false;
+    if (app.outageTimer) return;
+    app.outageTimer = setInterval(async () => {
+      try { if ((await fetch('readyz', { credentials: 'same-origin' })).ok) outageOver(); } catch (e) { /* still down */ }
+    }, 5000);
+  }
+  function outageOver() {
+    $outage.hidden = true;
+    clearInterval(app.outageTimer);
+    app.outageTimer = null;
   }
 
   function toast(msg, isError) {
@@ -302,9 +358,14 @@
     return () => { clearTimeout(t); t = setTimeout(fn, ms); };
   }
 
+  // alertText is an alert's message with its instants (the server writes
+  // RFC 3339, in UTC) in the browser's time, as every other time on the
+  // page: "due within 5s from 2026-12-06T11:26:44Z" stood above a chart
+  // that said 12:26:44 to a browser an hour east of UTC.
+  const alertText = (m) => m.replace(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})/g, (t) => fmtTime(t));
   function showAlerts(alerts) {
     put($alerts, ...(alerts || []).map((a) =>
-      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind }, `${a.queue}: ${a.message}`)));
+      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind }, `${a.queue}: ${alertText(a.message)}`)));
   }
 
   // noQueue replaces the page with a plain "no such queue" when an API
@@ -360,8 +421,27 @@
     put($who, ...[
       el('span', { id: 'whoami' }, `${s.user} (${s.role})`),
       s.readOnly ? el('span', { class: 'badge' }, 'read-only') : null,
-      s.authEnabled ? el('button', { onclick: async () => { await fetch('api/logout', { method: 'POST', credentials: 'same-origin' }); location.reload(); } }, 'Sign out') : null,
+      s.authEnabled ? el('button', { id: 'sign-out', onclick: signOut }, 'Sign out') : null,
     ].filter(Boolean));
+  }
+
+  // signOut ends the session. When Redis could not end it the page says
+  // so and stays: it reloaded as if signed out, and came back signed in
+  // once Redis answered.
+  async function signOut() {
+    let res = null, data = {};
+    try {
+      res = await fetch('api/logout', { method: 'POST', credentials: 'same-origin' });
+      data = await res.json();
+    } catch (e) { /* said below */ }
+    if (res && res.ok) { location.reload(); return; }
+    leavePage();
+    app.session = null;
+    put($nav);
+    put($who);
+    put($main, el('div', { class: 'panel', id: 'signout-failed', role: 'alert' }, el('h2', {}, 'Sign-out not finished'),
+      el('p', {}, data.error || `The dashboard did not answer${res ? ` (${res.status})` : ''}: the session may still be valid.`),
+      el('p', {}, el('a', { href: '#', onclick: (e) => { e.preventDefault(); location.reload(); } }, 'Back to the dashboard'))));
   }
 
   // ---- sign in -----------------------------------------------------------
@@ -417,7 +497,7 @@
       put(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name },
         el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
         ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
-        el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: a.message }, a.kind))))));
+        el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: alertText(a.message) }, a.kind))))));
       if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
     }
     await load();
@@ -449,6 +529,12 @@
     // after/before are the cursors of the page turned from: the page goes
     // on right after (or before) that page's edge job, wherever it is now.
     const after = params.get('after') || '', before = params.get('before') || '';
+    // The order of the list: newest first, but for delayed jobs soonest
+    // due first; ?order= turns it. With 10,000 failed jobs the oldest were
+    // 400 "Next page" clicks away: no order to choose, no last page.
+    const naturalAsc = state === 'delayed';
+    const asc = params.get('order') ? params.get('order') === 'asc' : naturalAsc;
+    const order = asc === naturalAsc ? {} : { order: asc ? 'asc' : 'desc' };
 
     const head = el('h1', {}, queue);
     const actions = el('div', { class: 'row' });
@@ -467,7 +553,7 @@
     const reasonIn = el('input', { name: 'reason', placeholder: 'failed reason contains', 'aria-label': 'failed reason contains', value: filter.reason });
     const leftIn = el('input', { name: 'left', type: 'number', min: 0, placeholder: 'attempts left ≤', 'aria-label': 'attempts left at most', value: filter.left, class: 'narrow' });
     const go = (over) => {
-      const p = new URLSearchParams({ state, ...over });
+      const p = new URLSearchParams({ state, ...order, ...over });
       for (const [k, v] of [...p]) if (v === '' || v === '0' && k === 'offset') p.delete(k);
       location.hash = `#/q/${enc(queue)}?${p}`;
     };
@@ -606,7 +692,7 @@
       if (filter.reason) q.set('reason', filter.reason);
       if (filter.left !== '') q.set('left', filter.left);
       if (filter.error) q.set('error', filter.error);
-      if (state === 'delayed') q.set('asc', '1');
+      if (asc) q.set('asc', '1');
       try {
         [qp, page] = await Promise.all([api(`queues/${seg(queue)}`), api(`queues/${seg(queue)}/jobs?${q}`)]);
       } catch (e) { if (!noQueue(queue, e)) summary.textContent = `Could not load: ${e.message}`; return; }
@@ -621,7 +707,7 @@
       put(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
         `${bad.length} job${bad.length === 1 ? '' : 's'} of this page could not be read (the hash does not decode: another tool wrote it, or it is damaged): `,
         ...bad.flatMap((b, n) => [n ? ', ' : '', el('a', { class: 'mono', href: `#/q/${enc(queue)}/job/${enc(b.id)}`, title: b.error, 'data-unreadable': b.id }, b.id)])) : null);
-      put(tbody, ...page.jobs.map((j) => el('tr', { 'data-job': j.id },
+      const rows = page.jobs.map((j) => el('tr', { 'data-job': j.id },
         el('td', { class: 'mono clip', title: j.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', { class: 'clip', title: j.name }, j.name),
         el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(j.progress)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
@@ -629,13 +715,27 @@
         el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
           : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${j.processedBy}` : ''}`
             : fmtTime(j.finishedOn || j.processedOn || j.timestamp)),
-        el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || ''))));
-      if (!page.jobs.length) tbody.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No jobs here.')));
-      put(pager,
+        el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || '')));
+      // A filter that matches nothing says so: "No jobs here." under "3
+      // failed jobs; showing those matching …" read as if the 3 were lost.
+      if (!page.jobs.length) {
+        rows.push(el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'no-jobs' }, filterExpr() && !after && !before
+          ? `No ${state} job matches ${filterExpr()}${page.truncated ? ` among the ${page.scanned} scanned` : ''}.`
+          : 'No jobs here.')));
+      }
+      putKeep(tbody, rows);
+      // The other order starts on its first page, with the filter kept.
+      const newest = state === 'delayed' ? ['Due last first', 'Due soonest first'] : ['Newest first', 'Oldest first'];
+      const lastOffset = String(page.total - ((page.total % 25) || 25));
+      putKeep(pager,
         page.prev ? el('button', { id: 'first-page', onclick: () => go({ ...filter }) }, 'First page') : null,
-        page.prevCursor ? el('button', { id: 'prev-page', onclick: () => go({ ...filter, before: page.prevCursor }) }, 'Previous page') : null,
-        page.nextCursor ? el('button', { id: 'next-page', onclick: () => go({ ...filter, after: page.nextCursor }) }, 'Next page') : null,
-        page.jobs.length && !filterExpr() ? el('span', { class: 'muted', id: 'page-range' }, `${page.offset + 1}–${page.nextOffset} of ${page.total}`) : null);
+        page.prevCursor ? el('button', { id: 'prev-page', 'data-cursor': page.prevCursor, onclick: () => go({ ...filter, before: page.prevCursor }) }, 'Previous page') : null,
+        page.nextCursor ? el('button', { id: 'next-page', 'data-cursor': page.nextCursor, onclick: () => go({ ...filter, after: page.nextCursor }) }, 'Next page') : null,
+        // The last page of an unfiltered list is an offset away (a filtered
+        // one is scanned: its size is not known).
+        page.more && !filterExpr() && page.total > 25 ? el('button', { id: 'last-page', 'data-offset': lastOffset, onclick: () => go({ offset: lastOffset }) }, 'Last page') : null,
+        page.jobs.length && !filterExpr() ? el('span', { class: 'muted', id: 'page-range' }, `${page.offset + 1}–${page.nextOffset} of ${page.total}`) : null,
+        page.total > 1 ? el('button', { id: 'order-toggle', onclick: () => go({ ...filter, order: asc ? 'desc' : 'asc' }) }, asc ? newest[0] : newest[1]) : null);
       put(moved, page.moved ? el('p', { class: 'alert alert-budget', id: 'page-moved', role: 'status' }, movedNote(page.moved, state, before !== '')) : null);
       renderHistogram(hist, qp.delayed, qp.storm);
       renderBudget(budget, queue, qp.budget);
@@ -698,10 +798,16 @@
     if (s.canAdmin) {
       const paused = qp.paused;
       items.push(el('button', {
+        id: 'pause-queue',
         onclick: async () => {
-          const res = await act(paused ? 'Resume queue' : 'Pause queue', paused ? `Let workers take ${queue}'s jobs again?` : `Stop workers from taking ${queue}'s jobs? Running jobs finish.`, paused ? 'Resume' : 'Pause',
+          const res = await act(paused ? 'Resume queue' : 'Pause queue', paused ? `Let workers take the jobs of ${queue} again?` : `Stop workers from taking the jobs of ${queue}? Running jobs finish.`, paused ? 'Resume' : 'Pause',
             () => api(`queues/${seg(queue)}/${paused ? 'resume' : 'pause'}`, { method: 'POST' }), !paused);
-          if (res) reload();
+          // Said, as every other action says what it did: the badge alone
+          // changed, at the page's reload.
+          if (res) {
+            toast(paused ? `Resumed ${queue}: workers take its jobs again.` : `Paused ${queue}: workers take none of its jobs until it is resumed; running jobs finish.`);
+            reload();
+          }
         },
       }, paused ? 'Resume…' : 'Pause…'));
       items.push(el('button', {
@@ -1347,7 +1453,7 @@
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: 'job schedulers' }),
       el('h1', {}, `Job schedulers of ${queue}`), note,
       el('div', { class: 'panel' }, el('table', { id: 'schedulers' },
-        el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', 'Next run', 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body)));
+        el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', `Next run (${yourZone})`, 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body)));
     async function load() {
       let res;
       try { res = await api(`queues/${seg(queue)}/schedulers`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = `Could not list job schedulers: ${e.message}`; return; }
@@ -1359,7 +1465,12 @@
         // No tz: each worker, Node's or drover's, reads the pattern in its
         // own process's local time zone (cron-parser's rule).
         el('td', { 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
-        el('td', { 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`),
+        // The next run in the browser's zone, and in the pattern's own when
+        // it names one: "0 3 * * *" in America/New_York showed as 00:00 to
+        // a browser in Los Angeles, beside "America/New_York", with no
+        // word of whose clock that was.
+        el('td', { 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`,
+          sc.tz && inZone(sc.next, sc.tz) && sc.tz !== yourZone ? el('div', { class: 'muted', 'data-next-tz': sc.tz }, `${inZone(sc.next, sc.tz)} in ${sc.tz}`) : null),
         el('td', { class: 'num' }, sc.limit ? `${sc.iterations} of ${sc.limit}` : String(sc.iterations)),
         el('td', {}, sc.name),
         el('td', {}, s.canOperate ? el('button', { class: 'danger', 'data-remove': sc.id, onclick: async () => {
@@ -1458,6 +1569,12 @@
         // The first jobs a bulk action chose (AuditJobIDsMax, 20 at most), so the log says which.
         (e.jobIds || []).length ? el('div', { class: 'mono muted', 'data-job-ids': '' }, `jobs ${e.jobIds.join(', ')}${e.jobIds.length >= 20 ? ', …' : ''}`) : null),
       el('td', { class: 'mono' }, e.remote || ''))));
+    // An empty log says so: a table of headers alone looked like a page
+    // still loading, or one that failed.
+    if (!res.entries.length) {
+      body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted', id: 'audit-empty' }, before ? 'No older entries.'
+        : log === 'security' ? 'No security event recorded yet.' : 'No action recorded yet.')));
+    }
     if (res.next) put(older, el('a', { href: `#/audit?log=${log}&before=${encodeURIComponent(res.next)}` }, 'Older entries →'));
   }
 
@@ -1469,7 +1586,12 @@
     const hash = location.hash.replace(/^#/, '') || '/';
     const [path, query] = hash.split('?');
     const params = new URLSearchParams(query || '');
-    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    // A link whose escapes do not decode (a %E0%A4 cut short by a chat
+    // client or a hand edit) leads nowhere: decodeURIComponent threw out of
+    // the router, and the page left before stayed, frozen, under the new
+    // address.
+    let parts;
+    try { parts = path.split('/').filter(Boolean).map(decodeURIComponent); } catch (e) { noPage(hash); return; }
     try {
       if (parts[0] === 'q' && parts.length === 2) await pageQueue(parts[1], params);
       else if (parts[0] === 'q' && parts[2] === 'job' && parts.length === 4) await pageJob(parts[1], parts[3]);

@@ -1,0 +1,49 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/dashboard"
+)
+
+// TestUINarrowWidth: on a phone's width (375px) no page is wider than the
+// window, and the signed-in user shows on the header bar. The header and
+// the tables of the overview, a queue's failed list and its failure groups
+// pushed the page to 611-914px: the page scrolled sideways, and the user
+// name ran off the dark header, light grey on the light page.
+func TestUINarrowWidth(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	b.startWorker(t, "narrow", func(ctx context.Context, job *drover.Job) (any, error) {
+		return nil, errors.New("upstream answered 503 Service Unavailable for " + strings.Repeat("/segment", 12))
+	}, nil)
+	id := b.add(t, "narrow", "deliver-webhook-to-customer-endpoint", map[string]string{"url": "https://example.com/hook"}, &drover.JobOptions{Attempts: 1})
+	b.waitState(t, "narrow", id, drover.StateFailed)
+
+	tab := browser(t)
+	do(t, tab, chromedp.EmulateViewport(375, 800))
+	for _, page := range []struct{ hash, ready string }{
+		{"#/", `tr[data-queue="narrow"]`},
+		{"#/q/narrow?state=failed", `#failure-groups tr[data-group]`},
+		{"#/q/narrow/job/" + id, `#job-data`},
+		{"#/workers", `#workers`},
+	} {
+		do(t, tab, chromedp.Navigate(b.url+page.hash), chromedp.WaitVisible(chromedp.CSS(page.ready)))
+		widths, err := chromedp.Run(step(t, tab), chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, document.documentElement.clientWidth]`))
+		require.NoError(t, err)
+		require.LessOrEqual(t, widths[0], widths[1], "%s: the page is wider than the window", page.hash)
+		inBar, err := chromedp.Run(step(t, tab), chromedp.Evaluate[bool](`(() => {
+			const who = document.getElementById('whoami').getBoundingClientRect(), bar = document.querySelector('header.top').getBoundingClientRect();
+			return who.left >= bar.left && who.right <= bar.right && who.top >= bar.top && who.bottom <= bar.bottom && who.right <= window.innerWidth;
+		})()`))
+		require.NoError(t, err)
+		require.True(t, inBar, "%s: the user name is off the header bar", page.hash)
+	}
+}
