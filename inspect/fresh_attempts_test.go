@@ -50,11 +50,19 @@ func TestFreshRetryUnderMaxStartedAttempts(t *testing.T) {
 			}
 			q := b.queue(t, "q")
 			var j *drover.Job
+			// Until the retried job ends: completed, or failed again (with
+			// another reason than its first run's). finishedOn is in ms,
+			// so it cannot tell a run that ended within the millisecond of
+			// `before` from the first one.
 			require.Eventually(t, func() bool {
-				var err error
+				st, err := q.GetJobState(ctx, id)
+				require.NoError(t, err)
+				if st != drover.StateCompleted && st != drover.StateFailed {
+					return false
+				}
 				j, err = q.GetJob(ctx, id)
 				require.NoError(t, err)
-				return j.FinishedOn.After(before)
+				return st == drover.StateCompleted || j.FailedReason != "declined"
 			}, 10*time.Second, 10*time.Millisecond)
 			st, err := q.GetJobState(ctx, id)
 			require.NoError(t, err)
