@@ -228,7 +228,8 @@ type BulkJob struct {
 // its deadline on the wire): when it ends first, an add that was sent
 // returns an error wrapping ErrAddInDoubt and ctx.Err() (the job may be
 // stored; adding again with the same JobID stores it once), one still
-// queued behind concurrent adds returns ctx.Err() and is not stored.
+// queued behind concurrent adds returns ctx.Err() and is not stored, and so
+// does one whose ctx has ended before the call.
 //
 // QueueOptions.AddMiddleware runs around it with a one-job slice.
 func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions) (*AddResult, error) {
@@ -396,6 +397,10 @@ func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) 
 // AddRetryWindow.
 func sendAdd(cmdCtx, stop context.Context, window, budget time.Duration, logger *slog.Logger,
 	send func(context.Context, scripts.Call) ([]scripts.AddOutcome, error)) ([]scripts.AddOutcome, error) {
+	if err := cmdCtx.Err(); err != nil {
+		// Ended before the call: nothing is sent, nothing is in doubt.
+		return nil, err
+	}
 	call := scripts.NewCall(window)
 	start := time.Now()
 	deadline := start.Add(window / 2)
