@@ -345,6 +345,11 @@ func (o *JobOptions) validate() error {
 		if int64(r.Count) > jobcodec.MaxCount || int64(r.Limit) > jobcodec.MaxCount {
 			return optionError("JobOptions.%s.Count and Limit must be at most %d, got %+v", name, jobcodec.MaxCount, *r)
 		}
+		// Stored in seconds, read back up to MaxMillis/1000 of them: a
+		// longer age would make the job unreadable.
+		if maxAge := time.Duration(jobcodec.MaxMillis/1000) * time.Second; r.Age > maxAge {
+			return optionError("JobOptions.%s.Age must be at most %s, got %s", name, maxAge, r.Age)
+		}
 	}
 	if d := o.Deduplication; d != nil {
 		if d.ID == "" {

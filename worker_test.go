@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -374,6 +375,11 @@ func TestBadInput(t *testing.T) {
 		{"ChannelData", make(chan int), nil, drover.ErrInvalidData, "unsupported type: chan int"},
 		{"FuncData", func() {}, nil, drover.ErrInvalidData, "unsupported type"},
 		{"OverSizeLimit", map[string]string{"k": "0123456789"}, &drover.JobOptions{SizeLimit: 5}, drover.ErrInvalidData, "over SizeLimit 5"},
+		// An age over 9223372036 s was stored and made the job unreadable
+		// (GetJob and every GetJobs listing it failed: "age: not a finite
+		// number of seconds up to 9223372036").
+		{"RetentionAgeTooLong", nil, &drover.JobOptions{RemoveOnComplete: &drover.Retention{Age: math.MaxInt64}}, drover.ErrInvalidOption, "JobOptions.RemoveOnComplete.Age must be at most 2562047h47m16s"},
+		{"RetentionAgeJustTooLong", nil, &drover.JobOptions{RemoveOnFail: &drover.Retention{Age: 9223372036*time.Second + 600*time.Millisecond}}, drover.ErrInvalidOption, "JobOptions.RemoveOnFail.Age must be at most"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
