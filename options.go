@@ -392,9 +392,10 @@ type QueueOptions struct {
 	// Defaults to AddRetryWindowDefault (1 minute). Must be at least 1ms.
 	AddRetryWindow time.Duration
 	// BackoffTypes names the custom backoff strategies this queue's workers
-	// register (WorkerOptions.BackoffStrategies). Add refuses a Backoff.Type
-	// that is neither fixed, exponential nor listed here, so a typo fails at
-	// add time instead of when the job first fails.
+	// register (WorkerOptions.BackoffStrategies). Add, AddBulk and
+	// UpsertJobScheduler (a template's) refuse a Backoff.Type that is
+	// neither fixed, exponential nor listed here, so a typo fails at add
+	// time instead of when the job first fails.
 	BackoffTypes []string
 	// AddMiddleware runs around every Add and AddBulk, first = outermost
 	// (see AddMiddleware). None by default.

@@ -278,9 +278,8 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 	if err := o.validate(); err != nil {
 		return fail("%w", err)
 	}
-	if b := o.Backoff; b != nil && b.Type != BackoffFixed && b.Type != BackoffExponential && !slices.Contains(q.opts.BackoffTypes, b.Type) {
-		return fail("%w: unknown JobOptions.Backoff.Type %q (want %q, %q or a name in QueueOptions.BackoffTypes)",
-			ErrInvalidOption, b.Type, BackoffFixed, BackoffExponential)
+	if err := q.checkBackoffType(o.Backoff); err != nil {
+		return fail("%w", err)
 	}
 	data, err := jobcodec.EncodeData(bj.Data)
 	if err != nil {
@@ -309,6 +308,16 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 		rec.DedupID, rec.DedupTTL, rec.DedupFlags = d.ID, d.TTL.Milliseconds(), d.flags()
 	}
 	return prepared{rec: rec, opts: o}, nil
+}
+
+// checkBackoffType refuses a Backoff.Type that is neither fixed,
+// exponential nor one of QueueOptions.BackoffTypes.
+func (q *Queue) checkBackoffType(b *Backoff) error {
+	if b != nil && b.Type != BackoffFixed && b.Type != BackoffExponential && !slices.Contains(q.opts.BackoffTypes, b.Type) {
+		return optionError("unknown JobOptions.Backoff.Type %q (want %q, %q or a name in QueueOptions.BackoffTypes)",
+			b.Type, BackoffFixed, BackoffExponential)
+	}
+	return nil
 }
 
 // AddBulk adds many jobs, AddBulkChunk jobs per script call. Every job is
