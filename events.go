@@ -249,6 +249,11 @@ func (qe *QueueEvents) Next(ctx context.Context) (Event, error) {
 // repeated (unless the stream was trimmed past it meanwhile). Other errors
 // (say the key is not a stream) end it.
 func (qe *QueueEvents) Run(ctx context.Context, fn func(Event) error) error {
+	if fn == nil {
+		// Refused before reading: the first event would be read past,
+		// then lost to a nil call.
+		return optionError("QueueEvents.Run needs a function to call, got nil")
+	}
 	failures := 0
 	for {
 		ev, err := qe.Next(ctx)

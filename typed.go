@@ -266,6 +266,9 @@ func (k *Kinds) fail(err error) {
 // runs nothing: every attempt fails with the mistake, and is retried as the
 // job's options say, so a corrected worker can take the job.
 func (k *Kinds) Process(ctx context.Context, job *Job) (any, error) {
+	if job == nil {
+		return nil, optionError("Kinds.Process needs a job, got nil")
+	}
 	if err := k.validate(); err != nil {
 		return nil, fmt.Errorf("job %s (%q) not run: %w", job.ID, job.Name, err)
 	}
