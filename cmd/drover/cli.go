@@ -66,6 +66,18 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		fmt.Fprintln(m.Stdout, "drover", version())
 		return nil
 	}
+	if len(args) > 1 && args[0] == "help" {
+		// `drover help <command>` is `drover <command> -h`; extra words
+		// or an unknown command are a usage error, as for any command.
+		if len(args) > 2 {
+			return usagef("help takes one <command>, got %q", args[1:])
+		}
+		if _, ok := commands[args[1]]; !ok {
+			m.usage()
+			return usagef("unknown command %q", args[1])
+		}
+		return m.Run(ctx, []string{args[1], "-h"})
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		m.usage()
 		return nil
