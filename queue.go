@@ -134,10 +134,20 @@ func checkNames(rdb redis.UniversalClient, prefix, name string) error {
 }
 
 // Name is the queue's name.
-func (q *Queue) Name() string { return q.name }
+func (q *Queue) Name() string {
+	if q == nil {
+		return ""
+	}
+	return q.name
+}
 
 // Prefix is the queue's key prefix.
-func (q *Queue) Prefix() string { return q.k.Prefix() }
+func (q *Queue) Prefix() string {
+	if q == nil {
+		return ""
+	}
+	return q.k.Prefix()
+}
 
 // Close marks the queue closed: later calls fail with ErrClosed, and
 // WaitUntilFinished calls in progress end with it. It returns once the
@@ -145,6 +155,9 @@ func (q *Queue) Prefix() string { return q.k.Prefix() }
 // while Redis answers, longer during an outage (one failed read). It
 // does not close the Redis client, which belongs to the caller.
 func (q *Queue) Close() error {
+	if q == nil {
+		return ErrNoQueue
+	}
 	q.closed.Store(true)
 	if q.endLife != nil {
 		q.endLife()

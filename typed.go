@@ -51,6 +51,9 @@ type JobArgsWithOptions interface {
 // taken, e.g. a RunAt the kind derives from its own fields. Nil args, or
 // args whose Kind is empty, are refused (errors.Is ErrInvalidData).
 func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*AddResult, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
 	if args == nil {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got nil", q.name, ErrInvalidData)
 	}
