@@ -115,7 +115,9 @@ func TestRetryAndCleanRefuseUnknownState(t *testing.T) {
 // `drover <command> -h` does, and an unknown command or extra words are a
 // usage error (exit code 2) naming them. Before, `drover help anything`
 // printed the command list and exited 0, so `drover help retyr` looked
-// fine and `drover help retry` never showed retry's flags.
+// fine and `drover help retry` never showed retry's flags. `drover` alone
+// is a usage error too (the list on stderr, exit 2); it printed the list
+// on stdout and exited 0.
 func TestHelpCommand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -124,6 +126,7 @@ func TestHelpCommand(t *testing.T) {
 		out  string // in stdout on success
 		err  string // in the usage error
 	}{
+		{args: nil, err: "no command given"},
 		{args: []string{"help"}, out: "Usage: drover <command>"},
 		{args: []string{"help", "retry"}, out: "Usage: drover retry"},
 		{args: []string{"help", "scheduler"}, out: "Usage: drover scheduler"},
@@ -140,5 +143,6 @@ func TestHelpCommand(t *testing.T) {
 		var ue *usageError
 		require.True(t, errors.As(err, &ue), "%q: a usage error (exit 2), got %v", c.args, err)
 		require.ErrorContains(t, err, c.err, "%q", c.args)
+		require.Empty(t, out.String(), "%q: nothing on stdout", c.args)
 	}
 }
