@@ -71,7 +71,8 @@ type Retention struct {
 	Count int
 	// Age drops finished jobs older than Age. 0 = no bound. It is stored in
 	// seconds, as BullMQ's age; a part of a second is kept as a fraction
-	// (1.5), to the millisecond, as Node stores one.
+	// (1.5), to the millisecond, as Node stores one; an age under 1ms is
+	// refused.
 	Age time.Duration
 	// Limit caps how many jobs one finish removes by age. 0 = BullMQ's 1000.
 	Limit int
@@ -95,7 +96,8 @@ type Deduplication struct {
 	// ID identifies the operation. Required.
 	ID string
 	// TTL bounds how long the ID stays taken (throttle mode). 0 = until the
-	// job finishes or is removed (simple mode).
+	// job finishes or is removed (simple mode). Stored in ms: a TTL under
+	// 1ms is refused.
 	TTL time.Duration
 	// Extend restarts the TTL on every duplicate add.
 	Extend bool
@@ -350,6 +352,11 @@ func (o *JobOptions) validate() error {
 		if maxAge := time.Duration(jobcodec.MaxMillis/1000) * time.Second; r.Age > maxAge {
 			return optionError("JobOptions.%s.Age must be at most %s, got %s", name, maxAge, r.Age)
 		}
+		// Stored to the ms: a shorter age would be stored as none, which
+		// keeps every job, the opposite of what was asked.
+		if r.Age > 0 && r.Age < time.Millisecond {
+			return optionError("JobOptions.%s.Age must be at least 1ms (it is stored in ms), got %s", name, r.Age)
+		}
 	}
 	if d := o.Deduplication; d != nil {
 		if d.ID == "" {
@@ -357,6 +364,11 @@ func (o *JobOptions) validate() error {
 		}
 		if d.TTL < 0 {
 			return optionError("JobOptions.Deduplication.TTL must not be negative, got %s", d.TTL)
+		}
+		// Stored in ms: a shorter TTL would be stored as none, which holds
+		// the id until the job finishes, the opposite of what was asked.
+		if d.TTL > 0 && d.TTL < time.Millisecond {
+			return optionError("JobOptions.Deduplication.TTL must be at least 1ms (it is stored in ms), got %s", d.TTL)
 		}
 	}
 	return nil

@@ -379,6 +379,11 @@ func TestBadInput(t *testing.T) {
 		// (GetJob and every GetJobs listing it failed: "age: not a finite
 		// number of seconds up to 9223372036").
 		{"RetentionAgeTooLong", nil, &drover.JobOptions{RemoveOnComplete: &drover.Retention{Age: math.MaxInt64}}, drover.ErrInvalidOption, "JobOptions.RemoveOnComplete.Age must be at most 2562047h47m16s"},
+		// A TTL or age under 1ms was stored as none: the id held until the
+		// job finished (a second add 20ms later was deduplicated, while
+		// one with a 1ms TTL was created), and every job kept.
+		{"DedupTTLUnderAMillisecond", nil, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "d", TTL: time.Microsecond}}, drover.ErrInvalidOption, "JobOptions.Deduplication.TTL must be at least 1ms (it is stored in ms), got 1µs"},
+		{"RetentionAgeUnderAMillisecond", nil, &drover.JobOptions{RemoveOnComplete: &drover.Retention{Age: 999 * time.Microsecond}}, drover.ErrInvalidOption, "JobOptions.RemoveOnComplete.Age must be at least 1ms (it is stored in ms), got 999µs"},
 		{"RetentionAgeJustTooLong", nil, &drover.JobOptions{RemoveOnFail: &drover.Retention{Age: 9223372036*time.Second + 600*time.Millisecond}}, drover.ErrInvalidOption, "JobOptions.RemoveOnFail.Age must be at most"},
 	}
 	for _, tt := range tests {
