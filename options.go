@@ -337,25 +337,9 @@ func (o *JobOptions) validate() error {
 			return optionError("JobOptions.Backoff.Jitter must be between 0 and 1, got %v", b.Jitter)
 		}
 	}
-	for name, r := range map[string]*Retention{"RemoveOnComplete": o.RemoveOnComplete, "RemoveOnFail": o.RemoveOnFail} {
-		if r == nil {
-			continue
-		}
-		if r.Count < 0 || r.Age < 0 || r.Limit < 0 {
-			return optionError("JobOptions.%s fields must not be negative, got %+v", name, *r)
-		}
-		if int64(r.Count) > jobcodec.MaxCount || int64(r.Limit) > jobcodec.MaxCount {
-			return optionError("JobOptions.%s.Count and Limit must be at most %d, got %+v", name, jobcodec.MaxCount, *r)
-		}
-		// Stored in seconds, read back up to MaxMillis/1000 of them: a
-		// longer age would make the job unreadable.
-		if maxAge := time.Duration(jobcodec.MaxMillis/1000) * time.Second; r.Age > maxAge {
-			return optionError("JobOptions.%s.Age must be at most %s, got %s", name, maxAge, r.Age)
-		}
-		// Stored to the ms: a shorter age would be stored as none, which
-		// keeps every job, the opposite of what was asked.
-		if r.Age > 0 && r.Age < time.Millisecond {
-			return optionError("JobOptions.%s.Age must be at least 1ms (it is stored in ms), got %s", name, r.Age)
+	for name, r := range map[string]*Retention{"JobOptions.RemoveOnComplete": o.RemoveOnComplete, "JobOptions.RemoveOnFail": o.RemoveOnFail} {
+		if err := r.check(name); err != nil {
+			return err
 		}
 	}
 	if d := o.Deduplication; d != nil {
@@ -370,6 +354,31 @@ func (o *JobOptions) validate() error {
 		if d.TTL > 0 && d.TTL < time.Millisecond {
 			return optionError("JobOptions.Deduplication.TTL must be at least 1ms (it is stored in ms), got %s", d.TTL)
 		}
+	}
+	return nil
+}
+
+// check refuses a Retention that cannot be stored as given; name is the
+// option's, for the error. A nil one is fine.
+func (r *Retention) check(name string) error {
+	if r == nil {
+		return nil
+	}
+	if r.Count < 0 || r.Age < 0 || r.Limit < 0 {
+		return optionError("%s fields must not be negative, got %+v", name, *r)
+	}
+	if int64(r.Count) > jobcodec.MaxCount || int64(r.Limit) > jobcodec.MaxCount {
+		return optionError("%s.Count and Limit must be at most %d, got %+v", name, jobcodec.MaxCount, *r)
+	}
+	// Stored in seconds, read back up to MaxMillis/1000 of them: a longer
+	// age would make the job unreadable.
+	if maxAge := time.Duration(jobcodec.MaxMillis/1000) * time.Second; r.Age > maxAge {
+		return optionError("%s.Age must be at most %s, got %s", name, maxAge, r.Age)
+	}
+	// Stored to the ms: a shorter age would be stored as none, which keeps
+	// every job, the opposite of what was asked.
+	if r.Age > 0 && r.Age < time.Millisecond {
+		return optionError("%s.Age must be at least 1ms (it is stored in ms), got %s", name, r.Age)
 	}
 	return nil
 }

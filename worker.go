@@ -234,6 +234,11 @@ func (o *WorkerOptions) validate() error {
 	case o.ClockSkewWarning < 0:
 		return optionError("WorkerOptions.ClockSkewWarning must not be negative, got %s", o.ClockSkewWarning)
 	}
+	for name, r := range map[string]*Retention{"WorkerOptions.RemoveOnComplete": o.RemoveOnComplete, "WorkerOptions.RemoveOnFail": o.RemoveOnFail} {
+		if err := r.check(name); err != nil {
+			return err
+		}
+	}
 	for name, fn := range o.BackoffStrategies {
 		if name == "" || name == BackoffFixed || name == BackoffExponential || fn == nil {
 			return optionError("WorkerOptions.BackoffStrategies: %q must be a non-empty custom name with a function", name)

@@ -419,6 +419,21 @@ func TestBadInput(t *testing.T) {
 	t.Run("BadWorkerOptions", func(t *testing.T) {
 		_, err := drover.NewWorker(b.rdb, "q", drover.ProcessorFunc(nil), &drover.WorkerOptions{Concurrency: -1})
 		require.ErrorContains(t, err, "WorkerOptions.Concurrency must be at least 1, got -1")
+		// A worker's default retention goes to Redis as a job's does, so
+		// the same values are refused. Before, all were taken: an age under
+		// 1ms went as none (every job kept), a negative count as keep all.
+		for _, c := range []struct {
+			opts drover.WorkerOptions
+			want string
+		}{
+			{drover.WorkerOptions{RemoveOnComplete: &drover.Retention{Age: time.Microsecond}}, "WorkerOptions.RemoveOnComplete.Age must be at least 1ms (it is stored in ms), got 1µs"},
+			{drover.WorkerOptions{RemoveOnFail: &drover.Retention{Age: math.MaxInt64}}, "WorkerOptions.RemoveOnFail.Age must be at most 2562047h47m16s"},
+			{drover.WorkerOptions{RemoveOnFail: &drover.Retention{Count: -1}}, "WorkerOptions.RemoveOnFail fields must not be negative"},
+		} {
+			_, err := drover.NewWorker(b.rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }), &c.opts)
+			require.ErrorIs(t, err, drover.ErrInvalidOption, c.want)
+			require.ErrorContains(t, err, c.want)
+		}
 	})
 }
 
