@@ -235,6 +235,10 @@ func NewFlowProducer(rdb redis.UniversalClient, opts *FlowProducerOptions) (*Flo
 		if err := checkDefaultJobOptions(fmt.Sprintf("FlowProducerOptions.DefaultJobOptions[%q]", name), d); err != nil {
 			return nil, err
 		}
+		if b := d.Backoff; b != nil && b.Type != BackoffFixed && b.Type != BackoffExponential && !slices.Contains(o.BackoffTypes, b.Type) {
+			return nil, optionError("FlowProducerOptions.DefaultJobOptions[%q]: unknown JobOptions.Backoff.Type %q (want %q, %q or a name in FlowProducerOptions.BackoffTypes)",
+				name, b.Type, BackoffFixed, BackoffExponential)
+		}
 	}
 	for i, mw := range o.Middleware {
 		if mw == nil {

@@ -265,3 +265,24 @@ func TestBadSchedulerTemplatesWriteNothing(t *testing.T) {
 	_, err = q.UpsertJobScheduler(ctx, "s", every, &drover.JobTemplate{Opts: &drover.JobOptions{Backoff: &drover.Backoff{Type: "lineer"}}})
 	require.NoError(t, err)
 }
+
+// TestDefaultJobOptionsBackoffTypeCheckedUpFront: a DefaultJobOptions
+// backoff type neither fixed, exponential nor in BackoffTypes is refused
+// by NewQueue and NewFlowProducer, naming it. Before, both were made, and
+// every Add (every flow node of that queue) then failed on it.
+func TestDefaultJobOptionsBackoffTypeCheckedUpFront(t *testing.T) {
+	t.Parallel()
+	bundle := setupQueue(t)
+	bad := &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: "lineer"}}
+	_, err := drover.NewQueue(bundle.rdb, "q", &drover.QueueOptions{Prefix: bundle.prefix, DefaultJobOptions: bad})
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	require.ErrorContains(t, err, `QueueOptions.DefaultJobOptions: invalid option: unknown JobOptions.Backoff.Type "lineer"`)
+	_, err = drover.NewFlowProducer(bundle.rdb, &drover.FlowProducerOptions{Prefix: bundle.prefix, DefaultJobOptions: map[string]*drover.JobOptions{"q": bad}})
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	require.ErrorContains(t, err, `FlowProducerOptions.DefaultJobOptions["q"]: unknown JobOptions.Backoff.Type "lineer"`)
+	// Listed in BackoffTypes, it is taken.
+	_, err = drover.NewQueue(bundle.rdb, "q", &drover.QueueOptions{Prefix: bundle.prefix, DefaultJobOptions: bad, BackoffTypes: []string{"lineer"}})
+	require.NoError(t, err)
+	_, err = drover.NewFlowProducer(bundle.rdb, &drover.FlowProducerOptions{Prefix: bundle.prefix, DefaultJobOptions: map[string]*drover.JobOptions{"q": bad}, BackoffTypes: []string{"lineer"}})
+	require.NoError(t, err)
+}

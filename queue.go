@@ -83,6 +83,10 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 		if err := checkDefaultJobOptions("QueueOptions.DefaultJobOptions", o.DefaultJobOptions); err != nil {
 			return nil, err
 		}
+		// Every Add would fail on it; say so now.
+		if err := backoffTypeKnown(o.DefaultJobOptions.Backoff, o.BackoffTypes); err != nil {
+			return nil, fmt.Errorf("QueueOptions.DefaultJobOptions: %w", err)
+		}
 	}
 	for i, mw := range o.AddMiddleware {
 		if mw == nil {
@@ -325,8 +329,12 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 
 // checkBackoffType refuses a Backoff.Type that is neither fixed,
 // exponential nor one of QueueOptions.BackoffTypes.
-func (q *Queue) checkBackoffType(b *Backoff) error {
-	if b != nil && b.Type != BackoffFixed && b.Type != BackoffExponential && !slices.Contains(q.opts.BackoffTypes, b.Type) {
+func (q *Queue) checkBackoffType(b *Backoff) error { return backoffTypeKnown(b, q.opts.BackoffTypes) }
+
+// backoffTypeKnown is checkBackoffType for a queue whose custom types are
+// types.
+func backoffTypeKnown(b *Backoff, types []string) error {
+	if b != nil && b.Type != BackoffFixed && b.Type != BackoffExponential && !slices.Contains(types, b.Type) {
 		return optionError("unknown JobOptions.Backoff.Type %q (want %q, %q or a name in QueueOptions.BackoffTypes)",
 			b.Type, BackoffFixed, BackoffExponential)
 	}
