@@ -52,6 +52,11 @@ type addRequest struct {
 // when ctx ends, even while Redis does not answer (see wait); an add that
 // was not sent yet then leaves the queue, so its error means not stored.
 func (b *addBatcher) add(ctx context.Context, q *Queue, rec scripts.AddRecord) (scripts.AddOutcome, error) {
+	if err := ctx.Err(); err != nil {
+		// Ended before the call: nothing is sent (a batch's send is
+		// detached from its leader's ctx, so it would be stored).
+		return scripts.AddOutcome{}, err
+	}
 	req := &addRequest{rec: rec, done: make(chan struct{}), lead: make(chan struct{})}
 	b.mu.Lock()
 	if b.leaders < addLeaders {

@@ -43,6 +43,9 @@ type RetryOptions struct {
 // is elsewhere, ErrJobLocked when a worker holds it, ErrJobNotFound when
 // it is gone.
 func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := j.storedIDErr("retry"); err != nil {
 		return err
 	}
@@ -73,6 +76,9 @@ func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) err
 
 // Promote makes a delayed job ready now. ErrNotInState if it is not delayed.
 func (j *Job) Promote(ctx context.Context) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := j.storedIDErr("promote"); err != nil {
 		return err
 	}
@@ -85,6 +91,9 @@ func (j *Job) Promote(ctx context.Context) error {
 // ChangeDelay makes a delayed job due delay from now. ErrNotInState if it is
 // not delayed.
 func (j *Job) ChangeDelay(ctx context.Context, delay time.Duration) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := j.storedIDErr("change delay of"); err != nil {
 		return err
 	}
@@ -101,6 +110,9 @@ func (j *Job) ChangeDelay(ctx context.Context, delay time.Duration) error {
 // re-queued where the new priority puts it; lifo puts it first among its
 // priority.
 func (j *Job) ChangePriority(ctx context.Context, priority int, lifo bool) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := j.storedIDErr("change priority of"); err != nil {
 		return err
 	}
@@ -118,6 +130,9 @@ func (j *Job) ChangePriority(ctx context.Context, priority int, lifo bool) error
 // that is itself a child is detached from its parent, which stops waiting
 // for it. ErrJobLocked if a worker holds the job or one of those children.
 func (j *Job) Remove(ctx context.Context) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := j.storedIDErr("remove"); err != nil {
 		return err
 	}

@@ -67,6 +67,9 @@ func (q *Queue) RemoveDeduplicationKey(ctx context.Context, dedupID string) (int
 // As in BullMQ only the id's key goes: a newest add kept by
 // Deduplication.KeepLastIfActive is not dropped with it.
 func (j *Job) RemoveDeduplicationKey(ctx context.Context) (bool, error) {
+	if j == nil {
+		return false, errNilJob
+	}
 	if err := j.storedIDErr("remove deduplication key of"); err != nil {
 		return false, err
 	}

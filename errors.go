@@ -156,6 +156,10 @@ func Delay(d time.Duration) error {
 
 // errZeroValue is the error of a call on a zero value of a type that needs
 // its constructor (a Queue{} instead of NewQueue's).
+// errNilJob is the error of a Job method called on a nil *Job (say, the
+// Job of a GetJob whose error was dropped).
+var errNilJob = fmt.Errorf("%w: the *drover.Job is nil", ErrInvalidOption)
+
 func errZeroValue(typ, constructor string) error {
 	return fmt.Errorf("%w: this %s is a zero value; make it with %s", ErrInvalidOption, typ, constructor)
 }

@@ -183,11 +183,16 @@ func NewQueueEvents(rdb redis.UniversalClient, name string, opts *QueueEventsOpt
 }
 
 // LastID is the id of the last event returned ("$" before the first).
-func (qe *QueueEvents) LastID() string { return qe.lastID }
+func (qe *QueueEvents) LastID() string {
+	if qe == nil {
+		return ""
+	}
+	return qe.lastID
+}
 
 // Next returns the next event, blocking until one arrives or ctx is done.
 func (qe *QueueEvents) Next(ctx context.Context) (Event, error) {
-	if qe.rdb == nil {
+	if qe == nil || qe.rdb == nil {
 		return Event{}, errZeroValue("QueueEvents", "NewQueueEvents")
 	}
 	for len(qe.buf) == 0 {
@@ -249,6 +254,14 @@ func (qe *QueueEvents) Next(ctx context.Context) (Event, error) {
 // repeated (unless the stream was trimmed past it meanwhile). Other errors
 // (say the key is not a stream) end it.
 func (qe *QueueEvents) Run(ctx context.Context, fn func(Event) error) error {
+	if qe == nil || qe.rdb == nil {
+		return errZeroValue("QueueEvents", "NewQueueEvents")
+	}
+	if fn == nil {
+		// Refused before reading: the first event would be read past,
+		// then lost to a nil call.
+		return optionError("QueueEvents.Run needs a function to call, got nil")
+	}
 	failures := 0
 	for {
 		ev, err := qe.Next(ctx)

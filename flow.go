@@ -116,6 +116,9 @@ func ParseJobKey(key string) (JobRef, error) {
 
 // Ref names the job, e.g. as the Parent of children a processor adds.
 func (j *Job) Ref() JobRef {
+	if j == nil {
+		return JobRef{}
+	}
 	if j.queue == nil {
 		return JobRef{ID: j.ID}
 	}
@@ -232,6 +235,10 @@ func NewFlowProducer(rdb redis.UniversalClient, opts *FlowProducerOptions) (*Flo
 		if err := checkDefaultJobOptions(fmt.Sprintf("FlowProducerOptions.DefaultJobOptions[%q]", name), d); err != nil {
 			return nil, err
 		}
+		if b := d.Backoff; b != nil && b.Type != BackoffFixed && b.Type != BackoffExponential && !slices.Contains(o.BackoffTypes, b.Type) {
+			return nil, optionError("FlowProducerOptions.DefaultJobOptions[%q]: unknown JobOptions.Backoff.Type %q (want %q, %q or a name in FlowProducerOptions.BackoffTypes)",
+				name, b.Type, BackoffFixed, BackoffExponential)
+		}
 	}
 	for i, mw := range o.Middleware {
 		if mw == nil {
@@ -253,6 +260,9 @@ func NewFlowProducer(rdb redis.UniversalClient, opts *FlowProducerOptions) (*Flo
 // Close marks the producer closed: later calls fail with ErrClosed. It
 // does not close the Redis client.
 func (f *FlowProducer) Close() error {
+	if f == nil {
+		return errZeroValue("FlowProducer", "NewFlowProducer")
+	}
 	f.closed.Store(true)
 	return nil
 }
@@ -317,7 +327,7 @@ func (f *FlowProducer) Add(ctx context.Context, flow FlowJob) (*JobNode, error) 
 // ErrAddInDoubt and ctx.Err(): all or none may be stored; with custom
 // JobIDs, adding again attaches the stored jobs instead of doubling them.
 func (f *FlowProducer) AddBulk(ctx context.Context, flows []FlowJob) ([]*JobNode, error) {
-	if f.rdb == nil {
+	if f == nil || f.rdb == nil {
 		return nil, errZeroValue("FlowProducer", "NewFlowProducer")
 	}
 	if f.closed.Load() {

@@ -21,6 +21,9 @@ import (
 // ErrParentNotFound (as BullMQ refuses it), a missing job with
 // ErrJobNotFound.
 func (j *Job) RemoveChildDependency(ctx context.Context) (bool, error) {
+	if j == nil {
+		return false, errNilJob
+	}
 	if err := j.storedIDErr("remove child dependency of"); err != nil {
 		return false, err
 	}
@@ -50,6 +53,9 @@ func (j *Job) RemoveChildDependency(ctx context.Context) (bool, error) {
 // It returns how many jobs it deleted. A missing job is refused with
 // ErrJobNotFound (BullMQ's call returns nothing either way).
 func (j *Job) RemoveUnprocessedChildren(ctx context.Context) (int, error) {
+	if j == nil {
+		return 0, errNilJob
+	}
 	if err := j.storedIDErr("remove unprocessed children of"); err != nil {
 		return 0, err
 	}

@@ -162,6 +162,9 @@ func (r *flowReads) childKeys() []string {
 // GetChildrenValues returns the return values of the job's completed flow
 // children, by child job key ("<prefix>:<queue>:<id>", see ParseJobKey).
 func (j *Job) GetChildrenValues(ctx context.Context) (map[string]json.RawMessage, error) {
+	if j == nil {
+		return nil, errNilJob
+	}
 	if err := j.storedIDErr("get children values of"); err != nil {
 		return nil, err
 	}
@@ -185,6 +188,9 @@ func (j *Job) GetChildrenValues(ctx context.Context) (map[string]json.RawMessage
 // children that failed with IgnoreDependency or ContinueParent, by child
 // job key.
 func (j *Job) GetIgnoredChildrenFailures(ctx context.Context) (map[string]string, error) {
+	if j == nil {
+		return nil, errNilJob
+	}
 	if err := j.storedIDErr("get ignored children failures of"); err != nil {
 		return nil, err
 	}
@@ -202,6 +208,9 @@ func (j *Job) GetIgnoredChildrenFailures(ctx context.Context) (map[string]string
 // of getIgnoredChildrenFailures), kept so code ported from Node reads the
 // same. Both read the same hash.
 func (j *Job) GetFailedChildrenValues(ctx context.Context) (map[string]string, error) {
+	if j == nil {
+		return nil, errNilJob
+	}
 	return j.GetIgnoredChildrenFailures(ctx)
 }
 
@@ -250,6 +259,9 @@ type Dependencies struct {
 // children at Cursor to Cursor+Count-1; BullMQ 6.7's ends at Count-1
 // whatever the cursor, so past the first page it reads none.
 func (j *Job) GetDependencies(ctx context.Context, opts *DependenciesOptions) (*Dependencies, error) {
+	if j == nil {
+		return nil, errNilJob
+	}
 	if err := j.storedIDErr("get dependencies of"); err != nil {
 		return nil, err
 	}
@@ -348,6 +360,9 @@ type DependencyCounts struct {
 
 // GetDependenciesCount counts the job's flow children, atomically.
 func (j *Job) GetDependenciesCount(ctx context.Context) (DependencyCounts, error) {
+	if j == nil {
+		return DependencyCounts{}, errNilJob
+	}
 	if err := j.storedIDErr("count dependencies of"); err != nil {
 		return DependencyCounts{}, err
 	}
@@ -405,6 +420,9 @@ type MoveToWaitingChildrenOptions struct {
 // ErrJobLocked when another token holds it, ErrNotInState when the job is
 // no longer active, ErrJobNotFound, ErrFailedChildren.
 func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChildrenOptions) (bool, error) {
+	if j == nil {
+		return false, errNilJob
+	}
 	if j.token == "" || j.run == nil || j.queue == nil {
 		return false, j.err("move to waiting-children", errors.New("not a running attempt: only the job handed to a processor or returned by Worker.NextJob can wait for its children"))
 	}

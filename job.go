@@ -117,6 +117,9 @@ type FreshAttempts struct {
 
 // DecodeData unmarshals the job's data into v.
 func (j *Job) DecodeData(v any) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := json.Unmarshal(j.Data, v); err != nil {
 		return fmt.Errorf("decode data of job %s: %w", j.ID, err)
 	}
@@ -124,7 +127,12 @@ func (j *Job) DecodeData(v any) error {
 }
 
 // Queue is the queue the job belongs to; nil for the zero Job.
-func (j *Job) Queue() *Queue { return j.queue }
+func (j *Job) Queue() *Queue {
+	if j == nil {
+		return nil
+	}
+	return j.queue
+}
 
 // stateErr is err as j.err makes it, and when the job was not in the
 // state the operation needs, says which state it is in and which one the
@@ -175,6 +183,9 @@ func storedIDError(id string) error {
 // UpdateProgress stores v (JSON-encoded) as the job's progress and emits a
 // progress event.
 func (j *Job) UpdateProgress(ctx context.Context, v any) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := j.storedIDErr("update progress of"); err != nil {
 		return err
 	}
@@ -201,6 +212,9 @@ func (j *Job) UpdateProgress(ctx context.Context, v any) error {
 // event and no SizeLimit check. A job that no longer exists is an error
 // (errors.Is ErrJobNotFound).
 func (j *Job) UpdateData(ctx context.Context, v any) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := j.storedIDErr("update data of"); err != nil {
 		return err
 	}
@@ -223,6 +237,9 @@ func (j *Job) UpdateData(ctx context.Context, v any) error {
 // Log appends a line to the job's log, bounded by Opts.KeepLogs. It returns
 // the number of lines the log now holds.
 func (j *Job) Log(ctx context.Context, line string) (int, error) {
+	if j == nil {
+		return 0, errNilJob
+	}
 	if err := j.storedIDErr("log to"); err != nil {
 		return 0, err
 	}
@@ -238,6 +255,9 @@ func (j *Job) Log(ctx context.Context, line string) (int, error) {
 // clearLogs(keepLogs)); keep 0 deletes them all. Like BullMQ's it is one
 // Redis command and does not check that the job exists.
 func (j *Job) ClearLogs(ctx context.Context, keep int) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := j.storedIDErr("clear logs of"); err != nil {
 		return err
 	}
@@ -263,6 +283,9 @@ func (j *Job) ClearLogs(ctx context.Context, keep int) error {
 
 // GetState reads the job's current state.
 func (j *Job) GetState(ctx context.Context) (JobState, error) {
+	if j == nil {
+		return "", errNilJob
+	}
 	if j.queue == nil {
 		return StateUnknown, nil
 	}

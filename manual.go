@@ -64,7 +64,7 @@ import (
 // answered) the job may be active under token; it comes back through the
 // stalled checker once its lock expires.
 func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) (*Job, error) {
-	if w.q == nil {
+	if w == nil || w.q == nil {
 		return nil, errZeroValue("Worker", "NewWorker")
 	}
 	if w.proc != nil {
@@ -299,6 +299,9 @@ var errMovedToWait = errors.New("moved back to wait")
 // through Worker.Queue, with that worker's options (BullMQ's
 // Job.fromId(worker, id)). The Job's fields are not updated.
 func (j *Job) Complete(ctx context.Context, token string, value any) error {
+	if j == nil {
+		return errNilJob
+	}
 	_, err := j.complete(ctx, token, value, false)
 	return err
 }
@@ -332,6 +335,9 @@ func (j *Job) complete(ctx context.Context, token string, value any, next bool) 
 // (the errors of Complete) takes nothing. When the reply is lost, the job taken, if any, stays active
 // under token until the stalled checker gives it back.
 func (j *Job) CompleteAndNext(ctx context.Context, token string, value any) (*Job, error) {
+	if j == nil {
+		return nil, errNilJob
+	}
 	return j.complete(ctx, token, value, true)
 }
 
@@ -345,6 +351,9 @@ func (j *Job) CompleteAndNext(ctx context.Context, token string, value any) (*Jo
 // failure); a nil err, or one whose Error method panics (a typed nil
 // pointer), is refused with ErrInvalidOption.
 func (j *Job) Fail(ctx context.Context, token string, err error) error {
+	if j == nil {
+		return errNilJob
+	}
 	if bad := checkFailCause("Fail", err); bad != nil {
 		return j.err("fail", bad)
 	}
@@ -373,6 +382,9 @@ func checkFailCause(call string, err error) error {
 // it; a job retried at once goes back to wait and nothing is taken (nil),
 // as BullMQ's retry takes nothing.
 func (j *Job) FailAndNext(ctx context.Context, token string, err error) (*Job, error) {
+	if j == nil {
+		return nil, errNilJob
+	}
 	if bad := checkFailCause("FailAndNext", err); bad != nil {
 		return nil, j.err("fail", bad)
 	}
@@ -384,6 +396,9 @@ func (j *Job) FailAndNext(ctx context.Context, token string, err error) (*Job, e
 // job.moveToDelayed(timestamp, token). The token and error rules are
 // Complete's.
 func (j *Job) MoveToDelayed(ctx context.Context, token string, until time.Time) error {
+	if j == nil {
+		return errNilJob
+	}
 	if until.IsZero() {
 		return j.err("move to delayed", optionError("MoveToDelayed needs a time, got the zero time"))
 	}
@@ -400,6 +415,9 @@ func (j *Job) MoveToDelayed(ctx context.Context, token string, until time.Time) 
 // attempt, as BullMQ's job.moveToWait(token); the attempt is recorded as
 // OutcomeRequeued. The token and error rules are Complete's.
 func (j *Job) MoveToWait(ctx context.Context, token string) error {
+	if j == nil {
+		return errNilJob
+	}
 	_, err := j.endAttempt(ctx, "move to wait", token, nil, errMovedToWait, false)
 	return err
 }
@@ -410,6 +428,9 @@ func (j *Job) MoveToWait(ctx context.Context, token string) error {
 // that is gone is ErrLockLost, one another token holds is ErrJobLocked;
 // neither writes anything.
 func (j *Job) ExtendLock(ctx context.Context, token string, d time.Duration) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := j.storedIDErr("extend the lock of"); err != nil {
 		return err
 	}

@@ -71,7 +71,8 @@ type Retention struct {
 	Count int
 	// Age drops finished jobs older than Age. 0 = no bound. It is stored in
 	// seconds, as BullMQ's age; a part of a second is kept as a fraction
-	// (1.5), to the millisecond, as Node stores one.
+	// (1.5), to the millisecond, as Node stores one; an age under 1ms is
+	// refused.
 	Age time.Duration
 	// Limit caps how many jobs one finish removes by age. 0 = BullMQ's 1000.
 	Limit int
@@ -95,7 +96,8 @@ type Deduplication struct {
 	// ID identifies the operation. Required.
 	ID string
 	// TTL bounds how long the ID stays taken (throttle mode). 0 = until the
-	// job finishes or is removed (simple mode).
+	// job finishes or is removed (simple mode). Stored in ms: a TTL under
+	// 1ms is refused.
 	TTL time.Duration
 	// Extend restarts the TTL on every duplicate add.
 	Extend bool
@@ -335,15 +337,9 @@ func (o *JobOptions) validate() error {
 			return optionError("JobOptions.Backoff.Jitter must be between 0 and 1, got %v", b.Jitter)
 		}
 	}
-	for name, r := range map[string]*Retention{"RemoveOnComplete": o.RemoveOnComplete, "RemoveOnFail": o.RemoveOnFail} {
-		if r == nil {
-			continue
-		}
-		if r.Count < 0 || r.Age < 0 || r.Limit < 0 {
-			return optionError("JobOptions.%s fields must not be negative, got %+v", name, *r)
-		}
-		if int64(r.Count) > jobcodec.MaxCount || int64(r.Limit) > jobcodec.MaxCount {
-			return optionError("JobOptions.%s.Count and Limit must be at most %d, got %+v", name, jobcodec.MaxCount, *r)
+	for name, r := range map[string]*Retention{"JobOptions.RemoveOnComplete": o.RemoveOnComplete, "JobOptions.RemoveOnFail": o.RemoveOnFail} {
+		if err := r.check(name); err != nil {
+			return err
 		}
 	}
 	if d := o.Deduplication; d != nil {
@@ -353,6 +349,36 @@ func (o *JobOptions) validate() error {
 		if d.TTL < 0 {
 			return optionError("JobOptions.Deduplication.TTL must not be negative, got %s", d.TTL)
 		}
+		// Stored in ms: a shorter TTL would be stored as none, which holds
+		// the id until the job finishes, the opposite of what was asked.
+		if d.TTL > 0 && d.TTL < time.Millisecond {
+			return optionError("JobOptions.Deduplication.TTL must be at least 1ms (it is stored in ms), got %s", d.TTL)
+		}
+	}
+	return nil
+}
+
+// check refuses a Retention that cannot be stored as given; name is the
+// option's, for the error. A nil one is fine.
+func (r *Retention) check(name string) error {
+	if r == nil {
+		return nil
+	}
+	if r.Count < 0 || r.Age < 0 || r.Limit < 0 {
+		return optionError("%s fields must not be negative, got %+v", name, *r)
+	}
+	if int64(r.Count) > jobcodec.MaxCount || int64(r.Limit) > jobcodec.MaxCount {
+		return optionError("%s.Count and Limit must be at most %d, got %+v", name, jobcodec.MaxCount, *r)
+	}
+	// Stored in seconds, read back up to MaxMillis/1000 of them: a longer
+	// age would make the job unreadable.
+	if maxAge := time.Duration(jobcodec.MaxMillis/1000) * time.Second; r.Age > maxAge {
+		return optionError("%s.Age must be at most %s, got %s", name, maxAge, r.Age)
+	}
+	// Stored to the ms: a shorter age would be stored as none, which keeps
+	// every job, the opposite of what was asked.
+	if r.Age > 0 && r.Age < time.Millisecond {
+		return optionError("%s.Age must be at least 1ms (it is stored in ms), got %s", name, r.Age)
 	}
 	return nil
 }
@@ -387,9 +413,10 @@ type QueueOptions struct {
 	// Defaults to AddRetryWindowDefault (1 minute). Must be at least 1ms.
 	AddRetryWindow time.Duration
 	// BackoffTypes names the custom backoff strategies this queue's workers
-	// register (WorkerOptions.BackoffStrategies). Add refuses a Backoff.Type
-	// that is neither fixed, exponential nor listed here, so a typo fails at
-	// add time instead of when the job first fails.
+	// register (WorkerOptions.BackoffStrategies). Add, AddBulk and
+	// UpsertJobScheduler (a template's) refuse a Backoff.Type that is
+	// neither fixed, exponential nor listed here, so a typo fails at add
+	// time instead of when the job first fails.
 	BackoffTypes []string
 	// AddMiddleware runs around every Add and AddBulk, first = outermost
 	// (see AddMiddleware). None by default.

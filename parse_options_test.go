@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -220,4 +221,68 @@ func TestBadRepeatOptionsWriteNothing(t *testing.T) {
 	keys, err := bundle.rdb.Keys(ctx, bundle.prefix+":*").Result()
 	require.NoError(t, err)
 	require.Empty(t, keys)
+}
+
+// TestBadSchedulerTemplatesWriteNothing: a job scheduler's template is
+// checked as Add checks a job, before anything is written. Before, a
+// template's Backoff.Type that is neither fixed, exponential nor in
+// QueueOptions.BackoffTypes was stored (Add refuses it), so every run
+// failed for good at its first failure ("unknown backoff strategy").
+func TestBadSchedulerTemplatesWriteNothing(t *testing.T) {
+	t.Parallel()
+
+	bundle := setupQueue(t)
+	ctx := context.Background()
+	every := drover.RepeatOptions{Every: time.Hour}
+	for _, tt := range []struct {
+		name string
+		tmpl *drover.JobTemplate
+		is   error
+		want string
+	}{
+		{"UnknownBackoff", &drover.JobTemplate{Opts: &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: "lineer", Delay: time.Second}}},
+			drover.ErrInvalidOption, `unknown JobOptions.Backoff.Type "lineer"`},
+		{"EmptyBackoff", &drover.JobTemplate{Opts: &drover.JobOptions{Backoff: &drover.Backoff{}}}, drover.ErrInvalidOption, "JobOptions.Backoff.Type must be"},
+		{"JobID", &drover.JobTemplate{Opts: &drover.JobOptions{JobID: "x"}}, drover.ErrInvalidOption, "JobTemplate.Opts must not set JobID"},
+		{"Priority", &drover.JobTemplate{Opts: &drover.JobOptions{Priority: -1}}, drover.ErrInvalidOption, "JobOptions.Priority must be between 0 and 2097151"},
+		{"RetentionAge", &drover.JobTemplate{Opts: &drover.JobOptions{RemoveOnFail: &drover.Retention{Age: math.MaxInt64}}}, drover.ErrInvalidOption, "JobOptions.RemoveOnFail.Age must be at most"},
+		{"Data", &drover.JobTemplate{Data: func() {}}, drover.ErrInvalidData, "unsupported type"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := bundle.queue.UpsertJobScheduler(ctx, "s", every, tt.tmpl)
+			require.ErrorIs(t, err, tt.is)
+			require.ErrorContains(t, err, tt.want)
+			require.ErrorContains(t, err, `upsert job scheduler "s" in queue "q"`)
+		})
+	}
+	keys, err := bundle.rdb.Keys(ctx, bundle.prefix+":*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys)
+
+	// A type the queue's workers register is taken.
+	q, err := drover.NewQueue(bundle.rdb, "custom", &drover.QueueOptions{Prefix: bundle.prefix, BackoffTypes: []string{"lineer"}})
+	require.NoError(t, err)
+	_, err = q.UpsertJobScheduler(ctx, "s", every, &drover.JobTemplate{Opts: &drover.JobOptions{Backoff: &drover.Backoff{Type: "lineer"}}})
+	require.NoError(t, err)
+}
+
+// TestDefaultJobOptionsBackoffTypeCheckedUpFront: a DefaultJobOptions
+// backoff type neither fixed, exponential nor in BackoffTypes is refused
+// by NewQueue and NewFlowProducer, naming it. Before, both were made, and
+// every Add (every flow node of that queue) then failed on it.
+func TestDefaultJobOptionsBackoffTypeCheckedUpFront(t *testing.T) {
+	t.Parallel()
+	bundle := setupQueue(t)
+	bad := &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: "lineer"}}
+	_, err := drover.NewQueue(bundle.rdb, "q", &drover.QueueOptions{Prefix: bundle.prefix, DefaultJobOptions: bad})
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	require.ErrorContains(t, err, `QueueOptions.DefaultJobOptions: invalid option: unknown JobOptions.Backoff.Type "lineer"`)
+	_, err = drover.NewFlowProducer(bundle.rdb, &drover.FlowProducerOptions{Prefix: bundle.prefix, DefaultJobOptions: map[string]*drover.JobOptions{"q": bad}})
+	require.ErrorIs(t, err, drover.ErrInvalidOption)
+	require.ErrorContains(t, err, `FlowProducerOptions.DefaultJobOptions["q"]: unknown JobOptions.Backoff.Type "lineer"`)
+	// Listed in BackoffTypes, it is taken.
+	_, err = drover.NewQueue(bundle.rdb, "q", &drover.QueueOptions{Prefix: bundle.prefix, DefaultJobOptions: bad, BackoffTypes: []string{"lineer"}})
+	require.NoError(t, err)
+	_, err = drover.NewFlowProducer(bundle.rdb, &drover.FlowProducerOptions{Prefix: bundle.prefix, DefaultJobOptions: map[string]*drover.JobOptions{"q": bad}, BackoffTypes: []string{"lineer"}})
+	require.NoError(t, err)
 }

@@ -83,6 +83,10 @@ func NewQueue(rdb redis.UniversalClient, name string, opts *QueueOptions) (*Queu
 		if err := checkDefaultJobOptions("QueueOptions.DefaultJobOptions", o.DefaultJobOptions); err != nil {
 			return nil, err
 		}
+		// Every Add would fail on it; say so now.
+		if err := backoffTypeKnown(o.DefaultJobOptions.Backoff, o.BackoffTypes); err != nil {
+			return nil, fmt.Errorf("QueueOptions.DefaultJobOptions: %w", err)
+		}
 	}
 	for i, mw := range o.AddMiddleware {
 		if mw == nil {
@@ -134,10 +138,20 @@ func checkNames(rdb redis.UniversalClient, prefix, name string) error {
 }
 
 // Name is the queue's name.
-func (q *Queue) Name() string { return q.name }
+func (q *Queue) Name() string {
+	if q == nil {
+		return ""
+	}
+	return q.name
+}
 
 // Prefix is the queue's key prefix.
-func (q *Queue) Prefix() string { return q.k.Prefix() }
+func (q *Queue) Prefix() string {
+	if q == nil {
+		return ""
+	}
+	return q.k.Prefix()
+}
 
 // Close marks the queue closed: later calls fail with ErrClosed, and
 // WaitUntilFinished calls in progress end with it. It returns once the
@@ -145,6 +159,9 @@ func (q *Queue) Prefix() string { return q.k.Prefix() }
 // while Redis answers, longer during an outage (one failed read). It
 // does not close the Redis client, which belongs to the caller.
 func (q *Queue) Close() error {
+	if q == nil {
+		return ErrNoQueue
+	}
 	q.closed.Store(true)
 	if q.endLife != nil {
 		q.endLife()
@@ -228,7 +245,8 @@ type BulkJob struct {
 // its deadline on the wire): when it ends first, an add that was sent
 // returns an error wrapping ErrAddInDoubt and ctx.Err() (the job may be
 // stored; adding again with the same JobID stores it once), one still
-// queued behind concurrent adds returns ctx.Err() and is not stored.
+// queued behind concurrent adds returns ctx.Err() and is not stored, and so
+// does one whose ctx has ended before the call.
 //
 // QueueOptions.AddMiddleware runs around it with a one-job slice.
 func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions) (*AddResult, error) {
@@ -277,9 +295,8 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 	if err := o.validate(); err != nil {
 		return fail("%w", err)
 	}
-	if b := o.Backoff; b != nil && b.Type != BackoffFixed && b.Type != BackoffExponential && !slices.Contains(q.opts.BackoffTypes, b.Type) {
-		return fail("%w: unknown JobOptions.Backoff.Type %q (want %q, %q or a name in QueueOptions.BackoffTypes)",
-			ErrInvalidOption, b.Type, BackoffFixed, BackoffExponential)
+	if err := q.checkBackoffType(o.Backoff); err != nil {
+		return fail("%w", err)
 	}
 	data, err := jobcodec.EncodeData(bj.Data)
 	if err != nil {
@@ -308,6 +325,20 @@ func (q *Queue) prepare(i int, bj *BulkJob, now time.Time) (prepared, error) {
 		rec.DedupID, rec.DedupTTL, rec.DedupFlags = d.ID, d.TTL.Milliseconds(), d.flags()
 	}
 	return prepared{rec: rec, opts: o}, nil
+}
+
+// checkBackoffType refuses a Backoff.Type that is neither fixed,
+// exponential nor one of QueueOptions.BackoffTypes.
+func (q *Queue) checkBackoffType(b *Backoff) error { return backoffTypeKnown(b, q.opts.BackoffTypes) }
+
+// backoffTypeKnown is checkBackoffType for a queue whose custom types are
+// types.
+func backoffTypeKnown(b *Backoff, types []string) error {
+	if b != nil && b.Type != BackoffFixed && b.Type != BackoffExponential && !slices.Contains(types, b.Type) {
+		return optionError("unknown JobOptions.Backoff.Type %q (want %q, %q or a name in QueueOptions.BackoffTypes)",
+			b.Type, BackoffFixed, BackoffExponential)
+	}
+	return nil
 }
 
 // AddBulk adds many jobs, AddBulkChunk jobs per script call. Every job is
@@ -396,6 +427,10 @@ func (q *Queue) addJobs(cmdCtx, stop context.Context, recs []scripts.AddRecord) 
 // AddRetryWindow.
 func sendAdd(cmdCtx, stop context.Context, window, budget time.Duration, logger *slog.Logger,
 	send func(context.Context, scripts.Call) ([]scripts.AddOutcome, error)) ([]scripts.AddOutcome, error) {
+	if err := cmdCtx.Err(); err != nil {
+		// Ended before the call: nothing is sent, nothing is in doubt.
+		return nil, err
+	}
 	call := scripts.NewCall(window)
 	start := time.Now()
 	deadline := start.Add(window / 2)

@@ -63,5 +63,8 @@ func (q *Queue) GetRateLimitTTL(ctx context.Context, maxJobs int) (time.Duration
 // RateLimit is Queue.RateLimit on the worker's queue (BullMQ's
 // worker.rateLimit). A processor calls it before returning ErrRateLimited.
 func (w *Worker) RateLimit(ctx context.Context, d time.Duration) error {
+	if w == nil || w.q == nil {
+		return errZeroValue("Worker", "NewWorker")
+	}
 	return w.q.RateLimit(ctx, d)
 }

@@ -16,6 +16,9 @@ import (
 // It refuses with ErrNotInState when the job is not delayed and
 // ErrJobNotFound when it is gone.
 func (j *Job) RetryNow(ctx context.Context, opts *RetryOptions) error {
+	if j == nil {
+		return errNilJob
+	}
 	if err := j.storedIDErr("retry now"); err != nil {
 		return err
 	}

@@ -138,6 +138,9 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 	if err := o.validate(); err != nil {
 		return fail(err)
 	}
+	if err := q.checkBackoffType(o.Backoff); err != nil {
+		return fail(err)
+	}
 	name := tmpl.Name
 	if name == "" {
 		name = id

@@ -51,6 +51,9 @@ type JobArgsWithOptions interface {
 // taken, e.g. a RunAt the kind derives from its own fields. Nil args, or
 // args whose Kind is empty, are refused (errors.Is ErrInvalidData).
 func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*AddResult, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
 	if args == nil {
 		return nil, fmt.Errorf("add to queue %q: %w: AddArgs needs args, got nil", q.name, ErrInvalidData)
 	}
@@ -266,6 +269,9 @@ func (k *Kinds) fail(err error) {
 // runs nothing: every attempt fails with the mistake, and is retried as the
 // job's options say, so a corrected worker can take the job.
 func (k *Kinds) Process(ctx context.Context, job *Job) (any, error) {
+	if job == nil {
+		return nil, optionError("Kinds.Process needs a job, got nil")
+	}
 	if err := k.validate(); err != nil {
 		return nil, fmt.Errorf("job %s (%q) not run: %w", job.ID, job.Name, err)
 	}

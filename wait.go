@@ -159,6 +159,9 @@ func (q *Queue) readWaits(ctx context.Context, stopped chan struct{}) {
 // return value (JSON), or, when it failed, a *JobFailedError with its
 // failedReason. It is Queue.WaitUntilFinished for j's id; see there.
 func (j *Job) WaitUntilFinished(ctx context.Context) (json.RawMessage, error) {
+	if j == nil {
+		return nil, errNilJob
+	}
 	if j.queue == nil {
 		return nil, ErrNoQueue
 	}

@@ -234,6 +234,11 @@ func (o *WorkerOptions) validate() error {
 	case o.ClockSkewWarning < 0:
 		return optionError("WorkerOptions.ClockSkewWarning must not be negative, got %s", o.ClockSkewWarning)
 	}
+	for name, r := range map[string]*Retention{"WorkerOptions.RemoveOnComplete": o.RemoveOnComplete, "WorkerOptions.RemoveOnFail": o.RemoveOnFail} {
+		if err := r.check(name); err != nil {
+			return err
+		}
+	}
 	for name, fn := range o.BackoffStrategies {
 		if name == "" || name == BackoffFixed || name == BackoffExponential || fn == nil {
 			return optionError("WorkerOptions.BackoffStrategies: %q must be a non-empty custom name with a function", name)
@@ -545,10 +550,20 @@ func (w *Worker) workerLabel() string {
 }
 
 // ID is the worker's unique id; its lock tokens start with it.
-func (w *Worker) ID() string { return w.id }
+func (w *Worker) ID() string {
+	if w == nil {
+		return ""
+	}
+	return w.id
+}
 
 // Queue is a Queue handle for the worker's queue.
-func (w *Worker) Queue() *Queue { return w.q }
+func (w *Worker) Queue() *Queue {
+	if w == nil {
+		return nil
+	}
+	return w.q
+}
 
 // startProbeTimeout bounds Start's first contact with Redis (a ping, the
 // clock measurement and the worker's named connection).
@@ -565,7 +580,7 @@ const startProbeTimeout = 3 * time.Second
 // database that is briefly away. Start returns an error only if ctx has
 // already ended or the worker was closed; a second Start is a no-op.
 func (w *Worker) Start(ctx context.Context) error {
-	if w.q == nil {
+	if w == nil || w.q == nil {
 		return errZeroValue("Worker", "NewWorker")
 	}
 	if w.closing.Load() {
@@ -675,7 +690,7 @@ const closeWriteGrace = 5 * time.Second
 // because the worker no longer owned the job (its lock was lost). Close is
 // idempotent and safe on a worker that never started.
 func (w *Worker) Close(ctx context.Context) error {
-	if w.q == nil {
+	if w == nil || w.q == nil {
 		return errZeroValue("Worker", "NewWorker")
 	}
 	w.closeOnce.Do(func() {

@@ -135,7 +135,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // paused it waits. Pause after Close has begun returns an error wrapping
 // ErrClosed.
 func (w *Worker) Pause(ctx context.Context, opts *WorkerPauseOptions) error {
-	if w.q == nil {
+	if w == nil || w.q == nil {
 		return errZeroValue("Worker", "NewWorker")
 	}
 	// Under the pauser's lock, which Close takes to mark the worker
@@ -183,7 +183,7 @@ func (w *Worker) Pause(ctx context.Context, opts *WorkerPauseOptions) error {
 // Resuming a worker that is not paused does nothing. Resume after Close has
 // begun returns an error wrapping ErrClosed.
 func (w *Worker) Resume() error {
-	if w.q == nil {
+	if w == nil || w.q == nil {
 		return errZeroValue("Worker", "NewWorker")
 	}
 	w.pauser.mu.Lock()
@@ -202,7 +202,7 @@ func (w *Worker) Resume() error {
 
 // IsPaused reports whether Pause was called and Resume not since (BullMQ's
 // isPaused). A paused worker may still be finishing jobs: see IsRunning.
-func (w *Worker) IsPaused() bool { return w.pauser.paused.Load() }
+func (w *Worker) IsPaused() bool { return w != nil && w.pauser.paused.Load() }
 
 // IsRunning reports whether the worker processes jobs: it was started, and
 // it either takes jobs (not paused, not closing) or still runs jobs it
@@ -210,7 +210,7 @@ func (w *Worker) IsPaused() bool { return w.pauser.paused.Load() }
 // job is written, and after Close: BullMQ's isRunning, which is true while
 // the worker's main loop runs.
 func (w *Worker) IsRunning() bool {
-	if !w.started.Load() {
+	if w == nil || !w.started.Load() {
 		return false
 	}
 	if !w.closing.Load() && !w.IsPaused() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -374,6 +375,16 @@ func TestBadInput(t *testing.T) {
 		{"ChannelData", make(chan int), nil, drover.ErrInvalidData, "unsupported type: chan int"},
 		{"FuncData", func() {}, nil, drover.ErrInvalidData, "unsupported type"},
 		{"OverSizeLimit", map[string]string{"k": "0123456789"}, &drover.JobOptions{SizeLimit: 5}, drover.ErrInvalidData, "over SizeLimit 5"},
+		// An age over 9223372036 s was stored and made the job unreadable
+		// (GetJob and every GetJobs listing it failed: "age: not a finite
+		// number of seconds up to 9223372036").
+		{"RetentionAgeTooLong", nil, &drover.JobOptions{RemoveOnComplete: &drover.Retention{Age: math.MaxInt64}}, drover.ErrInvalidOption, "JobOptions.RemoveOnComplete.Age must be at most 2562047h47m16s"},
+		// A TTL or age under 1ms was stored as none: the id held until the
+		// job finished (a second add 20ms later was deduplicated, while
+		// one with a 1ms TTL was created), and every job kept.
+		{"DedupTTLUnderAMillisecond", nil, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "d", TTL: time.Microsecond}}, drover.ErrInvalidOption, "JobOptions.Deduplication.TTL must be at least 1ms (it is stored in ms), got 1µs"},
+		{"RetentionAgeUnderAMillisecond", nil, &drover.JobOptions{RemoveOnComplete: &drover.Retention{Age: 999 * time.Microsecond}}, drover.ErrInvalidOption, "JobOptions.RemoveOnComplete.Age must be at least 1ms (it is stored in ms), got 999µs"},
+		{"RetentionAgeJustTooLong", nil, &drover.JobOptions{RemoveOnFail: &drover.Retention{Age: 9223372036*time.Second + 600*time.Millisecond}}, drover.ErrInvalidOption, "JobOptions.RemoveOnFail.Age must be at most"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -408,6 +419,21 @@ func TestBadInput(t *testing.T) {
 	t.Run("BadWorkerOptions", func(t *testing.T) {
 		_, err := drover.NewWorker(b.rdb, "q", drover.ProcessorFunc(nil), &drover.WorkerOptions{Concurrency: -1})
 		require.ErrorContains(t, err, "WorkerOptions.Concurrency must be at least 1, got -1")
+		// A worker's default retention goes to Redis as a job's does, so
+		// the same values are refused. Before, all were taken: an age under
+		// 1ms went as none (every job kept), a negative count as keep all.
+		for _, c := range []struct {
+			opts drover.WorkerOptions
+			want string
+		}{
+			{drover.WorkerOptions{RemoveOnComplete: &drover.Retention{Age: time.Microsecond}}, "WorkerOptions.RemoveOnComplete.Age must be at least 1ms (it is stored in ms), got 1µs"},
+			{drover.WorkerOptions{RemoveOnFail: &drover.Retention{Age: math.MaxInt64}}, "WorkerOptions.RemoveOnFail.Age must be at most 2562047h47m16s"},
+			{drover.WorkerOptions{RemoveOnFail: &drover.Retention{Count: -1}}, "WorkerOptions.RemoveOnFail fields must not be negative"},
+		} {
+			_, err := drover.NewWorker(b.rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }), &c.opts)
+			require.ErrorIs(t, err, drover.ErrInvalidOption, c.want)
+			require.ErrorContains(t, err, c.want)
+		}
 	})
 }
 

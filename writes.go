@@ -2,6 +2,7 @@ package drover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,8 +18,9 @@ import (
 // client waits out its own read timeout whatever ctx says
 // (internal/bounded). A write's error then wraps ErrOutcomeUnknown and
 // ctx.Err(): the command was sent and may still run; a read's wraps
-// bounded.ErrNoAnswer and ctx.Err(). Under a ctx that cannot end, the
-// command runs inline.
+// bounded.ErrNoAnswer and ctx.Err(). A ctx that has ended before the call
+// sends nothing: the error is ctx's, not ErrOutcomeUnknown. Under a ctx
+// that cannot end, the command runs inline.
 type boundedCalls struct {
 	rdb redis.UniversalClient
 	// onlyNeeded bounds only a ctx whose deadline comes before the
@@ -41,7 +43,8 @@ func (w boundedCalls) Do(ctx context.Context, args ...any) *redis.Cmd {
 	cmd, err := bounded.Call(ctx, func(ctx context.Context) (*redis.Cmd, error) { return w.rdb.Do(ctx, args...), nil })
 	if err != nil {
 		cmd = redis.NewCmd(ctx, args...)
-		if w.read {
+		if w.read || !errors.Is(err, bounded.ErrNoAnswer) {
+			// A read, or a write never sent (ctx had ended): not in doubt.
 			cmd.SetErr(err)
 		} else {
 			cmd.SetErr(fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))

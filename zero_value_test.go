@@ -110,3 +110,44 @@ func plausibleArgs(ft reflect.Type) []reflect.Value {
 	}
 	return args
 }
+
+// TestNilHandlesAnswerErrors: every exported method of a nil *Queue,
+// *Worker, *FlowProducer, *QueueEvents, *Job or *Kinds (a handle whose
+// constructor's or GetJob's error was dropped) returns an error wrapping
+// ErrInvalidOption or ErrNoQueue, or a zero value, never a panic. Before,
+// 51 of them panicked with a nil pointer dereference: every method of
+// Worker, FlowProducer, QueueEvents and Job, and Queue.AddArgs, Close,
+// Name and Prefix (the other Queue methods answered ErrNoQueue already).
+func TestNilHandlesAnswerErrors(t *testing.T) {
+	t.Parallel()
+	for _, v := range []any{(*drover.Queue)(nil), (*drover.Worker)(nil), (*drover.FlowProducer)(nil),
+		(*drover.QueueEvents)(nil), (*drover.Job)(nil), (*drover.Kinds)(nil)} {
+		rv := reflect.ValueOf(v)
+		for i := range rv.NumMethod() {
+			m := rv.Type().Method(i)
+			t.Run(reflect.TypeOf(v).Elem().Name()+"."+m.Name, func(t *testing.T) {
+				t.Parallel()
+				fn := rv.Method(i)
+				args := plausibleArgs(fn.Type())
+				var out []reflect.Value
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							t.Fatalf("panicked: %v", r)
+						}
+					}()
+					out = fn.Call(args)
+				}()
+				for _, o := range out {
+					err, ok := o.Interface().(error)
+					if !ok || err == nil {
+						continue
+					}
+					if !errors.Is(err, drover.ErrInvalidOption) && !errors.Is(err, drover.ErrNoQueue) {
+						t.Errorf("error %q wraps neither ErrInvalidOption nor ErrNoQueue", err)
+					}
+				}
+			})
+		}
+	}
+}

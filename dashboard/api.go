@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -762,6 +763,15 @@ func (h *Handler) setLimits(w http.ResponseWriter, r *http.Request, e *AuditEntr
 	}
 	if req.Concurrency != nil && *req.Concurrency < 1 {
 		return badRequest("concurrency must be at least 1, got %d", *req.Concurrency)
+	}
+	// Milliseconds past what a time.Duration holds would wrap (to a
+	// negative value, or a positive one other than asked for).
+	const maxMs = math.MaxInt64 / int64(time.Millisecond)
+	if req.BlockMs > maxMs {
+		return badRequest("blockMs must be at most %d, got %d", maxMs, req.BlockMs)
+	}
+	if rl := req.RateLimit; rl != nil && rl.DurationMs > maxMs {
+		return badRequest("rateLimit.durationMs must be at most %d, got %d", maxMs, rl.DurationMs)
 	}
 	c := inspect.LimitsChange{RemoveConcurrency: req.RemoveConcurrency, RemoveRateLimit: req.RemoveRateLimit,
 		Block: time.Duration(req.BlockMs) * time.Millisecond, Unblock: req.Unblock}

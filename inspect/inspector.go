@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,7 +88,7 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: inspect.Options.ScanLimit must be at least 1, got %d", drover.ErrInvalidOption, o.ScanLimit)
 	case o.BudgetScanLimit < 1:
 		return fmt.Errorf("%w: inspect.Options.BudgetScanLimit must be at least 1, got %d", drover.ErrInvalidOption, o.BudgetScanLimit)
-	case o.BudgetThreshold <= 0 || o.BudgetThreshold >= 1:
+	case o.BudgetThreshold <= 0 || o.BudgetThreshold >= 1 || math.IsNaN(o.BudgetThreshold):
 		return fmt.Errorf("%w: inspect.Options.BudgetThreshold must be in (0, 1), got %v", drover.ErrInvalidOption, o.BudgetThreshold)
 	}
 	return o.Storm.validate()

@@ -2,6 +2,7 @@ package inspect_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -24,6 +25,11 @@ func TestNew(t *testing.T) {
 		}{
 			{"ScanLimit", inspect.Options{ScanLimit: -1}, "ScanLimit must be at least 1, got -1"},
 			{"BudgetThreshold", inspect.Options{BudgetThreshold: 1.5}, "BudgetThreshold must be in (0, 1), got 1.5"},
+			// NaN passed the range checks (every comparison with it is
+			// false) and was taken.
+			{"BudgetThresholdNaN", inspect.Options{BudgetThreshold: math.NaN()}, "BudgetThreshold must be in (0, 1), got NaN"},
+			{"StormGrowthNaN", inspect.Options{Storm: &inspect.StormOptions{GrowthPerSecond: math.NaN()}}, "GrowthPerSecond must be a positive finite number, got NaN"},
+			{"StormGrowthInf", inspect.Options{Storm: &inspect.StormOptions{GrowthPerSecond: math.Inf(1)}}, "GrowthPerSecond must be a positive finite number, got +Inf"},
 			{"StormShare", inspect.Options{Storm: &inspect.StormOptions{ClusterShare: 2}}, "ClusterShare must be in (0, 1], got 2"},
 			{"StormHorizon", inspect.Options{Storm: &inspect.StormOptions{Window: 10e9, Horizon: 1e9}}, "Horizon must be at least Window"},
 		} {

@@ -98,8 +98,8 @@ func (o *StormOptions) validate() error {
 		return bad("ClusterShare must be in (0, 1], got %v", o.ClusterShare)
 	case o.ClusterMinJobs < 1:
 		return bad("ClusterMinJobs must be at least 1, got %d", o.ClusterMinJobs)
-	case o.GrowthPerSecond <= 0:
-		return bad("GrowthPerSecond must be positive, got %v", o.GrowthPerSecond)
+	case o.GrowthPerSecond <= 0 || math.IsNaN(o.GrowthPerSecond) || math.IsInf(o.GrowthPerSecond, 0):
+		return bad("GrowthPerSecond must be a positive finite number, got %v", o.GrowthPerSecond)
 	case o.GrowthWindow <= 0 || o.GrowthMinSpan <= 0 || o.GrowthMinSpan > o.GrowthWindow:
 		return bad("GrowthMinSpan must be positive and at most GrowthWindow, got %s and %s", o.GrowthMinSpan, o.GrowthWindow)
 	}

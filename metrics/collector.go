@@ -54,6 +54,13 @@ func NewQueueCollector(ins *inspect.Inspector, opts *CollectorOptions) (*QueueCo
 	if o.Timeout < 0 {
 		return nil, fmt.Errorf("metrics: CollectorOptions.Timeout must be positive, got %s", o.Timeout)
 	}
+	for _, q := range o.Queues {
+		// A name no queue can have would only ever be missing from the
+		// scrape, silently.
+		if _, err := ins.Queue(q); err != nil {
+			return nil, fmt.Errorf("metrics: CollectorOptions.Queues: %w", err)
+		}
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -26,6 +26,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,6 +70,11 @@ func NewWorkerMetrics(reg prometheus.Registerer, opts *WorkerMetricsOptions) (*W
 	}
 	if o.Buckets == nil {
 		o.Buckets = prometheus.DefBuckets
+	}
+	for _, b := range o.Buckets {
+		if math.IsNaN(b) {
+			return nil, fmt.Errorf("metrics: WorkerMetricsOptions.Buckets must be numbers, got %v", o.Buckets)
+		}
 	}
 	// client_golang panics on buckets out of order.
 	for i := 1; i < len(o.Buckets); i++ {

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -315,4 +316,29 @@ func TestNewWorkerMetricsBadInput(t *testing.T) {
 		_, err := metrics.NewWorkerMetrics(prometheus.NewRegistry(), &metrics.WorkerMetricsOptions{Buckets: []float64{1, 0.5}})
 		require.EqualError(t, err, "metrics: WorkerMetricsOptions.Buckets must be in increasing order, got [1 0.5]")
 	})
+	// A lone NaN passed the order check (it compares nothing) and was taken.
+	require.NotPanics(t, func() {
+		_, err := metrics.NewWorkerMetrics(prometheus.NewRegistry(), &metrics.WorkerMetricsOptions{Buckets: []float64{math.NaN()}})
+		require.EqualError(t, err, "metrics: WorkerMetricsOptions.Buckets must be numbers, got [NaN]")
+	})
+}
+
+// TestNewQueueCollectorRefusesBadQueueNames: a CollectorOptions.Queues
+// entry no queue can have ("", or one with ':') is refused by
+// NewQueueCollector with an error naming it. Before, it was taken and the
+// scrape silently had no series for it.
+func TestNewQueueCollectorRefusesBadQueueNames(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ins.Close(context.Background())) })
+	for name, want := range map[string]string{"": "queue name must not be empty", "a:b": `queue name "a:b" must not contain ':'`} {
+		_, err := metrics.NewQueueCollector(ins, &metrics.CollectorOptions{Queues: []string{"ok", name}})
+		require.ErrorIs(t, err, drover.ErrInvalidOption, "%q", name)
+		require.ErrorContains(t, err, "metrics: CollectorOptions.Queues: ")
+		require.ErrorContains(t, err, want)
+	}
+	_, err = metrics.NewQueueCollector(ins, &metrics.CollectorOptions{Queues: []string{"ok", "not-there-yet"}})
+	require.NoError(t, err)
 }

@@ -66,13 +66,31 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		fmt.Fprintln(m.Stdout, "drover", version())
 		return nil
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) > 1 && args[0] == "help" {
+		// `drover help <command>` is `drover <command> -h`; extra words
+		// or an unknown command are a usage error, as for any command.
+		if len(args) > 2 {
+			return usagef("help takes one <command>, got %q", args[1:])
+		}
+		if _, ok := commands[args[1]]; !ok {
+			m.usageTo(m.Stderr)
+			return usagef("unknown command %q", args[1])
+		}
+		return m.Run(ctx, []string{args[1], "-h"})
+	}
+	if len(args) == 0 {
+		// No command is a usage error (exit 2), as for the go command:
+		// the list goes to stderr, so a script's output stays empty.
+		m.usageTo(m.Stderr)
+		return usagef("no command given")
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		m.usage()
 		return nil
 	}
 	info, ok := commands[args[0]]
 	if !ok {
-		m.usage()
+		m.usageTo(m.Stderr)
 		return usagef("unknown command %q", args[0])
 	}
 	// Every byte a command prints passes escapeControls: queue and job
@@ -85,18 +103,20 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	return err
 }
 
-func (m *Main) usage() {
-	fmt.Fprintln(m.Stdout, "drover: BullMQ-compatible job queue for Go: demo, lab, dashboard and queue admin.")
-	fmt.Fprintln(m.Stdout, "\nUsage: drover <command> [flags]\n\nCommands:")
+func (m *Main) usage() { m.usageTo(m.Stdout) }
+
+func (m *Main) usageTo(w io.Writer) {
+	fmt.Fprintln(w, "drover: BullMQ-compatible job queue for Go: demo, lab, dashboard and queue admin.")
+	fmt.Fprintln(w, "\nUsage: drover <command> [flags]\n\nCommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(m.Stdout, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(m.Stdout, "\nRun `drover <command> -h` for a command's flags.")
+	fmt.Fprintln(w, "\nRun `drover <command> -h` for a command's flags.")
 }
 
 // version is the module version drover was built from (go install

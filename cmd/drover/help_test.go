@@ -110,3 +110,39 @@ func TestRetryAndCleanRefuseUnknownState(t *testing.T) {
 		require.ErrorContains(t, err, tc.want, tc.cmd)
 	}
 }
+
+// TestHelpCommand: `drover help <command>` prints that command's usage, as
+// `drover <command> -h` does, and an unknown command or extra words are a
+// usage error (exit code 2) naming them. Before, `drover help anything`
+// printed the command list and exited 0, so `drover help retyr` looked
+// fine and `drover help retry` never showed retry's flags. `drover` alone
+// is a usage error too (the list on stderr, exit 2); it printed the list
+// on stdout and exited 0.
+func TestHelpCommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		args []string
+		out  string // in stdout on success
+		err  string // in the usage error
+	}{
+		{args: nil, err: "no command given"},
+		{args: []string{"help"}, out: "Usage: drover <command>"},
+		{args: []string{"help", "retry"}, out: "Usage: drover retry"},
+		{args: []string{"help", "scheduler"}, out: "Usage: drover scheduler"},
+		{args: []string{"help", "retyr"}, err: `unknown command "retyr"`},
+		{args: []string{"help", "retry", "extra"}, err: `help takes one <command>, got ["retry" "extra"]`},
+	} {
+		var out, errOut bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &errOut}).Run(ctx, c.args)
+		if c.err == "" {
+			require.NoError(t, err, "%q", c.args)
+			require.Contains(t, out.String(), c.out, "%q", c.args)
+			continue
+		}
+		var ue *usageError
+		require.True(t, errors.As(err, &ue), "%q: a usage error (exit 2), got %v", c.args, err)
+		require.ErrorContains(t, err, c.err, "%q", c.args)
+		require.Empty(t, out.String(), "%q: nothing on stdout", c.args)
+	}
+}

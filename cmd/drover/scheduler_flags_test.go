@@ -42,3 +42,20 @@ func TestSchedulerUpsertRefusesBadNumbers(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, written, "nothing written, not even an audit entry")
 }
+
+// TestSchedulerUpsertThatWouldNeverRun: a --pattern with no next time
+// (February 30th) stores nothing, and drover says why. Before, it failed
+// with `get job scheduler "s1" from queue "mail": job scheduler not found`,
+// the read-back of a scheduler UpsertJobScheduler had not stored.
+func TestSchedulerUpsertThatWouldNeverRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	var out bytes.Buffer
+	err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"scheduler", "upsert", "mail", "s1",
+		"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix, "--pattern", "0 0 30 2 *"})
+	require.EqualError(t, err, `job scheduler "s1" of queue "mail" would never run (its pattern has no next time, or --limit is reached): nothing stored`)
+	n, err := rdb.Exists(ctx, prefix+":mail:repeat:s1").Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+}

@@ -194,6 +194,11 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	if job == nil {
+		// UpsertJobScheduler stores nothing for a scheduler with no run
+		// left; reading it back said "job scheduler not found".
+		return fmt.Errorf("job scheduler %q of queue %q would never run (its pattern has no next time, or --limit is reached): nothing stored", pos[1], pos[0])
+	}
 	s, err := q.GetJobScheduler(ctx, pos[1])
 	if err != nil {
 		return err

@@ -27,10 +27,16 @@ var ErrNoAnswer = errors.New("no answer from Redis in time")
 // ErrNoAnswer, ctx.Err() and, when it differs, ctx's cause. An
 // abandoned call goes on in its goroutine until the client's own timeouts
 // (or closing the client) end it; its result is dropped. fn must therefore
-// only write what Call hands back, not the caller's state.
+// only write what Call hands back, not the caller's state. Under a ctx
+// that has ended already, fn is not run and the error is Ended's, without
+// ErrNoAnswer: nothing was sent.
 func Call[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
 	if ctx.Done() == nil {
 		return fn(ctx)
+	}
+	if ctx.Err() != nil {
+		var zero T
+		return zero, Ended(ctx)
 	}
 	type result struct {
 		v   T
@@ -53,6 +59,15 @@ func Call[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, e
 		var zero T
 		return zero, Abandoned(ctx)
 	}
+}
+
+// Ended is the error of a call not made because ctx had ended before it:
+// ctx.Err() and, when it differs, ctx's cause.
+func Ended(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != ctx.Err() { //nolint:errorlint // identity, not a match: is there a cause of its own?
+		return fmt.Errorf("%w (%w)", cause, ctx.Err())
+	}
+	return ctx.Err()
 }
 
 // Abandoned is the error of a wait for Redis that ended with ctx (Call's,

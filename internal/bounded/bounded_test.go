@@ -42,6 +42,13 @@ func TestCall(t *testing.T) {
 	close(release)
 	<-ended // the abandoned call finishes on its own and does not block
 	cancel()
+
+	// Ended before the call: fn is not run, and nothing is in doubt.
+	ran := false
+	v, err = Call(ctx, func(context.Context) (int, error) { ran = true; return 10, nil })
+	if v != 0 || ran || !errors.Is(err, cause) || !errors.Is(err, context.Canceled) || errors.Is(err, ErrNoAnswer) {
+		t.Fatalf("ctx ended before: %d, ran %v, %v", v, ran, err)
+	}
 }
 
 // TestNeeded: a call goes through Call only under a deadline that comes
