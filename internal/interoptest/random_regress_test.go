@@ -528,3 +528,40 @@ func TestDifferentialRegressionManualCompleteFailedChild(t *testing.T) {
 		{Op: difftest.OpManualFinish, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}, Token: "tA"},
 	}})
 }
+
+// TestDifferentialMetricsAndReads pins the reads of the generator's read
+// family on a program where each has something to read: worker metrics
+// written by a Node and a drover worker (completed and failed, with
+// maxDataPoints), job logs in both orders and negative ranges, counts by
+// type with BullMQ's "waiting" and "wait" both given, isPaused, and a
+// flow read to depth 2 and in full.
+func TestDifferentialMetricsAndReads(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 3, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpAddFlow, By: difftest.Drover, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}},
+			Children: []*difftest.Add{{Name: "j5", Data: map[string]any{"n": 5}, Children: []*difftest.Add{{Name: "j6", Data: map[string]any{"n": 6}}}},
+				{Name: "j7", Data: map[string]any{"n": 7}, OtherQueue: true}}},
+		{Op: difftest.OpLog, By: difftest.Node, Job: "j1", Line: "a"},
+		{Op: difftest.OpLog, By: difftest.Drover, Job: "j1", Line: "b"},
+		{Op: difftest.OpLog, By: difftest.Node, Job: "j1", Line: "c"},
+		{Op: difftest.OpWork, By: difftest.Drover, Metrics: 2, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpWork, By: difftest.Node, Metrics: 60, Outcome: &difftest.Outcome{Kind: "complete", Value: 2}},
+		{Op: difftest.OpWork, By: difftest.Drover, Metrics: 1, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpGetMetrics, By: difftest.Drover, State: "completed"},
+		{Op: difftest.OpGetMetrics, By: difftest.Drover, State: "failed", Limit: 1},
+		{Op: difftest.OpGetLogs, By: difftest.Drover, Job: "j1", LIFO: true, Limit: 2},
+		{Op: difftest.OpGetLogs, By: difftest.Drover, Job: "j1", Priority: -2},
+		{Op: difftest.OpGetLogs, By: difftest.Drover, Job: "j1", Priority: -1, LIFO: true},
+		{Op: difftest.OpGetCountByTypes, By: difftest.Drover, Types: []string{"waiting", "wait", "completed"}},
+		{Op: difftest.OpPause, By: difftest.Node},
+		{Op: difftest.OpIsPaused, By: difftest.Drover},
+		{Op: difftest.OpGetCountByTypes, By: difftest.Drover, Types: []string{"paused", "waiting-children"}},
+		{Op: difftest.OpGetFlow, By: difftest.Drover, Job: "j4"},
+		{Op: difftest.OpGetFlow, By: difftest.Drover, Job: "j4", Priority: 2, Limit: 5},
+	}})
+}

@@ -1086,10 +1086,10 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			return "none"
 		}
 		if node {
-			got, err := o.StepWork(ctx, p, wq, behaviorOf(s.Outcome))
+			got, err := o.StepWorkMetrics(ctx, p, wq, behaviorOf(s.Outcome), s.Metrics)
 			return r.result(got, err)
 		}
-		if got := r.droverWork(ctx, wq, behaviorOf(s.Outcome)); got != "took none" {
+		if got := r.droverWork(ctx, wq, behaviorOf(s.Outcome), s.Metrics); got != "took none" {
 			return r.result(got, nil)
 		}
 		return "took none"
@@ -1344,7 +1344,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpGetScheduler, difftest.OpGetSchedulers, difftest.OpGetDedupJobID, difftest.OpGetRateLimitTTL,
-		difftest.OpGetCountsPerPriority, difftest.OpGetLimits, difftest.OpFlowRead, difftest.OpGetJob:
+		difftest.OpGetCountsPerPriority, difftest.OpGetLimits, difftest.OpFlowRead, difftest.OpGetJob,
+		difftest.OpGetLogs, difftest.OpGetCountByTypes, difftest.OpIsPaused, difftest.OpGetFlow, difftest.OpGetMetrics:
 		return r.read(ctx, s, node)
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
@@ -1468,21 +1469,26 @@ func (r *programRun) crossRead() []string {
 // getNextJob + processJob (no next fetch): the worker writes results without
 // fetching a next job (seam.NoFetchOnFinish), and the processor holds the
 // job until the worker is closing, so the worker takes no second job once
-// the first one's slot is free; then it does what bh says.
-func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqoracle.Behavior) string {
+// the first one's slot is free; then it does what bh says. metrics is
+// the worker's WorkerOptions.Metrics.MaxDataPoints (0: no metrics).
+func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqoracle.Behavior, metrics int) string {
 	r.t.Helper()
 	got := make(chan string, 1)
 	release := make(chan struct{})
 	var once sync.Once
 	var calls atomic.Int32
 	proc := droverBehavior(bh, r.rdb)
+	var mo *drover.MetricsOptions
+	if metrics > 0 {
+		mo = &drover.MetricsOptions{MaxDataPoints: metrics}
+	}
 	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
 		once.Do(func() { got <- job.ID })
 		<-release
 		return proc(ctx, job)
 	}), &drover.WorkerOptions{
-		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies,
+		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, Metrics: mo,
 		Hooks: &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
 			// A job with a deferred failure (a failed child's
 			// failParentOnFailure) fails without running the processor,

@@ -15,8 +15,19 @@ import "context"
 // and processes it with behavior (Worker.processJob, not fetching a next
 // job). It returns the job's id, or "" when no job was ready.
 func (o *Oracle) StepWork(ctx context.Context, prefix, queue string, behavior Behavior) (string, error) {
+	return o.StepWorkMetrics(ctx, prefix, queue, behavior, 0)
+}
+
+// StepWorkMetrics is StepWork with the step worker's metrics option set to
+// {maxDataPoints: maxDataPoints} for this job (0: no metrics), so a job it
+// finishes for good is counted in the queue's metrics.
+func (o *Oracle) StepWorkMetrics(ctx context.Context, prefix, queue string, behavior Behavior, maxDataPoints int) (string, error) {
 	var id *string
-	err := o.Call(ctx, "stepWork", qargs(prefix, queue, "behavior", behavior), &id)
+	args := qargs(prefix, queue, "behavior", behavior)
+	if maxDataPoints > 0 {
+		args["metrics"] = map[string]any{"maxDataPoints": maxDataPoints}
+	}
+	err := o.Call(ctx, "stepWork", args, &id)
 	if id == nil {
 		return "", err
 	}

@@ -23,7 +23,11 @@
 // trimEvents), reads whose answers are compared (getJobCounts, getJobs
 // ranges, getJobScheduler and getJobSchedulers pages, getDeduplicationJobId,
 // getRateLimitTtl, getCountsPerPriority, isMaxed with the global limits, a
-// job's getChildrenValues, getDependencies and getDependenciesCount), manual processing (getNextJob / Worker.NextJob, the job's
+// job's getChildrenValues, getDependencies and getDependenciesCount, a
+// job's logs in ranges oldest or newest first, getJobCountByTypes,
+// isPaused, FlowProducer.getFlow with a depth and maxChildren, and
+// getMetrics of the metrics work steps write when their worker has the
+// metrics option, on either side), manual processing (getNextJob / Worker.NextJob, the job's
 // finishes, with and without fetchNext, moveToWaitingChildren), flows (a parent
 // with children, each failure policy, a child in a second queue, a child
 // with children of its own; a lone job with a parent link) and

@@ -186,6 +186,26 @@ func (g *gen) step() Step {
 		{3, func() Step {
 			return Step{Op: OpFlowRead, Job: g.job(), Read: []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount}[g.r.IntN(3)]}
 		}},
+		{2, func() Step {
+			return Step{Op: OpGetLogs, Job: g.job(), Priority: g.pickI(0, 0, 1, -1, -2), Limit: g.pickI(0, 1, 2), LIFO: g.chance(50)}
+		}},
+		{1, func() Step {
+			all := []string{"waiting", "wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"}
+			var types []string
+			for range 1 + g.r.IntN(3) {
+				types = append(types, all[g.r.IntN(len(all))])
+			}
+			return Step{Op: OpGetCountByTypes, Types: types}
+		}},
+		{1, func() Step { return Step{Op: OpIsPaused} }},
+		// maxChildren is a COUNT hint to SSCAN/HSCAN: below a set's size,
+		// which children a scan returns depends on the member strings,
+		// which carry the run's prefix (two all-Node runs differ), so it
+		// is never below the children a generated job has (at most 3).
+		{2, func() Step { return Step{Op: OpGetFlow, Job: g.job(), Priority: g.pickI(0, 0, 1, 2), Limit: g.pickI(0, 0, 5)} }},
+		{2, func() Step {
+			return Step{Op: OpGetMetrics, State: g.pick("completed", "failed"), Priority: g.pickI(0, 0, 1), Limit: g.pickI(0, 1, 2)}
+		}},
 	}
 	total := 0
 	for _, o := range opts {
@@ -444,7 +464,7 @@ func (g *gen) token() string {
 // or moves it back to wait, or renews its lock.
 func (g *gen) manualFinish() Step {
 	s := g.work()
-	s.Op, s.Token = OpManualFinish, g.token()
+	s.Op, s.Token, s.Metrics = OpManualFinish, g.token(), 0
 	if s.Outcome.Kind == "rateLimited" {
 		s.Outcome = &Outcome{Kind: "wait"} // a processor's outcome only
 	}
@@ -479,6 +499,11 @@ func (g *gen) work() Step {
 		// the job back (Worker.RateLimitError / ErrRateLimited).
 		o = Outcome{Kind: "rateLimited", Delay: Hour}
 	}
-	// Sometimes the queue of flow children in OtherQueueName.
-	return Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
+	// Sometimes the queue of flow children in OtherQueueName; sometimes a
+	// worker that keeps metrics.
+	s := Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
+	if g.chance(35) {
+		s.Metrics = g.pickI(1, 2, 60)
+	}
+	return s
 }

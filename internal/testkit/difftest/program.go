@@ -171,6 +171,27 @@ const (
 	// OpFlowRead reads Step.Job's children with Step.Read (the job read
 	// with getJob first, as a user would).
 	OpFlowRead Op = "flowRead"
+	// OpGetLogs reads Step.Job's log lines from index Step.Priority,
+	// Step.Limit of them (0: all the rest), oldest first unless Step.LIFO
+	// (Queue.getJobLogs(id, start, end, asc) / GetJobLogs,
+	// GetJobLogsNewestFirst); its result is the lines and their count.
+	OpGetLogs Op = "getLogs"
+	// OpGetCountByTypes counts the jobs in the states Step.Types, BullMQ's
+	// names ("waiting" among them) (Queue.getJobCountByTypes / the sum of
+	// GetJobCounts).
+	OpGetCountByTypes Op = "getCountByTypes"
+	// OpIsPaused reads whether the queue is paused (isPaused / IsPaused).
+	OpIsPaused Op = "isPaused"
+	// OpGetFlow reads the flow under Step.Job to depth Step.Priority (0:
+	// the default 10) with at most Step.Limit children per kind (0: the
+	// default 20) (FlowProducer.getFlow / Queue.GetFlow); its result is the
+	// tree's ids, each job's children sorted.
+	OpGetFlow Op = "getFlow"
+	// OpGetMetrics reads the queue's metrics of Step.State ("completed" or
+	// "failed"), data points from index Step.Priority, Step.Limit of them
+	// (0: all the rest) (Queue.getMetrics / GetMetrics). Work steps with
+	// Step.Metrics write them.
+	OpGetMetrics Op = "getMetrics"
 )
 
 // FlowRead is one of a job's reads of its children (OpFlowRead).
@@ -234,6 +255,12 @@ type Step struct {
 	Scheduler *Scheduler
 	// Read is OpFlowRead's read.
 	Read FlowRead
+	// Metrics, on OpWork, is the worker's metrics option (maxDataPoints;
+	// 0: none): a job it finishes for good is counted in the queue's
+	// metrics (WorkerOptions.Metrics / Node's metrics option).
+	Metrics int
+	// Types are OpGetCountByTypes' states.
+	Types []string
 }
 
 // Scheduler is a job scheduler repeating every Every ms from Start ms after
@@ -589,8 +616,18 @@ func (s *Step) String() string {
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
+	if (s.Op == OpGetJobs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow) &&
+		(s.Priority != 0 || s.LIFO) {
+		parts = append(parts, fmt.Sprintf("start/depth=%d desc=%v", s.Priority, s.LIFO))
+	}
 	if s.Read != "" {
 		parts = append(parts, "read="+string(s.Read))
+	}
+	if s.Metrics != 0 {
+		parts = append(parts, fmt.Sprintf("metrics=%d", s.Metrics))
+	}
+	if len(s.Types) > 0 {
+		parts = append(parts, fmt.Sprintf("types=%v", s.Types))
 	}
 	if s.Limit != 0 || s.Op == OpTrimEvents {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
@@ -646,6 +683,8 @@ var opNames = map[Op]string{
 	OpManualWaitChildren: "OpManualWaitChildren", OpGetScheduler: "OpGetScheduler", OpGetSchedulers: "OpGetSchedulers",
 	OpGetDedupJobID: "OpGetDedupJobID", OpGetRateLimitTTL: "OpGetRateLimitTTL", OpGetCountsPerPriority: "OpGetCountsPerPriority",
 	OpGetLimits: "OpGetLimits", OpFlowRead: "OpFlowRead", OpGetJob: "OpGetJob",
+	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
+	OpGetMetrics: "OpGetMetrics",
 }
 
 var readNames = map[FlowRead]string{
@@ -740,6 +779,12 @@ func (s *Step) GoString() string {
 	}
 	if s.Read != "" {
 		f = append(f, "Read: "+readNames[s.Read])
+	}
+	if s.Metrics != 0 {
+		f = append(f, fmt.Sprintf("Metrics: %d", s.Metrics))
+	}
+	if len(s.Types) > 0 {
+		f = append(f, fmt.Sprintf("Types: %#v", s.Types))
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

@@ -510,7 +510,14 @@ const commands = {
       return null;
     }
     sw.behavior = a.behavior ?? { kind: 'return' };
-    await sw.worker.processJob(job, token, () => false);
+    // The worker's metrics option for this job only (moveToFinished reads
+    // the worker's opts when it writes the result).
+    sw.worker.opts.metrics = a.metrics ?? undefined;
+    try {
+      await sw.worker.processJob(job, token, () => false);
+    } finally {
+      sw.worker.opts.metrics = undefined;
+    }
     return job.id;
   },
   // stepTake takes the next ready job and leaves it active, as a worker

@@ -121,13 +121,13 @@ export function featureCommands({ getQueue, need, connection }) {
     // a.jobId and returns its result as JSON.
     jobRead: (a) => callOnJob(a, 'jobRead', ['getChildrenValues', 'getDependencies', 'getDependenciesCount', 'getFailedChildrenValues', 'getIgnoredChildrenFailures']),
     // queueCall(a.method, a.args) calls one of Queue's deduplication,
-    // global-limit, per-priority, meta, orphan and Prometheus calls (reads
+    // global-limit, per-priority, counts-by-type, meta, orphan and Prometheus calls (reads
     // and changes) and returns its result as JSON.
     queueCall: async (a) => {
       need(a, 'method');
       const allowed = ['getDeduplicationJobId', 'removeDeduplicationKey', 'getGlobalConcurrency', 'getGlobalRateLimit', 'getCountsPerPriority',
         'setGlobalConcurrency', 'removeGlobalConcurrency', 'getMeta', 'getVersion', 'isMaxed', 'removeOrphanedJobs', 'exportPrometheusMetrics',
-        'setGlobalRateLimit', 'removeGlobalRateLimit', 'rateLimit', 'removeRateLimitKey', 'trimEvents'];
+        'setGlobalRateLimit', 'removeGlobalRateLimit', 'rateLimit', 'removeRateLimitKey', 'trimEvents', 'getJobCountByTypes'];
       if (!allowed.includes(a.method)) {
         throw new Error(`oracle: queueCall of ${a.method}`);
       }
