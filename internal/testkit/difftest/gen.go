@@ -202,7 +202,9 @@ func (g *gen) step() Step {
 		// which children a scan returns depends on the member strings,
 		// which carry the run's prefix (two all-Node runs differ), so it
 		// is never below the children a generated job has (at most 3).
-		{2, func() Step { return Step{Op: OpGetFlow, Job: g.job(), Priority: g.pickI(0, 0, 1, 2), Limit: g.pickI(0, 0, 5)} }},
+		{2, func() Step {
+			return Step{Op: OpGetFlow, Job: g.job(), Priority: g.pickI(0, 0, 1, 2), Limit: g.pickI(0, 0, 5)}
+		}},
 		{2, func() Step {
 			return Step{Op: OpGetMetrics, State: g.pick("completed", "failed"), Priority: g.pickI(0, 0, 1), Limit: g.pickI(0, 1, 2)}
 		}},
