@@ -576,6 +576,7 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	defer ref.close()
 	mix := newProgramRun(t, b, known, anchor)
 	defer mix.close()
+	mix.startEventReaders(context.Background())
 	for i := range p.Steps {
 		s := &p.Steps[i]
 		by := impl(s.By)
@@ -612,8 +613,9 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		diff := statedump.Diff(rs, ms)
 		cross := false
 		if len(diff) == 0 {
-			// Same state: then both implementations must also read it alike.
-			diff = mix.crossRead()
+			// Same state: then both implementations must also read it
+			// alike, and their QueueEvents deliver the step's events alike.
+			diff = append(mix.crossRead(), mix.deliveredEvents()...)
 			cross = len(diff) > 0
 		}
 		if rr != mr || len(diff) > 0 {
@@ -657,6 +659,9 @@ type programRun struct {
 	manualWorker *drover.Worker
 	// takenTokens are the tokens OpManualTake took each job with.
 	takenTokens map[string]string
+	// events are the mixed run's QueueEvents readers (nil in the
+	// all-Node run).
+	events *eventReaders
 }
 
 func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64) *programRun {

@@ -50,7 +50,11 @@
 // no next fetch, drover's Worker writing its result without a next fetch
 // (internal/seam.NoFetchOnFinish) and closed before it takes another. After
 // every step the two normalised states ([Comparable], the events stream
-// included) and the step results must be equal. Time is not controlled
+// included) and the step results must be equal, and in the mixed run a
+// Node QueueEvents and a drover QueueEvents, both reading the stream from
+// its start, must have delivered the step's events alike: each event's
+// name, id and fields as each hands them to a listener (progress data and
+// return values parsed, delays as numbers, drover's typed fields). Time is not controlled
 // (Node's scripts read Date.now()), so every generated delay, backoff and
 // grace is a whole number of hours: nothing becomes due during a run, and
 // due times compare to the minute. The paths where time passes (short
