@@ -933,106 +933,11 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpAddFlow:
-		// A FlowProducer gives a job without a custom id a random UUID,
-		// which would make the two runs differ: each gets "f<name>" instead.
-		flowOpts := func(a *difftest.Add) map[string]any {
-			m := r.nodeOpts(a)
-			if a.JobID == "" {
-				m["jobId"] = "f" + a.Name
-			}
-			return m
-		}
-		queueOf := func(a *difftest.Add) string {
-			if a.OtherQueue {
-				return difftest.OtherQueueName
-			}
-			return q
-		}
-		// The parents of a tree with grandchildren get timestamps a ms
-		// apart, root first: Node's FlowProducer stamps each job as it
-		// builds it and drover's stamps a tree at once, and the timestamp
-		// orders a queue's waiting-children set.
 		root := *s.Add // the tree: the step's parent with its children
 		root.Children = s.Children
-		var stamps map[*difftest.Add]int64
-		for i, c := range s.Children {
-			if len(c.Children) == 0 {
-				continue
-			}
-			if stamps == nil {
-				stamps = map[*difftest.Add]int64{&root: time.Now().UnixMilli()}
-			}
-			stamps[c] = stamps[&root] + 1 + int64(i)
-		}
-		var nodeFlow func(a *difftest.Add, queue string) bullmqoracle.FlowJob
-		nodeFlow = func(a *difftest.Add, queue string) bullmqoracle.FlowJob {
-			f := bullmqoracle.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: flowOpts(a)}
-			if ts, ok := stamps[a]; ok {
-				f.Opts["timestamp"] = ts
-			}
-			for _, c := range a.Children {
-				f.Children = append(f.Children, nodeFlow(c, queueOf(c)))
-			}
-			return f
-		}
-		var droverFlow func(a *difftest.Add, queue string) drover.FlowJob
-		droverFlow = func(a *difftest.Add, queue string) drover.FlowJob {
-			o := a.DroverOpts()
-			if o.JobID == "" {
-				o.JobID = "f" + a.Name
-			}
-			if ts, ok := stamps[a]; ok {
-				o.Timestamp = time.UnixMilli(ts)
-			}
-			f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
-			for _, c := range a.Children {
-				f.Children = append(f.Children, droverFlow(c, queueOf(c)))
-			}
-			return f
-		}
-		// got are the ids in the order of the tree, depth first, named by
-		// the adds in the same order (names).
-		var got, names []string
-		var walk func(a *difftest.Add)
-		walk = func(a *difftest.Add) {
-			r.noteJitter(a) // both runs: the comparison reads it
-			names = append(names, a.Name)
-			for _, c := range a.Children {
-				walk(c)
-			}
-		}
-		walk(&root)
-		if node {
-			ids, err := o.AddFlow(ctx, p, nodeFlow(&root, q))
-			if err != nil {
-				return r.result("", err)
-			}
-			var collect func(n *bullmqoracle.FlowIDs)
-			collect = func(n *bullmqoracle.FlowIDs) {
-				got = append(got, n.ID)
-				for i := range n.Children {
-					collect(&n.Children[i])
-				}
-			}
-			collect(ids)
-		} else {
-			n, err := r.fp.Add(ctx, droverFlow(&root, q))
-			if err != nil {
-				return r.result("", err)
-			}
-			var collect func(n *drover.JobNode)
-			collect = func(n *drover.JobNode) {
-				got = append(got, n.Job.ID)
-				for _, c := range n.Children {
-					collect(c)
-				}
-			}
-			collect(n)
-		}
-		for i, name := range names {
-			r.ids[name] = got[i]
-		}
-		return r.result(fmt.Sprint(got), nil)
+		return r.addFlows(ctx, []*difftest.Add{&root}, node, false)
+	case difftest.OpAddFlows:
+		return r.addFlows(ctx, s.Children, node, true)
 	case difftest.OpUpsertScheduler:
 		a, c := s.Add, s.Scheduler
 		r.noteJitter(a)
@@ -1565,4 +1470,155 @@ func nodeStateName(st drover.JobState) string {
 		return "wait"
 	}
 	return string(st)
+}
+
+// addFlows adds the trees under roots: one with FlowProducer.add /
+// FlowProducer.Add, or, with bulk, all in one call with addBulk / AddBulk.
+// Its result is the ids in the order of the trees, depth first.
+func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, bulk bool) string {
+	r.t.Helper()
+	q := queueName
+	// A FlowProducer gives a job without a custom id a random UUID,
+	// which would make the two runs differ: each gets "f<name>" instead.
+	flowOpts := func(a *difftest.Add) map[string]any {
+		m := r.nodeOpts(a)
+		if a.JobID == "" {
+			m["jobId"] = "f" + a.Name
+		}
+		return m
+	}
+	queueOf := func(a *difftest.Add) string {
+		if a.OtherQueue {
+			return difftest.OtherQueueName
+		}
+		return q
+	}
+	// The parents of a call with more than one get timestamps a ms
+	// apart, in the order of the trees, each root first: Node's
+	// FlowProducer stamps each job as it builds it and drover's stamps a
+	// call at once, and the timestamp orders a queue's waiting-children
+	// set.
+	var stamps map[*difftest.Add]int64
+	var parents []*difftest.Add
+	for _, root := range roots {
+		if len(root.Children) > 0 {
+			parents = append(parents, root)
+		}
+		for _, c := range root.Children {
+			if len(c.Children) > 0 {
+				parents = append(parents, c)
+			}
+		}
+	}
+	if len(parents) > 1 {
+		base := time.Now().UnixMilli()
+		stamps = map[*difftest.Add]int64{}
+		for i, a := range parents {
+			stamps[a] = base + int64(i)
+		}
+	}
+	var nodeFlow func(a *difftest.Add, queue string) bullmqoracle.FlowJob
+	nodeFlow = func(a *difftest.Add, queue string) bullmqoracle.FlowJob {
+		f := bullmqoracle.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: flowOpts(a)}
+		if ts, ok := stamps[a]; ok {
+			f.Opts["timestamp"] = ts
+		}
+		for _, c := range a.Children {
+			f.Children = append(f.Children, nodeFlow(c, queueOf(c)))
+		}
+		return f
+	}
+	var droverFlow func(a *difftest.Add, queue string) drover.FlowJob
+	droverFlow = func(a *difftest.Add, queue string) drover.FlowJob {
+		o := a.DroverOpts()
+		if o.JobID == "" {
+			o.JobID = "f" + a.Name
+		}
+		if ts, ok := stamps[a]; ok {
+			o.Timestamp = time.UnixMilli(ts)
+		}
+		f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
+		for _, c := range a.Children {
+			f.Children = append(f.Children, droverFlow(c, queueOf(c)))
+		}
+		return f
+	}
+	// got are the ids in the order of the trees, depth first, named by
+	// the adds in the same order (names).
+	var got, names []string
+	var walk func(a *difftest.Add)
+	walk = func(a *difftest.Add) {
+		r.noteJitter(a) // both runs: the comparison reads it
+		names = append(names, a.Name)
+		for _, c := range a.Children {
+			walk(c)
+		}
+	}
+	for _, root := range roots {
+		walk(root)
+	}
+	if node {
+		var trees []bullmqoracle.FlowIDs
+		var err error
+		if bulk {
+			flows := make([]bullmqoracle.FlowJob, len(roots))
+			for i, root := range roots {
+				flows[i] = nodeFlow(root, q)
+			}
+			trees, err = r.o.AddFlows(ctx, r.prefix, flows)
+		} else {
+			var ids *bullmqoracle.FlowIDs
+			ids, err = r.o.AddFlow(ctx, r.prefix, nodeFlow(roots[0], q))
+			if ids != nil {
+				trees = []bullmqoracle.FlowIDs{*ids}
+			}
+		}
+		if err != nil {
+			return r.result("", err)
+		}
+		var collect func(n *bullmqoracle.FlowIDs)
+		collect = func(n *bullmqoracle.FlowIDs) {
+			got = append(got, n.ID)
+			for i := range n.Children {
+				collect(&n.Children[i])
+			}
+		}
+		for i := range trees {
+			collect(&trees[i])
+		}
+	} else {
+		var trees []*drover.JobNode
+		var err error
+		if bulk {
+			flows := make([]drover.FlowJob, len(roots))
+			for i, root := range roots {
+				flows[i] = droverFlow(root, q)
+			}
+			trees, err = r.fp.AddBulk(ctx, flows)
+		} else {
+			var n *drover.JobNode
+			n, err = r.fp.Add(ctx, droverFlow(roots[0], q))
+			trees = []*drover.JobNode{n}
+		}
+		if err != nil {
+			return r.result("", err)
+		}
+		var collect func(n *drover.JobNode)
+		collect = func(n *drover.JobNode) {
+			got = append(got, n.Job.ID)
+			for _, c := range n.Children {
+				collect(c)
+			}
+		}
+		for _, n := range trees {
+			collect(n)
+		}
+	}
+	if len(got) != len(names) {
+		return fmt.Sprintf("ok %v (%d ids for %d jobs)", got, len(got), len(names))
+	}
+	for i, name := range names {
+		r.ids[name] = got[i]
+	}
+	return r.result(fmt.Sprint(got), nil)
 }

@@ -793,6 +793,13 @@ func (o *Oracle) GetFlow(ctx context.Context, prefix, queue, id string, depth, m
 	return n, err
 }
 
+// AddFlows adds several flows in one call (FlowProducer.addBulk).
+func (o *Oracle) AddFlows(ctx context.Context, prefix string, flows []FlowJob) ([]FlowIDs, error) {
+	var ids []FlowIDs
+	err := o.Call(ctx, "addFlows", map[string]any{"prefix": prefix, "flows": flows}, &ids)
+	return ids, err
+}
+
 // AddFlow adds a parent job with its children (FlowProducer.add).
 func (o *Oracle) AddFlow(ctx context.Context, prefix string, flow FlowJob) (*FlowIDs, error) {
 	var ids FlowIDs

@@ -30,7 +30,8 @@
 // metrics option, on either side), manual processing (getNextJob / Worker.NextJob, the job's
 // finishes, with and without fetchNext, moveToWaitingChildren), flows (a parent
 // with children, each failure policy, a child in a second queue, a child
-// with children of its own; a lone job with a parent link) and
+// with children of its own; a lone job with a parent link; several trees
+// in one FlowProducer.addBulk) and
 // job schedulers (upsert with every or a cron pattern, a limit and an end
 // date, and remove; runs promoted and taken by either
 // side's worker, which makes the next run). Drover does its share of each

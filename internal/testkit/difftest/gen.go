@@ -149,6 +149,7 @@ func (g *gen) step() Step {
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
 		{3, func() Step { return Step{Op: OpLog, Job: g.job(), Line: fmt.Sprintf("line %d", g.r.IntN(100))} }},
 		{4, g.flow},
+		{2, g.flows},
 		{2, func() Step { return Step{Op: OpUpdateData, Job: g.job(), Value: g.value()} }},
 		{3, g.upsertScheduler},
 		{1, func() Step { return Step{Op: OpRemoveScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
@@ -311,6 +312,27 @@ func (g *gen) flow() Step {
 		for range 1 + g.r.IntN(2) {
 			mid.Children = append(mid.Children, child())
 		}
+	}
+	return s
+}
+
+// flows makes 2 or 3 trees for one addBulk call: roots with 0 to 2
+// children each, a child sometimes in OtherQueueName.
+func (g *gen) flows() Step {
+	s := Step{Op: OpAddFlows}
+	for range 2 + g.r.IntN(2) {
+		root := g.addSpec()
+		root.Parent, root.OnParentFailure = "", ""
+		for range g.r.IntN(3) {
+			c := g.addSpec()
+			c.Parent = ""
+			if g.chance(40) {
+				c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
+			}
+			c.OtherQueue = g.chance(20)
+			root.Children = append(root.Children, c)
+		}
+		s.Children = append(s.Children, root)
 	}
 	return s
 }

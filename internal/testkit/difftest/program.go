@@ -171,6 +171,10 @@ const (
 	// OpFlowRead reads Step.Job's children with Step.Read (the job read
 	// with getJob first, as a user would).
 	OpFlowRead Op = "flowRead"
+	// OpAddFlows adds the trees Step.Children in one call, each a root
+	// with its Children (none: a lone job) (FlowProducer.addBulk /
+	// FlowProducer.AddBulk), ids as OpAddFlow's.
+	OpAddFlows Op = "addFlows"
 	// OpGetLogs reads Step.Job's log lines from index Step.Priority,
 	// Step.Limit of them (0: all the rest), oldest first unless Step.LIFO
 	// (Queue.getJobLogs(id, start, end, asc) / GetJobLogs,
@@ -684,7 +688,7 @@ var opNames = map[Op]string{
 	OpGetDedupJobID: "OpGetDedupJobID", OpGetRateLimitTTL: "OpGetRateLimitTTL", OpGetCountsPerPriority: "OpGetCountsPerPriority",
 	OpGetLimits: "OpGetLimits", OpFlowRead: "OpFlowRead", OpGetJob: "OpGetJob",
 	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
-	OpGetMetrics: "OpGetMetrics",
+	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows",
 }
 
 var readNames = map[FlowRead]string{

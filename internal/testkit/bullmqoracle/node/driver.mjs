@@ -265,6 +265,19 @@ const commands = {
       await fp.close();
     }
   },
+  // addFlows adds the trees a.flows in one call (FlowProducer.addBulk) and
+  // returns their ids as addFlow does, one tree each.
+  addFlows: async (a) => {
+    need(a, 'prefix', 'flows');
+    const fp = new FlowProducer({ connection: conns.queue, prefix: a.prefix });
+    try {
+      const nodes = await fp.addBulk(a.flows);
+      const ids = (n) => ({ id: n.job.id, children: (n.children ?? []).map(ids) });
+      return nodes.map(ids);
+    } finally {
+      await fp.close();
+    }
+  },
   // getFlow reads the tree under a.jobId in a.queue (FlowProducer.getFlow
   // with a.depth and a.maxChildren when given) as {id, queue, children}:
   // each node's job id and queue name, and null where getFlow has an
