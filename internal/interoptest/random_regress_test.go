@@ -565,3 +565,25 @@ func TestDifferentialMetricsAndReads(t *testing.T) {
 		{Op: difftest.OpGetFlow, By: difftest.Drover, Job: "j4", Priority: 2, Limit: 5},
 	}})
 }
+
+// TestDifferentialRegressionFlowBulkOrder (seed 950664739, shrunk): an
+// AddBulk of two trees, a parent with a child and a lone job. BullMQ's
+// FlowProducer.addBulk adds the jobs level by level across the trees
+// (every root, then every root's children), so the lone root is in wait
+// before the first tree's child, and its events come first; drover added
+// tree after tree.
+func TestDifferentialRegressionFlowBulkOrder(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 950664739, Steps: []difftest.Step{
+		{Op: difftest.OpAddFlows, By: difftest.Drover, Children: []*difftest.Add{
+			{Name: "j4", Data: map[string]any{"n": 4}, Children: []*difftest.Add{{Name: "j5", Data: map[string]any{"n": 5}},
+				{Name: "j6", Data: map[string]any{"n": 6}, OtherQueue: true}}},
+			{Name: "j7", Data: map[string]any{"n": 7}},
+			{Name: "j8", Data: map[string]any{"n": 8}, Children: []*difftest.Add{{Name: "j9", Data: map[string]any{"n": 9}}}},
+		}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpGetFlow, By: difftest.Drover, Job: "j8"},
+	}})
+}
