@@ -1087,7 +1087,11 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result("", r.dq.Job(id).ChangePriority(ctx, s.Priority, s.LIFO))
 	case difftest.OpRemove:
 		if node {
-			code, err := o.Remove(ctx, p, q, id)
+			remove := o.Remove
+			if s.KeepChildren {
+				remove = o.RemoveKeepChildren
+			}
+			code, err := remove(ctx, p, q, id)
 			if err == nil && code == 0 {
 				return "refused"
 			}

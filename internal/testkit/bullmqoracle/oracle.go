@@ -511,6 +511,14 @@ func (o *Oracle) Remove(ctx context.Context, prefix, queue, id string) (int, err
 	return code, err
 }
 
+// RemoveKeepChildren is Remove with {removeChildren: false}: the job's
+// flow children stay, their parent gone.
+func (o *Oracle) RemoveKeepChildren(ctx context.Context, prefix, queue, id string) (int, error) {
+	var code int
+	err := o.Call(ctx, "remove", qargs(prefix, queue, "jobId", id, "removeChildren", false), &code)
+	return code, err
+}
+
 // ChangePriority calls Job.changePriority({priority, lifo}).
 func (o *Oracle) ChangePriority(ctx context.Context, prefix, queue, id string, priority int, lifo bool) error {
 	return o.Call(ctx, "changePriority", qargs(prefix, queue, "jobId", id, "priority", priority, "lifo", lifo), nil)

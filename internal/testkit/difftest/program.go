@@ -48,7 +48,9 @@ const (
 	OpChangeDelay Op = "changeDelay"
 	// OpChangePriority sets Step.Job's priority to Step.Priority (Step.LIFO).
 	OpChangePriority Op = "changePriority"
-	// OpRemove removes Step.Job.
+	// OpRemove removes Step.Job. With Step.KeepChildren its flow
+	// children stay (Queue.remove(id, {removeChildren: false}); Node's
+	// only: drover's Job.Remove always removes them).
 	OpRemove Op = "remove"
 	// OpDrain drains the queue (Step.Delayed: delayed jobs too).
 	OpDrain Op = "drain"
@@ -265,6 +267,8 @@ type Step struct {
 	Metrics int
 	// Types are OpGetCountByTypes' states.
 	Types []string
+	// KeepChildren makes OpRemove leave the job's flow children.
+	KeepChildren bool
 }
 
 // Scheduler is a job scheduler repeating every Every ms from Start ms after
@@ -410,6 +414,9 @@ func (s *Step) NodeOnly() bool {
 	}
 	if s.Op == OpUpsertScheduler {
 		return s.Add.Backoff != nil && s.Add.Backoff.Number
+	}
+	if s.Op == OpRemove && s.KeepChildren {
+		return true // drover's Job.Remove always removes the children
 	}
 	if s.Op != OpAddBulk {
 		return false
@@ -633,6 +640,9 @@ func (s *Step) String() string {
 	if len(s.Types) > 0 {
 		parts = append(parts, fmt.Sprintf("types=%v", s.Types))
 	}
+	if s.KeepChildren {
+		parts = append(parts, "keepChildren")
+	}
 	if s.Limit != 0 || s.Op == OpTrimEvents {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
 	}
@@ -789,6 +799,9 @@ func (s *Step) GoString() string {
 	}
 	if len(s.Types) > 0 {
 		f = append(f, fmt.Sprintf("Types: %#v", s.Types))
+	}
+	if s.KeepChildren {
+		f = append(f, "KeepChildren: true")
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

@@ -151,6 +151,9 @@ func simplifications(s *Step) []func(*Step) {
 	if c := s.Scheduler; c != nil && c.Immediately {
 		out = append(out, func(s *Step) { s.Scheduler.Immediately = false })
 	}
+	if s.KeepChildren {
+		out = append(out, func(s *Step) { s.KeepChildren = false })
+	}
 	if s.Metrics != 0 {
 		out = append(out, func(s *Step) { s.Metrics = 0 })
 	}
