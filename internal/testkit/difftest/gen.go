@@ -86,6 +86,8 @@ type gen struct {
 	// waitChildren: the last step added a child to a guessed job taken by
 	// hand; the next one likely moves that job to waiting-children.
 	waitChildren bool
+	// others are the names of the flow children added in OtherQueueName.
+	others []string
 }
 
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
@@ -305,6 +307,9 @@ func (g *gen) flow() Step {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
 		c.OtherQueue = g.chance(20)
+		if c.OtherQueue {
+			g.others = append(g.others, c.Name)
+		}
 		return c
 	}
 	for range 1 + g.r.IntN(3) {
@@ -333,6 +338,9 @@ func (g *gen) flows() Step {
 				c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 			}
 			c.OtherQueue = g.chance(20)
+			if c.OtherQueue {
+				g.others = append(g.others, c.Name)
+			}
 			root.Children = append(root.Children, c)
 		}
 		s.Children = append(s.Children, root)
@@ -416,6 +424,10 @@ func (g *gen) addSpec() *Add {
 	}
 	if len(g.names) > 0 && g.chance(20) {
 		a.Parent = g.job()
+		if len(g.others) > 0 && g.chance(25) {
+			// A parent in the other queue: a flow child there.
+			a.Parent, a.ParentInOther = g.others[g.r.IntN(len(g.others))], true
+		}
 		if g.chance(40) {
 			a.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}

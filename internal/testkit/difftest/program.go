@@ -321,6 +321,9 @@ type Add struct {
 	// FlowJob.Parent, so the generator gives it a custom id when drover
 	// adds it: drover's FlowProducer would give it a UUID).
 	Parent string
+	// ParentInOther: Parent is a job of OtherQueueName (a flow child
+	// there), so the child in the program's queue waits across queues.
+	ParentInOther bool
 	// OnParentFailure is the child's failure policy for its parent:
 	// "failParentOnFailure", "ignoreDependencyOnFailure",
 	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
@@ -811,6 +814,9 @@ func (a *Add) String() string {
 	s := fmt.Sprintf("%s %v", a.Name, a.NodeOpts())
 	if a.Parent != "" {
 		s += " parent=" + a.Parent
+		if a.ParentInOther {
+			s += "@" + OtherQueueName
+		}
 	}
 	if len(a.Data) > 1 {
 		s += fmt.Sprintf(" data=%v", a.Data)
@@ -887,6 +893,9 @@ func (a *Add) goString() string {
 	}
 	if a.Parent != "" {
 		f = append(f, fmt.Sprintf("Parent: %q", a.Parent))
+	}
+	if a.ParentInOther {
+		f = append(f, "ParentInOther: true")
 	}
 	if a.OnParentFailure != "" {
 		f = append(f, fmt.Sprintf("OnParentFailure: %q", a.OnParentFailure))

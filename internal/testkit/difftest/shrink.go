@@ -88,7 +88,7 @@ func simplifications(s *Step) []func(*Step) {
 	}
 	if a := s.Add; a != nil {
 		if a.Parent != "" {
-			out = append(out, func(s *Step) { s.Add.Parent, s.Add.OnParentFailure = "", "" })
+			out = append(out, func(s *Step) { s.Add.Parent, s.Add.OnParentFailure, s.Add.ParentInOther = "", "", false })
 		}
 		if a.OnParentFailure != "" {
 			out = append(out, func(s *Step) { s.Add.OnParentFailure = "" })
