@@ -587,3 +587,28 @@ func TestDifferentialRegressionFlowBulkOrder(t *testing.T) {
 		{Op: difftest.OpGetFlow, By: difftest.Drover, Job: "j8"},
 	}})
 }
+
+// TestDifferentialWorkerRetention pins the work steps' worker retention
+// options (BullMQ's KeepJobs objects): they apply to jobs without their
+// own (j1, j3) and yield to a job's own (j2).
+func TestDifferentialWorkerRetention(t *testing.T) {
+	t.Parallel()
+
+	zero, one := 0, 1
+	keep := true
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 4, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, RemoveOnComplete: &difftest.Retention{Bool: &keep}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1},
+			WorkerRemoveOnComplete: &difftest.Retention{Object: true, Count: &zero}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 2},
+			WorkerRemoveOnComplete: &difftest.Retention{Object: true, Count: &zero}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"},
+			WorkerRemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Count: &one}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"},
+			WorkerRemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Count: &one}},
+	}})
+}

@@ -1013,10 +1013,17 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			return "none"
 		}
 		if node {
-			got, err := o.StepWorkMetrics(ctx, p, wq, behaviorOf(s.Outcome), s.Metrics)
+			wo := bullmqoracle.StepWorkerOpts{MaxDataPoints: s.Metrics}
+			if k := s.WorkerRemoveOnComplete; k != nil {
+				wo.RemoveOnComplete, _ = k.Node().(map[string]any)
+			}
+			if k := s.WorkerRemoveOnFail; k != nil {
+				wo.RemoveOnFail, _ = k.Node().(map[string]any)
+			}
+			got, err := o.StepWorkOpts(ctx, p, wq, behaviorOf(s.Outcome), wo)
 			return r.result(got, err)
 		}
-		if got := r.droverWork(ctx, wq, behaviorOf(s.Outcome), s.Metrics); got != "took none" {
+		if got := r.droverWork(ctx, wq, behaviorOf(s.Outcome), s); got != "took none" {
 			return r.result(got, nil)
 		}
 		return "took none"
@@ -1400,9 +1407,9 @@ func (r *programRun) crossRead() []string {
 // getNextJob + processJob (no next fetch): the worker writes results without
 // fetching a next job (seam.NoFetchOnFinish), and the processor holds the
 // job until the worker is closing, so the worker takes no second job once
-// the first one's slot is free; then it does what bh says. metrics is
-// the worker's WorkerOptions.Metrics.MaxDataPoints (0: no metrics).
-func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqoracle.Behavior, metrics int) string {
+// the first one's slot is free; then it does what bh says. The worker's
+// metrics and retention options are the step's.
+func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqoracle.Behavior, s *difftest.Step) string {
 	r.t.Helper()
 	got := make(chan string, 1)
 	release := make(chan struct{})
@@ -1410,8 +1417,15 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 	var calls atomic.Int32
 	proc := droverBehavior(bh, r.rdb)
 	var mo *drover.MetricsOptions
-	if metrics > 0 {
-		mo = &drover.MetricsOptions{MaxDataPoints: metrics}
+	if s.Metrics > 0 {
+		mo = &drover.MetricsOptions{MaxDataPoints: s.Metrics}
+	}
+	var keepDone, keepFailed *drover.Retention
+	if k := s.WorkerRemoveOnComplete; k != nil {
+		keepDone = k.Drover()
+	}
+	if k := s.WorkerRemoveOnFail; k != nil {
+		keepFailed = k.Drover()
 	}
 	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
@@ -1420,6 +1434,7 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 		return proc(ctx, job)
 	}), &drover.WorkerOptions{
 		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, Metrics: mo,
+		RemoveOnComplete: keepDone, RemoveOnFail: keepFailed,
 		Hooks: &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
 			// A job with a deferred failure (a failed child's
 			// failParentOnFailure) fails without running the processor,

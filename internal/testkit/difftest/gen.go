@@ -463,6 +463,20 @@ func (g *gen) backoff() *Backoff {
 	}
 }
 
+// keepJobs is a worker's retention: BullMQ's KeepJobs object ({count},
+// {age, count}, {age, limit}).
+func (g *gen) keepJobs() *Retention {
+	c := g.r.IntN(3)
+	switch g.r.IntN(3) {
+	case 0:
+		return &Retention{Object: true, Count: &c}
+	case 1:
+		return &Retention{Object: true, Age: 3600, Count: &c}
+	default:
+		return &Retention{Object: true, Age: 3600 * int64(1+g.r.IntN(2)), Limit: g.r.IntN(3)}
+	}
+}
+
 func (g *gen) retention() *Retention {
 	t, f := true, false
 	switch g.r.IntN(6) {
@@ -504,6 +518,7 @@ func (g *gen) token() string {
 func (g *gen) manualFinish() Step {
 	s := g.work()
 	s.Op, s.Token, s.Metrics = OpManualFinish, g.token(), 0
+	s.WorkerRemoveOnComplete, s.WorkerRemoveOnFail = nil, nil
 	if s.Outcome.Kind == "rateLimited" {
 		s.Outcome = &Outcome{Kind: "wait"} // a processor's outcome only
 	}
@@ -543,6 +558,12 @@ func (g *gen) work() Step {
 	s := Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
 	if g.chance(35) {
 		s.Metrics = g.pickI(1, 2, 60)
+	}
+	if g.chance(15) {
+		s.WorkerRemoveOnComplete = g.keepJobs()
+	}
+	if g.chance(15) {
+		s.WorkerRemoveOnFail = g.keepJobs()
 	}
 	return s
 }

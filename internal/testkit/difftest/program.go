@@ -269,6 +269,11 @@ type Step struct {
 	Types []string
 	// KeepChildren makes OpRemove leave the job's flow children.
 	KeepChildren bool
+	// WorkerRemoveOnComplete and WorkerRemoveOnFail, on OpWork, are the
+	// worker's retention options (object forms: a BullMQ worker's are
+	// KeepJobs objects), for jobs without their own
+	// (WorkerOptions.RemoveOnComplete / Node's worker option).
+	WorkerRemoveOnComplete, WorkerRemoveOnFail *Retention
 }
 
 // Scheduler is a job scheduler repeating every Every ms from Start ms after
@@ -517,6 +522,12 @@ func (a *Add) NodeOpts() map[string]any {
 	return m
 }
 
+// Node is the retention as Node's options take it.
+func (r *Retention) Node() any { return r.node() }
+
+// Drover is the retention as drover's options take it.
+func (r *Retention) Drover() *drover.Retention { return r.drover() }
+
 func (r *Retention) node() any {
 	switch {
 	case r.Bool != nil:
@@ -645,6 +656,12 @@ func (s *Step) String() string {
 	}
 	if s.KeepChildren {
 		parts = append(parts, "keepChildren")
+	}
+	if r := s.WorkerRemoveOnComplete; r != nil {
+		parts = append(parts, fmt.Sprintf("worker removeOnComplete=%v", r.node()))
+	}
+	if r := s.WorkerRemoveOnFail; r != nil {
+		parts = append(parts, fmt.Sprintf("worker removeOnFail=%v", r.node()))
 	}
 	if s.Limit != 0 || s.Op == OpTrimEvents {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
@@ -805,6 +822,12 @@ func (s *Step) GoString() string {
 	}
 	if s.KeepChildren {
 		f = append(f, "KeepChildren: true")
+	}
+	if r := s.WorkerRemoveOnComplete; r != nil {
+		f = append(f, "WorkerRemoveOnComplete: "+r.goString())
+	}
+	if r := s.WorkerRemoveOnFail; r != nil {
+		f = append(f, "WorkerRemoveOnFail: "+r.goString())
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

@@ -151,6 +151,12 @@ func simplifications(s *Step) []func(*Step) {
 	if c := s.Scheduler; c != nil && c.Immediately {
 		out = append(out, func(s *Step) { s.Scheduler.Immediately = false })
 	}
+	if s.WorkerRemoveOnComplete != nil {
+		out = append(out, func(s *Step) { s.WorkerRemoveOnComplete = nil })
+	}
+	if s.WorkerRemoveOnFail != nil {
+		out = append(out, func(s *Step) { s.WorkerRemoveOnFail = nil })
+	}
 	if s.KeepChildren {
 		out = append(out, func(s *Step) { s.KeepChildren = false })
 	}

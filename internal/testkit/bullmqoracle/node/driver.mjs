@@ -525,11 +525,17 @@ const commands = {
     sw.behavior = a.behavior ?? { kind: 'return' };
     // The worker's metrics option for this job only (moveToFinished reads
     // the worker's opts when it writes the result).
+    // So are its removeOnComplete and removeOnFail (KeepJobs objects),
+    // which apply to jobs without their own.
     sw.worker.opts.metrics = a.metrics ?? undefined;
+    sw.worker.opts.removeOnComplete = a.removeOnComplete ?? undefined;
+    sw.worker.opts.removeOnFail = a.removeOnFail ?? undefined;
     try {
       await sw.worker.processJob(job, token, () => false);
     } finally {
       sw.worker.opts.metrics = undefined;
+      sw.worker.opts.removeOnComplete = undefined;
+      sw.worker.opts.removeOnFail = undefined;
     }
     return job.id;
   },
