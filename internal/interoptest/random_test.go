@@ -1271,11 +1271,15 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		var ids []string
 		var err error
+		types := []string{s.State}
+		if len(s.Types) > 0 {
+			types = s.Types
+		}
 		if node {
-			ids, err = o.GetJobs(ctx, p, q, []string{s.State}, s.Priority, end, !s.LIFO)
+			ids, err = o.GetJobs(ctx, p, q, types, s.Priority, end, !s.LIFO)
 		} else {
 			var jobs []*drover.Job
-			jobs, err = r.dq.GetJobs(ctx, droverStates([]string{s.State}), int64(s.Priority), int64(end), !s.LIFO)
+			jobs, err = r.dq.GetJobs(ctx, droverStates(types), int64(s.Priority), int64(end), !s.LIFO)
 			for _, j := range jobs {
 				ids = append(ids, j.ID)
 			}

@@ -177,8 +177,13 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpManualWaitChildren} }},
 		{2, func() Step { return Step{Op: OpGetCounts} }},
 		{2, func() Step {
-			return Step{Op: OpGetJobs, State: g.pick("wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"),
-				Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
+			st := []string{"wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"}
+			s := Step{Op: OpGetJobs, State: g.pick(st...), Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
+			if g.chance(30) {
+				// Several states in one call (BullMQ ranges each).
+				s.Types = []string{s.State, g.pick(append(st, "waiting")...)}
+			}
+			return s
 		}},
 		{2, func() Step { return Step{Op: OpGetScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
 		{1, func() Step {

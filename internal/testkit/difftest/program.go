@@ -132,10 +132,10 @@ const (
 	// OpGetCounts reads the job counts of every state (getJobCounts /
 	// GetJobCounts); its result is the counts.
 	OpGetCounts Op = "getCounts"
-	// OpGetJobs reads the ids of the jobs in Step.State from index
-	// Step.Priority, Step.Limit of them (0: all the rest), ascending unless
-	// Step.LIFO (getJobs(types, start, end, asc) / GetJobs); its result is
-	// the ids.
+	// OpGetJobs reads the ids of the jobs in Step.State (or in the states
+	// Step.Types, when set) from index Step.Priority, Step.Limit of them
+	// (0: all the rest), ascending unless Step.LIFO (getJobs(types, start,
+	// end, asc) / GetJobs); its result is the ids.
 	OpGetJobs Op = "getJobs"
 	// OpManualWaitChildren moves the oldest job the run took with
 	// OpManualTake (and did not end yet) to waiting-children, under the
@@ -265,7 +265,7 @@ type Step struct {
 	// 0: none): a job it finishes for good is counted in the queue's
 	// metrics (WorkerOptions.Metrics / Node's metrics option).
 	Metrics int
-	// Types are OpGetCountByTypes' states.
+	// Types are OpGetCountByTypes' states, and OpGetJobs' when set.
 	Types []string
 	// KeepChildren makes OpRemove leave the job's flow children.
 	KeepChildren bool
