@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
+	"github.com/seed40057009/drover/internal/testkit/difftest"
 )
 
 // eventsSyncTimeout bounds how long the readers of the mixed run's events
@@ -25,7 +27,8 @@ const eventsSyncTimeout = 10 * time.Second
 // every step each must have delivered the step's entries, and the two
 // deliveries must agree (names, job ids, every field as each decodes it).
 type eventReaders struct {
-	dqe *drover.QueueEvents
+	queue string
+	dqe   *drover.QueueEvents
 	// nodeDone and dDone are how many delivered events were compared;
 	// dEvents are the drover reader's.
 	nodeDone int
@@ -35,13 +38,16 @@ type eventReaders struct {
 	target string
 }
 
-// startEventReaders starts both readers on the run's (still empty) stream.
+// startEventReaders starts both readers on the run's (still empty)
+// streams: its queue's and OtherQueueName's.
 func (r *programRun) startEventReaders(ctx context.Context) {
 	r.t.Helper()
-	require.NoError(r.t, r.o.StartQueueEvents(ctx, r.prefix, queueName))
-	dqe, err := drover.NewQueueEvents(r.rdb, queueName, &drover.QueueEventsOptions{Prefix: r.prefix, LastEventID: "0", BlockTimeout: 20 * time.Millisecond})
-	require.NoError(r.t, err)
-	r.events = &eventReaders{dqe: dqe, target: "0-0"}
+	for _, q := range []string{queueName, difftest.OtherQueueName} {
+		require.NoError(r.t, r.o.StartQueueEvents(ctx, r.prefix, q))
+		dqe, err := drover.NewQueueEvents(r.rdb, q, &drover.QueueEventsOptions{Prefix: r.prefix, LastEventID: "0", BlockTimeout: 20 * time.Millisecond})
+		require.NoError(r.t, err)
+		r.events = append(r.events, &eventReaders{queue: q, dqe: dqe, target: "0-0"})
+	}
 }
 
 // streamIDLess reports whether stream id a comes before b.
@@ -57,18 +63,24 @@ func streamIDLess(a, b string) bool {
 	return am < bm || (am == bm && as < bs)
 }
 
-// deliveredEvents waits until both readers delivered the stream's entries
-// up to its newest and compares what they delivered since the last call:
-// the differences, none when they agree.
+// deliveredEvents waits until the readers of each stream delivered its
+// entries up to its newest and compares what they delivered since the
+// last call: the differences, none when they agree.
 func (r *programRun) deliveredEvents() []string {
 	r.t.Helper()
-	er := r.events
-	if er == nil {
-		return nil
+	var out []string
+	for _, er := range r.events {
+		out = append(out, r.delivered(er)...)
 	}
+	return out
+}
+
+func (r *programRun) delivered(er *eventReaders) []string {
+	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), eventsSyncTimeout)
 	defer cancel()
-	last, err := r.rdb.XRevRangeN(ctx, r.k.Events(), "+", "-", 1).Result()
+	events := keys.New(r.prefix, er.queue).Events()
+	last, err := r.rdb.XRevRangeN(ctx, events, "+", "-", 1).Result()
 	require.NoError(r.t, err)
 	if len(last) == 0 || !streamIDLess(er.target, last[0].ID) {
 		return nil // nothing new (or the stream is gone: obliterated)
@@ -82,7 +94,7 @@ func (r *programRun) deliveredEvents() []string {
 	}
 	var nodeEvents []bullmqoracle.QueueEvent
 	for {
-		nodeEvents, err = r.o.QueueEvents(ctx, r.prefix, queueName)
+		nodeEvents, err = r.o.QueueEvents(ctx, r.prefix, er.queue)
 		require.NoError(r.t, err)
 		lastID := ""
 		for _, e := range nodeEvents {
@@ -124,13 +136,13 @@ func (r *programRun) deliveredEvents() []string {
 			continue
 		}
 		if n == "" || d == "" {
-			gone, err := r.rdb.XRange(ctx, r.k.Events(), id, id).Result()
+			gone, err := r.rdb.XRange(ctx, events, id, id).Result()
 			require.NoError(r.t, err)
 			if len(gone) == 0 {
 				continue
 			}
 		}
-		out = append(out, fmt.Sprintf("delivered event %s: Node QueueEvents %q, drover QueueEvents %q", id, n, d))
+		out = append(out, fmt.Sprintf("delivered event %s of %s: Node QueueEvents %q, drover QueueEvents %q", id, er.queue, n, d))
 	}
 	return out
 }

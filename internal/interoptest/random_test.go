@@ -666,9 +666,9 @@ type programRun struct {
 	manualWorker *drover.Worker
 	// takenTokens are the tokens OpManualTake took each job with.
 	takenTokens map[string]string
-	// events are the mixed run's QueueEvents readers (nil in the
-	// all-Node run).
-	events *eventReaders
+	// events are the mixed run's QueueEvents readers, one pair per
+	// queue (none in the all-Node run).
+	events []*eventReaders
 	// metricsSkew: a metrics work step's two runs straddled a minute.
 	metricsSkew bool
 }
@@ -696,6 +696,7 @@ func (r *programRun) close() {
 		require.NoError(r.t, r.manualWorker.Close(ctx))
 	}
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, queueName))
+	require.NoError(r.t, r.o.Forget(ctx, r.prefix, difftest.OtherQueueName))
 	redistest.DeletePrefix(ctx, r.rdb, r.prefix)
 }
 
