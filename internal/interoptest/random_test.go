@@ -1084,10 +1084,18 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result("", r.dq.Job(id).Retry(ctx, drover.JobState(s.State),
 			&drover.RetryOptions{ResetAttemptsMade: s.ResetMade, ResetAttemptsStarted: s.ResetStarted}))
 	case difftest.OpRetryJobs:
-		if node {
-			return r.result("", o.RetryJobs(ctx, p, q, bullmqoracle.RetryJobsOptions{State: s.State, Count: s.Limit}))
+		var before int64 // 0: now, both sides' default
+		if s.Delay != 0 {
+			before = r.stepNow + s.Delay
 		}
-		_, err := r.dq.RetryJobs(ctx, &drover.RetryJobsOptions{State: drover.JobState(s.State), Count: s.Limit})
+		if node {
+			return r.result("", o.RetryJobs(ctx, p, q, bullmqoracle.RetryJobsOptions{State: s.State, Count: s.Limit, Timestamp: before}))
+		}
+		ro := &drover.RetryJobsOptions{State: drover.JobState(s.State), Count: s.Limit}
+		if before != 0 {
+			ro.OlderThan = time.UnixMilli(before)
+		}
+		_, err := r.dq.RetryJobs(ctx, ro)
 		return r.result("", err)
 	case difftest.OpPromote:
 		if node {
@@ -1096,9 +1104,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result("", r.dq.Job(id).Promote(ctx))
 	case difftest.OpPromoteJobs:
 		if node {
-			return r.result("", o.PromoteJobs(ctx, p, q, 0))
+			return r.result("", o.PromoteJobs(ctx, p, q, s.Limit))
 		}
-		_, err := r.dq.PromoteJobs(ctx, 0)
+		_, err := r.dq.PromoteJobs(ctx, s.Limit)
 		return r.result("", err)
 	case difftest.OpChangeDelay:
 		if node {
@@ -1149,9 +1157,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpObliterate:
 		if node {
-			return r.result("", o.Obliterate(ctx, p, q, true))
+			return r.result("", o.Obliterate(ctx, p, q, !s.NoForce))
 		}
-		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: true}))
+		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: !s.NoForce}))
 	case difftest.OpPause:
 		if node {
 			return r.result("", o.Pause(ctx, p, q))

@@ -124,10 +124,16 @@ func (g *gen) step() Step {
 		{2, func() Step {
 			// Sometimes in chunks of one or two jobs: the calls loop until
 			// the state is empty.
-			return Step{Op: OpRetryJobs, State: g.pick("failed", "completed"), Limit: g.pick3(1+g.r.IntN(2), 0)}
+			s := Step{Op: OpRetryJobs, State: g.pick("failed", "completed"), Limit: g.pick3(1+g.r.IntN(2), 0)}
+			if g.chance(30) {
+				// Only jobs finished before an hour ago (none) or an
+				// hour from now (all).
+				s.Delay = g.pickI64(-Hour, Hour)
+			}
+			return s
 		}},
 		{4, func() Step { return Step{Op: OpPromote, Job: g.job()} }},
-		{1, func() Step { return Step{Op: OpPromoteJobs} }},
+		{1, func() Step { return Step{Op: OpPromoteJobs, Limit: g.pickI(0, 0, 1)} }},
 		{3, func() Step { return Step{Op: OpChangeDelay, Job: g.job(), Delay: int64(1+g.r.IntN(3)) * Hour} }},
 		{4, func() Step {
 			return Step{Op: OpChangePriority, Job: g.job(), Priority: g.pick3(0, 1+g.r.IntN(5)), LIFO: g.chance(30)}
@@ -148,7 +154,7 @@ func (g *gen) step() Step {
 			}
 			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "delayed", "prioritized", "paused", "active", "waiting-children"), Delay: grace, Limit: lim}
 		}},
-		{1, func() Step { return Step{Op: OpObliterate} }},
+		{1, func() Step { return Step{Op: OpObliterate, NoForce: g.chance(40)} }},
 		{2, func() Step { return Step{Op: OpPause} }},
 		{3, func() Step { return Step{Op: OpResume} }},
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
@@ -349,6 +355,19 @@ func (g *gen) flows() Step {
 			root.Children = append(root.Children, c)
 		}
 		s.Children = append(s.Children, root)
+	}
+	// Fewer refusals (both refuse the whole call, so one bad job of the
+	// 2 to 9 would leave the call comparing nothing): no size limits,
+	// integer-like ids or deduplication on a parent.
+	for _, a := range s.adds() {
+		a.SizeLimit = 0
+		switch a.JobID {
+		case "1234567890123456", "100000000000000000000", "007":
+			a.JobID = ""
+		}
+		if len(a.Children) > 0 {
+			a.Dedup = nil
+		}
 	}
 	return s
 }

@@ -38,11 +38,14 @@ const (
 	OpCheckStalled Op = "checkStalled"
 	// OpRetry retries Step.Job in Step.State (job.retry / Job.Retry).
 	OpRetry Op = "retry"
-	// OpRetryJobs moves every job in Step.State back to wait (retryJobs).
+	// OpRetryJobs moves every job in Step.State back to wait (retryJobs),
+	// with Step.Delay not 0 only those finished before Step.Delay ms after
+	// the step (retryJobs' timestamp / RetryJobsOptions.OlderThan).
 	OpRetryJobs Op = "retryJobs"
 	// OpPromote promotes Step.Job (job.promote / Job.Promote).
 	OpPromote Op = "promote"
-	// OpPromoteJobs promotes every delayed job.
+	// OpPromoteJobs promotes every delayed job, Step.Limit per script call
+	// (0: the default 1000).
 	OpPromoteJobs Op = "promoteJobs"
 	// OpChangeDelay sets Step.Job's delay to Step.Delay ms.
 	OpChangeDelay Op = "changeDelay"
@@ -56,7 +59,8 @@ const (
 	OpDrain Op = "drain"
 	// OpClean cleans Step.State with grace Step.Delay ms and limit Step.Limit.
 	OpClean Op = "clean"
-	// OpObliterate obliterates the queue (force).
+	// OpObliterate obliterates the queue (force, unless Step.NoForce: then
+	// both refuse while a job is active).
 	OpObliterate Op = "obliterate"
 	// OpPause and OpResume pause and resume the queue.
 	OpPause  Op = "pause"
@@ -269,6 +273,8 @@ type Step struct {
 	Types []string
 	// KeepChildren makes OpRemove leave the job's flow children.
 	KeepChildren bool
+	// NoForce makes OpObliterate refuse while a job is active.
+	NoForce bool
 	// WorkerRemoveOnComplete and WorkerRemoveOnFail, on OpWork, are the
 	// worker's retention options (object forms: a BullMQ worker's are
 	// KeepJobs objects), for jobs without their own
@@ -632,7 +638,7 @@ func (s *Step) String() string {
 	if s.ResetMade || s.ResetStarted {
 		parts = append(parts, fmt.Sprintf("reset=%v/%v", s.ResetMade, s.ResetStarted))
 	}
-	if s.Op == OpChangeDelay || s.Op == OpClean || s.Op == OpSetGlobalRateLimit || s.Op == OpRateLimit {
+	if s.Op == OpChangeDelay || s.Op == OpClean || s.Op == OpSetGlobalRateLimit || s.Op == OpRateLimit || (s.Op == OpRetryJobs && s.Delay != 0) {
 		parts = append(parts, fmt.Sprintf("delay=%d", s.Delay))
 	}
 	if s.OtherQueue {
@@ -656,6 +662,9 @@ func (s *Step) String() string {
 	}
 	if s.KeepChildren {
 		parts = append(parts, "keepChildren")
+	}
+	if s.NoForce {
+		parts = append(parts, "noForce")
 	}
 	if r := s.WorkerRemoveOnComplete; r != nil {
 		parts = append(parts, fmt.Sprintf("worker removeOnComplete=%v", r.node()))
@@ -822,6 +831,9 @@ func (s *Step) GoString() string {
 	}
 	if s.KeepChildren {
 		f = append(f, "KeepChildren: true")
+	}
+	if s.NoForce {
+		f = append(f, "NoForce: true")
 	}
 	if r := s.WorkerRemoveOnComplete; r != nil {
 		f = append(f, "WorkerRemoveOnComplete: "+r.goString())

@@ -157,6 +157,9 @@ func simplifications(s *Step) []func(*Step) {
 	if s.WorkerRemoveOnFail != nil {
 		out = append(out, func(s *Step) { s.WorkerRemoveOnFail = nil })
 	}
+	if s.NoForce {
+		out = append(out, func(s *Step) { s.NoForce = false })
+	}
 	if s.KeepChildren {
 		out = append(out, func(s *Step) { s.KeepChildren = false })
 	}
