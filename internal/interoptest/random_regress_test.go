@@ -612,3 +612,26 @@ func TestDifferentialWorkerRetention(t *testing.T) {
 			WorkerRemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Count: &one}},
 	}})
 }
+
+// TestDifferentialManualWorkerOptions pins the program's manual workers'
+// options: metrics and retention apply to jobs ended by hand on both
+// sides (Node's moveToCompleted/moveToFailed read the worker's options).
+func TestDifferentialManualWorkerOptions(t *testing.T) {
+	t.Parallel()
+
+	zero, one := 0, 1
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 5, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+		{Op: difftest.OpManualFinish, By: difftest.Drover, Token: "tA", Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpManualTake, By: difftest.Node, Token: "tA"},
+		{Op: difftest.OpManualFinish, By: difftest.Drover, Token: "tA", Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+		{Op: difftest.OpManualFinish, By: difftest.Node, Token: "tA", Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpGetMetrics, By: difftest.Drover, State: "failed"},
+	}, Manual: &difftest.ManualWorker{Metrics: 2, RemoveOnComplete: &difftest.Retention{Object: true, Count: &zero},
+		RemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Count: &one}}})
+}

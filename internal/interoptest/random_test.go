@@ -271,8 +271,11 @@ func campaign(t *testing.T, b *bundle, cfg difftest.Config, seeds []int64, until
 func (r *programRun) droverManual() *drover.Worker {
 	r.t.Helper()
 	if r.manualWorker == nil {
-		w, err := drover.NewWorker(r.rdb, queueName, nil, &drover.WorkerOptions{Prefix: r.prefix, Name: workerName,
-			BackoffStrategies: droverStrategies, SkipStalledCheck: true})
+		wo := &drover.WorkerOptions{Prefix: r.prefix, Name: workerName, BackoffStrategies: droverStrategies, SkipStalledCheck: true}
+		if r.manual != nil {
+			r.manual.Apply(wo)
+		}
+		w, err := drover.NewWorker(r.rdb, queueName, nil, wo)
 		require.NoError(r.t, err)
 		r.manualWorker, r.manualJobs = w, map[string]*drover.Job{}
 	}
@@ -577,6 +580,12 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	mix := newProgramRun(t, b, known, anchor)
 	defer mix.close()
 	mix.startEventReaders(context.Background())
+	if p.Manual != nil {
+		for _, r := range []*programRun{ref, mix} {
+			r.manual = p.Manual
+			require.NoError(t, r.o.ManualWorker(context.Background(), r.prefix, queueName, p.Manual.NodeOpts()))
+		}
+	}
 	for i := range p.Steps {
 		s := &p.Steps[i]
 		by := impl(s.By)
@@ -594,7 +603,8 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		began := time.Now().UnixMilli()
 		rr := ref.step(s, nodeImpl)
 		mr := mix.step(s, by)
-		if s.Op == difftest.OpWork && s.Metrics > 0 && began/60_000 != time.Now().UnixMilli()/60_000 {
+		if (s.Op == difftest.OpWork && s.Metrics > 0 || s.Op == difftest.OpManualFinish && p.Manual != nil && p.Manual.Metrics > 0) &&
+			began/60_000 != time.Now().UnixMilli()/60_000 {
 			// A minute began between the two runs' metrics writes: from
 			// now on their per-minute data may differ by the clock alone
 			// (see difftest.Deliberate, "metrics across a minute").
@@ -671,6 +681,8 @@ type programRun struct {
 	events []*eventReaders
 	// metricsSkew: a metrics work step's two runs straddled a minute.
 	metricsSkew bool
+	// manual are the program's manual workers' options (nil: none).
+	manual *difftest.ManualWorker
 }
 
 func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64) *programRun {

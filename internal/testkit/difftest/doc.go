@@ -27,11 +27,14 @@
 // job's logs in ranges oldest or newest first, getJobCountByTypes,
 // isPaused, FlowProducer.getFlow with a depth and maxChildren, and
 // getMetrics of the metrics work steps write when their worker has the
-// metrics option, on either side), manual processing (getNextJob / Worker.NextJob, the job's
-// finishes, with and without fetchNext, moveToWaitingChildren), flows (a parent
-// with children, each failure policy, a child in a second queue, a child
-// with children of its own; a lone job with a parent link; several trees
-// in one FlowProducer.addBulk) and
+// metrics option, on either side; work steps may also give the worker
+// removeOnComplete/removeOnFail), manual processing (getNextJob /
+// Worker.NextJob, the job's finishes, with and without fetchNext,
+// moveToWaitingChildren; a program's manual workers may have metrics and
+// retention options), flows (a parent with children, each failure policy,
+// a child in a second queue, a child with children of its own; a lone job
+// with a parent link, to a job of either queue; several trees in one
+// FlowProducer.addBulk; Node's remove that keeps the children) and
 // job schedulers (upsert with every or a cron pattern, a limit and an end
 // date, and remove; runs promoted and taken by either
 // side's worker, which makes the next run). Drover does its share of each

@@ -73,6 +73,19 @@ func Generate(seed int64, cfg Config) *Program {
 		}
 		p.Steps = append(p.Steps, s)
 	}
+	if g.chance(30) {
+		m := &ManualWorker{}
+		if g.chance(60) {
+			m.Metrics = g.pickI(1, 2, 60)
+		}
+		if g.chance(50) {
+			m.RemoveOnComplete = g.keepJobs()
+		}
+		if g.chance(50) {
+			m.RemoveOnFail = g.keepJobs()
+		}
+		p.Manual = m
+	}
 	return p
 }
 

@@ -407,6 +407,45 @@ type Outcome struct {
 type Program struct {
 	Seed  int64
 	Steps []Step
+	// Manual, when set, are the options of the workers that take and end
+	// jobs by hand (OpManualTake, OpManualFinish) on both sides.
+	Manual *ManualWorker
+}
+
+// ManualWorker are the options of a program's manual workers: metrics
+// (maxDataPoints; 0: none) and retention (KeepJobs objects) for jobs
+// without their own.
+type ManualWorker struct {
+	Metrics                        int
+	RemoveOnComplete, RemoveOnFail *Retention
+}
+
+// NodeOpts are the options as a BullMQ Worker takes them.
+func (m *ManualWorker) NodeOpts() map[string]any {
+	o := map[string]any{}
+	if m.Metrics > 0 {
+		o["metrics"] = map[string]any{"maxDataPoints": m.Metrics}
+	}
+	if m.RemoveOnComplete != nil {
+		o["removeOnComplete"] = m.RemoveOnComplete.node()
+	}
+	if m.RemoveOnFail != nil {
+		o["removeOnFail"] = m.RemoveOnFail.node()
+	}
+	return o
+}
+
+// Apply sets the options on drover's WorkerOptions.
+func (m *ManualWorker) Apply(o *drover.WorkerOptions) {
+	if m.Metrics > 0 {
+		o.Metrics = &drover.MetricsOptions{MaxDataPoints: m.Metrics}
+	}
+	if m.RemoveOnComplete != nil {
+		o.RemoveOnComplete = m.RemoveOnComplete.drover()
+	}
+	if m.RemoveOnFail != nil {
+		o.RemoveOnFail = m.RemoveOnFail.drover()
+	}
 }
 
 // NodeOnly reports whether only Node can perform the step: drover has no
@@ -607,6 +646,9 @@ var parentPolicies = map[string]drover.ParentPolicy{
 func (p *Program) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "program seed %d, %d steps:\n", p.Seed, len(p.Steps))
+	if m := p.Manual; m != nil {
+		fmt.Fprintf(&b, "  manual workers: %v\n", m.NodeOpts())
+	}
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, p.Steps[i].String())
 	}
@@ -704,7 +746,18 @@ func (p *Program) GoString() string {
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "\t%s,\n", p.Steps[i].GoString())
 	}
-	b.WriteString("}}")
+	b.WriteString("}")
+	if m := p.Manual; m != nil {
+		f := []string{fmt.Sprintf("Metrics: %d", m.Metrics)}
+		if r := m.RemoveOnComplete; r != nil {
+			f = append(f, "RemoveOnComplete: "+r.goString())
+		}
+		if r := m.RemoveOnFail; r != nil {
+			f = append(f, "RemoveOnFail: "+r.goString())
+		}
+		b.WriteString(", Manual: &difftest.ManualWorker{" + strings.Join(f, ", ") + "}")
+	}
+	b.WriteString("}")
 	return b.String()
 }
 

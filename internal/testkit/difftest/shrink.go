@@ -186,7 +186,7 @@ func simplifications(s *Step) []func(*Step) {
 
 // clone copies a program deeply enough for Shrink's edits.
 func clone(p *Program) *Program {
-	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps))}
+	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps)), Manual: p.Manual}
 	for i, s := range p.Steps {
 		s.Add = cloneAdd(s.Add)
 		if s.Children != nil {

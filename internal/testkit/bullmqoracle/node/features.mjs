@@ -139,6 +139,12 @@ export function featureCommands({ getQueue, need, connection }) {
     // key, logs, flow dependencies) on job a.jobId, read first with
     // Queue.getJob as a Node user would, and returns its result as JSON.
     jobCall: (a) => callOnJob(a, 'jobCall', ['removeDeduplicationKey', 'clearLogs', 'removeChildDependency', 'removeUnprocessedChildren']),
+    // manualWorker makes the queue's manual worker with a.workerOpts now
+    // (later manual commands use it as made).
+    manualWorker: async (a) => {
+      await getManualWorker(a);
+      return null;
+    },
     // manualNext is worker.getNextJob(a.token, {block: false}) on the
     // queue's manual worker; it returns the job's id, or null. With
     // a.forgetLimit the worker first forgets a rate limit it met before
