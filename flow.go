@@ -321,7 +321,10 @@ func (f *FlowProducer) Add(ctx context.Context, flow FlowJob) (*JobNode, error) 
 }
 
 // AddBulk stores several flows in one atomic script call: all of them or,
-// when one is refused or the call fails, none. On a Redis Cluster every
+// when one is refused or the call fails, none. As BullMQ's addBulk, it
+// stores them level by level across the trees: every root in order, then
+// every root's children, and so on (the order of their wait entries and
+// events). On a Redis Cluster every
 // tree must then share one hash tag (call Add per tree otherwise). When ctx
 // ends while the call has no answer (Redis paused), the error wraps
 // ErrAddInDoubt and ctx.Err(): all or none may be stored; with custom
@@ -413,8 +416,9 @@ func (f *FlowProducer) addBulk(ctx context.Context, flows []FlowJob) ([]*JobNode
 	return out, nil
 }
 
-// prepare validates the trees and lays them out as records, each tree
-// breadth first (BullMQ's insertion order). roots are the trees' indexes.
+// prepare validates the trees and lays them out as records, breadth first
+// across the trees (BullMQ's insertion order). roots are the trees'
+// indexes.
 func (f *FlowProducer) prepare(flows []FlowJob, now time.Time) (nodes []flowNode, roots []int, err error) {
 	_, cluster := f.rdb.(*redis.ClusterClient)
 	type item struct {
@@ -425,48 +429,53 @@ func (f *FlowProducer) prepare(flows []FlowJob, now time.Time) (nodes []flowNode
 	seen := make(map[string]string) // job key -> path of the node that has it
 	var slot int
 	var slotOf string
+	// Level by level across the trees: every root, then every root's
+	// children, and so on, the order in which BullMQ's FlowProducer.addBulk
+	// stores a batch's jobs (and so the order of their wait entries and
+	// events).
+	queue := make([]item, 0, len(flows))
 	for t := range flows {
-		queue := []item{{fj: &flows[t], parent: -1, path: fmt.Sprintf("flows[%d]", t)}}
-		if len(flows) == 1 {
-			queue[0].path = "root"
+		queue = append(queue, item{fj: &flows[t], parent: -1, path: fmt.Sprintf("flows[%d]", t)})
+	}
+	if len(flows) == 1 {
+		queue[0].path = "root"
+	}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		n, err := f.prepareNode(it.fj, it.parent, nodes, now)
+		if err != nil {
+			return nil, nil, fmt.Errorf("add flow: %s (job %q of queue %q): %w", it.path, it.fj.Name, it.fj.QueueName, err)
 		}
-		for len(queue) > 0 {
-			it := queue[0]
-			queue = queue[1:]
-			n, err := f.prepareNode(it.fj, it.parent, nodes, now)
-			if err != nil {
-				return nil, nil, fmt.Errorf("add flow: %s (job %q of queue %q): %w", it.path, it.fj.Name, it.fj.QueueName, err)
+		key := n.rec.Base + n.rec.ID
+		if other, dup := seen[key]; dup {
+			return nil, nil, fmt.Errorf("add flow: %s (job %q of queue %q): %w: id %q is also the id of %s",
+				it.path, it.fj.Name, it.fj.QueueName, ErrInvalidJobID, n.rec.ID, other)
+		}
+		seen[key] = it.path
+		if cluster {
+			s := keys.Slot(n.rec.Base)
+			if slotOf == "" {
+				slot, slotOf = s, fmt.Sprintf("queue %q (prefix %q)", n.q.name, n.q.Prefix())
+			} else if s != slot {
+				return nil, nil, optionError("add flow: %s: queue %q (prefix %q) is in hash slot %d and %s in slot %d: "+
+					"on a Redis Cluster every queue of a flow (and of one AddBulk call) must carry the same {hash tag} "+
+					"in its prefix or name, as BullMQ requires", it.path, n.q.name, n.q.Prefix(), s, slotOf, slot)
 			}
-			key := n.rec.Base + n.rec.ID
-			if other, dup := seen[key]; dup {
-				return nil, nil, fmt.Errorf("add flow: %s (job %q of queue %q): %w: id %q is also the id of %s",
-					it.path, it.fj.Name, it.fj.QueueName, ErrInvalidJobID, n.rec.ID, other)
+			if n.rec.ParentKey != "" && keys.Slot(n.rec.ParentKey) != slot {
+				return nil, nil, optionError("add flow: %s: its Parent %s is not in hash slot %d of %s: "+
+					"on a Redis Cluster a flow and its parent must carry the same {hash tag}", it.path, n.rec.ParentKey, slot, slotOf)
 			}
-			seen[key] = it.path
-			if cluster {
-				s := keys.Slot(n.rec.Base)
-				if slotOf == "" {
-					slot, slotOf = s, fmt.Sprintf("queue %q (prefix %q)", n.q.name, n.q.Prefix())
-				} else if s != slot {
-					return nil, nil, optionError("add flow: %s: queue %q (prefix %q) is in hash slot %d and %s in slot %d: "+
-						"on a Redis Cluster every queue of a flow (and of one AddBulk call) must carry the same {hash tag} "+
-						"in its prefix or name, as BullMQ requires", it.path, n.q.name, n.q.Prefix(), s, slotOf, slot)
-				}
-				if n.rec.ParentKey != "" && keys.Slot(n.rec.ParentKey) != slot {
-					return nil, nil, optionError("add flow: %s: its Parent %s is not in hash slot %d of %s: "+
-						"on a Redis Cluster a flow and its parent must carry the same {hash tag}", it.path, n.rec.ParentKey, slot, slotOf)
-				}
-			}
-			idx := len(nodes)
-			if it.parent >= 0 {
-				nodes[it.parent].children = append(nodes[it.parent].children, idx)
-			} else {
-				roots = append(roots, idx)
-			}
-			nodes = append(nodes, n)
-			for c := range it.fj.Children {
-				queue = append(queue, item{fj: &it.fj.Children[c], parent: idx, path: fmt.Sprintf("%s.Children[%d]", it.path, c)})
-			}
+		}
+		idx := len(nodes)
+		if it.parent >= 0 {
+			nodes[it.parent].children = append(nodes[it.parent].children, idx)
+		} else {
+			roots = append(roots, idx)
+		}
+		nodes = append(nodes, n)
+		for c := range it.fj.Children {
+			queue = append(queue, item{fj: &it.fj.Children[c], parent: idx, path: fmt.Sprintf("%s.Children[%d]", it.path, c)})
 		}
 	}
 	return nodes, roots, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -231,9 +232,138 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 			return r.result("", err)
 		}
 		return r.result(fmt.Sprintf("%+v", r.droverJobView(dj)), nil)
+	case difftest.OpGetLogs, difftest.OpGetCountByTypes, difftest.OpIsPaused, difftest.OpGetFlow, difftest.OpGetMetrics:
+		return r.read2(ctx, s, node)
 	}
 	r.t.Fatalf("read of op %q", s.Op)
 	return ""
+}
+
+// read2 performs the reads of job logs, counts by type, isPaused, flows
+// and metrics.
+func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) string {
+	r.t.Helper()
+	o, p, q := r.o, r.prefix, queueName
+	id := r.id(s.Job)
+	end := -1
+	if s.Limit > 0 {
+		end = s.Priority + s.Limit - 1
+	}
+	switch s.Op {
+	case difftest.OpGetLogs:
+		var lines []string
+		var n int64
+		var err error
+		if node {
+			lines, n, err = o.GetJobLogsRange(ctx, p, q, id, s.Priority, end, !s.LIFO)
+		} else if s.LIFO {
+			lines, n, err = r.dq.GetJobLogsNewestFirst(ctx, id, int64(s.Priority), int64(end))
+		} else {
+			lines, n, err = r.dq.GetJobLogs(ctx, id, int64(s.Priority), int64(end))
+		}
+		return r.result(fmt.Sprintf("%q count=%d", lines, n), err)
+	case difftest.OpGetCountByTypes:
+		var n int64
+		if node {
+			args := make([]any, len(s.Types))
+			for i, t := range s.Types {
+				args[i] = t
+			}
+			err := o.QueueCall(ctx, p, q, "getJobCountByTypes", &n, args...)
+			return r.result(strconv.FormatInt(n, 10), err)
+		}
+		// The sum over the distinct names, as Node's: "wait" and
+		// "waiting" both count the wait list.
+		names := slices.Compact(slices.Sorted(slices.Values(s.Types)))
+		counts, err := r.dq.GetJobCounts(ctx, droverStates(names)...)
+		for _, st := range droverStates(names) {
+			n += counts[st]
+		}
+		return r.result(strconv.FormatInt(n, 10), err)
+	case difftest.OpIsPaused:
+		var paused bool
+		var err error
+		if node {
+			paused, err = o.IsPaused(ctx, p, q)
+		} else {
+			paused, err = r.dq.IsPaused(ctx)
+		}
+		return r.result(strconv.FormatBool(paused), err)
+	case difftest.OpGetFlow:
+		if node {
+			n, err := o.GetFlow(ctx, p, q, id, s.Priority, s.Limit)
+			if err != nil || n == nil {
+				return r.result("none", err)
+			}
+			return r.result(nodeFlowView(n), nil)
+		}
+		n, err := r.dq.GetFlow(ctx, id, &drover.GetFlowOptions{Depth: s.Priority, MaxChildren: s.Limit})
+		if errors.Is(err, drover.ErrJobNotFound) {
+			return r.result("none", nil) // Node answers undefined
+		}
+		if err != nil {
+			return r.result("", err)
+		}
+		return r.result(droverFlowView(n), nil)
+	case difftest.OpGetMetrics:
+		if node {
+			m, err := o.GetMetrics(ctx, p, q, s.State, s.Priority, end)
+			if err != nil {
+				return r.result("", err)
+			}
+			return r.result(r.metricsView(m.Meta.Count, m.Meta.PrevTS != 0, m.Meta.PrevCount, m.Data, m.Count), nil)
+		}
+		m, err := r.dq.GetMetrics(ctx, s.State, int64(s.Priority), int64(end))
+		if err != nil {
+			return r.result("", err)
+		}
+		return r.result(r.metricsView(m.Count, !m.PrevTS.IsZero(), m.PrevCount, m.Data, m.Points), nil)
+	}
+	r.t.Fatalf("read of op %q", s.Op)
+	return ""
+}
+
+// metricsView renders getMetrics' answer, prevTS as present or not, or,
+// once a metrics write of the two runs straddled a minute (metricsSkew),
+// its count alone (see difftest.Deliberate).
+func (r *programRun) metricsView(count int64, prevTS bool, prevCount int64, data []int64, points int64) string {
+	if r.metricsSkew {
+		return fmt.Sprintf("count=%d", count)
+	}
+	return fmt.Sprintf("count=%d prevTS=%v prevCount=%d data=%v points=%d", count, prevTS, prevCount, data, points)
+}
+
+// nodeFlowView renders a getFlow tree: each node's queue and id, each
+// job's children sorted (their order comes from set scans), a missing
+// child as "gone".
+func nodeFlowView(n *bullmqoracle.FlowNode) string {
+	if n == nil {
+		return "gone"
+	}
+	kids := make([]string, len(n.Children))
+	for i, c := range n.Children {
+		kids[i] = nodeFlowView(c)
+	}
+	return flowView(n.Queue, n.ID, kids)
+}
+
+func droverFlowView(n *drover.JobNode) string {
+	if n == nil || n.Job == nil {
+		return "gone"
+	}
+	kids := make([]string, len(n.Children))
+	for i, c := range n.Children {
+		kids[i] = droverFlowView(c)
+	}
+	return flowView(n.Ref.Queue, n.Job.ID, kids)
+}
+
+func flowView(queue, id string, kids []string) string {
+	slices.Sort(kids)
+	if len(kids) == 0 {
+		return queue + "/" + id
+	}
+	return queue + "/" + id + "[" + strings.Join(kids, " ") + "]"
 }
 
 func limitsView(maxed bool, conc *int, rate *struct{ Max, Duration int64 }) string {

@@ -528,3 +528,110 @@ func TestDifferentialRegressionManualCompleteFailedChild(t *testing.T) {
 		{Op: difftest.OpManualFinish, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}, Token: "tA"},
 	}})
 }
+
+// TestDifferentialMetricsAndReads pins the reads of the generator's read
+// family on a program where each has something to read: worker metrics
+// written by a Node and a drover worker (completed and failed, with
+// maxDataPoints), job logs in both orders and negative ranges, counts by
+// type with BullMQ's "waiting" and "wait" both given, isPaused, and a
+// flow read to depth 2 and in full.
+func TestDifferentialMetricsAndReads(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 3, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpAddFlow, By: difftest.Drover, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}},
+			Children: []*difftest.Add{{Name: "j5", Data: map[string]any{"n": 5}, Children: []*difftest.Add{{Name: "j6", Data: map[string]any{"n": 6}}}},
+				{Name: "j7", Data: map[string]any{"n": 7}, OtherQueue: true}}},
+		{Op: difftest.OpLog, By: difftest.Node, Job: "j1", Line: "a"},
+		{Op: difftest.OpLog, By: difftest.Drover, Job: "j1", Line: "b"},
+		{Op: difftest.OpLog, By: difftest.Node, Job: "j1", Line: "c"},
+		{Op: difftest.OpWork, By: difftest.Drover, Metrics: 2, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpWork, By: difftest.Node, Metrics: 60, Outcome: &difftest.Outcome{Kind: "complete", Value: 2}},
+		{Op: difftest.OpWork, By: difftest.Drover, Metrics: 1, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpGetMetrics, By: difftest.Drover, State: "completed"},
+		{Op: difftest.OpGetMetrics, By: difftest.Drover, State: "failed", Limit: 1},
+		{Op: difftest.OpGetLogs, By: difftest.Drover, Job: "j1", LIFO: true, Limit: 2},
+		{Op: difftest.OpGetLogs, By: difftest.Drover, Job: "j1", Priority: -2},
+		{Op: difftest.OpGetLogs, By: difftest.Drover, Job: "j1", Priority: -1, LIFO: true},
+		{Op: difftest.OpGetCountByTypes, By: difftest.Drover, Types: []string{"waiting", "wait", "completed"}},
+		{Op: difftest.OpPause, By: difftest.Node},
+		{Op: difftest.OpIsPaused, By: difftest.Drover},
+		{Op: difftest.OpGetCountByTypes, By: difftest.Drover, Types: []string{"paused", "waiting-children"}},
+		{Op: difftest.OpGetFlow, By: difftest.Drover, Job: "j4"},
+		{Op: difftest.OpGetFlow, By: difftest.Drover, Job: "j4", Priority: 2, Limit: 5},
+	}})
+}
+
+// TestDifferentialRegressionFlowBulkOrder (seed 950664739, shrunk): an
+// AddBulk of two trees, a parent with a child and a lone job. BullMQ's
+// FlowProducer.addBulk adds the jobs level by level across the trees
+// (every root, then every root's children), so the lone root is in wait
+// before the first tree's child, and its events come first; drover added
+// tree after tree.
+func TestDifferentialRegressionFlowBulkOrder(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 950664739, Steps: []difftest.Step{
+		{Op: difftest.OpAddFlows, By: difftest.Drover, Children: []*difftest.Add{
+			{Name: "j4", Data: map[string]any{"n": 4}, Children: []*difftest.Add{{Name: "j5", Data: map[string]any{"n": 5}},
+				{Name: "j6", Data: map[string]any{"n": 6}, OtherQueue: true}}},
+			{Name: "j7", Data: map[string]any{"n": 7}},
+			{Name: "j8", Data: map[string]any{"n": 8}, Children: []*difftest.Add{{Name: "j9", Data: map[string]any{"n": 9}}}},
+		}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpGetFlow, By: difftest.Drover, Job: "j8"},
+	}})
+}
+
+// TestDifferentialWorkerRetention pins the work steps' worker retention
+// options (BullMQ's KeepJobs objects): they apply to jobs without their
+// own (j1, j3) and yield to a job's own (j2).
+func TestDifferentialWorkerRetention(t *testing.T) {
+	t.Parallel()
+
+	zero, one := 0, 1
+	keep := true
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 4, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, RemoveOnComplete: &difftest.Retention{Bool: &keep}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1},
+			WorkerRemoveOnComplete: &difftest.Retention{Object: true, Count: &zero}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 2},
+			WorkerRemoveOnComplete: &difftest.Retention{Object: true, Count: &zero}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"},
+			WorkerRemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Count: &one}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"},
+			WorkerRemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Count: &one}},
+	}})
+}
+
+// TestDifferentialManualWorkerOptions pins the program's manual workers'
+// options: metrics and retention apply to jobs ended by hand on both
+// sides (Node's moveToCompleted/moveToFailed read the worker's options).
+func TestDifferentialManualWorkerOptions(t *testing.T) {
+	t.Parallel()
+
+	zero, one := 0, 1
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 5, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+		{Op: difftest.OpManualFinish, By: difftest.Drover, Token: "tA", Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpManualTake, By: difftest.Node, Token: "tA"},
+		{Op: difftest.OpManualFinish, By: difftest.Drover, Token: "tA", Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+		{Op: difftest.OpManualFinish, By: difftest.Node, Token: "tA", Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpGetMetrics, By: difftest.Drover, State: "failed"},
+	}, Manual: &difftest.ManualWorker{Metrics: 2, RemoveOnComplete: &difftest.Retention{Object: true, Count: &zero},
+		RemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Count: &one}}})
+}

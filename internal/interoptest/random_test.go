@@ -271,8 +271,11 @@ func campaign(t *testing.T, b *bundle, cfg difftest.Config, seeds []int64, until
 func (r *programRun) droverManual() *drover.Worker {
 	r.t.Helper()
 	if r.manualWorker == nil {
-		w, err := drover.NewWorker(r.rdb, queueName, nil, &drover.WorkerOptions{Prefix: r.prefix, Name: workerName,
-			BackoffStrategies: droverStrategies, SkipStalledCheck: true})
+		wo := &drover.WorkerOptions{Prefix: r.prefix, Name: workerName, BackoffStrategies: droverStrategies, SkipStalledCheck: true}
+		if r.manual != nil {
+			r.manual.Apply(wo)
+		}
+		w, err := drover.NewWorker(r.rdb, queueName, nil, wo)
 		require.NoError(r.t, err)
 		r.manualWorker, r.manualJobs = w, map[string]*drover.Job{}
 	}
@@ -576,6 +579,13 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	defer ref.close()
 	mix := newProgramRun(t, b, known, anchor)
 	defer mix.close()
+	mix.startEventReaders(context.Background())
+	if p.Manual != nil {
+		for _, r := range []*programRun{ref, mix} {
+			r.manual = p.Manual
+			require.NoError(t, r.o.ManualWorker(context.Background(), r.prefix, queueName, p.Manual.NodeOpts()))
+		}
+	}
 	for i := range p.Steps {
 		s := &p.Steps[i]
 		by := impl(s.By)
@@ -590,8 +600,16 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		if by == droverImpl && (s.Op == difftest.OpWork || s.Op == difftest.OpManualTake || s.Op == difftest.OpStall) {
 			limited = mix.rateLimited(context.Background())
 		}
+		began := time.Now().UnixMilli()
 		rr := ref.step(s, nodeImpl)
 		mr := mix.step(s, by)
+		if (s.Op == difftest.OpWork && s.Metrics > 0 || s.Op == difftest.OpManualFinish && p.Manual != nil && p.Manual.Metrics > 0) &&
+			began/60_000 != time.Now().UnixMilli()/60_000 {
+			// A minute began between the two runs' metrics writes: from
+			// now on their per-minute data may differ by the clock alone
+			// (see difftest.Deliberate, "metrics across a minute").
+			ref.metricsSkew, mix.metricsSkew = true, true
+		}
 		if by == droverImpl {
 			droverSteps.note(s.Op, mr)
 			if limited {
@@ -612,8 +630,9 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		diff := statedump.Diff(rs, ms)
 		cross := false
 		if len(diff) == 0 {
-			// Same state: then both implementations must also read it alike.
-			diff = mix.crossRead()
+			// Same state: then both implementations must also read it
+			// alike, and their QueueEvents deliver the step's events alike.
+			diff = append(mix.crossRead(), mix.deliveredEvents()...)
 			cross = len(diff) > 0
 		}
 		if rr != mr || len(diff) > 0 {
@@ -657,6 +676,13 @@ type programRun struct {
 	manualWorker *drover.Worker
 	// takenTokens are the tokens OpManualTake took each job with.
 	takenTokens map[string]string
+	// events are the mixed run's QueueEvents readers, one pair per
+	// queue (none in the all-Node run).
+	events []*eventReaders
+	// metricsSkew: a metrics work step's two runs straddled a minute.
+	metricsSkew bool
+	// manual are the program's manual workers' options (nil: none).
+	manual *difftest.ManualWorker
 }
 
 func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64) *programRun {
@@ -682,6 +708,7 @@ func (r *programRun) close() {
 		require.NoError(r.t, r.manualWorker.Close(ctx))
 	}
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, queueName))
+	require.NoError(r.t, r.o.Forget(ctx, r.prefix, difftest.OtherQueueName))
 	redistest.DeletePrefix(ctx, r.rdb, r.prefix)
 }
 
@@ -691,7 +718,7 @@ func (r *programRun) state() *statedump.Snapshot {
 	require.NoError(r.t, err)
 	s, err := difftest.Comparable(raw, difftest.NormContext{
 		Queue: queueName, Others: []string{difftest.OtherQueueName}, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
-		OthersSortedEvents: map[string][][2]int{difftest.OtherQueueName: r.otherCascades},
+		OthersSortedEvents: map[string][][2]int{difftest.OtherQueueName: r.otherCascades}, MetricsSkew: r.metricsSkew,
 	})
 	require.NoError(r.t, err)
 	return s
@@ -782,11 +809,19 @@ func (r *programRun) noteJitter(a *difftest.Add) {
 	}
 }
 
+// parentQueue is the queue of a's parent.
+func parentQueue(a *difftest.Add) string {
+	if a.ParentInOther {
+		return difftest.OtherQueueName
+	}
+	return queueName
+}
+
 // nodeOpts are a's options for Node, with its parent link resolved.
 func (r *programRun) nodeOpts(a *difftest.Add) map[string]any {
 	m := a.NodeOpts()
 	if a.Parent != "" {
-		m["parent"] = map[string]any{"id": r.id(a.Parent), "queue": r.prefix + ":" + queueName}
+		m["parent"] = map[string]any{"id": r.id(a.Parent), "queue": r.prefix + ":" + parentQueue(a)}
 	}
 	return m
 }
@@ -882,7 +917,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			// A parent link from Go: a lone flow root with a Parent.
 			var n *drover.JobNode
 			n, err = r.fp.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: a.DroverOpts(),
-				Parent: &drover.JobRef{Prefix: p, Queue: q, ID: r.id(a.Parent)}})
+				Parent: &drover.JobRef{Prefix: p, Queue: parentQueue(a), ID: r.id(a.Parent)}})
 			if err == nil {
 				got = n.Job.ID
 			}
@@ -928,106 +963,11 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpAddFlow:
-		// A FlowProducer gives a job without a custom id a random UUID,
-		// which would make the two runs differ: each gets "f<name>" instead.
-		flowOpts := func(a *difftest.Add) map[string]any {
-			m := r.nodeOpts(a)
-			if a.JobID == "" {
-				m["jobId"] = "f" + a.Name
-			}
-			return m
-		}
-		queueOf := func(a *difftest.Add) string {
-			if a.OtherQueue {
-				return difftest.OtherQueueName
-			}
-			return q
-		}
-		// The parents of a tree with grandchildren get timestamps a ms
-		// apart, root first: Node's FlowProducer stamps each job as it
-		// builds it and drover's stamps a tree at once, and the timestamp
-		// orders a queue's waiting-children set.
 		root := *s.Add // the tree: the step's parent with its children
 		root.Children = s.Children
-		var stamps map[*difftest.Add]int64
-		for i, c := range s.Children {
-			if len(c.Children) == 0 {
-				continue
-			}
-			if stamps == nil {
-				stamps = map[*difftest.Add]int64{&root: time.Now().UnixMilli()}
-			}
-			stamps[c] = stamps[&root] + 1 + int64(i)
-		}
-		var nodeFlow func(a *difftest.Add, queue string) bullmqoracle.FlowJob
-		nodeFlow = func(a *difftest.Add, queue string) bullmqoracle.FlowJob {
-			f := bullmqoracle.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: flowOpts(a)}
-			if ts, ok := stamps[a]; ok {
-				f.Opts["timestamp"] = ts
-			}
-			for _, c := range a.Children {
-				f.Children = append(f.Children, nodeFlow(c, queueOf(c)))
-			}
-			return f
-		}
-		var droverFlow func(a *difftest.Add, queue string) drover.FlowJob
-		droverFlow = func(a *difftest.Add, queue string) drover.FlowJob {
-			o := a.DroverOpts()
-			if o.JobID == "" {
-				o.JobID = "f" + a.Name
-			}
-			if ts, ok := stamps[a]; ok {
-				o.Timestamp = time.UnixMilli(ts)
-			}
-			f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
-			for _, c := range a.Children {
-				f.Children = append(f.Children, droverFlow(c, queueOf(c)))
-			}
-			return f
-		}
-		// got are the ids in the order of the tree, depth first, named by
-		// the adds in the same order (names).
-		var got, names []string
-		var walk func(a *difftest.Add)
-		walk = func(a *difftest.Add) {
-			r.noteJitter(a) // both runs: the comparison reads it
-			names = append(names, a.Name)
-			for _, c := range a.Children {
-				walk(c)
-			}
-		}
-		walk(&root)
-		if node {
-			ids, err := o.AddFlow(ctx, p, nodeFlow(&root, q))
-			if err != nil {
-				return r.result("", err)
-			}
-			var collect func(n *bullmqoracle.FlowIDs)
-			collect = func(n *bullmqoracle.FlowIDs) {
-				got = append(got, n.ID)
-				for i := range n.Children {
-					collect(&n.Children[i])
-				}
-			}
-			collect(ids)
-		} else {
-			n, err := r.fp.Add(ctx, droverFlow(&root, q))
-			if err != nil {
-				return r.result("", err)
-			}
-			var collect func(n *drover.JobNode)
-			collect = func(n *drover.JobNode) {
-				got = append(got, n.Job.ID)
-				for _, c := range n.Children {
-					collect(c)
-				}
-			}
-			collect(n)
-		}
-		for i, name := range names {
-			r.ids[name] = got[i]
-		}
-		return r.result(fmt.Sprint(got), nil)
+		return r.addFlows(ctx, []*difftest.Add{&root}, node, false)
+	case difftest.OpAddFlows:
+		return r.addFlows(ctx, s.Children, node, true)
 	case difftest.OpUpsertScheduler:
 		a, c := s.Add, s.Scheduler
 		r.noteJitter(a)
@@ -1086,10 +1026,17 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			return "none"
 		}
 		if node {
-			got, err := o.StepWork(ctx, p, wq, behaviorOf(s.Outcome))
+			wo := bullmqoracle.StepWorkerOpts{MaxDataPoints: s.Metrics}
+			if k := s.WorkerRemoveOnComplete; k != nil {
+				wo.RemoveOnComplete, _ = k.Node().(map[string]any)
+			}
+			if k := s.WorkerRemoveOnFail; k != nil {
+				wo.RemoveOnFail, _ = k.Node().(map[string]any)
+			}
+			got, err := o.StepWorkOpts(ctx, p, wq, behaviorOf(s.Outcome), wo)
 			return r.result(got, err)
 		}
-		if got := r.droverWork(ctx, wq, behaviorOf(s.Outcome)); got != "took none" {
+		if got := r.droverWork(ctx, wq, behaviorOf(s.Outcome), s); got != "took none" {
 			return r.result(got, nil)
 		}
 		return "took none"
@@ -1149,10 +1096,18 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result("", r.dq.Job(id).Retry(ctx, drover.JobState(s.State),
 			&drover.RetryOptions{ResetAttemptsMade: s.ResetMade, ResetAttemptsStarted: s.ResetStarted}))
 	case difftest.OpRetryJobs:
-		if node {
-			return r.result("", o.RetryJobs(ctx, p, q, bullmqoracle.RetryJobsOptions{State: s.State, Count: s.Limit}))
+		var before int64 // 0: now, both sides' default
+		if s.Delay != 0 {
+			before = r.stepNow + s.Delay
 		}
-		_, err := r.dq.RetryJobs(ctx, &drover.RetryJobsOptions{State: drover.JobState(s.State), Count: s.Limit})
+		if node {
+			return r.result("", o.RetryJobs(ctx, p, q, bullmqoracle.RetryJobsOptions{State: s.State, Count: s.Limit, Timestamp: before}))
+		}
+		ro := &drover.RetryJobsOptions{State: drover.JobState(s.State), Count: s.Limit}
+		if before != 0 {
+			ro.OlderThan = time.UnixMilli(before)
+		}
+		_, err := r.dq.RetryJobs(ctx, ro)
 		return r.result("", err)
 	case difftest.OpPromote:
 		if node {
@@ -1161,9 +1116,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result("", r.dq.Job(id).Promote(ctx))
 	case difftest.OpPromoteJobs:
 		if node {
-			return r.result("", o.PromoteJobs(ctx, p, q, 0))
+			return r.result("", o.PromoteJobs(ctx, p, q, s.Limit))
 		}
-		_, err := r.dq.PromoteJobs(ctx, 0)
+		_, err := r.dq.PromoteJobs(ctx, s.Limit)
 		return r.result("", err)
 	case difftest.OpChangeDelay:
 		if node {
@@ -1177,7 +1132,11 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result("", r.dq.Job(id).ChangePriority(ctx, s.Priority, s.LIFO))
 	case difftest.OpRemove:
 		if node {
-			code, err := o.Remove(ctx, p, q, id)
+			remove := o.Remove
+			if s.KeepChildren {
+				remove = o.RemoveKeepChildren
+			}
+			code, err := remove(ctx, p, q, id)
 			if err == nil && code == 0 {
 				return "refused"
 			}
@@ -1210,9 +1169,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpObliterate:
 		if node {
-			return r.result("", o.Obliterate(ctx, p, q, true))
+			return r.result("", o.Obliterate(ctx, p, q, !s.NoForce))
 		}
-		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: true}))
+		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: !s.NoForce}))
 	case difftest.OpPause:
 		if node {
 			return r.result("", o.Pause(ctx, p, q))
@@ -1333,18 +1292,23 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		var ids []string
 		var err error
+		types := []string{s.State}
+		if len(s.Types) > 0 {
+			types = s.Types
+		}
 		if node {
-			ids, err = o.GetJobs(ctx, p, q, []string{s.State}, s.Priority, end, !s.LIFO)
+			ids, err = o.GetJobs(ctx, p, q, types, s.Priority, end, !s.LIFO)
 		} else {
 			var jobs []*drover.Job
-			jobs, err = r.dq.GetJobs(ctx, droverStates([]string{s.State}), int64(s.Priority), int64(end), !s.LIFO)
+			jobs, err = r.dq.GetJobs(ctx, droverStates(types), int64(s.Priority), int64(end), !s.LIFO)
 			for _, j := range jobs {
 				ids = append(ids, j.ID)
 			}
 		}
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpGetScheduler, difftest.OpGetSchedulers, difftest.OpGetDedupJobID, difftest.OpGetRateLimitTTL,
-		difftest.OpGetCountsPerPriority, difftest.OpGetLimits, difftest.OpFlowRead, difftest.OpGetJob:
+		difftest.OpGetCountsPerPriority, difftest.OpGetLimits, difftest.OpFlowRead, difftest.OpGetJob,
+		difftest.OpGetLogs, difftest.OpGetCountByTypes, difftest.OpIsPaused, difftest.OpGetFlow, difftest.OpGetMetrics:
 		return r.read(ctx, s, node)
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
@@ -1468,21 +1432,34 @@ func (r *programRun) crossRead() []string {
 // getNextJob + processJob (no next fetch): the worker writes results without
 // fetching a next job (seam.NoFetchOnFinish), and the processor holds the
 // job until the worker is closing, so the worker takes no second job once
-// the first one's slot is free; then it does what bh says.
-func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqoracle.Behavior) string {
+// the first one's slot is free; then it does what bh says. The worker's
+// metrics and retention options are the step's.
+func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqoracle.Behavior, s *difftest.Step) string {
 	r.t.Helper()
 	got := make(chan string, 1)
 	release := make(chan struct{})
 	var once sync.Once
 	var calls atomic.Int32
 	proc := droverBehavior(bh, r.rdb)
+	var mo *drover.MetricsOptions
+	if s.Metrics > 0 {
+		mo = &drover.MetricsOptions{MaxDataPoints: s.Metrics}
+	}
+	var keepDone, keepFailed *drover.Retention
+	if k := s.WorkerRemoveOnComplete; k != nil {
+		keepDone = k.Drover()
+	}
+	if k := s.WorkerRemoveOnFail; k != nil {
+		keepFailed = k.Drover()
+	}
 	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
 		once.Do(func() { got <- job.ID })
 		<-release
 		return proc(ctx, job)
 	}), &drover.WorkerOptions{
-		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies,
+		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, Metrics: mo,
+		RemoveOnComplete: keepDone, RemoveOnFail: keepFailed,
 		Hooks: &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
 			// A job with a deferred failure (a failed child's
 			// failParentOnFailure) fails without running the processor,
@@ -1554,4 +1531,155 @@ func nodeStateName(st drover.JobState) string {
 		return "wait"
 	}
 	return string(st)
+}
+
+// addFlows adds the trees under roots: one with FlowProducer.add /
+// FlowProducer.Add, or, with bulk, all in one call with addBulk / AddBulk.
+// Its result is the ids in the order of the trees, depth first.
+func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, bulk bool) string {
+	r.t.Helper()
+	q := queueName
+	// A FlowProducer gives a job without a custom id a random UUID,
+	// which would make the two runs differ: each gets "f<name>" instead.
+	flowOpts := func(a *difftest.Add) map[string]any {
+		m := r.nodeOpts(a)
+		if a.JobID == "" {
+			m["jobId"] = "f" + a.Name
+		}
+		return m
+	}
+	queueOf := func(a *difftest.Add) string {
+		if a.OtherQueue {
+			return difftest.OtherQueueName
+		}
+		return q
+	}
+	// The parents of a call with more than one get timestamps a ms
+	// apart, in the order of the trees, each root first: Node's
+	// FlowProducer stamps each job as it builds it and drover's stamps a
+	// call at once, and the timestamp orders a queue's waiting-children
+	// set.
+	var stamps map[*difftest.Add]int64
+	var parents []*difftest.Add
+	for _, root := range roots {
+		if len(root.Children) > 0 {
+			parents = append(parents, root)
+		}
+		for _, c := range root.Children {
+			if len(c.Children) > 0 {
+				parents = append(parents, c)
+			}
+		}
+	}
+	if len(parents) > 1 {
+		base := time.Now().UnixMilli()
+		stamps = map[*difftest.Add]int64{}
+		for i, a := range parents {
+			stamps[a] = base + int64(i)
+		}
+	}
+	var nodeFlow func(a *difftest.Add, queue string) bullmqoracle.FlowJob
+	nodeFlow = func(a *difftest.Add, queue string) bullmqoracle.FlowJob {
+		f := bullmqoracle.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: flowOpts(a)}
+		if ts, ok := stamps[a]; ok {
+			f.Opts["timestamp"] = ts
+		}
+		for _, c := range a.Children {
+			f.Children = append(f.Children, nodeFlow(c, queueOf(c)))
+		}
+		return f
+	}
+	var droverFlow func(a *difftest.Add, queue string) drover.FlowJob
+	droverFlow = func(a *difftest.Add, queue string) drover.FlowJob {
+		o := a.DroverOpts()
+		if o.JobID == "" {
+			o.JobID = "f" + a.Name
+		}
+		if ts, ok := stamps[a]; ok {
+			o.Timestamp = time.UnixMilli(ts)
+		}
+		f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
+		for _, c := range a.Children {
+			f.Children = append(f.Children, droverFlow(c, queueOf(c)))
+		}
+		return f
+	}
+	// got are the ids in the order of the trees, depth first, named by
+	// the adds in the same order (names).
+	var got, names []string
+	var walk func(a *difftest.Add)
+	walk = func(a *difftest.Add) {
+		r.noteJitter(a) // both runs: the comparison reads it
+		names = append(names, a.Name)
+		for _, c := range a.Children {
+			walk(c)
+		}
+	}
+	for _, root := range roots {
+		walk(root)
+	}
+	if node {
+		var trees []bullmqoracle.FlowIDs
+		var err error
+		if bulk {
+			flows := make([]bullmqoracle.FlowJob, len(roots))
+			for i, root := range roots {
+				flows[i] = nodeFlow(root, q)
+			}
+			trees, err = r.o.AddFlows(ctx, r.prefix, flows)
+		} else {
+			var ids *bullmqoracle.FlowIDs
+			ids, err = r.o.AddFlow(ctx, r.prefix, nodeFlow(roots[0], q))
+			if ids != nil {
+				trees = []bullmqoracle.FlowIDs{*ids}
+			}
+		}
+		if err != nil {
+			return r.result("", err)
+		}
+		var collect func(n *bullmqoracle.FlowIDs)
+		collect = func(n *bullmqoracle.FlowIDs) {
+			got = append(got, n.ID)
+			for i := range n.Children {
+				collect(&n.Children[i])
+			}
+		}
+		for i := range trees {
+			collect(&trees[i])
+		}
+	} else {
+		var trees []*drover.JobNode
+		var err error
+		if bulk {
+			flows := make([]drover.FlowJob, len(roots))
+			for i, root := range roots {
+				flows[i] = droverFlow(root, q)
+			}
+			trees, err = r.fp.AddBulk(ctx, flows)
+		} else {
+			var n *drover.JobNode
+			n, err = r.fp.Add(ctx, droverFlow(roots[0], q))
+			trees = []*drover.JobNode{n}
+		}
+		if err != nil {
+			return r.result("", err)
+		}
+		var collect func(n *drover.JobNode)
+		collect = func(n *drover.JobNode) {
+			got = append(got, n.Job.ID)
+			for _, c := range n.Children {
+				collect(c)
+			}
+		}
+		for _, n := range trees {
+			collect(n)
+		}
+	}
+	if len(got) != len(names) {
+		return fmt.Sprintf("ok %v (%d ids for %d jobs)", got, len(got), len(names))
+	}
+	for i, name := range names {
+		r.ids[name] = got[i]
+	}
+	return r.result(fmt.Sprint(got), nil)
 }

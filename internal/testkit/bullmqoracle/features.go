@@ -167,6 +167,13 @@ func (o *Oracle) manualNext(ctx context.Context, prefix, queue, token string, wo
 	return *id, nil
 }
 
+// ManualWorker makes the queue's manual worker with workerOpts (BullMQ
+// Worker options: metrics, removeOnComplete, ...) before the first manual
+// call, which would make it with none.
+func (o *Oracle) ManualWorker(ctx context.Context, prefix, queue string, workerOpts map[string]any) error {
+	return o.Call(ctx, "manualWorker", qargs(prefix, queue, "workerOpts", workerOpts), nil)
+}
+
 // ManualCall reads job id with Job.fromId on the queue's manual worker and
 // calls method (extendLock, moveToCompleted, moveToFailed, moveToDelayed,
 // moveToWait, moveToWaitingChildren) with args; moveToFailed's first argument is

@@ -511,6 +511,14 @@ func (o *Oracle) Remove(ctx context.Context, prefix, queue, id string) (int, err
 	return code, err
 }
 
+// RemoveKeepChildren is Remove with {removeChildren: false}: the job's
+// flow children stay, their parent gone.
+func (o *Oracle) RemoveKeepChildren(ctx context.Context, prefix, queue, id string) (int, error) {
+	var code int
+	err := o.Call(ctx, "remove", qargs(prefix, queue, "jobId", id, "removeChildren", false), &code)
+	return code, err
+}
+
 // ChangePriority calls Job.changePriority({priority, lifo}).
 func (o *Oracle) ChangePriority(ctx context.Context, prefix, queue, id string, priority int, lifo bool) error {
 	return o.Call(ctx, "changePriority", qargs(prefix, queue, "jobId", id, "priority", priority, "lifo", lifo), nil)
@@ -791,6 +799,13 @@ func (o *Oracle) GetFlow(ctx context.Context, prefix, queue, id string, depth, m
 	var n *FlowNode
 	err := o.Call(ctx, "getFlow", qargs(prefix, queue, "jobId", id, "depth", depth, "maxChildren", maxChildren), &n)
 	return n, err
+}
+
+// AddFlows adds several flows in one call (FlowProducer.addBulk).
+func (o *Oracle) AddFlows(ctx context.Context, prefix string, flows []FlowJob) ([]FlowIDs, error) {
+	var ids []FlowIDs
+	err := o.Call(ctx, "addFlows", map[string]any{"prefix": prefix, "flows": flows}, &ids)
+	return ids, err
 }
 
 // AddFlow adds a parent job with its children (FlowProducer.add).

@@ -15,8 +15,40 @@ import "context"
 // and processes it with behavior (Worker.processJob, not fetching a next
 // job). It returns the job's id, or "" when no job was ready.
 func (o *Oracle) StepWork(ctx context.Context, prefix, queue string, behavior Behavior) (string, error) {
+	return o.StepWorkMetrics(ctx, prefix, queue, behavior, 0)
+}
+
+// StepWorkMetrics is StepWork with the step worker's metrics option set to
+// {maxDataPoints: maxDataPoints} for this job (0: no metrics), so a job it
+// finishes for good is counted in the queue's metrics.
+func (o *Oracle) StepWorkMetrics(ctx context.Context, prefix, queue string, behavior Behavior, maxDataPoints int) (string, error) {
+	return o.StepWorkOpts(ctx, prefix, queue, behavior, StepWorkerOpts{MaxDataPoints: maxDataPoints})
+}
+
+// StepWorkerOpts are the step worker's options for one StepWorkOpts call.
+type StepWorkerOpts struct {
+	// MaxDataPoints is the metrics option's (0: no metrics).
+	MaxDataPoints int
+	// RemoveOnComplete and RemoveOnFail are the worker's KeepJobs objects
+	// ({count, age, limit}; nil: none), for jobs without their own.
+	RemoveOnComplete, RemoveOnFail map[string]any
+}
+
+// StepWorkOpts is StepWork with the step worker's options set to opts for
+// this job.
+func (o *Oracle) StepWorkOpts(ctx context.Context, prefix, queue string, behavior Behavior, opts StepWorkerOpts) (string, error) {
 	var id *string
-	err := o.Call(ctx, "stepWork", qargs(prefix, queue, "behavior", behavior), &id)
+	args := qargs(prefix, queue, "behavior", behavior)
+	if opts.MaxDataPoints > 0 {
+		args["metrics"] = map[string]any{"maxDataPoints": opts.MaxDataPoints}
+	}
+	if opts.RemoveOnComplete != nil {
+		args["removeOnComplete"] = opts.RemoveOnComplete
+	}
+	if opts.RemoveOnFail != nil {
+		args["removeOnFail"] = opts.RemoveOnFail
+	}
+	err := o.Call(ctx, "stepWork", args, &id)
 	if id == nil {
 		return "", err
 	}

@@ -23,10 +23,18 @@
 // trimEvents), reads whose answers are compared (getJobCounts, getJobs
 // ranges, getJobScheduler and getJobSchedulers pages, getDeduplicationJobId,
 // getRateLimitTtl, getCountsPerPriority, isMaxed with the global limits, a
-// job's getChildrenValues, getDependencies and getDependenciesCount), manual processing (getNextJob / Worker.NextJob, the job's
-// finishes, with and without fetchNext, moveToWaitingChildren), flows (a parent
-// with children, each failure policy, a child in a second queue, a child
-// with children of its own; a lone job with a parent link) and
+// job's getChildrenValues, getDependencies and getDependenciesCount, a
+// job's logs in ranges oldest or newest first, getJobCountByTypes,
+// isPaused, FlowProducer.getFlow with a depth and maxChildren, and
+// getMetrics of the metrics work steps write when their worker has the
+// metrics option, on either side; work steps may also give the worker
+// removeOnComplete/removeOnFail), manual processing (getNextJob /
+// Worker.NextJob, the job's finishes, with and without fetchNext,
+// moveToWaitingChildren; a program's manual workers may have metrics and
+// retention options), flows (a parent with children, each failure policy,
+// a child in a second queue, a child with children of its own; a lone job
+// with a parent link, to a job of either queue; several trees in one
+// FlowProducer.addBulk; Node's remove that keeps the children) and
 // job schedulers (upsert with every or a cron pattern, a limit and an end
 // date, and remove; runs promoted and taken by either
 // side's worker, which makes the next run). Drover does its share of each
@@ -46,7 +54,11 @@
 // no next fetch, drover's Worker writing its result without a next fetch
 // (internal/seam.NoFetchOnFinish) and closed before it takes another. After
 // every step the two normalised states ([Comparable], the events stream
-// included) and the step results must be equal. Time is not controlled
+// included) and the step results must be equal, and in the mixed run a
+// Node QueueEvents and a drover QueueEvents, both reading the stream from
+// its start, must have delivered the step's events alike: each event's
+// name, id and fields as each hands them to a listener (progress data and
+// return values parsed, delays as numbers, drover's typed fields). Time is not controlled
 // (Node's scripts read Date.now()), so every generated delay, backoff and
 // grace is a whole number of hours: nothing becomes due during a run, and
 // due times compare to the minute. The paths where time passes (short

@@ -73,6 +73,19 @@ func Generate(seed int64, cfg Config) *Program {
 		}
 		p.Steps = append(p.Steps, s)
 	}
+	if g.chance(30) {
+		m := &ManualWorker{}
+		if g.chance(60) {
+			m.Metrics = g.pickI(1, 2, 60)
+		}
+		if g.chance(50) {
+			m.RemoveOnComplete = g.keepJobs()
+		}
+		if g.chance(50) {
+			m.RemoveOnFail = g.keepJobs()
+		}
+		p.Manual = m
+	}
 	return p
 }
 
@@ -86,6 +99,8 @@ type gen struct {
 	// waitChildren: the last step added a child to a guessed job taken by
 	// hand; the next one likely moves that job to waiting-children.
 	waitChildren bool
+	// others are the names of the flow children added in OtherQueueName.
+	others []string
 }
 
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
@@ -122,15 +137,24 @@ func (g *gen) step() Step {
 		{2, func() Step {
 			// Sometimes in chunks of one or two jobs: the calls loop until
 			// the state is empty.
-			return Step{Op: OpRetryJobs, State: g.pick("failed", "completed"), Limit: g.pick3(1+g.r.IntN(2), 0)}
+			s := Step{Op: OpRetryJobs, State: g.pick("failed", "completed"), Limit: g.pick3(1+g.r.IntN(2), 0)}
+			if g.chance(30) {
+				// Only jobs finished before an hour ago (none) or an
+				// hour from now (all).
+				s.Delay = g.pickI64(-Hour, Hour)
+			}
+			return s
 		}},
 		{4, func() Step { return Step{Op: OpPromote, Job: g.job()} }},
-		{1, func() Step { return Step{Op: OpPromoteJobs} }},
+		{1, func() Step { return Step{Op: OpPromoteJobs, Limit: g.pickI(0, 0, 1)} }},
 		{3, func() Step { return Step{Op: OpChangeDelay, Job: g.job(), Delay: int64(1+g.r.IntN(3)) * Hour} }},
 		{4, func() Step {
 			return Step{Op: OpChangePriority, Job: g.job(), Priority: g.pick3(0, 1+g.r.IntN(5)), LIFO: g.chance(30)}
 		}},
 		{4, func() Step { return Step{Op: OpRemove, Job: g.job()} }},
+		// Node's remove of a parent that leaves its children: then either
+		// side's steps meet children whose parent is gone.
+		{1, func() Step { return Step{Op: OpRemove, Job: g.job(), KeepChildren: true} }},
 		{1, func() Step { return Step{Op: OpDrain, Delayed: g.chance(50)} }},
 		{2, func() Step {
 			grace := int64(0)
@@ -143,12 +167,13 @@ func (g *gen) step() Step {
 			}
 			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "delayed", "prioritized", "paused", "active", "waiting-children"), Delay: grace, Limit: lim}
 		}},
-		{1, func() Step { return Step{Op: OpObliterate} }},
+		{1, func() Step { return Step{Op: OpObliterate, NoForce: g.chance(40)} }},
 		{2, func() Step { return Step{Op: OpPause} }},
 		{3, func() Step { return Step{Op: OpResume} }},
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
 		{3, func() Step { return Step{Op: OpLog, Job: g.job(), Line: fmt.Sprintf("line %d", g.r.IntN(100))} }},
 		{4, g.flow},
+		{2, g.flows},
 		{2, func() Step { return Step{Op: OpUpdateData, Job: g.job(), Value: g.value()} }},
 		{3, g.upsertScheduler},
 		{1, func() Step { return Step{Op: OpRemoveScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
@@ -171,8 +196,13 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpManualWaitChildren} }},
 		{2, func() Step { return Step{Op: OpGetCounts} }},
 		{2, func() Step {
-			return Step{Op: OpGetJobs, State: g.pick("wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"),
-				Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
+			st := []string{"wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"}
+			s := Step{Op: OpGetJobs, State: g.pick(st...), Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
+			if g.chance(30) {
+				// Several states in one call (BullMQ ranges each).
+				s.Types = []string{s.State, g.pick(append(st, "waiting")...)}
+			}
+			return s
 		}},
 		{2, func() Step { return Step{Op: OpGetScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
 		{1, func() Step {
@@ -185,6 +215,28 @@ func (g *gen) step() Step {
 		{3, func() Step { return Step{Op: OpGetJob, Job: g.job()} }},
 		{3, func() Step {
 			return Step{Op: OpFlowRead, Job: g.job(), Read: []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount}[g.r.IntN(3)]}
+		}},
+		{2, func() Step {
+			return Step{Op: OpGetLogs, Job: g.job(), Priority: g.pickI(0, 0, 1, -1, -2), Limit: g.pickI(0, 1, 2), LIFO: g.chance(50)}
+		}},
+		{1, func() Step {
+			all := []string{"waiting", "wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"}
+			var types []string
+			for range 1 + g.r.IntN(3) {
+				types = append(types, all[g.r.IntN(len(all))])
+			}
+			return Step{Op: OpGetCountByTypes, Types: types}
+		}},
+		{1, func() Step { return Step{Op: OpIsPaused} }},
+		// maxChildren is a COUNT hint to SSCAN/HSCAN: below a set's size,
+		// which children a scan returns depends on the member strings,
+		// which carry the run's prefix (two all-Node runs differ), so it
+		// is never below the children a generated job has (at most 3).
+		{2, func() Step {
+			return Step{Op: OpGetFlow, Job: g.job(), Priority: g.pickI(0, 0, 1, 2), Limit: g.pickI(0, 0, 5)}
+		}},
+		{2, func() Step {
+			return Step{Op: OpGetMetrics, State: g.pick("completed", "failed"), Priority: g.pickI(0, 0, 1), Limit: g.pickI(0, 1, 2)}
 		}},
 	}
 	total := 0
@@ -279,6 +331,9 @@ func (g *gen) flow() Step {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
 		c.OtherQueue = g.chance(20)
+		if c.OtherQueue {
+			g.others = append(g.others, c.Name)
+		}
 		return c
 	}
 	for range 1 + g.r.IntN(3) {
@@ -288,6 +343,43 @@ func (g *gen) flow() Step {
 		mid := s.Children[g.r.IntN(len(s.Children))]
 		for range 1 + g.r.IntN(2) {
 			mid.Children = append(mid.Children, child())
+		}
+	}
+	return s
+}
+
+// flows makes 2 or 3 trees for one addBulk call: roots with 0 to 2
+// children each, a child sometimes in OtherQueueName.
+func (g *gen) flows() Step {
+	s := Step{Op: OpAddFlows}
+	for range 2 + g.r.IntN(2) {
+		root := g.addSpec()
+		root.Parent, root.OnParentFailure = "", ""
+		for range g.r.IntN(3) {
+			c := g.addSpec()
+			c.Parent = ""
+			if g.chance(40) {
+				c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
+			}
+			c.OtherQueue = g.chance(20)
+			if c.OtherQueue {
+				g.others = append(g.others, c.Name)
+			}
+			root.Children = append(root.Children, c)
+		}
+		s.Children = append(s.Children, root)
+	}
+	// Fewer refusals (both refuse the whole call, so one bad job of the
+	// 2 to 9 would leave the call comparing nothing): no size limits,
+	// integer-like ids or deduplication on a parent.
+	for _, a := range s.adds() {
+		a.SizeLimit = 0
+		switch a.JobID {
+		case "1234567890123456", "100000000000000000000", "007":
+			a.JobID = ""
+		}
+		if len(a.Children) > 0 {
+			a.Dedup = nil
 		}
 	}
 	return s
@@ -369,6 +461,10 @@ func (g *gen) addSpec() *Add {
 	}
 	if len(g.names) > 0 && g.chance(20) {
 		a.Parent = g.job()
+		if len(g.others) > 0 && g.chance(25) {
+			// A parent in the other queue: a flow child there.
+			a.Parent, a.ParentInOther = g.others[g.r.IntN(len(g.others))], true
+		}
 		if g.chance(40) {
 			a.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
@@ -401,6 +497,20 @@ func (g *gen) backoff() *Backoff {
 		return &Backoff{Type: "exponential", Delay: Hour}
 	default:
 		return &Backoff{Type: g.pick("zero", "stop")}
+	}
+}
+
+// keepJobs is a worker's retention: BullMQ's KeepJobs object ({count},
+// {age, count}, {age, limit}).
+func (g *gen) keepJobs() *Retention {
+	c := g.r.IntN(3)
+	switch g.r.IntN(3) {
+	case 0:
+		return &Retention{Object: true, Count: &c}
+	case 1:
+		return &Retention{Object: true, Age: 3600, Count: &c}
+	default:
+		return &Retention{Object: true, Age: 3600 * int64(1+g.r.IntN(2)), Limit: g.r.IntN(3)}
 	}
 }
 
@@ -444,7 +554,8 @@ func (g *gen) token() string {
 // or moves it back to wait, or renews its lock.
 func (g *gen) manualFinish() Step {
 	s := g.work()
-	s.Op, s.Token = OpManualFinish, g.token()
+	s.Op, s.Token, s.Metrics = OpManualFinish, g.token(), 0
+	s.WorkerRemoveOnComplete, s.WorkerRemoveOnFail = nil, nil
 	if s.Outcome.Kind == "rateLimited" {
 		s.Outcome = &Outcome{Kind: "wait"} // a processor's outcome only
 	}
@@ -479,6 +590,17 @@ func (g *gen) work() Step {
 		// the job back (Worker.RateLimitError / ErrRateLimited).
 		o = Outcome{Kind: "rateLimited", Delay: Hour}
 	}
-	// Sometimes the queue of flow children in OtherQueueName.
-	return Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
+	// Sometimes the queue of flow children in OtherQueueName; sometimes a
+	// worker that keeps metrics.
+	s := Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
+	if g.chance(35) {
+		s.Metrics = g.pickI(1, 2, 60)
+	}
+	if g.chance(15) {
+		s.WorkerRemoveOnComplete = g.keepJobs()
+	}
+	if g.chance(15) {
+		s.WorkerRemoveOnFail = g.keepJobs()
+	}
+	return s
 }

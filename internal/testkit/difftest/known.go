@@ -40,6 +40,7 @@ var Deliberate = []Difference{
 	{"error text", "a refused step is compared as refused on both sides; Node's and drover's messages differ by design (drover wraps with the operation and job)."},
 	{"remove of a missing job", "Node's Queue.remove returns 1 for a job that does not exist, drover's Job.Remove returns ErrJobNotFound (a Go sentinel to branch on): both are compared as done; the states must still agree."},
 	{"a BullMQ worker's remembered rate limit", "a BullMQ Worker that met the rate limiter keeps the limit's end in process (limitUntil) and takes nothing until then, even after removeRateLimitKey or removeGlobalRateLimit; drover's Worker.NextJob asks Redis on every call. The harness' Node manual take forgets the remembered limit first, so both takes are decided by Redis alone."},
+	{"metrics across a minute", "a worker's metrics (<queue>:metrics:completed|failed) count per wall-clock minute: when a minute begins between the two runs' writes of one work step (the runs take turns, a few ms apart), their prevCount and per-minute data differ by the clock alone. From such a step on, a program's metrics are compared by count and prevTS, and getMetrics by its count (NormContext.MetricsSkew)."},
 	{"Node remove of a locked job", "Node's Queue.remove returns 0 for a locked job, drover's Job.Remove returns ErrJobLocked: both are compared as refused."},
 }
 
@@ -270,6 +271,9 @@ type NormContext struct {
 	// Known keeps the differences of the Known divergences that have a
 	// Mask (campaigns looking for them set it).
 	Known bool
+	// MetricsSkew masks the metrics' prevCount and data lists (see
+	// Deliberate, "metrics across a minute").
+	MetricsSkew bool
 }
 
 // Comparable removes the Deliberate differences from a raw dump and
@@ -335,6 +339,16 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 	if nc.WorkRan {
 		for _, q := range queues {
 			delete(raw.Keys, q+":marker")
+		}
+	}
+	if nc.MetricsSkew {
+		for _, q := range queues {
+			for _, kind := range []string{"completed", "failed"} {
+				if k := raw.Keys[q+":metrics:"+kind]; k != nil && k.Type == statedump.TypeHash {
+					delete(k.Hash, "prevCount")
+				}
+				delete(raw.Keys, q+":metrics:"+kind+":data")
+			}
 		}
 	}
 	if !nc.Known {

@@ -38,23 +38,29 @@ const (
 	OpCheckStalled Op = "checkStalled"
 	// OpRetry retries Step.Job in Step.State (job.retry / Job.Retry).
 	OpRetry Op = "retry"
-	// OpRetryJobs moves every job in Step.State back to wait (retryJobs).
+	// OpRetryJobs moves every job in Step.State back to wait (retryJobs),
+	// with Step.Delay not 0 only those finished before Step.Delay ms after
+	// the step (retryJobs' timestamp / RetryJobsOptions.OlderThan).
 	OpRetryJobs Op = "retryJobs"
 	// OpPromote promotes Step.Job (job.promote / Job.Promote).
 	OpPromote Op = "promote"
-	// OpPromoteJobs promotes every delayed job.
+	// OpPromoteJobs promotes every delayed job, Step.Limit per script call
+	// (0: the default 1000).
 	OpPromoteJobs Op = "promoteJobs"
 	// OpChangeDelay sets Step.Job's delay to Step.Delay ms.
 	OpChangeDelay Op = "changeDelay"
 	// OpChangePriority sets Step.Job's priority to Step.Priority (Step.LIFO).
 	OpChangePriority Op = "changePriority"
-	// OpRemove removes Step.Job.
+	// OpRemove removes Step.Job. With Step.KeepChildren its flow
+	// children stay (Queue.remove(id, {removeChildren: false}); Node's
+	// only: drover's Job.Remove always removes them).
 	OpRemove Op = "remove"
 	// OpDrain drains the queue (Step.Delayed: delayed jobs too).
 	OpDrain Op = "drain"
 	// OpClean cleans Step.State with grace Step.Delay ms and limit Step.Limit.
 	OpClean Op = "clean"
-	// OpObliterate obliterates the queue (force).
+	// OpObliterate obliterates the queue (force, unless Step.NoForce: then
+	// both refuse while a job is active).
 	OpObliterate Op = "obliterate"
 	// OpPause and OpResume pause and resume the queue.
 	OpPause  Op = "pause"
@@ -130,10 +136,10 @@ const (
 	// OpGetCounts reads the job counts of every state (getJobCounts /
 	// GetJobCounts); its result is the counts.
 	OpGetCounts Op = "getCounts"
-	// OpGetJobs reads the ids of the jobs in Step.State from index
-	// Step.Priority, Step.Limit of them (0: all the rest), ascending unless
-	// Step.LIFO (getJobs(types, start, end, asc) / GetJobs); its result is
-	// the ids.
+	// OpGetJobs reads the ids of the jobs in Step.State (or in the states
+	// Step.Types, when set) from index Step.Priority, Step.Limit of them
+	// (0: all the rest), ascending unless Step.LIFO (getJobs(types, start,
+	// end, asc) / GetJobs); its result is the ids.
 	OpGetJobs Op = "getJobs"
 	// OpManualWaitChildren moves the oldest job the run took with
 	// OpManualTake (and did not end yet) to waiting-children, under the
@@ -171,6 +177,31 @@ const (
 	// OpFlowRead reads Step.Job's children with Step.Read (the job read
 	// with getJob first, as a user would).
 	OpFlowRead Op = "flowRead"
+	// OpAddFlows adds the trees Step.Children in one call, each a root
+	// with its Children (none: a lone job) (FlowProducer.addBulk /
+	// FlowProducer.AddBulk), ids as OpAddFlow's.
+	OpAddFlows Op = "addFlows"
+	// OpGetLogs reads Step.Job's log lines from index Step.Priority,
+	// Step.Limit of them (0: all the rest), oldest first unless Step.LIFO
+	// (Queue.getJobLogs(id, start, end, asc) / GetJobLogs,
+	// GetJobLogsNewestFirst); its result is the lines and their count.
+	OpGetLogs Op = "getLogs"
+	// OpGetCountByTypes counts the jobs in the states Step.Types, BullMQ's
+	// names ("waiting" among them) (Queue.getJobCountByTypes / the sum of
+	// GetJobCounts).
+	OpGetCountByTypes Op = "getCountByTypes"
+	// OpIsPaused reads whether the queue is paused (isPaused / IsPaused).
+	OpIsPaused Op = "isPaused"
+	// OpGetFlow reads the flow under Step.Job to depth Step.Priority (0:
+	// the default 10) with at most Step.Limit children per kind (0: the
+	// default 20) (FlowProducer.getFlow / Queue.GetFlow); its result is the
+	// tree's ids, each job's children sorted.
+	OpGetFlow Op = "getFlow"
+	// OpGetMetrics reads the queue's metrics of Step.State ("completed" or
+	// "failed"), data points from index Step.Priority, Step.Limit of them
+	// (0: all the rest) (Queue.getMetrics / GetMetrics). Work steps with
+	// Step.Metrics write them.
+	OpGetMetrics Op = "getMetrics"
 )
 
 // FlowRead is one of a job's reads of its children (OpFlowRead).
@@ -234,6 +265,21 @@ type Step struct {
 	Scheduler *Scheduler
 	// Read is OpFlowRead's read.
 	Read FlowRead
+	// Metrics, on OpWork, is the worker's metrics option (maxDataPoints;
+	// 0: none): a job it finishes for good is counted in the queue's
+	// metrics (WorkerOptions.Metrics / Node's metrics option).
+	Metrics int
+	// Types are OpGetCountByTypes' states, and OpGetJobs' when set.
+	Types []string
+	// KeepChildren makes OpRemove leave the job's flow children.
+	KeepChildren bool
+	// NoForce makes OpObliterate refuse while a job is active.
+	NoForce bool
+	// WorkerRemoveOnComplete and WorkerRemoveOnFail, on OpWork, are the
+	// worker's retention options (object forms: a BullMQ worker's are
+	// KeepJobs objects), for jobs without their own
+	// (WorkerOptions.RemoveOnComplete / Node's worker option).
+	WorkerRemoveOnComplete, WorkerRemoveOnFail *Retention
 }
 
 // Scheduler is a job scheduler repeating every Every ms from Start ms after
@@ -286,6 +332,9 @@ type Add struct {
 	// FlowJob.Parent, so the generator gives it a custom id when drover
 	// adds it: drover's FlowProducer would give it a UUID).
 	Parent string
+	// ParentInOther: Parent is a job of OtherQueueName (a flow child
+	// there), so the child in the program's queue waits across queues.
+	ParentInOther bool
 	// OnParentFailure is the child's failure policy for its parent:
 	// "failParentOnFailure", "ignoreDependencyOnFailure",
 	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
@@ -358,6 +407,45 @@ type Outcome struct {
 type Program struct {
 	Seed  int64
 	Steps []Step
+	// Manual, when set, are the options of the workers that take and end
+	// jobs by hand (OpManualTake, OpManualFinish) on both sides.
+	Manual *ManualWorker
+}
+
+// ManualWorker are the options of a program's manual workers: metrics
+// (maxDataPoints; 0: none) and retention (KeepJobs objects) for jobs
+// without their own.
+type ManualWorker struct {
+	Metrics                        int
+	RemoveOnComplete, RemoveOnFail *Retention
+}
+
+// NodeOpts are the options as a BullMQ Worker takes them.
+func (m *ManualWorker) NodeOpts() map[string]any {
+	o := map[string]any{}
+	if m.Metrics > 0 {
+		o["metrics"] = map[string]any{"maxDataPoints": m.Metrics}
+	}
+	if m.RemoveOnComplete != nil {
+		o["removeOnComplete"] = m.RemoveOnComplete.node()
+	}
+	if m.RemoveOnFail != nil {
+		o["removeOnFail"] = m.RemoveOnFail.node()
+	}
+	return o
+}
+
+// Apply sets the options on drover's WorkerOptions.
+func (m *ManualWorker) Apply(o *drover.WorkerOptions) {
+	if m.Metrics > 0 {
+		o.Metrics = &drover.MetricsOptions{MaxDataPoints: m.Metrics}
+	}
+	if m.RemoveOnComplete != nil {
+		o.RemoveOnComplete = m.RemoveOnComplete.drover()
+	}
+	if m.RemoveOnFail != nil {
+		o.RemoveOnFail = m.RemoveOnFail.drover()
+	}
 }
 
 // NodeOnly reports whether only Node can perform the step: drover has no
@@ -379,6 +467,9 @@ func (s *Step) NodeOnly() bool {
 	}
 	if s.Op == OpUpsertScheduler {
 		return s.Add.Backoff != nil && s.Add.Backoff.Number
+	}
+	if s.Op == OpRemove && s.KeepChildren {
+		return true // drover's Job.Remove always removes the children
 	}
 	if s.Op != OpAddBulk {
 		return false
@@ -476,6 +567,12 @@ func (a *Add) NodeOpts() map[string]any {
 	return m
 }
 
+// Node is the retention as Node's options take it.
+func (r *Retention) Node() any { return r.node() }
+
+// Drover is the retention as drover's options take it.
+func (r *Retention) Drover() *drover.Retention { return r.drover() }
+
 func (r *Retention) node() any {
 	switch {
 	case r.Bool != nil:
@@ -549,6 +646,9 @@ var parentPolicies = map[string]drover.ParentPolicy{
 func (p *Program) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "program seed %d, %d steps:\n", p.Seed, len(p.Steps))
+	if m := p.Manual; m != nil {
+		fmt.Fprintf(&b, "  manual workers: %v\n", m.NodeOpts())
+	}
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, p.Steps[i].String())
 	}
@@ -580,7 +680,7 @@ func (s *Step) String() string {
 	if s.ResetMade || s.ResetStarted {
 		parts = append(parts, fmt.Sprintf("reset=%v/%v", s.ResetMade, s.ResetStarted))
 	}
-	if s.Op == OpChangeDelay || s.Op == OpClean || s.Op == OpSetGlobalRateLimit || s.Op == OpRateLimit {
+	if s.Op == OpChangeDelay || s.Op == OpClean || s.Op == OpSetGlobalRateLimit || s.Op == OpRateLimit || (s.Op == OpRetryJobs && s.Delay != 0) {
 		parts = append(parts, fmt.Sprintf("delay=%d", s.Delay))
 	}
 	if s.OtherQueue {
@@ -589,8 +689,30 @@ func (s *Step) String() string {
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
+	if (s.Op == OpGetJobs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow) &&
+		(s.Priority != 0 || s.LIFO) {
+		parts = append(parts, fmt.Sprintf("start/depth=%d desc=%v", s.Priority, s.LIFO))
+	}
 	if s.Read != "" {
 		parts = append(parts, "read="+string(s.Read))
+	}
+	if s.Metrics != 0 {
+		parts = append(parts, fmt.Sprintf("metrics=%d", s.Metrics))
+	}
+	if len(s.Types) > 0 {
+		parts = append(parts, fmt.Sprintf("types=%v", s.Types))
+	}
+	if s.KeepChildren {
+		parts = append(parts, "keepChildren")
+	}
+	if s.NoForce {
+		parts = append(parts, "noForce")
+	}
+	if r := s.WorkerRemoveOnComplete; r != nil {
+		parts = append(parts, fmt.Sprintf("worker removeOnComplete=%v", r.node()))
+	}
+	if r := s.WorkerRemoveOnFail; r != nil {
+		parts = append(parts, fmt.Sprintf("worker removeOnFail=%v", r.node()))
 	}
 	if s.Limit != 0 || s.Op == OpTrimEvents {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
@@ -624,7 +746,18 @@ func (p *Program) GoString() string {
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "\t%s,\n", p.Steps[i].GoString())
 	}
-	b.WriteString("}}")
+	b.WriteString("}")
+	if m := p.Manual; m != nil {
+		f := []string{fmt.Sprintf("Metrics: %d", m.Metrics)}
+		if r := m.RemoveOnComplete; r != nil {
+			f = append(f, "RemoveOnComplete: "+r.goString())
+		}
+		if r := m.RemoveOnFail; r != nil {
+			f = append(f, "RemoveOnFail: "+r.goString())
+		}
+		b.WriteString(", Manual: &difftest.ManualWorker{" + strings.Join(f, ", ") + "}")
+	}
+	b.WriteString("}")
 	return b.String()
 }
 
@@ -646,6 +779,8 @@ var opNames = map[Op]string{
 	OpManualWaitChildren: "OpManualWaitChildren", OpGetScheduler: "OpGetScheduler", OpGetSchedulers: "OpGetSchedulers",
 	OpGetDedupJobID: "OpGetDedupJobID", OpGetRateLimitTTL: "OpGetRateLimitTTL", OpGetCountsPerPriority: "OpGetCountsPerPriority",
 	OpGetLimits: "OpGetLimits", OpFlowRead: "OpFlowRead", OpGetJob: "OpGetJob",
+	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
+	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows",
 }
 
 var readNames = map[FlowRead]string{
@@ -741,6 +876,24 @@ func (s *Step) GoString() string {
 	if s.Read != "" {
 		f = append(f, "Read: "+readNames[s.Read])
 	}
+	if s.Metrics != 0 {
+		f = append(f, fmt.Sprintf("Metrics: %d", s.Metrics))
+	}
+	if len(s.Types) > 0 {
+		f = append(f, fmt.Sprintf("Types: %#v", s.Types))
+	}
+	if s.KeepChildren {
+		f = append(f, "KeepChildren: true")
+	}
+	if s.NoForce {
+		f = append(f, "NoForce: true")
+	}
+	if r := s.WorkerRemoveOnComplete; r != nil {
+		f = append(f, "WorkerRemoveOnComplete: "+r.goString())
+	}
+	if r := s.WorkerRemoveOnFail; r != nil {
+		f = append(f, "WorkerRemoveOnFail: "+r.goString())
+	}
 	return "{" + strings.Join(f, ", ") + "}"
 }
 
@@ -749,6 +902,9 @@ func (a *Add) String() string {
 	s := fmt.Sprintf("%s %v", a.Name, a.NodeOpts())
 	if a.Parent != "" {
 		s += " parent=" + a.Parent
+		if a.ParentInOther {
+			s += "@" + OtherQueueName
+		}
 	}
 	if len(a.Data) > 1 {
 		s += fmt.Sprintf(" data=%v", a.Data)
@@ -825,6 +981,9 @@ func (a *Add) goString() string {
 	}
 	if a.Parent != "" {
 		f = append(f, fmt.Sprintf("Parent: %q", a.Parent))
+	}
+	if a.ParentInOther {
+		f = append(f, "ParentInOther: true")
 	}
 	if a.OnParentFailure != "" {
 		f = append(f, fmt.Sprintf("OnParentFailure: %q", a.OnParentFailure))

@@ -88,7 +88,7 @@ func simplifications(s *Step) []func(*Step) {
 	}
 	if a := s.Add; a != nil {
 		if a.Parent != "" {
-			out = append(out, func(s *Step) { s.Add.Parent, s.Add.OnParentFailure = "", "" })
+			out = append(out, func(s *Step) { s.Add.Parent, s.Add.OnParentFailure, s.Add.ParentInOther = "", "", false })
 		}
 		if a.OnParentFailure != "" {
 			out = append(out, func(s *Step) { s.Add.OnParentFailure = "" })
@@ -151,6 +151,21 @@ func simplifications(s *Step) []func(*Step) {
 	if c := s.Scheduler; c != nil && c.Immediately {
 		out = append(out, func(s *Step) { s.Scheduler.Immediately = false })
 	}
+	if s.WorkerRemoveOnComplete != nil {
+		out = append(out, func(s *Step) { s.WorkerRemoveOnComplete = nil })
+	}
+	if s.WorkerRemoveOnFail != nil {
+		out = append(out, func(s *Step) { s.WorkerRemoveOnFail = nil })
+	}
+	if s.NoForce {
+		out = append(out, func(s *Step) { s.NoForce = false })
+	}
+	if s.KeepChildren {
+		out = append(out, func(s *Step) { s.KeepChildren = false })
+	}
+	if s.Metrics != 0 {
+		out = append(out, func(s *Step) { s.Metrics = 0 })
+	}
 	if s.ResetMade {
 		out = append(out, func(s *Step) { s.ResetMade = false })
 	}
@@ -171,7 +186,7 @@ func simplifications(s *Step) []func(*Step) {
 
 // clone copies a program deeply enough for Shrink's edits.
 func clone(p *Program) *Program {
-	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps))}
+	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps)), Manual: p.Manual}
 	for i, s := range p.Steps {
 		s.Add = cloneAdd(s.Add)
 		if s.Children != nil {

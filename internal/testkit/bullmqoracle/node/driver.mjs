@@ -265,6 +265,19 @@ const commands = {
       await fp.close();
     }
   },
+  // addFlows adds the trees a.flows in one call (FlowProducer.addBulk) and
+  // returns their ids as addFlow does, one tree each.
+  addFlows: async (a) => {
+    need(a, 'prefix', 'flows');
+    const fp = new FlowProducer({ connection: conns.queue, prefix: a.prefix });
+    try {
+      const nodes = await fp.addBulk(a.flows);
+      const ids = (n) => ({ id: n.job.id, children: (n.children ?? []).map(ids) });
+      return nodes.map(ids);
+    } finally {
+      await fp.close();
+    }
+  },
   // getFlow reads the tree under a.jobId in a.queue (FlowProducer.getFlow
   // with a.depth and a.maxChildren when given) as {id, queue, children}:
   // each node's job id and queue name, and null where getFlow has an
@@ -510,7 +523,20 @@ const commands = {
       return null;
     }
     sw.behavior = a.behavior ?? { kind: 'return' };
-    await sw.worker.processJob(job, token, () => false);
+    // The worker's metrics option for this job only (moveToFinished reads
+    // the worker's opts when it writes the result).
+    // So are its removeOnComplete and removeOnFail (KeepJobs objects),
+    // which apply to jobs without their own.
+    sw.worker.opts.metrics = a.metrics ?? undefined;
+    sw.worker.opts.removeOnComplete = a.removeOnComplete ?? undefined;
+    sw.worker.opts.removeOnFail = a.removeOnFail ?? undefined;
+    try {
+      await sw.worker.processJob(job, token, () => false);
+    } finally {
+      sw.worker.opts.metrics = undefined;
+      sw.worker.opts.removeOnComplete = undefined;
+      sw.worker.opts.removeOnFail = undefined;
+    }
     return job.id;
   },
   // stepTake takes the next ready job and leaves it active, as a worker

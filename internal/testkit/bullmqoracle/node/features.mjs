@@ -121,13 +121,13 @@ export function featureCommands({ getQueue, need, connection }) {
     // a.jobId and returns its result as JSON.
     jobRead: (a) => callOnJob(a, 'jobRead', ['getChildrenValues', 'getDependencies', 'getDependenciesCount', 'getFailedChildrenValues', 'getIgnoredChildrenFailures']),
     // queueCall(a.method, a.args) calls one of Queue's deduplication,
-    // global-limit, per-priority, meta, orphan and Prometheus calls (reads
+    // global-limit, per-priority, counts-by-type, meta, orphan and Prometheus calls (reads
     // and changes) and returns its result as JSON.
     queueCall: async (a) => {
       need(a, 'method');
       const allowed = ['getDeduplicationJobId', 'removeDeduplicationKey', 'getGlobalConcurrency', 'getGlobalRateLimit', 'getCountsPerPriority',
         'setGlobalConcurrency', 'removeGlobalConcurrency', 'getMeta', 'getVersion', 'isMaxed', 'removeOrphanedJobs', 'exportPrometheusMetrics',
-        'setGlobalRateLimit', 'removeGlobalRateLimit', 'rateLimit', 'removeRateLimitKey', 'trimEvents'];
+        'setGlobalRateLimit', 'removeGlobalRateLimit', 'rateLimit', 'removeRateLimitKey', 'trimEvents', 'getJobCountByTypes'];
       if (!allowed.includes(a.method)) {
         throw new Error(`oracle: queueCall of ${a.method}`);
       }
@@ -139,6 +139,12 @@ export function featureCommands({ getQueue, need, connection }) {
     // key, logs, flow dependencies) on job a.jobId, read first with
     // Queue.getJob as a Node user would, and returns its result as JSON.
     jobCall: (a) => callOnJob(a, 'jobCall', ['removeDeduplicationKey', 'clearLogs', 'removeChildDependency', 'removeUnprocessedChildren']),
+    // manualWorker makes the queue's manual worker with a.workerOpts now
+    // (later manual commands use it as made).
+    manualWorker: async (a) => {
+      await getManualWorker(a);
+      return null;
+    },
     // manualNext is worker.getNextJob(a.token, {block: false}) on the
     // queue's manual worker; it returns the job's id, or null. With
     // a.forgetLimit the worker first forgets a rate limit it met before
