@@ -378,7 +378,12 @@ func TestMixedFleetSoak(t *testing.T) {
 			return nil
 		})
 	}()
-	t.Cleanup(func() { evStop(); <-evDone })
+	t.Cleanup(func() {
+		evStop()
+		if err := <-evDone; err != nil {
+			t.Errorf("QueueEvents.Run: %v", err)
+		}
+	})
 
 	// A global concurrency both sides honour: Node sets it, drover raises it
 	// halfway; the active list never holds more jobs than the limit.
@@ -403,7 +408,7 @@ func TestMixedFleetSoak(t *testing.T) {
 		raised := false
 		for ctx.Err() == nil {
 			time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
-			pauseBy, resumeBy := impl(nodeImpl), impl(nodeImpl)
+			pauseBy, resumeBy := nodeImpl, nodeImpl
 			if rng.IntN(2) == 0 {
 				pauseBy = droverImpl
 			}
