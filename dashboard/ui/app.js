@@ -504,7 +504,7 @@
     put($main, el('h1', {}, 'Queues'), info, el('div', { class: 'panel' }, table));
     async function load() {
       let ov;
-      try { ov = await api('overview'); } catch (e) { info.textContent = `Could not load queues: ${e.message}`; return; }
+      try { ov = await api('overview'); } catch (e) { if (gen === app.render) info.textContent = `Could not load queues: ${e.message}`; return; }
       if (gen !== app.render) return;
       info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
       showAlerts(ov.alerts);
@@ -515,6 +515,9 @@
       if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
     }
     await load();
+    // Left while the first answer was on its way: poll nothing under the
+    // next page.
+    if (gen !== app.render) return;
     every(5000, load);
   }
 
@@ -1533,7 +1536,7 @@
         el('thead', {}, el('tr', {}, ...['Queue', 'Worker', 'Address', 'State', 'Connected for', 'Last command'].map((h) => el('th', {}, h)))), body)));
     async function load() {
       let res;
-      try { res = await api('workers'); } catch (e) { note.textContent = `Could not list workers: ${e.message}`; return; }
+      try { res = await api('workers'); } catch (e) { if (gen === app.render) note.textContent = `Could not list workers: ${e.message}`; return; }
       if (gen !== app.render) return;
       if (res.unavailable) {
         put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${res.unavailable}.`)));
@@ -1547,6 +1550,7 @@
       if (!res.workers.length) body.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No worker connection under this prefix. (drover workers are listed once they name their connections as BullMQ does.)')));
     }
     await load();
+    if (gen !== app.render) return;
     every(5000, load);
   }
 
@@ -1563,7 +1567,10 @@
   // ---- find a job by id --------------------------------------------------
 
   async function pageFind(id) {
+    const gen = app.render;
     const res = await api(`jobs/${seg(id)}`);
+    // An answer for a page the user left draws nothing (nor navigates).
+    if (gen !== app.render) return;
     if (res.matches.length === 1) {
       const m = res.matches[0];
       location.replace(`#/q/${enc(m.queue)}/job/${enc(m.id)}`);
@@ -1579,6 +1586,7 @@
   // ---- audit page --------------------------------------------------------
 
   async function pageAudit(params) {
+    const gen = app.render;
     const log = params.get('log') === 'security' ? 'security' : 'actions';
     const before = params.get('before') || '';
     const body = el('tbody');
@@ -1598,6 +1606,7 @@
       el('div', { class: 'panel' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {}, ...['When', 'Who', 'Action', 'Queue', 'Job', 'Jobs', 'Outcome', 'Detail', 'From'].map((h) => el('th', {}, h)))), body)),
       older);
     const res = await api(`audit?log=${log}&limit=100${before ? `&before=${encodeURIComponent(before)}` : ''}`);
+    if (gen !== app.render) return;
     put(body, ...res.entries.map((e) => el('tr', {},
       el('td', {}, fmtTime(e.time)), el('td', {}, `${e.user || '?'}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
       el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
@@ -1627,6 +1636,7 @@
     // client or a hand edit) leads nowhere: decodeURIComponent threw out of
     // the router, and the page left before stayed, frozen, under the new
     // address.
+    const gen = app.render;
     let parts;
     try { parts = path.split('/').filter(Boolean).map(decodeURIComponent); } catch (e) { noPage(hash); return; }
     try {
@@ -1640,7 +1650,9 @@
       else if (parts.length === 0) await pageOverview();
       else noPage(hash);
     } catch (e) {
-      put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
+      // A page left before its answer came (an error, or a refusal) says
+      // nothing over the page shown since.
+      if (gen === app.render) put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
     }
   }
 
