@@ -44,6 +44,7 @@ type testBundle struct {
 	ins    *inspect.Inspector
 	url    string // the dashboard's base URL, ending in "/"
 	audit  *auditLog
+	h      http.Handler // the dashboard url serves
 }
 
 // auditLog collects audit entries.
@@ -110,6 +111,7 @@ func setup(t *testing.T, opts *dashboard.Options) *testBundle {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	b.url = srv.URL + "/"
+	b.h = h
 	return b
 }
 

@@ -89,6 +89,20 @@
     drawn.set(node, html);
     node.replaceChildren(...fresh);
   }
+  // putInPlace makes kids node's children without taking out the ones it
+  // already has in that order: a kept child stays in the page throughout
+  // (replaceChildren takes every child out, and a button taken out between
+  // press and release takes no click).
+  function putInPlace(node, ...kids) {
+    const fresh = kids.flat().filter((k) => k !== null && k !== undefined && k !== false);
+    const want = new Set(fresh);
+    for (const c of [...node.childNodes]) if (!want.has(c)) c.remove();
+    let at = node.firstChild;
+    for (const k of fresh) {
+      if (k === at) { at = at.nextSibling; continue; }
+      node.insertBefore(k, at);
+    }
+  }
 
   // ---- formatting --------------------------------------------------------
 
@@ -490,7 +504,7 @@
     put($main, el('h1', {}, 'Queues'), info, el('div', { class: 'panel' }, table));
     async function load() {
       let ov;
-      try { ov = await api('overview'); } catch (e) { info.textContent = `Could not load queues: ${e.message}`; return; }
+      try { ov = await api('overview'); } catch (e) { if (gen === app.render) info.textContent = `Could not load queues: ${e.message}`; return; }
       if (gen !== app.render) return;
       info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
       showAlerts(ov.alerts);
@@ -501,6 +515,9 @@
       if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
     }
     await load();
+    // Left while the first answer was on its way: poll nothing under the
+    // next page.
+    if (gen !== app.render) return;
     every(5000, load);
   }
 
@@ -1017,6 +1034,9 @@
       box, el('div', { class: 'panel' }, el('h2', {}, 'Live events for this job'), feed));
     let nextRunEl = null;
     let job = null;
+    // The action buttons act on the job as last loaded (cur.d), so the
+    // buttons drawn before stay when a refresh draws the same ones.
+    const cur = { d: null };
     async function load() {
       let d;
       try { d = await api(`queues/${seg(queue)}/jobs/${seg(id)}`); } catch (e) {
@@ -1025,7 +1045,20 @@
       }
       if (gen !== app.render) return;
       job = d;
-      put(box, ...renderJob(queue, d, load));
+      cur.d = d;
+      const fresh = renderJob(queue, d, load, cur);
+      // Keep the facts panel's action bar when it draws the same buttons:
+      // only the facts beside it are swapped. The page redraws every 10 s
+      // and after the job's events, and a Retry or Remove clicked as the
+      // bar was replaced did nothing.
+      const was = box.querySelector(':scope > [data-part="facts"]');
+      const now = fresh.find((n) => n && n.dataset && n.dataset.part === 'facts');
+      const bar = (p) => { const a = p.querySelector(':scope > .spaced'); return a ? a.outerHTML : ''; };
+      if (was && now && bar(was) === bar(now)) {
+        putInPlace(was, now.querySelector(':scope > dl.kv'), was.querySelector(':scope > .spaced'));
+        fresh[fresh.indexOf(now)] = was;
+      }
+      putInPlace(box, ...fresh);
       nextRunEl = box.querySelector('#next-run-rel');
     }
     await load();
@@ -1040,7 +1073,9 @@
     every(10000, load);
   }
 
-  function renderJob(queue, d, reload) {
+  // renderJob draws job d; its action buttons act on cur.d, the job as
+  // last loaded, whose values their confirmations name.
+  function renderJob(queue, d, reload, cur) {
     const s = app.session;
     const b = d.budget;
     const out = [];
@@ -1084,6 +1119,7 @@
       actions.append(el('button', {
         class: 'primary',
         onclick: async () => {
+          const d = cur.d, b = d.budget;
           const res = await act('Retry with fresh attempts', `Run job ${d.id} now with its whole budget of ${b.allowed} attempt${b.allowed === 1 ? '' : 's'} back?`, 'Retry',
             () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: true } }));
           if (res) { toast(`Job ${d.id} retried with fresh attempts.`); reload(); }
@@ -1092,6 +1128,7 @@
       if (d.state === 'delayed') {
         actions.append(el('button', {
           onclick: async () => {
+            const d = cur.d, b = d.budget;
             const res = await act('Run now', `Run job ${d.id} now, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?`, 'Run now',
               () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/promote`, { method: 'POST' }));
             if (res) { toast(`Job ${d.id} promoted.`); reload(); }
@@ -1100,6 +1137,7 @@
       } else {
         actions.append(el('button', {
           onclick: async () => {
+            const d = cur.d, b = d.budget;
             const last = b.left > 0 ? '' : ` It has no attempt left of its ${b.allowed}: if this run fails, it fails for good.`;
             const res = await act('Retry', `Run job ${d.id} again, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?${last}`, 'Retry',
               () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: false } }));
@@ -1116,6 +1154,7 @@
       actions.append(el('button', {
         class: 'danger', id: 'cancel-job',
         onclick: async () => {
+          const d = cur.d, running = d.state === 'active';
           const reason = el('input', { type: 'text', id: 'cancel-reason', maxlength: '1024', placeholder: 'reason (stored as the failure)', 'aria-label': 'reason (stored as the failure)' });
           const retry = el('input', { type: 'checkbox', id: 'cancel-retry' });
           const msg = running
@@ -1138,6 +1177,7 @@
         onclick: async () => {
           // Removal takes a flow parent's children (and theirs) along, as
           // BullMQ's does, and releases the job's own parent: say so.
+          const d = cur.d;
           const c = d.children;
           const kids = c ? c.pending + c.completed + c.failed + c.ignored : 0;
           const what = `job ${d.id} and its logs${kids ? `, with its ${kids} flow ${kids === 1 ? 'child' : 'children'} and their own children, in their queues` : ''}`;
@@ -1148,7 +1188,7 @@
         },
       }, 'Remove…'));
     }
-    out.push(el('div', { class: 'panel' }, facts, actions.children.length ? el('div', { class: 'spaced' }, actions) : null));
+    out.push(el('div', { class: 'panel', 'data-part': 'facts' }, facts, actions.children.length ? el('div', { class: 'spaced' }, actions) : null));
     if (d.parent || d.children) out.push(flowPanel(d));
 
     out.push(el('div', { class: 'panel' }, el('h2', {}, 'Attempt timeline'),
@@ -1496,7 +1536,7 @@
         el('thead', {}, el('tr', {}, ...['Queue', 'Worker', 'Address', 'State', 'Connected for', 'Last command'].map((h) => el('th', {}, h)))), body)));
     async function load() {
       let res;
-      try { res = await api('workers'); } catch (e) { note.textContent = `Could not list workers: ${e.message}`; return; }
+      try { res = await api('workers'); } catch (e) { if (gen === app.render) note.textContent = `Could not list workers: ${e.message}`; return; }
       if (gen !== app.render) return;
       if (res.unavailable) {
         put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${res.unavailable}.`)));
@@ -1510,6 +1550,7 @@
       if (!res.workers.length) body.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No worker connection under this prefix. (drover workers are listed once they name their connections as BullMQ does.)')));
     }
     await load();
+    if (gen !== app.render) return;
     every(5000, load);
   }
 
@@ -1526,7 +1567,10 @@
   // ---- find a job by id --------------------------------------------------
 
   async function pageFind(id) {
+    const gen = app.render;
     const res = await api(`jobs/${seg(id)}`);
+    // An answer for a page the user left draws nothing (nor navigates).
+    if (gen !== app.render) return;
     if (res.matches.length === 1) {
       const m = res.matches[0];
       location.replace(`#/q/${enc(m.queue)}/job/${enc(m.id)}`);
@@ -1542,6 +1586,7 @@
   // ---- audit page --------------------------------------------------------
 
   async function pageAudit(params) {
+    const gen = app.render;
     const log = params.get('log') === 'security' ? 'security' : 'actions';
     const before = params.get('before') || '';
     const body = el('tbody');
@@ -1561,6 +1606,7 @@
       el('div', { class: 'panel' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {}, ...['When', 'Who', 'Action', 'Queue', 'Job', 'Jobs', 'Outcome', 'Detail', 'From'].map((h) => el('th', {}, h)))), body)),
       older);
     const res = await api(`audit?log=${log}&limit=100${before ? `&before=${encodeURIComponent(before)}` : ''}`);
+    if (gen !== app.render) return;
     put(body, ...res.entries.map((e) => el('tr', {},
       el('td', {}, fmtTime(e.time)), el('td', {}, `${e.user || '?'}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
       el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
@@ -1590,6 +1636,7 @@
     // client or a hand edit) leads nowhere: decodeURIComponent threw out of
     // the router, and the page left before stayed, frozen, under the new
     // address.
+    const gen = app.render;
     let parts;
     try { parts = path.split('/').filter(Boolean).map(decodeURIComponent); } catch (e) { noPage(hash); return; }
     try {
@@ -1603,7 +1650,9 @@
       else if (parts.length === 0) await pageOverview();
       else noPage(hash);
     } catch (e) {
-      put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
+      // A page left before its answer came (an error, or a refusal) says
+      // nothing over the page shown since.
+      if (gen === app.render) put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
     }
   }
 
