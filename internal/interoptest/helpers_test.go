@@ -239,6 +239,28 @@ func (b *bundle) addBulk(t *testing.T, by impl, specs []jobSpec) []string {
 	return ids
 }
 
+// setGlobalConcurrency sets the queue's global concurrency on either side.
+func (b *bundle) setGlobalConcurrency(t *testing.T, by impl, n int) {
+	t.Helper()
+	if by == nodeImpl {
+		require.NoError(t, b.oracle.SetGlobalConcurrency(context.Background(), b.prefix, queueName, n))
+		return
+	}
+	require.NoError(t, b.dq.SetGlobalConcurrency(context.Background(), n))
+}
+
+// removeJobScheduler removes job scheduler id on either side.
+func (b *bundle) removeJobScheduler(t *testing.T, by impl, id string) {
+	t.Helper()
+	var err error
+	if by == nodeImpl {
+		_, err = b.oracle.RemoveJobScheduler(context.Background(), b.prefix, queueName, id)
+	} else {
+		_, err = b.dq.RemoveJobScheduler(context.Background(), id)
+	}
+	require.NoError(t, err)
+}
+
 func (b *bundle) pause(t *testing.T, by impl) {
 	t.Helper()
 	if by == nodeImpl {

@@ -715,12 +715,7 @@ func timedScenarios() []timedScenario {
 			// while delayed jobs come due together.
 			name: "GlobalConcurrencyDelayed",
 			run: func(t *testing.T, b *bundle, r timedRoles) []string {
-				ctx := context.Background()
-				if r.admin == nodeImpl {
-					require.NoError(t, b.oracle.SetGlobalConcurrency(ctx, b.prefix, queueName, 1))
-				} else {
-					require.NoError(t, b.dq.SetGlobalConcurrency(ctx, 1))
-				}
+				b.setGlobalConcurrency(t, r.admin, 1)
 				b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{concurrency: 3, behavior: bullmqoracle.Sleep(50*time.Millisecond, "ok")}})
 				for i := range 4 {
 					b.addTimed(t, r.add, timedJob{"gc", map[string]any{"delay": 150 + 100*i}, &drover.JobOptions{Delay: time.Duration(150+100*i) * time.Millisecond}}, i)
@@ -1127,13 +1122,7 @@ func timedScenarios() []timedScenario {
 				b.startTimedWorker(t, r.work, timedWorker{workerSpec: workerSpec{behavior: bullmqoracle.Sleep(400*time.Millisecond, "ok")}})
 				upsert(r.add, 300*time.Millisecond)
 				waitActive()
-				if r.admin == nodeImpl {
-					_, err := b.oracle.RemoveJobScheduler(ctx, b.prefix, queueName, "s1")
-					require.NoError(t, err)
-				} else {
-					_, err := b.dq.RemoveJobScheduler(ctx, "s1")
-					require.NoError(t, err)
-				}
+				b.removeJobScheduler(t, r.admin, "s1")
 				b.waitFinished(t, 1)
 				sleepMS(500)
 				upsert(r.admin, 250*time.Millisecond)
@@ -1142,13 +1131,7 @@ func timedScenarios() []timedScenario {
 				upsert(r.add, 600*time.Millisecond)
 				b.waitFinished(t, 4)
 				sleepMS(100)
-				if r.admin == nodeImpl {
-					_, err := b.oracle.RemoveJobScheduler(ctx, b.prefix, queueName, "s1")
-					require.NoError(t, err)
-				} else {
-					_, err := b.dq.RemoveJobScheduler(ctx, "s1")
-					require.NoError(t, err)
-				}
+				b.removeJobScheduler(t, r.admin, "s1")
 				sleepMS(600)
 				return nil
 			},
@@ -1198,11 +1181,7 @@ func timedScenarios() []timedScenario {
 			name: "GlobalConcurrencyTwoWorkers",
 			run: func(t *testing.T, b *bundle, r timedRoles) []string {
 				ctx := context.Background()
-				if r.admin == nodeImpl {
-					require.NoError(t, b.oracle.SetGlobalConcurrency(ctx, b.prefix, queueName, 1))
-				} else {
-					require.NoError(t, b.dq.SetGlobalConcurrency(ctx, 1))
-				}
+				b.setGlobalConcurrency(t, r.admin, 1)
 				spec := timedWorker{workerSpec: workerSpec{concurrency: 2, behavior: bullmqoracle.Sleep(100*time.Millisecond, "ok")}}
 				b.startTimedWorker(t, r.work, spec)
 				b.startTimedWorker(t, r.admin, spec)
