@@ -258,6 +258,25 @@ func TestDifferentialFlowRemoval(t *testing.T) {
 		})
 	})
 
+	t.Run("RemoveParentKeepChildrenChildRunning", func(t *testing.T) {
+		t.Parallel()
+		differential(t, setup, func(s side, checkpoint func(string)) {
+			// A running child refuses the default remove of its parent,
+			// not this one (only the parent's own lock counts); the child
+			// then finishes with its parent gone.
+			s.flow(node("p", queueName, nil, nil, node("c1", partsQueue, nil, nil)))
+			stop := s.b.startWorkerOn(s.t, s.by, partsQueue, workerSpec{
+				behavior: bullmqoracle.WaitKey(s.gate(), bullmqoracle.Return("done")),
+			})
+			s.waitActive(partsQueue, "c1")
+			s.removeKeepChildren(queueName, "p")
+			s.openGate()
+			s.waitFinished(partsQueue, 1)
+			stop()
+			checkpoint("parent removed while its child ran; child finished")
+		})
+	})
+
 	t.Run("Drain", func(t *testing.T) {
 		t.Parallel()
 		differential(t, setup, func(s side, checkpoint func(string)) {
