@@ -125,11 +125,21 @@ func (j *Job) ChangePriority(ctx context.Context, priority int, lifo bool) error
 	return j.err("change priority of", scripts.ChangePriority(ctx, j.queue.writes(), j.queue.k, j.ID, priority, lifo))
 }
 
+// RemoveOptions configure Job.Remove. Nil means defaults.
+type RemoveOptions struct {
+	// KeepChildren deletes the job alone, as BullMQ's
+	// remove(id, { removeChildren: false }): its flow children stay in
+	// their states and still name it as their parent, and only the job's
+	// own lock refuses the call.
+	KeepChildren bool
+}
+
 // Remove deletes the job and its logs, and, as BullMQ's Job.remove does by
-// default, its flow children with theirs (each in its own queue); a job
-// that is itself a child is detached from its parent, which stops waiting
-// for it. ErrJobLocked if a worker holds the job or one of those children.
-func (j *Job) Remove(ctx context.Context) error {
+// default, its flow children with theirs (each in its own queue), unless
+// opts.KeepChildren; a job that is itself a child is detached from its
+// parent, which stops waiting for it. ErrJobLocked if a worker holds the
+// job or (without KeepChildren) one of the children it waits for.
+func (j *Job) Remove(ctx context.Context, opts *RemoveOptions) error {
 	if j == nil {
 		return errNilJob
 	}
@@ -139,7 +149,8 @@ func (j *Job) Remove(ctx context.Context) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.err("remove", scripts.RemoveJob(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID))
+	keep := opts != nil && opts.KeepChildren
+	return j.err("remove", scripts.RemoveJob(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, keep))
 }
 
 // call is a fresh call token for an admin write (Retry, Promote, RetryNow,

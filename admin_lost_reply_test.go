@@ -42,7 +42,7 @@ func TestAdminWritesUnderClientRetry(t *testing.T) {
 	}{
 		{"Promote", delayed, func(q *drover.Queue, id string) error { return q.Job(id).Promote(ctx) }, drover.StateWaiting},
 		{"RetryNow", delayed, func(q *drover.Queue, id string) error { return q.Job(id).RetryNow(ctx, nil) }, drover.StateWaiting},
-		{"Remove", delayed, func(q *drover.Queue, id string) error { return q.Job(id).Remove(ctx) }, ""},
+		{"Remove", delayed, func(q *drover.Queue, id string) error { return q.Job(id).Remove(ctx, nil) }, ""},
 		{"Retry", func(t *testing.T, dq *drover.Queue, direct *redis.Client, prefix string) string {
 			r, err := dq.Add(ctx, "f", nil, nil)
 			require.NoError(t, err)

@@ -115,7 +115,7 @@ func TestDeduplication(t *testing.T) {
 		b := setupQueue(t)
 		d := &drover.Deduplication{ID: "x"}
 		first := add(t, b, "a", d, 0)
-		require.NoError(t, first.Job.Remove(ctx))
+		require.NoError(t, first.Job.Remove(ctx, nil))
 		require.Equal(t, drover.AddCreated, add(t, b, "b", d, 0).Outcome)
 	})
 }

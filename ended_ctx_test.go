@@ -93,7 +93,7 @@ func TestWritesUnderAnEndedContextAreNotInDoubt(t *testing.T) {
 	require.NoError(t, err)
 	q := b.queue
 	calls := map[string]func(ctx context.Context) error{
-		"Job.Remove":         func(ctx context.Context) error { return q.Job("w1").Remove(ctx) },
+		"Job.Remove":         func(ctx context.Context) error { return q.Job("w1").Remove(ctx, nil) },
 		"Job.Promote":        func(ctx context.Context) error { return q.Job("d1").Promote(ctx) },
 		"Job.ChangeDelay":    func(ctx context.Context) error { return q.Job("d1").ChangeDelay(ctx, time.Minute) },
 		"Job.ChangePriority": func(ctx context.Context) error { return q.Job("w1").ChangePriority(ctx, 3, false) },

@@ -20,7 +20,7 @@ func TestGetJobsByID(t *testing.T) {
 			require.NoError(t, err)
 			ids = append(ids, res.Job.ID)
 		}
-		require.NoError(t, b.queue.Job(ids[1]).Remove(ctx))
+		require.NoError(t, b.queue.Job(ids[1]).Remove(ctx, nil))
 		jobs, err := b.queue.GetJobsByID(ctx, []string{ids[2], ids[1], "missing", ids[0]})
 		require.NoError(t, err)
 		require.Len(t, jobs, 2)

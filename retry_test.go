@@ -428,11 +428,11 @@ func TestManualRetry(t *testing.T) {
 		state, err = d.Job.GetState(ctx)
 		require.NoError(t, err)
 		require.Equal(t, drover.StatePrioritized, state)
-		require.NoError(t, d.Job.Remove(ctx))
+		require.NoError(t, d.Job.Remove(ctx, nil))
 		state, err = d.Job.GetState(ctx)
 		require.NoError(t, err)
 		require.Equal(t, drover.StateUnknown, state)
-		require.ErrorIs(t, d.Job.Remove(ctx), drover.ErrJobNotFound)
+		require.ErrorIs(t, d.Job.Remove(ctx, nil), drover.ErrJobNotFound)
 		require.Contains(t, eventNames(b.events(t)), "removed:"+d.Job.ID+":prioritized")
 
 		for range 3 {

@@ -246,7 +246,7 @@ func TestWaitUntilFinished(t *testing.T) {
 		// answer. One removed before it ran has none.
 		b.waitState(t, kept.Job.ID, drover.StateCompleted)
 		for _, j := range []*drover.Job{kept.Job, unrun.Job} {
-			require.NoError(t, j.Remove(ctx))
+			require.NoError(t, j.Remove(ctx, nil))
 		}
 		v, err = b.queue.WaitUntilFinished(ctx, kept.Job.ID)
 		require.NoError(t, err)
@@ -258,7 +258,7 @@ func TestWaitUntilFinished(t *testing.T) {
 		again, err := b.queue.Add(ctx, "again", nil, &drover.JobOptions{JobID: kept.Job.ID, Delay: time.Hour})
 		require.NoError(t, err)
 		require.Equal(t, drover.AddCreated, again.Outcome)
-		require.NoError(t, again.Job.Remove(ctx))
+		require.NoError(t, again.Job.Remove(ctx, nil))
 		_, err = b.queue.WaitUntilFinished(ctx, kept.Job.ID)
 		require.ErrorIs(t, err, drover.ErrJobNotFound)
 	})

@@ -57,7 +57,7 @@ func TestWritesWhileRedisIsPaused(t *testing.T) {
 		},
 		"Job.Retry":       func(ctx context.Context) error { return q.Job("a").Retry(ctx, drover.StateFailed, nil) },
 		"Job.Promote":     func(ctx context.Context) error { return q.Job("a").Promote(ctx) },
-		"Job.Remove":      func(ctx context.Context) error { return q.Job("a").Remove(ctx) },
+		"Job.Remove":      func(ctx context.Context) error { return q.Job("a").Remove(ctx, nil) },
 		"Job.RetryNow":    func(ctx context.Context) error { return q.Job("a").RetryNow(ctx, nil) },
 		"Queue.Pause":     func(ctx context.Context) error { return q.Pause(ctx) },
 		"Queue.Resume":    func(ctx context.Context) error { return q.Resume(ctx) },

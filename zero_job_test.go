@@ -45,7 +45,7 @@ func TestZeroJobIsSafe(t *testing.T) {
 		"Promote":        func() error { return job.Promote(ctx) },
 		"ChangeDelay":    func() error { return job.ChangeDelay(ctx, 0) },
 		"ChangePriority": func() error { return job.ChangePriority(ctx, 1, false) },
-		"Remove":         func() error { return job.Remove(ctx) },
+		"Remove":         func() error { return job.Remove(ctx, nil) },
 	} {
 		require.ErrorIs(t, call(), drover.ErrNoQueue, name)
 	}

@@ -478,7 +478,7 @@ func (i *Inspector) RemoveJob(ctx context.Context, queue, id string) error {
 	if err != nil {
 		return err
 	}
-	return q.Job(id).Remove(ctx)
+	return q.Job(id).Remove(ctx, nil)
 }
 
 // Pause stops workers from taking queue's jobs.

@@ -70,7 +70,7 @@ func TestInteropJobHandleIDsNamingQueueKeys(t *testing.T) {
 			name string
 			call func() error
 		}{
-			{"Remove", func() error { return j.Remove(ctx) }},
+			{"Remove", func() error { return j.Remove(ctx, nil) }},
 			{"UpdateData", func() error { return j.UpdateData(ctx, map[string]int{"x": 1}) }},
 			{"FlowProducer.Add with it as Parent", func() error {
 				_, err := fp.Add(ctx, drover.FlowJob{Name: "kid", QueueName: queueName, Parent: &drover.JobRef{Queue: queueName, ID: id}})
@@ -135,6 +135,6 @@ func TestInteropJobHandleIDsNamingQueueKeys(t *testing.T) {
 		state, err := q.GetJobState(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, drover.StateWaiting, state, "GetJobState(%q)", id)
-		require.NoError(t, job.Remove(ctx), "Remove(%q)", id)
+		require.NoError(t, job.Remove(ctx, nil), "Remove(%q)", id)
 	}
 }

@@ -85,7 +85,7 @@ func (a admin) remove(id string) {
 		require.Equal(a.t, 1, code)
 		return
 	}
-	require.NoError(a.t, a.b.dq.Job(id).Remove(ctx))
+	require.NoError(a.t, a.b.dq.Job(id).Remove(ctx, nil))
 }
 
 func (a admin) promoteJobs() {

@@ -42,7 +42,21 @@ func (s side) remove(queue, id string) {
 		require.Equal(s.t, 1, code)
 		return
 	}
-	require.NoError(s.t, s.queue(queue).Job(id).Remove(ctx))
+	require.NoError(s.t, s.queue(queue).Job(id).Remove(ctx, nil))
+}
+
+// removeKeepChildren removes job id alone, leaving its flow children:
+// BullMQ's remove(id, {removeChildren: false}).
+func (s side) removeKeepChildren(queue, id string) {
+	s.t.Helper()
+	ctx := context.Background()
+	if s.by == nodeImpl {
+		code, err := s.b.oracle.RemoveKeepChildren(ctx, s.b.prefix, queue, id)
+		require.NoError(s.t, err)
+		require.Equal(s.t, 1, code)
+		return
+	}
+	require.NoError(s.t, s.queue(queue).Job(id).Remove(ctx, &drover.RemoveOptions{KeepChildren: true}))
 }
 
 func (s side) drain(queue string, delayed bool) {
@@ -220,6 +234,46 @@ func TestDifferentialFlowRemoval(t *testing.T) {
 			checkpoint("first child completed")
 			s.remove(queueName, "p")
 			checkpoint("parent removed")
+		})
+	})
+
+	t.Run("RemoveParentKeepChildren", func(t *testing.T) {
+		t.Parallel()
+		echo, fail := bullmqoracle.Echo(), bullmqoracle.Fail("child broke")
+		ignore := map[string]any{"ignoreDependencyOnFailure": true}
+		differential(t, setup, func(s side, checkpoint func(string)) {
+			// In each queue a completed, a failed (recorded in the
+			// parent's failed hash) and a pending child.
+			s.flow(node("p", queueName, nil, nil,
+				node("c1", queueName, &echo, nil), node("c2", queueName, &fail, ignore), node("c3", queueName, nil, later),
+				node("d1", partsQueue, &echo, nil), node("d2", partsQueue, &fail, ignore), node("d3", partsQueue, nil, later)))
+			s.work(queueName, bullmqoracle.FromData("behavior"), 2)
+			s.work(partsQueue, bullmqoracle.FromData("behavior"), 2)
+			checkpoint("children finished")
+			s.removeKeepChildren(queueName, "p")
+			checkpoint("parent removed, children kept")
+			// A kept child whose parent is gone is still removable.
+			s.remove(partsQueue, "d3")
+			checkpoint("pending child removed")
+		})
+	})
+
+	t.Run("RemoveParentKeepChildrenChildRunning", func(t *testing.T) {
+		t.Parallel()
+		differential(t, setup, func(s side, checkpoint func(string)) {
+			// A running child refuses the default remove of its parent,
+			// not this one (only the parent's own lock counts); the child
+			// then finishes with its parent gone.
+			s.flow(node("p", queueName, nil, nil, node("c1", partsQueue, nil, nil)))
+			stop := s.b.startWorkerOn(s.t, s.by, partsQueue, workerSpec{
+				behavior: bullmqoracle.WaitKey(s.gate(), bullmqoracle.Return("done")),
+			})
+			s.waitActive(partsQueue, "c1")
+			s.removeKeepChildren(queueName, "p")
+			s.openGate()
+			s.waitFinished(partsQueue, 1)
+			stop()
+			checkpoint("parent removed while its child ran; child finished")
 		})
 	})
 

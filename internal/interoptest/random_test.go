@@ -1142,7 +1142,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			}
 			return r.result("", err)
 		}
-		err := r.dq.Job(id).Remove(ctx)
+		err := r.dq.Job(id).Remove(ctx, &drover.RemoveOptions{KeepChildren: s.KeepChildren})
 		if errors.Is(err, drover.ErrJobNotFound) {
 			err = nil // Node's Queue.remove returns 1 for a missing job (see difftest.Deliberate)
 		}

@@ -632,8 +632,8 @@ func AddLog(ctx context.Context, rdb Doer, k keys.Queue, id, line string, keep i
 }
 
 // RemoveJob deletes job id unless a worker holds it.
-func RemoveJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string) error {
-	_, err := runCode(ctx, removeJob, rdb, k, id, call.Token, call.ttlMs())
+func RemoveJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, keepChildren bool) error {
+	_, err := runCode(ctx, removeJob, rdb, k, id, call.Token, call.ttlMs(), boolArg(keepChildren))
 	return err
 }
 

@@ -34,7 +34,7 @@
 // retention options), flows (a parent with children, each failure policy,
 // a child in a second queue, a child with children of its own; a lone job
 // with a parent link, to a job of either queue; several trees in one
-// FlowProducer.addBulk; Node's remove that keeps the children) and
+// FlowProducer.addBulk; a remove that keeps the children) and
 // job schedulers (upsert with every or a cron pattern, a limit and an end
 // date, and remove; runs promoted and taken by either
 // side's worker, which makes the next run). Drover does its share of each

@@ -152,7 +152,7 @@ func (g *gen) step() Step {
 			return Step{Op: OpChangePriority, Job: g.job(), Priority: g.pick3(0, 1+g.r.IntN(5)), LIFO: g.chance(30)}
 		}},
 		{4, func() Step { return Step{Op: OpRemove, Job: g.job()} }},
-		// Node's remove of a parent that leaves its children: then either
+		// A remove of a parent that leaves its children: then either
 		// side's steps meet children whose parent is gone.
 		{1, func() Step { return Step{Op: OpRemove, Job: g.job(), KeepChildren: true} }},
 		{1, func() Step { return Step{Op: OpDrain, Delayed: g.chance(50)} }},

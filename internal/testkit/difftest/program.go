@@ -52,8 +52,8 @@ const (
 	// OpChangePriority sets Step.Job's priority to Step.Priority (Step.LIFO).
 	OpChangePriority Op = "changePriority"
 	// OpRemove removes Step.Job. With Step.KeepChildren its flow
-	// children stay (Queue.remove(id, {removeChildren: false}); Node's
-	// only: drover's Job.Remove always removes them).
+	// children stay (Queue.remove(id, {removeChildren: false}); drover's
+	// Job.Remove with RemoveOptions.KeepChildren).
 	OpRemove Op = "remove"
 	// OpDrain drains the queue (Step.Delayed: delayed jobs too).
 	OpDrain Op = "drain"
@@ -467,9 +467,6 @@ func (s *Step) NodeOnly() bool {
 	}
 	if s.Op == OpUpsertScheduler {
 		return s.Add.Backoff != nil && s.Add.Backoff.Number
-	}
-	if s.Op == OpRemove && s.KeepChildren {
-		return true // drover's Job.Remove always removes the children
 	}
 	if s.Op != OpAddBulk {
 		return false

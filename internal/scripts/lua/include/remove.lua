@@ -74,12 +74,28 @@ end
 -- removeWithChildren deletes a job and, depth first, every child it
 -- recorded (processed, failed, unsuccessful, pending), each in its own
 -- queue: BullMQ's Job.remove with removeChildren. parentKey is the parent
--- being removed when called for a child, else nil. Each deleted job gets a
--- removed event in its queue.
+-- being removed when called for a child, else nil. keepChildren deletes
+-- the job alone (removeChildren false): its children stay where they are,
+-- their parent fields still naming it. Each deleted job gets a removed
+-- event in its queue.
 local removeWithChildren
-removeWithChildren = function(qbase, id, parentKey)
+local removeChildrenOf
+removeWithChildren = function(qbase, id, parentKey, keepChildren)
   local jobKey = qbase .. id
   detachFromParent(jobKey, parentKey, false)
+  if not keepChildren then
+    removeChildrenOf(jobKey)
+  end
+  local prev = removeFromAnyState(qbase, id)
+  releaseOwnedDedup(id, jobKey, qbase)
+  if removeJobKeys(jobKey) > 0 then
+    rcall("XADD", qbase .. "events", "MAXLEN", "~", maxEvents(qbase .. "meta"), "*", "event", "removed",
+      "jobId", id, "prev", prev)
+  end
+end
+
+-- removeChildrenOf deletes, depth first, every child jobKey recorded.
+removeChildrenOf = function(jobKey)
   local children = {}
   local processed = rcall("HGETALL", jobKey .. ":processed")
   for i = 1, #processed, 2 do
@@ -94,18 +110,12 @@ removeWithChildren = function(qbase, id, parentKey)
   end
   for _, k in ipairs(children) do
     local cid, cbase = splitJobKey(k)
-    removeWithChildren(cbase, cid, jobKey)
+    removeWithChildren(cbase, cid, jobKey, false)
   end
   -- Pending children last, read after the others went: removing one can
   -- change the set.
   for _, k in ipairs(rcall("SMEMBERS", jobKey .. ":dependencies")) do
     local cid, cbase = splitJobKey(k)
-    removeWithChildren(cbase, cid, jobKey)
-  end
-  local prev = removeFromAnyState(qbase, id)
-  releaseOwnedDedup(id, jobKey, qbase)
-  if removeJobKeys(jobKey) > 0 then
-    rcall("XADD", qbase .. "events", "MAXLEN", "~", maxEvents(qbase .. "meta"), "*", "event", "removed",
-      "jobId", id, "prev", prev)
+    removeWithChildren(cbase, cid, jobKey, false)
   end
 end
