@@ -197,7 +197,9 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpGetCounts} }},
 		{2, func() Step {
 			st := []string{"wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"}
-			s := Step{Op: OpGetJobs, State: g.pick(st...), Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
+			// Sometimes a start from the end (-1, -2): BullMQ ranges
+			// lists and sets by index either way.
+			s := Step{Op: OpGetJobs, State: g.pick(st...), Priority: g.pickI(0, 0, 1, 1, -1, -2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
 			if g.chance(30) {
 				// Several states in one call (BullMQ ranges each).
 				s.Types = []string{s.State, g.pick(append(st, "waiting")...)}
@@ -214,7 +216,8 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpGetLimits} }},
 		{3, func() Step { return Step{Op: OpGetJob, Job: g.job()} }},
 		{3, func() Step {
-			return Step{Op: OpFlowRead, Job: g.job(), Read: []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount}[g.r.IntN(3)]}
+			reads := []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount, ReadIgnoredChildrenFailures, ReadFailedChildrenValues}
+			return Step{Op: OpFlowRead, Job: g.job(), Read: reads[g.r.IntN(len(reads))]}
 		}},
 		{2, func() Step {
 			return Step{Op: OpGetLogs, Job: g.job(), Priority: g.pickI(0, 0, 1, -1, -2), Limit: g.pickI(0, 1, 2), LIFO: g.chance(50)}
@@ -238,6 +241,28 @@ func (g *gen) step() Step {
 		{2, func() Step {
 			return Step{Op: OpGetMetrics, State: g.pick("completed", "failed"), Priority: g.pickI(0, 0, 1), Limit: g.pickI(0, 1, 2)}
 		}},
+		// A job the completed or failed set lost (BullMQ 5.66.6's
+		// retention bug), then the clean-up: a SCAN count of 10 walks the
+		// keys in many steps; a limit of 8 is never reached by the few
+		// orphans a program makes (BullMQ may exceed a limit it reaches,
+		// drover never does: README).
+		{1, func() Step { return Step{Op: OpOrphan, Job: g.job()} }},
+		{2, func() Step {
+			return Step{Op: OpRemoveOrphanedJobs, Priority: g.pickI(10, 1000), Limit: g.pickI(0, 8)}
+		}},
+		{1, func() Step { return Step{Op: OpUpdateJobProgress, Job: g.job(), Value: g.value()} }},
+		{1, func() Step { return Step{Op: OpGetMeta} }},
+		{1, func() Step { return Step{Op: OpGetSchedulersCount} }},
+		{1, func() Step { return Step{Op: OpExportMetrics, LIFO: g.chance(50)} }},
+		// Not generated (no drover equivalent, or nothing in Redis to
+		// compare): Queue.addJobLog(id, row, keepLogs) (drover's Job.Log
+		// bounds by the job's own keepLogs, it takes none per call),
+		// removeDeprecatedPriorityKey (drover never reads the pre-5
+		// priority key), getWorkers/getQueueEvents (client names of the
+		// connections, which differ by design), getVersion (drover
+		// writes none), Worker.cancelJob/cancelAllJobs/delay and
+		// Job.waitUntilFinished (in-process), recordJobCountsMetric
+		// (telemetry; getJobCounts underneath).
 	}
 	total := 0
 	for _, o := range opts {
