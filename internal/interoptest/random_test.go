@@ -1160,8 +1160,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ids, err = o.Clean(ctx, p, q, s.Delay, s.Limit, s.State)
 		} else {
 			st := drover.JobState(s.State)
-			if s.State == "wait" {
-				st = drover.StateWaiting
+			if s.State == "wait" || s.State == "waiting" {
+				st = drover.StateWaiting // Node's clean takes both names
 			}
 			ids, err = r.dq.Clean(ctx, time.Duration(s.Delay)*time.Millisecond, s.Limit, st)
 		}

@@ -165,7 +165,7 @@ func (g *gen) step() Step {
 			if g.chance(30) {
 				lim = 1 + g.r.IntN(2)
 			}
-			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "delayed", "prioritized", "paused", "active", "waiting-children"), Delay: grace, Limit: lim}
+			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "waiting", "delayed", "prioritized", "paused", "active", "waiting-children"), Delay: grace, Limit: lim}
 		}},
 		{1, func() Step { return Step{Op: OpObliterate, NoForce: g.chance(40)} }},
 		{2, func() Step { return Step{Op: OpPause} }},
@@ -182,7 +182,8 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpRemoveUnprocessedChildren, Job: g.job()} }},
 		{1, func() Step { return Step{Op: OpRemoveDedupKey, DedupID: g.pick("d1", "d2")} }},
 		{1, func() Step { return Step{Op: OpJobRemoveDedupKey, Job: g.job()} }},
-		{1, func() Step { return Step{Op: OpSetGlobalConcurrency, Limit: 1 + g.r.IntN(2)} }},
+		// A cap of 0 too: stored, it stops every worker.
+		{1, func() Step { return Step{Op: OpSetGlobalConcurrency, Limit: g.r.IntN(3)} }},
 		{2, func() Step { return Step{Op: OpRemoveGlobalConcurrency} }},
 		{6, func() Step { return Step{Op: OpManualTake, Token: g.token()} }},
 		{5, g.manualFinish},
