@@ -635,3 +635,21 @@ func TestDifferentialManualWorkerOptions(t *testing.T) {
 	}, Manual: &difftest.ManualWorker{Metrics: 2, RemoveOnComplete: &difftest.Retention{Object: true, Count: &zero},
 		RemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Count: &one}}})
 }
+
+// TestDifferentialRegressionOrphanState: a completed job whose id the
+// completed set lost (the harness's OpOrphan, as BullMQ 5.66.6's age
+// retention left such hashes) is in no state: Node's getState answers
+// "unknown", drover's GetJobState answered "waiting" (its state lookup
+// took any stored job in no sorted set and not active for a waiting one
+// without looking in the lists): "state of job 1: Node getState
+// "unknown", drover GetJobState "waiting"" (campaign seed 508424374).
+func TestDifferentialRegressionOrphanState(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 508424374, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete"}},
+		{Op: difftest.OpOrphan, By: difftest.Node, Job: "j3"},
+	}})
+}
