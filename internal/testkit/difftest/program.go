@@ -484,10 +484,13 @@ func (m *ManualWorker) Apply(o *drover.WorkerOptions) {
 // a scheduler whose template gives the backoff as a plain number: Node
 // stores a template's opts as given, and JobOptions.Backoff has no
 // shorthand form (it stores {type, delay}, which both workers read alike).
-// OpOrphan is the harness's own, done alike in both runs.
+// OpOrphan is the harness's own, done alike in both runs. A global
+// concurrency of 0 is Node's: drover's SetGlobalConcurrency refuses it
+// (deliberate, README), so Node stores it and drover's workers and reads
+// meet it.
 func (s *Step) NodeOnly() bool {
-	if s.Op == OpOrphan {
-		return true // the harness's
+	if s.Op == OpOrphan || s.Op == OpSetGlobalConcurrency && s.Limit == 0 {
+		return true
 	}
 	for _, a := range s.adds() {
 		if a.LIFORaw != nil {
