@@ -209,7 +209,7 @@ func (g *gen) step() Step {
 		}},
 		{2, func() Step { return Step{Op: OpGetScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
 		{1, func() Step {
-			return Step{Op: OpGetSchedulers, Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
+			return Step{Op: OpGetSchedulers, Priority: g.pickI(0, 0, 1, -1), Limit: g.r.IntN(3), LIFO: g.chance(50)}
 		}},
 		{1, func() Step { return Step{Op: OpGetDedupJobID, DedupID: g.pick("d1", "d2")} }},
 		{1, func() Step { return Step{Op: OpGetRateLimitTTL, Limit: g.pick3(1+g.r.IntN(2), 0)} }},
@@ -240,7 +240,7 @@ func (g *gen) step() Step {
 			return Step{Op: OpGetFlow, Job: g.job(), Priority: g.pickI(0, 0, 1, 2), Limit: g.pickI(0, 0, 5)}
 		}},
 		{2, func() Step {
-			return Step{Op: OpGetMetrics, State: g.pick("completed", "failed"), Priority: g.pickI(0, 0, 1), Limit: g.pickI(0, 1, 2)}
+			return Step{Op: OpGetMetrics, State: g.pick("completed", "failed"), Priority: g.pickI(0, 0, 1, -1), Limit: g.pickI(0, 1, 2)}
 		}},
 		// A job the completed or failed set lost (BullMQ 5.66.6's
 		// retention bug), then the clean-up: a SCAN count of 10 walks the
@@ -320,7 +320,7 @@ func (g *gen) pick3(a, b int) int {
 }
 
 func (g *gen) value() any {
-	switch g.r.IntN(5) {
+	switch g.r.IntN(7) {
 	case 0:
 		return nil
 	case 1:
@@ -329,6 +329,11 @@ func (g *gen) value() any {
 		return fmt.Sprintf("v%d", g.r.IntN(100))
 	case 3:
 		return map[string]any{"pct": g.r.IntN(100), "path": "a/b"}
+	case 4:
+		// A bool or a fraction: progress is any JSON value on both sides.
+		return g.chance(50)
+	case 5:
+		return 12.5
 	default:
 		return []any{1, "two", true}
 	}
