@@ -653,3 +653,27 @@ func TestDifferentialRegressionOrphanState(t *testing.T) {
 		{Op: difftest.OpOrphan, By: difftest.Node, Job: "j3"},
 	}})
 }
+
+// TestDifferentialOrphanRemoval: orphans of both finished sets (the
+// harness's OpOrphan), read and then removed by drover's
+// RemoveOrphanedJobs in SCAN steps of 10, leave the state, answers and
+// events Node's removeOrphanedJobs leaves; a second call finds none.
+func TestDifferentialOrphanRemoval(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 1, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete", Value: 12.5}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpLog, By: difftest.Node, Job: "j2", Line: "line 1"},
+		{Op: difftest.OpOrphan, By: difftest.Node, Job: "j1"},
+		{Op: difftest.OpOrphan, By: difftest.Node, Job: "j2"},
+		{Op: difftest.OpGetJob, By: difftest.Drover, Job: "j2"},
+		{Op: difftest.OpRemoveOrphanedJobs, By: difftest.Drover, Priority: 10},
+		{Op: difftest.OpRemoveOrphanedJobs, By: difftest.Drover, Priority: 1000, Limit: 8},
+		{Op: difftest.OpGetMeta, By: difftest.Drover},
+		{Op: difftest.OpExportMetrics, By: difftest.Drover, LIFO: true},
+	}})
+}
