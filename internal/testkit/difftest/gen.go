@@ -263,7 +263,15 @@ func (g *gen) step() Step {
 		// connections, which differ by design), getVersion (drover
 		// writes none), Worker.cancelJob/cancelAllJobs/delay and
 		// Job.waitUntilFinished (in-process), recordJobCountsMetric
-		// (telemetry; getJobCounts underneath).
+		// (telemetry; getJobCounts underneath), queue.getDependencies
+		// (drover has it on the Job: ReadDependencies) and the paging of
+		// job.getDependencies (SSCAN/HSCAN pages depend on the member
+		// strings, which carry the run's prefix). Generated through
+		// another name: job.remove (queue.remove's script), getState,
+		// getJobState and job.isX (crossRead after every step), count
+		// and the getXCount getters (getJobCountByTypes), getRanges and
+		// the getX lists (getJobs), removeDebounceKey and
+		// getDebounceJobId (the deduplication calls).
 	}
 	total := 0
 	for _, o := range opts {
