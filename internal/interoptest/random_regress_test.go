@@ -677,3 +677,23 @@ func TestDifferentialOrphanRemoval(t *testing.T) {
 		{Op: difftest.OpExportMetrics, By: difftest.Drover, LIFO: true},
 	}})
 }
+
+// TestDifferentialGlobalConcurrencyZero: a global concurrency of 0 that
+// Node stores (drover's SetGlobalConcurrency refuses it, deliberately)
+// stops drover's takes as Node's: a manual take and a work step find
+// nothing, the limits read as maxed with a cap of 0, and after the cap is
+// removed drover takes the job.
+func TestDifferentialGlobalConcurrencyZero(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 1, Steps: []difftest.Step{
+		{Op: difftest.OpSetGlobalConcurrency, By: difftest.Node, Limit: 0},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+		{Op: difftest.OpGetLimits, By: difftest.Drover},
+		{Op: difftest.OpGetMeta, By: difftest.Drover},
+		{Op: difftest.OpRemoveGlobalConcurrency, By: difftest.Drover},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+	}})
+}
