@@ -311,6 +311,11 @@ func TestDifferentialDeliberateDifferences(t *testing.T) {
 			{Op: difftest.OpUpsertScheduler, By: difftest.Drover, Add: &difftest.Add{Name: "j12", Data: map[string]any{"n": 12}},
 				Scheduler: &difftest.Scheduler{ID: "s1", Every: 3600000, Start: 3600000}},
 		}}},
+		{"OrphanSweepTakesFailedMetrics", "removeOrphanedJobs after a worker with the metrics", difftest.Program{Seed: 508424454, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}, Metrics: 2},
+			{Op: difftest.OpRemoveOrphanedJobs, By: difftest.Drover, Priority: 1000},
+		}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
