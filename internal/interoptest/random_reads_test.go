@@ -234,6 +234,8 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 		return r.result(fmt.Sprintf("%+v", r.droverJobView(dj)), nil)
 	case difftest.OpGetLogs, difftest.OpGetCountByTypes, difftest.OpIsPaused, difftest.OpGetFlow, difftest.OpGetMetrics:
 		return r.read2(ctx, s, node)
+	case difftest.OpGetMeta, difftest.OpGetSchedulersCount, difftest.OpExportMetrics:
+		return r.read3(ctx, s, node)
 	}
 	r.t.Fatalf("read of op %q", s.Op)
 	return ""
@@ -318,6 +320,59 @@ func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) str
 			return r.result("", err)
 		}
 		return r.result(r.metricsView(m.Count, !m.PrevTS.IsZero(), m.PrevCount, m.Data, m.Points), nil)
+	}
+	r.t.Fatalf("read of op %q", s.Op)
+	return ""
+}
+
+// read3 performs the reads of the queue's settings, its job schedulers'
+// count and its Prometheus text.
+func (r *programRun) read3(ctx context.Context, s *difftest.Step, node bool) string {
+	r.t.Helper()
+	o, p, q := r.o, r.prefix, queueName
+	switch s.Op {
+	case difftest.OpGetMeta:
+		var m map[string]any
+		if node {
+			if err := o.QueueCall(ctx, p, q, "getMeta", &m); err != nil {
+				return r.result("", err)
+			}
+		} else {
+			dm, err := r.dq.GetMeta(ctx)
+			if err != nil {
+				return r.result("", err)
+			}
+			m = metaAsNode(dm)
+		}
+		b, err := json.Marshal(m) // map keys sorted
+		require.NoError(r.t, err)
+		return r.result(string(b), nil)
+	case difftest.OpGetSchedulersCount:
+		var n int64
+		var err error
+		if node {
+			err = o.QueueCall(ctx, p, q, "getJobSchedulersCount", &n)
+		} else {
+			n, err = r.dq.GetJobSchedulersCount(ctx)
+		}
+		return r.result(strconv.FormatInt(n, 10), err)
+	case difftest.OpExportMetrics:
+		var labels map[string]string
+		if s.LIFO {
+			labels = map[string]string{"env": "t\"q"}
+		}
+		var text string
+		var err error
+		if node {
+			args := []any{}
+			if labels != nil {
+				args = append(args, labels)
+			}
+			err = o.QueueCall(ctx, p, q, "exportPrometheusMetrics", &text, args...)
+		} else {
+			text, err = r.dq.ExportPrometheusMetrics(ctx, labels)
+		}
+		return r.result(text, err)
 	}
 	r.t.Fatalf("read of op %q", s.Op)
 	return ""
@@ -438,6 +493,10 @@ func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) 
 			var c drover.DependencyCounts
 			err = r.o.JobRead(ctx, r.prefix, queueName, id, string(s.Read), &c)
 			got = fmt.Sprintf("%+v", c)
+		case difftest.ReadIgnoredChildrenFailures, difftest.ReadFailedChildrenValues:
+			var m map[string]string
+			err = r.o.JobRead(ctx, r.prefix, queueName, id, string(s.Read), &m)
+			got = strs(m)
 		}
 		return r.result(got, err)
 	}
@@ -458,6 +517,12 @@ func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) 
 	case difftest.ReadDependenciesCount:
 		c, err := j.GetDependenciesCount(ctx)
 		return r.result(fmt.Sprintf("%+v", c), err)
+	case difftest.ReadIgnoredChildrenFailures:
+		m, err := j.GetIgnoredChildrenFailures(ctx)
+		return r.result(strs(m), err)
+	case difftest.ReadFailedChildrenValues:
+		m, err := j.GetFailedChildrenValues(ctx)
+		return r.result(strs(m), err)
 	}
 	r.t.Fatalf("flow read %q", s.Read)
 	return ""

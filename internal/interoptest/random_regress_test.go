@@ -311,6 +311,11 @@ func TestDifferentialDeliberateDifferences(t *testing.T) {
 			{Op: difftest.OpUpsertScheduler, By: difftest.Drover, Add: &difftest.Add{Name: "j12", Data: map[string]any{"n": 12}},
 				Scheduler: &difftest.Scheduler{ID: "s1", Every: 3600000, Start: 3600000}},
 		}}},
+		{"OrphanSweepTakesFailedMetrics", "removeOrphanedJobs after a worker with the metrics", difftest.Program{Seed: 508424454, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}, Metrics: 2},
+			{Op: difftest.OpRemoveOrphanedJobs, By: difftest.Drover, Priority: 1000},
+		}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -634,4 +639,66 @@ func TestDifferentialManualWorkerOptions(t *testing.T) {
 		{Op: difftest.OpGetMetrics, By: difftest.Drover, State: "failed"},
 	}, Manual: &difftest.ManualWorker{Metrics: 2, RemoveOnComplete: &difftest.Retention{Object: true, Count: &zero},
 		RemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Count: &one}}})
+}
+
+// TestDifferentialRegressionOrphanState: a completed job whose id the
+// completed set lost (the harness's OpOrphan, as BullMQ 5.66.6's age
+// retention left such hashes) is in no state: Node's getState answers
+// "unknown", drover's GetJobState answered "waiting" (its state lookup
+// took any stored job in no sorted set and not active for a waiting one
+// without looking in the lists): "state of job 1: Node getState
+// "unknown", drover GetJobState "waiting"" (campaign seed 508424374).
+func TestDifferentialRegressionOrphanState(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 508424374, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete"}},
+		{Op: difftest.OpOrphan, By: difftest.Node, Job: "j3"},
+	}})
+}
+
+// TestDifferentialOrphanRemoval: orphans of both finished sets (the
+// harness's OpOrphan), read and then removed by drover's
+// RemoveOrphanedJobs in SCAN steps of 10, leave the state, answers and
+// events Node's removeOrphanedJobs leaves; a second call finds none.
+func TestDifferentialOrphanRemoval(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 1, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete", Value: 12.5}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpLog, By: difftest.Node, Job: "j2", Line: "line 1"},
+		{Op: difftest.OpOrphan, By: difftest.Node, Job: "j1"},
+		{Op: difftest.OpOrphan, By: difftest.Node, Job: "j2"},
+		{Op: difftest.OpGetJob, By: difftest.Drover, Job: "j2"},
+		{Op: difftest.OpRemoveOrphanedJobs, By: difftest.Drover, Priority: 10},
+		{Op: difftest.OpRemoveOrphanedJobs, By: difftest.Drover, Priority: 1000, Limit: 8},
+		{Op: difftest.OpGetMeta, By: difftest.Drover},
+		{Op: difftest.OpExportMetrics, By: difftest.Drover, LIFO: true},
+	}})
+}
+
+// TestDifferentialGlobalConcurrencyZero: a global concurrency of 0 that
+// Node stores (drover's SetGlobalConcurrency refuses it, deliberately)
+// stops drover's takes as Node's: a manual take and a work step find
+// nothing, the limits read as maxed with a cap of 0, and after the cap is
+// removed drover takes the job.
+func TestDifferentialGlobalConcurrencyZero(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 1, Steps: []difftest.Step{
+		{Op: difftest.OpSetGlobalConcurrency, By: difftest.Node, Limit: 0},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+		{Op: difftest.OpGetLimits, By: difftest.Drover},
+		{Op: difftest.OpGetMeta, By: difftest.Drover},
+		{Op: difftest.OpRemoveGlobalConcurrency, By: difftest.Drover},
+		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+	}})
 }

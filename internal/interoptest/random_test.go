@@ -1160,8 +1160,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ids, err = o.Clean(ctx, p, q, s.Delay, s.Limit, s.State)
 		} else {
 			st := drover.JobState(s.State)
-			if s.State == "wait" {
-				st = drover.StateWaiting
+			if s.State == "wait" || s.State == "waiting" {
+				st = drover.StateWaiting // Node's clean takes both names
 			}
 			ids, err = r.dq.Clean(ctx, time.Duration(s.Delay)*time.Millisecond, s.Limit, st)
 		}
@@ -1308,8 +1308,28 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpGetScheduler, difftest.OpGetSchedulers, difftest.OpGetDedupJobID, difftest.OpGetRateLimitTTL,
 		difftest.OpGetCountsPerPriority, difftest.OpGetLimits, difftest.OpFlowRead, difftest.OpGetJob,
-		difftest.OpGetLogs, difftest.OpGetCountByTypes, difftest.OpIsPaused, difftest.OpGetFlow, difftest.OpGetMetrics:
+		difftest.OpGetLogs, difftest.OpGetCountByTypes, difftest.OpIsPaused, difftest.OpGetFlow, difftest.OpGetMetrics,
+		difftest.OpGetMeta, difftest.OpGetSchedulersCount, difftest.OpExportMetrics:
 		return r.read(ctx, s, node)
+	case difftest.OpOrphan:
+		// The harness's, alike in both runs: the sets lose the id, the
+		// job's keys stay.
+		n := r.rdb.ZRem(ctx, r.k.Completed(), id).Val() + r.rdb.ZRem(ctx, r.k.Failed(), id).Val()
+		return fmt.Sprintf("ok %d", n)
+	case difftest.OpRemoveOrphanedJobs:
+		var n int
+		var err error
+		if node {
+			err = o.QueueCall(ctx, p, q, "removeOrphanedJobs", &n, s.Priority, s.Limit)
+		} else {
+			n, err = r.dq.RemoveOrphanedJobs(ctx, s.Priority, s.Limit)
+		}
+		return r.result(strconv.Itoa(n), err)
+	case difftest.OpUpdateJobProgress:
+		if node {
+			return r.result("", o.QueueCall(ctx, p, q, "updateJobProgress", nil, id, s.Value))
+		}
+		return r.result("", r.dq.Job(id).UpdateProgress(ctx, s.Value))
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
 		// stream itself is compared.

@@ -8,6 +8,18 @@
 
 local out = {}
 for i = 2, #ARGV do
-  out[#out + 1] = jobState(ARGV[i])
+  local id = ARGV[i]
+  local s = jobState(id)
+  -- jobState takes a stored job in no sorted set and not active for a
+  -- waiting one without searching wait and paused (O(n) in the backlog).
+  -- A job that finished and is in neither finished set, though, is
+  -- likely an orphan (BullMQ 5.66.6's age retention left such hashes;
+  -- removeOrphanedJobs deletes them): only then are the lists searched,
+  -- and a job in neither is "unknown", as BullMQ's getState answers.
+  if s == "waiting" and rcall("HEXISTS", base .. id, "finishedOn") == 1
+    and not rcall("LPOS", waitKey, id) and not rcall("LPOS", pausedKey, id) then
+    s = "unknown"
+  end
+  out[#out + 1] = s
 end
 return out

@@ -18,12 +18,17 @@
 // unrecoverably or delay it ([Outcome]), stalls (the worker dies holding a job) and stalled
 // checks, admin calls (retry with and without resets, retryJobs,
 // promote, promoteJobs, changeDelay, changePriority, remove, drain, clean,
-// obliterate, pause, resume, progress, log, updateData, global
-// concurrency, global rate limit, queue.rateLimit and removeRateLimitKey,
-// trimEvents), reads whose answers are compared (getJobCounts, getJobs
-// ranges, getJobScheduler and getJobSchedulers pages, getDeduplicationJobId,
+// obliterate, pause, resume, progress by job or by id
+// (queue.updateJobProgress), log, updateData, global concurrency (0
+// included), global rate limit, queue.rateLimit and removeRateLimitKey,
+// trimEvents, removeOrphanedJobs after a harness step that leaves a
+// finished job's keys without its id in a set), reads whose answers are
+// compared (getJobCounts, getJobs ranges, from a negative start too,
+// getJobScheduler and getJobSchedulers pages, getJobSchedulersCount,
+// getMeta, exportPrometheusMetrics, getDeduplicationJobId,
 // getRateLimitTtl, getCountsPerPriority, isMaxed with the global limits, a
-// job's getChildrenValues, getDependencies and getDependenciesCount, a
+// job's getChildrenValues, getDependencies, getDependenciesCount and
+// getIgnoredChildrenFailures (and its old name getFailedChildrenValues), a
 // job's logs in ranges oldest or newest first, getJobCountByTypes,
 // isPaused, FlowProducer.getFlow with a depth and maxChildren, and
 // getMetrics of the metrics work steps write when their worker has the

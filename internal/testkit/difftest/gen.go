@@ -165,7 +165,7 @@ func (g *gen) step() Step {
 			if g.chance(30) {
 				lim = 1 + g.r.IntN(2)
 			}
-			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "delayed", "prioritized", "paused", "active", "waiting-children"), Delay: grace, Limit: lim}
+			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "waiting", "delayed", "prioritized", "paused", "active", "waiting-children"), Delay: grace, Limit: lim}
 		}},
 		{1, func() Step { return Step{Op: OpObliterate, NoForce: g.chance(40)} }},
 		{2, func() Step { return Step{Op: OpPause} }},
@@ -182,7 +182,8 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpRemoveUnprocessedChildren, Job: g.job()} }},
 		{1, func() Step { return Step{Op: OpRemoveDedupKey, DedupID: g.pick("d1", "d2")} }},
 		{1, func() Step { return Step{Op: OpJobRemoveDedupKey, Job: g.job()} }},
-		{1, func() Step { return Step{Op: OpSetGlobalConcurrency, Limit: 1 + g.r.IntN(2)} }},
+		// A cap of 0 too: stored, it stops every worker.
+		{1, func() Step { return Step{Op: OpSetGlobalConcurrency, Limit: g.r.IntN(3)} }},
 		{2, func() Step { return Step{Op: OpRemoveGlobalConcurrency} }},
 		{6, func() Step { return Step{Op: OpManualTake, Token: g.token()} }},
 		{5, g.manualFinish},
@@ -197,7 +198,9 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpGetCounts} }},
 		{2, func() Step {
 			st := []string{"wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"}
-			s := Step{Op: OpGetJobs, State: g.pick(st...), Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
+			// Sometimes a start from the end (-1, -2): BullMQ ranges
+			// lists and sets by index either way.
+			s := Step{Op: OpGetJobs, State: g.pick(st...), Priority: g.pickI(0, 0, 1, 1, -1, -2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
 			if g.chance(30) {
 				// Several states in one call (BullMQ ranges each).
 				s.Types = []string{s.State, g.pick(append(st, "waiting")...)}
@@ -206,7 +209,7 @@ func (g *gen) step() Step {
 		}},
 		{2, func() Step { return Step{Op: OpGetScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
 		{1, func() Step {
-			return Step{Op: OpGetSchedulers, Priority: g.r.IntN(2), Limit: g.r.IntN(3), LIFO: g.chance(50)}
+			return Step{Op: OpGetSchedulers, Priority: g.pickI(0, 0, 1, -1), Limit: g.r.IntN(3), LIFO: g.chance(50)}
 		}},
 		{1, func() Step { return Step{Op: OpGetDedupJobID, DedupID: g.pick("d1", "d2")} }},
 		{1, func() Step { return Step{Op: OpGetRateLimitTTL, Limit: g.pick3(1+g.r.IntN(2), 0)} }},
@@ -214,7 +217,8 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpGetLimits} }},
 		{3, func() Step { return Step{Op: OpGetJob, Job: g.job()} }},
 		{3, func() Step {
-			return Step{Op: OpFlowRead, Job: g.job(), Read: []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount}[g.r.IntN(3)]}
+			reads := []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount, ReadIgnoredChildrenFailures, ReadFailedChildrenValues}
+			return Step{Op: OpFlowRead, Job: g.job(), Read: reads[g.r.IntN(len(reads))]}
 		}},
 		{2, func() Step {
 			return Step{Op: OpGetLogs, Job: g.job(), Priority: g.pickI(0, 0, 1, -1, -2), Limit: g.pickI(0, 1, 2), LIFO: g.chance(50)}
@@ -236,8 +240,38 @@ func (g *gen) step() Step {
 			return Step{Op: OpGetFlow, Job: g.job(), Priority: g.pickI(0, 0, 1, 2), Limit: g.pickI(0, 0, 5)}
 		}},
 		{2, func() Step {
-			return Step{Op: OpGetMetrics, State: g.pick("completed", "failed"), Priority: g.pickI(0, 0, 1), Limit: g.pickI(0, 1, 2)}
+			return Step{Op: OpGetMetrics, State: g.pick("completed", "failed"), Priority: g.pickI(0, 0, 1, -1), Limit: g.pickI(0, 1, 2)}
 		}},
+		// A job the completed or failed set lost (BullMQ 5.66.6's
+		// retention bug), then the clean-up: a SCAN count of 10 walks the
+		// keys in many steps; a limit of 8 is never reached by the few
+		// orphans a program makes (BullMQ may exceed a limit it reaches,
+		// drover never does: README).
+		{1, func() Step { return Step{Op: OpOrphan, Job: g.job()} }},
+		{2, func() Step {
+			return Step{Op: OpRemoveOrphanedJobs, Priority: g.pickI(10, 1000), Limit: g.pickI(0, 8)}
+		}},
+		{1, func() Step { return Step{Op: OpUpdateJobProgress, Job: g.job(), Value: g.value()} }},
+		{1, func() Step { return Step{Op: OpGetMeta} }},
+		{1, func() Step { return Step{Op: OpGetSchedulersCount} }},
+		{1, func() Step { return Step{Op: OpExportMetrics, LIFO: g.chance(50)} }},
+		// Not generated (no drover equivalent, or nothing in Redis to
+		// compare): Queue.addJobLog(id, row, keepLogs) (drover's Job.Log
+		// bounds by the job's own keepLogs, it takes none per call),
+		// removeDeprecatedPriorityKey (drover never reads the pre-5
+		// priority key), getWorkers/getQueueEvents (client names of the
+		// connections, which differ by design), getVersion (drover
+		// writes none), Worker.cancelJob/cancelAllJobs/delay and
+		// Job.waitUntilFinished (in-process), recordJobCountsMetric
+		// (telemetry; getJobCounts underneath), queue.getDependencies
+		// (drover has it on the Job: ReadDependencies) and the paging of
+		// job.getDependencies (SSCAN/HSCAN pages depend on the member
+		// strings, which carry the run's prefix). Generated through
+		// another name: job.remove (queue.remove's script), getState,
+		// getJobState and job.isX (crossRead after every step), count
+		// and the getXCount getters (getJobCountByTypes), getRanges and
+		// the getX lists (getJobs), removeDebounceKey and
+		// getDebounceJobId (the deduplication calls).
 	}
 	total := 0
 	for _, o := range opts {
@@ -294,7 +328,7 @@ func (g *gen) pick3(a, b int) int {
 }
 
 func (g *gen) value() any {
-	switch g.r.IntN(5) {
+	switch g.r.IntN(7) {
 	case 0:
 		return nil
 	case 1:
@@ -303,6 +337,11 @@ func (g *gen) value() any {
 		return fmt.Sprintf("v%d", g.r.IntN(100))
 	case 3:
 		return map[string]any{"pct": g.r.IntN(100), "path": "a/b"}
+	case 4:
+		// A bool or a fraction: progress is any JSON value on both sides.
+		return g.chance(50)
+	case 5:
+		return 12.5
 	default:
 		return []any{1, "two", true}
 	}

@@ -98,6 +98,24 @@ var Known = []KnownDivergence{
 		"deliberate (README)", manualTakeOfDeferredFailure, nil, nil, "", false},
 	{"deliberate", "a finish by hand with fetchNext that takes a job scheduler's run: drover's CompleteAndNext/FailAndNext create the scheduler's next run, as its NextJob and processing workers do; BullMQ 6.7's moveToCompleted/moveToFailed(fetchNext) return the raw job data and only a Worker's own fetch (nextJobFromJobData) creates it, so a Node caller who goes on with that data leaves the scheduler without a next run (campaign seed 80129655)",
 		"deliberate (README)", manualFetchNextWithScheduler, nil, nil, "", false},
+	{"deliberate", "removeOrphanedJobs after a worker with the metrics option failed a job: BullMQ 6.7 takes the failed-metrics hash (<queue>:metrics:failed) for the failed sub-key of a job called \"metrics\" (metrics is not among its queue keys) and deletes it, counting one orphan; drover never takes metrics keys for jobs and counts none (campaign seed 508424454)",
+		"deliberate (README; BullMQ bug)", orphansAfterFailedMetrics, nil, nil, "", false},
+}
+
+// orphansAfterFailedMetrics reports whether a program removes orphaned
+// jobs and may have written failed-job metrics before (a work step or the
+// manual workers with the metrics option).
+func orphansAfterFailedMetrics(p *Program) bool {
+	metrics := p.Manual != nil && p.Manual.Metrics > 0
+	for _, s := range p.Steps {
+		switch {
+		case s.Op == OpWork && s.Metrics > 0:
+			metrics = true
+		case s.Op == OpRemoveOrphanedJobs && metrics:
+			return true
+		}
+	}
+	return false
 }
 
 // manualFetchNextWithScheduler reports whether a program has a job

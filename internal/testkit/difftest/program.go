@@ -202,18 +202,47 @@ const (
 	// (0: all the rest) (Queue.getMetrics / GetMetrics). Work steps with
 	// Step.Metrics write them.
 	OpGetMetrics Op = "getMetrics"
+	// OpOrphan is the harness's, the same in both runs (Step.NodeOnly):
+	// it deletes Step.Job's id from the completed and failed sets and
+	// leaves its hash, logs and flow keys, as the age-based retention of
+	// BullMQ 5.66.6 to 5.x did (the regression removeOrphanedJobs exists
+	// to clean up after). Later steps meet a job no state holds.
+	OpOrphan Op = "orphan"
+	// OpRemoveOrphanedJobs deletes the job keys no state holds, SCAN
+	// count Step.Priority and at most Step.Limit jobs (0: all)
+	// (queue.removeOrphanedJobs / Queue.RemoveOrphanedJobs); its result
+	// is the number removed.
+	OpRemoveOrphanedJobs Op = "removeOrphanedJobs"
+	// OpUpdateJobProgress sets Step.Job's progress to Step.Value by id,
+	// without reading the job (queue.updateJobProgress; drover's
+	// Queue.Job(id).UpdateProgress, a handle that reads nothing).
+	OpUpdateJobProgress Op = "updateJobProgress"
+	// OpGetMeta reads the queue's settings (queue.getMeta / GetMeta); its
+	// result is the fields both readers decode.
+	OpGetMeta Op = "getMeta"
+	// OpGetSchedulersCount counts the job schedulers
+	// (getJobSchedulersCount / GetJobSchedulersCount).
+	OpGetSchedulersCount Op = "getSchedulersCount"
+	// OpExportMetrics renders the queue's counts in the Prometheus text
+	// format, with a label when Step.LIFO (exportPrometheusMetrics /
+	// ExportPrometheusMetrics); its result is the text.
+	OpExportMetrics Op = "exportMetrics"
 )
 
 // FlowRead is one of a job's reads of its children (OpFlowRead).
 type FlowRead string
 
-// The flow reads: Job.getChildrenValues, getDependencies (no paging) and
-// getDependenciesCount; drover's Job.GetChildrenValues, GetDependencies
-// (nil options) and GetDependenciesCount.
+// The flow reads: Job.getChildrenValues, getDependencies (no paging),
+// getDependenciesCount, getIgnoredChildrenFailures and its deprecated
+// name getFailedChildrenValues; drover's Job.GetChildrenValues,
+// GetDependencies (nil options), GetDependenciesCount,
+// GetIgnoredChildrenFailures and GetFailedChildrenValues.
 const (
-	ReadChildrenValues    FlowRead = "getChildrenValues"
-	ReadDependencies      FlowRead = "getDependencies"
-	ReadDependenciesCount FlowRead = "getDependenciesCount"
+	ReadChildrenValues          FlowRead = "getChildrenValues"
+	ReadDependencies            FlowRead = "getDependencies"
+	ReadDependenciesCount       FlowRead = "getDependenciesCount"
+	ReadIgnoredChildrenFailures FlowRead = "getIgnoredChildrenFailures"
+	ReadFailedChildrenValues    FlowRead = "getFailedChildrenValues"
 )
 
 // Step is one operation of a program.
@@ -241,7 +270,8 @@ type Step struct {
 	// OpSetGlobalRateLimit and the duration of OpRateLimit.
 	Delay int64
 	// Priority and LIFO of OpChangePriority; OpGetJobs' start index and
-	// descending order.
+	// descending order; OpRemoveOrphanedJobs' SCAN count; LIFO gives
+	// OpExportMetrics a label.
 	Priority int
 	LIFO     bool
 	// Limit of OpClean (0: none), OpGetJobs and OpGetSchedulers (0: all);
@@ -454,7 +484,14 @@ func (m *ManualWorker) Apply(o *drover.WorkerOptions) {
 // a scheduler whose template gives the backoff as a plain number: Node
 // stores a template's opts as given, and JobOptions.Backoff has no
 // shorthand form (it stores {type, delay}, which both workers read alike).
+// OpOrphan is the harness's own, done alike in both runs. A global
+// concurrency of 0 is Node's: drover's SetGlobalConcurrency refuses it
+// (deliberate, README), so Node stores it and drover's workers and reads
+// meet it.
 func (s *Step) NodeOnly() bool {
+	if s.Op == OpOrphan || s.Op == OpSetGlobalConcurrency && s.Limit == 0 {
+		return true
+	}
 	for _, a := range s.adds() {
 		if a.LIFORaw != nil {
 			return true // a lifo that is not a bool: Node's
@@ -686,7 +723,7 @@ func (s *Step) String() string {
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
-	if (s.Op == OpGetJobs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow) &&
+	if (s.Op == OpGetJobs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow || s.Op == OpRemoveOrphanedJobs) &&
 		(s.Priority != 0 || s.LIFO) {
 		parts = append(parts, fmt.Sprintf("start/depth=%d desc=%v", s.Priority, s.LIFO))
 	}
@@ -777,12 +814,15 @@ var opNames = map[Op]string{
 	OpGetDedupJobID: "OpGetDedupJobID", OpGetRateLimitTTL: "OpGetRateLimitTTL", OpGetCountsPerPriority: "OpGetCountsPerPriority",
 	OpGetLimits: "OpGetLimits", OpFlowRead: "OpFlowRead", OpGetJob: "OpGetJob",
 	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
-	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows",
+	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows", OpOrphan: "OpOrphan", OpRemoveOrphanedJobs: "OpRemoveOrphanedJobs",
+	OpUpdateJobProgress: "OpUpdateJobProgress", OpGetMeta: "OpGetMeta", OpGetSchedulersCount: "OpGetSchedulersCount",
+	OpExportMetrics: "OpExportMetrics",
 }
 
 var readNames = map[FlowRead]string{
 	ReadChildrenValues: "difftest.ReadChildrenValues", ReadDependencies: "difftest.ReadDependencies",
-	ReadDependenciesCount: "difftest.ReadDependenciesCount",
+	ReadDependenciesCount: "difftest.ReadDependenciesCount", ReadIgnoredChildrenFailures: "difftest.ReadIgnoredChildrenFailures",
+	ReadFailedChildrenValues: "difftest.ReadFailedChildrenValues",
 }
 
 // GoString renders the step as a Go composite literal.

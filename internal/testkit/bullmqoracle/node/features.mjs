@@ -127,7 +127,8 @@ export function featureCommands({ getQueue, need, connection }) {
       need(a, 'method');
       const allowed = ['getDeduplicationJobId', 'removeDeduplicationKey', 'getGlobalConcurrency', 'getGlobalRateLimit', 'getCountsPerPriority',
         'setGlobalConcurrency', 'removeGlobalConcurrency', 'getMeta', 'getVersion', 'isMaxed', 'removeOrphanedJobs', 'exportPrometheusMetrics',
-        'setGlobalRateLimit', 'removeGlobalRateLimit', 'rateLimit', 'removeRateLimitKey', 'trimEvents', 'getJobCountByTypes'];
+        'setGlobalRateLimit', 'removeGlobalRateLimit', 'rateLimit', 'removeRateLimitKey', 'trimEvents', 'getJobCountByTypes',
+        'updateJobProgress', 'getJobSchedulersCount'];
       if (!allowed.includes(a.method)) {
         throw new Error(`oracle: queueCall of ${a.method}`);
       }
