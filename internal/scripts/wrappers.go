@@ -614,9 +614,10 @@ func runCode(ctx context.Context, s *script, rdb Doer, k keys.Queue, args ...any
 	return n, nil
 }
 
-// UpdateProgress stores progress (JSON) on job id.
-func UpdateProgress(ctx context.Context, rdb Doer, k keys.Queue, id, progress string) error {
-	_, err := runCode(ctx, updateProgress, rdb, k, id, progress)
+// UpdateProgress stores progress (JSON) on job id and writes its event,
+// once per call (a resend after a lost reply writes nothing).
+func UpdateProgress(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, progress string) error {
+	_, err := runCode(ctx, updateProgress, rdb, k, id, progress, call.Token, call.ttlMs())
 	return err
 }
 
@@ -626,9 +627,11 @@ func UpdateData(ctx context.Context, rdb Doer, k keys.Queue, id, data string) er
 	return err
 }
 
-// AddLog appends line to job id's log, keeping the newest keep lines (0 = all).
-func AddLog(ctx context.Context, rdb Doer, k keys.Queue, id, line string, keep int) (int64, error) {
-	return runCode(ctx, addLog, rdb, k, id, line, keep)
+// AddLog appends line to job id's log, keeping the newest keep lines (0 =
+// all), once per call (a resend after a lost reply appends nothing and
+// answers the first run's count).
+func AddLog(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, line string, keep int) (int64, error) {
+	return runCode(ctx, addLog, rdb, k, id, line, keep, call.Token, call.ttlMs())
 }
 
 // RemoveJob deletes job id unless a worker holds it.
