@@ -288,24 +288,24 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 	// finished sets and waiting-children are scored by age: their
 	// candidates are the score range up to the cut-off, and a call takes
 	// the oldest cleanCallChunk of them, the same jobs as a larger call in
-	// the same order. The other states' windows are examined in parts, a
-	// call each (cleanWindow), which remove exactly what one call over the
-	// window removes. Each call writes its own "cleaned" event.
+	// the same order (cleanScored). The other states' windows are examined
+	// in parts, a call each (cleanWindow), which remove exactly what one
+	// call over the window removes. A window's last call writes its
+	// "cleaned" event with the window's count, so a Node QueueEvents
+	// listener sees the events BullMQ's calls write, one per window. (A
+	// clean that fails within a window writes none for it.)
 	cutoff := q.now(ctx).Add(-grace).UnixMilli()
 	removed := []string{}
 	scored := state == StateCompleted || state == StateFailed || state == StateWaitingChildren
 	for {
 		window := cleanChunk
-		if scored {
-			window = cleanCallChunk
-		}
 		if limit > 0 && limit-len(removed) < window {
 			window = limit - len(removed)
 		}
 		var ids []string
 		var err error
 		if scored {
-			ids, err = scripts.Clean(ctx, q.writes(), q.k, q.call(), name, cutoff, window)
+			ids, err = q.cleanScored(ctx, name, cutoff, window)
 		} else {
 			ids, err = q.cleanWindow(ctx, name, cutoff, window)
 		}
@@ -315,6 +315,25 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 		}
 		if len(ids) < window || (limit > 0 && len(removed) >= limit) {
 			return removed, nil
+		}
+	}
+}
+
+// cleanScored removes what one BullMQ clean call over a window of window
+// jobs of a state scored by age (completed, failed, waiting-children)
+// removes, the oldest first, in calls of at most cleanCallChunk: each
+// removes the oldest candidates left, so together they remove the same
+// jobs in the same order.
+func (q *Queue) cleanScored(ctx context.Context, name string, cutoff int64, window int) ([]string, error) {
+	var removed []string
+	for {
+		left := window - len(removed)
+		n := min(cleanCallChunk, left)
+		ids, err := scripts.Clean(ctx, q.writes(), q.k, q.call(), name, cutoff, n,
+			scripts.WindowPart{Prior: len(removed), Last: n == left})
+		removed = append(removed, ids...)
+		if err != nil || len(ids) < n || n == left {
+			return removed, err
 		}
 	}
 }
@@ -336,7 +355,8 @@ func (q *Queue) cleanWindow(ctx context.Context, name string, cutoff int64, wind
 	}
 	for left > 0 {
 		n := min(cleanCallChunk, left)
-		examined, rest, ids, err := scripts.CleanPart(ctx, q.writes(), q.k, q.call(), name, cutoff, n, at)
+		examined, rest, ids, err := scripts.CleanPart(ctx, q.writes(), q.k, q.call(), name, cutoff, n, at,
+			scripts.WindowPart{Prior: len(removed), Last: n == left})
 		removed = append(removed, ids...)
 		if err != nil {
 			return removed, err

@@ -702,8 +702,17 @@ func Obliterate(ctx context.Context, rdb Doer, k keys.Queue, count int, force bo
 }
 
 // Clean removes up to limit jobs of state older than cutoffMs.
-func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs(), "0", "").StringSlice()
+func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, limit int, part WindowPart) ([]string, error) {
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs(), "0", "",
+		part.Prior, boolArg(part.Last)).StringSlice()
+}
+
+// WindowPart places one of Queue.Clean's script calls in the window of one
+// BullMQ clean call, for its "cleaned" event: the window's last call writes
+// one with the window's count, as BullMQ's one call does.
+type WindowPart struct {
+	Prior int  // how many the window's earlier calls removed
+	Last  bool // the call is the window's last if it gets all it asks for
 }
 
 // CleanPart examines one part of the window of one BullMQ clean call, in
@@ -712,8 +721,9 @@ func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string,
 // counted from the tail; for a set, its rank). It returns how many it
 // examined, for a list how many of the window are left after them, and
 // the removed ids.
-func CleanPart(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, n, at int) (examined, rest int, ids []string, err error) {
-	res, err := cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, n, call.Token, call.ttlMs(), "0", at).Slice()
+func CleanPart(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, n, at int, part WindowPart) (examined, rest int, ids []string, err error) {
+	res, err := cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, n, call.Token, call.ttlMs(), "0", at,
+		part.Prior, boolArg(part.Last)).Slice()
 	if err != nil {
 		return 0, 0, nil, err
 	}
