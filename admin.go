@@ -383,12 +383,16 @@ const cleanChunk = 10000
 const cleanCallChunk = 1000
 
 // CleanCandidates lists the jobs Clean(ctx, grace, limit, state) would
-// remove now, oldest first, at most limit and at most
-// 10,000 (one call of Clean's script; limit 0 means that cap): a preview to
-// confirm a clean with. It runs Clean's own script with its writes left
-// out, so the rules are the same ones (the window of jobs a call looks at,
-// the age fields, locked active jobs and a scheduler's pending iteration
-// left alone); nothing is removed and no event is written.
+// remove now, oldest first, at most limit and at most 10,000 (one BullMQ
+// clean call's window; limit 0 means that cap): a preview to confirm a
+// clean with. It runs Clean's own script with its writes left out, so the
+// rules are the same ones (the window of jobs a call looks at, the age
+// fields, locked active jobs and a scheduler's pending iteration left
+// alone); nothing is removed and no event is written. Like the clean, it
+// reads the window in script calls that examine at most 1,000 jobs each,
+// so a preview holds Redis for milliseconds at a time; jobs that move
+// between two of them (taken by a worker, added) may be listed or left
+// out as by a preview read a moment earlier or later, and are listed once.
 func (q *Queue) CleanCandidates(ctx context.Context, grace time.Duration, limit int, state JobState) ([]string, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -401,12 +405,51 @@ func (q *Queue) CleanCandidates(ctx context.Context, grace time.Duration, limit 
 		limit = cleanChunk
 	}
 	cutoff := q.now(ctx).Add(-grace).UnixMilli()
-	ids, err := scripts.CleanPreview(ctx, q.writes(), q.k, name, cutoff, limit)
+	ids, err := q.cleanPreview(ctx, name, cutoff, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list the %s jobs a clean of queue %q would remove: %w", state, q.name, err)
 	}
 	if state == StateWaiting || state == StatePaused || state == StateActive {
 		slices.Reverse(ids) // the script walks a list's window head to tail; the tail is the oldest
+	}
+	return ids, nil
+}
+
+// cleanPreview lists what one BullMQ clean call over a window of window
+// jobs of state would remove now, in the script's order, in dry-run calls
+// that each examine at most cleanCallChunk of them. A dry run removes
+// nothing, so each call starts where the last one's examined jobs end: a
+// set's next rank (scored by age or not), a list's rest of the window
+// counted from the tail (cleanWindow's positions, less the removals).
+func (q *Queue) cleanPreview(ctx context.Context, name string, cutoff int64, window int) ([]string, error) {
+	list := name == "wait" || name == "paused" || name == "active"
+	at, left := 0, window
+	if list {
+		at = window
+	}
+	ids := []string{}
+	seen := map[string]bool{}
+	for left > 0 {
+		n := min(cleanCallChunk, left)
+		examined, rest, page, err := scripts.CleanPreviewPart(ctx, q.writes(), q.k, name, cutoff, n, at)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range page {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if list {
+			at, left = rest, rest
+			continue
+		}
+		at += examined
+		left -= n
+		if examined < n {
+			left = 0 // the set, or its candidates, ended
+		}
 	}
 	return ids, nil
 }

@@ -210,3 +210,67 @@ func cleanCallLimits(t *testing.T, b *testBundle) []int {
 	require.NotEmpty(t, limits, "clean script calls in the SLOWLOG")
 	return limits
 }
+
+// TestCleanCandidatesInSmallCalls: the clean preview of up to 10,000 jobs
+// lists what the clean then removes, in script calls that examine at most
+// 1000 jobs each (SLOWLOG), as the clean's own: before, it was one call
+// over the whole window (10,000 jobs when no limit is given, about 120 ms
+// of Redis for waiting jobs). 2500 jobs, a third of them too young to go.
+func TestCleanCandidatesInSmallCalls(t *testing.T) {
+	t.Parallel()
+	for _, state := range []drover.JobState{drover.StateWaiting, drover.StateDelayed, drover.StatePrioritized,
+		drover.StateCompleted} {
+		for _, limit := range []int{0, 1500} {
+			t.Run(fmt.Sprintf("%s/limit%d", state, limit), func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				b := ownCleanServer(t)
+				fillMixed(t, b, state, 2500)
+				require.NoError(t, b.rdb.SlowLogReset(ctx).Err())
+				listed, err := b.queue.CleanCandidates(ctx, time.Hour, limit, state)
+				require.NoError(t, err)
+				for _, n := range cleanCallLimits(t, b) {
+					require.LessOrEqual(t, n, 1000, "jobs one preview call examines")
+				}
+				removed, err := b.queue.Clean(ctx, time.Hour, limit, state)
+				require.NoError(t, err)
+				require.NotEmpty(t, removed)
+				if state == drover.StateWaiting {
+					slices.Reverse(removed) // the clean's order is BullMQ's, head to tail; the preview's oldest first
+				}
+				require.Equal(t, removed, listed, "the preview is what the clean removes")
+			})
+		}
+	}
+}
+
+// fillMixed writes n jobs into state of b's queue, every third one added
+// (or finished) a minute ago, the others long ago.
+func fillMixed(t *testing.T, b *testBundle, state drover.JobState, n int) {
+	t.Helper()
+	ctx := context.Background()
+	k := b.prefix + ":q:"
+	young := time.Now().Add(-time.Minute).UnixMilli()
+	p := b.rdb.Pipeline()
+	for i := range n {
+		id := strconv.Itoa(i + 1)
+		ts := int64(1000 + i)
+		if i%3 == 0 {
+			ts = young
+		}
+		p.HSet(ctx, k+id, "name", "x", "data", "{}", "opts", "{}", "timestamp", ts, "delay", 0, "priority", 0)
+		switch state {
+		case drover.StateWaiting:
+			p.LPush(ctx, k+"wait", id)
+		case drover.StateDelayed:
+			p.ZAdd(ctx, k+"delayed", redis.Z{Score: float64((int64(1e13) + int64(i)) * 0x1000), Member: id})
+		case drover.StatePrioritized:
+			p.ZAdd(ctx, k+"prioritized", redis.Z{Score: float64(int64(1)<<32 + int64(i)), Member: id})
+		case drover.StateCompleted:
+			p.HSet(ctx, k+id, "returnvalue", "1", "finishedOn", ts)
+			p.ZAdd(ctx, k+"completed", redis.Z{Score: float64(ts), Member: id})
+		}
+	}
+	_, err := p.Exec(ctx)
+	require.NoError(t, err)
+}

@@ -722,8 +722,13 @@ type WindowPart struct {
 // examined, for a list how many of the window are left after them, and
 // the removed ids.
 func CleanPart(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, n, at int, part WindowPart) (examined, rest int, ids []string, err error) {
-	res, err := cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, n, call.Token, call.ttlMs(), "0", at,
-		part.Prior, boolArg(part.Last)).Slice()
+	return cleanPartReply(cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, n, call.Token, call.ttlMs(), "0", at,
+		part.Prior, boolArg(part.Last)))
+}
+
+// cleanPartReply reads cleanJobsInSet's {examined, rest, ids}.
+func cleanPartReply(cmd *redis.Cmd) (examined, rest int, ids []string, err error) {
+	res, err := cmd.Slice()
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -737,10 +742,14 @@ func CleanPart(ctx context.Context, rdb Doer, k keys.Queue, call Call, state str
 	return int(toInt(res[0])), int(toInt(res[1])), ids, nil
 }
 
-// CleanPreview lists the jobs Clean(state, cutoffMs, limit) would remove
-// now, running Clean's own script without its writes.
-func CleanPreview(ctx context.Context, rdb Doer, k keys.Queue, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, "", 1, "1", "").StringSlice()
+// CleanPreviewPart lists one page of the jobs a clean would remove now,
+// running Clean's own script without its writes: at most n jobs examined
+// from position at (for a list, the page's first entry counted from the
+// tail; for a set, scored by age or not, its rank). It returns how many it
+// examined, for a list how many of the window are left after them, and
+// the ids a clean would remove.
+func CleanPreviewPart(ctx context.Context, rdb Doer, k keys.Queue, state string, cutoffMs int64, n, at int) (examined, rest int, ids []string, err error) {
+	return cleanPartReply(cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, n, "", 1, "1", at))
 }
 
 func boolArg(b bool) string {

@@ -22,7 +22,10 @@
 --   entries from the tail the part to examine starts (the window's
 --   unexamined part; limit entries of it, walked head to tail, as BullMQ
 --   walks its window), for a set the rank of the part's first member
---   (the window's members examined and kept come before it).
+--   (the window's members examined and kept come before it). A dry run
+--   of a scored state (completed, failed, waiting-children) takes it too,
+--   as the rank in the candidates' range its page starts at (the clean
+--   preview reads a window in pages).
 --   9 how many jobs the earlier calls of the same BullMQ window removed
 --   ("" = none) and 10 "0" when this call may not be the window's last
 --   (Queue.Clean asks for less than what is left of the window), else "1".
@@ -87,7 +90,8 @@ local lists, sets = stateLists, stateSets
 lists.wait = waitKey -- clean takes BullMQ's name for waiting too
 
 if state == "completed" or state == "failed" or state == "waiting-children" then
-  local ids = rcall("ZRANGEBYSCORE", sets[state], 0, cutoff, "LIMIT", 0, limit)
+  local ids = rcall("ZRANGEBYSCORE", sets[state], 0, cutoff, "LIMIT", at or 0, limit)
+  examined = #ids
   for _, id in ipairs(ids) do
     drop(id)
   end
