@@ -288,24 +288,24 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 	// finished sets and waiting-children are scored by age: their
 	// candidates are the score range up to the cut-off, and a call takes
 	// the oldest cleanCallChunk of them, the same jobs as a larger call in
-	// the same order. The other states' windows are examined in parts, a
-	// call each (cleanWindow), which remove exactly what one call over the
-	// window removes. Each call writes its own "cleaned" event.
+	// the same order (cleanScored). The other states' windows are examined
+	// in parts, a call each (cleanWindow), which remove exactly what one
+	// call over the window removes. A window's last call writes its
+	// "cleaned" event with the window's count, so a Node QueueEvents
+	// listener sees the events BullMQ's calls write, one per window. (A
+	// clean that fails within a window writes none for it.)
 	cutoff := q.now(ctx).Add(-grace).UnixMilli()
 	removed := []string{}
 	scored := state == StateCompleted || state == StateFailed || state == StateWaitingChildren
 	for {
 		window := cleanChunk
-		if scored {
-			window = cleanCallChunk
-		}
 		if limit > 0 && limit-len(removed) < window {
 			window = limit - len(removed)
 		}
 		var ids []string
 		var err error
 		if scored {
-			ids, err = scripts.Clean(ctx, q.writes(), q.k, q.call(), name, cutoff, window)
+			ids, err = q.cleanScored(ctx, name, cutoff, window)
 		} else {
 			ids, err = q.cleanWindow(ctx, name, cutoff, window)
 		}
@@ -315,6 +315,25 @@ func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state
 		}
 		if len(ids) < window || (limit > 0 && len(removed) >= limit) {
 			return removed, nil
+		}
+	}
+}
+
+// cleanScored removes what one BullMQ clean call over a window of window
+// jobs of a state scored by age (completed, failed, waiting-children)
+// removes, the oldest first, in calls of at most cleanCallChunk: each
+// removes the oldest candidates left, so together they remove the same
+// jobs in the same order.
+func (q *Queue) cleanScored(ctx context.Context, name string, cutoff int64, window int) ([]string, error) {
+	var removed []string
+	for {
+		left := window - len(removed)
+		n := min(cleanCallChunk, left)
+		ids, err := scripts.Clean(ctx, q.writes(), q.k, q.call(), name, cutoff, n,
+			scripts.WindowPart{Prior: len(removed), Last: n == left})
+		removed = append(removed, ids...)
+		if err != nil || len(ids) < n || n == left {
+			return removed, err
 		}
 	}
 }
@@ -336,7 +355,8 @@ func (q *Queue) cleanWindow(ctx context.Context, name string, cutoff int64, wind
 	}
 	for left > 0 {
 		n := min(cleanCallChunk, left)
-		examined, rest, ids, err := scripts.CleanPart(ctx, q.writes(), q.k, q.call(), name, cutoff, n, at)
+		examined, rest, ids, err := scripts.CleanPart(ctx, q.writes(), q.k, q.call(), name, cutoff, n, at,
+			scripts.WindowPart{Prior: len(removed), Last: n == left})
 		removed = append(removed, ids...)
 		if err != nil {
 			return removed, err
@@ -363,12 +383,16 @@ const cleanChunk = 10000
 const cleanCallChunk = 1000
 
 // CleanCandidates lists the jobs Clean(ctx, grace, limit, state) would
-// remove now, oldest first, at most limit and at most
-// 10,000 (one call of Clean's script; limit 0 means that cap): a preview to
-// confirm a clean with. It runs Clean's own script with its writes left
-// out, so the rules are the same ones (the window of jobs a call looks at,
-// the age fields, locked active jobs and a scheduler's pending iteration
-// left alone); nothing is removed and no event is written.
+// remove now, oldest first, at most limit and at most 10,000 (one BullMQ
+// clean call's window; limit 0 means that cap): a preview to confirm a
+// clean with. It runs Clean's own script with its writes left out, so the
+// rules are the same ones (the window of jobs a call looks at, the age
+// fields, locked active jobs and a scheduler's pending iteration left
+// alone); nothing is removed and no event is written. Like the clean, it
+// reads the window in script calls that examine at most 1,000 jobs each,
+// so a preview holds Redis for milliseconds at a time; jobs that move
+// between two of them (taken by a worker, added) may be listed or left
+// out as by a preview read a moment earlier or later, and are listed once.
 func (q *Queue) CleanCandidates(ctx context.Context, grace time.Duration, limit int, state JobState) ([]string, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -381,12 +405,51 @@ func (q *Queue) CleanCandidates(ctx context.Context, grace time.Duration, limit 
 		limit = cleanChunk
 	}
 	cutoff := q.now(ctx).Add(-grace).UnixMilli()
-	ids, err := scripts.CleanPreview(ctx, q.writes(), q.k, name, cutoff, limit)
+	ids, err := q.cleanPreview(ctx, name, cutoff, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list the %s jobs a clean of queue %q would remove: %w", state, q.name, err)
 	}
 	if state == StateWaiting || state == StatePaused || state == StateActive {
 		slices.Reverse(ids) // the script walks a list's window head to tail; the tail is the oldest
+	}
+	return ids, nil
+}
+
+// cleanPreview lists what one BullMQ clean call over a window of window
+// jobs of state would remove now, in the script's order, in dry-run calls
+// that each examine at most cleanCallChunk of them. A dry run removes
+// nothing, so each call starts where the last one's examined jobs end: a
+// set's next rank (scored by age or not), a list's rest of the window
+// counted from the tail (cleanWindow's positions, less the removals).
+func (q *Queue) cleanPreview(ctx context.Context, name string, cutoff int64, window int) ([]string, error) {
+	list := name == "wait" || name == "paused" || name == "active"
+	at, left := 0, window
+	if list {
+		at = window
+	}
+	ids := []string{}
+	seen := map[string]bool{}
+	for left > 0 {
+		n := min(cleanCallChunk, left)
+		examined, rest, page, err := scripts.CleanPreviewPart(ctx, q.writes(), q.k, name, cutoff, n, at)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range page {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if list {
+			at, left = rest, rest
+			continue
+		}
+		at += examined
+		left -= n
+		if examined < n {
+			left = 0 // the set, or its candidates, ended
+		}
 	}
 	return ids, nil
 }

@@ -51,11 +51,17 @@ func (q *Queue) RemoveDeduplicationKey(ctx context.Context, dedupID string) (int
 	if err := q.check(); err != nil {
 		return 0, err
 	}
-	n, err := q.writes().Do(ctx, "del", q.k.Dedup(dedupID)).Int()
+	// A script rather than BullMQ's plain DEL, with a call token: go-redis
+	// resends a command whose reply was lost, and a second DEL would find
+	// the key gone and answer 0 for an id this call freed.
+	ok, err := scripts.RemoveDedupKey(ctx, q.writes(), q.k, q.call(), "", dedupID)
 	if err != nil {
 		return 0, fmt.Errorf("remove deduplication id %q of queue %q: %w", dedupID, q.name, err)
 	}
-	return n, nil
+	if ok {
+		return 1, nil
+	}
+	return 0, nil
 }
 
 // RemoveDeduplicationKey frees the job's deduplication id if the job still

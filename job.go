@@ -200,7 +200,7 @@ func (j *Job) UpdateProgress(ctx context.Context, v any) error {
 		j.Progress = b
 		return nil
 	}
-	if err := scripts.UpdateProgress(ctx, j.queue.jobWrites(), j.queue.k, j.ID, string(b)); err != nil {
+	if err := scripts.UpdateProgress(ctx, j.queue.jobWrites(), j.queue.k, j.queue.call(), j.ID, string(b)); err != nil {
 		return j.err("update progress of", err)
 	}
 	j.Progress = b
@@ -247,7 +247,7 @@ func (j *Job) Log(ctx context.Context, line string) (int, error) {
 		j.lines++
 		return j.lines, nil
 	}
-	n, err := scripts.AddLog(ctx, j.queue.jobWrites(), j.queue.k, j.ID, line, j.Opts.KeepLogs)
+	n, err := scripts.AddLog(ctx, j.queue.jobWrites(), j.queue.k, j.queue.call(), j.ID, line, j.Opts.KeepLogs)
 	return int(n), j.err("log to", err)
 }
 

@@ -408,7 +408,10 @@ type QueueOptions struct {
 	// for a job that may have been stored. No send of a call starts after
 	// three quarters of the window. A CancelJob that fails a job not
 	// running is recorded the same way, so go-redis's resend of it is
-	// answered with its success rather than "the job is failed".
+	// answered with its success rather than "the job is failed"; so are
+	// the admin writes, Job.Log, Job.UpdateProgress and the
+	// RemoveDeduplicationKey calls (a key per call, for the window: a resend
+	// neither appends the log line nor writes the progress event again).
 	//
 	// Defaults to AddRetryWindowDefault (1 minute). Must be at least 1ms.
 	AddRetryWindow time.Duration

@@ -24,8 +24,9 @@ import (
 // Before, one drover call examined the whole window of up to 10,000 jobs
 // (about 120 ms of Redis for 10,000 waiting jobs).
 //
-// The "cleaned" events are left out of the comparison: drover writes one
-// per call, as it does for completed and failed jobs.
+// The "cleaned" events are compared too: one per BullMQ window with the
+// window's count, as a Node QueueEvents listener sees them. Before,
+// drover wrote one per script call of at most 1000 jobs (TestDifferentialCleanedEvents).
 func TestDifferentialCleanWaitingStatesInParts(t *testing.T) {
 	t.Parallel()
 	setup := newSetup(t)
@@ -36,6 +37,7 @@ func TestDifferentialCleanWaitingStatesInParts(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
 				removed := map[impl][]string{}
+				events := map[impl][]string{}
 				var dumps [2]*statedump.Snapshot
 				for k, by := range []impl{nodeImpl, droverImpl} {
 					b := setup(t)
@@ -53,6 +55,7 @@ func TestDifferentialCleanWaitingStatesInParts(t *testing.T) {
 					}
 					require.NoError(t, err)
 					removed[by] = got
+					events[by] = cleanedCounts(t, b)
 					dumps[k] = comparableDump(t, b.rdb, b.prefix, dumpOptions{rewrite: func(raw *statedump.Snapshot) {
 						delete(raw.Keys, queueName+":events")
 						delete(raw.Keys, queueName+":meta") // Node's Queue writes its defaults there
@@ -61,6 +64,7 @@ func TestDifferentialCleanWaitingStatesInParts(t *testing.T) {
 				require.NotEmpty(t, removed[nodeImpl])
 				require.Less(t, len(removed[nodeImpl]), n, "some jobs are kept")
 				require.Equal(t, removed[nodeImpl], removed[droverImpl], "the removed ids, in order: Node, drover")
+				require.Equal(t, events[nodeImpl], events[droverImpl], "the cleaned events' counts: Node, drover")
 				requireSameState(t, dumps[0], dumps[1])
 			})
 		}
@@ -101,4 +105,60 @@ func fillMixedAges(t *testing.T, b *bundle, state string, n int) {
 	p.Set(ctx, k+"id", n, 0)
 	_, err := p.Exec(ctx)
 	require.NoError(t, err)
+}
+
+// TestDifferentialCleanedEvents: a clean of completed jobs writes the
+// "cleaned" events Node's Queue.clean writes, one per BullMQ call (a
+// window of 10,000, or of the limit when smaller) with its count, though
+// drover removes them in script calls of at most 1000. Before, drover
+// wrote one event per call of 1000: [1000 1000 500] where Node writes
+// [2500].
+func TestDifferentialCleanedEvents(t *testing.T) {
+	t.Parallel()
+	setup := newSetup(t)
+	for _, tc := range []struct{ jobs, limit int }{
+		{2500, 0}, {2500, 1500}, {2000, 0}, {10000, 0}, {10050, 0}, {0, 0},
+	} {
+		t.Run(fmt.Sprintf("jobs%d/limit%d", tc.jobs, tc.limit), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			events := map[impl][]string{}
+			for _, by := range []impl{nodeImpl, droverImpl} {
+				b := setup(t)
+				if tc.jobs > 0 {
+					old := float64(time.Now().Add(-time.Hour).UnixMilli())
+					members := make([]redis.Z, tc.jobs)
+					for i := range members {
+						members[i] = redis.Z{Score: old, Member: "c" + strconv.Itoa(i)}
+					}
+					require.NoError(t, b.rdb.ZAdd(ctx, b.prefix+":"+queueName+":completed", members...).Err())
+				}
+				var err error
+				if by == nodeImpl {
+					_, err = b.oracle.Clean(ctx, b.prefix, queueName, 0, tc.limit, "completed")
+				} else {
+					_, err = b.dq.Clean(ctx, 0, tc.limit, drover.StateCompleted)
+				}
+				require.NoError(t, err)
+				events[by] = cleanedCounts(t, b)
+			}
+			require.NotEmpty(t, events[nodeImpl])
+			require.Equal(t, events[nodeImpl], events[droverImpl], "the cleaned events' counts: Node, drover")
+		})
+	}
+}
+
+// cleanedCounts is the count of each "cleaned" event in b's events
+// stream, oldest first.
+func cleanedCounts(t *testing.T, b *bundle) []string {
+	t.Helper()
+	entries, err := b.rdb.XRange(context.Background(), b.prefix+":"+queueName+":events", "-", "+").Result()
+	require.NoError(t, err)
+	var counts []string
+	for _, e := range entries {
+		if e.Values["event"] == "cleaned" {
+			counts = append(counts, fmt.Sprint(e.Values["count"]))
+		}
+	}
+	return counts
 }

@@ -15,8 +15,10 @@ var (
 )
 
 // RemoveDedupKey deletes the de: key of deduplication id deid when it still
-// names job id; deid "" takes the job's stored deid. It reports whether it
-// deleted the key.
+// names job id (id "": whatever job it names); deid "" takes the job's
+// stored deid. It reports whether it deleted the key, once per call: a
+// resend of the call after a lost reply is answered with the first run's
+// report.
 func RemoveDedupKey(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, deid string) (bool, error) {
 	n, err := runCode(ctx, removeDedupKey, rdb, k, id, deid, call.Token, call.ttlMs())
 	return n == 1, err

@@ -614,9 +614,10 @@ func runCode(ctx context.Context, s *script, rdb Doer, k keys.Queue, args ...any
 	return n, nil
 }
 
-// UpdateProgress stores progress (JSON) on job id.
-func UpdateProgress(ctx context.Context, rdb Doer, k keys.Queue, id, progress string) error {
-	_, err := runCode(ctx, updateProgress, rdb, k, id, progress)
+// UpdateProgress stores progress (JSON) on job id and writes its event,
+// once per call (a resend after a lost reply writes nothing).
+func UpdateProgress(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, progress string) error {
+	_, err := runCode(ctx, updateProgress, rdb, k, id, progress, call.Token, call.ttlMs())
 	return err
 }
 
@@ -626,9 +627,11 @@ func UpdateData(ctx context.Context, rdb Doer, k keys.Queue, id, data string) er
 	return err
 }
 
-// AddLog appends line to job id's log, keeping the newest keep lines (0 = all).
-func AddLog(ctx context.Context, rdb Doer, k keys.Queue, id, line string, keep int) (int64, error) {
-	return runCode(ctx, addLog, rdb, k, id, line, keep)
+// AddLog appends line to job id's log, keeping the newest keep lines (0 =
+// all), once per call (a resend after a lost reply appends nothing and
+// answers the first run's count).
+func AddLog(ctx context.Context, rdb Doer, k keys.Queue, call Call, id, line string, keep int) (int64, error) {
+	return runCode(ctx, addLog, rdb, k, id, line, keep, call.Token, call.ttlMs())
 }
 
 // RemoveJob deletes job id unless a worker holds it.
@@ -699,8 +702,17 @@ func Obliterate(ctx context.Context, rdb Doer, k keys.Queue, count int, force bo
 }
 
 // Clean removes up to limit jobs of state older than cutoffMs.
-func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs(), "0", "").StringSlice()
+func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, limit int, part WindowPart) ([]string, error) {
+	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, call.Token, call.ttlMs(), "0", "",
+		part.Prior, boolArg(part.Last)).StringSlice()
+}
+
+// WindowPart places one of Queue.Clean's script calls in the window of one
+// BullMQ clean call, for its "cleaned" event: the window's last call writes
+// one with the window's count, as BullMQ's one call does.
+type WindowPart struct {
+	Prior int  // how many the window's earlier calls removed
+	Last  bool // the call is the window's last if it gets all it asks for
 }
 
 // CleanPart examines one part of the window of one BullMQ clean call, in
@@ -709,8 +721,14 @@ func Clean(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string,
 // counted from the tail; for a set, its rank). It returns how many it
 // examined, for a list how many of the window are left after them, and
 // the removed ids.
-func CleanPart(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, n, at int) (examined, rest int, ids []string, err error) {
-	res, err := cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, n, call.Token, call.ttlMs(), "0", at).Slice()
+func CleanPart(ctx context.Context, rdb Doer, k keys.Queue, call Call, state string, cutoffMs int64, n, at int, part WindowPart) (examined, rest int, ids []string, err error) {
+	return cleanPartReply(cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, n, call.Token, call.ttlMs(), "0", at,
+		part.Prior, boolArg(part.Last)))
+}
+
+// cleanPartReply reads cleanJobsInSet's {examined, rest, ids}.
+func cleanPartReply(cmd *redis.Cmd) (examined, rest int, ids []string, err error) {
+	res, err := cmd.Slice()
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -724,10 +742,14 @@ func CleanPart(ctx context.Context, rdb Doer, k keys.Queue, call Call, state str
 	return int(toInt(res[0])), int(toInt(res[1])), ids, nil
 }
 
-// CleanPreview lists the jobs Clean(state, cutoffMs, limit) would remove
-// now, running Clean's own script without its writes.
-func CleanPreview(ctx context.Context, rdb Doer, k keys.Queue, state string, cutoffMs int64, limit int) ([]string, error) {
-	return cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, limit, "", 1, "1", "").StringSlice()
+// CleanPreviewPart lists one page of the jobs a clean would remove now,
+// running Clean's own script without its writes: at most n jobs examined
+// from position at (for a list, the page's first entry counted from the
+// tail; for a set, scored by age or not, its rank). It returns how many it
+// examined, for a list how many of the window are left after them, and
+// the ids a clean would remove.
+func CleanPreviewPart(ctx context.Context, rdb Doer, k keys.Queue, state string, cutoffMs int64, n, at int) (examined, rest int, ids []string, err error) {
+	return cleanPartReply(cleanJobsInSet.run(ctx, rdb, k, state, cutoffMs, n, "", 1, "1", at))
 }
 
 func boolArg(b bool) string {

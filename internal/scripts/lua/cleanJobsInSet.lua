@@ -22,10 +22,23 @@
 --   entries from the tail the part to examine starts (the window's
 --   unexamined part; limit entries of it, walked head to tail, as BullMQ
 --   walks its window), for a set the rank of the part's first member
---   (the window's members examined and kept come before it).
+--   (the window's members examined and kept come before it). A dry run
+--   of a scored state (completed, failed, waiting-children) takes it too,
+--   as the rank in the candidates' range its page starts at (the clean
+--   preview reads a window in pages).
+--   9 how many jobs the earlier calls of the same BullMQ window removed
+--   ("" = none) and 10 "0" when this call may not be the window's last
+--   (Queue.Clean asks for less than what is left of the window), else "1".
 -- Returns the removed ids; with ARGV[8], {examined, rest, ids}: how many
 -- jobs this call looked at, and for a list how many of the window's are
 -- left to examine (0 for a set).
+--
+-- Events: BullMQ writes one "cleaned" event per call, with the count that
+-- call removed, and a Node QueueEvents listener sees one per window. So
+-- only the window's last call writes it, with the window's count (ARGV 9
+-- plus its own): the call told it is the last, or one that ran out of
+-- candidates (removed fewer than asked, for the scored states; examined
+-- fewer, for a set; left none of the window, for a list).
 --
 -- A window part's removals never move the rest of the window: in a list
 -- they lie above the unexamined part, counted from the tail; in a set
@@ -54,6 +67,8 @@ local removed = {}
 local dry = ARGV[7] == "1"
 local at = ARGV[8] ~= "" and ARGV[8] and tonumber(ARGV[8])
 local examined, rest = 0, 0
+local prior = tonumber(ARGV[9]) or 0
+local last = ARGV[10] ~= "0"
 
 -- The fields whose first one set is a job's age, per state (BullMQ's).
 local ageFields = {delayed = {"processedOn", "timestamp"}, prioritized = {"timestamp"}}
@@ -75,16 +90,19 @@ local lists, sets = stateLists, stateSets
 lists.wait = waitKey -- clean takes BullMQ's name for waiting too
 
 if state == "completed" or state == "failed" or state == "waiting-children" then
-  local ids = rcall("ZRANGEBYSCORE", sets[state], 0, cutoff, "LIMIT", 0, limit)
+  local ids = rcall("ZRANGEBYSCORE", sets[state], 0, cutoff, "LIMIT", at or 0, limit)
+  examined = #ids
   for _, id in ipairs(ids) do
     drop(id)
   end
   if not dry then
     inChunks("ZREM", sets[state], ids, 7000)
   end
+  last = last or #ids < limit
 elseif sets[state] then
   local ids = rcall("ZRANGEBYSCORE", sets[state], 0, "+inf", "LIMIT", at or 0, limit)
   examined = #ids
+  last = last or examined < limit
   for _, id in ipairs(ids) do
     local jobKey = base .. id
     local t = jobTime(jobKey)
@@ -109,6 +127,7 @@ elseif lists[state] then
   end
   from = math.min(from, #ids + math.max(from - limit, 0))
   examined, rest = #ids, math.max(from - limit, 0)
+  last = last or rest == 0
   local marked = 0
   for i, id in ipairs(ids) do
     local jobKey = base .. id
@@ -131,7 +150,9 @@ if at then
   reply = {examined, rest, removed}
 end
 if not dry then
-  rcall("XADD", eventsKey, "*", "event", "cleaned", "count", #removed)
+  if last then
+    rcall("XADD", eventsKey, "*", "event", "cleaned", "count", prior + #removed)
+  end
   onceRemember(callKey, reply, ARGV[6])
 end
 return reply

@@ -1,0 +1,85 @@
+package drover_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed40057009/drover"
+)
+
+// TestJobWritesUnderClientRetry: as TestAdminWritesUnderClientRetry, for
+// a job's own writes: the first run of Job.Log appends the line (of
+// Job.UpdateProgress, stores the progress and writes its "progress"
+// event), its reply is lost and go-redis sends the call again. Before, the
+// second run appended the line again (the log held it twice and Log
+// answered 2) and wrote a second "progress" event.
+func TestJobWritesUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("Log", func(t *testing.T) {
+		t.Parallel()
+		r := newLostReplyRig(t, nil)
+		added, err := r.dq.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		_, err = r.q.Job("missing").Log(ctx, "warm-up")
+		require.ErrorIs(t, err, drover.ErrJobNotFound, "warm-up")
+
+		r.proxy.DropReplyTo("evalsha")
+		n, err := r.q.Job(added.Job.ID).Log(ctx, "charged card")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+		require.Equal(t, 1, n, "the log holds one line")
+		lines, err := r.direct.LRange(ctx, r.prefix+":q:"+added.Job.ID+":logs", 0, -1).Result()
+		require.NoError(t, err)
+		require.Equal(t, []string{"charged card"}, lines)
+	})
+
+	t.Run("UpdateProgress", func(t *testing.T) {
+		t.Parallel()
+		r := newLostReplyRig(t, nil)
+		added, err := r.dq.Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+		require.ErrorIs(t, r.q.Job("missing").UpdateProgress(ctx, 1), drover.ErrJobNotFound, "warm-up")
+
+		r.proxy.DropReplyTo("evalsha")
+		require.NoError(t, r.q.Job(added.Job.ID).UpdateProgress(ctx, 40))
+		require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+		entries, err := r.direct.XRange(ctx, r.prefix+":q:events", "-", "+").Result()
+		require.NoError(t, err)
+		progress := 0
+		for _, e := range entries {
+			if e.Values["event"] == "progress" {
+				progress++
+				require.Equal(t, "40", e.Values["data"])
+			}
+		}
+		require.Equal(t, 1, progress, "one progress event")
+	})
+}
+
+// TestQueueRemoveDeduplicationKeyUnderClientRetry: as
+// TestRemoveDeduplicationKeyUnderClientRetry, for
+// Queue.RemoveDeduplicationKey (whatever job holds the id): the first
+// send deletes the id's key, its reply is lost, go-redis sends it again.
+// Before, that was a plain DEL: the second one found the key gone and the
+// call answered 0 ("no job held the id") for an id it had freed.
+func TestQueueRemoveDeduplicationKeyUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	_, err := r.dq.Add(ctx, "x", nil, &drover.JobOptions{Deduplication: &drover.Deduplication{ID: "welcome-8"}})
+	require.NoError(t, err)
+	n, err := r.q.RemoveDeduplicationKey(ctx, "never-used")
+	require.NoError(t, err, "warm-up")
+	require.Zero(t, n)
+
+	r.proxy.DropReplyTo("welcome-8")
+	n, err = r.q.RemoveDeduplicationKey(ctx, "welcome-8")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	require.Equal(t, 1, n, "the id was freed")
+	require.Zero(t, r.direct.Exists(ctx, r.prefix+":q:de:welcome-8").Val())
+}
