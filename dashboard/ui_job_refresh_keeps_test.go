@@ -27,13 +27,13 @@ func TestUIJobRefreshKeepsItsButtons(t *testing.T) {
 	b.waitState(t, "jk", id, drover.StateFailed)
 	tab := browser(t)
 	do(t, tab, chromedp.Navigate(b.url+"#/q/jk/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#job-actions button.primary`)))
-	evalJS[bool](t, tab, `(window.kept = { h1: document.querySelector('#main h1'), buttons: [...document.querySelectorAll('#job-actions button')] }, true)`)
+	evalJS[bool](t, tab, `(window.kept = { buttons: [...document.querySelectorAll('#job-actions button')] }, true)`)
 	require.Equal(t, 3, evalJS[int](t, tab, `window.kept.buttons.length`), "Retry with fresh attempts, Retry, Remove")
-	// The page redraws its heading on every refresh: once it is replaced,
-	// a refresh ran.
+	watchJobLoads(t, tab)
 	testkit.WaitFor(t, 30*time.Second, "the job page to refresh", func() bool {
-		return !evalJS[bool](t, tab, `window.kept.h1.isConnected`)
+		return evalJS[int](t, tab, `window.jobLoads`) >= 1
 	})
+	time.Sleep(300 * time.Millisecond) // the redraw follows the load
 	require.True(t, evalJS[bool](t, tab, `window.kept.buttons.every((b) => b.isConnected)`), "the action buttons were replaced")
 	// A kept button acts on the job as the page last drew it.
 	do(t, tab, chromedp.Click(chromedp.CSS(`#job-actions button.primary`)), chromedp.WaitVisible(chromedp.CSS(`.modal`)))

@@ -103,6 +103,26 @@
       node.insertBefore(k, at);
     }
   }
+  // keepSame swaps into parts (a redraw of node's children) every old
+  // child of node that was drawn with the same HTML as the new part, so a
+  // selection, a scroll position or a details element the user opened in
+  // it stays, and nothing flickers. partHTML is each part's HTML as drawn,
+  // not as it is now (opening a details element changes a node's own
+  // HTML). Event handlers are not in the HTML: a kept part must act on
+  // state that outlives the redraw (a button reads cur.d, not the d it was
+  // drawn for).
+  const partHTML = new WeakMap();
+  function keepSame(node, parts) {
+    const old = [...node.children];
+    parts.forEach((p, i) => {
+      if (!(p instanceof Element) || old.includes(p)) return;
+      const html = p.outerHTML;
+      const at = old.findIndex((o) => partHTML.get(o) === html);
+      if (at < 0) { partHTML.set(p, html); return; }
+      parts[i] = old[at];
+      old.splice(at, 1);
+    });
+  }
 
   // ---- formatting --------------------------------------------------------
 
@@ -1058,6 +1078,7 @@
         putInPlace(was, now.querySelector(':scope > dl.kv'), was.querySelector(':scope > .spaced'));
         fresh[fresh.indexOf(now)] = was;
       }
+      keepSame(box, fresh);
       putInPlace(box, ...fresh);
       nextRunEl = box.querySelector('#next-run-rel');
     }
