@@ -39,3 +39,79 @@ func TestUIJobRefreshKeepsItsButtons(t *testing.T) {
 	do(t, tab, chromedp.Click(chromedp.CSS(`#job-actions button.primary`)), chromedp.WaitVisible(chromedp.CSS(`.modal`)))
 	require.Contains(t, text(t, tab, `.modal`), "Run job "+id+" now with its whole budget of 1 attempt back?")
 }
+
+// TestUIJobRefreshKeepsUnchangedParts: the job page's refresh (every 10 s,
+// and after the job's live events) keeps the parts it would draw the same:
+// the flow panel, the attempt timeline, the failed reason, the stack
+// traces. It drew them anew each time, so text a user had selected in the
+// failed reason was unselected, a stack trace they had opened closed, and
+// the links and the timeline flickered. A part whose content changed is
+// still drawn anew (the data panel after UpdateData).
+func TestUIJobRefreshKeepsUnchangedParts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	ctx := context.Background()
+	flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = flows.Close() })
+	tree, err := flows.Add(ctx, drover.FlowJob{Name: "assemble", QueueName: "orders", Children: []drover.FlowJob{
+		{Name: "wheel", QueueName: "parts", Data: map[string]any{"n": 1}, Opts: &drover.JobOptions{Attempts: 2, Backoff: &drover.Backoff{Type: "fixed", Delay: 1}}},
+	}})
+	require.NoError(t, err)
+	b.startWorker(t, "parts", func(_ context.Context, _ *drover.Job) (any, error) { return nil, errors.New("no wheel today") }, nil)
+	child := tree.Children[0].Job.ID
+	b.waitState(t, "parts", child, drover.StateFailed)
+
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/parts/job/"+child), chromedp.WaitVisible(chromedp.CSS(`#flow-parent`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline`)), chromedp.WaitVisible(chromedp.CSS(`#failed-reason`)))
+	// Select the failed reason's text, close the newest stack trace and
+	// open the oldest, keep the nodes, and count the job's loads from here.
+	watchJobLoads(t, tab)
+	evalJS[bool](t, tab, `(() => {
+		const reason = document.querySelector('#failed-reason');
+		getSelection().selectAllChildren(reason);
+		const traces = [...document.querySelectorAll('details')];
+		traces[traces.length - 1].open = false;
+		traces[0].open = true;
+		window.kept = { flow: document.querySelector('#flow'), parent: document.querySelector('#flow-parent a'),
+			timeline: document.querySelector('#timeline'), reason, traces, data: document.querySelector('#job-data') };
+		return true;
+	})()`)
+	require.GreaterOrEqual(t, evalJS[int](t, tab, `window.kept.traces.length`), 2, "a stack trace per attempt")
+	testkit.WaitFor(t, 30*time.Second, "the job page to refresh", func() bool {
+		return evalJS[int](t, tab, `window.jobLoads`) >= 1
+	})
+	time.Sleep(300 * time.Millisecond) // the redraw follows the load
+	for _, part := range []string{"flow", "parent", "timeline", "reason", "data"} {
+		require.True(t, evalJS[bool](t, tab, `window.kept.`+part+`.isConnected`), "the refresh replaced the unchanged %s", part)
+	}
+	require.True(t, evalJS[bool](t, tab, `window.kept.traces.every((d) => d.isConnected)`), "the refresh replaced the stack traces")
+	require.Equal(t, "no wheel today", evalJS[string](t, tab, `getSelection().toString().trim()`), "the selection was lost")
+	require.Equal(t, []bool{true, false}, evalJS[[]bool](t, tab, `(() => { const t = window.kept.traces; return [t[0].open, t[t.length - 1].open]; })()`),
+		"the stack traces' open state was lost")
+
+	// A changed part is drawn anew: the data after UpdateData (no event
+	// announces it; the next periodic load brings it).
+	job, err := b.queue(t, "parts").GetJob(ctx, child)
+	require.NoError(t, err)
+	require.NoError(t, job.UpdateData(ctx, map[string]any{"n": 2}))
+	testkit.WaitFor(t, 30*time.Second, "the new data on the page", func() bool {
+		return evalJS[bool](t, tab, `document.querySelector('#job-data').textContent.includes('2')`)
+	})
+	require.False(t, evalJS[bool](t, tab, `window.kept.data.isConnected`), "the old data panel stayed")
+	require.True(t, evalJS[bool](t, tab, `window.kept.timeline.isConnected`), "the unchanged timeline was replaced with the data")
+}
+
+// watchJobLoads counts in window.jobLoads the job page's loads of its job
+// (the API's /jobs/ reads) that answered from now on: a test waits for one
+// to know a refresh ran.
+func watchJobLoads(t *testing.T, tab context.Context) {
+	t.Helper()
+	evalJS[bool](t, tab, `(() => {
+		window.jobLoads = 0;
+		const f = window.fetch;
+		window.fetch = (...a) => f(...a).then((r) => { if (String(a[0]).includes('/jobs/')) window.jobLoads++; return r; });
+		return true;
+	})()`)
+}
