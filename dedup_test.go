@@ -110,6 +110,32 @@ func TestDeduplication(t *testing.T) {
 		require.Equal(t, again.Job.ID, owner)
 	})
 
+	// AddDeduplicated with KeepLastIfActive and a running owner: the add
+	// creates no job now but is kept (dn:<id>) and queued when the owner
+	// finishes, as AddOutcome's doc says.
+	t.Run("KeepLastIfActiveKeepsTheSwallowedAdd", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		w, err := drover.NewWorker(b.rdb, b.name, nil, &drover.WorkerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		d := &drover.Deduplication{ID: "k", KeepLastIfActive: true}
+		first := add(t, b, "a", d, 0)
+		owner, err := w.NextJob(ctx, "tok", 0)
+		require.NoError(t, err)
+		require.Equal(t, first.Job.ID, owner.ID)
+		kept := add(t, b, "b", d, 0)
+		require.Equal(t, drover.AddDeduplicated, kept.Outcome)
+		require.Equal(t, first.Job.ID, kept.Job.ID, "Job is the owner")
+		require.Equal(t, drover.StateActive, kept.ExistingState)
+		n, err := b.rdb.Exists(ctx, b.prefix+":q:dn:k").Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n, "the swallowed add is kept")
+		require.NoError(t, owner.Complete(ctx, "tok", nil))
+		counts, err := b.queue.GetJobCounts(ctx, drover.StateWaiting)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), counts[drover.StateWaiting], "the kept add is queued when the owner finishes")
+	})
+
 	t.Run("RemoveReleasesTheKey", func(t *testing.T) {
 		t.Parallel()
 		b := setupQueue(t)

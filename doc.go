@@ -29,7 +29,9 @@
 //
 // Add reports what it did: [AddCreated], or [AddDuplicate] when a job with
 // the same custom [JobOptions.JobID] exists (the existing job is returned and
-// nothing is written but a duplicated event), or [AddDeduplicated].
+// nothing is written but a duplicated event), [AddDeduplicated] when another
+// job owns its [Deduplication] id, or [AddReAdded] when it took over an id
+// whose owner had been removed.
 //
 // # Coming from River or asynq
 //

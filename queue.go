@@ -192,8 +192,11 @@ const (
 	// AddDuplicate: a job with the custom JobID already existed; nothing was
 	// stored and Job is the existing job. A duplicated event was emitted.
 	AddDuplicate
-	// AddDeduplicated: the Deduplication ID is owned by another job; nothing
-	// was stored and Job is the owner.
+	// AddDeduplicated: the Deduplication ID is owned by another job; no job
+	// was created and Job is the owner. The add may still have changed
+	// something: with KeepLastIfActive and the owner running, the add is
+	// kept and queued as a new job when the owner finishes; with Reschedule
+	// a delayed owner's run was moved.
 	AddDeduplicated
 	// AddReAdded: a new job was stored for a Deduplication ID whose previous
 	// owner had been removed while still holding it (BullMQ 6.7's stale-key

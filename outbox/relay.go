@@ -98,7 +98,9 @@ type RelayOptions struct {
 	// relay's queues (an add sent again after its reply was lost) unless
 	// QueueOptions has a Logger.
 	//
-	// Defaults to nil, which discards.
+	// Defaults to nil, which discards the relay's own lines; its queues then
+	// warn on stderr, as a drover.Queue without a Logger does (give
+	// QueueOptions a discarding Logger to silence them too).
 	Logger *slog.Logger
 }
 

@@ -103,6 +103,10 @@ func (h *answerWithin) within(ctx context.Context, send func(context.Context) er
 		return nil
 	case len(cmds) == 1 && cmds[0].Name() == "ping":
 		return err // the connect check: unreachable says it
+	case connecting(cmds) && errors.Is(context.Cause(ctx), errNoAnswer):
+		// A new connection's handshake (HELLO, AUTH, SELECT, ...): nothing
+		// was sent that changes data, so say no more than that.
+		err = fmt.Errorf("no answer from Redis at %s within %s (--timeout): %w", h.addr, h.d, err)
 	case errors.Is(context.Cause(ctx), errNoAnswer):
 		err = fmt.Errorf("no answer from Redis at %s within %s (--timeout); a change under way may or may not have happened: %w", h.addr, h.d, err)
 	case errors.As(err, &ne) && ne.Timeout():
@@ -115,6 +119,19 @@ func (h *answerWithin) within(ctx context.Context, send func(context.Context) er
 		h.gaveUp.CompareAndSwap(nil, &err)
 	}
 	return setErr(err, cmds)
+}
+
+// connecting reports whether cmds are a new connection's handshake, which
+// go-redis sends through the hooks before a command's first request.
+func connecting(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		switch c.Name() {
+		case "hello", "auth", "select", "client", "readonly", "ping":
+		default:
+			return false
+		}
+	}
+	return len(cmds) > 0
 }
 
 func setErr(err error, cmds []redis.Cmder) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,5 +63,27 @@ func TestCommandsWhileRedisStopsAnswering(t *testing.T) {
 				t.Fatalf("still running after %s", tc.bound)
 			}
 		})
+	}
+}
+
+// TestCommandsWhileRedisIsFrozen: a Redis that answers nothing (SIGSTOP),
+// not even the connect check. A command fails within its --timeout saying
+// Redis did not answer, and does not claim that a change may have
+// happened: it never got past the connection's handshake. Before, the
+// handshake's timeout was worded as a lost write ("a change under way may
+// or may not have happened"), for read-only commands too.
+func TestCommandsWhileRedisIsFrozen(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Pausable(t)
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	for _, args := range [][]string{{"jobs", "q"}, {"pause", "q"}} {
+		var out bytes.Buffer
+		m := Main{Stdout: &out, Stderr: &out}
+		start := time.Now()
+		err := m.Run(context.Background(), append(args, "--redis", srv.Addr, "--timeout", "1s"))
+		require.Error(t, err, args)
+		require.Less(t, time.Since(start), 8*time.Second, args)
+		assert.Contains(t, err.Error(), "within 1s (--timeout)", args)
+		assert.NotContains(t, err.Error(), "may or may not have happened", args)
 	}
 }
