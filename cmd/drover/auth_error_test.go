@@ -31,7 +31,7 @@ func TestWrongPasswordSaysTheLoginWasRefused(t *testing.T) {
 		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"queues", "--redis", tc.url})
 		require.Error(t, err)
 		require.NotContains(t, err.Error(), "cannot reach", tc.url)
-		require.Contains(t, err.Error(), "Redis at "+srv.Addr+" (db 0) refused the login", tc.url)
+		require.Contains(t, err.Error(), "login refused by Redis at "+srv.Addr+" (db 0)", tc.url)
 		require.Contains(t, err.Error(), tc.answer, tc.url)
 		require.NotContains(t, err.Error(), "wrong", "the password is not printed")
 	}

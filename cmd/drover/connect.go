@@ -377,7 +377,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 func unreachable(where place, err error) error {
 	if loginRefused(err) {
 		// Redis answered: the network is fine, the credentials are not.
-		return fmt.Errorf("Redis at %s (db %d) refused the login (set the user and password in --redis or DROVER_REDIS_URL: redis://user:password@host:port/db): %w", where.addr, where.db, err)
+		return fmt.Errorf("login refused by Redis at %s (db %d) (set the user and password in --redis or DROVER_REDIS_URL: redis://user:password@host:port/db): %w", where.addr, where.db, err)
 	}
 	return fmt.Errorf("cannot reach Redis at %s (db %d; set it with --redis or DROVER_REDIS_URL): %w", where.addr, where.db, err)
 }
