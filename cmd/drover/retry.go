@@ -55,6 +55,9 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) == 0 {
 		return usagef("retry needs a <queue>")
 	}
+	if err := checkJobIDs(pos[1:]); err != nil {
+		return err
+	}
 	if *limit < 0 {
 		return usagef("--limit must not be negative (0 = all), got %d", *limit)
 	}
