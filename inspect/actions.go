@@ -34,6 +34,23 @@ const (
 //
 // Other states are refused with an error wrapping drover.ErrNotInState.
 func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) (drover.JobState, error) {
+	return i.retryJob(ctx, queue, id, "", reset)
+}
+
+// RetryJobFrom is RetryJob for a job expected in the finished state from
+// (drover.StateFailed or drover.StateCompleted), or delayed: a job in the
+// other finished state is refused with an error wrapping
+// drover.ErrNotInState and left where it is. The move itself checks the
+// state, so a job that finishes otherwise meanwhile is not run again.
+func (i *Inspector) RetryJobFrom(ctx context.Context, queue, id string, from drover.JobState, reset bool) (drover.JobState, error) {
+	if from != drover.StateFailed && from != drover.StateCompleted {
+		return "", fmt.Errorf("%w: retry from %q: want failed or completed", drover.ErrInvalidOption, from)
+	}
+	return i.retryJob(ctx, queue, id, from, reset)
+}
+
+// retryJob is RetryJob; from, when set, is the one finished state retried.
+func (i *Inspector) retryJob(ctx context.Context, queue, id string, from drover.JobState, reset bool) (drover.JobState, error) {
 	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return "", err
@@ -46,6 +63,11 @@ func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) 
 	opts := &drover.RetryOptions{ResetAttemptsMade: reset, ResetAttemptsStarted: reset}
 	switch state {
 	case drover.StateFailed, drover.StateCompleted:
+		if from != "" && state != from {
+			err = &drover.JobError{Queue: queue, JobID: id, Op: "retry",
+				Err: fmt.Errorf("%w: the job is %s, not %s", drover.ErrNotInState, state, from)}
+			break
+		}
 		err = job.Retry(ctx, state, opts)
 	case drover.StateDelayed:
 		err = job.RetryNow(ctx, opts)

@@ -350,7 +350,13 @@ func (i *Inspector) readLimits(ctx context.Context, queue string, info *QueueInf
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("read limits of queue %q: %w", queue, err)
+		// Name the key that failed: a WRONGTYPE answer alone does not say
+		// which of the queue's keys holds the wrong kind of value.
+		key := k.Meta()
+		if meta.Err() == nil {
+			key = k.Limiter()
+		}
+		return fmt.Errorf("read limits of queue %q (key %s): %w", queue, key, err)
 	}
 	v := meta.Val()
 	if len(v) != 4 {

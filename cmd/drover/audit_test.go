@@ -103,5 +103,5 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	require.Equal(t, 2, clean.Jobs, "cleaned from wait: the promoted job and the scheduler's first run")
 	require.Contains(t, page.Entries[len(page.Entries)-1].Detail, "scheduler=digest every=1h0m0s")
 	require.Contains(t, page.Entries[5].Error, "job not found")
-	require.Equal(t, `dedup="op-1"`, page.Entries[0].Detail)
+	require.Equal(t, `dedup="op-1" released=true`, page.Entries[0].Detail)
 }

@@ -36,6 +36,9 @@ func (c *cancelCmd) Run(ctx context.Context, args []string) (err error) {
 	if len(pos) != 2 {
 		return usagef("cancel needs <queue> <id>")
 	}
+	if err := checkJobIDs(pos[1:]); err != nil {
+		return err
+	}
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime/debug"
 	"sort"
+	"strings"
 )
 
 // Main is the drover command: it dispatches to one subcommand per file.
@@ -48,6 +49,19 @@ func usagef(format string, args ...any) error { return &usageError{msg: fmt.Spri
 // uniqueArgs drops the repeats of the arguments, first ones kept in order:
 // a job id named twice is acted on once. The second try of a promote or
 // retry found the job already moved and failed the command.
+// checkJobIDs refuses an empty or all-blank job id before anything
+// connects: no job has one (BullMQ's ids are never empty), and "job not
+// found" (and an audit entry for it) would hide the typo, an unset shell
+// variable as often as not.
+func checkJobIDs(ids []string) error {
+	for _, id := range ids {
+		if strings.TrimSpace(id) == "" {
+			return usagef("job id %q is empty: pass the id of a job (an unset shell variable?)", id)
+		}
+	}
+	return nil
+}
+
 func uniqueArgs(args []string) []string {
 	seen := make(map[string]bool, len(args))
 	out := make([]string, 0, len(args))

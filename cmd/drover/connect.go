@@ -392,6 +392,10 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 // unreachable is the one-line error of every command whose Redis does not
 // answer: where it looked, and how to point it elsewhere.
 func unreachable(where place, err error) error {
+	if loginRefused(err) {
+		// Redis answered: the network is fine, the credentials are not.
+		return fmt.Errorf("login refused by Redis at %s (db %d) (set the user and password in --redis or DROVER_REDIS_URL: redis://user:password@host:port/db): %w", where.addr, where.db, err)
+	}
 	return fmt.Errorf("cannot reach Redis at %s (db %d; set it with --redis or DROVER_REDIS_URL): %w", where.addr, where.db, err)
 }
 
@@ -399,4 +403,15 @@ func unreachable(where place, err error) error {
 type place struct {
 	addr string // a server, or a description of a cluster or Sentinel set-up
 	db   int
+}
+
+// loginRefused reports whether err is Redis refusing the connection's
+// credentials (a wrong password, or none where one is required).
+func loginRefused(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH")
 }

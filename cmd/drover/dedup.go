@@ -70,6 +70,9 @@ func (c *dedupCmd) Run(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	// Whether the id was freed by this call: the log answers "who freed
+	// it", not only "who asked".
+	e.Detail += fmt.Sprintf(" released=%t", released)
 	if *asJSON {
 		return writeJSON(c.out, map[string]any{"queue": queue, "id": id, "released": released, "jobId": d.JobID})
 	}

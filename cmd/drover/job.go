@@ -33,6 +33,9 @@ func (c *jobCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) != 1 && len(pos) != 2 {
 		return usagef("job needs [<queue>] <id>, got %q", pos)
 	}
+	if err := checkJobIDs(pos[len(pos)-1:]); err != nil {
+		return err
+	}
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err

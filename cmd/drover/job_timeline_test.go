@@ -58,7 +58,7 @@ func TestJobTimelineWords(t *testing.T) {
 
 	// A retry with fresh attempts: the earlier run stays, a "--" line marks
 	// the reset, and the new run is numbered from #1 again.
-	run("retry", "mail", id, "--reset-attempts")
+	run("retry", "mail", id, "--state", "completed", "--reset-attempts")
 	waitUntil(t, func() bool { return state(id) == drover.StateCompleted && runs.Load() == 3 })
 	out = run("job", "mail", id)
 	require.Regexp(t, `(?s)#1\s+failed: unrecoverable.*\n\s+#2\s+completed[^\n]*\n\s+--\s+retried with fresh attempts \S+ \(no attempt ran\) after 2 started, 2 spent; numbered from #1 again\n\s+#1\s+completed`, out)

@@ -33,6 +33,9 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) == 0 {
 		return usagef("promote needs a <queue>")
 	}
+	if err := checkJobIDs(pos[1:]); err != nil {
+		return err
+	}
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -25,6 +26,9 @@ type queuesCmd struct {
 type queueRow struct {
 	inspect.QueueInfo
 	Alerts []inspect.Alert `json:"alerts"`
+	// Error says why the queue could not be read (its counts are then
+	// zero and mean nothing); absent for a queue that was read.
+	Error string `json:"error,omitempty"`
 }
 
 func (c *queuesCmd) Run(ctx context.Context, args []string) error {
@@ -48,31 +52,69 @@ func (c *queuesCmd) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	infos, err := ins.Overview(ctx)
+	names, err := ins.Queues(ctx)
 	if err != nil {
 		return err
 	}
-	rows := make([]queueRow, 0, len(infos))
-	for _, info := range infos {
-		r := queueRow{QueueInfo: info, Alerts: []inspect.Alert{}}
-		if info.Counts.Delayed > 0 {
-			st, err := ins.DelayedStats(ctx, info.Name)
-			if err != nil {
+	// One queue that cannot be read (a key of the wrong type, say) is
+	// reported and the others are still listed: an operator looking for
+	// what is wrong needs the rest of the picture, not one error.
+	rows := make([]queueRow, 0, len(names))
+	var unreadable []string
+	for _, name := range names {
+		r, err := readQueueRow(ctx, ins, name)
+		if errors.Is(err, inspect.ErrQueueNotFound) {
+			continue // gone since the listing
+		}
+		if err != nil {
+			if ctx.Err() != nil {
 				return err
 			}
-			r.Alerts = st.Alerts
+			r = queueRow{QueueInfo: inspect.QueueInfo{Name: name}, Alerts: []inspect.Alert{}, Error: err.Error()}
+			unreadable = append(unreadable, err.Error())
 		}
 		rows = append(rows, r)
 	}
-	if *asJSON {
+	if err := c.print(rows, *asJSON, ins.Prefix()); err != nil {
+		return err
+	}
+	if len(unreadable) > 0 {
+		return fmt.Errorf("%d of %d queues could not be read: %s", len(unreadable), len(rows), strings.Join(unreadable, "; "))
+	}
+	return nil
+}
+
+// readQueueRow reads one queue's counts, limits and storm alerts.
+func readQueueRow(ctx context.Context, ins *inspect.Inspector, name string) (queueRow, error) {
+	info, err := ins.QueueInfo(ctx, name)
+	if err != nil {
+		return queueRow{}, err
+	}
+	r := queueRow{QueueInfo: *info, Alerts: []inspect.Alert{}}
+	if info.Counts.Delayed > 0 {
+		st, err := ins.DelayedStats(ctx, name)
+		if err != nil {
+			return queueRow{}, err
+		}
+		r.Alerts = st.Alerts
+	}
+	return r, nil
+}
+
+func (c *queuesCmd) print(rows []queueRow, asJSON bool, prefix string) error {
+	if asJSON {
 		return writeJSON(c.out, rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(c.out, "no queues under prefix %q\n", ins.Prefix())
+		fmt.Fprintf(c.out, "no queues under prefix %q\n", prefix)
 		return nil
 	}
 	t := newTable(c.out, "QUEUE", "STATE", "WAITING", "PRIORITIZED", "ACTIVE", "DELAYED", "WAITING-CHILDREN", "COMPLETED", "FAILED", "ALERTS", "LIMITS")
 	for _, r := range rows {
+		if r.Error != "" {
+			t.row(r.Name, "unreadable", "-", "-", "-", "-", "-", "-", "-", "-", "-")
+			continue
+		}
 		state := "running"
 		if r.Paused {
 			state = "paused"

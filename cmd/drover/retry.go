@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -35,8 +36,8 @@ type retryJobResult struct {
 func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	fs := newQueueFlags("retry", c.out, "Usage: drover retry <queue> [--state failed] [--filter EXPR] [--reset-attempts] [--dry-run] [--json]\n"+
 		"       drover retry <queue> <id>... [--reset-attempts]\n\n"+
-		"Moves failed (or completed) jobs back to wait in paced chunks. With ids, retries those jobs,\n"+
-		"including jobs that wait for their backoff (they run now).")
+		"Moves failed (or completed) jobs back to wait in paced chunks. With ids, retries those jobs\n"+
+		"of --state (failed unless --state completed), and jobs that wait for their backoff (they run now).")
 	state := fs.String("state", "failed", "state to retry from: failed or completed")
 	filterExpr := fs.String("filter", "", `only jobs matching: name=NAME reason=TEXT error=GROUP left<=N finished>=TIME`)
 	reset := fs.Bool("reset-attempts", false, "give each job its whole attempt budget back")
@@ -53,6 +54,9 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	}
 	if len(pos) == 0 {
 		return usagef("retry needs a <queue>")
+	}
+	if err := checkJobIDs(pos[1:]); err != nil {
+		return err
 	}
 	if *limit < 0 {
 		return usagef("--limit must not be negative (0 = all), got %d", *limit)
@@ -87,7 +91,12 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		out := make([]retryJobResult, 0, len(ids))
 		failed := 0
 		for _, id := range ids {
-			from, err := ins.RetryJob(ctx, queue, id, *reset)
+			// --state applies to ids too: a completed job runs again only
+			// when asked for with --state completed.
+			from, err := ins.RetryJobFrom(ctx, queue, id, drover.JobState(*state), *reset)
+			if errors.Is(err, drover.ErrNotInState) && (from == drover.StateFailed || from == drover.StateCompleted) {
+				err = fmt.Errorf("%w (pass --state %s to retry it)", err, from)
+			}
 			fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "retry-job", Queue: queue, JobID: id,
 				Detail: fmt.Sprintf("resetAttempts=%t from=%s", *reset, from), Jobs: jobsIf(err)}, err)
 			r := retryJobResult{ID: id, From: from}
