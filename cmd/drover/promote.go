@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
 )
@@ -24,7 +25,12 @@ type promoteCmd struct {
 }
 
 func (c *promoteCmd) Run(ctx context.Context, args []string) error {
-	fs := newQueueFlags("promote", c.out, "Usage: drover promote <queue> [<id>...] [--json]\n\nMoves delayed jobs (scheduled, or waiting for backoff) to wait now; they keep their attempts.")
+	fs := newQueueFlags("promote", c.out, "Usage: drover promote <queue> [--limit N] [--dry-run] [--json]\n"+
+		"       drover promote <queue> <id>... [--json]\n\n"+
+		"Moves delayed jobs (scheduled, or waiting for backoff) to wait now; they keep their attempts.\n"+
+		"Without ids: every delayed job, or the --limit due first; --dry-run only counts them.")
+	dryRun := fs.Bool("dry-run", false, "only count the delayed jobs that would be promoted")
+	limit := fs.Int("limit", 0, "promote at most this many, those due first (0 = all)")
 	asJSON := fs.jsonFlag()
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -36,6 +42,12 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 	if err := checkJobIDs(pos[1:]); err != nil {
 		return err
 	}
+	if *limit < 0 {
+		return usagef("--limit must not be negative (0 = all), got %d", *limit)
+	}
+	if len(pos) > 1 && (*dryRun || *limit > 0) {
+		return usagef("promote with job ids takes neither --dry-run nor --limit")
+	}
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
@@ -43,9 +55,31 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 	defer closeRedis()
 	queue, ids := pos[0], uniqueArgs(pos[1:])
 	n := 0
+	if len(ids) == 0 && *dryRun {
+		// A count, as the operator would see it before confirming: the
+		// jobs delayed later are not in it, and --limit caps the action.
+		n, err = ins.CountMatching(ctx, queue, drover.StateDelayed, inspect.Filter{})
+		if err != nil {
+			return err
+		}
+		if *limit > 0 {
+			n = min(n, *limit)
+		}
+		if *asJSON {
+			return writeJSON(c.out, map[string]any{"queue": queue, "dryRun": true, "wouldPromote": n})
+		}
+		fmt.Fprintf(c.out, "would promote %d delayed jobs in %s (dry run: nothing moved)\n", n, queue)
+		return nil
+	}
 	if len(ids) == 0 {
-		n, err = ins.PromoteAll(ctx, queue)
-		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-all", Queue: queue, Jobs: n}, err)
+		detail := ""
+		if *limit > 0 {
+			n, _, err = ins.PromoteUpTo(ctx, queue, *limit)
+			detail = fmt.Sprintf("limit=%d", *limit)
+		} else {
+			n, err = ins.PromoteAll(ctx, queue)
+		}
+		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-all", Queue: queue, Detail: detail, Jobs: n}, err)
 		if err != nil {
 			return err
 		}

@@ -65,3 +65,53 @@ func TestPromoteIDsSaysWhatItDid(t *testing.T) {
 	require.Equal(t, "d", res.Jobs[1].ID)
 	require.Empty(t, res.Jobs[1].Error)
 }
+
+// TestPromoteAllPreviewAndLimit: `drover promote <queue>` without ids had
+// no preview and no bound: it moved every delayed job at once. --dry-run
+// counts them and moves nothing; --limit N promotes the N due first and
+// leaves the rest delayed; both are refused with ids.
+func TestPromoteAllPreviewAndLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+	for i, id := range []string{"a", "b", "c"} {
+		_, err := o.Add(ctx, prefix, "q", "later", nil, map[string]any{"jobId": id, "delay": (i + 1) * 3_600_000})
+		require.NoError(t, err)
+	}
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, append(args, "--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix))
+		return out.String(), err
+	}
+	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	states := func() []drover.JobState {
+		var out []drover.JobState
+		for _, id := range []string{"a", "b", "c"} {
+			st, err := q.GetJobState(ctx, id)
+			require.NoError(t, err)
+			out = append(out, st)
+		}
+		return out
+	}
+
+	out, err := run("promote", "q", "--dry-run")
+	require.NoError(t, err, out)
+	require.Equal(t, "would promote 3 delayed jobs in q (dry run: nothing moved)\n", out)
+	out, err = run("promote", "q", "--dry-run", "--limit", "2", "--json")
+	require.NoError(t, err, out)
+	require.JSONEq(t, `{"queue":"q","dryRun":true,"wouldPromote":2}`, out)
+	require.Equal(t, []drover.JobState{drover.StateDelayed, drover.StateDelayed, drover.StateDelayed}, states())
+
+	out, err = run("promote", "q", "--limit", "2")
+	require.NoError(t, err, out)
+	require.Equal(t, "promoted 2 delayed jobs in q\n", out)
+	require.Equal(t, []drover.JobState{drover.StateWaiting, drover.StateWaiting, drover.StateDelayed}, states(), "the two due first")
+
+	_, err = run("promote", "q", "c", "--dry-run")
+	require.ErrorContains(t, err, "promote with job ids takes neither --dry-run nor --limit")
+	_, err = run("promote", "q", "--limit", "-1")
+	require.ErrorContains(t, err, "--limit must not be negative")
+	require.Equal(t, drover.StateDelayed, states()[2])
+}
