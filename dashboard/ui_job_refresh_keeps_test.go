@@ -115,3 +115,48 @@ func watchJobLoads(t *testing.T, tab context.Context) {
 		return true;
 	})()`)
 }
+
+// TestUIJobRefreshUpdatesFlowInPlace: when a flow parent's children change
+// (one completes), the job page's refresh updates the flow panel in the
+// nodes already drawn: the counts change, the completed child's link goes,
+// and the link to the child still pending stays the same node, with the
+// keyboard focus a user gave it. The refresh drew the whole panel anew, so
+// focus went back to the page's start and the panel flickered.
+func TestUIJobRefreshUpdatesFlowInPlace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	ctx := context.Background()
+	flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = flows.Close() })
+	tree, err := flows.Add(ctx, drover.FlowJob{Name: "assemble", QueueName: "orders", Children: []drover.FlowJob{
+		{Name: "wheel", QueueName: "wheels"},
+		{Name: "frame", QueueName: "frames"},
+	}})
+	require.NoError(t, err)
+	parent := tree.Job.ID
+	var frame string
+	for _, c := range tree.Children {
+		if c.Ref.Queue == "frames" {
+			frame = c.Job.ID
+		}
+	}
+	tab := browser(t)
+	sel := `#flow-waiting a[data-ref="frames/` + frame + `"]`
+	do(t, tab, chromedp.Navigate(b.url+"#/q/orders/job/"+parent), chromedp.WaitVisible(chromedp.CSS(sel)))
+	require.Contains(t, text(t, tab, `#flow-children`), "2 pending, 0 completed")
+	evalJS[bool](t, tab, `(() => {
+		const a = document.querySelector('`+sel+`');
+		a.focus();
+		window.kept = { link: a, flow: document.querySelector('#flow') };
+		return document.activeElement === a;
+	})()`)
+	b.startWorker(t, "wheels", func(_ context.Context, _ *drover.Job) (any, error) { return "ok", nil }, nil)
+	testkit.WaitFor(t, 40*time.Second, "the completed child in the flow panel", func() bool {
+		return evalJS[bool](t, tab, `(document.querySelector('#flow-children') || {}).textContent.includes('1 pending, 1 completed')`)
+	})
+	require.True(t, evalJS[bool](t, tab, `window.kept.flow.isConnected`), "the flow panel was drawn anew")
+	require.True(t, evalJS[bool](t, tab, `window.kept.link.isConnected`), "the pending child's link was drawn anew")
+	require.True(t, evalJS[bool](t, tab, `document.activeElement === window.kept.link`), "the focused link lost the focus")
+	require.Equal(t, 1, evalJS[int](t, tab, `document.querySelectorAll('#flow-waiting a').length`), "the completed child's link stayed")
+}

@@ -124,6 +124,34 @@
     });
   }
 
+  // morph makes node a look like node b, keeping a's descendants that b
+  // has too (matched by id or data-key, else by tag in order), and returns
+  // the node to keep: a itself, or b when they are not the same kind of
+  // node. Only for parts that carry no event handlers: a handler on b is
+  // not carried over to a.
+  function morph(a, b) {
+    if (a.nodeType !== b.nodeType || a.nodeName !== b.nodeName) return b;
+    if (a.nodeType !== Node.ELEMENT_NODE) {
+      if (a.nodeValue !== b.nodeValue) a.nodeValue = b.nodeValue;
+      return a;
+    }
+    for (const at of [...a.attributes]) if (!b.hasAttribute(at.name)) a.removeAttribute(at.name);
+    for (const at of [...b.attributes]) if (a.getAttribute(at.name) !== at.value) a.setAttribute(at.name, at.value);
+    const key = (n) => (n.nodeType !== Node.ELEMENT_NODE ? ''
+      : n.id ? `#${n.id}` : n.getAttribute('data-key') ? `@${n.getAttribute('data-key')}` : '');
+    const pool = [...a.childNodes];
+    const kids = [...b.childNodes].map((k) => {
+      const kk = key(k);
+      let at = kk ? pool.findIndex((o) => key(o) === kk) : -1;
+      if (at < 0 && !kk) at = pool.findIndex((o) => !key(o) && o.nodeName === k.nodeName && o.nodeType === k.nodeType);
+      if (at < 0) return k;
+      const o = pool.splice(at, 1)[0];
+      return morph(o, k);
+    });
+    putInPlace(a, ...kids);
+    return a;
+  }
+
   // ---- formatting --------------------------------------------------------
 
   // pausedBadge says a queue is paused and, when its paused event is still
@@ -1079,6 +1107,18 @@
         fresh[fresh.indexOf(now)] = was;
       }
       keepSame(box, fresh);
+      // A flow panel or timeline whose content changed is updated in the
+      // nodes already on the page, so a link the user focused or text they
+      // selected in its unchanged rest stays (a child that completed only
+      // changes the counts and drops its own link).
+      for (const name of ['flow', 'timeline']) {
+        const i = fresh.findIndex((n) => n && n.dataset && n.dataset.part === name);
+        const was2 = box.querySelector(`:scope > [data-part="${name}"]`);
+        if (i < 0 || !was2 || fresh[i] === was2) continue;
+        const html = partHTML.get(fresh[i]) || fresh[i].outerHTML;
+        fresh[i] = morph(was2, fresh[i]);
+        partHTML.set(fresh[i], html);
+      }
       putInPlace(box, ...fresh);
       nextRunEl = box.querySelector('#next-run-rel');
     }
@@ -1212,7 +1252,7 @@
     out.push(el('div', { class: 'panel', 'data-part': 'facts' }, facts, actions.children.length ? el('div', { class: 'spaced' }, actions) : null));
     if (d.parent || d.children) out.push(flowPanel(d));
 
-    out.push(el('div', { class: 'panel' }, el('h2', {}, 'Attempt timeline'),
+    out.push(el('div', { class: 'panel', 'data-part': 'timeline' }, el('h2', {}, 'Attempt timeline'),
       !(d.timeline || []).length ? null : el('p', { class: 'muted', id: 'timeline-source' }, d.timelineSource === 'derived'
         ? 'No drover worker recorded these attempts (drover workers record a job\'s attempts from its first failure or stall on; a first try that completes, or a Node BullMQ worker, leaves no record): they are rebuilt from the job\'s counters and options, and only the last attempt\'s times are known.'
         : 'Recorded by drover workers, attempt by attempt; attempts marked "no drover record" were not.'),
@@ -1274,13 +1314,13 @@
     const link = (r) => (r.prefix
       ? el('span', { class: 'mono', title: `under prefix ${r.prefix}, out of this dashboard's reach` }, `${r.prefix}:${r.queue}/${r.id}`)
       : el('a', { class: 'mono', href: `#/q/${enc(r.queue)}/job/${enc(r.id)}`, 'data-ref': `${r.queue}/${r.id}` }, `${r.queue}/${r.id}`));
-    const box = el('div', { class: 'panel', id: 'flow' }, el('h2', {}, 'Flow'));
+    const box = el('div', { class: 'panel', id: 'flow', 'data-part': 'flow' }, el('h2', {}, 'Flow'));
     if (d.parent) box.append(el('p', { id: 'flow-parent' }, 'Child of ', link(d.parent), '.', d.state === 'failed' ? ` ${childFailure(d.opts)}` : ''));
     const c = d.children;
     if (c) {
       box.append(el('p', { id: 'flow-children' }, `Children: ${c.pending} pending, ${c.completed} completed, ${c.failed} failed the parent, ${c.ignored} failed without failing it (ignored).`));
       const list = (title, refs, total, id) => (refs.length ? el('div', { id }, el('h3', {}, title),
-        el('ul', { class: 'refs' }, ...refs.map((r) => el('li', {}, link(r)))),
+        el('ul', { class: 'refs' }, ...refs.map((r) => el('li', { 'data-key': `${r.prefix || ''}:${r.queue}/${r.id}` }, link(r)))),
         total > refs.length ? el('p', { class: 'muted' }, `and ${total - refs.length} more`) : null) : null);
       box.append(...[list(d.state === 'waiting-children' ? 'Waiting for' : 'Pending', c.waitingFor, c.pending, 'flow-waiting'),
         list('Failed the parent', c.failedChildren, c.failed, 'flow-failed')].filter(Boolean));
