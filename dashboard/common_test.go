@@ -129,6 +129,17 @@ func (b *testBundle) add(t *testing.T, queue, name string, data any, opts *drove
 	return res.Job.ID
 }
 
+// addFlow adds the flow root with a FlowProducer of the test's prefix.
+func (b *testBundle) addFlow(t *testing.T, root drover.FlowJob) *drover.JobNode {
+	t.Helper()
+	flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = flows.Close() })
+	tree, err := flows.Add(context.Background(), root)
+	require.NoError(t, err)
+	return tree
+}
+
 // startWorker runs proc on queue until the test ends. The "test" backoff
 // waits 10ms after the first failure and an hour after later ones.
 func (b *testBundle) startWorker(t *testing.T, queue string, proc drover.ProcessorFunc, opts *drover.WorkerOptions) {

@@ -51,13 +51,9 @@ func TestUIJobRefreshKeepsUnchangedParts(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
 	ctx := context.Background()
-	flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = flows.Close() })
-	tree, err := flows.Add(ctx, drover.FlowJob{Name: "assemble", QueueName: "orders", Children: []drover.FlowJob{
+	tree := b.addFlow(t, drover.FlowJob{Name: "assemble", QueueName: "orders", Children: []drover.FlowJob{
 		{Name: "wheel", QueueName: "parts", Data: map[string]any{"n": 1}, Opts: &drover.JobOptions{Attempts: 2, Backoff: &drover.Backoff{Type: "fixed", Delay: 1}}},
 	}})
-	require.NoError(t, err)
 	b.startWorker(t, "parts", func(_ context.Context, _ *drover.Job) (any, error) { return nil, errors.New("no wheel today") }, nil)
 	child := tree.Children[0].Job.ID
 	b.waitState(t, "parts", child, drover.StateFailed)
@@ -125,15 +121,10 @@ func watchJobLoads(t *testing.T, tab context.Context) {
 func TestUIJobRefreshUpdatesFlowInPlace(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
-	ctx := context.Background()
-	flows, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = flows.Close() })
-	tree, err := flows.Add(ctx, drover.FlowJob{Name: "assemble", QueueName: "orders", Children: []drover.FlowJob{
+	tree := b.addFlow(t, drover.FlowJob{Name: "assemble", QueueName: "orders", Children: []drover.FlowJob{
 		{Name: "wheel", QueueName: "wheels"},
 		{Name: "frame", QueueName: "frames"},
 	}})
-	require.NoError(t, err)
 	parent := tree.Job.ID
 	var frame string
 	for _, c := range tree.Children {
