@@ -151,3 +151,34 @@ func TestUIJobRefreshUpdatesFlowInPlace(t *testing.T) {
 	require.True(t, evalJS[bool](t, tab, `document.activeElement === window.kept.link`), "the focused link lost the focus")
 	require.Equal(t, 1, evalJS[int](t, tab, `document.querySelectorAll('#flow-waiting a').length`), "the completed child's link stayed")
 }
+
+// TestUIJobRefreshUpdatesTimelineInPlace: an attempt that ends while the
+// job page is open is added to the timeline the page already shows, in the
+// same nodes (the scrolled box, the picture), as the flow panel's changes
+// are.
+func TestUIJobRefreshUpdatesTimelineInPlace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	ctx := context.Background()
+	b.startWorker(t, "tl", func(_ context.Context, _ *drover.Job) (any, error) { return nil, errors.New("declined") }, nil)
+	// The "test" backoff: 10 ms after the first failure, an hour after the second.
+	id := b.add(t, "tl", "pay", nil, &drover.JobOptions{Attempts: 3, Backoff: &drover.Backoff{Type: "test"}})
+	b.waitState(t, "tl", id, drover.StateDelayed)
+	attempts := `[...document.querySelectorAll('#timeline [data-attempt]')].map((g) => g.dataset.attempt + ':' + g.dataset.outcome)`
+
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/tl/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#timeline`)))
+	require.Equal(t, []string{"1:retry-delayed", "2:retry-delayed"}, evalJS[[]string](t, tab, attempts))
+	evalJS[bool](t, tab, `(window.kept = { panel: document.querySelector('[data-part="timeline"]'),
+		wrap: document.querySelector('#timeline-wrap'), pic: document.querySelector('#timeline') }, true)`)
+
+	require.NoError(t, b.queue(t, "tl").Job(id).Promote(ctx))
+	b.waitState(t, "tl", id, drover.StateFailed)
+	testkit.WaitFor(t, 30*time.Second, "the third attempt on the page", func() bool {
+		return len(evalJS[[]string](t, tab, attempts)) == 3
+	})
+	require.Equal(t, []string{"1:retry-delayed", "2:retry-delayed", "3:retries-exhausted"}, evalJS[[]string](t, tab, attempts))
+	for _, part := range []string{"panel", "wrap", "pic"} {
+		require.True(t, evalJS[bool](t, tab, `window.kept.`+part+`.isConnected`), "the timeline's %s was drawn anew", part)
+	}
+}
