@@ -49,6 +49,18 @@ func usagef(format string, args ...any) error { return &usageError{msg: fmt.Spri
 // uniqueArgs drops the repeats of the arguments, first ones kept in order:
 // a job id named twice is acted on once. The second try of a promote or
 // retry found the job already moved and failed the command.
+func uniqueArgs(args []string) []string {
+	seen := make(map[string]bool, len(args))
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // checkJobIDs refuses an empty or all-blank job id before anything
 // connects: no job has one (BullMQ's ids are never empty), and "job not
 // found" (and an audit entry for it) would hide the typo, an unset shell
@@ -60,18 +72,6 @@ func checkJobIDs(ids []string) error {
 		}
 	}
 	return nil
-}
-
-func uniqueArgs(args []string) []string {
-	seen := make(map[string]bool, len(args))
-	out := make([]string, 0, len(args))
-	for _, a := range args {
-		if !seen[a] {
-			seen[a] = true
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // Run runs the subcommand named by args[0].

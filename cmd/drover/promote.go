@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
 )
@@ -56,12 +55,14 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 	queue, ids := pos[0], uniqueArgs(pos[1:])
 	n := 0
 	if len(ids) == 0 && *dryRun {
-		// A count, as the operator would see it before confirming: the
-		// jobs delayed later are not in it, and --limit caps the action.
-		n, err = ins.CountMatching(ctx, queue, drover.StateDelayed, inspect.Filter{})
+		// A count, as the operator would see it before confirming (the
+		// queue's counts, one call however many are delayed): the jobs
+		// delayed later are not in it, and --limit caps the action.
+		info, err := ins.QueueInfo(ctx, queue)
 		if err != nil {
 			return err
 		}
+		n = int(info.Counts.Delayed)
 		if *limit > 0 {
 			n = min(n, *limit)
 		}
