@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -194,9 +195,15 @@ func TestWorkerAfterRedisLosesEverything(t *testing.T) {
 		require.NoError(t, err)
 	}
 	testkit.WaitFor(t, 20*time.Second, "the jobs added after the restart", func() bool { return done.Load() == 10 })
-	counts, err := q.GetJobCounts(ctx, drover.StateCompleted, drover.StateWaiting, drover.StateActive)
-	require.NoError(t, err)
-	require.Equal(t, map[drover.JobState]int64{drover.StateCompleted: 5, drover.StateWaiting: 0, drover.StateActive: 0}, counts)
+	// A processor that returned has not yet had its result written: wait
+	// for the writes, then no job may have run twice.
+	want := map[drover.JobState]int64{drover.StateCompleted: 5, drover.StateWaiting: 0, drover.StateActive: 0}
+	var counts map[drover.JobState]int64
+	testkit.WaitFor(t, 20*time.Second, "the results written", func() bool {
+		counts, err = q.GetJobCounts(ctx, drover.StateCompleted, drover.StateWaiting, drover.StateActive)
+		return err == nil && maps.Equal(counts, want)
+	})
+	require.Equal(t, int64(10), done.Load(), "a job ran twice")
 	testkit.WaitFor(t, 20*time.Second, "the worker's named connection again", func() bool {
 		ws, err := q.GetWorkers(ctx)
 		return err == nil && len(ws) == 1 && ws[0].Name == "survivor"
