@@ -867,8 +867,7 @@ func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEnt
 	if err != nil {
 		return err
 	}
-	c := info.Counts
-	e.Jobs = int(c.Waiting + c.Active + c.Delayed + c.Prioritized + c.Completed + c.Failed + c.WaitingChildren + c.Paused)
+	e.Jobs = int(info.Counts.Total())
 	e.Detail = fmt.Sprintf("force=%t", req.Force)
 	if err := h.ins.Obliterate(r.Context(), e.Queue, req.Force); err != nil {
 		return err

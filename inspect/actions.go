@@ -503,6 +503,18 @@ func (i *Inspector) RemoveJob(ctx context.Context, queue, id string) error {
 	return q.Job(id).Remove(ctx, nil)
 }
 
+// Drain deletes the jobs of queue that wait to run: waiting, paused and
+// prioritized, and delayed too when delayed (Queue.Drain). Active and
+// finished jobs, parents waiting for their children and a job scheduler's
+// next run stay. It returns how many it deleted.
+func (i *Inspector) Drain(ctx context.Context, queue string, delayed bool) (int, error) {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	return q.Drain(ctx, delayed)
+}
+
 // Pause stops workers from taking queue's jobs.
 func (i *Inspector) Pause(ctx context.Context, queue string) error {
 	q, err := i.existing(ctx, queue)

@@ -199,6 +199,11 @@ type Counts struct {
 	Paused          int64 `json:"paused"`
 }
 
+// Total is how many jobs the counts hold, in every state.
+func (c Counts) Total() int64 {
+	return c.Waiting + c.Active + c.Delayed + c.Prioritized + c.Completed + c.Failed + c.WaitingChildren + c.Paused
+}
+
 // Get returns the count of state (0 for a state Counts does not report).
 func (c Counts) Get(state drover.JobState) int64 {
 	if p := c.field(state); p != nil {

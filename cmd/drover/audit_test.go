@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
@@ -57,20 +58,7 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	require.NoError(t, run("orphans", "mail"))
 	require.NoError(t, run("orphans", "mail", "--remove"))
 
-	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
-	require.NoError(t, err)
-	const token = "an-admin-token-of-sufficient-length"
-	h, err := dashboard.New(ins, &dashboard.Options{Auth: &dashboard.Auth{Users: []dashboard.User{{Name: "ada", Role: dashboard.RoleAdmin, Token: token}}},
-		Audit: func(context.Context, dashboard.AuditEntry) {}})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, h.Close(context.Background())) })
-	req := httptest.NewRequest(http.MethodGet, "/api/audit", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-	var page dashboard.AuditPage
-	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &page))
+	page := readAudit(t, rdb, prefix)
 
 	type row struct{ Action, Queue, JobID, Outcome string }
 	var got []row
@@ -104,4 +92,25 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	require.Contains(t, page.Entries[len(page.Entries)-1].Detail, "scheduler=digest every=1h0m0s")
 	require.Contains(t, page.Entries[5].Error, "job not found")
 	require.Equal(t, `dedup="op-1" released=true`, page.Entries[0].Detail)
+}
+
+// readAudit reads the action log under prefix, newest first, through a
+// dashboard's GET /api/audit (the way an admin reads it).
+func readAudit(t *testing.T, rdb redis.UniversalClient, prefix string) dashboard.AuditPage {
+	t.Helper()
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	const token = "an-admin-token-of-sufficient-length"
+	h, err := dashboard.New(ins, &dashboard.Options{Auth: &dashboard.Auth{Users: []dashboard.User{{Name: "ada", Role: dashboard.RoleAdmin, Token: token}}},
+		Audit: func(context.Context, dashboard.AuditEntry) {}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, h.Close(context.Background())) })
+	req := httptest.NewRequest(http.MethodGet, "/api/audit", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var page dashboard.AuditPage
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &page))
+	return page
 }
