@@ -174,7 +174,7 @@ func TestFinishSingleMatchesBatch(t *testing.T) {
 			do(t, []any{"hset", k.Job("p"), "name", "p", "data", "{}", "opts", "{}", "timestamp", "1", "delay", "0", "priority", "0"},
 				[]any{"zadd", k.WaitingChildren(), "1", "p"},
 				[]any{"sadd", k.Dependencies("p"), k.Job("1")},
-				[]any{"hset", k.Job("1"), "parentKey", k.Job("p"), "parent", `{"id":"p","queueKey":"`+strings.TrimSuffix(k.Base(), ":")+`"}`})
+				[]any{"hset", k.Job("1"), "parentKey", k.Job("p"), "parent", `{"id":"p","queueKey":"` + strings.TrimSuffix(k.Base(), ":") + `"}`})
 		}),
 		"settled call": with(three, func(t *testing.T, k keys.Queue, _ *FetchArgs, _ *int, _ *FinishRecord) {
 			do(t, []any{"set", k.Base() + "call:t2", "1"})
