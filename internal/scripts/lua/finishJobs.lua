@@ -46,7 +46,7 @@
 -- A call that settleCall settled (its reply was lost) writes nothing and
 -- answers an error (include/settled.lua).
 --@include prologue
---@include queue
+--@include queuefirst
 --@include activate
 --@record finish
 
@@ -141,6 +141,7 @@ do
   end
 end
 
+--@include queue
 --@include common
 --@include fetch
 --@include metrics
