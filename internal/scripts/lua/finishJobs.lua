@@ -50,9 +50,6 @@
 --@include activate
 --@record finish
 
-local now = tonumber(ARGV[2])
-local n = tonumber(ARGV[10])
-local fetchCount = tonumber(ARGV[3])
 -- One read of the meta hash serves the event cap here and the fetch below.
 local meta = rcall("HMGET", metaKey, "opts.maxLenEvents", "paused", "concurrency", "max", "duration")
 -- Without the cap in meta, BullMQ's default, written into meta once a job
@@ -81,7 +78,8 @@ local waitTried = false
 do
   local o = 12
   local more = ARGV[o + REC.more]
-  if n == 1 and ARGV[o + REC.kind] == "c" and more ~= "1" then
+  -- (Numbers are compared as the text Go sends: tonumber costs a strtod.)
+  if ARGV[10] == "1" and ARGV[o + REC.kind] == "c" and more ~= "1" then
     local id = ARGV[o + REC.id]
     local jobKey = base .. id
     local lockKey = jobKey .. ":lock"
@@ -116,8 +114,8 @@ do
   -- nor at a global concurrency, no rate limit applies, no delayed job is
   -- due and the worker keeps no metrics (they are counted before the
   -- fetch). When wait has no job, fetchJobs goes on from the prioritized set.
-  if single and not singleTrim and fetchCount == 1 and tonumber(ARGV[11]) <= 0
-      and not meta[2] and not meta[3] and not tonumber(meta[4]) and tonumber(ARGV[7]) <= 0
+  if single and not singleTrim and ARGV[3] == "1" and ARGV[11] == "0"
+      and not meta[2] and not meta[3] and not meta[4] and ARGV[7] == "0"
       and not rcall("ZRANGEBYSCORE", delayedKey, "0", ARGV[9], "LIMIT", "0", "1")[1] then
     local id = rcall("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
     if id and string.sub(id, 1, 2) ~= "0:" then
@@ -140,6 +138,10 @@ do
     end
   end
 end
+
+local now = tonumber(ARGV[2])
+local n = tonumber(ARGV[10])
+local fetchCount = tonumber(ARGV[3])
 
 --@include queue
 --@include common
