@@ -22,7 +22,9 @@ import (
 // with the same completion sent with its record's tail (empty timeline,
 // no deduplication id, no parent), which only the batch path reads. The
 // replies and the Redis states (normalized: stream ids) must be equal, in
-// the cases the single path takes and in each it hands to the batch path.
+// the cases the single path takes and in each it hands to the batch path,
+// with the queue's keys declared (a cluster client) and built from the
+// base.
 func TestFinishSingleMatchesBatch(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.Client(t)
@@ -182,21 +184,28 @@ func TestFinishSingleMatchesBatch(t *testing.T) {
 	}
 	i := 0
 	for name, s := range cases {
-		i++
-		ka := keys.New(fmt.Sprintf("%s-a%d", prefix, i), "q").Standalone()
-		kb := keys.New(fmt.Sprintf("%s-b%d", prefix, i), "q").Standalone()
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			a, pointsA, recA := s(t, ka)
-			b, pointsB, recB := s(t, kb)
-			gotA := rdb.Do(ctx, finishCall(ka, a, pointsA, recA, false)...)
-			gotB := rdb.Do(ctx, finishCall(kb, b, pointsB, recB, true)...)
-			replyA := strings.ReplaceAll(fmt.Sprint(gotA.Val(), gotA.Err()), ka.Prefix(), "<prefix>")
-			replyB := strings.ReplaceAll(fmt.Sprint(gotB.Val(), gotB.Err()), kb.Prefix(), "<prefix>")
-			require.Equal(t, replyB, replyA, "replies")
-			require.Empty(t, stateDiff(t, ctx, rdb, ka.Prefix(), kb.Prefix()), "single path (a) against the batch path (b)")
-			t.Logf("reply %s", replyA)
-		})
+		for _, declared := range []bool{true, false} {
+			i++
+			ka := keys.New(fmt.Sprintf("%s-a%d", prefix, i), "q")
+			kb := keys.New(fmt.Sprintf("%s-b%d", prefix, i), "q")
+			sub := name
+			if !declared {
+				// The keys built from the base (a client off a cluster).
+				ka, kb, sub = ka.Standalone(), kb.Standalone(), name+" standalone"
+			}
+			t.Run(sub, func(t *testing.T) {
+				t.Parallel()
+				a, pointsA, recA := s(t, ka)
+				b, pointsB, recB := s(t, kb)
+				gotA := rdb.Do(ctx, finishCall(ka, a, pointsA, recA, false)...)
+				gotB := rdb.Do(ctx, finishCall(kb, b, pointsB, recB, true)...)
+				replyA := strings.ReplaceAll(fmt.Sprint(gotA.Val(), gotA.Err()), ka.Prefix(), "<prefix>")
+				replyB := strings.ReplaceAll(fmt.Sprint(gotB.Val(), gotB.Err()), kb.Prefix(), "<prefix>")
+				require.Equal(t, replyB, replyA, "replies")
+				require.Empty(t, stateDiff(t, ctx, rdb, ka.Prefix(), kb.Prefix()), "single path (a) against the batch path (b)")
+				t.Logf("reply %s", replyA)
+			})
+		}
 	}
 }
 
