@@ -1,6 +1,8 @@
 package keys
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,5 +82,36 @@ func TestCheckStoredJobID(t *testing.T) {
 	} {
 		err := CheckStoredJobID(tt.id)
 		require.Equal(t, tt.ok, err == nil, "id %q: %v", tt.id, err)
+	}
+}
+
+// TestIntegerLookingShortcut holds isIntegerLooking's shortcut for ids of
+// up to 15 digits to the float round trip it skips (parseInt, then
+// Number's rendering).
+func TestIntegerLookingShortcut(t *testing.T) {
+	t.Parallel()
+	roundTrip := func(id string) bool {
+		f, err := strconv.ParseFloat(id, 64)
+		if err != nil || f == 0 && id != "0" {
+			return false
+		}
+		return strconv.FormatFloat(f, 'f', -1, 64) == id
+	}
+	ids := []string{"0", "-0", "00", "-00", "1", "-1", "01", "-01", "10", "007", "999999999999999",
+		"-999999999999999", "099999999999999", "100000000000000", "123456789012345", "9007199254740992"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		n := 1 + r.IntN(15)
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + r.IntN(10))
+		}
+		if r.IntN(4) == 0 {
+			b = append([]byte{'-'}, b...)
+		}
+		ids = append(ids, string(b))
+	}
+	for _, id := range ids {
+		require.Equal(t, roundTrip(id), isIntegerLooking(id), "id %q", id)
 	}
 }

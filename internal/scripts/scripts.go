@@ -173,11 +173,15 @@ func Names() []string {
 type script struct {
 	*redis.Script
 	src string
+	// hash is Hash() as an EVALSHA argument, boxed once: a call boxing
+	// it anew allocated on every script call.
+	hash any
 }
 
 func load(name string) *script {
 	src := Source(name)
-	return &script{Script: redis.NewScript(src), src: src}
+	s := redis.NewScript(src)
+	return &script{Script: s, src: src, hash: s.Hash()}
 }
 
 // Doer runs a command: a client or a pipeline.
@@ -192,7 +196,7 @@ type Doer interface {
 func (s *script) run(ctx context.Context, rdb Doer, k keys.Queue, args ...any) *redis.Cmd {
 	prefix := k.ScriptArgs()
 	cmdArgs := make([]any, 0, 2+len(prefix)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", s.Hash())
+	cmdArgs = append(cmdArgs, "evalsha", s.hash)
 	cmdArgs = append(cmdArgs, prefix...)
 	cmdArgs = append(cmdArgs, args...)
 	cmd := rdb.Do(ctx, cmdArgs...)
@@ -230,7 +234,7 @@ func (s *script) runOnce(ctx context.Context, rdb Doer, k keys.Queue, args ...an
 	}
 	prefix := k.ScriptArgs()
 	cmdArgs := make([]any, 0, 2+len(prefix)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", s.Hash())
+	cmdArgs = append(cmdArgs, "evalsha", s.hash)
 	cmdArgs = append(cmdArgs, prefix...)
 	cmdArgs = append(cmdArgs, args...)
 	cmd := redis.NewCmd(ctx, cmdArgs...)

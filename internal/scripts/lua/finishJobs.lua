@@ -45,14 +45,11 @@
 -- (keepLastIfActive) queues that job; see requeueNext.
 -- A call that settleCall settled (its reply was lost) writes nothing and
 -- answers an error (include/settled.lua).
---@include common
---@include queue
---@include fetch
---@include metrics
+--@include prologue
+--@include queuefirst
+--@include activate
 --@record finish
 
-local now = tonumber(ARGV[2])
-local n = tonumber(ARGV[10])
 -- One read of the meta hash serves the event cap here and the fetch below.
 local meta = rcall("HMGET", metaKey, "opts.maxLenEvents", "paused", "concurrency", "max", "duration")
 -- Without the cap in meta, BullMQ's default, written into meta once a job
@@ -61,7 +58,97 @@ local meta = rcall("HMGET", metaKey, "opts.maxLenEvents", "paused", "concurrency
 -- moveJobFromActiveToWait call that too). A refused call writes nothing.
 local maxLen = meta[1] or "10000"
 
-local codes = {}
+-- The single plain completion: a worker at concurrency 1 finishes one job
+-- per call and takes the next. It goes straight through here, before any
+-- helper exists (Redis makes every top-level function of a script anew on
+-- each call, about 1,000 instructions each, and the batch path's tables
+-- and loops cost more than the job's own commands), writing exactly what
+-- the batch path below writes for it, in the same order. Anything else
+-- (a lock that is not this call's, a child pending or failed, a parent
+-- from a flow, a job not in active, a settled call) is found by reads
+-- alone, and then the batch path does the whole call. single: the job
+-- was finished here; singleTrim: its keep spec, when the completed set is
+-- to be trimmed (by the batch path's helper, before the job's event).
+local single = false
+local singleTrim = nil
+-- fetched: what the fetch took, when the single path's fetch ended
+-- without a job; waitTried: its LMOVE found no job in wait.
+local fetched = nil
+local waitTried = false
+do
+  local o = 12
+  local more = ARGV[o + REC.more]
+  -- (Numbers are compared as the text Go sends: tonumber costs a strtod.)
+  if ARGV[10] == "1" and ARGV[o + REC.kind] == "c" and more ~= "1" then
+    local id = ARGV[o + REC.id]
+    local jobKey = base .. id
+    local lockKey = jobKey .. ":lock"
+    local locks = rcall("MGET", lockKey, base .. "call:" .. ARGV[4])
+    if not locks[2] and locks[1] == ARGV[o + REC.token]
+        and rcall("EXISTS", jobKey .. ":dependencies", jobKey .. ":unsuccessful") == 0
+        and (more ~= "p" or rcall("HEXISTS", jobKey, "parentKey") == 0)
+        and rcall("LREM", activeKey, "-1", id) > 0 then
+      single = true
+      rcall("DEL", lockKey)
+      rcall("SREM", stalledKey, id)
+      if not meta[1] then
+        rcall("HSET", metaKey, "opts.maxLenEvents", maxLen)
+      end
+      local spec = ARGV[o + REC.keep]
+      if spec == "0" then
+        rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":processed", jobKey .. ":failed")
+      else
+        rcall("HSET", jobKey, "atm", ARGV[o + REC.attemptsMade], "returnvalue", ARGV[o + REC.value], "finishedOn", ARGV[2])
+        rcall("ZADD", completedKey, ARGV[2], id)
+        if spec ~= "" then
+          singleTrim = spec
+        end
+      end
+      if not singleTrim then
+        rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "completed", "jobId", id,
+          "returnvalue", ARGV[o + REC.value], "prev", "active")
+      end
+    end
+  end
+  -- Its next job, as fetchJobs takes one when the queue is neither paused
+  -- nor at a global concurrency, no rate limit applies, no delayed job is
+  -- due and the worker keeps no metrics (they are counted before the
+  -- fetch). When wait has no job, fetchJobs goes on from the prioritized set.
+  if single and not singleTrim and ARGV[3] == "1" and ARGV[11] == "0"
+      and not meta[2] and not meta[3] and not meta[4] and ARGV[7] == "0"
+      and not rcall("ZRANGEBYSCORE", delayedKey, "0", ARGV[9], "LIMIT", "0", "1")[1] then
+    local id = rcall("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
+    if id and string.sub(id, 1, 2) ~= "0:" then
+      local jobKey = base .. id
+      local hash = rcall("HGETALL", jobKey)
+      if #hash > 0 then
+        local exactLock = ARGV[12]
+        activate(id, jobKey, hash, exactLock ~= "" and exactLock or ARGV[4] .. ":" .. id, ARGV[5], ARGV[6], ARGV[2], nil, 0)
+        return {1, false, {id, hash}, 0}
+      end
+      -- A listed id without a job hash cannot be worked: drop it.
+      rcall("LREM", activeKey, 1, id)
+      fetched = {false, {}, false, 0}
+    else
+      if id then
+        -- A pre-v5 marker, never a job: take it out of active again.
+        rcall("LREM", activeKey, 1, id)
+      end
+      waitTried = true
+    end
+  end
+end
+
+local now = tonumber(ARGV[2])
+local n = tonumber(ARGV[10])
+local fetchCount = tonumber(ARGV[3])
+
+--@include queue
+--@include common
+--@include fetch
+--@include metrics
+
+local codes
 local trims = {}
 local delayed = false
 -- requeued: a job went back to wait ("w"). The caller may have to wait for
@@ -72,6 +159,10 @@ local requeued = false
 -- writes "drained" only from moveToFinished, so a batch that ends with a
 -- retry, a move back or a delay leaves the queue empty without one.
 local lastFinal = false
+-- The jobs finished for good, for the metrics; anyOwned: a job of the
+-- batch was this call's (so it wrote, see fetchJobs' moveOne).
+local completedN, failedN = 0, 0
+local anyOwned = single
 
 -- cold() builds the helpers of flows (a child's parent), deduplication
 -- and retention trims on a call's first need of them. A batch of plain
@@ -111,367 +202,386 @@ local function noteTrim(setKey, spec)
   end
 end
 
--- Pass 1: which jobs does this worker still own? One MGET reads every
--- lock. A lock held with the job's token proves the job exists: every path
--- that deletes a job refuses locked jobs or deletes the lock with it.
--- Where each record starts: a record is REC_HEAD fields, or REC_FIELDS
--- when its "more" field says its tail follows (see finishRecord). Job keys
--- are built once here (a concatenation makes a new string each time).
--- Loops below are numeric: ipairs costs a function call per item.
-local at = {}
-local jobIds = {}
-local jobKeys = {}
-local lockKeys = {}
-do
-  local o = 12
-  for i = 0, n - 1 do
-    at[i] = o
-    local id = ARGV[o + REC.id]
-    jobIds[i + 1] = id
-    local jobKey = base .. id
-    jobKeys[i + 1] = jobKey
-    lockKeys[i + 1] = jobKey .. ":lock"
-    o = o + (ARGV[o + REC.more] == "1" and REC_FIELDS or REC_HEAD)
+if single then
+  codes = {0}
+  lastFinal = true
+  completedN = 1
+  if singleTrim then
+    local o = 12
+    cold().trimFinished(completedKey, singleTrim, now)
+    addEvent("event", "completed", "jobId", ARGV[o + REC.id], "returnvalue", ARGV[o + REC.value], "prev", "active")
   end
-end
--- The same MGET reads the call's settled mark (include/settled.lua), last:
--- a call settleCall settled (its reply was lost) writes nothing. Nothing
--- above writes. (A separate EXISTS would cost a script call's worth more.)
-lockKeys[n + 1] = base .. "call:" .. ARGV[4]
-local locks = rcall("MGET", unpack(lockKeys))
-lockKeys[n + 1] = nil
-if locks[n + 1] then
-  return redis.error_reply("SETTLED this call was settled after its reply was lost; it did nothing")
-end
--- A call that fetches nothing (a manual finish, a closing or paused
--- worker's) promotes no due delayed job, as BullMQ's moveToFinished
--- without fetchNext, moveToDelayed and moveJobFromActiveToWait do; but a
--- retry now does, first (BullMQ's retryJob promotes before it looks at the
--- job, so its job is queued after the promoted ones).
-local fetchCount = tonumber(ARGV[3])
-if fetchCount <= 0 then
-  for i = 0, n - 1 do
-    if ARGV[at[i] + REC.kind] == "r" then
-      promoteDelayed(meta[2] ~= false or (meta[3] ~= false and rcall("LLEN", activeKey) >= tonumber(meta[3])))
-      break
+else
+  codes = {}
+  -- Pass 1: which jobs does this worker still own? One MGET reads every
+  -- lock. A lock held with the job's token proves the job exists: every path
+  -- that deletes a job refuses locked jobs or deletes the lock with it.
+  -- Where each record starts: a record is REC_HEAD fields, or REC_FIELDS
+  -- when its "more" field says its tail follows (see finishRecord). Job keys
+  -- are built once here (a concatenation makes a new string each time).
+  -- Loops below are numeric: ipairs costs a function call per item.
+  local at = {}
+  local jobIds = {}
+  local jobKeys = {}
+  local lockKeys = {}
+  do
+    local o = 12
+    for i = 0, n - 1 do
+      at[i] = o
+      local id = ARGV[o + REC.id]
+      jobIds[i + 1] = id
+      local jobKey = base .. id
+      jobKeys[i + 1] = jobKey
+      lockKeys[i + 1] = jobKey .. ":lock"
+      o = o + (ARGV[o + REC.more] == "1" and REC_FIELDS or REC_HEAD)
     end
   end
-end
-local owned = {}
-local mine = {}
-for i = 0, n - 1 do
-  local o = at[i]
-  local lock = locks[i + 1]
-  if lock ~= ARGV[o + REC.token] then
-    local jobKey = jobKeys[i + 1]
-    if lock then
-      codes[i + 1] = -6
-    elseif rcall("EXISTS", jobKey) == 0 then
-      codes[i + 1] = -1
+  -- The same MGET reads the call's settled mark (include/settled.lua), last:
+  -- a call settleCall settled (its reply was lost) writes nothing. Nothing
+  -- above writes. (A separate EXISTS would cost a script call's worth more.)
+  lockKeys[n + 1] = base .. "call:" .. ARGV[4]
+  local locks = rcall("MGET", unpack(lockKeys))
+  lockKeys[n + 1] = nil
+  if locks[n + 1] then
+    return redis.error_reply("SETTLED this call was settled after its reply was lost; it did nothing")
+  end
+  -- A call that fetches nothing (a manual finish, a closing or paused
+  -- worker's) promotes no due delayed job, as BullMQ's moveToFinished
+  -- without fetchNext, moveToDelayed and moveJobFromActiveToWait do; but a
+  -- retry now does, first (BullMQ's retryJob promotes before it looks at the
+  -- job, so its job is queued after the promoted ones).
+  if fetchCount <= 0 then
+    for i = 0, n - 1 do
+      if ARGV[at[i] + REC.kind] == "r" then
+        promoteDelayed(meta[2] ~= false or (meta[3] ~= false and rcall("LLEN", activeKey) >= tonumber(meta[3])))
+        break
+      end
+    end
+  end
+  local owned = {}
+  local mine = {}
+  for i = 0, n - 1 do
+    local o = at[i]
+    local lock = locks[i + 1]
+    if lock ~= ARGV[o + REC.token] then
+      local jobKey = jobKeys[i + 1]
+      if lock then
+        codes[i + 1] = -6
+      elseif rcall("EXISTS", jobKey) == 0 then
+        codes[i + 1] = -1
+      else
+        codes[i + 1] = -2
+      end
+      if codes[i + 1] ~= -1 and ARGV[o + REC.kind] == "c" then
+        -- BullMQ's moveToFinished looks at a completion's children before
+        -- its lock: a pending or failed child is the refusal it reports.
+        if rcall("SCARD", jobKey .. ":dependencies") > 0 then
+          codes[i + 1] = -4
+        elseif rcall("ZCARD", jobKey .. ":unsuccessful") > 0 then
+          codes[i + 1] = -9
+        end
+      end
     else
-      codes[i + 1] = -2
+      codes[i + 1] = -3 -- until found in active
+      mine[#mine + 1] = i
     end
-    if codes[i + 1] ~= -1 and ARGV[o + REC.kind] == "c" then
-      -- BullMQ's moveToFinished looks at a completion's children before
-      -- its lock: a pending or failed child is the refusal it reports.
-      if rcall("SCARD", jobKey .. ":dependencies") > 0 then
+  end
+
+  -- A job may become a flow parent while it runs (a child added with the
+  -- parent option). It cannot complete while a child is pending (-4) or one
+  -- failed with failParentOnFailure (-9); BullMQ refuses the same way. One
+  -- EXISTS over the batch keeps this off the common path.
+  local probe = {}
+  for k = 1, #mine do
+    local i = mine[k]
+    if ARGV[at[i] + REC.kind] == "c" then
+      local jobKey = jobKeys[i + 1]
+      probe[#probe + 1] = jobKey .. ":dependencies"
+      probe[#probe + 1] = jobKey .. ":unsuccessful"
+    end
+  end
+  -- noDeps: no completion of the batch has either key, so a removal below
+  -- need not look them up again (on a queue of millions of keys each lookup
+  -- of a missing key costs about 0.8 us).
+  local noDeps = false
+  if #probe > 0 and rcall("EXISTS", unpack(probe)) == 0 then
+    noDeps = true
+  elseif #probe > 0 then
+    local free = {}
+    for k = 1, #mine do
+      local i = mine[k]
+      local jobKey = jobKeys[i + 1]
+      if ARGV[at[i] + REC.kind] ~= "c" then
+        free[#free + 1] = i
+      elseif rcall("SCARD", jobKey .. ":dependencies") > 0 then
         codes[i + 1] = -4
       elseif rcall("ZCARD", jobKey .. ":unsuccessful") > 0 then
         codes[i + 1] = -9
-      end
-    end
-  else
-    codes[i + 1] = -3 -- until found in active
-    mine[#mine + 1] = i
-  end
-end
-
--- A job may become a flow parent while it runs (a child added with the
--- parent option). It cannot complete while a child is pending (-4) or one
--- failed with failParentOnFailure (-9); BullMQ refuses the same way. One
--- EXISTS over the batch keeps this off the common path.
-local probe = {}
-for k = 1, #mine do
-  local i = mine[k]
-  if ARGV[at[i] + REC.kind] == "c" then
-    local jobKey = jobKeys[i + 1]
-    probe[#probe + 1] = jobKey .. ":dependencies"
-    probe[#probe + 1] = jobKey .. ":unsuccessful"
-  end
-end
--- noDeps: no completion of the batch has either key, so a removal below
--- need not look them up again (on a queue of millions of keys each lookup
--- of a missing key costs about 0.8 us).
-local noDeps = false
-if #probe > 0 and rcall("EXISTS", unpack(probe)) == 0 then
-  noDeps = true
-elseif #probe > 0 then
-  local free = {}
-  for k = 1, #mine do
-    local i = mine[k]
-    local jobKey = jobKeys[i + 1]
-    if ARGV[at[i] + REC.kind] ~= "c" then
-      free[#free + 1] = i
-    elseif rcall("SCARD", jobKey .. ":dependencies") > 0 then
-      codes[i + 1] = -4
-    elseif rcall("ZCARD", jobKey .. ":unsuccessful") > 0 then
-      codes[i + 1] = -9
-    else
-      free[#free + 1] = i
-    end
-  end
-  mine = free
-end
-
--- Take the owned jobs out of active. One LREM per job scans the list each
--- time; for a big batch it is cheaper to read the list once and write back
--- what stays (same order, so BullMQ's readers see no difference).
-local activeLen = #mine >= 8 and rcall("LLEN", activeKey) or 0
-if #mine >= 8 and activeLen <= 16 * #mine then
-  local leaving = {}
-  for k = 1, #mine do
-    local i = mine[k]
-    leaving[jobIds[i + 1]] = i
-  end
-  local stay = {}
-  local list = rcall("LRANGE", activeKey, "0", "-1")
-  for k = 1, #list do
-    local id = list[k]
-    local i = leaving[id]
-    if i and codes[i + 1] == -3 then
-      codes[i + 1] = 0
-    else
-      stay[#stay + 1] = id
-    end
-  end
-  rcall("DEL", activeKey)
-  for from = 1, #stay, 5000 do
-    rcall("RPUSH", activeKey, unpack(stay, from, math.min(from + 4999, #stay)))
-  end
-else
-  for k = 1, #mine do
-    local i = mine[k]
-    if rcall("LREM", activeKey, "-1", jobIds[i + 1]) > 0 then
-      codes[i + 1] = 0
-    end
-  end
-end
-for k = 1, #mine do
-  local i = mine[k]
-  if codes[i + 1] == 0 then
-    owned[#owned + 1] = i
-  else
-    -- -3: the lock is this call's but the job is not active. BullMQ's
-    -- moveToFinished (retryJob, moveToDelayed) removes the lock, and
-    -- writes a failure's reason and stack trace, before it looks at
-    -- active.
-    rcall("DEL", lockKeys[i + 1])
-    rcall("SREM", stalledKey, jobIds[i + 1])
-    local o = at[i]
-    local kind = ARGV[o + REC.kind]
-    if kind == "f" or kind == "r" or kind == "d" then
-      local stack = ARGV[o + REC.more] == "1" and ARGV[o + REC.stacktrace] or ""
-      if stack ~= "" then
-        rcall("HSET", jobKeys[i + 1], "failedReason", ARGV[o + REC.value], "stacktrace", stack)
       else
-        rcall("HSET", jobKeys[i + 1], "failedReason", ARGV[o + REC.value])
+        free[#free + 1] = i
+      end
+    end
+    mine = free
+  end
+
+  -- Take the owned jobs out of active. One LREM per job scans the list each
+  -- time; for a big batch it is cheaper to read the list once and write back
+  -- what stays (same order, so BullMQ's readers see no difference).
+  local activeLen = #mine >= 8 and rcall("LLEN", activeKey) or 0
+  if #mine >= 8 and activeLen <= 16 * #mine then
+    local leaving = {}
+    for k = 1, #mine do
+      local i = mine[k]
+      leaving[jobIds[i + 1]] = i
+    end
+    local stay = {}
+    local list = rcall("LRANGE", activeKey, "0", "-1")
+    for k = 1, #list do
+      local id = list[k]
+      local i = leaving[id]
+      if i and codes[i + 1] == -3 then
+        codes[i + 1] = 0
+      else
+        stay[#stay + 1] = id
+      end
+    end
+    rcall("DEL", activeKey)
+    for from = 1, #stay, 5000 do
+      rcall("RPUSH", activeKey, unpack(stay, from, math.min(from + 4999, #stay)))
+    end
+  else
+    for k = 1, #mine do
+      local i = mine[k]
+      if rcall("LREM", activeKey, "-1", jobIds[i + 1]) > 0 then
+        codes[i + 1] = 0
       end
     end
   end
-end
-if n > 0 and #owned == n then
-  -- The usual case: every job of the batch was this worker's.
-  rcall("DEL", unpack(lockKeys))
-  rcall("SREM", stalledKey, unpack(jobIds))
-elseif #owned > 0 then
-  local dels, ids = {}, {}
+  for k = 1, #mine do
+    local i = mine[k]
+    if codes[i + 1] == 0 then
+      owned[#owned + 1] = i
+    else
+      -- -3: the lock is this call's but the job is not active. BullMQ's
+      -- moveToFinished (retryJob, moveToDelayed) removes the lock, and
+      -- writes a failure's reason and stack trace, before it looks at
+      -- active.
+      rcall("DEL", lockKeys[i + 1])
+      rcall("SREM", stalledKey, jobIds[i + 1])
+      local o = at[i]
+      local kind = ARGV[o + REC.kind]
+      if kind == "f" or kind == "r" or kind == "d" then
+        local stack = ARGV[o + REC.more] == "1" and ARGV[o + REC.stacktrace] or ""
+        if stack ~= "" then
+          rcall("HSET", jobKeys[i + 1], "failedReason", ARGV[o + REC.value], "stacktrace", stack)
+        else
+          rcall("HSET", jobKeys[i + 1], "failedReason", ARGV[o + REC.value])
+        end
+      end
+    end
+  end
+  if n > 0 and #owned == n then
+    -- The usual case: every job of the batch was this worker's.
+    rcall("DEL", unpack(lockKeys))
+    rcall("SREM", stalledKey, unpack(jobIds))
+  elseif #owned > 0 then
+    local dels, ids = {}, {}
+    for k = 1, #owned do
+      local i = owned[k]
+      dels[k] = lockKeys[i + 1]
+      ids[k] = jobIds[i + 1]
+    end
+    rcall("DEL", unpack(dels))
+    rcall("SREM", stalledKey, unpack(ids))
+  end
+  if #owned > 0 and not meta[1] then
+    rcall("HSET", metaKey, "opts.maxLenEvents", maxLen)
+  end
+  if #owned > 1 then
+    rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
+    trimmed = true
+  end
+
+  -- Pass 2: move each owned job to its next state, writing its events as it
+  -- goes, so the stream reads as BullMQ's one moveToFinished call per job
+  -- writes it: a flow child's parent release, then the child's own event,
+  -- job after job. Finished jobs are added to their set with one ZADD per set
+  -- and the sets are trimmed once, both when the pass reaches the batch's
+  -- last finished job (lastFinalK), before that job's own event: BullMQ
+  -- trims before it writes a finished job's event (a trimmed flow child's
+  -- parent release comes first), and no finished job follows it.
+  local finished = {[completedKey] = {}, [failedKey] = {}}
+  local finals = {}
+  local lastFinalK
+  for k = #owned, 1, -1 do
+    local kind = ARGV[at[owned[k]] + REC.kind]
+    if kind == "c" or kind == "f" then
+      lastFinalK = k
+      break
+    end
+  end
+  lastFinal = lastFinalK ~= nil and lastFinalK == #owned
+
   for k = 1, #owned do
     local i = owned[k]
-    dels[k] = lockKeys[i + 1]
-    ids[k] = jobIds[i + 1]
-  end
-  rcall("DEL", unpack(dels))
-  rcall("SREM", stalledKey, unpack(ids))
-end
-if #owned > 0 and not meta[1] then
-  rcall("HSET", metaKey, "opts.maxLenEvents", maxLen)
-end
-if #owned > 1 then
-  rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
-  trimmed = true
-end
-
--- Pass 2: move each owned job to its next state, writing its events as it
--- goes, so the stream reads as BullMQ's one moveToFinished call per job
--- writes it: a flow child's parent release, then the child's own event,
--- job after job. Finished jobs are added to their set with one ZADD per set
--- and the sets are trimmed once, both when the pass reaches the batch's
--- last finished job (lastFinalK), before that job's own event: BullMQ
--- trims before it writes a finished job's event (a trimmed flow child's
--- parent release comes first), and no finished job follows it.
-local finished = {[completedKey] = {}, [failedKey] = {}}
-local finals = {}
-local lastFinalK
-for k = #owned, 1, -1 do
-  local kind = ARGV[at[owned[k]] + REC.kind]
-  if kind == "c" or kind == "f" then
-    lastFinalK = k
-    break
-  end
-end
-lastFinal = lastFinalK ~= nil and lastFinalK == #owned
-
-for k = 1, #owned do
-  local i = owned[k]
-  local o = at[i]
-  local id = jobIds[i + 1]
-  local kind = ARGV[o + REC.kind]
-  local value = ARGV[o + REC.value]
-  local jobKey = jobKeys[i + 1]
-  -- Without a tail (a plain completion) its fields read as "". "p": no
-  -- tail, but a flow may have adopted the job while it ran (a custom id):
-  -- then it goes the general way, to its new parent.
-  local moreFlag = ARGV[o + REC.more]
-  local more = moreFlag == "1"
-  local adopted = moreFlag == "p" and rcall("HEXISTS", jobKey, "parentKey") == 1
-  local atm = ARGV[o + REC.attemptsMade]
-  local final = false
-  if not more and kind == "c" and not adopted then
-    -- A plain completion: no timeline, deduplication id or parent, so the
-    -- fields go straight to HSET (the general path below builds a table).
-    local spec = ARGV[o + REC.keep]
-    if spec == "0" and noDeps then
-      rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":processed", jobKey .. ":failed")
-    elseif spec == "0" then
-      removeJobKeys(jobKey)
-    else
-      rcall("HSET", jobKey, "atm", atm, "returnvalue", value, "finishedOn", ARGV[2])
-      local add = finished[completedKey]
-      add[#add + 1] = ARGV[2]
-      add[#add + 1] = id
-      noteTrim(completedKey, spec)
-    end
-    final = true
-  else
-    local stack = more and ARGV[o + REC.stacktrace] or ""
-    local timeline = more and ARGV[o + REC.timeline] or ""
-    local fields = {}
-    if kind ~= "c" and kind ~= "w" and kind ~= "m" then
-      fields[#fields + 1] = "failedReason"
-      fields[#fields + 1] = value
-      if stack ~= "" then
-        fields[#fields + 1] = "stacktrace"
-        fields[#fields + 1] = stack
-      end
-      local tm = more and ARGV[o + REC.tm] or ""
-      if tm ~= "" then
-        fields[#fields + 1] = "tm"
-        fields[#fields + 1] = tm
-      end
-    end
-    if kind ~= "w" and kind ~= "m" then
-      fields[#fields + 1] = "atm"
-      fields[#fields + 1] = atm
-    end
-    if timeline ~= "" then
-      fields[#fields + 1] = "drover.attempts"
-      fields[#fields + 1] = timeline
-    end
-
-    if kind == "c" or kind == "f" then
-      local deid = more and ARGV[o + REC.dedupId] or ""
-      if deid ~= "" then
-        cold().releaseDedup(id, deid)
-        cold().requeueNext(deid, ARGV[2])
-      end
-      local parent = nil
-      if adopted or (more and ARGV[o + REC.hasParent] == "1") then
-        local flow = cold()
-        parent = flow.parentOf(jobKey)
-        if parent then
-          if kind == "c" then
-            flow.childCompleted(parent, jobKey, value, now)
-          else
-            flow.childFailed(parent, jobKey, value, now)
-          end
-        end
-      end
+    local o = at[i]
+    local id = jobIds[i + 1]
+    local kind = ARGV[o + REC.kind]
+    local value = ARGV[o + REC.value]
+    local jobKey = jobKeys[i + 1]
+    -- Without a tail (a plain completion) its fields read as "". "p": no
+    -- tail, but a flow may have adopted the job while it ran (a custom id):
+    -- then it goes the general way, to its new parent.
+    local moreFlag = ARGV[o + REC.more]
+    local more = moreFlag == "1"
+    local adopted = moreFlag == "p" and rcall("HEXISTS", jobKey, "parentKey") == 1
+    local atm = ARGV[o + REC.attemptsMade]
+    local final = false
+    if not more and kind == "c" and not adopted then
+      -- A plain completion: no timeline, deduplication id or parent, so the
+      -- fields go straight to HSET (the general path below builds a table).
       local spec = ARGV[o + REC.keep]
-      local setKey = kind == "c" and completedKey or failedKey
-      if spec == "0" then
+      if spec == "0" and noDeps then
+        rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":processed", jobKey .. ":failed")
+      elseif spec == "0" then
         removeJobKeys(jobKey)
-        if parent then
-          -- A child failed without a failure policy still counts as pending.
-          cold().detachFromParent(jobKey, parent.key, false)
-        end
       else
-        fields[#fields + 1] = kind == "c" and "returnvalue" or "failedReason"
-        fields[#fields + 1] = value
-        fields[#fields + 1] = "finishedOn"
-        fields[#fields + 1] = ARGV[2]
-        rcall("HSET", jobKey, unpack(fields))
-        if kind == "f" then
-          rcall("HDEL", jobKey, "defa")
-        end
-        local add = finished[setKey]
+        rcall("HSET", jobKey, "atm", atm, "returnvalue", value, "finishedOn", ARGV[2])
+        local add = finished[completedKey]
         add[#add + 1] = ARGV[2]
         add[#add + 1] = id
-        noteTrim(setKey, spec)
+        noteTrim(completedKey, spec)
       end
       final = true
-    elseif kind == "r" or kind == "w" then
-      requeued = requeued or kind == "w"
-      if #fields > 0 then
-        rcall("HSET", jobKey, unpack(fields))
+    else
+      local stack = more and ARGV[o + REC.stacktrace] or ""
+      local timeline = more and ARGV[o + REC.timeline] or ""
+      local fields = {}
+      if kind ~= "c" and kind ~= "w" and kind ~= "m" then
+        fields[#fields + 1] = "failedReason"
+        fields[#fields + 1] = value
+        if stack ~= "" then
+          fields[#fields + 1] = "stacktrace"
+          fields[#fields + 1] = stack
+        end
+        local tm = more and ARGV[o + REC.tm] or ""
+        if tm ~= "" then
+          fields[#fields + 1] = "tm"
+          fields[#fields + 1] = tm
+        end
       end
-      -- Read the priority now: changePriority may have changed it meanwhile.
-      local priority = jobPriority(rcall("HGET", jobKey, "priority"))
-      local blocked = pausedOrMaxed(metaKey, activeKey)
-      if kind == "r" then
-        pushReady(waitKey, prioritizedKey, pcKey, id, priority, ARGV[o + REC.lifo] == "1")
-        addBaseMarker(markerKey, blocked)
-      elseif priority > 0 then
-        -- Back to the front of its priority band, as BullMQ's move-back does.
-        rcall("ZADD", prioritizedKey, priorityScoreOf(priority, 0), id)
-        -- A closing worker's job (value "shutdown") wakes a worker, as its
-        -- stalled recovery would; BullMQ's move-back writes no marker here.
-        if value == "shutdown" then
+      if kind ~= "w" and kind ~= "m" then
+        fields[#fields + 1] = "atm"
+        fields[#fields + 1] = atm
+      end
+      if timeline ~= "" then
+        fields[#fields + 1] = "drover.attempts"
+        fields[#fields + 1] = timeline
+      end
+
+      if kind == "c" or kind == "f" then
+        local deid = more and ARGV[o + REC.dedupId] or ""
+        if deid ~= "" then
+          cold().releaseDedup(id, deid)
+          cold().requeueNext(deid, ARGV[2])
+        end
+        local parent = nil
+        if adopted or (more and ARGV[o + REC.hasParent] == "1") then
+          local flow = cold()
+          parent = flow.parentOf(jobKey)
+          if parent then
+            if kind == "c" then
+              flow.childCompleted(parent, jobKey, value, now)
+            else
+              flow.childFailed(parent, jobKey, value, now)
+            end
+          end
+        end
+        local spec = ARGV[o + REC.keep]
+        local setKey = kind == "c" and completedKey or failedKey
+        if spec == "0" then
+          removeJobKeys(jobKey)
+          if parent then
+            -- A child failed without a failure policy still counts as pending.
+            cold().detachFromParent(jobKey, parent.key, false)
+          end
+        else
+          fields[#fields + 1] = kind == "c" and "returnvalue" or "failedReason"
+          fields[#fields + 1] = value
+          fields[#fields + 1] = "finishedOn"
+          fields[#fields + 1] = ARGV[2]
+          rcall("HSET", jobKey, unpack(fields))
+          if kind == "f" then
+            rcall("HDEL", jobKey, "defa")
+          end
+          local add = finished[setKey]
+          add[#add + 1] = ARGV[2]
+          add[#add + 1] = id
+          noteTrim(setKey, spec)
+        end
+        final = true
+      elseif kind == "r" or kind == "w" then
+        requeued = requeued or kind == "w"
+        if #fields > 0 then
+          rcall("HSET", jobKey, unpack(fields))
+        end
+        -- Read the priority now: changePriority may have changed it meanwhile.
+        local priority = jobPriority(rcall("HGET", jobKey, "priority"))
+        local blocked = pausedOrMaxed(metaKey, activeKey)
+        if kind == "r" then
+          pushReady(waitKey, prioritizedKey, pcKey, id, priority, ARGV[o + REC.lifo] == "1")
+          addBaseMarker(markerKey, blocked)
+        elseif priority > 0 then
+          -- Back to the front of its priority band, as BullMQ's move-back does.
+          rcall("ZADD", prioritizedKey, priorityScoreOf(priority, 0), id)
+          -- A closing worker's job (value "shutdown") wakes a worker, as its
+          -- stalled recovery would; BullMQ's move-back writes no marker here.
+          if value == "shutdown" then
+            addBaseMarker(markerKey, blocked)
+          end
+        else
+          rcall("RPUSH", waitKey, id)
           addBaseMarker(markerKey, blocked)
         end
-      else
-        rcall("RPUSH", waitKey, id)
-        addBaseMarker(markerKey, blocked)
+        addEvent("event", "waiting", "jobId", id, "prev", "active")
+      else -- "d" or "m"
+        local due = ARGV[o + REC.due]
+        fields[#fields + 1] = "delay"
+        fields[#fields + 1] = ARGV[o + REC.delay]
+        rcall("HSET", jobKey, unpack(fields))
+        rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
+        addEvent("event", "delayed", "jobId", id, "delay", due)
+        delayed = true
       end
-      addEvent("event", "waiting", "jobId", id, "prev", "active")
-    else -- "d" or "m"
-      local due = ARGV[o + REC.due]
-      fields[#fields + 1] = "delay"
-      fields[#fields + 1] = ARGV[o + REC.delay]
-      rcall("HSET", jobKey, unpack(fields))
-      rcall("ZADD", delayedKey, delayedScore(delayedKey, due), id)
-      addEvent("event", "delayed", "jobId", id, "delay", due)
-      delayed = true
     end
-  end
-  if final then
-    finals[#finals + 1] = i
-    if k == lastFinalK then
-      for setKey, add in pairs(finished) do
-        if #add > 0 then
-          rcall("ZADD", setKey, unpack(add))
+    if final then
+      finals[#finals + 1] = i
+      if k == lastFinalK then
+        for setKey, add in pairs(finished) do
+          if #add > 0 then
+            rcall("ZADD", setKey, unpack(add))
+          end
+        end
+        for _, t in pairs(trims) do
+          cold().trimFinished(t[1], t[2], now)
         end
       end
-      for _, t in pairs(trims) do
-        cold().trimFinished(t[1], t[2], now)
+      if kind == "c" then
+        addEvent("event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
+      else
+        addEvent("event", "failed", "jobId", id, "failedReason", value, "prev", "active")
+        if tonumber(atm) >= tonumber(ARGV[o + REC.attempts]) then
+          rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
+        end
       end
     end
-    if kind == "c" then
-      addEvent("event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
+  end
+  anyOwned = #owned > 0
+  for k = 1, #finals do
+    if ARGV[at[finals[k]] + REC.kind] == "c" then
+      completedN = completedN + 1
     else
-      addEvent("event", "failed", "jobId", id, "failedReason", value, "prev", "active")
-      if tonumber(atm) >= tonumber(ARGV[o + REC.attempts]) then
-        rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
-      end
+      failedN = failedN + 1
     end
   end
 end
@@ -479,24 +589,20 @@ end
 -- BullMQ's worker metrics count a job finished for good in the step that
 -- finishes it, so a count is never lost to a worker that dies after the finish.
 local metricsPoints = tonumber(ARGV[11])
-if metricsPoints > 0 and #finals > 0 then
-  local completed = 0
-  for k = 1, #finals do
-    if ARGV[at[finals[k]] + REC.kind] == "c" then
-      completed = completed + 1
-    end
-  end
-  countMetrics("completed", completed, ARGV[2], metricsPoints)
-  countMetrics("failed", #finals - completed, ARGV[2], metricsPoints)
+if metricsPoints > 0 then
+  countMetrics("completed", completedN, ARGV[2], metricsPoints)
+  countMetrics("failed", failedN, ARGV[2], metricsPoints)
 end
 
 local exactLock = ARGV[12]
 if exactLock ~= "" and codes[1] ~= 0 then
   fetchCount = 0
 end
-local fetched = fetchJobs(now, fetchCount, exactLock ~= "" and exactLock or ARGV[4], ARGV[5], ARGV[6],
-  tonumber(ARGV[7]), tonumber(ARGV[8]), {meta[2], meta[3], meta[4], meta[5]}, exactLock ~= "", fetchCount <= 0,
-  #owned > 0)
+if not fetched then
+  fetched = fetchJobs(now, fetchCount, exactLock ~= "" and exactLock or ARGV[4], ARGV[5], ARGV[6],
+    tonumber(ARGV[7]), tonumber(ARGV[8]), {meta[2], meta[3], meta[4], meta[5]}, exactLock ~= "", fetchCount <= 0,
+    waitTried and "tried" or anyOwned)
+end
 if #fetched[2] == 0 then
   if delayed then
     addDelayMarker(markerKey, delayedKey)

@@ -1,10 +1,7 @@
 -- common.lua: helpers shared by every drover script (inlined by the loader).
 -- Time always arrives from Go in ARGV; these helpers never call TIME.
 
-local rcall = redis.call
--- KEYS and ARGV as locals: reading a global is a table look-up each time,
--- and finishJobs reads ARGV a dozen times a job.
-local KEYS, ARGV = KEYS, ARGV
+--@include prologue
 --@include score
 
 -- inChunks runs cmd on key with items, size of them a command: one command

@@ -5,6 +5,7 @@
 -- in ARGV: 2 now ms, 9 the highest delayed-set score due at now (Go computes
 -- it: a Lua number passed to redis.call is printf-formatted, which costs
 -- more than the command it bounds).
+--@include activate
 
 -- promoteDelayed moves every delayed job due at `now` (up to 1000) to wait or
 -- prioritized, resetting its relative delay. Returns how many moved.
@@ -35,9 +36,14 @@ end
 -- instructions). Only a caller that has written already may ask for it:
 -- Redis refuses a script whose first write may grow memory (LMOVE, LPUSH)
 -- while it is out of memory, and an RPOP first lets a fetch go on then.
+-- moveOne "tried": the caller's own LMOVE found no job in wait (an empty
+-- list, or a pre-v5 marker it took out of active again), so the wait list
+-- is not tried again (finishJobs' single job).
 local function takeReady(count, moveOne)
   local ids
-  if moveOne and count == 1 then
+  if moveOne == "tried" then
+    ids = {}
+  elseif moveOne and count == 1 then
     local id = rcall("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
     if id and string.sub(id, 1, 2) ~= "0:" then
       return {id}, true
@@ -113,7 +119,8 @@ end
 -- value, as BullMQ's moveToActive does; the worker's calls leave it nil.
 -- noPromote (finishJobs fetching nothing) leaves due delayed jobs where
 -- they are, as BullMQ's moveToFinished without fetchNext does. moveOne
--- (finishJobs after it wrote) lets one job move with LMOVE (takeReady).
+-- (finishJobs after it wrote) lets one job move with LMOVE (takeReady);
+-- "tried": finishJobs' own LMOVE found no job in wait.
 local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta, exact, noPromote, moveOne)
   -- finishJobs' fetch-next is a busy worker's: it consumed no marker, so
   -- no blocked worker waits on one it took (see the cascade below).
@@ -162,37 +169,7 @@ local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, 
       -- A listed id without a job hash cannot be worked: drop it, never lock it.
       rcall("LREM", activeKey, 1, id)
     else
-      local ats = "1"
-      local deferred = false
-      for f = 1, #hash, 2 do
-        if hash[f] == "ats" then
-          -- A value that is no finite number in int64's range (another
-          -- tool's "abc") counts as 0, as the job decoder reads it:
-          -- BullMQ's HINCRBY fails there and strands the job in active.
-          local n = tonumber(hash[f + 1])
-          if not (n and n >= -9223372036854775808 and n < 9223372036854775808) then
-            n = 0
-          end
-          -- tostring: cheaper than the %.17g redis.call applies to a
-          -- number, but still a printf; a first attempt needs none.
-          ats = tostring(n + 1)
-        elseif hash[f] == "defa" then
-          deferred = true
-        end
-      end
-      -- A job that will be failed without running does not use the limit.
-      if maxJobs and not deferred and rcall("INCR", limiterKey) == 1 then
-        rcall("PEXPIRE", limiterKey, math.floor(math.abs(window)))
-      end
-      -- GET: the reply is the old value, nearly always none (a nil, which
-      -- Lua gets as false); a plain SET's "OK" reaches Lua as a new table.
-      rcall("SET", jobKey .. ":lock", exact and token or token .. ":" .. id, "PX", lockDuration, "GET")
-      if workerName ~= "" then
-        rcall("HSET", jobKey, "processedOn", nowText, "ats", ats, "pb", workerName)
-      else
-        rcall("HSET", jobKey, "processedOn", nowText, "ats", ats)
-      end
-      rcall("XADD", eventsKey, "*", "event", "active", "jobId", id, "prev", "waiting")
+      activate(id, jobKey, hash, exact and token or token .. ":" .. id, lockDuration, workerName, nowText, maxJobs, window)
       out[#out + 1] = id
       out[#out + 1] = hash
     end

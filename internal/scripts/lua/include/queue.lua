@@ -1,5 +1,5 @@
--- queue.lua: names for the queue keys every drover script uses, in the
--- order internal/keys.Queue.ScriptKeys lists them. ARGV[1] is always the
+-- queue.lua: names for the queue keys every drover script uses; KEYS[i]
+-- is the key internal/keys.Queue.ScriptKeys lists i-th. ARGV[1] is always the
 -- "<prefix>:<queue>:" base that job keys are built from; it carries the same
 -- hash tag as the queue's keys, so job keys live in the queue's cluster slot.
 -- On a Redis Cluster, KEYS holds all 16 (keys.Queue.ScriptArgs): the server
@@ -10,20 +10,13 @@
 -- per call (an argument parsed, boxed and put in a Lua table), a
 -- concatenation about half that, and the loader drops the lines of keys a
 -- script never names (prune.go).
-local base = ARGV[1]
-local waitKey = KEYS[1]
-local activeKey = KEYS[2] or base .. "active"
+-- The base and the keys of queuefirst.lua come first.
+--@include queuefirst
 local prioritizedKey = KEYS[3] or base .. "prioritized"
-local delayedKey = KEYS[4] or base .. "delayed"
-local completedKey = KEYS[5] or base .. "completed"
 local failedKey = KEYS[6] or base .. "failed"
 local pausedKey = KEYS[7] or base .. "paused"
 local waitingChildrenKey = KEYS[8] or base .. "waiting-children"
-local eventsKey = KEYS[9] or base .. "events"
-local metaKey = KEYS[10] or base .. "meta"
 local markerKey = KEYS[11] or base .. "marker"
 local pcKey = KEYS[12] or base .. "pc"
 local idKey = KEYS[13] or base .. "id"
-local stalledKey = KEYS[14] or base .. "stalled"
 local stalledCheckKey = KEYS[15] or base .. "stalled-check"
-local limiterKey = KEYS[16] or base .. "limiter"
