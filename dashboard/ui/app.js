@@ -135,7 +135,10 @@
       if (a.nodeValue !== b.nodeValue) a.nodeValue = b.nodeValue;
       return a;
     }
-    for (const at of [...a.attributes]) if (!b.hasAttribute(at.name)) a.removeAttribute(at.name);
+    // aria-busy is no drawn attribute: oneAtATime sets it on a button
+    // whose click is under way (a dialog open), and a redraw meanwhile must
+    // not let a second click through.
+    for (const at of [...a.attributes]) if (!b.hasAttribute(at.name) && at.name !== 'aria-busy') a.removeAttribute(at.name);
     for (const at of [...b.attributes]) if (a.getAttribute(at.name) !== at.value) a.setAttribute(at.name, at.value);
     const key = (n) => (n.nodeType !== Node.ELEMENT_NODE ? ''
       : n.id ? `#${n.id}` : n.getAttribute('data-key') ? `@${n.getAttribute('data-key')}` : '');
@@ -150,6 +153,22 @@
     });
     putInPlace(a, ...kids);
     return a;
+  }
+
+  // update makes kids node's children, keeping in the page every child
+  // that stays (matched by id or data-key, else by tag in order, as morph
+  // does), and with it the keyboard focus and a click under way: the pages
+  // redraw every few seconds (a busy queue's list after each live event),
+  // and a link or button replaced took the focus with it (a keyboard user
+  // tabbing down the queues was sent back to the top of the page at each
+  // refresh) and a click pressed as it was replaced did nothing. A kept
+  // child keeps its event handlers: what they do must depend only on the
+  // child's key (a row's job or scheduler) or read the page's current
+  // state, never on the draw they came from.
+  function update(node, ...kids) {
+    const fresh = node.cloneNode(false);
+    fresh.append(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+    morph(node, fresh);
   }
 
   // ---- formatting --------------------------------------------------------
@@ -556,11 +575,11 @@
       if (gen !== app.render) return;
       info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
       showAlerts(ov.alerts);
-      put(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name },
+      update(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name, 'data-key': q.name },
         el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
         ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
-        el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: alertText(a.message) }, a.kind))))));
-      if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
+        el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: alertText(a.message) }, a.kind))))),
+      ov.queues.length ? null : el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
     }
     await load();
     // Left while the first answer was on its way: poll nothing under the
@@ -719,7 +738,7 @@
           ? `${o.done} of ${o.total || '?'} handled (${o.retried} retried)`
           : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (${skipWhy(o)})` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${o.error}` : ''}`;
         // Each skipped job with why, as far as the operation names them.
-        put(skips, ...(o.skips || []).map((k) => el('li', { 'data-skip': k.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(k.id)}`, class: 'mono' }, k.id), `: ${k.reason}`)));
+        update(skips, ...(o.skips || []).map((k) => el('li', { 'data-skip': k.id, 'data-key': k.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(k.id)}`, class: 'mono' }, k.id), `: ${k.reason}`)));
         if (o.status !== 'running') cancel.remove();
       };
       show(op);
@@ -765,14 +784,14 @@
       showAlerts(qp.alerts);
       put(head, queue, qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
-      put(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
-        el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
+      update(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
+        el('a', { href: `#/q/${enc(queue)}?state=${st}`, 'data-key': st, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
       summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${filterExpr()}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
       const bad = page.unreadable || [];
-      put(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
+      update(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
         `${bad.length} job${bad.length === 1 ? '' : 's'} of this page could not be read (the hash does not decode: another tool wrote it, or it is damaged): `,
         ...bad.flatMap((b, n) => [n ? ', ' : '', el('a', { class: 'mono', href: `#/q/${enc(queue)}/job/${enc(b.id)}`, title: b.error, 'data-unreadable': b.id }, b.id)])) : null);
-      const rows = page.jobs.map((j) => el('tr', { 'data-job': j.id },
+      const rows = page.jobs.map((j) => el('tr', { 'data-job': j.id, 'data-key': j.id },
         el('td', { class: 'mono clip', title: j.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', { class: 'clip', title: j.name }, j.name),
         el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(j.progress)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
@@ -788,7 +807,7 @@
           ? `No ${state} job matches ${filterExpr()}${page.truncated ? ` among the ${page.scanned} scanned` : ''}.`
           : 'No jobs here.')));
       }
-      putKeep(tbody, rows);
+      update(tbody, rows);
       // The other order starts on its first page, with the filter kept.
       const newest = state === 'delayed' ? ['Due last first', 'Due soonest first'] : ['Newest first', 'Oldest first'];
       const lastOffset = String(page.total - ((page.total % 25) || 25));
@@ -842,15 +861,23 @@
 
   function camel(state) { return state === 'waiting-children' ? 'waitingChildren' : state; }
 
+  // The queue as last loaded, per action bar: update keeps the buttons
+  // drawn first, and their handlers read the queue from here, so a Pause
+  // button relabelled Resume by a refresh resumes.
+  const queueShown = new WeakMap();
   function renderQueueActions(queue, qp, box, reload) {
     const s = app.session;
-    const items = [el('a', { href: `#/q/${enc(queue)}/stalled` }, 'Stalled view'), el('a', { href: `#/q/${enc(queue)}/schedulers`, id: 'schedulers-link' }, 'Job schedulers')];
+    if (!queueShown.has(box)) queueShown.set(box, {});
+    const cur = queueShown.get(box);
+    cur.qp = qp;
+    const items = [el('a', { href: `#/q/${enc(queue)}/stalled`, 'data-key': 'stalled' }, 'Stalled view'), el('a', { href: `#/q/${enc(queue)}/schedulers`, id: 'schedulers-link' }, 'Job schedulers')];
     if (s.canOperate && qp.counts.delayed > 0) {
       items.push(el('button', {
+        'data-key': 'promote',
         onclick: async () => {
           // The count confirmed is the most that runs: jobs delayed after
           // the page counted stay delayed.
-          const shown = qp.counts.delayed;
+          const shown = cur.qp.counts.delayed;
           const res = await act('Promote delayed jobs', `Run the ${shown} delayed jobs of ${queue} now? Jobs waiting for backoff keep their attempts.`, 'Promote',
             () => api(`queues/${seg(queue)}/promote`, { method: 'POST', body: { limit: shown } }));
           if (res) {
@@ -861,10 +888,10 @@
       }, 'Promote all delayed…'));
     }
     if (s.canAdmin) {
-      const paused = qp.paused;
       items.push(el('button', {
         id: 'pause-queue',
         onclick: async () => {
+          const paused = cur.qp.paused;
           const res = await act(paused ? 'Resume queue' : 'Pause queue', paused ? `Let workers take the jobs of ${queue} again?` : `Stop workers from taking the jobs of ${queue}? Running jobs finish.`, paused ? 'Resume' : 'Pause',
             () => api(`queues/${seg(queue)}/${paused ? 'resume' : 'pause'}`, { method: 'POST' }), !paused);
           // Said, as every other action says what it did: the badge alone
@@ -874,13 +901,13 @@
             reload();
           }
         },
-      }, paused ? 'Resume…' : 'Pause…'));
+      }, qp.paused ? 'Resume…' : 'Pause…'));
       items.push(el('button', {
         id: 'limits-button',
         onclick: async () => {
           // The global limits every worker obeys, Node's and drover's: an
           // empty field lifts its limit.
-          const l = qp.limits || {};
+          const l = cur.qp.limits || {};
           const conc = el('input', { type: 'number', min: 1, id: 'limit-concurrency', class: 'narrow', placeholder: 'none', value: l.concurrency ?? '' });
           const rmax = el('input', { type: 'number', min: 1, id: 'limit-rate-max', class: 'narrow', placeholder: 'none', value: l.rateLimit ? l.rateLimit.max : '' });
           const rdur = el('input', { type: 'number', min: 1, id: 'limit-rate-ms', class: 'narrow', placeholder: 'ms', value: l.rateLimit ? l.rateLimit.durationMs : '' });
@@ -905,6 +932,7 @@
         },
       }, 'Limits…'));
       items.push(el('button', {
+        'data-key': 'clean',
         onclick: async () => {
           // Ask with the count, then remove that many (the oldest, the ones
           // counted), not more that finished meanwhile.
@@ -919,7 +947,7 @@
         },
       }, 'Clean completed…'));
       items.push(el('button', {
-        class: 'danger',
+        class: 'danger', 'data-key': 'obliterate',
         onclick: async () => {
           // Counted now, not at the last refresh: the dialog names what
           // goes, and a queue with running jobs is refused (nothing
@@ -940,7 +968,7 @@
         },
       }, 'Obliterate…'));
     }
-    put(box, ...items);
+    update(box, ...items);
   }
 
   // renderHistogram draws the delayed set's due times: one bar per window,
@@ -981,7 +1009,7 @@
   // click to show a group's jobs and one to retry them.
   function renderFailureGroups(box, fr, filter, go, bulkRetry) {
     if (!fr.groups.length) { put(box, el('p', { class: 'muted' }, 'No failed jobs.')); return; }
-    const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, class: g.error === filter.error ? 'on' : '', 'aria-current': g.error === filter.error ? 'true' : null },
+    const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, 'data-key': g.error, class: g.error === filter.error ? 'on' : '', 'aria-current': g.error === filter.error ? 'true' : null },
       el('td', { class: 'num' }, g.count),
       // An error can be thousands of characters (a message with a dump in
       // it): the group and its example show a few lines, the whole error on
@@ -992,7 +1020,7 @@
       el('td', { class: 'buttons' },
         el('button', { 'data-show': '', onclick: () => go({ error: g.error }) }, g.error === filter.error ? 'Shown above' : 'Show'),
         bulkRetry ? el('button', { 'data-retry-group': '', onclick: () => bulkRetry(g.filter) }, 'Retry…') : null))));
-    put(box, el('table', { id: 'failure-groups' },
+    update(box, el('table', { id: 'failure-groups' },
       el('thead', {}, el('tr', {}, ...['Jobs', 'Error (numbers, ids and quoted values generalised)', 'First seen', 'Last seen', ''].map((h) => el('th', {}, h)))), body),
     fr.truncated ? el('p', { class: 'muted' }, `Grouped the newest ${fr.scanned} failed jobs.`) : null);
   }
@@ -1064,7 +1092,7 @@
       put(box, el('p', { class: 'muted' }, `No live job has used more than ${pct(rep.threshold)} of its attempts.`));
       return;
     }
-    put(box, el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', {},
+    update(box, el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', { 'data-key': j.id },
       el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
       el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
       el('td', { class: 'num' }, `${j.budget.made} of ${j.budget.allowed} used`))))),
@@ -1521,19 +1549,19 @@
       if (gen !== app.render) return;
       note.textContent = `Looked at ${rep.scanned} jobs${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
-      put(active, ...rep.active.map((j) => el('tr', {},
+      update(active, ...rep.active.map((j) => el('tr', { 'data-key': j.id },
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', { class: 'num' }, j.budget.started),
         el('td', {}, j.lock.held ? `TTL ${fmtMs(j.lock.ttl)}` : el('span', { class: 'badge rs-failed' }, 'no lock')),
         el('td', {}, j.candidate ? 'yes' : 'no'))));
       if (!rep.active.length) active.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No active jobs.')));
-      put(stalled, ...rep.stalled.map((j) => el('tr', {},
+      update(stalled, ...rep.stalled.map((j) => el('tr', { 'data-key': j.id },
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
         el('td', { class: 'num' }, j.stalledCounter), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
       let cs;
       try { cs = await api(`queues/${seg(queue)}/conflicts`); } catch (e) { return; }
       if (gen !== app.render) return;
-      put(conflicts, ...cs.conflicts.map((c) => el('tr', { 'data-conflict': c.jobId },
+      update(conflicts, ...cs.conflicts.map((c) => el('tr', { 'data-conflict': c.jobId, 'data-key': `${c.time}/${c.jobId}` },
         el('td', {}, fmtTime(c.time)), el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(c.jobId)}` }, c.jobId)), el('td', {}, c.op),
         el('td', { class: 'mono' }, c.worker || 'unknown'), el('td', {}, c.heldFor ? fmtMs(c.heldFor) : ''), el('td', {}, fmtMs(c.lockTtl)))));
       if (!cs.conflicts.length) conflicts.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'None.')));
@@ -1560,7 +1588,7 @@
       try { res = await api(`queues/${seg(queue)}/schedulers`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = `Could not list job schedulers: ${e.message}`; return; }
       if (gen !== app.render) return;
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
-      put(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id },
+      update(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id, 'data-key': sc.id },
         el('td', { class: 'mono' }, sc.id),
         el('td', {}, sc.pattern ? `cron ${sc.pattern}` : `every ${fmtMs(sc.every)}`),
         // No tz: each worker, Node's or drover's, reads the pattern in its
@@ -1603,7 +1631,7 @@
         put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${res.unavailable}.`)));
         return;
       }
-      put(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue },
+      update(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue, 'data-key': w.addr },
         el('td', {}, el('a', { href: `#/q/${enc(w.queue)}` }, w.queue)), el('td', {}, w.name || el('span', { class: 'muted' }, 'unnamed')),
         el('td', { class: 'mono' }, w.addr),
         el('td', {}, workerBadge(w)),
