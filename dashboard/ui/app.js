@@ -372,7 +372,11 @@
       const cancel = el('button', { 'data-confirm': 'no', onclick: () => close(false) }, 'Cancel');
       const heading = el('h2', { id: 'modal-title' }, title);
       const modal = el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title' },
-        heading, message instanceof Node ? message : el('p', {}, message),
+        // The question and the buttons stay on the screen; a message taller
+        // than the window (a bulk retry's sample of long ids, on a phone)
+        // scrolls between them: the dialog grew past both edges of the
+        // window, its title and buttons out of reach.
+        heading, el('div', { class: 'modal-body' }, message instanceof Node ? message : el('p', {}, message)),
         el('div', { class: 'buttons' }, cancel, ok));
       const back = el('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } }, modal);
       document.body.append(back);
