@@ -453,6 +453,14 @@
       el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind }, `${a.queue}: ${alertText(a.message)}`)));
   }
 
+  // titled names the page shown in the window's title: every page was
+  // "drover control room", so tabs, bookmarks, the history's Back list and
+  // a screen reader's page announcement could not tell a job from a queue
+  // or the overview.
+  function titled(...parts) {
+    document.title = [...parts.filter(Boolean), 'drover control room'].join(' · ');
+  }
+
   // noQueue replaces the page with a plain "no such queue" when an API
   // answer says the queue is not there (404, missing "queue"), and ends the
   // page's refreshes and live feed; true then. A page of a queue that does
@@ -461,6 +469,7 @@
   function noQueue(queue, e) {
     if (!e || e.status !== 404 || e.missing !== 'queue') return false;
     leavePage();
+    titled(`No queue ${queue}`);
     put($main, crumbs({ text: 'Queues', href: '#/' }, { text: queue }),
       el('div', { class: 'panel', id: 'not-found' }, el('h1', {}, `No queue named ${queue}`), el('p', {}, e.message),
         el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
@@ -469,6 +478,7 @@
 
   // noPage says that a link leads nowhere, instead of showing another page.
   function noPage(hash) {
+    titled('No such page');
     put($main, el('div', { class: 'panel', id: 'not-found' }, el('h1', {}, 'No such page'),
       el('p', {}, `Nothing lives at #${hash}.`), el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
   }
@@ -542,6 +552,7 @@
   }
 
   function renderSignIn(note) {
+    titled('Sign in');
     put($nav, );
     const token = el('input', { type: 'password', name: 'token', placeholder: 'access token', 'aria-label': 'access token', autocomplete: 'off' });
     const user = el('input', { type: 'text', name: 'user', placeholder: 'user', 'aria-label': 'user name', autocomplete: 'username' });
@@ -566,6 +577,7 @@
   const OVERVIEW_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'waiting-children', 'completed', 'failed'];
 
   async function pageOverview() {
+    titled('Queues');
     const gen = app.render;
     const body = el('tbody');
     const table = el('table', { id: 'queues' },
@@ -598,6 +610,7 @@
 
   async function pageQueue(queue, params) {
     const gen = app.render;
+    titled(queue);
     const s = app.session;
     // Without a state asked for, open the tab that has jobs: failures
     // first, then what is running or waiting, completed last.
@@ -612,6 +625,7 @@
       state = info ? ['failed', 'active', 'waiting', 'delayed', 'prioritized', 'paused', 'waiting-children', 'completed']
         .find((st) => info.counts[camel(st)] > 0) || 'failed' : 'failed';
     }
+    titled(`${state} jobs`, queue);
     const filter = { name: params.get('name') || '', reason: params.get('reason') || '', left: params.get('left') || '', error: params.get('error') || '' };
     const offset = Number(params.get('offset') || 0);
     // after/before are the cursors of the page turned from: the page goes
@@ -1107,6 +1121,7 @@
 
   async function pageJob(queue, id) {
     const gen = app.render;
+    titled(`job ${id}`, queue);
     const box = el('div');
     const feed = el('ul', { class: 'feed' });
     put($main, 
@@ -1533,6 +1548,7 @@
 
   async function pageStalled(queue) {
     const gen = app.render;
+    titled('stalled view', queue);
     const stalled = el('tbody');
     const active = el('tbody');
     const conflicts = el('tbody');
@@ -1579,6 +1595,7 @@
 
   async function pageSchedulers(queue) {
     const gen = app.render;
+    titled('job schedulers', queue);
     const s = app.session;
     const body = el('tbody');
     const note = el('p', { class: 'muted' });
@@ -1622,6 +1639,7 @@
 
   async function pageWorkers() {
     const gen = app.render;
+    titled('Workers');
     const body = el('tbody');
     const note = el('p', { class: 'muted' }, 'Every worker connection under this prefix, found as BullMQ\'s getWorkers finds them (the connection name carries the queue and the worker\'s name). Refreshes every 5 seconds.');
     put($main, el('h1', {}, 'Workers'), note,
@@ -1661,6 +1679,7 @@
 
   async function pageFind(id) {
     const gen = app.render;
+    titled(`Job id ${id}`);
     const res = await api(`jobs/${seg(id)}`);
     // An answer for a page the user left draws nothing (nor navigates).
     if (gen !== app.render) return;
@@ -1680,6 +1699,7 @@
 
   async function pageAudit(params) {
     const gen = app.render;
+    titled('Audit log');
     const log = params.get('log') === 'security' ? 'security' : 'actions';
     const before = params.get('before') || '';
     const body = el('tbody');
