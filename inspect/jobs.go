@@ -259,8 +259,9 @@ type ListOptions struct {
 	Before Cursor
 	// Limit is the page size. Defaults to PageSizeDefault.
 	Limit int
-	// Asc lists oldest first (for delayed: soonest due first). Default
-	// newest first.
+	// Asc lists oldest first (for delayed: soonest due first; for
+	// prioritized: the next to run first, by priority then age). Default
+	// the other way round.
 	Asc bool
 }
 

@@ -632,9 +632,10 @@
     // on right after (or before) that page's edge job, wherever it is now.
     const after = params.get('after') || '', before = params.get('before') || '';
     // The order of the list: newest first, but for delayed jobs soonest
-    // due first; ?order= turns it. With 10,000 failed jobs the oldest were
-    // 400 "Next page" clicks away: no order to choose, no last page.
-    const naturalAsc = state === 'delayed';
+    // due first and for prioritized jobs the next to run first; ?order=
+    // turns it. With 10,000 failed jobs the oldest were 400 "Next page"
+    // clicks away: no order to choose, no last page.
+    const naturalAsc = state === 'delayed' || state === 'prioritized';
     const asc = params.get('order') ? params.get('order') === 'asc' : naturalAsc;
     const order = asc === naturalAsc ? {} : { order: asc ? 'asc' : 'desc' };
 
@@ -827,7 +828,11 @@
       }
       update(tbody, rows);
       // The other order starts on its first page, with the filter kept.
-      const newest = state === 'delayed' ? ['Due last first', 'Due soonest first'] : ['Newest first', 'Oldest first'];
+      // A prioritized list is in the order workers take its jobs (priority,
+      // then age): it was labelled newest or oldest first, and a job of
+      // priority 1 added last showed among the oldest.
+      const newest = state === 'delayed' ? ['Due last first', 'Due soonest first']
+        : state === 'prioritized' ? ['Runs last first', 'Runs next first'] : ['Newest first', 'Oldest first'];
       const lastOffset = String(page.total - ((page.total % 25) || 25));
       putKeep(pager,
         page.prev ? el('button', { id: 'first-page', onclick: () => go({ ...filter }) }, 'First page') : null,
