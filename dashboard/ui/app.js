@@ -273,6 +273,13 @@
 
   // ---- API ---------------------------------------------------------------
 
+  // LOCAL marks a call the dashboard answers from its own memory (the
+  // session of an anonymous dashboard, bulk operations, retry conflicts):
+  // its answer says nothing of Redis. Such answers took the outage banner
+  // down a moment after it came up on a page opened during an outage, and
+  // gave the banner a "loaded at" time when nothing had been.
+  const LOCAL = { local: true };
+
   async function api(path, opts, again) {
     opts = opts || {};
     const init = { method: opts.method || 'GET', headers: { Accept: 'application/json' }, credentials: 'same-origin' };
@@ -290,7 +297,7 @@
     try { data = await res.json(); } catch (e) { /* not JSON */ }
     if (res.status === 503 && /^(Redis unavailable|sessions unavailable)/.test(data.error || '')) outage(`Redis does not answer (${data.error})`);
     else if (res.status === 502 || res.status === 504) outage(`The dashboard server does not answer (${res.status} from a proxy)`);
-    else if (res.ok) { app.lastOk = Date.now(); outageOver(); }
+    else if (res.ok && !opts.local) { app.lastOk = Date.now(); outageOver(); }
     // The session ended while a page was open (expired, or an admin signed
     // everyone out): ask to sign in again instead of failing every refresh.
     if (res.status === 401 && path !== 'login' && app.session && app.session.authEnabled) sessionEnded();
@@ -299,7 +306,7 @@
     // session's token and send the request once more.
     if (res.status === 403 && !again && init.method !== 'GET' && app.session && /bad X-CSRF-Token/.test(data.error || '')) {
       let fresh = null;
-      try { fresh = await api('session'); } catch (e) { /* the retry reports */ }
+      try { fresh = await api('session', LOCAL); } catch (e) { /* the retry reports */ }
       if (fresh) { app.session = fresh; renderWho(); }
       return api(path, opts, true);
     }
@@ -744,7 +751,7 @@
       const bar = el('progress', { max: Math.max(op.total, 1), value: op.done });
       const line = el('span', {});
       const cancel = el('button', { onclick: async () => {
-        try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST' }); } catch (e) { toast(e.message, true); }
+        try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST', local: true }); } catch (e) { toast(e.message, true); }
       } }, 'Cancel');
       const skips = el('ul', { class: 'skips muted' });
       const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel, skips);
@@ -765,7 +772,7 @@
       const poll = async () => {
         if (gen !== app.render) return;
         let o;
-        try { o = await api(`operations/${seg(op.id)}`); } catch (e) { line.textContent = e.message; return; }
+        try { o = await api(`operations/${seg(op.id)}`, LOCAL); } catch (e) { line.textContent = e.message; return; }
         show(o);
         if (o.status === 'running') setTimeout(poll, 400);
         else { toast(`Bulk retry ${o.status}: ${o.retried} job${o.retried === 1 ? '' : 's'} retried.`); load(); }
@@ -860,7 +867,7 @@
     await load();
     if (gen !== app.render) return;
     try {
-      const ops = await api('operations');
+      const ops = await api('operations', LOCAL);
       for (const op of ops.operations) if (op.queue === queue && op.status === 'running') follow(op);
     } catch (e) { /* older server or no access: no progress shown */ }
     const refresh = debounce(400, load);
@@ -1584,7 +1591,7 @@
         el('td', { class: 'num' }, j.stalledCounter), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
       let cs;
-      try { cs = await api(`queues/${seg(queue)}/conflicts`); } catch (e) { return; }
+      try { cs = await api(`queues/${seg(queue)}/conflicts`, LOCAL); } catch (e) { return; }
       if (gen !== app.render) return;
       update(conflicts, ...cs.conflicts.map((c) => el('tr', { 'data-conflict': c.jobId, 'data-key': `${c.time}/${c.jobId}` },
         el('td', {}, fmtTime(c.time)), el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(c.jobId)}` }, c.jobId)), el('td', {}, c.op),
@@ -1746,6 +1753,9 @@
 
   async function route() {
     leavePage();
+    // The outage banner's "loaded at" is this page's: a page opened during
+    // an outage shows nothing loaded before it.
+    app.lastOk = 0;
     showAlerts([]);
     const hash = location.hash.replace(/^#/, '') || '/';
     const [path, query] = hash.split('?');
@@ -1776,7 +1786,7 @@
 
   async function start() {
     try {
-      app.session = await api('session');
+      app.session = await api('session', LOCAL);
     } catch (e) {
       if (e.status === 401) { renderSignIn(); return; }
       // Redis (which keeps the sessions) or the server is down: say so and
