@@ -455,9 +455,13 @@
   // page: "due within 5s from 2026-12-06T11:26:44Z" stood above a chart
   // that said 12:26:44 to a browser an hour east of UTC.
   const alertText = (m) => m.replace(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})/g, (t) => fmtTime(t));
+  // showAlerts keeps a banner the refresh draws the same (update): a
+  // screen reader announces a role=alert element each time one is put in
+  // the page, and every refresh put the same "retry storm" in again (the
+  // overview's every 5 s, a busy queue page's several times a second).
   function showAlerts(alerts) {
-    put($alerts, ...(alerts || []).map((a) =>
-      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind }, `${a.queue}: ${alertText(a.message)}`)));
+    update($alerts, ...(alerts || []).map((a) =>
+      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind, 'data-key': `${a.kind}:${a.queue}` }, `${a.queue}: ${alertText(a.message)}`)));
   }
 
   // titled names the page shown in the window's title: every page was
