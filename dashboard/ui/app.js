@@ -568,7 +568,9 @@
     const token = el('input', { type: 'password', name: 'token', placeholder: 'access token', 'aria-label': 'access token', autocomplete: 'off' });
     const user = el('input', { type: 'text', name: 'user', placeholder: 'user', 'aria-label': 'user name', autocomplete: 'username' });
     const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', 'aria-label': 'password', autocomplete: 'current-password' });
-    const msg = el('p', { class: 'muted' }, note || '');
+    // A live region: a screen reader says why a sign-in was refused (the
+    // grey line alone was silent) and why the session ended.
+    const msg = el('p', { class: 'muted', id: 'signin-message', role: 'alert' }, note || '');
     const form = el('form', {
       onsubmit: async (e) => {
         e.preventDefault();
