@@ -54,10 +54,16 @@ func TestUIDialogFitsTheScreen(t *testing.T) {
 	require.True(t, onScreen(`.modal h2`), "the dialog's question is off the screen")
 	require.True(t, onScreen(`.modal [data-confirm="yes"]`), "the Retry button is off the screen")
 	require.True(t, onScreen(`.modal [data-confirm="no"]`), "the Cancel button is off the screen")
-	// The sample scrolls inside the dialog, to its last job.
+	// The sample scrolls inside the dialog, from the keyboard too: Tab from
+	// the last button comes round to it, and Page Down scrolls it.
 	require.True(t, evalJS[bool](t, tab, `(() => { const s = document.querySelector('#retry-preview').closest('.modal-body');
-		if (!s || s.scrollHeight <= s.clientHeight) return false;
-		s.scrollTop = s.scrollHeight; return s.scrollTop > 0; })()`), "the dialog's middle does not scroll")
+		return !!s && s.scrollHeight > s.clientHeight && s.scrollTop === 0; })()`), "the dialog's middle does not scroll")
+	do(t, tab, chromedp.Focus(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.KeyEvent(kb.Tab))
+	require.True(t, evalJS[bool](t, tab, `document.activeElement === document.querySelector('.modal-body')`), "Tab does not reach the scrolling part")
+	do(t, tab, chromedp.KeyEvent(kb.PageDown))
+	testkit.WaitFor(t, 5*time.Second, "Page Down to scroll the sample", func() bool {
+		return evalJS[bool](t, tab, `document.querySelector('.modal-body').scrollTop > 0`)
+	})
 	// Confirmed from the keyboard, as on a desktop.
 	do(t, tab, chromedp.Focus(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(`#operations [data-status="done"]`)))

@@ -363,7 +363,7 @@
       const onKey = (e) => {
         if (e.key === 'Escape') { e.preventDefault(); close(false); return; }
         if (e.key !== 'Tab') return;
-        const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href]')].filter((n) => !n.disabled);
+        const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href], [tabindex="0"]')].filter((n) => !n.disabled);
         const first = stops[0], last = stops[stops.length - 1];
         if (!modal.contains(document.activeElement)) { e.preventDefault(); first.focus(); }
         else if (e.shiftKey && document.activeElement === first) { e.preventDefault(); last.focus(); }
@@ -378,15 +378,22 @@
       const ok = el('button', { class: danger ? 'danger' : 'primary', 'data-confirm': 'yes', onclick: () => close(true) }, confirmLabel);
       const cancel = el('button', { 'data-confirm': 'no', onclick: () => close(false) }, 'Cancel');
       const heading = el('h2', { id: 'modal-title' }, title);
+      const body = el('div', { class: 'modal-body' }, message instanceof Node ? message : el('p', {}, message));
       const modal = el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title' },
         // The question and the buttons stay on the screen; a message taller
         // than the window (a bulk retry's sample of long ids, on a phone)
         // scrolls between them: the dialog grew past both edges of the
         // window, its title and buttons out of reach.
-        heading, el('div', { class: 'modal-body' }, message instanceof Node ? message : el('p', {}, message)),
-        el('div', { class: 'buttons' }, cancel, ok));
+        heading, body, el('div', { class: 'buttons' }, cancel, ok));
       const back = el('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } }, modal);
       document.body.append(back);
+      // A scrolling middle is a tab stop, so the keyboard scrolls it too
+      // (the Tab loop above went round the buttons only).
+      if (body.scrollHeight > body.clientHeight) {
+        body.setAttribute('tabindex', '0');
+        body.setAttribute('role', 'region');
+        body.setAttribute('aria-label', title);
+      }
       document.addEventListener('keydown', onKey);
       (danger ? cancel : ok).focus();
     });
