@@ -378,8 +378,11 @@
       const ok = el('button', { class: danger ? 'danger' : 'primary', 'data-confirm': 'yes', onclick: () => close(true) }, confirmLabel);
       const cancel = el('button', { 'data-confirm': 'no', onclick: () => close(false) }, 'Cancel');
       const heading = el('h2', { id: 'modal-title' }, title);
-      const body = el('div', { class: 'modal-body' }, message instanceof Node ? message : el('p', {}, message));
-      const modal = el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title' },
+      const body = el('div', { class: 'modal-body', id: 'modal-body' }, message instanceof Node ? message : el('p', {}, message));
+      // Described by its question: the dialog opens on a button, and a
+      // screen reader read the title and the button without what is about
+      // to happen.
+      const modal = el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title', 'aria-describedby': 'modal-body' },
         // The question and the buttons stay on the screen; a message taller
         // than the window (a bulk retry's sample of long ids, on a phone)
         // scrolls between them: the dialog grew past both edges of the
