@@ -217,6 +217,18 @@
     }
     return neg ? `-${s}` : s;
   }
+  // exactMs shows a duration with every unit it has (1h 1m 22s, 1d 1h 1m
+  // 1s, 1500ms as 1s 500ms): a scheduler's interval is a setting, and
+  // fmtMs, which rounds for elapsed times, showed every 1h 1m 22s as
+  // "every 1h 1m" and every 25h 1m 1s as "every 1d 1h".
+  function exactMs(ms) {
+    if (!(ms > 0)) return fmtMs(ms);
+    const parts = [];
+    for (const [n, u] of [[86400e3, 'd'], [3600e3, 'h'], [60e3, 'm'], [1e3, 's'], [1, 'ms']]) {
+      if (ms >= n) { parts.push(`${Math.floor(ms / n)}${u}`); ms %= n; }
+    }
+    return parts.join(' ');
+  }
   // limitBadges are a queue's limit badges: why waiting jobs may not move
   // although workers run (global concurrency reached, rate limiter
   // refusing). full adds the limits in force even when they do not bite.
@@ -1646,7 +1658,7 @@
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
       update(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id, 'data-key': sc.id },
         el('td', { class: 'mono' }, sc.id),
-        el('td', {}, sc.pattern ? `cron ${sc.pattern}` : `every ${fmtMs(sc.every)}`),
+        el('td', {}, sc.pattern ? `cron ${sc.pattern}` : `every ${exactMs(sc.every)}`),
         // No tz: each worker, Node's or drover's, reads the pattern in its
         // own process's local time zone (cron-parser's rule).
         el('td', { 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
