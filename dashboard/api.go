@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
@@ -245,6 +246,7 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 	if budget.Alert != nil {
 		page.Alerts = append(page.Alerts, *budget.Alert)
 	}
+	clipReasons(budget.Jobs)
 	writeJSON(w, http.StatusOK, page)
 }
 
@@ -333,7 +335,28 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	clipReasons(page.Jobs)
 	writeJSON(w, http.StatusOK, page)
+}
+
+// ListReasonMax bounds, in bytes, the failed reason of each job in a list
+// (a page of jobs, a retry's sample, the budget and stalled reports): a
+// longer one is cut there and ends in "…"; the job's own page has all of
+// it. A reason can be megabytes (a response body, a dump): a page of 25
+// such jobs answered 26 MB at every refresh and froze the browser for
+// seconds laying it out.
+const ListReasonMax = 2000
+
+func clipReasons(jobs []inspect.JobSummary) {
+	for i := range jobs {
+		if s := jobs[i].FailedReason; len(s) > ListReasonMax {
+			cut := ListReasonMax
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			jobs[i].FailedReason = s[:cut] + "…"
+		}
+	}
 }
 
 // cursorParam reads the cursor query parameter k ("" when absent).
@@ -356,6 +379,9 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) stalled(w http.ResponseWriter, r *http.Request) {
 	rep, err := h.ins.Stalled(r.Context(), r.PathValue("queue"))
+	if err == nil {
+		clipReasons(rep.Stalled)
+	}
 	reply(w, rep, err)
 }
 
@@ -366,6 +392,9 @@ func (h *Handler) delayed(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) budgets(w http.ResponseWriter, r *http.Request) {
 	rep, err := h.ins.NearExhausted(r.Context(), r.PathValue("queue"))
+	if err == nil {
+		clipReasons(rep.Jobs)
+	}
 	reply(w, rep, err)
 }
 
@@ -616,6 +645,7 @@ func (h *Handler) retryJobs(w http.ResponseWriter, r *http.Request, e *AuditEntr
 		}
 		e.Detail += fmt.Sprintf(" matched=%d excluded=%d", res.Matched, res.Excluded)
 		e.JobIDs = auditIDs(res.IDs)
+		clipReasons(res.Sample)
 		writeJSON(w, http.StatusOK, res)
 		return nil
 	}

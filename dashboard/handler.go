@@ -575,7 +575,12 @@ const actionTimeout = 10 * time.Second
 // the error wraps drover.ErrOutcomeUnknown: the action was under way and
 // may have happened; the late fn's entry and response are dropped.
 func boundedAction(w http.ResponseWriter, r *http.Request, e *AuditEntry, fn actionFunc) (*recorder, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+	// Not cancelled with the request: the server cancels r's context when
+	// the client goes away (a reload, a closed tab, a proxy's timeout), and
+	// an action the user confirmed stopped half-way (an obliterate left
+	// most of a large queue) with its outcome unknown. The timeout still
+	// bounds it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), actionTimeout)
 	defer cancel()
 	type done struct {
 		rec *recorder

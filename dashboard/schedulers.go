@@ -2,19 +2,47 @@ package dashboard
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/seed40057009/drover/inspect"
 )
 
-// SchedulerList is GET /api/queues/{queue}/schedulers.
-type SchedulerList struct {
-	Schedulers []inspect.SchedulerInfo `json:"schedulers"`
-}
+// SchedulerList is GET /api/queues/{queue}/schedulers?offset=N&limit=N: a
+// page of the queue's job schedulers (SchedulerPageDefault of them unless
+// limit says otherwise, at most 500) and how many there are in all.
+type SchedulerList = inspect.SchedulerPage
 
-// schedulers lists a queue's job schedulers, soonest next iteration first.
+// SchedulerPageDefault is the page size of GET /api/queues/{queue}/schedulers.
+const SchedulerPageDefault = 100
+
+// schedulers lists a page of a queue's job schedulers, soonest next
+// iteration first. It listed them all: a queue with a scheduler per tenant
+// (20,000) answered 1.7 MB every 5 s and the page drew 20,000 rows, freezing
+// the tab for seconds at each refresh.
 func (h *Handler) schedulers(w http.ResponseWriter, r *http.Request) {
-	ss, err := h.ins.Schedulers(r.Context(), r.PathValue("queue"))
-	reply(w, SchedulerList{Schedulers: ss}, err)
+	q := r.URL.Query()
+	atoi := func(k string, def int) (int, error) {
+		if v := q.Get(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return 0, badRequest("%s must be a non-negative number, got %q", k, v)
+			}
+			return n, nil
+		}
+		return def, nil
+	}
+	offset, err := atoi("offset", 0)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	limit, err := atoi("limit", SchedulerPageDefault)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	page, err := h.ins.SchedulersPage(r.Context(), r.PathValue("queue"), offset, min(max(limit, 1), 500))
+	reply(w, page, err)
 }
 
 // removeScheduler is POST /api/queues/{queue}/schedulers/{scheduler}/remove:

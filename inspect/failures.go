@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/seed40057009/drover"
 )
@@ -25,8 +26,8 @@ var (
 	reSpace  = regexp.MustCompile(`\s+`)
 )
 
-// NormalizeError is the error group of a failed reason: its first line with
-// uuids, hex ids, quoted values and numbers replaced by <id>, <hex>, <s>
+// NormalizeError is the error group of a failed reason: its first line (at
+// most ErrorLineMax bytes of it) with uuids, hex ids, quoted values and numbers replaced by <id>, <hex>, <s>
 // and <n>, spaces collapsed. A reason whose first line is blank (an error
 // thrown with an empty message) is EmptyError, never "": the empty
 // Filter.Error selects every job, so the group's filter would have retried
@@ -41,8 +42,29 @@ func NormalizeError(reason string) string {
 // EmptyError is the error group of failed reasons whose first line is blank.
 const EmptyError = "<empty>"
 
-func normalizeLine(reason string) string {
+// ErrorLineMax bounds how much of a failed reason's first line
+// NormalizeError reads and a group's Example shows, in bytes; a longer
+// line is cut there and ends in "…". A message can be megabytes (a
+// response body, a dump): grouping read all of it (3 s for 25 such jobs
+// at each dashboard refresh), and the group key, and the filter that
+// selects the group, were as long.
+const ErrorLineMax = 8 << 10
+
+// errorLine is reason's first line, cut at ErrorLineMax.
+func errorLine(reason string) string {
 	s := firstLine(reason)
+	if len(s) <= ErrorLineMax {
+		return s
+	}
+	cut := ErrorLineMax
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func normalizeLine(reason string) string {
+	s := errorLine(reason)
 	s = reUUID.ReplaceAllString(s, "<id>")
 	s = reQuoted.ReplaceAllString(s, "<s>")
 	s = reHex.ReplaceAllStringFunc(s, func(m string) string {
@@ -60,8 +82,9 @@ func normalizeLine(reason string) string {
 
 // FailureGroup is one error group of a queue's failed jobs.
 type FailureGroup struct {
-	// Error is the group key (NormalizeError); Example one reason as it
-	// was, from the newest job of the group.
+	// Error is the group key (NormalizeError); Example the first line of
+	// one reason as it was (cut as the key is), from the newest job of the
+	// group.
 	Error   string `json:"error"`
 	Example string `json:"example"`
 	Count   int    `json:"count"`
@@ -128,7 +151,7 @@ func (i *Inspector) FailureGroupsSince(ctx context.Context, queue string, since 
 		key := NormalizeError(j.FailedReason)
 		g := byKey[key]
 		if g == nil {
-			g = &FailureGroup{Error: key, Example: firstLine(j.FailedReason), FirstSeen: Instant{j.FinishedOn}, LastSeen: Instant{j.FinishedOn},
+			g = &FailureGroup{Error: key, Example: errorLine(j.FailedReason), FirstSeen: Instant{j.FinishedOn}, LastSeen: Instant{j.FinishedOn},
 				Filter: Filter{Error: key, FinishedSince: since}.String()}
 			byKey[key] = g
 		}
@@ -140,7 +163,7 @@ func (i *Inspector) FailureGroupsSince(ctx context.Context, queue string, since 
 			g.FirstSeen = Instant{j.FinishedOn}
 		}
 		if j.FinishedOn.After(g.LastSeen.Time) {
-			g.LastSeen, g.Example = Instant{j.FinishedOn}, firstLine(j.FailedReason)
+			g.LastSeen, g.Example = Instant{j.FinishedOn}, errorLine(j.FailedReason)
 		}
 		return true
 	})

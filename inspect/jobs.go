@@ -259,8 +259,9 @@ type ListOptions struct {
 	Before Cursor
 	// Limit is the page size. Defaults to PageSizeDefault.
 	Limit int
-	// Asc lists oldest first (for delayed: soonest due first). Default
-	// newest first.
+	// Asc lists oldest first (for delayed: soonest due first; for
+	// prioritized: the next to run first, by priority then age). Default
+	// the other way round.
 	Asc bool
 }
 
@@ -973,13 +974,19 @@ type Children struct {
 func (i *Inspector) children(ctx context.Context, queue, id string) (*Children, error) {
 	k := i.keys(queue)
 	var pending, failed, completed, ignored *redis.IntCmd
-	var someWaiting, someFailed *redis.StringSliceCmd
+	var someFailed *redis.StringSliceCmd
+	var someWaiting *redis.ScanCmd
 	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		pending = p.SCard(ctx, k.Dependencies(id))
 		completed = p.HLen(ctx, k.Processed(id))
 		ignored = p.HLen(ctx, k.IgnoredFailures(id))
 		failed = p.ZCard(ctx, k.Unsuccessful(id))
-		someWaiting = p.SRandMemberN(ctx, k.Dependencies(id), ChildrenShown)
+		// The first scan step, not SRANDMEMBER: a random draw named other
+		// children at each refresh of the job page, and a child link the
+		// user was on went away. A step reads about its COUNT members (a
+		// small set all of them) in the set's own order, the same from one
+		// read to the next.
+		someWaiting = p.SScan(ctx, k.Dependencies(id), 0, "", ChildrenShown)
 		someFailed = p.ZRange(ctx, k.Unsuccessful(id), 0, ChildrenShown-1)
 		return nil
 	})
@@ -999,8 +1006,9 @@ func (i *Inspector) children(ctx context.Context, queue, id string) (*Children, 
 		}
 		return out
 	}
-	waiting := someWaiting.Val() // a random draw: shown sorted
+	waiting, _ := someWaiting.Val()
 	slices.Sort(waiting)
+	waiting = waiting[:min(len(waiting), ChildrenShown)]
 	c.Waiting, c.Failing = refs(waiting), refs(someFailed.Val())
 	return c, nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/seed40057009/drover"
 )
 
 // ErrSchedulerNotFound: the queue has no job scheduler with that id.
@@ -50,7 +52,43 @@ func (i *Inspector) Schedulers(ctx context.Context, queue string) ([]SchedulerIn
 	if err != nil {
 		return nil, err
 	}
-	ss, err := q.GetJobSchedulers(ctx, 0, -1, true)
+	return schedulersIn(ctx, q, 0, -1)
+}
+
+// SchedulerPage is a page of a queue's job schedulers (SchedulersPage).
+type SchedulerPage struct {
+	Schedulers []SchedulerInfo `json:"schedulers"`
+	// Total counts the queue's job schedulers; Offset is the position of
+	// the first on this page (0 = the soonest).
+	Total  int `json:"total"`
+	Offset int `json:"offset"`
+}
+
+// SchedulersPage lists limit of queue's job schedulers from position
+// offset, soonest next iteration first, and counts them all: a queue with
+// a scheduler per tenant has tens of thousands, and reading them all for
+// one screen took seconds each time.
+func (i *Inspector) SchedulersPage(ctx context.Context, queue string, offset, limit int) (*SchedulerPage, error) {
+	if offset < 0 || limit < 1 {
+		return nil, fmt.Errorf("%w: schedulers page offset %d, limit %d", drover.ErrInvalidOption, offset, limit)
+	}
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	total, err := q.GetJobSchedulersCount(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := schedulersIn(ctx, q, int64(offset), int64(offset+limit-1))
+	if err != nil {
+		return nil, err
+	}
+	return &SchedulerPage{Schedulers: ss, Total: int(total), Offset: offset}, nil
+}
+
+func schedulersIn(ctx context.Context, q *drover.Queue, start, end int64) ([]SchedulerInfo, error) {
+	ss, err := q.GetJobSchedulers(ctx, start, end, true)
 	if err != nil {
 		return nil, err
 	}

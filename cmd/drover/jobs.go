@@ -28,7 +28,7 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 	limit := fs.Int("limit", 50, "jobs per queue")
 	offset := fs.Int("offset", 0, "start at this position in the state's list")
 	after := fs.String("after", "", "continue after this cursor (printed at the end of a page; one queue only)")
-	asc := fs.Bool("asc", false, "oldest (soonest due) first")
+	asc := fs.Bool("asc", false, "oldest first (delayed: soonest due; prioritized: next to run)")
 	asJSON := fs.jsonFlag()
 	queues, err := fs.parse(args)
 	if err != nil {

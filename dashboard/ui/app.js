@@ -135,7 +135,10 @@
       if (a.nodeValue !== b.nodeValue) a.nodeValue = b.nodeValue;
       return a;
     }
-    for (const at of [...a.attributes]) if (!b.hasAttribute(at.name)) a.removeAttribute(at.name);
+    // aria-busy is no drawn attribute: oneAtATime sets it on a button
+    // whose click is under way (a dialog open), and a redraw meanwhile must
+    // not let a second click through.
+    for (const at of [...a.attributes]) if (!b.hasAttribute(at.name) && at.name !== 'aria-busy') a.removeAttribute(at.name);
     for (const at of [...b.attributes]) if (a.getAttribute(at.name) !== at.value) a.setAttribute(at.name, at.value);
     const key = (n) => (n.nodeType !== Node.ELEMENT_NODE ? ''
       : n.id ? `#${n.id}` : n.getAttribute('data-key') ? `@${n.getAttribute('data-key')}` : '');
@@ -150,6 +153,22 @@
     });
     putInPlace(a, ...kids);
     return a;
+  }
+
+  // update makes kids node's children, keeping in the page every child
+  // that stays (matched by id or data-key, else by tag in order, as morph
+  // does), and with it the keyboard focus and a click under way: the pages
+  // redraw every few seconds (a busy queue's list after each live event),
+  // and a link or button replaced took the focus with it (a keyboard user
+  // tabbing down the queues was sent back to the top of the page at each
+  // refresh) and a click pressed as it was replaced did nothing. A kept
+  // child keeps its event handlers: what they do must depend only on the
+  // child's key (a row's job or scheduler) or read the page's current
+  // state, never on the draw they came from.
+  function update(node, ...kids) {
+    const fresh = node.cloneNode(false);
+    fresh.append(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+    morph(node, fresh);
   }
 
   // ---- formatting --------------------------------------------------------
@@ -197,6 +216,18 @@
       s = `${Math.floor(ms / big)}${bigUnit}${rest ? ` ${rest}${smallUnit}` : ''}`;
     }
     return neg ? `-${s}` : s;
+  }
+  // exactMs shows a duration with every unit it has (1h 1m 22s, 1d 1h 1m
+  // 1s, 1500ms as 1s 500ms): a scheduler's interval is a setting, and
+  // fmtMs, which rounds for elapsed times, showed every 1h 1m 22s as
+  // "every 1h 1m" and every 25h 1m 1s as "every 1d 1h".
+  function exactMs(ms) {
+    if (!(ms > 0)) return fmtMs(ms);
+    const parts = [];
+    for (const [n, u] of [[86400e3, 'd'], [3600e3, 'h'], [60e3, 'm'], [1e3, 's'], [1, 'ms']]) {
+      if (ms >= n) { parts.push(`${Math.floor(ms / n)}${u}`); ms %= n; }
+    }
+    return parts.join(' ');
   }
   // limitBadges are a queue's limit badges: why waiting jobs may not move
   // although workers run (global concurrency reached, rate limiter
@@ -254,6 +285,13 @@
 
   // ---- API ---------------------------------------------------------------
 
+  // LOCAL marks a call the dashboard answers from its own memory (the
+  // session of an anonymous dashboard, bulk operations, retry conflicts):
+  // its answer says nothing of Redis. Such answers took the outage banner
+  // down a moment after it came up on a page opened during an outage, and
+  // gave the banner a "loaded at" time when nothing had been.
+  const LOCAL = { local: true };
+
   async function api(path, opts, again) {
     opts = opts || {};
     const init = { method: opts.method || 'GET', headers: { Accept: 'application/json' }, credentials: 'same-origin' };
@@ -271,7 +309,7 @@
     try { data = await res.json(); } catch (e) { /* not JSON */ }
     if (res.status === 503 && /^(Redis unavailable|sessions unavailable)/.test(data.error || '')) outage(`Redis does not answer (${data.error})`);
     else if (res.status === 502 || res.status === 504) outage(`The dashboard server does not answer (${res.status} from a proxy)`);
-    else if (res.ok) { app.lastOk = Date.now(); outageOver(); }
+    else if (res.ok && !opts.local) { app.lastOk = Date.now(); outageOver(); }
     // The session ended while a page was open (expired, or an admin signed
     // everyone out): ask to sign in again instead of failing every refresh.
     if (res.status === 401 && path !== 'login' && app.session && app.session.authEnabled) sessionEnded();
@@ -280,7 +318,7 @@
     // session's token and send the request once more.
     if (res.status === 403 && !again && init.method !== 'GET' && app.session && /bad X-CSRF-Token/.test(data.error || '')) {
       let fresh = null;
-      try { fresh = await api('session'); } catch (e) { /* the retry reports */ }
+      try { fresh = await api('session', LOCAL); } catch (e) { /* the retry reports */ }
       if (fresh) { app.session = fresh; renderWho(); }
       return api(path, opts, true);
     }
@@ -337,7 +375,7 @@
       const onKey = (e) => {
         if (e.key === 'Escape') { e.preventDefault(); close(false); return; }
         if (e.key !== 'Tab') return;
-        const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href]')].filter((n) => !n.disabled);
+        const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href], [tabindex="0"]')].filter((n) => !n.disabled);
         const first = stops[0], last = stops[stops.length - 1];
         if (!modal.contains(document.activeElement)) { e.preventDefault(); first.focus(); }
         else if (e.shiftKey && document.activeElement === first) { e.preventDefault(); last.focus(); }
@@ -352,11 +390,25 @@
       const ok = el('button', { class: danger ? 'danger' : 'primary', 'data-confirm': 'yes', onclick: () => close(true) }, confirmLabel);
       const cancel = el('button', { 'data-confirm': 'no', onclick: () => close(false) }, 'Cancel');
       const heading = el('h2', { id: 'modal-title' }, title);
-      const modal = el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title' },
-        heading, message instanceof Node ? message : el('p', {}, message),
-        el('div', { class: 'buttons' }, cancel, ok));
+      const body = el('div', { class: 'modal-body', id: 'modal-body' }, message instanceof Node ? message : el('p', {}, message));
+      // Described by its question: the dialog opens on a button, and a
+      // screen reader read the title and the button without what is about
+      // to happen.
+      const modal = el('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'modal-title', 'aria-describedby': 'modal-body' },
+        // The question and the buttons stay on the screen; a message taller
+        // than the window (a bulk retry's sample of long ids, on a phone)
+        // scrolls between them: the dialog grew past both edges of the
+        // window, its title and buttons out of reach.
+        heading, body, el('div', { class: 'buttons' }, cancel, ok));
       const back = el('div', { class: 'modal-backdrop', onclick: (e) => { if (e.target === back) close(false); } }, modal);
       document.body.append(back);
+      // A scrolling middle is a tab stop, so the keyboard scrolls it too
+      // (the Tab loop above went round the buttons only).
+      if (body.scrollHeight > body.clientHeight) {
+        body.setAttribute('tabindex', '0');
+        body.setAttribute('role', 'region');
+        body.setAttribute('aria-label', title);
+      }
       document.addEventListener('keydown', onKey);
       (danger ? cancel : ok).focus();
     });
@@ -425,9 +477,21 @@
   // page: "due within 5s from 2026-12-06T11:26:44Z" stood above a chart
   // that said 12:26:44 to a browser an hour east of UTC.
   const alertText = (m) => m.replace(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})/g, (t) => fmtTime(t));
+  // showAlerts keeps a banner the refresh draws the same (update): a
+  // screen reader announces a role=alert element each time one is put in
+  // the page, and every refresh put the same "retry storm" in again (the
+  // overview's every 5 s, a busy queue page's several times a second).
   function showAlerts(alerts) {
-    put($alerts, ...(alerts || []).map((a) =>
-      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind }, `${a.queue}: ${alertText(a.message)}`)));
+    update($alerts, ...(alerts || []).map((a) =>
+      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind, 'data-key': `${a.kind}:${a.queue}` }, `${a.queue}: ${alertText(a.message)}`)));
+  }
+
+  // titled names the page shown in the window's title: every page was
+  // "drover control room", so tabs, bookmarks, the history's Back list and
+  // a screen reader's page announcement could not tell a job from a queue
+  // or the overview.
+  function titled(...parts) {
+    document.title = [...parts.filter(Boolean), 'drover control room'].join(' · ');
   }
 
   // noQueue replaces the page with a plain "no such queue" when an API
@@ -438,6 +502,7 @@
   function noQueue(queue, e) {
     if (!e || e.status !== 404 || e.missing !== 'queue') return false;
     leavePage();
+    titled(`No queue ${queue}`);
     put($main, crumbs({ text: 'Queues', href: '#/' }, { text: queue }),
       el('div', { class: 'panel', id: 'not-found' }, el('h1', {}, `No queue named ${queue}`), el('p', {}, e.message),
         el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
@@ -446,6 +511,7 @@
 
   // noPage says that a link leads nowhere, instead of showing another page.
   function noPage(hash) {
+    titled('No such page');
     put($main, el('div', { class: 'panel', id: 'not-found' }, el('h1', {}, 'No such page'),
       el('p', {}, `Nothing lives at #${hash}.`), el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
   }
@@ -519,11 +585,14 @@
   }
 
   function renderSignIn(note) {
+    titled('Sign in');
     put($nav, );
     const token = el('input', { type: 'password', name: 'token', placeholder: 'access token', 'aria-label': 'access token', autocomplete: 'off' });
     const user = el('input', { type: 'text', name: 'user', placeholder: 'user', 'aria-label': 'user name', autocomplete: 'username' });
     const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', 'aria-label': 'password', autocomplete: 'current-password' });
-    const msg = el('p', { class: 'muted' }, note || '');
+    // A live region: a screen reader says why a sign-in was refused (the
+    // grey line alone was silent) and why the session ended.
+    const msg = el('p', { class: 'muted', id: 'signin-message', role: 'alert' }, note || '');
     const form = el('form', {
       onsubmit: async (e) => {
         e.preventDefault();
@@ -543,6 +612,7 @@
   const OVERVIEW_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'waiting-children', 'completed', 'failed'];
 
   async function pageOverview() {
+    titled('Queues');
     const gen = app.render;
     const body = el('tbody');
     const table = el('table', { id: 'queues' },
@@ -556,11 +626,11 @@
       if (gen !== app.render) return;
       info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
       showAlerts(ov.alerts);
-      put(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name },
+      update(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name, 'data-key': q.name },
         el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
         ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
-        el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: alertText(a.message) }, a.kind))))));
-      if (!ov.queues.length) body.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
+        el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: alertText(a.message) }, a.kind))))),
+      ov.queues.length ? null : el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
     }
     await load();
     // Left while the first answer was on its way: poll nothing under the
@@ -575,6 +645,7 @@
 
   async function pageQueue(queue, params) {
     const gen = app.render;
+    titled(queue);
     const s = app.session;
     // Without a state asked for, open the tab that has jobs: failures
     // first, then what is running or waiting, completed last.
@@ -589,15 +660,17 @@
       state = info ? ['failed', 'active', 'waiting', 'delayed', 'prioritized', 'paused', 'waiting-children', 'completed']
         .find((st) => info.counts[camel(st)] > 0) || 'failed' : 'failed';
     }
+    titled(`${state} jobs`, queue);
     const filter = { name: params.get('name') || '', reason: params.get('reason') || '', left: params.get('left') || '', error: params.get('error') || '' };
     const offset = Number(params.get('offset') || 0);
     // after/before are the cursors of the page turned from: the page goes
     // on right after (or before) that page's edge job, wherever it is now.
     const after = params.get('after') || '', before = params.get('before') || '';
     // The order of the list: newest first, but for delayed jobs soonest
-    // due first; ?order= turns it. With 10,000 failed jobs the oldest were
-    // 400 "Next page" clicks away: no order to choose, no last page.
-    const naturalAsc = state === 'delayed';
+    // due first and for prioritized jobs the next to run first; ?order=
+    // turns it. With 10,000 failed jobs the oldest were 400 "Next page"
+    // clicks away: no order to choose, no last page.
+    const naturalAsc = state === 'delayed' || state === 'prioritized';
     const asc = params.get('order') ? params.get('order') === 'asc' : naturalAsc;
     const order = asc === naturalAsc ? {} : { order: asc ? 'asc' : 'desc' };
 
@@ -706,7 +779,7 @@
       const bar = el('progress', { max: Math.max(op.total, 1), value: op.done });
       const line = el('span', {});
       const cancel = el('button', { onclick: async () => {
-        try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST' }); } catch (e) { toast(e.message, true); }
+        try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST', local: true }); } catch (e) { toast(e.message, true); }
       } }, 'Cancel');
       const skips = el('ul', { class: 'skips muted' });
       const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel, skips);
@@ -719,7 +792,7 @@
           ? `${o.done} of ${o.total || '?'} handled (${o.retried} retried)`
           : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (${skipWhy(o)})` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${o.error}` : ''}`;
         // Each skipped job with why, as far as the operation names them.
-        put(skips, ...(o.skips || []).map((k) => el('li', { 'data-skip': k.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(k.id)}`, class: 'mono' }, k.id), `: ${k.reason}`)));
+        update(skips, ...(o.skips || []).map((k) => el('li', { 'data-skip': k.id, 'data-key': k.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(k.id)}`, class: 'mono' }, k.id), `: ${k.reason}`)));
         if (o.status !== 'running') cancel.remove();
       };
       show(op);
@@ -727,7 +800,7 @@
       const poll = async () => {
         if (gen !== app.render) return;
         let o;
-        try { o = await api(`operations/${seg(op.id)}`); } catch (e) { line.textContent = e.message; return; }
+        try { o = await api(`operations/${seg(op.id)}`, LOCAL); } catch (e) { line.textContent = e.message; return; }
         show(o);
         if (o.status === 'running') setTimeout(poll, 400);
         else { toast(`Bulk retry ${o.status}: ${o.retried} job${o.retried === 1 ? '' : 's'} retried.`); load(); }
@@ -765,14 +838,14 @@
       showAlerts(qp.alerts);
       put(head, queue, qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
-      put(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
-        el('a', { href: `#/q/${enc(queue)}?state=${st}`, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
+      update(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
+        el('a', { href: `#/q/${enc(queue)}?state=${st}`, 'data-key': st, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
       summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${filterExpr()}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
       const bad = page.unreadable || [];
-      put(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
+      update(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
         `${bad.length} job${bad.length === 1 ? '' : 's'} of this page could not be read (the hash does not decode: another tool wrote it, or it is damaged): `,
         ...bad.flatMap((b, n) => [n ? ', ' : '', el('a', { class: 'mono', href: `#/q/${enc(queue)}/job/${enc(b.id)}`, title: b.error, 'data-unreadable': b.id }, b.id)])) : null);
-      const rows = page.jobs.map((j) => el('tr', { 'data-job': j.id },
+      const rows = page.jobs.map((j) => el('tr', { 'data-job': j.id, 'data-key': j.id },
         el('td', { class: 'mono clip', title: j.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', { class: 'clip', title: j.name }, j.name),
         el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(j.progress)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
@@ -788,9 +861,13 @@
           ? `No ${state} job matches ${filterExpr()}${page.truncated ? ` among the ${page.scanned} scanned` : ''}.`
           : 'No jobs here.')));
       }
-      putKeep(tbody, rows);
+      update(tbody, rows);
       // The other order starts on its first page, with the filter kept.
-      const newest = state === 'delayed' ? ['Due last first', 'Due soonest first'] : ['Newest first', 'Oldest first'];
+      // A prioritized list is in the order workers take its jobs (priority,
+      // then age): it was labelled newest or oldest first, and a job of
+      // priority 1 added last showed among the oldest.
+      const newest = state === 'delayed' ? ['Due last first', 'Due soonest first']
+        : state === 'prioritized' ? ['Runs last first', 'Runs next first'] : ['Newest first', 'Oldest first'];
       const lastOffset = String(page.total - ((page.total % 25) || 25));
       putKeep(pager,
         page.prev ? el('button', { id: 'first-page', onclick: () => go({ ...filter }) }, 'First page') : null,
@@ -818,7 +895,7 @@
     await load();
     if (gen !== app.render) return;
     try {
-      const ops = await api('operations');
+      const ops = await api('operations', LOCAL);
       for (const op of ops.operations) if (op.queue === queue && op.status === 'running') follow(op);
     } catch (e) { /* older server or no access: no progress shown */ }
     const refresh = debounce(400, load);
@@ -842,15 +919,23 @@
 
   function camel(state) { return state === 'waiting-children' ? 'waitingChildren' : state; }
 
+  // The queue as last loaded, per action bar: update keeps the buttons
+  // drawn first, and their handlers read the queue from here, so a Pause
+  // button relabelled Resume by a refresh resumes.
+  const queueShown = new WeakMap();
   function renderQueueActions(queue, qp, box, reload) {
     const s = app.session;
-    const items = [el('a', { href: `#/q/${enc(queue)}/stalled` }, 'Stalled view'), el('a', { href: `#/q/${enc(queue)}/schedulers`, id: 'schedulers-link' }, 'Job schedulers')];
+    if (!queueShown.has(box)) queueShown.set(box, {});
+    const cur = queueShown.get(box);
+    cur.qp = qp;
+    const items = [el('a', { href: `#/q/${enc(queue)}/stalled`, 'data-key': 'stalled' }, 'Stalled view'), el('a', { href: `#/q/${enc(queue)}/schedulers`, id: 'schedulers-link' }, 'Job schedulers')];
     if (s.canOperate && qp.counts.delayed > 0) {
       items.push(el('button', {
+        'data-key': 'promote',
         onclick: async () => {
           // The count confirmed is the most that runs: jobs delayed after
           // the page counted stay delayed.
-          const shown = qp.counts.delayed;
+          const shown = cur.qp.counts.delayed;
           const res = await act('Promote delayed jobs', `Run the ${shown} delayed jobs of ${queue} now? Jobs waiting for backoff keep their attempts.`, 'Promote',
             () => api(`queues/${seg(queue)}/promote`, { method: 'POST', body: { limit: shown } }));
           if (res) {
@@ -861,10 +946,10 @@
       }, 'Promote all delayed…'));
     }
     if (s.canAdmin) {
-      const paused = qp.paused;
       items.push(el('button', {
         id: 'pause-queue',
         onclick: async () => {
+          const paused = cur.qp.paused;
           const res = await act(paused ? 'Resume queue' : 'Pause queue', paused ? `Let workers take the jobs of ${queue} again?` : `Stop workers from taking the jobs of ${queue}? Running jobs finish.`, paused ? 'Resume' : 'Pause',
             () => api(`queues/${seg(queue)}/${paused ? 'resume' : 'pause'}`, { method: 'POST' }), !paused);
           // Said, as every other action says what it did: the badge alone
@@ -874,13 +959,13 @@
             reload();
           }
         },
-      }, paused ? 'Resume…' : 'Pause…'));
+      }, qp.paused ? 'Resume…' : 'Pause…'));
       items.push(el('button', {
         id: 'limits-button',
         onclick: async () => {
           // The global limits every worker obeys, Node's and drover's: an
           // empty field lifts its limit.
-          const l = qp.limits || {};
+          const l = cur.qp.limits || {};
           const conc = el('input', { type: 'number', min: 1, id: 'limit-concurrency', class: 'narrow', placeholder: 'none', value: l.concurrency ?? '' });
           const rmax = el('input', { type: 'number', min: 1, id: 'limit-rate-max', class: 'narrow', placeholder: 'none', value: l.rateLimit ? l.rateLimit.max : '' });
           const rdur = el('input', { type: 'number', min: 1, id: 'limit-rate-ms', class: 'narrow', placeholder: 'ms', value: l.rateLimit ? l.rateLimit.durationMs : '' });
@@ -905,6 +990,7 @@
         },
       }, 'Limits…'));
       items.push(el('button', {
+        'data-key': 'clean',
         onclick: async () => {
           // Ask with the count, then remove that many (the oldest, the ones
           // counted), not more that finished meanwhile.
@@ -919,7 +1005,7 @@
         },
       }, 'Clean completed…'));
       items.push(el('button', {
-        class: 'danger',
+        class: 'danger', 'data-key': 'obliterate',
         onclick: async () => {
           // Counted now, not at the last refresh: the dialog names what
           // goes, and a queue with running jobs is refused (nothing
@@ -940,7 +1026,7 @@
         },
       }, 'Obliterate…'));
     }
-    put(box, ...items);
+    update(box, ...items);
   }
 
   // renderHistogram draws the delayed set's due times: one bar per window,
@@ -981,7 +1067,7 @@
   // click to show a group's jobs and one to retry them.
   function renderFailureGroups(box, fr, filter, go, bulkRetry) {
     if (!fr.groups.length) { put(box, el('p', { class: 'muted' }, 'No failed jobs.')); return; }
-    const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, class: g.error === filter.error ? 'on' : '', 'aria-current': g.error === filter.error ? 'true' : null },
+    const body = el('tbody', {}, ...fr.groups.map((g) => el('tr', { 'data-group': g.error, 'data-key': g.error, class: g.error === filter.error ? 'on' : '', 'aria-current': g.error === filter.error ? 'true' : null },
       el('td', { class: 'num' }, g.count),
       // An error can be thousands of characters (a message with a dump in
       // it): the group and its example show a few lines, the whole error on
@@ -992,7 +1078,7 @@
       el('td', { class: 'buttons' },
         el('button', { 'data-show': '', onclick: () => go({ error: g.error }) }, g.error === filter.error ? 'Shown above' : 'Show'),
         bulkRetry ? el('button', { 'data-retry-group': '', onclick: () => bulkRetry(g.filter) }, 'Retry…') : null))));
-    put(box, el('table', { id: 'failure-groups' },
+    update(box, el('table', { id: 'failure-groups' },
       el('thead', {}, el('tr', {}, ...['Jobs', 'Error (numbers, ids and quoted values generalised)', 'First seen', 'Last seen', ''].map((h) => el('th', {}, h)))), body),
     fr.truncated ? el('p', { class: 'muted' }, `Grouped the newest ${fr.scanned} failed jobs.`) : null);
   }
@@ -1064,7 +1150,7 @@
       put(box, el('p', { class: 'muted' }, `No live job has used more than ${pct(rep.threshold)} of its attempts.`));
       return;
     }
-    put(box, el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', {},
+    update(box, el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', { 'data-key': j.id },
       el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
       el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
       el('td', { class: 'num' }, `${j.budget.made} of ${j.budget.allowed} used`))))),
@@ -1075,6 +1161,7 @@
 
   async function pageJob(queue, id) {
     const gen = app.render;
+    titled(`job ${id}`, queue);
     const box = el('div');
     const feed = el('ul', { class: 'feed' });
     put($main, 
@@ -1501,6 +1588,7 @@
 
   async function pageStalled(queue) {
     const gen = app.render;
+    titled('stalled view', queue);
     const stalled = el('tbody');
     const active = el('tbody');
     const conflicts = el('tbody');
@@ -1521,19 +1609,19 @@
       if (gen !== app.render) return;
       note.textContent = `Looked at ${rep.scanned} jobs${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
-      put(active, ...rep.active.map((j) => el('tr', {},
+      update(active, ...rep.active.map((j) => el('tr', { 'data-key': j.id },
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', { class: 'num' }, j.budget.started),
         el('td', {}, j.lock.held ? `TTL ${fmtMs(j.lock.ttl)}` : el('span', { class: 'badge rs-failed' }, 'no lock')),
         el('td', {}, j.candidate ? 'yes' : 'no'))));
       if (!rep.active.length) active.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No active jobs.')));
-      put(stalled, ...rep.stalled.map((j) => el('tr', {},
+      update(stalled, ...rep.stalled.map((j) => el('tr', { 'data-key': j.id },
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
         el('td', { class: 'num' }, j.stalledCounter), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
       let cs;
-      try { cs = await api(`queues/${seg(queue)}/conflicts`); } catch (e) { return; }
+      try { cs = await api(`queues/${seg(queue)}/conflicts`, LOCAL); } catch (e) { return; }
       if (gen !== app.render) return;
-      put(conflicts, ...cs.conflicts.map((c) => el('tr', { 'data-conflict': c.jobId },
+      update(conflicts, ...cs.conflicts.map((c) => el('tr', { 'data-conflict': c.jobId, 'data-key': `${c.time}/${c.jobId}` },
         el('td', {}, fmtTime(c.time)), el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(c.jobId)}` }, c.jobId)), el('td', {}, c.op),
         el('td', { class: 'mono' }, c.worker || 'unknown'), el('td', {}, c.heldFor ? fmtMs(c.heldFor) : ''), el('td', {}, fmtMs(c.lockTtl)))));
       if (!cs.conflicts.length) conflicts.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'None.')));
@@ -1545,24 +1633,32 @@
 
   // ---- job schedulers ----------------------------------------------------
 
-  async function pageSchedulers(queue) {
+  // A page of job schedulers: a queue may have one per tenant, and the
+  // page drew them all (20,000 rows, seconds of frozen tab at each refresh).
+  const SCHEDULER_PAGE = 100;
+
+  async function pageSchedulers(queue, params) {
     const gen = app.render;
+    titled('job schedulers', queue);
     const s = app.session;
     const body = el('tbody');
     const note = el('p', { class: 'muted' });
+    const pager = el('div', { class: 'row', id: 'schedulers-pager' });
+    const offset = Math.max(0, Math.floor(Number(params.get('offset')) || 0));
+    const at = (n) => `#/q/${enc(queue)}/schedulers${n > 0 ? `?offset=${n}` : ''}`;
     put($main,
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: 'job schedulers' }),
       el('h1', {}, `Job schedulers of ${queue}`), note,
       el('div', { class: 'panel' }, el('table', { id: 'schedulers' },
-        el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', `Next run (${yourZone})`, 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body)));
+        el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', `Next run (${yourZone})`, 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body), pager));
     async function load() {
       let res;
-      try { res = await api(`queues/${seg(queue)}/schedulers`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = `Could not list job schedulers: ${e.message}`; return; }
+      try { res = await api(`queues/${seg(queue)}/schedulers?offset=${offset}&limit=${SCHEDULER_PAGE}`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = `Could not list job schedulers: ${e.message}`; return; }
       if (gen !== app.render) return;
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
-      put(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id },
+      update(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id, 'data-key': sc.id },
         el('td', { class: 'mono' }, sc.id),
-        el('td', {}, sc.pattern ? `cron ${sc.pattern}` : `every ${fmtMs(sc.every)}`),
+        el('td', {}, sc.pattern ? `cron ${sc.pattern}` : `every ${exactMs(sc.every)}`),
         // No tz: each worker, Node's or drover's, reads the pattern in its
         // own process's local time zone (cron-parser's rule).
         el('td', { 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
@@ -1579,7 +1675,15 @@
             () => api(`queues/${seg(queue)}/schedulers/${seg(sc.id)}/remove`, { method: 'POST', body: {} }), true);
           if (res) { toast(`Job scheduler ${sc.id} removed.`); load(); }
         } }, 'Remove') : null))));
-      if (!res.schedulers.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'This queue has no job scheduler.')));
+      if (!res.schedulers.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, res.total ? 'No job scheduler on this page.' : 'This queue has no job scheduler.')));
+      // Links, so a kept one always goes where its href says.
+      const last = Math.max(0, res.total - ((res.total % SCHEDULER_PAGE) || SCHEDULER_PAGE));
+      putKeep(pager,
+        offset > 0 ? el('a', { href: at(0), id: 'schedulers-first' }, 'First page') : null,
+        offset > 0 ? el('a', { href: at(Math.max(0, offset - SCHEDULER_PAGE)), id: 'schedulers-prev' }, 'Previous page') : null,
+        offset + SCHEDULER_PAGE < res.total ? el('a', { href: at(offset + SCHEDULER_PAGE), id: 'schedulers-next' }, 'Next page') : null,
+        offset + SCHEDULER_PAGE < res.total ? el('a', { href: at(last), id: 'schedulers-last' }, 'Last page') : null,
+        res.total > SCHEDULER_PAGE && res.schedulers.length ? el('span', { class: 'muted', id: 'schedulers-range' }, `${offset + 1}–${offset + res.schedulers.length} of ${res.total}`) : null);
     }
     await load();
     if (gen !== app.render) return;
@@ -1590,6 +1694,7 @@
 
   async function pageWorkers() {
     const gen = app.render;
+    titled('Workers');
     const body = el('tbody');
     const note = el('p', { class: 'muted' }, 'Every worker connection under this prefix, found as BullMQ\'s getWorkers finds them (the connection name carries the queue and the worker\'s name). Refreshes every 5 seconds.');
     put($main, el('h1', {}, 'Workers'), note,
@@ -1603,7 +1708,7 @@
         put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${res.unavailable}.`)));
         return;
       }
-      put(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue },
+      update(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue, 'data-key': w.addr },
         el('td', {}, el('a', { href: `#/q/${enc(w.queue)}` }, w.queue)), el('td', {}, w.name || el('span', { class: 'muted' }, 'unnamed')),
         el('td', { class: 'mono' }, w.addr),
         el('td', {}, workerBadge(w)),
@@ -1629,6 +1734,7 @@
 
   async function pageFind(id) {
     const gen = app.render;
+    titled(`Job id ${id}`);
     const res = await api(`jobs/${seg(id)}`);
     // An answer for a page the user left draws nothing (nor navigates).
     if (gen !== app.render) return;
@@ -1648,6 +1754,7 @@
 
   async function pageAudit(params) {
     const gen = app.render;
+    titled('Audit log');
     const log = params.get('log') === 'security' ? 'security' : 'actions';
     const before = params.get('before') || '';
     const body = el('tbody');
@@ -1689,6 +1796,9 @@
 
   async function route() {
     leavePage();
+    // The outage banner's "loaded at" is this page's: a page opened during
+    // an outage shows nothing loaded before it.
+    app.lastOk = 0;
     showAlerts([]);
     const hash = location.hash.replace(/^#/, '') || '/';
     const [path, query] = hash.split('?');
@@ -1704,7 +1814,7 @@
       if (parts[0] === 'q' && parts.length === 2) await pageQueue(parts[1], params);
       else if (parts[0] === 'q' && parts[2] === 'job' && parts.length === 4) await pageJob(parts[1], parts[3]);
       else if (parts[0] === 'q' && parts[2] === 'stalled') await pageStalled(parts[1]);
-      else if (parts[0] === 'q' && parts[2] === 'schedulers') await pageSchedulers(parts[1]);
+      else if (parts[0] === 'q' && parts[2] === 'schedulers') await pageSchedulers(parts[1], params);
       else if (parts[0] === 'audit') await pageAudit(params);
       else if (parts[0] === 'find' && parts.length === 2) await pageFind(parts[1]);
       else if (parts[0] === 'workers') await pageWorkers();
@@ -1719,7 +1829,7 @@
 
   async function start() {
     try {
-      app.session = await api('session');
+      app.session = await api('session', LOCAL);
     } catch (e) {
       if (e.status === 401) { renderSignIn(); return; }
       // Redis (which keeps the sessions) or the server is down: say so and
