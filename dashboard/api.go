@@ -906,6 +906,29 @@ func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEnt
 	return nil
 }
 
+// DrainRequest is the body of POST /api/queues/{queue}/drain.
+type DrainRequest struct {
+	// Delayed deletes delayed jobs too.
+	Delayed bool `json:"delayed"`
+}
+
+// drain deletes the jobs of a queue that wait to run, as `drover drain`
+// (inspect.Inspector.Drain): running and finished jobs stay.
+func (h *Handler) drain(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req DrainRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	e.Detail = fmt.Sprintf("delayed=%t", req.Delayed)
+	n, err := h.ins.Drain(r.Context(), e.Queue, req.Delayed)
+	if err != nil {
+		return err
+	}
+	e.Jobs = n
+	writeJSON(w, http.StatusOK, map[string]int{"removed": n})
+	return nil
+}
+
 // findJob is GET /api/jobs/{id}: the queues that hold a job with this id.
 func (h *Handler) findJob(w http.ResponseWriter, r *http.Request) {
 	matches, err := h.ins.FindJob(r.Context(), r.PathValue("id"))

@@ -271,6 +271,7 @@ func (h *Handler) routes() {
 	m.Handle("POST /api/queues/{queue}/limits", h.act("set-limits", RoleAdmin, h.setLimits))
 	m.Handle("POST /api/queues/{queue}/clean", h.act("clean", RoleAdmin, h.clean))
 	m.Handle("POST /api/queues/{queue}/obliterate", h.act("obliterate", RoleAdmin, h.obliterate))
+	m.Handle("POST /api/queues/{queue}/drain", h.act("drain", RoleAdmin, h.drain))
 
 	// Anything else under /api is a JSON 404, not the UI.
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -177,7 +177,7 @@ func TestSecurity(t *testing.T) {
 		mutations := []string{
 			"api/queues/q/jobs/" + id + "/retry", "api/queues/q/jobs/" + id + "/promote", "api/queues/q/retry",
 			"api/queues/q/promote", "api/queues/q/jobs/" + id + "/remove", "api/queues/q/pause", "api/queues/q/resume",
-			"api/queues/q/clean", "api/queues/q/obliterate",
+			"api/queues/q/clean", "api/queues/q/drain", "api/queues/q/obliterate",
 		}
 		for _, path := range mutations {
 			before := len(b.audit.all())

@@ -31,7 +31,7 @@ func TestUnknownQueues(t *testing.T) {
 		"api/queues/nosuch/delayed", "api/queues/nosuch/budgets", "api/queues/nosuch/events"} {
 		require.Equal(t, http.StatusNotFound, c.get(path, nil), path)
 	}
-	for _, path := range []string{"pause", "resume", "clean", "obliterate", "promote", "retry", "jobs/1/retry", "jobs/1/promote", "jobs/1/remove"} {
+	for _, path := range []string{"pause", "resume", "clean", "drain", "obliterate", "promote", "retry", "jobs/1/retry", "jobs/1/promote", "jobs/1/remove"} {
 		require.Equal(t, http.StatusNotFound, c.post("api/queues/nosuch/"+path, map[string]any{}, nil), path)
 	}
 	require.Equal(t, http.StatusOK, c.get("api/queues/real", nil))

@@ -1005,6 +1005,27 @@
         },
       }, 'Clean completed…'));
       items.push(el('button', {
+        class: 'danger', 'data-key': 'drain',
+        onclick: async () => {
+          // Counted now, not at the last refresh: the jobs waiting to run,
+          // and the delayed ones when the box is ticked. Running and
+          // finished jobs stay.
+          let now;
+          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(e.message, true); return; }
+          const c = now.counts;
+          const waiting = (c.waiting || 0) + (c.paused || 0) + (c.prioritized || 0);
+          const delayedN = c.delayed || 0;
+          const delayed = el('input', { type: 'checkbox', id: 'drain-delayed' });
+          const msg = el('div', {},
+            el('p', {}, `Delete ${queue}'s ${waiting} job${waiting === 1 ? '' : 's'} waiting to run (waiting, paused and prioritized)? ` +
+              'Running and finished jobs, parents waiting for their children and a job scheduler\'s next run stay. This cannot be undone.'),
+            el('p', {}, el('label', {}, delayed, ` also delete its ${delayedN} delayed job${delayedN === 1 ? '' : 's'}`)));
+          const res = await act('Drain queue', msg, 'Drain',
+            () => api(`queues/${seg(queue)}/drain`, { method: 'POST', body: { delayed: delayed.checked } }), true);
+          if (res) { toast(`Deleted ${res.removed} job${res.removed === 1 ? '' : 's'} from ${queue}.`); reload(); }
+        },
+      }, 'Drain…'));
+      items.push(el('button', {
         class: 'danger', 'data-key': 'obliterate',
         onclick: async () => {
           // Counted now, not at the last refresh: the dialog names what
