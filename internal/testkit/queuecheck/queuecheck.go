@@ -7,8 +7,8 @@ package queuecheck
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
