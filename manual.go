@@ -656,6 +656,7 @@ func (w *Worker) startManual(probe context.Context) {
 	w.fetchCtx, w.stopFetch = context.WithCancel(context.Background())
 	w.jobsCtx, w.cancelJobs = context.WithCancelCause(context.Background())
 	w.bgCtx, w.stopBG = context.WithCancel(context.Background())
+	w.advances.start()
 	w.fetchDone = make(chan struct{})
 	close(w.fetchDone)
 	w.forceFinish = make(chan struct{})

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -606,25 +607,77 @@ func (w *Worker) advanceSchedulerRetrying(jobCtx context.Context, rec *jobcodec.
 func (w *Worker) advanceInBackground(ctx context.Context, rec *jobcodec.Record, err error) {
 	w.log.WarnContext(ctx, "job scheduler not advanced yet: the run starts, its next run is created once Redis answers",
 		slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
-	w.bgWG.Add(1) // before Close waits for the background (a job is in flight)
+	w.advances.wg.Add(1) // before Close waits for them (a job is in flight)
 	go func() {
-		defer w.bgWG.Done()
+		defer w.advances.wg.Done()
 		w.advanceSchedulerLater(rec)
 	}()
 }
 
+// advances are the advances a worker goes on trying after their run
+// started (advanceSchedulerLater). They outlive the worker's other
+// background work: Close ends them last, after the results are written,
+// and tries each at once then (finish), since the run's own completion may
+// have been among those results, and a scheduler whose current run
+// completed without a next run stops for good.
+type advances struct {
+	wg   sync.WaitGroup
+	ctx  context.Context
+	stop context.CancelFunc
+	now  chan struct{} // closed by finish: try at once
+}
+
+// start readies the advances of a worker starting.
+func (a *advances) start() {
+	a.ctx, a.stop = context.WithCancel(context.Background())
+	a.now = make(chan struct{})
+}
+
+// finish has every pending advance try at once, waits for them until ctx
+// ends or closeWriteGrace has passed (a Redis still unreachable must not
+// hold a Close without a deadline), then ends those left (each logs that
+// its scheduler was not advanced).
+func (a *advances) finish(ctx context.Context) {
+	if a.now == nil {
+		return // never started
+	}
+	close(a.now)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.wg.Wait()
+	}()
+	grace := time.NewTimer(closeWriteGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-grace.C:
+	}
+	a.stop()
+	<-done
+}
+
 // advanceSchedulerLater goes on creating a scheduler's next run after the
-// run stopped waiting for it, until Redis takes it or the worker closes. A
-// late advance is safe: the script creates the next run only while rec is
-// the scheduler's current run, and moves a late schedule to the present.
+// run stopped waiting for it, until Redis takes it or the worker's Close
+// ends it (advances.finish). A late advance is safe: the script creates the
+// next run only while rec is the scheduler's current run, and moves a late
+// schedule to the present.
 func (w *Worker) advanceSchedulerLater(rec *jobcodec.Record) {
-	ctx := w.bgCtx
+	ctx, now := w.advances.ctx, w.advances.now
 	for attempt := 1; ; attempt++ {
-		if !sleepCtx(ctx, retryDelay(attempt)) {
+		pause := time.NewTimer(retryDelay(attempt))
+		select {
+		case <-ctx.Done():
+			pause.Stop()
 			w.log.Error("job scheduler not advanced: the worker closed before Redis took its next run",
 				slog.String(logkey.JobID, rec.ID))
 			return
+		case <-now:
+			now = nil // Close is under way: try now, then at the usual pace
+		case <-pause.C:
 		}
+		pause.Stop()
 		err := w.advanceScheduler(ctx, rec)
 		switch {
 		case err == nil:
@@ -632,7 +685,7 @@ func (w *Worker) advanceSchedulerLater(rec *jobcodec.Record) {
 				slog.Int(logkey.Attempt, attempt))
 			return
 		case ctx.Err() != nil:
-			continue // reported by the sleep above
+			continue // reported at the top
 		case !advanceRetryable(err):
 			w.log.ErrorContext(ctx, "job scheduler not advanced: its next run was not created",
 				slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
