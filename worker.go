@@ -314,6 +314,7 @@ type Worker struct {
 	stopBG      context.CancelFunc
 	fetchDone   chan struct{} // closed by the fetcher when it returns
 	bgWG        sync.WaitGroup
+
 	// advances are the job scheduler advances Redis did not take in time
 	// (advanceSchedulerLater).
 	advances advances
