@@ -314,16 +314,15 @@ type Worker struct {
 	stopBG      context.CancelFunc
 	fetchDone   chan struct{} // closed by the fetcher when it returns
 	bgWG        sync.WaitGroup
-
-	// advances are the job scheduler advances Redis did not take in time
-	// (advanceSchedulerLater).
-	advances advances
 	forceFinish chan struct{} // closed by Close when it gives up writing results
 	// forceCtx ends with forceFinish: it abandons a result write in flight
 	// that Redis does not answer (paused; the client may ignore ctx, see
 	// internal/bounded), so giving up does not wait out its timeouts.
 	forceCtx context.Context
 	forced   context.CancelFunc
+	// advances are the job scheduler advances Redis did not take in time
+	// (advanceSchedulerLater).
+	advances advances
 
 	// Fetch hints: written by the fetcher and the writers (atomics).
 	nextDelayed  atomic.Int64 // ms of the earliest delayed job this worker knows of
