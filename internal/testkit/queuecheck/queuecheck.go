@@ -83,8 +83,10 @@ func (s *States) In(state string) []string {
 // set (or twice in one), a state set naming a job with no hash, a job hash
 // no state set holds (an orphan), a parent's pending dependency that is
 // missing or does not name the parent, a child whose parent does not list
-// it, a parent with pending children outside waiting-children, a job left
-// active, or a lock left behind.
+// it, a parent with pending children outside waiting-children, or a lock
+// left on a job not active. The orphan search is BullMQ's removeOrphanedJobs
+// (internal/orphans): it skips ids with a ':', so an orphaned job scheduler
+// run ("repeat:<id>:<ms>") is not reported.
 func (s *States) Violations(ctx context.Context) ([]string, error) {
 	rdb := s.rdb
 	var v []string
