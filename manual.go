@@ -27,6 +27,7 @@ import (
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/outage"
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
@@ -141,8 +142,7 @@ func (w *Worker) take(ctx context.Context, token string) (scripts.Fetch, error) 
 		if !mayHaveRun(err) || ctx.Err() != nil || send == manualSends {
 			return scripts.Fetch{}, err
 		}
-		st, serr := scripts.SettleManual(ctx, w.q.jobWrites(), w.q.k, call, settledCallTTL, nil,
-			scripts.ExactTake{Lock: token, At: a.Now})
+		st, serr := w.settleManual(ctx, call, nil, scripts.ExactTake{Lock: token, At: a.Now})
 		if serr != nil {
 			return scripts.Fetch{}, fmt.Errorf("%w (and learning whether it took a job failed: %w)", err, serr)
 		}
@@ -150,6 +150,25 @@ func (w *Worker) take(ctx context.Context, token string) (scripts.Fetch, error) 
 			return scripts.Fetch{Jobs: st.Jobs}, nil
 		}
 		// It took nothing, and a late copy of it takes nothing either.
+	}
+}
+
+// manualSettles bounds the tries of settleManual: the connection that lost
+// the call's reply is often not the last one to go (a failover, a flapping
+// network), and a call left unsettled leaves its job to the stalled checker.
+const manualSettles = 5
+
+// settleManual settles the manual call with token (scripts.SettleManual),
+// trying again, at the worker's retry pace, while its own reply is lost or
+// Redis cannot be reached, up to manualSettles times or until ctx ends. A
+// settlement may run twice: it marks the call again and reports the same.
+func (w *Worker) settleManual(ctx context.Context, token string, recs []scripts.FinishRecord, took scripts.ExactTake) (scripts.Settled, error) {
+	for attempt := 1; ; attempt++ {
+		st, err := scripts.SettleManual(ctx, w.q.jobWrites(), w.q.k, token, settledCallTTL, recs, took)
+		if err == nil || attempt == manualSettles || !(mayHaveRun(err) || outage.Is(err)) ||
+			!sleepCtx(ctx, retryDelay(attempt)) {
+			return st, err
+		}
 	}
 }
 
@@ -658,7 +677,7 @@ func (w *Worker) writeManual(ctx context.Context, rec scripts.FinishRecord, exac
 		if exact != "" {
 			took = scripts.ExactTake{Lock: exact, At: a.Now}
 		}
-		st, serr := scripts.SettleManual(ctx, w.q.jobWrites(), w.q.k, a.Token, settledCallTTL, recs, took)
+		st, serr := w.settleManual(ctx, a.Token, recs, took)
 		if serr != nil {
 			return nil, scripts.Fetch{}, fmt.Errorf("%w (and learning whether it was written failed: %w)", err, serr)
 		}

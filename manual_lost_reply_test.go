@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,4 +141,116 @@ func TestManualFinishReplyLost(t *testing.T) {
 			require.Empty(t, direct.LRange(ctx, prefix+":q:active", 0, -1).Val(), "nothing stranded in active")
 		})
 	}
+}
+
+// TestManualWorkerUnderConnectionResets: four callers take and complete
+// jobs with NextJob and CompleteAndNext, each under a token of its own,
+// through a proxy that resets every connection every 50 ms, so replies
+// of takes, completions and their settlements are lost mid-call. Every job
+// is handed out once and completes once (one completed event), and nothing
+// is left active.
+func TestManualWorkerUnderConnectionResets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	direct, prefix := redistest.Client(t)
+	dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	const total = 600
+	_, err = dq.AddBulk(ctx, numberedJobs("x", total))
+	require.NoError(t, err)
+	w, err := drover.NewWorker(rdb, "q", nil, &drover.WorkerOptions{Prefix: prefix, LockDuration: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Close(ctx) })
+
+	var mu sync.Mutex
+	handed := map[string]int{}
+	var errs []string
+	done := make(chan struct{})
+	var callers sync.WaitGroup
+	for c := range 4 {
+		token := fmt.Sprintf("caller-%d", c)
+		callers.Go(func() {
+			var job *drover.Job
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var err error
+				if job == nil {
+					job, err = w.NextJob(ctx, token, 100*time.Millisecond)
+				} else {
+					time.Sleep(5 * time.Millisecond) // the work
+					job, err = job.CompleteAndNext(ctx, token, "ok")
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err.Error())
+					mu.Unlock()
+					job = nil
+					continue
+				}
+				if job != nil {
+					mu.Lock()
+					handed[job.ID]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	stopResets := make(chan struct{})
+	var resets sync.WaitGroup
+	resets.Go(func() {
+		for {
+			select {
+			case <-stopResets:
+				return
+			case <-time.After(50 * time.Millisecond):
+				proxy.ResetAll()
+			}
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for direct.ZCard(ctx, prefix+":q:completed").Val() != total {
+		if time.Now().After(deadline) {
+			mu.Lock()
+			var locks []string
+			for _, id := range direct.LRange(ctx, prefix+":q:active", 0, -1).Val() {
+				locks = append(locks, id+"="+direct.Get(ctx, prefix+":q:"+id+":lock").Val()+"/handed "+fmt.Sprint(handed[id]))
+			}
+			c, _ := dq.GetJobCounts(ctx)
+			t.Fatalf("not every job completed: counts %v; active (lock/handed out) %v; %d handed out; errors %v", c, locks, len(handed), errs[:min(len(errs), 10)])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stopResets)
+	resets.Wait()
+	close(done)
+	callers.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, handed, total, "every job handed out")
+	for id, n := range handed {
+		require.Equal(t, 1, n, "job %s handed out once", id)
+	}
+	require.Empty(t, direct.LRange(ctx, prefix+":q:active", 0, -1).Val())
+	completions := map[string]int{}
+	for _, m := range direct.XRange(ctx, prefix+":q:events", "-", "+").Val() {
+		if m.Values["event"] == "completed" {
+			completions[fmt.Sprint(m.Values["jobId"])]++
+		}
+	}
+	require.Len(t, completions, total)
+	for id, n := range completions {
+		require.Equal(t, 1, n, "job %s completed once", id)
+	}
+	t.Logf("%d resets, %d call errors: %v", proxy.Resets(), len(errs), errs[:min(len(errs), 5)])
 }
