@@ -149,3 +149,48 @@ func TestIdempotencyKeyClaimReplyLost(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, counts[drover.StateDelayed], "nothing done again")
 }
+
+// TestAuditEntryReplyLost: the reply to the XADD that stores an action's
+// audit entry is lost and go-redis sends it again. The log must hold the
+// action once: before, the resend appended a second entry, and the audit
+// log showed one promotion as two.
+func TestAuditEntryReplyLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	direct, prefix := redistest.Client(t)
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default resends
+	t.Cleanup(func() { _ = rdb.Close() })
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(ctx) })
+	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	_, err = q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	c := &client{t: t, base: srv.URL + "/", headers: map[string]string{}, hc: &http.Client{Timeout: 30 * time.Second}}
+	var s dashboard.Session
+	require.Equal(t, http.StatusOK, c.get("api/session", &s))
+	c.csrf = s.CSRF
+
+	proxy.DropReplyTo("dashboard:audit") // the XADD's key
+	status, _ := c.do(http.MethodPost, "api/queues/q/promote", dashboard.PromoteRequest{Limit: 1}, nil, nil)
+	require.Equal(t, http.StatusOK, status, string(c.lastBody))
+	require.Equal(t, int64(1), proxy.Dropped(), "the audit append's reply was lost")
+	var log struct{ Entries []dashboard.AuditEntry }
+	require.Equal(t, http.StatusOK, c.get("api/audit", &log))
+	promotions := 0
+	for _, e := range log.Entries {
+		if e.Action == "promote-all" {
+			promotions++
+		}
+	}
+	require.Equal(t, 1, promotions, "one promotion, one entry: %+v", log.Entries)
+}
