@@ -235,6 +235,9 @@ func (w *Worker) manualStarted(job *Job) {
 // calls the JobFinished hook, as the processing worker does for its own.
 func (w *Worker) manualFinished(ctx context.Context, it *finishItem) {
 	w.logFinished(ctx, it)
+	if run := it.rj.stored.schedulerRun; run != nil {
+		w.checkAdvanced(run)
+	}
 	if h := w.opts.Hooks.JobFinished; h != nil {
 		h(it.rj.job, it.outcome, it.took, it.err)
 	}

@@ -96,3 +96,67 @@ func TestCloseGivesAPendingSchedulerAdvanceItsTry(t *testing.T) {
 		return direct.LLen(ctx, prefix+":q:active").Val() == 0
 	})
 }
+
+// TestSchedulerRunWhoseAdvanceRedisLostHeals: a worker takes a job
+// scheduler's run and creates its next run, and then Redis loses that
+// write but not the take (it restarts from a snapshot taken between the
+// two, as a replica promoted before the second write reached it would
+// hold). The run completes under its lock, which the snapshot kept. Its
+// scheduler must go on: before, its current run was the completed one and
+// no next run existed, and nothing would ever make one (the scheduler had
+// stopped for good, silently).
+func TestSchedulerRunWhoseAdvanceRedisLostHeals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := redistest.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	direct := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = direct.Close() })
+	proxy, err := faultproxy.Start(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: 2 * time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, err := drover.NewQueue(direct, "q", nil)
+	require.NoError(t, err)
+	_, err = q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: time.Hour}, nil)
+	require.NoError(t, err)
+	advance := scripts.Source("advanceScheduler")
+	require.NoError(t, direct.ScriptLoad(ctx, advance).Err())
+	proxy.BlackholeAt(fmt.Sprintf("%x", sha1.Sum([]byte(advance))))
+
+	started, release := make(chan string, 1), make(chan struct{})
+	logs := &syncBuffer{}
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		started <- job.ID
+		<-release
+		return nil, nil
+	}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(logs, nil)), LockDuration: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Close(ctx) })
+
+	testkit.WaitFor(t, 10*time.Second, "the run taken, its advance held", proxy.Blackholed)
+	require.NoError(t, direct.Save(ctx).Err()) // the snapshot: the run active, no next run
+	proxy.SetBlackhole(false)                  // the advance lands
+	run := <-started
+	next := func() []string {
+		ids, err := q.GetJobIDs(ctx, []drover.JobState{drover.StateDelayed}, 0, -1, true)
+		require.NoError(t, err)
+		return ids
+	}
+	require.Len(t, next(), 1, "the next run was made")
+	require.NoError(t, srv.Crash()) // back from the snapshot
+	testkit.WaitFor(t, 10*time.Second, "Redis back", func() bool { return direct.Ping(ctx).Err() == nil })
+	require.Empty(t, next(), "Redis lost the next run")
+
+	close(release)
+	testkit.WaitFor(t, 10*time.Second, "the run completed", func() bool {
+		st, err := q.GetJobState(ctx, run)
+		return err == nil && st == drover.StateCompleted
+	})
+	testkit.WaitFor(t, 5*time.Second, "the scheduler's next run", func() bool { return len(next()) == 1 })
+	require.Contains(t, logs.String(), "job scheduler had no next run after its run ended", "said so")
+	require.NotContains(t, logs.String(), "level=ERROR")
+}
