@@ -236,7 +236,7 @@ func (w *Worker) manualStarted(job *Job) {
 func (w *Worker) manualFinished(ctx context.Context, it *finishItem) {
 	w.logFinished(ctx, it)
 	if run := it.rj.stored.schedulerRun; run != nil {
-		w.checkAdvanced(run)
+		w.checkAdvanced(run) //nolint:contextcheck // the check outlives this call: it ends with the worker (advances.ctx), not with the caller's ctx
 	}
 	if h := w.opts.Hooks.JobFinished; h != nil {
 		h(it.rj.job, it.outcome, it.took, it.err)
