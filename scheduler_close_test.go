@@ -157,6 +157,8 @@ func TestSchedulerRunWhoseAdvanceRedisLostHeals(t *testing.T) {
 		return err == nil && st == drover.StateCompleted
 	})
 	testkit.WaitFor(t, 5*time.Second, "the scheduler's next run", func() bool { return len(next()) == 1 })
-	require.Contains(t, logs.String(), "job scheduler had no next run after its run ended", "said so")
+	testkit.WaitFor(t, 5*time.Second, "the worker to say so", func() bool {
+		return strings.Contains(logs.String(), "job scheduler had no next run after its run ended")
+	})
 	require.NotContains(t, logs.String(), "level=ERROR")
 }
