@@ -114,7 +114,7 @@ func TestFlowsAndSchedulerOutliveRedisCrashesWithAOF(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	require.Greater(t, len(acked), 150)
+	require.Greater(t, len(acked), 30, "flows were added around the crashes")
 	for _, id := range acked {
 		require.Equal(t, []string{"completed"}, s.Where[id], id)
 		require.Equal(t, 1, completions[id], "completed events of %s", id)
