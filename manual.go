@@ -27,6 +27,7 @@ import (
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/outage"
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
@@ -61,8 +62,10 @@ import (
 // processing worker does when it takes one.
 //
 // The take is sent once: when its reply is lost (the error is not one Redis
-// answered) the job may be active under token; it comes back through the
-// stalled checker once its lock expires.
+// answered), what it did is asked of Redis instead, and the job it took, if
+// any, is returned; only when Redis cannot be asked either is the error
+// returned, and the job may then be active under token, coming back through
+// the stalled checker once its lock expires.
 func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) (*Job, error) {
 	if w == nil || w.q == nil {
 		return nil, errZeroValue("Worker", "NewWorker")
@@ -92,9 +95,7 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 	defer context.AfterFunc(w.closed, func() { cancel(ErrClosed) })() //nolint:contextcheck // w.closed only signals Close; ctx stays the caller's
 	deadline := time.Now().Add(wait)
 	for {
-		a := w.fetchArgs(1)
-		a.Token = token
-		f, err := scripts.TakeJob(ctx, w.q.jobWrites(), w.q.k, a)
+		f, err := w.take(ctx, token)
 		if err != nil {
 			return nil, w.nextJobErr(ctx, err)
 		}
@@ -120,6 +121,53 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 		}
 		if err := w.waitMarker(ctx, left); err != nil {
 			return nil, w.nextJobErr(ctx, err)
+		}
+	}
+}
+
+// take takes one ready job under token (scripts.TakeJob). The take is sent
+// once: when its reply is lost it is settled instead (scripts.SettleManual),
+// which hands out the job it took, if any, and keeps a late copy of it from
+// taking one; a take that took nothing is sent again, under a new call
+// token, up to manualSends times in all.
+func (w *Worker) take(ctx context.Context, token string) (scripts.Fetch, error) {
+	for send := 1; ; send++ {
+		a := w.fetchArgs(1)
+		a.Token = token
+		call := w.manualCallArgs().Token
+		f, err := scripts.TakeJob(ctx, w.q.jobWrites(), w.q.k, a, call)
+		if err == nil {
+			return f, nil
+		}
+		if !mayHaveRun(err) || ctx.Err() != nil || send == manualSends {
+			return scripts.Fetch{}, err
+		}
+		st, serr := w.settleManual(ctx, call, nil, scripts.ExactTake{Lock: token, At: a.Now})
+		if serr != nil {
+			return scripts.Fetch{}, fmt.Errorf("%w (and learning whether it took a job failed: %w)", err, serr)
+		}
+		if len(st.Jobs) > 0 {
+			return scripts.Fetch{Jobs: st.Jobs}, nil
+		}
+		// It took nothing, and a late copy of it takes nothing either.
+	}
+}
+
+// manualSettles bounds the tries of settleManual: the connection that lost
+// the call's reply is often not the last one to go (a failover, a flapping
+// network), and a call left unsettled leaves its job to the stalled checker.
+const manualSettles = 5
+
+// settleManual settles the manual call with token (scripts.SettleManual),
+// trying again, at the worker's retry pace, while its own reply is lost or
+// Redis cannot be reached, up to manualSettles times or until ctx ends. A
+// settlement may run twice: it marks the call again and reports the same.
+func (w *Worker) settleManual(ctx context.Context, token string, recs []scripts.FinishRecord, took scripts.ExactTake) (scripts.Settled, error) {
+	for attempt := 1; ; attempt++ {
+		st, err := scripts.SettleManual(ctx, w.q.jobWrites(), w.q.k, token, settledCallTTL, recs, took)
+		if err == nil || attempt == manualSettles || !(mayHaveRun(err) || outage.Is(err)) ||
+			!sleepCtx(ctx, retryDelay(attempt)) {
+			return st, err
 		}
 	}
 }
@@ -187,6 +235,9 @@ func (w *Worker) manualStarted(job *Job) {
 // calls the JobFinished hook, as the processing worker does for its own.
 func (w *Worker) manualFinished(ctx context.Context, it *finishItem) {
 	w.logFinished(ctx, it)
+	if run := it.rj.stored.schedulerRun; run != nil {
+		w.checkAdvanced(run) //nolint:contextcheck // the check outlives this call: it ends with the worker (advances.ctx), not with the caller's ctx
+	}
 	if h := w.opts.Hooks.JobFinished; h != nil {
 		h(it.rj.job, it.outcome, it.took, it.err)
 	}
@@ -332,8 +383,10 @@ func (j *Job) complete(ctx context.Context, token string, value any, next bool) 
 // was read; for a job read with another Queue, those of a worker without
 // options. A job read through a worker with a Processor is refused with
 // ErrInvalidOption (that worker hands out nothing). A refused completion
-// (the errors of Complete) takes nothing. When the reply is lost, the job taken, if any, stays active
-// under token until the stalled checker gives it back.
+// (the errors of Complete) takes nothing. When the reply is lost, what the call did is asked of
+// Redis, and the job it took is returned as if the reply had come; when
+// Redis cannot be asked either, the error is returned and the job taken, if
+// any, stays active under token until the stalled checker gives it back.
 func (j *Job) CompleteAndNext(ctx context.Context, token string, value any) (*Job, error) {
 	if j == nil {
 		return nil, errNilJob
@@ -623,12 +676,17 @@ func (w *Worker) writeManual(ctx context.Context, rec scripts.FinishRecord, exac
 		if !mayHaveRun(err) || ctx.Err() != nil || send == manualSends {
 			return nil, scripts.Fetch{}, err
 		}
-		st, serr := scripts.SettleCall(ctx, w.q.jobWrites(), w.q.k, a.Token, settledCallTTL, recs)
+		var took scripts.ExactTake
+		if exact != "" {
+			took = scripts.ExactTake{Lock: exact, At: a.Now}
+		}
+		st, serr := w.settleManual(ctx, a.Token, recs, took)
 		if serr != nil {
 			return nil, scripts.Fetch{}, fmt.Errorf("%w (and learning whether it was written failed: %w)", err, serr)
 		}
 		if !st.Resend[0] {
-			return st.Codes[0], scripts.Fetch{}, nil
+			// Written; the job its fetch-next took, if any, is handed out.
+			return st.Codes[0], scripts.Fetch{Jobs: st.Jobs}, nil
 		}
 		// Not written: send it again under a new call token.
 	}
@@ -656,6 +714,7 @@ func (w *Worker) startManual(probe context.Context) {
 	w.fetchCtx, w.stopFetch = context.WithCancel(context.Background())
 	w.jobsCtx, w.cancelJobs = context.WithCancelCause(context.Background())
 	w.bgCtx, w.stopBG = context.WithCancel(context.Background())
+	w.advances.start()
 	w.fetchDone = make(chan struct{})
 	close(w.fetchDone)
 	w.forceFinish = make(chan struct{})

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -397,14 +398,30 @@ func schedulerFromHash(id string, next int64, h map[string]string) *JobScheduler
 // (cron) or from the scheduler (every, computed in the script); Limit and
 // EndDate end the scheduler.
 func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) error {
+	nextID, err := w.advance(ctx, rec)
+	if err != nil {
+		return err
+	}
+	if nextID != "" {
+		w.log.DebugContext(ctx, "job scheduler advanced", slog.String(logkey.JobID, rec.ID), slog.String(logkey.Next, nextID))
+	} else if legacyRepeatKey(rec.RepeatJobKey) {
+		w.warnLegacyRepeat(ctx, rec)
+	}
+	return nil
+}
+
+// advance is advanceScheduler without its logs: it returns the id of the
+// next run it made, "" when it made none (rec is not the scheduler's
+// current run, or the scheduler ended or is gone).
+func (w *Worker) advance(ctx context.Context, rec *jobcodec.Record) (string, error) {
 	var opts map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(rec.RawOpts), &opts); err != nil {
-		return fmt.Errorf("run %s of job scheduler %q: opts: %w", rec.ID, rec.RepeatJobKey, err)
+		return "", fmt.Errorf("run %s of job scheduler %q: opts: %w", rec.ID, rec.RepeatJobKey, err)
 	}
 	var repeat map[string]json.RawMessage
 	if raw := opts["repeat"]; len(raw) > 0 {
 		if err := json.Unmarshal(raw, &repeat); err != nil {
-			return fmt.Errorf("run %s of job scheduler %q: repeat opts: %w", rec.ID, rec.RepeatJobKey, err)
+			return "", fmt.Errorf("run %s of job scheduler %q: repeat opts: %w", rec.ID, rec.RepeatJobKey, err)
 		}
 	}
 	if repeat == nil {
@@ -412,12 +429,12 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 	}
 	iteration := jsonNum(repeat["count"]) + 1
 	if limit, ok := repeat["limit"]; ok && string(limit) != "null" && iteration > jsonNum(limit) {
-		return nil
+		return "", nil
 	}
 	now := w.q.nowMs()
 	endDate := jsonNum(repeat["endDate"])
 	if endDate != 0 && now > endDate {
-		return nil
+		return "", nil
 	}
 	from := max(now, jsonNum(opts["prevMillis"]))
 	every := jsonNum(repeat["every"])
@@ -427,26 +444,26 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 	var next int64
 	switch {
 	case pattern != "" && every != 0:
-		return fmt.Errorf("run %s of job scheduler %q has both every and pattern: %w", rec.ID, rec.RepeatJobKey, ErrInvalidOption)
+		return "", fmt.Errorf("run %s of job scheduler %q has both every and pattern: %w", rec.ID, rec.RepeatJobKey, ErrInvalidOption)
 	case pattern != "":
 		sched, err := schedule.Parse(pattern, tz)
 		if err != nil {
 			// Final: the same pattern fails the same way on every try.
-			return fmt.Errorf("run %s of job scheduler %q: %w: %w", rec.ID, rec.RepeatJobKey, ErrInvalidOption, err)
+			return "", fmt.Errorf("run %s of job scheduler %q: %w: %w", rec.ID, rec.RepeatJobKey, ErrInvalidOption, err)
 		}
 		if start := jsonNum(repeat["startDate"]); start > from {
 			from = start
 		}
 		t, err := sched.Next(time.UnixMilli(from))
 		if errors.Is(err, schedule.ErrNoRun) || (err == nil && endDate != 0 && t.UnixMilli() > endDate) {
-			return nil // no run left before endDate
+			return "", nil // no run left before endDate
 		}
 		if err != nil {
-			return fmt.Errorf("run %s of job scheduler %q: %w", rec.ID, rec.RepeatJobKey, err)
+			return "", fmt.Errorf("run %s of job scheduler %q: %w", rec.ID, rec.RepeatJobKey, err)
 		}
 		next = max(t.UnixMilli(), from)
 	case every == 0:
-		return fmt.Errorf("run %s of job scheduler %q has neither every nor pattern: %w", rec.ID, rec.RepeatJobKey, ErrInvalidOption)
+		return "", fmt.Errorf("run %s of job scheduler %q has neither every nor pattern: %w", rec.ID, rec.RepeatJobKey, ErrInvalidOption)
 	}
 	offset := repeat["offset"]
 	delete(repeat, "immediately")
@@ -493,14 +510,9 @@ func (w *Worker) advanceScheduler(ctx context.Context, rec *jobcodec.Record) err
 		return scripts.AdvanceScheduler(ctx, w.q.rdb, w.q.k, a)
 	})
 	if err != nil {
-		return fmt.Errorf("create the run after %s of job scheduler %q: %w", rec.ID, rec.RepeatJobKey, err)
+		return "", fmt.Errorf("create the run after %s of job scheduler %q: %w", rec.ID, rec.RepeatJobKey, err)
 	}
-	if nextID != "" {
-		w.log.DebugContext(ctx, "job scheduler advanced", slog.String(logkey.JobID, rec.ID), slog.String(logkey.Next, nextID))
-	} else if legacyRepeatKey(rec.RepeatJobKey) {
-		w.warnLegacyRepeat(ctx, rec)
-	}
-	return nil
+	return nextID, nil
 }
 
 // warnLegacyRepeat logs that a legacy repeatable job was taken and gets no
@@ -606,25 +618,77 @@ func (w *Worker) advanceSchedulerRetrying(jobCtx context.Context, rec *jobcodec.
 func (w *Worker) advanceInBackground(ctx context.Context, rec *jobcodec.Record, err error) {
 	w.log.WarnContext(ctx, "job scheduler not advanced yet: the run starts, its next run is created once Redis answers",
 		slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
-	w.bgWG.Add(1) // before Close waits for the background (a job is in flight)
+	w.advances.wg.Add(1) // before Close waits for them (a job is in flight)
 	go func() {
-		defer w.bgWG.Done()
+		defer w.advances.wg.Done()
 		w.advanceSchedulerLater(rec)
 	}()
 }
 
+// advances are the advances a worker goes on trying after their run
+// started (advanceSchedulerLater). They outlive the worker's other
+// background work: Close ends them last, after the results are written,
+// and tries each at once then (finish), since the run's own completion may
+// have been among those results, and a scheduler whose current run
+// completed without a next run stops for good.
+type advances struct {
+	wg   sync.WaitGroup
+	ctx  context.Context
+	stop context.CancelFunc
+	now  chan struct{} // closed by finish: try at once
+}
+
+// start readies the advances of a worker starting.
+func (a *advances) start() {
+	a.ctx, a.stop = context.WithCancel(context.Background())
+	a.now = make(chan struct{})
+}
+
+// finish has every pending advance try at once, waits for them until ctx
+// ends or closeWriteGrace has passed (a Redis still unreachable must not
+// hold a Close without a deadline), then ends those left (each logs that
+// its scheduler was not advanced).
+func (a *advances) finish(ctx context.Context) {
+	if a.now == nil {
+		return // never started
+	}
+	close(a.now)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.wg.Wait()
+	}()
+	grace := time.NewTimer(closeWriteGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-grace.C:
+	}
+	a.stop()
+	<-done
+}
+
 // advanceSchedulerLater goes on creating a scheduler's next run after the
-// run stopped waiting for it, until Redis takes it or the worker closes. A
-// late advance is safe: the script creates the next run only while rec is
-// the scheduler's current run, and moves a late schedule to the present.
+// run stopped waiting for it, until Redis takes it or the worker's Close
+// ends it (advances.finish). A late advance is safe: the script creates the
+// next run only while rec is the scheduler's current run, and moves a late
+// schedule to the present.
 func (w *Worker) advanceSchedulerLater(rec *jobcodec.Record) {
-	ctx := w.bgCtx
+	ctx, now := w.advances.ctx, w.advances.now
 	for attempt := 1; ; attempt++ {
-		if !sleepCtx(ctx, retryDelay(attempt)) {
+		pause := time.NewTimer(retryDelay(attempt))
+		select {
+		case <-ctx.Done():
+			pause.Stop()
 			w.log.Error("job scheduler not advanced: the worker closed before Redis took its next run",
 				slog.String(logkey.JobID, rec.ID))
 			return
+		case <-now:
+			now = nil // Close is under way: try now, then at the usual pace
+		case <-pause.C:
 		}
+		pause.Stop()
 		err := w.advanceScheduler(ctx, rec)
 		switch {
 		case err == nil:
@@ -632,13 +696,43 @@ func (w *Worker) advanceSchedulerLater(rec *jobcodec.Record) {
 				slog.Int(logkey.Attempt, attempt))
 			return
 		case ctx.Err() != nil:
-			continue // reported by the sleep above
+			continue // reported at the top
 		case !advanceRetryable(err):
 			w.log.ErrorContext(ctx, "job scheduler not advanced: its next run was not created",
 				slog.String(logkey.JobID, rec.ID), slog.Any(logkey.Error, err))
 			return
 		}
 	}
+}
+
+// checkAdvanced makes sure the scheduler of run rec, whose attempt just
+// ended, has a next run. It runs the advance once more, in the background:
+// when the scheduler moved on (nearly always) that is one script call that
+// writes nothing; when rec is still its current run, Redis lost the advance
+// made when the run was taken while keeping the take (a restart from a
+// snapshot taken between the two, a replica promoted before the second
+// write reached it), and without a next run the scheduler would have
+// stopped for good, silently: the advance makes it now.
+func (w *Worker) checkAdvanced(rec *jobcodec.Record) {
+	if w.advances.ctx == nil {
+		return // not started
+	}
+	w.advances.wg.Add(1)
+	go func() {
+		defer w.advances.wg.Done()
+		ctx, cancel := context.WithTimeout(w.advances.ctx, 10*time.Second)
+		defer cancel()
+		nextID, err := w.advance(ctx, rec)
+		switch {
+		case err != nil:
+			// The advance at pickup reported its own failures.
+			w.log.DebugContext(ctx, "job scheduler check after its run failed", slog.String(logkey.JobID, rec.ID),
+				slog.Any(logkey.Error, err))
+		case nextID != "":
+			w.log.WarnContext(ctx, "job scheduler had no next run after its run ended (Redis lost the write that made it); made it now",
+				slog.String(logkey.JobID, rec.ID), slog.String(logkey.Next, nextID))
+		}
+	}()
 }
 
 // advanceRetryable reports whether an advance that failed with err may

@@ -320,6 +320,9 @@ type Worker struct {
 	// internal/bounded), so giving up does not wait out its timeouts.
 	forceCtx context.Context
 	forced   context.CancelFunc
+	// advances are the job scheduler advances Redis did not take in time
+	// (advanceSchedulerLater).
+	advances advances
 
 	// Fetch hints: written by the fetcher and the writers (atomics).
 	nextDelayed  atomic.Int64 // ms of the earliest delayed job this worker knows of
@@ -618,6 +621,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.fetchCtx, w.stopFetch = context.WithCancel(context.Background())
 		w.jobsCtx, w.cancelJobs = context.WithCancelCause(context.Background())
 		w.bgCtx, w.stopBG = context.WithCancel(context.Background())
+		w.advances.start()
 		w.fetchDone = make(chan struct{})
 		w.forceFinish = make(chan struct{})
 		w.forceCtx, w.forced = context.WithCancel(context.Background())
@@ -671,13 +675,19 @@ const closeWriteGrace = 5 * time.Second
 //     (Redis unreachable), it stops retrying them; those jobs stay active
 //     until their locks expire, the stalled checker of any worker then moves
 //     them back to wait, and Close returns an error saying so.
-//  4. It waits for the goroutines that wrote the last results, then stops
-//     the lock keeper and the stalled checker.
+//  4. It waits for the goroutines that wrote the last results. A job
+//     scheduler's next run that Redis did not take when its run started
+//     (the worker goes on trying in the background) is tried once more now,
+//     and on until ctx ends or closeWriteGrace has passed: the run may have
+//     just completed, and a scheduler whose run completed without a next
+//     run stops for good. Then it stops the lock keeper and the stalled
+//     checker.
 //
 // Close waits for Redis only where a result must be written: when Redis does
 // not answer (a network partition, a paused server), an idle worker's Close
 // returns within about one read timeout of the client (a call in flight when
-// it began runs out), and one with running jobs within ctx (or once the
+// it began runs out; closeWriteGrace more when a scheduler's next run is
+// pending), and one with running jobs within ctx (or once the
 // last processor ignoring its cancelled ctx returned), closeWriteGrace and
 // about one read timeout more.
 //
@@ -757,7 +767,13 @@ func (w *Worker) Close(ctx context.Context) error {
 		w.waitCarriers()
 		w.runners.stop()
 
-		// 4. Nothing runs any more: stop the lock keeper and stalled checker.
+		// 4. A job scheduler's next run Redis did not take in time is tried
+		// once more now, and until ctx ends: its run may have just
+		// completed with the results above, and a run completed without a
+		// next run stops its scheduler for good.
+		w.advances.finish(ctx)
+
+		// 5. Nothing runs any more: stop the lock keeper and stalled checker.
 		w.stopBG()
 		w.bgWG.Wait()
 		w.forced()

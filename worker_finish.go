@@ -238,6 +238,9 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 			continue
 		}
 		w.logFinished(context.Background(), it)
+		if run := it.rj.stored.schedulerRun; run != nil {
+			w.checkAdvanced(run)
+		}
 		w.finished(it.rj, Finish{Outcome: it.outcome, Err: it.err, Took: it.took})
 		if it.outcome == OutcomeRetryDelayed || it.outcome == OutcomeDelayed {
 			w.setNextDelayed(it.rec.Due)

@@ -53,6 +53,57 @@ func (w boundedCalls) Do(ctx context.Context, args ...any) *redis.Cmd {
 	return cmd
 }
 
+// Process runs cmd, as scripts.Processor. The calls a worker sends once
+// (the manual worker's take, finish and their settlement: scripts.TakeJob,
+// FinishJobs, SettleCall) pass a command that tells go-redis not to send
+// it again; through Do that was lost, go-redis resent the call after a
+// lost reply, and the second run, finding the attempt ended or the job
+// taken, reported a done write as refused and stranded the job the first
+// run took. The command runs on a copy that an abandoned call (ctx ended
+// first) goes on filling; cmd gets its answer only when it came in time.
+func (w boundedCalls) Process(ctx context.Context, cmd redis.Cmder) error {
+	if w.onlyNeeded && !bounded.Needed(ctx, w.budget) {
+		return w.rdb.Process(ctx, cmd)
+	}
+	out, ok := cmd.(interface{ SetVal(any) })
+	if !ok {
+		// Not a generic command (none of drover's scripts): run as Do
+		// runs commands, with its resends.
+		res := w.Do(ctx, cmd.Args()...)
+		cmd.SetErr(res.Err())
+		return res.Err()
+	}
+	inner := sendOnce{Cmd: redis.NewCmd(ctx, cmd.Args()...), once: cmd.NoRetry()}
+	_, err := bounded.Call(ctx, func(ctx context.Context) (struct{}, error) {
+		_ = w.rdb.Process(ctx, inner)
+		return struct{}{}, nil
+	})
+	switch {
+	case err != nil && (w.read || !errors.Is(err, bounded.ErrNoAnswer)):
+		// A read, or a write never sent (ctx had ended): not in doubt.
+	case err != nil:
+		err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	default:
+		err = inner.Err()
+		if err == nil {
+			out.SetVal(inner.Val())
+			return nil
+		}
+	}
+	cmd.SetErr(err)
+	return err
+}
+
+// sendOnce is a command go-redis must not send again (NoRetry) when once
+// is set, as the command it copies asked.
+type sendOnce struct {
+	*redis.Cmd
+	once bool
+}
+
+// NoRetry tells go-redis whether to keep from resending the command.
+func (c sendOnce) NoRetry() bool { return c.once || c.Cmd.NoRetry() }
+
 // writes is the Doer of the queue's admin writes.
 func (q *Queue) writes() scripts.Doer { return boundedCalls{rdb: q.rdb} }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,7 +30,11 @@ const IdempotencyTTL = 10 * time.Minute
 // idempotencyKeyMax bounds an Idempotency-Key header.
 const idempotencyKeyMax = 200
 
-// Stored states of a claimed key other than a kept answer.
+// Stored states of a claimed key other than a kept answer. A claim still
+// under way stores idemPending followed by ":" and the claiming request's
+// own random token, so that request knows its claim again when go-redis
+// resends the SET NX after a lost reply (the resend finds the key set);
+// dashboards before this stored idemPending alone.
 const (
 	idemPending = "pending"
 	idemUnknown = "unknown"
@@ -55,9 +60,10 @@ type idemClaim struct {
 // kept, busy nor unknown set is the first request's, which acts.
 func (s *store) claimIdempotency(ctx context.Context, user string, r *http.Request, key string) (*idemClaim, error) {
 	c := &idemClaim{key: s.k.Idempotency(hashID(user + "\x00" + r.Method + "\x00" + r.URL.Path + "\x00" + key))}
+	mine := idemPending + ":" + randomToken()
 	var v string
 	for range 2 { // the kept answer may expire between the two reads
-		ok, err := s.rdb.SetNX(ctx, c.key, idemPending, IdempotencyTTL).Result()
+		ok, err := s.rdb.SetNX(ctx, c.key, mine, IdempotencyTTL).Result()
 		if err != nil {
 			return nil, fmt.Errorf("claim the Idempotency-Key: %w", err)
 		}
@@ -71,12 +77,16 @@ func (s *store) claimIdempotency(ctx context.Context, user string, r *http.Reque
 			break
 		}
 	}
-	switch v {
-	case "":
+	switch {
+	case v == mine:
+		// This request's own claim: the SET NX was sent again after its
+		// reply was lost, and the resend found the first send's key.
+		return c, nil
+	case v == "":
 		return nil, errors.New("the Idempotency-Key could not be claimed: it expired twice while read")
-	case idemPending:
+	case v == idemPending || strings.HasPrefix(v, idemPending+":"):
 		c.busy = true
-	case idemUnknown:
+	case v == idemUnknown:
 		c.unknown = true
 	default:
 		var a keptAnswer

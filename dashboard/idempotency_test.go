@@ -3,14 +3,19 @@ package dashboard_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestIdempotencyKeyActsOnce: a client that sends a bounded promotion, a
@@ -90,3 +95,102 @@ func TestIdempotencyKeyActsOnce(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// TestIdempotencyKeyClaimReplyLost: the reply to the SET NX that claims a
+// request's Idempotency-Key is lost and go-redis sends it again (its
+// default MaxRetries), as after a reset connection. The resend finds the
+// key the first send set. Before, the request took that for another
+// request still under way: it answered 409 and did nothing, and every
+// resend with the key was refused the same way until the claim expired
+// (IdempotencyTTL, 10 min), so the promotion was never done.
+func TestIdempotencyKeyClaimReplyLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	direct, prefix := redistest.Client(t)
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default resends
+	t.Cleanup(func() { _ = rdb.Close() })
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(ctx) })
+	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	for n := range 2 {
+		_, err := q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Duration(n+1) * time.Hour})
+		require.NoError(t, err)
+	}
+	c := &client{t: t, base: srv.URL + "/", headers: map[string]string{}, hc: &http.Client{Timeout: 30 * time.Second}}
+	var s dashboard.Session
+	require.Equal(t, http.StatusOK, c.get("api/session", &s))
+	c.csrf = s.CSRF
+
+	proxy.DropReplyTo("pending") // the claim's SET NX
+	status, hdr := c.do(http.MethodPost, "api/queues/q/promote", dashboard.PromoteRequest{Limit: 1}, nil,
+		map[string]string{"Idempotency-Key": "k-1"})
+	require.Equal(t, int64(1), proxy.Dropped(), "the claim's reply was lost once")
+	require.Equal(t, http.StatusOK, status, string(c.lastBody))
+	require.Empty(t, hdr.Get("Idempotency-Replayed"))
+	counts, err := q.GetJobCounts(ctx, drover.StateDelayed, drover.StateWaiting)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, counts[drover.StateWaiting], "promoted once")
+
+	status, hdr = c.do(http.MethodPost, "api/queues/q/promote", dashboard.PromoteRequest{Limit: 1}, nil,
+		map[string]string{"Idempotency-Key": "k-1"})
+	require.Equal(t, http.StatusOK, status, string(c.lastBody))
+	require.Equal(t, "true", hdr.Get("Idempotency-Replayed"), "the resend gets the first answer")
+	counts, err = q.GetJobCounts(ctx, drover.StateDelayed, drover.StateWaiting)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, counts[drover.StateDelayed], "nothing done again")
+}
+
+// TestAuditEntryReplyLost: the reply to the XADD that stores an action's
+// audit entry is lost and go-redis sends it again. The log must hold the
+// action once: before, the resend appended a second entry, and the audit
+// log showed one promotion as two.
+func TestAuditEntryReplyLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	direct, prefix := redistest.Client(t)
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default resends
+	t.Cleanup(func() { _ = rdb.Close() })
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(ctx) })
+	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	_, err = q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	c := &client{t: t, base: srv.URL + "/", headers: map[string]string{}, hc: &http.Client{Timeout: 30 * time.Second}}
+	var s dashboard.Session
+	require.Equal(t, http.StatusOK, c.get("api/session", &s))
+	c.csrf = s.CSRF
+
+	proxy.DropReplyTo("dashboard:audit") // the XADD's key
+	status, _ := c.do(http.MethodPost, "api/queues/q/promote", dashboard.PromoteRequest{Limit: 1}, nil, nil)
+	require.Equal(t, http.StatusOK, status, string(c.lastBody))
+	require.Equal(t, int64(1), proxy.Dropped(), "the audit append's reply was lost")
+	var log struct{ Entries []dashboard.AuditEntry }
+	require.Equal(t, http.StatusOK, c.get("api/audit", &log))
+	promotions := 0
+	for _, e := range log.Entries {
+		if e.Action == "promote-all" {
+			promotions++
+		}
+	}
+	require.Equal(t, 1, promotions, "one promotion, one entry: %+v", log.Entries)
+}

@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -239,7 +241,22 @@ func (s *store) appendAudit(ctx context.Context, e AuditEntry) error {
 		return err
 	}
 	key, maxLen := s.auditKey(e.Log)
-	err = s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: maxLen, Approx: true, Values: []any{"e", b}}).Err()
+	// The entry gets an ID of its own: go-redis sends an XADD again when
+	// its reply was lost, and with "*" the second send appended the entry
+	// a second time (one action, two entries). A second send of this ID is
+	// refused (it is not above the stream's top), and the entry is found
+	// under it.
+	id := strconv.FormatInt(time.Now().UnixMilli(), 10) + "-" + strconv.FormatUint(mrand.Uint64N(1<<47), 10)
+	err = s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: maxLen, Approx: true, ID: id, Values: []any{"e", b}}).Err()
+	if err != nil && strings.Contains(err.Error(), "equal or smaller than the target stream top item") {
+		got, rerr := s.rdb.XRange(ctx, key, id, id).Result()
+		if rerr == nil && len(got) == 1 && got[0].Values["e"] == string(b) {
+			return nil // stored by an earlier send of this append
+		}
+		// A newer entry is on top (another dashboard's clock is ahead, or
+		// it drew a larger sequence in the same millisecond): Redis's ID.
+		err = s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: maxLen, Approx: true, Values: []any{"e", b}}).Err()
+	}
 	if err != nil {
 		return fmt.Errorf("append to the %s audit log: %w", e.Log, err)
 	}

@@ -273,10 +273,11 @@ func MoveToActive(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs) (Fet
 // TakeJob moves one ready job to active locked with a.Token itself (not
 // a.Token + ":" + id), the lock value the caller chose, as BullMQ's
 // getNextJob does; a.Count is ignored. Sent once, like MoveToActive: when
-// its reply is lost the job may be active under that token.
-func TakeJob(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs) (Fetch, error) {
+// its reply is lost, SettleCall with call (a token of this call's own) and
+// Exact a.Token, At a.Now says which job it took.
+func TakeJob(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, call string) (Fetch, error) {
 	res, err := moveToActive.runOnce(ctx, rdb, k, a.Now, 1, a.Token,
-		a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax(), "1").Slice()
+		a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax(), "1", call).Slice()
 	if err != nil {
 		return Fetch{}, err
 	}
@@ -460,10 +461,31 @@ type Settled struct {
 // server or a slow network) does nothing. The caller must not send the call
 // again; it sends what is left under a new token.
 func SettleCall(ctx context.Context, rdb Doer, k keys.Queue, token string, ttl time.Duration, recs []FinishRecord) (Settled, error) {
-	args := make([]any, 0, 3+2*len(recs))
+	return SettleManual(ctx, rdb, k, token, ttl, recs, ExactTake{})
+}
+
+// ExactTake names the job a manual call took with a lock of the caller's
+// choosing (TakeJob, a FinishJobs with FetchArgs.ExactLock): the lock and
+// the call's FetchArgs.Now, which the take wrote as the job's processedOn.
+// The zero value: the call took no such job.
+type ExactTake struct {
+	Lock string
+	At   int64
+}
+
+// SettleManual is SettleCall for a manual worker's call: the job its take
+// locked with exact.Lock at exact.At is reported among Settled.Jobs too
+// (token is then the call's own token, TakeJob's call or the FinishJobs
+// call's FetchArgs.Token). A job the caller took with the same lock in the
+// same millisecond by an earlier call would be reported as well.
+func SettleManual(ctx context.Context, rdb Doer, k keys.Queue, token string, ttl time.Duration, recs []FinishRecord, exact ExactTake) (Settled, error) {
+	args := make([]any, 0, 5+2*len(recs))
 	args = append(args, token, max(ttl.Milliseconds(), 1), len(recs))
 	for i := range recs {
 		args = append(args, recs[i].ID, recs[i].Token)
+	}
+	if exact.Lock != "" {
+		args = append(args, exact.Lock, exact.At)
 	}
 	res, err := settleCall.runOnce(ctx, rdb, k, args...).Slice()
 	if err != nil {
@@ -472,7 +494,7 @@ func SettleCall(ctx context.Context, rdb Doer, k keys.Queue, token string, ttl t
 	if len(res) != 2 {
 		return Settled{}, fmt.Errorf("settleCall: malformed reply %v", res)
 	}
-	f, err := parseFetch(nil, res[0], nil, 0)
+	f, err := parseFetch(nil, res[0], nil, exact.At)
 	if err != nil {
 		return Settled{}, err
 	}

@@ -7,7 +7,9 @@
 --   (include/fetch.lua), 10 optional: "1" locks the jobs with ARGV[4]
 --   itself instead of ARGV[4] .. ":" .. id (Worker.NextJob: the caller's
 --   token is the lock value, as in BullMQ's getNextJob; the worker's
---   fetch does not send it).
+--   fetch does not send it), 11 optional with 10: the call's own token,
+--   which settleCall marks when the reply is lost (the caller's lock
+--   token names every take of its own, so it cannot name this one).
 -- Returns {nextDelayedScore|false, {id1, hash1, id2, hash2, ...},
 --   rateLimitTTL ms}; each hash
 -- is the job as it was BEFORE activation (the caller adds processedOn = now
@@ -18,7 +20,11 @@
 --@include fetch
 --@include settled
 
-if callSettled(ARGV[4]) then
+local callToken = ARGV[11]
+if not callToken or callToken == "" then
+  callToken = ARGV[4]
+end
+if callSettled(callToken) then
   return redis.error_reply("SETTLED this call was settled after its reply was lost; it did nothing")
 end
 

@@ -8,7 +8,12 @@
 -- ARGV: 1 base, 2 the call's lock token base, 3 ms to keep the call marked
 --   settled (include/settled.lua: a late copy of the call then writes
 --   nothing), 4 record count n, then n pairs (job id, job lock token) of the
---   call's finish records (none for moveToActive).
+--   call's finish records (none for moveToActive), then, optional, the
+--   lock of a manual call's take (moveToActive's ARGV[10], finishJobs'
+--   manual fetch-next lock) and the call's now ms: a job active under
+--   exactly that lock whose processedOn is that now is the one the call
+--   took (the caller's lock names its other takes too; they started at
+--   other times).
 -- Returns {{id, hash, ...}, {code, ...}}: the jobs the call fetched, still
 --   active under their lock (each hash as moveToActive returns it, as it
 --   was BEFORE activation: ats one less), and per record 1 when the job is
@@ -23,6 +28,11 @@
 local token = ARGV[2]
 rcall("SET", base .. "call:" .. token, "settled", "PX", ARGV[3])
 local n = tonumber(ARGV[4])
+local exact = ARGV[5 + 2 * n]
+local exactAt = ARGV[6 + 2 * n]
+if exact == "" then
+  exact = nil
+end
 
 local active = rcall("LRANGE", activeKey, 0, -1)
 local isActive = {}
@@ -40,7 +50,8 @@ for from = 1, #active, 1000 do
   local locks = rcall("MGET", unpack(lockKeys))
   for i = 1, #ids do
     local id = ids[i]
-    if locks[i] == mine .. id then
+    if locks[i] == mine .. id or
+        (exact and locks[i] == exact and rcall("HGET", base .. id, "processedOn") == exactAt) then
       local hash = rcall("HGETALL", base .. id)
       for f = 1, #hash, 2 do
         if hash[f] == "ats" then
