@@ -575,9 +575,9 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	// Schedulers start hours after the anchor: the same instant in both
 	// runs, so their runs' ids (which carry it) and due times agree.
 	anchor := time.Now().UnixMilli() + 3*difftest.Hour
-	ref := newProgramRun(t, b, known, anchor)
+	ref := newProgramRun(t, b, known, anchor, p.Defaults)
 	defer ref.close()
-	mix := newProgramRun(t, b, known, anchor)
+	mix := newProgramRun(t, b, known, anchor, p.Defaults)
 	defer mix.close()
 	mix.startEventReaders(context.Background())
 	if p.Manual != nil {
@@ -650,7 +650,13 @@ type programRun struct {
 	prefix  string
 	k       keys.Queue
 	dq      *drover.Queue
-	fp      *drover.FlowProducer
+	// fp adds OpAddFlows' trees (no defaults: BullMQ's FlowProducer.addBulk
+	// takes no queuesOptions); fpDefaults adds OpAddFlow's trees and the
+	// parent-linked adds with the program's default job options, as
+	// Node's FlowProducer.add with queuesOptions and Queue.add do.
+	fp, fpDefaults *drover.FlowProducer
+	// defaults are the program's default job options (nil: none).
+	defaults *difftest.Add
 	ids     map[string]string // add name -> job id
 	start   int64
 	anchor  int64 // ms; schedulers start from it (runDifferential)
@@ -685,16 +691,32 @@ type programRun struct {
 	manual *difftest.ManualWorker
 }
 
-func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64) *programRun {
+func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults *difftest.Add) *programRun {
 	t.Helper()
 	prefix := redistest.UniquePrefix()
-	dq, err := drover.NewQueue(b.rdb, queueName, &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs})
+	qo := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
+	fpo := &drover.FlowProducerOptions{Prefix: prefix, BackoffTypes: customBackoffs}
+	if defaults != nil {
+		qo.DefaultJobOptions = defaults.DroverOpts()
+	}
+	dq, err := drover.NewQueue(b.rdb, queueName, qo)
 	require.NoError(t, err)
-	fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: prefix, BackoffTypes: customBackoffs})
+	fp, err := drover.NewFlowProducer(b.rdb, fpo)
 	require.NoError(t, err)
+	fpDefaults := fp
+	if defaults != nil {
+		fpd := *fpo
+		fpd.DefaultJobOptions = map[string]*drover.JobOptions{queueName: defaults.DroverOpts()}
+		fpDefaults, err = drover.NewFlowProducer(b.rdb, &fpd)
+		require.NoError(t, err)
+	}
 	r := &programRun{
-		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, fp: fp,
+		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, fp: fp, fpDefaults: fpDefaults,
 		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known, takenTokens: map[string]string{},
+		defaults: defaults,
+	}
+	if defaults != nil {
+		require.NoError(t, r.o.OpenQueue(context.Background(), prefix, queueName, defaults.NodeOpts()))
 	}
 	// A Node app has the queue open from the start: its Queue writes meta.
 	_, err = r.o.GetJobCounts(context.Background(), prefix, queueName)
@@ -916,7 +938,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		} else if a.Parent != "" {
 			// A parent link from Go: a lone flow root with a Parent.
 			var n *drover.JobNode
-			n, err = r.fp.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: a.DroverOpts(),
+			n, err = r.fpDefaults.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: a.DroverOpts(),
 				Parent: &drover.JobRef{Prefix: p, Queue: parentQueue(a), ID: r.id(a.Parent)}})
 			if err == nil {
 				got = n.Job.ID
@@ -1619,6 +1641,10 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 			o.Timestamp = time.UnixMilli(ts)
 		}
 		f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
+		if a.Parent != "" {
+			// A tree's root with a parent link (OpAddFlow).
+			f.Parent = &drover.JobRef{Prefix: r.prefix, Queue: parentQueue(a), ID: r.id(a.Parent)}
+		}
 		for _, c := range a.Children {
 			f.Children = append(f.Children, droverFlow(c, queueOf(c)))
 		}
@@ -1649,7 +1675,11 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 			trees, err = r.o.AddFlows(ctx, r.prefix, flows)
 		} else {
 			var ids *bullmqoracle.FlowIDs
-			ids, err = r.o.AddFlow(ctx, r.prefix, nodeFlow(roots[0], q))
+			var fo map[string]any
+			if r.defaults != nil {
+				fo = map[string]any{"queuesOptions": map[string]any{q: map[string]any{"defaultJobOptions": r.defaults.NodeOpts()}}}
+			}
+			ids, err = r.o.AddFlowOpts(ctx, r.prefix, nodeFlow(roots[0], q), fo)
 			if ids != nil {
 				trees = []bullmqoracle.FlowIDs{*ids}
 			}
@@ -1678,7 +1708,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 			trees, err = r.fp.AddBulk(ctx, flows)
 		} else {
 			var n *drover.JobNode
-			n, err = r.fp.Add(ctx, droverFlow(roots[0], q))
+			n, err = r.fpDefaults.Add(ctx, droverFlow(roots[0], q))
 			trees = []*drover.JobNode{n}
 		}
 		if err != nil {

@@ -86,7 +86,53 @@ func Generate(seed int64, cfg Config) *Program {
 		}
 		p.Manual = m
 	}
+	if g.chance(25) {
+		p.Defaults = g.defaults()
+	}
 	return p
+}
+
+// defaults are a queue's default job options: the options a job's own may
+// leave unset, some of which a job's own override (a retention of false,
+// another failure policy). No id, deduplication or size limit (both
+// refuse them), no jitter (every job would draw its own due time) and no
+// backoff shorthand (drover's JobOptions.Backoff has none).
+func (g *gen) defaults() *Add {
+	d := &Add{}
+	for d.Attempts == 0 && d.Priority == 0 && !d.LIFO && d.RemoveOnComplete == nil && d.RemoveOnFail == nil &&
+		d.KeepLogs == 0 && d.StackTraceLimit == 0 && d.Delay == 0 && d.OnParentFailure == "" {
+		if g.chance(40) {
+			d.Attempts = 1 + g.r.IntN(3)
+			if g.chance(60) {
+				d.Backoff = &Backoff{Type: g.pick("fixed", "exponential", "zero"), Delay: Hour}
+			}
+		}
+		if g.chance(20) {
+			d.Priority = 1 + g.r.IntN(5)
+		}
+		if g.chance(15) {
+			d.LIFO = true
+		}
+		if g.chance(30) {
+			d.RemoveOnComplete = g.retention()
+		}
+		if g.chance(30) {
+			d.RemoveOnFail = g.retention()
+		}
+		if g.chance(20) {
+			d.KeepLogs = 1 + g.r.IntN(2)
+		}
+		if g.chance(15) {
+			d.StackTraceLimit = 1
+		}
+		if g.chance(10) {
+			d.Delay = Hour
+		}
+		if g.chance(10) {
+			d.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
+		}
+	}
+	return d
 }
 
 type gen struct {
@@ -359,10 +405,14 @@ func (g *gen) bulk() Step {
 }
 
 // flow adds a parent with 1 to 3 children, one of which sometimes has 1
-// or 2 children of its own.
+// or 2 children of its own. The tree's root sometimes keeps the parent
+// link addSpec gave it: the whole tree becomes a child of an existing job
+// (FlowProducer.add with opts.parent / FlowJob.Parent).
 func (g *gen) flow() Step {
 	s := Step{Op: OpAddFlow, Add: g.addSpec()}
-	s.Add.Parent = ""
+	if s.Add.Parent != "" && g.chance(60) {
+		s.Add.Parent, s.Add.ParentInOther, s.Add.OnParentFailure = "", false, ""
+	}
 	child := func() *Add {
 		c := g.addSpec()
 		c.Parent = ""
@@ -388,21 +438,32 @@ func (g *gen) flow() Step {
 }
 
 // flows makes 2 or 3 trees for one addBulk call: roots with 0 to 2
-// children each, a child sometimes in OtherQueueName.
+// children each, a child sometimes in OtherQueueName and sometimes with
+// 1 or 2 children of its own (either queue: a tree three levels deep
+// across the two queues).
 func (g *gen) flows() Step {
 	s := Step{Op: OpAddFlows}
+	child := func() *Add {
+		c := g.addSpec()
+		c.Parent = ""
+		if g.chance(40) {
+			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
+		}
+		c.OtherQueue = g.chance(20)
+		if c.OtherQueue {
+			g.others = append(g.others, c.Name)
+		}
+		return c
+	}
 	for range 2 + g.r.IntN(2) {
 		root := g.addSpec()
 		root.Parent, root.OnParentFailure = "", ""
 		for range g.r.IntN(3) {
-			c := g.addSpec()
-			c.Parent = ""
-			if g.chance(40) {
-				c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
-			}
-			c.OtherQueue = g.chance(20)
-			if c.OtherQueue {
-				g.others = append(g.others, c.Name)
+			c := child()
+			if g.chance(25) {
+				for range 1 + g.r.IntN(2) {
+					c.Children = append(c.Children, child())
+				}
 			}
 			root.Children = append(root.Children, c)
 		}

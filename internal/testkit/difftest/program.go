@@ -440,6 +440,15 @@ type Program struct {
 	// Manual, when set, are the options of the workers that take and end
 	// jobs by hand (OpManualTake, OpManualFinish) on both sides.
 	Manual *ManualWorker
+	// Defaults, when set, are the queue's default job options (only the
+	// option fields count): Node's Queue defaultJobOptions, which its add,
+	// addBulk and upsertJobScheduler merge under a job's own options, and
+	// FlowProducer.add's queuesOptions for the program's queue; drover's
+	// QueueOptions.DefaultJobOptions and FlowProducerOptions.
+	// DefaultJobOptions for the producer of OpAddFlow and of parent-linked
+	// adds. FlowProducer.addBulk takes no queuesOptions: OpAddFlows adds
+	// without defaults on both sides.
+	Defaults *Add
 }
 
 // ManualWorker are the options of a program's manual workers: metrics
@@ -516,15 +525,21 @@ func (s *Step) NodeOnly() bool {
 	return false
 }
 
-// adds are the jobs the step adds, a flow's grandchildren included.
+// adds are the jobs the step adds, every level of a flow's tree included.
 func (s *Step) adds() []*Add {
 	var out []*Add
+	var walk func(a *Add)
+	walk = func(a *Add) {
+		out = append(out, a)
+		for _, c := range a.Children {
+			walk(c)
+		}
+	}
 	if s.Add != nil {
-		out = append(out, s.Add)
+		walk(s.Add)
 	}
 	for _, c := range s.Children {
-		out = append(out, c)
-		out = append(out, c.Children...)
+		walk(c)
 	}
 	return out
 }
@@ -683,6 +698,9 @@ func (p *Program) String() string {
 	if m := p.Manual; m != nil {
 		fmt.Fprintf(&b, "  manual workers: %v\n", m.NodeOpts())
 	}
+	if d := p.Defaults; d != nil {
+		fmt.Fprintf(&b, "  default job options: %v\n", d.NodeOpts())
+	}
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, p.Steps[i].String())
 	}
@@ -699,11 +717,15 @@ func (s *Step) String() string {
 	if s.Add != nil {
 		parts = append(parts, s.Add.String())
 	}
-	for _, c := range s.Children {
-		parts = append(parts, "child "+c.String())
-		for _, g := range c.Children {
-			parts = append(parts, "grandchild "+g.String())
+	var tree func(a *Add, depth int)
+	tree = func(a *Add, depth int) {
+		parts = append(parts, strings.Repeat("grand", depth)+"child "+a.String())
+		for _, c := range a.Children {
+			tree(c, depth+1)
 		}
+	}
+	for _, c := range s.Children {
+		tree(c, 0)
 	}
 	if s.Outcome != nil {
 		parts = append(parts, fmt.Sprintf("%+v", *s.Outcome))
@@ -790,6 +812,9 @@ func (p *Program) GoString() string {
 			f = append(f, "RemoveOnFail: "+r.goString())
 		}
 		b.WriteString(", Manual: &difftest.ManualWorker{" + strings.Join(f, ", ") + "}")
+	}
+	if d := p.Defaults; d != nil {
+		b.WriteString(", Defaults: " + d.goString())
 	}
 	b.WriteString("}")
 	return b.String()

@@ -42,6 +42,26 @@ func Shrink(p *Program, budget int, fails func(*Program) bool) *Program {
 			n /= 2
 		}
 	}
+	// The queue's default job options: dropped, or each field dropped (an
+	// add's simplifications, on a step that holds them).
+	if cur.Defaults != nil {
+		c := clone(cur)
+		c.Defaults = nil
+		if !try(c) {
+			for j := 0; ; j++ {
+				edits := simplifications(&Step{Add: cur.Defaults})
+				if j >= len(edits) {
+					break
+				}
+				c := clone(cur)
+				st := Step{Add: c.Defaults}
+				edits[j](&st)
+				if try(c) {
+					j = -1
+				}
+			}
+		}
+	}
 	// Simplify each step until nothing changes.
 	for changed := true; changed && calls < budget; {
 		changed = false
@@ -83,6 +103,10 @@ func simplifications(s *Step) []func(*Step) {
 		for j := range s.Children[i].Children {
 			if len(s.Children[i].Children) > 1 {
 				out = append(out, func(s *Step) { s.Children[i].Children = slices.Delete(s.Children[i].Children, j, j+1) })
+			}
+			if len(s.Children[i].Children[j].Children) > 0 {
+				// A bulk tree's third level (OpAddFlows).
+				out = append(out, func(s *Step) { s.Children[i].Children[j].Children = nil })
 			}
 		}
 	}
@@ -186,7 +210,7 @@ func simplifications(s *Step) []func(*Step) {
 
 // clone copies a program deeply enough for Shrink's edits.
 func clone(p *Program) *Program {
-	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps)), Manual: p.Manual}
+	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps)), Manual: p.Manual, Defaults: cloneAdd(p.Defaults)}
 	for i, s := range p.Steps {
 		s.Add = cloneAdd(s.Add)
 		if s.Children != nil {
