@@ -644,12 +644,12 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 
 // programRun is one run of a program on its own prefix.
 type programRun struct {
-	t       *testing.T
-	o       *bullmqoracle.Oracle
-	rdb     *redis.Client
-	prefix  string
-	k       keys.Queue
-	dq      *drover.Queue
+	t      *testing.T
+	o      *bullmqoracle.Oracle
+	rdb    *redis.Client
+	prefix string
+	k      keys.Queue
+	dq     *drover.Queue
 	// fp adds OpAddFlows' trees (no defaults: BullMQ's FlowProducer.addBulk
 	// takes no queuesOptions); fpDefaults adds OpAddFlow's trees and the
 	// parent-linked adds with the program's default job options, as
@@ -657,12 +657,12 @@ type programRun struct {
 	fp, fpDefaults *drover.FlowProducer
 	// defaults are the program's default job options (nil: none).
 	defaults *difftest.Add
-	ids     map[string]string // add name -> job id
-	start   int64
-	anchor  int64 // ms; schedulers start from it (runDifferential)
-	workRan bool
-	jitter  bool
-	known   bool
+	ids      map[string]string // add name -> job id
+	start    int64
+	anchor   int64 // ms; schedulers start from it (runDifferential)
+	workRan  bool
+	jitter   bool
+	known    bool
 	// cascades are the [from, to) ranges of the events stream written by
 	// steps that remove a flow's jobs (see difftest.Deliberate).
 	cascades [][2]int
