@@ -421,10 +421,17 @@ func (r *programRun) tookNext(id, token string) string {
 // manualWaitChildren performs OpManualWaitChildren on the oldest taken
 // job, under the token it was taken with: "ok moved" ends its turn in the
 // taken list, "stays" (no pending child) leaves it taken; a refusal
-// (BullMQ's code, drover's mapped to it) ends its turn too.
-func (r *programRun) manualWaitChildren(ctx context.Context, node bool) string {
+// (BullMQ's code, drover's mapped to it) ends its turn too. child, when
+// not "", is the one child to wait for (a job of the program's queue).
+func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child string) string {
 	r.t.Helper()
 	id := r.taken[0]
+	nodeOpts := map[string]any{}
+	var droverOpts *drover.MoveToWaitingChildrenOptions
+	if child != "" {
+		nodeOpts["child"] = map[string]any{"id": child, "queue": r.prefix + ":" + queueName}
+		droverOpts = &drover.MoveToWaitingChildrenOptions{Child: &drover.JobRef{Prefix: r.prefix, Queue: queueName, ID: child}}
+	}
 	token := r.takenTokens[id]
 	if r.manualJobs[id] == nil {
 		node = true // Node took it in this run (see manualFinish)
@@ -435,7 +442,7 @@ func (r *programRun) manualWaitChildren(ctx context.Context, node bool) string {
 			require.NoError(r.t, err)
 			res = fmt.Sprintf("code %d", codeMissingJob)
 		} else {
-			out, err := r.o.ManualCall(ctx, r.prefix, queueName, id, "moveToWaitingChildren", token, map[string]any{})
+			out, err := r.o.ManualCall(ctx, r.prefix, queueName, id, "moveToWaitingChildren", token, nodeOpts)
 			require.NoError(r.t, err)
 			switch {
 			case out.Error != nil:
@@ -447,7 +454,7 @@ func (r *programRun) manualWaitChildren(ctx context.Context, node bool) string {
 			}
 		}
 	} else {
-		moved, err := r.manualJobs[id].MoveToWaitingChildren(ctx, nil)
+		moved, err := r.manualJobs[id].MoveToWaitingChildren(ctx, droverOpts)
 		switch {
 		case err != nil:
 			r.refused = err
@@ -1010,6 +1017,12 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if c.Immediately {
 				repeat["immediately"] = true
 			}
+			if c.TZ != "" {
+				repeat["tz"] = c.TZ
+			}
+			if c.Offset != 0 {
+				repeat["offset"] = c.Offset
+			}
 			got, err = o.UpsertJobScheduler(ctx, p, q, c.ID, repeat, map[string]any{"name": a.Name, "data": a.Data, "opts": r.nodeOpts(a)})
 		} else {
 			ro := drover.RepeatOptions{
@@ -1019,6 +1032,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 				ro.EndDate = time.UnixMilli(r.anchor + c.End)
 			}
 			ro.Immediately = c.Immediately
+			ro.TZ, ro.Offset = c.TZ, time.Duration(c.Offset)*time.Millisecond
 			var job *drover.Job
 			job, err = r.dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
 			if job != nil {
@@ -1261,7 +1275,11 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if len(r.taken) == 0 {
 			return "none"
 		}
-		return r.manualWaitChildren(ctx, node)
+		child := ""
+		if s.Job != "" {
+			child = r.id(s.Job)
+		}
+		return r.manualWaitChildren(ctx, node, child)
 	case difftest.OpSetGlobalRateLimit:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "setGlobalRateLimit", nil, s.Limit, s.Delay))

@@ -3,6 +3,7 @@ package difftest
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // Hour is the unit of every generated delay, backoff and grace: long
@@ -56,6 +57,13 @@ func Generate(seed int64, cfg Config) *Program {
 			g.waitChildren = false
 			if g.chance(70) {
 				s = Step{Op: OpManualWaitChildren}
+				switch n := g.r.IntN(10); {
+				case n < 4:
+					// Only if the child just added is pending.
+					s.Job = g.names[len(g.names)-1]
+				case n < 6:
+					s.Job = g.job()
+				}
 			}
 		}
 		if g.r.IntN(2) == 0 {
@@ -240,7 +248,13 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpRateLimit, Delay: Hour} }},
 		{2, func() Step { return Step{Op: OpRemoveRateLimitKey} }},
 		{1, func() Step { return Step{Op: OpTrimEvents, Limit: g.pick3(0, g.pickI(1, 5, 1000))} }},
-		{2, func() Step { return Step{Op: OpManualWaitChildren} }},
+		{2, func() Step {
+			s := Step{Op: OpManualWaitChildren}
+			if g.chance(30) {
+				s.Job = g.job()
+			}
+			return s
+		}},
 		{2, func() Step { return Step{Op: OpGetCounts} }},
 		{2, func() Step {
 			st := []string{"wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"}
@@ -266,6 +280,7 @@ func (g *gen) step() Step {
 			reads := []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount, ReadIgnoredChildrenFailures, ReadFailedChildrenValues}
 			return Step{Op: OpFlowRead, Job: g.job(), Read: reads[g.r.IntN(len(reads))]}
 		}},
+		{2, g.dependenciesRead},
 		{2, func() Step {
 			return Step{Op: OpGetLogs, Job: g.job(), Priority: g.pickI(0, 0, 1, -1, -2), Limit: g.pickI(0, 1, 2), LIFO: g.chance(50)}
 		}},
@@ -333,6 +348,37 @@ func (g *gen) step() Step {
 	panic("unreachable")
 }
 
+// dependenciesRead is a paged getDependencies or a getDependenciesCount of
+// some kinds. Pages of the unprocessed set (an SSCAN of a hashtable set
+// on the Redis the tests run, whose order depends on the member strings,
+// which carry the run's prefix) are never smaller than 10, more than a
+// generated job's children, so the page is the whole set; processed and
+// ignored are small hashes, which HSCAN hands back whole whatever the
+// count; failed is a sorted-set range, from cursor 0 unless the known
+// difference is wanted (BullMQ reads none past the first page).
+func (g *gen) dependenciesRead() Step {
+	all := []string{"processed", "unprocessed", "ignored", "failed"}
+	var kinds []string
+	for len(kinds) == 0 {
+		for _, k := range all {
+			if g.chance(45) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	if g.chance(30) {
+		return Step{Op: OpFlowRead, Job: g.job(), Read: ReadDependenciesCountOf, Types: kinds}
+	}
+	s := Step{Op: OpFlowRead, Job: g.job(), Read: ReadDependenciesPage, Types: kinds, Limit: g.pickI(0, 1, 2)}
+	if slices.Contains(kinds, "unprocessed") && s.Limit > 0 {
+		s.Limit = 10
+	}
+	if g.cfg.Known && slices.Contains(kinds, "failed") && g.chance(30) {
+		s.Priority = 1
+	}
+	return s
+}
+
 // schedulerID picks from a pool of two, so upserts replace schedulers.
 func (g *gen) schedulerID() string { return g.pick("s1", "s2") }
 
@@ -348,6 +394,12 @@ func (g *gen) upsertScheduler() Step {
 		// Whole minutes only: the comparison reads delayed scores to the
 		// minute.
 		c.Every, c.Pattern = 0, g.pick("0 * * * *", "*/30 * * * *", "15 3 * * *", "0 9 * * 1-5", "@daily")
+		if g.chance(30) {
+			// A zone half an hour off UTC moves even the hourly runs.
+			c.TZ = g.pick("America/New_York", "Asia/Kolkata", "Europe/Berlin")
+		}
+	} else if g.chance(20) {
+		c.Offset = g.pickI64(20*60_000, 45*60_000)
 	}
 	if g.chance(30) {
 		c.Limit = 1 + g.r.IntN(2)

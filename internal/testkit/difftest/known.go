@@ -100,6 +100,42 @@ var Known = []KnownDivergence{
 		"deliberate (README)", manualFetchNextWithScheduler, nil, nil, "", false},
 	{"deliberate", "removeOrphanedJobs after a worker with the metrics option failed a job: BullMQ 6.7 takes the failed-metrics hash (<queue>:metrics:failed) for the failed sub-key of a job called \"metrics\" (metrics is not among its queue keys) and deletes it, counting one orphan; drover never takes metrics keys for jobs and counts none (campaign seed 508424454)",
 		"deliberate (README; BullMQ bug)", orphansAfterFailedMetrics, nil, nil, "", false},
+	{"deliberate", "default job options with a failure policy (QueueOptions.DefaultJobOptions / FlowProducerOptions.DefaultJobOptions ParentPolicy) and a job whose own policy is another: drover adds the job with its own policy (a default fills only what the job leaves unset, and ParentPolicy is one field); BullMQ 6.7 merges defaultJobOptions and the job's options key by key, so the job has two of the exclusive failParentOnFailure/continueParentOnFailure/ignoreDependencyOnFailure/removeDependencyOnFailure and is refused (the whole flow, for FlowProducer.add)",
+		"deliberate (README)", policyOverDefaultPolicy, nil, nil, "", false},
+	{"deliberate", "getDependencies' failed page past the first (failed: {cursor, count}, cursor > 0): BullMQ 6.7 reads ZRANGE cursor..count-1 of the unsuccessful set, none once cursor >= count; drover's GetDependencies reads the page at the cursor (both answer cursor + count as the next cursor)",
+		"deliberate (README; BullMQ bug)", failedPagePastFirst, nil, nil, "", false},
+}
+
+// failedPagePastFirst reports whether a program reads a page of a job's
+// failed children from a cursor past 0.
+func failedPagePastFirst(p *Program) bool {
+	for _, s := range p.Steps {
+		if s.Op == OpFlowRead && s.Read == ReadDependenciesPage && s.Priority > 0 && slices.Contains(s.Types, "failed") {
+			return true
+		}
+	}
+	return false
+}
+
+// policyOverDefaultPolicy reports whether a program has a default failure
+// policy and adds, where the defaults apply (every add but OpAddFlows'),
+// a job with another policy of its own.
+func policyOverDefaultPolicy(p *Program) bool {
+	if p.Defaults == nil || p.Defaults.OnParentFailure == "" {
+		return false
+	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Op == OpAddFlows {
+			continue
+		}
+		for _, a := range s.adds() {
+			if a.OnParentFailure != "" && a.OnParentFailure != p.Defaults.OnParentFailure {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // orphansAfterFailedMetrics reports whether a program removes orphaned

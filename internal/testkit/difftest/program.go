@@ -145,7 +145,10 @@ const (
 	// OpManualTake (and did not end yet) to waiting-children, under the
 	// token it was taken with (job.moveToWaitingChildren(token) /
 	// drover's Job.MoveToWaitingChildren on the job NextJob returned). A
-	// job with no pending child stays taken.
+	// job with no pending child stays taken. With Step.Job it waits only
+	// if that job of the program's queue is one of its pending children
+	// (the child option: {child: {id, queue}} /
+	// MoveToWaitingChildrenOptions.Child).
 	OpManualWaitChildren Op = "manualWaitChildren"
 	// OpGetScheduler reads job scheduler Step.Scheduler.ID
 	// (getJobScheduler / GetJobScheduler); its result is every field the
@@ -237,12 +240,23 @@ type FlowRead string
 // name getFailedChildrenValues; drover's Job.GetChildrenValues,
 // GetDependencies (nil options), GetDependenciesCount,
 // GetIgnoredChildrenFailures and GetFailedChildrenValues.
+//
+// ReadDependenciesPage is getDependencies with options: one page of each
+// kind in Step.Types ("processed", "unprocessed", "ignored", "failed"),
+// count Step.Limit (0: none given, BullMQ's 20), the failed page from
+// cursor Step.Priority (drover's DependenciesOptions); its result is each
+// kind's page and next cursor. ReadDependenciesCountOf is
+// getDependenciesCount of the kinds Step.Types (drover's
+// GetDependenciesCount counts them all; the kinds asked for are
+// compared).
 const (
 	ReadChildrenValues          FlowRead = "getChildrenValues"
 	ReadDependencies            FlowRead = "getDependencies"
 	ReadDependenciesCount       FlowRead = "getDependenciesCount"
 	ReadIgnoredChildrenFailures FlowRead = "getIgnoredChildrenFailures"
 	ReadFailedChildrenValues    FlowRead = "getFailedChildrenValues"
+	ReadDependenciesPage        FlowRead = "getDependencies(page)"
+	ReadDependenciesCountOf     FlowRead = "getDependenciesCount(types)"
 )
 
 // Step is one operation of a program.
@@ -330,6 +344,12 @@ type Scheduler struct {
 	// both refuse the pair (BullMQ 6.7 throws, drover's RepeatOptions
 	// check refuses it).
 	Immediately bool
+	// TZ is a Pattern's time zone (the tz option / RepeatOptions.TZ);
+	// "" is UTC.
+	TZ string
+	// Offset (ms) is an Every scheduler's offset option
+	// (RepeatOptions.Offset), stored with the scheduler and its runs.
+	Offset int64
 }
 
 // Add is one job to add, with the options both implementations share.
@@ -719,7 +739,7 @@ func (s *Step) String() string {
 	}
 	var tree func(a *Add, depth int)
 	tree = func(a *Add, depth int) {
-		parts = append(parts, strings.Repeat("grand", depth)+"child "+a.String())
+		parts = append(parts, []string{"", "grand", "great-grand"}[min(depth, 2)]+"child "+a.String())
 		for _, c := range a.Children {
 			tree(c, depth+1)
 		}
@@ -745,7 +765,8 @@ func (s *Step) String() string {
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
-	if (s.Op == OpGetJobs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow || s.Op == OpRemoveOrphanedJobs) &&
+	if (s.Op == OpGetJobs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow || s.Op == OpRemoveOrphanedJobs ||
+		s.Op == OpFlowRead) &&
 		(s.Priority != 0 || s.LIFO) {
 		parts = append(parts, fmt.Sprintf("start/depth=%d desc=%v", s.Priority, s.LIFO))
 	}
@@ -847,7 +868,8 @@ var opNames = map[Op]string{
 var readNames = map[FlowRead]string{
 	ReadChildrenValues: "difftest.ReadChildrenValues", ReadDependencies: "difftest.ReadDependencies",
 	ReadDependenciesCount: "difftest.ReadDependenciesCount", ReadIgnoredChildrenFailures: "difftest.ReadIgnoredChildrenFailures",
-	ReadFailedChildrenValues: "difftest.ReadFailedChildrenValues",
+	ReadFailedChildrenValues: "difftest.ReadFailedChildrenValues", ReadDependenciesPage: "difftest.ReadDependenciesPage",
+	ReadDependenciesCountOf: "difftest.ReadDependenciesCountOf",
 }
 
 // GoString renders the step as a Go composite literal.
@@ -932,6 +954,12 @@ func (s *Step) GoString() string {
 		}
 		if c.Immediately {
 			end += ", Immediately: true"
+		}
+		if c.TZ != "" {
+			end += fmt.Sprintf(", TZ: %q", c.TZ)
+		}
+		if c.Offset != 0 {
+			end += fmt.Sprintf(", Offset: %d", c.Offset)
 		}
 		f = append(f, fmt.Sprintf("Scheduler: &difftest.Scheduler{ID: %q, Every: %d%s, Start: %d, Limit: %d%s}", c.ID, c.Every, pattern, c.Start, c.Limit, end))
 	}

@@ -175,6 +175,12 @@ func simplifications(s *Step) []func(*Step) {
 	if c := s.Scheduler; c != nil && c.Immediately {
 		out = append(out, func(s *Step) { s.Scheduler.Immediately = false })
 	}
+	if c := s.Scheduler; c != nil && c.TZ != "" {
+		out = append(out, func(s *Step) { s.Scheduler.TZ = "" })
+	}
+	if c := s.Scheduler; c != nil && c.Offset != 0 {
+		out = append(out, func(s *Step) { s.Scheduler.Offset = 0 })
+	}
 	if s.WorkerRemoveOnComplete != nil {
 		out = append(out, func(s *Step) { s.WorkerRemoveOnComplete = nil })
 	}
