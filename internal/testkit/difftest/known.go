@@ -102,8 +102,38 @@ var Known = []KnownDivergence{
 		"deliberate (README; BullMQ bug)", orphansAfterFailedMetrics, nil, nil, "", false},
 	{"deliberate", "default job options with a failure policy (QueueOptions.DefaultJobOptions / FlowProducerOptions.DefaultJobOptions ParentPolicy) and a job whose own policy is another: drover adds the job with its own policy (a default fills only what the job leaves unset, and ParentPolicy is one field); BullMQ 6.7 merges defaultJobOptions and the job's options key by key, so the job has two of the exclusive failParentOnFailure/continueParentOnFailure/ignoreDependencyOnFailure/removeDependencyOnFailure and is refused (the whole flow, for FlowProducer.add)",
 		"deliberate (README)", policyOverDefaultPolicy, nil, nil, "", false},
+	{"deliberate", "removeOrphanedJobs of an orphaned job with id 1 while a job is delayed: BullMQ 6.7 looks for a candidate in every sorted set, list and set among the queue's keys, the marker zset included, whose delay marker is member \"1\", so it keeps that orphan (and would keep one whose id is a job scheduler's, a member of repeat); drover looks only in the job states (wait, paused, active, prioritized, delayed, waiting-children, completed, failed, stalled) and removes it (campaign seed 820492980)",
+		"deliberate (README; BullMQ bug)", orphanWhileDelayed, nil, nil, "", false},
 	{"deliberate", "getDependencies' failed page past the first (failed: {cursor, count}, cursor > 0): BullMQ 6.7 reads ZRANGE cursor..count-1 of the unsuccessful set, none once cursor >= count; drover's GetDependencies reads the page at the cursor (both answer cursor + count as the next cursor)",
 		"deliberate (README; BullMQ bug)", failedPagePastFirst, nil, nil, "", false},
+}
+
+// orphanWhileDelayed reports whether a program orphans a job, removes
+// orphans, and may have a delayed job at the time (BullMQ's delay marker,
+// member "1" of the marker zset).
+func orphanWhileDelayed(p *Program) bool {
+	orphan, removal, delayed := false, false, p.Defaults != nil && (p.Defaults.Delay > 0 || p.Defaults.Backoff != nil)
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		switch s.Op {
+		case OpOrphan:
+			orphan = true
+		case OpRemoveOrphanedJobs:
+			removal = true
+		case OpUpsertScheduler, OpChangeDelay:
+			delayed = true
+		case OpWork, OpManualFinish:
+			if k := s.Outcome.Kind; k == "delay" || k == "rateLimited" || k == "fail" {
+				delayed = true
+			}
+		}
+		for _, a := range s.adds() {
+			if a.Delay > 0 || a.Backoff != nil {
+				delayed = true
+			}
+		}
+	}
+	return orphan && removal && delayed
 }
 
 // failedPagePastFirst reports whether a program reads a page of a job's
