@@ -1,6 +1,7 @@
 package interoptest_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -1112,12 +1113,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		// Each check is a new interval.
 		require.NoError(r.t, r.rdb.Del(ctx, r.k.StalledCheck()).Err())
 		var ids []string
+		// WorkerOptions.MaxStalledCount's reading: 0 the default, below 0 none.
+		maxStalled := max(cmp.Or(s.Limit, drover.MaxStalledCountDefault), 0)
 		if node {
 			var err error
-			ids, err = o.StepCheckStalled(ctx, p, q)
+			ids, err = o.StepCheckStalledMax(ctx, p, q, maxStalled)
 			require.NoError(r.t, err)
 		} else {
-			_, moved, err := scripts.MoveStalledJobsToWait(ctx, r.rdb, r.k, time.Now().UnixMilli(), 30000, 1)
+			_, moved, err := scripts.MoveStalledJobsToWait(ctx, r.rdb, r.k, time.Now().UnixMilli(), 30000, maxStalled)
 			require.NoError(r.t, err)
 			for _, m := range moved {
 				ids = append(ids, m.ID)

@@ -184,7 +184,7 @@ func (g *gen) step() Step {
 		{3, g.bulk},
 		{26, g.work},
 		{2, func() Step { return Step{Op: OpStall} }},
-		{4, func() Step { return Step{Op: OpCheckStalled} }},
+		{4, func() Step { return Step{Op: OpCheckStalled, Limit: g.pickI(0, 0, 0, -1, 2)} }},
 		{5, func() Step {
 			return Step{Op: OpRetry, Job: g.job(), State: g.pick("failed", "completed"), ResetMade: g.chance(40), ResetStarted: g.chance(30)}
 		}},

@@ -34,7 +34,9 @@ const (
 	// OpStall takes the next ready job and abandons it: the worker process
 	// dies, and the harness deletes the lock as its expiry would.
 	OpStall Op = "stall"
-	// OpCheckStalled runs one stalled-jobs check (moveStalledJobsToWait).
+	// OpCheckStalled runs one stalled-jobs check (moveStalledJobsToWait)
+	// with maxStalledCount Step.Limit, as drover's WorkerOptions.
+	// MaxStalledCount reads it: 0 is the default 1, negative is 0.
 	OpCheckStalled Op = "checkStalled"
 	// OpRetry retries Step.Job in Step.State (job.retry / Job.Retry).
 	OpRetry Op = "retry"

@@ -187,6 +187,9 @@ func simplifications(s *Step) []func(*Step) {
 	if s.WorkerRemoveOnFail != nil {
 		out = append(out, func(s *Step) { s.WorkerRemoveOnFail = nil })
 	}
+	if s.Op == OpCheckStalled && s.Limit != 0 {
+		out = append(out, func(s *Step) { s.Limit = 0 })
+	}
 	if s.NoForce {
 		out = append(out, func(s *Step) { s.NoForce = false })
 	}

@@ -567,14 +567,21 @@ const commands = {
   },
   // stepCheckStalled runs one stalled-jobs check of the step worker and
   // returns the ids it moved back (or failed).
+  // a.maxStalledCount, when given, is the worker's maxStalledCount for
+  // this check only (moveStalledJobsToWait reads the worker's opts).
   stepCheckStalled: async (a) => {
     const sw = await getStepWorker(a);
     const ids = [];
     const onStalled = (id) => ids.push(id);
     sw.worker.on('stalled', onStalled);
+    const keep = sw.worker.opts.maxStalledCount;
+    if (typeof a.maxStalledCount === 'number') {
+      sw.worker.opts.maxStalledCount = a.maxStalledCount;
+    }
     try {
       await sw.worker.moveStalledJobsToWait();
     } finally {
+      sw.worker.opts.maxStalledCount = keep;
       sw.worker.off('stalled', onStalled);
     }
     return ids;
