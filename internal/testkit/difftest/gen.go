@@ -325,9 +325,12 @@ func (g *gen) step() Step {
 		// writes none), Worker.cancelJob/cancelAllJobs/delay and
 		// Job.waitUntilFinished (in-process), recordJobCountsMetric
 		// (telemetry; getJobCounts underneath), queue.getDependencies
-		// (drover has it on the Job: ReadDependencies) and the paging of
-		// job.getDependencies (SSCAN/HSCAN pages depend on the member
-		// strings, which carry the run's prefix). Generated through
+		// (drover has it on the Job: ReadDependencies), pages of
+		// job.getDependencies' unprocessed children smaller than the set
+		// (SSCAN pages depend on the member strings, which carry the
+		// run's prefix: dependenciesRead), job.discard (not in 6.7) and
+		// a scheduler's immediately without a start date (the run's id
+		// carries the instant of each run's upsert). Generated through
 		// another name: job.remove (queue.remove's script), getState,
 		// getJobState and job.isX (crossRead after every step), count
 		// and the getXCount getters (getJobCountByTypes), getRanges and
