@@ -527,12 +527,21 @@ func (g *gen) flows() Step {
 	// Fewer refusals (both refuse the whole call, so one bad job of the
 	// 2 to 9 would leave the call comparing nothing): no size limits,
 	// integer-like ids or deduplication on a parent.
+	// A custom id twice in the call is mostly dropped: drover refuses
+	// such a call whole and BullMQ stores the job once (a known
+	// deliberate difference, which deeper trees would otherwise show in
+	// most programs).
+	seen := map[string]bool{}
 	for _, a := range s.adds() {
 		a.SizeLimit = 0
 		switch a.JobID {
 		case "1234567890123456", "100000000000000000000", "007":
 			a.JobID = ""
 		}
+		if a.JobID != "" && seen[a.JobID] && g.chance(90) {
+			a.JobID = ""
+		}
+		seen[a.JobID] = true
 		if len(a.Children) > 0 {
 			a.Dedup = nil
 		}
