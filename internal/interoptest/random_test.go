@@ -847,13 +847,26 @@ func parentQueue(a *difftest.Add) string {
 	return queueName
 }
 
-// nodeOpts are a's options for Node, with its parent link resolved.
+// nodeOpts are a's options for Node, with its parent link and timestamp
+// resolved.
 func (r *programRun) nodeOpts(a *difftest.Add) map[string]any {
 	m := a.NodeOpts()
 	if a.Parent != "" {
 		m["parent"] = map[string]any{"id": r.id(a.Parent), "queue": r.prefix + ":" + parentQueue(a)}
 	}
+	if a.TimestampAgo != 0 {
+		m["timestamp"] = r.stepNow - a.TimestampAgo
+	}
 	return m
+}
+
+// droverOpts are a's options for drover, with its timestamp resolved.
+func (r *programRun) droverOpts(a *difftest.Add) *drover.JobOptions {
+	o := a.DroverOpts()
+	if a.TimestampAgo != 0 {
+		o.Timestamp = time.UnixMilli(r.stepNow - a.TimestampAgo)
+	}
+	return o
 }
 
 // ready reports whether a worker would take a job now: the queue is not
@@ -946,14 +959,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		} else if a.Parent != "" {
 			// A parent link from Go: a lone flow root with a Parent.
 			var n *drover.JobNode
-			n, err = r.fpDefaults.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: a.DroverOpts(),
+			n, err = r.fpDefaults.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: r.droverOpts(a),
 				Parent: &drover.JobRef{Prefix: p, Queue: parentQueue(a), ID: r.id(a.Parent)}})
 			if err == nil {
 				got = n.Job.ID
 			}
 		} else {
 			var res *drover.AddResult
-			res, err = r.dq.Add(ctx, a.Name, a.Data, a.DroverOpts())
+			res, err = r.dq.Add(ctx, a.Name, a.Data, r.droverOpts(a))
 			if err == nil {
 				got = res.Job.ID
 			}
@@ -976,7 +989,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			jobs := make([]drover.BulkJob, len(s.Children))
 			for i, a := range s.Children {
 				r.noteJitter(a)
-				jobs[i] = drover.BulkJob{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()}
+				jobs[i] = drover.BulkJob{Name: a.Name, Data: a.Data, Opts: r.droverOpts(a)}
 			}
 			var res []*drover.AddResult
 			res, err = r.dq.AddBulk(ctx, jobs)
@@ -1654,7 +1667,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	}
 	var droverFlow func(a *difftest.Add, queue string) drover.FlowJob
 	droverFlow = func(a *difftest.Add, queue string) drover.FlowJob {
-		o := a.DroverOpts()
+		o := r.droverOpts(a)
 		if o.JobID == "" {
 			o.JobID = "f" + a.Name
 		}

@@ -391,7 +391,7 @@ func (g *gen) schedulerID() string { return g.pick("s1", "s2") }
 // parent: the scheduler decides or refuses them).
 func (g *gen) upsertScheduler() Step {
 	a := g.addSpec()
-	a.JobID, a.Delay, a.Dedup, a.Parent, a.OnParentFailure = "", 0, nil, "", ""
+	a.JobID, a.Delay, a.Dedup, a.Parent, a.OnParentFailure, a.TimestampAgo = "", 0, nil, "", "", 0
 	c := &Scheduler{ID: g.schedulerID(), Every: int64(1+g.r.IntN(2)) * Hour, Start: int64(1+g.r.IntN(3)) * Hour}
 	if g.chance(30) {
 		// Whole minutes only: the comparison reads delayed scores to the
@@ -622,6 +622,10 @@ func (g *gen) addSpec() *Add {
 		// The data's JSON is 7 bytes ({"n":1}), 8 from the tenth job on,
 		// a few dozen with a string: 7 refuses most, 1000 none.
 		a.SizeLimit = g.pickI(7, 1000)
+	}
+	if g.chance(8) {
+		// Whole hours: delayed scores compare to the minute.
+		a.TimestampAgo = g.pickI64(Hour, 2*Hour, -Hour)
 	}
 	if len(g.names) > 0 && g.chance(20) {
 		a.Parent = g.job()

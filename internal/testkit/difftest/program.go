@@ -378,6 +378,12 @@ type Add struct {
 	// SizeLimit bounds the data's JSON in bytes (0: none); both refuse a
 	// larger one.
 	SizeLimit int
+	// TimestampAgo, when not 0, is the job's timestamp option: that many
+	// ms before the step's instant (negative: after it), which a delayed
+	// job's due time counts from and clean's grace reads (opts.timestamp /
+	// JobOptions.Timestamp). The runner resolves it (a flow's parents
+	// take the runner's own stamps instead).
+	TimestampAgo int64
 	// Parent names an added job this one is a child of (TakenJob: the
 	// oldest job the run took by hand and did not end yet) (the parent
 	// option; drover adds such a job as a lone flow root with
@@ -1001,6 +1007,9 @@ func (a *Add) String() string {
 	if len(a.Data) > 1 {
 		s += fmt.Sprintf(" data=%v", a.Data)
 	}
+	if a.TimestampAgo != 0 {
+		s += fmt.Sprintf(" timestamp=-%dms", a.TimestampAgo)
+	}
 	return s
 }
 
@@ -1070,6 +1079,9 @@ func (a *Add) goString() string {
 	}
 	if a.SizeLimit != 0 {
 		f = append(f, fmt.Sprintf("SizeLimit: %d", a.SizeLimit))
+	}
+	if a.TimestampAgo != 0 {
+		f = append(f, fmt.Sprintf("TimestampAgo: %d", a.TimestampAgo))
 	}
 	if a.Parent != "" {
 		f = append(f, fmt.Sprintf("Parent: %q", a.Parent))

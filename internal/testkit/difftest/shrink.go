@@ -162,6 +162,9 @@ func simplifications(s *Step) []func(*Step) {
 		if a.StackTraceLimit != 0 {
 			out = append(out, func(s *Step) { s.Add.StackTraceLimit = 0 })
 		}
+		if a.TimestampAgo != 0 {
+			out = append(out, func(s *Step) { s.Add.TimestampAgo = 0 })
+		}
 	}
 	if o := s.Outcome; o != nil && o.Value != nil {
 		out = append(out, func(s *Step) { s.Outcome.Value = nil })
