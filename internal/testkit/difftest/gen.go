@@ -624,8 +624,13 @@ func (g *gen) addSpec() *Add {
 		a.SizeLimit = g.pickI(7, 1000)
 	}
 	if g.chance(8) {
-		// Whole hours: delayed scores compare to the minute.
-		a.TimestampAgo = g.pickI64(Hour, 2*Hour, -Hour)
+		// 17 minutes off the whole hours: the due time counts from the
+		// step's instant, the same in both runs, and a job added without
+		// a timestamp counts from its own script's clock, a few ms later
+		// in one run than in the other; due times a whole number of hours
+		// apart tied in one run and not in the other (seed 93649858).
+		// Whole minutes: delayed scores compare to the minute.
+		a.TimestampAgo = g.pickI64(Hour+17*60_000, 2*Hour+17*60_000, -43*60_000)
 	}
 	if len(g.names) > 0 && g.chance(20) {
 		a.Parent = g.job()

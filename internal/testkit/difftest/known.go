@@ -94,7 +94,7 @@ var Known = []KnownDivergence{
 		"deliberate (README)", nil, dropIDCounter, nil, "", true},
 	{"deliberate", "a job whose backoff type the worker has no strategy for: a drover worker fails it for good at its first failure (reason: unknown backoff strategy); a BullMQ 6.7 worker throws in moveToFailed and leaves it in active for the stalled check. Programs use only types both sides register, so no input shows it (TestInteropUnknownBackoffType pins drover's side)",
 		"deliberate (README)", nil, nil, nil, "", false},
-	{"deliberate", "a job taken by hand that must not run (a deferred failure: a child with failParentOnFailure failed): drover's Worker.NextJob fails it as its processing worker does and takes the next; BullMQ 6.7's getNextJob hands it to the caller, who must check job.deferredFailure",
+	{"deliberate", "a job taken by hand that must not run (a deferred failure: a child with failParentOnFailure failed, or the stalled check found it stalled more than maxStalledCount times): drover's Worker.NextJob fails it as its processing worker does and takes the next; BullMQ 6.7's getNextJob hands it to the caller, who must check job.deferredFailure",
 		"deliberate (README)", manualTakeOfDeferredFailure, nil, nil, "", false},
 	{"deliberate", "a finish by hand with fetchNext that takes a job scheduler's run: drover's CompleteAndNext/FailAndNext create the scheduler's next run, as its NextJob and processing workers do; BullMQ 6.7's moveToCompleted/moveToFailed(fetchNext) return the raw job data and only a Worker's own fetch (nextJobFromJobData) creates it, so a Node caller who goes on with that data leaves the scheduler without a next run (campaign seed 80129655)",
 		"deliberate (README)", manualFetchNextWithScheduler, nil, nil, "", false},
@@ -201,14 +201,21 @@ func manualFetchNextWithScheduler(p *Program) bool {
 }
 
 // manualTakeOfDeferredFailure reports whether a program takes jobs by hand
-// and has a child whose failure fails its parent: the parent then waits
-// with a deferred failure, which drover's NextJob writes and Node's
-// getNextJob hands to the caller.
+// and has a child whose failure fails its parent, or stalls a job and
+// checks for stalled jobs: the parent, or a job stalled more than
+// maxStalledCount times, then waits with a deferred failure, which
+// drover's NextJob writes and Node's getNextJob hands to the caller
+// (campaign seed 93649186).
 func manualTakeOfDeferredFailure(p *Program) bool {
-	take, deferred := false, false
+	take, deferred, stall := false, false, false
 	for _, s := range p.Steps {
-		if s.Op == OpManualTake {
+		switch s.Op {
+		case OpManualTake:
 			take = true
+		case OpStall:
+			stall = true
+		case OpCheckStalled:
+			deferred = deferred || stall
 		}
 		for _, a := range s.adds() {
 			if a.OnParentFailure == "failParentOnFailure" {
