@@ -702,3 +702,30 @@ func TestDifferentialGlobalConcurrencyZero(t *testing.T) {
 		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
 	}})
 }
+
+// TestDifferentialRegressionResumeMarkerAtCap (campaign seed 93650732,
+// shrunk): resuming a queue whose global concurrency is reached (a cap of
+// 0, as a Node app may store) with jobs in wait writes the wake-up marker
+// as BullMQ's resume does: it checks only that jobs are ready, not the
+// cap. drover's resume wrote none at the cap. Paused or not before the
+// resume, and with a job in wait or prioritized.
+func TestDifferentialRegressionResumeMarkerAtCap(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	t.Run("NotPaused", func(t *testing.T) {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 93650732, Steps: []difftest.Step{
+			{Op: difftest.OpSetGlobalConcurrency, By: difftest.Node},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+			{Op: difftest.OpResume, By: difftest.Drover},
+		}})
+	})
+	t.Run("PausedPrioritized", func(t *testing.T) {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 93650732, Steps: []difftest.Step{
+			{Op: difftest.OpPause, By: difftest.Node},
+			{Op: difftest.OpSetGlobalConcurrency, By: difftest.Node},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}, Priority: 2}},
+			{Op: difftest.OpResume, By: difftest.Drover},
+		}})
+	})
+}
