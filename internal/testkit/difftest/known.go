@@ -104,8 +104,21 @@ var Known = []KnownDivergence{
 		"deliberate (README)", policyOverDefaultPolicy, nil, nil, "", false},
 	{"deliberate", "removeOrphanedJobs of an orphaned job with id 1 while a job is delayed: BullMQ 6.7 looks for a candidate in every sorted set, list and set among the queue's keys, the marker zset included, whose delay marker is member \"1\", so it keeps that orphan (and would keep one whose id is a job scheduler's, a member of repeat); drover looks only in the job states (wait, paused, active, prioritized, delayed, waiting-children, completed, failed, stalled) and removes it (campaign seed 820492980)",
 		"deliberate (README; BullMQ bug)", orphanWhileDelayed, nil, nil, "", false},
+	{"deliberate", "a flow whose root has a parent link to a missing job and the id of an existing job: BullMQ 6.7's FlowProducer.add refuses the root (missing parent) but its transaction still adds the children, under the existing job of that id, which never waits for them; drover refuses the whole tree and leaves Redis untouched (campaign seed 215697440)",
+		"deliberate (README; BullMQ bug)", linkedRootWithID, nil, nil, "", false},
 	{"deliberate", "getDependencies' failed page past the first (failed: {cursor, count}, cursor > 0): BullMQ 6.7 reads ZRANGE cursor..count-1 of the unsuccessful set, none once cursor >= count; drover's GetDependencies reads the page at the cursor (both answer cursor + count as the next cursor)",
 		"deliberate (README; BullMQ bug)", failedPagePastFirst, nil, nil, "", false},
+}
+
+// linkedRootWithID reports whether a program adds a flow whose root has a
+// custom id, a parent link and children.
+func linkedRootWithID(p *Program) bool {
+	for _, s := range p.Steps {
+		if s.Op == OpAddFlow && s.Add != nil && s.Add.Parent != "" && s.Add.JobID != "" && len(s.Children) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // orphanWhileDelayed reports whether a program orphans a job, removes
