@@ -477,10 +477,65 @@ func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) 
 		return fmt.Sprintf("processed=%s unprocessed=%s ignored=%s failed=%s",
 			values(d.Processed), list(d.Unprocessed), strs(d.Ignored), list(d.Failed))
 	}
+	// pageView renders the kinds a paged read asked for, in the step's
+	// order, each with its next cursor.
+	type page struct {
+		Processed                                                                       map[string]json.RawMessage
+		Unprocessed                                                                     []string
+		Ignored                                                                         map[string]string
+		Failed                                                                          []string
+		NextProcessedCursor, NextUnprocessedCursor, NextIgnoredCursor, NextFailedCursor uint64
+	}
+	pageView := func(d page) string {
+		var parts []string
+		for _, k := range s.Types {
+			switch k {
+			case "processed":
+				parts = append(parts, fmt.Sprintf("processed=%s next=%d", values(d.Processed), d.NextProcessedCursor))
+			case "unprocessed":
+				parts = append(parts, fmt.Sprintf("unprocessed=%s next=%d", list(d.Unprocessed), d.NextUnprocessedCursor))
+			case "ignored":
+				parts = append(parts, fmt.Sprintf("ignored=%s next=%d", strs(d.Ignored), d.NextIgnoredCursor))
+			case "failed":
+				parts = append(parts, fmt.Sprintf("failed=%s next=%d", list(d.Failed), d.NextFailedCursor))
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	countsView := func(c map[string]int64) string {
+		parts := make([]string, len(s.Types))
+		for i, k := range s.Types {
+			parts[i] = fmt.Sprintf("%s=%d", k, c[k])
+		}
+		return strings.Join(parts, " ")
+	}
 	if node {
 		var err error
 		var got string
 		switch s.Read {
+		case difftest.ReadDependenciesPage:
+			opts := map[string]any{}
+			for _, k := range s.Types {
+				o := map[string]any{}
+				if s.Limit > 0 {
+					o["count"] = s.Limit
+				}
+				if k == "failed" && s.Priority > 0 {
+					o["cursor"] = s.Priority
+				}
+				opts[k] = o
+			}
+			var d page
+			err = r.o.JobRead(ctx, r.prefix, queueName, id, "getDependencies", &d, opts)
+			got = pageView(d)
+		case difftest.ReadDependenciesCountOf:
+			opts := map[string]any{}
+			for _, k := range s.Types {
+				opts[k] = true
+			}
+			var c map[string]int64
+			err = r.o.JobRead(ctx, r.prefix, queueName, id, "getDependenciesCount", &c, opts)
+			got = countsView(c)
 		case difftest.ReadChildrenValues:
 			var m map[string]json.RawMessage
 			err = r.o.JobRead(ctx, r.prefix, queueName, id, string(s.Read), &m)
@@ -505,6 +560,32 @@ func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) 
 		return r.result("", err)
 	}
 	switch s.Read {
+	case difftest.ReadDependenciesPage:
+		var o drover.DependenciesOptions
+		for _, k := range s.Types {
+			pg := &drover.DependencyPage{Count: s.Limit}
+			switch k {
+			case "processed":
+				o.Processed = pg
+			case "unprocessed":
+				o.Unprocessed = pg
+			case "ignored":
+				o.Ignored = pg
+			case "failed":
+				pg.Cursor = uint64(s.Priority)
+				o.Failed = pg
+			}
+		}
+		d, err := j.GetDependencies(ctx, &o)
+		if err != nil {
+			return r.result("", err)
+		}
+		return r.result(pageView(page{Processed: d.Processed, Unprocessed: d.Unprocessed, Ignored: d.Ignored, Failed: d.Failed,
+			NextProcessedCursor: d.NextProcessedCursor, NextUnprocessedCursor: d.NextUnprocessedCursor,
+			NextIgnoredCursor: d.NextIgnoredCursor, NextFailedCursor: d.NextFailedCursor}), nil)
+	case difftest.ReadDependenciesCountOf:
+		c, err := j.GetDependenciesCount(ctx)
+		return r.result(countsView(map[string]int64{"processed": c.Processed, "unprocessed": c.Unprocessed, "ignored": c.Ignored, "failed": c.Failed}), err)
 	case difftest.ReadChildrenValues:
 		m, err := j.GetChildrenValues(ctx)
 		return r.result(values(m), err)

@@ -311,6 +311,29 @@ func TestDifferentialDeliberateDifferences(t *testing.T) {
 			{Op: difftest.OpUpsertScheduler, By: difftest.Drover, Add: &difftest.Add{Name: "j12", Data: map[string]any{"n": 12}},
 				Scheduler: &difftest.Scheduler{ID: "s1", Every: 3600000, Start: 3600000}},
 		}}},
+		{"DefaultPolicyUnderOwn", "default job options with a failure policy", difftest.Program{Seed: 820491180, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: difftest.Drover, Add: &difftest.Add{Name: "j7", Data: map[string]any{"n": 7}},
+				Children: []*difftest.Add{{Name: "j9", Data: map[string]any{"n": 9}, OnParentFailure: "ignoreDependencyOnFailure"}}},
+		}, Defaults: &difftest.Add{OnParentFailure: "removeDependencyOnFailure"}}},
+		{"OrphanNamedByTheDelayMarker", "removeOrphanedJobs of an orphaned job with id 1", difftest.Program{Seed: 820492980, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}, Delay: 10800000}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete"}},
+			{Op: difftest.OpOrphan, By: difftest.Node, Job: "j3"},
+			{Op: difftest.OpRemoveOrphanedJobs, By: difftest.Drover, Priority: 1000},
+		}}},
+		{"StalledPastTheLimitTakenByHand", "a job taken by hand that must not run", difftest.Program{Seed: 93649186, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j6", Data: map[string]any{"n": 6}}},
+			{Op: difftest.OpStall, By: difftest.Node},
+			{Op: difftest.OpCheckStalled, By: difftest.Node},
+			{Op: difftest.OpCheckStalled, By: difftest.Node, Limit: -1},
+			{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
+		}}},
+		{"LinkedRootRefusedChildrenAdded", "a flow whose root has a parent link to a missing job", difftest.Program{Seed: 215697440, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}, JobID: "c3"}},
+			{Op: difftest.OpAddFlow, By: difftest.Drover, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}, JobID: "c3", Parent: "j2"},
+				Children: []*difftest.Add{{Name: "j4", Data: map[string]any{"n": 4}, OtherQueue: true}}},
+		}}},
 		{"OrphanSweepTakesFailedMetrics", "removeOrphanedJobs after a worker with the metrics", difftest.Program{Seed: 508424454, Steps: []difftest.Step{
 			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
 			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}, Metrics: 2},
@@ -701,4 +724,31 @@ func TestDifferentialGlobalConcurrencyZero(t *testing.T) {
 		{Op: difftest.OpRemoveGlobalConcurrency, By: difftest.Drover},
 		{Op: difftest.OpManualTake, By: difftest.Drover, Token: "tA"},
 	}})
+}
+
+// TestDifferentialRegressionResumeMarkerAtCap (campaign seed 93650732,
+// shrunk): resuming a queue whose global concurrency is reached (a cap of
+// 0, as a Node app may store) with jobs in wait writes the wake-up marker
+// as BullMQ's resume does: it checks only that jobs are ready, not the
+// cap. drover's resume wrote none at the cap. Paused or not before the
+// resume, and with a job in wait or prioritized.
+func TestDifferentialRegressionResumeMarkerAtCap(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	t.Run("NotPaused", func(t *testing.T) {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 93650732, Steps: []difftest.Step{
+			{Op: difftest.OpSetGlobalConcurrency, By: difftest.Node},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+			{Op: difftest.OpResume, By: difftest.Drover},
+		}})
+	})
+	t.Run("PausedPrioritized", func(t *testing.T) {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 93650732, Steps: []difftest.Step{
+			{Op: difftest.OpPause, By: difftest.Node},
+			{Op: difftest.OpSetGlobalConcurrency, By: difftest.Node},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}, Priority: 2}},
+			{Op: difftest.OpResume, By: difftest.Drover},
+		}})
+	})
 }

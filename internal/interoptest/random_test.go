@@ -1,6 +1,7 @@
 package interoptest_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -421,10 +422,17 @@ func (r *programRun) tookNext(id, token string) string {
 // manualWaitChildren performs OpManualWaitChildren on the oldest taken
 // job, under the token it was taken with: "ok moved" ends its turn in the
 // taken list, "stays" (no pending child) leaves it taken; a refusal
-// (BullMQ's code, drover's mapped to it) ends its turn too.
-func (r *programRun) manualWaitChildren(ctx context.Context, node bool) string {
+// (BullMQ's code, drover's mapped to it) ends its turn too. child, when
+// not "", is the one child to wait for (a job of the program's queue).
+func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child string) string {
 	r.t.Helper()
 	id := r.taken[0]
+	nodeOpts := map[string]any{}
+	var droverOpts *drover.MoveToWaitingChildrenOptions
+	if child != "" {
+		nodeOpts["child"] = map[string]any{"id": child, "queue": r.prefix + ":" + queueName}
+		droverOpts = &drover.MoveToWaitingChildrenOptions{Child: &drover.JobRef{Prefix: r.prefix, Queue: queueName, ID: child}}
+	}
 	token := r.takenTokens[id]
 	if r.manualJobs[id] == nil {
 		node = true // Node took it in this run (see manualFinish)
@@ -435,7 +443,7 @@ func (r *programRun) manualWaitChildren(ctx context.Context, node bool) string {
 			require.NoError(r.t, err)
 			res = fmt.Sprintf("code %d", codeMissingJob)
 		} else {
-			out, err := r.o.ManualCall(ctx, r.prefix, queueName, id, "moveToWaitingChildren", token, map[string]any{})
+			out, err := r.o.ManualCall(ctx, r.prefix, queueName, id, "moveToWaitingChildren", token, nodeOpts)
 			require.NoError(r.t, err)
 			switch {
 			case out.Error != nil:
@@ -447,7 +455,7 @@ func (r *programRun) manualWaitChildren(ctx context.Context, node bool) string {
 			}
 		}
 	} else {
-		moved, err := r.manualJobs[id].MoveToWaitingChildren(ctx, nil)
+		moved, err := r.manualJobs[id].MoveToWaitingChildren(ctx, droverOpts)
 		switch {
 		case err != nil:
 			r.refused = err
@@ -575,9 +583,9 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	// Schedulers start hours after the anchor: the same instant in both
 	// runs, so their runs' ids (which carry it) and due times agree.
 	anchor := time.Now().UnixMilli() + 3*difftest.Hour
-	ref := newProgramRun(t, b, known, anchor)
+	ref := newProgramRun(t, b, known, anchor, p.Defaults)
 	defer ref.close()
-	mix := newProgramRun(t, b, known, anchor)
+	mix := newProgramRun(t, b, known, anchor, p.Defaults)
 	defer mix.close()
 	mix.startEventReaders(context.Background())
 	if p.Manual != nil {
@@ -644,19 +652,25 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 
 // programRun is one run of a program on its own prefix.
 type programRun struct {
-	t       *testing.T
-	o       *bullmqoracle.Oracle
-	rdb     *redis.Client
-	prefix  string
-	k       keys.Queue
-	dq      *drover.Queue
-	fp      *drover.FlowProducer
-	ids     map[string]string // add name -> job id
-	start   int64
-	anchor  int64 // ms; schedulers start from it (runDifferential)
-	workRan bool
-	jitter  bool
-	known   bool
+	t      *testing.T
+	o      *bullmqoracle.Oracle
+	rdb    *redis.Client
+	prefix string
+	k      keys.Queue
+	dq     *drover.Queue
+	// fp adds OpAddFlows' trees (no defaults: BullMQ's FlowProducer.addBulk
+	// takes no queuesOptions); fpDefaults adds OpAddFlow's trees and the
+	// parent-linked adds with the program's default job options, as
+	// Node's FlowProducer.add with queuesOptions and Queue.add do.
+	fp, fpDefaults *drover.FlowProducer
+	// defaults are the program's default job options (nil: none).
+	defaults *difftest.Add
+	ids      map[string]string // add name -> job id
+	start    int64
+	anchor   int64 // ms; schedulers start from it (runDifferential)
+	workRan  bool
+	jitter   bool
+	known    bool
 	// cascades are the [from, to) ranges of the events stream written by
 	// steps that remove a flow's jobs (see difftest.Deliberate).
 	cascades [][2]int
@@ -685,16 +699,32 @@ type programRun struct {
 	manual *difftest.ManualWorker
 }
 
-func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64) *programRun {
+func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults *difftest.Add) *programRun {
 	t.Helper()
 	prefix := redistest.UniquePrefix()
-	dq, err := drover.NewQueue(b.rdb, queueName, &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs})
+	qo := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
+	fpo := &drover.FlowProducerOptions{Prefix: prefix, BackoffTypes: customBackoffs}
+	if defaults != nil {
+		qo.DefaultJobOptions = defaults.DroverOpts()
+	}
+	dq, err := drover.NewQueue(b.rdb, queueName, qo)
 	require.NoError(t, err)
-	fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: prefix, BackoffTypes: customBackoffs})
+	fp, err := drover.NewFlowProducer(b.rdb, fpo)
 	require.NoError(t, err)
+	fpDefaults := fp
+	if defaults != nil {
+		fpd := *fpo
+		fpd.DefaultJobOptions = map[string]*drover.JobOptions{queueName: defaults.DroverOpts()}
+		fpDefaults, err = drover.NewFlowProducer(b.rdb, &fpd)
+		require.NoError(t, err)
+	}
 	r := &programRun{
-		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, fp: fp,
+		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, fp: fp, fpDefaults: fpDefaults,
 		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known, takenTokens: map[string]string{},
+		defaults: defaults,
+	}
+	if defaults != nil {
+		require.NoError(t, r.o.OpenQueue(context.Background(), prefix, queueName, defaults.NodeOpts()))
 	}
 	// A Node app has the queue open from the start: its Queue writes meta.
 	_, err = r.o.GetJobCounts(context.Background(), prefix, queueName)
@@ -817,13 +847,26 @@ func parentQueue(a *difftest.Add) string {
 	return queueName
 }
 
-// nodeOpts are a's options for Node, with its parent link resolved.
+// nodeOpts are a's options for Node, with its parent link and timestamp
+// resolved.
 func (r *programRun) nodeOpts(a *difftest.Add) map[string]any {
 	m := a.NodeOpts()
 	if a.Parent != "" {
 		m["parent"] = map[string]any{"id": r.id(a.Parent), "queue": r.prefix + ":" + parentQueue(a)}
 	}
+	if a.TimestampAgo != 0 {
+		m["timestamp"] = r.stepNow - a.TimestampAgo
+	}
 	return m
+}
+
+// droverOpts are a's options for drover, with its timestamp resolved.
+func (r *programRun) droverOpts(a *difftest.Add) *drover.JobOptions {
+	o := a.DroverOpts()
+	if a.TimestampAgo != 0 {
+		o.Timestamp = time.UnixMilli(r.stepNow - a.TimestampAgo)
+	}
+	return o
 }
 
 // ready reports whether a worker would take a job now: the queue is not
@@ -916,14 +959,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		} else if a.Parent != "" {
 			// A parent link from Go: a lone flow root with a Parent.
 			var n *drover.JobNode
-			n, err = r.fp.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: a.DroverOpts(),
+			n, err = r.fpDefaults.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: r.droverOpts(a),
 				Parent: &drover.JobRef{Prefix: p, Queue: parentQueue(a), ID: r.id(a.Parent)}})
 			if err == nil {
 				got = n.Job.ID
 			}
 		} else {
 			var res *drover.AddResult
-			res, err = r.dq.Add(ctx, a.Name, a.Data, a.DroverOpts())
+			res, err = r.dq.Add(ctx, a.Name, a.Data, r.droverOpts(a))
 			if err == nil {
 				got = res.Job.ID
 			}
@@ -946,7 +989,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			jobs := make([]drover.BulkJob, len(s.Children))
 			for i, a := range s.Children {
 				r.noteJitter(a)
-				jobs[i] = drover.BulkJob{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()}
+				jobs[i] = drover.BulkJob{Name: a.Name, Data: a.Data, Opts: r.droverOpts(a)}
 			}
 			var res []*drover.AddResult
 			res, err = r.dq.AddBulk(ctx, jobs)
@@ -988,6 +1031,12 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if c.Immediately {
 				repeat["immediately"] = true
 			}
+			if c.TZ != "" {
+				repeat["tz"] = c.TZ
+			}
+			if c.Offset != 0 {
+				repeat["offset"] = c.Offset
+			}
 			got, err = o.UpsertJobScheduler(ctx, p, q, c.ID, repeat, map[string]any{"name": a.Name, "data": a.Data, "opts": r.nodeOpts(a)})
 		} else {
 			ro := drover.RepeatOptions{
@@ -997,6 +1046,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 				ro.EndDate = time.UnixMilli(r.anchor + c.End)
 			}
 			ro.Immediately = c.Immediately
+			ro.TZ, ro.Offset = c.TZ, time.Duration(c.Offset)*time.Millisecond
 			var job *drover.Job
 			job, err = r.dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
 			if job != nil {
@@ -1076,12 +1126,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		// Each check is a new interval.
 		require.NoError(r.t, r.rdb.Del(ctx, r.k.StalledCheck()).Err())
 		var ids []string
+		// WorkerOptions.MaxStalledCount's reading: 0 the default, below 0 none.
+		maxStalled := max(cmp.Or(s.Limit, drover.MaxStalledCountDefault), 0)
 		if node {
 			var err error
-			ids, err = o.StepCheckStalled(ctx, p, q)
+			ids, err = o.StepCheckStalledMax(ctx, p, q, maxStalled)
 			require.NoError(r.t, err)
 		} else {
-			_, moved, err := scripts.MoveStalledJobsToWait(ctx, r.rdb, r.k, time.Now().UnixMilli(), 30000, 1)
+			_, moved, err := scripts.MoveStalledJobsToWait(ctx, r.rdb, r.k, time.Now().UnixMilli(), 30000, maxStalled)
 			require.NoError(r.t, err)
 			for _, m := range moved {
 				ids = append(ids, m.ID)
@@ -1239,7 +1291,11 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if len(r.taken) == 0 {
 			return "none"
 		}
-		return r.manualWaitChildren(ctx, node)
+		child := ""
+		if s.Job != "" {
+			child = r.id(s.Job)
+		}
+		return r.manualWaitChildren(ctx, node, child)
 	case difftest.OpSetGlobalRateLimit:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "setGlobalRateLimit", nil, s.Limit, s.Delay))
@@ -1611,7 +1667,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	}
 	var droverFlow func(a *difftest.Add, queue string) drover.FlowJob
 	droverFlow = func(a *difftest.Add, queue string) drover.FlowJob {
-		o := a.DroverOpts()
+		o := r.droverOpts(a)
 		if o.JobID == "" {
 			o.JobID = "f" + a.Name
 		}
@@ -1619,6 +1675,10 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 			o.Timestamp = time.UnixMilli(ts)
 		}
 		f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
+		if a.Parent != "" {
+			// A tree's root with a parent link (OpAddFlow).
+			f.Parent = &drover.JobRef{Prefix: r.prefix, Queue: parentQueue(a), ID: r.id(a.Parent)}
+		}
 		for _, c := range a.Children {
 			f.Children = append(f.Children, droverFlow(c, queueOf(c)))
 		}
@@ -1649,7 +1709,11 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 			trees, err = r.o.AddFlows(ctx, r.prefix, flows)
 		} else {
 			var ids *bullmqoracle.FlowIDs
-			ids, err = r.o.AddFlow(ctx, r.prefix, nodeFlow(roots[0], q))
+			var fo map[string]any
+			if r.defaults != nil {
+				fo = map[string]any{"queuesOptions": map[string]any{q: map[string]any{"defaultJobOptions": r.defaults.NodeOpts()}}}
+			}
+			ids, err = r.o.AddFlowOpts(ctx, r.prefix, nodeFlow(roots[0], q), fo)
 			if ids != nil {
 				trees = []bullmqoracle.FlowIDs{*ids}
 			}
@@ -1678,7 +1742,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 			trees, err = r.fp.AddBulk(ctx, flows)
 		} else {
 			var n *drover.JobNode
-			n, err = r.fp.Add(ctx, droverFlow(roots[0], q))
+			n, err = r.fpDefaults.Add(ctx, droverFlow(roots[0], q))
 			trees = []*drover.JobNode{n}
 		}
 		if err != nil {

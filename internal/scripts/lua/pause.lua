@@ -37,7 +37,9 @@ if rcall("EXISTS", pausedKey) == 1 then
   end
 end
 if rcall("LLEN", waitKey) + rcall("ZCARD", prioritizedKey) > 0 then
-  addBaseMarker(markerKey, pausedOrMaxed(metaKey, activeKey))
+  -- Written at the global concurrency cap too, as BullMQ's resume does
+  -- (a worker it wakes finds the queue maxed and waits again).
+  rcall("ZADD", markerKey, "0", "0")
 else
   addDelayMarker(markerKey, delayedKey)
 end

@@ -810,9 +810,28 @@ func (o *Oracle) AddFlows(ctx context.Context, prefix string, flows []FlowJob) (
 
 // AddFlow adds a parent job with its children (FlowProducer.add).
 func (o *Oracle) AddFlow(ctx context.Context, prefix string, flow FlowJob) (*FlowIDs, error) {
+	return o.AddFlowOpts(ctx, prefix, flow, nil)
+}
+
+// AddFlowOpts is AddFlow with FlowProducer.add's options (queuesOptions:
+// {"<queue>": {"defaultJobOptions": {...}}}); nil for none.
+func (o *Oracle) AddFlowOpts(ctx context.Context, prefix string, flow FlowJob, opts map[string]any) (*FlowIDs, error) {
 	var ids FlowIDs
-	if err := o.Call(ctx, "addFlow", map[string]any{"prefix": prefix, "flow": flow}, &ids); err != nil {
+	args := map[string]any{"prefix": prefix, "flow": flow}
+	if opts != nil {
+		args["opts"] = opts
+	}
+	if err := o.Call(ctx, "addFlow", args, &ids); err != nil {
 		return nil, err
 	}
 	return &ids, nil
+}
+
+// OpenQueue opens the driver's Queue of prefix and queue with
+// defaultJobOptions (BullMQ's QueueOptions.defaultJobOptions), which its
+// add, addBulk and upsertJobScheduler then merge under each job's own
+// options. It must come before any other call on that queue: the driver
+// refuses to reopen one.
+func (o *Oracle) OpenQueue(ctx context.Context, prefix, queue string, defaultJobOptions map[string]any) error {
+	return o.Call(ctx, "openQueue", qargs(prefix, queue, "defaultJobOptions", defaultJobOptions), nil)
 }

@@ -75,6 +75,14 @@ func (o *Oracle) StepCheckStalled(ctx context.Context, prefix, queue string) ([]
 	return ids, err
 }
 
+// StepCheckStalledMax is StepCheckStalled with the worker's
+// maxStalledCount set to maxStalled for this check.
+func (o *Oracle) StepCheckStalledMax(ctx context.Context, prefix, queue string, maxStalled int) ([]string, error) {
+	var ids []string
+	err := o.Call(ctx, "stepCheckStalled", qargs(prefix, queue, "maxStalledCount", maxStalled), &ids)
+	return ids, err
+}
+
 // Forget closes and drops the driver's Queue, QueueEvents and step worker
 // of one queue, for tests that use many short-lived prefixes.
 func (o *Oracle) Forget(ctx context.Context, prefix, queue string) error {

@@ -39,10 +39,17 @@
 // retention options), flows (a parent with children, each failure policy,
 // a child in a second queue, a child with children of its own; a lone job
 // with a parent link, to a job of either queue; several trees in one
-// FlowProducer.addBulk; a remove that keeps the children) and
-// job schedulers (upsert with every or a cron pattern, a limit and an end
-// date, and remove; runs promoted and taken by either
-// side's worker, which makes the next run). Drover does its share of each
+// FlowProducer.addBulk, three levels deep across both queues; a tree
+// under an existing job; a remove that keeps the children), job
+// schedulers (upsert with every and an offset or a cron pattern and a
+// time zone, a limit and an end date, and remove; runs promoted and taken
+// by either side's worker, which makes the next run), paged
+// getDependencies by kind and getDependenciesCount of some kinds,
+// moveToWaitingChildren with the child option, stalled checks with
+// maxStalledCount 0, 1 or 2, and a queue's default job options
+// ([Program].Defaults: Node's defaultJobOptions and FlowProducer.add's
+// queuesOptions, drover's QueueOptions and FlowProducerOptions
+// DefaultJobOptions). Drover does its share of each
 // through its public API: Queue.Add/AddBulk, FlowProducer.Add (FlowJob.
 // Parent for a parent link), Queue.UpsertJobScheduler/RemoveJobScheduler,
 // Worker, the admin methods. [Generate] makes the program of a seed; the

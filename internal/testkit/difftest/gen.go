@@ -3,6 +3,7 @@ package difftest
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // Hour is the unit of every generated delay, backoff and grace: long
@@ -56,6 +57,13 @@ func Generate(seed int64, cfg Config) *Program {
 			g.waitChildren = false
 			if g.chance(70) {
 				s = Step{Op: OpManualWaitChildren}
+				switch n := g.r.IntN(10); {
+				case n < 4:
+					// Only if the child just added is pending.
+					s.Job = g.names[len(g.names)-1]
+				case n < 6:
+					s.Job = g.job()
+				}
 			}
 		}
 		if g.r.IntN(2) == 0 {
@@ -86,7 +94,53 @@ func Generate(seed int64, cfg Config) *Program {
 		}
 		p.Manual = m
 	}
+	if g.chance(25) {
+		p.Defaults = g.defaults()
+	}
 	return p
+}
+
+// defaults are a queue's default job options: the options a job's own may
+// leave unset, some of which a job's own override (a retention of false,
+// another failure policy). No id, deduplication or size limit (both
+// refuse them), no jitter (every job would draw its own due time) and no
+// backoff shorthand (drover's JobOptions.Backoff has none).
+func (g *gen) defaults() *Add {
+	d := &Add{}
+	for d.Attempts == 0 && d.Priority == 0 && !d.LIFO && d.RemoveOnComplete == nil && d.RemoveOnFail == nil &&
+		d.KeepLogs == 0 && d.StackTraceLimit == 0 && d.Delay == 0 && d.OnParentFailure == "" {
+		if g.chance(40) {
+			d.Attempts = 1 + g.r.IntN(3)
+			if g.chance(60) {
+				d.Backoff = &Backoff{Type: g.pick("fixed", "exponential", "zero"), Delay: Hour}
+			}
+		}
+		if g.chance(20) {
+			d.Priority = 1 + g.r.IntN(5)
+		}
+		if g.chance(15) {
+			d.LIFO = true
+		}
+		if g.chance(30) {
+			d.RemoveOnComplete = g.retention()
+		}
+		if g.chance(30) {
+			d.RemoveOnFail = g.retention()
+		}
+		if g.chance(20) {
+			d.KeepLogs = 1 + g.r.IntN(2)
+		}
+		if g.chance(15) {
+			d.StackTraceLimit = 1
+		}
+		if g.chance(10) {
+			d.Delay = Hour
+		}
+		if g.chance(10) {
+			d.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
+		}
+	}
+	return d
 }
 
 type gen struct {
@@ -130,7 +184,7 @@ func (g *gen) step() Step {
 		{3, g.bulk},
 		{26, g.work},
 		{2, func() Step { return Step{Op: OpStall} }},
-		{4, func() Step { return Step{Op: OpCheckStalled} }},
+		{4, func() Step { return Step{Op: OpCheckStalled, Limit: g.pickI(0, 0, 0, -1, 2)} }},
 		{5, func() Step {
 			return Step{Op: OpRetry, Job: g.job(), State: g.pick("failed", "completed"), ResetMade: g.chance(40), ResetStarted: g.chance(30)}
 		}},
@@ -194,7 +248,13 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpRateLimit, Delay: Hour} }},
 		{2, func() Step { return Step{Op: OpRemoveRateLimitKey} }},
 		{1, func() Step { return Step{Op: OpTrimEvents, Limit: g.pick3(0, g.pickI(1, 5, 1000))} }},
-		{2, func() Step { return Step{Op: OpManualWaitChildren} }},
+		{2, func() Step {
+			s := Step{Op: OpManualWaitChildren}
+			if g.chance(30) {
+				s.Job = g.job()
+			}
+			return s
+		}},
 		{2, func() Step { return Step{Op: OpGetCounts} }},
 		{2, func() Step {
 			st := []string{"wait", "active", "delayed", "prioritized", "completed", "failed", "paused", "waiting-children"}
@@ -220,6 +280,7 @@ func (g *gen) step() Step {
 			reads := []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount, ReadIgnoredChildrenFailures, ReadFailedChildrenValues}
 			return Step{Op: OpFlowRead, Job: g.job(), Read: reads[g.r.IntN(len(reads))]}
 		}},
+		{2, g.dependenciesRead},
 		{2, func() Step {
 			return Step{Op: OpGetLogs, Job: g.job(), Priority: g.pickI(0, 0, 1, -1, -2), Limit: g.pickI(0, 1, 2), LIFO: g.chance(50)}
 		}},
@@ -264,9 +325,12 @@ func (g *gen) step() Step {
 		// writes none), Worker.cancelJob/cancelAllJobs/delay and
 		// Job.waitUntilFinished (in-process), recordJobCountsMetric
 		// (telemetry; getJobCounts underneath), queue.getDependencies
-		// (drover has it on the Job: ReadDependencies) and the paging of
-		// job.getDependencies (SSCAN/HSCAN pages depend on the member
-		// strings, which carry the run's prefix). Generated through
+		// (drover has it on the Job: ReadDependencies), pages of
+		// job.getDependencies' unprocessed children smaller than the set
+		// (SSCAN pages depend on the member strings, which carry the
+		// run's prefix: dependenciesRead), job.discard (not in 6.7) and
+		// a scheduler's immediately without a start date (the run's id
+		// carries the instant of each run's upsert). Generated through
 		// another name: job.remove (queue.remove's script), getState,
 		// getJobState and job.isX (crossRead after every step), count
 		// and the getXCount getters (getJobCountByTypes), getRanges and
@@ -287,6 +351,37 @@ func (g *gen) step() Step {
 	panic("unreachable")
 }
 
+// dependenciesRead is a paged getDependencies or a getDependenciesCount of
+// some kinds. Pages of the unprocessed set (an SSCAN of a hashtable set
+// on the Redis the tests run, whose order depends on the member strings,
+// which carry the run's prefix) are never smaller than 10, more than a
+// generated job's children, so the page is the whole set; processed and
+// ignored are small hashes, which HSCAN hands back whole whatever the
+// count; failed is a sorted-set range, from cursor 0 unless the known
+// difference is wanted (BullMQ reads none past the first page).
+func (g *gen) dependenciesRead() Step {
+	all := []string{"processed", "unprocessed", "ignored", "failed"}
+	var kinds []string
+	for len(kinds) == 0 {
+		for _, k := range all {
+			if g.chance(45) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	if g.chance(30) {
+		return Step{Op: OpFlowRead, Job: g.job(), Read: ReadDependenciesCountOf, Types: kinds}
+	}
+	s := Step{Op: OpFlowRead, Job: g.job(), Read: ReadDependenciesPage, Types: kinds, Limit: g.pickI(0, 1, 2)}
+	if slices.Contains(kinds, "unprocessed") && s.Limit > 0 {
+		s.Limit = 10
+	}
+	if g.cfg.Known && slices.Contains(kinds, "failed") && g.chance(30) {
+		s.Priority = 1
+	}
+	return s
+}
+
 // schedulerID picks from a pool of two, so upserts replace schedulers.
 func (g *gen) schedulerID() string { return g.pick("s1", "s2") }
 
@@ -296,12 +391,18 @@ func (g *gen) schedulerID() string { return g.pick("s1", "s2") }
 // parent: the scheduler decides or refuses them).
 func (g *gen) upsertScheduler() Step {
 	a := g.addSpec()
-	a.JobID, a.Delay, a.Dedup, a.Parent, a.OnParentFailure = "", 0, nil, "", ""
+	a.JobID, a.Delay, a.Dedup, a.Parent, a.OnParentFailure, a.TimestampAgo = "", 0, nil, "", "", 0
 	c := &Scheduler{ID: g.schedulerID(), Every: int64(1+g.r.IntN(2)) * Hour, Start: int64(1+g.r.IntN(3)) * Hour}
 	if g.chance(30) {
 		// Whole minutes only: the comparison reads delayed scores to the
 		// minute.
 		c.Every, c.Pattern = 0, g.pick("0 * * * *", "*/30 * * * *", "15 3 * * *", "0 9 * * 1-5", "@daily")
+		if g.chance(30) {
+			// A zone half an hour off UTC moves even the hourly runs.
+			c.TZ = g.pick("America/New_York", "Asia/Kolkata", "Europe/Berlin")
+		}
+	} else if g.chance(20) {
+		c.Offset = g.pickI64(20*60_000, 45*60_000)
 	}
 	if g.chance(30) {
 		c.Limit = 1 + g.r.IntN(2)
@@ -359,10 +460,14 @@ func (g *gen) bulk() Step {
 }
 
 // flow adds a parent with 1 to 3 children, one of which sometimes has 1
-// or 2 children of its own.
+// or 2 children of its own. The tree's root sometimes keeps the parent
+// link addSpec gave it: the whole tree becomes a child of an existing job
+// (FlowProducer.add with opts.parent / FlowJob.Parent).
 func (g *gen) flow() Step {
 	s := Step{Op: OpAddFlow, Add: g.addSpec()}
-	s.Add.Parent = ""
+	if s.Add.Parent != "" && g.chance(60) {
+		s.Add.Parent, s.Add.ParentInOther, s.Add.OnParentFailure = "", false, ""
+	}
 	child := func() *Add {
 		c := g.addSpec()
 		c.Parent = ""
@@ -388,21 +493,32 @@ func (g *gen) flow() Step {
 }
 
 // flows makes 2 or 3 trees for one addBulk call: roots with 0 to 2
-// children each, a child sometimes in OtherQueueName.
+// children each, a child sometimes in OtherQueueName and sometimes with
+// 1 or 2 children of its own (either queue: a tree three levels deep
+// across the two queues).
 func (g *gen) flows() Step {
 	s := Step{Op: OpAddFlows}
+	child := func() *Add {
+		c := g.addSpec()
+		c.Parent = ""
+		if g.chance(40) {
+			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
+		}
+		c.OtherQueue = g.chance(20)
+		if c.OtherQueue {
+			g.others = append(g.others, c.Name)
+		}
+		return c
+	}
 	for range 2 + g.r.IntN(2) {
 		root := g.addSpec()
 		root.Parent, root.OnParentFailure = "", ""
 		for range g.r.IntN(3) {
-			c := g.addSpec()
-			c.Parent = ""
-			if g.chance(40) {
-				c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
-			}
-			c.OtherQueue = g.chance(20)
-			if c.OtherQueue {
-				g.others = append(g.others, c.Name)
+			c := child()
+			if g.chance(25) {
+				for range 1 + g.r.IntN(2) {
+					c.Children = append(c.Children, child())
+				}
 			}
 			root.Children = append(root.Children, c)
 		}
@@ -411,12 +527,21 @@ func (g *gen) flows() Step {
 	// Fewer refusals (both refuse the whole call, so one bad job of the
 	// 2 to 9 would leave the call comparing nothing): no size limits,
 	// integer-like ids or deduplication on a parent.
+	// A custom id twice in the call is mostly dropped: drover refuses
+	// such a call whole and BullMQ stores the job once (a known
+	// deliberate difference, which deeper trees would otherwise show in
+	// most programs).
+	seen := map[string]bool{}
 	for _, a := range s.adds() {
 		a.SizeLimit = 0
 		switch a.JobID {
 		case "1234567890123456", "100000000000000000000", "007":
 			a.JobID = ""
 		}
+		if a.JobID != "" && seen[a.JobID] && g.chance(90) {
+			a.JobID = ""
+		}
+		seen[a.JobID] = true
 		if len(a.Children) > 0 {
 			a.Dedup = nil
 		}
@@ -497,6 +622,15 @@ func (g *gen) addSpec() *Add {
 		// The data's JSON is 7 bytes ({"n":1}), 8 from the tenth job on,
 		// a few dozen with a string: 7 refuses most, 1000 none.
 		a.SizeLimit = g.pickI(7, 1000)
+	}
+	if g.chance(8) {
+		// 17 minutes off the whole hours: the due time counts from the
+		// step's instant, the same in both runs, and a job added without
+		// a timestamp counts from its own script's clock, a few ms later
+		// in one run than in the other; due times a whole number of hours
+		// apart tied in one run and not in the other (seed 93649858).
+		// Whole minutes: delayed scores compare to the minute.
+		a.TimestampAgo = g.pickI64(Hour+17*60_000, 2*Hour+17*60_000, -43*60_000)
 	}
 	if len(g.names) > 0 && g.chance(20) {
 		a.Parent = g.job()

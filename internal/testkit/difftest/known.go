@@ -94,12 +94,91 @@ var Known = []KnownDivergence{
 		"deliberate (README)", nil, dropIDCounter, nil, "", true},
 	{"deliberate", "a job whose backoff type the worker has no strategy for: a drover worker fails it for good at its first failure (reason: unknown backoff strategy); a BullMQ 6.7 worker throws in moveToFailed and leaves it in active for the stalled check. Programs use only types both sides register, so no input shows it (TestInteropUnknownBackoffType pins drover's side)",
 		"deliberate (README)", nil, nil, nil, "", false},
-	{"deliberate", "a job taken by hand that must not run (a deferred failure: a child with failParentOnFailure failed): drover's Worker.NextJob fails it as its processing worker does and takes the next; BullMQ 6.7's getNextJob hands it to the caller, who must check job.deferredFailure",
+	{"deliberate", "a job taken by hand that must not run (a deferred failure: a child with failParentOnFailure failed, or the stalled check found it stalled more than maxStalledCount times): drover's Worker.NextJob fails it as its processing worker does and takes the next; BullMQ 6.7's getNextJob hands it to the caller, who must check job.deferredFailure",
 		"deliberate (README)", manualTakeOfDeferredFailure, nil, nil, "", false},
 	{"deliberate", "a finish by hand with fetchNext that takes a job scheduler's run: drover's CompleteAndNext/FailAndNext create the scheduler's next run, as its NextJob and processing workers do; BullMQ 6.7's moveToCompleted/moveToFailed(fetchNext) return the raw job data and only a Worker's own fetch (nextJobFromJobData) creates it, so a Node caller who goes on with that data leaves the scheduler without a next run (campaign seed 80129655)",
 		"deliberate (README)", manualFetchNextWithScheduler, nil, nil, "", false},
 	{"deliberate", "removeOrphanedJobs after a worker with the metrics option failed a job: BullMQ 6.7 takes the failed-metrics hash (<queue>:metrics:failed) for the failed sub-key of a job called \"metrics\" (metrics is not among its queue keys) and deletes it, counting one orphan; drover never takes metrics keys for jobs and counts none (campaign seed 508424454)",
 		"deliberate (README; BullMQ bug)", orphansAfterFailedMetrics, nil, nil, "", false},
+	{"deliberate", "default job options with a failure policy (QueueOptions.DefaultJobOptions / FlowProducerOptions.DefaultJobOptions ParentPolicy) and a job whose own policy is another: drover adds the job with its own policy (a default fills only what the job leaves unset, and ParentPolicy is one field); BullMQ 6.7 merges defaultJobOptions and the job's options key by key, so the job has two of the exclusive failParentOnFailure/continueParentOnFailure/ignoreDependencyOnFailure/removeDependencyOnFailure and is refused (the whole flow, for FlowProducer.add)",
+		"deliberate (README)", policyOverDefaultPolicy, nil, nil, "", false},
+	{"deliberate", "removeOrphanedJobs of an orphaned job with id 1 while a job is delayed: BullMQ 6.7 looks for a candidate in every sorted set, list and set among the queue's keys, the marker zset included, whose delay marker is member \"1\", so it keeps that orphan (and would keep one whose id is a job scheduler's, a member of repeat); drover looks only in the job states (wait, paused, active, prioritized, delayed, waiting-children, completed, failed, stalled) and removes it (campaign seed 820492980)",
+		"deliberate (README; BullMQ bug)", orphanWhileDelayed, nil, nil, "", false},
+	{"deliberate", "a flow whose root has a parent link to a missing job and the id of an existing job: BullMQ 6.7's FlowProducer.add refuses the root (missing parent) but its transaction still adds the children, under the existing job of that id, which never waits for them; drover refuses the whole tree and leaves Redis untouched (campaign seed 215697440)",
+		"deliberate (README; BullMQ bug)", linkedRootWithID, nil, nil, "", false},
+	{"deliberate", "getDependencies' failed page past the first (failed: {cursor, count}, cursor > 0): BullMQ 6.7 reads ZRANGE cursor..count-1 of the unsuccessful set, none once cursor >= count; drover's GetDependencies reads the page at the cursor (both answer cursor + count as the next cursor)",
+		"deliberate (README; BullMQ bug)", failedPagePastFirst, nil, nil, "", false},
+}
+
+// linkedRootWithID reports whether a program adds a flow whose root has a
+// custom id, a parent link and children.
+func linkedRootWithID(p *Program) bool {
+	for _, s := range p.Steps {
+		if s.Op == OpAddFlow && s.Add != nil && s.Add.Parent != "" && s.Add.JobID != "" && len(s.Children) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// orphanWhileDelayed reports whether a program orphans a job, removes
+// orphans, and may have a delayed job at the time (BullMQ's delay marker,
+// member "1" of the marker zset).
+func orphanWhileDelayed(p *Program) bool {
+	orphan, removal, delayed := false, false, p.Defaults != nil && (p.Defaults.Delay > 0 || p.Defaults.Backoff != nil)
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		switch s.Op {
+		case OpOrphan:
+			orphan = true
+		case OpRemoveOrphanedJobs:
+			removal = true
+		case OpUpsertScheduler, OpChangeDelay:
+			delayed = true
+		case OpWork, OpManualFinish:
+			if k := s.Outcome.Kind; k == "delay" || k == "rateLimited" || k == "fail" {
+				delayed = true
+			}
+		}
+		for _, a := range s.adds() {
+			if a.Delay > 0 || a.Backoff != nil {
+				delayed = true
+			}
+		}
+	}
+	return orphan && removal && delayed
+}
+
+// failedPagePastFirst reports whether a program reads a page of a job's
+// failed children from a cursor past 0.
+func failedPagePastFirst(p *Program) bool {
+	for _, s := range p.Steps {
+		if s.Op == OpFlowRead && s.Read == ReadDependenciesPage && s.Priority > 0 && slices.Contains(s.Types, "failed") {
+			return true
+		}
+	}
+	return false
+}
+
+// policyOverDefaultPolicy reports whether a program has a default failure
+// policy and adds, where the defaults apply (every add but OpAddFlows'),
+// a job with another policy of its own.
+func policyOverDefaultPolicy(p *Program) bool {
+	if p.Defaults == nil || p.Defaults.OnParentFailure == "" {
+		return false
+	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Op == OpAddFlows {
+			continue
+		}
+		for _, a := range s.adds() {
+			if a.OnParentFailure != "" && a.OnParentFailure != p.Defaults.OnParentFailure {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // orphansAfterFailedMetrics reports whether a program removes orphaned
@@ -135,14 +214,21 @@ func manualFetchNextWithScheduler(p *Program) bool {
 }
 
 // manualTakeOfDeferredFailure reports whether a program takes jobs by hand
-// and has a child whose failure fails its parent: the parent then waits
-// with a deferred failure, which drover's NextJob writes and Node's
-// getNextJob hands to the caller.
+// and has a child whose failure fails its parent, or stalls a job and
+// checks for stalled jobs: the parent, or a job stalled more than
+// maxStalledCount times, then waits with a deferred failure, which
+// drover's NextJob writes and Node's getNextJob hands to the caller
+// (campaign seed 93649186).
 func manualTakeOfDeferredFailure(p *Program) bool {
-	take, deferred := false, false
+	take, deferred, stall := false, false, false
 	for _, s := range p.Steps {
-		if s.Op == OpManualTake {
+		switch s.Op {
+		case OpManualTake:
 			take = true
+		case OpStall:
+			stall = true
+		case OpCheckStalled:
+			deferred = deferred || stall
 		}
 		for _, a := range s.adds() {
 			if a.OnParentFailure == "failParentOnFailure" {

@@ -34,7 +34,9 @@ const (
 	// OpStall takes the next ready job and abandons it: the worker process
 	// dies, and the harness deletes the lock as its expiry would.
 	OpStall Op = "stall"
-	// OpCheckStalled runs one stalled-jobs check (moveStalledJobsToWait).
+	// OpCheckStalled runs one stalled-jobs check (moveStalledJobsToWait)
+	// with maxStalledCount Step.Limit, as drover's WorkerOptions.
+	// MaxStalledCount reads it: 0 is the default 1, negative is 0.
 	OpCheckStalled Op = "checkStalled"
 	// OpRetry retries Step.Job in Step.State (job.retry / Job.Retry).
 	OpRetry Op = "retry"
@@ -145,7 +147,10 @@ const (
 	// OpManualTake (and did not end yet) to waiting-children, under the
 	// token it was taken with (job.moveToWaitingChildren(token) /
 	// drover's Job.MoveToWaitingChildren on the job NextJob returned). A
-	// job with no pending child stays taken.
+	// job with no pending child stays taken. With Step.Job it waits only
+	// if that job of the program's queue is one of its pending children
+	// (the child option: {child: {id, queue}} /
+	// MoveToWaitingChildrenOptions.Child).
 	OpManualWaitChildren Op = "manualWaitChildren"
 	// OpGetScheduler reads job scheduler Step.Scheduler.ID
 	// (getJobScheduler / GetJobScheduler); its result is every field the
@@ -237,12 +242,23 @@ type FlowRead string
 // name getFailedChildrenValues; drover's Job.GetChildrenValues,
 // GetDependencies (nil options), GetDependenciesCount,
 // GetIgnoredChildrenFailures and GetFailedChildrenValues.
+//
+// ReadDependenciesPage is getDependencies with options: one page of each
+// kind in Step.Types ("processed", "unprocessed", "ignored", "failed"),
+// count Step.Limit (0: none given, BullMQ's 20), the failed page from
+// cursor Step.Priority (drover's DependenciesOptions); its result is each
+// kind's page and next cursor. ReadDependenciesCountOf is
+// getDependenciesCount of the kinds Step.Types (drover's
+// GetDependenciesCount counts them all; the kinds asked for are
+// compared).
 const (
 	ReadChildrenValues          FlowRead = "getChildrenValues"
 	ReadDependencies            FlowRead = "getDependencies"
 	ReadDependenciesCount       FlowRead = "getDependenciesCount"
 	ReadIgnoredChildrenFailures FlowRead = "getIgnoredChildrenFailures"
 	ReadFailedChildrenValues    FlowRead = "getFailedChildrenValues"
+	ReadDependenciesPage        FlowRead = "getDependencies(page)"
+	ReadDependenciesCountOf     FlowRead = "getDependenciesCount(types)"
 )
 
 // Step is one operation of a program.
@@ -330,6 +346,12 @@ type Scheduler struct {
 	// both refuse the pair (BullMQ 6.7 throws, drover's RepeatOptions
 	// check refuses it).
 	Immediately bool
+	// TZ is a Pattern's time zone (the tz option / RepeatOptions.TZ);
+	// "" is UTC.
+	TZ string
+	// Offset (ms) is an Every scheduler's offset option
+	// (RepeatOptions.Offset), stored with the scheduler and its runs.
+	Offset int64
 }
 
 // Add is one job to add, with the options both implementations share.
@@ -356,6 +378,12 @@ type Add struct {
 	// SizeLimit bounds the data's JSON in bytes (0: none); both refuse a
 	// larger one.
 	SizeLimit int
+	// TimestampAgo, when not 0, is the job's timestamp option: that many
+	// ms before the step's instant (negative: after it), which a delayed
+	// job's due time counts from and clean's grace reads (opts.timestamp /
+	// JobOptions.Timestamp). The runner resolves it (a flow's parents
+	// take the runner's own stamps instead).
+	TimestampAgo int64
 	// Parent names an added job this one is a child of (TakenJob: the
 	// oldest job the run took by hand and did not end yet) (the parent
 	// option; drover adds such a job as a lone flow root with
@@ -440,6 +468,15 @@ type Program struct {
 	// Manual, when set, are the options of the workers that take and end
 	// jobs by hand (OpManualTake, OpManualFinish) on both sides.
 	Manual *ManualWorker
+	// Defaults, when set, are the queue's default job options (only the
+	// option fields count): Node's Queue defaultJobOptions, which its add,
+	// addBulk and upsertJobScheduler merge under a job's own options, and
+	// FlowProducer.add's queuesOptions for the program's queue; drover's
+	// QueueOptions.DefaultJobOptions and FlowProducerOptions.
+	// DefaultJobOptions for the producer of OpAddFlow and of parent-linked
+	// adds. FlowProducer.addBulk takes no queuesOptions: OpAddFlows adds
+	// without defaults on both sides.
+	Defaults *Add
 }
 
 // ManualWorker are the options of a program's manual workers: metrics
@@ -516,15 +553,21 @@ func (s *Step) NodeOnly() bool {
 	return false
 }
 
-// adds are the jobs the step adds, a flow's grandchildren included.
+// adds are the jobs the step adds, every level of a flow's tree included.
 func (s *Step) adds() []*Add {
 	var out []*Add
+	var walk func(a *Add)
+	walk = func(a *Add) {
+		out = append(out, a)
+		for _, c := range a.Children {
+			walk(c)
+		}
+	}
 	if s.Add != nil {
-		out = append(out, s.Add)
+		walk(s.Add)
 	}
 	for _, c := range s.Children {
-		out = append(out, c)
-		out = append(out, c.Children...)
+		walk(c)
 	}
 	return out
 }
@@ -683,6 +726,9 @@ func (p *Program) String() string {
 	if m := p.Manual; m != nil {
 		fmt.Fprintf(&b, "  manual workers: %v\n", m.NodeOpts())
 	}
+	if d := p.Defaults; d != nil {
+		fmt.Fprintf(&b, "  default job options: %v\n", d.NodeOpts())
+	}
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, p.Steps[i].String())
 	}
@@ -699,11 +745,15 @@ func (s *Step) String() string {
 	if s.Add != nil {
 		parts = append(parts, s.Add.String())
 	}
-	for _, c := range s.Children {
-		parts = append(parts, "child "+c.String())
-		for _, g := range c.Children {
-			parts = append(parts, "grandchild "+g.String())
+	var tree func(a *Add, depth int)
+	tree = func(a *Add, depth int) {
+		parts = append(parts, []string{"", "grand", "great-grand"}[min(depth, 2)]+"child "+a.String())
+		for _, c := range a.Children {
+			tree(c, depth+1)
 		}
+	}
+	for _, c := range s.Children {
+		tree(c, 0)
 	}
 	if s.Outcome != nil {
 		parts = append(parts, fmt.Sprintf("%+v", *s.Outcome))
@@ -723,7 +773,8 @@ func (s *Step) String() string {
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
-	if (s.Op == OpGetJobs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow || s.Op == OpRemoveOrphanedJobs) &&
+	if (s.Op == OpGetJobs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow || s.Op == OpRemoveOrphanedJobs ||
+		s.Op == OpFlowRead) &&
 		(s.Priority != 0 || s.LIFO) {
 		parts = append(parts, fmt.Sprintf("start/depth=%d desc=%v", s.Priority, s.LIFO))
 	}
@@ -791,6 +842,9 @@ func (p *Program) GoString() string {
 		}
 		b.WriteString(", Manual: &difftest.ManualWorker{" + strings.Join(f, ", ") + "}")
 	}
+	if d := p.Defaults; d != nil {
+		b.WriteString(", Defaults: " + d.goString())
+	}
 	b.WriteString("}")
 	return b.String()
 }
@@ -822,7 +876,8 @@ var opNames = map[Op]string{
 var readNames = map[FlowRead]string{
 	ReadChildrenValues: "difftest.ReadChildrenValues", ReadDependencies: "difftest.ReadDependencies",
 	ReadDependenciesCount: "difftest.ReadDependenciesCount", ReadIgnoredChildrenFailures: "difftest.ReadIgnoredChildrenFailures",
-	ReadFailedChildrenValues: "difftest.ReadFailedChildrenValues",
+	ReadFailedChildrenValues: "difftest.ReadFailedChildrenValues", ReadDependenciesPage: "difftest.ReadDependenciesPage",
+	ReadDependenciesCountOf: "difftest.ReadDependenciesCountOf",
 }
 
 // GoString renders the step as a Go composite literal.
@@ -908,6 +963,12 @@ func (s *Step) GoString() string {
 		if c.Immediately {
 			end += ", Immediately: true"
 		}
+		if c.TZ != "" {
+			end += fmt.Sprintf(", TZ: %q", c.TZ)
+		}
+		if c.Offset != 0 {
+			end += fmt.Sprintf(", Offset: %d", c.Offset)
+		}
 		f = append(f, fmt.Sprintf("Scheduler: &difftest.Scheduler{ID: %q, Every: %d%s, Start: %d, Limit: %d%s}", c.ID, c.Every, pattern, c.Start, c.Limit, end))
 	}
 	if s.Read != "" {
@@ -945,6 +1006,9 @@ func (a *Add) String() string {
 	}
 	if len(a.Data) > 1 {
 		s += fmt.Sprintf(" data=%v", a.Data)
+	}
+	if a.TimestampAgo != 0 {
+		s += fmt.Sprintf(" timestamp=-%dms", a.TimestampAgo)
 	}
 	return s
 }
@@ -1015,6 +1079,9 @@ func (a *Add) goString() string {
 	}
 	if a.SizeLimit != 0 {
 		f = append(f, fmt.Sprintf("SizeLimit: %d", a.SizeLimit))
+	}
+	if a.TimestampAgo != 0 {
+		f = append(f, fmt.Sprintf("TimestampAgo: %d", a.TimestampAgo))
 	}
 	if a.Parent != "" {
 		f = append(f, fmt.Sprintf("Parent: %q", a.Parent))

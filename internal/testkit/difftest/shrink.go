@@ -42,6 +42,26 @@ func Shrink(p *Program, budget int, fails func(*Program) bool) *Program {
 			n /= 2
 		}
 	}
+	// The queue's default job options: dropped, or each field dropped (an
+	// add's simplifications, on a step that holds them).
+	if cur.Defaults != nil {
+		c := clone(cur)
+		c.Defaults = nil
+		if !try(c) {
+			for j := 0; ; j++ {
+				edits := simplifications(&Step{Add: cur.Defaults})
+				if j >= len(edits) {
+					break
+				}
+				c := clone(cur)
+				st := Step{Add: c.Defaults}
+				edits[j](&st)
+				if try(c) {
+					j = -1
+				}
+			}
+		}
+	}
 	// Simplify each step until nothing changes.
 	for changed := true; changed && calls < budget; {
 		changed = false
@@ -83,6 +103,10 @@ func simplifications(s *Step) []func(*Step) {
 		for j := range s.Children[i].Children {
 			if len(s.Children[i].Children) > 1 {
 				out = append(out, func(s *Step) { s.Children[i].Children = slices.Delete(s.Children[i].Children, j, j+1) })
+			}
+			if len(s.Children[i].Children[j].Children) > 0 {
+				// A bulk tree's third level (OpAddFlows).
+				out = append(out, func(s *Step) { s.Children[i].Children[j].Children = nil })
 			}
 		}
 	}
@@ -138,6 +162,9 @@ func simplifications(s *Step) []func(*Step) {
 		if a.StackTraceLimit != 0 {
 			out = append(out, func(s *Step) { s.Add.StackTraceLimit = 0 })
 		}
+		if a.TimestampAgo != 0 {
+			out = append(out, func(s *Step) { s.Add.TimestampAgo = 0 })
+		}
 	}
 	if o := s.Outcome; o != nil && o.Value != nil {
 		out = append(out, func(s *Step) { s.Outcome.Value = nil })
@@ -151,11 +178,20 @@ func simplifications(s *Step) []func(*Step) {
 	if c := s.Scheduler; c != nil && c.Immediately {
 		out = append(out, func(s *Step) { s.Scheduler.Immediately = false })
 	}
+	if c := s.Scheduler; c != nil && c.TZ != "" {
+		out = append(out, func(s *Step) { s.Scheduler.TZ = "" })
+	}
+	if c := s.Scheduler; c != nil && c.Offset != 0 {
+		out = append(out, func(s *Step) { s.Scheduler.Offset = 0 })
+	}
 	if s.WorkerRemoveOnComplete != nil {
 		out = append(out, func(s *Step) { s.WorkerRemoveOnComplete = nil })
 	}
 	if s.WorkerRemoveOnFail != nil {
 		out = append(out, func(s *Step) { s.WorkerRemoveOnFail = nil })
+	}
+	if s.Op == OpCheckStalled && s.Limit != 0 {
+		out = append(out, func(s *Step) { s.Limit = 0 })
 	}
 	if s.NoForce {
 		out = append(out, func(s *Step) { s.NoForce = false })
@@ -186,7 +222,7 @@ func simplifications(s *Step) []func(*Step) {
 
 // clone copies a program deeply enough for Shrink's edits.
 func clone(p *Program) *Program {
-	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps)), Manual: p.Manual}
+	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps)), Manual: p.Manual, Defaults: cloneAdd(p.Defaults)}
 	for i, s := range p.Steps {
 		s.Add = cloneAdd(s.Add)
 		if s.Children != nil {

@@ -55,7 +55,13 @@ async function getQueue(args) {
   let p = queues.get(k);
   if (!p) {
     p = (async () => {
-      const q = new Queue(args.queue, { connection: conns.queue, prefix: args.prefix, skipMetasUpdate });
+      // defaultJobOptions count only on the call that opens the queue
+      // (openQueue): later calls share the Queue as it was made.
+      const opts = { connection: conns.queue, prefix: args.prefix, skipMetasUpdate };
+      if (args.defaultJobOptions) {
+        opts.defaultJobOptions = args.defaultJobOptions;
+      }
+      const q = new Queue(args.queue, opts);
       q.on('error', (err) => console.error(`oracle queue ${args.queue} error:`, err.message));
       await q.waitUntilReady();
       // The constructor writes meta (version, opts.maxLenEvents) in the
@@ -239,6 +245,16 @@ const commands = {
     return createRequire(import.meta.url)('bullmq/package.json').version;
   },
 
+  // openQueue opens the queue's Queue with a.defaultJobOptions, before
+  // any other call of that prefix and queue.
+  openQueue: async (a) => {
+    need(a, 'prefix', 'queue');
+    if (queues.has(qkey(a.prefix, a.queue))) {
+      throw new Error(`oracle: queue ${a.prefix}:${a.queue} is already open`);
+    }
+    await getQueue(a);
+    return null;
+  },
   add: async (a) => {
     const q = await getQueue(a);
     const job = await q.add(a.name, a.data, a.opts ?? {});
@@ -258,7 +274,8 @@ const commands = {
     need(a, 'prefix', 'flow');
     const fp = new FlowProducer({ connection: conns.queue, prefix: a.prefix });
     try {
-      const node = await fp.add(a.flow);
+      // a.opts: FlowProducer.add's options (queuesOptions).
+      const node = await fp.add(a.flow, a.opts ?? undefined);
       const ids = (n) => ({ id: n.job.id, children: (n.children ?? []).map(ids) });
       return ids(node);
     } finally {
@@ -550,14 +567,21 @@ const commands = {
   },
   // stepCheckStalled runs one stalled-jobs check of the step worker and
   // returns the ids it moved back (or failed).
+  // a.maxStalledCount, when given, is the worker's maxStalledCount for
+  // this check only (moveStalledJobsToWait reads the worker's opts).
   stepCheckStalled: async (a) => {
     const sw = await getStepWorker(a);
     const ids = [];
     const onStalled = (id) => ids.push(id);
     sw.worker.on('stalled', onStalled);
+    const keep = sw.worker.opts.maxStalledCount;
+    if (typeof a.maxStalledCount === 'number') {
+      sw.worker.opts.maxStalledCount = a.maxStalledCount;
+    }
     try {
       await sw.worker.moveStalledJobsToWait();
     } finally {
+      sw.worker.opts.maxStalledCount = keep;
       sw.worker.off('stalled', onStalled);
     }
     return ids;
