@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/seed40057009/drover/dashboard"
-	"github.com/seed40057009/drover/inspect"
 )
 
 func init() {
@@ -85,26 +83,14 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	// Every id is tried and each one's outcome said, as retry does: an id
-	// refused (not delayed, not found) must not hide the jobs promoted
-	// before it, nor leave the ids after it untried.
-	results := make([]promoteJobResult, 0, len(ids))
-	failed := 0
-	for _, id := range ids {
-		err := ins.PromoteJob(ctx, queue, id)
-		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-job", Queue: queue, JobID: id, Jobs: jobsIf(err)}, err)
-		if errors.Is(err, inspect.ErrQueueNotFound) {
-			return err // so is every other id
-		}
-		r := promoteJobResult{ID: id}
-		if err != nil {
-			r.Error = err.Error()
-			failed++
-		} else {
-			n++
-		}
-		results = append(results, r)
+	results, promoted, err := eachID(ctx, &fs.redis, c.errOut, "promote-job", queue, ids, func(id string) error {
+		return ins.PromoteJob(ctx, queue, id)
+	})
+	if err != nil {
+		return err
 	}
+	n += promoted
+	failed := len(ids) - promoted
 	var notPromoted error
 	if failed > 0 {
 		notPromoted = fmt.Errorf("%d of %d jobs not promoted", failed, len(ids))
@@ -119,19 +105,7 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 		}
 		return notPromoted
 	}
-	for _, r := range results {
-		if r.Error != "" {
-			fmt.Fprintf(c.out, "job %s: not promoted: %s\n", r.ID, r.Error)
-		} else {
-			fmt.Fprintf(c.out, "job %s: promoted\n", r.ID)
-		}
-	}
+	printOutcomes(c.out, results, "promoted")
 	fmt.Fprintf(c.out, "promoted %d delayed jobs in %s\n", n, queue)
 	return notPromoted
-}
-
-// promoteJobResult is one id's outcome of `drover promote <queue> <id>...`.
-type promoteJobResult struct {
-	ID    string `json:"id"`
-	Error string `json:"error,omitempty"`
 }

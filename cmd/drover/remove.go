@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-
-	"github.com/seed40057009/drover/dashboard"
-	"github.com/seed40057009/drover/inspect"
 )
 
 func init() {
@@ -46,21 +42,11 @@ func (c *removeCmd) Run(ctx context.Context, args []string) error {
 	}
 	defer closeRedis()
 	queue, ids := pos[0], uniqueArgs(pos[1:])
-	results := make([]removeJobResult, 0, len(ids))
-	removed := 0
-	for _, id := range ids {
-		err := ins.RemoveJob(ctx, queue, id)
-		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "remove-job", Queue: queue, JobID: id, Jobs: jobsIf(err)}, err)
-		if errors.Is(err, inspect.ErrQueueNotFound) {
-			return err // so is every other id
-		}
-		r := removeJobResult{ID: id}
-		if err != nil {
-			r.Error = err.Error()
-		} else {
-			removed++
-		}
-		results = append(results, r)
+	results, removed, err := eachID(ctx, &fs.redis, c.errOut, "remove-job", queue, ids, func(id string) error {
+		return ins.RemoveJob(ctx, queue, id)
+	})
+	if err != nil {
+		return err
 	}
 	var notRemoved error
 	if removed < len(ids) {
@@ -72,19 +58,7 @@ func (c *removeCmd) Run(ctx context.Context, args []string) error {
 		}
 		return notRemoved
 	}
-	for _, r := range results {
-		if r.Error != "" {
-			fmt.Fprintf(c.out, "job %s: not removed: %s\n", r.ID, r.Error)
-		} else {
-			fmt.Fprintf(c.out, "job %s: removed\n", r.ID)
-		}
-	}
+	printOutcomes(c.out, results, "removed")
 	fmt.Fprintf(c.out, "removed %d of %d jobs from %s\n", removed, len(ids), queue)
 	return notRemoved
-}
-
-// removeJobResult is one id's outcome of `drover remove`.
-type removeJobResult struct {
-	ID    string `json:"id"`
-	Error string `json:"error,omitempty"`
 }
