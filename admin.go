@@ -103,7 +103,7 @@ func (j *Job) ChangeDelay(ctx context.Context, delay time.Duration) error {
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.stateErr(ctx, "change delay of", string(StateDelayed), scripts.ChangeDelay(ctx, j.queue.writes(), j.queue.k, j.ID, j.queue.nowMs(), delay.Milliseconds()))
+	return j.stateErr(ctx, "change delay of", string(StateDelayed), scripts.ChangeDelay(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, j.queue.nowMs(), delay.Milliseconds()))
 }
 
 // ChangePriority gives the job a new priority (0 = none). A waiting job is

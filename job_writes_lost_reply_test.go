@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -57,6 +58,27 @@ func TestJobWritesUnderClientRetry(t *testing.T) {
 			}
 		}
 		require.Equal(t, 1, progress, "one progress event")
+	})
+
+	t.Run("ChangeDelay", func(t *testing.T) {
+		t.Parallel()
+		r := newLostReplyRig(t, nil)
+		added, err := r.dq.Add(ctx, "x", nil, &drover.JobOptions{Delay: time.Hour})
+		require.NoError(t, err)
+		require.ErrorIs(t, r.q.Job("missing").ChangeDelay(ctx, time.Minute), drover.ErrJobNotFound, "warm-up")
+
+		r.proxy.DropReplyTo("evalsha")
+		require.NoError(t, r.q.Job(added.Job.ID).ChangeDelay(ctx, 2*time.Hour))
+		require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+		entries, err := r.direct.XRange(ctx, r.prefix+":q:events", "-", "+").Result()
+		require.NoError(t, err)
+		delayed := 0
+		for _, e := range entries {
+			if e.Values["event"] == "delayed" {
+				delayed++
+			}
+		}
+		require.Equal(t, 2, delayed, "one delayed event for the add, one for the change")
 	})
 }
 

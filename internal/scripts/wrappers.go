@@ -670,8 +670,8 @@ func Promote(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, 
 }
 
 // ChangeDelay makes delayed job id due at now + delayMs.
-func ChangeDelay(ctx context.Context, rdb Doer, k keys.Queue, id string, now, delayMs int64) error {
-	_, err := runCode(ctx, changeDelay, rdb, k, id, now, delayMs)
+func ChangeDelay(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, now, delayMs int64) error {
+	_, err := runCode(ctx, changeDelay, rdb, k, id, now, delayMs, call.Token, call.ttlMs())
 	return err
 }
 

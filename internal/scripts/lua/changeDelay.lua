@@ -1,14 +1,23 @@
 -- changeDelay: move a delayed job's due time to now + delay.
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 job id, 3 now ms, 4 delay ms.
+-- ARGV: 1 base, 2 job id, 3 now ms, 4 delay ms, 5 the call token and 6
+--   its ttl ms (include/once.lua: go-redis resends the command when its
+--   reply is lost, and a second run would write a second "delayed" event
+--   and move the due time again).
 -- Returns 0; -1 job missing; -3 job not delayed.
 --@include common
 --@include queue
 --@include keytypes
+--@include once
 
 local wrongType = wrongTypeQueueKey()
 if wrongType then
   return wrongType
+end
+
+local callKey, first = onceReply(base, ARGV[5])
+if first then
+  return first
 end
 
 local id = ARGV[2]
@@ -26,4 +35,5 @@ rcall("HSET", jobKey, "delay", delay)
 rcall("ZADD", delayedKey, score, id)
 rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents(metaKey), "*", "event", "delayed", "jobId", id, "delay", due)
 addDelayMarker(markerKey, delayedKey)
+onceRemember(callKey, 0, ARGV[6])
 return 0
