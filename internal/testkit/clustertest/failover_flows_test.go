@@ -133,6 +133,12 @@ func flowsThroughFailover(t *testing.T, kill bool) {
 	}
 	before := len(ticksOf(t, parents))
 	time.Sleep(time.Second)
+	// The scheduler goes on on the new master. A worker whose master was
+	// killed first waits until its locks can be renewed, which can take
+	// longer than the second above (no run in it, under load).
+	testkit.WaitFor(t, 30*time.Second, "a scheduler run after the failover", func() bool {
+		return len(ticksOf(t, parents)) > before
+	})
 	close(stop)
 	producers.Wait()
 	_, err = parents.RemoveJobScheduler(ctx, "tick")
