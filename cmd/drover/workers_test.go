@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +39,13 @@ func TestWorkersCommand(t *testing.T) {
 		return out.String()
 	}
 
-	out := run("workers", "mail")
+	// A worker is blocked on the queue's marker only once its first fetch
+	// found nothing; until then it shows as busy.
+	var out string
+	require.Eventually(t, func() bool {
+		out = run("workers", "mail")
+		return strings.Count(out, "waiting for jobs") == 2
+	}, 10*time.Second, 20*time.Millisecond, "both workers waiting for jobs")
 	require.Contains(t, out, "w1")
 	require.Contains(t, out, "2 workers")
 	require.Regexp(t, `(?m)^w1\s.*\s0\s+idle: waiting for jobs$`, out, "a named worker running nothing")
