@@ -96,8 +96,11 @@ type WorkerOptions struct {
 	// delayed job is due, a backoff's due time, a retention age, the stalled
 	// check) is then corrected by that offset, so workers whose clocks
 	// disagree still agree with Redis, and with each other, on when a job is
-	// due. Negative turns the correction off: the machine's clock is used
-	// as is (BullMQ's behaviour).
+	// due. A step of the machine's clock (more than 100 ms away from the
+	// monotonic clock since the last measurement) is measured again at
+	// once, and until then the last measurement is carried on by the
+	// monotonic clock. Negative turns the correction off: the machine's
+	// clock is used as is (BullMQ's behaviour).
 	//
 	// Defaults to ClockCheckIntervalDefault (1 minute).
 	ClockCheckInterval time.Duration

@@ -38,22 +38,30 @@ type clockKeeper struct {
 	// fetcher measures before it fetches (a worker started while Redis was
 	// down must not schedule by an uncorrected clock).
 	measured atomic.Bool
-	// next is the base clock's ms at which refresh measures again; busy is
-	// held by the one call measuring.
+	// next is the clock.Mono at which refresh measures again (monotonic: a
+	// wall-clock deadline would not be reached for an hour after the clock
+	// stepped back an hour); busy is held by the one call measuring.
 	next atomic.Int64
 	busy atomic.Bool
+	// retry is the clock.Mono before which a step does not make refresh
+	// measure: set by a failed measurement (Redis away, TIME refused), so
+	// a clock that stepped does not cost every call a failing round trip.
+	retry atomic.Int64
 }
 
 // clockRetryAfterFailure is how soon refresh measures again after a failed
 // measurement.
 const clockRetryAfterFailure = time.Second
 
-// refresh measures the offset if it is due and no other call is measuring
-// it; the other calls meanwhile use the last offset. It returns when ctx
+// refresh measures the offset if it is due, or the clock stepped since the
+// last measurement, and no other call is measuring it; the other calls
+// meanwhile use the last offset. It returns when ctx
 // ends: a measurement Redis does not answer goes on without its caller
 // (internal/bounded), holding busy until the client's timeouts end it.
 func (c *clockKeeper) refresh(ctx context.Context) {
-	if c.clock.Base().Now().UnixMilli() < c.next.Load() || !c.busy.CompareAndSwap(false, true) {
+	now := int64(clock.Mono())
+	due := now >= c.next.Load() || (now >= c.retry.Load() && c.clock.Stepped())
+	if !due || !c.busy.CompareAndSwap(false, true) {
 		return
 	}
 	_, _ = bounded.Call(ctx, func(ctx context.Context) (bool, error) {
@@ -62,8 +70,19 @@ func (c *clockKeeper) refresh(ctx context.Context) {
 	})
 }
 
+// run measures every interval, and at once when the clock steps.
 func (c *clockKeeper) run(ctx context.Context) {
-	every(ctx, c.interval, false, func(ctx context.Context) { c.measure(ctx) })
+	ticker := time.NewTicker(c.interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-c.clock.Steps():
+		}
+		c.measure(ctx)
+	}
 }
 
 // clockSamples is how many TIME round trips one measurement takes; the
@@ -93,7 +112,8 @@ func (c *clockKeeper) measure(ctx context.Context) bool {
 		}
 	}
 	if bestRTT < 0 {
-		c.next.Store(c.clock.Base().Now().Add(clockRetryAfterFailure).UnixMilli())
+		c.next.Store(int64(clock.Mono() + clockRetryAfterFailure))
+		c.retry.Store(c.next.Load())
 		if ctx.Err() == nil {
 			c.log.WarnContext(ctx, msgClockFailed, slog.Any(logkey.Error, lastErr))
 		}
@@ -109,7 +129,7 @@ func (c *clockKeeper) measure(ctx context.Context) bool {
 	}
 	c.clock.SetOffset(best)
 	c.measured.Store(true)
-	c.next.Store(c.clock.Base().Now().Add(c.interval).UnixMilli())
+	c.next.Store(int64(clock.Mono() + c.interval))
 	if best > c.warnAt || -best > c.warnAt {
 		c.log.WarnContext(ctx, "this machine's clock differs from Redis TIME; drover schedules by Redis's",
 			slog.Duration(logkey.Offset, best), slog.Duration(logkey.RoundTrip, bestRTT), slog.Duration(logkey.Threshold, c.warnAt))

@@ -193,3 +193,83 @@ func TestQueueClockSkew(t *testing.T) {
 		}
 	})
 }
+
+// steppingClock is the wall clock moved by a step that a test sets, as a
+// machine whose clock an NTP daemon or an operator steps. The monotonic
+// clock does not move with it.
+type steppingClock struct{ step atomic.Int64 }
+
+func (c *steppingClock) Now() time.Time { return time.Now().Add(time.Duration(c.step.Load())) }
+
+func (c *steppingClock) set(d time.Duration) { c.step.Store(int64(d)) }
+
+// TestClockStep: the host's clock steps while a queue and a worker run.
+// Before, a queue measured its offset again only once its base clock
+// passed a wall-clock deadline, so after a step back by an hour it stamped
+// jobs an hour in the past for an hour; and a worker kept base + offset
+// until its next periodic measurement (a minute), running a job delayed by
+// 5 s at once after a step forward by an hour.
+func TestClockStep(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("QueueStampsByRedisAfterAStepBack", func(t *testing.T) {
+		t.Parallel()
+		rdb, prefix := redistest.Client(t)
+		q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+		require.NoError(t, err)
+		host := &steppingClock{}
+		drover.SetQueueBaseClock(q, host)
+		stampOff := func() time.Duration {
+			res, err := q.Add(ctx, "j", nil, nil)
+			require.NoError(t, err)
+			now, err := rdb.Time(ctx).Result()
+			require.NoError(t, err)
+			return res.Job.Timestamp.Sub(now)
+		}
+		require.Less(t, stampOff().Abs(), time.Second)
+		host.set(time.Hour)
+		require.Less(t, stampOff().Abs(), time.Second, "after a step forward")
+		host.set(0)
+		require.Less(t, stampOff().Abs(), time.Second, "after a step back")
+		host.set(-time.Hour)
+		require.Less(t, stampOff().Abs(), time.Second, "after a second step back")
+	})
+
+	t.Run("WorkerDoesNotRunADelayedJobEarly", func(t *testing.T) {
+		t.Parallel()
+		b := setupQueue(t)
+		started := make(chan string, 10)
+		w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+			started <- job.Name
+			return nil, nil
+		}), &drover.WorkerOptions{Prefix: b.prefix})
+		require.NoError(t, err)
+		host := &steppingClock{}
+		drover.SetWorkerBaseClock(w, host)
+		require.NoError(t, w.Start(ctx))
+		t.Cleanup(func() {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			require.NoError(t, w.Close(cctx))
+		})
+		_, err = b.queue.Add(ctx, "now", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, "now", <-started)
+
+		host.set(time.Hour)
+		added := time.Now()
+		_, err = b.queue.Add(ctx, "in-3s", nil, &drover.JobOptions{Delay: 3 * time.Second})
+		require.NoError(t, err)
+		_, err = b.queue.Add(ctx, "now-2", nil, nil) // the worker reads its clock to fetch it
+		require.NoError(t, err)
+		require.Equal(t, "now-2", <-started)
+		select {
+		case name := <-started:
+			require.Equal(t, "in-3s", name)
+			require.GreaterOrEqual(t, time.Since(added), 2900*time.Millisecond, "the delayed job ran early")
+		case <-time.After(15 * time.Second):
+			t.Fatal("the delayed job did not run")
+		}
+	})
+}

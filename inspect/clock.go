@@ -20,15 +20,19 @@ import (
 // and shifts the throughput's minutes.
 //
 // It has no goroutine: the first read after the offset got older than
-// serverClockInterval measures it again (one TIME round trip), and the
-// other reads meanwhile use the last offset.
+// serverClockInterval, or after the host's clock stepped (clock.Corrected),
+// measures it again (one TIME round trip), and the other reads meanwhile
+// use the last offset.
 type serverClock struct {
 	rdb   redis.UniversalClient
 	clock *clock.Corrected
-	// next is the host clock's ms at which a read measures again; busy is
+	// next is the clock.Mono at which a read measures again (monotonic,
+	// so a step of the host's clock does not move it); retry the one
+	// before which a step does not (set by a failed measurement); busy is
 	// held by the one read measuring.
-	next atomic.Int64
-	busy atomic.Bool
+	next  atomic.Int64
+	retry atomic.Int64
+	busy  atomic.Bool
 }
 
 // serverClockInterval is how often the offset is measured again.
@@ -52,7 +56,9 @@ func newServerClock(rdb redis.UniversalClient, host func() time.Time) *serverClo
 // A measurement Redis does not answer is left behind when ctx ends
 // (internal/bounded).
 func (c *serverClock) now(ctx context.Context) time.Time {
-	if c.clock.Base().Now().UnixMilli() >= c.next.Load() && c.busy.CompareAndSwap(false, true) {
+	mono := int64(clock.Mono())
+	due := mono >= c.next.Load() || (mono >= c.retry.Load() && c.clock.Stepped())
+	if due && c.busy.CompareAndSwap(false, true) {
 		_, _ = bounded.Call(ctx, func(ctx context.Context) (struct{}, error) {
 			defer c.busy.Store(false)
 			c.measure(ctx)
@@ -67,7 +73,8 @@ func (c *serverClock) measure(ctx context.Context) {
 	server, err := c.rdb.Time(ctx).Result()
 	after := c.clock.Base().Now()
 	if err != nil {
-		c.next.Store(after.Add(serverClockRetry).UnixMilli())
+		c.next.Store(int64(clock.Mono() + serverClockRetry))
+		c.retry.Store(c.next.Load())
 		return
 	}
 	off, rtt := clock.Offset(before, server, after)
@@ -75,5 +82,5 @@ func (c *serverClock) measure(ctx context.Context) {
 		off = 0 // within the round trip: no evidence of skew
 	}
 	c.clock.SetOffset(off)
-	c.next.Store(after.Add(serverClockInterval).UnixMilli())
+	c.next.Store(int64(clock.Mono() + serverClockInterval))
 }

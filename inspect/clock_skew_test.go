@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,4 +73,24 @@ func TestFailureGroupsWithinUsesRedisTime(t *testing.T) {
 	all, err := b.ins.FailureGroupsWithin(ctx, "q", 0)
 	require.NoError(t, err)
 	require.Equal(t, 2, all.Groups[0].Count)
+}
+
+// TestInspectorClockStepBack: the Inspector's host clock steps back an
+// hour after its first read. Before, the next measurement waited for the
+// host clock to pass a deadline set by the old reading, an hour away, and
+// DelayedStats meanwhile read by a clock an hour slow (At an hour back).
+func TestInspectorClockStepBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	var step atomic.Int64
+	inspect.SetHostClock(b.ins, func() time.Time { return time.Now().Add(time.Duration(step.Load())) })
+	b.add(t, "q", "later", &drover.JobOptions{Delay: 10 * time.Second})
+	st, err := b.ins.DelayedStats(ctx, "q")
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), st.At.Time, 5*time.Second)
+	step.Store(int64(-time.Hour))
+	st, err = b.ins.DelayedStats(ctx, "q")
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), st.At.Time, 5*time.Second, "At is Redis's time after the host's clock stepped back")
 }

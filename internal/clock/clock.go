@@ -53,25 +53,88 @@ func (m *Manual) Set(t time.Time) {
 // Corrected is Base moved by a measured offset: a worker's reading of the
 // Redis server's clock. The offset starts at 0; SetOffset changes it at any
 // time. Safe for concurrent use.
+//
+// A step of the base clock (an NTP step, someone setting the date, a
+// resumed virtual machine) makes base + offset wrong by the step until the
+// next measurement, which may be a ClockCheckInterval away: delayed jobs
+// run early or late by the step, jobs are stamped by it. So Corrected
+// compares how far the base clock moved since the offset was set with how
+// far the monotonic clock moved; when they differ by more than
+// StepTolerance, Now extrapolates the last measurement by the monotonic
+// clock instead (it cannot jump), and Stepped and Steps say a measurement
+// is due now.
 type Corrected struct {
-	base   Clock
-	offset atomic.Int64 // ns
+	base  Clock
+	at    atomic.Pointer[anchor]
+	noted atomic.Bool // a step was signalled on steps since the last SetOffset
+	steps chan struct{}
 }
 
-// NewCorrected returns base with no offset yet.
-func NewCorrected(base Clock) *Corrected { return &Corrected{base: base} }
+// anchor is one offset and the readings of both clocks when it was set.
+type anchor struct {
+	offset time.Duration
+	base   time.Time // the base clock's reading, wall clock only
+	mono   time.Time // time.Now(), for its monotonic reading
+}
 
-// Now is the base clock's now plus the offset.
-func (c *Corrected) Now() time.Time { return c.base.Now().Add(c.Offset()) }
+// StepTolerance is how far the base clock may move apart from the
+// monotonic clock between two measurements before Corrected takes it for
+// a step. A slewing NTP daemon moves a clock at most 0.5 ms per second
+// (30 ms over a one-minute interval), well inside it.
+const StepTolerance = 100 * time.Millisecond
+
+// NewCorrected returns base with no offset yet.
+func NewCorrected(base Clock) *Corrected {
+	c := &Corrected{base: base, steps: make(chan struct{}, 1)}
+	c.SetOffset(0)
+	return c
+}
+
+// Now is the base clock's now plus the offset; after a step of the base
+// clock, the time of the last SetOffset plus the offset plus the monotonic
+// time since then.
+func (c *Corrected) Now() time.Time {
+	now := c.base.Now()
+	a := c.at.Load()
+	since := time.Since(a.mono)
+	if stepped(now, a, since) {
+		if c.noted.CompareAndSwap(false, true) {
+			select {
+			case c.steps <- struct{}{}:
+			default:
+			}
+		}
+		return a.base.Add(since + a.offset)
+	}
+	return now.Add(a.offset)
+}
+
+// Stepped says whether the base clock stepped since the last SetOffset.
+func (c *Corrected) Stepped() bool {
+	a := c.at.Load()
+	return stepped(c.base.Now(), a, time.Since(a.mono))
+}
+
+// Steps receives when Now first sees a step of the base clock after a
+// SetOffset: the owner of the offset measures it again.
+func (c *Corrected) Steps() <-chan struct{} { return c.steps }
+
+func stepped(now time.Time, a *anchor, since time.Duration) bool {
+	d := now.Round(0).Sub(a.base) - since
+	return d > StepTolerance || d < -StepTolerance
+}
 
 // Base is the uncorrected clock.
 func (c *Corrected) Base() Clock { return c.base }
 
 // Offset is what Now adds to the base clock.
-func (c *Corrected) Offset() time.Duration { return time.Duration(c.offset.Load()) }
+func (c *Corrected) Offset() time.Duration { return c.at.Load().offset }
 
-// SetOffset sets what Now adds to the base clock.
-func (c *Corrected) SetOffset(d time.Duration) { c.offset.Store(int64(d)) }
+// SetOffset sets what Now adds to the base clock, from now on.
+func (c *Corrected) SetOffset(d time.Duration) {
+	c.at.Store(&anchor{offset: d, base: c.base.Now().Round(0), mono: time.Now()})
+	c.noted.Store(false)
+}
 
 // Offset estimates how far the server's clock is ahead of local (negative:
 // behind) from one round trip: local before, the server's time, local
@@ -88,3 +151,11 @@ func Offset(before, server, after time.Time) (offset, rtt time.Duration) {
 	rtt = after.Sub(before)
 	return server.Sub(before.Add(rtt / 2)), rtt
 }
+
+// monoStart anchors Mono.
+var monoStart = time.Now()
+
+// Mono is the monotonic time since the process started: for deadlines that
+// a step of the wall clock must not move (a wall-clock deadline set before
+// the clock stepped back an hour is not reached for an hour).
+func Mono() time.Duration { return time.Since(monoStart) }
