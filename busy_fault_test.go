@@ -47,12 +47,9 @@ func TestBusyRedisLosesNoJob(t *testing.T) {
 	fp, err := drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Logger: logger})
 	require.NoError(t, err)
 
-	var mu sync.Mutex
-	runs := map[string]int{}
+	var runs testkit.Runs
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
-		mu.Lock()
-		runs[job.ID]++
-		mu.Unlock()
+		runs.Ran(job.ID)
 		time.Sleep(3 * time.Millisecond)
 		return "ok", nil
 	}), &drover.WorkerOptions{Concurrency: 8, Logger: logger, DrainDelay: time.Second})
@@ -69,66 +66,47 @@ func TestBusyRedisLosesNoJob(t *testing.T) {
 		addErrs = append(addErrs, err)
 		errMu.Unlock()
 	}
-	stopProducers := make(chan struct{})
-	var producers sync.WaitGroup
-	producers.Add(2)
-	go func() {
-		defer producers.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stopProducers:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			opts := &drover.JobOptions{JobID: fmt.Sprintf("j%d", i)}
-			switch i % 4 {
-			case 1:
-				opts.Delay = 50 * time.Millisecond
-			case 2:
-				opts.Priority = 1 + i%3
-			case 3:
-				opts.Deduplication = &drover.Deduplication{ID: fmt.Sprintf("d%d", i)}
-			}
-			r, err := q.Add(ctx, "single", map[string]int{"i": i}, opts)
-			if err != nil {
-				record(err)
-				continue
-			}
-			added.Store(r.Job.ID, "single")
+	load := testkit.NewLoad()
+	load.Every(5*time.Millisecond, func(i int) {
+		opts := &drover.JobOptions{JobID: fmt.Sprintf("j%d", i)}
+		switch i % 4 {
+		case 1:
+			opts.Delay = 50 * time.Millisecond
+		case 2:
+			opts.Priority = 1 + i%3
+		case 3:
+			opts.Deduplication = &drover.Deduplication{ID: fmt.Sprintf("d%d", i)}
 		}
-	}()
-	go func() {
-		defer producers.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stopProducers:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			node, err := fp.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "q", Opts: &drover.JobOptions{JobID: fmt.Sprintf("p%d", i)},
-				Children: []drover.FlowJob{
-					{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: fmt.Sprintf("p%d-a", i)}},
-					{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: fmt.Sprintf("p%d-b", i), Delay: 30 * time.Millisecond}},
-					{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: fmt.Sprintf("p%d-c", i), Priority: 2}},
-				}})
-			if err != nil {
-				record(err)
-				continue
-			}
-			added.Store(node.Job.ID, "parent")
-			for _, c := range node.Children {
-				added.Store(c.Job.ID, "child")
-			}
+		r, err := q.Add(ctx, "single", map[string]int{"i": i}, opts)
+		if err != nil {
+			record(err)
+			return
 		}
-	}()
+		added.Store(r.Job.ID, "single")
+	})
+	load.Every(20*time.Millisecond, func(i int) {
+		node, err := fp.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "q", Opts: &drover.JobOptions{JobID: fmt.Sprintf("p%d", i)},
+			Children: []drover.FlowJob{
+				{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: fmt.Sprintf("p%d-a", i)}},
+				{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: fmt.Sprintf("p%d-b", i), Delay: 30 * time.Millisecond}},
+				{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: fmt.Sprintf("p%d-c", i), Priority: 2}},
+			}})
+		if err != nil {
+			record(err)
+			return
+		}
+		added.Store(node.Job.ID, "parent")
+		for _, c := range node.Children {
+			added.Store(c.Job.ID, "child")
+		}
+	})
 
 	for range 3 {
 		time.Sleep(700 * time.Millisecond)
 		require.NoError(t, busy.Eval(ctx, busyScript, nil, 1_200_000).Err())
 	}
 	time.Sleep(500 * time.Millisecond)
-	close(stopProducers)
-	producers.Wait()
+	load.Stop()
 	_, err = q.RemoveJobScheduler(ctx, "tick")
 	require.NoError(t, err)
 
@@ -141,22 +119,21 @@ func TestBusyRedisLosesNoJob(t *testing.T) {
 
 	s := readQueueStates(t, rdb, "bull", "q")
 	require.Empty(t, s.In("failed"), "no job failed")
-	mu.Lock()
-	defer mu.Unlock()
+	ran := runs.Counts()
 	n := 0
 	added.Range(func(key, _ any) bool {
 		n++
 		id := key.(string)
 		require.Equal(t, []string{"completed"}, s.Where[id], "job %s", id)
-		require.Equal(t, 1, runs[id], "job %s ran once", id)
+		require.Equal(t, 1, ran[id], "job %s ran once", id)
 		return true
 	})
-	for id, c := range runs {
+	for id, c := range ran {
 		require.Equal(t, 1, c, "job %s ran %d times", id, c)
 	}
 	for _, err := range addErrs {
 		require.ErrorContains(t, err, "BUSY", "a refused add names what Redis answered")
 	}
-	t.Logf("%d jobs added, %d adds refused; %d runs", n, len(addErrs), len(runs))
+	t.Logf("%d jobs added, %d adds refused; %d runs", n, len(addErrs), len(ran))
 	require.NotContains(t, logs.String(), "level=ERROR", "no error logged")
 }

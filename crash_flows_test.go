@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,29 +49,18 @@ func TestFlowsAndSchedulerOutliveRedisCrashesWithAOF(t *testing.T) {
 	t.Cleanup(func() { _ = w.Close(ctx) })
 
 	var acked []string
-	var mu sync.Mutex
-	stop := make(chan struct{})
-	var producer sync.WaitGroup
-	producer.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			p := fmt.Sprintf("p%d", i)
-			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, err := fp.Add(actx, drover.FlowJob{Name: "parent", QueueName: "q", Opts: &drover.JobOptions{JobID: p},
-				Children: []drover.FlowJob{
-					{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: p + "-a"}},
-					{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: p + "-b", Delay: 20 * time.Millisecond}},
-				}})
-			cancel()
-			if err == nil {
-				mu.Lock()
-				acked = append(acked, p, p+"-a", p+"-b")
-				mu.Unlock()
-			}
+	load := testkit.NewLoad()
+	load.Every(5*time.Millisecond, func(i int) {
+		p := fmt.Sprintf("p%d", i)
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := fp.Add(actx, drover.FlowJob{Name: "parent", QueueName: "q", Opts: &drover.JobOptions{JobID: p},
+			Children: []drover.FlowJob{
+				{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: p + "-a"}},
+				{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: p + "-b", Delay: 20 * time.Millisecond}},
+			}})
+		cancel()
+		if err == nil {
+			acked = append(acked, p, p+"-a", p+"-b") // one loop: read after Stop
 		}
 	})
 	for range 2 {
@@ -81,8 +69,7 @@ func TestFlowsAndSchedulerOutliveRedisCrashesWithAOF(t *testing.T) {
 	}
 	crashedAt := time.Now()
 	time.Sleep(700 * time.Millisecond)
-	close(stop)
-	producer.Wait()
+	load.Stop()
 	testkit.WaitFor(t, 10*time.Second, "a scheduler run made after the last crash completed", func() bool {
 		ids, err := q.GetJobIDs(ctx, []drover.JobState{drover.StateCompleted}, 0, -1, true)
 		require.NoError(t, err)
@@ -112,8 +99,6 @@ func TestFlowsAndSchedulerOutliveRedisCrashesWithAOF(t *testing.T) {
 			completions[fmt.Sprint(e.Values["jobId"])]++
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	require.Greater(t, len(acked), 30, "flows were added around the crashes")
 	for _, id := range acked {
 		require.Equal(t, []string{"completed"}, s.Where[id], id)

@@ -46,12 +46,9 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 	_, err = q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 200 * time.Millisecond}, nil)
 	require.NoError(t, err)
 
-	var mu sync.Mutex
-	runs := map[string]int{}
+	var runs testkit.Runs
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
-		mu.Lock()
-		runs[job.ID]++
-		mu.Unlock()
+		runs.Ran(job.ID)
 		time.Sleep(20 * time.Millisecond)
 		return job.ID, nil
 	}), &drover.WorkerOptions{Prefix: prefix, Concurrency: 20, Logger: logger,
@@ -75,63 +72,48 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 		}
 		added.Store(id, struct{}{})
 	}
-	stop := make(chan struct{})
-	var producers sync.WaitGroup
-	producers.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			p := fmt.Sprintf("p%d", i)
-			node, err := fp.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "q", Opts: &drover.JobOptions{JobID: p},
-				Children: []drover.FlowJob{
-					{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: p + "-a"}},
-					{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: p + "-b", Delay: 50 * time.Millisecond}},
-					{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: p + "-c", Priority: 3}},
-				}})
-			if err != nil {
-				note(p, err)
-				continue
-			}
-			require.Equal(t, drover.AddCreated, node.Outcome, "flow %s", p)
-			for _, id := range []string{p, p + "-a", p + "-b", p + "-c"} {
-				note(id, nil)
-			}
+	load := testkit.NewLoad()
+	load.Every(10*time.Millisecond, func(i int) {
+		p := fmt.Sprintf("p%d", i)
+		node, err := fp.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "q", Opts: &drover.JobOptions{JobID: p},
+			Children: []drover.FlowJob{
+				{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: p + "-a"}},
+				{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: p + "-b", Delay: 50 * time.Millisecond}},
+				{Name: "kid", QueueName: "q", Opts: &drover.JobOptions{JobID: p + "-c", Priority: 3}},
+			}})
+		if err != nil {
+			note(p, err)
+			return
+		}
+		require.Equal(t, drover.AddCreated, node.Outcome, "flow %s", p)
+		for _, id := range []string{p, p + "-a", p + "-b", p + "-c"} {
+			note(id, nil)
 		}
 	})
-	producers.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(7 * time.Millisecond):
-			}
-			id := fmt.Sprintf("d%d", i)
-			// Three adds per deduplication id.
-			de := &drover.Deduplication{ID: fmt.Sprintf("simple%d", i/9)}
-			switch i % 3 {
-			case 1:
-				de = &drover.Deduplication{ID: fmt.Sprintf("throttle%d", i/9), TTL: 30 * time.Millisecond}
-			case 2:
-				de = &drover.Deduplication{ID: fmt.Sprintf("debounce%d", i/9), TTL: 80 * time.Millisecond, Replace: true, Extend: true}
-			}
-			opts := &drover.JobOptions{JobID: id, Deduplication: de}
-			if i%3 == 2 {
-				opts.Delay = 40 * time.Millisecond
-			}
-			r, err := q.Add(ctx, "dedup", nil, opts)
-			if err != nil {
-				note(id, err)
-				continue
-			}
-			if r.Outcome == drover.AddCreated && !de.Replace { // a debounced job may be replaced
-				note(id, nil)
-			}
-			if de.Replace {
-				debounced.Store(de.ID, struct{}{})
-			}
+	load.Every(7*time.Millisecond, func(i int) {
+		id := fmt.Sprintf("d%d", i)
+		// Three adds per deduplication id.
+		de := &drover.Deduplication{ID: fmt.Sprintf("simple%d", i/9)}
+		switch i % 3 {
+		case 1:
+			de = &drover.Deduplication{ID: fmt.Sprintf("throttle%d", i/9), TTL: 30 * time.Millisecond}
+		case 2:
+			de = &drover.Deduplication{ID: fmt.Sprintf("debounce%d", i/9), TTL: 80 * time.Millisecond, Replace: true, Extend: true}
+		}
+		opts := &drover.JobOptions{JobID: id, Deduplication: de}
+		if i%3 == 2 {
+			opts.Delay = 40 * time.Millisecond
+		}
+		r, err := q.Add(ctx, "dedup", nil, opts)
+		if err != nil {
+			note(id, err)
+			return
+		}
+		if r.Outcome == drover.AddCreated && !de.Replace { // a debounced job may be replaced
+			note(id, nil)
+		}
+		if de.Replace {
+			debounced.Store(de.ID, struct{}{})
 		}
 	})
 
@@ -139,8 +121,7 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 		proxy.ResetAll()
 	}
-	close(stop)
-	producers.Wait()
+	load.Stop()
 	dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)
 	_, err = dq.RemoveJobScheduler(ctx, "tick")
@@ -162,8 +143,7 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 			completions[fmt.Sprint(m.Values["jobId"])]++
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	ran := runs.Counts()
 	n := 0
 	added.Range(func(key, _ any) bool {
 		n++
@@ -172,7 +152,7 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 		return true
 	})
 	for _, id := range s.In("completed") {
-		require.Equal(t, 1, runs[id], "job %s ran once", id)
+		require.Equal(t, 1, ran[id], "job %s ran once", id)
 		require.Equal(t, 1, completions[id], "job %s has one completed event", id)
 		if strings.HasPrefix(id, "p") && !strings.Contains(id, "-") {
 			vals, err := dq.Job(id).GetChildrenValues(ctx)
@@ -196,7 +176,7 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 		t.Logf("in doubt: %s: %v", key, value)
 		return true
 	})
-	t.Logf("%d jobs added, %d adds in doubt, %d completed, %d runs", n, doubts, len(s.In("completed")), len(runs))
+	t.Logf("%d jobs added, %d adds in doubt, %d completed, %d runs", n, doubts, len(s.In("completed")), len(ran))
 	require.NotContains(t, logs.String(), "result not written")
 	require.NotContains(t, logs.String(), "level=ERROR")
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,12 +47,9 @@ func TestRedisLoadingLosesNoJob(t *testing.T) {
 	require.NoError(t, err)
 	_, err = q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 100 * time.Millisecond}, nil)
 	require.NoError(t, err)
-	var mu sync.Mutex
-	runs := map[string]int{}
+	var runs testkit.Runs
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
-		mu.Lock()
-		runs[job.ID]++
-		mu.Unlock()
+		runs.Ran(job.ID)
 		return nil, nil
 	}), &drover.WorkerOptions{Concurrency: 4, Logger: logger, DrainDelay: 200 * time.Millisecond})
 	require.NoError(t, err)
@@ -61,19 +57,11 @@ func TestRedisLoadingLosesNoJob(t *testing.T) {
 	t.Cleanup(func() { _ = w.Close(ctx) })
 
 	var acked []string
-	stop := make(chan struct{})
-	var producer sync.WaitGroup
-	producer.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			id := fmt.Sprintf("j%d", i)
-			if _, err := q.Add(ctx, "x", nil, &drover.JobOptions{JobID: id}); err == nil {
-				acked = append(acked, id)
-			}
+	load := testkit.NewLoad()
+	load.Every(5*time.Millisecond, func(i int) {
+		id := fmt.Sprintf("j%d", i)
+		if _, err := q.Add(ctx, "x", nil, &drover.JobOptions{JobID: id}); err == nil {
+			acked = append(acked, id)
 		}
 	})
 	time.Sleep(500 * time.Millisecond)
@@ -91,8 +79,7 @@ func TestRedisLoadingLosesNoJob(t *testing.T) {
 	})
 	require.True(t, loading, "Redis answered LOADING after the restart")
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	producer.Wait()
+	load.Stop()
 
 	_, err = q.RemoveJobScheduler(ctx, "tick")
 	require.NoError(t, err)
@@ -103,13 +90,12 @@ func TestRedisLoadingLosesNoJob(t *testing.T) {
 	})
 	require.NoError(t, w.Close(ctx))
 	s := readQueueStates(t, rdb, "bull", "q")
-	mu.Lock()
-	defer mu.Unlock()
+	ran := runs.Counts()
 	for _, id := range acked {
 		require.Equal(t, []string{"completed"}, s.Where[id], id)
-		require.Equal(t, 1, runs[id], "job %s ran once", id)
+		require.Equal(t, 1, ran[id], "job %s ran once", id)
 	}
 	t.Logf("the worker's calls met LOADING: %t", strings.Contains(logs.String(), "LOADING"))
 	require.NotContains(t, logs.String(), "level=ERROR")
-	t.Logf("%d adds acknowledged, %d runs", len(acked), len(runs))
+	t.Logf("%d adds acknowledged, %d runs", len(acked), len(ran))
 }

@@ -54,12 +54,9 @@ func flowsThroughFailover(t *testing.T, kill bool) {
 	_, err = parents.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 100 * time.Millisecond}, nil)
 	require.NoError(t, err)
 
-	var mu sync.Mutex
-	runs := map[string]int{}
+	var runs testkit.Runs
 	proc := func(ctx context.Context, job *drover.Job) (any, error) {
-		mu.Lock()
-		runs[job.Queue().Name()+"/"+job.ID]++
-		mu.Unlock()
+		runs.Ran(job.Queue().Name() + "/" + job.ID)
 		time.Sleep(5 * time.Millisecond)
 		return job.ID, nil
 	}
@@ -69,50 +66,35 @@ func flowsThroughFailover(t *testing.T, kill bool) {
 	startWorker(t, rdb, prefix, "kids", proc, wopts)
 
 	var added sync.Map // "queue/id" of every job an add reported created
-	stop := make(chan struct{})
-	var producers sync.WaitGroup
-	producers.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
+	load := testkit.NewLoad()
+	load.Every(10*time.Millisecond, func(i int) {
+		p := fmt.Sprintf("p%d", i)
+		for {
+			node, err := fp.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "parents", Opts: &drover.JobOptions{JobID: p},
+				Children: []drover.FlowJob{
+					{Name: "kid", QueueName: "kids", Opts: &drover.JobOptions{JobID: p + "-a"}},
+					{Name: "kid", QueueName: "kids", Opts: &drover.JobOptions{JobID: p + "-b", Delay: 20 * time.Millisecond}},
+				}})
+			if err != nil {
+				time.Sleep(50 * time.Millisecond) // a custom id: a flow that landed comes back a duplicate
 				return
-			case <-time.After(10 * time.Millisecond):
 			}
-			p := fmt.Sprintf("p%d", i)
-			for {
-				node, err := fp.Add(ctx, drover.FlowJob{Name: "parent", QueueName: "parents", Opts: &drover.JobOptions{JobID: p},
-					Children: []drover.FlowJob{
-						{Name: "kid", QueueName: "kids", Opts: &drover.JobOptions{JobID: p + "-a"}},
-						{Name: "kid", QueueName: "kids", Opts: &drover.JobOptions{JobID: p + "-b", Delay: 20 * time.Millisecond}},
-					}})
-				if err != nil {
-					time.Sleep(50 * time.Millisecond) // a custom id: a flow that landed comes back a duplicate
-					continue
-				}
-				added.Store("parents/"+node.Job.ID, struct{}{})
-				for _, c := range node.Children {
-					added.Store("kids/"+c.Job.ID, struct{}{})
-				}
-				break
+			added.Store("parents/"+node.Job.ID, struct{}{})
+			for _, c := range node.Children {
+				added.Store("kids/"+c.Job.ID, struct{}{})
 			}
+			break
 		}
 	})
-	producers.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			id := fmt.Sprintf("d%d", i)
-			opts := &drover.JobOptions{JobID: id, Deduplication: &drover.Deduplication{ID: fmt.Sprintf("once%d", i/2)}}
-			if i%2 == 1 {
-				opts.Deduplication = &drover.Deduplication{ID: fmt.Sprintf("throttle%d", i/2), TTL: 20 * time.Millisecond}
-			}
-			r, err := kids.Add(ctx, "dedup", nil, opts)
-			if err == nil && r.Outcome == drover.AddCreated {
-				added.Store("kids/"+id, struct{}{})
-			}
+	load.Every(5*time.Millisecond, func(i int) {
+		id := fmt.Sprintf("d%d", i)
+		opts := &drover.JobOptions{JobID: id, Deduplication: &drover.Deduplication{ID: fmt.Sprintf("once%d", i/2)}}
+		if i%2 == 1 {
+			opts.Deduplication = &drover.Deduplication{ID: fmt.Sprintf("throttle%d", i/2), TTL: 20 * time.Millisecond}
+		}
+		r, err := kids.Add(ctx, "dedup", nil, opts)
+		if err == nil && r.Outcome == drover.AddCreated {
+			added.Store("kids/"+id, struct{}{})
 		}
 	})
 
@@ -139,8 +121,7 @@ func flowsThroughFailover(t *testing.T, kill bool) {
 	testkit.WaitFor(t, 30*time.Second, "a scheduler run after the failover", func() bool {
 		return len(ticksOf(t, parents)) > before
 	})
-	close(stop)
-	producers.Wait()
+	load.Stop()
 	_, err = parents.RemoveJobScheduler(ctx, "tick")
 	require.NoError(t, err)
 
@@ -151,8 +132,7 @@ func flowsThroughFailover(t *testing.T, kill bool) {
 			return n[drover.StateWaiting]+n[drover.StateActive]+n[drover.StateDelayed]+n[drover.StatePrioritized]+n[drover.StateWaitingChildren] == 0
 		})
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	ran := runs.Counts()
 	ticks := 0
 	for _, name := range []string{"parents", "kids"} {
 		s, err := queuecheck.Read(ctx, rdb, prefix, name)
@@ -163,7 +143,7 @@ func flowsThroughFailover(t *testing.T, kill bool) {
 		require.Empty(t, s.In("failed"), "queue %s: no job failed", name)
 		for _, id := range s.In("completed") {
 			if !kill {
-				require.Equal(t, 1, runs[name+"/"+id], "%s/%s ran once", name, id)
+				require.Equal(t, 1, ran[name+"/"+id], "%s/%s ran once", name, id)
 			}
 			if strings.HasPrefix(id, "repeat:") {
 				ticks++
