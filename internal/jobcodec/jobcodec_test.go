@@ -170,6 +170,7 @@ func TestTelemetryOption(t *testing.T) {
 	require.Empty(t, odd.Telemetry)
 	require.JSONEq(t, `{"a":1}`, string(odd.Extra["tm"]))
 	require.NotContains(t, PublicOptionNames(), "")
+	require.NotContains(t, PublicOptionNames(), "parent", "listed as known, then refused")
 }
 
 func TestKeepSpec(t *testing.T) {

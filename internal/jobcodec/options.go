@@ -262,11 +262,12 @@ func (o *Opts) ParentFlags() []string {
 	return names
 }
 
-// PublicOptionNames lists the public option names DecodePublicOpts knows.
+// PublicOptionNames lists the public option names DecodePublicOpts
+// accepts: not parent, which it knows only to refuse.
 func PublicOptionNames() []string {
 	names := make([]string, 0, len(optionTable))
 	for _, opt := range optionTable {
-		if opt.public != "" {
+		if opt.public != "" && opt.public != "parent" {
 			names = append(names, opt.public)
 		}
 	}
