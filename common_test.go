@@ -78,17 +78,27 @@ func (b *testBundle) waitState(t *testing.T, id string, state drover.JobState) {
 // events reads the whole events stream.
 func (b *testBundle) events(t *testing.T) []drover.Event {
 	t.Helper()
+	ctx := context.Background()
+	// Read up to the stream's last entry as it is now, however long each
+	// read takes (a read that timed out after 30 ms was taken for the
+	// stream's end on a loaded machine, and the events came back empty).
+	last, err := b.rdb.XRevRangeN(ctx, b.prefix+":"+b.name+":events", "+", "-", 1).Result()
+	require.NoError(t, err)
+	if len(last) == 0 {
+		return nil
+	}
 	qe, err := drover.NewQueueEvents(b.rdb, b.name, &drover.QueueEventsOptions{Prefix: b.prefix, LastEventID: "0", BlockTimeout: 10 * time.Millisecond})
 	require.NoError(t, err)
 	var out []drover.Event
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-		ev, err := qe.Next(ctx)
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ev, err := qe.Next(rctx)
 		cancel()
-		if err != nil {
+		require.NoError(t, err, "reading the events up to %s", last[0].ID)
+		out = append(out, ev)
+		if ev.ID == last[0].ID {
 			return out
 		}
-		out = append(out, ev)
 	}
 }
 
