@@ -17,37 +17,9 @@ import (
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/testkit/bigqueue"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
-
-// loadJobs writes n jobs into queue under prefix with a Lua loader, 50k per
-// call: BullMQ job hashes (name, data, opts, timestamp, atm, ats), 90% in
-// wait, 5% delayed, 3% completed, 2% failed.
-const loadJobsLua = `
-local base, from, to, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-for i = from, to do
-  local id = tostring(i)
-  local r = i % 100
-  local atm = 0
-  if r >= 95 then atm = 3 end
-  redis.call("HSET", base .. id, "name", "job", "data", '{"n":' .. id .. '}', "opts", '{"attempts":3}',
-    "timestamp", now, "delay", 0, "priority", 0, "atm", atm, "ats", atm)
-  if r < 90 then
-    redis.call("RPUSH", base .. "wait", id)
-  elseif r < 95 then
-    redis.call("ZADD", base .. "delayed", (now + i) * 4096 + (i % 4096), id)
-  elseif r < 98 then
-    redis.call("HSET", base .. id, "finishedOn", now, "processedOn", now, "returnvalue", "null")
-    redis.call("ZADD", base .. "completed", now, id)
-  else
-    redis.call("HSET", base .. id, "finishedOn", now, "processedOn", now, "failedReason", "boom", "stacktrace", '["Error: boom"]')
-    redis.call("ZADD", base .. "failed", now, id)
-  end
-end
-redis.call("SET", base .. "id", to)
-redis.call("XADD", base .. "events", "*", "event", "added")
-return to
-`
 
 // BenchmarkBigQueue measures the dashboard's reads on a queue of
 // DROVER_BENCH_JOBS jobs (default 1,000,000) in a redis-server of its own:
@@ -70,12 +42,8 @@ func BenchmarkBigQueue(b *testing.B) {
 	b.Cleanup(srv.Stop)
 	rdb := srv.Client(b)
 	const prefix = "bench"
-	loader := redis.NewScript(loadJobsLua)
 	start := time.Now()
-	for from := 1; from <= n; from += 50_000 {
-		to := min(from+50_000-1, n)
-		require.NoError(b, loader.Run(ctx, rdb, []string{prefix + ":q:wait"}, prefix+":q:", from, to, time.Now().UnixMilli()).Err())
-	}
+	require.NoError(b, bigqueue.Load(ctx, rdb, prefix+":q:", n, bigqueue.Mixed))
 	b.Logf("loaded %d jobs in %s", n, time.Since(start).Round(time.Millisecond))
 
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})

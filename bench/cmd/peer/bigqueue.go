@@ -16,80 +16,29 @@ import (
 
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit/bigqueue"
 )
 
-// loadCompletedLua writes jobs ARGV[2]..ARGV[3] as completed BullMQ jobs
-// (hash + completed zset entry) under the base ARGV[1] and moves the id
-// counter past them, so jobs added later get fresh ids.
-const loadCompletedLua = `
-local base, from, to, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-for i = from, to do
-  local id = tostring(i)
-  redis.call("HSET", base .. id, "name", "bench", "data", '{"i":' .. id .. '}', "opts", '{"attempts":1}',
-    "timestamp", now, "delay", 0, "priority", 0, "atm", 1, "ats", 1,
-    "processedOn", now, "finishedOn", now, "returnvalue", "null")
-  redis.call("ZADD", base .. "completed", now, id)
-end
-redis.call("SET", base .. "id", to)
-return to
-`
-
-// loadMixedLua writes jobs ARGV[2]..ARGV[3] under the base ARGV[1]: 90 % in
-// wait, 5 % delayed (spread over the next hours), 3 % completed, 2 % failed.
-const loadMixedLua = `
-local base, from, to, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-for i = from, to do
-  local id = tostring(i)
-  local r = i % 100
-  local atm = 0
-  if r >= 95 then atm = 3 end
-  redis.call("HSET", base .. id, "name", "bench", "data", '{"i":' .. id .. '}', "opts", '{"attempts":3}',
-    "timestamp", now, "delay", 0, "priority", 0, "atm", atm, "ats", atm)
-  if r < 90 then
-    redis.call("RPUSH", base .. "wait", id)
-  elseif r < 95 then
-    redis.call("ZADD", base .. "delayed", (now + i) * 4096 + (i % 4096), id)
-  elseif r < 98 then
-    redis.call("HSET", base .. id, "finishedOn", now, "processedOn", now, "returnvalue", "null")
-    redis.call("ZADD", base .. "completed", now, id)
-  else
-    redis.call("HSET", base .. id, "finishedOn", now, "processedOn", now, "failedReason", "boom", "stacktrace", '["Error: boom"]')
-    redis.call("ZADD", base .. "failed", now, id)
-  end
-end
-redis.call("SET", base .. "id", to)
-redis.call("XADD", base .. "events", "*", "event", "added")
-return to
-`
-
-// loadBullLayout runs a loader script over 1..n in calls of 50,000 jobs.
+// loadBullLayout writes -n jobs in BullMQ's layout (internal/testkit/bigqueue).
 // Only drover and BullMQ share this layout (prefix "bull", queue "bench").
-func loadBullLayout(ctx context.Context, cfg config, lua string) error {
+func loadBullLayout(ctx context.Context, cfg config, layout bigqueue.Layout) error {
 	if cfg.Impl != "drover" {
 		return fmt.Errorf("%s: n/a (the loader writes BullMQ's layout)", cfg.Impl)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, ReadTimeout: time.Minute})
 	defer rdb.Close()
-	s := redis.NewScript(lua)
-	base := droverPrefix + ":" + queueName + ":"
-	for from := 1; from <= cfg.N; from += 50_000 {
-		to := min(from+50_000-1, cfg.N)
-		if err := s.Run(ctx, rdb, []string{base + "wait"}, base, from, to, time.Now().UnixMilli()).Err(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return bigqueue.Load(ctx, rdb, droverPrefix+":"+queueName+":", cfg.N, layout)
 }
 
 // scenarioSeedCompleted stores -n completed jobs (the "1M kept completed"
 // backlog). Node's peer runs the same script for BullMQ.
 func scenarioSeedCompleted(ctx context.Context, cfg config, _ impl) (result, error) {
 	t0 := time.Now()
-	err := loadBullLayout(ctx, cfg, loadCompletedLua)
+	err := loadBullLayout(ctx, cfg, bigqueue.Completed)
 	return rateResult(cfg.N, time.Since(t0), 0), err
 }
 
-// scenarioBigQueue loads a queue of -n jobs (loadMixedLua) and times, over
+// scenarioBigQueue loads a queue of -n jobs (bigqueue.Mixed) and times, over
 // real HTTP and the real CLI binary, what an operator runs against it: the
 // dashboard's overview API, the storm analytics (delayed stats) API, the
 // failed jobs' first page (API and `drover jobs --state failed`) and
@@ -97,7 +46,7 @@ func scenarioSeedCompleted(ctx context.Context, cfg config, _ impl) (result, err
 // in ms. The CLI figures include starting the process and are cold (no
 // Inspector alive, no published queue list).
 func scenarioBigQueue(ctx context.Context, cfg config, _ impl) (result, error) {
-	if err := loadBullLayout(ctx, cfg, loadMixedLua); err != nil {
+	if err := loadBullLayout(ctx, cfg, bigqueue.Mixed); err != nil {
 		return result{}, err
 	}
 	if cfg.DroverBin == "" {
