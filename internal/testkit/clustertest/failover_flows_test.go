@@ -77,7 +77,7 @@ func flowsThroughFailover(t *testing.T, kill bool) {
 				}})
 			if err != nil {
 				time.Sleep(50 * time.Millisecond) // a custom id: a flow that landed comes back a duplicate
-				return
+				continue
 			}
 			added.Store("parents/"+node.Job.ID, struct{}{})
 			for _, c := range node.Children {
