@@ -1440,6 +1440,15 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 			// failed the job for good: it is back only because it was
 			// retried by hand (keeping its attempts), which the page says.
 			switch {
+			case a.Error == "" && keepsTraces(job):
+				// No failure on record: no failed reason, and not one trace
+				// where every failure leaves one. The attempt completed, and
+				// the job was retried by hand from completed (which clears
+				// the return value and the times): it was drawn as a failure
+				// that used the attempts up.
+				a.Outcome = drover.OutcomeCompleted.String()
+			case a.Error == "":
+				a.Outcome = drover.OutcomeUnknown.String()
 			case strings.HasPrefix(trace, "UnrecoverableError"):
 				a.Outcome, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), true
 			case made >= max(job.Opts.Attempts, 1):
@@ -1481,3 +1490,15 @@ func firstLine(s string) string {
 
 // formatScore renders a delayed-set score bound for ZCOUNT.
 func formatScore(s int64) string { return strconv.FormatInt(s, 10) }
+
+// keepsTraces reports whether every failure of job leaves a stack trace:
+// its stored opts do not say stackTraceLimit 0 (keep none).
+func keepsTraces(job *drover.Job) bool {
+	var o struct {
+		StackTraceLimit *float64 `json:"stackTraceLimit"`
+	}
+	if job.RawOpts != "" && json.Unmarshal([]byte(job.RawOpts), &o) != nil {
+		return false
+	}
+	return o.StackTraceLimit == nil || *o.StackTraceLimit != 0
+}
