@@ -283,6 +283,33 @@
     try { return JSON.stringify(raw, null, 2); } catch (e) { return String(raw); }
   }
 
+  // PRE_MAX bounds the characters a job page lays out in one text box
+  // (data, return value, failed reason, a stack trace, logs). A job's data
+  // can be megabytes: the page took 7 s to draw 5 MB of data, and froze
+  // again at each 10 s refresh. A longer text shows its start, says how
+  // much there is, and shows the rest on request.
+  const PRE_MAX = 65536;
+  // bigPre is el('pre', attrs, text) for a text of at most PRE_MAX
+  // characters; a longer one shows its first PRE_MAX and a "Show all"
+  // button, which shows all of full() (the text as the page last loaded
+  // it: a redraw that draws the same start keeps this box).
+  function bigPre(attrs, text, full) {
+    if (text.length <= PRE_MAX) return el('pre', attrs, text);
+    let cut = PRE_MAX;
+    if (/[\uD800-\uDBFF]/.test(text[cut - 1])) cut--; // not half a surrogate pair
+    const pre = el('pre', { ...attrs, 'data-cut': text.length }, text.slice(0, cut), '…');
+    const note = el('p', { class: 'muted cut-note' }, `Showing the first ${cut.toLocaleString('en-US')} of ${text.length.toLocaleString('en-US')} characters. `,
+      el('button', { type: 'button', onclick: () => {
+        const all = full();
+        pre.textContent = all;
+        pre.removeAttribute('data-cut');
+        note.remove();
+      } }, 'Show all'));
+    return el('div', {}, pre, note);
+  }
+  // oneLine is s cut to n characters, for a summary line.
+  const oneLine = (s, n) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
   // ---- API ---------------------------------------------------------------
 
   // LOCAL marks a call the dashboard answers from its own memory (the
@@ -1367,16 +1394,17 @@
       timelineBox(d)));
 
     if (d.failedReason) {
-      out.push(el('div', { class: 'panel' }, el('h2', {}, d.state === 'failed' ? 'Failed reason' : 'Last failure'), el('pre', { id: 'failed-reason' }, d.failedReason)));
+      out.push(el('div', { class: 'panel' }, el('h2', {}, d.state === 'failed' ? 'Failed reason' : 'Last failure'), bigPre({ id: 'failed-reason' }, d.failedReason, () => cur.d.failedReason || '')));
     }
     const grid = el('div', { class: 'grid2' });
-    grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Data'), el('pre', { id: 'job-data' }, pretty(d.data))));
+    grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Data'), bigPre({ id: 'job-data' }, pretty(d.data), () => pretty(cur.d.data))));
     grid.append(el('div', { class: 'panel' }, el('h2', {}, d.returnvalue !== undefined ? 'Return value' : 'Options'),
-      el('pre', {}, d.returnvalue !== undefined ? pretty(d.returnvalue) : pretty(d.opts))));
+      d.returnvalue !== undefined ? bigPre({ id: 'job-returnvalue' }, pretty(d.returnvalue), () => pretty(cur.d.returnvalue))
+        : bigPre({ id: 'job-opts' }, pretty(d.opts), () => pretty(cur.d.opts))));
     out.push(grid);
     if (d.stacktrace.length) {
       out.push(el('div', { class: 'panel' }, el('h2', {}, `Stack traces (${d.stacktrace.length}, oldest first)`),
-        ...d.stacktrace.map((st, i) => el('details', { open: i === d.stacktrace.length - 1 }, el('summary', {}, st.split('\n')[0]), el('pre', {}, st)))));
+        ...d.stacktrace.map((st, i) => el('details', { open: i === d.stacktrace.length - 1 }, el('summary', {}, oneLine(st.split('\n')[0], 300)), bigPre({}, st, () => (cur.d.stacktrace || [])[i] || '')))));
     }
     // The API sends the newest lines only (inspect.LogLimit): say so when
     // the job has more, so none looks like the first.
@@ -1384,7 +1412,7 @@
       ? `Logs (the newest ${d.logs.length} of ${d.logCount} lines)`
       : `Logs (${d.logCount} line${d.logCount === 1 ? '' : 's'})`;
     out.push(el('div', { class: 'panel' }, el('h2', { id: 'logs-heading' }, logsTitle),
-      d.logs.length ? el('pre', { id: 'job-logs' }, d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
+      d.logs.length ? bigPre({ id: 'job-logs' }, d.logs.join('\n'), () => cur.d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
     return out;
   }
 
