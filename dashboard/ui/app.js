@@ -547,9 +547,18 @@
     const out = el('div', { class: 'crumbs' });
     parts.forEach((p, i) => {
       if (i > 0) out.append(' › ');
-      out.append(p.href ? el('a', { href: p.href }, p.text) : el('span', {}, p.text));
+      const attrs = { class: 'name', dir: 'auto', title: p.text };
+      out.append(p.href ? el('a', { ...attrs, href: p.href }, p.text) : el('span', attrs, p.text));
     });
     return out;
+  }
+  // nameEl shows a queue name, job name or job id in a heading: at most
+  // two lines (all of it in its title), and in its own direction. A job
+  // named with 2,600 characters filled the first screen of its page,
+  // before its state and buttons, and a right-to-left name took the text
+  // around it into its direction.
+  function nameEl(text, cls) {
+    return el('span', { class: `name${cls ? ` ${cls}` : ''}`, dir: 'auto', title: text, 'data-name': '' }, text);
   }
 
   function feedItem(ev) {
@@ -654,7 +663,7 @@
       info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
       showAlerts(ov.alerts);
       update(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name, 'data-key': q.name },
-        el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
+        el('td', {}, el('a', { href: `#/q/${enc(q.name)}`, class: 'name', dir: 'auto', title: q.name }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
         ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
         el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: alertText(a.message) }, a.kind))))),
       ov.queues.length ? null : el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
@@ -701,7 +710,7 @@
     const asc = params.get('order') ? params.get('order') === 'asc' : naturalAsc;
     const order = asc === naturalAsc ? {} : { order: asc ? 'asc' : 'desc' };
 
-    const head = el('h1', {}, queue);
+    const head = el('h1', {}, nameEl(queue));
     const actions = el('div', { class: 'row' });
     const tabs = el('div', { class: 'tabs' });
     const summary = el('p', { class: 'muted' });
@@ -863,7 +872,7 @@
       } catch (e) { if (!noQueue(queue, e)) summary.textContent = `Could not load: ${e.message}`; return; }
       if (gen !== app.render) return;
       showAlerts(qp.alerts);
-      put(head, queue, qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
+      putKeep(head, nameEl(queue), qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
       update(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
         el('a', { href: `#/q/${enc(queue)}?state=${st}`, 'data-key': st, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
@@ -1275,7 +1284,7 @@
     const s = app.session;
     const b = d.budget;
     const out = [];
-    out.push(el('h1', {}, el('span', {}, `Job ${d.id}`), el('span', { class: 'muted' }, d.name), retryBadge(d.retryState, true, d.failedFor),
+    out.push(el('h1', {}, nameEl(`Job ${d.id}`), nameEl(d.name, 'muted'), retryBadge(d.retryState, true, d.failedFor),
       d.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered' }, `stalled ×${d.stalledCounter}`) : null));
 
     const facts = el('dl', { class: 'kv' });
