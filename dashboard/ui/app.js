@@ -19,6 +19,7 @@
     render: 0, // bumps on every navigation so stale renders stop
     lastOk: 0, // when the API last answered
     outageTimer: null, // polls /readyz while the outage banner is up
+    closeDialog: null, // answers the open confirmation dialog, if any
   };
 
   // ---- DOM helpers -------------------------------------------------------
@@ -409,6 +410,7 @@
         else if (!e.shiftKey && document.activeElement === last) { e.preventDefault(); first.focus(); }
       };
       const close = (v) => {
+        if (app.closeDialog === close) app.closeDialog = null;
         document.removeEventListener('keydown', onKey);
         back.remove();
         if (opener && opener.isConnected && opener.focus) opener.focus();
@@ -437,6 +439,7 @@
         body.setAttribute('aria-label', title);
       }
       document.addEventListener('keydown', onKey);
+      app.closeDialog = close;
       (danger ? cancel : ok).focus();
     });
   }
@@ -459,6 +462,10 @@
 
   function leavePage() {
     app.render++;
+    // A question belongs to the page that asked it: after Back, a link or
+    // the end of the session, "Delete job 1?" stayed over the next page,
+    // and its button still removed job 1.
+    if (app.closeDialog) app.closeDialog(false);
     for (const t of app.timers) clearInterval(t);
     app.timers = [];
     if (app.events) { app.events.close(); app.events = null; }
