@@ -1216,7 +1216,7 @@
     }
     update(box, el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', { 'data-key': j.id },
       el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
-      el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
+      el('td', {}, j.name), el('td', {}, retryBadge(j.retryState, false, j.failedFor)),
       el('td', { class: 'num' }, `${j.budget.made} of ${j.budget.allowed} used`))))),
     rep.jobs.length > 20 ? el('p', { class: 'muted' }, `and ${rep.jobs.length - 20} more`) : null);
   }
@@ -1680,7 +1680,7 @@
         el('td', {}, j.candidate ? 'yes' : 'no'))));
       if (!rep.active.length) active.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No active jobs.')));
       update(stalled, ...rep.stalled.map((j) => el('tr', { 'data-key': j.id },
-        el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
+        el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState, false, j.failedFor)),
         el('td', { class: 'num' }, j.stalledCounter), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
       let cs;
