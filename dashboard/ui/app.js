@@ -654,7 +654,7 @@
   // too (Node's getJobCounts names it waiting-children).
   const OVERVIEW_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'waiting-children', 'completed', 'failed'];
 
-  async function pageOverview() {
+  async function pageOverview(params) {
     titled('Queues');
     const gen = app.render;
     const body = el('tbody');
@@ -662,18 +662,41 @@
       el('thead', {}, el('tr', {}, el('th', {}, 'Queue'), ...OVERVIEW_STATES.map((s) => el('th', { class: 'num' }, s)), el('th', {}, 'Alerts'))),
       body);
     const info = el('p', { class: 'muted' });
-    put($main, el('h1', {}, 'Queues'), info, el('div', { class: 'panel' }, table));
-    async function load() {
-      let ov;
-      try { ov = await api('overview'); } catch (e) { if (gen === app.render) info.textContent = `Could not load queues: ${e.message}`; return; }
-      if (gen !== app.render) return;
-      info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
-      showAlerts(ov.alerts);
-      update(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name, 'data-key': q.name },
+    // The name filter: with hundreds of queues, finding one was the
+    // browser's find-in-page over a table redrawn every 5 seconds. It is
+    // kept in the address (#/?q=), so a reload, a link and Back keep it;
+    // typing replaces the address without a new page, so the box keeps the
+    // keyboard.
+    const search = el('input', { type: 'search', id: 'queue-search', name: 'q', placeholder: 'filter queues by name', 'aria-label': 'filter queues by name',
+      autocomplete: 'off', value: (params && params.get('q')) || '' });
+    let ov = null;
+    const draw = () => {
+      if (!ov) return;
+      const needle = search.value.trim().toLowerCase();
+      const shown = needle ? ov.queues.filter((q) => q.name.toLowerCase().includes(needle)) : ov.queues;
+      const n = ov.queues.length;
+      info.textContent = `Prefix ${ov.prefix}: ${n} queue${n === 1 ? '' : 's'}${needle ? `, ${shown.length} with "${search.value.trim()}" in the name` : ''}. Refreshes every 5 seconds.`;
+      update(body, ...shown.map((q) => el('tr', { 'data-queue': q.name, 'data-key': q.name },
         el('td', {}, el('a', { href: `#/q/${enc(q.name)}`, class: 'name', dir: 'auto', title: q.name }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
         ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
         el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: alertText(a.message) }, a.kind))))),
-      ov.queues.length ? null : el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
+      n ? null : el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')),
+      n && !shown.length ? el('tr', {}, el('td', { colspan: 9, class: 'muted', id: 'no-queue-match' }, `No queue has "${search.value.trim()}" in its name.`)) : null);
+    };
+    search.addEventListener('input', debounce(150, () => {
+      if (gen !== app.render) return;
+      const v = search.value.trim();
+      history.replaceState(null, '', `#/${v ? `?q=${enc(v)}` : ''}`);
+      draw();
+    }));
+    put($main, el('h1', {}, 'Queues'), el('div', { class: 'row' }, search), info, el('div', { class: 'panel' }, table));
+    async function load() {
+      let fresh;
+      try { fresh = await api('overview'); } catch (e) { if (gen === app.render) info.textContent = `Could not load queues: ${e.message}`; return; }
+      if (gen !== app.render) return;
+      ov = fresh;
+      showAlerts(ov.alerts);
+      draw();
     }
     await load();
     // Left while the first answer was on its way: poll nothing under the
@@ -1883,7 +1906,7 @@
       else if (parts[0] === 'audit') await pageAudit(params);
       else if (parts[0] === 'find' && parts.length === 2) await pageFind(parts[1]);
       else if (parts[0] === 'workers') await pageWorkers();
-      else if (parts.length === 0) await pageOverview();
+      else if (parts.length === 0) await pageOverview(params);
       else noPage(hash);
     } catch (e) {
       // A page left before its answer came (an error, or a refusal) says
