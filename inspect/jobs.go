@@ -118,7 +118,9 @@ type JobSummary struct {
 	AttemptsMade    int `json:"attemptsMade"`
 	AttemptsStarted int `json:"attemptsStarted"`
 	// StalledCount is BullMQ's stalledCounter (stc).
-	StalledCount int    `json:"stalledCounter"`
+	StalledCount int `json:"stalledCounter"`
+	// FailedReason is cut at SummaryReasonMax bytes, ending in "…" (Job
+	// has all of it).
 	FailedReason string `json:"failedReason,omitempty"`
 	// Timestamp is when the job was added (BullMQ's timestamp).
 	Timestamp   Instant `json:"timestamp,omitzero"`
