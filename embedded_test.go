@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/embedredis"
 	"github.com/seed40057009/drover/internal/testkit"
 )
@@ -185,5 +187,32 @@ func TestEmbeddedEngineSmoke(t *testing.T) {
 		require.Equal(t, "1", h["stc"])
 		require.Equal(t, "1", h["ats"])
 		require.Equal(t, "1", h["returnvalue"], "the processor saw the same count")
+	})
+	// The dashboard's lists read jobs through a script of their own
+	// (readSummaries) that cuts long failures: the demo's dashboard runs it
+	// on this engine.
+	t.Run("ListsCutLongFailures", func(t *testing.T) {
+		b := setup(t, "smoke-lists")
+		huge := "boom: " + strings.Repeat("é", 20000)
+		failed, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{Attempts: 2})
+		require.NoError(t, err)
+		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) { return nil, errors.New(huge) }, nil)
+		b.waitState(t, failed.Job.ID, drover.StateFailed)
+		later, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{Delay: time.Hour})
+		require.NoError(t, err)
+		ins, err := inspect.New(rdb, &inspect.Options{DiscoveryInterval: -1})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ins.Close(ctx) })
+		page, err := ins.Jobs(ctx, b.name, &inspect.ListOptions{State: drover.StateFailed})
+		require.NoError(t, err)
+		require.Len(t, page.Jobs, 1)
+		require.Equal(t, inspect.FailedExhausted, page.Jobs[0].FailedFor)
+		require.Less(t, len(page.Jobs[0].FailedReason), len(huge))
+		require.True(t, strings.HasPrefix(page.Jobs[0].FailedReason, "boom: éé"))
+		page, err = ins.Jobs(ctx, b.name, &inspect.ListOptions{State: drover.StateDelayed})
+		require.NoError(t, err)
+		require.Len(t, page.Jobs, 1)
+		require.Equal(t, later.Job.ID, page.Jobs[0].ID)
+		require.WithinDuration(t, time.Now().Add(time.Hour), page.Jobs[0].NextRun.Time, time.Minute)
 	})
 }

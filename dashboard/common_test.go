@@ -19,6 +19,7 @@ import (
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -179,6 +180,37 @@ func (b *testBundle) waitState(t *testing.T, queue, id string, state drover.JobS
 		return s == state
 	})
 }
+
+// proxiedDashboard serves a dashboard whose Redis is reached through a
+// fault proxy (Refuse and ResetAll take Redis away, Listen brings it back,
+// DropReplyTo loses a reply). The dashboard's client has copt's options
+// with the proxy's address. It returns queue "q" on a direct connection,
+// the proxy and the base URL.
+func proxiedDashboard(t *testing.T, copt redis.Options, opts *dashboard.Options) (*drover.Queue, *faultproxy.Proxy, string) {
+	t.Helper()
+	direct, prefix := redistest.Client(t)
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	copt.Addr = proxy.Addr
+	rdb := redis.NewClient(&copt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix, DiscoveryInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(context.Background()) })
+	h, err := dashboard.New(ins, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	return q, proxy, srv.URL + "/"
+}
+
+// outageClient gives up on a Redis that went away quickly: one resend, a
+// short dial timeout, so a page shows an outage within a second or two.
+var outageClient = redis.Options{MaxRetries: 1, DialTimeout: 200 * time.Millisecond}
 
 // client calls the dashboard as one user.
 type client struct {

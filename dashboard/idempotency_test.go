@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +12,6 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
-	"github.com/seed40057009/drover/inspect"
-	"github.com/seed40057009/drover/internal/testkit/faultproxy"
-	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestIdempotencyKeyActsOnce: a client that sends a bounded promotion, a
@@ -106,27 +102,13 @@ func (e errorString) Error() string { return string(e) }
 func TestIdempotencyKeyClaimReplyLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	direct, prefix := redistest.Client(t)
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default resends
-	t.Cleanup(func() { _ = rdb.Close() })
-	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ins.Close(ctx) })
-	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close(ctx) })
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-	require.NoError(t, err)
+	// go-redis's default resends.
+	q, proxy, base := proxiedDashboard(t, redis.Options{}, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
 	for n := range 2 {
 		_, err := q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Duration(n+1) * time.Hour})
 		require.NoError(t, err)
 	}
-	c := &client{t: t, base: srv.URL + "/", headers: map[string]string{}, hc: &http.Client{Timeout: 30 * time.Second}}
+	c := &client{t: t, base: base, headers: map[string]string{}, hc: &http.Client{Timeout: 30 * time.Second}}
 	var s dashboard.Session
 	require.Equal(t, http.StatusOK, c.get("api/session", &s))
 	c.csrf = s.CSRF
@@ -157,25 +139,11 @@ func TestIdempotencyKeyClaimReplyLost(t *testing.T) {
 func TestAuditEntryReplyLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	direct, prefix := redistest.Client(t)
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	// go-redis's default resends.
+	q, proxy, base := proxiedDashboard(t, redis.Options{}, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	_, err := q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Hour})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default resends
-	t.Cleanup(func() { _ = rdb.Close() })
-	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ins.Close(ctx) })
-	h, err := dashboard.New(ins, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close(ctx) })
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-	require.NoError(t, err)
-	_, err = q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Hour})
-	require.NoError(t, err)
-	c := &client{t: t, base: srv.URL + "/", headers: map[string]string{}, hc: &http.Client{Timeout: 30 * time.Second}}
+	c := &client{t: t, base: base, headers: map[string]string{}, hc: &http.Client{Timeout: 30 * time.Second}}
 	var s dashboard.Session
 	require.Equal(t, http.StatusOK, c.get("api/session", &s))
 	c.csrf = s.CSRF

@@ -24,7 +24,7 @@ import (
 func TestUIOutageBanner(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	q, proxy, base := proxiedDashboard(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	q, proxy, base := proxiedDashboard(t, outageClient, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
 	_, err := q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Hour})
 	require.NoError(t, err)
 	shown := func(tab context.Context) bool {

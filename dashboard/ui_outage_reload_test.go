@@ -22,7 +22,7 @@ import (
 // loaded at" the time of the session's answer, when nothing was.
 func TestUIOutageBannerOnAPageOpenedDuringIt(t *testing.T) {
 	t.Parallel()
-	q, proxy, base := proxiedDashboard(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	q, proxy, base := proxiedDashboard(t, outageClient, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
 	_, err := q.Add(context.Background(), "now", nil, nil)
 	require.NoError(t, err)
 	shown := func(tab context.Context) bool {

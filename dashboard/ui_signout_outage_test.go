@@ -20,7 +20,7 @@ import (
 // (the 503 left the cookie in place).
 func TestUISignOutWhileRedisIsDown(t *testing.T) {
 	t.Parallel()
-	_, proxy, base := proxiedDashboard(t, &dashboard.Options{Auth: testUsers()})
+	_, proxy, base := proxiedDashboard(t, outageClient, &dashboard.Options{Auth: testUsers()})
 	tab := browser(t)
 	do(t, tab, chromedp.Navigate(base+"#/"),
 		chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)),

@@ -20,7 +20,6 @@ import (
 	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
-	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -79,7 +78,7 @@ func (c *consoleLog) all() []string {
 func TestUIRedisOutage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	q, proxy, base := proxiedDashboard(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	q, proxy, base := proxiedDashboard(t, outageClient, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
 	res, err := q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Hour})
 	require.NoError(t, err)
 	id := res.Job.ID
@@ -103,30 +102,6 @@ func TestUIRedisOutage(t *testing.T) {
 	})
 }
 
-// proxiedDashboard serves a dashboard whose Redis is reached through a
-// fault proxy (Refuse and ResetAll take Redis away, Listen brings it back).
-// It returns queue "q" on a direct connection, the proxy and the base URL.
-func proxiedDashboard(t *testing.T, opts *dashboard.Options) (*drover.Queue, *faultproxy.Proxy, string) {
-	t.Helper()
-	direct, prefix := redistest.Client(t)
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
-	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix, DiscoveryInterval: 50 * time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ins.Close(context.Background()) })
-	h, err := dashboard.New(ins, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close(context.Background()) })
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-	require.NoError(t, err)
-	return q, proxy, srv.URL + "/"
-}
-
 // TestUIReloadWhileRedisIsDown: a signed-in operator reloads while Redis,
 // which keeps the sessions, is down. The page says it cannot reach the API
 // and comes back by itself once Redis is back; it stayed on "Could not
@@ -134,7 +109,7 @@ func proxiedDashboard(t *testing.T, opts *dashboard.Options) (*drover.Queue, *fa
 func TestUIReloadWhileRedisIsDown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	q, proxy, base := proxiedDashboard(t, &dashboard.Options{Auth: testUsers()})
+	q, proxy, base := proxiedDashboard(t, outageClient, &dashboard.Options{Auth: testUsers()})
 	res, err := q.Add(ctx, "later", nil, &drover.JobOptions{Delay: time.Hour})
 	require.NoError(t, err)
 	tab := browser(t)

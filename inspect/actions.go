@@ -334,7 +334,7 @@ func (i *Inspector) sample(ctx context.Context, q *drover.Queue, state drover.Jo
 	if len(ids) == 0 {
 		return nil
 	}
-	jobs, err := i.readJobs(ctx, q, state, ids)
+	jobs, err := i.readJobs(ctx, q, state, ids, false)
 	if err != nil {
 		return err
 	}
@@ -368,7 +368,7 @@ type excludedJobs struct{ all, byChild int }
 func (i *Inspector) matching(ctx context.Context, q *drover.Queue, state drover.JobState, filter Filter, olderThan time.Time, limit int, excludeUnrecoverable bool) ([]chosenJob, excludedJobs, error) {
 	var out []chosenJob
 	var excluded excludedJobs
-	_, _, err := i.scanJobs(ctx, q, state, false, 0, func(j *drover.Job) bool {
+	_, _, err := i.scanJobs(ctx, q, state, false, 0, filter.Reason != "", func(j *drover.Job) bool {
 		if !filter.Match(j) || (!olderThan.IsZero() && j.FinishedOn.After(olderThan)) {
 			return true
 		}
@@ -404,8 +404,9 @@ func (i *Inspector) finishedSet(queue string, state drover.JobState) string {
 // jobChunk at a time, and calls fn with each until fn returns false; with
 // max > 0 it reads at most max ids. It returns how many ids it read and
 // whether it stopped at max with more jobs possibly left (its last chunk was
-// full). It reads the fields a summary needs (readJobs), never job data.
-func (i *Inspector) scanJobs(ctx context.Context, q *drover.Queue, state drover.JobState, asc bool, max int, fn func(*drover.Job) bool) (scanned int, truncated bool, err error) {
+// full). It reads the fields a summary needs (readJobs), never job data;
+// with wholeReason the whole failed reason.
+func (i *Inspector) scanJobs(ctx context.Context, q *drover.Queue, state drover.JobState, asc bool, max int, wholeReason bool, fn func(*drover.Job) bool) (scanned int, truncated bool, err error) {
 	for pos := 0; max <= 0 || scanned < max; pos += jobChunk {
 		n := jobChunk
 		if max > 0 {
@@ -415,7 +416,7 @@ func (i *Inspector) scanJobs(ctx context.Context, q *drover.Queue, state drover.
 		if err != nil {
 			return scanned, false, err
 		}
-		jobs, err := i.readJobs(ctx, q, state, ids)
+		jobs, err := i.readJobs(ctx, q, state, ids, wholeReason)
 		if err != nil {
 			return scanned, false, err
 		}

@@ -59,7 +59,7 @@ func (i *Inspector) NearExhausted(ctx context.Context, queue string) (*BudgetRep
 				return nil, err
 			}
 			if len(near) > 0 {
-				jobs, err := i.readJobs(ctx, q, state, near)
+				jobs, err := i.readJobs(ctx, q, state, near, false)
 				if err != nil {
 					return nil, err
 				}

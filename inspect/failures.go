@@ -144,7 +144,7 @@ func (i *Inspector) FailureGroupsSince(ctx context.Context, queue string, since 
 	since = since.Truncate(time.Millisecond)
 	rep := &FailureReport{Queue: queue, Since: Instant{since}, Groups: []FailureGroup{}}
 	byKey := map[string]*FailureGroup{}
-	rep.Scanned, rep.Truncated, err = i.scanJobs(ctx, q, drover.StateFailed, false, i.opts.ScanLimit, func(j *drover.Job) bool {
+	rep.Scanned, rep.Truncated, err = i.scanJobs(ctx, q, drover.StateFailed, false, i.opts.ScanLimit, false, func(j *drover.Job) bool {
 		if !since.IsZero() && j.FinishedOn.Before(since) {
 			return false // newest first: the rest failed earlier still
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/scripts"
 )
 
 // RetryState is where a job stands in its retry life: the question
@@ -117,7 +118,9 @@ type JobSummary struct {
 	AttemptsMade    int `json:"attemptsMade"`
 	AttemptsStarted int `json:"attemptsStarted"`
 	// StalledCount is BullMQ's stalledCounter (stc).
-	StalledCount int    `json:"stalledCounter"`
+	StalledCount int `json:"stalledCounter"`
+	// FailedReason is cut at SummaryReasonMax bytes, ending in "…" (Job
+	// has all of it).
 	FailedReason string `json:"failedReason,omitempty"`
 	// Timestamp is when the job was added (BullMQ's timestamp).
 	Timestamp   Instant `json:"timestamp,omitzero"`
@@ -503,7 +506,7 @@ func (i *Inspector) scan(ctx context.Context, q *drover.Queue, o *ListOptions, s
 			s.exhausted = true
 			break
 		}
-		jobs, err := i.readJobs(ctx, q, o.State, ids)
+		jobs, err := i.readJobs(ctx, q, o.State, ids, o.Filter.Reason != "")
 		if err != nil {
 			return nil, err
 		}
@@ -558,72 +561,91 @@ var summaryFields = []string{"name", "opts", "timestamp", "processedOn", "finish
 // its stack traces and drover's record of its attempts.
 var failedFields = append(slices.Clip(summaryFields), "stacktrace", jobcodec.TimelineField)
 
+// SummaryReasonMax bounds, in bytes, the failed reason of a job in a list
+// (a JobSummary, a failure group's scan, a bulk retry's): a longer one is
+// cut there, in Redis, and ends in "…"; Job has all of it. A filter on
+// the reason (Filter.Reason) reads it whole. It is twice ErrorLineMax, so
+// a cut reason still has the error group of the whole one.
+const SummaryReasonMax = 2 * ErrorLineMax
+
+// traceMax bounds the last stack trace and the last attempt record a list
+// reads: they only tell why a job failed for good (an UnrecoverableError's
+// trace starts with its name; an attempt's number and outcome come before
+// its error).
+const traceMax = 512
+
+// readChunk is how many jobs one read of readJobs takes: a script call
+// holds the server while it runs.
+const readChunk = 100
+
 // readJobs reads the summary fields of jobs by id, and the due times of
-// delayed jobs, in one round trip; a failed job's stack traces and
-// timeline too. A 1 MB payload costs a list, a failure grouping or a bulk
-// retry's scan nothing: HGETALL read it for every failed job they met.
-func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.JobState, ids []string) (map[string]*readJob, error) {
+// delayed jobs; a failed job's last stack trace and last attempt too, which
+// tell why it failed for good. Long values are cut in Redis
+// (scripts.ReadSummaries): a 1 MB payload costs a list, a failure grouping
+// or a bulk retry's scan nothing, and a 1 MB failure (held in the reason,
+// in each stack trace and in each attempt of the timeline) costs them
+// SummaryReasonMax and traceMax twice. With wholeReason the failed
+// reason comes whole, for a filter on its text.
+func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.JobState, ids []string, wholeReason bool) (map[string]*readJob, error) {
 	want := summaryFields
 	if state == drover.StateFailed {
 		want = failedFields
 	}
 	k := i.keys(q.Name())
-	fields := make([]*redis.SliceCmd, len(ids))
-	var scores []*redis.FloatCmd
-	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for n, id := range ids {
-			fields[n] = p.HMGet(ctx, k.Job(id), want...)
-		}
-		if state == drover.StateDelayed {
-			scores = make([]*redis.FloatCmd, len(ids))
-			for n, id := range ids {
-				scores[n] = p.ZScore(ctx, k.Delayed(), id)
-			}
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
-	}
 	out := make(map[string]*readJob, len(ids))
-	for n, id := range ids {
-		vals, err := fields[n].Result()
+	for from := 0; from < len(ids); from += readChunk {
+		chunk := ids[from:min(from+readChunk, len(ids))]
+		read, err := scripts.ReadSummaries(ctx, i.rdb, k, scripts.SummaryCut{
+			Reason: SummaryReasonMax, WholeReason: wholeReason, Trace: traceMax, Score: state == drover.StateDelayed,
+		}, want, chunk)
 		if err != nil {
 			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
 		}
-		m := make(map[string]string, len(want))
-		for f, v := range vals {
-			if s, ok := v.(string); ok {
-				m[want[f]] = s
+		for n, id := range chunk {
+			r, err := decodeSummary(id, want, read[n])
+			if err != nil {
+				return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
+			}
+			if r != nil {
+				out[id] = r
 			}
 		}
-		rec, ok, err := jobcodec.DecodeMap(id, m)
-		var fe *jobcodec.FieldError
-		if errors.As(err, &fe) {
-			out[id] = &readJob{bad: fe.Error()}
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
-		}
-		if !ok {
-			continue // removed since it was listed
-		}
-		r := &readJob{job: &drover.Job{
-			ID: id, Name: rec.Name, RawOpts: rec.RawOpts, Opts: drover.JobOptions{Attempts: int(rec.Opts.Attempts)},
-			Timestamp: msTime(rec.Timestamp), ProcessedOn: msTime(rec.ProcessedOn), FinishedOn: msTime(rec.FinishedOn),
-			AttemptsMade: int(rec.AttemptsMade), AttemptsStarted: int(rec.AttemptsStarted), StalledCount: int(rec.StalledCounter),
-			FailedReason: rec.FailedReason, ProcessedBy: rec.ProcessedBy, Progress: rec.Progress,
-			Stacktrace: rec.Stacktrace, Timeline: drover.DecodeTimeline(rec.Timeline),
-		}}
-		if scores != nil {
-			if sc, err := scores[n].Result(); err == nil {
-				r.nextRun = dueOf(sc)
-			}
-		}
-		out[id] = r
 	}
 	return out, nil
+}
+
+// decodeSummary is the job ReadSummaries read, nil when it has no hash.
+func decodeSummary(id string, want []string, read scripts.Summary) (*readJob, error) {
+	m := make(map[string]string, len(want))
+	for f, v := range read.Values {
+		if s, ok := v.(string); ok {
+			m[want[f]] = s
+		}
+	}
+	if r, ok := m["failedReason"]; ok && int64(len(r)) < read.ReasonLen {
+		m["failedReason"] = r + "…"
+	}
+	rec, ok, err := jobcodec.DecodeMap(id, m)
+	var fe *jobcodec.FieldError
+	if errors.As(err, &fe) {
+		return &readJob{bad: fe.Error()}, nil
+	}
+	if err != nil || !ok {
+		return nil, err // !ok: removed since it was listed
+	}
+	r := &readJob{job: &drover.Job{
+		ID: id, Name: rec.Name, RawOpts: rec.RawOpts, Opts: drover.JobOptions{Attempts: int(rec.Opts.Attempts)},
+		Timestamp: msTime(rec.Timestamp), ProcessedOn: msTime(rec.ProcessedOn), FinishedOn: msTime(rec.FinishedOn),
+		AttemptsMade: int(rec.AttemptsMade), AttemptsStarted: int(rec.AttemptsStarted), StalledCount: int(rec.StalledCounter),
+		FailedReason: rec.FailedReason, ProcessedBy: rec.ProcessedBy, Progress: rec.Progress,
+		Stacktrace: rec.Stacktrace, Timeline: drover.DecodeTimeline(rec.Timeline),
+	}}
+	if read.Score != "" {
+		if sc, err := strconv.ParseFloat(read.Score, 64); err == nil {
+			r.nextRun = dueOf(sc)
+		}
+	}
+	return r, nil
 }
 
 func msTime(ms int64) time.Time {
@@ -1420,6 +1442,15 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 			// failed the job for good: it is back only because it was
 			// retried by hand (keeping its attempts), which the page says.
 			switch {
+			case a.Error == "" && keepsTraces(job):
+				// No failure on record: no failed reason, and not one trace
+				// where every failure leaves one. The attempt completed, and
+				// the job was retried by hand from completed (which clears
+				// the return value and the times): it was drawn as a failure
+				// that used the attempts up.
+				a.Outcome = drover.OutcomeCompleted.String()
+			case a.Error == "":
+				a.Outcome = drover.OutcomeUnknown.String()
 			case strings.HasPrefix(trace, "UnrecoverableError"):
 				a.Outcome, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), true
 			case made >= max(job.Opts.Attempts, 1):
@@ -1461,3 +1492,15 @@ func firstLine(s string) string {
 
 // formatScore renders a delayed-set score bound for ZCOUNT.
 func formatScore(s int64) string { return strconv.FormatInt(s, 10) }
+
+// keepsTraces reports whether every failure of job leaves a stack trace:
+// its stored opts do not say stackTraceLimit 0 (keep none).
+func keepsTraces(job *drover.Job) bool {
+	var o struct {
+		StackTraceLimit *float64 `json:"stackTraceLimit"`
+	}
+	if job.RawOpts != "" && json.Unmarshal([]byte(job.RawOpts), &o) != nil {
+		return false
+	}
+	return o.StackTraceLimit == nil || *o.StackTraceLimit != 0
+}

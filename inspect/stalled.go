@@ -81,7 +81,7 @@ func (i *Inspector) Stalled(ctx context.Context, queue string) (*StalledReport, 
 			}
 		}
 		if len(stalled) > 0 {
-			jobs, err := i.readJobs(ctx, q, state, stalled)
+			jobs, err := i.readJobs(ctx, q, state, stalled, false)
 			if err != nil {
 				return nil, err
 			}
@@ -101,7 +101,7 @@ func (i *Inspector) Stalled(ctx context.Context, queue string) (*StalledReport, 
 }
 
 func (i *Inspector) activeLocks(ctx context.Context, q *drover.Queue, ids []string, rep *StalledReport) error {
-	read, err := i.readJobs(ctx, q, drover.StateActive, ids)
+	read, err := i.readJobs(ctx, q, drover.StateActive, ids, false)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@
     render: 0, // bumps on every navigation so stale renders stop
     lastOk: 0, // when the API last answered
     outageTimer: null, // polls /readyz while the outage banner is up
+    closeDialog: null, // answers the open confirmation dialog, if any
   };
 
   // ---- DOM helpers -------------------------------------------------------
@@ -283,6 +284,33 @@
     try { return JSON.stringify(raw, null, 2); } catch (e) { return String(raw); }
   }
 
+  // PRE_MAX bounds the characters a job page lays out in one text box
+  // (data, return value, failed reason, a stack trace, logs). A job's data
+  // can be megabytes: the page took 7 s to draw 5 MB of data, and froze
+  // again at each 10 s refresh. A longer text shows its start, says how
+  // much there is, and shows the rest on request.
+  const PRE_MAX = 65536;
+  // bigPre is el('pre', attrs, text) for a text of at most PRE_MAX
+  // characters; a longer one shows its first PRE_MAX and a "Show all"
+  // button, which shows all of full() (the text as the page last loaded
+  // it: a redraw that draws the same start keeps this box).
+  function bigPre(attrs, text, full) {
+    if (text.length <= PRE_MAX) return el('pre', attrs, text);
+    let cut = PRE_MAX;
+    if (/[\uD800-\uDBFF]/.test(text[cut - 1])) cut--; // not half a surrogate pair
+    const pre = el('pre', { ...attrs, 'data-cut': text.length }, text.slice(0, cut), '…');
+    const note = el('p', { class: 'muted cut-note' }, `Showing the first ${cut.toLocaleString('en-US')} of ${text.length.toLocaleString('en-US')} characters. `,
+      el('button', { type: 'button', onclick: () => {
+        const all = full();
+        pre.textContent = all;
+        pre.removeAttribute('data-cut');
+        note.remove();
+      } }, 'Show all'));
+    return el('div', {}, pre, note);
+  }
+  // oneLine is s cut to n characters, for a summary line.
+  const oneLine = (s, n) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
   // ---- API ---------------------------------------------------------------
 
   // LOCAL marks a call the dashboard answers from its own memory (the
@@ -382,6 +410,7 @@
         else if (!e.shiftKey && document.activeElement === last) { e.preventDefault(); first.focus(); }
       };
       const close = (v) => {
+        if (app.closeDialog === close) app.closeDialog = null;
         document.removeEventListener('keydown', onKey);
         back.remove();
         if (opener && opener.isConnected && opener.focus) opener.focus();
@@ -410,6 +439,7 @@
         body.setAttribute('aria-label', title);
       }
       document.addEventListener('keydown', onKey);
+      app.closeDialog = close;
       (danger ? cancel : ok).focus();
     });
   }
@@ -432,6 +462,10 @@
 
   function leavePage() {
     app.render++;
+    // A question belongs to the page that asked it: after Back, a link or
+    // the end of the session, "Delete job 1?" stayed over the next page,
+    // and its button still removed job 1.
+    if (app.closeDialog) app.closeDialog(false);
     for (const t of app.timers) clearInterval(t);
     app.timers = [];
     if (app.events) { app.events.close(); app.events = null; }
@@ -520,9 +554,18 @@
     const out = el('div', { class: 'crumbs' });
     parts.forEach((p, i) => {
       if (i > 0) out.append(' › ');
-      out.append(p.href ? el('a', { href: p.href }, p.text) : el('span', {}, p.text));
+      const attrs = { class: 'name', dir: 'auto', title: p.text };
+      out.append(p.href ? el('a', { ...attrs, href: p.href }, p.text) : el('span', attrs, p.text));
     });
     return out;
+  }
+  // nameEl shows a queue name, job name or job id in a heading: at most
+  // two lines (all of it in its title), and in its own direction. A job
+  // named with 2,600 characters filled the first screen of its page,
+  // before its state and buttons, and a right-to-left name took the text
+  // around it into its direction.
+  function nameEl(text, cls) {
+    return el('span', { class: `name${cls ? ` ${cls}` : ''}`, dir: 'auto', title: text, 'data-name': '' }, text);
   }
 
   function feedItem(ev) {
@@ -611,7 +654,7 @@
   // too (Node's getJobCounts names it waiting-children).
   const OVERVIEW_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'waiting-children', 'completed', 'failed'];
 
-  async function pageOverview() {
+  async function pageOverview(params) {
     titled('Queues');
     const gen = app.render;
     const body = el('tbody');
@@ -619,18 +662,41 @@
       el('thead', {}, el('tr', {}, el('th', {}, 'Queue'), ...OVERVIEW_STATES.map((s) => el('th', { class: 'num' }, s)), el('th', {}, 'Alerts'))),
       body);
     const info = el('p', { class: 'muted' });
-    put($main, el('h1', {}, 'Queues'), info, el('div', { class: 'panel' }, table));
-    async function load() {
-      let ov;
-      try { ov = await api('overview'); } catch (e) { if (gen === app.render) info.textContent = `Could not load queues: ${e.message}`; return; }
-      if (gen !== app.render) return;
-      info.textContent = `Prefix ${ov.prefix}: ${ov.queues.length} queue${ov.queues.length === 1 ? '' : 's'}. Refreshes every 5 seconds.`;
-      showAlerts(ov.alerts);
-      update(body, ...ov.queues.map((q) => el('tr', { 'data-queue': q.name, 'data-key': q.name },
-        el('td', {}, el('a', { href: `#/q/${enc(q.name)}` }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
+    // The name filter: with hundreds of queues, finding one was the
+    // browser's find-in-page over a table redrawn every 5 seconds. It is
+    // kept in the address (#/?q=), so a reload, a link and Back keep it;
+    // typing replaces the address without a new page, so the box keeps the
+    // keyboard.
+    const search = el('input', { type: 'search', id: 'queue-search', name: 'q', placeholder: 'filter queues by name', 'aria-label': 'filter queues by name',
+      autocomplete: 'off', value: (params && params.get('q')) || '' });
+    let ov = null;
+    const draw = () => {
+      if (!ov) return;
+      const needle = search.value.trim().toLowerCase();
+      const shown = needle ? ov.queues.filter((q) => q.name.toLowerCase().includes(needle)) : ov.queues;
+      const n = ov.queues.length;
+      info.textContent = `Prefix ${ov.prefix}: ${n} queue${n === 1 ? '' : 's'}${needle ? `, ${shown.length} with "${search.value.trim()}" in the name` : ''}. Refreshes every 5 seconds.`;
+      update(body, ...shown.map((q) => el('tr', { 'data-queue': q.name, 'data-key': q.name },
+        el('td', {}, el('a', { href: `#/q/${enc(q.name)}`, class: 'name', dir: 'auto', title: q.name }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
         ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
         el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: alertText(a.message) }, a.kind))))),
-      ov.queues.length ? null : el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')));
+      n ? null : el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')),
+      n && !shown.length ? el('tr', {}, el('td', { colspan: 9, class: 'muted', id: 'no-queue-match' }, `No queue has "${search.value.trim()}" in its name.`)) : null);
+    };
+    search.addEventListener('input', debounce(150, () => {
+      if (gen !== app.render) return;
+      const v = search.value.trim();
+      history.replaceState(null, '', `#/${v ? `?q=${enc(v)}` : ''}`);
+      draw();
+    }));
+    put($main, el('h1', {}, 'Queues'), el('div', { class: 'row' }, search), info, el('div', { class: 'panel' }, table));
+    async function load() {
+      let fresh;
+      try { fresh = await api('overview'); } catch (e) { if (gen === app.render) info.textContent = `Could not load queues: ${e.message}`; return; }
+      if (gen !== app.render) return;
+      ov = fresh;
+      showAlerts(ov.alerts);
+      draw();
     }
     await load();
     // Left while the first answer was on its way: poll nothing under the
@@ -674,7 +740,7 @@
     const asc = params.get('order') ? params.get('order') === 'asc' : naturalAsc;
     const order = asc === naturalAsc ? {} : { order: asc ? 'asc' : 'desc' };
 
-    const head = el('h1', {}, queue);
+    const head = el('h1', {}, nameEl(queue));
     const actions = el('div', { class: 'row' });
     const tabs = el('div', { class: 'tabs' });
     const summary = el('p', { class: 'muted' });
@@ -836,7 +902,7 @@
       } catch (e) { if (!noQueue(queue, e)) summary.textContent = `Could not load: ${e.message}`; return; }
       if (gen !== app.render) return;
       showAlerts(qp.alerts);
-      put(head, queue, qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
+      putKeep(head, nameEl(queue), qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
       update(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
         el('a', { href: `#/q/${enc(queue)}?state=${st}`, 'data-key': st, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
@@ -1173,7 +1239,7 @@
     }
     update(box, el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', { 'data-key': j.id },
       el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
-      el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
+      el('td', {}, j.name), el('td', {}, retryBadge(j.retryState, false, j.failedFor)),
       el('td', { class: 'num' }, `${j.budget.made} of ${j.budget.allowed} used`))))),
     rep.jobs.length > 20 ? el('p', { class: 'muted' }, `and ${rep.jobs.length - 20} more`) : null);
   }
@@ -1248,7 +1314,7 @@
     const s = app.session;
     const b = d.budget;
     const out = [];
-    out.push(el('h1', {}, el('span', {}, `Job ${d.id}`), el('span', { class: 'muted' }, d.name), retryBadge(d.retryState, true, d.failedFor),
+    out.push(el('h1', {}, nameEl(`Job ${d.id}`), nameEl(d.name, 'muted'), retryBadge(d.retryState, true, d.failedFor),
       d.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered' }, `stalled ×${d.stalledCounter}`) : null));
 
     const facts = el('dl', { class: 'kv' });
@@ -1367,16 +1433,17 @@
       timelineBox(d)));
 
     if (d.failedReason) {
-      out.push(el('div', { class: 'panel' }, el('h2', {}, d.state === 'failed' ? 'Failed reason' : 'Last failure'), el('pre', { id: 'failed-reason' }, d.failedReason)));
+      out.push(el('div', { class: 'panel' }, el('h2', {}, d.state === 'failed' ? 'Failed reason' : 'Last failure'), bigPre({ id: 'failed-reason' }, d.failedReason, () => cur.d.failedReason || '')));
     }
     const grid = el('div', { class: 'grid2' });
-    grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Data'), el('pre', { id: 'job-data' }, pretty(d.data))));
+    grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Data'), bigPre({ id: 'job-data' }, pretty(d.data), () => pretty(cur.d.data))));
     grid.append(el('div', { class: 'panel' }, el('h2', {}, d.returnvalue !== undefined ? 'Return value' : 'Options'),
-      el('pre', {}, d.returnvalue !== undefined ? pretty(d.returnvalue) : pretty(d.opts))));
+      d.returnvalue !== undefined ? bigPre({ id: 'job-returnvalue' }, pretty(d.returnvalue), () => pretty(cur.d.returnvalue))
+        : bigPre({ id: 'job-opts' }, pretty(d.opts), () => pretty(cur.d.opts))));
     out.push(grid);
     if (d.stacktrace.length) {
       out.push(el('div', { class: 'panel' }, el('h2', {}, `Stack traces (${d.stacktrace.length}, oldest first)`),
-        ...d.stacktrace.map((st, i) => el('details', { open: i === d.stacktrace.length - 1 }, el('summary', {}, st.split('\n')[0]), el('pre', {}, st)))));
+        ...d.stacktrace.map((st, i) => el('details', { open: i === d.stacktrace.length - 1 }, el('summary', {}, oneLine(st.split('\n')[0], 300)), bigPre({}, st, () => (cur.d.stacktrace || [])[i] || '')))));
     }
     // The API sends the newest lines only (inspect.LogLimit): say so when
     // the job has more, so none looks like the first.
@@ -1384,7 +1451,7 @@
       ? `Logs (the newest ${d.logs.length} of ${d.logCount} lines)`
       : `Logs (${d.logCount} line${d.logCount === 1 ? '' : 's'})`;
     out.push(el('div', { class: 'panel' }, el('h2', { id: 'logs-heading' }, logsTitle),
-      d.logs.length ? el('pre', { id: 'job-logs' }, d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
+      d.logs.length ? bigPre({ id: 'job-logs' }, d.logs.join('\n'), () => cur.d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
     return out;
   }
 
@@ -1636,7 +1703,7 @@
         el('td', {}, j.candidate ? 'yes' : 'no'))));
       if (!rep.active.length) active.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No active jobs.')));
       update(stalled, ...rep.stalled.map((j) => el('tr', { 'data-key': j.id },
-        el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState)),
+        el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState, false, j.failedFor)),
         el('td', { class: 'num' }, j.stalledCounter), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
       let cs;
@@ -1839,7 +1906,7 @@
       else if (parts[0] === 'audit') await pageAudit(params);
       else if (parts[0] === 'find' && parts.length === 2) await pageFind(parts[1]);
       else if (parts[0] === 'workers') await pageWorkers();
-      else if (parts.length === 0) await pageOverview();
+      else if (parts.length === 0) await pageOverview(params);
       else noPage(hash);
     } catch (e) {
       // A page left before its answer came (an error, or a refusal) says

@@ -72,3 +72,78 @@ func RemoveOrphanedJobs(ctx context.Context, rdb Doer, k keys.Queue, limit int, 
 	}
 	return runCode(ctx, removeOrphanedJobs, rdb, k, args...)
 }
+
+var readSummaries = load("readSummaries")
+
+// Summary is one job's fields as ReadSummaries read them.
+type Summary struct {
+	// Values has one value per field asked for: a string, or nil when the
+	// field is absent (no hash: every one nil).
+	Values []any
+	// ReasonLen is the stored failed reason's length in bytes (0 when
+	// absent); the value is shorter when it was cut.
+	ReasonLen int64
+	// Score is the job's delayed-set score as Redis writes it, "" when not
+	// asked for or not delayed.
+	Score string
+}
+
+// SummaryCut says how ReadSummaries shortens long values.
+type SummaryCut struct {
+	// Reason cuts the failed reason to this many bytes, unless
+	// WholeReason.
+	Reason      int
+	WholeReason bool
+	// Trace cuts the last stack trace and the last attempt of the
+	// timeline (whose error it leaves out when longer).
+	Trace int
+	// Score reads each job's delayed-set score too.
+	Score bool
+}
+
+// ReadSummaries reads fields of the jobs ids (at most a few hundred a
+// call: one script call holds the server while it runs) as a list shows
+// them, shortened as cut says: the failed reason cut, the stacktrace and
+// drover.attempts fields as their last entry alone, in their stored
+// formats (see readSummaries.lua). It writes nothing.
+func ReadSummaries(ctx context.Context, rdb Doer, k keys.Queue, cut SummaryCut, fields, ids []string) ([]Summary, error) {
+	flags := ""
+	if cut.WholeReason {
+		flags += "w"
+	}
+	if cut.Score {
+		flags += "d"
+	}
+	args := make([]any, 0, 4+len(fields)+len(ids))
+	args = append(args, cut.Reason, cut.Trace, flags, len(fields))
+	for _, f := range fields {
+		args = append(args, f)
+	}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	res, err := readSummaries.run(ctx, rdb, k, args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(ids) {
+		return nil, fmt.Errorf("readSummaries: %d entries for %d jobs", len(res), len(ids))
+	}
+	out := make([]Summary, len(ids))
+	for i, r := range res {
+		e, ok := r.([]any)
+		if !ok || len(e) < 2 {
+			return nil, fmt.Errorf("readSummaries: malformed entry %v", r)
+		}
+		vals, ok := e[0].([]any)
+		if !ok || len(vals) != len(fields) {
+			return nil, fmt.Errorf("readSummaries: malformed values %v", e[0])
+		}
+		n, _ := e[1].(int64)
+		out[i] = Summary{Values: vals, ReasonLen: n}
+		if len(e) > 2 {
+			out[i].Score, _ = e[2].(string)
+		}
+	}
+	return out, nil
+}
