@@ -402,6 +402,17 @@ func finishRecordNames() []string {
 // it finishes for good are counted in BullMQ's per-minute metrics, keeping
 // that many data points (WorkerOptions.Metrics), in the same atomic step.
 func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, metricsPoints int, recs []FinishRecord) ([]error, Fetch, error) {
+	refs := make([]*FinishRecord, len(recs))
+	for i := range recs {
+		refs[i] = &recs[i]
+	}
+	return FinishJobsRefs(ctx, rdb, k, a, metricsPoints, refs)
+}
+
+// FinishJobsRefs is FinishJobs for records the caller keeps elsewhere (the
+// worker's, in each job's finish item): a slice of pointers to them instead
+// of a copy of every record (about 180 bytes a job).
+func FinishJobsRefs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, metricsPoints int, recs []*FinishRecord) ([]error, Fetch, error) {
 	n := 11
 	for i := range recs {
 		if recs[i].hasTail() {
@@ -418,7 +429,7 @@ func FinishJobs(ctx context.Context, rdb Doer, k keys.Queue, a FetchArgs, metric
 			fields = fields[:finishHead]
 		}
 		for _, f := range fields {
-			args = append(args, f.arg(&recs[i]))
+			args = append(args, f.arg(recs[i]))
 		}
 	}
 	res, err := finishJobs.sendOnce(ctx, rdb, args).Slice()
