@@ -193,10 +193,10 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 		reserved = w.jobs.take(max(w.fetchBatch()-len(batch), 0))
 		fetch = min(len(batch)+reserved, w.fetchBatch())
 	}
-	recs := make([]scripts.FinishRecord, len(batch))
+	recs := make([]*scripts.FinishRecord, len(batch))
 	done := make([]*runningJob, len(batch))
 	for i, it := range batch {
-		recs[i], done[i] = it.rec, it.rj
+		recs[i], done[i] = &it.rec, it.rj
 	}
 	failed := msgWriteFailed
 	if len(recs) == 0 {
@@ -300,7 +300,7 @@ func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error) {
 	if len(idx) == 0 {
 		return
 	}
-	recs := make([]scripts.FinishRecord, len(idx))
+	recs := make([]*scripts.FinishRecord, len(idx))
 	for k, i := range idx {
 		it := batch[i]
 		var err error = &refusedCompletion{jobID: it.rj.job.ID, cause: codes[i]}
@@ -308,7 +308,7 @@ func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error) {
 			err = Unrecoverable(err)
 		}
 		batch[i] = w.outcome(context.Background(), it.rj, nil, err, it.took)
-		recs[k] = batch[i].rec
+		recs[k] = &batch[i].rec
 	}
 	again, _, _, ok := w.writeResults(recs, 0, "write refused completions as failures failed")
 	if ok {
@@ -341,15 +341,15 @@ func mayHaveRun(err error) bool {
 // first run's sat in active with nobody running them; the jobs it fetched
 // are taken over and the records it did not write are sent under a new
 // token.
-func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed string) (codes []error, next []*runningJob, rateLimitTTL int64, ok bool) {
+func (w *Worker) writeResults(recs []*scripts.FinishRecord, fetch int, failed string) (codes []error, next []*runningJob, rateLimitTTL int64, ok bool) {
 	// Results must land even while closing: only Close giving up
 	// (forceCtx) ends a write, bounded even when Redis does not answer.
 	ctx := w.forceCtx
-	codes = make([]error, len(recs))
-	todo := make([]int, len(recs)) // indexes of the records not written yet
-	for i := range todo {
-		todo[i] = i
-	}
+	// todo: the indexes of the records not written yet; nil for all of them
+	// (the first call). The usual write is one call that answers: its codes
+	// and jobs are returned as they came, with no copy (each allocation is
+	// a share of the worker's CPU per job at concurrency 1).
+	var todo []int
 	type taken struct {
 		jobs  []scripts.Fetched
 		token string
@@ -373,11 +373,14 @@ func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed str
 		}
 		callArgs, callRecs := args, send // an abandoned call keeps these
 		r, err := loopCall(w, ctx, func(ctx context.Context) (finished, error) {
-			c, f, err := scripts.FinishJobs(ctx, w.q.rdb, w.q.k, callArgs, w.metricsPoints(), callRecs)
+			c, f, err := scripts.FinishJobsRefs(ctx, w.q.rdb, w.q.k, callArgs, w.metricsPoints(), callRecs)
 			return finished{c, f}, err
 		})
 		c, f := r.codes, r.fetch
 		if err == nil {
+			if todo == nil {
+				return c, w.prepare(f.Jobs, args.Token), f.RateLimitTTL, true
+			}
 			for k, i := range todo {
 				codes[i] = c[k]
 			}
@@ -393,6 +396,13 @@ func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed str
 			}
 			fetched = append(fetched, taken{st.Jobs, args.Token})
 			fetch -= len(st.Jobs)
+			if todo == nil {
+				codes = make([]error, len(recs))
+				todo = make([]int, len(recs))
+				for i := range todo {
+					todo[i] = i
+				}
+			}
 			var left []int
 			for k, i := range todo {
 				if st.Resend[k] {
@@ -404,7 +414,7 @@ func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed str
 			if len(left) == 0 {
 				break
 			}
-			todo, send = left, make([]scripts.FinishRecord, len(left))
+			todo, send = left, make([]*scripts.FinishRecord, len(left))
 			for k, i := range left {
 				send[k] = recs[i]
 			}
@@ -425,7 +435,11 @@ func (w *Worker) writeResults(recs []scripts.FinishRecord, fetch int, failed str
 // settleCall learns what the call with lock token base token did, whose
 // reply was lost (scripts.SettleCall), retrying until Redis answers; ok is
 // false when Close stops waiting first.
-func (w *Worker) settleCall(token string, recs []scripts.FinishRecord) (st scripts.Settled, ok bool) {
+func (w *Worker) settleCall(token string, refs []*scripts.FinishRecord) (st scripts.Settled, ok bool) {
+	recs := make([]scripts.FinishRecord, len(refs))
+	for i, r := range refs {
+		recs[i] = *r
+	}
 	for attempt := 1; ; attempt++ {
 		st, err := bounded.Call(w.forceCtx, func(ctx context.Context) (scripts.Settled, error) {
 			return scripts.SettleCall(ctx, w.q.rdb, w.q.k, token, settledCallTTL, recs)

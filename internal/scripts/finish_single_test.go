@@ -212,7 +212,7 @@ func TestFinishSingleMatchesBatch(t *testing.T) {
 // finishCall is the EVAL of FinishJobs(k, a, points, {r}); withTail sends
 // the record's tail even where FinishJobs would not (more = "1").
 func finishCall(k keys.Queue, a FetchArgs, points int, r FinishRecord, withTail bool) []any {
-	cmd := []any{"eval", finishJobs.src}
+	cmd := []any{"eval", finishJobs.ready().src}
 	cmd = append(cmd, k.ScriptArgs()...)
 	cmd = append(cmd, a.Now, a.Count, a.Token, a.LockDuration, a.WorkerName, a.LimitMax, a.LimitWindow, a.promoteMax(), 1, points, a.ExactLock)
 	fields := finishRecord

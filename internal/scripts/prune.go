@@ -88,9 +88,7 @@ func prune(src string) string {
 		if in[i] > 0 {
 			words = body[in[i]-1]
 		}
-		for _, w := range word.FindAllString(line, -1) {
-			words[w] = true
-		}
+		forEachWord(line, func(w string) { words[w] = true })
 	}
 	used := make([]bool, len(defs))
 	var queue []int
@@ -125,8 +123,30 @@ var (
 	localFunc   = regexp.MustCompile(`^local function ([A-Za-z_][A-Za-z0-9_]*)\(`)
 	forwardDecl = regexp.MustCompile(`^local ([A-Za-z_][A-Za-z0-9_]*)\s*$`)
 	assignFunc  = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*) = function\(`)
-	word        = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 )
+
+// forEachWord calls f with each word of line, a name as Lua spells one
+// ([A-Za-z_][A-Za-z0-9_]*, taken leftmost and longest), in order. With a
+// regular expression doing this, expanding all the scripts cost 185 million
+// instructions; with this loop, 54 million (callgrind).
+func forEachWord(line string, f func(string)) {
+	for i := 0; i < len(line); {
+		if !wordStart(line[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(line) && (wordStart(line[j]) || line[j] >= '0' && line[j] <= '9') {
+			j++
+		}
+		f(line[i:j])
+		i = j
+	}
+}
+
+func wordStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+}
 
 // pruneKeys drops the queue-key lines of include/queue.lua ("local xKey =
 // KEYS[i] or base .. ...") whose name nothing else in src uses: each is a
@@ -138,13 +158,15 @@ func pruneKeys(src string) string {
 		if strings.HasPrefix(strings.TrimLeft(line, " \t"), "--") {
 			continue
 		}
-		for _, w := range word.FindAllString(line, -1) {
-			words[w]++
-		}
+		forEachWord(line, func(w string) { words[w]++ })
 	}
 	var out strings.Builder
 	out.Grow(len(src))
 	for _, line := range lines {
+		if !strings.HasPrefix(line, "local ") || !strings.Contains(line, "Key = KEYS[") {
+			out.WriteString(line)
+			continue
+		}
 		if m := keyLine.FindStringSubmatch(strings.TrimRight(line, "\r\n")); m != nil && words[m[1]] == 1 {
 			continue
 		}

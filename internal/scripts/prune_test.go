@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,5 +83,25 @@ func TestPrunedScriptsCallOnlyWhatTheyKeep(t *testing.T) {
 	for _, fn := range []string{"parentOf", "detachFromParent", "trimFinished", "requeueNext"} {
 		require.NotRegexp(t, `\n(local function |)`+fn+`( = function|)\(`, pruned, fn)
 		require.Contains(t, pruned, "\n  local", fn)
+	}
+}
+
+// forEachWord finds the words the pattern [A-Za-z_][A-Za-z0-9_]* finds (prune
+// used the regular expression), in every line of every script and in lines
+// made to catch the edges: digits before and inside a word, a word at the
+// end, non-ASCII bytes.
+func TestForEachWordMatchesThePattern(t *testing.T) {
+	t.Parallel()
+	pattern := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	lines := []string{"", "9", "9abc", "a9 _x1 __ 12ab3", "x.y:z(w)", "local a_b=c..\"d e\"", "é1é_z", "end", "q\n"}
+	for _, name := range Names() {
+		src, err := expand(name, map[string]bool{})
+		require.NoError(t, err)
+		lines = append(lines, strings.SplitAfter(src, "\n")...)
+	}
+	for _, line := range lines {
+		var got []string
+		forEachWord(line, func(w string) { got = append(got, w) })
+		require.Equal(t, pattern.FindAllString(line, -1), got, "line %q", line)
 	}
 }
