@@ -105,3 +105,25 @@ func TestQueueRemoveDeduplicationKeyUnderClientRetry(t *testing.T) {
 	require.Equal(t, 1, n, "the id was freed")
 	require.Zero(t, r.direct.Exists(ctx, r.prefix+":q:de:welcome-8").Val())
 }
+
+// TestRemoveRateLimitKeyUnderClientRetry: the first send of
+// Queue.RemoveRateLimitKey deletes the limiter key, its reply is lost,
+// go-redis sends it again. Before, that was a plain DEL: the second one
+// found no key and the call answered false ("there was no key") for a key
+// it had deleted.
+func TestRemoveRateLimitKeyUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	removed, err := r.q.RemoveRateLimitKey(ctx)
+	require.NoError(t, err, "warm-up")
+	require.False(t, removed, "no key yet")
+	require.NoError(t, r.dq.RateLimit(ctx, time.Hour))
+
+	r.proxy.DropReplyTo(r.prefix + ":q:") // the DEL, or the script call, whichever it is
+	removed, err = r.q.RemoveRateLimitKey(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	require.True(t, removed, "the key was deleted")
+	require.Zero(t, r.direct.Exists(ctx, r.prefix+":q:limiter").Val())
+}

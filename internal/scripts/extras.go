@@ -12,7 +12,16 @@ var (
 	getCountsPerPriority      = load("getCountsPerPriority")
 	removeChildDependency     = load("removeChildDependency")
 	removeUnprocessedChildren = load("removeUnprocessedChildren")
+	removeRateLimitKey        = load("removeRateLimitKey")
 )
+
+// RemoveRateLimitKey deletes the queue's limiter key and reports whether
+// there was one, once per call: a resend of the call after a lost reply is
+// answered with the first run's report.
+func RemoveRateLimitKey(ctx context.Context, rdb Doer, k keys.Queue, call Call) (bool, error) {
+	n, err := runCode(ctx, removeRateLimitKey, rdb, k, call.Token, call.ttlMs())
+	return n == 1, err
+}
 
 // RemoveDedupKey deletes the de: key of deduplication id deid when it still
 // names job id (id "": whatever job it names); deid "" takes the job's
