@@ -80,6 +80,26 @@ func TestJobWritesUnderClientRetry(t *testing.T) {
 		}
 		require.Equal(t, 2, delayed, "one delayed event for the add, one for the change")
 	})
+
+	// The first run re-queues the job under its new priority and takes
+	// the queue's next priority counter (pc) for it; before, the resend
+	// took another, so pc read 3 where Node BullMQ leaves 2, and the job's
+	// place among its priority moved with it.
+	t.Run("ChangePriority", func(t *testing.T) {
+		t.Parallel()
+		r := newLostReplyRig(t, nil)
+		added, err := r.dq.Add(ctx, "x", nil, &drover.JobOptions{Priority: 1})
+		require.NoError(t, err)
+		require.ErrorIs(t, r.q.Job("missing").ChangePriority(ctx, 2, false), drover.ErrJobNotFound, "warm-up")
+
+		r.proxy.DropReplyTo("evalsha")
+		require.NoError(t, r.q.Job(added.Job.ID).ChangePriority(ctx, 2, false))
+		require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+		require.Equal(t, "2", r.direct.Get(ctx, r.prefix+":q:pc").Val(), "one counter for the add, one for the change")
+		score, err := r.direct.ZScore(ctx, r.prefix+":q:prioritized", added.Job.ID).Result()
+		require.NoError(t, err)
+		require.Equal(t, float64(2<<32+2), score, "priority 2, counter 2")
+	})
 }
 
 // TestQueueRemoveDeduplicationKeyUnderClientRetry: as

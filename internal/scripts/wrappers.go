@@ -675,9 +675,10 @@ func ChangeDelay(ctx context.Context, rdb Doer, k keys.Queue, call Call, id stri
 	return err
 }
 
-// ChangePriority gives job id a new priority.
-func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, id string, priority int, lifo bool) error {
-	_, err := runCode(ctx, changePriority, rdb, k, id, priority, boolArg(lifo))
+// ChangePriority gives job id a new priority, once per call (a resend
+// after a lost reply takes no second priority counter).
+func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, priority int, lifo bool) error {
+	_, err := runCode(ctx, changePriority, rdb, k, id, priority, boolArg(lifo), call.Token, call.ttlMs())
 	return err
 }
 
