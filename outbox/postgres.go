@@ -25,6 +25,7 @@ var (
 	pgClaim      = pgsql.Query(pgsql.Postgres, "OutboxClaimBatch")
 	pgIdleLimit  = pgsql.Query(pgsql.Postgres, "OutboxBatchIdleLimit")
 	pgMarkSent   = pgsql.Query(pgsql.Postgres, "OutboxMarkSent")
+	pgOlder      = pgsql.Query(pgsql.Postgres, "OutboxOlderPending")
 	pgMarkFailed = pgsql.Query(pgsql.Postgres, "OutboxMarkFailed")
 	pgListen     = pgsql.Query(pgsql.Postgres, "OutboxListen")
 	pgPrune      = pgsql.Query(pgsql.Postgres, "OutboxPrune")
@@ -73,19 +74,7 @@ func (p postgres) claim(ctx context.Context, limit int, idle time.Duration) (bat
 		rollback(ctx, tx)
 		return nil, err
 	}
-	rows, err := pgx.CollectRows(pgRows, func(r pgx.CollectableRow) (row, error) {
-		var (
-			out  row
-			data string
-			opts *string
-		)
-		err := r.Scan(&out.id, &out.queue, &out.name, &data, &opts)
-		out.data = []byte(data)
-		if opts != nil {
-			out.opts = []byte(*opts)
-		}
-		return out, err
-	})
+	rows, err := pgx.CollectRows(pgRows, scanRow)
 	if cerr := results.Close(); err == nil {
 		err = cerr
 	}
@@ -94,6 +83,21 @@ func (p postgres) claim(ctx context.Context, limit int, idle time.Duration) (bat
 		return nil, err
 	}
 	return &pgBatch{tx: tx, claimed: rows}, nil
+}
+
+// scanRow reads a row of drover_outbox: id, queue, name, data, opts.
+func scanRow(r pgx.CollectableRow) (row, error) {
+	var (
+		out  row
+		data string
+		opts *string
+	)
+	err := r.Scan(&out.id, &out.queue, &out.name, &data, &opts)
+	out.data = []byte(data)
+	if opts != nil {
+		out.opts = []byte(*opts)
+	}
+	return out, err
 }
 
 // rollback ends tx after a failed claim, detached from ctx and bounded
@@ -110,6 +114,17 @@ type pgBatch struct {
 }
 
 func (b *pgBatch) rows() []row { return b.claimed }
+
+func (b *pgBatch) olderPending(ctx context.Context, id int64) ([]row, error) {
+	rs, err := b.tx.Query(ctx, pgOlder, id)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rs, scanRow)
+}
+
+// leave does nothing: the rows' locks go with the transaction.
+func (b *pgBatch) leave([]int64) {}
 
 // markSent marks every row: the batch's row locks hold them all.
 func (b *pgBatch) markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) (int, error) {

@@ -581,15 +581,23 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 	if len(rows) == 0 {
 		return Stats{}, 0, nil
 	}
+	claimed := len(rows)
+	rows, err = r.inOrder(ctx, b, rows)
+	if err != nil {
+		return Stats{}, claimed, err
+	}
+	if len(rows) == 0 {
+		return Stats{}, 0, nil // all wait for older rows of their ids
+	}
 	if err := callHook(ctx, r.hooks.beforeAdd); err != nil {
-		return Stats{}, len(rows), err
+		return Stats{}, claimed, err
 	}
 	results, err := r.addAll(ctx, rows)
 	if err != nil {
-		return Stats{}, len(rows), err
+		return Stats{}, claimed, err
 	}
 	if err := callHook(ctx, r.hooks.afterAdd); err != nil {
-		return Stats{}, len(rows), err
+		return Stats{}, claimed, err
 	}
 
 	now := time.Now()
@@ -604,7 +612,7 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 		if s.failure != nil {
 			marked, err := b.markFailed(ctx, s.row.id, s.failure.Error(), now)
 			if err != nil {
-				return Stats{}, len(rows), fmt.Errorf("outbox: mark row %d failed: %w", s.row.id, err)
+				return Stats{}, claimed, fmt.Errorf("outbox: mark row %d failed: %w", s.row.id, err)
 			}
 			if !marked {
 				// Its holder decides; this batch's verdict is not logged
@@ -630,15 +638,15 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 	if len(ids) > 0 {
 		marked, err := b.markSent(ctx, ids, jobIDs, now)
 		if err != nil {
-			return Stats{}, len(rows), fmt.Errorf("outbox: mark %d rows sent: %w", len(ids), err)
+			return Stats{}, claimed, fmt.Errorf("outbox: mark %d rows sent: %w", len(ids), err)
 		}
 		lost += len(ids) - marked
 	}
 	if err := callHook(ctx, r.hooks.beforeCommit); err != nil {
-		return Stats{}, len(rows), err
+		return Stats{}, claimed, err
 	}
 	if err := b.commit(ctx); err != nil {
-		return Stats{}, len(rows), fmt.Errorf("outbox: commit batch: %w", err)
+		return Stats{}, claimed, fmt.Errorf("outbox: commit batch: %w", err)
 	}
 
 	for _, s := range results {
@@ -656,6 +664,87 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 		slog.Int(logkey.Count, stats.Sent()), slog.Int(logkey.Created, stats.Created),
 		slog.Int(logkey.Duplicates, stats.Duplicates))
 	return stats, len(rows), nil
+}
+
+// inOrder returns the rows of the batch that may be added now. A row whose
+// Deduplication ID an older pending row in Replace (debounce) mode has too
+// waits for it, held by another relay's batch in flight: added after this
+// one, that row's job would replace this one's, the older row winning
+// (and a batch that dies after its add leaves its row to be added again
+// later, when it would do so too). The rows left wait for a later batch,
+// this relay's next poll; rows of one batch are added in their order.
+// Only a batch holding a row with a Deduplication ID asks the database.
+func (r *Relay) inOrder(ctx context.Context, b batch, rows []row) ([]row, error) {
+	var newest int64
+	for _, rw := range rows {
+		if _, ok := dedupOf(rw); ok {
+			newest = rw.id
+		}
+	}
+	if newest == 0 {
+		return rows, nil
+	}
+	older, err := b.olderPending(ctx, newest)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: read older pending rows: %w", err)
+	}
+	mine := make(map[int64]bool, len(rows))
+	for _, rw := range rows {
+		mine[rw.id] = true
+	}
+	first := make(map[dedupKey]int64) // the oldest replacing row of each id held elsewhere
+	for _, o := range older {
+		if mine[o.id] {
+			continue
+		}
+		if k, ok := dedupOf(o); ok && k.replace {
+			k.replace = false
+			if _, seen := first[k]; !seen {
+				first[k] = o.id
+			}
+		}
+	}
+	if len(first) == 0 {
+		return rows, nil
+	}
+	now := rows[:0:0]
+	var left []int64
+	for _, rw := range rows {
+		if k, ok := dedupOf(rw); ok {
+			k.replace = false
+			if id, held := first[k]; held && id < rw.id {
+				left = append(left, rw.id)
+				continue
+			}
+		}
+		now = append(now, rw)
+	}
+	if len(left) > 0 {
+		b.leave(left)
+		r.logger.InfoContext(ctx, "outbox rows wait for an older row of their deduplication id held by another relay",
+			slog.Int(logkey.Count, len(left)))
+	}
+	return now, nil
+}
+
+// dedupKey is a row's queue and Deduplication ID, and whether its add
+// replaces a delayed owner of the id (Replace).
+type dedupKey struct {
+	queue, id string
+	replace   bool
+}
+
+// dedupOf reads the row's Deduplication ID; false without one (or with
+// options the relay will refuse anyway).
+func dedupOf(rw row) (dedupKey, bool) {
+	if rw.opts == nil {
+		return dedupKey{}, false
+	}
+	o, err := decodeOpts(rw.opts)
+	if err != nil || o == nil || o.Deduplication == nil || o.Deduplication.ID == "" {
+		return dedupKey{}, false
+	}
+	return dedupKey{queue: rw.queue, id: o.Deduplication.ID, replace: o.Deduplication.Replace}, true
 }
 
 func callHook(ctx context.Context, h func(context.Context) error) error {
