@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,6 +68,57 @@ func TestRelayDebouncedRowsKeepTheirOrder(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, delayed, 1, "one debounced job")
 			require.Equal(t, "newer", delayed[0].Name, "the newer row's job stands (%s)", delayed[0].ID)
+		})
+	}
+}
+
+// TestRelayRowsGoOnPastAWaitingRow: a row that waits for an older row of
+// its Deduplication ID held by another relay does not stop the rows behind
+// it: a Flush with batches of 2 relays every other row, batch after batch,
+// and leaves only the waiting one pending.
+func TestRelayRowsGoOnPastAWaitingRow(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			bundle := d.setup(t)
+			debounced := job{queue: "q", name: "d", opts: &drover.JobOptions{
+				Delay: time.Hour, Deduplication: &drover.Deduplication{ID: "search-index", Replace: true}}}
+			bundle.add(t, debounced)
+
+			a := bundle.newRelay(t, &outbox.RelayOptions{BatchSize: 1})
+			b := bundle.newRelay(t, &outbox.RelayOptions{BatchSize: 2})
+			added, release := make(chan struct{}), make(chan struct{})
+			var first sync.Once
+			outbox.SetTestHooks(a, nil, func(context.Context) error {
+				first.Do(func() { // A's first batch, row 1 alone; its next ones go through
+					close(added)
+					<-release
+				})
+				return nil
+			}, nil)
+			done := make(chan error, 1)
+			go func() {
+				_, err := a.Flush(ctx)
+				done <- err
+			}()
+			<-added
+			bundle.add(t, debounced, job{queue: "q", name: "p"}, job{queue: "q", name: "p"}, job{queue: "q", name: "p"})
+			stats, err := b.Flush(ctx)
+			require.NoError(t, err)
+			require.Equal(t, outbox.Stats{Created: 3}, stats, "the plain rows")
+			require.Equal(t, []int64{1, 2}, pending(bundle.rows(t)), "A's row, and the row waiting for it")
+			close(release)
+			require.NoError(t, <-done) // A may relay row 2 itself, after row 1
+
+			_, err = b.Flush(ctx)
+			require.NoError(t, err)
+			require.Empty(t, pending(bundle.rows(t)))
+			delayed, err := bundle.queue(t, "q").GetJobs(ctx, []drover.JobState{drover.StateDelayed}, 0, -1, true)
+			require.NoError(t, err)
+			require.Len(t, delayed, 1)
+			require.Equal(t, "outbox-2", delayed[0].ID, "the newer debounced row's job replaced the older one's")
 		})
 	}
 }

@@ -553,7 +553,8 @@ type settled struct {
 var errBatchTimedOut = errors.New("the batch ran out of RelayOptions.BatchTimeout")
 
 // relayBatch claims, adds and marks one batch, within BatchTimeout. It
-// returns the number of rows claimed, so the caller knows whether more may
+// returns the number of rows claimed (0 when every row claimed waits for an
+// older row of its Deduplication ID), so the caller knows whether more may
 // be pending.
 func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 	bctx, cancel := context.WithTimeoutCause(ctx, r.opts.BatchTimeout, errBatchTimedOut)
@@ -589,7 +590,9 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 		return Stats{}, claimed, err
 	}
 	if len(rows) == 0 {
-		return Stats{}, 0, nil // all wait for older rows of their ids
+		// All wait for older rows of their ids: reported as none claimed,
+		// so Flush does not claim them again at once.
+		return Stats{}, 0, nil
 	}
 	if err := callHook(ctx, r.hooks.beforeAdd); err != nil {
 		return Stats{}, claimed, err
@@ -665,7 +668,9 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 	r.logger.InfoContext(ctx, "outbox batch relayed",
 		slog.Int(logkey.Count, stats.Sent()), slog.Int(logkey.Created, stats.Created),
 		slog.Int(logkey.Duplicates, stats.Duplicates))
-	return stats, len(rows), nil
+	// All claimed, the rows left waiting included: a full batch that made
+	// progress means more rows may be pending behind it.
+	return stats, claimed, nil
 }
 
 // inOrder returns the rows of the batch that may be added now. A row whose
