@@ -56,6 +56,13 @@
 // A row with its own JobID keeps it, so business ids stay business ids; a
 // row whose JobID names an existing job is relayed as its duplicate.
 //
+// On PostgreSQL, commit the transactions that write rows durably
+// (synchronous_commit on, the default). A relay sees a row as soon as its
+// transaction commits; with synchronous_commit off a server crash can then
+// lose the commit after the relay added the job (a job whose row and
+// business transaction are gone), and the lost row's id may go to a new row,
+// whose job the relay would take for that job's duplicate.
+//
 // # Rows of one Deduplication ID
 //
 // Rows sharing a Deduplication ID in Replace (debounce) mode reach Redis in
