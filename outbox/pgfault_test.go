@@ -296,3 +296,19 @@ func TestRelayListenOutlivesAHalfOpenConnection(t *testing.T) {
 	require.Contains(t, logs.String(), "listen connection silent for 30s did not answer a ping")
 	require.EqualValues(t, 2, bundle.jobCount(t, "q"))
 }
+
+// TestRelayPostgresBatchTimeoutOverTheIdleLimit: a BatchTimeout longer
+// than PostgreSQL's largest idle_in_transaction_session_timeout (2^31-1 ms,
+// about 24.8 days), say a month to bound batches loosely. Before, the
+// claim set the idle limit to the BatchTimeout as it was, PostgreSQL
+// refused the value (SQLSTATE 22023), and every batch failed: no row was
+// ever relayed.
+func TestRelayPostgresBatchTimeoutOverTheIdleLimit(t *testing.T) {
+	t.Parallel()
+	bundle := setupPostgres(t)
+	bundle.add(t, job{queue: "q", name: "n"})
+	relay := bundle.newRelay(t, &outbox.RelayOptions{BatchTimeout: 30 * 24 * time.Hour})
+	stats, err := relay.Flush(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, outbox.Stats{Created: 1}, stats)
+}

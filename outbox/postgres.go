@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -60,7 +61,7 @@ func (p postgres) claim(ctx context.Context, limit int, idle time.Duration) (bat
 		return nil, err
 	}
 	var calls pgx.Batch
-	calls.Queue(pgIdleLimit, strconv.FormatInt(max(idle.Milliseconds(), 1), 10))
+	calls.Queue(pgIdleLimit, strconv.FormatInt(idleLimitMs(idle), 10))
 	calls.Queue(pgClaim, limit)
 	results := tx.SendBatch(ctx, &calls)
 	if _, err := results.Exec(); err != nil {
@@ -98,6 +99,14 @@ func scanRow(r pgx.CollectableRow) (row, error) {
 		out.opts = []byte(*opts)
 	}
 	return out, err
+}
+
+// idleLimitMs is idle as idle_in_transaction_session_timeout takes it:
+// whole milliseconds, at least 1 and at most the setting's maximum,
+// math.MaxInt32 (about 24.8 days). PostgreSQL refuses a larger value, and
+// with it every claim of a relay whose BatchTimeout is longer.
+func idleLimitMs(idle time.Duration) int64 {
+	return min(max(idle.Milliseconds(), 1), math.MaxInt32)
 }
 
 // rollback ends tx after a failed claim, detached from ctx and bounded

@@ -81,7 +81,8 @@ type RelayOptions struct {
 	// the relay): the call would otherwise wait for the operating system to
 	// give up on the connection, tens of minutes, and the relay with it. On
 	// PostgreSQL it is also the batch transaction's
-	// idle_in_transaction_session_timeout (set for that transaction only):
+	// idle_in_transaction_session_timeout (set for that transaction only,
+	// at most PostgreSQL's maximum, about 24.8 days):
 	// the server, which cannot see that the relay is gone, ends its side of
 	// the session once it has been idle that long, and the rows it locked
 	// are relayed again, where they would wait for the server's TCP
