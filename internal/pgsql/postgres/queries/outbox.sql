@@ -20,8 +20,9 @@ FOR UPDATE SKIP LOCKED;
 -- claim took the oldest rows no other batch locks, so these are the rows of
 -- other relays' batches in flight (and rows committed since with a lower
 -- id), a few. Read, not locked: a relay checks that no older row of a
--- claimed row's Deduplication ID is still to be added.
-SELECT id, queue, name, data, opts
+-- claimed row's Deduplication ID is still to be added. The data is not
+-- read (only the options matter): an empty string stands in for it.
+SELECT id, queue, name, '' AS data, opts
 FROM drover_outbox
 WHERE sent_at IS NULL AND failed_at IS NULL AND id < $1 AND opts IS NOT NULL
 ORDER BY id;
