@@ -147,3 +147,39 @@ func TestRemoveRateLimitKeyUnderClientRetry(t *testing.T) {
 	require.True(t, removed, "the key was deleted")
 	require.Zero(t, r.direct.Exists(ctx, r.prefix+":q:limiter").Val())
 }
+
+// TestPauseResumeUnderClientRetry: the first run of Queue.Pause (of
+// Queue.Resume) pauses the queue and writes its "paused" ("resumed")
+// event, its reply is lost, go-redis sends it again. Before, the second
+// run wrote the event again, and a listener saw the queue paused twice by
+// one call.
+func TestPauseResumeUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	require.NoError(t, r.q.Resume(ctx), "warm-up")
+	events := func(name string) int {
+		entries, err := r.direct.XRange(ctx, r.prefix+":q:events", "-", "+").Result()
+		require.NoError(t, err)
+		n := 0
+		for _, e := range entries {
+			if e.Values["event"] == name {
+				n++
+			}
+		}
+		return n
+	}
+
+	r.proxy.DropReplyTo("evalsha")
+	require.NoError(t, r.q.Pause(ctx))
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	require.Equal(t, 1, events("paused"), "one paused event")
+	paused, err := r.dq.IsPaused(ctx)
+	require.NoError(t, err)
+	require.True(t, paused)
+
+	r.proxy.DropReplyTo("evalsha")
+	require.NoError(t, r.q.Resume(ctx))
+	require.Equal(t, int64(2), r.proxy.Dropped(), "the reply was lost again")
+	require.Equal(t, 2, events("resumed"), "the warm-up's and the call's")
+}
