@@ -312,3 +312,33 @@ func TestRelayPostgresBatchTimeoutOverTheIdleLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, outbox.Stats{Created: 1}, stats)
 }
+
+// TestRelayBatchCommitAnswerLost: the answer to a batch's COMMIT is lost
+// (the connection resets right after PostgreSQL ran it). The batch's error
+// must say that its rows may be marked, and every row must still be one
+// job. Before, Flush failed with a bare "commit batch: conn closed",
+// which reads as "nothing was marked", for a commit that landed.
+func TestRelayBatchCommitAnswerLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bundle := setupPostgres(t)
+	for i := range 5 {
+		bundle.add(t, job{queue: "q", name: "n", data: i})
+	}
+	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
+		return outbox.NewRelay(outbox.NewPostgres(pool), bundle.rdb, o)
+	}, nil)
+
+	proxy.DropReplyTo("commit\x00") // pgx's simple-protocol COMMIT, not "read committed"
+	_, err := relay.Flush(ctx)
+	require.Equal(t, int64(1), proxy.Dropped(), "the commit's answer was lost")
+	require.ErrorContains(t, err, "commit batch")
+	require.ErrorContains(t, err, "may be marked sent or not")
+
+	stats, err := relay.Flush(ctx)
+	require.NoError(t, err)
+	require.Zero(t, stats.Created, "no job made twice")
+	require.Empty(t, pending(bundle.rows(t)))
+	require.EqualValues(t, 5, bundle.jobCount(t, "q"))
+}

@@ -148,7 +148,20 @@ func (b *pgBatch) markFailed(ctx context.Context, id int64, reason string, now t
 	return err == nil, err
 }
 
-func (b *pgBatch) commit(ctx context.Context) error { return b.tx.Commit(ctx) }
+// commit commits the marks. A commit whose answer was lost says so: its
+// marks may have landed, and the rows it did not mark are relayed again,
+// as duplicates of the jobs this batch added.
+func (b *pgBatch) commit(ctx context.Context) error {
+	err := b.tx.Commit(ctx)
+	if pgsql.CommitInDoubt(err) {
+		return fmt.Errorf("%w: %w", errCommitInDoubt, err)
+	}
+	return err
+}
+
+// errCommitInDoubt is a batch commit sent whose answer was lost.
+var errCommitInDoubt = errors.New("the commit's answer was lost and the rows may be marked sent or not " +
+	"(those not marked are relayed again, as duplicates of their jobs)")
 
 func (b *pgBatch) rollback(ctx context.Context) error {
 	if err := b.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
