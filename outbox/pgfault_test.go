@@ -292,7 +292,13 @@ func TestRelayListenOutlivesAHalfOpenConnection(t *testing.T) {
 	testkit.WaitFor(t, 90*time.Second, "the row after the fault relayed", func() bool {
 		return len(pending(bundle.rows(t))) == 0
 	})
-	require.Contains(t, logs.String(), `msg="outbox listen connection lost; reconnecting" attempt=1`)
+	// A batch already under way when the connections went half-open
+	// retries on a new connection once BatchTimeout (30 s) runs out, and
+	// may relay the row before the listener's check (30 s of silence, then
+	// a ping of up to 10 s) has logged: wait for the log line too.
+	testkit.WaitFor(t, 60*time.Second, "the dead LISTEN connection logged", func() bool {
+		return strings.Contains(logs.String(), `msg="outbox listen connection lost; reconnecting" attempt=1`)
+	})
 	require.Contains(t, logs.String(), "listen connection silent for 30s did not answer a ping")
 	require.EqualValues(t, 2, bundle.jobCount(t, "q"))
 }
