@@ -183,3 +183,27 @@ func TestPauseResumeUnderClientRetry(t *testing.T) {
 	require.Equal(t, int64(2), r.proxy.Dropped(), "the reply was lost again")
 	require.Equal(t, 2, events("resumed"), "the warm-up's and the call's")
 }
+
+// TestRemoveOrphanedJobsUnderClientRetry: the first run of the script that
+// deletes a batch of orphaned job hashes deletes them, its reply is lost,
+// go-redis sends it again. Before, the second run found none left and
+// RemoveOrphanedJobs answered 0 for the 2 hashes it had deleted.
+func TestRemoveOrphanedJobsUnderClientRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newLostReplyRig(t, nil)
+	base := r.prefix + ":q:"
+	require.NoError(t, r.direct.HSet(ctx, base+"lost0", "name", "j").Err())
+	n, err := r.q.RemoveOrphanedJobs(ctx, 0, 0)
+	require.NoError(t, err, "warm-up")
+	require.Equal(t, 1, n, "warm-up")
+	require.NoError(t, r.direct.HSet(ctx, base+"lost1", "name", "j").Err())
+	require.NoError(t, r.direct.HSet(ctx, base+"lost2", "name", "j").Err())
+
+	r.proxy.DropReplyTo("evalsha")
+	n, err = r.q.RemoveOrphanedJobs(ctx, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.proxy.Dropped(), "the reply was lost once")
+	require.Equal(t, 2, n, "the hashes it deleted")
+	require.Zero(t, r.direct.Exists(ctx, base+"lost1", base+"lost2").Val())
+}
