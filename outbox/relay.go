@@ -379,10 +379,11 @@ func (r *Relay) Close(ctx context.Context) error {
 // Flush relays every pending row now, batch after batch, and returns what it
 // did. Rows other relays' batches hold are theirs, and a row whose
 // Deduplication ID an older row held there has too waits for it (see the
-// package documentation): Flush leaves both pending. It stops at the first failed batch and returns its error; rows
-// relayed before stay relayed. Each batch is bounded by
-// RelayOptions.BatchTimeout. On a started relay it first waits for the
-// background batch in flight, if any, or for ctx to end.
+// package documentation): Flush leaves both pending. It stops at the first
+// failed batch and returns its error; rows relayed before stay relayed.
+// Each batch is bounded by RelayOptions.BatchTimeout. On a started relay it
+// first waits for the background batch in flight, if any, or for ctx to
+// end.
 func (r *Relay) Flush(ctx context.Context) (Stats, error) {
 	if r.noDB {
 		return Stats{}, fmt.Errorf("outbox: flush: %w", errNoDB)
