@@ -38,6 +38,9 @@ func TestRelayDebouncedRowsKeepTheirOrder(t *testing.T) {
 			a := bundle.newRelay(t, nil)
 			b := bundle.newRelay(t, nil)
 			added, release := make(chan struct{}), make(chan struct{})
+			var released sync.Once
+			free := func() { released.Do(func() { close(release) }) }
+			t.Cleanup(free) // before the relays' Close, should the test fail while A waits
 			outbox.SetTestHooks(a, nil, func(context.Context) error {
 				close(added)
 				<-release
@@ -52,7 +55,7 @@ func TestRelayDebouncedRowsKeepTheirOrder(t *testing.T) {
 			bundle.add(t, debounced("newer"))
 			_, err := b.Flush(ctx)
 			require.NoError(t, err)
-			close(release)
+			free()
 			require.Error(t, <-done, "relay A died")
 
 			// Row 1 is pending again; relays go on until every row is sent.
@@ -90,6 +93,9 @@ func TestRelayRowsGoOnPastAWaitingRow(t *testing.T) {
 			a := bundle.newRelay(t, &outbox.RelayOptions{BatchSize: 1})
 			b := bundle.newRelay(t, &outbox.RelayOptions{BatchSize: 2})
 			added, release := make(chan struct{}), make(chan struct{})
+			var released sync.Once
+			free := func() { released.Do(func() { close(release) }) }
+			t.Cleanup(free) // before the relays' Close, should the test fail while A waits
 			var first sync.Once
 			outbox.SetTestHooks(a, nil, func(context.Context) error {
 				first.Do(func() { // A's first batch, row 1 alone; its next ones go through
@@ -109,7 +115,7 @@ func TestRelayRowsGoOnPastAWaitingRow(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, outbox.Stats{Created: 3}, stats, "the plain rows")
 			require.Equal(t, []int64{1, 2}, pending(bundle.rows(t)), "A's row, and the row waiting for it")
-			close(release)
+			free()
 			require.NoError(t, <-done) // A may relay row 2 itself, after row 1
 
 			_, err = b.Flush(ctx)
