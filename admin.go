@@ -122,7 +122,7 @@ func (j *Job) ChangePriority(ctx context.Context, priority int, lifo bool) error
 	if err := j.queue.check(); err != nil {
 		return err
 	}
-	return j.err("change priority of", scripts.ChangePriority(ctx, j.queue.writes(), j.queue.k, j.ID, priority, lifo))
+	return j.err("change priority of", scripts.ChangePriority(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, priority, lifo))
 }
 
 // RemoveOptions configure Job.Remove. Nil means defaults.

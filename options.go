@@ -409,8 +409,9 @@ type QueueOptions struct {
 	// three quarters of the window. A CancelJob that fails a job not
 	// running is recorded the same way, so go-redis's resend of it is
 	// answered with its success rather than "the job is failed"; so are
-	// the admin writes, Job.Log, Job.UpdateProgress and the
-	// RemoveDeduplicationKey calls (a key per call, for the window: a resend
+	// the admin writes, Job.Log, Job.UpdateProgress, the
+	// RemoveDeduplicationKey calls, Pause, Resume, RemoveRateLimitKey and
+	// RemoveOrphanedJobs' removals (a key per call, for the window: a resend
 	// neither appends the log line nor writes the progress event again).
 	//
 	// Defaults to AddRetryWindowDefault (1 minute). Must be at least 1ms.

@@ -780,7 +780,7 @@ func (q *Queue) Pause(ctx context.Context) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	if _, err := scripts.Pause(ctx, q.writes(), q.k, true); err != nil {
+	if _, err := scripts.Pause(ctx, q.writes(), q.k, q.call(), true); err != nil {
 		return fmt.Errorf("pause queue %q: %w", q.name, err)
 	}
 	return nil
@@ -791,7 +791,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	if _, err := scripts.Pause(ctx, q.writes(), q.k, false); err != nil {
+	if _, err := scripts.Pause(ctx, q.writes(), q.k, q.call(), false); err != nil {
 		return fmt.Errorf("resume queue %q: %w", q.name, err)
 	}
 	return nil

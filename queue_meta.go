@@ -180,7 +180,7 @@ func (q *Queue) RemoveOrphanedJobs(ctx context.Context, count, limit int) (int, 
 	if err := q.check(); err != nil {
 		return 0, err
 	}
-	n, err := orphans.Sweep(ctx, q.rdb, q.k, count, limit, true)
+	n, err := orphans.Sweep(ctx, q.rdb, q.k, count, limit, true, q.opts.AddRetryWindow)
 	if err != nil {
 		return n, fmt.Errorf("remove orphaned jobs of queue %q: %w", q.name, err)
 	}

@@ -30,13 +30,13 @@ func (q *Queue) RateLimit(ctx context.Context, d time.Duration) error {
 // current window of a Limiter) for the next fetch of every worker. A worker
 // already sleeping after its processor returned ErrRateLimited sleeps on
 // (at most its WorkerOptions.MaxRateLimitWait), as a BullMQ worker does. It
-// reports whether there was a key.
+// reports whether there was a key, once per call: when go-redis resends
+// the call after a lost reply, the answer is the first run's.
 func (q *Queue) RemoveRateLimitKey(ctx context.Context) (bool, error) {
 	if err := q.check(); err != nil {
 		return false, err
 	}
-	n, err := q.writes().Do(ctx, "del", q.k.Limiter()).Int()
-	return n > 0, err
+	return scripts.RemoveRateLimitKey(ctx, q.writes(), q.k, q.call())
 }
 
 // GetRateLimitTTL reports how long the limiter key still blocks, as BullMQ's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,4 +162,85 @@ func TestAuditEntryReplyLost(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, promotions, "one promotion, one entry: %+v", log.Entries)
+}
+
+// TestFailedSignInReplyLost: the reply to the write that counts a failed
+// sign-in is lost and go-redis sends it again. The failure must count
+// once: before, the resend ran the HINCRBY again, so one wrong password
+// counted as two against the client and the user, and the throttle (5 free
+// failures) closed after 3.
+func TestFailedSignInReplyLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	direct, prefix := redistest.Client(t)
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default resends
+	t.Cleanup(func() { _ = rdb.Close() })
+	// The first write to a throttle key (not its read) loses its reply:
+	// armed from a hook, right before that write is sent.
+	arm := &throttleWriteDrop{proxy: proxy}
+	rdb.AddHook(arm)
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(ctx) })
+	h, err := dashboard.New(ins, &dashboard.Options{Auth: testUsers()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	resp, err := http.Post(srv.URL+"/api/login", "application/json",
+		strings.NewReader(`{"user":"otto","password":"guess-guess-guess-guess"}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Equal(t, int64(1), proxy.Dropped(), "the count's reply was lost once")
+	for _, party := range []string{"client:127.0.0.1", "user:otto"} {
+		n, err := direct.HGet(ctx, prefix+"::dashboard:throttle:"+party, "n").Result()
+		require.NoError(t, err)
+		require.Equal(t, "1", n, "one failure counted against %s", party)
+	}
+}
+
+// throttleWriteDrop arms its proxy to lose the reply of the first command
+// or pipeline that writes a sign-in throttle key, whatever the commands.
+type throttleWriteDrop struct {
+	proxy *faultproxy.Proxy
+	once  sync.Once
+}
+
+func (d *throttleWriteDrop) writes(cmds ...redis.Cmder) bool {
+	for _, c := range cmds {
+		if c.Name() == "hmget" {
+			continue
+		}
+		for _, a := range c.Args() {
+			if s, ok := a.(string); ok && strings.Contains(s, "::dashboard:throttle:") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (d *throttleWriteDrop) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (d *throttleWriteDrop) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if d.writes(cmd) {
+			d.once.Do(func() { d.proxy.DropReplyTo("::dashboard:throttle:") })
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (d *throttleWriteDrop) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if d.writes(cmds...) {
+			d.once.Do(func() { d.proxy.DropReplyTo("::dashboard:throttle:") })
+		}
+		return next(ctx, cmds)
+	}
 }

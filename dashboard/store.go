@@ -190,19 +190,31 @@ func (s *store) throttled(ctx context.Context, now time.Time, parties ...throttl
 	return wait, nil
 }
 
-// failed counts a failed sign-in against the parties.
+// countFailure counts one failed sign-in on a throttle hash (KEYS[1]),
+// once per attempt: the attempt's token (ARGV[1]) is kept in field "f",
+// and a run that finds it there is go-redis resending the call after a
+// lost reply, which must not count the failure again. ARGV[2] is the
+// attempt's time (ms), ARGV[3] the window (ms). Dashboards before this
+// read and write "n" and "last" alone; "f" is ignored by them.
+var countFailure = redis.NewScript(`
+if redis.call("HGET", KEYS[1], "f") ~= ARGV[1] then
+  redis.call("HINCRBY", KEYS[1], "n", 1)
+  redis.call("HSET", KEYS[1], "f", ARGV[1], "last", ARGV[2])
+end
+redis.call("PEXPIRE", KEYS[1], ARGV[3])
+return 1
+`)
+
+// failed counts a failed sign-in against the parties, once each: one
+// script call per party, whose keys need not share a cluster slot.
 func (s *store) failed(ctx context.Context, now time.Time, parties ...throttleKey) error {
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, t := range parties {
-			k := s.k.Throttle(t.kind, t.id)
-			p.HIncrBy(ctx, k, "n", 1)
-			p.HSet(ctx, k, "last", now.UnixMilli())
-			p.PExpire(ctx, k, throttleWindow)
+	attempt := randomToken()
+	for _, t := range parties {
+		err := countFailure.Run(ctx, s.rdb, []string{s.k.Throttle(t.kind, t.id)},
+			attempt, now.UnixMilli(), throttleWindow.Milliseconds()).Err()
+		if err != nil {
+			return fmt.Errorf("count failed sign-in: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("count failed sign-in: %w", err)
 	}
 	return nil
 }

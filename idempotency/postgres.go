@@ -2,11 +2,9 @@ package idempotency
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/seed40057009/drover/internal/pgsql"
 )
@@ -40,18 +38,8 @@ func (p postgres) begin(ctx context.Context) (pgx.Tx, error) {
 
 func (postgres) commit(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) }
 
-// commitInDoubt: unless PostgreSQL answered (a *pgconn.PgError: the
-// transaction rolled back), the transaction was over before the COMMIT, or
-// ctx had ended before it was sent, the COMMIT went out and its answer was
-// lost. pgconn.SafeToRetry alone cannot tell: a connection that broke while
-// pgx sent the COMMIT (its background reader met the reset) comes back as
-// "conn closed", which pgx calls safe to retry, after the COMMIT ran.
-func (postgres) commitInDoubt(err error) bool {
-	var pgErr *pgconn.PgError
-	notSent := pgconn.SafeToRetry(err) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
-	return !errors.As(err, &pgErr) && !notSent &&
-		!errors.Is(err, pgx.ErrTxClosed) && !errors.Is(err, pgx.ErrTxCommitRollback)
-}
+// commitInDoubt: see pgsql.CommitInDoubt.
+func (postgres) commitInDoubt(err error) bool { return pgsql.CommitInDoubt(err) }
 
 // oneWriter: a claim locks its key only.
 func (postgres) oneWriter() bool { return false }

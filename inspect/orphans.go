@@ -20,7 +20,7 @@ func (i *Inspector) CountOrphanedJobs(ctx context.Context, queue string, count, 
 	if _, err := i.existing(ctx, queue); err != nil {
 		return 0, err
 	}
-	n, err := orphans.Sweep(ctx, i.rdb, i.keys(queue), count, limit, false)
+	n, err := orphans.Sweep(ctx, i.rdb, i.keys(queue), count, limit, false, 0)
 	if err != nil {
 		return n, fmt.Errorf("inspect: count orphaned jobs of queue %q: %w", queue, err)
 	}

@@ -56,6 +56,26 @@
 // A row with its own JobID keeps it, so business ids stay business ids; a
 // row whose JobID names an existing job is relayed as its duplicate.
 //
+// On PostgreSQL, commit the transactions that write rows durably
+// (synchronous_commit on, the default). A relay sees a row as soon as its
+// transaction commits; with synchronous_commit off a server crash can then
+// lose the commit after the relay added the job (a job whose row and
+// business transaction are gone), and the lost row's id may go to a new row,
+// whose job the relay would take for that job's duplicate.
+//
+// # Rows of one Deduplication ID
+//
+// Rows sharing a Deduplication ID in Replace (debounce) mode reach Redis in
+// row order, so the newest row's job is the one that stands: a row whose
+// ID an older pending row has, held by another relay's batch in flight,
+// waits for that batch (to the next poll), even across relays; added
+// first, it would be replaced by the older row's job. A relay that dies
+// holding the older row delays the newer ones until its rows are released
+// (PostgreSQL: with its connection; SQLite: when its lease runs out).
+// Rows of one batch are added in row order. Row ids are taken at insert,
+// not at commit: a row whose transaction commits after a newer row of its
+// ID was relayed is relayed after it, and its job replaces the newer one.
+//
 // # PostgreSQL and SQLite
 //
 // On PostgreSQL a batch is a transaction that locks its rows (FOR UPDATE

@@ -61,6 +61,12 @@ type source interface {
 // rows to another relay, which settles them).
 type batch interface {
 	rows() []row
+	// olderPending returns the pending rows with options older than row
+	// id, those of other batches included.
+	olderPending(ctx context.Context, id int64) ([]row, error)
+	// leave gives up the batch's hold on rows it will not settle: they
+	// stay pending for a later batch (at commit or rollback).
+	leave(ids []int64)
 	markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) (int, error)
 	markFailed(ctx context.Context, id int64, reason string, now time.Time) (bool, error)
 	commit(ctx context.Context) error

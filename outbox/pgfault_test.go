@@ -292,7 +292,59 @@ func TestRelayListenOutlivesAHalfOpenConnection(t *testing.T) {
 	testkit.WaitFor(t, 90*time.Second, "the row after the fault relayed", func() bool {
 		return len(pending(bundle.rows(t))) == 0
 	})
-	require.Contains(t, logs.String(), `msg="outbox listen connection lost; reconnecting" attempt=1`)
+	// A batch already under way when the connections went half-open
+	// retries on a new connection once BatchTimeout (30 s) runs out, and
+	// may relay the row before the listener's check (30 s of silence, then
+	// a ping of up to 10 s) has logged: wait for the log line too.
+	testkit.WaitFor(t, 60*time.Second, "the dead LISTEN connection logged", func() bool {
+		return strings.Contains(logs.String(), `msg="outbox listen connection lost; reconnecting" attempt=1`)
+	})
 	require.Contains(t, logs.String(), "listen connection silent for 30s did not answer a ping")
 	require.EqualValues(t, 2, bundle.jobCount(t, "q"))
+}
+
+// TestRelayPostgresBatchTimeoutOverTheIdleLimit: a BatchTimeout longer
+// than PostgreSQL's largest idle_in_transaction_session_timeout (2^31-1 ms,
+// about 24.8 days), say a month to bound batches loosely. Before, the
+// claim set the idle limit to the BatchTimeout as it was, PostgreSQL
+// refused the value (SQLSTATE 22023), and every batch failed: no row was
+// ever relayed.
+func TestRelayPostgresBatchTimeoutOverTheIdleLimit(t *testing.T) {
+	t.Parallel()
+	bundle := setupPostgres(t)
+	bundle.add(t, job{queue: "q", name: "n"})
+	relay := bundle.newRelay(t, &outbox.RelayOptions{BatchTimeout: 30 * 24 * time.Hour})
+	stats, err := relay.Flush(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, outbox.Stats{Created: 1}, stats)
+}
+
+// TestRelayBatchCommitAnswerLost: the answer to a batch's COMMIT is lost
+// (the connection resets right after PostgreSQL ran it). The batch's error
+// must say that its rows may be marked, and every row must still be one
+// job. Before, Flush failed with a bare "commit batch: conn closed",
+// which reads as "nothing was marked", for a commit that landed.
+func TestRelayBatchCommitAnswerLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bundle := setupPostgres(t)
+	for i := range 5 {
+		bundle.add(t, job{queue: "q", name: "n", data: i})
+	}
+	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
+		return outbox.NewRelay(outbox.NewPostgres(pool), bundle.rdb, o)
+	}, nil)
+
+	proxy.DropReplyTo("commit\x00") // pgx's simple-protocol COMMIT, not "read committed"
+	_, err := relay.Flush(ctx)
+	require.Equal(t, int64(1), proxy.Dropped(), "the commit's answer was lost")
+	require.ErrorContains(t, err, "commit batch")
+	require.ErrorContains(t, err, "may be marked sent or not")
+
+	stats, err := relay.Flush(ctx)
+	require.NoError(t, err)
+	require.Zero(t, stats.Created, "no job made twice")
+	require.Empty(t, pending(bundle.rows(t)))
+	require.EqualValues(t, 5, bundle.jobCount(t, "q"))
 }

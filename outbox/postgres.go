@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -25,6 +26,7 @@ var (
 	pgClaim      = pgsql.Query(pgsql.Postgres, "OutboxClaimBatch")
 	pgIdleLimit  = pgsql.Query(pgsql.Postgres, "OutboxBatchIdleLimit")
 	pgMarkSent   = pgsql.Query(pgsql.Postgres, "OutboxMarkSent")
+	pgOlder      = pgsql.Query(pgsql.Postgres, "OutboxOlderPending")
 	pgMarkFailed = pgsql.Query(pgsql.Postgres, "OutboxMarkFailed")
 	pgListen     = pgsql.Query(pgsql.Postgres, "OutboxListen")
 	pgPrune      = pgsql.Query(pgsql.Postgres, "OutboxPrune")
@@ -59,7 +61,7 @@ func (p postgres) claim(ctx context.Context, limit int, idle time.Duration) (bat
 		return nil, err
 	}
 	var calls pgx.Batch
-	calls.Queue(pgIdleLimit, strconv.FormatInt(max(idle.Milliseconds(), 1), 10))
+	calls.Queue(pgIdleLimit, strconv.FormatInt(idleLimitMs(idle), 10))
 	calls.Queue(pgClaim, limit)
 	results := tx.SendBatch(ctx, &calls)
 	if _, err := results.Exec(); err != nil {
@@ -73,19 +75,7 @@ func (p postgres) claim(ctx context.Context, limit int, idle time.Duration) (bat
 		rollback(ctx, tx)
 		return nil, err
 	}
-	rows, err := pgx.CollectRows(pgRows, func(r pgx.CollectableRow) (row, error) {
-		var (
-			out  row
-			data string
-			opts *string
-		)
-		err := r.Scan(&out.id, &out.queue, &out.name, &data, &opts)
-		out.data = []byte(data)
-		if opts != nil {
-			out.opts = []byte(*opts)
-		}
-		return out, err
-	})
+	rows, err := pgx.CollectRows(pgRows, scanRow)
 	if cerr := results.Close(); err == nil {
 		err = cerr
 	}
@@ -94,6 +84,29 @@ func (p postgres) claim(ctx context.Context, limit int, idle time.Duration) (bat
 		return nil, err
 	}
 	return &pgBatch{tx: tx, claimed: rows}, nil
+}
+
+// scanRow reads a row of drover_outbox: id, queue, name, data, opts.
+func scanRow(r pgx.CollectableRow) (row, error) {
+	var (
+		out  row
+		data string
+		opts *string
+	)
+	err := r.Scan(&out.id, &out.queue, &out.name, &data, &opts)
+	out.data = []byte(data)
+	if opts != nil {
+		out.opts = []byte(*opts)
+	}
+	return out, err
+}
+
+// idleLimitMs is idle as idle_in_transaction_session_timeout takes it:
+// whole milliseconds, at least 1 and at most the setting's maximum,
+// math.MaxInt32 (about 24.8 days). PostgreSQL refuses a larger value, and
+// with it every claim of a relay whose BatchTimeout is longer.
+func idleLimitMs(idle time.Duration) int64 {
+	return min(max(idle.Milliseconds(), 1), math.MaxInt32)
 }
 
 // rollback ends tx after a failed claim, detached from ctx and bounded
@@ -111,6 +124,17 @@ type pgBatch struct {
 
 func (b *pgBatch) rows() []row { return b.claimed }
 
+func (b *pgBatch) olderPending(ctx context.Context, id int64) ([]row, error) {
+	rs, err := b.tx.Query(ctx, pgOlder, id)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rs, scanRow)
+}
+
+// leave does nothing: the rows' locks go with the transaction.
+func (b *pgBatch) leave([]int64) {}
+
 // markSent marks every row: the batch's row locks hold them all.
 func (b *pgBatch) markSent(ctx context.Context, ids []int64, jobIDs []string, now time.Time) (int, error) {
 	if _, err := b.tx.Exec(ctx, pgMarkSent, ids, jobIDs, now); err != nil {
@@ -124,7 +148,20 @@ func (b *pgBatch) markFailed(ctx context.Context, id int64, reason string, now t
 	return err == nil, err
 }
 
-func (b *pgBatch) commit(ctx context.Context) error { return b.tx.Commit(ctx) }
+// commit commits the marks. A commit whose answer was lost says so: its
+// marks may have landed, and the rows it did not mark are relayed again,
+// as duplicates of the jobs this batch added.
+func (b *pgBatch) commit(ctx context.Context) error {
+	err := b.tx.Commit(ctx)
+	if pgsql.CommitInDoubt(err) {
+		return fmt.Errorf("%w: %w", errCommitInDoubt, err)
+	}
+	return err
+}
+
+// errCommitInDoubt is a batch commit sent whose answer was lost.
+var errCommitInDoubt = errors.New("the commit's answer was lost and the rows may be marked sent or not " +
+	"(those not marked are relayed again, as duplicates of their jobs)")
 
 func (b *pgBatch) rollback(ctx context.Context) error {
 	if err := b.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {

@@ -81,7 +81,8 @@ type RelayOptions struct {
 	// the relay): the call would otherwise wait for the operating system to
 	// give up on the connection, tens of minutes, and the relay with it. On
 	// PostgreSQL it is also the batch transaction's
-	// idle_in_transaction_session_timeout (set for that transaction only):
+	// idle_in_transaction_session_timeout (set for that transaction only,
+	// at most PostgreSQL's maximum, about 24.8 days):
 	// the server, which cannot see that the relay is gone, ends its side of
 	// the session once it has been idle that long, and the rows it locked
 	// are relayed again, where they would wait for the server's TCP
@@ -376,10 +377,13 @@ func (r *Relay) Close(ctx context.Context) error {
 }
 
 // Flush relays every pending row now, batch after batch, and returns what it
-// did. It stops at the first failed batch and returns its error; rows
-// relayed before stay relayed. Each batch is bounded by
-// RelayOptions.BatchTimeout. On a started relay it first waits for the
-// background batch in flight, if any, or for ctx to end.
+// did. Rows other relays' batches hold are theirs, and a row whose
+// Deduplication ID an older row held there has too waits for it (see the
+// package documentation): Flush leaves both pending. It stops at the first
+// failed batch and returns its error; rows relayed before stay relayed.
+// Each batch is bounded by RelayOptions.BatchTimeout. On a started relay it
+// first waits for the background batch in flight, if any, or for ctx to
+// end.
 func (r *Relay) Flush(ctx context.Context) (Stats, error) {
 	if r.noDB {
 		return Stats{}, fmt.Errorf("outbox: flush: %w", errNoDB)
@@ -551,7 +555,8 @@ type settled struct {
 var errBatchTimedOut = errors.New("the batch ran out of RelayOptions.BatchTimeout")
 
 // relayBatch claims, adds and marks one batch, within BatchTimeout. It
-// returns the number of rows claimed, so the caller knows whether more may
+// returns the number of rows claimed (0 when every row claimed waits for an
+// older row of its Deduplication ID), so the caller knows whether more may
 // be pending.
 func (r *Relay) relayBatch(ctx context.Context) (Stats, int, error) {
 	bctx, cancel := context.WithTimeoutCause(ctx, r.opts.BatchTimeout, errBatchTimedOut)
@@ -581,15 +586,25 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 	if len(rows) == 0 {
 		return Stats{}, 0, nil
 	}
+	claimed := len(rows)
+	rows, err = r.inOrder(ctx, b, rows)
+	if err != nil {
+		return Stats{}, claimed, err
+	}
+	if len(rows) == 0 {
+		// All wait for older rows of their ids: reported as none claimed,
+		// so Flush does not claim them again at once.
+		return Stats{}, 0, nil
+	}
 	if err := callHook(ctx, r.hooks.beforeAdd); err != nil {
-		return Stats{}, len(rows), err
+		return Stats{}, claimed, err
 	}
 	results, err := r.addAll(ctx, rows)
 	if err != nil {
-		return Stats{}, len(rows), err
+		return Stats{}, claimed, err
 	}
 	if err := callHook(ctx, r.hooks.afterAdd); err != nil {
-		return Stats{}, len(rows), err
+		return Stats{}, claimed, err
 	}
 
 	now := time.Now()
@@ -604,7 +619,7 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 		if s.failure != nil {
 			marked, err := b.markFailed(ctx, s.row.id, s.failure.Error(), now)
 			if err != nil {
-				return Stats{}, len(rows), fmt.Errorf("outbox: mark row %d failed: %w", s.row.id, err)
+				return Stats{}, claimed, fmt.Errorf("outbox: mark row %d failed: %w", s.row.id, err)
 			}
 			if !marked {
 				// Its holder decides; this batch's verdict is not logged
@@ -630,15 +645,15 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 	if len(ids) > 0 {
 		marked, err := b.markSent(ctx, ids, jobIDs, now)
 		if err != nil {
-			return Stats{}, len(rows), fmt.Errorf("outbox: mark %d rows sent: %w", len(ids), err)
+			return Stats{}, claimed, fmt.Errorf("outbox: mark %d rows sent: %w", len(ids), err)
 		}
 		lost += len(ids) - marked
 	}
 	if err := callHook(ctx, r.hooks.beforeCommit); err != nil {
-		return Stats{}, len(rows), err
+		return Stats{}, claimed, err
 	}
 	if err := b.commit(ctx); err != nil {
-		return Stats{}, len(rows), fmt.Errorf("outbox: commit batch: %w", err)
+		return Stats{}, claimed, fmt.Errorf("outbox: commit batch: %w", err)
 	}
 
 	for _, s := range results {
@@ -655,7 +670,90 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 	r.logger.InfoContext(ctx, "outbox batch relayed",
 		slog.Int(logkey.Count, stats.Sent()), slog.Int(logkey.Created, stats.Created),
 		slog.Int(logkey.Duplicates, stats.Duplicates))
-	return stats, len(rows), nil
+	// All claimed, the rows left waiting included: a full batch that made
+	// progress means more rows may be pending behind it.
+	return stats, claimed, nil
+}
+
+// inOrder returns the rows of the batch that may be added now. A row whose
+// Deduplication ID an older pending row in Replace (debounce) mode has too
+// waits for it, held by another relay's batch in flight: added after this
+// one, that row's job would replace this one's, the older row winning
+// (and a batch that dies after its add leaves its row to be added again
+// later, when it would do so too). The rows left wait for a later batch,
+// this relay's next poll; rows of one batch are added in their order.
+// Only a batch holding a row with a Deduplication ID asks the database.
+func (r *Relay) inOrder(ctx context.Context, b batch, rows []row) ([]row, error) {
+	var newest int64
+	for _, rw := range rows {
+		if _, ok := dedupOf(rw); ok {
+			newest = rw.id
+		}
+	}
+	if newest == 0 {
+		return rows, nil
+	}
+	older, err := b.olderPending(ctx, newest)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: read older pending rows: %w", err)
+	}
+	mine := make(map[int64]bool, len(rows))
+	for _, rw := range rows {
+		mine[rw.id] = true
+	}
+	first := make(map[dedupKey]int64) // the oldest replacing row of each id held elsewhere
+	for _, o := range older {
+		if mine[o.id] {
+			continue
+		}
+		if k, ok := dedupOf(o); ok && k.replace {
+			k.replace = false
+			if _, seen := first[k]; !seen {
+				first[k] = o.id
+			}
+		}
+	}
+	if len(first) == 0 {
+		return rows, nil
+	}
+	now := rows[:0:0]
+	var left []int64
+	for _, rw := range rows {
+		if k, ok := dedupOf(rw); ok {
+			k.replace = false
+			if id, held := first[k]; held && id < rw.id {
+				left = append(left, rw.id)
+				continue
+			}
+		}
+		now = append(now, rw)
+	}
+	if len(left) > 0 {
+		b.leave(left)
+		r.logger.InfoContext(ctx, "outbox rows wait for an older row of their deduplication id held by another relay",
+			slog.Int(logkey.Count, len(left)))
+	}
+	return now, nil
+}
+
+// dedupKey is a row's queue and Deduplication ID, and whether its add
+// replaces a delayed owner of the id (Replace).
+type dedupKey struct {
+	queue, id string
+	replace   bool
+}
+
+// dedupOf reads the row's Deduplication ID; false without one (or with
+// options the relay will refuse anyway).
+func dedupOf(rw row) (dedupKey, bool) {
+	if rw.opts == nil {
+		return dedupKey{}, false
+	}
+	o, err := decodeOpts(rw.opts)
+	if err != nil || o == nil || o.Deduplication == nil || o.Deduplication.ID == "" {
+		return dedupKey{}, false
+	}
+	return dedupKey{queue: rw.queue, id: o.Deduplication.ID, replace: o.Deduplication.Replace}, true
 }
 
 func callHook(ctx context.Context, h func(context.Context) error) error {

@@ -32,6 +32,7 @@ var (
 	liteClaim      = pgsql.Query(pgsql.SQLite, "OutboxClaimBatch")
 	liteClaimed    = pgsql.Query(pgsql.SQLite, "OutboxClaimed")
 	liteMarkSent   = pgsql.Query(pgsql.SQLite, "OutboxMarkSent")
+	liteOlder      = pgsql.Query(pgsql.SQLite, "OutboxOlderPending")
 	liteMarkFailed = pgsql.Query(pgsql.SQLite, "OutboxMarkFailed")
 	liteRelease    = pgsql.Query(pgsql.SQLite, "OutboxRelease")
 	litePrune      = pgsql.Query(pgsql.SQLite, "OutboxPrune")
@@ -92,12 +93,19 @@ func (s sqlite) claim(ctx context.Context, limit int, _ time.Duration) (batch, e
 }
 
 // read reads the rows the batch's claim holds.
-func (b *liteBatch) read(ctx context.Context) error {
-	rs, err := b.db.QueryContext(ctx, liteClaimed, b.token)
+func (b *liteBatch) read(ctx context.Context) (err error) {
+	b.claimed, err = liteRows(ctx, b.db, liteClaimed, b.token)
+	return err
+}
+
+// liteRows runs query, which selects id, queue, name, data, opts.
+func liteRows(ctx context.Context, db *sql.DB, query string, args ...any) ([]row, error) {
+	rs, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rs.Close()
+	var out []row
 	for rs.Next() {
 		var (
 			r    row
@@ -105,15 +113,28 @@ func (b *liteBatch) read(ctx context.Context) error {
 			opts sql.NullString
 		)
 		if err := rs.Scan(&r.id, &r.queue, &r.name, &data, &opts); err != nil {
-			return err
+			return nil, err
 		}
 		r.data = []byte(data)
 		if opts.Valid {
 			r.opts = []byte(opts.String)
 		}
-		b.claimed = append(b.claimed, r)
+		out = append(out, r)
 	}
-	return rs.Err()
+	return out, rs.Err()
+}
+
+func (b *liteBatch) olderPending(ctx context.Context, id int64) ([]row, error) {
+	return liteRows(ctx, b.db, liteOlder, id)
+}
+
+// leave marks the batch as one that settles only some of its rows: the
+// claim is given back after the commit too (rollback), which returns the
+// rows left unmarked to the next claim at once rather than after the lease.
+func (b *liteBatch) leave(ids []int64) {
+	if len(ids) > 0 {
+		b.partial = true
+	}
 }
 
 // claimHint names the missing migration when the claim columns are absent:
@@ -133,6 +154,7 @@ type liteBatch struct {
 	claimed []row
 	tx      *sql.Tx
 	done    bool // committed: every row it still held is marked
+	partial bool // rows were left unmarked on purpose (leave)
 }
 
 func (b *liteBatch) rows() []row { return b.claimed }
@@ -186,7 +208,7 @@ func (b *liteBatch) commit(context.Context) error {
 	}
 	err := b.tx.Commit()
 	b.tx = nil
-	b.done = err == nil
+	b.done = err == nil && !b.partial
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -26,8 +27,11 @@ const batch = 100
 // CountDefault) and checks the job ids it finds, batch by batch, in one
 // script each: an id no state set holds is an orphan. With remove its keys
 // are deleted; without, it is only counted. It stops once limit orphans
-// (0 = no bound) were found and returns how many it found.
-func Sweep(ctx context.Context, rdb redis.UniversalClient, k keys.Queue, count, limit int, remove bool) (int, error) {
+// (0 = no bound) were found and returns how many it found. A removing
+// script call carries a call token valid for window (the queue's
+// AddRetryWindow), so that go-redis resending it after a lost reply does
+// not make its deletions go uncounted.
+func Sweep(ctx context.Context, rdb redis.UniversalClient, k keys.Queue, count, limit int, remove bool, window time.Duration) (int, error) {
 	if count == 0 {
 		count = CountDefault
 	}
@@ -54,7 +58,11 @@ func Sweep(ctx context.Context, rdb redis.UniversalClient, k keys.Queue, count, 
 			if limit > 0 {
 				left = limit - found
 			}
-			n, err := scripts.RemoveOrphanedJobs(ctx, rdb, k, left, remove, part)
+			var call scripts.Call // counting only: nothing to do once
+			if remove {
+				call = scripts.NewCall(window)
+			}
+			n, err := scripts.RemoveOrphanedJobs(ctx, rdb, k, call, left, remove, part)
 			if err != nil {
 				return found, err
 			}

@@ -12,7 +12,16 @@ var (
 	getCountsPerPriority      = load("getCountsPerPriority")
 	removeChildDependency     = load("removeChildDependency")
 	removeUnprocessedChildren = load("removeUnprocessedChildren")
+	removeRateLimitKey        = load("removeRateLimitKey")
 )
+
+// RemoveRateLimitKey deletes the queue's limiter key and reports whether
+// there was one, once per call: a resend of the call after a lost reply is
+// answered with the first run's report.
+func RemoveRateLimitKey(ctx context.Context, rdb Doer, k keys.Queue, call Call) (bool, error) {
+	n, err := runCode(ctx, removeRateLimitKey, rdb, k, call.Token, call.ttlMs())
+	return n == 1, err
+}
 
 // RemoveDedupKey deletes the de: key of deduplication id deid when it still
 // names job id (id "": whatever job it names); deid "" takes the job's
@@ -59,14 +68,15 @@ var removeOrphanedJobs = load("removeOrphanedJobs")
 
 // RemoveOrphanedJobs finds those ids no state of the queue holds, at most
 // limit of them (0 = no bound), deletes their keys when remove is set, and
-// returns how many it found.
-func RemoveOrphanedJobs(ctx context.Context, rdb Doer, k keys.Queue, limit int, remove bool, ids []string) (int64, error) {
-	args := make([]any, 0, 2+len(ids))
+// returns how many it found, once per call with a token (a resend after a
+// lost reply is answered with the first run's count).
+func RemoveOrphanedJobs(ctx context.Context, rdb Doer, k keys.Queue, call Call, limit int, remove bool, ids []string) (int64, error) {
+	args := make([]any, 0, 4+len(ids))
 	flag := "0"
 	if remove {
 		flag = "1"
 	}
-	args = append(args, limit, flag)
+	args = append(args, limit, flag, call.Token, call.ttlMs())
 	for _, id := range ids {
 		args = append(args, id)
 	}

@@ -111,5 +111,6 @@ func RemoveJobScheduler(ctx context.Context, rdb Doer, k keys.Queue, call Call, 
 // kept apart from All's list so each feature adds its own.
 func featureScripts() []*script {
 	return []*script{advanceScheduler, upsertJobScheduler, removeJobScheduler, addFlow, moveToWaitingChildren, cancelJob,
-		removeDedupKey, getCountsPerPriority, removeChildDependency, removeUnprocessedChildren, removeOrphanedJobs, readSummaries}
+		removeDedupKey, getCountsPerPriority, removeChildDependency, removeUnprocessedChildren, removeOrphanedJobs,
+		readSummaries, removeRateLimitKey}
 }

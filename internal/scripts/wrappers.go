@@ -583,13 +583,15 @@ func MoveStalledJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, now, int
 	return toInt(res[0]) == 1, moved, nil
 }
 
-// Pause pauses (pause=true) or resumes the queue. Reports whether it changed.
-func Pause(ctx context.Context, rdb Doer, k keys.Queue, pauseIt bool) (bool, error) {
+// Pause pauses (pause=true) or resumes the queue. Reports whether it
+// changed, once per call (a resend after a lost reply writes no second
+// event and answers the first run's report).
+func Pause(ctx context.Context, rdb Doer, k keys.Queue, call Call, pauseIt bool) (bool, error) {
 	op := "resume"
 	if pauseIt {
 		op = "pause"
 	}
-	n, err := pause.run(ctx, rdb, k, op).Int64()
+	n, err := pause.run(ctx, rdb, k, op, call.Token, call.ttlMs()).Int64()
 	return n == 1, err
 }
 
@@ -694,9 +696,10 @@ func ChangeDelay(ctx context.Context, rdb Doer, k keys.Queue, call Call, id stri
 	return err
 }
 
-// ChangePriority gives job id a new priority.
-func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, id string, priority int, lifo bool) error {
-	_, err := runCode(ctx, changePriority, rdb, k, id, priority, boolArg(lifo))
+// ChangePriority gives job id a new priority, once per call (a resend
+// after a lost reply takes no second priority counter).
+func ChangePriority(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, priority int, lifo bool) error {
+	_, err := runCode(ctx, changePriority, rdb, k, id, priority, boolArg(lifo), call.Token, call.ttlMs())
 	return err
 }
 

@@ -1,15 +1,24 @@
 -- changePriority: give a job a new priority; a waiting job is re-queued in the
 -- place the new priority gives it, other states keep it for their next move.
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 job id, 3 priority, 4 lifo ("1"/"0").
+-- ARGV: 1 base, 2 job id, 3 priority, 4 lifo ("1"/"0"), 5 the call token
+--   and 6 its ttl ms (include/once.lua: go-redis resends the command when
+--   its reply is lost, and a second run would take a second priority
+--   counter (pc) and move the job behind its new peers again).
 -- Returns 0; -1 job missing.
 --@include common
 --@include queue
 --@include keytypes
+--@include once
 
 local wrongType = wrongTypeQueueKey()
 if wrongType then
   return wrongType
+end
+
+local callKey, first = onceReply(base, ARGV[5])
+if first then
+  return first
 end
 
 local id = ARGV[2]
@@ -32,4 +41,5 @@ if rcall("ZREM", prioritizedKey, id) > 0 or rcall("LREM", waitKey, -1, id) > 0 t
   end
 end
 rcall("HSET", jobKey, "priority", priority)
+onceRemember(callKey, 0, ARGV[6])
 return 0

@@ -1,12 +1,20 @@
 -- pause: pause or resume a queue. Paused (v6 style): jobs stay in wait, workers stop
 -- taking them, and no wake-up markers are written.
 -- KEYS: the 16 queue keys (include/queue.lua).
--- ARGV: 1 base, 2 "pause" or "resume".
+-- ARGV: 1 base, 2 "pause" or "resume", 3 the call token and 4 its ttl ms
+--   (include/once.lua: go-redis resends the command when its reply is
+--   lost, and a second run would write the event again).
 -- Returns 1 when the state changed, 0 when it already was so (events are
 -- written either way, as BullMQ does).
 --@include common
 --@include queue
 --@include keytypes
+--@include once
+
+local callKey, first = onceReply(base, ARGV[3])
+if first then
+  return first
+end
 
 if ARGV[2] == "pause" then
   -- Only the keys a pause writes: Obliterate pauses first, and it must get
@@ -18,6 +26,7 @@ if ARGV[2] == "pause" then
   local changed = rcall("HSET", metaKey, "paused", 1)
   rcall("DEL", markerKey)
   rcall("XADD", eventsKey, "*", "event", "paused")
+  onceRemember(callKey, changed, ARGV[4])
   return changed
 end
 
@@ -44,4 +53,5 @@ else
   addDelayMarker(markerKey, delayedKey)
 end
 rcall("XADD", eventsKey, "*", "event", "resumed")
+onceRemember(callKey, changed, ARGV[4])
 return changed

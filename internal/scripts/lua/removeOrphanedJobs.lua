@@ -5,10 +5,19 @@
 -- atomically, so a job added, moved or finished meanwhile is seen where it is now.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 at most this many orphans (0 = no bound), 3 "1" delete
--- them, "0" only count them, 4.. job ids.
+-- them, "0" only count them, 4 the call token ("" = none) and 5 its ttl
+-- ms (include/once.lua: go-redis resends the command when its reply is
+-- lost, and a second run would find the orphans deleted and answer 0),
+-- 6.. job ids.
 -- Returns how many orphans it found (with keys to delete).
 --@include common
 --@include queue
+--@include once
+
+local callKey, first = onceReply(base, ARGV[4])
+if first then
+  return first
+end
 
 local limit = tonumber(ARGV[2])
 local remove = ARGV[3] == "1"
@@ -17,7 +26,7 @@ local remove = ARGV[3] == "1"
 local sortedSets = {prioritizedKey, delayedKey, waitingChildrenKey, completedKey, failedKey}
 local lists = {waitKey, activeKey, pausedKey}
 local found = 0
-for i = 4, #ARGV do
+for i = 6, #ARGV do
   if limit > 0 and found >= limit then
     break
   end
@@ -44,4 +53,5 @@ for i = 4, #ARGV do
     end
   end
 end
+onceRemember(callKey, found, ARGV[5])
 return found

@@ -51,3 +51,39 @@ func TestClusterQueueMeta(t *testing.T) {
 		require.True(t, strings.Contains(text, `state="waiting"} 3`), text)
 	}
 }
+
+// TestClusterOnceCalls: the admin calls that carry a call token
+// (include/once.lua: the record key is built from the queue's key base, so
+// it shares the queue's slot) run on a cluster, with the hash tag in the
+// prefix and in the queue name: RemoveRateLimitKey, ChangePriority, Pause
+// and Resume.
+func TestClusterOnceCalls(t *testing.T) {
+	t.Parallel()
+	_, rdb := clusterClient(t)
+	for _, tagged := range []bool{true, false} {
+		prefix := testPrefix(t, rdb, tagged)
+		name := "oq"
+		if !tagged {
+			name = "{oq}"
+		}
+		q := newQueue(t, rdb, prefix, name)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		require.NoError(t, q.RateLimit(ctx, time.Hour))
+		removed, err := q.RemoveRateLimitKey(ctx)
+		require.NoError(t, err)
+		require.True(t, removed)
+		removed, err = q.RemoveRateLimitKey(ctx)
+		require.NoError(t, err)
+		require.False(t, removed)
+
+		added, err := q.Add(ctx, "j", nil, nil)
+		require.NoError(t, err)
+		require.NoError(t, q.Job(added.Job.ID).ChangePriority(ctx, 3, false))
+		require.NoError(t, q.Pause(ctx))
+		paused, err := q.IsPaused(ctx)
+		require.NoError(t, err)
+		require.True(t, paused)
+		require.NoError(t, q.Resume(ctx))
+	}
+}

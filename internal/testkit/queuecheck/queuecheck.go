@@ -98,7 +98,7 @@ func (s *States) Violations(ctx context.Context) ([]string, error) {
 			v = append(v, fmt.Sprintf("job %s is in %v without a hash", id, w))
 		}
 	}
-	n, err := orphans.Sweep(ctx, rdb, s.k, 0, 0, false)
+	n, err := orphans.Sweep(ctx, rdb, s.k, 0, 0, false, 0)
 	if err != nil {
 		return nil, fmt.Errorf("orphans: %w", err)
 	}

@@ -15,6 +15,18 @@ ORDER BY id
 LIMIT $1
 FOR UPDATE SKIP LOCKED;
 
+-- name: OutboxOlderPending :many
+-- Pending rows with options older than row $1, whoever holds them: the
+-- claim took the oldest rows no other batch locks, so these are the rows of
+-- other relays' batches in flight (and rows committed since with a lower
+-- id), a few. Read, not locked: a relay checks that no older row of a
+-- claimed row's Deduplication ID is still to be added. The data is not
+-- read (only the options matter): an empty string stands in for it.
+SELECT id, queue, name, '' AS data, opts
+FROM drover_outbox
+WHERE sent_at IS NULL AND failed_at IS NULL AND id < $1 AND opts IS NOT NULL
+ORDER BY id;
+
 -- name: OutboxBatchIdleLimit :one
 -- $1 milliseconds, as text. For the batch's transaction only: PostgreSQL
 -- ends the session once it has been idle in the transaction that long (its

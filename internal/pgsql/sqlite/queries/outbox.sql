@@ -34,6 +34,18 @@ FROM drover_outbox
 WHERE sent_at IS NULL AND failed_at IS NULL AND claim_token = ?1
 ORDER BY id;
 
+-- name: OutboxOlderPending :many
+-- Pending rows with options older than row ?1, whoever holds them: the
+-- claim took the oldest rows no other claim holds, so these are the rows
+-- of other relays' batches in flight (or of a relay that died, until its
+-- lease runs out), a few. A relay checks that no older row of a claimed
+-- row's Deduplication ID is still to be added. The data is not read
+-- (only the options matter): an empty string stands in for it.
+SELECT id, queue, name, '' AS data, opts
+FROM drover_outbox
+WHERE sent_at IS NULL AND failed_at IS NULL AND id < ?1 AND opts IS NOT NULL
+ORDER BY id;
+
 -- name: OutboxMarkSent :execrows
 -- One row: ?1 row id, ?2 its job id, while claim ?4 still holds it (a relay
 -- whose lease ran out and whose rows another relay took marks nothing).
