@@ -606,7 +606,11 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		mix.stepNow = ref.stepNow
 		limited := false
 		if by == droverImpl && (s.Op == difftest.OpWork || s.Op == difftest.OpManualTake || s.Op == difftest.OpStall) {
-			limited = mix.rateLimited(context.Background())
+			lm := s.LimiterMax
+			if s.Op == difftest.OpManualTake && p.Manual != nil {
+				lm = p.Manual.LimiterMax
+			}
+			limited = mix.rateLimitedFor(context.Background(), mix.k, lm)
 		}
 		began := time.Now().UnixMilli()
 		rr := ref.step(s, nodeImpl)
@@ -879,6 +883,12 @@ func (r *programRun) ready(ctx context.Context) bool {
 
 // readyIn is ready for the queue of k.
 func (r *programRun) readyIn(ctx context.Context, k keys.Queue) bool {
+	return r.readyFor(ctx, k, 0)
+}
+
+// readyFor is readyIn for a worker whose limiter allows limiterMax takes
+// per window (0: none).
+func (r *programRun) readyFor(ctx context.Context, k keys.Queue, limiterMax int) bool {
 	r.t.Helper()
 	paused, err := r.rdb.HExists(ctx, k.Meta(), "paused").Result()
 	require.NoError(r.t, err)
@@ -891,7 +901,7 @@ func (r *programRun) readyIn(ctx context.Context, k keys.Queue) bool {
 	} else if !errors.Is(err, redis.Nil) {
 		require.NoError(r.t, err)
 	}
-	if r.rateLimitedIn(ctx, k) {
+	if r.rateLimitedFor(ctx, k, limiterMax) {
 		return false
 	}
 	n, err := r.rdb.LLen(ctx, k.Wait()).Result()
@@ -910,10 +920,20 @@ func (r *programRun) rateLimited(ctx context.Context) bool {
 
 // rateLimitedIn is rateLimited for the queue of k.
 func (r *programRun) rateLimitedIn(ctx context.Context, k keys.Queue) bool {
+	return r.rateLimitedFor(ctx, k, 0)
+}
+
+// rateLimitedFor is rateLimitedIn for a worker whose limiter allows
+// limiterMax takes per window (0: none): the meta max wins over it, as in
+// BullMQ's moveToActive.
+func (r *programRun) rateLimitedFor(ctx context.Context, k keys.Queue, limiterMax int) bool {
 	r.t.Helper()
 	max, err := r.rdb.HGet(ctx, k.Meta(), "max").Float64()
 	if errors.Is(err, redis.Nil) {
-		return false
+		if limiterMax == 0 {
+			return false
+		}
+		max, err = float64(limiterMax), nil
 	}
 	require.NoError(r.t, err)
 	used, err := r.rdb.Get(ctx, k.Limiter()).Float64()
@@ -1072,11 +1092,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if s.OtherQueue {
 			wq, wk = difftest.OtherQueueName, keys.New(p, difftest.OtherQueueName)
 		}
-		if !r.readyIn(ctx, wk) {
+		if !r.readyFor(ctx, wk, s.LimiterMax) {
 			return "none"
 		}
 		if node {
-			wo := bullmqoracle.StepWorkerOpts{MaxDataPoints: s.Metrics}
+			wo := bullmqoracle.StepWorkerOpts{MaxDataPoints: s.Metrics, MaxStartedAttempts: s.MaxStarted}
+			if s.LimiterMax > 0 {
+				wo.Limiter = difftest.NodeLimiter(s.LimiterMax)
+			}
 			if k := s.WorkerRemoveOnComplete; k != nil {
 				wo.RemoveOnComplete, _ = k.Node().(map[string]any)
 			}
@@ -1221,9 +1244,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpObliterate:
 		if node {
-			return r.result("", o.Obliterate(ctx, p, q, !s.NoForce))
+			return r.result("", o.ObliterateCount(ctx, p, q, !s.NoForce, s.Limit))
 		}
-		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: !s.NoForce}))
+		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: !s.NoForce, Count: s.Limit}))
 	case difftest.OpPause:
 		if node {
 			return r.result("", o.Pause(ctx, p, q))
@@ -1528,6 +1551,10 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 	if k := s.WorkerRemoveOnFail; k != nil {
 		keepFailed = k.Drover()
 	}
+	var limiter *drover.RateLimit
+	if s.LimiterMax > 0 {
+		limiter = difftest.DroverLimiter(s.LimiterMax)
+	}
 	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
 		once.Do(func() { got <- job.ID })
@@ -1535,7 +1562,7 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 		return proc(ctx, job)
 	}), &drover.WorkerOptions{
 		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, Metrics: mo,
-		RemoveOnComplete: keepDone, RemoveOnFail: keepFailed,
+		RemoveOnComplete: keepDone, RemoveOnFail: keepFailed, MaxStartedAttempts: s.MaxStarted, Limiter: limiter,
 		Hooks: &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
 			// A job with a deferred failure (a failed child's
 			// failParentOnFailure) fails without running the processor,

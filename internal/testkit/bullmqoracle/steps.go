@@ -32,6 +32,11 @@ type StepWorkerOpts struct {
 	// RemoveOnComplete and RemoveOnFail are the worker's KeepJobs objects
 	// ({count, age, limit}; nil: none), for jobs without their own.
 	RemoveOnComplete, RemoveOnFail map[string]any
+	// Limiter is the worker's limiter option ({max, duration}; nil: none),
+	// which the take reads.
+	Limiter map[string]any
+	// MaxStartedAttempts is the worker's maxStartedAttempts (0: none).
+	MaxStartedAttempts int
 }
 
 // StepWorkOpts is StepWork with the step worker's options set to opts for
@@ -47,6 +52,12 @@ func (o *Oracle) StepWorkOpts(ctx context.Context, prefix, queue string, behavio
 	}
 	if opts.RemoveOnFail != nil {
 		args["removeOnFail"] = opts.RemoveOnFail
+	}
+	if opts.Limiter != nil {
+		args["limiter"] = opts.Limiter
+	}
+	if opts.MaxStartedAttempts > 0 {
+		args["maxStartedAttempts"] = opts.MaxStartedAttempts
 	}
 	err := o.Call(ctx, "stepWork", args, &id)
 	if id == nil {

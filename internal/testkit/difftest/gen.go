@@ -92,6 +92,9 @@ func Generate(seed int64, cfg Config) *Program {
 		if g.chance(50) {
 			m.RemoveOnFail = g.keepJobs()
 		}
+		if g.chance(25) {
+			m.LimiterMax = g.pickI(1, 2)
+		}
 		p.Manual = m
 	}
 	if g.chance(25) {
@@ -221,7 +224,9 @@ func (g *gen) step() Step {
 			}
 			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "waiting", "delayed", "prioritized", "paused", "active", "waiting-children"), Delay: grace, Limit: lim}
 		}},
-		{1, func() Step { return Step{Op: OpObliterate, NoForce: g.chance(40)} }},
+		// Sometimes one or two jobs per script call (count): the call
+		// loops until the queue is gone.
+		{1, func() Step { return Step{Op: OpObliterate, NoForce: g.chance(40), Limit: g.pick3(1+g.r.IntN(2), 0)} }},
 		{2, func() Step { return Step{Op: OpPause} }},
 		{3, func() Step { return Step{Op: OpResume} }},
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
@@ -729,6 +734,7 @@ func (g *gen) manualFinish() Step {
 	s := g.work()
 	s.Op, s.Token, s.Metrics = OpManualFinish, g.token(), 0
 	s.WorkerRemoveOnComplete, s.WorkerRemoveOnFail = nil, nil
+	s.LimiterMax, s.MaxStarted = 0, 0
 	if s.Outcome.Kind == "rateLimited" {
 		s.Outcome = &Outcome{Kind: "wait"} // a processor's outcome only
 	}
@@ -774,6 +780,17 @@ func (g *gen) work() Step {
 	}
 	if g.chance(15) {
 		s.WorkerRemoveOnFail = g.keepJobs()
+	}
+	if g.chance(12) {
+		// A worker limiter of 1 or 2 takes an hour: a second or third
+		// work step meets it (also beside a global rate limit, whose max
+		// wins while the worker's window wins).
+		s.LimiterMax = g.pickI(1, 2)
+	}
+	if g.chance(12) {
+		// maxStartedAttempts: stalls, rate-limited give-backs and moves
+		// back to wait start a job again without an attempt made.
+		s.MaxStarted = g.pickI(1, 2)
 	}
 	return s
 }

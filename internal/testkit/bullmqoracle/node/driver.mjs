@@ -368,7 +368,11 @@ const commands = {
     return null;
   },
   obliterate: async (a) => {
-    await (await getQueue(a)).obliterate({ force: !!a.force });
+    const opts = { force: !!a.force };
+    if (typeof a.count === 'number' && a.count > 0) {
+      opts.count = a.count; // jobs per script call
+    }
+    await (await getQueue(a)).obliterate(opts);
     return null;
   },
   promote: async (a) => {
@@ -535,8 +539,18 @@ const commands = {
     const sw = await getStepWorker(a);
     const token = `${sw.worker.id}:${++sw.n}`;
     sw.worker.limitUntil = 0; // Redis decides each step (see steps.go)
-    const job = await sw.worker.getNextJob(token, { block: false });
+    // The worker's limiter (read by the take) and maxStartedAttempts
+    // (read by processJob and the retry decision) for this job only.
+    sw.worker.opts.limiter = a.limiter ?? undefined;
+    sw.worker.opts.maxStartedAttempts = a.maxStartedAttempts ?? undefined;
+    let job;
+    try {
+      job = await sw.worker.getNextJob(token, { block: false });
+    } finally {
+      sw.worker.opts.limiter = undefined;
+    }
     if (!job) {
+      sw.worker.opts.maxStartedAttempts = undefined;
       return null;
     }
     sw.behavior = a.behavior ?? { kind: 'return' };
@@ -553,6 +567,7 @@ const commands = {
       sw.worker.opts.metrics = undefined;
       sw.worker.opts.removeOnComplete = undefined;
       sw.worker.opts.removeOnFail = undefined;
+      sw.worker.opts.maxStartedAttempts = undefined;
     }
     return job.id;
   },
