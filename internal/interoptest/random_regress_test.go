@@ -752,3 +752,26 @@ func TestDifferentialRegressionResumeMarkerAtCap(t *testing.T) {
 		}})
 	})
 }
+
+// TestDifferentialRegressionRefusedCompletionFetchesAfterFailure: a running
+// drover worker completes a job that became a flow parent while it ran (a
+// child added with the parent option). BullMQ's moveToFinished refuses the
+// completion before it fetches anything, and the worker's moveToFailed
+// (fetchNext) then fails the job (attempts 1) or retries it (attempts 2)
+// and only then takes the next job. drover's finish script took the next
+// job in the refused call, before the job failed: its "active" event came
+// before "failed" and the failure's own drained/marker logic saw a job in
+// flight (campaign seeds 969489722 and 969490376, shrunk).
+func TestDifferentialRegressionRefusedCompletionFetchesAfterFailure(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, attempts := range []int{0, 2} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 969489722, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Attempts: attempts}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}, Parent: "j2"}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}}},
+			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}},
+		}})
+	}
+}

@@ -1106,8 +1106,15 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if k := s.WorkerRemoveOnFail; k != nil {
 				wo.RemoveOnFail, _ = k.Node().(map[string]any)
 			}
+			wo.FetchNext = s.Outcome.FetchNext
 			got, err := o.StepWorkOpts(ctx, p, wq, behaviorOf(s.Outcome), wo)
 			return r.result(got, err)
+		}
+		if s.Outcome.FetchNext {
+			if got := r.droverWorkNext(ctx, wq, behaviorOf(s.Outcome), s); got != "took none" {
+				return r.result(got, nil)
+			}
+			return "took none"
 		}
 		if got := r.droverWork(ctx, wq, behaviorOf(s.Outcome), s); got != "took none" {
 			return r.result(got, nil)
@@ -1540,39 +1547,21 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 	var once sync.Once
 	var calls atomic.Int32
 	proc := droverBehavior(bh, r.rdb)
-	var mo *drover.MetricsOptions
-	if s.Metrics > 0 {
-		mo = &drover.MetricsOptions{MaxDataPoints: s.Metrics}
-	}
-	var keepDone, keepFailed *drover.Retention
-	if k := s.WorkerRemoveOnComplete; k != nil {
-		keepDone = k.Drover()
-	}
-	if k := s.WorkerRemoveOnFail; k != nil {
-		keepFailed = k.Drover()
-	}
-	var limiter *drover.RateLimit
-	if s.LimiterMax > 0 {
-		limiter = difftest.DroverLimiter(s.LimiterMax)
-	}
+	opts := r.stepWorkerOptions(s)
 	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
 		once.Do(func() { got <- job.ID })
 		<-release
 		return proc(ctx, job)
-	}), &drover.WorkerOptions{
-		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, Metrics: mo,
-		RemoveOnComplete: keepDone, RemoveOnFail: keepFailed, MaxStartedAttempts: s.MaxStarted, Limiter: limiter,
-		Hooks: &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
-			// A job with a deferred failure (a failed child's
-			// failParentOnFailure) fails without running the processor,
-			// as in BullMQ, and its result is written (fetching nothing)
-			// before the worker closes: hold its slot until the worker is
-			// closing, as the processor does, so no next job is taken.
-			once.Do(func() { got <- job.ID })
-			<-release
-		}},
-	})
+	}), withHooks(opts, &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
+		// A job with a deferred failure (a failed child's
+		// failParentOnFailure) fails without running the processor,
+		// as in BullMQ, and its result is written (fetching nothing)
+		// before the worker closes: hold its slot until the worker is
+		// closing, as the processor does, so no next job is taken.
+		once.Do(func() { got <- job.ID })
+		<-release
+	}}))
 	require.NoError(r.t, err)
 	seam.NoFetchOnFinish(w)
 	require.NoError(r.t, w.Start(ctx))
@@ -1599,6 +1588,83 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 		return fmt.Sprintf("ran %d jobs", n)
 	}
 	return id
+}
+
+// droverWorkNext is droverWork for a step whose finish fetches the next
+// job, as Node's step does with processJob(job, token, fetchNext): the
+// worker writes its first result fetching the next job in the same call,
+// as a running drover Worker does, and when that write is done (its
+// JobFinished hook) the worker begins to close, so the job it fetched, if
+// any, runs and is written fetching none. It returns the ids it ran,
+// space-separated.
+func (r *programRun) droverWorkNext(ctx context.Context, queue string, bh bullmqoracle.Behavior, s *difftest.Step) string {
+	r.t.Helper()
+	proc := droverBehavior(bh, r.rdb)
+	opts := r.stepWorkerOptions(s)
+	var (
+		mu       sync.Mutex
+		finished []string
+		w        *drover.Worker
+	)
+	first := make(chan struct{})
+	closed := make(chan error, 1)
+	var once sync.Once
+	opts.Hooks = &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
+		mu.Lock()
+		finished = append(finished, job.ID)
+		mu.Unlock()
+		once.Do(func() {
+			// The first result is written, with the next job's fetch:
+			// close now, before that job runs, so that its write fetches
+			// none. Start refuses once Close has begun.
+			go func() { closed <- w.Close(ctx) }()
+			for w.Start(ctx) == nil {
+				time.Sleep(time.Millisecond)
+			}
+			close(first)
+		})
+	}}
+	var err error
+	w, err = drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(proc), opts)
+	require.NoError(r.t, err)
+	require.NoError(r.t, w.Start(ctx))
+	select {
+	case <-first:
+	case <-time.After(droverTakeTimeout):
+		require.NoError(r.t, w.Close(ctx))
+		return "took none"
+	}
+	require.NoError(r.t, <-closed)
+	mu.Lock()
+	defer mu.Unlock()
+	return strings.Join(finished, " ")
+}
+
+// withHooks is o with hooks h.
+func withHooks(o *drover.WorkerOptions, h *drover.WorkerHooks) *drover.WorkerOptions {
+	o.Hooks = h
+	return o
+}
+
+// stepWorkerOptions are a work step's drover worker options: its metrics,
+// retention, limiter and maxStartedAttempts.
+func (r *programRun) stepWorkerOptions(s *difftest.Step) *drover.WorkerOptions {
+	o := &drover.WorkerOptions{
+		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, MaxStartedAttempts: s.MaxStarted,
+	}
+	if s.Metrics > 0 {
+		o.Metrics = &drover.MetricsOptions{MaxDataPoints: s.Metrics}
+	}
+	if k := s.WorkerRemoveOnComplete; k != nil {
+		o.RemoveOnComplete = k.Drover()
+	}
+	if k := s.WorkerRemoveOnFail; k != nil {
+		o.RemoveOnFail = k.Drover()
+	}
+	if s.LimiterMax > 0 {
+		o.Limiter = difftest.DroverLimiter(s.LimiterMax)
+	}
+	return o
 }
 
 // TestDifferentialRegressionRetryResetsAttempts is the tester's own proof:

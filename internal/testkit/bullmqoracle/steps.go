@@ -37,6 +37,10 @@ type StepWorkerOpts struct {
 	Limiter map[string]any
 	// MaxStartedAttempts is the worker's maxStartedAttempts (0: none).
 	MaxStartedAttempts int
+	// FetchNext makes the job's finish take the next job in the same call
+	// (a running Worker's fetch), which runs too, with the same behavior,
+	// its own finish fetching none; the result is then "<id> <next id>".
+	FetchNext bool
 }
 
 // StepWorkOpts is StepWork with the step worker's options set to opts for
@@ -58,6 +62,9 @@ func (o *Oracle) StepWorkOpts(ctx context.Context, prefix, queue string, behavio
 	}
 	if opts.MaxStartedAttempts > 0 {
 		args["maxStartedAttempts"] = opts.MaxStartedAttempts
+	}
+	if opts.FetchNext {
+		args["fetchNext"] = true
 	}
 	err := o.Call(ctx, "stepWork", args, &id)
 	if id == nil {

@@ -738,6 +738,7 @@ func (g *gen) manualFinish() Step {
 	if s.Outcome.Kind == "rateLimited" {
 		s.Outcome = &Outcome{Kind: "wait"} // a processor's outcome only
 	}
+	s.Outcome.FetchNext = false
 	switch g.r.IntN(10) {
 	case 0:
 		s.Outcome = &Outcome{Kind: "wait"}
@@ -771,6 +772,9 @@ func (g *gen) work() Step {
 	}
 	// Sometimes the queue of flow children in OtherQueueName; sometimes a
 	// worker that keeps metrics.
+	// Sometimes the finish takes the next job, which runs too: the path
+	// of a running worker (moveToFinished with fetchNext).
+	o.FetchNext = g.chance(25)
 	s := Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
 	if g.chance(35) {
 		s.Metrics = g.pickI(1, 2, 60)

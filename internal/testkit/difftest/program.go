@@ -472,7 +472,11 @@ type Outcome struct {
 	// FetchNext (OpManualFinish, "complete", "fail" and "unrecoverable"):
 	// the finish takes the next job under the same token in the same call
 	// (moveToCompleted / moveToFailed with fetchNext; drover's
-	// Job.CompleteAndNext, FailAndNext).
+	// Job.CompleteAndNext, FailAndNext). On OpWork (any kind): the
+	// worker's finish takes the next job in the same call, as a running
+	// worker's does (Node's processJob with fetchNext; a drover Worker
+	// whose result write fetches), and that job runs too, with the same
+	// outcome, its own finish fetching none (the worker is closing).
 	FetchNext bool
 }
 

@@ -539,37 +539,51 @@ const commands = {
     const sw = await getStepWorker(a);
     const token = `${sw.worker.id}:${++sw.n}`;
     sw.worker.limitUntil = 0; // Redis decides each step (see steps.go)
-    // The worker's limiter (read by the take) and maxStartedAttempts
-    // (read by processJob and the retry decision) for this job only.
-    sw.worker.opts.limiter = a.limiter ?? undefined;
-    sw.worker.opts.maxStartedAttempts = a.maxStartedAttempts ?? undefined;
-    let job;
+    // The worker's options for this step only: its limiter (read by the
+    // take and by a finish that fetches the next job), maxStartedAttempts
+    // (read by processJob and the retry decision), metrics, and
+    // removeOnComplete and removeOnFail (KeepJobs objects, for jobs without
+    // their own), which moveToFinished reads when it writes the result.
+    const o = sw.worker.opts;
+    o.limiter = a.limiter ?? undefined;
+    o.maxStartedAttempts = a.maxStartedAttempts ?? undefined;
+    o.metrics = a.metrics ?? undefined;
+    o.removeOnComplete = a.removeOnComplete ?? undefined;
+    o.removeOnFail = a.removeOnFail ?? undefined;
     try {
-      job = await sw.worker.getNextJob(token, { block: false });
+      const job = await sw.worker.getNextJob(token, { block: false });
+      if (!job) {
+        return null;
+      }
+      sw.behavior = a.behavior ?? { kind: 'return' };
+      // With a.fetchNext the step is a running Worker's: the finish takes
+      // the next job in the same call (or the loop takes it), and that job
+      // runs too (same behavior), its own finish fetching none:
+      // "<id> <next id>".
+      let next = await sw.worker.processJob(job, token, () => !!a.fetchNext);
+      if (!a.fetchNext) {
+        return job.id;
+      }
+      let nextToken = token; // a finish's fetch locks with its token
+      if (!next && !(sw.worker.limitUntil > Date.now())) {
+        // The finish took none (a retry at once, a move to delayed, a
+        // refusal or nothing ready): a running Worker's loop takes the
+        // next job with moveToActive, unless it met the rate limiter.
+        nextToken = `${sw.worker.id}:${++sw.n}`;
+        next = await sw.worker.getNextJob(nextToken, { block: false });
+      }
+      if (!next) {
+        return job.id;
+      }
+      await sw.worker.processJob(next, nextToken, () => false);
+      return `${job.id} ${next.id}`;
     } finally {
-      sw.worker.opts.limiter = undefined;
+      o.limiter = undefined;
+      o.maxStartedAttempts = undefined;
+      o.metrics = undefined;
+      o.removeOnComplete = undefined;
+      o.removeOnFail = undefined;
     }
-    if (!job) {
-      sw.worker.opts.maxStartedAttempts = undefined;
-      return null;
-    }
-    sw.behavior = a.behavior ?? { kind: 'return' };
-    // The worker's metrics option for this job only (moveToFinished reads
-    // the worker's opts when it writes the result).
-    // So are its removeOnComplete and removeOnFail (KeepJobs objects),
-    // which apply to jobs without their own.
-    sw.worker.opts.metrics = a.metrics ?? undefined;
-    sw.worker.opts.removeOnComplete = a.removeOnComplete ?? undefined;
-    sw.worker.opts.removeOnFail = a.removeOnFail ?? undefined;
-    try {
-      await sw.worker.processJob(job, token, () => false);
-    } finally {
-      sw.worker.opts.metrics = undefined;
-      sw.worker.opts.removeOnComplete = undefined;
-      sw.worker.opts.removeOnFail = undefined;
-      sw.worker.opts.maxStartedAttempts = undefined;
-    }
-    return job.id;
   },
   // stepTake takes the next ready job and leaves it active, as a worker
   // that dies right after taking it. Returns the job id, or null.
