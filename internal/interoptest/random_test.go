@@ -632,6 +632,13 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 				// Processors that rate-limited the queue and gave the job back.
 				droverSteps.note(s.Op+" (rateLimited)", mr)
 			}
+			if s.Op == difftest.OpWork && s.Outcome.FetchNext {
+				// A running worker's path: "ok <id> <next id>" ran two.
+				droverSteps.note(s.Op+" (fetchNext)", mr)
+				if strings.Contains(strings.TrimPrefix(mr, "ok "), " ") {
+					droverSteps.note(s.Op+" (fetchNext, ran 2)", mr)
+				}
+			}
 			if s.Op == difftest.OpManualFinish && s.Outcome.FetchNext {
 				// Finishes that take the next job ("code 0 next none":
 				// done, nothing ready).

@@ -333,10 +333,14 @@ func (g *gen) step() Step {
 		// (drover has it on the Job: ReadDependencies), pages of
 		// job.getDependencies' unprocessed children smaller than the set
 		// (SSCAN pages depend on the member strings, which carry the
-		// run's prefix: dependenciesRead), job.discard (not in 6.7) and
-		// a scheduler's immediately without a start date (the run's id
-		// carries the instant of each run's upsert). Generated through
-		// another name: job.remove (queue.remove's script), getState,
+		// run's prefix: dependenciesRead), job.discard (not in 6.7's
+		// Job), a scheduler's immediately without a start date (the run's
+		// id carries the instant of each run's upsert), the Queue's
+		// streams.events.maxLen (every event write trims with MAXLEN ~,
+		// which removes whole stream nodes of 100 entries only: a
+		// program's stream never fills one) and worker concurrency above
+		// 1 (the steps take one job at a time). Generated through another
+		// name: job.remove (queue.remove's script), getState,
 		// getJobState and job.isX (crossRead after every step), count
 		// and the getXCount getters (getJobCountByTypes), getRanges and
 		// the getX lists (getJobs), removeDebounceKey and
