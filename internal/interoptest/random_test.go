@@ -918,21 +918,11 @@ func (r *programRun) readyFor(ctx context.Context, k keys.Queue, limiterMax int)
 	return !paused && n+m > 0
 }
 
-// rateLimited reports whether the limiter refuses takes now, as BullMQ's
-// moveToActive decides: a global rate limit (meta max) is set and the
-// limiter key counts at least max takes and still has time to live.
-func (r *programRun) rateLimited(ctx context.Context) bool {
-	return r.rateLimitedIn(ctx, r.k)
-}
-
-// rateLimitedIn is rateLimited for the queue of k.
-func (r *programRun) rateLimitedIn(ctx context.Context, k keys.Queue) bool {
-	return r.rateLimitedFor(ctx, k, 0)
-}
-
-// rateLimitedFor is rateLimitedIn for a worker whose limiter allows
-// limiterMax takes per window (0: none): the meta max wins over it, as in
-// BullMQ's moveToActive.
+// rateLimitedFor reports whether the limiter refuses takes now to a worker
+// whose limiter allows limiterMax takes per window (0: none), as BullMQ's
+// moveToActive decides: a global rate limit (meta max, which wins over the
+// worker's) or the worker's is set and the limiter key counts at least max
+// takes and still has time to live.
 func (r *programRun) rateLimitedFor(ctx context.Context, k keys.Queue, limiterMax int) bool {
 	r.t.Helper()
 	max, err := r.rdb.HGet(ctx, k.Meta(), "max").Float64()
@@ -1632,7 +1622,7 @@ func (r *programRun) droverWorkNext(ctx context.Context, queue string, bh bullmq
 		})
 	}}
 	var err error
-	w, err = drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(proc), opts)
+	w, err = drover.NewWorker(r.rdb, queue, proc, opts)
 	require.NoError(r.t, err)
 	require.NoError(r.t, w.Start(ctx))
 	select {
