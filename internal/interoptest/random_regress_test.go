@@ -775,3 +775,48 @@ func TestDifferentialRegressionRefusedCompletionFetchesAfterFailure(t *testing.T
 		}})
 	}
 }
+
+// TestDifferentialConcurrencyPair pins the concurrency-2 work step (two
+// jobs in flight, finished in the order taken): a plain pair, a pair
+// under a worker limiter of one take (the second take is refused), a
+// parent whose completion is refused beside another job, and a pair that
+// fails with retries.
+func TestDifferentialConcurrencyPair(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	add := func(name string, n int, a *difftest.Add) difftest.Step {
+		if a == nil {
+			a = &difftest.Add{}
+		}
+		a.Name, a.Data = name, map[string]any{"n": n}
+		return difftest.Step{Op: difftest.OpAdd, By: difftest.Node, Add: a}
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []difftest.Step
+	}{
+		{"plain", []difftest.Step{
+			add("j1", 1, nil), add("j2", 2, &difftest.Add{Priority: 2}), add("j3", 3, nil),
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "complete", Value: 7}},
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}},
+		{"limiter", []difftest.Step{
+			add("j1", 1, nil), add("j2", 2, nil),
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, LimiterMax: 1, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}},
+		{"refusedParent", []difftest.Step{
+			add("j1", 1, nil), add("j2", 2, &difftest.Add{Parent: "j1", JobID: "pj2"}), add("j3", 3, nil),
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}},
+		{"retries", []difftest.Step{
+			add("j1", 1, &difftest.Add{Attempts: 2}), add("j2", 2, &difftest.Add{Attempts: 3}),
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "unrecoverable", Message: "fatal"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requireNoDivergence(t, b, &difftest.Program{Seed: 2, Steps: tc.steps})
+		})
+	}
+}

@@ -639,6 +639,12 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 					droverSteps.note(s.Op+" (fetchNext, ran 2)", mr)
 				}
 			}
+			if s.Op == difftest.OpWork && s.Concurrency == 2 {
+				droverSteps.note(s.Op+" (concurrency 2)", mr)
+				if strings.Contains(strings.TrimPrefix(mr, "ok "), " ") {
+					droverSteps.note(s.Op+" (concurrency 2, ran 2)", mr)
+				}
+			}
 			if s.Op == difftest.OpManualFinish && s.Outcome.FetchNext {
 				// Finishes that take the next job ("code 0 next none":
 				// done, nothing ready).
@@ -1103,9 +1109,15 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if k := s.WorkerRemoveOnFail; k != nil {
 				wo.RemoveOnFail, _ = k.Node().(map[string]any)
 			}
-			wo.FetchNext = s.Outcome.FetchNext
+			wo.FetchNext, wo.Concurrency = s.Outcome.FetchNext, s.Concurrency
 			got, err := o.StepWorkOpts(ctx, p, wq, behaviorOf(s.Outcome), wo)
 			return r.result(got, err)
+		}
+		if s.Concurrency == 2 {
+			if got := r.droverWorkPair(ctx, wk, wq, behaviorOf(s.Outcome), s); got != "took none" {
+				return r.result(got, nil)
+			}
+			return "took none"
 		}
 		if s.Outcome.FetchNext {
 			if got := r.droverWorkNext(ctx, wq, behaviorOf(s.Outcome), s); got != "took none" {
@@ -1618,6 +1630,9 @@ func (r *programRun) droverWorkNext(ctx context.Context, queue string, bh bullmq
 			for w.Start(ctx) == nil {
 				time.Sleep(time.Millisecond)
 			}
+			// The fetched job starts once this hook returns: its finish
+			// in another millisecond.
+			finishGap()
 			close(first)
 		})
 	}}
@@ -1636,6 +1651,135 @@ func (r *programRun) droverWorkNext(ctx context.Context, queue string, bh bullmq
 	defer mu.Unlock()
 	return strings.Join(finished, " ")
 }
+
+// droverWorkPair runs a work step at concurrency 2, as Node's step does
+// with two getNextJob calls before it runs either job: a drover Worker at
+// Concurrency 2 writing results without fetching, whose processors hold
+// their jobs until the worker is closing; a job that must not run (a
+// deferred failure) is failed as soon as it is taken. Once the worker has
+// taken two jobs, or one and no other is ready, it begins to close and
+// the held jobs are released one at a time in the order taken (the later
+// take is nearer the head of active), each written before the next is
+// released. It returns the ids it ran, sorted and space-separated.
+func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue string, bh bullmqoracle.Behavior, s *difftest.Step) string {
+	r.t.Helper()
+	proc := droverBehavior(bh, r.rdb)
+	opts := r.stepWorkerOptions(s)
+	opts.Concurrency = 2
+	var (
+		mu      sync.Mutex
+		seen    = map[string]bool{}
+		held    = map[string]chan struct{}{}
+		written = map[string]chan struct{}{}
+		// frozen: the release order is read; a processor called later
+		// (a divergence: the take was not seen in time) does not wait.
+		frozen bool
+	)
+	arrived := make(chan struct{}, 4)
+	note := func(id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[id] {
+			seen[id] = true
+			arrived <- struct{}{}
+		}
+		if written[id] == nil {
+			written[id] = make(chan struct{})
+		}
+	}
+	opts.Hooks = &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
+		note(job.ID)
+		mu.Lock()
+		close(written[job.ID])
+		mu.Unlock()
+	}}
+	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		release := make(chan struct{})
+		mu.Lock()
+		if !frozen {
+			held[job.ID] = release
+		} else {
+			close(release) // after the release order was read: run now
+		}
+		mu.Unlock()
+		note(job.ID)
+		<-release
+		return proc(ctx, job)
+	}), opts)
+	require.NoError(r.t, err)
+	seam.NoFetchOnFinish(w)
+	require.NoError(r.t, w.Start(ctx))
+	select {
+	case <-arrived:
+	case <-time.After(droverTakeTimeout):
+		require.NoError(r.t, w.Close(ctx))
+		return "took none"
+	}
+	// The second job: taken in the same fetch, or in the next one while a
+	// job is ready; none once nothing is ready for a while.
+	idle := 0
+	for deadline := time.Now().Add(droverTakeTimeout); idle < 10 && time.Now().Before(deadline); {
+		select {
+		case <-arrived:
+			idle = 10
+			continue
+		case <-time.After(10 * time.Millisecond):
+		}
+		if r.readyFor(ctx, wk, s.LimiterMax) {
+			idle = 0
+		} else {
+			idle++
+		}
+	}
+	// A job the last fetch took reaches its processor within moments.
+	select {
+	case <-arrived:
+	case <-time.After(50 * time.Millisecond):
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- w.Close(ctx) }()
+	for w.Start(ctx) == nil {
+		time.Sleep(time.Millisecond)
+	}
+	// Held jobs in the order taken: active has the later take first.
+	active, err := r.rdb.LRange(ctx, wk.Active(), 0, -1).Result()
+	require.NoError(r.t, err)
+	mu.Lock()
+	frozen = true
+	var order []string
+	for i := len(active) - 1; i >= 0; i-- {
+		if held[active[i]] != nil {
+			order = append(order, active[i])
+		}
+	}
+	mu.Unlock()
+	for k, id := range order {
+		mu.Lock()
+		release, done, refused := held[id], written[id], len(seen) > len(order)
+		mu.Unlock()
+		if k > 0 || refused {
+			finishGap() // each finish in a millisecond of its own
+		}
+		close(release)
+		select {
+		case <-done:
+		case <-time.After(droverTakeTimeout):
+			r.t.Fatalf("drover pair step: job %s not written", id)
+		}
+	}
+	require.NoError(r.t, <-closed)
+	mu.Lock()
+	defer mu.Unlock()
+	ids := slices.Sorted(maps.Keys(seen))
+	return strings.Join(ids, " ")
+}
+
+// finishGap waits 2 ms, so that a work step's second finish never shares
+// the first one's finishedOn: the completed and failed sets order ties by
+// member and count retention trims by that order, so a shared millisecond
+// made a program's state depend on speed (all-Node campaign seeds
+// 693515568, 693515608 diverged from themselves). Node's step waits alike.
+func finishGap() { time.Sleep(2 * time.Millisecond) }
 
 // withHooks is o with hooks h.
 func withHooks(o *drover.WorkerOptions, h *drover.WorkerHooks) *drover.WorkerOptions {

@@ -41,6 +41,11 @@ type StepWorkerOpts struct {
 	// (a running Worker's fetch), which runs too, with the same behavior,
 	// its own finish fetching none; the result is then "<id> <next id>".
 	FetchNext bool
+	// Concurrency 2 takes two jobs (with two getNextJob calls) before it
+	// runs either, then runs a job that must not run (a deferred
+	// failure) first and the others in the order taken, fetching none;
+	// the result is then "<id> <id>", sorted.
+	Concurrency int
 }
 
 // StepWorkOpts is StepWork with the step worker's options set to opts for
@@ -65,6 +70,9 @@ func (o *Oracle) StepWorkOpts(ctx context.Context, prefix, queue string, behavio
 	}
 	if opts.FetchNext {
 		args["fetchNext"] = true
+	}
+	if opts.Concurrency > 1 {
+		args["concurrency"] = opts.Concurrency
 	}
 	err := o.Call(ctx, "stepWork", args, &id)
 	if id == nil {

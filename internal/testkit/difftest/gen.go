@@ -738,7 +738,7 @@ func (g *gen) manualFinish() Step {
 	s := g.work()
 	s.Op, s.Token, s.Metrics = OpManualFinish, g.token(), 0
 	s.WorkerRemoveOnComplete, s.WorkerRemoveOnFail = nil, nil
-	s.LimiterMax, s.MaxStarted = 0, 0
+	s.LimiterMax, s.MaxStarted, s.Concurrency = 0, 0, 0
 	if s.Outcome.Kind == "rateLimited" {
 		s.Outcome = &Outcome{Kind: "wait"} // a processor's outcome only
 	}
@@ -799,6 +799,11 @@ func (g *gen) work() Step {
 		// maxStartedAttempts: stalls, rate-limited give-backs and moves
 		// back to wait start a job again without an attempt made.
 		s.MaxStarted = g.pickI(1, 2)
+	}
+	if !o.FetchNext && s.MaxStarted == 0 && g.chance(15) {
+		// A worker at concurrency 2: two jobs taken, both in flight, then
+		// finished one after the other.
+		s.Concurrency = 2
 	}
 	return s
 }

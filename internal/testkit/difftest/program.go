@@ -337,6 +337,14 @@ type Step struct {
 	// a job started more often fails without running, one started that
 	// often is not retried (WorkerOptions.MaxStartedAttempts).
 	MaxStarted int
+	// Concurrency 2, on OpWork (without Outcome.FetchNext or MaxStarted),
+	// is a worker that takes two jobs (the second when one is ready
+	// then), both in flight at once, and finishes them with Outcome in
+	// the order it took them, a job that must not run (a deferred
+	// failure) first, fetching none; the result is the ids, sorted.
+	// Node's step takes with two getNextJob calls; drover's Worker at
+	// Concurrency 2 in one fetch.
+	Concurrency int
 }
 
 // LimiterDuration is the window of every generated worker limiter: an
@@ -844,6 +852,9 @@ func (s *Step) String() string {
 	if s.MaxStarted != 0 {
 		parts = append(parts, fmt.Sprintf("worker maxStartedAttempts=%d", s.MaxStarted))
 	}
+	if s.Concurrency != 0 {
+		parts = append(parts, fmt.Sprintf("worker concurrency=%d", s.Concurrency))
+	}
 	if s.Limit != 0 || s.Op == OpTrimEvents {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
 	}
@@ -1045,6 +1056,9 @@ func (s *Step) GoString() string {
 	}
 	if s.MaxStarted != 0 {
 		f = append(f, fmt.Sprintf("MaxStarted: %d", s.MaxStarted))
+	}
+	if s.Concurrency != 0 {
+		f = append(f, fmt.Sprintf("Concurrency: %d", s.Concurrency))
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

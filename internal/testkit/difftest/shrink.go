@@ -196,6 +196,9 @@ func simplifications(s *Step) []func(*Step) {
 	if s.MaxStarted != 0 {
 		out = append(out, func(s *Step) { s.MaxStarted = 0 })
 	}
+	if s.Concurrency != 0 {
+		out = append(out, func(s *Step) { s.Concurrency = 0 })
+	}
 	if (s.Op == OpCheckStalled || s.Op == OpObliterate) && s.Limit != 0 {
 		out = append(out, func(s *Step) { s.Limit = 0 })
 	}

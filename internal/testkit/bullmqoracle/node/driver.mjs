@@ -171,6 +171,14 @@ async function getQueueEvents(args) {
   return p;
 }
 
+// finishGap waits until the clock's millisecond has changed twice: a step's
+// second finish then never shares the first one's finishedOn, whose ties
+// the completed and failed sets order by member (and count retention trims
+// by that order), which would make a program's state depend on speed.
+function finishGap() {
+  return new Promise((resolve) => setTimeout(resolve, 2));
+}
+
 // getStepWorker returns the queue's step worker: a BullMQ Worker that never
 // runs on its own (autorun false) and that the step commands drive one job
 // at a time. Its processor runs the behavior of the current step.
@@ -556,6 +564,28 @@ const commands = {
         return null;
       }
       sw.behavior = a.behavior ?? { kind: 'return' };
+      if (a.concurrency === 2) {
+        // A worker at concurrency 2: a second take while the first job is
+        // in flight; a job that must not run fails at once, the others
+        // run in the order taken.
+        const token2 = `${sw.worker.id}:${++sw.n}`;
+        const job2 = await sw.worker.getNextJob(token2, { block: false });
+        const taken = [[job, token]];
+        if (job2) {
+          taken.push([job2, token2]);
+        }
+        const refused = taken.filter(([j]) => j.deferredFailure);
+        const others = taken.filter(([j]) => !j.deferredFailure);
+        let first = true;
+        for (const [j, t] of [...refused, ...others]) {
+          if (!first) {
+            await finishGap();
+          }
+          first = false;
+          await sw.worker.processJob(j, t, () => false);
+        }
+        return taken.map(([j]) => j.id).sort().join(' ');
+      }
       // With a.fetchNext the step is a running Worker's: the finish takes
       // the next job in the same call (or the loop takes it), and that job
       // runs too (same behavior), its own finish fetching none:
@@ -575,6 +605,7 @@ const commands = {
       if (!next) {
         return job.id;
       }
+      await finishGap();
       await sw.worker.processJob(next, nextToken, () => false);
       return `${job.id} ${next.id}`;
     } finally {
