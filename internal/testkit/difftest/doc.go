@@ -37,7 +37,9 @@
 // rate limit) and maxStartedAttempts, and may run as a running worker
 // does: the finish takes the next job in the same call, or the worker's
 // loop takes it after a retry at once or a move to delayed, and that job
-// runs too), obliterate with a count of jobs per call, manual processing (getNextJob /
+// runs too, or at concurrency 2: two jobs taken and in flight at once,
+// finished in the order taken), obliterate with a count of jobs per call,
+// manual processing (getNextJob /
 // Worker.NextJob, the job's finishes, with and without fetchNext,
 // moveToWaitingChildren; a program's manual workers may have metrics,
 // retention and rate limiter options), flows (a parent with children, each failure policy,

@@ -339,8 +339,9 @@ func (g *gen) step() Step {
 		// streams.events.maxLen (every event write trims with MAXLEN ~,
 		// which removes whole stream nodes of 100 entries only: a
 		// program's stream never fills one) and worker concurrency above
-		// 1 (the steps take one job at a time). Generated through another
-		// name: job.remove (queue.remove's script), getState,
+		// 2 with fetching finishes (a drover worker's batched writes: the
+		// order of its results is the order its processors return). Generated
+		// through another name: job.remove (queue.remove's script), getState,
 		// getJobState and job.isX (crossRead after every step), count
 		// and the getXCount getters (getJobCountByTypes), getRanges and
 		// the getX lists (getJobs), removeDebounceKey and
