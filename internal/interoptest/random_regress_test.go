@@ -779,8 +779,8 @@ func TestDifferentialRegressionRefusedCompletionFetchesAfterFailure(t *testing.T
 // TestDifferentialConcurrencyPair pins the concurrency-2 work step (two
 // jobs in flight, finished in the order taken): a plain pair, a pair
 // under a worker limiter of one take (the second take is refused), a
-// parent whose completion is refused beside another job, and a pair that
-// fails with retries.
+// parent whose completion is refused beside another job, a job that must
+// not run taken in a pair, and a pair that fails with retries.
 func TestDifferentialConcurrencyPair(t *testing.T) {
 	t.Parallel()
 
@@ -808,6 +808,17 @@ func TestDifferentialConcurrencyPair(t *testing.T) {
 		{"refusedParent", []difftest.Step{
 			add("j1", 1, nil), add("j2", 2, &difftest.Add{Parent: "j1", JobID: "pj2"}), add("j3", 3, nil),
 			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}},
+		// A parent whose failParentOnFailure child failed must not run: it
+		// fails as soon as it is taken and its slot takes another job
+		// (campaign seed 931667370: the Node step took no third job).
+		{"deferredFailureRefills", []difftest.Step{
+			add("j2", 2, nil), add("j3", 3, &difftest.Add{Priority: 5}), add("j4", 4, &difftest.Add{Priority: 2}),
+			{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j8", Data: map[string]any{"n": 8}},
+				Children: []*difftest.Add{{Name: "j9", Data: map[string]any{"n": 9}, OnParentFailure: "failParentOnFailure"}}},
+			{Op: difftest.OpWork, By: difftest.Node, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}},
+			add("j11", 11, nil),
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
 		}},
 		{"retries", []difftest.Step{
 			add("j1", 1, &difftest.Add{Attempts: 2}), add("j2", 2, &difftest.Add{Attempts: 3}),

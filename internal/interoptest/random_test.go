@@ -1656,9 +1656,10 @@ func (r *programRun) droverWorkNext(ctx context.Context, queue string, bh bullmq
 // with two getNextJob calls before it runs either job: a drover Worker at
 // Concurrency 2 writing results without fetching, whose processors hold
 // their jobs until the worker is closing; a job that must not run (a
-// deferred failure) is failed as soon as it is taken. Once the worker has
-// taken two jobs, or one and no other is ready, it begins to close and
-// the held jobs are released one at a time in the order taken (the later
+// deferred failure) is failed as soon as it is taken, and its slot takes
+// another. Once two jobs are held, or fewer and no other is ready, the
+// worker begins to close and the held jobs are released one at a time in
+// the order taken (the later
 // take is nearer the head of active), each written before the next is
 // released. It returns the ids it ran, sorted and space-separated.
 func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue string, bh bullmqoracle.Behavior, s *difftest.Step) string {
@@ -1675,13 +1676,16 @@ func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue st
 		// (a divergence: the take was not seen in time) does not wait.
 		frozen bool
 	)
-	arrived := make(chan struct{}, 4)
+	arrived := make(chan struct{}, 8)
 	note := func(id string) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !seen[id] {
 			seen[id] = true
-			arrived <- struct{}{}
+			select {
+			case arrived <- struct{}{}:
+			default: // the waiter polls the held jobs too
+			}
 		}
 		if written[id] == nil {
 			written[id] = make(chan struct{})
@@ -1715,13 +1719,20 @@ func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue st
 		require.NoError(r.t, w.Close(ctx))
 		return "took none"
 	}
-	// The second job: taken in the same fetch, or in the next one while a
-	// job is ready; none once nothing is ready for a while.
+	// Two jobs held by processors (a job that must not run fails at once
+	// and its slot takes another), or fewer once nothing is ready for a
+	// while.
 	idle := 0
 	for deadline := time.Now().Add(droverTakeTimeout); idle < 10 && time.Now().Before(deadline); {
+		mu.Lock()
+		full := len(held) >= 2
+		mu.Unlock()
+		if full {
+			break
+		}
 		select {
 		case <-arrived:
-			idle = 10
+			idle = 0
 			continue
 		case <-time.After(10 * time.Millisecond):
 		}

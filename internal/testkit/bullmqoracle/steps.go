@@ -42,9 +42,10 @@ type StepWorkerOpts struct {
 	// its own finish fetching none; the result is then "<id> <next id>".
 	FetchNext bool
 	// Concurrency 2 takes two jobs (with two getNextJob calls) before it
-	// runs either, then runs a job that must not run (a deferred
-	// failure) first and the others in the order taken, fetching none;
-	// the result is then "<id> <id>", sorted.
+	// runs either, then runs them in the order taken, fetching none; a job
+	// that must not run (a deferred failure) fails as soon as it is taken
+	// and another is taken for its slot. The result is then the ids of
+	// the jobs taken, sorted and space-separated.
 	Concurrency int
 }
 

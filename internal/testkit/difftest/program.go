@@ -340,8 +340,9 @@ type Step struct {
 	// Concurrency 2, on OpWork (without Outcome.FetchNext or MaxStarted),
 	// is a worker that takes two jobs (the second when one is ready
 	// then), both in flight at once, and finishes them with Outcome in
-	// the order it took them, a job that must not run (a deferred
-	// failure) first, fetching none; the result is the ids, sorted.
+	// the order it took them, fetching none; a job that must not run (a
+	// deferred failure) fails as soon as it is taken and its slot takes
+	// another. The result is the ids of the jobs taken, sorted.
 	// Node's step takes with two getNextJob calls; drover's Worker at
 	// Concurrency 2 in one fetch.
 	Concurrency int

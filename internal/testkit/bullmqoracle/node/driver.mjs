@@ -568,23 +568,50 @@ const commands = {
         // A worker at concurrency 2: a second take while the first job is
         // in flight; a job that must not run fails at once, the others
         // run in the order taken.
-        const token2 = `${sw.worker.id}:${++sw.n}`;
-        const job2 = await sw.worker.getNextJob(token2, { block: false });
-        const taken = [[job, token]];
-        if (job2) {
-          taken.push([job2, token2]);
-        }
-        const refused = taken.filter(([j]) => j.deferredFailure);
-        const others = taken.filter(([j]) => !j.deferredFailure);
+        // As drover's worker: it takes as many jobs as it has free slots
+        // (here one call each), a job that must not run (a deferred
+        // failure) fails as soon as it is taken, and its slot takes
+        // another.
+        const ran = [];
+        const held = [];
         let first = true;
-        for (const [j, t] of [...refused, ...others]) {
+        let batch = [[job, token]];
+        for (;;) {
+          while (batch.length < 2 - held.length) {
+            const tn = `${sw.worker.id}:${++sw.n}`;
+            const jn = await sw.worker.getNextJob(tn, { block: false });
+            if (!jn) {
+              break;
+            }
+            batch.push([jn, tn]);
+          }
+          let refused = false;
+          for (const [j, t] of batch) {
+            ran.push(j.id);
+            if (j.deferredFailure) {
+              if (!first) {
+                await finishGap();
+              }
+              first = false;
+              refused = true;
+              await sw.worker.processJob(j, t, () => false);
+            } else {
+              held.push([j, t]);
+            }
+          }
+          if (!refused || held.length >= 2) {
+            break;
+          }
+          batch = [];
+        }
+        for (const [j, t] of held) {
           if (!first) {
             await finishGap();
           }
           first = false;
           await sw.worker.processJob(j, t, () => false);
         }
-        return taken.map(([j]) => j.id).sort().join(' ');
+        return ran.sort().join(' ');
       }
       // With a.fetchNext the step is a running Worker's: the finish takes
       // the next job in the same call (or the loop takes it), and that job
