@@ -1,6 +1,7 @@
 package interoptest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -829,5 +830,28 @@ func TestDifferentialConcurrencyPair(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			requireNoDivergence(t, b, &difftest.Program{Seed: 2, Steps: tc.steps})
 		})
+	}
+}
+
+// TestDifferentialRegressionObliterateCountListOrder: obliterate with a
+// count smaller than a list takes that many jobs from the list's head
+// (LRANGE 0..count-1), as BullMQ's removeListJobs does; drover's took them
+// from the tail, so the jobs went in the opposite order and their flow
+// parents in another queue were released to its wait list in the opposite
+// order (campaign seed 931667552, shrunk).
+func TestDifferentialRegressionObliterateCountListOrder(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	tree := func(n int) difftest.Step {
+		return difftest.Step{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: fmt.Sprintf("j%d", n), Data: map[string]any{"n": n}},
+			Children: []*difftest.Add{{Name: fmt.Sprintf("j%d", n+1), Data: map[string]any{"n": n + 1}, OtherQueue: true,
+				Children: []*difftest.Add{{Name: fmt.Sprintf("j%d", n+2), Data: map[string]any{"n": n + 2}}}}}}
+	}
+	for _, count := range []int{1, 2} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 931667552, Steps: []difftest.Step{
+			tree(1), tree(4), tree(7),
+			{Op: difftest.OpObliterate, By: difftest.Drover, Limit: count},
+		}})
 	}
 }
