@@ -855,3 +855,25 @@ func TestDifferentialRegressionObliterateCountListOrder(t *testing.T) {
 		}})
 	}
 }
+
+// TestDifferentialRegressionFailedReasonPrefix: a parent failed by a child
+// with failParentOnFailure has a failedReason naming the child's key, run
+// prefix included ("child <prefix>:q:c1 failed"); the tester compared the
+// getJob read's reason raw, so the all-Node program diverged from itself
+// (campaign seed 969491002). Reads now compare it with the prefix masked,
+// as the deferred failure already was.
+func TestDifferentialRegressionFailedReasonPrefix(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Node, difftest.Drover} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 969491002, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j5", Data: map[string]any{"n": 5}, Attempts: 4,
+				Backoff: &difftest.Backoff{Type: "fixed", Delay: 7200000}},
+				Children: []*difftest.Add{{Name: "j6", Data: map[string]any{"n": 6}, JobID: "c1", OnParentFailure: "failParentOnFailure"}}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete"}},
+			{Op: difftest.OpGetJob, By: by, Job: "j5"},
+		}})
+	}
+}
