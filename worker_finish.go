@@ -203,6 +203,13 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 		failed = msgFetchFailed // a call with no result only takes jobs
 	}
 	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, failed)
+	if ok {
+		// Refused completions fail next, in a call that fetches for their
+		// slots (the first fetched none for them), under the same gate.
+		more, ttl := w.failRefusedCompletions(batch, codes, fetch-len(next))
+		next = append(next, more...)
+		rateLimitTTL = max(rateLimitTTL, ttl)
+	}
 	if !rateLimited {
 		w.limitGate.RUnlock()
 	}
@@ -224,7 +231,6 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 		// job back; noted before the gate opens, so every later fetch sees it.
 		w.noteRateLimit(rateLimitTTL)
 	}
-	w.failRefusedCompletions(batch, codes)
 	for _, rj := range done {
 		rj.written.Store(true)
 	}
@@ -289,8 +295,10 @@ func (e *refusedCompletion) Unwrap() error { return e.cause }
 // pending children make an ordinary error (retried per the job's attempts),
 // a failed child an unrecoverable one. batch and codes are updated in place
 // with the new outcomes. Jobs whose failure cannot be written stay active
-// for the stalled checker.
-func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error) {
+// for the stalled checker. The failures' call fetches up to free jobs for
+// the slots they free (the refused call fetched none for them) and returns
+// them, with the limiter's remaining time when it fetched none.
+func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error, free int) (next []*runningJob, rateLimitTTL int64) {
 	var idx []int
 	for i, err := range codes {
 		if errors.Is(err, ErrPendingDependencies) || errors.Is(err, ErrFailedChildren) {
@@ -298,7 +306,7 @@ func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error) {
 		}
 	}
 	if len(idx) == 0 {
-		return
+		return nil, 0
 	}
 	recs := make([]*scripts.FinishRecord, len(idx))
 	for k, i := range idx {
@@ -310,12 +318,17 @@ func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error) {
 		batch[i] = w.outcome(context.Background(), it.rj, nil, err, it.took)
 		recs[k] = &batch[i].rec
 	}
-	again, _, _, ok := w.writeResults(recs, 0, "write refused completions as failures failed")
+	// The first call fetched none for these jobs' slots (finishJobs'
+	// refused): this one does, as BullMQ's moveToFailed(fetchNext) after
+	// its refused moveToFinished. free is what the first call may still
+	// have fetched (0 when it fetched nothing at all).
+	again, next, rateLimitTTL, ok := w.writeResults(recs, min(max(free, 0), len(idx)), "write refused completions as failures failed")
 	if ok {
 		for k, i := range idx {
 			codes[i] = again[k]
 		}
 	}
+	return next, rateLimitTTL
 }
 
 // settledCallTTL is how long a call settled after its reply was lost stays

@@ -674,7 +674,7 @@ func (r *programRun) nodeJobView(nj *bullmqoracle.NodeJob) jobView {
 	return jobView{
 		Name: nj.Name, Data: orNull(nj.Data), AttemptsMade: nj.AttemptsMade, AttemptsStarted: nj.AttemptsStarted,
 		Stalled: nj.StalledCounter, Processed: msOrZero(nj.ProcessedOn) != 0, Finished: msOrZero(nj.FinishedOn) != 0,
-		Return: orNull(nj.ReturnValue), FailedReason: nj.FailedReason, Progress: orNull(nj.Progress), Stack: len(nj.Stacktrace),
+		Return: orNull(nj.ReturnValue), FailedReason: strings.ReplaceAll(nj.FailedReason, r.prefix, "P"), Progress: orNull(nj.Progress), Stack: len(nj.Stacktrace),
 		ProcessedBy: nj.ProcessedBy, Deferred: strings.ReplaceAll(nj.DeferredFailure, r.prefix, "P"), DedupID: nj.DeduplicationID,
 		Parent: strings.Replace(nj.ParentKey, r.prefix, "P", 1), Repeat: nj.RepeatJobKey,
 		Priority: nj.Priority, DelayMin: (nj.Delay + 30_000) / 60_000,
@@ -693,7 +693,7 @@ func (r *programRun) droverJobView(dj *drover.Job) jobView {
 	return jobView{
 		Name: dj.Name, Data: orNull(dj.Data), AttemptsMade: int64(dj.AttemptsMade), AttemptsStarted: int64(dj.AttemptsStarted),
 		Stalled: int64(dj.StalledCount), Processed: !dj.ProcessedOn.IsZero(), Finished: !dj.FinishedOn.IsZero(),
-		Return: orNull(dj.ReturnValue), FailedReason: dj.FailedReason, Progress: progressAsNode(dj.Progress), Stack: len(dj.Stacktrace),
+		Return: orNull(dj.ReturnValue), FailedReason: strings.ReplaceAll(dj.FailedReason, r.prefix, "P"), Progress: progressAsNode(dj.Progress), Stack: len(dj.Stacktrace),
 		ProcessedBy: dj.ProcessedBy, Deferred: strings.ReplaceAll(dj.DeferredFailure, r.prefix, "P"), DedupID: dj.DeduplicationID, Parent: parent,
 		Repeat: dj.JobSchedulerID, Priority: int64(dj.Priority), DelayMin: (dj.Delay.Milliseconds() + 30_000) / 60_000,
 		Attempts: int64(dj.Opts.Attempts), LIFO: dj.Opts.LIFO, CustomID: dj.Opts.JobID, Backoff: backoff,

@@ -1,6 +1,7 @@
 package interoptest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -751,4 +752,128 @@ func TestDifferentialRegressionResumeMarkerAtCap(t *testing.T) {
 			{Op: difftest.OpResume, By: difftest.Drover},
 		}})
 	})
+}
+
+// TestDifferentialRegressionRefusedCompletionFetchesAfterFailure: a running
+// drover worker completes a job that became a flow parent while it ran (a
+// child added with the parent option). BullMQ's moveToFinished refuses the
+// completion before it fetches anything, and the worker's moveToFailed
+// (fetchNext) then fails the job (attempts 1) or retries it (attempts 2)
+// and only then takes the next job. drover's finish script took the next
+// job in the refused call, before the job failed: its "active" event came
+// before "failed" and the failure's own drained/marker logic saw a job in
+// flight (campaign seeds 969489722 and 969490376, shrunk).
+func TestDifferentialRegressionRefusedCompletionFetchesAfterFailure(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, attempts := range []int{0, 2} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 969489722, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Attempts: attempts}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}, Parent: "j2"}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}}},
+			{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}},
+		}})
+	}
+}
+
+// TestDifferentialConcurrencyPair pins the concurrency-2 work step (two
+// jobs in flight, finished in the order taken): a plain pair, a pair
+// under a worker limiter of one take (the second take is refused), a
+// parent whose completion is refused beside another job, a job that must
+// not run taken in a pair, and a pair that fails with retries.
+func TestDifferentialConcurrencyPair(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	add := func(name string, n int, a *difftest.Add) difftest.Step {
+		if a == nil {
+			a = &difftest.Add{}
+		}
+		a.Name, a.Data = name, map[string]any{"n": n}
+		return difftest.Step{Op: difftest.OpAdd, By: difftest.Node, Add: a}
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []difftest.Step
+	}{
+		{"plain", []difftest.Step{
+			add("j1", 1, nil), add("j2", 2, &difftest.Add{Priority: 2}), add("j3", 3, nil),
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "complete", Value: 7}},
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}},
+		{"limiter", []difftest.Step{
+			add("j1", 1, nil), add("j2", 2, nil),
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, LimiterMax: 1, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}},
+		{"refusedParent", []difftest.Step{
+			add("j1", 1, nil), add("j2", 2, &difftest.Add{Parent: "j1", JobID: "pj2"}), add("j3", 3, nil),
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "complete"}},
+		}},
+		// A parent whose failParentOnFailure child failed must not run: it
+		// fails as soon as it is taken and its slot takes another job
+		// (campaign seed 931667370: the Node step took no third job).
+		{"deferredFailureRefills", []difftest.Step{
+			add("j2", 2, nil), add("j3", 3, &difftest.Add{Priority: 5}), add("j4", 4, &difftest.Add{Priority: 2}),
+			{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j8", Data: map[string]any{"n": 8}},
+				Children: []*difftest.Add{{Name: "j9", Data: map[string]any{"n": 9}, OnParentFailure: "failParentOnFailure"}}},
+			{Op: difftest.OpWork, By: difftest.Node, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}},
+			add("j11", 11, nil),
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		}},
+		{"retries", []difftest.Step{
+			add("j1", 1, &difftest.Add{Attempts: 2}), add("j2", 2, &difftest.Add{Attempts: 3}),
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+			{Op: difftest.OpWork, By: difftest.Drover, Concurrency: 2, Outcome: &difftest.Outcome{Kind: "unrecoverable", Message: "fatal"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requireNoDivergence(t, b, &difftest.Program{Seed: 2, Steps: tc.steps})
+		})
+	}
+}
+
+// TestDifferentialRegressionObliterateCountListOrder: obliterate with a
+// count smaller than a list takes that many jobs from the list's head
+// (LRANGE 0..count-1), as BullMQ's removeListJobs does; drover's took them
+// from the tail, so the jobs went in the opposite order and their flow
+// parents in another queue were released to its wait list in the opposite
+// order (campaign seed 931667552, shrunk).
+func TestDifferentialRegressionObliterateCountListOrder(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	tree := func(n int) difftest.Step {
+		return difftest.Step{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: fmt.Sprintf("j%d", n), Data: map[string]any{"n": n}},
+			Children: []*difftest.Add{{Name: fmt.Sprintf("j%d", n+1), Data: map[string]any{"n": n + 1}, OtherQueue: true,
+				Children: []*difftest.Add{{Name: fmt.Sprintf("j%d", n+2), Data: map[string]any{"n": n + 2}}}}}}
+	}
+	for _, count := range []int{1, 2} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 931667552, Steps: []difftest.Step{
+			tree(1), tree(4), tree(7),
+			{Op: difftest.OpObliterate, By: difftest.Drover, Limit: count},
+		}})
+	}
+}
+
+// TestDifferentialRegressionFailedReasonPrefix: a parent failed by a child
+// with failParentOnFailure has a failedReason naming the child's key, run
+// prefix included ("child <prefix>:q:c1 failed"); the tester compared the
+// getJob read's reason raw, so the all-Node program diverged from itself
+// (campaign seed 969491002). Reads now compare it with the prefix masked,
+// as the deferred failure already was.
+func TestDifferentialRegressionFailedReasonPrefix(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Node, difftest.Drover} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 969491002, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j5", Data: map[string]any{"n": 5}, Attempts: 4,
+				Backoff: &difftest.Backoff{Type: "fixed", Delay: 7200000}},
+				Children: []*difftest.Add{{Name: "j6", Data: map[string]any{"n": 6}, JobID: "c1", OnParentFailure: "failParentOnFailure"}}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "bad input"}},
+			{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete"}},
+			{Op: difftest.OpGetJob, By: by, Job: "j5"},
+		}})
+	}
 }

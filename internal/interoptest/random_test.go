@@ -606,7 +606,11 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		mix.stepNow = ref.stepNow
 		limited := false
 		if by == droverImpl && (s.Op == difftest.OpWork || s.Op == difftest.OpManualTake || s.Op == difftest.OpStall) {
-			limited = mix.rateLimited(context.Background())
+			lm := s.LimiterMax
+			if s.Op == difftest.OpManualTake && p.Manual != nil {
+				lm = p.Manual.LimiterMax
+			}
+			limited = mix.rateLimitedFor(context.Background(), mix.k, lm)
 		}
 		began := time.Now().UnixMilli()
 		rr := ref.step(s, nodeImpl)
@@ -627,6 +631,19 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 			if s.Op == difftest.OpWork && s.Outcome.Kind == "rateLimited" {
 				// Processors that rate-limited the queue and gave the job back.
 				droverSteps.note(s.Op+" (rateLimited)", mr)
+			}
+			if s.Op == difftest.OpWork && s.Outcome.FetchNext {
+				// A running worker's path: "ok <id> <next id>" ran two.
+				droverSteps.note(s.Op+" (fetchNext)", mr)
+				if strings.Contains(strings.TrimPrefix(mr, "ok "), " ") {
+					droverSteps.note(s.Op+" (fetchNext, ran 2)", mr)
+				}
+			}
+			if s.Op == difftest.OpWork && s.Concurrency == 2 {
+				droverSteps.note(s.Op+" (concurrency 2)", mr)
+				if strings.Contains(strings.TrimPrefix(mr, "ok "), " ") {
+					droverSteps.note(s.Op+" (concurrency 2, ran 2)", mr)
+				}
 			}
 			if s.Op == difftest.OpManualFinish && s.Outcome.FetchNext {
 				// Finishes that take the next job ("code 0 next none":
@@ -879,6 +896,12 @@ func (r *programRun) ready(ctx context.Context) bool {
 
 // readyIn is ready for the queue of k.
 func (r *programRun) readyIn(ctx context.Context, k keys.Queue) bool {
+	return r.readyFor(ctx, k, 0)
+}
+
+// readyFor is readyIn for a worker whose limiter allows limiterMax takes
+// per window (0: none).
+func (r *programRun) readyFor(ctx context.Context, k keys.Queue, limiterMax int) bool {
 	r.t.Helper()
 	paused, err := r.rdb.HExists(ctx, k.Meta(), "paused").Result()
 	require.NoError(r.t, err)
@@ -891,7 +914,7 @@ func (r *programRun) readyIn(ctx context.Context, k keys.Queue) bool {
 	} else if !errors.Is(err, redis.Nil) {
 		require.NoError(r.t, err)
 	}
-	if r.rateLimitedIn(ctx, k) {
+	if r.rateLimitedFor(ctx, k, limiterMax) {
 		return false
 	}
 	n, err := r.rdb.LLen(ctx, k.Wait()).Result()
@@ -901,19 +924,19 @@ func (r *programRun) readyIn(ctx context.Context, k keys.Queue) bool {
 	return !paused && n+m > 0
 }
 
-// rateLimited reports whether the limiter refuses takes now, as BullMQ's
-// moveToActive decides: a global rate limit (meta max) is set and the
-// limiter key counts at least max takes and still has time to live.
-func (r *programRun) rateLimited(ctx context.Context) bool {
-	return r.rateLimitedIn(ctx, r.k)
-}
-
-// rateLimitedIn is rateLimited for the queue of k.
-func (r *programRun) rateLimitedIn(ctx context.Context, k keys.Queue) bool {
+// rateLimitedFor reports whether the limiter refuses takes now to a worker
+// whose limiter allows limiterMax takes per window (0: none), as BullMQ's
+// moveToActive decides: a global rate limit (meta max, which wins over the
+// worker's) or the worker's is set and the limiter key counts at least max
+// takes and still has time to live.
+func (r *programRun) rateLimitedFor(ctx context.Context, k keys.Queue, limiterMax int) bool {
 	r.t.Helper()
 	max, err := r.rdb.HGet(ctx, k.Meta(), "max").Float64()
 	if errors.Is(err, redis.Nil) {
-		return false
+		if limiterMax == 0 {
+			return false
+		}
+		max, err = float64(limiterMax), nil
 	}
 	require.NoError(r.t, err)
 	used, err := r.rdb.Get(ctx, k.Limiter()).Float64()
@@ -1072,19 +1095,35 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if s.OtherQueue {
 			wq, wk = difftest.OtherQueueName, keys.New(p, difftest.OtherQueueName)
 		}
-		if !r.readyIn(ctx, wk) {
+		if !r.readyFor(ctx, wk, s.LimiterMax) {
 			return "none"
 		}
 		if node {
-			wo := bullmqoracle.StepWorkerOpts{MaxDataPoints: s.Metrics}
+			wo := bullmqoracle.StepWorkerOpts{MaxDataPoints: s.Metrics, MaxStartedAttempts: s.MaxStarted}
+			if s.LimiterMax > 0 {
+				wo.Limiter = difftest.NodeLimiter(s.LimiterMax)
+			}
 			if k := s.WorkerRemoveOnComplete; k != nil {
 				wo.RemoveOnComplete, _ = k.Node().(map[string]any)
 			}
 			if k := s.WorkerRemoveOnFail; k != nil {
 				wo.RemoveOnFail, _ = k.Node().(map[string]any)
 			}
+			wo.FetchNext, wo.Concurrency = s.Outcome.FetchNext, s.Concurrency
 			got, err := o.StepWorkOpts(ctx, p, wq, behaviorOf(s.Outcome), wo)
 			return r.result(got, err)
+		}
+		if s.Concurrency == 2 {
+			if got := r.droverWorkPair(ctx, wk, wq, behaviorOf(s.Outcome), s); got != "took none" {
+				return r.result(got, nil)
+			}
+			return "took none"
+		}
+		if s.Outcome.FetchNext {
+			if got := r.droverWorkNext(ctx, wq, behaviorOf(s.Outcome), s); got != "took none" {
+				return r.result(got, nil)
+			}
+			return "took none"
 		}
 		if got := r.droverWork(ctx, wq, behaviorOf(s.Outcome), s); got != "took none" {
 			return r.result(got, nil)
@@ -1221,9 +1260,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(fmt.Sprint(ids), err)
 	case difftest.OpObliterate:
 		if node {
-			return r.result("", o.Obliterate(ctx, p, q, !s.NoForce))
+			return r.result("", o.ObliterateCount(ctx, p, q, !s.NoForce, s.Limit))
 		}
-		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: !s.NoForce}))
+		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: !s.NoForce, Count: s.Limit}))
 	case difftest.OpPause:
 		if node {
 			return r.result("", o.Pause(ctx, p, q))
@@ -1517,35 +1556,21 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 	var once sync.Once
 	var calls atomic.Int32
 	proc := droverBehavior(bh, r.rdb)
-	var mo *drover.MetricsOptions
-	if s.Metrics > 0 {
-		mo = &drover.MetricsOptions{MaxDataPoints: s.Metrics}
-	}
-	var keepDone, keepFailed *drover.Retention
-	if k := s.WorkerRemoveOnComplete; k != nil {
-		keepDone = k.Drover()
-	}
-	if k := s.WorkerRemoveOnFail; k != nil {
-		keepFailed = k.Drover()
-	}
+	opts := r.stepWorkerOptions(s)
 	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
 		once.Do(func() { got <- job.ID })
 		<-release
 		return proc(ctx, job)
-	}), &drover.WorkerOptions{
-		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, Metrics: mo,
-		RemoveOnComplete: keepDone, RemoveOnFail: keepFailed,
-		Hooks: &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
-			// A job with a deferred failure (a failed child's
-			// failParentOnFailure) fails without running the processor,
-			// as in BullMQ, and its result is written (fetching nothing)
-			// before the worker closes: hold its slot until the worker is
-			// closing, as the processor does, so no next job is taken.
-			once.Do(func() { got <- job.ID })
-			<-release
-		}},
-	})
+	}), withHooks(opts, &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
+		// A job with a deferred failure (a failed child's
+		// failParentOnFailure) fails without running the processor,
+		// as in BullMQ, and its result is written (fetching nothing)
+		// before the worker closes: hold its slot until the worker is
+		// closing, as the processor does, so no next job is taken.
+		once.Do(func() { got <- job.ID })
+		<-release
+	}}))
 	require.NoError(r.t, err)
 	seam.NoFetchOnFinish(w)
 	require.NoError(r.t, w.Start(ctx))
@@ -1572,6 +1597,226 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 		return fmt.Sprintf("ran %d jobs", n)
 	}
 	return id
+}
+
+// droverWorkNext is droverWork for a step whose finish fetches the next
+// job, as Node's step does with processJob(job, token, fetchNext): the
+// worker writes its first result fetching the next job in the same call,
+// as a running drover Worker does, and when that write is done (its
+// JobFinished hook) the worker begins to close, so the job it fetched, if
+// any, runs and is written fetching none. It returns the ids it ran,
+// space-separated.
+func (r *programRun) droverWorkNext(ctx context.Context, queue string, bh bullmqoracle.Behavior, s *difftest.Step) string {
+	r.t.Helper()
+	proc := droverBehavior(bh, r.rdb)
+	opts := r.stepWorkerOptions(s)
+	var (
+		mu       sync.Mutex
+		finished []string
+		w        *drover.Worker
+	)
+	first := make(chan struct{})
+	closed := make(chan error, 1)
+	var once sync.Once
+	opts.Hooks = &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
+		mu.Lock()
+		finished = append(finished, job.ID)
+		mu.Unlock()
+		once.Do(func() {
+			// The first result is written, with the next job's fetch:
+			// close now, before that job runs, so that its write fetches
+			// none. Start refuses once Close has begun.
+			go func() { closed <- w.Close(ctx) }()
+			for w.Start(ctx) == nil {
+				time.Sleep(time.Millisecond)
+			}
+			// The fetched job starts once this hook returns: its finish
+			// in another millisecond.
+			finishGap()
+			close(first)
+		})
+	}}
+	var err error
+	w, err = drover.NewWorker(r.rdb, queue, proc, opts)
+	require.NoError(r.t, err)
+	require.NoError(r.t, w.Start(ctx))
+	select {
+	case <-first:
+	case <-time.After(droverTakeTimeout):
+		require.NoError(r.t, w.Close(ctx))
+		return "took none"
+	}
+	require.NoError(r.t, <-closed)
+	mu.Lock()
+	defer mu.Unlock()
+	return strings.Join(finished, " ")
+}
+
+// droverWorkPair runs a work step at concurrency 2, as Node's step does
+// with two getNextJob calls before it runs either job: a drover Worker at
+// Concurrency 2 writing results without fetching, whose processors hold
+// their jobs until the worker is closing; a job that must not run (a
+// deferred failure) is failed as soon as it is taken, and its slot takes
+// another. Once two jobs are held, or fewer and no other is ready, the
+// worker begins to close and the held jobs are released one at a time in
+// the order taken (the later
+// take is nearer the head of active), each written before the next is
+// released. It returns the ids it ran, sorted and space-separated.
+func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue string, bh bullmqoracle.Behavior, s *difftest.Step) string {
+	r.t.Helper()
+	proc := droverBehavior(bh, r.rdb)
+	opts := r.stepWorkerOptions(s)
+	opts.Concurrency = 2
+	var (
+		mu      sync.Mutex
+		seen    = map[string]bool{}
+		held    = map[string]chan struct{}{}
+		written = map[string]chan struct{}{}
+		// frozen: the release order is read; a processor called later
+		// (a divergence: the take was not seen in time) does not wait.
+		frozen bool
+	)
+	arrived := make(chan struct{}, 8)
+	note := func(id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[id] {
+			seen[id] = true
+			select {
+			case arrived <- struct{}{}:
+			default: // the waiter polls the held jobs too
+			}
+		}
+		if written[id] == nil {
+			written[id] = make(chan struct{})
+		}
+	}
+	opts.Hooks = &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
+		note(job.ID)
+		mu.Lock()
+		close(written[job.ID])
+		mu.Unlock()
+	}}
+	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		release := make(chan struct{})
+		mu.Lock()
+		if !frozen {
+			held[job.ID] = release
+		} else {
+			close(release) // after the release order was read: run now
+		}
+		mu.Unlock()
+		note(job.ID)
+		<-release
+		return proc(ctx, job)
+	}), opts)
+	require.NoError(r.t, err)
+	seam.NoFetchOnFinish(w)
+	require.NoError(r.t, w.Start(ctx))
+	select {
+	case <-arrived:
+	case <-time.After(droverTakeTimeout):
+		require.NoError(r.t, w.Close(ctx))
+		return "took none"
+	}
+	// Two jobs held by processors (a job that must not run fails at once
+	// and its slot takes another), or fewer once nothing is ready for a
+	// while.
+	idle := 0
+	for deadline := time.Now().Add(droverTakeTimeout); idle < 10 && time.Now().Before(deadline); {
+		mu.Lock()
+		full := len(held) >= 2
+		mu.Unlock()
+		if full {
+			break
+		}
+		select {
+		case <-arrived:
+			idle = 0
+			continue
+		case <-time.After(10 * time.Millisecond):
+		}
+		if r.readyFor(ctx, wk, s.LimiterMax) {
+			idle = 0
+		} else {
+			idle++
+		}
+	}
+	// A job the last fetch took reaches its processor within moments.
+	select {
+	case <-arrived:
+	case <-time.After(50 * time.Millisecond):
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- w.Close(ctx) }()
+	for w.Start(ctx) == nil {
+		time.Sleep(time.Millisecond)
+	}
+	// Held jobs in the order taken: active has the later take first.
+	active, err := r.rdb.LRange(ctx, wk.Active(), 0, -1).Result()
+	require.NoError(r.t, err)
+	mu.Lock()
+	frozen = true
+	var order []string
+	for i := len(active) - 1; i >= 0; i-- {
+		if held[active[i]] != nil {
+			order = append(order, active[i])
+		}
+	}
+	mu.Unlock()
+	for k, id := range order {
+		mu.Lock()
+		release, done, refused := held[id], written[id], len(seen) > len(order)
+		mu.Unlock()
+		if k > 0 || refused {
+			finishGap() // each finish in a millisecond of its own
+		}
+		close(release)
+		select {
+		case <-done:
+		case <-time.After(droverTakeTimeout):
+			r.t.Fatalf("drover pair step: job %s not written", id)
+		}
+	}
+	require.NoError(r.t, <-closed)
+	mu.Lock()
+	defer mu.Unlock()
+	ids := slices.Sorted(maps.Keys(seen))
+	return strings.Join(ids, " ")
+}
+
+// finishGap waits 2 ms, so that a work step's second finish never shares
+// the first one's finishedOn: the completed and failed sets order ties by
+// member and count retention trims by that order, so a shared millisecond
+// made a program's state depend on speed (all-Node campaign seeds
+// 693515568, 693515608 diverged from themselves). Node's step waits alike.
+func finishGap() { time.Sleep(2 * time.Millisecond) }
+
+// withHooks is o with hooks h.
+func withHooks(o *drover.WorkerOptions, h *drover.WorkerHooks) *drover.WorkerOptions {
+	o.Hooks = h
+	return o
+}
+
+// stepWorkerOptions are a work step's drover worker options: its metrics,
+// retention, limiter and maxStartedAttempts.
+func (r *programRun) stepWorkerOptions(s *difftest.Step) *drover.WorkerOptions {
+	o := &drover.WorkerOptions{
+		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, MaxStartedAttempts: s.MaxStarted,
+	}
+	if s.Metrics > 0 {
+		o.Metrics = &drover.MetricsOptions{MaxDataPoints: s.Metrics}
+	}
+	if k := s.WorkerRemoveOnComplete; k != nil {
+		o.RemoveOnComplete = k.Drover()
+	}
+	if k := s.WorkerRemoveOnFail; k != nil {
+		o.RemoveOnFail = k.Drover()
+	}
+	if s.LimiterMax > 0 {
+		o.Limiter = difftest.DroverLimiter(s.LimiterMax)
+	}
+	return o
 }
 
 // TestDifferentialRegressionRetryResetsAttempts is the tester's own proof:

@@ -163,6 +163,13 @@ local lastFinal = false
 -- batch was this call's (so it wrote, see fetchJobs' moveOne).
 local completedN, failedN = 0, 0
 local anyOwned = single
+-- refused: completions refused for a pending (-4) or failed (-9) child.
+-- The caller fails each such attempt next, in a call that fetches for its
+-- slot, as BullMQ's moveToFinished refuses before it fetches and its
+-- moveToFailed(fetchNext) fetches after the failure: this call fetches
+-- none for them (the worker's first write took a next job before the
+-- refused job failed or went back to wait, campaign seed 969489722).
+local refused = 0
 
 -- cold() builds the helpers of flows (a child's parent), deduplication
 -- and retention trims on a call's first need of them. A batch of plain
@@ -277,8 +284,10 @@ else
         -- its lock: a pending or failed child is the refusal it reports.
         if rcall("SCARD", jobKey .. ":dependencies") > 0 then
           codes[i + 1] = -4
+          refused = refused + 1
         elseif rcall("ZCARD", jobKey .. ":unsuccessful") > 0 then
           codes[i + 1] = -9
+          refused = refused + 1
         end
       end
     else
@@ -315,8 +324,10 @@ else
         free[#free + 1] = i
       elseif rcall("SCARD", jobKey .. ":dependencies") > 0 then
         codes[i + 1] = -4
+        refused = refused + 1
       elseif rcall("ZCARD", jobKey .. ":unsuccessful") > 0 then
         codes[i + 1] = -9
+        refused = refused + 1
       else
         free[#free + 1] = i
       end
@@ -597,6 +608,9 @@ end
 local exactLock = ARGV[12]
 if exactLock ~= "" and codes[1] ~= 0 then
   fetchCount = 0
+end
+if refused > 0 then
+  fetchCount = fetchCount - refused
 end
 if not fetched then
   fetched = fetchJobs(now, fetchCount, exactLock ~= "" and exactLock or ARGV[4], ARGV[5], ARGV[6],

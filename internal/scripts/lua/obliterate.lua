@@ -46,10 +46,13 @@ local function dropList(key, withLocks)
   if budget <= 0 or wrongType(key, "list") then
     return
   end
-  local ids = rcall("LRANGE", key, -budget, -1)
+  -- From the head, as BullMQ's removeListJobs: with a budget smaller
+  -- than the list, the order the jobs go in decides the order their flow
+  -- parents are released in (campaign seed 931667552).
+  local ids = rcall("LRANGE", key, 0, budget - 1)
   dropIds(ids, withLocks)
   if #ids > 0 then
-    rcall("LTRIM", key, 0, -(#ids + 1))
+    rcall("LTRIM", key, #ids, -1)
   end
 end
 

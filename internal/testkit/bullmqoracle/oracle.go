@@ -459,7 +459,13 @@ func (o *Oracle) Drain(ctx context.Context, prefix, queue string, delayed bool) 
 
 // Obliterate calls Queue.obliterate({force}).
 func (o *Oracle) Obliterate(ctx context.Context, prefix, queue string, force bool) error {
-	return o.Call(ctx, "obliterate", qargs(prefix, queue, "force", force), nil)
+	return o.ObliterateCount(ctx, prefix, queue, force, 0)
+}
+
+// ObliterateCount is Obliterate deleting count jobs per script call (its
+// count option; 0: BullMQ's default 1000).
+func (o *Oracle) ObliterateCount(ctx context.Context, prefix, queue string, force bool, count int) error {
+	return o.Call(ctx, "obliterate", qargs(prefix, queue, "force", force, "count", count), nil)
 }
 
 // Promote calls Job.promote on a delayed job.

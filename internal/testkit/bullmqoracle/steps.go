@@ -32,6 +32,21 @@ type StepWorkerOpts struct {
 	// RemoveOnComplete and RemoveOnFail are the worker's KeepJobs objects
 	// ({count, age, limit}; nil: none), for jobs without their own.
 	RemoveOnComplete, RemoveOnFail map[string]any
+	// Limiter is the worker's limiter option ({max, duration}; nil: none),
+	// which the take reads.
+	Limiter map[string]any
+	// MaxStartedAttempts is the worker's maxStartedAttempts (0: none).
+	MaxStartedAttempts int
+	// FetchNext makes the job's finish take the next job in the same call
+	// (a running Worker's fetch), which runs too, with the same behavior,
+	// its own finish fetching none; the result is then "<id> <next id>".
+	FetchNext bool
+	// Concurrency 2 takes two jobs (with two getNextJob calls) before it
+	// runs either, then runs them in the order taken, fetching none; a job
+	// that must not run (a deferred failure) fails as soon as it is taken
+	// and another is taken for its slot. The result is then the ids of
+	// the jobs taken, sorted and space-separated.
+	Concurrency int
 }
 
 // StepWorkOpts is StepWork with the step worker's options set to opts for
@@ -47,6 +62,18 @@ func (o *Oracle) StepWorkOpts(ctx context.Context, prefix, queue string, behavio
 	}
 	if opts.RemoveOnFail != nil {
 		args["removeOnFail"] = opts.RemoveOnFail
+	}
+	if opts.Limiter != nil {
+		args["limiter"] = opts.Limiter
+	}
+	if opts.MaxStartedAttempts > 0 {
+		args["maxStartedAttempts"] = opts.MaxStartedAttempts
+	}
+	if opts.FetchNext {
+		args["fetchNext"] = true
+	}
+	if opts.Concurrency > 1 {
+		args["concurrency"] = opts.Concurrency
 	}
 	err := o.Call(ctx, "stepWork", args, &id)
 	if id == nil {

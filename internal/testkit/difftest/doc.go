@@ -33,10 +33,16 @@
 // isPaused, FlowProducer.getFlow with a depth and maxChildren, and
 // getMetrics of the metrics work steps write when their worker has the
 // metrics option, on either side; work steps may also give the worker
-// removeOnComplete/removeOnFail), manual processing (getNextJob /
+// removeOnComplete/removeOnFail, a rate limiter (alone or beside a global
+// rate limit) and maxStartedAttempts, and may run as a running worker
+// does: the finish takes the next job in the same call, or the worker's
+// loop takes it after a retry at once or a move to delayed, and that job
+// runs too, or at concurrency 2: two jobs taken and in flight at once,
+// finished in the order taken), obliterate with a count of jobs per call,
+// manual processing (getNextJob /
 // Worker.NextJob, the job's finishes, with and without fetchNext,
-// moveToWaitingChildren; a program's manual workers may have metrics and
-// retention options), flows (a parent with children, each failure policy,
+// moveToWaitingChildren; a program's manual workers may have metrics,
+// retention and rate limiter options), flows (a parent with children, each failure policy,
 // a child in a second queue, a child with children of its own; a lone job
 // with a parent link, to a job of either queue; several trees in one
 // FlowProducer.addBulk, three levels deep across both queues; a tree

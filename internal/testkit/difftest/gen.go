@@ -92,6 +92,9 @@ func Generate(seed int64, cfg Config) *Program {
 		if g.chance(50) {
 			m.RemoveOnFail = g.keepJobs()
 		}
+		if g.chance(25) {
+			m.LimiterMax = g.pickI(1, 2)
+		}
 		p.Manual = m
 	}
 	if g.chance(25) {
@@ -221,7 +224,9 @@ func (g *gen) step() Step {
 			}
 			return Step{Op: OpClean, State: g.pick("completed", "failed", "wait", "waiting", "delayed", "prioritized", "paused", "active", "waiting-children"), Delay: grace, Limit: lim}
 		}},
-		{1, func() Step { return Step{Op: OpObliterate, NoForce: g.chance(40)} }},
+		// Sometimes one or two jobs per script call (count): the call
+		// loops until the queue is gone.
+		{1, func() Step { return Step{Op: OpObliterate, NoForce: g.chance(40), Limit: g.pick3(1+g.r.IntN(2), 0)} }},
 		{2, func() Step { return Step{Op: OpPause} }},
 		{3, func() Step { return Step{Op: OpResume} }},
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
@@ -328,10 +333,15 @@ func (g *gen) step() Step {
 		// (drover has it on the Job: ReadDependencies), pages of
 		// job.getDependencies' unprocessed children smaller than the set
 		// (SSCAN pages depend on the member strings, which carry the
-		// run's prefix: dependenciesRead), job.discard (not in 6.7) and
-		// a scheduler's immediately without a start date (the run's id
-		// carries the instant of each run's upsert). Generated through
-		// another name: job.remove (queue.remove's script), getState,
+		// run's prefix: dependenciesRead), job.discard (not in 6.7's
+		// Job), a scheduler's immediately without a start date (the run's
+		// id carries the instant of each run's upsert), the Queue's
+		// streams.events.maxLen (every event write trims with MAXLEN ~,
+		// which removes whole stream nodes of 100 entries only: a
+		// program's stream never fills one) and worker concurrency above
+		// 2 with fetching finishes (a drover worker's batched writes: the
+		// order of its results is the order its processors return). Generated
+		// through another name: job.remove (queue.remove's script), getState,
 		// getJobState and job.isX (crossRead after every step), count
 		// and the getXCount getters (getJobCountByTypes), getRanges and
 		// the getX lists (getJobs), removeDebounceKey and
@@ -729,9 +739,11 @@ func (g *gen) manualFinish() Step {
 	s := g.work()
 	s.Op, s.Token, s.Metrics = OpManualFinish, g.token(), 0
 	s.WorkerRemoveOnComplete, s.WorkerRemoveOnFail = nil, nil
+	s.LimiterMax, s.MaxStarted, s.Concurrency = 0, 0, 0
 	if s.Outcome.Kind == "rateLimited" {
 		s.Outcome = &Outcome{Kind: "wait"} // a processor's outcome only
 	}
+	s.Outcome.FetchNext = false
 	switch g.r.IntN(10) {
 	case 0:
 		s.Outcome = &Outcome{Kind: "wait"}
@@ -765,6 +777,9 @@ func (g *gen) work() Step {
 	}
 	// Sometimes the queue of flow children in OtherQueueName; sometimes a
 	// worker that keeps metrics.
+	// Sometimes the finish takes the next job, which runs too: the path
+	// of a running worker (moveToFinished with fetchNext).
+	o.FetchNext = g.chance(25)
 	s := Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
 	if g.chance(35) {
 		s.Metrics = g.pickI(1, 2, 60)
@@ -774,6 +789,22 @@ func (g *gen) work() Step {
 	}
 	if g.chance(15) {
 		s.WorkerRemoveOnFail = g.keepJobs()
+	}
+	if g.chance(12) {
+		// A worker limiter of 1 or 2 takes an hour: a second or third
+		// work step meets it (also beside a global rate limit, whose max
+		// wins while the worker's window wins).
+		s.LimiterMax = g.pickI(1, 2)
+	}
+	if g.chance(12) {
+		// maxStartedAttempts: stalls, rate-limited give-backs and moves
+		// back to wait start a job again without an attempt made.
+		s.MaxStarted = g.pickI(1, 2)
+	}
+	if !o.FetchNext && s.MaxStarted == 0 && g.chance(15) {
+		// A worker at concurrency 2: two jobs taken, both in flight, then
+		// finished one after the other.
+		s.Concurrency = 2
 	}
 	return s
 }

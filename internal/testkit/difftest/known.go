@@ -108,6 +108,23 @@ var Known = []KnownDivergence{
 		"deliberate (README; BullMQ bug)", linkedRootWithID, nil, nil, "", false},
 	{"deliberate", "getDependencies' failed page past the first (failed: {cursor, count}, cursor > 0): BullMQ 6.7 reads ZRANGE cursor..count-1 of the unsuccessful set, none once cursor >= count; drover's GetDependencies reads the page at the cursor (both answer cursor + count as the next cursor)",
 		"deliberate (README; BullMQ bug)", failedPagePastFirst, nil, nil, "", false},
+	{"deliberate", "a worker at concurrency above 1 that takes a job scheduler's run with other jobs: drover's worker takes up to its free slots in one call (one script, whose takes are done before it looks at any job) and creates the scheduler's next run after that call, so the next run's added/delayed events follow the other taken jobs' active; BullMQ 6.7's worker takes one job per call and creates the next run before its next take. The jobs taken, the next run and the final state agree (campaign seed 576813317)",
+		"deliberate (README)", schedulerRunInPair, nil, nil, "", false},
+}
+
+// schedulerRunInPair reports whether a program has a job scheduler and a
+// work step at concurrency 2, which may take its run with another job.
+func schedulerRunInPair(p *Program) bool {
+	sched := false
+	for _, s := range p.Steps {
+		switch {
+		case s.Op == OpUpsertScheduler:
+			sched = true
+		case s.Op == OpWork && s.Concurrency > 1 && sched:
+			return true
+		}
+	}
+	return false
 }
 
 // linkedRootWithID reports whether a program adds a flow whose root has a

@@ -62,7 +62,8 @@ const (
 	// OpClean cleans Step.State with grace Step.Delay ms and limit Step.Limit.
 	OpClean Op = "clean"
 	// OpObliterate obliterates the queue (force, unless Step.NoForce: then
-	// both refuse while a job is active).
+	// both refuse while a job is active), Step.Limit jobs per script call
+	// (0: the default 1000).
 	OpObliterate Op = "obliterate"
 	// OpPause and OpResume pause and resume the queue.
 	OpPause  Op = "pause"
@@ -326,7 +327,30 @@ type Step struct {
 	// KeepJobs objects), for jobs without their own
 	// (WorkerOptions.RemoveOnComplete / Node's worker option).
 	WorkerRemoveOnComplete, WorkerRemoveOnFail *Retention
+	// LimiterMax, on OpWork, is the worker's rate limiter: at most
+	// LimiterMax takes per LimiterDuration (0: none) (WorkerOptions.Limiter
+	// / Node's limiter option), counted in the queue's limiter key. A
+	// global rate limit in meta wins for the max, the worker's for the
+	// window, in both.
+	LimiterMax int
+	// MaxStarted, on OpWork, is the worker's maxStartedAttempts (0: none):
+	// a job started more often fails without running, one started that
+	// often is not retried (WorkerOptions.MaxStartedAttempts).
+	MaxStarted int
+	// Concurrency 2, on OpWork (without Outcome.FetchNext or MaxStarted),
+	// is a worker that takes two jobs (the second when one is ready
+	// then), both in flight at once, and finishes them with Outcome in
+	// the order it took them, fetching none; a job that must not run (a
+	// deferred failure) fails as soon as it is taken and its slot takes
+	// another. The result is the ids of the jobs taken, sorted.
+	// Node's step takes with two getNextJob calls; drover's Worker at
+	// Concurrency 2 in one fetch.
+	Concurrency int
 }
+
+// LimiterDuration is the window of every generated worker limiter: an
+// hour, so no window ends while a program runs.
+const LimiterDuration = Hour
 
 // Scheduler is a job scheduler repeating every Every ms from Start ms after
 // the program's anchor (a time hours ahead of the run, shared by both runs),
@@ -457,7 +481,11 @@ type Outcome struct {
 	// FetchNext (OpManualFinish, "complete", "fail" and "unrecoverable"):
 	// the finish takes the next job under the same token in the same call
 	// (moveToCompleted / moveToFailed with fetchNext; drover's
-	// Job.CompleteAndNext, FailAndNext).
+	// Job.CompleteAndNext, FailAndNext). On OpWork (any kind): the
+	// worker's finish takes the next job in the same call, as a running
+	// worker's does (Node's processJob with fetchNext; a drover Worker
+	// whose result write fetches), and that job runs too, with the same
+	// outcome, its own finish fetching none (the worker is closing).
 	FetchNext bool
 }
 
@@ -480,11 +508,14 @@ type Program struct {
 }
 
 // ManualWorker are the options of a program's manual workers: metrics
-// (maxDataPoints; 0: none) and retention (KeepJobs objects) for jobs
-// without their own.
+// (maxDataPoints; 0: none), retention (KeepJobs objects) for jobs
+// without their own and a rate limiter of LimiterMax takes per
+// LimiterDuration (0: none), which their takes and fetchNext finishes
+// count.
 type ManualWorker struct {
 	Metrics                        int
 	RemoveOnComplete, RemoveOnFail *Retention
+	LimiterMax                     int
 }
 
 // NodeOpts are the options as a BullMQ Worker takes them.
@@ -499,7 +530,21 @@ func (m *ManualWorker) NodeOpts() map[string]any {
 	if m.RemoveOnFail != nil {
 		o["removeOnFail"] = m.RemoveOnFail.node()
 	}
+	if m.LimiterMax > 0 {
+		o["limiter"] = NodeLimiter(m.LimiterMax)
+	}
 	return o
+}
+
+// NodeLimiter is a limiter of max takes per LimiterDuration as a BullMQ
+// Worker takes it.
+func NodeLimiter(max int) map[string]any {
+	return map[string]any{"max": max, "duration": LimiterDuration}
+}
+
+// DroverLimiter is the same limiter as drover's WorkerOptions.Limiter.
+func DroverLimiter(max int) *drover.RateLimit {
+	return &drover.RateLimit{Max: max, Duration: time.Duration(LimiterDuration) * time.Millisecond}
 }
 
 // Apply sets the options on drover's WorkerOptions.
@@ -512,6 +557,9 @@ func (m *ManualWorker) Apply(o *drover.WorkerOptions) {
 	}
 	if m.RemoveOnFail != nil {
 		o.RemoveOnFail = m.RemoveOnFail.drover()
+	}
+	if m.LimiterMax > 0 {
+		o.Limiter = DroverLimiter(m.LimiterMax)
 	}
 }
 
@@ -799,6 +847,15 @@ func (s *Step) String() string {
 	if r := s.WorkerRemoveOnFail; r != nil {
 		parts = append(parts, fmt.Sprintf("worker removeOnFail=%v", r.node()))
 	}
+	if s.LimiterMax != 0 {
+		parts = append(parts, fmt.Sprintf("worker limiter=%d/h", s.LimiterMax))
+	}
+	if s.MaxStarted != 0 {
+		parts = append(parts, fmt.Sprintf("worker maxStartedAttempts=%d", s.MaxStarted))
+	}
+	if s.Concurrency != 0 {
+		parts = append(parts, fmt.Sprintf("worker concurrency=%d", s.Concurrency))
+	}
 	if s.Limit != 0 || s.Op == OpTrimEvents {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
 	}
@@ -839,6 +896,9 @@ func (p *Program) GoString() string {
 		}
 		if r := m.RemoveOnFail; r != nil {
 			f = append(f, "RemoveOnFail: "+r.goString())
+		}
+		if m.LimiterMax != 0 {
+			f = append(f, fmt.Sprintf("LimiterMax: %d", m.LimiterMax))
 		}
 		b.WriteString(", Manual: &difftest.ManualWorker{" + strings.Join(f, ", ") + "}")
 	}
@@ -991,6 +1051,15 @@ func (s *Step) GoString() string {
 	}
 	if r := s.WorkerRemoveOnFail; r != nil {
 		f = append(f, "WorkerRemoveOnFail: "+r.goString())
+	}
+	if s.LimiterMax != 0 {
+		f = append(f, fmt.Sprintf("LimiterMax: %d", s.LimiterMax))
+	}
+	if s.MaxStarted != 0 {
+		f = append(f, fmt.Sprintf("MaxStarted: %d", s.MaxStarted))
+	}
+	if s.Concurrency != 0 {
+		f = append(f, fmt.Sprintf("Concurrency: %d", s.Concurrency))
 	}
 	return "{" + strings.Join(f, ", ") + "}"
 }

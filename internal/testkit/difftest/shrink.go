@@ -190,7 +190,16 @@ func simplifications(s *Step) []func(*Step) {
 	if s.WorkerRemoveOnFail != nil {
 		out = append(out, func(s *Step) { s.WorkerRemoveOnFail = nil })
 	}
-	if s.Op == OpCheckStalled && s.Limit != 0 {
+	if s.LimiterMax != 0 {
+		out = append(out, func(s *Step) { s.LimiterMax = 0 })
+	}
+	if s.MaxStarted != 0 {
+		out = append(out, func(s *Step) { s.MaxStarted = 0 })
+	}
+	if s.Concurrency != 0 {
+		out = append(out, func(s *Step) { s.Concurrency = 0 })
+	}
+	if (s.Op == OpCheckStalled || s.Op == OpObliterate) && s.Limit != 0 {
 		out = append(out, func(s *Step) { s.Limit = 0 })
 	}
 	if s.NoForce {

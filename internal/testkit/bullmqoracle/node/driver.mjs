@@ -171,6 +171,14 @@ async function getQueueEvents(args) {
   return p;
 }
 
+// finishGap waits until the clock's millisecond has changed twice: a step's
+// second finish then never shares the first one's finishedOn, whose ties
+// the completed and failed sets order by member (and count retention trims
+// by that order), which would make a program's state depend on speed.
+function finishGap() {
+  return new Promise((resolve) => setTimeout(resolve, 2));
+}
+
 // getStepWorker returns the queue's step worker: a BullMQ Worker that never
 // runs on its own (autorun false) and that the step commands drive one job
 // at a time. Its processor runs the behavior of the current step.
@@ -368,7 +376,11 @@ const commands = {
     return null;
   },
   obliterate: async (a) => {
-    await (await getQueue(a)).obliterate({ force: !!a.force });
+    const opts = { force: !!a.force };
+    if (typeof a.count === 'number' && a.count > 0) {
+      opts.count = a.count; // jobs per script call
+    }
+    await (await getQueue(a)).obliterate(opts);
     return null;
   },
   promote: async (a) => {
@@ -535,26 +547,101 @@ const commands = {
     const sw = await getStepWorker(a);
     const token = `${sw.worker.id}:${++sw.n}`;
     sw.worker.limitUntil = 0; // Redis decides each step (see steps.go)
-    const job = await sw.worker.getNextJob(token, { block: false });
-    if (!job) {
-      return null;
-    }
-    sw.behavior = a.behavior ?? { kind: 'return' };
-    // The worker's metrics option for this job only (moveToFinished reads
-    // the worker's opts when it writes the result).
-    // So are its removeOnComplete and removeOnFail (KeepJobs objects),
-    // which apply to jobs without their own.
-    sw.worker.opts.metrics = a.metrics ?? undefined;
-    sw.worker.opts.removeOnComplete = a.removeOnComplete ?? undefined;
-    sw.worker.opts.removeOnFail = a.removeOnFail ?? undefined;
+    // The worker's options for this step only: its limiter (read by the
+    // take and by a finish that fetches the next job), maxStartedAttempts
+    // (read by processJob and the retry decision), metrics, and
+    // removeOnComplete and removeOnFail (KeepJobs objects, for jobs without
+    // their own), which moveToFinished reads when it writes the result.
+    const o = sw.worker.opts;
+    o.limiter = a.limiter ?? undefined;
+    o.maxStartedAttempts = a.maxStartedAttempts ?? undefined;
+    o.metrics = a.metrics ?? undefined;
+    o.removeOnComplete = a.removeOnComplete ?? undefined;
+    o.removeOnFail = a.removeOnFail ?? undefined;
     try {
-      await sw.worker.processJob(job, token, () => false);
+      const job = await sw.worker.getNextJob(token, { block: false });
+      if (!job) {
+        return null;
+      }
+      sw.behavior = a.behavior ?? { kind: 'return' };
+      if (a.concurrency === 2) {
+        // A worker at concurrency 2: a second take while the first job is
+        // in flight; a job that must not run fails at once, the others
+        // run in the order taken.
+        // As drover's worker: it takes as many jobs as it has free slots
+        // (here one call each), a job that must not run (a deferred
+        // failure) fails as soon as it is taken, and its slot takes
+        // another.
+        const ran = [];
+        const held = [];
+        let first = true;
+        let batch = [[job, token]];
+        for (;;) {
+          while (batch.length < 2 - held.length) {
+            const tn = `${sw.worker.id}:${++sw.n}`;
+            const jn = await sw.worker.getNextJob(tn, { block: false });
+            if (!jn) {
+              break;
+            }
+            batch.push([jn, tn]);
+          }
+          let refused = false;
+          for (const [j, t] of batch) {
+            ran.push(j.id);
+            if (j.deferredFailure) {
+              if (!first) {
+                await finishGap();
+              }
+              first = false;
+              refused = true;
+              await sw.worker.processJob(j, t, () => false);
+            } else {
+              held.push([j, t]);
+            }
+          }
+          if (!refused || held.length >= 2) {
+            break;
+          }
+          batch = [];
+        }
+        for (const [j, t] of held) {
+          if (!first) {
+            await finishGap();
+          }
+          first = false;
+          await sw.worker.processJob(j, t, () => false);
+        }
+        return ran.sort().join(' ');
+      }
+      // With a.fetchNext the step is a running Worker's: the finish takes
+      // the next job in the same call (or the loop takes it), and that job
+      // runs too (same behavior), its own finish fetching none:
+      // "<id> <next id>".
+      let next = await sw.worker.processJob(job, token, () => !!a.fetchNext);
+      if (!a.fetchNext) {
+        return job.id;
+      }
+      let nextToken = token; // a finish's fetch locks with its token
+      if (!next && !(sw.worker.limitUntil > Date.now())) {
+        // The finish took none (a retry at once, a move to delayed, a
+        // refusal or nothing ready): a running Worker's loop takes the
+        // next job with moveToActive, unless it met the rate limiter.
+        nextToken = `${sw.worker.id}:${++sw.n}`;
+        next = await sw.worker.getNextJob(nextToken, { block: false });
+      }
+      if (!next) {
+        return job.id;
+      }
+      await finishGap();
+      await sw.worker.processJob(next, nextToken, () => false);
+      return `${job.id} ${next.id}`;
     } finally {
-      sw.worker.opts.metrics = undefined;
-      sw.worker.opts.removeOnComplete = undefined;
-      sw.worker.opts.removeOnFail = undefined;
+      o.limiter = undefined;
+      o.maxStartedAttempts = undefined;
+      o.metrics = undefined;
+      o.removeOnComplete = undefined;
+      o.removeOnFail = undefined;
     }
-    return job.id;
   },
   // stepTake takes the next ready job and leaves it active, as a worker
   // that dies right after taking it. Returns the job id, or null.
