@@ -282,6 +282,21 @@ func filterFromQuery(q map[string][]string) (inspect.Filter, error) {
 	return f, nil
 }
 
+// queryCount reads the count k of a list's query (offset, limit), def
+// when it is absent; anything but a non-negative number is a bad request
+// naming it.
+func queryCount(q url.Values, k string, def int) (int, error) {
+	v := q.Get(k)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, badRequest("%s must be a non-negative number, got %q", k, v)
+	}
+	return n, nil
+}
+
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	state := drover.JobState(q.Get("state"))
@@ -293,22 +308,12 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	atoi := func(k string, def int) (int, error) {
-		if v := q.Get(k); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return 0, badRequest("%s must be a non-negative number, got %q", k, v)
-			}
-			return n, nil
-		}
-		return def, nil
-	}
-	offset, err := atoi("offset", 0)
+	offset, err := queryCount(q, "offset", 0)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	limit, err := atoi("limit", inspect.PageSizeDefault)
+	limit, err := queryCount(q, "limit", inspect.PageSizeDefault)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/seed40057009/drover/inspect"
 )
@@ -21,22 +20,12 @@ const SchedulerPageDefault = 100
 // the tab for seconds at each refresh.
 func (h *Handler) schedulers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	atoi := func(k string, def int) (int, error) {
-		if v := q.Get(k); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return 0, badRequest("%s must be a non-negative number, got %q", k, v)
-			}
-			return n, nil
-		}
-		return def, nil
-	}
-	offset, err := atoi("offset", 0)
+	offset, err := queryCount(q, "offset", 0)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	limit, err := atoi("limit", SchedulerPageDefault)
+	limit, err := queryCount(q, "limit", SchedulerPageDefault)
 	if err != nil {
 		writeErr(w, err)
 		return
