@@ -28,18 +28,7 @@ import (
 func TestNextJobTakeReplyLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	direct, prefix := redistest.Client(t)
-	dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-	require.NoError(t, err)
-	w, err := drover.NewWorker(rdb, "q", nil, &drover.WorkerOptions{Prefix: prefix, LockDuration: time.Minute})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() { _ = w.Close(ctx) })
+	proxy, w, dq, direct, prefix := manualOverProxy(t, redis.Options{})
 	take := scripts.Source("moveToActive")
 	require.NoError(t, direct.ScriptLoad(ctx, take).Err()) // an EVALSHA, not a NOSCRIPT and an EVAL
 
@@ -103,18 +92,7 @@ func TestManualFinishReplyLost(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = proxy.Close() })
-			rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
-			t.Cleanup(func() { _ = rdb.Close() })
-			direct, prefix := redistest.Client(t)
-			dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-			require.NoError(t, err)
-			w, err := drover.NewWorker(rdb, "q", nil, &drover.WorkerOptions{Prefix: prefix, LockDuration: time.Minute})
-			require.NoError(t, err)
-			require.NoError(t, w.Start(ctx))
-			t.Cleanup(func() { _ = w.Close(ctx) })
+			proxy, w, dq, direct, prefix := manualOverProxy(t, redis.Options{})
 			require.NoError(t, direct.ScriptLoad(ctx, finish).Err())
 			first, err := dq.Add(ctx, "first", nil, nil)
 			require.NoError(t, err)
@@ -152,21 +130,10 @@ func TestManualFinishReplyLost(t *testing.T) {
 func TestManualWorkerUnderConnectionResets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second})
-	t.Cleanup(func() { _ = rdb.Close() })
-	direct, prefix := redistest.Client(t)
-	dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-	require.NoError(t, err)
+	proxy, w, dq, direct, prefix := manualOverProxy(t, redis.Options{DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second})
 	const total = 600
-	_, err = dq.AddBulk(ctx, numberedJobs("x", total))
+	_, err := dq.AddBulk(ctx, numberedJobs("x", total))
 	require.NoError(t, err)
-	w, err := drover.NewWorker(rdb, "q", nil, &drover.WorkerOptions{Prefix: prefix, LockDuration: time.Minute})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() { _ = w.Close(ctx) })
 
 	var mu sync.Mutex
 	handed := map[string]int{}
@@ -253,4 +220,28 @@ func TestManualWorkerUnderConnectionResets(t *testing.T) {
 		require.Equal(t, 1, n, "job %s completed once", id)
 	}
 	t.Logf("%d resets, %d call errors: %v", proxy.Resets(), len(errs), errs[:min(len(errs), 5)])
+}
+
+// manualOverProxy starts a manual worker (no processor, LockDuration a
+// minute) on queue "q" whose client, made with copt, reaches the shared
+// Redis through a fault proxy, and returns it with the proxy, the same
+// queue on a direct client (to set the scene and read the state), that
+// client and the queue's prefix.
+func manualOverProxy(t *testing.T, copt redis.Options) (*faultproxy.Proxy, *drover.Worker, *drover.Queue, *redis.Client, string) {
+	t.Helper()
+	ctx := context.Background()
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	copt.Addr = proxy.Addr
+	rdb := redis.NewClient(&copt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	direct, prefix := redistest.Client(t)
+	dq, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	w, err := drover.NewWorker(rdb, "q", nil, &drover.WorkerOptions{Prefix: prefix, LockDuration: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Close(ctx) })
+	return proxy, w, dq, direct, prefix
 }
