@@ -141,6 +141,29 @@ func (b *testBundle) addFlow(t *testing.T, root drover.FlowJob) *drover.JobNode 
 	return tree
 }
 
+// holdJob starts a worker on queue (opts as startWorker's) whose processor
+// holds every job it takes until the test ends, adds a job named "long"
+// and returns its id once the worker runs it (a queue with a job active),
+// and a func that lets every held job finish.
+func (b *testBundle) holdJob(t *testing.T, queue string, opts *drover.WorkerOptions) (string, func()) {
+	t.Helper()
+	release := make(chan struct{})
+	var once sync.Once
+	let := func() { once.Do(func() { close(release) }) }
+	b.startWorker(t, queue, func(ctx context.Context, _ *drover.Job) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}, opts)
+	// Before the worker's Close (cleanups run last first).
+	t.Cleanup(let)
+	id := b.add(t, queue, "long", nil, nil)
+	b.waitState(t, queue, id, drover.StateActive)
+	return id, let
+}
+
 // startWorker runs proc on queue until the test ends. The "test" backoff
 // waits 10ms after the first failure and an hour after later ones.
 func (b *testBundle) startWorker(t *testing.T, queue string, proc drover.ProcessorFunc, opts *drover.WorkerOptions) {

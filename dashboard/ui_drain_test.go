@@ -21,17 +21,7 @@ func TestUIDrainDeletesWhatWaits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, &dashboard.Options{Auth: testUsers()})
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	b.startWorker(t, "dq", func(ctx context.Context, _ *drover.Job) (any, error) {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil, nil
-	}, &drover.WorkerOptions{Concurrency: 1})
-	running := b.add(t, "dq", "long", nil, nil)
-	b.waitState(t, "dq", running, drover.StateActive)
+	running, _ := b.holdJob(t, "dq", &drover.WorkerOptions{Concurrency: 1})
 	b.add(t, "dq", "w1", nil, nil)
 	b.add(t, "dq", "w2", nil, nil)
 	b.add(t, "dq", "p1", nil, &drover.JobOptions{Priority: 5})

@@ -22,17 +22,7 @@ func TestUIObliterateSaysWhatGoes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, &dashboard.Options{Auth: testUsers()})
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	b.startWorker(t, "busy", func(ctx context.Context, _ *drover.Job) (any, error) {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil, nil
-	}, nil)
-	running := b.add(t, "busy", "long", nil, nil)
-	b.waitState(t, "busy", running, drover.StateActive)
+	running, release := b.holdJob(t, "busy", nil)
 	b.add(t, "busy", "later", nil, &drover.JobOptions{Delay: time.Hour})
 
 	admin := b.as(t, adminToken)
@@ -56,7 +46,7 @@ func TestUIObliterateSaysWhatGoes(t *testing.T) {
 	require.False(t, evalJS[bool](t, tab, `!!document.querySelector('.modal')`), "no dialog offers what would be refused")
 
 	// Once nothing runs, the dialog says what goes, and the result matches.
-	release <- struct{}{}
+	release()
 	b.waitState(t, "busy", running, drover.StateCompleted)
 	do(t, tab, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)),
 		chromedp.Click(chromedp.Search(`//button[text()="Obliterate…"]`)), chromedp.WaitVisible(chromedp.CSS(`.modal`)))

@@ -113,18 +113,7 @@ func TestUIRefreshKeepsFocus(t *testing.T) {
 	})
 
 	t.Run("stalled and workers", func(t *testing.T) {
-		release := make(chan struct{})
-		b.startWorker(t, "fd", func(ctx context.Context, _ *drover.Job) (any, error) {
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return nil, nil
-		}, &drover.WorkerOptions{Name: "busy"})
-		// Before the worker's Close (cleanups run last first).
-		t.Cleanup(func() { close(release) })
-		id := b.add(t, "fd", "long", nil, nil)
-		b.waitState(t, "fd", id, drover.StateActive)
+		id, _ := b.holdJob(t, "fd", &drover.WorkerOptions{Name: "busy"})
 		tab := browser(t)
 		// The lock's TTL changes at every refresh (3 s).
 		do(t, tab, chromedp.Navigate(b.url+"#/q/fd/stalled"), chromedp.WaitVisible(chromedp.CSS(`#active-locks a[href$="/job/`+id+`"]`)))
