@@ -380,7 +380,13 @@ func (r *Relay) Close(ctx context.Context) error {
 // did. Rows other relays' batches hold are theirs, and a row whose
 // Deduplication ID an older row held there has too waits for it (see the
 // package documentation): Flush leaves both pending. It stops at the first
-// failed batch and returns its error; rows relayed before stay relayed.
+// failed batch and returns its error; rows relayed before stay relayed. A
+// batch whose COMMIT's answer was lost (PostgreSQL) is read back, and is
+// done when its marks landed; when it cannot be read back (the database
+// went away with the answer), its error says the rows may be marked or not,
+// and the Stats returned with it count that batch's jobs, which are in
+// Redis either way (rows whose marks did not land are relayed again, and
+// count as Duplicates then).
 // Each batch is bounded by RelayOptions.BatchTimeout. On a started relay it
 // first waits for the background batch in flight, if any, or for ctx to
 // end.
@@ -653,6 +659,12 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 		return Stats{}, claimed, err
 	}
 	if err := b.commit(ctx); err != nil {
+		if errors.Is(err, errCommitInDoubt) {
+			// The jobs are in Redis whether or not the marks landed: they
+			// count. Rows whose marks did not land are relayed again and
+			// then count as duplicates.
+			return stats, claimed, fmt.Errorf("outbox: commit batch: %w", err)
+		}
 		return Stats{}, claimed, fmt.Errorf("outbox: commit batch: %w", err)
 	}
 
