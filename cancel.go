@@ -80,7 +80,7 @@ const maxCancelReason = 1024
 //
 // Every error leaves Redis as it was.
 func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOptions) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	if id == "" {

@@ -170,7 +170,7 @@ func (q *Queue) Close() error {
 	return nil
 }
 
-func (q *Queue) check() error {
+func (q *Queue) check(ctx context.Context) error {
 	if q == nil {
 		return ErrNoQueue // the zero Job's
 	}
@@ -179,6 +179,9 @@ func (q *Queue) check() error {
 	}
 	if q.closed.Load() {
 		return fmt.Errorf("queue %q: %w", q.name, ErrClosed)
+	}
+	if ctx == nil {
+		return errNilContext
 	}
 	return nil
 }
@@ -253,7 +256,7 @@ type BulkJob struct {
 //
 // QueueOptions.AddMiddleware runs around it with a one-job slice.
 func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions) (*AddResult, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	if q.addOneChain != nil {
@@ -356,7 +359,7 @@ func backoffTypeKnown(b *Backoff, types []string) error {
 //
 // QueueOptions.AddMiddleware runs around it once, with a copy of jobs.
 func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	if q.addBulkChain != nil {
@@ -605,7 +608,7 @@ func (q *Queue) addResult(p *prepared, oc scripts.AddOutcome, existing map[strin
 
 // GetJob reads one job. It returns ErrJobNotFound when there is none.
 func (q *Queue) GetJob(ctx context.Context, id string) (*Job, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	if err := storedIDError(id); err != nil {
@@ -640,7 +643,7 @@ func (q *Queue) GetJobs(ctx context.Context, states []JobState, start, end int64
 
 // GetJobIDs is GetJobs without reading the jobs.
 func (q *Queue) GetJobIDs(ctx context.Context, states []JobState, start, end int64, asc bool) ([]string, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	names, err := stateNames(states)
@@ -711,7 +714,7 @@ func stateNames(states []JobState) ([]string, error) {
 // GetJobCounts counts jobs per state, atomically. No states = the
 // DefaultCountStates.
 func (q *Queue) GetJobCounts(ctx context.Context, states ...JobState) (map[JobState]int64, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	names, err := stateNames(states)
@@ -745,7 +748,7 @@ func (q *Queue) GetCountsPerPriority(ctx context.Context, priorities ...int) (ma
 			unique = append(unique, p)
 		}
 	}
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	out := make(map[int]int64, len(unique))
@@ -764,7 +767,7 @@ func (q *Queue) GetCountsPerPriority(ctx context.Context, priorities ...int) (ma
 
 // GetJobState reads where job id is: StateUnknown if nowhere.
 func (q *Queue) GetJobState(ctx context.Context, id string) (JobState, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return "", err
 	}
 	s, err := scripts.GetStates(ctx, q.reads(), q.k, id)
@@ -777,7 +780,7 @@ func (q *Queue) GetJobState(ctx context.Context, id string) (JobState, error) {
 // Pause stops workers (drover's and Node's) from taking new jobs; running
 // jobs finish. Adds still succeed and wait.
 func (q *Queue) Pause(ctx context.Context) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	if _, err := scripts.Pause(ctx, q.writes(), q.k, q.call(), true); err != nil {
@@ -788,7 +791,7 @@ func (q *Queue) Pause(ctx context.Context) error {
 
 // Resume undoes Pause and wakes workers.
 func (q *Queue) Resume(ctx context.Context) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	if _, err := scripts.Pause(ctx, q.writes(), q.k, q.call(), false); err != nil {
@@ -799,7 +802,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 
 // IsPaused reports whether the queue is paused.
 func (q *Queue) IsPaused(ctx context.Context) (bool, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return false, err
 	}
 	ok, err := callWithin(ctx, q, func(ctx context.Context) (bool, error) {
@@ -815,7 +818,7 @@ func (q *Queue) IsPaused(ctx context.Context) (bool, error) {
 // delayed when delayed is true). Active and finished jobs stay. It returns
 // how many jobs it deleted.
 func (q *Queue) Drain(ctx context.Context, delayed bool) (int, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return 0, err
 	}
 	n, err := scripts.Drain(ctx, q.writes(), q.k, q.call(), delayed)
@@ -837,7 +840,7 @@ type ObliterateOptions struct {
 // Obliterate pauses the queue, then deletes it: every job and every key
 // but the rate limiter, which BullMQ's obliterate leaves to expire.
 func (q *Queue) Obliterate(ctx context.Context, opts *ObliterateOptions) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	var o ObliterateOptions
@@ -903,7 +906,7 @@ func (q *Queue) GetJobLogsNewestFirst(ctx context.Context, id string, start, end
 }
 
 func (q *Queue) jobLogs(ctx context.Context, id string, start, end int64, newestFirst bool) ([]string, int64, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, 0, err
 	}
 	if err := storedIDError(id); err != nil {
