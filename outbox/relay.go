@@ -273,6 +273,9 @@ func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *Relay
 // closed one, or when Close is called while Start still waits for the
 // database, it fails with drover.ErrClosed.
 func (r *Relay) Start(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("outbox: start relay: %w", errNilContext)
+	}
 	r.lifeMu.Lock()
 	defer r.lifeMu.Unlock()
 	switch r.state {
@@ -351,6 +354,9 @@ func (r *Relay) Start(ctx context.Context) error {
 // It is idempotent and safe on a relay that never started, which then cannot
 // start.
 func (r *Relay) Close(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("outbox: close relay: %w", errNilContext)
+	}
 	r.closeOnce.Do(func() { close(r.closing) }) // ends a Start in progress
 	r.lifeMu.Lock()
 	defer r.lifeMu.Unlock()
@@ -393,6 +399,9 @@ func (r *Relay) Close(ctx context.Context) error {
 func (r *Relay) Flush(ctx context.Context) (Stats, error) {
 	if r.noDB {
 		return Stats{}, fmt.Errorf("outbox: flush: %w", errNoDB)
+	}
+	if ctx == nil {
+		return Stats{}, fmt.Errorf("outbox: flush: %w", errNilContext)
 	}
 	return r.flush(ctx, ctx)
 }
