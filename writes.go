@@ -38,7 +38,7 @@ type boundedCalls struct {
 // Do runs one command, as scripts.Doer.
 func (w boundedCalls) Do(ctx context.Context, args ...any) *redis.Cmd {
 	if ctx == nil {
-		cmd := redis.NewCmd(context.Background(), args...)
+		cmd := redis.NewCmd(ctx, args...) // only kept, never used
 		cmd.SetErr(errNilContext)
 		return cmd
 	}

@@ -34,6 +34,9 @@ const (
 //
 // Other states are refused with an error wrapping drover.ErrNotInState.
 func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) (drover.JobState, error) {
+	if ctx == nil {
+		return "", errNilContext
+	}
 	return i.retryJob(ctx, queue, id, "", reset)
 }
 
@@ -43,6 +46,9 @@ func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) 
 // drover.ErrNotInState and left where it is. The move itself checks the
 // state, so a job that finishes otherwise meanwhile is not run again.
 func (i *Inspector) RetryJobFrom(ctx context.Context, queue, id string, from drover.JobState, reset bool) (drover.JobState, error) {
+	if ctx == nil {
+		return "", errNilContext
+	}
 	if from != drover.StateFailed && from != drover.StateCompleted {
 		return "", fmt.Errorf("%w: retry from %q: want failed or completed", drover.ErrInvalidOption, from)
 	}
@@ -195,6 +201,9 @@ const RetrySampleMax = 5
 // again meanwhile is skipped, never retried twice. Cancelling ctx stops it
 // between jobs; the result says how far it got.
 func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOptions) (*RetryResult, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	var o RetryOptions
 	if opts != nil {
 		o = *opts

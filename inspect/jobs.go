@@ -304,6 +304,9 @@ type JobPage struct {
 
 // Jobs lists a page of queue's jobs in one state.
 func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (*JobPage, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	var o ListOptions
 	if opts != nil {
 		o = *opts

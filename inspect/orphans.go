@@ -14,6 +14,9 @@ import (
 // limit stops the count (0 = none). Each batch of ids is checked in one
 // script, so the count is exact for the moment of each batch.
 func (i *Inspector) CountOrphanedJobs(ctx context.Context, queue string, count, limit int) (int, error) {
+	if ctx == nil {
+		return 0, errNilContext
+	}
 	if count < 0 || limit < 0 {
 		return 0, fmt.Errorf("inspect: orphaned jobs need count >= 0 and limit >= 0, got %d and %d", count, limit)
 	}
@@ -30,6 +33,9 @@ func (i *Inspector) CountOrphanedJobs(ctx context.Context, queue string, count, 
 // RemoveOrphanedJobs removes the job hashes of queue that no state holds
 // (drover.Queue.RemoveOrphanedJobs) and returns how many it removed.
 func (i *Inspector) RemoveOrphanedJobs(ctx context.Context, queue string, count, limit int) (int, error) {
+	if ctx == nil {
+		return 0, errNilContext
+	}
 	if count < 0 || limit < 0 {
 		return 0, errors.New("inspect: orphaned jobs need count >= 0 and limit >= 0")
 	}

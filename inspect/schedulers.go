@@ -69,6 +69,9 @@ type SchedulerPage struct {
 // a scheduler per tenant has tens of thousands, and reading them all for
 // one screen took seconds each time.
 func (i *Inspector) SchedulersPage(ctx context.Context, queue string, offset, limit int) (*SchedulerPage, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if offset < 0 || limit < 1 {
 		return nil, fmt.Errorf("%w: schedulers page offset %d, limit %d", drover.ErrInvalidOption, offset, limit)
 	}
