@@ -347,7 +347,8 @@ func (r *Relay) Start(ctx context.Context) error {
 // rows pending for the next relay (their jobs, if already added, are found as
 // duplicates). Close returns once the relay's goroutines have exited: when
 // the database does not answer (a network partition), a cancelled batch's
-// rollback holds it up to 5 s more; an add Redis does not answer is
+// rollback, or the read-back of a batch whose COMMIT answer was lost, holds
+// it up to 5 s more; an add Redis does not answer is
 // abandoned (it may still land, and the row is then found as its job's
 // duplicate when relayed again). A Start still waiting for the database
 // is abandoned (it returns drover.ErrClosed), so it does not hold Close up.
@@ -392,7 +393,8 @@ func (r *Relay) Close(ctx context.Context) error {
 // went away with the answer), its error says the rows may be marked or not,
 // and the Stats returned with it count that batch's jobs, which are in
 // Redis either way (rows whose marks did not land are relayed again, and
-// count as Duplicates then).
+// count as Duplicates then). The read-back takes up to 5 s more than
+// BatchTimeout, and runs even when ctx ended during the COMMIT.
 // Each batch is bounded by RelayOptions.BatchTimeout. On a started relay it
 // first waits for the background batch in flight, if any, or for ctx to
 // end.
