@@ -402,7 +402,7 @@ func TestRelayBatchCommitLostOnTheWay(t *testing.T) {
 	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
 	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
 		return outbox.NewRelay(outbox.NewPostgres(pool), bundle.rdb, o)
-	}, &outbox.RelayOptions{BatchTimeout: time.Second})
+	}, &outbox.RelayOptions{BatchTimeout: 2 * time.Second}) // room for a slow machine before the COMMIT
 
 	proxy.BlackholeAt("commit\x00")
 	healed := make(chan struct{})
@@ -413,7 +413,7 @@ func TestRelayBatchCommitLostOnTheWay(t *testing.T) {
 		for start := time.Now(); !proxy.Blackholed() && time.Since(start) < 10*time.Second; {
 			time.Sleep(time.Millisecond)
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(3500 * time.Millisecond)
 		proxy.SetBlackhole(false)
 	}()
 	stats, err := relay.Flush(ctx)
