@@ -15,7 +15,9 @@ import (
 // to Redis, not even an audit entry. --every 0s said "needs exactly one of
 // --every and --pattern" though --every was given; a negative --every or
 // --limit reached Redis (the queue's keys and a refused audit entry were
-// written, exit 1); a negative --attempts was dropped without a word.
+// written, exit 1); a negative --attempts was dropped without a word. A
+// --pattern or --tz the scheduler refuses was the same: exit 1 after
+// Redis, with a refused audit entry.
 func TestSchedulerUpsertRefusesBadNumbers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -30,6 +32,9 @@ func TestSchedulerUpsertRefusesBadNumbers(t *testing.T) {
 		{[]string{"--every", "1m", "--attempts", "-1"}, "--attempts must not be negative"},
 		{[]string{"--pattern", "* * * * *", "--every", "1m"}, "exactly one of --every and --pattern"},
 		{[]string{"--every", "1m", "--tz", "Europe/Paris"}, "--tz applies to --pattern only"},
+		{[]string{"--pattern", "bad cron"}, `--pattern: cron pattern "bad cron": want 5 or 6 fields`},
+		{[]string{"--pattern", "61 * * * *"}, "--pattern: "},
+		{[]string{"--pattern", "* * * * *", "--tz", "Mars/Olympus"}, `--tz: time zone "Mars/Olympus"`},
 	} {
 		var out bytes.Buffer
 		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, append([]string{"scheduler", "upsert", "mail", "s1",

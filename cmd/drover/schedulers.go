@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/schedule"
 )
 
 func init() {
@@ -145,6 +147,17 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 			return usagef("--limit must not be negative (0 = no limit), got %d", *limit)
 		case *attempts < 0:
 			return usagef("--attempts must not be negative, got %d", *attempts)
+		}
+		if *pattern != "" {
+			// A pattern or zone the scheduler would refuse is a typo in
+			// the command line: said as one, before Redis is opened. It
+			// reached Redis, exit 1, and left a refused audit entry.
+			if _, err := schedule.Location(*tz); err != nil {
+				return usagef("--tz: %v", err)
+			}
+			if _, err := schedule.Parse(*pattern, cmp.Or(*tz, "UTC")); err != nil {
+				return usagef("--pattern: %v", err)
+			}
 		}
 	}
 	open := fs.redis.queue // upsert creates the queue
