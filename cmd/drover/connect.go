@@ -396,7 +396,18 @@ func unreachable(where place, err error) error {
 		// Redis answered: the network is fine, the credentials are not.
 		return fmt.Errorf("login refused by Redis at %s (db %d) (set the user and password in --redis or DROVER_REDIS_URL: redis://user:password@host:port/db): %w", where.addr, where.db, err)
 	}
+	if noSuchDB(err) {
+		// Redis answered too: the server has fewer databases.
+		return fmt.Errorf("database %d does not exist on Redis at %s (its `databases` setting is lower; pick another /db in --redis or DROVER_REDIS_URL): %w", where.db, where.addr, err)
+	}
 	return fmt.Errorf("cannot reach Redis at %s (db %d; set it with --redis or DROVER_REDIS_URL): %w", where.addr, where.db, err)
+}
+
+// noSuchDB reports whether err is Redis refusing SELECT of a database
+// number past its `databases` setting.
+func noSuchDB(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.Contains(rerr.Error(), "DB index is out of range")
 }
 
 // place is where a client looks for Redis, for unreachable.
