@@ -131,7 +131,22 @@ func (m *Main) usageTo(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun `drover <command> -h` for a command's flags.")
+	fmt.Fprint(w, exitStatusHelp)
 }
+
+// exitStatusHelp ends `drover help`: what the exit codes mean (main sets
+// them; TestExitStatusAsDocumented holds the commands to it).
+const exitStatusHelp = `
+Exit status:
+  0  done; also a question answered no (nothing changed), and demo, dashboard
+     and watch stopped with Ctrl-C
+  1  the command failed: Redis unreachable or refusing, a queue or job not
+     found, a change refused; with several ids, any of them not done
+  2  a usage error: unknown command or flag, a bad value, a missing
+     argument, a destructive command without --yes and no terminal to ask on
+130 a second Ctrl-C while stopping
+Errors go to stderr, one line each, starting "drover: ".
+`
 
 // version is the module version drover was built from (go install
 // .../cmd/drover@v1.2.3), or "(devel)" plus the commit for a build from a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -145,4 +146,50 @@ func TestHelpCommand(t *testing.T) {
 		require.ErrorContains(t, err, c.err, "%q", c.args)
 		require.Empty(t, out.String(), "%q: nothing on stdout", c.args)
 	}
+}
+
+// TestExitStatusAsDocumented: the exit codes were documented nowhere
+// (`drover help`, the README); scripts had to guess which of 1 and 2 meant
+// what. `drover help` now ends with them, and the commands keep to it: a
+// usage error (exit 2) for a bad flag, a missing argument and a
+// destructive command without --yes off a terminal; a plain error (exit
+// 1) for an unknown queue or job and an unreachable Redis; no error (exit
+// 0) for a question answered no.
+func TestExitStatusAsDocumented(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var help bytes.Buffer
+	require.NoError(t, (&Main{Stdout: &help, Stderr: &help}).Run(ctx, []string{"help"}))
+	for _, s := range []string{"Exit status:", "\n  0  done", "\n  1  the command failed", "\n  2  a usage error", "\n130 a second Ctrl-C"} {
+		require.Contains(t, help.String(), s)
+	}
+	rdb, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	_, err = q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	here := []string{"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix}
+	for _, tc := range []struct {
+		args        []string
+		interactive bool
+		code        int
+	}{
+		{[]string{"jobs", "q", "--bogus"}, false, 2},
+		{[]string{"remove", "q"}, false, 2},
+		{[]string{"drain", "q"}, false, 2},
+		{[]string{"jobs", "nosuch"}, false, 1},
+		{[]string{"job", "q", "nosuch"}, false, 1},
+		{[]string{"drain", "q"}, true, 0},
+	} {
+		var out bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &out, Stdin: strings.NewReader("n\n"), Interactive: tc.interactive}
+		err := m.Run(ctx, append(tc.args, here...))
+		require.Equal(t, tc.code, exitCode(err), "%q: %v %s", tc.args, err, out.String())
+	}
+	var out bytes.Buffer
+	err = (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"queues", "--redis", "redis://127.0.0.1:1/0"})
+	require.Equal(t, 1, exitCode(err), "Redis unreachable: %v", err)
+	n, err := q.GetJobCounts(ctx, drover.StateWaiting)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n[drover.StateWaiting], "the drain answered no changed nothing")
 }
