@@ -20,6 +20,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/keys"
 )
 
 // redisFlags are the --redis and --prefix flags every queue command takes.
@@ -258,6 +259,11 @@ func (r *redisFlags) answerWithin(rdb redis.UniversalClient, addr string) {
 // name, there or not (add and scheduler upsert create it), and a func that
 // closes the connection.
 func (r *redisFlags) queue(ctx context.Context, name string) (*drover.Queue, func(), error) {
+	// A name no queue can have is a typo in the command line (exit 2),
+	// said before Redis is opened; it was exit 1 after connecting.
+	if err := keys.ValidateName(name); err != nil {
+		return nil, nil, usagef("%v", err)
+	}
 	ins, closeRedis, err := r.inspector(ctx)
 	if err != nil {
 		return nil, nil, err
