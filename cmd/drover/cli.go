@@ -39,10 +39,16 @@ type commandInfo struct {
 // commands is filled by each subcommand's file.
 var commands = map[string]commandInfo{}
 
-// usageError is a mistake in the command line (exit code 2).
-type usageError struct{ msg string }
+// usageError is a mistake in the command line (exit code 2); err, when
+// set, is the sentinel it matches with errors.Is.
+type usageError struct {
+	msg string
+	err error
+}
 
 func (e *usageError) Error() string { return e.msg }
+
+func (e *usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
