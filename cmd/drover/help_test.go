@@ -193,3 +193,34 @@ func TestExitStatusAsDocumented(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n[drover.StateWaiting], "the drain answered no changed nothing")
 }
+
+// TestRetryIDsRefuseBulkFlags: `drover retry <queue> <id>` took --limit,
+// --chunk, --pause, --progress and --include-unrecoverable and ignored
+// them (the job was retried as if they were not given); only --dry-run and
+// --filter were refused, after connecting. Each is now a usage error
+// naming the flags, found before Redis is opened, and the job stays
+// failed.
+func TestRetryIDsRefuseBulkFlags(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "mail", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	res, err := q.Add(ctx, "send", nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, rdb.ZAdd(ctx, prefix+":mail:failed", redis.Z{Score: 1, Member: res.Job.ID}).Err())
+	require.NoError(t, rdb.LRem(ctx, prefix+":mail:wait", 0, res.Job.ID).Err())
+	for _, flags := range [][]string{
+		{"--limit", "3"}, {"--chunk", "5"}, {"--pause", "1s"}, {"--progress"}, {"--include-unrecoverable"},
+		{"--dry-run"}, {"--filter", "name=send"},
+	} {
+		var out bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, append([]string{"retry", "mail", res.Job.ID,
+			"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix}, flags...))
+		require.Equal(t, 2, exitCode(err), "%q: %v %s", flags, err, out.String())
+		require.ErrorContains(t, err, flags[0])
+		state, err := q.GetJobState(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateFailed, state, "%q: nothing moved", flags)
+	}
+}
