@@ -64,3 +64,35 @@ func TestSchedulerUpsertThatWouldNeverRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 }
+
+// TestFlagsACommandDoesNotTake: `drover scheduler remove` took upsert's
+// flags (--every, --data, ...) and ignored them, and `drover limits` said
+// "invalid option: block and unblock exclude each other" and "block must
+// not be negative", naming no flag. Each is a usage error naming the
+// flags, and the scheduler stays.
+func TestFlagsACommandDoesNotTake(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	run := func(args ...string) error {
+		var out bytes.Buffer
+		return (&Main{Stdout: &out, Stderr: &out}).Run(ctx, append(args,
+			"--redis", "redis://"+redistest.Shared(t).Addr, "--prefix", prefix))
+	}
+	require.NoError(t, run("scheduler", "upsert", "mail", "s1", "--every", "1h"))
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"scheduler", "remove", "mail", "s1", "--every", "1s", "--data", "{}"}, "scheduler remove takes none of upsert's flags, got --data, --every"},
+		{[]string{"limits", "mail", "--block", "10m", "--unblock"}, "--block and --unblock exclude each other"},
+		{[]string{"limits", "mail", "--block", "-1s"}, "--block must not be negative"},
+	} {
+		err := run(tc.args...)
+		require.Equal(t, 2, exitCode(err), "%q: %v", tc.args, err)
+		require.ErrorContains(t, err, tc.says)
+	}
+	n, err := rdb.Exists(ctx, prefix+":mail:repeat:s1").Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "the refused remove left the scheduler")
+}

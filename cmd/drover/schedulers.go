@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/seed40057009/drover"
@@ -125,6 +126,19 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 	}
 	if len(pos) != 2 {
 		return usagef("scheduler %s needs <queue> <id>", sub)
+	}
+	if sub == "remove" {
+		// upsert's flags were taken by remove and ignored.
+		var given []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "every", "pattern", "tz", "limit", "name", "data", "attempts", "immediately":
+				given = append(given, "--"+f.Name)
+			}
+		})
+		if len(given) > 0 {
+			return usagef("scheduler remove takes none of upsert's flags, got %s", strings.Join(given, ", "))
+		}
 	}
 	if sub == "upsert" {
 		// Checked before Redis is opened: a usage error writes nothing,
