@@ -120,8 +120,31 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the command printed its usage for -h
 	}
+	if err != nil {
+		if msg := tidyMessage(err.Error()); msg != err.Error() {
+			err = &tidiedError{msg: msg, err: err}
+		}
+	}
 	return err
 }
+
+// tidyMessage drops the "drover: " that the library's sentinel errors and
+// script refusals begin with where it follows another message's ": ":
+// main prints every error after "drover: " already, and a line such as
+// `drover: cancel job "7" in queue "q": drover: cancel request not
+// delivered` read as two messages.
+func tidyMessage(msg string) string { return strings.ReplaceAll(msg, ": drover: ", ": ") }
+
+// tidiedError is an error printed with tidyMessage's text; errors.Is and
+// errors.As see the error it was made from.
+type tidiedError struct {
+	msg string
+	err error
+}
+
+func (e *tidiedError) Error() string { return e.msg }
+
+func (e *tidiedError) Unwrap() error { return e.err }
 
 func (m *Main) usage() { m.usageTo(m.Stdout) }
 

@@ -48,7 +48,7 @@ func eachID(ctx context.Context, r *redisFlags, warn io.Writer, action, queue st
 func printOutcomes(out, errOut io.Writer, results []idOutcome, verb string) {
 	for _, o := range results {
 		if o.Error != "" {
-			fmt.Fprintf(errOut, "drover: job %s: not %s: %s\n", o.ID, verb, o.Error)
+			fmt.Fprintf(errOut, "drover: job %s: not %s: %s\n", o.ID, verb, tidyMessage(o.Error))
 		} else {
 			fmt.Fprintf(out, "job %s: %s\n", o.ID, verb)
 		}

@@ -126,7 +126,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		} else {
 			for _, r := range out {
 				if r.Error != "" {
-					fmt.Fprintf(c.errOut, "drover: job %s: not retried: %s\n", r.ID, r.Error)
+					fmt.Fprintf(c.errOut, "drover: job %s: not retried: %s\n", r.ID, tidyMessage(r.Error))
 				} else {
 					fmt.Fprintf(c.out, "job %s: retried from %s\n", r.ID, r.From)
 				}
