@@ -21,7 +21,9 @@ import (
 // no state; they now refuse before any write, saying which key, and the id
 // stays where it was. cancel and remove name the key too. A line read
 // "drover: job d1: not promoted: ...: drover: job key ...", the scripts'
-// "drover: " inside the CLI's; the inner one is dropped.
+// "drover: " inside the CLI's; the inner one is dropped. `drover jobs`
+// over every queue lists the readable ones and names the broken one; the
+// broken one's error hid them all.
 func TestWrongTypeKeysNamed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -54,6 +56,23 @@ func TestWrongTypeKeysNamed(t *testing.T) {
 		require.Error(t, err, args)
 		require.Contains(t, out, "queue key "+wait+" holds a string, not a list", args)
 		require.NotContains(t, out, "@user_script", args)
+	}
+
+	// Listing every queue: the readable one's jobs are shown, the broken
+	// one named (the broken queue's error hid every other queue's jobs).
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"jobs", "--state", "waiting"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		out, err := run(args...)
+		require.Error(t, err, args)
+		require.Contains(t, out, "queue key "+wait+" holds a string, not a list", args)
+		if asJSON {
+			require.Contains(t, out, `"queue": "jobs"`)
+		} else {
+			require.Contains(t, out, "jobs: 1 waiting jobs, 1 shown")
+		}
 	}
 
 	// In "jobs", job hashes that are strings: one delayed, one failed, one
