@@ -17,6 +17,7 @@ import (
 	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/keytype"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/outage"
 	"github.com/seed40057009/drover/internal/scripts"
@@ -618,7 +619,7 @@ func (q *Queue) GetJob(ctx context.Context, id string) (*Job, error) {
 		return q.rdb.HGetAll(ctx, q.k.Job(id)).Result()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get job %q from queue %q: %w", id, q.name, err)
+		return nil, fmt.Errorf("get job %q from queue %q: %w", id, q.name, keytype.Explain(ctx, q.rdb, q.k, err, id))
 	}
 	rec, ok, err := jobcodec.DecodeMap(id, m)
 	if err != nil {
@@ -652,7 +653,7 @@ func (q *Queue) GetJobIDs(ctx context.Context, states []JobState, start, end int
 	}
 	ranges, err := scripts.GetRanges(ctx, q.reads(), q.k, start, end, asc, names...)
 	if err != nil {
-		return nil, fmt.Errorf("list jobs of queue %q: %w", q.name, err)
+		return nil, fmt.Errorf("list jobs of queue %q: %w", q.name, keytype.Explain(ctx, q.rdb, q.k, err))
 	}
 	var ids []string
 	seen := make(map[string]bool)
@@ -682,7 +683,7 @@ func (q *Queue) getJobsByID(ctx context.Context, ids []string) ([]*Job, error) {
 		return cmds, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read jobs of queue %q: %w", q.name, err)
+		return nil, fmt.Errorf("read jobs of queue %q: %w", q.name, keytype.Explain(ctx, q.rdb, q.k, err, ids...))
 	}
 	jobs := make([]*Job, 0, len(ids))
 	for i, c := range cmds {
@@ -723,7 +724,7 @@ func (q *Queue) GetJobCounts(ctx context.Context, states ...JobState) (map[JobSt
 	}
 	counts, err := scripts.GetCounts(ctx, q.reads(), q.k, names...)
 	if err != nil {
-		return nil, fmt.Errorf("count jobs of queue %q: %w", q.name, err)
+		return nil, fmt.Errorf("count jobs of queue %q: %w", q.name, keytype.Explain(ctx, q.rdb, q.k, err))
 	}
 	out := make(map[JobState]int64, len(names))
 	for i, n := range names {

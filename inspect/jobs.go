@@ -16,6 +16,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/keytype"
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
@@ -602,7 +603,7 @@ func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.
 			Reason: SummaryReasonMax, WholeReason: wholeReason, Trace: traceMax, Score: state == drover.StateDelayed,
 		}, want, chunk)
 		if err != nil {
-			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
+			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), keytype.Explain(ctx, i.rdb, k, err, chunk...))
 		}
 		for n, id := range chunk {
 			r, err := decodeSummary(id, want, read[n])

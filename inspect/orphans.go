@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/seed40057009/drover/internal/keytype"
 	"github.com/seed40057009/drover/internal/orphans"
 )
 
@@ -25,7 +26,7 @@ func (i *Inspector) CountOrphanedJobs(ctx context.Context, queue string, count, 
 	}
 	n, err := orphans.Sweep(ctx, i.rdb, i.keys(queue), count, limit, false, 0)
 	if err != nil {
-		return n, fmt.Errorf("inspect: count orphaned jobs of queue %q: %w", queue, err)
+		return n, fmt.Errorf("inspect: count orphaned jobs of queue %q: %w", queue, keytype.Explain(ctx, i.rdb, i.keys(queue), err))
 	}
 	return n, nil
 }

@@ -3,15 +3,15 @@ package inspect
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/seed40057009/drover"
 )
 
-// ErrSchedulerNotFound: the queue has no job scheduler with that id.
-var ErrSchedulerNotFound = errors.New("job scheduler not found")
+// ErrSchedulerNotFound: the queue has no job scheduler with that id. It is
+// drover.ErrJobSchedulerNotFound, so errors.Is matches either.
+var ErrSchedulerNotFound = drover.ErrJobSchedulerNotFound
 
 // SchedulerInfo is one job scheduler of a queue (BullMQ's upsertJobScheduler
 // or drover's Queue.UpsertJobScheduler), as the dashboard and the CLI show
