@@ -96,6 +96,24 @@ local waitTried = false
 local popped = nil
 local removedHere = nil
 do
+  -- sized returns a new table whose array part holds n items (up to 64)
+  -- from the start: a table filled one item at a time is rehashed at 1,
+  -- 2, 4, 8, ... items (callgrind, a call of 5 jobs: 771k -> 753k; of 37:
+  -- 4,951k -> 4,842k).
+  local function sized(n)
+    if n <= 8 then
+      return {nil, nil, nil, nil, nil, nil, nil, nil}
+    elseif n <= 16 then
+      return {nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+    elseif n <= 32 then
+      return {nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+        nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+    end
+    return {nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+  end
   local o = 12
   local more = ARGV[o + REC.more]
   local count = ARGV[10]
@@ -135,7 +153,7 @@ do
   -- finish sends one record), every record's head alone.
   local cnt = count ~= "1" and ARGV[12] == "" and tonumber(count)
   if cnt and cnt >= 2 then
-    local ids, jobKeys, lockKeys = {}, {}, {}
+    local ids, jobKeys, lockKeys = sized(cnt), sized(cnt), sized(cnt + 1)
     local ok = true
     for i = 1, cnt do
       local spec = ARGV[o + REC.keep]
@@ -156,7 +174,7 @@ do
       lockKeys[cnt + 1] = nil
       ok = not locks[cnt + 1]
       o = 12
-      local probe = {}
+      local probe = sized(2 * cnt)
       for i = 1, cnt do
         if locks[i] ~= ARGV[o + REC.token] then
           ok = false
@@ -180,14 +198,14 @@ do
     end
     if ok then
       -- Out of active as the batch path takes them out (see there).
-      local removed = {}
+      local removed = sized(cnt)
       local activeLen = cnt >= 8 and rcall("LLEN", activeKey) or 0
       if cnt >= 8 and activeLen <= 16 * cnt then
         local leaving = {}
         for i = 1, cnt do
           leaving[ids[i]] = i
         end
-        local stay = {}
+        local stay = sized(activeLen - cnt)
         local list = rcall("LRANGE", activeKey, "0", "-1")
         for k = 1, #list do
           local id = list[k]
@@ -226,7 +244,7 @@ do
         rcall("HSET", metaKey, "opts.maxLenEvents", maxLen)
       end
       rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
-      local add = {}
+      local add = sized(2 * cnt)
       o = 12
       for i = 1, cnt do
         local id, jobKey, value = ids[i], jobKeys[i], ARGV[o + REC.value]
@@ -286,7 +304,7 @@ do
         popped = ids
       else
         rcall("LPUSH", activeKey, unpack(ids))
-        local out = {}
+        local out = sized(2 * #ids)
         for i = 1, #ids do
           local id = ids[i]
           local jobKey = base .. id
