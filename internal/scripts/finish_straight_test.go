@@ -133,6 +133,27 @@ func TestFinishStraightBatchMatchesBatch(t *testing.T) {
 		"keep an age": with(func(_ *testing.T, _ keys.Queue, _ int, st *state) {
 			st.recs[0].Keep = "-1,0,0"
 		}),
+		"keep a count": with(func(_ *testing.T, _ keys.Queue, _ int, st *state) {
+			for i := range st.recs {
+				st.recs[i].Keep = "1,,0"
+			}
+		}),
+		"keep a count, the last removed": with(func(_ *testing.T, _ keys.Queue, n int, st *state) {
+			for i := range st.recs {
+				st.recs[i].Keep = "1,,0"
+			}
+			st.recs[n-1].Keep = "0"
+		}),
+		"two keep specs": with(func(_ *testing.T, _ keys.Queue, n int, st *state) {
+			st.recs[0].Keep = "1,,0"
+			st.recs[n-1].Keep = "-1,0,0"
+		}),
+		"keep a count, metrics": with(func(_ *testing.T, _ keys.Queue, _ int, st *state) {
+			for i := range st.recs {
+				st.recs[i].Keep = "2,,0"
+			}
+			st.points = 10
+		}),
 		"a failure among them": with(func(_ *testing.T, _ keys.Queue, n int, st *state) {
 			st.recs[n-1].Kind, st.recs[n-1].Value = FinishFailed, "boom"
 		}),

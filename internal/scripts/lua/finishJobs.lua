@@ -80,8 +80,9 @@ local maxLen = meta[1] or "10000"
 -- path's commands in its order for such a batch (the locks and children
 -- read, the jobs out of active, the locks and stalled entries deleted, one
 -- XTRIM, each job's fields and event, the completed set's ZADD before the
--- last job's event); keep specs other than keep-all and remove go the
--- batch way (their trims). When a job is found gone from active after
+-- last job's event; the completed set's trims, for keep specs other than
+-- keep-all and remove, then run with the batch path's helper before that
+-- event). When a job is found gone from active after
 -- others were taken out, removedHere hands what was taken out to the
 -- batch path, which goes on from there (it reads the same locks and
 -- children again: nothing else was written).
@@ -95,6 +96,9 @@ local fetched = nil
 local waitTried = false
 local popped = nil
 local removedHere = nil
+-- straightTrims: {trims, id, value} when the straight batch path left the
+-- completed set's trims and its last job's event to the helpers.
+local straightTrims = nil
 do
   local sized = nil
   local o = 12
@@ -157,8 +161,7 @@ do
     local ids, jobKeys, lockKeys = sized(cnt), sized(cnt), sized(cnt + 1)
     local ok = true
     for i = 1, cnt do
-      local spec = ARGV[o + REC.keep]
-      if ARGV[o + REC.kind] ~= "c" or ARGV[o + REC.more] == "1" or (spec ~= "" and spec ~= "0") then
+      if ARGV[o + REC.kind] ~= "c" or ARGV[o + REC.more] == "1" then
         ok = false
         break
       end
@@ -246,20 +249,34 @@ do
       end
       rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
       local add = sized(2 * cnt)
+      -- The completed set's trims (keep specs other than keep-all and
+      -- remove), keyed as the batch path's noteTrim keys them, so they run
+      -- in its order; they run with its helper, before the last job's
+      -- event (straightTrims, below).
+      local trims = nil
       o = 12
       for i = 1, cnt do
         local id, jobKey, value = ids[i], jobKeys[i], ARGV[o + REC.value]
-        if ARGV[o + REC.keep] == "0" then
+        local spec = ARGV[o + REC.keep]
+        if spec == "0" then
           rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":processed", jobKey .. ":failed")
         else
           rcall("HSET", jobKey, "atm", ARGV[o + REC.attemptsMade], "returnvalue", value, "finishedOn", ARGV[2])
           add[#add + 1] = ARGV[2]
           add[#add + 1] = id
+          if spec ~= "" then
+            trims = trims or {}
+            trims[completedKey .. "\n" .. spec] = {completedKey, spec}
+          end
         end
         if i == cnt and #add > 0 then
           rcall("ZADD", completedKey, unpack(add))
         end
-        rcall("XADD", eventsKey, "*", "event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
+        if i == cnt and trims then
+          straightTrims = {trims, id, value}
+        else
+          rcall("XADD", eventsKey, "*", "event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
+        end
         o = o + REC_HEAD
       end
     end
@@ -270,7 +287,7 @@ do
   -- the fetch): one with LMOVE, more with RPOP and LPUSH. When wait has
   -- too few, fetchJobs goes on from the prioritized set.
   local want = ARGV[3]
-  if single and not singleTrim and want ~= "0" and ARGV[11] == "0"
+  if single and not singleTrim and not straightTrims and want ~= "0" and ARGV[11] == "0"
       and not meta[2] and not meta[3] and not meta[4] and ARGV[7] == "0"
       and not rcall("ZRANGEBYSCORE", delayedKey, "0", ARGV[9], "LIMIT", "0", "1")[1] then
     if want == "1" then
@@ -410,6 +427,12 @@ if single then
     local o = 12
     cold().trimFinished(completedKey, singleTrim, now)
     addEvent("event", "completed", "jobId", ARGV[o + REC.id], "returnvalue", ARGV[o + REC.value], "prev", "active")
+  elseif straightTrims then
+    for _, t in pairs(straightTrims[1]) do
+      cold().trimFinished(t[1], t[2], now)
+    end
+    -- The stream was trimmed (XTRIM) before the batch's first event.
+    rcall("XADD", eventsKey, "*", "event", "completed", "jobId", straightTrims[2], "returnvalue", straightTrims[3], "prev", "active")
   end
 else
   codes = {}
