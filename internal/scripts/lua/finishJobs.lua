@@ -76,15 +76,15 @@ local maxLen = meta[1] or "10000"
 -- tables, loops and helpers cost about 100,000 instructions a call more
 -- than these lines (callgrind, the whole call with the fetch of as many
 -- jobs: 2 jobs 453k in the batch path against 390k here, 5 jobs 860k
--- against 769k, 10 jobs 1,516k against 1,402k; one job alone 217k). It writes the batch
--- path's commands in its order for such a batch (the locks and children
--- read, the jobs out of active, the locks and stalled entries deleted, one
--- XTRIM, each job's fields and event, the completed set's ZADD before the
--- last job's event; the completed set's trims, for keep specs other than
--- keep-all and remove, then run with the batch path's helper before that
--- event). When a job is found gone from active after
--- others were taken out, removedHere hands what was taken out to the
--- batch path, which goes on from there (it reads the same locks and
+-- against 752k, 10 jobs 1,516k against 1,402k; one job alone 213k). It
+-- writes the batch path's commands in its order for such a batch (the
+-- locks and children read, the jobs out of active, the locks and stalled
+-- entries deleted, one XTRIM, each job's fields and event, the completed
+-- set's ZADD before the last job's event; the completed set's trims, for
+-- keep specs other than keep-all and remove, then run with the batch
+-- path's helper before that event). When a job is found gone from active
+-- after others were taken out, removedHere hands what was taken out to
+-- the batch path, which goes on from there (it reads the same locks and
 -- children again: nothing else was written).
 local single = false
 local singleTrim = nil
