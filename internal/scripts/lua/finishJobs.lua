@@ -67,19 +67,45 @@ local maxLen = meta[1] or "10000"
 -- (a lock that is not this call's, a child pending or failed, a parent
 -- from a flow, a job not in active, a settled call) is found by reads
 -- alone, and then the batch path does the whole call. single: the job
--- was finished here; singleTrim: its keep spec, when the completed set is
--- to be trimmed (by the batch path's helper, before the job's event).
+-- (or the batch below) was finished here; singleTrim: its keep spec, when
+-- the completed set is to be trimmed (by the batch path's helper, before
+-- the job's event).
+--
+-- A batch of plain completions (a worker at concurrency 10 sends about
+-- five a call) goes straight through the same way: the batch path's
+-- tables, loops and helpers cost about 100,000 instructions a call more
+-- than these lines (callgrind, the whole call with the fetch of as many
+-- jobs: 2 jobs 453k in the batch path against 390k here, 5 jobs 860k
+-- against 752k, 10 jobs 1,516k against 1,402k; one job alone 213k). It
+-- writes the batch path's commands in its order for such a batch (the
+-- locks and children read, the jobs out of active, the locks and stalled
+-- entries deleted, one XTRIM, each job's fields and event, the completed
+-- set's ZADD before the last job's event; the completed set's trims, for
+-- keep specs other than keep-all and remove, then run with the batch
+-- path's helper before that event). When a job is found gone from active
+-- after others were taken out, removedHere hands what was taken out to
+-- the batch path, which goes on from there (it reads the same locks and
+-- children again: nothing else was written).
 local single = false
 local singleTrim = nil
 -- fetched: what the fetch took, when the single path's fetch ended
--- without a job; waitTried: its LMOVE found no job in wait.
+-- without a job; waitTried: its LMOVE found no job in wait; popped: the
+-- ids its RPOP took when it took fewer than it asked for (fetchJobs goes
+-- on from the prioritized set with them).
 local fetched = nil
 local waitTried = false
+local popped = nil
+local removedHere = nil
+-- straightTrims: {trims, id, value} when the straight batch path left the
+-- completed set's trims and its last job's event to the helpers.
+local straightTrims = nil
 do
+  local sized = nil
   local o = 12
   local more = ARGV[o + REC.more]
+  local count = ARGV[10]
   -- (Numbers are compared as the text Go sends: tonumber costs a strtod.)
-  if ARGV[10] == "1" and ARGV[o + REC.kind] == "c" and more ~= "1" then
+  if count == "1" and ARGV[o + REC.kind] == "c" and more ~= "1" then
     local id = ARGV[o + REC.id]
     local jobKey = base .. id
     local lockKey = jobKey .. ":lock"
@@ -110,31 +136,212 @@ do
       end
     end
   end
-  -- Its next job, as fetchJobs takes one when the queue is neither paused
-  -- nor at a global concurrency, no rate limit applies, no delayed job is
-  -- due and the worker keeps no metrics (they are counted before the
-  -- fetch). When wait has no job, fetchJobs goes on from the prioritized set.
-  if single and not singleTrim and ARGV[3] == "1" and ARGV[11] == "0"
+  -- A batch of plain completions (see above): no exact lock (a manual
+  -- finish sends one record), every record's head alone.
+  local cnt = count ~= "1" and ARGV[12] == "" and tonumber(count)
+  if cnt and cnt >= 2 then
+    -- sized returns a new table whose array part holds n items (up to 64)
+    -- from the start: a table filled one item at a time is rehashed at 1,
+    -- 2, 4, 8, ... items (callgrind, a call of 5 jobs: 771k -> 755k; of 37:
+    -- 4,910k -> 4,874k). Made here, not for the single job.
+    sized = function(n)
+      if n <= 8 then
+        return {nil, nil, nil, nil, nil, nil, nil, nil}
+      elseif n <= 16 then
+        return {nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+      elseif n <= 32 then
+        return {nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+          nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+      end
+      return {nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+        nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+        nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+        nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+    end
+    local ids, jobKeys, lockKeys = sized(cnt), sized(cnt), sized(cnt + 1)
+    local ok = true
+    for i = 1, cnt do
+      if ARGV[o + REC.kind] ~= "c" or ARGV[o + REC.more] == "1" then
+        ok = false
+        break
+      end
+      local id = ARGV[o + REC.id]
+      local jobKey = base .. id
+      ids[i] = id
+      jobKeys[i] = jobKey
+      lockKeys[i] = jobKey .. ":lock"
+      o = o + REC_HEAD
+    end
+    if ok then
+      lockKeys[cnt + 1] = base .. "call:" .. ARGV[4]
+      local locks = rcall("MGET", unpack(lockKeys))
+      lockKeys[cnt + 1] = nil
+      ok = not locks[cnt + 1]
+      o = 12
+      local probe = sized(2 * cnt)
+      for i = 1, cnt do
+        if locks[i] ~= ARGV[o + REC.token] then
+          ok = false
+          break
+        end
+        probe[2 * i - 1] = jobKeys[i] .. ":dependencies"
+        probe[2 * i] = jobKeys[i] .. ":unsuccessful"
+        o = o + REC_HEAD
+      end
+      ok = ok and rcall("EXISTS", unpack(probe)) == 0
+    end
+    if ok then
+      o = 12
+      for i = 1, cnt do
+        if ARGV[o + REC.more] == "p" and rcall("HEXISTS", jobKeys[i], "parentKey") == 1 then
+          ok = false
+          break
+        end
+        o = o + REC_HEAD
+      end
+    end
+    if ok then
+      -- Out of active as the batch path takes them out (see there).
+      local removed = sized(cnt)
+      local activeLen = cnt >= 8 and rcall("LLEN", activeKey) or 0
+      if cnt >= 8 and activeLen <= 16 * cnt then
+        local leaving = {}
+        for i = 1, cnt do
+          leaving[ids[i]] = i
+        end
+        local stay = sized(activeLen - cnt)
+        local list = rcall("LRANGE", activeKey, "0", "-1")
+        for k = 1, #list do
+          local id = list[k]
+          local i = leaving[id]
+          if i and not removed[i] then
+            removed[i] = true
+          else
+            stay[#stay + 1] = id
+          end
+        end
+        rcall("DEL", activeKey)
+        for from = 1, #stay, 5000 do
+          rcall("RPUSH", activeKey, unpack(stay, from, math.min(from + 4999, #stay)))
+        end
+      else
+        for i = 1, cnt do
+          if rcall("LREM", activeKey, "-1", ids[i]) > 0 then
+            removed[i] = true
+          end
+        end
+      end
+      for i = 1, cnt do
+        if not removed[i] then
+          ok = false
+        end
+      end
+      if not ok then
+        removedHere = removed
+      end
+    end
+    if ok then
+      single = true
+      rcall("DEL", unpack(lockKeys))
+      rcall("SREM", stalledKey, unpack(ids))
+      if not meta[1] then
+        rcall("HSET", metaKey, "opts.maxLenEvents", maxLen)
+      end
+      rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
+      local add = sized(2 * cnt)
+      -- The completed set's trims (keep specs other than keep-all and
+      -- remove), keyed as the batch path's noteTrim keys them, so they run
+      -- in its order; they run with its helper, before the last job's
+      -- event (straightTrims, below).
+      local trims = nil
+      o = 12
+      for i = 1, cnt do
+        local id, jobKey, value = ids[i], jobKeys[i], ARGV[o + REC.value]
+        local spec = ARGV[o + REC.keep]
+        if spec == "0" then
+          rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":processed", jobKey .. ":failed")
+        else
+          rcall("HSET", jobKey, "atm", ARGV[o + REC.attemptsMade], "returnvalue", value, "finishedOn", ARGV[2])
+          add[#add + 1] = ARGV[2]
+          add[#add + 1] = id
+          if spec ~= "" then
+            trims = trims or {}
+            trims[completedKey .. "\n" .. spec] = {completedKey, spec}
+          end
+        end
+        if i == cnt and #add > 0 then
+          rcall("ZADD", completedKey, unpack(add))
+        end
+        if i == cnt and trims then
+          straightTrims = {trims, id, value}
+        else
+          rcall("XADD", eventsKey, "*", "event", "completed", "jobId", id, "returnvalue", value, "prev", "active")
+        end
+        o = o + REC_HEAD
+      end
+    end
+  end
+  -- Its next jobs, as fetchJobs takes them when the queue is neither
+  -- paused nor at a global concurrency, no rate limit applies, no delayed
+  -- job is due and the worker keeps no metrics (they are counted before
+  -- the fetch): one with LMOVE, more with RPOP and LPUSH. When wait has
+  -- too few, fetchJobs goes on from the prioritized set.
+  local want = ARGV[3]
+  if single and not singleTrim and not straightTrims and want ~= "0" and ARGV[11] == "0"
       and not meta[2] and not meta[3] and not meta[4] and ARGV[7] == "0"
       and not rcall("ZRANGEBYSCORE", delayedKey, "0", ARGV[9], "LIMIT", "0", "1")[1] then
-    local id = rcall("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
-    if id and string.sub(id, 1, 2) ~= "0:" then
-      local jobKey = base .. id
-      local hash = rcall("HGETALL", jobKey)
-      if #hash > 0 then
-        local exactLock = ARGV[12]
-        activate(id, jobKey, hash, exactLock ~= "" and exactLock or ARGV[4] .. ":" .. id, ARGV[5], ARGV[6], ARGV[2], nil, 0)
-        return {1, false, {id, hash}, 0}
-      end
-      -- A listed id without a job hash cannot be worked: drop it.
-      rcall("LREM", activeKey, 1, id)
-      fetched = {false, {}, false, 0}
-    else
-      if id then
-        -- A pre-v5 marker, never a job: take it out of active again.
+    if want == "1" then
+      local id = rcall("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
+      if id and string.sub(id, 1, 2) ~= "0:" then
+        local jobKey = base .. id
+        local hash = rcall("HGETALL", jobKey)
+        if #hash > 0 then
+          local exactLock = ARGV[12]
+          activate(id, jobKey, hash, exactLock ~= "" and exactLock or ARGV[4] .. ":" .. id, ARGV[5], ARGV[6], ARGV[2], nil, 0)
+          return {count == "1" and 1 or tonumber(count), false, {id, hash}, 0}
+        end
+        -- A listed id without a job hash cannot be worked: drop it.
         rcall("LREM", activeKey, 1, id)
+        fetched = {false, {}, false, 0}
+      else
+        if id then
+          -- A pre-v5 marker, never a job: take it out of active again.
+          rcall("LREM", activeKey, 1, id)
+        end
+        waitTried = true
       end
-      waitTried = true
+    elseif tonumber(want) > 1 then
+      local ids = rcall("RPOP", waitKey, tonumber(want)) or {}
+      for i = #ids, 1, -1 do
+        -- "0:<n>" entries are pre-v5 markers, never jobs: drop them.
+        if string.sub(ids[i], 1, 2) == "0:" then
+          table.remove(ids, i)
+        end
+      end
+      if #ids < tonumber(want) then
+        popped = ids
+      else
+        rcall("LPUSH", activeKey, unpack(ids))
+        local out = sized and sized(2 * #ids) or {}
+        for i = 1, #ids do
+          local id = ids[i]
+          local jobKey = base .. id
+          local hash = rcall("HGETALL", jobKey)
+          if #hash == 0 then
+            -- A listed id without a job hash cannot be worked: drop it, never lock it.
+            rcall("LREM", activeKey, 1, id)
+          else
+            local exactLock = ARGV[12]
+            activate(id, jobKey, hash, exactLock ~= "" and exactLock or ARGV[4] .. ":" .. id, ARGV[5], ARGV[6], ARGV[2], nil, 0)
+            out[#out + 1] = id
+            out[#out + 1] = hash
+          end
+        end
+        if #out > 0 then
+          return {tonumber(count), false, out, 0}
+        end
+        fetched = {false, out, false, 0}
+      end
     end
   end
 end
@@ -210,13 +417,22 @@ local function noteTrim(setKey, spec)
 end
 
 if single then
-  codes = {0}
+  codes = {}
+  for i = 1, n do
+    codes[i] = 0
+  end
   lastFinal = true
-  completedN = 1
+  completedN = n
   if singleTrim then
     local o = 12
     cold().trimFinished(completedKey, singleTrim, now)
     addEvent("event", "completed", "jobId", ARGV[o + REC.id], "returnvalue", ARGV[o + REC.value], "prev", "active")
+  elseif straightTrims then
+    for _, t in pairs(straightTrims[1]) do
+      cold().trimFinished(t[1], t[2], now)
+    end
+    -- The stream was trimmed (XTRIM) before the batch's first event.
+    rcall("XADD", eventsKey, "*", "event", "completed", "jobId", straightTrims[2], "returnvalue", straightTrims[3], "prev", "active")
   end
 else
   codes = {}
@@ -338,8 +554,16 @@ else
   -- Take the owned jobs out of active. One LREM per job scans the list each
   -- time; for a big batch it is cheaper to read the list once and write back
   -- what stays (same order, so BullMQ's readers see no difference).
-  local activeLen = #mine >= 8 and rcall("LLEN", activeKey) or 0
-  if #mine >= 8 and activeLen <= 16 * #mine then
+  local activeLen = not removedHere and #mine >= 8 and rcall("LLEN", activeKey) or 0
+  if removedHere then
+    -- The straight path took them out already (see removedHere).
+    for k = 1, #mine do
+      local i = mine[k]
+      if removedHere[i + 1] then
+        codes[i + 1] = 0
+      end
+    end
+  elseif #mine >= 8 and activeLen <= 16 * #mine then
     local leaving = {}
     for k = 1, #mine do
       local i = mine[k]
@@ -615,7 +839,7 @@ end
 if not fetched then
   fetched = fetchJobs(now, fetchCount, exactLock ~= "" and exactLock or ARGV[4], ARGV[5], ARGV[6],
     tonumber(ARGV[7]), tonumber(ARGV[8]), {meta[2], meta[3], meta[4], meta[5]}, exactLock ~= "", fetchCount <= 0,
-    waitTried and "tried" or anyOwned)
+    popped or (waitTried and "tried") or anyOwned)
 end
 if #fetched[2] == 0 then
   if delayed then

@@ -38,12 +38,14 @@ end
 -- while it is out of memory, and an RPOP first lets a fetch go on then.
 -- moveOne "tried": the caller's own LMOVE found no job in wait (an empty
 -- list, or a pre-v5 marker it took out of active again), so the wait list
--- is not tried again (finishJobs' single job).
+-- is not tried again (finishJobs' single job). moveOne a table: the ids
+-- finishJobs' own RPOP took from wait, fewer than count (markers dropped),
+-- so the rest come from prioritized (finishJobs' straight batch).
 local function takeReady(count, moveOne)
   local ids
   if moveOne == "tried" then
     ids = {}
-  elseif moveOne and count == 1 then
+  elseif moveOne == true and count == 1 then
     local id = rcall("LMOVE", waitKey, activeKey, "RIGHT", "LEFT")
     if id and string.sub(id, 1, 2) ~= "0:" then
       return {id}, true
@@ -53,6 +55,8 @@ local function takeReady(count, moveOne)
       rcall("LREM", activeKey, 1, id)
     end
     ids = {}
+  elseif moveOne and moveOne ~= true then
+    ids = moveOne
   else
     ids = rcall("RPOP", waitKey, count) or {}
     for i = #ids, 1, -1 do
@@ -120,7 +124,8 @@ end
 -- noPromote (finishJobs fetching nothing) leaves due delayed jobs where
 -- they are, as BullMQ's moveToFinished without fetchNext does. moveOne
 -- (finishJobs after it wrote) lets one job move with LMOVE (takeReady);
--- "tried": finishJobs' own LMOVE found no job in wait.
+-- "tried": finishJobs' own LMOVE found no job in wait; a table: the ids
+-- its own RPOP took (see takeReady).
 local function fetchJobs(now, count, token, lockDuration, workerName, limitMax, limitDuration, meta, exact, noPromote, moveOne)
   -- finishJobs' fetch-next is a busy worker's: it consumed no marker, so
   -- no blocked worker waits on one it took (see the cascade below).
