@@ -624,6 +624,10 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		}
 		if by == droverImpl {
 			droverSteps.note(s.Op, mr)
+			if s.OnOtherQueue() && s.Op != difftest.OpWork {
+				// Job and queue steps on the flow children's queue.
+				droverSteps.note(s.Op+" (on "+difftest.OtherQueueName+")", mr)
+			}
 			if limited {
 				// Takes that met an active rate limiter.
 				droverSteps.note(s.Op+" (limited)", mr)
@@ -675,6 +679,10 @@ type programRun struct {
 	prefix string
 	k      keys.Queue
 	dq     *drover.Queue
+	// dqOther is drover's Queue of OtherQueueName (Step.OnOtherQueue).
+	dqOther *drover.Queue
+	// otherIDs are the ids of the flow children added in OtherQueueName.
+	otherIDs map[string]bool
 	// fp adds OpAddFlows' trees (no defaults: BullMQ's FlowProducer.addBulk
 	// takes no queuesOptions); fpDefaults adds OpAddFlow's trees and the
 	// parent-linked adds with the program's default job options, as
@@ -726,6 +734,8 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults *
 	}
 	dq, err := drover.NewQueue(b.rdb, queueName, qo)
 	require.NoError(t, err)
+	dqOther, err := drover.NewQueue(b.rdb, difftest.OtherQueueName, &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs})
+	require.NoError(t, err)
 	fp, err := drover.NewFlowProducer(b.rdb, fpo)
 	require.NoError(t, err)
 	fpDefaults := fp
@@ -736,15 +746,18 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults *
 		require.NoError(t, err)
 	}
 	r := &programRun{
-		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, fp: fp, fpDefaults: fpDefaults,
+		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, dqOther: dqOther, otherIDs: map[string]bool{},
+		fp: fp, fpDefaults: fpDefaults,
 		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known, takenTokens: map[string]string{},
 		defaults: defaults,
 	}
 	if defaults != nil {
 		require.NoError(t, r.o.OpenQueue(context.Background(), prefix, queueName, defaults.NodeOpts()))
 	}
-	// A Node app has the queue open from the start: its Queue writes meta.
+	// A Node app has the queues open from the start: its Queue writes meta.
 	_, err = r.o.GetJobCounts(context.Background(), prefix, queueName)
+	require.NoError(t, err)
+	_, err = r.o.GetJobCounts(context.Background(), prefix, difftest.OtherQueueName)
 	require.NoError(t, err)
 	return r
 }
@@ -953,6 +966,15 @@ func (r *programRun) rateLimitedFor(ctx context.Context, k keys.Queue, limiterMa
 	return pttl > 0
 }
 
+// on is the queue s acts on, its name and drover's Queue:
+// OtherQueueName's when s.OnOtherQueue, else the program's.
+func (r *programRun) on(s *difftest.Step) (string, *drover.Queue) {
+	if s.OnOtherQueue() {
+		return difftest.OtherQueueName, r.dqOther
+	}
+	return queueName, r.dq
+}
+
 // step performs s with the given implementation and returns its result.
 func (r *programRun) step(s *difftest.Step, by impl) string {
 	r.t.Helper()
@@ -969,7 +991,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	node := by == nodeImpl
-	o, p, q := r.o, r.prefix, queueName
+	o, p := r.o, r.prefix
+	q, dq := r.on(s)
 	id := r.id(s.Job)
 	switch s.Op {
 	case difftest.OpAdd:
@@ -989,7 +1012,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			}
 		} else {
 			var res *drover.AddResult
-			res, err = r.dq.Add(ctx, a.Name, a.Data, r.droverOpts(a))
+			res, err = dq.Add(ctx, a.Name, a.Data, r.droverOpts(a))
 			if err == nil {
 				got = res.Job.ID
 			}
@@ -1015,7 +1038,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 				jobs[i] = drover.BulkJob{Name: a.Name, Data: a.Data, Opts: r.droverOpts(a)}
 			}
 			var res []*drover.AddResult
-			res, err = r.dq.AddBulk(ctx, jobs)
+			res, err = dq.AddBulk(ctx, jobs)
 			for _, x := range res {
 				if x != nil && x.Job != nil {
 					ids = append(ids, x.Job.ID)
@@ -1071,7 +1094,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ro.Immediately = c.Immediately
 			ro.TZ, ro.Offset = c.TZ, time.Duration(c.Offset)*time.Millisecond
 			var job *drover.Job
-			job, err = r.dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
+			job, err = dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
 			if job != nil {
 				got = job.ID
 			}
@@ -1086,7 +1109,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			ok, err = o.RemoveJobScheduler(ctx, p, q, s.Scheduler.ID)
 		} else {
-			ok, err = r.dq.RemoveJobScheduler(ctx, s.Scheduler.ID)
+			ok, err = dq.RemoveJobScheduler(ctx, s.Scheduler.ID)
 		}
 		return r.result(strconv.FormatBool(ok), err)
 	case difftest.OpWork:
@@ -1131,7 +1154,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return "took none"
 	case difftest.OpStall:
 		r.workRan = true
-		if !r.ready(ctx) {
+		k := keys.New(p, q)
+		if !r.readyIn(ctx, k) {
 			return "none"
 		}
 		var got string
@@ -1140,7 +1164,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			got, err = o.StepTake(ctx, p, q)
 			require.NoError(r.t, err)
 		} else {
-			f, err := scripts.MoveToActive(ctx, r.rdb, r.k, scripts.FetchArgs{
+			f, err := scripts.MoveToActive(ctx, r.rdb, k, scripts.FetchArgs{
 				Now: time.Now().UnixMilli(), Count: 1, Token: "dead:1", LockDuration: 30000, WorkerName: workerName,
 			})
 			require.NoError(r.t, err)
@@ -1152,18 +1176,19 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			got = f.Jobs[0].ID
 			// A drover worker makes a scheduler's next run before
 			// anything else, as Node's getNextJob does: then it dies.
-			w, err := drover.NewWorker(r.rdb, queueName, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
+			w, err := drover.NewWorker(r.rdb, q, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
 				&drover.WorkerOptions{Prefix: p, Name: workerName})
 			require.NoError(r.t, err)
 			require.NoError(r.t, seam.AdvanceScheduler(ctx, w, got, f.Jobs[0].Hash))
 		}
 		// The worker died: its lock expires.
-		require.NoError(r.t, r.rdb.Del(ctx, r.k.Lock(got)).Err())
+		require.NoError(r.t, r.rdb.Del(ctx, k.Lock(got)).Err())
 		return "ok " + got
 	case difftest.OpCheckStalled:
 		r.workRan = true
+		k := keys.New(p, q)
 		// Each check is a new interval.
-		require.NoError(r.t, r.rdb.Del(ctx, r.k.StalledCheck()).Err())
+		require.NoError(r.t, r.rdb.Del(ctx, k.StalledCheck()).Err())
 		var ids []string
 		// WorkerOptions.MaxStalledCount's reading: 0 the default, below 0 none.
 		maxStalled := max(cmp.Or(s.Limit, drover.MaxStalledCountDefault), 0)
@@ -1172,7 +1197,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ids, err = o.StepCheckStalledMax(ctx, p, q, maxStalled)
 			require.NoError(r.t, err)
 		} else {
-			_, moved, err := scripts.MoveStalledJobsToWait(ctx, r.rdb, r.k, time.Now().UnixMilli(), 30000, maxStalled)
+			_, moved, err := scripts.MoveStalledJobsToWait(ctx, r.rdb, k, time.Now().UnixMilli(), 30000, maxStalled)
 			require.NoError(r.t, err)
 			for _, m := range moved {
 				ids = append(ids, m.ID)
@@ -1184,7 +1209,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.RetryJob(ctx, p, q, id, s.State, s.ResetMade, s.ResetStarted))
 		}
-		return r.result("", r.dq.Job(id).Retry(ctx, drover.JobState(s.State),
+		return r.result("", dq.Job(id).Retry(ctx, drover.JobState(s.State),
 			&drover.RetryOptions{ResetAttemptsMade: s.ResetMade, ResetAttemptsStarted: s.ResetStarted}))
 	case difftest.OpRetryJobs:
 		var before int64 // 0: now, both sides' default
@@ -1198,29 +1223,29 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if before != 0 {
 			ro.OlderThan = time.UnixMilli(before)
 		}
-		_, err := r.dq.RetryJobs(ctx, ro)
+		_, err := dq.RetryJobs(ctx, ro)
 		return r.result("", err)
 	case difftest.OpPromote:
 		if node {
 			return r.result("", o.Promote(ctx, p, q, id))
 		}
-		return r.result("", r.dq.Job(id).Promote(ctx))
+		return r.result("", dq.Job(id).Promote(ctx))
 	case difftest.OpPromoteJobs:
 		if node {
 			return r.result("", o.PromoteJobs(ctx, p, q, s.Limit))
 		}
-		_, err := r.dq.PromoteJobs(ctx, s.Limit)
+		_, err := dq.PromoteJobs(ctx, s.Limit)
 		return r.result("", err)
 	case difftest.OpChangeDelay:
 		if node {
 			return r.result("", o.ChangeDelay(ctx, p, q, id, s.Delay))
 		}
-		return r.result("", r.dq.Job(id).ChangeDelay(ctx, time.Duration(s.Delay)*time.Millisecond))
+		return r.result("", dq.Job(id).ChangeDelay(ctx, time.Duration(s.Delay)*time.Millisecond))
 	case difftest.OpChangePriority:
 		if node {
 			return r.result("", o.ChangePriority(ctx, p, q, id, s.Priority, s.LIFO))
 		}
-		return r.result("", r.dq.Job(id).ChangePriority(ctx, s.Priority, s.LIFO))
+		return r.result("", dq.Job(id).ChangePriority(ctx, s.Priority, s.LIFO))
 	case difftest.OpRemove:
 		if node {
 			remove := o.Remove
@@ -1233,7 +1258,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			}
 			return r.result("", err)
 		}
-		err := r.dq.Job(id).Remove(ctx, &drover.RemoveOptions{KeepChildren: s.KeepChildren})
+		err := dq.Job(id).Remove(ctx, &drover.RemoveOptions{KeepChildren: s.KeepChildren})
 		if errors.Is(err, drover.ErrJobNotFound) {
 			err = nil // Node's Queue.remove returns 1 for a missing job (see difftest.Deliberate)
 		}
@@ -1242,7 +1267,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.Drain(ctx, p, q, s.Delayed))
 		}
-		_, err := r.dq.Drain(ctx, s.Delayed)
+		_, err := dq.Drain(ctx, s.Delayed)
 		return r.result("", err)
 	case difftest.OpClean:
 		var ids []string
@@ -1254,7 +1279,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if s.State == "wait" || s.State == "waiting" {
 				st = drover.StateWaiting // Node's clean takes both names
 			}
-			ids, err = r.dq.Clean(ctx, time.Duration(s.Delay)*time.Millisecond, s.Limit, st)
+			ids, err = dq.Clean(ctx, time.Duration(s.Delay)*time.Millisecond, s.Limit, st)
 		}
 		slices.Sort(ids)
 		return r.result(fmt.Sprint(ids), err)
@@ -1262,33 +1287,33 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.ObliterateCount(ctx, p, q, !s.NoForce, s.Limit))
 		}
-		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: !s.NoForce, Count: s.Limit}))
+		return r.result("", dq.Obliterate(ctx, &drover.ObliterateOptions{Force: !s.NoForce, Count: s.Limit}))
 	case difftest.OpPause:
 		if node {
 			return r.result("", o.Pause(ctx, p, q))
 		}
-		return r.result("", r.dq.Pause(ctx))
+		return r.result("", dq.Pause(ctx))
 	case difftest.OpResume:
 		if node {
 			return r.result("", o.Resume(ctx, p, q))
 		}
-		return r.result("", r.dq.Resume(ctx))
+		return r.result("", dq.Resume(ctx))
 	case difftest.OpProgress:
 		if node {
 			return r.result("", o.UpdateProgress(ctx, p, q, id, s.Value))
 		}
-		return r.result("", r.dq.Job(id).UpdateProgress(ctx, s.Value))
+		return r.result("", dq.Job(id).UpdateProgress(ctx, s.Value))
 	case difftest.OpUpdateData:
 		if node {
 			return r.result("", o.UpdateData(ctx, p, q, id, s.Value))
 		}
-		return r.result("", r.dq.Job(id).UpdateData(ctx, s.Value))
+		return r.result("", dq.Job(id).UpdateData(ctx, s.Value))
 	case difftest.OpLog:
 		if node {
 			n, err := o.Log(ctx, p, q, id, s.Line)
 			return r.result(strconv.FormatInt(n, 10), err)
 		}
-		j, err := r.dq.GetJob(ctx, id)
+		j, err := dq.GetJob(ctx, id)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -1339,17 +1364,17 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "setGlobalRateLimit", nil, s.Limit, s.Delay))
 		}
-		return r.result("", r.dq.SetGlobalRateLimit(ctx, s.Limit, time.Duration(s.Delay)*time.Millisecond))
+		return r.result("", dq.SetGlobalRateLimit(ctx, s.Limit, time.Duration(s.Delay)*time.Millisecond))
 	case difftest.OpRemoveGlobalRateLimit:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "removeGlobalRateLimit", nil))
 		}
-		return r.result("", r.dq.RemoveGlobalRateLimit(ctx))
+		return r.result("", dq.RemoveGlobalRateLimit(ctx))
 	case difftest.OpRateLimit:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "rateLimit", nil, s.Delay))
 		}
-		return r.result("", r.dq.RateLimit(ctx, time.Duration(s.Delay)*time.Millisecond))
+		return r.result("", dq.RateLimit(ctx, time.Duration(s.Delay)*time.Millisecond))
 	case difftest.OpRemoveRateLimitKey:
 		var ok bool
 		var err error
@@ -1358,7 +1383,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			err = o.QueueCall(ctx, p, q, "removeRateLimitKey", &n)
 			ok = n > 0
 		} else {
-			ok, err = r.dq.RemoveRateLimitKey(ctx)
+			ok, err = dq.RemoveRateLimitKey(ctx)
 		}
 		return r.result(strconv.FormatBool(ok), err)
 	case difftest.OpGetCounts:
@@ -1369,7 +1394,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			got, err = o.GetJobCounts(ctx, p, q, types...)
 		} else {
 			var counts map[drover.JobState]int64
-			counts, err = r.dq.GetJobCounts(ctx, droverStates(types)...)
+			counts, err = dq.GetJobCounts(ctx, droverStates(types)...)
 			for st, n := range counts {
 				got[nodeStateName(st)] = n
 			}
@@ -1395,7 +1420,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ids, err = o.GetJobs(ctx, p, q, types, s.Priority, end, !s.LIFO)
 		} else {
 			var jobs []*drover.Job
-			jobs, err = r.dq.GetJobs(ctx, droverStates(types), int64(s.Priority), int64(end), !s.LIFO)
+			jobs, err = dq.GetJobs(ctx, droverStates(types), int64(s.Priority), int64(end), !s.LIFO)
 			for _, j := range jobs {
 				ids = append(ids, j.ID)
 			}
@@ -1417,14 +1442,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			err = o.QueueCall(ctx, p, q, "removeOrphanedJobs", &n, s.Priority, s.Limit)
 		} else {
-			n, err = r.dq.RemoveOrphanedJobs(ctx, s.Priority, s.Limit)
+			n, err = dq.RemoveOrphanedJobs(ctx, s.Priority, s.Limit)
 		}
 		return r.result(strconv.Itoa(n), err)
 	case difftest.OpUpdateJobProgress:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "updateJobProgress", nil, id, s.Value))
 		}
-		return r.result("", r.dq.Job(id).UpdateProgress(ctx, s.Value))
+		return r.result("", dq.Job(id).UpdateProgress(ctx, s.Value))
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
 		// stream itself is compared.
@@ -1433,7 +1458,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			err = o.QueueCall(ctx, p, q, "trimEvents", nil, s.Limit)
 		} else {
-			err = r.dq.TrimEvents(ctx, int64(s.Limit))
+			err = dq.TrimEvents(ctx, int64(s.Limit))
 		}
 		r.shiftCascades(from - r.streamLen())
 		return r.result("", err)
@@ -1441,17 +1466,17 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "setGlobalConcurrency", nil, s.Limit))
 		}
-		return r.result("", r.dq.SetGlobalConcurrency(ctx, s.Limit))
+		return r.result("", dq.SetGlobalConcurrency(ctx, s.Limit))
 	case difftest.OpRemoveGlobalConcurrency:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "removeGlobalConcurrency", nil))
 		}
-		return r.result("", r.dq.RemoveGlobalConcurrency(ctx))
+		return r.result("", dq.RemoveGlobalConcurrency(ctx))
 	case difftest.OpClearLogs:
 		if node {
 			return r.result("", o.JobCall(ctx, p, q, id, "clearLogs", nil, s.Limit))
 		}
-		j, err := r.dq.GetJob(ctx, id)
+		j, err := dq.GetJob(ctx, id)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -1462,7 +1487,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			err := o.JobCall(ctx, p, q, id, "removeChildDependency", &ok)
 			return r.result(strconv.FormatBool(ok), err)
 		}
-		j, err := r.dq.GetJob(ctx, id)
+		j, err := dq.GetJob(ctx, id)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -1473,7 +1498,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.JobCall(ctx, p, q, id, "removeUnprocessedChildren", nil))
 		}
-		j, err := r.dq.GetJob(ctx, id)
+		j, err := dq.GetJob(ctx, id)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -1485,7 +1510,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			err = o.QueueCall(ctx, p, q, "removeDeduplicationKey", &n, s.DedupID)
 		} else {
-			n, err = r.dq.RemoveDeduplicationKey(ctx, s.DedupID)
+			n, err = dq.RemoveDeduplicationKey(ctx, s.DedupID)
 		}
 		return r.result(strconv.Itoa(n), err)
 	case difftest.OpJobRemoveDedupKey:
@@ -1494,7 +1519,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			err := o.JobCall(ctx, p, q, id, "removeDeduplicationKey", &ok)
 			return r.result(strconv.FormatBool(ok), err)
 		}
-		j, err := r.dq.GetJob(ctx, id)
+		j, err := dq.GetJob(ctx, id)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -1512,34 +1537,50 @@ func (r *programRun) crossRead() []string {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	var out []string
-	nc, err := r.o.GetJobCounts(ctx, r.prefix, queueName)
-	require.NoError(r.t, err)
-	dc, err := r.dq.GetJobCounts(ctx)
-	require.NoError(r.t, err)
-	for st, n := range nc {
-		if dc[drover.JobState(st)] != n {
-			out = append(out, fmt.Sprintf("count of %s: Node getJobCounts %d, drover GetJobCounts %d", st, n, dc[drover.JobState(st)]))
-		}
-	}
-	if len(dc) != len(nc) {
-		out = append(out, fmt.Sprintf("count states: Node %v, drover %v", nc, dc))
-	}
 	ids := []string{"nosuch"}
 	for _, id := range r.ids {
 		ids = append(ids, id)
 	}
-	slices.Sort(ids)
-	for _, id := range slices.Compact(ids) {
-		ns, err := r.o.GetState(ctx, r.prefix, queueName, id)
-		require.NoError(r.t, err)
-		ds, err := r.dq.GetJobState(ctx, id)
-		require.NoError(r.t, err)
-		if ns != string(ds) {
-			out = append(out, fmt.Sprintf("state of job %s: Node getState %q, drover GetJobState %q", id, ns, ds))
+	out := r.crossReadQueue(ctx, queueName, r.dq, ids)
+	if len(r.otherIDs) > 0 {
+		// The flow children in OtherQueueName, read in their queue.
+		other := []string{"nosuch"}
+		for id := range r.otherIDs {
+			other = append(other, id)
 		}
+		out = append(out, r.crossReadQueue(ctx, difftest.OtherQueueName, r.dqOther, other)...)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// crossReadQueue is crossRead of one queue: its counts and the states of
+// the jobs ids.
+func (r *programRun) crossReadQueue(ctx context.Context, queue string, dq *drover.Queue, ids []string) []string {
+	r.t.Helper()
+	var out []string
+	nc, err := r.o.GetJobCounts(ctx, r.prefix, queue)
+	require.NoError(r.t, err)
+	dc, err := dq.GetJobCounts(ctx)
+	require.NoError(r.t, err)
+	for st, n := range nc {
+		if dc[drover.JobState(st)] != n {
+			out = append(out, fmt.Sprintf("%s: count of %s: Node getJobCounts %d, drover GetJobCounts %d", queue, st, n, dc[drover.JobState(st)]))
+		}
+	}
+	if len(dc) != len(nc) {
+		out = append(out, fmt.Sprintf("%s: count states: Node %v, drover %v", queue, nc, dc))
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		ns, err := r.o.GetState(ctx, r.prefix, queue, id)
+		require.NoError(r.t, err)
+		ds, err := dq.GetJobState(ctx, id)
+		require.NoError(r.t, err)
+		if ns != string(ds) {
+			out = append(out, fmt.Sprintf("%s: state of job %s: Node getState %q, drover GetJobState %q", queue, id, ns, ds))
+		}
+	}
 	return out
 }
 
@@ -1932,10 +1973,12 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	// got are the ids in the order of the trees, depth first, named by
 	// the adds in the same order (names).
 	var got, names []string
+	var inOther []bool
 	var walk func(a *difftest.Add)
 	walk = func(a *difftest.Add) {
 		r.noteJitter(a) // both runs: the comparison reads it
 		names = append(names, a.Name)
+		inOther = append(inOther, a.OtherQueue)
 		for _, c := range a.Children {
 			walk(c)
 		}
@@ -2009,6 +2052,9 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	}
 	for i, name := range names {
 		r.ids[name] = got[i]
+		if inOther[i] {
+			r.otherIDs[got[i]] = true
+		}
 	}
 	return r.result(fmt.Sprint(got), nil)
 }

@@ -52,7 +52,13 @@
 // by either side's worker, which makes the next run), paged
 // getDependencies by kind and getDependenciesCount of some kinds,
 // moveToWaitingChildren with the child option, stalled checks with
-// maxStalledCount 0, 1 or 2, and a queue's default job options
+// maxStalledCount 0, 1 or 2, job and queue steps on the queue of flow
+// children in another queue ([Step.OnOtherQueue]: a retry, removal,
+// promotion, priority or delay change, progress, log, data update,
+// dependency removal or read of a child there, whose parent waits in the
+// program's queue; drain, clean, obliterate, pause, resume, retryJobs,
+// promoteJobs and the counts and lists of that queue; its jobs' states
+// read by both after every step), and a queue's default job options
 // ([Program].Defaults: Node's defaultJobOptions and FlowProducer.add's
 // queuesOptions, drover's QueueOptions and FlowProducerOptions
 // DefaultJobOptions). Drover does its share of each

@@ -38,6 +38,7 @@ func Generate(seed int64, cfg Config) *Program {
 		cfg.Steps = StepsDefault
 	}
 	g := &gen{r: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), cfg: cfg}
+	g.cross = g.chance(25)
 	p := &Program{Seed: seed}
 	for len(p.Steps) < cfg.Steps {
 		s := g.step()
@@ -66,6 +67,7 @@ func Generate(seed int64, cfg Config) *Program {
 				}
 			}
 		}
+		g.onOther(&s)
 		if g.r.IntN(2) == 0 {
 			s.By = Drover
 		} else {
@@ -158,6 +160,46 @@ type gen struct {
 	waitChildren bool
 	// others are the names of the flow children added in OtherQueueName.
 	others []string
+	// cross: the program works across the two queues more (a quarter of
+	// programs): more flow children in OtherQueueName, and more of the
+	// work, job and queue steps there.
+	cross bool
+}
+
+// across is pct, or crossPct in a program that works across the queues.
+func (g *gen) across(pct, crossPct int) int {
+	if g.cross {
+		return crossPct
+	}
+	return pct
+}
+
+// onOther moves a step to OtherQueueName (Step.OtherQueue): mostly a job
+// step whose target is a flow child there (its parent waits in the
+// program's queue, so retries, removals and finishes there reach across
+// queues; a job step targets one now and then even when job picked
+// another), sometimes a queue step once the program has such children. A
+// job step on a child there stays on the program's queue sometimes (a
+// job the queue does not have).
+func (g *gen) onOther(s *Step) {
+	if s.OtherQueue || !otherQueueOps[s.Op] || s.Op == OpWork {
+		return
+	}
+	if s.Op == OpStall || s.Op == OpCheckStalled {
+		// A child there stalls, and is failed for good past
+		// maxStalledCount: its parent's failure policy applies across
+		// queues.
+		s.OtherQueue = len(g.others) > 0 && g.chance(g.across(35, 50))
+		return
+	}
+	if s.Job != "" {
+		if len(g.others) > 0 && !slices.Contains(g.others, s.Job) && g.chance(g.across(15, 40)) {
+			s.Job = g.others[g.r.IntN(len(g.others))]
+		}
+		s.OtherQueue = slices.Contains(g.others, s.Job) && g.chance(85)
+		return
+	}
+	s.OtherQueue = len(g.others) > 0 && g.chance(g.across(20, 35))
 }
 
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
@@ -231,8 +273,8 @@ func (g *gen) step() Step {
 		{3, func() Step { return Step{Op: OpResume} }},
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
 		{3, func() Step { return Step{Op: OpLog, Job: g.job(), Line: fmt.Sprintf("line %d", g.r.IntN(100))} }},
-		{4, g.flow},
-		{2, g.flows},
+		{g.across(4, 10), g.flow},
+		{g.across(2, 4), g.flows},
 		{2, func() Step { return Step{Op: OpUpdateData, Job: g.job(), Value: g.value()} }},
 		{3, g.upsertScheduler},
 		{1, func() Step { return Step{Op: OpRemoveScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
@@ -484,7 +526,7 @@ func (g *gen) flow() Step {
 		if g.chance(40) {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
-		c.OtherQueue = g.chance(20)
+		c.OtherQueue = g.chance(g.across(20, 60))
 		if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
@@ -514,7 +556,7 @@ func (g *gen) flows() Step {
 		if g.chance(40) {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
-		c.OtherQueue = g.chance(20)
+		c.OtherQueue = g.chance(g.across(20, 60))
 		if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
@@ -780,7 +822,7 @@ func (g *gen) work() Step {
 	// Sometimes the finish takes the next job, which runs too: the path
 	// of a running worker (moveToFinished with fetchNext).
 	o.FetchNext = g.chance(25)
-	s := Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
+	s := Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(g.across(12, 40))}
 	if g.chance(35) {
 		s.Metrics = g.pickI(1, 2, 60)
 	}

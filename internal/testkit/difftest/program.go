@@ -276,8 +276,12 @@ type Step struct {
 	Children []*Add
 	// Outcome is how OpWork ends its job.
 	Outcome *Outcome
-	// OtherQueue makes OpWork work OtherQueueName, where flow children
-	// with Add.OtherQueue wait: their parents wait across queues.
+	// OtherQueue makes the step act on OtherQueueName, where flow
+	// children with Add.OtherQueue wait (their parents wait across
+	// queues), if its operation is one [Step.OnOtherQueue] allows: OpWork
+	// works that queue, a job step (retry, remove, progress, a read of
+	// its children, ...) targets Step.Job there, a queue step (drain,
+	// clean, obliterate, pause, counts, ...) acts on that queue.
 	OtherQueue bool
 	// State is the state of OpRetry, OpRetryJobs, OpClean and OpGetJobs.
 	State string
@@ -422,9 +426,10 @@ type Add struct {
 	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
 	OnParentFailure string
 	// OtherQueue puts a flow child in OtherQueueName, under the same
-	// prefix: its parent waits across queues. Work steps with
-	// Step.OtherQueue take it there; the other steps reach it through its
-	// parent (removal, cleaning, obliteration).
+	// prefix: its parent waits across queues. Steps with Step.OtherQueue
+	// reach it there (Step.OnOtherQueue: work, job and queue steps); the
+	// others reach it through its parent (removal, cleaning,
+	// obliteration).
 	OtherQueue bool
 	// Children, on an OpAddFlow child, are its own children: it waits for
 	// them in waiting-children, the tree three levels deep.
@@ -562,6 +567,25 @@ func (m *ManualWorker) Apply(o *drover.WorkerOptions) {
 		o.Limiter = DroverLimiter(m.LimiterMax)
 	}
 }
+
+// otherQueueOps are the operations Step.OtherQueue moves to
+// OtherQueueName: work, stalls and stalled checks, every job step whose
+// target may be a flow child there, and the queue steps whose scripts walk
+// a flow across queues or read the queue's states. Not the adds (a flow child's queue is its
+// Add.OtherQueue), the manual steps, schedulers, deduplication
+// and the global limits: the program's queue has them.
+var otherQueueOps = map[Op]bool{
+	OpWork: true, OpStall: true, OpCheckStalled: true, OpRetry: true, OpRetryJobs: true, OpPromote: true, OpPromoteJobs: true, OpChangeDelay: true,
+	OpChangePriority: true, OpRemove: true, OpDrain: true, OpClean: true, OpObliterate: true, OpPause: true,
+	OpResume: true, OpProgress: true, OpLog: true, OpUpdateData: true, OpClearLogs: true,
+	OpRemoveChildDependency: true, OpRemoveUnprocessedChildren: true, OpJobRemoveDedupKey: true,
+	OpUpdateJobProgress: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
+	OpGetCountByTypes: true, OpIsPaused: true, OpGetFlow: true, OpGetMetrics: true,
+}
+
+// OnOtherQueue reports whether s acts on OtherQueueName (Step.OtherQueue
+// on an operation that may).
+func (s *Step) OnOtherQueue() bool { return s.OtherQueue && otherQueueOps[s.Op] }
 
 // NodeOnly reports whether only Node can perform the step: drover has no
 // API for it. An add with a lifo that is not a bool is (Add.LIFORaw); a bulk add with a parent link is (drover's AddBulk takes no
