@@ -424,14 +424,14 @@ func (r *programRun) tookNext(id, token string) string {
 // taken list, "stays" (no pending child) leaves it taken; a refusal
 // (BullMQ's code, drover's mapped to it) ends its turn too. child, when
 // not "", is the one child to wait for (a job of the program's queue).
-func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child string) string {
+func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child, childQueue string) string {
 	r.t.Helper()
 	id := r.taken[0]
 	nodeOpts := map[string]any{}
 	var droverOpts *drover.MoveToWaitingChildrenOptions
 	if child != "" {
-		nodeOpts["child"] = map[string]any{"id": child, "queue": r.prefix + ":" + queueName}
-		droverOpts = &drover.MoveToWaitingChildrenOptions{Child: &drover.JobRef{Prefix: r.prefix, Queue: queueName, ID: child}}
+		nodeOpts["child"] = map[string]any{"id": child, "queue": r.prefix + ":" + childQueue}
+		droverOpts = &drover.MoveToWaitingChildrenOptions{Child: &drover.JobRef{Prefix: r.prefix, Queue: childQueue, ID: child}}
 	}
 	token := r.takenTokens[id]
 	if r.manualJobs[id] == nil {
@@ -1019,6 +1019,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		if err == nil {
 			r.ids[a.Name] = got
+			if s.OnOtherQueue() {
+				r.otherIDs[got] = true
+			}
 		}
 		return r.result(got, err)
 	case difftest.OpAddBulk:
@@ -1359,7 +1362,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if s.Job != "" {
 			child = r.id(s.Job)
 		}
-		return r.manualWaitChildren(ctx, node, child)
+		return r.manualWaitChildren(ctx, node, child, q)
 	case difftest.OpSetGlobalRateLimit:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "setGlobalRateLimit", nil, s.Limit, s.Delay))
@@ -1992,7 +1995,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		if bulk {
 			flows := make([]bullmqoracle.FlowJob, len(roots))
 			for i, root := range roots {
-				flows[i] = nodeFlow(root, q)
+				flows[i] = nodeFlow(root, queueOf(root))
 			}
 			trees, err = r.o.AddFlows(ctx, r.prefix, flows)
 		} else {
@@ -2001,7 +2004,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 			if r.defaults != nil {
 				fo = map[string]any{"queuesOptions": map[string]any{q: map[string]any{"defaultJobOptions": r.defaults.NodeOpts()}}}
 			}
-			ids, err = r.o.AddFlowOpts(ctx, r.prefix, nodeFlow(roots[0], q), fo)
+			ids, err = r.o.AddFlowOpts(ctx, r.prefix, nodeFlow(roots[0], queueOf(roots[0])), fo)
 			if ids != nil {
 				trees = []bullmqoracle.FlowIDs{*ids}
 			}
@@ -2025,12 +2028,12 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		if bulk {
 			flows := make([]drover.FlowJob, len(roots))
 			for i, root := range roots {
-				flows[i] = droverFlow(root, q)
+				flows[i] = droverFlow(root, queueOf(root))
 			}
 			trees, err = r.fp.AddBulk(ctx, flows)
 		} else {
 			var n *drover.JobNode
-			n, err = r.fpDefaults.Add(ctx, droverFlow(roots[0], q))
+			n, err = r.fpDefaults.Add(ctx, droverFlow(roots[0], queueOf(roots[0])))
 			trees = []*drover.JobNode{n}
 		}
 		if err != nil {

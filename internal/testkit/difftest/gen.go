@@ -182,7 +182,16 @@ func (g *gen) across(pct, crossPct int) int {
 // job step on a child there stays on the program's queue sometimes (a
 // job the queue does not have).
 func (g *gen) onOther(s *Step) {
-	if s.OtherQueue || !otherQueueOps[s.Op] || s.Op == OpWork {
+	if s.OtherQueue || !otherQueueOps[s.Op] || s.Op == OpWork || s.Op == OpManualWaitChildren && s.Job == "" {
+		return
+	}
+	if s.Op == OpAdd {
+		// A lone job in that queue, sometimes a child of a job in
+		// either queue (Queue.add with the parent option there).
+		s.OtherQueue = g.chance(g.across(5, 20))
+		if s.OtherQueue {
+			g.others = append(g.others, s.Add.Name)
+		}
 		return
 	}
 	if s.Op == OpStall || s.Op == OpCheckStalled {
@@ -511,14 +520,19 @@ func (g *gen) bulk() Step {
 	return s
 }
 
-// flow adds a parent with 1 to 3 children, one of which sometimes has 1
-// or 2 children of its own. The tree's root sometimes keeps the parent
+// flow adds a parent (sometimes in OtherQueueName) with 1 to 3 children,
+// one of which sometimes has 1 or 2 children of its own. The tree's root sometimes keeps the parent
 // link addSpec gave it: the whole tree becomes a child of an existing job
 // (FlowProducer.add with opts.parent / FlowJob.Parent).
 func (g *gen) flow() Step {
 	s := Step{Op: OpAddFlow, Add: g.addSpec()}
 	if s.Add.Parent != "" && g.chance(60) {
 		s.Add.Parent, s.Add.ParentInOther, s.Add.OnParentFailure = "", false, ""
+	}
+	if g.chance(g.across(5, 20)) {
+		// A parent in OtherQueueName, its children in either queue.
+		s.Add.OtherQueue = true
+		g.others = append(g.others, s.Add.Name)
 	}
 	child := func() *Add {
 		c := g.addSpec()
@@ -565,6 +579,10 @@ func (g *gen) flows() Step {
 	for range 2 + g.r.IntN(2) {
 		root := g.addSpec()
 		root.Parent, root.OnParentFailure = "", ""
+		if g.chance(g.across(5, 20)) {
+			root.OtherQueue = true
+			g.others = append(g.others, root.Name)
+		}
 		for range g.r.IntN(3) {
 			c := child()
 			if g.chance(25) {

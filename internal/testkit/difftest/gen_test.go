@@ -81,7 +81,7 @@ func TestGenerateOtherQueueSteps(t *testing.T) {
 		inMain := map[string]bool{}
 		for _, s := range p.Steps {
 			for _, a := range s.adds() {
-				if !a.OtherQueue {
+				if !a.OtherQueue && !s.OnOtherQueue() {
 					inMain[a.Name] = true
 				}
 			}
@@ -94,7 +94,7 @@ func TestGenerateOtherQueueSteps(t *testing.T) {
 			}
 		}
 	}
-	for _, op := range []Op{OpRetry, OpRemove, OpPromote, OpProgress, OpFlowRead, OpGetJob, OpDrain, OpClean, OpPause, OpGetJobs, OpStall, OpCheckStalled} {
+	for _, op := range []Op{OpRetry, OpRemove, OpPromote, OpProgress, OpFlowRead, OpGetJob, OpDrain, OpClean, OpPause, OpGetJobs, OpStall, OpCheckStalled, OpAdd} {
 		if moved[op] == 0 {
 			t.Errorf("no %s on %s in 3000 programs (moved: %v)", op, OtherQueueName, moved)
 		}

@@ -151,7 +151,8 @@ const (
 	// job with no pending child stays taken. With Step.Job it waits only
 	// if that job of the program's queue is one of its pending children
 	// (the child option: {child: {id, queue}} /
-	// MoveToWaitingChildrenOptions.Child).
+	// MoveToWaitingChildrenOptions.Child), a job of OtherQueueName with
+	// Step.OtherQueue.
 	OpManualWaitChildren Op = "manualWaitChildren"
 	// OpGetScheduler reads job scheduler Step.Scheduler.ID
 	// (getJobScheduler / GetJobScheduler); its result is every field the
@@ -278,8 +279,8 @@ type Step struct {
 	Outcome *Outcome
 	// OtherQueue makes the step act on OtherQueueName, where flow
 	// children with Add.OtherQueue wait (their parents wait across
-	// queues), if its operation is one [Step.OnOtherQueue] allows: OpWork
-	// works that queue, a job step (retry, remove, progress, a read of
+	// queues), if its operation is one [Step.OnOtherQueue] allows: OpAdd
+	// adds its job there, OpWork works that queue, a job step (retry, remove, progress, a read of
 	// its children, ...) targets Step.Job there, a queue step (drain,
 	// clean, obliterate, pause, counts, ...) acts on that queue.
 	OtherQueue bool
@@ -425,8 +426,9 @@ type Add struct {
 	// "failParentOnFailure", "ignoreDependencyOnFailure",
 	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
 	OnParentFailure string
-	// OtherQueue puts a flow child in OtherQueueName, under the same
-	// prefix: its parent waits across queues. Steps with Step.OtherQueue
+	// OtherQueue puts a flow's job (a child, or the root of an OpAddFlow
+	// or OpAddFlows tree) in OtherQueueName, under the same prefix: a
+	// parent and its children wait across queues. Steps with Step.OtherQueue
 	// reach it there (Step.OnOtherQueue: work, job and queue steps); the
 	// others reach it through its parent (removal, cleaning,
 	// obliteration).
@@ -569,17 +571,19 @@ func (m *ManualWorker) Apply(o *drover.WorkerOptions) {
 }
 
 // otherQueueOps are the operations Step.OtherQueue moves to
-// OtherQueueName: work, stalls and stalled checks, every job step whose
-// target may be a flow child there, and the queue steps whose scripts walk
-// a flow across queues or read the queue's states. Not the adds (a flow child's queue is its
-// Add.OtherQueue), the manual steps, schedulers, deduplication
+// OtherQueueName: a lone add (a job there, with or without a parent
+// link), work, stalls and stalled checks, every job step whose target may
+// be a flow child there (OpManualWaitChildren: the job its child option
+// names), and the queue steps whose scripts walk a flow across queues or
+// read the queue's states. Not the other adds (a flow child's queue is its
+// Add.OtherQueue), the manual takes and finishes, schedulers, deduplication
 // and the global limits: the program's queue has them.
 var otherQueueOps = map[Op]bool{
-	OpWork: true, OpStall: true, OpCheckStalled: true, OpRetry: true, OpRetryJobs: true, OpPromote: true, OpPromoteJobs: true, OpChangeDelay: true,
+	OpAdd: true, OpWork: true, OpStall: true, OpCheckStalled: true, OpRetry: true, OpRetryJobs: true, OpPromote: true, OpPromoteJobs: true, OpChangeDelay: true,
 	OpChangePriority: true, OpRemove: true, OpDrain: true, OpClean: true, OpObliterate: true, OpPause: true,
 	OpResume: true, OpProgress: true, OpLog: true, OpUpdateData: true, OpClearLogs: true,
 	OpRemoveChildDependency: true, OpRemoveUnprocessedChildren: true, OpJobRemoveDedupKey: true,
-	OpUpdateJobProgress: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
+	OpUpdateJobProgress: true, OpManualWaitChildren: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
 	OpGetCountByTypes: true, OpIsPaused: true, OpGetFlow: true, OpGetMetrics: true,
 }
 
@@ -1091,6 +1095,9 @@ func (s *Step) GoString() string {
 // String renders the add compactly.
 func (a *Add) String() string {
 	s := fmt.Sprintf("%s %v", a.Name, a.NodeOpts())
+	if a.OtherQueue {
+		s = a.Name + "@" + OtherQueueName + s[len(a.Name):]
+	}
 	if a.Parent != "" {
 		s += " parent=" + a.Parent
 		if a.ParentInOther {
