@@ -553,7 +553,8 @@ type divergence struct {
 // knownFor returns the known divergence that explains d in p, or nil.
 func knownFor(p *difftest.Program, d *divergence) *difftest.KnownDivergence {
 	if d.refused != nil && !d.cross {
-		if k := difftest.KnownForRefusal(d.refused, d.ref == "refused", d.refState, d.mixState, queueName); k != nil {
+		// A step on OtherQueueName (an add there) may be refused by both.
+		if k := difftest.KnownForRefusal(d.refused, d.ref == "refused", d.refState, d.mixState, queueName, difftest.OtherQueueName); k != nil {
 			return k
 		}
 	}
