@@ -448,11 +448,28 @@ func (g *gen) schedulerID() string { return g.pick("s1", "s2") }
 
 // upsertScheduler makes a scheduler every 1 or 2 hours from 1 to 3 hours
 // after the anchor, sometimes with a limit, and a template with the
-// options a scheduler's runs may have (no id, delay, deduplication or
-// parent: the scheduler decides or refuses them).
+// options a scheduler's runs may have (no parent; an id, delay,
+// deduplication or timestamp, which the scheduler decides, only in Node's
+// upserts).
 func (g *gen) upsertScheduler() Step {
 	a := g.addSpec()
 	a.JobID, a.Delay, a.Dedup, a.Parent, a.OnParentFailure, a.TimestampAgo = "", 0, nil, "", "", 0
+	if g.chance(12) {
+		// Options the scheduler decides, which a Node template may still
+		// carry: Node's upsert (Step.NodeOnly) stores them with the
+		// template, and the workers of either side make the next runs
+		// from it.
+		switch g.r.IntN(4) {
+		case 0:
+			a.JobID = "t1"
+		case 1:
+			a.Delay = Hour
+		case 2:
+			a.Dedup = &Dedup{ID: g.pick("d1", "d2")}
+		default:
+			a.TimestampAgo = Hour + 17*60_000
+		}
+	}
 	c := &Scheduler{ID: g.schedulerID(), Every: int64(1+g.r.IntN(2)) * Hour, Start: int64(1+g.r.IntN(3)) * Hour}
 	if g.chance(30) {
 		// Whole minutes only: the comparison reads delayed scores to the

@@ -596,7 +596,12 @@ func (s *Step) OnOtherQueue() bool { return s.OtherQueue && otherQueueOps[s.Op] 
 // parent; its FlowProducer.AddBulk would give each job a UUID), and so is
 // a scheduler whose template gives the backoff as a plain number: Node
 // stores a template's opts as given, and JobOptions.Backoff has no
-// shorthand form (it stores {type, delay}, which both workers read alike).
+// shorthand form (it stores {type, delay}, which both workers read alike),
+// and so is a template with a job id, delay, timestamp or deduplication:
+// the scheduler decides them, Node stores them in the template and
+// drover's UpsertJobScheduler refuses them (deliberate, README), so
+// Node's upsert makes the scheduler and either side's workers make its
+// runs from that template.
 // OpOrphan is the harness's own, done alike in both runs. A global
 // concurrency of 0 is Node's: drover's SetGlobalConcurrency refuses it
 // (deliberate, README), so Node stores it and drover's workers and reads
@@ -616,7 +621,8 @@ func (s *Step) NodeOnly() bool {
 		return true
 	}
 	if s.Op == OpUpsertScheduler {
-		return s.Add.Backoff != nil && s.Add.Backoff.Number
+		a := s.Add
+		return a.Backoff != nil && a.Backoff.Number || a.JobID != "" || a.Delay != 0 || a.Dedup != nil || a.TimestampAgo != 0
 	}
 	if s.Op != OpAddBulk {
 		return false
