@@ -1440,6 +1440,29 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		// job's keys stay.
 		n := r.rdb.ZRem(ctx, r.k.Completed(), id).Val() + r.rdb.ZRem(ctx, r.k.Failed(), id).Val()
 		return fmt.Sprintf("ok %d", n)
+	case difftest.OpAgeFinished:
+		// The harness's, alike in both runs: finished jobs age.
+		n := 0
+		for _, k := range []keys.Queue{r.k, keys.New(p, difftest.OtherQueueName)} {
+			for _, set := range []string{k.Completed(), k.Failed()} {
+				zs, err := r.rdb.ZRangeWithScores(ctx, set, 0, -1).Result()
+				require.NoError(r.t, err)
+				for _, z := range zs {
+					id := z.Member.(string)
+					require.NoError(r.t, r.rdb.ZAdd(ctx, set, redis.Z{Score: z.Score - float64(difftest.AgeShift), Member: id}).Err())
+					for _, f := range []string{"timestamp", "processedOn", "finishedOn"} {
+						v, err := r.rdb.HGet(ctx, k.Job(id), f).Int64()
+						if errors.Is(err, redis.Nil) {
+							continue
+						}
+						require.NoError(r.t, err)
+						require.NoError(r.t, r.rdb.HSet(ctx, k.Job(id), f, v-difftest.AgeShift).Err())
+					}
+					n++
+				}
+			}
+		}
+		return fmt.Sprintf("ok %d", n)
 	case difftest.OpRemoveOrphanedJobs:
 		var n int
 		var err error

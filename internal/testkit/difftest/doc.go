@@ -22,7 +22,9 @@
 // (queue.updateJobProgress), log, updateData, global concurrency (0
 // included), global rate limit, queue.rateLimit and removeRateLimitKey,
 // trimEvents, removeOrphanedJobs after a harness step that leaves a
-// finished job's keys without its id in a set), reads whose answers are
+// finished job's keys without its id in a set; a harness step that ages
+// every finished job by an hour and a half, so that retention ages, clean
+// graces and retryJobs' cut-off of an hour reach them), reads whose answers are
 // compared (getJobCounts, getJobs ranges, from a negative start too,
 // getJobScheduler and getJobSchedulers pages, getJobSchedulersCount,
 // getMeta, exportPrometheusMetrics, getDeduplicationJobId,

@@ -365,6 +365,10 @@ func (g *gen) step() Step {
 		// orphans a program makes (BullMQ may exceed a limit it reaches,
 		// drover never does: README).
 		{1, func() Step { return Step{Op: OpOrphan, Job: g.job()} }},
+		// Finished jobs an hour and a half older: the retention ages of
+		// an hour, clean's grace of an hour and retryJobs' "finished
+		// before an hour ago" reach them.
+		{2, func() Step { return Step{Op: OpAgeFinished} }},
 		{2, func() Step {
 			return Step{Op: OpRemoveOrphanedJobs, Priority: g.pickI(10, 1000), Limit: g.pickI(0, 8)}
 		}},

@@ -215,6 +215,15 @@ const (
 	// BullMQ 5.66.6 to 5.x did (the regression removeOrphanedJobs exists
 	// to clean up after). Later steps meet a job no state holds.
 	OpOrphan Op = "orphan"
+	// OpAgeFinished is the harness's, the same in both runs
+	// (Step.NodeOnly): it moves every finished job of both queues
+	// AgeShift ms into the past (its completed or failed score and its
+	// timestamp, processedOn and finishedOn), as if that time had passed
+	// since. Age-based retention (removeOnComplete/removeOnFail with an
+	// age of an hour), clean with an hour's grace and retryJobs of jobs
+	// finished before an hour ago then reach those jobs, which no run
+	// lasts long enough to age.
+	OpAgeFinished Op = "ageFinished"
 	// OpRemoveOrphanedJobs deletes the job keys no state holds, SCAN
 	// count Step.Priority and at most Step.Limit jobs (0: all)
 	// (queue.removeOrphanedJobs / Queue.RemoveOrphanedJobs); its result
@@ -438,6 +447,10 @@ type Add struct {
 	Children []*Add
 }
 
+// AgeShift is how far OpAgeFinished moves finished jobs into the past:
+// past an age or grace of an hour, short of two.
+const AgeShift int64 = 90 * 60_000
+
 // OtherQueueName is the queue of flow children with Add.OtherQueue.
 const OtherQueueName = "q2"
 
@@ -602,12 +615,13 @@ func (s *Step) OnOtherQueue() bool { return s.OtherQueue && otherQueueOps[s.Op] 
 // drover's UpsertJobScheduler refuses them (deliberate, README), so
 // Node's upsert makes the scheduler and either side's workers make its
 // runs from that template.
-// OpOrphan is the harness's own, done alike in both runs. A global
+// OpOrphan and OpAgeFinished are the harness's own, done alike in both
+// runs. A global
 // concurrency of 0 is Node's: drover's SetGlobalConcurrency refuses it
 // (deliberate, README), so Node stores it and drover's workers and reads
 // meet it.
 func (s *Step) NodeOnly() bool {
-	if s.Op == OpOrphan || s.Op == OpSetGlobalConcurrency && s.Limit == 0 {
+	if s.Op == OpOrphan || s.Op == OpAgeFinished || s.Op == OpSetGlobalConcurrency && s.Limit == 0 {
 		return true
 	}
 	for _, a := range s.adds() {
@@ -962,7 +976,7 @@ var opNames = map[Op]string{
 	OpGetDedupJobID: "OpGetDedupJobID", OpGetRateLimitTTL: "OpGetRateLimitTTL", OpGetCountsPerPriority: "OpGetCountsPerPriority",
 	OpGetLimits: "OpGetLimits", OpFlowRead: "OpFlowRead", OpGetJob: "OpGetJob",
 	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
-	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows", OpOrphan: "OpOrphan", OpRemoveOrphanedJobs: "OpRemoveOrphanedJobs",
+	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows", OpOrphan: "OpOrphan", OpAgeFinished: "OpAgeFinished", OpRemoveOrphanedJobs: "OpRemoveOrphanedJobs",
 	OpUpdateJobProgress: "OpUpdateJobProgress", OpGetMeta: "OpGetMeta", OpGetSchedulersCount: "OpGetSchedulersCount",
 	OpExportMetrics: "OpExportMetrics",
 }
