@@ -50,8 +50,9 @@
 // FlowProducer.addBulk, three levels deep across both queues; a tree
 // under an existing job; a remove that keeps the children), job
 // schedulers (upsert with every and an offset or a cron pattern and a
-// time zone, a limit and an end date, and remove; runs promoted and taken
-// by either side's worker, which makes the next run), paged
+// time zone, a limit and an end date, Node's with a template that carries
+// a job id, delay, timestamp or deduplication, and remove; runs promoted
+// and taken by either side's worker, which makes the next run), paged
 // getDependencies by kind and getDependenciesCount of some kinds,
 // moveToWaitingChildren with the child option, stalled checks with
 // maxStalledCount 0, 1 or 2, job and queue steps on the queue of flow
