@@ -584,9 +584,9 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	// Schedulers start hours after the anchor: the same instant in both
 	// runs, so their runs' ids (which carry it) and due times agree.
 	anchor := time.Now().UnixMilli() + 3*difftest.Hour
-	ref := newProgramRun(t, b, known, anchor, p.Defaults)
+	ref := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults)
 	defer ref.close()
-	mix := newProgramRun(t, b, known, anchor, p.Defaults)
+	mix := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults)
 	defer mix.close()
 	mix.startEventReaders(context.Background())
 	if p.Manual != nil {
@@ -682,15 +682,16 @@ type programRun struct {
 	dq     *drover.Queue
 	// dqOther is drover's Queue of OtherQueueName (Step.OnOtherQueue).
 	dqOther *drover.Queue
-	// otherIDs are the ids of the flow children added in OtherQueueName.
+	// otherIDs are the ids of the jobs added in OtherQueueName.
 	otherIDs map[string]bool
 	// fp adds OpAddFlows' trees (no defaults: BullMQ's FlowProducer.addBulk
 	// takes no queuesOptions); fpDefaults adds OpAddFlow's trees and the
-	// parent-linked adds with the program's default job options, as
-	// Node's FlowProducer.add with queuesOptions and Queue.add do.
+	// parent-linked adds with each queue's default job options, as Node's
+	// FlowProducer.add with queuesOptions and Queue.add do.
 	fp, fpDefaults *drover.FlowProducer
-	// defaults are the program's default job options (nil: none).
-	defaults *difftest.Add
+	// defaults are the program's default job options (nil: none);
+	// otherDefaults are OtherQueueName's.
+	defaults, otherDefaults *difftest.Add
 	ids      map[string]string // add name -> job id
 	start    int64
 	anchor   int64 // ms; schedulers start from it (runDifferential)
@@ -725,24 +726,31 @@ type programRun struct {
 	manual *difftest.ManualWorker
 }
 
-func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults *difftest.Add) *programRun {
+func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults, otherDefaults *difftest.Add) *programRun {
 	t.Helper()
 	prefix := redistest.UniquePrefix()
 	qo := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
+	qoOther := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
 	fpo := &drover.FlowProducerOptions{Prefix: prefix, BackoffTypes: customBackoffs}
+	byQueue := map[string]*drover.JobOptions{}
 	if defaults != nil {
 		qo.DefaultJobOptions = defaults.DroverOpts()
+		byQueue[queueName] = defaults.DroverOpts()
+	}
+	if otherDefaults != nil {
+		qoOther.DefaultJobOptions = otherDefaults.DroverOpts()
+		byQueue[difftest.OtherQueueName] = otherDefaults.DroverOpts()
 	}
 	dq, err := drover.NewQueue(b.rdb, queueName, qo)
 	require.NoError(t, err)
-	dqOther, err := drover.NewQueue(b.rdb, difftest.OtherQueueName, &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs})
+	dqOther, err := drover.NewQueue(b.rdb, difftest.OtherQueueName, qoOther)
 	require.NoError(t, err)
 	fp, err := drover.NewFlowProducer(b.rdb, fpo)
 	require.NoError(t, err)
 	fpDefaults := fp
-	if defaults != nil {
+	if len(byQueue) > 0 {
 		fpd := *fpo
-		fpd.DefaultJobOptions = map[string]*drover.JobOptions{queueName: defaults.DroverOpts()}
+		fpd.DefaultJobOptions = byQueue
 		fpDefaults, err = drover.NewFlowProducer(b.rdb, &fpd)
 		require.NoError(t, err)
 	}
@@ -750,10 +758,13 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults *
 		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, dqOther: dqOther, otherIDs: map[string]bool{},
 		fp: fp, fpDefaults: fpDefaults,
 		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known, takenTokens: map[string]string{},
-		defaults: defaults,
+		defaults: defaults, otherDefaults: otherDefaults,
 	}
 	if defaults != nil {
 		require.NoError(t, r.o.OpenQueue(context.Background(), prefix, queueName, defaults.NodeOpts()))
+	}
+	if otherDefaults != nil {
+		require.NoError(t, r.o.OpenQueue(context.Background(), prefix, difftest.OtherQueueName, otherDefaults.NodeOpts()))
 	}
 	// A Node app has the queues open from the start: its Queue writes meta.
 	_, err = r.o.GetJobCounts(context.Background(), prefix, queueName)
@@ -2025,8 +2036,15 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		} else {
 			var ids *bullmqoracle.FlowIDs
 			var fo map[string]any
+			qo := map[string]any{}
 			if r.defaults != nil {
-				fo = map[string]any{"queuesOptions": map[string]any{q: map[string]any{"defaultJobOptions": r.defaults.NodeOpts()}}}
+				qo[q] = map[string]any{"defaultJobOptions": r.defaults.NodeOpts()}
+			}
+			if r.otherDefaults != nil {
+				qo[difftest.OtherQueueName] = map[string]any{"defaultJobOptions": r.otherDefaults.NodeOpts()}
+			}
+			if len(qo) > 0 {
+				fo = map[string]any{"queuesOptions": qo}
 			}
 			ids, err = r.o.AddFlowOpts(ctx, r.prefix, nodeFlow(roots[0], queueOf(roots[0])), fo)
 			if ids != nil {

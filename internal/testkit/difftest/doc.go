@@ -62,7 +62,8 @@
 // program's queue; drain, clean, obliterate, pause, resume, retryJobs,
 // promoteJobs and the counts and lists of that queue; its jobs' states
 // read by both after every step), and a queue's default job options
-// ([Program].Defaults: Node's defaultJobOptions and FlowProducer.add's
+// ([Program].Defaults, and [Program].OtherDefaults for the other queue's
+// jobs: Node's defaultJobOptions and FlowProducer.add's
 // queuesOptions, drover's QueueOptions and FlowProducerOptions
 // DefaultJobOptions). Drover does its share of each
 // through its public API: Queue.Add/AddBulk, FlowProducer.Add (FlowJob.

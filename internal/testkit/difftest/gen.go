@@ -102,6 +102,9 @@ func Generate(seed int64, cfg Config) *Program {
 	if g.chance(25) {
 		p.Defaults = g.defaults()
 	}
+	if len(g.others) > 0 && g.chance(20) {
+		p.OtherDefaults = g.defaults()
+	}
 	return p
 }
 

@@ -178,10 +178,17 @@ func failedPagePastFirst(p *Program) bool {
 }
 
 // policyOverDefaultPolicy reports whether a program has a default failure
-// policy and adds, where the defaults apply (every add but OpAddFlows'),
-// a job with another policy of its own.
+// policy for a queue and adds there, where the defaults apply (every add
+// but OpAddFlows'), a job with another policy of its own.
 func policyOverDefaultPolicy(p *Program) bool {
-	if p.Defaults == nil || p.Defaults.OnParentFailure == "" {
+	policy := func(d *Add) string {
+		if d == nil {
+			return ""
+		}
+		return d.OnParentFailure
+	}
+	mine, other := policy(p.Defaults), policy(p.OtherDefaults)
+	if mine == "" && other == "" {
 		return false
 	}
 	for i := range p.Steps {
@@ -190,7 +197,11 @@ func policyOverDefaultPolicy(p *Program) bool {
 			continue
 		}
 		for _, a := range s.adds() {
-			if a.OnParentFailure != "" && a.OnParentFailure != p.Defaults.OnParentFailure {
+			d := mine
+			if a.OtherQueue || s.Op == OpAdd && s.OnOtherQueue() {
+				d = other
+			}
+			if d != "" && a.OnParentFailure != "" && a.OnParentFailure != d {
 				return true
 			}
 		}

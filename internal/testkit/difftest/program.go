@@ -525,6 +525,13 @@ type Program struct {
 	// adds. FlowProducer.addBulk takes no queuesOptions: OpAddFlows adds
 	// without defaults on both sides.
 	Defaults *Add
+	// OtherDefaults, when set, are OtherQueueName's default job options,
+	// as Defaults are the program's queue's: Node's Queue of that name
+	// and FlowProducer.add's queuesOptions for it, drover's Queue of it
+	// and its entry in FlowProducerOptions.DefaultJobOptions. They apply
+	// to the jobs added there (lone adds, flow jobs of OpAddFlow), not to
+	// the program's queue.
+	OtherDefaults *Add
 }
 
 // ManualWorker are the options of a program's manual workers: metrics
@@ -825,6 +832,9 @@ func (p *Program) String() string {
 	if d := p.Defaults; d != nil {
 		fmt.Fprintf(&b, "  default job options: %v\n", d.NodeOpts())
 	}
+	if d := p.OtherDefaults; d != nil {
+		fmt.Fprintf(&b, "  default job options of %s: %v\n", OtherQueueName, d.NodeOpts())
+	}
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, p.Steps[i].String())
 	}
@@ -952,6 +962,9 @@ func (p *Program) GoString() string {
 	}
 	if d := p.Defaults; d != nil {
 		b.WriteString(", Defaults: " + d.goString())
+	}
+	if d := p.OtherDefaults; d != nil {
+		b.WriteString(", OtherDefaults: " + d.goString())
 	}
 	b.WriteString("}")
 	return b.String()
