@@ -692,12 +692,12 @@ type programRun struct {
 	// defaults are the program's default job options (nil: none);
 	// otherDefaults are OtherQueueName's.
 	defaults, otherDefaults *difftest.Add
-	ids      map[string]string // add name -> job id
-	start    int64
-	anchor   int64 // ms; schedulers start from it (runDifferential)
-	workRan  bool
-	jitter   bool
-	known    bool
+	ids                     map[string]string // add name -> job id
+	start                   int64
+	anchor                  int64 // ms; schedulers start from it (runDifferential)
+	workRan                 bool
+	jitter                  bool
+	known                   bool
 	// cascades are the [from, to) ranges of the events stream written by
 	// steps that remove a flow's jobs (see difftest.Deliberate).
 	cascades [][2]int
