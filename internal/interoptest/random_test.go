@@ -911,15 +911,10 @@ func (r *programRun) droverOpts(a *difftest.Add) *drover.JobOptions {
 	return o
 }
 
-// ready reports whether a worker would take a job now: the queue is not
-// paused, its global concurrency (if any) is not reached by the active
-// jobs (stalled ones included), and wait or prioritized holds one (nothing
-// delayed is ever due).
-func (r *programRun) ready(ctx context.Context) bool {
-	return r.readyIn(ctx, r.k)
-}
-
-// readyIn is ready for the queue of k.
+// readyIn reports whether a worker of the queue of k would take a job
+// now: the queue is not paused, its global concurrency (if any) is not
+// reached by the active jobs (stalled ones included), and wait or
+// prioritized holds one (nothing delayed is ever due).
 func (r *programRun) readyIn(ctx context.Context, k keys.Queue) bool {
 	return r.readyFor(ctx, k, 0)
 }
