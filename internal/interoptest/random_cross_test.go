@@ -14,7 +14,9 @@ import (
 // progress, log, data update, removal, stall past maxStalledCount, pause,
 // clean, drain and obliterate there, a lone add there linked to a parent
 // in the program's queue, a root there with a child in the program's
-// queue, and that queue's own default job options.
+// queue, manual takes there (one waits for a child added in the program's
+// queue, one completes and takes the next), and that queue's own default
+// job options.
 func crossQueueProgram() *difftest.Program {
 	d := func(n int) map[string]any { return map[string]any{"n": n} }
 	on := func(s difftest.Step) difftest.Step { s.OtherQueue, s.By = true, difftest.Drover; return s }
@@ -54,6 +56,16 @@ func crossQueueProgram() *difftest.Program {
 		on(difftest.Step{Op: difftest.OpClean, State: "failed"}),
 		on(difftest.Step{Op: difftest.OpGetJobs, State: "failed"}),
 		{Op: difftest.OpGetFlow, By: difftest.Drover, Job: "j1"},
+		// By hand there: a job taken waits for a child added in the
+		// program's queue, another is completed with a next fetch.
+		on(difftest.Step{Op: difftest.OpAdd, Add: &difftest.Add{Name: "j9", Data: d(9)}}),
+		on(difftest.Step{Op: difftest.OpManualTake, Token: "tA"}),
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j10", Data: d(10), JobID: "pj10", Parent: difftest.TakenJob}},
+		{Op: difftest.OpManualWaitChildren, By: difftest.Drover, Job: "j10"},
+		on(difftest.Step{Op: difftest.OpAdd, Add: &difftest.Add{Name: "j11", Data: d(11)}}),
+		on(difftest.Step{Op: difftest.OpManualTake, Token: "tA"}),
+		{Op: difftest.OpManualFinish, By: difftest.Drover, Token: "tA", Outcome: &difftest.Outcome{Kind: "complete", Value: 11, FetchNext: true}},
+		on(difftest.Step{Op: difftest.OpGetCounts}),
 		on(difftest.Step{Op: difftest.OpDrain}),
 		on(difftest.Step{Op: difftest.OpObliterate}),
 		{Op: difftest.OpGetCounts, By: difftest.Drover},
@@ -88,8 +100,11 @@ func TestDifferentialCrossQueueSteps(t *testing.T) {
 		16: "ok fj2",
 		18: "ok [fj2]",
 		24: "ok [fj2]",
-		// After q2's drain: fj4 lost its last child and waits.
-		29: "ok active=0 completed=0 delayed=0 failed=0 paused=0 prioritized=0 wait=2 waiting-children=1",
+		28: "ok fj5",
+		30: "ok moved", // fj5 waits for its child pj10 in the program's queue
+		33: "code 0 next 7",
+		34: "ok active=1 completed=2 delayed=0 failed=0 paused=0 prioritized=0 wait=0 waiting-children=2",
+		37: "ok active=0 completed=0 delayed=0 failed=0 paused=0 prioritized=0 wait=2 waiting-children=2",
 	}
 	for i, w := range want {
 		require.Equal(t, w, got[i], "step %d %s", i, p.Steps[i].String())

@@ -268,19 +268,29 @@ func campaign(t *testing.T, b *bundle, cfg difftest.Config, seeds []int64, until
 	}
 }
 
-// droverManual is the run's drover worker without a Processor.
-func (r *programRun) droverManual() *drover.Worker {
+// droverManual is the run's drover worker without a Processor of queue.
+func (r *programRun) droverManual(queue string) *drover.Worker {
 	r.t.Helper()
-	if r.manualWorker == nil {
+	if r.manualWorkers[queue] == nil {
 		wo := &drover.WorkerOptions{Prefix: r.prefix, Name: workerName, BackoffStrategies: droverStrategies, SkipStalledCheck: true}
 		if r.manual != nil {
 			r.manual.Apply(wo)
 		}
-		w, err := drover.NewWorker(r.rdb, queueName, nil, wo)
+		w, err := drover.NewWorker(r.rdb, queue, nil, wo)
 		require.NoError(r.t, err)
-		r.manualWorker, r.manualJobs = w, map[string]*drover.Job{}
+		r.manualWorkers[queue] = w
 	}
-	return r.manualWorker
+	return r.manualWorkers[queue]
+}
+
+// takenKey names a job taken by hand: its queue and id (a job of each
+// queue may have the same id).
+func takenKey(queue, id string) string { return queue + "/" + id }
+
+// splitTaken is takenKey's inverse.
+func splitTaken(key string) (queue, id string) {
+	queue, id, _ = strings.Cut(key, "/")
+	return queue, id
 }
 
 // manualFinish performs OpManualFinish on the oldest taken job: its result
@@ -289,17 +299,18 @@ func (r *programRun) droverManual() *drover.Worker {
 // ends the job's turn in the taken list, done or refused.
 func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bool) string {
 	r.t.Helper()
-	id, o := r.taken[0], s.Outcome
+	key, o := r.taken[0], s.Outcome
+	queue, id := splitTaken(key)
 	if o.Kind != "extend" {
 		r.taken = r.taken[1:]
 	}
-	job := r.manualJobs[id]
+	job := r.manualJobs[key]
 	if job == nil && !node {
 		// Node took it in this run: drover reads it through its manual
 		// worker's queue (Worker.Queue), so that worker's options apply,
 		// as they do to Node's Job.fromId(worker, id).
 		var err error
-		job, err = r.droverManual().Queue().GetJob(ctx, id)
+		job, err = r.droverManual(queue).Queue().GetJob(ctx, id)
 		if errors.Is(err, drover.ErrJobNotFound) {
 			// Removed since it was taken, as on Node's side below.
 			if o.Kind == "extend" {
@@ -328,7 +339,7 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		default:
 			r.t.Fatalf("manual finish outcome %q", o.Kind)
 		}
-		if n, err := r.rdb.Exists(ctx, r.k.Job(id)).Result(); err != nil || n == 0 {
+		if n, err := r.rdb.Exists(ctx, keys.New(r.prefix, queue).Job(id)).Result(); err != nil || n == 0 {
 			// Removed since it was taken (obliterate, say): Job.fromId
 			// finds nothing to call, which BullMQ's scripts answer as a
 			// missing job (-1), as drover's handle does.
@@ -338,7 +349,7 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 			}
 			return fmt.Sprintf("code %d", codeMissingJob)
 		}
-		out, err := r.o.ManualCall(ctx, r.prefix, queueName, id, method, args...)
+		out, err := r.o.ManualCall(ctx, r.prefix, queue, id, method, args...)
 		require.NoError(r.t, err)
 		if o.Kind == "extend" {
 			require.Nil(r.t, out.Error, "Node's extendLock answers 0 or 1")
@@ -349,8 +360,8 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		}
 		if o.FetchNext {
 			id := nextIDOf(r.t, out.Result)
-			delete(r.manualJobs, id) // a drover handle of an earlier take is stale
-			return "code 0" + r.tookNext(id, s.Token)
+			delete(r.manualJobs, takenKey(queue, id)) // a drover handle of an earlier take is stale
+			return "code 0" + r.tookNext(queue, id, s.Token)
 		}
 		return "code 0"
 	}
@@ -360,7 +371,7 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		if o.FetchNext {
 			var next *drover.Job
 			next, err = job.CompleteAndNext(ctx, s.Token, o.Value)
-			return r.finishedNext(next, err, s.Token)
+			return r.finishedNext(queue, next, err, s.Token)
 		}
 		err = job.Complete(ctx, s.Token, o.Value)
 	case "fail", "unrecoverable":
@@ -371,7 +382,7 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		if o.FetchNext {
 			var next *drover.Job
 			next, err = job.FailAndNext(ctx, s.Token, err)
-			return r.finishedNext(next, err, s.Token)
+			return r.finishedNext(queue, next, err, s.Token)
 		}
 		err = job.Fail(ctx, s.Token, err)
 	case "delay":
@@ -394,8 +405,8 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 }
 
 // finishedNext is the result of drover's CompleteAndNext or FailAndNext:
-// BullMQ's code, and the job taken, which joins the taken list.
-func (r *programRun) finishedNext(next *drover.Job, err error, token string) string {
+// BullMQ's code, and the job taken from queue, which joins the taken list.
+func (r *programRun) finishedNext(queue string, next *drover.Job, err error, token string) string {
 	if err != nil {
 		r.refused = err
 		return fmt.Sprintf("code %d", manualCode(r.t, err))
@@ -403,19 +414,20 @@ func (r *programRun) finishedNext(next *drover.Job, err error, token string) str
 	id := ""
 	if next != nil {
 		id = next.ID
-		r.manualJobs[id] = next
+		r.manualJobs[takenKey(queue, id)] = next
 	}
-	return "code 0" + r.tookNext(id, token)
+	return "code 0" + r.tookNext(queue, id, token)
 }
 
-// tookNext notes the job a finish with fetchNext took under token ("" for
-// none) at the end of the taken list and renders it for the result.
-func (r *programRun) tookNext(id, token string) string {
+// tookNext notes the job of queue a finish with fetchNext took under token
+// ("" for none) at the end of the taken list and renders it for the
+// result.
+func (r *programRun) tookNext(queue, id, token string) string {
 	if id == "" {
 		return " next none"
 	}
-	r.taken = append(r.taken, id)
-	r.takenTokens[id] = token
+	r.taken = append(r.taken, takenKey(queue, id))
+	r.takenTokens[takenKey(queue, id)] = token
 	return " next " + id
 }
 
@@ -426,24 +438,25 @@ func (r *programRun) tookNext(id, token string) string {
 // not "", is the one child to wait for (a job of the program's queue).
 func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child, childQueue string) string {
 	r.t.Helper()
-	id := r.taken[0]
+	key := r.taken[0]
+	queue, id := splitTaken(key)
 	nodeOpts := map[string]any{}
 	var droverOpts *drover.MoveToWaitingChildrenOptions
 	if child != "" {
 		nodeOpts["child"] = map[string]any{"id": child, "queue": r.prefix + ":" + childQueue}
 		droverOpts = &drover.MoveToWaitingChildrenOptions{Child: &drover.JobRef{Prefix: r.prefix, Queue: childQueue, ID: child}}
 	}
-	token := r.takenTokens[id]
-	if r.manualJobs[id] == nil {
+	token := r.takenTokens[key]
+	if r.manualJobs[key] == nil {
 		node = true // Node took it in this run (see manualFinish)
 	}
 	var res string
 	if node {
-		if n, err := r.rdb.Exists(ctx, r.k.Job(id)).Result(); err != nil || n == 0 {
+		if n, err := r.rdb.Exists(ctx, keys.New(r.prefix, queue).Job(id)).Result(); err != nil || n == 0 {
 			require.NoError(r.t, err)
 			res = fmt.Sprintf("code %d", codeMissingJob)
 		} else {
-			out, err := r.o.ManualCall(ctx, r.prefix, queueName, id, "moveToWaitingChildren", token, nodeOpts)
+			out, err := r.o.ManualCall(ctx, r.prefix, queue, id, "moveToWaitingChildren", token, nodeOpts)
 			require.NoError(r.t, err)
 			switch {
 			case out.Error != nil:
@@ -455,7 +468,7 @@ func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child, c
 			}
 		}
 	} else {
-		moved, err := r.manualJobs[id].MoveToWaitingChildren(ctx, droverOpts)
+		moved, err := r.manualJobs[key].MoveToWaitingChildren(ctx, droverOpts)
 		switch {
 		case err != nil:
 			r.refused = err
@@ -592,7 +605,9 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	if p.Manual != nil {
 		for _, r := range []*programRun{ref, mix} {
 			r.manual = p.Manual
-			require.NoError(t, r.o.ManualWorker(context.Background(), r.prefix, queueName, p.Manual.NodeOpts()))
+			for _, q := range []string{queueName, difftest.OtherQueueName} {
+				require.NoError(t, r.o.ManualWorker(context.Background(), r.prefix, q, p.Manual.NodeOpts()))
+			}
 		}
 	}
 	for i := range p.Steps {
@@ -611,7 +626,8 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 			if s.Op == difftest.OpManualTake && p.Manual != nil {
 				lm = p.Manual.LimiterMax
 			}
-			limited = mix.rateLimitedFor(context.Background(), mix.k, lm)
+			q, _ := mix.on(s)
+			limited = mix.rateLimitedFor(context.Background(), keys.New(mix.prefix, q), lm)
 		}
 		began := time.Now().UnixMilli()
 		rr := ref.step(s, nodeImpl)
@@ -712,9 +728,9 @@ type programRun struct {
 	// oldest first; manualJobs are drover's handles of them, and
 	// manualWorker is drover's worker without a Processor (made on first
 	// use).
-	taken        []string
-	manualJobs   map[string]*drover.Job
-	manualWorker *drover.Worker
+	taken         []string
+	manualJobs    map[string]*drover.Job
+	manualWorkers map[string]*drover.Worker
 	// takenTokens are the tokens OpManualTake took each job with.
 	takenTokens map[string]string
 	// events are the mixed run's QueueEvents readers, one pair per
@@ -758,6 +774,7 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults, 
 		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, dqOther: dqOther, otherIDs: map[string]bool{},
 		fp: fp, fpDefaults: fpDefaults,
 		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known, takenTokens: map[string]string{},
+		manualJobs: map[string]*drover.Job{}, manualWorkers: map[string]*drover.Worker{},
 		defaults: defaults, otherDefaults: otherDefaults,
 	}
 	if defaults != nil {
@@ -776,8 +793,8 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults, 
 
 func (r *programRun) close() {
 	ctx := context.Background()
-	if r.manualWorker != nil {
-		require.NoError(r.t, r.manualWorker.Close(ctx))
+	for _, w := range r.manualWorkers {
+		require.NoError(r.t, w.Close(ctx))
 	}
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, queueName))
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, difftest.OtherQueueName))
@@ -828,7 +845,8 @@ func (r *programRun) id(name string) string {
 		if len(r.taken) == 0 {
 			return "nosuch"
 		}
-		return r.taken[0]
+		_, id := splitTaken(r.taken[0])
+		return id
 	}
 	if id, ok := r.ids[name]; ok {
 		return id
@@ -881,8 +899,13 @@ func (r *programRun) noteJitter(a *difftest.Add) {
 	}
 }
 
-// parentQueue is the queue of a's parent.
-func parentQueue(a *difftest.Add) string {
+// parentQueue is the queue of a's parent: the queue of the oldest job
+// taken by hand for difftest.TakenJob.
+func (r *programRun) parentQueue(a *difftest.Add) string {
+	if a.Parent == difftest.TakenJob && len(r.taken) > 0 {
+		queue, _ := splitTaken(r.taken[0])
+		return queue
+	}
 	if a.ParentInOther {
 		return difftest.OtherQueueName
 	}
@@ -894,7 +917,7 @@ func parentQueue(a *difftest.Add) string {
 func (r *programRun) nodeOpts(a *difftest.Add) map[string]any {
 	m := a.NodeOpts()
 	if a.Parent != "" {
-		m["parent"] = map[string]any{"id": r.id(a.Parent), "queue": r.prefix + ":" + parentQueue(a)}
+		m["parent"] = map[string]any{"id": r.id(a.Parent), "queue": r.prefix + ":" + r.parentQueue(a)}
 	}
 	if a.TimestampAgo != 0 {
 		m["timestamp"] = r.stepNow - a.TimestampAgo
@@ -1013,7 +1036,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			// A parent link from Go: a lone flow root with a Parent.
 			var n *drover.JobNode
 			n, err = r.fpDefaults.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: r.droverOpts(a),
-				Parent: &drover.JobRef{Prefix: p, Queue: parentQueue(a), ID: r.id(a.Parent)}})
+				Parent: &drover.JobRef{Prefix: p, Queue: r.parentQueue(a), ID: r.id(a.Parent)}})
 			if err == nil {
 				got = n.Job.ID
 			}
@@ -1339,20 +1362,20 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			var err error
 			id, err = o.ManualNextForgetLimit(ctx, p, q, s.Token, nil)
 			require.NoError(r.t, err)
-			delete(r.manualJobs, id) // a drover handle of an earlier take is stale
+			delete(r.manualJobs, takenKey(q, id)) // a drover handle of an earlier take is stale
 		} else {
-			job, err := r.droverManual().NextJob(ctx, s.Token, 0)
+			job, err := r.droverManual(q).NextJob(ctx, s.Token, 0)
 			require.NoError(r.t, err)
 			if job != nil {
 				id = job.ID
-				r.manualJobs[id] = job
+				r.manualJobs[takenKey(q, id)] = job
 			}
 		}
 		if id == "" {
 			return "none"
 		}
-		r.taken = append(r.taken, id)
-		r.takenTokens[id] = s.Token
+		r.taken = append(r.taken, takenKey(q, id))
+		r.takenTokens[takenKey(q, id)] = s.Token
 		return "ok " + id
 	case difftest.OpManualFinish:
 		r.workRan = true
@@ -1996,7 +2019,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
 		if a.Parent != "" {
 			// A tree's root with a parent link (OpAddFlow).
-			f.Parent = &drover.JobRef{Prefix: r.prefix, Queue: parentQueue(a), ID: r.id(a.Parent)}
+			f.Parent = &drover.JobRef{Prefix: r.prefix, Queue: r.parentQueue(a), ID: r.id(a.Parent)}
 		}
 		for _, c := range a.Children {
 			f.Children = append(f.Children, droverFlow(c, queueOf(c)))

@@ -111,7 +111,7 @@ const (
 	OpRemoveGlobalConcurrency Op = "removeGlobalConcurrency"
 	// OpManualTake takes the next ready job under lock token Step.Token
 	// (BullMQ's worker.getNextJob / drover's Worker.NextJob, a worker
-	// without a processor).
+	// without a processor), of OtherQueueName with Step.OtherQueue.
 	OpManualTake Op = "manualTake"
 	// OpManualFinish ends the oldest job the run took with OpManualTake
 	// (and did not end yet) under lock token Step.Token, which may not be
@@ -594,16 +594,17 @@ func (m *ManualWorker) Apply(o *drover.WorkerOptions) {
 // OtherQueueName: a lone add (a job there, with or without a parent
 // link), work, stalls and stalled checks, every job step whose target may
 // be a flow child there (OpManualWaitChildren: the job its child option
-// names), and the queue steps whose scripts walk a flow across queues or
-// read the queue's states. Not the other adds (a flow child's queue is its
-// Add.OtherQueue), the manual takes and finishes, schedulers, deduplication
-// and the global limits: the program's queue has them.
+// names), the queue steps whose scripts walk a flow across queues or read
+// the queue's states, and manual takes (the finishes that follow end each
+// taken job in its own queue). Not the other adds (a flow child's queue is
+// its Add.OtherQueue), schedulers, deduplication and the global limits:
+// the program's queue has them.
 var otherQueueOps = map[Op]bool{
 	OpAdd: true, OpWork: true, OpStall: true, OpCheckStalled: true, OpRetry: true, OpRetryJobs: true, OpPromote: true, OpPromoteJobs: true, OpChangeDelay: true,
 	OpChangePriority: true, OpRemove: true, OpDrain: true, OpClean: true, OpObliterate: true, OpPause: true,
 	OpResume: true, OpProgress: true, OpLog: true, OpUpdateData: true, OpClearLogs: true,
 	OpRemoveChildDependency: true, OpRemoveUnprocessedChildren: true, OpJobRemoveDedupKey: true,
-	OpUpdateJobProgress: true, OpManualWaitChildren: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
+	OpUpdateJobProgress: true, OpManualTake: true, OpManualWaitChildren: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
 	OpGetCountByTypes: true, OpIsPaused: true, OpGetFlow: true, OpGetMetrics: true,
 }
 
