@@ -724,14 +724,15 @@ type programRun struct {
 	// stepNow is the instant (ms) runDifferential gave the current step,
 	// the same in both runs.
 	stepNow int64
-	// taken are the jobs OpManualTake took and no OpManualFinish ended yet,
-	// oldest first; manualJobs are drover's handles of them, and
-	// manualWorker is drover's worker without a Processor (made on first
-	// use).
+	// taken are the jobs OpManualTake took and no OpManualFinish ended yet
+	// (takenKey: queue and id), oldest first; manualJobs are drover's
+	// handles of them by the same key, and manualWorkers are drover's
+	// workers without a Processor, one per queue (made on first use).
 	taken         []string
 	manualJobs    map[string]*drover.Job
 	manualWorkers map[string]*drover.Worker
-	// takenTokens are the tokens OpManualTake took each job with.
+	// takenTokens are the tokens OpManualTake took each job with, by
+	// takenKey.
 	takenTokens map[string]string
 	// events are the mixed run's QueueEvents readers, one pair per
 	// queue (none in the all-Node run).
