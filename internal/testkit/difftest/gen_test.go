@@ -68,8 +68,8 @@ func TestGenerateTimestampsOffWholeHours(t *testing.T) {
 
 // TestGenerateOtherQueueSteps: flow children in OtherQueueName were reached
 // only by work steps and through their parents, so no retry, removal,
-// promotion, progress or read of a child there (whose scripts reach its
-// parent in the program's queue) was ever compared. The generator moves
+// promotion, progress, manual take or read of a child there (whose scripts
+// reach its parent in the program's queue) was ever compared. The generator moves
 // job steps whose target is such a child, and some queue steps, to that
 // queue; a job step moved there never targets a job of the program's
 // queue (its target is a child added there, or a name whose step the
@@ -94,7 +94,7 @@ func TestGenerateOtherQueueSteps(t *testing.T) {
 			}
 		}
 	}
-	for _, op := range []Op{OpRetry, OpRemove, OpPromote, OpProgress, OpFlowRead, OpGetJob, OpDrain, OpClean, OpPause, OpGetJobs, OpStall, OpCheckStalled, OpAdd} {
+	for _, op := range []Op{OpRetry, OpRemove, OpPromote, OpProgress, OpFlowRead, OpGetJob, OpDrain, OpClean, OpPause, OpGetJobs, OpStall, OpCheckStalled, OpAdd, OpManualTake} {
 		if moved[op] == 0 {
 			t.Errorf("no %s on %s in 3000 programs (moved: %v)", op, OtherQueueName, moved)
 		}
