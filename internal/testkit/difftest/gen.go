@@ -397,12 +397,9 @@ func (g *gen) step() Step {
 		// without a start date at all (its first run is due at the next
 		// wall-clock slot, which may come within the run: the timed
 		// tests' ground), repeat.count (drover's RepeatOptions has no
-		// starting iteration count), manual takes and finishes on
-		// OtherQueueName (the run's taken jobs are one queue's; work
-		// steps there finish its jobs through the same scripts),
-		// queue.getDependencies(parentId, type, start, end) and
-		// getDelayedCount(timestamp) (Node's getters without a drover
-		// equivalent: over states compared equal they answer alike), the Queue's
+		// starting iteration count), getDelayedCount(timestamp) (no
+		// drover equivalent; over states compared equal, with due times
+		// whole hours apart, it answers alike), the Queue's
 		// streams.events.maxLen (every event write trims with MAXLEN ~,
 		// which removes whole stream nodes of 100 entries only: a
 		// program's stream never fills one) and worker concurrency above
