@@ -59,7 +59,9 @@
 // children in another queue ([Step.OnOtherQueue]: a retry, removal,
 // promotion, priority or delay change, progress, log, data update,
 // dependency removal or read of a child there, whose parent waits in the
-// program's queue; drain, clean, obliterate, pause, resume, retryJobs,
+// program's queue; lone adds with or without a parent link, flow roots,
+// stalls and stalled checks, manual takes and the finishes of the jobs
+// taken there; drain, clean, obliterate, pause, resume, retryJobs,
 // promoteJobs and the counts and lists of that queue; its jobs' states
 // read by both after every step), and a queue's default job options
 // ([Program].Defaults, and [Program].OtherDefaults for the other queue's
