@@ -88,7 +88,8 @@ func (r *programRun) droverSchedulerView(s *drover.JobScheduler) schedulerView {
 // read performs the read ops, whose result is what the reader answered.
 func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) string {
 	r.t.Helper()
-	o, p, q := r.o, r.prefix, queueName
+	o, p := r.o, r.prefix
+	q, dq := r.on(s)
 	switch s.Op {
 	case difftest.OpGetScheduler:
 		id := s.Scheduler.ID
@@ -99,7 +100,7 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 			}
 			return r.result(fmt.Sprintf("%+v", r.nodeSchedulerView(ns)), nil)
 		}
-		ds, err := r.dq.GetJobScheduler(ctx, id)
+		ds, err := dq.GetJobScheduler(ctx, id)
 		if errors.Is(err, drover.ErrJobSchedulerNotFound) {
 			err = nil // Node answers undefined
 		}
@@ -122,7 +123,7 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 				views = append(views, r.nodeSchedulerView(&ns[i]))
 			}
 		} else {
-			ds, err := r.dq.GetJobSchedulers(ctx, int64(s.Priority), int64(end), !s.LIFO)
+			ds, err := dq.GetJobSchedulers(ctx, int64(s.Priority), int64(end), !s.LIFO)
 			if err != nil {
 				return r.result("", err)
 			}
@@ -140,7 +141,7 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 			}
 			return r.result(*id, err)
 		}
-		id, err := r.dq.GetDeduplicationJobID(ctx, s.DedupID)
+		id, err := dq.GetDeduplicationJobID(ctx, s.DedupID)
 		if id == "" {
 			id = "none"
 		}
@@ -156,7 +157,7 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 			ms, err = o.GetRateLimitTTL(ctx, p, q, max)
 		} else {
 			var d time.Duration
-			d, err = r.dq.GetRateLimitTTL(ctx, s.Limit)
+			d, err = dq.GetRateLimitTTL(ctx, s.Limit)
 			ms = d.Milliseconds()
 		}
 		if ms > 0 {
@@ -178,7 +179,7 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 				}
 			}
 		} else {
-			got, err = r.dq.GetCountsPerPriority(ctx, prios...)
+			got, err = dq.GetCountsPerPriority(ctx, prios...)
 		}
 		return r.result(fmt.Sprint(got), err)
 	case difftest.OpGetLimits:
@@ -195,11 +196,11 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 			}
 			return r.result(limitsView(maxed, conc, rate), err)
 		}
-		maxed, err := r.dq.IsMaxed(ctx)
+		maxed, err := dq.IsMaxed(ctx)
 		if err != nil {
 			return r.result("", err)
 		}
-		n, set, err := r.dq.GetGlobalConcurrency(ctx)
+		n, set, err := dq.GetGlobalConcurrency(ctx)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -207,7 +208,7 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 		if set {
 			conc = &n
 		}
-		rl, err := r.dq.GetGlobalRateLimit(ctx)
+		rl, err := dq.GetGlobalRateLimit(ctx)
 		var rate *struct{ Max, Duration int64 }
 		if rl != nil {
 			rate = &struct{ Max, Duration int64 }{int64(rl.Max), rl.Duration.Milliseconds()}
@@ -224,7 +225,7 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 			}
 			return r.result(fmt.Sprintf("%+v", r.nodeJobView(nj)), nil)
 		}
-		dj, err := r.dq.GetJob(ctx, id)
+		dj, err := dq.GetJob(ctx, id)
 		if errors.Is(err, drover.ErrJobNotFound) {
 			return r.result("none", nil) // Node answers undefined
 		}
@@ -245,7 +246,8 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 // and metrics.
 func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) string {
 	r.t.Helper()
-	o, p, q := r.o, r.prefix, queueName
+	o, p := r.o, r.prefix
+	q, dq := r.on(s)
 	id := r.id(s.Job)
 	end := -1
 	if s.Limit > 0 {
@@ -259,9 +261,9 @@ func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) str
 		if node {
 			lines, n, err = o.GetJobLogsRange(ctx, p, q, id, s.Priority, end, !s.LIFO)
 		} else if s.LIFO {
-			lines, n, err = r.dq.GetJobLogsNewestFirst(ctx, id, int64(s.Priority), int64(end))
+			lines, n, err = dq.GetJobLogsNewestFirst(ctx, id, int64(s.Priority), int64(end))
 		} else {
-			lines, n, err = r.dq.GetJobLogs(ctx, id, int64(s.Priority), int64(end))
+			lines, n, err = dq.GetJobLogs(ctx, id, int64(s.Priority), int64(end))
 		}
 		return r.result(fmt.Sprintf("%q count=%d", lines, n), err)
 	case difftest.OpGetCountByTypes:
@@ -277,7 +279,7 @@ func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) str
 		// The sum over the distinct names, as Node's: "wait" and
 		// "waiting" both count the wait list.
 		names := slices.Compact(slices.Sorted(slices.Values(s.Types)))
-		counts, err := r.dq.GetJobCounts(ctx, droverStates(names)...)
+		counts, err := dq.GetJobCounts(ctx, droverStates(names)...)
 		for _, st := range droverStates(names) {
 			n += counts[st]
 		}
@@ -288,7 +290,7 @@ func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) str
 		if node {
 			paused, err = o.IsPaused(ctx, p, q)
 		} else {
-			paused, err = r.dq.IsPaused(ctx)
+			paused, err = dq.IsPaused(ctx)
 		}
 		return r.result(strconv.FormatBool(paused), err)
 	case difftest.OpGetFlow:
@@ -299,7 +301,7 @@ func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) str
 			}
 			return r.result(nodeFlowView(n), nil)
 		}
-		n, err := r.dq.GetFlow(ctx, id, &drover.GetFlowOptions{Depth: s.Priority, MaxChildren: s.Limit})
+		n, err := dq.GetFlow(ctx, id, &drover.GetFlowOptions{Depth: s.Priority, MaxChildren: s.Limit})
 		if errors.Is(err, drover.ErrJobNotFound) {
 			return r.result("none", nil) // Node answers undefined
 		}
@@ -315,7 +317,7 @@ func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) str
 			}
 			return r.result(r.metricsView(m.Meta.Count, m.Meta.PrevTS != 0, m.Meta.PrevCount, m.Data, m.Count), nil)
 		}
-		m, err := r.dq.GetMetrics(ctx, s.State, int64(s.Priority), int64(end))
+		m, err := dq.GetMetrics(ctx, s.State, int64(s.Priority), int64(end))
 		if err != nil {
 			return r.result("", err)
 		}
@@ -329,7 +331,8 @@ func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) str
 // count and its Prometheus text.
 func (r *programRun) read3(ctx context.Context, s *difftest.Step, node bool) string {
 	r.t.Helper()
-	o, p, q := r.o, r.prefix, queueName
+	o, p := r.o, r.prefix
+	q, dq := r.on(s)
 	switch s.Op {
 	case difftest.OpGetMeta:
 		var m map[string]any
@@ -338,7 +341,7 @@ func (r *programRun) read3(ctx context.Context, s *difftest.Step, node bool) str
 				return r.result("", err)
 			}
 		} else {
-			dm, err := r.dq.GetMeta(ctx)
+			dm, err := dq.GetMeta(ctx)
 			if err != nil {
 				return r.result("", err)
 			}
@@ -353,7 +356,7 @@ func (r *programRun) read3(ctx context.Context, s *difftest.Step, node bool) str
 		if node {
 			err = o.QueueCall(ctx, p, q, "getJobSchedulersCount", &n)
 		} else {
-			n, err = r.dq.GetJobSchedulersCount(ctx)
+			n, err = dq.GetJobSchedulersCount(ctx)
 		}
 		return r.result(strconv.FormatInt(n, 10), err)
 	case difftest.OpExportMetrics:
@@ -370,7 +373,7 @@ func (r *programRun) read3(ctx context.Context, s *difftest.Step, node bool) str
 			}
 			err = o.QueueCall(ctx, p, q, "exportPrometheusMetrics", &text, args...)
 		} else {
-			text, err = r.dq.ExportPrometheusMetrics(ctx, labels)
+			text, err = dq.ExportPrometheusMetrics(ctx, labels)
 		}
 		return r.result(text, err)
 	}
@@ -437,6 +440,7 @@ func limitsView(maxed bool, conc *int, rate *struct{ Max, Duration int64 }) stri
 func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) string {
 	r.t.Helper()
 	id := r.id(s.Job)
+	q, dq := r.on(s)
 	unprefix := func(k string) string { return strings.Replace(k, r.prefix, "P", 1) }
 	values := func(m map[string]json.RawMessage) string {
 		keys := make([]string, 0, len(m))
@@ -526,7 +530,7 @@ func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) 
 				opts[k] = o
 			}
 			var d page
-			err = r.o.JobRead(ctx, r.prefix, queueName, id, "getDependencies", &d, opts)
+			err = r.o.JobRead(ctx, r.prefix, q, id, "getDependencies", &d, opts)
 			got = pageView(d)
 		case difftest.ReadDependenciesCountOf:
 			opts := map[string]any{}
@@ -534,28 +538,28 @@ func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) 
 				opts[k] = true
 			}
 			var c map[string]int64
-			err = r.o.JobRead(ctx, r.prefix, queueName, id, "getDependenciesCount", &c, opts)
+			err = r.o.JobRead(ctx, r.prefix, q, id, "getDependenciesCount", &c, opts)
 			got = countsView(c)
 		case difftest.ReadChildrenValues:
 			var m map[string]json.RawMessage
-			err = r.o.JobRead(ctx, r.prefix, queueName, id, string(s.Read), &m)
+			err = r.o.JobRead(ctx, r.prefix, q, id, string(s.Read), &m)
 			got = values(m)
 		case difftest.ReadDependencies:
 			var d deps
-			err = r.o.JobRead(ctx, r.prefix, queueName, id, string(s.Read), &d)
+			err = r.o.JobRead(ctx, r.prefix, q, id, string(s.Read), &d)
 			got = depsView(d)
 		case difftest.ReadDependenciesCount:
 			var c drover.DependencyCounts
-			err = r.o.JobRead(ctx, r.prefix, queueName, id, string(s.Read), &c)
+			err = r.o.JobRead(ctx, r.prefix, q, id, string(s.Read), &c)
 			got = fmt.Sprintf("%+v", c)
 		case difftest.ReadIgnoredChildrenFailures, difftest.ReadFailedChildrenValues:
 			var m map[string]string
-			err = r.o.JobRead(ctx, r.prefix, queueName, id, string(s.Read), &m)
+			err = r.o.JobRead(ctx, r.prefix, q, id, string(s.Read), &m)
 			got = strs(m)
 		}
 		return r.result(got, err)
 	}
-	j, err := r.dq.GetJob(ctx, id)
+	j, err := dq.GetJob(ctx, id)
 	if err != nil {
 		return r.result("", err)
 	}

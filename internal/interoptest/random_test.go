@@ -268,19 +268,29 @@ func campaign(t *testing.T, b *bundle, cfg difftest.Config, seeds []int64, until
 	}
 }
 
-// droverManual is the run's drover worker without a Processor.
-func (r *programRun) droverManual() *drover.Worker {
+// droverManual is the run's drover worker without a Processor of queue.
+func (r *programRun) droverManual(queue string) *drover.Worker {
 	r.t.Helper()
-	if r.manualWorker == nil {
+	if r.manualWorkers[queue] == nil {
 		wo := &drover.WorkerOptions{Prefix: r.prefix, Name: workerName, BackoffStrategies: droverStrategies, SkipStalledCheck: true}
 		if r.manual != nil {
 			r.manual.Apply(wo)
 		}
-		w, err := drover.NewWorker(r.rdb, queueName, nil, wo)
+		w, err := drover.NewWorker(r.rdb, queue, nil, wo)
 		require.NoError(r.t, err)
-		r.manualWorker, r.manualJobs = w, map[string]*drover.Job{}
+		r.manualWorkers[queue] = w
 	}
-	return r.manualWorker
+	return r.manualWorkers[queue]
+}
+
+// takenKey names a job taken by hand: its queue and id (a job of each
+// queue may have the same id).
+func takenKey(queue, id string) string { return queue + "/" + id }
+
+// splitTaken is takenKey's inverse.
+func splitTaken(key string) (queue, id string) {
+	queue, id, _ = strings.Cut(key, "/")
+	return queue, id
 }
 
 // manualFinish performs OpManualFinish on the oldest taken job: its result
@@ -289,17 +299,18 @@ func (r *programRun) droverManual() *drover.Worker {
 // ends the job's turn in the taken list, done or refused.
 func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bool) string {
 	r.t.Helper()
-	id, o := r.taken[0], s.Outcome
+	key, o := r.taken[0], s.Outcome
+	queue, id := splitTaken(key)
 	if o.Kind != "extend" {
 		r.taken = r.taken[1:]
 	}
-	job := r.manualJobs[id]
+	job := r.manualJobs[key]
 	if job == nil && !node {
 		// Node took it in this run: drover reads it through its manual
 		// worker's queue (Worker.Queue), so that worker's options apply,
 		// as they do to Node's Job.fromId(worker, id).
 		var err error
-		job, err = r.droverManual().Queue().GetJob(ctx, id)
+		job, err = r.droverManual(queue).Queue().GetJob(ctx, id)
 		if errors.Is(err, drover.ErrJobNotFound) {
 			// Removed since it was taken, as on Node's side below.
 			if o.Kind == "extend" {
@@ -328,7 +339,7 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		default:
 			r.t.Fatalf("manual finish outcome %q", o.Kind)
 		}
-		if n, err := r.rdb.Exists(ctx, r.k.Job(id)).Result(); err != nil || n == 0 {
+		if n, err := r.rdb.Exists(ctx, keys.New(r.prefix, queue).Job(id)).Result(); err != nil || n == 0 {
 			// Removed since it was taken (obliterate, say): Job.fromId
 			// finds nothing to call, which BullMQ's scripts answer as a
 			// missing job (-1), as drover's handle does.
@@ -338,7 +349,7 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 			}
 			return fmt.Sprintf("code %d", codeMissingJob)
 		}
-		out, err := r.o.ManualCall(ctx, r.prefix, queueName, id, method, args...)
+		out, err := r.o.ManualCall(ctx, r.prefix, queue, id, method, args...)
 		require.NoError(r.t, err)
 		if o.Kind == "extend" {
 			require.Nil(r.t, out.Error, "Node's extendLock answers 0 or 1")
@@ -349,8 +360,8 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		}
 		if o.FetchNext {
 			id := nextIDOf(r.t, out.Result)
-			delete(r.manualJobs, id) // a drover handle of an earlier take is stale
-			return "code 0" + r.tookNext(id, s.Token)
+			delete(r.manualJobs, takenKey(queue, id)) // a drover handle of an earlier take is stale
+			return "code 0" + r.tookNext(queue, id, s.Token)
 		}
 		return "code 0"
 	}
@@ -360,7 +371,7 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		if o.FetchNext {
 			var next *drover.Job
 			next, err = job.CompleteAndNext(ctx, s.Token, o.Value)
-			return r.finishedNext(next, err, s.Token)
+			return r.finishedNext(queue, next, err, s.Token)
 		}
 		err = job.Complete(ctx, s.Token, o.Value)
 	case "fail", "unrecoverable":
@@ -371,7 +382,7 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 		if o.FetchNext {
 			var next *drover.Job
 			next, err = job.FailAndNext(ctx, s.Token, err)
-			return r.finishedNext(next, err, s.Token)
+			return r.finishedNext(queue, next, err, s.Token)
 		}
 		err = job.Fail(ctx, s.Token, err)
 	case "delay":
@@ -394,8 +405,8 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 }
 
 // finishedNext is the result of drover's CompleteAndNext or FailAndNext:
-// BullMQ's code, and the job taken, which joins the taken list.
-func (r *programRun) finishedNext(next *drover.Job, err error, token string) string {
+// BullMQ's code, and the job taken from queue, which joins the taken list.
+func (r *programRun) finishedNext(queue string, next *drover.Job, err error, token string) string {
 	if err != nil {
 		r.refused = err
 		return fmt.Sprintf("code %d", manualCode(r.t, err))
@@ -403,19 +414,20 @@ func (r *programRun) finishedNext(next *drover.Job, err error, token string) str
 	id := ""
 	if next != nil {
 		id = next.ID
-		r.manualJobs[id] = next
+		r.manualJobs[takenKey(queue, id)] = next
 	}
-	return "code 0" + r.tookNext(id, token)
+	return "code 0" + r.tookNext(queue, id, token)
 }
 
-// tookNext notes the job a finish with fetchNext took under token ("" for
-// none) at the end of the taken list and renders it for the result.
-func (r *programRun) tookNext(id, token string) string {
+// tookNext notes the job of queue a finish with fetchNext took under token
+// ("" for none) at the end of the taken list and renders it for the
+// result.
+func (r *programRun) tookNext(queue, id, token string) string {
 	if id == "" {
 		return " next none"
 	}
-	r.taken = append(r.taken, id)
-	r.takenTokens[id] = token
+	r.taken = append(r.taken, takenKey(queue, id))
+	r.takenTokens[takenKey(queue, id)] = token
 	return " next " + id
 }
 
@@ -424,26 +436,27 @@ func (r *programRun) tookNext(id, token string) string {
 // taken list, "stays" (no pending child) leaves it taken; a refusal
 // (BullMQ's code, drover's mapped to it) ends its turn too. child, when
 // not "", is the one child to wait for (a job of the program's queue).
-func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child string) string {
+func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child, childQueue string) string {
 	r.t.Helper()
-	id := r.taken[0]
+	key := r.taken[0]
+	queue, id := splitTaken(key)
 	nodeOpts := map[string]any{}
 	var droverOpts *drover.MoveToWaitingChildrenOptions
 	if child != "" {
-		nodeOpts["child"] = map[string]any{"id": child, "queue": r.prefix + ":" + queueName}
-		droverOpts = &drover.MoveToWaitingChildrenOptions{Child: &drover.JobRef{Prefix: r.prefix, Queue: queueName, ID: child}}
+		nodeOpts["child"] = map[string]any{"id": child, "queue": r.prefix + ":" + childQueue}
+		droverOpts = &drover.MoveToWaitingChildrenOptions{Child: &drover.JobRef{Prefix: r.prefix, Queue: childQueue, ID: child}}
 	}
-	token := r.takenTokens[id]
-	if r.manualJobs[id] == nil {
+	token := r.takenTokens[key]
+	if r.manualJobs[key] == nil {
 		node = true // Node took it in this run (see manualFinish)
 	}
 	var res string
 	if node {
-		if n, err := r.rdb.Exists(ctx, r.k.Job(id)).Result(); err != nil || n == 0 {
+		if n, err := r.rdb.Exists(ctx, keys.New(r.prefix, queue).Job(id)).Result(); err != nil || n == 0 {
 			require.NoError(r.t, err)
 			res = fmt.Sprintf("code %d", codeMissingJob)
 		} else {
-			out, err := r.o.ManualCall(ctx, r.prefix, queueName, id, "moveToWaitingChildren", token, nodeOpts)
+			out, err := r.o.ManualCall(ctx, r.prefix, queue, id, "moveToWaitingChildren", token, nodeOpts)
 			require.NoError(r.t, err)
 			switch {
 			case out.Error != nil:
@@ -455,7 +468,7 @@ func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child st
 			}
 		}
 	} else {
-		moved, err := r.manualJobs[id].MoveToWaitingChildren(ctx, droverOpts)
+		moved, err := r.manualJobs[key].MoveToWaitingChildren(ctx, droverOpts)
 		switch {
 		case err != nil:
 			r.refused = err
@@ -553,7 +566,8 @@ type divergence struct {
 // knownFor returns the known divergence that explains d in p, or nil.
 func knownFor(p *difftest.Program, d *divergence) *difftest.KnownDivergence {
 	if d.refused != nil && !d.cross {
-		if k := difftest.KnownForRefusal(d.refused, d.ref == "refused", d.refState, d.mixState, queueName); k != nil {
+		// A step on OtherQueueName (an add there) may be refused by both.
+		if k := difftest.KnownForRefusal(d.refused, d.ref == "refused", d.refState, d.mixState, queueName, difftest.OtherQueueName); k != nil {
 			return k
 		}
 	}
@@ -583,15 +597,17 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	// Schedulers start hours after the anchor: the same instant in both
 	// runs, so their runs' ids (which carry it) and due times agree.
 	anchor := time.Now().UnixMilli() + 3*difftest.Hour
-	ref := newProgramRun(t, b, known, anchor, p.Defaults)
+	ref := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults)
 	defer ref.close()
-	mix := newProgramRun(t, b, known, anchor, p.Defaults)
+	mix := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults)
 	defer mix.close()
 	mix.startEventReaders(context.Background())
 	if p.Manual != nil {
 		for _, r := range []*programRun{ref, mix} {
 			r.manual = p.Manual
-			require.NoError(t, r.o.ManualWorker(context.Background(), r.prefix, queueName, p.Manual.NodeOpts()))
+			for _, q := range []string{queueName, difftest.OtherQueueName} {
+				require.NoError(t, r.o.ManualWorker(context.Background(), r.prefix, q, p.Manual.NodeOpts()))
+			}
 		}
 	}
 	for i := range p.Steps {
@@ -610,7 +626,8 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 			if s.Op == difftest.OpManualTake && p.Manual != nil {
 				lm = p.Manual.LimiterMax
 			}
-			limited = mix.rateLimitedFor(context.Background(), mix.k, lm)
+			q, _ := mix.on(s)
+			limited = mix.rateLimitedFor(context.Background(), keys.New(mix.prefix, q), lm)
 		}
 		began := time.Now().UnixMilli()
 		rr := ref.step(s, nodeImpl)
@@ -624,6 +641,10 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 		}
 		if by == droverImpl {
 			droverSteps.note(s.Op, mr)
+			if s.OnOtherQueue() && s.Op != difftest.OpWork {
+				// Job and queue steps on the flow children's queue.
+				droverSteps.note(s.Op+" (on "+difftest.OtherQueueName+")", mr)
+			}
 			if limited {
 				// Takes that met an active rate limiter.
 				droverSteps.note(s.Op+" (limited)", mr)
@@ -675,19 +696,24 @@ type programRun struct {
 	prefix string
 	k      keys.Queue
 	dq     *drover.Queue
+	// dqOther is drover's Queue of OtherQueueName (Step.OnOtherQueue).
+	dqOther *drover.Queue
+	// otherIDs are the ids of the jobs added in OtherQueueName.
+	otherIDs map[string]bool
 	// fp adds OpAddFlows' trees (no defaults: BullMQ's FlowProducer.addBulk
 	// takes no queuesOptions); fpDefaults adds OpAddFlow's trees and the
-	// parent-linked adds with the program's default job options, as
-	// Node's FlowProducer.add with queuesOptions and Queue.add do.
+	// parent-linked adds with each queue's default job options, as Node's
+	// FlowProducer.add with queuesOptions and Queue.add do.
 	fp, fpDefaults *drover.FlowProducer
-	// defaults are the program's default job options (nil: none).
-	defaults *difftest.Add
-	ids      map[string]string // add name -> job id
-	start    int64
-	anchor   int64 // ms; schedulers start from it (runDifferential)
-	workRan  bool
-	jitter   bool
-	known    bool
+	// defaults are the program's default job options (nil: none);
+	// otherDefaults are OtherQueueName's.
+	defaults, otherDefaults *difftest.Add
+	ids                     map[string]string // add name -> job id
+	start                   int64
+	anchor                  int64 // ms; schedulers start from it (runDifferential)
+	workRan                 bool
+	jitter                  bool
+	known                   bool
 	// cascades are the [from, to) ranges of the events stream written by
 	// steps that remove a flow's jobs (see difftest.Deliberate).
 	cascades [][2]int
@@ -698,14 +724,15 @@ type programRun struct {
 	// stepNow is the instant (ms) runDifferential gave the current step,
 	// the same in both runs.
 	stepNow int64
-	// taken are the jobs OpManualTake took and no OpManualFinish ended yet,
-	// oldest first; manualJobs are drover's handles of them, and
-	// manualWorker is drover's worker without a Processor (made on first
-	// use).
-	taken        []string
-	manualJobs   map[string]*drover.Job
-	manualWorker *drover.Worker
-	// takenTokens are the tokens OpManualTake took each job with.
+	// taken are the jobs OpManualTake took and no OpManualFinish ended yet
+	// (takenKey: queue and id), oldest first; manualJobs are drover's
+	// handles of them by the same key, and manualWorkers are drover's
+	// workers without a Processor, one per queue (made on first use).
+	taken         []string
+	manualJobs    map[string]*drover.Job
+	manualWorkers map[string]*drover.Worker
+	// takenTokens are the tokens OpManualTake took each job with, by
+	// takenKey.
 	takenTokens map[string]string
 	// events are the mixed run's QueueEvents readers, one pair per
 	// queue (none in the all-Node run).
@@ -716,43 +743,59 @@ type programRun struct {
 	manual *difftest.ManualWorker
 }
 
-func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults *difftest.Add) *programRun {
+func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults, otherDefaults *difftest.Add) *programRun {
 	t.Helper()
 	prefix := redistest.UniquePrefix()
 	qo := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
+	qoOther := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
 	fpo := &drover.FlowProducerOptions{Prefix: prefix, BackoffTypes: customBackoffs}
+	byQueue := map[string]*drover.JobOptions{}
 	if defaults != nil {
 		qo.DefaultJobOptions = defaults.DroverOpts()
+		byQueue[queueName] = defaults.DroverOpts()
+	}
+	if otherDefaults != nil {
+		qoOther.DefaultJobOptions = otherDefaults.DroverOpts()
+		byQueue[difftest.OtherQueueName] = otherDefaults.DroverOpts()
 	}
 	dq, err := drover.NewQueue(b.rdb, queueName, qo)
+	require.NoError(t, err)
+	dqOther, err := drover.NewQueue(b.rdb, difftest.OtherQueueName, qoOther)
 	require.NoError(t, err)
 	fp, err := drover.NewFlowProducer(b.rdb, fpo)
 	require.NoError(t, err)
 	fpDefaults := fp
-	if defaults != nil {
+	if len(byQueue) > 0 {
 		fpd := *fpo
-		fpd.DefaultJobOptions = map[string]*drover.JobOptions{queueName: defaults.DroverOpts()}
+		fpd.DefaultJobOptions = byQueue
 		fpDefaults, err = drover.NewFlowProducer(b.rdb, &fpd)
 		require.NoError(t, err)
 	}
 	r := &programRun{
-		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, fp: fp, fpDefaults: fpDefaults,
+		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, dqOther: dqOther, otherIDs: map[string]bool{},
+		fp: fp, fpDefaults: fpDefaults,
 		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known, takenTokens: map[string]string{},
-		defaults: defaults,
+		manualJobs: map[string]*drover.Job{}, manualWorkers: map[string]*drover.Worker{},
+		defaults: defaults, otherDefaults: otherDefaults,
 	}
 	if defaults != nil {
 		require.NoError(t, r.o.OpenQueue(context.Background(), prefix, queueName, defaults.NodeOpts()))
 	}
-	// A Node app has the queue open from the start: its Queue writes meta.
+	if otherDefaults != nil {
+		require.NoError(t, r.o.OpenQueue(context.Background(), prefix, difftest.OtherQueueName, otherDefaults.NodeOpts()))
+	}
+	// A Node app has the queues open from the start: its Queue writes meta.
 	_, err = r.o.GetJobCounts(context.Background(), prefix, queueName)
+	require.NoError(t, err)
+	_, err = r.o.GetJobCounts(context.Background(), prefix, difftest.OtherQueueName)
 	require.NoError(t, err)
 	return r
 }
 
 func (r *programRun) close() {
 	ctx := context.Background()
-	if r.manualWorker != nil {
-		require.NoError(r.t, r.manualWorker.Close(ctx))
+	for _, w := range r.manualWorkers {
+		require.NoError(r.t, w.Close(ctx))
 	}
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, queueName))
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, difftest.OtherQueueName))
@@ -803,7 +846,8 @@ func (r *programRun) id(name string) string {
 		if len(r.taken) == 0 {
 			return "nosuch"
 		}
-		return r.taken[0]
+		_, id := splitTaken(r.taken[0])
+		return id
 	}
 	if id, ok := r.ids[name]; ok {
 		return id
@@ -856,8 +900,13 @@ func (r *programRun) noteJitter(a *difftest.Add) {
 	}
 }
 
-// parentQueue is the queue of a's parent.
-func parentQueue(a *difftest.Add) string {
+// parentQueue is the queue of a's parent: the queue of the oldest job
+// taken by hand for difftest.TakenJob.
+func (r *programRun) parentQueue(a *difftest.Add) string {
+	if a.Parent == difftest.TakenJob && len(r.taken) > 0 {
+		queue, _ := splitTaken(r.taken[0])
+		return queue
+	}
 	if a.ParentInOther {
 		return difftest.OtherQueueName
 	}
@@ -869,7 +918,7 @@ func parentQueue(a *difftest.Add) string {
 func (r *programRun) nodeOpts(a *difftest.Add) map[string]any {
 	m := a.NodeOpts()
 	if a.Parent != "" {
-		m["parent"] = map[string]any{"id": r.id(a.Parent), "queue": r.prefix + ":" + parentQueue(a)}
+		m["parent"] = map[string]any{"id": r.id(a.Parent), "queue": r.prefix + ":" + r.parentQueue(a)}
 	}
 	if a.TimestampAgo != 0 {
 		m["timestamp"] = r.stepNow - a.TimestampAgo
@@ -886,15 +935,10 @@ func (r *programRun) droverOpts(a *difftest.Add) *drover.JobOptions {
 	return o
 }
 
-// ready reports whether a worker would take a job now: the queue is not
-// paused, its global concurrency (if any) is not reached by the active
-// jobs (stalled ones included), and wait or prioritized holds one (nothing
-// delayed is ever due).
-func (r *programRun) ready(ctx context.Context) bool {
-	return r.readyIn(ctx, r.k)
-}
-
-// readyIn is ready for the queue of k.
+// readyIn reports whether a worker of the queue of k would take a job
+// now: the queue is not paused, its global concurrency (if any) is not
+// reached by the active jobs (stalled ones included), and wait or
+// prioritized holds one (nothing delayed is ever due).
 func (r *programRun) readyIn(ctx context.Context, k keys.Queue) bool {
 	return r.readyFor(ctx, k, 0)
 }
@@ -953,6 +997,15 @@ func (r *programRun) rateLimitedFor(ctx context.Context, k keys.Queue, limiterMa
 	return pttl > 0
 }
 
+// on is the queue s acts on, its name and drover's Queue:
+// OtherQueueName's when s.OnOtherQueue, else the program's.
+func (r *programRun) on(s *difftest.Step) (string, *drover.Queue) {
+	if s.OnOtherQueue() {
+		return difftest.OtherQueueName, r.dqOther
+	}
+	return queueName, r.dq
+}
+
 // step performs s with the given implementation and returns its result.
 func (r *programRun) step(s *difftest.Step, by impl) string {
 	r.t.Helper()
@@ -969,7 +1022,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	node := by == nodeImpl
-	o, p, q := r.o, r.prefix, queueName
+	o, p := r.o, r.prefix
+	q, dq := r.on(s)
 	id := r.id(s.Job)
 	switch s.Op {
 	case difftest.OpAdd:
@@ -983,19 +1037,22 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			// A parent link from Go: a lone flow root with a Parent.
 			var n *drover.JobNode
 			n, err = r.fpDefaults.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: r.droverOpts(a),
-				Parent: &drover.JobRef{Prefix: p, Queue: parentQueue(a), ID: r.id(a.Parent)}})
+				Parent: &drover.JobRef{Prefix: p, Queue: r.parentQueue(a), ID: r.id(a.Parent)}})
 			if err == nil {
 				got = n.Job.ID
 			}
 		} else {
 			var res *drover.AddResult
-			res, err = r.dq.Add(ctx, a.Name, a.Data, r.droverOpts(a))
+			res, err = dq.Add(ctx, a.Name, a.Data, r.droverOpts(a))
 			if err == nil {
 				got = res.Job.ID
 			}
 		}
 		if err == nil {
 			r.ids[a.Name] = got
+			if s.OnOtherQueue() {
+				r.otherIDs[got] = true
+			}
 		}
 		return r.result(got, err)
 	case difftest.OpAddBulk:
@@ -1015,7 +1072,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 				jobs[i] = drover.BulkJob{Name: a.Name, Data: a.Data, Opts: r.droverOpts(a)}
 			}
 			var res []*drover.AddResult
-			res, err = r.dq.AddBulk(ctx, jobs)
+			res, err = dq.AddBulk(ctx, jobs)
 			for _, x := range res {
 				if x != nil && x.Job != nil {
 					ids = append(ids, x.Job.ID)
@@ -1071,7 +1128,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ro.Immediately = c.Immediately
 			ro.TZ, ro.Offset = c.TZ, time.Duration(c.Offset)*time.Millisecond
 			var job *drover.Job
-			job, err = r.dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
+			job, err = dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
 			if job != nil {
 				got = job.ID
 			}
@@ -1086,7 +1143,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			ok, err = o.RemoveJobScheduler(ctx, p, q, s.Scheduler.ID)
 		} else {
-			ok, err = r.dq.RemoveJobScheduler(ctx, s.Scheduler.ID)
+			ok, err = dq.RemoveJobScheduler(ctx, s.Scheduler.ID)
 		}
 		return r.result(strconv.FormatBool(ok), err)
 	case difftest.OpWork:
@@ -1131,7 +1188,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return "took none"
 	case difftest.OpStall:
 		r.workRan = true
-		if !r.ready(ctx) {
+		k := keys.New(p, q)
+		if !r.readyIn(ctx, k) {
 			return "none"
 		}
 		var got string
@@ -1140,7 +1198,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			got, err = o.StepTake(ctx, p, q)
 			require.NoError(r.t, err)
 		} else {
-			f, err := scripts.MoveToActive(ctx, r.rdb, r.k, scripts.FetchArgs{
+			f, err := scripts.MoveToActive(ctx, r.rdb, k, scripts.FetchArgs{
 				Now: time.Now().UnixMilli(), Count: 1, Token: "dead:1", LockDuration: 30000, WorkerName: workerName,
 			})
 			require.NoError(r.t, err)
@@ -1152,18 +1210,19 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			got = f.Jobs[0].ID
 			// A drover worker makes a scheduler's next run before
 			// anything else, as Node's getNextJob does: then it dies.
-			w, err := drover.NewWorker(r.rdb, queueName, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
+			w, err := drover.NewWorker(r.rdb, q, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return nil, nil }),
 				&drover.WorkerOptions{Prefix: p, Name: workerName})
 			require.NoError(r.t, err)
 			require.NoError(r.t, seam.AdvanceScheduler(ctx, w, got, f.Jobs[0].Hash))
 		}
 		// The worker died: its lock expires.
-		require.NoError(r.t, r.rdb.Del(ctx, r.k.Lock(got)).Err())
+		require.NoError(r.t, r.rdb.Del(ctx, k.Lock(got)).Err())
 		return "ok " + got
 	case difftest.OpCheckStalled:
 		r.workRan = true
+		k := keys.New(p, q)
 		// Each check is a new interval.
-		require.NoError(r.t, r.rdb.Del(ctx, r.k.StalledCheck()).Err())
+		require.NoError(r.t, r.rdb.Del(ctx, k.StalledCheck()).Err())
 		var ids []string
 		// WorkerOptions.MaxStalledCount's reading: 0 the default, below 0 none.
 		maxStalled := max(cmp.Or(s.Limit, drover.MaxStalledCountDefault), 0)
@@ -1172,7 +1231,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ids, err = o.StepCheckStalledMax(ctx, p, q, maxStalled)
 			require.NoError(r.t, err)
 		} else {
-			_, moved, err := scripts.MoveStalledJobsToWait(ctx, r.rdb, r.k, time.Now().UnixMilli(), 30000, maxStalled)
+			_, moved, err := scripts.MoveStalledJobsToWait(ctx, r.rdb, k, time.Now().UnixMilli(), 30000, maxStalled)
 			require.NoError(r.t, err)
 			for _, m := range moved {
 				ids = append(ids, m.ID)
@@ -1184,7 +1243,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.RetryJob(ctx, p, q, id, s.State, s.ResetMade, s.ResetStarted))
 		}
-		return r.result("", r.dq.Job(id).Retry(ctx, drover.JobState(s.State),
+		return r.result("", dq.Job(id).Retry(ctx, drover.JobState(s.State),
 			&drover.RetryOptions{ResetAttemptsMade: s.ResetMade, ResetAttemptsStarted: s.ResetStarted}))
 	case difftest.OpRetryJobs:
 		var before int64 // 0: now, both sides' default
@@ -1198,29 +1257,29 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if before != 0 {
 			ro.OlderThan = time.UnixMilli(before)
 		}
-		_, err := r.dq.RetryJobs(ctx, ro)
+		_, err := dq.RetryJobs(ctx, ro)
 		return r.result("", err)
 	case difftest.OpPromote:
 		if node {
 			return r.result("", o.Promote(ctx, p, q, id))
 		}
-		return r.result("", r.dq.Job(id).Promote(ctx))
+		return r.result("", dq.Job(id).Promote(ctx))
 	case difftest.OpPromoteJobs:
 		if node {
 			return r.result("", o.PromoteJobs(ctx, p, q, s.Limit))
 		}
-		_, err := r.dq.PromoteJobs(ctx, s.Limit)
+		_, err := dq.PromoteJobs(ctx, s.Limit)
 		return r.result("", err)
 	case difftest.OpChangeDelay:
 		if node {
 			return r.result("", o.ChangeDelay(ctx, p, q, id, s.Delay))
 		}
-		return r.result("", r.dq.Job(id).ChangeDelay(ctx, time.Duration(s.Delay)*time.Millisecond))
+		return r.result("", dq.Job(id).ChangeDelay(ctx, time.Duration(s.Delay)*time.Millisecond))
 	case difftest.OpChangePriority:
 		if node {
 			return r.result("", o.ChangePriority(ctx, p, q, id, s.Priority, s.LIFO))
 		}
-		return r.result("", r.dq.Job(id).ChangePriority(ctx, s.Priority, s.LIFO))
+		return r.result("", dq.Job(id).ChangePriority(ctx, s.Priority, s.LIFO))
 	case difftest.OpRemove:
 		if node {
 			remove := o.Remove
@@ -1233,7 +1292,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			}
 			return r.result("", err)
 		}
-		err := r.dq.Job(id).Remove(ctx, &drover.RemoveOptions{KeepChildren: s.KeepChildren})
+		err := dq.Job(id).Remove(ctx, &drover.RemoveOptions{KeepChildren: s.KeepChildren})
 		if errors.Is(err, drover.ErrJobNotFound) {
 			err = nil // Node's Queue.remove returns 1 for a missing job (see difftest.Deliberate)
 		}
@@ -1242,7 +1301,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.Drain(ctx, p, q, s.Delayed))
 		}
-		_, err := r.dq.Drain(ctx, s.Delayed)
+		_, err := dq.Drain(ctx, s.Delayed)
 		return r.result("", err)
 	case difftest.OpClean:
 		var ids []string
@@ -1254,7 +1313,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if s.State == "wait" || s.State == "waiting" {
 				st = drover.StateWaiting // Node's clean takes both names
 			}
-			ids, err = r.dq.Clean(ctx, time.Duration(s.Delay)*time.Millisecond, s.Limit, st)
+			ids, err = dq.Clean(ctx, time.Duration(s.Delay)*time.Millisecond, s.Limit, st)
 		}
 		slices.Sort(ids)
 		return r.result(fmt.Sprint(ids), err)
@@ -1262,33 +1321,33 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.ObliterateCount(ctx, p, q, !s.NoForce, s.Limit))
 		}
-		return r.result("", r.dq.Obliterate(ctx, &drover.ObliterateOptions{Force: !s.NoForce, Count: s.Limit}))
+		return r.result("", dq.Obliterate(ctx, &drover.ObliterateOptions{Force: !s.NoForce, Count: s.Limit}))
 	case difftest.OpPause:
 		if node {
 			return r.result("", o.Pause(ctx, p, q))
 		}
-		return r.result("", r.dq.Pause(ctx))
+		return r.result("", dq.Pause(ctx))
 	case difftest.OpResume:
 		if node {
 			return r.result("", o.Resume(ctx, p, q))
 		}
-		return r.result("", r.dq.Resume(ctx))
+		return r.result("", dq.Resume(ctx))
 	case difftest.OpProgress:
 		if node {
 			return r.result("", o.UpdateProgress(ctx, p, q, id, s.Value))
 		}
-		return r.result("", r.dq.Job(id).UpdateProgress(ctx, s.Value))
+		return r.result("", dq.Job(id).UpdateProgress(ctx, s.Value))
 	case difftest.OpUpdateData:
 		if node {
 			return r.result("", o.UpdateData(ctx, p, q, id, s.Value))
 		}
-		return r.result("", r.dq.Job(id).UpdateData(ctx, s.Value))
+		return r.result("", dq.Job(id).UpdateData(ctx, s.Value))
 	case difftest.OpLog:
 		if node {
 			n, err := o.Log(ctx, p, q, id, s.Line)
 			return r.result(strconv.FormatInt(n, 10), err)
 		}
-		j, err := r.dq.GetJob(ctx, id)
+		j, err := dq.GetJob(ctx, id)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -1304,20 +1363,20 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			var err error
 			id, err = o.ManualNextForgetLimit(ctx, p, q, s.Token, nil)
 			require.NoError(r.t, err)
-			delete(r.manualJobs, id) // a drover handle of an earlier take is stale
+			delete(r.manualJobs, takenKey(q, id)) // a drover handle of an earlier take is stale
 		} else {
-			job, err := r.droverManual().NextJob(ctx, s.Token, 0)
+			job, err := r.droverManual(q).NextJob(ctx, s.Token, 0)
 			require.NoError(r.t, err)
 			if job != nil {
 				id = job.ID
-				r.manualJobs[id] = job
+				r.manualJobs[takenKey(q, id)] = job
 			}
 		}
 		if id == "" {
 			return "none"
 		}
-		r.taken = append(r.taken, id)
-		r.takenTokens[id] = s.Token
+		r.taken = append(r.taken, takenKey(q, id))
+		r.takenTokens[takenKey(q, id)] = s.Token
 		return "ok " + id
 	case difftest.OpManualFinish:
 		r.workRan = true
@@ -1334,22 +1393,22 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if s.Job != "" {
 			child = r.id(s.Job)
 		}
-		return r.manualWaitChildren(ctx, node, child)
+		return r.manualWaitChildren(ctx, node, child, q)
 	case difftest.OpSetGlobalRateLimit:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "setGlobalRateLimit", nil, s.Limit, s.Delay))
 		}
-		return r.result("", r.dq.SetGlobalRateLimit(ctx, s.Limit, time.Duration(s.Delay)*time.Millisecond))
+		return r.result("", dq.SetGlobalRateLimit(ctx, s.Limit, time.Duration(s.Delay)*time.Millisecond))
 	case difftest.OpRemoveGlobalRateLimit:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "removeGlobalRateLimit", nil))
 		}
-		return r.result("", r.dq.RemoveGlobalRateLimit(ctx))
+		return r.result("", dq.RemoveGlobalRateLimit(ctx))
 	case difftest.OpRateLimit:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "rateLimit", nil, s.Delay))
 		}
-		return r.result("", r.dq.RateLimit(ctx, time.Duration(s.Delay)*time.Millisecond))
+		return r.result("", dq.RateLimit(ctx, time.Duration(s.Delay)*time.Millisecond))
 	case difftest.OpRemoveRateLimitKey:
 		var ok bool
 		var err error
@@ -1358,7 +1417,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			err = o.QueueCall(ctx, p, q, "removeRateLimitKey", &n)
 			ok = n > 0
 		} else {
-			ok, err = r.dq.RemoveRateLimitKey(ctx)
+			ok, err = dq.RemoveRateLimitKey(ctx)
 		}
 		return r.result(strconv.FormatBool(ok), err)
 	case difftest.OpGetCounts:
@@ -1369,7 +1428,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			got, err = o.GetJobCounts(ctx, p, q, types...)
 		} else {
 			var counts map[drover.JobState]int64
-			counts, err = r.dq.GetJobCounts(ctx, droverStates(types)...)
+			counts, err = dq.GetJobCounts(ctx, droverStates(types)...)
 			for st, n := range counts {
 				got[nodeStateName(st)] = n
 			}
@@ -1395,7 +1454,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ids, err = o.GetJobs(ctx, p, q, types, s.Priority, end, !s.LIFO)
 		} else {
 			var jobs []*drover.Job
-			jobs, err = r.dq.GetJobs(ctx, droverStates(types), int64(s.Priority), int64(end), !s.LIFO)
+			jobs, err = dq.GetJobs(ctx, droverStates(types), int64(s.Priority), int64(end), !s.LIFO)
 			for _, j := range jobs {
 				ids = append(ids, j.ID)
 			}
@@ -1411,20 +1470,43 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		// job's keys stay.
 		n := r.rdb.ZRem(ctx, r.k.Completed(), id).Val() + r.rdb.ZRem(ctx, r.k.Failed(), id).Val()
 		return fmt.Sprintf("ok %d", n)
+	case difftest.OpAgeFinished:
+		// The harness's, alike in both runs: finished jobs age.
+		n := 0
+		for _, k := range []keys.Queue{r.k, keys.New(p, difftest.OtherQueueName)} {
+			for _, set := range []string{k.Completed(), k.Failed()} {
+				zs, err := r.rdb.ZRangeWithScores(ctx, set, 0, -1).Result()
+				require.NoError(r.t, err)
+				for _, z := range zs {
+					id := z.Member.(string)
+					require.NoError(r.t, r.rdb.ZAdd(ctx, set, redis.Z{Score: z.Score - float64(difftest.AgeShift), Member: id}).Err())
+					for _, f := range []string{"timestamp", "processedOn", "finishedOn"} {
+						v, err := r.rdb.HGet(ctx, k.Job(id), f).Int64()
+						if errors.Is(err, redis.Nil) {
+							continue
+						}
+						require.NoError(r.t, err)
+						require.NoError(r.t, r.rdb.HSet(ctx, k.Job(id), f, v-difftest.AgeShift).Err())
+					}
+					n++
+				}
+			}
+		}
+		return fmt.Sprintf("ok %d", n)
 	case difftest.OpRemoveOrphanedJobs:
 		var n int
 		var err error
 		if node {
 			err = o.QueueCall(ctx, p, q, "removeOrphanedJobs", &n, s.Priority, s.Limit)
 		} else {
-			n, err = r.dq.RemoveOrphanedJobs(ctx, s.Priority, s.Limit)
+			n, err = dq.RemoveOrphanedJobs(ctx, s.Priority, s.Limit)
 		}
 		return r.result(strconv.Itoa(n), err)
 	case difftest.OpUpdateJobProgress:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "updateJobProgress", nil, id, s.Value))
 		}
-		return r.result("", r.dq.Job(id).UpdateProgress(ctx, s.Value))
+		return r.result("", dq.Job(id).UpdateProgress(ctx, s.Value))
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
 		// stream itself is compared.
@@ -1433,7 +1515,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			err = o.QueueCall(ctx, p, q, "trimEvents", nil, s.Limit)
 		} else {
-			err = r.dq.TrimEvents(ctx, int64(s.Limit))
+			err = dq.TrimEvents(ctx, int64(s.Limit))
 		}
 		r.shiftCascades(from - r.streamLen())
 		return r.result("", err)
@@ -1441,17 +1523,17 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "setGlobalConcurrency", nil, s.Limit))
 		}
-		return r.result("", r.dq.SetGlobalConcurrency(ctx, s.Limit))
+		return r.result("", dq.SetGlobalConcurrency(ctx, s.Limit))
 	case difftest.OpRemoveGlobalConcurrency:
 		if node {
 			return r.result("", o.QueueCall(ctx, p, q, "removeGlobalConcurrency", nil))
 		}
-		return r.result("", r.dq.RemoveGlobalConcurrency(ctx))
+		return r.result("", dq.RemoveGlobalConcurrency(ctx))
 	case difftest.OpClearLogs:
 		if node {
 			return r.result("", o.JobCall(ctx, p, q, id, "clearLogs", nil, s.Limit))
 		}
-		j, err := r.dq.GetJob(ctx, id)
+		j, err := dq.GetJob(ctx, id)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -1462,7 +1544,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			err := o.JobCall(ctx, p, q, id, "removeChildDependency", &ok)
 			return r.result(strconv.FormatBool(ok), err)
 		}
-		j, err := r.dq.GetJob(ctx, id)
+		j, err := dq.GetJob(ctx, id)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -1473,7 +1555,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			return r.result("", o.JobCall(ctx, p, q, id, "removeUnprocessedChildren", nil))
 		}
-		j, err := r.dq.GetJob(ctx, id)
+		j, err := dq.GetJob(ctx, id)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -1485,7 +1567,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if node {
 			err = o.QueueCall(ctx, p, q, "removeDeduplicationKey", &n, s.DedupID)
 		} else {
-			n, err = r.dq.RemoveDeduplicationKey(ctx, s.DedupID)
+			n, err = dq.RemoveDeduplicationKey(ctx, s.DedupID)
 		}
 		return r.result(strconv.Itoa(n), err)
 	case difftest.OpJobRemoveDedupKey:
@@ -1494,7 +1576,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			err := o.JobCall(ctx, p, q, id, "removeDeduplicationKey", &ok)
 			return r.result(strconv.FormatBool(ok), err)
 		}
-		j, err := r.dq.GetJob(ctx, id)
+		j, err := dq.GetJob(ctx, id)
 		if err != nil {
 			return r.result("", err)
 		}
@@ -1512,34 +1594,50 @@ func (r *programRun) crossRead() []string {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	var out []string
-	nc, err := r.o.GetJobCounts(ctx, r.prefix, queueName)
-	require.NoError(r.t, err)
-	dc, err := r.dq.GetJobCounts(ctx)
-	require.NoError(r.t, err)
-	for st, n := range nc {
-		if dc[drover.JobState(st)] != n {
-			out = append(out, fmt.Sprintf("count of %s: Node getJobCounts %d, drover GetJobCounts %d", st, n, dc[drover.JobState(st)]))
-		}
-	}
-	if len(dc) != len(nc) {
-		out = append(out, fmt.Sprintf("count states: Node %v, drover %v", nc, dc))
-	}
 	ids := []string{"nosuch"}
 	for _, id := range r.ids {
 		ids = append(ids, id)
 	}
-	slices.Sort(ids)
-	for _, id := range slices.Compact(ids) {
-		ns, err := r.o.GetState(ctx, r.prefix, queueName, id)
-		require.NoError(r.t, err)
-		ds, err := r.dq.GetJobState(ctx, id)
-		require.NoError(r.t, err)
-		if ns != string(ds) {
-			out = append(out, fmt.Sprintf("state of job %s: Node getState %q, drover GetJobState %q", id, ns, ds))
+	out := r.crossReadQueue(ctx, queueName, r.dq, ids)
+	if len(r.otherIDs) > 0 {
+		// The flow children in OtherQueueName, read in their queue.
+		other := []string{"nosuch"}
+		for id := range r.otherIDs {
+			other = append(other, id)
 		}
+		out = append(out, r.crossReadQueue(ctx, difftest.OtherQueueName, r.dqOther, other)...)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// crossReadQueue is crossRead of one queue: its counts and the states of
+// the jobs ids.
+func (r *programRun) crossReadQueue(ctx context.Context, queue string, dq *drover.Queue, ids []string) []string {
+	r.t.Helper()
+	var out []string
+	nc, err := r.o.GetJobCounts(ctx, r.prefix, queue)
+	require.NoError(r.t, err)
+	dc, err := dq.GetJobCounts(ctx)
+	require.NoError(r.t, err)
+	for st, n := range nc {
+		if dc[drover.JobState(st)] != n {
+			out = append(out, fmt.Sprintf("%s: count of %s: Node getJobCounts %d, drover GetJobCounts %d", queue, st, n, dc[drover.JobState(st)]))
+		}
+	}
+	if len(dc) != len(nc) {
+		out = append(out, fmt.Sprintf("%s: count states: Node %v, drover %v", queue, nc, dc))
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		ns, err := r.o.GetState(ctx, r.prefix, queue, id)
+		require.NoError(r.t, err)
+		ds, err := dq.GetJobState(ctx, id)
+		require.NoError(r.t, err)
+		if ns != string(ds) {
+			out = append(out, fmt.Sprintf("%s: state of job %s: Node getState %q, drover GetJobState %q", queue, id, ns, ds))
+		}
+	}
 	return out
 }
 
@@ -1922,7 +2020,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
 		if a.Parent != "" {
 			// A tree's root with a parent link (OpAddFlow).
-			f.Parent = &drover.JobRef{Prefix: r.prefix, Queue: parentQueue(a), ID: r.id(a.Parent)}
+			f.Parent = &drover.JobRef{Prefix: r.prefix, Queue: r.parentQueue(a), ID: r.id(a.Parent)}
 		}
 		for _, c := range a.Children {
 			f.Children = append(f.Children, droverFlow(c, queueOf(c)))
@@ -1932,10 +2030,12 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	// got are the ids in the order of the trees, depth first, named by
 	// the adds in the same order (names).
 	var got, names []string
+	var inOther []bool
 	var walk func(a *difftest.Add)
 	walk = func(a *difftest.Add) {
 		r.noteJitter(a) // both runs: the comparison reads it
 		names = append(names, a.Name)
+		inOther = append(inOther, a.OtherQueue)
 		for _, c := range a.Children {
 			walk(c)
 		}
@@ -1949,16 +2049,23 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		if bulk {
 			flows := make([]bullmqoracle.FlowJob, len(roots))
 			for i, root := range roots {
-				flows[i] = nodeFlow(root, q)
+				flows[i] = nodeFlow(root, queueOf(root))
 			}
 			trees, err = r.o.AddFlows(ctx, r.prefix, flows)
 		} else {
 			var ids *bullmqoracle.FlowIDs
 			var fo map[string]any
+			qo := map[string]any{}
 			if r.defaults != nil {
-				fo = map[string]any{"queuesOptions": map[string]any{q: map[string]any{"defaultJobOptions": r.defaults.NodeOpts()}}}
+				qo[q] = map[string]any{"defaultJobOptions": r.defaults.NodeOpts()}
 			}
-			ids, err = r.o.AddFlowOpts(ctx, r.prefix, nodeFlow(roots[0], q), fo)
+			if r.otherDefaults != nil {
+				qo[difftest.OtherQueueName] = map[string]any{"defaultJobOptions": r.otherDefaults.NodeOpts()}
+			}
+			if len(qo) > 0 {
+				fo = map[string]any{"queuesOptions": qo}
+			}
+			ids, err = r.o.AddFlowOpts(ctx, r.prefix, nodeFlow(roots[0], queueOf(roots[0])), fo)
 			if ids != nil {
 				trees = []bullmqoracle.FlowIDs{*ids}
 			}
@@ -1982,12 +2089,12 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		if bulk {
 			flows := make([]drover.FlowJob, len(roots))
 			for i, root := range roots {
-				flows[i] = droverFlow(root, q)
+				flows[i] = droverFlow(root, queueOf(root))
 			}
 			trees, err = r.fp.AddBulk(ctx, flows)
 		} else {
 			var n *drover.JobNode
-			n, err = r.fpDefaults.Add(ctx, droverFlow(roots[0], q))
+			n, err = r.fpDefaults.Add(ctx, droverFlow(roots[0], queueOf(roots[0])))
 			trees = []*drover.JobNode{n}
 		}
 		if err != nil {
@@ -2009,6 +2116,9 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	}
 	for i, name := range names {
 		r.ids[name] = got[i]
+		if inOther[i] {
+			r.otherIDs[got[i]] = true
+		}
 	}
 	return r.result(fmt.Sprint(got), nil)
 }

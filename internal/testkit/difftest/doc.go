@@ -22,7 +22,9 @@
 // (queue.updateJobProgress), log, updateData, global concurrency (0
 // included), global rate limit, queue.rateLimit and removeRateLimitKey,
 // trimEvents, removeOrphanedJobs after a harness step that leaves a
-// finished job's keys without its id in a set), reads whose answers are
+// finished job's keys without its id in a set; a harness step that ages
+// every finished job by an hour and a half, so that retention ages, clean
+// graces and retryJobs' cut-off of an hour reach them), reads whose answers are
 // compared (getJobCounts, getJobs ranges, from a negative start too,
 // getJobScheduler and getJobSchedulers pages, getJobSchedulersCount,
 // getMeta, exportPrometheusMetrics, getDeduplicationJobId,
@@ -48,12 +50,22 @@
 // FlowProducer.addBulk, three levels deep across both queues; a tree
 // under an existing job; a remove that keeps the children), job
 // schedulers (upsert with every and an offset or a cron pattern and a
-// time zone, a limit and an end date, and remove; runs promoted and taken
-// by either side's worker, which makes the next run), paged
+// time zone, a limit and an end date, Node's with a template that carries
+// a job id, delay, timestamp or deduplication, and remove; runs promoted
+// and taken by either side's worker, which makes the next run), paged
 // getDependencies by kind and getDependenciesCount of some kinds,
 // moveToWaitingChildren with the child option, stalled checks with
-// maxStalledCount 0, 1 or 2, and a queue's default job options
-// ([Program].Defaults: Node's defaultJobOptions and FlowProducer.add's
+// maxStalledCount 0, 1 or 2, job and queue steps on the queue of flow
+// children in another queue ([Step.OnOtherQueue]: a retry, removal,
+// promotion, priority or delay change, progress, log, data update,
+// dependency removal or read of a child there, whose parent waits in the
+// program's queue; lone adds with or without a parent link, flow roots,
+// stalls and stalled checks, manual takes and the finishes of the jobs
+// taken there; drain, clean, obliterate, pause, resume, retryJobs,
+// promoteJobs and the counts and lists of that queue; its jobs' states
+// read by both after every step), and a queue's default job options
+// ([Program].Defaults, and [Program].OtherDefaults for the other queue's
+// jobs: Node's defaultJobOptions and FlowProducer.add's
 // queuesOptions, drover's QueueOptions and FlowProducerOptions
 // DefaultJobOptions). Drover does its share of each
 // through its public API: Queue.Add/AddBulk, FlowProducer.Add (FlowJob.

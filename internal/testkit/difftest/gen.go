@@ -38,6 +38,7 @@ func Generate(seed int64, cfg Config) *Program {
 		cfg.Steps = StepsDefault
 	}
 	g := &gen{r: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), cfg: cfg}
+	g.cross = g.chance(25)
 	p := &Program{Seed: seed}
 	for len(p.Steps) < cfg.Steps {
 		s := g.step()
@@ -66,6 +67,7 @@ func Generate(seed int64, cfg Config) *Program {
 				}
 			}
 		}
+		g.onOther(&s)
 		if g.r.IntN(2) == 0 {
 			s.By = Drover
 		} else {
@@ -99,6 +101,9 @@ func Generate(seed int64, cfg Config) *Program {
 	}
 	if g.chance(25) {
 		p.Defaults = g.defaults()
+	}
+	if len(g.others) > 0 && g.chance(20) {
+		p.OtherDefaults = g.defaults()
 	}
 	return p
 }
@@ -158,6 +163,55 @@ type gen struct {
 	waitChildren bool
 	// others are the names of the flow children added in OtherQueueName.
 	others []string
+	// cross: the program works across the two queues more (a quarter of
+	// programs): more flow children in OtherQueueName, and more of the
+	// work, job and queue steps there.
+	cross bool
+}
+
+// across is pct, or crossPct in a program that works across the queues.
+func (g *gen) across(pct, crossPct int) int {
+	if g.cross {
+		return crossPct
+	}
+	return pct
+}
+
+// onOther moves a step to OtherQueueName (Step.OtherQueue): mostly a job
+// step whose target is a flow child there (its parent waits in the
+// program's queue, so retries, removals and finishes there reach across
+// queues; a job step targets one now and then even when job picked
+// another), sometimes a queue step once the program has such children. A
+// job step on a child there stays on the program's queue sometimes (a
+// job the queue does not have).
+func (g *gen) onOther(s *Step) {
+	if s.OtherQueue || !otherQueueOps[s.Op] || s.Op == OpWork || s.Op == OpManualWaitChildren && s.Job == "" {
+		return
+	}
+	if s.Op == OpAdd {
+		// A lone job in that queue, sometimes a child of a job in
+		// either queue (Queue.add with the parent option there).
+		s.OtherQueue = g.chance(g.across(5, 20))
+		if s.OtherQueue {
+			g.others = append(g.others, s.Add.Name)
+		}
+		return
+	}
+	if s.Op == OpStall || s.Op == OpCheckStalled {
+		// A child there stalls, and is failed for good past
+		// maxStalledCount: its parent's failure policy applies across
+		// queues.
+		s.OtherQueue = len(g.others) > 0 && g.chance(g.across(35, 50))
+		return
+	}
+	if s.Job != "" {
+		if len(g.others) > 0 && !slices.Contains(g.others, s.Job) && g.chance(g.across(15, 40)) {
+			s.Job = g.others[g.r.IntN(len(g.others))]
+		}
+		s.OtherQueue = slices.Contains(g.others, s.Job) && g.chance(85)
+		return
+	}
+	s.OtherQueue = len(g.others) > 0 && g.chance(g.across(20, 35))
 }
 
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
@@ -231,8 +285,8 @@ func (g *gen) step() Step {
 		{3, func() Step { return Step{Op: OpResume} }},
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
 		{3, func() Step { return Step{Op: OpLog, Job: g.job(), Line: fmt.Sprintf("line %d", g.r.IntN(100))} }},
-		{4, g.flow},
-		{2, g.flows},
+		{g.across(4, 10), g.flow},
+		{g.across(2, 4), g.flows},
 		{2, func() Step { return Step{Op: OpUpdateData, Job: g.job(), Value: g.value()} }},
 		{3, g.upsertScheduler},
 		{1, func() Step { return Step{Op: OpRemoveScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
@@ -314,6 +368,10 @@ func (g *gen) step() Step {
 		// orphans a program makes (BullMQ may exceed a limit it reaches,
 		// drover never does: README).
 		{1, func() Step { return Step{Op: OpOrphan, Job: g.job()} }},
+		// Finished jobs an hour and a half older: the retention ages of
+		// an hour, clean's grace of an hour and retryJobs' "finished
+		// before an hour ago" reach them.
+		{2, func() Step { return Step{Op: OpAgeFinished} }},
 		{2, func() Step {
 			return Step{Op: OpRemoveOrphanedJobs, Priority: g.pickI(10, 1000), Limit: g.pickI(0, 8)}
 		}},
@@ -335,7 +393,13 @@ func (g *gen) step() Step {
 		// (SSCAN pages depend on the member strings, which carry the
 		// run's prefix: dependenciesRead), job.discard (not in 6.7's
 		// Job), a scheduler's immediately without a start date (the run's
-		// id carries the instant of each run's upsert), the Queue's
+		// id carries the instant of each run's upsert) and a scheduler
+		// without a start date at all (its first run is due at the next
+		// wall-clock slot, which may come within the run: the timed
+		// tests' ground), repeat.count (drover's RepeatOptions has no
+		// starting iteration count), getDelayedCount(timestamp) (no
+		// drover equivalent; over states compared equal, with due times
+		// whole hours apart, it answers alike), the Queue's
 		// streams.events.maxLen (every event write trims with MAXLEN ~,
 		// which removes whole stream nodes of 100 entries only: a
 		// program's stream never fills one) and worker concurrency above
@@ -397,11 +461,28 @@ func (g *gen) schedulerID() string { return g.pick("s1", "s2") }
 
 // upsertScheduler makes a scheduler every 1 or 2 hours from 1 to 3 hours
 // after the anchor, sometimes with a limit, and a template with the
-// options a scheduler's runs may have (no id, delay, deduplication or
-// parent: the scheduler decides or refuses them).
+// options a scheduler's runs may have (no parent; an id, delay,
+// deduplication or timestamp, which the scheduler decides, only in Node's
+// upserts).
 func (g *gen) upsertScheduler() Step {
 	a := g.addSpec()
 	a.JobID, a.Delay, a.Dedup, a.Parent, a.OnParentFailure, a.TimestampAgo = "", 0, nil, "", "", 0
+	if g.chance(12) {
+		// Options the scheduler decides, which a Node template may still
+		// carry: Node's upsert (Step.NodeOnly) stores them with the
+		// template, and the workers of either side make the next runs
+		// from it.
+		switch g.r.IntN(4) {
+		case 0:
+			a.JobID = "t1"
+		case 1:
+			a.Delay = Hour
+		case 2:
+			a.Dedup = &Dedup{ID: g.pick("d1", "d2")}
+		default:
+			a.TimestampAgo = Hour + 17*60_000
+		}
+	}
 	c := &Scheduler{ID: g.schedulerID(), Every: int64(1+g.r.IntN(2)) * Hour, Start: int64(1+g.r.IntN(3)) * Hour}
 	if g.chance(30) {
 		// Whole minutes only: the comparison reads delayed scores to the
@@ -469,8 +550,8 @@ func (g *gen) bulk() Step {
 	return s
 }
 
-// flow adds a parent with 1 to 3 children, one of which sometimes has 1
-// or 2 children of its own. The tree's root sometimes keeps the parent
+// flow adds a parent (sometimes in OtherQueueName) with 1 to 3 children,
+// one of which sometimes has 1 or 2 children of its own. The tree's root sometimes keeps the parent
 // link addSpec gave it: the whole tree becomes a child of an existing job
 // (FlowProducer.add with opts.parent / FlowJob.Parent).
 func (g *gen) flow() Step {
@@ -478,13 +559,18 @@ func (g *gen) flow() Step {
 	if s.Add.Parent != "" && g.chance(60) {
 		s.Add.Parent, s.Add.ParentInOther, s.Add.OnParentFailure = "", false, ""
 	}
+	if g.chance(g.across(5, 20)) {
+		// A parent in OtherQueueName, its children in either queue.
+		s.Add.OtherQueue = true
+		g.others = append(g.others, s.Add.Name)
+	}
 	child := func() *Add {
 		c := g.addSpec()
 		c.Parent = ""
 		if g.chance(40) {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
-		c.OtherQueue = g.chance(20)
+		c.OtherQueue = g.chance(g.across(20, 60))
 		if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
@@ -514,7 +600,7 @@ func (g *gen) flows() Step {
 		if g.chance(40) {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
-		c.OtherQueue = g.chance(20)
+		c.OtherQueue = g.chance(g.across(20, 60))
 		if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
@@ -523,6 +609,10 @@ func (g *gen) flows() Step {
 	for range 2 + g.r.IntN(2) {
 		root := g.addSpec()
 		root.Parent, root.OnParentFailure = "", ""
+		if g.chance(g.across(5, 20)) {
+			root.OtherQueue = true
+			g.others = append(g.others, root.Name)
+		}
 		for range g.r.IntN(3) {
 			c := child()
 			if g.chance(25) {
@@ -780,7 +870,7 @@ func (g *gen) work() Step {
 	// Sometimes the finish takes the next job, which runs too: the path
 	// of a running worker (moveToFinished with fetchNext).
 	o.FetchNext = g.chance(25)
-	s := Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(12)}
+	s := Step{Op: OpWork, Outcome: &o, OtherQueue: g.chance(g.across(12, 40))}
 	if g.chance(35) {
 		s.Metrics = g.pickI(1, 2, 60)
 	}

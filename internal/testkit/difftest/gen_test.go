@@ -65,3 +65,39 @@ func TestGenerateTimestampsOffWholeHours(t *testing.T) {
 		t.Fatal("no program has a custom timestamp")
 	}
 }
+
+// TestGenerateOtherQueueSteps: flow children in OtherQueueName were reached
+// only by work steps and through their parents, so no retry, removal,
+// promotion, progress, manual take or read of a child there (whose scripts
+// reach its parent in the program's queue) was ever compared. The generator moves
+// job steps whose target is such a child, and some queue steps, to that
+// queue; a job step moved there never targets a job of the program's
+// queue (its target is a child added there, or a name whose step the
+// generator replaced: no job).
+func TestGenerateOtherQueueSteps(t *testing.T) {
+	moved := map[Op]int{}
+	for seed := range int64(3000) {
+		p := Generate(seed, Config{})
+		inMain := map[string]bool{}
+		for _, s := range p.Steps {
+			for _, a := range s.adds() {
+				if !a.OtherQueue && !s.OnOtherQueue() {
+					inMain[a.Name] = true
+				}
+			}
+			if !s.OnOtherQueue() || s.Op == OpWork {
+				continue
+			}
+			moved[s.Op]++
+			if inMain[s.Job] {
+				t.Fatalf("seed %d: %s on %s targets %s, a job of the program's queue", seed, s.Op, OtherQueueName, s.Job)
+			}
+		}
+	}
+	for _, op := range []Op{OpRetry, OpRemove, OpPromote, OpProgress, OpFlowRead, OpGetJob, OpDrain, OpClean, OpPause, OpGetJobs, OpStall, OpCheckStalled, OpAdd, OpManualTake} {
+		if moved[op] == 0 {
+			t.Errorf("no %s on %s in 3000 programs (moved: %v)", op, OtherQueueName, moved)
+		}
+	}
+	t.Logf("steps on %s: %v", OtherQueueName, moved)
+}

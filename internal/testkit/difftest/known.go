@@ -178,10 +178,17 @@ func failedPagePastFirst(p *Program) bool {
 }
 
 // policyOverDefaultPolicy reports whether a program has a default failure
-// policy and adds, where the defaults apply (every add but OpAddFlows'),
-// a job with another policy of its own.
+// policy for a queue and adds there, where the defaults apply (every add
+// but OpAddFlows'), a job with another policy of its own.
 func policyOverDefaultPolicy(p *Program) bool {
-	if p.Defaults == nil || p.Defaults.OnParentFailure == "" {
+	policy := func(d *Add) string {
+		if d == nil {
+			return ""
+		}
+		return d.OnParentFailure
+	}
+	mine, other := policy(p.Defaults), policy(p.OtherDefaults)
+	if mine == "" && other == "" {
 		return false
 	}
 	for i := range p.Steps {
@@ -190,7 +197,11 @@ func policyOverDefaultPolicy(p *Program) bool {
 			continue
 		}
 		for _, a := range s.adds() {
-			if a.OnParentFailure != "" && a.OnParentFailure != p.Defaults.OnParentFailure {
+			d := mine
+			if a.OtherQueue || s.Op == OpAdd && s.OnOtherQueue() {
+				d = other
+			}
+			if d != "" && a.OnParentFailure != "" && a.OnParentFailure != d {
 				return true
 			}
 		}
@@ -200,12 +211,12 @@ func policyOverDefaultPolicy(p *Program) bool {
 
 // orphansAfterFailedMetrics reports whether a program removes orphaned
 // jobs and may have written failed-job metrics before (a work step or the
-// manual workers with the metrics option).
+// manual workers with the metrics option) in the program's queue.
 func orphansAfterFailedMetrics(p *Program) bool {
 	metrics := p.Manual != nil && p.Manual.Metrics > 0
 	for _, s := range p.Steps {
 		switch {
-		case s.Op == OpWork && s.Metrics > 0:
+		case s.Op == OpWork && s.Metrics > 0 && !s.OnOtherQueue():
 			metrics = true
 		case s.Op == OpRemoveOrphanedJobs && metrics:
 			return true
@@ -260,14 +271,15 @@ func manualTakeOfDeferredFailure(p *Program) bool {
 func dropIDCounter(s *statedump.Snapshot, queue string) { delete(s.Keys, queue+":id") }
 
 // upsertAgainWhilePaused reports whether a program upserts a scheduler id
-// it made before, after a pause.
+// it made before, after a pause of the program's queue.
 func upsertAgainWhilePaused(p *Program) bool {
 	paused := false
 	made := map[string]bool{}
 	for _, s := range p.Steps {
 		switch s.Op {
 		case OpPause:
-			paused = true
+			// The program's queue, where its schedulers are.
+			paused = paused || !s.OnOtherQueue()
 		case OpUpsertScheduler:
 			if paused && made[s.Scheduler.ID] {
 				return true
@@ -278,7 +290,7 @@ func upsertAgainWhilePaused(p *Program) bool {
 	return false
 }
 
-// schedulerThenDrain reports whether a program drains after it made a job
+// schedulerThenDrain reports whether a program drains its queue after it made a job
 // scheduler: where BullMQ 6.7's drain may trim the wrong ids.
 func schedulerThenDrain(p *Program) bool {
 	sched := false
@@ -287,7 +299,7 @@ func schedulerThenDrain(p *Program) bool {
 		case OpUpsertScheduler:
 			sched = true
 		case OpDrain:
-			if sched {
+			if sched && !s.OnOtherQueue() {
 				return true
 			}
 		}
@@ -309,8 +321,9 @@ func SortEvents(st []statedump.StreamEntry, from, to int) {
 // KnownForRefusal returns the deliberate difference that explains a
 // divergence at a step drover refused with err, or nil: where Node carried
 // the step out (bothRefused false), or where Node refused it too and the
-// entry's Mask makes the diverging states a and b equal.
-func KnownForRefusal(err error, bothRefused bool, a, b *statedump.Snapshot, queue string) *KnownDivergence {
+// entry's Mask, applied to each of queues (the program's and those its
+// steps act on), makes the diverging states a and b equal.
+func KnownForRefusal(err error, bothRefused bool, a, b *statedump.Snapshot, queues ...string) *KnownDivergence {
 	for i := range Known {
 		k := &Known[i]
 		if k.BothRefused != bothRefused || (k.Refusal == nil && !k.BothRefused) {
@@ -324,8 +337,10 @@ func KnownForRefusal(err error, bothRefused bool, a, b *statedump.Snapshot, queu
 		}
 		if a != nil && b != nil && k.Mask != nil {
 			ca, cb := a.Clone(), b.Clone()
-			k.Mask(ca, queue)
-			k.Mask(cb, queue)
+			for _, q := range queues {
+				k.Mask(ca, q)
+				k.Mask(cb, q)
+			}
 			if len(statedump.Diff(ca, cb)) == 0 {
 				return k
 			}

@@ -111,7 +111,7 @@ const (
 	OpRemoveGlobalConcurrency Op = "removeGlobalConcurrency"
 	// OpManualTake takes the next ready job under lock token Step.Token
 	// (BullMQ's worker.getNextJob / drover's Worker.NextJob, a worker
-	// without a processor).
+	// without a processor), of OtherQueueName with Step.OtherQueue.
 	OpManualTake Op = "manualTake"
 	// OpManualFinish ends the oldest job the run took with OpManualTake
 	// (and did not end yet) under lock token Step.Token, which may not be
@@ -151,7 +151,8 @@ const (
 	// job with no pending child stays taken. With Step.Job it waits only
 	// if that job of the program's queue is one of its pending children
 	// (the child option: {child: {id, queue}} /
-	// MoveToWaitingChildrenOptions.Child).
+	// MoveToWaitingChildrenOptions.Child), a job of OtherQueueName with
+	// Step.OtherQueue.
 	OpManualWaitChildren Op = "manualWaitChildren"
 	// OpGetScheduler reads job scheduler Step.Scheduler.ID
 	// (getJobScheduler / GetJobScheduler); its result is every field the
@@ -214,6 +215,15 @@ const (
 	// BullMQ 5.66.6 to 5.x did (the regression removeOrphanedJobs exists
 	// to clean up after). Later steps meet a job no state holds.
 	OpOrphan Op = "orphan"
+	// OpAgeFinished is the harness's, the same in both runs
+	// (Step.NodeOnly): it moves every finished job of both queues
+	// AgeShift ms into the past (its completed or failed score and its
+	// timestamp, processedOn and finishedOn), as if that time had passed
+	// since. Age-based retention (removeOnComplete/removeOnFail with an
+	// age of an hour), clean with an hour's grace and retryJobs of jobs
+	// finished before an hour ago then reach those jobs, which no run
+	// lasts long enough to age.
+	OpAgeFinished Op = "ageFinished"
 	// OpRemoveOrphanedJobs deletes the job keys no state holds, SCAN
 	// count Step.Priority and at most Step.Limit jobs (0: all)
 	// (queue.removeOrphanedJobs / Queue.RemoveOrphanedJobs); its result
@@ -276,8 +286,12 @@ type Step struct {
 	Children []*Add
 	// Outcome is how OpWork ends its job.
 	Outcome *Outcome
-	// OtherQueue makes OpWork work OtherQueueName, where flow children
-	// with Add.OtherQueue wait: their parents wait across queues.
+	// OtherQueue makes the step act on OtherQueueName, where flow
+	// children with Add.OtherQueue wait (their parents wait across
+	// queues), if its operation is one [Step.OnOtherQueue] allows: OpAdd
+	// adds its job there, OpWork works that queue, a job step (retry, remove, progress, a read of
+	// its children, ...) targets Step.Job there, a queue step (drain,
+	// clean, obliterate, pause, counts, ...) acts on that queue.
 	OtherQueue bool
 	// State is the state of OpRetry, OpRetryJobs, OpClean and OpGetJobs.
 	State string
@@ -421,15 +435,21 @@ type Add struct {
 	// "failParentOnFailure", "ignoreDependencyOnFailure",
 	// "removeDependencyOnFailure", "continueParentOnFailure" or "".
 	OnParentFailure string
-	// OtherQueue puts a flow child in OtherQueueName, under the same
-	// prefix: its parent waits across queues. Work steps with
-	// Step.OtherQueue take it there; the other steps reach it through its
-	// parent (removal, cleaning, obliteration).
+	// OtherQueue puts a flow's job (a child, or the root of an OpAddFlow
+	// or OpAddFlows tree) in OtherQueueName, under the same prefix: a
+	// parent and its children wait across queues. Steps with Step.OtherQueue
+	// reach it there (Step.OnOtherQueue: work, job and queue steps); the
+	// others reach it through its parent (removal, cleaning,
+	// obliteration).
 	OtherQueue bool
 	// Children, on an OpAddFlow child, are its own children: it waits for
 	// them in waiting-children, the tree three levels deep.
 	Children []*Add
 }
+
+// AgeShift is how far OpAgeFinished moves finished jobs into the past:
+// past an age or grace of an hour, short of two.
+const AgeShift int64 = 90 * 60_000
 
 // OtherQueueName is the queue of flow children with Add.OtherQueue.
 const OtherQueueName = "q2"
@@ -505,6 +525,13 @@ type Program struct {
 	// adds. FlowProducer.addBulk takes no queuesOptions: OpAddFlows adds
 	// without defaults on both sides.
 	Defaults *Add
+	// OtherDefaults, when set, are OtherQueueName's default job options,
+	// as Defaults are the program's queue's: Node's Queue of that name
+	// and FlowProducer.add's queuesOptions for it, drover's Queue of it
+	// and its entry in FlowProducerOptions.DefaultJobOptions. They apply
+	// to the jobs added there (lone adds, flow jobs of OpAddFlow), not to
+	// the program's queue.
+	OtherDefaults *Add
 }
 
 // ManualWorker are the options of a program's manual workers: metrics
@@ -563,18 +590,46 @@ func (m *ManualWorker) Apply(o *drover.WorkerOptions) {
 	}
 }
 
+// otherQueueOps are the operations Step.OtherQueue moves to
+// OtherQueueName: a lone add (a job there, with or without a parent
+// link), work, stalls and stalled checks, every job step whose target may
+// be a flow child there (OpManualWaitChildren: the job its child option
+// names), the queue steps whose scripts walk a flow across queues or read
+// the queue's states, and manual takes (the finishes that follow end each
+// taken job in its own queue). Not the other adds (a flow child's queue is
+// its Add.OtherQueue), schedulers, deduplication and the global limits:
+// the program's queue has them.
+var otherQueueOps = map[Op]bool{
+	OpAdd: true, OpWork: true, OpStall: true, OpCheckStalled: true, OpRetry: true, OpRetryJobs: true, OpPromote: true, OpPromoteJobs: true, OpChangeDelay: true,
+	OpChangePriority: true, OpRemove: true, OpDrain: true, OpClean: true, OpObliterate: true, OpPause: true,
+	OpResume: true, OpProgress: true, OpLog: true, OpUpdateData: true, OpClearLogs: true,
+	OpRemoveChildDependency: true, OpRemoveUnprocessedChildren: true, OpJobRemoveDedupKey: true,
+	OpUpdateJobProgress: true, OpManualTake: true, OpManualWaitChildren: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
+	OpGetCountByTypes: true, OpIsPaused: true, OpGetFlow: true, OpGetMetrics: true,
+}
+
+// OnOtherQueue reports whether s acts on OtherQueueName (Step.OtherQueue
+// on an operation that may).
+func (s *Step) OnOtherQueue() bool { return s.OtherQueue && otherQueueOps[s.Op] }
+
 // NodeOnly reports whether only Node can perform the step: drover has no
 // API for it. An add with a lifo that is not a bool is (Add.LIFORaw); a bulk add with a parent link is (drover's AddBulk takes no
 // parent; its FlowProducer.AddBulk would give each job a UUID), and so is
 // a scheduler whose template gives the backoff as a plain number: Node
 // stores a template's opts as given, and JobOptions.Backoff has no
-// shorthand form (it stores {type, delay}, which both workers read alike).
-// OpOrphan is the harness's own, done alike in both runs. A global
+// shorthand form (it stores {type, delay}, which both workers read alike),
+// and so is a template with a job id, delay, timestamp or deduplication:
+// the scheduler decides them, Node stores them in the template and
+// drover's UpsertJobScheduler refuses them (deliberate, README), so
+// Node's upsert makes the scheduler and either side's workers make its
+// runs from that template.
+// OpOrphan and OpAgeFinished are the harness's own, done alike in both
+// runs. A global
 // concurrency of 0 is Node's: drover's SetGlobalConcurrency refuses it
 // (deliberate, README), so Node stores it and drover's workers and reads
 // meet it.
 func (s *Step) NodeOnly() bool {
-	if s.Op == OpOrphan || s.Op == OpSetGlobalConcurrency && s.Limit == 0 {
+	if s.Op == OpOrphan || s.Op == OpAgeFinished || s.Op == OpSetGlobalConcurrency && s.Limit == 0 {
 		return true
 	}
 	for _, a := range s.adds() {
@@ -588,7 +643,8 @@ func (s *Step) NodeOnly() bool {
 		return true
 	}
 	if s.Op == OpUpsertScheduler {
-		return s.Add.Backoff != nil && s.Add.Backoff.Number
+		a := s.Add
+		return a.Backoff != nil && a.Backoff.Number || a.JobID != "" || a.Delay != 0 || a.Dedup != nil || a.TimestampAgo != 0
 	}
 	if s.Op != OpAddBulk {
 		return false
@@ -777,6 +833,9 @@ func (p *Program) String() string {
 	if d := p.Defaults; d != nil {
 		fmt.Fprintf(&b, "  default job options: %v\n", d.NodeOpts())
 	}
+	if d := p.OtherDefaults; d != nil {
+		fmt.Fprintf(&b, "  default job options of %s: %v\n", OtherQueueName, d.NodeOpts())
+	}
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, p.Steps[i].String())
 	}
@@ -905,6 +964,9 @@ func (p *Program) GoString() string {
 	if d := p.Defaults; d != nil {
 		b.WriteString(", Defaults: " + d.goString())
 	}
+	if d := p.OtherDefaults; d != nil {
+		b.WriteString(", OtherDefaults: " + d.goString())
+	}
 	b.WriteString("}")
 	return b.String()
 }
@@ -928,7 +990,7 @@ var opNames = map[Op]string{
 	OpGetDedupJobID: "OpGetDedupJobID", OpGetRateLimitTTL: "OpGetRateLimitTTL", OpGetCountsPerPriority: "OpGetCountsPerPriority",
 	OpGetLimits: "OpGetLimits", OpFlowRead: "OpFlowRead", OpGetJob: "OpGetJob",
 	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
-	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows", OpOrphan: "OpOrphan", OpRemoveOrphanedJobs: "OpRemoveOrphanedJobs",
+	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows", OpOrphan: "OpOrphan", OpAgeFinished: "OpAgeFinished", OpRemoveOrphanedJobs: "OpRemoveOrphanedJobs",
 	OpUpdateJobProgress: "OpUpdateJobProgress", OpGetMeta: "OpGetMeta", OpGetSchedulersCount: "OpGetSchedulersCount",
 	OpExportMetrics: "OpExportMetrics",
 }
@@ -1067,6 +1129,9 @@ func (s *Step) GoString() string {
 // String renders the add compactly.
 func (a *Add) String() string {
 	s := fmt.Sprintf("%s %v", a.Name, a.NodeOpts())
+	if a.OtherQueue {
+		s = a.Name + "@" + OtherQueueName + s[len(a.Name):]
+	}
 	if a.Parent != "" {
 		s += " parent=" + a.Parent
 		if a.ParentInOther {

@@ -42,23 +42,30 @@ func Shrink(p *Program, budget int, fails func(*Program) bool) *Program {
 			n /= 2
 		}
 	}
-	// The queue's default job options: dropped, or each field dropped (an
+	// The queues' default job options: dropped, or each field dropped (an
 	// add's simplifications, on a step that holds them).
-	if cur.Defaults != nil {
+	for _, defaults := range []func(*Program) **Add{
+		func(p *Program) **Add { return &p.Defaults },
+		func(p *Program) **Add { return &p.OtherDefaults },
+	} {
+		if *defaults(cur) == nil {
+			continue
+		}
 		c := clone(cur)
-		c.Defaults = nil
-		if !try(c) {
-			for j := 0; ; j++ {
-				edits := simplifications(&Step{Add: cur.Defaults})
-				if j >= len(edits) {
-					break
-				}
-				c := clone(cur)
-				st := Step{Add: c.Defaults}
-				edits[j](&st)
-				if try(c) {
-					j = -1
-				}
+		*defaults(c) = nil
+		if try(c) {
+			continue
+		}
+		for j := 0; ; j++ {
+			edits := simplifications(&Step{Add: *defaults(cur)})
+			if j >= len(edits) {
+				break
+			}
+			c := clone(cur)
+			st := Step{Add: *defaults(c)}
+			edits[j](&st)
+			if try(c) {
+				j = -1
 			}
 		}
 	}
@@ -231,7 +238,8 @@ func simplifications(s *Step) []func(*Step) {
 
 // clone copies a program deeply enough for Shrink's edits.
 func clone(p *Program) *Program {
-	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps)), Manual: p.Manual, Defaults: cloneAdd(p.Defaults)}
+	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps)), Manual: p.Manual, Defaults: cloneAdd(p.Defaults),
+		OtherDefaults: cloneAdd(p.OtherDefaults)}
 	for i, s := range p.Steps {
 		s.Add = cloneAdd(s.Add)
 		if s.Children != nil {

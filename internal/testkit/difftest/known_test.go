@@ -1,0 +1,59 @@
+package difftest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/seed40057009/drover/internal/testkit/statedump"
+)
+
+// TestKnownInputsOfTheProgramQueue: the known entries whose inputs are a
+// drain or pause after a scheduler, or a metrics worker before
+// removeOrphanedJobs, are about the program's queue (its schedulers, its
+// metrics keys). The same steps on OtherQueueName must not make them
+// explain a divergence, which would then be reported as known.
+func TestKnownInputsOfTheProgramQueue(t *testing.T) {
+	sched := Step{Op: OpUpsertScheduler, Add: &Add{Name: "j1"}, Scheduler: &Scheduler{ID: "s1", Every: Hour, Start: Hour}}
+	again := sched
+	for _, c := range []struct {
+		name string
+		uses func(*Program) bool
+		p    *Program
+	}{
+		{"drain", schedulerThenDrain, &Program{Steps: []Step{sched, {Op: OpDrain, OtherQueue: true}}}},
+		{"pause", upsertAgainWhilePaused, &Program{Steps: []Step{sched, {Op: OpPause, OtherQueue: true}, again}}},
+		{"metrics", orphansAfterFailedMetrics, &Program{Steps: []Step{
+			{Op: OpWork, OtherQueue: true, Metrics: 1, Outcome: &Outcome{Kind: "fail"}}, {Op: OpRemoveOrphanedJobs},
+		}}},
+	} {
+		if c.uses(c.p) {
+			t.Errorf("%s on %s: the entry explains it", c.name, OtherQueueName)
+		}
+		for i := range c.p.Steps {
+			c.p.Steps[i].OtherQueue = false
+		}
+		if !c.uses(c.p) {
+			t.Errorf("%s on the program's queue: the entry does not explain it", c.name)
+		}
+	}
+}
+
+// TestKnownRefusalMasksTheOtherQueue: an add both refuse may draw BullMQ's
+// id counter first (a deliberate difference, masked to classify); an add
+// to OtherQueueName draws that queue's counter, which the classification
+// must mask too, or the known difference is reported as new.
+func TestKnownRefusalMasksTheOtherQueue(t *testing.T) {
+	node := &statedump.Snapshot{Keys: map[string]*statedump.Key{
+		"q2:id": {Type: statedump.TypeString, String: "3"},
+	}}
+	mix := &statedump.Snapshot{Keys: map[string]*statedump.Key{}}
+	refusal := errors.New("refused")
+	if k := KnownForRefusal(refusal, true, node, mix, "q"); k != nil {
+		t.Fatalf("the program's queue's mask explains a difference in %s: %s", OtherQueueName, k.Name)
+	}
+	k := KnownForRefusal(refusal, true, node, mix, "q", OtherQueueName)
+	if k == nil || !strings.Contains(k.Name, "id counter") {
+		t.Fatalf("a refused add's counter in %s: got %v, want the id counter entry", OtherQueueName, k)
+	}
+}
