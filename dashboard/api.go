@@ -545,6 +545,12 @@ func jsonValue(v string) string {
 type RetryJobRequest struct {
 	// ResetAttempts gives the job its whole attempt budget back.
 	ResetAttempts bool `json:"resetAttempts"`
+	// From, when set, is the state the caller saw the job in (failed,
+	// completed or delayed; the page sends the state its dialog named): a
+	// job in another state now, retried or run by someone else since, is
+	// refused with 409 and left where it is. Without it a failed, completed
+	// or delayed job is retried from whichever it is in.
+	From drover.JobState `json:"from,omitempty"`
 }
 
 func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
@@ -553,8 +559,21 @@ func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, e *AuditEntry
 		return err
 	}
 	e.Detail = fmt.Sprintf("resetAttempts=%t", req.ResetAttempts)
-	from, err := h.ins.RetryJob(r.Context(), e.Queue, e.JobID, req.ResetAttempts)
+	var from drover.JobState
+	var err error
+	switch req.From {
+	case "":
+		from, err = h.ins.RetryJob(r.Context(), e.Queue, e.JobID, req.ResetAttempts)
+	case drover.StateFailed, drover.StateCompleted, drover.StateDelayed:
+		e.Detail += " seen=" + string(req.From)
+		from, err = h.ins.RetryJobIn(r.Context(), e.Queue, e.JobID, req.From, req.ResetAttempts)
+	default:
+		return badRequest("from must be failed, completed or delayed (the states a job is retried from), got %q", req.From)
+	}
 	if err != nil {
+		if from != "" {
+			e.Detail += " found=" + string(from)
+		}
 		return err
 	}
 	e.Detail += " from=" + string(from)

@@ -43,7 +43,7 @@
 //	GET  /api/queues/{queue}/delayed       delayed-set analytics
 //	GET  /api/queues/{queue}/budgets       near-exhausted budgets
 //	GET  /api/queues/{queue}/events        server-sent events
-//	POST /api/queues/{queue}/jobs/{id}/retry    {"resetAttempts":true} (operator)
+//	POST /api/queues/{queue}/jobs/{id}/retry    {"resetAttempts":true,"from":"failed"} (operator)
 //	POST /api/queues/{queue}/jobs/{id}/promote  (operator)
 //	POST /api/queues/{queue}/retry         {"state","filter","resetAttempts","includeUnrecoverable","dryRun","limit","olderThan"} (operator)
 //	POST /api/queues/{queue}/promote       (operator)

@@ -1350,13 +1350,17 @@
     if (d.deduplication) fact('Deduplication', el('span', { id: 'dedup' }, dedupNote(d)));
 
     const actions = el('div', { class: 'row', id: 'job-actions' });
+    // A job moved or gone since the page drew it (another operator, a
+    // worker): the action is refused (409, 404); the toast says why, and
+    // the page shows where the job is now instead of its old state.
+    const moved = (p) => p.catch((e) => { if (e.status === 409 || e.status === 404) reload(); throw e; });
     if (s.canOperate && ['delayed', 'failed', 'completed'].includes(d.state)) {
       actions.append(el('button', {
         class: 'primary',
         onclick: async () => {
           const d = cur.d, b = d.budget;
           const res = await act('Retry with fresh attempts', `Run job ${d.id} now with its whole budget of ${b.allowed} attempt${b.allowed === 1 ? '' : 's'} back?`, 'Retry',
-            () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: true } }));
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: true, from: d.state } })));
           if (res) { toast(`Job ${d.id} retried with fresh attempts.`); reload(); }
         },
       }, 'Retry with fresh attempts'));
@@ -1365,7 +1369,7 @@
           onclick: async () => {
             const d = cur.d, b = d.budget;
             const res = await act('Run now', `Run job ${d.id} now, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?`, 'Run now',
-              () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/promote`, { method: 'POST' }));
+              () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/promote`, { method: 'POST' })));
             if (res) { toast(`Job ${d.id} promoted.`); reload(); }
           },
         }, 'Run now (keep attempts)'));
@@ -1375,7 +1379,7 @@
             const d = cur.d, b = d.budget;
             const last = b.left > 0 ? '' : ` It has no attempt left of its ${b.allowed}: if this run fails, it fails for good.`;
             const res = await act('Retry', `Run job ${d.id} again, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?${last}`, 'Retry',
-              () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: false } }));
+              () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: false, from: d.state } })));
             if (res) { toast(`Job ${d.id} retried.`); reload(); }
           },
         }, 'Retry (keep attempts)'));
@@ -1401,7 +1405,7 @@
               el('p', {}, `Cancel job ${d.id}? It has not started: it fails for good now, without running.`),
               el('p', {}, reason));
           const res = await act(running ? 'Cancel running job' : 'Cancel job', msg, running ? 'Cancel the attempt' : 'Cancel the job',
-            () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked } }), true);
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked } })), true);
           if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
         },
       }, 'Cancel…'));
@@ -1418,7 +1422,7 @@
           const what = `job ${d.id} and its logs${kids ? `, with its ${kids} flow ${kids === 1 ? 'child' : 'children'} and their own children, in their queues` : ''}`;
           const parent = d.parent ? ` Its parent ${d.parent.queue}/${d.parent.id} stops waiting for it.` : '';
           const res = await act('Remove job', `Delete ${what}?${parent} This cannot be undone.`, 'Remove',
-            () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/remove`, { method: 'POST' }), true);
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/remove`, { method: 'POST' })), true);
           if (res) { toast(`Job ${d.id} removed.`); location.hash = `#/q/${enc(queue)}`; }
         },
       }, 'Remove…'));
