@@ -711,8 +711,25 @@ func (h *Handler) finished(start AuditEntry, op Operation, ids []string) {
 	e := start
 	e.audited = nil
 	e.Time, e.Action = h.now(), start.Action+"-finished"
-	e.Jobs, e.JobIDs = op.Retried, ids
+	e.Jobs = op.Retried
 	e.Detail = fmt.Sprintf("operation=%s %s: retried %d, skipped %d of %d", op.ID, op.Status, op.Retried, op.Skipped, op.Total)
+	// The jobs retried: those selected less those skipped, which the
+	// detail names with why. The entry listed every job selected beside
+	// "retried 2", so a job a worker held read as retried.
+	skipped := make(map[string]bool, len(op.Skips))
+	for _, s := range op.Skips {
+		skipped[s.ID] = true
+		e.Detail += fmt.Sprintf("; skipped %s (%s)", s.ID, s.Reason)
+	}
+	if n := op.Skipped - len(op.Skips); n > 0 {
+		e.Detail += fmt.Sprintf("; %d more skipped, not named: the jobs listed may include them", n)
+	}
+	e.JobIDs = nil
+	for _, id := range ids {
+		if !skipped[id] {
+			e.JobIDs = append(e.JobIDs, id)
+		}
+	}
 	e.Outcome = "ok"
 	switch op.Status {
 	case OperationCancelled:
