@@ -202,7 +202,7 @@ func failedForOf(job *drover.Job) FailedFor {
 	}
 	// BullMQ's deferred failure of a parent whose failParentOnFailure child
 	// failed (drover writes the same text).
-	if strings.HasPrefix(job.FailedReason, "child ") && strings.HasSuffix(job.FailedReason, " failed") {
+	if childFailure(job.FailedReason) {
 		return FailedChild
 	}
 	// Nothing fails a job that never started but drover's CancelJob of a
@@ -227,6 +227,14 @@ func failedForOf(job *drover.Job) FailedFor {
 		return FailedExhausted
 	}
 	return FailedEarly
+}
+
+// childFailure reports whether reason is BullMQ's deferred failure of a
+// flow parent whose failParentOnFailure child failed ("child <key>
+// failed"; drover writes the same text): the worker that took the parent
+// failed it without running it.
+func childFailure(reason string) bool {
+	return strings.HasPrefix(reason, "child ") && strings.HasSuffix(reason, " failed")
 }
 
 func summarize(state drover.JobState, job *drover.Job, nextRun time.Time) JobSummary {
@@ -1216,11 +1224,17 @@ func fromRecorded(state drover.JobState, job *drover.Job, full bool) ([]Attempt,
 	last := first - 1
 	for _, a := range job.Timeline {
 		gap(last+1, a.N)
-		out = append(out, Attempt{
+		rec := Attempt{
 			N: a.N, Start: Instant{a.Start}, End: Instant{a.End}, Outcome: a.Outcome.String(), Error: a.Error,
 			Worker: a.Worker, Backoff: a.Backoff, NextRun: Instant{a.NextRun},
 			Unrecoverable: a.Outcome == drover.OutcomeFailedUnrecoverable, Recorded: true,
-		})
+		}
+		if rec.Unrecoverable && childFailure(a.Error) {
+			// A parent failed by its child (the worker refuses to run it
+			// through an unrecoverable error): the parent threw nothing.
+			rec.Outcome, rec.Unrecoverable = drover.OutcomeFailed.String(), false
+		}
+		out = append(out, rec)
 		last = max(last, a.N)
 	}
 	current := job.AttemptsStarted
@@ -1421,6 +1435,10 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		case drover.StateFailed:
 			a.Outcome, a.Error = drover.OutcomeFailed.String(), job.FailedReason
 			switch {
+			case failedForOf(job) == FailedChild:
+				// Failed by its child when a worker took it, without
+				// running: no retry was used up (a parent of one attempt
+				// was drawn "retries exhausted").
 			case failedForOf(job) == FailedUnrecoverable:
 				a.Outcome, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), true
 			case made >= job.Opts.Attempts: // as finishJobs.lua decides on retries-exhausted
