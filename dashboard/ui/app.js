@@ -844,9 +844,11 @@
     function follow(op) {
       const bar = el('progress', { max: Math.max(op.total, 1), value: op.done });
       const line = el('span', {});
-      const cancel = el('button', { onclick: async () => {
+      // Cancel only for who may: a viewer (or a read-only dashboard) sees
+      // another operator's retry run, and its click was refused (403).
+      const cancel = app.session.canOperate ? el('button', { onclick: async () => {
         try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST', local: true }); } catch (e) { toast(e.message, true); }
-      } }, 'Cancel');
+      } }, 'Cancel') : null;
       const skips = el('ul', { class: 'skips muted' });
       const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel, skips);
       opBox.append(box);
@@ -859,7 +861,7 @@
           : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (${skipWhy(o)})` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${o.error}` : ''}`;
         // Each skipped job with why, as far as the operation names them.
         update(skips, ...(o.skips || []).map((k) => el('li', { 'data-skip': k.id, 'data-key': k.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(k.id)}`, class: 'mono' }, k.id), `: ${k.reason}`)));
-        if (o.status !== 'running') cancel.remove();
+        if (o.status !== 'running' && cancel) cancel.remove();
       };
       show(op);
       const gen = app.render;
