@@ -1701,7 +1701,7 @@
       let rep;
       try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = e.message; return; }
       if (gen !== app.render) return;
-      note.textContent = `Looked at ${rep.scanned} jobs${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
+      note.textContent = `Looked at ${rep.scanned} job${rep.scanned === 1 ? '' : 's'}${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
       update(active, ...rep.active.map((j) => el('tr', { 'data-key': j.id },
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', { class: 'num' }, j.budget.started),
@@ -1917,8 +1917,27 @@
     } catch (e) {
       // A page left before its answer came (an error, or a refusal) says
       // nothing over the page shown since.
-      if (gen === app.render) put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
+      if (gen === app.render) pageError(e);
     }
+  }
+
+  // pageError replaces a page whose first answer was an error. A refusal
+  // says who may see the page (a viewer following a link to the audit
+  // log read "Something went wrong"); an outage loads the page again once
+  // Redis answers (the audit log and a job search opened during one said
+  // "Something went wrong" until a reload); anything else is said as is.
+  function pageError(e) {
+    const s = app.session;
+    if (e.status === 403) {
+      put($main, el('div', { class: 'panel', id: 'forbidden' }, el('h1', {}, 'Not for your role'),
+        el('p', {}, `Only admins may see this page; you are signed in as ${s ? `${s.user} (${s.role})` : 'someone else'}. (${e.message})`),
+        el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
+      return;
+    }
+    const down = e.status === 503 || e.status === 502 || e.status === 504 || !e.status;
+    put($main, el('div', { class: 'panel', id: 'page-error', role: 'alert' }, el('h1', {}, 'Could not load this page'),
+      el('p', {}, down ? `${e.message}. The page loads by itself once the dashboard and Redis answer.` : `Something went wrong: ${e.message}`)));
+    if (down) every(5000, () => { if ($outage.hidden) route(); });
   }
 
   async function start() {
