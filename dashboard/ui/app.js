@@ -645,7 +645,7 @@
         } catch (err) { msg.textContent = err.message; }
       },
     }, token, el('span', { class: 'muted' }, 'or'), user, pass, el('button', { class: 'primary', type: 'submit' }, 'Sign in'), msg);
-    put($main, el('div', { class: 'panel signin' }, el('h2', {}, 'Sign in to the drover dashboard'), form));
+    put($main, el('div', { class: 'panel signin' }, el('h1', {}, 'Sign in to the drover dashboard'), form));
   }
 
   // ---- overview ----------------------------------------------------------
@@ -1264,7 +1264,13 @@
     async function load() {
       let d;
       try { d = await api(`queues/${seg(queue)}/jobs/${seg(id)}`); } catch (e) {
-        if (gen === app.render && !noQueue(queue, e)) put(box, el('p', { class: 'panel' }, e.status === 404 ? `Job ${id} is gone (removed, or never existed).` : `Could not load the job: ${e.message}`));
+        // Headed as every page is (a screen reader's heading list was
+        // empty here): the job's heading says it is gone.
+        if (gen === app.render && !noQueue(queue, e)) {
+          put(box, e.status === 404
+            ? el('div', { class: 'panel', id: 'job-gone' }, el('h1', {}, nameEl(`Job ${id} is gone (removed, or never existed).`)))
+            : el('p', { class: 'panel' }, `Could not load the job: ${e.message}`));
+        }
         return;
       }
       if (gen !== app.render) return;
