@@ -938,12 +938,16 @@ func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEnt
 	if err != nil {
 		return err
 	}
-	e.Jobs = int(info.Counts.Total())
-	e.Detail = fmt.Sprintf("force=%t", req.Force)
+	// The count found goes in the detail: the jobs changed are counted
+	// once the obliterate is done (a refused one, say with jobs running,
+	// was audited as changing every job of the queue).
+	found := int(info.Counts.Total())
+	e.Detail = fmt.Sprintf("force=%t found=%d", req.Force, found)
 	if err := h.ins.Obliterate(r.Context(), e.Queue, req.Force); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"removed": e.Jobs})
+	e.Jobs = found
+	writeJSON(w, http.StatusOK, map[string]int{"removed": found})
 	return nil
 }
 
