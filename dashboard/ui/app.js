@@ -1440,7 +1440,7 @@
 
     out.push(el('div', { class: 'panel', 'data-part': 'timeline' }, el('h2', {}, 'Attempt timeline'),
       !(d.timeline || []).length ? null : el('p', { class: 'muted', id: 'timeline-source' }, d.timelineSource === 'derived'
-        ? 'No drover worker recorded these attempts (drover workers record a job\'s attempts from its first failure or stall on; a first try that completes, or a Node BullMQ worker, leaves no record): they are rebuilt from the job\'s counters and options, and only the last attempt\'s times are known.'
+        ? 'No drover worker recorded these attempts (drover workers record a job\'s attempts from its first failure or stall on; a first try that completes, or a Node BullMQ worker, leaves no record): they are rebuilt from the job\'s counters and options, and only the last attempt\'s times are known.' + derivedOrder(d.timeline)
         : 'Recorded by drover workers, attempt by attempt; attempts marked "no drover record" were not.'),
       timelineBox(d)));
 
@@ -1465,6 +1465,24 @@
     out.push(el('div', { class: 'panel' }, el('h2', { id: 'logs-heading' }, logsTitle),
       d.logs.length ? bigPre({ id: 'job-logs' }, d.logs.join('\n'), () => cur.d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
     return out;
+  }
+
+  // derivedOrder says, for a timeline rebuilt from counters, that the
+  // order of the attempts before the last is not known when they are of
+  // more than one kind: the counters say how many failed, stalled or moved
+  // the job, not in which order, and the picture draws failures first,
+  // then stalls, then moves. A Node job that stalled, then failed, was
+  // drawn "1 failed, 2 stalled" with nothing to say that was a guess.
+  function derivedOrder(timeline) {
+    const kind = (a) => (a.outcome === 'stalled' ? 'stall' : a.outcome === 'unknown' || a.outcome === 'delayed' || a.outcome === 'requeued' ? 'move' : a.outcome === 'fresh-attempts' ? '' : 'failure');
+    // The last attempt is known when the job's state comes from it (it
+    // completed, runs, failed for good, waits for its backoff or its
+    // delay); a waiting job's last one may be a failure or a stall.
+    const run = timeline.filter((a) => !a.outside);
+    const last = run[run.length - 1];
+    const known = last && ['completed', 'active', 'retries-exhausted', 'failed', 'failed-unrecoverable', 'retry-delayed', 'delayed', 'waiting-children', 'requeued'].includes(last.outcome);
+    const kinds = new Set((known ? run.slice(0, -1) : run).map(kind).filter(Boolean));
+    return kinds.size > 1 ? ' Which of the earlier attempts came first is not known: failures are drawn first, then stalls, then other moves.' : '';
   }
 
   // dedupNote says who holds a job's deduplication id (inspect.Deduplication):
