@@ -71,7 +71,8 @@
 //   - Users sign in with a bearer token or HTTP basic auth, or through the
 //     UI's sign-in form, which sets an HttpOnly SameSite=Strict cookie
 //     naming a session kept in Redis (under "<prefix>::dashboard:"): signing
-//     out ends it for every copy of the cookie, signing in replaces the
+//     out ends it for every copy of the cookie and its live-update streams
+//     (within a second), signing in replaces the
 //     browser's previous one, and admins end a user's or everyone's
 //     sessions. Tokens and passwords have at least [MinSecretLength]
 //     characters. After 5 failed sign-ins (form, basic auth or bearer

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -20,6 +21,14 @@ type Event = inspect.Event
 
 // streamWriteTimeout bounds writing one live-update event.
 const streamWriteTimeout = 30 * time.Second
+
+// streamSessionCheck is how often, at most, a live-update stream opened
+// with a session checks, before sending an event, that the session still
+// signs its user in.
+const streamSessionCheck = time.Second
+
+// errStreamSignedOut ends a live-update stream whose session ended.
+var errStreamSignedOut = errors.New("the stream's session ended")
 
 // events streams a queue's events stream to the browser.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
@@ -68,7 +77,23 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	// A stream opened with a session ends with it: signed out, revoked
+	// (an admin's "Sign out everyone"), expired. It went on sending every
+	// job event for as long as its connection stayed open.
+	var session string
+	if p := principalOf(ctx); p.Via == "session" {
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			session = c.Value
+		}
+	}
+	checked := time.Now()
 	_ = qe.Run(ctx, func(ev drover.Event) error {
+		if session != "" && time.Since(checked) >= streamSessionCheck {
+			if _, ok, err := h.sessionPrincipal(ctx, session); err != nil || !ok {
+				return errStreamSignedOut // the browser's reconnect signs in again, or is refused
+			}
+			checked = time.Now()
+		}
 		b, err := json.Marshal(inspect.EventOf(r.PathValue("queue"), ev))
 		if err != nil {
 			return err
