@@ -402,6 +402,11 @@
       const opener = document.activeElement;
       const onKey = (e) => {
         if (e.key === 'Escape') { e.preventDefault(); close(false); return; }
+        // Enter in a field of a dialog that is not destructive confirms it,
+        // as a form does (a number typed in Limits, then Enter, did
+        // nothing); a destructive one waits for its button.
+        if (e.key === 'Enter' && !danger && e.target instanceof HTMLInputElement && modal.contains(e.target) &&
+          !['checkbox', 'radio', 'button', 'submit'].includes(e.target.type)) { e.preventDefault(); close(true); return; }
         if (e.key !== 'Tab') return;
         const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href], [tabindex="0"]')].filter((n) => !n.disabled);
         const first = stops[0], last = stops[stops.length - 1];
