@@ -1953,8 +1953,9 @@
   // pageError replaces a page whose first answer was an error. A refusal
   // says who may see the page (a viewer following a link to the audit
   // log read "Something went wrong"); an outage loads the page again once
-  // Redis answers (the audit log and a job search opened during one said
-  // "Something went wrong" until a reload); anything else is said as is.
+  // Redis answers, trying every 3 s (the audit log and a job search opened
+  // during one said "Something went wrong" until a reload); anything else
+  // is said as is.
   function pageError(e) {
     const s = app.session;
     if (e.status === 403) {
@@ -1966,7 +1967,7 @@
     const down = e.status === 503 || e.status === 502 || e.status === 504 || !e.status;
     put($main, el('div', { class: 'panel', id: 'page-error', role: 'alert' }, el('h1', {}, 'Could not load this page'),
       el('p', {}, down ? `${e.message}. The page loads by itself once the dashboard and Redis answer.` : `Something went wrong: ${e.message}`)));
-    if (down) every(5000, () => { if ($outage.hidden) route(); });
+    if (down) every(3000, route);
   }
 
   async function start() {
