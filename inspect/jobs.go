@@ -685,6 +685,20 @@ func (i *Inspector) dueTimes(ctx context.Context, queue string, ids []string) (m
 	return out, nil
 }
 
+// schedulerPending reports whether job id is the pending run of job
+// scheduler sched: the run its next time names ("repeat:<id>:<ms>"), as
+// the engine's refusals (BullMQ's isJobSchedulerJob) tell it.
+func (i *Inspector) schedulerPending(ctx context.Context, queue, id, sched string) (bool, error) {
+	next, err := i.rdb.ZScore(ctx, i.keys(queue).Repeat(), sched).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read job scheduler %q of queue %q: %w", sched, queue, err)
+	}
+	return id == "repeat:"+sched+":"+strconv.FormatInt(int64(next), 10), nil
+}
+
 // dueOf turns a delayed-set score into the due time.
 func dueOf(score float64) time.Time { return time.UnixMilli(keys.DueOfScore(score)) }
 
@@ -802,6 +816,11 @@ type JobDetail struct {
 	Deduplication *Deduplication `json:"deduplication,omitempty"`
 	// RepeatJobKey is the id of the job scheduler that made the job.
 	RepeatJobKey string `json:"repeatJobKey,omitempty"`
+	// SchedulerPending says the job is its scheduler's pending run, the
+	// one the next worker to take it replaces with the run after: it
+	// cannot be cancelled or removed (drover.ErrSchedulerJob, as BullMQ
+	// refuses), only run now, or stopped by removing its scheduler.
+	SchedulerPending bool `json:"schedulerPending,omitempty"`
 	// ParentKey is the flow parent's hash key, "<prefix>:<queue>:<id>".
 	ParentKey string `json:"parentKey,omitempty"`
 	// Stacktrace lists the kept failure traces, oldest first.
@@ -909,6 +928,11 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 	}
 	if job.DeduplicationID != "" {
 		if d.Deduplication, err = i.Deduplication(ctx, queue, job.DeduplicationID); err != nil {
+			return nil, err
+		}
+	}
+	if job.JobSchedulerID != "" {
+		if d.SchedulerPending, err = i.schedulerPending(ctx, queue, id, job.JobSchedulerID); err != nil {
 			return nil, err
 		}
 	}

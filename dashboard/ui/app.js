@@ -1399,7 +1399,15 @@
       }
     }
     const running = d.state === 'active';
-    if (s.canOperate && (running || ['waiting', 'prioritized', 'delayed'].includes(d.state))) {
+    // A job scheduler's pending run cannot be cancelled or removed (the
+    // engine refuses: that would stop the scheduler); the page says who
+    // made it and where to stop it, instead of two buttons that failed.
+    if (d.repeatJobKey) {
+      fact('Made by', el('span', { id: 'made-by-scheduler' }, `job scheduler ${d.repeatJobKey}`,
+        d.schedulerPending ? ': its pending run (a worker that takes it makes the next one; remove the scheduler to stop it) ' : ' ',
+        el('a', { href: `#/q/${enc(queue)}/schedulers` }, 'job schedulers')));
+    }
+    if (s.canOperate && !d.schedulerPending && (running || ['waiting', 'prioritized', 'delayed'].includes(d.state))) {
       // Cancel reaches the drover worker running the job, in any process;
       // the API refuses (409) when a Node BullMQ worker runs it. A job not
       // running yet fails for good at once (it has no attempt to retry).
@@ -1423,7 +1431,7 @@
         },
       }, 'Cancel…'));
     }
-    if (s.canAdmin && d.state !== 'active') {
+    if (s.canAdmin && d.state !== 'active' && !d.schedulerPending) {
       actions.append(el('button', {
         class: 'danger',
         onclick: async () => {
