@@ -347,7 +347,16 @@
     if (res.status === 403 && !again && init.method !== 'GET' && app.session && /bad X-CSRF-Token/.test(data.error || '')) {
       let fresh = null;
       try { fresh = await api('session', LOCAL); } catch (e) { /* the retry reports */ }
+      const was = app.session;
       if (fresh) { app.session = fresh; renderWho(); }
+      // Someone else signed in there: the action the user confirmed as
+      // one person is not sent as another (it went through in the new
+      // user's name and role, and the audit log named them).
+      if (fresh && (fresh.user !== was.user || fresh.role !== was.role)) {
+        const err = new Error(`this browser is now signed in as ${fresh.user} (${fresh.role}), from another tab, not as ${was.user}: nothing was sent. Check the page and try again`);
+        err.status = 409;
+        throw err;
+      }
       return api(path, opts, true);
     }
     if (!res.ok) {
