@@ -118,6 +118,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 // session lives on: the browser kept the cookie, and the page that
 // reloaded after its sign-out came back signed in once Redis answered.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	// Only this dashboard's own pages sign out: a page on another origin
+	// (a sibling subdomain gets the SameSite cookie too) ended the session.
+	if err := fromElsewhere(r); err != nil {
+		h.record(r.Context(), AuditEntry{Log: AuditSecurity, Time: h.now(), Action: "logout", Outcome: "denied",
+			Error: err.Error(), Remote: h.remote(r)})
+		writeError(w, http.StatusForbidden, "sign-out refused: "+err.Error())
+		return
+	}
 	var failed error
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" && h.opts.Auth != nil {
 		if sess, ok, err := h.store.readSession(r.Context(), c.Value); err == nil && ok {

@@ -333,11 +333,8 @@ const csrfHeader = "X-CSRF-Token"
 // checkCSRF verifies a mutating request's token and, when the browser says
 // where the request came from, that it came from this origin.
 func (h *Handler) checkCSRF(r *http.Request, p principal) error {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return fmt.Errorf("cross-site request (Sec-Fetch-Site: %s)", site)
-	}
-	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
-		return fmt.Errorf("cross-origin request from %s", origin)
+	if err := fromElsewhere(r); err != nil {
+		return err
 	}
 	tok := r.Header.Get(csrfHeader)
 	if tok == "" {
@@ -345,6 +342,19 @@ func (h *Handler) checkCSRF(r *http.Request, p principal) error {
 	}
 	if want := h.csrfToken(p); want == "" || !hmac.Equal([]byte(tok), []byte(want)) {
 		return errors.New("bad " + csrfHeader + " header")
+	}
+	return nil
+}
+
+// fromElsewhere refuses a request the browser says came from another
+// origin (another site, or a sibling subdomain, which a SameSite cookie
+// still goes to).
+func fromElsewhere(r *http.Request) error {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return fmt.Errorf("cross-site request (Sec-Fetch-Site: %s)", site)
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
+		return fmt.Errorf("cross-origin request from %s", origin)
 	}
 	return nil
 }

@@ -71,3 +71,27 @@ func TestLiveStreamEndsWithItsSession(t *testing.T) {
 		require.NotContains(t, l, `"jobId":"`+late+`"`, "the stream of a revoked session went on")
 	}
 }
+
+// TestSignOutFromAnotherSiteRefused: a page on another origin (another
+// site, or a sibling subdomain the SameSite cookie still goes to) cannot
+// sign the user out: the sign-out is refused, audited, and the session
+// stays. Sign-out was the one POST with no origin check (the sign-in
+// form's has one): any such page ended the operator's session.
+func TestSignOutFromAnotherSiteRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	cookie, _ := signIn(t, b, map[string]string{"token": operatorToken}, nil)
+	c := b.withCookie(t, cookie)
+	for _, h := range []map[string]string{{"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "same-site"}, {"Sec-Fetch-Site": "cross-site"}} {
+		status, _ := c.do(http.MethodPost, "api/logout", nil, nil, h)
+		require.Equal(t, http.StatusForbidden, status, "%v: %s", h, c.lastBody)
+		e := b.audit.last(t)
+		require.Equal(t, "logout", e.Action)
+		require.Equal(t, "denied", e.Outcome)
+		var s dashboard.Session
+		require.Equal(t, http.StatusOK, c.get("api/session", &s), "%v: the session ended", h)
+	}
+	status, _ := c.do(http.MethodPost, "api/logout", nil, nil, map[string]string{"Sec-Fetch-Site": "same-origin"})
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, http.StatusUnauthorized, c.get("api/session", nil))
+}
