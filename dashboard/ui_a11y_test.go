@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // unlabelled lists the page's form fields that have no accessible name
@@ -96,4 +97,25 @@ func TestUIEnterInADialogFieldConfirms(t *testing.T) {
 	st, err := q.GetJobState(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, drover.StateDelayed, st)
+}
+
+// TestUIFocusStaysOnTheJobPageAfterAnAction: a keyboard user runs a
+// delayed job now (Enter on the button, Enter in the dialog); the job
+// moves to waiting and its buttons change, the one confirmed with them.
+// The focus goes to the page's heading, which says the new state: it fell
+// to the page's body, and the next Tab started again at the top of the
+// page.
+func TestUIFocusStaysOnTheJobPageAfterAnAction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	id := b.add(t, "mail", "x", nil, &drover.JobOptions{Delay: time.Hour})
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#job-actions`)),
+		chromedp.Focus(chromedp.Search(`//button[text()="Run now (keep attempts)"]`)), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS(`.modal`)), chromedp.KeyEvent(kb.Enter), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)),
+		chromedp.WaitVisible(chromedp.CSS(`h1 [data-retry-state="waiting"]`)))
+	testkit.WaitFor(t, 10*time.Second, "the focus on the heading", func() bool {
+		return evalJS[string](t, tab, `document.activeElement.tagName`) == "H1"
+	})
+	require.Contains(t, evalJS[string](t, tab, `document.activeElement.textContent`), "Job "+id)
 }

@@ -1290,6 +1290,8 @@
       if (gen !== app.render) return;
       job = d;
       cur.d = d;
+      // What had the keyboard, to give it a place if it goes (below).
+      const focused = box.contains(document.activeElement) ? document.activeElement : null;
       const fresh = renderJob(queue, d, load, cur);
       // Keep the facts panel's action bar when it draws the same buttons:
       // only the facts beside it are swapped. The page redraws every 10 s
@@ -1317,6 +1319,14 @@
       }
       putInPlace(box, ...fresh);
       nextRunEl = box.querySelector('#next-run-rel');
+      // The button that had the keyboard went with the job's old state
+      // (the Run now just confirmed, a Retry the job moved away from):
+      // the page's heading, which names the new state, takes the focus.
+      // It fell to the page's body, and the next Tab started at the top.
+      if (focused && !focused.isConnected) {
+        const h = box.querySelector('h1');
+        if (h) { h.setAttribute('tabindex', '-1'); h.focus(); }
+      }
     }
     await load();
     if (gen !== app.render) return;
