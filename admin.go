@@ -56,7 +56,7 @@ func (j *Job) Retry(ctx context.Context, state JobState, opts *RetryOptions) err
 	if opts != nil {
 		o = *opts
 	}
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return err
 	}
 	var by int64
@@ -82,7 +82,7 @@ func (j *Job) Promote(ctx context.Context) error {
 	if err := j.storedIDErr("promote"); err != nil {
 		return err
 	}
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return err
 	}
 	return j.stateErr(ctx, "promote", string(StateDelayed), scripts.Promote(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, false, false, 0))
@@ -100,7 +100,7 @@ func (j *Job) ChangeDelay(ctx context.Context, delay time.Duration) error {
 	if delay < 0 {
 		return j.err("change delay of", optionError("delay must not be negative, got %s", delay))
 	}
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return err
 	}
 	return j.stateErr(ctx, "change delay of", string(StateDelayed), scripts.ChangeDelay(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, j.queue.nowMs(), delay.Milliseconds()))
@@ -119,7 +119,7 @@ func (j *Job) ChangePriority(ctx context.Context, priority int, lifo bool) error
 	if priority < 0 || priority > MaxPriority {
 		return j.err("change priority of", optionError("priority must be between 0 and %d, got %d", MaxPriority, priority))
 	}
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return err
 	}
 	return j.err("change priority of", scripts.ChangePriority(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, priority, lifo))
@@ -146,7 +146,7 @@ func (j *Job) Remove(ctx context.Context, opts *RemoveOptions) error {
 	if err := j.storedIDErr("remove"); err != nil {
 		return err
 	}
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return err
 	}
 	keep := opts != nil && opts.KeepChildren
@@ -225,7 +225,7 @@ func (q *Queue) PromoteEarliest(ctx context.Context, n int) (int, error) {
 }
 
 func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, olderThan time.Time, resetMade, resetStarted bool, limit int, pause time.Duration, progress func(int)) (int, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return 0, err
 	}
 	if count == 0 {
@@ -269,7 +269,7 @@ func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, old
 // else created or last processed), skipping jobs a worker holds. It returns
 // the removed ids; on an error, those removed before it.
 func (q *Queue) Clean(ctx context.Context, grace time.Duration, limit int, state JobState) ([]string, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	name, err := cleanArgs(grace, limit, state)
@@ -394,7 +394,7 @@ const cleanCallChunk = 1000
 // between two of them (taken by a worker, added) may be listed or left
 // out as by a preview read a moment earlier or later, and are listed once.
 func (q *Queue) CleanCandidates(ctx context.Context, grace time.Duration, limit int, state JobState) ([]string, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	name, err := cleanArgs(grace, limit, state)
@@ -481,7 +481,7 @@ func (q *Queue) SetGlobalConcurrency(ctx context.Context, n int) error {
 	if n < 1 {
 		return optionError("global concurrency must be at least 1, got %d", n)
 	}
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	return q.writes().Do(ctx, "hset", q.k.Meta(), "concurrency", n).Err()
@@ -489,7 +489,7 @@ func (q *Queue) SetGlobalConcurrency(ctx context.Context, n int) error {
 
 // RemoveGlobalConcurrency lifts SetGlobalConcurrency's cap.
 func (q *Queue) RemoveGlobalConcurrency(ctx context.Context) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	return q.writes().Do(ctx, "hdel", q.k.Meta(), "concurrency").Err()
@@ -501,7 +501,7 @@ func (q *Queue) SetGlobalRateLimit(ctx context.Context, max int, window time.Dur
 	if max < 1 || window < time.Millisecond {
 		return optionError("global rate limit needs max >= 1 and window >= 1ms, got %d per %s", max, window)
 	}
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	return q.writes().Do(ctx, "hset", q.k.Meta(), "max", max, "duration", window.Milliseconds()).Err()
@@ -509,7 +509,7 @@ func (q *Queue) SetGlobalRateLimit(ctx context.Context, max int, window time.Dur
 
 // RemoveGlobalRateLimit lifts SetGlobalRateLimit's limit.
 func (q *Queue) RemoveGlobalRateLimit(ctx context.Context) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	return q.writes().Do(ctx, "hdel", q.k.Meta(), "max", "duration").Err()
@@ -520,7 +520,7 @@ func (q *Queue) RemoveGlobalRateLimit(ctx context.Context) error {
 // none. A cap of 0 is reported as set: Node BullMQ's setGlobalConcurrency
 // stores it, and it stops every worker from taking jobs.
 func (q *Queue) GetGlobalConcurrency(ctx context.Context) (n int, set bool, err error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return 0, false, err
 	}
 	v, err := callWithin(ctx, q, func(ctx context.Context) (string, error) {
@@ -545,7 +545,7 @@ func (q *Queue) GetGlobalConcurrency(ctx context.Context) (n int, set bool, err 
 // fields (max, duration) is set. A worker's own WorkerOptions.Limiter is
 // not stored and does not show here.
 func (q *Queue) GetGlobalRateLimit(ctx context.Context) (*RateLimit, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	vals, err := callWithin(ctx, q, func(ctx context.Context) ([]any, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover/internal/jobcodec"
+	"github.com/seed40057009/drover/internal/keytype"
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
@@ -80,7 +81,7 @@ const maxCancelReason = 1024
 //
 // Every error leaves Redis as it was.
 func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOptions) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	if id == "" {
@@ -125,7 +126,7 @@ func (q *Queue) cancel(ctx context.Context, id string, retry bool, reason string
 		// redis.Nil: no job (the script says so) or no opts field.
 		raw, err := q.rdb.HGet(ctx, q.k.Job(id), "opts").Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return 0, err
+			return 0, keytype.Explain(ctx, q.rdb, q.k, err, id)
 		}
 		// A job whose opts do not decode keeps every failed job (no
 		// removeOnFail read): cancelling it must not depend on them.

@@ -21,7 +21,7 @@ func (q *Queue) GetDeduplicationJobID(ctx context.Context, dedupID string) (stri
 	if dedupID == "" {
 		return "", optionError("deduplication id must not be empty")
 	}
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return "", err
 	}
 	id, err := callWithin(ctx, q, func(ctx context.Context) (string, error) {
@@ -48,7 +48,7 @@ func (q *Queue) RemoveDeduplicationKey(ctx context.Context, dedupID string) (int
 	if dedupID == "" {
 		return 0, optionError("deduplication id must not be empty")
 	}
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return 0, err
 	}
 	// A script rather than BullMQ's plain DEL, with a call token: go-redis
@@ -79,7 +79,7 @@ func (j *Job) RemoveDeduplicationKey(ctx context.Context) (bool, error) {
 	if err := j.storedIDErr("remove deduplication key of"); err != nil {
 		return false, err
 	}
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return false, err
 	}
 	ok, err := scripts.RemoveDedupKey(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID, j.DeduplicationID)

@@ -43,7 +43,9 @@ var (
 	// to no queue: the zero Job, or one built by hand.
 	ErrNoQueue = errors.New("drover: the job belongs to no queue (built by hand, not read from a queue)")
 	// ErrInvalidOption: an option has a value drover refuses. The wrapping
-	// error names the option and the value.
+	// error names the option and the value. A nil context.Context given
+	// to a method of Queue, Job, Worker, FlowProducer or QueueEvents is
+	// refused with it too.
 	ErrInvalidOption = errors.New("invalid option")
 	// ErrInvalidData: job data cannot be stored (not JSON-serialisable,
 	// over SizeLimit).
@@ -159,6 +161,10 @@ func Delay(d time.Duration) error {
 // errNilJob is the error of a Job method called on a nil *Job (say, the
 // Job of a GetJob whose error was dropped).
 var errNilJob = fmt.Errorf("%w: the *drover.Job is nil", ErrInvalidOption)
+
+// errNilContext is the error of a call given a nil context.Context, which
+// go-redis would dereference (a panic) once the call reached it.
+var errNilContext = fmt.Errorf("%w: the context.Context is nil (pass context.Background(), or the caller's context)", ErrInvalidOption)
 
 func errZeroValue(typ, constructor string) error {
 	return fmt.Errorf("%w: this %s is a zero value; make it with %s", ErrInvalidOption, typ, constructor)

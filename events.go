@@ -195,6 +195,9 @@ func (qe *QueueEvents) Next(ctx context.Context) (Event, error) {
 	if qe == nil || qe.rdb == nil {
 		return Event{}, errZeroValue("QueueEvents", "NewQueueEvents")
 	}
+	if ctx == nil {
+		return Event{}, errNilContext
+	}
 	for len(qe.buf) == 0 {
 		if err := ctx.Err(); err != nil {
 			return Event{}, err
@@ -257,6 +260,9 @@ func (qe *QueueEvents) Run(ctx context.Context, fn func(Event) error) error {
 	if qe == nil || qe.rdb == nil {
 		return errZeroValue("QueueEvents", "NewQueueEvents")
 	}
+	if ctx == nil {
+		return errNilContext
+	}
 	if fn == nil {
 		// Refused before reading: the first event would be read past,
 		// then lost to a nil call.
@@ -300,7 +306,7 @@ func (qe *QueueEvents) Run(ctx context.Context, fn func(Event) error) error {
 // Node Queue from streams.events.maxLen, 10,000 by default, and by
 // SetEventsMaxLen); TrimEvents does not change it.
 func (q *Queue) TrimEvents(ctx context.Context, maxLen int64) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	if maxLen < 0 {
@@ -319,7 +325,7 @@ func (q *Queue) TrimEvents(ctx context.Context, maxLen int64) error {
 // option when it starts. It applies to events written from now on; call
 // TrimEvents to trim the stream now. maxLen must be positive.
 func (q *Queue) SetEventsMaxLen(ctx context.Context, maxLen int64) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	if maxLen <= 0 {

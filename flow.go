@@ -336,6 +336,9 @@ func (f *FlowProducer) AddBulk(ctx context.Context, flows []FlowJob) ([]*JobNode
 	if f.closed.Load() {
 		return nil, fmt.Errorf("flow producer: %w", ErrClosed)
 	}
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if len(flows) == 0 {
 		return nil, nil
 	}

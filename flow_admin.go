@@ -27,7 +27,7 @@ func (j *Job) RemoveChildDependency(ctx context.Context) (bool, error) {
 	if err := j.storedIDErr("remove child dependency of"); err != nil {
 		return false, err
 	}
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return false, err
 	}
 	ok, err := scripts.RemoveChildDependency(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID)
@@ -59,7 +59,7 @@ func (j *Job) RemoveUnprocessedChildren(ctx context.Context) (int, error) {
 	if err := j.storedIDErr("remove unprocessed children of"); err != nil {
 		return 0, err
 	}
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return 0, err
 	}
 	n, err := scripts.RemoveUnprocessedChildren(ctx, j.queue.writes(), j.queue.k, j.queue.call(), j.ID)

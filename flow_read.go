@@ -46,7 +46,7 @@ type GetFlowOptions struct {
 // BullMQ's getFlow keeps an undefined entry for it. It returns
 // ErrJobNotFound when the job itself does not exist.
 func (q *Queue) GetFlow(ctx context.Context, id string, opts *GetFlowOptions) (*JobNode, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	if err := storedIDError(id); err != nil {
@@ -422,6 +422,9 @@ type MoveToWaitingChildrenOptions struct {
 func (j *Job) MoveToWaitingChildren(ctx context.Context, opts *MoveToWaitingChildrenOptions) (bool, error) {
 	if j == nil {
 		return false, errNilJob
+	}
+	if ctx == nil {
+		return false, errNilContext
 	}
 	if j.token == "" || j.run == nil || j.queue == nil {
 		return false, j.err("move to waiting-children", errors.New("not a running attempt: only the job handed to a processor or returned by Worker.NextJob can wait for its children"))

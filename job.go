@@ -268,7 +268,7 @@ func (j *Job) ClearLogs(ctx context.Context, keep int) error {
 		j.lines = min(j.lines, keep)
 		return nil
 	}
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return err
 	}
 	key := j.queue.k.Logs(j.ID)

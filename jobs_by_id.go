@@ -11,7 +11,7 @@ import "context"
 // a job. Use it with GetJobIDs to page through a state and still know each
 // job's position.
 func (q *Queue) GetJobsByID(ctx context.Context, ids []string) ([]*Job, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	for i, id := range ids {

@@ -70,6 +70,9 @@ func (w *Worker) NextJob(ctx context.Context, token string, wait time.Duration) 
 	if w == nil || w.q == nil {
 		return nil, errZeroValue("Worker", "NewWorker")
 	}
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if w.proc != nil {
 		return nil, fmt.Errorf("worker for queue %q: NextJob is for a worker made without a Processor (this one runs its Processor)", w.q.name)
 	}
@@ -488,7 +491,7 @@ func (j *Job) ExtendLock(ctx context.Context, token string, d time.Duration) err
 		return err
 	}
 	const op = "extend the lock of"
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return j.err(op, err)
 	}
 	if err := checkLockToken(token); err != nil {
@@ -518,7 +521,7 @@ func lockTakenError() error {
 // cause are what a processor would have returned. With next, the same call
 // takes the next job under token (CompleteAndNext, FailAndNext).
 func (j *Job) endAttempt(ctx context.Context, op, token string, result any, cause error, next bool) (*Job, error) {
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return nil, j.err(op, err)
 	}
 	if err := j.storedIDErr(op); err != nil {

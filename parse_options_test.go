@@ -61,7 +61,12 @@ func TestParseJobOptions(t *testing.T) {
 		{"PriorityTooHigh", `{"priority":2097152}`, nil, `job option "priority": must be between 0 and 2097151`},
 		{"BadID", `{"jobId":"a:b"}`, nil, `job id "a:b" must not contain ':'`},
 		{"DedupWithoutID", `{"deduplication":{"ttl":5}}`, nil, `job option "deduplication": id is required`},
-		{"NotAnObject", `[1,2]`, nil, "not a JSON object"},
+		{"NotAnObject", `[1,2]`, nil, "job options are not a JSON object: got an array"},
+		// Said in the user's terms, not the decoder's: "json: cannot
+		// unmarshal array into Go value of type map[string]json.RawMessage".
+		{"NotAnObjectString", ` "x"`, nil, "job options are not a JSON object: got a string"},
+		{"NotAnObjectNull", `null`, nil, "job options are not a JSON object: got null"},
+		{"NotJSON", `{bad`, nil, "job options are not valid JSON: invalid character 'b'"},
 		{"Telemetry", `{"telemetry":{"metadata":"{\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"}","omitContext":true}}`,
 			&drover.JobOptions{Telemetry: &drover.Telemetry{Metadata: `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`, OmitContext: true}}, ""},
 		{"TelemetryUnknownField", `{"telemetry":{"meta":"x"}}`, nil, `job option "telemetry": want {metadata: string, omitContext: bool}`},

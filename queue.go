@@ -17,6 +17,7 @@ import (
 	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/keytype"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/outage"
 	"github.com/seed40057009/drover/internal/scripts"
@@ -170,7 +171,7 @@ func (q *Queue) Close() error {
 	return nil
 }
 
-func (q *Queue) check() error {
+func (q *Queue) check(ctx context.Context) error {
 	if q == nil {
 		return ErrNoQueue // the zero Job's
 	}
@@ -179,6 +180,9 @@ func (q *Queue) check() error {
 	}
 	if q.closed.Load() {
 		return fmt.Errorf("queue %q: %w", q.name, ErrClosed)
+	}
+	if ctx == nil {
+		return errNilContext
 	}
 	return nil
 }
@@ -253,7 +257,7 @@ type BulkJob struct {
 //
 // QueueOptions.AddMiddleware runs around it with a one-job slice.
 func (q *Queue) Add(ctx context.Context, name string, data any, opts *JobOptions) (*AddResult, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	if q.addOneChain != nil {
@@ -356,7 +360,7 @@ func backoffTypeKnown(b *Backoff, types []string) error {
 //
 // QueueOptions.AddMiddleware runs around it once, with a copy of jobs.
 func (q *Queue) AddBulk(ctx context.Context, jobs []BulkJob) ([]*AddResult, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	if q.addBulkChain != nil {
@@ -605,7 +609,7 @@ func (q *Queue) addResult(p *prepared, oc scripts.AddOutcome, existing map[strin
 
 // GetJob reads one job. It returns ErrJobNotFound when there is none.
 func (q *Queue) GetJob(ctx context.Context, id string) (*Job, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	if err := storedIDError(id); err != nil {
@@ -615,7 +619,7 @@ func (q *Queue) GetJob(ctx context.Context, id string) (*Job, error) {
 		return q.rdb.HGetAll(ctx, q.k.Job(id)).Result()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get job %q from queue %q: %w", id, q.name, err)
+		return nil, fmt.Errorf("get job %q from queue %q: %w", id, q.name, keytype.Explain(ctx, q.rdb, q.k, err, id))
 	}
 	rec, ok, err := jobcodec.DecodeMap(id, m)
 	if err != nil {
@@ -640,7 +644,7 @@ func (q *Queue) GetJobs(ctx context.Context, states []JobState, start, end int64
 
 // GetJobIDs is GetJobs without reading the jobs.
 func (q *Queue) GetJobIDs(ctx context.Context, states []JobState, start, end int64, asc bool) ([]string, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	names, err := stateNames(states)
@@ -649,7 +653,7 @@ func (q *Queue) GetJobIDs(ctx context.Context, states []JobState, start, end int
 	}
 	ranges, err := scripts.GetRanges(ctx, q.reads(), q.k, start, end, asc, names...)
 	if err != nil {
-		return nil, fmt.Errorf("list jobs of queue %q: %w", q.name, err)
+		return nil, fmt.Errorf("list jobs of queue %q: %w", q.name, keytype.Explain(ctx, q.rdb, q.k, err))
 	}
 	var ids []string
 	seen := make(map[string]bool)
@@ -679,7 +683,7 @@ func (q *Queue) getJobsByID(ctx context.Context, ids []string) ([]*Job, error) {
 		return cmds, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read jobs of queue %q: %w", q.name, err)
+		return nil, fmt.Errorf("read jobs of queue %q: %w", q.name, keytype.Explain(ctx, q.rdb, q.k, err, ids...))
 	}
 	jobs := make([]*Job, 0, len(ids))
 	for i, c := range cmds {
@@ -711,7 +715,7 @@ func stateNames(states []JobState) ([]string, error) {
 // GetJobCounts counts jobs per state, atomically. No states = the
 // DefaultCountStates.
 func (q *Queue) GetJobCounts(ctx context.Context, states ...JobState) (map[JobState]int64, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	names, err := stateNames(states)
@@ -720,7 +724,7 @@ func (q *Queue) GetJobCounts(ctx context.Context, states ...JobState) (map[JobSt
 	}
 	counts, err := scripts.GetCounts(ctx, q.reads(), q.k, names...)
 	if err != nil {
-		return nil, fmt.Errorf("count jobs of queue %q: %w", q.name, err)
+		return nil, fmt.Errorf("count jobs of queue %q: %w", q.name, keytype.Explain(ctx, q.rdb, q.k, err))
 	}
 	out := make(map[JobState]int64, len(names))
 	for i, n := range names {
@@ -745,7 +749,7 @@ func (q *Queue) GetCountsPerPriority(ctx context.Context, priorities ...int) (ma
 			unique = append(unique, p)
 		}
 	}
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	out := make(map[int]int64, len(unique))
@@ -764,7 +768,7 @@ func (q *Queue) GetCountsPerPriority(ctx context.Context, priorities ...int) (ma
 
 // GetJobState reads where job id is: StateUnknown if nowhere.
 func (q *Queue) GetJobState(ctx context.Context, id string) (JobState, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return "", err
 	}
 	s, err := scripts.GetStates(ctx, q.reads(), q.k, id)
@@ -777,7 +781,7 @@ func (q *Queue) GetJobState(ctx context.Context, id string) (JobState, error) {
 // Pause stops workers (drover's and Node's) from taking new jobs; running
 // jobs finish. Adds still succeed and wait.
 func (q *Queue) Pause(ctx context.Context) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	if _, err := scripts.Pause(ctx, q.writes(), q.k, q.call(), true); err != nil {
@@ -788,7 +792,7 @@ func (q *Queue) Pause(ctx context.Context) error {
 
 // Resume undoes Pause and wakes workers.
 func (q *Queue) Resume(ctx context.Context) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	if _, err := scripts.Pause(ctx, q.writes(), q.k, q.call(), false); err != nil {
@@ -799,7 +803,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 
 // IsPaused reports whether the queue is paused.
 func (q *Queue) IsPaused(ctx context.Context) (bool, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return false, err
 	}
 	ok, err := callWithin(ctx, q, func(ctx context.Context) (bool, error) {
@@ -815,7 +819,7 @@ func (q *Queue) IsPaused(ctx context.Context) (bool, error) {
 // delayed when delayed is true). Active and finished jobs stay. It returns
 // how many jobs it deleted.
 func (q *Queue) Drain(ctx context.Context, delayed bool) (int, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return 0, err
 	}
 	n, err := scripts.Drain(ctx, q.writes(), q.k, q.call(), delayed)
@@ -837,7 +841,7 @@ type ObliterateOptions struct {
 // Obliterate pauses the queue, then deletes it: every job and every key
 // but the rate limiter, which BullMQ's obliterate leaves to expire.
 func (q *Queue) Obliterate(ctx context.Context, opts *ObliterateOptions) error {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	var o ObliterateOptions
@@ -903,7 +907,7 @@ func (q *Queue) GetJobLogsNewestFirst(ctx context.Context, id string, start, end
 }
 
 func (q *Queue) jobLogs(ctx context.Context, id string, start, end int64, newestFirst bool) ([]string, int64, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, 0, err
 	}
 	if err := storedIDError(id); err != nil {

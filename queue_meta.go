@@ -53,7 +53,7 @@ type QueueMeta struct {
 // naming it; an empty one counts as absent and any other, "0" included,
 // as set, as in BullMQ (which tests the stored string's truthiness).
 func (q *Queue) GetMeta(ctx context.Context) (*QueueMeta, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	fields, err := callWithin(ctx, q, func(ctx context.Context) (map[string]string, error) {
@@ -109,7 +109,7 @@ func (q *Queue) GetMeta(ctx context.Context) (*QueueMeta, error) {
 // skipMetasUpdate, "" when none did. drover never writes the field, so it
 // names the Node library sharing the queue, not drover.
 func (q *Queue) GetVersion(ctx context.Context) (string, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return "", err
 	}
 	v, err := callWithin(ctx, q, func(ctx context.Context) (string, error) {
@@ -129,7 +129,7 @@ func (q *Queue) GetVersion(ctx context.Context) (string, error) {
 // so no worker, drover's or Node's, takes another job now. Without a cap
 // it is false. Both values are read in one MULTI.
 func (q *Queue) IsMaxed(ctx context.Context) (bool, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return false, err
 	}
 	var capCmd *redis.StringCmd
@@ -177,7 +177,7 @@ func (q *Queue) RemoveOrphanedJobs(ctx context.Context, count, limit int) (int, 
 	if count < 0 || limit < 0 {
 		return 0, optionError("RemoveOrphanedJobs needs count >= 0 and limit >= 0, got %d and %d", count, limit)
 	}
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return 0, err
 	}
 	n, err := orphans.Sweep(ctx, q.rdb, q.k, count, limit, true, q.opts.AddRetryWindow)
@@ -219,7 +219,7 @@ func (q *Queue) ExportPrometheusMetrics(ctx context.Context, labels map[string]s
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return "", err
 	}
 	counts, err := q.GetJobCounts(ctx, promStates...)

@@ -28,7 +28,7 @@ type Metrics struct {
 // GetMetrics reads the metrics of kind "completed" or "failed", data points
 // start to end (inclusive indexes, newest first; end -1 = all).
 func (q *Queue) GetMetrics(ctx context.Context, kind string, start, end int64) (*Metrics, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	if kind != "completed" && kind != "failed" {

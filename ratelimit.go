@@ -20,7 +20,7 @@ func (q *Queue) RateLimit(ctx context.Context, d time.Duration) error {
 	if d < time.Millisecond {
 		return optionError("rate limit duration must be at least 1ms, got %s", d)
 	}
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return err
 	}
 	return q.writes().Do(ctx, "set", q.k.Limiter(), keys.LimiterFull, "px", d.Milliseconds()).Err()
@@ -33,7 +33,7 @@ func (q *Queue) RateLimit(ctx context.Context, d time.Duration) error {
 // reports whether there was a key, once per call: when go-redis resends
 // the call after a lost reply, the answer is the first run's.
 func (q *Queue) RemoveRateLimitKey(ctx context.Context) (bool, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return false, err
 	}
 	return scripts.RemoveRateLimitKey(ctx, q.writes(), q.k, q.call())
@@ -50,7 +50,7 @@ func (q *Queue) GetRateLimitTTL(ctx context.Context, maxJobs int) (time.Duration
 	if maxJobs < 0 || maxJobs > math.MaxInt32 {
 		return 0, optionError("GetRateLimitTTL needs maxJobs >= 0 (0: none given), got %d", maxJobs)
 	}
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return 0, err
 	}
 	ms, err := scripts.GetRateLimitTTL(ctx, q.reads(), q.k, maxJobs)

@@ -22,7 +22,7 @@ func (j *Job) RetryNow(ctx context.Context, opts *RetryOptions) error {
 	if err := j.storedIDErr("retry now"); err != nil {
 		return err
 	}
-	if err := j.queue.check(); err != nil {
+	if err := j.queue.check(ctx); err != nil {
 		return err
 	}
 	var o RetryOptions

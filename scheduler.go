@@ -113,7 +113,7 @@ type JobScheduler struct {
 // not change keeps its due time). Returns (nil, nil) when the scheduler has
 // nothing left to run (EndDate or Limit reached), as BullMQ does.
 func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat RepeatOptions, tmpl *JobTemplate) (*Job, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Job, error) {
@@ -285,7 +285,7 @@ func validateRepeat(id string, r *RepeatOptions, now time.Time) (*schedule.Sched
 // (a run already waiting or running is left to finish). It reports whether
 // the scheduler existed.
 func (q *Queue) RemoveJobScheduler(ctx context.Context, id string) (bool, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return false, err
 	}
 	ok, err := scripts.RemoveJobScheduler(ctx, q.writes(), q.k, q.call(), id)
@@ -298,7 +298,7 @@ func (q *Queue) RemoveJobScheduler(ctx context.Context, id string) (bool, error)
 // GetJobScheduler reads one job scheduler; ErrJobSchedulerNotFound when
 // there is none.
 func (q *Queue) GetJobScheduler(ctx context.Context, id string) (*JobScheduler, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	var score *redis.FloatCmd
@@ -321,7 +321,7 @@ func (q *Queue) GetJobScheduler(ctx context.Context, id string) (*JobScheduler, 
 // start and end are inclusive indexes (end -1 = to the last); asc lists the
 // soonest first (BullMQ's default is the latest first).
 func (q *Queue) GetJobSchedulers(ctx context.Context, start, end int64, asc bool) ([]*JobScheduler, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	zs, err := callWithin(ctx, q, func(ctx context.Context) ([]redis.Z, error) {
@@ -357,7 +357,7 @@ func (q *Queue) GetJobSchedulers(ctx context.Context, start, end int64, asc bool
 
 // GetJobSchedulersCount is the number of job schedulers.
 func (q *Queue) GetJobSchedulersCount(ctx context.Context) (int64, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return 0, err
 	}
 	n, err := callWithin(ctx, q, func(ctx context.Context) (int64, error) {

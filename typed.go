@@ -51,7 +51,7 @@ type JobArgsWithOptions interface {
 // taken, e.g. a RunAt the kind derives from its own fields. Nil args, or
 // args whose Kind is empty, are refused (errors.Is ErrInvalidData).
 func (q *Queue) AddArgs(ctx context.Context, args JobArgs, opts *JobOptions) (*AddResult, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	if args == nil {

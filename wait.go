@@ -217,7 +217,7 @@ func (j *Job) WaitUntilFinished(ctx context.Context) (json.RawMessage, error) {
 // of the stream's last id when it starts. Calls on different Queue values
 // have readers of their own, even for the same queue.
 func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessage, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	if id == "" {
@@ -237,7 +237,7 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 		return q.rdb.XRevRangeN(ctx, events, "+", "-", 1).Result()
 	})
 	endLook()
-	if cerr := q.check(); cerr != nil {
+	if cerr := q.check(ctx); cerr != nil {
 		return nil, cerr // closed while reading
 	}
 	if err != nil {
@@ -264,7 +264,7 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 			return nil, waitEnded(ctx, failing)
 		case <-recheck.C:
 		}
-		if err := q.check(); err != nil {
+		if err := q.check(ctx); err != nil {
 			return nil, err // closed while waiting
 		}
 		// bounded: the client may ignore ctx's deadline while Redis does
@@ -272,7 +272,7 @@ func (q *Queue) WaitUntilFinished(ctx context.Context, id string) (json.RawMessa
 		lookCtx, endLook := q.lookCtx(ctx)
 		checked, err := bounded.Call(lookCtx, func(ctx context.Context) (jobCheck, error) { return q.finishedJob(ctx, id) })
 		endLook()
-		if cerr := q.check(); cerr != nil {
+		if cerr := q.check(ctx); cerr != nil {
 			return nil, cerr // closed while looking
 		}
 		if ctx.Err() != nil {

@@ -589,6 +589,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w == nil || w.q == nil {
 		return errZeroValue("Worker", "NewWorker")
 	}
+	if ctx == nil {
+		return errNilContext
+	}
 	if w.closing.Load() {
 		return fmt.Errorf("worker for queue %q: %w", w.q.name, ErrClosed)
 	}
@@ -705,6 +708,9 @@ const closeWriteGrace = 5 * time.Second
 func (w *Worker) Close(ctx context.Context) error {
 	if w == nil || w.q == nil {
 		return errZeroValue("Worker", "NewWorker")
+	}
+	if ctx == nil {
+		return errNilContext
 	}
 	w.closeOnce.Do(func() {
 		w.pauser.mu.Lock() // see Pause

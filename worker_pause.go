@@ -138,6 +138,9 @@ func (w *Worker) Pause(ctx context.Context, opts *WorkerPauseOptions) error {
 	if w == nil || w.q == nil {
 		return errZeroValue("Worker", "NewWorker")
 	}
+	if ctx == nil {
+		return errNilContext
+	}
 	// Under the pauser's lock, which Close takes to mark the worker
 	// closing: a wake-up Pause writes lands before Close deletes the wake
 	// key, never after it.

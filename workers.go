@@ -299,7 +299,7 @@ type WorkerInfo struct {
 // node with the most of them, as BullMQ does. A server that refuses CLIENT
 // LIST (some managed Redis) makes it fail.
 func (q *Queue) GetWorkers(ctx context.Context) ([]WorkerInfo, error) {
-	if err := q.check(); err != nil {
+	if err := q.check(ctx); err != nil {
 		return nil, err
 	}
 	var lists []string

@@ -37,6 +37,11 @@ type boundedCalls struct {
 
 // Do runs one command, as scripts.Doer.
 func (w boundedCalls) Do(ctx context.Context, args ...any) *redis.Cmd {
+	if ctx == nil {
+		cmd := redis.NewCmd(ctx, args...) // only kept, never used
+		cmd.SetErr(errNilContext)
+		return cmd
+	}
 	if w.onlyNeeded && !bounded.Needed(ctx, w.budget) {
 		return w.rdb.Do(ctx, args...)
 	}
@@ -62,6 +67,10 @@ func (w boundedCalls) Do(ctx context.Context, args ...any) *redis.Cmd {
 // run took. The command runs on a copy that an abandoned call (ctx ended
 // first) goes on filling; cmd gets its answer only when it came in time.
 func (w boundedCalls) Process(ctx context.Context, cmd redis.Cmder) error {
+	if ctx == nil {
+		cmd.SetErr(errNilContext)
+		return errNilContext
+	}
 	if w.onlyNeeded && !bounded.Needed(ctx, w.budget) {
 		return w.rdb.Process(ctx, cmd)
 	}
@@ -120,6 +129,10 @@ func (q *Queue) reads() scripts.Doer {
 // own timeouts, it runs inline at no cost (bounded.Needed: on a client
 // without timeouts, any ctx that can end is heeded).
 func callWithin[T any](ctx context.Context, q *Queue, fn func(context.Context) (T, error)) (T, error) {
+	if ctx == nil {
+		var zero T
+		return zero, errNilContext
+	}
 	if !bounded.Needed(ctx, q.callBudget) {
 		return fn(ctx)
 	}

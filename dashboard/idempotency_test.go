@@ -184,7 +184,7 @@ func TestFailedSignInReplyLost(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	// The first write to a throttle key (not its read) loses its reply:
 	// armed from a hook, right before that write is sent.
-	arm := &throttleWriteDrop{proxy: proxy}
+	arm := &keyWriteDrop{proxy: proxy, marker: "::dashboard:throttle:"}
 	rdb.AddHook(arm)
 	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
 	require.NoError(t, err)
@@ -208,20 +208,22 @@ func TestFailedSignInReplyLost(t *testing.T) {
 	}
 }
 
-// throttleWriteDrop arms its proxy to lose the reply of the first command
-// or pipeline that writes a sign-in throttle key, whatever the commands.
-type throttleWriteDrop struct {
-	proxy *faultproxy.Proxy
-	once  sync.Once
+// keyWriteDrop arms its proxy to lose the reply of the first command or
+// pipeline that writes a key whose name holds marker, whatever the
+// commands (reads, HMGET and HGETALL, pass).
+type keyWriteDrop struct {
+	proxy  *faultproxy.Proxy
+	marker string
+	once   sync.Once
 }
 
-func (d *throttleWriteDrop) writes(cmds ...redis.Cmder) bool {
+func (d *keyWriteDrop) writes(cmds ...redis.Cmder) bool {
 	for _, c := range cmds {
-		if c.Name() == "hmget" {
+		if c.Name() == "hmget" || c.Name() == "hgetall" {
 			continue
 		}
 		for _, a := range c.Args() {
-			if s, ok := a.(string); ok && strings.Contains(s, "::dashboard:throttle:") {
+			if s, ok := a.(string); ok && strings.Contains(s, d.marker) {
 				return true
 			}
 		}
@@ -229,22 +231,56 @@ func (d *throttleWriteDrop) writes(cmds ...redis.Cmder) bool {
 	return false
 }
 
-func (d *throttleWriteDrop) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (d *keyWriteDrop) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (d *throttleWriteDrop) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (d *keyWriteDrop) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if d.writes(cmd) {
-			d.once.Do(func() { d.proxy.DropReplyTo("::dashboard:throttle:") })
+			d.once.Do(func() { d.proxy.DropReplyTo(d.marker) })
 		}
 		return next(ctx, cmd)
 	}
 }
 
-func (d *throttleWriteDrop) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (d *keyWriteDrop) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if d.writes(cmds...) {
-			d.once.Do(func() { d.proxy.DropReplyTo("::dashboard:throttle:") })
+			d.once.Do(func() { d.proxy.DropReplyTo(d.marker) })
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// TestRevokeSessionsReplyLost: the reply to the write that revokes a
+// user's sessions is lost and go-redis sends it again. The user's epoch
+// must go up once: before, the resend ran the HINCRBY again (epoch 2), so
+// a session the user signed in between the two sends (recording epoch 1)
+// was revoked by the second.
+func TestRevokeSessionsReplyLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	direct, prefix := redistest.Client(t)
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default resends
+	t.Cleanup(func() { _ = rdb.Close() })
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(ctx) })
+	h, err := dashboard.New(ins, &dashboard.Options{Auth: testUsers()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	b := &testBundle{url: srv.URL + "/"}
+	admin := b.as(t, adminToken)
+	rdb.AddHook(&keyWriteDrop{proxy: proxy, marker: "::dashboard:epochs"}) // armed from here on
+
+	require.Equal(t, http.StatusOK, admin.post("api/sessions/revoke", map[string]string{"user": "otto"}, nil),
+		string(admin.lastBody))
+	require.Equal(t, int64(1), proxy.Dropped(), "the revocation's reply was lost once")
+	epoch, err := direct.HGet(ctx, prefix+"::dashboard:epochs", "u:otto").Result()
+	require.NoError(t, err)
+	require.Equal(t, "1", epoch, "the epoch went up once")
 }

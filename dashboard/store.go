@@ -122,11 +122,31 @@ func (s *store) revokeSessions(ctx context.Context, user string) error {
 	if user != "" {
 		field = epochUserPfx + user
 	}
-	if err := s.rdb.HIncrBy(ctx, s.k.Epochs(), field, 1).Err(); err != nil {
+	err := bumpEpoch.Run(ctx, s.rdb, []string{s.k.Epochs()}, field, epochCallPfx+field, randomToken()).Err()
+	if err != nil {
 		return fmt.Errorf("revoke sessions: %w", err)
 	}
 	return nil
 }
+
+// epochCallPfx starts the field beside an epoch that keeps the token of
+// the last revocation that bumped it ("c:*", "c:u:<name>"): no epoch field
+// starts so.
+const epochCallPfx = "c:"
+
+// bumpEpoch bumps one epoch (ARGV[1]) of the epochs hash (KEYS[1]) once
+// per revocation: the revocation's token (ARGV[3]) is kept in field
+// ARGV[2], and a run that finds it there is go-redis resending the call
+// after a lost reply, which must not bump the epoch again (a session
+// signed in between the two sends would be revoked by the second).
+// Dashboards before this bumped with HINCRBY and ignore the token fields.
+var bumpEpoch = redis.NewScript(`
+if redis.call("HGET", KEYS[1], ARGV[2]) ~= ARGV[3] then
+  redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
+  redis.call("HSET", KEYS[1], ARGV[2], ARGV[3])
+end
+return 1
+`)
 
 // Sign-in throttling: after throttleFree failures within throttleWindow, a
 // client (or a user name) waits 1s, 2s, 4s, ... up to throttleMaxDelay

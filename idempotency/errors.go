@@ -7,6 +7,8 @@ import "errors"
 var (
 	errNilTx = errors.New("the transaction is nil")
 	errNoDB  = errors.New("the ledger was made with a nil database handle (NewPostgres or NewSQLite)")
+	// errNilContext: the database drivers would dereference it (a panic).
+	errNilContext = errors.New("the context.Context is nil (pass context.Background(), or the caller's context)")
 )
 
 var (

@@ -204,6 +204,9 @@ func (l *Ledger[Tx]) ClaimTx(ctx context.Context, tx Tx, key string) (Claim, err
 	if pgsql.IsNil(tx) {
 		return Claim{Key: key}, fmt.Errorf("idempotency: claim operation %s: %w", quoteKey(key), errNilTx)
 	}
+	if ctx == nil {
+		return Claim{Key: key}, fmt.Errorf("idempotency: claim operation %s: %w", quoteKey(key), errNilContext)
+	}
 	c, err := l.db.claim(ctx, tx, key, l.now())
 	if err != nil {
 		return Claim{Key: key}, fmt.Errorf("idempotency: claim operation %s: %w", quoteKey(key), err)
@@ -227,6 +230,9 @@ func (l *Ledger[Tx]) CompleteTx(ctx context.Context, tx Tx, key string, result [
 	}
 	if pgsql.IsNil(tx) {
 		return fmt.Errorf("idempotency: complete operation %s: %w", quoteKey(key), errNilTx)
+	}
+	if ctx == nil {
+		return fmt.Errorf("idempotency: complete operation %s: %w", quoteKey(key), errNilContext)
 	}
 	ok, err := l.db.complete(ctx, tx, key, result, l.now())
 	if err != nil {
@@ -278,6 +284,8 @@ func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Con
 		return Result{Key: key}, fmt.Errorf("idempotency: do operation %s: the function is nil", quoteKey(key))
 	case l.noDB:
 		return Result{Key: key}, fmt.Errorf("idempotency: do operation %s: %w", quoteKey(key), errNoDB)
+	case ctx == nil:
+		return Result{Key: key}, fmt.Errorf("idempotency: do operation %s: %w", quoteKey(key), errNilContext)
 	}
 	if err := l.nested(ctx, key); err != nil {
 		return Result{Key: key}, fmt.Errorf("idempotency: do operation %s: %w", quoteKey(key), err)
@@ -345,6 +353,9 @@ const PruneBatchSize = 1000
 func (l *Ledger[Tx]) Prune(ctx context.Context, before time.Time) (int64, error) {
 	if l.noDB {
 		return 0, fmt.Errorf("idempotency: prune: %w", errNoDB)
+	}
+	if ctx == nil {
+		return 0, fmt.Errorf("idempotency: prune: %w", errNilContext)
 	}
 	var total int64
 	for {

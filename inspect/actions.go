@@ -34,6 +34,9 @@ const (
 //
 // Other states are refused with an error wrapping drover.ErrNotInState.
 func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) (drover.JobState, error) {
+	if ctx == nil {
+		return "", errNilContext
+	}
 	return i.retryJob(ctx, queue, id, "", false, reset)
 }
 
@@ -43,6 +46,9 @@ func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) 
 // drover.ErrNotInState and left where it is. The move itself checks the
 // state, so a job that finishes otherwise meanwhile is not run again.
 func (i *Inspector) RetryJobFrom(ctx context.Context, queue, id string, from drover.JobState, reset bool) (drover.JobState, error) {
+	if ctx == nil {
+		return "", errNilContext
+	}
 	if from != drover.StateFailed && from != drover.StateCompleted {
 		return "", fmt.Errorf("%w: retry from %q: want failed or completed", drover.ErrInvalidOption, from)
 	}
@@ -56,6 +62,9 @@ func (i *Inspector) RetryJobFrom(ctx context.Context, queue, id string, from dro
 // is. The move itself checks the state, so a job that moves between the
 // check and the move is not run again either.
 func (i *Inspector) RetryJobIn(ctx context.Context, queue, id string, seen drover.JobState, reset bool) (drover.JobState, error) {
+	if ctx == nil {
+		return "", errNilContext
+	}
 	if seen != drover.StateFailed && seen != drover.StateCompleted && seen != drover.StateDelayed {
 		return "", fmt.Errorf("%w: retry from %q: want failed, completed or delayed", drover.ErrInvalidOption, seen)
 	}
@@ -207,6 +216,9 @@ const RetrySampleMax = 5
 // again meanwhile is skipped, never retried twice. Cancelling ctx stops it
 // between jobs; the result says how far it got.
 func (i *Inspector) RetryJobs(ctx context.Context, queue string, opts *RetryOptions) (*RetryResult, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	var o RetryOptions
 	if opts != nil {
 		o = *opts

@@ -29,6 +29,9 @@ type Deduplication struct {
 
 // Deduplication reads who holds deduplication id dedupID in queue.
 func (i *Inspector) Deduplication(ctx context.Context, queue, dedupID string) (*Deduplication, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if dedupID == "" {
 		return nil, errors.New("inspect: a deduplication id must not be empty")
 	}
@@ -63,6 +66,9 @@ func (i *Inspector) Deduplication(ctx context.Context, queue, dedupID string) (*
 // id creates a job; the holder itself is left alone. It reports whether a
 // job held the id.
 func (i *Inspector) ReleaseDeduplication(ctx context.Context, queue, dedupID string) (bool, error) {
+	if ctx == nil {
+		return false, errNilContext
+	}
 	if dedupID == "" {
 		return false, errors.New("inspect: a deduplication id must not be empty")
 	}

@@ -23,6 +23,11 @@ import (
 // actions on such a queue return it and write nothing.
 var ErrQueueNotFound = errors.New("queue not found")
 
+// errNilContext is the error of a method given a nil context.Context,
+// which go-redis would dereference (a panic).
+var errNilContext = fmt.Errorf("%w: the context.Context is nil (pass context.Background(), or the caller's context)",
+	drover.ErrInvalidOption)
+
 // DiscoveryIntervalDefault is how often the background discovery refreshes
 // the queue list.
 const DiscoveryIntervalDefault = 3 * time.Second
@@ -73,6 +78,9 @@ type publishedQueues struct {
 // scans, unless another Inspector published a fresh list or the registry
 // answers; the first after the loop rested (idle) reads the registry.
 func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	d := &i.disc
 	d.mu.Lock()
 	now := time.Now()
@@ -339,6 +347,9 @@ func (i *Inspector) seedRegistry(ctx context.Context, names []string) {
 // the last scan, shows at once. It costs a full scan (about 1 s of Redis
 // time at 1M keys); Queues never does after the first listing.
 func (i *Inspector) Rescan(ctx context.Context) ([]string, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	d := &i.disc
 	d.scanMu.Lock()
 	defer d.scanMu.Unlock()
@@ -441,6 +452,9 @@ func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 // It is idempotent; the Inspector keeps working (Queues then scans on each
 // call).
 func (i *Inspector) Close(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	d := &i.disc
 	d.mu.Lock()
 	d.closed = true
@@ -498,6 +512,9 @@ func (i *Inspector) scanQueues(ctx context.Context) ([]string, error) {
 // Exists reports whether queue has any of its own keys. Queues in the
 // discovery cache answer without I/O; others cost one round trip.
 func (i *Inspector) Exists(ctx context.Context, queue string) (bool, error) {
+	if ctx == nil {
+		return false, errNilContext
+	}
 	if err := keys.ValidateName(queue); err != nil {
 		return false, nil //nolint:nilerr // an invalid name names no queue
 	}
@@ -531,6 +548,9 @@ func (i *Inspector) Exists(ctx context.Context, queue string) (bool, error) {
 // ErrQueueNotFound when it does not exist. Nothing is cached for a queue
 // that does not exist.
 func (i *Inspector) existing(ctx context.Context, queue string) (*drover.Queue, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	ok, err := i.Exists(ctx, queue)
 	if err != nil {
 		return nil, err

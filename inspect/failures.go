@@ -115,6 +115,9 @@ type FailureReport struct {
 // FailureGroups groups queue's failed jobs by error, biggest group first.
 // It reads up to Options.ScanLimit of the newest failed jobs.
 func (i *Inspector) FailureGroups(ctx context.Context, queue string) (*FailureReport, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	return i.FailureGroupsSince(ctx, queue, time.Time{})
 }
 
@@ -124,6 +127,9 @@ func (i *Inspector) FailureGroups(ctx context.Context, queue string) (*FailureRe
 // would take in jobs that failed before it, or leave out ones in it. A d of
 // 0 or less means all.
 func (i *Inspector) FailureGroupsWithin(ctx context.Context, queue string, d time.Duration) (*FailureReport, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	var since time.Time
 	if d > 0 {
 		since = i.now(ctx).Add(-d)
@@ -193,6 +199,9 @@ type JobMatch struct {
 
 // FindJob looks for job id in every queue under the prefix.
 func (i *Inspector) FindJob(ctx context.Context, id string) ([]JobMatch, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	names, err := i.Queues(ctx)
 	if err != nil {
 		return nil, err

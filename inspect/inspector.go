@@ -155,6 +155,9 @@ func (i *Inspector) BudgetThreshold() float64 { return i.opts.BudgetThreshold }
 
 // Ping checks that Redis answers.
 func (i *Inspector) Ping(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	if err := i.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("ping redis: %w", err)
 	}
@@ -520,6 +523,9 @@ func metaInt(v any) (int, bool) {
 
 // Overview is QueueInfo for every queue under the prefix, sorted by name.
 func (i *Inspector) Overview(ctx context.Context) ([]QueueInfo, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	names, err := i.Queues(ctx)
 	if err != nil {
 		return nil, err

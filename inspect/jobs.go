@@ -16,6 +16,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/keytype"
 	"github.com/seed40057009/drover/internal/scripts"
 )
 
@@ -312,6 +313,9 @@ type JobPage struct {
 
 // Jobs lists a page of queue's jobs in one state.
 func (i *Inspector) Jobs(ctx context.Context, queue string, opts *ListOptions) (*JobPage, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	var o ListOptions
 	if opts != nil {
 		o = *opts
@@ -607,7 +611,7 @@ func (i *Inspector) readJobs(ctx context.Context, q *drover.Queue, state drover.
 			Reason: SummaryReasonMax, WholeReason: wholeReason, Trace: traceMax, Score: state == drover.StateDelayed,
 		}, want, chunk)
 		if err != nil {
-			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), err)
+			return nil, fmt.Errorf("read jobs of queue %q: %w", q.Name(), keytype.Explain(ctx, i.rdb, k, err, chunk...))
 		}
 		for n, id := range chunk {
 			r, err := decodeSummary(id, want, read[n])

@@ -88,6 +88,9 @@ func (c LimitsChange) String() string {
 // It returns an error wrapping ErrQueueNotFound for a queue that does not
 // exist.
 func (i *Inspector) SetLimits(ctx context.Context, queue string, c LimitsChange) (*QueueInfo, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

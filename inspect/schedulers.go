@@ -3,15 +3,15 @@ package inspect
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/seed40057009/drover"
 )
 
-// ErrSchedulerNotFound: the queue has no job scheduler with that id.
-var ErrSchedulerNotFound = errors.New("job scheduler not found")
+// ErrSchedulerNotFound: the queue has no job scheduler with that id. It is
+// drover.ErrJobSchedulerNotFound, so errors.Is matches either.
+var ErrSchedulerNotFound = drover.ErrJobSchedulerNotFound
 
 // SchedulerInfo is one job scheduler of a queue (BullMQ's upsertJobScheduler
 // or drover's Queue.UpsertJobScheduler), as the dashboard and the CLI show
@@ -69,6 +69,9 @@ type SchedulerPage struct {
 // a scheduler per tenant has tens of thousands, and reading them all for
 // one screen took seconds each time.
 func (i *Inspector) SchedulersPage(ctx context.Context, queue string, offset, limit int) (*SchedulerPage, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if offset < 0 || limit < 1 {
 		return nil, fmt.Errorf("%w: schedulers page offset %d, limit %d", drover.ErrInvalidOption, offset, limit)
 	}

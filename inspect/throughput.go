@@ -46,6 +46,9 @@ type ThroughputReport struct {
 // finish times of the jobs the completed and failed sets still hold, one
 // pipeline of 2·span/step ZCOUNTs.
 func (i *Inspector) Throughput(ctx context.Context, queue string, span, step time.Duration) (*ThroughputReport, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if span <= 0 {
 		span = ThroughputSpanDefault
 	}

@@ -65,6 +65,9 @@ var ErrWorkersHidden = errors.New("this Redis does not let clients list its conn
 // Workers lists the worker connections of queue ("" = every queue under
 // the prefix), by queue and name.
 func (i *Inspector) Workers(ctx context.Context, queue string) ([]WorkerInfo, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	list, err := i.rdb.ClientList(ctx).Result()
 	if err != nil {
 		// A reply that is not an outage (LOADING, BUSY...) refuses the command.

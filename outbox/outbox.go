@@ -25,6 +25,13 @@ type Outbox[Tx any] struct {
 // panic inside pgx or database/sql.
 var errNoDB = errors.New("the outbox was made with a nil database handle (NewPostgres or NewSQLite)")
 
+// errNilContext is the error of a call given a nil context.Context, which
+// pgx and database/sql would dereference (a panic; inside database/sql,
+// one that leaves the *sql.DB locked for good). It wraps
+// drover.ErrInvalidOption.
+var errNilContext = fmt.Errorf("%w: the context.Context is nil (pass context.Background(), or the caller's context)",
+	drover.ErrInvalidOption)
+
 // row is one pending outbox row, as a relay reads it.
 type row struct {
 	id    int64
@@ -105,6 +112,9 @@ func (o *Outbox[Tx]) AddTx(ctx context.Context, tx Tx, queue, name string, data 
 	if pgsql.IsNil(tx) {
 		return fmt.Errorf("%s: the transaction is nil", where)
 	}
+	if ctx == nil {
+		return fmt.Errorf("%s: %w", where, errNilContext)
+	}
 	if err := keys.ValidateName(queue); err != nil {
 		return fmt.Errorf("%s: %w: %w", where, drover.ErrInvalidOption, err)
 	}
@@ -142,6 +152,9 @@ const PruneBatchSize = 1000
 func (o *Outbox[Tx]) Prune(ctx context.Context, before time.Time) (int64, error) {
 	if o.noDB {
 		return 0, fmt.Errorf("outbox: prune: %w", errNoDB)
+	}
+	if ctx == nil {
+		return 0, fmt.Errorf("outbox: prune: %w", errNilContext)
 	}
 	var total int64
 	for {

@@ -320,10 +320,12 @@ func TestRelayPostgresBatchTimeoutOverTheIdleLimit(t *testing.T) {
 }
 
 // TestRelayBatchCommitAnswerLost: the answer to a batch's COMMIT is lost
-// (the connection resets right after PostgreSQL ran it). The batch's error
-// must say that its rows may be marked, and every row must still be one
-// job. Before, Flush failed with a bare "commit batch: conn closed",
-// which reads as "nothing was marked", for a commit that landed.
+// (the connection resets right after PostgreSQL ran it). The relay reads
+// the batch's marks back: the commit landed, so Flush must succeed and
+// count the batch's jobs, and every row must still be one job. Before,
+// Flush failed with the commit "in doubt" and counted nothing, and no
+// later Flush ever counted those jobs (their rows were marked sent):
+// Created 0 for five new jobs.
 func TestRelayBatchCommitAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -337,14 +339,93 @@ func TestRelayBatchCommitAnswerLost(t *testing.T) {
 	}, nil)
 
 	proxy.DropReplyTo("commit\x00") // pgx's simple-protocol COMMIT, not "read committed"
-	_, err := relay.Flush(ctx)
-	require.Equal(t, int64(1), proxy.Dropped(), "the commit's answer was lost")
-	require.ErrorContains(t, err, "commit batch")
-	require.ErrorContains(t, err, "may be marked sent or not")
-
 	stats, err := relay.Flush(ctx)
+	require.Equal(t, int64(1), proxy.Dropped(), "the commit's answer was lost")
+	require.NoError(t, err, "the commit landed")
+	require.Equal(t, outbox.Stats{Created: 5}, stats)
+	require.Empty(t, pending(bundle.rows(t)))
+
+	stats, err = relay.Flush(ctx)
+	require.NoError(t, err)
+	require.Zero(t, stats, "nothing left to relay")
+	require.EqualValues(t, 5, bundle.jobCount(t, "q"))
+}
+
+// TestRelayBatchCommitAnswerLostWithTheDatabase: the answer to a batch's
+// COMMIT is lost and the database stays unreachable (the proxy refuses new
+// connections), so the relay cannot read the marks back. Flush must say
+// the rows may be marked or not, and its Stats must count the batch's
+// five new jobs, which are in Redis either way; once the database is back,
+// the next Flush finds nothing pending and makes no job twice. Before, the
+// failed Flush counted nothing (Created 0), and no later one counted them.
+func TestRelayBatchCommitAnswerLostWithTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bundle := setupPostgres(t)
+	for i := range 5 {
+		bundle.add(t, job{queue: "q", name: "n", data: i})
+	}
+	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
+		return outbox.NewRelay(outbox.NewPostgres(pool), bundle.rdb, o)
+	}, nil)
+
+	proxy.DropReplyAndRefuse("commit\x00")
+	stats, err := relay.Flush(ctx)
+	require.Equal(t, int64(1), proxy.Dropped(), "the commit's answer was lost")
+	require.ErrorContains(t, err, "may be marked sent or not")
+	require.ErrorContains(t, err, "reading the marks back failed too")
+	require.Equal(t, outbox.Stats{Created: 5}, stats, "the batch's jobs are in Redis")
+
+	require.NoError(t, proxy.Listen())
+	stats, err = relay.Flush(ctx)
 	require.NoError(t, err)
 	require.Zero(t, stats.Created, "no job made twice")
 	require.Empty(t, pending(bundle.rows(t)))
 	require.EqualValues(t, 5, bundle.jobCount(t, "q"))
+}
+
+// TestRelayBatchCommitLostOnTheWay: a batch's COMMIT is held by the
+// network (a partition that starts as it is sent); the batch runs out of
+// BatchTimeout waiting for its answer, and the server, idle in the
+// transaction as long, ends the session, which rolls the marks back. Once
+// the network is back the relay reads the marks back: they did not land,
+// so the error must say so (not "in doubt"), and the next Flush relays
+// the rows again as duplicates of their jobs: one job per row.
+func TestRelayBatchCommitLostOnTheWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bundle := setupPostgres(t)
+	for i := range 3 {
+		bundle.add(t, job{queue: "q", name: "n", data: i})
+	}
+	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
+		return outbox.NewRelay(outbox.NewPostgres(pool), bundle.rdb, o)
+	}, &outbox.RelayOptions{BatchTimeout: 2 * time.Second}) // room for a slow machine before the COMMIT
+
+	proxy.BlackholeAt("commit\x00")
+	healed := make(chan struct{})
+	go func() {
+		// The partition outlasts the batch's bound, and so the server's
+		// idle limit, and ends within the read-back's (5 s).
+		defer close(healed)
+		for start := time.Now(); !proxy.Blackholed() && time.Since(start) < 10*time.Second; {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(3500 * time.Millisecond)
+		proxy.SetBlackhole(false)
+	}()
+	stats, err := relay.Flush(ctx)
+	<-healed
+	require.ErrorContains(t, err, "the marks did not land")
+	require.NotContains(t, err.Error(), "may be marked sent or not")
+	require.Zero(t, stats)
+	require.Len(t, pending(bundle.rows(t)), 3)
+
+	stats, err = relay.Flush(ctx)
+	require.NoError(t, err)
+	require.Equal(t, outbox.Stats{Duplicates: 3}, stats)
+	require.Empty(t, pending(bundle.rows(t)))
+	require.EqualValues(t, 3, bundle.jobCount(t, "q"))
 }

@@ -30,6 +30,7 @@ var (
 	pgMarkFailed = pgsql.Query(pgsql.Postgres, "OutboxMarkFailed")
 	pgListen     = pgsql.Query(pgsql.Postgres, "OutboxListen")
 	pgPrune      = pgsql.Query(pgsql.Postgres, "OutboxPrune")
+	pgLanded     = pgsql.Query(pgsql.Postgres, "OutboxMarkLanded")
 )
 
 type postgres struct{ pool *pgxpool.Pool }
@@ -83,7 +84,7 @@ func (p postgres) claim(ctx context.Context, limit int, idle time.Duration) (bat
 		rollback(ctx, tx)
 		return nil, err
 	}
-	return &pgBatch{tx: tx, claimed: rows}, nil
+	return &pgBatch{pool: p.pool, tx: tx, claimed: rows}, nil
 }
 
 // scanRow reads a row of drover_outbox: id, queue, name, data, opts.
@@ -118,8 +119,22 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 }
 
 type pgBatch struct {
+	pool    *pgxpool.Pool
 	tx      pgx.Tx
 	claimed []row
+
+	// marked is a row the batch marked (sent or failed; 0 before any) and
+	// markedAt the time of its marks: what commit reads back when its
+	// answer is lost.
+	marked   int64
+	markedAt time.Time
+}
+
+// noteMark records a row marked at now, for commit.
+func (b *pgBatch) noteMark(id int64, now time.Time) {
+	if b.marked == 0 {
+		b.marked, b.markedAt = id, now
+	}
 }
 
 func (b *pgBatch) rows() []row { return b.claimed }
@@ -140,26 +155,58 @@ func (b *pgBatch) markSent(ctx context.Context, ids []int64, jobIDs []string, no
 	if _, err := b.tx.Exec(ctx, pgMarkSent, ids, jobIDs, now); err != nil {
 		return 0, err
 	}
+	b.noteMark(ids[0], now)
 	return len(ids), nil
 }
 
 func (b *pgBatch) markFailed(ctx context.Context, id int64, reason string, now time.Time) (bool, error) {
 	_, err := b.tx.Exec(ctx, pgMarkFailed, id, now, reason)
+	if err == nil {
+		b.noteMark(id, now)
+	}
 	return err == nil, err
 }
 
-// commit commits the marks. A commit whose answer was lost says so: its
-// marks may have landed, and the rows it did not mark are relayed again,
-// as duplicates of the jobs this batch added.
+// commit commits the marks. When the COMMIT's answer is lost, commit reads
+// one of the batch's marks back, on another connection: the marks land
+// together, so finding it tells that the commit landed (nil: the batch is
+// done) or not (its rows are relayed again, as duplicates of the jobs this
+// batch added). When that read fails too, the error wraps
+// errCommitInDoubt.
 func (b *pgBatch) commit(ctx context.Context) error {
 	err := b.tx.Commit(ctx)
-	if pgsql.CommitInDoubt(err) {
+	if !pgsql.CommitInDoubt(err) {
+		return err
+	}
+	if b.marked == 0 {
 		return fmt.Errorf("%w: %w", errCommitInDoubt, err)
 	}
-	return err
+	landed, cerr := b.landed(ctx)
+	switch {
+	case cerr != nil:
+		return fmt.Errorf("%w: %w (reading the marks back failed too: %w)", errCommitInDoubt, err, cerr)
+	case landed:
+		return nil
+	default:
+		return fmt.Errorf("the commit's answer was lost and the marks did not land "+
+			"(the rows are relayed again, as duplicates of their jobs): %w", err)
+	}
 }
 
-// errCommitInDoubt is a batch commit sent whose answer was lost.
+// landed reads back whether the batch's marks are committed, within
+// pgsql.RollbackTimeout and whether or not ctx ended (the batch's deadline
+// may be what cut the COMMIT's answer off). The read waits for the batch's
+// transaction, if its server session still runs it.
+func (b *pgBatch) landed(ctx context.Context) (bool, error) {
+	rctx, cancel := pgsql.RollbackContext(ctx)
+	defer cancel()
+	var landed bool
+	err := b.pool.QueryRow(rctx, pgLanded, b.marked, b.markedAt).Scan(&landed)
+	return landed, err
+}
+
+// errCommitInDoubt is a batch commit sent whose answer was lost and whose
+// marks could not be read back.
 var errCommitInDoubt = errors.New("the commit's answer was lost and the rows may be marked sent or not " +
 	"(those not marked are relayed again, as duplicates of their jobs)")
 

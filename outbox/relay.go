@@ -273,6 +273,9 @@ func NewRelay[Tx any](outbox *Outbox[Tx], rdb redis.UniversalClient, opts *Relay
 // closed one, or when Close is called while Start still waits for the
 // database, it fails with drover.ErrClosed.
 func (r *Relay) Start(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("outbox: start relay: %w", errNilContext)
+	}
 	r.lifeMu.Lock()
 	defer r.lifeMu.Unlock()
 	switch r.state {
@@ -344,13 +347,17 @@ func (r *Relay) Start(ctx context.Context) error {
 // rows pending for the next relay (their jobs, if already added, are found as
 // duplicates). Close returns once the relay's goroutines have exited: when
 // the database does not answer (a network partition), a cancelled batch's
-// rollback holds it up to 5 s more; an add Redis does not answer is
+// rollback, or the read-back of a batch whose COMMIT answer was lost, holds
+// it up to 5 s more; an add Redis does not answer is
 // abandoned (it may still land, and the row is then found as its job's
 // duplicate when relayed again). A Start still waiting for the database
 // is abandoned (it returns drover.ErrClosed), so it does not hold Close up.
 // It is idempotent and safe on a relay that never started, which then cannot
 // start.
 func (r *Relay) Close(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("outbox: close relay: %w", errNilContext)
+	}
 	r.closeOnce.Do(func() { close(r.closing) }) // ends a Start in progress
 	r.lifeMu.Lock()
 	defer r.lifeMu.Unlock()
@@ -380,13 +387,23 @@ func (r *Relay) Close(ctx context.Context) error {
 // did. Rows other relays' batches hold are theirs, and a row whose
 // Deduplication ID an older row held there has too waits for it (see the
 // package documentation): Flush leaves both pending. It stops at the first
-// failed batch and returns its error; rows relayed before stay relayed.
+// failed batch and returns its error; rows relayed before stay relayed. A
+// batch whose COMMIT's answer was lost (PostgreSQL) is read back, and is
+// done when its marks landed; when it cannot be read back (the database
+// went away with the answer), its error says the rows may be marked or not,
+// and the Stats returned with it count that batch's jobs, which are in
+// Redis either way (rows whose marks did not land are relayed again, and
+// count as Duplicates then). The read-back takes up to 5 s more than
+// BatchTimeout, and runs even when ctx ended during the COMMIT.
 // Each batch is bounded by RelayOptions.BatchTimeout. On a started relay it
 // first waits for the background batch in flight, if any, or for ctx to
 // end.
 func (r *Relay) Flush(ctx context.Context) (Stats, error) {
 	if r.noDB {
 		return Stats{}, fmt.Errorf("outbox: flush: %w", errNoDB)
+	}
+	if ctx == nil {
+		return Stats{}, fmt.Errorf("outbox: flush: %w", errNilContext)
 	}
 	return r.flush(ctx, ctx)
 }
@@ -653,6 +670,12 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 		return Stats{}, claimed, err
 	}
 	if err := b.commit(ctx); err != nil {
+		if errors.Is(err, errCommitInDoubt) {
+			// The jobs are in Redis whether or not the marks landed: they
+			// count. Rows whose marks did not land are relayed again and
+			// then count as duplicates.
+			return stats, claimed, fmt.Errorf("outbox: commit batch: %w", err)
+		}
 		return Stats{}, claimed, fmt.Errorf("outbox: commit batch: %w", err)
 	}
 

@@ -38,3 +38,21 @@ func TestWrongPasswordSaysTheLoginWasRefused(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"queues", "--redis", "redis://:sekret@" + srv.Addr + "/0"}), out.String())
 }
+
+// TestNoSuchDatabaseSaysSo: --redis naming a database past the server's
+// `databases` setting said "cannot reach Redis at ... (db 99 ...): ping
+// redis: ERR DB index is out of range", sending the operator after the
+// network when Redis had answered. The error now says the server has no
+// such database.
+func TestNoSuchDatabaseSaysSo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	addr := redistest.Shared(t).Addr
+	for _, args := range [][]string{{"queues"}, {"demo", "--for", "1ms", "--dashboard", "off"}} {
+		var out bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, append(args, "--redis", "redis://"+addr+"/99"))
+		require.Error(t, err, args)
+		require.NotContains(t, err.Error(), "cannot reach", args)
+		require.Contains(t, err.Error(), "database 99 does not exist on Redis at "+addr, args)
+	}
+}

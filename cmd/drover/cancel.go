@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
+	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
 )
 
@@ -48,6 +50,10 @@ func (c *cancelCmd) Run(ctx context.Context, args []string) (err error) {
 	e := dashboard.AuditEntry{Action: "cancel-job", Queue: queue, JobID: id, Detail: fmt.Sprintf("reason=%q retry=%t", *reason, *retry)}
 	defer func() { fs.redis.record(ctx, c.errOut, e, err) }()
 	if err := ins.CancelJob(ctx, queue, id, *reason, *retry); err != nil {
+		if *retry && errors.Is(err, drover.ErrNotInState) {
+			// The library's refusal names its Go option; say the flag.
+			return fmt.Errorf("--retry needs a running job (without it a queued job fails for good): %w", err)
+		}
 		return err
 	}
 	e.Jobs = 1

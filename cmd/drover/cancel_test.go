@@ -87,3 +87,26 @@ func TestCancelCommand(t *testing.T) {
 	require.Error(t, err, out)
 	require.Contains(t, errOut+out, "cancel needs <queue> <id>")
 }
+
+// TestCancelRetryNeedsARunningJob: `drover cancel <queue> <id> --retry` on
+// a job not running said "... CancelOptions.Retry retries a running
+// attempt", the Go option alone; the refusal says what --retry needs, and the job is
+// left as it was.
+func TestCancelRetryNeedsARunningJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "mail", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	res, err := q.Add(ctx, "send", nil, nil)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	err = (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"cancel", "mail", res.Job.ID, "--retry",
+		"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix})
+	require.Equal(t, 1, exitCode(err), "%v", err)
+	require.ErrorIs(t, err, drover.ErrNotInState)
+	require.ErrorContains(t, err, "--retry needs a running job")
+	state, err := q.GetJobState(ctx, res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateWaiting, state)
+}

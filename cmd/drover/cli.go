@@ -39,10 +39,16 @@ type commandInfo struct {
 // commands is filled by each subcommand's file.
 var commands = map[string]commandInfo{}
 
-// usageError is a mistake in the command line (exit code 2).
-type usageError struct{ msg string }
+// usageError is a mistake in the command line (exit code 2); err, when
+// set, is the sentinel it matches with errors.Is.
+type usageError struct {
+	msg string
+	err error
+}
 
 func (e *usageError) Error() string { return e.msg }
+
+func (e *usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
@@ -114,8 +120,31 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the command printed its usage for -h
 	}
+	if err != nil {
+		if msg := tidyMessage(err.Error()); msg != err.Error() {
+			err = &tidiedError{msg: msg, err: err}
+		}
+	}
 	return err
 }
+
+// tidyMessage drops the "drover: " that the library's sentinel errors and
+// script refusals begin with where it follows another message's ": ":
+// main prints every error after "drover: " already, and a line such as
+// `drover: cancel job "7" in queue "q": drover: cancel request not
+// delivered` read as two messages.
+func tidyMessage(msg string) string { return strings.ReplaceAll(msg, ": drover: ", ": ") }
+
+// tidiedError is an error printed with tidyMessage's text; errors.Is and
+// errors.As see the error it was made from.
+type tidiedError struct {
+	msg string
+	err error
+}
+
+func (e *tidiedError) Error() string { return e.msg }
+
+func (e *tidiedError) Unwrap() error { return e.err }
 
 func (m *Main) usage() { m.usageTo(m.Stdout) }
 
@@ -131,7 +160,22 @@ func (m *Main) usageTo(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun `drover <command> -h` for a command's flags.")
+	fmt.Fprint(w, exitStatusHelp)
 }
+
+// exitStatusHelp ends `drover help`: what the exit codes mean (main sets
+// them; TestExitStatusAsDocumented holds the commands to it).
+const exitStatusHelp = `
+Exit status:
+  0  done; also a question answered no (nothing changed), and demo, dashboard
+     and watch stopped with Ctrl-C
+  1  the command failed: Redis unreachable or refusing, a queue or job not
+     found, a change refused; with several ids, any of them not done
+  2  a usage error: unknown command or flag, a bad value, a missing
+     argument, a destructive command without --yes and no terminal to ask on
+130 a second Ctrl-C while stopping
+Errors go to stderr, one line each, starting "drover: ".
+`
 
 // version is the module version drover was built from (go install
 // .../cmd/drover@v1.2.3), or "(devel)" plus the commit for a build from a

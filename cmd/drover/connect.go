@@ -20,6 +20,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/keys"
 )
 
 // redisFlags are the --redis and --prefix flags every queue command takes.
@@ -258,6 +259,11 @@ func (r *redisFlags) answerWithin(rdb redis.UniversalClient, addr string) {
 // name, there or not (add and scheduler upsert create it), and a func that
 // closes the connection.
 func (r *redisFlags) queue(ctx context.Context, name string) (*drover.Queue, func(), error) {
+	// A name no queue can have is a typo in the command line (exit 2),
+	// said before Redis is opened; it was exit 1 after connecting.
+	if err := keys.ValidateName(name); err != nil {
+		return nil, nil, usagef("%v", err)
+	}
 	ins, closeRedis, err := r.inspector(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -396,7 +402,18 @@ func unreachable(where place, err error) error {
 		// Redis answered: the network is fine, the credentials are not.
 		return fmt.Errorf("login refused by Redis at %s (db %d) (set the user and password in --redis or DROVER_REDIS_URL: redis://user:password@host:port/db): %w", where.addr, where.db, err)
 	}
+	if noSuchDB(err) {
+		// Redis answered too: the server has fewer databases.
+		return fmt.Errorf("database %d does not exist on Redis at %s (its `databases` setting is lower; pick another /db in --redis or DROVER_REDIS_URL): %w", where.db, where.addr, err)
+	}
 	return fmt.Errorf("cannot reach Redis at %s (db %d; set it with --redis or DROVER_REDIS_URL): %w", where.addr, where.db, err)
+}
+
+// noSuchDB reports whether err is Redis refusing SELECT of a database
+// number past its `databases` setting.
+func noSuchDB(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.Contains(rerr.Error(), "DB index is out of range")
 }
 
 // place is where a client looks for Redis, for unreachable.

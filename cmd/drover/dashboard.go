@@ -66,6 +66,13 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
 	}
+	if auth == nil && !dashboard.IsLoopback(host) {
+		// Said before Redis is opened, in the CLI's terms: the server's
+		// own refusal came after connecting (exit 1) and named its Go
+		// option (Options.Auth).
+		return &usageError{msg: fmt.Sprintf("--addr %q is beyond loopback and no user is configured: give --token or --user, or listen on 127.0.0.1", *addr),
+			err: dashboard.ErrInsecureBind}
+	}
 	opts := &dashboard.Options{Auth: auth, ReadOnly: *readOnly, SecureCookies: *secureCookies || *tlsCert != "", TrustForwardedFor: *trustXFF}
 	switch {
 	case *anonRole != "":
@@ -80,7 +87,7 @@ func (c *dashboardCmd) Run(ctx context.Context, args []string) error {
 	var auditFile *os.File
 	if *auditPath != "" {
 		if auditFile, err = os.OpenFile(*auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
-			return err
+			return fmt.Errorf("--audit-log: %w", err)
 		}
 		defer auditFile.Close()
 		opts.Audit = jsonLines(auditFile)

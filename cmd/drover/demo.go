@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/seed40057009/drover/dashboard"
 	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/embedredis"
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/metricset"
 	"github.com/seed40057009/drover/internal/redisclone"
 )
@@ -63,6 +65,29 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	}
 	if *duration < 0 {
 		return usagef("--for must not be negative (0 = until Ctrl-C), got %s", *duration)
+	}
+	// Checked before the engine starts or Redis is opened: mistakes in
+	// the command line are usage errors (exit 2). A bad --queue exited 1
+	// after starting, and --queue imports ran both workers on one queue,
+	// every event printed twice.
+	if err := keys.ValidateName(*queueName); err != nil {
+		return usagef("--queue: %v", err)
+	}
+	if *queueName == stallQueue {
+		return usagef("--queue %q is the demo's second queue (its stalling worker's): pick another name", stallQueue)
+	}
+	if *dashAddr != "off" {
+		host, _, err := net.SplitHostPort(*dashAddr)
+		if err != nil {
+			return usagef("--dashboard %q: want host:port (e.g. 127.0.0.1:7373), or off: %v", *dashAddr, err)
+		}
+		if !dashboard.IsLoopback(host) {
+			// The demo's dashboard has no sign-in and no flags for one:
+			// the dashboard's "configure users (--token/--user)" pointed
+			// at flags the demo does not have.
+			return &usageError{msg: fmt.Sprintf("--dashboard %q: the demo's dashboard has no sign-in (whoever reaches it is admin), so it listens on loopback only: "+
+				"use 127.0.0.1:PORT, or serve the demo's queues with drover dashboard and its --token or --user", *dashAddr), err: dashboard.ErrInsecureBind}
+		}
 	}
 	if *duration > 0 {
 		var cancel context.CancelFunc

@@ -18,7 +18,9 @@ import (
 // `--for -1s` is a usage error. The first two served on a random loopback
 // port instead, saying nothing about the address asked for (the fallback
 // meant for a taken port took every error); the third ran until Ctrl-C.
-// A taken port still falls back to a free one.
+// A taken port still falls back to a free one. A non-loopback or
+// malformed --dashboard and a --queue that is no queue name (or the
+// demo's second queue) are usage errors found before the engine starts.
 func TestDemoRefusesBadFlags(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -31,15 +33,32 @@ func TestDemoRefusesBadFlags(t *testing.T) {
 	require.ErrorIs(t, err, dashboard.ErrInsecureBind, out)
 	require.ErrorContains(t, err, "--dashboard")
 	require.NotContains(t, out, "dashboard: http://", "no dashboard elsewhere")
+	// The demo has no --token or --user: the dashboard's own error named
+	// them as the way out. A usage error (exit 2) now, before the engine
+	// starts.
+	require.Equal(t, 2, exitCode(err), "%v", err)
+	require.ErrorContains(t, err, "loopback only")
+	require.NotContains(t, out, "embedded", "refused before the engine starts")
 
 	out, err = demo("--dashboard", "no-port")
 	require.ErrorContains(t, err, `--dashboard "no-port"`, out)
 	require.NotContains(t, out, "dashboard: http://")
+	require.Equal(t, 2, exitCode(err), "%v", err)
 
 	out, err = demo("--for", "-1s")
 	var usage *usageError
 	require.ErrorAs(t, err, &usage, out)
 	require.ErrorContains(t, err, "--for")
+
+	// A queue name no queue can have exited 1 after the engine started;
+	// the stalling worker's queue ran both workers on one queue, every
+	// event printed twice.
+	for _, name := range []string{"a:b", "", "imports"} {
+		out, err = demo("--queue", name)
+		require.Equal(t, 2, exitCode(err), "--queue %q: %v", name, err)
+		require.ErrorContains(t, err, "--queue", name)
+		require.NotContains(t, out, "embedded", "--queue %q: refused before the engine starts", name)
+	}
 
 	// A taken port: the demo serves on another one and says where.
 	taken, err := net.Listen("tcp", "127.0.0.1:0")

@@ -42,14 +42,15 @@ func eachID(ctx context.Context, r *redisFlags, warn io.Writer, action, queue st
 	return results, done, nil
 }
 
-// printOutcomes writes a line per id: "job ID: <verb>", or "job ID: not
-// <verb>: <error>".
-func printOutcomes(w io.Writer, results []idOutcome, verb string) {
+// printOutcomes writes a line per id: "job ID: <verb>" on out, or, on
+// errOut, "drover: job ID: not <verb>: <error>": why an id was not done is
+// an error, and stays in sight when stdout goes to a file or a pipe.
+func printOutcomes(out, errOut io.Writer, results []idOutcome, verb string) {
 	for _, o := range results {
 		if o.Error != "" {
-			fmt.Fprintf(w, "job %s: not %s: %s\n", o.ID, verb, o.Error)
+			fmt.Fprintf(errOut, "drover: job %s: not %s: %s\n", o.ID, verb, tidyMessage(o.Error))
 		} else {
-			fmt.Fprintf(w, "job %s: %s\n", o.ID, verb)
+			fmt.Fprintf(out, "job %s: %s\n", o.ID, verb)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -144,5 +145,82 @@ func TestHelpCommand(t *testing.T) {
 		require.True(t, errors.As(err, &ue), "%q: a usage error (exit 2), got %v", c.args, err)
 		require.ErrorContains(t, err, c.err, "%q", c.args)
 		require.Empty(t, out.String(), "%q: nothing on stdout", c.args)
+	}
+}
+
+// TestExitStatusAsDocumented: the exit codes were documented nowhere
+// (`drover help`, the README); scripts had to guess which of 1 and 2 meant
+// what. `drover help` now ends with them, and the commands keep to it: a
+// usage error (exit 2) for a bad flag, a missing argument and a
+// destructive command without --yes off a terminal; a plain error (exit
+// 1) for an unknown queue or job and an unreachable Redis; no error (exit
+// 0) for a question answered no.
+func TestExitStatusAsDocumented(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var help bytes.Buffer
+	require.NoError(t, (&Main{Stdout: &help, Stderr: &help}).Run(ctx, []string{"help"}))
+	for _, s := range []string{"Exit status:", "\n  0  done", "\n  1  the command failed", "\n  2  a usage error", "\n130 a second Ctrl-C"} {
+		require.Contains(t, help.String(), s)
+	}
+	rdb, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	_, err = q.Add(ctx, "x", nil, nil)
+	require.NoError(t, err)
+	here := []string{"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix}
+	for _, tc := range []struct {
+		args        []string
+		interactive bool
+		code        int
+	}{
+		{[]string{"jobs", "q", "--bogus"}, false, 2},
+		{[]string{"remove", "q"}, false, 2},
+		{[]string{"drain", "q"}, false, 2},
+		{[]string{"jobs", "nosuch"}, false, 1},
+		{[]string{"job", "q", "nosuch"}, false, 1},
+		{[]string{"drain", "q"}, true, 0},
+	} {
+		var out bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &out, Stdin: strings.NewReader("n\n"), Interactive: tc.interactive}
+		err := m.Run(ctx, append(tc.args, here...))
+		require.Equal(t, tc.code, exitCode(err), "%q: %v %s", tc.args, err, out.String())
+	}
+	var out bytes.Buffer
+	err = (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"queues", "--redis", "redis://127.0.0.1:1/0"})
+	require.Equal(t, 1, exitCode(err), "Redis unreachable: %v", err)
+	n, err := q.GetJobCounts(ctx, drover.StateWaiting)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n[drover.StateWaiting], "the drain answered no changed nothing")
+}
+
+// TestRetryIDsRefuseBulkFlags: `drover retry <queue> <id>` took --limit,
+// --chunk, --pause, --progress and --include-unrecoverable and ignored
+// them (the job was retried as if they were not given); only --dry-run and
+// --filter were refused, after connecting. Each is now a usage error
+// naming the flags, found before Redis is opened, and the job stays
+// failed.
+func TestRetryIDsRefuseBulkFlags(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(rdb, "mail", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	res, err := q.Add(ctx, "send", nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, rdb.ZAdd(ctx, prefix+":mail:failed", redis.Z{Score: 1, Member: res.Job.ID}).Err())
+	require.NoError(t, rdb.LRem(ctx, prefix+":mail:wait", 0, res.Job.ID).Err())
+	for _, flags := range [][]string{
+		{"--limit", "3"}, {"--chunk", "5"}, {"--pause", "1s"}, {"--progress"}, {"--include-unrecoverable"},
+		{"--dry-run"}, {"--filter", "name=send"},
+	} {
+		var out bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, append([]string{"retry", "mail", res.Job.ID,
+			"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix}, flags...))
+		require.Equal(t, 2, exitCode(err), "%q: %v %s", flags, err, out.String())
+		require.ErrorContains(t, err, flags[0])
+		state, err := q.GetJobState(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, drover.StateFailed, state, "%q: nothing moved", flags)
 	}
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/keytype"
 )
 
 func init() {
@@ -71,24 +73,40 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 	}
 	pages := make([]*inspect.JobPage, 0, len(queues))
 	matched := make([]int, 0, len(queues))
+	// A queue whose keys another program overwrote is named at the end,
+	// after the others' jobs (as drover queues does); it hid them all.
+	var unreadable []string
 	for _, q := range queues {
+		n := 0
+		var err error
 		if !filter.IsZero() {
-			n, err := ins.CountMatching(ctx, q, drover.JobState(*state), filter)
-			if err != nil {
-				return err
-			}
-			matched = append(matched, n)
+			n, err = ins.CountMatching(ctx, q, drover.JobState(*state), filter)
 		}
-		p, err := ins.Jobs(ctx, q, &inspect.ListOptions{
-			State: drover.JobState(*state), Filter: filter, Limit: *limit, Offset: *offset, Asc: *asc, After: cursor,
-		})
+		var p *inspect.JobPage
+		if err == nil {
+			p, err = ins.Jobs(ctx, q, &inspect.ListOptions{
+				State: drover.JobState(*state), Filter: filter, Limit: *limit, Offset: *offset, Asc: *asc, After: cursor,
+			})
+		}
+		if _, wrongType := errors.AsType[*keytype.Error](err); wrongType {
+			unreadable = append(unreadable, err.Error())
+			continue
+		}
 		if err != nil {
 			return err
 		}
+		matched = append(matched, n)
 		pages = append(pages, p)
 	}
+	var unreadableErr error
+	if len(unreadable) > 0 {
+		unreadableErr = fmt.Errorf("%d of %d queues could not be read: %s", len(unreadable), len(queues), strings.Join(unreadable, "; "))
+	}
 	if *asJSON {
-		return writeJSON(c.out, pages)
+		if err := writeJSON(c.out, pages); err != nil {
+			return err
+		}
+		return unreadableErr
 	}
 	t := newTable(c.out, "QUEUE", "ID", "NAME", "RETRY STATE", "ATTEMPTS", "STALLS", "WHEN", "FAILED REASON")
 	shown := 0
@@ -136,7 +154,7 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 			fmt.Fprintf(c.out, "%s: cannot read job %s (another tool wrote it, or it is damaged): %s\n", p.Queue, u.ID, u.Error)
 		}
 	}
-	return nil
+	return unreadableErr
 }
 
 // shellWord quotes s for a POSIX shell when it holds anything but letters,

@@ -73,6 +73,12 @@ func (c *limitsCmd) Run(ctx context.Context, args []string) (err error) {
 		}
 		change.RateLimit = &inspect.RateLimit{Max: n, Duration: window}
 	}
+	switch {
+	case *block < 0:
+		return usagef("--block must not be negative, got %s", *block)
+	case *block > 0 && *unblock:
+		return usagef("--block and --unblock exclude each other: give one")
+	}
 	change.Block, change.Unblock = *block, *unblock
 	changing := change != (inspect.LimitsChange{})
 	if changing {

@@ -35,14 +35,22 @@ func main() {
 	m := Main{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin}
 	err := m.Run(ctx, os.Args[1:])
 	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drover:", escapeControls(err.Error()))
+	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode is the exit status of a command that returned err, as
+// exitStatusHelp tells it: 0 done, 2 a usage error, 1 any other error.
+func exitCode(err error) int {
 	var usage *usageError
 	switch {
 	case err == nil:
+		return 0
 	case errors.As(err, &usage):
-		fmt.Fprintln(os.Stderr, "drover:", escapeControls(err.Error()))
-		os.Exit(2)
+		return 2
 	default:
-		fmt.Fprintln(os.Stderr, "drover:", escapeControls(err.Error()))
-		os.Exit(1)
+		return 1
 	}
 }

@@ -45,12 +45,20 @@ func (c *pauseCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeRedis()
+	// A queue named twice is acted on and reported once.
+	queues = uniqueArgs(queues)
+	already := make(map[string]bool, len(queues))
 	for _, q := range queues {
 		// Check every name first: a typo must not pause half the list.
-		if _, err := ins.QueueInfo(ctx, q); err != nil {
+		info, err := ins.QueueInfo(ctx, q)
+		if err != nil {
 			return err
 		}
+		// Said as it is: "q: paused" for a queue paused before told of
+		// a change that was not made.
+		already[q] = info.Paused == c.pause
 	}
+	unchanged := []string{}
 	for _, q := range queues {
 		if c.pause {
 			err = ins.Pause(ctx, q)
@@ -61,12 +69,21 @@ func (c *pauseCmd) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if !*asJSON {
+		if already[q] {
+			unchanged = append(unchanged, q)
+		}
+		switch {
+		case *asJSON:
+		case already[q] && c.pause:
+			fmt.Fprintf(c.out, "%s: already paused\n", q)
+		case already[q]:
+			fmt.Fprintf(c.out, "%s: not paused, nothing to resume\n", q)
+		default:
 			fmt.Fprintf(c.out, "%s: %sd\n", q, name)
 		}
 	}
 	if *asJSON {
-		return writeJSON(c.out, map[string]any{"queues": queues, "paused": c.pause})
+		return writeJSON(c.out, map[string]any{"queues": queues, "paused": c.pause, "unchanged": unchanged})
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 		}
 		return notPromoted
 	}
-	printOutcomes(c.out, results, "promoted")
+	printOutcomes(c.out, c.errOut, results, "promoted")
 	fmt.Fprintf(c.out, "promoted %d delayed jobs in %s\n", n, queue)
 	return notPromoted
 }

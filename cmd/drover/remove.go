@@ -58,7 +58,7 @@ func (c *removeCmd) Run(ctx context.Context, args []string) error {
 		}
 		return notRemoved
 	}
-	printOutcomes(c.out, results, "removed")
+	printOutcomes(c.out, c.errOut, results, "removed")
 	fmt.Fprintf(c.out, "removed %d of %d jobs from %s\n", removed, len(ids), queue)
 	return notRemoved
 }

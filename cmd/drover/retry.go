@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -35,7 +36,7 @@ type retryJobResult struct {
 
 func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	fs := newQueueFlags("retry", c.out, "Usage: drover retry <queue> [--state failed] [--filter EXPR] [--reset-attempts] [--dry-run] [--json]\n"+
-		"       drover retry <queue> <id>... [--reset-attempts]\n\n"+
+		"       drover retry <queue> <id>... [--state failed] [--reset-attempts] [--json]\n\n"+
 		"Moves failed (or completed) jobs back to wait in paced chunks. With ids, retries those jobs\n"+
 		"of --state (failed unless --state completed), and jobs that wait for their backoff (they run now).")
 	state := fs.String("state", "failed", "state to retry from: failed or completed")
@@ -77,6 +78,21 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	if *pause == 0 {
 		*pause = -1 // inspect: negative = no pause
 	}
+	if len(pos) > 1 {
+		// The bulk retry's flags, refused with ids before Redis is
+		// opened: --limit, --chunk, --pause, --progress and
+		// --include-unrecoverable were taken and ignored.
+		var bulk []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "dry-run", "filter", "limit", "chunk", "pause", "progress", "include-unrecoverable":
+				bulk = append(bulk, "--"+f.Name)
+			}
+		})
+		if len(bulk) > 0 {
+			return usagef("retry with job ids takes none of the bulk retry's flags, got %s", strings.Join(bulk, ", "))
+		}
+	}
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err
@@ -85,9 +101,6 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	queue, ids := pos[0], uniqueArgs(pos[1:])
 
 	if len(ids) > 0 {
-		if *dryRun || *filterExpr != "" {
-			return usagef("retry with job ids takes neither --dry-run nor --filter")
-		}
 		out := make([]retryJobResult, 0, len(ids))
 		failed := 0
 		for _, id := range ids {
@@ -113,7 +126,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 		} else {
 			for _, r := range out {
 				if r.Error != "" {
-					fmt.Fprintf(c.out, "job %s: not retried: %s\n", r.ID, r.Error)
+					fmt.Fprintf(c.errOut, "drover: job %s: not retried: %s\n", r.ID, tidyMessage(r.Error))
 				} else {
 					fmt.Fprintf(c.out, "job %s: retried from %s\n", r.ID, r.From)
 				}

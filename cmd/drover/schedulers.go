@@ -1,16 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/schedule"
 )
 
 func init() {
@@ -124,6 +127,19 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 	if len(pos) != 2 {
 		return usagef("scheduler %s needs <queue> <id>", sub)
 	}
+	if sub == "remove" {
+		// upsert's flags were taken by remove and ignored.
+		var given []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "every", "pattern", "tz", "limit", "name", "data", "attempts", "immediately":
+				given = append(given, "--"+f.Name)
+			}
+		})
+		if len(given) > 0 {
+			return usagef("scheduler remove takes none of upsert's flags, got %s", strings.Join(given, ", "))
+		}
+	}
 	if sub == "upsert" {
 		// Checked before Redis is opened: a usage error writes nothing,
 		// not even an audit entry.
@@ -145,6 +161,17 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 			return usagef("--limit must not be negative (0 = no limit), got %d", *limit)
 		case *attempts < 0:
 			return usagef("--attempts must not be negative, got %d", *attempts)
+		}
+		if *pattern != "" {
+			// A pattern or zone the scheduler would refuse is a typo in
+			// the command line: said as one, before Redis is opened. It
+			// reached Redis, exit 1, and left a refused audit entry.
+			if _, err := schedule.Location(*tz); err != nil {
+				return usagef("--tz: %v", err)
+			}
+			if _, err := schedule.Parse(*pattern, cmp.Or(*tz, "UTC")); err != nil {
+				return usagef("--pattern: %v", err)
+			}
 		}
 	}
 	open := fs.redis.queue // upsert creates the queue

@@ -319,10 +319,12 @@ func DecodePublicOpts(data []byte) (Opts, error) {
 	var o Opts
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {
-		if err == nil {
-			err = errors.New("null")
+		if !json.Valid(data) {
+			return o, fmt.Errorf("job options are not valid JSON: %w", err)
 		}
-		return o, fmt.Errorf("job options are not a JSON object: %w", err)
+		// Valid JSON of another kind: say which, not the decoder's Go
+		// types ("cannot unmarshal array into Go value of type map[...]").
+		return o, fmt.Errorf("job options are not a JSON object: got %s", jsonKind(data))
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -643,4 +645,27 @@ func decodeDedup(v json.RawMessage, strict bool) (*Dedup, error) {
 		return nil, errors.New("id is required")
 	}
 	return d, nil
+}
+
+// jsonKind names the kind of the valid JSON value data: "an array", "a
+// string", "a number", "a boolean" or "null".
+func jsonKind(data []byte) string {
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '[':
+			return "an array"
+		case '"':
+			return "a string"
+		case 't', 'f':
+			return "a boolean"
+		case 'n':
+			return "null"
+		case '{':
+			return "an object"
+		}
+		return "a number"
+	}
+	return "nothing"
 }

@@ -21,6 +21,10 @@ end
 
 local id = ARGV[2]
 local jobKey = base .. id
+local wrongJob = wrongTypeJob(jobKey)
+if wrongJob then
+  return wrongJob
+end
 if rcall("EXISTS", jobKey) == 0 then
   return -1
 end

@@ -23,6 +23,10 @@ end
 
 local id = ARGV[2]
 local jobKey = base .. id
+local wrongJob = wrongTypeJob(jobKey)
+if wrongJob then
+  return wrongJob
+end
 if isSchedulerIteration(id, jobKey) then
   return -8
 end

@@ -50,3 +50,14 @@ LISTEN drover_outbox;
 -- In batches, so a large backlog does not hold one long transaction.
 DELETE FROM drover_outbox
 WHERE id IN (SELECT id FROM drover_outbox WHERE sent_at < $1 LIMIT $2);
+
+-- name: OutboxMarkLanded :one
+-- Whether row $1 carries the mark a batch made at $2 (sent or failed): read
+-- after that batch's COMMIT answer was lost, it tells whether the commit
+-- landed (a batch's marks land together). Another relay's mark has another
+-- time. FOR SHARE waits for the batch's transaction, if its session has not
+-- ended yet, to finish either way.
+SELECT COALESCE(sent_at = $2 OR failed_at = $2, false)
+FROM drover_outbox
+WHERE id = $1
+FOR SHARE;

@@ -20,6 +20,19 @@ local function wrongTypeKeys(want)
   return nil
 end
 
+-- wrongTypeJob is an error reply naming jobKey when it holds another type
+-- than a hash, or nil. The scripts that act on one job by id check it
+-- before their first write: Promote and Retry took the id out of its set
+-- and then failed with WRONGTYPE on the hash, leaving the id in no state.
+local function wrongTypeJob(jobKey)
+  local t = rcall("TYPE", jobKey)["ok"]
+  if t ~= "none" and t ~= "hash" then
+    return redis.error_reply("drover: job key " .. jobKey .. " holds a " .. t .. ", not a hash" ..
+      " (written by another program?): nothing was changed")
+  end
+  return nil
+end
+
 -- wrongTypeQueueKey is wrongTypeKeys for every queue key, with the type
 -- BullMQ and drover keep there.
 local function wrongTypeQueueKey()
