@@ -95,3 +95,54 @@ func TestSignOutFromAnotherSiteRefused(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, http.StatusUnauthorized, c.get("api/session", nil))
 }
+
+// TestLiveStreamResumesFromTheBrowsersLastEvent: a stream the page opened
+// with ?after=<id> (after the browser gave up on an error answer) that
+// the browser later reconnects by itself comes back with the same URL and
+// a newer Last-Event-ID, the last event it saw. The stream resumes there.
+// It resumed at ?after's older id and sent the events in between again:
+// the page's live feed listed them twice.
+func TestLiveStreamResumesFromTheBrowsersLastEvent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	q := b.queue(t, "q")
+	first := b.add(t, "q", "one", nil, nil)
+	second := b.add(t, "q", "two", nil, nil)
+	evs, err := b.rdb.XRange(ctx, b.prefix+":q:events", "-", "+").Result()
+	require.NoError(t, err)
+	var afterFirst, afterSecond string // the last event of each add
+	for _, e := range evs {
+		switch e.Values["jobId"] {
+		case first:
+			afterFirst = e.ID
+		case second:
+			afterSecond = e.ID
+		}
+	}
+	require.NotEmpty(t, afterFirst)
+	require.NotEmpty(t, afterSecond)
+	_ = q
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, b.url+"api/queues/q/events?after="+afterFirst, nil)
+	require.NoError(t, err)
+	req.Header.Set("Last-Event-ID", afterSecond)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	third := b.add(t, "q", "three", nil, nil)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, "data: {") {
+			continue
+		}
+		require.NotContains(t, l, `"jobId":"`+second+`"`, "an event the browser had seen, sent again")
+		if strings.Contains(l, `"jobId":"`+third+`"`) {
+			return
+		}
+	}
+	t.Fatalf("the stream ended before job %s's events: %v", third, sc.Err())
+}
