@@ -118,6 +118,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 // session lives on: the browser kept the cookie, and the page that
 // reloaded after its sign-out came back signed in once Redis answered.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	// Only this dashboard's own pages sign out: a page on another origin
+	// (a sibling subdomain gets the SameSite cookie too) ended the session.
+	if err := fromElsewhere(r); err != nil {
+		h.record(r.Context(), AuditEntry{Log: AuditSecurity, Time: h.now(), Action: "logout", Outcome: "denied",
+			Error: err.Error(), Remote: h.remote(r)})
+		writeError(w, http.StatusForbidden, "sign-out refused: "+err.Error())
+		return
+	}
 	var failed error
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" && h.opts.Auth != nil {
 		if sess, ok, err := h.store.readSession(r.Context(), c.Value); err == nil && ok {
@@ -545,6 +553,12 @@ func jsonValue(v string) string {
 type RetryJobRequest struct {
 	// ResetAttempts gives the job its whole attempt budget back.
 	ResetAttempts bool `json:"resetAttempts"`
+	// From, when set, is the state the caller saw the job in (failed,
+	// completed or delayed; the page sends the state its dialog named): a
+	// job in another state now, retried or run by someone else since, is
+	// refused with 409 and left where it is. Without it a failed, completed
+	// or delayed job is retried from whichever it is in.
+	From drover.JobState `json:"from,omitempty"`
 }
 
 func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
@@ -553,8 +567,21 @@ func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, e *AuditEntry
 		return err
 	}
 	e.Detail = fmt.Sprintf("resetAttempts=%t", req.ResetAttempts)
-	from, err := h.ins.RetryJob(r.Context(), e.Queue, e.JobID, req.ResetAttempts)
+	var from drover.JobState
+	var err error
+	switch req.From {
+	case "":
+		from, err = h.ins.RetryJob(r.Context(), e.Queue, e.JobID, req.ResetAttempts)
+	case drover.StateFailed, drover.StateCompleted, drover.StateDelayed:
+		e.Detail += " seen=" + string(req.From)
+		from, err = h.ins.RetryJobIn(r.Context(), e.Queue, e.JobID, req.From, req.ResetAttempts)
+	default:
+		return badRequest("from must be failed, completed or delayed (the states a job is retried from), got %q", req.From)
+	}
 	if err != nil {
+		if from != "" {
+			e.Detail += " found=" + string(from)
+		}
 		return err
 	}
 	e.Detail += " from=" + string(from)
@@ -692,8 +719,25 @@ func (h *Handler) finished(start AuditEntry, op Operation, ids []string) {
 	e := start
 	e.audited = nil
 	e.Time, e.Action = h.now(), start.Action+"-finished"
-	e.Jobs, e.JobIDs = op.Retried, ids
+	e.Jobs = op.Retried
 	e.Detail = fmt.Sprintf("operation=%s %s: retried %d, skipped %d of %d", op.ID, op.Status, op.Retried, op.Skipped, op.Total)
+	// The jobs retried: those selected less those skipped, which the
+	// detail names with why. The entry listed every job selected beside
+	// "retried 2", so a job a worker held read as retried.
+	skipped := make(map[string]bool, len(op.Skips))
+	for _, s := range op.Skips {
+		skipped[s.ID] = true
+		e.Detail += fmt.Sprintf("; skipped %s (%s)", s.ID, s.Reason)
+	}
+	if n := op.Skipped - len(op.Skips); n > 0 {
+		e.Detail += fmt.Sprintf("; %d more skipped, not named: the jobs listed may include them", n)
+	}
+	e.JobIDs = nil
+	for _, id := range ids {
+		if !skipped[id] {
+			e.JobIDs = append(e.JobIDs, id)
+		}
+	}
 	e.Outcome = "ok"
 	switch op.Status {
 	case OperationCancelled:
@@ -902,12 +946,16 @@ func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEnt
 	if err != nil {
 		return err
 	}
-	e.Jobs = int(info.Counts.Total())
-	e.Detail = fmt.Sprintf("force=%t", req.Force)
+	// The count found goes in the detail: the jobs changed are counted
+	// once the obliterate is done (a refused one, say with jobs running,
+	// was audited as changing every job of the queue).
+	found := int(info.Counts.Total())
+	e.Detail = fmt.Sprintf("force=%t found=%d", req.Force, found)
 	if err := h.ins.Obliterate(r.Context(), e.Queue, req.Force); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"removed": e.Jobs})
+	e.Jobs = found
+	writeJSON(w, http.StatusOK, map[string]int{"removed": found})
 	return nil
 }
 

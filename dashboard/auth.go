@@ -216,21 +216,32 @@ func (h *Handler) authenticate(r *http.Request) (principal, *authFailure) {
 		return p, nil
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
-		sess, ok, err := h.store.readSession(ctx, c.Value)
+		p, ok, err := h.sessionPrincipal(ctx, c.Value)
 		if err != nil {
 			h.opts.Logger.WarnContext(ctx, "read session", slog.Any(logkey.Error, err))
 			return principal{}, &authFailure{status: http.StatusServiceUnavailable, msg: "sessions unavailable: " + err.Error()}
 		}
-		// A user removed or given another role since signing in is signed out.
 		if ok {
-			for _, u := range h.opts.Auth.Users {
-				if u.Name == sess.User && u.Role == sess.Role {
-					return principal{Name: u.Name, Role: u.Role, Via: "session", csrf: sess.CSRF}, nil
-				}
-			}
+			return p, nil
 		}
 	}
 	return principal{}, errSignIn
+}
+
+// sessionPrincipal is who session id signs in: ok is false when it has
+// ended (signed out, revoked, expired) or its user was removed or given
+// another role since signing in.
+func (h *Handler) sessionPrincipal(ctx context.Context, id string) (principal, bool, error) {
+	sess, ok, err := h.store.readSession(ctx, id)
+	if err != nil || !ok {
+		return principal{}, false, err
+	}
+	for _, u := range h.opts.Auth.Users {
+		if u.Name == sess.User && u.Role == sess.Role {
+			return principal{Name: u.Name, Role: u.Role, Via: "session", csrf: sess.CSRF}, true, nil
+		}
+	}
+	return principal{}, false, nil
 }
 
 // signIn throttles a sign-in attempt by parties and records it in the
@@ -322,11 +333,8 @@ const csrfHeader = "X-CSRF-Token"
 // checkCSRF verifies a mutating request's token and, when the browser says
 // where the request came from, that it came from this origin.
 func (h *Handler) checkCSRF(r *http.Request, p principal) error {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return fmt.Errorf("cross-site request (Sec-Fetch-Site: %s)", site)
-	}
-	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
-		return fmt.Errorf("cross-origin request from %s", origin)
+	if err := fromElsewhere(r); err != nil {
+		return err
 	}
 	tok := r.Header.Get(csrfHeader)
 	if tok == "" {
@@ -334,6 +342,19 @@ func (h *Handler) checkCSRF(r *http.Request, p principal) error {
 	}
 	if want := h.csrfToken(p); want == "" || !hmac.Equal([]byte(tok), []byte(want)) {
 		return errors.New("bad " + csrfHeader + " header")
+	}
+	return nil
+}
+
+// fromElsewhere refuses a request the browser says came from another
+// origin (another site, or a sibling subdomain, which a SameSite cookie
+// still goes to).
+func fromElsewhere(r *http.Request) error {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return fmt.Errorf("cross-site request (Sec-Fetch-Site: %s)", site)
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
+		return fmt.Errorf("cross-origin request from %s", origin)
 	}
 	return nil
 }

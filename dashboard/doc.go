@@ -43,7 +43,7 @@
 //	GET  /api/queues/{queue}/delayed       delayed-set analytics
 //	GET  /api/queues/{queue}/budgets       near-exhausted budgets
 //	GET  /api/queues/{queue}/events        server-sent events
-//	POST /api/queues/{queue}/jobs/{id}/retry    {"resetAttempts":true} (operator)
+//	POST /api/queues/{queue}/jobs/{id}/retry    {"resetAttempts":true,"from":"failed"} (operator)
 //	POST /api/queues/{queue}/jobs/{id}/promote  (operator)
 //	POST /api/queues/{queue}/retry         {"state","filter","resetAttempts","includeUnrecoverable","dryRun","limit","olderThan"} (operator)
 //	POST /api/queues/{queue}/promote       (operator)
@@ -71,7 +71,8 @@
 //   - Users sign in with a bearer token or HTTP basic auth, or through the
 //     UI's sign-in form, which sets an HttpOnly SameSite=Strict cookie
 //     naming a session kept in Redis (under "<prefix>::dashboard:"): signing
-//     out ends it for every copy of the cookie, signing in replaces the
+//     out ends it for every copy of the cookie and its live-update streams
+//     (within a second), signing in replaces the
 //     browser's previous one, and admins end a user's or everyone's
 //     sessions. Tokens and passwords have at least [MinSecretLength]
 //     characters. After 5 failed sign-ins (form, basic auth or bearer

@@ -2,9 +2,11 @@ package dashboard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seed40057009/drover"
@@ -20,6 +22,14 @@ type Event = inspect.Event
 
 // streamWriteTimeout bounds writing one live-update event.
 const streamWriteTimeout = 30 * time.Second
+
+// streamSessionCheck is how often, at most, a live-update stream opened
+// with a session checks, before sending an event, that the session still
+// signs its user in.
+const streamSessionCheck = time.Second
+
+// errStreamSignedOut ends a live-update stream whose session ended.
+var errStreamSignedOut = errors.New("the stream's session ended")
 
 // events streams a queue's events stream to the browser.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
@@ -38,13 +48,21 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	// page that opens a new stream after the browser gave up (an error
 	// answer while Redis was down) passes the last id it saw as ?after=,
 	// so the events written meanwhile are not lost.
-	last, from := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
-	if after := r.URL.Query().Get("after"); after != "" {
-		last, from = after, "after"
-	}
-	if last != "" && !validStreamID(last) {
-		writeError(w, http.StatusBadRequest, from+" must be an event id (<ms>-<seq>), got "+strconv.Quote(last))
-		return
+	// Both come when the browser reconnects by itself a stream the page
+	// opened with ?after=: its Last-Event-ID is the newer (the last event
+	// it saw), and resuming at ?after sent the events in between again.
+	last := ""
+	for _, c := range []struct{ from, id string }{{"after", r.URL.Query().Get("after")}, {"Last-Event-ID", r.Header.Get("Last-Event-ID")}} {
+		if c.id == "" {
+			continue
+		}
+		if !validStreamID(c.id) {
+			writeError(w, http.StatusBadRequest, c.from+" must be an event id (<ms>-<seq>), got "+strconv.Quote(c.id))
+			return
+		}
+		if last == "" || streamIDLess(last, c.id) {
+			last = c.id
+		}
 	}
 	qe, err := h.streamIns.Events(r.Context(), r.PathValue("queue"), last)
 	if err != nil {
@@ -68,7 +86,23 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	// A stream opened with a session ends with it: signed out, revoked
+	// (an admin's "Sign out everyone"), expired. It went on sending every
+	// job event for as long as its connection stayed open.
+	var session string
+	if p := principalOf(ctx); p.Via == "session" {
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			session = c.Value
+		}
+	}
+	checked := time.Now()
 	_ = qe.Run(ctx, func(ev drover.Event) error {
+		if session != "" && time.Since(checked) >= streamSessionCheck {
+			if _, ok, err := h.sessionPrincipal(ctx, session); err != nil || !ok {
+				return errStreamSignedOut // the browser's reconnect signs in again, or is refused
+			}
+			checked = time.Now()
+		}
 		b, err := json.Marshal(inspect.EventOf(r.PathValue("queue"), ev))
 		if err != nil {
 			return err
@@ -80,4 +114,18 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush()
 	})
+}
+
+// streamIDLess reports whether stream id a (valid, <ms>-<seq>) comes before b.
+func streamIDLess(a, b string) bool {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	ams, _ := strconv.ParseUint(am, 10, 64)
+	bms, _ := strconv.ParseUint(bm, 10, 64)
+	if ams != bms {
+		return ams < bms
+	}
+	aseq, _ := strconv.ParseUint(as, 10, 64)
+	bseq, _ := strconv.ParseUint(bs, 10, 64)
+	return aseq < bseq
 }

@@ -673,6 +673,10 @@ func writeErr(w http.ResponseWriter, err error) {
 	case errors.Is(err, drover.ErrNotInState), errors.Is(err, drover.ErrJobLocked), errors.Is(err, drover.ErrActiveJobs),
 		errors.Is(err, drover.ErrCancelNotDelivered):
 		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, drover.ErrSchedulerJob):
+		// A scheduler's pending run: cancelling or removing it would stop
+		// the scheduler. It answered 500, as a bug.
+		writeError(w, http.StatusConflict, err.Error()+": remove or change the job scheduler instead (its queue's job schedulers page)")
 	case errors.Is(err, drover.ErrInvalidOption), errors.Is(err, drover.ErrInvalidJobID):
 		// An id that names one of the queue's keys ("meta", "wait") is no
 		// job's: bad input, as drover refuses it.

@@ -57,3 +57,50 @@ func TestTimelineOfACompletedJobRetriedByHand(t *testing.T) {
 		require.Empty(t, last.Error, j.queue)
 	}
 }
+
+// TestTimelineOfAParentFailedByItsChild: a flow parent whose
+// failParentOnFailure child failed is failed by the next worker that takes
+// it, without running (BullMQ's deferred failure), by Node BullMQ or by
+// drover. Its last attempt is a failure for good with the child's failure
+// as its reason, not "retries exhausted" (it never retried, and had
+// attempts left under "attempts": 3) nor "unrecoverable" (the parent threw
+// nothing).
+func TestTimelineOfAParentFailedByItsChild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleViewer})
+	o := bullmqoracle.Start(t, redistest.Shared(t).Addr)
+	type parent struct{ queue, id string }
+	var parents []parent
+	for _, q := range []string{"node-parents", "drover-parents"} {
+		for _, attempts := range []int{1, 3} {
+			f, err := o.AddFlow(ctx, b.prefix, bullmqoracle.FlowJob{Name: "assemble", QueueName: q, Opts: map[string]any{"attempts": attempts},
+				Children: []bullmqoracle.FlowJob{{Name: "part", QueueName: "parts", Data: map[string]any{"b": bullmqoracle.Fail("part broke")},
+					Opts: map[string]any{"failParentOnFailure": true}}}})
+			require.NoError(t, err)
+			parents = append(parents, parent{q, f.ID})
+		}
+	}
+	for _, q := range []string{"parts", "node-parents"} {
+		require.NoError(t, o.StartWorker(ctx, b.prefix, q, bullmqoracle.WorkerOptions{ID: q, Behavior: bullmqoracle.FromData("b")}))
+		t.Cleanup(func() { _ = o.StopWorker(context.Background(), q, true) })
+	}
+	b.startWorker(t, "drover-parents", func(context.Context, *drover.Job) (any, error) { return "ran", nil }, nil)
+	c := b.as(t, "")
+	for _, p := range parents {
+		b.waitState(t, p.queue, p.id, drover.StateFailed)
+		var d struct {
+			FailedReason string
+			Timeline     []struct {
+				N       int
+				Outcome string
+				Error   string
+			}
+		}
+		require.Equal(t, http.StatusOK, c.get("api/queues/"+p.queue+"/jobs/"+p.id, &d))
+		require.NotEmpty(t, d.Timeline, p.queue)
+		last := d.Timeline[len(d.Timeline)-1]
+		require.Equal(t, "failed", last.Outcome, "%s: %+v", p.queue, d.Timeline)
+		require.Regexp(t, `^child .*:parts:.* failed$`, last.Error, p.queue)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // unlabelled lists the page's form fields that have no accessible name
@@ -65,4 +67,55 @@ func TestUIKeyboardAndLabels(t *testing.T) {
 	signIn := setup(t, &dashboard.Options{Auth: testUsers()})
 	do(t, tab, chromedp.Navigate(signIn.url), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
 	require.Empty(t, evalJS[[]string](t, tab, unlabelled), "sign-in form")
+}
+
+// TestUIEnterInADialogFieldConfirms: an admin types a number in the Limits
+// dialog and presses Enter, as in any form: the limits are applied. Enter
+// in a field did nothing (the dialog stayed open, nothing applied); only
+// the button applied them. A destructive dialog's field (a cancel reason)
+// still waits for its button.
+func TestUIEnterInADialogFieldConfirms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	q := b.queue(t, "mail")
+	id := b.add(t, "mail", "x", nil, &drover.JobOptions{Delay: time.Hour})
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail"), chromedp.WaitVisible(chromedp.CSS(`#limits-button`)),
+		chromedp.Click(chromedp.CSS(`#limits-button`)), chromedp.WaitVisible(chromedp.CSS(`#limit-concurrency`)),
+		chromedp.SendKeys(chromedp.CSS(`#limit-concurrency`), "4"), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitNotPresent(chromedp.CSS(`.modal`)), chromedp.WaitVisible(chromedp.CSS(`h1 [data-limit="concurrency"]`)))
+	n, set, err := q.GetGlobalConcurrency(ctx)
+	require.NoError(t, err)
+	require.True(t, set)
+	require.Equal(t, 4, n)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#cancel-job`)),
+		chromedp.Click(chromedp.CSS(`#cancel-job`)), chromedp.WaitVisible(chromedp.CSS(`#cancel-reason`)),
+		chromedp.SendKeys(chromedp.CSS(`#cancel-reason`), "typo"), chromedp.KeyEvent(kb.Enter))
+	time.Sleep(300 * time.Millisecond)
+	require.True(t, evalJS[bool](t, tab, `!!document.querySelector('.modal')`), "Enter in a destructive dialog's field cancelled the job")
+	st, err := q.GetJobState(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, drover.StateDelayed, st)
+}
+
+// TestUIFocusStaysOnTheJobPageAfterAnAction: a keyboard user runs a
+// delayed job now (Enter on the button, Enter in the dialog); the job
+// moves to waiting and its buttons change, the one confirmed with them.
+// The focus goes to the page's heading, which says the new state: it fell
+// to the page's body, and the next Tab started again at the top of the
+// page.
+func TestUIFocusStaysOnTheJobPageAfterAnAction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	id := b.add(t, "mail", "x", nil, &drover.JobOptions{Delay: time.Hour})
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#job-actions`)),
+		chromedp.Focus(chromedp.Search(`//button[text()="Run now (keep attempts)"]`)), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS(`.modal`)), chromedp.KeyEvent(kb.Enter), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)),
+		chromedp.WaitVisible(chromedp.CSS(`h1 [data-retry-state="waiting"]`)))
+	testkit.WaitFor(t, 10*time.Second, "the focus on the heading", func() bool {
+		return evalJS[string](t, tab, `document.activeElement.tagName`) == "H1"
+	})
+	require.Contains(t, evalJS[string](t, tab, `document.activeElement.textContent`), "Job "+id)
 }

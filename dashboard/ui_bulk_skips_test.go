@@ -71,3 +71,41 @@ func TestUIBulkRetrySaysWhyItSkipped(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, drover.StateFailed, st, "left as it was")
 }
+
+// TestBulkRetryAuditNamesTheSkippedJobs: the end entry of a bulk retry
+// that skipped a job says which one and why, and does not list it among
+// the jobs it retried. It listed every job the retry selected (j2, j1,
+// j0) beside "retried 2", so the log said j1, held by a worker, was
+// retried.
+func TestBulkRetryAuditNamesTheSkippedJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	k := b.prefix + ":pay:"
+	at := time.Now().Add(-time.Hour).UnixMilli()
+	for n := range 3 {
+		id := fmt.Sprintf("j%d", n)
+		require.NoError(t, b.rdb.HSet(ctx, k+id, "name", "charge", "data", "{}", "opts", `{"attempts":1}`,
+			"timestamp", at, "atm", 1, "ats", 1, "failedReason", "card declined", "finishedOn", at+int64(n)).Err())
+		require.NoError(t, b.rdb.ZAdd(ctx, k+"failed", redisZ(float64(at+int64(n)), id)).Err())
+	}
+	require.NoError(t, b.rdb.Set(ctx, k+"j1:lock", "a-worker-token", time.Minute).Err())
+	require.NoError(t, b.queue(t, "pay").Pause(ctx))
+	op := b.as(t, operatorToken).bulkRetry("pay", dashboard.RetryJobsRequest{})
+	require.Equal(t, 2, op.Retried)
+	require.Equal(t, 1, op.Skipped)
+	var page dashboard.AuditPage
+	require.Equal(t, http.StatusOK, b.as(t, adminToken).get("api/audit", &page))
+	var end *dashboard.AuditEntry
+	for i, e := range page.Entries {
+		if e.Action == "retry-jobs-finished" {
+			end = &page.Entries[i]
+			break
+		}
+	}
+	require.NotNil(t, end, "the retry's end entry")
+	require.Equal(t, "otto", end.User)
+	require.Equal(t, 2, end.Jobs)
+	require.Equal(t, []string{"j2", "j0"}, end.JobIDs, "the jobs retried")
+	require.Contains(t, end.Detail, "skipped j1 (job is locked by a worker)")
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
@@ -43,4 +44,20 @@ func TestUIPagesSayWhereTheyAre(t *testing.T) {
 		return evalJS[string](t, tab, `document.title`) == "No queue nope · drover control room" &&
 			text(t, tab, `#not-found h1`) == "No queue named nope"
 	})
+}
+
+// TestUIPagesHaveAHeading: the sign-in page and the page of a job that is
+// gone have a top heading, as every other page: a screen reader's list of
+// headings (how its users find where they are) was empty on them (the
+// sign-in form was headed by an h2, the gone job by a bare paragraph).
+func TestUIPagesHaveAHeading(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail/job/999"), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	require.Equal(t, []string{"Sign in to the drover dashboard"}, evalJS[[]string](t, tab, `[...document.querySelectorAll('h1')].map((h) => h.textContent)`))
+	b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: time.Hour})
+	do(t, tab, chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), viewerToken),
+		chromedp.Click(chromedp.CSS(`form button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS(`#job-gone`)))
+	require.Equal(t, []string{"Job 999 is gone (removed, or never existed)."}, evalJS[[]string](t, tab, `[...document.querySelectorAll('h1')].map((h) => h.textContent)`))
 }

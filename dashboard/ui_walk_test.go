@@ -379,3 +379,40 @@ func TestUIWorkersWithoutClientList(t *testing.T) {
 	require.Contains(t, text(t, tab, `#workers-unavailable`), "CLIENT LIST")
 	require.Empty(t, con.all())
 }
+
+// TestUIActionAfterSomeoneElseSignedIn: an operator's tab is open on a job
+// when someone else signs in as an admin in another tab of the browser
+// (a shared workstation), which replaces the browser's session. The
+// operator's confirmed action is not sent as the admin: the page says who
+// the browser is signed in as now and that nothing was sent. It went
+// through in the admin's name (promoted, and audited as ada).
+func TestUIActionAfterSomeoneElseSignedIn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	id := b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: time.Hour})
+	first := browser(t)
+	do(t, first, chromedp.Navigate(b.url+"#/q/mail/job/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), operatorToken),
+		chromedp.Click(chromedp.CSS(`form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	second := sameBrowserTab(t, first)
+	do(t, second, chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.CSS(`#whoami`)))
+	signedIn, err := chromedp.Run(step(t, second), chromedp.Evaluate[string](`fetch('api/login', {method: 'POST',
+		headers: {'Content-Type': 'application/json'}, body: JSON.stringify({token: '`+adminToken+`'})}).then((r) => r.ok ? 'ok' : String(r.status))`,
+		chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Equal(t, "ok", signedIn)
+	do(t, first,
+		chromedp.Click(chromedp.Search(`//button[text()="Run now (keep attempts)"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="yes"]`)),
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.toast`)))
+	require.Contains(t, text(t, first, `.toast`), "now signed in as ada (admin)")
+	require.Equal(t, "ada (admin)", text(t, first, `#whoami`))
+	b.waitState(t, "mail", id, drover.StateDelayed)
+	for _, e := range b.audit.all() {
+		// The refused first try (its CSRF token was otto's) is all there is.
+		require.False(t, e.Action == "promote-job" && e.Outcome != "denied", "sent as %s: %+v", e.User, e)
+	}
+}

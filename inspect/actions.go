@@ -37,7 +37,7 @@ func (i *Inspector) RetryJob(ctx context.Context, queue, id string, reset bool) 
 	if ctx == nil {
 		return "", errNilContext
 	}
-	return i.retryJob(ctx, queue, id, "", reset)
+	return i.retryJob(ctx, queue, id, "", false, reset)
 }
 
 // RetryJobFrom is RetryJob for a job expected in the finished state from
@@ -52,11 +52,28 @@ func (i *Inspector) RetryJobFrom(ctx context.Context, queue, id string, from dro
 	if from != drover.StateFailed && from != drover.StateCompleted {
 		return "", fmt.Errorf("%w: retry from %q: want failed or completed", drover.ErrInvalidOption, from)
 	}
-	return i.retryJob(ctx, queue, id, from, reset)
+	return i.retryJob(ctx, queue, id, from, false, reset)
 }
 
-// retryJob is RetryJob; from, when set, is the one finished state retried.
-func (i *Inspector) retryJob(ctx context.Context, queue, id string, from drover.JobState, reset bool) (drover.JobState, error) {
+// RetryJobIn is RetryJob for a job the caller saw in state seen (failed,
+// completed or delayed), say on a page an operator confirmed from: a job
+// in any other state now (retried, run or moved by someone else since) is
+// refused with an error wrapping drover.ErrNotInState and left where it
+// is. The move itself checks the state, so a job that moves between the
+// check and the move is not run again either.
+func (i *Inspector) RetryJobIn(ctx context.Context, queue, id string, seen drover.JobState, reset bool) (drover.JobState, error) {
+	if ctx == nil {
+		return "", errNilContext
+	}
+	if seen != drover.StateFailed && seen != drover.StateCompleted && seen != drover.StateDelayed {
+		return "", fmt.Errorf("%w: retry from %q: want failed, completed or delayed", drover.ErrInvalidOption, seen)
+	}
+	return i.retryJob(ctx, queue, id, seen, true, reset)
+}
+
+// retryJob is RetryJob; from, when set, is the one finished state retried,
+// and with exact the one state retried, delayed included.
+func (i *Inspector) retryJob(ctx context.Context, queue, id string, from drover.JobState, exact, reset bool) (drover.JobState, error) {
 	q, err := i.existing(ctx, queue)
 	if err != nil {
 		return "", err
@@ -67,18 +84,16 @@ func (i *Inspector) retryJob(ctx context.Context, queue, id string, from drover.
 	}
 	job := q.Job(id)
 	opts := &drover.RetryOptions{ResetAttemptsMade: reset, ResetAttemptsStarted: reset}
-	switch state {
-	case drover.StateFailed, drover.StateCompleted:
-		if from != "" && state != from {
-			err = &drover.JobError{Queue: queue, JobID: id, Op: "retry",
-				Err: fmt.Errorf("%w: the job is %s, not %s", drover.ErrNotInState, state, from)}
-			break
-		}
-		err = job.Retry(ctx, state, opts)
-	case drover.StateDelayed:
-		err = job.RetryNow(ctx, opts)
-	case drover.StateUnknown:
+	switch {
+	case state == drover.StateUnknown:
 		err = &drover.JobError{Queue: queue, JobID: id, Op: "retry", Err: drover.ErrJobNotFound}
+	case exact && state != from, from != "" && state != from && (state == drover.StateFailed || state == drover.StateCompleted):
+		err = &drover.JobError{Queue: queue, JobID: id, Op: "retry",
+			Err: fmt.Errorf("%w: the job is %s, not %s", drover.ErrNotInState, state, from)}
+	case state == drover.StateFailed, state == drover.StateCompleted:
+		err = job.Retry(ctx, state, opts)
+	case state == drover.StateDelayed:
+		err = job.RetryNow(ctx, opts)
 	default:
 		err = &drover.JobError{Queue: queue, JobID: id, Op: "retry",
 			Err: fmt.Errorf("%w: the job is %s; only failed, completed and delayed jobs can be retried", drover.ErrNotInState, state)}

@@ -203,7 +203,7 @@ func failedForOf(job *drover.Job) FailedFor {
 	}
 	// BullMQ's deferred failure of a parent whose failParentOnFailure child
 	// failed (drover writes the same text).
-	if strings.HasPrefix(job.FailedReason, "child ") && strings.HasSuffix(job.FailedReason, " failed") {
+	if childFailure(job.FailedReason) {
 		return FailedChild
 	}
 	// Nothing fails a job that never started but drover's CancelJob of a
@@ -228,6 +228,14 @@ func failedForOf(job *drover.Job) FailedFor {
 		return FailedExhausted
 	}
 	return FailedEarly
+}
+
+// childFailure reports whether reason is BullMQ's deferred failure of a
+// flow parent whose failParentOnFailure child failed ("child <key>
+// failed"; drover writes the same text): the worker that took the parent
+// failed it without running it.
+func childFailure(reason string) bool {
+	return strings.HasPrefix(reason, "child ") && strings.HasSuffix(reason, " failed")
 }
 
 func summarize(state drover.JobState, job *drover.Job, nextRun time.Time) JobSummary {
@@ -681,6 +689,20 @@ func (i *Inspector) dueTimes(ctx context.Context, queue string, ids []string) (m
 	return out, nil
 }
 
+// schedulerPending reports whether job id is the pending run of job
+// scheduler sched: the run its next time names ("repeat:<id>:<ms>"), as
+// the engine's refusals (BullMQ's isJobSchedulerJob) tell it.
+func (i *Inspector) schedulerPending(ctx context.Context, queue, id, sched string) (bool, error) {
+	next, err := i.rdb.ZScore(ctx, i.keys(queue).Repeat(), sched).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read job scheduler %q of queue %q: %w", sched, queue, err)
+	}
+	return id == "repeat:"+sched+":"+strconv.FormatInt(int64(next), 10), nil
+}
+
 // dueOf turns a delayed-set score into the due time.
 func dueOf(score float64) time.Time { return time.UnixMilli(keys.DueOfScore(score)) }
 
@@ -798,6 +820,11 @@ type JobDetail struct {
 	Deduplication *Deduplication `json:"deduplication,omitempty"`
 	// RepeatJobKey is the id of the job scheduler that made the job.
 	RepeatJobKey string `json:"repeatJobKey,omitempty"`
+	// SchedulerPending says the job is its scheduler's pending run, the
+	// one the next worker to take it replaces with the run after: it
+	// cannot be cancelled or removed (drover.ErrSchedulerJob, as BullMQ
+	// refuses), only run now, or stopped by removing its scheduler.
+	SchedulerPending bool `json:"schedulerPending,omitempty"`
 	// ParentKey is the flow parent's hash key, "<prefix>:<queue>:<id>".
 	ParentKey string `json:"parentKey,omitempty"`
 	// Stacktrace lists the kept failure traces, oldest first.
@@ -905,6 +932,11 @@ func (i *Inspector) Job(ctx context.Context, queue, id string) (*JobDetail, erro
 	}
 	if job.DeduplicationID != "" {
 		if d.Deduplication, err = i.Deduplication(ctx, queue, job.DeduplicationID); err != nil {
+			return nil, err
+		}
+	}
+	if job.JobSchedulerID != "" {
+		if d.SchedulerPending, err = i.schedulerPending(ctx, queue, id, job.JobSchedulerID); err != nil {
 			return nil, err
 		}
 	}
@@ -1220,11 +1252,17 @@ func fromRecorded(state drover.JobState, job *drover.Job, full bool) ([]Attempt,
 	last := first - 1
 	for _, a := range job.Timeline {
 		gap(last+1, a.N)
-		out = append(out, Attempt{
+		rec := Attempt{
 			N: a.N, Start: Instant{a.Start}, End: Instant{a.End}, Outcome: a.Outcome.String(), Error: a.Error,
 			Worker: a.Worker, Backoff: a.Backoff, NextRun: Instant{a.NextRun},
 			Unrecoverable: a.Outcome == drover.OutcomeFailedUnrecoverable, Recorded: true,
-		})
+		}
+		if rec.Unrecoverable && childFailure(a.Error) {
+			// A parent failed by its child (the worker refuses to run it
+			// through an unrecoverable error): the parent threw nothing.
+			rec.Outcome, rec.Unrecoverable = drover.OutcomeFailed.String(), false
+		}
+		out = append(out, rec)
 		last = max(last, a.N)
 	}
 	current := job.AttemptsStarted
@@ -1425,6 +1463,10 @@ func derived(state drover.JobState, job *drover.Job, nextRun time.Time) []Attemp
 		case drover.StateFailed:
 			a.Outcome, a.Error = drover.OutcomeFailed.String(), job.FailedReason
 			switch {
+			case failedForOf(job) == FailedChild:
+				// Failed by its child when a worker took it, without
+				// running: no retry was used up (a parent of one attempt
+				// was drawn "retries exhausted").
 			case failedForOf(job) == FailedUnrecoverable:
 				a.Outcome, a.Unrecoverable = drover.OutcomeFailedUnrecoverable.String(), true
 			case made >= job.Opts.Attempts: // as finishJobs.lua decides on retries-exhausted

@@ -347,7 +347,16 @@
     if (res.status === 403 && !again && init.method !== 'GET' && app.session && /bad X-CSRF-Token/.test(data.error || '')) {
       let fresh = null;
       try { fresh = await api('session', LOCAL); } catch (e) { /* the retry reports */ }
+      const was = app.session;
       if (fresh) { app.session = fresh; renderWho(); }
+      // Someone else signed in there: the action the user confirmed as
+      // one person is not sent as another (it went through in the new
+      // user's name and role, and the audit log named them).
+      if (fresh && (fresh.user !== was.user || fresh.role !== was.role)) {
+        const err = new Error(`this browser is now signed in as ${fresh.user} (${fresh.role}), from another tab, not as ${was.user}: nothing was sent. Check the page and try again`);
+        err.status = 409;
+        throw err;
+      }
       return api(path, opts, true);
     }
     if (!res.ok) {
@@ -402,6 +411,11 @@
       const opener = document.activeElement;
       const onKey = (e) => {
         if (e.key === 'Escape') { e.preventDefault(); close(false); return; }
+        // Enter in a field of a dialog that is not destructive confirms it,
+        // as a form does (a number typed in Limits, then Enter, did
+        // nothing); a destructive one waits for its button.
+        if (e.key === 'Enter' && !danger && e.target instanceof HTMLInputElement && modal.contains(e.target) &&
+          !['checkbox', 'radio', 'button', 'submit'].includes(e.target.type)) { e.preventDefault(); close(true); return; }
         if (e.key !== 'Tab') return;
         const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href], [tabindex="0"]')].filter((n) => !n.disabled);
         const first = stops[0], last = stops[stops.length - 1];
@@ -645,7 +659,7 @@
         } catch (err) { msg.textContent = err.message; }
       },
     }, token, el('span', { class: 'muted' }, 'or'), user, pass, el('button', { class: 'primary', type: 'submit' }, 'Sign in'), msg);
-    put($main, el('div', { class: 'panel signin' }, el('h2', {}, 'Sign in to the drover dashboard'), form));
+    put($main, el('div', { class: 'panel signin' }, el('h1', {}, 'Sign in to the drover dashboard'), form));
   }
 
   // ---- overview ----------------------------------------------------------
@@ -844,9 +858,11 @@
     function follow(op) {
       const bar = el('progress', { max: Math.max(op.total, 1), value: op.done });
       const line = el('span', {});
-      const cancel = el('button', { onclick: async () => {
+      // Cancel only for who may: a viewer (or a read-only dashboard) sees
+      // another operator's retry run, and its click was refused (403).
+      const cancel = app.session.canOperate ? el('button', { onclick: async () => {
         try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST', local: true }); } catch (e) { toast(e.message, true); }
-      } }, 'Cancel');
+      } }, 'Cancel') : null;
       const skips = el('ul', { class: 'skips muted' });
       const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel, skips);
       opBox.append(box);
@@ -859,7 +875,7 @@
           : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (${skipWhy(o)})` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${o.error}` : ''}`;
         // Each skipped job with why, as far as the operation names them.
         update(skips, ...(o.skips || []).map((k) => el('li', { 'data-skip': k.id, 'data-key': k.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(k.id)}`, class: 'mono' }, k.id), `: ${k.reason}`)));
-        if (o.status !== 'running') cancel.remove();
+        if (o.status !== 'running' && cancel) cancel.remove();
       };
       show(op);
       const gen = app.render;
@@ -1262,12 +1278,20 @@
     async function load() {
       let d;
       try { d = await api(`queues/${seg(queue)}/jobs/${seg(id)}`); } catch (e) {
-        if (gen === app.render && !noQueue(queue, e)) put(box, el('p', { class: 'panel' }, e.status === 404 ? `Job ${id} is gone (removed, or never existed).` : `Could not load the job: ${e.message}`));
+        // Headed as every page is (a screen reader's heading list was
+        // empty here): the job's heading says it is gone.
+        if (gen === app.render && !noQueue(queue, e)) {
+          put(box, e.status === 404
+            ? el('div', { class: 'panel', id: 'job-gone' }, el('h1', {}, nameEl(`Job ${id} is gone (removed, or never existed).`)))
+            : el('p', { class: 'panel' }, `Could not load the job: ${e.message}`));
+        }
         return;
       }
       if (gen !== app.render) return;
       job = d;
       cur.d = d;
+      // What had the keyboard, to give it a place if it goes (below).
+      const focused = box.contains(document.activeElement) ? document.activeElement : null;
       const fresh = renderJob(queue, d, load, cur);
       // Keep the facts panel's action bar when it draws the same buttons:
       // only the facts beside it are swapped. The page redraws every 10 s
@@ -1295,6 +1319,14 @@
       }
       putInPlace(box, ...fresh);
       nextRunEl = box.querySelector('#next-run-rel');
+      // The button that had the keyboard went with the job's old state
+      // (the Run now just confirmed, a Retry the job moved away from):
+      // the page's heading, which names the new state, takes the focus.
+      // It fell to the page's body, and the next Tab started at the top.
+      if (focused && !focused.isConnected) {
+        const h = box.querySelector('h1');
+        if (h) { h.setAttribute('tabindex', '-1'); h.focus(); }
+      }
     }
     await load();
     if (gen !== app.render) return;
@@ -1350,13 +1382,17 @@
     if (d.deduplication) fact('Deduplication', el('span', { id: 'dedup' }, dedupNote(d)));
 
     const actions = el('div', { class: 'row', id: 'job-actions' });
+    // A job moved or gone since the page drew it (another operator, a
+    // worker): the action is refused (409, 404); the toast says why, and
+    // the page shows where the job is now instead of its old state.
+    const moved = (p) => p.catch((e) => { if (e.status === 409 || e.status === 404) reload(); throw e; });
     if (s.canOperate && ['delayed', 'failed', 'completed'].includes(d.state)) {
       actions.append(el('button', {
         class: 'primary',
         onclick: async () => {
           const d = cur.d, b = d.budget;
           const res = await act('Retry with fresh attempts', `Run job ${d.id} now with its whole budget of ${b.allowed} attempt${b.allowed === 1 ? '' : 's'} back?`, 'Retry',
-            () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: true } }));
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: true, from: d.state } })));
           if (res) { toast(`Job ${d.id} retried with fresh attempts.`); reload(); }
         },
       }, 'Retry with fresh attempts'));
@@ -1365,7 +1401,7 @@
           onclick: async () => {
             const d = cur.d, b = d.budget;
             const res = await act('Run now', `Run job ${d.id} now, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?`, 'Run now',
-              () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/promote`, { method: 'POST' }));
+              () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/promote`, { method: 'POST' })));
             if (res) { toast(`Job ${d.id} promoted.`); reload(); }
           },
         }, 'Run now (keep attempts)'));
@@ -1375,14 +1411,22 @@
             const d = cur.d, b = d.budget;
             const last = b.left > 0 ? '' : ` It has no attempt left of its ${b.allowed}: if this run fails, it fails for good.`;
             const res = await act('Retry', `Run job ${d.id} again, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?${last}`, 'Retry',
-              () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: false } }));
+              () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: false, from: d.state } })));
             if (res) { toast(`Job ${d.id} retried.`); reload(); }
           },
         }, 'Retry (keep attempts)'));
       }
     }
     const running = d.state === 'active';
-    if (s.canOperate && (running || ['waiting', 'prioritized', 'delayed'].includes(d.state))) {
+    // A job scheduler's pending run cannot be cancelled or removed (the
+    // engine refuses: that would stop the scheduler); the page says who
+    // made it and where to stop it, instead of two buttons that failed.
+    if (d.repeatJobKey) {
+      fact('Made by', el('span', { id: 'made-by-scheduler' }, `job scheduler ${d.repeatJobKey}`,
+        d.schedulerPending ? ': its pending run (a worker that takes it makes the next one; remove the scheduler to stop it) ' : ' ',
+        el('a', { href: `#/q/${enc(queue)}/schedulers` }, 'job schedulers')));
+    }
+    if (s.canOperate && !d.schedulerPending && (running || ['waiting', 'prioritized', 'delayed'].includes(d.state))) {
       // Cancel reaches the drover worker running the job, in any process;
       // the API refuses (409) when a Node BullMQ worker runs it. A job not
       // running yet fails for good at once (it has no attempt to retry).
@@ -1401,12 +1445,12 @@
               el('p', {}, `Cancel job ${d.id}? It has not started: it fails for good now, without running.`),
               el('p', {}, reason));
           const res = await act(running ? 'Cancel running job' : 'Cancel job', msg, running ? 'Cancel the attempt' : 'Cancel the job',
-            () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked } }), true);
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked } })), true);
           if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
         },
       }, 'Cancel…'));
     }
-    if (s.canAdmin && d.state !== 'active') {
+    if (s.canAdmin && d.state !== 'active' && !d.schedulerPending) {
       actions.append(el('button', {
         class: 'danger',
         onclick: async () => {
@@ -1418,7 +1462,7 @@
           const what = `job ${d.id} and its logs${kids ? `, with its ${kids} flow ${kids === 1 ? 'child' : 'children'} and their own children, in their queues` : ''}`;
           const parent = d.parent ? ` Its parent ${d.parent.queue}/${d.parent.id} stops waiting for it.` : '';
           const res = await act('Remove job', `Delete ${what}?${parent} This cannot be undone.`, 'Remove',
-            () => api(`queues/${seg(queue)}/jobs/${seg(d.id)}/remove`, { method: 'POST' }), true);
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/remove`, { method: 'POST' })), true);
           if (res) { toast(`Job ${d.id} removed.`); location.hash = `#/q/${enc(queue)}`; }
         },
       }, 'Remove…'));
@@ -1428,7 +1472,7 @@
 
     out.push(el('div', { class: 'panel', 'data-part': 'timeline' }, el('h2', {}, 'Attempt timeline'),
       !(d.timeline || []).length ? null : el('p', { class: 'muted', id: 'timeline-source' }, d.timelineSource === 'derived'
-        ? 'No drover worker recorded these attempts (drover workers record a job\'s attempts from its first failure or stall on; a first try that completes, or a Node BullMQ worker, leaves no record): they are rebuilt from the job\'s counters and options, and only the last attempt\'s times are known.'
+        ? 'No drover worker recorded these attempts (drover workers record a job\'s attempts from its first failure or stall on; a first try that completes, or a Node BullMQ worker, leaves no record): they are rebuilt from the job\'s counters and options, and only the last attempt\'s times are known.' + derivedOrder(d.timeline)
         : 'Recorded by drover workers, attempt by attempt; attempts marked "no drover record" were not.'),
       timelineBox(d)));
 
@@ -1453,6 +1497,24 @@
     out.push(el('div', { class: 'panel' }, el('h2', { id: 'logs-heading' }, logsTitle),
       d.logs.length ? bigPre({ id: 'job-logs' }, d.logs.join('\n'), () => cur.d.logs.join('\n')) : el('p', { class: 'muted' }, 'No log lines.')));
     return out;
+  }
+
+  // derivedOrder says, for a timeline rebuilt from counters, that the
+  // order of the attempts before the last is not known when they are of
+  // more than one kind: the counters say how many failed, stalled or moved
+  // the job, not in which order, and the picture draws failures first,
+  // then stalls, then moves. A Node job that stalled, then failed, was
+  // drawn "1 failed, 2 stalled" with nothing to say that was a guess.
+  function derivedOrder(timeline) {
+    const kind = (a) => (a.outcome === 'stalled' ? 'stall' : a.outcome === 'unknown' || a.outcome === 'delayed' || a.outcome === 'requeued' ? 'move' : a.outcome === 'fresh-attempts' ? '' : 'failure');
+    // The last attempt is known when the job's state comes from it (it
+    // completed, runs, failed for good, waits for its backoff or its
+    // delay); a waiting job's last one may be a failure or a stall.
+    const run = timeline.filter((a) => !a.outside);
+    const last = run[run.length - 1];
+    const known = last && ['completed', 'active', 'retries-exhausted', 'failed', 'failed-unrecoverable', 'retry-delayed', 'delayed', 'waiting-children', 'requeued'].includes(last.outcome);
+    const kinds = new Set((known ? run.slice(0, -1) : run).map(kind).filter(Boolean));
+    return kinds.size > 1 ? ' Which of the earlier attempts came first is not known: failures are drawn first, then stalls, then other moves.' : '';
   }
 
   // dedupNote says who holds a job's deduplication id (inspect.Deduplication):
@@ -1695,7 +1757,7 @@
       let rep;
       try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = e.message; return; }
       if (gen !== app.render) return;
-      note.textContent = `Looked at ${rep.scanned} jobs${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
+      note.textContent = `Looked at ${rep.scanned} job${rep.scanned === 1 ? '' : 's'}${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
       update(active, ...rep.active.map((j) => el('tr', { 'data-key': j.id },
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', { class: 'num' }, j.budget.started),
@@ -1911,8 +1973,28 @@
     } catch (e) {
       // A page left before its answer came (an error, or a refusal) says
       // nothing over the page shown since.
-      if (gen === app.render) put($main, el('p', { class: 'panel' }, `Something went wrong: ${e.message}`));
+      if (gen === app.render) pageError(e);
     }
+  }
+
+  // pageError replaces a page whose first answer was an error. A refusal
+  // says who may see the page (a viewer following a link to the audit
+  // log read "Something went wrong"); an outage loads the page again once
+  // Redis answers, trying every 3 s (the audit log and a job search opened
+  // during one said "Something went wrong" until a reload); anything else
+  // is said as is.
+  function pageError(e) {
+    const s = app.session;
+    if (e.status === 403) {
+      put($main, el('div', { class: 'panel', id: 'forbidden' }, el('h1', {}, 'Not for your role'),
+        el('p', {}, `Only admins may see this page; you are signed in as ${s ? `${s.user} (${s.role})` : 'someone else'}. (${e.message})`),
+        el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
+      return;
+    }
+    const down = e.status === 503 || e.status === 502 || e.status === 504 || !e.status;
+    put($main, el('div', { class: 'panel', id: 'page-error', role: 'alert' }, el('h1', {}, 'Could not load this page'),
+      el('p', {}, down ? `${e.message}. The page loads by itself once the dashboard and Redis answer.` : `Something went wrong: ${e.message}`)));
+    if (down) every(3000, route);
   }
 
   async function start() {
