@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestNilContextIsRefused calls every exported method of Queue, Job,
@@ -41,8 +41,6 @@ func TestNilContextIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	before := rawState(t, b)
 
-	ctxType := reflect.TypeFor[context.Context]()
-	errType := reflect.TypeFor[error]()
 	var panicked, called []string
 	for _, recv := range []struct {
 		name string
@@ -51,39 +49,16 @@ func TestNilContextIsRefused(t *testing.T) {
 		{"Queue", b.queue}, {"Job", b.queue.Job("s")}, {"Worker", proc}, {"manual Worker", manual},
 		{"FlowProducer", fp}, {"QueueEvents", qe},
 	} {
-		v := reflect.ValueOf(recv.v)
-		for i := range v.NumMethod() {
-			m, mt := v.Method(i), v.Type().Method(i)
-			ft := m.Type()
-			if ft.NumIn() == 0 || ft.In(0) != ctxType || ft.NumOut() == 0 || ft.Out(ft.NumOut()-1) != errType {
-				continue
+		for _, c := range testkit.CallWithNilContext(recv.v, nil, nil) {
+			name := recv.name + "." + c.Method
+			if c.Panic != nil {
+				panicked = append(panicked, name)
 			}
-			name := recv.name + "." + mt.Name
-			args := []reflect.Value{reflect.Zero(ctxType)}
-			for a := 1; a < ft.NumIn(); a++ {
-				args = append(args, reflect.Zero(ft.In(a)))
-			}
-			err := func() (err error) {
-				defer func() {
-					if r := recover(); r != nil {
-						err = fmt.Errorf("panic: %v", r)
-						panicked = append(panicked, name)
-					}
-				}()
-				var out []reflect.Value
-				if ft.IsVariadic() {
-					out = m.CallSlice(args)
-				} else {
-					out = m.Call(args)
-				}
-				err, _ = out[len(out)-1].Interface().(error)
-				return err
-			}()
 			called = append(called, name)
-			if !assert(t, err != nil, "%s(nil ctx) returned no error", name) {
+			if !assert(t, c.Err != nil, "%s(nil ctx) returned no error", name) {
 				continue
 			}
-			assert(t, errorsIsInvalidOption(err), "%s(nil ctx): %v", name, err)
+			assert(t, errorsIsInvalidOption(c.Err), "%s(nil ctx): %v", name, c.Err)
 		}
 	}
 	// The calls users make most, with valid arguments otherwise: the

@@ -2,7 +2,6 @@ package inspect_test
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestNilContextIsRefused calls every exported method of the Inspector
@@ -27,42 +27,19 @@ func TestNilContextIsRefused(t *testing.T) {
 	b.add(t, "q", "x", &drover.JobOptions{JobID: "s"})
 	before := dumpAll(t, b)
 
-	ctxType := reflect.TypeFor[context.Context]()
-	errType := reflect.TypeFor[error]()
-	v := reflect.ValueOf(b.ins)
+	queueName := func(t reflect.Type) reflect.Value {
+		if t.Kind() == reflect.String {
+			return reflect.ValueOf("q").Convert(t)
+		}
+		return reflect.Value{}
+	}
 	var panicked, called []string
-	for i := range v.NumMethod() {
-		m, name := v.Method(i), v.Type().Method(i).Name
-		ft := m.Type()
-		if ft.NumIn() == 0 || ft.In(0) != ctxType || ft.NumOut() == 0 || ft.Out(ft.NumOut()-1) != errType || name == "Close" {
-			continue
+	for _, c := range testkit.CallWithNilContext(b.ins, func(m string) bool { return m == "Close" }, queueName) {
+		if c.Panic != nil {
+			panicked = append(panicked, c.Method)
 		}
-		args := []reflect.Value{reflect.Zero(ctxType)}
-		for a := 1; a < ft.NumIn(); a++ {
-			if ft.In(a).Kind() == reflect.String {
-				args = append(args, reflect.ValueOf("q").Convert(ft.In(a)))
-				continue
-			}
-			args = append(args, reflect.Zero(ft.In(a)))
-		}
-		err := func() (err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					err = fmt.Errorf("panic: %v", r)
-					panicked = append(panicked, name)
-				}
-			}()
-			var out []reflect.Value
-			if ft.IsVariadic() {
-				out = m.CallSlice(args)
-			} else {
-				out = m.Call(args)
-			}
-			err, _ = out[len(out)-1].Interface().(error)
-			return err
-		}()
-		called = append(called, name)
-		assert.ErrorIs(t, err, drover.ErrInvalidOption, name)
+		called = append(called, c.Method)
+		assert.ErrorIs(t, c.Err, drover.ErrInvalidOption, c.Method)
 	}
 	require.Empty(t, panicked, "methods that panicked on a nil context")
 	t.Logf("%d methods called", len(called))
