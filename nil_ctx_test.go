@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
 // TestNilContextIsRefused calls every exported method of Queue, Job,
@@ -103,16 +104,9 @@ func TestNilContextIsRefused(t *testing.T) {
 // changes it.
 func rawState(t *testing.T, b *testBundle) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	out := map[string]string{}
-	iter := b.rdb.Scan(ctx, 0, b.prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		d, err := b.rdb.Dump(ctx, iter.Val()).Result()
-		require.NoError(t, err)
-		out[iter.Val()] = d
-	}
-	require.NoError(t, iter.Err())
-	return out
+	raw, err := statedump.Raw(context.Background(), b.rdb, b.prefix+":*")
+	require.NoError(t, err)
+	return raw
 }
 
 // assert reports a failure without stopping the test, and whether ok.

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"sort"
+
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
 // TestEveryMutationRefusedWithoutSignInOrCSRF takes every POST route the
@@ -29,16 +30,9 @@ func TestEveryMutationRefusedWithoutSignInOrCSRF(t *testing.T) {
 	b.add(t, "q", "now", nil, nil)
 	snapshot := func() map[string]string {
 		t.Helper()
-		keys, err := b.rdb.Keys(ctx, b.prefix+":q:*").Result()
+		raw, err := statedump.Raw(ctx, b.rdb, b.prefix+":q:*")
 		require.NoError(t, err)
-		sort.Strings(keys)
-		out := map[string]string{}
-		for _, k := range keys {
-			v, err := b.rdb.Dump(ctx, k).Result()
-			require.NoError(t, err)
-			out[k] = v
-		}
-		return out
+		return raw
 	}
 	before := snapshot()
 	require.NotEmpty(t, before)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
 // TestNilContextIsRefused calls every exported method of the Inspector
@@ -51,17 +52,11 @@ func TestNilContextIsRefused(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// dumpAll is every key under the bundle's prefix with its DUMP.
+// dumpAll is every key under the bundle's prefix with its DUMP: any write
+// changes it.
 func dumpAll(t *testing.T, b *testBundle) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	out := map[string]string{}
-	iter := b.rdb.Scan(ctx, 0, b.prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		d, err := b.rdb.Dump(ctx, iter.Val()).Result()
-		require.NoError(t, err)
-		out[iter.Val()] = d
-	}
-	require.NoError(t, iter.Err())
-	return out
+	raw, err := statedump.Raw(context.Background(), b.rdb, b.prefix+":*")
+	require.NoError(t, err)
+	return raw
 }

@@ -306,3 +306,26 @@ func (k *Key) clone() *Key {
 	}
 	return &c
 }
+
+// Raw is every key matching pattern (a SCAN pattern, e.g. prefix + ":*")
+// with its DUMP bytes: unlike [Dump] it leaves nothing out and normalises
+// nothing, so any write under the pattern changes it. Tests that promise
+// "Redis untouched" compare two of them.
+func Raw(ctx context.Context, rdb redis.UniversalClient, pattern string) (map[string]string, error) {
+	out := map[string]string{}
+	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		d, err := rdb.Dump(ctx, iter.Val()).Result()
+		if errors.Is(err, redis.Nil) {
+			continue // gone since the scan
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dump %q: %w", iter.Val(), err)
+		}
+		out[iter.Val()] = d
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("scan %q: %w", pattern, err)
+	}
+	return out, nil
+}
