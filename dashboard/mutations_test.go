@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-
 	"strings"
 	"testing"
 	"time"
