@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/queuecheck"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -26,28 +27,8 @@ import (
 func TestFlowsAndSchedulerOutliveRedisCrashesWithAOF(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, err := redistest.Start("--appendonly", "yes", "--appendfsync", "always")
-	require.NoError(t, err)
-	t.Cleanup(func() { srv.Stop() })
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: 1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	logs := &syncBuffer{}
-	logger := slog.New(slog.NewTextHandler(logs, nil))
-	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Logger: logger})
-	require.NoError(t, err)
-	fp, err := drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Logger: logger})
-	require.NoError(t, err)
-	_, err = q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 100 * time.Millisecond}, nil)
-	require.NoError(t, err)
-	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
-		time.Sleep(2 * time.Millisecond)
-		return job.ID, nil
-	}), &drover.WorkerOptions{Concurrency: 8, DrainDelay: 200 * time.Millisecond, Logger: logger,
-		LockDuration: time.Second, StalledInterval: 500 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() { _ = w.Close(ctx) })
-
+	r := newCrashRig(t, "--appendonly", "yes", "--appendfsync", "always")
+	srv, q, fp := r.srv, r.q, r.fp
 	var acked []string
 	load := testkit.NewLoad()
 	load.Every(5*time.Millisecond, func(i int) {
@@ -70,35 +51,7 @@ func TestFlowsAndSchedulerOutliveRedisCrashesWithAOF(t *testing.T) {
 	crashedAt := time.Now()
 	time.Sleep(700 * time.Millisecond)
 	load.Stop()
-	testkit.WaitFor(t, 10*time.Second, "a scheduler run made after the last crash completed", func() bool {
-		ids, err := q.GetJobIDs(ctx, []drover.JobState{drover.StateCompleted}, 0, -1, true)
-		require.NoError(t, err)
-		for _, id := range ids {
-			var ms int64
-			if _, err := fmt.Sscanf(strings.TrimPrefix(id, "repeat:tick:"), "%d", &ms); err == nil && strings.HasPrefix(id, "repeat:") &&
-				time.UnixMilli(ms).After(crashedAt.Add(time.Second)) {
-				return true
-			}
-		}
-		return false
-	})
-	_, err = q.RemoveJobScheduler(ctx, "tick")
-	require.NoError(t, err)
-	testkit.WaitFor(t, 20*time.Second, "every job finished", func() bool {
-		c, err := q.GetJobCounts(ctx)
-		require.NoError(t, err)
-		return c[drover.StateWaiting]+c[drover.StateActive]+c[drover.StatePrioritized]+c[drover.StateDelayed]+c[drover.StateWaitingChildren] == 0
-	})
-	require.NoError(t, w.Close(ctx))
-
-	s := readQueueStates(t, rdb, "bull", "q")
-	require.Empty(t, s.In("failed"))
-	completions := map[string]int{}
-	for _, e := range rdb.XRange(ctx, "bull:q:events", "-", "+").Val() {
-		if e.Values["event"] == "completed" {
-			completions[fmt.Sprint(e.Values["jobId"])]++
-		}
-	}
+	s, completions := r.settle(t, crashedAt, 10*time.Second, 20*time.Second)
 	require.Greater(t, len(acked), 30, "flows were added around the crashes")
 	for _, id := range acked {
 		require.Equal(t, []string{"completed"}, s.Where[id], id)
@@ -109,6 +62,90 @@ func TestFlowsAndSchedulerOutliveRedisCrashesWithAOF(t *testing.T) {
 			require.Len(t, vals, 2, "parent %s has its children's results", id)
 		}
 	}
-	require.NotContains(t, logs.String(), "level=ERROR")
+	require.NotContains(t, r.logs.String(), "level=ERROR")
 	t.Logf("%d jobs acknowledged, %d completed", len(acked), len(s.In("completed")))
+}
+
+// crashRig is the crash tests' world: a redis-server started with args (so
+// srv.Crash restarts it from its own files), a client that fails fast
+// while it is down, a queue with a job scheduler "tick" every 100 ms and
+// every event kept, a flow producer, and a started worker (concurrency 8,
+// one-second locks) returning each job's id; all log to logs.
+type crashRig struct {
+	srv  *redistest.Server
+	rdb  *redis.Client
+	q    *drover.Queue
+	fp   *drover.FlowProducer
+	w    *drover.Worker
+	logs *syncBuffer
+}
+
+func newCrashRig(t *testing.T, args ...string) *crashRig {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := redistest.Start(args...)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Stop() })
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: 1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Logger: logger})
+	require.NoError(t, err)
+	// Every event kept: settle counts a completed event per job.
+	require.NoError(t, q.SetEventsMaxLen(ctx, 1_000_000))
+	fp, err := drover.NewFlowProducer(rdb, &drover.FlowProducerOptions{Logger: logger})
+	require.NoError(t, err)
+	_, err = q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: 100 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		time.Sleep(time.Millisecond)
+		return job.ID, nil
+	}), &drover.WorkerOptions{Concurrency: 8, DrainDelay: 200 * time.Millisecond, Logger: logger,
+		LockDuration: time.Second, StalledInterval: 500 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Close(ctx) })
+	return &crashRig{srv: srv, rdb: rdb, q: q, fp: fp, w: w, logs: logs}
+}
+
+// settle waits (up to runWait) for a scheduler run made a second after
+// crashedAt to complete (the worker resumed by itself), removes the
+// scheduler, waits (up to finishWait) until no job is left to run, closes
+// the worker, and returns the queue's states and each job id's number of
+// completed events. No job may have failed.
+func (r *crashRig) settle(t *testing.T, crashedAt time.Time, runWait, finishWait time.Duration) (*queuecheck.States, map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	testkit.WaitFor(t, runWait, "a scheduler run made after the last crash completed", func() bool {
+		ids, err := r.q.GetJobIDs(ctx, []drover.JobState{drover.StateCompleted}, 0, -1, true)
+		require.NoError(t, err)
+		for _, id := range ids {
+			var ms int64
+			if _, err := fmt.Sscanf(strings.TrimPrefix(id, "repeat:tick:"), "%d", &ms); err == nil &&
+				strings.HasPrefix(id, "repeat:") && time.UnixMilli(ms).After(crashedAt.Add(time.Second)) {
+				return true
+			}
+		}
+		return false
+	})
+	_, err := r.q.RemoveJobScheduler(ctx, "tick")
+	require.NoError(t, err)
+	testkit.WaitFor(t, finishWait, "every job finished", func() bool {
+		c, err := r.q.GetJobCounts(ctx)
+		require.NoError(t, err)
+		return c[drover.StateWaiting]+c[drover.StateActive]+c[drover.StatePrioritized]+
+			c[drover.StateDelayed]+c[drover.StateWaitingChildren] == 0
+	})
+	require.NoError(t, r.w.Close(ctx))
+
+	s := readQueueStates(t, r.rdb, "bull", "q")
+	require.Empty(t, s.In("failed"))
+	completions := map[string]int{}
+	for _, e := range r.rdb.XRange(ctx, "bull:q:events", "-", "+").Val() {
+		if e.Values["event"] == "completed" {
+			completions[fmt.Sprint(e.Values["jobId"])]++
+		}
+	}
+	return s, completions
 }
