@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/pgtest"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/outbox"
@@ -329,14 +330,7 @@ func TestRelayPostgresBatchTimeoutOverTheIdleLimit(t *testing.T) {
 func TestRelayBatchCommitAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	bundle := setupPostgres(t)
-	for i := range 5 {
-		bundle.add(t, job{queue: "q", name: "n", data: i})
-	}
-	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
-	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
-		return outbox.NewRelay(outbox.NewPostgres(pool), bundle.rdb, o)
-	}, nil)
+	bundle, proxy, relay := proxiedRelay(t, 5, nil)
 
 	proxy.DropReplyTo("commit\x00") // pgx's simple-protocol COMMIT, not "read committed"
 	stats, err := relay.Flush(ctx)
@@ -361,14 +355,7 @@ func TestRelayBatchCommitAnswerLost(t *testing.T) {
 func TestRelayBatchCommitAnswerLostWithTheDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	bundle := setupPostgres(t)
-	for i := range 5 {
-		bundle.add(t, job{queue: "q", name: "n", data: i})
-	}
-	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
-	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
-		return outbox.NewRelay(outbox.NewPostgres(pool), bundle.rdb, o)
-	}, nil)
+	bundle, proxy, relay := proxiedRelay(t, 5, nil)
 
 	proxy.DropReplyAndRefuse("commit\x00")
 	stats, err := relay.Flush(ctx)
@@ -395,14 +382,7 @@ func TestRelayBatchCommitAnswerLostWithTheDatabase(t *testing.T) {
 func TestRelayBatchCommitLostOnTheWay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	bundle := setupPostgres(t)
-	for i := range 3 {
-		bundle.add(t, job{queue: "q", name: "n", data: i})
-	}
-	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
-	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
-		return outbox.NewRelay(outbox.NewPostgres(pool), bundle.rdb, o)
-	}, &outbox.RelayOptions{BatchTimeout: 2 * time.Second}) // room for a slow machine before the COMMIT
+	bundle, proxy, relay := proxiedRelay(t, 3, &outbox.RelayOptions{BatchTimeout: 2 * time.Second}) // room for a slow machine before the COMMIT
 
 	proxy.BlackholeAt("commit\x00")
 	healed := make(chan struct{})
@@ -428,4 +408,20 @@ func TestRelayBatchCommitLostOnTheWay(t *testing.T) {
 	require.Equal(t, outbox.Stats{Duplicates: 3}, stats)
 	require.Empty(t, pending(bundle.rows(t)))
 	require.EqualValues(t, 3, bundle.jobCount(t, "q"))
+}
+
+// proxiedRelay is a Postgres bundle with n pending rows (queue "q", name
+// "n", data 0..n-1) and a relay (opts, nil for the defaults) whose pool
+// reaches the database through a fault proxy of its own.
+func proxiedRelay(t *testing.T, n int, opts *outbox.RelayOptions) (*testBundle, *faultproxy.Proxy, *outbox.Relay) {
+	t.Helper()
+	bundle := setupPostgres(t)
+	for i := range n {
+		bundle.add(t, job{queue: "q", name: "n", data: i})
+	}
+	proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+	relay := relayWithPrefix(t, bundle.prefix, func(o *outbox.RelayOptions) (*outbox.Relay, error) {
+		return outbox.NewRelay(outbox.NewPostgres(pool), bundle.rdb, o)
+	}, opts)
+	return bundle, proxy, relay
 }
