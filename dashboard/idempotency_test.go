@@ -176,26 +176,13 @@ func TestAuditEntryReplyLost(t *testing.T) {
 func TestFailedSignInReplyLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	direct, prefix := redistest.Client(t)
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default resends
-	t.Cleanup(func() { _ = rdb.Close() })
+	r := newResendRig(t)
+	direct, prefix, proxy := r.direct, r.prefix, r.proxy
 	// The first write to a throttle key (not its read) loses its reply:
 	// armed from a hook, right before that write is sent.
-	arm := &keyWriteDrop{proxy: proxy, marker: "::dashboard:throttle:"}
-	rdb.AddHook(arm)
-	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ins.Close(ctx) })
-	h, err := dashboard.New(ins, &dashboard.Options{Auth: testUsers()})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close(ctx) })
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	r.rdb.AddHook(&keyWriteDrop{proxy: proxy, marker: "::dashboard:throttle:"})
 
-	resp, err := http.Post(srv.URL+"/api/login", "application/json",
+	resp, err := http.Post(r.url+"api/login", "application/json",
 		strings.NewReader(`{"user":"otto","password":"guess-guess-guess-guess"}`))
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -206,6 +193,38 @@ func TestFailedSignInReplyLost(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "1", n, "one failure counted against %s", party)
 	}
+}
+
+// resendRig is a dashboard (testUsers' sign-ins) whose Redis client goes
+// through a fault proxy with go-redis's default resends, for the tests of
+// writes whose reply is lost and sent again; direct reaches the same
+// Redis without the proxy, and rdb takes the test's hooks.
+type resendRig struct {
+	direct *redis.Client
+	prefix string
+	proxy  *faultproxy.Proxy
+	rdb    *redis.Client
+	url    string // the dashboard's base URL, ending in "/"
+}
+
+func newResendRig(t *testing.T) *resendRig {
+	t.Helper()
+	ctx := context.Background()
+	direct, prefix := redistest.Client(t)
+	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default resends
+	t.Cleanup(func() { _ = rdb.Close() })
+	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ins.Close(ctx) })
+	h, err := dashboard.New(ins, &dashboard.Options{Auth: testUsers()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &resendRig{direct: direct, prefix: prefix, proxy: proxy, rdb: rdb, url: srv.URL + "/"}
 }
 
 // keyWriteDrop arms its proxy to lose the reply of the first command or
@@ -259,23 +278,11 @@ func (d *keyWriteDrop) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 func TestRevokeSessionsReplyLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	direct, prefix := redistest.Client(t)
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default resends
-	t.Cleanup(func() { _ = rdb.Close() })
-	ins, err := inspect.New(rdb, &inspect.Options{Prefix: prefix})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ins.Close(ctx) })
-	h, err := dashboard.New(ins, &dashboard.Options{Auth: testUsers()})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close(ctx) })
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	b := &testBundle{url: srv.URL + "/"}
+	r := newResendRig(t)
+	direct, prefix, proxy := r.direct, r.prefix, r.proxy
+	b := &testBundle{url: r.url}
 	admin := b.as(t, adminToken)
-	rdb.AddHook(&keyWriteDrop{proxy: proxy, marker: "::dashboard:epochs"}) // armed from here on
+	r.rdb.AddHook(&keyWriteDrop{proxy: proxy, marker: "::dashboard:epochs"}) // armed from here on
 
 	require.Equal(t, http.StatusOK, admin.post("api/sessions/revoke", map[string]string{"user": "otto"}, nil),
 		string(admin.lastBody))
