@@ -325,18 +325,28 @@ func TestUIActionAfterSignInElsewhere(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &dashboard.Options{Auth: testUsers()})
 	id := b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: time.Hour})
+	first := promoteAfterSignInElsewhere(t, b, id, operatorToken)
+	require.Equal(t, "Job "+id+" promoted.", text(t, first, `.toast`))
+	b.waitState(t, "mail", id, drover.StateWaiting)
+}
+
+// promoteAfterSignInElsewhere signs an operator in on job id's page (a
+// delayed job of queue "mail"), signs in with token in a second tab of the
+// same browser (sharing its cookie, so the session the first tab runs on
+// is replaced), then confirms "Run now" in the first tab and waits for its
+// toast: the first tab.
+func promoteAfterSignInElsewhere(t *testing.T, b *testBundle, id, token string) context.Context {
+	t.Helper()
 	first := browser(t)
 	do(t, first, chromedp.Navigate(b.url+"#/q/mail/job/"+id),
 		chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)),
 		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), operatorToken),
 		chromedp.Click(chromedp.CSS(`form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
-	// The second tab shares the browser's cookie: signing in there rotates
-	// the session the first tab runs on.
 	second := sameBrowserTab(t, first)
 	do(t, second, chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.CSS(`#whoami`)))
 	signedIn, err := chromedp.Run(step(t, second), chromedp.Evaluate[string](`fetch('api/login', {method: 'POST',
-		headers: {'Content-Type': 'application/json'}, body: JSON.stringify({token: '`+operatorToken+`'})}).then((r) => r.ok ? 'ok' : String(r.status))`,
+		headers: {'Content-Type': 'application/json'}, body: JSON.stringify({token: '`+token+`'})}).then((r) => r.ok ? 'ok' : String(r.status))`,
 		chromedp.EvalAwaitPromise))
 	require.NoError(t, err)
 	require.Equal(t, "ok", signedIn)
@@ -345,8 +355,7 @@ func TestUIActionAfterSignInElsewhere(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="yes"]`)),
 		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.toast`)))
-	require.Equal(t, "Job "+id+" promoted.", text(t, first, `.toast`))
-	b.waitState(t, "mail", id, drover.StateWaiting)
+	return first
 }
 
 // TestUIWorkersWithoutClientList: on a Redis that refuses CLIENT LIST (an
@@ -390,24 +399,7 @@ func TestUIActionAfterSomeoneElseSignedIn(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &dashboard.Options{Auth: testUsers()})
 	id := b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: time.Hour})
-	first := browser(t)
-	do(t, first, chromedp.Navigate(b.url+"#/q/mail/job/"+id),
-		chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)),
-		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), operatorToken),
-		chromedp.Click(chromedp.CSS(`form button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
-	second := sameBrowserTab(t, first)
-	do(t, second, chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.CSS(`#whoami`)))
-	signedIn, err := chromedp.Run(step(t, second), chromedp.Evaluate[string](`fetch('api/login', {method: 'POST',
-		headers: {'Content-Type': 'application/json'}, body: JSON.stringify({token: '`+adminToken+`'})}).then((r) => r.ok ? 'ok' : String(r.status))`,
-		chromedp.EvalAwaitPromise))
-	require.NoError(t, err)
-	require.Equal(t, "ok", signedIn)
-	do(t, first,
-		chromedp.Click(chromedp.Search(`//button[text()="Run now (keep attempts)"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="yes"]`)),
-		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`.toast`)))
+	first := promoteAfterSignInElsewhere(t, b, id, adminToken)
 	require.Contains(t, text(t, first, `.toast`), "now signed in as ada (admin)")
 	require.Equal(t, "ada (admin)", text(t, first, `#whoami`))
 	b.waitState(t, "mail", id, drover.StateDelayed)
