@@ -33,29 +33,8 @@ func TestFinishSingleMatchesBatch(t *testing.T) {
 	plain := func(id string) FinishRecord {
 		return FinishRecord{ID: id, Token: "t:" + id, Kind: FinishCompleted, Value: `{"r":1}`, AttemptsMade: 1, Attempts: 1}
 	}
-	add := func(t *testing.T, k keys.Queue, recs ...AddRecord) {
-		t.Helper()
-		for i := range recs {
-			if recs[i].Name == "" {
-				recs[i].Name, recs[i].Data, recs[i].Opts = "j", "{}", "{}"
-			}
-			recs[i].Timestamp = now - 1000
-		}
-		_, err := AddJobs(ctx, rdb, k, Call{}, recs)
-		require.NoError(t, err)
-	}
-	take := func(t *testing.T, k keys.Queue, n int) {
-		t.Helper()
-		f, err := MoveToActive(ctx, rdb, k, FetchArgs{Now: now - 500, Count: n, Token: "t", LockDuration: 30000, WorkerName: "w"})
-		require.NoError(t, err)
-		require.Len(t, f.Jobs, n)
-	}
-	do := func(t *testing.T, cmds ...[]any) {
-		t.Helper()
-		for _, c := range cmds {
-			require.NoError(t, rdb.Do(ctx, c...).Err(), "%v", c)
-		}
-	}
+	rig := finishRig{rdb: rdb, now: now}
+	add, take, do := rig.add, rig.take, rig.do
 	type setup func(t *testing.T, k keys.Queue) (FetchArgs, int, FinishRecord)
 	args := func(k keys.Queue) FetchArgs {
 		return FetchArgs{Now: now, Count: 1, Token: "t2", LockDuration: 30000, WorkerName: "w"}
