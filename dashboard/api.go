@@ -982,10 +982,15 @@ func (h *Handler) drain(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 	return nil
 }
 
-// findJob is GET /api/jobs/{id}: the queues that hold a job with this id.
+// findJob is GET /api/jobs/{id}: the queues that hold a job with this id,
+// and the queues that could not be searched (a key of another type).
 func (h *Handler) findJob(w http.ResponseWriter, r *http.Request) {
 	matches, err := h.ins.FindJob(r.Context(), r.PathValue("id"))
-	reply(w, map[string]any{"id": r.PathValue("id"), "matches": matches}, err)
+	skipped := []inspect.SkippedQueue{}
+	if s, partial := errors.AsType[*inspect.SkippedQueuesError](err); partial {
+		skipped, err = s.Skipped, nil
+	}
+	reply(w, map[string]any{"id": r.PathValue("id"), "matches": matches, "skipped": skipped}, err)
 }
 
 // failures is GET /api/queues/{queue}/failures: failed jobs by error;

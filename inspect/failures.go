@@ -2,13 +2,18 @@ package inspect
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/keytype"
 )
 
 // Failed jobs by error: the same failure repeats with different ids,
@@ -198,6 +203,13 @@ type JobMatch struct {
 }
 
 // FindJob looks for job id in every queue under the prefix.
+//
+// A queue whose keys another program overwrote with another kind of value
+// (Redis's WRONGTYPE) does not end the search: FindJob returns the matches
+// in the queues it could read and a *SkippedQueuesError naming each queue
+// it could not, so one damaged queue does not hide a job in the others.
+// Any other error (Redis unreachable, a closed client) ends the search and
+// comes alone.
 func (i *Inspector) FindJob(ctx context.Context, id string) ([]JobMatch, error) {
 	if ctx == nil {
 		return nil, errNilContext
@@ -206,24 +218,80 @@ func (i *Inspector) FindJob(ctx context.Context, id string) ([]JobMatch, error) 
 	if err != nil {
 		return nil, err
 	}
+	// One pipeline of EXISTS finds the queues with a key under that id;
+	// only those are read (a prefix with thousands of queues costs one
+	// round trip, not thousands).
+	exists := make([]*redis.IntCmd, len(names))
+	if len(names) > 0 {
+		if _, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for k, name := range names {
+				exists[k] = p.Exists(ctx, i.keys(name).Job(id))
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("inspect: find job %q: %w", id, err)
+		}
+	}
 	out := []JobMatch{}
-	for _, name := range names {
-		q, err := i.Queue(name)
-		if err != nil {
-			return nil, err
-		}
-		jobs, err := q.GetJobsByID(ctx, []string{id})
-		if err != nil {
-			return nil, err
-		}
-		if len(jobs) == 0 {
+	var skipped []SkippedQueue
+	for k, name := range names {
+		if exists[k].Val() == 0 {
 			continue
 		}
-		st, err := q.GetJobState(ctx, id)
+		m, found, err := i.findJobIn(ctx, name, id)
+		if _, wrongType := errors.AsType[*keytype.Error](err); wrongType {
+			skipped = append(skipped, SkippedQueue{Queue: name, Error: err.Error()})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, JobMatch{Queue: name, ID: id, Name: jobs[0].Name, State: st})
+		if found {
+			out = append(out, m)
+		}
+	}
+	if len(skipped) > 0 {
+		return out, &SkippedQueuesError{Skipped: skipped}
 	}
 	return out, nil
+}
+
+// findJobIn reads job id's name and state in one queue; found is false
+// when the queue holds no job of that id.
+func (i *Inspector) findJobIn(ctx context.Context, queue, id string) (m JobMatch, found bool, err error) {
+	q, err := i.Queue(queue)
+	if err != nil {
+		return m, false, err
+	}
+	jobs, err := q.GetJobsByID(ctx, []string{id})
+	if err != nil || len(jobs) == 0 {
+		return m, false, err
+	}
+	st, err := q.GetJobState(ctx, id)
+	if err != nil {
+		return m, false, keytype.Explain(ctx, i.rdb, i.keys(queue), err, id)
+	}
+	return JobMatch{Queue: queue, ID: id, Name: jobs[0].Name, State: st}, true, nil
+}
+
+// SkippedQueue is a queue a search across queues could not read, with why.
+type SkippedQueue struct {
+	Queue string `json:"queue"`
+	Error string `json:"error"`
+}
+
+// SkippedQueuesError is returned beside the results of a search across
+// queues (FindJob) when some queues could not be read because a key holds
+// another kind of value than BullMQ keeps there. The results returned with
+// it are those of the other queues and are complete for them.
+type SkippedQueuesError struct {
+	Skipped []SkippedQueue
+}
+
+func (e *SkippedQueuesError) Error() string {
+	parts := make([]string, len(e.Skipped))
+	for k, s := range e.Skipped {
+		parts[k] = fmt.Sprintf("queue %q: %s", s.Queue, s.Error)
+	}
+	return fmt.Sprintf("%d queue(s) could not be read: %s", len(e.Skipped), strings.Join(parts, "; "))
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -14,12 +16,12 @@ import (
 func init() {
 	commands["job"] = commandInfo{
 		summary: "show one job's retry state: attempts, next run, attempt timeline, errors, logs",
-		make:    func(m *Main) command { return &jobCmd{out: m.Stdout} },
+		make:    func(m *Main) command { return &jobCmd{out: m.Stdout, errOut: m.Stderr} },
 	}
 }
 
 type jobCmd struct {
-	out io.Writer
+	out, errOut io.Writer
 }
 
 func (c *jobCmd) Run(ctx context.Context, args []string) error {
@@ -41,26 +43,37 @@ func (c *jobCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeRedis()
+	var incomplete error
 	if len(pos) == 1 {
 		matches, err := ins.FindJob(ctx, pos[0])
-		if err != nil {
+		// A damaged queue is named; the others' matches stand.
+		skipped, partial := errors.AsType[*inspect.SkippedQueuesError](err)
+		if err != nil && !partial {
 			return err
+		}
+		if partial {
+			// Shown after the job, as drover jobs does: exit 1, the
+			// search was not complete.
+			incomplete = fmt.Errorf("the search for job %q was not complete: %w", pos[0], skipped)
 		}
 		switch len(matches) {
 		case 0:
+			if partial {
+				return fmt.Errorf("%w: no readable queue under prefix %q holds job %q; %w", drover.ErrJobNotFound, ins.Prefix(), pos[0], skipped)
+			}
 			return fmt.Errorf("%w: no queue under prefix %q holds job %q", drover.ErrJobNotFound, ins.Prefix(), pos[0])
 		case 1:
 			pos = []string{matches[0].Queue, pos[0]}
 		default:
 			if *asJSON {
-				return writeJSON(c.out, matches)
+				return cmp.Or(writeJSON(c.out, matches), incomplete)
 			}
 			fmt.Fprintf(c.out, "%d queues hold a job %q; name one: drover job <queue> %s\n", len(matches), pos[0], pos[0])
 			t := newTable(c.out, "QUEUE", "NAME", "STATE")
 			for _, m := range matches {
 				t.row(m.Queue, m.Name, m.State)
 			}
-			return t.flush()
+			return cmp.Or(t.flush(), incomplete)
 		}
 	}
 	d, err := ins.Job(ctx, pos[0], pos[1])
@@ -68,10 +81,10 @@ func (c *jobCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(c.out, d)
+		return cmp.Or(writeJSON(c.out, d), incomplete)
 	}
 	c.print(d)
-	return nil
+	return incomplete
 }
 
 func (c *jobCmd) print(d *inspect.JobDetail) {

@@ -1888,7 +1888,11 @@
     const res = await api(`jobs/${seg(id)}`);
     // An answer for a page the user left draws nothing (nor navigates).
     if (gen !== app.render) return;
-    if (res.matches.length === 1) {
+    const skipped = res.skipped || [];
+    // One match and every queue searched: straight to the job. A queue
+    // that could not be searched (a key of another type) may hold the id
+    // too, so the page stays and says so.
+    if (res.matches.length === 1 && !skipped.length) {
       const m = res.matches[0];
       location.replace(`#/q/${enc(m.queue)}/job/${enc(m.id)}`);
       return;
@@ -1897,7 +1901,12 @@
       el('div', { class: 'panel', id: 'find-results' }, res.matches.length
         ? el('table', {}, el('tbody', {}, ...res.matches.map((m) => el('tr', { 'data-match': m.queue },
           el('td', {}, el('a', { href: `#/q/${enc(m.queue)}/job/${enc(m.id)}` }, m.queue)), el('td', {}, m.name), el('td', {}, m.state)))))
-        : el('p', { class: 'muted' }, `No queue under this prefix has a job with id ${id}.`)));
+        : el('p', { class: 'muted' }, skipped.length
+          ? `No readable queue under this prefix has a job with id ${id}.`
+          : `No queue under this prefix has a job with id ${id}.`)),
+      skipped.length ? el('div', { class: 'panel', id: 'find-skipped', role: 'status' },
+        el('p', {}, `${skipped.length === 1 ? 'One queue' : `${skipped.length} queues`} could not be searched (a key holds another kind of value than BullMQ keeps there):`),
+        el('ul', {}, ...skipped.map((q) => el('li', { 'data-skipped': q.queue }, `${q.queue}: ${q.error}`)))) : null);
   }
 
   // ---- audit page --------------------------------------------------------
