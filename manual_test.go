@@ -385,6 +385,10 @@ func TestManualStalledCheck(t *testing.T) {
 	}
 	kept, err := w.NextJob(ctx, "k", 0)
 	require.NoError(t, err)
+	// kept's lock is renewed for far longer than the worker's 200 ms, so a
+	// loaded machine pausing this test for a few hundred ms does not let it
+	// lapse (it did, and the stalled check took kept too).
+	require.NoError(t, kept.ExtendLock(ctx, "k", 10*time.Second))
 	lost, err := w.NextJob(ctx, "l", 0)
 	require.NoError(t, err)
 	require.Equal(t, []string{"kept", "lost"}, []string{kept.ID, lost.ID})
@@ -399,7 +403,7 @@ func TestManualStalledCheck(t *testing.T) {
 				renewed <- nil
 				return
 			case <-t.C:
-				if err := kept.ExtendLock(ctx, "k", 200*time.Millisecond); err != nil {
+				if err := kept.ExtendLock(ctx, "k", 10*time.Second); err != nil {
 					renewed <- err
 					return
 				}
