@@ -44,7 +44,7 @@ func TestFinishTakesJobsOutOfActiveAsLREM(t *testing.T) {
 		}
 		return out
 	}
-	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	cat := slices.Concat[[]string]
 	// The batch is jobs 1..n (records in that order unless a case says
 	// otherwise); jobs n+1..n+4 are the other active jobs. A list is
 	// written head first: the fetch pushes at the head, so jobs taken in
