@@ -18,7 +18,7 @@ import (
 // its own), the worker's hot path: a change that adds a command per job,
 // or per call, shows here. The call fetches nothing (count 0).
 //
-// A batch of one (13): HMGET meta, MGET locks, EXISTS (the completion's
+// A batch of one (13): HGETALL meta, MGET locks, EXISTS (the completion's
 // children), LREM active, DEL lock, SREM stalled, HSET, ZADD completed,
 // XADD completed (MAXLEN ~); the drained check (LLEN wait, LLEN active,
 // ZCARD prioritized) and XADD drained. A call that fetches nothing promotes
