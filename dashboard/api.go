@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 )
 
@@ -217,6 +219,9 @@ type QueuePage struct {
 	Alerts []inspect.Alert `json:"alerts"`
 	// Storm holds the thresholds in force, for the UI's legend.
 	Storm StormThresholds `json:"storm"`
+	// EventsAfter is the id of the queue's newest event when the page was
+	// read ("0-0": none), where the page's live feed starts (JobPage's).
+	EventsAfter string `json:"eventsAfter"`
 }
 
 // StormThresholds are inspect.StormOptions for the UI (durations in ms).
@@ -230,8 +235,9 @@ type StormThresholds struct {
 
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
+	after, aerr := h.eventsAfter(r.Context(), name) // first: see job
 	info, err := h.ins.QueueInfo(r.Context(), name)
-	if err != nil {
+	if err = cmp.Or(err, aerr); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -250,7 +256,7 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 		Storm: StormThresholds{
 			WindowMs: so.Window.Milliseconds(), HorizonMs: so.Horizon.Milliseconds(), ClusterShare: so.ClusterShare,
 			ClusterMinJobs: so.ClusterMinJobs, GrowthPerSecond: so.GrowthPerSecond,
-		}}
+		}, EventsAfter: after}
 	if budget.Alert != nil {
 		page.Alerts = append(page.Alerts, *budget.Alert)
 	}
@@ -385,9 +391,77 @@ func cursorParam(q url.Values, k string) (inspect.Cursor, error) {
 	return c, nil
 }
 
+// JobPage is GET /api/queues/{queue}/jobs/{id}: the job, and where the
+// queue's events stream stood just before it was read.
+type JobPage struct {
+	*inspect.JobDetail
+	// EventsAfter is the id of the queue's newest event when the job was
+	// read ("0-0": none): the page's live feed opens its stream with
+	// ?after= this id, so an event written after the job was read and
+	// before the stream first opened (it was refused while Redis was down
+	// or every stream slot was taken) is still delivered.
+	EventsAfter string `json:"eventsAfter"`
+}
+
+// MarshalJSON writes the job's fields (JobDetail's MarshalJSON) and
+// eventsAfter.
+func (p JobPage) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(p.JobDetail)
+	if err != nil || len(b) < 2 || b[len(b)-1] != '}' {
+		return b, err
+	}
+	after, err := json.Marshal(p.EventsAfter)
+	if err != nil {
+		return nil, err
+	}
+	sep := ","
+	if len(b) == 2 {
+		sep = ""
+	}
+	return append(append(append(b[:len(b)-1], sep+`"eventsAfter":`...), after...), '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (p *JobPage) UnmarshalJSON(data []byte) error {
+	var d inspect.JobDetail
+	if err := json.Unmarshal(data, &d); err != nil {
+		return err
+	}
+	var after struct {
+		EventsAfter string `json:"eventsAfter"`
+	}
+	if err := json.Unmarshal(data, &after); err != nil {
+		return err
+	}
+	p.JobDetail, p.EventsAfter = &d, after.EventsAfter
+	return nil
+}
+
 func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
-	d, err := h.ins.Job(r.Context(), r.PathValue("queue"), r.PathValue("id"))
-	reply(w, d, err)
+	queue := r.PathValue("queue")
+	// Read first, so no event after the job's read is missed; its error
+	// comes after the job's own (a missing queue or job says so).
+	after, aerr := h.eventsAfter(r.Context(), queue)
+	d, err := h.ins.Job(r.Context(), queue, r.PathValue("id"))
+	if err = cmp.Or(err, aerr); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, JobPage{JobDetail: d, EventsAfter: after})
+}
+
+// eventsAfter is the id of the newest entry of queue's events stream, "0-0"
+// when it has none: a live-update stream opened with ?after= it delivers
+// every event written from now on.
+func (h *Handler) eventsAfter(ctx context.Context, queue string) (string, error) {
+	last, err := h.ins.Client().XRevRangeN(ctx, keys.New(h.ins.Prefix(), queue).Events(), "+", "-", 1).Result()
+	if err != nil {
+		return "", fmt.Errorf("read events of queue %q: %w", queue, err)
+	}
+	if len(last) == 0 {
+		return "0-0", nil
+	}
+	return last[0].ID, nil
 }
 
 func (h *Handler) stalled(w http.ResponseWriter, r *http.Request) {
@@ -600,6 +674,12 @@ type CancelJobRequest struct {
 	Reason string `json:"reason"`
 	// Retry retries the job per its attempts instead of failing it for good.
 	Retry bool `json:"retry"`
+	// From is the state the job was seen in (the page sends the one it
+	// shows): active, or waiting, paused, prioritized or delayed, when a job
+	// a worker took since is refused (409) and its attempt goes on, so a
+	// confirmed "cancel this queued job" does not stop a running attempt.
+	// "" cancels the job in whichever of those states it is.
+	From drover.JobState `json:"from"`
 }
 
 func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
@@ -608,7 +688,15 @@ func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request, e *AuditEntr
 		return err
 	}
 	e.Detail = fmt.Sprintf("reason=%q retry=%t", req.Reason, req.Retry)
-	return oneJob(w, e, "cancelled", h.ins.CancelJob(r.Context(), e.Queue, e.JobID, req.Reason, req.Retry))
+	switch req.From {
+	case "":
+		return oneJob(w, e, "cancelled", h.ins.CancelJob(r.Context(), e.Queue, e.JobID, req.Reason, req.Retry))
+	case drover.StateActive, drover.StateWaiting, drover.StatePaused, drover.StatePrioritized, drover.StateDelayed:
+		e.Detail += " seen=" + string(req.From)
+		return oneJob(w, e, "cancelled", h.ins.CancelJobIn(r.Context(), e.Queue, e.JobID, req.From, req.Reason, req.Retry))
+	default:
+		return badRequest("from must be active, waiting, paused, prioritized or delayed (the states a job is cancelled in), got %q", req.From)
+	}
 }
 
 func (h *Handler) removeJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {

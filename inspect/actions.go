@@ -650,6 +650,31 @@ func (i *Inspector) CancelJob(ctx context.Context, queue, id, reason string, ret
 	return q.CancelJob(ctx, id, reason, &drover.CancelOptions{Retry: retry})
 }
 
+// CancelJobIn is CancelJob for a job seen in state seen. A job seen not
+// running yet (waiting, paused, prioritized or delayed) is cancelled only
+// if it still is not: a job a worker took since is refused with
+// drover.ErrNotInState naming it active, and its attempt goes on
+// (drover.CancelOptions.NotRunning), so a "cancel this queued job" does not
+// stop a running attempt. A job seen active is cancelled as CancelJob does.
+func (i *Inspector) CancelJobIn(ctx context.Context, queue, id string, seen drover.JobState, reason string, retry bool) error {
+	if ctx == nil {
+		return errNilContext
+	}
+	var notRunning bool
+	switch seen {
+	case drover.StateActive:
+	case drover.StateWaiting, drover.StatePaused, drover.StatePrioritized, drover.StateDelayed:
+		notRunning = true
+	default:
+		return fmt.Errorf("%w: cancel from %q: want active, waiting, paused, prioritized or delayed", drover.ErrInvalidOption, seen)
+	}
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return err
+	}
+	return q.CancelJob(ctx, id, reason, &drover.CancelOptions{Retry: retry, NotRunning: notRunning})
+}
+
 // retryExcluded reports whether a bulk retry leaves a job that failed for
 // good for this reason alone unless told otherwise
 // (RetryOptions.IncludeUnrecoverable).

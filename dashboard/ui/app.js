@@ -492,11 +492,14 @@
   // good on an error answer (a 503 while Redis is down or too many streams
   // are open, a proxy's 502): then the page opens a new one a little later,
   // for as long as it is shown, after the last id it saw, so the events
-  // written meanwhile still arrive.
-  function live(queue, onEvent) {
+  // written meanwhile still arrive. from is where the page's data was read
+  // (the API's eventsAfter): a stream whose first open was refused still
+  // starts there, not at the events written after it finally opened (an
+  // event between the page's read and that open was never shown).
+  function live(queue, onEvent, from) {
     if (!window.EventSource) return;
     const gen = app.render;
-    let last = '';
+    let last = from || '';
     const open = () => {
       if (gen !== app.render) return;
       const after = last ? `?after=${encodeURIComponent(last)}` : '';
@@ -985,7 +988,7 @@
       feed.prepend(feedItem(ev));
       while (feed.children.length > 40) feed.lastChild.remove();
       refresh();
-    });
+    }, info && info.eventsAfter);
     every(10000, load);
   }
 
@@ -1336,7 +1339,7 @@
       if (ev.jobId !== id) return;
       feed.prepend(feedItem(ev));
       refresh();
-    });
+    }, job && job.eventsAfter);
     every(10000, load);
   }
 
@@ -1445,7 +1448,7 @@
               el('p', {}, `Cancel job ${d.id}? It has not started: it fails for good now, without running.`),
               el('p', {}, reason));
           const res = await act(running ? 'Cancel running job' : 'Cancel job', msg, running ? 'Cancel the attempt' : 'Cancel the job',
-            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked } })), true);
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked, from: d.state } })), true);
           if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
         },
       }, 'Cancel…'));
