@@ -1023,6 +1023,18 @@ func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 type ObliterateRequest struct {
 	// Force deletes active jobs too.
 	Force bool `json:"force"`
+	// Expected is the number of jobs the confirmation named (the page
+	// sends it): a queue that has more now is refused (409) and left as it
+	// is, so an obliterate confirmed for 3 jobs does not delete the 3,000
+	// added since. Null: no check.
+	Expected *int64 `json:"expected"`
+}
+
+// grewError refuses a drain or obliterate confirmed for fewer jobs than
+// there are now.
+func grewError(queue, what string, now, expected int64) error {
+	return &httpError{status: http.StatusConflict, msg: fmt.Sprintf(
+		"%s has %d %s now, %d when you confirmed: nothing was deleted; ask again to see the new count", queue, now, what, expected)}
 }
 
 func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
@@ -1039,6 +1051,15 @@ func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEnt
 	// was audited as changing every job of the queue).
 	found := int(info.Counts.Total())
 	e.Detail = fmt.Sprintf("force=%t found=%d", req.Force, found)
+	if req.Expected != nil {
+		e.Detail += fmt.Sprintf(" expected=%d", *req.Expected)
+		if *req.Expected < 0 {
+			return badRequest("expected must not be negative, got %d", *req.Expected)
+		}
+		if int64(found) > *req.Expected {
+			return grewError(e.Queue, "jobs", int64(found), *req.Expected)
+		}
+	}
 	if err := h.ins.Obliterate(r.Context(), e.Queue, req.Force); err != nil {
 		return err
 	}
@@ -1051,6 +1072,11 @@ func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEnt
 type DrainRequest struct {
 	// Delayed deletes delayed jobs too.
 	Delayed bool `json:"delayed"`
+	// Expected is the number of jobs the confirmation named (waiting,
+	// paused and prioritized, and delayed with Delayed; the page sends
+	// it): a queue that has more of them now is refused (409) and left as
+	// it is. Null: no check.
+	Expected *int64 `json:"expected"`
 }
 
 // drain deletes the jobs of a queue that wait to run, as `drover drain`
@@ -1061,6 +1087,24 @@ func (h *Handler) drain(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 		return err
 	}
 	e.Detail = fmt.Sprintf("delayed=%t", req.Delayed)
+	if req.Expected != nil {
+		e.Detail += fmt.Sprintf(" expected=%d", *req.Expected)
+		if *req.Expected < 0 {
+			return badRequest("expected must not be negative, got %d", *req.Expected)
+		}
+		info, err := h.ins.QueueInfo(r.Context(), e.Queue)
+		if err != nil {
+			return err
+		}
+		c := info.Counts
+		now := c.Waiting + c.Paused + c.Prioritized
+		if req.Delayed {
+			now += c.Delayed
+		}
+		if now > *req.Expected {
+			return grewError(e.Queue, "jobs waiting to run", now, *req.Expected)
+		}
+	}
 	n, err := h.ins.Drain(r.Context(), e.Queue, req.Delayed)
 	if err != nil {
 		return err

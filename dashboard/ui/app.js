@@ -1106,7 +1106,7 @@
               'Running and finished jobs, parents waiting for their children and a job scheduler\'s next run stay. This cannot be undone.'),
             el('p', {}, el('label', {}, delayed, ` also delete its ${delayedN} delayed job${delayedN === 1 ? '' : 's'}`)));
           const res = await act('Drain queue', msg, 'Drain',
-            () => api(`queues/${seg(queue)}/drain`, { method: 'POST', body: { delayed: delayed.checked } }), true);
+            () => api(`queues/${seg(queue)}/drain`, { method: 'POST', body: { delayed: delayed.checked, expected: waiting + (delayed.checked ? delayedN : 0) } }), true);
           if (res) { toast(`Deleted ${res.removed} job${res.removed === 1 ? '' : 's'} from ${queue}.`); reload(); }
         },
       }, 'Drain…'));
@@ -1127,7 +1127,7 @@
           const total = STATES.reduce((n, st) => n + (c[camel(st)] || 0), 0);
           const jobs = total ? `with its ${total} job${total === 1 ? '' : 's'} (${parts.join(', ')})` : 'with no job in it';
           const res = await act('Obliterate queue', `Delete the queue ${queue} ${jobs}, its job schedulers, limits and events? This cannot be undone.`, 'Obliterate',
-            () => api(`queues/${seg(queue)}/obliterate`, { method: 'POST', body: { force: false } }), true);
+            () => api(`queues/${seg(queue)}/obliterate`, { method: 'POST', body: { force: false, expected: total } }), true);
           if (res) { toast(`Obliterated ${queue}.`); location.hash = '#/'; }
         },
       }, 'Obliterate…'));
