@@ -664,6 +664,56 @@ func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, e *AuditEntry
 	return nil
 }
 
+// PriorityRequest is the body of POST
+// /api/queues/{queue}/jobs/{id}/priority.
+type PriorityRequest struct {
+	// Priority is the job's new priority, 0 (none) to drover.MaxPriority;
+	// 1 runs first.
+	Priority *int `json:"priority"`
+	// Lifo puts the job first among the jobs of its priority.
+	Lifo bool `json:"lifo"`
+}
+
+func (h *Handler) changePriority(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req PriorityRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Priority == nil {
+		return badRequest("priority is required: 0 (none) to %d", drover.MaxPriority)
+	}
+	e.Detail = fmt.Sprintf("priority=%d lifo=%t", *req.Priority, req.Lifo)
+	if *req.Priority < 0 || *req.Priority > drover.MaxPriority {
+		return badRequest("priority must be between 0 (none) and %d, got %d", drover.MaxPriority, *req.Priority)
+	}
+	return oneJob(w, e, "changed", h.ins.ChangePriority(r.Context(), e.Queue, e.JobID, *req.Priority, req.Lifo))
+}
+
+// DelayRequest is the body of POST /api/queues/{queue}/jobs/{id}/delay.
+type DelayRequest struct {
+	// DelayMs makes the delayed job due this many milliseconds from now
+	// (0: due now).
+	DelayMs *int64 `json:"delayMs"`
+}
+
+// maxDelayMs bounds a change of delay: about 100 years.
+const maxDelayMs = 100 * 365 * 24 * int64(time.Hour/time.Millisecond)
+
+func (h *Handler) changeDelay(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req DelayRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.DelayMs == nil {
+		return badRequest("delayMs is required: how many milliseconds from now the job is due")
+	}
+	e.Detail = fmt.Sprintf("delayMs=%d", *req.DelayMs)
+	if *req.DelayMs < 0 || *req.DelayMs > maxDelayMs {
+		return badRequest("delayMs must be between 0 and %d (about 100 years), got %d", maxDelayMs, *req.DelayMs)
+	}
+	return oneJob(w, e, "changed", h.ins.ChangeDelay(r.Context(), e.Queue, e.JobID, time.Duration(*req.DelayMs)*time.Millisecond))
+}
+
 func (h *Handler) promoteJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
 	return oneJob(w, e, "promoted", h.ins.PromoteJob(r.Context(), e.Queue, e.JobID))
 }

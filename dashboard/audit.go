@@ -30,7 +30,8 @@ type AuditEntry struct {
 	Role Role   `json:"role,omitempty"`
 	Via  string `json:"via,omitempty"`
 	// Action names the request: retry-job, retry-jobs, promote-job,
-	// promote-all, remove-job, cancel-job, pause, resume, clean, drain,
+	// promote-all, remove-job, cancel-job, change-priority, change-delay,
+	// pause, resume, clean, drain,
 	// obliterate, set-limits, remove-scheduler, upsert-scheduler, release-dedup and
 	// remove-orphans (the drover command only), revoke-sessions; in the security log also login,
 	// logout and sign-in (credentials sent with a request).

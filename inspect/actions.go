@@ -491,6 +491,27 @@ func (i *Inspector) PromoteJob(ctx context.Context, queue, id string) error {
 	return q.Job(id).Promote(ctx)
 }
 
+// ChangePriority gives job id of queue a new priority (0 = none;
+// drover.Job.ChangePriority): a waiting or prioritized job is re-queued
+// where it puts it, lifo first among its priority.
+func (i *Inspector) ChangePriority(ctx context.Context, queue, id string, priority int, lifo bool) error {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return err
+	}
+	return q.Job(id).ChangePriority(ctx, priority, lifo)
+}
+
+// ChangeDelay makes delayed job id of queue due delay from now
+// (drover.Job.ChangeDelay): drover.ErrNotInState if it is not delayed.
+func (i *Inspector) ChangeDelay(ctx context.Context, queue, id string, delay time.Duration) error {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return err
+	}
+	return q.Job(id).ChangeDelay(ctx, delay)
+}
+
 // PromoteAll runs every delayed job of queue now and returns how many.
 func (i *Inspector) PromoteAll(ctx context.Context, queue string) (int, error) {
 	q, err := i.existing(ctx, queue)

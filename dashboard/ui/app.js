@@ -724,6 +724,8 @@
 
   // ---- queue page --------------------------------------------------------
 
+  // MAX_PRIORITY is drover.MaxPriority (BullMQ's 2^21 - 1).
+  const MAX_PRIORITY = 2097151;
   const STATES = ['waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed', 'paused', 'waiting-children'];
 
   async function pageQueue(queue, params) {
@@ -1377,6 +1379,7 @@
         ? `${bo.type}, ${fmtMs(bo.delay)}${bo.jitter ? `, jitter ${Math.round(bo.jitter * 100)}%` : ', no jitter'}`
         : `custom strategy "${bo.type}"`);
     }
+    if (d.priority) fact('Priority', el('span', { id: 'job-priority' }, String(d.priority)), el('span', { class: 'muted' }, ' (1 runs first)'));
     fact('Created', fmtTime(d.timestamp));
     if (d.processedOn) fact('Last started', fmtTime(d.processedOn), d.processedBy ? ` by ${d.processedBy}` : '');
     if (d.finishedOn) fact('Finished', fmtTime(d.finishedOn));
@@ -1452,6 +1455,42 @@
           if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
         },
       }, 'Cancel…'));
+    }
+    // A job not running yet can be given another priority, and a delayed
+    // one another due time (BullMQ's changePriority and changeDelay).
+    if (s.canOperate && ['waiting', 'prioritized', 'delayed'].includes(d.state)) {
+      actions.append(el('button', {
+        id: 'change-priority',
+        onclick: async () => {
+          const d = cur.d;
+          const value = el('input', { type: 'number', id: 'priority-value', min: '0', max: String(MAX_PRIORITY), step: '1', value: String(d.priority || 0), 'aria-label': 'new priority' });
+          const lifo = el('input', { type: 'checkbox', id: 'priority-lifo' });
+          const msg = el('div', {},
+            el('p', {}, `Give job ${d.id} priority (now ${d.priority || 'none'}): 1 runs first, higher numbers later, up to ${MAX_PRIORITY}; 0 takes it away (jobs without a priority run before prioritized ones).`),
+            el('p', {}, value),
+            el('label', {}, lifo, ' first among the jobs of that priority'));
+          const num = () => (value.value.trim() === '' ? null : Number(value.value));
+          const res = await act('Change priority', msg, 'Change priority',
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/priority`, { method: 'POST', body: { priority: num(), lifo: lifo.checked } })));
+          if (res) { toast(`Job ${d.id} now has priority ${num() || 'none'}.`); reload(); }
+        },
+      }, 'Change priority…'));
+    }
+    if (s.canOperate && d.state === 'delayed') {
+      actions.append(el('button', {
+        id: 'change-delay',
+        onclick: async () => {
+          const d = cur.d;
+          const secs = el('input', { type: 'number', id: 'delay-seconds', min: '0', step: 'any', 'aria-label': 'seconds from now' });
+          const msg = el('div', {},
+            el('p', {}, `Make job ${d.id} due this many seconds from now${d.nextRun ? ` (it is due ${relative(d.nextRun)})` : ''}, keeping its attempts:`),
+            el('p', {}, secs));
+          const ms = () => (secs.value.trim() === '' ? null : Math.round(Number(secs.value) * 1000));
+          const res = await act('Change delay', msg, 'Change delay',
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/delay`, { method: 'POST', body: { delayMs: ms() } })));
+          if (res) { toast(`Job ${d.id} is due in ${fmtMs(ms()) || '0s'}.`); reload(); }
+        },
+      }, 'Change delay…'));
     }
     if (s.canAdmin && d.state !== 'active' && !d.schedulerPending) {
       actions.append(el('button', {
