@@ -30,7 +30,6 @@ func (c *countCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
 }
 
-
 // TestOverviewManyQueuesWithDelayedJobs: the overview of many queues that
 // each hold a few delayed jobs reads each delayed set's size, not its
 // histogram (about 240 ZCOUNTs a queue, for a clustering alert that needs
