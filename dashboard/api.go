@@ -940,20 +940,19 @@ func (h *Handler) promoteAll(w http.ResponseWriter, r *http.Request, e *AuditEnt
 	if req.Limit < 0 {
 		return badRequest("limit must not be negative, got %d", req.Limit)
 	}
-	if req.Limit == 0 {
-		n, err := h.ins.PromoteAll(r.Context(), e.Queue)
-		e.Jobs = n
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, map[string]int64{"promoted": int64(n)})
-		return nil
+	if req.Limit > 0 {
+		e.Detail = fmt.Sprintf("limit=%d", req.Limit)
 	}
-	e.Detail = fmt.Sprintf("limit=%d", req.Limit)
-	n, left, err := h.ins.PromoteUpTo(r.Context(), e.Queue, req.Limit)
-	e.Jobs = n
+	// The entry names the first jobs promoted, those due first, as a bulk
+	// retry's and a clean's do; it said how many only.
+	n, ids, left, err := h.ins.PromoteNamed(r.Context(), e.Queue, req.Limit, AuditJobIDsMax)
+	e.Jobs, e.JobIDs = n, ids
 	if err != nil {
 		return err
+	}
+	if req.Limit == 0 {
+		writeJSON(w, http.StatusOK, map[string]int64{"promoted": int64(n)})
+		return nil
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{"promoted": int64(n), "left": left})
 	return nil

@@ -45,8 +45,9 @@ type AuditEntry struct {
 	// JobIDs names up to AuditJobIDsMax of the jobs a bulk action chose
 	// (retry-jobs: those it selected, newest first; its end entry,
 	// retry-jobs-finished: those selected less the skipped ones, which
-	// Detail names with why; clean: those it removed; a dry run: those it
-	// would change), so the log says which jobs, not only how many.
+	// Detail names with why; clean: those it removed; promote-all: those
+	// it promoted, due first; a dry run: those it would change), so the
+	// log says which jobs, not only how many.
 	JobIDs []string `json:"jobIds,omitempty"`
 	// Outcome is ok, denied (auth, role, CSRF, read-only), throttled,
 	// error, unknown (Redis did not answer in time, and

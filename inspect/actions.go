@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/seam"
 )
 
 // Bulk retry defaults.
@@ -538,6 +539,27 @@ func (i *Inspector) PromoteUpTo(ctx context.Context, queue string, n int) (promo
 		return promoted, 0, err
 	}
 	return promoted, counts[drover.StateDelayed], nil
+}
+
+// PromoteNamed is PromoteAll (n 0) or PromoteUpTo (n > 0) that also names
+// the first max jobs it promoted (due first), for an audit entry; left is
+// how many stay delayed when n > 0 (0 when n is 0).
+func (i *Inspector) PromoteNamed(ctx context.Context, queue string, n, max int) (promoted int, ids []string, left int64, err error) {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	promoted, err = seam.Promote(ctx, q, n, func(moved []string) {
+		ids = append(ids, moved[:min(len(moved), max-len(ids))]...)
+	})
+	if err != nil || n == 0 {
+		return promoted, ids, 0, err
+	}
+	counts, err := q.GetJobCounts(ctx, drover.StateDelayed)
+	if err != nil {
+		return promoted, ids, 0, err
+	}
+	return promoted, ids, counts[drover.StateDelayed], nil
 }
 
 // RemoveJob deletes a job and its logs, unless a worker holds it.
