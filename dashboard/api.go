@@ -203,20 +203,21 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	errs := make([]error, len(infos))
 	sem := make(chan struct{}, overviewReaders)
 	var wg sync.WaitGroup
+	ctx := r.Context()
 	for k, info := range infos {
 		if info.Counts.Delayed == 0 {
 			continue
 		}
 		sem <- struct{}{}
 		wg.Add(1)
-		go func() {
+		go func(ctx context.Context) {
 			defer func() { <-sem; wg.Done() }()
-			if r.Context().Err() != nil {
-				errs[k] = r.Context().Err()
+			if err := ctx.Err(); err != nil {
+				errs[k] = err
 				return
 			}
-			stats[k], errs[k] = h.ins.DelayedAlerts(r.Context(), info.Name, info.Counts.Delayed)
-		}()
+			stats[k], errs[k] = h.ins.DelayedAlerts(ctx, info.Name, info.Counts.Delayed)
+		}(ctx)
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

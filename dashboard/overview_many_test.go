@@ -80,7 +80,7 @@ func TestOverviewManyQueuesWithDelayedJobs(t *testing.T) {
 	require.Less(t, used, int64(30*(queues+1)), "commands per queue: %d", used/(queues+1))
 	var kinds []string
 	for _, a := range ov.Alerts {
-		kinds = append(kinds, a.Queue+":"+string(a.Kind))
+		kinds = append(kinds, a.Queue+":"+a.Kind)
 	}
 	require.Equal(t, []string{"storm:clustering"}, kinds)
 }

@@ -75,7 +75,8 @@ func TestUICancelQueuedJobTakenMeanwhile(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, c.post("api/queues/ct/jobs/"+id+"/cancel", map[string]any{"from": "completed"}, nil))
 	require.Equal(t, http.StatusOK, c.post("api/queues/ct/jobs/"+id+"/cancel", map[string]any{"from": "active", "reason": "stop"}, nil))
 	select {
-	case <-stopped:
+	case cause := <-stopped:
+		require.ErrorIs(t, cause, drover.ErrJobCancelled)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the cancel seen active did not reach the running attempt")
 	}
