@@ -1457,8 +1457,10 @@
       }, 'Cancel…'));
     }
     // A job not running yet can be given another priority, and a delayed
-    // one another due time (BullMQ's changePriority and changeDelay).
-    if (s.canOperate && ['waiting', 'prioritized', 'delayed'].includes(d.state)) {
+    // one another due time (BullMQ's changePriority and changeDelay); not a
+    // job scheduler's pending run, which the scheduler times and makes
+    // (change the scheduler instead).
+    if (s.canOperate && !d.schedulerPending && ['waiting', 'prioritized', 'delayed'].includes(d.state)) {
       actions.append(el('button', {
         id: 'change-priority',
         onclick: async () => {
@@ -1476,7 +1478,7 @@
         },
       }, 'Change priority…'));
     }
-    if (s.canOperate && d.state === 'delayed') {
+    if (s.canOperate && !d.schedulerPending && d.state === 'delayed') {
       actions.append(el('button', {
         id: 'change-delay',
         onclick: async () => {
