@@ -204,13 +204,13 @@ func (q *Queue) RetryJobs(ctx context.Context, opts *RetryJobsOptions) (int, err
 	if o.State != StateFailed && o.State != StateCompleted {
 		return 0, optionError("RetryJobsOptions.State must be %q or %q, got %q", StateFailed, StateCompleted, o.State)
 	}
-	return q.moveJobsToWait(ctx, string(o.State), o.Count, o.OlderThan, o.ResetAttemptsMade, o.ResetAttemptsStarted, o.Limit, o.Pause, o.Progress)
+	return q.moveJobsToWait(ctx, string(o.State), o.Count, o.OlderThan, o.ResetAttemptsMade, o.ResetAttemptsStarted, o.Limit, o.Pause, o.Progress, nil)
 }
 
 // PromoteJobs makes every delayed job ready now, count per script call
 // (0 = 1000). It returns how many it moved.
 func (q *Queue) PromoteJobs(ctx context.Context, count int) (int, error) {
-	return q.moveJobsToWait(ctx, "delayed", count, time.Time{}, false, false, 0, 0, nil)
+	return q.moveJobsToWait(ctx, "delayed", count, time.Time{}, false, false, 0, 0, nil, nil)
 }
 
 // PromoteEarliest makes at most n delayed jobs ready now, those due first,
@@ -221,10 +221,22 @@ func (q *Queue) PromoteEarliest(ctx context.Context, n int) (int, error) {
 	if n <= 0 {
 		return 0, optionError("PromoteEarliest needs a positive number of jobs, got %d", n)
 	}
-	return q.moveJobsToWait(ctx, "delayed", min(n, 1000), time.Time{}, false, false, n, 0, nil)
+	return q.moveJobsToWait(ctx, "delayed", min(n, 1000), time.Time{}, false, false, n, 0, nil, nil)
 }
 
-func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, olderThan time.Time, resetMade, resetStarted bool, limit int, pause time.Duration, progress func(int)) (int, error) {
+// promoteIDs is PromoteJobs (n 0) or PromoteEarliest (n > 0) calling moved
+// with the ids of each chunk it promoted (seam.Promote).
+func (q *Queue) promoteIDs(ctx context.Context, n int, moved func(ids []string)) (int, error) {
+	if n < 0 {
+		return 0, optionError("promote needs a positive number of jobs or 0 (all), got %d", n)
+	}
+	if n == 0 {
+		return q.moveJobsToWait(ctx, "delayed", 0, time.Time{}, false, false, 0, 0, nil, moved)
+	}
+	return q.moveJobsToWait(ctx, "delayed", min(n, 1000), time.Time{}, false, false, n, 0, nil, moved)
+}
+
+func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, olderThan time.Time, resetMade, resetStarted bool, limit int, pause time.Duration, progress func(int), moved func([]string)) (int, error) {
 	if err := q.check(ctx); err != nil {
 		return 0, err
 	}
@@ -249,6 +261,9 @@ func (q *Queue) moveJobsToWait(ctx context.Context, state string, count int, old
 		}
 		more, ids, err := scripts.MoveJobsToWait(ctx, q.writes(), q.k, q.call(), state, n, cutoff.UnixMilli(), resetMade, resetStarted, q.nowMs())
 		total += len(ids)
+		if moved != nil && len(ids) > 0 {
+			moved(ids)
+		}
 		if err != nil {
 			return total, fmt.Errorf("move %s jobs of queue %q to wait: %w", state, q.name, err)
 		}

@@ -32,6 +32,14 @@ type CancelOptions struct {
 	// has no attempt to retry: CancelJob refuses it (ErrNotInState) and
 	// leaves it queued.
 	Retry bool
+	// NotRunning cancels the job only if no worker runs it yet (waiting,
+	// paused, prioritized or delayed): a job a worker took meanwhile is
+	// refused with ErrNotInState naming it active, and its attempt goes on.
+	// The check and the cancel are one Redis script. For callers that
+	// showed someone a job not yet running and were told "cancel it", not
+	// "stop its attempt". It cannot be combined with Retry (a job not
+	// running has no attempt to retry).
+	NotRunning bool
 }
 
 // maxCancelReason bounds the reason CancelJob sends (it becomes the job's
@@ -94,11 +102,18 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 		return fmt.Errorf("%w: cancel reason must be at most %d bytes, got %d", ErrInvalidOption, maxCancelReason, len(reason))
 	}
 	retry := opts != nil && opts.Retry
-	want := "running (active with a live lock), waiting, prioritized or delayed"
-	if retry {
-		want = "running (active with a live lock): CancelOptions.Retry retries a running attempt"
+	notRunning := opts != nil && opts.NotRunning
+	if retry && notRunning {
+		return fmt.Errorf("%w: CancelOptions.Retry retries a running attempt and NotRunning refuses one; give at most one", ErrInvalidOption)
 	}
-	res, err := q.cancel(ctx, id, retry, reason)
+	want := "running (active with a live lock), waiting, prioritized or delayed"
+	switch {
+	case retry:
+		want = "running (active with a live lock): CancelOptions.Retry retries a running attempt"
+	case notRunning:
+		want = "waiting, prioritized or delayed (not cancelled: a worker runs it now and its attempt goes on)"
+	}
+	res, err := q.cancel(ctx, id, retry, notRunning, reason)
 	if err != nil {
 		return q.Job(id).stateErr(ctx, "cancel", want, err)
 	}
@@ -117,7 +132,7 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 // cancel runs the cancel script with the job's removeOnFail, read from its
 // opts; the script refuses to act on other opts (the job was replaced
 // between the read and the script), and the read is made again.
-func (q *Queue) cancel(ctx context.Context, id string, retry bool, reason string) (scripts.CancelResult, error) {
+func (q *Queue) cancel(ctx context.Context, id string, retry, notRunning bool, reason string) (scripts.CancelResult, error) {
 	failedReason := (&stopError{detail: strings.TrimSpace(reason)}).Error()
 	// One call token for the tries: only the run that fails the job
 	// records its reply, for a resend by the client (include/once.lua).
@@ -134,7 +149,7 @@ func (q *Queue) cancel(ctx context.Context, id string, retry bool, reason string
 		if o, err := jobcodec.DecodeOpts(raw); err == nil {
 			spec = o.RemoveOnFail.Spec()
 		}
-		res, err := scripts.CancelJob(ctx, q.writes(), q.k, call, id, retry, reason,
+		res, err := scripts.CancelJob(ctx, q.writes(), q.k, call, id, retry, notRunning, reason,
 			scripts.Queued{NowMs: q.now(ctx).UnixMilli(), FailedReason: failedReason, KeepSpec: spec, Opts: raw})
 		if err != nil || res != scripts.CancelStale {
 			return res, err

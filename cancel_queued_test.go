@@ -372,3 +372,49 @@ func TestCancelQueuedJobUnderClientRetry(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelJobNotRunning: CancelOptions.NotRunning cancels a job not
+// running yet as CancelJob does, and refuses one a worker runs
+// (ErrNotInState naming it active) without a word to the worker or a write
+// to Redis: its attempt goes on and ends as the processor says. Combined
+// with Retry it is refused before any I/O.
+func TestCancelJobNotRunning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	opts := &drover.CancelOptions{NotRunning: true}
+	waiting, err := b.queue.Add(ctx, "waiting", nil, &drover.JobOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, b.queue.CancelJob(ctx, waiting.Job.ID, "stop", opts))
+	b.waitState(t, waiting.Job.ID, drover.StateFailed)
+
+	release := make(chan struct{})
+	cancelled := make(chan error, 1)
+	w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(ctx context.Context, _ *drover.Job) (any, error) {
+		select {
+		case <-release:
+			return "done", nil
+		case <-ctx.Done():
+			cancelled <- context.Cause(ctx)
+			return nil, ctx.Err()
+		}
+	}), &drover.WorkerOptions{Prefix: b.prefix, DrainDelay: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	running, err := b.queue.Add(ctx, "running", nil, nil)
+	require.NoError(t, err)
+	b.waitState(t, running.Job.ID, drover.StateActive)
+
+	err = b.queue.CancelJob(ctx, running.Job.ID, "stop", opts)
+	require.ErrorIs(t, err, drover.ErrNotInState)
+	require.ErrorContains(t, err, "it is active")
+	require.ErrorIs(t, b.queue.CancelJob(ctx, running.Job.ID, "stop", &drover.CancelOptions{NotRunning: true, Retry: true}), drover.ErrInvalidOption)
+	close(release)
+	b.waitState(t, running.Job.ID, drover.StateCompleted)
+	select {
+	case err := <-cancelled:
+		t.Fatalf("the running attempt was cancelled: %v", err)
+	default:
+	}
+}

@@ -37,6 +37,9 @@ func init() {
 		}
 		return v.(*Worker).advanceScheduler(ctx, &rec)
 	}
+	seam.Promote = func(ctx context.Context, v any, n int, moved func([]string)) (int, error) {
+		return v.(*Queue).promoteIDs(ctx, n, moved)
+	}
 	seam.CheckStalled = func(ctx context.Context, v any) {
 		w := v.(*Worker)
 		w.q.rdb.Del(ctx, w.q.k.StalledCheck()) // the once-per-interval guard

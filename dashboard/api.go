@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,11 +14,13 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
 )
 
@@ -191,22 +194,53 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := Overview{Prefix: h.ins.Prefix(), Queues: []QueueOverview{}, Alerts: []inspect.Alert{}}
-	for _, info := range infos {
-		qo := QueueOverview{QueueInfo: info, Alerts: []inspect.Alert{}}
-		if info.Counts.Delayed > 0 {
-			st, err := h.ins.DelayedStats(r.Context(), info.Name)
-			if err != nil {
-				writeErr(w, err)
+	// The storm alerts of the queues with delayed jobs, overviewReaders
+	// at a time (DelayedAlerts reads a histogram only for a set big enough
+	// to cluster): 5,000 queues with one delayed job each took 7.5 s, one
+	// after another and each histogram read, and the first read of such an
+	// overview ran past readTimeout (503).
+	stats := make([][]inspect.Alert, len(infos))
+	errs := make([]error, len(infos))
+	sem := make(chan struct{}, overviewReaders)
+	var wg sync.WaitGroup
+	ctx := r.Context()
+	for k, info := range infos {
+		if info.Counts.Delayed == 0 {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(ctx context.Context) {
+			defer func() { <-sem; wg.Done() }()
+			if err := ctx.Err(); err != nil {
+				errs[k] = err
 				return
 			}
-			qo.Alerts = append(qo.Alerts, st.Alerts...)
+			stats[k], errs[k] = h.ins.DelayedAlerts(ctx, info.Name, info.Counts.Delayed)
+		}(ctx)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, e := range errs {
+			if e != nil {
+				writeErr(w, e) // the first, as the reads one by one answered
+				return
+			}
 		}
+	}
+	out := Overview{Prefix: h.ins.Prefix(), Queues: []QueueOverview{}, Alerts: []inspect.Alert{}}
+	for k, info := range infos {
+		qo := QueueOverview{QueueInfo: info, Alerts: []inspect.Alert{}}
+		qo.Alerts = append(qo.Alerts, stats[k]...)
 		out.Alerts = append(out.Alerts, qo.Alerts...)
 		out.Queues = append(out.Queues, qo)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// overviewReaders bounds the queues whose delayed sets the overview reads
+// at once.
+const overviewReaders = 8
 
 // QueuePage is GET /api/queues/{queue}: the queue page in one call.
 type QueuePage struct {
@@ -217,6 +251,9 @@ type QueuePage struct {
 	Alerts []inspect.Alert `json:"alerts"`
 	// Storm holds the thresholds in force, for the UI's legend.
 	Storm StormThresholds `json:"storm"`
+	// EventsAfter is the id of the queue's newest event when the page was
+	// read ("0-0": none), where the page's live feed starts (JobPage's).
+	EventsAfter string `json:"eventsAfter"`
 }
 
 // StormThresholds are inspect.StormOptions for the UI (durations in ms).
@@ -230,8 +267,9 @@ type StormThresholds struct {
 
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
+	after, aerr := h.eventsAfter(r.Context(), name) // first: see job
 	info, err := h.ins.QueueInfo(r.Context(), name)
-	if err != nil {
+	if err = cmp.Or(err, aerr); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -250,7 +288,7 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 		Storm: StormThresholds{
 			WindowMs: so.Window.Milliseconds(), HorizonMs: so.Horizon.Milliseconds(), ClusterShare: so.ClusterShare,
 			ClusterMinJobs: so.ClusterMinJobs, GrowthPerSecond: so.GrowthPerSecond,
-		}}
+		}, EventsAfter: after}
 	if budget.Alert != nil {
 		page.Alerts = append(page.Alerts, *budget.Alert)
 	}
@@ -385,9 +423,77 @@ func cursorParam(q url.Values, k string) (inspect.Cursor, error) {
 	return c, nil
 }
 
+// JobPage is GET /api/queues/{queue}/jobs/{id}: the job, and where the
+// queue's events stream stood just before it was read.
+type JobPage struct {
+	*inspect.JobDetail
+	// EventsAfter is the id of the queue's newest event when the job was
+	// read ("0-0": none): the page's live feed opens its stream with
+	// ?after= this id, so an event written after the job was read and
+	// before the stream first opened (it was refused while Redis was down
+	// or every stream slot was taken) is still delivered.
+	EventsAfter string `json:"eventsAfter"`
+}
+
+// MarshalJSON writes the job's fields (JobDetail's MarshalJSON) and
+// eventsAfter.
+func (p JobPage) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(p.JobDetail)
+	if err != nil || len(b) < 2 || b[len(b)-1] != '}' {
+		return b, err
+	}
+	after, err := json.Marshal(p.EventsAfter)
+	if err != nil {
+		return nil, err
+	}
+	sep := ","
+	if len(b) == 2 {
+		sep = ""
+	}
+	return append(append(append(b[:len(b)-1], sep+`"eventsAfter":`...), after...), '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (p *JobPage) UnmarshalJSON(data []byte) error {
+	var d inspect.JobDetail
+	if err := json.Unmarshal(data, &d); err != nil {
+		return err
+	}
+	var after struct {
+		EventsAfter string `json:"eventsAfter"`
+	}
+	if err := json.Unmarshal(data, &after); err != nil {
+		return err
+	}
+	p.JobDetail, p.EventsAfter = &d, after.EventsAfter
+	return nil
+}
+
 func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
-	d, err := h.ins.Job(r.Context(), r.PathValue("queue"), r.PathValue("id"))
-	reply(w, d, err)
+	queue := r.PathValue("queue")
+	// Read first, so no event after the job's read is missed; its error
+	// comes after the job's own (a missing queue or job says so).
+	after, aerr := h.eventsAfter(r.Context(), queue)
+	d, err := h.ins.Job(r.Context(), queue, r.PathValue("id"))
+	if err = cmp.Or(err, aerr); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, JobPage{JobDetail: d, EventsAfter: after})
+}
+
+// eventsAfter is the id of the newest entry of queue's events stream, "0-0"
+// when it has none: a live-update stream opened with ?after= it delivers
+// every event written from now on.
+func (h *Handler) eventsAfter(ctx context.Context, queue string) (string, error) {
+	last, err := h.ins.Client().XRevRangeN(ctx, keys.New(h.ins.Prefix(), queue).Events(), "+", "-", 1).Result()
+	if err != nil {
+		return "", fmt.Errorf("read events of queue %q: %w", queue, err)
+	}
+	if len(last) == 0 {
+		return "0-0", nil
+	}
+	return last[0].ID, nil
 }
 
 func (h *Handler) stalled(w http.ResponseWriter, r *http.Request) {
@@ -590,6 +696,56 @@ func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, e *AuditEntry
 	return nil
 }
 
+// PriorityRequest is the body of POST
+// /api/queues/{queue}/jobs/{id}/priority.
+type PriorityRequest struct {
+	// Priority is the job's new priority, 0 (none) to drover.MaxPriority;
+	// 1 runs first.
+	Priority *int `json:"priority"`
+	// Lifo puts the job first among the jobs of its priority.
+	Lifo bool `json:"lifo"`
+}
+
+func (h *Handler) changePriority(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req PriorityRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Priority == nil {
+		return badRequest("priority is required: 0 (none) to %d", drover.MaxPriority)
+	}
+	e.Detail = fmt.Sprintf("priority=%d lifo=%t", *req.Priority, req.Lifo)
+	if *req.Priority < 0 || *req.Priority > drover.MaxPriority {
+		return badRequest("priority must be between 0 (none) and %d, got %d", drover.MaxPriority, *req.Priority)
+	}
+	return oneJob(w, e, "changed", h.ins.ChangePriority(r.Context(), e.Queue, e.JobID, *req.Priority, req.Lifo))
+}
+
+// DelayRequest is the body of POST /api/queues/{queue}/jobs/{id}/delay.
+type DelayRequest struct {
+	// DelayMs makes the delayed job due this many milliseconds from now
+	// (0: due now).
+	DelayMs *int64 `json:"delayMs"`
+}
+
+// maxDelayMs bounds a change of delay: about 100 years.
+const maxDelayMs = 100 * 365 * 24 * int64(time.Hour/time.Millisecond)
+
+func (h *Handler) changeDelay(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
+	var req DelayRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.DelayMs == nil {
+		return badRequest("delayMs is required: how many milliseconds from now the job is due")
+	}
+	e.Detail = fmt.Sprintf("delayMs=%d", *req.DelayMs)
+	if *req.DelayMs < 0 || *req.DelayMs > maxDelayMs {
+		return badRequest("delayMs must be between 0 and %d (about 100 years), got %d", maxDelayMs, *req.DelayMs)
+	}
+	return oneJob(w, e, "changed", h.ins.ChangeDelay(r.Context(), e.Queue, e.JobID, time.Duration(*req.DelayMs)*time.Millisecond))
+}
+
 func (h *Handler) promoteJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
 	return oneJob(w, e, "promoted", h.ins.PromoteJob(r.Context(), e.Queue, e.JobID))
 }
@@ -600,6 +756,12 @@ type CancelJobRequest struct {
 	Reason string `json:"reason"`
 	// Retry retries the job per its attempts instead of failing it for good.
 	Retry bool `json:"retry"`
+	// From is the state the job was seen in (the page sends the one it
+	// shows): active, or waiting, paused, prioritized or delayed, when a job
+	// a worker took since is refused (409) and its attempt goes on, so a
+	// confirmed "cancel this queued job" does not stop a running attempt.
+	// "" cancels the job in whichever of those states it is.
+	From drover.JobState `json:"from"`
 }
 
 func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
@@ -608,7 +770,15 @@ func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request, e *AuditEntr
 		return err
 	}
 	e.Detail = fmt.Sprintf("reason=%q retry=%t", req.Reason, req.Retry)
-	return oneJob(w, e, "cancelled", h.ins.CancelJob(r.Context(), e.Queue, e.JobID, req.Reason, req.Retry))
+	switch req.From {
+	case "":
+		return oneJob(w, e, "cancelled", h.ins.CancelJob(r.Context(), e.Queue, e.JobID, req.Reason, req.Retry))
+	case drover.StateActive, drover.StateWaiting, drover.StatePaused, drover.StatePrioritized, drover.StateDelayed:
+		e.Detail += " seen=" + string(req.From)
+		return oneJob(w, e, "cancelled", h.ins.CancelJobIn(r.Context(), e.Queue, e.JobID, req.From, req.Reason, req.Retry))
+	default:
+		return badRequest("from must be active, waiting, paused, prioritized or delayed (the states a job is cancelled in), got %q", req.From)
+	}
 }
 
 func (h *Handler) removeJob(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
@@ -771,20 +941,19 @@ func (h *Handler) promoteAll(w http.ResponseWriter, r *http.Request, e *AuditEnt
 	if req.Limit < 0 {
 		return badRequest("limit must not be negative, got %d", req.Limit)
 	}
-	if req.Limit == 0 {
-		n, err := h.ins.PromoteAll(r.Context(), e.Queue)
-		e.Jobs = n
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, map[string]int64{"promoted": int64(n)})
-		return nil
+	if req.Limit > 0 {
+		e.Detail = fmt.Sprintf("limit=%d", req.Limit)
 	}
-	e.Detail = fmt.Sprintf("limit=%d", req.Limit)
-	n, left, err := h.ins.PromoteUpTo(r.Context(), e.Queue, req.Limit)
-	e.Jobs = n
+	// The entry names the first jobs promoted, those due first, as a bulk
+	// retry's and a clean's do; it said how many only.
+	n, ids, left, err := h.ins.PromoteNamed(r.Context(), e.Queue, req.Limit, AuditJobIDsMax)
+	e.Jobs, e.JobIDs = n, ids
 	if err != nil {
 		return err
+	}
+	if req.Limit == 0 {
+		writeJSON(w, http.StatusOK, map[string]int64{"promoted": int64(n)})
+		return nil
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{"promoted": int64(n), "left": left})
 	return nil
@@ -935,6 +1104,18 @@ func (h *Handler) clean(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 type ObliterateRequest struct {
 	// Force deletes active jobs too.
 	Force bool `json:"force"`
+	// Expected is the number of jobs the confirmation named (the page
+	// sends it): a queue that has more now is refused (409) and left as it
+	// is, so an obliterate confirmed for 3 jobs does not delete the 3,000
+	// added since. Null: no check.
+	Expected *int64 `json:"expected"`
+}
+
+// grewError refuses a drain or obliterate confirmed for fewer jobs than
+// there are now.
+func grewError(queue, what string, now, expected int64) error {
+	return &httpError{status: http.StatusConflict, msg: fmt.Sprintf(
+		"%s has %d %s now, %d when you confirmed: nothing was deleted; ask again to see the new count", queue, now, what, expected)}
 }
 
 func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
@@ -951,6 +1132,15 @@ func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEnt
 	// was audited as changing every job of the queue).
 	found := int(info.Counts.Total())
 	e.Detail = fmt.Sprintf("force=%t found=%d", req.Force, found)
+	if req.Expected != nil {
+		e.Detail += fmt.Sprintf(" expected=%d", *req.Expected)
+		if *req.Expected < 0 {
+			return badRequest("expected must not be negative, got %d", *req.Expected)
+		}
+		if int64(found) > *req.Expected {
+			return grewError(e.Queue, "jobs", int64(found), *req.Expected)
+		}
+	}
 	if err := h.ins.Obliterate(r.Context(), e.Queue, req.Force); err != nil {
 		return err
 	}
@@ -963,6 +1153,11 @@ func (h *Handler) obliterate(w http.ResponseWriter, r *http.Request, e *AuditEnt
 type DrainRequest struct {
 	// Delayed deletes delayed jobs too.
 	Delayed bool `json:"delayed"`
+	// Expected is the number of jobs the confirmation named (waiting,
+	// paused and prioritized, and delayed with Delayed; the page sends
+	// it): a queue that has more of them now is refused (409) and left as
+	// it is. Null: no check.
+	Expected *int64 `json:"expected"`
 }
 
 // drain deletes the jobs of a queue that wait to run, as `drover drain`
@@ -973,6 +1168,24 @@ func (h *Handler) drain(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 		return err
 	}
 	e.Detail = fmt.Sprintf("delayed=%t", req.Delayed)
+	if req.Expected != nil {
+		e.Detail += fmt.Sprintf(" expected=%d", *req.Expected)
+		if *req.Expected < 0 {
+			return badRequest("expected must not be negative, got %d", *req.Expected)
+		}
+		info, err := h.ins.QueueInfo(r.Context(), e.Queue)
+		if err != nil {
+			return err
+		}
+		c := info.Counts
+		now := c.Waiting + c.Paused + c.Prioritized
+		if req.Delayed {
+			now += c.Delayed
+		}
+		if now > *req.Expected {
+			return grewError(e.Queue, "jobs waiting to run", now, *req.Expected)
+		}
+	}
 	n, err := h.ins.Drain(r.Context(), e.Queue, req.Delayed)
 	if err != nil {
 		return err

@@ -53,6 +53,7 @@ func TestAPI(t *testing.T) {
 		require.Equal(t, "promote-all", last.Action)
 		require.Equal(t, 2, last.Jobs)
 		require.Equal(t, "limit=2", last.Detail)
+		require.Equal(t, []string{ids[1], ids[2]}, last.JobIDs, "the entry names the jobs promoted, due first")
 
 		require.Equal(t, http.StatusBadRequest, c.post("api/queues/q/promote", map[string]any{"limit": -1}, nil))
 		require.Equal(t, http.StatusBadRequest, c.post("api/queues/q/promote", map[string]any{"max": 1}, nil), "an unknown field is refused")
@@ -62,6 +63,18 @@ func TestAPI(t *testing.T) {
 		require.Equal(t, http.StatusOK, c.post("api/queues/q/promote", nil, &all))
 		require.Equal(t, map[string]int64{"promoted": 1}, all)
 		b.waitState(t, "q", ids[0], drover.StateWaiting)
+		entries = b.audit.all()
+		require.Equal(t, []string{ids[0]}, entries[len(entries)-1].JobIDs)
+		// More than dashboard.AuditJobIDsMax: the first ones, due first.
+		var many []string
+		for i := range dashboard.AuditJobIDsMax + 5 {
+			many = append(many, b.add(t, "q", "m", nil, &drover.JobOptions{Delay: time.Hour + time.Duration(i)*time.Second}))
+		}
+		require.Equal(t, http.StatusOK, c.post("api/queues/q/promote", nil, &all))
+		require.Equal(t, map[string]int64{"promoted": int64(len(many))}, all)
+		entries = b.audit.all()
+		require.Equal(t, len(many), entries[len(entries)-1].Jobs)
+		require.Equal(t, many[:dashboard.AuditJobIDsMax], entries[len(entries)-1].JobIDs)
 	})
 
 	t.Run("OverviewQueueJobsAndDetail", func(t *testing.T) {

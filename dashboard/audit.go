@@ -30,7 +30,8 @@ type AuditEntry struct {
 	Role Role   `json:"role,omitempty"`
 	Via  string `json:"via,omitempty"`
 	// Action names the request: retry-job, retry-jobs, promote-job,
-	// promote-all, remove-job, cancel-job, pause, resume, clean, drain,
+	// promote-all, remove-job, cancel-job, change-priority, change-delay,
+	// pause, resume, clean, drain,
 	// obliterate, set-limits, remove-scheduler, upsert-scheduler, release-dedup and
 	// remove-orphans (the drover command only), revoke-sessions; in the security log also login,
 	// logout and sign-in (credentials sent with a request).
@@ -44,8 +45,9 @@ type AuditEntry struct {
 	// JobIDs names up to AuditJobIDsMax of the jobs a bulk action chose
 	// (retry-jobs: those it selected, newest first; its end entry,
 	// retry-jobs-finished: those selected less the skipped ones, which
-	// Detail names with why; clean: those it removed; a dry run: those it
-	// would change), so the log says which jobs, not only how many.
+	// Detail names with why; clean: those it removed; promote-all: those
+	// it promoted, due first; a dry run: those it would change), so the
+	// log says which jobs, not only how many.
 	JobIDs []string `json:"jobIds,omitempty"`
 	// Outcome is ok, denied (auth, role, CSRF, read-only), throttled,
 	// error, unknown (Redis did not answer in time, and

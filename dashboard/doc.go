@@ -45,12 +45,16 @@
 //	GET  /api/queues/{queue}/events        server-sent events
 //	POST /api/queues/{queue}/jobs/{id}/retry    {"resetAttempts":true,"from":"failed"} (operator)
 //	POST /api/queues/{queue}/jobs/{id}/promote  (operator)
+//	POST /api/queues/{queue}/jobs/{id}/cancel   {"reason","retry","from"} (operator)
+//	POST /api/queues/{queue}/jobs/{id}/priority {"priority","lifo"} (operator)
+//	POST /api/queues/{queue}/jobs/{id}/delay    {"delayMs"} delayed jobs (operator)
 //	POST /api/queues/{queue}/retry         {"state","filter","resetAttempts","includeUnrecoverable","dryRun","limit","olderThan"} (operator)
 //	POST /api/queues/{queue}/promote       (operator)
 //	POST /api/queues/{queue}/jobs/{id}/remove   (admin)
 //	POST /api/queues/{queue}/pause|resume  (admin)
 //	POST /api/queues/{queue}/clean         {"state","grace","limit","dryRun"} (admin)
-//	POST /api/queues/{queue}/obliterate    {"force"} (admin)
+//	POST /api/queues/{queue}/drain         {"delayed","expected"} (admin)
+//	POST /api/queues/{queue}/obliterate    {"force","expected"} (admin)
 //	GET  /api/audit                        ?log=actions|security&before=&limit= audit log, paged (admin)
 //	POST /api/sessions/revoke              {"user"} end a user's sessions, or everyone's (admin)
 //	POST /api/login, /api/logout           UI sign-in with a token or name and password
@@ -78,7 +82,8 @@
 //     characters. After 5 failed sign-ins (form, basic auth or bearer
 //     token) within 15 minutes, a client address, and a user name, wait 1s,
 //     2s, 4s, ... up to 5 minutes per attempt: 429 with Retry-After. Roles:
-//     viewer reads; operator also retries and promotes; admin also removes,
+//     viewer reads; operator also retries, promotes, cancels and changes a
+//     job's priority or delay; admin also removes, drains,
 //     cleans, pauses, resumes, obliterates and reads the audit log. Without
 //     users every request has Options.AnonymousRole (viewer by default).
 //   - Every mutating request must carry the X-CSRF-Token header from

@@ -248,6 +248,8 @@ func (h *Handler) routes() {
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/retry", h.act("retry-job", RoleOperator, h.retryJob))
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/promote", h.act("promote-job", RoleOperator, noBody(h.promoteJob)))
 	m.Handle("POST /api/queues/{queue}/jobs/{id}/cancel", h.act("cancel-job", RoleOperator, h.cancelJob))
+	m.Handle("POST /api/queues/{queue}/jobs/{id}/priority", h.act("change-priority", RoleOperator, h.changePriority))
+	m.Handle("POST /api/queues/{queue}/jobs/{id}/delay", h.act("change-delay", RoleOperator, h.changeDelay))
 	m.Handle("POST /api/queues/{queue}/retry", h.act("retry-jobs", RoleOperator, h.retryJobs))
 	m.Handle("POST /api/queues/{queue}/promote", h.act("promote-all", RoleOperator, h.promoteAll))
 	m.Handle("GET /api/openapi.json", h.viewer(serveOpenAPI))

@@ -270,7 +270,10 @@ func TestOpenAPI(t *testing.T) {
 		return op.Status != dashboard.OperationRunning
 	})
 	validate(http.MethodPost, "api/operations/1/cancel", nil, http.StatusConflict, "/api/operations/{id}/cancel")
+	validate(http.MethodPost, "api/queues/q/jobs/"+backoff+"/delay", map[string]any{"delayMs": 3_600_000}, http.StatusOK, "/api/queues/{queue}/jobs/{id}/delay")
+	validate(http.MethodPost, "api/queues/q/jobs/"+backoff+"/priority", map[string]any{"priority": 3}, http.StatusOK, "/api/queues/{queue}/jobs/{id}/priority")
 	validate(http.MethodPost, "api/queues/q/jobs/"+backoff+"/promote", nil, http.StatusOK, "/api/queues/{queue}/jobs/{id}/promote")
+	validate(http.MethodPost, "api/queues/q/jobs/"+backoff+"/delay", map[string]any{"delayMs": 1000}, http.StatusConflict, "/api/queues/{queue}/jobs/{id}/delay")
 	validate(http.MethodPost, "api/queues/q/jobs/"+done+"/cancel", map[string]any{"reason": "not yet"}, http.StatusConflict, "/api/queues/{queue}/jobs/{id}/cancel")
 	validate(http.MethodPost, "api/queues/q/jobs/"+fatal+"/retry", map[string]bool{"resetAttempts": true}, http.StatusOK, "/api/queues/{queue}/jobs/{id}/retry")
 	validate(http.MethodPost, "api/queues/q/promote", nil, http.StatusOK, "/api/queues/{queue}/promote")

@@ -475,7 +475,7 @@ func TestUICancelJob(t *testing.T) {
 			found = true
 			require.Equal(t, "ok", e.Outcome)
 			require.Equal(t, id, e.JobID)
-			require.Equal(t, `reason="stuck on a dead host" retry=false`, e.Detail)
+			require.Equal(t, `reason="stuck on a dead host" retry=false seen=active`, e.Detail)
 			require.Equal(t, 1, e.Jobs)
 		}
 	}

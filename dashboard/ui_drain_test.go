@@ -45,7 +45,7 @@ func TestUIDrainDeletesWhatWaits(t *testing.T) {
 	require.Equal(t, "drain", e.Action)
 	require.Equal(t, "ok", e.Outcome)
 	require.Equal(t, 3, e.Jobs)
-	require.Equal(t, "delayed=false", e.Detail)
+	require.Equal(t, "delayed=false expected=3", e.Detail)
 	counts, err := b.queue(t, "dq").GetJobCounts(ctx, drover.StateWaiting, drover.StatePrioritized, drover.StateDelayed, drover.StateActive)
 	require.NoError(t, err)
 	require.Equal(t, map[drover.JobState]int64{drover.StateWaiting: 0, drover.StatePrioritized: 0, drover.StateDelayed: 1, drover.StateActive: 1}, counts)
@@ -56,7 +56,7 @@ func TestUIDrainDeletesWhatWaits(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`.modal #drain-delayed`)),
 		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.WaitVisible(chromedp.CSS(`.toast`)))
 	require.Equal(t, "Deleted 1 job from dq.", text(t, tab, `.toast`))
-	require.Equal(t, "delayed=true", b.audit.last(t).Detail)
+	require.Equal(t, "delayed=true expected=1", b.audit.last(t).Detail)
 	st, err := b.queue(t, "dq").GetJobState(ctx, later)
 	require.NoError(t, err)
 	require.Equal(t, drover.StateUnknown, st)

@@ -37,6 +37,8 @@ func TestUISchedulerRunSaysWhoMadeIt(t *testing.T) {
 	buttons := evalJS[[]string](t, tab, `[...document.querySelectorAll('#job-actions button')].map((b) => b.textContent)`)
 	require.NotContains(t, buttons, "Cancel…")
 	require.NotContains(t, buttons, "Remove…")
+	require.NotContains(t, buttons, "Change delay…")
+	require.NotContains(t, buttons, "Change priority…")
 	require.Contains(t, buttons, "Run now (keep attempts)")
 	// An interval scheduler's first run waits at once: no button at all.
 	now, err := b.queue(t, "ticks").UpsertJobScheduler(ctx, "hourly", drover.RepeatOptions{Every: time.Hour}, &drover.JobTemplate{Name: "tock"})

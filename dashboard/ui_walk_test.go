@@ -408,3 +408,33 @@ func TestUIActionAfterSomeoneElseSignedIn(t *testing.T) {
 		require.False(t, e.Action == "promote-job" && e.Outcome != "denied", "sent as %s: %+v", e.User, e)
 	}
 }
+
+// TestUILiveFeedKeepsEventsBeforeItOpened: a job page whose live-update
+// stream was refused at first (the one stream slot was taken; the same
+// happens when Redis is down as the page opens it) shows, once its stream
+// opens, the events written since the page read the job. The stream
+// started at the events written after it finally opened, and the job's
+// promotion meanwhile never reached the feed (TestUIRedisOutage's flake:
+// under load its page opened the stream after Redis went away).
+func TestUILiveFeedKeepsEventsBeforeItOpened(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin, MaxStreams: 1})
+	id := b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: time.Hour})
+	first := browser(t)
+	do(t, first, chromedp.Navigate(b.url+"#/q/mail?state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)))
+	// The first page holds the only stream: the second is refused.
+	second := browser(t)
+	con := watchConsole(t, second)
+	do(t, second, chromedp.Navigate(b.url+"#/q/mail/job/"+id), chromedp.WaitVisible(chromedp.CSS(`h1 [data-retry-state="scheduled"]`)))
+	testkit.WaitFor(t, 20*time.Second, "the second page's stream to be refused", func() bool {
+		return slices.ContainsFunc(con.all(), func(m string) bool { return strings.Contains(m, "503") && strings.Contains(m, "/events") })
+	})
+	job, err := b.queue(t, "mail").GetJob(ctx, id)
+	require.NoError(t, err)
+	require.NoError(t, job.Promote(ctx))
+	do(t, first, chromedp.Navigate("about:blank"))
+	testkit.WaitFor(t, 30*time.Second, "the live feed to carry the promotion", func() bool {
+		return strings.Contains(text(t, second, `.feed`), "waiting job "+id+" (from delayed)")
+	})
+}

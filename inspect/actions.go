@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/seam"
 )
 
 // Bulk retry defaults.
@@ -491,6 +492,27 @@ func (i *Inspector) PromoteJob(ctx context.Context, queue, id string) error {
 	return q.Job(id).Promote(ctx)
 }
 
+// ChangePriority gives job id of queue a new priority (0 = none;
+// drover.Job.ChangePriority): a waiting or prioritized job is re-queued
+// where it puts it, lifo first among its priority.
+func (i *Inspector) ChangePriority(ctx context.Context, queue, id string, priority int, lifo bool) error {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return err
+	}
+	return q.Job(id).ChangePriority(ctx, priority, lifo)
+}
+
+// ChangeDelay makes delayed job id of queue due delay from now
+// (drover.Job.ChangeDelay): drover.ErrNotInState if it is not delayed.
+func (i *Inspector) ChangeDelay(ctx context.Context, queue, id string, delay time.Duration) error {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return err
+	}
+	return q.Job(id).ChangeDelay(ctx, delay)
+}
+
 // PromoteAll runs every delayed job of queue now and returns how many.
 func (i *Inspector) PromoteAll(ctx context.Context, queue string) (int, error) {
 	q, err := i.existing(ctx, queue)
@@ -517,6 +539,27 @@ func (i *Inspector) PromoteUpTo(ctx context.Context, queue string, n int) (promo
 		return promoted, 0, err
 	}
 	return promoted, counts[drover.StateDelayed], nil
+}
+
+// PromoteNamed is PromoteAll (n 0) or PromoteUpTo (n > 0) that also names
+// the first max jobs it promoted (due first), for an audit entry; left is
+// how many stay delayed when n > 0 (0 when n is 0).
+func (i *Inspector) PromoteNamed(ctx context.Context, queue string, n, max int) (promoted int, ids []string, left int64, err error) {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	promoted, err = seam.Promote(ctx, q, n, func(moved []string) {
+		ids = append(ids, moved[:min(len(moved), max-len(ids))]...)
+	})
+	if err != nil || n == 0 {
+		return promoted, ids, 0, err
+	}
+	counts, err := q.GetJobCounts(ctx, drover.StateDelayed)
+	if err != nil {
+		return promoted, ids, 0, err
+	}
+	return promoted, ids, counts[drover.StateDelayed], nil
 }
 
 // RemoveJob deletes a job and its logs, unless a worker holds it.
@@ -648,6 +691,31 @@ func (i *Inspector) CancelJob(ctx context.Context, queue, id, reason string, ret
 		return err
 	}
 	return q.CancelJob(ctx, id, reason, &drover.CancelOptions{Retry: retry})
+}
+
+// CancelJobIn is CancelJob for a job seen in state seen. A job seen not
+// running yet (waiting, paused, prioritized or delayed) is cancelled only
+// if it still is not: a job a worker took since is refused with
+// drover.ErrNotInState naming it active, and its attempt goes on
+// (drover.CancelOptions.NotRunning), so a "cancel this queued job" does not
+// stop a running attempt. A job seen active is cancelled as CancelJob does.
+func (i *Inspector) CancelJobIn(ctx context.Context, queue, id string, seen drover.JobState, reason string, retry bool) error {
+	if ctx == nil {
+		return errNilContext
+	}
+	var notRunning bool
+	switch seen {
+	case drover.StateActive:
+	case drover.StateWaiting, drover.StatePaused, drover.StatePrioritized, drover.StateDelayed:
+		notRunning = true
+	default:
+		return fmt.Errorf("%w: cancel from %q: want active, waiting, paused, prioritized or delayed", drover.ErrInvalidOption, seen)
+	}
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return err
+	}
+	return q.CancelJob(ctx, id, reason, &drover.CancelOptions{Retry: retry, NotRunning: notRunning})
 }
 
 // retryExcluded reports whether a bulk retry leaves a job that failed for

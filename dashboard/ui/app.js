@@ -492,11 +492,14 @@
   // good on an error answer (a 503 while Redis is down or too many streams
   // are open, a proxy's 502): then the page opens a new one a little later,
   // for as long as it is shown, after the last id it saw, so the events
-  // written meanwhile still arrive.
-  function live(queue, onEvent) {
+  // written meanwhile still arrive. from is where the page's data was read
+  // (the API's eventsAfter): a stream whose first open was refused still
+  // starts there, not at the events written after it finally opened (an
+  // event between the page's read and that open was never shown).
+  function live(queue, onEvent, from) {
     if (!window.EventSource) return;
     const gen = app.render;
-    let last = '';
+    let last = from || '';
     const open = () => {
       if (gen !== app.render) return;
       const after = last ? `?after=${encodeURIComponent(last)}` : '';
@@ -721,6 +724,8 @@
 
   // ---- queue page --------------------------------------------------------
 
+  // MAX_PRIORITY is drover.MaxPriority (BullMQ's 2^21 - 1).
+  const MAX_PRIORITY = 2097151;
   const STATES = ['waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed', 'paused', 'waiting-children'];
 
   async function pageQueue(queue, params) {
@@ -985,7 +990,7 @@
       feed.prepend(feedItem(ev));
       while (feed.children.length > 40) feed.lastChild.remove();
       refresh();
-    });
+    }, info && info.eventsAfter);
     every(10000, load);
   }
 
@@ -1103,7 +1108,7 @@
               'Running and finished jobs, parents waiting for their children and a job scheduler\'s next run stay. This cannot be undone.'),
             el('p', {}, el('label', {}, delayed, ` also delete its ${delayedN} delayed job${delayedN === 1 ? '' : 's'}`)));
           const res = await act('Drain queue', msg, 'Drain',
-            () => api(`queues/${seg(queue)}/drain`, { method: 'POST', body: { delayed: delayed.checked } }), true);
+            () => api(`queues/${seg(queue)}/drain`, { method: 'POST', body: { delayed: delayed.checked, expected: waiting + (delayed.checked ? delayedN : 0) } }), true);
           if (res) { toast(`Deleted ${res.removed} job${res.removed === 1 ? '' : 's'} from ${queue}.`); reload(); }
         },
       }, 'Drain…'));
@@ -1124,7 +1129,7 @@
           const total = STATES.reduce((n, st) => n + (c[camel(st)] || 0), 0);
           const jobs = total ? `with its ${total} job${total === 1 ? '' : 's'} (${parts.join(', ')})` : 'with no job in it';
           const res = await act('Obliterate queue', `Delete the queue ${queue} ${jobs}, its job schedulers, limits and events? This cannot be undone.`, 'Obliterate',
-            () => api(`queues/${seg(queue)}/obliterate`, { method: 'POST', body: { force: false } }), true);
+            () => api(`queues/${seg(queue)}/obliterate`, { method: 'POST', body: { force: false, expected: total } }), true);
           if (res) { toast(`Obliterated ${queue}.`); location.hash = '#/'; }
         },
       }, 'Obliterate…'));
@@ -1336,7 +1341,7 @@
       if (ev.jobId !== id) return;
       feed.prepend(feedItem(ev));
       refresh();
-    });
+    }, job && job.eventsAfter);
     every(10000, load);
   }
 
@@ -1374,6 +1379,7 @@
         ? `${bo.type}, ${fmtMs(bo.delay)}${bo.jitter ? `, jitter ${Math.round(bo.jitter * 100)}%` : ', no jitter'}`
         : `custom strategy "${bo.type}"`);
     }
+    if (d.priority) fact('Priority', el('span', { id: 'job-priority' }, String(d.priority)), el('span', { class: 'muted' }, ' (1 runs first)'));
     fact('Created', fmtTime(d.timestamp));
     if (d.processedOn) fact('Last started', fmtTime(d.processedOn), d.processedBy ? ` by ${d.processedBy}` : '');
     if (d.finishedOn) fact('Finished', fmtTime(d.finishedOn));
@@ -1445,10 +1451,48 @@
               el('p', {}, `Cancel job ${d.id}? It has not started: it fails for good now, without running.`),
               el('p', {}, reason));
           const res = await act(running ? 'Cancel running job' : 'Cancel job', msg, running ? 'Cancel the attempt' : 'Cancel the job',
-            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked } })), true);
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked, from: d.state } })), true);
           if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
         },
       }, 'Cancel…'));
+    }
+    // A job not running yet can be given another priority, and a delayed
+    // one another due time (BullMQ's changePriority and changeDelay); not a
+    // job scheduler's pending run, which the scheduler times and makes
+    // (change the scheduler instead).
+    if (s.canOperate && !d.schedulerPending && ['waiting', 'prioritized', 'delayed'].includes(d.state)) {
+      actions.append(el('button', {
+        id: 'change-priority',
+        onclick: async () => {
+          const d = cur.d;
+          const value = el('input', { type: 'number', id: 'priority-value', min: '0', max: String(MAX_PRIORITY), step: '1', value: String(d.priority || 0), 'aria-label': 'new priority' });
+          const lifo = el('input', { type: 'checkbox', id: 'priority-lifo' });
+          const msg = el('div', {},
+            el('p', {}, `Give job ${d.id} priority (now ${d.priority || 'none'}): 1 runs first, higher numbers later, up to ${MAX_PRIORITY}; 0 takes it away (jobs without a priority run before prioritized ones).`),
+            el('p', {}, value),
+            el('label', {}, lifo, ' first among the jobs of that priority'));
+          const num = () => (value.value.trim() === '' ? null : Number(value.value));
+          const res = await act('Change priority', msg, 'Change priority',
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/priority`, { method: 'POST', body: { priority: num(), lifo: lifo.checked } })));
+          if (res) { toast(`Job ${d.id} now has priority ${num() || 'none'}.`); reload(); }
+        },
+      }, 'Change priority…'));
+    }
+    if (s.canOperate && !d.schedulerPending && d.state === 'delayed') {
+      actions.append(el('button', {
+        id: 'change-delay',
+        onclick: async () => {
+          const d = cur.d;
+          const secs = el('input', { type: 'number', id: 'delay-seconds', min: '0', step: 'any', 'aria-label': 'seconds from now' });
+          const msg = el('div', {},
+            el('p', {}, `Make job ${d.id} due this many seconds from now${d.nextRun ? ` (it is due ${relative(d.nextRun)})` : ''}, keeping its attempts:`),
+            el('p', {}, secs));
+          const ms = () => (secs.value.trim() === '' ? null : Math.round(Number(secs.value) * 1000));
+          const res = await act('Change delay', msg, 'Change delay',
+            () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/delay`, { method: 'POST', body: { delayMs: ms() } })));
+          if (res) { toast(`Job ${d.id} is due in ${fmtMs(ms()) || '0s'}.`); reload(); }
+        },
+      }, 'Change delay…'));
     }
     if (s.canAdmin && d.state !== 'active' && !d.schedulerPending) {
       actions.append(el('button', {

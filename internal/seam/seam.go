@@ -1,6 +1,7 @@
 // Package seam lets the drovertest package and the differential tester
 // (internal/interoptest) reach into a Queue and a Worker without making
-// their machinery public: the root package fills these variables in at
+// their machinery public, and package inspect into a Queue (Promote, for
+// the dashboard's audit): the root package fills these variables in at
 // init. Nothing else uses them. (internal packages never import the root
 // package, so the values are typed any.)
 package seam
@@ -30,4 +31,9 @@ var (
 	// CheckStalled runs a *drover.Worker's stalled-job check now, whenever
 	// the last one ran.
 	CheckStalled func(ctx context.Context, worker any)
+	// Promote makes delayed jobs of a *drover.Queue ready now, at most n,
+	// those due first (n 0: all), as PromoteEarliest and PromoteJobs do,
+	// calling moved with the ids of each chunk it moved; it returns how
+	// many it moved.
+	Promote func(ctx context.Context, queue any, n int, moved func(ids []string)) (int, error)
 )
