@@ -80,6 +80,9 @@ func TestAddPlainMatchesAddJobs(t *testing.T) {
 				[]any{"del", k.Marker()})
 		},
 		"id counter far on": func(t *testing.T, k keys.Queue) { do(t, []any{"set", k.ID(), "123456789012"}) },
+		// The reply kept for a resend keeps every digit (Lua's tostring
+		// keeps 14; the ids written are Lua's, on both paths).
+		"id counter past 14 digits": func(t *testing.T, k keys.Queue) { do(t, []any{"set", k.ID(), "123456789012345"}) },
 		"a stale hash at the next id": func(t *testing.T, k keys.Queue) {
 			do(t, []any{"hset", k.Job("1"), "name", "old", "returnvalue", "7", "delay", "5"})
 		},
