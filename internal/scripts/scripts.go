@@ -280,6 +280,7 @@ func (s *script) sendOnce(ctx context.Context, rdb Doer, cmdArgs []any) *redis.C
 
 var (
 	addJobs               = load("addJobs")
+	addPlainJobs          = load("addPlainJobs")
 	moveToActive          = load("moveToActive")
 	finishJobs            = load("finishJobs")
 	extendLocks           = load("extendLocks")
@@ -307,7 +308,7 @@ var (
 // All is every loaded script, for preloading (SCRIPT LOAD) before pipelines.
 func All() []*script {
 	return append([]*script{
-		addJobs, moveToActive, finishJobs, extendLocks, moveStalledJobsToWait, pause, getState,
+		addJobs, addPlainJobs, moveToActive, finishJobs, extendLocks, moveStalledJobsToWait, pause, getState,
 		getCounts, getRanges, updateProgress, updateData, addLog, removeJob, promote, changeDelay,
 		changePriority, reprocessJob, moveJobsToWait, drain, obliterate, cleanJobsInSet, settleCall,
 		getRateLimitTtl,
