@@ -28,7 +28,8 @@ import (
 // producer added is completed, each job of the queue sits in one state
 // with no lock left, the scheduler runs on the new master, the QueueEvents
 // delivered a completed event for every completed job (it resumed on the
-// new master), and no warning repeats in a loop. Jobs whose completion the
+// new master), the worker is listed on the new master, and no warning
+// repeats in a loop. Jobs whose completion the
 // old master took after the promotion run again (at-least-once), and adds
 // it took then are lost with it; the test reports how many.
 func TestSentinelFailoverEventsScheduler(t *testing.T) {
@@ -117,6 +118,12 @@ func TestSentinelFailoverEventsScheduler(t *testing.T) {
 	})
 	switchedAt := time.Now()
 	switched := switchedAt.Sub(start)
+	// The worker names its connection on the new master, so it is listed
+	// there (Node's getWorkers, the dashboard).
+	testkit.WaitFor(t, 20*time.Second, "the worker listed on the new master", func() bool {
+		ws, err := q.GetWorkers(ctx)
+		return err == nil && len(ws) == 1
+	})
 	before := len(ticksOf(t, q))
 	testkit.WaitFor(t, 30*time.Second, "a scheduler run after the failover", func() bool {
 		return len(ticksOf(t, q)) > before
