@@ -45,7 +45,8 @@
 // and a job scheduler on one failover client
 // (TestSentinelFailoverEventsScheduler, TestSentinelMasterKilledEventsScheduler);
 // a QueueEvents through a cluster master's crash
-// (TestClusterMasterKilledQueueEvents); refusal of queues
+// (TestClusterMasterKilledQueueEvents, TestClusterFailoverQueueEvents);
+// refusal of queues
 // without a hash tag on a cluster client (TestClusterMisconfiguration).
 // BenchmarkClusterThroughput compares the same queues on 1 and on 3 masters.
 //
