@@ -44,10 +44,10 @@
 // FAILOVER or a master SIGKILLed under a worker, a QueueEvents, a producer
 // and a job scheduler on one failover client
 // (TestSentinelFailoverEventsScheduler, TestSentinelMasterKilledEventsScheduler);
-// a QueueEvents through a cluster master's crash
+// a QueueEvents through a cluster master's crash or CLUSTER FAILOVER
 // (TestClusterMasterKilledQueueEvents, TestClusterFailoverQueueEvents);
-// refusal of queues
-// without a hash tag on a cluster client (TestClusterMisconfiguration).
+// refusal of queues without a hash tag on a cluster client
+// (TestClusterMisconfiguration).
 // BenchmarkClusterThroughput compares the same queues on 1 and on 3 masters.
 //
 // The load and failover tests do not call t.Parallel: they run one at a time,
