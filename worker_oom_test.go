@@ -265,9 +265,10 @@ func TestWorkerWarnsOfAnEvictingRedis(t *testing.T) {
 // server with a Queue and no Worker) against a Redis that may evict keys
 // must be warned as a worker's start is, and as BullMQ's Queue warns when
 // it connects: once, after its first add, whatever it adds next (Add,
-// AddBulk, a second Add). Before, only Worker.Start warned, so such a
-// process logged nothing while its jobs could vanish. Against a
-// noeviction server it says nothing.
+// AddBulk, a second Add), and so must one that only adds flows
+// (FlowProducer). Before, only Worker.Start warned, so such a process
+// logged nothing while its jobs could vanish. Against a noeviction server
+// it says nothing.
 func TestQueueWarnsOfAnEvictingRedis(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -293,4 +294,19 @@ func TestQueueWarnsOfAnEvictingRedis(t *testing.T) {
 	require.Equal(t, 1, strings.Count(logs, "maxmemory_policy="), "warned once: %s", logs)
 
 	require.NotContains(t, adds(t, "--maxmemory-policy", "noeviction"), "maxmemory")
+
+	// A process that only adds flows is warned too, once.
+	srv, err := redistest.Start("--maxmemory-policy", "allkeys-random")
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	flowLogs := &syncBuffer{}
+	fp, err := drover.NewFlowProducer(srv.Client(t), &drover.FlowProducerOptions{Logger: slog.New(slog.NewTextHandler(flowLogs, nil))})
+	require.NoError(t, err)
+	for range 2 {
+		_, err = fp.Add(ctx, drover.FlowJob{Name: "p", QueueName: "q", Children: []drover.FlowJob{{Name: "c", QueueName: "q"}}})
+		require.NoError(t, err)
+	}
+	require.Regexp(t, `level=WARN msg="Redis may evict the queue's keys when its memory is full, `+
+		`losing jobs without an error; set maxmemory-policy to noeviction" queue=q maxmemory_policy=allkeys-random\n`, flowLogs.String())
+	require.Equal(t, 1, strings.Count(flowLogs.String(), "maxmemory_policy="), "warned once: %s", flowLogs)
 }
