@@ -30,6 +30,7 @@ import (
 	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/jobcodec"
 	"github.com/seed40057009/drover/internal/keys"
+	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
 	"github.com/seed40057009/drover/internal/topology"
 )
@@ -387,6 +388,10 @@ func (f *FlowProducer) addBulk(ctx context.Context, flows []FlowJob) ([]*JobNode
 	}
 	if len(outcomes) != len(nodes) {
 		return nil, fmt.Errorf("add flow to queue %q: %d results for %d jobs", first.name, len(outcomes), len(nodes))
+	}
+	if !first.evictionChecked.Load() {
+		// As a Queue's first add: warn once when Redis may evict keys.
+		first.checkEviction(ctx, f.opts.Logger.With(slog.String(logkey.Queue, first.name)))
 	}
 	built := make([]*JobNode, len(nodes))
 	for i := len(nodes) - 1; i >= 0; i-- {

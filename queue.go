@@ -44,7 +44,9 @@ type Queue struct {
 	endLife context.CancelFunc
 	// registered is set once the queue's name is in keys.Registry.
 	registered atomic.Bool
-	adds       addBatcher
+	// evictionChecked is set once checkEviction read maxmemory-policy.
+	evictionChecked atomic.Bool
+	adds            addBatcher
 	// callBudget is how long one add call can take before the client's
 	// own timeouts end it (bounded.ClientBudget): a caller's deadline
 	// past it needs no goroutine to be kept.
@@ -938,8 +940,12 @@ func (q *Queue) jobLogs(ctx context.Context, id string, start, end int64, newest
 // register adds the queue's name to the registry of queue names (one SADD
 // per Queue handle, after its first successful add or a worker's start), so
 // inspect lists queues without scanning the keyspace. Best effort: a
-// failure is retried by the next add.
+// failure is retried by the next add. The first time, it also warns when
+// Redis may evict keys (checkEviction), as a worker's start does.
 func (q *Queue) register(ctx context.Context) {
+	if !q.evictionChecked.Load() {
+		q.checkEviction(ctx, q.logger.With(slog.String(logkey.Queue, q.name)))
+	}
 	if q.registered.Load() {
 		return
 	}

@@ -619,8 +619,8 @@ func (w *Worker) Start(ctx context.Context) error {
 			// Listed by getWorkers once Start returns; before the fetcher
 			// starts, so the lock keeper starts right after it.
 			w.presence.register(probe)
+			w.warnEviction(probe) // before register would, with the worker's attributes
 			w.q.register(probe)
-			w.warnEviction(probe)
 		}
 		// Heard once Start returns (when Redis answers; else from when it does).
 		w.canceller.subscribe(probe)

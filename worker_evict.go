@@ -20,19 +20,28 @@ const infoMemory = "memory"
 // not let the worker read INFO, or does not answer within ctx, is not
 // judged.
 func (w *Worker) warnEviction(ctx context.Context) {
-	if ctx.Err() != nil {
+	w.q.checkEviction(ctx, w.log)
+}
+
+// checkEviction reads Redis's maxmemory-policy and logs the eviction
+// warning on log (which names the queue) when it is not noeviction, once per Queue (a Worker's
+// queue included): after the first read that succeeds, it does nothing.
+// A Queue checks after its first add (register), so a process that only
+// adds jobs is warned too.
+func (q *Queue) checkEviction(ctx context.Context, log *slog.Logger) {
+	if ctx.Err() != nil || q.evictionChecked.Load() {
 		return
 	}
 	info, err := bounded.Call(ctx, func(ctx context.Context) (string, error) {
-		return w.q.rdb.Info(ctx, infoMemory).Result()
+		return q.rdb.Info(ctx, infoMemory).Result()
 	})
-	if err != nil {
+	if err != nil || !q.evictionChecked.CompareAndSwap(false, true) {
 		return
 	}
 	for line := range strings.SplitSeq(info, "\n") {
 		policy, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:")
 		if ok && policy != "noeviction" {
-			w.log.WarnContext(ctx, "Redis may evict the queue's keys when its memory is full, losing jobs without an error; "+
+			log.WarnContext(ctx, "Redis may evict the queue's keys when its memory is full, losing jobs without an error; "+
 				"set maxmemory-policy to noeviction", slog.String(logkey.MaxmemoryPolicy, policy))
 		}
 	}

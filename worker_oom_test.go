@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
+	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
 // TestWorkerHoldsFetchWhileLocksCannotBeRenewed: a real redis-server runs
@@ -258,4 +259,54 @@ func TestWorkerWarnsOfAnEvictingRedis(t *testing.T) {
 
 	rdb, _ = ownServer(t, nil, "--maxmemory-policy", "noeviction")
 	require.NotContains(t, start(t, rdb), "maxmemory")
+}
+
+// TestQueueWarnsOfAnEvictingRedis: a process that only adds jobs (an API
+// server with a Queue and no Worker) against a Redis that may evict keys
+// must be warned as a worker's start is, and as BullMQ's Queue warns when
+// it connects: once, after its first add, whatever it adds next (Add,
+// AddBulk, a second Add), and so must one that only adds flows
+// (FlowProducer). Before, only Worker.Start warned, so such a process
+// logged nothing while its jobs could vanish. Against a noeviction server
+// it says nothing.
+func TestQueueWarnsOfAnEvictingRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	adds := func(t *testing.T, args ...string) string {
+		srv, err := redistest.Start(args...)
+		require.NoError(t, err)
+		t.Cleanup(srv.Stop)
+		logs := &syncBuffer{}
+		q, err := drover.NewQueue(srv.Client(t), "q", &drover.QueueOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		require.NoError(t, err)
+		_, err = q.Add(ctx, "a", nil, nil)
+		require.NoError(t, err)
+		_, err = q.AddBulk(ctx, []drover.BulkJob{{Name: "b"}, {Name: "c"}})
+		require.NoError(t, err)
+		_, err = q.Add(ctx, "d", nil, nil)
+		require.NoError(t, err)
+		return logs.String()
+	}
+
+	logs := adds(t, "--maxmemory-policy", "volatile-lru")
+	require.Regexp(t, `level=WARN msg="Redis may evict the queue's keys when its memory is full, `+
+		`losing jobs without an error; set maxmemory-policy to noeviction" queue=q maxmemory_policy=volatile-lru\n`, logs)
+	require.Equal(t, 1, strings.Count(logs, "maxmemory_policy="), "warned once: %s", logs)
+
+	require.NotContains(t, adds(t, "--maxmemory-policy", "noeviction"), "maxmemory")
+
+	// A process that only adds flows is warned too, once.
+	srv, err := redistest.Start("--maxmemory-policy", "allkeys-random")
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	flowLogs := &syncBuffer{}
+	fp, err := drover.NewFlowProducer(srv.Client(t), &drover.FlowProducerOptions{Logger: slog.New(slog.NewTextHandler(flowLogs, nil))})
+	require.NoError(t, err)
+	for range 2 {
+		_, err = fp.Add(ctx, drover.FlowJob{Name: "p", QueueName: "q", Children: []drover.FlowJob{{Name: "c", QueueName: "q"}}})
+		require.NoError(t, err)
+	}
+	require.Regexp(t, `level=WARN msg="Redis may evict the queue's keys when its memory is full, `+
+		`losing jobs without an error; set maxmemory-policy to noeviction" queue=q maxmemory_policy=allkeys-random\n`, flowLogs.String())
+	require.Equal(t, 1, strings.Count(flowLogs.String(), "maxmemory_policy="), "warned once: %s", flowLogs)
 }

@@ -29,10 +29,11 @@ var (
 	ErrNotClaimed = errors.New("idempotency: operation key not claimed by this transaction")
 
 	// ErrCommitInDoubt is wrapped by Do's error when the COMMIT was sent but
-	// its answer never came (the connection broke, the context ended): the
-	// effect and its claim may have committed or not. Do again to learn
-	// which: it reports AlreadyCompleted with the recorded result if the
-	// commit happened, and runs the function if it did not.
+	// its answer never came (the connection broke, the context ended), and
+	// reading the claim back failed too (the database stayed out of
+	// reach): the effect and its claim may have committed or not. Do again
+	// to learn which: it reports AlreadyCompleted with the recorded result
+	// if the commit happened, and runs the function if it did not.
 	ErrCommitInDoubt = errors.New("idempotency: commit outcome unknown (its answer was lost)")
 )
 

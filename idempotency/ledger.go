@@ -84,7 +84,8 @@ type Result struct {
 	// AlreadyCompleted means the function did not run (a duplicate
 	// suppressed). With an error and Claimed, the function ran but nothing
 	// committed, unless the error wraps ErrCommitInDoubt: then the commit
-	// was sent and its answer lost, and it may have committed.
+	// was sent, its answer lost and the claim could not be read back, and
+	// it may have committed.
 	Status Status
 	// Value is the function's result when Status is Claimed, or the
 	// recorded result when it is AlreadyCompleted.
@@ -125,6 +126,10 @@ type database[Tx any] interface {
 	// commitInDoubt reports whether a commit that failed with err may
 	// have committed all the same: it was sent, and its answer was lost.
 	commitInDoubt(err error) bool
+	// landed reads back, after a commit in doubt, whether the claim of key
+	// made at claimedAt committed, once the claiming transaction has
+	// ended on the server.
+	landed(ctx context.Context, key string, claimedAt time.Time) (bool, error)
 	rollback(ctx context.Context, tx Tx) error
 
 	// lookup finds a completed key outside any transaction, so Do can answer
@@ -198,6 +203,11 @@ func (l *Ledger[Tx]) nested(ctx context.Context, key string) error {
 //
 // An error means nothing is known: roll tx back.
 func (l *Ledger[Tx]) ClaimTx(ctx context.Context, tx Tx, key string) (Claim, error) {
+	return l.claimAt(ctx, tx, key, l.now())
+}
+
+// claimAt is ClaimTx with the claim's time, which Do reads back by.
+func (l *Ledger[Tx]) claimAt(ctx context.Context, tx Tx, key string, now time.Time) (Claim, error) {
 	if err := ValidateKey(key); err != nil {
 		return Claim{Key: key}, err
 	}
@@ -207,7 +217,7 @@ func (l *Ledger[Tx]) ClaimTx(ctx context.Context, tx Tx, key string) (Claim, err
 	if ctx == nil {
 		return Claim{Key: key}, fmt.Errorf("idempotency: claim operation %s: %w", quoteKey(key), errNilContext)
 	}
-	c, err := l.db.claim(ctx, tx, key, l.now())
+	c, err := l.db.claim(ctx, tx, key, now)
 	if err != nil {
 		return Claim{Key: key}, fmt.Errorf("idempotency: claim operation %s: %w", quoteKey(key), err)
 	}
@@ -260,11 +270,14 @@ func (l *Ledger[Tx]) CompleteTx(ctx context.Context, tx Tx, key string, result [
 //
 // An error from fn rolls everything back, the claim included, and is
 // returned as is, so errors that steer a job's retries pass through. A
-// commit whose answer was lost (the connection broke, ctx ended) returns an
-// error wrapping ErrCommitInDoubt: the effect may have committed, so do not
-// undo or redo it outside the ledger; Do again, which runs fn only if it
-// did not. fn must
-// not commit or roll back the transaction itself.
+// commit whose answer was lost (the connection broke, ctx ended) is read
+// back on another connection (PostgreSQL), once the transaction has ended
+// on the server, for up to 5 s more and whether or not ctx ended: if it
+// committed, Do succeeds; if not, its error says nothing committed; if
+// the read fails too, the error wraps ErrCommitInDoubt: the effect may have
+// committed, so do not undo or redo it outside the ledger; Do again, which
+// runs fn only if it did not. fn must not commit or roll back the
+// transaction itself.
 //
 // A Do inside fn, on the same database and with fn's ctx (or one made from
 // it), that could only wait for this Do's open transaction returns at once
@@ -311,7 +324,8 @@ func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Con
 		}
 	}()
 
-	claim, err := l.ClaimTx(ctx, tx, key)
+	claimedAt := l.now()
+	claim, err := l.claimAt(ctx, tx, key, claimedAt)
 	if err != nil {
 		return Result{Key: key}, err
 	}
@@ -333,13 +347,34 @@ func (l *Ledger[Tx]) Do(ctx context.Context, key string, fn func(ctx context.Con
 		return Result{Key: key, Status: Claimed}, err
 	}
 	if err := l.db.commit(ctx, tx); err != nil {
-		if l.db.commitInDoubt(err) {
-			return Result{Key: key, Status: Claimed}, fmt.Errorf("%w: operation %s: %w", ErrCommitInDoubt, quoteKey(key), err)
+		if !l.db.commitInDoubt(err) {
+			return Result{Key: key, Status: Claimed}, fmt.Errorf("idempotency: commit operation %s: %w", quoteKey(key), err)
 		}
-		return Result{Key: key, Status: Claimed}, fmt.Errorf("idempotency: commit operation %s: %w", quoteKey(key), err)
+		return l.readBack(ctx, key, claimedAt, value, err)
 	}
 	committed = true
 	return Result{Key: key, Status: Claimed, Value: value}, nil
+}
+
+// readBack settles a commit whose answer was lost (commitErr) by reading
+// the claim made at claimedAt back on another connection, within
+// pgsql.RollbackTimeout and whether or not ctx ended (its end may be what
+// cut the answer off): committed, Do succeeded with value; not committed,
+// nothing did; unreadable, the error wraps ErrCommitInDoubt.
+func (l *Ledger[Tx]) readBack(ctx context.Context, key string, claimedAt time.Time, value []byte, commitErr error) (Result, error) {
+	rctx, cancel := pgsql.RollbackContext(ctx)
+	defer cancel()
+	landed, err := l.db.landed(rctx, key, claimedAt)
+	switch {
+	case err != nil:
+		return Result{Key: key, Status: Claimed}, fmt.Errorf("%w: operation %s: %w (reading the claim back failed too: %w)",
+			ErrCommitInDoubt, quoteKey(key), commitErr, err)
+	case landed:
+		return Result{Key: key, Status: Claimed, Value: value}, nil
+	default:
+		return Result{Key: key, Status: Claimed}, fmt.Errorf("idempotency: commit operation %s: its answer was lost, "+
+			"and reading the claim back found that it did not land (nothing committed): %w", quoteKey(key), commitErr)
+	}
 }
 
 // PruneBatchSize is how many ledger rows Prune deletes per statement.

@@ -356,14 +356,17 @@ func TestLedgerPostgres(t *testing.T) {
 		require.Equal(t, idempotency.Result{Key: "k", Status: idempotency.AlreadyCompleted, Value: []byte("r")}, res)
 	})
 
-	t.Run("ACommitWhoseAnswerIsLostIsInDoubt", func(t *testing.T) {
+	t.Run("ACommitWhoseAnswerIsLostIsReadBack", func(t *testing.T) {
 		t.Parallel()
 
 		// A proxy between the ledger and PostgreSQL lets the COMMIT run,
-		// then loses its answer and resets the connection. Do cannot know
-		// whether the effect committed and must say so: before, it reported
-		// Status Claimed with "commit operation: conn closed", which its
-		// doc said means nothing committed, while it had.
+		// then loses its answer and resets the connection. Do reads the
+		// claim back on another connection: the commit landed, so the
+		// effect happened once, by this call, and Do must say so (Claimed,
+		// the function's value, no error). Before, it failed with
+		// ErrCommitInDoubt: a queue job with one attempt (the default)
+		// ended failed although its effect had committed, and its retry,
+		// if any, reported the effect as a duplicate suppressed.
 		bundle := setupPostgres(t)
 		proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
 		ledger := idempotency.NewPostgres(pool, nil)
@@ -372,11 +375,10 @@ func TestLedgerPostgres(t *testing.T) {
 		proxy.DropReplyTo("commit\x00") // pgx's COMMIT, not BEGIN's "read committed"
 		res, err := ledger.Do(ctx, "k", effect)
 		require.Equal(t, int64(1), proxy.Dropped())
-		require.ErrorIs(t, err, idempotency.ErrCommitInDoubt)
-		require.ErrorContains(t, err, `idempotency: commit outcome unknown (its answer was lost): operation "k": `)
-		require.Equal(t, idempotency.Claimed, res.Status)
+		require.NoError(t, err, "the commit landed")
+		require.Equal(t, idempotency.Result{Key: "k", Status: idempotency.Claimed, Value: []byte("sent")}, res)
 
-		// It did commit: the retry finds it done and runs nothing.
+		// The retry finds it done and runs nothing.
 		res, err = ledger.Do(ctx, "k", func(context.Context, pgx.Tx) ([]byte, error) {
 			t.Fatal("the effect committed: it must not run again")
 			return nil, nil
@@ -396,6 +398,95 @@ func TestLedgerPostgres(t *testing.T) {
 		require.ErrorAs(t, err, &pgErr)
 		require.Equal(t, "23505", pgErr.Code)
 		require.NotErrorIs(t, err, idempotency.ErrCommitInDoubt)
+	})
+
+	t.Run("ACommitWhoseAnswerIsLostWithTheDatabaseIsInDoubt", func(t *testing.T) {
+		t.Parallel()
+
+		// The COMMIT runs, its answer is lost and the database stays
+		// unreachable (the proxy refuses new connections), so the claim
+		// cannot be read back: Do must say the commit is in doubt, and a
+		// Do once the database is back finds the effect done.
+		bundle := setupPostgres(t)
+		proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+		ledger := idempotency.NewPostgres(pool, nil)
+		effect := func(ctx context.Context, tx pgx.Tx) ([]byte, error) { return []byte("sent"), pgEffect(ctx, tx, "k") }
+
+		proxy.DropReplyAndRefuse("commit\x00")
+		res, err := ledger.Do(ctx, "k", effect)
+		require.Equal(t, int64(1), proxy.Dropped())
+		require.ErrorIs(t, err, idempotency.ErrCommitInDoubt)
+		require.ErrorContains(t, err, `idempotency: commit outcome unknown (its answer was lost): operation "k": `)
+		require.ErrorContains(t, err, "reading the claim back failed too")
+		require.Equal(t, idempotency.Claimed, res.Status)
+
+		require.NoError(t, proxy.Listen())
+		res, err = ledger.Do(ctx, "k", func(context.Context, pgx.Tx) ([]byte, error) {
+			t.Fatal("the effect committed: it must not run again")
+			return nil, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Result{Key: "k", Status: idempotency.AlreadyCompleted, Value: []byte("sent")}, res)
+	})
+
+	t.Run("ACommitThatNeverArrivedIsNoDoubt", func(t *testing.T) {
+		t.Parallel()
+
+		// The network holds the COMMIT (a partition that starts as it is
+		// sent), Do's ctx ends waiting for the answer, and the server
+		// session, still in the transaction, is killed before the network
+		// heals: nothing committed. Do reads the claim back once it can
+		// and must say the commit did not land (an error that is no
+		// doubt), and the next Do runs the function: one effect.
+		bundle := setupPostgres(t)
+		proxy, pool := pgtest.ConnectThroughProxy(t, bundle.dsn)
+		ledger := idempotency.NewPostgres(pool, nil)
+		direct := pgtest.Connect(t, bundle.dsn) // around the proxy
+		var pid atomic.Int64
+		effect := func(ctx context.Context, tx pgx.Tx) ([]byte, error) {
+			var p int64
+			if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&p); err != nil {
+				return nil, err
+			}
+			pid.Store(p)
+			return []byte("sent"), pgEffect(ctx, tx, "k")
+		}
+
+		proxy.BlackholeAt("commit\x00")
+		healed := make(chan struct{})
+		go func() {
+			defer close(healed)
+			for start := time.Now(); !proxy.Blackholed() && time.Since(start) < 10*time.Second; {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(1500 * time.Millisecond) // past Do's ctx
+			_, err := direct.Exec(context.Background(), "SELECT pg_terminate_backend($1)", pid.Load())
+			if err == nil {
+				for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(10 * time.Millisecond) {
+					var n int
+					if direct.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid.Load()).Scan(&n) != nil || n == 0 {
+						break
+					}
+				}
+			}
+			proxy.SetBlackhole(false)
+		}()
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		res, err := ledger.Do(dctx, "k", effect)
+		<-healed
+		require.Error(t, err)
+		require.NotErrorIs(t, err, idempotency.ErrCommitInDoubt)
+		require.ErrorContains(t, err, "did not land")
+		require.Equal(t, idempotency.Claimed, res.Status)
+		rows, _ := bundle.effects(t)
+		require.Zero(t, rows)
+
+		res, err = ledger.Do(ctx, "k", effect)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Result{Key: "k", Status: idempotency.Claimed, Value: []byte("sent")}, res)
+		rows, _ = bundle.effects(t)
+		require.Equal(t, 1, rows)
 	})
 
 	t.Run("DoReturnsWhenTheNetworkGoesDuringTheEffect", func(t *testing.T) {

@@ -27,6 +27,8 @@ var (
 	pgInsert     = pgsql.Query(pgsql.Postgres, "OperationInsert")
 	pgResult     = pgsql.Query(pgsql.Postgres, "OperationResult")
 	pgComplete   = pgsql.Query(pgsql.Postgres, "OperationComplete")
+	pgLockWait   = pgsql.Query(pgsql.Postgres, "OperationLockWait")
+	pgLanded     = pgsql.Query(pgsql.Postgres, "OperationLanded")
 	pgPrune      = pgsql.Query(pgsql.Postgres, "OperationPrune")
 )
 
@@ -43,6 +45,20 @@ func (postgres) commitInDoubt(err error) bool { return pgsql.CommitInDoubt(err) 
 
 // oneWriter: a claim locks its key only.
 func (postgres) oneWriter() bool { return false }
+
+// landed waits for the key's advisory lock, so for the claiming
+// transaction to end on the server (its session may outlive the client's
+// connection), then reads whether the claim made at claimedAt committed.
+func (p postgres) landed(ctx context.Context, key string, claimedAt time.Time) (bool, error) {
+	var landed bool
+	err := pgx.BeginTxFunc(ctx, p.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, pgLockWait, key); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, pgLanded, key, claimedAt).Scan(&landed)
+	})
+	return landed, err
+}
 
 func (postgres) rollback(ctx context.Context, tx pgx.Tx) error { return tx.Rollback(ctx) }
 

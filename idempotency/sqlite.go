@@ -51,6 +51,11 @@ func (sqlite) oneWriter() bool { return true }
 // commit (a busy timeout, say) did not commit.
 func (sqlite) commitInDoubt(error) bool { return false }
 
+// landed is never asked: no SQLite commit is in doubt.
+func (sqlite) landed(context.Context, string, time.Time) (bool, error) {
+	return false, errors.New("no SQLite commit is in doubt")
+}
+
 // lookup answers a duplicate with a plain read, which in WAL mode neither
 // waits for nor blocks the writer. Without it every duplicate would queue for
 // the database's single write lock just to find the key taken.

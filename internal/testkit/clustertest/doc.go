@@ -15,8 +15,9 @@
 //
 // [StartSentinel] starts a master, its replica and three sentinels
 // (`redis-server <conf> --sentinel`, quorum 2); [Sentinel.Failover] runs
-// SENTINEL FAILOVER and [Sentinel.WaitSettled] waits for the old master to be
-// demoted.
+// SENTINEL FAILOVER, [Sentinel.KillMaster] SIGKILLs the master and waits
+// for the election, and [Sentinel.WaitSettled] waits for the old master to
+// be demoted.
 //
 // [SharedCluster] (3 masters, 1 replica each) and [SharedSentinel] start one
 // set-up per test binary on first use; [Main], called from TestMain, stops
@@ -39,8 +40,14 @@
 // (TestClusterHundredThousandJobs); CLUSTER FAILOVER during processing and
 // while idle (TestClusterFailover, TestClusterFailoverIdleWorker); a master
 // crash, its replica elected (TestClusterMasterKilled); SENTINEL FAILOVER
-// under a go-redis failover client (TestSentinelFailover); refusal of queues
-// without a hash tag on a cluster client (TestClusterMisconfiguration).
+// under a go-redis failover client (TestSentinelFailover), and SENTINEL
+// FAILOVER or a master SIGKILLed under a worker, a QueueEvents, a producer
+// and a job scheduler on one failover client
+// (TestSentinelFailoverEventsScheduler, TestSentinelMasterKilledEventsScheduler);
+// a QueueEvents through a cluster master's crash or CLUSTER FAILOVER
+// (TestClusterMasterKilledQueueEvents, TestClusterFailoverQueueEvents);
+// refusal of queues without a hash tag on a cluster client
+// (TestClusterMisconfiguration).
 // BenchmarkClusterThroughput compares the same queues on 1 and on 3 masters.
 //
 // The load and failover tests do not call t.Parallel: they run one at a time,

@@ -212,8 +212,36 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return s.waitNewMaster(wctx, old)
+}
+
+// KillMaster SIGKILLs the master, as a crash would, and waits until the
+// sentinels have seen it down (down-after-milliseconds, 2 s), elected the
+// replica and it acts as master. It returns the new master's address and
+// the killed node: Restart it, and the sentinels turn it into a replica
+// of the new master (see WaitSettled). Writes the replica had not received
+// are lost.
+func (s *Sentinel) KillMaster(ctx context.Context) (string, *Node, error) {
+	old, err := s.MasterAddr(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	victim := s.node(old)
+	if victim == nil {
+		return "", nil, errors.New("sentinel names unknown master " + old)
+	}
+	victim.Kill()
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	newMaster, err := s.waitNewMaster(wctx, old)
+	return newMaster, victim, err
+}
+
+// waitNewMaster waits until the sentinels name a master other than old and
+// it acts as one, and returns its address.
+func (s *Sentinel) waitNewMaster(wctx context.Context, old string) (string, error) {
 	var newMaster string
-	err = poll(wctx, 100*time.Millisecond, "wait for the new master", func(ctx context.Context) (bool, string, error) {
+	err := poll(wctx, 100*time.Millisecond, "wait for the new master", func(ctx context.Context) (bool, string, error) {
 		m, err := s.MasterAddr(ctx)
 		if err != nil {
 			return notYet("", err)

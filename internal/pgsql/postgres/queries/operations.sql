@@ -30,6 +30,18 @@ ON CONFLICT (op_key) DO NOTHING;
 -- name: OperationResult :one
 SELECT result FROM drover_operations WHERE op_key = $1;
 
+-- name: OperationLockWait :exec
+-- Waits for the key's advisory lock: once it is held, the transaction that
+-- claimed the key before has ended, committed or not (its server session may
+-- run it on for a while after its client lost the connection).
+SELECT pg_advisory_xact_lock(hashtextextended($1::text, 110442659079538));
+
+-- name: OperationLanded :one
+-- Whether the claim made at $2 committed: read after OperationLockWait, in
+-- the same transaction, when the claimer's COMMIT answer was lost. Another
+-- claimer's row has another time.
+SELECT EXISTS (SELECT 1 FROM drover_operations WHERE op_key = $1 AND claimed_at = $2);
+
 -- name: OperationComplete :execrows
 -- Only the claiming transaction may record the result. A row committed
 -- without a result has completed_at NULL too, so the row alone cannot tell:
