@@ -67,6 +67,17 @@ func TestHundredChildFlowsOutliveRedisCrashes(t *testing.T) {
 			}
 			crashedAt := time.Now()
 			time.Sleep(600 * time.Millisecond)
+			// A loaded machine (-race, other tests) adds few 100-child
+			// flows in those 2 s: keep adding until there are enough to
+			// check, for at most 15 s.
+			for until := time.Now().Add(15 * time.Second); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
+				mu.Lock()
+				n := len(acked)
+				mu.Unlock()
+				if n > 10 {
+					break
+				}
+			}
 			load.Stop()
 			s, completions := r.settle(t, crashedAt, 20*time.Second, 30*time.Second)
 			mu.Lock()
