@@ -2,12 +2,10 @@ package drover_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/queuecheck"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
+	"github.com/seed40057009/drover/internal/testkit/traffic"
 )
 
 // TestMasterDemotedUnderLiveConnections: the Redis server a worker
@@ -61,51 +60,8 @@ func TestMasterDemotedUnderLiveConnections(t *testing.T) {
 		Prefix: prefix, LastEventID: "0", BlockTimeout: 500 * time.Millisecond, Logger: logger,
 	})
 	require.NoError(t, err)
-	var (
-		evMu      sync.Mutex
-		completed = map[string]bool{}
-	)
-	qctx, stopEvents := context.WithCancel(ctx)
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- qe.Run(qctx, func(e drover.Event) error {
-			if e.Name == drover.EventCompleted {
-				evMu.Lock()
-				completed[e.JobID] = true
-				evMu.Unlock()
-			}
-			return nil
-		})
-	}()
-	t.Cleanup(func() {
-		stopEvents()
-		require.NoError(t, <-runErr)
-	})
-
-	var (
-		addMu   sync.Mutex
-		added   []string
-		addErrs []string
-	)
-	load := testkit.NewLoad()
-	load.Every(10*time.Millisecond, func(i int) {
-		id := fmt.Sprintf("j%d", i)
-		for {
-			r, err := q.Add(ctx, "job", nil, &drover.JobOptions{JobID: id})
-			addMu.Lock()
-			if err == nil {
-				if r.Outcome == drover.AddCreated {
-					added = append(added, id)
-				}
-				addMu.Unlock()
-				return
-			}
-			addErrs = append(addErrs, err.Error())
-			addMu.Unlock()
-			time.Sleep(100 * time.Millisecond) // a custom id: an add that landed comes back a duplicate
-		}
-	})
-	t.Cleanup(load.Stop)
+	completed := traffic.CountCompletions(t, qe)
+	producer := traffic.Produce(t, q, "j", 10*time.Millisecond, 100*time.Millisecond)
 
 	testkit.WaitFor(t, 20*time.Second, "processing under way", func() bool {
 		n, err := q.GetJobCounts(ctx, drover.StateCompleted)
@@ -166,7 +122,7 @@ func TestMasterDemotedUnderLiveConnections(t *testing.T) {
 	before := ticks(t, q)
 	testkit.WaitFor(t, 20*time.Second, "a scheduler run after the promotion", func() bool { return ticks(t, q) > before })
 	time.Sleep(500 * time.Millisecond)
-	load.Stop()
+	producer.Stop()
 	_, err = q.RemoveJobScheduler(ctx, "tick")
 	require.NoError(t, err)
 	drained := func() bool {
@@ -195,27 +151,19 @@ func TestMasterDemotedUnderLiveConnections(t *testing.T) {
 	require.Empty(t, v)
 	require.Empty(t, st.In("failed"))
 	ran := runs.Counts()
-	addMu.Lock()
-	for _, id := range added {
-		s, err := q.GetJobState(ctx, id)
+	for _, a := range producer.Added() {
+		s, err := q.GetJobState(ctx, a.ID)
 		require.NoError(t, err)
-		require.Equal(t, drover.StateCompleted, s, "job %s", id)
+		require.Equal(t, drover.StateCompleted, s, "job %s", a.ID)
 	}
-	t.Logf("%d jobs added, %d add errors (retried), e.g. %v", len(added), len(addErrs), addErrs[:min(2, len(addErrs))])
-	addMu.Unlock()
+	addErrs := producer.Errors()
+	t.Logf("%d jobs added, %d add errors (retried), e.g. %v", len(producer.Added()), len(addErrs), addErrs[:min(2, len(addErrs))])
 	done := st.In("completed")
 	for _, id := range done {
 		require.Equal(t, 1, ran[id], "job %s ran once", id)
 	}
 	testkit.WaitFor(t, 10*time.Second, "a completed event for every completed job", func() bool {
-		evMu.Lock()
-		defer evMu.Unlock()
-		for _, id := range done {
-			if !completed[id] {
-				return false
-			}
-		}
-		return true
+		return len(completed.Missing(done)) == 0
 	})
 	counts := map[string]int{}
 	for _, m := range warningMsg.FindAllStringSubmatch(logs.String(), -1) {

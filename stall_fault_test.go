@@ -2,9 +2,7 @@ package drover_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/queuecheck"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
+	"github.com/seed40057009/drover/internal/testkit/traffic"
 )
 
 // TestRedisStallsPastClientTimeouts: Redis stalls three times for 1.5 s
@@ -56,37 +55,14 @@ func TestRedisStallsPastClientTimeouts(t *testing.T) {
 	require.NoError(t, w.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, w.Close(context.Background())) })
 
-	var (
-		addMu sync.Mutex
-		added []string
-		errs  int
-	)
-	load := testkit.NewLoad()
-	load.Every(5*time.Millisecond, func(i int) {
-		id := fmt.Sprintf("j%d", i)
-		for {
-			r, err := q.Add(ctx, "job", nil, &drover.JobOptions{JobID: id})
-			addMu.Lock()
-			if err == nil {
-				if r.Outcome == drover.AddCreated {
-					added = append(added, id)
-				}
-				addMu.Unlock()
-				return
-			}
-			errs++
-			addMu.Unlock()
-			time.Sleep(100 * time.Millisecond) // a custom id: an add that landed comes back a duplicate
-		}
-	})
-	t.Cleanup(load.Stop)
+	producer := traffic.Produce(t, q, "j", 5*time.Millisecond, 100*time.Millisecond)
 
 	for range 3 {
 		time.Sleep(700 * time.Millisecond)
 		require.NoError(t, staller.Do(ctx, "DEBUG", "SLEEP", "1.5").Err())
 	}
 	time.Sleep(500 * time.Millisecond)
-	load.Stop()
+	producer.Stop()
 	before := ticks(t, cq)
 	testkit.WaitFor(t, 20*time.Second, "a scheduler run after the stalls", func() bool { return ticks(t, cq) > before })
 	_, err = cq.RemoveJobScheduler(ctx, "tick")
@@ -103,12 +79,11 @@ func TestRedisStallsPastClientTimeouts(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, v)
 	require.Empty(t, st.In("failed"))
-	addMu.Lock()
-	defer addMu.Unlock()
-	for _, id := range added {
-		s, err := cq.GetJobState(ctx, id)
+	added := producer.Added()
+	for _, a := range added {
+		s, err := cq.GetJobState(ctx, a.ID)
 		require.NoError(t, err)
-		require.Equal(t, drover.StateCompleted, s, "job %s", id)
+		require.Equal(t, drover.StateCompleted, s, "job %s", a.ID)
 	}
 	ran := runs.Counts()
 	for _, id := range st.In("completed") {
@@ -118,5 +93,5 @@ func TestRedisStallsPastClientTimeouts(t *testing.T) {
 	for _, m := range warningMsg.FindAllStringSubmatch(logs.String(), -1) {
 		counts[m[1]]++
 	}
-	t.Logf("%d jobs added (%d add errors, retried), %d completed; warnings by message: %v", len(added), errs, len(st.In("completed")), counts)
+	t.Logf("%d jobs added (%d add errors, retried), %d completed; warnings by message: %v", len(added), len(producer.Errors()), len(st.In("completed")), counts)
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/clustertest"
+	"github.com/seed40057009/drover/internal/testkit/traffic"
 )
 
 // TestClusterMasterKilledQueueEvents: a QueueEvents and a worker follow a
@@ -56,27 +56,8 @@ func queueEventsThroughFailover(t *testing.T, kill bool) {
 		Prefix: prefix, LastEventID: "0", BlockTimeout: time.Second, Logger: slog.New(evLogs),
 	})
 	require.NoError(t, err)
-	var (
-		mu        sync.Mutex
-		completed = map[string]int{}
-	)
-	seen := func(id string) int { mu.Lock(); defer mu.Unlock(); return completed[id] }
-	qctx, stop := context.WithCancel(ctx)
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- qe.Run(qctx, func(e drover.Event) error {
-			if e.Name == drover.EventCompleted {
-				mu.Lock()
-				completed[e.JobID]++
-				mu.Unlock()
-			}
-			return nil
-		})
-	}()
-	t.Cleanup(func() {
-		stop()
-		require.NoError(t, <-runErr, "QueueEvents.Run returns nil when its ctx ends")
-	})
+	completed := traffic.CountCompletions(t, qe)
+	seen := completed.Of
 
 	add := func(id string) {
 		t.Helper()
@@ -99,17 +80,7 @@ func queueEventsThroughFailover(t *testing.T, kill bool) {
 	require.NoError(t, c.WaitReplicated(ctx))
 
 	// A producer keeps adding through the failover.
-	load := testkit.NewLoad()
-	load.Every(5*time.Millisecond, func(i int) {
-		for {
-			_, err := q.Add(ctx, "job", nil, &drover.JobOptions{JobID: fmt.Sprintf("during-%d", i)})
-			if err == nil {
-				return
-			}
-			time.Sleep(50 * time.Millisecond) // a custom id: an add that landed comes back a duplicate
-		}
-	})
-	t.Cleanup(load.Stop)
+	producer := traffic.Produce(t, q, "during-", 5*time.Millisecond, 50*time.Millisecond)
 	time.Sleep(200 * time.Millisecond)
 	var killed *clustertest.Node
 	if kill {
@@ -133,7 +104,7 @@ func queueEventsThroughFailover(t *testing.T, kill bool) {
 		}
 		return true
 	})
-	load.Stop()
+	producer.Stop()
 	// Every job the new master holds completed has its event delivered.
 	testkit.WaitFor(t, 30*time.Second, "a completed event for every completed job", func() bool {
 		ids, err := q.GetJobIDs(ctx, []drover.JobState{drover.StateCompleted}, 0, -1, true)
@@ -160,15 +131,13 @@ func queueEventsThroughFailover(t *testing.T, kill bool) {
 		require.NoError(t, c.Restart(ctx, killed))
 	}
 	time.Sleep(2 * time.Second) // room for a repeated event to arrive
-	mu.Lock()
-	for id, n := range completed {
+	for id, n := range completed.Counts() {
 		if kill {
 			require.LessOrEqual(t, n, 2, "completed event of %s delivered once, or twice for a rerun", id)
 		} else {
 			require.Equal(t, 1, n, "completed event of %s delivered once", id)
 		}
 	}
-	mu.Unlock()
 	t.Logf("QueueEvents warnings %v; worker warnings %v", evLogs.byMessage(), logs.byMessage())
 	for msg, n := range evLogs.byMessage() {
 		require.LessOrEqual(t, n, 2, "QueueEvents warning %q repeated", msg)

@@ -4,10 +4,8 @@ package clustertest_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/seed40057009/drover/internal/testkit/clustertest"
 	"github.com/seed40057009/drover/internal/testkit/queuecheck"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
+	"github.com/seed40057009/drover/internal/testkit/traffic"
 )
 
 // TestSentinelFailoverEventsScheduler: SENTINEL FAILOVER while, through one
@@ -72,48 +71,8 @@ func sentinelEventsScheduler(t *testing.T, kill bool) {
 		Prefix: prefix, BlockTimeout: time.Second, LastEventID: "0", Logger: slog.New(evLogs),
 	})
 	require.NoError(t, err)
-	var (
-		evMu      sync.Mutex
-		completed = map[string]int{} // completed events delivered, by job id
-	)
-	qctx, stopEvents := context.WithCancel(ctx)
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- qe.Run(qctx, func(e drover.Event) error {
-			if e.Name == drover.EventCompleted {
-				evMu.Lock()
-				completed[e.JobID]++
-				evMu.Unlock()
-			}
-			return nil
-		})
-	}()
-	t.Cleanup(func() {
-		stopEvents()
-		require.NoError(t, <-runErr, "QueueEvents.Run returns nil when its ctx ends")
-	})
-
-	var added sync.Map // ids the producer's adds reported created -> when (time.Time)
-	addErrs := 0
-	var addErrMu sync.Mutex
-	load := testkit.NewLoad()
-	load.Every(10*time.Millisecond, func(i int) {
-		id := fmt.Sprintf("j%d", i)
-		for {
-			r, err := q.Add(ctx, "job", nil, &drover.JobOptions{JobID: id})
-			if err == nil {
-				if r.Outcome == drover.AddCreated {
-					added.Store(id, time.Now())
-				}
-				return
-			}
-			addErrMu.Lock()
-			addErrs++
-			addErrMu.Unlock()
-			time.Sleep(50 * time.Millisecond) // a custom id: an add that landed comes back a duplicate
-		}
-	})
-	t.Cleanup(load.Stop)
+	completed := traffic.CountCompletions(t, qe)
+	producer := traffic.Produce(t, q, "j", 10*time.Millisecond, 50*time.Millisecond)
 
 	testkit.WaitFor(t, 30*time.Second, "processing under way", func() bool {
 		n, err := q.GetJobCounts(ctx, drover.StateCompleted)
@@ -158,7 +117,7 @@ func sentinelEventsScheduler(t *testing.T, kill bool) {
 	// The sentinels demote the old master (about 10 s); writes it took
 	// after the promotion are then gone. Load goes on meanwhile.
 	require.NoError(t, s.WaitSettled(ctx))
-	load.Stop()
+	producer.Stop()
 	_, err = q.RemoveJobScheduler(ctx, "tick")
 	require.NoError(t, err)
 
@@ -178,28 +137,19 @@ func sentinelEventsScheduler(t *testing.T, kill bool) {
 	// switch is lost when the old master is demoted (asynchronous
 	// replication), and one a killed master took before the kill that the
 	// replica had not received: allowed in that window only.
-	n, lost := 0, 0
-	added.Range(func(key, at any) bool {
-		n++
-		state, err := q.GetJobState(ctx, key.(string))
+	added, lost := producer.Added(), 0
+	for _, a := range added {
+		state, err := q.GetJobState(ctx, a.ID)
 		require.NoError(t, err)
-		if when := at.(time.Time); state == drover.StateUnknown && !when.Before(start) && !when.After(switchedAt) {
+		if state == drover.StateUnknown && !a.At.Before(start) && !a.At.After(switchedAt) {
 			lost++
-			return true
+			continue
 		}
-		require.Equal(t, drover.StateCompleted, state, "job %s", key)
-		return true
-	})
+		require.Equal(t, drover.StateCompleted, state, "job %s", a.ID)
+	}
 	done := st.In("completed")
 	testkit.WaitFor(t, 15*time.Second, "a completed event for every completed job", func() bool {
-		evMu.Lock()
-		defer evMu.Unlock()
-		for _, id := range done {
-			if completed[id] == 0 {
-				return false
-			}
-		}
-		return true
+		return len(completed.Missing(done)) == 0
 	})
 	ran, reruns := runs.Counts(), 0
 	for _, id := range done {
@@ -207,11 +157,9 @@ func sentinelEventsScheduler(t *testing.T, kill bool) {
 			reruns++
 		}
 	}
-	addErrMu.Lock()
 	t.Logf("kill=%v: %s -> %s, client switched after %s; %d jobs added (%d add errors, retried), %d completed, "+
 		"%d ran more than once, %d adds lost with the old master's writes; worker warnings %v; events warnings %v",
-		kill, old, newMaster, switched.Round(time.Millisecond), n, addErrs, len(done), reruns, lost, logs.byMessage(), evLogs.byMessage())
-	addErrMu.Unlock()
+		kill, old, newMaster, switched.Round(time.Millisecond), len(added), len(producer.Errors()), len(done), reruns, lost, logs.byMessage(), evLogs.byMessage())
 	for msg, count := range logs.byMessage() {
 		require.LessOrEqual(t, count, 20, "worker warning %q repeated", msg)
 	}
