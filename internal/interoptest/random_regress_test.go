@@ -877,3 +877,25 @@ func TestDifferentialRegressionFailedReasonPrefix(t *testing.T) {
 		}})
 	}
 }
+
+// TestDifferentialRegressionSchedulerNullData: a job scheduler upserted
+// with a template whose data is JSON null. Node's Queue.upsertJobScheduler
+// takes `data ?? {}`, so it stores no data field in the scheduler's hash
+// and {} in its runs; drover stored "null" in both (campaign seed
+// 118966054, shrunk; the generator's non-object data). A worker of either
+// side then makes the next run from the template: the program works the
+// first run too.
+func TestDifferentialRegressionSchedulerNullData(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Node, difftest.Drover} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 118966054, Steps: []difftest.Step{
+			{Op: difftest.OpUpsertScheduler, By: difftest.Drover, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}, DataRaw: "null"},
+				Scheduler: &difftest.Scheduler{ID: "s1", Every: 7200000, Start: 10800000, Limit: 2}},
+			{Op: difftest.OpPromoteJobs, By: by},
+			{Op: difftest.OpWork, By: by, Outcome: &difftest.Outcome{Kind: "complete"}},
+			{Op: difftest.OpGetScheduler, By: by, Scheduler: &difftest.Scheduler{ID: "s1"}},
+		}})
+	}
+}

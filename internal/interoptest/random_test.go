@@ -1032,18 +1032,18 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		var got string
 		var err error
 		if node {
-			got, err = o.Add(ctx, p, q, a.Name, a.Data, r.nodeOpts(a))
+			got, err = o.Add(ctx, p, q, a.Name, a.Payload(), r.nodeOpts(a))
 		} else if a.Parent != "" {
 			// A parent link from Go: a lone flow root with a Parent.
 			var n *drover.JobNode
-			n, err = r.fpDefaults.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: r.droverOpts(a),
+			n, err = r.fpDefaults.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Payload(), Opts: r.droverOpts(a),
 				Parent: &drover.JobRef{Prefix: p, Queue: r.parentQueue(a), ID: r.id(a.Parent)}})
 			if err == nil {
 				got = n.Job.ID
 			}
 		} else {
 			var res *drover.AddResult
-			res, err = dq.Add(ctx, a.Name, a.Data, r.droverOpts(a))
+			res, err = dq.Add(ctx, a.Name, a.Payload(), r.droverOpts(a))
 			if err == nil {
 				got = res.Job.ID
 			}
@@ -1062,14 +1062,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			jobs := make([]bullmqoracle.BulkJob, len(s.Children))
 			for i, a := range s.Children {
 				r.noteJitter(a)
-				jobs[i] = bullmqoracle.BulkJob{Name: a.Name, Data: a.Data, Opts: r.nodeOpts(a)}
+				jobs[i] = bullmqoracle.BulkJob{Name: a.Name, Data: a.Payload(), Opts: r.nodeOpts(a)}
 			}
 			ids, err = o.AddBulk(ctx, p, q, jobs)
 		} else {
 			jobs := make([]drover.BulkJob, len(s.Children))
 			for i, a := range s.Children {
 				r.noteJitter(a)
-				jobs[i] = drover.BulkJob{Name: a.Name, Data: a.Data, Opts: r.droverOpts(a)}
+				jobs[i] = drover.BulkJob{Name: a.Name, Data: a.Payload(), Opts: r.droverOpts(a)}
 			}
 			var res []*drover.AddResult
 			res, err = dq.AddBulk(ctx, jobs)
@@ -1117,7 +1117,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if c.Offset != 0 {
 				repeat["offset"] = c.Offset
 			}
-			got, err = o.UpsertJobScheduler(ctx, p, q, c.ID, repeat, map[string]any{"name": a.Name, "data": a.Data, "opts": r.nodeOpts(a)})
+			got, err = o.UpsertJobScheduler(ctx, p, q, c.ID, repeat, map[string]any{"name": a.Name, "data": a.Payload(), "opts": r.nodeOpts(a)})
 		} else {
 			ro := drover.RepeatOptions{
 				Every: time.Duration(c.Every) * time.Millisecond, Pattern: c.Pattern, StartDate: time.UnixMilli(start), Limit: c.Limit,
@@ -1128,7 +1128,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ro.Immediately = c.Immediately
 			ro.TZ, ro.Offset = c.TZ, time.Duration(c.Offset)*time.Millisecond
 			var job *drover.Job
-			job, err = dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
+			job, err = dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Payload(), Opts: a.DroverOpts()})
 			if job != nil {
 				got = job.ID
 			}
@@ -1999,7 +1999,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	}
 	var nodeFlow func(a *difftest.Add, queue string) bullmqoracle.FlowJob
 	nodeFlow = func(a *difftest.Add, queue string) bullmqoracle.FlowJob {
-		f := bullmqoracle.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: flowOpts(a)}
+		f := bullmqoracle.FlowJob{Name: a.Name, QueueName: queue, Data: a.Payload(), Opts: flowOpts(a)}
 		if ts, ok := stamps[a]; ok {
 			f.Opts["timestamp"] = ts
 		}
@@ -2017,7 +2017,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		if ts, ok := stamps[a]; ok {
 			o.Timestamp = time.UnixMilli(ts)
 		}
-		f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
+		f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Payload(), Opts: o}
 		if a.Parent != "" {
 			// A tree's root with a parent link (OpAddFlow).
 			f.Parent = &drover.JobRef{Prefix: r.prefix, Queue: r.parentQueue(a), ID: r.id(a.Parent)}

@@ -658,10 +658,32 @@ func (g *gen) addSpec() *Add {
 	if g.chance(20) {
 		// A small pool, so that duplicates happen.
 		a.JobID = fmt.Sprintf("c%d", 1+g.r.IntN(4))
-		if g.chance(15) {
+		switch n := g.r.IntN(100); {
+		case n < 15:
 			// Refused by both: they look like integers (issue 10.9).
 			a.JobID = g.pick("1234567890123456", "100000000000000000000", "007")
+		case n < 30:
+			// Ids with odd characters. Taken by both: exactly two ':'
+			// (BullMQ's old repeatable job ids), characters of keys and
+			// URLs, what parseInt reads as a number but does not print
+			// back. Refused by both: other ':' counts, "0" and "0:…".
+			a.JobID = g.pick("a:b:c", "x y", "ü/ñ%2F", "+5", "-0", "1e3", " 12", "0x10", "a.b", "tab\tid", "*?[]", "{q}",
+				"x:y", "a:b:c:d", "0", "0:5")
+		case n < 31 && g.cfg.Known:
+			// Ids that are a queue key's name (or a URL path's dot
+			// segments): BullMQ 6.7 takes them, drover refuses them (the
+			// deliberate entries of Known). Not "events", "wait" and the
+			// other keys of another type: BullMQ's add writes a job hash
+			// over them and breaks the queue (WRONGTYPE on every later
+			// event), which no later step could be compared on.
+			a.JobID = g.pick("meta", "de:x:y", "marker:a:b", ".", "..")
 		}
+	}
+	if g.chance(10) {
+		// Data that is no object of small keys: both store
+		// JSON.stringify of what they are handed.
+		a.DataRaw = g.pick(`"str"`, `"żółw\u2028"`, `42`, `-0`, `1e21`, `1.50`, `1E2`, `true`, `null`, `[]`, `{}`,
+			`[1,"two",{"b":1,"a":2}]`, `{"b":1,"a":2,"10":3,"2":4}`, `{"a":1,"a":2}`, `{"x":"\ud800"}`, `{"deep":{"n":[null,false]}}`)
 	}
 	if g.chance(20) {
 		a.Delay = int64(1+g.r.IntN(3)) * Hour
@@ -717,6 +739,12 @@ func (g *gen) addSpec() *Add {
 	}
 	if g.chance(10) {
 		a.StackTraceLimit = 1 + g.r.IntN(2)
+	}
+	if g.chance(6) {
+		// The telemetry option as a producer without a tracer passes it
+		// on: stored as opts tm and omc, whichever side adds the job.
+		a.TelemetryMeta = g.pick("", `{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, "x")
+		a.OmitContext = a.TelemetryMeta == "" || g.chance(30)
 	}
 	if g.chance(8) {
 		// The data's JSON is 7 bytes ({"n":1}), 8 from the tenth job on,

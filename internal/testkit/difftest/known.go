@@ -110,6 +110,12 @@ var Known = []KnownDivergence{
 		"deliberate (README; BullMQ bug)", failedPagePastFirst, nil, nil, "", false},
 	{"deliberate", "a worker at concurrency above 1 that takes a job scheduler's run with other jobs: drover's worker takes up to its free slots in one call (one script, whose takes are done before it looks at any job) and creates the scheduler's next run after that call, so the next run's added/delayed events follow the other taken jobs' active; BullMQ 6.7's worker takes one job per call and creates the next run before its next take. The jobs taken, the next run and the final state agree (campaign seed 576813317)",
 		"deliberate (README)", schedulerRunInPair, nil, nil, "", false},
+	{"deliberate", "a custom job id that is a queue key's name (meta, de:…, dn:…, metrics:…, marker:…, id, events, wait and the other state keys): BullMQ 6.7 takes it and writes the job's hash over the queue's key of that name (over meta it reports the add as a duplicate of the meta hash, over a list, stream or sorted set the add fails half-written and every later write to that key fails with WRONGTYPE); drover's ValidateJobID refuses it (ErrInvalidJobID, Redis untouched)",
+		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, "collides with a queue key name", false},
+	{"deliberate", "a custom job id \".\" or \"..\": BullMQ 6.7 takes it; drover's ValidateJobID refuses it (ErrInvalidJobID, Redis untouched), as no URL path can carry it (the dashboard's and inspect's job routes)",
+		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, "a URL path cannot carry it", false},
+	{"deliberate", "a call on a job Node stored under an id that names a queue key (de:x:y, marker:a:b, meta, ...; see the entry above): drover's job calls check a stored id (keys.CheckStoredJobID) and refuse one whose hash key is a queue key, not a job (ErrInvalidJobID), where BullMQ 6.7 reads or writes that key as the job's",
+		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, ", not a job", false},
 }
 
 // schedulerRunInPair reports whether a program has a job scheduler and a

@@ -1,6 +1,7 @@
 package difftest
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -395,8 +396,13 @@ type Scheduler struct {
 // Add is one job to add, with the options both implementations share.
 type Add struct {
 	// Name is the job's name and the label later steps use to find it.
-	Name     string
-	Data     map[string]any
+	Name string
+	Data map[string]any
+	// DataRaw, when not "", is the job's data as JSON text instead of
+	// Data: a string, number, bool, null, array or an object whose key
+	// order JSON.stringify changes (both sides are handed the same text,
+	// json.RawMessage from Go: Payload).
+	DataRaw  string
 	JobID    string
 	Delay    int64 // ms
 	Priority int
@@ -416,6 +422,11 @@ type Add struct {
 	// SizeLimit bounds the data's JSON in bytes (0: none); both refuse a
 	// larger one.
 	SizeLimit int
+	// TelemetryMeta and OmitContext are the telemetry option (metadata
+	// and omitContext; opts tm and omc) as a producer without a tracer
+	// passes it (drover's JobOptions.Telemetry).
+	TelemetryMeta string
+	OmitContext   bool
 	// TimestampAgo, when not 0, is the job's timestamp option: that many
 	// ms before the step's instant (negative: after it), which a delayed
 	// job's due time counts from and clean's grace reads (opts.timestamp /
@@ -676,6 +687,15 @@ func (s *Step) adds() []*Add {
 	return out
 }
 
+// Payload is the job's data as both sides are handed it: DataRaw as
+// json.RawMessage when set, else Data.
+func (a *Add) Payload() any {
+	if a.DataRaw != "" {
+		return json.RawMessage(a.DataRaw)
+	}
+	return a.Data
+}
+
 // NodeOpts are the add's options as Queue.add takes them.
 func (a *Add) NodeOpts() map[string]any {
 	m := map[string]any{}
@@ -742,6 +762,16 @@ func (a *Add) NodeOpts() map[string]any {
 	if a.StackTraceLimit != 0 {
 		m["stackTraceLimit"] = a.StackTraceLimit
 	}
+	if a.TelemetryMeta != "" || a.OmitContext {
+		tm := map[string]any{}
+		if a.TelemetryMeta != "" {
+			tm["metadata"] = a.TelemetryMeta
+		}
+		if a.OmitContext {
+			tm["omitContext"] = true
+		}
+		m["telemetry"] = tm
+	}
 	if a.OnParentFailure != "" {
 		m[a.OnParentFailure] = true
 	}
@@ -796,6 +826,9 @@ func (a *Add) DroverOpts() *drover.JobOptions {
 	o := &drover.JobOptions{
 		JobID: a.JobID, Delay: time.Duration(a.Delay) * time.Millisecond, Priority: a.Priority, LIFO: a.LIFO,
 		Attempts: a.Attempts, KeepLogs: a.KeepLogs, StackTraceLimit: a.StackTraceLimit, SizeLimit: a.SizeLimit,
+	}
+	if a.TelemetryMeta != "" || a.OmitContext {
+		o.Telemetry = &drover.Telemetry{Metadata: a.TelemetryMeta, OmitContext: a.OmitContext}
 	}
 	if b := a.Backoff; b != nil {
 		typ := b.Type
@@ -1141,6 +1174,9 @@ func (a *Add) String() string {
 	if len(a.Data) > 1 {
 		s += fmt.Sprintf(" data=%v", a.Data)
 	}
+	if a.DataRaw != "" {
+		s += " data=" + a.DataRaw
+	}
 	if a.TimestampAgo != 0 {
 		s += fmt.Sprintf(" timestamp=-%dms", a.TimestampAgo)
 	}
@@ -1151,6 +1187,9 @@ func (a *Add) goString() string {
 	f := []string{fmt.Sprintf("Name: %q", a.Name)}
 	if a.Data != nil {
 		f = append(f, "Data: "+goValue(a.Data))
+	}
+	if a.DataRaw != "" {
+		f = append(f, fmt.Sprintf("DataRaw: %q", a.DataRaw))
 	}
 	if a.JobID != "" {
 		f = append(f, fmt.Sprintf("JobID: %q", a.JobID))
@@ -1204,6 +1243,12 @@ func (a *Add) goString() string {
 			df = append(df, "Reschedule: true")
 		}
 		f = append(f, "Dedup: &difftest.Dedup{"+strings.Join(df, ", ")+"}")
+	}
+	if a.TelemetryMeta != "" {
+		f = append(f, fmt.Sprintf("TelemetryMeta: %q", a.TelemetryMeta))
+	}
+	if a.OmitContext {
+		f = append(f, "OmitContext: true")
 	}
 	if a.KeepLogs != 0 {
 		f = append(f, fmt.Sprintf("KeepLogs: %d", a.KeepLogs))

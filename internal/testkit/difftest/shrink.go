@@ -127,6 +127,12 @@ func simplifications(s *Step) []func(*Step) {
 		if len(a.Data) > 1 {
 			out = append(out, func(s *Step) { s.Add.Data = map[string]any{"n": s.Add.Data["n"]} })
 		}
+		if a.TelemetryMeta != "" || a.OmitContext {
+			out = append(out, func(s *Step) { s.Add.TelemetryMeta, s.Add.OmitContext = "", false })
+		}
+		if a.DataRaw != "" {
+			out = append(out, func(s *Step) { s.Add.DataRaw = "" })
+		}
 		if a.JobID != "" {
 			out = append(out, func(s *Step) { s.Add.JobID = "" })
 		}
