@@ -899,3 +899,33 @@ func TestDifferentialRegressionSchedulerNullData(t *testing.T) {
 		}})
 	}
 }
+
+// TestDifferentialRegressionFinishTrimsEventsFirst: on a queue whose events
+// stream is capped (streams.events.maxLen, opts.maxLenEvents), BullMQ's
+// moveToFinished trims the stream (XTRIM MAXLEN ~) before it writes the
+// finish's events, which it adds untrimmed; drover's finish added its
+// events with XADD MAXLEN ~, trimming after the first of them, so with
+// the stream one entry short of a whole node over the cap it kept one node
+// fewer than Node (campaign seeds 42 and 59 of the fixed set, with
+// Program.EventsMaxLen; shrunk). Five jobs write ten entries, the take an
+// eleventh: Node's trim before the finish's event finds nothing to remove
+// (a node off would leave 7 < 8), drover's XADD at 12 removed one.
+func TestDifferentialRegressionFinishTrimsEventsFirst(t *testing.T) {
+	t.Parallel()
+
+	b := newSmallStreamNodesSetup(t)(t)
+	for _, w := range []difftest.Step{
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}, WorkerRemoveOnComplete: &difftest.Retention{Object: true, Count: difftest.Ptr(1)}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1, FetchNext: true}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}, Concurrency: 2},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}, Concurrency: 2},
+	} {
+		var steps []difftest.Step
+		for n := 1; n <= 5; n++ {
+			steps = append(steps, difftest.Step{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: fmt.Sprintf("j%d", n), Data: map[string]any{"n": n}}})
+		}
+		requireNoDivergence(t, b, &difftest.Program{Seed: 42, Steps: append(steps, w, w), EventsMaxLen: 8})
+	}
+}

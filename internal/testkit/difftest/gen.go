@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/seed40057009/drover"
 )
 
 // Hour is the unit of every generated delay, backoff and grace: long
@@ -104,6 +106,10 @@ func Generate(seed int64, cfg Config) *Program {
 	}
 	if len(g.others) > 0 && g.chance(20) {
 		p.OtherDefaults = g.defaults()
+	}
+	if g.chance(15) {
+		// Capped events streams, trimmed as events are written.
+		p.EventsMaxLen = g.pickI(1, 3, 8)
 	}
 	return p
 }
@@ -260,7 +266,11 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpPromoteJobs, Limit: g.pickI(0, 0, 1)} }},
 		{3, func() Step { return Step{Op: OpChangeDelay, Job: g.job(), Delay: int64(1+g.r.IntN(3)) * Hour} }},
 		{4, func() Step {
-			return Step{Op: OpChangePriority, Job: g.job(), Priority: g.pick3(0, 1+g.r.IntN(5)), LIFO: g.chance(30)}
+			s := Step{Op: OpChangePriority, Job: g.job(), Priority: g.pick3(0, 1+g.r.IntN(5)), LIFO: g.chance(30)}
+			if g.chance(5) {
+				s.Priority = drover.MaxPriority
+			}
+			return s
 		}},
 		{4, func() Step { return Step{Op: OpRemove, Job: g.job()} }},
 		// A remove of a parent that leaves its children: then either
@@ -655,6 +665,10 @@ func (g *gen) addSpec() *Add {
 	if g.chance(15) {
 		a.Data["s"] = g.pick("a/b", "żółw ✓", "tab\tnl\n", `quote"back\`, "<b>&amp;</b>", "line\u2028sep\u2029", "é<>&")
 	}
+	if g.chance(5) {
+		// A name with odd characters, or none.
+		a.JobName = g.pick(NoName, "a:b", "ü ✓", "with space", "x/y%z", "__default__", `q"\`)
+	}
 	if g.chance(20) {
 		// A small pool, so that duplicates happen.
 		a.JobID = fmt.Sprintf("c%d", 1+g.r.IntN(4))
@@ -690,6 +704,11 @@ func (g *gen) addSpec() *Add {
 	}
 	if g.chance(25) {
 		a.Priority = 1 + g.r.IntN(5)
+		if g.chance(8) {
+			// The lowest priority: its prioritized score,
+			// priority * 2^32 + counter, is near 2^53.
+			a.Priority = drover.MaxPriority
+		}
 	}
 	if g.chance(15) {
 		a.LIFO = true

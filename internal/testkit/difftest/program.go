@@ -397,7 +397,11 @@ type Scheduler struct {
 type Add struct {
 	// Name is the job's name and the label later steps use to find it.
 	Name string
-	Data map[string]any
+	// JobName, when not "", is the job's name instead of Name (which
+	// stays the label steps find the job by): odd characters, and
+	// NoName for the empty name (JobNameOf).
+	JobName string
+	Data    map[string]any
 	// DataRaw, when not "", is the job's data as JSON text instead of
 	// Data: a string, number, bool, null, array or an object whose key
 	// order JSON.stringify changes (both sides are handed the same text,
@@ -543,6 +547,13 @@ type Program struct {
 	// to the jobs added there (lone adds, flow jobs of OpAddFlow), not to
 	// the program's queue.
 	OtherDefaults *Add
+	// EventsMaxLen, when not 0, caps both queues' events streams: Node's
+	// streams.events.maxLen QueueOption (written into meta as the Queue
+	// starts), drover's Queue.SetEventsMaxLen. Every event a script
+	// writes then trims the stream (XADD MAXLEN ~, whole stream nodes:
+	// the runner's Redis keeps 4 entries per node, so a program's stream
+	// is trimmed, and trimmed alike in both runs).
+	EventsMaxLen int
 }
 
 // ManualWorker are the options of a program's manual workers: metrics
@@ -685,6 +696,21 @@ func (s *Step) adds() []*Add {
 		walk(c)
 	}
 	return out
+}
+
+// NoName, as an Add's JobName, gives the job the empty name.
+const NoName = "\x00none"
+
+// JobNameOf is the name the job is added with: JobName when set ("" for
+// NoName), else Name.
+func (a *Add) JobNameOf() string {
+	switch a.JobName {
+	case "":
+		return a.Name
+	case NoName:
+		return ""
+	}
+	return a.JobName
 }
 
 // Payload is the job's data as both sides are handed it: DataRaw as
@@ -869,6 +895,9 @@ func (p *Program) String() string {
 	if d := p.OtherDefaults; d != nil {
 		fmt.Fprintf(&b, "  default job options of %s: %v\n", OtherQueueName, d.NodeOpts())
 	}
+	if p.EventsMaxLen != 0 {
+		fmt.Fprintf(&b, "  events streams capped at %d\n", p.EventsMaxLen)
+	}
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, p.Steps[i].String())
 	}
@@ -999,6 +1028,9 @@ func (p *Program) GoString() string {
 	}
 	if d := p.OtherDefaults; d != nil {
 		b.WriteString(", OtherDefaults: " + d.goString())
+	}
+	if p.EventsMaxLen != 0 {
+		fmt.Fprintf(&b, ", EventsMaxLen: %d", p.EventsMaxLen)
 	}
 	b.WriteString("}")
 	return b.String()
@@ -1177,6 +1209,9 @@ func (a *Add) String() string {
 	if a.DataRaw != "" {
 		s += " data=" + a.DataRaw
 	}
+	if a.JobName != "" {
+		s += fmt.Sprintf(" name=%q", a.JobNameOf())
+	}
 	if a.TimestampAgo != 0 {
 		s += fmt.Sprintf(" timestamp=-%dms", a.TimestampAgo)
 	}
@@ -1190,6 +1225,9 @@ func (a *Add) goString() string {
 	}
 	if a.DataRaw != "" {
 		f = append(f, fmt.Sprintf("DataRaw: %q", a.DataRaw))
+	}
+	if a.JobName != "" {
+		f = append(f, fmt.Sprintf("JobName: %q", a.JobName))
 	}
 	if a.JobID != "" {
 		f = append(f, fmt.Sprintf("JobID: %q", a.JobID))
