@@ -929,3 +929,21 @@ func TestDifferentialRegressionFinishTrimsEventsFirst(t *testing.T) {
 		requireNoDivergence(t, b, &difftest.Program{Seed: 42, Steps: append(steps, w, w), EventsMaxLen: 8})
 	}
 }
+
+// TestDifferentialEmptyNamedNodeScheduler pins the README's claim about a
+// job scheduler a Node app upserted with a template named "" (drover's
+// own upsert names such runs after the scheduler: a deliberate
+// difference): a drover worker that takes its run names the next run ""
+// as Node's does, and drover reads the scheduler as Node does.
+func TestDifferentialEmptyNamedNodeScheduler(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 40922303, Steps: []difftest.Step{
+		{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j3", JobName: difftest.NoName, Data: map[string]any{"n": 3}},
+			Scheduler: &difftest.Scheduler{ID: "s1", Every: 7200000, Start: 10800000}},
+		{Op: difftest.OpPromoteJobs, By: difftest.Node},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+		{Op: difftest.OpGetScheduler, By: difftest.Drover, Scheduler: &difftest.Scheduler{ID: "s1"}},
+	}})
+}

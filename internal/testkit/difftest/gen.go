@@ -409,10 +409,7 @@ func (g *gen) step() Step {
 		// tests' ground), repeat.count (drover's RepeatOptions has no
 		// starting iteration count), getDelayedCount(timestamp) (no
 		// drover equivalent; over states compared equal, with due times
-		// whole hours apart, it answers alike), the Queue's
-		// streams.events.maxLen (every event write trims with MAXLEN ~,
-		// which removes whole stream nodes of 100 entries only: a
-		// program's stream never fills one) and worker concurrency above
+		// whole hours apart, it answers alike) and worker concurrency above
 		// 2 with fetching finishes (a drover worker's batched writes: the
 		// order of its results is the order its processors return). Generated
 		// through another name: job.remove (queue.remove's script), getState,
@@ -477,6 +474,11 @@ func (g *gen) schedulerID() string { return g.pick("s1", "s2") }
 func (g *gen) upsertScheduler() Step {
 	a := g.addSpec()
 	a.JobID, a.Delay, a.Dedup, a.Parent, a.OnParentFailure, a.TimestampAgo = "", 0, nil, "", "", 0
+	if a.JobName == NoName && !g.cfg.Known {
+		// An empty name: Node's runs are named "", drover's the
+		// scheduler id (the deliberate entry of Known).
+		a.JobName = ""
+	}
 	if g.chance(12) {
 		// Options the scheduler decides, which a Node template may still
 		// carry: Node's upsert (Step.NodeOnly) stores them with the

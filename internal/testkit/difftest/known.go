@@ -116,6 +116,8 @@ var Known = []KnownDivergence{
 		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, "a URL path cannot carry it", false},
 	{"deliberate", "a call on a job Node stored under an id that names a queue key (de:x:y, marker:a:b, meta, ...; see the entry above): drover's job calls check a stored id (keys.CheckStoredJobID) and refuse one whose hash key is a queue key, not a job (ErrInvalidJobID), where BullMQ 6.7 reads or writes that key as the job's",
 		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, ", not a job", false},
+	{"deliberate", "a job scheduler upserted with a template whose name is empty: BullMQ 6.7 takes `name ?? schedulerId`, so an empty name stays empty in the scheduler and its runs; drover's JobTemplate.Name \"\" means the scheduler id (Go cannot tell an empty name from none), which is also Node's name for a template without one",
+		"deliberate (README)", emptyNamedTemplate, nil, nil, "", false},
 }
 
 // schedulerRunInPair reports whether a program has a job scheduler and a
@@ -234,6 +236,17 @@ func orphansAfterFailedMetrics(p *Program) bool {
 // manualFetchNextWithScheduler reports whether a program has a job
 // scheduler and finishes a job by hand with fetchNext, which may take the
 // scheduler's run.
+// emptyNamedTemplate reports whether a program upserts a job scheduler
+// whose template's name is empty.
+func emptyNamedTemplate(p *Program) bool {
+	for _, s := range p.Steps {
+		if s.Op == OpUpsertScheduler && s.Add != nil && s.Add.JobName == NoName {
+			return true
+		}
+	}
+	return false
+}
+
 func manualFetchNextWithScheduler(p *Program) bool {
 	sched := false
 	for _, s := range p.Steps {
