@@ -947,3 +947,22 @@ func TestDifferentialEmptyNamedNodeScheduler(t *testing.T) {
 		{Op: difftest.OpGetScheduler, By: difftest.Drover, Scheduler: &difftest.Scheduler{ID: "s1"}},
 	}})
 }
+
+// TestDifferentialRegressionFlowEmptyName: a flow job named "" (a tree of
+// FlowProducer.add, a parent-linked add, which drover makes with its
+// FlowProducer). BullMQ 6.7 adds it, as Queue.add does and as drover's
+// Queue.Add did; drover's FlowProducer refused it ("FlowJob.Name must not
+// be empty"; campaign seeds 40922489, 40922639 and 40922750, shrunk).
+func TestDifferentialRegressionFlowEmptyName(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 40922750, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j3", JobName: difftest.NoName, Data: map[string]any{"n": 3}, JobID: "pj3", Parent: "j2"}},
+		{Op: difftest.OpAddFlow, By: difftest.Drover, Add: &difftest.Add{Name: "j4", JobName: difftest.NoName, Data: map[string]any{"n": 4}},
+			Children: []*difftest.Add{{Name: "j5", JobName: difftest.NoName, Data: map[string]any{"n": 5}, Delay: 3600000}}},
+		{Op: difftest.OpAddFlows, By: difftest.Drover, Children: []*difftest.Add{{Name: "j6", JobName: difftest.NoName, Data: map[string]any{"n": 6}}}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+	}})
+}
