@@ -294,7 +294,14 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpPause} }},
 		{3, func() Step { return Step{Op: OpResume} }},
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
-		{3, func() Step { return Step{Op: OpLog, Job: g.job(), Line: fmt.Sprintf("line %d", g.r.IntN(100))} }},
+		{3, func() Step {
+			line := fmt.Sprintf("line %d", g.r.IntN(100))
+			if g.chance(15) {
+				// Rows with odd characters, or none.
+				line = g.pick("", "two\nlines", "żółw ✓ <&>", "line\u2028sep", `{"json":true}`)
+			}
+			return Step{Op: OpLog, Job: g.job(), Line: line}
+		}},
 		{g.across(4, 10), g.flow},
 		{g.across(2, 4), g.flows},
 		{2, func() Step { return Step{Op: OpUpdateData, Job: g.job(), Value: g.value()} }},
@@ -909,6 +916,10 @@ func (g *gen) work() Step {
 		o = Outcome{Kind: "complete", Value: g.value()}
 	case n < 8:
 		o = Outcome{Kind: "fail", Message: g.pick("boom", "bad input")}
+		if g.chance(10) {
+			// A failure reason with odd characters, or none.
+			o.Message = g.pick("", "two\nlines", "żółw ✓ <&>", `quote"back\`)
+		}
 	case n < 9:
 		o = Outcome{Kind: "unrecoverable", Message: "fatal"}
 	default:
