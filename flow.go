@@ -130,7 +130,8 @@ func (j *Job) Ref() JobRef {
 // (BullMQ's FlowJob). Children may be in other queues; on a Redis Cluster
 // every queue of a tree must carry the same {hash tag}.
 type FlowJob struct {
-	// Name is the job's name. Required.
+	// Name is the job's name; "" is a name, as in Queue.Add and BullMQ's
+	// FlowProducer.
 	Name string
 	// QueueName is the queue the job is added to. Required.
 	QueueName string
@@ -492,9 +493,6 @@ func (f *FlowProducer) prepare(flows []FlowJob, now time.Time) (nodes []flowNode
 // prepareNode validates one node and builds its record. parent indexes
 // nodes (-1 for a root).
 func (f *FlowProducer) prepareNode(fj *FlowJob, parent int, nodes []flowNode, now time.Time) (flowNode, error) {
-	if fj.Name == "" {
-		return flowNode{}, optionError("FlowJob.Name must not be empty")
-	}
 	q, err := f.queues.get(cmp.Or(fj.Prefix, f.opts.Prefix), fj.QueueName)
 	if err != nil {
 		return flowNode{}, err

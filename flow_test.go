@@ -156,7 +156,6 @@ func TestFlowProducer(t *testing.T) {
 			is   error
 			msg  string
 		}{
-			{"EmptyName", drover.FlowJob{Name: "p", QueueName: "q", Children: []drover.FlowJob{leaf("", nil)}}, drover.ErrInvalidOption, `root.Children[0] (job "" of queue "q"): invalid option: FlowJob.Name must not be empty`},
 			{"BadQueueName", drover.FlowJob{Name: "p", QueueName: "a:b"}, drover.ErrInvalidOption, `queue name "a:b" must not contain ':'`},
 			{"IntegerID", drover.FlowJob{Name: "p", QueueName: "q", Children: []drover.FlowJob{leaf("c", &drover.JobOptions{JobID: "12"})}}, drover.ErrInvalidJobID, "must not be an integer"},
 			{"SameIDTwice", drover.FlowJob{Name: "p", QueueName: "q", Opts: &drover.JobOptions{JobID: "x"}, Children: []drover.FlowJob{leaf("c", &drover.JobOptions{JobID: "x"})}}, drover.ErrInvalidJobID, `id "x" is also the id of root`},

@@ -230,7 +230,7 @@ func TestFlowMiddleware(t *testing.T) {
 	require.Nil(t, flow.Children[0].Opts, "the caller's tree is not written to")
 	_, err = fp.AddBulk(ctx, []drover.FlowJob{flow, flow})
 	require.NoError(t, err)
-	_, err = fp.Add(ctx, drover.FlowJob{Name: "", QueueName: "flowmw"})
+	_, err = fp.Add(ctx, drover.FlowJob{Name: "bad", QueueName: "flow:mw"})
 	require.ErrorIs(t, err, drover.ErrInvalidOption)
 	require.Equal(t, []string{
 		"outer before 1", "inner before 1", "inner after 1 <nil>", "outer after 1 <nil>",

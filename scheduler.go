@@ -72,7 +72,8 @@ type RepeatOptions struct {
 type JobTemplate struct {
 	// Name of each run. "" = the scheduler id.
 	Name string
-	// Data of each run, encoded with encoding/json. nil = {}.
+	// Data of each run, encoded with encoding/json. nil, or a value that
+	// encodes to JSON null, = {} (as Node's `data ?? {}`).
 	Data any
 	// Opts of each run. JobID, Delay, RunAt, Timestamp and Deduplication must not
 	// be set: the scheduler decides them. The queue's DefaultJobOptions fill
@@ -149,6 +150,12 @@ func (q *Queue) UpsertJobScheduler(ctx context.Context, id string, repeat Repeat
 	data, err := jobcodec.EncodeData(tmpl.Data)
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", ErrInvalidData, err))
+	}
+	if string(data) == "null" {
+		// BullMQ's upsertJobScheduler takes `data ?? {}`: a template whose
+		// data is null (json.RawMessage("null"), a nil pointer) is stored
+		// and run as {}, as a nil Data is.
+		data = []byte("{}")
 	}
 	stored := o.stored()
 	templateOpts := map[string]json.RawMessage{}

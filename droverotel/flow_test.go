@@ -153,7 +153,7 @@ func TestTraceFlowRefused(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	_, err := r.flowProducer(t).Add(context.Background(), drover.FlowJob{Name: "report", QueueName: "mail",
-		Children: []drover.FlowJob{{Name: "", QueueName: "mail"}}})
+		Children: []drover.FlowJob{{Name: "c", QueueName: "ma:il"}}})
 	require.Error(t, err)
 	add := r.span(t, "addFlow mail")
 	require.Equal(t, "Error", add.Status.Code.String())

@@ -74,6 +74,12 @@ func (r *programRun) nodeSchedulerView(s *bullmqoracle.NodeJobScheduler) schedul
 			v.Opts = canonicalJSON(raw)
 		}
 	}
+	if v.Data == "" {
+		// Node's template has no data when its hash has none (a template
+		// of {}, or of null, which upsertJobScheduler stores as {}), and
+		// its runs get {}; drover's JobScheduler.Data is {} then.
+		v.Data = "{}"
+	}
 	return v
 }
 

@@ -877,3 +877,92 @@ func TestDifferentialRegressionFailedReasonPrefix(t *testing.T) {
 		}})
 	}
 }
+
+// TestDifferentialRegressionSchedulerNullData: a job scheduler upserted
+// with a template whose data is JSON null. Node's Queue.upsertJobScheduler
+// takes `data ?? {}`, so it stores no data field in the scheduler's hash
+// and {} in its runs; drover stored "null" in both (campaign seed
+// 118966054, shrunk; the generator's non-object data). A worker of either
+// side then makes the next run from the template: the program works the
+// first run too.
+func TestDifferentialRegressionSchedulerNullData(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Node, difftest.Drover} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 118966054, Steps: []difftest.Step{
+			{Op: difftest.OpUpsertScheduler, By: difftest.Drover, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}, DataRaw: "null"},
+				Scheduler: &difftest.Scheduler{ID: "s1", Every: 7200000, Start: 10800000, Limit: 2}},
+			{Op: difftest.OpPromoteJobs, By: by},
+			{Op: difftest.OpWork, By: by, Outcome: &difftest.Outcome{Kind: "complete"}},
+			{Op: difftest.OpGetScheduler, By: by, Scheduler: &difftest.Scheduler{ID: "s1"}},
+		}})
+	}
+}
+
+// TestDifferentialRegressionFinishTrimsEventsFirst: on a queue whose events
+// stream is capped (streams.events.maxLen, opts.maxLenEvents), BullMQ's
+// moveToFinished trims the stream (XTRIM MAXLEN ~) before it writes the
+// finish's events, which it adds untrimmed; drover's finish added its
+// events with XADD MAXLEN ~, trimming after the first of them, so with
+// the stream one entry short of a whole node over the cap it kept one node
+// fewer than Node (campaign seeds 42 and 59 of the fixed set, with
+// Program.EventsMaxLen; shrunk). Five jobs write ten entries, the take an
+// eleventh: Node's trim before the finish's event finds nothing to remove
+// (a node off would leave 7 < 8), drover's XADD at 12 removed one.
+func TestDifferentialRegressionFinishTrimsEventsFirst(t *testing.T) {
+	t.Parallel()
+
+	b := newSmallStreamNodesSetup(t)(t)
+	for _, w := range []difftest.Step{
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}, WorkerRemoveOnComplete: &difftest.Retention{Object: true, Count: difftest.Ptr(1)}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1, FetchNext: true}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}, Concurrency: 2},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}, Concurrency: 2},
+	} {
+		var steps []difftest.Step
+		for n := 1; n <= 5; n++ {
+			steps = append(steps, difftest.Step{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: fmt.Sprintf("j%d", n), Data: map[string]any{"n": n}}})
+		}
+		requireNoDivergence(t, b, &difftest.Program{Seed: 42, Steps: append(steps, w, w), EventsMaxLen: 8})
+	}
+}
+
+// TestDifferentialEmptyNamedNodeScheduler pins the README's claim about a
+// job scheduler a Node app upserted with a template named "" (drover's
+// own upsert names such runs after the scheduler: a deliberate
+// difference): a drover worker that takes its run names the next run ""
+// as Node's does, and drover reads the scheduler as Node does.
+func TestDifferentialEmptyNamedNodeScheduler(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 40922303, Steps: []difftest.Step{
+		{Op: difftest.OpUpsertScheduler, By: difftest.Node, Add: &difftest.Add{Name: "j3", JobName: difftest.NoName, Data: map[string]any{"n": 3}},
+			Scheduler: &difftest.Scheduler{ID: "s1", Every: 7200000, Start: 10800000}},
+		{Op: difftest.OpPromoteJobs, By: difftest.Node},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+		{Op: difftest.OpGetScheduler, By: difftest.Drover, Scheduler: &difftest.Scheduler{ID: "s1"}},
+	}})
+}
+
+// TestDifferentialRegressionFlowEmptyName: a flow job named "" (a tree of
+// FlowProducer.add, a parent-linked add, which drover makes with its
+// FlowProducer). BullMQ 6.7 adds it, as Queue.add does and as drover's
+// Queue.Add did; drover's FlowProducer refused it ("FlowJob.Name must not
+// be empty"; campaign seeds 40922489, 40922639 and 40922750, shrunk).
+func TestDifferentialRegressionFlowEmptyName(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 40922750, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j3", JobName: difftest.NoName, Data: map[string]any{"n": 3}, JobID: "pj3", Parent: "j2"}},
+		{Op: difftest.OpAddFlow, By: difftest.Drover, Add: &difftest.Add{Name: "j4", JobName: difftest.NoName, Data: map[string]any{"n": 4}},
+			Children: []*difftest.Add{{Name: "j5", JobName: difftest.NoName, Data: map[string]any{"n": 5}, Delay: 3600000}}},
+		{Op: difftest.OpAddFlows, By: difftest.Drover, Children: []*difftest.Add{{Name: "j6", JobName: difftest.NoName, Data: map[string]any{"n": 6}}}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
+	}})
+}

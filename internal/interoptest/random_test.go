@@ -63,8 +63,7 @@ const shrinkBudget = 300
 func TestDifferentialRandom(t *testing.T) {
 	t.Parallel()
 
-	setup := newSetup(t)
-	b := setup(t)
+	b := newSmallStreamNodesSetup(t)(t)
 	cfg := difftest.Config{Known: os.Getenv(knownEnv) == "1"}
 	if s := os.Getenv(stepsEnv); s != "" {
 		n, err := strconv.Atoi(s)
@@ -81,6 +80,30 @@ func TestDifferentialRandom(t *testing.T) {
 		return
 	}
 	campaign(t, b, cfg, seeds, until)
+}
+
+// smallStreamNodeEntries is how many entries a stream node holds on the
+// server of TestDifferentialRandom (Redis's default: 100, or 4 KB): an
+// events stream capped at a few entries (Program.EventsMaxLen; XADD MAXLEN
+// ~ removes whole nodes only) is then trimmed within a program, and by the
+// count of entries alone (no byte limit: an entry's size depends on its
+// stream id, which differs between the runs), so alike in both runs.
+const smallStreamNodeEntries = 4
+
+// newSmallStreamNodesSetup is newPrivateSetup on a server whose stream
+// nodes hold smallStreamNodeEntries entries and no byte limit.
+func newSmallStreamNodesSetup(t *testing.T) func(t *testing.T) *bundle {
+	t.Helper()
+	srv := redistest.Pausable(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	require.NoError(t, rdb.ConfigSet(ctx, "stream-node-max-entries", strconv.Itoa(smallStreamNodeEntries)).Err())
+	require.NoError(t, rdb.ConfigSet(ctx, "stream-node-max-bytes", "0").Err())
+	o := bullmqoracle.Start(t, srv.Addr)
+	return func(t *testing.T) *bundle {
+		t.Helper()
+		return newBundle(t, o, srv.Client(t), srv.Addr, redistest.UniquePrefix())
+	}
 }
 
 // checkProgram runs p and, on a divergence, shrinks it and fails with the
@@ -146,12 +169,16 @@ func (d *divergence) signature(p *difftest.Program) string {
 }
 
 func regressionTest(p *difftest.Program) string {
+	setup := "newSetup"
+	if p.EventsMaxLen != 0 {
+		setup = "newSmallStreamNodesSetup"
+	}
 	return fmt.Sprintf(`func TestDifferentialRegressionSeed%d(t *testing.T) {
 	t.Parallel()
 
-	b := newSetup(t)(t)
+	b := %s(t)(t)
 	requireNoDivergence(t, b, &%s)
-}`, p.Seed, p.GoString())
+}`, p.Seed, setup, p.GoString())
 }
 
 // requireNoDivergence runs p (a regression test printed by the shrinker).
@@ -597,9 +624,9 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	// Schedulers start hours after the anchor: the same instant in both
 	// runs, so their runs' ids (which carry it) and due times agree.
 	anchor := time.Now().UnixMilli() + 3*difftest.Hour
-	ref := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults)
+	ref := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults, int64(p.EventsMaxLen), false)
 	defer ref.close()
-	mix := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults)
+	mix := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults, int64(p.EventsMaxLen), true)
 	defer mix.close()
 	mix.startEventReaders(context.Background())
 	if p.Manual != nil {
@@ -743,7 +770,11 @@ type programRun struct {
 	manual *difftest.ManualWorker
 }
 
-func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults, otherDefaults *difftest.Add) *programRun {
+// newProgramRun starts a run of a program on a fresh prefix. eventsMaxLen
+// (Program.EventsMaxLen), when not 0, caps both queues' events streams:
+// with Node's streams.events.maxLen QueueOption, or, with droverCap, with
+// drover's Queue.SetEventsMaxLen after Node's Queues wrote the default.
+func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults, otherDefaults *difftest.Add, eventsMaxLen int64, droverCap bool) *programRun {
 	t.Helper()
 	prefix := redistest.UniquePrefix()
 	qo := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
@@ -778,17 +809,33 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults, 
 		manualJobs: map[string]*drover.Job{}, manualWorkers: map[string]*drover.Worker{},
 		defaults: defaults, otherDefaults: otherDefaults,
 	}
-	if defaults != nil {
-		require.NoError(t, r.o.OpenQueue(context.Background(), prefix, queueName, defaults.NodeOpts()))
+	nodeCap := eventsMaxLen
+	if droverCap {
+		nodeCap = 0
 	}
-	if otherDefaults != nil {
-		require.NoError(t, r.o.OpenQueue(context.Background(), prefix, difftest.OtherQueueName, otherDefaults.NodeOpts()))
+	if defaults != nil || nodeCap != 0 {
+		var opts map[string]any
+		if defaults != nil {
+			opts = defaults.NodeOpts()
+		}
+		require.NoError(t, r.o.OpenQueueCapped(context.Background(), prefix, queueName, opts, nodeCap))
+	}
+	if otherDefaults != nil || nodeCap != 0 {
+		var opts map[string]any
+		if otherDefaults != nil {
+			opts = otherDefaults.NodeOpts()
+		}
+		require.NoError(t, r.o.OpenQueueCapped(context.Background(), prefix, difftest.OtherQueueName, opts, nodeCap))
 	}
 	// A Node app has the queues open from the start: its Queue writes meta.
 	_, err = r.o.GetJobCounts(context.Background(), prefix, queueName)
 	require.NoError(t, err)
 	_, err = r.o.GetJobCounts(context.Background(), prefix, difftest.OtherQueueName)
 	require.NoError(t, err)
+	if droverCap && eventsMaxLen != 0 {
+		require.NoError(t, dq.SetEventsMaxLen(context.Background(), eventsMaxLen))
+		require.NoError(t, dqOther.SetEventsMaxLen(context.Background(), eventsMaxLen))
+	}
 	return r
 }
 
@@ -1032,18 +1079,18 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		var got string
 		var err error
 		if node {
-			got, err = o.Add(ctx, p, q, a.Name, a.Data, r.nodeOpts(a))
+			got, err = o.Add(ctx, p, q, a.JobNameOf(), a.Payload(), r.nodeOpts(a))
 		} else if a.Parent != "" {
 			// A parent link from Go: a lone flow root with a Parent.
 			var n *drover.JobNode
-			n, err = r.fpDefaults.Add(ctx, drover.FlowJob{Name: a.Name, QueueName: q, Data: a.Data, Opts: r.droverOpts(a),
+			n, err = r.fpDefaults.Add(ctx, drover.FlowJob{Name: a.JobNameOf(), QueueName: q, Data: a.Payload(), Opts: r.droverOpts(a),
 				Parent: &drover.JobRef{Prefix: p, Queue: r.parentQueue(a), ID: r.id(a.Parent)}})
 			if err == nil {
 				got = n.Job.ID
 			}
 		} else {
 			var res *drover.AddResult
-			res, err = dq.Add(ctx, a.Name, a.Data, r.droverOpts(a))
+			res, err = dq.Add(ctx, a.JobNameOf(), a.Payload(), r.droverOpts(a))
 			if err == nil {
 				got = res.Job.ID
 			}
@@ -1062,14 +1109,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			jobs := make([]bullmqoracle.BulkJob, len(s.Children))
 			for i, a := range s.Children {
 				r.noteJitter(a)
-				jobs[i] = bullmqoracle.BulkJob{Name: a.Name, Data: a.Data, Opts: r.nodeOpts(a)}
+				jobs[i] = bullmqoracle.BulkJob{Name: a.JobNameOf(), Data: a.Payload(), Opts: r.nodeOpts(a)}
 			}
 			ids, err = o.AddBulk(ctx, p, q, jobs)
 		} else {
 			jobs := make([]drover.BulkJob, len(s.Children))
 			for i, a := range s.Children {
 				r.noteJitter(a)
-				jobs[i] = drover.BulkJob{Name: a.Name, Data: a.Data, Opts: r.droverOpts(a)}
+				jobs[i] = drover.BulkJob{Name: a.JobNameOf(), Data: a.Payload(), Opts: r.droverOpts(a)}
 			}
 			var res []*drover.AddResult
 			res, err = dq.AddBulk(ctx, jobs)
@@ -1117,7 +1164,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			if c.Offset != 0 {
 				repeat["offset"] = c.Offset
 			}
-			got, err = o.UpsertJobScheduler(ctx, p, q, c.ID, repeat, map[string]any{"name": a.Name, "data": a.Data, "opts": r.nodeOpts(a)})
+			got, err = o.UpsertJobScheduler(ctx, p, q, c.ID, repeat, map[string]any{"name": a.JobNameOf(), "data": a.Payload(), "opts": r.nodeOpts(a)})
 		} else {
 			ro := drover.RepeatOptions{
 				Every: time.Duration(c.Every) * time.Millisecond, Pattern: c.Pattern, StartDate: time.UnixMilli(start), Limit: c.Limit,
@@ -1128,7 +1175,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			ro.Immediately = c.Immediately
 			ro.TZ, ro.Offset = c.TZ, time.Duration(c.Offset)*time.Millisecond
 			var job *drover.Job
-			job, err = dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.Name, Data: a.Data, Opts: a.DroverOpts()})
+			job, err = dq.UpsertJobScheduler(ctx, c.ID, ro, &drover.JobTemplate{Name: a.JobNameOf(), Data: a.Payload(), Opts: a.DroverOpts()})
 			if job != nil {
 				got = job.ID
 			}
@@ -1999,7 +2046,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	}
 	var nodeFlow func(a *difftest.Add, queue string) bullmqoracle.FlowJob
 	nodeFlow = func(a *difftest.Add, queue string) bullmqoracle.FlowJob {
-		f := bullmqoracle.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: flowOpts(a)}
+		f := bullmqoracle.FlowJob{Name: a.JobNameOf(), QueueName: queue, Data: a.Payload(), Opts: flowOpts(a)}
 		if ts, ok := stamps[a]; ok {
 			f.Opts["timestamp"] = ts
 		}
@@ -2017,7 +2064,7 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		if ts, ok := stamps[a]; ok {
 			o.Timestamp = time.UnixMilli(ts)
 		}
-		f := drover.FlowJob{Name: a.Name, QueueName: queue, Data: a.Data, Opts: o}
+		f := drover.FlowJob{Name: a.JobNameOf(), QueueName: queue, Data: a.Payload(), Opts: o}
 		if a.Parent != "" {
 			// A tree's root with a parent link (OpAddFlow).
 			f.Parent = &drover.JobRef{Prefix: r.prefix, Queue: r.parentQueue(a), ID: r.id(a.Parent)}

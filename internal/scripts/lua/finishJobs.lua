@@ -101,7 +101,8 @@ local maxLen = meta[1] or "10000"
 -- against 752k, 10 jobs 1,516k against 1,402k; one job alone 213k). It
 -- writes the batch path's commands in its order for such a batch (the
 -- locks and children read, the jobs out of active, the locks and stalled
--- entries deleted, one XTRIM, each job's fields and event, the completed
+-- entries deleted, each job's fields and event, with one XTRIM before the
+-- last job's, the completed
 -- set's ZADD before the last job's event; the completed set's trims, for
 -- keep specs other than keep-all and remove, then run with the batch
 -- path's helper before that event). When a job is found gone from active
@@ -152,8 +153,11 @@ do
           singleTrim = spec
         end
       end
+      -- BullMQ's moveToFinished trims the stream before it writes the
+      -- job's events, which it adds untrimmed.
+      rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
       if not singleTrim then
-        rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", "event", "completed", "jobId", id,
+        rcall("XADD", eventsKey, "*", "event", "completed", "jobId", id,
           "returnvalue", ARGV[o + REC.value], "prev", "active")
       end
     end
@@ -275,7 +279,6 @@ do
       if not meta[1] then
         rcall("HSET", metaKey, "opts.maxLenEvents", maxLen)
       end
-      rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
       local add = sized(2 * cnt)
       -- (Counted here: #add is a search of the table on each use.)
       local na = 0
@@ -288,6 +291,13 @@ do
       for i = 1, cnt do
         local id, jobKey, value = ids[i], jobKeys[i], ARGV[o + REC.value]
         local spec = ARGV[o + REC.keep]
+        if i == cnt then
+          -- BullMQ's moveToFinished trims the stream before each job's
+          -- event: the last trim decides what the stream keeps (a trim
+          -- with more entries removes every node an earlier one would),
+          -- so one XTRIM before the last job's event leaves its state.
+          rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
+        end
         if spec == "0" then
           rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":processed", jobKey .. ":failed")
         else
@@ -434,10 +444,14 @@ local function cold()
   return coldHelpers
 end
 
--- BullMQ trims the events stream (XTRIM MAXLEN ~) before a finish writes
--- its events. A batch of one job writes its events with MAXLEN ~ instead,
--- a command fewer; a bigger batch trims once (trimmed), which costs less
--- than the three arguments and the trim check on every event.
+-- BullMQ's moveToFinished trims the events stream (XTRIM MAXLEN ~) before
+-- it writes a finished job's events, which it adds untrimmed; its retryJob,
+-- moveToDelayed and moveJobFromActiveToWait add their one event with
+-- MAXLEN ~. Only the last trim decides what the stream keeps (a trim with
+-- more entries removes every node an earlier one would), so the batch
+-- trims once, where BullMQ's calls for its jobs trim last: before the last
+-- job's events when it is finished for good, else with its one event.
+-- trimmed: the event being written is added untrimmed.
 local trimmed = false
 local function addEvent(...)
   if trimmed then
@@ -462,12 +476,13 @@ if single then
   if singleTrim then
     local o = 12
     cold().trimFinished(completedKey, singleTrim, now)
-    addEvent("event", "completed", "jobId", ARGV[o + REC.id], "returnvalue", ARGV[o + REC.value], "prev", "active")
+    -- The stream was trimmed (XTRIM) before the job's event.
+    rcall("XADD", eventsKey, "*", "event", "completed", "jobId", ARGV[o + REC.id], "returnvalue", ARGV[o + REC.value], "prev", "active")
   elseif straightTrims then
     for _, t in pairs(straightTrims[1]) do
       cold().trimFinished(t[1], t[2], now)
     end
-    -- The stream was trimmed (XTRIM) before the batch's first event.
+    -- The stream was trimmed (XTRIM) before the last job's event.
     rcall("XADD", eventsKey, "*", "event", "completed", "jobId", straightTrims[2], "returnvalue", straightTrims[3], "prev", "active")
   end
 else
@@ -668,10 +683,6 @@ else
   if #owned > 0 and not meta[1] then
     rcall("HSET", metaKey, "opts.maxLenEvents", maxLen)
   end
-  if #owned > 1 then
-    rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
-    trimmed = true
-  end
 
   -- Pass 2: move each owned job to its next state, writing its events as it
   -- goes, so the stream reads as BullMQ's one moveToFinished call per job
@@ -703,6 +714,10 @@ else
     -- Without a tail (a plain completion) its fields read as "". "p": no
     -- tail, but a flow may have adopted the job while it ran (a custom id):
     -- then it goes the general way, to its new parent.
+    trimmed = k < #owned or kind == "c" or kind == "f"
+    if k == #owned and trimmed then
+      rcall("XTRIM", eventsKey, "MAXLEN", "~", maxLen)
+    end
     local moreFlag = ARGV[o + REC.more]
     local more = moreFlag == "1"
     local adopted = moreFlag == "p" and rcall("HEXISTS", jobKey, "parentKey") == 1

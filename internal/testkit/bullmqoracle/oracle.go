@@ -839,5 +839,17 @@ func (o *Oracle) AddFlowOpts(ctx context.Context, prefix string, flow FlowJob, o
 // options. It must come before any other call on that queue: the driver
 // refuses to reopen one.
 func (o *Oracle) OpenQueue(ctx context.Context, prefix, queue string, defaultJobOptions map[string]any) error {
-	return o.Call(ctx, "openQueue", qargs(prefix, queue, "defaultJobOptions", defaultJobOptions), nil)
+	return o.OpenQueueCapped(ctx, prefix, queue, defaultJobOptions, 0)
+}
+
+// OpenQueueCapped is OpenQueue with BullMQ's streams.events.maxLen
+// QueueOption when eventsMaxLen is not 0: the Queue writes it into meta
+// (opts.maxLenEvents) as it starts, and every event a script writes then
+// trims the stream to it (XADD MAXLEN ~).
+func (o *Oracle) OpenQueueCapped(ctx context.Context, prefix, queue string, defaultJobOptions map[string]any, eventsMaxLen int64) error {
+	args := qargs(prefix, queue, "defaultJobOptions", defaultJobOptions)
+	if eventsMaxLen != 0 {
+		args["eventsMaxLen"] = eventsMaxLen
+	}
+	return o.Call(ctx, "openQueue", args, nil)
 }

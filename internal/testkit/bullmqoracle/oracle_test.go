@@ -67,6 +67,17 @@ func TestOracleQueue(t *testing.T) {
 
 	setup := newSetup(t)
 
+	t.Run("OpenQueueCapped", func(t *testing.T) {
+		t.Parallel()
+
+		b := setup(t)
+		ctx := context.Background()
+		require.NoError(t, b.oracle.OpenQueueCapped(ctx, b.prefix, b.queue, nil, 7))
+		got, err := b.rdb.HGet(ctx, b.prefix+":"+b.queue+":meta", "opts.maxLenEvents").Result()
+		require.NoError(t, err)
+		require.Equal(t, "7", got, "the Queue's streams.events.maxLen is written into meta as it starts")
+	})
+
 	t.Run("AddThenStateAndCounts", func(t *testing.T) {
 		t.Parallel()
 

@@ -7,8 +7,14 @@
 // # Programs
 //
 // A [Program] is a sequence of [Step]s over the surface drover shares with
-// BullMQ: adds with random option combinations ([Add]: delay, priority,
-// LIFO, custom ids with duplicates, attempts with fixed, exponential
+// BullMQ: adds with random option combinations ([Add]: delay, priority
+// (2097151, the lowest, too), LIFO, custom ids with duplicates and odd
+// characters (a:b:c, spaces, /, %, +5, -0; x:y, 0 and 0:5, which both
+// refuse; with Config.Known, ids that name a queue key, which only drover
+// refuses), names with odd characters or none, data that is no object
+// (a string, number, bool, null, array, an object whose keys
+// JSON.stringify reorders: [Add].DataRaw), the telemetry option
+// (metadata, omitContext), attempts with fixed, exponential
 // (jitter) or custom backoff, retention in its shapes, deduplication in
 // its modes with reschedule, keepLogs, stackTraceLimit, sizeLimit, and,
 // Node's only, a lifo that is not a bool: "false", "0", "", 0, 1), worker
@@ -67,7 +73,10 @@
 // ([Program].Defaults, and [Program].OtherDefaults for the other queue's
 // jobs: Node's defaultJobOptions and FlowProducer.add's
 // queuesOptions, drover's QueueOptions and FlowProducerOptions
-// DefaultJobOptions). Drover does its share of each
+// DefaultJobOptions), and capped events streams ([Program].EventsMaxLen:
+// Node's streams.events.maxLen QueueOption, drover's
+// Queue.SetEventsMaxLen; the runner's redis-server keeps 4 entries per
+// stream node, so MAXLEN ~ trims within a program). Drover does its share of each
 // through its public API: Queue.Add/AddBulk, FlowProducer.Add (FlowJob.
 // Parent for a parent link), Queue.UpsertJobScheduler/RemoveJobScheduler,
 // Worker, the admin methods. [Generate] makes the program of a seed; the

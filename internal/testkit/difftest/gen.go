@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/seed40057009/drover"
 )
 
 // Hour is the unit of every generated delay, backoff and grace: long
@@ -104,6 +106,10 @@ func Generate(seed int64, cfg Config) *Program {
 	}
 	if len(g.others) > 0 && g.chance(20) {
 		p.OtherDefaults = g.defaults()
+	}
+	if g.chance(15) {
+		// Capped events streams, trimmed as events are written.
+		p.EventsMaxLen = g.pickI(1, 3, 8)
 	}
 	return p
 }
@@ -260,7 +266,11 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpPromoteJobs, Limit: g.pickI(0, 0, 1)} }},
 		{3, func() Step { return Step{Op: OpChangeDelay, Job: g.job(), Delay: int64(1+g.r.IntN(3)) * Hour} }},
 		{4, func() Step {
-			return Step{Op: OpChangePriority, Job: g.job(), Priority: g.pick3(0, 1+g.r.IntN(5)), LIFO: g.chance(30)}
+			s := Step{Op: OpChangePriority, Job: g.job(), Priority: g.pick3(0, 1+g.r.IntN(5)), LIFO: g.chance(30)}
+			if g.chance(5) {
+				s.Priority = drover.MaxPriority
+			}
+			return s
 		}},
 		{4, func() Step { return Step{Op: OpRemove, Job: g.job()} }},
 		// A remove of a parent that leaves its children: then either
@@ -284,7 +294,14 @@ func (g *gen) step() Step {
 		{2, func() Step { return Step{Op: OpPause} }},
 		{3, func() Step { return Step{Op: OpResume} }},
 		{3, func() Step { return Step{Op: OpProgress, Job: g.job(), Value: g.value()} }},
-		{3, func() Step { return Step{Op: OpLog, Job: g.job(), Line: fmt.Sprintf("line %d", g.r.IntN(100))} }},
+		{3, func() Step {
+			line := fmt.Sprintf("line %d", g.r.IntN(100))
+			if g.chance(15) {
+				// Rows with odd characters, or none.
+				line = g.pick("", "two\nlines", "żółw ✓ <&>", "line\u2028sep", `{"json":true}`)
+			}
+			return Step{Op: OpLog, Job: g.job(), Line: line}
+		}},
 		{g.across(4, 10), g.flow},
 		{g.across(2, 4), g.flows},
 		{2, func() Step { return Step{Op: OpUpdateData, Job: g.job(), Value: g.value()} }},
@@ -399,10 +416,12 @@ func (g *gen) step() Step {
 		// tests' ground), repeat.count (drover's RepeatOptions has no
 		// starting iteration count), getDelayedCount(timestamp) (no
 		// drover equivalent; over states compared equal, with due times
-		// whole hours apart, it answers alike), the Queue's
-		// streams.events.maxLen (every event write trims with MAXLEN ~,
-		// which removes whole stream nodes of 100 entries only: a
-		// program's stream never fills one) and worker concurrency above
+		// whole hours apart, it answers alike), a flow node under another
+		// prefix (FlowJob.prefix: every step would need its queue's prefix;
+		// TestDifferentialFlowOtherPrefix works one), a job scheduler's
+		// template with an empty name without Config.Known (drover names
+		// its runs after the scheduler: a deliberate entry of Known) and
+		// worker concurrency above
 		// 2 with fetching finishes (a drover worker's batched writes: the
 		// order of its results is the order its processors return). Generated
 		// through another name: job.remove (queue.remove's script), getState,
@@ -467,6 +486,11 @@ func (g *gen) schedulerID() string { return g.pick("s1", "s2") }
 func (g *gen) upsertScheduler() Step {
 	a := g.addSpec()
 	a.JobID, a.Delay, a.Dedup, a.Parent, a.OnParentFailure, a.TimestampAgo = "", 0, nil, "", "", 0
+	if a.JobName == NoName && !g.cfg.Known {
+		// An empty name: Node's runs are named "", drover's the
+		// scheduler id (the deliberate entry of Known).
+		a.JobName = ""
+	}
 	if g.chance(12) {
 		// Options the scheduler decides, which a Node template may still
 		// carry: Node's upsert (Step.NodeOnly) stores them with the
@@ -655,19 +679,50 @@ func (g *gen) addSpec() *Add {
 	if g.chance(15) {
 		a.Data["s"] = g.pick("a/b", "żółw ✓", "tab\tnl\n", `quote"back\`, "<b>&amp;</b>", "line\u2028sep\u2029", "é<>&")
 	}
+	if g.chance(5) {
+		// A name with odd characters, or none.
+		a.JobName = g.pick(NoName, "a:b", "ü ✓", "with space", "x/y%z", "__default__", `q"\`)
+	}
 	if g.chance(20) {
 		// A small pool, so that duplicates happen.
 		a.JobID = fmt.Sprintf("c%d", 1+g.r.IntN(4))
-		if g.chance(15) {
+		switch n := g.r.IntN(100); {
+		case n < 15:
 			// Refused by both: they look like integers (issue 10.9).
 			a.JobID = g.pick("1234567890123456", "100000000000000000000", "007")
+		case n < 30:
+			// Ids with odd characters. Taken by both: exactly two ':'
+			// (BullMQ's old repeatable job ids), characters of keys and
+			// URLs, what parseInt reads as a number but does not print
+			// back. Refused by both: other ':' counts, "0" and "0:…".
+			a.JobID = g.pick("a:b:c", "x y", "ü/ñ%2F", "+5", "-0", "1e3", " 12", "0x10", "a.b", "tab\tid", "*?[]", "{q}",
+				"x:y", "a:b:c:d", "0", "0:5")
+		case n < 31 && g.cfg.Known:
+			// Ids that are a queue key's name (or a URL path's dot
+			// segments): BullMQ 6.7 takes them, drover refuses them (the
+			// deliberate entries of Known). Not "events", "wait" and the
+			// other keys of another type: BullMQ's add writes a job hash
+			// over them and breaks the queue (WRONGTYPE on every later
+			// event), which no later step could be compared on.
+			a.JobID = g.pick("meta", "de:x:y", "marker:a:b", ".", "..")
 		}
+	}
+	if g.chance(10) {
+		// Data that is no object of small keys: both store
+		// JSON.stringify of what they are handed.
+		a.DataRaw = g.pick(`"str"`, `"żółw\u2028"`, `42`, `-0`, `1e21`, `1.50`, `1E2`, `true`, `null`, `[]`, `{}`,
+			`[1,"two",{"b":1,"a":2}]`, `{"b":1,"a":2,"10":3,"2":4}`, `{"a":1,"a":2}`, `{"x":"\ud800"}`, `{"deep":{"n":[null,false]}}`)
 	}
 	if g.chance(20) {
 		a.Delay = int64(1+g.r.IntN(3)) * Hour
 	}
 	if g.chance(25) {
 		a.Priority = 1 + g.r.IntN(5)
+		if g.chance(8) {
+			// The lowest priority: its prioritized score,
+			// priority * 2^32 + counter, is near 2^53.
+			a.Priority = drover.MaxPriority
+		}
 	}
 	if g.chance(15) {
 		a.LIFO = true
@@ -717,6 +772,12 @@ func (g *gen) addSpec() *Add {
 	}
 	if g.chance(10) {
 		a.StackTraceLimit = 1 + g.r.IntN(2)
+	}
+	if g.chance(6) {
+		// The telemetry option as a producer without a tracer passes it
+		// on: stored as opts tm and omc, whichever side adds the job.
+		a.TelemetryMeta = g.pick("", `{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, "x")
+		a.OmitContext = a.TelemetryMeta == "" || g.chance(30)
 	}
 	if g.chance(8) {
 		// The data's JSON is 7 bytes ({"n":1}), 8 from the tenth job on,
@@ -855,6 +916,10 @@ func (g *gen) work() Step {
 		o = Outcome{Kind: "complete", Value: g.value()}
 	case n < 8:
 		o = Outcome{Kind: "fail", Message: g.pick("boom", "bad input")}
+		if g.chance(10) {
+			// A failure reason with odd characters, or none.
+			o.Message = g.pick("", "two\nlines", "żółw ✓ <&>", `quote"back\`)
+		}
 	case n < 9:
 		o = Outcome{Kind: "unrecoverable", Message: "fatal"}
 	default:

@@ -110,6 +110,16 @@ var Known = []KnownDivergence{
 		"deliberate (README; BullMQ bug)", failedPagePastFirst, nil, nil, "", false},
 	{"deliberate", "a worker at concurrency above 1 that takes a job scheduler's run with other jobs: drover's worker takes up to its free slots in one call (one script, whose takes are done before it looks at any job) and creates the scheduler's next run after that call, so the next run's added/delayed events follow the other taken jobs' active; BullMQ 6.7's worker takes one job per call and creates the next run before its next take. The jobs taken, the next run and the final state agree (campaign seed 576813317)",
 		"deliberate (README)", schedulerRunInPair, nil, nil, "", false},
+	{"deliberate", "a custom job id that is a queue key's name (meta, de:…, dn:…, metrics:…, marker:…, id, events, wait and the other state keys): BullMQ 6.7 takes it and writes the job's hash over the queue's key of that name (over meta it reports the add as a duplicate of the meta hash, over a list, stream or sorted set the add fails half-written and every later write to that key fails with WRONGTYPE); drover's ValidateJobID refuses it (ErrInvalidJobID, Redis untouched)",
+		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, "collides with a queue key name", false},
+	{"deliberate", "a custom job id \".\" or \"..\": BullMQ 6.7 takes it; drover's ValidateJobID refuses it (ErrInvalidJobID, Redis untouched), as no URL path can carry it (the dashboard's and inspect's job routes)",
+		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, "a URL path cannot carry it", false},
+	{"deliberate", "a call on a job Node stored under an id that names a queue key (de:x:y, marker:a:b, meta, ...; see the entry above): drover's job calls check a stored id (keys.CheckStoredJobID) and refuse one whose hash key is a queue key, not a job (ErrInvalidJobID), where BullMQ 6.7 reads or writes that key as the job's",
+		"deliberate (README)", nil, nil, drover.ErrInvalidJobID, ", not a job", false},
+	{"deliberate", "removing the parent of a flow child whose id has two ':' (a:b:c): BullMQ 6.7 reads the child's key at its last ':' (queue <prefix>:<queue>:a:b, id c), so it deletes the child's hash but leaves its id in wait, and writes the removal's event and meta into a queue a:b of that name; drover's removal writes the same. On that state Node's getState answers waiting (the id is in the list) and drover's GetJobState unknown (no hash)",
+		"deliberate (README; BullMQ bug)", colonChildID, nil, nil, "", false},
+	{"deliberate", "a job scheduler upserted with a template whose name is empty: BullMQ 6.7 takes `name ?? schedulerId`, so an empty name stays empty in the scheduler and its runs; drover's JobTemplate.Name \"\" means the scheduler id (Go cannot tell an empty name from none), which is also Node's name for a template without one",
+		"deliberate (README)", emptyNamedTemplate, nil, nil, "", false},
 }
 
 // schedulerRunInPair reports whether a program has a job scheduler and a
@@ -228,6 +238,61 @@ func orphansAfterFailedMetrics(p *Program) bool {
 // manualFetchNextWithScheduler reports whether a program has a job
 // scheduler and finishes a job by hand with fetchNext, which may take the
 // scheduler's run.
+// colonChildID reports whether a program adds a job with a parent whose
+// id has a ':' (only ids with exactly two are taken).
+func colonChildID(p *Program) bool {
+	var walk func(a *Add, child bool) bool
+	walk = func(a *Add, child bool) bool {
+		if (child || a.Parent != "") && strings.Contains(a.JobID, ":") {
+			return true
+		}
+		for _, c := range a.Children {
+			if walk(c, true) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range p.Steps {
+		switch s.Op {
+		case OpAddFlow:
+			if walk(s.Add, false) {
+				return true
+			}
+			for _, c := range s.Children {
+				if walk(c, true) {
+					return true
+				}
+			}
+		case OpAdd, OpAddBulk, OpAddFlows:
+			for _, a := range s.adds() {
+				if s.Op != OpAddFlows && walk(a, false) {
+					return true
+				}
+			}
+			if s.Op == OpAddFlows {
+				for _, root := range s.Children {
+					if walk(root, false) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// emptyNamedTemplate reports whether a program upserts a job scheduler
+// whose template's name is empty.
+func emptyNamedTemplate(p *Program) bool {
+	for _, s := range p.Steps {
+		if s.Op == OpUpsertScheduler && s.Add != nil && s.Add.JobName == NoName {
+			return true
+		}
+	}
+	return false
+}
+
 func manualFetchNextWithScheduler(p *Program) bool {
 	sched := false
 	for _, s := range p.Steps {

@@ -1,6 +1,7 @@
 package difftest
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -395,8 +396,17 @@ type Scheduler struct {
 // Add is one job to add, with the options both implementations share.
 type Add struct {
 	// Name is the job's name and the label later steps use to find it.
-	Name     string
-	Data     map[string]any
+	Name string
+	// JobName, when not "", is the job's name instead of Name (which
+	// stays the label steps find the job by): odd characters, and
+	// NoName for the empty name (JobNameOf).
+	JobName string
+	Data    map[string]any
+	// DataRaw, when not "", is the job's data as JSON text instead of
+	// Data: a string, number, bool, null, array or an object whose key
+	// order JSON.stringify changes (both sides are handed the same text,
+	// json.RawMessage from Go: Payload).
+	DataRaw  string
 	JobID    string
 	Delay    int64 // ms
 	Priority int
@@ -416,6 +426,11 @@ type Add struct {
 	// SizeLimit bounds the data's JSON in bytes (0: none); both refuse a
 	// larger one.
 	SizeLimit int
+	// TelemetryMeta and OmitContext are the telemetry option (metadata
+	// and omitContext; opts tm and omc) as a producer without a tracer
+	// passes it (drover's JobOptions.Telemetry).
+	TelemetryMeta string
+	OmitContext   bool
 	// TimestampAgo, when not 0, is the job's timestamp option: that many
 	// ms before the step's instant (negative: after it), which a delayed
 	// job's due time counts from and clean's grace reads (opts.timestamp /
@@ -532,6 +547,13 @@ type Program struct {
 	// to the jobs added there (lone adds, flow jobs of OpAddFlow), not to
 	// the program's queue.
 	OtherDefaults *Add
+	// EventsMaxLen, when not 0, caps both queues' events streams: Node's
+	// streams.events.maxLen QueueOption (written into meta as the Queue
+	// starts), drover's Queue.SetEventsMaxLen. Every event a script
+	// writes then trims the stream (XADD MAXLEN ~, whole stream nodes:
+	// the runner's Redis keeps 4 entries per node, so a program's stream
+	// is trimmed, and trimmed alike in both runs).
+	EventsMaxLen int
 }
 
 // ManualWorker are the options of a program's manual workers: metrics
@@ -676,6 +698,30 @@ func (s *Step) adds() []*Add {
 	return out
 }
 
+// NoName, as an Add's JobName, gives the job the empty name.
+const NoName = "\x00none"
+
+// JobNameOf is the name the job is added with: JobName when set ("" for
+// NoName), else Name.
+func (a *Add) JobNameOf() string {
+	switch a.JobName {
+	case "":
+		return a.Name
+	case NoName:
+		return ""
+	}
+	return a.JobName
+}
+
+// Payload is the job's data as both sides are handed it: DataRaw as
+// json.RawMessage when set, else Data.
+func (a *Add) Payload() any {
+	if a.DataRaw != "" {
+		return json.RawMessage(a.DataRaw)
+	}
+	return a.Data
+}
+
 // NodeOpts are the add's options as Queue.add takes them.
 func (a *Add) NodeOpts() map[string]any {
 	m := map[string]any{}
@@ -742,6 +788,16 @@ func (a *Add) NodeOpts() map[string]any {
 	if a.StackTraceLimit != 0 {
 		m["stackTraceLimit"] = a.StackTraceLimit
 	}
+	if a.TelemetryMeta != "" || a.OmitContext {
+		tm := map[string]any{}
+		if a.TelemetryMeta != "" {
+			tm["metadata"] = a.TelemetryMeta
+		}
+		if a.OmitContext {
+			tm["omitContext"] = true
+		}
+		m["telemetry"] = tm
+	}
 	if a.OnParentFailure != "" {
 		m[a.OnParentFailure] = true
 	}
@@ -797,6 +853,9 @@ func (a *Add) DroverOpts() *drover.JobOptions {
 		JobID: a.JobID, Delay: time.Duration(a.Delay) * time.Millisecond, Priority: a.Priority, LIFO: a.LIFO,
 		Attempts: a.Attempts, KeepLogs: a.KeepLogs, StackTraceLimit: a.StackTraceLimit, SizeLimit: a.SizeLimit,
 	}
+	if a.TelemetryMeta != "" || a.OmitContext {
+		o.Telemetry = &drover.Telemetry{Metadata: a.TelemetryMeta, OmitContext: a.OmitContext}
+	}
 	if b := a.Backoff; b != nil {
 		typ := b.Type
 		if b.Number {
@@ -835,6 +894,9 @@ func (p *Program) String() string {
 	}
 	if d := p.OtherDefaults; d != nil {
 		fmt.Fprintf(&b, "  default job options of %s: %v\n", OtherQueueName, d.NodeOpts())
+	}
+	if p.EventsMaxLen != 0 {
+		fmt.Fprintf(&b, "  events streams capped at %d\n", p.EventsMaxLen)
 	}
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, p.Steps[i].String())
@@ -966,6 +1028,9 @@ func (p *Program) GoString() string {
 	}
 	if d := p.OtherDefaults; d != nil {
 		b.WriteString(", OtherDefaults: " + d.goString())
+	}
+	if p.EventsMaxLen != 0 {
+		fmt.Fprintf(&b, ", EventsMaxLen: %d", p.EventsMaxLen)
 	}
 	b.WriteString("}")
 	return b.String()
@@ -1141,6 +1206,12 @@ func (a *Add) String() string {
 	if len(a.Data) > 1 {
 		s += fmt.Sprintf(" data=%v", a.Data)
 	}
+	if a.DataRaw != "" {
+		s += " data=" + a.DataRaw
+	}
+	if a.JobName != "" {
+		s += fmt.Sprintf(" name=%q", a.JobNameOf())
+	}
 	if a.TimestampAgo != 0 {
 		s += fmt.Sprintf(" timestamp=-%dms", a.TimestampAgo)
 	}
@@ -1151,6 +1222,12 @@ func (a *Add) goString() string {
 	f := []string{fmt.Sprintf("Name: %q", a.Name)}
 	if a.Data != nil {
 		f = append(f, "Data: "+goValue(a.Data))
+	}
+	if a.DataRaw != "" {
+		f = append(f, fmt.Sprintf("DataRaw: %q", a.DataRaw))
+	}
+	if a.JobName != "" {
+		f = append(f, fmt.Sprintf("JobName: %q", a.JobName))
 	}
 	if a.JobID != "" {
 		f = append(f, fmt.Sprintf("JobID: %q", a.JobID))
@@ -1204,6 +1281,12 @@ func (a *Add) goString() string {
 			df = append(df, "Reschedule: true")
 		}
 		f = append(f, "Dedup: &difftest.Dedup{"+strings.Join(df, ", ")+"}")
+	}
+	if a.TelemetryMeta != "" {
+		f = append(f, fmt.Sprintf("TelemetryMeta: %q", a.TelemetryMeta))
+	}
+	if a.OmitContext {
+		f = append(f, "OmitContext: true")
 	}
 	if a.KeepLogs != 0 {
 		f = append(f, fmt.Sprintf("KeepLogs: %d", a.KeepLogs))

@@ -42,6 +42,11 @@ func Shrink(p *Program, budget int, fails func(*Program) bool) *Program {
 			n /= 2
 		}
 	}
+	if cur.EventsMaxLen != 0 {
+		c := clone(cur)
+		c.EventsMaxLen = 0
+		try(c)
+	}
 	// The queues' default job options: dropped, or each field dropped (an
 	// add's simplifications, on a step that holds them).
 	for _, defaults := range []func(*Program) **Add{
@@ -126,6 +131,15 @@ func simplifications(s *Step) []func(*Step) {
 		}
 		if len(a.Data) > 1 {
 			out = append(out, func(s *Step) { s.Add.Data = map[string]any{"n": s.Add.Data["n"]} })
+		}
+		if a.TelemetryMeta != "" || a.OmitContext {
+			out = append(out, func(s *Step) { s.Add.TelemetryMeta, s.Add.OmitContext = "", false })
+		}
+		if a.JobName != "" {
+			out = append(out, func(s *Step) { s.Add.JobName = "" })
+		}
+		if a.DataRaw != "" {
+			out = append(out, func(s *Step) { s.Add.DataRaw = "" })
 		}
 		if a.JobID != "" {
 			out = append(out, func(s *Step) { s.Add.JobID = "" })
@@ -239,7 +253,7 @@ func simplifications(s *Step) []func(*Step) {
 // clone copies a program deeply enough for Shrink's edits.
 func clone(p *Program) *Program {
 	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps)), Manual: p.Manual, Defaults: cloneAdd(p.Defaults),
-		OtherDefaults: cloneAdd(p.OtherDefaults)}
+		OtherDefaults: cloneAdd(p.OtherDefaults), EventsMaxLen: p.EventsMaxLen}
 	for i, s := range p.Steps {
 		s.Add = cloneAdd(s.Add)
 		if s.Children != nil {

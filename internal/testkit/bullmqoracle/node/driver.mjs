@@ -55,11 +55,14 @@ async function getQueue(args) {
   let p = queues.get(k);
   if (!p) {
     p = (async () => {
-      // defaultJobOptions count only on the call that opens the queue
+      // defaultJobOptions (and eventsMaxLen) count only on the call that opens the queue
       // (openQueue): later calls share the Queue as it was made.
       const opts = { connection: conns.queue, prefix: args.prefix, skipMetasUpdate };
       if (args.defaultJobOptions) {
         opts.defaultJobOptions = args.defaultJobOptions;
+      }
+      if (args.eventsMaxLen) {
+        opts.streams = { events: { maxLen: args.eventsMaxLen } };
       }
       const q = new Queue(args.queue, opts);
       q.on('error', (err) => console.error(`oracle queue ${args.queue} error:`, err.message));
