@@ -92,7 +92,7 @@ GOLANGCI ?= $(shell go env GOPATH)/bin/golangci-lint
 .PHONY: lint
 lint: ## golangci-lint with the project's rules (installs v2.15.0 if missing)
 	@test -x $(GOLANGCI) || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
-	$(GOLANGCI) run --build-tags cluster,lab ./...
+	$(GOLANGCI) run --allow-serial-runners --build-tags cluster,lab ./...
 
 .PHONY: build
 build: ## build the drover binary into ./bin
