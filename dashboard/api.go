@@ -1161,7 +1161,8 @@ type DrainRequest struct {
 }
 
 // drain deletes the jobs of a queue that wait to run, as `drover drain`
-// (inspect.Inspector.Drain): running and finished jobs stay.
+// (inspect.Inspector.DrainNamed): running and finished jobs stay. Its
+// audit entry names the first AuditJobIDsMax jobs deleted.
 func (h *Handler) drain(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
 	var req DrainRequest
 	if err := decode(r, &req); err != nil {
@@ -1186,11 +1187,11 @@ func (h *Handler) drain(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 			return grewError(e.Queue, "jobs waiting to run", now, *req.Expected)
 		}
 	}
-	n, err := h.ins.Drain(r.Context(), e.Queue, req.Delayed)
+	n, ids, err := h.ins.DrainNamed(r.Context(), e.Queue, req.Delayed, AuditJobIDsMax)
 	if err != nil {
 		return err
 	}
-	e.Jobs = n
+	e.Jobs, e.JobIDs = n, ids
 	writeJSON(w, http.StatusOK, map[string]int{"removed": n})
 	return nil
 }

@@ -583,6 +583,16 @@ func (i *Inspector) Drain(ctx context.Context, queue string, delayed bool) (int,
 	return q.Drain(ctx, delayed)
 }
 
+// DrainNamed is Drain that also names the first max jobs it deleted, for
+// an audit entry.
+func (i *Inspector) DrainNamed(ctx context.Context, queue string, delayed bool, max int) (int, []string, error) {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return 0, nil, err
+	}
+	return seam.Drain(ctx, q, delayed, max)
+}
+
 // Pause stops workers from taking queue's jobs.
 func (i *Inspector) Pause(ctx context.Context, queue string) error {
 	q, err := i.existing(ctx, queue)
