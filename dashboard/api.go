@@ -759,8 +759,11 @@ type CancelJobRequest struct {
 	// From is the state the job was seen in (the page sends the one it
 	// shows): active, or waiting, paused, prioritized or delayed, when a job
 	// a worker took since is refused (409) and its attempt goes on, so a
-	// confirmed "cancel this queued job" does not stop a running attempt.
-	// "" cancels the job in whichever of those states it is.
+	// confirmed "cancel this queued job" does not stop a running attempt;
+	// seen active, a job no worker runs now (its attempt failed and it went
+	// back to waiting or delayed) is refused (409) and keeps its attempts,
+	// so a confirmed "cancel the running attempt" does not fail a queued
+	// job for good. "" cancels the job in whichever of those states it is.
 	From drover.JobState `json:"from"`
 }
 

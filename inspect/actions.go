@@ -708,7 +708,11 @@ func (i *Inspector) CancelJob(ctx context.Context, queue, id, reason string, ret
 // if it still is not: a job a worker took since is refused with
 // drover.ErrNotInState naming it active, and its attempt goes on
 // (drover.CancelOptions.NotRunning), so a "cancel this queued job" does not
-// stop a running attempt. A job seen active is cancelled as CancelJob does.
+// stop a running attempt. A job seen active is cancelled only if a worker
+// still runs it (drover.CancelOptions.Running): one whose attempt failed
+// meanwhile and went back to waiting or delayed is refused with
+// drover.ErrNotInState naming its state, and keeps its next attempt, so a
+// "cancel this running attempt" does not fail a queued job for good.
 func (i *Inspector) CancelJobIn(ctx context.Context, queue, id string, seen drover.JobState, reason string, retry bool) error {
 	if ctx == nil {
 		return errNilContext
@@ -716,6 +720,7 @@ func (i *Inspector) CancelJobIn(ctx context.Context, queue, id string, seen drov
 	var notRunning bool
 	switch seen {
 	case drover.StateActive:
+		// Running below.
 	case drover.StateWaiting, drover.StatePaused, drover.StatePrioritized, drover.StateDelayed:
 		notRunning = true
 	default:
@@ -725,7 +730,7 @@ func (i *Inspector) CancelJobIn(ctx context.Context, queue, id string, seen drov
 	if err != nil {
 		return err
 	}
-	return q.CancelJob(ctx, id, reason, &drover.CancelOptions{Retry: retry, NotRunning: notRunning})
+	return q.CancelJob(ctx, id, reason, &drover.CancelOptions{Retry: retry, NotRunning: notRunning, Running: !notRunning})
 }
 
 // retryExcluded reports whether a bulk retry leaves a job that failed for
