@@ -1873,7 +1873,11 @@
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
       update(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id, 'data-key': sc.id },
         el('td', { class: 'mono' }, sc.id),
-        el('td', {}, sc.pattern ? `cron ${bi(sc.pattern)}` : `every ${exactMs(sc.every)}`),
+        // Its end date: a scheduler that stops tomorrow read as one that
+        // runs for ever.
+        el('td', {}, sc.pattern ? `cron ${bi(sc.pattern)}` : `every ${exactMs(sc.every)}`,
+          sc.endDate ? el('div', { class: 'muted', 'data-end': sc.endDate },
+            sc.endDate > Date.now() ? `until ${fmtTime(sc.endDate)} (${relative(sc.endDate)})` : `ended ${fmtTime(sc.endDate)} (${relative(sc.endDate)}): no more runs`) : null),
         // No tz: each worker, Node's or drover's, reads the pattern in its
         // own process's local time zone (cron-parser's rule).
         el('td', { 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
