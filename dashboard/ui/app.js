@@ -1615,7 +1615,7 @@
   function flowPanel(d) {
     const link = (r) => (r.prefix
       ? el('span', { class: 'mono', title: `under prefix ${bi(r.prefix)}, out of this dashboard's reach` }, bi(`${r.prefix}:${r.queue}/${r.id}`))
-      : el('a', { class: 'mono', href: `#/q/${enc(r.queue)}/job/${enc(r.id)}`, 'data-ref': `${r.queue}/${r.id}` }, `${r.queue}/${r.id}`));
+      : el('a', { class: 'mono', href: `#/q/${enc(r.queue)}/job/${enc(r.id)}`, 'data-ref': `${r.queue}/${r.id}` }, bi(`${r.queue}/${r.id}`)));
     const box = el('div', { class: 'panel', id: 'flow', 'data-part': 'flow' }, el('h2', {}, 'Flow'));
     if (d.parent) box.append(el('p', { id: 'flow-parent' }, 'Child of ', link(d.parent), '.', d.state === 'failed' ? ` ${childFailure(d.opts)}` : ''));
     const c = d.children;
@@ -1625,7 +1625,11 @@
         el('ul', { class: 'refs' }, ...refs.map((r) => el('li', { 'data-key': `${r.prefix || ''}:${r.queue}/${r.id}` }, link(r)))),
         total > refs.length ? el('p', { class: 'muted' }, `and ${total - refs.length} more`) : null) : null);
       box.append(...[list(d.state === 'waiting-children' ? 'Waiting for' : 'Pending', c.waitingFor, c.pending, 'flow-waiting'),
-        list('Failed the parent', c.failedChildren, c.failed, 'flow-failed')].filter(Boolean));
+        list('Failed the parent', c.failedChildren, c.failed, 'flow-failed'),
+        // The finished ones too: a finished flow's parent named none of
+        // its children, so they could not be reached from it.
+        list('Completed', c.completedChildren || [], c.completed, 'flow-completed'),
+        list('Failed, ignored by the parent', c.ignoredChildren || [], c.ignored, 'flow-ignored')].filter(Boolean));
     }
     return box;
   }
