@@ -674,13 +674,28 @@
     // A live region: a screen reader says why a sign-in was refused (the
     // grey line alone was silent) and why the session ended.
     const msg = el('p', { class: 'muted', id: 'signin-message', role: 'alert' }, note || '');
+    // One sign-in at a time: Enter pressed twice sent two logins, two
+    // failed sign-ins toward the lockout for one wrong password. A refused
+    // one empties the secret typed and puts the cursor back in it.
+    let sending = false;
     const form = el('form', {
       onsubmit: async (e) => {
         e.preventDefault();
+        if (sending) return;
+        sending = true;
+        form.setAttribute('aria-busy', 'true');
+        const secret = token.value ? token : pass;
         try {
           await api('login', { method: 'POST', body: token.value ? { token: token.value } : { user: user.value, password: pass.value } });
           start();
-        } catch (err) { msg.textContent = err.message; }
+        } catch (err) {
+          msg.textContent = err.message;
+          secret.value = '';
+          secret.focus();
+        } finally {
+          sending = false;
+          form.removeAttribute('aria-busy');
+        }
       },
     }, token, el('span', { class: 'muted' }, 'or'), user, pass, el('button', { class: 'primary', type: 'submit' }, 'Sign in'), msg);
     put($main, el('div', { class: 'panel signin' }, el('h1', {}, 'Sign in to the drover dashboard'), form));
