@@ -2016,8 +2016,15 @@
       } }, 'Sign out everyone')
       : null;
     const older = el('p');
+    // An older page says so and leads back: it looked like the first one,
+    // and old entries read as the latest. The cursor is a stream entry id,
+    // "<ms>-<seq>".
+    const since = Number(before.split('-')[0]);
+    const pageNote = before ? el('p', { id: 'audit-page-note', role: 'status' },
+      Number.isFinite(since) && since > 0 ? `Showing entries older than ${fmtTime(since)}. ` : 'Showing older entries. ',
+      el('a', { id: 'audit-newest', href: `#/audit?log=${log}` }, '← Newest entries')) : null;
     put($main, el('h1', {}, 'Audit log'), el('p', {}, tab('actions', 'Actions'), ' ', tab('security', 'Security events'), ' ', revoke),
-      el('p', { class: 'muted' }, intro),
+      el('p', { class: 'muted' }, intro), pageNote,
       el('div', { class: 'panel' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {}, ...['When', 'Who', 'Action', 'Queue', 'Job', 'Jobs', 'Outcome', 'Detail', 'From'].map((h) => el('th', {}, h)))), body)),
       older);
     const res = await api(`audit?log=${log}&limit=100${before ? `&before=${encodeURIComponent(before)}` : ''}`);
