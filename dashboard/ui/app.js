@@ -860,7 +860,7 @@
         {
           const body = { state, filter: filterText, resetAttempts: reset.checked, includeUnrecoverable: state === 'failed' && unrec.checked };
           let dry;
-          try { dry = await api(`queues/${seg(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
+          try { dry = await api(`queues/${seg(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(bi(e.message), true); return; }
           // Left out, each with its own reason: failed as unrecoverable, or
           // a flow parent a child failed (running it does not bring the
           // child back).
@@ -902,7 +902,7 @@
       // Cancel only for who may: a viewer (or a read-only dashboard) sees
       // another operator's retry run, and its click was refused (403).
       const cancel = app.session.canOperate ? el('button', { onclick: async () => {
-        try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST', local: true }); } catch (e) { toast(e.message, true); }
+        try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST', local: true }); } catch (e) { toast(bi(e.message), true); }
       } }, 'Cancel') : null;
       const skips = el('ul', { class: 'skips muted' });
       const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel, skips);
@@ -1119,7 +1119,7 @@
           // counted), not more that finished meanwhile.
           const body = { state: 'completed', grace: '1h' };
           let dry;
-          try { dry = await api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
+          try { dry = await api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(bi(e.message), true); return; }
           if (!dry.matched) { toast(`No completed job of ${bi(queue)} finished more than an hour ago.`); return; }
           const what = `${dry.matched} completed job${dry.matched === 1 ? '' : 's'}`;
           const res = await act('Clean completed jobs', `Remove ${bi(queue)}'s ${what} finished more than an hour ago?`, `Remove ${dry.matched}`,
@@ -1134,7 +1134,7 @@
           // and the delayed ones when the box is ticked. Running and
           // finished jobs stay.
           let now;
-          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(e.message, true); return; }
+          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(bi(e.message), true); return; }
           const c = now.counts;
           const waiting = (c.waiting || 0) + (c.paused || 0) + (c.prioritized || 0);
           const delayedN = c.delayed || 0;
@@ -1155,7 +1155,7 @@
           // goes, and a queue with running jobs is refused (nothing
           // changes) rather than offered.
           let now;
-          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(e.message, true); return; }
+          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(bi(e.message), true); return; }
           const c = now.counts;
           if (c.active > 0) {
             toast(`Queue ${bi(queue)} has ${c.active} active job${c.active === 1 ? '' : 's'}: obliterate is refused while jobs run (nothing changes). Wait for them, or stop their workers.`, true);
@@ -2012,7 +2012,7 @@
     const revoke = app.session && app.session.canAdmin && app.session.authEnabled
       ? el('button', { class: 'danger', onclick: async () => {
         if (!await confirmDialog('Sign out everyone', 'End every session, yours included? Users sign in again.', 'Sign out everyone', true)) return;
-        try { await api('sessions/revoke', { method: 'POST', body: {} }); location.reload(); } catch (e) { toast(e.message, true); }
+        try { await api('sessions/revoke', { method: 'POST', body: {} }); location.reload(); } catch (e) { toast(bi(e.message), true); }
       } }, 'Sign out everyone')
       : null;
     const older = el('p');
