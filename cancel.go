@@ -40,6 +40,14 @@ type CancelOptions struct {
 	// "stop its attempt". It cannot be combined with Retry (a job not
 	// running has no attempt to retry).
 	NotRunning bool
+	// Running cancels the job only if a worker runs it now: a job not
+	// running (its attempt failed and it went back to waiting or to
+	// delayed for its backoff, or no worker took it yet) is refused with
+	// ErrNotInState naming its state, and stays queued with its attempts.
+	// The check and the cancel are one Redis script. For callers that
+	// showed someone a running attempt and were told "cancel it", not
+	// "fail this job". It cannot be combined with NotRunning.
+	Running bool
 }
 
 // maxCancelReason bounds the reason CancelJob sends (it becomes the job's
@@ -103,17 +111,20 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 	}
 	retry := opts != nil && opts.Retry
 	notRunning := opts != nil && opts.NotRunning
-	if retry && notRunning {
-		return fmt.Errorf("%w: CancelOptions.Retry retries a running attempt and NotRunning refuses one; give at most one", ErrInvalidOption)
+	running := retry || opts != nil && opts.Running
+	if running && notRunning {
+		return fmt.Errorf("%w: CancelOptions.Retry and Running want a running attempt and NotRunning refuses one; give NotRunning alone", ErrInvalidOption)
 	}
 	want := "running (active with a live lock), waiting, prioritized or delayed"
 	switch {
 	case retry:
 		want = "running (active with a live lock): CancelOptions.Retry retries a running attempt"
+	case running:
+		want = "running (active with a live lock): not cancelled, it stays queued with its attempts"
 	case notRunning:
 		want = "waiting, prioritized or delayed (not cancelled: a worker runs it now and its attempt goes on)"
 	}
-	res, err := q.cancel(ctx, id, retry, notRunning, reason)
+	res, err := q.cancel(ctx, id, retry, running, notRunning, reason)
 	if err != nil {
 		return q.Job(id).stateErr(ctx, "cancel", want, err)
 	}
@@ -132,7 +143,7 @@ func (q *Queue) CancelJob(ctx context.Context, id, reason string, opts *CancelOp
 // cancel runs the cancel script with the job's removeOnFail, read from its
 // opts; the script refuses to act on other opts (the job was replaced
 // between the read and the script), and the read is made again.
-func (q *Queue) cancel(ctx context.Context, id string, retry, notRunning bool, reason string) (scripts.CancelResult, error) {
+func (q *Queue) cancel(ctx context.Context, id string, retry, running, notRunning bool, reason string) (scripts.CancelResult, error) {
 	failedReason := (&stopError{detail: strings.TrimSpace(reason)}).Error()
 	// One call token for the tries: only the run that fails the job
 	// records its reply, for a resend by the client (include/once.lua).
@@ -149,7 +160,7 @@ func (q *Queue) cancel(ctx context.Context, id string, retry, notRunning bool, r
 		if o, err := jobcodec.DecodeOpts(raw); err == nil {
 			spec = o.RemoveOnFail.Spec()
 		}
-		res, err := scripts.CancelJob(ctx, q.writes(), q.k, call, id, retry, notRunning, reason,
+		res, err := scripts.CancelJob(ctx, q.writes(), q.k, call, id, retry, running, notRunning, reason,
 			scripts.Queued{NowMs: q.now(ctx).UnixMilli(), FailedReason: failedReason, KeepSpec: spec, Opts: raw})
 		if err != nil || res != scripts.CancelStale {
 			return res, err

@@ -418,3 +418,49 @@ func TestCancelJobNotRunning(t *testing.T) {
 	default:
 	}
 }
+
+// TestCancelJobRunning: CancelOptions.Running refuses a job no worker runs
+// (waiting or delayed) with ErrNotInState naming its state, leaving it
+// queued, and cancels a running attempt as CancelJob does. Combined with
+// NotRunning it is refused before any I/O.
+func TestCancelJobRunning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupQueue(t)
+	opts := &drover.CancelOptions{Running: true}
+	for _, o := range []*drover.JobOptions{nil, {Delay: time.Hour}} {
+		res, err := b.queue.Add(ctx, "queued", nil, o)
+		require.NoError(t, err)
+		want, err := b.queue.GetJobState(ctx, res.Job.ID)
+		require.NoError(t, err)
+		err = b.queue.CancelJob(ctx, res.Job.ID, "stop", opts)
+		require.ErrorIs(t, err, drover.ErrNotInState)
+		require.ErrorContains(t, err, "it is "+string(want))
+		st, err := b.queue.GetJobState(ctx, res.Job.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, st)
+		require.NoError(t, b.queue.Job(res.Job.ID).Remove(ctx, nil))
+	}
+	require.ErrorIs(t, b.queue.CancelJob(ctx, "x", "stop", &drover.CancelOptions{NotRunning: true, Running: true}), drover.ErrInvalidOption)
+
+	cancelled := make(chan error, 1)
+	w, err := drover.NewWorker(b.rdb, b.name, drover.ProcessorFunc(func(ctx context.Context, _ *drover.Job) (any, error) {
+		<-ctx.Done()
+		cancelled <- context.Cause(ctx)
+		return nil, ctx.Err()
+	}), &drover.WorkerOptions{Prefix: b.prefix, DrainDelay: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	running, err := b.queue.Add(ctx, "running", nil, nil)
+	require.NoError(t, err)
+	b.waitState(t, running.Job.ID, drover.StateActive)
+	require.NoError(t, b.queue.CancelJob(ctx, running.Job.ID, "stop", opts))
+	select {
+	case err := <-cancelled:
+		require.ErrorIs(t, err, drover.ErrJobCancelled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running attempt was not cancelled")
+	}
+	b.waitState(t, running.Job.ID, drover.StateFailed)
+}

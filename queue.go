@@ -821,14 +821,21 @@ func (q *Queue) IsPaused(ctx context.Context) (bool, error) {
 // delayed when delayed is true). Active and finished jobs stay. It returns
 // how many jobs it deleted.
 func (q *Queue) Drain(ctx context.Context, delayed bool) (int, error) {
+	n, _, err := q.drainNamed(ctx, delayed, 0)
+	return n, err
+}
+
+// drainNamed is Drain that also names the first name jobs it deleted
+// (seam.Drain, for an audit entry).
+func (q *Queue) drainNamed(ctx context.Context, delayed bool, name int) (int, []string, error) {
 	if err := q.check(ctx); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	n, err := scripts.Drain(ctx, q.writes(), q.k, q.call(), delayed)
+	n, ids, err := scripts.Drain(ctx, q.writes(), q.k, q.call(), delayed, name)
 	if err != nil {
-		return 0, fmt.Errorf("drain queue %q: %w", q.name, err)
+		return 0, nil, fmt.Errorf("drain queue %q: %w", q.name, err)
 	}
-	return int(n), nil
+	return int(n), ids, nil
 }
 
 // ObliterateOptions configure Obliterate. Nil means defaults.

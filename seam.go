@@ -40,6 +40,9 @@ func init() {
 	seam.Promote = func(ctx context.Context, v any, n int, moved func([]string)) (int, error) {
 		return v.(*Queue).promoteIDs(ctx, n, moved)
 	}
+	seam.Drain = func(ctx context.Context, v any, delayed bool, name int) (int, []string, error) {
+		return v.(*Queue).drainNamed(ctx, delayed, name)
+	}
 	seam.CheckStalled = func(ctx context.Context, v any) {
 		w := v.(*Worker)
 		w.q.rdb.Del(ctx, w.q.k.StalledCheck()) // the once-per-interval guard

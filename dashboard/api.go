@@ -759,8 +759,11 @@ type CancelJobRequest struct {
 	// From is the state the job was seen in (the page sends the one it
 	// shows): active, or waiting, paused, prioritized or delayed, when a job
 	// a worker took since is refused (409) and its attempt goes on, so a
-	// confirmed "cancel this queued job" does not stop a running attempt.
-	// "" cancels the job in whichever of those states it is.
+	// confirmed "cancel this queued job" does not stop a running attempt;
+	// seen active, a job no worker runs now (its attempt failed and it went
+	// back to waiting or delayed) is refused (409) and keeps its attempts,
+	// so a confirmed "cancel the running attempt" does not fail a queued
+	// job for good. "" cancels the job in whichever of those states it is.
 	From drover.JobState `json:"from"`
 }
 
@@ -1161,7 +1164,8 @@ type DrainRequest struct {
 }
 
 // drain deletes the jobs of a queue that wait to run, as `drover drain`
-// (inspect.Inspector.Drain): running and finished jobs stay.
+// (inspect.Inspector.DrainNamed): running and finished jobs stay. Its
+// audit entry names the first AuditJobIDsMax jobs deleted.
 func (h *Handler) drain(w http.ResponseWriter, r *http.Request, e *AuditEntry) error {
 	var req DrainRequest
 	if err := decode(r, &req); err != nil {
@@ -1186,11 +1190,11 @@ func (h *Handler) drain(w http.ResponseWriter, r *http.Request, e *AuditEntry) e
 			return grewError(e.Queue, "jobs waiting to run", now, *req.Expected)
 		}
 	}
-	n, err := h.ins.Drain(r.Context(), e.Queue, req.Delayed)
+	n, ids, err := h.ins.DrainNamed(r.Context(), e.Queue, req.Delayed, AuditJobIDsMax)
 	if err != nil {
 		return err
 	}
-	e.Jobs = n
+	e.Jobs, e.JobIDs = n, ids
 	writeJSON(w, http.StatusOK, map[string]int{"removed": n})
 	return nil
 }

@@ -46,8 +46,10 @@ type AuditEntry struct {
 	// (retry-jobs: those it selected, newest first; its end entry,
 	// retry-jobs-finished: those selected less the skipped ones, which
 	// Detail names with why; clean: those it removed; promote-all: those
-	// it promoted, due first; a dry run: those it would change), so the
-	// log says which jobs, not only how many.
+	// it promoted, due first; drain: those it deleted, in the order it
+	// deleted them (wait, paused, delayed, prioritized); a dry run: those
+	// it would change), so the log says which jobs, not only how many.
+	// The drover command's promote, drain, clean and retry fill it alike.
 	JobIDs []string `json:"jobIds,omitempty"`
 	// Outcome is ok, denied (auth, role, CSRF, read-only), throttled,
 	// error, unknown (Redis did not answer in time, and

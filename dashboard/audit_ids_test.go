@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,37 @@ func TestRefusedBulkActionAuditSaysWhatWasAsked(t *testing.T) {
 	e = b.audit.last(t)
 	require.Equal(t, "clean", e.Action)
 	require.Contains(t, e.Detail, `grace="an hour"`)
+}
+
+// TestDrainAuditNamesTheJobs: a drain's audit entry names the first
+// AuditJobIDsMax jobs it deleted (waiting first, in the list's order, then
+// delayed), as a bulk retry, clean or promote-all does; it gave only the
+// count. A job scheduler's next run stays and is named by none.
+func TestDrainAuditNamesTheJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	q := b.queue(t, "dr")
+	var want []string
+	for n := range 22 {
+		id := fmt.Sprintf("w%02d", n)
+		_, err := q.Add(ctx, "x", nil, &drover.JobOptions{JobID: id})
+		require.NoError(t, err)
+		want = append(want, id)
+	}
+	for n := range 3 {
+		_, err := q.Add(ctx, "x", nil, &drover.JobOptions{JobID: fmt.Sprintf("d%d", n), Delay: time.Hour})
+		require.NoError(t, err)
+	}
+	_, err := q.UpsertJobScheduler(ctx, "tick", drover.RepeatOptions{Every: time.Hour}, nil)
+	require.NoError(t, err)
+	var res map[string]int
+	require.Equal(t, http.StatusOK, b.as(t, "").post("api/queues/dr/drain", dashboard.DrainRequest{Delayed: true}, &res))
+	require.Equal(t, 25, res["removed"])
+	e := b.audit.last(t)
+	require.Equal(t, "drain", e.Action)
+	require.Equal(t, 25, e.Jobs)
+	// LPUSH order: the newest add is first in wait.
+	slices.Reverse(want)
+	require.Equal(t, want[:dashboard.AuditJobIDsMax], e.JobIDs)
 }

@@ -90,7 +90,9 @@
 //     /api/session (each session has its own), and is refused when the
 //     browser says it came from another site.
 //   - Every mutating request, allowed or refused, produces an [AuditEntry]:
-//     who, what, when, on how many jobs, and the outcome. Entries go to
+//     who, what, when, on how many jobs and which (the first
+//     [AuditJobIDsMax] of a bulk action's: retry, clean, promote-all,
+//     drain), and the outcome. Entries go to
 //     Options.Audit and to two capped Redis streams kept apart: actions by
 //     signed-in users ([AuditActions]) and security events ([AuditSecurity]:
 //     sign-ins, requests without valid credentials, throttling), so

@@ -30,3 +30,32 @@ func TestUISignInSaysWhyItFailed(t *testing.T) {
 		return !!p.closest('[role="alert"], [aria-live="assertive"], [aria-live="polite"], [role="status"]'); })()`),
 		"the refusal is not in a live region")
 }
+
+// TestUISignInOneAttemptAtATime: a sign-in sent twice before the first
+// answer (Enter pressed twice, or Enter then a click) counts once: each
+// sent its own login, two failed sign-ins toward the lockout for one
+// wrong password. A refusal empties the password field and puts the
+// cursor in it, for the next try.
+func TestUISignInOneAttemptAtATime(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="user"]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name="user"]`), "otto"),
+		chromedp.SendKeys(chromedp.CSS(`input[name="password"]`), "not-the-password"))
+	evalJS[bool](t, tab, `(() => { const f = document.querySelector('form'); f.requestSubmit(); f.requestSubmit(); return true; })()`)
+	testkit.WaitFor(t, 20*time.Second, "the reason", func() bool {
+		return text(t, tab, `#signin-message`) != ""
+	})
+	time.Sleep(300 * time.Millisecond) // a second login, if sent, is audited by now
+	n := 0
+	for _, e := range b.audit.all() {
+		if e.Action == "login" {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "logins sent for one wrong password")
+	require.Equal(t, "", evalJS[string](t, tab, `document.querySelector('input[name="password"]').value`))
+	require.Equal(t, "password", evalJS[string](t, tab, `document.activeElement.name`))
+}

@@ -583,6 +583,16 @@ func (i *Inspector) Drain(ctx context.Context, queue string, delayed bool) (int,
 	return q.Drain(ctx, delayed)
 }
 
+// DrainNamed is Drain that also names the first max jobs it deleted, for
+// an audit entry.
+func (i *Inspector) DrainNamed(ctx context.Context, queue string, delayed bool, max int) (int, []string, error) {
+	q, err := i.existing(ctx, queue)
+	if err != nil {
+		return 0, nil, err
+	}
+	return seam.Drain(ctx, q, delayed, max)
+}
+
 // Pause stops workers from taking queue's jobs.
 func (i *Inspector) Pause(ctx context.Context, queue string) error {
 	q, err := i.existing(ctx, queue)
@@ -698,7 +708,11 @@ func (i *Inspector) CancelJob(ctx context.Context, queue, id, reason string, ret
 // if it still is not: a job a worker took since is refused with
 // drover.ErrNotInState naming it active, and its attempt goes on
 // (drover.CancelOptions.NotRunning), so a "cancel this queued job" does not
-// stop a running attempt. A job seen active is cancelled as CancelJob does.
+// stop a running attempt. A job seen active is cancelled only if a worker
+// still runs it (drover.CancelOptions.Running): one whose attempt failed
+// meanwhile and went back to waiting or delayed is refused with
+// drover.ErrNotInState naming its state, and keeps its next attempt, so a
+// "cancel this running attempt" does not fail a queued job for good.
 func (i *Inspector) CancelJobIn(ctx context.Context, queue, id string, seen drover.JobState, reason string, retry bool) error {
 	if ctx == nil {
 		return errNilContext
@@ -706,6 +720,7 @@ func (i *Inspector) CancelJobIn(ctx context.Context, queue, id string, seen drov
 	var notRunning bool
 	switch seen {
 	case drover.StateActive:
+		// Running below.
 	case drover.StateWaiting, drover.StatePaused, drover.StatePrioritized, drover.StateDelayed:
 		notRunning = true
 	default:
@@ -715,7 +730,7 @@ func (i *Inspector) CancelJobIn(ctx context.Context, queue, id string, seen drov
 	if err != nil {
 		return err
 	}
-	return q.CancelJob(ctx, id, reason, &drover.CancelOptions{Retry: retry, NotRunning: notRunning})
+	return q.CancelJob(ctx, id, reason, &drover.CancelOptions{Retry: retry, NotRunning: notRunning, Running: !notRunning})
 }
 
 // retryExcluded reports whether a bulk retry leaves a job that failed for

@@ -1014,8 +1014,8 @@ func (i *Inspector) refOf(r drover.JobRef) *JobRef {
 const ChildrenShown = 20
 
 // Children are a flow parent's children by how they stand (BullMQ's
-// dependency counts), naming up to ChildrenShown of the pending and of the
-// failed ones.
+// dependency counts), naming up to ChildrenShown of each: pending, failed,
+// completed and failed-but-ignored.
 type Children struct {
 	Pending   int64 `json:"pending"`
 	Completed int64 `json:"completed"`
@@ -1025,6 +1025,11 @@ type Children struct {
 	Ignored int64    `json:"ignored"`
 	Waiting []JobRef `json:"waitingFor"`
 	Failing []JobRef `json:"failedChildren"`
+	// Done names completed children; IgnoredRefs those whose failure the
+	// parent ignored. The page of a finished flow's parent named none of
+	// its children.
+	Done        []JobRef `json:"completedChildren"`
+	IgnoredRefs []JobRef `json:"ignoredChildren"`
 }
 
 // children reads job id's flow children in one round trip: nil when it has
@@ -1033,7 +1038,7 @@ func (i *Inspector) children(ctx context.Context, queue, id string) (*Children, 
 	k := i.keys(queue)
 	var pending, failed, completed, ignored *redis.IntCmd
 	var someFailed *redis.StringSliceCmd
-	var someWaiting *redis.ScanCmd
+	var someWaiting, someDone, someIgnored *redis.ScanCmd
 	_, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		pending = p.SCard(ctx, k.Dependencies(id))
 		completed = p.HLen(ctx, k.Processed(id))
@@ -1046,6 +1051,10 @@ func (i *Inspector) children(ctx context.Context, queue, id string) (*Children, 
 		// read to the next.
 		someWaiting = p.SScan(ctx, k.Dependencies(id), 0, "", ChildrenShown)
 		someFailed = p.ZRange(ctx, k.Unsuccessful(id), 0, ChildrenShown-1)
+		// HSCAN with values (NOVALUES needs Redis 7.4): a small hash in
+		// one step, whole; a big one about COUNT fields.
+		someDone = p.HScan(ctx, k.Processed(id), 0, "", ChildrenShown)
+		someIgnored = p.HScan(ctx, k.IgnoredFailures(id), 0, "", ChildrenShown)
 		return nil
 	})
 	if err != nil {
@@ -1064,10 +1073,22 @@ func (i *Inspector) children(ctx context.Context, queue, id string) (*Children, 
 		}
 		return out
 	}
-	waiting, _ := someWaiting.Val()
-	slices.Sort(waiting)
-	waiting = waiting[:min(len(waiting), ChildrenShown)]
-	c.Waiting, c.Failing = refs(waiting), refs(someFailed.Val())
+	first := func(scan *redis.ScanCmd) []string {
+		keys, _ := scan.Val()
+		slices.Sort(keys)
+		return keys[:min(len(keys), ChildrenShown)]
+	}
+	fields := func(scan *redis.ScanCmd) []string {
+		pairs, _ := scan.Val()
+		var keys []string
+		for n := 0; n+1 < len(pairs); n += 2 {
+			keys = append(keys, pairs[n])
+		}
+		slices.Sort(keys)
+		return keys[:min(len(keys), ChildrenShown)]
+	}
+	c.Waiting, c.Failing = refs(first(someWaiting)), refs(someFailed.Val())
+	c.Done, c.IgnoredRefs = refs(fields(someDone)), refs(fields(someIgnored))
 	return c, nil
 }
 

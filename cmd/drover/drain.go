@@ -84,9 +84,9 @@ func (c *drainCmd) Run(ctx context.Context, args []string) error {
 			return nil
 		}
 	}
-	n, err := ins.Drain(ctx, queue, *delayed)
+	n, drained, err := ins.DrainNamed(ctx, queue, *delayed, dashboard.AuditJobIDsMax)
 	fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "drain", Queue: queue,
-		Detail: fmt.Sprintf("delayed=%t", *delayed), Jobs: n}, err)
+		Detail: fmt.Sprintf("delayed=%t", *delayed), Jobs: n, JobIDs: drained}, err)
 	if err != nil {
 		return err
 	}

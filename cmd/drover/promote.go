@@ -73,12 +73,13 @@ func (c *promoteCmd) Run(ctx context.Context, args []string) error {
 	if len(ids) == 0 {
 		detail := ""
 		if *limit > 0 {
-			n, _, err = ins.PromoteUpTo(ctx, queue, *limit)
 			detail = fmt.Sprintf("limit=%d", *limit)
-		} else {
-			n, err = ins.PromoteAll(ctx, queue)
 		}
-		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-all", Queue: queue, Detail: detail, Jobs: n}, err)
+		// The entry names the first jobs promoted, due first, as the
+		// dashboard's promote-all does.
+		var promoted []string
+		n, promoted, _, err = ins.PromoteNamed(ctx, queue, *limit, dashboard.AuditJobIDsMax)
+		fs.redis.record(ctx, c.errOut, dashboard.AuditEntry{Action: "promote-all", Queue: queue, Detail: detail, Jobs: n, JobIDs: promoted}, err)
 		if err != nil {
 			return err
 		}

@@ -114,4 +114,17 @@ func TestPromoteAllPreviewAndLimit(t *testing.T) {
 	_, err = run("promote", "q", "--limit", "-1")
 	require.ErrorContains(t, err, "--limit must not be negative")
 	require.Equal(t, drover.StateDelayed, states()[2])
+
+	// The audit entries name the jobs promoted, as the dashboard's
+	// promote-all does; they gave the count alone.
+	out, err = run("promote", "q")
+	require.NoError(t, err, out)
+	require.Equal(t, "promoted 1 delayed jobs in q\n", out)
+	entries := readAudit(t, rdb, prefix).Entries
+	require.Len(t, entries, 2)
+	require.Equal(t, "promote-all", entries[1].Action)
+	require.Equal(t, 2, entries[1].Jobs)
+	require.Equal(t, []string{"a", "b"}, entries[1].JobIDs)
+	require.Equal(t, 1, entries[0].Jobs)
+	require.Equal(t, []string{"c"}, entries[0].JobIDs)
 }

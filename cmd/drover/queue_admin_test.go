@@ -148,8 +148,10 @@ func TestDrainCountsAsksAndKeepsTheRest(t *testing.T) {
 	require.Equal(t, "drain", entries[1].Action)
 	require.Equal(t, 3, entries[1].Jobs)
 	require.Equal(t, "delayed=false", entries[1].Detail)
+	require.Equal(t, []string{"w2", "w1", "p1"}, entries[1].JobIDs, "the entry names the jobs drained (wait's order, then prioritized)")
 	require.Equal(t, 1, entries[0].Jobs)
 	require.Equal(t, "delayed=true", entries[0].Detail)
+	require.Equal(t, []string{"d1"}, entries[0].JobIDs)
 }
 
 // TestObliterateRefusesWhileJobsRunAndAsks: `drover obliterate` refuses a

@@ -67,6 +67,27 @@
     }
   }
   const enc = encodeURIComponent;
+  // bi isolates a value set into a sentence (a queue name, job id or
+  // name, failed reason, user, error message) from the words around it,
+  // as nameEl's dir="auto" does for a name shown alone: a right-to-left
+  // override (U+202E) or an Arabic or Hebrew name in a job id ran on into
+  // the rest of a toast, a dialog, a live-feed line or the window's title
+  // ("Job ‮abc promoted." was drawn "Job .detomorp cba"). The value goes
+  // between FSI and PDI (U+2068, U+2069), each of its own isolates closed
+  // and each stray PDI of it matched, so nothing in it ends the isolate
+  // early or leaves one open. Text with no right-to-left letter and no
+  // bidi control is returned as it is.
+  const BIDI = /[\u0590-\u08FF\u200E\u200F\u202A-\u202E\u2066-\u2069\uFB1D-\uFDFF\uFE70-\uFEFE]|[\u{10800}-\u{10FFF}\u{1E800}-\u{1EFFF}]/u;
+  function bi(v) {
+    const s = String(v);
+    if (!BIDI.test(s)) return s;
+    let open = 0, stray = 0;
+    for (const c of s) {
+      if (c === '\u2066' || c === '\u2067' || c === '\u2068') open++;
+      else if (c === '\u2069') { if (open > 0) open--; else stray++; }
+    }
+    return '\u2068'.repeat(1 + stray) + s + '\u2069'.repeat(1 + stray + open);
+  }
   // seg spells a queue name or job id as an API path segment. "." and ".."
   // never reach the server (every URL parser removes such segments, %2e
   // spellings too), yet BullMQ accepts them as names: the API reads a
@@ -353,7 +374,7 @@
       // one person is not sent as another (it went through in the new
       // user's name and role, and the audit log named them).
       if (fresh && (fresh.user !== was.user || fresh.role !== was.role)) {
-        const err = new Error(`this browser is now signed in as ${fresh.user} (${fresh.role}), from another tab, not as ${was.user}: nothing was sent. Check the page and try again`);
+        const err = new Error(`this browser is now signed in as ${bi(fresh.user)} (${fresh.role}), from another tab, not as ${bi(was.user)}: nothing was sent. Check the page and try again`);
         err.status = 409;
         throw err;
       }
@@ -467,7 +488,7 @@
     } catch (e) {
       // Not "failed": the action was sent and may have happened.
       if (e.outcome === 'unknown') toast(`${title}: outcome unknown. Redis did not answer in time, so it may or may not have happened; check before repeating it.`, true);
-      else toast(`${title} failed: ${e.message}`, true);
+      else toast(`${title} failed: ${bi(e.message)}`, true);
       return null;
     }
   }
@@ -534,7 +555,7 @@
   // overview's every 5 s, a busy queue page's several times a second).
   function showAlerts(alerts) {
     update($alerts, ...(alerts || []).map((a) =>
-      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind, 'data-key': `${a.kind}:${a.queue}` }, `${a.queue}: ${alertText(a.message)}`)));
+      el('div', { class: `alert alert-${a.kind}`, role: 'alert', 'data-alert': a.kind, 'data-key': `${a.kind}:${a.queue}` }, `${bi(a.queue)}: ${alertText(a.message)}`)));
   }
 
   // titled names the page shown in the window's title: every page was
@@ -553,9 +574,9 @@
   function noQueue(queue, e) {
     if (!e || e.status !== 404 || e.missing !== 'queue') return false;
     leavePage();
-    titled(`No queue ${queue}`);
+    titled(`No queue ${bi(queue)}`);
     put($main, crumbs({ text: 'Queues', href: '#/' }, { text: queue }),
-      el('div', { class: 'panel', id: 'not-found' }, el('h1', {}, `No queue named ${queue}`), el('p', {}, e.message),
+      el('div', { class: 'panel', id: 'not-found' }, el('h1', {}, `No queue named ${bi(queue)}`), el('p', {}, e.message),
         el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
     return true;
   }
@@ -564,7 +585,7 @@
   function noPage(hash) {
     titled('No such page');
     put($main, el('div', { class: 'panel', id: 'not-found' }, el('h1', {}, 'No such page'),
-      el('p', {}, `Nothing lives at #${hash}.`), el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
+      el('p', {}, `Nothing lives at #${bi(hash)}.`), el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
   }
 
   function crumbs(...parts) {
@@ -587,15 +608,15 @@
 
   function feedItem(ev) {
     let what = ev.name;
-    if (ev.jobId) what += ` job ${ev.jobId}`;
+    if (ev.jobId) what += ` job ${bi(ev.jobId)}`;
     if (ev.prev) what += ` (from ${ev.prev})`;
-    if (ev.failedReason) what += `: ${ev.failedReason}`;
+    if (ev.failedReason) what += `: ${bi(ev.failedReason)}`;
     if (ev.delayUntil) what += ` until ${fmtTime(ev.delayUntil)}`;
     if (ev.count) what += `: ${ev.count} job${ev.count === 1 ? '' : 's'}`;
-    if (ev.deduplicationId) what += ` holds ${ev.deduplicationId}`;
+    if (ev.deduplicationId) what += ` holds ${bi(ev.deduplicationId)}`;
     if (ev.name === 'progress' && ev.data !== undefined) {
       const v = JSON.stringify(ev.data);
-      what += `: ${v.length > 80 ? `${v.slice(0, 79)}…` : v}`;
+      what += `: ${bi(v.length > 80 ? `${v.slice(0, 79)}…` : v)}`;
     }
     return el('li', {}, el('span', { class: 't' }, fmtTime(ev.time)), what);
   }
@@ -607,7 +628,7 @@
     put($nav, ...[el('a', { href: '#/' }, 'Queues'), s ? el('a', { href: '#/workers' }, 'Workers') : null, s && s.role === 'admin' ? el('a', { href: '#/audit' }, 'Audit log') : null, s ? search : null].filter(Boolean));
     if (!s) { put($who, ); return; }
     put($who, ...[
-      el('span', { id: 'whoami' }, `${s.user} (${s.role})`),
+      el('span', { id: 'whoami' }, `${bi(s.user)} (${s.role})`),
       s.readOnly ? el('span', { class: 'badge' }, 'read-only') : null,
       s.authEnabled ? el('button', { id: 'sign-out', onclick: signOut }, 'Sign out') : null,
     ].filter(Boolean));
@@ -653,13 +674,28 @@
     // A live region: a screen reader says why a sign-in was refused (the
     // grey line alone was silent) and why the session ended.
     const msg = el('p', { class: 'muted', id: 'signin-message', role: 'alert' }, note || '');
+    // One sign-in at a time: Enter pressed twice sent two logins, two
+    // failed sign-ins toward the lockout for one wrong password. A refused
+    // one empties the secret typed and puts the cursor back in it.
+    let sending = false;
     const form = el('form', {
       onsubmit: async (e) => {
         e.preventDefault();
+        if (sending) return;
+        sending = true;
+        form.setAttribute('aria-busy', 'true');
+        const secret = token.value ? token : pass;
         try {
           await api('login', { method: 'POST', body: token.value ? { token: token.value } : { user: user.value, password: pass.value } });
           start();
-        } catch (err) { msg.textContent = err.message; }
+        } catch (err) {
+          msg.textContent = err.message;
+          secret.value = '';
+          secret.focus();
+        } finally {
+          sending = false;
+          form.removeAttribute('aria-busy');
+        }
       },
     }, token, el('span', { class: 'muted' }, 'or'), user, pass, el('button', { class: 'primary', type: 'submit' }, 'Sign in'), msg);
     put($main, el('div', { class: 'panel signin' }, el('h1', {}, 'Sign in to the drover dashboard'), form));
@@ -692,13 +728,13 @@
       const needle = search.value.trim().toLowerCase();
       const shown = needle ? ov.queues.filter((q) => q.name.toLowerCase().includes(needle)) : ov.queues;
       const n = ov.queues.length;
-      info.textContent = `Prefix ${ov.prefix}: ${n} queue${n === 1 ? '' : 's'}${needle ? `, ${shown.length} with "${search.value.trim()}" in the name` : ''}. Refreshes every 5 seconds.`;
+      info.textContent = `Prefix ${bi(ov.prefix)}: ${n} queue${n === 1 ? '' : 's'}${needle ? `, ${shown.length} with "${bi(search.value.trim())}" in the name` : ''}. Refreshes every 5 seconds.`;
       update(body, ...shown.map((q) => el('tr', { 'data-queue': q.name, 'data-key': q.name },
         el('td', {}, el('a', { href: `#/q/${enc(q.name)}`, class: 'name', dir: 'auto', title: q.name }, q.name), q.paused ? pausedBadge(q) : null, ...limitBadges(q, false)),
         ...OVERVIEW_STATES.map((s) => el('td', { class: 'num', 'data-state': s }, q.counts[camel(s)])),
         el('td', {}, ...q.alerts.map((a) => el('span', { class: 'badge rs-failed', title: alertText(a.message) }, a.kind))))),
       n ? null : el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No queues under this prefix yet.')),
-      n && !shown.length ? el('tr', {}, el('td', { colspan: 9, class: 'muted', id: 'no-queue-match' }, `No queue has "${search.value.trim()}" in its name.`)) : null);
+      n && !shown.length ? el('tr', {}, el('td', { colspan: 9, class: 'muted', id: 'no-queue-match' }, `No queue has "${bi(search.value.trim())}" in its name.`)) : null);
     };
     search.addEventListener('input', debounce(150, () => {
       if (gen !== app.render) return;
@@ -709,7 +745,7 @@
     put($main, el('h1', {}, 'Queues'), el('div', { class: 'row' }, search), info, el('div', { class: 'panel' }, table));
     async function load() {
       let fresh;
-      try { fresh = await api('overview'); } catch (e) { if (gen === app.render) info.textContent = `Could not load queues: ${e.message}`; return; }
+      try { fresh = await api('overview'); } catch (e) { if (gen === app.render) info.textContent = `Could not load queues: ${bi(e.message)}`; return; }
       if (gen !== app.render) return;
       ov = fresh;
       showAlerts(ov.alerts);
@@ -730,7 +766,7 @@
 
   async function pageQueue(queue, params) {
     const gen = app.render;
-    titled(queue);
+    titled(bi(queue));
     const s = app.session;
     // Without a state asked for, open the tab that has jobs: failures
     // first, then what is running or waiting, completed last.
@@ -745,7 +781,7 @@
       state = info ? ['failed', 'active', 'waiting', 'delayed', 'prioritized', 'paused', 'waiting-children', 'completed']
         .find((st) => info.counts[camel(st)] > 0) || 'failed' : 'failed';
     }
-    titled(`${state} jobs`, queue);
+    titled(`${state} jobs`, bi(queue));
     const filter = { name: params.get('name') || '', reason: params.get('reason') || '', left: params.get('left') || '', error: params.get('error') || '' };
     const offset = Number(params.get('offset') || 0);
     // after/before are the cursors of the page turned from: the page goes
@@ -782,15 +818,15 @@
     };
     const filterForm = el('form', { class: 'row', onsubmit: (e) => { e.preventDefault(); go({ name: nameIn.value, reason: reasonIn.value, left: leftIn.value, error: filter.error }); } },
       nameIn, reasonIn, leftIn,
-      filter.error ? el('span', { class: 'badge chip', id: 'error-filter' }, `error: ${filter.error}`, el('a', { href: '#', 'aria-label': 'remove the error filter', title: 'remove the error filter', onclick: (e) => { e.preventDefault(); go({ name: filter.name, reason: filter.reason, left: filter.left }); } }, ' ×')) : null,
+      filter.error ? el('span', { class: 'badge chip', id: 'error-filter' }, `error: ${bi(filter.error)}`, el('a', { href: '#', 'aria-label': 'remove the error filter', title: 'remove the error filter', onclick: (e) => { e.preventDefault(); go({ name: filter.name, reason: filter.reason, left: filter.left }); } }, ' ×')) : null,
       el('button', { type: 'submit' }, 'Filter'),
       el('button', { type: 'button', onclick: () => go({}) }, 'Clear'));
     const filterExpr = () => {
       const parts = [];
-      if (filter.name) parts.push(`name=${JSON.stringify(filter.name)}`);
-      if (filter.reason) parts.push(`reason=${JSON.stringify(filter.reason)}`);
+      if (filter.name) parts.push(`name=${bi(JSON.stringify(filter.name))}`);
+      if (filter.reason) parts.push(`reason=${bi(JSON.stringify(filter.reason))}`);
       if (filter.left !== '') parts.push(`left<=${filter.left}`);
-      if (filter.error) parts.push(`error=${JSON.stringify(filter.error)}`);
+      if (filter.error) parts.push(`error=${bi(JSON.stringify(filter.error))}`);
       return parts.join(' ');
     };
 
@@ -799,10 +835,10 @@
     const shownFilter = () => {
       const parts = [];
       const name = nameIn.value.trim(), reason = reasonIn.value.trim(), left = leftIn.value.trim();
-      if (name) parts.push(`name=${JSON.stringify(name)}`);
-      if (reason) parts.push(`reason=${JSON.stringify(reason)}`);
+      if (name) parts.push(`name=${bi(JSON.stringify(name))}`);
+      if (reason) parts.push(`reason=${bi(JSON.stringify(reason))}`);
       if (left !== '') parts.push(`left<=${left}`);
-      if (filter.error) parts.push(`error=${JSON.stringify(filter.error)}`);
+      if (filter.error) parts.push(`error=${bi(JSON.stringify(filter.error))}`);
       return parts.join(' ');
     };
     const bulk = el('div', { class: 'row' });
@@ -824,7 +860,7 @@
         {
           const body = { state, filter: filterText, resetAttempts: reset.checked, includeUnrecoverable: state === 'failed' && unrec.checked };
           let dry;
-          try { dry = await api(`queues/${seg(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
+          try { dry = await api(`queues/${seg(queue)}/retry`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(bi(e.message), true); return; }
           // Left out, each with its own reason: failed as unrecoverable, or
           // a flow parent a child failed (running it does not bring the
           // child back).
@@ -836,7 +872,7 @@
           if (!dry.matched) { toast(`No job matches.${excluded}`); return; }
           const what = `${dry.matched} ${state} job${dry.matched === 1 ? '' : 's'}`;
           const message = el('div', { id: 'retry-preview' },
-            el('p', {}, `Retry ${what}${body.filter ? ` matching ${body.filter}` : ' (no filter: every one)'}, `,
+            el('p', {}, `Retry ${what}${body.filter ? ` matching ${bi(body.filter)}` : ' (no filter: every one)'}, `,
               body.resetAttempts ? 'with fresh attempts (their budgets start over)' : 'keeping their spent attempts', '?', excluded,
               ' They move back to wait in paced chunks; you can cancel while it runs.',
               // What "these" means once jobs move: the ones counted now,
@@ -866,7 +902,7 @@
       // Cancel only for who may: a viewer (or a read-only dashboard) sees
       // another operator's retry run, and its click was refused (403).
       const cancel = app.session.canOperate ? el('button', { onclick: async () => {
-        try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST', local: true }); } catch (e) { toast(e.message, true); }
+        try { await api(`operations/${seg(op.id)}/cancel`, { method: 'POST', local: true }); } catch (e) { toast(bi(e.message), true); }
       } }, 'Cancel') : null;
       const skips = el('ul', { class: 'skips muted' });
       const box = el('div', { class: 'operation row', 'data-operation': op.id, 'data-status': op.status }, el('strong', {}, 'Bulk retry'), bar, line, cancel, skips);
@@ -877,7 +913,7 @@
         bar.value = o.done;
         line.textContent = o.status === 'running'
           ? `${o.done} of ${o.total || '?'} handled (${o.retried} retried)`
-          : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (${skipWhy(o)})` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${o.error}` : ''}`;
+          : `${o.status}: retried ${o.retried}${o.skipped ? `, ${o.skipped} skipped (${skipWhy(o)})` : ''} of ${o.total}${o.error && o.status !== 'cancelled' ? ` — ${bi(o.error)}` : ''}`;
         // Each skipped job with why, as far as the operation names them.
         update(skips, ...(o.skips || []).map((k) => el('li', { 'data-skip': k.id, 'data-key': k.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(k.id)}`, class: 'mono' }, k.id), `: ${k.reason}`)));
         if (o.status !== 'running' && cancel) cancel.remove();
@@ -920,14 +956,14 @@
       if (asc) q.set('asc', '1');
       try {
         [qp, page] = await Promise.all([api(`queues/${seg(queue)}`), api(`queues/${seg(queue)}/jobs?${q}`)]);
-      } catch (e) { if (!noQueue(queue, e)) summary.textContent = `Could not load: ${e.message}`; return; }
+      } catch (e) { if (!noQueue(queue, e)) summary.textContent = `Could not load: ${bi(e.message)}`; return; }
       if (gen !== app.render) return;
       showAlerts(qp.alerts);
       putKeep(head, nameEl(queue), qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
       update(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
         el('a', { href: `#/q/${enc(queue)}?state=${st}`, 'data-key': st, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
-      summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${filterExpr()}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
+      summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${bi(filterExpr())}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
       const bad = page.unreadable || [];
       update(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
         `${bad.length} job${bad.length === 1 ? '' : 's'} of this page could not be read (the hash does not decode: another tool wrote it, or it is damaged): `,
@@ -938,14 +974,14 @@
         el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(j.progress)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
         el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`),
         el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
-          : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${j.processedBy}` : ''}`
+          : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${bi(j.processedBy)}` : ''}`
             : fmtTime(j.finishedOn || j.processedOn || j.timestamp)),
         el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || '')));
       // A filter that matches nothing says so: "No jobs here." under "3
       // failed jobs; showing those matching …" read as if the 3 were lost.
       if (!page.jobs.length) {
         rows.push(el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'no-jobs' }, filterExpr() && !after && !before
-          ? `No ${state} job matches ${filterExpr()}${page.truncated ? ` among the ${page.scanned} scanned` : ''}.`
+          ? `No ${state} job matches ${bi(filterExpr())}${page.truncated ? ` among the ${page.scanned} scanned` : ''}.`
           : 'No jobs here.')));
       }
       update(tbody, rows);
@@ -971,7 +1007,7 @@
       // A failed read says why the panel is empty (a Redis ACL refusing
       // MULTI, which BullMQ's metrics read uses, leaves the rest working).
       api(`queues/${seg(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); },
-        (e) => { if (gen === app.render) put(thru, el('p', { class: 'muted', id: 'throughput-facts' }, `Could not load the throughput: ${e.message}`)); });
+        (e) => { if (gen === app.render) put(thru, el('p', { class: 'muted', id: 'throughput-facts' }, `Could not load the throughput: ${bi(e.message)}`)); });
       if (state === 'failed') {
         let fr;
         try { fr = await api(`queues/${seg(queue)}/failures`); } catch (e) { put(groups, el('p', { class: 'muted' }, e.message)); return; }
@@ -998,10 +1034,10 @@
   // turns (inspect.Moved), and what the page shows instead.
   function movedNote(m, state, back) {
     const where = back ? 'ends right before' : 'goes on right after';
-    if (!m.gone) return `The ${state} list changed since the last page: job ${m.id} is now at position ${m.to + 1} (it was at ${m.from + 1}). This page ${where} it, so no job is skipped or shown twice.`;
-    if (m.approximate) return `Job ${m.id}, at the edge of the last page, has left the ${state} list, and so have the jobs next to it. This page ${back ? 'ends' : 'starts'} where it was (position ${m.to + 1}); jobs that moved meanwhile may be skipped or shown twice.`;
-    if (['waiting', 'active', 'paused'].includes(state)) return `Job ${m.id}, at the edge of the last page, has left the ${state} list. This page ${where} the jobs that were next to it, so no job is skipped or shown twice.`;
-    return `Job ${m.id}, at the edge of the last page, has left the ${state} list (or came back to it later). This page ${back ? 'ends' : 'starts'} where it was in the order.`;
+    if (!m.gone) return `The ${state} list changed since the last page: job ${bi(m.id)} is now at position ${m.to + 1} (it was at ${m.from + 1}). This page ${where} it, so no job is skipped or shown twice.`;
+    if (m.approximate) return `Job ${bi(m.id)}, at the edge of the last page, has left the ${state} list, and so have the jobs next to it. This page ${back ? 'ends' : 'starts'} where it was (position ${m.to + 1}); jobs that moved meanwhile may be skipped or shown twice.`;
+    if (['waiting', 'active', 'paused'].includes(state)) return `Job ${bi(m.id)}, at the edge of the last page, has left the ${state} list. This page ${where} the jobs that were next to it, so no job is skipped or shown twice.`;
+    return `Job ${bi(m.id)}, at the edge of the last page, has left the ${state} list (or came back to it later). This page ${back ? 'ends' : 'starts'} where it was in the order.`;
   }
 
   function camel(state) { return state === 'waiting-children' ? 'waitingChildren' : state; }
@@ -1023,7 +1059,7 @@
           // The count confirmed is the most that runs: jobs delayed after
           // the page counted stay delayed.
           const shown = cur.qp.counts.delayed;
-          const res = await act('Promote delayed jobs', `Run the ${shown} delayed jobs of ${queue} now? Jobs waiting for backoff keep their attempts.`, 'Promote',
+          const res = await act('Promote delayed jobs', `Run the ${shown} delayed jobs of ${bi(queue)} now? Jobs waiting for backoff keep their attempts.`, 'Promote',
             () => api(`queues/${seg(queue)}/promote`, { method: 'POST', body: { limit: shown } }));
           if (res) {
             toast(`Promoted ${res.promoted} jobs.` + (res.left > 0 ? ` ${res.left} delayed since the count stay delayed.` : ''));
@@ -1037,12 +1073,12 @@
         id: 'pause-queue',
         onclick: async () => {
           const paused = cur.qp.paused;
-          const res = await act(paused ? 'Resume queue' : 'Pause queue', paused ? `Let workers take the jobs of ${queue} again?` : `Stop workers from taking the jobs of ${queue}? Running jobs finish.`, paused ? 'Resume' : 'Pause',
+          const res = await act(paused ? 'Resume queue' : 'Pause queue', paused ? `Let workers take the jobs of ${bi(queue)} again?` : `Stop workers from taking the jobs of ${bi(queue)}? Running jobs finish.`, paused ? 'Resume' : 'Pause',
             () => api(`queues/${seg(queue)}/${paused ? 'resume' : 'pause'}`, { method: 'POST' }), !paused);
           // Said, as every other action says what it did: the badge alone
           // changed, at the page's reload.
           if (res) {
-            toast(paused ? `Resumed ${queue}: workers take its jobs again.` : `Paused ${queue}: workers take none of its jobs until it is resumed; running jobs finish.`);
+            toast(paused ? `Resumed ${bi(queue)}: workers take its jobs again.` : `Paused ${bi(queue)}: workers take none of its jobs until it is resumed; running jobs finish.`);
             reload();
           }
         },
@@ -1058,7 +1094,7 @@
           const rdur = el('input', { type: 'number', min: 1, id: 'limit-rate-ms', class: 'narrow', placeholder: 'ms', value: l.rateLimit ? l.rateLimit.durationMs : '' });
           const unblock = el('input', { type: 'checkbox', id: 'limit-unblock' });
           const msg = el('div', {},
-            el('p', {}, `Limits every worker of ${queue} obeys, Node's and drover's. Leave a field empty to lift its limit.`),
+            el('p', {}, `Limits every worker of ${bi(queue)} obeys, Node's and drover's. Leave a field empty to lift its limit.`),
             el('p', {}, el('label', {}, 'Global concurrency ', conc)),
             el('p', {}, el('label', {}, 'Rate limit: at most ', rmax), el('label', {}, ' jobs per ', rdur, ' ms')),
             l.rateLimitedForMs > 0 ? el('p', {}, el('label', {}, unblock, ` end the rate limit now (${fmtMs(l.rateLimitedForMs)} left)`)) : null);
@@ -1073,7 +1109,7 @@
             const b = body();
             return Object.keys(b).length ? api(`queues/${seg(queue)}/limits`, { method: 'POST', body: b }) : Promise.resolve(l);
           });
-          if (res) { toast(`Limits of ${queue} applied.`); reload(); }
+          if (res) { toast(`Limits of ${bi(queue)} applied.`); reload(); }
         },
       }, 'Limits…'));
       items.push(el('button', {
@@ -1083,10 +1119,10 @@
           // counted), not more that finished meanwhile.
           const body = { state: 'completed', grace: '1h' };
           let dry;
-          try { dry = await api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(e.message, true); return; }
-          if (!dry.matched) { toast(`No completed job of ${queue} finished more than an hour ago.`); return; }
+          try { dry = await api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { ...body, dryRun: true } }); } catch (e) { toast(bi(e.message), true); return; }
+          if (!dry.matched) { toast(`No completed job of ${bi(queue)} finished more than an hour ago.`); return; }
           const what = `${dry.matched} completed job${dry.matched === 1 ? '' : 's'}`;
-          const res = await act('Clean completed jobs', `Remove ${queue}'s ${what} finished more than an hour ago?`, `Remove ${dry.matched}`,
+          const res = await act('Clean completed jobs', `Remove ${bi(queue)}'s ${what} finished more than an hour ago?`, `Remove ${dry.matched}`,
             () => api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { ...body, limit: dry.matched } }), true);
           if (res) { toast(`Removed ${res.removed} jobs.`); reload(); }
         },
@@ -1098,18 +1134,18 @@
           // and the delayed ones when the box is ticked. Running and
           // finished jobs stay.
           let now;
-          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(e.message, true); return; }
+          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(bi(e.message), true); return; }
           const c = now.counts;
           const waiting = (c.waiting || 0) + (c.paused || 0) + (c.prioritized || 0);
           const delayedN = c.delayed || 0;
           const delayed = el('input', { type: 'checkbox', id: 'drain-delayed' });
           const msg = el('div', {},
-            el('p', {}, `Delete ${queue}'s ${waiting} job${waiting === 1 ? '' : 's'} waiting to run (waiting, paused and prioritized)? ` +
+            el('p', {}, `Delete ${bi(queue)}'s ${waiting} job${waiting === 1 ? '' : 's'} waiting to run (waiting, paused and prioritized)? ` +
               'Running and finished jobs, parents waiting for their children and a job scheduler\'s next run stay. This cannot be undone.'),
             el('p', {}, el('label', {}, delayed, ` also delete its ${delayedN} delayed job${delayedN === 1 ? '' : 's'}`)));
           const res = await act('Drain queue', msg, 'Drain',
             () => api(`queues/${seg(queue)}/drain`, { method: 'POST', body: { delayed: delayed.checked, expected: waiting + (delayed.checked ? delayedN : 0) } }), true);
-          if (res) { toast(`Deleted ${res.removed} job${res.removed === 1 ? '' : 's'} from ${queue}.`); reload(); }
+          if (res) { toast(`Deleted ${res.removed} job${res.removed === 1 ? '' : 's'} from ${bi(queue)}.`); reload(); }
         },
       }, 'Drain…'));
       items.push(el('button', {
@@ -1119,18 +1155,18 @@
           // goes, and a queue with running jobs is refused (nothing
           // changes) rather than offered.
           let now;
-          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(e.message, true); return; }
+          try { now = await api(`queues/${seg(queue)}`); } catch (e) { toast(bi(e.message), true); return; }
           const c = now.counts;
           if (c.active > 0) {
-            toast(`Queue ${queue} has ${c.active} active job${c.active === 1 ? '' : 's'}: obliterate is refused while jobs run (nothing changes). Wait for them, or stop their workers.`, true);
+            toast(`Queue ${bi(queue)} has ${c.active} active job${c.active === 1 ? '' : 's'}: obliterate is refused while jobs run (nothing changes). Wait for them, or stop their workers.`, true);
             return;
           }
           const parts = STATES.filter((st) => c[camel(st)] > 0).map((st) => `${c[camel(st)]} ${st}`);
           const total = STATES.reduce((n, st) => n + (c[camel(st)] || 0), 0);
           const jobs = total ? `with its ${total} job${total === 1 ? '' : 's'} (${parts.join(', ')})` : 'with no job in it';
-          const res = await act('Obliterate queue', `Delete the queue ${queue} ${jobs}, its job schedulers, limits and events? This cannot be undone.`, 'Obliterate',
+          const res = await act('Obliterate queue', `Delete the queue ${bi(queue)} ${jobs}, its job schedulers, limits and events? This cannot be undone.`, 'Obliterate',
             () => api(`queues/${seg(queue)}/obliterate`, { method: 'POST', body: { force: false, expected: total } }), true);
-          if (res) { toast(`Obliterated ${queue}.`); location.hash = '#/'; }
+          if (res) { toast(`Obliterated ${bi(queue)}.`); location.hash = '#/'; }
         },
       }, 'Obliterate…'));
     }
@@ -1269,7 +1305,7 @@
 
   async function pageJob(queue, id) {
     const gen = app.render;
-    titled(`job ${id}`, queue);
+    titled(`job ${bi(id)}`, bi(queue));
     const box = el('div');
     const feed = el('ul', { class: 'feed' });
     put($main, 
@@ -1287,8 +1323,8 @@
         // empty here): the job's heading says it is gone.
         if (gen === app.render && !noQueue(queue, e)) {
           put(box, e.status === 404
-            ? el('div', { class: 'panel', id: 'job-gone' }, el('h1', {}, nameEl(`Job ${id} is gone (removed, or never existed).`)))
-            : el('p', { class: 'panel' }, `Could not load the job: ${e.message}`));
+            ? el('div', { class: 'panel', id: 'job-gone' }, el('h1', {}, nameEl(`Job ${bi(id)} is gone (removed, or never existed).`)))
+            : el('p', { class: 'panel' }, `Could not load the job: ${bi(e.message)}`));
         }
         return;
       }
@@ -1351,7 +1387,7 @@
     const s = app.session;
     const b = d.budget;
     const out = [];
-    out.push(el('h1', {}, nameEl(`Job ${d.id}`), nameEl(d.name, 'muted'), retryBadge(d.retryState, true, d.failedFor),
+    out.push(el('h1', {}, nameEl(`Job ${bi(d.id)}`), nameEl(d.name, 'muted'), retryBadge(d.retryState, true, d.failedFor),
       d.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered' }, `stalled ×${d.stalledCounter}`) : null));
 
     const facts = el('dl', { class: 'kv' });
@@ -1368,7 +1404,7 @@
     if (share !== null) fact('Progress', el('progress', { id: 'job-progress', max: 1, value: share }), el('span', { id: 'job-progress-value' }, ` ${Math.round(d.progress)}%`));
     else if (d.progress !== undefined) fact('Progress', el('code', {}, JSON.stringify(d.progress)));
     if (d.state === 'active' && d.processedOn) {
-      fact('Running', el('span', { id: 'running-for' }, `for ${fmtMs(Date.now() - new Date(d.processedOn).getTime())}`), d.processedBy ? ` on worker ${d.processedBy}` : '');
+      fact('Running', el('span', { id: 'running-for' }, `for ${fmtMs(Date.now() - new Date(d.processedOn).getTime())}`), d.processedBy ? ` on worker ${bi(d.processedBy)}` : '');
     }
     if (d.nextRun) {
       fact('Next run', el('span', { class: 'nextrun', id: 'next-run' }, fmtTime(d.nextRun)), ' ', el('span', { id: 'next-run-rel', class: 'muted' }, relative(d.nextRun)));
@@ -1377,11 +1413,11 @@
       const bo = d.backoff;
       fact('Backoff', ['fixed', 'exponential'].includes(bo.type)
         ? `${bo.type}, ${fmtMs(bo.delay)}${bo.jitter ? `, jitter ${Math.round(bo.jitter * 100)}%` : ', no jitter'}`
-        : `custom strategy "${bo.type}"`);
+        : `custom strategy "${bi(bo.type)}"`);
     }
     if (d.priority) fact('Priority', el('span', { id: 'job-priority' }, String(d.priority)), el('span', { class: 'muted' }, ' (1 runs first)'));
     fact('Created', fmtTime(d.timestamp));
-    if (d.processedOn) fact('Last started', fmtTime(d.processedOn), d.processedBy ? ` by ${d.processedBy}` : '');
+    if (d.processedOn) fact('Last started', fmtTime(d.processedOn), d.processedBy ? ` by ${bi(d.processedBy)}` : '');
     if (d.finishedOn) fact('Finished', fmtTime(d.finishedOn));
     if (d.lock) fact('Lock', d.lock.held ? `held, expires in ${fmtMs(d.lock.ttl)}` : 'missing: the job is stalling and the next stalled check recovers it');
     if (d.deferredFailure) fact('Deferred failure', d.deferredFailure);
@@ -1397,18 +1433,18 @@
         class: 'primary',
         onclick: async () => {
           const d = cur.d, b = d.budget;
-          const res = await act('Retry with fresh attempts', `Run job ${d.id} now with its whole budget of ${b.allowed} attempt${b.allowed === 1 ? '' : 's'} back?`, 'Retry',
+          const res = await act('Retry with fresh attempts', `Run job ${bi(d.id)} now with its whole budget of ${b.allowed} attempt${b.allowed === 1 ? '' : 's'} back?`, 'Retry',
             () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: true, from: d.state } })));
-          if (res) { toast(`Job ${d.id} retried with fresh attempts.`); reload(); }
+          if (res) { toast(`Job ${bi(d.id)} retried with fresh attempts.`); reload(); }
         },
       }, 'Retry with fresh attempts'));
       if (d.state === 'delayed') {
         actions.append(el('button', {
           onclick: async () => {
             const d = cur.d, b = d.budget;
-            const res = await act('Run now', `Run job ${d.id} now, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?`, 'Run now',
+            const res = await act('Run now', `Run job ${bi(d.id)} now, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?`, 'Run now',
               () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/promote`, { method: 'POST' })));
-            if (res) { toast(`Job ${d.id} promoted.`); reload(); }
+            if (res) { toast(`Job ${bi(d.id)} promoted.`); reload(); }
           },
         }, 'Run now (keep attempts)'));
       } else {
@@ -1416,9 +1452,9 @@
           onclick: async () => {
             const d = cur.d, b = d.budget;
             const last = b.left > 0 ? '' : ` It has no attempt left of its ${b.allowed}: if this run fails, it fails for good.`;
-            const res = await act('Retry', `Run job ${d.id} again, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?${last}`, 'Retry',
+            const res = await act('Retry', `Run job ${bi(d.id)} again, keeping its ${b.made} spent attempt${b.made === 1 ? '' : 's'}?${last}`, 'Retry',
               () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/retry`, { method: 'POST', body: { resetAttempts: false, from: d.state } })));
-            if (res) { toast(`Job ${d.id} retried.`); reload(); }
+            if (res) { toast(`Job ${bi(d.id)} retried.`); reload(); }
           },
         }, 'Retry (keep attempts)'));
       }
@@ -1428,7 +1464,7 @@
     // engine refuses: that would stop the scheduler); the page says who
     // made it and where to stop it, instead of two buttons that failed.
     if (d.repeatJobKey) {
-      fact('Made by', el('span', { id: 'made-by-scheduler' }, `job scheduler ${d.repeatJobKey}`,
+      fact('Made by', el('span', { id: 'made-by-scheduler' }, `job scheduler ${bi(d.repeatJobKey)}`,
         d.schedulerPending ? ': its pending run (a worker that takes it makes the next one; remove the scheduler to stop it) ' : ' ',
         el('a', { href: `#/q/${enc(queue)}/schedulers` }, 'job schedulers')));
     }
@@ -1444,15 +1480,15 @@
           const retry = el('input', { type: 'checkbox', id: 'cancel-retry' });
           const msg = running
             ? el('div', {},
-              el('p', {}, `Cancel the running attempt of job ${d.id}? The worker running it stops it, and the job fails for good unless you ask for a retry.`),
+              el('p', {}, `Cancel the running attempt of job ${bi(d.id)}? The worker running it stops it, and the job fails for good unless you ask for a retry.`),
               el('p', {}, reason),
               el('label', {}, retry, ' retry it per its attempts instead'))
             : el('div', {},
-              el('p', {}, `Cancel job ${d.id}? It has not started: it fails for good now, without running.`),
+              el('p', {}, `Cancel job ${bi(d.id)}? It has not started: it fails for good now, without running.`),
               el('p', {}, reason));
           const res = await act(running ? 'Cancel running job' : 'Cancel job', msg, running ? 'Cancel the attempt' : 'Cancel the job',
             () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/cancel`, { method: 'POST', body: { reason: reason.value, retry: retry.checked, from: d.state } })), true);
-          if (res) { toast(`Job ${d.id} cancelled.`); reload(); }
+          if (res) { toast(`Job ${bi(d.id)} cancelled.`); reload(); }
         },
       }, 'Cancel…'));
     }
@@ -1468,13 +1504,13 @@
           const value = el('input', { type: 'number', id: 'priority-value', min: '0', max: String(MAX_PRIORITY), step: '1', value: String(d.priority || 0), 'aria-label': 'new priority' });
           const lifo = el('input', { type: 'checkbox', id: 'priority-lifo' });
           const msg = el('div', {},
-            el('p', {}, `Give job ${d.id} priority (now ${d.priority || 'none'}): 1 runs first, higher numbers later, up to ${MAX_PRIORITY}; 0 takes it away (jobs without a priority run before prioritized ones).`),
+            el('p', {}, `Give job ${bi(d.id)} priority (now ${d.priority || 'none'}): 1 runs first, higher numbers later, up to ${MAX_PRIORITY}; 0 takes it away (jobs without a priority run before prioritized ones).`),
             el('p', {}, value),
             el('label', {}, lifo, ' first among the jobs of that priority'));
           const num = () => (value.value.trim() === '' ? null : Number(value.value));
           const res = await act('Change priority', msg, 'Change priority',
             () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/priority`, { method: 'POST', body: { priority: num(), lifo: lifo.checked } })));
-          if (res) { toast(`Job ${d.id} now has priority ${num() || 'none'}.`); reload(); }
+          if (res) { toast(`Job ${bi(d.id)} now has priority ${num() || 'none'}.`); reload(); }
         },
       }, 'Change priority…'));
     }
@@ -1485,12 +1521,12 @@
           const d = cur.d;
           const secs = el('input', { type: 'number', id: 'delay-seconds', min: '0', step: 'any', 'aria-label': 'seconds from now' });
           const msg = el('div', {},
-            el('p', {}, `Make job ${d.id} due this many seconds from now${d.nextRun ? ` (it is due ${relative(d.nextRun)})` : ''}, keeping its attempts:`),
+            el('p', {}, `Make job ${bi(d.id)} due this many seconds from now${d.nextRun ? ` (it is due ${relative(d.nextRun)})` : ''}, keeping its attempts:`),
             el('p', {}, secs));
           const ms = () => (secs.value.trim() === '' ? null : Math.round(Number(secs.value) * 1000));
           const res = await act('Change delay', msg, 'Change delay',
             () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/delay`, { method: 'POST', body: { delayMs: ms() } })));
-          if (res) { toast(`Job ${d.id} is due in ${fmtMs(ms()) || '0s'}.`); reload(); }
+          if (res) { toast(`Job ${bi(d.id)} is due in ${fmtMs(ms()) || '0s'}.`); reload(); }
         },
       }, 'Change delay…'));
     }
@@ -1503,11 +1539,11 @@
           const d = cur.d;
           const c = d.children;
           const kids = c ? c.pending + c.completed + c.failed + c.ignored : 0;
-          const what = `job ${d.id} and its logs${kids ? `, with its ${kids} flow ${kids === 1 ? 'child' : 'children'} and their own children, in their queues` : ''}`;
-          const parent = d.parent ? ` Its parent ${d.parent.queue}/${d.parent.id} stops waiting for it.` : '';
+          const what = `job ${bi(d.id)} and its logs${kids ? `, with its ${kids} flow ${kids === 1 ? 'child' : 'children'} and their own children, in their queues` : ''}`;
+          const parent = d.parent ? ` Its parent ${bi(`${d.parent.queue}/${d.parent.id}`)} stops waiting for it.` : '';
           const res = await act('Remove job', `Delete ${what}?${parent} This cannot be undone.`, 'Remove',
             () => moved(api(`queues/${seg(queue)}/jobs/${seg(d.id)}/remove`, { method: 'POST' })), true);
-          if (res) { toast(`Job ${d.id} removed.`); location.hash = `#/q/${enc(queue)}`; }
+          if (res) { toast(`Job ${bi(d.id)} removed.`); location.hash = `#/q/${enc(queue)}`; }
         },
       }, 'Remove…'));
     }
@@ -1566,9 +1602,9 @@
   function dedupNote(d) {
     const dd = d.deduplication;
     const until = dd.expires ? `, until ${fmtTime(dd.expires)} (${relative(dd.expires)})` : ', until it finishes or is removed';
-    if (dd.jobId === d.id) return `id ${dd.id}: held by this job${until}; adds with this id make no new job`;
-    if (dd.jobId) return `id ${dd.id}: now held by job ${dd.jobId} (${dd.state})${until}`;
-    return `id ${dd.id}: no longer held; the next add with this id makes a new job`;
+    if (dd.jobId === d.id) return `id ${bi(dd.id)}: held by this job${until}; adds with this id make no new job`;
+    if (dd.jobId) return `id ${bi(dd.id)}: now held by job ${bi(dd.jobId)} (${dd.state})${until}`;
+    return `id ${bi(dd.id)}: no longer held; the next add with this id makes a new job`;
   }
 
   // textWidth measures s as the page draws it at px pixels.
@@ -1593,8 +1629,8 @@
   // waiting-children still waits for.
   function flowPanel(d) {
     const link = (r) => (r.prefix
-      ? el('span', { class: 'mono', title: `under prefix ${r.prefix}, out of this dashboard's reach` }, `${r.prefix}:${r.queue}/${r.id}`)
-      : el('a', { class: 'mono', href: `#/q/${enc(r.queue)}/job/${enc(r.id)}`, 'data-ref': `${r.queue}/${r.id}` }, `${r.queue}/${r.id}`));
+      ? el('span', { class: 'mono', title: `under prefix ${bi(r.prefix)}, out of this dashboard's reach` }, bi(`${r.prefix}:${r.queue}/${r.id}`))
+      : el('a', { class: 'mono', href: `#/q/${enc(r.queue)}/job/${enc(r.id)}`, 'data-ref': `${r.queue}/${r.id}` }, bi(`${r.queue}/${r.id}`)));
     const box = el('div', { class: 'panel', id: 'flow', 'data-part': 'flow' }, el('h2', {}, 'Flow'));
     if (d.parent) box.append(el('p', { id: 'flow-parent' }, 'Child of ', link(d.parent), '.', d.state === 'failed' ? ` ${childFailure(d.opts)}` : ''));
     const c = d.children;
@@ -1604,7 +1640,11 @@
         el('ul', { class: 'refs' }, ...refs.map((r) => el('li', { 'data-key': `${r.prefix || ''}:${r.queue}/${r.id}` }, link(r)))),
         total > refs.length ? el('p', { class: 'muted' }, `and ${total - refs.length} more`) : null) : null);
       box.append(...[list(d.state === 'waiting-children' ? 'Waiting for' : 'Pending', c.waitingFor, c.pending, 'flow-waiting'),
-        list('Failed the parent', c.failedChildren, c.failed, 'flow-failed')].filter(Boolean));
+        list('Failed the parent', c.failedChildren, c.failed, 'flow-failed'),
+        // The finished ones too: a finished flow's parent named none of
+        // its children, so they could not be reached from it.
+        list('Completed', c.completedChildren || [], c.completed, 'flow-completed'),
+        list('Failed, ignored by the parent', c.ignoredChildren || [], c.ignored, 'flow-ignored')].filter(Boolean));
     }
     return box;
   }
@@ -1742,7 +1782,7 @@
           : { 'data-attempt': a.n, 'data-outcome': a.outcome, 'data-recorded': a.recorded ? 'yes' : 'no' });
         if (a.unrecoverable) grp.setAttribute('data-unrecoverable', 'yes');
         const dur = a.start && a.end ? fmtMs(new Date(a.end) - new Date(a.start)) : '';
-        grp.append(svg('title', {}, `${a.outside ? 'not an attempt' : `attempt ${a.n}`}: ${o.label}${a.error ? ` — ${a.error}` : ''}${a.worker ? ` (worker ${a.worker})` : ''}${a.recorded ? '' : ' — no drover worker recorded this attempt'}`));
+        grp.append(svg('title', {}, `${a.outside ? 'not an attempt' : `attempt ${a.n}`}: ${o.label}${a.error ? ` — ${bi(a.error)}` : ''}${a.worker ? ` (worker ${bi(a.worker)})` : ''}${a.recorded ? '' : ' — no drover worker recorded this attempt'}`));
         grp.append(svg('rect', { x: it.x, y, width: boxW, height: boxH, rx: 8, fill: o.fill, 'fill-opacity': 0.12, stroke: o.fill, 'stroke-width': 2, 'stroke-dasharray': a.recorded ? null : '5 3' }));
         grp.append(svg('text', { x: it.x + 10, y: y + 19, 'font-size': 13, 'font-weight': 700, fill: o.fill }, a.outside ? o.label : `#${a.n} ${o.label}`));
         let sub = a.start ? `${fmtTime(a.start)}${dur ? ` · ran ${dur}` : ''}` : 'time not known';
@@ -1782,14 +1822,14 @@
 
   async function pageStalled(queue) {
     const gen = app.render;
-    titled('stalled view', queue);
+    titled('stalled view', bi(queue));
     const stalled = el('tbody');
     const active = el('tbody');
     const conflicts = el('tbody');
     const note = el('p', { class: 'muted' });
     put($main, 
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: 'stalled' }),
-      el('h1', {}, `Stalled view of ${queue}`), note,
+      el('h1', {}, `Stalled view of ${bi(queue)}`), note,
       el('div', { class: 'panel' }, el('h2', {}, 'Active jobs and their locks'),
         el('table', { id: 'active-locks' }, el('thead', {}, el('tr', {}, ...['ID', 'Name', 'Attempt', 'Lock', 'Marked by last check'].map((h) => el('th', {}, h)))), active)),
       el('div', { class: 'panel' }, el('h2', {}, 'Jobs that stalled'),
@@ -1833,7 +1873,7 @@
 
   async function pageSchedulers(queue, params) {
     const gen = app.render;
-    titled('job schedulers', queue);
+    titled('job schedulers', bi(queue));
     const s = app.session;
     const body = el('tbody');
     const note = el('p', { class: 'muted' });
@@ -1842,7 +1882,7 @@
     const at = (n) => `#/q/${enc(queue)}/schedulers${n > 0 ? `?offset=${n}` : ''}`;
     put($main,
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: 'job schedulers' }),
-      el('h1', {}, `Job schedulers of ${queue}`), note,
+      el('h1', {}, `Job schedulers of ${bi(queue)}`), note,
       el('div', { class: 'panel' }, el('table', { id: 'schedulers' },
         el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', `Next run (${yourZone})`, 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body), pager));
     async function load() {
@@ -1852,7 +1892,11 @@
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
       update(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id, 'data-key': sc.id },
         el('td', { class: 'mono' }, sc.id),
-        el('td', {}, sc.pattern ? `cron ${sc.pattern}` : `every ${exactMs(sc.every)}`),
+        // Its end date: a scheduler that stops tomorrow read as one that
+        // runs for ever.
+        el('td', {}, sc.pattern ? `cron ${bi(sc.pattern)}` : `every ${exactMs(sc.every)}`,
+          sc.endDate ? el('div', { class: 'muted', 'data-end': sc.endDate },
+            sc.endDate > Date.now() ? `until ${fmtTime(sc.endDate)} (${relative(sc.endDate)})` : `ended ${fmtTime(sc.endDate)} (${relative(sc.endDate)}): no more runs`) : null),
         // No tz: each worker, Node's or drover's, reads the pattern in its
         // own process's local time zone (cron-parser's rule).
         el('td', { 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
@@ -1861,13 +1905,13 @@
         // a browser in Los Angeles, beside "America/New_York", with no
         // word of whose clock that was.
         el('td', { 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`,
-          sc.tz && inZone(sc.next, sc.tz) && sc.tz !== yourZone ? el('div', { class: 'muted', 'data-next-tz': sc.tz }, `${inZone(sc.next, sc.tz)} in ${sc.tz}`) : null),
+          sc.tz && inZone(sc.next, sc.tz) && sc.tz !== yourZone ? el('div', { class: 'muted', 'data-next-tz': sc.tz }, `${inZone(sc.next, sc.tz)} in ${bi(sc.tz)}`) : null),
         el('td', { class: 'num' }, sc.limit ? `${sc.iterations} of ${sc.limit}` : String(sc.iterations)),
         el('td', {}, sc.name),
         el('td', {}, s.canOperate ? el('button', { class: 'danger', 'data-remove': sc.id, onclick: async () => {
-          const res = await act('Remove job scheduler', `Remove job scheduler ${sc.id} of ${queue}? It makes no more runs; a run already waiting or running finishes.`, 'Remove',
+          const res = await act('Remove job scheduler', `Remove job scheduler ${bi(sc.id)} of ${bi(queue)}? It makes no more runs; a run already waiting or running finishes.`, 'Remove',
             () => api(`queues/${seg(queue)}/schedulers/${seg(sc.id)}/remove`, { method: 'POST', body: {} }), true);
-          if (res) { toast(`Job scheduler ${sc.id} removed.`); load(); }
+          if (res) { toast(`Job scheduler ${bi(sc.id)} removed.`); load(); }
         } }, 'Remove') : null))));
       if (!res.schedulers.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, res.total ? 'No job scheduler on this page.' : 'This queue has no job scheduler.')));
       // Links, so a kept one always goes where its href says.
@@ -1896,10 +1940,10 @@
         el('thead', {}, el('tr', {}, ...['Queue', 'Worker', 'Address', 'State', 'Connected for', 'Last command'].map((h) => el('th', {}, h)))), body)));
     async function load() {
       let res;
-      try { res = await api('workers'); } catch (e) { if (gen === app.render) note.textContent = `Could not list workers: ${e.message}`; return; }
+      try { res = await api('workers'); } catch (e) { if (gen === app.render) note.textContent = `Could not list workers: ${bi(e.message)}`; return; }
       if (gen !== app.render) return;
       if (res.unavailable) {
-        put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${res.unavailable}.`)));
+        put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${bi(res.unavailable)}.`)));
         return;
       }
       update(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue, 'data-key': w.addr },
@@ -1928,7 +1972,7 @@
 
   async function pageFind(id) {
     const gen = app.render;
-    titled(`Job id ${id}`);
+    titled(`Job id ${bi(id)}`);
     const res = await api(`jobs/${seg(id)}`);
     // An answer for a page the user left draws nothing (nor navigates).
     if (gen !== app.render) return;
@@ -1941,16 +1985,16 @@
       location.replace(`#/q/${enc(m.queue)}/job/${enc(m.id)}`);
       return;
     }
-    put($main, el('h1', {}, `Job id ${id}`),
+    put($main, el('h1', {}, `Job id ${bi(id)}`),
       el('div', { class: 'panel', id: 'find-results' }, res.matches.length
         ? el('table', {}, el('tbody', {}, ...res.matches.map((m) => el('tr', { 'data-match': m.queue },
           el('td', {}, el('a', { href: `#/q/${enc(m.queue)}/job/${enc(m.id)}` }, m.queue)), el('td', {}, m.name), el('td', {}, m.state)))))
         : el('p', { class: 'muted' }, skipped.length
-          ? `No readable queue under this prefix has a job with id ${id}.`
-          : `No queue under this prefix has a job with id ${id}.`)),
+          ? `No readable queue under this prefix has a job with id ${bi(id)}.`
+          : `No queue under this prefix has a job with id ${bi(id)}.`)),
       skipped.length ? el('div', { class: 'panel', id: 'find-skipped', role: 'status' },
         el('p', {}, `${skipped.length === 1 ? 'One queue' : `${skipped.length} queues`} could not be searched (a key holds another kind of value than BullMQ keeps there):`),
-        el('ul', {}, ...skipped.map((q) => el('li', { 'data-skipped': q.queue }, `${q.queue}: ${q.error}`)))) : null);
+        el('ul', {}, ...skipped.map((q) => el('li', { 'data-skipped': q.queue }, `${bi(q.queue)}: ${bi(q.error)}`)))) : null);
   }
 
   // ---- audit page --------------------------------------------------------
@@ -1968,23 +2012,30 @@
     const revoke = app.session && app.session.canAdmin && app.session.authEnabled
       ? el('button', { class: 'danger', onclick: async () => {
         if (!await confirmDialog('Sign out everyone', 'End every session, yours included? Users sign in again.', 'Sign out everyone', true)) return;
-        try { await api('sessions/revoke', { method: 'POST', body: {} }); location.reload(); } catch (e) { toast(e.message, true); }
+        try { await api('sessions/revoke', { method: 'POST', body: {} }); location.reload(); } catch (e) { toast(bi(e.message), true); }
       } }, 'Sign out everyone')
       : null;
     const older = el('p');
+    // An older page says so and leads back: it looked like the first one,
+    // and old entries read as the latest. The cursor is a stream entry id,
+    // "<ms>-<seq>".
+    const since = Number(before.split('-')[0]);
+    const pageNote = before ? el('p', { id: 'audit-page-note', role: 'status' },
+      Number.isFinite(since) && since > 0 ? `Showing entries older than ${fmtTime(since)}. ` : 'Showing older entries. ',
+      el('a', { id: 'audit-newest', href: `#/audit?log=${log}` }, '← Newest entries')) : null;
     put($main, el('h1', {}, 'Audit log'), el('p', {}, tab('actions', 'Actions'), ' ', tab('security', 'Security events'), ' ', revoke),
-      el('p', { class: 'muted' }, intro),
+      el('p', { class: 'muted' }, intro), pageNote,
       el('div', { class: 'panel' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {}, ...['When', 'Who', 'Action', 'Queue', 'Job', 'Jobs', 'Outcome', 'Detail', 'From'].map((h) => el('th', {}, h)))), body)),
       older);
     const res = await api(`audit?log=${log}&limit=100${before ? `&before=${encodeURIComponent(before)}` : ''}`);
     if (gen !== app.render) return;
     put(body, ...res.entries.map((e) => el('tr', {},
-      el('td', {}, fmtTime(e.time)), el('td', {}, `${e.user || '?'}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
+      el('td', {}, fmtTime(e.time)), el('td', {}, `${bi(e.user || '?')}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
       el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
       el('td', {}, el('span', { class: `badge ${e.outcome === 'ok' ? 'rs-completed' : 'rs-failed'}` }, e.outcome)),
-      el('td', {}, [e.detail, e.error].filter(Boolean).join(' — '),
+      el('td', {}, [e.detail, e.error].filter(Boolean).map(bi).join(' — '),
         // The first jobs a bulk action chose (AuditJobIDsMax, 20 at most), so the log says which.
-        (e.jobIds || []).length ? el('div', { class: 'mono muted', 'data-job-ids': '' }, `jobs ${e.jobIds.join(', ')}${e.jobIds.length >= 20 ? ', …' : ''}`) : null),
+        (e.jobIds || []).length ? el('div', { class: 'mono muted', 'data-job-ids': '' }, `jobs ${e.jobIds.map(bi).join(', ')}${e.jobIds.length >= 20 ? ', …' : ''}`) : null),
       el('td', { class: 'mono' }, e.remote || ''))));
     // An empty log says so: a table of headers alone looked like a page
     // still loading, or one that failed.
@@ -2040,13 +2091,13 @@
     const s = app.session;
     if (e.status === 403) {
       put($main, el('div', { class: 'panel', id: 'forbidden' }, el('h1', {}, 'Not for your role'),
-        el('p', {}, `Only admins may see this page; you are signed in as ${s ? `${s.user} (${s.role})` : 'someone else'}. (${e.message})`),
+        el('p', {}, `Only admins may see this page; you are signed in as ${s ? `${bi(s.user)} (${s.role})` : 'someone else'}. (${bi(e.message)})`),
         el('p', {}, el('a', { href: '#/' }, 'See all queues'))));
       return;
     }
     const down = e.status === 503 || e.status === 502 || e.status === 504 || !e.status;
     put($main, el('div', { class: 'panel', id: 'page-error', role: 'alert' }, el('h1', {}, 'Could not load this page'),
-      el('p', {}, down ? `${e.message}. The page loads by itself once the dashboard and Redis answer.` : `Something went wrong: ${e.message}`)));
+      el('p', {}, down ? `${bi(e.message)}. The page loads by itself once the dashboard and Redis answer.` : `Something went wrong: ${bi(e.message)}`)));
     if (down) every(3000, route);
   }
 
@@ -2057,7 +2108,7 @@
       if (e.status === 401) { renderSignIn(); return; }
       // Redis (which keeps the sessions) or the server is down: say so and
       // try again, so the page comes back by itself.
-      put($main, el('p', { class: 'panel', id: 'unreachable' }, `Could not reach the dashboard API: ${e.message}. Trying again every 5 seconds.`));
+      put($main, el('p', { class: 'panel', id: 'unreachable' }, `Could not reach the dashboard API: ${bi(e.message)}. Trying again every 5 seconds.`));
       setTimeout(start, 5000);
       return;
     }

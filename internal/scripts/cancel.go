@@ -43,16 +43,20 @@ type Queued struct {
 // cancel request, published to the drover worker holding the lock (the
 // message is "<token>\n<flags>\n<reason>", ParseCancelMessage); a job that
 // is not running fails for good as q says, unless retry (ErrNotInState: only
-// a running attempt can be cancelled and retried). With notRunning a locked
-// job is refused (ErrNotInState) and left to its worker. ErrJobNotFound when
+// a running attempt can be cancelled and retried). With running a job not
+// locked is refused (ErrNotInState) and left queued, as with retry; with
+// notRunning a locked job is refused (ErrNotInState) and left to its worker. ErrJobNotFound when
 // there is no job, ErrNotInState when it is neither locked nor queued.
 //
 // call makes a resend of the command whose reply was lost (go-redis retries
 // it) answer CancelEnded again instead of finding the job failed.
-func CancelJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, retry, notRunning bool, reason string, q Queued) (CancelResult, error) {
+func CancelJob(ctx context.Context, rdb Doer, k keys.Queue, call Call, id string, retry, running, notRunning bool, reason string, q Queued) (CancelResult, error) {
 	flags := ""
 	if retry {
 		flags = "r"
+	}
+	if running {
+		flags += "a"
 	}
 	if notRunning {
 		flags += "q"

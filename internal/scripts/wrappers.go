@@ -782,9 +782,23 @@ func MoveJobsToWait(ctx context.Context, rdb Doer, k keys.Queue, call Call, stat
 	return toInt(res[0]) == 1, ids, nil
 }
 
-// Drain deletes waiting (and, with delayed, delayed) jobs.
-func Drain(ctx context.Context, rdb Doer, k keys.Queue, call Call, delayed bool) (int64, error) {
-	return runCode(ctx, drain, rdb, k, boolArg(delayed), call.Token, call.ttlMs())
+// Drain deletes waiting (and, with delayed, delayed) jobs. It returns how
+// many it deleted and the ids of the first name of them, in the order it
+// deleted them.
+func Drain(ctx context.Context, rdb Doer, k keys.Queue, call Call, delayed bool, name int) (int64, []string, error) {
+	res, err := drain.run(ctx, rdb, k, boolArg(delayed), call.Token, call.ttlMs(), name).Slice()
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(res) != 2 {
+		return 0, nil, fmt.Errorf("drain: malformed reply %v", res)
+	}
+	list, _ := res[1].([]any)
+	var ids []string
+	for _, id := range list {
+		ids = append(ids, str(id))
+	}
+	return toInt(res[0]), ids, nil
 }
 
 // Obliterate deletes up to count jobs of a paused queue; more reports whether

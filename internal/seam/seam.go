@@ -36,4 +36,7 @@ var (
 	// calling moved with the ids of each chunk it moved; it returns how
 	// many it moved.
 	Promote func(ctx context.Context, queue any, n int, moved func(ids []string)) (int, error)
+	// Drain is a *drover.Queue's Drain that also returns the ids of the
+	// first name jobs it deleted, in the order it deleted them.
+	Drain func(ctx context.Context, queue any, delayed bool, name int) (int, []string, error)
 )

@@ -19,7 +19,8 @@
 -- it (no worker took part).
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 job id, 3 flags ("r": retry the job; it must be
--- running; "q": only a job not running: a locked one is refused, -3), 4 reason, 5 the cancel channel without its worker id
+-- running; "a": only a running job: one not locked is refused, -3; "q":
+-- only a job not running: a locked one is refused, -3), 4 reason, 5 the cancel channel without its worker id
 -- (keys.Queue.CancelChannel("")), 6 now ms, 7 the failedReason of a job not
 -- running, 8 its removeOnFail keep spec (include/retention.lua), 9 the opts
 -- JSON that spec was read from, 10 the call token and 11 its ttl ms
@@ -29,7 +30,7 @@
 -- 2 the lock is not a drover worker's; 3 the job was not running and is
 -- now failed; 4 its opts are not ARGV[9] (it was replaced: read it again);
 -- -1 job missing; -3 neither locked nor queued (finished, active with its
--- lock expired, waiting for children), or queued and ARGV[3] has "r", or
+-- lock expired, waiting for children), or queued and ARGV[3] has "r" or "a", or
 -- locked and ARGV[3] has "q"; -8 the
 -- job is a job scheduler's pending iteration (failing it would stop the
 -- scheduler, which makes its next run when this one is taken; BullMQ's
@@ -70,7 +71,7 @@ if token then
   return 0
 end
 
-if string.find(ARGV[3], "r", 1, true) then
+if string.find(ARGV[3], "r", 1, true) or string.find(ARGV[3], "a", 1, true) then
   return -3
 end
 if isSchedulerIteration(id, jobKey) then

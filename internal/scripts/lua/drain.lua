@@ -6,8 +6,9 @@
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 include delayed ("1"/"0"), 3 the call token and 4 its ttl
 --   ms (include/once.lua: a resend after a lost reply answers the first
---   run's count instead of 0).
--- Returns the number of jobs deleted.
+--   run's reply instead of 0), 5 how many of the deleted jobs' ids to name.
+-- Returns {the number of jobs deleted, the ids of the first ARGV[5] of
+-- them, in the order they were deleted}.
 --@include common
 --@include queue
 --@include remove
@@ -20,6 +21,14 @@ if early then
 end
 
 local removed = 0
+local named, nameMax = {}, tonumber(ARGV[5]) or 0
+local function dropped(id)
+  dropJob(id)
+  removed = removed + 1
+  if #named < nameMax then
+    named[#named + 1] = id
+  end
+end
 local function drainList(key)
   local ids = rcall("LRANGE", key, 0, -1)
   local keep = {}
@@ -27,8 +36,7 @@ local function drainList(key)
     if isSchedulerIteration(id, base .. id) then
       keep[#keep + 1] = id
     else
-      dropJob(id)
-      removed = removed + 1
+      dropped(id)
     end
   end
   rcall("DEL", key)
@@ -39,9 +47,8 @@ local function drainSet(key)
   local ids = rcall("ZRANGE", key, 0, -1)
   for _, id in ipairs(ids) do
     if not isSchedulerIteration(id, base .. id) then
-      dropJob(id)
+      dropped(id)
       rcall("ZREM", key, id)
-      removed = removed + 1
     end
   end
 end
@@ -55,5 +62,6 @@ end
 -- The priority counter (pc) stays, as in BullMQ: a fetch that finds
 -- prioritized empty deletes it.
 drainSet(prioritizedKey)
-onceRemember(callKey, removed, ARGV[4])
-return removed
+local reply = {removed, named}
+onceRemember(callKey, reply, ARGV[4])
+return reply
