@@ -256,3 +256,67 @@ func TestSlowNetworkShortLocks(t *testing.T) {
 	require.Empty(t, direct.LRange(ctx, prefix+":q:active", 0, -1).Val(), "nothing left in active")
 	t.Logf("%d runs for %d jobs; A completed %d and lost %d locks", runs.Load(), jobs, byA, lostA.Load())
 }
+
+// TestCancelReachesAWorkerWhoseSubscriptionWentHalfOpen: the connections
+// between a worker and Redis go half-open (open, carrying nothing, no
+// reset), its subscription to cancel requests among them; new connections
+// work. Redis still counts the subscriber, so CancelJob publishes to it and
+// returns nil though no one hears. The worker must notice that its
+// subscription hears nothing and subscribe again: a CancelJob made again
+// (once a second, as a caller whose cancel did not take would) then stops
+// the attempt. Before, the worker stayed deaf to cancel requests for good
+// (go-redis's pubsub health check only writes its pings), while every
+// CancelJob returned nil.
+func TestCancelReachesAWorkerWhoseSubscriptionWentHalfOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Shared(t)
+	proxy, err := faultproxy.Start(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	viaProxy := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default timeouts
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	direct, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	started := make(chan struct{}, 1)
+	stopped := make(chan error, 1)
+	w, err := drover.NewWorker(viaProxy, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		started <- struct{}{}
+		select {
+		case <-ctx.Done():
+			stopped <- context.Cause(ctx)
+			return nil, ctx.Err()
+		case <-time.After(60 * time.Second):
+			stopped <- nil
+			return "ran on", nil
+		}
+	}), &drover.WorkerOptions{Prefix: prefix})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = w.Close(cctx)
+	})
+	_, err = q.Add(ctx, "long", nil, &drover.JobOptions{JobID: "long"})
+	require.NoError(t, err)
+	recv(t, started)
+	proxy.Strand()
+	var cause error
+	deadline := time.Now().Add(30 * time.Second)
+	for cancelled := false; !cancelled; {
+		require.True(t, time.Now().Before(deadline), "the attempt was not cancelled within 30 s of CancelJob once a second")
+		err := q.CancelJob(ctx, "long", "stop", nil)
+		require.NoError(t, err, "Redis still counts the half-open subscriber, or the new one")
+		select {
+		case cause = <-stopped:
+			cancelled = true
+		case <-time.After(time.Second):
+		}
+	}
+	require.ErrorIs(t, cause, drover.ErrJobCancelled)
+	testkit.WaitFor(t, 15*time.Second, "the job to fail as cancelled", func() bool {
+		return direct.ZScore(ctx, prefix+":q:failed", "long").Err() == nil
+	})
+}
