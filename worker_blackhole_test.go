@@ -91,7 +91,7 @@ func TestWorkerCutOffPastItsLockStopsItsJob(t *testing.T) {
 		}
 		starts <- s
 		return "b", nil
-	}), &drover.WorkerOptions{Prefix: prefix, LockDuration: time.Second, StalledInterval: 200 * time.Millisecond})
+	}), &drover.WorkerOptions{Prefix: prefix, LockDuration: time.Second, StalledInterval: time.Second})
 	require.NoError(t, err)
 	proxy.SetBlackhole(true)
 	healed := false
