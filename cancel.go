@@ -80,7 +80,10 @@ const maxCancelReason = 1024
 // job is failed before any worker sees it, or the worker took it first and
 // the cancel goes to the running attempt, as above.
 //
-// nil means the job is now failed or its worker received the request.
+// nil means the job is now failed or its worker received the request (or,
+// when the connection of the worker's subscription went half-open unseen,
+// Redis still counted it and the request is lost; the worker notices within
+// about 10 s and subscribes anew, so a CancelJob made again reaches it).
 // Otherwise:
 //   - ErrJobNotFound: there is no such job;
 //   - ErrNotInState: the job is completed, failed, waiting for its children,

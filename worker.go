@@ -55,7 +55,11 @@ type WorkerOptions struct {
 	Concurrency int
 	// LockDuration is how long a worker holds a job's lock between renewals.
 	// A worker that stops renewing loses the job to the stalled checker.
-	// Locks are renewed every LockDuration/4.
+	// Locks are renewed every LockDuration/4. A job whose lock runs out
+	// unrenewed (Redis unreachable, or renewals slower than the lock lasts:
+	// keep it several times the worst round trip to Redis) has its context
+	// cancelled with cause ErrLockLost then, since another worker may take
+	// it over from that moment.
 	//
 	// Defaults to LockDurationDefault (30s).
 	LockDuration time.Duration

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/logkey"
 	"github.com/seed40057009/drover/internal/scripts"
 )
@@ -69,7 +70,9 @@ func (w *Worker) timeout(rj *runningJob) (time.Duration, string) {
 // run by one goroutine the Worker owns until Close stops the background
 // goroutines. go-redis resubscribes after a reconnect; a request published
 // while the connection is down is lost, and CancelJob says so
-// (ErrCancelNotDelivered).
+// (ErrCancelNotDelivered). A connection that went half-open is found by
+// run's probes and replaced; requests sent to it before are lost although
+// Redis counted it.
 type canceller struct {
 	rdb     redis.UniversalClient
 	channel string
@@ -99,24 +102,70 @@ func (c *canceller) subscribe(ctx context.Context) {
 	c.ps = ps
 }
 
+// cancelProbeEvery is how often the canceller checks that its subscription
+// still hears its channel (see run).
+const cancelProbeEvery = 5 * time.Second
+
+// cancelProbe is the payload of the canceller's own probe messages; no
+// cancel request looks like it (a request starts with a lock token).
+const cancelProbe = "drover-probe"
+
 // run handles requests until ctx ends, then unsubscribes.
+//
+// Every cancelProbeEvery it publishes a probe to its own channel (on a
+// connection of the client's pool, not the subscription's) and checks,
+// the next time, that it heard the previous one. A subscription whose
+// connection went half-open (a firewall or NAT forgot it: no reset reached
+// either side) hears nothing more, while Redis still counts it as a
+// subscriber, so CancelJob would report requests delivered that no one
+// hears, and go-redis never notices (its pings only write). When a probe
+// that Redis took went unheard, run drops that connection and subscribes
+// anew. Requests published to the dead connection are lost.
 func (c *canceller) run(ctx context.Context) {
 	if c.ps == nil {
 		return
 	}
 	defer func() { _ = c.ps.Close() }()
 	msgs := c.ps.Channel()
+	tick := time.NewTicker(cancelProbeEvery)
+	defer tick.Stop()
+	var sent, heard bool // a probe Redis took is outstanding; it arrived
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-tick.C:
+			if sent && !heard {
+				c.log.WarnContext(ctx, "cancel requests are not heard (the subscription's connection is dead); subscribing again",
+					slog.String(logkey.Channel, c.channel))
+				_ = c.ps.Close()
+				c.ps = c.rdb.Subscribe(ctx, c.channel)
+				msgs = c.ps.Channel()
+			}
+			sent, heard = c.probe(ctx), false
 		case msg, ok := <-msgs:
 			if !ok {
 				return
 			}
+			if msg.Payload == cancelProbe {
+				heard = true
+				continue
+			}
 			c.handle(ctx, msg.Payload)
 		}
 	}
+}
+
+// probe publishes a probe to the canceller's channel and reports whether
+// Redis took it with a subscriber listening (with none, go-redis has not
+// subscribed again yet after a reconnect: nothing to judge).
+func (c *canceller) probe(ctx context.Context) bool {
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	n, err := bounded.Call(pctx, func(ctx context.Context) (int64, error) {
+		return c.rdb.Publish(ctx, c.channel, cancelProbe).Result()
+	})
+	return err == nil && n > 0
 }
 
 func (c *canceller) handle(ctx context.Context, payload string) {

@@ -19,8 +19,13 @@ import (
 
 // lockKeeper renews the locks of a worker's in-flight jobs every
 // duration/4, all in one script call, and cancels the jobs whose lock is
-// gone with cause ErrLockLost (BullMQ's LockManager). It runs in one
-// goroutine, started and stopped by the Worker.
+// gone with cause ErrLockLost (BullMQ's LockManager). A lock Redis cannot
+// be reached to renew is gone too once its lifetime since the last
+// renewal that reached Redis has run out: the keeper cancels that job then,
+// without waiting for Redis to say so, since another worker may already
+// have recovered it as stalled and run it (BullMQ's worker goes on
+// unaware until Redis answers again). It runs in one goroutine, started and
+// stopped by the Worker.
 type lockKeeper struct {
 	q        *Queue
 	jobs     *inflight
@@ -33,35 +38,68 @@ type lockKeeper struct {
 	wakeLife time.Duration              // the wake key's lifetime (wakeLifetime)
 }
 
-func (k *lockKeeper) run(ctx context.Context) { every(ctx, k.duration/4, false, k.renew) }
+// run renews every duration/4, and sooner when a lock would expire
+// unrenewed before that (renewals fail): the job is then cancelled as its
+// lock runs out, not up to duration/4 later.
+func (k *lockKeeper) run(ctx context.Context) {
+	interval := k.duration / 4
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		began := time.Now()
+		left, ok := k.renew(ctx)
+		next := interval - time.Since(began)
+		if ok {
+			next = min(next, left)
+		}
+		t.Reset(max(next, time.Millisecond))
+	}
+}
 
-// renew extends every in-flight job's lock once.
-func (k *lockKeeper) renew(ctx context.Context) {
+// renew extends every in-flight job's lock once. It returns how long the
+// earliest of the locks it looked after lasts unless renewed again (ok
+// false when it looked after none).
+func (k *lockKeeper) renew(ctx context.Context) (left time.Duration, ok bool) {
 	// A job whose lock is lost stays in flight until its processor
 	// returns; renewing it would fail again and report the same loss
 	// (the LockLost hook, a lock-lost metric) every renewal.
 	rjs := slices.DeleteFunc(k.jobs.snapshot(), func(rj *runningJob) bool { return rj.lostWhy.Load() != nil })
 	if len(rjs) == 0 {
 		k.probe(ctx)
-		return
+		return 0, false
 	}
 	ids := make([]string, len(rjs))
 	tokens := make([]string, len(rjs))
 	for i, rj := range rjs {
 		ids[i], tokens[i] = rj.job.ID, rj.token
 	}
+	// The locks the call writes run from when Redis runs it, which is
+	// after now: their lifetime is counted from here.
+	sent := k.q.nowMs()
 	// bounded: Close (ctx) must not wait out a call Redis does not answer
 	// (the client may ignore ctx, see internal/bounded); the next renewal
-	// is another call.
-	lost, err := bounded.Call(ctx, func(ctx context.Context) ([]scripts.LostLock, error) {
+	// is another call. Nor may the call outlast the first lock it would
+	// renew: past that, the job is cancelled (expire).
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	if d, ok := k.expiresIn(rjs, sent); ok {
+		callCtx, cancel = context.WithTimeout(ctx, max(d, time.Millisecond))
+	}
+	lost, err := bounded.Call(callCtx, func(ctx context.Context) ([]scripts.LostLock, error) {
 		return scripts.ExtendLocks(ctx, k.q.rdb, k.q.k, k.duration.Milliseconds(), k.workerID, k.wakeLife.Milliseconds(), ids, tokens)
 	})
+	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			k.log.WarnContext(ctx, msgRenewFailed, slog.Int(logkey.Count, len(ids)), slog.Any(logkey.Error, err))
 			k.gate.hold(ctx, err)
+			k.expire(rjs)
 		}
-		return
+		return k.expiresIn(rjs, k.q.nowMs())
 	}
 	if len(lost) < len(ids) {
 		k.gate.resume(ctx) // a lock was written: Redis takes writes again
@@ -85,16 +123,55 @@ func (k *lockKeeper) renew(ctx context.Context) {
 		}
 		l, isLost := lostOf[rj]
 		if !isLost {
-			rj.lastRenew.Store(now)
+			rj.lastRenew.Store(sent)
 			return
 		}
-		why := k.explain(rj, l, now)
-		rj.lostWhy.Store(why)
-		if k.lost != nil {
-			k.lost(rj.job, why)
-		}
-		rj.cancel(ErrLockLost)
+		k.loseLock(rj, k.explain(rj, l, now))
 	})
+	return k.expiresIn(rjs, k.q.nowMs())
+}
+
+// expiresIn is how long, from now (ms on the queue's clock), the earliest
+// lock of rjs that the keeper still looks after lasts unless renewed; ok
+// is false when there is none.
+func (k *lockKeeper) expiresIn(rjs []*runningJob, now int64) (left time.Duration, ok bool) {
+	for _, rj := range rjs {
+		if rj.written.Load() || rj.settled.Load() || rj.lostWhy.Load() != nil {
+			continue
+		}
+		d := time.Duration(rj.lastRenew.Load()+k.duration.Milliseconds()-now) * time.Millisecond
+		if !ok || d < left {
+			left, ok = d, true
+		}
+	}
+	return left, ok
+}
+
+// expire cancels the running jobs of rjs whose lock has run out since the
+// last renewal that reached Redis: it is gone, whether or not Redis can be
+// asked.
+func (k *lockKeeper) expire(rjs []*runningJob) {
+	now := k.q.nowMs()
+	k.jobs.whileInFlight(rjs, func(rj *runningJob) {
+		if rj.written.Load() || rj.settled.Load() || rj.lostWhy.Load() != nil {
+			return
+		}
+		last := rj.lastRenew.Load()
+		if now < last+k.duration.Milliseconds() {
+			return
+		}
+		k.loseLock(rj, fmt.Sprintf("lock expired unrenewed: no renewal reached Redis in the %dms since the last one, past the lock's %s (is Redis unreachable?)",
+			now-last, k.duration))
+	})
+}
+
+// loseLock tells rj's processor that its lock is gone, and why.
+func (k *lockKeeper) loseLock(rj *runningJob, why string) {
+	rj.lostWhy.Store(why)
+	if k.lost != nil {
+		k.lost(rj.job, why)
+	}
+	rj.cancel(ErrLockLost)
 }
 
 // probe, while fetching is held and there is no lock to renew, tries a
@@ -213,24 +290,6 @@ func (c *stalledChecker) wake() {
 	select {
 	case c.resumed <- struct{}{}:
 	default:
-	}
-}
-
-// every calls fn every interval until ctx ends, and once at the start when
-// now is set. It is the loop of the worker's background keepers.
-func every(ctx context.Context, interval time.Duration, now bool, fn func(context.Context)) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	if now {
-		fn(ctx)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		fn(ctx)
 	}
 }
 

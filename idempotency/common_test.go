@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChild())
 	}
+	if os.Getenv(workerChildEnv) != "" {
+		os.Exit(runWorkerChild())
+	}
 	code := pgtest.Main(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
