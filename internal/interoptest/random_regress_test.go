@@ -966,3 +966,24 @@ func TestDifferentialRegressionFlowEmptyName(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
 	}})
 }
+
+// TestDifferentialRegressionBigIDCounter: adds without a custom id once the
+// queue's id counter is past 10^14. Both sides' scripts make the id with
+// Lua's tostring, 14 significant digits ("1e+14", "9.007199254741e+15"),
+// and store the job's hash there; BullMQ's add answers that id, drover's
+// Queue.Add and AddBulk answered the counter's value in full digits, an
+// id no job had (campaign seed 27, shrunk; the plain add path and the
+// general one, by bulk and by group commit).
+func TestDifferentialRegressionBigIDCounter(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 27, Steps: []difftest.Step{
+		{Op: difftest.OpSetIDCounter, By: difftest.Node, Delay: 9007199254740990},
+		{Op: difftest.OpAddBulk, By: difftest.Drover, Children: []*difftest.Add{{Name: "j12", Data: map[string]any{"n": 12}, RemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Limit: 2}}}},
+		{Op: difftest.OpSetIDCounter, By: difftest.Node, Delay: 99_999_999_999_998},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j13", Data: map[string]any{"n": 13}}},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j14", Data: map[string]any{"n": 14}, Priority: 2}},
+		{Op: difftest.OpAddBurst, By: difftest.Drover, Add: &difftest.Add{Name: "j15", Data: map[string]any{"n": 15}}, Limit: 3},
+	}})
+}

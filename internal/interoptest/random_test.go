@@ -624,9 +624,9 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	// Schedulers start hours after the anchor: the same instant in both
 	// runs, so their runs' ids (which carry it) and due times agree.
 	anchor := time.Now().UnixMilli() + 3*difftest.Hour
-	ref := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults, int64(p.EventsMaxLen), false)
+	ref := newProgramRun(t, b, known, anchor, p, false)
 	defer ref.close()
-	mix := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults, int64(p.EventsMaxLen), true)
+	mix := newProgramRun(t, b, known, anchor, p, true)
 	defer mix.close()
 	mix.startEventReaders(context.Background())
 	if p.Manual != nil {
@@ -774,11 +774,12 @@ type programRun struct {
 // (Program.EventsMaxLen), when not 0, caps both queues' events streams:
 // with Node's streams.events.maxLen QueueOption, or, with droverCap, with
 // drover's Queue.SetEventsMaxLen after Node's Queues wrote the default.
-func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults, otherDefaults *difftest.Add, eventsMaxLen int64, droverCap bool) *programRun {
+func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, prog *difftest.Program, droverCap bool) *programRun {
 	t.Helper()
+	defaults, otherDefaults, eventsMaxLen := prog.Defaults, prog.OtherDefaults, int64(prog.EventsMaxLen)
 	prefix := redistest.UniquePrefix()
-	qo := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
-	qoOther := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
+	qo := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs, AddBulkChunk: prog.AddChunk}
+	qoOther := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs, AddBulkChunk: prog.AddChunk}
 	fpo := &drover.FlowProducerOptions{Prefix: prefix, BackoffTypes: customBackoffs}
 	byQueue := map[string]*drover.JobOptions{}
 	if defaults != nil {
@@ -1102,6 +1103,27 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			}
 		}
 		return r.result(got, err)
+	case difftest.OpAddBurst:
+		return r.addBurst(ctx, s, node)
+	case difftest.OpSetIDCounter:
+		// The harness's, alike in both runs.
+		require.NoError(r.t, r.rdb.Set(ctx, r.k.ID(), s.Delay, 0).Err())
+		return "ok"
+	case difftest.OpStaleHash:
+		// The harness's, alike in both runs: a hash at the next
+		// generated id's key.
+		c, err := r.rdb.Get(ctx, r.k.ID()).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			require.NoError(r.t, err)
+		}
+		next := strconv.FormatInt(c+1, 10)
+		fields := []any{"name", "stale", "data", `{"stale":true}`, "returnvalue", "7", "processedOn", "1", "finishedOn", "2",
+			"atm", "2", "ats", "3", "failedReason", "old", "stale", "x"}
+		if s.Limit == 1 {
+			fields = append(fields, "parentKey", r.k.Job("gone"), "parent", fmt.Sprintf(`{"id":"gone","queueKey":%q}`, r.k.Base()[:len(r.k.Base())-1]))
+		}
+		require.NoError(r.t, r.rdb.HSet(ctx, r.k.Job(next), fields...).Err())
+		return "ok " + next
 	case difftest.OpAddBulk:
 		var ids []string
 		var err error
@@ -2168,4 +2190,49 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		}
 	}
 	return r.result(fmt.Sprint(got), nil)
+}
+
+// addBurst performs OpAddBurst: s.Limit copies of s.Add, Node's one after
+// another, drover's from as many goroutines released together (Queue.Add's
+// group commit batches them). Its result is the ids, sorted; the copies'
+// label names the first of them.
+func (r *programRun) addBurst(ctx context.Context, s *difftest.Step, node bool) string {
+	r.t.Helper()
+	a := s.Add
+	q, dq := r.on(s)
+	ids := make([]string, s.Limit)
+	errs := make([]error, s.Limit)
+	if node {
+		for i := range ids {
+			ids[i], errs[i] = r.o.Add(ctx, r.prefix, q, a.JobNameOf(), a.Payload(), r.nodeOpts(a))
+		}
+	} else {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				res, err := dq.Add(ctx, a.JobNameOf(), a.Payload(), r.droverOpts(a))
+				if err == nil {
+					ids[i] = res.Job.ID
+				}
+				errs[i] = err
+			}()
+		}
+		close(start)
+		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return r.result("", err)
+	}
+	slices.SortFunc(ids, func(x, y string) int {
+		if len(x) != len(y) {
+			return len(x) - len(y)
+		}
+		return strings.Compare(x, y)
+	})
+	r.ids[a.Name] = ids[0]
+	return r.result(fmt.Sprint(ids), nil)
 }

@@ -111,6 +111,11 @@ func Generate(seed int64, cfg Config) *Program {
 		// Capped events streams, trimmed as events are written.
 		p.EventsMaxLen = g.pickI(1, 3, 8)
 	}
+	if g.chance(30) {
+		// drover's AddBulk in small calls: a bulk's plain and other
+		// jobs split into pure and mixed calls (addPlainJobs, addJobs).
+		p.AddChunk = g.pickI(1, 2, 3)
+	}
 	return p
 }
 
@@ -245,6 +250,14 @@ func (g *gen) step() Step {
 	opts := []weighted{
 		{27, g.add},
 		{3, g.bulk},
+		{2, g.plainBulk},
+		{2, g.burst},
+		{1, func() Step {
+			// Past 10^14 (ids of 14 digits in both sides' Lua), near
+			// 2^53, or back to ids the program's jobs hold.
+			return Step{Op: OpSetIDCounter, Delay: g.pickI64(99_999_999_999_998, 9_007_199_254_740_990, 0, 2)}
+		}},
+		{1, func() Step { return Step{Op: OpStaleHash, Limit: g.pickI(0, 1)} }},
 		{26, g.work},
 		{2, func() Step { return Step{Op: OpStall} }},
 		{4, func() Step { return Step{Op: OpCheckStalled, Limit: g.pickI(0, 0, 0, -1, 2)} }},
@@ -572,6 +585,46 @@ func (g *gen) bulk() Step {
 		s.Children = append(s.Children, g.addSpec())
 	}
 	return s
+}
+
+// plain strips a's options that make an add not plain (drover's
+// addPlainJobs takes the rest): a custom id, delay, priority, lifo,
+// deduplication and a parent link.
+func plain(a *Add) *Add {
+	a.JobID, a.Delay, a.Priority, a.LIFO, a.LIFORaw, a.Dedup = "", 0, 0, false, nil, nil
+	a.Parent, a.ParentInOther, a.OnParentFailure = "", false, ""
+	return a
+}
+
+// plainBulk adds 4 to 10 jobs in one call, most of them plain, the others
+// with any options: drover sends them in calls of Program.AddChunk, pure
+// or mixed.
+func (g *gen) plainBulk() Step {
+	s := Step{Op: OpAddBulk}
+	for range 4 + g.r.IntN(7) {
+		a := g.addSpec()
+		if g.chance(75) {
+			plain(a)
+		} else {
+			a.Parent, a.ParentInOther, a.OnParentFailure = "", false, ""
+		}
+		s.Children = append(s.Children, a)
+	}
+	return s
+}
+
+// burst adds 2 to 8 copies of one job at once (OpAddBurst): mostly plain,
+// sometimes with a priority or delay (the same for every copy).
+func (g *gen) burst() Step {
+	a := plain(g.addSpec())
+	a.Backoff = nil // a jittered backoff draws per job
+	switch n := g.r.IntN(10); {
+	case n == 0:
+		a.Priority = 1 + g.r.IntN(3)
+	case n == 1:
+		a.Delay = Hour
+	}
+	return Step{Op: OpAddBurst, Add: a, Limit: 2 + g.r.IntN(7)}
 }
 
 // flow adds a parent (sometimes in OtherQueueName) with 1 to 3 children,
