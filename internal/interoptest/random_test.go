@@ -2233,6 +2233,9 @@ func (r *programRun) addBurst(ctx context.Context, s *difftest.Step, node bool) 
 		}
 		return strings.Compare(x, y)
 	})
-	r.ids[a.Name] = ids[0]
+	if len(ids) > 0 {
+		// (A shrunk step may add none.)
+		r.ids[a.Name] = ids[0]
+	}
 	return r.result(fmt.Sprint(ids), nil)
 }

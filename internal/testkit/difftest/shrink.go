@@ -246,7 +246,11 @@ func simplifications(s *Step) []func(*Step) {
 	if s.LIFO {
 		out = append(out, func(s *Step) { s.LIFO = false })
 	}
-	if s.Limit != 0 && s.Op != OpSetGlobalConcurrency && s.Op != OpSetGlobalRateLimit {
+	if s.Op == OpAddBurst && s.Limit > 1 {
+		// Fewer copies, down to one.
+		out = append(out, func(s *Step) { s.Limit /= 2 })
+	}
+	if s.Limit != 0 && s.Op != OpSetGlobalConcurrency && s.Op != OpSetGlobalRateLimit && s.Op != OpAddBurst {
 		// A cap or max of 0 is not an input the generator makes (drover
 		// refuses it, Node stores it): a program shrunk to one would
 		// diverge for another reason.
