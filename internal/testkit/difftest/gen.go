@@ -253,9 +253,14 @@ func (g *gen) step() Step {
 		{2, g.plainBulk},
 		{2, g.burst},
 		{1, func() Step {
-			// Past 10^14 (ids of 14 digits in both sides' Lua), near
-			// 2^53, or back to ids the program's jobs hold.
-			return Step{Op: OpSetIDCounter, Delay: g.pickI64(99_999_999_999_998, 9_007_199_254_740_990, 0, 2)}
+			// Big, short of 10^14 (where both sides' Lua writes ids
+			// with 14 significant digits); with Config.Known also
+			// values whose ids repeat or are taken (IDCounterCollides).
+			vals := []int64{1_000_000, 99_999_999_999_000}
+			if g.cfg.Known {
+				vals = append(vals, 99_999_999_999_998, 9_007_199_254_740_990, 0, 2)
+			}
+			return Step{Op: OpSetIDCounter, Delay: g.pickI64(vals...)}
 		}},
 		{1, func() Step { return Step{Op: OpStaleHash, Limit: g.pickI(0, 1)} }},
 		{26, g.work},
