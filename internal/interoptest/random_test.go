@@ -427,6 +427,11 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 	}
 	if err != nil {
 		r.refused = err
+		if errors.Is(err, drover.ErrInvalidJobID) {
+			// A job Node stored under an id drover refuses (a queue
+			// key's name): a deliberate refusal (Known), no BullMQ code.
+			return "refused: " + err.Error()
+		}
 	}
 	return fmt.Sprintf("code %d", manualCode(r.t, err))
 }
@@ -436,6 +441,9 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 func (r *programRun) finishedNext(queue string, next *drover.Job, err error, token string) string {
 	if err != nil {
 		r.refused = err
+		if errors.Is(err, drover.ErrInvalidJobID) {
+			return "refused: " + err.Error()
+		}
 		return fmt.Sprintf("code %d", manualCode(r.t, err))
 	}
 	id := ""
