@@ -987,3 +987,24 @@ func TestDifferentialRegressionBigIDCounter(t *testing.T) {
 		{Op: difftest.OpAddBurst, By: difftest.Drover, Add: &difftest.Add{Name: "j15", Data: map[string]any{"n": 15}}, Limit: 3},
 	}})
 }
+
+// TestDifferentialFlowAltPrefix: flow children under another key prefix
+// (Add.AltPrefix: FlowJob.prefix), in both queues, below a parent that
+// is then read, its other child worked, and removed, by each side.
+func TestDifferentialFlowAltPrefix(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Node, difftest.Drover} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 1, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: by, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}},
+				Children: []*difftest.Add{{Name: "j2", Data: map[string]any{"n": 2}, AltPrefix: true},
+					{Name: "j3", Data: map[string]any{"n": 3}, AltPrefix: true, OtherQueue: true},
+					{Name: "j4", Data: map[string]any{"n": 4}}}},
+			{Op: difftest.OpGetFlow, By: by, Job: "j1"},
+			{Op: difftest.OpFlowRead, By: by, Job: "j1", Read: difftest.ReadDependenciesCount},
+			{Op: difftest.OpWork, By: by, Outcome: &difftest.Outcome{Kind: "complete"}},
+			{Op: difftest.OpRemove, By: by, Job: "j1"},
+		}, EventsMaxLen: 3})
+	}
+}

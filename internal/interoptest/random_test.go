@@ -2077,6 +2077,9 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	var nodeFlow func(a *difftest.Add, queue string) bullmqoracle.FlowJob
 	nodeFlow = func(a *difftest.Add, queue string) bullmqoracle.FlowJob {
 		f := bullmqoracle.FlowJob{Name: a.JobNameOf(), QueueName: queue, Data: a.Payload(), Opts: flowOpts(a)}
+		if a.AltPrefix {
+			f.Prefix = difftest.AltPrefixOf(r.prefix)
+		}
 		if ts, ok := stamps[a]; ok {
 			f.Opts["timestamp"] = ts
 		}
@@ -2095,6 +2098,9 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 			o.Timestamp = time.UnixMilli(ts)
 		}
 		f := drover.FlowJob{Name: a.JobNameOf(), QueueName: queue, Data: a.Payload(), Opts: o}
+		if a.AltPrefix {
+			f.Prefix = difftest.AltPrefixOf(r.prefix)
+		}
 		if a.Parent != "" {
 			// A tree's root with a parent link (OpAddFlow).
 			f.Parent = &drover.JobRef{Prefix: r.prefix, Queue: r.parentQueue(a), ID: r.id(a.Parent)}
@@ -2107,12 +2113,13 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	// got are the ids in the order of the trees, depth first, named by
 	// the adds in the same order (names).
 	var got, names []string
-	var inOther []bool
+	var inOther, alt []bool
 	var walk func(a *difftest.Add)
 	walk = func(a *difftest.Add) {
 		r.noteJitter(a) // both runs: the comparison reads it
 		names = append(names, a.Name)
 		inOther = append(inOther, a.OtherQueue)
+		alt = append(alt, a.AltPrefix)
 		for _, c := range a.Children {
 			walk(c)
 		}
@@ -2192,6 +2199,11 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		return fmt.Sprintf("ok %v (%d ids for %d jobs)", got, len(got), len(names))
 	}
 	for i, name := range names {
+		if alt[i] {
+			// Under another prefix: the steps that name it are
+			// skipped, as for a job never added.
+			continue
+		}
 		r.ids[name] = got[i]
 		if inOther[i] {
 			r.otherIDs[got[i]] = true

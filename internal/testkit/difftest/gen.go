@@ -653,7 +653,10 @@ func (g *gen) flow() Step {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
 		c.OtherQueue = g.chance(g.across(20, 60))
-		if c.OtherQueue {
+		if g.chance(8) {
+			// Under another prefix: steps do not reach it there.
+			c.AltPrefix = true
+		} else if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
 		return c
@@ -683,7 +686,10 @@ func (g *gen) flows() Step {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
 		c.OtherQueue = g.chance(g.across(20, 60))
-		if c.OtherQueue {
+		if g.chance(8) {
+			// Under another prefix: steps do not reach it there.
+			c.AltPrefix = true
+		} else if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
 		return c

@@ -478,6 +478,12 @@ type Add struct {
 	// others reach it through its parent (removal, cleaning,
 	// obliteration).
 	OtherQueue bool
+	// AltPrefix puts a flow child under the key prefix AltPrefixOf of
+	// the run's (FlowJob.prefix / drover's FlowJob.Prefix): its keys, its
+	// queue's events and meta, its parent's dependency on it all carry
+	// that prefix. No step targets it there; its parent's removal,
+	// cleaning, obliteration and flow reads reach it across prefixes.
+	AltPrefix bool
 	// Children, on an OpAddFlow child, are its own children: it waits for
 	// them in waiting-children, the tree three levels deep.
 	Children []*Add
@@ -724,6 +730,12 @@ func (s *Step) adds() []*Add {
 	}
 	return out
 }
+
+// AltPrefixOf is the key prefix of a run's flow children with
+// Add.AltPrefix: the run's prefix and ":alt" (its keys are the run's
+// keys of a queue named alt:<queue>, and its state is dumped and
+// compared with the run's).
+func AltPrefixOf(prefix string) string { return prefix + ":alt" }
 
 // NoName, as an Add's JobName, gives the job the empty name.
 const NoName = "\x00none"
@@ -1230,6 +1242,9 @@ func (a *Add) String() string {
 	if a.OtherQueue {
 		s = a.Name + "@" + OtherQueueName + s[len(a.Name):]
 	}
+	if a.AltPrefix {
+		s = "alt:" + s
+	}
 	if a.Parent != "" {
 		s += " parent=" + a.Parent
 		if a.ParentInOther {
@@ -1344,6 +1359,9 @@ func (a *Add) goString() string {
 	}
 	if a.OtherQueue {
 		f = append(f, "OtherQueue: true")
+	}
+	if a.AltPrefix {
+		f = append(f, "AltPrefix: true")
 	}
 	if len(a.Children) > 0 {
 		cs := make([]string, len(a.Children))
