@@ -623,10 +623,10 @@ func (g *gen) plainBulk() Step {
 func (g *gen) burst() Step {
 	a := plain(g.addSpec())
 	a.Backoff = nil // a jittered backoff draws per job
-	switch n := g.r.IntN(10); {
-	case n == 0:
+	switch g.r.IntN(10) {
+	case 0:
 		a.Priority = 1 + g.r.IntN(3)
-	case n == 1:
+	case 1:
 		a.Delay = Hour
 	}
 	return Step{Op: OpAddBurst, Add: a, Limit: 2 + g.r.IntN(7)}
