@@ -1008,3 +1008,31 @@ func TestDifferentialFlowAltPrefix(t *testing.T) {
 		}, EventsMaxLen: 3})
 	}
 }
+
+// TestDifferentialStaleHashUnderAdd: an add without a custom id whose id
+// has a hash left over (OpStaleHash: finish stamps two hours old, a
+// return value, attempts), plain and not, by bulk and by burst, then
+// cleaned from wait with and without a grace (the stale finishedOn is
+// the job's age for BullMQ's clean), worked and read.
+func TestDifferentialStaleHashUnderAdd(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Node, difftest.Drover} {
+		for _, grace := range []int64{0, difftest.Hour} {
+			requireNoDivergence(t, b, &difftest.Program{Seed: 861102457, Steps: []difftest.Step{
+				{Op: difftest.OpStaleHash, By: difftest.Node},
+				{Op: difftest.OpAddBulk, By: by, Children: []*difftest.Add{{Name: "j5", Data: map[string]any{"n": 5}, Attempts: 4, StackTraceLimit: 1}}},
+				{Op: difftest.OpStaleHash, By: difftest.Node, Limit: 1},
+				{Op: difftest.OpAddBurst, By: by, Add: &difftest.Add{Name: "j6", Data: map[string]any{"n": 6}}, Limit: 2},
+				{Op: difftest.OpStaleHash, By: difftest.Node},
+				{Op: difftest.OpAdd, By: by, Add: &difftest.Add{Name: "j7", Data: map[string]any{"n": 7}, Priority: 2}},
+				{Op: difftest.OpGetJob, By: by, Job: "j5"},
+				{Op: difftest.OpClean, By: by, State: "wait", Delay: grace, Limit: 1},
+				{Op: difftest.OpWork, By: by, Outcome: &difftest.Outcome{Kind: "complete"}},
+				{Op: difftest.OpClean, By: by, State: "prioritized", Delay: grace},
+				{Op: difftest.OpWork, By: by, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+			}})
+		}
+	}
+}

@@ -1125,7 +1125,10 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			require.NoError(r.t, err)
 		}
 		next := strconv.FormatInt(c+1, 10)
-		fields := []any{"name", "stale", "data", `{"stale":true}`, "returnvalue", "7", "processedOn", "1", "finishedOn", "2",
+		// Stamps as a job that finished two hours ago left them (13
+		// digits: BullMQ's clean compares them to its cut-off as text).
+		old := r.stepNow - 2*difftest.Hour
+		fields := []any{"name", "stale", "data", `{"stale":true}`, "returnvalue", "7", "processedOn", old - 1000, "finishedOn", old,
 			"atm", "2", "ats", "3", "failedReason", "old", "stale", "x"}
 		if s.Limit == 1 {
 			fields = append(fields, "parentKey", r.k.Job("gone"), "parent", fmt.Sprintf(`{"id":"gone","queueKey":%q}`, r.k.Base()[:len(r.k.Base())-1]))
