@@ -61,7 +61,9 @@
 // retention and rate limiter options), flows (a parent with children, each failure policy,
 // a child in a second queue, a child with children of its own; a lone job
 // with a parent link, to a job of either queue; several trees in one
-// FlowProducer.addBulk, three levels deep across both queues; a tree
+// FlowProducer.addBulk, three levels deep across both queues; children
+// under another key prefix ([Add].AltPrefix), reached through their
+// parent; a tree
 // under an existing job; a remove that keeps the children), job
 // schedulers (upsert with every and an offset or a cron pattern and a
 // time zone, a limit and an end date, Node's with a template that carries

@@ -434,9 +434,10 @@ func (g *gen) step() Step {
 		// tests' ground), repeat.count (drover's RepeatOptions has no
 		// starting iteration count), getDelayedCount(timestamp) (no
 		// drover equivalent; over states compared equal, with due times
-		// whole hours apart, it answers alike), a flow node under another
-		// prefix (FlowJob.prefix: every step would need its queue's prefix;
-		// TestDifferentialFlowOtherPrefix works one), a job scheduler's
+		// whole hours apart, it answers alike), steps on a flow node under
+		// another prefix (Add.AltPrefix puts children there; every step
+		// would need its queue's prefix: TestDifferentialFlowOtherPrefix
+		// works one), a job scheduler's
 		// template with an empty name without Config.Known (drover names
 		// its runs after the scheduler: a deliberate entry of Known) and
 		// worker concurrency above
