@@ -1036,3 +1036,22 @@ func TestDifferentialStaleHashUnderAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestDifferentialFlowAltPrefixDelayed: delayed flow children under
+// another prefix, whose delayed scores are compared to the minute as the
+// run's queues' are (all-Node campaign seeds 77813528 and 77813760 differed
+// from themselves by the score's milliseconds before the comparison
+// normalised the alt:<queue> queues).
+func TestDifferentialFlowAltPrefixDelayed(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Node, difftest.Drover} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 77813528, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: by, Add: &difftest.Add{Name: "j9", Data: map[string]any{"n": 9}},
+				Children: []*difftest.Add{{Name: "j11", Data: map[string]any{"n": 11}, Delay: 7200000, Priority: 4, AltPrefix: true},
+					{Name: "j12", Data: map[string]any{"n": 12}, Delay: 3600000, AltPrefix: true, OtherQueue: true}}},
+			{Op: difftest.OpRemove, By: by, Job: "j9"},
+		}})
+	}
+}

@@ -863,7 +863,9 @@ func (r *programRun) state() *statedump.Snapshot {
 	raw, err := statedump.Dump(context.Background(), r.rdb, r.prefix)
 	require.NoError(r.t, err)
 	s, err := difftest.Comparable(raw, difftest.NormContext{
-		Queue: queueName, Others: []string{difftest.OtherQueueName}, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
+		// The queues of flow children under AltPrefixOf(prefix) are
+		// the run's alt:<queue>.
+		Queue: queueName, Others: []string{difftest.OtherQueueName, "alt:" + queueName, "alt:" + difftest.OtherQueueName}, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
 		OthersSortedEvents: map[string][][2]int{difftest.OtherQueueName: r.otherCascades}, MetricsSkew: r.metricsSkew,
 	})
 	require.NoError(r.t, err)
