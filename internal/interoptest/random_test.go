@@ -1939,7 +1939,9 @@ func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue st
 	frozen = true
 	var order []string
 	for i := len(active) - 1; i >= 0; i-- {
-		if held[active[i]] != nil {
+		// (An id taken twice, by generated ids that repeat, is
+		// held and released once.)
+		if held[active[i]] != nil && !slices.Contains(order, active[i]) {
 			order = append(order, active[i])
 		}
 	}
