@@ -630,6 +630,13 @@ func (g *gen) burst() Step {
 	case 1:
 		a.Delay = Hour
 	}
+	if a.TimestampAgo == 0 {
+		// One timestamp for every copy: drover's concurrent calls
+		// stamp their own, which need not follow the ids the group
+		// commit gives, and the delayed set orders same-minute due
+		// times (a delay here or in the defaults) by them.
+		a.TimestampAgo = 1
+	}
 	return Step{Op: OpAddBurst, Add: a, Limit: 2 + g.r.IntN(7)}
 }
 
