@@ -620,7 +620,8 @@ func (g *gen) plainBulk() Step {
 }
 
 // burst adds 2 to 8 copies of one job at once (OpAddBurst): mostly plain,
-// sometimes with a priority or delay (the same for every copy).
+// sometimes with a priority or delay (the same for every copy), stamped
+// 17 minutes before the step.
 func (g *gen) burst() Step {
 	a := plain(g.addSpec())
 	a.Backoff = nil // a jittered backoff draws per job
@@ -634,8 +635,10 @@ func (g *gen) burst() Step {
 		// One timestamp for every copy: drover's concurrent calls
 		// stamp their own, which need not follow the ids the group
 		// commit gives, and the delayed set orders same-minute due
-		// times (a delay here or in the defaults) by them.
-		a.TimestampAgo = 1
+		// times (a delay here or in the defaults) by them. Whole
+		// minutes off the hours, as every custom timestamp
+		// (TestGenerateTimestampsOffWholeHours).
+		a.TimestampAgo = 17 * 60_000
 	}
 	return Step{Op: OpAddBurst, Add: a, Limit: 2 + g.r.IntN(7)}
 }
