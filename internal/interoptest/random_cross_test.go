@@ -85,7 +85,7 @@ func TestDifferentialCrossQueueSteps(t *testing.T) {
 
 	// The steps reach jobs there (not refused, not empty): the answers of
 	// an all-Node run of the program, which the mixed run matched.
-	r := newProgramRun(t, b, false, 0, p.Defaults, p.OtherDefaults, int64(p.EventsMaxLen), false)
+	r := newProgramRun(t, b, false, 0, p, false)
 	defer r.close()
 	got := make([]string, len(p.Steps))
 	for i := range p.Steps {

@@ -966,3 +966,92 @@ func TestDifferentialRegressionFlowEmptyName(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete"}},
 	}})
 }
+
+// TestDifferentialRegressionBigIDCounter: adds without a custom id once the
+// queue's id counter is past 10^14. Both sides' scripts make the id with
+// Lua's tostring, 14 significant digits ("1e+14", "9.007199254741e+15"),
+// and store the job's hash there; BullMQ's add answers that id, drover's
+// Queue.Add and AddBulk answered the counter's value in full digits, an
+// id no job had (campaign seed 27, shrunk; the plain add path and the
+// general one, by bulk and by group commit).
+func TestDifferentialRegressionBigIDCounter(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 27, Steps: []difftest.Step{
+		{Op: difftest.OpSetIDCounter, By: difftest.Node, Delay: 9007199254740990},
+		{Op: difftest.OpAddBulk, By: difftest.Drover, Children: []*difftest.Add{{Name: "j12", Data: map[string]any{"n": 12}, RemoveOnFail: &difftest.Retention{Object: true, Age: 3600, Limit: 2}}}},
+		{Op: difftest.OpSetIDCounter, By: difftest.Node, Delay: 99_999_999_999_998},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j13", Data: map[string]any{"n": 13}}},
+		{Op: difftest.OpAdd, By: difftest.Drover, Add: &difftest.Add{Name: "j14", Data: map[string]any{"n": 14}, Priority: 2}},
+		{Op: difftest.OpAddBurst, By: difftest.Drover, Add: &difftest.Add{Name: "j15", Data: map[string]any{"n": 15}}, Limit: 3},
+	}})
+}
+
+// TestDifferentialFlowAltPrefix: flow children under another key prefix
+// (Add.AltPrefix: FlowJob.prefix), in both queues, below a parent that
+// is then read, its other child worked, and removed, by each side.
+func TestDifferentialFlowAltPrefix(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Node, difftest.Drover} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 1, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: by, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}},
+				Children: []*difftest.Add{{Name: "j2", Data: map[string]any{"n": 2}, AltPrefix: true},
+					{Name: "j3", Data: map[string]any{"n": 3}, AltPrefix: true, OtherQueue: true},
+					{Name: "j4", Data: map[string]any{"n": 4}}}},
+			{Op: difftest.OpGetFlow, By: by, Job: "j1"},
+			{Op: difftest.OpFlowRead, By: by, Job: "j1", Read: difftest.ReadDependenciesCount},
+			{Op: difftest.OpWork, By: by, Outcome: &difftest.Outcome{Kind: "complete"}},
+			{Op: difftest.OpRemove, By: by, Job: "j1"},
+		}, EventsMaxLen: 3})
+	}
+}
+
+// TestDifferentialStaleHashUnderAdd: an add without a custom id whose id
+// has a hash left over (OpStaleHash: finish stamps two hours old, a
+// return value, attempts), plain and not, by bulk and by burst, then
+// cleaned from wait with and without a grace (the stale finishedOn is
+// the job's age for BullMQ's clean), worked and read.
+func TestDifferentialStaleHashUnderAdd(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Node, difftest.Drover} {
+		for _, grace := range []int64{0, difftest.Hour} {
+			requireNoDivergence(t, b, &difftest.Program{Seed: 861102457, Steps: []difftest.Step{
+				{Op: difftest.OpStaleHash, By: difftest.Node},
+				{Op: difftest.OpAddBulk, By: by, Children: []*difftest.Add{{Name: "j5", Data: map[string]any{"n": 5}, Attempts: 4, StackTraceLimit: 1}}},
+				{Op: difftest.OpStaleHash, By: difftest.Node, Limit: 1},
+				{Op: difftest.OpAddBurst, By: by, Add: &difftest.Add{Name: "j6", Data: map[string]any{"n": 6}}, Limit: 2},
+				{Op: difftest.OpStaleHash, By: difftest.Node},
+				{Op: difftest.OpAdd, By: by, Add: &difftest.Add{Name: "j7", Data: map[string]any{"n": 7}, Priority: 2}},
+				{Op: difftest.OpGetJob, By: by, Job: "j5"},
+				{Op: difftest.OpClean, By: by, State: "wait", Delay: grace, Limit: 1},
+				{Op: difftest.OpWork, By: by, Outcome: &difftest.Outcome{Kind: "complete"}},
+				{Op: difftest.OpClean, By: by, State: "prioritized", Delay: grace},
+				{Op: difftest.OpWork, By: by, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+			}})
+		}
+	}
+}
+
+// TestDifferentialFlowAltPrefixDelayed: delayed flow children under
+// another prefix, whose delayed scores are compared to the minute as the
+// run's queues' are (all-Node campaign seeds 77813528 and 77813760 differed
+// from themselves by the score's milliseconds before the comparison
+// normalised the alt:<queue> queues).
+func TestDifferentialFlowAltPrefixDelayed(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Node, difftest.Drover} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 77813528, Steps: []difftest.Step{
+			{Op: difftest.OpAddFlow, By: by, Add: &difftest.Add{Name: "j9", Data: map[string]any{"n": 9}},
+				Children: []*difftest.Add{{Name: "j11", Data: map[string]any{"n": 11}, Delay: 7200000, Priority: 4, AltPrefix: true},
+					{Name: "j12", Data: map[string]any{"n": 12}, Delay: 3600000, AltPrefix: true, OtherQueue: true}}},
+			{Op: difftest.OpRemove, By: by, Job: "j9"},
+		}})
+	}
+}

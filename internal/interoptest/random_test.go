@@ -427,6 +427,11 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 	}
 	if err != nil {
 		r.refused = err
+		if errors.Is(err, drover.ErrInvalidJobID) {
+			// A job Node stored under an id drover refuses (a queue
+			// key's name): a deliberate refusal (Known), no BullMQ code.
+			return "refused: " + err.Error()
+		}
 	}
 	return fmt.Sprintf("code %d", manualCode(r.t, err))
 }
@@ -436,6 +441,9 @@ func (r *programRun) manualFinish(ctx context.Context, s *difftest.Step, node bo
 func (r *programRun) finishedNext(queue string, next *drover.Job, err error, token string) string {
 	if err != nil {
 		r.refused = err
+		if errors.Is(err, drover.ErrInvalidJobID) {
+			return "refused: " + err.Error()
+		}
 		return fmt.Sprintf("code %d", manualCode(r.t, err))
 	}
 	id := ""
@@ -624,9 +632,9 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 	// Schedulers start hours after the anchor: the same instant in both
 	// runs, so their runs' ids (which carry it) and due times agree.
 	anchor := time.Now().UnixMilli() + 3*difftest.Hour
-	ref := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults, int64(p.EventsMaxLen), false)
+	ref := newProgramRun(t, b, known, anchor, p, false)
 	defer ref.close()
-	mix := newProgramRun(t, b, known, anchor, p.Defaults, p.OtherDefaults, int64(p.EventsMaxLen), true)
+	mix := newProgramRun(t, b, known, anchor, p, true)
 	defer mix.close()
 	mix.startEventReaders(context.Background())
 	if p.Manual != nil {
@@ -774,11 +782,12 @@ type programRun struct {
 // (Program.EventsMaxLen), when not 0, caps both queues' events streams:
 // with Node's streams.events.maxLen QueueOption, or, with droverCap, with
 // drover's Queue.SetEventsMaxLen after Node's Queues wrote the default.
-func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, defaults, otherDefaults *difftest.Add, eventsMaxLen int64, droverCap bool) *programRun {
+func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, prog *difftest.Program, droverCap bool) *programRun {
 	t.Helper()
+	defaults, otherDefaults, eventsMaxLen := prog.Defaults, prog.OtherDefaults, int64(prog.EventsMaxLen)
 	prefix := redistest.UniquePrefix()
-	qo := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
-	qoOther := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs}
+	qo := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs, AddBulkChunk: prog.AddChunk}
+	qoOther := &drover.QueueOptions{Prefix: prefix, BackoffTypes: customBackoffs, AddBulkChunk: prog.AddChunk}
 	fpo := &drover.FlowProducerOptions{Prefix: prefix, BackoffTypes: customBackoffs}
 	byQueue := map[string]*drover.JobOptions{}
 	if defaults != nil {
@@ -854,7 +863,9 @@ func (r *programRun) state() *statedump.Snapshot {
 	raw, err := statedump.Dump(context.Background(), r.rdb, r.prefix)
 	require.NoError(r.t, err)
 	s, err := difftest.Comparable(raw, difftest.NormContext{
-		Queue: queueName, Others: []string{difftest.OtherQueueName}, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
+		// The queues of flow children under AltPrefixOf(prefix) are
+		// the run's alt:<queue>.
+		Queue: queueName, Others: []string{difftest.OtherQueueName, "alt:" + queueName, "alt:" + difftest.OtherQueueName}, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
 		OthersSortedEvents: map[string][][2]int{difftest.OtherQueueName: r.otherCascades}, MetricsSkew: r.metricsSkew,
 	})
 	require.NoError(r.t, err)
@@ -1102,6 +1113,30 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			}
 		}
 		return r.result(got, err)
+	case difftest.OpAddBurst:
+		return r.addBurst(ctx, s, node)
+	case difftest.OpSetIDCounter:
+		// The harness's, alike in both runs.
+		require.NoError(r.t, r.rdb.Set(ctx, r.k.ID(), s.Delay, 0).Err())
+		return "ok"
+	case difftest.OpStaleHash:
+		// The harness's, alike in both runs: a hash at the next
+		// generated id's key.
+		c, err := r.rdb.Get(ctx, r.k.ID()).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			require.NoError(r.t, err)
+		}
+		next := strconv.FormatInt(c+1, 10)
+		// Stamps as a job that finished two hours ago left them (13
+		// digits: BullMQ's clean compares them to its cut-off as text).
+		old := r.stepNow - 2*difftest.Hour
+		fields := []any{"name", "stale", "data", `{"stale":true}`, "returnvalue", "7", "processedOn", old - 1000, "finishedOn", old,
+			"atm", "2", "ats", "3", "failedReason", "old", "stale", "x"}
+		if s.Limit == 1 {
+			fields = append(fields, "parentKey", r.k.Job("gone"), "parent", fmt.Sprintf(`{"id":"gone","queueKey":%q}`, r.k.Base()[:len(r.k.Base())-1]))
+		}
+		require.NoError(r.t, r.rdb.HSet(ctx, r.k.Job(next), fields...).Err())
+		return "ok " + next
 	case difftest.OpAddBulk:
 		var ids []string
 		var err error
@@ -1904,7 +1939,9 @@ func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue st
 	frozen = true
 	var order []string
 	for i := len(active) - 1; i >= 0; i-- {
-		if held[active[i]] != nil {
+		// (An id taken twice, by generated ids that repeat, is
+		// held and released once.)
+		if held[active[i]] != nil && !slices.Contains(order, active[i]) {
 			order = append(order, active[i])
 		}
 	}
@@ -2047,6 +2084,9 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	var nodeFlow func(a *difftest.Add, queue string) bullmqoracle.FlowJob
 	nodeFlow = func(a *difftest.Add, queue string) bullmqoracle.FlowJob {
 		f := bullmqoracle.FlowJob{Name: a.JobNameOf(), QueueName: queue, Data: a.Payload(), Opts: flowOpts(a)}
+		if a.AltPrefix {
+			f.Prefix = difftest.AltPrefixOf(r.prefix)
+		}
 		if ts, ok := stamps[a]; ok {
 			f.Opts["timestamp"] = ts
 		}
@@ -2065,6 +2105,9 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 			o.Timestamp = time.UnixMilli(ts)
 		}
 		f := drover.FlowJob{Name: a.JobNameOf(), QueueName: queue, Data: a.Payload(), Opts: o}
+		if a.AltPrefix {
+			f.Prefix = difftest.AltPrefixOf(r.prefix)
+		}
 		if a.Parent != "" {
 			// A tree's root with a parent link (OpAddFlow).
 			f.Parent = &drover.JobRef{Prefix: r.prefix, Queue: r.parentQueue(a), ID: r.id(a.Parent)}
@@ -2077,12 +2120,13 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	// got are the ids in the order of the trees, depth first, named by
 	// the adds in the same order (names).
 	var got, names []string
-	var inOther []bool
+	var inOther, alt []bool
 	var walk func(a *difftest.Add)
 	walk = func(a *difftest.Add) {
 		r.noteJitter(a) // both runs: the comparison reads it
 		names = append(names, a.Name)
 		inOther = append(inOther, a.OtherQueue)
+		alt = append(alt, a.AltPrefix)
 		for _, c := range a.Children {
 			walk(c)
 		}
@@ -2162,10 +2206,63 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		return fmt.Sprintf("ok %v (%d ids for %d jobs)", got, len(got), len(names))
 	}
 	for i, name := range names {
+		if alt[i] {
+			// Under another prefix: the steps that name it are
+			// skipped, as for a job never added.
+			continue
+		}
 		r.ids[name] = got[i]
 		if inOther[i] {
 			r.otherIDs[got[i]] = true
 		}
 	}
 	return r.result(fmt.Sprint(got), nil)
+}
+
+// addBurst performs OpAddBurst: s.Limit copies of s.Add, Node's one after
+// another, drover's from as many goroutines released together (Queue.Add's
+// group commit batches them). Its result is the ids, sorted; the copies'
+// label names the first of them.
+func (r *programRun) addBurst(ctx context.Context, s *difftest.Step, node bool) string {
+	r.t.Helper()
+	a := s.Add
+	q, dq := r.on(s)
+	ids := make([]string, s.Limit)
+	errs := make([]error, s.Limit)
+	if node {
+		for i := range ids {
+			ids[i], errs[i] = r.o.Add(ctx, r.prefix, q, a.JobNameOf(), a.Payload(), r.nodeOpts(a))
+		}
+	} else {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				res, err := dq.Add(ctx, a.JobNameOf(), a.Payload(), r.droverOpts(a))
+				if err == nil {
+					ids[i] = res.Job.ID
+				}
+				errs[i] = err
+			}()
+		}
+		close(start)
+		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return r.result("", err)
+	}
+	slices.SortFunc(ids, func(x, y string) int {
+		if len(x) != len(y) {
+			return len(x) - len(y)
+		}
+		return strings.Compare(x, y)
+	})
+	if len(ids) > 0 {
+		// (A shrunk step may add none.)
+		r.ids[a.Name] = ids[0]
+	}
+	return r.result(fmt.Sprint(ids), nil)
 }

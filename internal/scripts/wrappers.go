@@ -197,11 +197,25 @@ func createdOutcomes(idBase int64, recs []AddRecord) []AddOutcome {
 	for i, r := range recs {
 		id := r.ID
 		if id == "" {
-			id = strconv.FormatInt(idBase+int64(i)+1, 10)
+			id = LuaNumberText(idBase + int64(i) + 1)
 		}
 		out[i] = AddOutcome{Result: AddCreated, ID: id}
 	}
 	return out
+}
+
+// LuaNumberText is n as Lua's tostring writes it (C's "%.14g" of the
+// number as a double), which is how the add scripts, drover's as BullMQ's
+// addStandardJob, make a generated id of the counter's value: the number
+// itself below 10^14, 14 significant digits with an exponent from there
+// ("1e+14", "9.007199254741e+15"). An id counter that far on gives the
+// same id to several jobs, in BullMQ as in drover; the caller is told the
+// id the job's hash has.
+func LuaNumberText(n int64) string {
+	if n > -1e14 && n < 1e14 {
+		return strconv.FormatInt(n, 10)
+	}
+	return strconv.FormatFloat(float64(n), 'g', 14, 64)
 }
 
 // parseAddReply reads addJobs' reply of one entry per record. recs are the

@@ -17,7 +17,15 @@
 // (metadata, omitContext), attempts with fixed, exponential
 // (jitter) or custom backoff, retention in its shapes, deduplication in
 // its modes with reschedule, keepLogs, stackTraceLimit, sizeLimit, and,
-// Node's only, a lifo that is not a bool: "false", "0", "", 0, 1), worker
+// Node's only, a lifo that is not a bool: "false", "0", "", 0, 1), bulks
+// of mostly plain adds (no custom id, delay, priority, lifo or
+// deduplication: drover's addPlainJobs) among others, sent by drover in
+// calls of 1 to 3 jobs ([Program].AddChunk: pure and mixed calls), bursts
+// of copies of one job added at once ([OpAddBurst]: drover's from
+// goroutines released together, batched by Queue.Add's group commit),
+// harness steps that set the id counter (big; with Config.Known also past
+// 10^14 or back below the jobs' ids) or leave a stale hash at the next
+// generated id, worker
 // steps that take the next
 // job (of the main queue or, sometimes, of the queue of flow children in
 // another queue) and complete it with a value, fail it, fail it
@@ -53,7 +61,9 @@
 // retention and rate limiter options), flows (a parent with children, each failure policy,
 // a child in a second queue, a child with children of its own; a lone job
 // with a parent link, to a job of either queue; several trees in one
-// FlowProducer.addBulk, three levels deep across both queues; a tree
+// FlowProducer.addBulk, three levels deep across both queues; children
+// under another key prefix ([Add].AltPrefix), reached through their
+// parent; a tree
 // under an existing job; a remove that keeps the children), job
 // schedulers (upsert with every and an offset or a cron pattern and a
 // time zone, a limit and an end date, Node's with a template that carries

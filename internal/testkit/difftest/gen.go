@@ -111,6 +111,11 @@ func Generate(seed int64, cfg Config) *Program {
 		// Capped events streams, trimmed as events are written.
 		p.EventsMaxLen = g.pickI(1, 3, 8)
 	}
+	if g.chance(30) {
+		// drover's AddBulk in small calls: a bulk's plain and other
+		// jobs split into pure and mixed calls (addPlainJobs, addJobs).
+		p.AddChunk = g.pickI(1, 2, 3)
+	}
 	return p
 }
 
@@ -245,6 +250,19 @@ func (g *gen) step() Step {
 	opts := []weighted{
 		{27, g.add},
 		{3, g.bulk},
+		{2, g.plainBulk},
+		{2, g.burst},
+		{1, func() Step {
+			// Big, short of 10^14 (where both sides' Lua writes ids
+			// with 14 significant digits); with Config.Known also
+			// values whose ids repeat or are taken (IDCounterCollides).
+			vals := []int64{1_000_000, 99_999_999_999_000}
+			if g.cfg.Known {
+				vals = append(vals, 99_999_999_999_998, 9_007_199_254_740_990, 0, 2)
+			}
+			return Step{Op: OpSetIDCounter, Delay: g.pickI64(vals...)}
+		}},
+		{1, func() Step { return Step{Op: OpStaleHash, Limit: g.pickI(0, 1)} }},
 		{26, g.work},
 		{2, func() Step { return Step{Op: OpStall} }},
 		{4, func() Step { return Step{Op: OpCheckStalled, Limit: g.pickI(0, 0, 0, -1, 2)} }},
@@ -416,9 +434,10 @@ func (g *gen) step() Step {
 		// tests' ground), repeat.count (drover's RepeatOptions has no
 		// starting iteration count), getDelayedCount(timestamp) (no
 		// drover equivalent; over states compared equal, with due times
-		// whole hours apart, it answers alike), a flow node under another
-		// prefix (FlowJob.prefix: every step would need its queue's prefix;
-		// TestDifferentialFlowOtherPrefix works one), a job scheduler's
+		// whole hours apart, it answers alike), steps on a flow node under
+		// another prefix (Add.AltPrefix puts children there; every step
+		// would need its queue's prefix: TestDifferentialFlowOtherPrefix
+		// works one), a job scheduler's
 		// template with an empty name without Config.Known (drover names
 		// its runs after the scheduler: a deliberate entry of Known) and
 		// worker concurrency above
@@ -574,6 +593,56 @@ func (g *gen) bulk() Step {
 	return s
 }
 
+// plain strips a's options that make an add not plain (drover's
+// addPlainJobs takes the rest): a custom id, delay, priority, lifo,
+// deduplication and a parent link.
+func plain(a *Add) *Add {
+	a.JobID, a.Delay, a.Priority, a.LIFO, a.LIFORaw, a.Dedup = "", 0, 0, false, nil, nil
+	a.Parent, a.ParentInOther, a.OnParentFailure = "", false, ""
+	return a
+}
+
+// plainBulk adds 4 to 10 jobs in one call, most of them plain, the others
+// with any options: drover sends them in calls of Program.AddChunk, pure
+// or mixed.
+func (g *gen) plainBulk() Step {
+	s := Step{Op: OpAddBulk}
+	for range 4 + g.r.IntN(7) {
+		a := g.addSpec()
+		if g.chance(75) {
+			plain(a)
+		} else {
+			a.Parent, a.ParentInOther, a.OnParentFailure = "", false, ""
+		}
+		s.Children = append(s.Children, a)
+	}
+	return s
+}
+
+// burst adds 2 to 8 copies of one job at once (OpAddBurst): mostly plain,
+// sometimes with a priority or delay (the same for every copy), stamped
+// 17 minutes before the step.
+func (g *gen) burst() Step {
+	a := plain(g.addSpec())
+	a.Backoff = nil // a jittered backoff draws per job
+	switch g.r.IntN(10) {
+	case 0:
+		a.Priority = 1 + g.r.IntN(3)
+	case 1:
+		a.Delay = Hour
+	}
+	if a.TimestampAgo == 0 {
+		// One timestamp for every copy: drover's concurrent calls
+		// stamp their own, which need not follow the ids the group
+		// commit gives, and the delayed set orders same-minute due
+		// times (a delay here or in the defaults) by them. Whole
+		// minutes off the hours, as every custom timestamp
+		// (TestGenerateTimestampsOffWholeHours).
+		a.TimestampAgo = 17 * 60_000
+	}
+	return Step{Op: OpAddBurst, Add: a, Limit: 2 + g.r.IntN(7)}
+}
+
 // flow adds a parent (sometimes in OtherQueueName) with 1 to 3 children,
 // one of which sometimes has 1 or 2 children of its own. The tree's root sometimes keeps the parent
 // link addSpec gave it: the whole tree becomes a child of an existing job
@@ -595,7 +664,10 @@ func (g *gen) flow() Step {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
 		c.OtherQueue = g.chance(g.across(20, 60))
-		if c.OtherQueue {
+		if g.chance(8) {
+			// Under another prefix: steps do not reach it there.
+			c.AltPrefix = true
+		} else if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
 		return c
@@ -625,7 +697,10 @@ func (g *gen) flows() Step {
 			c.OnParentFailure = g.pick("failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure", "continueParentOnFailure")
 		}
 		c.OtherQueue = g.chance(g.across(20, 60))
-		if c.OtherQueue {
+		if g.chance(8) {
+			// Under another prefix: steps do not reach it there.
+			c.AltPrefix = true
+		} else if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
 		return c

@@ -120,6 +120,20 @@ var Known = []KnownDivergence{
 		"deliberate (README; BullMQ bug)", colonChildID, nil, nil, "", false},
 	{"deliberate", "a job scheduler upserted with a template whose name is empty: BullMQ 6.7 takes `name ?? schedulerId`, so an empty name stays empty in the scheduler and its runs; drover's JobTemplate.Name \"\" means the scheduler id (Go cannot tell an empty name from none), which is also Node's name for a template without one",
 		"deliberate (README)", emptyNamedTemplate, nil, nil, "", false},
+	{"deliberate", "generated ids that repeat or are taken (the id counter set back below existing jobs' ids, or past 10^14, where both sides' scripts write the counter with Lua's 14 significant digits, so 100000000000000 and 100000000000001 are both \"1e+14\"): BullMQ 6.7 and drover alike write the add over the existing hash and push the id into wait again, so one id can be in wait twice; once one of them finishes without keeping its hash or is removed, Node's getState answers waiting (the id is still in the list) and drover's GetJobState unknown (no hash: drover never searches wait, O(n) in the backlog, for a job it has no hash of) (campaign seeds 183697377, 183697570, 183697728)",
+		"deliberate (README)", IDCounterCollides, nil, nil, "", false},
+}
+
+// IDCounterCollides reports whether a program sets its id counter where
+// generated ids repeat (past 10^14) or meet the program's own jobs (back
+// to a small value).
+func IDCounterCollides(p *Program) bool {
+	for _, s := range p.Steps {
+		if s.Op == OpSetIDCounter && (s.Delay < 1000 || s.Delay >= 99_999_999_999_900) {
+			return true
+		}
+	}
+	return false
 }
 
 // schedulerRunInPair reports whether a program has a job scheduler and a

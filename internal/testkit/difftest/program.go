@@ -244,6 +244,27 @@ const (
 	// format, with a label when Step.LIFO (exportPrometheusMetrics /
 	// ExportPrometheusMetrics); its result is the text.
 	OpExportMetrics Op = "exportMetrics"
+	// OpAddBurst adds Step.Limit copies of Step.Add (same name, data and
+	// options, a generated id each) at once: Node's Queue.add one after
+	// another, drover's Queue.Add from that many goroutines started
+	// together, which its group commit sends in batches (pure batches of
+	// plain adds to addPlainJobs, the rest to addJobs) in an order of its
+	// own. The copies are alike, so the state does not depend on which
+	// call got which id; the result is the ids, sorted.
+	OpAddBurst Op = "addBurst"
+	// OpSetIDCounter is the harness's, the same in both runs
+	// (Step.NodeOnly): it sets the queue's id counter to Step.Delay, so
+	// later generated ids are big (past 10^14, where Lua's number
+	// formatting of both sides' scripts gives them 14 digits, or near
+	// 2^53) or collide with the jobs and hashes already there.
+	OpSetIDCounter Op = "setIdCounter"
+	// OpStaleHash is the harness's, the same in both runs
+	// (Step.NodeOnly): it writes a hash with stale fields (a return
+	// value, finish stamps, attempts, a field neither writes; with
+	// Step.Limit 1 a parent key of a job that does not exist) at the key
+	// of the next generated id, as a job whose id left every state would
+	// leave: the next add without a custom id writes over it.
+	OpStaleHash Op = "staleHash"
 )
 
 // FlowRead is one of a job's reads of its children (OpFlowRead).
@@ -457,6 +478,12 @@ type Add struct {
 	// others reach it through its parent (removal, cleaning,
 	// obliteration).
 	OtherQueue bool
+	// AltPrefix puts a flow child under the key prefix AltPrefixOf of
+	// the run's (FlowJob.prefix / drover's FlowJob.Prefix): its keys, its
+	// queue's events and meta, its parent's dependency on it all carry
+	// that prefix. No step targets it there; its parent's removal,
+	// cleaning, obliteration and flow reads reach it across prefixes.
+	AltPrefix bool
 	// Children, on an OpAddFlow child, are its own children: it waits for
 	// them in waiting-children, the tree three levels deep.
 	Children []*Add
@@ -554,6 +581,12 @@ type Program struct {
 	// the runner's Redis keeps 4 entries per node, so a program's stream
 	// is trimmed, and trimmed alike in both runs).
 	EventsMaxLen int
+	// AddChunk, when not 0, is drover's QueueOptions.AddBulkChunk for both
+	// queues: AddBulk sends its jobs in calls of that many (a call of
+	// plain adds only goes to addPlainJobs, one with any other to
+	// addJobs), and Queue.Add's group commit batches at most that many.
+	// Node has no such option; its addBulk is one call a job.
+	AddChunk int
 }
 
 // ManualWorker are the options of a program's manual workers: metrics
@@ -645,13 +678,13 @@ func (s *Step) OnOtherQueue() bool { return s.OtherQueue && otherQueueOps[s.Op] 
 // drover's UpsertJobScheduler refuses them (deliberate, README), so
 // Node's upsert makes the scheduler and either side's workers make its
 // runs from that template.
-// OpOrphan and OpAgeFinished are the harness's own, done alike in both
-// runs. A global
+// OpOrphan, OpAgeFinished, OpSetIDCounter and OpStaleHash are the
+// harness's own, done alike in both runs. A global
 // concurrency of 0 is Node's: drover's SetGlobalConcurrency refuses it
 // (deliberate, README), so Node stores it and drover's workers and reads
 // meet it.
 func (s *Step) NodeOnly() bool {
-	if s.Op == OpOrphan || s.Op == OpAgeFinished || s.Op == OpSetGlobalConcurrency && s.Limit == 0 {
+	if s.Op == OpOrphan || s.Op == OpAgeFinished || s.Op == OpSetIDCounter || s.Op == OpStaleHash || s.Op == OpSetGlobalConcurrency && s.Limit == 0 {
 		return true
 	}
 	for _, a := range s.adds() {
@@ -697,6 +730,12 @@ func (s *Step) adds() []*Add {
 	}
 	return out
 }
+
+// AltPrefixOf is the key prefix of a run's flow children with
+// Add.AltPrefix: the run's prefix and ":alt" (its keys are the run's
+// keys of a queue named alt:<queue>, and its state is dumped and
+// compared with the run's).
+func AltPrefixOf(prefix string) string { return prefix + ":alt" }
 
 // NoName, as an Add's JobName, gives the job the empty name.
 const NoName = "\x00none"
@@ -898,6 +937,9 @@ func (p *Program) String() string {
 	if p.EventsMaxLen != 0 {
 		fmt.Fprintf(&b, "  events streams capped at %d\n", p.EventsMaxLen)
 	}
+	if p.AddChunk != 0 {
+		fmt.Fprintf(&b, "  drover adds in calls of %d\n", p.AddChunk)
+	}
 	for i := range p.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, p.Steps[i].String())
 	}
@@ -1032,6 +1074,9 @@ func (p *Program) GoString() string {
 	if p.EventsMaxLen != 0 {
 		fmt.Fprintf(&b, ", EventsMaxLen: %d", p.EventsMaxLen)
 	}
+	if p.AddChunk != 0 {
+		fmt.Fprintf(&b, ", AddChunk: %d", p.AddChunk)
+	}
 	b.WriteString("}")
 	return b.String()
 }
@@ -1057,7 +1102,7 @@ var opNames = map[Op]string{
 	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
 	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows", OpOrphan: "OpOrphan", OpAgeFinished: "OpAgeFinished", OpRemoveOrphanedJobs: "OpRemoveOrphanedJobs",
 	OpUpdateJobProgress: "OpUpdateJobProgress", OpGetMeta: "OpGetMeta", OpGetSchedulersCount: "OpGetSchedulersCount",
-	OpExportMetrics: "OpExportMetrics",
+	OpExportMetrics: "OpExportMetrics", OpAddBurst: "OpAddBurst", OpSetIDCounter: "OpSetIDCounter", OpStaleHash: "OpStaleHash",
 }
 
 var readNames = map[FlowRead]string{
@@ -1197,6 +1242,9 @@ func (a *Add) String() string {
 	if a.OtherQueue {
 		s = a.Name + "@" + OtherQueueName + s[len(a.Name):]
 	}
+	if a.AltPrefix {
+		s = "alt:" + s
+	}
 	if a.Parent != "" {
 		s += " parent=" + a.Parent
 		if a.ParentInOther {
@@ -1311,6 +1359,9 @@ func (a *Add) goString() string {
 	}
 	if a.OtherQueue {
 		f = append(f, "OtherQueue: true")
+	}
+	if a.AltPrefix {
+		f = append(f, "AltPrefix: true")
 	}
 	if len(a.Children) > 0 {
 		cs := make([]string, len(a.Children))

@@ -47,6 +47,11 @@ func Shrink(p *Program, budget int, fails func(*Program) bool) *Program {
 		c.EventsMaxLen = 0
 		try(c)
 	}
+	if cur.AddChunk != 0 {
+		c := clone(cur)
+		c.AddChunk = 0
+		try(c)
+	}
 	// The queues' default job options: dropped, or each field dropped (an
 	// add's simplifications, on a step that holds them).
 	for _, defaults := range []func(*Program) **Add{
@@ -241,7 +246,11 @@ func simplifications(s *Step) []func(*Step) {
 	if s.LIFO {
 		out = append(out, func(s *Step) { s.LIFO = false })
 	}
-	if s.Limit != 0 && s.Op != OpSetGlobalConcurrency && s.Op != OpSetGlobalRateLimit {
+	if s.Op == OpAddBurst && s.Limit > 1 {
+		// Fewer copies, down to one.
+		out = append(out, func(s *Step) { s.Limit /= 2 })
+	}
+	if s.Limit != 0 && s.Op != OpSetGlobalConcurrency && s.Op != OpSetGlobalRateLimit && s.Op != OpAddBurst {
 		// A cap or max of 0 is not an input the generator makes (drover
 		// refuses it, Node stores it): a program shrunk to one would
 		// diverge for another reason.
@@ -253,7 +262,7 @@ func simplifications(s *Step) []func(*Step) {
 // clone copies a program deeply enough for Shrink's edits.
 func clone(p *Program) *Program {
 	c := &Program{Seed: p.Seed, Steps: make([]Step, len(p.Steps)), Manual: p.Manual, Defaults: cloneAdd(p.Defaults),
-		OtherDefaults: cloneAdd(p.OtherDefaults), EventsMaxLen: p.EventsMaxLen}
+		OtherDefaults: cloneAdd(p.OtherDefaults), EventsMaxLen: p.EventsMaxLen, AddChunk: p.AddChunk}
 	for i, s := range p.Steps {
 		s.Add = cloneAdd(s.Add)
 		if s.Children != nil {
