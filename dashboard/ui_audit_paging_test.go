@@ -4,11 +4,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestUIAuditOlderPageSaysSoAndLeadsBack: the audit page's "Older entries"
@@ -32,7 +34,11 @@ func TestUIAuditOlderPageSaysSoAndLeadsBack(t *testing.T) {
 	require.Zero(t, evalJS[float64](t, tab, `document.querySelectorAll('#audit-newest').length`), "the newest page links to itself")
 	do(t, tab, chromedp.Click(chromedp.Search(`//a[starts-with(text(),"Older entries")]`)), chromedp.WaitVisible(chromedp.CSS(`#audit-newest`)))
 	require.Contains(t, text(t, tab, `#audit-page-note`), "older than")
-	require.Equal(t, 5.0, evalJS[float64](t, tab, `document.querySelectorAll('#audit tbody tr').length`))
+	// The link is drawn before the older page's rows arrive: wait for them
+	// (read at once, they were 0 in a loaded CI run).
+	testkit.WaitFor(t, 30*time.Second, "the older page's 5 rows", func() bool {
+		return evalJS[float64](t, tab, `document.querySelectorAll('#audit tbody tr').length`) == 5
+	})
 	do(t, tab, chromedp.Click(chromedp.CSS(`#audit-newest`)), chromedp.WaitNotPresent(chromedp.CSS(`#audit-newest`)), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr`)))
 	require.True(t, strings.HasPrefix(text(t, tab, `#audit tbody tr:first-child td:nth-child(3)`), "pause"), "the newest entry first")
 }
