@@ -33,11 +33,7 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 	setupRetries := func(t *testing.T, maxRetries int) *testBundle {
 		t.Helper()
 		srv := redistest.Shared(t)
-		proxy, err := faultproxy.Start(srv.Addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = proxy.Close() })
-		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: maxRetries})
-		t.Cleanup(func() { _ = rdb.Close() })
+		proxy, rdb := faultproxy.StartClient(t, srv.Addr, redis.Options{MaxRetries: maxRetries})
 		direct, prefix := redistest.Client(t)
 		q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix, AddBulkChunk: 10})
 		require.NoError(t, err)

@@ -342,11 +342,7 @@ func TestCancelQueuedJobUnderClientRetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = proxy.Close() })
-			rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 3})
-			t.Cleanup(func() { _ = rdb.Close() })
+			proxy, rdb := faultproxy.StartClient(t, redistest.Shared(t).Addr, redis.Options{MaxRetries: 3})
 			direct, prefix := redistest.Client(t)
 			q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
 			require.NoError(t, err)

@@ -206,11 +206,7 @@ func TestCancelJob(t *testing.T) {
 		// connection (a network blip): its subscription to cancel requests
 		// must come back, so a cancel sent afterwards still stops the job.
 		b := setupQueue(t)
-		proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = proxy.Close() })
-		viaProxy := redis.NewClient(&redis.Options{Addr: proxy.Addr})
-		t.Cleanup(func() { _ = viaProxy.Close() })
+		proxy, viaProxy := faultproxy.StartClient(t, redistest.Shared(t).Addr, redis.Options{})
 		c := newCauses()
 		w, err := drover.NewWorker(viaProxy, b.name, drover.ProcessorFunc(c.process),
 			&drover.WorkerOptions{Prefix: b.prefix, DrainDelay: 20 * time.Millisecond})

@@ -27,11 +27,7 @@ func TestQueueEventsRunOutlivesAnOutage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	direct, prefix := redistest.Client(t)
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	viaProxy := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = viaProxy.Close() })
+	proxy, viaProxy := faultproxy.StartClient(t, redistest.Shared(t).Addr, redis.Options{MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 
 	var logs syncBuffer
 	qe, err := drover.NewQueueEvents(viaProxy, "q", &drover.QueueEventsOptions{
@@ -102,11 +98,7 @@ func TestQueueEventsRunOutlivesAHalfOpenConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	direct, prefix := redistest.Client(t)
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	viaProxy := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // go-redis's default timeouts
-	t.Cleanup(func() { _ = viaProxy.Close() })
+	proxy, viaProxy := faultproxy.StartClient(t, redistest.Shared(t).Addr, redis.Options{}) // go-redis's default timeouts
 
 	var logs syncBuffer
 	qe, err := drover.NewQueueEvents(viaProxy, "q", &drover.QueueEventsOptions{

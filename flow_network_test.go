@@ -30,12 +30,7 @@ import (
 func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: time.Second, WriteTimeout: time.Second,
-		DialTimeout: 500 * time.Millisecond, PoolSize: 60})
-	t.Cleanup(func() { _ = rdb.Close() })
+	proxy, rdb := faultproxy.StartClient(t, redistest.Shared(t).Addr, redis.Options{ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: 500 * time.Millisecond, PoolSize: 60})
 	direct, prefix := redistest.Client(t)
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))

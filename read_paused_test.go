@@ -104,11 +104,7 @@ func TestReadsWhileRedisIsPaused(t *testing.T) {
 func TestAddReturnsOnTimeWhenRegisteringHangs(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Shared(t)
-	proxy, err := faultproxy.Start(srv.Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 15 * time.Second, WriteTimeout: 15 * time.Second})
-	t.Cleanup(func() { _ = rdb.Close() })
+	proxy, rdb := faultproxy.StartClient(t, srv.Addr, redis.Options{ReadTimeout: 15 * time.Second, WriteTimeout: 15 * time.Second})
 	_, prefix := redistest.Client(t)
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)

@@ -123,11 +123,7 @@ func TestCloseDuringANetworkPartition(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Shared(t)
-	proxy, err := faultproxy.Start(srv.Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: time.Second, WriteTimeout: time.Second})
-	t.Cleanup(func() { _ = rdb.Close() })
+	proxy, rdb := faultproxy.StartClient(t, srv.Addr, redis.Options{ReadTimeout: time.Second, WriteTimeout: time.Second})
 	direct, prefix := redistest.Client(t)
 
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {

@@ -485,11 +485,7 @@ func TestWaitUntilFinished(t *testing.T) {
 	t.Run("RidesOutAnOutage", func(t *testing.T) {
 		t.Parallel()
 		b := setupQueue(t)
-		proxy, err := faultproxy.Start(redistest.Shared(t).Addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = proxy.Close() })
-		viaProxy := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-		t.Cleanup(func() { _ = viaProxy.Close() })
+		proxy, viaProxy := faultproxy.StartClient(t, redistest.Shared(t).Addr, redis.Options{MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 		q, err := drover.NewQueue(viaProxy, b.name, &drover.QueueOptions{Prefix: b.prefix})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = q.Close() })

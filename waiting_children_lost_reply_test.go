@@ -34,11 +34,7 @@ func TestMoveToWaitingChildrenReplyLost(t *testing.T) {
 	direct, prefix := redistest.Client(t)
 	src := scripts.Source("moveToWaitingChildren")
 	require.NoError(t, direct.ScriptLoad(ctx, src).Err()) // an EVALSHA, not a NOSCRIPT and an EVAL
-	proxy, err := faultproxy.Start(srv.Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
-	t.Cleanup(func() { _ = rdb.Close() })
+	proxy, rdb := faultproxy.StartClient(t, srv.Addr, redis.Options{})
 
 	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)

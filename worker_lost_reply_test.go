@@ -56,11 +56,7 @@ func TestWorkerLostReplies(t *testing.T) {
 	setup := func(t *testing.T, readTimeout time.Duration) *testBundle {
 		t.Helper()
 		srv := redistest.Shared(t)
-		proxy, err := faultproxy.Start(srv.Addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = proxy.Close() })
-		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: readTimeout, MaxRetries: 1})
-		t.Cleanup(func() { _ = rdb.Close() })
+		proxy, rdb := faultproxy.StartClient(t, srv.Addr, redis.Options{ReadTimeout: readTimeout, MaxRetries: 1})
 		direct, prefix := redistest.Client(t)
 		q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 		require.NoError(t, err)

@@ -31,12 +31,7 @@ import (
 func TestWorkerNetworkFaultsUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Shared(t)
-	proxy, err := faultproxy.Start(srv.Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: time.Second, WriteTimeout: time.Second,
-		DialTimeout: 500 * time.Millisecond, PoolSize: 120})
-	t.Cleanup(func() { _ = rdb.Close() })
+	proxy, rdb := faultproxy.StartClient(t, srv.Addr, redis.Options{ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: 500 * time.Millisecond, PoolSize: 120})
 	direct, prefix := redistest.Client(t)
 	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)
@@ -168,12 +163,7 @@ func TestWorkerLockRenewalsCutOff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Shared(t)
-	proxy, err := faultproxy.Start(srv.Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 300 * time.Millisecond,
-		WriteTimeout: 300 * time.Millisecond, DialTimeout: 300 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
+	proxy, rdb := faultproxy.StartClient(t, srv.Addr, redis.Options{ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, DialTimeout: 300 * time.Millisecond})
 	direct, prefix := redistest.Client(t)
 	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)

@@ -26,12 +26,7 @@ func TestWorkerOutageLogsOncePerMessage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Shared(t)
-	proxy, err := faultproxy.Start(srv.Addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 1, DialTimeout: 100 * time.Millisecond,
-		ReadTimeout: time.Second, WriteTimeout: time.Second})
-	t.Cleanup(func() { _ = rdb.Close() })
+	proxy, rdb := faultproxy.StartClient(t, srv.Addr, redis.Options{MaxRetries: 1, DialTimeout: 100 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	direct, prefix := redistest.Client(t)
 	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)
