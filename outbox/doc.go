@@ -56,6 +56,19 @@
 // A row with its own JobID keeps it, so business ids stay business ids; a
 // row whose JobID names an existing job is relayed as its duplicate.
 //
+// Row ids, and with them the derived job ids, are unique only while the
+// table lives: re-created (pgmigrate.Down and Up), restored from an older
+// backup, or with its ids reset, the outbox hands out ids again that name
+// jobs Redis may still keep. A relay that finds the job of a derived id
+// with another name or other data than the row's does not take the row for
+// its duplicate (it would be marked sent and never become a job): it marks
+// the row failed, saying so. Give the relays a new
+// [RelayOptions.JobIDPrefix] whenever the ids may start again, and set
+// such rows pending again (failed_at and last_error NULL). A processor that
+// replaced its job's data (Job.UpdateData) makes a crashed relay's re-add
+// of that job look the same: the row is marked failed although its job
+// exists.
+//
 // On PostgreSQL, commit the transactions that write rows durably
 // (synchronous_commit on, the default). A relay sees a row as soon as its
 // transaction commits; with synchronous_commit off a server crash can then

@@ -147,8 +147,9 @@ func (o *Outbox[Tx]) AddTx(ctx context.Context, tx Tx, queue, name string, data 
 const PruneBatchSize = 1000
 
 // Prune deletes rows that were sent before the cutoff and returns how many
-// it deleted. Pending and failed rows are kept. Row ids are never reused, so
-// pruning cannot make a new row's job id collide with an old job.
+// it deleted. Pending and failed rows are kept. Pruning does not make the
+// table reuse row ids, so a new row's job id cannot collide with a pruned
+// row's job (re-creating the table does: see the package documentation).
 func (o *Outbox[Tx]) Prune(ctx context.Context, before time.Time) (int64, error) {
 	if o.noDB {
 		return 0, fmt.Errorf("outbox: prune: %w", errNoDB)

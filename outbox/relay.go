@@ -1,12 +1,15 @@
 package outbox
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,7 +161,9 @@ type Stats struct {
 	Duplicates int
 	// Deduplicated counts rows whose Deduplication ID another job owned.
 	Deduplicated int
-	// Failed counts rows the queue refused; they are marked failed.
+	// Failed counts rows the queue refused, and rows whose derived job id
+	// names another row's job (the outbox's ids restarted, see the package
+	// documentation); they are marked failed.
 	Failed int
 }
 
@@ -812,8 +817,9 @@ func (r *Relay) addAll(ctx context.Context, rows []row) ([]settled, error) {
 		idx := byQueue[name]
 		q, qErr := r.queue(name)
 		var (
-			jobs []drover.BulkJob
-			of   []int // row index of each job
+			jobs    []drover.BulkJob
+			of      []int  // row index of each job
+			derived []bool // whether the job's id derives from its row's id
 		)
 		for _, i := range idx {
 			rw := rows[i]
@@ -836,6 +842,7 @@ func (r *Relay) addAll(ctx context.Context, rows []row) ([]settled, error) {
 			withID.JobID = id
 			jobs = append(jobs, drover.BulkJob{Name: rw.name, Data: jsonData(rw.data), Opts: &withID})
 			of = append(of, i)
+			derived = append(derived, opts == nil || opts.JobID == "")
 		}
 		if len(jobs) == 0 {
 			continue
@@ -854,6 +861,12 @@ func (r *Relay) addAll(ctx context.Context, rows []row) ([]settled, error) {
 		for k, res := range added {
 			if res == nil {
 				continue
+			}
+			if res.Outcome == drover.AddDuplicate && derived[k] {
+				if err := otherRowsJob(name, rows[of[k]], res.Job); err != nil {
+					results[of[k]].failure = err
+					continue
+				}
 			}
 			results[of[k]].outcome = res.Outcome
 			if res.Outcome == drover.AddDeduplicated && res.Job != nil {
@@ -907,4 +920,47 @@ func redisRefused(err error) bool {
 	msg := rerr.Error()
 	return strings.HasPrefix(msg, "WRONGTYPE") || strings.Contains(msg, "Protocol error") ||
 		strings.Contains(msg, "exceeds maximum allowed size")
+}
+
+// otherRowsJob returns an error when job, the existing job an add of rw
+// (under the id derived from rw's id) was found a duplicate of, is not
+// rw's job: another name or other data. The job is then an older row's
+// whose id rw reuses, because the outbox's ids restarted (the table
+// re-created, by pgmigrate.Down and Up say, or restored from a backup, or
+// its ids reset) while Redis kept the old rows' jobs. Taken for its
+// duplicate, rw would be marked sent and never become a job; settled as
+// failed, it is kept with the reason. A job that could not be read (nil
+// Data) passes: a duplicate it is.
+func otherRowsJob(queue string, rw row, job *drover.Job) error {
+	if job == nil || job.Data == nil {
+		return nil
+	}
+	if job.Name == rw.name && sameJSON(job.Data, rw.data) {
+		return nil
+	}
+	return fmt.Errorf("job %q of queue %q, the id of row %d, is another job than the row's (named %q, the row %q, or with other data): "+
+		"the outbox's row ids restarted (its table re-created, by pgmigrate.Down and Up say, restored from a backup, "+
+		"or its ids reset) while Redis kept the jobs of the old rows, or the job's processor replaced its data; "+
+		"taken for that job's duplicate, the row would never become a job. Give the relays a new "+
+		"RelayOptions.JobIDPrefix, then set the row pending again (failed_at and last_error NULL)",
+		job.ID, queue, rw.id, job.Name, rw.name)
+}
+
+// sameJSON reports whether a and b are the same JSON value (the encoding
+// aside: space, escapes, key order).
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	va, erra := decodeJSON(a)
+	vb, errb := decodeJSON(b)
+	return erra == nil && errb == nil && reflect.DeepEqual(va, vb)
+}
+
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
 }

@@ -164,6 +164,12 @@ func Up(ctx context.Context, db DB, opts *UpOptions) ([]Migration, error) {
 //
 // Down refuses to revert a version this binary does not know (applied by a
 // newer drover): it cannot know how.
+//
+// Reverting 002_outbox drops drover_outbox, and Up creates it again with
+// its row ids starting at 1: the ids, and the job ids the relays derive
+// from them, name jobs of the old rows that Redis may still keep. Give the
+// relays a new outbox.RelayOptions.JobIDPrefix then (the relays mark such
+// rows failed rather than relay them as the old jobs' duplicates).
 func Down(ctx context.Context, db DB, targetVersion int, opts *DownOptions) ([]Migration, error) {
 	if opts == nil {
 		opts = &DownOptions{}
