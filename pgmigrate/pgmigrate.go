@@ -14,7 +14,9 @@
 // [Up] or [Down] is a single transaction that takes an exclusive lock first
 // (a transaction-scoped advisory lock on PostgreSQL, BEGIN IMMEDIATE on
 // SQLite): concurrent runs from several deploys apply each migration once,
-// and a failing migration leaves the schema as it was.
+// and a failing migration leaves the schema as it was. On SQLite a run
+// waits up to a minute for the database's write lock, even on a database
+// opened without a busy timeout.
 //
 // On PostgreSQL the tables are created in the first schema of the
 // connection's search_path, where drover's queries also find them.
@@ -28,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -389,7 +392,13 @@ func (sqliteDB) dialect() pgsql.Dialect { return pgsql.SQLite }
 // BeginTx cannot ask for BEGIN IMMEDIATE, which takes the write lock before
 // the first read, so two migration runs cannot both see version N missing.
 func (s sqliteDB) inTx(ctx context.Context, exclusive bool, fn func(execer) error) (err error) {
-	conn, err := s.db.Conn(ctx)
+	var conn *sql.Conn
+	err = whileBusy(ctx, func() (err error) {
+		// Opening a connection runs the driver's pragmas, which may need
+		// the lock too (journal_mode).
+		conn, err = s.db.Conn(ctx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("get a connection: %w", err)
 	}
@@ -398,7 +407,10 @@ func (s sqliteDB) inTx(ctx context.Context, exclusive bool, fn func(execer) erro
 	if exclusive {
 		begin = "BEGIN IMMEDIATE"
 	}
-	if _, err := conn.ExecContext(ctx, begin); err != nil {
+	if err := whileBusy(ctx, func() error {
+		_, err := conn.ExecContext(ctx, begin)
+		return err
+	}); err != nil {
 		return fmt.Errorf("%s: %w", begin, err)
 	}
 	defer func() {
@@ -414,10 +426,49 @@ func (s sqliteDB) inTx(ctx context.Context, exclusive bool, fn func(execer) erro
 	if err := fn(sqlExecer{conn}); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+	// A COMMIT that found the database busy (a reader in the way of the
+	// write) leaves the transaction open, to be committed again.
+	if err := whileBusy(ctx, func() error {
+		_, err := conn.ExecContext(ctx, "COMMIT")
+		return err
+	}); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// sqliteLockWait is how long a run on SQLite waits for the database's
+// write lock, beyond the connection's busy timeout.
+const sqliteLockWait = time.Minute
+
+// whileBusy runs fn until it does not fail with SQLite's "database is
+// locked" (SQLITE_BUSY), for up to sqliteLockWait, ctx permitting: a run
+// on a database opened without a busy timeout then waits for a concurrent
+// run, or a writer of the application, instead of failing at once.
+func whileBusy(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(sqliteLockWait)
+	pause := 5 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !sqliteBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
+}
+
+// sqliteBusy reports whether err is SQLite's SQLITE_BUSY, by its message
+// (drivers differ in their error types).
+func sqliteBusy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY")
 }
 
 type sqlExecer struct{ conn *sql.Conn }
