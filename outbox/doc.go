@@ -60,14 +60,13 @@
 // table lives: re-created (pgmigrate.Down and Up), restored from an older
 // backup, or with its ids reset, the outbox hands out ids again that name
 // jobs Redis may still keep. A relay that finds the job of a derived id
-// with another name or other data than the row's does not take the row for
-// its duplicate (it would be marked sent and never become a job): it marks
-// the row failed, saying so. Give the relays a new
-// [RelayOptions.JobIDPrefix] whenever the ids may start again, and set
-// such rows pending again (failed_at and last_error NULL). A processor that
-// replaced its job's data (Job.UpdateData) makes a crashed relay's re-add
-// of that job look the same: the row is marked failed although its job
-// exists.
+// added before the row was written (by the clocks of the row's writer and
+// of the relay that added the job), with another name or other data than
+// the row's, does not take the row for its duplicate (it would be marked
+// sent and never become a job): it marks the row failed, saying so. An old
+// job with the row's very name and data passes for its job. Give the
+// relays a new [RelayOptions.JobIDPrefix] whenever the ids may start
+// again, and set such rows pending again (failed_at and last_error NULL).
 //
 // On PostgreSQL, commit the transactions that write rows durably
 // (synchronous_commit on, the default). A relay sees a row as soon as its

@@ -3,10 +3,13 @@ package outbox_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit/pgtest"
 	"github.com/seed40057009/drover/outbox"
 	"github.com/seed40057009/drover/pgmigrate"
@@ -37,6 +40,9 @@ func TestRelayRowIDsRestarted(t *testing.T) {
 			stats, err := b.newRelay(t, nil).Flush(ctx)
 			require.NoError(t, err)
 			require.Equal(t, 1, stats.Created)
+			// Time passes (the job's timestamp and the rows' created_at
+			// count milliseconds).
+			time.Sleep(5 * time.Millisecond)
 
 			// The table is re-created: its ids start again at 1.
 			_, err = pgmigrate.Down(ctx, migrate, 1, nil)
@@ -64,6 +70,45 @@ func TestRelayRowIDsRestarted(t *testing.T) {
 			job, err := b.queue(t, "mail").GetJob(ctx, "outbox2-1")
 			require.NoError(t, err)
 			require.JSONEq(t, `{"user":2}`, string(job.Data))
+		})
+	}
+}
+
+// TestRelayReAddOfARewrittenJobIsADuplicate: a relay that died after its
+// add leaves the row pending; the job it added carries data an
+// AddMiddleware rewrote, so the re-add finds a job with other data than
+// the row's. Added after the row was written, it is the row's own job: a
+// duplicate, not another row's (TestRelayRowIDsRestarted).
+func TestRelayReAddOfARewrittenJobIsADuplicate(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			ctx := context.Background()
+			b := d.setup(t)
+			stamp := func(ctx context.Context, jobs []drover.BulkJob, next drover.AddFunc) ([]*drover.AddResult, error) {
+				out := make([]drover.BulkJob, len(jobs))
+				for i, j := range jobs {
+					j.Data = map[string]any{"stamped": time.Now().UnixNano(), "row": j.Data}
+					out[i] = j
+				}
+				return next(ctx, out)
+			}
+			opts := func() *outbox.RelayOptions {
+				return &outbox.RelayOptions{QueueOptions: &drover.QueueOptions{
+					Prefix: b.prefix, AddMiddleware: []drover.AddMiddleware{stamp},
+				}}
+			}
+			b.add(t, job{queue: "mail", name: "welcome", data: map[string]any{"user": 1}})
+			crashed := b.newRelay(t, opts())
+			crash := errors.New("relay died after the add")
+			outbox.SetTestHooks(crashed, nil, func(context.Context) error { return crash }, nil)
+			_, err := crashed.Flush(ctx)
+			require.ErrorIs(t, err, crash)
+
+			stats, err := b.newRelay(t, opts()).Flush(ctx)
+			require.NoError(t, err)
+			require.Equal(t, outbox.Stats{Duplicates: 1}, stats)
+			require.Empty(t, pending(b.rows(t)))
+			require.EqualValues(t, 1, b.jobCount(t, "mail"))
 		})
 	}
 }

@@ -39,6 +39,8 @@ type row struct {
 	name  string
 	data  []byte
 	opts  []byte // nil: no options
+	// created is when AddTx wrote the row, by the writer's clock.
+	created time.Time
 }
 
 // store is one database's side of the outbox.

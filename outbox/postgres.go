@@ -87,14 +87,15 @@ func (p postgres) claim(ctx context.Context, limit int, idle time.Duration) (bat
 	return &pgBatch{pool: p.pool, tx: tx, claimed: rows}, nil
 }
 
-// scanRow reads a row of drover_outbox: id, queue, name, data, opts.
+// scanRow reads a row of drover_outbox: id, queue, name, data, opts,
+// created_at.
 func scanRow(r pgx.CollectableRow) (row, error) {
 	var (
 		out  row
 		data string
 		opts *string
 	)
-	err := r.Scan(&out.id, &out.queue, &out.name, &data, &opts)
+	err := r.Scan(&out.id, &out.queue, &out.name, &data, &opts, &out.created)
 	out.data = []byte(data)
 	if opts != nil {
 		out.opts = []byte(*opts)

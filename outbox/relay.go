@@ -924,23 +924,29 @@ func redisRefused(err error) bool {
 
 // otherRowsJob returns an error when job, the existing job an add of rw
 // (under the id derived from rw's id) was found a duplicate of, is not
-// rw's job: another name or other data. The job is then an older row's
-// whose id rw reuses, because the outbox's ids restarted (the table
-// re-created, by pgmigrate.Down and Up say, or restored from a backup, or
-// its ids reset) while Redis kept the old rows' jobs. Taken for its
-// duplicate, rw would be marked sent and never become a job; settled as
-// failed, it is kept with the reason. A job that could not be read (nil
-// Data) passes: a duplicate it is.
+// rw's job: a job added before rw was written, with another name or other
+// data. It is then an older row's, whose id rw reuses because the outbox's
+// ids restarted (the table re-created, by pgmigrate.Down and Up say, or
+// restored from a backup, or its ids reset) while Redis kept the old rows'
+// jobs. Taken for its duplicate, rw would be marked sent and never become
+// a job; settled as failed, it is kept with the reason. rw's own job, added
+// by a relay that died before marking rw, was added after rw was written;
+// its data may differ from the row's (an AddMiddleware that rewrites it, a
+// processor's UpdateData), so both must say it is another job. A job that
+// could not be read (nil Data) passes: a duplicate it is.
 func otherRowsJob(queue string, rw row, job *drover.Job) error {
-	if job == nil || job.Data == nil {
+	if job == nil || job.Data == nil || job.Timestamp.IsZero() || rw.created.IsZero() {
 		return nil
+	}
+	if !job.Timestamp.Before(rw.created.Truncate(time.Millisecond)) {
+		return nil // added after the row was written
 	}
 	if job.Name == rw.name && sameJSON(job.Data, rw.data) {
 		return nil
 	}
-	return fmt.Errorf("job %q of queue %q, the id of row %d, is another job than the row's (named %q, the row %q, or with other data): "+
+	return fmt.Errorf("job %q of queue %q, the id of row %d, is another row's: added before the row was written, named %q (the row %q) or with other data; "+
 		"the outbox's row ids restarted (its table re-created, by pgmigrate.Down and Up say, restored from a backup, "+
-		"or its ids reset) while Redis kept the jobs of the old rows, or the job's processor replaced its data; "+
+		"or its ids reset) while Redis kept the jobs of the old rows; "+
 		"taken for that job's duplicate, the row would never become a job. Give the relays a new "+
 		"RelayOptions.JobIDPrefix, then set the row pending again (failed_at and last_error NULL)",
 		job.ID, queue, rw.id, job.Name, rw.name)

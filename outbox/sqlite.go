@@ -98,7 +98,8 @@ func (b *liteBatch) read(ctx context.Context) (err error) {
 	return err
 }
 
-// liteRows runs query, which selects id, queue, name, data, opts.
+// liteRows runs query, which selects id, queue, name, data, opts,
+// created_at.
 func liteRows(ctx context.Context, db *sql.DB, query string, args ...any) ([]row, error) {
 	rs, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -108,13 +109,15 @@ func liteRows(ctx context.Context, db *sql.DB, query string, args ...any) ([]row
 	var out []row
 	for rs.Next() {
 		var (
-			r    row
-			data string
-			opts sql.NullString
+			r       row
+			data    string
+			opts    sql.NullString
+			created int64
 		)
-		if err := rs.Scan(&r.id, &r.queue, &r.name, &data, &opts); err != nil {
+		if err := rs.Scan(&r.id, &r.queue, &r.name, &data, &opts, &created); err != nil {
 			return nil, err
 		}
+		r.created = time.UnixMilli(created)
 		r.data = []byte(data)
 		if opts.Valid {
 			r.opts = []byte(opts.String)

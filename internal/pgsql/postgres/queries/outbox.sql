@@ -8,7 +8,7 @@ VALUES ($1, $2, $3, $4, $5);
 -- name: OutboxClaimBatch :many
 -- The relay's transaction locks the rows it relays until it has marked them
 -- sent; other relays skip them rather than wait, and take the next ones.
-SELECT id, queue, name, data, opts
+SELECT id, queue, name, data, opts, created_at
 FROM drover_outbox
 WHERE sent_at IS NULL AND failed_at IS NULL
 ORDER BY id
@@ -22,7 +22,7 @@ FOR UPDATE SKIP LOCKED;
 -- id), a few. Read, not locked: a relay checks that no older row of a
 -- claimed row's Deduplication ID is still to be added. The data is not
 -- read (only the options matter): an empty string stands in for it.
-SELECT id, queue, name, '' AS data, opts
+SELECT id, queue, name, '' AS data, opts, created_at
 FROM drover_outbox
 WHERE sent_at IS NULL AND failed_at IS NULL AND id < $1 AND opts IS NOT NULL
 ORDER BY id;

@@ -29,7 +29,7 @@ WHERE id IN (
 
 -- name: OutboxClaimed :many
 -- The rows claim ?1 holds.
-SELECT id, queue, name, data, opts
+SELECT id, queue, name, data, opts, created_at
 FROM drover_outbox
 WHERE sent_at IS NULL AND failed_at IS NULL AND claim_token = ?1
 ORDER BY id;
@@ -41,7 +41,7 @@ ORDER BY id;
 -- lease runs out), a few. A relay checks that no older row of a claimed
 -- row's Deduplication ID is still to be added. The data is not read
 -- (only the options matter): an empty string stands in for it.
-SELECT id, queue, name, '' AS data, opts
+SELECT id, queue, name, '' AS data, opts, created_at
 FROM drover_outbox
 WHERE sent_at IS NULL AND failed_at IS NULL AND id < ?1 AND opts IS NOT NULL
 ORDER BY id;
