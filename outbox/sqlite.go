@@ -17,6 +17,13 @@ import (
 // "?_pragma=busy_timeout(10000)"), so the relay's writes wait for the
 // application's instead of failing.
 //
+// Relays write to the database (a claim and the marks of every batch). In
+// WAL mode a transaction of yours that reads before its first write then
+// fails at that write with "database is locked" (SQLITE_BUSY_SNAPSHOT)
+// whenever a relay wrote in between, busy timeout or not: SQLite cannot
+// turn a reader of an old snapshot into a writer. Begin such transactions
+// IMMEDIATE (modernc.org/sqlite: "_txlock=immediate"), or write first.
+//
 // SQLite has no notifications: a relay finds new rows by polling, every
 // RelayOptions.PollInterval. Nor row locks: relays lease the rows of a batch
 // in the table (see the package documentation), which needs migration
