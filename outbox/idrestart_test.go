@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -51,7 +52,8 @@ func TestRelayRowIDsRestarted(t *testing.T) {
 			require.NoError(t, err)
 
 			b.add(t, job{queue: "mail", name: "welcome", data: map[string]any{"user": 2}})
-			stats, err = b.newRelay(t, nil).Flush(ctx)
+			logs := &syncBuffer{}
+			stats, err = b.newRelay(t, &outbox.RelayOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))}).Flush(ctx)
 			require.NoError(t, err)
 			require.Equal(t, outbox.Stats{Failed: 1}, stats, "the new row is not the old job's duplicate")
 			rows := b.rows(t)
@@ -59,6 +61,7 @@ func TestRelayRowIDsRestarted(t *testing.T) {
 			require.True(t, rows[0].Failed, "the row is kept, failed")
 			require.Contains(t, rows[0].LastError, "row ids restarted")
 			require.Contains(t, rows[0].LastError, "JobIDPrefix")
+			require.Contains(t, logs.String(), `level=ERROR msg="outbox row's job id names another row's job; marked failed" outbox_id=1 queue=mail job_id=outbox-1`)
 			require.EqualValues(t, 1, b.jobCount(t, "mail"))
 
 			// The remedy the reason names.

@@ -686,7 +686,11 @@ func (r *Relay) runBatch(ctx context.Context) (Stats, int, error) {
 
 	for _, s := range results {
 		if s.failure != nil {
-			r.logger.ErrorContext(ctx, "outbox row refused by its queue; marked failed",
+			msg := "outbox row refused by its queue; marked failed"
+			if errors.Is(s.failure, errOtherRowsJob) {
+				msg = "outbox row's job id names another row's job; marked failed"
+			}
+			r.logger.ErrorContext(ctx, msg,
 				slog.Int64(logkey.OutboxID, s.row.id), slog.String(logkey.Queue, s.row.queue),
 				slog.String(logkey.JobID, s.jobID), slog.Any(logkey.Error, s.failure))
 		}
@@ -944,13 +948,17 @@ func otherRowsJob(queue string, rw row, job *drover.Job) error {
 	if job.Name == rw.name && sameJSON(job.Data, rw.data) {
 		return nil
 	}
-	return fmt.Errorf("job %q of queue %q, the id of row %d, is another row's: added before the row was written, named %q (the row %q) or with other data; "+
+	return fmt.Errorf("%w: job %q of queue %q, the id of row %d, was added before the row was written, named %q (the row %q) or with other data; "+
 		"the outbox's row ids restarted (its table re-created, by pgmigrate.Down and Up say, restored from a backup, "+
 		"or its ids reset) while Redis kept the jobs of the old rows; "+
 		"taken for that job's duplicate, the row would never become a job. Give the relays a new "+
 		"RelayOptions.JobIDPrefix, then set the row pending again (failed_at and last_error NULL)",
-		job.ID, queue, rw.id, job.Name, rw.name)
+		errOtherRowsJob, job.ID, queue, rw.id, job.Name, rw.name)
 }
+
+// errOtherRowsJob is the reason of a row whose derived job id names
+// another row's job (otherRowsJob).
+var errOtherRowsJob = errors.New("the row's job id names another row's job")
 
 // sameJSON reports whether a and b are the same JSON value (the encoding
 // aside: space, escapes, key order).
