@@ -19,7 +19,11 @@
 // opened without a busy timeout.
 //
 // On PostgreSQL the tables are created in the first schema of the
-// connection's search_path, where drover's queries also find them.
+// connection's search_path, where drover's queries also find them. Up
+// refuses a search_path whose first schema lacks them while a later one
+// has them (a schema created ahead of theirs, such as one named after the
+// role, "$user"): it would create a second, empty set that drover's
+// queries would use from then on.
 package pgmigrate
 
 import (
@@ -97,6 +101,7 @@ type DB interface {
 type execer interface {
 	exec(ctx context.Context, sql string, args ...any) error
 	queryBool(ctx context.Context, sql string) (bool, error)
+	queryRow(ctx context.Context, sql string, dest ...any) error
 	listApplied(ctx context.Context, sql string) ([]MigrationStatus, error)
 }
 
@@ -124,6 +129,11 @@ func Up(ctx context.Context, db DB, opts *UpOptions) ([]Migration, error) {
 	err := db.inTx(ctx, true, func(x execer) error {
 		done = done[:0] // inTx does not retry today, but stay correct if it does
 		d := db.dialect()
+		if d == pgsql.Postgres {
+			if err := checkSchema(ctx, x); err != nil {
+				return err
+			}
+		}
 		if err := x.exec(ctx, pgsql.Query(d, "MigrationsCreateTable")); err != nil {
 			return fmt.Errorf("create table drover_migrations: %w", err)
 		}
@@ -158,6 +168,26 @@ func Up(ctx context.Context, db DB, opts *UpOptions) ([]Migration, error) {
 			slog.Int(logKeyVersion, m.Version), slog.String(logKeyMigration, m.Name))
 	}
 	return done, nil
+}
+
+// checkSchema refuses a PostgreSQL search_path that finds drover's tables
+// in a schema after its first one: Up would create them again, empty, in
+// the first schema, and drover's queries would use those from then on
+// (the ledger forgetting every operation key, the relays leaving the
+// pending rows behind). That happens when a schema is created whose name
+// comes first, such as one named after the role ("$user").
+func checkSchema(ctx context.Context, x execer) error {
+	var elsewhere, first, path string
+	if err := x.queryRow(ctx, pgsql.Query(pgsql.Postgres, "MigrationsElsewhere"), &elsewhere, &first, &path); err != nil {
+		return fmt.Errorf("look for table drover_migrations: %w", err)
+	}
+	if elsewhere == "" {
+		return nil
+	}
+	return fmt.Errorf("drover's tables are in schema %q, but the first schema of the search_path (%s) is %q: "+
+		"Up would create them again there, empty, and drover's queries would use those, forgetting the operation "+
+		"keys and the pending outbox rows in %q; put %q first in the search_path (or move the tables to %q)",
+		elsewhere, path, first, elsewhere, elsewhere, first)
 }
 
 // Down reverts, newest first, every applied migration with a version above
@@ -356,6 +386,10 @@ func (x pgxExecer) exec(ctx context.Context, sql string, args ...any) error {
 	return err
 }
 
+func (x pgxExecer) queryRow(ctx context.Context, sql string, dest ...any) error {
+	return x.tx.QueryRow(ctx, sql).Scan(dest...)
+}
+
 func (x pgxExecer) queryBool(ctx context.Context, sql string) (bool, error) {
 	var b bool
 	err := x.tx.QueryRow(ctx, sql).Scan(&b)
@@ -476,6 +510,10 @@ type sqlExecer struct{ conn *sql.Conn }
 func (x sqlExecer) exec(ctx context.Context, sql string, args ...any) error {
 	_, err := x.conn.ExecContext(ctx, sql, args...)
 	return err
+}
+
+func (x sqlExecer) queryRow(ctx context.Context, sql string, dest ...any) error {
+	return x.conn.QueryRowContext(ctx, sql).Scan(dest...)
 }
 
 func (x sqlExecer) queryBool(ctx context.Context, sql string) (bool, error) {

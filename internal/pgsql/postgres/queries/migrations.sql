@@ -10,6 +10,17 @@ SELECT pg_advisory_xact_lock(7237970105436630375);
 -- name: MigrationsTableExists :one
 SELECT to_regclass('drover_migrations') IS NOT NULL;
 
+-- name: MigrationsElsewhere :one
+-- Where the search_path finds drover_migrations, when that is not the first
+-- schema of the search_path, where Up creates tables ('' when it is, or
+-- when there is none); then that first schema, and the search_path.
+SELECT COALESCE((SELECT n.nspname::text
+                 FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+                 WHERE c.oid = to_regclass('drover_migrations')
+                   AND n.nspname IS DISTINCT FROM current_schema()), ''),
+       COALESCE(current_schema()::text, ''),
+       current_setting('search_path');
+
 -- name: MigrationsCreateTable :exec
 CREATE TABLE IF NOT EXISTS drover_migrations (
     version    integer     NOT NULL PRIMARY KEY,
