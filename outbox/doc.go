@@ -61,12 +61,13 @@
 // backup, or with its ids reset, the outbox hands out ids again that name
 // jobs Redis may still keep. A relay that finds the job of a derived id
 // added before the row was written (by the clocks of the row's writer and
-// of the relay that added the job), with another name or other data than
-// the row's, does not take the row for its duplicate (it would be marked
-// sent and never become a job): it marks the row failed, saying so. An old
-// job with the row's very name and data passes for its job. Give the
-// relays a new [RelayOptions.JobIDPrefix] whenever the ids may start
-// again, and set such rows pending again (failed_at and last_error NULL).
+// of the relay that added the job, or by the row's JobOptions.Timestamp),
+// with another name or other data than the row's, does not take the row
+// for its duplicate (it would be marked sent and never become a job): it
+// marks the row failed, saying so. An old job with the row's very name and
+// data passes for its job. Give the relays a new
+// [RelayOptions.JobIDPrefix] whenever the ids may start again, and set
+// such rows pending again (failed_at and last_error NULL).
 //
 // On PostgreSQL, commit the transactions that write rows durably
 // (synchronous_commit on, the default). A relay sees a row as soon as its
