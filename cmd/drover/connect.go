@@ -49,7 +49,7 @@ const RequestTimeoutDefault = 10 * time.Second
 const RedisURLDefault = "redis://127.0.0.1:6379/0"
 
 func (r *redisFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db or rediss://..., or host:port; any node of a Redis Cluster; Sentinel: redis://sentinel:26379/db?master_name=NAME[&addr=sentinel2:26379...] (env DROVER_REDIS_URL)")
+	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db or rediss://..., or host:port, or unix:///path/redis.sock?db=N; any node of a Redis Cluster; Sentinel: redis://sentinel:26379/db?master_name=NAME[&addr=sentinel2:26379...][&password=MASTER_PASSWORD] (env DROVER_REDIS_URL)")
 	fs.StringVar(&r.prefix, "prefix", envOr("DROVER_PREFIX", drover.PrefixDefault), "key prefix of the queues (env DROVER_PREFIX)")
 	fs.DurationVar(&r.timeout, "timeout", RequestTimeoutDefault, "give up when Redis does not answer one request within this time (0 = the client's own read timeouts and retries, which a paused Redis stretches to a minute and more)")
 }
@@ -142,17 +142,33 @@ func setErr(err error, cmds []redis.Cmder) error {
 	return err
 }
 
-// parseRedisURL reads --redis: a redis:// or rediss:// URL, or a bare
-// host:port (what redis-cli -h/-p and most clients take), which means
-// redis://host:port/0.
+// parseRedisURL reads --redis: a redis://, rediss:// or unix:// URL, or a
+// bare host:port (what redis-cli -h/-p and most clients take), which
+// means redis://host:port/0. A port no TCP port can be is refused here:
+// it was "cannot reach Redis ... invalid port" (exit 1), as if the
+// network had failed.
 func parseRedisURL(s string) (*redis.Options, error) {
 	if !strings.Contains(s, "://") {
+		if strings.HasPrefix(s, "/") {
+			return nil, fmt.Errorf("want unix://%s for a Unix socket (redis://, rediss:// and unix:// URLs, or host:port)", s)
+		}
 		if _, _, err := net.SplitHostPort(s); err != nil {
-			return nil, errors.New("want a redis:// or rediss:// URL, or host:port")
+			return nil, errors.New("want a redis://, rediss:// or unix:// URL, or host:port")
 		}
 		s = "redis://" + s
 	}
-	return redis.ParseURL(s)
+	opt, err := redis.ParseURL(s)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Network != "unix" {
+		if _, port, err := net.SplitHostPort(opt.Addr); err == nil {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return nil, fmt.Errorf("port %q is not a TCP port (1-65535)", port)
+			}
+		}
+	}
+	return opt, nil
 }
 
 func envOr(key, def string) string {
@@ -203,10 +219,14 @@ func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place,
 		if err != nil {
 			return nil, place{}, usagef("--redis %q: %v", r.url, err)
 		}
+		where := place{addr: fmt.Sprintf("master %q of the sentinels at %s", fo.MasterName, strings.Join(fo.SentinelAddrs, ", ")), db: fo.DB, sentinel: true}
+		if err := r.askSentinels(ctx, fo); err != nil {
+			return nil, place{}, err
+		}
 		fo.ContextTimeoutEnabled = true
 		rdb := redis.NewFailoverClient(fo)
 		r.answerWithin(rdb, fo.MasterName)
-		return rdb, place{fmt.Sprintf("master %q of the sentinels at %s", fo.MasterName, strings.Join(fo.SentinelAddrs, ", ")), fo.DB}, nil
+		return rdb, where, nil
 	}
 	opt, err := parseRedisURL(r.url)
 	if err != nil {
@@ -221,7 +241,7 @@ func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place,
 	rdb := redis.NewClient(opt)
 	r.answerWithin(rdb, opt.Addr)
 	if !clusterNode(ctx, rdb) {
-		return rdb, place{opt.Addr, opt.DB}, nil
+		return rdb, place{addr: opt.Addr, db: opt.DB}, nil
 	}
 	_ = rdb.Close()
 	if opt.DB != 0 {
@@ -233,7 +253,55 @@ func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place,
 		ContextTimeoutEnabled: true,
 	})
 	r.answerWithin(cc, opt.Addr)
-	return cc, place{"the Redis Cluster of " + opt.Addr, 0}, nil
+	return cc, place{addr: "the Redis Cluster of " + opt.Addr}, nil
+}
+
+// askSentinels asks each sentinel of fo in turn, once and without the
+// client's retries, where the master is, and returns nil at the first
+// answer. The failover client says neither why it found no master nor
+// soon: with no sentinel listening it redialled until --timeout ran out
+// and said "context deadline exceeded" (35 s with --timeout 0), and
+// sentinels that know no master of that name were "all sentinels
+// specified in configuration are unreachable: redis: nil".
+func (r *redisFlags) askSentinels(ctx context.Context, fo *redis.FailoverOptions) error {
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	var unknown, failed []string
+	var lastErr error
+	for _, addr := range fo.SentinelAddrs {
+		sc := redis.NewSentinelClient(&redis.Options{
+			Addr: addr, Username: fo.SentinelUsername, Password: fo.SentinelPassword, TLSConfig: fo.TLSConfig,
+			MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
+		})
+		_, err := sc.GetMasterAddrByName(ctx, fo.MasterName).Result()
+		_ = sc.Close()
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, redis.Nil):
+			unknown = append(unknown, addr)
+		default:
+			failed = append(failed, fmt.Sprintf("%s: %v", addr, err))
+			lastErr = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(unknown) > 0 && len(failed) == 0 {
+		return fmt.Errorf("no master named %q: the sentinels at %s monitor none of that name (master_name= in --redis or DROVER_REDIS_URL)", fo.MasterName, strings.Join(unknown, ", "))
+	}
+	msg := fmt.Sprintf("cannot reach a sentinel for master %q (set them in --redis or DROVER_REDIS_URL: redis://sentinel:26379/db?master_name=NAME&addr=sentinel2:26379): %s", fo.MasterName, strings.Join(failed, "; "))
+	if len(unknown) > 0 {
+		msg += fmt.Sprintf("; and the sentinels at %s monitor no master of that name", strings.Join(unknown, ", "))
+	}
+	if loginRefused(lastErr) {
+		msg = fmt.Sprintf("login refused by the sentinels for master %q (a Sentinel URL's user:password@ is the sentinels' login): %s", fo.MasterName, strings.Join(failed, "; "))
+	}
+	return errors.New(msg)
 }
 
 // isFailoverURL is true for a --redis URL naming a Sentinel master.
@@ -398,6 +466,11 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 // unreachable is the one-line error of every command whose Redis does not
 // answer: where it looked, and how to point it elsewhere.
 func unreachable(where place, err error) error {
+	if loginRefused(err) && where.sentinel {
+		// go-redis's Sentinel URL gives user:password@ to the sentinels;
+		// the master's login is in the username= and password= parameters.
+		return fmt.Errorf("login refused by Redis at %s (db %d) (in a Sentinel URL the master's login goes in the username= and password= parameters: redis://sentinel:26379/db?master_name=NAME&password=PASSWORD; user:password@ is the sentinels' own): %w", where.addr, where.db, err)
+	}
 	if loginRefused(err) {
 		// Redis answered: the network is fine, the credentials are not.
 		return fmt.Errorf("login refused by Redis at %s (db %d) (set the user and password in --redis or DROVER_REDIS_URL: redis://user:password@host:port/db): %w", where.addr, where.db, err)
@@ -420,6 +493,9 @@ func noSuchDB(err error) bool {
 type place struct {
 	addr string // a server, or a description of a cluster or Sentinel set-up
 	db   int
+	// sentinel is set for a Sentinel set-up, whose URL holds the master's
+	// login elsewhere than a server's.
+	sentinel bool
 }
 
 // loginRefused reports whether err is Redis refusing the connection's

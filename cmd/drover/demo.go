@@ -414,7 +414,7 @@ func openRedis(ctx context.Context, url string) (redis.UniversalClient, string, 
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, "", nil, unreachable(place{opt.Addr, opt.DB}, err)
+		return nil, "", nil, unreachable(place{addr: opt.Addr, db: opt.DB}, err)
 	}
 	return rdb, "using Redis at " + opt.Addr, func() { _ = rdb.Close() }, nil
 }
