@@ -15,8 +15,9 @@ func TestMain(m *testing.M) {
 	// `drover lab` starts its own executable again as the worker process
 	// (`lab worker ...`); in these tests that executable is this test
 	// binary, which then is drover. The tests run it as `lab ...` too, to
-	// see the exit code, and as `cancel ...` to cancel from another process.
-	if len(os.Args) > 1 && (os.Args[1] == "lab" || os.Args[1] == "demo" || os.Args[1] == "cancel") {
+	// see the exit code, as `cancel ...` to cancel from another process, and
+	// as `retry ...` to interrupt a long retry.
+	if len(os.Args) > 1 && (os.Args[1] == "lab" || os.Args[1] == "demo" || os.Args[1] == "cancel" || os.Args[1] == "retry") {
 		main()
 		os.Exit(0)
 	}
