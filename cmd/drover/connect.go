@@ -31,6 +31,8 @@ type redisFlags struct {
 	logger *slog.Logger
 	// ins is the connection inspector (or queue) opened, for record.
 	ins *inspect.Inspector
+	// cluster is set once ins is open on a Redis Cluster.
+	cluster bool
 	// timeout is --timeout: how long one request may go unanswered.
 	timeout time.Duration
 	// serving is set by the commands that run until stopped (dashboard,
@@ -198,6 +200,7 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 		return nil, nil, unreachable(where, err)
 	}
 	r.ins = ins
+	_, r.cluster = rdb.(*redis.ClusterClient)
 	return ins, func() {
 		_ = ins.Close(context.WithoutCancel(ctx))
 		_ = rdb.Close()
@@ -335,6 +338,14 @@ func (r *redisFlags) queue(ctx context.Context, name string) (*drover.Queue, fun
 	ins, closeRedis, err := r.inspector(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	if _, tagged := keys.HashTag(r.prefix + ":" + name + ":"); r.cluster && !tagged {
+		// The library's refusal names its Go option (Prefix: "{bull}"),
+		// and it was exit 1, as if Redis had refused.
+		closeRedis()
+		return nil, nil, usagef("queue %q with --prefix %q on a Redis Cluster: its keys would spread over many hash slots "+
+			"and its scripts would fail with CROSSSLOT; put a hash tag in the prefix (--prefix '{%s}') or in the queue name ('{%s}')",
+			name, r.prefix, r.prefix, name)
 	}
 	q, err := ins.Queue(name)
 	if err != nil {
