@@ -103,4 +103,3 @@ func shellSplit(t *testing.T, s string) []string {
 	}
 	return words
 }
-
