@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -53,7 +54,8 @@ const RedisURLDefault = "redis://127.0.0.1:6379/0"
 func (r *redisFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db or rediss://..., or host:port, or unix:///path/redis.sock?db=N; any node of a Redis Cluster; Sentinel: redis://sentinel:26379/db?master_name=NAME[&addr=sentinel2:26379...][&password=MASTER_PASSWORD] (env DROVER_REDIS_URL)")
 	fs.StringVar(&r.prefix, "prefix", envOr("DROVER_PREFIX", drover.PrefixDefault), "key prefix of the queues (env DROVER_PREFIX)")
-	fs.DurationVar(&r.timeout, "timeout", RequestTimeoutDefault, "give up when Redis does not answer one request within this time (0 = the client's own read timeouts and retries, which a paused Redis stretches to a minute and more)")
+	r.timeout = RequestTimeoutDefault
+	fs.Var(goDuration{&r.timeout}, "timeout", "give up when Redis does not answer one request within this `duration` (0 = the client's own read timeouts and retries, which a paused Redis stretches to a minute and more)")
 }
 
 // answerWithin ends every request of the command's client that Redis
@@ -456,7 +458,7 @@ func (f *queueFlags) parse(args []string) ([]string, error) { return parseArgs(f
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
@@ -472,6 +474,77 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// parseFlags is fs.Parse without its printing on a bad flag: the flag
+// package writes the error and the whole usage to the flag set's output,
+// stdout, so `drover jobs q --json --limit x > jobs.json` wrote the usage
+// into jobs.json, and the error came twice (there and on stderr). The
+// command's error alone reports it now, on stderr; -h still prints the
+// usage on stdout.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+	}
+	if err != nil && strings.HasSuffix(err.Error(), ": parse error") {
+		// The package's int, uint and bool flags say "parse error".
+		if m := badValueRe.FindStringSubmatch(err.Error()); m != nil {
+			if f := fs.Lookup(m[2]); f != nil {
+				if want, ok := wantOf[fmt.Sprintf("%T", f.Value)]; ok {
+					return fmt.Errorf("invalid value %s for flag -%s: want %s", m[1], m[2], want)
+				}
+			}
+		}
+	}
+	return err
+}
+
+// badValueRe matches the flag package's refusal of a flag's value.
+var badValueRe = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-([^:]+): parse error$`)
+
+// wantOf says what the flag package's value types take.
+var wantOf = map[string]string{
+	"*flag.intValue":   "a whole number",
+	"*flag.int64Value": "a whole number",
+	"*flag.uintValue":  "a whole number of at least 0",
+	"*flag.boolValue":  "true or false (or the flag alone)",
+}
+
+// goDuration is a flag.Value like the flag package's duration whose
+// refusal says what it wants: the package's says only "parse error"
+// (`--timeout 5` read: invalid value "5" for flag -timeout: parse error).
+type goDuration struct{ d *time.Duration }
+
+// durationFlag defines a duration flag on fs, as fs.Duration does.
+func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	d := value
+	fs.Var(goDuration{&d}, name, usage+" (a Go `duration` such as 30s or 1m30s)")
+	return &d
+}
+
+func (g goDuration) String() string {
+	if g.d == nil {
+		return "0s" // the zero value's, so PrintDefaults omits a zero default
+	}
+	return g.d.String()
+}
+
+func (g goDuration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return fmt.Errorf("want a duration with its unit, such as %ss or %sms", s, s)
+		}
+		return errors.New("want a duration such as 30s, 1m30s or 500ms")
+	}
+	*g.d = d
+	return nil
 }
 
 // unreachable is the one-line error of every command whose Redis does not

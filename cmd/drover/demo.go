@@ -48,7 +48,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	redisURL := fs.String("redis", os.Getenv("DROVER_REDIS_URL"), "Redis URL (redis://host:port/db); empty = embedded engine (env DROVER_REDIS_URL)")
 	queueName := fs.String("queue", "demo", "queue name")
 	prefix := fs.String("prefix", "", "key prefix; default: bull on the embedded engine, a new drover-demo-<random> on a real Redis")
-	duration := fs.Duration("for", 0, "stop after this long (0 = until Ctrl-C)")
+	duration := durationFlag(fs, "for", 0, "stop after this long (0 = until Ctrl-C)")
 	dashAddr := fs.String("dashboard", "127.0.0.1:7373", `dashboard address (loopback; port 0 picks one; "off" = no dashboard)`)
 	verbose := fs.Bool("v", false, "log every job")
 	fs.Usage = func() {
@@ -57,7 +57,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 			"embedded engine; on a real Redis its queues get a prefix of their own and it refuses to touch existing queues.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
