@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -199,6 +202,9 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 	}
 	if err := ins.Ping(ctx); err != nil {
 		_ = rdb.Close()
+		if where.plain != "" && hungUp(err) && speaksTLS(ctx, where.plain) {
+			return nil, nil, fmt.Errorf("the server at %s speaks TLS and hung up on plain Redis: use rediss:// in --redis or DROVER_REDIS_URL", where.plain)
+		}
 		return nil, nil, unreachable(where, err)
 	}
 	r.ins = ins
@@ -246,7 +252,11 @@ func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place,
 	rdb := redis.NewClient(opt)
 	r.answerWithin(rdb, opt.Addr)
 	if !clusterNode(ctx, rdb) {
-		return rdb, place{addr: opt.Addr, db: opt.DB}, nil
+		where := place{addr: opt.Addr, db: opt.DB}
+		if opt.TLSConfig == nil && opt.Network != "unix" {
+			where.plain = opt.Addr
+		}
+		return rdb, where, nil
 	}
 	_ = rdb.Close()
 	if opt.DB != 0 {
@@ -559,6 +569,11 @@ func unreachable(where place, err error) error {
 		// Redis answered: the network is fine, the credentials are not.
 		return fmt.Errorf("login refused by Redis at %s (db %d) (set the user and password in --redis or DROVER_REDIS_URL: redis://user:password@host:port/db): %w", where.addr, where.db, err)
 	}
+	if untrustedCert(err) {
+		// Redis answered the handshake: the network is fine, the
+		// certificate is not trusted here.
+		return fmt.Errorf("the TLS certificate of Redis at %s is not trusted on this machine (trust its CA with SSL_CERT_FILE=/path/ca.pem, or add ?skip_verify=true to the rediss:// URL to skip the check): %w", where.addr, err)
+	}
 	if noSuchDB(err) {
 		// Redis answered too: the server has fewer databases.
 		return fmt.Errorf("database %d does not exist on Redis at %s (its `databases` setting is lower; pick another /db in --redis or DROVER_REDIS_URL): %w", where.db, where.addr, err)
@@ -580,6 +595,39 @@ type place struct {
 	// sentinel is set for a Sentinel set-up, whose URL holds the master's
 	// login elsewhere than a server's.
 	sentinel bool
+	// plain is the address of a single server named by a redis:// URL or
+	// host:port (no TLS), for the check that it wants TLS.
+	plain string
+}
+
+// hungUp reports whether err is the server closing the connection without
+// a reply (EOF, reset): what a TLS-only port does with plain Redis.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// speaksTLS reports whether the server at addr completes a TLS handshake
+// (its certificate unchecked: this only tells TLS from not-TLS).
+func speaksTLS(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // only asks whether the port speaks TLS; nothing is sent
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}
+
+// untrustedCert reports whether err is a TLS certificate the client does
+// not trust (unknown authority, another host's name, expired).
+func untrustedCert(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) || errors.As(err, &verify)
 }
 
 // loginRefused reports whether err is Redis refusing the connection's
