@@ -56,6 +56,7 @@ const RedisURLDefault = "redis://127.0.0.1:6379/0"
 
 func (r *redisFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db or rediss://..., or host:port, or unix:///path/redis.sock?db=N; any node of a Redis Cluster; Sentinel: redis://sentinel:26379/db?master_name=NAME[&addr=sentinel2:26379...][&password=MASTER_PASSWORD] (env DROVER_REDIS_URL)")
+	hidePassword(fs, "redis")
 	fs.StringVar(&r.prefix, "prefix", envOr("DROVER_PREFIX", drover.PrefixDefault), "key prefix of the queues (env DROVER_PREFIX)")
 	r.timeout = RequestTimeoutDefault
 	fs.Var(goDuration{&r.timeout}, "timeout", "give up when Redis does not answer one request within this `duration` (0 = the client's own read timeouts and retries, which a paused Redis stretches to a minute and more)")
@@ -178,6 +179,55 @@ func parseRedisURL(s string) (*redis.Options, error) {
 	return opt, nil
 }
 
+// badRedisURL is the usage error of a --redis value that err refuses,
+// its passwords hidden: net/url's errors quote the whole URL.
+func badRedisURL(raw string, err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return usagef("--redis %q: %s", redactURL(raw), strings.ReplaceAll(err.Error(), raw, redactURL(raw)))
+}
+
+// hidePassword shows the default of the URL flag name (DROVER_REDIS_URL's
+// value, when set) without its password in -h: `drover jobs -h` printed
+// (default "redis://admin:s3cret@host:6379/0") for anyone to copy into an
+// issue or a screenshot.
+func hidePassword(fs *flag.FlagSet, name string) {
+	if f := fs.Lookup(name); f != nil {
+		f.DefValue = redactURL(f.DefValue)
+	}
+}
+
+// passwordInURL matches the password of a URL's user info, for URLs
+// net/url cannot parse (a bad port, say).
+var passwordInURL = regexp.MustCompile(`(://[^/@:]*:)[^/@]*@`)
+
+// redactURL is the Redis URL s with its passwords (user info, and the
+// password= and sentinel_password= parameters) replaced by "xxxxx", for
+// printing: help, usage errors.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return passwordInURL.ReplaceAllString(s, "${1}xxxxx@")
+	}
+	out := u.Redacted()
+	q := u.Query()
+	changed := false
+	for _, k := range []string{"password", "sentinel_password"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+			changed = true
+		}
+	}
+	if changed {
+		u2, _ := url.Parse(out)
+		u2.RawQuery = q.Encode()
+		out = u2.String()
+	}
+	return out
+}
+
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
@@ -228,7 +278,7 @@ func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place,
 	if isFailoverURL(r.url) {
 		fo, err := redis.ParseFailoverURL(r.url)
 		if err != nil {
-			return nil, place{}, usagef("--redis %q: %v", r.url, err)
+			return nil, place{}, badRedisURL(r.url, err)
 		}
 		where := place{addr: fmt.Sprintf("master %q of the sentinels at %s", fo.MasterName, strings.Join(fo.SentinelAddrs, ", ")), db: fo.DB, sentinel: true}
 		if err := r.askSentinels(ctx, fo); err != nil {
@@ -241,7 +291,7 @@ func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place,
 	}
 	opt, err := parseRedisURL(r.url)
 	if err != nil {
-		return nil, place{}, usagef("--redis %q: %v", r.url, err)
+		return nil, place{}, badRedisURL(r.url, err)
 	}
 	if opt.TLSConfig != nil {
 		if err := notPlainRedis(ctx, opt.Addr); err != nil {
@@ -260,7 +310,7 @@ func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place,
 	}
 	_ = rdb.Close()
 	if opt.DB != 0 {
-		return nil, place{}, usagef("--redis %q: %s is a Redis Cluster node, and a cluster has only database 0", r.url, opt.Addr)
+		return nil, place{}, usagef("--redis %q: %s is a Redis Cluster node, and a cluster has only database 0", redactURL(r.url), opt.Addr)
 	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: []string{opt.Addr}, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig,

@@ -46,6 +46,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(c.out)
 	redisURL := fs.String("redis", os.Getenv("DROVER_REDIS_URL"), "Redis URL (redis://host:port/db); empty = embedded engine (env DROVER_REDIS_URL)")
+	hidePassword(fs, "redis")
 	queueName := fs.String("queue", "demo", "queue name")
 	prefix := fs.String("prefix", "", "key prefix; default: bull on the embedded engine, a new drover-demo-<random> on a real Redis")
 	duration := durationFlag(fs, "for", 0, "stop after this long (0 = until Ctrl-C)")
@@ -124,7 +125,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 			}
 			if ok {
 				return usagef("demo: queue %q already exists under prefix %q at %s: the demo adds jobs to its queues and runs a worker that stalls on purpose, "+
-					"so it does not touch existing queues; leave out --prefix (the demo then picks a new one) or pick another", name, *prefix, *redisURL)
+					"so it does not touch existing queues; leave out --prefix (the demo then picks a new one) or pick another", name, *prefix, redactURL(*redisURL))
 			}
 		}
 	}
@@ -407,7 +408,7 @@ func openRedis(ctx context.Context, url string) (redis.UniversalClient, string, 
 	}
 	opt, err := parseRedisURL(url)
 	if err != nil {
-		return nil, "", nil, usagef("--redis %q: %v", url, err)
+		return nil, "", nil, badRedisURL(url, err)
 	}
 	rdb := redis.NewClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)

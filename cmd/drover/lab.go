@@ -68,6 +68,7 @@ func (c *labCmd) Run(ctx context.Context, args []string) error {
 		fs.PrintDefaults()
 	}
 	redisURL := fs.String("redis", os.Getenv("DROVER_REDIS_URL"), "Redis URL (redis://host:port/db); empty = embedded engine (env DROVER_REDIS_URL)")
+	hidePassword(fs, "redis")
 	database := fs.String("database", "", "postgres://... URL, or file:PATH for a SQLite file; empty = SQLite in a temporary directory")
 	prefix := fs.String("prefix", drover.PrefixDefault, "key prefix of the lab's queues")
 	scenarios := fs.String("scenario", "", "comma-separated scenarios to run; empty = all")
