@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,6 +24,9 @@ func TestAddSaysWhyNotAdded(t *testing.T) {
 	}
 	require.Equal(t, "added job dup1 to mail\n", run("add", "mail", "x", "--opts", `{"jobId":"dup1"}`))
 	require.Equal(t, "not added: job dup1 already exists (waiting)\n", run("add", "mail", "x", "--opts", `{"jobId":"dup1"}`))
-	require.Equal(t, "added job 1 to mail\n", run("add", "mail", "x", "--opts", `{"deduplication":{"id":"d1"}}`))
-	require.Equal(t, "not added: job 1 (waiting) holds deduplication id \"d1\"\n", run("add", "mail", "x", "--opts", `{"deduplication":{"id":"d1"}}`))
+	out := run("add", "mail", "x", "--opts", `{"deduplication":{"id":"d1"}}`)
+	var id string
+	_, err := fmt.Sscanf(out, "added job %s to mail\n", &id)
+	require.NoError(t, err, out)
+	require.Equal(t, "not added: job "+id+" (waiting) holds deduplication id \"d1\"\n", run("add", "mail", "x", "--opts", `{"deduplication":{"id":"d1"}}`))
 }
