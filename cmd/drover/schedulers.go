@@ -245,8 +245,11 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 		runID = job.ID
 	}
 	if *asJSON {
-		return writeJSON(c.out, map[string]any{"queue": pos[0], "id": pos[1], "next": s.Next.UTC().Format(time.RFC3339Nano), "run": runID})
+		// next in epoch ms, as every instant of --json (drover schedulers'
+		// next among them); it was an RFC 3339 string here alone.
+		return writeJSON(c.out, map[string]any{"queue": pos[0], "id": pos[1], "next": s.Next.UnixMilli(), "run": runID})
 	}
-	fmt.Fprintf(c.out, "%s: job scheduler %s, next run %s (%s)\n", pos[0], pos[1], s.Next.UTC().Format(time.RFC3339), runID)
+	next := inspect.InstantOf(s.Next)
+	fmt.Fprintf(c.out, "%s: job scheduler %s, next run %s (%s), job %s\n", pos[0], pos[1], when(next), until(next), runID)
 	return nil
 }

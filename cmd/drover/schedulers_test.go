@@ -91,7 +91,9 @@ func TestSchedulerCommands(t *testing.T) {
 // RFC 3339 alone ("2026-12-07T04:56:46Z"), so a run long overdue (no
 // worker on the queue to make it) looked like any other, and in another
 // format and zone than drover jobs and job use. It now says there are
-// none, and shows local time with how far off the run is.
+// none, and shows local time with how far off the run is. Its JSON twin:
+// `scheduler upsert --json` gave next as an RFC 3339 string where every
+// other --json instant is epoch ms.
 func TestSchedulersListSaysNextRunAndNone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -105,10 +107,17 @@ func TestSchedulersListSaysNextRunAndNone(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Equal(t, "no job schedulers in mail\n", out)
 
-	out, err = run("scheduler", "upsert", "mail", "poll", "--every", "1h")
+	// upsert --json gives next in epoch ms, as drover schedulers --json
+	// does (it was an RFC 3339 string there alone).
+	out, err = run("scheduler", "upsert", "mail", "poll", "--every", "1h", "--json")
 	require.NoError(t, err, out)
+	var upserted struct {
+		Next any `json:"next"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &upserted))
 	s, err := q.GetJobScheduler(ctx, "poll")
 	require.NoError(t, err)
+	require.Equal(t, float64(s.Next.UnixMilli()), upserted.Next)
 	// The run is overdue, as when no worker took the scheduler's job.
 	past := s.Next.Add(-3 * time.Hour)
 	require.NoError(t, rdb.ZAdd(ctx, prefix+":mail:repeat", redis.Z{Score: float64(past.UnixMilli()), Member: "poll"}).Err())
