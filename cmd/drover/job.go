@@ -86,11 +86,21 @@ func (c *jobCmd) Run(ctx context.Context, args []string) error {
 	if *asJSON {
 		return cmp.Or(writeJSON(c.out, d), incomplete)
 	}
-	c.print(d)
+	noWorker := false
+	if d.Lock != nil && !d.Lock.Held {
+		// Only a worker runs the stalled check that recovers the job.
+		ws, err := ins.Workers(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		noWorker = len(ws) == 0
+	}
+	c.print(d, noWorker)
 	return incomplete
 }
 
-func (c *jobCmd) print(d *inspect.JobDetail) {
+// print shows d; noWorker says no worker is connected to its queue.
+func (c *jobCmd) print(d *inspect.JobDetail, noWorker bool) {
 	w := c.out
 	b := d.Budget
 	fmt.Fprintf(w, "job %s %q in queue %s\n", d.ID, d.Name, d.Queue)
@@ -121,6 +131,8 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 	if d.Lock != nil {
 		if d.Lock.Held {
 			fmt.Fprintf(w, "  lock         held, expires in %s\n", d.Lock.TTL.Round(time.Millisecond))
+		} else if noWorker {
+			fmt.Fprintln(w, "  lock         missing: the job is stalling; no worker is connected to run the stalled check that recovers it")
 		} else {
 			fmt.Fprintln(w, "  lock         missing: the job is stalling; the next stalled check recovers it")
 		}
