@@ -72,6 +72,13 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 		if queues, err = ins.Queues(ctx); err != nil {
 			return err
 		}
+		if len(queues) == 0 && !*asJSON {
+			// A bare header read as "no such jobs anywhere" when the
+			// prefix (or Redis) held no queue at all, a wrong --prefix as
+			// often as not; drover queues says it this way.
+			_, err := fmt.Fprintf(c.out, "no queues under prefix %q\n", ins.Prefix())
+			return err
+		}
 	}
 	pages := make([]*inspect.JobPage, 0, len(queues))
 	matched := make([]int, 0, len(queues))

@@ -103,3 +103,19 @@ func shellSplit(t *testing.T, s string) []string {
 	}
 	return words
 }
+
+// TestJobsWithoutQueuesSaysSo: `drover jobs` with no queue named, under a
+// prefix that holds none (a wrong --prefix, say), printed a bare table
+// header, which read as "no such jobs anywhere". It says there are no
+// queues under the prefix, as drover queues does; --json stays [].
+func TestJobsWithoutQueuesSaysSo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, prefix := redistest.Client(t)
+	out, err := runCLI(ctx, t, prefix, "jobs")
+	require.NoError(t, err, out)
+	require.Equal(t, "no queues under prefix \""+prefix+"\"\n", out)
+	out, err = runCLI(ctx, t, prefix, "jobs", "--json")
+	require.NoError(t, err, out)
+	require.JSONEq(t, "[]", out)
+}
