@@ -73,29 +73,29 @@ func TestSentinelURLProblemsNamed(t *testing.T) {
 	require.NoError(t, err)
 	deadAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(dead))
 
-	run := func(url string) (string, time.Duration, error) {
+	run := func(url string) (string, error) {
 		var out bytes.Buffer
-		start := time.Now()
 		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"queues", "--redis", url, "--timeout", "30s"})
-		return out.String(), time.Since(start), err
+		return out.String(), err
 	}
 
-	_, took, err := run("redis://" + deadAddr + "/0?master_name=mymaster")
+	// Said from the refused dial itself, not from --timeout running out
+	// ("context deadline exceeded").
+	_, err = run("redis://" + deadAddr + "/0?master_name=mymaster")
 	require.ErrorContains(t, err, `cannot reach a sentinel for master "mymaster"`)
 	require.ErrorContains(t, err, deadAddr+": dial tcp "+deadAddr+": connect: connection refused")
-	require.Less(t, took, 15*time.Second, "a refused connection is said at once, not when --timeout runs out")
 
-	_, _, err = run("redis://" + sentinel + "/0?master_name=nosuch&password=sekret")
+	_, err = run("redis://" + sentinel + "/0?master_name=nosuch&password=sekret")
 	require.EqualError(t, err, `no master named "nosuch": the sentinels at `+sentinel+` monitor none of that name (master_name= in --redis or DROVER_REDIS_URL)`)
 
 	// One sentinel down, the other knows no such master: both said.
-	_, _, err = run("redis://" + deadAddr + "/0?master_name=nosuch&addr=" + sentinel)
+	_, err = run("redis://" + deadAddr + "/0?master_name=nosuch&addr=" + sentinel)
 	require.ErrorContains(t, err, "connection refused; and the sentinels at "+sentinel+" monitor no master of that name")
 
-	_, _, err = run("redis://:sekret@" + sentinel + "/0?master_name=mymaster")
+	_, err = run("redis://:sekret@" + sentinel + "/0?master_name=mymaster")
 	require.ErrorContains(t, err, "login refused by Redis at master \"mymaster\" of the sentinels at "+sentinel)
 	require.ErrorContains(t, err, "the master's login goes in the username= and password= parameters")
 
-	out, _, err := run("redis://" + sentinel + "/0?master_name=mymaster&password=sekret")
+	out, err := run("redis://" + sentinel + "/0?master_name=mymaster&password=sekret")
 	require.NoError(t, err, out)
 }
