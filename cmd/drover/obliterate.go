@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"io"
+	"strings"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
