@@ -70,6 +70,15 @@ func (c *addCmd) Run(ctx context.Context, args []string) error {
 	switch res.Outcome {
 	case drover.AddCreated, drover.AddReAdded:
 		fmt.Fprintf(c.out, "added job %s to %s\n", res.Job.ID, pos[0])
+	case drover.AddDeduplicated:
+		// It read "not added: deduplicated of job 6 (waiting)".
+		dedupID := ""
+		if jobOpts != nil && jobOpts.Deduplication != nil {
+			dedupID = fmt.Sprintf(" %q", jobOpts.Deduplication.ID)
+		}
+		fmt.Fprintf(c.out, "not added: job %s (%s) holds deduplication id%s\n", res.Job.ID, res.ExistingState, dedupID)
+	case drover.AddDuplicate:
+		fmt.Fprintf(c.out, "not added: job %s already exists (%s)\n", res.Job.ID, res.ExistingState)
 	default:
 		fmt.Fprintf(c.out, "not added: %s of job %s (%s)\n", res.Outcome, res.Job.ID, res.ExistingState)
 	}

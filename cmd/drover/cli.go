@@ -173,7 +173,8 @@ Exit status:
      found, a change refused; with several ids, any of them not done
   2  a usage error: unknown command or flag, a bad value, a missing
      argument, a destructive command without --yes and no terminal to ask on
-130 a second Ctrl-C while stopping
+130 stopped by Ctrl-C before it finished (143: by SIGTERM), or a second
+    Ctrl-C while stopping
 Errors go to stderr, one line each, starting "drover: ".
 `
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,9 +13,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +35,8 @@ type redisFlags struct {
 	logger *slog.Logger
 	// ins is the connection inspector (or queue) opened, for record.
 	ins *inspect.Inspector
+	// cluster is set once ins is open on a Redis Cluster.
+	cluster bool
 	// timeout is --timeout: how long one request may go unanswered.
 	timeout time.Duration
 	// serving is set by the commands that run until stopped (dashboard,
@@ -49,9 +55,11 @@ const RequestTimeoutDefault = 10 * time.Second
 const RedisURLDefault = "redis://127.0.0.1:6379/0"
 
 func (r *redisFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db or rediss://..., or host:port; any node of a Redis Cluster; Sentinel: redis://sentinel:26379/db?master_name=NAME[&addr=sentinel2:26379...] (env DROVER_REDIS_URL)")
+	fs.StringVar(&r.url, "redis", envOr("DROVER_REDIS_URL", RedisURLDefault), "Redis URL, redis://[user:pass@]host:port/db or rediss://..., or host:port, or unix:///path/redis.sock?db=N; any node of a Redis Cluster; Sentinel: redis://sentinel:26379/db?master_name=NAME[&addr=sentinel2:26379...][&password=MASTER_PASSWORD] (env DROVER_REDIS_URL)")
+	hidePassword(fs, "redis")
 	fs.StringVar(&r.prefix, "prefix", envOr("DROVER_PREFIX", drover.PrefixDefault), "key prefix of the queues (env DROVER_PREFIX)")
-	fs.DurationVar(&r.timeout, "timeout", RequestTimeoutDefault, "give up when Redis does not answer one request within this time (0 = the client's own read timeouts and retries, which a paused Redis stretches to a minute and more)")
+	r.timeout = RequestTimeoutDefault
+	fs.Var(goDuration{&r.timeout}, "timeout", "give up when Redis does not answer one request within this `duration` (0 = the client's own read timeouts and retries, which a paused Redis stretches to a minute and more)")
 }
 
 // answerWithin ends every request of the command's client that Redis
@@ -142,17 +150,82 @@ func setErr(err error, cmds []redis.Cmder) error {
 	return err
 }
 
-// parseRedisURL reads --redis: a redis:// or rediss:// URL, or a bare
-// host:port (what redis-cli -h/-p and most clients take), which means
-// redis://host:port/0.
+// parseRedisURL reads --redis: a redis://, rediss:// or unix:// URL, or a
+// bare host:port (what redis-cli -h/-p and most clients take), which
+// means redis://host:port/0. A port no TCP port can be is refused here:
+// it was "cannot reach Redis ... invalid port" (exit 1), as if the
+// network had failed.
 func parseRedisURL(s string) (*redis.Options, error) {
 	if !strings.Contains(s, "://") {
+		if strings.HasPrefix(s, "/") {
+			return nil, fmt.Errorf("want unix://%s for a Unix socket (redis://, rediss:// and unix:// URLs, or host:port)", s)
+		}
 		if _, _, err := net.SplitHostPort(s); err != nil {
-			return nil, errors.New("want a redis:// or rediss:// URL, or host:port")
+			return nil, errors.New("want a redis://, rediss:// or unix:// URL, or host:port")
 		}
 		s = "redis://" + s
 	}
-	return redis.ParseURL(s)
+	opt, err := redis.ParseURL(s)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Network != "unix" {
+		if _, port, err := net.SplitHostPort(opt.Addr); err == nil {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return nil, fmt.Errorf("port %q is not a TCP port (1-65535)", port)
+			}
+		}
+	}
+	return opt, nil
+}
+
+// badRedisURL is the usage error of a --redis value that err refuses,
+// its passwords hidden: net/url's errors quote the whole URL.
+func badRedisURL(raw string, err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return usagef("--redis %q: %s", redactURL(raw), strings.ReplaceAll(err.Error(), raw, redactURL(raw)))
+}
+
+// hidePassword shows the default of the URL flag name (DROVER_REDIS_URL's
+// value, when set) without its password in -h: `drover jobs -h` printed
+// (default "redis://admin:s3cret@host:6379/0") for anyone to copy into an
+// issue or a screenshot.
+func hidePassword(fs *flag.FlagSet, name string) {
+	if f := fs.Lookup(name); f != nil {
+		f.DefValue = redactURL(f.DefValue)
+	}
+}
+
+// passwordInURL matches the password of a URL's user info, for URLs
+// net/url cannot parse (a bad port, say).
+var passwordInURL = regexp.MustCompile(`(://[^/@:]*:)[^/@]*@`)
+
+// redactURL is the Redis URL s with its passwords (user info, and the
+// password= and sentinel_password= parameters) replaced by "xxxxx", for
+// printing: help, usage errors.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return passwordInURL.ReplaceAllString(s, "${1}xxxxx@")
+	}
+	out := u.Redacted()
+	q := u.Query()
+	changed := false
+	for _, k := range []string{"password", "sentinel_password"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+			changed = true
+		}
+	}
+	if changed {
+		u2, _ := url.Parse(out)
+		u2.RawQuery = q.Encode()
+		out = u2.String()
+	}
+	return out
 }
 
 func envOr(key, def string) string {
@@ -179,9 +252,13 @@ func (r *redisFlags) inspector(ctx context.Context) (*inspect.Inspector, func(),
 	}
 	if err := ins.Ping(ctx); err != nil {
 		_ = rdb.Close()
+		if where.plain != "" && hungUp(err) && speaksTLS(ctx, where.plain) {
+			return nil, nil, fmt.Errorf("the server at %s speaks TLS and hung up on plain Redis: use rediss:// in --redis or DROVER_REDIS_URL", where.plain)
+		}
 		return nil, nil, unreachable(where, err)
 	}
 	r.ins = ins
+	_, r.cluster = rdb.(*redis.ClusterClient)
 	return ins, func() {
 		_ = ins.Close(context.WithoutCancel(ctx))
 		_ = rdb.Close()
@@ -201,16 +278,20 @@ func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place,
 	if isFailoverURL(r.url) {
 		fo, err := redis.ParseFailoverURL(r.url)
 		if err != nil {
-			return nil, place{}, usagef("--redis %q: %v", r.url, err)
+			return nil, place{}, badRedisURL(r.url, err)
+		}
+		where := place{addr: fmt.Sprintf("master %q of the sentinels at %s", fo.MasterName, strings.Join(fo.SentinelAddrs, ", ")), db: fo.DB, sentinel: true}
+		if err := r.askSentinels(ctx, fo); err != nil {
+			return nil, place{}, err
 		}
 		fo.ContextTimeoutEnabled = true
 		rdb := redis.NewFailoverClient(fo)
 		r.answerWithin(rdb, fo.MasterName)
-		return rdb, place{fmt.Sprintf("master %q of the sentinels at %s", fo.MasterName, strings.Join(fo.SentinelAddrs, ", ")), fo.DB}, nil
+		return rdb, where, nil
 	}
 	opt, err := parseRedisURL(r.url)
 	if err != nil {
-		return nil, place{}, usagef("--redis %q: %v", r.url, err)
+		return nil, place{}, badRedisURL(r.url, err)
 	}
 	if opt.TLSConfig != nil {
 		if err := notPlainRedis(ctx, opt.Addr); err != nil {
@@ -221,11 +302,15 @@ func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place,
 	rdb := redis.NewClient(opt)
 	r.answerWithin(rdb, opt.Addr)
 	if !clusterNode(ctx, rdb) {
-		return rdb, place{opt.Addr, opt.DB}, nil
+		where := place{addr: opt.Addr, db: opt.DB}
+		if opt.TLSConfig == nil && opt.Network != "unix" {
+			where.plain = opt.Addr
+		}
+		return rdb, where, nil
 	}
 	_ = rdb.Close()
 	if opt.DB != 0 {
-		return nil, place{}, usagef("--redis %q: %s is a Redis Cluster node, and a cluster has only database 0", r.url, opt.Addr)
+		return nil, place{}, usagef("--redis %q: %s is a Redis Cluster node, and a cluster has only database 0", redactURL(r.url), opt.Addr)
 	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: []string{opt.Addr}, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig,
@@ -233,7 +318,55 @@ func (r *redisFlags) connect(ctx context.Context) (redis.UniversalClient, place,
 		ContextTimeoutEnabled: true,
 	})
 	r.answerWithin(cc, opt.Addr)
-	return cc, place{"the Redis Cluster of " + opt.Addr, 0}, nil
+	return cc, place{addr: "the Redis Cluster of " + opt.Addr}, nil
+}
+
+// askSentinels asks each sentinel of fo in turn, once and without the
+// client's retries, where the master is, and returns nil at the first
+// answer. The failover client says neither why it found no master nor
+// soon: with no sentinel listening it redialled until --timeout ran out
+// and said "context deadline exceeded" (35 s with --timeout 0), and
+// sentinels that know no master of that name were "all sentinels
+// specified in configuration are unreachable: redis: nil".
+func (r *redisFlags) askSentinels(ctx context.Context, fo *redis.FailoverOptions) error {
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	var unknown, failed []string
+	var lastErr error
+	for _, addr := range fo.SentinelAddrs {
+		sc := redis.NewSentinelClient(&redis.Options{
+			Addr: addr, Username: fo.SentinelUsername, Password: fo.SentinelPassword, TLSConfig: fo.TLSConfig,
+			MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
+		})
+		_, err := sc.GetMasterAddrByName(ctx, fo.MasterName).Result()
+		_ = sc.Close()
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, redis.Nil):
+			unknown = append(unknown, addr)
+		default:
+			failed = append(failed, fmt.Sprintf("%s: %v", addr, err))
+			lastErr = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(unknown) > 0 && len(failed) == 0 {
+		return fmt.Errorf("no master named %q: the sentinels at %s monitor none of that name (master_name= in --redis or DROVER_REDIS_URL)", fo.MasterName, strings.Join(unknown, ", "))
+	}
+	msg := fmt.Sprintf("cannot reach a sentinel for master %q (set them in --redis or DROVER_REDIS_URL: redis://sentinel:26379/db?master_name=NAME&addr=sentinel2:26379): %s", fo.MasterName, strings.Join(failed, "; "))
+	if len(unknown) > 0 {
+		msg += fmt.Sprintf("; and the sentinels at %s monitor no master of that name", strings.Join(unknown, ", "))
+	}
+	if loginRefused(lastErr) {
+		msg = fmt.Sprintf("login refused by the sentinels for master %q (a Sentinel URL's user:password@ is the sentinels' login): %s", fo.MasterName, strings.Join(failed, "; "))
+	}
+	return errors.New(msg)
 }
 
 // isFailoverURL is true for a --redis URL naming a Sentinel master.
@@ -267,6 +400,14 @@ func (r *redisFlags) queue(ctx context.Context, name string) (*drover.Queue, fun
 	ins, closeRedis, err := r.inspector(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	if _, tagged := keys.HashTag(r.prefix + ":" + name + ":"); r.cluster && !tagged {
+		// The library's refusal names its Go option (Prefix: "{bull}"),
+		// and it was exit 1, as if Redis had refused.
+		closeRedis()
+		return nil, nil, usagef("queue %q with --prefix %q on a Redis Cluster: its keys would spread over many hash slots "+
+			"and its scripts would fail with CROSSSLOT; put a hash tag in the prefix (--prefix '{%s}') or in the queue name ('{%s}')",
+			name, r.prefix, r.prefix, name)
 	}
 	q, err := ins.Queue(name)
 	if err != nil {
@@ -377,7 +518,7 @@ func (f *queueFlags) parse(args []string) ([]string, error) { return parseArgs(f
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
@@ -395,12 +536,93 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseFlags is fs.Parse without its printing on a bad flag: the flag
+// package writes the error and the whole usage to the flag set's output,
+// stdout, so `drover jobs q --json --limit x > jobs.json` wrote the usage
+// into jobs.json, and the error came twice (there and on stderr). The
+// command's error alone reports it now, on stderr; -h still prints the
+// usage on stdout.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+	}
+	if err != nil && strings.HasSuffix(err.Error(), ": parse error") {
+		// The package's int, uint and bool flags say "parse error".
+		if m := badValueRe.FindStringSubmatch(err.Error()); m != nil {
+			if f := fs.Lookup(m[2]); f != nil {
+				if want, ok := wantOf[fmt.Sprintf("%T", f.Value)]; ok {
+					return fmt.Errorf("invalid value %s for flag -%s: want %s", m[1], m[2], want)
+				}
+			}
+		}
+	}
+	return err
+}
+
+// badValueRe matches the flag package's refusal of a flag's value.
+var badValueRe = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-([^:]+): parse error$`)
+
+// wantOf says what the flag package's value types take.
+var wantOf = map[string]string{
+	"*flag.intValue":   "a whole number",
+	"*flag.int64Value": "a whole number",
+	"*flag.uintValue":  "a whole number of at least 0",
+	"*flag.boolValue":  "true or false (or the flag alone)",
+}
+
+// goDuration is a flag.Value like the flag package's duration whose
+// refusal says what it wants: the package's says only "parse error"
+// (`--timeout 5` read: invalid value "5" for flag -timeout: parse error).
+type goDuration struct{ d *time.Duration }
+
+// durationFlag defines a duration flag on fs, as fs.Duration does.
+func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	d := value
+	fs.Var(goDuration{&d}, name, usage+" (a Go `duration` such as 30s or 1m30s)")
+	return &d
+}
+
+func (g goDuration) String() string {
+	if g.d == nil {
+		return "0s" // the zero value's, so PrintDefaults omits a zero default
+	}
+	return g.d.String()
+}
+
+func (g goDuration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return fmt.Errorf("want a duration with its unit, such as %ss or %sms", s, s)
+		}
+		return errors.New("want a duration such as 30s, 1m30s or 500ms")
+	}
+	*g.d = d
+	return nil
+}
+
 // unreachable is the one-line error of every command whose Redis does not
 // answer: where it looked, and how to point it elsewhere.
 func unreachable(where place, err error) error {
+	if loginRefused(err) && where.sentinel {
+		// go-redis's Sentinel URL gives user:password@ to the sentinels;
+		// the master's login is in the username= and password= parameters.
+		return fmt.Errorf("login refused by Redis at %s (db %d) (in a Sentinel URL the master's login goes in the username= and password= parameters: redis://sentinel:26379/db?master_name=NAME&password=PASSWORD; user:password@ is the sentinels' own): %w", where.addr, where.db, err)
+	}
 	if loginRefused(err) {
 		// Redis answered: the network is fine, the credentials are not.
 		return fmt.Errorf("login refused by Redis at %s (db %d) (set the user and password in --redis or DROVER_REDIS_URL: redis://user:password@host:port/db): %w", where.addr, where.db, err)
+	}
+	if untrustedCert(err) {
+		// Redis answered the handshake: the network is fine, the
+		// certificate is not trusted here.
+		return fmt.Errorf("the TLS certificate of Redis at %s is not trusted on this machine (trust its CA with SSL_CERT_FILE=/path/ca.pem, or add ?skip_verify=true to the rediss:// URL to skip the check): %w", where.addr, err)
 	}
 	if noSuchDB(err) {
 		// Redis answered too: the server has fewer databases.
@@ -420,6 +642,42 @@ func noSuchDB(err error) bool {
 type place struct {
 	addr string // a server, or a description of a cluster or Sentinel set-up
 	db   int
+	// sentinel is set for a Sentinel set-up, whose URL holds the master's
+	// login elsewhere than a server's.
+	sentinel bool
+	// plain is the address of a single server named by a redis:// URL or
+	// host:port (no TLS), for the check that it wants TLS.
+	plain string
+}
+
+// hungUp reports whether err is the server closing the connection without
+// a reply (EOF, reset): what a TLS-only port does with plain Redis.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// speaksTLS reports whether the server at addr completes a TLS handshake
+// (its certificate unchecked: this only tells TLS from not-TLS).
+func speaksTLS(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // only asks whether the port speaks TLS; nothing is sent
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}
+
+// untrustedCert reports whether err is a TLS certificate the client does
+// not trust (unknown authority, another host's name, expired).
+func untrustedCert(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) || errors.As(err, &verify)
 }
 
 // loginRefused reports whether err is Redis refusing the connection's

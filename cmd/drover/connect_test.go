@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,7 @@ func TestRedisFlag(t *testing.T) {
 	}{
 		{redis: addr},
 		{redis: "redis://" + addr + "/0"},
-		{redis: "localhost", err: `--redis "localhost": want a redis:// or rediss:// URL, or host:port`},
+		{redis: "localhost", err: `--redis "localhost": want a redis://, rediss:// or unix:// URL, or host:port`},
 		{redis: "http://" + addr, err: `invalid URL scheme`},
 	} {
 		var out bytes.Buffer
@@ -33,6 +34,36 @@ func TestRedisFlag(t *testing.T) {
 			continue
 		}
 		require.ErrorContains(t, err, tc.err, tc.redis)
+	}
+}
+
+// TestRedisFlagSocketsAndPorts: a unix:// URL reaches a server on its
+// socket, a bare socket path is refused naming the unix:// form (it said
+// "want a redis:// or rediss:// URL, or host:port", never naming the form
+// that works), and a port past 65535 or 0 is a usage error (exit 2)
+// before any dial: it was "cannot reach Redis at 127.0.0.1:99999 ...
+// invalid port", exit 1, as if the network had failed.
+func TestRedisFlagSocketsAndPorts(t *testing.T) {
+	t.Parallel()
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	srv, err := redistest.Start("--unixsocket", sock)
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	run := func(url string) (string, error) {
+		var out bytes.Buffer
+		err := (&Main{Stdout: &out, Stderr: &out}).Run(context.Background(), []string{"queues", "--redis", url})
+		return out.String(), err
+	}
+	out, err := run("unix://" + sock)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "no queues under prefix")
+	_, err = run(sock)
+	require.EqualError(t, err, `--redis "`+sock+`": want unix://`+sock+` for a Unix socket (redis://, rediss:// and unix:// URLs, or host:port)`)
+	require.Equal(t, 2, exitCode(err))
+	for _, url := range []string{"redis://127.0.0.1:99999", "127.0.0.1:0", "rediss://127.0.0.1:70000/0"} {
+		_, err = run(url)
+		require.ErrorContains(t, err, "is not a TCP port (1-65535)", url)
+		require.Equal(t, 2, exitCode(err), url)
 	}
 }
 

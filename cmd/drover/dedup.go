@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/seed40057009/drover/dashboard"
 )
@@ -59,8 +58,8 @@ func (c *dedupCmd) Run(ctx context.Context, args []string) (err error) {
 		case d.Expires.IsZero():
 			fmt.Fprintf(c.out, "deduplication id %q of %s is held by job %s (%s), with no expiry: freed when the job finishes or is removed\n", id, queue, d.JobID, d.State)
 		default:
-			fmt.Fprintf(c.out, "deduplication id %q of %s is held by job %s (%s) until %s (in %s)\n", id, queue, d.JobID, d.State,
-				d.Expires.UTC().Format(time.RFC3339), time.Until(d.Expires.Time).Round(time.Second))
+			fmt.Fprintf(c.out, "deduplication id %q of %s is held by job %s (%s) until %s (%s)\n", id, queue, d.JobID, d.State,
+				when(d.Expires), until(d.Expires))
 		}
 		return nil
 	}

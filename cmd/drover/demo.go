@@ -46,9 +46,10 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(c.out)
 	redisURL := fs.String("redis", os.Getenv("DROVER_REDIS_URL"), "Redis URL (redis://host:port/db); empty = embedded engine (env DROVER_REDIS_URL)")
+	hidePassword(fs, "redis")
 	queueName := fs.String("queue", "demo", "queue name")
 	prefix := fs.String("prefix", "", "key prefix; default: bull on the embedded engine, a new drover-demo-<random> on a real Redis")
-	duration := fs.Duration("for", 0, "stop after this long (0 = until Ctrl-C)")
+	duration := durationFlag(fs, "for", 0, "stop after this long (0 = until Ctrl-C)")
 	dashAddr := fs.String("dashboard", "127.0.0.1:7373", `dashboard address (loopback; port 0 picks one; "off" = no dashboard)`)
 	verbose := fs.Bool("v", false, "log every job")
 	fs.Usage = func() {
@@ -57,7 +58,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 			"embedded engine; on a real Redis its queues get a prefix of their own and it refuses to touch existing queues.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
@@ -124,7 +125,7 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 			}
 			if ok {
 				return usagef("demo: queue %q already exists under prefix %q at %s: the demo adds jobs to its queues and runs a worker that stalls on purpose, "+
-					"so it does not touch existing queues; leave out --prefix (the demo then picks a new one) or pick another", name, *prefix, *redisURL)
+					"so it does not touch existing queues; leave out --prefix (the demo then picks a new one) or pick another", name, *prefix, redactURL(*redisURL))
 			}
 		}
 	}
@@ -407,14 +408,14 @@ func openRedis(ctx context.Context, url string) (redis.UniversalClient, string, 
 	}
 	opt, err := parseRedisURL(url)
 	if err != nil {
-		return nil, "", nil, usagef("--redis %q: %v", url, err)
+		return nil, "", nil, badRedisURL(url, err)
 	}
 	rdb := redis.NewClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, "", nil, unreachable(place{opt.Addr, opt.DB}, err)
+		return nil, "", nil, unreachable(place{addr: opt.Addr, db: opt.DB}, err)
 	}
 	return rdb, "using Redis at " + opt.Addr, func() { _ = rdb.Close() }, nil
 }

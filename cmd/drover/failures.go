@@ -22,7 +22,7 @@ func (c *failuresCmd) Run(ctx context.Context, args []string) error {
 	fs := newQueueFlags("failures", c.out, "Usage: drover failures <queue> [--since 1h] [--json]\n\n"+
 		"Groups the queue's failed jobs by error, ids and numbers in the messages set aside, biggest group\n"+
 		"first, each with the filter that lists or retries it (drover jobs/retry --filter '...').")
-	since := fs.Duration("since", 0, "only the jobs that failed within this long (e.g. 1h, 15m); 0 = all")
+	since := durationFlag(fs.FlagSet, "since", 0, "only the jobs that failed within this long (e.g. 1h, 15m); 0 = all")
 	asJSON := fs.jsonFlag()
 	queues, err := fs.parse(args)
 	if err != nil {

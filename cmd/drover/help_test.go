@@ -160,7 +160,7 @@ func TestExitStatusAsDocumented(t *testing.T) {
 	ctx := context.Background()
 	var help bytes.Buffer
 	require.NoError(t, (&Main{Stdout: &help, Stderr: &help}).Run(ctx, []string{"help"}))
-	for _, s := range []string{"Exit status:", "\n  0  done", "\n  1  the command failed", "\n  2  a usage error", "\n130 a second Ctrl-C"} {
+	for _, s := range []string{"Exit status:", "\n  0  done", "\n  1  the command failed", "\n  2  a usage error", "\n130 stopped by Ctrl-C before it finished", "a second\n    Ctrl-C while stopping"} {
 		require.Contains(t, help.String(), s)
 	}
 	rdb, prefix := redistest.Client(t)

@@ -26,7 +26,7 @@ type jobCmd struct {
 
 func (c *jobCmd) Run(ctx context.Context, args []string) error {
 	fs := newQueueFlags("job", c.out, "Usage: drover job [<queue>] <id> [--json]\n\nThe retry-state inspector: where the job stands in its retry life and how it got there.\n"+
-		"Without a queue, the job is looked for in every queue under the prefix; when several hold the id, they are listed.")
+		"Without a queue, the job is looked for in every queue under the prefix; when several hold the id, they are listed and the exit status is 2 (name the queue).")
 	asJSON := fs.jsonFlag()
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -65,15 +65,18 @@ func (c *jobCmd) Run(ctx context.Context, args []string) error {
 		case 1:
 			pos = []string{matches[0].Queue, pos[0]}
 		default:
+			// No job was shown: the queue argument is missing (exit 2).
+			// It exited 0, so `drover job <id> --json` in a script went
+			// on with the list of matches for the job.
+			ambiguous := usagef("%d queues hold a job %q; name one: drover job <queue> %s", len(matches), pos[0], pos[0])
 			if *asJSON {
-				return cmp.Or(writeJSON(c.out, matches), incomplete)
+				return cmp.Or(writeJSON(c.out, matches), ambiguous)
 			}
-			fmt.Fprintf(c.out, "%d queues hold a job %q; name one: drover job <queue> %s\n", len(matches), pos[0], pos[0])
 			t := newTable(c.out, "QUEUE", "NAME", "STATE")
 			for _, m := range matches {
 				t.row(m.Queue, m.Name, m.State)
 			}
-			return cmp.Or(t.flush(), incomplete)
+			return cmp.Or(t.flush(), ambiguous)
 		}
 	}
 	d, err := ins.Job(ctx, pos[0], pos[1])
@@ -83,11 +86,21 @@ func (c *jobCmd) Run(ctx context.Context, args []string) error {
 	if *asJSON {
 		return cmp.Or(writeJSON(c.out, d), incomplete)
 	}
-	c.print(d)
+	noWorker := false
+	if d.Lock != nil && !d.Lock.Held {
+		// Only a worker runs the stalled check that recovers the job.
+		ws, err := ins.Workers(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		noWorker = len(ws) == 0
+	}
+	c.print(d, noWorker)
 	return incomplete
 }
 
-func (c *jobCmd) print(d *inspect.JobDetail) {
+// print shows d; noWorker says no worker is connected to its queue.
+func (c *jobCmd) print(d *inspect.JobDetail, noWorker bool) {
 	w := c.out
 	b := d.Budget
 	fmt.Fprintf(w, "job %s %q in queue %s\n", d.ID, d.Name, d.Queue)
@@ -118,6 +131,8 @@ func (c *jobCmd) print(d *inspect.JobDetail) {
 	if d.Lock != nil {
 		if d.Lock.Held {
 			fmt.Fprintf(w, "  lock         held, expires in %s\n", d.Lock.TTL.Round(time.Millisecond))
+		} else if noWorker {
+			fmt.Fprintln(w, "  lock         missing: the job is stalling; no worker is connected to run the stalled check that recovers it")
 		} else {
 			fmt.Fprintln(w, "  lock         missing: the job is stalling; the next stalled check recovers it")
 		}

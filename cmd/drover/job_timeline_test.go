@@ -73,7 +73,8 @@ func TestJobTimelineWords(t *testing.T) {
 }
 
 // TestJobWithoutQueue: `drover job <id>` finds the job's queue; with the id
-// in two queues it lists them, and an id no queue holds is not found.
+// in two queues it lists them and exits 2, and an id no queue holds is not
+// found.
 func TestJobWithoutQueue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -92,11 +93,17 @@ func TestJobWithoutQueue(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Contains(t, out, `job only-sms "send" in queue sms`)
 
+	// Several queues hold the id: they are listed and, as no job was
+	// shown, the queue is a missing argument (exit 2). It exited 0, so a
+	// script reading `drover job <id> --json` went on with the list.
 	out, err = runCLI(ctx, t, prefix, "job", "both")
-	require.NoError(t, err, out)
-	require.Contains(t, out, `2 queues hold a job "both"; name one`)
+	require.EqualError(t, err, `2 queues hold a job "both"; name one: drover job <queue> both`)
+	require.Equal(t, 2, exitCode(err))
 	require.Regexp(t, `(?m)^mail\s+send\s+waiting$`, out)
 	require.Regexp(t, `(?m)^sms\s+send\s+waiting$`, out)
+	out, err = runCLI(ctx, t, prefix, "job", "both", "--json")
+	require.Equal(t, 2, exitCode(err), out)
+	require.JSONEq(t, `[{"queue":"mail","id":"both","name":"send","state":"waiting"},{"queue":"sms","id":"both","name":"send","state":"waiting"}]`, out)
 
 	_, err = runCLI(ctx, t, prefix, "job", "nosuch")
 	require.ErrorIs(t, err, drover.ErrJobNotFound)

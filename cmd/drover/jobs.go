@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/seed40057009/drover"
@@ -70,6 +72,13 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 		if queues, err = ins.Queues(ctx); err != nil {
 			return err
 		}
+		if len(queues) == 0 && !*asJSON {
+			// A bare header read as "no such jobs anywhere" when the
+			// prefix (or Redis) held no queue at all, a wrong --prefix as
+			// often as not; drover queues says it this way.
+			_, err := fmt.Fprintf(c.out, "no queues under prefix %q\n", ins.Prefix())
+			return err
+		}
 	}
 	pages := make([]*inspect.JobPage, 0, len(queues))
 	matched := make([]int, 0, len(queues))
@@ -130,7 +139,8 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 		more, next := "", ""
 		if p.More {
 			more = "; more"
-			next = fmt.Sprintf("%s: next page: drover jobs %s --state %s --after %s\n", p.Queue, shellWord(p.Queue), p.State, shellWord(string(p.NextCursor)))
+			next = fmt.Sprintf("%s: next page: drover jobs %s --state %s%s --after %s\n", p.Queue, shellWord(p.Queue), p.State,
+				pageFlags(fs.FlagSet), shellWord(string(p.NextCursor)))
 		}
 		if m := p.Moved; m != nil {
 			more += fmt.Sprintf("; the list moved since the last page (job %s was at %d, now %d", m.ID, m.From, m.To)
@@ -155,6 +165,40 @@ func (c *jobsCmd) Run(ctx context.Context, args []string) error {
 		}
 	}
 	return unreadableErr
+}
+
+// pageFlags are the flags of this listing that the next page's command
+// must repeat, as " --name value" words: the ones that choose and order the
+// jobs (--filter, --asc), --limit, and where the queue is (--prefix, and
+// --redis unless its URL holds a password, which is not printed). The
+// command said only --state and --after: pasted, it listed another
+// filter's jobs, or the other order from the cursor on ("the list moved"),
+// or looked for the queue under the default prefix.
+func pageFlags(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "redis":
+			if u, err := url.Parse(f.Value.String()); err == nil && u.User != nil {
+				if _, hasPassword := u.User.Password(); hasPassword {
+					return
+				}
+			}
+			if strings.Contains(f.Value.String(), "password=") {
+				return
+			}
+		case "filter", "limit", "prefix":
+		case "asc":
+			if f.Value.String() == "true" {
+				b.WriteString(" --asc")
+			}
+			return
+		default:
+			return
+		}
+		fmt.Fprintf(&b, " --%s %s", f.Name, shellWord(f.Value.String()))
+	})
+	return b.String()
 }
 
 // shellWord quotes s for a POSIX shell when it holds anything but letters,

@@ -68,6 +68,7 @@ func (c *labCmd) Run(ctx context.Context, args []string) error {
 		fs.PrintDefaults()
 	}
 	redisURL := fs.String("redis", os.Getenv("DROVER_REDIS_URL"), "Redis URL (redis://host:port/db); empty = embedded engine (env DROVER_REDIS_URL)")
+	hidePassword(fs, "redis")
 	database := fs.String("database", "", "postgres://... URL, or file:PATH for a SQLite file; empty = SQLite in a temporary directory")
 	prefix := fs.String("prefix", drover.PrefixDefault, "key prefix of the lab's queues")
 	scenarios := fs.String("scenario", "", "comma-separated scenarios to run; empty = all")
@@ -75,10 +76,10 @@ func (c *labCmd) Run(ctx context.Context, args []string) error {
 	verbose := fs.Bool("v", false, "log every processor start and finish (slog, to stderr), the worker process's too")
 	keep := fs.Bool("keep", false, "keep the lab's queues in Redis after the run")
 	sabotage := fs.Bool("sabotage", false, "replace the safe processor by a broken one that commits the effect before claiming the key, to see the lab fail")
-	lockDuration := fs.Duration("lock-duration", lab.LockDurationDefault, "lock duration of the killed worker process (how long until its job is recovered)")
-	stalledInterval := fs.Duration("stalled-interval", lab.StalledIntervalDefault, "stalled-check interval of the recovering worker")
-	timeout := fs.Duration("timeout", lab.TimeoutDefault, "time limit of each run")
-	if err := fs.Parse(args); err != nil {
+	lockDuration := durationFlag(fs, "lock-duration", lab.LockDurationDefault, "lock duration of the killed worker process (how long until its job is recovered)")
+	stalledInterval := durationFlag(fs, "stalled-interval", lab.StalledIntervalDefault, "stalled-check interval of the recovering worker")
+	timeout := durationFlag(fs, "timeout", lab.TimeoutDefault, "time limit of each run")
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

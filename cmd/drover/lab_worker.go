@@ -30,7 +30,7 @@ func (c *labWorkerCmd) Run(ctx context.Context, args []string) error {
 	database := fs.String("database", "", "database DSN, as given to drover lab (required)")
 	specText := fs.String("spec", "", "worker spec, JSON (required)")
 	verbose := fs.Bool("v", false, "log to stderr")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("lab worker: %v", err)
 	}
 	if *redisURL == "" || *database == "" || *specText == "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -73,9 +74,14 @@ func (c *limitsCmd) Run(ctx context.Context, args []string) (err error) {
 		}
 		change.RateLimit = &inspect.RateLimit{Max: n, Duration: window}
 	}
+	blockGiven := false
+	fs.Visit(func(f *flag.Flag) { blockGiven = blockGiven || f.Name == "block" })
 	switch {
 	case *block < 0:
 		return usagef("--block must not be negative, got %s", *block)
+	case blockGiven && *block == 0:
+		// It showed the limits and changed nothing, without a word.
+		return usagef("--block 0 blocks nothing: give a duration of at least 1ms, or --unblock to end a block")
 	case *block > 0 && *unblock:
 		return usagef("--block and --unblock exclude each other: give one")
 	}

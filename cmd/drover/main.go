@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -19,14 +20,16 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var first atomic.Pointer[os.Signal]
 	go func() {
+		s := <-sigs
+		first.Store(&s)
+		cancel(fmt.Errorf("%s signal received", s))
 		// A second signal forces the exit.
-		<-ctx.Done()
-		stop()
-		force := make(chan os.Signal, 1)
-		signal.Notify(force, os.Interrupt, syscall.SIGTERM)
-		<-force
+		<-sigs
 		fmt.Fprintln(os.Stderr, "drover: second signal, exiting now")
 		os.Exit(130)
 	}()
@@ -34,11 +37,29 @@ func main() {
 	redis.SetLogger(quietLogger{})
 	m := Main{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin}
 	err := m.Run(ctx, os.Args[1:])
-	stop()
+	signal.Stop(sigs)
+	code := exitCode(err)
+	if s := first.Load(); s != nil && code == 1 {
+		// A command stopped by Ctrl-C (or SIGTERM) before it finished said
+		// only "... context canceled" and exited 1, as if it had failed;
+		// shells and scripts know 128+signal.
+		err = fmt.Errorf("interrupted (%s) before it finished: %w", *s, err)
+		code = interruptedCode(*s)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "drover:", escapeControls(err.Error()))
 	}
-	os.Exit(exitCode(err))
+	os.Exit(code)
+}
+
+// interruptedCode is the exit status of a command stopped by s before it
+// finished: 128 plus the signal's number, as shells report it (130 for
+// Ctrl-C, 143 for SIGTERM).
+func interruptedCode(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 130
 }
 
 // exitCode is the exit status of a command that returned err, as

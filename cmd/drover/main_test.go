@@ -15,8 +15,11 @@ func TestMain(m *testing.M) {
 	// `drover lab` starts its own executable again as the worker process
 	// (`lab worker ...`); in these tests that executable is this test
 	// binary, which then is drover. The tests run it as `lab ...` too, to
-	// see the exit code, and as `cancel ...` to cancel from another process.
-	if len(os.Args) > 1 && (os.Args[1] == "lab" || os.Args[1] == "demo" || os.Args[1] == "cancel") {
+	// see the exit code, as `cancel ...` to cancel from another process, and
+	// as `retry ...` to interrupt a long retry.
+	// With DROVER_TEST_MAIN=1 it is drover whatever the command.
+	if len(os.Args) > 1 && (os.Args[1] == "lab" || os.Args[1] == "demo" || os.Args[1] == "cancel" || os.Args[1] == "retry" ||
+		os.Getenv("DROVER_TEST_MAIN") == "1") {
 		main()
 		os.Exit(0)
 	}

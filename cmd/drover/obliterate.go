@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
@@ -58,16 +59,27 @@ func (c *obliterateCmd) Run(ctx context.Context, args []string) error {
 	if info.Counts.Active > 0 && !*force {
 		return fmt.Errorf("%w: queue %q has %d active jobs: obliterate refused, nothing changed (--force deletes them under their workers)", drover.ErrActiveJobs, queue, info.Counts.Active)
 	}
+	// The job schedulers go too (BullMQ's obliterate deletes every key):
+	// the count and the question said only "its N jobs", so a queue's cron
+	// schedules vanished unannounced.
+	sp, err := ins.SchedulersPage(ctx, queue, 0, 1)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("its %d jobs", n)
+	if sp.Total > 0 {
+		what += fmt.Sprintf(" and its %d job schedulers", sp.Total)
+	}
 	switch {
 	case *dryRun && *asJSON:
-		return writeJSON(c.out, map[string]any{"queue": queue, "dryRun": true, "wouldRemove": n})
+		return writeJSON(c.out, map[string]any{"queue": queue, "dryRun": true, "wouldRemove": n, "wouldRemoveSchedulers": sp.Total})
 	case *dryRun:
-		fmt.Fprintf(c.out, "dry run: would delete queue %s and its %d jobs\n", queue, n)
+		fmt.Fprintf(c.out, "dry run: would delete queue %s and %s\n", queue, what)
 		return nil
 	case !*yes && !c.interactive:
-		return usagef("obliterate would delete queue %s and its %d jobs: pass --yes to confirm (no terminal to ask on), or --dry-run to count them", queue, n)
+		return usagef("obliterate would delete queue %s and %s: pass --yes to confirm (no terminal to ask on), or --dry-run to count them", queue, what)
 	case !*yes:
-		fmt.Fprintf(c.out, "delete queue %s and its %d jobs? This cannot be undone. [y/N] ", queue, n)
+		fmt.Fprintf(c.out, "delete queue %s and %s? This cannot be undone. [y/N] ", queue, what)
 		if !confirmed(c.in) {
 			fmt.Fprintln(c.out, "not obliterated")
 			return nil
@@ -80,8 +92,8 @@ func (c *obliterateCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(c.out, map[string]any{"queue": queue, "removed": n})
+		return writeJSON(c.out, map[string]any{"queue": queue, "removed": n, "removedSchedulers": sp.Total})
 	}
-	fmt.Fprintf(c.out, "obliterated %s: deleted %d jobs\n", queue, n)
+	fmt.Fprintf(c.out, "obliterated %s: deleted %s\n", queue, strings.TrimPrefix(what, "its "))
 	return nil
 }

@@ -203,3 +203,28 @@ func TestObliterateRefusesWhileJobsRunAndAsks(t *testing.T) {
 	_, err = runCLI(ctx, t, prefix, "obliterate", "q", "--yes")
 	require.ErrorContains(t, err, "q")
 }
+
+// TestObliterateNamesTheSchedulersItDeletes: obliterate deletes a queue's
+// job schedulers with its jobs (every key goes), but its count, question
+// and answer said only "its N jobs", so cron schedules vanished
+// unannounced. They are counted and named now.
+func TestObliterateNamesTheSchedulersItDeletes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := redistest.Client(t)
+	for _, id := range []string{"nightly", "hourly"} {
+		out, err := runCLI(ctx, t, prefix, "scheduler", "upsert", "q", id, "--every", "1h")
+		require.NoError(t, err, out)
+	}
+	out, err := runCLI(ctx, t, prefix, "obliterate", "q", "--dry-run")
+	require.NoError(t, err, out)
+	require.Equal(t, "dry run: would delete queue q and its 2 jobs and its 2 job schedulers\n", out)
+	_, err = runCLI(ctx, t, prefix, "obliterate", "q")
+	require.ErrorContains(t, err, "obliterate would delete queue q and its 2 jobs and its 2 job schedulers: pass --yes")
+	out, err = runCLI(ctx, t, prefix, "obliterate", "q", "--yes")
+	require.NoError(t, err, out)
+	require.Equal(t, "obliterated q: deleted 2 jobs and its 2 job schedulers\n", out)
+	n, err := rdb.Exists(ctx, prefix+":q:repeat").Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+}

@@ -279,7 +279,7 @@ func TestQueueCommands(t *testing.T) {
 			}
 			return got
 		}
-		next := regexp.MustCompile(`(?m)^pages: next page: drover jobs pages --state failed --after (\S+)$`)
+		next := regexp.MustCompile(`(?m)^pages: next page: drover jobs pages --state failed --limit 3 --prefix \S+ --redis \S+ --after (\S+)$`)
 		out := ok(t, b, "jobs", "pages", "--limit", "3")
 		require.Equal(t, []string{"p6", "p5", "p4"}, shown(out))
 		m := next.FindStringSubmatch(out)
@@ -330,7 +330,7 @@ func TestQueueCommands(t *testing.T) {
 			}
 			return got
 		}
-		next := regexp.MustCompile(`(?m)^lst: next page: drover jobs lst --state waiting --after (\S+)$`)
+		next := regexp.MustCompile(`(?m)^lst: next page: drover jobs lst --state waiting --limit 3 --prefix \S+ --redis \S+ --after (\S+)$`)
 		out := ok(t, b, "jobs", "lst", "--state", "waiting", "--limit", "3")
 		require.Equal(t, []string{"j7", "j6", "j5"}, shown(out))
 		m := next.FindStringSubmatch(out)
@@ -640,7 +640,7 @@ func TestQueueCommands(t *testing.T) {
 		require.Equal(t, `deduplication id "op-1" of mail is held by job `+held+` (waiting), with no expiry: freed when the job finishes or is removed`+"\n",
 			ok(t, b, "dedup", "mail", "op-1"))
 		timed := add("op-2", time.Hour).Job.ID
-		require.Regexp(t, `^deduplication id "op-2" of mail is held by job `+timed+` \(waiting\) until \S+Z \(in (59m5\ds|1h0m0s)\)\n$`,
+		require.Regexp(t, `^deduplication id "op-2" of mail is held by job `+timed+` \(waiting\) until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in (59m5\ds|1h0m0s)\)\n$`,
 			ok(t, b, "dedup", "mail", "op-2"))
 		var shown struct {
 			ID, JobID, State string

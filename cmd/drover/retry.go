@@ -45,7 +45,7 @@ func (c *retryCmd) Run(ctx context.Context, args []string) error {
 	unrecoverable := fs.Bool("include-unrecoverable", false, "also retry failed jobs that failed as unrecoverable or by a failed child (left alone by default: they would fail again)")
 	dryRun := fs.Bool("dry-run", false, "only count and list the jobs that would be retried")
 	limit := fs.Int("limit", 0, "retry at most this many jobs, newest first (0 = all)")
-	chunk := fs.Int("chunk", inspect.RetryChunkDefault, "jobs per chunk")
+	chunk := fs.Int("chunk", inspect.RetryChunkDefault, "jobs per chunk (0 = the default)")
 	pause := fs.duration("pause", inspect.RetryPauseDefault, "pause between chunks, so the retry cannot cause a storm (0 = none)")
 	progress := fs.Bool("progress", false, "draw the progress bar even when the output is not a terminal")
 	asJSON := fs.jsonFlag()

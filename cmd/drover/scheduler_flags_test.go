@@ -87,6 +87,9 @@ func TestFlagsACommandDoesNotTake(t *testing.T) {
 		{[]string{"scheduler", "remove", "mail", "s1", "--every", "1s", "--data", "{}"}, "scheduler remove takes none of upsert's flags, got --data, --every"},
 		{[]string{"limits", "mail", "--block", "10m", "--unblock"}, "--block and --unblock exclude each other"},
 		{[]string{"limits", "mail", "--block", "-1s"}, "--block must not be negative"},
+		// --block 0 showed the limits and changed nothing, without a word.
+		{[]string{"limits", "mail", "--block", "0"}, "--block 0 blocks nothing: give a duration of at least 1ms, or --unblock to end a block"},
+		{[]string{"limits", "mail", "--block", "0s"}, "--block 0 blocks nothing"},
 	} {
 		err := run(tc.args...)
 		require.Equal(t, 2, exitCode(err), "%q: %v", tc.args, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/inspect"
 	"github.com/seed40057009/drover/internal/schedule"
 )
 
@@ -76,6 +77,11 @@ func (c *schedulersCmd) Run(ctx context.Context, args []string) error {
 		}
 		return writeJSON(c.out, map[string]any{"queue": pos[0], "schedulers": out})
 	}
+	if len(list) == 0 {
+		// A bare header said nothing; the other listings say so.
+		_, err := fmt.Fprintf(c.out, "no job schedulers in %s\n", pos[0])
+		return err
+	}
 	t := newTable(c.out, "ID", "NAME", "SCHEDULE", "NEXT RUN", "RUNS")
 	for _, s := range list {
 		sched := "every " + s.Every.String()
@@ -89,7 +95,11 @@ func (c *schedulersCmd) Run(ctx context.Context, args []string) error {
 		if s.Limit > 0 {
 			runs += fmt.Sprintf("/%d", s.Limit)
 		}
-		t.row(s.ID, s.Name, sched, s.Next.UTC().Format(time.RFC3339), runs)
+		// Local time and how far off, as drover jobs and job show a next
+		// run: it was UTC in RFC 3339 alone, and a run long overdue (no
+		// worker on the queue) looked like any other.
+		next := inspect.InstantOf(s.Next)
+		t.row(s.ID, s.Name, sched, when(next)+" ("+until(next)+")", runs)
 	}
 	return t.flush()
 }
@@ -235,8 +245,11 @@ func (c *schedulerCmd) Run(ctx context.Context, args []string) (err error) {
 		runID = job.ID
 	}
 	if *asJSON {
-		return writeJSON(c.out, map[string]any{"queue": pos[0], "id": pos[1], "next": s.Next.UTC().Format(time.RFC3339Nano), "run": runID})
+		// next in epoch ms, as every instant of --json (drover schedulers'
+		// next among them); it was an RFC 3339 string here alone.
+		return writeJSON(c.out, map[string]any{"queue": pos[0], "id": pos[1], "next": s.Next.UnixMilli(), "run": runID})
 	}
-	fmt.Fprintf(c.out, "%s: job scheduler %s, next run %s (%s)\n", pos[0], pos[1], s.Next.UTC().Format(time.RFC3339), runID)
+	next := inspect.InstantOf(s.Next)
+	fmt.Fprintf(c.out, "%s: job scheduler %s, next run %s (%s), job %s\n", pos[0], pos[1], when(next), until(next), runID)
 	return nil
 }

@@ -70,6 +70,18 @@ func (c *stalledCmd) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Fprintf(c.out, "%d active, %d stalling\n", len(rep.Active), stalling)
+		if stalling > 0 {
+			// Only a worker runs the stalled check: with none connected,
+			// "the next stalled check recovers it" promised a recovery
+			// that nothing was going to make.
+			ws, err := ins.Workers(ctx, queues[0])
+			if err != nil {
+				return err
+			}
+			if len(ws) == 0 {
+				fmt.Fprintf(c.out, "no worker is connected to %s: the stalling jobs stay active until one starts (its stalled check recovers them)\n", queues[0])
+			}
+		}
 	}
 	fmt.Fprintln(c.out)
 	if len(rep.Stalled) == 0 {
