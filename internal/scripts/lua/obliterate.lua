@@ -90,12 +90,14 @@ rcall("DEL", eventsKey, base .. "delay", stalledCheckKey, stalledKey, idKey, pcK
   base .. "metrics:failed", base .. "metrics:failed:data")
 -- The add calls' replies (addJobs, <base>add:<token>) expire by themselves
 -- within a minute, and the marks of settled worker calls (settleCall,
--- <base>call:<token>) within minutes; delete them now so nothing of the
+-- <base>call:<token>) within minutes, and the cancel requests kept for
+-- drover workers (<base>drover:cancels:<worker>) within a minute; delete
+-- them now so nothing of the
 -- queue is left. They have no index, so SCAN for them (this node only: they
 -- share the slot). A user whose ACL refuses SCAN (a managed Redis) leaves
 -- them to expire: the queue is gone all the same.
 local escaped = string.gsub(base, "([%*%?%[%]\\])", "\\%1")
-for _, kind in ipairs({"add:*", "call:*"}) do
+for _, kind in ipairs({"add:*", "call:*", "drover:cancels:*"}) do
   local cursor = "0"
   repeat
     local page = redis.pcall("SCAN", cursor, "MATCH", escaped .. kind, "COUNT", 1000)
