@@ -4,6 +4,7 @@ package clustertest_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"testing"
@@ -88,4 +89,42 @@ func TestSentinelWorkerWithoutINFO(t *testing.T) {
 		return err == nil && len(ws) == 1 && ws[0].Name == "acl-worker"
 	})
 	require.NotContains(t, logs.String(), "cannot name the worker's connection", logs.String())
+}
+
+// TestCLIOnAClusterWithoutINFO: the CLI given one node of a Redis Cluster
+// as a user without @dangerous (no INFO) finds the cluster (CLUSTER INFO)
+// and lists the queues of every master. It took the node for a single
+// server, as INFO cluster was refused, and listed only the queues that
+// node holds.
+func TestCLIOnAClusterWithoutINFO(t *testing.T) {
+	ctx := context.Background()
+	c, rdb := clusterClient(t)
+	for _, n := range c.Nodes {
+		admin := redis.NewClient(&redis.Options{Addr: n.Addr})
+		require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">app-password", "~*", "&*", "+@all", "-@dangerous").Err())
+		t.Cleanup(func() {
+			_ = admin.Do(context.Background(), "ACL", "DELUSER", "app").Err()
+			_ = admin.Close()
+		})
+	}
+	prefix := testPrefix(t, rdb, false)
+	_, tags, err := c.TagsByMaster(ctx, "acl", 1)
+	require.NoError(t, err)
+	var names []string
+	for _, ts := range tags {
+		name := "q{" + ts[0] + "}"
+		names = append(names, name)
+		_, err := newQueue(t, rdb, prefix, name).Add(ctx, "x", nil, nil)
+		require.NoError(t, err)
+	}
+	addr := c.Addrs()[0]
+	var got []cliQueue
+	require.NoError(t, json.Unmarshal(runCLI(t, "queues", "--json", "--redis", "redis://app:app-password@"+addr, "--prefix", prefix), &got))
+	listed := map[string]bool{}
+	for _, q := range got {
+		listed[q.Name] = true
+	}
+	for _, name := range names {
+		require.True(t, listed[name], "queue %s not listed through %s: %v", name, addr, got)
+	}
 }
