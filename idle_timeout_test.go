@@ -103,7 +103,8 @@ func TestWorkAcrossRedisIdleTimeouts(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond) // the cancel subscription's connection idles too
 	require.NoError(t, q.CancelJob(ctx, long.Job.ID, "stop", nil))
 	select {
-	case <-cancelled:
+	case cause := <-cancelled:
+		require.ErrorIs(t, cause, drover.ErrJobCancelled)
 	case <-time.After(15 * time.Second):
 		t.Fatal("the cancel did not reach the running job")
 	}
