@@ -85,14 +85,15 @@ type canceller struct {
 // subscribe subscribes and waits for Redis to confirm, so a CancelJob made
 // once Start has returned is heard. When Redis does not answer, the
 // subscription is kept: go-redis makes it as soon as Redis answers. When
-// Redis refuses it (an ACL without this channel), that is logged and the
-// worker runs without cancel requests.
+// Redis refuses it (an ACL without @pubsub or this channel), that is
+// logged and the worker reads its cancel requests from their hash every
+// cancelProbeEvery instead (run).
 func (c *canceller) subscribe(ctx context.Context) {
 	ps := c.rdb.Subscribe(ctx, c.channel)
 	if _, err := ps.Receive(ctx); err != nil {
 		var refused redis.Error
 		if errors.As(err, &refused) {
-			c.log.WarnContext(ctx, "Redis refused the subscription to cancel requests: CancelJob will not reach this worker",
+			c.log.WarnContext(ctx, "Redis refused the subscription to cancel requests: the worker reads them from Redis every 5 s instead",
 				slog.String(logkey.Channel, c.channel), slog.Any(logkey.Error, err))
 			_ = ps.Close()
 			return
@@ -127,6 +128,7 @@ const cancelProbe = "drover-probe"
 // probe interval of the worker's next good read.
 func (c *canceller) run(ctx context.Context) {
 	if c.ps == nil {
+		c.poll(ctx)
 		return
 	}
 	defer func() { _ = c.ps.Close() }()
@@ -157,6 +159,22 @@ func (c *canceller) run(ctx context.Context) {
 				continue
 			}
 			c.handle(ctx, msg.Payload)
+		}
+	}
+}
+
+// poll reads the kept cancel requests every cancelProbeEvery until ctx
+// ends: the worker's only way to hear them when Redis refused its
+// subscription.
+func (c *canceller) poll(ctx context.Context) {
+	tick := time.NewTicker(cancelProbeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			c.catchUp(ctx)
 		}
 	}
 }

@@ -10,8 +10,9 @@
 -- a minute in the worker's request hash (keys.Queue.CancelRequests, field:
 -- the token), which the worker reads every few seconds: a subscription
 -- whose connection went half-open is still counted by Redis but hears
--- nothing. Nothing else is written: the worker ends the attempt and writes
--- its result as for any other failure.
+-- nothing; and where the user may not PUBLISH, the hash alone carries it.
+-- Nothing else is written: the worker ends the attempt and writes its
+-- result as for any other failure.
 --
 -- Not running (in wait, paused, prioritized or delayed): the job fails for
 -- good here, as BullMQ writes a job a worker failed with UnrecoverableError,
@@ -69,7 +70,13 @@ if token then
     return 2
   end
   local msg = token .. "\n" .. ARGV[3] .. "\n" .. ARGV[4]
-  local n = rcall("PUBLISH", ARGV[5] .. worker, msg)
+  -- A user whose ACL refuses PUBLISH (a managed Redis without @pubsub): the
+  -- request is only kept, for the worker's reads of its hash (it cannot
+  -- subscribe either, and reads the hash instead).
+  local n = redis.pcall("PUBLISH", ARGV[5] .. worker, msg)
+  if type(n) == "table" then
+    n = 1
+  end
   if n > 0 then
     local kept = base .. "drover:cancels:" .. worker
     rcall("HSET", kept, token, msg)
