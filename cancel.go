@@ -82,8 +82,8 @@ const maxCancelReason = 1024
 //
 // nil means the job is now failed or its worker received the request (or,
 // when the connection of the worker's subscription went half-open unseen,
-// Redis still counted it and the request is lost; the worker notices within
-// about 10 s and subscribes anew, so a CancelJob made again reaches it).
+// Redis still counted it: the request is also kept in Redis for a minute,
+// and the worker reads it there within about 5 s of reaching Redis again).
 // Otherwise:
 //   - ErrJobNotFound: there is no such job;
 //   - ErrNotInState: the job is completed, failed, waiting for its children,

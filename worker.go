@@ -540,7 +540,7 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 		interval: presenceInterval, log: w.log}
 	w.keeper = &lockKeeper{q: q, jobs: w.jobs, duration: o.LockDuration, log: w.log, lost: o.Hooks.LockLost,
 		gate: w.gate, wakeKey: q.k.WorkerWake(id), workerID: id, wakeLife: wakeLifetime(o.LockDuration)}
-	w.canceller = &canceller{rdb: rdb, channel: q.k.CancelChannel(id), jobs: w.jobs, log: w.log}
+	w.canceller = &canceller{rdb: rdb, channel: q.k.CancelChannel(id), kept: q.k.CancelRequests(id), jobs: w.jobs, log: w.log}
 	w.checker = &stalledChecker{q: q, interval: o.StalledInterval, maxStalled: o.MaxStalledCount,
 		log: w.log, stalled: o.Hooks.Stalled, paused: &w.pauser.paused, resumed: make(chan struct{}, 1)}
 	return w, nil

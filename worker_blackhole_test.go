@@ -307,3 +307,54 @@ func TestCancelReachesAWorkerWhoseSubscriptionWentHalfOpen(t *testing.T) {
 		return direct.ZScore(ctx, prefix+":q:failed", "long").Err() == nil
 	})
 }
+
+// TestCancelMissedByAHalfOpenSubscriptionStillStops: as above, but
+// CancelJob is made once, while the worker's subscription is half-open:
+// Redis counts the subscriber, so CancelJob returns nil and the message is
+// lost on the dead connection. The worker must still stop the attempt,
+// from the request the script kept for it, once it reads Redis again.
+// Before, the request was lost for good (documented) and the attempt ran
+// on for its whole 60 s.
+func TestCancelMissedByAHalfOpenSubscriptionStillStops(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Shared(t)
+	proxy, viaProxy := faultproxy.StartClient(t, srv.Addr, redis.Options{}) // go-redis's default timeouts
+	direct, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	started := make(chan struct{}, 1)
+	stopped := make(chan error, 1)
+	w, err := drover.NewWorker(viaProxy, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		started <- struct{}{}
+		select {
+		case <-ctx.Done():
+			stopped <- context.Cause(ctx)
+			return nil, ctx.Err()
+		case <-time.After(60 * time.Second):
+			stopped <- nil
+			return "ran on", nil
+		}
+	}), &drover.WorkerOptions{Prefix: prefix})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = w.Close(cctx)
+	})
+	_, err = q.Add(ctx, "long", nil, &drover.JobOptions{JobID: "long"})
+	require.NoError(t, err)
+	recv(t, started)
+	proxy.Strand()
+	require.NoError(t, q.CancelJob(ctx, "long", "stop", nil), "Redis still counts the half-open subscriber")
+	select {
+	case cause := <-stopped:
+		require.ErrorIs(t, cause, drover.ErrJobCancelled)
+	case <-time.After(40 * time.Second):
+		t.Fatal("the cancel made while the subscription was half-open never reached the attempt")
+	}
+	testkit.WaitFor(t, 15*time.Second, "the job to fail as cancelled", func() bool {
+		return direct.ZScore(ctx, prefix+":q:failed", "long").Err() == nil
+	})
+}

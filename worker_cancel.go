@@ -71,11 +71,12 @@ func (w *Worker) timeout(rj *runningJob) (time.Duration, string) {
 // goroutines. go-redis resubscribes after a reconnect; a request published
 // while the connection is down is lost, and CancelJob says so
 // (ErrCancelNotDelivered). A connection that went half-open is found by
-// run's probes and replaced; requests sent to it before are lost although
-// Redis counted it.
+// run's probes and replaced; the requests Redis counted it for are read
+// from the request hash (kept), which run reads at every probe.
 type canceller struct {
 	rdb     redis.UniversalClient
 	channel string
+	kept    string // keys.Queue.CancelRequests: the requests cancelJob.lua published, for a minute
 	jobs    *inflight
 	log     *slog.Logger
 	ps      *redis.PubSub // nil when the subscription failed at Start
@@ -84,14 +85,15 @@ type canceller struct {
 // subscribe subscribes and waits for Redis to confirm, so a CancelJob made
 // once Start has returned is heard. When Redis does not answer, the
 // subscription is kept: go-redis makes it as soon as Redis answers. When
-// Redis refuses it (an ACL without this channel), that is logged and the
-// worker runs without cancel requests.
+// Redis refuses it (an ACL without @pubsub or this channel), that is
+// logged and the worker reads its cancel requests from their hash every
+// cancelProbeEvery instead (run).
 func (c *canceller) subscribe(ctx context.Context) {
 	ps := c.rdb.Subscribe(ctx, c.channel)
 	if _, err := ps.Receive(ctx); err != nil {
 		var refused redis.Error
 		if errors.As(err, &refused) {
-			c.log.WarnContext(ctx, "Redis refused the subscription to cancel requests: CancelJob will not reach this worker",
+			c.log.WarnContext(ctx, "Redis refused the subscription to cancel requests: the worker reads them from Redis every 5 s instead",
 				slog.String(logkey.Channel, c.channel), slog.Any(logkey.Error, err))
 			_ = ps.Close()
 			return
@@ -120,9 +122,13 @@ const cancelProbe = "drover-probe"
 // subscriber, so CancelJob would report requests delivered that no one
 // hears, and go-redis never notices (its pings only write). When a probe
 // that Redis took went unheard, run drops that connection and subscribes
-// anew. Requests published to the dead connection are lost.
+// anew. Requests published to the dead connection are not lost: the script
+// keeps each in the worker's request hash for a minute, and run reads it at
+// every probe (catchUp), so such a request stops its attempt within about a
+// probe interval of the worker's next good read.
 func (c *canceller) run(ctx context.Context) {
 	if c.ps == nil {
+		c.poll(ctx)
 		return
 	}
 	defer func() { _ = c.ps.Close() }()
@@ -143,6 +149,7 @@ func (c *canceller) run(ctx context.Context) {
 				msgs = c.ps.Channel()
 			}
 			sent, heard = c.probe(ctx), false
+			c.catchUp(ctx)
 		case msg, ok := <-msgs:
 			if !ok {
 				return
@@ -152,6 +159,22 @@ func (c *canceller) run(ctx context.Context) {
 				continue
 			}
 			c.handle(ctx, msg.Payload)
+		}
+	}
+}
+
+// poll reads the kept cancel requests every cancelProbeEvery until ctx
+// ends: the worker's only way to hear them when Redis refused its
+// subscription.
+func (c *canceller) poll(ctx context.Context) {
+	tick := time.NewTicker(cancelProbeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			c.catchUp(ctx)
 		}
 	}
 }
@@ -166,6 +189,38 @@ func (c *canceller) probe(ctx context.Context) bool {
 		return c.rdb.Publish(ctx, c.channel, cancelProbe).Result()
 	})
 	return err == nil && n > 0
+}
+
+// catchUp reads the cancel requests kept for this worker (one HGETALL; the
+// hash is absent but for a minute after a request) and stops the attempts
+// they name that are still running: those whose message the subscription
+// missed. It then deletes what it read. A request the subscription
+// delivered is found again here and ignored (its attempt is stopped or
+// ended); one for an attempt not started yet is left to its message.
+func (c *canceller) catchUp(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	kept, err := bounded.Call(rctx, func(ctx context.Context) (map[string]string, error) {
+		return c.rdb.HGetAll(ctx, c.kept).Result()
+	})
+	if err != nil || len(kept) == 0 {
+		return
+	}
+	fields := make([]string, 0, len(kept))
+	for token, payload := range kept {
+		fields = append(fields, token)
+		m, ok := scripts.ParseCancelMessage(payload)
+		if !ok || m.Token != token {
+			continue
+		}
+		if job, stopped := c.jobs.stopRunning(m.Token, cancelledError(m)); stopped {
+			c.log.InfoContext(ctx, "job cancelled (a request the subscription missed)",
+				slog.String(logkey.JobID, job.ID), slog.String(logkey.Reason, m.Reason))
+		}
+	}
+	_, _ = bounded.Call(rctx, func(ctx context.Context) (int64, error) {
+		return c.rdb.HDel(ctx, c.kept, fields...).Result()
+	})
 }
 
 func (c *canceller) handle(ctx context.Context, payload string) {

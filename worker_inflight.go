@@ -83,6 +83,20 @@ func (f *inflight) stopByToken(token string, e *stopError, now time.Time) (*Job,
 	return nil, false
 }
 
+// stopRunning stops the attempt in flight whose lock token is token with
+// e, if there is one and nothing stopped it before. Unlike stopByToken it
+// keeps nothing for a job not started.
+func (f *inflight) stopRunning(token string, e *stopError) (*Job, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for rj := range f.jobs {
+		if rj.token == token {
+			return rj.job, rj.stop(e)
+		}
+	}
+	return nil, false
+}
+
 // take takes up to n free slots without blocking and returns how many.
 func (f *inflight) take(n int) int {
 	got := 0

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed40057009/drover/internal/bounded"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/outage"
 	"github.com/seed40057009/drover/internal/redisclone"
 )
 
@@ -58,6 +59,8 @@ type presence struct {
 	mu     sync.Mutex
 	conn   *redis.Client
 	warned bool
+	// infoRefused: Redis refused the INFO that reads node (logged once).
+	infoRefused bool
 	// node is the run_id of the server conn is connected to, read when it
 	// opened, for a Sentinel client only (followsMaster).
 	node atomic.Value // string
@@ -109,10 +112,22 @@ func (p *presence) ping(ctx context.Context) error {
 		if p.followsMaster() {
 			conn := p.conn
 			id, err := bounded.Call(ctx, func(ctx context.Context) (string, error) { return runID(ctx, conn) })
-			if err != nil {
+			switch {
+			case err == nil:
+				p.node.Store(id)
+			case ctx.Err() == nil && !outage.Is(err) && outage.ReplyCode(err) != "":
+				// A user without INFO (a managed Redis's ACL): the
+				// connection is named all the same, without following the
+				// master (node "": masterMoved says no). After a failover a
+				// wait on it ends by the demoted master's error instead.
+				if !p.infoRefused {
+					p.infoRefused = true
+					p.log.InfoContext(ctx, "Redis refuses INFO: the worker's named connection does not follow Sentinel failovers by itself",
+						slog.Any(logkey.Error, err))
+				}
+			default:
 				return err
 			}
-			p.node.Store(id)
 		}
 	}
 	// bounded: the client may ignore ctx (see internal/bounded), and Close

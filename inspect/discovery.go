@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,6 +18,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/keys"
 	"github.com/seed40057009/drover/internal/logkey"
+	"github.com/seed40057009/drover/internal/outage"
 )
 
 // ErrQueueNotFound: no key of the queue exists under the prefix. Reads and
@@ -54,6 +56,10 @@ type discovery struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	kick    chan struct{} // asks the loop to rescan now
+	// scanRefused is set when Redis refused SCAN (an ACL without it, a
+	// managed Redis): listings then come from the registry and the worker
+	// connections only, and SCAN is not sent again (listQueues).
+	scanRefused atomic.Bool
 }
 
 // discoveryIdleRounds: the loop skips its rescans once Queues has not been
@@ -129,11 +135,16 @@ func (i *Inspector) Queues(ctx context.Context) ([]string, error) {
 	}
 	if !ok {
 		var err error
-		if names, err = i.scanQueues(ctx); err != nil {
+		var scanned bool
+		if names, scanned, err = i.listQueues(ctx); err != nil {
 			return nil, err
 		}
-		i.publish(ctx, names)
-		i.seedRegistry(ctx, names)
+		if scanned {
+			// Not a listing without SCAN: the next process would take
+			// it for a scan's and not read the (unseeded) registry.
+			i.publish(ctx, names)
+			i.seedRegistry(ctx, names)
+		}
 	}
 	i.setDiscovered(names)
 	i.startDiscovery() //nolint:contextcheck // the loop outlives the call: Close stops it
@@ -211,7 +222,7 @@ func (i *Inspector) readRegistry(ctx context.Context, step bool, also []string) 
 		cursors = p.HGetAll(ctx, keys.RegistryCursors(i.opts.Prefix))
 		return nil
 	})
-	if seeded.Err() != nil || seeded.Val() == 0 || members.Err() != nil {
+	if seeded.Err() != nil || (seeded.Val() == 0 && !i.disc.scanRefused.Load()) || members.Err() != nil {
 		return nil, false
 	}
 	known := make(map[string]bool, len(members.Val()))
@@ -280,6 +291,9 @@ func (i *Inspector) readRegistry(ctx context.Context, step bool, also []string) 
 // still answers. Concurrent cold listings may scan the same step twice;
 // that costs time, never a queue (SCAN's cursor is stateless).
 func (i *Inspector) scanStep(ctx context.Context, cursors map[string]string) []string {
+	if i.disc.scanRefused.Load() {
+		return nil
+	}
 	pattern := keys.ScanPattern(i.opts.Prefix)
 	var mu sync.Mutex
 	var out []string
@@ -428,10 +442,13 @@ func (i *Inspector) discover(ctx context.Context, done, kick chan struct{}) {
 		var err error
 		if start := time.Now(); !start.Before(nextFull) {
 			var names []string
-			if names, err = i.scanQueues(ctx); err == nil {
+			var scanned bool
+			if names, scanned, err = i.listQueues(ctx); err == nil {
 				i.setDiscovered(names)
-				i.publish(ctx, names)
-				i.seedRegistry(ctx, names)
+				if scanned {
+					i.publish(ctx, names)
+					i.seedRegistry(ctx, names)
+				}
 			}
 			took := time.Since(start)
 			nextFull = start.Add(max(i.opts.DiscoveryInterval, fullScanSpacing*took))
@@ -472,6 +489,37 @@ func (i *Inspector) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("close inspector: %w", context.Cause(ctx))
 	}
+}
+
+// listQueues lists the queues by a full scan (scanned true), or, on a
+// Redis that refuses SCAN (an error reply other than an outage's: NOPERM
+// from an ACL, an unknown command where a managed service renamed it), from
+// the registry and the worker connections (readRegistry, seeded or not):
+// the queues drover writes and those a worker runs, not one only Node
+// producers write. The first refusal is logged once, as a warning; SCAN is
+// not sent again by this Inspector's listings. Rescan still scans, and
+// returns the refusal.
+func (i *Inspector) listQueues(ctx context.Context) (names []string, scanned bool, err error) {
+	if !i.disc.scanRefused.Load() {
+		names, err = i.scanQueues(ctx)
+		if err == nil {
+			return names, true, nil
+		}
+		if ctx.Err() != nil || outage.Is(err) || outage.ReplyCode(err) == "" {
+			return nil, false, err
+		}
+		if i.disc.scanRefused.CompareAndSwap(false, true) {
+			i.opts.Logger.WarnContext(ctx, "Redis refuses SCAN: queues are listed from drover's registry and the workers' connections, "+
+				"so a queue only Node producers write is not listed", slog.Any(logkey.Error, err))
+		}
+	}
+	if names, ok := i.readRegistry(ctx, false, nil); ok {
+		return names, false, nil
+	}
+	if err == nil {
+		err = errors.New("read the queue registry")
+	}
+	return nil, false, fmt.Errorf("list queues under prefix %q: Redis refuses SCAN and the registry did not answer: %w", i.opts.Prefix, err)
 }
 
 // scanQueues scans the keyspace for queue keys.

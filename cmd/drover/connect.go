@@ -375,10 +375,21 @@ func isFailoverURL(s string) bool {
 	return err == nil && u.Query().Has("master_name")
 }
 
-// clusterNode asks the server whether it runs in cluster mode (INFO cluster).
+// clusterNode asks the server whether it runs in cluster mode (INFO
+// cluster). A user that may not run INFO (a managed Redis's ACL without
+// @dangerous) asks CLUSTER INFO instead, which such ACLs allow and a server
+// without cluster mode refuses ("cluster support disabled").
 func clusterNode(ctx context.Context, rdb *redis.Client) bool {
 	info, err := rdb.Do(ctx, "INFO", "cluster").Text()
-	return err == nil && strings.Contains(info, "cluster_enabled:1")
+	if err == nil {
+		return strings.Contains(info, "cluster_enabled:1")
+	}
+	var refused redis.Error
+	if !errors.As(err, &refused) {
+		return false
+	}
+	state, err := rdb.ClusterInfo(ctx).Result()
+	return err == nil && strings.Contains(state, "cluster_state:")
 }
 
 // answerWithin adds the --timeout hook (see answerWithin) to rdb.

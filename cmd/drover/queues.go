@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -14,12 +15,13 @@ import (
 func init() {
 	commands["queues"] = commandInfo{
 		summary: "list the queues under a prefix with their job counts",
-		make:    func(m *Main) command { return &queuesCmd{out: m.Stdout} },
+		make:    func(m *Main) command { return &queuesCmd{out: m.Stdout, errOut: m.Stderr} },
 	}
 }
 
 type queuesCmd struct {
-	out io.Writer
+	out    io.Writer
+	errOut io.Writer // the inspector's warnings (a Redis that refuses SCAN)
 }
 
 // queueRow is one queue in `drover queues --json`.
@@ -42,6 +44,9 @@ func (c *queuesCmd) Run(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("queues takes no arguments, got %q", pos)
 	}
+	// Warnings go to stderr: on a Redis that refuses SCAN, the one that
+	// says a queue only Node producers write is not listed.
+	fs.redis.logger = slog.New(slog.NewTextHandler(c.errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ins, closeRedis, err := fs.redis.inspector(ctx)
 	if err != nil {
 		return err

@@ -134,6 +134,13 @@ func (q Queue) WorkerWake(workerID string) string { return q.base + "marker:" + 
 // node of the queue's slot.
 func (q Queue) CancelChannel(workerID string) string { return q.base + "drover:cancel:" + workerID }
 
+// CancelRequests is the hash in which cancelJob.lua also keeps, for a
+// minute, each cancel request it published to the drover worker workerID
+// (field: the attempt's lock token; value: the message), so a worker whose
+// subscription missed it (a half-open connection Redis still counted)
+// reads it there. drover only; it expires by itself.
+func (q Queue) CancelRequests(workerID string) string { return q.base + "drover:cancels:" + workerID }
+
 // ScriptArgs is "numkeys, KEYS..., base" of an EVALSHA call, boxed once per
 // queue so each script call does not allocate them again: every queue key
 // (ScriptKeys), or, for a Standalone key set, the wait list alone. The

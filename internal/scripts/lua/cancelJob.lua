@@ -6,8 +6,13 @@
 -- cancel its attempt. The lock holds the running worker's token; a drover
 -- token is "<worker id>:<call seq>:<job id>" (Node BullMQ's is a UUID), so
 -- the message goes to that one worker's channel, and PUBLISH's receiver
--- count says whether it listens. Nothing is written: the worker ends the
--- attempt and writes its result as for any other failure.
+-- count says whether it listens. When it does, the message is also kept for
+-- a minute in the worker's request hash (keys.Queue.CancelRequests, field:
+-- the token), which the worker reads every few seconds: a subscription
+-- whose connection went half-open is still counted by Redis but hears
+-- nothing; and where the user may not PUBLISH, the hash alone carries it.
+-- Nothing else is written: the worker ends the attempt and writes its
+-- result as for any other failure.
 --
 -- Not running (in wait, paused, prioritized or delayed): the job fails for
 -- good here, as BullMQ writes a job a worker failed with UnrecoverableError,
@@ -64,8 +69,18 @@ if token then
   if not worker then
     return 2
   end
-  local n = rcall("PUBLISH", ARGV[5] .. worker, token .. "\n" .. ARGV[3] .. "\n" .. ARGV[4])
+  local msg = token .. "\n" .. ARGV[3] .. "\n" .. ARGV[4]
+  -- A user whose ACL refuses PUBLISH (a managed Redis without @pubsub): the
+  -- request is only kept, for the worker's reads of its hash (it cannot
+  -- subscribe either, and reads the hash instead).
+  local n = redis.pcall("PUBLISH", ARGV[5] .. worker, msg)
+  if type(n) == "table" then
+    n = 1
+  end
   if n > 0 then
+    local kept = base .. "drover:cancels:" .. worker
+    rcall("HSET", kept, token, msg)
+    rcall("PEXPIRE", kept, 60000)
     return 1
   end
   return 0

@@ -4,7 +4,8 @@
 -- goes when its last child of this queue goes.
 -- KEYS: the 16 queue keys (include/queue.lua).
 -- ARGV: 1 base, 2 count, 3 force ("1" deletes active jobs too).
--- The last call also SCANs for the queue's add-call keys (<base>add:*).
+-- The last call also SCANs for the queue's add-call keys (<base>add:*),
+-- where the user may run SCAN.
 -- Returns 0 done; 1 more jobs remain (call again); -13 queue not paused;
 -- -14 active jobs and not forced (codes: internal/scripts/errors.go).
 --@include common
@@ -89,14 +90,20 @@ rcall("DEL", eventsKey, base .. "delay", stalledCheckKey, stalledKey, idKey, pcK
   base .. "metrics:failed", base .. "metrics:failed:data")
 -- The add calls' replies (addJobs, <base>add:<token>) expire by themselves
 -- within a minute, and the marks of settled worker calls (settleCall,
--- <base>call:<token>) within minutes; delete them now so nothing of the
+-- <base>call:<token>) within minutes, and the cancel requests kept for
+-- drover workers (<base>drover:cancels:<worker>) within a minute; delete
+-- them now so nothing of the
 -- queue is left. They have no index, so SCAN for them (this node only: they
--- share the slot).
+-- share the slot). A user whose ACL refuses SCAN (a managed Redis) leaves
+-- them to expire: the queue is gone all the same.
 local escaped = string.gsub(base, "([%*%?%[%]\\])", "\\%1")
-for _, kind in ipairs({"add:*", "call:*"}) do
+for _, kind in ipairs({"add:*", "call:*", "drover:cancels:*"}) do
   local cursor = "0"
   repeat
-    local page = rcall("SCAN", cursor, "MATCH", escaped .. kind, "COUNT", 1000)
+    local page = redis.pcall("SCAN", cursor, "MATCH", escaped .. kind, "COUNT", 1000)
+    if page["err"] then
+      return 0
+    end
     cursor = page[1]
     for from = 1, #page[2], 5000 do
       rcall("DEL", unpack(page[2], from, math.min(from + 4999, #page[2])))
