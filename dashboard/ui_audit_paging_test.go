@@ -42,3 +42,19 @@ func TestUIAuditOlderPageSaysSoAndLeadsBack(t *testing.T) {
 	do(t, tab, chromedp.Click(chromedp.CSS(`#audit-newest`)), chromedp.WaitNotPresent(chromedp.CSS(`#audit-newest`)), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr`)))
 	require.True(t, strings.HasPrefix(text(t, tab, `#audit tbody tr:first-child td:nth-child(3)`), "pause"), "the newest entry first")
 }
+
+// TestUIAuditTabsSayWhichLogIsShown: the audit page's two tabs (Actions,
+// Security events) mark the one shown with aria-current, so a screen
+// reader says which log is open; only its colour said so.
+func TestUIAuditTabsSayWhichLogIsShown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	tab := browser(t)
+	current := `[...document.querySelectorAll('main a[href^="#/audit?log="]')].map((a) => a.textContent + '=' + a.getAttribute('aria-current')).join(' ')`
+	do(t, tab, chromedp.Navigate(b.url+"#/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit-empty`)))
+	require.Equal(t, "Actions=page Security events=null", evalJS[string](t, tab, current))
+	do(t, tab, chromedp.Click(chromedp.Search(`//a[text()="Security events"]`)), chromedp.WaitVisible(chromedp.CSS(`#audit-empty`)))
+	testkit.WaitFor(t, 10*time.Second, "the security log's tab to be current", func() bool {
+		return evalJS[string](t, tab, current) == "Actions=null Security events=page"
+	})
+}

@@ -673,7 +673,12 @@
     const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', 'aria-label': 'password', autocomplete: 'current-password' });
     // A live region: a screen reader says why a sign-in was refused (the
     // grey line alone was silent) and why the session ended.
-    const msg = el('p', { class: 'muted', id: 'signin-message', role: 'alert' }, note || '');
+    let msg = el('p', { class: 'muted', id: 'signin-message', role: 'alert' }, note || '');
+    // A refusal the same as the one before is said again, and counted: the
+    // second wrong password left the line as it was, so a screen reader
+    // said nothing (an alert whose text does not change is not announced)
+    // and the page looked as if Sign in had not been pressed.
+    let refusal = '', refusals = 0;
     // One sign-in at a time: Enter pressed twice sent two logins, two
     // failed sign-ins toward the lockout for one wrong password. A refused
     // one empties the secret typed and puts the cursor back in it.
@@ -689,7 +694,12 @@
           await api('login', { method: 'POST', body: token.value ? { token: token.value } : { user: user.value, password: pass.value } });
           start();
         } catch (err) {
-          msg.textContent = err.message;
+          refusals = err.message === refusal ? refusals + 1 : 1;
+          refusal = err.message;
+          const fresh = el('p', { class: 'muted', id: 'signin-message', role: 'alert' },
+            refusals > 1 ? `${err.message} (refused ${refusals} times in a row)` : err.message);
+          msg.replaceWith(fresh);
+          msg = fresh;
           secret.value = '';
           secret.focus();
         } finally {
@@ -2005,7 +2015,8 @@
     const log = params.get('log') === 'security' ? 'security' : 'actions';
     const before = params.get('before') || '';
     const body = el('tbody');
-    const tab = (name, label) => el('a', { href: `#/audit?log=${name}`, class: name === log ? 'badge rs-active' : 'badge' }, label);
+    // The log shown is marked for a screen reader too, not by colour alone.
+    const tab = (name, label) => el('a', { href: `#/audit?log=${name}`, class: name === log ? 'badge rs-active' : 'badge', 'aria-current': name === log ? 'page' : null }, label);
     const intro = log === 'security'
       ? 'Sign-ins (failed or not), requests without valid credentials and throttled clients, newest first.'
       : 'Every mutating request by a signed-in user, newest first (allowed or refused). Kept in Redis.';
