@@ -606,6 +606,19 @@
     return el('span', { class: `name${cls ? ` ${cls}` : ''}`, dir: 'auto', title: text, 'data-name': '' }, text);
   }
 
+  // feedList is a page's live feed, empty at first: it says so, and since
+  // when it listens, until the first event comes (an empty panel under
+  // "Live events" read as a feed still loading, or a broken one).
+  function feedList(of) {
+    return el('ul', { class: 'feed' }, el('li', { class: 'muted', 'data-feed-empty': '' },
+      `No event ${of} since this page opened at ${fmtTime(Date.now())}; new ones show here as they happen.`));
+  }
+  function feedAdd(feed, ev) {
+    const empty = feed.querySelector('[data-feed-empty]');
+    if (empty) empty.remove();
+    feed.prepend(feedItem(ev));
+  }
+
   function feedItem(ev) {
     let what = ev.name;
     if (ev.jobId) what += ` job ${bi(ev.jobId)}`;
@@ -816,7 +829,7 @@
     const hist = el('div');
     const budget = el('div');
     const thru = el('div');
-    const feed = el('ul', { class: 'feed' });
+    const feed = feedList('of this queue');
 
     const nameIn = el('input', { name: 'name', placeholder: 'job name', 'aria-label': 'job name is', value: filter.name });
     const reasonIn = el('input', { name: 'reason', placeholder: 'failed reason contains', 'aria-label': 'failed reason contains', value: filter.reason });
@@ -1033,7 +1046,7 @@
     } catch (e) { /* older server or no access: no progress shown */ }
     const refresh = debounce(400, load);
     live(queue, (ev) => {
-      feed.prepend(feedItem(ev));
+      feedAdd(feed, ev);
       while (feed.children.length > 40) feed.lastChild.remove();
       refresh();
     }, info && info.eventsAfter);
@@ -1317,7 +1330,7 @@
     const gen = app.render;
     titled(`job ${bi(id)}`, bi(queue));
     const box = el('div');
-    const feed = el('ul', { class: 'feed' });
+    const feed = feedList('of this job');
     put($main, 
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: `job ${id}` }),
       box, el('div', { class: 'panel' }, el('h2', {}, 'Live events for this job'), feed));
@@ -1385,7 +1398,7 @@
     const refresh = debounce(250, load);
     live(queue, (ev) => {
       if (ev.jobId !== id) return;
-      feed.prepend(feedItem(ev));
+      feedAdd(feed, ev);
       refresh();
     }, job && job.eventsAfter);
     every(10000, load);
