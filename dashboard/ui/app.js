@@ -287,6 +287,18 @@
   };
   // retryBadge shows a job's retry state; a failed job's says why it failed
   // for good, an unrecoverable failure in its own colour.
+  // attemptsCell is a job's attempts in a list: made / allowed, and how
+  // many it made past its budget (a retry that kept the spent attempts runs
+  // a job whose attempts ran out once more): "3 / 2" read as a miscount.
+  function attemptsCell(b) {
+    const over = b.made - b.allowed;
+    return el('td', { class: 'num', title: over > 0 ? overBudget(b) : null }, `${b.made} / ${b.allowed}`, over > 0 ? el('span', { class: 'muted' }, ` (+${over})`) : null);
+  }
+  function overBudget(b) {
+    const over = b.made - b.allowed;
+    return `${b.made} made: ${over} more than the ${b.allowed} allowed (run again after they ran out)`;
+  }
+
   function retryBadge(rs, big, failedFor) {
     const label = rs === 'failed' && FAILED_FOR[failedFor] ? FAILED_FOR[failedFor] : rs.replaceAll('-', ' ');
     const cls = `badge rs-${rs}${failedFor === 'unrecoverable' ? ' rs-unrecoverable' : ''}${big ? ' big' : ''}`;
@@ -995,7 +1007,7 @@
         el('td', { class: 'mono clip', title: j.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', { class: 'clip', title: j.name }, j.name),
         el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(j.progress)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
-        el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`),
+        attemptsCell(j.budget),
         el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
           : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${bi(j.processedBy)}` : ''}`
             : fmtTime(j.finishedOn || j.processedOn || j.timestamp)),
@@ -1320,7 +1332,7 @@
     update(box, el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', { 'data-key': j.id },
       el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
       el('td', {}, j.name), el('td', {}, retryBadge(j.retryState, false, j.failedFor)),
-      el('td', { class: 'num' }, `${j.budget.made} of ${j.budget.allowed} used`))))),
+      el('td', { class: 'num' }, j.budget.made > j.budget.allowed ? overBudget(j.budget) : `${j.budget.made} of ${j.budget.allowed} used`))))),
     rep.jobs.length > 20 ? el('p', { class: 'muted' }, `and ${rep.jobs.length - 20} more`) : null);
   }
 
@@ -1417,9 +1429,12 @@
     const fact = (k, ...v) => facts.append(el('dt', {}, k), el('dd', {}, ...v));
     fact('State', d.state);
     // A job failed for good has no attempts "left": say why it stopped.
+    // Past its budget (a retry kept the spent attempts), the count says
+    // so: "3 of 2 used" read as a miscount.
+    const spent = b.made > b.allowed ? overBudget(b) : `${b.made} of ${b.allowed} used`;
     const used = d.state === 'failed'
-      ? `${b.made} of ${b.allowed} used; ${FAILED_FOR[d.failedFor] || 'failed for good'}${d.failedFor === 'unrecoverable' ? ' (a retry is likely to fail the same way)' : ''}`
-      : `${b.made} of ${b.allowed} used, ${b.left} left`;
+      ? `${spent}; ${FAILED_FOR[d.failedFor] || 'failed for good'}${d.failedFor === 'unrecoverable' ? ' (a retry is likely to fail the same way)' : ''}`
+      : `${spent}, ${b.left} left`;
     fact('Attempts', el('span', { id: 'attempts' }, used), b.started !== b.made ? el('span', { class: 'muted' }, ` (${b.started} started)`) : null);
     const share = progressOf(d.progress);
     // The bar is clamped to 0..100; the number is the one reported (a
@@ -1873,7 +1888,7 @@
       if (!rep.active.length) active.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No active jobs.')));
       update(stalled, ...rep.stalled.map((j) => el('tr', { 'data-key': j.id },
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState, false, j.failedFor)),
-        el('td', { class: 'num' }, j.stalledCounter), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
+        el('td', { class: 'num' }, j.stalledCounter), attemptsCell(j.budget))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
       let cs;
       try { cs = await api(`queues/${seg(queue)}/conflicts`, LOCAL); } catch (e) { return; }
