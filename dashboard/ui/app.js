@@ -1008,7 +1008,7 @@
         el('td', { class: 'clip', title: j.name }, j.name),
         el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(j.progress)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
         attemptsCell(j.budget),
-        el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
+        el('td', { class: 'when' }, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
           : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${bi(j.processedBy)}` : ''}`
             : fmtTime(j.finishedOn || j.processedOn || j.timestamp)),
         el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || '')));
@@ -1894,7 +1894,7 @@
       try { cs = await api(`queues/${seg(queue)}/conflicts`, LOCAL); } catch (e) { return; }
       if (gen !== app.render) return;
       update(conflicts, ...cs.conflicts.map((c) => el('tr', { 'data-conflict': c.jobId, 'data-key': `${c.time}/${c.jobId}` },
-        el('td', {}, fmtTime(c.time)), el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(c.jobId)}` }, c.jobId)), el('td', {}, c.op),
+        el('td', { class: 'when' }, fmtTime(c.time)), el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(c.jobId)}` }, c.jobId)), el('td', {}, c.op),
         el('td', { class: 'mono' }, c.worker || 'unknown'), el('td', {}, c.heldFor ? fmtMs(c.heldFor) : ''), el('td', {}, fmtMs(c.lockTtl)))));
       if (!cs.conflicts.length) conflicts.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'None.')));
     }
@@ -2069,7 +2069,7 @@
     const res = await api(`audit?log=${log}&limit=100${before ? `&before=${encodeURIComponent(before)}` : ''}`);
     if (gen !== app.render) return;
     put(body, ...res.entries.map((e) => el('tr', {},
-      el('td', {}, fmtTime(e.time)), el('td', {}, `${bi(e.user || '?')}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
+      el('td', { class: 'when' }, fmtTime(e.time)), el('td', { class: 'nowrap' }, `${bi(e.user || '?')}${e.role ? ` (${e.role})` : ''}`), el('td', { class: 'nowrap' }, e.action),
       el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
       el('td', {}, el('span', { class: `badge ${e.outcome === 'ok' ? 'rs-completed' : 'rs-failed'}` }, e.outcome)),
       el('td', {}, [e.detail, e.error].filter(Boolean).map(bi).join(' — '),
