@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
 )
 
@@ -121,4 +122,23 @@ func TestUIPagesAListWhoseEdgeJobLeft(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("Job %s, at the edge of the last page, has left the waiting list. This page goes on right after the jobs that were next to it, so no job is skipped or shown twice.", ids[5]),
 		text(t, tab, `#page-moved`))
 	require.Empty(t, con.errors())
+}
+
+// TestUIPagePastTheEndSaysSo: a list page that starts past the last job
+// (a bookmarked "Last page" after a clean, an edited link) says so and
+// links to the first page. It said "No jobs here." under "3 completed
+// jobs.", as if the 3 were gone.
+func TestUIPagePastTheEndSaysSo(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	b.startWorker(t, "mail", func(context.Context, *drover.Job) (any, error) { return nil, nil }, nil)
+	var last string
+	for range 3 {
+		last = b.add(t, "mail", "send", nil, nil)
+	}
+	b.waitState(t, "mail", last, drover.StateCompleted)
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail?state=completed&offset=25"), chromedp.WaitVisible(chromedp.CSS(`#no-jobs`)))
+	require.Equal(t, "This page starts at job 26, past the last of the 3 completed jobs. First page", text(t, tab, `#no-jobs`))
+	do(t, tab, chromedp.Click(chromedp.Search(`//td[@id="no-jobs"]/a[text()="First page"]`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+last+`"]`)))
 }

@@ -1015,9 +1015,15 @@
       // A filter that matches nothing says so: "No jobs here." under "3
       // failed jobs; showing those matching …" read as if the 3 were lost.
       if (!page.jobs.length) {
+        // A page past the end (a bookmarked "Last page" after a clean)
+        // says so and leads to the first: "No jobs here." under "120
+        // completed jobs." read as if the 120 were gone.
+        const pastEnd = !after && !before && !filterExpr() && page.total > 0 && offset >= page.total;
         rows.push(el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'no-jobs' }, filterExpr() && !after && !before
           ? `No ${state} job matches ${bi(filterExpr())}${page.truncated ? ` among the ${page.scanned} scanned` : ''}.`
-          : 'No jobs here.')));
+          : pastEnd ? [`This page starts at job ${offset + 1}, past the last of the ${page.total} ${state} jobs. `,
+            el('a', { href: `#/q/${enc(queue)}?${new URLSearchParams({ state, ...order })}` }, 'First page')]
+            : 'No jobs here.')));
       }
       update(tbody, rows);
       // The other order starts on its first page, with the filter kept.
