@@ -142,3 +142,20 @@ func TestUIPagePastTheEndSaysSo(t *testing.T) {
 	require.Equal(t, "This page starts at job 26, past the last of the 3 completed jobs. First page", text(t, tab, `#no-jobs`))
 	do(t, tab, chromedp.Click(chromedp.Search(`//td[@id="no-jobs"]/a[text()="First page"]`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+last+`"]`)))
 }
+
+// TestUIBadListLinkKeepsThePage: a queue link whose list the API refuses
+// (an unknown state, a negative offset: an edited or cut link) says why
+// and still draws the queue's tabs, actions and panels, so a click leads
+// on. It showed "Could not load" over empty panels, and no tab.
+func TestUIBadListLinkKeepsThePage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	id := b.add(t, "mail", "send", nil, nil)
+	tab := browser(t)
+	for _, link := range []string{"#/q/mail?state=bogus", "#/q/mail?state=waiting&offset=-5"} {
+		do(t, tab, chromedp.Navigate(b.url+link), chromedp.WaitVisible(chromedp.CSS(`.tabs a[href$="state=waiting"]`)))
+		require.Contains(t, text(t, tab, `main`), "This link does not make a list: ", link)
+		require.Contains(t, text(t, tab, `#limits-button`), "Limits", link)
+	}
+	do(t, tab, chromedp.Click(chromedp.CSS(`.tabs a[href$="state=waiting"]`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+id+`"]`)))
+}

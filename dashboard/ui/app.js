@@ -979,6 +979,10 @@
         el('div', { class: 'panel' }, el('h2', {}, 'Budgets near exhaustion'), budget)),
       el('div', { class: 'panel' }, el('h2', {}, 'Live events'), feed));
 
+    // A failed read says why the panel is empty (a Redis ACL refusing
+    // MULTI, which BullMQ's metrics read uses, leaves the rest working).
+    const throughput = () => api(`queues/${seg(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); },
+      (e) => { if (gen === app.render) put(thru, el('p', { class: 'muted', id: 'throughput-facts' }, `Could not load the throughput: ${bi(e.message)}`)); });
     async function load() {
       let qp, page;
       const q = new URLSearchParams({ state, offset, limit: 25 });
@@ -989,15 +993,30 @@
       if (filter.left !== '') q.set('left', filter.left);
       if (filter.error) q.set('error', filter.error);
       if (asc) q.set('asc', '1');
-      try {
-        [qp, page] = await Promise.all([api(`queues/${seg(queue)}`), api(`queues/${seg(queue)}/jobs?${q}`)]);
-      } catch (e) { if (!noQueue(queue, e)) summary.textContent = `Could not load: ${bi(e.message)}`; return; }
+      // A list the API refuses (400: a link with an unknown state or a bad
+      // offset, edited or cut short) leaves the rest of the page drawn:
+      // it showed "Could not load" over empty panels, without the tabs
+      // that lead to a list that works.
+      const [qr, pr] = await Promise.allSettled([api(`queues/${seg(queue)}`), api(`queues/${seg(queue)}/jobs?${q}`)]);
+      const failed = qr.status === 'rejected' ? qr.reason : pr.status === 'rejected' && pr.reason.status !== 400 ? pr.reason : null;
+      if (failed) { if (!noQueue(queue, failed)) summary.textContent = `Could not load: ${bi(failed.message)}`; return; }
       if (gen !== app.render) return;
+      qp = qr.value;
+      page = pr.status === 'fulfilled' ? pr.value : null;
       showAlerts(qp.alerts);
       putKeep(head, nameEl(queue), qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
       update(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
         el('a', { href: `#/q/${enc(queue)}?state=${st}`, 'data-key': st, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
+      if (!page) {
+        summary.textContent = `This link does not make a list: ${bi(pr.reason.message)}. Pick a tab above.`;
+        update(tbody);
+        putKeep(pager);
+        renderHistogram(hist, qp.delayed, qp.storm);
+        renderBudget(budget, queue, qp.budget);
+        throughput();
+        return;
+      }
       summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${bi(filterExpr())}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
       const bad = page.unreadable || [];
       update(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
@@ -1045,10 +1064,7 @@
       put(moved, page.moved ? el('p', { class: 'alert alert-budget', id: 'page-moved', role: 'status' }, movedNote(page.moved, state, before !== '')) : null);
       renderHistogram(hist, qp.delayed, qp.storm);
       renderBudget(budget, queue, qp.budget);
-      // A failed read says why the panel is empty (a Redis ACL refusing
-      // MULTI, which BullMQ's metrics read uses, leaves the rest working).
-      api(`queues/${seg(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); },
-        (e) => { if (gen === app.render) put(thru, el('p', { class: 'muted', id: 'throughput-facts' }, `Could not load the throughput: ${bi(e.message)}`)); });
+      throughput();
       if (state === 'failed') {
         let fr;
         try { fr = await api(`queues/${seg(queue)}/failures`); } catch (e) { put(groups, el('p', { class: 'muted' }, e.message)); return; }
