@@ -450,7 +450,11 @@
         if (e.key === 'Enter' && !danger && e.target instanceof HTMLInputElement && modal.contains(e.target) &&
           !['checkbox', 'radio', 'button', 'submit'].includes(e.target.type)) { e.preventDefault(); close(true); return; }
         if (e.key !== 'Tab') return;
-        const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href], [tabindex="0"]')].filter((n) => !n.disabled);
+        // The stops are the fields Tab reaches: not a hidden one (the
+        // hidden attribute, display or visibility none, type=hidden), which
+        // the browser skips; taken as the last, it let Tab leave the dialog.
+        const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href], [tabindex="0"]')]
+          .filter((n) => !n.disabled && n.type !== 'hidden' && n.getClientRects().length > 0 && getComputedStyle(n).visibility !== 'hidden');
         const first = stops[0], last = stops[stops.length - 1];
         if (!modal.contains(document.activeElement)) { e.preventDefault(); first.focus(); }
         else if (e.shiftKey && document.activeElement === first) { e.preventDefault(); last.focus(); }
