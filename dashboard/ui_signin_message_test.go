@@ -88,3 +88,16 @@ func TestUISignInRefusedAgainIsSaidAgain(t *testing.T) {
 	require.Equal(t, "wrong credentials (refused 2 times in a row)", text(t, tab, `#signin-message`))
 	require.Equal(t, "alert", evalJS[string](t, tab, `document.querySelector('#signin-message').getAttribute('role')`))
 }
+
+// TestUISignInStartsInTheTokenField: the sign-in page, at first and after
+// a session ended, puts the cursor in the token field, so typing signs in.
+// The focus was on the page's body: the first keys typed went nowhere.
+func TestUISignInStartsInTheTokenField(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	require.Equal(t, "token", evalJS[string](t, tab, `document.activeElement.name || document.activeElement.tagName`))
+	do(t, tab, chromedp.KeyEvent(operatorToken+"\r"), chromedp.WaitVisible(chromedp.CSS(`#whoami`)))
+	require.Equal(t, "otto (operator)", text(t, tab, `#whoami`))
+}

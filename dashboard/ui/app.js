@@ -738,6 +738,9 @@
       },
     }, token, el('span', { class: 'muted' }, 'or'), user, pass, el('button', { class: 'primary', type: 'submit' }, 'Sign in'), msg);
     put($main, el('div', { class: 'panel signin' }, el('h1', {}, 'Sign in to the drover dashboard'), form));
+    // The cursor starts in the token field: the keyboard had to find the
+    // form first (Tab past the header), and typing went nowhere.
+    token.focus();
   }
 
   // ---- overview ----------------------------------------------------------
