@@ -1123,10 +1123,15 @@
           // The count confirmed is the most that runs: jobs delayed after
           // the page counted stay delayed.
           const shown = cur.qp.counts.delayed;
-          const res = await act('Promote delayed jobs', `Run the ${shown} delayed jobs of ${bi(queue)} now? Jobs waiting for backoff keep their attempts.`, 'Promote',
+          // A job scheduler's next run is a delayed job too, and runs now
+          // with the rest: the nightly report ran at noon, unannounced.
+          let schedulers = 0;
+          try { schedulers = (await api(`queues/${seg(queue)}/schedulers?limit=1`)).total || 0; } catch (e) { /* said nothing of them before either */ }
+          const runs = schedulers ? ` The next run${schedulers === 1 ? '' : 's'} of its ${schedulers} job scheduler${schedulers === 1 ? ' is' : 's are'} among them and run${schedulers === 1 ? 's' : ''} now too, off schedule.` : '';
+          const res = await act('Promote delayed jobs', `Run the ${shown} delayed job${shown === 1 ? '' : 's'} of ${bi(queue)} now? Jobs waiting for backoff keep their attempts.${runs}`, 'Promote',
             () => api(`queues/${seg(queue)}/promote`, { method: 'POST', body: { limit: shown } }));
           if (res) {
-            toast(`Promoted ${res.promoted} jobs.` + (res.left > 0 ? ` ${res.left} delayed since the count stay delayed.` : ''));
+            toast(`Promoted ${res.promoted} job${res.promoted === 1 ? '' : 's'}.` + (res.left > 0 ? ` ${res.left} delayed since the count stay${res.left === 1 ? 's' : ''} delayed.` : ''));
             reload();
           }
         },
