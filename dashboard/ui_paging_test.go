@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
@@ -158,4 +159,26 @@ func TestUIBadListLinkKeepsThePage(t *testing.T) {
 		require.Contains(t, text(t, tab, `#limits-button`), "Limits", link)
 	}
 	do(t, tab, chromedp.Click(chromedp.CSS(`.tabs a[href$="state=waiting"]`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+id+`"]`)))
+}
+
+// TestUIOneJobIsOneJob: with one job, the page past the end and the clean
+// toast say "job", not "jobs" ("the last of the 1 completed jobs",
+// "Removed 1 jobs.").
+func TestUIOneJobIsOneJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	b.startWorker(t, "mail", func(context.Context, *drover.Job) (any, error) { return nil, nil }, nil)
+	id := b.add(t, "mail", "send", nil, nil)
+	b.waitState(t, "mail", id, drover.StateCompleted)
+	// Finished two hours ago, so "Clean completed…" (older than an hour) takes it.
+	old := float64(time.Now().Add(-2 * time.Hour).UnixMilli())
+	require.NoError(t, b.rdb.ZAdd(ctx, b.prefix+":mail:completed", redis.Z{Score: old, Member: id}).Err())
+	require.NoError(t, b.rdb.HSet(ctx, b.prefix+":mail:"+id, "finishedOn", int64(old)).Err())
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail?state=completed&offset=25"), chromedp.WaitVisible(chromedp.CSS(`#no-jobs`)))
+	require.Equal(t, "This page starts at job 26, past the last of the 1 completed job. First page", text(t, tab, `#no-jobs`))
+	do(t, tab, chromedp.Click(chromedp.Search(`//button[text()="Clean completed…"]`)), chromedp.WaitVisible(chromedp.CSS(`.modal`)),
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.WaitVisible(chromedp.CSS(`.toast`)))
+	require.Equal(t, "Removed 1 job.", text(t, tab, `.toast`))
 }

@@ -1047,7 +1047,7 @@
         const pastEnd = !after && !before && !filterExpr() && page.total > 0 && offset >= page.total;
         rows.push(el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'no-jobs' }, filterExpr() && !after && !before
           ? `No ${state} job matches ${bi(filterExpr())}${page.truncated ? ` among the ${page.scanned} scanned` : ''}.`
-          : pastEnd ? [`This page starts at job ${offset + 1}, past the last of the ${page.total} ${state} jobs. `,
+          : pastEnd ? [`This page starts at job ${offset + 1}, past the last of the ${page.total} ${state} job${page.total === 1 ? '' : 's'}. `,
             el('a', { href: `#/q/${enc(queue)}?${new URLSearchParams({ state, ...order })}` }, 'First page')]
             : 'No jobs here.')));
       }
@@ -1193,7 +1193,7 @@
           const what = `${dry.matched} completed job${dry.matched === 1 ? '' : 's'}`;
           const res = await act('Clean completed jobs', `Remove ${bi(queue)}'s ${what} finished more than an hour ago?`, `Remove ${dry.matched}`,
             () => api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { ...body, limit: dry.matched } }), true);
-          if (res) { toast(`Removed ${res.removed} jobs.`); reload(); }
+          if (res) { toast(`Removed ${res.removed} job${res.removed === 1 ? '' : 's'}.`); reload(); }
         },
       }, 'Clean completed…'));
       items.push(el('button', {
