@@ -2109,7 +2109,7 @@
       el('td', {}, [e.detail, e.error].filter(Boolean).map(bi).join(' — '),
         // The first jobs a bulk action chose (AuditJobIDsMax, 20 at most), so the log says which.
         (e.jobIds || []).length ? el('div', { class: 'mono muted', 'data-job-ids': '' }, `jobs ${e.jobIds.map(bi).join(', ')}${e.jobIds.length >= 20 ? ', …' : ''}`) : null),
-      el('td', { class: 'mono' }, e.remote || ''))));
+      el('td', { class: 'mono nowrap' }, e.remote || ''))));
     // An empty log says so: a table of headers alone looked like a page
     // still loading, or one that failed.
     if (!res.entries.length) {
