@@ -337,7 +337,12 @@
         const all = full();
         pre.textContent = all;
         pre.removeAttribute('data-cut');
+        // The focus goes to the text shown, a stop the keyboard scrolls:
+        // the button went and took it along, to the page's start.
+        const hadFocus = note.contains(document.activeElement);
         note.remove();
+        pre.setAttribute('tabindex', '0');
+        if (hadFocus) pre.focus();
       } }, 'Show all'));
     return el('div', {}, pre, note);
   }
