@@ -1988,7 +1988,16 @@
         el('td', {}, s.canOperate ? el('button', { class: 'danger', 'data-remove': sc.id, onclick: async () => {
           const res = await act('Remove job scheduler', `Remove job scheduler ${bi(sc.id)} of ${bi(queue)}? It makes no more runs; a run already waiting or running finishes.`, 'Remove',
             () => api(`queues/${seg(queue)}/schedulers/${seg(sc.id)}/remove`, { method: 'POST', body: {} }), true);
-          if (res) { toast(`Job scheduler ${bi(sc.id)} removed.`); load(); }
+          if (res) {
+            toast(`Job scheduler ${bi(sc.id)} removed.`);
+            await load();
+            // Its row went with the focus: the page's heading takes it, not
+            // the body (the next Tab began again at the header).
+            if (document.activeElement === document.body || !document.activeElement) {
+              const h = $main.querySelector('h1');
+              if (h) { h.setAttribute('tabindex', '-1'); h.focus(); }
+            }
+          }
         } }, 'Remove') : null))));
       if (!res.schedulers.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, res.total ? 'No job scheduler on this page.' : 'This queue has no job scheduler.')));
       // Links, so a kept one always goes where its href says.
