@@ -190,7 +190,18 @@
   function update(node, ...kids) {
     const fresh = node.cloneNode(false);
     fresh.append(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+    const focused = document.activeElement;
+    const had = focused && focused !== node && node.contains(focused);
     morph(node, fresh);
+    // A redraw that takes out the row holding the focus (a job retried
+    // elsewhere, a failure group gone, a scheduler removed) gives it to the
+    // heading of the panel it was in, or of the page: it fell to the
+    // body, and the next Tab began again at the header.
+    if (had && !focused.isConnected && (document.activeElement === document.body || !document.activeElement)) {
+      const panel = node.closest('.panel');
+      const h = (panel && panel.querySelector('h2')) || $main.querySelector('h1');
+      if (h) { h.setAttribute('tabindex', '-1'); h.focus(); }
+    }
   }
 
   // ---- formatting --------------------------------------------------------
