@@ -37,3 +37,26 @@ func TestUILiveFeedSaysWhenEmpty(t *testing.T) {
 	})
 	require.NotContains(t, text(t, tab, `.feed`), "No event")
 }
+
+// TestUILiveFeedSaysWhenItIsNotConnected: a page whose live-update stream
+// is refused (the streams are all taken; Redis down) says in its feed that
+// live updates are not connected, and the line goes once the stream
+// opens. The feed said nothing, and its empty line promised events that
+// could not come.
+func TestUILiveFeedSaysWhenItIsNotConnected(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin, MaxStreams: 1})
+	id := b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: time.Hour})
+	first := browser(t)
+	do(t, first, chromedp.Navigate(b.url+"#/q/mail?state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)))
+	second := browser(t)
+	do(t, second, chromedp.Navigate(b.url+"#/q/mail/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#job-data`)))
+	testkit.WaitFor(t, 20*time.Second, "the second page to say its feed is not connected", func() bool {
+		return strings.Contains(text(t, second, `.feed`), "Live updates are not connected")
+	})
+	require.NotContains(t, text(t, first, `.feed`), "not connected")
+	do(t, first, chromedp.Navigate("about:blank"))
+	testkit.WaitFor(t, 30*time.Second, "the line to go once the stream opens", func() bool {
+		return !strings.Contains(text(t, second, `.feed`), "not connected")
+	})
+}

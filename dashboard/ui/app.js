@@ -549,21 +549,30 @@
   // (the API's eventsAfter): a stream whose first open was refused still
   // starts there, not at the events written after it finally opened (an
   // event between the page's read and that open was never shown).
-  function live(queue, onEvent, from) {
+  // feed, when given, is the page's feed list: while the stream is not
+  // open it says so (its empty line promised events that could not come).
+  function live(queue, onEvent, from, feed) {
     if (!window.EventSource) return;
     const gen = app.render;
     let last = from || '';
+    const down = (yes) => {
+      if (!feed) return;
+      const note = feed.querySelector('[data-feed-down]');
+      if (yes && !note) feed.prepend(el('li', { class: 'muted', 'data-feed-down': '', role: 'status' }, 'Live updates are not connected (the dashboard refused the stream, or cannot reach Redis); trying again every 5 seconds.'));
+      if (!yes && note) note.remove();
+    };
     const open = () => {
       if (gen !== app.render) return;
       const after = last ? `?after=${encodeURIComponent(last)}` : '';
       const es = new EventSource(`api/queues/${seg(queue)}/events${after}`);
+      es.addEventListener('open', () => down(false));
       es.addEventListener('position', (m) => { if (m.data) last = m.data; });
       es.addEventListener('job', (m) => {
         if (m.lastEventId) last = m.lastEventId;
         try { onEvent(JSON.parse(m.data)); } catch (e) { /* ignore */ }
       });
       es.addEventListener('error', () => {
-        if (es.readyState === EventSource.CLOSED && app.events === es) setTimeout(open, 5000);
+        if (es.readyState === EventSource.CLOSED && app.events === es) { down(true); setTimeout(open, 5000); }
       });
       app.events = es;
     };
@@ -1106,7 +1115,7 @@
       feedAdd(feed, ev);
       while (feed.children.length > 40) feed.lastChild.remove();
       refresh();
-    }, info && info.eventsAfter);
+    }, info && info.eventsAfter, feed);
     every(10000, load);
   }
 
@@ -1462,7 +1471,7 @@
       if (ev.jobId !== id) return;
       feedAdd(feed, ev);
       refresh();
-    }, job && job.eventsAfter);
+    }, job && job.eventsAfter, feed);
     every(10000, load);
   }
 
