@@ -30,7 +30,7 @@ func TestUIAuditOlderPageSaysSoAndLeadsBack(t *testing.T) {
 		require.Equal(t, http.StatusOK, c.post(path, nil, nil))
 	}
 	tab := browser(t)
-	do(t, tab, chromedp.Navigate(b.url+"#/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr`)))
+	do(t, tab, chromedp.Navigate(b.url+"#/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr:not([data-loading])`)))
 	require.Zero(t, evalJS[float64](t, tab, `document.querySelectorAll('#audit-newest').length`), "the newest page links to itself")
 	do(t, tab, chromedp.Click(chromedp.Search(`//a[starts-with(text(),"Older entries")]`)), chromedp.WaitVisible(chromedp.CSS(`#audit-newest`)))
 	require.Contains(t, text(t, tab, `#audit-page-note`), "older than")
@@ -39,7 +39,7 @@ func TestUIAuditOlderPageSaysSoAndLeadsBack(t *testing.T) {
 	testkit.WaitFor(t, 30*time.Second, "the older page's 5 rows", func() bool {
 		return evalJS[float64](t, tab, `document.querySelectorAll('#audit tbody tr').length`) == 5
 	})
-	do(t, tab, chromedp.Click(chromedp.CSS(`#audit-newest`)), chromedp.WaitNotPresent(chromedp.CSS(`#audit-newest`)), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr`)))
+	do(t, tab, chromedp.Click(chromedp.CSS(`#audit-newest`)), chromedp.WaitNotPresent(chromedp.CSS(`#audit-newest`)), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr:not([data-loading])`)))
 	require.True(t, strings.HasPrefix(text(t, tab, `#audit tbody tr:first-child td:nth-child(3)`), "pause"), "the newest entry first")
 }
 

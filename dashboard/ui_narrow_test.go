@@ -73,7 +73,7 @@ func TestUINarrowTimesKeepToOneLine(t *testing.T) {
 		return int(evalJS[float64](t, tab, `(() => { const r = document.createRange(); r.selectNodeContents(document.querySelector(`+jsString(sel)+`));
 			return new Set([...r.getClientRects()].map((c) => Math.round(c.top))).size; })()`))
 	}
-	do(t, tab, chromedp.Navigate(b.url+"#/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr td`)))
+	do(t, tab, chromedp.Navigate(b.url+"#/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr:not([data-loading]) td`)))
 	// When, Who, Action, and From (the client's address: "127.0.0." over
 	// "1:58712", at 1280px too).
 	for _, n := range []int{1, 2, 3, 9} {

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestUIPagesBackAndForth: a filtered list of failed jobs has Next and
@@ -153,10 +155,15 @@ func TestUIBadListLinkKeepsThePage(t *testing.T) {
 	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
 	id := b.add(t, "mail", "send", nil, nil)
 	tab := browser(t)
-	for _, link := range []string{"#/q/mail?state=bogus", "#/q/mail?state=waiting&offset=-5"} {
-		do(t, tab, chromedp.Navigate(b.url+link), chromedp.WaitVisible(chromedp.CSS(`.tabs a[href$="state=waiting"]`)))
-		require.Contains(t, text(t, tab, `main`), "This link does not make a list: ", link)
-		require.Contains(t, text(t, tab, `#limits-button`), "Limits", link)
+	for _, l := range []struct{ link, why string }{{"#/q/mail?state=bogus", `unknown job state "bogus"`}, {"#/q/mail?state=waiting&offset=-5", "offset"}} {
+		// The link before drew the same tabs: wait for this link's words.
+		do(t, tab, chromedp.Navigate(b.url+l.link))
+		testkit.WaitFor(t, 20*time.Second, l.link+" to say it makes no list", func() bool {
+			main := text(t, tab, `main`)
+			return strings.Contains(main, "This link does not make a list: ") && strings.Contains(main, l.why)
+		})
+		do(t, tab, chromedp.WaitVisible(chromedp.CSS(`.tabs a[href$="state=waiting"]`)))
+		require.Contains(t, text(t, tab, `#limits-button`), "Limits", l.link)
 	}
 	do(t, tab, chromedp.Click(chromedp.CSS(`.tabs a[href$="state=waiting"]`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+id+`"]`)))
 }

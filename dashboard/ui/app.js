@@ -647,6 +647,14 @@
     return el('span', { class: `name${cls ? ` ${cls}` : ''}`, dir: 'auto', title: text, 'data-name': '' }, text);
   }
 
+  // loadingRow fills a table until its first answer: headers over an
+  // empty body read as a page with nothing to show (or a broken one) for
+  // as long as a slow Redis took to answer.
+  const loadingRow = (cols) => el('tr', { 'data-loading': '' }, el('td', { colspan: cols, class: 'muted' }, 'Loading…'));
+  // loadFailed takes the "Loading…" lines away when a page's first answer
+  // is an error, which the page says in their stead.
+  const loadFailed = () => { for (const n of $main.querySelectorAll('[data-loading]')) n.remove(); };
+
   // feedList is a page's live feed, empty at first: it says so, and since
   // when it listens, until the first event comes (an empty panel under
   // "Live events" read as a feed still loading, or a broken one).
@@ -777,7 +785,7 @@
   async function pageOverview(params) {
     titled('Queues');
     const gen = app.render;
-    const body = el('tbody');
+    const body = el('tbody', {}, loadingRow(9));
     const table = el('table', { id: 'queues' },
       el('thead', {}, el('tr', {}, el('th', {}, 'Queue'), ...OVERVIEW_STATES.map((s) => el('th', { class: 'num' }, s)), el('th', {}, 'Alerts'))),
       body);
@@ -812,7 +820,7 @@
     put($main, el('h1', {}, 'Queues'), el('div', { class: 'row' }, search), info, el('div', { class: 'panel' }, table));
     async function load() {
       let fresh;
-      try { fresh = await api('overview'); } catch (e) { if (gen === app.render) info.textContent = `Could not load queues: ${bi(e.message)}`; return; }
+      try { fresh = await api('overview'); } catch (e) { if (gen === app.render) { info.textContent = `Could not load queues: ${bi(e.message)}`; loadFailed(); } return; }
       if (gen !== app.render) return;
       ov = fresh;
       showAlerts(ov.alerts);
@@ -867,7 +875,7 @@
     const tabs = el('div', { class: 'tabs' });
     const summary = el('p', { class: 'muted' });
     const unreadable = el('div');
-    const tbody = el('tbody');
+    const tbody = el('tbody', {}, loadingRow(6));
     const pager = el('div', { class: 'row', id: 'pager' });
     const moved = el('div');
     const hist = el('div');
@@ -1031,7 +1039,7 @@
       // that lead to a list that works.
       const [qr, pr] = await Promise.allSettled([api(`queues/${seg(queue)}`), api(`queues/${seg(queue)}/jobs?${q}`)]);
       const failed = qr.status === 'rejected' ? qr.reason : pr.status === 'rejected' && pr.reason.status !== 400 ? pr.reason : null;
-      if (failed) { if (!noQueue(queue, failed)) summary.textContent = `Could not load: ${bi(failed.message)}`; return; }
+      if (failed) { if (!noQueue(queue, failed)) { summary.textContent = `Could not load: ${bi(failed.message)}`; loadFailed(); } return; }
       if (gen !== app.render) return;
       qp = qr.value;
       page = pr.status === 'fulfilled' ? pr.value : null;
@@ -1400,7 +1408,7 @@
   async function pageJob(queue, id) {
     const gen = app.render;
     titled(`job ${bi(id)}`, bi(queue));
-    const box = el('div');
+    const box = el('div', {}, el('p', { class: 'panel muted', 'data-loading': '' }, 'Loading the job…'));
     const feed = feedList('of this job');
     put($main, 
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: `job ${id}` }),
@@ -1920,8 +1928,8 @@
   async function pageStalled(queue) {
     const gen = app.render;
     titled('stalled view', bi(queue));
-    const stalled = el('tbody');
-    const active = el('tbody');
+    const stalled = el('tbody', {}, loadingRow(5));
+    const active = el('tbody', {}, loadingRow(5));
     const conflicts = el('tbody');
     const note = el('p', { class: 'muted' });
     put($main, 
@@ -1936,7 +1944,7 @@
         el('table', { id: 'conflicts' }, el('thead', {}, el('tr', {}, ...['When', 'Job', 'Retry', 'Worker holding the lock', 'Running for', 'Lock TTL left'].map((h) => el('th', {}, h)))), conflicts)));
     async function load() {
       let rep;
-      try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = e.message; return; }
+      try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) { note.textContent = e.message; loadFailed(); } return; }
       if (gen !== app.render) return;
       note.textContent = `Looked at ${rep.scanned} job${rep.scanned === 1 ? '' : 's'}${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
@@ -1972,7 +1980,7 @@
     const gen = app.render;
     titled('job schedulers', bi(queue));
     const s = app.session;
-    const body = el('tbody');
+    const body = el('tbody', {}, loadingRow(7));
     const note = el('p', { class: 'muted' });
     const pager = el('div', { class: 'row', id: 'schedulers-pager' });
     const offset = Math.max(0, Math.floor(Number(params.get('offset')) || 0));
@@ -1984,7 +1992,7 @@
         el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', `Next run (${yourZone})`, 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body), pager));
     async function load() {
       let res;
-      try { res = await api(`queues/${seg(queue)}/schedulers?offset=${offset}&limit=${SCHEDULER_PAGE}`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = `Could not list job schedulers: ${e.message}`; return; }
+      try { res = await api(`queues/${seg(queue)}/schedulers?offset=${offset}&limit=${SCHEDULER_PAGE}`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) { note.textContent = `Could not list job schedulers: ${e.message}`; loadFailed(); } return; }
       if (gen !== app.render) return;
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
       update(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id, 'data-key': sc.id },
@@ -2039,14 +2047,14 @@
   async function pageWorkers() {
     const gen = app.render;
     titled('Workers');
-    const body = el('tbody');
+    const body = el('tbody', {}, loadingRow(6));
     const note = el('p', { class: 'muted' }, 'Every worker connection under this prefix, found as BullMQ\'s getWorkers finds them (the connection name carries the queue and the worker\'s name). Refreshes every 5 seconds.');
     put($main, el('h1', {}, 'Workers'), note,
       el('div', { class: 'panel' }, el('table', { id: 'workers' },
         el('thead', {}, el('tr', {}, ...['Queue', 'Worker', 'Address', 'State', 'Connected for', 'Last command'].map((h) => el('th', {}, h)))), body)));
     async function load() {
       let res;
-      try { res = await api('workers'); } catch (e) { if (gen === app.render) note.textContent = `Could not list workers: ${bi(e.message)}`; return; }
+      try { res = await api('workers'); } catch (e) { if (gen === app.render) { note.textContent = `Could not list workers: ${bi(e.message)}`; loadFailed(); } return; }
       if (gen !== app.render) return;
       if (res.unavailable) {
         put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${bi(res.unavailable)}.`)));
@@ -2110,7 +2118,7 @@
     titled('Audit log');
     const log = params.get('log') === 'security' ? 'security' : 'actions';
     const before = params.get('before') || '';
-    const body = el('tbody');
+    const body = el('tbody', {}, loadingRow(9));
     // The log shown is marked for a screen reader too, not by colour alone.
     const tab = (name, label) => el('a', { href: `#/audit?log=${name}`, class: name === log ? 'badge rs-active' : 'badge', 'aria-current': name === log ? 'page' : null }, label);
     const intro = log === 'security'
