@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestUIPromoteAllNamesTheSchedulersRuns: "Promote all delayed…" on a
@@ -31,7 +32,10 @@ func TestUIPromoteAllNamesTheSchedulersRuns(t *testing.T) {
 	tab := browser(t)
 	promote := func(queue string) string {
 		t.Helper()
-		do(t, tab, chromedp.Navigate(b.url+"#/q/"+queue+"?state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)),
+		// The page before has rows and the button too: wait for this one.
+		do(t, tab, chromedp.Navigate(b.url+"#/q/"+queue+"?state=delayed"))
+		testkit.WaitFor(t, 20*time.Second, queue+"'s page", func() bool { return text(t, tab, `h1 [data-name]`) == queue })
+		do(t, tab, chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)),
 			chromedp.Click(chromedp.Search(`//button[text()="Promote all delayed…"]`)), chromedp.WaitVisible(chromedp.CSS(`.modal`)))
 		msg := text(t, tab, `.modal-body`)
 		do(t, tab, chromedp.Click(chromedp.CSS(`.modal [data-confirm="no"]`)), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
