@@ -54,8 +54,11 @@ func TestUIKeyboardAndLabels(t *testing.T) {
 		do(t, tab, chromedp.KeyEvent(kb.Tab))
 		require.Equal(t, want, evalJS[string](t, tab, focused), "Tab cycles inside the dialog")
 	}
-	do(t, tab, chromedp.KeyEvent(kb.Shift+kb.Tab))
+	// Shift held (kb.Shift+kb.Tab types a Shift, then a plain Tab).
+	do(t, tab, chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierShift)))
 	require.Equal(t, "no", evalJS[string](t, tab, focused), "Shift+Tab too")
+	do(t, tab, chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierShift)))
+	require.Equal(t, "yes", evalJS[string](t, tab, focused), "Shift+Tab from the first goes round to the last")
 	require.Equal(t, "Obliterate queue", evalJS[string](t, tab, `document.getElementById(document.querySelector('.modal').getAttribute('aria-labelledby')).textContent`))
 	do(t, tab, chromedp.KeyEvent(kb.Escape), chromedp.WaitNotPresent(chromedp.CSS(`.modal`)))
 	require.Equal(t, "Obliterate…", evalJS[string](t, tab, `document.activeElement.textContent`), "the focus is back on the button")
@@ -118,4 +121,31 @@ func TestUIFocusStaysOnTheJobPageAfterAnAction(t *testing.T) {
 		return evalJS[string](t, tab, `document.activeElement.tagName`) == "H1"
 	})
 	require.Contains(t, evalJS[string](t, tab, `document.activeElement.textContent`), "Job "+id)
+}
+
+// TestUIDialogTabSkipsHiddenFields: Tab and Shift+Tab go round a dialog's
+// fields that show, past one that is hidden (a field a dialog keeps for a
+// choice not made, hidden by its attribute, display or visibility). The
+// loop took a hidden field as its first or last stop, which the browser
+// skips: Tab from the last button left the dialog.
+func TestUIDialogTabSkipsHiddenFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	id := b.add(t, "kb", "x", nil, &drover.JobOptions{Delay: time.Hour})
+	tab := browser(t)
+	focused := `(() => { const a = document.activeElement; return a.closest('.modal') ? (a.id || a.dataset.confirm) : 'outside: ' + a.tagName; })()`
+	do(t, tab, chromedp.Navigate(b.url+"#/q/kb/job/"+id), chromedp.WaitVisible(chromedp.CSS(`#cancel-job`)),
+		chromedp.Click(chromedp.CSS(`#cancel-job`)), chromedp.WaitVisible(chromedp.CSS(`.modal #cancel-reason`)))
+	// Hidden fields before the first stop and after the last, three ways.
+	evalJS[bool](t, tab, `(() => {
+		const m = document.querySelector('.modal');
+		const hidden = (how) => { const i = document.createElement('input'); i.className = 'hidden-field';
+			if (how === 'attr') i.hidden = true; else if (how === 'display') i.style.display = 'none'; else i.style.visibility = 'hidden'; return i; };
+		m.querySelector('.modal-body').prepend(hidden('attr'), hidden('visibility'));
+		m.querySelector('.buttons').append(hidden('display'), hidden('visibility'));
+		return true; })()`)
+	do(t, tab, chromedp.Focus(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.KeyEvent(kb.Tab))
+	require.Equal(t, "cancel-reason", evalJS[string](t, tab, focused), "Tab from the last button")
+	do(t, tab, chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierShift)))
+	require.Equal(t, "yes", evalJS[string](t, tab, focused), "Shift+Tab from the first field")
 }

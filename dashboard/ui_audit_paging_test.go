@@ -30,7 +30,7 @@ func TestUIAuditOlderPageSaysSoAndLeadsBack(t *testing.T) {
 		require.Equal(t, http.StatusOK, c.post(path, nil, nil))
 	}
 	tab := browser(t)
-	do(t, tab, chromedp.Navigate(b.url+"#/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr`)))
+	do(t, tab, chromedp.Navigate(b.url+"#/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr:not([data-loading])`)))
 	require.Zero(t, evalJS[float64](t, tab, `document.querySelectorAll('#audit-newest').length`), "the newest page links to itself")
 	do(t, tab, chromedp.Click(chromedp.Search(`//a[starts-with(text(),"Older entries")]`)), chromedp.WaitVisible(chromedp.CSS(`#audit-newest`)))
 	require.Contains(t, text(t, tab, `#audit-page-note`), "older than")
@@ -39,6 +39,22 @@ func TestUIAuditOlderPageSaysSoAndLeadsBack(t *testing.T) {
 	testkit.WaitFor(t, 30*time.Second, "the older page's 5 rows", func() bool {
 		return evalJS[float64](t, tab, `document.querySelectorAll('#audit tbody tr').length`) == 5
 	})
-	do(t, tab, chromedp.Click(chromedp.CSS(`#audit-newest`)), chromedp.WaitNotPresent(chromedp.CSS(`#audit-newest`)), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr`)))
+	do(t, tab, chromedp.Click(chromedp.CSS(`#audit-newest`)), chromedp.WaitNotPresent(chromedp.CSS(`#audit-newest`)), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr:not([data-loading])`)))
 	require.True(t, strings.HasPrefix(text(t, tab, `#audit tbody tr:first-child td:nth-child(3)`), "pause"), "the newest entry first")
+}
+
+// TestUIAuditTabsSayWhichLogIsShown: the audit page's two tabs (Actions,
+// Security events) mark the one shown with aria-current, so a screen
+// reader says which log is open; only its colour said so.
+func TestUIAuditTabsSayWhichLogIsShown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	tab := browser(t)
+	current := `[...document.querySelectorAll('main a[href^="#/audit?log="]')].map((a) => a.textContent + '=' + a.getAttribute('aria-current')).join(' ')`
+	do(t, tab, chromedp.Navigate(b.url+"#/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit-empty`)))
+	require.Equal(t, "Actions=page Security events=null", evalJS[string](t, tab, current))
+	do(t, tab, chromedp.Click(chromedp.Search(`//a[text()="Security events"]`)), chromedp.WaitVisible(chromedp.CSS(`#audit-empty`)))
+	testkit.WaitFor(t, 10*time.Second, "the security log's tab to be current", func() bool {
+		return evalJS[string](t, tab, current) == "Actions=null Security events=page"
+	})
 }

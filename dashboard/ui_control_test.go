@@ -880,7 +880,7 @@ func TestUIPromoteRunsWhatItSaid(t *testing.T) {
 	b.waitState(t, "q", soon, drover.StateWaiting)
 	b.waitState(t, "q", late, drover.StateDelayed)
 	testkit.WaitFor(t, 10*time.Second, "the toast", func() bool {
-		return strings.Contains(evalJS[string](t, tab, `document.body.innerText`), "Promoted 2 jobs. 1 delayed since the count stay delayed.")
+		return strings.Contains(evalJS[string](t, tab, `document.body.innerText`), "Promoted 2 jobs. 1 delayed since the count stays delayed.")
 	})
 }
 

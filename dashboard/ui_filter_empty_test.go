@@ -27,7 +27,7 @@ func TestUIFilterThatMatchesNothingSaysSo(t *testing.T) {
 		b.waitState(t, "fe", id, drover.StateFailed)
 	}
 	tab := browser(t)
-	do(t, tab, chromedp.Navigate(b.url+"#/q/fe?state=failed&name=nope"), chromedp.WaitVisible(chromedp.CSS(`#jobs tbody td`)))
+	do(t, tab, chromedp.Navigate(b.url+"#/q/fe?state=failed&name=nope"), chromedp.WaitVisible(chromedp.CSS(`#no-jobs`)))
 	require.Equal(t, `No failed job matches name="nope".`, text(t, tab, `#jobs tbody`))
 	// No filter: the state is empty.
 	do(t, tab, chromedp.Navigate(b.url+"#/q/fe?state=delayed"))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover/dashboard"
@@ -33,4 +34,19 @@ func TestUIJobWithHugeData(t *testing.T) {
 	do(t, tab, chromedp.Click(chromedp.CSS(`.cut-note button`)))
 	require.Equal(t, full, evalJS[int](t, tab, `document.querySelector('#job-data').textContent.length`))
 	require.True(t, evalJS[bool](t, tab, `document.querySelector('#job-data').textContent.endsWith('0123456789abcdef"\n}')`))
+}
+
+// TestUIShowAllKeepsTheFocus: "Show all" pressed from the keyboard moves
+// the focus to the text it shows, which the keyboard then scrolls. The
+// button went away with the focus, which fell back to the page's start:
+// the next Tab began again at the header.
+func TestUIShowAllKeepsTheFocus(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	id := b.add(t, "big", "import", map[string]string{"blob": strings.Repeat("x", 100_000)}, nil)
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/big/job/"+id), chromedp.WaitVisible(chromedp.CSS(`.cut-note button`)),
+		chromedp.Focus(chromedp.CSS(`.cut-note button`)), chromedp.KeyEvent(kb.Enter), chromedp.WaitNotPresent(chromedp.CSS(`.cut-note`)))
+	require.Equal(t, "job-data", evalJS[string](t, tab, `document.activeElement.id`))
+	require.Equal(t, "0", evalJS[string](t, tab, `document.activeElement.getAttribute('tabindex')`), "a tab stop")
 }

@@ -3,6 +3,8 @@ package dashboard_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -46,4 +48,39 @@ func TestUINarrowWidth(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, inBar, "%s: the user name is off the header bar", page.hash)
 	}
+}
+
+// TestUINarrowTimesKeepToOneLine: on a phone's width the audit log's
+// times, users, actions and addresses and a job list's times keep to one line (the
+// table scrolls inside its panel). The columns shrank to a few letters:
+// "05:04:44" read "05:04" over ":44", and "ada (admin)" "ada (ad" over
+// "min)".
+func TestUINarrowTimesKeepToOneLine(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	b.startWorker(t, "narrow", func(ctx context.Context, job *drover.Job) (any, error) {
+		return nil, errors.New("upstream answered 503 Service Unavailable")
+	}, nil)
+	id := b.add(t, "narrow", "deliver-webhook-to-customer-endpoint", nil, &drover.JobOptions{Attempts: 1})
+	b.waitState(t, "narrow", id, drover.StateFailed)
+	require.Equal(t, http.StatusOK, b.as(t, "").post("api/queues/narrow/pause", nil, nil))
+
+	tab := browser(t)
+	do(t, tab, chromedp.EmulateViewport(375, 800))
+	// lines counts the line boxes of a cell's text.
+	lines := func(sel string) int {
+		t.Helper()
+		return int(evalJS[float64](t, tab, `(() => { const r = document.createRange(); r.selectNodeContents(document.querySelector(`+jsString(sel)+`));
+			return new Set([...r.getClientRects()].map((c) => Math.round(c.top))).size; })()`))
+	}
+	do(t, tab, chromedp.Navigate(b.url+"#/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit tbody tr:not([data-loading]) td`)))
+	// When, Who, Action, and From (the client's address: "127.0.0." over
+	// "1:58712", at 1280px too).
+	for _, n := range []int{1, 2, 3, 9} {
+		cell := fmt.Sprintf(`#audit tbody tr:first-child td:nth-child(%d)`, n)
+		require.Equal(t, 1, lines(cell), "%q on one line", text(t, tab, cell))
+	}
+	do(t, tab, chromedp.Navigate(b.url+"#/q/narrow?state=failed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job]`)))
+	cell := `#jobs tr[data-job] td:nth-child(5)`
+	require.Equal(t, 1, lines(cell), "%q on one line", text(t, tab, cell))
 }

@@ -27,6 +27,11 @@ func TestUIListsOldestFirstAndLastPage(t *testing.T) {
 	for n := range 60 {
 		ids = append(ids, b.add(t, "lo", fmt.Sprintf("j%02d", n), nil, &drover.JobOptions{Attempts: 1}))
 		b.waitState(t, "lo", ids[n], drover.StateFailed)
+		// Each fails in a millisecond of its own: two in one millisecond
+		// tie in the failed set, which orders them by id as text ("9"
+		// after "10" newest first), and the last page began with job 9,
+		// not 10 (2 of 3 runs on a quiet machine).
+		time.Sleep(2 * time.Millisecond)
 	}
 	tab := browser(t)
 	rows := func() []string {

@@ -3,13 +3,17 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // TestUIPagesBackAndForth: a filtered list of failed jobs has Next and
@@ -121,4 +125,67 @@ func TestUIPagesAListWhoseEdgeJobLeft(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("Job %s, at the edge of the last page, has left the waiting list. This page goes on right after the jobs that were next to it, so no job is skipped or shown twice.", ids[5]),
 		text(t, tab, `#page-moved`))
 	require.Empty(t, con.errors())
+}
+
+// TestUIPagePastTheEndSaysSo: a list page that starts past the last job
+// (a bookmarked "Last page" after a clean, an edited link) says so and
+// links to the first page. It said "No jobs here." under "3 completed
+// jobs.", as if the 3 were gone.
+func TestUIPagePastTheEndSaysSo(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	b.startWorker(t, "mail", func(context.Context, *drover.Job) (any, error) { return nil, nil }, nil)
+	var last string
+	for range 3 {
+		last = b.add(t, "mail", "send", nil, nil)
+	}
+	b.waitState(t, "mail", last, drover.StateCompleted)
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail?state=completed&offset=25"), chromedp.WaitVisible(chromedp.CSS(`#no-jobs`)))
+	require.Equal(t, "This page starts at job 26, past the last of the 3 completed jobs. First page", text(t, tab, `#no-jobs`))
+	do(t, tab, chromedp.Click(chromedp.Search(`//td[@id="no-jobs"]/a[text()="First page"]`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+last+`"]`)))
+}
+
+// TestUIBadListLinkKeepsThePage: a queue link whose list the API refuses
+// (an unknown state, a negative offset: an edited or cut link) says why
+// and still draws the queue's tabs, actions and panels, so a click leads
+// on. It showed "Could not load" over empty panels, and no tab.
+func TestUIBadListLinkKeepsThePage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	id := b.add(t, "mail", "send", nil, nil)
+	tab := browser(t)
+	for _, l := range []struct{ link, why string }{{"#/q/mail?state=bogus", `unknown job state "bogus"`}, {"#/q/mail?state=waiting&offset=-5", "offset"}} {
+		// The link before drew the same tabs: wait for this link's words.
+		do(t, tab, chromedp.Navigate(b.url+l.link))
+		testkit.WaitFor(t, 20*time.Second, l.link+" to say it makes no list", func() bool {
+			main := text(t, tab, `main`)
+			return strings.Contains(main, "This link does not make a list: ") && strings.Contains(main, l.why)
+		})
+		do(t, tab, chromedp.WaitVisible(chromedp.CSS(`.tabs a[href$="state=waiting"]`)))
+		require.Contains(t, text(t, tab, `#limits-button`), "Limits", l.link)
+	}
+	do(t, tab, chromedp.Click(chromedp.CSS(`.tabs a[href$="state=waiting"]`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+id+`"]`)))
+}
+
+// TestUIOneJobIsOneJob: with one job, the page past the end and the clean
+// toast say "job", not "jobs" ("the last of the 1 completed jobs",
+// "Removed 1 jobs.").
+func TestUIOneJobIsOneJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	b.startWorker(t, "mail", func(context.Context, *drover.Job) (any, error) { return nil, nil }, nil)
+	id := b.add(t, "mail", "send", nil, nil)
+	b.waitState(t, "mail", id, drover.StateCompleted)
+	// Finished two hours ago, so "Clean completed…" (older than an hour) takes it.
+	old := float64(time.Now().Add(-2 * time.Hour).UnixMilli())
+	require.NoError(t, b.rdb.ZAdd(ctx, b.prefix+":mail:completed", redis.Z{Score: old, Member: id}).Err())
+	require.NoError(t, b.rdb.HSet(ctx, b.prefix+":mail:"+id, "finishedOn", int64(old)).Err())
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail?state=completed&offset=25"), chromedp.WaitVisible(chromedp.CSS(`#no-jobs`)))
+	require.Equal(t, "This page starts at job 26, past the last of the 1 completed job. First page", text(t, tab, `#no-jobs`))
+	do(t, tab, chromedp.Click(chromedp.Search(`//button[text()="Clean completed…"]`)), chromedp.WaitVisible(chromedp.CSS(`.modal`)),
+		chromedp.Click(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.WaitVisible(chromedp.CSS(`.toast`)))
+	require.Equal(t, "Removed 1 job.", text(t, tab, `.toast`))
 }

@@ -134,3 +134,27 @@ func TestUIRefreshKeepsFocus(t *testing.T) {
 		require.True(t, stillFocused(t, tab), "the refresh took the focused queue link away")
 	})
 }
+
+// TestUIRefreshThatTakesTheFocusedRowAway: a keyboard user is on a job's
+// link in a queue's delayed list when the job is promoted elsewhere: the
+// refresh takes its row out, and the focus goes to the page's heading,
+// not to the body, where the next Tab began again at the header.
+func TestUIRefreshThatTakesTheFocusedRowAway(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	id := b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: time.Hour})
+	b.add(t, "mail", "send", nil, &drover.JobOptions{Delay: 2 * time.Hour})
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/mail?state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="`+id+`"]`)))
+	focusMarked(t, tab, `#jobs tr[data-job="`+id+`"] a`)
+	job, err := b.queue(t, "mail").GetJob(ctx, id)
+	require.NoError(t, err)
+	require.NoError(t, job.Promote(ctx))
+	testkit.WaitFor(t, 30*time.Second, "the promoted job's row to go", func() bool {
+		return countOf(t, tab, `#jobs tr[data-job="`+id+`"]`) == 0
+	})
+	testkit.WaitFor(t, 5*time.Second, "the focus on the heading", func() bool {
+		return evalJS[string](t, tab, `document.activeElement.tagName`) == "H1"
+	})
+}

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/dashboard"
+	"github.com/seed40057009/drover/internal/testkit"
 )
 
 // shotTo saves a screenshot of the tab as name in $DROVER_SCREENSHOTS (the
@@ -128,4 +130,27 @@ func TestUIThroughputFromMetrics(t *testing.T) {
 	do(t, tab, chromedp.Navigate(b.url+"#/q/plain?state=completed"), chromedp.WaitVisible(chromedp.CSS(`#throughput-facts[data-source="finished-sets"]`)))
 	require.Contains(t, text(t, tab, `#throughput-facts`), "1 completed and 0 failed in the last hour")
 	require.Contains(t, text(t, tab, `#throughput-facts`), "No worker writes BullMQ's metrics")
+}
+
+// TestUISchedulerRemovedKeepsTheFocus: a job scheduler removed from the
+// keyboard leaves the focus on the page's heading. Its row went with the
+// focus, which fell back to the page's body: the next Tab began again at
+// the header.
+func TestUISchedulerRemovedKeepsTheFocus(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, &dashboard.Options{AnonymousRole: dashboard.RoleAdmin})
+	q := b.queue(t, "reports")
+	for _, id := range []string{"nightly", "weekly"} {
+		_, err := q.UpsertJobScheduler(ctx, id, drover.RepeatOptions{Pattern: "0 3 * * *"}, &drover.JobTemplate{Name: id})
+		require.NoError(t, err)
+	}
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url+"#/q/reports/schedulers"), chromedp.WaitVisible(chromedp.CSS(`[data-remove="nightly"]`)),
+		chromedp.Focus(chromedp.CSS(`[data-remove="nightly"]`)), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(`.modal [data-confirm="yes"]`)),
+		chromedp.Focus(chromedp.CSS(`.modal [data-confirm="yes"]`)), chromedp.KeyEvent(kb.Enter), chromedp.WaitNotPresent(chromedp.CSS(`[data-remove="nightly"]`)))
+	testkit.WaitFor(t, 10*time.Second, "the focus to land on the heading", func() bool {
+		return evalJS[string](t, tab, `document.activeElement.tagName`) == "H1"
+	})
+	require.Equal(t, "Job schedulers of reports", text(t, tab, `h1`))
 }

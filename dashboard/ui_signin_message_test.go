@@ -59,3 +59,45 @@ func TestUISignInOneAttemptAtATime(t *testing.T) {
 	require.Equal(t, "", evalJS[string](t, tab, `document.querySelector('input[name="password"]').value`))
 	require.Equal(t, "password", evalJS[string](t, tab, `document.activeElement.name`))
 }
+
+// TestUISignInRefusedAgainIsSaidAgain: a second refusal that reads as the
+// first (the same wrong password typed again) is put in the page anew and
+// counted, so a screen reader says it again and the page shows that the
+// second try was made. The line stayed as it was: an alert whose text
+// does not change is not announced, and the page looked as if Sign in had
+// not been pressed.
+func TestUISignInRefusedAgainIsSaidAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	tab := browser(t)
+	refuse := func() {
+		t.Helper()
+		do(t, tab, chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), "not-a-token-0123456789"),
+			chromedp.Click(chromedp.CSS(`form button[type="submit"]`)))
+	}
+	do(t, tab, chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	refuse()
+	testkit.WaitFor(t, 20*time.Second, "the first refusal", func() bool { return text(t, tab, `#signin-message`) != "" })
+	first := text(t, tab, `#signin-message`)
+	require.Equal(t, "wrong credentials", first)
+	evalJS[bool](t, tab, `(() => { document.querySelector('#signin-message').dataset.seen = '1'; return true; })()`)
+	refuse()
+	testkit.WaitFor(t, 20*time.Second, "the second refusal", func() bool {
+		return evalJS[bool](t, tab, `!document.querySelector('#signin-message').dataset.seen`)
+	})
+	require.Equal(t, "wrong credentials (refused 2 times in a row)", text(t, tab, `#signin-message`))
+	require.Equal(t, "alert", evalJS[string](t, tab, `document.querySelector('#signin-message').getAttribute('role')`))
+}
+
+// TestUISignInStartsInTheTokenField: the sign-in page, at first and after
+// a session ended, puts the cursor in the token field, so typing signs in.
+// The focus was on the page's body: the first keys typed went nowhere.
+func TestUISignInStartsInTheTokenField(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &dashboard.Options{Auth: testUsers()})
+	tab := browser(t)
+	do(t, tab, chromedp.Navigate(b.url), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	require.Equal(t, "token", evalJS[string](t, tab, `document.activeElement.name || document.activeElement.tagName`))
+	do(t, tab, chromedp.KeyEvent(operatorToken+"\r"), chromedp.WaitVisible(chromedp.CSS(`#whoami`)))
+	require.Equal(t, "otto (operator)", text(t, tab, `#whoami`))
+}

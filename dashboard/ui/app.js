@@ -190,7 +190,18 @@
   function update(node, ...kids) {
     const fresh = node.cloneNode(false);
     fresh.append(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+    const focused = document.activeElement;
+    const had = focused && focused !== node && node.contains(focused);
     morph(node, fresh);
+    // A redraw that takes out the row holding the focus (a job retried
+    // elsewhere, a failure group gone, a scheduler removed) gives it to the
+    // heading of the panel it was in, or of the page: it fell to the
+    // body, and the next Tab began again at the header.
+    if (had && !focused.isConnected && (document.activeElement === document.body || !document.activeElement)) {
+      const panel = node.closest('.panel');
+      const h = (panel && panel.querySelector('h2')) || $main.querySelector('h1');
+      if (h) { h.setAttribute('tabindex', '-1'); h.focus(); }
+    }
   }
 
   // ---- formatting --------------------------------------------------------
@@ -287,6 +298,18 @@
   };
   // retryBadge shows a job's retry state; a failed job's says why it failed
   // for good, an unrecoverable failure in its own colour.
+  // attemptsCell is a job's attempts in a list: made / allowed, and how
+  // many it made past its budget (a retry that kept the spent attempts runs
+  // a job whose attempts ran out once more): "3 / 2" read as a miscount.
+  function attemptsCell(b) {
+    const over = b.made - b.allowed;
+    return el('td', { class: 'num', title: over > 0 ? overBudget(b) : null }, `${b.made} / ${b.allowed}`, over > 0 ? el('span', { class: 'muted' }, ` (+${over})`) : null);
+  }
+  function overBudget(b) {
+    const over = b.made - b.allowed;
+    return `${b.made} made: ${over} more than the ${b.allowed} allowed (run again after they ran out)`;
+  }
+
   function retryBadge(rs, big, failedFor) {
     const label = rs === 'failed' && FAILED_FOR[failedFor] ? FAILED_FOR[failedFor] : rs.replaceAll('-', ' ');
     const cls = `badge rs-${rs}${failedFor === 'unrecoverable' ? ' rs-unrecoverable' : ''}${big ? ' big' : ''}`;
@@ -325,7 +348,12 @@
         const all = full();
         pre.textContent = all;
         pre.removeAttribute('data-cut');
+        // The focus goes to the text shown, a stop the keyboard scrolls:
+        // the button went and took it along, to the page's start.
+        const hadFocus = note.contains(document.activeElement);
         note.remove();
+        pre.setAttribute('tabindex', '0');
+        if (hadFocus) pre.focus();
       } }, 'Show all'));
     return el('div', {}, pre, note);
   }
@@ -438,7 +466,11 @@
         if (e.key === 'Enter' && !danger && e.target instanceof HTMLInputElement && modal.contains(e.target) &&
           !['checkbox', 'radio', 'button', 'submit'].includes(e.target.type)) { e.preventDefault(); close(true); return; }
         if (e.key !== 'Tab') return;
-        const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href], [tabindex="0"]')].filter((n) => !n.disabled);
+        // The stops are the fields Tab reaches: not a hidden one (the
+        // hidden attribute, display or visibility none, type=hidden), which
+        // the browser skips; taken as the last, it let Tab leave the dialog.
+        const stops = [...modal.querySelectorAll('button, input, select, textarea, a[href], [tabindex="0"]')]
+          .filter((n) => !n.disabled && n.type !== 'hidden' && n.getClientRects().length > 0 && getComputedStyle(n).visibility !== 'hidden');
         const first = stops[0], last = stops[stops.length - 1];
         if (!modal.contains(document.activeElement)) { e.preventDefault(); first.focus(); }
         else if (e.shiftKey && document.activeElement === first) { e.preventDefault(); last.focus(); }
@@ -517,21 +549,30 @@
   // (the API's eventsAfter): a stream whose first open was refused still
   // starts there, not at the events written after it finally opened (an
   // event between the page's read and that open was never shown).
-  function live(queue, onEvent, from) {
+  // feed, when given, is the page's feed list: while the stream is not
+  // open it says so (its empty line promised events that could not come).
+  function live(queue, onEvent, from, feed) {
     if (!window.EventSource) return;
     const gen = app.render;
     let last = from || '';
+    const down = (yes) => {
+      if (!feed) return;
+      const note = feed.querySelector('[data-feed-down]');
+      if (yes && !note) feed.prepend(el('li', { class: 'muted', 'data-feed-down': '', role: 'status' }, 'Live updates are not connected (the dashboard refused the stream, or cannot reach Redis); trying again every 5 seconds.'));
+      if (!yes && note) note.remove();
+    };
     const open = () => {
       if (gen !== app.render) return;
       const after = last ? `?after=${encodeURIComponent(last)}` : '';
       const es = new EventSource(`api/queues/${seg(queue)}/events${after}`);
+      es.addEventListener('open', () => down(false));
       es.addEventListener('position', (m) => { if (m.data) last = m.data; });
       es.addEventListener('job', (m) => {
         if (m.lastEventId) last = m.lastEventId;
         try { onEvent(JSON.parse(m.data)); } catch (e) { /* ignore */ }
       });
       es.addEventListener('error', () => {
-        if (es.readyState === EventSource.CLOSED && app.events === es) setTimeout(open, 5000);
+        if (es.readyState === EventSource.CLOSED && app.events === es) { down(true); setTimeout(open, 5000); }
       });
       app.events = es;
     };
@@ -606,6 +647,27 @@
     return el('span', { class: `name${cls ? ` ${cls}` : ''}`, dir: 'auto', title: text, 'data-name': '' }, text);
   }
 
+  // loadingRow fills a table until its first answer: headers over an
+  // empty body read as a page with nothing to show (or a broken one) for
+  // as long as a slow Redis took to answer.
+  const loadingRow = (cols) => el('tr', { 'data-loading': '' }, el('td', { colspan: cols, class: 'muted' }, 'Loading…'));
+  // loadFailed takes the "Loading…" lines away when a page's first answer
+  // is an error, which the page says in their stead.
+  const loadFailed = () => { for (const n of $main.querySelectorAll('[data-loading]')) n.remove(); };
+
+  // feedList is a page's live feed, empty at first: it says so, and since
+  // when it listens, until the first event comes (an empty panel under
+  // "Live events" read as a feed still loading, or a broken one).
+  function feedList(of) {
+    return el('ul', { class: 'feed' }, el('li', { class: 'muted', 'data-feed-empty': '' },
+      `No event ${of} since this page opened at ${fmtTime(Date.now())}; new ones show here as they happen.`));
+  }
+  function feedAdd(feed, ev) {
+    const empty = feed.querySelector('[data-feed-empty]');
+    if (empty) empty.remove();
+    feed.prepend(feedItem(ev));
+  }
+
   function feedItem(ev) {
     let what = ev.name;
     if (ev.jobId) what += ` job ${bi(ev.jobId)}`;
@@ -673,7 +735,12 @@
     const pass = el('input', { type: 'password', name: 'password', placeholder: 'password', 'aria-label': 'password', autocomplete: 'current-password' });
     // A live region: a screen reader says why a sign-in was refused (the
     // grey line alone was silent) and why the session ended.
-    const msg = el('p', { class: 'muted', id: 'signin-message', role: 'alert' }, note || '');
+    let msg = el('p', { class: 'muted', id: 'signin-message', role: 'alert' }, note || '');
+    // A refusal the same as the one before is said again, and counted: the
+    // second wrong password left the line as it was, so a screen reader
+    // said nothing (an alert whose text does not change is not announced)
+    // and the page looked as if Sign in had not been pressed.
+    let refusal = '', refusals = 0;
     // One sign-in at a time: Enter pressed twice sent two logins, two
     // failed sign-ins toward the lockout for one wrong password. A refused
     // one empties the secret typed and puts the cursor back in it.
@@ -689,7 +756,12 @@
           await api('login', { method: 'POST', body: token.value ? { token: token.value } : { user: user.value, password: pass.value } });
           start();
         } catch (err) {
-          msg.textContent = err.message;
+          refusals = err.message === refusal ? refusals + 1 : 1;
+          refusal = err.message;
+          const fresh = el('p', { class: 'muted', id: 'signin-message', role: 'alert' },
+            refusals > 1 ? `${err.message} (refused ${refusals} times in a row)` : err.message);
+          msg.replaceWith(fresh);
+          msg = fresh;
           secret.value = '';
           secret.focus();
         } finally {
@@ -699,6 +771,9 @@
       },
     }, token, el('span', { class: 'muted' }, 'or'), user, pass, el('button', { class: 'primary', type: 'submit' }, 'Sign in'), msg);
     put($main, el('div', { class: 'panel signin' }, el('h1', {}, 'Sign in to the drover dashboard'), form));
+    // The cursor starts in the token field: the keyboard had to find the
+    // form first (Tab past the header), and typing went nowhere.
+    token.focus();
   }
 
   // ---- overview ----------------------------------------------------------
@@ -710,7 +785,7 @@
   async function pageOverview(params) {
     titled('Queues');
     const gen = app.render;
-    const body = el('tbody');
+    const body = el('tbody', {}, loadingRow(9));
     const table = el('table', { id: 'queues' },
       el('thead', {}, el('tr', {}, el('th', {}, 'Queue'), ...OVERVIEW_STATES.map((s) => el('th', { class: 'num' }, s)), el('th', {}, 'Alerts'))),
       body);
@@ -745,7 +820,7 @@
     put($main, el('h1', {}, 'Queues'), el('div', { class: 'row' }, search), info, el('div', { class: 'panel' }, table));
     async function load() {
       let fresh;
-      try { fresh = await api('overview'); } catch (e) { if (gen === app.render) info.textContent = `Could not load queues: ${bi(e.message)}`; return; }
+      try { fresh = await api('overview'); } catch (e) { if (gen === app.render) { info.textContent = `Could not load queues: ${bi(e.message)}`; loadFailed(); } return; }
       if (gen !== app.render) return;
       ov = fresh;
       showAlerts(ov.alerts);
@@ -800,13 +875,13 @@
     const tabs = el('div', { class: 'tabs' });
     const summary = el('p', { class: 'muted' });
     const unreadable = el('div');
-    const tbody = el('tbody');
+    const tbody = el('tbody', {}, loadingRow(6));
     const pager = el('div', { class: 'row', id: 'pager' });
     const moved = el('div');
     const hist = el('div');
     const budget = el('div');
     const thru = el('div');
-    const feed = el('ul', { class: 'feed' });
+    const feed = feedList('of this queue');
 
     const nameIn = el('input', { name: 'name', placeholder: 'job name', 'aria-label': 'job name is', value: filter.name });
     const reasonIn = el('input', { name: 'reason', placeholder: 'failed reason contains', 'aria-label': 'failed reason contains', value: filter.reason });
@@ -944,6 +1019,10 @@
         el('div', { class: 'panel' }, el('h2', {}, 'Budgets near exhaustion'), budget)),
       el('div', { class: 'panel' }, el('h2', {}, 'Live events'), feed));
 
+    // A failed read says why the panel is empty (a Redis ACL refusing
+    // MULTI, which BullMQ's metrics read uses, leaves the rest working).
+    const throughput = () => api(`queues/${seg(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); },
+      (e) => { if (gen === app.render) put(thru, el('p', { class: 'muted', id: 'throughput-facts' }, `Could not load the throughput: ${bi(e.message)}`)); });
     async function load() {
       let qp, page;
       const q = new URLSearchParams({ state, offset, limit: 25 });
@@ -954,15 +1033,30 @@
       if (filter.left !== '') q.set('left', filter.left);
       if (filter.error) q.set('error', filter.error);
       if (asc) q.set('asc', '1');
-      try {
-        [qp, page] = await Promise.all([api(`queues/${seg(queue)}`), api(`queues/${seg(queue)}/jobs?${q}`)]);
-      } catch (e) { if (!noQueue(queue, e)) summary.textContent = `Could not load: ${bi(e.message)}`; return; }
+      // A list the API refuses (400: a link with an unknown state or a bad
+      // offset, edited or cut short) leaves the rest of the page drawn:
+      // it showed "Could not load" over empty panels, without the tabs
+      // that lead to a list that works.
+      const [qr, pr] = await Promise.allSettled([api(`queues/${seg(queue)}`), api(`queues/${seg(queue)}/jobs?${q}`)]);
+      const failed = qr.status === 'rejected' ? qr.reason : pr.status === 'rejected' && pr.reason.status !== 400 ? pr.reason : null;
+      if (failed) { if (!noQueue(queue, failed)) { summary.textContent = `Could not load: ${bi(failed.message)}`; loadFailed(); } return; }
       if (gen !== app.render) return;
+      qp = qr.value;
+      page = pr.status === 'fulfilled' ? pr.value : null;
       showAlerts(qp.alerts);
       putKeep(head, nameEl(queue), qp.paused ? pausedBadge(qp) : null, ...limitBadges(qp, true));
       renderQueueActions(queue, qp, actions, load);
       update(tabs, ...STATES.filter((st) => st === state || qp.counts[camel(st)] > 0 || ['waiting', 'active', 'delayed', 'completed', 'failed'].includes(st)).map((st) =>
         el('a', { href: `#/q/${enc(queue)}?state=${st}`, 'data-key': st, class: st === state ? 'on' : '', 'aria-current': st === state ? 'page' : null }, st, el('span', { class: 'count' }, qp.counts[camel(st)]))));
+      if (!page) {
+        summary.textContent = `This link does not make a list: ${bi(pr.reason.message)}. Pick a tab above.`;
+        update(tbody);
+        putKeep(pager);
+        renderHistogram(hist, qp.delayed, qp.storm);
+        renderBudget(budget, queue, qp.budget);
+        throughput();
+        return;
+      }
       summary.textContent = `${page.total} ${state} job${page.total === 1 ? '' : 's'}${filterExpr() ? `; showing those matching ${bi(filterExpr())}` : ''}${page.truncated ? ` (stopped after scanning ${page.scanned} jobs)` : ''}.`;
       const bad = page.unreadable || [];
       update(unreadable, bad.length ? el('p', { class: 'alert alert-budget', id: 'unreadable' },
@@ -972,17 +1066,23 @@
         el('td', { class: 'mono clip', title: j.id }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
         el('td', { class: 'clip', title: j.name }, j.name),
         el('td', {}, retryBadge(j.retryState, false, j.failedFor), progressOf(j.progress) !== null && j.state === 'active' ? el('progress', { max: 1, value: progressOf(j.progress), title: `${Math.round(j.progress)}%` }) : null, j.stalledCounter ? el('span', { class: 'badge rs-stalled-recovered', title: 'stall recoveries' }, `stalled ×${j.stalledCounter}`) : null),
-        el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`),
-        el('td', {}, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
+        attemptsCell(j.budget),
+        el('td', { class: 'when' }, j.nextRun ? `${fmtTime(j.nextRun)} (${relative(j.nextRun)})`
           : j.state === 'active' && j.processedOn ? `running ${fmtMs(Date.now() - new Date(j.processedOn).getTime())}${j.processedBy ? ` on ${bi(j.processedBy)}` : ''}`
             : fmtTime(j.finishedOn || j.processedOn || j.timestamp)),
         el('td', { class: 'reason', title: j.failedReason || '' }, j.failedReason || '')));
       // A filter that matches nothing says so: "No jobs here." under "3
       // failed jobs; showing those matching …" read as if the 3 were lost.
       if (!page.jobs.length) {
+        // A page past the end (a bookmarked "Last page" after a clean)
+        // says so and leads to the first: "No jobs here." under "120
+        // completed jobs." read as if the 120 were gone.
+        const pastEnd = !after && !before && !filterExpr() && page.total > 0 && offset >= page.total;
         rows.push(el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'no-jobs' }, filterExpr() && !after && !before
           ? `No ${state} job matches ${bi(filterExpr())}${page.truncated ? ` among the ${page.scanned} scanned` : ''}.`
-          : 'No jobs here.')));
+          : pastEnd ? [`This page starts at job ${offset + 1}, past the last of the ${page.total} ${state} job${page.total === 1 ? '' : 's'}. `,
+            el('a', { href: `#/q/${enc(queue)}?${new URLSearchParams({ state, ...order })}` }, 'First page')]
+            : 'No jobs here.')));
       }
       update(tbody, rows);
       // The other order starts on its first page, with the filter kept.
@@ -1004,10 +1104,7 @@
       put(moved, page.moved ? el('p', { class: 'alert alert-budget', id: 'page-moved', role: 'status' }, movedNote(page.moved, state, before !== '')) : null);
       renderHistogram(hist, qp.delayed, qp.storm);
       renderBudget(budget, queue, qp.budget);
-      // A failed read says why the panel is empty (a Redis ACL refusing
-      // MULTI, which BullMQ's metrics read uses, leaves the rest working).
-      api(`queues/${seg(queue)}/throughput`).then((tr) => { if (gen === app.render) renderThroughput(thru, tr); },
-        (e) => { if (gen === app.render) put(thru, el('p', { class: 'muted', id: 'throughput-facts' }, `Could not load the throughput: ${bi(e.message)}`)); });
+      throughput();
       if (state === 'failed') {
         let fr;
         try { fr = await api(`queues/${seg(queue)}/failures`); } catch (e) { put(groups, el('p', { class: 'muted' }, e.message)); return; }
@@ -1023,10 +1120,10 @@
     } catch (e) { /* older server or no access: no progress shown */ }
     const refresh = debounce(400, load);
     live(queue, (ev) => {
-      feed.prepend(feedItem(ev));
+      feedAdd(feed, ev);
       while (feed.children.length > 40) feed.lastChild.remove();
       refresh();
-    }, info && info.eventsAfter);
+    }, info && info.eventsAfter, feed);
     every(10000, load);
   }
 
@@ -1059,10 +1156,15 @@
           // The count confirmed is the most that runs: jobs delayed after
           // the page counted stay delayed.
           const shown = cur.qp.counts.delayed;
-          const res = await act('Promote delayed jobs', `Run the ${shown} delayed jobs of ${bi(queue)} now? Jobs waiting for backoff keep their attempts.`, 'Promote',
+          // A job scheduler's next run is a delayed job too, and runs now
+          // with the rest: the nightly report ran at noon, unannounced.
+          let schedulers = 0;
+          try { schedulers = (await api(`queues/${seg(queue)}/schedulers?limit=1`)).total || 0; } catch (e) { /* said nothing of them before either */ }
+          const runs = schedulers ? ` The next run${schedulers === 1 ? '' : 's'} of its ${schedulers} job scheduler${schedulers === 1 ? ' is' : 's are'} among them and run${schedulers === 1 ? 's' : ''} now too, off schedule.` : '';
+          const res = await act('Promote delayed jobs', `Run the ${shown} delayed job${shown === 1 ? '' : 's'} of ${bi(queue)} now? Jobs waiting for backoff keep their attempts.${runs}`, 'Promote',
             () => api(`queues/${seg(queue)}/promote`, { method: 'POST', body: { limit: shown } }));
           if (res) {
-            toast(`Promoted ${res.promoted} jobs.` + (res.left > 0 ? ` ${res.left} delayed since the count stay delayed.` : ''));
+            toast(`Promoted ${res.promoted} job${res.promoted === 1 ? '' : 's'}.` + (res.left > 0 ? ` ${res.left} delayed since the count stay${res.left === 1 ? 's' : ''} delayed.` : ''));
             reload();
           }
         },
@@ -1124,7 +1226,7 @@
           const what = `${dry.matched} completed job${dry.matched === 1 ? '' : 's'}`;
           const res = await act('Clean completed jobs', `Remove ${bi(queue)}'s ${what} finished more than an hour ago?`, `Remove ${dry.matched}`,
             () => api(`queues/${seg(queue)}/clean`, { method: 'POST', body: { ...body, limit: dry.matched } }), true);
-          if (res) { toast(`Removed ${res.removed} jobs.`); reload(); }
+          if (res) { toast(`Removed ${res.removed} job${res.removed === 1 ? '' : 's'}.`); reload(); }
         },
       }, 'Clean completed…'));
       items.push(el('button', {
@@ -1297,7 +1399,7 @@
     update(box, el('table', {}, el('tbody', {}, ...rep.jobs.slice(0, 20).map((j) => el('tr', { 'data-key': j.id },
       el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id)),
       el('td', {}, j.name), el('td', {}, retryBadge(j.retryState, false, j.failedFor)),
-      el('td', { class: 'num' }, `${j.budget.made} of ${j.budget.allowed} used`))))),
+      el('td', { class: 'num' }, j.budget.made > j.budget.allowed ? overBudget(j.budget) : `${j.budget.made} of ${j.budget.allowed} used`))))),
     rep.jobs.length > 20 ? el('p', { class: 'muted' }, `and ${rep.jobs.length - 20} more`) : null);
   }
 
@@ -1306,8 +1408,8 @@
   async function pageJob(queue, id) {
     const gen = app.render;
     titled(`job ${bi(id)}`, bi(queue));
-    const box = el('div');
-    const feed = el('ul', { class: 'feed' });
+    const box = el('div', {}, el('p', { class: 'panel muted', 'data-loading': '' }, 'Loading the job…'));
+    const feed = feedList('of this job');
     put($main, 
       crumbs({ text: 'Queues', href: '#/' }, { text: queue, href: `#/q/${enc(queue)}` }, { text: `job ${id}` }),
       box, el('div', { class: 'panel' }, el('h2', {}, 'Live events for this job'), feed));
@@ -1375,9 +1477,9 @@
     const refresh = debounce(250, load);
     live(queue, (ev) => {
       if (ev.jobId !== id) return;
-      feed.prepend(feedItem(ev));
+      feedAdd(feed, ev);
       refresh();
-    }, job && job.eventsAfter);
+    }, job && job.eventsAfter, feed);
     every(10000, load);
   }
 
@@ -1394,9 +1496,12 @@
     const fact = (k, ...v) => facts.append(el('dt', {}, k), el('dd', {}, ...v));
     fact('State', d.state);
     // A job failed for good has no attempts "left": say why it stopped.
+    // Past its budget (a retry kept the spent attempts), the count says
+    // so: "3 of 2 used" read as a miscount.
+    const spent = b.made > b.allowed ? overBudget(b) : `${b.made} of ${b.allowed} used`;
     const used = d.state === 'failed'
-      ? `${b.made} of ${b.allowed} used; ${FAILED_FOR[d.failedFor] || 'failed for good'}${d.failedFor === 'unrecoverable' ? ' (a retry is likely to fail the same way)' : ''}`
-      : `${b.made} of ${b.allowed} used, ${b.left} left`;
+      ? `${spent}; ${FAILED_FOR[d.failedFor] || 'failed for good'}${d.failedFor === 'unrecoverable' ? ' (a retry is likely to fail the same way)' : ''}`
+      : `${spent}, ${b.left} left`;
     fact('Attempts', el('span', { id: 'attempts' }, used), b.started !== b.made ? el('span', { class: 'muted' }, ` (${b.started} started)`) : null);
     const share = progressOf(d.progress);
     // The bar is clamped to 0..100; the number is the one reported (a
@@ -1823,8 +1928,8 @@
   async function pageStalled(queue) {
     const gen = app.render;
     titled('stalled view', bi(queue));
-    const stalled = el('tbody');
-    const active = el('tbody');
+    const stalled = el('tbody', {}, loadingRow(5));
+    const active = el('tbody', {}, loadingRow(5));
     const conflicts = el('tbody');
     const note = el('p', { class: 'muted' });
     put($main, 
@@ -1839,7 +1944,7 @@
         el('table', { id: 'conflicts' }, el('thead', {}, el('tr', {}, ...['When', 'Job', 'Retry', 'Worker holding the lock', 'Running for', 'Lock TTL left'].map((h) => el('th', {}, h)))), conflicts)));
     async function load() {
       let rep;
-      try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = e.message; return; }
+      try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) { note.textContent = e.message; loadFailed(); } return; }
       if (gen !== app.render) return;
       note.textContent = `Looked at ${rep.scanned} job${rep.scanned === 1 ? '' : 's'}${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
@@ -1850,13 +1955,13 @@
       if (!rep.active.length) active.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No active jobs.')));
       update(stalled, ...rep.stalled.map((j) => el('tr', { 'data-key': j.id },
         el('td', { class: 'mono' }, link(j)), el('td', {}, j.name), el('td', {}, retryBadge(j.retryState, false, j.failedFor)),
-        el('td', { class: 'num' }, j.stalledCounter), el('td', { class: 'num' }, `${j.budget.made} / ${j.budget.allowed}`))));
+        el('td', { class: 'num' }, j.stalledCounter), attemptsCell(j.budget))));
       if (!rep.stalled.length) stalled.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No job has stalled.')));
       let cs;
       try { cs = await api(`queues/${seg(queue)}/conflicts`, LOCAL); } catch (e) { return; }
       if (gen !== app.render) return;
       update(conflicts, ...cs.conflicts.map((c) => el('tr', { 'data-conflict': c.jobId, 'data-key': `${c.time}/${c.jobId}` },
-        el('td', {}, fmtTime(c.time)), el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(c.jobId)}` }, c.jobId)), el('td', {}, c.op),
+        el('td', { class: 'when' }, fmtTime(c.time)), el('td', { class: 'mono' }, el('a', { href: `#/q/${enc(queue)}/job/${enc(c.jobId)}` }, c.jobId)), el('td', {}, c.op),
         el('td', { class: 'mono' }, c.worker || 'unknown'), el('td', {}, c.heldFor ? fmtMs(c.heldFor) : ''), el('td', {}, fmtMs(c.lockTtl)))));
       if (!cs.conflicts.length) conflicts.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'None.')));
     }
@@ -1875,7 +1980,7 @@
     const gen = app.render;
     titled('job schedulers', bi(queue));
     const s = app.session;
-    const body = el('tbody');
+    const body = el('tbody', {}, loadingRow(7));
     const note = el('p', { class: 'muted' });
     const pager = el('div', { class: 'row', id: 'schedulers-pager' });
     const offset = Math.max(0, Math.floor(Number(params.get('offset')) || 0));
@@ -1887,7 +1992,7 @@
         el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', `Next run (${yourZone})`, 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body), pager));
     async function load() {
       let res;
-      try { res = await api(`queues/${seg(queue)}/schedulers?offset=${offset}&limit=${SCHEDULER_PAGE}`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) note.textContent = `Could not list job schedulers: ${e.message}`; return; }
+      try { res = await api(`queues/${seg(queue)}/schedulers?offset=${offset}&limit=${SCHEDULER_PAGE}`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) { note.textContent = `Could not list job schedulers: ${e.message}`; loadFailed(); } return; }
       if (gen !== app.render) return;
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
       update(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id, 'data-key': sc.id },
@@ -1911,7 +2016,16 @@
         el('td', {}, s.canOperate ? el('button', { class: 'danger', 'data-remove': sc.id, onclick: async () => {
           const res = await act('Remove job scheduler', `Remove job scheduler ${bi(sc.id)} of ${bi(queue)}? It makes no more runs; a run already waiting or running finishes.`, 'Remove',
             () => api(`queues/${seg(queue)}/schedulers/${seg(sc.id)}/remove`, { method: 'POST', body: {} }), true);
-          if (res) { toast(`Job scheduler ${bi(sc.id)} removed.`); load(); }
+          if (res) {
+            toast(`Job scheduler ${bi(sc.id)} removed.`);
+            await load();
+            // Its row went with the focus: the page's heading takes it, not
+            // the body (the next Tab began again at the header).
+            if (document.activeElement === document.body || !document.activeElement) {
+              const h = $main.querySelector('h1');
+              if (h) { h.setAttribute('tabindex', '-1'); h.focus(); }
+            }
+          }
         } }, 'Remove') : null))));
       if (!res.schedulers.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, res.total ? 'No job scheduler on this page.' : 'This queue has no job scheduler.')));
       // Links, so a kept one always goes where its href says.
@@ -1933,14 +2047,14 @@
   async function pageWorkers() {
     const gen = app.render;
     titled('Workers');
-    const body = el('tbody');
+    const body = el('tbody', {}, loadingRow(6));
     const note = el('p', { class: 'muted' }, 'Every worker connection under this prefix, found as BullMQ\'s getWorkers finds them (the connection name carries the queue and the worker\'s name). Refreshes every 5 seconds.');
     put($main, el('h1', {}, 'Workers'), note,
       el('div', { class: 'panel' }, el('table', { id: 'workers' },
         el('thead', {}, el('tr', {}, ...['Queue', 'Worker', 'Address', 'State', 'Connected for', 'Last command'].map((h) => el('th', {}, h)))), body)));
     async function load() {
       let res;
-      try { res = await api('workers'); } catch (e) { if (gen === app.render) note.textContent = `Could not list workers: ${bi(e.message)}`; return; }
+      try { res = await api('workers'); } catch (e) { if (gen === app.render) { note.textContent = `Could not list workers: ${bi(e.message)}`; loadFailed(); } return; }
       if (gen !== app.render) return;
       if (res.unavailable) {
         put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${bi(res.unavailable)}.`)));
@@ -2004,8 +2118,9 @@
     titled('Audit log');
     const log = params.get('log') === 'security' ? 'security' : 'actions';
     const before = params.get('before') || '';
-    const body = el('tbody');
-    const tab = (name, label) => el('a', { href: `#/audit?log=${name}`, class: name === log ? 'badge rs-active' : 'badge' }, label);
+    const body = el('tbody', {}, loadingRow(9));
+    // The log shown is marked for a screen reader too, not by colour alone.
+    const tab = (name, label) => el('a', { href: `#/audit?log=${name}`, class: name === log ? 'badge rs-active' : 'badge', 'aria-current': name === log ? 'page' : null }, label);
     const intro = log === 'security'
       ? 'Sign-ins (failed or not), requests without valid credentials and throttled clients, newest first.'
       : 'Every mutating request by a signed-in user, newest first (allowed or refused). Kept in Redis.';
@@ -2030,13 +2145,13 @@
     const res = await api(`audit?log=${log}&limit=100${before ? `&before=${encodeURIComponent(before)}` : ''}`);
     if (gen !== app.render) return;
     put(body, ...res.entries.map((e) => el('tr', {},
-      el('td', {}, fmtTime(e.time)), el('td', {}, `${bi(e.user || '?')}${e.role ? ` (${e.role})` : ''}`), el('td', {}, e.action),
+      el('td', { class: 'when' }, fmtTime(e.time)), el('td', { class: 'nowrap' }, `${bi(e.user || '?')}${e.role ? ` (${e.role})` : ''}`), el('td', { class: 'nowrap' }, e.action),
       el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
       el('td', {}, el('span', { class: `badge ${e.outcome === 'ok' ? 'rs-completed' : 'rs-failed'}` }, e.outcome)),
       el('td', {}, [e.detail, e.error].filter(Boolean).map(bi).join(' — '),
         // The first jobs a bulk action chose (AuditJobIDsMax, 20 at most), so the log says which.
         (e.jobIds || []).length ? el('div', { class: 'mono muted', 'data-job-ids': '' }, `jobs ${e.jobIds.map(bi).join(', ')}${e.jobIds.length >= 20 ? ', …' : ''}`) : null),
-      el('td', { class: 'mono' }, e.remote || ''))));
+      el('td', { class: 'mono nowrap' }, e.remote || ''))));
     // An empty log says so: a table of headers alone looked like a page
     // still loading, or one that failed.
     if (!res.entries.length) {
