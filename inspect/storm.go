@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -160,6 +161,13 @@ type DelayedStats struct {
 	PeakStart   Instant `json:"peakStart"`
 	PeakCount   int64   `json:"peakCount"`
 	PeakOverdue bool    `json:"peakOverdue"`
+	// PeakSampled and PeakRetries: when the clustering alert fires on a
+	// window ahead (not the overdue jobs), up to PeakSampleSize jobs of the
+	// peak window are read and those that failed before (attemptsMade > 0)
+	// counted, so the alert can tell retries coming back together from
+	// jobs merely scheduled together. Both are 0 otherwise.
+	PeakSampled int `json:"peakSampled"`
+	PeakRetries int `json:"peakRetries"`
 	// Clustering is PeakCount / Considered (0 when nothing is considered).
 	Clustering float64 `json:"clustering"`
 	// Growth is the delayed set's growth in jobs per second; GrowthKnown is
@@ -179,7 +187,9 @@ func (s *DelayedStats) Storm() bool { return len(s.Alerts) > 0 }
 // DelayedStats reads the delayed set of queue: its size, the histogram of
 // due times, clustering and growth, and the storm alerts they raise. It
 // costs one pipeline of 2·Horizon/Window + 3 commands and records a size
-// sample for growth.
+// sample for growth; when the clustering alert fires on a window ahead, one
+// ZRANGEBYSCORE and a pipeline of up to PeakSampleSize HMGETs more read
+// whether the peak's jobs are retries (PeakSampled, PeakRetries).
 func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedStats, error) {
 	if _, err := i.existing(ctx, queue); err != nil {
 		return nil, err
@@ -245,6 +255,22 @@ func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedSta
 	if st.Clustering >= o.ClusterShare && st.PeakCount >= int64(o.ClusterMinJobs) {
 		msg := fmt.Sprintf("retry storm: %d delayed jobs (%.0f%% of %d) are due within %s from %s",
 			st.PeakCount, st.Clustering*100, st.Considered, o.Window, st.PeakStart.Format(time.RFC3339))
+		if !st.PeakOverdue {
+			from := scoreOf(st.PeakStart.Time)
+			if err := i.samplePeak(ctx, k, from, from+2*halfScore, st); err != nil {
+				return nil, fmt.Errorf("read delayed jobs of queue %q: %w", queue, err)
+			}
+			switch {
+			case st.PeakSampled > 0 && st.PeakRetries == 0:
+				// Jobs added with one delay, or a scheduler's runs, due
+				// together: a burst, but nothing failed.
+				msg = fmt.Sprintf("%d delayed jobs (%.0f%% of %d) are due within %s from %s; none of %d sampled has failed before: "+
+					"a burst of scheduled jobs, not retries",
+					st.PeakCount, st.Clustering*100, st.Considered, o.Window, st.PeakStart.Format(time.RFC3339), st.PeakSampled)
+			case st.PeakRetries < st.PeakSampled:
+				msg += fmt.Sprintf(" (%d of %d sampled are retries)", st.PeakRetries, st.PeakSampled)
+			}
+		}
 		if st.PeakOverdue {
 			// Past due is not a storm of retries: a worker moves due jobs
 			// to wait when it fetches, so none fetched for a while.
@@ -320,4 +346,45 @@ func (i *Inspector) recordSample(queue string, at time.Time, count int64) (float
 		return 0, false, sizes
 	}
 	return float64(last.count-first.count) / span.Seconds(), true, sizes
+}
+
+// PeakSampleSize is how many jobs of the peak window DelayedStats reads to
+// tell retries from jobs scheduled together.
+const PeakSampleSize = 20
+
+// samplePeak reads up to PeakSampleSize jobs due in [from, to) and counts
+// those that failed before (attemptsMade, or its pre-v5 name, above 0).
+// A job whose hash is gone (removed meanwhile) is not counted.
+func (i *Inspector) samplePeak(ctx context.Context, k keys.Queue, from, to int64, st *DelayedStats) error {
+	ids, err := i.rdb.ZRangeByScore(ctx, k.Delayed(), &redis.ZRangeBy{
+		Min: formatScore(from), Max: "(" + formatScore(to), Count: PeakSampleSize,
+	}).Result()
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	reads := make([]*redis.SliceCmd, len(ids))
+	if _, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, id := range ids {
+			reads[n] = p.HMGet(ctx, k.Job(id), "atm", "attemptsMade", "timestamp")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, r := range reads {
+		v := r.Val()
+		if len(v) < 3 || v[2] == nil {
+			continue
+		}
+		st.PeakSampled++
+		for _, f := range v[:2] {
+			if s, ok := f.(string); ok {
+				if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+					st.PeakRetries++
+					break
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +68,61 @@ func TestDelayedStats(t *testing.T) {
 		require.True(t, st.Storm())
 		require.Equal(t, inspect.AlertClustering, st.Alerts[0].Kind)
 		require.Contains(t, st.Alerts[0].Message, "retry storm")
+	})
+
+	// addJobsDue puts n jobs with hashes in the delayed set, due together a
+	// minute from now; retry(k) says whether the k-th failed before.
+	addJobsDue := func(t *testing.T, b *bundle, n int, retry func(k int) bool) {
+		t.Helper()
+		addDue(t, b, 0, n, func(k int) time.Time { return t0.Add(time.Minute + time.Duration(k)*time.Millisecond) })
+		_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for k := range n {
+				fields := []any{"name", "send", "data", "{}", "opts", "{}", "timestamp", t0.UnixMilli(), "delay", 60000}
+				if retry(k) {
+					fields = append(fields, "atm", 1, "ats", 1, "failedReason", "timeout")
+				}
+				p.HSet(ctx, b.prefix+":q:j"+strconv.Itoa(k), fields...)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+
+	t.Run("JobsScheduledTogetherAreNoRetryStorm", func(t *testing.T) {
+		t.Parallel()
+		b := setupStorm(t)
+		addJobsDue(t, b, 150, func(int) bool { return false })
+		st, err := b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.True(t, st.Storm())
+		require.NotContains(t, st.Alerts[0].Message, "retry storm")
+		require.Contains(t, st.Alerts[0].Message, "150 delayed jobs (100% of 150) are due within 5s from ")
+		require.Contains(t, st.Alerts[0].Message, "none of 20 sampled has failed before: a burst of scheduled jobs, not retries")
+		require.Equal(t, inspect.PeakSampleSize, st.PeakSampled)
+		require.Zero(t, st.PeakRetries)
+	})
+
+	t.Run("RetriesComingBackTogether", func(t *testing.T) {
+		t.Parallel()
+		b := setupStorm(t)
+		addJobsDue(t, b, 150, func(int) bool { return true })
+		st, err := b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(st.Alerts[0].Message, "retry storm: 150 delayed jobs"), st.Alerts[0].Message)
+		require.NotContains(t, st.Alerts[0].Message, "sampled")
+		require.Equal(t, inspect.PeakSampleSize, st.PeakSampled)
+		require.Equal(t, inspect.PeakSampleSize, st.PeakRetries)
+	})
+
+	t.Run("SomeRetriesAmongThePeak", func(t *testing.T) {
+		t.Parallel()
+		b := setupStorm(t)
+		addJobsDue(t, b, 150, func(k int) bool { return k%4 == 0 })
+		st, err := b.ins.DelayedStats(ctx, "q")
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(st.Alerts[0].Message, "retry storm: "), st.Alerts[0].Message)
+		require.True(t, strings.HasSuffix(st.Alerts[0].Message, " (5 of 20 sampled are retries)"), st.Alerts[0].Message)
+		require.Equal(t, 5, st.PeakRetries)
 	})
 
 	t.Run("SpreadStaysBelowThreshold", func(t *testing.T) {
