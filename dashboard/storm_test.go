@@ -80,12 +80,43 @@ func TestStorm(t *testing.T) {
 		)
 		require.Contains(t, text(t, tab, `#alerts`), "nojitter: retry storm: ")
 		require.Contains(t, text(t, tab, `#storm-facts`), fmt.Sprintf("%d delayed", n))
+		require.Contains(t, text(t, tab, `#storm-facts`), "20 of 20 sampled in the peak failed before (retries).")
 		screenshot(t, tab, "queue-page-retry-storm.png")
 		do(t, tab,
 			chromedp.Navigate(b.url+"#/"),
 			chromedp.WaitVisible(chromedp.CSS(`#queues tr[data-queue="nojitter"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#alerts [data-alert="clustering"]`)),
 		)
+	})
+
+	// Jobs added with one delay are due together too, but none failed: the
+	// alert says so instead of calling them a retry storm.
+	t.Run("ScheduledTogetherIsNoRetryStorm", func(t *testing.T) {
+		t.Parallel()
+		const queue = "scheduled"
+		jobs := make([]drover.BulkJob, 300)
+		for i := range jobs {
+			jobs[i] = drover.BulkJob{Name: "remind", Data: map[string]int{"n": i}, Opts: &drover.JobOptions{Delay: time.Minute}}
+		}
+		_, err := b.queue(t, queue).AddBulk(ctx, jobs)
+		require.NoError(t, err)
+		c := b.as(t, "")
+		var qp dashboard.QueuePage
+		require.Equal(t, http.StatusOK, c.get("api/queues/"+queue, &qp))
+		require.True(t, clustering(qp.Alerts))
+		require.Equal(t, 20, qp.Delayed.PeakSampled)
+		require.Zero(t, qp.Delayed.PeakRetries)
+
+		tab := browser(t)
+		do(t, tab,
+			chromedp.Navigate(b.url+"#/q/"+queue+"?state=delayed"),
+			chromedp.WaitVisible(chromedp.CSS(`#alerts [data-alert="clustering"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#storm-facts`)),
+		)
+		alerts := text(t, tab, `#alerts`)
+		require.NotContains(t, alerts, "retry storm")
+		require.Contains(t, alerts, "a burst of scheduled jobs, not retries")
+		require.Contains(t, text(t, tab, `#storm-facts`), "0 of 20 sampled in the peak failed before (retries).")
 	})
 
 	t.Run("JitterStaysUnderTheThreshold", func(t *testing.T) {

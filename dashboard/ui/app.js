@@ -1305,6 +1305,7 @@
     const facts = el('p', { class: 'muted', id: 'storm-facts' },
       `${st.count} delayed (${st.overdue} overdue, drawn first in orange; ${st.later} due later than ${fmtMs(storm.horizonMs)}). `,
       `Clustering ${pct(st.clustering)}: ${st.peakCount} of ${st.considered} due ${st.peakOverdue ? 'overdue' : `within ${fmtMs(winMs)} from ${fmtTime(st.peakStart)}`} (alert at ${pct(storm.clusterShare)} and ${storm.clusterMinJobs} jobs). `,
+      st.peakSampled > 0 ? `${st.peakRetries} of ${st.peakSampled} sampled in the peak failed before (retries). ` : '',
       st.growthKnown ? `Growth ${st.growth.toFixed(1)} jobs/s (alert at ${storm.growthPerSecond}).` : 'Growth: measuring…');
     put(box, g, facts, el('h3', {}, 'Delayed-set size (growth alert)'), renderGrowth(st, storm));
   }
