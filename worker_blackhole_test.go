@@ -266,26 +266,7 @@ func TestCancelReachesAWorkerWhoseSubscriptionWentHalfOpen(t *testing.T) {
 	direct, prefix := redistest.Client(t)
 	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)
-	started := make(chan struct{}, 1)
-	stopped := make(chan error, 1)
-	w, err := drover.NewWorker(viaProxy, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
-		started <- struct{}{}
-		select {
-		case <-ctx.Done():
-			stopped <- context.Cause(ctx)
-			return nil, ctx.Err()
-		case <-time.After(60 * time.Second):
-			stopped <- nil
-			return "ran on", nil
-		}
-	}), &drover.WorkerOptions{Prefix: prefix})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = w.Close(cctx)
-	})
+	started, stopped := startLongJobWorker(t, viaProxy, &drover.WorkerOptions{Prefix: prefix})
 	_, err = q.Add(ctx, "long", nil, &drover.JobOptions{JobID: "long"})
 	require.NoError(t, err)
 	recv(t, started)
@@ -323,26 +304,7 @@ func TestCancelMissedByAHalfOpenSubscriptionStillStops(t *testing.T) {
 	direct, prefix := redistest.Client(t)
 	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)
-	started := make(chan struct{}, 1)
-	stopped := make(chan error, 1)
-	w, err := drover.NewWorker(viaProxy, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
-		started <- struct{}{}
-		select {
-		case <-ctx.Done():
-			stopped <- context.Cause(ctx)
-			return nil, ctx.Err()
-		case <-time.After(60 * time.Second):
-			stopped <- nil
-			return "ran on", nil
-		}
-	}), &drover.WorkerOptions{Prefix: prefix})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = w.Close(cctx)
-	})
+	started, stopped := startLongJobWorker(t, viaProxy, &drover.WorkerOptions{Prefix: prefix})
 	_, err = q.Add(ctx, "long", nil, &drover.JobOptions{JobID: "long"})
 	require.NoError(t, err)
 	recv(t, started)
@@ -357,4 +319,32 @@ func TestCancelMissedByAHalfOpenSubscriptionStillStops(t *testing.T) {
 	testkit.WaitFor(t, 15*time.Second, "the job to fail as cancelled", func() bool {
 		return direct.ZScore(ctx, prefix+":q:failed", "long").Err() == nil
 	})
+}
+
+// startLongJobWorker starts a worker on queue "q" whose every attempt runs
+// 60 s unless cancelled, closed with the test. started gets a value when an
+// attempt starts; stopped gets the attempt's context cause when it was
+// cancelled, or nil when it ran its 60 s.
+func startLongJobWorker(t *testing.T, rdb redis.UniversalClient, opts *drover.WorkerOptions) (started chan struct{}, stopped chan error) {
+	t.Helper()
+	started, stopped = make(chan struct{}, 1), make(chan error, 1)
+	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, _ *drover.Job) (any, error) {
+		started <- struct{}{}
+		select {
+		case <-ctx.Done():
+			stopped <- context.Cause(ctx)
+			return nil, ctx.Err()
+		case <-time.After(60 * time.Second):
+			stopped <- nil
+			return "ran on", nil
+		}
+	}), opts)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Close(cctx)
+	})
+	return started, stopped
 }

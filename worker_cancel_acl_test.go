@@ -30,26 +30,7 @@ func TestCancelWithoutPubSub(t *testing.T) {
 	t.Cleanup(func() { _ = app.Close() })
 	q, err := drover.NewQueue(app, "q", nil)
 	require.NoError(t, err)
-	started := make(chan struct{}, 1)
-	stopped := make(chan error, 1)
-	w, err := drover.NewWorker(app, "q", drover.ProcessorFunc(func(ctx context.Context, _ *drover.Job) (any, error) {
-		started <- struct{}{}
-		select {
-		case <-ctx.Done():
-			stopped <- context.Cause(ctx)
-			return nil, ctx.Err()
-		case <-time.After(60 * time.Second):
-			stopped <- nil
-			return "ran on", nil
-		}
-	}), nil)
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Close(cctx)
-	})
+	started, stopped := startLongJobWorker(t, app, nil)
 	r, err := q.Add(ctx, "long", nil, nil)
 	require.NoError(t, err)
 	recv(t, started)
