@@ -33,7 +33,12 @@ import (
 type carriers struct {
 	mu      sync.Mutex
 	pending []*finishItem // handed in, not yet in a batch
-	writing int           // goroutines carrying batches now, ≤ maxWriters
+	// barrier, when not empty, holds results back until that many are
+	// waiting, which then go in one batch, in the order of the job ids
+	// it lists (seam.FinishBatch: the differential tester's batch
+	// finish, whose fetch takes several jobs).
+	barrier []string
+	writing int // goroutines carrying batches now, ≤ maxWriters
 	// parents counts the flow parents in this queue (by id) of the
 	// results being written now, for flowCut.
 	parents map[string]int
@@ -48,6 +53,16 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 	c := &w.carry
 	c.mu.Lock()
 	c.pending = append(c.pending, it)
+	if len(c.barrier) > 0 {
+		if len(c.pending) < len(c.barrier) {
+			c.mu.Unlock()
+			return nil
+		}
+		slices.SortStableFunc(c.pending, func(a, b *finishItem) int {
+			return cmp.Compare(barrierIndex(c.barrier, a), barrierIndex(c.barrier, b))
+		})
+		c.barrier = nil
+	}
 	if c.writing >= maxWriters {
 		c.mu.Unlock()
 		return nil
@@ -104,6 +119,15 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 		w.launch(next[1:])
 		return next[0]
 	}
+}
+
+// barrierIndex is the place of it's job in the barrier's order (after
+// every listed job when it is not listed).
+func barrierIndex(order []string, it *finishItem) int {
+	if i := slices.Index(order, it.rj.job.ID); i >= 0 {
+		return i
+	}
+	return len(order)
 }
 
 // flowCut returns how many of the results waiting, from the first, one

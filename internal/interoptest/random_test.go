@@ -688,14 +688,22 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 				// Processors that rate-limited the queue and gave the job back.
 				droverSteps.note(s.Op+" (rateLimited)", mr)
 			}
-			if s.Op == difftest.OpWork && s.Outcome.FetchNext {
+			if s.Op == difftest.OpWork && s.Outcome.FetchNext && s.Concurrency <= 1 {
 				// A running worker's path: "ok <id> <next id>" ran two.
 				droverSteps.note(s.Op+" (fetchNext)", mr)
 				if strings.Contains(strings.TrimPrefix(mr, "ok "), " ") {
 					droverSteps.note(s.Op+" (fetchNext, ran 2)", mr)
 				}
 			}
-			if s.Op == difftest.OpWork && s.Concurrency == 2 {
+			if s.Op == difftest.OpWork && s.Concurrency > 1 && s.Outcome.FetchNext {
+				// A batch finish: "ok <taken> / <fetched>"; a fetch of
+				// two or more is finishJobs' RPOP count above 1 (or its
+				// general fetch of as many).
+				droverSteps.note(s.Op+" (batch)", mr)
+				if _, f, ok := strings.Cut(mr, " / "); ok && strings.Contains(f, " ") {
+					droverSteps.note(s.Op+" (batch, fetched 2+)", mr)
+				}
+			} else if s.Op == difftest.OpWork && s.Concurrency == 2 {
 				droverSteps.note(s.Op+" (concurrency 2)", mr)
 				if strings.Contains(strings.TrimPrefix(mr, "ok "), " ") {
 					droverSteps.note(s.Op+" (concurrency 2, ran 2)", mr)
@@ -1249,8 +1257,17 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 				wo.RemoveOnFail, _ = k.Node().(map[string]any)
 			}
 			wo.FetchNext, wo.Concurrency = s.Outcome.FetchNext, s.Concurrency
+			if s.Concurrency > 1 && s.Outcome.FetchNext {
+				wo.FetchNext, wo.Concurrency, wo.Batch = false, 0, s.Concurrency
+			}
 			got, err := o.StepWorkOpts(ctx, p, wq, behaviorOf(s.Outcome), wo)
 			return r.result(got, err)
+		}
+		if s.Concurrency > 1 && s.Outcome.FetchNext {
+			if got := r.droverWorkBatch(ctx, wk, wq, behaviorOf(s.Outcome), s); got != "took none" {
+				return r.result(got, nil)
+			}
+			return "took none"
 		}
 		if s.Concurrency == 2 {
 			if got := r.droverWorkPair(ctx, wk, wq, behaviorOf(s.Outcome), s); got != "took none" {
@@ -1965,6 +1982,179 @@ func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue st
 	defer mu.Unlock()
 	ids := slices.Sorted(maps.Keys(seen))
 	return strings.Join(ids, " ")
+}
+
+// droverWorkBatch runs a batch finish step, as Node's step does with up
+// to Step.Concurrency getNextJob calls, the finishes one call each (the
+// last fetching) and more takes for the freed slots: a drover Worker at
+// that concurrency takes up to that many jobs in one fetch, its
+// processors hold them until every one is taken (or nothing more is
+// ready), and then all return at once; seam.FinishBatch makes the worker
+// write their results in one finishJobs call, which fetches the next
+// jobs for every slot (an RPOP count above 1 when that many wait). When
+// that call is written (its JobFinished hooks) the worker begins to
+// close, so the jobs it fetched run, held and released one at a time in
+// the order taken, each written fetching none. It returns "<taken> /
+// <fetched>", each list sorted.
+func (r *programRun) droverWorkBatch(ctx context.Context, wk keys.Queue, queue string, bh bullmqoracle.Behavior, s *difftest.Step) string {
+	r.t.Helper()
+	proc := droverBehavior(bh, r.rdb)
+	opts := r.stepWorkerOptions(s)
+	opts.Concurrency = s.Concurrency
+	before, err := r.rdb.LRange(ctx, wk.Active(), 0, -1).Result()
+	require.NoError(r.t, err)
+	var (
+		mu sync.Mutex
+		// phase 0: the first takes; 1: their finishes written, the
+		// fetched jobs arrive.
+		phase   int
+		held    = [2]map[string]chan struct{}{{}, {}}
+		written = map[string]chan struct{}{}
+		first   []string // the jobs of the batch, as the hooks saw them
+		w       *drover.Worker
+	)
+	arrived := make(chan struct{}, 16)
+	batchDone := make(chan struct{})
+	closed := make(chan error, 1)
+	var n int // the batch's size, set before its release
+	opts.Hooks = &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
+		mu.Lock()
+		if written[job.ID] != nil {
+			close(written[job.ID])
+		}
+		ph := phase
+		if ph == 0 {
+			first = append(first, job.ID)
+		}
+		last := ph == 0 && len(first) == n
+		if last {
+			phase = 1
+		}
+		mu.Unlock()
+		if last {
+			// The batch's call is written, with its fetch: close now,
+			// before the fetched jobs' finishes, so that they fetch none.
+			go func() { closed <- w.Close(ctx) }()
+			for w.Start(ctx) == nil {
+				time.Sleep(time.Millisecond)
+			}
+			close(batchDone)
+		}
+	}}
+	w, err = drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		release := make(chan struct{})
+		mu.Lock()
+		held[phase][job.ID] = release
+		written[job.ID] = make(chan struct{})
+		mu.Unlock()
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		<-release
+		return proc(ctx, job)
+	}), opts)
+	require.NoError(r.t, err)
+	require.NoError(r.t, w.Start(ctx))
+	select {
+	case <-arrived:
+	case <-time.After(droverTakeTimeout):
+		require.NoError(r.t, w.Close(ctx))
+		return "took none"
+	}
+	// Every slot's job held, or fewer once nothing is ready for a while.
+	idle := 0
+	for deadline := time.Now().Add(droverTakeTimeout); idle < 10 && time.Now().Before(deadline); {
+		mu.Lock()
+		full := len(held[0]) >= s.Concurrency
+		mu.Unlock()
+		if full {
+			break
+		}
+		select {
+		case <-arrived:
+			idle = 0
+			continue
+		case <-time.After(10 * time.Millisecond):
+		}
+		if r.readyFor(ctx, wk, s.LimiterMax) {
+			idle = 0
+		} else {
+			idle++
+		}
+	}
+	// The batch in the order taken: active has the later take first.
+	active, err := r.rdb.LRange(ctx, wk.Active(), 0, -1).Result()
+	require.NoError(r.t, err)
+	mu.Lock()
+	var inOrder []string
+	for i := len(active) - 1; i >= 0; i-- {
+		if held[0][active[i]] != nil && !slices.Contains(inOrder, active[i]) {
+			inOrder = append(inOrder, active[i])
+		}
+	}
+	n = len(held[0]) // the hooks read it under mu
+	taken := slices.Sorted(maps.Keys(held[0]))
+	releases := slices.Collect(maps.Values(held[0]))
+	mu.Unlock()
+	seam.FinishBatch(w, inOrder)
+	for _, release := range releases {
+		close(release)
+	}
+	select {
+	case <-batchDone:
+	case <-time.After(droverTakeTimeout):
+		r.t.Fatalf("drover batch step: the batch of %v was not written (finished: %v)", taken, first)
+	}
+	// The fetched jobs: those in active now that were not there before
+	// the step, each reaching its processor within moments.
+	var order []string
+	for deadline := time.Now().Add(droverTakeTimeout); ; {
+		active, err := r.rdb.LRange(ctx, wk.Active(), 0, -1).Result()
+		require.NoError(r.t, err)
+		order = order[:0]
+		missing := false
+		mu.Lock()
+		// Later takes are nearer the head of active.
+		for i := len(active) - 1; i >= 0; i-- {
+			id := active[i]
+			if slices.Contains(before, id) || slices.Contains(order, id) {
+				continue
+			}
+			order = append(order, id)
+			if held[1][id] == nil {
+				missing = true
+			}
+		}
+		mu.Unlock()
+		if !missing {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("drover batch step: fetched jobs %v not all running", order)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, id := range order {
+		mu.Lock()
+		release, done := held[1][id], written[id]
+		mu.Unlock()
+		finishGap() // each finish in a millisecond of its own
+		close(release)
+		select {
+		case <-done:
+		case <-time.After(droverTakeTimeout):
+			r.t.Fatalf("drover batch step: fetched job %s not written", id)
+		}
+	}
+	require.NoError(r.t, <-closed)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(held[1]) != len(order) {
+		// A job reached a processor that the active list did not show.
+		return fmt.Sprintf("%s / %s (ran %d)", strings.Join(taken, " "), strings.Join(slices.Sorted(slices.Values(order)), " "), len(held[1]))
+	}
+	return strings.Join(taken, " ") + " / " + strings.Join(slices.Sorted(slices.Values(order)), " ")
 }
 
 // finishGap waits 2 ms, so that a work step's second finish never shares

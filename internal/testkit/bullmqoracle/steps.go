@@ -47,6 +47,13 @@ type StepWorkerOpts struct {
 	// and another is taken for its slot. The result is then the ids of
 	// the jobs taken, sorted and space-separated.
 	Concurrency int
+	// Batch, above 1, is a worker at that concurrency whose jobs finish
+	// together while more wait: up to Batch jobs taken, finished one call
+	// each in the order taken, the last finish fetching the next job and
+	// more taken for the freed slots (up to Batch), which then run in the
+	// order taken, fetching none. The result is "<taken> / <fetched>",
+	// each list of ids sorted and space-separated.
+	Batch int
 }
 
 // StepWorkOpts is StepWork with the step worker's options set to opts for
@@ -74,6 +81,9 @@ func (o *Oracle) StepWorkOpts(ctx context.Context, prefix, queue string, behavio
 	}
 	if opts.Concurrency > 1 {
 		args["concurrency"] = opts.Concurrency
+	}
+	if opts.Batch > 1 {
+		args["batch"] = opts.Batch
 	}
 	err := o.Call(ctx, "stepWork", args, &id)
 	if id == nil {

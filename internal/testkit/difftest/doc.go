@@ -54,7 +54,10 @@
 // does: the finish takes the next job in the same call, or the worker's
 // loop takes it after a retry at once or a move to delayed, and that job
 // runs too, or at concurrency 2: two jobs taken and in flight at once,
-// finished in the order taken), obliterate with a count of jobs per call,
+// finished in the order taken, or at concurrency 2 to 4 finishing its
+// jobs together while more wait, the finishes' fetch taking the next job
+// for every slot: drover's one finishJobs call, whose RPOP takes several,
+// against Node's finishes one call each), obliterate with a count of jobs per call,
 // manual processing (getNextJob /
 // Worker.NextJob, the job's finishes, with and without fetchNext,
 // moveToWaitingChildren; a program's manual workers may have metrics,

@@ -69,6 +69,13 @@ func Generate(seed int64, cfg Config) *Program {
 				}
 			}
 		}
+		if s.Op == OpWork && s.Concurrency > 1 && s.Outcome.FetchNext && !s.OtherQueue && g.chance(60) && len(p.Steps)+1 < cfg.Steps {
+			// A batch finish mostly meets a backlog: more jobs wait than
+			// its slots, so its fetch takes several.
+			b := g.plainBulk()
+			b.By = g.pickBy()
+			p.Steps = append(p.Steps, b)
+		}
 		g.onOther(&s)
 		if g.r.IntN(2) == 0 {
 			s.By = Drover
@@ -110,6 +117,16 @@ func Generate(seed int64, cfg Config) *Program {
 	if g.chance(15) {
 		// Capped events streams, trimmed as events are written.
 		p.EventsMaxLen = g.pickI(1, 3, 8)
+	}
+	if deferredFailures(p) {
+		// A job that must not run fails as soon as a worker takes it,
+		// outside a batch finish's batch: such programs' batch finishes
+		// are plain fetching finishes.
+		for i := range p.Steps {
+			if s := &p.Steps[i]; s.Op == OpWork && s.Outcome.FetchNext {
+				s.Concurrency = 0
+			}
+		}
 	}
 	if g.chance(30) {
 		// drover's AddBulk in small calls: a bulk's plain and other
@@ -228,6 +245,14 @@ func (g *gen) onOther(s *Step) {
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
 
 func (g *gen) pickF(xs ...float64) float64 { return xs[g.r.IntN(len(xs))] }
+
+// pickBy picks who performs a step in the mixed run.
+func (g *gen) pickBy() Impl {
+	if g.r.IntN(2) == 0 {
+		return Drover
+	}
+	return Node
+}
 
 func (g *gen) chance(pct int) bool { return g.r.IntN(100) < pct }
 
@@ -440,9 +465,8 @@ func (g *gen) step() Step {
 		// works one), a job scheduler's
 		// template with an empty name without Config.Known (drover names
 		// its runs after the scheduler: a deliberate entry of Known) and
-		// worker concurrency above
-		// 2 with fetching finishes (a drover worker's batched writes: the
-		// order of its results is the order its processors return). Generated
+		// batch finishes in programs that may leave a job that must not
+		// run (deferredFailures: it fails outside the batch). Generated
 		// through another name: job.remove (queue.remove's script), getState,
 		// getJobState and job.isX (crossRead after every step), count
 		// and the getXCount getters (getJobCountByTypes), getRanges and
@@ -1031,10 +1055,39 @@ func (g *gen) work() Step {
 		// back to wait start a job again without an attempt made.
 		s.MaxStarted = g.pickI(1, 2)
 	}
-	if !o.FetchNext && s.MaxStarted == 0 && g.chance(15) {
+	if o.FetchNext && s.MaxStarted == 0 && o.Kind != "rateLimited" && g.chance(40) {
+		// A worker at concurrency 2 to 4 whose jobs finish together
+		// while more wait: one result write of them all that fetches
+		// the next jobs for every slot (finishJobs with an RPOP count
+		// above 1), Node's finishes one at a time.
+		s.Concurrency = g.pickI(2, 3, 4)
+	} else if !o.FetchNext && s.MaxStarted == 0 && g.chance(15) {
 		// A worker at concurrency 2: two jobs taken, both in flight, then
 		// finished one after the other.
 		s.Concurrency = 2
 	}
 	return s
+}
+
+// deferredFailures reports whether a program may leave a job that must
+// not run in wait: a child whose failure fails its parent (the parent's
+// deferred failure), or a stall (a job stalled too often).
+func deferredFailures(p *Program) bool {
+	for _, d := range []*Add{p.Defaults, p.OtherDefaults} {
+		if d != nil && d.OnParentFailure == "failParentOnFailure" {
+			return true
+		}
+	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Op == OpStall {
+			return true
+		}
+		for _, a := range s.adds() {
+			if a.OnParentFailure == "failParentOnFailure" {
+				return true
+			}
+		}
+	}
+	return false
 }

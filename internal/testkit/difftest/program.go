@@ -381,6 +381,18 @@ type Step struct {
 	// another. The result is the ids of the jobs taken, sorted.
 	// Node's step takes with two getNextJob calls; drover's Worker at
 	// Concurrency 2 in one fetch.
+	//
+	// Concurrency 2 to 4 with Outcome.FetchNext is a batch finish: a
+	// worker at that concurrency takes up to that many jobs, which all
+	// finish at once while more wait, and the finishes' fetch takes the
+	// next jobs for every slot; those run too, finished in the order
+	// taken, fetching none. drover's Worker writes the batch in one
+	// finishJobs call (seam.FinishBatch), in the order taken, whose fetch
+	// takes several jobs (an RPOP count above 1); Node's step finishes
+	// the jobs one call each in that order, the last fetching the next
+	// job, and takes more with getNextJob, up to Concurrency. The result
+	// is "<taken> / <fetched>", each list sorted. Never in a program that
+	// may leave a job that must not run (deferredFailures).
 	Concurrency int
 }
 
