@@ -121,7 +121,7 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 	}
 }
 
-// barrierIndex is the place of it's job in the barrier's order (after
+// barrierIndex is the place of the result's job in the barrier's order (after
 // every listed job when it is not listed).
 func barrierIndex(order []string, it *finishItem) int {
 	if i := slices.Index(order, it.rj.job.ID); i >= 0 {
@@ -140,7 +140,9 @@ func barrierIndex(order []string, it *finishItem) int {
 // writers' calls may run in either order, so such a parent was refused as
 // still waiting for the child ("has pending dependencies", an attempt
 // failed for a child that had completed or had failed it for good). The
-// parent's result goes in a call after the child's returned. A parent is known from its child's
+// parent's result goes in a call after the child's returned. Nor may a
+// child's result share a call with its parent's completion before it,
+// which the script refuses and the worker fails in a later call. A parent is known from its child's
 // stored parent only: a child adopted by a flow while it ran (a custom id)
 // is not seen. Called with c.mu held.
 func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
@@ -150,6 +152,17 @@ func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
 			return i
 		}
 		if id, ok := w.parentHere(it); ok {
+			for _, prev := range items[:i] {
+				if prev.rec.Kind == scripts.FinishCompleted && prev.rec.ID == id {
+					// The parent's completion came first: the script
+					// refuses it (this child is still pending) and fails
+					// it in a call after this one, so this child's
+					// result would reach Redis before the parent's
+					// failure, where BullMQ's calls fail the parent first
+					// (campaign seed 2156).
+					return i
+				}
+			}
 			if parents == nil {
 				parents = make(map[string]bool)
 			}

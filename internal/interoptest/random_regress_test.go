@@ -1114,3 +1114,21 @@ func TestDifferentialRegressionBatchTrimAgeLimit(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1, FetchNext: true}, Concurrency: 2},
 	}})
 }
+
+// TestDifferentialRegressionBatchParentBeforeChild (campaign seed 2156,
+// shrunk): a job and a child added with the parent option are both taken
+// by a drover worker at concurrency 2 and both complete. BullMQ's calls
+// refuse the parent's completion (its child is pending) and fail it, then
+// complete the child; the batch wrote the child's completion in the call
+// that refused the parent and the parent's failure in the next, so the
+// events came child first.
+func TestDifferentialRegressionBatchParentBeforeChild(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 2156, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Parent: "j1"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 2},
+	}})
+}
