@@ -680,6 +680,10 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 				// Job and queue steps on the flow children's queue.
 				droverSteps.note(s.Op+" (on "+difftest.OtherQueueName+")", mr)
 			}
+			if s.OnAltPrefix() {
+				// Job, work and queue steps under the other prefix.
+				droverSteps.note(s.Op+" (under alt prefix)", mr)
+			}
 			if limited {
 				// Takes that met an active rate limiter.
 				droverSteps.note(s.Op+" (limited)", mr)
@@ -743,6 +747,13 @@ type programRun struct {
 	dqOther *drover.Queue
 	// otherIDs are the ids of the jobs added in OtherQueueName.
 	otherIDs map[string]bool
+	// altIDs are the ids of the flow children added under
+	// difftest.AltPrefixOf's prefix, by add name, and altQueueOf their
+	// queues there; altQueues are drover's Queues there, by name (made on
+	// first use).
+	altIDs     map[string]string
+	altQueueOf map[string]string
+	altQueues  map[string]*drover.Queue
 	// fp adds OpAddFlows' trees (no defaults: BullMQ's FlowProducer.addBulk
 	// takes no queuesOptions); fpDefaults adds OpAddFlow's trees and the
 	// parent-linked adds with each queue's default job options, as Node's
@@ -822,6 +833,7 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, prog *diff
 	r := &programRun{
 		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, dqOther: dqOther, otherIDs: map[string]bool{},
 		fp: fp, fpDefaults: fpDefaults,
+		altIDs: map[string]string{}, altQueueOf: map[string]string{}, altQueues: map[string]*drover.Queue{},
 		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known, takenTokens: map[string]string{},
 		manualJobs: map[string]*drover.Job{}, manualWorkers: map[string]*drover.Worker{},
 		defaults: defaults, otherDefaults: otherDefaults,
@@ -849,6 +861,14 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, prog *diff
 	require.NoError(t, err)
 	_, err = r.o.GetJobCounts(context.Background(), prefix, difftest.OtherQueueName)
 	require.NoError(t, err)
+	if usesAltPrefix(prog) {
+		// Steps under the other prefix open Node's Queues there, which
+		// write their meta: open them from the start in both runs.
+		for _, q := range []string{queueName, difftest.OtherQueueName} {
+			_, err = r.o.GetJobCounts(context.Background(), difftest.AltPrefixOf(prefix), q)
+			require.NoError(t, err)
+		}
+	}
 	if droverCap && eventsMaxLen != 0 {
 		require.NoError(t, dq.SetEventsMaxLen(context.Background(), eventsMaxLen))
 		require.NoError(t, dqOther.SetEventsMaxLen(context.Background(), eventsMaxLen))
@@ -863,7 +883,55 @@ func (r *programRun) close() {
 	}
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, queueName))
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, difftest.OtherQueueName))
+	require.NoError(r.t, r.o.Forget(ctx, difftest.AltPrefixOf(r.prefix), queueName))
+	require.NoError(r.t, r.o.Forget(ctx, difftest.AltPrefixOf(r.prefix), difftest.OtherQueueName))
 	redistest.DeletePrefix(ctx, r.rdb, r.prefix)
+}
+
+// usesAltPrefix reports whether a step of p acts under
+// difftest.AltPrefixOf's prefix.
+func usesAltPrefix(p *difftest.Program) bool {
+	for i := range p.Steps {
+		if p.Steps[i].OnAltPrefix() {
+			return true
+		}
+	}
+	return false
+}
+
+// altQueue is drover's Queue of queue under difftest.AltPrefixOf's prefix.
+func (r *programRun) altQueue(queue string) *drover.Queue {
+	r.t.Helper()
+	if q := r.altQueues[queue]; q != nil {
+		return q
+	}
+	q, err := drover.NewQueue(r.rdb, queue, &drover.QueueOptions{Prefix: difftest.AltPrefixOf(r.prefix), BackoffTypes: customBackoffs})
+	require.NoError(r.t, err)
+	r.altQueues[queue] = q
+	return q
+}
+
+// target is the queue s acts on (its name and drover's Queue) and the id
+// of its job: under the other prefix with s.OnAltPrefix, the flow child
+// there in the queue it was added to.
+func (r *programRun) target(s *difftest.Step) (string, *drover.Queue, string) {
+	q, dq := r.on(s)
+	if !s.OnAltPrefix() {
+		return q, dq, r.id(s.Job)
+	}
+	if aq, ok := r.altQueueOf[s.Job]; ok && s.Job != "" {
+		q, dq = aq, r.altQueue(aq)
+	}
+	return q, dq, cmp.Or(r.altIDs[s.Job], "nosuch")
+}
+
+// prefixOf is the key prefix s acts under: difftest.AltPrefixOf's when
+// s.OnAltPrefix, else the run's.
+func (r *programRun) prefixOf(s *difftest.Step) string {
+	if s.OnAltPrefix() {
+		return difftest.AltPrefixOf(r.prefix)
+	}
+	return r.prefix
 }
 
 func (r *programRun) state() *statedump.Snapshot {
@@ -1066,6 +1134,13 @@ func (r *programRun) rateLimitedFor(ctx context.Context, k keys.Queue, limiterMa
 // on is the queue s acts on, its name and drover's Queue:
 // OtherQueueName's when s.OnOtherQueue, else the program's.
 func (r *programRun) on(s *difftest.Step) (string, *drover.Queue) {
+	if s.OnAltPrefix() {
+		q := queueName
+		if s.OtherQueue {
+			q = difftest.OtherQueueName
+		}
+		return q, r.altQueue(q)
+	}
 	if s.OnOtherQueue() {
 		return difftest.OtherQueueName, r.dqOther
 	}
@@ -1088,9 +1163,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	node := by == nodeImpl
-	o, p := r.o, r.prefix
-	q, dq := r.on(s)
-	id := r.id(s.Job)
+	o, p := r.o, r.prefixOf(s)
+	q, dq, id := r.target(s)
 	switch s.Op {
 	case difftest.OpAdd:
 		a := s.Add
@@ -1238,10 +1312,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(strconv.FormatBool(ok), err)
 	case difftest.OpWork:
 		r.workRan = true
-		wq, wk := q, r.k
-		if s.OtherQueue {
-			wq, wk = difftest.OtherQueueName, keys.New(p, difftest.OtherQueueName)
-		}
+		// (The program's queue, OtherQueueName's with Step.OtherQueue,
+		// under the other prefix with Step.AltPrefix.)
+		wq, wk := q, keys.New(p, q)
 		if !r.readyFor(ctx, wk, s.LimiterMax) {
 			return "none"
 		}
@@ -1259,6 +1332,11 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			wo.FetchNext, wo.Concurrency = s.Outcome.FetchNext, s.Concurrency
 			if s.Concurrency > 1 && s.Outcome.FetchNext {
 				wo.FetchNext, wo.Concurrency, wo.Batch = false, 0, s.Concurrency
+				// Jobs finished for good share the batch call's time
+				// (finishedOn, their finished set's score) on both
+				// sides; moves to delayed are due from each attempt's
+				// end (difftest.Known, "batch finish ties").
+				wo.SameMs = s.Outcome.Kind == "complete" || s.Outcome.Kind == "unrecoverable"
 			}
 			got, err := o.StepWorkOpts(ctx, p, wq, behaviorOf(s.Outcome), wo)
 			return r.result(got, err)
@@ -1697,14 +1775,25 @@ func (r *programRun) crossRead() []string {
 	for _, id := range r.ids {
 		ids = append(ids, id)
 	}
-	out := r.crossReadQueue(ctx, queueName, r.dq, ids)
+	out := r.crossReadQueue(ctx, r.prefix, queueName, r.dq, ids)
 	if len(r.otherIDs) > 0 {
 		// The flow children in OtherQueueName, read in their queue.
 		other := []string{"nosuch"}
 		for id := range r.otherIDs {
 			other = append(other, id)
 		}
-		out = append(out, r.crossReadQueue(ctx, difftest.OtherQueueName, r.dqOther, other)...)
+		out = append(out, r.crossReadQueue(ctx, r.prefix, difftest.OtherQueueName, r.dqOther, other)...)
+	}
+	if len(r.altQueues) > 0 {
+		// The flow children under the other prefix, once a step
+		// reached them there (its Node Queues are open).
+		byQueue := map[string][]string{}
+		for name, id := range r.altIDs {
+			byQueue[r.altQueueOf[name]] = append(byQueue[r.altQueueOf[name]], id)
+		}
+		for q, ids := range byQueue {
+			out = append(out, r.crossReadQueue(ctx, difftest.AltPrefixOf(r.prefix), q, r.altQueue(q), append(ids, "nosuch"))...)
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -1712,10 +1801,10 @@ func (r *programRun) crossRead() []string {
 
 // crossReadQueue is crossRead of one queue: its counts and the states of
 // the jobs ids.
-func (r *programRun) crossReadQueue(ctx context.Context, queue string, dq *drover.Queue, ids []string) []string {
+func (r *programRun) crossReadQueue(ctx context.Context, prefix, queue string, dq *drover.Queue, ids []string) []string {
 	r.t.Helper()
 	var out []string
-	nc, err := r.o.GetJobCounts(ctx, r.prefix, queue)
+	nc, err := r.o.GetJobCounts(ctx, prefix, queue)
 	require.NoError(r.t, err)
 	dc, err := dq.GetJobCounts(ctx)
 	require.NoError(r.t, err)
@@ -1729,7 +1818,7 @@ func (r *programRun) crossReadQueue(ctx context.Context, queue string, dq *drove
 	}
 	slices.Sort(ids)
 	for _, id := range slices.Compact(ids) {
-		ns, err := r.o.GetState(ctx, r.prefix, queue, id)
+		ns, err := r.o.GetState(ctx, prefix, queue, id)
 		require.NoError(r.t, err)
 		ds, err := dq.GetJobState(ctx, id)
 		require.NoError(r.t, err)
@@ -2051,7 +2140,12 @@ func (r *programRun) droverWorkBatch(ctx context.Context, wk keys.Queue, queue s
 		case arrived <- struct{}{}:
 		default:
 		}
-		<-release
+		select {
+		case <-release:
+		case <-ctx.Done():
+			// Close gave up on a job the step never released (a
+			// divergence: it took a job it did not see).
+		}
 		return proc(ctx, job)
 	}), opts)
 	require.NoError(r.t, err)
@@ -2095,10 +2189,25 @@ func (r *programRun) droverWorkBatch(ctx context.Context, wk keys.Queue, queue s
 	}
 	n = len(held[0]) // the hooks read it under mu
 	taken := slices.Sorted(maps.Keys(held[0]))
-	releases := slices.Collect(maps.Values(held[0]))
+	var releases []chan struct{}
+	for _, id := range inOrder {
+		releases = append(releases, held[0][id])
+	}
+	for id, release := range held[0] {
+		if !slices.Contains(inOrder, id) {
+			releases = append(releases, release) // (not seen in active: a divergence)
+		}
+	}
 	mu.Unlock()
 	seam.FinishBatch(w, inOrder)
-	for _, release := range releases {
+	// The processors return in the order taken, each in a millisecond
+	// of its own, as Node's finishes one after another: a move to
+	// delayed is due from its attempt's end, and the delayed set orders
+	// same-minute due times by it (campaign seed 1421).
+	for k, release := range releases {
+		if k > 0 {
+			finishGap()
+		}
 		close(release)
 	}
 	select {
@@ -2174,7 +2283,7 @@ func withHooks(o *drover.WorkerOptions, h *drover.WorkerHooks) *drover.WorkerOpt
 // retention, limiter and maxStartedAttempts.
 func (r *programRun) stepWorkerOptions(s *difftest.Step) *drover.WorkerOptions {
 	o := &drover.WorkerOptions{
-		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, MaxStartedAttempts: s.MaxStarted,
+		Prefix: r.prefixOf(s), Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, MaxStartedAttempts: s.MaxStarted,
 	}
 	if s.Metrics > 0 {
 		o.Metrics = &drover.MetricsOptions{MaxDataPoints: s.Metrics}
@@ -2397,8 +2506,13 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	}
 	for i, name := range names {
 		if alt[i] {
-			// Under another prefix: the steps that name it are
-			// skipped, as for a job never added.
+			// Under another prefix: the steps with Step.AltPrefix
+			// name it.
+			r.altIDs[name] = got[i]
+			r.altQueueOf[name] = queueName
+			if inOther[i] {
+				r.altQueueOf[name] = difftest.OtherQueueName
+			}
 			continue
 		}
 		r.ids[name] = got[i]

@@ -54,6 +54,10 @@ type StepWorkerOpts struct {
 	// order taken, fetching none. The result is "<taken> / <fetched>",
 	// each list of ids sorted and space-separated.
 	Batch int
+	// SameMs, with Batch, makes the batch's finishes read one clock
+	// value (Date.now frozen), as one script call of drover's does: the
+	// jobs share finishedOn and their finished set's score.
+	SameMs bool
 }
 
 // StepWorkOpts is StepWork with the step worker's options set to opts for
@@ -84,6 +88,9 @@ func (o *Oracle) StepWorkOpts(ctx context.Context, prefix, queue string, behavio
 	}
 	if opts.Batch > 1 {
 		args["batch"] = opts.Batch
+		if opts.SameMs {
+			args["sameMs"] = true
+		}
 	}
 	err := o.Call(ctx, "stepWork", args, &id)
 	if id == nil {

@@ -77,6 +77,7 @@ func Generate(seed int64, cfg Config) *Program {
 			p.Steps = append(p.Steps, b)
 		}
 		g.onOther(&s)
+		g.onAlt(&s)
 		if g.r.IntN(2) == 0 {
 			s.By = Drover
 		} else {
@@ -118,10 +119,14 @@ func Generate(seed int64, cfg Config) *Program {
 		// Capped events streams, trimmed as events are written.
 		p.EventsMaxLen = g.pickI(1, 3, 8)
 	}
-	if deferredFailures(p) {
+	if deferredFailures(p) || IDCounterCollides(p) || !cfg.Known && CountRetention(p) {
 		// A job that must not run fails as soon as a worker takes it,
 		// outside a batch finish's batch: such programs' batch finishes
-		// are plain fetching finishes.
+		// are plain fetching finishes. So are those of programs that
+		// keep a count of finished jobs, without Config.Known (a
+		// batch's jobs share one finishedOn: Known, "batch finish
+		// ties"), and those of programs whose generated ids repeat (a
+		// batch holds and releases its jobs by id).
 		for i := range p.Steps {
 			if s := &p.Steps[i]; s.Op == OpWork && s.Outcome.FetchNext {
 				s.Concurrency = 0
@@ -191,6 +196,10 @@ type gen struct {
 	waitChildren bool
 	// others are the names of the flow children added in OtherQueueName.
 	others []string
+	// alts are the names of the flow children added under AltPrefixOf's
+	// prefix; altOther: those in OtherQueueName there.
+	alts     []string
+	altOther map[string]bool
 	// cross: the program works across the two queues more (a quarter of
 	// programs): more flow children in OtherQueueName, and more of the
 	// work, job and queue steps there.
@@ -242,6 +251,39 @@ func (g *gen) onOther(s *Step) {
 	s.OtherQueue = len(g.others) > 0 && g.chance(g.across(20, 35))
 }
 
+// noteAlt records a flow child added under AltPrefixOf's prefix.
+func (g *gen) noteAlt(c *Add) {
+	if g.altOther == nil {
+		g.altOther = map[string]bool{}
+	}
+	g.alts = append(g.alts, c.Name)
+	g.altOther[c.Name] = c.OtherQueue
+}
+
+// onAlt moves a step under AltPrefixOf's prefix (Step.AltPrefix) once
+// the program has flow children there: mostly a job step, retargeted at
+// one of them (retry, removal, promotion, priority or delay change,
+// progress, logs, data, reads), sometimes a work step or a queue step on
+// their queue there, whose finishes reach their parents under the run's
+// prefix.
+func (g *gen) onAlt(s *Step) {
+	if len(g.alts) == 0 || !altPrefixOps[s.Op] || !g.chance(g.across(25, 40)) {
+		return
+	}
+	s.AltPrefix = true
+	if s.Job != "" {
+		s.Job = g.alts[g.r.IntN(len(g.alts))]
+		s.OtherQueue = g.altOther[s.Job]
+		return
+	}
+	if s.Op == OpWork {
+		// Not a batch finish: the harness' batch step reads the run's
+		// queue's active list.
+		s.Concurrency = 0
+	}
+	s.OtherQueue = g.altOther[g.alts[g.r.IntN(len(g.alts))]]
+}
+
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
 
 func (g *gen) pickF(xs ...float64) float64 { return xs[g.r.IntN(len(xs))] }
@@ -289,6 +331,7 @@ func (g *gen) step() Step {
 		}},
 		{1, func() Step { return Step{Op: OpStaleHash, Limit: g.pickI(0, 1)} }},
 		{26, g.work},
+		{5, g.batchWork},
 		{2, func() Step { return Step{Op: OpStall} }},
 		{4, func() Step { return Step{Op: OpCheckStalled, Limit: g.pickI(0, 0, 0, -1, 2)} }},
 		{5, func() Step {
@@ -459,10 +502,10 @@ func (g *gen) step() Step {
 		// tests' ground), repeat.count (drover's RepeatOptions has no
 		// starting iteration count), getDelayedCount(timestamp) (no
 		// drover equivalent; over states compared equal, with due times
-		// whole hours apart, it answers alike), steps on a flow node under
-		// another prefix (Add.AltPrefix puts children there; every step
-		// would need its queue's prefix: TestDifferentialFlowOtherPrefix
-		// works one), a job scheduler's
+		// whole hours apart, it answers alike), removal cascades, stalls,
+		// manual takes and adds under another prefix (Add.AltPrefix puts
+		// flow children there, Step.AltPrefix's job, work and queue steps
+		// reach them), a job scheduler's
 		// template with an empty name without Config.Known (drover names
 		// its runs after the scheduler: a deliberate entry of Known) and
 		// batch finishes in programs that may leave a job that must not
@@ -689,8 +732,10 @@ func (g *gen) flow() Step {
 		}
 		c.OtherQueue = g.chance(g.across(20, 60))
 		if g.chance(8) {
-			// Under another prefix: steps do not reach it there.
+			// Under another prefix: steps with Step.AltPrefix reach
+			// it there (onAlt).
 			c.AltPrefix = true
+			g.noteAlt(c)
 		} else if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
@@ -722,8 +767,10 @@ func (g *gen) flows() Step {
 		}
 		c.OtherQueue = g.chance(g.across(20, 60))
 		if g.chance(8) {
-			// Under another prefix: steps do not reach it there.
+			// Under another prefix: steps with Step.AltPrefix reach
+			// it there (onAlt).
 			c.AltPrefix = true
+			g.noteAlt(c)
 		} else if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
@@ -1006,6 +1053,24 @@ func (g *gen) manualFinish() Step {
 		s.Outcome.FetchNext = g.chance(40)
 	}
 	return s
+}
+
+// batchWork is a batch finish (Step.Concurrency): a work step of the
+// program's queue at concurrency 2 to 4 whose outcome fetches, mostly
+// completions; Generate puts a backlog before most of them.
+func (g *gen) batchWork() Step {
+	for {
+		s := g.work()
+		if s.Outcome.Kind == "rateLimited" {
+			continue
+		}
+		if g.chance(50) {
+			s.Outcome = &Outcome{Kind: "complete", Value: g.value()}
+		}
+		s.Outcome.FetchNext, s.OtherQueue, s.MaxStarted = true, false, 0
+		s.Concurrency = g.pickI(2, 3, 4)
+		return s
+	}
 }
 
 func (g *gen) work() Step {

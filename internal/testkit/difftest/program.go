@@ -315,6 +315,14 @@ type Step struct {
 	// its children, ...) targets Step.Job there, a queue step (drain,
 	// clean, obliterate, pause, counts, ...) acts on that queue.
 	OtherQueue bool
+	// AltPrefix makes the step act under AltPrefixOf's key prefix, where
+	// flow children with Add.AltPrefix wait, if its operation is one
+	// [Step.OnAltPrefix] allows: a job step targets Step.Job there (a
+	// child under that prefix, its parent under the run's), a queue step
+	// or a work step acts on the queue of that name there (OtherQueueName
+	// with OtherQueue, whose jobs are then reached as Step.OnOtherQueue's
+	// are).
+	AltPrefix bool
 	// State is the state of OpRetry, OpRetryJobs, OpClean and OpGetJobs.
 	State string
 	// ResetMade and ResetStarted are OpRetry's reset options.
@@ -675,6 +683,22 @@ var otherQueueOps = map[Op]bool{
 	OpGetCountByTypes: true, OpIsPaused: true, OpGetFlow: true, OpGetMetrics: true,
 }
 
+// altPrefixOps are the operations Step.AltPrefix moves under
+// AltPrefixOf's prefix: the job steps, reads and writes of one job, and
+// the work and queue steps whose effects stay in the queue or reach the
+// parent under the run's prefix (no removal cascades there: their
+// events are compared sorted in the run's streams only).
+var altPrefixOps = map[Op]bool{
+	OpWork: true, OpRetry: true, OpRetryJobs: true, OpPromote: true, OpPromoteJobs: true, OpChangeDelay: true, OpChangePriority: true,
+	OpRemove: true, OpProgress: true, OpLog: true, OpUpdateData: true, OpClearLogs: true, OpRemoveChildDependency: true,
+	OpUpdateJobProgress: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
+	OpGetCountByTypes: true,
+}
+
+// OnAltPrefix reports whether s acts under AltPrefixOf's prefix
+// (Step.AltPrefix on an operation that may).
+func (s *Step) OnAltPrefix() bool { return s.AltPrefix && altPrefixOps[s.Op] }
+
 // OnOtherQueue reports whether s acts on OtherQueueName (Step.OtherQueue
 // on an operation that may).
 func (s *Step) OnOtherQueue() bool { return s.OtherQueue && otherQueueOps[s.Op] }
@@ -747,7 +771,10 @@ func (s *Step) adds() []*Add {
 // Add.AltPrefix: the run's prefix and ":alt" (its keys are the run's
 // keys of a queue named alt:<queue>, and its state is dumped and
 // compared with the run's).
-func AltPrefixOf(prefix string) string { return prefix + ":alt" }
+func AltPrefixOf(prefix string) string { return prefix + ":" + altRel }
+
+// altRel is AltPrefixOf's prefix relative to the run's.
+const altRel = "alt"
 
 // NoName, as an Add's JobName, gives the job the empty name.
 const NoName = "\x00none"
@@ -993,6 +1020,9 @@ func (s *Step) String() string {
 	if s.OtherQueue {
 		parts = append(parts, "queue="+OtherQueueName)
 	}
+	if s.AltPrefix {
+		parts = append(parts, "prefix=alt")
+	}
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
@@ -1142,6 +1172,9 @@ func (s *Step) GoString() string {
 	}
 	if s.OtherQueue {
 		f = append(f, "OtherQueue: true")
+	}
+	if s.AltPrefix {
+		f = append(f, "AltPrefix: true")
 	}
 	if o := s.Outcome; o != nil {
 		of := []string{fmt.Sprintf("Kind: %q", o.Kind)}
