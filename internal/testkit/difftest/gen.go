@@ -119,14 +119,16 @@ func Generate(seed int64, cfg Config) *Program {
 		// Capped events streams, trimmed as events are written.
 		p.EventsMaxLen = g.pickI(1, 3, 8)
 	}
-	if deferredFailures(p) || IDCounterCollides(p) || !cfg.Known && CountRetention(p) {
+	if deferredFailures(p) || IDCounterCollides(p) || !cfg.Known && (CountRetention(p) || batchWithParentLinks(p)) {
 		// A job that must not run fails as soon as a worker takes it,
 		// outside a batch finish's batch: such programs' batch finishes
 		// are plain fetching finishes. So are those of programs that
 		// keep a count of finished jobs, without Config.Known (a
 		// batch's jobs share one finishedOn: Known, "batch finish
 		// ties"), and those of programs whose generated ids repeat (a
-		// batch holds and releases its jobs by id).
+		// batch holds and releases its jobs by id). And, without
+		// Config.Known, those of programs with parent links (Known,
+		// "batch finish with a refused completion").
 		for i := range p.Steps {
 			if s := &p.Steps[i]; s.Op == OpWork && s.Outcome.FetchNext {
 				s.Concurrency = 0
@@ -331,7 +333,7 @@ func (g *gen) step() Step {
 		}},
 		{1, func() Step { return Step{Op: OpStaleHash, Limit: g.pickI(0, 1)} }},
 		{26, g.work},
-		{5, g.batchWork},
+		{8, g.batchWork},
 		{2, func() Step { return Step{Op: OpStall} }},
 		{4, func() Step { return Step{Op: OpCheckStalled, Limit: g.pickI(0, 0, 0, -1, 2)} }},
 		{5, func() Step {
