@@ -1332,11 +1332,12 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 			wo.FetchNext, wo.Concurrency = s.Outcome.FetchNext, s.Concurrency
 			if s.Concurrency > 1 && s.Outcome.FetchNext {
 				wo.FetchNext, wo.Concurrency, wo.Batch = false, 0, s.Concurrency
-				// Jobs finished for good share the batch call's time
-				// (finishedOn, their finished set's score) on both
-				// sides; moves to delayed are due from each attempt's
-				// end (difftest.Known, "batch finish ties").
-				wo.SameMs = s.Outcome.Kind == "complete" || s.Outcome.Kind == "unrecoverable"
+				// The batch's jobs share the call's time (finishedOn,
+				// their finished set's score) on both sides; moves to
+				// delayed, due from each attempt's end in drover's and
+				// from that one time in Node's step, keep the order taken
+				// either way (drover's processors return in that order).
+				wo.SameMs = true
 			}
 			got, err := o.StepWorkOpts(ctx, p, wq, behaviorOf(s.Outcome), wo)
 			return r.result(got, err)

@@ -122,9 +122,7 @@ var Known = []KnownDivergence{
 		"deliberate (README)", emptyNamedTemplate, nil, nil, "", false},
 	{"deliberate", "generated ids that repeat or are taken (the id counter set back below existing jobs' ids, or past 10^14, where both sides' scripts write the counter with Lua's 14 significant digits, so 100000000000000 and 100000000000001 are both \"1e+14\"): BullMQ 6.7 and drover alike write the add over the existing hash and push the id into wait again, so one id can be in wait twice; once one of them finishes without keeping its hash or is removed, Node's getState answers waiting (the id is still in the list) and drover's GetJobState unknown (no hash: drover never searches wait, O(n) in the backlog, for a job it has no hash of) (campaign seeds 183697377, 183697570, 183697728)",
 		"deliberate (README)", IDCounterCollides, nil, nil, "", false},
-	// Open: drover's to fix (or to decide), not deliberate.
-	{"batch-ties", "batch finish ties: a drover worker's batch finish stamps every job of the batch with one finishedOn (the call's time), which is also its score in the completed or failed set, so a later count trim (removeOnComplete/removeOnFail count) that reaches into the batch keeps its jobs by id (the set orders same-score members by member), where BullMQ's calls, one job at a time, stamp each job when it finished and the trim keeps the last finished (campaign seed 451326424). The harness' Node step finishes a batch of completions or unrecoverable failures in one clock reading, as a Node worker's calls within a millisecond would; failures that may retry are finished a few ms apart (a retry's due time counts from its attempt's end on both sides), so those batches meet the difference",
-		"open", CountRetention, nil, nil, "", false},
+	// Open: drover's to fix, not deliberate.
 	{"batch-refused", "batch finish with a refused completion: a drover worker's batch call refuses the completion of a job whose children are pending (a job that became a parent while it waited: a child added with the parent option, a flow added under it) and the worker fails that job in the next call, after the batch's later jobs; BullMQ's calls, one job at a time, fail it before the jobs after it, so the events (and a fetch the later jobs' release makes) come in another order. The states agree. A child right after its parent in the batch is cut off into the next call (flowCut; TestDifferentialRegressionBatchParentBeforeChild); the general case needs the script to stop at the refused job (campaign seed 10213)",
 		"open", batchWithParentLinks, nil, nil, "", false},
 }
@@ -150,35 +148,6 @@ func batchWithParentLinks(p *Program) bool {
 		}
 	}
 	return batch && link
-}
-
-// CountRetention reports whether a program has a batch finish
-// (Step.Concurrency above 1 with a fetching outcome) that fails its jobs
-// (a completion or an unrecoverable failure is final: Node's step
-// finishes those in one clock reading, drover's call does) and keeps a count of
-// finished jobs somewhere (a job's, a default's, a worker's or the manual
-// workers' retention with a count above 0), which a count trim may reach
-// into the batch with.
-func CountRetention(p *Program) bool {
-	counted := func(r *Retention) bool { return r != nil && r.Count != nil && *r.Count > 0 }
-	batch, count := false, false
-	for _, d := range []*Add{p.Defaults, p.OtherDefaults} {
-		count = count || d != nil && (counted(d.RemoveOnComplete) || counted(d.RemoveOnFail))
-	}
-	if m := p.Manual; m != nil {
-		count = count || counted(m.RemoveOnComplete) || counted(m.RemoveOnFail)
-	}
-	for i := range p.Steps {
-		s := &p.Steps[i]
-		if s.Op == OpWork && s.Concurrency > 1 && s.Outcome != nil && s.Outcome.FetchNext && s.Outcome.Kind == "fail" {
-			batch = true
-		}
-		count = count || counted(s.WorkerRemoveOnComplete) || counted(s.WorkerRemoveOnFail)
-		for _, a := range s.adds() {
-			count = count || counted(a.RemoveOnComplete) || counted(a.RemoveOnFail)
-		}
-	}
-	return batch && count
 }
 
 // IDCounterCollides reports whether a program sets its id counter where

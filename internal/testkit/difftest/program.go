@@ -397,7 +397,8 @@ type Step struct {
 	// taken, fetching none. drover's Worker writes the batch in one
 	// finishJobs call (seam.FinishBatch), in the order taken, whose fetch
 	// takes several jobs (an RPOP count above 1); Node's step finishes
-	// the jobs one call each in that order, the last fetching the next
+	// the jobs one call each in that order (in one clock reading, as
+	// drover's one call stamps them), the last fetching the next
 	// job, and takes more with getNextJob, up to Concurrency. The result
 	// is "<taken> / <fetched>", each list sorted. Never in a program that
 	// may leave a job that must not run (deferredFailures).
