@@ -66,7 +66,10 @@
 // with a parent link, to a job of either queue; several trees in one
 // FlowProducer.addBulk, three levels deep across both queues; children
 // under another key prefix ([Add].AltPrefix), reached through their
-// parent; a tree
+// parent and by job, work and queue steps there ([Step.OnAltPrefix]:
+// retry, removal, promotion, priority or delay change, progress, logs,
+// data, reads, counts, retryJobs, promoteJobs, a worker of that queue
+// whose finishes reach the parent under the run's prefix); a tree
 // under an existing job; a remove that keeps the children), job
 // schedulers (upsert with every and an offset or a cron pattern and a
 // time zone, a limit and an end date, Node's with a template that carries
