@@ -1152,7 +1152,9 @@ func (r *programRun) step(s *difftest.Step, by impl) string {
 	r.t.Helper()
 	r.refused = nil
 	switch s.Op {
-	case difftest.OpRemove, difftest.OpDrain, difftest.OpClean, difftest.OpObliterate:
+	case difftest.OpRemove, difftest.OpDrain, difftest.OpClean, difftest.OpObliterate, difftest.OpRemoveUnprocessedChildren:
+		// (removeUnprocessedChildren walks the dependencies set too:
+		// campaign C seed 20360.)
 		defer r.noteCascade()()
 	}
 	return r.do(s, by)
