@@ -1846,10 +1846,16 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 	var calls atomic.Int32
 	proc := droverBehavior(bh, r.rdb)
 	opts := r.stepWorkerOptions(s)
+	stepCtx := ctx
 	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
 		once.Do(func() { got <- job.ID })
-		<-release
+		select {
+		case <-release:
+		case <-ctx.Done():
+			// Close gave up on a second job (generated ids that repeat
+			// let the worker take one: "ran 2 jobs").
+		}
 		return proc(ctx, job)
 	}), withHooks(opts, &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
 		// A job with a deferred failure (a failed child's
@@ -1858,7 +1864,10 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 		// before the worker closes: hold its slot until the worker is
 		// closing, as the processor does, so no next job is taken.
 		once.Do(func() { got <- job.ID })
-		<-release
+		select {
+		case <-release:
+		case <-stepCtx.Done(): // the step gave up (see above)
+		}
 	}}))
 	require.NoError(r.t, err)
 	seam.NoFetchOnFinish(w)
