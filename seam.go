@@ -2,6 +2,7 @@ package drover
 
 import (
 	"context"
+	"slices"
 
 	"github.com/seed40057009/drover/internal/clock"
 	"github.com/seed40057009/drover/internal/jobcodec"
@@ -21,6 +22,12 @@ func init() {
 	}
 	seam.Wake = func(v any) { v.(*Worker).wake() }
 	seam.NoFetchOnFinish = func(v any) { v.(*Worker).noFetchOnFinish = true }
+	seam.FinishBatch = func(v any, ids []string) {
+		c := &v.(*Worker).carry
+		c.mu.Lock()
+		c.barrier = slices.Clone(ids)
+		c.mu.Unlock()
+	}
 	seam.AdvanceScheduler = func(ctx context.Context, v any, id string, hash []any) error {
 		rec, _, err := jobcodec.Decode(id, hash)
 		if err != nil {

@@ -33,7 +33,12 @@ import (
 type carriers struct {
 	mu      sync.Mutex
 	pending []*finishItem // handed in, not yet in a batch
-	writing int           // goroutines carrying batches now, ≤ maxWriters
+	// barrier, when not empty, holds results back until that many are
+	// waiting, which then go in one batch, in the order of the job ids
+	// it lists (seam.FinishBatch: the differential tester's batch
+	// finish, whose fetch takes several jobs).
+	barrier []string
+	writing int // goroutines carrying batches now, ≤ maxWriters
 	// parents counts the flow parents in this queue (by id) of the
 	// results being written now, for flowCut.
 	parents map[string]int
@@ -48,6 +53,16 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 	c := &w.carry
 	c.mu.Lock()
 	c.pending = append(c.pending, it)
+	if len(c.barrier) > 0 {
+		if len(c.pending) < len(c.barrier) {
+			c.mu.Unlock()
+			return nil
+		}
+		slices.SortStableFunc(c.pending, func(a, b *finishItem) int {
+			return cmp.Compare(barrierIndex(c.barrier, a), barrierIndex(c.barrier, b))
+		})
+		c.barrier = nil
+	}
 	if c.writing >= maxWriters {
 		c.mu.Unlock()
 		return nil
@@ -106,6 +121,15 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 	}
 }
 
+// barrierIndex is the place of the result's job in the barrier's order (after
+// every listed job when it is not listed).
+func barrierIndex(order []string, it *finishItem) int {
+	if i := slices.Index(order, it.rj.job.ID); i >= 0 {
+		return i
+	}
+	return len(order)
+}
+
 // flowCut returns how many of the results waiting, from the first, one
 // script call writes now: those before the first completion of a flow
 // parent whose child's result came before it, earlier in items or in a
@@ -116,7 +140,9 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 // writers' calls may run in either order, so such a parent was refused as
 // still waiting for the child ("has pending dependencies", an attempt
 // failed for a child that had completed or had failed it for good). The
-// parent's result goes in a call after the child's returned. A parent is known from its child's
+// parent's result goes in a call after the child's returned. Nor may a
+// child's result share a call with its parent's completion before it,
+// which the script refuses and the worker fails in a later call. A parent is known from its child's
 // stored parent only: a child adopted by a flow while it ran (a custom id)
 // is not seen. Called with c.mu held.
 func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
@@ -126,6 +152,17 @@ func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
 			return i
 		}
 		if id, ok := w.parentHere(it); ok {
+			for _, prev := range items[:i] {
+				if prev.rec.Kind == scripts.FinishCompleted && prev.rec.ID == id {
+					// The parent's completion came first: the script
+					// refuses it (this child is still pending) and fails
+					// it in a call after this one, so this child's
+					// result would reach Redis before the parent's
+					// failure, where BullMQ's calls fail the parent first
+					// (campaign seed 2156).
+					return i
+				}
+			}
 			if parents == nil {
 				parents = make(map[string]bool)
 			}

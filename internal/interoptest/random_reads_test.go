@@ -94,8 +94,8 @@ func (r *programRun) droverSchedulerView(s *drover.JobScheduler) schedulerView {
 // read performs the read ops, whose result is what the reader answered.
 func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) string {
 	r.t.Helper()
-	o, p := r.o, r.prefix
-	q, dq := r.on(s)
+	o, p := r.o, r.prefixOf(s)
+	q, dq, _ := r.target(s)
 	switch s.Op {
 	case difftest.OpGetScheduler:
 		id := s.Scheduler.ID
@@ -223,7 +223,7 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 	case difftest.OpFlowRead:
 		return r.flowRead(ctx, s, node)
 	case difftest.OpGetJob:
-		id := r.id(s.Job)
+		_, _, id := r.target(s)
 		if node {
 			nj, err := o.GetJob(ctx, p, q, id)
 			if err != nil || nj == nil {
@@ -252,9 +252,8 @@ func (r *programRun) read(ctx context.Context, s *difftest.Step, node bool) stri
 // and metrics.
 func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) string {
 	r.t.Helper()
-	o, p := r.o, r.prefix
-	q, dq := r.on(s)
-	id := r.id(s.Job)
+	o, p := r.o, r.prefixOf(s)
+	q, dq, id := r.target(s)
 	end := -1
 	if s.Limit > 0 {
 		end = s.Priority + s.Limit - 1
@@ -337,8 +336,8 @@ func (r *programRun) read2(ctx context.Context, s *difftest.Step, node bool) str
 // count and its Prometheus text.
 func (r *programRun) read3(ctx context.Context, s *difftest.Step, node bool) string {
 	r.t.Helper()
-	o, p := r.o, r.prefix
-	q, dq := r.on(s)
+	o, p := r.o, r.prefixOf(s)
+	q, dq, _ := r.target(s)
 	switch s.Op {
 	case difftest.OpGetMeta:
 		var m map[string]any
@@ -445,8 +444,7 @@ func limitsView(maxed bool, conc *int, rate *struct{ Max, Duration int64 }) stri
 // which the two runs do not share: it is rendered as "P".
 func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) string {
 	r.t.Helper()
-	id := r.id(s.Job)
-	q, dq := r.on(s)
+	q, dq, id := r.target(s)
 	unprefix := func(k string) string { return strings.Replace(k, r.prefix, "P", 1) }
 	values := func(m map[string]json.RawMessage) string {
 		keys := make([]string, 0, len(m))
@@ -536,7 +534,7 @@ func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) 
 				opts[k] = o
 			}
 			var d page
-			err = r.o.JobRead(ctx, r.prefix, q, id, "getDependencies", &d, opts)
+			err = r.o.JobRead(ctx, r.prefixOf(s), q, id, "getDependencies", &d, opts)
 			got = pageView(d)
 		case difftest.ReadDependenciesCountOf:
 			opts := map[string]any{}
@@ -544,23 +542,23 @@ func (r *programRun) flowRead(ctx context.Context, s *difftest.Step, node bool) 
 				opts[k] = true
 			}
 			var c map[string]int64
-			err = r.o.JobRead(ctx, r.prefix, q, id, "getDependenciesCount", &c, opts)
+			err = r.o.JobRead(ctx, r.prefixOf(s), q, id, "getDependenciesCount", &c, opts)
 			got = countsView(c)
 		case difftest.ReadChildrenValues:
 			var m map[string]json.RawMessage
-			err = r.o.JobRead(ctx, r.prefix, q, id, string(s.Read), &m)
+			err = r.o.JobRead(ctx, r.prefixOf(s), q, id, string(s.Read), &m)
 			got = values(m)
 		case difftest.ReadDependencies:
 			var d deps
-			err = r.o.JobRead(ctx, r.prefix, q, id, string(s.Read), &d)
+			err = r.o.JobRead(ctx, r.prefixOf(s), q, id, string(s.Read), &d)
 			got = depsView(d)
 		case difftest.ReadDependenciesCount:
 			var c drover.DependencyCounts
-			err = r.o.JobRead(ctx, r.prefix, q, id, string(s.Read), &c)
+			err = r.o.JobRead(ctx, r.prefixOf(s), q, id, string(s.Read), &c)
 			got = fmt.Sprintf("%+v", c)
 		case difftest.ReadIgnoredChildrenFailures, difftest.ReadFailedChildrenValues:
 			var m map[string]string
-			err = r.o.JobRead(ctx, r.prefix, q, id, string(s.Read), &m)
+			err = r.o.JobRead(ctx, r.prefixOf(s), q, id, string(s.Read), &m)
 			got = strs(m)
 		}
 		return r.result(got, err)

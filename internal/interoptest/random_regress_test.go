@@ -1055,3 +1055,80 @@ func TestDifferentialFlowAltPrefixDelayed(t *testing.T) {
 		}})
 	}
 }
+
+// TestDifferentialRegressionBatchTrimMixedSpecs (campaign seed 30,
+// shrunk): a drover worker at concurrency 2 fails two jobs in one
+// finishJobs call, the first with the worker's removeOnFail {count: 1},
+// the second keeping every failed job (its own removeOnFail false). BullMQ
+// trims after each job, so the first job's trim runs before the second is
+// failed and both stay; the batch trimmed once, after both were added,
+// with the first job's count, and deleted the job that asked to be kept.
+func TestDifferentialRegressionBatchTrimMixedSpecs(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 30, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j7", Data: map[string]any{"n": 7}, RemoveOnFail: &difftest.Retention{Bool: difftest.Ptr(false)}}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom", FetchNext: true},
+			WorkerRemoveOnFail: &difftest.Retention{Object: true, Count: difftest.Ptr(1)}, Concurrency: 2},
+	}})
+}
+
+// TestDifferentialRegressionBatchTrimMixedSpecsStraight: the same on the
+// path of a batch of plain completions (finishJobs' straight path): the
+// first job keeps one completed job, the second every one; both stay, as
+// after BullMQ's two moveToFinished calls.
+func TestDifferentialRegressionBatchTrimMixedSpecsStraight(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 30, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}, RemoveOnComplete: &difftest.Retention{Count: difftest.Ptr(1)}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, RemoveOnComplete: &difftest.Retention{Bool: difftest.Ptr(false)}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1, FetchNext: true}, Concurrency: 2},
+	}})
+}
+
+// TestDifferentialRegressionBatchTrimAgeLimit: two jobs completed in one
+// batch, each with removeOnComplete {age: 3600, limit: 1}, after three
+// completed jobs aged past the hour: BullMQ's two calls trim one expired
+// job each, the batch trimmed once and removed one.
+func TestDifferentialRegressionBatchTrimAgeLimit(t *testing.T) {
+	t.Parallel()
+
+	keep := &difftest.Retention{Object: true, Age: 3600, Limit: 1}
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 30, Steps: []difftest.Step{
+		{Op: difftest.OpAddBulk, By: difftest.Node, Children: []*difftest.Add{
+			{Name: "j1", Data: map[string]any{"n": 1}}, {Name: "j2", Data: map[string]any{"n": 2}}, {Name: "j3", Data: map[string]any{"n": 3}},
+			{Name: "j4", Data: map[string]any{"n": 4}, RemoveOnComplete: keep}, {Name: "j5", Data: map[string]any{"n": 5}, RemoveOnComplete: keep},
+		}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "complete", Value: 1}},
+		{Op: difftest.OpAgeFinished, By: difftest.Node},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", Value: 1, FetchNext: true}, Concurrency: 2},
+	}})
+}
+
+// TestDifferentialRegressionBatchParentBeforeChild (campaign seed 2156,
+// shrunk): a job and a child added with the parent option are both taken
+// by a drover worker at concurrency 2 and both complete. BullMQ's calls
+// refuse the parent's completion (its child is pending) and fail it, then
+// complete the child; the batch wrote the child's completion in the call
+// that refused the parent and the parent's failure in the next, so the
+// events came child first.
+func TestDifferentialRegressionBatchParentBeforeChild(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 2156, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Parent: "j1"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 2},
+	}})
+}

@@ -680,6 +680,10 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 				// Job and queue steps on the flow children's queue.
 				droverSteps.note(s.Op+" (on "+difftest.OtherQueueName+")", mr)
 			}
+			if s.OnAltPrefix() {
+				// Job, work and queue steps under the other prefix.
+				droverSteps.note(s.Op+" (under alt prefix)", mr)
+			}
 			if limited {
 				// Takes that met an active rate limiter.
 				droverSteps.note(s.Op+" (limited)", mr)
@@ -688,14 +692,22 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 				// Processors that rate-limited the queue and gave the job back.
 				droverSteps.note(s.Op+" (rateLimited)", mr)
 			}
-			if s.Op == difftest.OpWork && s.Outcome.FetchNext {
+			if s.Op == difftest.OpWork && s.Outcome.FetchNext && s.Concurrency <= 1 {
 				// A running worker's path: "ok <id> <next id>" ran two.
 				droverSteps.note(s.Op+" (fetchNext)", mr)
 				if strings.Contains(strings.TrimPrefix(mr, "ok "), " ") {
 					droverSteps.note(s.Op+" (fetchNext, ran 2)", mr)
 				}
 			}
-			if s.Op == difftest.OpWork && s.Concurrency == 2 {
+			if s.Op == difftest.OpWork && s.Concurrency > 1 && s.Outcome.FetchNext {
+				// A batch finish: "ok <taken> / <fetched>"; a fetch of
+				// two or more is finishJobs' RPOP count above 1 (or its
+				// general fetch of as many).
+				droverSteps.note(s.Op+" (batch)", mr)
+				if _, f, ok := strings.Cut(mr, " / "); ok && strings.Contains(f, " ") {
+					droverSteps.note(s.Op+" (batch, fetched 2+)", mr)
+				}
+			} else if s.Op == difftest.OpWork && s.Concurrency == 2 {
 				droverSteps.note(s.Op+" (concurrency 2)", mr)
 				if strings.Contains(strings.TrimPrefix(mr, "ok "), " ") {
 					droverSteps.note(s.Op+" (concurrency 2, ran 2)", mr)
@@ -735,6 +747,13 @@ type programRun struct {
 	dqOther *drover.Queue
 	// otherIDs are the ids of the jobs added in OtherQueueName.
 	otherIDs map[string]bool
+	// altIDs are the ids of the flow children added under
+	// difftest.AltPrefixOf's prefix, by add name, and altQueueOf their
+	// queues there; altQueues are drover's Queues there, by name (made on
+	// first use).
+	altIDs     map[string]string
+	altQueueOf map[string]string
+	altQueues  map[string]*drover.Queue
 	// fp adds OpAddFlows' trees (no defaults: BullMQ's FlowProducer.addBulk
 	// takes no queuesOptions); fpDefaults adds OpAddFlow's trees and the
 	// parent-linked adds with each queue's default job options, as Node's
@@ -814,6 +833,7 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, prog *diff
 	r := &programRun{
 		t: t, o: b.oracle, rdb: b.rdb, prefix: prefix, k: keys.New(prefix, queueName), dq: dq, dqOther: dqOther, otherIDs: map[string]bool{},
 		fp: fp, fpDefaults: fpDefaults,
+		altIDs: map[string]string{}, altQueueOf: map[string]string{}, altQueues: map[string]*drover.Queue{},
 		ids: map[string]string{}, start: time.Now().UnixMilli(), anchor: anchor, known: known, takenTokens: map[string]string{},
 		manualJobs: map[string]*drover.Job{}, manualWorkers: map[string]*drover.Worker{},
 		defaults: defaults, otherDefaults: otherDefaults,
@@ -841,6 +861,14 @@ func newProgramRun(t *testing.T, b *bundle, known bool, anchor int64, prog *diff
 	require.NoError(t, err)
 	_, err = r.o.GetJobCounts(context.Background(), prefix, difftest.OtherQueueName)
 	require.NoError(t, err)
+	if usesAltPrefix(prog) {
+		// Steps under the other prefix open Node's Queues there, which
+		// write their meta: open them from the start in both runs.
+		for _, q := range []string{queueName, difftest.OtherQueueName} {
+			_, err = r.o.GetJobCounts(context.Background(), difftest.AltPrefixOf(prefix), q)
+			require.NoError(t, err)
+		}
+	}
 	if droverCap && eventsMaxLen != 0 {
 		require.NoError(t, dq.SetEventsMaxLen(context.Background(), eventsMaxLen))
 		require.NoError(t, dqOther.SetEventsMaxLen(context.Background(), eventsMaxLen))
@@ -855,7 +883,55 @@ func (r *programRun) close() {
 	}
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, queueName))
 	require.NoError(r.t, r.o.Forget(ctx, r.prefix, difftest.OtherQueueName))
+	require.NoError(r.t, r.o.Forget(ctx, difftest.AltPrefixOf(r.prefix), queueName))
+	require.NoError(r.t, r.o.Forget(ctx, difftest.AltPrefixOf(r.prefix), difftest.OtherQueueName))
 	redistest.DeletePrefix(ctx, r.rdb, r.prefix)
+}
+
+// usesAltPrefix reports whether a step of p acts under
+// difftest.AltPrefixOf's prefix.
+func usesAltPrefix(p *difftest.Program) bool {
+	for i := range p.Steps {
+		if p.Steps[i].OnAltPrefix() {
+			return true
+		}
+	}
+	return false
+}
+
+// altQueue is drover's Queue of queue under difftest.AltPrefixOf's prefix.
+func (r *programRun) altQueue(queue string) *drover.Queue {
+	r.t.Helper()
+	if q := r.altQueues[queue]; q != nil {
+		return q
+	}
+	q, err := drover.NewQueue(r.rdb, queue, &drover.QueueOptions{Prefix: difftest.AltPrefixOf(r.prefix), BackoffTypes: customBackoffs})
+	require.NoError(r.t, err)
+	r.altQueues[queue] = q
+	return q
+}
+
+// target is the queue s acts on (its name and drover's Queue) and the id
+// of its job: under the other prefix with s.OnAltPrefix, the flow child
+// there in the queue it was added to.
+func (r *programRun) target(s *difftest.Step) (string, *drover.Queue, string) {
+	q, dq := r.on(s)
+	if !s.OnAltPrefix() {
+		return q, dq, r.id(s.Job)
+	}
+	if aq, ok := r.altQueueOf[s.Job]; ok && s.Job != "" {
+		q, dq = aq, r.altQueue(aq)
+	}
+	return q, dq, cmp.Or(r.altIDs[s.Job], "nosuch")
+}
+
+// prefixOf is the key prefix s acts under: difftest.AltPrefixOf's when
+// s.OnAltPrefix, else the run's.
+func (r *programRun) prefixOf(s *difftest.Step) string {
+	if s.OnAltPrefix() {
+		return difftest.AltPrefixOf(r.prefix)
+	}
+	return r.prefix
 }
 
 func (r *programRun) state() *statedump.Snapshot {
@@ -1058,6 +1134,13 @@ func (r *programRun) rateLimitedFor(ctx context.Context, k keys.Queue, limiterMa
 // on is the queue s acts on, its name and drover's Queue:
 // OtherQueueName's when s.OnOtherQueue, else the program's.
 func (r *programRun) on(s *difftest.Step) (string, *drover.Queue) {
+	if s.OnAltPrefix() {
+		q := queueName
+		if s.OtherQueue {
+			q = difftest.OtherQueueName
+		}
+		return q, r.altQueue(q)
+	}
 	if s.OnOtherQueue() {
 		return difftest.OtherQueueName, r.dqOther
 	}
@@ -1069,7 +1152,9 @@ func (r *programRun) step(s *difftest.Step, by impl) string {
 	r.t.Helper()
 	r.refused = nil
 	switch s.Op {
-	case difftest.OpRemove, difftest.OpDrain, difftest.OpClean, difftest.OpObliterate:
+	case difftest.OpRemove, difftest.OpDrain, difftest.OpClean, difftest.OpObliterate, difftest.OpRemoveUnprocessedChildren:
+		// (removeUnprocessedChildren walks the dependencies set too:
+		// campaign C seed 20360.)
 		defer r.noteCascade()()
 	}
 	return r.do(s, by)
@@ -1080,9 +1165,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	node := by == nodeImpl
-	o, p := r.o, r.prefix
-	q, dq := r.on(s)
-	id := r.id(s.Job)
+	o, p := r.o, r.prefixOf(s)
+	q, dq, id := r.target(s)
 	switch s.Op {
 	case difftest.OpAdd:
 		a := s.Add
@@ -1230,10 +1314,9 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(strconv.FormatBool(ok), err)
 	case difftest.OpWork:
 		r.workRan = true
-		wq, wk := q, r.k
-		if s.OtherQueue {
-			wq, wk = difftest.OtherQueueName, keys.New(p, difftest.OtherQueueName)
-		}
+		// (The program's queue, OtherQueueName's with Step.OtherQueue,
+		// under the other prefix with Step.AltPrefix.)
+		wq, wk := q, keys.New(p, q)
 		if !r.readyFor(ctx, wk, s.LimiterMax) {
 			return "none"
 		}
@@ -1249,8 +1332,23 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 				wo.RemoveOnFail, _ = k.Node().(map[string]any)
 			}
 			wo.FetchNext, wo.Concurrency = s.Outcome.FetchNext, s.Concurrency
+			if s.Concurrency > 1 && s.Outcome.FetchNext {
+				wo.FetchNext, wo.Concurrency, wo.Batch = false, 0, s.Concurrency
+				// The batch's jobs share the call's time (finishedOn,
+				// their finished set's score) on both sides; moves to
+				// delayed, due from each attempt's end in drover's and
+				// from that one time in Node's step, keep the order taken
+				// either way (drover's processors return in that order).
+				wo.SameMs = true
+			}
 			got, err := o.StepWorkOpts(ctx, p, wq, behaviorOf(s.Outcome), wo)
 			return r.result(got, err)
+		}
+		if s.Concurrency > 1 && s.Outcome.FetchNext {
+			if got := r.droverWorkBatch(ctx, wk, wq, behaviorOf(s.Outcome), s); got != "took none" {
+				return r.result(got, nil)
+			}
+			return "took none"
 		}
 		if s.Concurrency == 2 {
 			if got := r.droverWorkPair(ctx, wk, wq, behaviorOf(s.Outcome), s); got != "took none" {
@@ -1680,14 +1778,25 @@ func (r *programRun) crossRead() []string {
 	for _, id := range r.ids {
 		ids = append(ids, id)
 	}
-	out := r.crossReadQueue(ctx, queueName, r.dq, ids)
+	out := r.crossReadQueue(ctx, r.prefix, queueName, r.dq, ids)
 	if len(r.otherIDs) > 0 {
 		// The flow children in OtherQueueName, read in their queue.
 		other := []string{"nosuch"}
 		for id := range r.otherIDs {
 			other = append(other, id)
 		}
-		out = append(out, r.crossReadQueue(ctx, difftest.OtherQueueName, r.dqOther, other)...)
+		out = append(out, r.crossReadQueue(ctx, r.prefix, difftest.OtherQueueName, r.dqOther, other)...)
+	}
+	if len(r.altQueues) > 0 {
+		// The flow children under the other prefix, once a step
+		// reached them there (its Node Queues are open).
+		byQueue := map[string][]string{}
+		for name, id := range r.altIDs {
+			byQueue[r.altQueueOf[name]] = append(byQueue[r.altQueueOf[name]], id)
+		}
+		for q, ids := range byQueue {
+			out = append(out, r.crossReadQueue(ctx, difftest.AltPrefixOf(r.prefix), q, r.altQueue(q), append(ids, "nosuch"))...)
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -1695,10 +1804,10 @@ func (r *programRun) crossRead() []string {
 
 // crossReadQueue is crossRead of one queue: its counts and the states of
 // the jobs ids.
-func (r *programRun) crossReadQueue(ctx context.Context, queue string, dq *drover.Queue, ids []string) []string {
+func (r *programRun) crossReadQueue(ctx context.Context, prefix, queue string, dq *drover.Queue, ids []string) []string {
 	r.t.Helper()
 	var out []string
-	nc, err := r.o.GetJobCounts(ctx, r.prefix, queue)
+	nc, err := r.o.GetJobCounts(ctx, prefix, queue)
 	require.NoError(r.t, err)
 	dc, err := dq.GetJobCounts(ctx)
 	require.NoError(r.t, err)
@@ -1712,7 +1821,7 @@ func (r *programRun) crossReadQueue(ctx context.Context, queue string, dq *drove
 	}
 	slices.Sort(ids)
 	for _, id := range slices.Compact(ids) {
-		ns, err := r.o.GetState(ctx, r.prefix, queue, id)
+		ns, err := r.o.GetState(ctx, prefix, queue, id)
 		require.NoError(r.t, err)
 		ds, err := dq.GetJobState(ctx, id)
 		require.NoError(r.t, err)
@@ -1737,10 +1846,16 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 	var calls atomic.Int32
 	proc := droverBehavior(bh, r.rdb)
 	opts := r.stepWorkerOptions(s)
+	stepCtx := ctx
 	w, err := drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		calls.Add(1)
 		once.Do(func() { got <- job.ID })
-		<-release
+		select {
+		case <-release:
+		case <-ctx.Done():
+			// Close gave up on a second job (generated ids that repeat
+			// let the worker take one: "ran 2 jobs").
+		}
 		return proc(ctx, job)
 	}), withHooks(opts, &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
 		// A job with a deferred failure (a failed child's
@@ -1749,7 +1864,10 @@ func (r *programRun) droverWork(ctx context.Context, queue string, bh bullmqorac
 		// before the worker closes: hold its slot until the worker is
 		// closing, as the processor does, so no next job is taken.
 		once.Do(func() { got <- job.ID })
-		<-release
+		select {
+		case <-release:
+		case <-stepCtx.Done(): // the step gave up (see above)
+		}
 	}}))
 	require.NoError(r.t, err)
 	seam.NoFetchOnFinish(w)
@@ -1887,7 +2005,12 @@ func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue st
 		}
 		mu.Unlock()
 		note(job.ID)
-		<-release
+		select {
+		case <-release:
+		case <-ctx.Done():
+			// Close gave up on a job the step holds twice under one id
+			// (generated ids that repeat): a divergence, not a hang.
+		}
 		return proc(ctx, job)
 	}), opts)
 	require.NoError(r.t, err)
@@ -1967,6 +2090,217 @@ func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue st
 	return strings.Join(ids, " ")
 }
 
+// droverWorkBatch runs a batch finish step, as Node's step does with up
+// to Step.Concurrency getNextJob calls, the finishes one call each (the
+// last fetching) and more takes for the freed slots: a drover Worker at
+// that concurrency takes up to that many jobs in one fetch, its
+// processors hold them until every one is taken (or nothing more is
+// ready), and then all return at once; seam.FinishBatch makes the worker
+// write their results in one finishJobs call, which fetches the next
+// jobs for every slot (an RPOP count above 1 when that many wait). When
+// that call is written (its JobFinished hooks) the worker begins to
+// close, so the jobs it fetched run, held and released one at a time in
+// the order taken, each written fetching none. It returns "<taken> /
+// <fetched>", each list sorted.
+func (r *programRun) droverWorkBatch(ctx context.Context, wk keys.Queue, queue string, bh bullmqoracle.Behavior, s *difftest.Step) string {
+	r.t.Helper()
+	proc := droverBehavior(bh, r.rdb)
+	opts := r.stepWorkerOptions(s)
+	opts.Concurrency = s.Concurrency
+	before, err := r.rdb.LRange(ctx, wk.Active(), 0, -1).Result()
+	require.NoError(r.t, err)
+	var (
+		mu sync.Mutex
+		// phase 0: the first takes; 1: their finishes written, the
+		// fetched jobs arrive.
+		phase   int
+		held    = [2]map[string]chan struct{}{{}, {}}
+		written = map[string]chan struct{}{}
+		first   []string // the jobs of the batch, as the hooks saw them
+		w       *drover.Worker
+	)
+	arrived := make(chan struct{}, 16)
+	batchDone := make(chan struct{})
+	closed := make(chan error, 1)
+	var n int // the batch's size, set before its release
+	opts.Hooks = &drover.WorkerHooks{JobFinished: func(job *drover.Job, _ drover.Outcome, _ time.Duration, _ error) {
+		mu.Lock()
+		if written[job.ID] != nil {
+			close(written[job.ID])
+		}
+		ph := phase
+		if ph == 0 {
+			first = append(first, job.ID)
+		}
+		last := ph == 0 && len(first) == n
+		if last {
+			phase = 1
+		}
+		mu.Unlock()
+		if last {
+			// The batch's call is written, with its fetch: close now,
+			// before the fetched jobs' finishes, so that they fetch none.
+			go func() { closed <- w.Close(ctx) }()
+			for w.Start(ctx) == nil {
+				time.Sleep(time.Millisecond)
+			}
+			close(batchDone)
+		}
+	}}
+	w, err = drover.NewWorker(r.rdb, queue, drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
+		release := make(chan struct{})
+		mu.Lock()
+		ph := phase
+		if n > 0 {
+			// Taken after the batch was set: fetched by its calls (a
+			// batch the worker split writes in more than one).
+			ph = 1
+		}
+		held[ph][job.ID] = release
+		written[job.ID] = make(chan struct{})
+		mu.Unlock()
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			// Close gave up on a job the step never released (a
+			// divergence: it took a job it did not see).
+		}
+		return proc(ctx, job)
+	}), opts)
+	require.NoError(r.t, err)
+	require.NoError(r.t, w.Start(ctx))
+	select {
+	case <-arrived:
+	case <-time.After(droverTakeTimeout):
+		require.NoError(r.t, w.Close(ctx))
+		return "took none"
+	}
+	// Every slot's job held, or fewer once nothing is ready for a while.
+	idle := 0
+	for deadline := time.Now().Add(droverTakeTimeout); idle < 10 && time.Now().Before(deadline); {
+		mu.Lock()
+		full := len(held[0]) >= s.Concurrency
+		mu.Unlock()
+		if full {
+			break
+		}
+		select {
+		case <-arrived:
+			idle = 0
+			continue
+		case <-time.After(10 * time.Millisecond):
+		}
+		if r.readyFor(ctx, wk, s.LimiterMax) {
+			idle = 0
+		} else {
+			idle++
+		}
+	}
+	// The batch in the order taken: active has the later take first.
+	active, err := r.rdb.LRange(ctx, wk.Active(), 0, -1).Result()
+	require.NoError(r.t, err)
+	mu.Lock()
+	var inOrder []string
+	for i := len(active) - 1; i >= 0; i-- {
+		if held[0][active[i]] != nil && !slices.Contains(inOrder, active[i]) {
+			inOrder = append(inOrder, active[i])
+		}
+	}
+	n = len(held[0]) // the hooks read it under mu
+	taken := slices.Sorted(maps.Keys(held[0]))
+	var releases []chan struct{}
+	for _, id := range inOrder {
+		releases = append(releases, held[0][id])
+	}
+	for id, release := range held[0] {
+		if !slices.Contains(inOrder, id) {
+			releases = append(releases, release) // (not seen in active: a divergence)
+		}
+	}
+	mu.Unlock()
+	seam.FinishBatch(w, inOrder)
+	// The processors return in the order taken, each in a millisecond
+	// of its own, as Node's finishes one after another: a move to
+	// delayed is due from its attempt's end, and the delayed set orders
+	// same-minute due times by it (campaign seed 1421).
+	for k, release := range releases {
+		if k > 0 {
+			finishGap()
+		}
+		close(release)
+	}
+	select {
+	case <-batchDone:
+	case <-time.After(droverTakeTimeout):
+		r.t.Fatalf("drover batch step: the batch of %v was not written (finished: %v)", taken, first)
+	}
+	// The fetched jobs: those in active now that were not there before
+	// the step, each reaching its processor within moments.
+	var order []string
+	stuck := false
+	for deadline := time.Now().Add(droverTakeTimeout); ; {
+		active, err := r.rdb.LRange(ctx, wk.Active(), 0, -1).Result()
+		require.NoError(r.t, err)
+		order = order[:0]
+		missing := false
+		mu.Lock()
+		// Later takes are nearer the head of active.
+		for i := len(active) - 1; i >= 0; i-- {
+			id := active[i]
+			if slices.Contains(before, id) || slices.Contains(order, id) {
+				continue
+			}
+			order = append(order, id)
+			if held[1][id] == nil {
+				missing = true
+			}
+		}
+		mu.Unlock()
+		if !missing {
+			break
+		}
+		if time.Now().After(deadline) {
+			// A job in active that no processor of the step holds: a
+			// divergence (the result says so), compared and shrunk.
+			mu.Lock()
+			for id, release := range held[1] {
+				if !slices.Contains(order, id) {
+					close(release)
+				}
+			}
+			order = slices.DeleteFunc(order, func(id string) bool { return held[1][id] == nil })
+			mu.Unlock()
+			stuck = true
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, id := range order {
+		mu.Lock()
+		release, done := held[1][id], written[id]
+		mu.Unlock()
+		finishGap() // each finish in a millisecond of its own
+		close(release)
+		select {
+		case <-done:
+		case <-time.After(droverTakeTimeout):
+			r.t.Fatalf("drover batch step: fetched job %s not written", id)
+		}
+	}
+	require.NoError(r.t, <-closed)
+	mu.Lock()
+	defer mu.Unlock()
+	if stuck || len(held[1]) != len(order) {
+		// A job reached a processor that the active list did not show.
+		return fmt.Sprintf("%s / %s (ran %d)", strings.Join(taken, " "), strings.Join(slices.Sorted(slices.Values(order)), " "), len(held[1]))
+	}
+	return strings.Join(taken, " ") + " / " + strings.Join(slices.Sorted(slices.Values(order)), " ")
+}
+
 // finishGap waits 2 ms, so that a work step's second finish never shares
 // the first one's finishedOn: the completed and failed sets order ties by
 // member and count retention trims by that order, so a shared millisecond
@@ -1984,7 +2318,7 @@ func withHooks(o *drover.WorkerOptions, h *drover.WorkerHooks) *drover.WorkerOpt
 // retention, limiter and maxStartedAttempts.
 func (r *programRun) stepWorkerOptions(s *difftest.Step) *drover.WorkerOptions {
 	o := &drover.WorkerOptions{
-		Prefix: r.prefix, Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, MaxStartedAttempts: s.MaxStarted,
+		Prefix: r.prefixOf(s), Name: workerName, SkipStalledCheck: true, BackoffStrategies: droverStrategies, MaxStartedAttempts: s.MaxStarted,
 	}
 	if s.Metrics > 0 {
 		o.Metrics = &drover.MetricsOptions{MaxDataPoints: s.Metrics}
@@ -2207,8 +2541,13 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	}
 	for i, name := range names {
 		if alt[i] {
-			// Under another prefix: the steps that name it are
-			// skipped, as for a job never added.
+			// Under another prefix: the steps with Step.AltPrefix
+			// name it.
+			r.altIDs[name] = got[i]
+			r.altQueueOf[name] = queueName
+			if inOther[i] {
+				r.altQueueOf[name] = difftest.OtherQueueName
+			}
 			continue
 		}
 		r.ids[name] = got[i]

@@ -23,6 +23,13 @@ var (
 	// step, compared with Node's getNextJob + processJob, which fetches
 	// none either.
 	NoFetchOnFinish func(worker any)
+	// FinishBatch makes a *drover.Worker hold the next results handed in
+	// until as many wait as ids lists, and write them in one script call,
+	// in the order of ids, which fetches the next jobs for their slots
+	// (several, with an RPOP count above 1, when that many wait): the
+	// tester's batch finish step, compared with Node finishing the jobs
+	// one at a time.
+	FinishBatch func(worker any, ids []string)
 	// AdvanceScheduler does for the fetched job id (its hash as
 	// moveToActive returned it) what a *drover.Worker does first with a
 	// job scheduler's run: create the scheduler's next run. The tester's

@@ -188,9 +188,15 @@ do
     local ok = true
     -- anyP: a record asks to look for a parent (more "p").
     local anyP = false
-    for i = 1, cnt do
+    -- One keep spec for every job, with no age limit (see noteTrim): the
+    -- trim once before the last event is what BullMQ's trims per job leave.
+    local spec1 = ARGV[o + REC.keep]
+    if string.find(spec1, "^%-?%d+,%-?%d+,[1-9]") then
+      ok = false
+    end
+    for i = 1, ok and cnt or 0 do
       local more = ARGV[o + REC.more]
-      if ARGV[o + REC.kind] ~= "c" or more == "1" then
+      if ARGV[o + REC.kind] ~= "c" or more == "1" or ARGV[o + REC.keep] ~= spec1 then
         ok = false
         break
       end
@@ -460,7 +466,24 @@ local function addEvent(...)
   return rcall("XADD", eventsKey, "MAXLEN", "~", maxLen, "*", ...)
 end
 
+-- specsOf: each finished set's keep specs, in the order its jobs were
+-- added; stepwise: the sets whose jobs are added and trimmed one at a
+-- time, as BullMQ's calls do: their specs differ (a job's trim must not
+-- reach a job finished after it, which may keep more: campaign seed 30),
+-- or one has an age bound with a limit (each call trims up to the limit).
+-- Otherwise one trim after the batch is what a trim per job leaves.
+local specsOf = {}
+local stepwise = {}
 local function noteTrim(setKey, spec)
+  local sp = specsOf[setKey]
+  if not sp then
+    sp = {}
+    specsOf[setKey] = sp
+  end
+  sp[#sp + 1] = spec
+  if spec ~= sp[1] or string.find(spec, "^%-?%d+,%-?%d+,[1-9]") then
+    stepwise[setKey] = true
+  end
   if spec ~= "" and spec ~= "0" then
     trims[setKey .. "\n" .. spec] = {setKey, spec}
   end
@@ -844,12 +867,22 @@ else
       finals[#finals + 1] = i
       if k == lastFinalK then
         for setKey, add in pairs(finished) do
-          if #add > 0 then
+          if stepwise[setKey] then
+            local sp = specsOf[setKey]
+            for j = 1, #sp do
+              rcall("ZADD", setKey, add[2 * j - 1], add[2 * j])
+              if sp[j] ~= "" then
+                cold().trimFinished(setKey, sp[j], now)
+              end
+            end
+          elseif #add > 0 then
             rcall("ZADD", setKey, unpack(add))
           end
         end
         for _, t in pairs(trims) do
-          cold().trimFinished(t[1], t[2], now)
+          if not stepwise[t[1]] then
+            cold().trimFinished(t[1], t[2], now)
+          end
         end
       end
       if kind == "c" then

@@ -47,6 +47,17 @@ type StepWorkerOpts struct {
 	// and another is taken for its slot. The result is then the ids of
 	// the jobs taken, sorted and space-separated.
 	Concurrency int
+	// Batch, above 1, is a worker at that concurrency whose jobs finish
+	// together while more wait: up to Batch jobs taken, finished one call
+	// each in the order taken, the last finish fetching the next job and
+	// more taken for the freed slots (up to Batch), which then run in the
+	// order taken, fetching none. The result is "<taken> / <fetched>",
+	// each list of ids sorted and space-separated.
+	Batch int
+	// SameMs, with Batch, makes the batch's finishes read one clock
+	// value (Date.now frozen), as one script call of drover's does: the
+	// jobs share finishedOn and their finished set's score.
+	SameMs bool
 }
 
 // StepWorkOpts is StepWork with the step worker's options set to opts for
@@ -74,6 +85,12 @@ func (o *Oracle) StepWorkOpts(ctx context.Context, prefix, queue string, behavio
 	}
 	if opts.Concurrency > 1 {
 		args["concurrency"] = opts.Concurrency
+	}
+	if opts.Batch > 1 {
+		args["batch"] = opts.Batch
+		if opts.SameMs {
+			args["sameMs"] = true
+		}
 	}
 	err := o.Call(ctx, "stepWork", args, &id)
 	if id == nil {

@@ -54,7 +54,10 @@
 // does: the finish takes the next job in the same call, or the worker's
 // loop takes it after a retry at once or a move to delayed, and that job
 // runs too, or at concurrency 2: two jobs taken and in flight at once,
-// finished in the order taken), obliterate with a count of jobs per call,
+// finished in the order taken, or at concurrency 2 to 4 finishing its
+// jobs together while more wait, the finishes' fetch taking the next job
+// for every slot: drover's one finishJobs call, whose RPOP takes several,
+// against Node's finishes one call each), obliterate with a count of jobs per call,
 // manual processing (getNextJob /
 // Worker.NextJob, the job's finishes, with and without fetchNext,
 // moveToWaitingChildren; a program's manual workers may have metrics,
@@ -63,7 +66,10 @@
 // with a parent link, to a job of either queue; several trees in one
 // FlowProducer.addBulk, three levels deep across both queues; children
 // under another key prefix ([Add].AltPrefix), reached through their
-// parent; a tree
+// parent and by job, work and queue steps there ([Step.OnAltPrefix]:
+// retry, removal, promotion, priority or delay change, progress, logs,
+// data, reads, counts, retryJobs, promoteJobs, a worker of that queue
+// whose finishes reach the parent under the run's prefix); a tree
 // under an existing job; a remove that keeps the children), job
 // schedulers (upsert with every and an offset or a cron pattern and a
 // time zone, a limit and an end date, Node's with a template that carries

@@ -69,7 +69,15 @@ func Generate(seed int64, cfg Config) *Program {
 				}
 			}
 		}
+		if s.Op == OpWork && s.Concurrency > 1 && s.Outcome.FetchNext && !s.OtherQueue && g.chance(60) && len(p.Steps)+1 < cfg.Steps {
+			// A batch finish mostly meets a backlog: more jobs wait than
+			// its slots, so its fetch takes several.
+			b := g.plainBulk()
+			b.By = g.pickBy()
+			p.Steps = append(p.Steps, b)
+		}
 		g.onOther(&s)
+		g.onAlt(&s)
 		if g.r.IntN(2) == 0 {
 			s.By = Drover
 		} else {
@@ -110,6 +118,20 @@ func Generate(seed int64, cfg Config) *Program {
 	if g.chance(15) {
 		// Capped events streams, trimmed as events are written.
 		p.EventsMaxLen = g.pickI(1, 3, 8)
+	}
+	if deferredFailures(p) || IDCounterCollides(p) || !cfg.Known && batchWithParentLinks(p) {
+		// A job that must not run fails as soon as a worker takes it,
+		// outside a batch finish's batch: such programs' batch finishes
+		// are plain fetching finishes. So are those of programs whose
+		// generated ids repeat (a
+		// batch holds and releases its jobs by id). And, without
+		// Config.Known, those of programs with parent links (Known,
+		// "batch finish with a refused completion").
+		for i := range p.Steps {
+			if s := &p.Steps[i]; s.Op == OpWork && s.Outcome.FetchNext {
+				s.Concurrency = 0
+			}
+		}
 	}
 	if g.chance(30) {
 		// drover's AddBulk in small calls: a bulk's plain and other
@@ -174,6 +196,10 @@ type gen struct {
 	waitChildren bool
 	// others are the names of the flow children added in OtherQueueName.
 	others []string
+	// alts are the names of the flow children added under AltPrefixOf's
+	// prefix; altOther: those in OtherQueueName there.
+	alts     []string
+	altOther map[string]bool
 	// cross: the program works across the two queues more (a quarter of
 	// programs): more flow children in OtherQueueName, and more of the
 	// work, job and queue steps there.
@@ -225,9 +251,50 @@ func (g *gen) onOther(s *Step) {
 	s.OtherQueue = len(g.others) > 0 && g.chance(g.across(20, 35))
 }
 
+// noteAlt records a flow child added under AltPrefixOf's prefix.
+func (g *gen) noteAlt(c *Add) {
+	if g.altOther == nil {
+		g.altOther = map[string]bool{}
+	}
+	g.alts = append(g.alts, c.Name)
+	g.altOther[c.Name] = c.OtherQueue
+}
+
+// onAlt moves a step under AltPrefixOf's prefix (Step.AltPrefix) once
+// the program has flow children there: mostly a job step, retargeted at
+// one of them (retry, removal, promotion, priority or delay change,
+// progress, logs, data, reads), sometimes a work step or a queue step on
+// their queue there, whose finishes reach their parents under the run's
+// prefix.
+func (g *gen) onAlt(s *Step) {
+	if len(g.alts) == 0 || !altPrefixOps[s.Op] || !g.chance(g.across(25, 40)) {
+		return
+	}
+	s.AltPrefix = true
+	if s.Job != "" {
+		s.Job = g.alts[g.r.IntN(len(g.alts))]
+		s.OtherQueue = g.altOther[s.Job]
+		return
+	}
+	if s.Op == OpWork {
+		// Not a batch finish: the harness' batch step reads the run's
+		// queue's active list.
+		s.Concurrency = 0
+	}
+	s.OtherQueue = g.altOther[g.alts[g.r.IntN(len(g.alts))]]
+}
+
 func (g *gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
 
 func (g *gen) pickF(xs ...float64) float64 { return xs[g.r.IntN(len(xs))] }
+
+// pickBy picks who performs a step in the mixed run.
+func (g *gen) pickBy() Impl {
+	if g.r.IntN(2) == 0 {
+		return Drover
+	}
+	return Node
+}
 
 func (g *gen) chance(pct int) bool { return g.r.IntN(100) < pct }
 
@@ -264,6 +331,7 @@ func (g *gen) step() Step {
 		}},
 		{1, func() Step { return Step{Op: OpStaleHash, Limit: g.pickI(0, 1)} }},
 		{26, g.work},
+		{8, g.batchWork},
 		{2, func() Step { return Step{Op: OpStall} }},
 		{4, func() Step { return Step{Op: OpCheckStalled, Limit: g.pickI(0, 0, 0, -1, 2)} }},
 		{5, func() Step {
@@ -434,15 +502,14 @@ func (g *gen) step() Step {
 		// tests' ground), repeat.count (drover's RepeatOptions has no
 		// starting iteration count), getDelayedCount(timestamp) (no
 		// drover equivalent; over states compared equal, with due times
-		// whole hours apart, it answers alike), steps on a flow node under
-		// another prefix (Add.AltPrefix puts children there; every step
-		// would need its queue's prefix: TestDifferentialFlowOtherPrefix
-		// works one), a job scheduler's
+		// whole hours apart, it answers alike), removal cascades, stalls,
+		// manual takes and adds under another prefix (Add.AltPrefix puts
+		// flow children there, Step.AltPrefix's job, work and queue steps
+		// reach them), a job scheduler's
 		// template with an empty name without Config.Known (drover names
 		// its runs after the scheduler: a deliberate entry of Known) and
-		// worker concurrency above
-		// 2 with fetching finishes (a drover worker's batched writes: the
-		// order of its results is the order its processors return). Generated
+		// batch finishes in programs that may leave a job that must not
+		// run (deferredFailures: it fails outside the batch). Generated
 		// through another name: job.remove (queue.remove's script), getState,
 		// getJobState and job.isX (crossRead after every step), count
 		// and the getXCount getters (getJobCountByTypes), getRanges and
@@ -665,8 +732,10 @@ func (g *gen) flow() Step {
 		}
 		c.OtherQueue = g.chance(g.across(20, 60))
 		if g.chance(8) {
-			// Under another prefix: steps do not reach it there.
+			// Under another prefix: steps with Step.AltPrefix reach
+			// it there (onAlt).
 			c.AltPrefix = true
+			g.noteAlt(c)
 		} else if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
@@ -698,8 +767,10 @@ func (g *gen) flows() Step {
 		}
 		c.OtherQueue = g.chance(g.across(20, 60))
 		if g.chance(8) {
-			// Under another prefix: steps do not reach it there.
+			// Under another prefix: steps with Step.AltPrefix reach
+			// it there (onAlt).
 			c.AltPrefix = true
+			g.noteAlt(c)
 		} else if c.OtherQueue {
 			g.others = append(g.others, c.Name)
 		}
@@ -984,6 +1055,24 @@ func (g *gen) manualFinish() Step {
 	return s
 }
 
+// batchWork is a batch finish (Step.Concurrency): a work step of the
+// program's queue at concurrency 2 to 4 whose outcome fetches, mostly
+// completions; Generate puts a backlog before most of them.
+func (g *gen) batchWork() Step {
+	for {
+		s := g.work()
+		if s.Outcome.Kind == "rateLimited" {
+			continue
+		}
+		if g.chance(50) {
+			s.Outcome = &Outcome{Kind: "complete", Value: g.value()}
+		}
+		s.Outcome.FetchNext, s.OtherQueue, s.MaxStarted = true, false, 0
+		s.Concurrency = g.pickI(2, 3, 4)
+		return s
+	}
+}
+
 func (g *gen) work() Step {
 	var o Outcome
 	switch n := g.r.IntN(10); {
@@ -1031,10 +1120,39 @@ func (g *gen) work() Step {
 		// back to wait start a job again without an attempt made.
 		s.MaxStarted = g.pickI(1, 2)
 	}
-	if !o.FetchNext && s.MaxStarted == 0 && g.chance(15) {
+	if o.FetchNext && s.MaxStarted == 0 && o.Kind != "rateLimited" && g.chance(40) {
+		// A worker at concurrency 2 to 4 whose jobs finish together
+		// while more wait: one result write of them all that fetches
+		// the next jobs for every slot (finishJobs with an RPOP count
+		// above 1), Node's finishes one at a time.
+		s.Concurrency = g.pickI(2, 3, 4)
+	} else if !o.FetchNext && s.MaxStarted == 0 && g.chance(15) {
 		// A worker at concurrency 2: two jobs taken, both in flight, then
 		// finished one after the other.
 		s.Concurrency = 2
 	}
 	return s
+}
+
+// deferredFailures reports whether a program may leave a job that must
+// not run in wait: a child whose failure fails its parent (the parent's
+// deferred failure), or a stall (a job stalled too often).
+func deferredFailures(p *Program) bool {
+	for _, d := range []*Add{p.Defaults, p.OtherDefaults} {
+		if d != nil && d.OnParentFailure == "failParentOnFailure" {
+			return true
+		}
+	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Op == OpStall {
+			return true
+		}
+		for _, a := range s.adds() {
+			if a.OnParentFailure == "failParentOnFailure" {
+				return true
+			}
+		}
+	}
+	return false
 }

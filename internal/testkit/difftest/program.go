@@ -315,6 +315,14 @@ type Step struct {
 	// its children, ...) targets Step.Job there, a queue step (drain,
 	// clean, obliterate, pause, counts, ...) acts on that queue.
 	OtherQueue bool
+	// AltPrefix makes the step act under AltPrefixOf's key prefix, where
+	// flow children with Add.AltPrefix wait, if its operation is one
+	// [Step.OnAltPrefix] allows: a job step targets Step.Job there (a
+	// child under that prefix, its parent under the run's), a queue step
+	// or a work step acts on the queue of that name there (OtherQueueName
+	// with OtherQueue, whose jobs are then reached as Step.OnOtherQueue's
+	// are).
+	AltPrefix bool
 	// State is the state of OpRetry, OpRetryJobs, OpClean and OpGetJobs.
 	State string
 	// ResetMade and ResetStarted are OpRetry's reset options.
@@ -381,6 +389,19 @@ type Step struct {
 	// another. The result is the ids of the jobs taken, sorted.
 	// Node's step takes with two getNextJob calls; drover's Worker at
 	// Concurrency 2 in one fetch.
+	//
+	// Concurrency 2 to 4 with Outcome.FetchNext is a batch finish: a
+	// worker at that concurrency takes up to that many jobs, which all
+	// finish at once while more wait, and the finishes' fetch takes the
+	// next jobs for every slot; those run too, finished in the order
+	// taken, fetching none. drover's Worker writes the batch in one
+	// finishJobs call (seam.FinishBatch), in the order taken, whose fetch
+	// takes several jobs (an RPOP count above 1); Node's step finishes
+	// the jobs one call each in that order (in one clock reading, as
+	// drover's one call stamps them), the last fetching the next
+	// job, and takes more with getNextJob, up to Concurrency. The result
+	// is "<taken> / <fetched>", each list sorted. Never in a program that
+	// may leave a job that must not run (deferredFailures).
 	Concurrency int
 }
 
@@ -663,6 +684,22 @@ var otherQueueOps = map[Op]bool{
 	OpGetCountByTypes: true, OpIsPaused: true, OpGetFlow: true, OpGetMetrics: true,
 }
 
+// altPrefixOps are the operations Step.AltPrefix moves under
+// AltPrefixOf's prefix: the job steps, reads and writes of one job, and
+// the work and queue steps whose effects stay in the queue or reach the
+// parent under the run's prefix (no removal cascades there: their
+// events are compared sorted in the run's streams only).
+var altPrefixOps = map[Op]bool{
+	OpWork: true, OpRetry: true, OpRetryJobs: true, OpPromote: true, OpPromoteJobs: true, OpChangeDelay: true, OpChangePriority: true,
+	OpRemove: true, OpProgress: true, OpLog: true, OpUpdateData: true, OpClearLogs: true, OpRemoveChildDependency: true,
+	OpUpdateJobProgress: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
+	OpGetCountByTypes: true,
+}
+
+// OnAltPrefix reports whether s acts under AltPrefixOf's prefix
+// (Step.AltPrefix on an operation that may).
+func (s *Step) OnAltPrefix() bool { return s.AltPrefix && altPrefixOps[s.Op] }
+
 // OnOtherQueue reports whether s acts on OtherQueueName (Step.OtherQueue
 // on an operation that may).
 func (s *Step) OnOtherQueue() bool { return s.OtherQueue && otherQueueOps[s.Op] }
@@ -735,7 +772,10 @@ func (s *Step) adds() []*Add {
 // Add.AltPrefix: the run's prefix and ":alt" (its keys are the run's
 // keys of a queue named alt:<queue>, and its state is dumped and
 // compared with the run's).
-func AltPrefixOf(prefix string) string { return prefix + ":alt" }
+func AltPrefixOf(prefix string) string { return prefix + ":" + altRel }
+
+// altRel is AltPrefixOf's prefix relative to the run's.
+const altRel = "alt"
 
 // NoName, as an Add's JobName, gives the job the empty name.
 const NoName = "\x00none"
@@ -981,6 +1021,9 @@ func (s *Step) String() string {
 	if s.OtherQueue {
 		parts = append(parts, "queue="+OtherQueueName)
 	}
+	if s.AltPrefix {
+		parts = append(parts, "prefix=alt")
+	}
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
@@ -1130,6 +1173,9 @@ func (s *Step) GoString() string {
 	}
 	if s.OtherQueue {
 		f = append(f, "OtherQueue: true")
+	}
+	if s.AltPrefix {
+		f = append(f, "AltPrefix: true")
 	}
 	if o := s.Outcome; o != nil {
 		of := []string{fmt.Sprintf("Kind: %q", o.Kind)}

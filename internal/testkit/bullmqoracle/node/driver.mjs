@@ -567,6 +567,62 @@ const commands = {
         return null;
       }
       sw.behavior = a.behavior ?? { kind: 'return' };
+      if (a.batch > 1) {
+        // A worker at concurrency a.batch whose jobs finish together
+        // while more wait, as drover's worker writes them: up to a.batch
+        // jobs taken, finished one call each in the order taken, the
+        // last finish fetching the next job, and more taken for the freed
+        // slots (up to a.batch in all, unless the rate limiter stopped
+        // the worker); those run in the order taken, fetching none.
+        // Result: "<ids taken> / <ids fetched>", each sorted.
+        const taken = [[job, token]];
+        while (taken.length < a.batch) {
+          const tn = `${sw.worker.id}:${++sw.n}`;
+          const jn = await sw.worker.getNextJob(tn, { block: false });
+          if (!jn) {
+            break;
+          }
+          taken.push([jn, tn]);
+        }
+        const fetched = [];
+        // a.sameMs: the finishes share one clock reading, as drover's
+        // one call stamps every job of the batch (finishedOn, the
+        // finished set's score) with its own time.
+        const realNow = Date.now;
+        if (a.sameMs) {
+          const t0 = realNow();
+          Date.now = () => t0;
+        }
+        try {
+          for (let i = 0; i < taken.length; i++) {
+            const [j, t] = taken[i];
+            if (i > 0 && !a.sameMs) {
+              await finishGap();
+            }
+            const last = i === taken.length - 1;
+            const next = await sw.worker.processJob(j, t, () => last);
+            if (next) {
+              fetched.push([next, t]);
+            }
+          }
+        } finally {
+          Date.now = realNow;
+        }
+        while (fetched.length < a.batch && !(sw.worker.limitUntil > Date.now())) {
+          const tn = `${sw.worker.id}:${++sw.n}`;
+          const jn = await sw.worker.getNextJob(tn, { block: false });
+          if (!jn) {
+            break;
+          }
+          fetched.push([jn, tn]);
+        }
+        for (const [j, t] of fetched) {
+          await finishGap();
+          await sw.worker.processJob(j, t, () => false);
+        }
+        const ids = (xs) => xs.map(([j]) => j.id).sort().join(' ');
+        return `${ids(taken)} / ${ids(fetched)}`;
+      }
       if (a.concurrency === 2) {
         // A worker at concurrency 2: a second take while the first job is
         // in flight; a job that must not run fails at once, the others
