@@ -264,8 +264,8 @@ func (i *Inspector) DelayedStats(ctx context.Context, queue string) (*DelayedSta
 			case st.PeakSampled > 0 && st.PeakRetries == 0:
 				// Jobs added with one delay, or a scheduler's runs, due
 				// together: a burst, but nothing failed.
-				msg = fmt.Sprintf("%d delayed jobs (%.0f%% of %d) are due within %s from %s; none of %d sampled has failed before: "+
-					"a burst of scheduled jobs, not retries",
+				msg = fmt.Sprintf("%d delayed jobs (%.0f%% of %d) are due within %s from %s (none of %d sampled has failed before: "+
+					"a burst of scheduled jobs, not retries)",
 					st.PeakCount, st.Clustering*100, st.Considered, o.Window, st.PeakStart.Format(time.RFC3339), st.PeakSampled)
 			case st.PeakRetries < st.PeakSampled:
 				msg += fmt.Sprintf(" (%d of %d sampled are retries)", st.PeakRetries, st.PeakSampled)

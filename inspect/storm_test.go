@@ -97,7 +97,7 @@ func TestDelayedStats(t *testing.T) {
 		require.True(t, st.Storm())
 		require.NotContains(t, st.Alerts[0].Message, "retry storm")
 		require.Contains(t, st.Alerts[0].Message, "150 delayed jobs (100% of 150) are due within 5s from ")
-		require.Contains(t, st.Alerts[0].Message, "none of 20 sampled has failed before: a burst of scheduled jobs, not retries")
+		require.Contains(t, st.Alerts[0].Message, "(none of 20 sampled has failed before: a burst of scheduled jobs, not retries)")
 		require.Equal(t, inspect.PeakSampleSize, st.PeakSampled)
 		require.Zero(t, st.PeakRetries)
 	})
