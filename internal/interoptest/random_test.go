@@ -1077,6 +1077,29 @@ func (r *programRun) readyIn(ctx context.Context, k keys.Queue) bool {
 	return r.readyFor(ctx, k, 0)
 }
 
+// awaitTakes waits until full says the worker's processors hold what the
+// step wants, or nothing was ready for ten 10 ms looks in a row (a take
+// arriving starts the count again), or droverTakeTimeout passed.
+func (r *programRun) awaitTakes(ctx context.Context, wk keys.Queue, limiterMax int, arrived <-chan struct{}, full func() bool) {
+	idle := 0
+	for deadline := time.Now().Add(droverTakeTimeout); idle < 10 && time.Now().Before(deadline); {
+		if full() {
+			return
+		}
+		select {
+		case <-arrived:
+			idle = 0
+			continue
+		case <-time.After(10 * time.Millisecond):
+		}
+		if r.readyFor(ctx, wk, limiterMax) {
+			idle = 0
+		} else {
+			idle++
+		}
+	}
+}
+
 // readyFor is readyIn for a worker whose limiter allows limiterMax takes
 // per window (0: none).
 func (r *programRun) readyFor(ctx context.Context, k keys.Queue, limiterMax int) bool {
@@ -2025,26 +2048,11 @@ func (r *programRun) droverWorkPair(ctx context.Context, wk keys.Queue, queue st
 	// Two jobs held by processors (a job that must not run fails at once
 	// and its slot takes another), or fewer once nothing is ready for a
 	// while.
-	idle := 0
-	for deadline := time.Now().Add(droverTakeTimeout); idle < 10 && time.Now().Before(deadline); {
+	r.awaitTakes(ctx, wk, s.LimiterMax, arrived, func() bool {
 		mu.Lock()
-		full := len(held) >= 2
-		mu.Unlock()
-		if full {
-			break
-		}
-		select {
-		case <-arrived:
-			idle = 0
-			continue
-		case <-time.After(10 * time.Millisecond):
-		}
-		if r.readyFor(ctx, wk, s.LimiterMax) {
-			idle = 0
-		} else {
-			idle++
-		}
-	}
+		defer mu.Unlock()
+		return len(held) >= 2
+	})
 	// A job the last fetch took reaches its processor within moments.
 	select {
 	case <-arrived:
@@ -2180,26 +2188,11 @@ func (r *programRun) droverWorkBatch(ctx context.Context, wk keys.Queue, queue s
 		return "took none"
 	}
 	// Every slot's job held, or fewer once nothing is ready for a while.
-	idle := 0
-	for deadline := time.Now().Add(droverTakeTimeout); idle < 10 && time.Now().Before(deadline); {
+	r.awaitTakes(ctx, wk, s.LimiterMax, arrived, func() bool {
 		mu.Lock()
-		full := len(held[0]) >= s.Concurrency
-		mu.Unlock()
-		if full {
-			break
-		}
-		select {
-		case <-arrived:
-			idle = 0
-			continue
-		case <-time.After(10 * time.Millisecond):
-		}
-		if r.readyFor(ctx, wk, s.LimiterMax) {
-			idle = 0
-		} else {
-			idle++
-		}
-	}
+		defer mu.Unlock()
+		return len(held[0]) >= s.Concurrency
+	})
 	// The batch in the order taken: active has the later take first.
 	active, err := r.rdb.LRange(ctx, wk.Active(), 0, -1).Result()
 	require.NoError(r.t, err)
