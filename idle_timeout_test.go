@@ -16,6 +16,7 @@ import (
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/queuecheck"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
+	"github.com/seed40057009/drover/internal/testkit/traffic"
 )
 
 // TestWorkAcrossRedisIdleTimeouts: Redis closes every connection idle for
@@ -40,22 +41,9 @@ func TestWorkAcrossRedisIdleTimeouts(t *testing.T) {
 	require.NoError(t, err)
 	qe, err := drover.NewQueueEvents(rdb, "q", &drover.QueueEventsOptions{LastEventID: "0", Logger: log})
 	require.NoError(t, err)
+	completed := traffic.CountCompletions(t, qe)
 	var mu sync.Mutex
-	completed := map[string]int{}
 	ran := map[string]int{}
-	evCtx, stopEvents := context.WithCancel(ctx)
-	evDone := make(chan error, 1)
-	go func() {
-		evDone <- qe.Run(evCtx, func(ev drover.Event) error {
-			if ev.Name == "completed" {
-				mu.Lock()
-				completed[ev.JobID]++
-				mu.Unlock()
-			}
-			return nil
-		})
-	}()
-	defer func() { stopEvents(); require.NoError(t, <-evDone) }()
 
 	cancelled := make(chan error, 1)
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
@@ -81,10 +69,8 @@ func TestWorkAcrossRedisIdleTimeouts(t *testing.T) {
 			ids = append(ids, r.Job.ID)
 		}
 		testkit.WaitFor(t, 20*time.Second, "burst's jobs completed", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
 			for _, id := range ids {
-				if completed[id] == 0 {
+				if completed.Of(id) == 0 {
 					return false
 				}
 			}
@@ -115,7 +101,7 @@ func TestWorkAcrossRedisIdleTimeouts(t *testing.T) {
 	mu.Lock()
 	for _, id := range ids {
 		require.Equal(t, 1, ran[id], "job %s ran %d times", id, ran[id])
-		require.Equal(t, 1, completed[id], "completed events of %s", id)
+		require.Equal(t, 1, completed.Of(id), "completed events of %s", id)
 	}
 	mu.Unlock()
 	st, err := queuecheck.Read(ctx, rdb, "bull", "q")

@@ -15,6 +15,7 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
+	"github.com/seed40057009/drover/internal/testkit/traffic"
 )
 
 // managedRedis starts a server as a managed Redis service hands it out:
@@ -85,21 +86,7 @@ func TestManagedRedisWithoutDangerousCommands(t *testing.T) {
 	require.NoError(t, err)
 	qe, err := drover.NewQueueEvents(app, "q", &drover.QueueEventsOptions{LastEventID: "0", BlockTimeout: 100 * time.Millisecond, Logger: log})
 	require.NoError(t, err)
-	var mu sync.Mutex
-	completed := map[string]bool{}
-	evCtx, stopEvents := context.WithCancel(ctx)
-	evDone := make(chan error, 1)
-	go func() {
-		evDone <- qe.Run(evCtx, func(ev drover.Event) error {
-			if ev.Name == "completed" {
-				mu.Lock()
-				completed[ev.JobID] = true
-				mu.Unlock()
-			}
-			return nil
-		})
-	}()
-	t.Cleanup(func() { stopEvents(); require.NoError(t, <-evDone) })
+	completed := traffic.CountCompletions(t, qe)
 
 	const adds = 30
 	var ids []string
@@ -141,10 +128,8 @@ func TestManagedRedisWithoutDangerousCommands(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, w.Close(context.Background())) })
 
 	testkit.WaitFor(t, 20*time.Second, "every job completed", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
 		for _, id := range ids {
-			if !completed[id] {
+			if completed.Of(id) == 0 {
 				return false
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/queuecheck"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
+	"github.com/seed40057009/drover/internal/testkit/traffic"
 )
 
 // commandsProcessed reads INFO stats' total_commands_processed.
@@ -66,21 +66,7 @@ func TestEverythingAfterRedisRestartsEmpty(t *testing.T) {
 	require.NoError(t, err)
 	qe, err := drover.NewQueueEvents(rdb, "q", &drover.QueueEventsOptions{LastEventID: "0", BlockTimeout: 100 * time.Millisecond, Logger: log})
 	require.NoError(t, err)
-	var mu sync.Mutex
-	completed := map[string]int{}
-	evCtx, stopEvents := context.WithCancel(ctx)
-	evDone := make(chan error, 1)
-	go func() {
-		evDone <- qe.Run(evCtx, func(ev drover.Event) error {
-			if ev.Name == "completed" {
-				mu.Lock()
-				completed[ev.JobID]++
-				mu.Unlock()
-			}
-			return nil
-		})
-	}()
-	defer func() { stopEvents(); require.NoError(t, <-evDone) }()
+	completed := traffic.CountCompletions(t, qe)
 
 	release := make(chan struct{})
 	var running atomic.Int64
@@ -145,10 +131,8 @@ func TestEverythingAfterRedisRestartsEmpty(t *testing.T) {
 		ids = append(ids, r.Job.ID)
 	}
 	testkit.WaitFor(t, 20*time.Second, "the jobs after the restart completed, their events read", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
 		for _, id := range ids {
-			if completed[id] == 0 {
+			if completed.Of(id) == 0 {
 				return false
 			}
 		}
