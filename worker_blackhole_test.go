@@ -261,16 +261,7 @@ func TestSlowNetworkShortLocks(t *testing.T) {
 func TestCancelReachesAWorkerWhoseSubscriptionWentHalfOpen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := redistest.Shared(t)
-	proxy, viaProxy := faultproxy.StartClient(t, srv.Addr, redis.Options{}) // go-redis's default timeouts
-	direct, prefix := redistest.Client(t)
-	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-	require.NoError(t, err)
-	started, stopped := startLongJobWorker(t, viaProxy, &drover.WorkerOptions{Prefix: prefix})
-	_, err = q.Add(ctx, "long", nil, &drover.JobOptions{JobID: "long"})
-	require.NoError(t, err)
-	recv(t, started)
-	proxy.Strand()
+	q, direct, prefix, stopped := longJobOnAStrandedWorker(t)
 	var cause error
 	deadline := time.Now().Add(30 * time.Second)
 	for cancelled := false; !cancelled; {
@@ -299,16 +290,7 @@ func TestCancelReachesAWorkerWhoseSubscriptionWentHalfOpen(t *testing.T) {
 func TestCancelMissedByAHalfOpenSubscriptionStillStops(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := redistest.Shared(t)
-	proxy, viaProxy := faultproxy.StartClient(t, srv.Addr, redis.Options{}) // go-redis's default timeouts
-	direct, prefix := redistest.Client(t)
-	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
-	require.NoError(t, err)
-	started, stopped := startLongJobWorker(t, viaProxy, &drover.WorkerOptions{Prefix: prefix})
-	_, err = q.Add(ctx, "long", nil, &drover.JobOptions{JobID: "long"})
-	require.NoError(t, err)
-	recv(t, started)
-	proxy.Strand()
+	q, direct, prefix, stopped := longJobOnAStrandedWorker(t)
 	require.NoError(t, q.CancelJob(ctx, "long", "stop", nil), "Redis still counts the half-open subscriber")
 	select {
 	case cause := <-stopped:
@@ -319,6 +301,26 @@ func TestCancelMissedByAHalfOpenSubscriptionStillStops(t *testing.T) {
 	testkit.WaitFor(t, 15*time.Second, "the job to fail as cancelled", func() bool {
 		return direct.ZScore(ctx, prefix+":q:failed", "long").Err() == nil
 	})
+}
+
+// longJobOnAStrandedWorker starts a long job ("long", on queue "q") on a
+// worker whose connection goes through a fault proxy (go-redis's default
+// timeouts), then strands that proxy: the worker's subscription turns
+// half-open. It returns a queue and a client both straight to Redis, the
+// prefix, and the attempt's stopped channel (see startLongJobWorker).
+func longJobOnAStrandedWorker(t *testing.T) (q *drover.Queue, direct *redis.Client, prefix string, stopped chan error) {
+	t.Helper()
+	srv := redistest.Shared(t)
+	proxy, viaProxy := faultproxy.StartClient(t, srv.Addr, redis.Options{})
+	direct, prefix = redistest.Client(t)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	started, stopped := startLongJobWorker(t, viaProxy, &drover.WorkerOptions{Prefix: prefix})
+	_, err = q.Add(context.Background(), "long", nil, &drover.JobOptions{JobID: "long"})
+	require.NoError(t, err)
+	recv(t, started)
+	proxy.Strand()
+	return q, direct, prefix, stopped
 }
 
 // startLongJobWorker starts a worker on queue "q" whose every attempt runs
