@@ -40,7 +40,7 @@ func TestBusyRedisLosesNoJob(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	rdb := srv.Client(t)
 	busy := srv.Client(t)
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Logger: logger})
 	require.NoError(t, err)

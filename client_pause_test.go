@@ -36,7 +36,7 @@ func TestWorkThroughClientPauseWrite(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr}) // go-redis's default timeouts
 	t.Cleanup(func() { _ = rdb.Close() })
 	admin := srv.Client(t)
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Logger: log})

@@ -77,7 +77,7 @@ type crashRig struct {
 	q    *drover.Queue
 	fp   *drover.FlowProducer
 	w    *drover.Worker
-	logs *syncBuffer
+	logs *testkit.SyncBuffer
 }
 
 func newCrashRig(t *testing.T, args ...string) *crashRig {
@@ -88,7 +88,7 @@ func newCrashRig(t *testing.T, args ...string) *crashRig {
 	t.Cleanup(func() { srv.Stop() })
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: 1})
 	t.Cleanup(func() { _ = rdb.Close() })
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Logger: logger})
 	require.NoError(t, err)

@@ -29,7 +29,7 @@ func TestQueueEventsRunOutlivesAnOutage(t *testing.T) {
 	direct, prefix := redistest.Client(t)
 	proxy, viaProxy := faultproxy.StartClient(t, redistest.Shared(t).Addr, redis.Options{MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	qe, err := drover.NewQueueEvents(viaProxy, "q", &drover.QueueEventsOptions{
 		Prefix: prefix, LastEventID: "0", BlockTimeout: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
@@ -100,7 +100,7 @@ func TestQueueEventsRunOutlivesAHalfOpenConnection(t *testing.T) {
 	direct, prefix := redistest.Client(t)
 	proxy, viaProxy := faultproxy.StartClient(t, redistest.Shared(t).Addr, redis.Options{}) // go-redis's default timeouts
 
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	qe, err := drover.NewQueueEvents(viaProxy, "q", &drover.QueueEventsOptions{
 		Prefix: prefix, LastEventID: "0", Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})

@@ -32,7 +32,7 @@ func TestFlowsSchedulerDedupUnderConnectionResets(t *testing.T) {
 	ctx := context.Background()
 	proxy, rdb := faultproxy.StartClient(t, redistest.Shared(t).Addr, redis.Options{ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: 500 * time.Millisecond, PoolSize: 60})
 	direct, prefix := redistest.Client(t)
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix, Logger: logger})
 	require.NoError(t, err)

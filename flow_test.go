@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/statedump"
 )
 
@@ -25,12 +26,12 @@ func TestFlowProducer(t *testing.T) {
 		*testBundle
 		fp *drover.FlowProducer
 		// log is what fp logged.
-		log *syncBuffer
+		log *testkit.SyncBuffer
 	}
 	setup := func(t *testing.T) *flowBundle {
 		t.Helper()
 		b := setupQueue(t)
-		log := &syncBuffer{}
+		log := &testkit.SyncBuffer{}
 		fp, err := drover.NewFlowProducer(b.rdb, &drover.FlowProducerOptions{Prefix: b.prefix, Logger: slog.New(slog.NewTextHandler(log, nil))})
 		require.NoError(t, err)
 		return &flowBundle{testBundle: b, fp: fp, log: log}

@@ -34,7 +34,7 @@ func TestWorkAcrossRedisIdleTimeouts(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 16})
 	t.Cleanup(func() { _ = rdb.Close() })
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Logger: log})

@@ -41,7 +41,7 @@ func TestRedisLoadingLosesNoJob(t *testing.T) {
 		return strings.Contains(inf, "aof_rewrite_in_progress:0") && strings.Contains(inf, "aof_rewrite_scheduled:0")
 	})
 
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Logger: logger})
 	require.NoError(t, err)

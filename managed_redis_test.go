@@ -79,7 +79,7 @@ func TestManagedRedisWithoutDangerousCommands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	admin, app := managedRedis(t)
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 
 	q, err := drover.NewQueue(app, "q", &drover.QueueOptions{Logger: log})

@@ -40,7 +40,7 @@ func TestMasterDemotedUnderLiveConnections(t *testing.T) {
 	admin := srv.Client(t)
 	prefix := "demote"
 
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Prefix: prefix, Logger: logger})
 	require.NoError(t, err)

@@ -76,7 +76,7 @@ func TestStartWhileRedisIsDown(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	done := make(chan string, 1)
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		done <- job.ID

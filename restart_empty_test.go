@@ -59,7 +59,7 @@ func TestEverythingAfterRedisRestartsEmpty(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 	admin := srv.Client(t)
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Logger: log})

@@ -45,7 +45,7 @@ func TestCloseGivesAPendingSchedulerAdvanceItsTry(t *testing.T) {
 	proxy.BlackholeAt(fmt.Sprintf("%x", sha1.Sum([]byte(advance))))
 
 	started, release := make(chan struct{}), make(chan struct{})
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		close(started)
 		<-release
@@ -118,7 +118,7 @@ func TestSchedulerRunWhoseAdvanceRedisLostHeals(t *testing.T) {
 	proxy.BlackholeAt(fmt.Sprintf("%x", sha1.Sum([]byte(advance))))
 
 	started, release := make(chan string, 1), make(chan struct{})
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		started <- job.ID
 		<-release

@@ -110,7 +110,7 @@ func TestSchedulerRunWithABadPatternIsNotRetried(t *testing.T) {
 	require.NoError(t, rdb.HSet(ctx, "bull:q:"+first.ID, "opts", bad).Err())
 
 	ran := make(chan string, 10)
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		ran <- job.ID
 		return nil, nil
@@ -131,7 +131,7 @@ func TestSchedulerRunWithABadPatternIsNotRetried(t *testing.T) {
 // refuse writes (maxmemory 1, noeviction) before the worker takes the first
 // run. It returns the client, the ids of the jobs the worker runs, its log
 // and the first run.
-func refusingScheduler(t *testing.T, lockDuration time.Duration) (*redis.Client, chan string, *syncBuffer, *drover.Job) {
+func refusingScheduler(t *testing.T, lockDuration time.Duration) (*redis.Client, chan string, *testkit.SyncBuffer, *drover.Job) {
 	t.Helper()
 	rdb, q := ownServer(t, nil, "--maxmemory-policy", "noeviction")
 	ran, logs, first := refusingSchedulerVia(t, lockDuration, rdb, rdb, q)
@@ -141,12 +141,12 @@ func refusingScheduler(t *testing.T, lockDuration time.Duration) (*redis.Client,
 // refusingSchedulerVia is refusingScheduler on a given server: rdb
 // reaches it directly (the scheduler, the refusal), workerRdb is the
 // worker's client, q the queue on rdb.
-func refusingSchedulerVia(t *testing.T, lockDuration time.Duration, rdb, workerRdb *redis.Client, q *drover.Queue) (chan string, *syncBuffer, *drover.Job) {
+func refusingSchedulerVia(t *testing.T, lockDuration time.Duration, rdb, workerRdb *redis.Client, q *drover.Queue) (chan string, *testkit.SyncBuffer, *drover.Job) {
 	t.Helper()
 	ctx := context.Background()
 
 	ran := make(chan string, 10)
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	w, err := drover.NewWorker(workerRdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		ran <- job.ID
 		return nil, nil

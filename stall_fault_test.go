@@ -37,7 +37,7 @@ func TestRedisStallsPastClientTimeouts(t *testing.T) {
 	staller := srv.Client(t)
 	check := srv.Client(t)
 
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	q, err := drover.NewQueue(rdb, "q", &drover.QueueOptions{Logger: logger})
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ func TestMoveToWaitingChildrenReplyLost(t *testing.T) {
 		err error
 	}
 	result := make(chan moved, 1)
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		if job.AttemptsStarted > 1 {
 			return "after children", nil

@@ -49,7 +49,7 @@ func TestWorkerCutOffPastItsLockStopsItsJob(t *testing.T) {
 	starts := make(chan start, 10)
 	var aCtx atomic.Pointer[context.Context]
 	aStoppedAt := make(chan error, 1)
-	logsA := &syncBuffer{}
+	logsA := &testkit.SyncBuffer{}
 	lostA := make(chan string, 4)
 	a, err := drover.NewWorker(viaProxy, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		if job.ID != "long" {

@@ -1,10 +1,8 @@
 package drover_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,24 +21,6 @@ type aheadClock struct{ skew time.Duration }
 
 func (c aheadClock) Now() time.Time { return time.Now().Add(c.skew) }
 
-// syncBuffer is a bytes.Buffer safe for the worker's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestWorkerClockSkew: a worker whose machine clock is 30 s ahead of
 // Redis's. A job delayed by 10 s must not run early: the worker measures its
 // offset to Redis TIME, warns, and schedules by the corrected clock. With
@@ -51,11 +31,11 @@ func TestWorkerClockSkew(t *testing.T) {
 	type bundle struct {
 		*testBundle
 		started chan string
-		logs    *syncBuffer
+		logs    *testkit.SyncBuffer
 	}
 	setup := func(t *testing.T, opts drover.WorkerOptions) *bundle {
 		t.Helper()
-		b := &bundle{testBundle: setupQueue(t), started: make(chan string, 10), logs: &syncBuffer{}}
+		b := &bundle{testBundle: setupQueue(t), started: make(chan string, 10), logs: &testkit.SyncBuffer{}}
 		opts.Prefix = b.prefix
 		opts.Logger = slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		opts.Concurrency = 4
@@ -140,12 +120,12 @@ func TestQueueClockSkew(t *testing.T) {
 	ctx := context.Background()
 	const skew = 30 * time.Second
 
-	setup := func(t *testing.T, opts drover.QueueOptions) (*drover.Queue, *timeCounter, *syncBuffer, func() time.Time) {
+	setup := func(t *testing.T, opts drover.QueueOptions) (*drover.Queue, *timeCounter, *testkit.SyncBuffer, func() time.Time) {
 		t.Helper()
 		rdb, prefix := redistest.Client(t)
 		counter := &timeCounter{}
 		rdb.AddHook(counter)
-		logs := &syncBuffer{}
+		logs := &testkit.SyncBuffer{}
 		opts.Prefix = prefix
 		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		q, err := drover.NewQueue(rdb, "q", &opts)

@@ -17,7 +17,7 @@ import (
 )
 
 // logLines parses the JSON log lines with the given message.
-func logLines(t *testing.T, s *syncBuffer, msg string) []map[string]any {
+func logLines(t *testing.T, s *testkit.SyncBuffer, msg string) []map[string]any {
 	var out []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(s.String()), "\n") {
 		var m map[string]any
@@ -35,7 +35,7 @@ func TestWorkerLogs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupQueue(t)
-	buf := &syncBuffer{}
+	buf := &testkit.SyncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	secret := map[string]string{"card": "secret-payload-4111"}
 	for id, opts := range map[string]*drover.JobOptions{
@@ -110,7 +110,7 @@ func TestWorkerLogsOpKeyOption(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupQueue(t)
-	buf := &syncBuffer{}
+	buf := &testkit.SyncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, err := b.queue.Add(ctx, "x", nil, &drover.JobOptions{JobID: "k"})
 	require.NoError(t, err)
@@ -126,7 +126,7 @@ func TestWorkerLogsOpKeyOption(t *testing.T) {
 // failed silently). Not parallel: it swaps the default output.
 func TestWorkerDefaultLogger(t *testing.T) {
 	ctx := context.Background()
-	buf := &syncBuffer{}
+	buf := &testkit.SyncBuffer{}
 	restore := drover.SetDefaultLogOutput(buf)
 	defer restore()
 	b := setupQueue(t)

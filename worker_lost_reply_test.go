@@ -42,7 +42,7 @@ func TestWorkerLostReplies(t *testing.T) {
 		direct   *redis.Client
 		prefix   string
 		queue    *drover.Queue
-		logs     *syncBuffer
+		logs     *testkit.SyncBuffer
 		started  chan string
 		finished chan finish
 		release  chan struct{}
@@ -60,7 +60,7 @@ func TestWorkerLostReplies(t *testing.T) {
 		direct, prefix := redistest.Client(t)
 		q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 		require.NoError(t, err)
-		b := &testBundle{proxy: proxy, direct: direct, prefix: prefix, queue: q, logs: &syncBuffer{},
+		b := &testBundle{proxy: proxy, direct: direct, prefix: prefix, queue: q, logs: &testkit.SyncBuffer{},
 			started: make(chan string, 10), finished: make(chan finish, 10), release: make(chan struct{})}
 		w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 			b.started <- job.Name

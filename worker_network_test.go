@@ -48,7 +48,7 @@ func TestWorkerNetworkFaultsUnderLoad(t *testing.T) {
 	}
 
 	before := len(droverGoroutines())
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		time.Sleep(100 * time.Millisecond) // 1,500 jobs: about 1.5 s at concurrency 100, through the faults
 		return "ok", nil
@@ -168,7 +168,7 @@ func TestWorkerLockRenewalsCutOff(t *testing.T) {
 	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)
 	started := make(chan int, 10)
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		started <- job.AttemptsStarted
 		if job.Name == "long" && job.AttemptsStarted == 1 {

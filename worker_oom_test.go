@@ -104,7 +104,7 @@ func TestFinishAndPromoteWhileRedisIsOutOfMemory(t *testing.T) {
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	started := make(chan string, running+delayed+1)
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		started <- job.ID
 		<-release
@@ -243,7 +243,7 @@ func TestWorkerWarnsOfAnEvictingRedis(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	start := func(t *testing.T, rdb *redis.Client) string {
-		logs := &syncBuffer{}
+		logs := &testkit.SyncBuffer{}
 		w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
 			return nil, nil
 		}), &drover.WorkerOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -276,7 +276,7 @@ func TestQueueWarnsOfAnEvictingRedis(t *testing.T) {
 		srv, err := redistest.Start(args...)
 		require.NoError(t, err)
 		t.Cleanup(srv.Stop)
-		logs := &syncBuffer{}
+		logs := &testkit.SyncBuffer{}
 		q, err := drover.NewQueue(srv.Client(t), "q", &drover.QueueOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		require.NoError(t, err)
 		_, err = q.Add(ctx, "a", nil, nil)
@@ -299,7 +299,7 @@ func TestQueueWarnsOfAnEvictingRedis(t *testing.T) {
 	srv, err := redistest.Start("--maxmemory-policy", "allkeys-random")
 	require.NoError(t, err)
 	t.Cleanup(srv.Stop)
-	flowLogs := &syncBuffer{}
+	flowLogs := &testkit.SyncBuffer{}
 	fp, err := drover.NewFlowProducer(srv.Client(t), &drover.FlowProducerOptions{Logger: slog.New(slog.NewTextHandler(flowLogs, nil))})
 	require.NoError(t, err)
 	for range 2 {

@@ -31,7 +31,7 @@ func TestWorkerOutageLogsOncePerMessage(t *testing.T) {
 	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
 	require.NoError(t, err)
 
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	release := make(chan struct{})
 	w, err := drover.NewWorker(rdb, "q", drover.ProcessorFunc(func(ctx context.Context, job *drover.Job) (any, error) {
 		if job.Name == "held" {

@@ -245,7 +245,7 @@ func TestWorkerPause(t *testing.T) {
 	t.Run("Logged", func(t *testing.T) {
 		t.Parallel()
 		b := setupQueue(t)
-		buf := &syncBuffer{}
+		buf := &testkit.SyncBuffer{}
 		logger := slog.New(slog.NewJSONHandler(buf, nil))
 		w := b.startWorker(t, noop, &drover.WorkerOptions{Logger: logger, Name: "logged"})
 		require.NoError(t, w.Pause(ctx, &drover.WorkerPauseOptions{DoNotWaitActive: true}))

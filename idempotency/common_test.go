@@ -1,14 +1,12 @@
 package idempotency_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +16,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/seed40057009/drover/idempotency"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/pgtest"
 	"github.com/seed40057009/drover/pgmigrate"
 )
@@ -45,7 +44,7 @@ func TestMain(m *testing.M) {
 // over it. Tx is the database's transaction type.
 type testBundle[Tx any] struct {
 	ledger *idempotency.Ledger[Tx]
-	logs   *syncBuffer
+	logs   *testkit.SyncBuffer
 	// dsn reaches the database from another process.
 	dsn      string
 	begin    func(t *testing.T) Tx
@@ -60,25 +59,7 @@ type testBundle[Tx any] struct {
 	exec func(t *testing.T, sql string, args ...any)
 }
 
-// syncBuffer is a bytes.Buffer that parallel goroutines can log into.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func testLogger(w *syncBuffer) *slog.Logger {
+func testLogger(w *testkit.SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey {
@@ -106,7 +87,7 @@ func setupPostgres(t *testing.T) *testBundle[pgx.Tx] {
 	_, err = pool.Exec(ctx, pgEffectsTable)
 	require.NoError(t, err)
 
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	return &testBundle[pgx.Tx]{
 		ledger: idempotency.NewPostgres(pool, &idempotency.Options{Logger: testLogger(logs)}),
 		logs:   logs,
@@ -174,7 +155,7 @@ func setupSQLite(t *testing.T) *testBundle[*sql.Tx] {
 	_, err = db.ExecContext(ctx, liteEffectsTable)
 	require.NoError(t, err)
 
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	return &testBundle[*sql.Tx]{
 		ledger: idempotency.NewSQLite(db, &idempotency.Options{Logger: testLogger(logs)}),
 		logs:   logs,

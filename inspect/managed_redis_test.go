@@ -1,12 +1,10 @@
 package inspect_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,26 +13,9 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the discovery loop's goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // refusedScans reads how many SCAN calls the server refused (INFO
 // commandstats rejected_calls, ACL refusals among them).
@@ -92,7 +73,7 @@ func TestInspectorOnAManagedRedis(t *testing.T) {
 	_, err = q.Add(ctx, "send", nil, nil)
 	require.NoError(t, err)
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	ins, err := inspect.New(app, &inspect.Options{Prefix: "bull", DiscoveryInterval: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/pgtest"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 	"github.com/seed40057009/drover/lab"
@@ -30,26 +31,9 @@ type testBundle struct {
 	rdb    *redis.Client
 	prefix string
 	db     *lab.DB
-	logs   *syncBuffer
+	logs   *testkit.SyncBuffer
 	// opts run every scenario, with the worker process re-running this test binary.
 	opts *lab.Options
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // setup returns a migrated database of the dialect ("postgres" or "sqlite")
@@ -82,7 +66,7 @@ func setup(t *testing.T, dialect string) *testBundle {
 	require.NoError(t, db.CreateTables(ctx))
 	require.NoError(t, db.CreateTables(ctx), "CreateTables is idempotent")
 
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	return &testBundle{
 		rdb: rdb, prefix: prefix, db: db, logs: logs,
 		opts: &lab.Options{

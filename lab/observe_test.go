@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/idempotency"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/lab"
 	"github.com/seed40057009/drover/pgmigrate"
 )
@@ -24,7 +25,7 @@ func TestObserve(t *testing.T) {
 
 	type testBundle struct {
 		ledger   *idempotency.Ledger[*sql.Tx]
-		logs     *syncBuffer
+		logs     *testkit.SyncBuffer
 		counters *lab.Counters
 		opts     *lab.ObserveOptions
 	}
@@ -36,7 +37,7 @@ func TestObserve(t *testing.T) {
 		t.Cleanup(func() { require.NoError(t, db.Close()) })
 		_, err = pgmigrate.Up(ctx, pgmigrate.SQLite(db), nil)
 		require.NoError(t, err)
-		logs := &syncBuffer{}
+		logs := &testkit.SyncBuffer{}
 		counters := &lab.Counters{}
 		return &testBundle{
 			ledger: idempotency.NewSQLite(db, nil), logs: logs, counters: counters,

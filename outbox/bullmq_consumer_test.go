@@ -1,7 +1,6 @@
 package outbox_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/bullmqoracle"
 	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/pgtest"
@@ -49,7 +49,7 @@ func TestRelayOneJobPerRowAsABullMQConsumerSeesIt(t *testing.T) {
 		ID: "consumer", Concurrency: 4, Behavior: bullmqoracle.Return(nil),
 	}))
 
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	var proxies []*faultproxy.Proxy
 	for range 2 {
 		proxy, pool := pgtest.ConnectThroughProxy(t, dsn)
@@ -192,22 +192,4 @@ func TestRelayOneJobPerRowAsABullMQConsumerSeesIt(t *testing.T) {
 	dups := regexp.MustCompile(`msg="outbox batch relayed" count=\d+ created=\d+ duplicates=([1-9]\d*)`).FindAllString(logs.String(), -1)
 	t.Logf("%d rows, %d jobs completed once each; %d failed batches, %d batches re-adding rows as duplicates",
 		len(all), len(completed), failedBatches, len(dups))
-}
-
-// syncBuffer is a bytes.Buffer for loggers of several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

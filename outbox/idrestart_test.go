@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/pgtest"
 	"github.com/seed40057009/drover/outbox"
 	"github.com/seed40057009/drover/pgmigrate"
@@ -52,7 +53,7 @@ func TestRelayRowIDsRestarted(t *testing.T) {
 			require.NoError(t, err)
 
 			b.add(t, job{queue: "mail", name: "welcome", data: map[string]any{"user": 2}})
-			logs := &syncBuffer{}
+			logs := &testkit.SyncBuffer{}
 			stats, err = b.newRelay(t, &outbox.RelayOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))}).Flush(ctx)
 			require.NoError(t, err)
 			require.Equal(t, outbox.Stats{Failed: 1}, stats, "the new row is not the old job's duplicate")

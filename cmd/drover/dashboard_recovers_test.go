@@ -33,7 +33,7 @@ func TestDashboardRecoversAfterRedisWasSlow(t *testing.T) {
 	_, err = q.Add(ctx, "x", nil, nil)
 	require.NoError(t, err)
 
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {

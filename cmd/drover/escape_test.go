@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -78,7 +79,7 @@ func TestTerminalEscapes(t *testing.T) {
 		require.Equal(t, queue, d.Queue)
 	})
 	t.Run("WatchFromStart", func(t *testing.T) {
-		var out syncBuffer
+		var out testkit.SyncBuffer
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {

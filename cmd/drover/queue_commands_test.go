@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,27 +17,9 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
-
-// syncBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestQueueCommands is acceptance 6: the queue commands against a real
 // Redis, as tables and as --json, with --dry-run.
@@ -559,7 +540,7 @@ func TestQueueCommands(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		for _, asJSON := range []bool{false, true} {
-			var out syncBuffer
+			var out testkit.SyncBuffer
 			wctx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			args := []string{"watch", "mail", "--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", b.prefix}
@@ -737,7 +718,7 @@ func TestQueueCommands(t *testing.T) {
 // dashboard's URL, serves it while it runs, and stops cleanly.
 func TestDemoServesDashboard(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- (&Main{Stdout: &out, Stderr: &out}).Run(context.Background(), []string{"demo", "--for", "8s", "--dashboard", "127.0.0.1:0"})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -62,7 +63,7 @@ func TestTLS(t *testing.T) {
 	// its URL.
 	serve := func(t *testing.T, args ...string) string {
 		t.Helper()
-		var out syncBuffer
+		var out testkit.SyncBuffer
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		args = append([]string{"dashboard", "--addr", "127.0.0.1:0", "--redis", redisURL, "--prefix", redistest.UniquePrefix(),
@@ -107,7 +108,7 @@ func TestTLS(t *testing.T) {
 			resp.Body.Close()
 			require.NotEqual(t, http.StatusOK, resp.StatusCode)
 		}
-		require.Error(t, (&Main{Stdout: &syncBuffer{}}).Run(ctx, []string{"dashboard", "--tls-cert", certFile}))
+		require.Error(t, (&Main{Stdout: &testkit.SyncBuffer{}}).Run(ctx, []string{"dashboard", "--tls-cert", certFile}))
 	})
 
 	t.Run("SecureCookiesBehindAProxy", func(t *testing.T) {
@@ -120,7 +121,7 @@ func TestTLS(t *testing.T) {
 	t.Run("RedissToPlainRedisFailsFastNamingTLS", func(t *testing.T) {
 		t.Parallel()
 		start := time.Now()
-		err := (&Main{Stdout: &syncBuffer{}}).Run(ctx, []string{"queues", "--redis", "rediss://" + redistest.Shared(t).Addr + "/0"})
+		err := (&Main{Stdout: &testkit.SyncBuffer{}}).Run(ctx, []string{"queues", "--redis", "rediss://" + redistest.Shared(t).Addr + "/0"})
 		require.Error(t, err)
 		require.Contains(t, err.Error(), "TLS")
 		require.Contains(t, err.Error(), "plain Redis")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -37,7 +38,7 @@ func TestWatchJSONKeepsCleanedAndDeduplicated(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, removed, 3)
 
-	var out, errOut syncBuffer // a warning on stderr is no event
+	var out, errOut testkit.SyncBuffer // a warning on stderr is no event
 	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	require.NoError(t, (&Main{Stdout: &out, Stderr: &errOut}).Run(wctx, []string{"watch", "mail", "--from", "0", "--json",

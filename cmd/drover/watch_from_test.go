@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -26,7 +27,7 @@ func TestWatchRefusesABadFrom(t *testing.T) {
 	_, err = q.Add(ctx, "x", nil, nil)
 	require.NoError(t, err)
 	watch := func(ctx context.Context, from string) (string, error) {
-		var out syncBuffer
+		var out testkit.SyncBuffer
 		err := (&Main{Stdout: &out, Stderr: &out}).Run(ctx, []string{"watch", "mail", "--from", from,
 			"--redis", "redis://" + redistest.Shared(t).Addr, "--prefix", prefix})
 		return out.String(), err
@@ -43,7 +44,7 @@ func TestWatchRefusesABadFrom(t *testing.T) {
 	// the deadline came before the first read).
 	for _, from := range []string{"0", "0-0", "$", "1700000000000", "1700000000000-5"} {
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		var out syncBuffer
+		var out testkit.SyncBuffer
 		done := make(chan error, 1)
 		go func() {
 			done <- (&Main{Stdout: &out, Stderr: &out}).Run(wctx, []string{"watch", "mail", "--from", from,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -32,7 +33,7 @@ func TestWatchShowsProgress(t *testing.T) {
 	require.NoError(t, job.UpdateProgress(ctx, 55))
 
 	watch := func(args ...string) string {
-		var out, errOut syncBuffer // a warning on stderr is no event
+		var out, errOut testkit.SyncBuffer // a warning on stderr is no event
 		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
 		err := (&Main{Stdout: &out, Stderr: &errOut}).Run(wctx, append([]string{"watch", "mail", "--from", "0",

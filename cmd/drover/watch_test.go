@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/inspect"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -40,7 +41,7 @@ func TestWatchJSONCarriesEventFields(t *testing.T) {
 	_, err = q.Clean(ctx, 0, 10, drover.StateWaiting)
 	require.NoError(t, err)
 
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {

@@ -1,10 +1,8 @@
 package interoptest_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -13,24 +11,6 @@ import (
 	"github.com/seed40057009/drover"
 	"github.com/seed40057009/drover/internal/testkit"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestInteropLegacyRepeatableSaysItStops: a legacy (BullMQ v5) repeatable
 // job, its key "name:id:endDate:tz:every" listed in the repeat set without
@@ -54,7 +34,7 @@ func TestInteropLegacyRepeatableSaysItStops(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	var logs lockedBuffer
+	var logs testkit.SyncBuffer
 	w, err := drover.NewWorker(b.rdb, queueName, drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) { return "ok", nil }),
 		&drover.WorkerOptions{Prefix: b.prefix, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	require.NoError(t, err)
