@@ -315,6 +315,43 @@ func TestSentinelFailover(t *testing.T) {
 	r.finish(perQueue, 90*time.Second)
 }
 
+// TestSentinelFailoverAbortedIsAskedAgain: a forced failover whose
+// promotion the sentinel does not see within failover-timeout (10 s) is
+// aborted, and the sentinel never tries again by itself. On a loaded CI
+// machine that left TestSentinelFailoverEventsScheduler waiting 60 s for a
+// master that never changed; Failover now asks again. The replica is frozen
+// for 12 s from the request on, so the first attempt must abort.
+func TestSentinelFailoverAbortedIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := clustertest.StartSentinel(ctx)
+	require.NoError(t, err)
+	t.Cleanup(s.Stop)
+	require.NoError(t, s.WaitReplicated(ctx))
+	old, err := s.MasterAddr(ctx)
+	require.NoError(t, err)
+	var replica *clustertest.Node
+	for _, n := range s.Data {
+		if n.Addr != old {
+			replica = n
+		}
+	}
+	require.NotNil(t, replica)
+	thaw := replica.Freeze()
+	t.Cleanup(thaw)
+	time.AfterFunc(12*time.Second, thaw)
+
+	newMaster, err := s.Failover(ctx)
+	require.NoError(t, err)
+	require.Equal(t, replica.Addr, newMaster)
+	var aborts int
+	for _, sn := range s.Sentinels {
+		aborts += strings.Count(sn.Log(), "-failover-abort")
+	}
+	require.Positive(t, aborts, "the first failover was expected to abort")
+	require.NoError(t, s.WaitSettled(ctx))
+}
+
 // TestClusterFailoverIdleWorker fails over the master of a queue whose worker
 // is idle, blocked in BZPOPMIN on the queue's marker. Redis answers the
 // blocked call with -MOVED; the worker must follow it to the new master and

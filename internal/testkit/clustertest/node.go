@@ -160,6 +160,15 @@ func (n *Node) Kill() {
 	<-n.done
 }
 
+// Freeze stops the node's process (SIGSTOP), as a stalled VM would: its
+// connections stay open and nothing is answered. The returned function
+// resumes it (SIGCONT); calling it more than once is harmless.
+func (n *Node) Freeze() (thaw func()) {
+	_ = n.cmd.Process.Signal(syscall.SIGSTOP)
+	var once sync.Once
+	return func() { once.Do(func() { _ = n.cmd.Process.Signal(syscall.SIGCONT) }) }
+}
+
 // Restart starts a killed node again on the same port with the same
 // configuration and waits until it answers. A cluster node rejoins the
 // cluster; one whose slots were taken over comes back as a replica.

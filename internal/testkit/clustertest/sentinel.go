@@ -194,12 +194,35 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr})
-	defer func() { _ = sc.Close() }()
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	// NOGOODSLAVE until the sentinel has fresh INFO from the replica.
-	err = poll(wctx, 200*time.Millisecond, "SENTINEL FAILOVER", func(ctx context.Context) (bool, string, error) {
+	// A forced failover the sentinel aborts (the promotion not seen within
+	// failover-timeout, 10 s, which a loaded machine can miss) is not
+	// retried by the sentinel: the old master simply stays. Ask again, of
+	// the next sentinel, until the whole wait runs out.
+	var lastErr error
+	for attempt := 0; wctx.Err() == nil; attempt++ {
+		if err := s.requestFailover(wctx, s.Sentinels[attempt%len(s.Sentinels)].Addr); err != nil {
+			return "", err
+		}
+		actx, acancel := context.WithTimeout(wctx, 15*time.Second)
+		newMaster, err := s.waitNewMaster(actx, old)
+		acancel()
+		if err == nil {
+			return newMaster, nil
+		}
+		lastErr = err
+	}
+	return "", fmt.Errorf("SENTINEL FAILOVER asked again each 15 s: %w", lastErr)
+}
+
+// requestFailover sends SENTINEL FAILOVER to the sentinel at addr, asking
+// again while it answers NOGOODSLAVE (no fresh INFO from the replica yet)
+// or INPROG (a failover under way).
+func (s *Sentinel) requestFailover(ctx context.Context, addr string) error {
+	sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
+	defer func() { _ = sc.Close() }()
+	return poll(ctx, 200*time.Millisecond, "SENTINEL FAILOVER", func(ctx context.Context) (bool, string, error) {
 		err := sc.Failover(ctx, MasterName).Err()
 		if err == nil {
 			return true, "", nil
@@ -209,10 +232,6 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 		}
 		return false, "", err
 	})
-	if err != nil {
-		return "", err
-	}
-	return s.waitNewMaster(wctx, old)
 }
 
 // KillMaster SIGKILLs the master, as a crash would, and waits until the
