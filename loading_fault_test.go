@@ -68,10 +68,13 @@ func TestRedisLoadingLosesNoJob(t *testing.T) {
 	require.NoError(t, srv.Crash())
 	// Redis answers (INFO) before and between the files it loads: a
 	// write that goes through says the load is over.
-	probe := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1}) // sees LOADING itself
+	// The probe sees LOADING itself (no retries). A loading Redis answers
+	// between chunks of its file; on a loaded machine (load 25, CI) a chunk
+	// outlasted the default 3 s read timeout: "i/o timeout".
+	probe := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: 30 * time.Second})
 	t.Cleanup(func() { _ = probe.Close() })
 	loading := false
-	testkit.WaitFor(t, 30*time.Second, "the restart's load", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "the restart's load", func() bool {
 		err := probe.Set(ctx, "probe", 1, 0).Err()
 		require.True(t, err == nil || strings.HasPrefix(err.Error(), "LOADING"), "%v", err)
 		loading = loading || err != nil

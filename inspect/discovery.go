@@ -56,6 +56,9 @@ type discovery struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	kick    chan struct{} // asks the loop to rescan now
+	// readOnly logs once that this Redis user may not keep what scans
+	// found (cacheWriteFailed).
+	readOnly sync.Once
 	// scanRefused is set when Redis refused SCAN (an ACL without it, a
 	// managed Redis): listings then come from the registry and the worker
 	// connections only, and SCAN is not sent again (listQueues).
@@ -351,7 +354,7 @@ func (i *Inspector) seedRegistry(ctx context.Context, names []string) {
 		return nil
 	})
 	if err != nil && ctx.Err() == nil {
-		i.opts.Logger.WarnContext(ctx, "seed the queue registry", slog.Any(logkey.Error, err))
+		i.cacheWriteFailed(ctx, "seed the queue registry", err)
 	}
 }
 
@@ -383,8 +386,24 @@ func (i *Inspector) publish(ctx context.Context, names []string) {
 	}
 	b, _ := json.Marshal(publishedQueues{At: time.Now().UnixMilli(), Queues: names})
 	if err := i.rdb.Set(ctx, keys.Discovery(i.opts.Prefix), b, 3*i.opts.DiscoveryInterval).Err(); err != nil && ctx.Err() == nil {
-		i.opts.Logger.WarnContext(ctx, "publish discovered queues", slog.Any(logkey.Error, err))
+		i.cacheWriteFailed(ctx, "publish discovered queues", err)
 	}
+}
+
+// cacheWriteFailed logs a failed write of what a scan found (the published
+// list, the registry). A Redis user that may not write (NOPERM: a
+// read-only dashboard or CLI account) gets one Info line per Inspector:
+// its listings work, each scanning again, and a warning on every CLI run
+// told the operator of nothing to mend.
+func (i *Inspector) cacheWriteFailed(ctx context.Context, what string, err error) {
+	if outage.ReplyCode(err) != "NOPERM" {
+		i.opts.Logger.WarnContext(ctx, what, slog.Any(logkey.Error, err))
+		return
+	}
+	i.disc.readOnly.Do(func() {
+		i.opts.Logger.InfoContext(ctx, "this Redis user may not write: queues found by a scan are not kept for the next listing, which scans again",
+			slog.Any(logkey.Error, err))
+	})
 }
 
 // startDiscovery starts the background loop once, unless the Inspector is

@@ -235,7 +235,35 @@ func (s *script) doArgs(ctx context.Context, rdb Doer, cmdArgs []any) *redis.Cmd
 		cmdArgs[0], cmdArgs[1] = "eval", s.ready().src
 		cmd = rdb.Do(ctx, cmdArgs...)
 	}
+	explainRefusal(cmd)
 	return cmd
+}
+
+// scriptsRefusedError is the error of a script call that the Redis user
+// may not make at all: an ACL without EVALSHA (a "read-only" user granted
+// +@read alone, as managed Redis services suggest). drover, like BullMQ,
+// runs every queue operation as a Lua script, reads included, so the bare
+// NOPERM reply left the operator guessing which grant is missing.
+type scriptsRefusedError struct{ Err error }
+
+func (e *scriptsRefusedError) Error() string {
+	return e.Err.Error() + " (drover runs every queue operation, reads included, as a Lua script, as BullMQ does: " +
+		"grant this Redis user +@scripting, or +evalsha +eval; with -@write it stays read-only, its scripts cannot write either)"
+}
+
+func (e *scriptsRefusedError) Unwrap() error { return e.Err }
+
+// explainRefusal turns cmd's NOPERM reply to EVALSHA or EVAL into a
+// scriptsRefusedError. Other refusals (a key pattern the user may not
+// touch) are left as Redis said them.
+func explainRefusal(cmd *redis.Cmd) {
+	err := cmd.Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		return
+	}
+	if msg := err.Error(); strings.Contains(msg, "'evalsha'") || strings.Contains(msg, "'eval'") {
+		cmd.SetErr(&scriptsRefusedError{Err: err})
+	}
 }
 
 // Processor runs a command object: a client or a pipeline.
@@ -275,6 +303,7 @@ func (s *script) sendOnce(ctx context.Context, rdb Doer, cmdArgs []any) *redis.C
 		cmd = redis.NewCmd(ctx, cmdArgs...)
 		_ = p.Process(ctx, sentOnce{cmd})
 	}
+	explainRefusal(cmd)
 	return cmd
 }
 

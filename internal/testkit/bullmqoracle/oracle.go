@@ -42,8 +42,10 @@ type Options struct {
 	StartTimeout time.Duration
 }
 
-// StartTimeoutDefault is the default Options.StartTimeout.
-const StartTimeoutDefault = 30 * time.Second
+// StartTimeoutDefault is the default Options.StartTimeout. Node starts in
+// about a second; at load 20+ on two cores a worker process took more
+// than 30 s to say ready.
+const StartTimeoutDefault = 60 * time.Second
 
 // CallTimeoutDefault bounds a call whose context has no deadline, so a wedged
 // Node process fails the test instead of hanging it.
