@@ -160,6 +160,12 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 		require.NoError(t, b.proxy.Listen())
 		require.Len(t, jobKeys(t, b), 1, "stored once")
 
+		// A queue and proxy of its own: a resend of the Add above may still
+		// be under way (the caller stops waiting at its deadline, the send
+		// goes on, its token keeps it stored once), and on a loaded machine
+		// it took this proxy's next dropped reply, so the AddBulk got its
+		// own reply and no error.
+		b = setup(t)
 		b.proxy.DropReplyAndRefuse("evalsha")
 		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -169,7 +175,7 @@ func TestAddExactlyOnceUnderClientRetry(t *testing.T) {
 		require.ErrorIs(t, err, drover.ErrAddInDoubt)
 		require.Equal(t, 3, be.Unknown)
 		require.NoError(t, b.proxy.Listen())
-		require.Len(t, jobKeys(t, b), 4)
+		require.Len(t, jobKeys(t, b), 3)
 	})
 
 	// The same crash, and the server is back before the resends run out:
