@@ -142,10 +142,12 @@ func screenshot(t *testing.T, tab context.Context, name string) string {
 }
 
 // do runs actions; on failure it saves a screenshot of the tab and the
-// page's text to the artifacts dir, to see what the browser saw.
+// page's text to the artifacts dir, to see what the browser saw. Each call
+// gets a minute: at load 40 (a fresh-clone CI beside other work) a
+// navigation and its first rendering outlasted 30 s.
 func do(t *testing.T, tab context.Context, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	step, cancelStep := context.WithTimeout(tab, 30*time.Second)
+	step, cancelStep := context.WithTimeout(tab, time.Minute)
 	defer cancelStep()
 	err := chromedp.Do(step, actions...)
 	if err == nil {
@@ -182,7 +184,7 @@ func text(t *testing.T, tab context.Context, sel string) string {
 // test in seconds instead of hanging until the tab's deadline.
 func step(t *testing.T, tab context.Context) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(tab, 15*time.Second)
+	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
