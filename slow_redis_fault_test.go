@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/scripts"
 	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/faultproxy"
 	"github.com/seed40057009/drover/internal/testkit/queuecheck"
@@ -225,4 +226,90 @@ func TestFinishBatchesUnderTruncatedReplies(t *testing.T) {
 	require.Len(t, st.In("completed"), jobs)
 	require.NotZero(t, proxy.Dropped(), "finish replies were cut off")
 	t.Logf("%d finish replies cut off; %d runs for %d jobs, %d stalls", proxy.Dropped(), runs.Load(), jobs, stalls)
+}
+
+// TestLockHeldUnderSlowReplies: every reply from Redis to worker A comes
+// 1.5 s late (its requests arrive at once: a slow return path), with
+// locks of 4 s. A's connections are all open and past their handshake
+// beforehand, and the scripts loaded, so no call pays extra round trips.
+// Eight jobs arrive 350 ms apart and run 4.5 s: healthy jobs, each of whose
+// renewals reaches Redis at once. A learns of each take 1.5 s after its
+// lock was set, and must renew it then, not at its next round (up to
+// 1.5 s later, whose answer would come past the lock's end and cancel the
+// job as if its lock had been lost). Worker B, on a good link and started
+// once A holds every job, checks for stalled jobs every 200 ms. No lock may
+// be lost, no job stalled; each completes once, by A, on its first attempt.
+func TestLockHeldUnderSlowReplies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Shared(t)
+	const conns = 16
+	proxy, viaProxy := faultproxy.StartClient(t, srv.Addr, redis.Options{PoolSize: conns})
+	direct, prefix := redistest.Client(t)
+	q, err := drover.NewQueue(direct, "q", &drover.QueueOptions{Prefix: prefix})
+	require.NoError(t, err)
+	// Every connection of A's pool opened and through its handshake (a
+	// connection is set up at its first command): at the same time, each
+	// holding its connection for 100 ms.
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = viaProxy.Do(ctx, "BLPOP", prefix+":nothing", "0.1").Err()
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, conns, viaProxy.PoolStats().TotalConns)
+	require.NoError(t, scripts.Load(ctx, direct))
+
+	var lost atomic.Value
+	const jobs = 8
+	a, err := drover.NewWorker(viaProxy, "q", drover.ProcessorFunc(func(ctx context.Context, _ *drover.Job) (any, error) {
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(4500 * time.Millisecond):
+			return "a", nil
+		}
+	}), &drover.WorkerOptions{Prefix: prefix, Concurrency: jobs, LockDuration: 4 * time.Second, StalledInterval: time.Second,
+		Logger: slog.New(slog.DiscardHandler),
+		Hooks:  &drover.WorkerHooks{LockLost: func(j *drover.Job, why string) { lost.Store(j.ID + ": " + why) }}})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+	b, err := drover.NewWorker(direct, "q", drover.ProcessorFunc(func(context.Context, *drover.Job) (any, error) {
+		return "b", nil
+	}), &drover.WorkerOptions{Prefix: prefix, StalledInterval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	for _, w := range []*drover.Worker{a, b} {
+		t.Cleanup(func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			_ = w.Close(cctx)
+		})
+	}
+	proxy.SetReplyLatency(1500 * time.Millisecond)
+	for i := range jobs {
+		_, err := q.Add(ctx, "j", nil, &drover.JobOptions{JobID: fmt.Sprintf("j%d", i)})
+		require.NoError(t, err)
+		time.Sleep(350 * time.Millisecond)
+	}
+	testkit.WaitFor(t, 30*time.Second, "A to take every job", func() bool {
+		n := direct.LLen(ctx, prefix+":q:active").Val() + direct.ZCard(ctx, prefix+":q:completed").Val()
+		return n == jobs && direct.LLen(ctx, prefix+":q:wait").Val() == 0
+	})
+	require.NoError(t, b.Start(ctx))
+	testkit.WaitFor(t, 60*time.Second, "every job to complete", func() bool {
+		return direct.ZCard(ctx, prefix+":q:completed").Val() == jobs
+	})
+	proxy.SetReplyLatency(0)
+	require.Nil(t, lost.Load(), "a lock was lost")
+	for _, m := range direct.XRange(ctx, prefix+":q:events", "-", "+").Val() {
+		require.NotEqual(t, "stalled", m.Values["event"], "job %v stalled", m.Values["jobId"])
+	}
+	for i := range jobs {
+		h := direct.HGetAll(ctx, fmt.Sprintf("%s:q:j%d", prefix, i)).Val()
+		require.Equal(t, `"a"`, h["returnvalue"], "job j%d", i)
+		require.Equal(t, "1", h["atm"], "job j%d", i)
+	}
 }
