@@ -538,8 +538,9 @@ func NewWorker(rdb redis.UniversalClient, name string, proc Processor, opts *Wor
 	w.gate = &fetchGate{log: w.log, hook: o.Hooks.FetchHeld}
 	w.presence = &presence{rdb: rdb, name: workerClientName(q.k.Prefix(), name, o.Name), slotKey: q.k.Meta(),
 		interval: presenceInterval, log: w.log}
-	w.keeper = &lockKeeper{q: q, jobs: w.jobs, duration: o.LockDuration, log: w.log, lost: o.Hooks.LockLost,
-		gate: w.gate, wakeKey: q.k.WorkerWake(id), workerID: id, wakeLife: wakeLifetime(o.LockDuration)}
+	w.keeper = newLockKeeper(q, w.jobs, o.LockDuration)
+	w.keeper.log, w.keeper.lost, w.keeper.gate = w.log, o.Hooks.LockLost, w.gate
+	w.keeper.wakeKey, w.keeper.workerID, w.keeper.wakeLife = q.k.WorkerWake(id), id, wakeLifetime(o.LockDuration)
 	w.canceller = &canceller{rdb: rdb, channel: q.k.CancelChannel(id), kept: q.k.CancelRequests(id), jobs: w.jobs, log: w.log}
 	w.checker = &stalledChecker{q: q, interval: o.StalledInterval, maxStalled: o.MaxStalledCount,
 		log: w.log, stalled: o.Hooks.Stalled, paused: &w.pauser.paused, resumed: make(chan struct{}, 1)}

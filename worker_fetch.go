@@ -151,6 +151,7 @@ func (w *Worker) fetchLoop() {
 		failures = 0
 		next := w.prepare(f.Jobs, args.Token)
 		w.jobs.start(n, next)
+		w.keeper.arrived(next)
 		w.pauser.leave() // the jobs are in flight: a Pause waits for them
 		w.launch(next)
 		w.noteRateLimit(f.RateLimitTTL)

@@ -291,6 +291,7 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 		}
 	}
 	w.jobs.finish(done, reserved, next)
+	w.keeper.arrived(next)
 	if fetching {
 		w.pauser.leave()
 	}

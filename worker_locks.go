@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -36,28 +37,90 @@ type lockKeeper struct {
 	wakeKey  string                     // the worker's wake key, written by probe
 	workerID string                     // whose wake key each renewal keeps alive
 	wakeLife time.Duration              // the wake key's lifetime (wakeLifetime)
+
+	// nextAt is when (ms on the queue's clock) run renews next; dueAt is
+	// the earliest renewal a job that arrived since asks for (math.MaxInt64:
+	// none), and kick tells run of it (arrived).
+	nextAt atomic.Int64
+	dueAt  atomic.Int64
+	kick   chan struct{}
+}
+
+// arrived tells the keeper of jobs just put in flight. A job's lock runs
+// from when the call that took it ran in Redis (its lastRenew), which may
+// be well before its reply arrived (slow replies): when its first renewal
+// is due, duration/4 after that, before run's next renewal, run renews
+// then instead, or the renewal's answer might come back past the lock's
+// end and cancel a healthy job (BullMQ's LockManager renews by each job's
+// age likewise). In the usual case (the reply came at once) the next
+// renewal comes first and this costs a comparison.
+func (k *lockKeeper) arrived(rjs []*runningJob) {
+	if len(rjs) == 0 {
+		return
+	}
+	due := int64(math.MaxInt64)
+	for _, rj := range rjs {
+		due = min(due, rj.lastRenew.Load()+(k.duration/4).Milliseconds())
+	}
+	if due >= k.nextAt.Load() {
+		return
+	}
+	for {
+		cur := k.dueAt.Load()
+		if due >= cur || k.dueAt.CompareAndSwap(cur, due) {
+			break
+		}
+	}
+	select {
+	case k.kick <- struct{}{}:
+	default:
+	}
+}
+
+// newLockKeeper returns a keeper for q's jobs in flight in jobs; the other
+// fields are the caller's to set.
+func newLockKeeper(q *Queue, jobs *inflight, duration time.Duration) *lockKeeper {
+	k := &lockKeeper{q: q, jobs: jobs, duration: duration, kick: make(chan struct{}, 1)}
+	k.dueAt.Store(math.MaxInt64)
+	k.nextAt.Store(math.MaxInt64)
+	return k
 }
 
 // run renews every duration/4, and sooner when a lock would expire
 // unrenewed before that (renewals fail): the job is then cancelled as its
-// lock runs out, not up to duration/4 later.
+// lock runs out, not up to duration/4 later. A job that arrives with its
+// first renewal due before the next round (arrived) brings the round
+// forward to then.
 func (k *lockKeeper) run(ctx context.Context) {
 	interval := k.duration / 4
 	t := time.NewTimer(interval)
 	defer t.Stop()
+	k.nextAt.Store(k.q.nowMs() + interval.Milliseconds())
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-k.kick:
+			// A job arrived whose first renewal is due before the timer's.
+			if due := k.dueAt.Swap(math.MaxInt64); due < k.nextAt.Load() {
+				k.nextAt.Store(due)
+				t.Reset(max(time.Duration(due-k.q.nowMs())*time.Millisecond, time.Millisecond))
+			}
+			continue
 		case <-t.C:
 		}
 		began := time.Now()
+		// Jobs arriving while this renewal is under way may not be in it:
+		// each tells run its due time, weighed once the next one is known.
+		k.nextAt.Store(math.MaxInt64)
 		left, ok := k.renew(ctx)
 		next := interval - time.Since(began)
 		if ok {
 			next = min(next, left)
 		}
-		t.Reset(max(next, time.Millisecond))
+		next = max(next, time.Millisecond)
+		k.nextAt.Store(k.q.nowMs() + next.Milliseconds())
+		t.Reset(next)
 	}
 }
 

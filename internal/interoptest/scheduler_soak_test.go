@@ -36,6 +36,8 @@ type soakWorkerSpec struct {
 	Addr   string `json:"addr"`
 	Prefix string `json:"prefix"`
 	Name   string `json:"name"`
+	// Queue is the queue the worker serves; empty: queueName.
+	Queue string `json:"queue,omitempty"`
 	// Fleet, when set, makes the worker TestMixedFleetSoak's: it runs each
 	// job's behavior from its data with these options.
 	Fleet *fleetWorkerSpec `json:"fleet,omitempty"`
@@ -76,7 +78,11 @@ func runSoakWorker(specJSON string) int {
 		// Thousands of jobs fail by design: errors only.
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
-	w, err := drover.NewWorker(rdb, queueName, proc, opts)
+	queue := queueName
+	if spec.Queue != "" {
+		queue = spec.Queue
+	}
+	w, err := drover.NewWorker(rdb, queue, proc, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

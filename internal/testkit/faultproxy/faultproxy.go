@@ -1,8 +1,10 @@
 // Package faultproxy is a TCP proxy for tests that injects network faults
 // between a client and a real server on loopback: it drops a reply and
 // resets the connection (the client saw its request go out but never got the
-// answer, so it retries), resets every connection, adds latency, or stops
-// forwarding altogether (a black hole, as when the server is paused).
+// answer, so it retries), cuts a reply off part way (a truncated reply, then
+// a reset), resets every connection, adds latency (both ways, or to replies
+// alone), or stops forwarding altogether (a black hole, as when the server
+// is paused).
 //
 // It listens on 127.0.0.1 only and forwards to the target it is given.
 package faultproxy
@@ -26,13 +28,14 @@ type Proxy struct {
 	target string
 	ln     net.Listener // nil while refusing (Refuse)
 
-	mu      sync.Mutex
-	conns   map[*pair]struct{}
-	drops   []dropRule
-	holes   [][]byte // BlackholeAt matches
-	closed  bool
-	latency atomic.Int64 // ns added before each chunk is forwarded
-	hole    atomic.Bool  // forward nothing while set
+	mu       sync.Mutex
+	conns    map[*pair]struct{}
+	drops    []dropRule
+	holes    [][]byte // BlackholeAt matches
+	closed   bool
+	latency  atomic.Int64 // ns added before each chunk is forwarded
+	replyLag atomic.Int64 // ns added before each server -> client chunk
+	hole     atomic.Bool  // forward nothing while set
 
 	dropped atomic.Int64
 	resets  atomic.Int64
@@ -42,14 +45,16 @@ type Proxy struct {
 // dropRule drops the reply to the next request containing match, and
 // with refuse closes the listening port as it does.
 type dropRule struct {
-	match  []byte
-	refuse bool
+	match    []byte
+	refuse   bool
+	truncate bool // forward the reply's first half, then reset
 }
 
 type pair struct {
 	client, server net.Conn
 	dropReply      atomic.Bool // the server's next chunk is dropped, then both sides reset
 	refuseOnDrop   atomic.Bool // and the proxy then refuses new connections
+	truncate       atomic.Bool // the dropped chunk's first half is forwarded first
 	stranded       atomic.Bool // forwards nothing more, never closes (Strand)
 }
 
@@ -104,45 +109,75 @@ func (p *Proxy) accept(ln net.Listener) {
 	}
 }
 
-// pump copies one direction. toServer is true for client -> server.
+// chunk is what one read from a connection returned, and when.
+type chunk struct {
+	b  []byte
+	at time.Time
+}
+
+// pump copies one direction. toServer is true for client -> server. A
+// goroutine of its own reads, so that each chunk is stamped when it
+// arrived (SetReplyLatency counts from then).
 func (p *Proxy) pump(pr *pair, from, to net.Conn, toServer bool) {
 	defer p.wg.Done()
-	defer p.drop(pr)
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := from.Read(buf)
-		if n > 0 {
-			chunk := buf[:n]
-			if toServer {
-				p.armHole(chunk)
+	chunks := make(chan chunk, 256)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(chunks)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := from.Read(buf)
+			if n > 0 {
+				chunks <- chunk{b: append([]byte(nil), buf[:n]...), at: time.Now()}
 			}
-			for p.hole.Load() || pr.stranded.Load() {
-				time.Sleep(5 * time.Millisecond)
-				if p.isClosed() {
-					return
-				}
-			}
-			if d := time.Duration(p.latency.Load()); d > 0 {
-				time.Sleep(d)
-			}
-			if toServer {
-				p.armDrop(pr, chunk)
-			} else if pr.dropReply.Load() {
-				// The request reached the server and ran; its answer is
-				// lost and the connection dies, as on a network fault
-				// (or, with refuseOnDrop, as when the server crashes
-				// right after running it).
-				p.dropped.Add(1)
-				if pr.refuseOnDrop.Load() {
-					p.Refuse()
-				}
-				return
-			}
-			if _, werr := to.Write(chunk); werr != nil {
+			if err != nil {
 				return
 			}
 		}
-		if err != nil {
+	}()
+	defer func() {
+		p.drop(pr) // ends the read above
+		for range chunks {
+		}
+	}()
+	for c := range chunks {
+		chunk := c.b
+		if toServer {
+			p.armHole(chunk)
+		}
+		for p.hole.Load() || pr.stranded.Load() {
+			time.Sleep(5 * time.Millisecond)
+			if p.isClosed() {
+				return
+			}
+		}
+		if d := time.Duration(p.latency.Load()); d > 0 {
+			time.Sleep(d)
+		}
+		if d := time.Duration(p.replyLag.Load()); d > 0 && !toServer {
+			time.Sleep(time.Until(c.at.Add(d)))
+		}
+		if toServer {
+			p.armDrop(pr, chunk)
+		} else if pr.dropReply.Load() {
+			// The request reached the server and ran; its answer is
+			// lost and the connection dies, as on a network fault
+			// (or, with refuseOnDrop, as when the server crashes
+			// right after running it).
+			p.dropped.Add(1)
+			if pr.truncate.Load() {
+				// Part of the answer arrives: a client reading a reply
+				// of several parts (a pipeline's, a script's array)
+				// gets some of them whole and then the reset.
+				_, _ = to.Write(chunk[:max(len(chunk)/2, 1)])
+			}
+			if pr.refuseOnDrop.Load() {
+				p.Refuse()
+			}
+			return
+		}
+		if _, werr := to.Write(chunk); werr != nil {
 			return
 		}
 	}
@@ -156,6 +191,7 @@ func (p *Proxy) armDrop(pr *pair, chunk []byte) {
 			p.drops = append(p.drops[:i], p.drops[i+1:]...)
 			pr.dropReply.Store(true)
 			pr.refuseOnDrop.Store(r.refuse)
+			pr.truncate.Store(r.truncate)
 			return
 		}
 	}
@@ -232,6 +268,17 @@ func (p *Proxy) DropReplyAndRefuse(match string) {
 	p.mu.Unlock()
 }
 
+// TruncateReplyTo arms the proxy to cut off the reply to the next request
+// whose bytes contain match (case-insensitive): the request is forwarded
+// and runs, the first half of the first chunk of its reply is forwarded
+// (for a pipeline or a script's array reply, some parts arrive whole), then
+// the connection is reset. Dropped counts it.
+func (p *Proxy) TruncateReplyTo(match string) {
+	p.mu.Lock()
+	p.drops = append(p.drops, dropRule{match: bytes.ToLower([]byte(match)), truncate: true})
+	p.mu.Unlock()
+}
+
 // Refuse closes the listening port: new connections are refused until
 // Listen; open ones stay.
 func (p *Proxy) Refuse() {
@@ -296,6 +343,13 @@ func (p *Proxy) Strand() {
 
 // SetLatency delays every forwarded chunk by d (0 = none).
 func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
+
+// SetReplyLatency delays every chunk going from the server to the client
+// by d from when it arrived (0 = none), on top of SetLatency: requests
+// reach the server at once and run, their answers come d late, however
+// many chunks they span (a slow return path; SetLatency instead delays
+// each chunk by d in turn).
+func (p *Proxy) SetReplyLatency(d time.Duration) { p.replyLag.Store(int64(d)) }
 
 // SetBlackhole stops (true) or resumes (false) forwarding in both
 // directions; connections stay open, as with a paused server.
