@@ -1277,9 +1277,18 @@
 
   // renderHistogram draws the delayed set's due times: one bar per window,
   // the busiest window in red, overdue jobs as the first bar.
+  // chartWidth is the width a chart in box is drawn at: the box's own
+  // when narrower than the chart's usual width w (a phone), so that the
+  // chart is not shrunk to fit, its labels with it. Drawn 900 units wide
+  // in a 330px panel, 10px labels were 3.5px high.
+  function chartWidth(box, w) {
+    const cw = box ? box.clientWidth : 0;
+    return cw > 0 && cw < w ? Math.max(240, cw) : w;
+  }
+
   function renderHistogram(box, st, storm) {
     const buckets = st.buckets || [];
-    const W = 640, H = 150, left = 46, bottom = 26, top = 10;
+    const W = chartWidth(box, 640), H = 150, left = 46, bottom = 26, top = 10;
     const bars = [{ count: st.overdue, overdue: true }, ...buckets];
     const max = Math.max(1, ...bars.map((b) => b.count));
     const bw = (W - left - 8) / bars.length;
@@ -1307,7 +1316,7 @@
       `Clustering ${pct(st.clustering)}: ${st.peakCount} of ${st.considered} due ${st.peakOverdue ? 'overdue' : `within ${fmtMs(winMs)} from ${fmtTime(st.peakStart)}`} (alert at ${pct(storm.clusterShare)} and ${storm.clusterMinJobs} jobs). `,
       st.peakSampled > 0 ? `${st.peakRetries} of ${st.peakSampled} sampled in the peak failed before (retries). ` : '',
       st.growthKnown ? `Growth ${st.growth.toFixed(1)} jobs/s (alert at ${storm.growthPerSecond}).` : 'Growth: measuring…');
-    put(box, g, facts, el('h3', {}, 'Delayed-set size (growth alert)'), renderGrowth(st, storm));
+    put(box, g, facts, el('h3', {}, 'Delayed-set size (growth alert)'), renderGrowth(st, storm, W));
   }
 
   // renderFailureGroups lists the failed jobs by normalised error, with one
@@ -1334,7 +1343,7 @@
   // jobs per minute as bars around one axis.
   function renderThroughput(box, tr) {
     const bs = tr.buckets || [];
-    const W = 900, H = 140, left = 40, mid = 78, top = 8;
+    const W = chartWidth(box, 900), H = 140, left = 40, mid = 78, top = 8;
     const max = Math.max(1, ...bs.map((b) => Math.max(b.completed, b.failed)));
     const bw = (W - left - 8) / Math.max(1, bs.length);
     const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': 'jobs finished per minute', id: 'throughput-chart' });
@@ -1371,12 +1380,14 @@
 
   // renderGrowth draws the delayed set's size over the last minute as the
   // dashboard saw it: the line the growth alert is computed from.
-  function renderGrowth(st, storm) {
+  function renderGrowth(st, storm, W) {
     const sizes = st.sizes || [];
-    const W = 640, H = 90, left = 46, bottom = 18, top = 8;
+    const H = 90, left = 46, bottom = 18, top = 8;
     const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': 'delayed-set size over time', id: 'growth-chart' });
     if (sizes.length < 2) {
-      g.append(svg('text', { x: left, y: H / 2, 'font-size': 11, fill: '#6a7283' }, 'Collecting sizes: the chart fills in as this page refreshes.'));
+      // Two lines: one ran past a phone's chart.
+      g.append(svg('text', { x: left, y: H / 2 - 6, 'font-size': 11, fill: '#6a7283' }, 'Collecting sizes: the chart fills in'));
+      g.append(svg('text', { x: left, y: H / 2 + 10, 'font-size': 11, fill: '#6a7283' }, 'as this page refreshes.'));
       return g;
     }
     const t0 = new Date(sizes[0].at).getTime(), t1 = new Date(sizes[sizes.length - 1].at).getTime();
@@ -2114,6 +2125,13 @@
 
   // ---- audit page --------------------------------------------------------
 
+  // jobless names the actions that change no job: the Jobs column is blank
+  // for them, and for the security log's sign-ins. It said 0, which read as
+  // a pause or a limits change that found no job to act on.
+  const jobless = new Set(['pause', 'resume', 'set-limits', 'remove-scheduler', 'upsert-scheduler', 'release-dedup',
+    'revoke-sessions', 'cancel-operation']);
+  const auditJobs = (e) => (e.log === 'security' || jobless.has(e.action) ? '' : e.jobs);
+
   async function pageAudit(params) {
     const gen = app.render;
     titled('Audit log');
@@ -2147,7 +2165,7 @@
     if (gen !== app.render) return;
     put(body, ...res.entries.map((e) => el('tr', {},
       el('td', { class: 'when' }, fmtTime(e.time)), el('td', { class: 'nowrap' }, `${bi(e.user || '?')}${e.role ? ` (${e.role})` : ''}`), el('td', { class: 'nowrap' }, e.action),
-      el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
+      el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, auditJobs(e)),
       el('td', {}, el('span', { class: `badge ${e.outcome === 'ok' ? 'rs-completed' : 'rs-failed'}` }, e.outcome)),
       el('td', {}, [e.detail, e.error].filter(Boolean).map(bi).join(' — '),
         // The first jobs a bulk action chose (AuditJobIDsMax, 20 at most), so the log says which.
