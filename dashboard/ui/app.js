@@ -17,6 +17,7 @@
     events: null, // EventSource of the page's queue
     timers: [], // intervals of the current page
     render: 0, // bumps on every navigation so stale renders stop
+    shownHash: undefined, // the address route last drew (see arrived)
     lastOk: 0, // when the API last answered
     outageTimer: null, // polls /readyz while the outage banner is up
     closeDialog: null, // answers the open confirmation dialog, if any
@@ -2182,7 +2183,30 @@
 
   // ---- router ------------------------------------------------------------
 
+  // arrived tells a screen reader and a keyboard user that a new page is
+  // shown: its title goes to the #announce live region, and when the focus
+  // went with the page left (the link or button that led here), the page's
+  // heading takes it. Nothing announced a new page but the window's title,
+  // which screen readers do not read on a hash change, and the focus fell
+  // to <body>: the next Tab started over at the header.
+  function arrived() {
+    const say = document.getElementById('announce');
+    if (say) {
+      say.textContent = '';
+      setTimeout(() => { say.textContent = document.title.replace(/ · drover control room$/, ''); }, 50);
+    }
+    const f = document.activeElement;
+    if (!f || f === document.body || !f.isConnected) {
+      const h = $main.querySelector('h1');
+      if (h) { h.setAttribute('tabindex', '-1'); h.focus(); }
+    }
+  }
+
   async function route() {
+    // A new address, not the first page nor the same one loaded again
+    // (an outage's retry): arrived says so once the page is drawn.
+    const moved = app.shownHash !== undefined && app.shownHash !== location.hash;
+    app.shownHash = location.hash;
     leavePage();
     // The outage banner's "loaded at" is this page's: a page opened during
     // an outage shows nothing loaded before it.
@@ -2213,6 +2237,7 @@
       // nothing over the page shown since.
       if (gen === app.render) pageError(e);
     }
+    if (moved && gen === app.render) arrived();
   }
 
   // pageError replaces a page whose first answer was an error. A refusal
