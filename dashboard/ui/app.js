@@ -324,9 +324,15 @@
   }
   // pretty shows a JSON value; null is a value (BullMQ stores a processor's
   // undefined and null data as null) and shows as null, not as nothing.
+  // Its bidi controls (U+061C, U+200E-F, U+202A-E, U+2066-9) are written
+  // as JSON escapes, as `drover job` writes them: JSON.stringify leaves
+  // them raw, and an override in a string reversed the rest of the panel
+  // (its quotes and the keys after it).
   function pretty(raw) {
     if (raw === undefined) return '';
-    try { return JSON.stringify(raw, null, 2); } catch (e) { return String(raw); }
+    let out;
+    try { out = JSON.stringify(raw, null, 2); } catch (e) { return String(raw); }
+    return out.replace(/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   }
 
   // PRE_MAX bounds the characters a job page lays out in one text box
