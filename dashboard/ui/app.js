@@ -2015,20 +2015,23 @@
       if (gen !== app.render) return;
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
       update(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id, 'data-key': sc.id },
-        el('td', { class: 'mono' }, sc.id),
+        // An id, its repeats, zone and next run keep to one line (a long
+        // id clipped, all of it on hover): on a phone the columns shrank to
+        // a few letters, "every-10s" read "ev / er / y- / 10 / s".
+        el('td', { class: 'mono clip', title: sc.id }, sc.id),
         // Its end date: a scheduler that stops tomorrow read as one that
         // runs for ever.
-        el('td', {}, sc.pattern ? `cron ${bi(sc.pattern)}` : `every ${exactMs(sc.every)}`,
+        el('td', { class: 'nowrap' }, sc.pattern ? `cron ${bi(sc.pattern)}` : `every ${exactMs(sc.every)}`,
           sc.endDate ? el('div', { class: 'muted', 'data-end': sc.endDate },
             sc.endDate > Date.now() ? `until ${fmtTime(sc.endDate)} (${relative(sc.endDate)})` : `ended ${fmtTime(sc.endDate)} (${relative(sc.endDate)}): no more runs`) : null),
         // No tz: each worker, Node's or drover's, reads the pattern in its
         // own process's local time zone (cron-parser's rule).
-        el('td', { 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
+        el('td', { class: 'nowrap', 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
         // The next run in the browser's zone, and in the pattern's own when
         // it names one: "0 3 * * *" in America/New_York showed as 00:00 to
         // a browser in Los Angeles, beside "America/New_York", with no
         // word of whose clock that was.
-        el('td', { 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`,
+        el('td', { class: 'when', 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`,
           sc.tz && inZone(sc.next, sc.tz) && sc.tz !== yourZone ? el('div', { class: 'muted', 'data-next-tz': sc.tz }, `${inZone(sc.next, sc.tz)} in ${bi(sc.tz)}`) : null),
         el('td', { class: 'num' }, sc.limit ? `${sc.iterations} of ${sc.limit}` : String(sc.iterations)),
         el('td', {}, sc.name),
@@ -2045,7 +2048,7 @@
               if (h) { h.setAttribute('tabindex', '-1'); h.focus(); }
             }
           }
-        } }, 'Remove') : null))));
+        } }, 'Remove…') : null))));
       if (!res.schedulers.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, res.total ? 'No job scheduler on this page.' : 'This queue has no job scheduler.')));
       // Links, so a kept one always goes where its href says.
       const last = Math.max(0, res.total - ((res.total % SCHEDULER_PAGE) || SCHEDULER_PAGE));
