@@ -1685,9 +1685,11 @@
     }
     const grid = el('div', { class: 'grid2' });
     grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Data'), bigPre({ id: 'job-data' }, pretty(d.data), () => pretty(cur.d.data))));
-    grid.append(el('div', { class: 'panel' }, el('h2', {}, d.returnvalue !== undefined ? 'Return value' : 'Options'),
-      d.returnvalue !== undefined ? bigPre({ id: 'job-returnvalue' }, pretty(d.returnvalue), () => pretty(cur.d.returnvalue))
-        : bigPre({ id: 'job-opts' }, pretty(d.opts), () => pretty(cur.d.opts))));
+    // The options show for a job with a return value too: a completed job
+    // showed its return value in their place, and its priority, delay,
+    // backoff and removal options could not be seen before retrying it.
+    if (d.returnvalue !== undefined) grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Return value'), bigPre({ id: 'job-returnvalue' }, pretty(d.returnvalue), () => pretty(cur.d.returnvalue))));
+    grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Options'), bigPre({ id: 'job-opts' }, pretty(d.opts), () => pretty(cur.d.opts))));
     out.push(grid);
     if (d.stacktrace.length) {
       out.push(el('div', { class: 'panel' }, el('h2', {}, `Stack traces (${d.stacktrace.length}, oldest first)`),
