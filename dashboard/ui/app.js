@@ -2081,7 +2081,7 @@
       try { res = await api('workers'); } catch (e) { if (gen === app.render) { note.textContent = `Could not list workers: ${bi(e.message)}`; loadFailed(); } return; }
       if (gen !== app.render) return;
       if (res.unavailable) {
-        put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${bi(res.unavailable)}.`)));
+        put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${bi(res.unavailable.replace(/\.+$/, ''))}.`)));
         return;
       }
       update(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue, 'data-key': w.addr },
