@@ -1318,7 +1318,10 @@
     label(1, 'now', 'start');
     label(1 + buckets.length / 2, `+${fmtMs(storm.horizonMs / 2)}`, 'middle');
     label(bars.length, `+${fmtMs(storm.horizonMs)}`, 'end');
-    const facts = el('p', { class: 'muted', id: 'storm-facts' },
+    // An empty delayed set says so: it read "Clustering 0%: 0 of 0 due
+    // within 5.0s from <time>", a cluster of nothing at a made-up time.
+    const facts = st.count === 0 ? el('p', { class: 'muted', id: 'storm-facts' }, 'No delayed job. ',
+      st.growthKnown ? `Growth ${st.growth.toFixed(1)} jobs/s (alert at ${storm.growthPerSecond}).` : 'Growth: measuring…') : el('p', { class: 'muted', id: 'storm-facts' },
       `${st.count} delayed (${st.overdue} overdue, drawn first in orange; ${st.later} due later than ${fmtMs(storm.horizonMs)}). `,
       `Clustering ${pct(st.clustering)}: ${st.peakCount} of ${st.considered} due ${st.peakOverdue ? 'overdue' : `within ${fmtMs(winMs)} from ${fmtTime(st.peakStart)}`} (alert at ${pct(storm.clusterShare)} and ${storm.clusterMinJobs} jobs). `,
       st.peakSampled > 0 ? `${st.peakRetries} of ${st.peakSampled} sampled in the peak failed before (retries). ` : '',
