@@ -2209,10 +2209,12 @@
       say.textContent = '';
       setTimeout(() => { say.textContent = document.title.replace(/ · drover control room$/, ''); }, 50);
     }
+    // Without scrolling: the page stays where the browser put it, and a
+    // click under way (the next page turn) lands where it was aimed.
     const f = document.activeElement;
     if (!f || f === document.body || !f.isConnected) {
       const h = $main.querySelector('h1');
-      if (h) { h.setAttribute('tabindex', '-1'); h.focus(); }
+      if (h) { h.setAttribute('tabindex', '-1'); h.focus({ preventScroll: true }); }
     }
   }
 
