@@ -264,13 +264,15 @@ func TestUITimelineTruthful(t *testing.T) {
 	require.Len(t, drawn, 8)
 	require.Equal(t, "6:retried:yes", drawn[0])
 	require.Equal(t, "30:retries-exhausted:yes", drawn[7])
-	do(t, tab, chromedp.Sleep(200*time.Millisecond)) // the scroll to the newest runs on the next frame
-	inView := evalJS[bool](t, tab, `(() => {
-		const w = document.querySelector('#timeline-wrap').getBoundingClientRect();
-		const a = document.querySelector('#timeline [data-attempt="30"] rect').getBoundingClientRect();
-		return a.left >= w.left - 1 && a.right <= w.right + 1;
-	})()`)
-	require.True(t, inView, "the newest attempt is in view")
+	// The scroll to the newest runs on the next frame: waited for, not
+	// slept for (200 ms was too short for a frame on a loaded machine).
+	testkit.WaitFor(t, 10*time.Second, "the newest attempt in view", func() bool {
+		return evalJS[bool](t, tab, `(() => {
+			const w = document.querySelector('#timeline-wrap').getBoundingClientRect();
+			const a = document.querySelector('#timeline [data-attempt="30"] rect').getBoundingClientRect();
+			return a.left >= w.left - 1 && a.right <= w.right + 1;
+		})()`)
+	})
 	legend := evalJS[[]string](t, tab, `[...document.querySelectorAll('#timeline-legend li')].filter(li => {
 		const r = li.getBoundingClientRect(), p = li.parentElement.getBoundingClientRect();
 		return r.width > 0 && r.left >= p.left - 1 && r.right <= p.right + 1;

@@ -17,6 +17,7 @@
     events: null, // EventSource of the page's queue
     timers: [], // intervals of the current page
     render: 0, // bumps on every navigation so stale renders stop
+    shownHash: undefined, // the address route last drew (see arrived)
     lastOk: 0, // when the API last answered
     outageTimer: null, // polls /readyz while the outage banner is up
     closeDialog: null, // answers the open confirmation dialog, if any
@@ -323,9 +324,15 @@
   }
   // pretty shows a JSON value; null is a value (BullMQ stores a processor's
   // undefined and null data as null) and shows as null, not as nothing.
+  // Its bidi controls (U+061C, U+200E-F, U+202A-E, U+2066-9) are written
+  // as JSON escapes, as `drover job` writes them: JSON.stringify leaves
+  // them raw, and an override in a string reversed the rest of the panel
+  // (its quotes and the keys after it).
   function pretty(raw) {
     if (raw === undefined) return '';
-    try { return JSON.stringify(raw, null, 2); } catch (e) { return String(raw); }
+    let out;
+    try { out = JSON.stringify(raw, null, 2); } catch (e) { return String(raw); }
+    return out.replace(/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   }
 
   // PRE_MAX bounds the characters a job page lays out in one text box
@@ -1277,9 +1284,18 @@
 
   // renderHistogram draws the delayed set's due times: one bar per window,
   // the busiest window in red, overdue jobs as the first bar.
+  // chartWidth is the width a chart in box is drawn at: the box's own
+  // when narrower than the chart's usual width w (a phone), so that the
+  // chart is not shrunk to fit, its labels with it. Drawn 900 units wide
+  // in a 330px panel, 10px labels were 3.5px high.
+  function chartWidth(box, w) {
+    const cw = box ? box.clientWidth : 0;
+    return cw > 0 && cw < w ? Math.max(240, cw) : w;
+  }
+
   function renderHistogram(box, st, storm) {
     const buckets = st.buckets || [];
-    const W = 640, H = 150, left = 46, bottom = 26, top = 10;
+    const W = chartWidth(box, 640), H = 150, left = 46, bottom = 26, top = 10;
     const bars = [{ count: st.overdue, overdue: true }, ...buckets];
     const max = Math.max(1, ...bars.map((b) => b.count));
     const bw = (W - left - 8) / bars.length;
@@ -1302,12 +1318,15 @@
     label(1, 'now', 'start');
     label(1 + buckets.length / 2, `+${fmtMs(storm.horizonMs / 2)}`, 'middle');
     label(bars.length, `+${fmtMs(storm.horizonMs)}`, 'end');
-    const facts = el('p', { class: 'muted', id: 'storm-facts' },
+    // An empty delayed set says so: it read "Clustering 0%: 0 of 0 due
+    // within 5.0s from <time>", a cluster of nothing at a made-up time.
+    const facts = st.count === 0 ? el('p', { class: 'muted', id: 'storm-facts' }, 'No delayed job. ',
+      st.growthKnown ? `Growth ${st.growth.toFixed(1)} jobs/s (alert at ${storm.growthPerSecond}).` : 'Growth: measuring…') : el('p', { class: 'muted', id: 'storm-facts' },
       `${st.count} delayed (${st.overdue} overdue, drawn first in orange; ${st.later} due later than ${fmtMs(storm.horizonMs)}). `,
       `Clustering ${pct(st.clustering)}: ${st.peakCount} of ${st.considered} due ${st.peakOverdue ? 'overdue' : `within ${fmtMs(winMs)} from ${fmtTime(st.peakStart)}`} (alert at ${pct(storm.clusterShare)} and ${storm.clusterMinJobs} jobs). `,
       st.peakSampled > 0 ? `${st.peakRetries} of ${st.peakSampled} sampled in the peak failed before (retries). ` : '',
       st.growthKnown ? `Growth ${st.growth.toFixed(1)} jobs/s (alert at ${storm.growthPerSecond}).` : 'Growth: measuring…');
-    put(box, g, facts, el('h3', {}, 'Delayed-set size (growth alert)'), renderGrowth(st, storm));
+    put(box, g, facts, el('h3', {}, 'Delayed-set size (growth alert)'), renderGrowth(st, storm, W));
   }
 
   // renderFailureGroups lists the failed jobs by normalised error, with one
@@ -1334,7 +1353,7 @@
   // jobs per minute as bars around one axis.
   function renderThroughput(box, tr) {
     const bs = tr.buckets || [];
-    const W = 900, H = 140, left = 40, mid = 78, top = 8;
+    const W = chartWidth(box, 900), H = 140, left = 40, mid = 78, top = 8;
     const max = Math.max(1, ...bs.map((b) => Math.max(b.completed, b.failed)));
     const bw = (W - left - 8) / Math.max(1, bs.length);
     const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': 'jobs finished per minute', id: 'throughput-chart' });
@@ -1371,12 +1390,14 @@
 
   // renderGrowth draws the delayed set's size over the last minute as the
   // dashboard saw it: the line the growth alert is computed from.
-  function renderGrowth(st, storm) {
+  function renderGrowth(st, storm, W) {
     const sizes = st.sizes || [];
-    const W = 640, H = 90, left = 46, bottom = 18, top = 8;
+    const H = 90, left = 46, bottom = 18, top = 8;
     const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': 'delayed-set size over time', id: 'growth-chart' });
     if (sizes.length < 2) {
-      g.append(svg('text', { x: left, y: H / 2, 'font-size': 11, fill: '#6a7283' }, 'Collecting sizes: the chart fills in as this page refreshes.'));
+      // Two lines: one ran past a phone's chart.
+      g.append(svg('text', { x: left, y: H / 2 - 6, 'font-size': 11, fill: '#6a7283' }, 'Collecting sizes: the chart fills in'));
+      g.append(svg('text', { x: left, y: H / 2 + 10, 'font-size': 11, fill: '#6a7283' }, 'as this page refreshes.'));
       return g;
     }
     const t0 = new Date(sizes[0].at).getTime(), t1 = new Date(sizes[sizes.length - 1].at).getTime();
@@ -1667,9 +1688,11 @@
     }
     const grid = el('div', { class: 'grid2' });
     grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Data'), bigPre({ id: 'job-data' }, pretty(d.data), () => pretty(cur.d.data))));
-    grid.append(el('div', { class: 'panel' }, el('h2', {}, d.returnvalue !== undefined ? 'Return value' : 'Options'),
-      d.returnvalue !== undefined ? bigPre({ id: 'job-returnvalue' }, pretty(d.returnvalue), () => pretty(cur.d.returnvalue))
-        : bigPre({ id: 'job-opts' }, pretty(d.opts), () => pretty(cur.d.opts))));
+    // The options show for a job with a return value too: a completed job
+    // showed its return value in their place, and its priority, delay,
+    // backoff and removal options could not be seen before retrying it.
+    if (d.returnvalue !== undefined) grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Return value'), bigPre({ id: 'job-returnvalue' }, pretty(d.returnvalue), () => pretty(cur.d.returnvalue))));
+    grid.append(el('div', { class: 'panel' }, el('h2', {}, 'Options'), bigPre({ id: 'job-opts' }, pretty(d.opts), () => pretty(cur.d.opts))));
     out.push(grid);
     if (d.stacktrace.length) {
       out.push(el('div', { class: 'panel' }, el('h2', {}, `Stack traces (${d.stacktrace.length}, oldest first)`),
@@ -1997,20 +2020,23 @@
       if (gen !== app.render) return;
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
       update(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id, 'data-key': sc.id },
-        el('td', { class: 'mono' }, sc.id),
+        // An id, its repeats, zone and next run keep to one line (a long
+        // id clipped, all of it on hover): on a phone the columns shrank to
+        // a few letters, "every-10s" read "ev / er / y- / 10 / s".
+        el('td', { class: 'mono clip', title: sc.id }, sc.id),
         // Its end date: a scheduler that stops tomorrow read as one that
         // runs for ever.
-        el('td', {}, sc.pattern ? `cron ${bi(sc.pattern)}` : `every ${exactMs(sc.every)}`,
+        el('td', { class: 'nowrap' }, sc.pattern ? `cron ${bi(sc.pattern)}` : `every ${exactMs(sc.every)}`,
           sc.endDate ? el('div', { class: 'muted', 'data-end': sc.endDate },
             sc.endDate > Date.now() ? `until ${fmtTime(sc.endDate)} (${relative(sc.endDate)})` : `ended ${fmtTime(sc.endDate)} (${relative(sc.endDate)}): no more runs`) : null),
         // No tz: each worker, Node's or drover's, reads the pattern in its
         // own process's local time zone (cron-parser's rule).
-        el('td', { 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
+        el('td', { class: 'nowrap', 'data-tz': sc.tz || '' }, sc.pattern ? (sc.tz || el('span', { class: 'muted', title: 'no time zone: each worker computes the next run in its own local time zone' }, 'local time')) : ''),
         // The next run in the browser's zone, and in the pattern's own when
         // it names one: "0 3 * * *" in America/New_York showed as 00:00 to
         // a browser in Los Angeles, beside "America/New_York", with no
         // word of whose clock that was.
-        el('td', { 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`,
+        el('td', { class: 'when', 'data-next': sc.next }, `${fmtTime(sc.next)} (${relative(sc.next)})`,
           sc.tz && inZone(sc.next, sc.tz) && sc.tz !== yourZone ? el('div', { class: 'muted', 'data-next-tz': sc.tz }, `${inZone(sc.next, sc.tz)} in ${bi(sc.tz)}`) : null),
         el('td', { class: 'num' }, sc.limit ? `${sc.iterations} of ${sc.limit}` : String(sc.iterations)),
         el('td', {}, sc.name),
@@ -2027,7 +2053,7 @@
               if (h) { h.setAttribute('tabindex', '-1'); h.focus(); }
             }
           }
-        } }, 'Remove') : null))));
+        } }, 'Remove…') : null))));
       if (!res.schedulers.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, res.total ? 'No job scheduler on this page.' : 'This queue has no job scheduler.')));
       // Links, so a kept one always goes where its href says.
       const last = Math.max(0, res.total - ((res.total % SCHEDULER_PAGE) || SCHEDULER_PAGE));
@@ -2058,7 +2084,7 @@
       try { res = await api('workers'); } catch (e) { if (gen === app.render) { note.textContent = `Could not list workers: ${bi(e.message)}`; loadFailed(); } return; }
       if (gen !== app.render) return;
       if (res.unavailable) {
-        put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${bi(res.unavailable)}.`)));
+        put(body, el('tr', {}, el('td', { colspan: 6, class: 'muted', id: 'workers-unavailable' }, `No worker can be listed here: ${bi(res.unavailable.replace(/\.+$/, ''))}.`)));
         return;
       }
       update(body, ...res.workers.map((w) => el('tr', { 'data-worker': w.name || w.addr, 'data-queue': w.queue, 'data-key': w.addr },
@@ -2114,6 +2140,13 @@
 
   // ---- audit page --------------------------------------------------------
 
+  // jobless names the actions that change no job: the Jobs column is blank
+  // for them, and for the security log's sign-ins. It said 0, which read as
+  // a pause or a limits change that found no job to act on.
+  const jobless = new Set(['pause', 'resume', 'set-limits', 'remove-scheduler', 'upsert-scheduler', 'release-dedup',
+    'revoke-sessions', 'cancel-operation']);
+  const auditJobs = (e) => (e.log === 'security' || jobless.has(e.action) ? '' : e.jobs);
+
   async function pageAudit(params) {
     const gen = app.render;
     titled('Audit log');
@@ -2147,7 +2180,7 @@
     if (gen !== app.render) return;
     put(body, ...res.entries.map((e) => el('tr', {},
       el('td', { class: 'when' }, fmtTime(e.time)), el('td', { class: 'nowrap' }, `${bi(e.user || '?')}${e.role ? ` (${e.role})` : ''}`), el('td', { class: 'nowrap' }, e.action),
-      el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, e.jobs),
+      el('td', {}, e.queue || ''), el('td', { class: 'mono' }, e.jobId || ''), el('td', { class: 'num' }, auditJobs(e)),
       el('td', {}, el('span', { class: `badge ${e.outcome === 'ok' ? 'rs-completed' : 'rs-failed'}` }, e.outcome)),
       el('td', {}, [e.detail, e.error].filter(Boolean).map(bi).join(' — '),
         // The first jobs a bulk action chose (AuditJobIDsMax, 20 at most), so the log says which.
@@ -2164,7 +2197,32 @@
 
   // ---- router ------------------------------------------------------------
 
+  // arrived tells a screen reader and a keyboard user that a new page is
+  // shown: its title goes to the #announce live region, and when the focus
+  // went with the page left (the link or button that led here), the page's
+  // heading takes it. Nothing announced a new page but the window's title,
+  // which screen readers do not read on a hash change, and the focus fell
+  // to <body>: the next Tab started over at the header.
+  function arrived() {
+    const say = document.getElementById('announce');
+    if (say) {
+      say.textContent = '';
+      setTimeout(() => { say.textContent = document.title.replace(/ · drover control room$/, ''); }, 50);
+    }
+    // Without scrolling: the page stays where the browser put it, and a
+    // click under way (the next page turn) lands where it was aimed.
+    const f = document.activeElement;
+    if (!f || f === document.body || !f.isConnected) {
+      const h = $main.querySelector('h1');
+      if (h) { h.setAttribute('tabindex', '-1'); h.focus({ preventScroll: true }); }
+    }
+  }
+
   async function route() {
+    // A new address, not the first page nor the same one loaded again
+    // (an outage's retry): arrived says so once the page is drawn.
+    const moved = app.shownHash !== undefined && app.shownHash !== location.hash;
+    app.shownHash = location.hash;
     leavePage();
     // The outage banner's "loaded at" is this page's: a page opened during
     // an outage shows nothing loaded before it.
@@ -2195,6 +2253,7 @@
       // nothing over the page shown since.
       if (gen === app.render) pageError(e);
     }
+    if (moved && gen === app.render) arrived();
   }
 
   // pageError replaces a page whose first answer was an error. A refusal
