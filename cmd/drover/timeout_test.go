@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
