@@ -42,7 +42,13 @@ func TestCloseWhileRedisIsDown(t *testing.T) {
 		close(started)
 		<-release
 		return "done", nil
-	}), &drover.WorkerOptions{LockDuration: time.Second})
+	}), &drover.WorkerOptions{
+		// Longer than the test: with 1 s, a loaded machine pausing the
+		// test for a second after Redis went let the lock expire
+		// unrenewed, the worker dropped the result on purpose ("job
+		// lock lost: result not written"), and Close had none to report.
+		LockDuration: 10 * time.Second,
+	})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx))
 	_, err = q.Add(ctx, "x", nil, nil)

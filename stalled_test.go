@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed40057009/drover"
+	"github.com/seed40057009/drover/internal/testkit"
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
@@ -113,16 +114,23 @@ func TestStalledRecovery(t *testing.T) {
 	t.Run("LiveWorkerKeepsItsLock", func(t *testing.T) {
 		t.Parallel()
 		b := setupQueue(t)
+		// 3 lock durations: only renewals can keep the lock that long. The
+		// lock is 3 s, not less, so that a test process starved for a
+		// second or two on a loaded machine still renews in time: with
+		// 1 s, at load 40 under -race, the lock expired unrenewed and the
+		// job was counted stalled.
+		const lock = 3 * time.Second
 		b.startWorker(t, func(ctx context.Context, job *drover.Job) (any, error) {
-			// 3 lock durations: only renewals can keep the lock that long. The
-			// lock is 1 s, not less, so that a test process starved for a few
-			// hundred ms on a loaded machine still renews in time.
-			time.Sleep(3 * time.Second)
+			time.Sleep(3 * lock)
 			return nil, nil
-		}, &drover.WorkerOptions{StalledInterval: 100 * time.Millisecond, LockDuration: time.Second})
+		}, &drover.WorkerOptions{StalledInterval: 100 * time.Millisecond, LockDuration: lock})
 		res, err := b.queue.Add(ctx, "x", nil, nil)
 		require.NoError(t, err)
-		b.waitState(t, res.Job.ID, drover.StateCompleted)
+		testkit.WaitFor(t, 60*time.Second, "the job to complete", func() bool {
+			s, err := b.queue.GetJobState(ctx, res.Job.ID)
+			require.NoError(t, err)
+			return s == drover.StateCompleted
+		})
 		j, err := b.queue.GetJob(ctx, res.Job.ID)
 		require.NoError(t, err)
 		require.Zero(t, j.StalledCount)

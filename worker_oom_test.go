@@ -47,15 +47,18 @@ func TestWorkerHoldsFetchWhileLocksCannotBeRenewed(t *testing.T) {
 
 	_, err = q.Add(ctx, "long", nil, nil)
 	require.NoError(t, err)
-	// Due only once Redis is out of memory.
+	startHeld(t, w, release, &releaseOnce)
+	require.Equal(t, "long", <-started)
+	// Due only once Redis is out of memory. Added once the long job runs:
+	// added before the worker started, they were due before it took its
+	// first job when a loaded machine took 4 s to start it ("short"
+	// started first).
 	due := 4 * time.Second
 	dueAt := time.Now().Add(due)
 	for range short {
 		_, err = q.Add(ctx, "short", nil, &drover.JobOptions{Delay: due})
 		require.NoError(t, err)
 	}
-	startHeld(t, w, release, &releaseOnce)
-	require.Equal(t, "long", <-started)
 
 	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err())
 	select {

@@ -17,13 +17,26 @@ import (
 	"github.com/seed40057009/drover/internal/testkit/redistest"
 )
 
+// pausedCallTimeout is the context of each call of callWhilePaused. It was
+// 1 s, and on a loaded CI machine (-race, load 38) a call's goroutine
+// reached Redis only after its context had ended: the write was never
+// sent, so its error rightly did not say the outcome was unknown, and
+// TestWritesWhileRedisIsPaused failed ("drain queue: context deadline
+// exceeded" without ErrOutcomeUnknown).
+const pausedCallTimeout = 3 * time.Second
+
+// pausedCallBound is how long callWhilePaused waits for the calls to
+// return: well past pausedCallTimeout, well before the client's own 15 s
+// read timeout, which a call that ignored its context would wait out.
+const pausedCallBound = 12 * time.Second
+
 // errWriteUnknown is what a write that got no answer before its ctx ended
 // must wrap, besides ctx.Err().
 var errWriteUnknown = drover.ErrOutcomeUnknown
 
 // TestWritesWhileRedisIsPaused: Redis stops answering without closing its
-// connections (SIGSTOP) while adds and admin writes run under a 1 s
-// context. Each must return when its context ends, with an error that
+// connections (SIGSTOP) while adds and admin writes run under a 3 s
+// context (callWhilePaused). Each must return when its context ends, with an error that
 // wraps ctx.Err() and says the write's outcome is unknown (the adds:
 // ErrAddInDoubt). Once Redis answers again, adding with the same job id
 // stores the job once. Before, each call waited out the client's read
@@ -98,7 +111,7 @@ func TestWritesWhileRedisIsPaused(t *testing.T) {
 // TestJobWritesWhileRedisIsPaused: as TestWritesWhileRedisIsPaused, for
 // the writes a processor or a manual worker makes on a job (progress,
 // data, logs, lock extension, taking and finishing jobs by hand) under a
-// 1 s context. Before, each waited out the client's read timeout.
+// 3 s context. Before, each waited out the client's read timeout.
 func TestJobWritesWhileRedisIsPaused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -195,10 +208,11 @@ func TestNextJobWaitWhileRedisIsPaused(t *testing.T) {
 	}
 }
 
-// callWhilePaused pauses srv (SIGSTOP), runs every call at once under a 1 s
-// context and returns their errors once all have returned; it fails the
-// test, naming the calls still waiting, if any is after 7 s (well under
-// the client's 15 s read timeout). srv stays paused.
+// callWhilePaused pauses srv (SIGSTOP), runs every call at once under a
+// pausedCallTimeout context and returns their errors once all have
+// returned; it fails the test, naming the calls still waiting, if any is
+// after pausedCallBound (well under the client's 15 s read timeout). srv
+// stays paused.
 func callWhilePaused(t *testing.T, srv *redistest.Server, calls map[string]func(context.Context) error) map[string]error {
 	t.Helper()
 	require.NoError(t, srv.Signal(syscall.SIGSTOP))
@@ -209,7 +223,7 @@ func callWhilePaused(t *testing.T, srv *redistest.Server, calls map[string]func(
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			cctx, cancel := context.WithTimeout(context.Background(), pausedCallTimeout)
 			defer cancel()
 			err := call(cctx)
 			mu.Lock()
@@ -221,7 +235,7 @@ func callWhilePaused(t *testing.T, srv *redistest.Server, calls map[string]func(
 	go func() { wg.Wait(); close(returned) }()
 	select {
 	case <-returned:
-	case <-time.After(7 * time.Second):
+	case <-time.After(pausedCallBound):
 		mu.Lock()
 		var late []string
 		for name := range calls {
@@ -231,7 +245,7 @@ func callWhilePaused(t *testing.T, srv *redistest.Server, calls map[string]func(
 		}
 		mu.Unlock()
 		require.NoError(t, srv.Signal(syscall.SIGCONT))
-		t.Fatalf("still waiting for a paused Redis after 7 s: %v", late)
+		t.Fatalf("still waiting for a paused Redis after %s: %v", pausedCallBound, late)
 	}
 	return errs
 }

@@ -22,9 +22,12 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   echo "ensure-deps: installing ${need_apt[*]}"
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get install -y "${need_apt[@]}" >/dev/null 2>&1 || {
-    $SUDO apt-get update >/dev/null
-    $SUDO apt-get install -y "${need_apt[@]}" >/dev/null
+  # Wait for dpkg's lock (another install under way, as on a machine whose
+  # other checkouts run this script at the same time) instead of failing.
+  lock=(-o DPkg::Lock::Timeout=600)
+  $SUDO apt-get "${lock[@]}" install -y "${need_apt[@]}" >/dev/null 2>&1 || {
+    $SUDO apt-get "${lock[@]}" update >/dev/null
+    $SUDO apt-get "${lock[@]}" install -y "${need_apt[@]}" >/dev/null
   }
 fi
 

@@ -103,22 +103,35 @@ func (h *answerWithin) within(ctx context.Context, send func(context.Context) er
 	if gaveUp := h.gaveUp.Load(); gaveUp != nil {
 		return setErr(*gaveUp, cmds)
 	}
+	end := time.Now().Add(h.d)
 	ctx, cancel := context.WithTimeoutCause(ctx, h.d, errNoAnswer)
 	defer cancel()
 	err := send(ctx)
 	var ne net.Error
+	timedOut := errors.As(err, &ne) && ne.Timeout()
+	var answer redis.Error
 	switch {
 	case err == nil:
 		return nil
 	case len(cmds) == 1 && cmds[0].Name() == "ping":
 		return err // the connect check: unreachable says it
-	case connecting(cmds) && errors.Is(context.Cause(ctx), errNoAnswer):
+	case errors.As(err, &answer):
+		// Redis answered (an error reply), however late: go-redis reads
+		// some of them (a handshake's CLIENT subcommand an older server
+		// does not know) and goes on, which it did not once this said
+		// "no answer".
+		return err
+	case connecting(cmds) && h.endedBy(ctx, end, timedOut):
 		// A new connection's handshake (HELLO, AUTH, SELECT, ...): nothing
 		// was sent that changes data, so say no more than that.
 		err = fmt.Errorf("no answer from Redis at %s within %s (--timeout): %w", h.addr, h.d, err)
-	case errors.Is(context.Cause(ctx), errNoAnswer):
+	case h.endedBy(ctx, end, timedOut):
 		err = fmt.Errorf("no answer from Redis at %s within %s (--timeout); a change under way may or may not have happened: %w", h.addr, h.d, err)
-	case errors.As(err, &ne) && ne.Timeout():
+	case timedOut && connecting(cmds):
+		// The client's own read timeouts and retries ran out first, in
+		// a handshake.
+		err = fmt.Errorf("no answer from Redis at %s in time: %w", h.addr, err)
+	case timedOut:
 		// The client's own read timeouts and retries ran out first.
 		err = fmt.Errorf("no answer from Redis at %s in time; a change under way may or may not have happened: %w", h.addr, err)
 	default:
@@ -128,6 +141,23 @@ func (h *answerWithin) within(ctx context.Context, send func(context.Context) er
 		h.gaveUp.CompareAndSwap(nil, &err)
 	}
 	return setErr(err, cmds)
+}
+
+// endedBy reports whether the request's deadline (end, --timeout after
+// it was sent; ctx is its context) ended it. The connection's read and
+// write deadlines are the context's (ContextTimeoutEnabled), so the
+// request can fail with an i/o timeout a moment before the context's own
+// timer marks it done: on a loaded machine that moment lasts, and the
+// error said "in time" (the client's own timeouts) for --timeout's, and
+// "a change under way may or may not have happened" for a handshake's.
+// An i/o timeout at or after end while ctx is not done (or done by this
+// deadline) is this deadline's; an earlier deadline of the caller's is not.
+func (h *answerWithin) endedBy(ctx context.Context, end time.Time, timedOut bool) bool {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, errNoAnswer) {
+		return true
+	}
+	return cause == nil && timedOut && !time.Now().Before(end)
 }
 
 // connecting reports whether cmds are a new connection's handshake, which

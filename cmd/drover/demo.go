@@ -90,17 +90,20 @@ func (c *demoCmd) Run(ctx context.Context, args []string) error {
 				"use 127.0.0.1:PORT, or serve the demo's queues with drover dashboard and its --token or --user", *dashAddr), err: dashboard.ErrInsecureBind}
 		}
 	}
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
-
+	// Redis is opened before --for's clock starts: its connect check
+	// (up to 10 s of its own) ran under --for, so a short --for (or a
+	// connect slower than it) said "cannot reach Redis ...: context
+	// deadline exceeded" of a Redis that answered.
 	rdb, where, closeRedis, err := openRedis(ctx, *redisURL)
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
 	fmt.Fprintf(c.out, "drover demo: %s\n", where)
 	if *prefix == "" {
 		// On a real Redis the demo's queues get a prefix of their own: its

@@ -10,6 +10,14 @@ import (
 	"github.com/seed40057009/drover/internal/keys"
 )
 
+// limitWindow (ms) is the rate-limit window of the finish-path
+// equivalence tests' limited cases. Each compares two queues' limiter keys,
+// which expire this long (real time) after each call counted in them: a
+// second's window let queue a's key expire while queue b's, set a moment
+// later, was still there when a loaded machine paused the test between
+// the two calls for a second ("q:limiter: only in b").
+const limitWindow = 600_000
+
 // finishRig builds the states the finish-path equivalence tests
 // (TestFinishSingleMatchesBatch, TestFinishStraightBatchMatchesBatch)
 // start from: jobs added a second before now, taken half a second before.

@@ -100,10 +100,10 @@ func TestFinishSingleMatchesBatch(t *testing.T) {
 			do(t, []any{"hset", k.Meta(), "concurrency", "2"})
 		}),
 		"queue rate limit": with(three, func(t *testing.T, k keys.Queue, _ *FetchArgs, _ *int, _ *FinishRecord) {
-			do(t, []any{"hset", k.Meta(), "max", "5", "duration", "1000"})
+			do(t, []any{"hset", k.Meta(), "max", "5", "duration", limitWindow})
 		}),
 		"worker rate limit": with(three, func(t *testing.T, _ keys.Queue, a *FetchArgs, _ *int, _ *FinishRecord) {
-			a.LimitMax, a.LimitWindow = 5, 1000
+			a.LimitMax, a.LimitWindow = 5, limitWindow
 		}),
 		"no events cap in meta": with(three, func(t *testing.T, k keys.Queue, _ *FetchArgs, _ *int, _ *FinishRecord) {
 			do(t, []any{"del", k.Meta()})

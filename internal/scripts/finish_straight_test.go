@@ -140,10 +140,10 @@ func TestFinishStraightBatchMatchesBatch(t *testing.T) {
 		"paused":             with(func(t *testing.T, k keys.Queue, _ int, _ *state) { do(t, []any{"hset", k.Meta(), "paused", "1"}) }),
 		"global concurrency": with(func(t *testing.T, k keys.Queue, _ int, _ *state) { do(t, []any{"hset", k.Meta(), "concurrency", "2"}) }),
 		"queue rate limit": with(func(t *testing.T, k keys.Queue, _ int, _ *state) {
-			do(t, []any{"hset", k.Meta(), "max", "5", "duration", "1000"})
+			do(t, []any{"hset", k.Meta(), "max", "5", "duration", limitWindow})
 		}),
 		"worker rate limit": with(func(_ *testing.T, _ keys.Queue, _ int, st *state) {
-			st.a.LimitMax, st.a.LimitWindow = 5, 1000
+			st.a.LimitMax, st.a.LimitWindow = 5, limitWindow
 		}),
 		"no events cap in meta": with(func(t *testing.T, k keys.Queue, _ int, _ *state) { do(t, []any{"del", k.Meta()}) }),
 		"events cap in meta": with(func(t *testing.T, k keys.Queue, _ int, _ *state) {
