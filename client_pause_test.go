@@ -3,6 +3,7 @@ package drover_test
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,5 +108,9 @@ func TestWorkThroughClientPauseWrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, v)
 	require.NotContains(t, logs.String(), "level=ERROR", logs.String())
-	require.Contains(t, logs.String(), "level=WARN", "the pauses went unnoticed: no fault was injected")
+	// That the pauses were felt: a call of drover's warned, or an add the
+	// producer made again (at load 40 the calls held past the read timeout
+	// were once all the producer's).
+	require.True(t, strings.Contains(logs.String(), "level=WARN") || len(prod.Errors()) > 0,
+		"the pauses went unnoticed: no fault was injected")
 }

@@ -237,7 +237,9 @@ func TestNoAcknowledgedJobLostWhenRedisCrashesWithAOF(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		return nil, nil
 	}), &drover.WorkerOptions{Concurrency: 8, DrainDelay: 200 * time.Millisecond,
-		LockDuration: time.Second, StalledInterval: 500 * time.Millisecond})
+		// 3 s: at load 40 a 1 s lock went unrenewed long enough for a
+		// healthy job to stall twice and fail, never to complete.
+		LockDuration: 3 * time.Second, StalledInterval: 500 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx))
 	defer func() { require.NoError(t, w.Close(ctx)) }()
@@ -259,7 +261,7 @@ func TestNoAcknowledgedJobLostWhenRedisCrashesWithAOF(t *testing.T) {
 	}
 	require.True(t, crashed)
 	require.Greater(t, len(acked), 300, "most adds were acknowledged")
-	testkit.WaitFor(t, 30*time.Second, "every acknowledged job completed", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "every acknowledged job completed", func() bool {
 		n, err := rdb.ZCard(ctx, "bull:q:completed").Result()
 		return err == nil && n >= int64(len(acked))
 	})
