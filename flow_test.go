@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -262,7 +263,19 @@ func TestFlowProducer(t *testing.T) {
 		b := setup(t)
 		res, err := b.queue.Add(ctx, "fan-out", nil, &drover.JobOptions{JobID: "step"})
 		require.NoError(t, err)
-		work(t, b, "leaves", echo)
+		// The leaves wait for the parent's move: a processor slowed down
+		// (load 20) found its child finished already, moved nothing and
+		// returned "0".
+		parked := make(chan struct{})
+		var park sync.Once
+		work(t, b, "leaves", func(ctx context.Context, job *drover.Job) (any, error) {
+			select {
+			case <-parked:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return echo(ctx, job)
+		})
 		work(t, b, "q", func(ctx context.Context, job *drover.Job) (any, error) {
 			vals, err := job.GetChildrenValues(ctx)
 			if err != nil {
@@ -278,6 +291,7 @@ func TestFlowProducer(t *testing.T) {
 					return nil, err
 				}
 				moved, err := job.MoveToWaitingChildren(ctx, nil)
+				park.Do(func() { close(parked) })
 				if err != nil {
 					return nil, err
 				}
