@@ -330,42 +330,59 @@ func (e *refusedCompletion) Unwrap() error { return e.cause }
 // script refused (codes -4/-9; the jobs are still active and locked), the
 // way BullMQ's worker fails an attempt whose moveToFinished was refused:
 // pending children make an ordinary error (retried per the job's attempts),
-// a failed child an unrecoverable one. batch and codes are updated in place
-// with the new outcomes. Jobs whose failure cannot be written stay active
-// for the stalled checker. The failures' call fetches up to free jobs for
-// the slots they free (the refused call fetched none for them) and returns
-// them, with the limiter's remaining time when it fetched none.
+// a failed child an unrecoverable one. The script stops at the first
+// refused completion (the records after it come back ErrNotReached,
+// untouched), so the next call carries that job's failure and then the
+// results after it, in the batch's order: BullMQ's calls, one job at a
+// time, fail the refused job before they finish the later ones. A refusal
+// in that call stops it the same way, and so on; a call with a refusal
+// fetches nothing, the last call fetches for every slot. batch and codes are
+// updated in place with the new outcomes and codes. Jobs whose failure
+// cannot be written stay active for the stalled checker. The calls fetch
+// up to free jobs in all and return them, with the limiter's remaining
+// time when the last fetched none. The common path (no refusal) costs one
+// scan of codes.
 func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error, free int) (next []*runningJob, rateLimitTTL int64) {
-	var idx []int
-	for i, err := range codes {
-		if errors.Is(err, ErrPendingDependencies) || errors.Is(err, ErrFailedChildren) {
-			idx = append(idx, i)
+	for {
+		var idx []int
+		for i, err := range codes {
+			switch {
+			case errors.Is(err, ErrPendingDependencies) || errors.Is(err, ErrFailedChildren):
+				it := batch[i]
+				var err error = &refusedCompletion{jobID: it.rj.job.ID, cause: codes[i]}
+				if errors.Is(err, ErrFailedChildren) {
+					err = Unrecoverable(err)
+				}
+				batch[i] = w.outcome(context.Background(), it.rj, nil, err, it.took)
+				idx = append(idx, i)
+			case errors.Is(err, scripts.ErrNotReached):
+				idx = append(idx, i)
+			}
 		}
-	}
-	if len(idx) == 0 {
-		return nil, 0
-	}
-	recs := make([]*scripts.FinishRecord, len(idx))
-	for k, i := range idx {
-		it := batch[i]
-		var err error = &refusedCompletion{jobID: it.rj.job.ID, cause: codes[i]}
-		if errors.Is(err, ErrFailedChildren) {
-			err = Unrecoverable(err)
+		if len(idx) == 0 {
+			return next, rateLimitTTL
 		}
-		batch[i] = w.outcome(context.Background(), it.rj, nil, err, it.took)
-		recs[k] = &batch[i].rec
-	}
-	// The first call fetched none for these jobs' slots (finishJobs'
-	// refused): this one does, as BullMQ's moveToFailed(fetchNext) after
-	// its refused moveToFinished. free is what the first call may still
-	// have fetched (0 when it fetched nothing at all).
-	again, next, rateLimitTTL, ok := w.writeResults(recs, min(max(free, 0), len(idx)), "write refused completions as failures failed")
-	if ok {
+		recs := make([]*scripts.FinishRecord, len(idx))
+		for k, i := range idx {
+			recs[k] = &batch[i].rec
+		}
+		// A call with a refused completion fetches nothing (finishJobs'
+		// refused): the last call fetches for every slot, as BullMQ's
+		// worker fetches after the refused job's failure and the later
+		// jobs' finishes. free is what the calls may fetch in all.
+		fetch := max(free-len(next), 0)
+		again, more, ttl, ok := w.writeResults(recs, fetch, "write refused completions as failures failed")
+		if !ok {
+			// Close gave up: the jobs stay active for the stalled
+			// checker, their codes what the last call answered.
+			return next, rateLimitTTL
+		}
+		next = append(next, more...)
+		rateLimitTTL = ttl
 		for k, i := range idx {
 			codes[i] = again[k]
 		}
 	}
-	return next, rateLimitTTL
 }
 
 // settledCallTTL is how long a call settled after its reply was lost stays

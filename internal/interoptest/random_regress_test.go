@@ -1132,3 +1132,34 @@ func TestDifferentialRegressionBatchParentBeforeChild(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 2},
 	}})
 }
+
+// TestDifferentialRegressionBatchRefusedBeforeLater (the Known entry
+// "batch-refused", campaign seed 10213): a drover worker at concurrency 2
+// finishes a job that became a parent while it waited (a child added with
+// the parent option, still in wait) and a plain job after it in one call.
+// BullMQ's calls refuse the parent's completion and fail it, then complete
+// the plain job; finishJobs completed the plain job in the call that
+// refused the parent and the worker failed the parent in the next call, so
+// the events came plain job first.
+func TestDifferentialRegressionBatchRefusedBeforeLater(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 10213, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}, Parent: "j1"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 2},
+	}})
+	// Two refusals in a batch of four: the follow-up call that fails the
+	// first refused job stops at the second.
+	requireNoDivergence(t, b, &difftest.Program{Seed: 10213, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j5", Data: map[string]any{"n": 5}, Parent: "j1"}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j6", Data: map[string]any{"n": 6}, Parent: "j3"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 4},
+	}})
+}

@@ -119,14 +119,12 @@ func Generate(seed int64, cfg Config) *Program {
 		// Capped events streams, trimmed as events are written.
 		p.EventsMaxLen = g.pickI(1, 3, 8)
 	}
-	if deferredFailures(p) || IDCounterCollides(p) || !cfg.Known && batchWithParentLinks(p) {
+	if deferredFailures(p) || IDCounterCollides(p) {
 		// A job that must not run fails as soon as a worker takes it,
 		// outside a batch finish's batch: such programs' batch finishes
 		// are plain fetching finishes. So are those of programs whose
 		// generated ids repeat (a
-		// batch holds and releases its jobs by id). And, without
-		// Config.Known, those of programs with parent links (Known,
-		// "batch finish with a refused completion").
+		// batch holds and releases its jobs by id).
 		for i := range p.Steps {
 			if s := &p.Steps[i]; s.Op == OpWork && s.Outcome.FetchNext {
 				s.Concurrency = 0

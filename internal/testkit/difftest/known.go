@@ -78,7 +78,9 @@ var Known = []KnownDivergence{
 	// internal/interoptest/random_regress_test.go). The harness' drover
 	// work step now fetches no next job when it fails a job with a
 	// deferred failure, as the oracle's step (TestDifferentialRegression-
-	// DeferredFailureStep).
+	// DeferredFailureStep). So is "batch-refused" (a batch finish stops at
+	// a refused completion: TestDifferentialRegressionBatchRefusedBefore-
+	// Later).
 	//
 	// The entries below are deliberate: drover differs on purpose, and the
 	// README's compatibility table says so with the same reason.
@@ -122,32 +124,6 @@ var Known = []KnownDivergence{
 		"deliberate (README)", emptyNamedTemplate, nil, nil, "", false},
 	{"deliberate", "generated ids that repeat or are taken (the id counter set back below existing jobs' ids, or past 10^14, where both sides' scripts write the counter with Lua's 14 significant digits, so 100000000000000 and 100000000000001 are both \"1e+14\"): BullMQ 6.7 and drover alike write the add over the existing hash and push the id into wait again, so one id can be in wait twice; once one of them finishes without keeping its hash or is removed, Node's getState answers waiting (the id is still in the list) and drover's GetJobState unknown (no hash: drover never searches wait, O(n) in the backlog, for a job it has no hash of) (campaign seeds 183697377, 183697570, 183697728)",
 		"deliberate (README)", IDCounterCollides, nil, nil, "", false},
-	// Open: drover's to fix, not deliberate.
-	{"batch-refused", "batch finish with a refused completion: a drover worker's batch call refuses the completion of a job whose children are pending (a job that became a parent while it waited: a child added with the parent option, a flow added under it) and the worker fails that job in the next call, after the batch's later jobs; BullMQ's calls, one job at a time, fail it before the jobs after it, so the events (and a fetch the later jobs' release makes) come in another order. The states agree. A child right after its parent in the batch is cut off into the next call (flowCut; TestDifferentialRegressionBatchParentBeforeChild); the general case needs the script to stop at the refused job (campaign seed 10213)",
-		"open", batchWithParentLinks, nil, nil, "", false},
-}
-
-// batchWithParentLinks reports whether a program has a batch finish and
-// gives a job a parent link (a lone add's or a flow root's), which makes
-// that job a parent while it may be taken.
-func batchWithParentLinks(p *Program) bool {
-	batch, link := false, false
-	for i := range p.Steps {
-		s := &p.Steps[i]
-		if s.Op == OpWork && s.Concurrency > 1 && s.Outcome != nil && s.Outcome.FetchNext {
-			batch = true
-		}
-		// (A job taken by hand is never in a worker's batch.)
-		if (s.Op == OpAdd || s.Op == OpAddFlow) && s.Add != nil && s.Add.Parent != "" && s.Add.Parent != TakenJob {
-			link = true
-		}
-		for _, c := range s.Children {
-			if s.Op == OpAddBulk && c.Parent != "" && c.Parent != TakenJob {
-				link = true
-			}
-		}
-	}
-	return batch && link
 }
 
 // IDCounterCollides reports whether a program sets its id counter where
