@@ -520,17 +520,6 @@ func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child, c
 	return res
 }
 
-// shiftCascades moves the recorded cascade ranges of the events stream
-// back by the n entries a trim removed from its head.
-func (r *programRun) shiftCascades(n int) {
-	if n <= 0 {
-		return
-	}
-	for i, c := range r.cascades {
-		r.cascades[i] = [2]int{max(c[0]-n, 0), max(c[1]-n, 0)}
-	}
-}
-
 // stepTally counts drover's steps by operation and by what they did, so a
 // campaign shows that each operation really ran (a step that is always
 // refused, or always finds nothing, compares nothing).
@@ -665,8 +654,18 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 			limited = mix.rateLimitedFor(context.Background(), keys.New(mix.prefix, q), lm)
 		}
 		began := time.Now().UnixMilli()
-		rr := ref.step(s, nodeImpl)
-		mr := mix.step(s, by)
+		var rr, mr string
+		if s.Op == difftest.OpAddMixedBurst {
+			// drover's group commit first: the all-Node run adds the
+			// jobs in the order it committed them.
+			mix.burstOrder = nil
+			mr = mix.step(s, by)
+			ref.burstOrder = mix.burstOrder
+			rr = ref.step(s, nodeImpl)
+		} else {
+			rr = ref.step(s, nodeImpl)
+			mr = mix.step(s, by)
+		}
 		if (s.Op == difftest.OpWork && s.Metrics > 0 || s.Op == difftest.OpManualFinish && p.Manual != nil && p.Manual.Metrics > 0) &&
 			began/60_000 != time.Now().UnixMilli()/60_000 {
 			// A minute began between the two runs' metrics writes: from
@@ -768,11 +767,11 @@ type programRun struct {
 	workRan                 bool
 	jitter                  bool
 	known                   bool
-	// cascades are the [from, to) ranges of the events stream written by
+	// cascades are the ranges of the events stream written by
 	// steps that remove a flow's jobs (see difftest.Deliberate).
-	cascades [][2]int
+	cascades []difftest.EventRange
 	// otherCascades are the same ranges of OtherQueueName's events stream.
-	otherCascades [][2]int
+	otherCascades []difftest.EventRange
 	// refused is drover's error when the last step was refused, else nil.
 	refused error
 	// stepNow is the instant (ms) runDifferential gave the current step,
@@ -793,6 +792,10 @@ type programRun struct {
 	events []*eventReaders
 	// metricsSkew: a metrics work step's two runs straddled a minute.
 	metricsSkew bool
+	// burstOrder is the order in which the mixed run's drover committed
+	// the last OpAddMixedBurst's jobs (indexes of Step.Children); the
+	// all-Node run adds them in that order.
+	burstOrder []int
 	// manual are the program's manual workers' options (nil: none).
 	manual *difftest.ManualWorker
 }
@@ -942,7 +945,7 @@ func (r *programRun) state() *statedump.Snapshot {
 		// The queues of flow children under AltPrefixOf(prefix) are
 		// the run's alt:<queue>.
 		Queue: queueName, Others: []string{difftest.OtherQueueName, "alt:" + queueName, "alt:" + difftest.OtherQueueName}, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
-		OthersSortedEvents: map[string][][2]int{difftest.OtherQueueName: r.otherCascades}, MetricsSkew: r.metricsSkew,
+		OthersSortedEvents: map[string][]difftest.EventRange{difftest.OtherQueueName: r.otherCascades}, MetricsSkew: r.metricsSkew,
 	})
 	require.NoError(r.t, err)
 	return s
@@ -952,27 +955,24 @@ func (r *programRun) state() *statedump.Snapshot {
 // the function it returns records the events the step wrote, in each
 // queue's stream, as compared sorted.
 func (r *programRun) noteCascade() func() {
-	from, otherFrom := r.streamLen(), r.otherStreamLen()
+	main, other := r.k.Events(), keys.New(r.prefix, difftest.OtherQueueName).Events()
+	from, otherFrom := r.lastEventID(main), r.lastEventID(other)
 	return func() {
-		r.cascades = append(r.cascades, [2]int{from, r.streamLen()})
-		r.otherCascades = append(r.otherCascades, [2]int{otherFrom, r.otherStreamLen()})
+		r.cascades = append(r.cascades, difftest.EventRange{After: from, Upto: r.lastEventID(main)})
+		r.otherCascades = append(r.otherCascades, difftest.EventRange{After: otherFrom, Upto: r.lastEventID(other)})
 	}
 }
 
-// otherStreamLen is the length of OtherQueueName's events stream.
-func (r *programRun) otherStreamLen() int {
+// lastEventID is the id of the last entry of an events stream, "0-0" when
+// it has none.
+func (r *programRun) lastEventID(stream string) string {
 	r.t.Helper()
-	n, err := r.rdb.XLen(context.Background(), keys.New(r.prefix, difftest.OtherQueueName).Events()).Result()
+	xs, err := r.rdb.XRevRangeN(context.Background(), stream, "+", "-", 1).Result()
 	require.NoError(r.t, err)
-	return int(n)
-}
-
-// streamLen is the length of the run's events stream.
-func (r *programRun) streamLen() int {
-	r.t.Helper()
-	n, err := r.rdb.XLen(context.Background(), r.k.Events()).Result()
-	require.NoError(r.t, err)
-	return int(n)
+	if len(xs) == 0 {
+		return "0-0"
+	}
+	return xs[0].ID
 }
 
 func (r *programRun) id(name string) string {
@@ -1222,6 +1222,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(got, err)
 	case difftest.OpAddBurst:
 		return r.addBurst(ctx, s, node)
+	case difftest.OpAddMixedBurst:
+		return r.addMixedBurst(ctx, s, node)
 	case difftest.OpSetIDCounter:
 		// The harness's, alike in both runs.
 		require.NoError(r.t, r.rdb.Set(ctx, r.k.ID(), s.Delay, 0).Err())
@@ -1713,14 +1715,12 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
 		// stream itself is compared.
-		from := r.streamLen()
 		var err error
 		if node {
 			err = o.QueueCall(ctx, p, q, "trimEvents", nil, s.Limit)
 		} else {
 			err = dq.TrimEvents(ctx, int64(s.Limit))
 		}
-		r.shiftCascades(from - r.streamLen())
 		return r.result("", err)
 	case difftest.OpSetGlobalConcurrency:
 		if node {
@@ -2549,6 +2549,93 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		}
 	}
 	return r.result(fmt.Sprint(got), nil)
+}
+
+// addMixedBurst performs OpAddMixedBurst: Node adds s.Children one after
+// another, in r.burstOrder when set (drover's commit order in the other
+// run), else in their order; drover adds them from as many goroutines
+// released together and sets r.burstOrder to the order its group commit
+// wrote them, read from the events stream (each add's "added" or, for a
+// taken custom id, "duplicated" event). Its result is the ids in the
+// order of s.Children.
+func (r *programRun) addMixedBurst(ctx context.Context, s *difftest.Step, node bool) string {
+	r.t.Helper()
+	q, dq := r.on(s)
+	n := len(s.Children)
+	ids := make([]string, n)
+	errs := make([]error, n)
+	if node {
+		order := r.burstOrder
+		if order == nil {
+			for i := range n {
+				order = append(order, i)
+			}
+		}
+		require.Len(r.t, order, n, "harness: the commit order names every job of the burst")
+		for _, i := range order {
+			a := s.Children[i]
+			ids[i], errs[i] = r.o.Add(ctx, r.prefix, q, a.JobNameOf(), a.Payload(), r.nodeOpts(a))
+		}
+	} else {
+		events := keys.New(r.prefix, q).Events()
+		last := "0-0"
+		xs, err := r.rdb.XRevRangeN(ctx, events, "+", "-", 1).Result()
+		require.NoError(r.t, err)
+		if len(xs) > 0 {
+			last = xs[0].ID
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, a := range s.Children {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				res, err := dq.Add(ctx, a.JobNameOf(), a.Payload(), r.droverOpts(a))
+				if err == nil {
+					ids[i] = res.Job.ID
+				}
+				errs[i] = err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		item := make(map[string]int, n)
+		for i, id := range ids {
+			if errs[i] == nil {
+				item[id] = i
+			}
+		}
+		xs, err = r.rdb.XRange(ctx, events, "("+last, "+").Result()
+		require.NoError(r.t, err)
+		r.burstOrder = nil
+		for _, x := range xs {
+			if ev := x.Values["event"]; ev != "added" && ev != "duplicated" {
+				continue
+			}
+			id, _ := x.Values["jobId"].(string)
+			if i, ok := item[id]; ok {
+				r.burstOrder = append(r.burstOrder, i)
+				delete(item, id)
+			}
+		}
+		// Refused adds (none are generated) go last: they wrote nothing.
+		for i := range n {
+			if errs[i] != nil {
+				r.burstOrder = append(r.burstOrder, i)
+			}
+		}
+		require.Empty(r.t, item, "harness: every job of the burst has its event in the stream")
+	}
+	for i, a := range s.Children {
+		if errs[i] == nil {
+			r.ids[a.Name] = ids[i]
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return r.result("", err)
+	}
+	return r.result(fmt.Sprint(ids), nil)
 }
 
 // addBurst performs OpAddBurst: s.Limit copies of s.Add, Node's one after

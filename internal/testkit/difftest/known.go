@@ -390,15 +390,45 @@ func schedulerThenDrain(p *Program) bool {
 	return false
 }
 
-// SortEvents sorts the stream entries [from, to) by their fields, so that
-// the events of one step compare as a multiset.
-func SortEvents(st []statedump.StreamEntry, from, to int) {
-	if from < 0 || to > len(st) || from >= to {
+// EventRange names the entries of an events stream one step wrote: those
+// whose ids are above After and up to Upto (stream ids, "ms-seq"; After
+// "0-0" when the stream was empty). Ids, not positions: a trim (a capped
+// stream's MAXLEN ~, trimEvents) removes entries from the head, which
+// moves every position but no id (campaign seed 30 of the fixed set).
+type EventRange struct {
+	After, Upto string
+}
+
+// SortEvents sorts the stream entries in r by their fields, so that the
+// events of one step compare as a multiset. Entries a trim removed are
+// not there to sort; what is left of the range is.
+func SortEvents(st []statedump.StreamEntry, r EventRange) {
+	from := slices.IndexFunc(st, func(e statedump.StreamEntry) bool { return streamIDLess(r.After, e.ID) })
+	if from < 0 {
 		return
+	}
+	to := from
+	for to < len(st) && !streamIDLess(r.Upto, st[to].ID) {
+		to++
 	}
 	slices.SortStableFunc(st[from:to], func(a, b statedump.StreamEntry) int {
 		return strings.Compare(strings.Join(a.Fields, "\x00"), strings.Join(b.Fields, "\x00"))
 	})
+}
+
+// streamIDLess reports whether stream id a is below b ("ms-seq", compared
+// as numbers; an id that does not parse is below every other).
+func streamIDLess(a, b string) bool {
+	am, as := splitStreamID(a)
+	bm, bs := splitStreamID(b)
+	return am < bm || am == bm && as < bs
+}
+
+func splitStreamID(id string) (ms, seq uint64) {
+	m, q, _ := strings.Cut(id, "-")
+	ms, _ = strconv.ParseUint(m, 10, 64)
+	seq, _ = strconv.ParseUint(q, 10, 64)
+	return ms, seq
 }
 
 // KnownForRefusal returns the deliberate difference that explains a
@@ -480,13 +510,13 @@ type NormContext struct {
 	WorkRan bool
 	// Jitter sorts same-minute delayed members by name.
 	Jitter bool
-	// SortedEvents are [from, to) ranges of the events stream compared as
-	// multisets (see Deliberate, "event order of a removal cascade").
-	SortedEvents [][2]int
+	// SortedEvents are ranges of the events stream compared as multisets
+	// (see Deliberate, "event order of a removal cascade").
+	SortedEvents []EventRange
 	// OthersSortedEvents are the same ranges of each other queue's events
 	// stream: a cascade that reaches a flow's children there writes their
 	// removals in the same member-string order (campaign seed 317003818).
-	OthersSortedEvents map[string][][2]int
+	OthersSortedEvents map[string][]EventRange
 	// Known keeps the differences of the Known divergences that have a
 	// Mask (campaigns looking for them set it).
 	Known bool
@@ -511,13 +541,13 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 	}
 	if k := raw.Keys[nc.Queue+":events"]; k != nil {
 		for _, r := range nc.SortedEvents {
-			SortEvents(k.Stream, r[0], r[1])
+			SortEvents(k.Stream, r)
 		}
 	}
 	for q, ranges := range nc.OthersSortedEvents {
 		if k := raw.Keys[q+":events"]; k != nil {
 			for _, r := range ranges {
-				SortEvents(k.Stream, r[0], r[1])
+				SortEvents(k.Stream, r)
 			}
 		}
 	}

@@ -57,3 +57,29 @@ func TestKnownRefusalMasksTheOtherQueue(t *testing.T) {
 		t.Fatalf("a refused add's counter in %s: got %v, want the id counter entry", OtherQueueName, k)
 	}
 }
+
+// TestSortEventsAfterTrim: a step's range of the events stream is named by
+// stream ids, so a trim that removed entries from the head (a capped
+// stream) sorts what is left of the step's events, and no other step's.
+func TestSortEventsAfterTrim(t *testing.T) {
+	entry := func(id, ev string) statedump.StreamEntry {
+		return statedump.StreamEntry{ID: id, Fields: []string{"event", ev}}
+	}
+	// The stream as a trim left it: 5-0 and earlier are gone; the step
+	// wrote 9-0 .. 10-1 after 8-0.
+	st := []statedump.StreamEntry{entry("8-0", "z"), entry("9-0", "waiting"), entry("10-0", "removed"), entry("10-1", "added"), entry("11-0", "a")}
+	SortEvents(st, EventRange{After: "8-0", Upto: "10-1"})
+	var got []string
+	for _, e := range st {
+		got = append(got, e.ID+" "+e.Fields[1])
+	}
+	if want := "8-0 z,10-1 added,10-0 removed,9-0 waiting,11-0 a"; strings.Join(got, ",") != want {
+		t.Fatalf("sorted %v, want %s", got, want)
+	}
+	// A range wholly trimmed away sorts nothing.
+	st = []statedump.StreamEntry{entry("20-0", "b"), entry("21-0", "a")}
+	SortEvents(st, EventRange{After: "2-0", Upto: "5-0"})
+	if st[0].ID != "20-0" {
+		t.Fatalf("a trimmed-away range sorted later entries: %v", st)
+	}
+}

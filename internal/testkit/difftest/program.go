@@ -252,6 +252,17 @@ const (
 	// own. The copies are alike, so the state does not depend on which
 	// call got which id; the result is the ids, sorted.
 	OpAddBurst Op = "addBurst"
+	// OpAddMixedBurst adds Step.Children, each its own job (name, data,
+	// options; plain, with a custom id that may be taken, a priority, a
+	// delay or lifo), at once: drover's Queue.Add from as many goroutines
+	// released together (its group commit sends pure batches of plain adds
+	// to addPlainJobs, the rest to addJobs, in an order of its own), Node's
+	// Queue.add one after another in the order drover's commit took them
+	// (the runner runs a drover step's mixed run first and reads that
+	// order from its events stream), so generated ids, lists, events and
+	// counters must agree job for job. Its result is the ids, in the order
+	// of Children.
+	OpAddMixedBurst Op = "addMixedBurst"
 	// OpSetIDCounter is the harness's, the same in both runs
 	// (Step.NodeOnly): it sets the queue's id counter to Step.Delay, so
 	// later generated ids are big (past 10^14, where Lua's number
@@ -1145,7 +1156,7 @@ var opNames = map[Op]string{
 	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
 	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows", OpOrphan: "OpOrphan", OpAgeFinished: "OpAgeFinished", OpRemoveOrphanedJobs: "OpRemoveOrphanedJobs",
 	OpUpdateJobProgress: "OpUpdateJobProgress", OpGetMeta: "OpGetMeta", OpGetSchedulersCount: "OpGetSchedulersCount",
-	OpExportMetrics: "OpExportMetrics", OpAddBurst: "OpAddBurst", OpSetIDCounter: "OpSetIDCounter", OpStaleHash: "OpStaleHash",
+	OpExportMetrics: "OpExportMetrics", OpAddBurst: "OpAddBurst", OpAddMixedBurst: "OpAddMixedBurst", OpSetIDCounter: "OpSetIDCounter", OpStaleHash: "OpStaleHash",
 }
 
 var readNames = map[FlowRead]string{
