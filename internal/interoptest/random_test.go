@@ -1644,7 +1644,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		sort.Strings(parts)
 		return r.result(strings.Join(parts, " "), err)
-	case difftest.OpGetJobs:
+	case difftest.OpGetJobs, difftest.OpGetJobIDs:
 		end := -1
 		if s.Limit > 0 {
 			end = s.Priority + s.Limit - 1
@@ -1655,9 +1655,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if len(s.Types) > 0 {
 			types = s.Types
 		}
-		if node {
+		switch {
+		case node && s.Op == difftest.OpGetJobIDs:
+			ids, err = o.GetRanges(ctx, p, q, types, s.Priority, end, !s.LIFO)
+		case node:
 			ids, err = o.GetJobs(ctx, p, q, types, s.Priority, end, !s.LIFO)
-		} else {
+		case s.Op == difftest.OpGetJobIDs:
+			ids, err = dq.GetJobIDs(ctx, droverStates(types), int64(s.Priority), int64(end), !s.LIFO)
+		default:
 			var jobs []*drover.Job
 			jobs, err = dq.GetJobs(ctx, droverStates(types), int64(s.Priority), int64(end), !s.LIFO)
 			for _, j := range jobs {

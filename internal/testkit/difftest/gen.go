@@ -433,6 +433,10 @@ func (g *gen) step() Step {
 				// Several states in one call (BullMQ ranges each).
 				s.Types = []string{s.State, g.pick(append(st, "waiting")...)}
 			}
+			if g.chance(30) {
+				// The ids alone (getRanges / GetJobIDs).
+				s.Op = OpGetJobIDs
+			}
 			return s
 		}},
 		{2, func() Step { return Step{Op: OpGetScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
@@ -732,7 +736,7 @@ func (g *gen) mixedBurst() Step {
 		a.TimestampAgo = ago
 		switch g.r.IntN(10) {
 		case 0, 1, 2, 3:
-			if id := g.pick("m1", "m2", "m3", "m:a", "m b", "m/c"); !used[id] {
+			if id := g.pick("m1", "m2", "m3", "m:a:b", "m b", "m/c"); !used[id] {
 				used[id] = true
 				a.JobID = id
 			}

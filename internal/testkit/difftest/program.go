@@ -145,6 +145,9 @@ const (
 	// (0: all the rest), ascending unless Step.LIFO (getJobs(types, start,
 	// end, asc) / GetJobs); its result is the ids.
 	OpGetJobs Op = "getJobs"
+	// OpGetJobIDs is OpGetJobs without reading the jobs (getRanges /
+	// GetJobIDs): an id whose hash is gone is listed too.
+	OpGetJobIDs Op = "getJobIDs"
 	// OpManualWaitChildren moves the oldest job the run took with
 	// OpManualTake (and did not end yet) to waiting-children, under the
 	// token it was taken with (job.moveToWaitingChildren(token) /
@@ -691,7 +694,7 @@ var otherQueueOps = map[Op]bool{
 	OpChangePriority: true, OpRemove: true, OpDrain: true, OpClean: true, OpObliterate: true, OpPause: true,
 	OpResume: true, OpProgress: true, OpLog: true, OpUpdateData: true, OpClearLogs: true,
 	OpRemoveChildDependency: true, OpRemoveUnprocessedChildren: true, OpJobRemoveDedupKey: true,
-	OpUpdateJobProgress: true, OpManualTake: true, OpManualWaitChildren: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
+	OpUpdateJobProgress: true, OpManualTake: true, OpManualWaitChildren: true, OpGetCounts: true, OpGetJobs: true, OpGetJobIDs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
 	OpGetCountByTypes: true, OpIsPaused: true, OpGetFlow: true, OpGetMetrics: true,
 }
 
@@ -703,7 +706,7 @@ var otherQueueOps = map[Op]bool{
 var altPrefixOps = map[Op]bool{
 	OpWork: true, OpRetry: true, OpRetryJobs: true, OpPromote: true, OpPromoteJobs: true, OpChangeDelay: true, OpChangePriority: true,
 	OpRemove: true, OpProgress: true, OpLog: true, OpUpdateData: true, OpClearLogs: true, OpRemoveChildDependency: true,
-	OpUpdateJobProgress: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
+	OpUpdateJobProgress: true, OpGetCounts: true, OpGetJobs: true, OpGetJobIDs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
 	OpGetCountByTypes: true,
 }
 
@@ -1038,7 +1041,7 @@ func (s *Step) String() string {
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
-	if (s.Op == OpGetJobs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow || s.Op == OpRemoveOrphanedJobs ||
+	if (s.Op == OpGetJobs || s.Op == OpGetJobIDs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow || s.Op == OpRemoveOrphanedJobs ||
 		s.Op == OpFlowRead) &&
 		(s.Priority != 0 || s.LIFO) {
 		parts = append(parts, fmt.Sprintf("start/depth=%d desc=%v", s.Priority, s.LIFO))
@@ -1156,7 +1159,7 @@ var opNames = map[Op]string{
 	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
 	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows", OpOrphan: "OpOrphan", OpAgeFinished: "OpAgeFinished", OpRemoveOrphanedJobs: "OpRemoveOrphanedJobs",
 	OpUpdateJobProgress: "OpUpdateJobProgress", OpGetMeta: "OpGetMeta", OpGetSchedulersCount: "OpGetSchedulersCount",
-	OpExportMetrics: "OpExportMetrics", OpAddBurst: "OpAddBurst", OpAddMixedBurst: "OpAddMixedBurst", OpSetIDCounter: "OpSetIDCounter", OpStaleHash: "OpStaleHash",
+	OpExportMetrics: "OpExportMetrics", OpAddBurst: "OpAddBurst", OpAddMixedBurst: "OpAddMixedBurst", OpGetJobIDs: "OpGetJobIDs", OpSetIDCounter: "OpSetIDCounter", OpStaleHash: "OpStaleHash",
 }
 
 var readNames = map[FlowRead]string{
