@@ -43,3 +43,26 @@ func TestDifferentialMixedBurst(t *testing.T) {
 		}})
 	}
 }
+
+// TestDifferentialWaitFinished: Job.waitUntilFinished against drover's
+// Job.WaitUntilFinished on a completed job (its value, an object whose
+// keys JSON.stringify orders), a failed one (its reason), one still
+// waiting (neither finishes in the moment) and a missing one.
+func TestDifferentialWaitFinished(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	for _, by := range []difftest.Impl{difftest.Drover, difftest.Node} {
+		requireNoDivergence(t, b, &difftest.Program{Seed: 1, Steps: []difftest.Step{
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+			{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+			{Op: difftest.OpWork, By: by, Outcome: &difftest.Outcome{Kind: "complete", Value: map[string]any{"b": 1, "a": []any{1.5, "x"}}}},
+			{Op: difftest.OpWork, By: by, Outcome: &difftest.Outcome{Kind: "unrecoverable", Message: "bad input"}},
+			{Op: difftest.OpWaitFinished, By: by, Job: "j1"},
+			{Op: difftest.OpWaitFinished, By: by, Job: "j2"},
+			{Op: difftest.OpWaitFinished, By: by, Job: "j3"},
+			{Op: difftest.OpWaitFinished, By: by, Job: "nosuch"},
+		}})
+	}
+}

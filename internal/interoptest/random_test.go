@@ -1,8 +1,10 @@
 package interoptest_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -1675,6 +1677,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		difftest.OpGetLogs, difftest.OpGetCountByTypes, difftest.OpIsPaused, difftest.OpGetFlow, difftest.OpGetMetrics,
 		difftest.OpGetMeta, difftest.OpGetSchedulersCount, difftest.OpExportMetrics:
 		return r.read(ctx, s, node)
+	case difftest.OpWaitFinished:
+		return r.waitFinished(ctx, s, node, id)
 	case difftest.OpOrphan:
 		// The harness's, alike in both runs: the sets lose the id, the
 		// job's keys stay.
@@ -2556,6 +2560,62 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 	return r.result(fmt.Sprint(got), nil)
 }
 
+// waitFinishedFor is how long OpWaitFinished waits for a job that has not
+// finished: both sides answer a finished job at once, from its hash.
+const waitFinishedFor = 150 * time.Millisecond
+
+// waitFinished performs OpWaitFinished on the job with id: "completed
+// <value>" (the value as canonical JSON), "failed <reason>", "pending"
+// when it did not finish within waitFinishedFor, "missing" without a job
+// hash (asked of neither side: BullMQ's waitUntilFinished rejects such a
+// job, drover's reads a removed job's finish event from the stream).
+func (r *programRun) waitFinished(ctx context.Context, s *difftest.Step, node bool, id string) string {
+	r.t.Helper()
+	q, dq := r.on(s)
+	n, err := r.rdb.Exists(ctx, keys.New(r.prefix, q).Job(id)).Result()
+	require.NoError(r.t, err)
+	if n == 0 {
+		return "missing"
+	}
+	canon := func(raw []byte) string {
+		if len(raw) == 0 {
+			return "null"
+		}
+		var v any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		require.NoError(r.t, d.Decode(&v), "return value %s", raw)
+		out, err := json.Marshal(v)
+		require.NoError(r.t, err)
+		return string(out)
+	}
+	if node {
+		res, err := r.o.WaitUntilFinished(ctx, r.prefix, q, id, waitFinishedFor)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "timed out before finishing"):
+			return "pending"
+		case err != nil:
+			return r.result("", err)
+		case res.State == "failed":
+			return "failed " + res.FailedReason
+		}
+		return "completed " + canon(res.ReturnValue)
+	}
+	wctx, cancel := context.WithTimeout(ctx, waitFinishedFor)
+	defer cancel()
+	v, err := dq.WaitUntilFinished(wctx, id)
+	var fe *drover.JobFailedError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return "pending"
+	case errors.As(err, &fe):
+		return "failed " + fe.Reason
+	case err != nil:
+		return r.result("", err)
+	}
+	return "completed " + canon(v)
+}
+
 // addMixedBurst performs OpAddMixedBurst: Node adds s.Children one after
 // another, in r.burstOrder when set (drover's commit order in the other
 // run), else in their order; drover adds them from as many goroutines
@@ -2608,6 +2668,9 @@ func (r *programRun) addMixedBurst(ctx context.Context, s *difftest.Step, node b
 		item := make(map[string]int, n)
 		for i, id := range ids {
 			if errs[i] == nil {
+				if j, dup := item[id]; dup {
+					r.t.Fatalf("harness: jobs %d and %d of a mixed burst have the same id %q (generated ids repeat: the generator gives such bursts to Node)", j, i, id)
+				}
 				item[id] = i
 			}
 		}

@@ -138,6 +138,14 @@ func Generate(seed int64, cfg Config) *Program {
 			}
 		}
 	}
+	if IDCounterCollides(p) {
+		for i := range p.Steps {
+			if s := &p.Steps[i]; s.Op == OpAddMixedBurst {
+				// The runner tells the burst's jobs apart by their ids.
+				s.By = Node
+			}
+		}
+	}
 	if g.chance(30) {
 		// drover's AddBulk in small calls: a bulk's plain and other
 		// jobs split into pure and mixed calls (addPlainJobs, addJobs).
@@ -448,6 +456,7 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpGetCountsPerPriority} }},
 		{1, func() Step { return Step{Op: OpGetLimits} }},
 		{3, func() Step { return Step{Op: OpGetJob, Job: g.job()} }},
+		{1, func() Step { return Step{Op: OpWaitFinished, Job: g.job()} }},
 		{3, func() Step {
 			reads := []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount, ReadIgnoredChildrenFailures, ReadFailedChildrenValues}
 			return Step{Op: OpFlowRead, Job: g.job(), Read: reads[g.r.IntN(len(reads))]}

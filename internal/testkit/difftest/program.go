@@ -148,6 +148,13 @@ const (
 	// OpGetJobIDs is OpGetJobs without reading the jobs (getRanges /
 	// GetJobIDs): an id whose hash is gone is listed too.
 	OpGetJobIDs Op = "getJobIDs"
+	// OpWaitFinished waits a moment for Step.Job to finish for good
+	// (Job.waitUntilFinished with a QueueEvents / Job.WaitUntilFinished):
+	// its result is the return value or the failedReason of a finished
+	// job, "pending" for one that did not finish in the moment, and
+	// "missing" (neither side asked: BullMQ rejects a job without a hash,
+	// drover reads its finish event, see docs) for one without a hash.
+	OpWaitFinished Op = "waitFinished"
 	// OpManualWaitChildren moves the oldest job the run took with
 	// OpManualTake (and did not end yet) to waiting-children, under the
 	// token it was taken with (job.moveToWaitingChildren(token) /
@@ -1159,7 +1166,7 @@ var opNames = map[Op]string{
 	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
 	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows", OpOrphan: "OpOrphan", OpAgeFinished: "OpAgeFinished", OpRemoveOrphanedJobs: "OpRemoveOrphanedJobs",
 	OpUpdateJobProgress: "OpUpdateJobProgress", OpGetMeta: "OpGetMeta", OpGetSchedulersCount: "OpGetSchedulersCount",
-	OpExportMetrics: "OpExportMetrics", OpAddBurst: "OpAddBurst", OpAddMixedBurst: "OpAddMixedBurst", OpGetJobIDs: "OpGetJobIDs", OpSetIDCounter: "OpSetIDCounter", OpStaleHash: "OpStaleHash",
+	OpExportMetrics: "OpExportMetrics", OpAddBurst: "OpAddBurst", OpAddMixedBurst: "OpAddMixedBurst", OpGetJobIDs: "OpGetJobIDs", OpWaitFinished: "OpWaitFinished", OpSetIDCounter: "OpSetIDCounter", OpStaleHash: "OpStaleHash",
 }
 
 var readNames = map[FlowRead]string{
