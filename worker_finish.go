@@ -140,9 +140,11 @@ func barrierIndex(order []string, it *finishItem) int {
 // writers' calls may run in either order, so such a parent was refused as
 // still waiting for the child ("has pending dependencies", an attempt
 // failed for a child that had completed or had failed it for good). The
-// parent's result goes in a call after the child's returned. Nor may a
-// child's result share a call with its parent's completion before it,
-// which the script refuses and the worker fails in a later call. A parent is known from its child's
+// parent's result goes in a call after the child's returned. A child's
+// result after its parent's completion goes in the next call too: the
+// script would refuse that completion (the child is still pending) and
+// stop there, leaving the child's result for the call that fails the
+// parent anyway. A parent is known from its child's
 // stored parent only: a child adopted by a flow while it ran (a custom id)
 // is not seen. Called with c.mu held.
 func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
@@ -155,11 +157,9 @@ func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
 			for _, prev := range items[:i] {
 				if prev.rec.Kind == scripts.FinishCompleted && prev.rec.ID == id {
 					// The parent's completion came first: the script
-					// refuses it (this child is still pending) and fails
-					// it in a call after this one, so this child's
-					// result would reach Redis before the parent's
-					// failure, where BullMQ's calls fail the parent first
-					// (campaign seed 2156).
+					// refuses it (this child is still pending), and the
+					// parent fails before this child's result is
+					// written, as BullMQ's calls do (campaign seed 2156).
 					return i
 				}
 			}

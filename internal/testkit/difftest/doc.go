@@ -42,7 +42,9 @@
 // finished job's keys without its id in a set; a harness step that ages
 // every finished job by an hour and a half, so that retention ages, clean
 // graces and retryJobs' cut-off of an hour reach them), reads whose answers are
-// compared (getJobCounts, getJobs ranges, from a negative start too,
+// compared (getJobCounts, getJobs ranges, from a negative start too, and
+// the same ranges' ids alone (getRanges / GetJobIDs), waitUntilFinished on
+// a finished, waiting or missing job,
 // getJobScheduler and getJobSchedulers pages, getJobSchedulersCount,
 // getMeta, exportPrometheusMetrics, getDeduplicationJobId,
 // getRateLimitTtl, getCountsPerPriority, isMaxed with the global limits, a
