@@ -772,8 +772,11 @@ type programRun struct {
 	// cascades are the ranges of the events stream written by
 	// steps that remove a flow's jobs (see difftest.Deliberate).
 	cascades []difftest.EventRange
-	// otherCascades are the same ranges of OtherQueueName's events stream.
-	otherCascades []difftest.EventRange
+	// otherCascades are the same ranges of the other queues' events
+	// streams, by their names in the dump: OtherQueueName's, and both
+	// queues' under difftest.AltPrefixOf's prefix ("alt:q", "alt:q2"),
+	// where a cascade reaches flow children there (campaign seed 2001919).
+	otherCascades map[string][]difftest.EventRange
 	// refused is drover's error when the last step was refused, else nil.
 	refused error
 	// stepNow is the instant (ms) runDifferential gave the current step,
@@ -947,7 +950,7 @@ func (r *programRun) state() *statedump.Snapshot {
 		// The queues of flow children under AltPrefixOf(prefix) are
 		// the run's alt:<queue>.
 		Queue: queueName, Others: []string{difftest.OtherQueueName, "alt:" + queueName, "alt:" + difftest.OtherQueueName}, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
-		OthersSortedEvents: map[string][]difftest.EventRange{difftest.OtherQueueName: r.otherCascades}, MetricsSkew: r.metricsSkew,
+		OthersSortedEvents: r.otherCascades, MetricsSkew: r.metricsSkew,
 	})
 	require.NoError(r.t, err)
 	return s
@@ -957,11 +960,25 @@ func (r *programRun) state() *statedump.Snapshot {
 // the function it returns records the events the step wrote, in each
 // queue's stream, as compared sorted.
 func (r *programRun) noteCascade() func() {
-	main, other := r.k.Events(), keys.New(r.prefix, difftest.OtherQueueName).Events()
-	from, otherFrom := r.lastEventID(main), r.lastEventID(other)
+	main := r.k.Events()
+	others := map[string]string{
+		difftest.OtherQueueName:          keys.New(r.prefix, difftest.OtherQueueName).Events(),
+		"alt:" + queueName:               keys.New(difftest.AltPrefixOf(r.prefix), queueName).Events(),
+		"alt:" + difftest.OtherQueueName: keys.New(difftest.AltPrefixOf(r.prefix), difftest.OtherQueueName).Events(),
+	}
+	from := r.lastEventID(main)
+	froms := make(map[string]string, len(others))
+	for name, stream := range others {
+		froms[name] = r.lastEventID(stream)
+	}
 	return func() {
 		r.cascades = append(r.cascades, difftest.EventRange{After: from, Upto: r.lastEventID(main)})
-		r.otherCascades = append(r.otherCascades, difftest.EventRange{After: otherFrom, Upto: r.lastEventID(other)})
+		if r.otherCascades == nil {
+			r.otherCascades = make(map[string][]difftest.EventRange)
+		}
+		for name, stream := range others {
+			r.otherCascades[name] = append(r.otherCascades[name], difftest.EventRange{After: froms[name], Upto: r.lastEventID(stream)})
+		}
 	}
 }
 
