@@ -2581,9 +2581,9 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 // finished: both sides answer a finished job at once, from its hash.
 const waitFinishedFor = 150 * time.Millisecond
 
-// waitFinished performs OpWaitFinished on the job with id: "completed
-// <value>" (the value as canonical JSON), "failed <reason>", "pending"
-// when it did not finish within waitFinishedFor, "missing" without a job
+// waitFinished performs OpWaitFinished on the job with id: "ok completed
+// <value>" (the value as canonical JSON), "ok failed <reason>", "ok
+// pending" when it did not finish within waitFinishedFor, "missing" without a job
 // hash (asked of neither side: BullMQ's waitUntilFinished rejects such a
 // job, drover's reads a removed job's finish event from the stream).
 func (r *programRun) waitFinished(ctx context.Context, s *difftest.Step, node bool, id string) string {
@@ -2610,13 +2610,13 @@ func (r *programRun) waitFinished(ctx context.Context, s *difftest.Step, node bo
 		res, err := r.o.WaitUntilFinished(ctx, r.prefix, q, id, waitFinishedFor)
 		switch {
 		case err != nil && strings.Contains(err.Error(), "timed out before finishing"):
-			return "pending"
+			return "ok pending"
 		case err != nil:
 			return r.result("", err)
 		case res.State == "failed":
-			return "failed " + res.FailedReason
+			return "ok failed " + res.FailedReason
 		}
-		return "completed " + canon(res.ReturnValue)
+		return "ok completed " + canon(res.ReturnValue)
 	}
 	wctx, cancel := context.WithTimeout(ctx, waitFinishedFor)
 	defer cancel()
@@ -2624,13 +2624,13 @@ func (r *programRun) waitFinished(ctx context.Context, s *difftest.Step, node bo
 	var fe *drover.JobFailedError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return "pending"
+		return "ok pending"
 	case errors.As(err, &fe):
-		return "failed " + fe.Reason
+		return "ok failed " + fe.Reason
 	case err != nil:
 		return r.result("", err)
 	}
-	return "completed " + canon(v)
+	return "ok completed " + canon(v)
 }
 
 // addMixedBurst performs OpAddMixedBurst: Node adds s.Children one after

@@ -128,12 +128,23 @@ var Known = []KnownDivergence{
 
 // IDCounterCollides reports whether a program sets its id counter where
 // generated ids repeat (past 10^14) or meet the program's own jobs (back
-// to a small value).
+// to a small value, or to a value it set before).
 func IDCounterCollides(p *Program) bool {
+	set := false
+	var highest int64
 	for _, s := range p.Steps {
-		if s.Op == OpSetIDCounter && (s.Delay < 1000 || s.Delay >= 99_999_999_999_900) {
+		if s.Op != OpSetIDCounter {
+			continue
+		}
+		if s.Delay < 1000 || s.Delay >= 99_999_999_999_900 {
 			return true
 		}
+		if set && s.Delay <= highest {
+			// Back to a value the program set before: the ids drawn
+			// since come again (campaign seed 2002806).
+			return true
+		}
+		set, highest = true, max(highest, s.Delay)
 	}
 	return false
 }
