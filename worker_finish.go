@@ -141,12 +141,13 @@ func barrierIndex(order []string, it *finishItem) int {
 // still waiting for the child ("has pending dependencies", an attempt
 // failed for a child that had completed or had failed it for good). The
 // parent's result goes in a call after the child's returned. A child's
-// result after its parent's completion goes in the next call too: the
-// script would refuse that completion (the child is still pending) and
-// stop there, leaving the child's result for the call that fails the
-// parent anyway. A parent is known from its child's
-// stored parent only: a child adopted by a flow while it ran (a custom id)
-// is not seen. Called with c.mu held.
+// result after its parent's completion shares the call: the script refuses
+// that completion (the child is still pending) and stops there, and the
+// worker's next call fails the parent and then writes the child's result,
+// as BullMQ's calls do (campaign seed 2156), with the batch's one time
+// (campaign seed 5000556: a batch cut there had two). A parent is known
+// from its child's stored parent only: a child adopted by a flow while it
+// ran (a custom id) is not seen. Called with c.mu held.
 func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
 	var parents map[string]bool
 	for i, it := range items {
@@ -154,15 +155,6 @@ func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
 			return i
 		}
 		if id, ok := w.parentHere(it); ok {
-			for _, prev := range items[:i] {
-				if prev.rec.Kind == scripts.FinishCompleted && prev.rec.ID == id {
-					// The parent's completion came first: the script
-					// refuses it (this child is still pending), and the
-					// parent fails before this child's result is
-					// written, as BullMQ's calls do (campaign seed 2156).
-					return i
-				}
-			}
 			if parents == nil {
 				parents = make(map[string]bool)
 			}
@@ -239,11 +231,14 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	if len(recs) == 0 {
 		failed = msgFetchFailed // a call with no result only takes jobs
 	}
-	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, failed)
+	// One time for the batch, in every call that writes it (a refused
+	// completion's follow-up too): its finished jobs share one finishedOn.
+	now := w.q.nowMs()
+	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, now, failed)
 	if ok {
 		// Refused completions fail next, in a call that fetches for their
 		// slots (the first fetched none for them), under the same gate.
-		more, ttl := w.failRefusedCompletions(batch, codes, fetch-len(next))
+		more, ttl := w.failRefusedCompletions(batch, codes, fetch-len(next), now)
 		next = append(next, more...)
 		rateLimitTTL = max(rateLimitTTL, ttl)
 	}
@@ -340,9 +335,11 @@ func (e *refusedCompletion) Unwrap() error { return e.cause }
 // updated in place with the new outcomes and codes. Jobs whose failure
 // cannot be written stay active for the stalled checker. The calls fetch
 // up to free jobs in all and return them, with the limiter's remaining
-// time when the last fetched none. The common path (no refusal) costs one
-// scan of codes.
-func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error, free int) (next []*runningJob, rateLimitTTL int64) {
+// time when the last fetched none. The calls take now as their time, the
+// batch's first call's, so the batch's finished jobs share one finishedOn
+// (campaign seed 5000556: a count trim kept by that time). The common path
+// (no refusal) costs one scan of codes.
+func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error, free int, now int64) (next []*runningJob, rateLimitTTL int64) {
 	for {
 		var idx []int
 		for i, err := range codes {
@@ -371,7 +368,7 @@ func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error, free
 		// worker fetches after the refused job's failure and the later
 		// jobs' finishes. free is what the calls may fetch in all.
 		fetch := max(free-len(next), 0)
-		again, more, ttl, ok := w.writeResults(recs, fetch, "write refused completions as failures failed")
+		again, more, ttl, ok := w.writeResults(recs, fetch, now, "write refused completions as failures failed")
 		if !ok {
 			// Close gave up: the jobs stay active for the stalled
 			// checker, their codes what the last call answered.
@@ -408,7 +405,10 @@ func mayHaveRun(err error) bool {
 // first run's sat in active with nobody running them; the jobs it fetched
 // are taken over and the records it did not write are sent under a new
 // token.
-func (w *Worker) writeResults(recs []*scripts.FinishRecord, fetch int, failed string) (codes []error, next []*runningJob, rateLimitTTL int64, ok bool) {
+//
+// now is the first call's time (its jobs' finishedOn); a call sent after a
+// lost reply takes its own.
+func (w *Worker) writeResults(recs []*scripts.FinishRecord, fetch int, now int64, failed string) (codes []error, next []*runningJob, rateLimitTTL int64, ok bool) {
 	// Results must land even while closing: only Close giving up
 	// (forceCtx) ends a write, bounded even when Redis does not answer.
 	ctx := w.forceCtx
@@ -423,6 +423,7 @@ func (w *Worker) writeResults(recs []*scripts.FinishRecord, fetch int, failed st
 	}
 	var fetched []taken
 	args := w.fetchArgs(fetch)
+	args.Now = now
 	send := recs
 	for attempt := 1; ; attempt++ {
 		// Sent inline, not through bounded.Call: a goroutine per call (the

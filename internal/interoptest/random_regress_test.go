@@ -1163,3 +1163,28 @@ func TestDifferentialRegressionBatchRefusedBeforeLater(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 4},
 	}})
 }
+
+// TestDifferentialRegressionBatchRefusedOneTime (campaign seed 5000556,
+// shrunk): a batch of four in which the second job's completion is refused
+// (a flow root that a duplicate add made c1's parent) and the last job
+// trims the completed set to two. The follow-up call that failed the
+// refused job and finished the rest stamped them with its own time, later
+// than the first call's, so the trim dropped the first call's job, where
+// the batch's jobs share one finishedOn and a trim keeps by id among them.
+func TestDifferentialRegressionBatchRefusedOneTime(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 5000556, Steps: []difftest.Step{
+		{Op: difftest.OpAddFlows, By: difftest.Node, Children: []*difftest.Add{
+			{Name: "j12", Data: map[string]any{"n": 12}, RemoveOnComplete: &difftest.Retention{Count: difftest.Ptr(3)}},
+			{Name: "j13", Data: map[string]any{"n": 13}, LIFO: true, Attempts: 2, Backoff: &difftest.Backoff{Type: "fixed", Delay: 3600000, Number: true}},
+		}},
+		{Op: difftest.OpAddBulk, By: difftest.Node, Children: []*difftest.Add{
+			{Name: "j15", Data: map[string]any{"n": 15}, JobID: "c1", Attempts: 2, Backoff: &difftest.Backoff{Type: "exponential", Delay: 3600000}},
+			{Name: "j16", Data: map[string]any{"n": 16}, JobID: "c1", Delay: 7200000, Priority: 2, Attempts: 1, Backoff: &difftest.Backoff{Type: "exponential", Delay: 3600000}, Parent: "j12"},
+			{Name: "j17", Data: map[string]any{"n": 17}, RemoveOnComplete: &difftest.Retention{Count: difftest.Ptr(2), Object: true}, RemoveOnFail: &difftest.Retention{Object: true, Age: 3600}},
+		}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 4},
+	}, AddChunk: 3})
+}
