@@ -1188,3 +1188,35 @@ func TestDifferentialRegressionBatchRefusedOneTime(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 4},
 	}, AddChunk: 3})
 }
+
+// TestDifferentialRegressionBatchChildAfterRefusedParent (campaign seeds
+// 6000595 and 6000652, shrunk): a drover batch holds a job that became a
+// parent while it waited and, after it, that job's child. The batch was
+// cut before the child, so the parent's refusal and failure went in calls
+// of their own, whose fetch took the next job before the child's and the
+// later jobs' completions (events: active 4 before completed 2 and c2),
+// or wrote "drained" where BullMQ's last finish met the global rate limit.
+// The call now stops at the refusal and the next one fails the parent and
+// writes the rest, then fetches, as BullMQ's calls do.
+func TestDifferentialRegressionBatchChildAfterRefusedParent(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 6000595, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpPromote, By: difftest.Node, Job: "j1"},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}, Parent: "j1"}},
+		{Op: difftest.OpAddBulk, By: difftest.Node, Children: []*difftest.Add{
+			{Name: "j10", Data: map[string]any{"n": 10}, JobID: "c2", Attempts: 2, Backoff: &difftest.Backoff{Type: "stop", Delay: 0},
+				RemoveOnComplete: &difftest.Retention{Bool: difftest.Ptr(true)}, RemoveOnFail: &difftest.Retention{Count: difftest.Ptr(1)}},
+			{Name: "j11", Data: map[string]any{"n": 11}, StackTraceLimit: 2},
+		}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 3},
+	}})
+	requireNoDivergence(t, b, &difftest.Program{Seed: 6000652, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpSetGlobalRateLimit, By: difftest.Node, Delay: 7200000, Limit: 2},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Parent: "j1"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 3},
+	}})
+}
