@@ -40,7 +40,10 @@
 --   only) a child failed with failParentOnFailure: the job is left active
 --   and locked, and the caller fails the attempt instead, as BullMQ does.
 --   -4 and -9 win over -2 and -6, as in BullMQ's moveToFinished, which
---   looks at the children before the lock.
+--   looks at the children before the lock. The call stops at its first -4
+--   or -9: every record after it is -16 (not reached: nothing written, the
+--   job still active and locked, for the caller to send again after that
+--   failure), and a call with a refusal fetches nothing.
 -- A finished job that owns a deduplication id with a next job stored for it
 -- (keepLastIfActive) queues that job; see requeueNext.
 -- A call that settleCall settled (its reply was lost) writes nothing and
