@@ -85,7 +85,8 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 			runtime.Gosched()
 		}
 		c.mu.Lock()
-		n := c.flowCut(w, c.pending[:min(len(c.pending), maxFinish)])
+		items := c.pending[:min(len(c.pending), maxFinish)]
+		n := c.flowCut(w, items)
 		if n == 0 {
 			// The other writer took every result while this one yielded
 			// or wrote: a call now would carry nothing (at concurrency 10,
@@ -101,7 +102,11 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 		c.pending = slices.Delete(c.pending, 0, n)
 		c.markParents(w, batch, 1)
 		c.mu.Unlock()
-		next := w.writeBatch(batch)
+		// A batch flowCut ended before a parent's completion fetches
+		// nothing: the call with the rest fetches for every slot, after
+		// the parent's result, as BullMQ's worker fetches after its
+		// batch's last finish (campaign seed 7001850).
+		next := w.writeBatch(batch, n == len(items))
 		c.mu.Lock()
 		c.markParents(w, batch, -1)
 		if len(c.pending) > 0 {
@@ -197,9 +202,9 @@ func (c *carriers) markParents(w *Worker, batch []*finishItem, delta int) {
 func (w *Worker) waitCarriers() { w.carry.wg.Wait() }
 
 // writeBatch writes a batch of results, fetching the next jobs for the
-// freed slots in the same script call, and returns those jobs, counted in
-// flight but not started (the caller starts them).
-func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
+// freed slots in the same script call when mayFetch, and returns those
+// jobs, counted in flight but not started (the caller starts them).
+func (w *Worker) writeBatch(batch []*finishItem, mayFetch bool) []*runningJob {
 	// The finished jobs' slots, and free ones taken here, go to the jobs
 	// this call fetches.
 	reserved, fetch := 0, 0
@@ -216,7 +221,7 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	}
 	// A paused worker fetches nothing; a write that does fetch counts
 	// itself on its way until its jobs are in flight, for Pause to wait.
-	fetching := !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil && !rateLimited &&
+	fetching := mayFetch && !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil && !rateLimited &&
 		w.rateLimitWait() == 0 && w.pauser.enter()
 	if fetching {
 		reserved = w.jobs.take(max(w.fetchBatch()-len(batch), 0))

@@ -1220,3 +1220,38 @@ func TestDifferentialRegressionBatchChildAfterRefusedParent(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 3},
 	}})
 }
+
+// TestDifferentialRegressionBatchParentAfterChild (campaign seed 7001850,
+// shrunk, and a smaller program of the same): a drover batch of a child
+// (taken first: lifo) and its parent after it. flowCut writes the child
+// in a call of its own, so that the parent's completion finds it done;
+// that call fetched for the free slots, so the next job's active came
+// before the parent's completed, where BullMQ's worker fetches after its
+// batch's last finish. The first call now fetches nothing.
+func TestDifferentialRegressionBatchParentAfterChild(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 7001850, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, LIFO: true, Parent: "j1"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 2},
+	}})
+	requireNoDivergence(t, b, &difftest.Program{Seed: 7001850, Steps: []difftest.Step{
+		{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}, Children: []*difftest.Add{
+			{Name: "j2", Data: map[string]any{"n": 2}, OnParentFailure: "removeDependencyOnFailure"},
+			{Name: "j3", Data: map[string]any{"n": 3}, OnParentFailure: "continueParentOnFailure"},
+		}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "delay", Delay: 3600000}},
+		{Op: difftest.OpAddBulk, By: difftest.Node, Children: []*difftest.Add{
+			{Name: "j4", Data: map[string]any{"n": 4}, JobID: "c4", Attempts: 3, KeepLogs: 3},
+			{Name: "j7", Data: map[string]any{"n": 7}, DataRaw: "{\"b\":1,\"a\":2,\"10\":3,\"2\":4}", JobName: "with space", RemoveOnComplete: &difftest.Retention{Bool: difftest.Ptr(true)}},
+		}},
+		{Op: difftest.OpChangePriority, By: difftest.Node, Job: "j6", Priority: 3},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom", FetchNext: true}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j10", Data: map[string]any{"n": 10}, LIFORaw: "0", Parent: "j7"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 2},
+	}, Manual: &difftest.ManualWorker{Metrics: 60}})
+}
