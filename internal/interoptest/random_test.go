@@ -966,20 +966,34 @@ func (r *programRun) noteCascade() func() {
 		"alt:" + queueName:               keys.New(difftest.AltPrefixOf(r.prefix), queueName).Events(),
 		"alt:" + difftest.OtherQueueName: keys.New(difftest.AltPrefixOf(r.prefix), difftest.OtherQueueName).Events(),
 	}
-	from := r.lastEventID(main)
+	from, added := r.lastEventID(main), r.eventsAdded(main)
 	froms := make(map[string]string, len(others))
+	addeds := make(map[string]int64, len(others))
 	for name, stream := range others {
-		froms[name] = r.lastEventID(stream)
+		froms[name], addeds[name] = r.lastEventID(stream), r.eventsAdded(stream)
 	}
 	return func() {
-		r.cascades = append(r.cascades, difftest.EventRange{After: from, Upto: r.lastEventID(main)})
+		r.cascades = append(r.cascades, difftest.EventRange{After: from, Upto: r.lastEventID(main), Written: int(r.eventsAdded(main) - added)})
 		if r.otherCascades == nil {
 			r.otherCascades = make(map[string][]difftest.EventRange)
 		}
 		for name, stream := range others {
-			r.otherCascades[name] = append(r.otherCascades[name], difftest.EventRange{After: froms[name], Upto: r.lastEventID(stream)})
+			r.otherCascades[name] = append(r.otherCascades[name], difftest.EventRange{After: froms[name], Upto: r.lastEventID(stream),
+				Written: int(r.eventsAdded(stream) - addeds[name])})
 		}
 	}
+}
+
+// eventsAdded is how many entries were ever added to an events stream
+// (XINFO STREAM entries-added; 0 for a stream that does not exist).
+func (r *programRun) eventsAdded(stream string) int64 {
+	r.t.Helper()
+	info, err := r.rdb.XInfoStream(context.Background(), stream).Result()
+	if err != nil && strings.Contains(err.Error(), "no such key") {
+		return 0
+	}
+	require.NoError(r.t, err)
+	return info.EntriesAdded
 }
 
 // lastEventID is the id of the last entry of an events stream, "0-0" when

@@ -76,6 +76,13 @@ func TestSortEventsAfterTrim(t *testing.T) {
 	if want := "8-0 z,10-1 added,10-0 removed,9-0 waiting,11-0 a"; strings.Join(got, ",") != want {
 		t.Fatalf("sorted %v, want %s", got, want)
 	}
+	// A range a trim cut into (3 written, 2 left): which entries are left
+	// depends on the order they were written in, so they are masked.
+	st = []statedump.StreamEntry{entry("9-0", "waiting"), entry("10-0", "removed"), entry("11-0", "a")}
+	SortEvents(st, EventRange{After: "8-0", Upto: "10-0", Written: 3})
+	if st[0].Fields[1] != trimmedCascade[1] || st[1].Fields[1] != trimmedCascade[1] || st[2].Fields[1] != "a" {
+		t.Fatalf("a cut range is not masked, or more is: %v", st)
+	}
 	// A range wholly trimmed away sorts nothing.
 	st = []statedump.StreamEntry{entry("20-0", "b"), entry("21-0", "a")}
 	SortEvents(st, EventRange{After: "2-0", Upto: "5-0"})
