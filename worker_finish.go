@@ -85,7 +85,8 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 			runtime.Gosched()
 		}
 		c.mu.Lock()
-		n := c.flowCut(w, c.pending[:min(len(c.pending), maxFinish)])
+		items := c.pending[:min(len(c.pending), maxFinish)]
+		n := c.flowCut(w, items)
 		if n == 0 {
 			// The other writer took every result while this one yielded
 			// or wrote: a call now would carry nothing (at concurrency 10,
@@ -101,7 +102,11 @@ func (w *Worker) deliver(it *finishItem) *runningJob {
 		c.pending = slices.Delete(c.pending, 0, n)
 		c.markParents(w, batch, 1)
 		c.mu.Unlock()
-		next := w.writeBatch(batch)
+		// A batch flowCut ended before a parent's completion fetches
+		// nothing: the call with the rest fetches for every slot, after
+		// the parent's result, as BullMQ's worker fetches after its
+		// batch's last finish (campaign seed 7001850).
+		next := w.writeBatch(batch, n == len(items))
 		c.mu.Lock()
 		c.markParents(w, batch, -1)
 		if len(c.pending) > 0 {
@@ -140,11 +145,14 @@ func barrierIndex(order []string, it *finishItem) int {
 // writers' calls may run in either order, so such a parent was refused as
 // still waiting for the child ("has pending dependencies", an attempt
 // failed for a child that had completed or had failed it for good). The
-// parent's result goes in a call after the child's returned. Nor may a
-// child's result share a call with its parent's completion before it,
-// which the script refuses and the worker fails in a later call. A parent is known from its child's
-// stored parent only: a child adopted by a flow while it ran (a custom id)
-// is not seen. Called with c.mu held.
+// parent's result goes in a call after the child's returned. A child's
+// result after its parent's completion shares the call: the script refuses
+// that completion (the child is still pending) and stops there, and the
+// worker's next call fails the parent and then writes the child's result,
+// as BullMQ's calls do (campaign seed 2156), with the batch's one time
+// (campaign seed 5000556: a batch cut there had two). A parent is known
+// from its child's stored parent only: a child adopted by a flow while it
+// ran (a custom id) is not seen. Called with c.mu held.
 func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
 	var parents map[string]bool
 	for i, it := range items {
@@ -152,17 +160,6 @@ func (c *carriers) flowCut(w *Worker, items []*finishItem) int {
 			return i
 		}
 		if id, ok := w.parentHere(it); ok {
-			for _, prev := range items[:i] {
-				if prev.rec.Kind == scripts.FinishCompleted && prev.rec.ID == id {
-					// The parent's completion came first: the script
-					// refuses it (this child is still pending) and fails
-					// it in a call after this one, so this child's
-					// result would reach Redis before the parent's
-					// failure, where BullMQ's calls fail the parent first
-					// (campaign seed 2156).
-					return i
-				}
-			}
 			if parents == nil {
 				parents = make(map[string]bool)
 			}
@@ -205,9 +202,9 @@ func (c *carriers) markParents(w *Worker, batch []*finishItem, delta int) {
 func (w *Worker) waitCarriers() { w.carry.wg.Wait() }
 
 // writeBatch writes a batch of results, fetching the next jobs for the
-// freed slots in the same script call, and returns those jobs, counted in
-// flight but not started (the caller starts them).
-func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
+// freed slots in the same script call when mayFetch, and returns those
+// jobs, counted in flight but not started (the caller starts them).
+func (w *Worker) writeBatch(batch []*finishItem, mayFetch bool) []*runningJob {
 	// The finished jobs' slots, and free ones taken here, go to the jobs
 	// this call fetches.
 	reserved, fetch := 0, 0
@@ -224,7 +221,7 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	}
 	// A paused worker fetches nothing; a write that does fetch counts
 	// itself on its way until its jobs are in flight, for Pause to wait.
-	fetching := !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil && !rateLimited &&
+	fetching := mayFetch && !w.closing.Load() && !w.noFetchOnFinish && w.gate.held() == nil && !rateLimited &&
 		w.rateLimitWait() == 0 && w.pauser.enter()
 	if fetching {
 		reserved = w.jobs.take(max(w.fetchBatch()-len(batch), 0))
@@ -239,11 +236,14 @@ func (w *Worker) writeBatch(batch []*finishItem) []*runningJob {
 	if len(recs) == 0 {
 		failed = msgFetchFailed // a call with no result only takes jobs
 	}
-	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, failed)
+	// One time for the batch, in every call that writes it (a refused
+	// completion's follow-up too): its finished jobs share one finishedOn.
+	now := w.q.nowMs()
+	codes, next, rateLimitTTL, ok := w.writeResults(recs, fetch, now, failed)
 	if ok {
 		// Refused completions fail next, in a call that fetches for their
 		// slots (the first fetched none for them), under the same gate.
-		more, ttl := w.failRefusedCompletions(batch, codes, fetch-len(next))
+		more, ttl := w.failRefusedCompletions(batch, codes, fetch-len(next), now)
 		next = append(next, more...)
 		rateLimitTTL = max(rateLimitTTL, ttl)
 	}
@@ -331,42 +331,61 @@ func (e *refusedCompletion) Unwrap() error { return e.cause }
 // script refused (codes -4/-9; the jobs are still active and locked), the
 // way BullMQ's worker fails an attempt whose moveToFinished was refused:
 // pending children make an ordinary error (retried per the job's attempts),
-// a failed child an unrecoverable one. batch and codes are updated in place
-// with the new outcomes. Jobs whose failure cannot be written stay active
-// for the stalled checker. The failures' call fetches up to free jobs for
-// the slots they free (the refused call fetched none for them) and returns
-// them, with the limiter's remaining time when it fetched none.
-func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error, free int) (next []*runningJob, rateLimitTTL int64) {
-	var idx []int
-	for i, err := range codes {
-		if errors.Is(err, ErrPendingDependencies) || errors.Is(err, ErrFailedChildren) {
-			idx = append(idx, i)
+// a failed child an unrecoverable one. The script stops at the first
+// refused completion (the records after it come back ErrNotReached,
+// untouched), so the next call carries that job's failure and then the
+// results after it, in the batch's order: BullMQ's calls, one job at a
+// time, fail the refused job before they finish the later ones. A refusal
+// in that call stops it the same way, and so on; a call with a refusal
+// fetches nothing, the last call fetches for every slot. batch and codes are
+// updated in place with the new outcomes and codes. Jobs whose failure
+// cannot be written stay active for the stalled checker. The calls fetch
+// up to free jobs in all and return them, with the limiter's remaining
+// time when the last fetched none. The calls take now as their time, the
+// batch's first call's, so the batch's finished jobs share one finishedOn
+// (campaign seed 5000556: a count trim kept by that time). The common path
+// (no refusal) costs one scan of codes.
+func (w *Worker) failRefusedCompletions(batch []*finishItem, codes []error, free int, now int64) (next []*runningJob, rateLimitTTL int64) {
+	for {
+		var idx []int
+		for i, err := range codes {
+			switch {
+			case errors.Is(err, ErrPendingDependencies) || errors.Is(err, ErrFailedChildren):
+				it := batch[i]
+				var err error = &refusedCompletion{jobID: it.rj.job.ID, cause: codes[i]}
+				if errors.Is(err, ErrFailedChildren) {
+					err = Unrecoverable(err)
+				}
+				batch[i] = w.outcome(context.Background(), it.rj, nil, err, it.took)
+				idx = append(idx, i)
+			case errors.Is(err, scripts.ErrNotReached):
+				idx = append(idx, i)
+			}
 		}
-	}
-	if len(idx) == 0 {
-		return nil, 0
-	}
-	recs := make([]*scripts.FinishRecord, len(idx))
-	for k, i := range idx {
-		it := batch[i]
-		var err error = &refusedCompletion{jobID: it.rj.job.ID, cause: codes[i]}
-		if errors.Is(err, ErrFailedChildren) {
-			err = Unrecoverable(err)
+		if len(idx) == 0 {
+			return next, rateLimitTTL
 		}
-		batch[i] = w.outcome(context.Background(), it.rj, nil, err, it.took)
-		recs[k] = &batch[i].rec
-	}
-	// The first call fetched none for these jobs' slots (finishJobs'
-	// refused): this one does, as BullMQ's moveToFailed(fetchNext) after
-	// its refused moveToFinished. free is what the first call may still
-	// have fetched (0 when it fetched nothing at all).
-	again, next, rateLimitTTL, ok := w.writeResults(recs, min(max(free, 0), len(idx)), "write refused completions as failures failed")
-	if ok {
+		recs := make([]*scripts.FinishRecord, len(idx))
+		for k, i := range idx {
+			recs[k] = &batch[i].rec
+		}
+		// A call with a refused completion fetches nothing (finishJobs'
+		// refused): the last call fetches for every slot, as BullMQ's
+		// worker fetches after the refused job's failure and the later
+		// jobs' finishes. free is what the calls may fetch in all.
+		fetch := max(free-len(next), 0)
+		again, more, ttl, ok := w.writeResults(recs, fetch, now, "write refused completions as failures failed")
+		if !ok {
+			// Close gave up: the jobs stay active for the stalled
+			// checker, their codes what the last call answered.
+			return next, rateLimitTTL
+		}
+		next = append(next, more...)
+		rateLimitTTL = ttl
 		for k, i := range idx {
 			codes[i] = again[k]
 		}
 	}
-	return next, rateLimitTTL
 }
 
 // settledCallTTL is how long a call settled after its reply was lost stays
@@ -392,7 +411,10 @@ func mayHaveRun(err error) bool {
 // first run's sat in active with nobody running them; the jobs it fetched
 // are taken over and the records it did not write are sent under a new
 // token.
-func (w *Worker) writeResults(recs []*scripts.FinishRecord, fetch int, failed string) (codes []error, next []*runningJob, rateLimitTTL int64, ok bool) {
+//
+// now is the first call's time (its jobs' finishedOn); a call sent after a
+// lost reply takes its own.
+func (w *Worker) writeResults(recs []*scripts.FinishRecord, fetch int, now int64, failed string) (codes []error, next []*runningJob, rateLimitTTL int64, ok bool) {
 	// Results must land even while closing: only Close giving up
 	// (forceCtx) ends a write, bounded even when Redis does not answer.
 	ctx := w.forceCtx
@@ -407,6 +429,7 @@ func (w *Worker) writeResults(recs []*scripts.FinishRecord, fetch int, failed st
 	}
 	var fetched []taken
 	args := w.fetchArgs(fetch)
+	args.Now = now
 	send := recs
 	for attempt := 1; ; attempt++ {
 		// Sent inline, not through bounded.Call: a goroutine per call (the

@@ -1132,3 +1132,126 @@ func TestDifferentialRegressionBatchParentBeforeChild(t *testing.T) {
 		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 2},
 	}})
 }
+
+// TestDifferentialRegressionBatchRefusedBeforeLater (the Known entry
+// "batch-refused", campaign seed 10213): a drover worker at concurrency 2
+// finishes a job that became a parent while it waited (a child added with
+// the parent option, still in wait) and a plain job after it in one call.
+// BullMQ's calls refuse the parent's completion and fail it, then complete
+// the plain job; finishJobs completed the plain job in the call that
+// refused the parent and the worker failed the parent in the next call, so
+// the events came plain job first.
+func TestDifferentialRegressionBatchRefusedBeforeLater(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 10213, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}, Parent: "j1"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 2},
+	}})
+	// Two refusals in a batch of four: the follow-up call that fails the
+	// first refused job stops at the second.
+	requireNoDivergence(t, b, &difftest.Program{Seed: 10213, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j4", Data: map[string]any{"n": 4}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j5", Data: map[string]any{"n": 5}, Parent: "j1"}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j6", Data: map[string]any{"n": 6}, Parent: "j3"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 4},
+	}})
+}
+
+// TestDifferentialRegressionBatchRefusedOneTime (campaign seed 5000556,
+// shrunk): a batch of four in which the second job's completion is refused
+// (a flow root that a duplicate add made c1's parent) and the last job
+// trims the completed set to two. The follow-up call that failed the
+// refused job and finished the rest stamped them with its own time, later
+// than the first call's, so the trim dropped the first call's job, where
+// the batch's jobs share one finishedOn and a trim keeps by id among them.
+func TestDifferentialRegressionBatchRefusedOneTime(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 5000556, Steps: []difftest.Step{
+		{Op: difftest.OpAddFlows, By: difftest.Node, Children: []*difftest.Add{
+			{Name: "j12", Data: map[string]any{"n": 12}, RemoveOnComplete: &difftest.Retention{Count: difftest.Ptr(3)}},
+			{Name: "j13", Data: map[string]any{"n": 13}, LIFO: true, Attempts: 2, Backoff: &difftest.Backoff{Type: "fixed", Delay: 3600000, Number: true}},
+		}},
+		{Op: difftest.OpAddBulk, By: difftest.Node, Children: []*difftest.Add{
+			{Name: "j15", Data: map[string]any{"n": 15}, JobID: "c1", Attempts: 2, Backoff: &difftest.Backoff{Type: "exponential", Delay: 3600000}},
+			{Name: "j16", Data: map[string]any{"n": 16}, JobID: "c1", Delay: 7200000, Priority: 2, Attempts: 1, Backoff: &difftest.Backoff{Type: "exponential", Delay: 3600000}, Parent: "j12"},
+			{Name: "j17", Data: map[string]any{"n": 17}, RemoveOnComplete: &difftest.Retention{Count: difftest.Ptr(2), Object: true}, RemoveOnFail: &difftest.Retention{Object: true, Age: 3600}},
+		}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 4},
+	}, AddChunk: 3})
+}
+
+// TestDifferentialRegressionBatchChildAfterRefusedParent (campaign seeds
+// 6000595 and 6000652, shrunk): a drover batch holds a job that became a
+// parent while it waited and, after it, that job's child. The batch was
+// cut before the child, so the parent's refusal and failure went in calls
+// of their own, whose fetch took the next job before the child's and the
+// later jobs' completions (events: active 4 before completed 2 and c2),
+// or wrote "drained" where BullMQ's last finish met the global rate limit.
+// The call now stops at the refusal and the next one fails the parent and
+// writes the rest, then fetches, as BullMQ's calls do.
+func TestDifferentialRegressionBatchChildAfterRefusedParent(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 6000595, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpPromote, By: difftest.Node, Job: "j1"},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}, Parent: "j1"}},
+		{Op: difftest.OpAddBulk, By: difftest.Node, Children: []*difftest.Add{
+			{Name: "j10", Data: map[string]any{"n": 10}, JobID: "c2", Attempts: 2, Backoff: &difftest.Backoff{Type: "stop", Delay: 0},
+				RemoveOnComplete: &difftest.Retention{Bool: difftest.Ptr(true)}, RemoveOnFail: &difftest.Retention{Count: difftest.Ptr(1)}},
+			{Name: "j11", Data: map[string]any{"n": 11}, StackTraceLimit: 2},
+		}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 3},
+	}})
+	requireNoDivergence(t, b, &difftest.Program{Seed: 6000652, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpSetGlobalRateLimit, By: difftest.Node, Delay: 7200000, Limit: 2},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, Parent: "j1"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 3},
+	}})
+}
+
+// TestDifferentialRegressionBatchParentAfterChild (campaign seed 7001850,
+// shrunk, and a smaller program of the same): a drover batch of a child
+// (taken first: lifo) and its parent after it. flowCut writes the child
+// in a call of its own, so that the parent's completion finds it done;
+// that call fetched for the free slots, so the next job's active came
+// before the parent's completed, where BullMQ's worker fetches after its
+// batch's last finish. The first call now fetches nothing.
+func TestDifferentialRegressionBatchParentAfterChild(t *testing.T) {
+	t.Parallel()
+
+	b := newSetup(t)(t)
+	requireNoDivergence(t, b, &difftest.Program{Seed: 7001850, Steps: []difftest.Step{
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j3", Data: map[string]any{"n": 3}}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j2", Data: map[string]any{"n": 2}, LIFO: true, Parent: "j1"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 2},
+	}})
+	requireNoDivergence(t, b, &difftest.Program{Seed: 7001850, Steps: []difftest.Step{
+		{Op: difftest.OpAddFlow, By: difftest.Node, Add: &difftest.Add{Name: "j1", Data: map[string]any{"n": 1}}, Children: []*difftest.Add{
+			{Name: "j2", Data: map[string]any{"n": 2}, OnParentFailure: "removeDependencyOnFailure"},
+			{Name: "j3", Data: map[string]any{"n": 3}, OnParentFailure: "continueParentOnFailure"},
+		}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "delay", Delay: 3600000}},
+		{Op: difftest.OpAddBulk, By: difftest.Node, Children: []*difftest.Add{
+			{Name: "j4", Data: map[string]any{"n": 4}, JobID: "c4", Attempts: 3, KeepLogs: 3},
+			{Name: "j7", Data: map[string]any{"n": 7}, DataRaw: "{\"b\":1,\"a\":2,\"10\":3,\"2\":4}", JobName: "with space", RemoveOnComplete: &difftest.Retention{Bool: difftest.Ptr(true)}},
+		}},
+		{Op: difftest.OpChangePriority, By: difftest.Node, Job: "j6", Priority: 3},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom"}},
+		{Op: difftest.OpWork, By: difftest.Node, Outcome: &difftest.Outcome{Kind: "fail", Message: "boom", FetchNext: true}},
+		{Op: difftest.OpAdd, By: difftest.Node, Add: &difftest.Add{Name: "j10", Data: map[string]any{"n": 10}, LIFORaw: "0", Parent: "j7"}},
+		{Op: difftest.OpWork, By: difftest.Drover, Outcome: &difftest.Outcome{Kind: "complete", FetchNext: true}, Concurrency: 2},
+	}, Manual: &difftest.ManualWorker{Metrics: 60}})
+}

@@ -1,8 +1,10 @@
 package interoptest_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -520,17 +522,6 @@ func (r *programRun) manualWaitChildren(ctx context.Context, node bool, child, c
 	return res
 }
 
-// shiftCascades moves the recorded cascade ranges of the events stream
-// back by the n entries a trim removed from its head.
-func (r *programRun) shiftCascades(n int) {
-	if n <= 0 {
-		return
-	}
-	for i, c := range r.cascades {
-		r.cascades[i] = [2]int{max(c[0]-n, 0), max(c[1]-n, 0)}
-	}
-}
-
 // stepTally counts drover's steps by operation and by what they did, so a
 // campaign shows that each operation really ran (a step that is always
 // refused, or always finds nothing, compares nothing).
@@ -665,8 +656,18 @@ func runDifferential(t *testing.T, b *bundle, p *difftest.Program, known bool) *
 			limited = mix.rateLimitedFor(context.Background(), keys.New(mix.prefix, q), lm)
 		}
 		began := time.Now().UnixMilli()
-		rr := ref.step(s, nodeImpl)
-		mr := mix.step(s, by)
+		var rr, mr string
+		if s.Op == difftest.OpAddMixedBurst {
+			// drover's group commit first: the all-Node run adds the
+			// jobs in the order it committed them.
+			mix.burstOrder = nil
+			mr = mix.step(s, by)
+			ref.burstOrder = mix.burstOrder
+			rr = ref.step(s, nodeImpl)
+		} else {
+			rr = ref.step(s, nodeImpl)
+			mr = mix.step(s, by)
+		}
 		if (s.Op == difftest.OpWork && s.Metrics > 0 || s.Op == difftest.OpManualFinish && p.Manual != nil && p.Manual.Metrics > 0) &&
 			began/60_000 != time.Now().UnixMilli()/60_000 {
 			// A minute began between the two runs' metrics writes: from
@@ -768,11 +769,14 @@ type programRun struct {
 	workRan                 bool
 	jitter                  bool
 	known                   bool
-	// cascades are the [from, to) ranges of the events stream written by
+	// cascades are the ranges of the events stream written by
 	// steps that remove a flow's jobs (see difftest.Deliberate).
-	cascades [][2]int
-	// otherCascades are the same ranges of OtherQueueName's events stream.
-	otherCascades [][2]int
+	cascades []difftest.EventRange
+	// otherCascades are the same ranges of the other queues' events
+	// streams, by their names in the dump: OtherQueueName's, and both
+	// queues' under difftest.AltPrefixOf's prefix ("alt:q", "alt:q2"),
+	// where a cascade reaches flow children there (campaign seed 2001919).
+	otherCascades map[string][]difftest.EventRange
 	// refused is drover's error when the last step was refused, else nil.
 	refused error
 	// stepNow is the instant (ms) runDifferential gave the current step,
@@ -793,6 +797,10 @@ type programRun struct {
 	events []*eventReaders
 	// metricsSkew: a metrics work step's two runs straddled a minute.
 	metricsSkew bool
+	// burstOrder is the order in which the mixed run's drover committed
+	// the last OpAddMixedBurst's jobs (indexes of Step.Children); the
+	// all-Node run adds them in that order.
+	burstOrder []int
 	// manual are the program's manual workers' options (nil: none).
 	manual *difftest.ManualWorker
 }
@@ -942,7 +950,7 @@ func (r *programRun) state() *statedump.Snapshot {
 		// The queues of flow children under AltPrefixOf(prefix) are
 		// the run's alt:<queue>.
 		Queue: queueName, Others: []string{difftest.OtherQueueName, "alt:" + queueName, "alt:" + difftest.OtherQueueName}, StartMs: r.start, WorkRan: r.workRan, Jitter: r.jitter, Known: r.known, SortedEvents: r.cascades,
-		OthersSortedEvents: map[string][][2]int{difftest.OtherQueueName: r.otherCascades}, MetricsSkew: r.metricsSkew,
+		OthersSortedEvents: r.otherCascades, MetricsSkew: r.metricsSkew,
 	})
 	require.NoError(r.t, err)
 	return s
@@ -952,27 +960,52 @@ func (r *programRun) state() *statedump.Snapshot {
 // the function it returns records the events the step wrote, in each
 // queue's stream, as compared sorted.
 func (r *programRun) noteCascade() func() {
-	from, otherFrom := r.streamLen(), r.otherStreamLen()
+	main := r.k.Events()
+	others := map[string]string{
+		difftest.OtherQueueName:          keys.New(r.prefix, difftest.OtherQueueName).Events(),
+		"alt:" + queueName:               keys.New(difftest.AltPrefixOf(r.prefix), queueName).Events(),
+		"alt:" + difftest.OtherQueueName: keys.New(difftest.AltPrefixOf(r.prefix), difftest.OtherQueueName).Events(),
+	}
+	from, added := r.lastEventID(main), r.eventsAdded(main)
+	froms := make(map[string]string, len(others))
+	addeds := make(map[string]int64, len(others))
+	for name, stream := range others {
+		froms[name], addeds[name] = r.lastEventID(stream), r.eventsAdded(stream)
+	}
 	return func() {
-		r.cascades = append(r.cascades, [2]int{from, r.streamLen()})
-		r.otherCascades = append(r.otherCascades, [2]int{otherFrom, r.otherStreamLen()})
+		r.cascades = append(r.cascades, difftest.EventRange{After: from, Upto: r.lastEventID(main), Written: int(r.eventsAdded(main) - added)})
+		if r.otherCascades == nil {
+			r.otherCascades = make(map[string][]difftest.EventRange)
+		}
+		for name, stream := range others {
+			r.otherCascades[name] = append(r.otherCascades[name], difftest.EventRange{After: froms[name], Upto: r.lastEventID(stream),
+				Written: int(r.eventsAdded(stream) - addeds[name])})
+		}
 	}
 }
 
-// otherStreamLen is the length of OtherQueueName's events stream.
-func (r *programRun) otherStreamLen() int {
+// eventsAdded is how many entries were ever added to an events stream
+// (XINFO STREAM entries-added; 0 for a stream that does not exist).
+func (r *programRun) eventsAdded(stream string) int64 {
 	r.t.Helper()
-	n, err := r.rdb.XLen(context.Background(), keys.New(r.prefix, difftest.OtherQueueName).Events()).Result()
+	info, err := r.rdb.XInfoStream(context.Background(), stream).Result()
+	if err != nil && strings.Contains(err.Error(), "no such key") {
+		return 0
+	}
 	require.NoError(r.t, err)
-	return int(n)
+	return info.EntriesAdded
 }
 
-// streamLen is the length of the run's events stream.
-func (r *programRun) streamLen() int {
+// lastEventID is the id of the last entry of an events stream, "0-0" when
+// it has none.
+func (r *programRun) lastEventID(stream string) string {
 	r.t.Helper()
-	n, err := r.rdb.XLen(context.Background(), r.k.Events()).Result()
+	xs, err := r.rdb.XRevRangeN(context.Background(), stream, "+", "-", 1).Result()
 	require.NoError(r.t, err)
-	return int(n)
+	if len(xs) == 0 {
+		return "0-0"
+	}
+	return xs[0].ID
 }
 
 func (r *programRun) id(name string) string {
@@ -1222,6 +1255,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		return r.result(got, err)
 	case difftest.OpAddBurst:
 		return r.addBurst(ctx, s, node)
+	case difftest.OpAddMixedBurst:
+		return r.addMixedBurst(ctx, s, node)
 	case difftest.OpSetIDCounter:
 		// The harness's, alike in both runs.
 		require.NoError(r.t, r.rdb.Set(ctx, r.k.ID(), s.Delay, 0).Err())
@@ -1642,7 +1677,7 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		}
 		sort.Strings(parts)
 		return r.result(strings.Join(parts, " "), err)
-	case difftest.OpGetJobs:
+	case difftest.OpGetJobs, difftest.OpGetJobIDs:
 		end := -1
 		if s.Limit > 0 {
 			end = s.Priority + s.Limit - 1
@@ -1653,9 +1688,14 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		if len(s.Types) > 0 {
 			types = s.Types
 		}
-		if node {
+		switch {
+		case node && s.Op == difftest.OpGetJobIDs:
+			ids, err = o.GetRanges(ctx, p, q, types, s.Priority, end, !s.LIFO)
+		case node:
 			ids, err = o.GetJobs(ctx, p, q, types, s.Priority, end, !s.LIFO)
-		} else {
+		case s.Op == difftest.OpGetJobIDs:
+			ids, err = dq.GetJobIDs(ctx, droverStates(types), int64(s.Priority), int64(end), !s.LIFO)
+		default:
 			var jobs []*drover.Job
 			jobs, err = dq.GetJobs(ctx, droverStates(types), int64(s.Priority), int64(end), !s.LIFO)
 			for _, j := range jobs {
@@ -1668,6 +1708,8 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 		difftest.OpGetLogs, difftest.OpGetCountByTypes, difftest.OpIsPaused, difftest.OpGetFlow, difftest.OpGetMetrics,
 		difftest.OpGetMeta, difftest.OpGetSchedulersCount, difftest.OpExportMetrics:
 		return r.read(ctx, s, node)
+	case difftest.OpWaitFinished:
+		return r.waitFinished(ctx, s, node, id)
 	case difftest.OpOrphan:
 		// The harness's, alike in both runs: the sets lose the id, the
 		// job's keys stay.
@@ -1713,14 +1755,12 @@ func (r *programRun) do(s *difftest.Step, by impl) string {
 	case difftest.OpTrimEvents:
 		// Node answers how many entries it trimmed, drover nothing: the
 		// stream itself is compared.
-		from := r.streamLen()
 		var err error
 		if node {
 			err = o.QueueCall(ctx, p, q, "trimEvents", nil, s.Limit)
 		} else {
 			err = dq.TrimEvents(ctx, int64(s.Limit))
 		}
-		r.shiftCascades(from - r.streamLen())
 		return r.result("", err)
 	case difftest.OpSetGlobalConcurrency:
 		if node {
@@ -2549,6 +2589,152 @@ func (r *programRun) addFlows(ctx context.Context, roots []*difftest.Add, node, 
 		}
 	}
 	return r.result(fmt.Sprint(got), nil)
+}
+
+// waitFinishedFor is how long OpWaitFinished waits for a job that has not
+// finished: both sides answer a finished job at once, from its hash.
+const waitFinishedFor = 150 * time.Millisecond
+
+// waitFinished performs OpWaitFinished on the job with id: "ok completed
+// <value>" (the value as canonical JSON), "ok failed <reason>", "ok
+// pending" when it did not finish within waitFinishedFor, "missing" without a job
+// hash (asked of neither side: BullMQ's waitUntilFinished rejects such a
+// job, drover's reads a removed job's finish event from the stream).
+func (r *programRun) waitFinished(ctx context.Context, s *difftest.Step, node bool, id string) string {
+	r.t.Helper()
+	q, dq := r.on(s)
+	n, err := r.rdb.Exists(ctx, keys.New(r.prefix, q).Job(id)).Result()
+	require.NoError(r.t, err)
+	if n == 0 {
+		return "missing"
+	}
+	canon := func(raw []byte) string {
+		if len(raw) == 0 {
+			return "null"
+		}
+		var v any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		require.NoError(r.t, d.Decode(&v), "return value %s", raw)
+		out, err := json.Marshal(v)
+		require.NoError(r.t, err)
+		return string(out)
+	}
+	if node {
+		res, err := r.o.WaitUntilFinished(ctx, r.prefix, q, id, waitFinishedFor)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "timed out before finishing"):
+			return "ok pending"
+		case err != nil:
+			return r.result("", err)
+		case res.State == "failed":
+			return "ok failed " + res.FailedReason
+		}
+		return "ok completed " + canon(res.ReturnValue)
+	}
+	wctx, cancel := context.WithTimeout(ctx, waitFinishedFor)
+	defer cancel()
+	v, err := dq.WaitUntilFinished(wctx, id)
+	var fe *drover.JobFailedError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return "ok pending"
+	case errors.As(err, &fe):
+		return "ok failed " + fe.Reason
+	case err != nil:
+		return r.result("", err)
+	}
+	return "ok completed " + canon(v)
+}
+
+// addMixedBurst performs OpAddMixedBurst: Node adds s.Children one after
+// another, in r.burstOrder when set (drover's commit order in the other
+// run), else in their order; drover adds them from as many goroutines
+// released together and sets r.burstOrder to the order its group commit
+// wrote them, read from the events stream (each add's "added" or, for a
+// taken custom id, "duplicated" event). Its result is the ids in the
+// order of s.Children.
+func (r *programRun) addMixedBurst(ctx context.Context, s *difftest.Step, node bool) string {
+	r.t.Helper()
+	q, dq := r.on(s)
+	n := len(s.Children)
+	ids := make([]string, n)
+	errs := make([]error, n)
+	if node {
+		order := r.burstOrder
+		if order == nil {
+			for i := range n {
+				order = append(order, i)
+			}
+		}
+		require.Len(r.t, order, n, "harness: the commit order names every job of the burst")
+		for _, i := range order {
+			a := s.Children[i]
+			ids[i], errs[i] = r.o.Add(ctx, r.prefix, q, a.JobNameOf(), a.Payload(), r.nodeOpts(a))
+		}
+	} else {
+		events := keys.New(r.prefix, q).Events()
+		last := "0-0"
+		xs, err := r.rdb.XRevRangeN(ctx, events, "+", "-", 1).Result()
+		require.NoError(r.t, err)
+		if len(xs) > 0 {
+			last = xs[0].ID
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, a := range s.Children {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				res, err := dq.Add(ctx, a.JobNameOf(), a.Payload(), r.droverOpts(a))
+				if err == nil {
+					ids[i] = res.Job.ID
+				}
+				errs[i] = err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		item := make(map[string]int, n)
+		for i, id := range ids {
+			if errs[i] == nil {
+				if j, dup := item[id]; dup {
+					r.t.Fatalf("harness: jobs %d and %d of a mixed burst have the same id %q (generated ids repeat: the generator gives such bursts to Node)", j, i, id)
+				}
+				item[id] = i
+			}
+		}
+		xs, err = r.rdb.XRange(ctx, events, "("+last, "+").Result()
+		require.NoError(r.t, err)
+		r.burstOrder = nil
+		for _, x := range xs {
+			if ev := x.Values["event"]; ev != "added" && ev != "duplicated" {
+				continue
+			}
+			id, _ := x.Values["jobId"].(string)
+			if i, ok := item[id]; ok {
+				r.burstOrder = append(r.burstOrder, i)
+				delete(item, id)
+			}
+		}
+		// Refused adds (none are generated) go last: they wrote nothing.
+		for i := range n {
+			if errs[i] != nil {
+				r.burstOrder = append(r.burstOrder, i)
+			}
+		}
+		require.Empty(r.t, item, "harness: every job of the burst has its event in the stream")
+	}
+	for i, a := range s.Children {
+		if errs[i] == nil {
+			r.ids[a.Name] = ids[i]
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return r.result("", err)
+	}
+	return r.result(fmt.Sprint(ids), nil)
 }
 
 // addBurst performs OpAddBurst: s.Limit copies of s.Add, Node's one after

@@ -36,6 +36,10 @@ var (
 	ErrQueueNotPaused = errors.New("queue is not paused")
 	// ErrActiveJobs: obliterate without force found active jobs (code -14).
 	ErrActiveJobs = errors.New("queue has active jobs")
+	// ErrNotReached: finishJobs stopped at an earlier record's refused
+	// completion and left this record's job untouched, still active and
+	// locked, for the caller to send again after that failure (code -16).
+	ErrNotReached = errors.New("job result not reached: the call stopped at an earlier refused completion")
 )
 
 // codes is the one table of script result codes. A negative code means the
@@ -57,6 +61,7 @@ var codes = map[int64]error{
 	-13: ErrQueueNotPaused,
 	-14: ErrActiveJobs,
 	-15: ErrSchedulerKeyTaken,
+	-16: ErrNotReached,
 }
 
 // scriptCodes lists the codes each script returns (finishJobs: per job).
@@ -69,7 +74,7 @@ var scriptCodes = map[string][]int64{
 	"updateData":                {-1},
 	"changeDelay":               {-1, -3},
 	"changePriority":            {-1},
-	"finishJobs":                {-1, -2, -3, -4, -6, -9},
+	"finishJobs":                {-1, -2, -3, -4, -6, -9, -16},
 	"promote":                   {-1, -3},
 	"removeJob":                 {-1, -8, -12},
 	"removeChildDependency":     {-1, -5},

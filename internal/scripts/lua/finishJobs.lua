@@ -40,7 +40,10 @@
 --   only) a child failed with failParentOnFailure: the job is left active
 --   and locked, and the caller fails the attempt instead, as BullMQ does.
 --   -4 and -9 win over -2 and -6, as in BullMQ's moveToFinished, which
---   looks at the children before the lock.
+--   looks at the children before the lock. The call stops at its first -4
+--   or -9: every record after it is -16 (not reached: nothing written, the
+--   job still active and locked, for the caller to send again after that
+--   failure), and a call with a refusal fetches nothing.
 -- A finished job that owns a deduplication id with a next job stored for it
 -- (keepLastIfActive) queues that job; see requeueNext.
 -- A call that settleCall settled (its reply was lost) writes nothing and
@@ -423,11 +426,13 @@ local lastFinal = false
 local completedN, failedN = 0, 0
 local anyOwned = single
 -- refused: completions refused for a pending (-4) or failed (-9) child.
--- The caller fails each such attempt next, in a call that fetches for its
--- slot, as BullMQ's moveToFinished refuses before it fetches and its
--- moveToFailed(fetchNext) fetches after the failure: this call fetches
--- none for them (the worker's first write took a next job before the
--- refused job failed or went back to wait, campaign seed 969489722).
+-- The call stops at the first (see the cut below) and fetches nothing:
+-- the caller fails that attempt next, with the records after it, in a
+-- call that fetches for every slot, as BullMQ's moveToFinished refuses
+-- before it fetches and its moveToFailed(fetchNext) fetches after the
+-- failure (a first write that took a next job wrote its events before the
+-- refused job failed or went back to wait, campaign seeds 969489722 and
+-- 10213).
 local refused = 0
 
 -- cold() builds the helpers of flows (a child's parent), deduplication
@@ -623,6 +628,30 @@ else
       end
     end
     mine = free
+  end
+  -- The call stops at its first refused completion: the records after it
+  -- are left untouched (-16, the job still active and locked) for the
+  -- caller to send again after the refused job's failure, as BullMQ's
+  -- worker fails that job before it finishes the ones after it.
+  if refused > 0 then
+    local cut = n
+    for i = 0, n - 1 do
+      local c = codes[i + 1]
+      if c == -4 or c == -9 then
+        cut = i
+        break
+      end
+    end
+    for i = cut + 1, n - 1 do
+      codes[i + 1] = -16
+    end
+    local kept = {}
+    for k = 1, #mine do
+      if mine[k] < cut then
+        kept[#kept + 1] = mine[k]
+      end
+    end
+    mine = kept
   end
 
   -- Take the owned jobs out of active. One LREM per job scans the list each
@@ -918,7 +947,7 @@ if exactLock ~= "" and codes[1] ~= 0 then
   fetchCount = 0
 end
 if refused > 0 then
-  fetchCount = fetchCount - refused
+  fetchCount = 0
 end
 if not fetched then
   fetched = fetchJobs(now, fetchCount, exactLock ~= "" and exactLock or ARGV[4], ARGV[5], ARGV[6],

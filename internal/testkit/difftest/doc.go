@@ -23,6 +23,9 @@
 // calls of 1 to 3 jobs ([Program].AddChunk: pure and mixed calls), bursts
 // of copies of one job added at once ([OpAddBurst]: drover's from
 // goroutines released together, batched by Queue.Add's group commit),
+// mixed bursts of distinct plain and custom-id jobs added at once
+// ([OpAddMixedBurst]: Node adds them in the order drover's group commit
+// took them, read from the mixed run's events stream),
 // harness steps that set the id counter (big; with Config.Known also past
 // 10^14 or back below the jobs' ids) or leave a stale hash at the next
 // generated id, worker
@@ -39,7 +42,9 @@
 // finished job's keys without its id in a set; a harness step that ages
 // every finished job by an hour and a half, so that retention ages, clean
 // graces and retryJobs' cut-off of an hour reach them), reads whose answers are
-// compared (getJobCounts, getJobs ranges, from a negative start too,
+// compared (getJobCounts, getJobs ranges, from a negative start too, and
+// the same ranges' ids alone (getRanges / GetJobIDs), waitUntilFinished on
+// a finished, waiting or missing job,
 // getJobScheduler and getJobSchedulers pages, getJobSchedulersCount,
 // getMeta, exportPrometheusMetrics, getDeduplicationJobId,
 // getRateLimitTtl, getCountsPerPriority, isMaxed with the global limits, a

@@ -118,18 +118,31 @@ func Generate(seed int64, cfg Config) *Program {
 	if g.chance(15) {
 		// Capped events streams, trimmed as events are written.
 		p.EventsMaxLen = g.pickI(1, 3, 8)
+		for i := range p.Steps {
+			if s := &p.Steps[i]; s.Op == OpAddMixedBurst {
+				// The runner learns drover's commit order from the
+				// stream, which a cap trims.
+				s.By = Node
+			}
+		}
 	}
-	if deferredFailures(p) || IDCounterCollides(p) || !cfg.Known && batchWithParentLinks(p) {
+	if deferredFailures(p) || IDCounterCollides(p) {
 		// A job that must not run fails as soon as a worker takes it,
 		// outside a batch finish's batch: such programs' batch finishes
 		// are plain fetching finishes. So are those of programs whose
 		// generated ids repeat (a
-		// batch holds and releases its jobs by id). And, without
-		// Config.Known, those of programs with parent links (Known,
-		// "batch finish with a refused completion").
+		// batch holds and releases its jobs by id).
 		for i := range p.Steps {
 			if s := &p.Steps[i]; s.Op == OpWork && s.Outcome.FetchNext {
 				s.Concurrency = 0
+			}
+		}
+	}
+	if IDCounterCollides(p) {
+		for i := range p.Steps {
+			if s := &p.Steps[i]; s.Op == OpAddMixedBurst {
+				// The runner tells the burst's jobs apart by their ids.
+				s.By = Node
 			}
 		}
 	}
@@ -319,6 +332,7 @@ func (g *gen) step() Step {
 		{3, g.bulk},
 		{2, g.plainBulk},
 		{2, g.burst},
+		{2, g.mixedBurst},
 		{1, func() Step {
 			// Big, short of 10^14 (where both sides' Lua writes ids
 			// with 14 significant digits); with Config.Known also
@@ -427,6 +441,10 @@ func (g *gen) step() Step {
 				// Several states in one call (BullMQ ranges each).
 				s.Types = []string{s.State, g.pick(append(st, "waiting")...)}
 			}
+			if g.chance(30) {
+				// The ids alone (getRanges / GetJobIDs).
+				s.Op = OpGetJobIDs
+			}
 			return s
 		}},
 		{2, func() Step { return Step{Op: OpGetScheduler, Scheduler: &Scheduler{ID: g.schedulerID()}} }},
@@ -438,6 +456,7 @@ func (g *gen) step() Step {
 		{1, func() Step { return Step{Op: OpGetCountsPerPriority} }},
 		{1, func() Step { return Step{Op: OpGetLimits} }},
 		{3, func() Step { return Step{Op: OpGetJob, Job: g.job()} }},
+		{1, func() Step { return Step{Op: OpWaitFinished, Job: g.job()} }},
 		{3, func() Step {
 			reads := []FlowRead{ReadChildrenValues, ReadDependencies, ReadDependenciesCount, ReadIgnoredChildrenFailures, ReadFailedChildrenValues}
 			return Step{Op: OpFlowRead, Job: g.job(), Read: reads[g.r.IntN(len(reads))]}
@@ -708,6 +727,38 @@ func (g *gen) burst() Step {
 		a.TimestampAgo = 17 * 60_000
 	}
 	return Step{Op: OpAddBurst, Add: a, Limit: 2 + g.r.IntN(7)}
+}
+
+// mixedBurst adds 2 to 8 jobs at once (OpAddMixedBurst), each its own:
+// about half plain, the others with a custom id (distinct within the
+// burst, sometimes one an earlier burst took), a priority, a delay or
+// lifo. One timestamp for all, as burst's copies: drover's concurrent
+// calls stamp their own, which need not follow its commit order.
+func (g *gen) mixedBurst() Step {
+	s := Step{Op: OpAddMixedBurst}
+	used := map[string]bool{}
+	ago := int64(17 * 60_000)
+	for range 2 + g.r.IntN(7) {
+		a := plain(g.addSpec())
+		a.Backoff = nil // a jittered backoff draws per job
+		a.SizeLimit = 0 // a refused add has no place in the commit order
+		a.TimestampAgo = ago
+		switch g.r.IntN(10) {
+		case 0, 1, 2, 3:
+			if id := g.pick("m1", "m2", "m3", "m:a:b", "m b", "m/c"); !used[id] {
+				used[id] = true
+				a.JobID = id
+			}
+		case 4:
+			a.Priority = 1 + g.r.IntN(3)
+		case 5:
+			a.Delay = Hour
+		case 6:
+			a.LIFO = true
+		}
+		s.Children = append(s.Children, a)
+	}
+	return s
 }
 
 // flow adds a parent (sometimes in OtherQueueName) with 1 to 3 children,

@@ -78,7 +78,9 @@ var Known = []KnownDivergence{
 	// internal/interoptest/random_regress_test.go). The harness' drover
 	// work step now fetches no next job when it fails a job with a
 	// deferred failure, as the oracle's step (TestDifferentialRegression-
-	// DeferredFailureStep).
+	// DeferredFailureStep). So is "batch-refused" (a batch finish stops at
+	// a refused completion: TestDifferentialRegressionBatchRefusedBefore-
+	// Later).
 	//
 	// The entries below are deliberate: drover differs on purpose, and the
 	// README's compatibility table says so with the same reason.
@@ -122,42 +124,27 @@ var Known = []KnownDivergence{
 		"deliberate (README)", emptyNamedTemplate, nil, nil, "", false},
 	{"deliberate", "generated ids that repeat or are taken (the id counter set back below existing jobs' ids, or past 10^14, where both sides' scripts write the counter with Lua's 14 significant digits, so 100000000000000 and 100000000000001 are both \"1e+14\"): BullMQ 6.7 and drover alike write the add over the existing hash and push the id into wait again, so one id can be in wait twice; once one of them finishes without keeping its hash or is removed, Node's getState answers waiting (the id is still in the list) and drover's GetJobState unknown (no hash: drover never searches wait, O(n) in the backlog, for a job it has no hash of) (campaign seeds 183697377, 183697570, 183697728)",
 		"deliberate (README)", IDCounterCollides, nil, nil, "", false},
-	// Open: drover's to fix, not deliberate.
-	{"batch-refused", "batch finish with a refused completion: a drover worker's batch call refuses the completion of a job whose children are pending (a job that became a parent while it waited: a child added with the parent option, a flow added under it) and the worker fails that job in the next call, after the batch's later jobs; BullMQ's calls, one job at a time, fail it before the jobs after it, so the events (and a fetch the later jobs' release makes) come in another order. The states agree. A child right after its parent in the batch is cut off into the next call (flowCut; TestDifferentialRegressionBatchParentBeforeChild); the general case needs the script to stop at the refused job (campaign seed 10213)",
-		"open", batchWithParentLinks, nil, nil, "", false},
-}
-
-// batchWithParentLinks reports whether a program has a batch finish and
-// gives a job a parent link (a lone add's or a flow root's), which makes
-// that job a parent while it may be taken.
-func batchWithParentLinks(p *Program) bool {
-	batch, link := false, false
-	for i := range p.Steps {
-		s := &p.Steps[i]
-		if s.Op == OpWork && s.Concurrency > 1 && s.Outcome != nil && s.Outcome.FetchNext {
-			batch = true
-		}
-		// (A job taken by hand is never in a worker's batch.)
-		if (s.Op == OpAdd || s.Op == OpAddFlow) && s.Add != nil && s.Add.Parent != "" && s.Add.Parent != TakenJob {
-			link = true
-		}
-		for _, c := range s.Children {
-			if s.Op == OpAddBulk && c.Parent != "" && c.Parent != TakenJob {
-				link = true
-			}
-		}
-	}
-	return batch && link
 }
 
 // IDCounterCollides reports whether a program sets its id counter where
 // generated ids repeat (past 10^14) or meet the program's own jobs (back
-// to a small value).
+// to a small value, or to a value it set before).
 func IDCounterCollides(p *Program) bool {
+	set := false
+	var highest int64
 	for _, s := range p.Steps {
-		if s.Op == OpSetIDCounter && (s.Delay < 1000 || s.Delay >= 99_999_999_999_900) {
+		if s.Op != OpSetIDCounter {
+			continue
+		}
+		if s.Delay < 1000 || s.Delay >= 99_999_999_999_900 {
 			return true
 		}
+		if set && s.Delay <= highest {
+			// Back to a value the program set before: the ids drawn
+			// since come again (campaign seed 2002806).
+			return true
+		}
+		set, highest = true, max(highest, s.Delay)
 	}
 	return false
 }
@@ -414,15 +401,61 @@ func schedulerThenDrain(p *Program) bool {
 	return false
 }
 
-// SortEvents sorts the stream entries [from, to) by their fields, so that
-// the events of one step compare as a multiset.
-func SortEvents(st []statedump.StreamEntry, from, to int) {
-	if from < 0 || to > len(st) || from >= to {
+// EventRange names the entries of an events stream one step wrote: those
+// whose ids are above After and up to Upto (stream ids, "ms-seq"; After
+// "0-0" when the stream was empty). Ids, not positions: a trim (a capped
+// stream's MAXLEN ~, trimEvents) removes entries from the head, which
+// moves every position but no id (campaign seed 30 of the fixed set).
+type EventRange struct {
+	After, Upto string
+	// Written is how many entries the step wrote (0: not known). When a
+	// trim (a capped stream) has removed some of them, which ones it
+	// removed depends on the order they were written in, so what is left
+	// of the range is compared by its count alone (campaign seed 9500160).
+	Written int
+}
+
+// trimmedCascade is the fields of an entry of a removal cascade's range
+// that a trim cut into (see EventRange.Written).
+var trimmedCascade = []string{"event", "<removal cascade, partly trimmed>"}
+
+// SortEvents sorts the stream entries in r by their fields, so that the
+// events of one step compare as a multiset. Entries a trim removed are
+// not there to sort; when some of the range's are gone, the rest are
+// masked (see EventRange.Written).
+func SortEvents(st []statedump.StreamEntry, r EventRange) {
+	from := slices.IndexFunc(st, func(e statedump.StreamEntry) bool { return streamIDLess(r.After, e.ID) })
+	if from < 0 {
+		return
+	}
+	to := from
+	for to < len(st) && !streamIDLess(r.Upto, st[to].ID) {
+		to++
+	}
+	if r.Written > 0 && to-from < r.Written {
+		for i := from; i < to; i++ {
+			st[i].Fields = trimmedCascade
+		}
 		return
 	}
 	slices.SortStableFunc(st[from:to], func(a, b statedump.StreamEntry) int {
 		return strings.Compare(strings.Join(a.Fields, "\x00"), strings.Join(b.Fields, "\x00"))
 	})
+}
+
+// streamIDLess reports whether stream id a is below b ("ms-seq", compared
+// as numbers; an id that does not parse is below every other).
+func streamIDLess(a, b string) bool {
+	am, as := splitStreamID(a)
+	bm, bs := splitStreamID(b)
+	return am < bm || am == bm && as < bs
+}
+
+func splitStreamID(id string) (ms, seq uint64) {
+	m, q, _ := strings.Cut(id, "-")
+	ms, _ = strconv.ParseUint(m, 10, 64)
+	seq, _ = strconv.ParseUint(q, 10, 64)
+	return ms, seq
 }
 
 // KnownForRefusal returns the deliberate difference that explains a
@@ -504,13 +537,13 @@ type NormContext struct {
 	WorkRan bool
 	// Jitter sorts same-minute delayed members by name.
 	Jitter bool
-	// SortedEvents are [from, to) ranges of the events stream compared as
-	// multisets (see Deliberate, "event order of a removal cascade").
-	SortedEvents [][2]int
+	// SortedEvents are ranges of the events stream compared as multisets
+	// (see Deliberate, "event order of a removal cascade").
+	SortedEvents []EventRange
 	// OthersSortedEvents are the same ranges of each other queue's events
 	// stream: a cascade that reaches a flow's children there writes their
 	// removals in the same member-string order (campaign seed 317003818).
-	OthersSortedEvents map[string][][2]int
+	OthersSortedEvents map[string][]EventRange
 	// Known keeps the differences of the Known divergences that have a
 	// Mask (campaigns looking for them set it).
 	Known bool
@@ -535,13 +568,13 @@ func Comparable(raw *statedump.Snapshot, nc NormContext) (*statedump.Snapshot, e
 	}
 	if k := raw.Keys[nc.Queue+":events"]; k != nil {
 		for _, r := range nc.SortedEvents {
-			SortEvents(k.Stream, r[0], r[1])
+			SortEvents(k.Stream, r)
 		}
 	}
 	for q, ranges := range nc.OthersSortedEvents {
 		if k := raw.Keys[q+":events"]; k != nil {
 			for _, r := range ranges {
-				SortEvents(k.Stream, r[0], r[1])
+				SortEvents(k.Stream, r)
 			}
 		}
 	}

@@ -57,3 +57,36 @@ func TestKnownRefusalMasksTheOtherQueue(t *testing.T) {
 		t.Fatalf("a refused add's counter in %s: got %v, want the id counter entry", OtherQueueName, k)
 	}
 }
+
+// TestSortEventsAfterTrim: a step's range of the events stream is named by
+// stream ids, so a trim that removed entries from the head (a capped
+// stream) sorts what is left of the step's events, and no other step's.
+func TestSortEventsAfterTrim(t *testing.T) {
+	entry := func(id, ev string) statedump.StreamEntry {
+		return statedump.StreamEntry{ID: id, Fields: []string{"event", ev}}
+	}
+	// The stream as a trim left it: 5-0 and earlier are gone; the step
+	// wrote 9-0 .. 10-1 after 8-0.
+	st := []statedump.StreamEntry{entry("8-0", "z"), entry("9-0", "waiting"), entry("10-0", "removed"), entry("10-1", "added"), entry("11-0", "a")}
+	SortEvents(st, EventRange{After: "8-0", Upto: "10-1"})
+	var got []string
+	for _, e := range st {
+		got = append(got, e.ID+" "+e.Fields[1])
+	}
+	if want := "8-0 z,10-1 added,10-0 removed,9-0 waiting,11-0 a"; strings.Join(got, ",") != want {
+		t.Fatalf("sorted %v, want %s", got, want)
+	}
+	// A range a trim cut into (3 written, 2 left): which entries are left
+	// depends on the order they were written in, so they are masked.
+	st = []statedump.StreamEntry{entry("9-0", "waiting"), entry("10-0", "removed"), entry("11-0", "a")}
+	SortEvents(st, EventRange{After: "8-0", Upto: "10-0", Written: 3})
+	if st[0].Fields[1] != trimmedCascade[1] || st[1].Fields[1] != trimmedCascade[1] || st[2].Fields[1] != "a" {
+		t.Fatalf("a cut range is not masked, or more is: %v", st)
+	}
+	// A range wholly trimmed away sorts nothing.
+	st = []statedump.StreamEntry{entry("20-0", "b"), entry("21-0", "a")}
+	SortEvents(st, EventRange{After: "2-0", Upto: "5-0"})
+	if st[0].ID != "20-0" {
+		t.Fatalf("a trimmed-away range sorted later entries: %v", st)
+	}
+}

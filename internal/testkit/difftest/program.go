@@ -145,6 +145,16 @@ const (
 	// (0: all the rest), ascending unless Step.LIFO (getJobs(types, start,
 	// end, asc) / GetJobs); its result is the ids.
 	OpGetJobs Op = "getJobs"
+	// OpGetJobIDs is OpGetJobs without reading the jobs (getRanges /
+	// GetJobIDs): an id whose hash is gone is listed too.
+	OpGetJobIDs Op = "getJobIDs"
+	// OpWaitFinished waits a moment for Step.Job to finish for good
+	// (Job.waitUntilFinished with a QueueEvents / Job.WaitUntilFinished):
+	// its result is the return value or the failedReason of a finished
+	// job, "pending" for one that did not finish in the moment, and
+	// "missing" (neither side asked: BullMQ rejects a job without a hash,
+	// drover reads its finish event, see docs) for one without a hash.
+	OpWaitFinished Op = "waitFinished"
 	// OpManualWaitChildren moves the oldest job the run took with
 	// OpManualTake (and did not end yet) to waiting-children, under the
 	// token it was taken with (job.moveToWaitingChildren(token) /
@@ -252,6 +262,17 @@ const (
 	// own. The copies are alike, so the state does not depend on which
 	// call got which id; the result is the ids, sorted.
 	OpAddBurst Op = "addBurst"
+	// OpAddMixedBurst adds Step.Children, each its own job (name, data,
+	// options; plain, with a custom id that may be taken, a priority, a
+	// delay or lifo), at once: drover's Queue.Add from as many goroutines
+	// released together (its group commit sends pure batches of plain adds
+	// to addPlainJobs, the rest to addJobs, in an order of its own), Node's
+	// Queue.add one after another in the order drover's commit took them
+	// (the runner runs a drover step's mixed run first and reads that
+	// order from its events stream), so generated ids, lists, events and
+	// counters must agree job for job. Its result is the ids, in the order
+	// of Children.
+	OpAddMixedBurst Op = "addMixedBurst"
 	// OpSetIDCounter is the harness's, the same in both runs
 	// (Step.NodeOnly): it sets the queue's id counter to Step.Delay, so
 	// later generated ids are big (past 10^14, where Lua's number
@@ -680,7 +701,7 @@ var otherQueueOps = map[Op]bool{
 	OpChangePriority: true, OpRemove: true, OpDrain: true, OpClean: true, OpObliterate: true, OpPause: true,
 	OpResume: true, OpProgress: true, OpLog: true, OpUpdateData: true, OpClearLogs: true,
 	OpRemoveChildDependency: true, OpRemoveUnprocessedChildren: true, OpJobRemoveDedupKey: true,
-	OpUpdateJobProgress: true, OpManualTake: true, OpManualWaitChildren: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
+	OpUpdateJobProgress: true, OpManualTake: true, OpManualWaitChildren: true, OpGetCounts: true, OpGetJobs: true, OpGetJobIDs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
 	OpGetCountByTypes: true, OpIsPaused: true, OpGetFlow: true, OpGetMetrics: true,
 }
 
@@ -692,7 +713,7 @@ var otherQueueOps = map[Op]bool{
 var altPrefixOps = map[Op]bool{
 	OpWork: true, OpRetry: true, OpRetryJobs: true, OpPromote: true, OpPromoteJobs: true, OpChangeDelay: true, OpChangePriority: true,
 	OpRemove: true, OpProgress: true, OpLog: true, OpUpdateData: true, OpClearLogs: true, OpRemoveChildDependency: true,
-	OpUpdateJobProgress: true, OpGetCounts: true, OpGetJobs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
+	OpUpdateJobProgress: true, OpGetCounts: true, OpGetJobs: true, OpGetJobIDs: true, OpGetJob: true, OpFlowRead: true, OpGetLogs: true,
 	OpGetCountByTypes: true,
 }
 
@@ -1027,7 +1048,7 @@ func (s *Step) String() string {
 	if s.Op == OpChangePriority {
 		parts = append(parts, fmt.Sprintf("priority=%d lifo=%v", s.Priority, s.LIFO))
 	}
-	if (s.Op == OpGetJobs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow || s.Op == OpRemoveOrphanedJobs ||
+	if (s.Op == OpGetJobs || s.Op == OpGetJobIDs || s.Op == OpGetSchedulers || s.Op == OpGetLogs || s.Op == OpGetMetrics || s.Op == OpGetFlow || s.Op == OpRemoveOrphanedJobs ||
 		s.Op == OpFlowRead) &&
 		(s.Priority != 0 || s.LIFO) {
 		parts = append(parts, fmt.Sprintf("start/depth=%d desc=%v", s.Priority, s.LIFO))
@@ -1145,7 +1166,7 @@ var opNames = map[Op]string{
 	OpGetLogs: "OpGetLogs", OpGetCountByTypes: "OpGetCountByTypes", OpIsPaused: "OpIsPaused", OpGetFlow: "OpGetFlow",
 	OpGetMetrics: "OpGetMetrics", OpAddFlows: "OpAddFlows", OpOrphan: "OpOrphan", OpAgeFinished: "OpAgeFinished", OpRemoveOrphanedJobs: "OpRemoveOrphanedJobs",
 	OpUpdateJobProgress: "OpUpdateJobProgress", OpGetMeta: "OpGetMeta", OpGetSchedulersCount: "OpGetSchedulersCount",
-	OpExportMetrics: "OpExportMetrics", OpAddBurst: "OpAddBurst", OpSetIDCounter: "OpSetIDCounter", OpStaleHash: "OpStaleHash",
+	OpExportMetrics: "OpExportMetrics", OpAddBurst: "OpAddBurst", OpAddMixedBurst: "OpAddMixedBurst", OpGetJobIDs: "OpGetJobIDs", OpWaitFinished: "OpWaitFinished", OpSetIDCounter: "OpSetIDCounter", OpStaleHash: "OpStaleHash",
 }
 
 var readNames = map[FlowRead]string{
