@@ -26,13 +26,15 @@
   // ---- DOM helpers -------------------------------------------------------
 
   // el builds an element. attrs: class, text, on<event> (functions), and
-  // plain attributes; kids: nodes or strings (as text nodes).
+  // plain attributes; kids: nodes or strings (as text nodes). Its text,
+  // title and aria-label go through shown; other attributes (href, data-*,
+  // value) keep the real value, so links, searches and keys use it.
   function el(tag, attrs, ...kids) {
     const n = document.createElement(tag);
     setAttrs(n, attrs);
     for (const k of kids.flat()) {
       if (k === null || k === undefined || k === false) continue;
-      n.append(k instanceof Node ? k : document.createTextNode(String(k)));
+      n.append(k instanceof Node ? k : document.createTextNode(shown(k)));
     }
     return n;
   }
@@ -42,7 +44,7 @@
     setAttrs(n, attrs);
     for (const k of kids.flat()) {
       if (k === null || k === undefined || k === false) continue;
-      n.append(k instanceof Node ? k : document.createTextNode(String(k)));
+      n.append(k instanceof Node ? k : document.createTextNode(shown(k)));
     }
     return n;
   }
@@ -61,33 +63,48 @@
   function setAttrs(n, attrs) {
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === null || v === undefined || v === false) continue;
-      if (k === 'text') n.textContent = String(v);
+      if (k === 'text') n.textContent = shown(v);
+      else if (k === 'title' || k === 'aria-label') n.setAttribute(k, shown(v));
       else if (k === 'onclick' && n.tagName === 'BUTTON') n.addEventListener('click', oneAtATime(n, v));
       else if (k.startsWith('on') && typeof v === 'function') n.addEventListener(k.slice(2), v);
       else n.setAttribute(k, v === true ? '' : String(v));
     }
   }
   const enc = encodeURIComponent;
+  // FORMAT matches the characters the page shows as escapes (\u202e)
+  // rather than lays out, as `drover job` prints them: bidi embeddings,
+  // overrides, isolates and marks (U+061C, U+200E-F, U+202A-E, U+2066-9),
+  // other invisible format characters (U+200B, U+2060-4, U+FEFF) and
+  // controls but tab, newline and carriage return (C0, DEL, C1). A job
+  // named "\u202eabc" was drawn "cba" in its heading, breadcrumb and list
+  // row; its page and link showed a name the job does not have.
+  const FORMAT = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u061C\u200B\u200E\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+  const HAS_FORMAT = new RegExp(FORMAT.source);
+  const escapeFormat = (s) => s.replace(FORMAT, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  // shown is the text the page shows for v: every FORMAT character
+  // escaped, but for the isolates bi puts around a value (FSI, then no
+  // FORMAT character, then PDI), which are kept. It is the one display
+  // escape of the page: el and svg pass their text, title and aria-label
+  // through it, and bi escapes the value it isolates. Only the display is
+  // escaped: hrefs, data-* keys, API paths and inputs carry the real value.
+  function shown(v) {
+    const s = String(v);
+    if (!HAS_FORMAT.test(s)) return s;
+    return s.split(/(\u2068[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u061C\u200B\u200E\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]*\u2069)/)
+      .map((part, i) => (i % 2 ? part : escapeFormat(part))).join('');
+  }
   // bi isolates a value set into a sentence (a queue name, job id or
   // name, failed reason, user, error message) from the words around it,
-  // as nameEl's dir="auto" does for a name shown alone: a right-to-left
-  // override (U+202E) or an Arabic or Hebrew name in a job id ran on into
-  // the rest of a toast, a dialog, a live-feed line or the window's title
-  // ("Job ‮abc promoted." was drawn "Job .detomorp cba"). The value goes
-  // between FSI and PDI (U+2068, U+2069), each of its own isolates closed
-  // and each stray PDI of it matched, so nothing in it ends the isolate
-  // early or leaves one open. Text with no right-to-left letter and no
-  // bidi control is returned as it is.
-  const BIDI = /[\u0590-\u08FF\u200E\u200F\u202A-\u202E\u2066-\u2069\uFB1D-\uFDFF\uFE70-\uFEFE]|[\u{10800}-\u{10FFF}\u{1E800}-\u{1EFFF}]/u;
+  // as nameEl's dir="auto" does for a name shown alone: an Arabic or Hebrew
+  // name in a job id ran on into the rest of a toast, a dialog, a
+  // live-feed line or the window's title. Its FORMAT characters are
+  // escaped first (a right-to-left override shows as \u202e and reverses
+  // nothing); a value with a right-to-left letter left then goes between
+  // FSI and PDI (U+2068, U+2069). Other text is returned escaped alone.
+  const RTL = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFE]|[\u{10800}-\u{10FFF}\u{1E800}-\u{1EFFF}]/u;
   function bi(v) {
-    const s = String(v);
-    if (!BIDI.test(s)) return s;
-    let open = 0, stray = 0;
-    for (const c of s) {
-      if (c === '\u2066' || c === '\u2067' || c === '\u2068') open++;
-      else if (c === '\u2069') { if (open > 0) open--; else stray++; }
-    }
-    return '\u2068'.repeat(1 + stray) + s + '\u2069'.repeat(1 + stray + open);
+    const s = escapeFormat(String(v));
+    return RTL.test(s) ? `\u2068${s}\u2069` : s;
   }
   // seg spells a queue name or job id as an API path segment. "." and ".."
   // never reach the server (every URL parser removes such segments, %2e
@@ -324,15 +341,15 @@
   }
   // pretty shows a JSON value; null is a value (BullMQ stores a processor's
   // undefined and null data as null) and shows as null, not as nothing.
-  // Its bidi controls (U+061C, U+200E-F, U+202A-E, U+2066-9) are written
-  // as JSON escapes, as `drover job` writes them: JSON.stringify leaves
+  // Its FORMAT characters are written as JSON escapes by shown, as
+  // `drover job` writes them: JSON.stringify leaves
   // them raw, and an override in a string reversed the rest of the panel
   // (its quotes and the keys after it).
   function pretty(raw) {
     if (raw === undefined) return '';
     let out;
-    try { out = JSON.stringify(raw, null, 2); } catch (e) { return String(raw); }
-    return out.replace(/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    try { out = JSON.stringify(raw, null, 2); } catch (e) { return shown(raw); }
+    return shown(out);
   }
 
   // PRE_MAX bounds the characters a job page lays out in one text box
@@ -353,7 +370,7 @@
     const note = el('p', { class: 'muted cut-note' }, `Showing the first ${cut.toLocaleString('en-US')} of ${text.length.toLocaleString('en-US')} characters. `,
       el('button', { type: 'button', onclick: () => {
         const all = full();
-        pre.textContent = all;
+        pre.textContent = shown(all);
         pre.removeAttribute('data-cut');
         // The focus goes to the text shown, a stop the keyboard scrolls:
         // the button went and took it along, to the page's start.
@@ -611,7 +628,7 @@
   // a screen reader's page announcement could not tell a job from a queue
   // or the overview.
   function titled(...parts) {
-    document.title = [...parts.filter(Boolean), 'drover control room'].join(' · ');
+    document.title = shown([...parts.filter(Boolean), 'drover control room'].join(' · '));
   }
 
   // noQueue replaces the page with a plain "no such queue" when an API
@@ -1005,7 +1022,7 @@
       const poll = async () => {
         if (gen !== app.render) return;
         let o;
-        try { o = await api(`operations/${seg(op.id)}`, LOCAL); } catch (e) { line.textContent = e.message; return; }
+        try { o = await api(`operations/${seg(op.id)}`, LOCAL); } catch (e) { line.textContent = bi(e.message); return; }
         show(o);
         if (o.status === 'running') setTimeout(poll, 400);
         else { toast(`Bulk retry ${o.status}: ${o.retried} job${o.retried === 1 ? '' : 's'} retried.`); load(); }
@@ -1968,7 +1985,7 @@
         el('table', { id: 'conflicts' }, el('thead', {}, el('tr', {}, ...['When', 'Job', 'Retry', 'Worker holding the lock', 'Running for', 'Lock TTL left'].map((h) => el('th', {}, h)))), conflicts)));
     async function load() {
       let rep;
-      try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) { note.textContent = e.message; loadFailed(); } return; }
+      try { rep = await api(`queues/${seg(queue)}/stalled`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) { note.textContent = bi(e.message); loadFailed(); } return; }
       if (gen !== app.render) return;
       note.textContent = `Looked at ${rep.scanned} job${rep.scanned === 1 ? '' : 's'}${rep.truncated ? ' (only the newest of large states)' : ''}. A job stalls when its worker stops renewing its lock; the stalled checker moves it back to wait and counts the stall.`;
       const link = (j) => el('a', { href: `#/q/${enc(queue)}/job/${enc(j.id)}` }, j.id);
@@ -2016,7 +2033,7 @@
         el('thead', {}, el('tr', {}, ...['ID', 'Repeats', 'Time zone', `Next run (${yourZone})`, 'Iterations', 'Job name', ''].map((h) => el('th', {}, h)))), body), pager));
     async function load() {
       let res;
-      try { res = await api(`queues/${seg(queue)}/schedulers?offset=${offset}&limit=${SCHEDULER_PAGE}`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) { note.textContent = `Could not list job schedulers: ${e.message}`; loadFailed(); } return; }
+      try { res = await api(`queues/${seg(queue)}/schedulers?offset=${offset}&limit=${SCHEDULER_PAGE}`); } catch (e) { if (gen === app.render && !noQueue(queue, e)) { note.textContent = `Could not list job schedulers: ${bi(e.message)}`; loadFailed(); } return; }
       if (gen !== app.render) return;
       note.textContent = 'Job schedulers make one job per run; a worker (Node\'s or drover\'s) that takes a run makes the next one. Removing one stops it: its delayed next run goes too, a run already waiting or running finishes. Refreshes every 5 seconds.';
       update(body, ...res.schedulers.map((sc) => el('tr', { 'data-scheduler': sc.id, 'data-key': sc.id },
