@@ -10,8 +10,9 @@ import (
 )
 
 // escapeControls makes s safe to print on a terminal: every control
-// character (C0 but newline and tab, DEL, C1), every bidirectional override
-// and every byte that is not UTF-8 is written as a visible escape, so a
+// character (C0 but newline and tab, DEL, C1), every bidirectional override,
+// every invisible format character (zero-width space, word joiner, BOM) and
+// every byte that is not UTF-8 is written as a visible escape, so a
 // queue name, job name, failed reason, stack trace or log line cannot move
 // the cursor, clear the screen, retitle the window or reorder the text.
 // C0 and DEL become \xNN; C1 and bidi controls become \uNNNN, which is also
@@ -66,6 +67,8 @@ func needsEscape(r rune, size int) bool {
 		return true
 	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f, r == 0x061c:
 		return true // bidi embeddings, overrides, isolates and marks
+	case r == 0x200b, r >= 0x2060 && r <= 0x2064, r == 0xfeff:
+		return true // invisible: zero-width space, word joiner, invisible operators, BOM (as the dashboard shows them)
 	}
 	return false
 }

@@ -100,4 +100,11 @@ func TestTerminalEscapes(t *testing.T) {
 		}
 		require.Equal(t, `é\x1b[2J\x1b]0;pwned\x07\u009b31m\u202eü`, out.String())
 	})
+	t.Run("InvisibleFormatCharacters", func(t *testing.T) {
+		// Zero-width space, word joiner, invisible operators and the BOM
+		// made "in\u200bvoice" print as "invoice", a name it is not; the
+		// dashboard shows them escaped too. A zero-width joiner (emoji
+		// sequences) stays.
+		require.Equal(t, `in\u200bvoice \u2060\u2064 \ufeffx a‍b`, escapeControls("in\u200bvoice \u2060\u2064 \ufeffx a\u200db"))
+	})
 }
