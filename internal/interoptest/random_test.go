@@ -2680,22 +2680,7 @@ func (r *programRun) addMixedBurst(ctx context.Context, s *difftest.Step, node b
 		if len(xs) > 0 {
 			last = xs[0].ID
 		}
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, a := range s.Children {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				res, err := dq.Add(ctx, a.JobNameOf(), a.Payload(), r.droverOpts(a))
-				if err == nil {
-					ids[i] = res.Job.ID
-				}
-				errs[i] = err
-			}()
-		}
-		close(start)
-		wg.Wait()
+		r.addAtOnce(ctx, dq, s.Children, ids, errs)
 		item := make(map[string]int, n)
 		for i, id := range ids {
 			if errs[i] == nil {
@@ -2737,6 +2722,27 @@ func (r *programRun) addMixedBurst(ctx context.Context, s *difftest.Step, node b
 	return r.result(fmt.Sprint(ids), nil)
 }
 
+// addAtOnce adds adds[i] with drover from one goroutine each, all released
+// together (Queue.Add's group commit batches them), into ids[i] and errs[i].
+func (r *programRun) addAtOnce(ctx context.Context, dq *drover.Queue, adds []*difftest.Add, ids []string, errs []error) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, a := range adds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := dq.Add(ctx, a.JobNameOf(), a.Payload(), r.droverOpts(a))
+			if err == nil {
+				ids[i] = res.Job.ID
+			}
+			errs[i] = err
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
 // addBurst performs OpAddBurst: s.Limit copies of s.Add, Node's one after
 // another, drover's from as many goroutines released together (Queue.Add's
 // group commit batches them). Its result is the ids, sorted; the copies'
@@ -2752,22 +2758,7 @@ func (r *programRun) addBurst(ctx context.Context, s *difftest.Step, node bool) 
 			ids[i], errs[i] = r.o.Add(ctx, r.prefix, q, a.JobNameOf(), a.Payload(), r.nodeOpts(a))
 		}
 	} else {
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range ids {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				res, err := dq.Add(ctx, a.JobNameOf(), a.Payload(), r.droverOpts(a))
-				if err == nil {
-					ids[i] = res.Job.ID
-				}
-				errs[i] = err
-			}()
-		}
-		close(start)
-		wg.Wait()
+		r.addAtOnce(ctx, dq, slices.Repeat([]*difftest.Add{a}, len(ids)), ids, errs)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return r.result("", err)
