@@ -38,6 +38,9 @@ type soakWorkerSpec struct {
 	Name   string `json:"name"`
 	// Queue is the queue the worker serves; empty: queueName.
 	Queue string `json:"queue,omitempty"`
+	// MaxStalledCount is the worker's WorkerOptions.MaxStalledCount; 0:
+	// the default (1).
+	MaxStalledCount int `json:"maxStalledCount,omitempty"`
 	// Fleet, when set, makes the worker TestMixedFleetSoak's: it runs each
 	// job's behavior from its data with these options.
 	Fleet *fleetWorkerSpec `json:"fleet,omitempty"`
@@ -71,7 +74,8 @@ func runSoakWorker(specJSON string) int {
 		}
 		return nil, nil
 	})
-	opts := &drover.WorkerOptions{Prefix: spec.Prefix, Name: spec.Name, LockDuration: soakLock, StalledInterval: soakStallChk}
+	opts := &drover.WorkerOptions{Prefix: spec.Prefix, Name: spec.Name, LockDuration: soakLock, StalledInterval: soakStallChk,
+		MaxStalledCount: spec.MaxStalledCount}
 	if f := spec.Fleet; f != nil {
 		proc = droverBehavior(bullmqoracle.FromData("behavior"), rdb)
 		opts.Concurrency, opts.LockDuration, opts.StalledInterval, opts.MaxStalledCount = f.Concurrency, f.Lock, f.StalledInterval, f.MaxStalledCount
